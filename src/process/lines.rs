@@ -1,0 +1,223 @@
+//! Bounded line reading: memory stays bounded whatever the agent prints.
+//!
+//! A line longer than the cap is cut at the cap, the rest of it skipped, and the line flagged,
+//! so a 64 MiB line without a newline costs at most `max_line` bytes, once. Lines end at `\n`,
+//! `\r\n` or a lone `\r`: JSON text never holds a raw carriage return, so splitting on it only
+//! rescues agents that use `\r` as their line ending.
+
+use tokio::io::{AsyncRead, AsyncReadExt};
+
+/// Default cap on one stdout line: large tool results fit, a runaway line does not.
+pub const DEFAULT_MAX_LINE: usize = 8 * 1024 * 1024;
+const READ_CHUNK: usize = 64 * 1024;
+
+/// One line as read, invalid UTF-8 replaced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Line {
+    pub text: String,
+    /// The line was longer than the cap and was cut.
+    pub truncated: bool,
+    /// The length the line really had, in bytes (more than `text` when cut).
+    pub original_len: usize,
+}
+
+pub struct LineReader<R> {
+    reader: R,
+    max_line: usize,
+    buffer: Vec<u8>,
+    /// Start of the unread part of `buffer`.
+    start: usize,
+    /// Bytes of the current over-long line skipped so far; `Some` while skipping.
+    skipping: Option<usize>,
+    pending_cut: Option<Vec<u8>>,
+    /// The previous line ended with `\r`: a `\n` right after it belongs to that line ending.
+    after_cr: bool,
+    eof: bool,
+}
+
+impl<R: AsyncRead + Unpin> LineReader<R> {
+    pub fn new(reader: R, max_line: usize) -> Self {
+        Self {
+            reader,
+            max_line: max_line.max(1),
+            buffer: Vec::with_capacity(READ_CHUNK),
+            start: 0,
+            skipping: None,
+            pending_cut: None,
+            after_cr: false,
+            eof: false,
+        }
+    }
+
+    /// The next line, or `None` at end of input. Empty lines are skipped. Cancel-safe: a
+    /// partial line stays buffered when the future is dropped.
+    pub async fn next_line(&mut self) -> std::io::Result<Option<Line>> {
+        loop {
+            if let Some(line) = self.take_buffered_line() {
+                if line.text.is_empty() && !line.truncated {
+                    continue;
+                }
+                return Ok(Some(line));
+            }
+            if self.eof {
+                return Ok(self.take_rest());
+            }
+            self.compact();
+            let old_len = self.buffer.len();
+            self.buffer.resize(old_len + READ_CHUNK, 0);
+            let read = self.reader.read(&mut self.buffer[old_len..]).await;
+            let read = match read {
+                Ok(read) => read,
+                Err(error) => {
+                    self.buffer.truncate(old_len);
+                    return Err(error);
+                }
+            };
+            self.buffer.truncate(old_len + read);
+            if read == 0 {
+                self.eof = true;
+            }
+        }
+    }
+
+    fn compact(&mut self) {
+        if self.start > 0 {
+            self.buffer.drain(..self.start);
+            self.start = 0;
+        }
+    }
+
+    fn take_buffered_line(&mut self) -> Option<Line> {
+        if self.after_cr && self.start < self.buffer.len() {
+            if self.buffer[self.start] == b'\n' {
+                self.start += 1;
+            }
+            self.after_cr = false;
+        }
+        let unread = &self.buffer[self.start..];
+        match unread
+            .iter()
+            .position(|byte| *byte == b'\n' || *byte == b'\r')
+        {
+            Some(end) => {
+                self.after_cr = unread[end] == b'\r';
+                let line_end = self.start + end;
+                let line = if let Some(skipped) = self.skipping.take() {
+                    let cut = self.pending_cut.take().unwrap_or_default();
+                    Line {
+                        text: String::from_utf8_lossy(&cut).into_owned(),
+                        truncated: true,
+                        original_len: skipped + end,
+                    }
+                } else if end > self.max_line {
+                    Line {
+                        text: lossy_prefix(&self.buffer[self.start..line_end], self.max_line),
+                        truncated: true,
+                        original_len: end,
+                    }
+                } else {
+                    Line {
+                        text: String::from_utf8_lossy(&self.buffer[self.start..line_end])
+                            .into_owned(),
+                        truncated: false,
+                        original_len: end,
+                    }
+                };
+                self.start = line_end + 1;
+                Some(line)
+            }
+            None => {
+                // No line end yet: start skipping once the partial line passes the cap, so
+                // the buffer never grows past cap + one read.
+                let unread_len = unread.len();
+                if self.skipping.is_none() && unread_len > self.max_line {
+                    self.pending_cut = Some(unread[..self.max_line].to_vec());
+                    self.skipping = Some(0);
+                }
+                if let Some(skipped) = self.skipping.as_mut() {
+                    *skipped += unread_len;
+                    self.start = self.buffer.len();
+                }
+                None
+            }
+        }
+    }
+
+    fn take_rest(&mut self) -> Option<Line> {
+        let rest = &self.buffer[self.start..];
+        let line = if let Some(skipped) = self.skipping.take() {
+            let cut = self.pending_cut.take().unwrap_or_default();
+            Some(Line {
+                text: String::from_utf8_lossy(&cut).into_owned(),
+                truncated: true,
+                original_len: skipped + rest.len(),
+            })
+        } else if rest.is_empty() {
+            None
+        } else {
+            Some(Line {
+                text: lossy_prefix(rest, self.max_line),
+                truncated: rest.len() > self.max_line,
+                original_len: rest.len(),
+            })
+        };
+        self.start = self.buffer.len();
+        line
+    }
+}
+
+fn lossy_prefix(bytes: &[u8], max: usize) -> String {
+    String::from_utf8_lossy(&bytes[..bytes.len().min(max)]).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn read_all(input: &[u8], max: usize) -> Vec<Line> {
+        let mut reader = LineReader::new(input, max);
+        let mut lines = Vec::new();
+        while let Some(line) = reader.next_line().await.unwrap() {
+            lines.push(line);
+        }
+        lines
+    }
+
+    fn texts(lines: &[Line]) -> Vec<&str> {
+        lines.iter().map(|line| line.text.as_str()).collect()
+    }
+
+    #[tokio::test]
+    async fn splits_on_every_line_ending_and_keeps_a_last_unterminated_line() {
+        let lines = read_all(b"a\nb\r\nc\rd\n\n\ne", 100).await;
+        assert_eq!(texts(&lines), ["a", "b", "c", "d", "e"]);
+        assert!(lines.iter().all(|line| !line.truncated));
+    }
+
+    #[tokio::test]
+    async fn over_long_lines_are_cut_and_flagged_and_reading_goes_on() {
+        let mut input = vec![b'x'; 300_000];
+        input.extend_from_slice(b"\nnext\n");
+        let lines = read_all(&input, 1000).await;
+        assert_eq!(lines.len(), 2);
+        assert!(lines[0].truncated);
+        assert_eq!(lines[0].text.len(), 1000);
+        assert_eq!(lines[0].original_len, 300_000);
+        assert_eq!(lines[1].text, "next");
+    }
+
+    #[tokio::test]
+    async fn an_unterminated_over_long_line_is_cut_at_eof() {
+        let input = vec![b'y'; 200_000];
+        let lines = read_all(&input, 10).await;
+        assert_eq!(lines.len(), 1);
+        assert!(lines[0].truncated);
+        assert_eq!(lines[0].original_len, 200_000);
+    }
+
+    #[tokio::test]
+    async fn invalid_utf8_is_replaced_not_fatal() {
+        let lines = read_all(b"ok \xff\xfe end\n", 100).await;
+        assert_eq!(lines[0].text, "ok \u{fffd}\u{fffd} end");
+    }
+}

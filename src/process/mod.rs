@@ -1,0 +1,253 @@
+//! The OS boundary: spawn an agent CLI, read its output, stop it in three stages, and make sure
+//! nothing it started outlives it. Knows nothing about JSON.
+//!
+//! The supervisor that owns the child runs on its own task, so a stop, once asked for, runs to
+//! completion even if whoever asked has gone away; and if even the runtime goes away, the
+//! supervisor's drop guard kills the tree synchronously.
+
+pub mod lines;
+pub mod stop;
+pub mod tree;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+
+use tokio::io::AsyncReadExt;
+use tokio::process::{ChildStderr, ChildStdout, Command};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::provider::StopControl;
+use crate::stream::StopStage;
+pub use lines::{Line, LineReader, DEFAULT_MAX_LINE};
+pub use tree::TreeIdentity;
+
+/// How much of the agent's stderr is kept for diagnostics.
+pub const STDERR_TAIL_BYTES: usize = 64 * 1024;
+/// Cap on one stderr line handed to the mapper.
+const STDERR_MAX_LINE: usize = 16 * 1024;
+
+/// What the agent's stdin is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StdinMode {
+    /// `/dev/null`: the one-shot JSON modes read stdin to EOF before they start.
+    #[default]
+    Null,
+    /// A pipe kept open (for agents that take input, and for the Ctrl+C byte on stop).
+    Pipe,
+}
+
+/// How to start an agent: an argument vector, never a shell command line.
+#[derive(Debug, Clone, Default)]
+pub struct SpawnSpec {
+    pub program: OsString,
+    pub args: Vec<OsString>,
+    /// Added to (or overriding) the inherited environment.
+    pub env: Vec<(OsString, OsString)>,
+    pub cwd: Option<PathBuf>,
+    pub stdin: StdinMode,
+}
+
+impl SpawnSpec {
+    pub fn new(program: impl Into<OsString>) -> Self {
+        Self {
+            program: program.into(),
+            ..Self::default()
+        }
+    }
+
+    pub fn arg(mut self, arg: impl Into<OsString>) -> Self {
+        self.args.push(arg.into());
+        self
+    }
+
+    pub fn args<I, S>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<OsString>,
+    {
+        self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
+        self.env.push((key.into(), value.into()));
+        self
+    }
+
+    /// The command line for logs and error messages (not for execution).
+    pub fn display(&self) -> String {
+        std::iter::once(&self.program)
+            .chain(&self.args)
+            .map(|part| part.to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// How the agent process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ExitReport {
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    /// Set when the three-stage stop ended the agent: which stage, and how long it took.
+    pub stopped: Option<(StopStage, u64)>,
+    /// Processes of the tree still alive after the final kill (should always be 0).
+    pub survivors: usize,
+}
+
+/// The bounded tail of the agent's stderr.
+#[derive(Debug, Default)]
+pub struct StderrTail {
+    bytes: Vec<u8>,
+    dropped: usize,
+}
+
+impl StderrTail {
+    fn push(&mut self, chunk: &[u8]) {
+        self.bytes.extend_from_slice(chunk);
+        if self.bytes.len() > STDERR_TAIL_BYTES {
+            let excess = self.bytes.len() - STDERR_TAIL_BYTES;
+            self.bytes.drain(..excess);
+            self.dropped += excess;
+        }
+    }
+
+    pub fn text(&self) -> String {
+        let text = String::from_utf8_lossy(&self.bytes);
+        if self.dropped > 0 {
+            format!("[… {} earlier bytes not kept]\n{text}", self.dropped)
+        } else {
+            text.into_owned()
+        }
+    }
+}
+
+/// A started agent.
+pub struct AgentProcess {
+    pub pid: u32,
+    pub stdout: LineReader<ChildStdout>,
+    /// stderr lines (bounded), for mappers that read structured hints from stderr.
+    pub stderr_lines: mpsc::Receiver<String>,
+    pub stderr_tail: Arc<Mutex<StderrTail>>,
+    /// Resolves once the agent has exited and its leftover tree has been killed.
+    pub exit: oneshot::Receiver<ExitReport>,
+    pub tree: TreeIdentity,
+}
+
+/// Why an agent could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum SpawnError {
+    #[error("cannot start `{program}`: {source}")]
+    Io {
+        program: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Starts the agent in its own process group, with the tree marker in its environment, and
+/// hands it to a supervisor task that performs `stop`'s requests.
+pub fn spawn(spec: &SpawnSpec, stop: StopControl) -> Result<AgentProcess, SpawnError> {
+    let marker = uuid::Uuid::new_v4().simple().to_string();
+    let mut command = Command::new(&spec.program);
+    command
+        .args(&spec.args)
+        .envs(spec.env.iter().map(|(key, value)| (key, value)))
+        .env(tree::TREE_MARKER_VAR, &marker)
+        .stdin(match spec.stdin {
+            StdinMode::Null => Stdio::null(),
+            StdinMode::Pipe => Stdio::piped(),
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    if let Some(cwd) = &spec.cwd {
+        command.current_dir(cwd);
+    }
+    set_parent_death_signal(&mut command);
+
+    let mut child = command.spawn().map_err(|source| SpawnError::Io {
+        program: spec.program.to_string_lossy().into_owned(),
+        source,
+    })?;
+    let pid = child.id().unwrap_or_default();
+    let tree = TreeIdentity {
+        root: pid as i32,
+        marker,
+    };
+    tree::register(&tree);
+
+    let stdout = child.stdout.take().expect("stdout was piped");
+    let stderr = child.stderr.take().expect("stderr was piped");
+    let stdin = child.stdin.take();
+    let stderr_tail = Arc::new(Mutex::new(StderrTail::default()));
+    let (stderr_tx, stderr_lines) = mpsc::channel(256);
+    tokio::spawn(drain_stderr(stderr, stderr_tail.clone(), stderr_tx));
+
+    let (exit_tx, exit) = oneshot::channel();
+    tokio::spawn(stop::supervise(child, stdin, tree.clone(), stop, exit_tx));
+
+    Ok(AgentProcess {
+        pid,
+        stdout: LineReader::new(stdout, DEFAULT_MAX_LINE),
+        stderr_lines,
+        stderr_tail,
+        exit,
+        tree,
+    })
+}
+
+/// On Linux the agent gets SIGKILL if agentty dies without cleaning up (e.g. SIGKILL).
+fn set_parent_death_signal(command: &mut Command) {
+    #[cfg(target_os = "linux")]
+    {
+        let parent = std::process::id() as libc::pid_t;
+        // SAFETY: only async-signal-safe calls (prctl, getppid, _exit) between fork and exec.
+        unsafe {
+            command.pre_exec(move || {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+                // The parent may have died before prctl took effect.
+                if libc::getppid() != parent {
+                    libc::_exit(137);
+                }
+                Ok(())
+            });
+        }
+    }
+}
+
+/// Keeps the stderr tail and forwards lines; never stops reading, so the agent never blocks on
+/// a full stderr pipe, whatever it floods.
+async fn drain_stderr(
+    mut stderr: ChildStderr,
+    tail: Arc<Mutex<StderrTail>>,
+    lines: mpsc::Sender<String>,
+) {
+    let mut chunk = vec![0u8; 16 * 1024];
+    let mut current_line: Vec<u8> = Vec::new();
+    loop {
+        let read = match stderr.read(&mut chunk).await {
+            Ok(0) | Err(_) => break,
+            Ok(read) => read,
+        };
+        if let Ok(mut tail) = tail.lock() {
+            tail.push(&chunk[..read]);
+        }
+        for byte in &chunk[..read] {
+            if *byte == b'\n' {
+                let line = String::from_utf8_lossy(&current_line).into_owned();
+                current_line.clear();
+                // A full channel means nobody reads lines fast enough: drop, the tail keeps it.
+                let _ = lines.try_send(line);
+            } else if current_line.len() < STDERR_MAX_LINE {
+                current_line.push(*byte);
+            }
+        }
+    }
+    if !current_line.is_empty() {
+        let _ = lines.try_send(String::from_utf8_lossy(&current_line).into_owned());
+    }
+}

@@ -1,0 +1,215 @@
+//! Finding and killing everything an agent started.
+//!
+//! A process-group kill is not enough: pi's bash tool starts its children with `setsid`, and a
+//! double-forked daemon leaves the agent's tree altogether. Every agent is therefore spawned
+//! with a unique marker in its environment, which all its descendants inherit; the tree is the
+//! union of (a) processes carrying the marker, (b) the agent's process group and (c) the
+//! agent's descendants by parent PID. On Linux agentty also makes itself a child subreaper, so
+//! orphans re-parent to it (not to init) and their zombies are reaped here.
+
+use std::collections::HashSet;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{kill, killpg, Signal};
+use nix::sys::wait::{waitpid, WaitPidFlag};
+use nix::unistd::Pid;
+
+/// The environment variable holding an agent's tree marker.
+pub const TREE_MARKER_VAR: &str = "AGENTTY_AGENT_TREE";
+
+/// One process as /proc shows it.
+#[derive(Debug, Clone, Copy)]
+struct ProcEntry {
+    pid: i32,
+    ppid: i32,
+    pgrp: i32,
+    zombie: bool,
+}
+
+/// The identity of one agent's process tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TreeIdentity {
+    /// The agent's PID, also its process group id.
+    pub root: i32,
+    pub marker: String,
+}
+
+/// Processes of `tree` still alive (zombies excluded), never including agentty itself.
+pub fn live_members(tree: &TreeIdentity) -> Vec<i32> {
+    members(tree)
+        .into_iter()
+        .filter(|entry| !entry.zombie)
+        .map(|entry| entry.pid)
+        .collect()
+}
+
+fn members(tree: &TreeIdentity) -> Vec<ProcEntry> {
+    let own_pid = std::process::id() as i32;
+    let entries = read_proc_table();
+    let mut in_tree: HashSet<i32> = HashSet::new();
+    for entry in &entries {
+        if entry.pid == own_pid {
+            continue;
+        }
+        if entry.pid == tree.root
+            || entry.pgrp == tree.root
+            || carries_marker(entry.pid, &tree.marker)
+        {
+            in_tree.insert(entry.pid);
+        }
+    }
+    // Descendants by parent PID (covers children that cleared their environment).
+    loop {
+        let before = in_tree.len();
+        for entry in &entries {
+            if entry.pid != own_pid && in_tree.contains(&entry.ppid) {
+                in_tree.insert(entry.pid);
+            }
+        }
+        if in_tree.len() == before {
+            break;
+        }
+    }
+    entries
+        .into_iter()
+        .filter(|entry| in_tree.contains(&entry.pid))
+        .collect()
+}
+
+fn read_proc_table() -> Vec<ProcEntry> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|entry| {
+        let name = entry.ok()?.file_name();
+        let pid: i32 = name.to_str()?.parse().ok()?;
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        parse_stat(pid, &stat)
+    })
+    .collect()
+}
+
+/// Parses `/proc/PID/stat`; the command name may hold spaces and parentheses, so fields are
+/// counted from the last `)`.
+fn parse_stat(pid: i32, stat: &str) -> Option<ProcEntry> {
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    let mut fields = after_name.split_whitespace();
+    let state = fields.next()?;
+    let ppid = fields.next()?.parse().ok()?;
+    let pgrp = fields.next()?.parse().ok()?;
+    Some(ProcEntry {
+        pid,
+        ppid,
+        pgrp,
+        zombie: state == "Z" || state == "X",
+    })
+}
+
+fn carries_marker(pid: i32, marker: &str) -> bool {
+    let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
+        return false;
+    };
+    let needle = format!("{TREE_MARKER_VAR}={marker}");
+    environ
+        .split(|byte| *byte == 0)
+        .any(|entry| entry == needle.as_bytes())
+}
+
+/// Sends `signal` to the agent's process group (which reaches everything that did not leave it).
+pub fn signal_group(tree: &TreeIdentity, signal: Signal) {
+    let _ = killpg(Pid::from_raw(tree.root), signal);
+}
+
+/// SIGKILLs every process of the tree until none is left or `deadline` passes. Returns the
+/// number of processes still alive at the end (0 on success).
+pub fn kill_tree(tree: &TreeIdentity, deadline: Instant) -> usize {
+    let mut seen: HashSet<i32> = HashSet::new();
+    loop {
+        signal_group(tree, Signal::SIGKILL);
+        let entries = members(tree);
+        let mut alive = 0;
+        for entry in &entries {
+            seen.insert(entry.pid);
+            if !entry.zombie {
+                alive += 1;
+                let _ = kill(Pid::from_raw(entry.pid), Signal::SIGKILL);
+            }
+        }
+        reap_adopted(tree.root, &seen);
+        if alive == 0 || Instant::now() >= deadline {
+            return alive;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Reaps zombies of `candidates` that became our children (as subreaper). The agent itself is
+/// left to its own `Child` handle.
+fn reap_adopted(agent_pid: i32, candidates: &HashSet<i32>) {
+    let own_pid = std::process::id() as i32;
+    for entry in read_proc_table() {
+        if entry.zombie
+            && entry.ppid == own_pid
+            && entry.pid != agent_pid
+            && candidates.contains(&entry.pid)
+        {
+            let _ = waitpid(Pid::from_raw(entry.pid), Some(WaitPidFlag::WNOHANG));
+        }
+    }
+}
+
+/// Makes agentty a child subreaper (Linux): orphaned descendants of its agents re-parent to it.
+/// Only the binary calls this; a test harness that spawns children of its own should not.
+pub fn become_subreaper() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: prctl with PR_SET_CHILD_SUBREAPER only sets a flag on this process.
+    unsafe {
+        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    }
+}
+
+/// Agents alive right now, so that agentty's own exit paths (panic, signals) can kill them
+/// synchronously, without the async runtime.
+static LIVE_TREES: Mutex<Vec<TreeIdentity>> = Mutex::new(Vec::new());
+
+pub(crate) fn register(tree: &TreeIdentity) {
+    if let Ok(mut trees) = LIVE_TREES.lock() {
+        trees.push(tree.clone());
+    }
+}
+
+pub(crate) fn unregister(tree: &TreeIdentity) {
+    if let Ok(mut trees) = LIVE_TREES.lock() {
+        trees.retain(|live| live != tree);
+    }
+}
+
+/// Kills every live agent tree at once. For the last moments of agentty (panic hook, fatal
+/// signal); the normal path is the three-stage stop.
+pub fn kill_all_trees_now() -> usize {
+    let trees = match LIVE_TREES.lock() {
+        Ok(trees) => trees.clone(),
+        Err(poisoned) => poisoned.into_inner().clone(),
+    };
+    let deadline = Instant::now() + Duration::from_secs(2);
+    trees.iter().map(|tree| kill_tree(tree, deadline)).sum()
+}
+
+/// Number of agent trees alive now.
+pub fn live_tree_count() -> usize {
+    LIVE_TREES.lock().map(|trees| trees.len()).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_parsing_survives_odd_command_names() {
+        let entry = parse_stat(42, "42 (a) b (c)) S 7 42 42 0 -1").unwrap();
+        assert_eq!((entry.ppid, entry.pgrp, entry.zombie), (7, 42, false));
+        let zombie = parse_stat(43, "43 (x) Z 1 43 43").unwrap();
+        assert!(zombie.zombie);
+    }
+}

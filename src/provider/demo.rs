@@ -1,0 +1,55 @@
+//! The demo provider: agentty's own scripted agent (`agentty demo-agent`), a real child process
+//! that speaks pi's JSON mode, read through the real pi mapper. So the demo exercises the real
+//! path, from spawn to render.
+
+use crate::config::ProviderSettings;
+use crate::process::SpawnSpec;
+use crate::provider::pi::{mapper::PiMapper, session_args};
+use crate::provider::{AttemptRequest, Backend, Mapper, SessionRef};
+
+/// The environment variable that tells the demo agent which attempt of a turn it is.
+pub const DEMO_ATTEMPT_VAR: &str = "AGENTTY_DEMO_ATTEMPT";
+
+pub struct DemoBackend {
+    settings: ProviderSettings,
+}
+
+impl DemoBackend {
+    pub fn new(settings: ProviderSettings) -> Self {
+        Self { settings }
+    }
+}
+
+impl Backend for DemoBackend {
+    fn name(&self) -> &'static str {
+        "demo"
+    }
+
+    fn spawn_spec(&self, request: &AttemptRequest) -> SpawnSpec {
+        let mut spec = match &self.settings.command {
+            // `--agent-bin` for demo: any executable that speaks pi's JSON mode.
+            Some(program) => SpawnSpec::new(program),
+            None => {
+                let agentty = std::env::current_exe().unwrap_or_else(|_| "agentty".into());
+                SpawnSpec::new(agentty).arg("demo-agent")
+            }
+        };
+        spec = spec.args(["--mode", "json"]);
+        if let Some(scenario) = &request.scenario {
+            spec = spec.args(["--scenario", scenario.as_str()]);
+        }
+        spec = spec
+            .args(self.settings.args.iter())
+            .args(session_args(&request.session))
+            .env(DEMO_ATTEMPT_VAR, request.attempt.max(1).to_string());
+        for (key, value) in &self.settings.env {
+            spec = spec.env(key, value);
+        }
+        spec.cwd = request.cwd.clone();
+        spec.arg(&request.prompt)
+    }
+
+    fn mapper(&self, request: &AttemptRequest) -> Box<dyn Mapper> {
+        Box::new(PiMapper::new("demo", request.session != SessionRef::New))
+    }
+}

@@ -1,0 +1,340 @@
+//! One attempt, for any backend: spawn, map every line, end with exactly one terminal message.
+//!
+//! The terminal message is decided here and only here, from three facts: whether the user
+//! stopped the attempt, what the agent's own stream said (the mapper's outcome), and how the
+//! process exited. Mappers stay pure and never have to get "exactly one terminal" right.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use super::{
+    AgentOutcome, AgentStream, AttemptRequest, Backend, ExitFacts, LineVerdict, Mapper, StopControl,
+};
+use crate::process::{self, ExitReport, Line};
+use crate::stream::{failure_reason, AgentMessage, Failure};
+
+/// After the agent exits, how long its stdout may stay open (a grandchild holding the pipe).
+const STDOUT_DRAIN_AFTER_EXIT: Duration = Duration::from_millis(1000);
+/// How long an agent may keep running after it said it was done, or after it closed stdout.
+pub const LINGER_AFTER_DONE: Duration = Duration::from_secs(3);
+/// Bounds on the invalid lines kept for diagnostics.
+pub const MAX_INVALID_LINES: usize = 100;
+pub const MAX_INVALID_LINE_BYTES: usize = 2048;
+
+/// Starts one attempt on a background task and returns its stream.
+pub fn run_attempt(
+    backend: Arc<dyn Backend>,
+    request: AttemptRequest,
+    stop: StopControl,
+) -> AgentStream {
+    let (tx, rx) = mpsc::channel(512);
+    tokio::spawn(async move {
+        let mut attempt = Attempt {
+            tx,
+            receiver_gone: false,
+            stop,
+            text: String::new(),
+            invalid_lines: Vec::new(),
+            invalid_count: 0,
+        };
+        attempt.run(backend.as_ref(), &request).await;
+    });
+    futures::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|message| (message, rx))
+    })
+    .boxed()
+}
+
+struct Attempt {
+    tx: mpsc::Sender<AgentMessage>,
+    /// The caller dropped the stream: the agent is stopped, and nothing more is sent.
+    receiver_gone: bool,
+    stop: StopControl,
+    /// Every assistant delta of this attempt, for `terminal.failed.text`.
+    text: String,
+    invalid_lines: Vec<String>,
+    invalid_count: usize,
+}
+
+impl Attempt {
+    async fn run(&mut self, backend: &dyn Backend, request: &AttemptRequest) {
+        let spec = backend.spawn_spec(request);
+        if let Some(message) = start_problem(&spec) {
+            self.send(start_failed(message)).await;
+            return;
+        }
+        if self.stop.is_stop_requested() {
+            // Stopped before it started: nothing to stop.
+            self.send(AgentMessage::Cancelled {
+                stop_stage: crate::stream::StopStage::Interrupt,
+                elapsed_ms: 0,
+            })
+            .await;
+            return;
+        }
+        let mut agent = match process::spawn(&spec, self.stop.clone()) {
+            Ok(agent) => agent,
+            Err(error) => {
+                self.send(start_failed(error.to_string())).await;
+                return;
+            }
+        };
+        tracing::info!(pid = agent.pid, command = %spec.display(), "agent started");
+        let mut mapper = backend.mapper(request);
+        let mut out = Vec::new();
+
+        let mut stdout_open = true;
+        let mut exit: Option<ExitReport> = None;
+        let mut drain_deadline = Instant::now();
+        let mut linger_deadline: Option<Instant> = None;
+        let mut stopped_for_lingering = false;
+
+        loop {
+            if !stdout_open && exit.is_some() {
+                break;
+            }
+            if linger_deadline.is_none() && (!stdout_open || mapper.outcome_reported()) {
+                linger_deadline = Some(Instant::now() + LINGER_AFTER_DONE);
+            }
+            tokio::select! {
+                line = agent.stdout.next_line(), if stdout_open => match line {
+                    Ok(Some(line)) => {
+                        self.map_line(mapper.as_mut(), line, &mut out);
+                        self.flush(&mut out).await;
+                    }
+                    Ok(None) | Err(_) => stdout_open = false,
+                },
+                Some(line) = agent.stderr_lines.recv() => {
+                    mapper.map_stderr_line(&line, &mut out);
+                    self.flush(&mut out).await;
+                }
+                report = &mut agent.exit, if exit.is_none() => {
+                    exit = Some(report.unwrap_or_default());
+                    drain_deadline = Instant::now() + STDOUT_DRAIN_AFTER_EXIT;
+                }
+                _ = tokio::time::sleep_until(drain_deadline), if exit.is_some() && stdout_open => {
+                    tracing::warn!("agent stdout still open after exit; no longer waiting for it");
+                    stdout_open = false;
+                }
+                _ = sleep_until_opt(linger_deadline), if exit.is_none() && !self.stop.is_stop_requested() => {
+                    tracing::warn!("agent kept running after it was done; stopping it");
+                    stopped_for_lingering = true;
+                    self.stop.stop();
+                }
+            }
+        }
+        while let Ok(line) = agent.stderr_lines.try_recv() {
+            mapper.map_stderr_line(&line, &mut out);
+        }
+
+        let report = exit.unwrap_or_default();
+        let user_stopped = report.stopped.is_some() && !stopped_for_lingering;
+        let facts = ExitFacts {
+            exit_code: report.exit_code,
+            signal: report.signal,
+            stopped_by_us: report.stopped.is_some(),
+        };
+        let outcome = mapper.finish(facts, &mut out);
+        self.flush(&mut out).await;
+        let stderr = agent
+            .stderr_tail
+            .lock()
+            .map(|tail| tail.text())
+            .unwrap_or_default();
+        let terminal =
+            self.terminal_message(outcome, report, user_stopped, stopped_for_lingering, stderr);
+        if !matches!(terminal, AgentMessage::Failed(_)) && self.invalid_count > 0 {
+            tracing::debug!(count = self.invalid_count, lines = ?self.invalid_lines, "invalid agent lines");
+        }
+        self.send(terminal).await;
+    }
+
+    fn map_line(&mut self, mapper: &mut dyn Mapper, line: Line, out: &mut Vec<AgentMessage>) {
+        if line.truncated {
+            self.keep_invalid(format!(
+                "[line of {} bytes cut] {}",
+                line.original_len, line.text
+            ));
+            return;
+        }
+        let first_new = out.len();
+        match mapper.map_line(&line.text, out) {
+            LineVerdict::Event => {}
+            LineVerdict::Ignored => tracing::debug!(line = %line.text, "ignored agent event"),
+            LineVerdict::Invalid => self.keep_invalid(line.text),
+        }
+        // A mapper must never produce the terminal message; drop it if one slips through.
+        out.retain(|message| !message.is_terminal());
+        for message in &out[first_new.min(out.len())..] {
+            if let AgentMessage::Assistant { delta } = message {
+                self.text.push_str(delta);
+            }
+        }
+    }
+
+    fn keep_invalid(&mut self, mut line: String) {
+        self.invalid_count += 1;
+        if self.invalid_lines.len() >= MAX_INVALID_LINES {
+            return;
+        }
+        if line.len() > MAX_INVALID_LINE_BYTES {
+            let mut cut = MAX_INVALID_LINE_BYTES;
+            while !line.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            line.truncate(cut);
+            line.push('…');
+        }
+        self.invalid_lines.push(line);
+    }
+
+    fn terminal_message(
+        &mut self,
+        outcome: AgentOutcome,
+        report: ExitReport,
+        user_stopped: bool,
+        stopped_for_lingering: bool,
+        stderr: String,
+    ) -> AgentMessage {
+        if user_stopped {
+            if let Some((stage, elapsed_ms)) = report.stopped {
+                return AgentMessage::Cancelled {
+                    stop_stage: stage,
+                    elapsed_ms,
+                };
+            }
+        }
+        let mut failure = Failure {
+            exit_code: report.exit_code,
+            signal: report.signal,
+            text: std::mem::take(&mut self.text),
+            stderr,
+            ..Failure::default()
+        };
+        if self.invalid_count > self.invalid_lines.len() {
+            let more = self.invalid_count - self.invalid_lines.len();
+            self.invalid_lines
+                .push(format!("[… {more} more invalid lines not kept]"));
+        }
+        failure.invalid_output_lines = std::mem::take(&mut self.invalid_lines);
+        let last_stderr_line = failure
+            .stderr
+            .lines()
+            .rev()
+            .find(|line| !line.trim().is_empty())
+            .unwrap_or("")
+            .trim()
+            .to_owned();
+        match outcome {
+            AgentOutcome::Failed {
+                reason,
+                message,
+                http_status,
+            } => {
+                failure.reason = reason;
+                failure.message = message;
+                failure.http_status = http_status;
+            }
+            AgentOutcome::Completed { stop_reason, usage }
+                if stopped_for_lingering || report.exit_code == Some(0) =>
+            {
+                return AgentMessage::Completed { stop_reason, usage };
+            }
+            _ if stopped_for_lingering => {
+                failure.reason = failure_reason::STALLED.into();
+                failure.message =
+                    "the agent closed its output but kept running; it was stopped".into();
+            }
+            _ if report.signal.is_some() => {
+                let signal = report.signal.unwrap_or_default();
+                failure.reason = failure_reason::KILLED_BY_SIGNAL.into();
+                failure.message = format!(
+                    "the agent was killed by signal {signal} ({})",
+                    signal_name(signal)
+                );
+                append_detail(&mut failure.message, &last_stderr_line);
+            }
+            _ if report.exit_code.is_some_and(|code| code != 0) => {
+                failure.reason = failure_reason::EXIT_NONZERO.into();
+                failure.message = format!(
+                    "the agent exited with status {}",
+                    report.exit_code.unwrap_or_default()
+                );
+                append_detail(&mut failure.message, &last_stderr_line);
+            }
+            AgentOutcome::Completed { stop_reason, usage } => {
+                return AgentMessage::Completed { stop_reason, usage }
+            }
+            AgentOutcome::Aborted | AgentOutcome::Unfinished => {
+                failure.reason = failure_reason::NO_COMPLETION.into();
+                failure.message = "the agent exited without reporting that it finished".into();
+                append_detail(&mut failure.message, &last_stderr_line);
+            }
+        }
+        AgentMessage::Failed(failure)
+    }
+
+    async fn flush(&mut self, out: &mut Vec<AgentMessage>) {
+        for message in out.drain(..) {
+            self.send(message).await;
+        }
+    }
+
+    async fn send(&mut self, message: AgentMessage) {
+        if self.receiver_gone {
+            return;
+        }
+        if self.tx.send(message).await.is_err() {
+            // Nobody listens any more: the agent must not run on unobserved.
+            self.receiver_gone = true;
+            self.stop.stop();
+        }
+    }
+}
+
+fn append_detail(message: &mut String, detail: &str) {
+    if !detail.is_empty() {
+        message.push_str(": ");
+        message.push_str(detail);
+    }
+}
+
+async fn sleep_until_opt(deadline: Option<Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => futures::future::pending().await,
+    }
+}
+
+fn start_failed(message: String) -> AgentMessage {
+    AgentMessage::Failed(Failure {
+        reason: failure_reason::START_FAILED.into(),
+        message,
+        ..Failure::default()
+    })
+}
+
+/// Problems a spawn error would describe badly (a missing working directory looks like a
+/// missing binary to `execve`).
+fn start_problem(spec: &process::SpawnSpec) -> Option<String> {
+    if let Some(cwd) = &spec.cwd {
+        if !cwd.is_dir() {
+            return Some(format!(
+                "cannot start `{}`: working directory {} does not exist",
+                spec.program.to_string_lossy(),
+                cwd.display()
+            ));
+        }
+    }
+    None
+}
+
+fn signal_name(signal: i32) -> &'static str {
+    nix::sys::signal::Signal::try_from(signal)
+        .map(|signal| signal.as_str())
+        .unwrap_or("unknown signal")
+}

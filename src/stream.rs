@@ -1,0 +1,251 @@
+//! The shared message stream: the one vocabulary every backend is mapped into.
+//!
+//! The JSON field names below are a contract (DESIGN.md): headless output, session logs and
+//! test fixtures are read by tools outside the crate. Fields may be added; none may be renamed.
+//! Every attempt's stream ends with exactly one `terminal.*` message and nothing follows it.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// One message of the shared stream, serialised as one JSON object with a `type` field.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type")]
+pub enum AgentMessage {
+    #[serde(rename = "session.started")]
+    SessionStarted {
+        provider: String,
+        session_id: Option<String>,
+    },
+    #[serde(rename = "session.resumed")]
+    SessionResumed {
+        provider: String,
+        session_id: String,
+    },
+    /// New assistant text only; the deltas of a turn concatenate to exactly the agent's text.
+    #[serde(rename = "assistant")]
+    Assistant { delta: String },
+    /// A complete thinking block, released once the message ends with a non-tool-use stop.
+    #[serde(rename = "assistant.thought")]
+    Thought { text: String },
+    #[serde(rename = "tool.call")]
+    ToolCall {
+        id: String,
+        name: String,
+        input: Value,
+    },
+    /// Partial tool output so far (cumulative, not a delta).
+    #[serde(rename = "tool.update")]
+    ToolUpdate { id: String, output: String },
+    #[serde(rename = "tool.completed")]
+    ToolCompleted { id: String, output: String },
+    #[serde(rename = "tool.failed")]
+    ToolFailed { id: String, error: String },
+    #[serde(rename = "terminal.completed")]
+    Completed {
+        stop_reason: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Usage>,
+    },
+    #[serde(rename = "terminal.failed")]
+    Failed(Failure),
+    #[serde(rename = "terminal.cancelled")]
+    Cancelled {
+        stop_stage: StopStage,
+        elapsed_ms: u64,
+    },
+    #[serde(rename = "notice")]
+    Notice { kind: String, message: String },
+    /// Orchestrator level: written between attempts, never by a provider.
+    #[serde(rename = "retry.scheduled")]
+    RetryScheduled {
+        attempt: u32,
+        max_attempts: u32,
+        delay_ms: u64,
+        reason: String,
+    },
+}
+
+/// Notice kinds the UI treats specially; any other string is shown as-is.
+pub mod notice_kind {
+    /// The agent CLI retried on its own: assistant text after it starts afresh.
+    pub const AGENT_RETRY: &str = "agent_retry";
+    pub const WARNING: &str = "warning";
+    /// The agent's partial text so far was replaced by an authoritative final answer.
+    pub const SUPERSEDED: &str = "superseded";
+}
+
+/// Why an attempt failed, with every diagnostic passed through whole.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Failure {
+    /// Machine-readable cause: `start_failed`, `agent_error`, `exit_nonzero`, `killed_by_signal`,
+    /// `no_completion`, ...
+    pub reason: String,
+    pub message: String,
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    /// The assistant text produced before the failure.
+    pub text: String,
+    /// The tail of the agent's stderr.
+    pub stderr: String,
+    /// Lines that did not parse (bounded, each possibly cut).
+    pub invalid_output_lines: Vec<String>,
+    /// The HTTP status the agent reported, when it reported one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_status: Option<u16>,
+}
+
+/// Failure reasons the provider layer itself produces.
+pub mod failure_reason {
+    pub const START_FAILED: &str = "start_failed";
+    /// The agent reported an error (API error, auth, ...) in its own event stream.
+    pub const AGENT_ERROR: &str = "agent_error";
+    pub const EXIT_NONZERO: &str = "exit_nonzero";
+    pub const KILLED_BY_SIGNAL: &str = "killed_by_signal";
+    /// The agent exited 0 without the event that says its work is done.
+    pub const NO_COMPLETION: &str = "no_completion";
+    /// The agent kept running after its completion event and had to be stopped.
+    pub const STALLED: &str = "stalled";
+}
+
+/// Token and cost accounting, as far as the agent reports it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Usage {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+}
+
+/// The stage of the three-stage stop that ended the agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StopStage {
+    /// Exited promptly on the Ctrl+C byte / SIGINT.
+    Interrupt,
+    /// Exited on its own during the grace period.
+    Grace,
+    /// Had to be killed.
+    Kill,
+}
+
+impl StopStage {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopStage::Interrupt => "interrupt",
+            StopStage::Grace => "grace",
+            StopStage::Kill => "kill",
+        }
+    }
+}
+
+impl AgentMessage {
+    pub fn is_terminal(&self) -> bool {
+        matches!(
+            self,
+            AgentMessage::Completed { .. }
+                | AgentMessage::Failed(_)
+                | AgentMessage::Cancelled { .. }
+        )
+    }
+
+    /// The message as one JSON line (without the newline).
+    pub fn to_json_line(&self) -> String {
+        // Serialising our own enum of strings and JSON values cannot fail.
+        serde_json::to_string(self).unwrap_or_else(|error| {
+            format!(r#"{{"type":"notice","kind":"warning","message":"unserialisable message: {error}"}}"#)
+        })
+    }
+
+    pub fn from_json_line(line: &str) -> Result<AgentMessage, serde_json::Error> {
+        serde_json::from_str(line)
+    }
+
+    pub fn notice(kind: &str, message: impl Into<String>) -> AgentMessage {
+        AgentMessage::Notice {
+            kind: kind.to_owned(),
+            message: message.into(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn round_trip(message: AgentMessage, expected: Value) {
+        let line = message.to_json_line();
+        let value: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(value, expected);
+        assert_eq!(AgentMessage::from_json_line(&line).unwrap(), message);
+    }
+
+    #[test]
+    fn wire_shapes_match_the_design_table() {
+        round_trip(
+            AgentMessage::SessionStarted {
+                provider: "pi".into(),
+                session_id: None,
+            },
+            json!({"type":"session.started","provider":"pi","session_id":null}),
+        );
+        round_trip(
+            AgentMessage::Assistant { delta: "hi".into() },
+            json!({"type":"assistant","delta":"hi"}),
+        );
+        round_trip(
+            AgentMessage::ToolCall {
+                id: "c1".into(),
+                name: "bash".into(),
+                input: json!({"command":"ls"}),
+            },
+            json!({"type":"tool.call","id":"c1","name":"bash","input":{"command":"ls"}}),
+        );
+        round_trip(
+            AgentMessage::Failed(Failure {
+                reason: "start_failed".into(),
+                message: "no such file".into(),
+                ..Failure::default()
+            }),
+            json!({"type":"terminal.failed","reason":"start_failed","message":"no such file",
+                   "exit_code":null,"signal":null,"text":"","stderr":"","invalid_output_lines":[]}),
+        );
+        round_trip(
+            AgentMessage::Cancelled {
+                stop_stage: StopStage::Grace,
+                elapsed_ms: 1400,
+            },
+            json!({"type":"terminal.cancelled","stop_stage":"grace","elapsed_ms":1400}),
+        );
+        round_trip(
+            AgentMessage::RetryScheduled {
+                attempt: 2,
+                max_attempts: 3,
+                delay_ms: 2000,
+                reason: "429".into(),
+            },
+            json!({"type":"retry.scheduled","attempt":2,"max_attempts":3,"delay_ms":2000,"reason":"429"}),
+        );
+    }
+
+    #[test]
+    fn only_terminal_messages_are_terminal() {
+        assert!(AgentMessage::Completed {
+            stop_reason: "stop".into(),
+            usage: None
+        }
+        .is_terminal());
+        assert!(!AgentMessage::Assistant {
+            delta: String::new()
+        }
+        .is_terminal());
+    }
+}
