@@ -1,13 +1,161 @@
-//! `agentty run` and `agentty replay`. (Being built.)
+//! `agentty run` (the shared stream as JSON lines on stdout) and `agentty replay`.
+//!
+//! Exit status: 0 after `terminal.completed`, 1 after `terminal.failed`, 130 after
+//! `terminal.cancelled`, 2 for a usage error. SIGINT, SIGTERM or SIGHUP start the three-stage
+//! stop; the terminal line is still printed.
+
+use std::io::{BufRead, Write};
+
+use futures::StreamExt;
 
 use crate::cli::{AgentArgs, ReplayArgs, RunArgs};
+use crate::config;
+use crate::process::{ExitReport, Line};
+use crate::provider::runner::{AttemptMapping, EndedBy};
+use crate::provider::select::resolve_provider;
+use crate::provider::{self, AttemptRequest, SessionRef, StopControl};
+use crate::stream::AgentMessage;
 
-pub fn run(agent: AgentArgs, args: RunArgs) -> i32 {
-    let _ = (agent, args);
-    1
+pub const EXIT_COMPLETED: i32 = 0;
+pub const EXIT_FAILED: i32 = 1;
+pub const EXIT_USAGE: i32 = 2;
+pub const EXIT_CANCELLED: i32 = 130;
+
+/// The exit status for a terminal message.
+pub fn exit_status(terminal: &AgentMessage) -> i32 {
+    match terminal {
+        AgentMessage::Completed { .. } => EXIT_COMPLETED,
+        AgentMessage::Cancelled { .. } => EXIT_CANCELLED,
+        _ => EXIT_FAILED,
+    }
 }
 
+pub fn run(agent: AgentArgs, args: RunArgs) -> i32 {
+    let loaded = config::load(agent.config.as_deref());
+    for warning in &loaded.warnings {
+        eprintln!("agentty: {warning}");
+    }
+    let choice = match resolve_provider(&agent, &loaded.config) {
+        Ok(choice) => choice,
+        Err(message) => {
+            eprintln!("agentty: {message}");
+            return EXIT_USAGE;
+        }
+    };
+    let Some(provider) = provider::build_provider(&choice.name, &choice.settings) else {
+        eprintln!("agentty: unknown provider `{}`", choice.name);
+        return EXIT_USAGE;
+    };
+    let session = match (&args.session, args.continue_latest) {
+        (Some(id), _) => SessionRef::Resume(id.clone()),
+        (None, true) => SessionRef::ContinueLatest,
+        (None, false) => SessionRef::New,
+    };
+    let request = AttemptRequest {
+        prompt: args.prompt.join(" "),
+        session,
+        cwd: None,
+        attempt: 1,
+        scenario: agent.scenario.clone(),
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("agentty: cannot start the async runtime: {error}");
+            return EXIT_FAILED;
+        }
+    };
+    runtime.block_on(async move {
+        let stop = StopControl::new();
+        tokio::spawn(stop_on_signals(stop.clone()));
+        let mut stream = provider.execute(request, stop.clone());
+        let mut status = EXIT_FAILED;
+        let mut stdout = std::io::stdout().lock();
+        while let Some(message) = stream.next().await {
+            if message.is_terminal() {
+                status = exit_status(&message);
+            }
+            let written =
+                writeln!(stdout, "{}", message.to_json_line()).and_then(|()| stdout.flush());
+            if written.is_err() {
+                // Nobody reads our output any more: stop the agent, but keep draining so the
+                // stop completes.
+                stop.stop();
+            }
+        }
+        status
+    })
+}
+
+/// SIGINT, SIGTERM and SIGHUP start the three-stage stop; a second one skips to the kill.
+async fn stop_on_signals(stop: StopControl) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut interrupt), Ok(mut terminate), Ok(mut hangup)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+        signal(SignalKind::hangup()),
+    ) else {
+        tracing::error!("cannot install signal handlers");
+        return;
+    };
+    loop {
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = terminate.recv() => {}
+            _ = hangup.recv() => {}
+        }
+        tracing::info!("signal received: stopping the agent");
+        stop.stop();
+    }
+}
+
+/// Maps a saved raw agent log (one agent stdout line per line) through the provider's mapper
+/// again and prints the shared stream, ending with the terminal message a clean exit would get.
 pub fn replay(agent: AgentArgs, args: ReplayArgs) -> i32 {
-    let _ = (agent, args);
-    1
+    let name = agent.provider.clone().unwrap_or_else(|| "pi".to_owned());
+    let Some(backend) = provider::build_backend(&name, &config::ProviderSettings::default()) else {
+        eprintln!("agentty: unknown provider `{name}`");
+        return EXIT_USAGE;
+    };
+    let file = match std::fs::File::open(&args.file) {
+        Ok(file) => file,
+        Err(error) => {
+            eprintln!("agentty: cannot open {}: {error}", args.file.display());
+            return EXIT_USAGE;
+        }
+    };
+    let mut mapping = AttemptMapping::new(backend.mapper(&AttemptRequest::default()));
+    let mut stdout = std::io::stdout().lock();
+    let mut out = Vec::new();
+    for raw in std::io::BufReader::new(file).split(b'\n') {
+        let Ok(raw) = raw else { break };
+        let text = String::from_utf8_lossy(&raw)
+            .trim_end_matches('\r')
+            .to_owned();
+        if text.is_empty() {
+            continue;
+        }
+        let line = Line {
+            original_len: text.len(),
+            text,
+            truncated: false,
+        };
+        mapping.map_line(&line, &mut out);
+        for message in out.drain(..) {
+            let _ = writeln!(stdout, "{}", message.to_json_line());
+        }
+    }
+    let report = ExitReport {
+        exit_code: Some(0),
+        ..ExitReport::default()
+    };
+    let terminal = mapping.finish(&report, EndedBy::Exit, String::new(), &mut out);
+    for message in out.drain(..).chain(std::iter::once(terminal.clone())) {
+        let _ = writeln!(stdout, "{}", message.to_json_line());
+    }
+    exit_status(&terminal)
 }

@@ -9,21 +9,36 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(error) => {
             let _ = error.print();
-            // clap: help/version exit 0; usage errors exit 2 (DESIGN.md).
+            // Help and version exit 0; usage errors exit 2 (DESIGN.md).
             return ExitCode::from(if error.use_stderr() { 2 } else { 0 });
         }
     };
     let status = match cli.command {
         Some(CliCommand::DemoAgent(args)) => agentty::demo_agent::run(args),
+        Some(CliCommand::Replay(args)) => agentty::headless::replay(cli.agent, args),
         Some(CliCommand::Run(args)) => {
-            let _guard = agentty::logging::init();
+            let _log_guard = agentty::logging::init();
+            guard_agent_trees();
             agentty::headless::run(cli.agent, args)
         }
-        Some(CliCommand::Replay(args)) => agentty::headless::replay(cli.agent, args),
         None => {
-            let _guard = agentty::logging::init();
+            let _log_guard = agentty::logging::init();
+            guard_agent_trees();
             agentty::app::run(cli)
         }
     };
+    // Last line of defence: nothing agentty started outlives it.
+    agentty::process::tree::kill_all_trees_now();
     ExitCode::from(status.clamp(0, 255) as u8)
+}
+
+/// Orphaned descendants of our agents re-parent to us, and a panic still kills every agent.
+fn guard_agent_trees() {
+    agentty::process::tree::become_subreaper();
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        agentty::process::tree::kill_all_trees_now();
+        tracing::error!(%info, "panic");
+        previous(info);
+    }));
 }

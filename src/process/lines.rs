@@ -10,12 +10,14 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 /// Default cap on one stdout line: large tool results fit, a runaway line does not.
 pub const DEFAULT_MAX_LINE: usize = 8 * 1024 * 1024;
 const READ_CHUNK: usize = 64 * 1024;
+/// How much of a cut line is kept: it is only ever shown as a diagnostic.
+pub const CUT_LINE_PREVIEW: usize = 4 * 1024;
 
 /// One line as read, invalid UTF-8 replaced.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Line {
     pub text: String,
-    /// The line was longer than the cap and was cut.
+    /// The line was longer than the cap: `text` is only its first [`CUT_LINE_PREVIEW`] bytes.
     pub truncated: bool,
     /// The length the line really had, in bytes (more than `text` when cut).
     pub original_len: usize,
@@ -64,6 +66,8 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
             }
             self.compact();
             let old_len = self.buffer.len();
+            // Grow by exactly one chunk: doubling would overshoot the cap by up to 2x.
+            self.buffer.reserve_exact(READ_CHUNK);
             self.buffer.resize(old_len + READ_CHUNK, 0);
             let read = self.reader.read(&mut self.buffer[old_len..]).await;
             let read = match read {
@@ -111,7 +115,7 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
                     }
                 } else if end > self.max_line {
                     Line {
-                        text: lossy_prefix(&self.buffer[self.start..line_end], self.max_line),
+                        text: lossy_prefix(&self.buffer[self.start..line_end], CUT_LINE_PREVIEW),
                         truncated: true,
                         original_len: end,
                     }
@@ -131,12 +135,14 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
                 // the buffer never grows past cap + one read.
                 let unread_len = unread.len();
                 if self.skipping.is_none() && unread_len > self.max_line {
-                    self.pending_cut = Some(unread[..self.max_line].to_vec());
+                    self.pending_cut = Some(unread[..CUT_LINE_PREVIEW.min(unread_len)].to_vec());
                     self.skipping = Some(0);
                 }
                 if let Some(skipped) = self.skipping.as_mut() {
                     *skipped += unread_len;
-                    self.start = self.buffer.len();
+                    self.buffer.clear();
+                    self.buffer.shrink_to(2 * READ_CHUNK);
+                    self.start = 0;
                 }
                 None
             }
@@ -155,9 +161,17 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
         } else if rest.is_empty() {
             None
         } else {
+            let truncated = rest.len() > self.max_line;
             Some(Line {
-                text: lossy_prefix(rest, self.max_line),
-                truncated: rest.len() > self.max_line,
+                text: lossy_prefix(
+                    rest,
+                    if truncated {
+                        CUT_LINE_PREVIEW
+                    } else {
+                        rest.len()
+                    },
+                ),
+                truncated,
                 original_len: rest.len(),
             })
         };
@@ -198,10 +212,10 @@ mod tests {
     async fn over_long_lines_are_cut_and_flagged_and_reading_goes_on() {
         let mut input = vec![b'x'; 300_000];
         input.extend_from_slice(b"\nnext\n");
-        let lines = read_all(&input, 1000).await;
+        let lines = read_all(&input, 10_000).await;
         assert_eq!(lines.len(), 2);
         assert!(lines[0].truncated);
-        assert_eq!(lines[0].text.len(), 1000);
+        assert_eq!(lines[0].text.len(), CUT_LINE_PREVIEW);
         assert_eq!(lines[0].original_len, 300_000);
         assert_eq!(lines[1].text, "next");
     }

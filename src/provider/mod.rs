@@ -12,6 +12,7 @@ pub mod mapper;
 pub mod pi;
 pub mod reconcile;
 pub mod runner;
+pub mod select;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -159,6 +160,10 @@ impl CliProvider {
             backend: Arc::new(backend),
         }
     }
+
+    pub fn from_backend(backend: Arc<dyn Backend>) -> Self {
+        Self { backend }
+    }
 }
 
 impl Provider for CliProvider {
@@ -174,19 +179,22 @@ impl Provider for CliProvider {
 /// Names accepted by `--provider`.
 pub const PROVIDER_NAMES: [&str; 5] = ["pi", "claude", "codex", "gemini", "demo"];
 
-/// Builds the provider for `name` from its settings.
-pub fn build_provider(name: &str, settings: &ProviderSettings) -> Option<Arc<dyn Provider>> {
-    let provider: Arc<dyn Provider> = match name {
-        "pi" => Arc::new(CliProvider::new(pi::PiBackend::new(settings.clone()))),
-        "demo" => Arc::new(CliProvider::new(demo::DemoBackend::new(settings.clone()))),
-        "claude" => Arc::new(CliProvider::new(claude::ClaudeBackend::new(
-            settings.clone(),
-        ))),
-        "codex" => Arc::new(CliProvider::new(codex::CodexBackend::new(settings.clone()))),
-        "gemini" => Arc::new(CliProvider::new(gemini::GeminiBackend::new(
-            settings.clone(),
-        ))),
+/// Builds the backend for `name` from its settings.
+pub fn build_backend(name: &str, settings: &ProviderSettings) -> Option<Arc<dyn Backend>> {
+    let settings = settings.clone();
+    let backend: Arc<dyn Backend> = match name {
+        "pi" => Arc::new(pi::PiBackend::new(settings)),
+        "demo" => Arc::new(demo::DemoBackend::new(settings)),
+        "claude" => Arc::new(claude::ClaudeBackend::new(settings)),
+        "codex" => Arc::new(codex::CodexBackend::new(settings)),
+        "gemini" => Arc::new(gemini::GeminiBackend::new(settings)),
         _ => return None,
     };
-    Some(provider)
+    Some(backend)
+}
+
+/// Builds the provider for `name` from its settings.
+pub fn build_provider(name: &str, settings: &ProviderSettings) -> Option<Arc<dyn Provider>> {
+    let backend = build_backend(name, settings)?;
+    Some(Arc::new(CliProvider { backend }))
 }

@@ -15,7 +15,7 @@ use super::{
     AgentOutcome, AgentStream, AttemptRequest, Backend, ExitFacts, LineVerdict, Mapper, StopControl,
 };
 use crate::process::{self, ExitReport, Line};
-use crate::stream::{failure_reason, AgentMessage, Failure};
+use crate::stream::{failure_reason, AgentMessage, Failure, StopStage};
 
 /// After the agent exits, how long its stdout may stay open (a grandchild holding the pipe).
 const STDOUT_DRAIN_AFTER_EXIT: Duration = Duration::from_millis(1000);
@@ -37,9 +37,6 @@ pub fn run_attempt(
             tx,
             receiver_gone: false,
             stop,
-            text: String::new(),
-            invalid_lines: Vec::new(),
-            invalid_count: 0,
         };
         attempt.run(backend.as_ref(), &request).await;
     });
@@ -54,10 +51,6 @@ struct Attempt {
     /// The caller dropped the stream: the agent is stopped, and nothing more is sent.
     receiver_gone: bool,
     stop: StopControl,
-    /// Every assistant delta of this attempt, for `terminal.failed.text`.
-    text: String,
-    invalid_lines: Vec<String>,
-    invalid_count: usize,
 }
 
 impl Attempt {
@@ -70,7 +63,7 @@ impl Attempt {
         if self.stop.is_stop_requested() {
             // Stopped before it started: nothing to stop.
             self.send(AgentMessage::Cancelled {
-                stop_stage: crate::stream::StopStage::Interrupt,
+                stop_stage: StopStage::Interrupt,
                 elapsed_ms: 0,
             })
             .await;
@@ -84,7 +77,7 @@ impl Attempt {
             }
         };
         tracing::info!(pid = agent.pid, command = %spec.display(), "agent started");
-        let mut mapper = backend.mapper(request);
+        let mut mapping = AttemptMapping::new(backend.mapper(request));
         let mut out = Vec::new();
 
         let mut stdout_open = true;
@@ -97,19 +90,19 @@ impl Attempt {
             if !stdout_open && exit.is_some() {
                 break;
             }
-            if linger_deadline.is_none() && (!stdout_open || mapper.outcome_reported()) {
+            if linger_deadline.is_none() && (!stdout_open || mapping.outcome_reported()) {
                 linger_deadline = Some(Instant::now() + LINGER_AFTER_DONE);
             }
             tokio::select! {
                 line = agent.stdout.next_line(), if stdout_open => match line {
                     Ok(Some(line)) => {
-                        self.map_line(mapper.as_mut(), line, &mut out);
+                        mapping.map_line(&line, &mut out);
                         self.flush(&mut out).await;
                     }
                     Ok(None) | Err(_) => stdout_open = false,
                 },
                 Some(line) = agent.stderr_lines.recv() => {
-                    mapper.map_stderr_line(&line, &mut out);
+                    mapping.map_stderr_line(&line, &mut out);
                     self.flush(&mut out).await;
                 }
                 report = &mut agent.exit, if exit.is_none() => {
@@ -128,32 +121,78 @@ impl Attempt {
             }
         }
         while let Ok(line) = agent.stderr_lines.try_recv() {
-            mapper.map_stderr_line(&line, &mut out);
+            mapping.map_stderr_line(&line, &mut out);
         }
-
         let report = exit.unwrap_or_default();
-        let user_stopped = report.stopped.is_some() && !stopped_for_lingering;
-        let facts = ExitFacts {
-            exit_code: report.exit_code,
-            signal: report.signal,
-            stopped_by_us: report.stopped.is_some(),
+        let ended_by = match report.stopped {
+            Some(_) if stopped_for_lingering => EndedBy::StoppedForLingering,
+            Some((stage, elapsed_ms)) => EndedBy::UserStop { stage, elapsed_ms },
+            None => EndedBy::Exit,
         };
-        let outcome = mapper.finish(facts, &mut out);
-        self.flush(&mut out).await;
         let stderr = agent
             .stderr_tail
             .lock()
             .map(|tail| tail.text())
             .unwrap_or_default();
-        let terminal =
-            self.terminal_message(outcome, report, user_stopped, stopped_for_lingering, stderr);
-        if !matches!(terminal, AgentMessage::Failed(_)) && self.invalid_count > 0 {
-            tracing::debug!(count = self.invalid_count, lines = ?self.invalid_lines, "invalid agent lines");
-        }
+        let terminal = mapping.finish(&report, ended_by, stderr, &mut out);
+        self.flush(&mut out).await;
         self.send(terminal).await;
     }
 
-    fn map_line(&mut self, mapper: &mut dyn Mapper, line: Line, out: &mut Vec<AgentMessage>) {
+    async fn flush(&mut self, out: &mut Vec<AgentMessage>) {
+        for message in out.drain(..) {
+            self.send(message).await;
+        }
+    }
+
+    async fn send(&mut self, message: AgentMessage) {
+        if self.receiver_gone {
+            return;
+        }
+        if self.tx.send(message).await.is_err() {
+            // Nobody listens any more: the agent must not run on unobserved.
+            self.receiver_gone = true;
+            self.stop.stop();
+        }
+    }
+}
+
+/// What ended the agent process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EndedBy {
+    /// It exited by itself.
+    Exit,
+    /// The user's stop ended it, at this stage.
+    UserStop { stage: StopStage, elapsed_ms: u64 },
+    /// It kept running after it was done (or after closing stdout) and we stopped it.
+    StoppedForLingering,
+}
+
+/// The IO-free part of an attempt: maps lines, keeps the diagnostics (text so far, invalid
+/// lines), and composes the one terminal message. `agentty replay` uses it too.
+pub struct AttemptMapping {
+    mapper: Box<dyn Mapper>,
+    /// Every assistant delta of this attempt, for `terminal.failed.text`.
+    text: String,
+    invalid_lines: Vec<String>,
+    invalid_count: usize,
+}
+
+impl AttemptMapping {
+    pub fn new(mapper: Box<dyn Mapper>) -> Self {
+        Self {
+            mapper,
+            text: String::new(),
+            invalid_lines: Vec::new(),
+            invalid_count: 0,
+        }
+    }
+
+    pub fn outcome_reported(&self) -> bool {
+        self.mapper.outcome_reported()
+    }
+
+    pub fn map_line(&mut self, line: &Line, out: &mut Vec<AgentMessage>) {
         if line.truncated {
             self.keep_invalid(format!(
                 "[line of {} bytes cut] {}",
@@ -162,17 +201,33 @@ impl Attempt {
             return;
         }
         let first_new = out.len();
-        match mapper.map_line(&line.text, out) {
+        match self.mapper.map_line(&line.text, out) {
             LineVerdict::Event => {}
             LineVerdict::Ignored => tracing::debug!(line = %line.text, "ignored agent event"),
-            LineVerdict::Invalid => self.keep_invalid(line.text),
+            LineVerdict::Invalid => self.keep_invalid(line.text.clone()),
         }
-        // A mapper must never produce the terminal message; drop it if one slips through.
-        out.retain(|message| !message.is_terminal());
-        for message in &out[first_new.min(out.len())..] {
-            if let AgentMessage::Assistant { delta } = message {
+        self.account(out, first_new);
+    }
+
+    pub fn map_stderr_line(&mut self, line: &str, out: &mut Vec<AgentMessage>) {
+        let first_new = out.len();
+        self.mapper.map_stderr_line(line, out);
+        self.account(out, first_new);
+    }
+
+    /// Drops terminal messages a mapper must not produce, and records the assistant text.
+    fn account(&mut self, out: &mut Vec<AgentMessage>, first_new: usize) {
+        let mut index = first_new;
+        while index < out.len() {
+            if out[index].is_terminal() {
+                tracing::error!(message = ?out[index], "mapper produced a terminal message; dropped");
+                out.remove(index);
+                continue;
+            }
+            if let AgentMessage::Assistant { delta } = &out[index] {
                 self.text.push_str(delta);
             }
+            index += 1;
         }
     }
 
@@ -192,43 +247,50 @@ impl Attempt {
         self.invalid_lines.push(line);
     }
 
-    fn terminal_message(
-        &mut self,
-        outcome: AgentOutcome,
-        report: ExitReport,
-        user_stopped: bool,
-        stopped_for_lingering: bool,
+    /// Flushes the mapper and composes the terminal message: the user's stop wins; then what
+    /// the agent said went wrong; then how the process died; then what the agent said was done.
+    pub fn finish(
+        mut self,
+        report: &ExitReport,
+        ended_by: EndedBy,
         stderr: String,
+        out: &mut Vec<AgentMessage>,
     ) -> AgentMessage {
-        if user_stopped {
-            if let Some((stage, elapsed_ms)) = report.stopped {
-                return AgentMessage::Cancelled {
-                    stop_stage: stage,
-                    elapsed_ms,
-                };
-            }
-        }
-        let mut failure = Failure {
+        let facts = ExitFacts {
             exit_code: report.exit_code,
             signal: report.signal,
-            text: std::mem::take(&mut self.text),
-            stderr,
-            ..Failure::default()
+            stopped_by_us: !matches!(ended_by, EndedBy::Exit),
         };
+        let first_new = out.len();
+        let outcome = self.mapper.finish(facts, out);
+        self.account(out, first_new);
+        if let EndedBy::UserStop { stage, elapsed_ms } = ended_by {
+            return AgentMessage::Cancelled {
+                stop_stage: stage,
+                elapsed_ms,
+            };
+        }
+        let lingered = ended_by == EndedBy::StoppedForLingering;
         if self.invalid_count > self.invalid_lines.len() {
             let more = self.invalid_count - self.invalid_lines.len();
             self.invalid_lines
                 .push(format!("[… {more} more invalid lines not kept]"));
         }
-        failure.invalid_output_lines = std::mem::take(&mut self.invalid_lines);
-        let last_stderr_line = failure
-            .stderr
+        let last_stderr_line = stderr
             .lines()
             .rev()
-            .find(|line| !line.trim().is_empty())
+            .map(str::trim)
+            .find(|line| !line.is_empty())
             .unwrap_or("")
-            .trim()
             .to_owned();
+        let mut failure = Failure {
+            exit_code: report.exit_code,
+            signal: report.signal,
+            text: std::mem::take(&mut self.text),
+            stderr,
+            invalid_output_lines: std::mem::take(&mut self.invalid_lines),
+            ..Failure::default()
+        };
         match outcome {
             AgentOutcome::Failed {
                 reason,
@@ -240,11 +302,14 @@ impl Attempt {
                 failure.http_status = http_status;
             }
             AgentOutcome::Completed { stop_reason, usage }
-                if stopped_for_lingering || report.exit_code == Some(0) =>
+                if lingered || report.exit_code == Some(0) =>
             {
+                if self.invalid_count > 0 {
+                    tracing::debug!(lines = ?failure.invalid_output_lines, "invalid agent lines in a completed attempt");
+                }
                 return AgentMessage::Completed { stop_reason, usage };
             }
-            _ if stopped_for_lingering => {
+            _ if lingered => {
                 failure.reason = failure_reason::STALLED.into();
                 failure.message =
                     "the agent closed its output but kept running; it was stopped".into();
@@ -276,23 +341,6 @@ impl Attempt {
             }
         }
         AgentMessage::Failed(failure)
-    }
-
-    async fn flush(&mut self, out: &mut Vec<AgentMessage>) {
-        for message in out.drain(..) {
-            self.send(message).await;
-        }
-    }
-
-    async fn send(&mut self, message: AgentMessage) {
-        if self.receiver_gone {
-            return;
-        }
-        if self.tx.send(message).await.is_err() {
-            // Nobody listens any more: the agent must not run on unobserved.
-            self.receiver_gone = true;
-            self.stop.stop();
-        }
     }
 }
 

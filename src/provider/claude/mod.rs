@@ -33,6 +33,6 @@ impl Backend for ClaudeBackend {
     }
 
     fn mapper(&self, _request: &AttemptRequest) -> Box<dyn Mapper> {
-        Box::new(mapper::ClaudeMapper::default())
+        Box::new(mapper::ClaudeMapper)
     }
 }

@@ -33,6 +33,6 @@ impl Backend for CodexBackend {
     }
 
     fn mapper(&self, _request: &AttemptRequest) -> Box<dyn Mapper> {
-        Box::new(mapper::CodexMapper::default())
+        Box::new(mapper::CodexMapper)
     }
 }

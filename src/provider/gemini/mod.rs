@@ -33,6 +33,6 @@ impl Backend for GeminiBackend {
     }
 
     fn mapper(&self, _request: &AttemptRequest) -> Box<dyn Mapper> {
-        Box::new(mapper::GeminiMapper::default())
+        Box::new(mapper::GeminiMapper)
     }
 }

@@ -1,0 +1,100 @@
+//! Which provider to run, and with what settings: command line over config over defaults.
+
+use std::path::{Path, PathBuf};
+
+use crate::cli::AgentArgs;
+use crate::config::{Config, ProviderSettings};
+use crate::provider::PROVIDER_NAMES;
+
+/// The provider name and its effective settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProviderChoice {
+    pub name: String,
+    pub settings: ProviderSettings,
+}
+
+/// `--provider`, else the configured default, else `pi` when it is on PATH, else `demo` (so a
+/// fresh machine runs with no agent installed). Flags override the config's settings.
+pub fn resolve_provider(agent: &AgentArgs, config: &Config) -> Result<ProviderChoice, String> {
+    let name = agent
+        .provider
+        .clone()
+        .or_else(|| config.default_provider.clone())
+        .unwrap_or_else(|| {
+            if find_on_path("pi").is_some() {
+                "pi".to_owned()
+            } else {
+                "demo".to_owned()
+            }
+        });
+    if !PROVIDER_NAMES.contains(&name.as_str()) {
+        return Err(format!(
+            "unknown provider `{name}` (expected one of: {})",
+            PROVIDER_NAMES.join(", ")
+        ));
+    }
+    let mut settings = config.provider_settings(&name);
+    if let Some(agent_bin) = &agent.agent_bin {
+        settings.command = Some(agent_bin.clone());
+    }
+    if let Some(model) = &agent.model {
+        settings.model = Some(model.clone());
+    }
+    settings.args.extend(agent.provider_args.iter().cloned());
+    Ok(ProviderChoice { name, settings })
+}
+
+/// The first executable file called `program` in `PATH`.
+pub fn find_on_path(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|candidate| is_executable(candidate))
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    path.metadata()
+        .map(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_win_over_config_and_unknown_names_are_refused() {
+        let mut config = Config {
+            default_provider: Some("claude".into()),
+            ..Config::default()
+        };
+        config.providers.insert(
+            "claude".into(),
+            ProviderSettings {
+                args: vec!["--permission-mode".into(), "plan".into()],
+                ..ProviderSettings::default()
+            },
+        );
+        let agent = AgentArgs {
+            agent_bin: Some("/opt/claude".into()),
+            provider_args: vec!["--verbose".into()],
+            ..AgentArgs::default()
+        };
+        let choice = resolve_provider(&agent, &config).unwrap();
+        assert_eq!(choice.name, "claude");
+        assert_eq!(choice.settings.command, Some(PathBuf::from("/opt/claude")));
+        assert_eq!(
+            choice.settings.args,
+            ["--permission-mode", "plan", "--verbose"]
+        );
+
+        let unknown = AgentArgs {
+            provider: Some("nope".into()),
+            ..AgentArgs::default()
+        };
+        assert!(resolve_provider(&unknown, &config)
+            .unwrap_err()
+            .contains("unknown provider `nope`"));
+    }
+}
