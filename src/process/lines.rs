@@ -234,4 +234,75 @@ mod tests {
         let lines = read_all(b"ok \xff\xfe end\n", 100).await;
         assert_eq!(lines[0].text, "ok \u{fffd}\u{fffd} end");
     }
+
+    /// Hands out the input in the given chunk sizes, to exercise every boundary.
+    struct ChunkedReader {
+        data: Vec<u8>,
+        position: usize,
+        chunks: Vec<usize>,
+        next_chunk: usize,
+    }
+
+    impl AsyncRead for ChunkedReader {
+        fn poll_read(
+            mut self: std::pin::Pin<&mut Self>,
+            _cx: &mut std::task::Context<'_>,
+            buf: &mut tokio::io::ReadBuf<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            let this = &mut *self;
+            let size = this
+                .chunks
+                .get(this.next_chunk)
+                .copied()
+                .unwrap_or(7)
+                .max(1);
+            this.next_chunk += 1;
+            let end = (this.position + size)
+                .min(this.data.len())
+                .min(this.position + buf.remaining());
+            buf.put_slice(&this.data[this.position..end]);
+            this.position = end;
+            std::task::Poll::Ready(Ok(()))
+        }
+    }
+
+    fn expected_lines(data: &[u8]) -> Vec<Vec<u8>> {
+        data.split(|byte| *byte == b'\n' || *byte == b'\r')
+            .filter(|segment| !segment.is_empty())
+            .map(<[u8]>::to_vec)
+            .collect()
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_bytes_in_any_chunking_give_the_same_lines(
+            data in proptest::collection::vec(proptest::prop_oneof![
+                4 => proptest::num::u8::ANY,
+                1 => proptest::strategy::Just(b'\n'),
+                1 => proptest::strategy::Just(b'\r'),
+            ], 0..400),
+            chunks in proptest::collection::vec(1usize..40, 0..50),
+            max_line in 1usize..30,
+        ) {
+            let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+            let lines = runtime.block_on(async {
+                let reader = ChunkedReader { data: data.clone(), position: 0, chunks, next_chunk: 0 };
+                let mut reader = LineReader::new(reader, max_line);
+                let mut lines = Vec::new();
+                while let Some(line) = reader.next_line().await.unwrap() {
+                    lines.push(line);
+                }
+                lines
+            });
+            let expected = expected_lines(&data);
+            proptest::prop_assert_eq!(lines.len(), expected.len());
+            for (line, raw) in lines.iter().zip(&expected) {
+                proptest::prop_assert_eq!(line.original_len, raw.len());
+                proptest::prop_assert_eq!(line.truncated, raw.len() > max_line);
+                if !line.truncated {
+                    proptest::prop_assert_eq!(&line.text, &String::from_utf8_lossy(raw).into_owned());
+                }
+            }
+        }
+    }
 }
