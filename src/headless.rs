@@ -57,6 +57,7 @@ pub fn run(agent: AgentArgs, args: RunArgs) -> i32 {
         cwd: None,
         attempt: 1,
         scenario: agent.scenario.clone(),
+        raw_line_tap: None,
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -12,4 +12,5 @@ pub mod logging;
 pub mod orchestrator;
 pub mod process;
 pub mod provider;
+pub mod session_log;
 pub mod stream;

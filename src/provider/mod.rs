@@ -52,6 +52,29 @@ pub struct AttemptRequest {
     pub attempt: u32,
     /// Demo scenario name (only the demo provider uses it).
     pub scenario: Option<String>,
+    /// Receives every raw stdout line of the agent (for the session log).
+    pub raw_line_tap: Option<RawLineTap>,
+}
+
+/// A callback for the agent's raw stdout lines. Called on the attempt's task: keep it cheap
+/// (e.g. a channel send).
+#[derive(Clone)]
+pub struct RawLineTap(Arc<dyn Fn(&str) + Send + Sync>);
+
+impl RawLineTap {
+    pub fn new(tap: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        Self(Arc::new(tap))
+    }
+
+    pub fn record(&self, line: &str) {
+        (self.0)(line);
+    }
+}
+
+impl std::fmt::Debug for RawLineTap {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("RawLineTap")
+    }
 }
 
 /// A backend knows how to start its CLI and how to read it; the runner does the rest.

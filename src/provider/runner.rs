@@ -96,6 +96,9 @@ impl Attempt {
             tokio::select! {
                 line = agent.stdout.next_line(), if stdout_open => match line {
                     Ok(Some(line)) => {
+                        if let Some(tap) = &request.raw_line_tap {
+                            tap.record(&line.text);
+                        }
                         mapping.map_line(&line, &mut out);
                         self.flush(&mut out).await;
                     }

@@ -1,0 +1,313 @@
+//! Session logs: every shared message of every attempt, plus the agent's raw stdout lines,
+//! appended as JSON lines to `<state dir>/sessions/<start>-<id>.jsonl`.
+//!
+//! Writing happens on a thread of its own, so neither the UI nor an attempt ever waits on the
+//! disk. The log is flushed at each turn end, on stop, and when the writer is dropped; a crash
+//! loses at most the lines of the turn in flight. `agentty --resume` reads it back.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+
+use serde::{Deserialize, Serialize};
+
+use crate::orchestrator::{OrchestratorEvent, TurnId, TurnOutcome};
+use crate::stream::AgentMessage;
+
+/// One line of a session log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum LogEntry {
+    /// The first line.
+    Header {
+        version: u32,
+        provider: String,
+        started_at_ms: u64,
+        cwd: String,
+    },
+    Turn {
+        turn: TurnId,
+        prompt: String,
+    },
+    Message {
+        turn: TurnId,
+        attempt: u32,
+        message: AgentMessage,
+    },
+    /// A raw stdout line of the agent, as it printed it.
+    Raw {
+        turn: TurnId,
+        attempt: u32,
+        line: String,
+    },
+    TurnEnded {
+        turn: TurnId,
+        outcome: String,
+    },
+    /// The agent session the next turn continues.
+    Session {
+        session_id: Option<String>,
+    },
+}
+
+enum WriterCommand {
+    Entry(LogEntry),
+    Flush,
+}
+
+/// Appends entries to one session log on a background thread.
+pub struct SessionLogWriter {
+    path: PathBuf,
+    commands: Option<mpsc::Sender<WriterCommand>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// Where session logs live.
+pub fn sessions_dir() -> PathBuf {
+    crate::logging::state_dir().join("sessions")
+}
+
+impl SessionLogWriter {
+    /// Creates a new log in `dir` and writes its header.
+    pub fn create(dir: &Path, provider: &str) -> std::io::Result<Self> {
+        std::fs::create_dir_all(dir)?;
+        let started_at_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|elapsed| elapsed.as_millis() as u64)
+            .unwrap_or(0);
+        let id = uuid::Uuid::new_v4().simple().to_string();
+        let path = dir.join(format!("{started_at_ms:015}-{}.jsonl", &id[..8]));
+        let file = File::create(&path)?;
+        let (commands, receiver) = mpsc::channel::<WriterCommand>();
+        let thread = std::thread::Builder::new()
+            .name("session-log".into())
+            .spawn(move || write_loop(BufWriter::new(file), receiver))?;
+        let writer = Self {
+            path,
+            commands: Some(commands),
+            thread: Some(thread),
+        };
+        writer.append(LogEntry::Header {
+            version: 1,
+            provider: provider.to_owned(),
+            started_at_ms,
+            cwd: std::env::current_dir()
+                .map(|dir| dir.display().to_string())
+                .unwrap_or_default(),
+        });
+        writer.flush();
+        Ok(writer)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn append(&self, entry: LogEntry) {
+        if let Some(commands) = &self.commands {
+            let _ = commands.send(WriterCommand::Entry(entry));
+        }
+    }
+
+    /// Asks for a flush (does not wait for it).
+    pub fn flush(&self) {
+        if let Some(commands) = &self.commands {
+            let _ = commands.send(WriterCommand::Flush);
+        }
+    }
+
+    /// Records what the orchestrator reported; flushes at turn ends.
+    pub fn record_event(&self, event: &OrchestratorEvent) {
+        match event {
+            OrchestratorEvent::TurnStarted { turn, prompt } => self.append(LogEntry::Turn {
+                turn: *turn,
+                prompt: prompt.clone(),
+            }),
+            OrchestratorEvent::Message {
+                turn,
+                attempt,
+                message,
+            } => self.append(LogEntry::Message {
+                turn: *turn,
+                attempt: *attempt,
+                message: message.clone(),
+            }),
+            OrchestratorEvent::RetryScheduled {
+                turn,
+                attempt,
+                max_attempts,
+                delay_ms,
+                reason,
+            } => self.append(LogEntry::Message {
+                turn: *turn,
+                attempt: attempt.saturating_sub(1),
+                message: AgentMessage::RetryScheduled {
+                    attempt: *attempt,
+                    max_attempts: *max_attempts,
+                    delay_ms: *delay_ms,
+                    reason: reason.clone(),
+                },
+            }),
+            OrchestratorEvent::TurnEnded { turn, outcome } => {
+                self.append(LogEntry::TurnEnded {
+                    turn: *turn,
+                    outcome: match outcome {
+                        TurnOutcome::Completed => "completed".into(),
+                        TurnOutcome::Failed { reason, .. } => format!("failed: {reason}"),
+                        TurnOutcome::Cancelled => "cancelled".into(),
+                    },
+                });
+                self.flush();
+            }
+            OrchestratorEvent::SessionChanged { session_id } => self.append(LogEntry::Session {
+                session_id: session_id.clone(),
+            }),
+            OrchestratorEvent::ShutDown => self.flush(),
+            OrchestratorEvent::AttemptStarted { .. }
+            | OrchestratorEvent::StopProgress { .. }
+            | OrchestratorEvent::RetryCancelled { .. }
+            | OrchestratorEvent::QueueChanged { .. } => {}
+        }
+    }
+
+    /// A tap for one attempt's raw lines, to put in `AttemptRequest::raw_line_tap`.
+    pub fn raw_line_tap(&self, turn: TurnId, attempt: u32) -> Option<crate::provider::RawLineTap> {
+        let commands = self.commands.clone()?;
+        Some(crate::provider::RawLineTap::new(move |line| {
+            let _ = commands.send(WriterCommand::Entry(LogEntry::Raw {
+                turn,
+                attempt,
+                line: line.to_owned(),
+            }));
+        }))
+    }
+}
+
+impl Drop for SessionLogWriter {
+    fn drop(&mut self) {
+        // Closing the channel ends the thread after it has written and flushed everything.
+        self.commands.take();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn write_loop(mut file: BufWriter<File>, commands: mpsc::Receiver<WriterCommand>) {
+    for command in commands {
+        let result = match command {
+            WriterCommand::Entry(entry) => serde_json::to_writer(&mut file, &entry)
+                .map_err(std::io::Error::from)
+                .and_then(|()| file.write_all(b"\n")),
+            WriterCommand::Flush => file.flush(),
+        };
+        if let Err(error) = result {
+            tracing::error!(%error, "cannot write the session log");
+        }
+    }
+    let _ = file.flush();
+}
+
+/// The most recent session log in `dir`.
+pub fn latest_session_log(dir: &Path) -> Option<PathBuf> {
+    std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+        .filter(|path| {
+            path.extension()
+                .is_some_and(|extension| extension == "jsonl")
+        })
+        .max()
+}
+
+/// Reads a session log back; lines that do not parse (a torn last line) are skipped.
+pub fn read_session_log(path: &Path) -> std::io::Result<Vec<LogEntry>> {
+    let file = File::open(path)?;
+    Ok(BufReader::new(file)
+        .lines()
+        .map_while(Result::ok)
+        .filter_map(|line| serde_json::from_str(&line).ok())
+        .collect())
+}
+
+/// The agent session to continue from a log: the last one it recorded.
+pub fn last_session_id(entries: &[LogEntry]) -> Option<String> {
+    entries.iter().rev().find_map(|entry| match entry {
+        LogEntry::Session { session_id } => Some(session_id.clone()),
+        LogEntry::Message {
+            message: AgentMessage::SessionStarted { session_id, .. },
+            ..
+        } => Some(session_id.clone()),
+        LogEntry::Message {
+            message: AgentMessage::SessionResumed { session_id, .. },
+            ..
+        } => Some(Some(session_id.clone())),
+        _ => None,
+    })?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_and_raw_lines_round_trip_through_the_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let writer = SessionLogWriter::create(dir.path(), "demo").unwrap();
+        let path = writer.path().to_path_buf();
+        writer.record_event(&OrchestratorEvent::TurnStarted {
+            turn: 1,
+            prompt: "hi".into(),
+        });
+        writer
+            .raw_line_tap(1, 1)
+            .unwrap()
+            .record(r#"{"type":"agent_start"}"#);
+        writer.record_event(&OrchestratorEvent::Message {
+            turn: 1,
+            attempt: 1,
+            message: AgentMessage::SessionStarted {
+                provider: "demo".into(),
+                session_id: Some("s-1".into()),
+            },
+        });
+        writer.record_event(&OrchestratorEvent::TurnEnded {
+            turn: 1,
+            outcome: TurnOutcome::Completed,
+        });
+        drop(writer);
+
+        let entries = read_session_log(&path).unwrap();
+        assert!(matches!(&entries[0], LogEntry::Header { provider, .. } if provider == "demo"));
+        assert_eq!(
+            entries[1..],
+            [
+                LogEntry::Turn {
+                    turn: 1,
+                    prompt: "hi".into()
+                },
+                LogEntry::Raw {
+                    turn: 1,
+                    attempt: 1,
+                    line: r#"{"type":"agent_start"}"#.into()
+                },
+                LogEntry::Message {
+                    turn: 1,
+                    attempt: 1,
+                    message: AgentMessage::SessionStarted {
+                        provider: "demo".into(),
+                        session_id: Some("s-1".into())
+                    }
+                },
+                LogEntry::TurnEnded {
+                    turn: 1,
+                    outcome: "completed".into()
+                },
+            ]
+        );
+        assert_eq!(last_session_id(&entries), Some("s-1".into()));
+        assert_eq!(latest_session_log(dir.path()), Some(path));
+    }
+}
