@@ -45,10 +45,13 @@ pub fn live_members(tree: &TreeIdentity) -> Vec<i32> {
 }
 
 fn members(tree: &TreeIdentity) -> Vec<ProcEntry> {
+    members_in(tree, &read_proc_table())
+}
+
+fn members_in(tree: &TreeIdentity, entries: &[ProcEntry]) -> Vec<ProcEntry> {
     let own_pid = std::process::id() as i32;
-    let entries = read_proc_table();
     let mut in_tree: HashSet<i32> = HashSet::new();
-    for entry in &entries {
+    for entry in entries {
         if entry.pid == own_pid {
             continue;
         }
@@ -62,7 +65,7 @@ fn members(tree: &TreeIdentity) -> Vec<ProcEntry> {
     // Descendants by parent PID (covers children that cleared their environment).
     loop {
         let before = in_tree.len();
-        for entry in &entries {
+        for entry in entries {
             if entry.pid != own_pid && in_tree.contains(&entry.ppid) {
                 in_tree.insert(entry.pid);
             }
@@ -72,8 +75,9 @@ fn members(tree: &TreeIdentity) -> Vec<ProcEntry> {
         }
     }
     entries
-        .into_iter()
+        .iter()
         .filter(|entry| in_tree.contains(&entry.pid))
+        .copied()
         .collect()
 }
 
@@ -123,24 +127,32 @@ pub fn signal_group(tree: &TreeIdentity, signal: Signal) {
 
 /// SIGKILLs every process of the tree until none is left or `deadline` passes. Returns the
 /// number of processes still alive at the end (0 on success).
+///
+/// One empty scan is not proof: a process caught inside `execve` (e.g. a tool child going
+/// `setsid` -> `exec`) can hide its environment for an instant. So the tree counts as gone only
+/// after two empty scans in a row, and every PID once seen is re-checked in each round.
 pub fn kill_tree(tree: &TreeIdentity, deadline: Instant) -> usize {
     let mut seen: HashSet<i32> = HashSet::new();
+    let mut empty_scans = 0;
     loop {
         signal_group(tree, Signal::SIGKILL);
-        let entries = members(tree);
+        let table = read_proc_table();
         let mut alive = 0;
-        for entry in &entries {
+        for entry in members_in(tree, &table) {
             seen.insert(entry.pid);
-            if !entry.zombie {
+        }
+        for entry in &table {
+            if seen.contains(&entry.pid) && !entry.zombie {
                 alive += 1;
                 let _ = kill(Pid::from_raw(entry.pid), Signal::SIGKILL);
             }
         }
         reap_adopted(tree.root, &seen);
-        if alive == 0 || Instant::now() >= deadline {
+        empty_scans = if alive == 0 { empty_scans + 1 } else { 0 };
+        if empty_scans >= 2 || Instant::now() >= deadline {
             return alive;
         }
-        std::thread::sleep(Duration::from_millis(5));
+        std::thread::sleep(Duration::from_millis(if alive == 0 { 10 } else { 5 }));
     }
 }
 
