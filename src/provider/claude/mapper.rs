@@ -474,21 +474,26 @@ impl Mapper for ClaudeMapper {
 
 fn retry_notice(line: &WireLine<'_>) -> String {
     let cause = match (line.error_status, line.error.as_deref()) {
-        (Some(status), Some(error)) => format!("HTTP {status} ({error})"),
+        (Some(status), Some(error)) => format!("HTTP {status} {error}"),
         (Some(status), None) => format!("HTTP {status}"),
         (None, Some("unknown") | None) => "a connection error".to_owned(),
         (None, Some(error)) => error.to_owned(),
     };
-    let attempt = match (line.attempt, line.max_retries) {
-        (Some(attempt), Some(max)) => format!(" (retry {attempt} of {max})"),
-        (Some(attempt), None) => format!(" (retry {attempt})"),
-        _ => String::new(),
+    let mut details = Vec::new();
+    match (line.attempt, line.max_retries) {
+        (Some(attempt), Some(max)) => details.push(format!("retry {attempt} of {max}")),
+        (Some(attempt), None) => details.push(format!("retry {attempt}")),
+        _ => {}
+    }
+    if let Some(ms) = line.retry_delay_ms {
+        details.push(format!("in {:.1} s", ms / 1000.0));
+    }
+    let details = if details.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", details.join(", "))
     };
-    let delay = line
-        .retry_delay_ms
-        .map(|ms| format!(" in {:.1} s", ms / 1000.0))
-        .unwrap_or_default();
-    format!("Claude Code is retrying the model request after {cause}{attempt}{delay}")
+    format!("Claude Code is retrying the model request after {cause}{details}")
 }
 
 /// A tool's output: the result text, else the tool's structured result (Bash: stdout/stderr).
