@@ -1,21 +1,762 @@
-//! Claude events -> shared messages. (Being built: see the backend issue.)
+//! Claude Code `stream-json` lines -> shared messages (pure: lines in, messages out).
+//!
+//! Invariants (see protocols/claude/README.md for the wire format):
+//! - Text is shown once. Text streams as `stream_event` deltas; the `assistant` line that
+//!   completes each block repeats the whole block and is authoritative. The streamed text of a
+//!   block stays *pending* until its complete line arrives: equal text shows nothing more, a
+//!   longer one shows only the missing suffix, and a contradicting one (the CLI re-sent the
+//!   request without streaming after a connection reset, or lines were lost) is announced with
+//!   a `superseded` notice followed by the complete text. A `superseded` notice always directly
+//!   follows the assistant deltas it retracts, so "the text since the last non-`assistant`
+//!   message" is exactly the superseded part. A streamed message that is abandoned without any
+//!   complete text (a new message starts) is superseded with nothing after the notice.
+//! - The `<synthetic>` assistant message the CLI prints for an API error is not assistant
+//!   text; its message becomes the failure's message instead.
+//! - Thinking is buffered for the whole turn and released, one `assistant.thought` per block,
+//!   when a message ends with a stop reason other than `tool_use` (or at the turn's `result`,
+//!   or when the process ends), so thoughts never interleave with tool calls.
+//! - A tool call is announced once, from the complete `assistant` line (its input parsed), and
+//!   ended once by its `tool_result`; calls still open when the process ends are failed.
+//! - Lines of a sub-agent (`parent_tool_use_id` set) are not part of the main reply: skipped.
+//! - `result` is the only outcome: `is_error` fails the attempt even with `subtype: success`;
+//!   an `aborted_*` terminal reason is an abort only if we asked the agent to stop.
 
+use std::mem;
+
+use serde_json::Value;
+
+use super::wire::{WireBlock, WireContent, WireKind, WireLine, WireUsage};
+use crate::provider::reconcile::{SnapshotDelta, SnapshotReconciler};
 use crate::provider::{AgentOutcome, ExitFacts, LineVerdict, Mapper};
-use crate::stream::AgentMessage;
+use crate::stream::{failure_reason, notice_kind, AgentMessage, Usage};
 
-#[derive(Default)]
-pub struct ClaudeMapper;
+/// The `provider` named in `session.*` messages.
+const PROVIDER: &str = "claude";
+/// The model name of the CLI's own error messages.
+const SYNTHETIC_MODEL: &str = "<synthetic>";
+const TOOL_USE_STOP: &str = "tool_use";
+/// Line types this mapper reads; another `type` is a newer CLI's event, not a broken line.
+const KNOWN_LINE_TYPES: [&str; 5] = ["system", "stream_event", "assistant", "user", "result"];
+/// How many glued-line starts are tried in one broken line (bounds the work on junk).
+const MAX_SALVAGE_TRIES: usize = 4;
+
+#[derive(Debug, Default)]
+pub struct ClaudeMapper {
+    /// The attempt continues an existing session (`--resume` / `--continue`).
+    resumed: bool,
+    session_announced: bool,
+    /// The API message being streamed (`message_start`).
+    streaming_message: Option<String>,
+    /// Streamed text of the current block, not yet confirmed by its complete `assistant` line.
+    pending_text: Option<PendingText>,
+    /// Streamed thinking of the current block, not yet confirmed by its complete line.
+    partial_thought: String,
+    /// Complete thinking blocks of the turn, waiting for the message that ends it.
+    thoughts: Vec<String>,
+    /// Tool calls announced and not yet ended, in call order.
+    open_tool_calls: Vec<String>,
+    /// The error text of the CLI's `<synthetic>` message, if one was printed.
+    synthetic_error: Option<String>,
+    result: Option<TurnResult>,
+}
+
+#[derive(Debug, Default)]
+struct PendingText {
+    message_id: Option<String>,
+    shown: SnapshotReconciler,
+}
+
+/// What the turn's `result` line said.
+#[derive(Debug, Clone, PartialEq)]
+enum TurnResult {
+    Completed {
+        stop_reason: String,
+        usage: Option<Usage>,
+    },
+    Aborted {
+        terminal_reason: String,
+    },
+    Failed {
+        message: String,
+        http_status: Option<u16>,
+    },
+}
+
+impl ClaudeMapper {
+    /// `resumed`: the attempt continues an existing session, so its header is `session.resumed`.
+    pub fn new(resumed: bool) -> Self {
+        Self {
+            resumed,
+            ..Self::default()
+        }
+    }
+
+    fn map_wire(&mut self, line: WireLine<'_>, out: &mut Vec<AgentMessage>) -> LineVerdict {
+        let from_sub_agent = line.parent_tool_use_id.is_some();
+        match line.kind.as_ref() {
+            "system" => self.map_system(line, out),
+            "result" => self.map_result(line, out),
+            "stream_event" | "assistant" | "user" if from_sub_agent => LineVerdict::Ignored,
+            "stream_event" => self.map_stream_event(line, out),
+            "assistant" => self.map_assistant(line, out),
+            "user" => self.map_user(line, out),
+            _ => LineVerdict::Ignored,
+        }
+    }
+
+    fn map_system(&mut self, line: WireLine<'_>, out: &mut Vec<AgentMessage>) -> LineVerdict {
+        match line.subtype.as_deref() {
+            Some("init") => {
+                // With stream-json input every turn repeats `init` for the same session.
+                if !self.session_announced {
+                    self.session_announced = true;
+                    out.push(if self.resumed {
+                        AgentMessage::SessionResumed {
+                            provider: PROVIDER.into(),
+                            session_id: line.session_id.unwrap_or_default(),
+                        }
+                    } else {
+                        AgentMessage::SessionStarted {
+                            provider: PROVIDER.into(),
+                            session_id: line.session_id,
+                        }
+                    });
+                }
+                LineVerdict::Event
+            }
+            Some("api_retry") => {
+                out.push(AgentMessage::notice(
+                    notice_kind::AGENT_RETRY,
+                    retry_notice(&line),
+                ));
+                LineVerdict::Event
+            }
+            // `status`, `thinking_tokens`, hooks, compaction, ...: nothing the user reads.
+            _ => LineVerdict::Ignored,
+        }
+    }
+
+    fn map_stream_event(&mut self, line: WireLine<'_>, out: &mut Vec<AgentMessage>) -> LineVerdict {
+        let Some(event) = line.event else {
+            return LineVerdict::Invalid;
+        };
+        match event.kind.as_ref() {
+            "message_start" => {
+                self.abandon_pending_text(out);
+                self.partial_thought.clear();
+                self.streaming_message = event.message.and_then(|message| message.id);
+            }
+            "content_block_start" => match event.content_block.as_ref().map(|b| b.kind.as_ref()) {
+                Some("text") => {
+                    self.pending_text = Some(PendingText {
+                        message_id: self.streaming_message.clone(),
+                        shown: SnapshotReconciler::new(),
+                    });
+                }
+                Some("thinking") => self.partial_thought.clear(),
+                _ => {}
+            },
+            "content_block_delta" => {
+                let Some(delta) = event.delta else {
+                    return LineVerdict::Invalid;
+                };
+                match delta.kind.as_deref() {
+                    Some("text_delta") if !delta.text.is_empty() => {
+                        let streaming_message = &self.streaming_message;
+                        self.pending_text
+                            .get_or_insert_with(|| PendingText {
+                                message_id: streaming_message.clone(),
+                                shown: SnapshotReconciler::new(),
+                            })
+                            .shown
+                            .push_delta(&delta.text);
+                        out.push(AgentMessage::Assistant {
+                            delta: delta.text.into_owned(),
+                        });
+                    }
+                    Some("thinking_delta") => self.partial_thought.push_str(&delta.thinking),
+                    // `signature_delta`, `input_json_delta` (the complete line has the input).
+                    _ => {}
+                }
+            }
+            "message_delta" => {
+                let stop_reason = event.delta.and_then(|delta| delta.stop_reason);
+                if stop_reason.is_some_and(|reason| reason != TOOL_USE_STOP) {
+                    self.release_thoughts(out);
+                }
+            }
+            // `content_block_stop`, `message_stop`, `ping`.
+            _ => {}
+        }
+        LineVerdict::Event
+    }
+
+    fn map_assistant(&mut self, line: WireLine<'_>, out: &mut Vec<AgentMessage>) -> LineVerdict {
+        let Some(message) = line.message else {
+            return LineVerdict::Invalid;
+        };
+        if message.model.as_deref() == Some(SYNTHETIC_MODEL) {
+            if let Some(content) = &message.content {
+                self.synthetic_error = Some(content.text().into_owned());
+            }
+            return LineVerdict::Event;
+        }
+        let message_id = message.id;
+        if let Some(content) = message.content {
+            match content {
+                WireContent::Text(text) => self.confirm_text(&text, out),
+                WireContent::Blocks(blocks) => {
+                    for block in blocks {
+                        self.map_complete_block(message_id.as_deref(), block, out);
+                    }
+                }
+            }
+        }
+        // A non-streamed message (the fallback after a reset) carries its own stop reason.
+        if message
+            .stop_reason
+            .is_some_and(|reason| reason != TOOL_USE_STOP)
+        {
+            self.release_thoughts(out);
+        }
+        LineVerdict::Event
+    }
+
+    fn map_complete_block(
+        &mut self,
+        message_id: Option<&str>,
+        block: WireBlock<'_>,
+        out: &mut Vec<AgentMessage>,
+    ) {
+        match block.kind.as_ref() {
+            "text" => self.confirm_text(&block.text, out),
+            "thinking" => {
+                self.abandon_pending_text_of_other(message_id, out);
+                self.partial_thought.clear();
+                if !block.thinking.is_empty() {
+                    self.thoughts.push(block.thinking.into_owned());
+                }
+            }
+            "tool_use" => {
+                self.abandon_pending_text_of_other(message_id, out);
+                let id = block.id.unwrap_or_default();
+                self.open_tool_calls.push(id.clone());
+                out.push(AgentMessage::ToolCall {
+                    id,
+                    name: block.name.unwrap_or_default(),
+                    input: block.input.unwrap_or(Value::Null),
+                });
+            }
+            _ => {}
+        }
+    }
+
+    /// A complete text block: show what the streamed deltas have not shown yet.
+    fn confirm_text(&mut self, text: &str, out: &mut Vec<AgentMessage>) {
+        let mut pending = self.pending_text.take().unwrap_or_default();
+        let streamed_len = pending.shown.shown().len();
+        match pending.shown.observe(text) {
+            SnapshotDelta::Append(missing) => out.push(AgentMessage::Assistant {
+                delta: missing.to_owned(),
+            }),
+            SnapshotDelta::Unchanged if streamed_len == text.len() => {}
+            // Shorter than what was streamed, or different: the complete block wins.
+            SnapshotDelta::Unchanged | SnapshotDelta::Diverged { .. } => {
+                out.push(AgentMessage::notice(
+                    notice_kind::SUPERSEDED,
+                    "Claude Code's final reply differs from the text streamed so far \
+                     (the stream was cut or lines were lost); the final reply follows",
+                ));
+                if !text.is_empty() {
+                    out.push(AgentMessage::Assistant {
+                        delta: text.to_owned(),
+                    });
+                }
+            }
+        }
+    }
+
+    /// The pending text belongs to a message that was given up: nothing will confirm it.
+    fn abandon_pending_text(&mut self, out: &mut Vec<AgentMessage>) {
+        let Some(pending) = self.pending_text.take() else {
+            return;
+        };
+        if !pending.shown.shown().is_empty() {
+            out.push(AgentMessage::notice(
+                notice_kind::SUPERSEDED,
+                "Claude Code gave up the reply it was streaming (the stream was cut); \
+                 that text is not part of the answer",
+            ));
+        }
+    }
+
+    fn abandon_pending_text_of_other(
+        &mut self,
+        message_id: Option<&str>,
+        out: &mut Vec<AgentMessage>,
+    ) {
+        let other = self
+            .pending_text
+            .as_ref()
+            .is_some_and(|pending| pending.message_id.as_deref() != message_id);
+        if other {
+            self.abandon_pending_text(out);
+        }
+    }
+
+    fn map_user(&mut self, line: WireLine<'_>, out: &mut Vec<AgentMessage>) -> LineVerdict {
+        let Some(message) = line.message else {
+            return LineVerdict::Invalid;
+        };
+        // Text content is the prompt echoed back or the "[Request interrupted by user]"
+        // marker: neither is assistant output.
+        let Some(content) = message.content else {
+            return LineVerdict::Event;
+        };
+        for block in content.blocks() {
+            if block.kind == "tool_result" {
+                self.end_tool_call(block, line.tool_use_result.as_ref(), out);
+            }
+        }
+        LineVerdict::Event
+    }
+
+    fn end_tool_call(
+        &mut self,
+        block: &WireBlock<'_>,
+        tool_use_result: Option<&Value>,
+        out: &mut Vec<AgentMessage>,
+    ) {
+        let Some(id) = block.tool_use_id.as_deref() else {
+            return;
+        };
+        let Some(position) = self.open_tool_calls.iter().position(|open| open == id) else {
+            tracing::debug!(id, "tool result for a call that was never announced");
+            return;
+        };
+        let id = self.open_tool_calls.remove(position);
+        let output = tool_output(block.content.as_ref(), tool_use_result);
+        out.push(if block.is_error == Some(true) {
+            AgentMessage::ToolFailed { id, error: output }
+        } else {
+            AgentMessage::ToolCompleted { id, output }
+        });
+    }
+
+    fn map_result(&mut self, line: WireLine<'_>, out: &mut Vec<AgentMessage>) -> LineVerdict {
+        self.release_thoughts(out);
+        let aborted = line
+            .terminal_reason
+            .as_deref()
+            .filter(|reason| reason.starts_with("aborted"));
+        let result = if line.is_error != Some(true) {
+            TurnResult::Completed {
+                stop_reason: line
+                    .stop_reason
+                    .or(line.terminal_reason)
+                    .unwrap_or_else(|| "completed".into()),
+                usage: usage(line.usage.as_ref(), line.total_cost_usd),
+            }
+        } else if let Some(reason) = aborted {
+            TurnResult::Aborted {
+                terminal_reason: reason.to_owned(),
+            }
+        } else {
+            let message = [
+                line.result.unwrap_or_default(),
+                line.errors.join("\n"),
+                self.synthetic_error.take().unwrap_or_default(),
+            ]
+            .into_iter()
+            .find(|text| !text.trim().is_empty())
+            .unwrap_or_else(|| {
+                format!(
+                    "Claude Code reported an error ({})",
+                    line.subtype.as_deref().unwrap_or("no details")
+                )
+            });
+            TurnResult::Failed {
+                message,
+                http_status: line.api_error_status,
+            }
+        };
+        self.result = Some(result);
+        LineVerdict::Event
+    }
+
+    fn release_thoughts(&mut self, out: &mut Vec<AgentMessage>) {
+        out.extend(
+            self.thoughts
+                .drain(..)
+                .map(|text| AgentMessage::Thought { text }),
+        );
+    }
+
+    /// Two lines glued together (the CLI cut a line short and went on with the next, seen in
+    /// `slow_partial`, `err401`): the tail may still be a whole event worth mapping.
+    fn salvage_glued_line(&mut self, line: &str, out: &mut Vec<AgentMessage>) {
+        let starts = line
+            .match_indices(r#"{"type":"#)
+            .map(|(index, _)| index)
+            .filter(|index| *index > 0)
+            .take(MAX_SALVAGE_TRIES);
+        for start in starts {
+            if let Ok(tail) = serde_json::from_str::<WireLine>(&line[start..]) {
+                self.map_wire(tail, out);
+                return;
+            }
+        }
+    }
+}
 
 impl Mapper for ClaudeMapper {
-    fn map_line(&mut self, _line: &str, _out: &mut Vec<AgentMessage>) -> LineVerdict {
-        LineVerdict::Ignored
+    fn map_line(&mut self, line: &str, out: &mut Vec<AgentMessage>) -> LineVerdict {
+        match serde_json::from_str::<WireLine>(line) {
+            Ok(wire) => self.map_wire(wire, out),
+            Err(_) => match serde_json::from_str::<WireKind>(line) {
+                // An event type this mapper does not read, with fields shaped differently.
+                Ok(head) if !KNOWN_LINE_TYPES.contains(&head.kind.as_ref()) => LineVerdict::Ignored,
+                _ => {
+                    self.salvage_glued_line(line, out);
+                    LineVerdict::Invalid
+                }
+            },
+        }
     }
 
     fn outcome_reported(&self) -> bool {
-        false
+        self.result.is_some()
     }
 
-    fn finish(&mut self, _exit: ExitFacts, _out: &mut Vec<AgentMessage>) -> AgentOutcome {
-        AgentOutcome::Unfinished
+    fn finish(&mut self, exit: ExitFacts, out: &mut Vec<AgentMessage>) -> AgentOutcome {
+        let partial_thought = mem::take(&mut self.partial_thought);
+        if !partial_thought.is_empty() {
+            self.thoughts.push(partial_thought);
+        }
+        self.release_thoughts(out);
+        let unfinished_tool_error = if exit.stopped_by_us {
+            "stopped before the tool call finished"
+        } else {
+            "Claude Code ended before the tool call finished"
+        };
+        out.extend(
+            self.open_tool_calls
+                .drain(..)
+                .map(|id| AgentMessage::ToolFailed {
+                    id,
+                    error: unfinished_tool_error.into(),
+                }),
+        );
+        match self.result.take() {
+            None => AgentOutcome::Unfinished,
+            Some(TurnResult::Completed { stop_reason, usage }) => {
+                AgentOutcome::Completed { stop_reason, usage }
+            }
+            Some(TurnResult::Aborted { .. }) if exit.stopped_by_us => AgentOutcome::Aborted,
+            Some(TurnResult::Aborted { terminal_reason }) => AgentOutcome::Failed {
+                reason: failure_reason::AGENT_ERROR.into(),
+                message: format!(
+                    "Claude Code aborted the turn ({terminal_reason}) without being asked to stop"
+                ),
+                http_status: None,
+            },
+            Some(TurnResult::Failed {
+                message,
+                http_status,
+            }) => AgentOutcome::Failed {
+                reason: failure_reason::AGENT_ERROR.into(),
+                message,
+                http_status,
+            },
+        }
+    }
+}
+
+fn retry_notice(line: &WireLine<'_>) -> String {
+    let cause = match (line.error_status, line.error.as_deref()) {
+        (Some(status), Some(error)) => format!("HTTP {status} {error}"),
+        (Some(status), None) => format!("HTTP {status}"),
+        (None, Some("unknown") | None) => "a connection error".to_owned(),
+        (None, Some(error)) => error.to_owned(),
+    };
+    let mut details = Vec::new();
+    match (line.attempt, line.max_retries) {
+        (Some(attempt), Some(max)) => details.push(format!("retry {attempt} of {max}")),
+        (Some(attempt), None) => details.push(format!("retry {attempt}")),
+        _ => {}
+    }
+    if let Some(ms) = line.retry_delay_ms {
+        details.push(format!("in {:.1} s", ms / 1000.0));
+    }
+    let details = if details.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", details.join(", "))
+    };
+    format!("Claude Code is retrying the model request after {cause}{details}")
+}
+
+/// A tool's output: the result text, else the tool's structured result (Bash: stdout/stderr).
+fn tool_output(content: Option<&WireContent<'_>>, tool_use_result: Option<&Value>) -> String {
+    let text = content.map(WireContent::text).unwrap_or_default();
+    if !text.is_empty() {
+        return text.into_owned();
+    }
+    match tool_use_result {
+        Some(Value::String(text)) => text.clone(),
+        Some(Value::Object(fields)) => ["stdout", "stderr"]
+            .iter()
+            .filter_map(|key| fields.get(*key).and_then(Value::as_str))
+            .filter(|text| !text.is_empty())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+fn usage(usage: Option<&WireUsage>, cost_usd: Option<f64>) -> Option<Usage> {
+    if usage.is_none() && cost_usd.is_none() {
+        return None;
+    }
+    let usage = usage.copied().unwrap_or_default();
+    let counts = [
+        usage.input_tokens,
+        usage.output_tokens,
+        usage.cache_read_input_tokens,
+        usage.cache_creation_input_tokens,
+    ];
+    // Every token the model processed: fresh input, output, and cached input read or written.
+    let total_tokens = counts
+        .iter()
+        .any(Option::is_some)
+        .then(|| counts.iter().flatten().sum());
+    Some(Usage {
+        input_tokens: usage.input_tokens,
+        output_tokens: usage.output_tokens,
+        cache_read_tokens: usage.cache_read_input_tokens,
+        cache_write_tokens: usage.cache_creation_input_tokens,
+        total_tokens,
+        cost_usd,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map_all(mapper: &mut ClaudeMapper, lines: &[&str]) -> (Vec<AgentMessage>, Vec<LineVerdict>) {
+        let mut out = Vec::new();
+        let verdicts = lines
+            .iter()
+            .map(|line| mapper.map_line(line, &mut out))
+            .collect();
+        (out, verdicts)
+    }
+
+    fn text_delta(text: &str) -> String {
+        serde_json::json!({"type":"stream_event","event":{"type":"content_block_delta","index":0,
+            "delta":{"type":"text_delta","text":text}}})
+        .to_string()
+    }
+
+    fn complete_text(message_id: &str, text: &str) -> String {
+        serde_json::json!({"type":"assistant","message":{"id":message_id,"model":"m",
+            "content":[{"type":"text","text":text}],"stop_reason":null}})
+        .to_string()
+    }
+
+    const MESSAGE_START: &str =
+        r#"{"type":"stream_event","event":{"type":"message_start","message":{"id":"msg_1"}}}"#;
+    const TEXT_START: &str = r#"{"type":"stream_event","event":{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}}"#;
+
+    #[test]
+    fn bad_lines_are_invalid_and_never_end_the_stream() {
+        let mut mapper = ClaudeMapper::new(false);
+        let (out, verdicts) = map_all(
+            &mut mapper,
+            &[
+                "",
+                "not json",
+                "[1,2]",
+                "{}",
+                r#"{"type":"assistant"}"#,
+                r#"{"type":"stream_event","event":{"type":"content_block_delta"}}"#,
+                r#"{"type":"user","message":{"content":3}}"#,
+                "\u{0}\u{fffd}{",
+            ],
+        );
+        assert!(out.is_empty());
+        assert!(
+            verdicts
+                .iter()
+                .all(|verdict| *verdict == LineVerdict::Invalid),
+            "{verdicts:?}"
+        );
+        assert!(!mapper.outcome_reported());
+        let (out, _) = map_all(
+            &mut mapper,
+            &[MESSAGE_START, TEXT_START, &text_delta("still here")],
+        );
+        assert_eq!(
+            out,
+            [AgentMessage::Assistant {
+                delta: "still here".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn unknown_event_types_are_ignored_even_with_unexpected_fields() {
+        let mut mapper = ClaudeMapper::new(false);
+        let (out, verdicts) = map_all(
+            &mut mapper,
+            &[
+                r#"{"type":"control_response","response":{"subtype":"success"}}"#,
+                r#"{"type":"brand_new","error":{"nested":true},"is_error":"yes"}"#,
+                r#"{"type":"system","subtype":"status","status":"requesting"}"#,
+            ],
+        );
+        assert!(out.is_empty());
+        assert_eq!(verdicts, [LineVerdict::Ignored; 3]);
+    }
+
+    #[test]
+    fn a_glued_line_is_kept_as_invalid_but_its_intact_tail_is_mapped() {
+        let mut mapper = ClaudeMapper::new(false);
+        // The CLI writes `type` first; cut one line short and glue the next one on.
+        let delta = |text: &str| {
+            format!(
+                r#"{{"type":"stream_event","event":{{"index":0,"delta":{{"type":"text_delta","text":"{text}"}},"type":"content_block_delta"}},"session_id":"s"}}"#
+            )
+        };
+        let glued = format!("{}{}", &delta("lost")[..70], delta("kept"));
+        let (out, verdicts) = map_all(&mut mapper, &[MESSAGE_START, TEXT_START, &glued]);
+        assert_eq!(verdicts[2], LineVerdict::Invalid);
+        assert_eq!(
+            out,
+            [AgentMessage::Assistant {
+                delta: "kept".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn a_complete_block_longer_than_the_stream_adds_only_the_missing_suffix() {
+        let mut mapper = ClaudeMapper::new(false);
+        let (out, _) = map_all(
+            &mut mapper,
+            &[
+                MESSAGE_START,
+                TEXT_START,
+                &text_delta("Hel"),
+                &complete_text("msg_1", "Hello"),
+            ],
+        );
+        assert_eq!(
+            out,
+            [
+                AgentMessage::Assistant {
+                    delta: "Hel".into()
+                },
+                AgentMessage::Assistant { delta: "lo".into() }
+            ]
+        );
+    }
+
+    #[test]
+    fn a_complete_block_shorter_than_the_stream_supersedes_it() {
+        let mut mapper = ClaudeMapper::new(false);
+        let (out, _) = map_all(
+            &mut mapper,
+            &[
+                MESSAGE_START,
+                TEXT_START,
+                &text_delta("Hello world"),
+                &complete_text("msg_1", "Hello"),
+            ],
+        );
+        assert!(
+            matches!(&out[1], AgentMessage::Notice { kind, .. } if kind == notice_kind::SUPERSEDED)
+        );
+        assert_eq!(
+            out[2],
+            AgentMessage::Assistant {
+                delta: "Hello".into()
+            }
+        );
+        assert_eq!(out.len(), 3);
+    }
+
+    #[test]
+    fn a_restarted_stream_supersedes_the_abandoned_partial() {
+        let mut mapper = ClaudeMapper::new(false);
+        let restart = MESSAGE_START.replace("msg_1", "msg_2");
+        let (out, _) = map_all(
+            &mut mapper,
+            &[
+                MESSAGE_START,
+                TEXT_START,
+                &text_delta("cut"),
+                &restart,
+                TEXT_START,
+                &text_delta("whole"),
+                &complete_text("msg_2", "whole"),
+            ],
+        );
+        assert_eq!(out.len(), 3);
+        assert!(
+            matches!(&out[1], AgentMessage::Notice { kind, .. } if kind == notice_kind::SUPERSEDED)
+        );
+        assert_eq!(
+            out[2],
+            AgentMessage::Assistant {
+                delta: "whole".into()
+            }
+        );
+    }
+
+    #[test]
+    fn sub_agent_lines_are_not_part_of_the_reply() {
+        let mut mapper = ClaudeMapper::new(false);
+        let sub_agent = r#"{"type":"assistant","parent_tool_use_id":"toolu_task","message":{"id":"m","content":[{"type":"text","text":"inner"}]}}"#;
+        let (out, verdicts) = map_all(&mut mapper, &[sub_agent]);
+        assert!(out.is_empty());
+        assert_eq!(verdicts, [LineVerdict::Ignored]);
+    }
+
+    #[test]
+    fn an_abort_we_did_not_ask_for_is_a_failure() {
+        let aborted = r#"{"type":"result","subtype":"error_during_execution","is_error":true,"terminal_reason":"aborted_streaming"}"#;
+        for (stopped_by_us, aborted_outcome) in [(true, true), (false, false)] {
+            let mut mapper = ClaudeMapper::new(false);
+            map_all(&mut mapper, &[aborted]);
+            assert!(mapper.outcome_reported());
+            let exit = ExitFacts {
+                exit_code: Some(0),
+                signal: None,
+                stopped_by_us,
+            };
+            let outcome = mapper.finish(exit, &mut Vec::new());
+            assert_eq!(
+                outcome == AgentOutcome::Aborted,
+                aborted_outcome,
+                "{outcome:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn tool_output_falls_back_to_the_structured_result() {
+        let mut mapper = ClaudeMapper::new(false);
+        let call = r#"{"type":"assistant","message":{"id":"m","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"true"}}]}}"#;
+        let result = r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":[]}]},"tool_use_result":{"stdout":"out","stderr":"err"}}"#;
+        let (out, _) = map_all(&mut mapper, &[call, result]);
+        assert_eq!(
+            out[1],
+            AgentMessage::ToolCompleted {
+                id: "t1".into(),
+                output: "out\nerr".into()
+            }
+        );
     }
 }

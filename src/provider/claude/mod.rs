@@ -1,10 +1,27 @@
-//! Claude backend. (Being built: see the backend issue.)
+//! Claude Code backend: `claude -p --output-format stream-json --verbose
+//! --include-partial-messages -- PROMPT`, stdin closed.
+//!
+//! - `--verbose` is not optional: without it the CLI refuses stream-json output in `-p` mode.
+//! - Stdin stays closed: with a pipe, `-p` waits for EOF and appends stdin to the prompt.
+//! - The prompt comes last, after `--`, so that neither a prompt starting with `-` nor a
+//!   variadic flag in the user's arguments (`--allowedTools Bash`) can swallow or misread it.
+//! - `CLAUDE_CODE_MAX_RETRIES=0`: the CLI would otherwise retry every API error (even 401) ten
+//!   times over about three minutes; retrying is the orchestrator's job. The user's configured
+//!   environment is applied after it and may override it.
+//! - Sessions: a new session gets a fresh id from agentty (`--session-id`), a later turn
+//!   `--resume <id>`, the CLI's latest session `--continue`; `system/init` reports the id.
+//! - Stop: SIGINT (the process layer's first stage) makes the CLI abort the turn, kill its tool
+//!   processes and still print its `result`.
 
 pub mod mapper;
+mod wire;
 
 use crate::config::ProviderSettings;
 use crate::process::SpawnSpec;
-use crate::provider::{AttemptRequest, Backend, Mapper};
+use crate::provider::{AttemptRequest, Backend, Mapper, SessionRef};
+
+/// The CLI's own retry count; agentty sets it to 0.
+pub const MAX_RETRIES_VAR: &str = "CLAUDE_CODE_MAX_RETRIES";
 
 pub struct ClaudeBackend {
     settings: ProviderSettings,
@@ -13,6 +30,18 @@ pub struct ClaudeBackend {
 impl ClaudeBackend {
     pub fn new(settings: ProviderSettings) -> Self {
         Self { settings }
+    }
+}
+
+/// Claude Code's session flags for a request; a new session gets a fresh id.
+pub fn session_args(session: &SessionRef) -> Vec<String> {
+    match session {
+        SessionRef::New => vec![
+            "--session-id".into(),
+            uuid::Uuid::new_v4().hyphenated().to_string(),
+        ],
+        SessionRef::ContinueLatest => vec!["--continue".into()],
+        SessionRef::Resume(id) => vec!["--resume".into(), id.clone()],
     }
 }
 
@@ -27,12 +56,126 @@ impl Backend for ClaudeBackend {
             .command
             .clone()
             .unwrap_or_else(|| "claude".into());
-        SpawnSpec::new(program)
+        let mut spec = SpawnSpec::new(program).args([
+            "-p",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--include-partial-messages",
+        ]);
+        if let Some(model) = &self.settings.model {
+            spec = spec.args(["--model", model.as_str()]);
+        }
+        spec = spec
+            .args(session_args(&request.session))
             .args(self.settings.args.iter())
-            .arg(&request.prompt)
+            .env(MAX_RETRIES_VAR, "0");
+        for (key, value) in &self.settings.env {
+            spec = spec.env(key, value);
+        }
+        spec.cwd = request.cwd.clone();
+        spec.arg("--").arg(&request.prompt)
     }
 
-    fn mapper(&self, _request: &AttemptRequest) -> Box<dyn Mapper> {
-        Box::new(mapper::ClaudeMapper)
+    fn mapper(&self, request: &AttemptRequest) -> Box<dyn Mapper> {
+        Box::new(mapper::ClaudeMapper::new(
+            request.session != SessionRef::New,
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::ffi::OsString;
+
+    use super::*;
+    use crate::process::StdinMode;
+
+    fn argv(spec: &SpawnSpec) -> Vec<String> {
+        spec.args
+            .iter()
+            .map(|arg| arg.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    fn request(session: SessionRef) -> AttemptRequest {
+        AttemptRequest {
+            prompt: "--looks like a flag".into(),
+            session,
+            ..AttemptRequest::default()
+        }
+    }
+
+    #[test]
+    fn argv_has_the_stream_flags_user_flags_and_the_prompt_last() {
+        let backend = ClaudeBackend::new(ProviderSettings {
+            command: Some("/opt/claude".into()),
+            args: vec!["--allowedTools".into(), "Bash".into()],
+            model: Some("opus".into()),
+            ..ProviderSettings::default()
+        });
+        let spec = backend.spawn_spec(&request(SessionRef::Resume("abc".into())));
+        assert_eq!(spec.program, OsString::from("/opt/claude"));
+        assert_eq!(
+            argv(&spec),
+            [
+                "-p",
+                "--output-format",
+                "stream-json",
+                "--verbose",
+                "--include-partial-messages",
+                "--model",
+                "opus",
+                "--resume",
+                "abc",
+                "--allowedTools",
+                "Bash",
+                "--",
+                "--looks like a flag"
+            ]
+        );
+        assert_eq!(spec.stdin, StdinMode::Null);
+    }
+
+    #[test]
+    fn a_new_session_gets_a_fresh_uuid_and_continue_maps_to_continue() {
+        let backend = ClaudeBackend::new(ProviderSettings::default());
+        let first = argv(&backend.spawn_spec(&request(SessionRef::New)));
+        let second = argv(&backend.spawn_spec(&request(SessionRef::New)));
+        let id_after = |args: &[String]| {
+            let at = args.iter().position(|arg| arg == "--session-id").unwrap();
+            args[at + 1].clone()
+        };
+        let id = id_after(&first);
+        assert_eq!(uuid::Uuid::parse_str(&id).unwrap().to_string(), id);
+        assert_ne!(id, id_after(&second));
+        let continued = argv(&backend.spawn_spec(&request(SessionRef::ContinueLatest)));
+        assert!(continued.contains(&"--continue".to_owned()));
+        assert!(!continued.contains(&"--session-id".to_owned()));
+        assert_eq!(
+            backend.spawn_spec(&request(SessionRef::New)).program,
+            "claude"
+        );
+    }
+
+    #[test]
+    fn retries_are_off_unless_the_user_configures_them() {
+        let env_of = |env: BTreeMap<String, String>| {
+            let spec = ClaudeBackend::new(ProviderSettings {
+                env,
+                ..ProviderSettings::default()
+            })
+            .spawn_spec(&request(SessionRef::New));
+            // Later entries win when the process is spawned.
+            spec.env
+                .iter()
+                .rev()
+                .find(|(key, _)| key == MAX_RETRIES_VAR)
+                .map(|(_, value)| value.to_string_lossy().into_owned())
+        };
+        assert_eq!(env_of(BTreeMap::new()).as_deref(), Some("0"));
+        let configured = BTreeMap::from([(MAX_RETRIES_VAR.to_owned(), "2".to_owned())]);
+        assert_eq!(env_of(configured).as_deref(), Some("2"));
     }
 }
