@@ -1,18 +1,65 @@
-//! pi backend: `pi --mode json`, stdin closed, the prompt as one argument.
+//! pi backend: `pi --mode json [--model M] [args] [session flags] PROMPT`.
+//!
+//! - stdin is `/dev/null`: in json mode pi reads a non-TTY stdin to EOF before it starts, so an
+//!   open pipe would hang it. The prompt is one argument.
+//! - The user's environment passes through, plus the configured `env`; `--agent-bin` is
+//!   `settings.command`. The provider goes in `model` as `PROVIDER/ID` (pi splits it) or as
+//!   `--provider P` in `args`.
+//! - pi's own retries are turned off for the runs agentty starts (the orchestrator is the only
+//!   place that retries): see [`agent_dir`]. If preparing that fails, pi runs with the user's
+//!   config unchanged and a warning is logged; the spawn never fails because of it.
 
+mod agent_dir;
 pub mod mapper;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
 
 use crate::config::ProviderSettings;
 use crate::process::SpawnSpec;
 use crate::provider::{AttemptRequest, Backend, Mapper, SessionRef};
 
+pub use agent_dir::AGENT_DIR_VAR;
+
 pub struct PiBackend {
     settings: ProviderSettings,
+    /// Where the private config dirs live; `None`: agentty's state dir.
+    state_dir: Option<PathBuf>,
 }
 
 impl PiBackend {
     pub fn new(settings: ProviderSettings) -> Self {
-        Self { settings }
+        Self {
+            settings,
+            state_dir: None,
+        }
+    }
+
+    /// Keeps the private config dirs under `dir` instead of agentty's state dir.
+    pub fn with_state_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.state_dir = Some(dir.into());
+        self
+    }
+
+    /// The `PI_CODING_AGENT_DIR` for the agent: the retry-off private dir, or `None` to leave
+    /// pi's config as the user has it.
+    fn private_agent_dir(&self, request: &AttemptRequest) -> Option<PathBuf> {
+        let state_dir = self
+            .state_dir
+            .clone()
+            .unwrap_or_else(crate::logging::state_dir);
+        let user_dir = agent_dir::user_agent_dir(&self.settings.env, request.cwd.as_deref())?;
+        match agent_dir::prepare_retry_off_dir(&user_dir, &state_dir) {
+            Ok(dir) => Some(dir),
+            Err(error) => {
+                tracing::warn!(
+                    %error,
+                    user_dir = %user_dir.display(),
+                    "cannot prepare pi's private config dir; pi's own retries stay on"
+                );
+                None
+            }
+        }
     }
 }
 
@@ -22,6 +69,17 @@ pub fn session_args(session: &SessionRef) -> Vec<String> {
         SessionRef::New => Vec::new(),
         SessionRef::ContinueLatest => vec!["--continue".into()],
         SessionRef::Resume(id) => vec!["--session".into(), id.clone()],
+    }
+}
+
+/// The prompt as pi's positional message. pi has no `--` separator: an argument starting with
+/// `-` is read as a flag and one starting with `@` as a file to attach, so such a prompt gets a
+/// leading space (which the model does not care about).
+fn prompt_argument(prompt: &str) -> OsString {
+    if prompt.starts_with(['-', '@']) {
+        format!(" {prompt}").into()
+    } else {
+        prompt.into()
     }
 }
 
@@ -42,7 +100,12 @@ impl Backend for PiBackend {
         for (key, value) in &self.settings.env {
             spec = spec.env(key, value);
         }
-        spec.arg(&request.prompt)
+        // Last, so that it wins over a PI_CODING_AGENT_DIR from the config (which it mirrors).
+        if let Some(dir) = self.private_agent_dir(request) {
+            spec = spec.env(AGENT_DIR_VAR, dir);
+        }
+        spec.cwd = request.cwd.clone();
+        spec.arg(prompt_argument(&request.prompt))
     }
 
     fn mapper(&self, request: &AttemptRequest) -> Box<dyn Mapper> {
@@ -50,5 +113,88 @@ impl Backend for PiBackend {
             "pi",
             request.session != SessionRef::New,
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args_of(spec: &SpawnSpec) -> Vec<String> {
+        spec.args
+            .iter()
+            .map(|arg| arg.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    fn env_of(spec: &SpawnSpec, key: &str) -> Option<String> {
+        spec.env
+            .iter()
+            .rev()
+            .find(|(name, _)| name == key)
+            .map(|(_, value)| value.to_string_lossy().into_owned())
+    }
+
+    #[test]
+    fn argv_is_mode_model_args_session_then_the_prompt() {
+        let state = tempfile::tempdir().unwrap();
+        let user_dir = tempfile::tempdir().unwrap();
+        let settings = ProviderSettings {
+            command: Some("/opt/pi/bin/pi".into()),
+            args: vec!["--provider".into(), "fake".into()],
+            env: [(
+                AGENT_DIR_VAR.to_owned(),
+                user_dir.path().to_string_lossy().into_owned(),
+            )]
+            .into(),
+            model: Some("plain".into()),
+        };
+        let backend = PiBackend::new(settings).with_state_dir(state.path());
+        let request = AttemptRequest {
+            prompt: "Please answer.".into(),
+            session: SessionRef::Resume("01a228fb".into()),
+            ..AttemptRequest::default()
+        };
+        let spec = backend.spawn_spec(&request);
+        assert_eq!(spec.program, "/opt/pi/bin/pi");
+        assert_eq!(
+            args_of(&spec),
+            [
+                "--mode",
+                "json",
+                "--model",
+                "plain",
+                "--provider",
+                "fake",
+                "--session",
+                "01a228fb",
+                "Please answer."
+            ]
+        );
+        assert_eq!(spec.stdin, crate::process::StdinMode::Null);
+        let private = env_of(&spec, AGENT_DIR_VAR).unwrap();
+        assert!(private.starts_with(&*state.path().to_string_lossy()));
+        let settings: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(format!("{private}/settings.json")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(settings["retry"]["enabled"], false);
+    }
+
+    #[test]
+    fn session_flags() {
+        assert!(session_args(&SessionRef::New).is_empty());
+        assert_eq!(session_args(&SessionRef::ContinueLatest), ["--continue"]);
+        assert_eq!(
+            session_args(&SessionRef::Resume("/s/x.jsonl".into())),
+            ["--session", "/s/x.jsonl"]
+        );
+    }
+
+    #[test]
+    fn prompts_that_look_like_flags_or_files_stay_prompts() {
+        assert_eq!(prompt_argument("-v please"), " -v please");
+        assert_eq!(prompt_argument("@notes.md"), " @notes.md");
+        assert_eq!(prompt_argument("plain"), "plain");
     }
 }

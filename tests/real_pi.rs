@@ -1,0 +1,442 @@
+//! The real pi CLI, end to end through `CliProvider` + `PiBackend` (a real process), against a
+//! fake OpenAI-compatible server on 127.0.0.1 that pi reaches through a private
+//! `PI_CODING_AGENT_DIR` holding a `models.json`.
+//!
+//! Opt-in: `AGENTTY_REAL_CLI_TESTS=1`. pi comes from npm (`npm install --prefix /tmp/pi-cli
+//! @mariozechner/pi-coding-agent`) and is found through `AGENTTY_PI_BIN` or on PATH; without
+//! it the tests are skipped with a note.
+
+#[path = "support/fake_openai.rs"]
+mod fake_openai;
+#[path = "support/http.rs"]
+mod http;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use agentty::config::ProviderSettings;
+use agentty::provider::pi::PiBackend;
+use agentty::provider::{
+    AgentStream, AttemptRequest, CliProvider, Provider, SessionRef, StopControl,
+};
+use agentty::stream::{failure_reason, notice_kind, AgentMessage, Failure, StopStage};
+use fake_openai::FakeOpenAi;
+use futures::StreamExt;
+
+const RUN_TIMEOUT: Duration = Duration::from_secs(120);
+
+fn pi_binary() -> Option<PathBuf> {
+    if std::env::var("AGENTTY_REAL_CLI_TESTS").as_deref() != Ok("1") {
+        eprintln!("skipped: set AGENTTY_REAL_CLI_TESTS=1 to run the real pi CLI");
+        return None;
+    }
+    let found = std::env::var_os("AGENTTY_PI_BIN")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::split_paths(&std::env::var_os("PATH")?)
+                .map(|dir| dir.join("pi"))
+                .find(|path| path.is_file())
+        });
+    if found.is_none() {
+        eprintln!(
+            "skipped: pi not found (set AGENTTY_PI_BIN, or `npm install --prefix /tmp/pi-cli \
+             @mariozechner/pi-coding-agent` and put its .bin on PATH)"
+        );
+    }
+    found
+}
+
+/// One isolated pi world: HOME, config dir, agentty state dir, working dir, fake server.
+struct PiWorld {
+    root: tempfile::TempDir,
+    pi: PathBuf,
+    fake: FakeOpenAi,
+}
+
+impl PiWorld {
+    async fn new() -> Option<PiWorld> {
+        let pi = pi_binary()?;
+        let world = PiWorld {
+            root: tempfile::tempdir().unwrap(),
+            pi,
+            fake: FakeOpenAi::start().await,
+        };
+        for dir in [world.home(), world.agent_dir(), world.work_dir()] {
+            std::fs::create_dir_all(dir).unwrap();
+        }
+        std::fs::write(
+            world.agent_dir().join("models.json"),
+            world.fake.pi_models_json().to_string(),
+        )
+        .unwrap();
+        let version = std::process::Command::new(&world.pi)
+            .arg("--version")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .map(|output| {
+                String::from_utf8_lossy(&[output.stdout, output.stderr].concat())
+                    .trim()
+                    .to_owned()
+            })
+            .unwrap_or_default();
+        eprintln!("pi {version} at {}", world.pi.display());
+        Some(world)
+    }
+
+    fn home(&self) -> PathBuf {
+        self.root.path().join("home")
+    }
+
+    /// The "user's" pi config dir (what `~/.pi/agent` is for a real user).
+    fn agent_dir(&self) -> PathBuf {
+        self.home().join(".pi/agent")
+    }
+
+    fn state_dir(&self) -> PathBuf {
+        self.root.path().join("state")
+    }
+
+    fn work_dir(&self) -> PathBuf {
+        self.root.path().join("work")
+    }
+
+    fn provider(&self, model: &str) -> CliProvider {
+        let env = [
+            ("HOME", self.home().to_string_lossy().into_owned()),
+            (
+                "PI_CODING_AGENT_DIR",
+                self.agent_dir().to_string_lossy().into_owned(),
+            ),
+            ("PI_OFFLINE", "1".to_owned()),
+            ("PI_SKIP_VERSION_CHECK", "1".to_owned()),
+            ("PI_TELEMETRY", "0".to_owned()),
+            ("NO_COLOR", "1".to_owned()),
+        ]
+        .into_iter()
+        .map(|(key, value)| (key.to_owned(), value))
+        .collect();
+        let settings = ProviderSettings {
+            command: Some(self.pi.clone()),
+            args: Vec::new(),
+            env,
+            model: Some(format!("fake/{model}")),
+        };
+        CliProvider::new(PiBackend::new(settings).with_state_dir(self.state_dir()))
+    }
+
+    fn start(
+        &self,
+        model: &str,
+        prompt: &str,
+        session: SessionRef,
+        stop: StopControl,
+    ) -> AgentStream {
+        let request = AttemptRequest {
+            prompt: prompt.to_owned(),
+            session,
+            cwd: Some(self.work_dir()),
+            attempt: 1,
+            scenario: None,
+        };
+        self.provider(model).execute(request, stop)
+    }
+
+    async fn run(&self, model: &str, prompt: &str, session: SessionRef) -> Vec<AgentMessage> {
+        let stream = self.start(model, prompt, session, StopControl::new());
+        let messages = tokio::time::timeout(RUN_TIMEOUT, stream.collect::<Vec<_>>())
+            .await
+            .expect("pi finished in time");
+        assert_single_terminal_last(&messages);
+        messages
+    }
+}
+
+fn assert_single_terminal_last(messages: &[AgentMessage]) {
+    let terminals = messages
+        .iter()
+        .filter(|message| message.is_terminal())
+        .count();
+    assert_eq!(terminals, 1, "exactly one terminal message: {messages:#?}");
+    assert!(
+        messages.last().is_some_and(AgentMessage::is_terminal),
+        "{messages:#?}"
+    );
+}
+
+fn text(messages: &[AgentMessage]) -> String {
+    messages
+        .iter()
+        .filter_map(|message| match message {
+            AgentMessage::Assistant { delta } => Some(delta.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn assert_completed(messages: &[AgentMessage]) {
+    match messages.last() {
+        Some(AgentMessage::Completed { stop_reason, usage }) => {
+            assert_eq!(stop_reason, "stop");
+            let usage = usage.as_ref().expect("pi reports usage");
+            assert!(usage.input_tokens.unwrap_or(0) >= 1234, "{usage:?}");
+        }
+        other => panic!("expected terminal.completed, got {other:?}\n{messages:#?}"),
+    }
+}
+
+fn session_id(messages: &[AgentMessage]) -> String {
+    match messages.first() {
+        Some(AgentMessage::SessionStarted {
+            session_id: Some(id),
+            ..
+        })
+        | Some(AgentMessage::SessionResumed { session_id: id, .. }) => id.clone(),
+        other => panic!("the stream starts with the session: {other:?}"),
+    }
+}
+
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                files.push(path);
+            }
+        }
+    }
+    files
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_then_the_session_continues() {
+    let Some(world) = PiWorld::new().await else {
+        return;
+    };
+    let messages = world.run("plain", "Please answer.", SessionRef::New).await;
+    assert!(
+        matches!(&messages[0], AgentMessage::SessionStarted { provider, .. } if provider == "pi")
+    );
+    assert_eq!(text(&messages), fake_openai::PLAIN_TEXT);
+    assert_completed(&messages);
+    let id = session_id(&messages);
+
+    // The session went to the user's session dir, through the private config dir's link.
+    let user_sessions = world.agent_dir().join("sessions");
+    assert!(
+        files_under(&user_sessions)
+            .iter()
+            .any(|file| file.to_string_lossy().contains(&id)),
+        "session {id} is in {}",
+        user_sessions.display()
+    );
+
+    let resumed = world
+        .run("session", "second prompt", SessionRef::Resume(id.clone()))
+        .await;
+    assert_eq!(
+        resumed[0],
+        AgentMessage::SessionResumed {
+            provider: "pi".into(),
+            session_id: id.clone()
+        }
+    );
+    assert_eq!(text(&resumed), "This request carried 2 user message(s).");
+    assert_completed(&resumed);
+
+    let continued = world
+        .run("session", "third prompt", SessionRef::ContinueLatest)
+        .await;
+    assert_eq!(session_id(&continued), id);
+    assert_eq!(text(&continued), "This request carried 3 user message(s).");
+    assert_completed(&continued);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn thinking_is_one_thought_after_the_text() {
+    let Some(world) = PiWorld::new().await else {
+        return;
+    };
+    let messages = world.run("think", "Please answer.", SessionRef::New).await;
+    assert_eq!(text(&messages), fake_openai::THINK_ANSWER);
+    let thoughts: Vec<usize> = messages
+        .iter()
+        .enumerate()
+        .filter(|(_, message)| matches!(message, AgentMessage::Thought { .. }))
+        .map(|(index, _)| index)
+        .collect();
+    assert_eq!(thoughts.len(), 1, "{messages:#?}");
+    assert_eq!(
+        messages[thoughts[0]],
+        AgentMessage::Thought {
+            text: fake_openai::THOUGHT.into()
+        }
+    );
+    let last_text = messages
+        .iter()
+        .rposition(|message| matches!(message, AgentMessage::Assistant { .. }))
+        .unwrap();
+    assert!(thoughts[0] > last_text, "released when the message ends");
+    assert_completed(&messages);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_bash_tool_call() {
+    let Some(world) = PiWorld::new().await else {
+        return;
+    };
+    let messages = world.run("tool", "Run echo hi", SessionRef::New).await;
+    let call = messages
+        .iter()
+        .position(|message| {
+            *message
+                == AgentMessage::ToolCall {
+                    id: "call_echo_1".into(),
+                    name: "bash".into(),
+                    input: serde_json::json!({"command": "echo hi"}),
+                }
+        })
+        .unwrap_or_else(|| panic!("tool.call: {messages:#?}"));
+    let completed = messages
+        .iter()
+        .position(|message| {
+            *message
+                == AgentMessage::ToolCompleted {
+                    id: "call_echo_1".into(),
+                    output: "hi\n".into(),
+                }
+        })
+        .unwrap_or_else(|| panic!("tool.completed: {messages:#?}"));
+    assert!(call < completed);
+    assert_eq!(
+        text(&messages),
+        format!("{}{}", fake_openai::TOOL_INTRO, fake_openai::TOOL_ANSWER)
+    );
+    assert_completed(&messages);
+    assert_eq!(world.fake.completion_requests().len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_500_fails_after_exactly_one_request() {
+    let Some(world) = PiWorld::new().await else {
+        return;
+    };
+    // The user has retries on; agentty's runs must not retry inside pi anyway.
+    let user_settings = r#"{"retry":{"enabled":true,"maxRetries":3}}"#;
+    std::fs::write(world.agent_dir().join("settings.json"), user_settings).unwrap();
+
+    let messages = world.run("err500", "Please answer.", SessionRef::New).await;
+    match messages.last() {
+        Some(AgentMessage::Failed(Failure {
+            reason,
+            message,
+            http_status,
+            exit_code,
+            ..
+        })) => {
+            assert_eq!(reason, failure_reason::AGENT_ERROR);
+            assert_eq!(message, &format!("500 {}", fake_openai::ERROR_500));
+            assert_eq!(*http_status, Some(500));
+            assert_eq!(*exit_code, Some(0), "pi exits 0 after an API error");
+        }
+        other => panic!("expected terminal.failed, got {other:?}"),
+    }
+    assert!(!messages.iter().any(|message| matches!(
+        message,
+        AgentMessage::Notice { kind, .. } if kind == notice_kind::AGENT_RETRY
+    )));
+    let requests = world.fake.completion_requests();
+    assert_eq!(requests.len(), 1, "pi and its SDK did not retry");
+    assert_eq!(
+        std::fs::read_to_string(world.agent_dir().join("settings.json")).unwrap(),
+        user_settings,
+        "the user's settings are untouched"
+    );
+}
+
+/// Alive means present in /proc and not a zombie.
+fn is_alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        let state = stat
+            .rfind(')')
+            .and_then(|end| stat[end + 1..].split_whitespace().next());
+        !matches!(state, Some("Z" | "X"))
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_during_a_sleeping_tool_leaves_no_process() {
+    let Some(world) = PiWorld::new().await else {
+        return;
+    };
+    let pid_file = world.root.path().join("sleep.pid");
+    let stop = StopControl::new();
+    let prompt = format!("Sleep and write your pid to {}", pid_file.display());
+    let mut stream = world.start("sleep", &prompt, SessionRef::New, stop.clone());
+
+    let mut messages = Vec::new();
+    let wait_for_call = async {
+        while let Some(message) = stream.next().await {
+            let is_call = matches!(message, AgentMessage::ToolCall { .. });
+            messages.push(message);
+            if is_call {
+                return true;
+            }
+        }
+        false
+    };
+    let called = tokio::time::timeout(RUN_TIMEOUT, wait_for_call)
+        .await
+        .expect("the tool call came in time");
+    assert!(called, "tool.call expected: {messages:#?}");
+
+    let mut sleep_pid = None;
+    for _ in 0..200 {
+        let pid = std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|text| text.trim().parse::<i32>().ok());
+        if let Some(pid) = pid.filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|cmd| cmd.starts_with(b"sleep"))
+        }) {
+            sleep_pid = Some(pid);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let sleep_pid = sleep_pid.expect("the bash tool started `sleep 100`");
+    assert!(is_alive(sleep_pid));
+
+    stop.stop();
+    let rest = tokio::time::timeout(RUN_TIMEOUT, stream.collect::<Vec<_>>())
+        .await
+        .expect("the stop finished in time");
+    messages.extend(rest);
+    eprintln!("stop ended with {:?}", messages.last());
+    assert_single_terminal_last(&messages);
+    assert!(
+        matches!(
+            messages.last(),
+            Some(AgentMessage::Cancelled {
+                stop_stage: StopStage::Interrupt | StopStage::Grace | StopStage::Kill,
+                ..
+            })
+        ),
+        "{messages:#?}"
+    );
+    assert!(messages.contains(&AgentMessage::ToolFailed {
+        id: "call_sleep_1".into(),
+        error: "stopped before the tool call finished".into(),
+    }));
+
+    // The tree kill runs before the terminal message; allow init a moment to reap.
+    for _ in 0..100 {
+        if !is_alive(sleep_pid) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(!is_alive(sleep_pid), "sleep {sleep_pid} survived the stop");
+}
