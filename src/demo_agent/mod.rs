@@ -1,4 +1,39 @@
-//! The built-in scripted agent (`agentty demo-agent`). (Being built.)
+//! The built-in scripted agent (`agentty demo-agent`): a real child process that prints
+//! pi 0.73.1's `--mode json` events exactly as the captures in `protocols/pi/captures` show them,
+//! playing scenarios from `assets/scenarios/` (see the README there).
+//!
+//! Behaviour kept from pi, because agentty must cope with it:
+//! - stdout carries only pi event lines (plus a scenario's deliberate bad lines); line 1 is the
+//!   `session` header; each prompt is one `agent_start … agent_end`;
+//! - stdin, when it is not a terminal, is read to EOF first and glued in front of the first
+//!   prompt (so an agent spawned with an open stdin pipe waits, like pi);
+//! - provider errors are an assistant message with `stopReason:"error"`, and exit 0. pi's own
+//!   auto-retry is not played: the demo acts as pi with retries off, leaving retries to agentty;
+//! - SIGINT kills at once; SIGTERM/SIGHUP kill the bash tools' process groups and exit 143/129.
+//!
+//! The scenario is `--scenario NAME`, else the first scenario name that appears as a word in the
+//! prompt, else `hello`. `AGENTTY_DEMO_ATTEMPT` (set by the demo provider) tells `flaky` which
+//! attempt this is; `AGENTTY_DEMO_TIME_SCALE` scales all delays; `AGENTTY_DEMO_STATE_DIR` moves
+//! the session and flaky state (see `state`).
+
+mod bash;
+mod player;
+mod scenario;
+mod signals;
+mod state;
+mod wire;
+
+use std::io::{IsTerminal, Read};
+
+pub use player::TIME_SCALE_VAR;
+pub use state::STATE_DIR_VAR;
+
+use player::{Output, Pace, Player, RunEnd};
+use scenario::{Placeholders, Scenario};
+use state::{Session, SessionChoice};
+
+/// Which attempt of a turn this is (1 = first), as the demo provider sets it.
+const ATTEMPT_VAR: &str = crate::provider::demo::DEMO_ATTEMPT_VAR;
 
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct DemoAgentArgs {
@@ -21,6 +56,147 @@ pub struct DemoAgentArgs {
 
 /// Runs the demo agent; returns the process exit status.
 pub fn run(args: DemoAgentArgs) -> i32 {
-    let _ = args;
+    if args.mode != "json" {
+        eprintln!(
+            "Error: the demo agent only speaks --mode json (got --mode {})",
+            args.mode
+        );
+        return 1;
+    }
+    let forced = match args.scenario.as_deref().map(load_scenario).transpose() {
+        Ok(forced) => forced,
+        Err(message) => {
+            eprintln!("{message}");
+            return 1;
+        }
+    };
+    signals::install_pi_handlers();
+    let prompts = with_piped_stdin(args.prompt);
+    let choice = if let Some(id) = args.session {
+        SessionChoice::Resume(id)
+    } else if args.continue_latest {
+        SessionChoice::ContinueLatest
+    } else {
+        SessionChoice::New
+    };
+    let cwd = std::env::current_dir()
+        .map(|cwd| cwd.display().to_string())
+        .unwrap_or_default();
+    let session = Session::open(&choice, &cwd);
+    let mut out = Output::stdout();
+    if out.line(&session.header_line()).is_err() {
+        return 1;
+    }
+    let attempt = std::env::var(ATTEMPT_VAR)
+        .ok()
+        .and_then(|value| value.trim().parse::<u32>().ok())
+        .unwrap_or(1)
+        .max(1);
+    let pace = Pace::from_env();
+    for (index, prompt) in prompts.iter().enumerate() {
+        let scenario = match &forced {
+            Some(scenario) => scenario.clone(),
+            None => match load_scenario(scenario::for_prompt(prompt)) {
+                Ok(scenario) => scenario,
+                Err(message) => {
+                    eprintln!("{message}");
+                    return 1;
+                }
+            },
+        };
+        if scenario.ignore_termination {
+            signals::ignore_interrupt_and_terminate();
+        }
+        let mut placeholders = Placeholders::default();
+        placeholders.set("prompt", prompt.as_str());
+        placeholders.set("prompt_quoted", scenario::block_quote(prompt));
+        placeholders.set("session_id", session.header.id.as_str());
+        placeholders.set("session_short", short_id(&session.header.id));
+        placeholders.set(
+            "prompt_number",
+            (session.earlier_prompts + index + 1).to_string(),
+        );
+        placeholders.set("attempt", attempt.to_string());
+        placeholders.set("pid", std::process::id().to_string());
+        if scenario.spawn_grandchildren {
+            let (own_group, same_group) = spawn_grandchildren();
+            placeholders.set("own_group_pid", own_group);
+            placeholders.set("same_group_pid", same_group);
+        }
+        let fail_with = scenario
+            .fail_first_attempt
+            .as_ref()
+            .filter(|_| state::flaky_fails(attempt, prompt))
+            .cloned();
+        session.record_prompt(prompt);
+        let mut player = Player::new(&mut out, pace, &scenario, placeholders, fail_with);
+        match player.play(prompt) {
+            Ok(RunEnd::Completed) => {}
+            Ok(RunEnd::Exit(code)) => return code,
+            // stdout is gone: nobody is listening any more.
+            Err(_) => return 1,
+        }
+    }
     0
+}
+
+fn load_scenario(name: &str) -> Result<Scenario, String> {
+    match scenario::load(name) {
+        Some(Ok(scenario)) => Ok(scenario),
+        Some(Err(error)) => Err(format!("Error: scenario \"{name}\" is broken: {error}")),
+        None => {
+            let mut message = format!("Error: Unknown scenario \"{name}\". Known scenarios:");
+            for known in scenario::names() {
+                if let Some(Ok(scenario)) = scenario::load(known) {
+                    message.push_str(&format!("\n  {known:<14} {}", scenario.description));
+                }
+            }
+            Err(message)
+        }
+    }
+}
+
+/// pi reads a non-terminal stdin to EOF and puts it in front of the first prompt, unseparated.
+fn with_piped_stdin(mut prompts: Vec<String>) -> Vec<String> {
+    let mut stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        return prompts;
+    }
+    let mut piped = String::new();
+    if stdin.read_to_string(&mut piped).is_err() || piped.is_empty() {
+        return prompts;
+    }
+    match prompts.first_mut() {
+        Some(first) => first.insert_str(0, &piped),
+        None => prompts.push(piped),
+    }
+    prompts
+}
+
+fn short_id(id: &str) -> &str {
+    id.get(..8).unwrap_or(id)
+}
+
+/// Starts `sleep 300` twice, left running on purpose: one in its own process group, one in the
+/// agent's. Returns their PIDs as text (`?` when a spawn failed).
+fn spawn_grandchildren() -> (String, String) {
+    use std::os::unix::process::CommandExt;
+    use std::process::{Command, Stdio};
+
+    let sleeper = |own_group: bool| {
+        let mut command = Command::new("sleep");
+        command
+            .arg("300")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        if own_group {
+            command.process_group(0);
+        }
+        // Never waited for: the point is that they outlive the agent.
+        command
+            .spawn()
+            .map_or_else(|_| "?".to_owned(), |child| child.id().to_string())
+    };
+    (sleeper(true), sleeper(false))
 }

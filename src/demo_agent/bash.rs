@@ -1,0 +1,118 @@
+//! The demo's bash tool, run like pi's: `bash -c COMMAND` in its own session (so a Ctrl+C on
+//! the terminal or a signal to the agent's group does not reach it), stdout and stderr merged
+//! into one stream, output reported as it arrives.
+
+use std::io::{self, Read};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{Command, Stdio};
+
+use super::signals::{self, TerminationDeferred, ToolGroup};
+
+/// How a bash tool run ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct BashOutcome {
+    /// Everything the command printed, stdout and stderr interleaved.
+    pub output: String,
+    /// The exit code; for a death by signal, 128 + the signal, as a shell reports it.
+    pub exit_code: i32,
+}
+
+impl BashOutcome {
+    /// The tool result text as pi's bash tool words it.
+    pub(crate) fn result_text(&self) -> String {
+        let output = if self.output.is_empty() {
+            "(no output)"
+        } else {
+            self.output.as_str()
+        };
+        if self.exit_code == 0 {
+            output.to_owned()
+        } else {
+            format!("{output}\n\nCommand exited with code {}", self.exit_code)
+        }
+    }
+}
+
+/// Runs `command`, calling `on_output` with the accumulated output after each read.
+pub(crate) fn run(
+    command: &str,
+    mut on_output: impl FnMut(&str) -> io::Result<()>,
+) -> io::Result<BashOutcome> {
+    let (mut reader, writer) = io::pipe()?;
+    let mut bash = Command::new("bash");
+    bash.arg("-c")
+        .arg(command)
+        .stdin(Stdio::null())
+        .stdout(writer.try_clone()?)
+        .stderr(writer);
+    // SAFETY: `detach_in_child` only makes async-signal-safe calls.
+    unsafe { bash.pre_exec(signals::detach_in_child) };
+    let (mut child, _group) = {
+        // A SIGTERM between spawn and registration would leave the tool running.
+        let _deferred = TerminationDeferred::new();
+        let child = bash.spawn()?;
+        let group = ToolGroup::register(child.id() as i32);
+        (child, group)
+    };
+    // Our copies of the pipe's write end must close, or the read below never sees EOF.
+    drop(bash);
+    let mut bytes = Vec::new();
+    let mut buffer = [0u8; 8192];
+    loop {
+        let read = match reader.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(read) => read,
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+            Err(error) => return Err(error),
+        };
+        bytes.extend_from_slice(&buffer[..read]);
+        on_output(&String::from_utf8_lossy(&bytes))?;
+    }
+    let status = child.wait()?;
+    let exit_code = status
+        .code()
+        .or_else(|| status.signal().map(|signal| 128 + signal))
+        .unwrap_or(1);
+    Ok(BashOutcome {
+        output: String::from_utf8_lossy(&bytes).into_owned(),
+        exit_code,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn output_streams_merged_and_failure_is_worded_like_pi() {
+        let mut updates = Vec::new();
+        let outcome = run("echo out; echo err >&2; exit 3", |so_far| {
+            updates.push(so_far.to_owned());
+            Ok(())
+        })
+        .expect("bash runs");
+        assert_eq!(outcome.output, "out\nerr\n");
+        assert_eq!(outcome.exit_code, 3);
+        assert_eq!(updates.last().map(String::as_str), Some("out\nerr\n"));
+        assert_eq!(
+            outcome.result_text(),
+            "out\nerr\n\n\nCommand exited with code 3"
+        );
+    }
+
+    #[test]
+    fn the_command_runs_in_its_own_session() {
+        // Field 6 of /proc/PID/stat is the session id (the command name has no spaces here).
+        let outcome = run("cut -d' ' -f6 /proc/$$/stat; echo $$", |_| Ok(())).expect("bash runs");
+        let mut lines = outcome.output.lines().map(str::trim);
+        let session = lines.next().expect("sid");
+        let pid = lines.next().expect("pid");
+        assert_eq!(session, pid, "bash leads its own session");
+    }
+
+    #[test]
+    fn empty_output_is_reported_as_no_output() {
+        let outcome = run("true", |_| Ok(())).expect("bash runs");
+        assert_eq!(outcome.result_text(), "(no output)");
+    }
+}

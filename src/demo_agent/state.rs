@@ -1,0 +1,266 @@
+//! The demo agent's small on-disk state: sessions and the `flaky` scenario's first-failure marks.
+//!
+//! Everything lives in one directory, `$AGENTTY_DEMO_STATE_DIR` or else
+//! `<temp dir>/agentty-demo`. State is a convenience: when it cannot be read or written the
+//! agent still runs (a session is then simply new), it never fails because of it.
+//!
+//! Sessions (`sessions/<id>.jsonl`): line 1 is the `session` header exactly as printed, then one
+//! JSON string per prompt played in it. Like pi, `--session ID` (an id or unique id prefix) and
+//! `--continue` (the most recently used session of this cwd) print the stored header unchanged;
+//! an unknown `--session ID` starts a session with that very id; `--continue` with nothing to
+//! continue starts a new one.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::Deserialize;
+
+/// Overrides where the demo agent keeps its state.
+pub const STATE_DIR_VAR: &str = "AGENTTY_DEMO_STATE_DIR";
+
+pub(crate) fn state_dir() -> PathBuf {
+    std::env::var_os(STATE_DIR_VAR)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| std::env::temp_dir().join("agentty-demo"))
+}
+
+/// Milliseconds since the Unix epoch (pi's message `timestamp`).
+pub(crate) fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_millis() as u64)
+}
+
+/// `2026-11-29T20:22:55.996Z`, as JavaScript's `Date.toISOString`.
+pub(crate) fn iso_timestamp(ms: u64) -> String {
+    let seconds = ms / 1000;
+    let (year, month, day) = civil_from_days((seconds / 86_400) as i64);
+    let of_day = seconds % 86_400;
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        of_day / 3600,
+        of_day / 60 % 60,
+        of_day % 60,
+        ms % 1000
+    )
+}
+
+/// Days since 1970-01-01 to a (year, month, day) date, after Howard Hinnant's algorithm.
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let day_of_era = z.rem_euclid(146_097);
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_index = (5 * day_of_year + 2) / 153;
+    let day = (day_of_year - (153 * month_index + 2) / 5 + 1) as u32;
+    let month = if month_index < 10 {
+        month_index + 3
+    } else {
+        month_index - 9
+    } as u32;
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+/// A UUIDv7 (48-bit millisecond timestamp, version 7, random rest), as pi's session ids.
+pub(crate) fn uuid_v7(ms: u64) -> String {
+    let mut bytes = *uuid::Uuid::new_v4().as_bytes();
+    bytes[..6].copy_from_slice(&ms.to_be_bytes()[2..]);
+    bytes[6] = 0x70 | (bytes[6] & 0x0f);
+    bytes[8] = 0x80 | (bytes[8] & 0x3f);
+    uuid::Uuid::from_bytes(bytes).hyphenated().to_string()
+}
+
+/// The fields of pi's `session` header.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub(crate) struct SessionHeader {
+    pub id: String,
+    pub timestamp: String,
+    pub cwd: String,
+}
+
+impl SessionHeader {
+    fn fresh(id: String, cwd: &str) -> Self {
+        Self {
+            id,
+            timestamp: iso_timestamp(now_ms()),
+            cwd: cwd.to_owned(),
+        }
+    }
+}
+
+/// Which session a run asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum SessionChoice {
+    New,
+    ContinueLatest,
+    Resume(String),
+}
+
+/// A session opened for this run.
+#[derive(Debug)]
+pub(crate) struct Session {
+    pub header: SessionHeader,
+    /// How many prompts earlier runs played in it.
+    pub earlier_prompts: usize,
+    file: PathBuf,
+}
+
+impl Session {
+    /// Opens (or starts) the session `choice` names for the working directory `cwd`.
+    pub(crate) fn open(choice: &SessionChoice, cwd: &str) -> Self {
+        let dir = state_dir().join("sessions");
+        let found = match choice {
+            SessionChoice::New => None,
+            SessionChoice::ContinueLatest => latest_session(&dir, |header| header.cwd == cwd),
+            SessionChoice::Resume(id) => {
+                latest_session(&dir, |header| header.id.starts_with(id.as_str()))
+            }
+        };
+        if let Some(session) = found {
+            return session;
+        }
+        let id = match choice {
+            SessionChoice::Resume(id) if is_safe_file_stem(id) => id.clone(),
+            _ => uuid_v7(now_ms()),
+        };
+        let header = SessionHeader::fresh(id, cwd);
+        let file = dir.join(format!("{}.jsonl", header.id));
+        let session = Self {
+            header,
+            earlier_prompts: 0,
+            file,
+        };
+        let _ = fs::create_dir_all(&dir);
+        let _ = fs::write(&session.file, format!("{}\n", session.header_line()));
+        session
+    }
+
+    /// The `session` event line.
+    pub(crate) fn header_line(&self) -> String {
+        let header = &self.header;
+        serde_json::to_string(&super::wire::Event::Session {
+            version: 3,
+            id: &header.id,
+            timestamp: &header.timestamp,
+            cwd: &header.cwd,
+        })
+        .unwrap_or_default()
+    }
+
+    /// Records a prompt; also makes this the most recently used session.
+    pub(crate) fn record_prompt(&self, prompt: &str) {
+        let Ok(mut file) = fs::OpenOptions::new().append(true).open(&self.file) else {
+            return;
+        };
+        let line = serde_json::to_string(prompt).unwrap_or_default();
+        let _ = writeln!(file, "{line}");
+    }
+}
+
+/// The most recently modified stored session whose header satisfies `wanted`.
+fn latest_session(dir: &Path, wanted: impl Fn(&SessionHeader) -> bool) -> Option<Session> {
+    let mut best: Option<(SystemTime, Session)> = None;
+    for entry in fs::read_dir(dir).ok()?.flatten() {
+        let file = entry.path();
+        let Ok(text) = fs::read_to_string(&file) else {
+            continue;
+        };
+        let mut lines = text.lines();
+        let Some(header) = lines
+            .next()
+            .and_then(|line| serde_json::from_str::<SessionHeader>(line).ok())
+        else {
+            continue;
+        };
+        if !wanted(&header) {
+            continue;
+        }
+        let modified = entry
+            .metadata()
+            .and_then(|meta| meta.modified())
+            .unwrap_or(UNIX_EPOCH);
+        if best.as_ref().is_some_and(|(newest, _)| *newest >= modified) {
+            continue;
+        }
+        let session = Session {
+            header,
+            earlier_prompts: lines.filter(|line| !line.is_empty()).count(),
+            file,
+        };
+        best = Some((modified, session));
+    }
+    best.map(|(_, session)| session)
+}
+
+/// A session id used as a file name must not climb out of the sessions directory.
+fn is_safe_file_stem(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 128
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+/// Whether the `flaky` scenario fails this time.
+///
+/// A retry by agentty's orchestrator says so in `attempt` (> 1): it succeeds. A manual retry by
+/// the user comes as attempt 1 again, so the first failure leaves a mark keyed by the parent
+/// process and the prompt; the next attempt 1 finds it, removes it and succeeds.
+pub(crate) fn flaky_fails(attempt: u32, prompt: &str) -> bool {
+    let dir = state_dir().join("flaky");
+    let mark = dir.join(format!(
+        "{}-{:016x}",
+        std::os::unix::process::parent_id(),
+        fnv1a(prompt.as_bytes())
+    ));
+    if attempt > 1 || mark.exists() {
+        let _ = fs::remove_file(&mark);
+        return false;
+    }
+    let _ = fs::create_dir_all(&dir);
+    let _ = fs::write(&mark, prompt);
+    true
+}
+
+/// A hash that is the same in every build (std's `DefaultHasher` promises no such thing).
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iso_timestamps_match_javascript() {
+        // Values from the pi captures' header timestamps and session ids.
+        assert_eq!(iso_timestamp(1_795_983_775_996), "2026-11-29T20:22:55.996Z");
+        assert_eq!(iso_timestamp(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(iso_timestamp(951_782_400_000), "2000-02-29T00:00:00.000Z");
+    }
+
+    #[test]
+    fn uuid_v7_carries_the_timestamp_version_and_variant() {
+        // pi's header id 01a228f9-98fb-76ae-... was made at 1795983776000 ms or so.
+        let id = uuid_v7(0x01a2_28f9_98fb);
+        assert!(id.starts_with("01a228f9-98fb-7"), "{id}");
+        let parsed = uuid::Uuid::parse_str(&id).expect("a uuid");
+        assert_eq!(parsed.get_version_num(), 7);
+        assert_eq!(parsed.get_variant(), uuid::Variant::RFC4122);
+        assert_ne!(uuid_v7(1), uuid_v7(1));
+    }
+
+    #[test]
+    fn session_ids_that_are_paths_are_not_file_stems() {
+        assert!(is_safe_file_stem("01a228fb-f8fa-72c2"));
+        assert!(!is_safe_file_stem("../etc/passwd"));
+        assert!(!is_safe_file_stem(""));
+    }
+}
