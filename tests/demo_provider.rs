@@ -1,0 +1,111 @@
+//! The demo provider end to end: the real binary runs its own demo agent as a child process and
+//! maps it through the real pi mapper.
+
+use std::process::Command;
+
+use agentty::stream::AgentMessage;
+use serde_json::Value;
+
+fn agentty(args: &[&str]) -> std::process::Output {
+    let state = tempfile::tempdir().unwrap();
+    Command::new(env!("CARGO_BIN_EXE_agentty"))
+        .args(args)
+        .env("AGENTTY_STATE_DIR", state.path())
+        .env("AGENTTY_DEMO_STATE_DIR", state.path())
+        .env("AGENTTY_DEMO_TIME_SCALE", "0.02")
+        .output()
+        .unwrap()
+}
+
+fn stream(output: &std::process::Output) -> Vec<AgentMessage> {
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|line| AgentMessage::from_json_line(line).unwrap())
+        .collect()
+}
+
+fn assistant_text(messages: &[AgentMessage]) -> String {
+    messages
+        .iter()
+        .filter_map(|message| match message {
+            AgentMessage::Assistant { delta } => Some(delta.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The text of each assistant `message_end` the demo agent itself printed.
+fn agent_texts(scenario: &str, prompt: &str) -> Vec<String> {
+    let raw = agentty(&["demo-agent", "--mode", "json", "--scenario", scenario, prompt]);
+    String::from_utf8_lossy(&raw.stdout)
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|event| event["type"] == "message_end" && event["message"]["role"] == "assistant")
+        .flat_map(|event| {
+            event["message"]["content"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|block| block["type"] == "text")
+                .map(|block| block["text"].as_str().unwrap_or_default().to_owned())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+#[test]
+fn run_on_the_demo_provider_prints_a_valid_stream_ending_completed() {
+    let output = agentty(&["run", "--provider", "demo", "hi"]);
+    assert_eq!(output.status.code(), Some(0));
+    let messages = stream(&output);
+    assert!(matches!(messages.first(), Some(AgentMessage::SessionStarted { provider, .. }) if provider == "demo"));
+    assert!(matches!(messages.last(), Some(AgentMessage::Completed { .. })));
+    assert_eq!(messages.iter().filter(|message| message.is_terminal()).count(), 1);
+    assert!(assistant_text(&messages).contains("> hi"), "the answer quotes the prompt");
+}
+
+#[test]
+fn the_legacy_replay_scenario_maps_to_its_text_without_duplicates() {
+    // Older pi replays the first message's text at the start of the message after the tool
+    // turn, so the last message holds the whole answer and the first is its prefix.
+    let texts = agent_texts("legacy-replay", "hi");
+    let [first, last] = texts.as_slice() else {
+        panic!("expected two assistant messages, got {texts:?}");
+    };
+    assert!(last.starts_with(first.as_str()) && last.len() > first.len());
+    let output = agentty(&["run", "--provider", "demo", "--scenario", "legacy-replay", "hi"]);
+    assert_eq!(output.status.code(), Some(0));
+    let messages = stream(&output);
+    let shown = assistant_text(&messages);
+    assert_eq!(&shown, last);
+    assert_eq!(shown.matches(first.as_str()).count(), 1);
+    assert!(messages.iter().any(|message| matches!(message, AgentMessage::ToolCall { .. })));
+}
+
+#[test]
+fn every_scenario_ends_with_exactly_one_terminal_message() {
+    for (scenario, exit) in [
+        ("hello", 0),
+        ("thinking", 0),
+        ("tool", 0),
+        ("markdown", 0),
+        ("bad-lines", 0),
+        ("crash", 1),
+        ("rate-limit", 1),
+        ("auth-error", 1),
+    ] {
+        let output = agentty(&["run", "--provider", "demo", "--scenario", scenario, "hi"]);
+        assert_eq!(output.status.code(), Some(exit), "{scenario}");
+        let messages = stream(&output);
+        assert_eq!(messages.iter().filter(|message| message.is_terminal()).count(), 1, "{scenario}");
+        assert!(messages.last().unwrap().is_terminal(), "{scenario}");
+        if scenario == "auth-error" {
+            let AgentMessage::Failed(failure) = messages.last().unwrap() else { unreachable!() };
+            assert_eq!(failure.http_status, Some(401));
+        }
+        if scenario == "thinking" {
+            assert!(messages.iter().any(|message| matches!(message, AgentMessage::Thought { .. })));
+        }
+    }
+}
