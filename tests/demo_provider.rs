@@ -36,7 +36,14 @@ fn assistant_text(messages: &[AgentMessage]) -> String {
 
 /// The text of each assistant `message_end` the demo agent itself printed.
 fn agent_texts(scenario: &str, prompt: &str) -> Vec<String> {
-    let raw = agentty(&["demo-agent", "--mode", "json", "--scenario", scenario, prompt]);
+    let raw = agentty(&[
+        "demo-agent",
+        "--mode",
+        "json",
+        "--scenario",
+        scenario,
+        prompt,
+    ]);
     String::from_utf8_lossy(&raw.stdout)
         .lines()
         .filter_map(|line| serde_json::from_str::<Value>(line).ok())
@@ -59,10 +66,24 @@ fn run_on_the_demo_provider_prints_a_valid_stream_ending_completed() {
     let output = agentty(&["run", "--provider", "demo", "hi"]);
     assert_eq!(output.status.code(), Some(0));
     let messages = stream(&output);
-    assert!(matches!(messages.first(), Some(AgentMessage::SessionStarted { provider, .. }) if provider == "demo"));
-    assert!(matches!(messages.last(), Some(AgentMessage::Completed { .. })));
-    assert_eq!(messages.iter().filter(|message| message.is_terminal()).count(), 1);
-    assert!(assistant_text(&messages).contains("> hi"), "the answer quotes the prompt");
+    assert!(
+        matches!(messages.first(), Some(AgentMessage::SessionStarted { provider, .. }) if provider == "demo")
+    );
+    assert!(matches!(
+        messages.last(),
+        Some(AgentMessage::Completed { .. })
+    ));
+    assert_eq!(
+        messages
+            .iter()
+            .filter(|message| message.is_terminal())
+            .count(),
+        1
+    );
+    assert!(
+        assistant_text(&messages).contains("> hi"),
+        "the answer quotes the prompt"
+    );
 }
 
 #[test]
@@ -74,13 +95,22 @@ fn the_legacy_replay_scenario_maps_to_its_text_without_duplicates() {
         panic!("expected two assistant messages, got {texts:?}");
     };
     assert!(last.starts_with(first.as_str()) && last.len() > first.len());
-    let output = agentty(&["run", "--provider", "demo", "--scenario", "legacy-replay", "hi"]);
+    let output = agentty(&[
+        "run",
+        "--provider",
+        "demo",
+        "--scenario",
+        "legacy-replay",
+        "hi",
+    ]);
     assert_eq!(output.status.code(), Some(0));
     let messages = stream(&output);
     let shown = assistant_text(&messages);
     assert_eq!(&shown, last);
     assert_eq!(shown.matches(first.as_str()).count(), 1);
-    assert!(messages.iter().any(|message| matches!(message, AgentMessage::ToolCall { .. })));
+    assert!(messages
+        .iter()
+        .any(|message| matches!(message, AgentMessage::ToolCall { .. })));
 }
 
 #[test]
@@ -98,14 +128,25 @@ fn every_scenario_ends_with_exactly_one_terminal_message() {
         let output = agentty(&["run", "--provider", "demo", "--scenario", scenario, "hi"]);
         assert_eq!(output.status.code(), Some(exit), "{scenario}");
         let messages = stream(&output);
-        assert_eq!(messages.iter().filter(|message| message.is_terminal()).count(), 1, "{scenario}");
+        assert_eq!(
+            messages
+                .iter()
+                .filter(|message| message.is_terminal())
+                .count(),
+            1,
+            "{scenario}"
+        );
         assert!(messages.last().unwrap().is_terminal(), "{scenario}");
         if scenario == "auth-error" {
-            let AgentMessage::Failed(failure) = messages.last().unwrap() else { unreachable!() };
+            let AgentMessage::Failed(failure) = messages.last().unwrap() else {
+                unreachable!()
+            };
             assert_eq!(failure.http_status, Some(401));
         }
         if scenario == "thinking" {
-            assert!(messages.iter().any(|message| matches!(message, AgentMessage::Thought { .. })));
+            assert!(messages
+                .iter()
+                .any(|message| matches!(message, AgentMessage::Thought { .. })));
         }
     }
 }

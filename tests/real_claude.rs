@@ -94,6 +94,7 @@ impl Run {
             cwd: Some(self.work.path().to_path_buf()),
             attempt: 1,
             scenario: None,
+            ..AttemptRequest::default()
         }
     }
 

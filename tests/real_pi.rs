@@ -137,6 +137,7 @@ impl PiWorld {
             cwd: Some(self.work_dir()),
             attempt: 1,
             scenario: None,
+            ..AttemptRequest::default()
         };
         self.provider(model).execute(request, stop)
     }

@@ -526,10 +526,12 @@ fn usage(usage: Option<&WireUsage>, cost_usd: Option<f64>) -> Option<Usage> {
         usage.cache_creation_input_tokens,
     ];
     // Every token the model processed: fresh input, output, and cached input read or written.
-    let total_tokens = counts
-        .iter()
-        .any(Option::is_some)
-        .then(|| counts.iter().flatten().sum());
+    let total_tokens = counts.iter().any(Option::is_some).then(|| {
+        counts
+            .iter()
+            .flatten()
+            .fold(0u64, |sum, count| sum.saturating_add(*count))
+    });
     Some(Usage {
         input_tokens: usage.input_tokens,
         output_tokens: usage.output_tokens,

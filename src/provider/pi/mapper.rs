@@ -442,7 +442,7 @@ fn supersede(block: &mut TextBlock, authoritative: &str, out: &mut Vec<AgentMess
 fn add_usage(total: &mut Usage, usage: &PiUsage) {
     fn add(total: &mut Option<u64>, value: Option<f64>) {
         if let Some(value) = value.filter(|value| value.is_finite() && *value >= 0.0) {
-            *total = Some(total.unwrap_or(0) + value as u64);
+            *total = Some(total.unwrap_or(0).saturating_add(value as u64));
         }
     }
     add(&mut total.input_tokens, usage.input);
