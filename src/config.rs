@@ -169,8 +169,14 @@ impl RetryPolicy {
                 "retry_delay_ms" => unsigned(value).map(|delay| policy.retry_delay_ms = delay),
                 "max_delay_ms" => unsigned(value).map(|delay| policy.max_delay_ms = delay),
                 "backoff" => match value.as_str() {
-                    Some("fixed") => Ok(policy.backoff = Backoff::Fixed),
-                    Some("exponential") => Ok(policy.backoff = Backoff::Exponential),
+                    Some("fixed") => {
+                        policy.backoff = Backoff::Fixed;
+                        Ok(())
+                    }
+                    Some("exponential") => {
+                        policy.backoff = Backoff::Exponential;
+                        Ok(())
+                    }
                     _ => Err(format!(
                         "`{value}` is not a backoff: use \"fixed\" or \"exponential\""
                     )),
