@@ -1,12 +1,16 @@
 //! The user's configuration: `agentty/config.toml` in the platform's config dir.
 //!
 //! Loading never stops the app: a broken file or value gives a clear message naming the key and
-//! the file, and the defaults apply instead.
+//! the file, and the defaults apply instead. The retry section is judged on its own: a bad retry
+//! value costs only the retry settings (they fall back to the defaults), never the rest of the
+//! file. Saving the retry policy edits the file in place (toml_edit), so the user's comments,
+//! layout and unrelated keys survive.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+use toml_edit::{DocumentMut, Item, TableLike};
 
 /// How one agent CLI is started.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -38,6 +42,180 @@ pub struct RetryPolicy {
 pub enum Backoff {
     Fixed,
     Exponential,
+}
+
+impl Backoff {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Backoff::Fixed => "fixed",
+            Backoff::Exponential => "exponential",
+        }
+    }
+}
+
+/// The table name of the retry policy in the config file.
+pub const RETRY_SECTION: &str = "provider_error_auto_retry";
+/// More attempts than this per turn is a typo, not a policy.
+pub const MAX_ATTEMPTS_LIMIT: u32 = 20;
+/// Longer waits than this (10 minutes) between attempts are a typo, not a policy.
+pub const MAX_DELAY_LIMIT_MS: u64 = 600_000;
+const RETRY_KEYS: [&str; 5] = [
+    "enabled",
+    "max_attempts",
+    "retry_delay_ms",
+    "backoff",
+    "max_delay_ms",
+];
+
+/// One thing wrong with a retry policy: the key and what is wrong with its value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyProblem {
+    pub key: String,
+    pub problem: String,
+}
+
+impl std::fmt::Display for PolicyProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{RETRY_SECTION}.{}: {}", self.key, self.problem)
+    }
+}
+
+impl RetryPolicy {
+    /// Checks the ranges (the types are already right in a `RetryPolicy`).
+    pub fn validate(&self) -> Result<(), Vec<PolicyProblem>> {
+        let mut problems = Vec::new();
+        if !(1..=MAX_ATTEMPTS_LIMIT).contains(&self.max_attempts) {
+            problems.push(PolicyProblem::new(
+                "max_attempts",
+                format!(
+                    "{} is out of range: it must be between 1 and {MAX_ATTEMPTS_LIMIT}",
+                    self.max_attempts
+                ),
+            ));
+        }
+        for (key, value) in [
+            ("retry_delay_ms", self.retry_delay_ms),
+            ("max_delay_ms", self.max_delay_ms),
+        ] {
+            if value > MAX_DELAY_LIMIT_MS {
+                problems.push(PolicyProblem::new(
+                    key,
+                    format!(
+                        "{value} is too long: it must be at most {MAX_DELAY_LIMIT_MS} (10 minutes)"
+                    ),
+                ));
+            }
+        }
+        let delays_in_range =
+            self.retry_delay_ms <= MAX_DELAY_LIMIT_MS && self.max_delay_ms <= MAX_DELAY_LIMIT_MS;
+        if delays_in_range && self.max_delay_ms < self.retry_delay_ms {
+            problems.push(PolicyProblem::new(
+                "max_delay_ms",
+                format!(
+                    "{} is shorter than retry_delay_ms ({}): the cap must not be below the first delay",
+                    self.max_delay_ms, self.retry_delay_ms
+                ),
+            ));
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems)
+        }
+    }
+
+    /// How long to wait after the failed attempt `failed_attempt` (1-based) before the next.
+    pub fn delay_after_attempt_ms(&self, failed_attempt: u32) -> u64 {
+        let delay = match self.backoff {
+            Backoff::Fixed => self.retry_delay_ms,
+            Backoff::Exponential => {
+                let doublings = failed_attempt.saturating_sub(1).min(63);
+                self.retry_delay_ms.saturating_mul(1u64 << doublings)
+            }
+        };
+        delay.min(self.max_delay_ms)
+    }
+
+    /// Attempts a turn may make under this policy (1 when automatic retry is off).
+    pub fn attempts_per_turn(&self) -> u32 {
+        if self.enabled {
+            self.max_attempts.max(1)
+        } else {
+            1
+        }
+    }
+
+    /// Reads the `[provider_error_auto_retry]` table, reporting every bad key.
+    pub fn from_toml(value: &toml::Value) -> Result<RetryPolicy, Vec<PolicyProblem>> {
+        let Some(table) = value.as_table() else {
+            return Err(vec![PolicyProblem::new(
+                "",
+                format!("must be a table, not `{value}`"),
+            )]);
+        };
+        let mut policy = RetryPolicy::default();
+        let mut problems = Vec::new();
+        for (key, value) in table {
+            let parsed = match key.as_str() {
+                "enabled" => value
+                    .as_bool()
+                    .map(|enabled| policy.enabled = enabled)
+                    .ok_or_else(|| format!("`{value}` is not true or false")),
+                "max_attempts" => unsigned(value).and_then(|attempts| {
+                    u32::try_from(attempts)
+                        .map(|attempts| policy.max_attempts = attempts)
+                        .map_err(|_| format!("{attempts} is out of range"))
+                }),
+                "retry_delay_ms" => unsigned(value).map(|delay| policy.retry_delay_ms = delay),
+                "max_delay_ms" => unsigned(value).map(|delay| policy.max_delay_ms = delay),
+                "backoff" => match value.as_str() {
+                    Some("fixed") => {
+                        policy.backoff = Backoff::Fixed;
+                        Ok(())
+                    }
+                    Some("exponential") => {
+                        policy.backoff = Backoff::Exponential;
+                        Ok(())
+                    }
+                    _ => Err(format!(
+                        "`{value}` is not a backoff: use \"fixed\" or \"exponential\""
+                    )),
+                },
+                _ => Err(format!(
+                    "unknown key (known keys: {})",
+                    RETRY_KEYS.join(", ")
+                )),
+            };
+            if let Err(problem) = parsed {
+                problems.push(PolicyProblem::new(key, problem));
+            }
+        }
+        if let Err(range_problems) = policy.validate() {
+            problems.extend(range_problems);
+        }
+        if problems.is_empty() {
+            Ok(policy)
+        } else {
+            Err(problems)
+        }
+    }
+}
+
+impl PolicyProblem {
+    fn new(key: &str, problem: impl Into<String>) -> Self {
+        Self {
+            key: key.to_owned(),
+            problem: problem.into(),
+        }
+    }
+}
+
+fn unsigned(value: &toml::Value) -> Result<u64, String> {
+    match value.as_integer() {
+        Some(number) if number < 0 => Err(format!("{number} is negative")),
+        Some(number) => Ok(number.unsigned_abs()),
+        None => Err(format!("`{value}` is not a whole number")),
+    }
 }
 
 impl Default for RetryPolicy {
@@ -117,16 +295,565 @@ pub fn load(path: Option<&Path>) -> LoadedConfig {
 }
 
 /// Parses config text; `origin` names the file in messages.
+///
+/// The retry section is validated separately from the rest, so that a bad retry value falls back
+/// to the default policy while the providers, theme and default provider still apply (and the
+/// other way round).
 pub fn parse(text: &str, origin: &Path) -> (Config, Vec<String>) {
-    match toml::from_str::<Config>(text) {
-        Ok(config) => (config, Vec::new()),
-        Err(error) => (
-            Config::default(),
-            vec![format!(
-                "{}: {}; using defaults",
-                origin.display(),
-                error.message()
-            )],
-        ),
+    let file = origin.display();
+    let mut table = match toml::from_str::<toml::Table>(text) {
+        Ok(table) => table,
+        Err(error) => {
+            let line = error
+                .span()
+                .map(|span| format!(", line {}", line_of(text, span.start)))
+                .unwrap_or_default();
+            return (
+                Config::default(),
+                vec![format!(
+                    "{file}{line}: {}; using defaults",
+                    error.message().trim()
+                )],
+            );
+        }
+    };
+    let retry_section = table.remove(RETRY_SECTION);
+    let mut warnings = Vec::new();
+    let mut config = match toml::Value::Table(table).try_into::<Config>() {
+        Ok(config) => config,
+        Err(error) => {
+            warnings.push(format!(
+                "{file}: {}; using the default providers, theme and default provider",
+                error.message().trim()
+            ));
+            Config::default()
+        }
+    };
+    if let Some(section) = retry_section {
+        match RetryPolicy::from_toml(&section) {
+            Ok(policy) => config.provider_error_auto_retry = policy,
+            Err(problems) => warnings.extend(
+                problems
+                    .iter()
+                    .map(|problem| format!("{file}: {problem}; using the default retry policy")),
+            ),
+        }
+    }
+    (config, warnings)
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    let offset = offset.min(text.len());
+    text.as_bytes()[..offset]
+        .iter()
+        .filter(|&&byte| byte == b'\n')
+        .count()
+        + 1
+}
+
+/// Why the retry policy could not be saved.
+#[derive(Debug, thiserror::Error)]
+pub enum SaveError {
+    #[error("cannot save an invalid retry policy: {}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+    InvalidPolicy(Vec<PolicyProblem>),
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path} is not valid TOML ({message}); not overwriting it")]
+    NotToml { path: PathBuf, message: String },
+    #[error("cannot write {path}: {source}")]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// Writes `policy` into the `[provider_error_auto_retry]` section of the config file at `path`,
+/// creating the file (and its folder) if needed.
+///
+/// Only the five policy keys change: comments, formatting and every other key stay as they were
+/// (unknown keys inside the retry section are dropped, since they would make the section invalid
+/// on the next load). The file is replaced atomically (write a sibling, then rename).
+pub fn save_retry_policy(path: &Path, policy: &RetryPolicy) -> Result<(), SaveError> {
+    policy.validate().map_err(SaveError::InvalidPolicy)?;
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(source) => {
+            return Err(SaveError::Read {
+                path: path.to_path_buf(),
+                source,
+            })
+        }
+    };
+    let mut document = text
+        .parse::<DocumentMut>()
+        .map_err(|error| SaveError::NotToml {
+            path: path.to_path_buf(),
+            message: error.message().trim().to_owned(),
+        })?;
+    let section = document
+        .entry(RETRY_SECTION)
+        .or_insert_with(toml_edit::table);
+    if section.as_table_like().is_none() {
+        *section = toml_edit::table();
+    }
+    if let Some(table) = section.as_table_like_mut() {
+        write_policy(table, policy);
+    }
+    write_atomically(path, document.to_string().as_bytes()).map_err(|source| SaveError::Write {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+fn write_policy(table: &mut dyn TableLike, policy: &RetryPolicy) {
+    let unknown: Vec<String> = table
+        .iter()
+        .map(|(key, _)| key.to_owned())
+        .filter(|key| !RETRY_KEYS.contains(&key.as_str()))
+        .collect();
+    for key in unknown {
+        table.remove(&key);
+    }
+    let values: [(&str, toml_edit::Value); 5] = [
+        ("enabled", policy.enabled.into()),
+        ("max_attempts", i64::from(policy.max_attempts).into()),
+        ("retry_delay_ms", clamp_to_i64(policy.retry_delay_ms).into()),
+        ("backoff", policy.backoff.as_str().into()),
+        ("max_delay_ms", clamp_to_i64(policy.max_delay_ms).into()),
+    ];
+    for (key, mut value) in values {
+        match table.get_mut(key).and_then(Item::as_value_mut) {
+            Some(existing) => {
+                // Keep `key = value  # comment` comments and spacing.
+                *value.decor_mut() = existing.decor().clone();
+                *existing = value;
+            }
+            None => {
+                table.insert(key, Item::Value(value));
+            }
+        }
+    }
+}
+
+fn clamp_to_i64(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    // A config file symlinked into a dotfiles repository must stay a symlink.
+    let resolved = std::fs::canonicalize(path).ok();
+    let path = resolved.as_deref().unwrap_or(path);
+    if let Some(parent) = path
+        .parent()
+        .filter(|parent| !parent.as_os_str().is_empty())
+    {
+        std::fs::create_dir_all(parent)?;
+    }
+    let file_name = path
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "config.toml".into());
+    let temporary = path.with_file_name(format!(".{file_name}.agentty-save"));
+    std::fs::write(&temporary, bytes)?;
+    std::fs::rename(&temporary, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&temporary);
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ORIGIN: &str = "/home/user/.config/agentty/config.toml";
+
+    fn parse_text(text: &str) -> (Config, Vec<String>) {
+        parse(text, Path::new(ORIGIN))
+    }
+
+    fn policy(
+        enabled: bool,
+        max_attempts: u32,
+        delay: u64,
+        backoff: Backoff,
+        cap: u64,
+    ) -> RetryPolicy {
+        RetryPolicy {
+            enabled,
+            max_attempts,
+            retry_delay_ms: delay,
+            backoff,
+            max_delay_ms: cap,
+        }
+    }
+
+    #[test]
+    fn absent_retry_section_gives_the_documented_defaults() {
+        let (config, warnings) = parse_text("theme = \"dark\"\n");
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(
+            config.provider_error_auto_retry,
+            policy(false, 3, 2000, Backoff::Exponential, 30_000)
+        );
+        assert_eq!(config.theme.as_deref(), Some("dark"));
+    }
+
+    #[test]
+    fn a_complete_retry_section_is_read() {
+        let (config, warnings) = parse_text(
+            "[provider_error_auto_retry]\nenabled = true\nmax_attempts = 5\nretry_delay_ms = 100\n\
+             backoff = \"fixed\"\nmax_delay_ms = 1000\n",
+        );
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(
+            config.provider_error_auto_retry,
+            policy(true, 5, 100, Backoff::Fixed, 1000)
+        );
+    }
+
+    #[test]
+    fn a_partial_retry_section_fills_in_defaults() {
+        let (config, warnings) = parse_text("[provider_error_auto_retry]\nenabled = true\n");
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(
+            config.provider_error_auto_retry,
+            RetryPolicy {
+                enabled: true,
+                ..RetryPolicy::default()
+            }
+        );
+    }
+
+    /// Each bad value names its key and the file, costs only the retry section, and keeps the
+    /// rest of the config.
+    #[test]
+    fn invalid_retry_values_name_key_and_file_and_keep_the_rest() {
+        let cases = [
+            (
+                "max_attempts = 0",
+                "provider_error_auto_retry.max_attempts",
+                "between 1 and 20",
+            ),
+            (
+                "max_attempts = 1000",
+                "provider_error_auto_retry.max_attempts",
+                "between 1 and 20",
+            ),
+            (
+                "max_attempts = 99999999999",
+                "provider_error_auto_retry.max_attempts",
+                "out of range",
+            ),
+            (
+                "retry_delay_ms = -5",
+                "provider_error_auto_retry.retry_delay_ms",
+                "-5 is negative",
+            ),
+            (
+                "retry_delay_ms = 86400000",
+                "provider_error_auto_retry.retry_delay_ms",
+                "too long",
+            ),
+            (
+                "max_delay_ms = 86400000",
+                "provider_error_auto_retry.max_delay_ms",
+                "too long",
+            ),
+            (
+                "max_delay_ms = -1",
+                "provider_error_auto_retry.max_delay_ms",
+                "negative",
+            ),
+            (
+                "max_delay_ms = 100",
+                "provider_error_auto_retry.max_delay_ms",
+                "shorter than retry_delay_ms",
+            ),
+            (
+                "retry_delay_ms = 2.5",
+                "provider_error_auto_retry.retry_delay_ms",
+                "not a whole number",
+            ),
+            (
+                "enabled = \"yes\"",
+                "provider_error_auto_retry.enabled",
+                "not true or false",
+            ),
+            (
+                "backoff = \"linear\"",
+                "provider_error_auto_retry.backoff",
+                "\"fixed\" or \"exponential\"",
+            ),
+            (
+                "max_attempt = 3",
+                "provider_error_auto_retry.max_attempt",
+                "unknown key",
+            ),
+        ];
+        for (line, key, problem) in cases {
+            // A valid key beside the bad one must not survive either.
+            let valid = if line.starts_with("enabled") {
+                "max_attempts = 4"
+            } else {
+                "enabled = true"
+            };
+            let text = format!(
+                "theme = \"light\"\ndefault_provider = \"claude\"\n\
+                 [provider_error_auto_retry]\n{valid}\n{line}\n"
+            );
+            let (config, warnings) = parse_text(&text);
+            assert_eq!(
+                config.provider_error_auto_retry,
+                RetryPolicy::default(),
+                "{line}: the whole retry section falls back"
+            );
+            assert_eq!(config.theme.as_deref(), Some("light"), "{line}");
+            assert_eq!(config.default_provider.as_deref(), Some("claude"), "{line}");
+            assert_eq!(warnings.len(), 1, "{line}: {warnings:?}");
+            let warning = &warnings[0];
+            assert!(warning.starts_with(ORIGIN), "{warning}");
+            assert!(warning.contains(key), "{line}: {warning}");
+            assert!(warning.contains(problem), "{line}: {warning}");
+            assert!(
+                warning.ends_with("using the default retry policy"),
+                "{warning}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_bad_retry_key_is_reported() {
+        let (_, warnings) =
+            parse_text("[provider_error_auto_retry]\nmax_attempts = 0\nbackoff = 3\nextra = 1\n");
+        assert_eq!(warnings.len(), 3, "{warnings:?}");
+    }
+
+    #[test]
+    fn a_retry_section_that_is_not_a_table_is_reported() {
+        let (config, warnings) = parse_text("provider_error_auto_retry = true\n");
+        assert_eq!(config.provider_error_auto_retry, RetryPolicy::default());
+        assert_eq!(warnings.len(), 1);
+        assert!(warnings[0].contains("must be a table"), "{warnings:?}");
+    }
+
+    #[test]
+    fn a_bad_key_elsewhere_keeps_a_valid_retry_policy() {
+        let (config, warnings) =
+            parse_text("colour = \"red\"\n[provider_error_auto_retry]\nenabled = true\n");
+        assert!(config.provider_error_auto_retry.enabled);
+        assert_eq!(warnings.len(), 1);
+        assert!(warnings[0].contains("colour"), "{warnings:?}");
+        assert!(warnings[0].starts_with(ORIGIN), "{warnings:?}");
+    }
+
+    #[test]
+    fn broken_toml_names_the_file_and_line() {
+        let (config, warnings) = parse_text("theme = \"dark\"\n[provider_error_auto_retry\n");
+        assert_eq!(config, Config::default());
+        assert_eq!(warnings.len(), 1);
+        assert!(
+            warnings[0].starts_with(&format!("{ORIGIN}, line 2:")),
+            "{warnings:?}"
+        );
+    }
+
+    #[test]
+    fn the_example_config_is_valid() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/config.example.toml");
+        let loaded = load(Some(&path));
+        assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+        assert_eq!(
+            loaded.config.provider_error_auto_retry,
+            RetryPolicy::default()
+        );
+    }
+
+    #[test]
+    fn validate_accepts_the_defaults_and_zero_delay() {
+        assert_eq!(RetryPolicy::default().validate(), Ok(()));
+        assert_eq!(policy(true, 1, 0, Backoff::Fixed, 0).validate(), Ok(()));
+        let problems = policy(true, 0, 700_000, Backoff::Fixed, 800_000)
+            .validate()
+            .unwrap_err();
+        let keys: Vec<&str> = problems
+            .iter()
+            .map(|problem| problem.key.as_str())
+            .collect();
+        assert_eq!(keys, ["max_attempts", "retry_delay_ms", "max_delay_ms"]);
+    }
+
+    #[test]
+    fn backoff_doubles_up_to_the_cap() {
+        let exponential = policy(true, 10, 2000, Backoff::Exponential, 30_000);
+        let delays: Vec<u64> = (1..=6)
+            .map(|attempt| exponential.delay_after_attempt_ms(attempt))
+            .collect();
+        assert_eq!(delays, [2000, 4000, 8000, 16_000, 30_000, 30_000]);
+        assert_eq!(
+            exponential.delay_after_attempt_ms(200),
+            30_000,
+            "no overflow"
+        );
+        let fixed = policy(true, 10, 2000, Backoff::Fixed, 30_000);
+        assert_eq!(fixed.delay_after_attempt_ms(5), 2000);
+        let capped = policy(true, 10, 2000, Backoff::Fixed, 2000);
+        assert_eq!(capped.delay_after_attempt_ms(1), 2000);
+    }
+
+    #[test]
+    fn attempts_per_turn_is_one_when_disabled() {
+        assert_eq!(
+            policy(false, 5, 0, Backoff::Fixed, 0).attempts_per_turn(),
+            1
+        );
+        assert_eq!(policy(true, 5, 0, Backoff::Fixed, 0).attempts_per_turn(), 5);
+    }
+
+    const COMMENTED: &str = r#"# agentty settings (mine)
+default_provider = "pi"  # the one I use
+
+[providers.pi]
+command = "/opt/pi/bin/pi"   # pinned
+args = ["--thinking", "high"]
+
+# Retry when the API is flaky.
+[provider_error_auto_retry]
+enabled = false    # off while I test
+max_attempts = 3
+# how long to wait first
+retry_delay_ms = 2000
+mystery = 1
+
+[providers.claude]
+model = "opus"
+"#;
+
+    #[test]
+    fn saving_keeps_comments_and_unrelated_keys_and_reads_back_identically() {
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("config.toml");
+        std::fs::write(&path, COMMENTED).unwrap();
+        let wanted = policy(true, 5, 250, Backoff::Fixed, 4000);
+
+        save_retry_policy(&path, &wanted).unwrap();
+
+        let saved = std::fs::read_to_string(&path).unwrap();
+        let expected = r#"# agentty settings (mine)
+default_provider = "pi"  # the one I use
+
+[providers.pi]
+command = "/opt/pi/bin/pi"   # pinned
+args = ["--thinking", "high"]
+
+# Retry when the API is flaky.
+[provider_error_auto_retry]
+enabled = true    # off while I test
+max_attempts = 5
+# how long to wait first
+retry_delay_ms = 250
+backoff = "fixed"
+max_delay_ms = 4000
+
+[providers.claude]
+model = "opus"
+"#;
+        assert_eq!(saved, expected);
+        let loaded = load(Some(&path));
+        assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+        assert_eq!(loaded.config.provider_error_auto_retry, wanted);
+        assert_eq!(loaded.config.default_provider.as_deref(), Some("pi"));
+        assert_eq!(
+            loaded.config.provider_settings("claude").model.as_deref(),
+            Some("opus")
+        );
+
+        // Saving the same policy again changes nothing.
+        save_retry_policy(&path, &wanted).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), expected);
+    }
+
+    #[test]
+    fn saving_adds_the_section_to_a_file_without_one() {
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("config.toml");
+        std::fs::write(&path, "# my theme\ntheme = \"dark\"\n").unwrap();
+        let wanted = policy(true, 4, 10, Backoff::Exponential, 80);
+        save_retry_policy(&path, &wanted).unwrap();
+        let saved = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            saved.starts_with("# my theme\ntheme = \"dark\"\n"),
+            "{saved}"
+        );
+        let loaded = load(Some(&path));
+        assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+        assert_eq!(loaded.config.provider_error_auto_retry, wanted);
+        assert_eq!(loaded.config.theme.as_deref(), Some("dark"));
+    }
+
+    #[test]
+    fn saving_creates_a_missing_file_and_folder() {
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("agentty").join("config.toml");
+        let wanted = policy(true, 2, 0, Backoff::Fixed, 0);
+        save_retry_policy(&path, &wanted).unwrap();
+        assert_eq!(load(Some(&path)).config.provider_error_auto_retry, wanted);
+        let leftovers: Vec<_> = std::fs::read_dir(path.parent().unwrap())
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name())
+            .collect();
+        assert_eq!(leftovers, [std::ffi::OsString::from("config.toml")]);
+    }
+
+    #[test]
+    fn saving_into_an_inline_table_keeps_it_inline() {
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("config.toml");
+        std::fs::write(&path, "provider_error_auto_retry = { enabled = false }\n").unwrap();
+        let wanted = policy(true, 3, 2000, Backoff::Exponential, 30_000);
+        save_retry_policy(&path, &wanted).unwrap();
+        let saved = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            saved.starts_with("provider_error_auto_retry = {"),
+            "{saved}"
+        );
+        assert_eq!(load(Some(&path)).config.provider_error_auto_retry, wanted);
+    }
+
+    #[test]
+    fn saving_refuses_invalid_policies_and_broken_files() {
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("config.toml");
+        let invalid = policy(true, 0, 10, Backoff::Fixed, 10);
+        assert!(matches!(
+            save_retry_policy(&path, &invalid),
+            Err(SaveError::InvalidPolicy(_))
+        ));
+        assert!(!path.exists());
+        std::fs::write(&path, "theme = [unclosed\n").unwrap();
+        let error = save_retry_policy(&path, &RetryPolicy::default()).unwrap_err();
+        assert!(matches!(error, SaveError::NotToml { .. }), "{error}");
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "theme = [unclosed\n"
+        );
+    }
+
+    #[test]
+    fn saving_through_a_symlink_keeps_the_symlink() {
+        let folder = tempfile::tempdir().unwrap();
+        let target = folder.path().join("dotfiles.toml");
+        let link = folder.path().join("config.toml");
+        std::fs::write(&target, "theme = \"dark\"\n").unwrap();
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let wanted = policy(true, 2, 5, Backoff::Fixed, 5);
+        save_retry_policy(&link, &wanted).unwrap();
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(load(Some(&target)).config.provider_error_auto_retry, wanted);
     }
 }

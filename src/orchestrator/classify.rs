@@ -1,6 +1,15 @@
-//! Retryable or not, from a failure's facts. (Being built: see the orchestrator issue.)
+//! Retryable or not, from a failure's facts alone (pure: no IO, no provider name).
+//!
+//! The facts are judged from the most to the least precise: the failure reason the provider layer
+//! set (`start_failed`, `killed_by_signal`), the HTTP status the agent reported, the status or
+//! words in the failure message, then in the stderr tail, and last the exit code (Gemini CLI
+//! exits with the HTTP status mod 256). Anything not recognised is not retried: re-running an agent
+//! that failed for an unknown reason may repeat its tool calls for nothing.
+//!
+//! Within one text, "do not retry" words win over "retry" words: a message that mentions both
+//! an authentication problem and a retry is still an authentication problem.
 
-use crate::stream::Failure;
+use crate::stream::{failure_reason, Failure};
 
 /// Whether a failed attempt is worth another try.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -9,7 +18,654 @@ pub enum Retryability {
     NotRetryable,
 }
 
+/// The verdict and a short human cause (shown in the retry countdown).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Classification {
+    pub retryability: Retryability,
+    pub cause: &'static str,
+}
+
 pub fn classify(failure: &Failure) -> Retryability {
-    let _ = failure;
-    Retryability::NotRetryable
+    classify_failure(failure).retryability
+}
+
+pub fn classify_failure(failure: &Failure) -> Classification {
+    use Retryability::{NotRetryable, Retryable};
+    let verdict = |retryability, cause| Classification {
+        retryability,
+        cause,
+    };
+    match failure.reason.as_str() {
+        failure_reason::START_FAILED => {
+            return verdict(NotRetryable, "the agent could not be started")
+        }
+        // The runner reports a stop we asked for as `terminal.cancelled`, so this signal came
+        // from elsewhere (OOM killer, a crash).
+        failure_reason::KILLED_BY_SIGNAL => {
+            return verdict(Retryable, "the agent was killed by a signal")
+        }
+        _ => {}
+    }
+    if let Some(found) = failure.http_status.and_then(status_classification) {
+        return found;
+    }
+    if let Some(found) = classify_text(&failure.message, StatusTokens::Anywhere) {
+        return found;
+    }
+    if let Some(found) = classify_text(stderr_tail(&failure.stderr), StatusTokens::AfterStatusWord)
+    {
+        return found;
+    }
+    if let Some(found) = failure
+        .exit_code
+        .and_then(http_status_from_exit_code)
+        .and_then(status_classification)
+    {
+        return found;
+    }
+    verdict(NotRetryable, "unrecognised failure")
+}
+
+/// Where a bare number counts as an HTTP status: anywhere in a failure message, but in stderr
+/// only after "status"/"code" (stack traces there are full of line numbers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StatusTokens {
+    Anywhere,
+    AfterStatusWord,
+}
+
+const NOT_RETRYABLE_WORDS: [(&str, &str); 21] = [
+    ("unauthorized", "not authorised"),
+    ("unauthenticated", "not authenticated"),
+    ("authentication", "authentication failed"),
+    ("invalid api key", "invalid API key"),
+    ("incorrect api key", "invalid API key"),
+    ("api key not valid", "invalid API key"),
+    ("invalid x-api-key", "invalid API key"),
+    ("no api key", "no API key"),
+    ("forbidden", "forbidden"),
+    ("permission_denied", "forbidden"),
+    ("invalid request", "invalid request"),
+    ("invalid_request", "invalid request"),
+    ("invalid_argument", "invalid request"),
+    ("bad request", "invalid request"),
+    ("model not found", "model not found"),
+    ("not_found_error", "model not found"),
+    ("unknown model", "model not found"),
+    ("unknown provider", "unknown provider"),
+    ("unknown option", "invalid command line"),
+    ("no conversation found", "session not found"),
+    ("credit balance", "out of credit"),
+];
+
+const RETRYABLE_WORDS: [(&str, &str); 28] = [
+    ("rate limit", "rate limited"),
+    ("rate_limit", "rate limited"),
+    ("ratelimit", "rate limited"),
+    ("too many requests", "rate limited"),
+    ("resource exhausted", "rate limited"),
+    ("resource_exhausted", "rate limited"),
+    ("overloaded", "server overloaded"),
+    ("high demand", "server overloaded"),
+    ("internal server error", "server error"),
+    ("server error", "server error"),
+    ("server_error", "server error"),
+    ("bad gateway", "server error"),
+    ("service unavailable", "server unavailable"),
+    ("gateway timeout", "server timeout"),
+    ("terminated", "connection dropped"),
+    ("econnreset", "connection dropped"),
+    ("connection reset", "connection dropped"),
+    ("connection to the api was lost", "connection dropped"),
+    ("socket hang up", "connection dropped"),
+    ("stream disconnected", "connection dropped"),
+    ("stream ended without", "connection dropped"),
+    ("fetch failed", "network error"),
+    ("network error", "network error"),
+    ("econnrefused", "connection refused"),
+    ("connectionrefused", "connection refused"),
+    ("connection refused", "connection refused"),
+    ("unable to connect", "connection refused"),
+    ("etimedout", "timed out"),
+];
+
+const RETRYABLE_LATE_WORDS: [(&str, &str); 3] = [
+    ("timed out", "timed out"),
+    ("timeout", "timed out"),
+    ("try again", "temporary error"),
+];
+
+fn classify_text(text: &str, status_tokens: StatusTokens) -> Option<Classification> {
+    if text.trim().is_empty() {
+        return None;
+    }
+    let lower = text.to_lowercase();
+    let statuses = status_numbers(&lower, status_tokens);
+    // A stated status is the most precise fact in a text; "do not retry" wins if there are both.
+    let mut stated: Vec<Classification> = statuses
+        .into_iter()
+        .filter_map(status_classification)
+        .collect();
+    stated.sort_by_key(|found| found.retryability == Retryability::Retryable);
+    if let Some(found) = stated.first() {
+        return Some(*found);
+    }
+    let find = |table: &[(&str, &'static str)], retryability| {
+        table
+            .iter()
+            .find(|(word, _)| lower.contains(word))
+            .map(|(_, cause)| Classification {
+                retryability,
+                cause,
+            })
+    };
+    find(&NOT_RETRYABLE_WORDS, Retryability::NotRetryable)
+        .or_else(|| find(&RETRYABLE_WORDS, Retryability::Retryable))
+        .or_else(|| find(&RETRYABLE_LATE_WORDS, Retryability::Retryable))
+}
+
+fn status_classification(status: u16) -> Option<Classification> {
+    use Retryability::{NotRetryable, Retryable};
+    let (retryability, cause) = match status {
+        429 => (Retryable, "HTTP 429: rate limited"),
+        408 => (Retryable, "HTTP 408: request timeout"),
+        529 => (Retryable, "HTTP 529: server overloaded"),
+        500 => (Retryable, "HTTP 500: server error"),
+        502 => (Retryable, "HTTP 502: bad gateway"),
+        503 => (Retryable, "HTTP 503: service unavailable"),
+        504 => (Retryable, "HTTP 504: gateway timeout"),
+        501..=599 => (Retryable, "HTTP 5xx: server error"),
+        401 => (NotRetryable, "HTTP 401: not authenticated"),
+        403 => (NotRetryable, "HTTP 403: forbidden"),
+        404 => (NotRetryable, "HTTP 404: not found"),
+        400 => (NotRetryable, "HTTP 400: invalid request"),
+        402..=499 => (NotRetryable, "HTTP 4xx: request refused"),
+        _ => return None,
+    };
+    Some(Classification {
+        retryability,
+        cause,
+    })
+}
+
+/// Statuses common enough to be meant when they appear in a message.
+const KNOWN_STATUSES: [u16; 14] = [
+    400, 401, 403, 404, 408, 413, 422, 429, 500, 502, 503, 504, 520, 529,
+];
+
+fn status_numbers(lower: &str, where_: StatusTokens) -> Vec<u16> {
+    let bytes = lower.as_bytes();
+    let mut found = Vec::new();
+    let mut index = 0;
+    while index < bytes.len() {
+        if !bytes[index].is_ascii_digit() {
+            index += 1;
+            continue;
+        }
+        let start = index;
+        while index < bytes.len() && bytes[index].is_ascii_digit() {
+            index += 1;
+        }
+        let end = index;
+        if end - start != 3
+            || !standalone_number(bytes, start, end)
+            || looks_like_a_position(lower, start, end)
+        {
+            continue;
+        }
+        let Ok(status) = lower[start..end].parse::<u16>() else {
+            continue;
+        };
+        if !KNOWN_STATUSES.contains(&status) {
+            continue;
+        }
+        if where_ == StatusTokens::AfterStatusWord && !preceded_by_status_word(&lower[..start]) {
+            continue;
+        }
+        found.push(status);
+    }
+    found
+}
+
+/// Not part of a word, a longer number or a decimal (`v1.500`, `429ms` are not statuses).
+fn standalone_number(bytes: &[u8], start: usize, end: usize) -> bool {
+    let before_ok = match start.checked_sub(1).map(|at| bytes[at]) {
+        None => true,
+        Some(b'.') => !start
+            .checked_sub(2)
+            .is_some_and(|at| bytes[at].is_ascii_digit()),
+        Some(byte) => !byte.is_ascii_alphanumeric() && byte != b'_',
+    };
+    let after_ok = match bytes.get(end) {
+        None => true,
+        Some(b'.') => !bytes.get(end + 1).is_some_and(u8::is_ascii_digit),
+        Some(byte) => !byte.is_ascii_alphanumeric() && *byte != b'_',
+    };
+    before_ok && after_ok
+}
+
+/// `bundle.js:500:12`, `host:503`: a line, column or port, not a status.
+fn looks_like_a_position(lower: &str, start: usize, end: usize) -> bool {
+    let bytes = lower.as_bytes();
+    let followed_by_column =
+        bytes.get(end) == Some(&b':') && bytes.get(end + 1).is_some_and(u8::is_ascii_digit);
+    let after_name_and_colon = start >= 2
+        && bytes[start - 1] == b':'
+        && bytes[start - 2].is_ascii_alphanumeric()
+        && !preceded_by_status_word(&lower[..start - 1]);
+    followed_by_column || after_name_and_colon
+}
+
+fn preceded_by_status_word(before: &str) -> bool {
+    let trimmed = before.trim_end_matches([' ', ':', '=', '"', '\'']);
+    ["status", "code", "http"]
+        .iter()
+        .any(|word| trimmed.ends_with(word))
+}
+
+/// The last few KiB of stderr: the error is at the end, and old noise should not decide.
+fn stderr_tail(stderr: &str) -> &str {
+    const TAIL: usize = 8 * 1024;
+    if stderr.len() <= TAIL {
+        return stderr;
+    }
+    let mut start = stderr.len() - TAIL;
+    while !stderr.is_char_boundary(start) {
+        start += 1;
+    }
+    &stderr[start..]
+}
+
+/// Gemini CLI passes the HTTP status to `exit()`, so the shell sees it mod 256. Only statuses
+/// whose remainder is not a common exit code are recognised.
+fn http_status_from_exit_code(code: i32) -> Option<u16> {
+    [400u16, 401, 403, 404, 429, 500, 502, 503, 504]
+        .into_iter()
+        .find(|status| i32::from(status % 256) == code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Retryability::{NotRetryable, Retryable};
+    use super::*;
+    use serde_json::Value;
+    use std::path::PathBuf;
+
+    fn agent_error(message: &str) -> Failure {
+        Failure {
+            reason: failure_reason::AGENT_ERROR.into(),
+            message: message.into(),
+            ..Failure::default()
+        }
+    }
+
+    #[test]
+    fn provider_layer_reasons_decide_first() {
+        let start = Failure {
+            reason: failure_reason::START_FAILED.into(),
+            message: "cannot start `pi`: connection refused".into(),
+            ..Failure::default()
+        };
+        assert_eq!(classify(&start), NotRetryable);
+        let killed = Failure {
+            reason: failure_reason::KILLED_BY_SIGNAL.into(),
+            message: "the agent was killed by signal 9 (SIGKILL): Invalid API key".into(),
+            signal: Some(9),
+            ..Failure::default()
+        };
+        assert_eq!(classify(&killed), Retryable);
+    }
+
+    #[test]
+    fn reported_http_status_table() {
+        let table = [
+            (429, Retryable),
+            (408, Retryable),
+            (500, Retryable),
+            (502, Retryable),
+            (503, Retryable),
+            (504, Retryable),
+            (529, Retryable),
+            (400, NotRetryable),
+            (401, NotRetryable),
+            (403, NotRetryable),
+            (404, NotRetryable),
+            (422, NotRetryable),
+        ];
+        for (status, expected) in table {
+            let failure = Failure {
+                http_status: Some(status),
+                ..agent_error("")
+            };
+            assert_eq!(classify(&failure), expected, "HTTP {status}");
+        }
+    }
+
+    /// Error texts named in the READMEs of ../shared/protocols (not all have a capture).
+    #[test]
+    fn message_text_table() {
+        let table = [
+            ("terminated", Retryable),
+            ("fetch failed", Retryable),
+            ("read ECONNRESET", Retryable),
+            ("connect ETIMEDOUT 10.0.0.1:443", Retryable),
+            (
+                "API Error: Connection to the API was lost (ECONNRESET)",
+                Retryable,
+            ),
+            ("Model stream ended without a finish reason.", Retryable),
+            ("Overloaded", Retryable),
+            ("503 Service Unavailable", Retryable),
+            ("upstream request timeout", Retryable),
+            ("401 Incorrect API key provided: fake-key", NotRetryable),
+            ("400 Invalid request: model `gpt-9` not found", NotRetryable),
+            ("model not found: nosuchmodel", NotRetryable),
+            (
+                "Your credit balance is too low to access the API",
+                NotRetryable,
+            ),
+            ("Request was aborted.", NotRetryable),
+            ("something odd happened", NotRetryable),
+            ("", NotRetryable),
+            // Numbers that are not statuses.
+            (
+                "the agent exited with status 1: bundle.js:500:12",
+                NotRetryable,
+            ),
+            ("took 429ms", NotRetryable),
+            ("version 1.500.2", NotRetryable),
+            ("connect ECONNREFUSED 127.0.0.1:503", Retryable),
+            ("proxy at localhost:503", NotRetryable),
+            ("status:503", Retryable),
+        ];
+        for (message, expected) in table {
+            assert_eq!(classify(&agent_error(message)), expected, "{message:?}");
+        }
+    }
+
+    #[test]
+    fn stderr_counts_only_words_and_labelled_statuses() {
+        let with_stderr = |stderr: &str| Failure {
+            reason: failure_reason::EXIT_NONZERO.into(),
+            message: "the agent exited with status 1".into(),
+            exit_code: Some(1),
+            stderr: stderr.into(),
+            ..Failure::default()
+        };
+        assert_eq!(
+            classify(&with_stderr("    at foo (bundle.js:429:1)\n")),
+            NotRetryable
+        );
+        assert_eq!(
+            classify(&with_stderr("GaxiosError: boom {\n  status: 503\n}\n")),
+            Retryable
+        );
+        assert_eq!(classify(&with_stderr("Error: socket hang up\n")), Retryable);
+        assert_eq!(
+            classify(&with_stderr("Error: Unknown option: --bogus-flag\n")),
+            NotRetryable
+        );
+    }
+
+    #[test]
+    fn gemini_exit_codes_are_http_statuses_mod_256() {
+        let exited = |code| Failure {
+            reason: failure_reason::EXIT_NONZERO.into(),
+            message: format!("the agent exited with status {code}"),
+            exit_code: Some(code),
+            ..Failure::default()
+        };
+        assert_eq!(classify(&exited(173)), Retryable, "429");
+        assert_eq!(classify(&exited(244)), Retryable, "500");
+        assert_eq!(classify(&exited(145)), NotRetryable, "401");
+        assert_eq!(classify(&exited(1)), NotRetryable);
+        assert_eq!(classify(&exited(41)), NotRetryable, "auth config");
+    }
+
+    // ---- The real error texts, read from the recorded captures ----
+
+    /// `shared/` sits beside the crate (CI: `<x>/main` and `<x>/shared`); a git worktree one
+    /// level deeper finds it one level further up.
+    fn captures(cli: &str) -> PathBuf {
+        let crate_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+        let shared = ["../shared", "../../shared"]
+            .iter()
+            .map(|relative| crate_dir.join(relative))
+            .find(|candidate| candidate.join("protocols").is_dir())
+            .unwrap_or_else(|| crate_dir.join("../shared"));
+        shared.join("protocols").join(cli).join("captures")
+    }
+
+    fn read(cli: &str, file: &str) -> String {
+        let path = captures(cli).join(file);
+        std::fs::read_to_string(&path)
+            .unwrap_or_else(|error| panic!("cannot read {}: {error}", path.display()))
+    }
+
+    fn json_lines(cli: &str, capture: &str) -> Vec<Value> {
+        read(cli, &format!("{capture}.stdout.jsonl"))
+            .lines()
+            .filter_map(|line| serde_json::from_str(line).ok())
+            .collect()
+    }
+
+    fn exit_code(cli: &str, capture: &str) -> i32 {
+        read(cli, &format!("{capture}.meta.txt"))
+            .lines()
+            .find_map(|line| {
+                let line = line.trim();
+                line.strip_prefix("exit code:")
+                    .or_else(|| line.strip_prefix("exit_code:"))
+                    .and_then(|code| code.trim().parse().ok())
+            })
+            .unwrap_or_else(|| panic!("{cli}/{capture}: no exit code in meta"))
+    }
+
+    fn last_string_named(value: &Value, key: &str, found: &mut Option<String>) {
+        match value {
+            Value::Object(map) => {
+                for (name, inner) in map {
+                    if name == key {
+                        if let Some(text) = inner.as_str() {
+                            *found = Some(text.to_owned());
+                        }
+                    }
+                    last_string_named(inner, key, found);
+                }
+            }
+            Value::Array(items) => items
+                .iter()
+                .for_each(|item| last_string_named(item, key, found)),
+            _ => {}
+        }
+    }
+
+    /// pi: the last `errorMessage` (json mode exits 0; the error is only in the stream).
+    fn pi_failure(capture: &str) -> Failure {
+        let mut message = None;
+        for line in json_lines("pi", capture) {
+            last_string_named(&line, "errorMessage", &mut message);
+        }
+        Failure {
+            exit_code: Some(exit_code("pi", capture)),
+            ..agent_error(&message.unwrap_or_else(|| panic!("pi/{capture}: no errorMessage")))
+        }
+    }
+
+    /// pi with no stream error: exit 1 and a message on stderr, as the runner reports it.
+    fn pi_exit_failure(capture: &str) -> Failure {
+        let stderr = read("pi", &format!("{capture}.stderr.txt"));
+        let code = exit_code("pi", capture);
+        let last_line = stderr.lines().rev().find(|line| !line.trim().is_empty());
+        Failure {
+            reason: failure_reason::EXIT_NONZERO.into(),
+            message: format!(
+                "the agent exited with status {code}: {}",
+                last_line.unwrap_or("").trim()
+            ),
+            exit_code: Some(code),
+            stderr,
+            ..Failure::default()
+        }
+    }
+
+    /// claude: the `result` line's text (or `errors`), with and without `api_error_status`.
+    fn claude_failures(capture: &str) -> [Failure; 2] {
+        let result = json_lines("claude", capture)
+            .into_iter()
+            .rfind(|line| line["type"] == "result")
+            .unwrap_or_else(|| panic!("claude/{capture}: no result line"));
+        assert_eq!(result["is_error"], true, "claude/{capture}");
+        let message = match result["result"].as_str() {
+            Some(text) => text.to_owned(),
+            None => result["errors"][0].as_str().unwrap_or_default().to_owned(),
+        };
+        let text_only = Failure {
+            exit_code: Some(exit_code("claude", capture)),
+            ..agent_error(&message)
+        };
+        let with_status = Failure {
+            http_status: result["api_error_status"]
+                .as_u64()
+                .and_then(|status| u16::try_from(status).ok()),
+            ..text_only.clone()
+        };
+        [text_only, with_status]
+    }
+
+    /// codex: the `turn.failed` error message.
+    fn codex_failure(capture: &str) -> Failure {
+        let failed = json_lines("codex", capture)
+            .into_iter()
+            .find(|line| line["type"] == "turn.failed")
+            .unwrap_or_else(|| panic!("codex/{capture}: no turn.failed"));
+        Failure {
+            exit_code: Some(exit_code("codex", capture)),
+            ..agent_error(failed["error"]["message"].as_str().unwrap_or_default())
+        }
+    }
+
+    /// gemini: the result's error message (or the last `error` event's), and the exit code.
+    fn gemini_failure(capture: &str) -> Failure {
+        let lines = json_lines("gemini", capture);
+        let result_error = lines
+            .iter()
+            .rfind(|line| line["type"] == "result")
+            .and_then(|result| result["error"]["message"].as_str());
+        let event_error = lines
+            .iter()
+            .rfind(|line| line["type"] == "error")
+            .and_then(|event| event["message"].as_str());
+        let message = result_error
+            .or(event_error)
+            .unwrap_or_else(|| panic!("gemini/{capture}: no error message"));
+        Failure {
+            exit_code: Some(exit_code("gemini", capture)),
+            ..agent_error(message)
+        }
+    }
+
+    #[test]
+    fn real_pi_errors() {
+        let table = [
+            ("e_http401", NotRetryable),
+            ("e_http500", Retryable),
+            ("e_drop", Retryable),
+        ];
+        for (capture, expected) in table {
+            let failure = pi_failure(capture);
+            assert_eq!(classify(&failure), expected, "pi/{capture}: {failure:?}");
+        }
+        let table = [
+            ("e_http401_textmode", NotRetryable),
+            ("i_missing_provider", NotRetryable),
+            ("i_no_model_at_all", NotRetryable),
+            ("i_bad_long_flag", NotRetryable),
+        ];
+        for (capture, expected) in table {
+            let failure = pi_exit_failure(capture);
+            assert_eq!(classify(&failure), expected, "pi/{capture}: {failure:?}");
+        }
+    }
+
+    #[test]
+    fn real_claude_errors() {
+        let table = [
+            ("err401", NotRetryable),
+            ("err429", Retryable),
+            ("err500_r2", Retryable),
+            ("err500_default", Retryable),
+            ("err529", Retryable),
+            ("conn_refused", Retryable),
+            ("resume_6_bad_id", NotRetryable),
+        ];
+        for (capture, expected) in table {
+            for failure in claude_failures(capture) {
+                assert_eq!(
+                    classify(&failure),
+                    expected,
+                    "claude/{capture}: {failure:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn real_codex_errors() {
+        let table = [
+            ("d_http401", NotRetryable),
+            ("d_http429", Retryable),
+            ("d_http500", Retryable),
+            ("d_http500_retries_off", Retryable),
+            ("d_drop_midstream", Retryable),
+        ];
+        for (capture, expected) in table {
+            let failure = codex_failure(capture);
+            assert_eq!(classify(&failure), expected, "codex/{capture}: {failure:?}");
+        }
+    }
+
+    #[test]
+    fn real_gemini_errors() {
+        let table = [
+            ("d_http401", NotRetryable, 145),
+            ("d_http429", Retryable, 173),
+            ("d_http500", Retryable, 244),
+            ("d_drop_midstream", Retryable, 0),
+        ];
+        for (capture, expected, code) in table {
+            let failure = gemini_failure(capture);
+            assert_eq!(failure.exit_code, Some(code), "gemini/{capture}");
+            assert_eq!(
+                classify(&failure),
+                expected,
+                "gemini/{capture}: {failure:?}"
+            );
+            // The exit code alone says the same where it carries a status.
+            if code != 0 {
+                let exit_only = Failure {
+                    reason: failure_reason::EXIT_NONZERO.into(),
+                    message: format!("the agent exited with status {code}"),
+                    exit_code: Some(code),
+                    ..Failure::default()
+                };
+                assert_eq!(classify(&exit_only), expected, "gemini/{capture} exit code");
+            }
+        }
+    }
+
+    #[test]
+    fn causes_are_specific() {
+        assert_eq!(
+            classify_failure(&agent_error(
+                "exceeded retry limit, last status: 429 Too Many Requests"
+            ))
+            .cause,
+            "HTTP 429: rate limited"
+        );
+        assert_eq!(
+            classify_failure(&agent_error("terminated")).cause,
+            "connection dropped"
+        );
+    }
 }

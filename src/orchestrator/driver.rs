@@ -1,14 +1,30 @@
-//! Performs the orchestrator's effects on a background task. (Being built: see the
-//! orchestrator issue.)
+//! Performs the orchestrator's effects on a background task: the only IO the orchestrator does.
+//!
+//! One `select!` loop over the UI's commands, the live attempt's stream and stop progress, and
+//! the retry timer. Each input goes through the pure [`Machine`]; its effects are carried out
+//! here in order. At most one attempt stream is read at a time, and it is dropped right after
+//! its terminal message (the runner's stream ends there anyway), so nothing of a finished
+//! attempt reaches the machine twice. A stream that ends without a terminal message (a
+//! provider bug) gets a synthesised `terminal.failed`, so a turn can never hang on it.
+//!
+//! The task ends after `Command::Shutdown` once the running agent has stopped; closing the
+//! command channel or dropping the event receiver counts as a shutdown.
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
-use tokio::sync::mpsc;
+use futures::StreamExt;
+use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
 
-use super::{Command, OrchestratorEvent};
+use super::fsm::{Effect, Input, Machine};
+use super::{Command, OrchestratorEvent, TurnId};
 use crate::config::RetryPolicy;
-use crate::provider::{Provider, SessionRef};
+use crate::provider::{
+    AgentStream, AttemptRequest, Provider, SessionRef, StopControl, StopProgress,
+};
+use crate::stream::{failure_reason, AgentMessage, Failure};
 
 /// What the orchestrator starts with.
 pub struct OrchestratorOptions {
@@ -22,16 +38,258 @@ pub struct OrchestratorOptions {
     pub scenario: Option<String>,
 }
 
+impl OrchestratorOptions {
+    /// The default retry policy, a new session, agentty's working directory, no scenario.
+    pub fn new(provider: Arc<dyn Provider>) -> Self {
+        Self {
+            provider,
+            policy: RetryPolicy::default(),
+            session: SessionRef::New,
+            cwd: None,
+            scenario: None,
+        }
+    }
+}
+
 /// The UI's (or headless runner's) end of the orchestrator.
 pub struct OrchestratorHandle {
     pub commands: mpsc::UnboundedSender<Command>,
     pub events: mpsc::UnboundedReceiver<OrchestratorEvent>,
 }
 
-/// Starts the orchestrator on a tokio task.
+/// Starts the orchestrator on a tokio task (call it from within a tokio runtime).
 pub fn spawn_orchestrator(options: OrchestratorOptions) -> OrchestratorHandle {
-    let _ = options;
-    let (commands, _command_rx) = mpsc::unbounded_channel();
-    let (_event_tx, events) = mpsc::unbounded_channel();
+    let (commands, command_rx) = mpsc::unbounded_channel();
+    let (event_tx, events) = mpsc::unbounded_channel();
+    tokio::spawn(Driver::new(options, event_tx).run(command_rx));
     OrchestratorHandle { commands, events }
 }
+
+struct LiveAttempt {
+    turn: TurnId,
+    attempt: u32,
+    stream: AgentStream,
+    stop: StopControl,
+    progress: watch::Receiver<StopProgress>,
+    progress_open: bool,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct PendingRetry {
+    turn: TurnId,
+    attempt: u32,
+    due: Instant,
+}
+
+struct Driver {
+    options: OrchestratorOptions,
+    machine: Machine,
+    events: mpsc::UnboundedSender<OrchestratorEvent>,
+    live: Option<LiveAttempt>,
+    retry: Option<PendingRetry>,
+    /// The event receiver was dropped: nobody watches, so shut down.
+    receiver_gone: bool,
+}
+
+impl Driver {
+    fn new(options: OrchestratorOptions, events: mpsc::UnboundedSender<OrchestratorEvent>) -> Self {
+        let machine = Machine::new(options.policy.clone(), options.session.clone());
+        Self {
+            options,
+            machine,
+            events,
+            live: None,
+            retry: None,
+            receiver_gone: false,
+        }
+    }
+
+    async fn run(mut self, mut commands: mpsc::UnboundedReceiver<Command>) {
+        let mut commands_open = true;
+        let mut shutdown_requested = false;
+        loop {
+            let input = if self.receiver_gone && !shutdown_requested {
+                Input::Command(Command::Shutdown)
+            } else {
+                tokio::select! {
+                    command = commands.recv(), if commands_open => match command {
+                        Some(command) => Input::Command(command),
+                        None => {
+                            commands_open = false;
+                            Input::Command(Command::Shutdown)
+                        }
+                    },
+                    input = next_attempt_input(&mut self.live) => input,
+                    input = retry_due(self.retry) => input,
+                }
+            };
+            match &input {
+                Input::Command(Command::Shutdown) => shutdown_requested = true,
+                Input::Command(Command::SetRetryPolicy(policy)) => {
+                    if let Err(problems) = policy.validate() {
+                        tracing::warn!(?problems, "ignoring an invalid retry policy");
+                    }
+                }
+                Input::Agent { message, .. } if message.is_terminal() => self.live = None,
+                Input::RetryDue { .. } => self.retry = None,
+                _ => {}
+            }
+            let effects = self.machine.handle(input);
+            if self.perform(effects) {
+                break;
+            }
+        }
+        if let Some(live) = self.live.take() {
+            // Only reachable if the machine exited with an attempt running (it waits for the
+            // terminal message); the runner kills the agent when its stream is dropped, too.
+            live.stop.kill_now();
+        }
+    }
+
+    /// Carries out the effects in order; true once the machine has exited.
+    fn perform(&mut self, effects: Vec<Effect>) -> bool {
+        let mut exit = false;
+        for effect in effects {
+            match effect {
+                Effect::Emit(event) => self.emit(event),
+                Effect::StartAttempt {
+                    turn,
+                    attempt,
+                    prompt,
+                    session,
+                } => self.start_attempt(turn, attempt, prompt, session),
+                Effect::StopAttempt { turn, attempt } => {
+                    if let Some(live) = &self.live {
+                        if live.turn == turn && live.attempt == attempt {
+                            tracing::info!(turn, attempt, "stopping the agent");
+                            live.stop.stop();
+                        }
+                    }
+                }
+                Effect::ScheduleRetry {
+                    turn,
+                    attempt,
+                    delay_ms,
+                } => {
+                    tracing::info!(turn, attempt, delay_ms, "retry scheduled");
+                    self.retry = Some(PendingRetry {
+                        turn,
+                        attempt,
+                        due: Instant::now() + Duration::from_millis(delay_ms),
+                    });
+                }
+                Effect::CancelRetry { turn, attempt } => {
+                    tracing::info!(turn, attempt, "retry cancelled");
+                    self.retry = None;
+                }
+                Effect::Exit => exit = true,
+            }
+        }
+        exit
+    }
+
+    fn emit(&mut self, event: OrchestratorEvent) {
+        if let OrchestratorEvent::TurnEnded { turn, outcome } = &event {
+            tracing::info!(turn, ?outcome, "turn ended");
+        }
+        if self.events.send(event).is_err() && !self.receiver_gone {
+            tracing::info!("orchestrator events are no longer read; shutting down");
+            self.receiver_gone = true;
+        }
+    }
+
+    fn start_attempt(&mut self, turn: TurnId, attempt: u32, prompt: String, session: SessionRef) {
+        if let Some(previous) = self.live.take() {
+            // The machine never starts an attempt while one is live; if it did, the old one
+            // must not run on unobserved.
+            tracing::error!(
+                turn = previous.turn,
+                attempt = previous.attempt,
+                "an attempt was still live when the next started; killing it"
+            );
+            previous.stop.kill_now();
+        }
+        tracing::info!(turn, attempt, ?session, "starting attempt");
+        let stop = StopControl::new();
+        let request = AttemptRequest {
+            prompt,
+            session,
+            cwd: self.options.cwd.clone(),
+            attempt,
+            scenario: self.options.scenario.clone(),
+        };
+        let stream = self.options.provider.execute(request, stop.clone());
+        let progress = stop.subscribe();
+        self.live = Some(LiveAttempt {
+            turn,
+            attempt,
+            stream,
+            stop,
+            progress,
+            progress_open: true,
+        });
+    }
+}
+
+/// The next message or stop progress of the live attempt; pending forever without one.
+async fn next_attempt_input(live: &mut Option<LiveAttempt>) -> Input {
+    let Some(live) = live.as_mut() else {
+        return std::future::pending().await;
+    };
+    let LiveAttempt {
+        turn,
+        attempt,
+        stream,
+        progress,
+        progress_open,
+        ..
+    } = live;
+    loop {
+        tokio::select! {
+            // Progress first, so "stopped" is shown before the turn ends.
+            biased;
+            changed = progress.changed(), if *progress_open => match changed {
+                Ok(()) => {
+                    return Input::StopProgress {
+                        turn: *turn,
+                        attempt: *attempt,
+                        progress: *progress.borrow_and_update(),
+                    }
+                }
+                Err(_) => *progress_open = false,
+            },
+            message = stream.next() => {
+                return Input::Agent {
+                    turn: *turn,
+                    attempt: *attempt,
+                    message: message.unwrap_or_else(missing_terminal),
+                }
+            }
+        }
+    }
+}
+
+async fn retry_due(retry: Option<PendingRetry>) -> Input {
+    match retry {
+        Some(retry) => {
+            tokio::time::sleep_until(retry.due).await;
+            Input::RetryDue {
+                turn: retry.turn,
+                attempt: retry.attempt,
+            }
+        }
+        None => std::future::pending().await,
+    }
+}
+
+fn missing_terminal() -> AgentMessage {
+    AgentMessage::Failed(Failure {
+        reason: failure_reason::NO_COMPLETION.into(),
+        message: "the provider ended the attempt without a terminal message".into(),
+        ..Failure::default()
+    })
+}
+
+#[cfg(test)]
+#[path = "driver_tests.rs"]
+mod tests;

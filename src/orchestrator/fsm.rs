@@ -1,1 +1,680 @@
-//! pure FSM
+//! The orchestrator's state machine: inputs in, effects out. No IO, no clock, no async; the
+//! driver performs the effects and feeds back what happened.
+//!
+//! Invariants:
+//! - At most one attempt is live. An attempt's messages count only while it is the current
+//!   attempt, so after its terminal message nothing more of it is processed (a failure
+//!   short-circuits), and a late message of an earlier attempt is dropped.
+//! - `terminal.completed` is the only success. A failed attempt is retried automatically only
+//!   when the policy is on, attempts remain and the classifier calls the failure retryable; an
+//!   attempt the user stopped is never retried. Each retry is a fresh `StartAttempt` with the
+//!   same prompt and the session the turn started in.
+//! - The queue is never dropped. After a completed turn, or one the user stopped, the next
+//!   queued prompt starts (a stop cancels the running turn only). After a failed turn the queue
+//!   pauses, kept and visible: the queued prompts were written expecting that answer, and the
+//!   same error would likely hit them. The next `Submit` (appended, then the queue resumes from
+//!   its head) or a `RetryLastTurn` (the queue resumes after it) continues it.
+//! - The session carried to the next turn is the last id an attempt reported, unless
+//!   `NewSession` was asked for after that attempt's turn began.
+//! - The machine has no clock: `ScheduleRetry` asks the driver for a timer that comes back as
+//!   `RetryDue`, which counts only if it names the retry still pending.
+
+use super::classify::{classify_failure, Retryability};
+use super::{Command, OrchestratorEvent, TurnId, TurnOutcome};
+use crate::config::RetryPolicy;
+use crate::provider::{SessionRef, StopProgress};
+use crate::stream::{AgentMessage, Failure};
+
+/// What happens to the machine.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Input {
+    Command(Command),
+    /// One message of an attempt's stream (the driver synthesises a `terminal.failed` if a
+    /// stream ends without a terminal message).
+    Agent {
+        turn: TurnId,
+        attempt: u32,
+        message: AgentMessage,
+    },
+    /// The three-stage stop of an attempt moved on.
+    StopProgress {
+        turn: TurnId,
+        attempt: u32,
+        progress: StopProgress,
+    },
+    /// The timer of a `ScheduleRetry` ran out.
+    RetryDue {
+        turn: TurnId,
+        attempt: u32,
+    },
+}
+
+/// What the driver must do, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    Emit(OrchestratorEvent),
+    /// Exactly one `Provider::execute`.
+    StartAttempt {
+        turn: TurnId,
+        attempt: u32,
+        prompt: String,
+        session: SessionRef,
+    },
+    /// Start the three-stage stop of this attempt; asked again, skip to the kill.
+    StopAttempt {
+        turn: TurnId,
+        attempt: u32,
+    },
+    /// Feed back `RetryDue { turn, attempt }` after `delay_ms`.
+    ScheduleRetry {
+        turn: TurnId,
+        attempt: u32,
+        delay_ms: u64,
+    },
+    CancelRetry {
+        turn: TurnId,
+        attempt: u32,
+    },
+    /// The machine has shut down; nothing follows.
+    Exit,
+}
+
+/// One user prompt and the session it was sent in.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Turn {
+    pub id: TurnId,
+    pub prompt: String,
+    /// The session every attempt of this turn uses.
+    pub session: SessionRef,
+    /// `NewSession` requests seen before this turn began.
+    pub(crate) session_epoch: u64,
+}
+
+/// What a turn's end leads to once its attempt has stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AfterStop {
+    /// The user stopped the turn: go on with the queue.
+    Continue,
+    /// The orchestrator is shutting down.
+    ShutDown,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum State {
+    /// No turn yet, or the last one completed.
+    Idle,
+    Running {
+        turn: Turn,
+        attempt: u32,
+    },
+    /// A stop was requested; waiting for the attempt's terminal message.
+    Stopping {
+        turn: Turn,
+        attempt: u32,
+        progress: StopProgress,
+        then: AfterStop,
+    },
+    /// `failed_attempt` failed retryably; `next_attempt` starts when the timer runs out.
+    WaitingToRetry {
+        turn: Turn,
+        failed_attempt: u32,
+        next_attempt: u32,
+        delay_ms: u64,
+        failure: Failure,
+    },
+    /// The last turn failed; the queue is paused.
+    Failed {
+        turn: Turn,
+    },
+    /// The last turn was stopped by the user.
+    Cancelled {
+        turn: Turn,
+    },
+    ShutDown,
+}
+
+/// The orchestrator's state machine.
+#[derive(Debug, Clone)]
+pub struct Machine {
+    state: State,
+    policy: RetryPolicy,
+    session: SessionRef,
+    session_epoch: u64,
+    queue: Vec<String>,
+    next_turn: TurnId,
+}
+
+/// What a message of the current attempt means for the turn.
+enum AttemptEnd {
+    Completed,
+    Cancelled,
+    Failed(Failure),
+}
+
+impl Machine {
+    /// `session`: the session the first turn continues (`SessionRef::New` for a fresh one).
+    pub fn new(policy: RetryPolicy, session: SessionRef) -> Self {
+        Self {
+            state: State::Idle,
+            policy,
+            session,
+            session_epoch: 0,
+            queue: Vec::new(),
+            next_turn: 1,
+        }
+    }
+
+    pub fn state(&self) -> &State {
+        &self.state
+    }
+
+    /// The prompts waiting for the running turn (or, after a failure, for the user).
+    pub fn queue(&self) -> &[String] {
+        &self.queue
+    }
+
+    /// The session the next turn continues.
+    pub fn session(&self) -> &SessionRef {
+        &self.session
+    }
+
+    pub fn policy(&self) -> &RetryPolicy {
+        &self.policy
+    }
+
+    pub fn handle(&mut self, input: Input) -> Vec<Effect> {
+        let mut out = Vec::new();
+        if self.state == State::ShutDown {
+            return out;
+        }
+        match input {
+            Input::Command(command) => self.command(command, &mut out),
+            Input::Agent {
+                turn,
+                attempt,
+                message,
+            } => self.agent_message(turn, attempt, message, &mut out),
+            Input::StopProgress {
+                turn,
+                attempt,
+                progress,
+            } => self.stop_progress(turn, attempt, progress, &mut out),
+            Input::RetryDue { turn, attempt } => self.retry_due(turn, attempt, &mut out),
+        }
+        out
+    }
+
+    fn command(&mut self, command: Command, out: &mut Vec<Effect>) {
+        match command {
+            Command::Submit(prompt) => self.submit(prompt, out),
+            Command::Stop => self.stop(out),
+            Command::RetryLastTurn => self.retry_last_turn(out),
+            Command::NewSession => self.new_session(out),
+            Command::RemoveQueued(index) => {
+                if index < self.queue.len() {
+                    self.queue.remove(index);
+                    self.emit_queue(out);
+                }
+            }
+            Command::EditQueued(index, prompt) => {
+                if index < self.queue.len() {
+                    if prompt.trim().is_empty() {
+                        self.queue.remove(index);
+                    } else {
+                        self.queue[index] = prompt;
+                    }
+                    self.emit_queue(out);
+                }
+            }
+            Command::SetRetryPolicy(policy) => self.set_policy(policy, out),
+            Command::Shutdown => self.shutdown(out),
+        }
+    }
+
+    fn submit(&mut self, prompt: String, out: &mut Vec<Effect>) {
+        if prompt.trim().is_empty() {
+            return;
+        }
+        match &self.state {
+            State::Idle | State::Failed { .. } | State::Cancelled { .. } => {
+                if self.queue.is_empty() {
+                    self.start_turn(prompt, None, out);
+                } else {
+                    // A paused queue resumes from its head; the new prompt goes behind it.
+                    self.queue.push(prompt);
+                    self.start_next_queued(out);
+                }
+            }
+            State::Running { .. }
+            | State::WaitingToRetry { .. }
+            | State::Stopping {
+                then: AfterStop::Continue,
+                ..
+            } => {
+                self.queue.push(prompt);
+                self.emit_queue(out);
+            }
+            State::Stopping {
+                then: AfterStop::ShutDown,
+                ..
+            }
+            | State::ShutDown => {}
+        }
+    }
+
+    fn stop(&mut self, out: &mut Vec<Effect>) {
+        match std::mem::replace(&mut self.state, State::Idle) {
+            State::Running { turn, attempt } => {
+                out.push(Effect::StopAttempt {
+                    turn: turn.id,
+                    attempt,
+                });
+                self.state = State::Stopping {
+                    turn,
+                    attempt,
+                    progress: StopProgress::Running,
+                    then: AfterStop::Continue,
+                };
+            }
+            State::Stopping {
+                turn,
+                attempt,
+                progress,
+                then,
+            } => {
+                // A second stop skips the rest of the grace period.
+                out.push(Effect::StopAttempt {
+                    turn: turn.id,
+                    attempt,
+                });
+                self.state = State::Stopping {
+                    turn,
+                    attempt,
+                    progress,
+                    then,
+                };
+            }
+            State::WaitingToRetry {
+                turn, next_attempt, ..
+            } => {
+                self.cancel_retry(&turn, next_attempt, out);
+                self.end_turn(turn, TurnOutcome::Cancelled, AfterStop::Continue, out);
+            }
+            other => self.state = other,
+        }
+    }
+
+    fn retry_last_turn(&mut self, out: &mut Vec<Effect>) {
+        match std::mem::replace(&mut self.state, State::Idle) {
+            State::Failed { turn } | State::Cancelled { turn } => {
+                // "The same session" is the failed turn's, unless the user asked for a new one
+                // since.
+                let session = if turn.session_epoch == self.session_epoch {
+                    turn.session
+                } else {
+                    self.session.clone()
+                };
+                self.start_turn(turn.prompt, Some(session), out);
+            }
+            State::WaitingToRetry {
+                turn, next_attempt, ..
+            } => {
+                // Retry now instead of at the end of the countdown.
+                out.push(Effect::CancelRetry {
+                    turn: turn.id,
+                    attempt: next_attempt,
+                });
+                self.start_attempt(turn, next_attempt, out);
+            }
+            other => self.state = other,
+        }
+    }
+
+    fn new_session(&mut self, out: &mut Vec<Effect>) {
+        self.session = SessionRef::New;
+        self.session_epoch += 1;
+        out.push(Effect::Emit(OrchestratorEvent::SessionChanged {
+            session_id: None,
+        }));
+    }
+
+    fn set_policy(&mut self, policy: RetryPolicy, out: &mut Vec<Effect>) {
+        if policy.validate().is_err() {
+            // The driver logs why; the machine keeps the policy it has.
+            return;
+        }
+        self.policy = policy;
+        let pending_retry_now_forbidden = match &self.state {
+            State::WaitingToRetry { next_attempt, .. } => {
+                !self.policy.enabled || *next_attempt > self.policy.max_attempts
+            }
+            _ => false,
+        };
+        if pending_retry_now_forbidden {
+            if let State::WaitingToRetry {
+                turn,
+                next_attempt,
+                failure,
+                ..
+            } = std::mem::replace(&mut self.state, State::Idle)
+            {
+                self.cancel_retry(&turn, next_attempt, out);
+                self.end_turn(turn, failed_outcome(failure), AfterStop::Continue, out);
+            }
+        }
+    }
+
+    fn shutdown(&mut self, out: &mut Vec<Effect>) {
+        match std::mem::replace(&mut self.state, State::Idle) {
+            State::Running { turn, attempt } => {
+                // Wait for the agent to stop (it may be saving its session) before exiting.
+                out.push(Effect::StopAttempt {
+                    turn: turn.id,
+                    attempt,
+                });
+                self.state = State::Stopping {
+                    turn,
+                    attempt,
+                    progress: StopProgress::Running,
+                    then: AfterStop::ShutDown,
+                };
+            }
+            State::Stopping {
+                turn,
+                attempt,
+                progress,
+                then,
+            } => {
+                if then == AfterStop::ShutDown {
+                    // Asked twice: skip to the kill.
+                    out.push(Effect::StopAttempt {
+                        turn: turn.id,
+                        attempt,
+                    });
+                }
+                self.state = State::Stopping {
+                    turn,
+                    attempt,
+                    progress,
+                    then: AfterStop::ShutDown,
+                };
+            }
+            State::WaitingToRetry {
+                turn, next_attempt, ..
+            } => {
+                self.cancel_retry(&turn, next_attempt, out);
+                self.end_turn(turn, TurnOutcome::Cancelled, AfterStop::ShutDown, out);
+            }
+            State::Idle | State::Failed { .. } | State::Cancelled { .. } | State::ShutDown => {
+                self.shut_down(out)
+            }
+        }
+    }
+
+    fn agent_message(
+        &mut self,
+        turn_id: TurnId,
+        attempt: u32,
+        message: AgentMessage,
+        out: &mut Vec<Effect>,
+    ) {
+        let turn_epoch = match &self.state {
+            State::Running { turn, attempt: a }
+            | State::Stopping {
+                turn, attempt: a, ..
+            } if turn.id == turn_id && *a == attempt => turn.session_epoch,
+            // Not the current attempt: it has already ended (or never was).
+            _ => return,
+        };
+        let reported_session = match &message {
+            AgentMessage::SessionStarted {
+                session_id: Some(id),
+                ..
+            }
+            | AgentMessage::SessionResumed { session_id: id, .. } => Some(id.clone()),
+            _ => None,
+        };
+        let end = match &message {
+            AgentMessage::Completed { .. } => Some(AttemptEnd::Completed),
+            AgentMessage::Cancelled { .. } => Some(AttemptEnd::Cancelled),
+            AgentMessage::Failed(failure) => Some(AttemptEnd::Failed(failure.clone())),
+            _ => None,
+        };
+        out.push(Effect::Emit(OrchestratorEvent::Message {
+            turn: turn_id,
+            attempt,
+            message,
+        }));
+        if let Some(id) = reported_session {
+            self.note_session(id, turn_epoch, out);
+        }
+        if let Some(end) = end {
+            self.end_attempt(end, out);
+        }
+    }
+
+    fn note_session(&mut self, id: String, turn_epoch: u64, out: &mut Vec<Effect>) {
+        if turn_epoch != self.session_epoch || id.is_empty() {
+            return;
+        }
+        let session = SessionRef::Resume(id.clone());
+        if self.session != session {
+            self.session = session;
+            out.push(Effect::Emit(OrchestratorEvent::SessionChanged {
+                session_id: Some(id),
+            }));
+        }
+    }
+
+    fn end_attempt(&mut self, end: AttemptEnd, out: &mut Vec<Effect>) {
+        match std::mem::replace(&mut self.state, State::Idle) {
+            State::Running { turn, attempt } => match end {
+                AttemptEnd::Completed => {
+                    self.end_turn(turn, TurnOutcome::Completed, AfterStop::Continue, out)
+                }
+                AttemptEnd::Cancelled => {
+                    self.end_turn(turn, TurnOutcome::Cancelled, AfterStop::Continue, out)
+                }
+                AttemptEnd::Failed(failure) => self.after_failure(turn, attempt, failure, out),
+            },
+            State::Stopping { turn, then, .. } => {
+                // The user asked for a stop, so a failure that raced it is not retried.
+                let outcome = match end {
+                    AttemptEnd::Completed => TurnOutcome::Completed,
+                    AttemptEnd::Cancelled => TurnOutcome::Cancelled,
+                    AttemptEnd::Failed(failure) => failed_outcome(failure),
+                };
+                self.end_turn(turn, outcome, then, out);
+            }
+            other => self.state = other,
+        }
+    }
+
+    fn after_failure(&mut self, turn: Turn, attempt: u32, failure: Failure, out: &mut Vec<Effect>) {
+        let classification = classify_failure(&failure);
+        let next_attempt = attempt + 1;
+        let retry = self.policy.enabled
+            && next_attempt <= self.policy.max_attempts
+            && classification.retryability == Retryability::Retryable;
+        if !retry {
+            self.end_turn(turn, failed_outcome(failure), AfterStop::Continue, out);
+            return;
+        }
+        let delay_ms = self.policy.delay_after_attempt_ms(attempt);
+        out.push(Effect::Emit(OrchestratorEvent::RetryScheduled {
+            turn: turn.id,
+            attempt: next_attempt,
+            max_attempts: self.policy.max_attempts,
+            delay_ms,
+            reason: retry_reason(&failure, classification.cause),
+        }));
+        out.push(Effect::ScheduleRetry {
+            turn: turn.id,
+            attempt: next_attempt,
+            delay_ms,
+        });
+        self.state = State::WaitingToRetry {
+            turn,
+            failed_attempt: attempt,
+            next_attempt,
+            delay_ms,
+            failure,
+        };
+    }
+
+    fn retry_due(&mut self, turn_id: TurnId, attempt: u32, out: &mut Vec<Effect>) {
+        match std::mem::replace(&mut self.state, State::Idle) {
+            State::WaitingToRetry {
+                turn, next_attempt, ..
+            } if turn.id == turn_id && next_attempt == attempt => {
+                self.start_attempt(turn, next_attempt, out);
+            }
+            // A timer for a retry that was cancelled or already started.
+            other => self.state = other,
+        }
+    }
+
+    fn stop_progress(
+        &mut self,
+        turn_id: TurnId,
+        attempt_id: u32,
+        new_progress: StopProgress,
+        out: &mut Vec<Effect>,
+    ) {
+        // Only a stop the user asked for is shown (the runner also stops lingering agents).
+        if let State::Stopping {
+            turn,
+            attempt,
+            progress,
+            ..
+        } = &mut self.state
+        {
+            if turn.id == turn_id && *attempt == attempt_id && *progress != new_progress {
+                *progress = new_progress;
+                out.push(Effect::Emit(OrchestratorEvent::StopProgress {
+                    turn: turn_id,
+                    progress: new_progress,
+                }));
+            }
+        }
+    }
+
+    fn start_turn(&mut self, prompt: String, session: Option<SessionRef>, out: &mut Vec<Effect>) {
+        let turn = Turn {
+            id: self.next_turn,
+            prompt,
+            session: session.unwrap_or_else(|| self.session.clone()),
+            session_epoch: self.session_epoch,
+        };
+        self.next_turn += 1;
+        out.push(Effect::Emit(OrchestratorEvent::TurnStarted {
+            turn: turn.id,
+            prompt: turn.prompt.clone(),
+        }));
+        self.start_attempt(turn, 1, out);
+    }
+
+    fn start_attempt(&mut self, turn: Turn, attempt: u32, out: &mut Vec<Effect>) {
+        out.push(Effect::Emit(OrchestratorEvent::AttemptStarted {
+            turn: turn.id,
+            attempt,
+            max_attempts: self.policy.attempts_per_turn().max(attempt),
+        }));
+        out.push(Effect::StartAttempt {
+            turn: turn.id,
+            attempt,
+            prompt: turn.prompt.clone(),
+            session: turn.session.clone(),
+        });
+        self.state = State::Running { turn, attempt };
+    }
+
+    fn cancel_retry(&mut self, turn: &Turn, attempt: u32, out: &mut Vec<Effect>) {
+        out.push(Effect::CancelRetry {
+            turn: turn.id,
+            attempt,
+        });
+        out.push(Effect::Emit(OrchestratorEvent::RetryCancelled {
+            turn: turn.id,
+        }));
+    }
+
+    fn end_turn(
+        &mut self,
+        turn: Turn,
+        outcome: TurnOutcome,
+        then: AfterStop,
+        out: &mut Vec<Effect>,
+    ) {
+        out.push(Effect::Emit(OrchestratorEvent::TurnEnded {
+            turn: turn.id,
+            outcome: outcome.clone(),
+        }));
+        if then == AfterStop::ShutDown {
+            self.shut_down(out);
+            return;
+        }
+        match outcome {
+            TurnOutcome::Completed => {
+                self.state = State::Idle;
+                self.start_next_queued(out);
+            }
+            TurnOutcome::Cancelled => {
+                self.state = State::Cancelled { turn };
+                self.start_next_queued(out);
+            }
+            TurnOutcome::Failed { .. } => self.state = State::Failed { turn },
+        }
+    }
+
+    fn start_next_queued(&mut self, out: &mut Vec<Effect>) {
+        if self.queue.is_empty() {
+            return;
+        }
+        let prompt = self.queue.remove(0);
+        self.emit_queue(out);
+        self.start_turn(prompt, None, out);
+    }
+
+    fn emit_queue(&self, out: &mut Vec<Effect>) {
+        out.push(Effect::Emit(OrchestratorEvent::QueueChanged {
+            queued: self.queue.clone(),
+        }));
+    }
+
+    fn shut_down(&mut self, out: &mut Vec<Effect>) {
+        self.state = State::ShutDown;
+        out.push(Effect::Emit(OrchestratorEvent::ShutDown));
+        out.push(Effect::Exit);
+    }
+}
+
+fn failed_outcome(failure: Failure) -> TurnOutcome {
+    TurnOutcome::Failed {
+        reason: failure.reason,
+        message: failure.message,
+    }
+}
+
+/// The countdown's one-line reason: the classifier's cause and the first line of the message.
+fn retry_reason(failure: &Failure, cause: &str) -> String {
+    const MAX_DETAIL_CHARS: usize = 200;
+    let detail = failure
+        .message
+        .lines()
+        .map(str::trim)
+        .find(|line| !line.is_empty())
+        .unwrap_or("");
+    if detail.is_empty() {
+        return cause.to_owned();
+    }
+    let mut detail: String = detail.chars().take(MAX_DETAIL_CHARS).collect();
+    if failure.message.trim().chars().count() > detail.chars().count() {
+        detail.push('…');
+    }
+    format!("{cause}: {detail}")
+}
+
+#[cfg(test)]
+#[path = "fsm_tests.rs"]
+mod tests;

@@ -3,17 +3,32 @@
 //! It is the only place that retries. `fsm` is a pure state machine (events in, effects out, no
 //! IO, no clock); `driver` performs the effects (provider attempts, stop requests, retry timers)
 //! on a background task and talks to the UI or the headless runner through the typed channels
-//! below.
+//! below. `classify` decides which failures are worth a retry; `headless` runs one turn for
+//! `agentty run` with the same policy.
+//!
+//! Behaviour the UI can rely on:
+//! - Each `Submit` is a turn (`TurnStarted`); each attempt is exactly one provider call
+//!   (`AttemptStarted`), its messages arrive as `Message` tagged with turn and attempt, the last
+//!   one terminal. A failed attempt's partial output stays; the next attempt's follows it.
+//! - `Stop` stops the running attempt (repeated: kill) or cancels a pending retry; the turn then
+//!   ends `Cancelled` and the queue goes on. After a `Failed` turn the queue pauses (still shown)
+//!   until the next `Submit` (appended; the queue resumes from its head) or `RetryLastTurn`.
+//! - `RetryLastTurn` after a failed or cancelled turn starts a new turn with the same prompt in
+//!   the same session; during a retry countdown it retries at once.
+//! - `SetRetryPolicy` with an invalid policy (see `RetryPolicy::validate`) is ignored; saving the
+//!   policy is the caller's job (`config::save_retry_policy`).
 
 pub mod classify;
 pub mod driver;
 pub mod fsm;
+pub mod headless;
 
 use crate::config::RetryPolicy;
 use crate::provider::StopProgress;
 use crate::stream::AgentMessage;
 
 pub use driver::{spawn_orchestrator, OrchestratorHandle, OrchestratorOptions};
+pub use headless::run_headless_turn;
 
 /// Identifies a turn (one user prompt) within an agentty run.
 pub type TurnId = u64;
@@ -45,6 +60,17 @@ pub enum TurnOutcome {
     Completed,
     Failed { reason: String, message: String },
     Cancelled,
+}
+
+impl TurnOutcome {
+    /// `agentty run`'s exit status (DESIGN.md): 0 completed, 1 failed, 130 cancelled.
+    pub fn exit_status(&self) -> i32 {
+        match self {
+            TurnOutcome::Completed => 0,
+            TurnOutcome::Failed { .. } => 1,
+            TurnOutcome::Cancelled => 130,
+        }
+    }
 }
 
 /// What the orchestrator tells the UI. Agent messages arrive tagged with their turn and attempt.

@@ -1,0 +1,512 @@
+//! The driver with a scripted in-process provider: timers on a paused clock, no processes.
+//! (Real agent processes are exercised in tests/orchestrator.rs.)
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+
+use futures::StreamExt;
+
+use super::*;
+use crate::config::Backoff;
+use crate::orchestrator::{run_headless_turn, TurnOutcome};
+use crate::stream::StopStage;
+use OrchestratorEvent as Ev;
+
+/// What one scripted attempt does.
+enum Script {
+    /// These messages (the last one terminal, normally), then the stream ends.
+    Messages(Vec<AgentMessage>),
+    /// These messages, then waits for the stop and ends cancelled at the interrupt stage.
+    UntilStopped(Vec<AgentMessage>),
+    /// These messages, then ignores the interrupt and ends only when killed.
+    UntilKilled(Vec<AgentMessage>),
+}
+
+#[derive(Default)]
+struct ScriptedProvider {
+    scripts: Mutex<VecDeque<Script>>,
+    requests: Mutex<Vec<AttemptRequest>>,
+}
+
+impl ScriptedProvider {
+    fn new(scripts: impl IntoIterator<Item = Script>) -> Arc<Self> {
+        Arc::new(Self {
+            scripts: Mutex::new(scripts.into_iter().collect()),
+            requests: Mutex::default(),
+        })
+    }
+
+    fn requests(&self) -> Vec<AttemptRequest> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+impl Provider for ScriptedProvider {
+    fn name(&self) -> &str {
+        "scripted"
+    }
+
+    fn execute(&self, request: AttemptRequest, stop: StopControl) -> AgentStream {
+        self.requests.lock().unwrap().push(request);
+        let script = self
+            .scripts
+            .lock()
+            .unwrap()
+            .pop_front()
+            .expect("the provider was called more often than scripted");
+        let (messages, ends_on) = match script {
+            Script::Messages(messages) => return futures::stream::iter(messages).boxed(),
+            Script::UntilStopped(messages) => (messages, StopStage::Interrupt),
+            Script::UntilKilled(messages) => (messages, StopStage::Kill),
+        };
+        let (tx, rx) = mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            for message in messages {
+                let _ = tx.send(message);
+            }
+            let token = match ends_on {
+                StopStage::Kill => stop.kill_token().clone(),
+                _ => stop.stop_token().clone(),
+            };
+            token.cancelled().await;
+            stop.set_progress(match ends_on {
+                StopStage::Kill => StopProgress::Killing,
+                _ => StopProgress::Interrupting,
+            });
+            tokio::time::sleep(Duration::from_millis(30)).await;
+            stop.set_progress(StopProgress::Stopped);
+            let _ = tx.send(AgentMessage::Cancelled {
+                stop_stage: ends_on,
+                elapsed_ms: 30,
+            });
+        });
+        futures::stream::unfold(rx, |mut rx| async move {
+            rx.recv().await.map(|message| (message, rx))
+        })
+        .boxed()
+    }
+}
+
+fn policy(max_attempts: u32, retry_delay_ms: u64) -> RetryPolicy {
+    RetryPolicy {
+        enabled: true,
+        max_attempts,
+        retry_delay_ms,
+        backoff: Backoff::Exponential,
+        max_delay_ms: 600_000,
+    }
+}
+
+fn options(provider: &Arc<ScriptedProvider>, policy: RetryPolicy) -> OrchestratorOptions {
+    OrchestratorOptions {
+        policy,
+        ..OrchestratorOptions::new(provider.clone())
+    }
+}
+
+fn text(delta: &str) -> AgentMessage {
+    AgentMessage::Assistant {
+        delta: delta.into(),
+    }
+}
+
+fn completed() -> AgentMessage {
+    AgentMessage::Completed {
+        stop_reason: "stop".into(),
+        usage: None,
+    }
+}
+
+fn failed(message: &str, http_status: u16) -> AgentMessage {
+    AgentMessage::Failed(Failure {
+        reason: failure_reason::AGENT_ERROR.into(),
+        message: message.into(),
+        // 0: the agent reported no status.
+        http_status: (http_status != 0).then_some(http_status),
+        ..Failure::default()
+    })
+}
+
+/// Events, with the (virtual) time each arrived, until one matches `last`.
+async fn events_until(
+    handle: &mut OrchestratorHandle,
+    last: impl Fn(&OrchestratorEvent) -> bool,
+) -> Vec<(Instant, OrchestratorEvent)> {
+    let mut seen = Vec::new();
+    loop {
+        let event = tokio::time::timeout(Duration::from_secs(3600), handle.events.recv())
+            .await
+            .unwrap_or_else(|_| panic!("no event for an hour; so far: {seen:#?}"))
+            .unwrap_or_else(|| panic!("the orchestrator ended; so far: {seen:#?}"));
+        let done = last(&event);
+        seen.push((Instant::now(), event));
+        if done {
+            return seen;
+        }
+    }
+}
+
+fn turn_ended(event: &OrchestratorEvent) -> bool {
+    matches!(event, Ev::TurnEnded { .. })
+}
+
+fn only_events(timed: &[(Instant, OrchestratorEvent)]) -> Vec<OrchestratorEvent> {
+    timed.iter().map(|(_, event)| event.clone()).collect()
+}
+
+fn arrival(
+    timed: &[(Instant, OrchestratorEvent)],
+    wanted: impl Fn(&OrchestratorEvent) -> bool,
+) -> Instant {
+    timed
+        .iter()
+        .find(|(_, event)| wanted(event))
+        .map(|(at, _)| *at)
+        .expect("the event arrived")
+}
+
+#[tokio::test(start_paused = true)]
+async fn each_retry_waits_exactly_the_backoff_delay() {
+    let provider = ScriptedProvider::new([
+        Script::Messages(vec![text("one"), failed("429 Too Many Requests", 429)]),
+        Script::Messages(vec![failed("503 Service Unavailable", 503)]),
+        Script::Messages(vec![text("done"), completed()]),
+    ]);
+    let mut handle = spawn_orchestrator(options(&provider, policy(3, 2000)));
+    handle.commands.send(Command::Submit("hi".into())).unwrap();
+    let timed = events_until(&mut handle, turn_ended).await;
+
+    let scheduled = |attempt: u32| {
+        arrival(
+            &timed,
+            move |event| matches!(event, Ev::RetryScheduled { attempt: a, .. } if *a == attempt),
+        )
+    };
+    let started = |attempt: u32| {
+        arrival(
+            &timed,
+            move |event| matches!(event, Ev::AttemptStarted { attempt: a, .. } if *a == attempt),
+        )
+    };
+    assert_eq!(started(2) - scheduled(2), Duration::from_millis(2000));
+    assert_eq!(started(3) - scheduled(3), Duration::from_millis(4000));
+    assert_eq!(
+        timed.last().map(|(_, event)| event.clone()),
+        Some(Ev::TurnEnded {
+            turn: 1,
+            outcome: TurnOutcome::Completed
+        })
+    );
+    let requests = provider.requests();
+    let attempts: Vec<u32> = requests.iter().map(|request| request.attempt).collect();
+    assert_eq!(attempts, [1, 2, 3], "one provider call per attempt");
+    assert!(requests.iter().all(|request| request.prompt == "hi"));
+    // The failed attempt's partial output was forwarded, tagged with its attempt.
+    assert!(only_events(&timed).contains(&Ev::Message {
+        turn: 1,
+        attempt: 1,
+        message: text("one")
+    }));
+}
+
+#[tokio::test(start_paused = true)]
+async fn stop_during_the_countdown_starts_no_further_attempt() {
+    let provider = ScriptedProvider::new([Script::Messages(vec![failed("overloaded", 529)])]);
+    let mut handle = spawn_orchestrator(options(&provider, policy(3, 60_000)));
+    handle.commands.send(Command::Submit("hi".into())).unwrap();
+    events_until(&mut handle, |event| {
+        matches!(event, Ev::RetryScheduled { .. })
+    })
+    .await;
+    handle.commands.send(Command::Stop).unwrap();
+    let timed = events_until(&mut handle, turn_ended).await;
+    assert_eq!(
+        only_events(&timed),
+        [
+            Ev::RetryCancelled { turn: 1 },
+            Ev::TurnEnded {
+                turn: 1,
+                outcome: TurnOutcome::Cancelled
+            }
+        ]
+    );
+    // Long past the retry's due time: still one call.
+    tokio::time::sleep(Duration::from_secs(600)).await;
+    assert_eq!(provider.requests().len(), 1);
+    handle.commands.send(Command::Shutdown).unwrap();
+    assert_eq!(handle.events.recv().await, Some(Ev::ShutDown));
+    assert_eq!(handle.events.recv().await, None);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stream_without_a_terminal_message_fails_the_turn() {
+    let provider = ScriptedProvider::new([Script::Messages(vec![text("cut off")])]);
+    let mut handle = spawn_orchestrator(options(&provider, policy(3, 10)));
+    handle.commands.send(Command::Submit("hi".into())).unwrap();
+    let events = only_events(&events_until(&mut handle, turn_ended).await);
+    assert_eq!(
+        events.last(),
+        Some(&Ev::TurnEnded {
+            turn: 1,
+            outcome: TurnOutcome::Failed {
+                reason: failure_reason::NO_COMPLETION.into(),
+                message: "the provider ended the attempt without a terminal message".into()
+            }
+        })
+    );
+    assert_eq!(
+        provider.requests().len(),
+        1,
+        "an unrecognised failure is not retried"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_user_stop_shows_its_progress_and_cancels_the_turn() {
+    let provider = ScriptedProvider::new([Script::UntilStopped(vec![text("working")])]);
+    let mut handle = spawn_orchestrator(options(&provider, policy(3, 10)));
+    handle.commands.send(Command::Submit("hi".into())).unwrap();
+    events_until(&mut handle, |event| matches!(event, Ev::Message { .. })).await;
+    handle.commands.send(Command::Stop).unwrap();
+    let events = only_events(&events_until(&mut handle, turn_ended).await);
+    assert_eq!(
+        events,
+        [
+            Ev::StopProgress {
+                turn: 1,
+                progress: StopProgress::Interrupting
+            },
+            Ev::StopProgress {
+                turn: 1,
+                progress: StopProgress::Stopped
+            },
+            Ev::Message {
+                turn: 1,
+                attempt: 1,
+                message: AgentMessage::Cancelled {
+                    stop_stage: StopStage::Interrupt,
+                    elapsed_ms: 30
+                }
+            },
+            Ev::TurnEnded {
+                turn: 1,
+                outcome: TurnOutcome::Cancelled
+            },
+        ]
+    );
+    assert_eq!(provider.requests().len(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_second_stop_kills() {
+    let provider = ScriptedProvider::new([Script::UntilKilled(vec![text("stubborn")])]);
+    let mut handle = spawn_orchestrator(options(&provider, policy(3, 10)));
+    handle.commands.send(Command::Submit("hi".into())).unwrap();
+    events_until(&mut handle, |event| matches!(event, Ev::Message { .. })).await;
+    handle.commands.send(Command::Stop).unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    handle.commands.send(Command::Stop).unwrap();
+    let events = only_events(&events_until(&mut handle, turn_ended).await);
+    assert!(events.contains(&Ev::StopProgress {
+        turn: 1,
+        progress: StopProgress::Killing
+    }));
+    assert_eq!(
+        events.last(),
+        Some(&Ev::TurnEnded {
+            turn: 1,
+            outcome: TurnOutcome::Cancelled
+        })
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn closing_the_command_channel_stops_the_agent_and_shuts_down() {
+    let provider = ScriptedProvider::new([Script::UntilStopped(vec![text("working")])]);
+    let OrchestratorHandle {
+        commands,
+        mut events,
+    } = spawn_orchestrator(options(&provider, policy(3, 10)));
+    commands.send(Command::Submit("hi".into())).unwrap();
+    drop(commands);
+    let mut seen = Vec::new();
+    while let Some(event) = events.recv().await {
+        seen.push(event);
+    }
+    let tail = &seen[seen.len() - 2..];
+    assert_eq!(
+        tail,
+        [
+            Ev::TurnEnded {
+                turn: 1,
+                outcome: TurnOutcome::Cancelled
+            },
+            Ev::ShutDown
+        ]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_session_cwd_and_scenario_reach_each_request() {
+    let provider = ScriptedProvider::new([
+        Script::Messages(vec![
+            AgentMessage::SessionStarted {
+                provider: "scripted".into(),
+                session_id: Some("s-1".into()),
+            },
+            completed(),
+        ]),
+        Script::Messages(vec![completed()]),
+        Script::Messages(vec![completed()]),
+    ]);
+    let mut handle = spawn_orchestrator(OrchestratorOptions {
+        cwd: Some("/tmp".into()),
+        scenario: Some("hello".into()),
+        ..options(&provider, RetryPolicy::default())
+    });
+    handle.commands.send(Command::Submit("one".into())).unwrap();
+    let events = only_events(&events_until(&mut handle, turn_ended).await);
+    assert!(events.contains(&Ev::SessionChanged {
+        session_id: Some("s-1".into())
+    }));
+    handle.commands.send(Command::Submit("two".into())).unwrap();
+    events_until(&mut handle, turn_ended).await;
+    handle.commands.send(Command::NewSession).unwrap();
+    handle
+        .commands
+        .send(Command::Submit("three".into()))
+        .unwrap();
+    events_until(&mut handle, turn_ended).await;
+
+    let requests = provider.requests();
+    let sessions: Vec<SessionRef> = requests
+        .iter()
+        .map(|request| request.session.clone())
+        .collect();
+    assert_eq!(
+        sessions,
+        [
+            SessionRef::New,
+            SessionRef::Resume("s-1".into()),
+            SessionRef::New
+        ]
+    );
+    assert!(requests.iter().all(|request| request.cwd.as_deref()
+        == Some(std::path::Path::new("/tmp"))
+        && request.scenario.as_deref() == Some("hello")
+        && request.attempt == 1));
+}
+
+// ---- the headless helper ----
+
+#[tokio::test(start_paused = true)]
+async fn headless_reports_every_attempt_with_the_retry_between() {
+    let provider = ScriptedProvider::new([
+        Script::Messages(vec![text("par"), failed("fetch failed", 0)]),
+        Script::Messages(vec![text("ok"), completed()]),
+    ]);
+    let mut seen = Vec::new();
+    let outcome = run_headless_turn(
+        options(&provider, policy(3, 1500)),
+        "hi".into(),
+        StopControl::new(),
+        |message| seen.push(message.clone()),
+    )
+    .await;
+    assert_eq!(outcome, TurnOutcome::Completed);
+    assert_eq!(outcome.exit_status(), 0);
+    assert_eq!(
+        seen,
+        [
+            text("par"),
+            failed("fetch failed", 0),
+            AgentMessage::RetryScheduled {
+                attempt: 2,
+                max_attempts: 3,
+                delay_ms: 1500,
+                reason: "network error: fetch failed".into()
+            },
+            text("ok"),
+            completed(),
+        ]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn headless_exit_status_is_the_final_attempts() {
+    let provider = ScriptedProvider::new([
+        Script::Messages(vec![failed("500 boom", 500)]),
+        Script::Messages(vec![failed("401 bad key", 401)]),
+    ]);
+    let outcome = run_headless_turn(
+        options(&provider, policy(3, 10)),
+        "hi".into(),
+        StopControl::new(),
+        |_| {},
+    )
+    .await;
+    assert_eq!(
+        outcome,
+        TurnOutcome::Failed {
+            reason: failure_reason::AGENT_ERROR.into(),
+            message: "401 bad key".into()
+        }
+    );
+    assert_eq!(outcome.exit_status(), 1);
+    assert_eq!(provider.requests().len(), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn headless_stop_cancels_a_pending_retry() {
+    let provider = ScriptedProvider::new([Script::Messages(vec![failed("rate limit", 429)])]);
+    let stop = StopControl::new();
+    let stopper = stop.clone();
+    let outcome = run_headless_turn(
+        options(&provider, policy(3, 60_000)),
+        "hi".into(),
+        stop,
+        move |message| {
+            if matches!(message, AgentMessage::RetryScheduled { .. }) {
+                stopper.stop();
+            }
+        },
+    )
+    .await;
+    assert_eq!(outcome, TurnOutcome::Cancelled);
+    assert_eq!(outcome.exit_status(), 130);
+    assert_eq!(provider.requests().len(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn headless_stop_stops_the_running_attempt_and_mirrors_progress() {
+    let provider = ScriptedProvider::new([Script::UntilStopped(vec![text("working")])]);
+    let stop = StopControl::new();
+    let stopper = stop.clone();
+    let outcome = run_headless_turn(
+        options(&provider, policy(3, 10)),
+        "hi".into(),
+        stop.clone(),
+        move |message| {
+            if matches!(message, AgentMessage::Assistant { .. }) {
+                stopper.stop();
+            }
+        },
+    )
+    .await;
+    assert_eq!(outcome, TurnOutcome::Cancelled);
+    assert_eq!(stop.progress(), StopProgress::Stopped);
+}
+
+#[tokio::test(start_paused = true)]
+async fn headless_rejects_an_empty_prompt_without_calling_the_provider() {
+    let provider = ScriptedProvider::new([]);
+    let outcome = run_headless_turn(
+        options(&provider, policy(3, 10)),
+        " ".into(),
+        StopControl::new(),
+        |_| {},
+    )
+    .await;
+    assert!(matches!(outcome, TurnOutcome::Failed { .. }));
+    assert!(provider.requests().is_empty());
+}

@@ -1,0 +1,1152 @@
+//! Synchronous tests of every transition of the orchestrator's state machine.
+
+use super::*;
+use crate::config::Backoff;
+use crate::stream::{failure_reason, StopStage};
+use OrchestratorEvent as Ev;
+
+fn enabled_policy(max_attempts: u32) -> RetryPolicy {
+    RetryPolicy {
+        enabled: true,
+        max_attempts,
+        retry_delay_ms: 2000,
+        backoff: Backoff::Exponential,
+        max_delay_ms: 30_000,
+    }
+}
+
+fn machine() -> Machine {
+    Machine::new(enabled_policy(3), SessionRef::New)
+}
+
+fn command(machine: &mut Machine, command: Command) -> Vec<Effect> {
+    machine.handle(Input::Command(command))
+}
+
+fn submit(machine: &mut Machine, prompt: &str) -> Vec<Effect> {
+    command(machine, Command::Submit(prompt.into()))
+}
+
+fn agent(machine: &mut Machine, turn: TurnId, attempt: u32, message: AgentMessage) -> Vec<Effect> {
+    machine.handle(Input::Agent {
+        turn,
+        attempt,
+        message,
+    })
+}
+
+fn completed() -> AgentMessage {
+    AgentMessage::Completed {
+        stop_reason: "stop".into(),
+        usage: None,
+    }
+}
+
+fn cancelled() -> AgentMessage {
+    AgentMessage::Cancelled {
+        stop_stage: StopStage::Interrupt,
+        elapsed_ms: 40,
+    }
+}
+
+fn failure(message: &str, http_status: Option<u16>) -> Failure {
+    Failure {
+        reason: failure_reason::AGENT_ERROR.into(),
+        message: message.into(),
+        http_status,
+        ..Failure::default()
+    }
+}
+
+fn rate_limited() -> AgentMessage {
+    AgentMessage::Failed(failure("429 Too Many Requests", Some(429)))
+}
+
+fn unauthorised() -> AgentMessage {
+    AgentMessage::Failed(failure("401 Incorrect API key provided", Some(401)))
+}
+
+fn text(delta: &str) -> AgentMessage {
+    AgentMessage::Assistant {
+        delta: delta.into(),
+    }
+}
+
+fn events(effects: &[Effect]) -> Vec<OrchestratorEvent> {
+    effects
+        .iter()
+        .filter_map(|effect| match effect {
+            Effect::Emit(event) => Some(event.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn actions(effects: &[Effect]) -> Vec<Effect> {
+    effects
+        .iter()
+        .filter(|effect| !matches!(effect, Effect::Emit(_)))
+        .cloned()
+        .collect()
+}
+
+fn start(turn: TurnId, attempt: u32, prompt: &str, session: SessionRef) -> Effect {
+    Effect::StartAttempt {
+        turn,
+        attempt,
+        prompt: prompt.into(),
+        session,
+    }
+}
+
+fn ended(turn: TurnId, outcome: TurnOutcome) -> OrchestratorEvent {
+    Ev::TurnEnded { turn, outcome }
+}
+
+fn failed_outcome(message: &str) -> TurnOutcome {
+    TurnOutcome::Failed {
+        reason: failure_reason::AGENT_ERROR.into(),
+        message: message.into(),
+    }
+}
+
+fn queue_event(queued: &[&str]) -> OrchestratorEvent {
+    Ev::QueueChanged {
+        queued: queued.iter().map(|prompt| prompt.to_string()).collect(),
+    }
+}
+
+/// Turn 1 failed retryably and waits for attempt 2.
+fn waiting_for_attempt_2() -> Machine {
+    let mut machine = machine();
+    submit(&mut machine, "hi");
+    agent(&mut machine, 1, 1, rate_limited());
+    assert!(matches!(
+        machine.state(),
+        State::WaitingToRetry {
+            next_attempt: 2,
+            ..
+        }
+    ));
+    machine
+}
+
+// ---- idle -> running -> done ----
+
+#[test]
+fn submit_when_idle_starts_turn_1_attempt_1() {
+    let mut machine = machine();
+    let effects = submit(&mut machine, "hello");
+    assert_eq!(
+        effects,
+        [
+            Effect::Emit(Ev::TurnStarted {
+                turn: 1,
+                prompt: "hello".into()
+            }),
+            Effect::Emit(Ev::AttemptStarted {
+                turn: 1,
+                attempt: 1,
+                max_attempts: 3
+            }),
+            start(1, 1, "hello", SessionRef::New),
+        ]
+    );
+    assert!(matches!(machine.state(), State::Running { attempt: 1, .. }));
+}
+
+#[test]
+fn an_empty_prompt_is_ignored() {
+    let mut machine = machine();
+    assert!(submit(&mut machine, "  \n").is_empty());
+    assert_eq!(machine.state(), &State::Idle);
+}
+
+#[test]
+fn messages_are_forwarded_tagged_with_turn_and_attempt() {
+    let mut machine = machine();
+    submit(&mut machine, "hello");
+    let effects = agent(&mut machine, 1, 1, text("Hi"));
+    assert_eq!(
+        effects,
+        [Effect::Emit(Ev::Message {
+            turn: 1,
+            attempt: 1,
+            message: text("Hi")
+        })]
+    );
+}
+
+#[test]
+fn completion_ends_the_turn_and_returns_to_idle() {
+    let mut machine = machine();
+    submit(&mut machine, "hello");
+    let effects = agent(&mut machine, 1, 1, completed());
+    assert_eq!(
+        events(&effects),
+        [
+            Ev::Message {
+                turn: 1,
+                attempt: 1,
+                message: completed()
+            },
+            ended(1, TurnOutcome::Completed)
+        ]
+    );
+    assert!(actions(&effects).is_empty());
+    assert_eq!(machine.state(), &State::Idle);
+    // The next prompt is turn 2.
+    let effects = submit(&mut machine, "again");
+    assert_eq!(actions(&effects), [start(2, 1, "again", SessionRef::New)]);
+}
+
+#[test]
+fn nothing_of_an_ended_attempt_is_processed() {
+    let mut machine = machine();
+    submit(&mut machine, "hello");
+    agent(&mut machine, 1, 1, completed());
+    assert!(agent(&mut machine, 1, 1, text("late")).is_empty());
+    assert!(agent(&mut machine, 1, 1, completed()).is_empty());
+    // Nor a message for an attempt that never started.
+    submit(&mut machine, "two");
+    assert!(agent(&mut machine, 2, 7, text("??")).is_empty());
+    assert!(agent(&mut machine, 9, 1, text("??")).is_empty());
+}
+
+// ---- failure and automatic retry ----
+
+#[test]
+fn a_retryable_failure_schedules_the_next_attempt() {
+    let mut machine = machine();
+    submit(&mut machine, "hi");
+    let effects = agent(&mut machine, 1, 1, rate_limited());
+    assert_eq!(
+        effects,
+        [
+            Effect::Emit(Ev::Message {
+                turn: 1,
+                attempt: 1,
+                message: rate_limited()
+            }),
+            Effect::Emit(Ev::RetryScheduled {
+                turn: 1,
+                attempt: 2,
+                max_attempts: 3,
+                delay_ms: 2000,
+                reason: "HTTP 429: rate limited: 429 Too Many Requests".into()
+            }),
+            Effect::ScheduleRetry {
+                turn: 1,
+                attempt: 2,
+                delay_ms: 2000
+            },
+        ]
+    );
+    assert!(matches!(
+        machine.state(),
+        State::WaitingToRetry {
+            failed_attempt: 1,
+            next_attempt: 2,
+            delay_ms: 2000,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn the_failed_attempt_is_finished_once_it_failed() {
+    let mut machine = waiting_for_attempt_2();
+    assert!(agent(&mut machine, 1, 1, text("after the failure")).is_empty());
+    assert!(agent(&mut machine, 1, 1, completed()).is_empty());
+    assert!(matches!(machine.state(), State::WaitingToRetry { .. }));
+    machine.handle(Input::RetryDue {
+        turn: 1,
+        attempt: 2,
+    });
+    assert!(agent(&mut machine, 1, 1, completed()).is_empty());
+    assert!(matches!(machine.state(), State::Running { attempt: 2, .. }));
+}
+
+#[test]
+fn retry_due_starts_a_fresh_attempt_with_the_same_prompt_and_session() {
+    let mut machine = Machine::new(enabled_policy(3), SessionRef::Resume("s-0".into()));
+    submit(&mut machine, "hi");
+    agent(&mut machine, 1, 1, rate_limited());
+    let effects = machine.handle(Input::RetryDue {
+        turn: 1,
+        attempt: 2,
+    });
+    assert_eq!(
+        effects,
+        [
+            Effect::Emit(Ev::AttemptStarted {
+                turn: 1,
+                attempt: 2,
+                max_attempts: 3
+            }),
+            start(1, 2, "hi", SessionRef::Resume("s-0".into())),
+        ]
+    );
+    let effects = agent(&mut machine, 1, 2, completed());
+    assert_eq!(events(&effects)[1], ended(1, TurnOutcome::Completed));
+}
+
+#[test]
+fn a_stale_retry_timer_is_ignored() {
+    let mut machine = waiting_for_attempt_2();
+    assert!(machine
+        .handle(Input::RetryDue {
+            turn: 1,
+            attempt: 3
+        })
+        .is_empty());
+    assert!(machine
+        .handle(Input::RetryDue {
+            turn: 2,
+            attempt: 2
+        })
+        .is_empty());
+    machine.handle(Input::RetryDue {
+        turn: 1,
+        attempt: 2,
+    });
+    // The same timer again does not start a second attempt.
+    assert!(machine
+        .handle(Input::RetryDue {
+            turn: 1,
+            attempt: 2
+        })
+        .is_empty());
+}
+
+#[test]
+fn max_attempts_bounds_the_attempts_with_backoff() {
+    let mut machine = machine();
+    submit(&mut machine, "hi");
+    let mut starts = 1;
+    let mut delays = Vec::new();
+    for attempt in 1..=3 {
+        let effects = agent(&mut machine, 1, attempt, rate_limited());
+        for effect in &effects {
+            match effect {
+                Effect::ScheduleRetry {
+                    attempt: next,
+                    delay_ms,
+                    ..
+                } => {
+                    delays.push(*delay_ms);
+                    let started = machine.handle(Input::RetryDue {
+                        turn: 1,
+                        attempt: *next,
+                    });
+                    starts += actions(&started).len();
+                }
+                Effect::Emit(Ev::TurnEnded { outcome, .. }) => {
+                    assert_eq!(outcome, &failed_outcome("429 Too Many Requests"));
+                    assert_eq!(attempt, 3);
+                }
+                _ => {}
+            }
+        }
+    }
+    assert_eq!(starts, 3);
+    assert_eq!(delays, [2000, 4000]);
+    assert!(matches!(machine.state(), State::Failed { .. }));
+}
+
+#[test]
+fn a_non_retryable_failure_ends_the_turn_even_with_retry_on() {
+    let mut machine = machine();
+    submit(&mut machine, "hi");
+    let effects = agent(&mut machine, 1, 1, unauthorised());
+    assert_eq!(
+        events(&effects)[1],
+        ended(1, failed_outcome("401 Incorrect API key provided"))
+    );
+    assert!(actions(&effects).is_empty());
+    assert!(matches!(machine.state(), State::Failed { .. }));
+}
+
+#[test]
+fn with_retry_off_a_turn_has_one_attempt() {
+    let mut machine = Machine::new(RetryPolicy::default(), SessionRef::New);
+    let effects = submit(&mut machine, "hi");
+    assert!(effects.contains(&Effect::Emit(Ev::AttemptStarted {
+        turn: 1,
+        attempt: 1,
+        max_attempts: 1
+    })));
+    let effects = agent(&mut machine, 1, 1, rate_limited());
+    assert_eq!(
+        events(&effects)[1],
+        ended(1, failed_outcome("429 Too Many Requests"))
+    );
+    assert!(actions(&effects).is_empty());
+}
+
+// ---- stop ----
+
+#[test]
+fn stop_while_running_stops_the_attempt_and_a_second_stop_escalates() {
+    let mut machine = machine();
+    submit(&mut machine, "hi");
+    let stop = Effect::StopAttempt {
+        turn: 1,
+        attempt: 1,
+    };
+    assert_eq!(
+        command(&mut machine, Command::Stop),
+        std::slice::from_ref(&stop)
+    );
+    assert!(matches!(
+        machine.state(),
+        State::Stopping {
+            then: AfterStop::Continue,
+            ..
+        }
+    ));
+    assert_eq!(command(&mut machine, Command::Stop), [stop]);
+    // Output still arriving before the agent exits is kept.
+    assert_eq!(agent(&mut machine, 1, 1, text("partial")).len(), 1);
+    let effects = agent(&mut machine, 1, 1, cancelled());
+    assert_eq!(events(&effects)[1], ended(1, TurnOutcome::Cancelled));
+    assert!(matches!(machine.state(), State::Cancelled { .. }));
+}
+
+#[test]
+fn stop_progress_is_shown_only_for_a_user_stop_and_only_when_it_changes() {
+    let mut machine = machine();
+    submit(&mut machine, "hi");
+    let progress = |machine: &mut Machine, progress| {
+        machine.handle(Input::StopProgress {
+            turn: 1,
+            attempt: 1,
+            progress,
+        })
+    };
+    // The runner stopping a lingering agent is not a user stop.
+    assert!(progress(&mut machine, StopProgress::Interrupting).is_empty());
+    command(&mut machine, Command::Stop);
+    assert_eq!(
+        progress(&mut machine, StopProgress::Interrupting),
+        [Effect::Emit(Ev::StopProgress {
+            turn: 1,
+            progress: StopProgress::Interrupting
+        })]
+    );
+    assert!(progress(&mut machine, StopProgress::Interrupting).is_empty());
+    assert_eq!(progress(&mut machine, StopProgress::Waiting).len(), 1);
+    assert!(machine
+        .handle(Input::StopProgress {
+            turn: 1,
+            attempt: 2,
+            progress: StopProgress::Killing
+        })
+        .is_empty());
+}
+
+#[test]
+fn a_failure_racing_a_user_stop_is_not_retried() {
+    let mut machine = machine();
+    submit(&mut machine, "hi");
+    command(&mut machine, Command::Stop);
+    let effects = agent(&mut machine, 1, 1, rate_limited());
+    assert_eq!(
+        events(&effects)[1],
+        ended(1, failed_outcome("429 Too Many Requests"))
+    );
+    assert!(actions(&effects).is_empty());
+}
+
+#[test]
+fn a_completion_racing_a_user_stop_counts_as_completed() {
+    let mut machine = machine();
+    submit(&mut machine, "hi");
+    command(&mut machine, Command::Stop);
+    let effects = agent(&mut machine, 1, 1, completed());
+    assert_eq!(events(&effects)[1], ended(1, TurnOutcome::Completed));
+    assert_eq!(machine.state(), &State::Idle);
+}
+
+#[test]
+fn stop_during_the_countdown_cancels_the_retry() {
+    let mut machine = waiting_for_attempt_2();
+    let effects = command(&mut machine, Command::Stop);
+    assert_eq!(
+        effects,
+        [
+            Effect::CancelRetry {
+                turn: 1,
+                attempt: 2
+            },
+            Effect::Emit(Ev::RetryCancelled { turn: 1 }),
+            Effect::Emit(ended(1, TurnOutcome::Cancelled)),
+        ]
+    );
+    assert!(matches!(machine.state(), State::Cancelled { .. }));
+    // The timer firing anyway starts nothing.
+    assert!(machine
+        .handle(Input::RetryDue {
+            turn: 1,
+            attempt: 2
+        })
+        .is_empty());
+}
+
+#[test]
+fn stop_with_nothing_running_does_nothing() {
+    let mut machine = machine();
+    assert!(command(&mut machine, Command::Stop).is_empty());
+    submit(&mut machine, "hi");
+    agent(&mut machine, 1, 1, unauthorised());
+    assert!(command(&mut machine, Command::Stop).is_empty());
+    assert!(matches!(machine.state(), State::Failed { .. }));
+}
+
+// ---- the queue ----
+
+#[test]
+fn a_prompt_submitted_during_a_turn_is_queued_and_sent_after_it() {
+    let mut machine = machine();
+    submit(&mut machine, "first");
+    assert_eq!(
+        submit(&mut machine, "second"),
+        [Effect::Emit(queue_event(&["second"]))]
+    );
+    assert_eq!(
+        submit(&mut machine, "third"),
+        [Effect::Emit(queue_event(&["second", "third"]))]
+    );
+    let effects = agent(&mut machine, 1, 1, completed());
+    assert_eq!(
+        events(&effects)[1..],
+        [
+            ended(1, TurnOutcome::Completed),
+            queue_event(&["third"]),
+            Ev::TurnStarted {
+                turn: 2,
+                prompt: "second".into()
+            },
+            Ev::AttemptStarted {
+                turn: 2,
+                attempt: 1,
+                max_attempts: 3
+            },
+        ]
+    );
+    assert_eq!(actions(&effects), [start(2, 1, "second", SessionRef::New)]);
+    assert_eq!(machine.queue(), ["third"]);
+}
+
+#[test]
+fn prompts_are_queued_during_a_countdown_and_a_stop() {
+    let mut machine = waiting_for_attempt_2();
+    assert_eq!(
+        submit(&mut machine, "b"),
+        [Effect::Emit(queue_event(&["b"]))]
+    );
+    machine.handle(Input::RetryDue {
+        turn: 1,
+        attempt: 2,
+    });
+    command(&mut machine, Command::Stop);
+    assert_eq!(
+        submit(&mut machine, "c"),
+        [Effect::Emit(queue_event(&["b", "c"]))]
+    );
+}
+
+#[test]
+fn after_a_user_stop_the_queue_goes_on() {
+    let mut machine = machine();
+    submit(&mut machine, "first");
+    submit(&mut machine, "second");
+    command(&mut machine, Command::Stop);
+    let effects = agent(&mut machine, 1, 1, cancelled());
+    assert_eq!(actions(&effects), [start(2, 1, "second", SessionRef::New)]);
+    assert!(machine.queue().is_empty());
+}
+
+#[test]
+fn after_a_stopped_countdown_the_queue_goes_on() {
+    let mut machine = waiting_for_attempt_2();
+    submit(&mut machine, "next");
+    let effects = command(&mut machine, Command::Stop);
+    assert_eq!(
+        actions(&effects),
+        [
+            Effect::CancelRetry {
+                turn: 1,
+                attempt: 2
+            },
+            start(2, 1, "next", SessionRef::New)
+        ]
+    );
+}
+
+#[test]
+fn after_a_failure_the_queue_pauses_until_the_next_submit() {
+    let mut machine = machine();
+    submit(&mut machine, "a");
+    submit(&mut machine, "b");
+    let effects = agent(&mut machine, 1, 1, unauthorised());
+    assert!(
+        actions(&effects).is_empty(),
+        "nothing is sent after a failure"
+    );
+    assert_eq!(machine.queue(), ["b"]);
+    // A new prompt goes behind the paused queue, which resumes from its head.
+    let effects = submit(&mut machine, "c");
+    assert_eq!(events(&effects)[0], queue_event(&["c"]));
+    assert_eq!(actions(&effects), [start(2, 1, "b", SessionRef::New)]);
+}
+
+#[test]
+fn after_a_failure_a_manual_retry_runs_first_then_the_queue() {
+    let mut machine = machine();
+    submit(&mut machine, "a");
+    submit(&mut machine, "b");
+    agent(&mut machine, 1, 1, unauthorised());
+    let effects = command(&mut machine, Command::RetryLastTurn);
+    assert_eq!(actions(&effects), [start(2, 1, "a", SessionRef::New)]);
+    let effects = agent(&mut machine, 2, 1, completed());
+    assert_eq!(actions(&effects), [start(3, 1, "b", SessionRef::New)]);
+}
+
+#[test]
+fn queued_prompts_can_be_edited_and_removed() {
+    let mut machine = machine();
+    submit(&mut machine, "running");
+    submit(&mut machine, "a");
+    submit(&mut machine, "b");
+    submit(&mut machine, "c");
+    assert_eq!(
+        command(&mut machine, Command::EditQueued(1, "B!".into())),
+        [Effect::Emit(queue_event(&["a", "B!", "c"]))]
+    );
+    assert_eq!(
+        command(&mut machine, Command::RemoveQueued(0)),
+        [Effect::Emit(queue_event(&["B!", "c"]))]
+    );
+    assert_eq!(
+        command(&mut machine, Command::EditQueued(1, " ".into())),
+        [Effect::Emit(queue_event(&["B!"]))],
+        "editing to nothing removes"
+    );
+    assert!(command(&mut machine, Command::RemoveQueued(5)).is_empty());
+    assert!(command(&mut machine, Command::EditQueued(1, "x".into())).is_empty());
+    assert_eq!(machine.queue(), ["B!"]);
+}
+
+// ---- manual retry ----
+
+#[test]
+fn retry_last_turn_resends_a_failed_turn_in_its_session() {
+    let mut machine = Machine::new(RetryPolicy::default(), SessionRef::Resume("s-1".into()));
+    submit(&mut machine, "hi");
+    agent(&mut machine, 1, 1, rate_limited());
+    let effects = command(&mut machine, Command::RetryLastTurn);
+    assert_eq!(
+        effects,
+        [
+            Effect::Emit(Ev::TurnStarted {
+                turn: 2,
+                prompt: "hi".into()
+            }),
+            Effect::Emit(Ev::AttemptStarted {
+                turn: 2,
+                attempt: 1,
+                max_attempts: 1
+            }),
+            start(2, 1, "hi", SessionRef::Resume("s-1".into())),
+        ]
+    );
+}
+
+#[test]
+fn retry_last_turn_resends_a_cancelled_turn() {
+    let mut machine = machine();
+    submit(&mut machine, "hi");
+    command(&mut machine, Command::Stop);
+    agent(&mut machine, 1, 1, cancelled());
+    let effects = command(&mut machine, Command::RetryLastTurn);
+    assert_eq!(actions(&effects), [start(2, 1, "hi", SessionRef::New)]);
+}
+
+#[test]
+fn retry_last_turn_does_nothing_after_success_or_while_running() {
+    let mut machine = machine();
+    assert!(command(&mut machine, Command::RetryLastTurn).is_empty());
+    submit(&mut machine, "hi");
+    assert!(command(&mut machine, Command::RetryLastTurn).is_empty());
+    command(&mut machine, Command::Stop);
+    assert!(command(&mut machine, Command::RetryLastTurn).is_empty());
+    agent(&mut machine, 1, 1, completed());
+    assert!(command(&mut machine, Command::RetryLastTurn).is_empty());
+}
+
+#[test]
+fn retry_last_turn_during_the_countdown_retries_now() {
+    let mut machine = waiting_for_attempt_2();
+    let effects = command(&mut machine, Command::RetryLastTurn);
+    assert_eq!(
+        actions(&effects),
+        [
+            Effect::CancelRetry {
+                turn: 1,
+                attempt: 2
+            },
+            start(1, 2, "hi", SessionRef::New)
+        ]
+    );
+}
+
+// ---- sessions ----
+
+fn session_started(id: &str) -> AgentMessage {
+    AgentMessage::SessionStarted {
+        provider: "pi".into(),
+        session_id: Some(id.into()),
+    }
+}
+
+#[test]
+fn the_reported_session_is_carried_to_the_next_turn() {
+    let mut machine = machine();
+    submit(&mut machine, "one");
+    let effects = agent(&mut machine, 1, 1, session_started("s-1"));
+    assert_eq!(
+        events(&effects)[1],
+        Ev::SessionChanged {
+            session_id: Some("s-1".into())
+        }
+    );
+    agent(&mut machine, 1, 1, completed());
+    let effects = submit(&mut machine, "two");
+    assert_eq!(
+        actions(&effects),
+        [start(2, 1, "two", SessionRef::Resume("s-1".into()))]
+    );
+    // Resumed with the same id: no change to announce.
+    let effects = agent(
+        &mut machine,
+        2,
+        1,
+        AgentMessage::SessionResumed {
+            provider: "pi".into(),
+            session_id: "s-1".into(),
+        },
+    );
+    assert_eq!(effects.len(), 1);
+    // A session.started without an id changes nothing.
+    let effects = agent(
+        &mut machine,
+        2,
+        1,
+        AgentMessage::SessionStarted {
+            provider: "pi".into(),
+            session_id: None,
+        },
+    );
+    assert_eq!(effects.len(), 1);
+    assert_eq!(machine.session(), &SessionRef::Resume("s-1".into()));
+}
+
+#[test]
+fn new_session_makes_the_next_turn_start_fresh() {
+    let mut machine = Machine::new(enabled_policy(3), SessionRef::Resume("s-1".into()));
+    assert_eq!(
+        command(&mut machine, Command::NewSession),
+        [Effect::Emit(Ev::SessionChanged { session_id: None })]
+    );
+    let effects = submit(&mut machine, "fresh");
+    assert_eq!(actions(&effects), [start(1, 1, "fresh", SessionRef::New)]);
+}
+
+#[test]
+fn new_session_during_a_turn_ignores_that_turns_session_id() {
+    let mut machine = Machine::new(enabled_policy(3), SessionRef::Resume("old".into()));
+    submit(&mut machine, "one");
+    command(&mut machine, Command::NewSession);
+    let effects = agent(
+        &mut machine,
+        1,
+        1,
+        AgentMessage::SessionResumed {
+            provider: "pi".into(),
+            session_id: "old".into(),
+        },
+    );
+    assert_eq!(effects.len(), 1, "no SessionChanged");
+    agent(&mut machine, 1, 1, completed());
+    let effects = submit(&mut machine, "two");
+    assert_eq!(actions(&effects), [start(2, 1, "two", SessionRef::New)]);
+}
+
+#[test]
+fn automatic_retries_use_the_session_the_turn_started_in() {
+    let mut machine = machine();
+    submit(&mut machine, "hi");
+    agent(&mut machine, 1, 1, session_started("half-made"));
+    agent(&mut machine, 1, 1, rate_limited());
+    let effects = machine.handle(Input::RetryDue {
+        turn: 1,
+        attempt: 2,
+    });
+    assert_eq!(actions(&effects), [start(1, 2, "hi", SessionRef::New)]);
+}
+
+#[test]
+fn a_manual_retry_after_new_session_starts_fresh() {
+    let mut machine = Machine::new(RetryPolicy::default(), SessionRef::Resume("s-1".into()));
+    submit(&mut machine, "hi");
+    agent(&mut machine, 1, 1, unauthorised());
+    command(&mut machine, Command::NewSession);
+    let effects = command(&mut machine, Command::RetryLastTurn);
+    assert_eq!(actions(&effects), [start(2, 1, "hi", SessionRef::New)]);
+}
+
+// ---- policy changes ----
+
+#[test]
+fn an_invalid_policy_is_ignored() {
+    let mut machine = machine();
+    let invalid = RetryPolicy {
+        max_attempts: 0,
+        ..enabled_policy(3)
+    };
+    assert!(command(&mut machine, Command::SetRetryPolicy(invalid)).is_empty());
+    assert_eq!(machine.policy(), &enabled_policy(3));
+}
+
+#[test]
+fn a_new_policy_applies_to_the_next_decision() {
+    let mut machine = Machine::new(RetryPolicy::default(), SessionRef::New);
+    submit(&mut machine, "hi");
+    command(&mut machine, Command::SetRetryPolicy(enabled_policy(2)));
+    let effects = agent(&mut machine, 1, 1, rate_limited());
+    assert!(actions(&effects).contains(&Effect::ScheduleRetry {
+        turn: 1,
+        attempt: 2,
+        delay_ms: 2000
+    }));
+}
+
+#[test]
+fn turning_retry_off_during_the_countdown_ends_the_turn_as_failed() {
+    let mut machine = waiting_for_attempt_2();
+    let effects = command(
+        &mut machine,
+        Command::SetRetryPolicy(RetryPolicy::default()),
+    );
+    assert_eq!(
+        effects,
+        [
+            Effect::CancelRetry {
+                turn: 1,
+                attempt: 2
+            },
+            Effect::Emit(Ev::RetryCancelled { turn: 1 }),
+            Effect::Emit(ended(1, failed_outcome("429 Too Many Requests"))),
+        ]
+    );
+    assert!(matches!(machine.state(), State::Failed { .. }));
+}
+
+#[test]
+fn lowering_max_attempts_below_the_pending_one_ends_the_turn() {
+    let mut machine = waiting_for_attempt_2();
+    let effects = command(&mut machine, Command::SetRetryPolicy(enabled_policy(1)));
+    assert!(events(&effects).contains(&ended(1, failed_outcome("429 Too Many Requests"))));
+    let mut machine = waiting_for_attempt_2();
+    let effects = command(&mut machine, Command::SetRetryPolicy(enabled_policy(5)));
+    assert!(effects.is_empty(), "the pending retry stays");
+}
+
+// ---- shutdown ----
+
+#[test]
+fn shutdown_when_idle_exits_at_once() {
+    let mut machine = machine();
+    assert_eq!(
+        command(&mut machine, Command::Shutdown),
+        [Effect::Emit(Ev::ShutDown), Effect::Exit]
+    );
+    assert_eq!(machine.state(), &State::ShutDown);
+    assert!(submit(&mut machine, "too late").is_empty());
+    assert!(command(&mut machine, Command::Shutdown).is_empty());
+}
+
+#[test]
+fn shutdown_while_running_waits_for_the_agent_and_drops_no_queue_silently() {
+    let mut machine = machine();
+    submit(&mut machine, "a");
+    submit(&mut machine, "queued");
+    let stop = Effect::StopAttempt {
+        turn: 1,
+        attempt: 1,
+    };
+    assert_eq!(
+        command(&mut machine, Command::Shutdown),
+        std::slice::from_ref(&stop)
+    );
+    assert!(submit(&mut machine, "ignored").is_empty());
+    // Asked again: the kill.
+    assert_eq!(command(&mut machine, Command::Shutdown), [stop]);
+    let effects = agent(&mut machine, 1, 1, cancelled());
+    assert_eq!(
+        events(&effects)[1..],
+        [ended(1, TurnOutcome::Cancelled), Ev::ShutDown]
+    );
+    assert_eq!(
+        actions(&effects),
+        [Effect::Exit],
+        "the queue is not started"
+    );
+}
+
+#[test]
+fn shutdown_during_a_user_stop_does_not_escalate_at_first() {
+    let mut machine = machine();
+    submit(&mut machine, "a");
+    command(&mut machine, Command::Stop);
+    assert!(command(&mut machine, Command::Shutdown).is_empty());
+    assert!(matches!(
+        machine.state(),
+        State::Stopping {
+            then: AfterStop::ShutDown,
+            ..
+        }
+    ));
+    let effects = agent(&mut machine, 1, 1, cancelled());
+    assert_eq!(actions(&effects), [Effect::Exit]);
+}
+
+#[test]
+fn shutdown_during_the_countdown_cancels_it() {
+    let mut machine = waiting_for_attempt_2();
+    let effects = command(&mut machine, Command::Shutdown);
+    assert_eq!(
+        effects,
+        [
+            Effect::CancelRetry {
+                turn: 1,
+                attempt: 2
+            },
+            Effect::Emit(Ev::RetryCancelled { turn: 1 }),
+            Effect::Emit(ended(1, TurnOutcome::Cancelled)),
+            Effect::Emit(Ev::ShutDown),
+            Effect::Exit,
+        ]
+    );
+}
+
+#[test]
+fn shutdown_after_a_failure_exits() {
+    let mut machine = machine();
+    submit(&mut machine, "a");
+    agent(&mut machine, 1, 1, unauthorised());
+    assert_eq!(
+        command(&mut machine, Command::Shutdown),
+        [Effect::Emit(Ev::ShutDown), Effect::Exit]
+    );
+}
+
+#[test]
+fn the_retry_reason_is_one_short_line() {
+    let long = "x".repeat(500);
+    let reason = retry_reason(
+        &failure(&format!("{long}\nsecond line"), None),
+        "server error",
+    );
+    assert!(reason.starts_with("server error: xxx"));
+    assert!(reason.ends_with('…'));
+    assert!(!reason.contains('\n'));
+    assert_eq!(retry_reason(&failure("", None), "timed out"), "timed out");
+}
+
+// ---- every input in every state keeps the invariants ----
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[derive(Debug, Clone)]
+    enum Step {
+        Submit,
+        Stop,
+        RetryLastTurn,
+        NewSession,
+        RemoveQueued(usize),
+        EditQueued(usize),
+        Policy(bool, u32),
+        Shutdown,
+        /// A message for the live attempt (if any), or for a stale one.
+        Agent {
+            live: bool,
+            kind: u8,
+        },
+        Progress(u8),
+        /// The pending timer (if any), or a stale one.
+        RetryDue {
+            pending: bool,
+        },
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        prop_oneof![
+            3 => Just(Step::Submit),
+            2 => Just(Step::Stop),
+            1 => Just(Step::RetryLastTurn),
+            1 => Just(Step::NewSession),
+            1 => (0usize..3).prop_map(Step::RemoveQueued),
+            1 => (0usize..3).prop_map(Step::EditQueued),
+            1 => (any::<bool>(), 1u32..5).prop_map(|(on, max)| Step::Policy(on, max)),
+            1 => Just(Step::Shutdown),
+            8 => (any::<bool>(), 0u8..7).prop_map(|(live, kind)| Step::Agent { live, kind }),
+            1 => (0u8..5).prop_map(Step::Progress),
+            3 => any::<bool>().prop_map(|pending| Step::RetryDue { pending }),
+        ]
+    }
+
+    fn message(kind: u8) -> AgentMessage {
+        match kind {
+            0 => text("t"),
+            1 => session_started("s"),
+            2 => completed(),
+            3 => cancelled(),
+            4 => rate_limited(),
+            5 => unauthorised(),
+            _ => AgentMessage::notice("warning", "w"),
+        }
+    }
+
+    fn progress(kind: u8) -> StopProgress {
+        [
+            StopProgress::Running,
+            StopProgress::Interrupting,
+            StopProgress::Waiting,
+            StopProgress::Killing,
+            StopProgress::Stopped,
+        ][usize::from(kind) % 5]
+    }
+
+    /// What the driver would know, rebuilt from the effects alone.
+    #[derive(Default)]
+    struct Observer {
+        live: Option<(TurnId, u32)>,
+        pending_retry: Option<(TurnId, u32)>,
+        started_turns: Vec<TurnId>,
+        ended_turns: Vec<TurnId>,
+        exited: bool,
+        shown_queue: Vec<String>,
+    }
+
+    impl Observer {
+        fn apply(&mut self, effects: &[Effect]) -> Result<(), TestCaseError> {
+            prop_assert!(!self.exited || effects.is_empty(), "effects after Exit");
+            for effect in effects {
+                match effect {
+                    Effect::StartAttempt { turn, attempt, .. } => {
+                        prop_assert!(self.live.is_none(), "two live attempts");
+                        prop_assert!(self.pending_retry.is_none(), "start with a timer pending");
+                        prop_assert!(!self.ended_turns.contains(turn), "attempt of an ended turn");
+                        self.live = Some((*turn, *attempt));
+                    }
+                    Effect::StopAttempt { turn, attempt } => {
+                        prop_assert_eq!(self.live, Some((*turn, *attempt)));
+                    }
+                    Effect::ScheduleRetry { turn, attempt, .. } => {
+                        prop_assert!(self.live.is_none());
+                        self.pending_retry = Some((*turn, *attempt));
+                    }
+                    Effect::CancelRetry { turn, attempt } => {
+                        prop_assert_eq!(self.pending_retry, Some((*turn, *attempt)));
+                        self.pending_retry = None;
+                    }
+                    Effect::Emit(Ev::TurnStarted { turn, .. }) => {
+                        prop_assert!(!self.started_turns.contains(turn));
+                        self.started_turns.push(*turn);
+                    }
+                    Effect::Emit(Ev::TurnEnded { turn, .. }) => {
+                        prop_assert!(self.started_turns.contains(turn));
+                        prop_assert!(!self.ended_turns.contains(turn), "turn ended twice");
+                        prop_assert!(self.live.is_none(), "turn ended with a live attempt");
+                        prop_assert!(self.pending_retry.is_none());
+                        self.ended_turns.push(*turn);
+                    }
+                    Effect::Emit(Ev::QueueChanged { queued }) => {
+                        self.shown_queue = queued.clone();
+                    }
+                    Effect::Emit(Ev::Message {
+                        turn,
+                        attempt,
+                        message,
+                    }) => {
+                        prop_assert_eq!(self.live, Some((*turn, *attempt)));
+                        if message.is_terminal() {
+                            self.live = None;
+                        }
+                    }
+                    Effect::Exit => {
+                        prop_assert!(self.live.is_none(), "exit with a live attempt");
+                        self.exited = true;
+                    }
+                    Effect::Emit(_) => {}
+                }
+            }
+            Ok(())
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn any_input_sequence_keeps_the_invariants(steps in proptest::collection::vec(step(), 1..80)) {
+            let mut machine = machine();
+            let mut observer = Observer::default();
+            for step in steps {
+                let input = match step {
+                    Step::Submit => Input::Command(Command::Submit("p".into())),
+                    Step::Stop => Input::Command(Command::Stop),
+                    Step::RetryLastTurn => Input::Command(Command::RetryLastTurn),
+                    Step::NewSession => Input::Command(Command::NewSession),
+                    Step::RemoveQueued(index) => Input::Command(Command::RemoveQueued(index)),
+                    Step::EditQueued(index) => Input::Command(Command::EditQueued(index, "e".into())),
+                    Step::Policy(enabled, max_attempts) => Input::Command(Command::SetRetryPolicy(RetryPolicy {
+                        enabled,
+                        max_attempts,
+                        retry_delay_ms: 10,
+                        backoff: Backoff::Fixed,
+                        max_delay_ms: 10,
+                    })),
+                    Step::Shutdown => Input::Command(Command::Shutdown),
+                    Step::Agent { live, kind } => {
+                        let (turn, attempt) = match observer.live {
+                            Some(current) if live => current,
+                            Some((turn, attempt)) => (turn, attempt.saturating_sub(1)),
+                            None => (1, 1),
+                        };
+                        Input::Agent { turn, attempt, message: message(kind) }
+                    }
+                    Step::Progress(kind) => {
+                        let (turn, attempt) = observer.live.unwrap_or((1, 1));
+                        Input::StopProgress { turn, attempt, progress: progress(kind) }
+                    }
+                    Step::RetryDue { pending } => {
+                        let (turn, attempt) = match observer.pending_retry {
+                            // The driver's timer fires once.
+                            Some(current) if pending => observer.pending_retry.take().unwrap_or(current),
+                            Some((turn, attempt)) => (turn, attempt + 1),
+                            None => (1, 2),
+                        };
+                        Input::RetryDue { turn, attempt }
+                    }
+                };
+                let effects = machine.handle(input);
+                observer.apply(&effects)?;
+                // The queue the UI was last shown is the machine's queue.
+                prop_assert_eq!(observer.shown_queue.as_slice(), machine.queue());
+            }
+        }
+    }
+}
