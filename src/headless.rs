@@ -6,14 +6,16 @@
 
 use std::io::{BufRead, Write};
 
-use futures::StreamExt;
+use std::sync::Arc;
 
 use crate::cli::{AgentArgs, ReplayArgs, RunArgs};
 use crate::config;
+use crate::orchestrator::{headless::run_headless_turn, OrchestratorOptions};
 use crate::process::{ExitReport, Line};
 use crate::provider::runner::{AttemptMapping, EndedBy};
 use crate::provider::select::resolve_provider;
 use crate::provider::{self, AttemptRequest, SessionRef, StopControl};
+use crate::session_log::{sessions_dir, SessionLogWriter};
 use crate::stream::AgentMessage;
 
 pub const EXIT_COMPLETED: i32 = 0;
@@ -46,18 +48,21 @@ pub fn run(agent: AgentArgs, args: RunArgs) -> i32 {
         eprintln!("agentty: unknown provider `{}`", choice.name);
         return EXIT_USAGE;
     };
+    let mut policy = loaded.config.provider_error_auto_retry.clone();
+    if let Some(max_attempts) = args.max_attempts {
+        policy.max_attempts = max_attempts;
+        policy.enabled = max_attempts > 1;
+        if let Err(problems) = policy.validate() {
+            for problem in problems {
+                eprintln!("agentty: --max-attempts: {problem}");
+            }
+            return EXIT_USAGE;
+        }
+    }
     let session = match (&args.session, args.continue_latest) {
         (Some(id), _) => SessionRef::Resume(id.clone()),
         (None, true) => SessionRef::ContinueLatest,
         (None, false) => SessionRef::New,
-    };
-    let request = AttemptRequest {
-        prompt: args.prompt.join(" "),
-        session,
-        cwd: None,
-        attempt: 1,
-        scenario: agent.scenario.clone(),
-        raw_line_tap: None,
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -70,25 +75,34 @@ pub fn run(agent: AgentArgs, args: RunArgs) -> i32 {
             return EXIT_FAILED;
         }
     };
+    let session_log = SessionLogWriter::create(&sessions_dir(), &choice.name)
+        .map_err(|error| tracing::warn!(%error, "no session log"))
+        .ok()
+        .map(Arc::new);
+    let prompt = args.prompt.join(" ");
     runtime.block_on(async move {
         let stop = StopControl::new();
         tokio::spawn(stop_on_signals(stop.clone()));
-        let mut stream = provider.execute(request, stop.clone());
-        let mut status = EXIT_FAILED;
+        let options = OrchestratorOptions {
+            policy,
+            session,
+            scenario: agent.scenario.clone(),
+            session_log,
+            ..OrchestratorOptions::new(provider)
+        };
         let mut stdout = std::io::stdout().lock();
-        while let Some(message) = stream.next().await {
-            if message.is_terminal() {
-                status = exit_status(&message);
-            }
+        let mut reader_gone = false;
+        let outcome = run_headless_turn(options, prompt, stop.clone(), |message| {
             let written =
                 writeln!(stdout, "{}", message.to_json_line()).and_then(|()| stdout.flush());
-            if written.is_err() {
-                // Nobody reads our output any more: stop the agent, but keep draining so the
-                // stop completes.
+            if written.is_err() && !reader_gone {
+                // Nobody reads our output any more: stop the agent; the stop still completes.
+                reader_gone = true;
                 stop.stop();
             }
-        }
-        status
+        })
+        .await;
+        outcome.exit_status()
     })
 }
 

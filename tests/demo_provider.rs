@@ -150,3 +150,88 @@ fn every_scenario_ends_with_exactly_one_terminal_message() {
         }
     }
 }
+
+fn retry_lines(messages: &[AgentMessage]) -> usize {
+    messages
+        .iter()
+        .filter(|message| matches!(message, AgentMessage::RetryScheduled { .. }))
+        .count()
+}
+
+#[test]
+fn headless_retries_a_flaky_agent_with_a_retry_scheduled_line_between_attempts() {
+    let output = agentty(&[
+        "run",
+        "--provider",
+        "demo",
+        "--scenario",
+        "flaky",
+        "--max-attempts",
+        "3",
+        "hi",
+    ]);
+    assert_eq!(output.status.code(), Some(0));
+    let messages = stream(&output);
+    assert_eq!(retry_lines(&messages), 1);
+    let retry_at = messages
+        .iter()
+        .position(|message| {
+            matches!(
+                message,
+                AgentMessage::RetryScheduled {
+                    attempt: 2,
+                    max_attempts: 3,
+                    ..
+                }
+            )
+        })
+        .unwrap();
+    assert!(
+        matches!(messages[retry_at - 1], AgentMessage::Failed(_)),
+        "the first attempt's terminal precedes the retry"
+    );
+    assert!(matches!(
+        messages.last(),
+        Some(AgentMessage::Completed { .. })
+    ));
+}
+
+#[test]
+fn max_attempts_1_means_no_retry_and_the_final_attempts_status() {
+    let output = agentty(&[
+        "run",
+        "--provider",
+        "demo",
+        "--scenario",
+        "flaky",
+        "--max-attempts",
+        "1",
+        "hi",
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(retry_lines(&stream(&output)), 0);
+}
+
+#[test]
+fn a_non_retryable_failure_is_not_retried_even_when_retry_is_enabled() {
+    let output = agentty(&[
+        "run",
+        "--provider",
+        "demo",
+        "--scenario",
+        "auth-error",
+        "--max-attempts",
+        "3",
+        "hi",
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    let messages = stream(&output);
+    assert_eq!(retry_lines(&messages), 0);
+    assert_eq!(
+        messages
+            .iter()
+            .filter(|message| message.is_terminal())
+            .count(),
+        1
+    );
+}

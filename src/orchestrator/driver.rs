@@ -24,6 +24,7 @@ use crate::config::RetryPolicy;
 use crate::provider::{
     AgentStream, AttemptRequest, Provider, SessionRef, StopControl, StopProgress,
 };
+use crate::session_log::SessionLogWriter;
 use crate::stream::{failure_reason, AgentMessage, Failure};
 
 /// What the orchestrator starts with.
@@ -36,6 +37,8 @@ pub struct OrchestratorOptions {
     pub cwd: Option<PathBuf>,
     /// The demo scenario, passed to every attempt.
     pub scenario: Option<String>,
+    /// Where every event and the agents' raw lines are recorded (`None`: nowhere).
+    pub session_log: Option<Arc<SessionLogWriter>>,
 }
 
 impl OrchestratorOptions {
@@ -47,6 +50,7 @@ impl OrchestratorOptions {
             session: SessionRef::New,
             cwd: None,
             scenario: None,
+            session_log: None,
         }
     }
 }
@@ -192,6 +196,9 @@ impl Driver {
         if let OrchestratorEvent::TurnEnded { turn, outcome } = &event {
             tracing::info!(turn, ?outcome, "turn ended");
         }
+        if let Some(log) = &self.options.session_log {
+            log.record_event(&event);
+        }
         if self.events.send(event).is_err() && !self.receiver_gone {
             tracing::info!("orchestrator events are no longer read; shutting down");
             self.receiver_gone = true;
@@ -217,6 +224,11 @@ impl Driver {
             cwd: self.options.cwd.clone(),
             attempt,
             scenario: self.options.scenario.clone(),
+            raw_line_tap: self
+                .options
+                .session_log
+                .as_ref()
+                .and_then(|log| log.raw_line_tap(turn, attempt)),
         };
         let stream = self.options.provider.execute(request, stop.clone());
         let progress = stop.subscribe();
