@@ -65,19 +65,11 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
                 return Ok(self.take_rest());
             }
             self.compact();
-            let old_len = self.buffer.len();
             // Grow by exactly one chunk: doubling would overshoot the cap by up to 2x.
             self.buffer.reserve_exact(READ_CHUNK);
-            self.buffer.resize(old_len + READ_CHUNK, 0);
-            let read = self.reader.read(&mut self.buffer[old_len..]).await;
-            let read = match read {
-                Ok(read) => read,
-                Err(error) => {
-                    self.buffer.truncate(old_len);
-                    return Err(error);
-                }
-            };
-            self.buffer.truncate(old_len + read);
+            // `read_buf` appends only the bytes read, so dropping this future mid-read (the
+            // runner's `select!` does) leaves the buffer as it was: cancel-safe.
+            let read = self.reader.read_buf(&mut self.buffer).await?;
             if read == 0 {
                 self.eof = true;
             }
@@ -227,6 +219,24 @@ mod tests {
         assert_eq!(lines.len(), 1);
         assert!(lines[0].truncated);
         assert_eq!(lines[0].original_len, 200_000);
+    }
+
+    #[tokio::test]
+    async fn a_read_cancelled_midway_loses_and_adds_nothing() {
+        use tokio::io::AsyncWriteExt;
+        let (mut writer, reader) = tokio::io::duplex(1024);
+        let mut reader = LineReader::new(reader, 100);
+        writer.write_all(b"first ").await.unwrap();
+        // The runner's select! drops `next_line` whenever another branch wins.
+        let cancelled =
+            tokio::time::timeout(std::time::Duration::from_millis(20), reader.next_line()).await;
+        assert!(cancelled.is_err());
+        writer.write_all(b"line\nsecond\n").await.unwrap();
+        assert_eq!(
+            reader.next_line().await.unwrap().unwrap().text,
+            "first line"
+        );
+        assert_eq!(reader.next_line().await.unwrap().unwrap().text, "second");
     }
 
     #[tokio::test]

@@ -76,14 +76,38 @@ impl SpawnSpec {
         self
     }
 
-    /// The command line for logs and error messages (not for execution).
+    /// The command line for logs and error messages (not for execution), with the values of
+    /// secret-looking flags (`--api-key X`, `--token=X`, ...) replaced, since logs are files
+    /// users attach to bug reports.
     pub fn display(&self) -> String {
-        std::iter::once(&self.program)
-            .chain(&self.args)
-            .map(|part| part.to_string_lossy().into_owned())
-            .collect::<Vec<_>>()
-            .join(" ")
+        let mut parts = vec![self.program.to_string_lossy().into_owned()];
+        let mut hide_next = false;
+        for arg in &self.args {
+            let arg = arg.to_string_lossy();
+            if hide_next {
+                parts.push("[redacted]".into());
+                hide_next = false;
+                continue;
+            }
+            match arg.split_once('=') {
+                Some((flag, _)) if flag.starts_with('-') && is_secret_flag(flag) => {
+                    parts.push(format!("{flag}=[redacted]"));
+                }
+                _ => {
+                    hide_next = arg.starts_with('-') && is_secret_flag(&arg);
+                    parts.push(arg.into_owned());
+                }
+            }
+        }
+        parts.join(" ")
     }
+}
+
+fn is_secret_flag(flag: &str) -> bool {
+    let flag = flag.to_ascii_lowercase();
+    ["key", "token", "secret", "password", "auth"]
+        .iter()
+        .any(|word| flag.contains(word))
 }
 
 /// How the agent process ended.
@@ -249,5 +273,26 @@ async fn drain_stderr(
     }
     if !current_line.is_empty() {
         let _ = lines.try_send(String::from_utf8_lossy(&current_line).into_owned());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SpawnSpec;
+
+    #[test]
+    fn secret_flag_values_never_reach_the_display_form() {
+        let spec = SpawnSpec::new("pi").args([
+            "--api-key",
+            "sk-one",
+            "--auth-token=sk-two",
+            "--model",
+            "gpt",
+            "prompt with key words",
+        ]);
+        assert_eq!(
+            spec.display(),
+            "pi --api-key [redacted] --auth-token=[redacted] --model gpt prompt with key words"
+        );
     }
 }
