@@ -417,6 +417,7 @@ pub fn stream_violations(messages: &[AgentMessage]) -> Vec<String> {
 }
 
 /// The first passage of at least [`MIN_REPEAT_BYTES`] that `text` contains twice in a row.
+/// Quadratic in the text's length: meant for test transcripts, not for live streams.
 fn repeated_passage(text: &str) -> Option<String> {
     let bytes = text.as_bytes();
     (0..bytes.len()).find_map(|start| {

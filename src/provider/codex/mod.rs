@@ -77,7 +77,7 @@ impl Backend for CodexBackend {
 
 /// The argument vector after the program name. `codex_config` is the text of the Codex config
 /// file, if there is one (it tells which model provider is active).
-pub fn exec_args(
+pub(crate) fn exec_args(
     settings: &ProviderSettings,
     request: &AttemptRequest,
     codex_config: Option<&str>,
@@ -119,7 +119,10 @@ pub fn exec_args(
 /// config's top-level `model_provider`; without either Codex uses the built-in `openai`. A
 /// provider counts as user-defined when the config has a `[model_providers.<id>]` table or
 /// the extra arguments set one of its keys. (Profiles are not followed.)
-pub fn custom_model_provider(extra_args: &[String], codex_config: Option<&str>) -> Option<String> {
+pub(crate) fn custom_model_provider(
+    extra_args: &[String],
+    codex_config: Option<&str>,
+) -> Option<String> {
     let config: Option<toml::Table> = codex_config.and_then(|text| text.parse().ok());
     let overrides = config_overrides(extra_args);
     let active = overrides

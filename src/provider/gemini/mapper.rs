@@ -295,7 +295,7 @@ fn shared_usage(stats: Stats) -> Usage {
 }
 
 /// The HTTP status a Gemini CLI exit code stands for, if it stands for one.
-pub fn http_status_from_exit_code(exit_code: Option<i32>) -> Option<u16> {
+pub(crate) fn http_status_from_exit_code(exit_code: Option<i32>) -> Option<u16> {
     exit_code
         .filter(|code| HTTP_EXIT_CODES.contains(code))
         .and_then(|code| u16::try_from(code + 256).ok())

@@ -23,7 +23,7 @@ use crate::process::SpawnSpec;
 use crate::provider::{AttemptRequest, Backend, Mapper, SessionRef};
 
 /// Keeps Gemini CLI in one process, so that signals reach the process doing the work.
-pub const NO_RELAUNCH_VAR: &str = "GEMINI_CLI_NO_RELAUNCH";
+pub(crate) const NO_RELAUNCH_VAR: &str = "GEMINI_CLI_NO_RELAUNCH";
 
 pub struct GeminiBackend {
     settings: ProviderSettings,
@@ -64,7 +64,7 @@ impl Backend for GeminiBackend {
 }
 
 /// The argument vector after the program name.
-pub fn gemini_args(settings: &ProviderSettings, request: &AttemptRequest) -> Vec<String> {
+pub(crate) fn gemini_args(settings: &ProviderSettings, request: &AttemptRequest) -> Vec<String> {
     let mut args: Vec<String> = vec!["--output-format".into(), "stream-json".into()];
     if let Some(model) = &settings.model {
         args.push("-m".into());

@@ -8,7 +8,8 @@
 //! A delta that repeats the start of the current response is held back as a possible replay
 //! (the current pass), and every following delta is added to that pass, which is compared as a
 //! snapshot with what was shown ([`SnapshotReconciler`]). A pass counts as a retry once it has
-//! repeated the shown text for at least [`MIN_REPLAY_DELTAS`] deltas:
+//! repeated at least [`MIN_REPLAY_DELTAS`] deltas of the shown text (as sent, or as shown: a
+//! retry may chunk the same text differently):
 //! - it catches up with the shown text: a replay; nothing is shown again, a `warning` notice
 //!   says the CLI retried, and text beyond the shown part is shown as new;
 //! - it contradicts the shown text: the retry wrote a different answer; an `agent_retry`
@@ -36,6 +37,9 @@ pub(crate) const MIN_REPLAY_DELTAS: usize = 2;
 pub(crate) struct ReplayGuard {
     /// The current response's text as shown.
     shown: SnapshotReconciler,
+    /// Where each delta shown in the current response ends (byte offsets into it), so that a
+    /// retry re-chunked into fewer, longer deltas is still weighed by what it repeats.
+    delta_ends: Vec<usize>,
     /// A suspected replay: the current pass, not shown yet.
     held: Option<HeldPass>,
     /// Retries detected in this run, for the notices.
@@ -65,7 +69,8 @@ impl ReplayGuard {
         match self.shown.observe(&pass.text) {
             SnapshotDelta::Unchanged => {
                 pass.matching_deltas += 1;
-                if pass.text.len() == shown_len && pass.matching_deltas >= MIN_REPLAY_DELTAS {
+                let caught_up = pass.text.len() == shown_len;
+                if caught_up && self.is_replay(&pass, shown_len) {
                     self.confirm_replay(out);
                 } else {
                     self.held = Some(pass);
@@ -73,15 +78,17 @@ impl ReplayGuard {
             }
             SnapshotDelta::Append(beyond) => {
                 // The pass repeated everything shown and goes on; `observe` took it as shown.
-                let repeated = pass.matching_deltas + usize::from(held_len < shown_len);
-                if repeated >= MIN_REPLAY_DELTAS {
-                    let beyond = beyond.to_owned();
+                let beyond = beyond.to_owned();
+                pass.matching_deltas += usize::from(held_len < shown_len);
+                if self.is_replay(&pass, shown_len) {
                     self.confirm_replay(out);
+                    self.delta_ends.push(self.shown.shown().len());
                     out.push(AgentMessage::Assistant { delta: beyond });
                 } else {
                     let mut shown = pass.text[..shown_len].to_owned();
                     shown.push_str(&pass.text);
                     self.shown.replace(&shown);
+                    self.delta_ends.push(shown.len());
                     out.push(AgentMessage::Assistant { delta: pass.text });
                 }
             }
@@ -92,7 +99,7 @@ impl ReplayGuard {
                     // or ordinary text.
                     self.settle(pass, out);
                     self.push_fresh(delta, out);
-                } else if pass.matching_deltas >= MIN_REPLAY_DELTAS {
+                } else if self.is_replay(&pass, held_len) {
                     pass.text.push_str(delta);
                     self.retries += 1;
                     out.push(AgentMessage::notice(
@@ -104,6 +111,7 @@ impl ReplayGuard {
                         ),
                     ));
                     self.shown.replace(&pass.text);
+                    self.delta_ends = vec![pass.text.len()];
                     out.push(AgentMessage::Assistant { delta: pass.text });
                 } else {
                     pass.text.push_str(delta);
@@ -120,24 +128,48 @@ impl ReplayGuard {
             self.settle(pass, out);
         }
         self.shown.reset();
+        self.delta_ends.clear();
+    }
+
+    /// A pass counts as a retry once it repeated [`MIN_REPLAY_DELTAS`] deltas, counted as
+    /// it arrived or as the shown deltas its first `repeated_len` bytes cover.
+    fn is_replay(&self, pass: &HeldPass, repeated_len: usize) -> bool {
+        let covered = self
+            .delta_ends
+            .iter()
+            .take_while(|end| **end <= repeated_len)
+            .count();
+        pass.matching_deltas.max(covered) >= MIN_REPLAY_DELTAS
     }
 
     /// A held pass that will not grow: a replay cut short if it repeated enough, else text.
     fn settle(&mut self, pass: HeldPass, out: &mut Vec<AgentMessage>) {
-        if pass.matching_deltas >= MIN_REPLAY_DELTAS {
+        if self.is_replay(&pass, pass.text.len()) {
             self.confirm_replay(out);
         } else {
             self.show(pass.text, out);
         }
     }
 
-    /// A delta with no pass held: held if it repeats the response's start, else shown.
+    /// A delta with no pass held: held if it repeats the response's start, a replay at once if
+    /// it repeats the whole response in one piece and goes on, else shown.
     fn push_fresh(&mut self, delta: &str, out: &mut Vec<AgentMessage>) {
-        if !self.shown.shown().is_empty() && self.shown.shown().starts_with(delta) {
+        let shown = self.shown.shown();
+        if !shown.is_empty() && shown.starts_with(delta) {
             self.held = Some(HeldPass {
                 text: delta.to_owned(),
                 matching_deltas: 1,
             });
+            return;
+        }
+        let whole_response = HeldPass {
+            text: String::new(),
+            matching_deltas: 1,
+        };
+        let shown_len = shown.len();
+        if shown_len > 0 && delta.starts_with(shown) && self.is_replay(&whole_response, shown_len) {
+            self.confirm_replay(out);
+            self.show(delta[shown_len..].to_owned(), out);
         } else {
             self.show(delta.to_owned(), out);
         }
@@ -146,6 +178,7 @@ impl ReplayGuard {
     fn show(&mut self, text: String, out: &mut Vec<AgentMessage>) {
         if !text.is_empty() {
             self.shown.push_delta(&text);
+            self.delta_ends.push(self.shown.shown().len());
             out.push(AgentMessage::Assistant { delta: text });
         }
     }
@@ -200,6 +233,22 @@ mod tests {
         let (text, notices) = run(&deltas);
         assert_eq!(text, "Partial answer before drop");
         assert_eq!(notices, ["warning", "warning", "warning"]);
+    }
+
+    #[test]
+    fn a_replay_chunked_differently_is_still_shown_once() {
+        let first = ["Partial", " answer", " before", " drop"];
+        for retry in [
+            &["Partial answer before drop", " and more"][..],
+            &["Partial answer before drop and more"],
+            &["Partial ans", "wer before drop", " and more"],
+            &["Partial answer", " before drop and more"],
+        ] {
+            let deltas: Vec<&str> = first.iter().chain(retry).copied().collect();
+            let (text, notices) = run(&deltas);
+            assert_eq!(text, "Partial answer before drop and more", "{retry:?}");
+            assert_eq!(notices, ["warning"], "{retry:?}");
+        }
     }
 
     #[test]
