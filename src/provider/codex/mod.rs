@@ -1,10 +1,25 @@
-//! Codex backend. (Being built: see the backend issue.)
+//! Codex backend: `codex exec --json --skip-git-repo-check [-C DIR] … PROMPT`, stdin closed.
+//!
+//! Codex waits for stdin EOF before it starts, so stdin is `/dev/null`; it stops promptly on
+//! SIGINT to its process group (exit 1, nothing more printed). Later turns run
+//! `codex exec … resume <thread id> PROMPT` (or `resume --last`).
+//!
+//! Codex retries by itself at two layers (per request, then per stream: up to 30 requests for
+//! one HTTP 500). agentty's orchestrator is the only place that should retry, so both layers
+//! are turned off with `-c model_providers.<id>.request_max_retries=0` and
+//! `…stream_max_retries=0`, for the provider the run will use. Codex refuses any override of a
+//! built-in provider (`openai`, `ollama`, `lmstudio`: "Built-in providers cannot be
+//! overridden", and the whole config fails to load), and offers no other switch for them, so
+//! the flags are only passed for a provider defined in the user's Codex config (or in the
+//! configured extra arguments); with a built-in provider Codex keeps its own retries.
 
 pub mod mapper;
 
+use std::path::PathBuf;
+
 use crate::config::ProviderSettings;
 use crate::process::SpawnSpec;
-use crate::provider::{AttemptRequest, Backend, Mapper};
+use crate::provider::{AttemptRequest, Backend, Mapper, SessionRef};
 
 pub struct CodexBackend {
     settings: ProviderSettings,
@@ -13,6 +28,19 @@ pub struct CodexBackend {
 impl CodexBackend {
     pub fn new(settings: ProviderSettings) -> Self {
         Self { settings }
+    }
+
+    /// The Codex config file this run will read: `$CODEX_HOME/config.toml` (the configured
+    /// environment first), else `~/.codex/config.toml`.
+    fn codex_config_path(&self) -> Option<PathBuf> {
+        let codex_home = self
+            .settings
+            .env
+            .get("CODEX_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("CODEX_HOME").map(PathBuf::from))
+            .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".codex")))?;
+        Some(codex_home.join("config.toml"))
     }
 }
 
@@ -27,12 +55,228 @@ impl Backend for CodexBackend {
             .command
             .clone()
             .unwrap_or_else(|| "codex".into());
-        SpawnSpec::new(program)
-            .args(self.settings.args.iter())
-            .arg(&request.prompt)
+        let config_text = self
+            .codex_config_path()
+            .and_then(|path| std::fs::read_to_string(path).ok());
+        let mut spec = SpawnSpec::new(program).args(exec_args(
+            &self.settings,
+            request,
+            config_text.as_deref(),
+        ));
+        for (key, value) in &self.settings.env {
+            spec = spec.env(key, value);
+        }
+        spec.cwd = request.cwd.clone();
+        spec
     }
 
-    fn mapper(&self, _request: &AttemptRequest) -> Box<dyn Mapper> {
-        Box::new(mapper::CodexMapper)
+    fn mapper(&self, request: &AttemptRequest) -> Box<dyn Mapper> {
+        Box::new(mapper::CodexMapper::new(request.session != SessionRef::New))
+    }
+}
+
+/// The argument vector after the program name. `codex_config` is the text of the Codex config
+/// file, if there is one (it tells which model provider is active).
+pub(crate) fn exec_args(
+    settings: &ProviderSettings,
+    request: &AttemptRequest,
+    codex_config: Option<&str>,
+) -> Vec<String> {
+    let mut args: Vec<String> = ["exec", "--json", "--skip-git-repo-check"]
+        .map(String::from)
+        .into();
+    if let Some(cwd) = &request.cwd {
+        args.push("-C".into());
+        args.push(cwd.to_string_lossy().into_owned());
+    }
+    if let Some(model) = &settings.model {
+        args.push("-m".into());
+        args.push(model.clone());
+    }
+    if let Some(provider) = custom_model_provider(&settings.args, codex_config) {
+        // Before the configured arguments, so that a user's own retry setting wins.
+        for key in ["request_max_retries", "stream_max_retries"] {
+            args.push("-c".into());
+            args.push(format!("model_providers.{provider}.{key}=0"));
+        }
+    }
+    args.extend(settings.args.iter().cloned());
+    match &request.session {
+        SessionRef::New => {}
+        SessionRef::ContinueLatest => args.extend(["resume".into(), "--last".into()]),
+        SessionRef::Resume(id) => args.extend(["resume".into(), id.clone()]),
+    }
+    // `--` keeps a prompt that starts with `-` from being read as an option.
+    args.push("--".into());
+    args.push(request.prompt.clone());
+    args
+}
+
+/// The id of the model provider a run will use, when it is one the user defined (and so one
+/// whose retry settings may be overridden); `None` for a built-in provider.
+///
+/// The active id comes from `-c model_provider=…` in the extra arguments, else from the
+/// config's top-level `model_provider`; without either Codex uses the built-in `openai`. A
+/// provider counts as user-defined when the config has a `[model_providers.<id>]` table or
+/// the extra arguments set one of its keys. (Profiles are not followed.)
+pub(crate) fn custom_model_provider(
+    extra_args: &[String],
+    codex_config: Option<&str>,
+) -> Option<String> {
+    let config: Option<toml::Table> = codex_config.and_then(|text| text.parse().ok());
+    let overrides = config_overrides(extra_args);
+    let active = overrides
+        .iter()
+        .rev()
+        .find_map(|(key, value)| (*key == "model_provider").then(|| toml_string(value)))
+        .or_else(|| {
+            config
+                .as_ref()?
+                .get("model_provider")?
+                .as_str()
+                .map(str::to_owned)
+        })?;
+    let defined_in_config = config
+        .as_ref()
+        .and_then(|config| config.get("model_providers")?.as_table()?.get(&active))
+        .is_some();
+    let prefix = format!("model_providers.{active}.");
+    let defined_in_args = overrides.iter().any(|(key, _)| key.starts_with(&prefix));
+    (defined_in_config || defined_in_args).then_some(active)
+}
+
+/// The `key=value` pairs of `-c`/`--config` options in `args`.
+fn config_overrides(args: &[String]) -> Vec<(&str, &str)> {
+    let mut pairs = Vec::new();
+    let mut iter = args.iter();
+    while let Some(arg) = iter.next() {
+        let assignment = match arg.as_str() {
+            "-c" | "--config" => iter.next().map(String::as_str),
+            other => other
+                .strip_prefix("--config=")
+                .or_else(|| other.strip_prefix("-c").filter(|rest| !rest.is_empty())),
+        };
+        if let Some((key, value)) = assignment.and_then(|text| text.split_once('=')) {
+            pairs.push((key.trim(), value.trim()));
+        }
+    }
+    pairs
+}
+
+/// A `-c` value is TOML when it parses as TOML, else a literal string (Codex's own rule).
+fn toml_string(value: &str) -> String {
+    format!("v = {value}")
+        .parse::<toml::Table>()
+        .ok()
+        .and_then(|table| table.get("v")?.as_str().map(str::to_owned))
+        .unwrap_or_else(|| value.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FAKE_CONFIG: &str = r#"
+model = "fake-model"
+model_provider = "fake"
+[model_providers.fake]
+name = "Fake local"
+base_url = "http://127.0.0.1:9/v1"
+"#;
+
+    fn args_of(
+        settings: &ProviderSettings,
+        request: &AttemptRequest,
+        config: Option<&str>,
+    ) -> String {
+        exec_args(settings, request, config).join(" ")
+    }
+
+    #[test]
+    fn a_new_turn_runs_exec_json_with_the_prompt_last() {
+        let request = AttemptRequest {
+            prompt: "-say hello".into(),
+            cwd: Some("/work/dir".into()),
+            ..AttemptRequest::default()
+        };
+        let settings = ProviderSettings {
+            model: Some("gpt-x".into()),
+            args: vec!["--dangerously-bypass-approvals-and-sandbox".into()],
+            ..ProviderSettings::default()
+        };
+        assert_eq!(
+            args_of(&settings, &request, None),
+            "exec --json --skip-git-repo-check -C /work/dir -m gpt-x \
+             --dangerously-bypass-approvals-and-sandbox -- -say hello"
+        );
+    }
+
+    #[test]
+    fn later_turns_resume_the_thread() {
+        let settings = ProviderSettings::default();
+        let resume = AttemptRequest {
+            prompt: "again".into(),
+            session: SessionRef::Resume("01a2".into()),
+            ..AttemptRequest::default()
+        };
+        assert_eq!(
+            args_of(&settings, &resume, None),
+            "exec --json --skip-git-repo-check resume 01a2 -- again"
+        );
+        let latest = AttemptRequest {
+            prompt: "again".into(),
+            session: SessionRef::ContinueLatest,
+            ..AttemptRequest::default()
+        };
+        assert_eq!(
+            args_of(&settings, &latest, None),
+            "exec --json --skip-git-repo-check resume --last -- again"
+        );
+    }
+
+    #[test]
+    fn retries_are_turned_off_for_a_user_defined_provider_only() {
+        let settings = ProviderSettings::default();
+        let request = AttemptRequest {
+            prompt: "hi".into(),
+            ..AttemptRequest::default()
+        };
+        assert_eq!(
+            args_of(&settings, &request, Some(FAKE_CONFIG)),
+            "exec --json --skip-git-repo-check \
+             -c model_providers.fake.request_max_retries=0 \
+             -c model_providers.fake.stream_max_retries=0 -- hi"
+        );
+        // The built-in provider (no model_provider key) cannot be overridden.
+        assert_eq!(
+            args_of(&settings, &request, Some("model = \"o3\"\n")),
+            "exec --json --skip-git-repo-check -- hi"
+        );
+        assert_eq!(
+            args_of(&settings, &request, None),
+            "exec --json --skip-git-repo-check -- hi"
+        );
+    }
+
+    #[test]
+    fn the_active_provider_follows_the_extra_arguments() {
+        // Switched to a built-in provider on the command line: no override.
+        let to_builtin = vec!["-c".to_owned(), "model_provider=\"openai\"".to_owned()];
+        assert_eq!(custom_model_provider(&to_builtin, Some(FAKE_CONFIG)), None);
+        // Defined entirely on the command line.
+        let defined = vec![
+            "--config=model_provider=local".to_owned(),
+            "-c".to_owned(),
+            "model_providers.local.name=\"Local\"".to_owned(),
+        ];
+        assert_eq!(
+            custom_model_provider(&defined, None).as_deref(),
+            Some("local")
+        );
+        // Selected but defined nowhere: Codex would reject an override, so none is added.
+        let undefined = vec!["-c".to_owned(), "model_provider=ghost".to_owned()];
+        assert_eq!(custom_model_provider(&undefined, Some(FAKE_CONFIG)), None);
+        // A broken config file is no reason to fail.
+        assert_eq!(custom_model_provider(&[], Some("model_provider = ")), None);
     }
 }

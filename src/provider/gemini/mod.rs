@@ -1,10 +1,29 @@
-//! Gemini backend. (Being built: see the backend issue.)
+//! Gemini CLI backend: `gemini --output-format stream-json [-m MODEL] [--resume ID] [extra
+//! args] --prompt=PROMPT`, stdin closed, `GEMINI_CLI_NO_RELAUNCH=true`.
+//!
+//! - The prompt is passed as `--prompt=…` (the same as `-p …`): `-p` followed by a prompt that
+//!   starts with `-` is rejected by the CLI's argument parser ("Not enough arguments").
+//! - Without `GEMINI_CLI_NO_RELAUNCH` the CLI re-spawns itself as a second Node process whose
+//!   launcher ignores SIGINT; with it, SIGINT to the process group ends the run at once
+//!   (exit 0 and no `result` line, which the mapper reads as unfinished).
+//! - Tools and trust are the user's choice, through the configured extra arguments and
+//!   environment: headless runs offer the shell tool only with `--yolo`, and an untrusted
+//!   folder needs `--skip-trust` or `GEMINI_CLI_TRUST_WORKSPACE=true` (else exit 55).
+//! - Gemini CLI retries HTTP 5xx/429 by itself (10 attempts, about 4 minutes), visible only on
+//!   stderr; the mapper turns each retry into a notice. `general.maxAttempts` in the user's
+//!   Gemini settings bounds it; there is no command-line switch.
+//! - stream-json has no thinking: Gemini CLI drops `thought` parts from it (its ACP mode
+//!   streams them), so this backend never produces `assistant.thought`.
 
 pub mod mapper;
+mod replay;
 
 use crate::config::ProviderSettings;
 use crate::process::SpawnSpec;
-use crate::provider::{AttemptRequest, Backend, Mapper};
+use crate::provider::{AttemptRequest, Backend, Mapper, SessionRef};
+
+/// Keeps Gemini CLI in one process, so that signals reach the process doing the work.
+pub(crate) const NO_RELAUNCH_VAR: &str = "GEMINI_CLI_NO_RELAUNCH";
 
 pub struct GeminiBackend {
     settings: ProviderSettings,
@@ -27,12 +46,117 @@ impl Backend for GeminiBackend {
             .command
             .clone()
             .unwrap_or_else(|| "gemini".into());
-        SpawnSpec::new(program)
-            .args(self.settings.args.iter())
-            .arg(&request.prompt)
+        let mut spec = SpawnSpec::new(program)
+            .args(gemini_args(&self.settings, request))
+            .env(NO_RELAUNCH_VAR, "true");
+        for (key, value) in &self.settings.env {
+            spec = spec.env(key, value);
+        }
+        spec.cwd = request.cwd.clone();
+        spec
     }
 
-    fn mapper(&self, _request: &AttemptRequest) -> Box<dyn Mapper> {
-        Box::new(mapper::GeminiMapper)
+    fn mapper(&self, request: &AttemptRequest) -> Box<dyn Mapper> {
+        Box::new(mapper::GeminiMapper::new(
+            request.session != SessionRef::New,
+        ))
+    }
+}
+
+/// The argument vector after the program name.
+pub(crate) fn gemini_args(settings: &ProviderSettings, request: &AttemptRequest) -> Vec<String> {
+    let mut args: Vec<String> = vec!["--output-format".into(), "stream-json".into()];
+    if let Some(model) = &settings.model {
+        args.push("-m".into());
+        args.push(model.clone());
+    }
+    match &request.session {
+        SessionRef::New => {}
+        SessionRef::ContinueLatest => args.extend(["--resume".into(), "latest".into()]),
+        SessionRef::Resume(id) => args.extend(["--resume".into(), id.clone()]),
+    }
+    args.extend(settings.args.iter().cloned());
+    args.push(format!("--prompt={}", request.prompt));
+    args
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_new_turn_streams_json_with_the_prompt_as_one_argument() {
+        let settings = ProviderSettings {
+            model: Some("gemini-2.5-pro".into()),
+            args: vec!["--yolo".into()],
+            ..ProviderSettings::default()
+        };
+        let request = AttemptRequest {
+            prompt: "-p looks like a flag".into(),
+            ..AttemptRequest::default()
+        };
+        assert_eq!(
+            gemini_args(&settings, &request),
+            [
+                "--output-format",
+                "stream-json",
+                "-m",
+                "gemini-2.5-pro",
+                "--yolo",
+                "--prompt=-p looks like a flag"
+            ]
+        );
+    }
+
+    #[test]
+    fn later_turns_resume_the_session() {
+        let settings = ProviderSettings::default();
+        let by_id = AttemptRequest {
+            prompt: "again".into(),
+            session: SessionRef::Resume("7d3c".into()),
+            ..AttemptRequest::default()
+        };
+        assert_eq!(
+            gemini_args(&settings, &by_id).join(" "),
+            "--output-format stream-json --resume 7d3c --prompt=again"
+        );
+        let latest = AttemptRequest {
+            session: SessionRef::ContinueLatest,
+            ..by_id
+        };
+        assert_eq!(
+            gemini_args(&settings, &latest).join(" "),
+            "--output-format stream-json --resume latest --prompt=again"
+        );
+    }
+
+    #[test]
+    fn the_cli_runs_in_one_process_with_the_configured_environment() {
+        let mut settings = ProviderSettings {
+            command: Some("/opt/gemini".into()),
+            ..ProviderSettings::default()
+        };
+        settings
+            .env
+            .insert("GEMINI_API_KEY".into(), "from-config".into());
+        let request = AttemptRequest {
+            cwd: Some("/project".into()),
+            ..AttemptRequest::default()
+        };
+        let spec = GeminiBackend::new(settings).spawn_spec(&request);
+        assert_eq!(spec.program, "/opt/gemini");
+        assert_eq!(spec.cwd.as_deref(), Some(std::path::Path::new("/project")));
+        let env: Vec<(String, String)> = spec
+            .env
+            .iter()
+            .map(|(k, v)| (k.to_string_lossy().into(), v.to_string_lossy().into()))
+            .collect();
+        assert_eq!(
+            env,
+            [
+                ("GEMINI_CLI_NO_RELAUNCH".into(), "true".into()),
+                ("GEMINI_API_KEY".into(), "from-config".into())
+            ]
+        );
     }
 }

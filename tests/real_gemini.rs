@@ -1,0 +1,360 @@
+//! The real Gemini CLI through `agentty::provider::CliProvider`, against a fake Gemini API on
+//! 127.0.0.1. Opt-in: `AGENTTY_REAL_CLI_TESTS=1`, with the CLI installed by
+//! `npm install --prefix /tmp/gemini-cli @google/gemini-cli` (or `AGENTTY_GEMINI_BIN` pointing
+//! at it); each test prints a note and passes when the switch is unset.
+
+#[path = "support/fake_codex_server.rs"]
+mod fake_codex_server;
+#[path = "support/fake_gemini_server.rs"]
+mod fake_gemini_server;
+
+use std::time::Duration;
+
+use agentty::config::ProviderSettings;
+use agentty::provider::gemini::GeminiBackend;
+use agentty::provider::{AttemptRequest, CliProvider, Provider, SessionRef, StopControl};
+use agentty::stream::AgentMessage;
+use fake_codex_server::shared::{
+    assistant_text, collect, is_alive, next_message, notices, pids_running, real_cli,
+    wait_for_process, FakeServer,
+};
+use fake_gemini_server::{GeminiScenario, STREAM_PATH};
+use serde_json::json;
+use tempfile::TempDir;
+
+const DEFAULT_BIN: &str = "/tmp/gemini-cli/node_modules/.bin/gemini";
+const RUN_LIMIT: Duration = Duration::from_secs(120);
+
+/// A throwaway HOME whose Gemini settings select API-key auth, and a provider that runs the
+/// real CLI against the fake server.
+struct GeminiRig {
+    server: FakeServer,
+    provider: CliProvider,
+    work: TempDir,
+    _home: TempDir,
+}
+
+/// `max_attempts` is Gemini CLI's own retry bound (`general.maxAttempts`; the CLI's default
+/// is 10, which takes about 4 minutes against a server that always fails).
+fn rig(
+    test: &str,
+    scenario: GeminiScenario,
+    extra_args: &[&str],
+    max_attempts: Option<u32>,
+) -> Option<GeminiRig> {
+    let bin = real_cli(test, "AGENTTY_GEMINI_BIN", DEFAULT_BIN)?;
+    let server = fake_gemini_server::start(scenario);
+    let home = TempDir::new().expect("temp dir");
+    let work = TempDir::new().expect("temp dir");
+    let mut general = json!({"enableAutoUpdate": false, "enableAutoUpdateNotification": false});
+    if let Some(max_attempts) = max_attempts {
+        general["maxAttempts"] = json!(max_attempts);
+    }
+    let settings_json = json!({
+        "general": general,
+        "privacy": {"usageStatisticsEnabled": false},
+        "telemetry": {"enabled": false},
+        "security": {"auth": {"selectedType": "gemini-api-key"}},
+    });
+    std::fs::create_dir_all(home.path().join(".gemini")).expect("create ~/.gemini");
+    std::fs::write(
+        home.path().join(".gemini/settings.json"),
+        settings_json.to_string(),
+    )
+    .expect("write settings.json");
+    let mut settings = ProviderSettings {
+        command: Some(bin),
+        args: extra_args.iter().map(|arg| arg.to_string()).collect(),
+        // A pinned model skips the model-router side call that `auto` makes before each turn.
+        model: Some("gemini-2.5-pro".into()),
+        ..ProviderSettings::default()
+    };
+    for (key, value) in [
+        ("HOME", home.path().to_string_lossy().into_owned()),
+        ("GEMINI_API_KEY", "dummy-key".to_owned()),
+        (
+            "GOOGLE_GEMINI_BASE_URL",
+            format!("http://127.0.0.1:{}", server.port),
+        ),
+        ("GEMINI_CLI_TRUST_WORKSPACE", "true".to_owned()),
+    ] {
+        settings.env.insert(key.into(), value);
+    }
+    Some(GeminiRig {
+        server,
+        provider: CliProvider::new(GeminiBackend::new(settings)),
+        work,
+        _home: home,
+    })
+}
+
+impl GeminiRig {
+    fn request(&self, prompt: &str, session: SessionRef) -> AttemptRequest {
+        AttemptRequest {
+            prompt: prompt.into(),
+            session,
+            cwd: Some(self.work.path().to_path_buf()),
+            attempt: 1,
+            scenario: None,
+        }
+    }
+
+    async fn run(&self, prompt: &str, session: SessionRef) -> Vec<AgentMessage> {
+        let mut stream = self
+            .provider
+            .execute(self.request(prompt, session), StopControl::new());
+        collect(&mut stream, RUN_LIMIT).await
+    }
+
+    fn turn_requests(&self) -> usize {
+        self.server.count(STREAM_PATH)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gemini_text_reply_completes_with_usage() {
+    let Some(rig) = rig(
+        "gemini_text_reply_completes_with_usage",
+        GeminiScenario::Text,
+        &[],
+        None,
+    ) else {
+        return;
+    };
+    let messages = rig.run("say hello", SessionRef::New).await;
+    assert!(
+        matches!(&messages[0], AgentMessage::SessionStarted { provider, session_id: Some(_) } if provider == "gemini"),
+        "{messages:#?}"
+    );
+    assert_eq!(assistant_text(&messages), fake_gemini_server::TEXT_REPLY);
+    match messages.last() {
+        Some(AgentMessage::Completed {
+            usage: Some(usage), ..
+        }) => assert!(usage.total_tokens.is_some_and(|total| total > 0)),
+        other => panic!("not completed with usage: {other:?}"),
+    }
+    assert_eq!(rig.turn_requests(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gemini_reasoning_run_shows_the_answer_and_no_thought() {
+    let Some(rig) = rig(
+        "gemini_reasoning_run_shows_the_answer_and_no_thought",
+        GeminiScenario::Reasoning,
+        &[],
+        None,
+    ) else {
+        return;
+    };
+    let messages = rig.run("think then say hello", SessionRef::New).await;
+    assert_eq!(
+        assistant_text(&messages),
+        fake_gemini_server::REASONING_REPLY
+    );
+    // stream-json drops thinking: nothing of it may leak into the text or appear as a thought.
+    assert!(!messages
+        .iter()
+        .any(|m| matches!(m, AgentMessage::Thought { .. })));
+    assert!(matches!(
+        messages.last(),
+        Some(AgentMessage::Completed { .. })
+    ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gemini_shell_tool_call_runs_and_completes() {
+    let Some(rig) = rig(
+        "gemini_shell_tool_call_runs_and_completes",
+        GeminiScenario::Tool("echo hi".into()),
+        &["--yolo"],
+        None,
+    ) else {
+        return;
+    };
+    let messages = rig.run("run echo hi", SessionRef::New).await;
+    let call_id = messages
+        .iter()
+        .find_map(|m| match m {
+            AgentMessage::ToolCall { id, name, input } if name == "run_shell_command" => {
+                assert_eq!(input["command"], "echo hi");
+                Some(id.clone())
+            }
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no shell tool call: {messages:#?}"));
+    assert!(
+        messages.iter().any(|m| matches!(m, AgentMessage::ToolCompleted { id, output } if *id == call_id && output.contains("hi"))),
+        "{messages:#?}"
+    );
+    assert_eq!(
+        assistant_text(&messages),
+        format!(
+            "{}{}",
+            fake_gemini_server::TOOL_PREAMBLE,
+            fake_gemini_server::TOOL_REPLY
+        )
+    );
+    assert!(matches!(
+        messages.last(),
+        Some(AgentMessage::Completed { .. })
+    ));
+    assert_eq!(rig.turn_requests(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gemini_http_500_shows_each_silent_retry_and_fails_with_the_status() {
+    let Some(rig) = rig(
+        "gemini_http_500_shows_each_silent_retry_and_fails_with_the_status",
+        GeminiScenario::Http500,
+        &[],
+        Some(2),
+    ) else {
+        return;
+    };
+    let messages = rig.run("say hello", SessionRef::New).await;
+    match messages.last() {
+        Some(AgentMessage::Failed(failure)) => {
+            assert_eq!(failure.reason, "agent_error");
+            assert_eq!(failure.http_status, Some(500), "{failure:#?}");
+            assert_eq!(failure.exit_code, Some(244));
+        }
+        other => panic!("not failed: {other:?}"),
+    }
+    // Gemini CLI cannot be told on its command line not to retry: with two attempts allowed,
+    // there are two requests and the one retry between them is shown.
+    assert_eq!(rig.turn_requests(), 2);
+    assert_eq!(notices(&messages, "agent_retry"), 1, "{messages:#?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gemini_text_re_sent_after_a_dropped_stream_is_shown_once() {
+    let Some(rig) = rig(
+        "gemini_text_re_sent_after_a_dropped_stream_is_shown_once",
+        GeminiScenario::Drop,
+        &[],
+        Some(3),
+    ) else {
+        return;
+    };
+    let messages = rig.run("say hello", SessionRef::New).await;
+    assert_eq!(rig.turn_requests(), 3);
+    assert_eq!(
+        assistant_text(&messages),
+        fake_gemini_server::DROPPED_PARTIAL
+    );
+    assert_eq!(notices(&messages, "warning"), 2, "{messages:#?}");
+    assert!(
+        matches!(messages.last(), Some(AgentMessage::Failed(_))),
+        "{messages:#?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gemini_stop_during_a_sleep_tool_leaves_no_process() {
+    let sleep_arg = format!("4{}.{}", std::process::id() % 10, std::process::id() % 89);
+    let Some(rig) = rig(
+        "gemini_stop_during_a_sleep_tool_leaves_no_process",
+        GeminiScenario::Tool(format!("sleep {sleep_arg}; echo done")),
+        &["--yolo"],
+        None,
+    ) else {
+        return;
+    };
+    let prompt = format!("sleep-for-the-stop-test-{}", std::process::id());
+    let stop = StopControl::new();
+    let mut stream = rig
+        .provider
+        .execute(rig.request(&prompt, SessionRef::New), stop.clone());
+    let mut messages = Vec::new();
+    while !messages
+        .iter()
+        .any(|m| matches!(m, AgentMessage::ToolCall { .. }))
+    {
+        match next_message(&mut stream, RUN_LIMIT).await {
+            Some(message) => messages.push(message),
+            None => panic!("no tool call before the end: {messages:#?}"),
+        }
+    }
+    let sleepers = wait_for_process(&format!("sleep {sleep_arg}"), Duration::from_secs(20)).await;
+    assert!(!sleepers.is_empty(), "the sleep tool never started");
+    let agent = pids_running(&prompt);
+    assert!(!agent.is_empty(), "the gemini process was not found");
+
+    stop.stop();
+    messages.extend(collect(&mut stream, Duration::from_secs(15)).await);
+    match messages.last() {
+        Some(AgentMessage::Cancelled {
+            stop_stage,
+            elapsed_ms,
+        }) => {
+            // Which stage ended it depends on the machine's load (a busy machine can keep the
+            // CLI's own shutdown past the 2 s grace); that the stop ends it is what counts.
+            eprintln!(
+                "gemini stopped at stage {} after {elapsed_ms} ms",
+                stop_stage.as_str()
+            );
+            assert!(*elapsed_ms < 2_000 + 5_000 + 1_000, "{messages:#?}");
+        }
+        other => panic!("not cancelled: {other:?}"),
+    }
+    assert!(
+        messages
+            .iter()
+            .any(|m| matches!(m, AgentMessage::ToolFailed { .. })),
+        "the tool call was left open: {messages:#?}"
+    );
+    // The shell tool runs in its own process group, which Gemini CLI leaves behind.
+    let survivors: Vec<i32> = sleepers
+        .iter()
+        .chain(&agent)
+        .copied()
+        .filter(|pid| is_alive(*pid))
+        .collect();
+    assert!(
+        survivors.is_empty(),
+        "still running after the stop: {survivors:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gemini_later_turn_resumes_the_session() {
+    let Some(rig) = rig(
+        "gemini_later_turn_resumes_the_session",
+        GeminiScenario::Text,
+        &[],
+        None,
+    ) else {
+        return;
+    };
+    let first = rig.run("first prompt: remember 42", SessionRef::New).await;
+    let Some(AgentMessage::SessionStarted {
+        session_id: Some(session_id),
+        ..
+    }) = first.first()
+    else {
+        panic!("no session id: {first:#?}");
+    };
+    let second = rig
+        .run("second prompt", SessionRef::Resume(session_id.clone()))
+        .await;
+    assert_eq!(
+        second.first(),
+        Some(&AgentMessage::SessionResumed {
+            provider: "gemini".into(),
+            session_id: session_id.clone()
+        })
+    );
+    assert!(matches!(
+        second.last(),
+        Some(AgentMessage::Completed { .. })
+    ));
+    let resumed_body = rig
+        .server
+        .requests()
+        .iter()
+        .rev()
+        .find(|request| request.path.contains(STREAM_PATH))
+        .map(|request| String::from_utf8_lossy(&request.body).into_owned())
+        .unwrap_or_default();
+    assert!(resumed_body.contains("remember 42"));
+}

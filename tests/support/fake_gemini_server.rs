@@ -1,0 +1,191 @@
+//! A fake Gemini API (`v1beta`) on 127.0.0.1 for running the real Gemini CLI in tests, after
+//! `protocols/gemini/fake_gemini_server.py`: `…:streamGenerateContent?alt=sse` answered per
+//! scenario, side calls (`…:generateContent`, which ask for JSON by schema) answered with a
+//! value filled from the schema, `…:countTokens` with a count. Built on the HTTP plumbing in
+//! `fake_codex_server::shared`.
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+
+use crate::fake_codex_server::shared::{Exchange, FakeServer, Request};
+
+/// What the fake Gemini API streams for the main turn.
+#[derive(Debug, Clone)]
+pub enum GeminiScenario {
+    Text,
+    /// Thought parts, then text (stream-json drops the thoughts).
+    Reasoning,
+    /// First a `run_shell_command` call with this command, then (once the function response
+    /// comes back) text.
+    Tool(String),
+    /// Every streamed request: HTTP 500.
+    Http500,
+    /// A few text parts, then the connection is cut, on every request.
+    Drop,
+}
+
+pub const TEXT_REPLY: &str = "Hello from the fake Gemini.";
+pub const REASONING_REPLY: &str = "After thinking: hello!";
+pub const TOOL_PREAMBLE: &str = "I'll run it.";
+pub const TOOL_REPLY: &str = "The command printed hi.";
+pub const DROPPED_PARTIAL: &str = "Partial answer before drop";
+
+/// The path part of streamed turn requests.
+pub const STREAM_PATH: &str = ":streamGenerateContent";
+
+pub fn start(scenario: GeminiScenario) -> FakeServer {
+    FakeServer::start(move |request, _index, exchange| {
+        if request.path.contains(":countTokens") {
+            exchange.json(200, &json!({"totalTokens": 10}));
+        } else if request.path.contains(":generateContent") {
+            side_call(request, exchange);
+        } else if !request.path.contains(STREAM_PATH) {
+            exchange.json(
+                404,
+                &json!({"error": {"code": 404, "message": "unknown path (fake)", "status": "NOT_FOUND"}}),
+            );
+        } else if let GeminiScenario::Http500 = scenario {
+            exchange.json(
+                500,
+                &json!({"error": {"code": 500, "message": "fake internal error", "status": "INTERNAL"}}),
+            );
+        } else {
+            exchange.start_events();
+            // A write error means the CLI went away (stopped): nothing more to send.
+            let _ = stream(&scenario, request, exchange);
+        }
+    })
+}
+
+fn stream(
+    scenario: &GeminiScenario,
+    request: &Request,
+    exchange: &mut Exchange,
+) -> std::io::Result<()> {
+    match scenario {
+        GeminiScenario::Text => text_parts(
+            exchange,
+            &["Hello", " from", " the", " fake", " Gemini", "."],
+        ),
+        GeminiScenario::Reasoning => {
+            for thought in ["**Thinking about greeting**\n\n", "I should", " say hello."] {
+                exchange.event(
+                    None,
+                    &chunk(json!([{"text": thought, "thought": true}]), None),
+                )?;
+            }
+            text_parts(exchange, &["After", " thinking:", " hello", "!"])
+        }
+        GeminiScenario::Tool(command) if !has_function_response(request) => {
+            exchange.event(None, &chunk(json!([{"text": TOOL_PREAMBLE}]), None))?;
+            exchange.event(
+                None,
+                &chunk(
+                    json!([{"functionCall": {"name": "run_shell_command",
+                                             "args": {"command": command, "description": "run it"}}}]),
+                    Some("STOP"),
+                ),
+            )
+        }
+        GeminiScenario::Tool(_) => {
+            text_parts(exchange, &["The", " command", " printed", " hi", "."])
+        }
+        GeminiScenario::Drop => {
+            for part in ["Partial", " answer", " before", " drop"] {
+                exchange.event(None, &chunk(json!([{ "text": part }]), None))?;
+                std::thread::sleep(Duration::from_millis(30));
+            }
+            Err(std::io::Error::other("connection cut by the scenario"))
+        }
+        GeminiScenario::Http500 => Ok(()),
+    }
+}
+
+fn text_parts(exchange: &mut Exchange, parts: &[&str]) -> std::io::Result<()> {
+    for (index, part) in parts.iter().enumerate() {
+        let last = index + 1 == parts.len();
+        exchange.event(
+            None,
+            &chunk(json!([{ "text": part }]), last.then_some("STOP")),
+        )?;
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    Ok(())
+}
+
+/// One streamed `GenerateContentResponse`; the last one carries the finish reason and usage.
+fn chunk(parts: Value, finish: Option<&str>) -> Value {
+    let mut candidate = json!({"content": {"parts": parts, "role": "model"}, "index": 0});
+    let mut response = json!({"modelVersion": "fake-gemini", "responseId": "fake-resp-1"});
+    if let Some(finish) = finish {
+        candidate["finishReason"] = json!(finish);
+        response["usageMetadata"] =
+            json!({"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15});
+    }
+    response["candidates"] = json!([candidate]);
+    response
+}
+
+fn has_function_response(request: &Request) -> bool {
+    request
+        .json()
+        .and_then(|body| {
+            body["contents"].as_array().map(|contents| {
+                contents.iter().any(|content| {
+                    content["parts"].as_array().is_some_and(|parts| {
+                        parts
+                            .iter()
+                            .any(|part| part.get("functionResponse").is_some())
+                    })
+                })
+            })
+        })
+        .unwrap_or(false)
+}
+
+/// Side calls (model router, next-speaker check, ...) ask for JSON by schema: answer with a
+/// value filled from it, else with plain text.
+fn side_call(request: &Request, exchange: &mut Exchange) {
+    let body = request.json().unwrap_or(Value::Null);
+    let config = &body["generationConfig"];
+    let schema = config
+        .get("responseJsonSchema")
+        .or_else(|| config.get("responseSchema"));
+    let text = schema.map_or_else(|| "ok".to_owned(), |schema| fill(schema, None).to_string());
+    exchange.json(200, &chunk(json!([{ "text": text }]), Some("STOP")));
+}
+
+fn fill(schema: &Value, key: Option<&str>) -> Value {
+    if let Some(choices) = schema["enum"].as_array() {
+        let user = json!("user");
+        if key == Some("next_speaker") && choices.contains(&user) {
+            return user;
+        }
+        return choices.first().cloned().unwrap_or(Value::Null);
+    }
+    match schema["type"]
+        .as_str()
+        .unwrap_or("")
+        .to_ascii_uppercase()
+        .as_str()
+    {
+        "OBJECT" => Value::Object(
+            schema["properties"]
+                .as_object()
+                .map(|properties| {
+                    properties
+                        .iter()
+                        .map(|(name, property)| (name.clone(), fill(property, Some(name))))
+                        .collect::<Map<String, Value>>()
+                })
+                .unwrap_or_default(),
+        ),
+        "ARRAY" => json!([]),
+        "INTEGER" | "NUMBER" => json!(10),
+        "BOOLEAN" => json!(false),
+        _ if key == Some("next_speaker") => json!("user"),
+        _ => json!("fake"),
+    }
+}
