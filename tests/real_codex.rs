@@ -100,6 +100,7 @@ impl CodexRig {
             cwd: Some(self.work.path().to_path_buf()),
             attempt: 1,
             scenario: None,
+            ..AttemptRequest::default()
         }
     }
 

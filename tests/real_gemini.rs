@@ -96,6 +96,7 @@ impl GeminiRig {
             cwd: Some(self.work.path().to_path_buf()),
             attempt: 1,
             scenario: None,
+            ..AttemptRequest::default()
         }
     }
 
