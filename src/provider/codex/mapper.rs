@@ -318,7 +318,7 @@ fn shared_usage(usage: TurnUsage) -> Usage {
         total_tokens: usage
             .input_tokens
             .zip(usage.output_tokens)
-            .map(|(i, o)| i + o),
+            .map(|(input, output)| input.saturating_add(output)),
         cost_usd: None,
     }
 }
