@@ -4,7 +4,7 @@
 //! `terminal.cancelled`, 2 for a usage error. SIGINT, SIGTERM or SIGHUP start the three-stage
 //! stop; the terminal line is still printed.
 
-use std::io::{BufRead, Write};
+use std::io::Write;
 
 use std::sync::Arc;
 
@@ -15,7 +15,7 @@ use crate::process::{ExitReport, Line};
 use crate::provider::runner::{AttemptMapping, EndedBy};
 use crate::provider::select::resolve_provider;
 use crate::provider::{self, AttemptRequest, SessionRef, StopControl};
-use crate::session_log::{sessions_dir, SessionLogWriter};
+use crate::session_log::{sessions_dir, LogEntry, SessionLogWriter};
 use crate::stream::AgentMessage;
 
 pub const EXIT_COMPLETED: i32 = 0;
@@ -130,33 +130,40 @@ async fn stop_on_signals(stop: StopControl) {
 
 /// Maps a saved raw agent log (one agent stdout line per line) through the provider's mapper
 /// again and prints the shared stream, ending with the terminal message a clean exit would get.
+/// An agentty session log works too: the raw lines of its last attempt are replayed, with the
+/// provider it names unless `--provider` says otherwise.
 pub fn replay(agent: AgentArgs, args: ReplayArgs) -> i32 {
-    let name = agent.provider.clone().unwrap_or_else(|| "pi".to_owned());
-    let Some(backend) = provider::build_backend(&name, &config::ProviderSettings::default()) else {
-        eprintln!("agentty: unknown provider `{name}`");
-        return EXIT_USAGE;
-    };
-    let file = match std::fs::File::open(&args.file) {
-        Ok(file) => file,
+    let text = match std::fs::read(&args.file) {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
         Err(error) => {
             eprintln!("agentty: cannot open {}: {error}", args.file.display());
             return EXIT_USAGE;
         }
     };
+    let (logged_provider, raw_lines) = match raw_lines_of_session_log(&text) {
+        Some((provider, lines)) => (Some(provider), lines),
+        None => (None, text.lines().map(str::to_owned).collect()),
+    };
+    let name = agent
+        .provider
+        .clone()
+        .or(logged_provider)
+        .unwrap_or_else(|| "pi".to_owned());
+    let Some(backend) = provider::build_backend(&name, &config::ProviderSettings::default()) else {
+        eprintln!("agentty: unknown provider `{name}`");
+        return EXIT_USAGE;
+    };
     let mut mapping = AttemptMapping::new(backend.mapper(&AttemptRequest::default()));
     let mut stdout = std::io::stdout().lock();
     let mut out = Vec::new();
-    for raw in std::io::BufReader::new(file).split(b'\n') {
-        let Ok(raw) = raw else { break };
-        let text = String::from_utf8_lossy(&raw)
-            .trim_end_matches('\r')
-            .to_owned();
+    for raw in raw_lines {
+        let text = raw.trim_end_matches('\r');
         if text.is_empty() {
             continue;
         }
         let line = Line {
             original_len: text.len(),
-            text,
+            text: text.to_owned(),
             truncated: false,
         };
         mapping.map_line(&line, &mut out);
@@ -173,4 +180,29 @@ pub fn replay(agent: AgentArgs, args: ReplayArgs) -> i32 {
         let _ = writeln!(stdout, "{}", message.to_json_line());
     }
     exit_status(&terminal)
+}
+
+/// The provider and the last attempt's raw lines, when `text` is an agentty session log.
+fn raw_lines_of_session_log(text: &str) -> Option<(String, Vec<String>)> {
+    let mut entries = text.lines().map(serde_json::from_str::<LogEntry>);
+    let Some(Ok(LogEntry::Header { provider, .. })) = entries.next() else {
+        return None;
+    };
+    let mut last_attempt = None;
+    let mut lines = Vec::new();
+    for entry in entries.flatten() {
+        if let LogEntry::Raw {
+            turn,
+            attempt,
+            line,
+        } = entry
+        {
+            if last_attempt != Some((turn, attempt)) {
+                last_attempt = Some((turn, attempt));
+                lines.clear();
+            }
+            lines.push(line);
+        }
+    }
+    Some((provider, lines))
 }

@@ -235,3 +235,32 @@ fn a_non_retryable_failure_is_not_retried_even_when_retry_is_enabled() {
         1
     );
 }
+
+#[test]
+fn replay_maps_a_session_log_again_to_the_same_stream() {
+    let state = tempfile::tempdir().unwrap();
+    let demo_state = tempfile::tempdir().unwrap();
+    let run = Command::new(env!("CARGO_BIN_EXE_agentty"))
+        .args(["run", "--provider", "demo", "--scenario", "tool", "hi"])
+        .env("AGENTTY_STATE_DIR", state.path())
+        .env("AGENTTY_DEMO_STATE_DIR", demo_state.path())
+        .env("AGENTTY_DEMO_TIME_SCALE", "0.02")
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(0));
+    let log = agentty::session_log::latest_session_log(&state.path().join("sessions")).unwrap();
+    let replayed = Command::new(env!("CARGO_BIN_EXE_agentty"))
+        .arg("replay")
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert_eq!(
+        replayed.status.code(),
+        Some(0),
+        "{}\n{}",
+        String::from_utf8_lossy(&replayed.stdout),
+        String::from_utf8_lossy(&replayed.stderr)
+    );
+    // The same mapper on the same raw lines gives the same stream.
+    assert_eq!(stream(&replayed), stream(&run));
+}
