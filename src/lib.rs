@@ -13,3 +13,5 @@ pub mod orchestrator;
 pub mod process;
 pub mod provider;
 pub mod stream;
+pub mod tui;
+pub mod view;
