@@ -409,7 +409,7 @@ impl AppState {
                 if let CellBody::Notice(notice) = body {
                     if let Some(countdown) = notice.countdown.take() {
                         notice.message = format!(
-                            "Retrying: attempt {} of {} ({})",
+                            "Retried: attempt {} of {} · {}",
                             countdown.attempt, countdown.max_attempts, countdown.reason
                         );
                     }

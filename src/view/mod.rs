@@ -111,7 +111,7 @@ fn render_queued(state: &AppState, area: Rect, buf: &mut Buffer) {
         .map(|(index, prompt)| {
             let first = prompt.lines().next().unwrap_or("");
             Line::from(vec![
-                Span::styled(format!("  ⏳ queued {}: ", index + 1), style),
+                Span::styled(format!("  ↳ queued {}: ", index + 1), style),
                 Span::raw(first.to_owned()),
             ])
         })

@@ -13,6 +13,19 @@ use crate::stream::Usage;
 
 const SHORT_SESSION: usize = 8;
 
+/// A part of the status bar; when space is short, the highest `drop_order` goes first.
+struct Segment {
+    drop_order: u8,
+    right: bool,
+    spans: Vec<Span<'static>>,
+}
+
+impl Segment {
+    fn width(&self) -> usize {
+        self.spans.iter().map(Span::width).sum()
+    }
+}
+
 pub fn render_status(state: &AppState, area: Rect, buf: &mut Buffer, now: Instant) {
     if area.height == 0 {
         return;
@@ -20,42 +33,84 @@ pub fn render_status(state: &AppState, area: Rect, buf: &mut Buffer, now: Instan
     let base = Style::default().bg(Color::DarkGray).fg(Color::White);
     buf.set_style(area, base);
 
-    let mut left = vec![Span::styled(
-        format!(" {}", state.provider),
-        base.add_modifier(Modifier::BOLD),
-    )];
+    let mut segments = vec![Segment {
+        drop_order: 1,
+        right: false,
+        spans: vec![Span::styled(
+            format!(" {}", state.provider),
+            base.add_modifier(Modifier::BOLD),
+        )],
+    }];
     if let Some(model) = &state.model {
-        left.push(Span::styled(format!(" · {model}"), base));
+        segments.push(Segment {
+            drop_order: 3,
+            right: false,
+            spans: vec![Span::styled(format!(" · {model}"), base)],
+        });
     }
     if let Some(session) = &state.session_id {
         let short: String = session.chars().take(SHORT_SESSION).collect();
-        left.push(Span::styled(format!(" · session {short}"), base));
+        segments.push(Segment {
+            drop_order: 4,
+            right: false,
+            spans: vec![Span::styled(format!(" · session {short}"), base)],
+        });
     }
-    left.push(Span::styled(" │ ", base));
-    left.extend(activity_spans(state, now, base));
-
-    let mut right = Vec::new();
+    let mut activity = vec![Span::styled(" │ ", base)];
+    activity.extend(activity_spans(state, now, base));
+    segments.push(Segment {
+        drop_order: 0,
+        right: false,
+        spans: activity,
+    });
     if let Some(usage) = &state.usage {
         let text = usage_text(usage);
         if !text.is_empty() {
-            right.push(Span::styled(format!("{text} │ "), base));
+            segments.push(Segment {
+                drop_order: 2,
+                right: true,
+                spans: vec![Span::styled(format!("{text} "), base)],
+            });
         }
     }
-    if state.quit_armed {
-        right.push(Span::styled(
-            "Ctrl+C again to quit ",
-            base.fg(Color::Yellow).add_modifier(Modifier::BOLD),
-        ));
+    segments.push(if state.quit_armed {
+        Segment {
+            drop_order: 0,
+            right: true,
+            spans: vec![Span::styled(
+                "Ctrl+C again to quit ",
+                base.fg(Color::Yellow).add_modifier(Modifier::BOLD),
+            )],
+        }
     } else {
-        right.push(Span::styled("Ctrl+K actions · F1 help ", base));
-    }
+        Segment {
+            drop_order: 5,
+            right: true,
+            spans: vec![Span::styled("│ Ctrl+K actions · F1 help ", base)],
+        }
+    });
 
-    let right_line = Line::from(right);
-    let right_width = right_line.width() as u16;
-    buf.set_line(area.x, area.y, &Line::from(left), area.width);
-    if right_width < area.width {
-        // The right side wins over the left's tail when space is short.
-        buf.set_line(area.right() - right_width, area.y, &right_line, right_width);
+    // Drop the least important parts until everything fits with a space between the sides.
+    let width = usize::from(area.width);
+    while segments.iter().map(Segment::width).sum::<usize>() + 1 > width {
+        let Some((index, _)) = segments
+            .iter()
+            .enumerate()
+            .filter(|(_, segment)| segment.drop_order > 0)
+            .max_by_key(|(_, segment)| segment.drop_order)
+        else {
+            break;
+        };
+        segments.remove(index);
+    }
+    let (right, left): (Vec<Segment>, Vec<Segment>) =
+        segments.into_iter().partition(|segment| segment.right);
+    let left = Line::from(left.into_iter().flat_map(|segment| segment.spans).collect::<Vec<_>>());
+    let right = Line::from(right.into_iter().flat_map(|segment| segment.spans).collect::<Vec<_>>());
+    let right_width = right.width() as u16;
+    buf.set_line(area.x, area.y, &left, area.width);
+    if right_width > 0 && right_width + (left.width() as u16) < area.width {
+        buf.set_line(area.right() - right_width, area.y, &right, right_width);
     }
 }
 
