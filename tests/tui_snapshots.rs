@@ -133,7 +133,9 @@ impl Chat {
 
     fn scroll(&mut self, action: ScrollAction, ms: u64) {
         let now = self.at(ms);
-        self.view.transcript.scroll(&self.state.transcript, action, now);
+        self.view
+            .transcript
+            .scroll(&self.state.transcript, action, now);
     }
 
     fn terminal(&mut self, width: u16, height: u16, ms: u64) -> Terminal<TestBackend> {
@@ -207,7 +209,10 @@ fn code_block_is_highlighted() {
         })
         .expect("the code line is on screen");
     let colours: std::collections::HashSet<_> = (0..40).map(|x| buffer[(x, row)].fg).collect();
-    assert!(colours.len() >= 3, "syntax colours on the code line: {colours:?}");
+    assert!(
+        colours.len() >= 3,
+        "syntax colours on the code line: {colours:?}"
+    );
 }
 
 fn thinking_turn(chat: &mut Chat) {
@@ -313,13 +318,7 @@ fn stopping_at_each_stage() {
         (1_010, StopProgress::Interrupting),
         (1_020, StopProgress::Waiting),
     ] {
-        chat.event(
-            ms,
-            OrchestratorEvent::StopProgress {
-                turn: 1,
-                progress,
-            },
-        );
+        chat.event(ms, OrchestratorEvent::StopProgress { turn: 1, progress });
     }
     insta::assert_snapshot!("stopping_waiting", chat.screen(60, 12, 2_420));
     // A second Esc asks again: the orchestrator skips to the kill.
@@ -500,7 +499,8 @@ fn queued_prompt() {
     insta::assert_snapshot!(chat.screen(60, 12, 500));
 }
 
-const HOSTILE: &str = "clear\x1b[2J title\x1b]0;pwned\x07 clip\x1b]52;c;aGk=\x07 csi\u{9b}31m bell\x07 cr\rover";
+const HOSTILE: &str =
+    "clear\x1b[2J title\x1b]0;pwned\x07 clip\x1b]52;c;aGk=\x07 csi\u{9b}31m bell\x07 cr\rover";
 
 #[test]
 fn escape_sequences_neutralised() {
@@ -623,7 +623,13 @@ fn scrolled_up_stays_put_and_shows_new_output_indicator() {
     let after = chat.screen(40, 10, 40);
     insta::assert_snapshot!(after);
     // The same transcript rows stay on screen (the top six rows are unchanged).
-    let top = |screen: &str| screen.lines().take(6).map(str::to_owned).collect::<Vec<_>>();
+    let top = |screen: &str| {
+        screen
+            .lines()
+            .take(6)
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
     assert_eq!(top(&before), top(&after));
     // End follows again.
     chat.scroll(ScrollAction::Bottom, 50);
@@ -654,7 +660,11 @@ fn click_toggles_one_thinking_block() {
         .lines()
         .position(|line| line.contains("Thinking"))
         .unwrap() as u16;
-    let cell = chat.view.transcript.cell_at(3, row).expect("a cell under the click");
+    let cell = chat
+        .view
+        .transcript
+        .cell_at(3, row)
+        .expect("a cell under the click");
     assert!(chat.state.toggle_cell(cell));
     assert!(chat.screen(60, 10, 300).contains("forty-two"));
 }
@@ -673,7 +683,9 @@ fn keys_drive_the_orchestrator() {
     chat.type_text("three");
     assert_eq!(
         chat.press(KeyCode::Enter),
-        vec![AppEffect::Command(Command::Submit("one\ntwo\nthree".into()))]
+        vec![AppEffect::Command(Command::Submit(
+            "one\ntwo\nthree".into()
+        ))]
     );
     // Up on an empty input recalls it.
     chat.press(KeyCode::Up);
@@ -708,7 +720,10 @@ fn another_key_disarms_the_quit() {
 fn slash_commands_run_menu_actions() {
     let mut chat = Chat::new();
     chat.type_text("/retry");
-    assert!(chat.press(KeyCode::Enter).is_empty(), "nothing to retry yet");
+    assert!(
+        chat.press(KeyCode::Enter).is_empty(),
+        "nothing to retry yet"
+    );
     failed_turn(&mut chat);
     chat.type_text("/retry");
     assert_eq!(

@@ -129,8 +129,7 @@ impl Composer {
 fn fresh_textarea() -> TextArea<'static> {
     let mut textarea = TextArea::default();
     textarea.set_cursor_line_style(Style::default());
-    textarea
-        .set_placeholder_text("Ask the agent anything · / for commands");
+    textarea.set_placeholder_text("Ask the agent anything · / for commands");
     textarea.set_placeholder_style(Style::default().add_modifier(Modifier::DIM));
     textarea
 }

@@ -357,16 +357,15 @@ impl ChatLoop {
             &format!("{name} received: stopping the agent and leaving"),
         );
         let effects = self.state.begin_quit();
-        // No terminal writes are needed for a quit, so no terminal is passed on.
+        // Leaving needs no terminal writes: only the shutdown command, or the exit itself.
         for effect in effects {
-            match effect {
-                AppEffect::Command(command) => {
-                    if self.orchestrator.commands.send(command).is_err() {
-                        self.exit = true;
-                    }
-                }
-                AppEffect::Exit => self.exit = true,
-                _ => {}
+            let keep_waiting = match effect {
+                AppEffect::Command(command) => self.orchestrator.commands.send(command).is_ok(),
+                AppEffect::Exit => false,
+                _ => true,
+            };
+            if !keep_waiting {
+                self.exit = true;
             }
         }
     }
@@ -453,9 +452,9 @@ fn retire(mut orchestrator: OrchestratorHandle) {
 
 /// Writes the retry policy into the config file.
 ///
-/// MAIN ENGINEER: replace the body with `crate::config::save_retry_policy(path, policy)` (provided
-/// by the orchestrator work; it edits the file with toml_edit, keeping the user's comments) once it
-/// is on main, mapping its error to a string.
+/// CALL SITE, to wire when the orchestrator work is on main: the body becomes
+/// `crate::config::save_retry_policy(path, policy).map_err(|error| error.to_string())`
+/// (it edits the file with toml_edit, keeping the user's comments and other keys).
 fn persist_retry_policy(path: &Path, policy: &RetryPolicy) -> Result<(), String> {
     let _ = policy;
     Err(format!(

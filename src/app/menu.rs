@@ -207,6 +207,8 @@ impl SettingsDraft {
             }
             SettingsField::RetryDelay => {
                 policy.retry_delay_ms = step_u64(policy.retry_delay_ms, up, 500, 0, 60_000);
+                // The cap may not be below the first delay (the config rejects that).
+                policy.max_delay_ms = policy.max_delay_ms.max(policy.retry_delay_ms);
             }
             SettingsField::Backoff => {
                 policy.backoff = match policy.backoff {
@@ -215,7 +217,8 @@ impl SettingsDraft {
                 };
             }
             SettingsField::MaxDelay => {
-                policy.max_delay_ms = step_u64(policy.max_delay_ms, up, 1000, 1000, 300_000);
+                policy.max_delay_ms = step_u64(policy.max_delay_ms, up, 1000, 1000, 300_000)
+                    .max(policy.retry_delay_ms);
             }
         }
     }
@@ -271,5 +274,18 @@ mod tests {
         assert_eq!(draft.field, SettingsField::Enabled);
         draft.adjust(true);
         assert!(draft.policy.enabled);
+
+        // The longest delay never drops below the first delay.
+        draft.field = SettingsField::RetryDelay;
+        for _ in 0..200 {
+            draft.adjust(true);
+        }
+        assert_eq!(draft.policy.retry_delay_ms, 60_000);
+        assert!(draft.policy.max_delay_ms >= 60_000);
+        draft.field = SettingsField::MaxDelay;
+        for _ in 0..400 {
+            draft.adjust(false);
+        }
+        assert_eq!(draft.policy.max_delay_ms, 60_000);
     }
 }

@@ -105,8 +105,17 @@ pub fn render_status(state: &AppState, area: Rect, buf: &mut Buffer, now: Instan
     }
     let (right, left): (Vec<Segment>, Vec<Segment>) =
         segments.into_iter().partition(|segment| segment.right);
-    let left = Line::from(left.into_iter().flat_map(|segment| segment.spans).collect::<Vec<_>>());
-    let right = Line::from(right.into_iter().flat_map(|segment| segment.spans).collect::<Vec<_>>());
+    let left = Line::from(
+        left.into_iter()
+            .flat_map(|segment| segment.spans)
+            .collect::<Vec<_>>(),
+    );
+    let right = Line::from(
+        right
+            .into_iter()
+            .flat_map(|segment| segment.spans)
+            .collect::<Vec<_>>(),
+    );
     let right_width = right.width() as u16;
     buf.set_line(area.x, area.y, &left, area.width);
     if right_width > 0 && right_width + (left.width() as u16) < area.width {
