@@ -418,3 +418,39 @@ fn close_the_terminal_and_expect_nothing_left(session: &Session) {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+#[test]
+#[ignore = "needs the orchestrator driver and the demo agent (land on main later)"]
+fn second_esc_kills_an_agent_that_ignores_sigint() {
+    let Some(session) = Session::start(&["--provider", "demo", "--scenario", "ignore-sigint"])
+    else {
+        return;
+    };
+    session.wait_until_ready();
+    session.prompt("try to stop me");
+    session.wait_for_text("● streaming");
+    session.keys(&["Escape"]);
+    session.wait_for_text("stopping: ");
+    session.keys(&["Escape"]);
+    session.wait_for_text("■ Stopped by the kill");
+    session.wait_for_no_agents();
+}
+
+#[test]
+#[ignore = "needs the orchestrator driver and the demo agent (land on main later)"]
+fn stopping_leaves_no_grandchild_behind() {
+    let Some(session) = Session::start(&["--provider", "demo", "--scenario", "grandchild"]) else {
+        return;
+    };
+    session.wait_until_ready();
+    session.prompt("spawn helpers");
+    session.wait_for("the grandchildren to start", |_| {
+        session
+            .agent_processes()
+            .iter()
+            .any(|(_, command)| command.contains("sleep 300"))
+    });
+    session.keys(&["Escape"]);
+    session.wait_for_text("■ Stopped");
+    session.wait_for_no_agents();
+}

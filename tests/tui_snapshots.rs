@@ -112,17 +112,16 @@ impl Chat {
         self.event(ms, OrchestratorEvent::TurnEnded { turn, outcome });
     }
 
-    fn key(&mut self, ms: u64, code: KeyCode, modifiers: KeyModifiers) -> Vec<AppEffect> {
-        let now = self.at(ms);
-        self.state.on_key(KeyEvent::new(code, modifiers), now)
+    fn key(&mut self, code: KeyCode, modifiers: KeyModifiers) -> Vec<AppEffect> {
+        self.state.on_key(KeyEvent::new(code, modifiers))
     }
 
     fn press(&mut self, code: KeyCode) -> Vec<AppEffect> {
-        self.key(0, code, KeyModifiers::NONE)
+        self.key(code, KeyModifiers::NONE)
     }
 
     fn ctrl(&mut self, ch: char) -> Vec<AppEffect> {
-        self.key(0, KeyCode::Char(ch), KeyModifiers::CONTROL)
+        self.key(KeyCode::Char(ch), KeyModifiers::CONTROL)
     }
 
     fn type_text(&mut self, text: &str) {
@@ -307,7 +306,7 @@ fn tool_failed() {
 fn stopping_at_each_stage() {
     let mut chat = Chat::new();
     hello_stream(&mut chat);
-    let effects = chat.key(1_000, KeyCode::Esc, KeyModifiers::NONE);
+    let effects = chat.key(KeyCode::Esc, KeyModifiers::NONE);
     assert_eq!(effects, vec![AppEffect::Command(Command::Stop)]);
     let status = |chat: &mut Chat, ms| {
         let screen = chat.screen(60, 12, ms);
@@ -323,7 +322,7 @@ fn stopping_at_each_stage() {
     insta::assert_snapshot!("stopping_waiting", chat.screen(60, 12, 2_420));
     // A second Esc asks again: the orchestrator skips to the kill.
     assert_eq!(
-        chat.key(2_500, KeyCode::Esc, KeyModifiers::NONE),
+        chat.key(KeyCode::Esc, KeyModifiers::NONE),
         vec![AppEffect::Command(Command::Stop)]
     );
     chat.event(
@@ -349,7 +348,7 @@ fn stopping_at_each_stage() {
 fn stopping_interrupting_status() {
     let mut chat = Chat::new();
     hello_stream(&mut chat);
-    chat.key(1_000, KeyCode::Esc, KeyModifiers::NONE);
+    chat.key(KeyCode::Esc, KeyModifiers::NONE);
     chat.event(
         1_010,
         OrchestratorEvent::StopProgress {
@@ -677,9 +676,9 @@ fn keys_drive_the_orchestrator() {
     assert!(chat.press(KeyCode::Enter).is_empty());
     // Multi-line input: Alt+Enter and Shift+Enter insert newlines.
     chat.type_text("one");
-    chat.key(0, KeyCode::Enter, KeyModifiers::ALT);
+    chat.key(KeyCode::Enter, KeyModifiers::ALT);
     chat.type_text("two");
-    chat.key(0, KeyCode::Enter, KeyModifiers::SHIFT);
+    chat.key(KeyCode::Enter, KeyModifiers::SHIFT);
     chat.type_text("three");
     assert_eq!(
         chat.press(KeyCode::Enter),
@@ -780,38 +779,92 @@ fn startup_warnings_are_shown() {
 }
 
 /// Frame cost must not grow with the transcript (the later performance issue benchmarks it in
-/// release mode; this guards the design: only visible cells are laid out).
+/// release mode; this guards the design: only visible cells are laid out and rendered).
 #[test]
 fn frame_cost_does_not_grow_with_the_transcript() {
-    fn frame_time(cells: usize) -> Duration {
+    struct Costs {
+        delta: Duration,
+        keystroke: Duration,
+        resize: Duration,
+    }
+    fn median(mut samples: Vec<Duration>) -> Duration {
+        samples.sort();
+        samples[samples.len() / 2]
+    }
+    fn measure(cells: usize) -> Costs {
         let mut chat = Chat::new();
         long_transcript(&mut chat, cells / 2);
         chat.start_turn(0, "tail");
         chat.delta(1, "streaming");
-        let mut terminal = Terminal::new(TestBackend::new(200, 60)).unwrap();
         let now = chat.at(5);
-        let mut draw = |chat: &mut Chat| {
+        let mut terminal = Terminal::new(TestBackend::new(200, 60)).unwrap();
+        let mut draw = |chat: &mut Chat, terminal: &mut Terminal<TestBackend>| {
+            let started = Instant::now();
             terminal
                 .draw(|frame| view::render(frame, &chat.state, &mut chat.view, now))
                 .unwrap();
+            started.elapsed()
         };
-        draw(&mut chat);
-        let mut samples = Vec::new();
-        for index in 0..30 {
-            chat.delta(2, &format!(" word{index}"));
-            let started = Instant::now();
-            draw(&mut chat);
-            samples.push(started.elapsed());
+        draw(&mut chat, &mut terminal);
+        let delta = median(
+            (0..30)
+                .map(|index| {
+                    let started = Instant::now();
+                    chat.delta(2, &format!(" word{index}"));
+                    started.elapsed() + draw(&mut chat, &mut terminal)
+                })
+                .collect(),
+        );
+        let keystroke = median(
+            (0..30)
+                .map(|_| {
+                    let started = Instant::now();
+                    chat.press(KeyCode::Char('x'));
+                    started.elapsed() + draw(&mut chat, &mut terminal)
+                })
+                .collect(),
+        );
+        let resize = median(
+            (0..10)
+                .map(|index| {
+                    terminal.backend_mut().resize(150 + index, 50);
+                    terminal.autoresize().unwrap();
+                    draw(&mut chat, &mut terminal)
+                })
+                .collect(),
+        );
+        Costs {
+            delta,
+            keystroke,
+            resize,
         }
-        samples.sort();
-        samples[samples.len() / 2]
     }
-    let small = frame_time(10);
-    let large = frame_time(10_000);
-    eprintln!("median frame after one delta: 10 cells {small:?}, 10,000 cells {large:?}");
-    // Generous: debug build, shared machine. Linear growth would be ~1000x.
-    assert!(
-        large < small * 3 + Duration::from_millis(2),
-        "10 cells: {small:?}, 10,000 cells: {large:?}"
+    let small = measure(10);
+    let large = measure(10_000);
+    eprintln!(
+        "median at 200x60 (debug build), 10 cells vs 10,000 cells: delta+frame {:?} vs {:?}, \
+         keystroke+frame {:?} vs {:?}, resize frame {:?} vs {:?}",
+        small.delta, large.delta, small.keystroke, large.keystroke, small.resize, large.resize
     );
+    // Generous bounds for a debug build on a shared machine; linear growth would be ~1000x.
+    let bound = |small: Duration| small * 3 + Duration::from_millis(2);
+    assert!(large.delta < bound(small.delta));
+    assert!(large.keystroke < bound(small.keystroke));
+    assert!(large.resize < bound(small.resize));
+}
+
+#[test]
+fn ctrl_c_while_quitting_leaves_at_once() {
+    let mut chat = Chat::new();
+    chat.start_turn(0, "long job");
+    chat.type_text("/quit");
+    assert_eq!(
+        chat.press(KeyCode::Enter),
+        vec![AppEffect::Command(Command::Shutdown)]
+    );
+    assert!(chat
+        .screen(60, 6, 100)
+        .contains("quitting: stopping the agent"));
+    // Impatient: the loop stops waiting (and kills whatever is left on the way out).
+    assert_eq!(chat.ctrl('c'), vec![AppEffect::Exit]);
 }

@@ -253,7 +253,7 @@ impl ChatLoop {
                     self.apply(effects, terminal);
                 }
                 Some(app_event) = self.app_inbox.recv() => self.on_app_event(app_event),
-                input_event = input.next() => match input_event {
+                input_event = input.next(), if !self.terminal_lost => match input_event {
                     Some(Ok(event)) => redraw = self.on_terminal_event(event, terminal),
                     Some(Err(error)) => self.on_terminal_lost(&error.to_string(), terminal),
                     None => self.on_terminal_lost("input closed", terminal),
@@ -293,9 +293,8 @@ impl ChatLoop {
 
     /// Handles one terminal event; returns whether the screen may have changed.
     fn on_terminal_event(&mut self, event: Event, terminal: &mut ChatTerminal) -> bool {
-        let now = Instant::now();
         let effects = match event {
-            Event::Key(key) => self.state.on_key(key, now),
+            Event::Key(key) => self.state.on_key(key),
             Event::Paste(text) => {
                 self.state.on_paste(&text);
                 Vec::new()
@@ -329,7 +328,7 @@ impl ChatLoop {
                 }
                 AppEffect::Copy(text) => self.copy_to_clipboard(&text, terminal),
                 AppEffect::SaveRetryPolicy(policy) => self.save_retry_policy(policy),
-                AppEffect::SwitchProvider(name) => self.switch_provider(&name, terminal),
+                AppEffect::SwitchProvider(name) => self.switch_provider(&name),
                 AppEffect::Exit => self.exit = true,
             }
         }
@@ -414,7 +413,7 @@ impl ChatLoop {
         });
     }
 
-    fn switch_provider(&mut self, name: &str, terminal: &mut ChatTerminal) {
+    fn switch_provider(&mut self, name: &str) {
         let policy = self.state.retry_policy.clone();
         match self.launch.orchestrator(name, policy, SessionRef::New) {
             Ok(replacement) => {
@@ -424,10 +423,7 @@ impl ChatLoop {
                 self.state.orchestrator_alive = true;
                 self.state.model = None;
             }
-            Err(error) => {
-                self.state.show_notice(NoticeLevel::Error, &error);
-                let _ = terminal;
-            }
+            Err(error) => self.state.show_notice(NoticeLevel::Error, &error),
         }
     }
 }

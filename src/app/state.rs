@@ -726,17 +726,17 @@ impl AppState {
 
     // ----- keys -----
 
-    pub fn on_key(&mut self, key: KeyEvent, now: Instant) -> Vec<AppEffect> {
+    pub fn on_key(&mut self, key: KeyEvent) -> Vec<AppEffect> {
         if key.kind == KeyEventKind::Release {
             return Vec::new();
         }
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         if ctrl && key.code == KeyCode::Char('c') {
-            return self.on_ctrl_c(now);
+            return self.on_ctrl_c();
         }
         self.quit_armed = false;
         if self.overlay.is_some() {
-            return self.on_overlay_key(key, now);
+            return self.on_overlay_key(key);
         }
         let alt = key.modifiers.contains(KeyModifiers::ALT);
         let shift = key.modifiers.contains(KeyModifiers::SHIFT);
@@ -744,8 +744,8 @@ impl AppState {
             KeyCode::Char('k') if ctrl => self.open_overlay(Overlay::Menu { selected: 0 }),
             KeyCode::F(2) => self.open_overlay(Overlay::Menu { selected: 0 }),
             KeyCode::F(1) => self.open_overlay(Overlay::Help),
-            KeyCode::Char('t') if ctrl => self.perform(Action::ToggleThinking, None, now),
-            KeyCode::Char('o') if ctrl => self.perform(Action::ToggleToolOutput, None, now),
+            KeyCode::Char('t') if ctrl => self.perform(Action::ToggleThinking, None),
+            KeyCode::Char('o') if ctrl => self.perform(Action::ToggleToolOutput, None),
             KeyCode::Esc => {
                 if self.is_turn_running() {
                     self.request_stop()
@@ -765,7 +765,7 @@ impl AppState {
                 self.composer.insert_newline();
                 Vec::new()
             }
-            KeyCode::Enter if !ctrl => self.submit(now),
+            KeyCode::Enter if !ctrl => self.submit(),
             KeyCode::Up if !ctrl && !alt && self.composer.browsing_allowed() => {
                 self.composer.recall_older();
                 Vec::new()
@@ -817,13 +817,17 @@ impl AppState {
         true
     }
 
-    fn on_ctrl_c(&mut self, _now: Instant) -> Vec<AppEffect> {
+    fn on_ctrl_c(&mut self) -> Vec<AppEffect> {
         self.overlay = None;
+        if self.quitting {
+            // Already leaving and asked again: stop waiting for the agent (the loop kills it).
+            return vec![AppEffect::Exit];
+        }
         if self.is_turn_running() {
             self.quit_armed = false;
             return self.request_stop();
         }
-        if self.quit_armed || self.quitting {
+        if self.quit_armed {
             return self.begin_quit();
         }
         self.quit_armed = true;
@@ -857,7 +861,7 @@ impl AppState {
         Vec::new()
     }
 
-    fn submit(&mut self, now: Instant) -> Vec<AppEffect> {
+    fn submit(&mut self) -> Vec<AppEffect> {
         let text = self.composer.text();
         if text.trim().is_empty() {
             return Vec::new();
@@ -865,7 +869,7 @@ impl AppState {
         if text.starts_with('/') && !text.contains('\n') {
             self.composer.take();
             return match parse_slash(&text) {
-                Some((action, argument)) => self.perform(action, argument, now),
+                Some((action, argument)) => self.perform(action, argument),
                 None => {
                     let commands: Vec<&str> =
                         Action::ALL.iter().map(|action| action.slash()).collect();
@@ -894,12 +898,7 @@ impl AppState {
     }
 
     /// Runs a menu action or `/` command.
-    pub fn perform(
-        &mut self,
-        action: Action,
-        argument: Option<String>,
-        _now: Instant,
-    ) -> Vec<AppEffect> {
+    pub fn perform(&mut self, action: Action, argument: Option<String>) -> Vec<AppEffect> {
         self.overlay = None;
         if !self.is_action_enabled(action) {
             let why = match action {
@@ -1015,7 +1014,7 @@ impl AppState {
         vec![AppEffect::SwitchProvider(name.to_owned())]
     }
 
-    fn on_overlay_key(&mut self, key: KeyEvent, now: Instant) -> Vec<AppEffect> {
+    fn on_overlay_key(&mut self, key: KeyEvent) -> Vec<AppEffect> {
         let Some(overlay) = self.overlay.take() else {
             return Vec::new();
         };
@@ -1029,7 +1028,7 @@ impl AppState {
                 match key.code {
                     KeyCode::Esc => {}
                     KeyCode::Enter => {
-                        return self.perform(Action::ALL[selected.min(count - 1)], None, now)
+                        return self.perform(Action::ALL[selected.min(count - 1)], None)
                     }
                     _ if up => {
                         self.overlay = Some(Overlay::Menu {

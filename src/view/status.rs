@@ -69,7 +69,7 @@ pub fn render_status(state: &AppState, area: Rect, buf: &mut Buffer, now: Instan
             segments.push(Segment {
                 drop_order: 2,
                 right: true,
-                spans: vec![Span::styled(format!("{text} "), base)],
+                spans: vec![Span::styled(format!("│ {text} "), base)],
             });
         }
     }
