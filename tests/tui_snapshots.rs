@@ -798,7 +798,7 @@ fn frame_cost_does_not_grow_with_the_transcript() {
         chat.delta(1, "streaming");
         let now = chat.at(5);
         let mut terminal = Terminal::new(TestBackend::new(200, 60)).unwrap();
-        let mut draw = |chat: &mut Chat, terminal: &mut Terminal<TestBackend>| {
+        let draw = |chat: &mut Chat, terminal: &mut Terminal<TestBackend>| {
             let started = Instant::now();
             terminal
                 .draw(|frame| view::render(frame, &chat.state, &mut chat.view, now))
