@@ -53,12 +53,14 @@ struct Launch {
 }
 
 impl Launch {
+    /// Starts an orchestrator for provider `name`; returns it with the model that provider is
+    /// configured with (for the status bar).
     fn orchestrator(
         &self,
         name: &str,
         policy: RetryPolicy,
         session: SessionRef,
-    ) -> Result<OrchestratorHandle, String> {
+    ) -> Result<(OrchestratorHandle, Option<String>), String> {
         // The command-line overrides (--agent-bin, --model, ...) belong to the provider they
         // were given for; another provider gets its configured settings.
         let (resolved_name, resolved) = resolve_provider(&self.agent, &self.config);
@@ -73,13 +75,14 @@ impl Launch {
                 crate::provider::PROVIDER_NAMES.join(", ")
             )
         })?;
-        Ok(spawn_orchestrator(OrchestratorOptions {
+        let handle = spawn_orchestrator(OrchestratorOptions {
             provider,
             policy,
             session,
             cwd: None,
             scenario: self.scenario.clone(),
-        }))
+        });
+        Ok((handle, settings.model))
     }
 }
 
@@ -144,7 +147,7 @@ pub fn run(cli: Cli) -> i32 {
         tui::install_panic_hook();
         let orchestrator =
             match launch.orchestrator(&provider_name, startup.retry_policy.clone(), session) {
-                Ok(orchestrator) => orchestrator,
+                Ok((orchestrator, _model)) => orchestrator,
                 Err(error) => {
                     guard.restore();
                     eprintln!("agentty: {error}");
@@ -416,12 +419,12 @@ impl ChatLoop {
     fn switch_provider(&mut self, name: &str) {
         let policy = self.state.retry_policy.clone();
         match self.launch.orchestrator(name, policy, SessionRef::New) {
-            Ok(replacement) => {
+            Ok((replacement, model)) => {
                 let previous = std::mem::replace(&mut self.orchestrator, replacement);
                 retire(previous);
                 self.orchestrator_open = true;
                 self.state.orchestrator_alive = true;
-                self.state.model = None;
+                self.state.model = model;
             }
             Err(error) => self.state.show_notice(NoticeLevel::Error, &error),
         }
