@@ -14,3 +14,5 @@ pub mod process;
 pub mod provider;
 pub mod session_log;
 pub mod stream;
+pub mod tui;
+pub mod view;

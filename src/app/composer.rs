@@ -1,0 +1,171 @@
+//! The prompt input: a multi-line tui-textarea plus the history of sent prompts.
+//!
+//! History recall only happens from an empty input, or while the input still shows the entry
+//! last recalled, so Up/Down never throw away something the user typed.
+
+use crossterm::event::KeyEvent;
+use ratatui::style::{Modifier, Style};
+use tui_textarea::TextArea;
+
+pub struct Composer {
+    textarea: TextArea<'static>,
+    history: Vec<String>,
+    /// The history index shown now, and the text it put in the input.
+    recalled: Option<(usize, String)>,
+}
+
+impl Default for Composer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Composer {
+    pub fn new() -> Self {
+        Self {
+            textarea: fresh_textarea(),
+            history: Vec::new(),
+            recalled: None,
+        }
+    }
+
+    pub fn textarea(&self) -> &TextArea<'static> {
+        &self.textarea
+    }
+
+    pub fn text(&self) -> String {
+        self.textarea.lines().join("\n")
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.textarea.lines().iter().all(|line| line.is_empty())
+    }
+
+    pub fn line_count(&self) -> usize {
+        self.textarea.lines().len()
+    }
+
+    /// Empties the input and returns what it held.
+    pub fn take(&mut self) -> String {
+        let text = self.text();
+        self.set_text("");
+        text
+    }
+
+    pub fn set_text(&mut self, text: &str) {
+        self.textarea = fresh_textarea();
+        self.textarea.insert_str(text);
+        self.recalled = None;
+    }
+
+    /// An ordinary key for the text area.
+    pub fn input(&mut self, key: KeyEvent) {
+        self.textarea.input(key);
+    }
+
+    pub fn insert_newline(&mut self) {
+        self.textarea.insert_newline();
+    }
+
+    pub fn insert_str(&mut self, text: &str) {
+        self.textarea.insert_str(text);
+    }
+
+    /// Adds a sent prompt to the history (consecutive duplicates once).
+    pub fn remember(&mut self, prompt: &str) {
+        if prompt.trim().is_empty() || self.history.last().map(String::as_str) == Some(prompt) {
+            return;
+        }
+        self.history.push(prompt.to_owned());
+    }
+
+    /// Whether Up/Down should browse the history rather than move the cursor.
+    pub fn browsing_allowed(&self) -> bool {
+        match &self.recalled {
+            Some((_, shown)) => *shown == self.text(),
+            None => self.is_empty(),
+        }
+    }
+
+    /// Shows the previous (older) prompt; false when there is none.
+    pub fn recall_older(&mut self) -> bool {
+        if !self.browsing_allowed() || self.history.is_empty() {
+            return false;
+        }
+        let index = match &self.recalled {
+            Some((0, _)) => return false,
+            Some((index, _)) => index - 1,
+            None => self.history.len() - 1,
+        };
+        self.show_recalled(index);
+        true
+    }
+
+    /// Shows the next (newer) prompt, or an empty input after the newest.
+    pub fn recall_newer(&mut self) -> bool {
+        if !self.browsing_allowed() {
+            return false;
+        }
+        match self.recalled.clone() {
+            Some((index, _)) if index + 1 < self.history.len() => {
+                self.show_recalled(index + 1);
+                true
+            }
+            Some(_) => {
+                self.set_text("");
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn show_recalled(&mut self, index: usize) {
+        let text = self.history[index].clone();
+        self.set_text(&text);
+        self.recalled = Some((index, text));
+    }
+}
+
+fn fresh_textarea() -> TextArea<'static> {
+    let mut textarea = TextArea::default();
+    textarea.set_cursor_line_style(Style::default());
+    textarea.set_placeholder_text("Ask the agent anything · / for commands");
+    textarea.set_placeholder_style(Style::default().add_modifier(Modifier::DIM));
+    textarea
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn history_recall_from_empty_input_only() {
+        let mut composer = Composer::new();
+        composer.remember("first");
+        composer.remember("second");
+        assert!(composer.recall_older());
+        assert_eq!(composer.text(), "second");
+        assert!(composer.recall_older());
+        assert_eq!(composer.text(), "first");
+        assert!(!composer.recall_older());
+        assert!(composer.recall_newer());
+        assert_eq!(composer.text(), "second");
+        assert!(composer.recall_newer());
+        assert_eq!(composer.text(), "");
+
+        composer.set_text("typed");
+        assert!(!composer.recall_older(), "typed text is never replaced");
+        assert_eq!(composer.text(), "typed");
+    }
+
+    #[test]
+    fn multi_line_text_round_trips() {
+        let mut composer = Composer::new();
+        composer.insert_str("a");
+        composer.insert_newline();
+        composer.insert_str("b");
+        assert_eq!(composer.line_count(), 2);
+        assert_eq!(composer.take(), "a\nb");
+        assert!(composer.is_empty());
+    }
+}

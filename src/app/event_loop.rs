@@ -1,0 +1,463 @@
+//! The event loop: one `select!` over terminal input, orchestrator events, app events, signals
+//! and the frame timer (pattern from codex-rs/tui's app.rs).
+//!
+//! Invariants: the loop never blocks (disk writes go to `spawn_blocking`, the agent lives on the
+//! orchestrator's task); it draws only when something changed, at most every 16 ms, and keeps a
+//! 4 Hz timer only while something time-based is on screen; errors are shown and logged, never
+//! unwound out of it. Every way out (quit, SIGTERM/SIGHUP/SIGINT, a broken terminal) asks the
+//! orchestrator to shut down (which stops the agent with the three-stage stop) and waits for it,
+//! bounded by `SHUTDOWN_LIMIT`, after which any agent tree still alive is killed.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use crossterm::event::{Event, EventStream, MouseButton, MouseEventKind};
+use futures::StreamExt;
+use tokio::signal::unix::{signal, SignalKind};
+use tokio::sync::mpsc;
+use tokio::time::sleep_until;
+
+use super::resolve_provider;
+use super::state::{AppEffect, AppState, StartupInfo};
+use super::transcript::NoticeLevel;
+use crate::cli::{AgentArgs, Cli};
+use crate::config::{self, Config, RetryPolicy};
+use crate::orchestrator::{
+    spawn_orchestrator, Command, OrchestratorEvent, OrchestratorHandle, OrchestratorOptions,
+};
+use crate::provider::{build_provider, SessionRef};
+use crate::tui::{self, ChatTerminal, FrameScheduler, TerminalGuard};
+use crate::view::{self, ChatView};
+
+/// Redraw period while something time-based is visible.
+const CLOCK_PERIOD: Duration = Duration::from_millis(250);
+/// Longest wait for the orchestrator to stop the agent when leaving (2 s grace + 5 s kill, and
+/// some slack).
+const SHUTDOWN_LIMIT: Duration = Duration::from_secs(10);
+/// Consecutive draw failures after which the terminal is considered gone.
+const MAX_DRAW_FAILURES: u32 = 3;
+
+/// Results of background work, sent back to the loop.
+#[derive(Debug)]
+enum AppEvent {
+    ConfigSaved(Result<PathBuf, String>),
+}
+
+/// Everything needed to start (or restart, on a provider switch) an orchestrator.
+struct Launch {
+    config: Config,
+    agent: AgentArgs,
+    scenario: Option<String>,
+}
+
+impl Launch {
+    /// Starts an orchestrator for provider `name`; returns it with the model that provider is
+    /// configured with (for the status bar).
+    fn orchestrator(
+        &self,
+        name: &str,
+        policy: RetryPolicy,
+        session: SessionRef,
+    ) -> Result<(OrchestratorHandle, Option<String>), String> {
+        // The command-line overrides (--agent-bin, --model, ...) belong to the provider they
+        // were given for; another provider gets its configured settings.
+        let (resolved_name, resolved) = resolve_provider(&self.agent, &self.config);
+        let settings = if resolved_name == name {
+            resolved
+        } else {
+            self.config.provider_settings(name)
+        };
+        let provider = build_provider(name, &settings).ok_or_else(|| {
+            format!(
+                "unknown provider {name:?} (choose one of {})",
+                crate::provider::PROVIDER_NAMES.join(", ")
+            )
+        })?;
+        let handle = spawn_orchestrator(OrchestratorOptions {
+            provider,
+            policy,
+            session,
+            cwd: None,
+            scenario: self.scenario.clone(),
+        });
+        Ok((handle, settings.model))
+    }
+}
+
+/// Runs the chat (see `app::run`).
+pub fn run(cli: Cli) -> i32 {
+    let loaded = config::load(cli.agent.config.as_deref());
+    let (provider_name, settings) = resolve_provider(&cli.agent, &loaded.config);
+    let mut warnings = loaded.warnings.clone();
+    let session = if cli.continue_latest {
+        SessionRef::ContinueLatest
+    } else if let Some(id) = &cli.session {
+        SessionRef::Resume(id.clone())
+    } else if cli.resume {
+        // TODO(session log): reopen agentty's last transcript once session logs exist.
+        warnings.push(
+            "--resume: agentty keeps no transcripts yet; continuing the agent's most recent session"
+                .to_owned(),
+        );
+        SessionRef::ContinueLatest
+    } else {
+        SessionRef::New
+    };
+    if build_provider(&provider_name, &settings).is_none() {
+        eprintln!(
+            "agentty: unknown provider {provider_name:?}; choose one of {}",
+            crate::provider::PROVIDER_NAMES.join(", ")
+        );
+        return 2;
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("agentty: cannot start the async runtime: {error}");
+            return 1;
+        }
+    };
+    crate::process::tree::become_subreaper();
+    let launch = Launch {
+        config: loaded.config.clone(),
+        agent: cli.agent.clone(),
+        scenario: cli.agent.scenario.clone(),
+    };
+    let startup = StartupInfo {
+        provider: provider_name.clone(),
+        model: settings.model.clone(),
+        retry_policy: loaded.config.provider_error_auto_retry.clone(),
+        config_path: loaded.path.clone(),
+        warnings,
+    };
+    let status = runtime.block_on(async move {
+        let mut guard = match TerminalGuard::enter() {
+            Ok(guard) => guard,
+            Err(error) => {
+                eprintln!("agentty: cannot set up the terminal: {error}");
+                return 1;
+            }
+        };
+        tui::install_panic_hook();
+        let orchestrator =
+            match launch.orchestrator(&provider_name, startup.retry_policy.clone(), session) {
+                Ok((orchestrator, _model)) => orchestrator,
+                Err(error) => {
+                    guard.restore();
+                    eprintln!("agentty: {error}");
+                    return 2;
+                }
+            };
+        let mut chat = ChatLoop::new(AppState::new(startup), orchestrator, launch);
+        let status = chat.run(guard.terminal()).await;
+        guard.restore();
+        status
+    });
+    // The orchestrator stopped its agent, unless it ran out of time: nothing may survive us.
+    let killed = crate::process::tree::kill_all_trees_now();
+    if killed > 0 {
+        tracing::warn!(
+            killed,
+            "agent processes were still alive at exit and were killed"
+        );
+    }
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    status
+}
+
+struct ChatLoop {
+    state: AppState,
+    view: ChatView,
+    frames: FrameScheduler,
+    orchestrator: OrchestratorHandle,
+    orchestrator_open: bool,
+    app_events: mpsc::UnboundedSender<AppEvent>,
+    app_inbox: mpsc::UnboundedReceiver<AppEvent>,
+    launch: Launch,
+    /// When leaving gives up waiting for the orchestrator.
+    shutdown_deadline: Option<Instant>,
+    /// The terminal is gone (SIGHUP, read errors): do not draw.
+    terminal_lost: bool,
+    draw_failures: u32,
+    exit_status: i32,
+    exit: bool,
+}
+
+impl ChatLoop {
+    fn new(state: AppState, orchestrator: OrchestratorHandle, launch: Launch) -> Self {
+        let (app_events, app_inbox) = mpsc::unbounded_channel();
+        Self {
+            state,
+            view: ChatView::default(),
+            frames: FrameScheduler::default(),
+            orchestrator,
+            orchestrator_open: true,
+            app_events,
+            app_inbox,
+            launch,
+            shutdown_deadline: None,
+            terminal_lost: false,
+            draw_failures: 0,
+            exit_status: 0,
+            exit: false,
+        }
+    }
+
+    async fn run(&mut self, terminal: &mut ChatTerminal) -> i32 {
+        let mut input = EventStream::new();
+        let (mut sigterm, mut sighup, mut sigint) = match (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::hangup()),
+            signal(SignalKind::interrupt()),
+        ) {
+            (Ok(term), Ok(hup), Ok(int)) => (term, hup, int),
+            _ => {
+                tracing::error!("cannot install signal handlers");
+                return 1;
+            }
+        };
+        self.frames.request(Instant::now());
+        while !self.exit {
+            let draw_at = self.frames.deadline();
+            let shutdown_at = self.shutdown_deadline;
+            let mut redraw = true;
+            tokio::select! {
+                biased;
+                _ = sleep_until(draw_at.unwrap_or_else(Instant::now).into()), if draw_at.is_some() => {
+                    self.draw(terminal);
+                    redraw = false;
+                }
+                _ = sleep_until(shutdown_at.unwrap_or_else(Instant::now).into()), if shutdown_at.is_some() => {
+                    tracing::warn!("the orchestrator did not shut down in time; killing agents");
+                    crate::process::tree::kill_all_trees_now();
+                    self.exit = true;
+                }
+                _ = sigterm.recv() => self.on_signal(libc::SIGTERM, "SIGTERM"),
+                _ = sighup.recv() => {
+                    self.terminal_lost = true;
+                    self.on_signal(libc::SIGHUP, "SIGHUP");
+                }
+                _ = sigint.recv() => self.on_signal(libc::SIGINT, "SIGINT"),
+                event = self.orchestrator.events.recv(), if self.orchestrator_open => {
+                    let now = Instant::now();
+                    let effects = match event {
+                        Some(event) => self.state.on_orchestrator_event(event, now),
+                        None => {
+                            self.orchestrator_open = false;
+                            self.state.on_orchestrator_gone()
+                        }
+                    };
+                    self.apply(effects, terminal);
+                }
+                Some(app_event) = self.app_inbox.recv() => self.on_app_event(app_event),
+                input_event = input.next(), if !self.terminal_lost => match input_event {
+                    Some(Ok(event)) => redraw = self.on_terminal_event(event, terminal),
+                    Some(Err(error)) => self.on_terminal_lost(&error.to_string(), terminal),
+                    None => self.on_terminal_lost("input closed", terminal),
+                },
+            }
+            let now = Instant::now();
+            if self.state.quitting && self.shutdown_deadline.is_none() {
+                self.shutdown_deadline = Some(now + SHUTDOWN_LIMIT);
+            }
+            if redraw {
+                self.frames.request(now);
+            } else if self.state.needs_clock() && self.frames.deadline().is_none() {
+                self.frames.request_at(now + CLOCK_PERIOD);
+            }
+        }
+        self.exit_status
+    }
+
+    fn draw(&mut self, terminal: &mut ChatTerminal) {
+        let now = Instant::now();
+        self.frames.frame_drawn(now);
+        if self.terminal_lost {
+            return;
+        }
+        let result = terminal.draw(|frame| view::render(frame, &self.state, &mut self.view, now));
+        match result {
+            Ok(_) => self.draw_failures = 0,
+            Err(error) => {
+                self.draw_failures += 1;
+                tracing::warn!(%error, "drawing failed");
+                if self.draw_failures >= MAX_DRAW_FAILURES {
+                    self.on_terminal_lost(&error.to_string(), terminal);
+                }
+            }
+        }
+    }
+
+    /// Handles one terminal event; returns whether the screen may have changed.
+    fn on_terminal_event(&mut self, event: Event, terminal: &mut ChatTerminal) -> bool {
+        let effects = match event {
+            Event::Key(key) => self.state.on_key(key),
+            Event::Paste(text) => {
+                self.state.on_paste(&text);
+                Vec::new()
+            }
+            Event::Mouse(mouse) => match mouse.kind {
+                MouseEventKind::ScrollUp => self.state.on_mouse_wheel(true),
+                MouseEventKind::ScrollDown => self.state.on_mouse_wheel(false),
+                MouseEventKind::Down(MouseButton::Left) => {
+                    match self.view.transcript.cell_at(mouse.column, mouse.row) {
+                        Some(cell) if self.state.toggle_cell(cell) => Vec::new(),
+                        _ => return false,
+                    }
+                }
+                _ => return false,
+            },
+            Event::Resize(_, _) => Vec::new(),
+            Event::FocusGained | Event::FocusLost => return false,
+        };
+        self.apply(effects, terminal);
+        true
+    }
+
+    fn apply(&mut self, effects: Vec<AppEffect>, terminal: &mut ChatTerminal) {
+        for effect in effects {
+            match effect {
+                AppEffect::Command(command) => self.send(command, terminal),
+                AppEffect::Scroll(action) => {
+                    self.view
+                        .transcript
+                        .scroll(&self.state.transcript, action, Instant::now());
+                }
+                AppEffect::Copy(text) => self.copy_to_clipboard(&text, terminal),
+                AppEffect::SaveRetryPolicy(policy) => self.save_retry_policy(policy),
+                AppEffect::SwitchProvider(name) => self.switch_provider(&name),
+                AppEffect::Exit => self.exit = true,
+            }
+        }
+    }
+
+    fn send(&mut self, command: Command, terminal: &mut ChatTerminal) {
+        if self.orchestrator.commands.send(command).is_err() {
+            self.orchestrator_open = false;
+            let effects = self.state.on_orchestrator_gone();
+            self.apply(effects, terminal);
+        }
+    }
+
+    fn on_signal(&mut self, number: i32, name: &str) {
+        tracing::info!(signal = name, "signal received");
+        if self.state.quitting {
+            // A second request to leave: do not wait for the agent any longer.
+            crate::process::tree::kill_all_trees_now();
+            self.exit = true;
+            return;
+        }
+        self.exit_status = 128 + number;
+        self.state.show_notice(
+            NoticeLevel::Stopped,
+            &format!("{name} received: stopping the agent and leaving"),
+        );
+        let effects = self.state.begin_quit();
+        // Leaving needs no terminal writes: only the shutdown command, or the exit itself.
+        for effect in effects {
+            let keep_waiting = match effect {
+                AppEffect::Command(command) => self.orchestrator.commands.send(command).is_ok(),
+                AppEffect::Exit => false,
+                _ => true,
+            };
+            if !keep_waiting {
+                self.exit = true;
+            }
+        }
+    }
+
+    fn on_terminal_lost(&mut self, why: &str, terminal: &mut ChatTerminal) {
+        tracing::error!(why, "the terminal is gone; leaving");
+        self.terminal_lost = true;
+        if self.exit_status == 0 {
+            self.exit_status = 1;
+        }
+        if self.state.quitting {
+            return;
+        }
+        let effects = self.state.begin_quit();
+        self.apply(effects, terminal);
+    }
+
+    fn on_app_event(&mut self, event: AppEvent) {
+        match event {
+            AppEvent::ConfigSaved(result) => self.state.on_config_saved(result),
+        }
+    }
+
+    /// OSC 52, written by agentty itself (agent text can never produce it: it is sanitised).
+    fn copy_to_clipboard(&mut self, text: &str, terminal: &mut ChatTerminal) {
+        let encoded = base64::engine::general_purpose::STANDARD.encode(text);
+        let backend = terminal.backend_mut();
+        let written = write!(backend, "\x1b]52;c;{encoded}\x07").and_then(|_| backend.flush());
+        if let Err(error) = written {
+            tracing::warn!(%error, "writing the clipboard sequence failed");
+        }
+    }
+
+    fn save_retry_policy(&mut self, policy: RetryPolicy) {
+        let Some(path) = self.state.config_path.clone() else {
+            self.state.show_notice(
+                NoticeLevel::Warning,
+                "No config file location is known: the retry policy applies to this run only",
+            );
+            return;
+        };
+        let events = self.app_events.clone();
+        tokio::task::spawn_blocking(move || {
+            let result = persist_retry_policy(&path, &policy).map(|()| path);
+            let _ = events.send(AppEvent::ConfigSaved(result));
+        });
+    }
+
+    fn switch_provider(&mut self, name: &str) {
+        let policy = self.state.retry_policy.clone();
+        match self.launch.orchestrator(name, policy, SessionRef::New) {
+            Ok((replacement, model)) => {
+                let previous = std::mem::replace(&mut self.orchestrator, replacement);
+                retire(previous);
+                self.orchestrator_open = true;
+                self.state.orchestrator_alive = true;
+                self.state.model = model;
+            }
+            Err(error) => self.state.show_notice(NoticeLevel::Error, &error),
+        }
+    }
+}
+
+/// Shuts an orchestrator down in the background, draining its events until it is gone.
+fn retire(mut orchestrator: OrchestratorHandle) {
+    let _ = orchestrator.commands.send(Command::Shutdown);
+    tokio::spawn(async move {
+        let drained = tokio::time::timeout(SHUTDOWN_LIMIT, async {
+            while let Some(event) = orchestrator.events.recv().await {
+                if event == OrchestratorEvent::ShutDown {
+                    break;
+                }
+            }
+        })
+        .await;
+        if drained.is_err() {
+            tracing::warn!("the previous orchestrator did not shut down in time");
+        }
+    });
+}
+
+/// Writes the retry policy into the config file.
+///
+/// CALL SITE, to wire when the orchestrator work is on main: the body becomes
+/// `crate::config::save_retry_policy(path, policy).map_err(|error| error.to_string())`
+/// (it edits the file with toml_edit, keeping the user's comments and other keys).
+fn persist_retry_policy(path: &Path, policy: &RetryPolicy) -> Result<(), String> {
+    let _ = policy;
+    Err(format!(
+        "saving to {} is not wired yet (config::save_retry_policy is pending); the policy applies to this run",
+        path.display()
+    ))
+}

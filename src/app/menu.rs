@@ -1,0 +1,291 @@
+//! The action menu, its `/` commands, and the overlays stacked over the chat (menu, help,
+//! provider picker, settings). Every item names an [`Action`]; the menu and the `/` command of
+//! an action run the same code in `AppState::perform`.
+
+use crate::config::{Backoff, RetryPolicy};
+use crate::provider::PROVIDER_NAMES;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    RetryLastTurn,
+    Stop,
+    NewSession,
+    SwitchProvider,
+    ToggleThinking,
+    ToggleToolOutput,
+    CopyLastAnswer,
+    Settings,
+    ShowLogPath,
+    Help,
+    Quit,
+}
+
+impl Action {
+    pub const ALL: [Action; 11] = [
+        Action::RetryLastTurn,
+        Action::Stop,
+        Action::NewSession,
+        Action::SwitchProvider,
+        Action::ToggleThinking,
+        Action::ToggleToolOutput,
+        Action::CopyLastAnswer,
+        Action::Settings,
+        Action::ShowLogPath,
+        Action::Help,
+        Action::Quit,
+    ];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Action::RetryLastTurn => "Retry last turn",
+            Action::Stop => "Stop the running turn",
+            Action::NewSession => "New session",
+            Action::SwitchProvider => "Switch provider",
+            Action::ToggleThinking => "Expand/collapse all thinking",
+            Action::ToggleToolOutput => "Expand/collapse all tool output",
+            Action::CopyLastAnswer => "Copy last answer",
+            Action::Settings => "Settings (retry policy)",
+            Action::ShowLogPath => "Show log file path",
+            Action::Help => "Help: all keys",
+            Action::Quit => "Quit",
+        }
+    }
+
+    /// The `/` command that runs this action.
+    pub fn slash(self) -> &'static str {
+        match self {
+            Action::RetryLastTurn => "/retry",
+            Action::Stop => "/stop",
+            Action::NewSession => "/new",
+            Action::SwitchProvider => "/provider",
+            Action::ToggleThinking => "/thinking",
+            Action::ToggleToolOutput => "/tools",
+            Action::CopyLastAnswer => "/copy",
+            Action::Settings => "/settings",
+            Action::ShowLogPath => "/log",
+            Action::Help => "/help",
+            Action::Quit => "/quit",
+        }
+    }
+
+    /// A key that runs it directly, if any.
+    pub fn key_hint(self) -> &'static str {
+        match self {
+            Action::Stop => "Esc",
+            Action::ToggleThinking => "Ctrl+T",
+            Action::ToggleToolOutput => "Ctrl+O",
+            Action::Help => "F1",
+            Action::Quit => "Ctrl+C ×2",
+            Action::RetryLastTurn
+            | Action::NewSession
+            | Action::SwitchProvider
+            | Action::CopyLastAnswer
+            | Action::Settings
+            | Action::ShowLogPath => "",
+        }
+    }
+}
+
+/// A parsed `/` command: the action and its argument (`/provider claude`).
+pub fn parse_slash(input: &str) -> Option<(Action, Option<String>)> {
+    let input = input.trim();
+    let mut words = input.splitn(2, char::is_whitespace);
+    let command = words.next()?;
+    let argument = words
+        .next()
+        .map(str::trim)
+        .filter(|argument| !argument.is_empty())
+        .map(str::to_owned);
+    let action = Action::ALL.into_iter().find(|action| {
+        action.slash() == command || (command == "/exit" && *action == Action::Quit)
+    })?;
+    Some((action, argument))
+}
+
+/// What sits over the chat and takes the keys.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Overlay {
+    Menu { selected: usize },
+    Help,
+    ProviderPicker { selected: usize },
+    Settings(SettingsDraft),
+}
+
+impl Overlay {
+    pub fn provider_picker(current: &str) -> Overlay {
+        Overlay::ProviderPicker {
+            selected: PROVIDER_NAMES
+                .iter()
+                .position(|name| *name == current)
+                .unwrap_or(0),
+        }
+    }
+}
+
+/// The retry policy being edited in the settings overlay.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SettingsDraft {
+    pub policy: RetryPolicy,
+    pub field: SettingsField,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SettingsField {
+    Enabled,
+    MaxAttempts,
+    RetryDelay,
+    Backoff,
+    MaxDelay,
+}
+
+impl SettingsField {
+    pub const ALL: [SettingsField; 5] = [
+        SettingsField::Enabled,
+        SettingsField::MaxAttempts,
+        SettingsField::RetryDelay,
+        SettingsField::Backoff,
+        SettingsField::MaxDelay,
+    ];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            SettingsField::Enabled => "Retry failed turns automatically",
+            SettingsField::MaxAttempts => "Attempts per turn",
+            SettingsField::RetryDelay => "First retry delay",
+            SettingsField::Backoff => "Backoff",
+            SettingsField::MaxDelay => "Longest delay",
+        }
+    }
+
+    pub fn value(self, policy: &RetryPolicy) -> String {
+        match self {
+            SettingsField::Enabled => if policy.enabled { "on" } else { "off" }.to_owned(),
+            SettingsField::MaxAttempts => policy.max_attempts.to_string(),
+            SettingsField::RetryDelay => format_ms(policy.retry_delay_ms),
+            SettingsField::Backoff => match policy.backoff {
+                Backoff::Fixed => "fixed".to_owned(),
+                Backoff::Exponential => "exponential".to_owned(),
+            },
+            SettingsField::MaxDelay => format_ms(policy.max_delay_ms),
+        }
+    }
+}
+
+fn format_ms(ms: u64) -> String {
+    format!("{:.1} s", ms as f64 / 1000.0)
+}
+
+impl SettingsDraft {
+    pub fn new(policy: RetryPolicy) -> Self {
+        Self {
+            policy,
+            field: SettingsField::Enabled,
+        }
+    }
+
+    pub fn move_selection(&mut self, down: bool) {
+        let index = SettingsField::ALL
+            .iter()
+            .position(|field| *field == self.field)
+            .unwrap_or(0);
+        let count = SettingsField::ALL.len();
+        let next = if down {
+            (index + 1) % count
+        } else {
+            (index + count - 1) % count
+        };
+        self.field = SettingsField::ALL[next];
+    }
+
+    /// Changes the selected value one step up or down, within sane bounds.
+    pub fn adjust(&mut self, up: bool) {
+        let policy = &mut self.policy;
+        match self.field {
+            SettingsField::Enabled => policy.enabled = !policy.enabled,
+            SettingsField::MaxAttempts => {
+                policy.max_attempts = step_u32(policy.max_attempts, up, 1, 1, 10);
+            }
+            SettingsField::RetryDelay => {
+                policy.retry_delay_ms = step_u64(policy.retry_delay_ms, up, 500, 0, 60_000);
+                // The cap may not be below the first delay (the config rejects that).
+                policy.max_delay_ms = policy.max_delay_ms.max(policy.retry_delay_ms);
+            }
+            SettingsField::Backoff => {
+                policy.backoff = match policy.backoff {
+                    Backoff::Fixed => Backoff::Exponential,
+                    Backoff::Exponential => Backoff::Fixed,
+                };
+            }
+            SettingsField::MaxDelay => {
+                policy.max_delay_ms = step_u64(policy.max_delay_ms, up, 1000, 1000, 300_000)
+                    .max(policy.retry_delay_ms);
+            }
+        }
+    }
+}
+
+fn step_u32(value: u32, up: bool, step: u32, min: u32, max: u32) -> u32 {
+    if up {
+        value.saturating_add(step).min(max)
+    } else {
+        value.saturating_sub(step).max(min)
+    }
+}
+
+fn step_u64(value: u64, up: bool, step: u64, min: u64, max: u64) -> u64 {
+    if up {
+        value.saturating_add(step).min(max)
+    } else {
+        value.saturating_sub(step).max(min)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slash_commands_name_actions() {
+        assert_eq!(parse_slash("/retry"), Some((Action::RetryLastTurn, None)));
+        assert_eq!(
+            parse_slash("/provider  claude "),
+            Some((Action::SwitchProvider, Some("claude".into())))
+        );
+        assert_eq!(parse_slash("/exit"), Some((Action::Quit, None)));
+        assert_eq!(parse_slash("/nope"), None);
+        for action in Action::ALL {
+            assert_eq!(parse_slash(action.slash()).map(|(a, _)| a), Some(action));
+        }
+    }
+
+    #[test]
+    fn settings_steps_stay_in_bounds() {
+        let mut draft = SettingsDraft::new(RetryPolicy::default());
+        draft.field = SettingsField::MaxAttempts;
+        for _ in 0..20 {
+            draft.adjust(true);
+        }
+        assert_eq!(draft.policy.max_attempts, 10);
+        for _ in 0..20 {
+            draft.adjust(false);
+        }
+        assert_eq!(draft.policy.max_attempts, 1);
+        draft.move_selection(false);
+        assert_eq!(draft.field, SettingsField::Enabled);
+        draft.adjust(true);
+        assert!(draft.policy.enabled);
+
+        // The longest delay never drops below the first delay.
+        draft.field = SettingsField::RetryDelay;
+        for _ in 0..200 {
+            draft.adjust(true);
+        }
+        assert_eq!(draft.policy.retry_delay_ms, 60_000);
+        assert!(draft.policy.max_delay_ms >= 60_000);
+        draft.field = SettingsField::MaxDelay;
+        for _ in 0..400 {
+            draft.adjust(false);
+        }
+        assert_eq!(draft.policy.max_delay_ms, 60_000);
+    }
+}

@@ -1,0 +1,301 @@
+//! The transcript model: an ordered list of cells, each a user prompt, assistant text, a thinking
+//! block, a tool call or a notice.
+//!
+//! Invariants: every string in a cell is already sanitised (see `view::sanitize`), so the view can
+//! turn it into spans as it is; every change to a cell goes through [`Transcript::update`], which
+//! bumps the cell's `revision` and the transcript's `version` (the view caches rendered lines per
+//! revision and uses the version for its "new output" indicator). Cell ids never change, while
+//! positions may shift when a thinking block is placed before its answer.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+/// A cell's identity, stable for the life of the transcript.
+pub type CellId = u64;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cell {
+    pub id: CellId,
+    pub revision: u64,
+    pub body: CellBody,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum CellBody {
+    User(UserCell),
+    Assistant(AssistantCell),
+    Thought(ThoughtCell),
+    Tool(ToolCell),
+    Notice(NoticeCell),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct UserCell {
+    pub text: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct AssistantCell {
+    /// Markdown source; only ever appended to.
+    pub text: String,
+    /// The agent replaced this text (its own retry, or an authoritative final answer).
+    pub superseded: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThoughtCell {
+    pub text: String,
+    pub words: usize,
+    pub expanded: bool,
+}
+
+impl ThoughtCell {
+    pub fn new(text: String, expanded: bool) -> Self {
+        let words = text.split_whitespace().count();
+        Self {
+            text,
+            words,
+            expanded,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCell {
+    pub call_id: String,
+    pub name: String,
+    /// One line describing the arguments.
+    pub summary: String,
+    pub status: ToolStatus,
+    pub output: String,
+    pub expanded: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ToolStatus {
+    Running {
+        since: Instant,
+    },
+    Done {
+        elapsed: Duration,
+    },
+    Failed {
+        elapsed: Duration,
+    },
+    /// The attempt ended before the tool reported a result.
+    Interrupted {
+        elapsed: Duration,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoticeLevel {
+    Info,
+    Warning,
+    Error,
+    Stopped,
+    Retry,
+}
+
+/// A titled block of diagnostic lines (stderr tail, invalid output lines, ...).
+#[derive(Debug, Clone, PartialEq)]
+pub struct DetailSection {
+    pub title: String,
+    pub lines: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct NoticeCell {
+    pub level: NoticeLevel,
+    pub message: String,
+    /// A one-line summary of the details, shown while collapsed.
+    pub details_summary: String,
+    pub details: Vec<DetailSection>,
+    pub expanded: bool,
+    /// A countdown shown live while the retry waits.
+    pub countdown: Option<RetryCountdown>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetryCountdown {
+    pub deadline: Instant,
+    pub attempt: u32,
+    pub max_attempts: u32,
+    pub reason: String,
+}
+
+impl NoticeCell {
+    pub fn new(level: NoticeLevel, message: impl Into<String>) -> Self {
+        Self {
+            level,
+            message: message.into(),
+            details_summary: String::new(),
+            details: Vec::new(),
+            expanded: false,
+            countdown: None,
+        }
+    }
+}
+
+impl CellBody {
+    /// Whether the cell shows something that changes with time (elapsed, countdown).
+    pub fn is_live(&self) -> bool {
+        match self {
+            CellBody::Tool(tool) => matches!(tool.status, ToolStatus::Running { .. }),
+            CellBody::Notice(notice) => notice.countdown.is_some(),
+            CellBody::User(_) | CellBody::Assistant(_) | CellBody::Thought(_) => false,
+        }
+    }
+
+    /// Whether the cell has a collapsed and an expanded form.
+    pub fn is_expandable(&self) -> bool {
+        match self {
+            CellBody::Thought(_) => true,
+            CellBody::Tool(tool) => !tool.output.is_empty(),
+            CellBody::Notice(notice) => !notice.details.is_empty(),
+            CellBody::User(_) | CellBody::Assistant(_) => false,
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct Transcript {
+    cells: Vec<Cell>,
+    positions: HashMap<CellId, usize>,
+    next_id: CellId,
+    version: u64,
+    output_version: u64,
+}
+
+impl Transcript {
+    pub fn cells(&self) -> &[Cell] {
+        &self.cells
+    }
+
+    pub fn len(&self) -> usize {
+        self.cells.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.cells.is_empty()
+    }
+
+    /// Bumped on every change.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// Bumped when output arrives (not when the user expands or collapses a cell).
+    pub fn output_version(&self) -> u64 {
+        self.output_version
+    }
+
+    pub fn position(&self, id: CellId) -> Option<usize> {
+        self.positions.get(&id).copied()
+    }
+
+    pub fn get(&self, id: CellId) -> Option<&Cell> {
+        self.position(id).map(|index| &self.cells[index])
+    }
+
+    pub fn push(&mut self, body: CellBody) -> CellId {
+        let id = self.allocate_id();
+        self.positions.insert(id, self.cells.len());
+        self.cells.push(Cell {
+            id,
+            revision: 0,
+            body,
+        });
+        self.version += 1;
+        self.output_version += 1;
+        id
+    }
+
+    /// Inserts a cell just before `before` (at the end when `before` is unknown).
+    pub fn insert_before(&mut self, before: CellId, body: CellBody) -> CellId {
+        let Some(index) = self.position(before) else {
+            return self.push(body);
+        };
+        let id = self.allocate_id();
+        self.cells.insert(
+            index,
+            Cell {
+                id,
+                revision: 0,
+                body,
+            },
+        );
+        for (position, cell) in self.cells.iter().enumerate().skip(index) {
+            self.positions.insert(cell.id, position);
+        }
+        self.version += 1;
+        self.output_version += 1;
+        id
+    }
+
+    /// Changes one cell's content; returns `None` when it does not exist.
+    pub fn update<R>(&mut self, id: CellId, change: impl FnOnce(&mut CellBody) -> R) -> Option<R> {
+        let result = self.restyle(id, change)?;
+        self.output_version += 1;
+        Some(result)
+    }
+
+    /// Changes how one cell is shown (expanded or not), not what it says.
+    pub fn restyle<R>(&mut self, id: CellId, change: impl FnOnce(&mut CellBody) -> R) -> Option<R> {
+        let index = self.position(id)?;
+        let cell = &mut self.cells[index];
+        let result = change(&mut cell.body);
+        cell.revision += 1;
+        self.version += 1;
+        Some(result)
+    }
+
+    /// Changes how every cell `change` picks (returns true for) is shown.
+    pub fn update_all(&mut self, mut change: impl FnMut(&mut CellBody) -> bool) {
+        let mut changed = false;
+        for cell in &mut self.cells {
+            if change(&mut cell.body) {
+                cell.revision += 1;
+                changed = true;
+            }
+        }
+        if changed {
+            self.version += 1;
+        }
+    }
+
+    fn allocate_id(&mut self) -> CellId {
+        let id = self.next_id;
+        self.next_id += 1;
+        id
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn user(text: &str) -> CellBody {
+        CellBody::User(UserCell { text: text.into() })
+    }
+
+    #[test]
+    fn insertion_keeps_positions_and_ids() {
+        let mut transcript = Transcript::default();
+        let a = transcript.push(user("a"));
+        let b = transcript.push(user("b"));
+        let inserted = transcript.insert_before(b, user("x"));
+        assert_eq!(transcript.position(a), Some(0));
+        assert_eq!(transcript.position(inserted), Some(1));
+        assert_eq!(transcript.position(b), Some(2));
+        let version = transcript.version();
+        transcript.update(b, |_| ());
+        assert_eq!(transcript.get(b).unwrap().revision, 1);
+        assert!(transcript.version() > version);
+    }
+
+    #[test]
+    fn thought_counts_words() {
+        assert_eq!(ThoughtCell::new("one two\nthree".into(), false).words, 3);
+    }
+}

@@ -1,0 +1,367 @@
+//! Transcript cells as lines: user prompts, assistant markdown, thinking, tool calls, notices.
+//!
+//! Every cell is rendered to [`RichLine`]s from its (already sanitised) model and wrapped to the
+//! width; [`CellCache`] keeps the result per revision and width, so an unchanged cell costs
+//! nothing per frame. An assistant cell keeps a [`MarkdownStream`]: a delta re-renders only the
+//! unfinished tail, and the committed part is wrapped once per width. Live cells (a running
+//! tool, a retry countdown) depend on "now" and are rendered every frame; they are small.
+
+use std::time::{Duration, Instant};
+
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+
+use super::markdown::MarkdownStream;
+use super::wrap::{wrap_into, RichLine, WrapMode};
+use crate::app::transcript::{
+    AssistantCell, Cell, CellBody, NoticeCell, NoticeLevel, ThoughtCell, ToolCell, ToolStatus,
+};
+
+/// Tool output lines shown while collapsed (head and tail around an elision).
+const COLLAPSED_TOOL_LINES: usize = 5;
+const MARGIN: &str = "  ";
+
+fn dim() -> Style {
+    Style::default().add_modifier(Modifier::DIM)
+}
+
+/// The rendered rows of one cell, in up to three parts (no copying of big cached parts).
+pub struct CellLines<'a> {
+    parts: [&'a [Line<'static>]; 3],
+}
+
+impl<'a> CellLines<'a> {
+    pub fn len(&self) -> usize {
+        self.parts.iter().map(|part| part.len()).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn get(&self, mut index: usize) -> Option<&'a Line<'static>> {
+        for part in self.parts {
+            if index < part.len() {
+                return Some(&part[index]);
+            }
+            index -= part.len();
+        }
+        None
+    }
+}
+
+/// What one cell rendered to, kept between frames.
+#[derive(Default)]
+pub struct CellCache {
+    rendered: Option<(u64, u16)>,
+    head: Vec<Line<'static>>,
+    body: Vec<Line<'static>>,
+    stream: Option<MarkdownStream>,
+    /// Committed markdown wrapped for `(width, superseded)`, and how many lines of it.
+    stable: Vec<Line<'static>>,
+    stable_key: Option<(u16, bool)>,
+    stable_count: usize,
+}
+
+impl CellCache {
+    /// The cell's rows at `width`, rendering only what changed since the last call.
+    pub fn lines(&mut self, cell: &Cell, width: u16, now: Instant) -> CellLines<'_> {
+        let fresh = self.rendered == Some((cell.revision, width)) && !cell.body.is_live();
+        if !fresh {
+            self.render(cell, width, now);
+            self.rendered = Some((cell.revision, width));
+        }
+        CellLines {
+            parts: [&self.head, &self.stable, &self.body],
+        }
+    }
+
+    fn render(&mut self, cell: &Cell, width: u16, now: Instant) {
+        let width = usize::from(width.max(1));
+        self.head.clear();
+        self.body.clear();
+        let rich = match &cell.body {
+            CellBody::Assistant(answer) => {
+                self.render_assistant(answer, width);
+                return;
+            }
+            CellBody::User(user) => user_lines(&user.text),
+            CellBody::Thought(thought) => thought_lines(thought),
+            CellBody::Tool(tool) => tool_lines(tool, now),
+            CellBody::Notice(notice) => notice_lines(notice, now),
+        };
+        for line in &rich {
+            wrap_into(line, width, &mut self.body);
+        }
+    }
+
+    fn render_assistant(&mut self, answer: &AssistantCell, width: usize) {
+        let stream = self.stream.get_or_insert_with(MarkdownStream::new);
+        stream.update(&answer.text);
+        let patch = answer
+            .superseded
+            .then(|| dim().add_modifier(Modifier::CROSSED_OUT));
+        if answer.superseded {
+            wrap_into(
+                &RichLine::text(
+                    "(superseded: the agent replaced this text)",
+                    dim().add_modifier(Modifier::ITALIC),
+                )
+                .with_uniform_prefix(vec![Span::raw(MARGIN)]),
+                width,
+                &mut self.head,
+            );
+        }
+        let key = (width as u16, answer.superseded);
+        if self.stable_key != Some(key) || stream.committed().len() < self.stable_count {
+            self.stable.clear();
+            self.stable_count = 0;
+            self.stable_key = Some(key);
+        }
+        for line in &stream.committed()[self.stable_count..] {
+            wrap_with_margin(line, width, patch, &mut self.stable);
+        }
+        self.stable_count = stream.committed().len();
+        for line in stream.render_tail(&answer.text) {
+            wrap_with_margin(&line, width, patch, &mut self.body);
+        }
+    }
+}
+
+fn wrap_with_margin(
+    line: &RichLine,
+    width: usize,
+    patch: Option<Style>,
+    out: &mut Vec<Line<'static>>,
+) {
+    let mut line = line.clone();
+    line.first_prefix.insert(0, Span::raw(MARGIN));
+    line.rest_prefix.insert(0, Span::raw(MARGIN));
+    if let Some(style) = patch {
+        line.patch_style(style);
+    }
+    wrap_into(&line, width, out);
+}
+
+fn user_lines(text: &str) -> Vec<RichLine> {
+    let marker = Style::default()
+        .fg(Color::Cyan)
+        .add_modifier(Modifier::BOLD);
+    text.split('\n')
+        .enumerate()
+        .map(|(index, line)| {
+            let first = if index == 0 {
+                Span::styled("› ", marker)
+            } else {
+                Span::raw(MARGIN)
+            };
+            RichLine::text(line, Style::default().add_modifier(Modifier::BOLD))
+                .with_prefix(vec![first], vec![Span::raw(MARGIN)])
+        })
+        .collect()
+}
+
+fn toggle_marker(expanded: bool) -> &'static str {
+    if expanded {
+        "▾ "
+    } else {
+        "▸ "
+    }
+}
+
+fn thought_lines(thought: &ThoughtCell) -> Vec<RichLine> {
+    let style = dim().add_modifier(Modifier::ITALIC);
+    let words = if thought.words == 1 { "word" } else { "words" };
+    let mut lines = vec![RichLine::text(
+        format!(
+            "{}Thinking · {} {words}",
+            toggle_marker(thought.expanded),
+            thought.words
+        ),
+        style,
+    )
+    .mode(WrapMode::Truncate)];
+    if thought.expanded {
+        let bar = vec![Span::styled("  │ ", dim())];
+        for line in thought.text.trim_end().split('\n') {
+            lines.push(RichLine::text(line, style).with_uniform_prefix(bar.clone()));
+        }
+    }
+    lines
+}
+
+pub fn format_elapsed(elapsed: Duration) -> String {
+    let seconds = elapsed.as_secs_f64();
+    if seconds < 60.0 {
+        format!("{seconds:.1} s")
+    } else {
+        let whole = elapsed.as_secs();
+        format!("{}m {:02}s", whole / 60, whole % 60)
+    }
+}
+
+fn tool_lines(tool: &ToolCell, now: Instant) -> Vec<RichLine> {
+    let (icon, icon_style, status) = match tool.status {
+        ToolStatus::Running { since } => (
+            "⋯ ",
+            Style::default().fg(Color::Yellow),
+            format!(
+                "running {}",
+                format_elapsed(now.saturating_duration_since(since))
+            ),
+        ),
+        ToolStatus::Done { elapsed } => (
+            "✓ ",
+            Style::default().fg(Color::Green),
+            format!("done {}", format_elapsed(elapsed)),
+        ),
+        ToolStatus::Failed { elapsed } => (
+            "✗ ",
+            Style::default().fg(Color::Red),
+            format!("failed {}", format_elapsed(elapsed)),
+        ),
+        ToolStatus::Interrupted { elapsed } => (
+            "■ ",
+            Style::default().fg(Color::Yellow),
+            format!("no result {}", format_elapsed(elapsed)),
+        ),
+    };
+    let mut header = vec![
+        Span::styled(icon, icon_style),
+        Span::styled(
+            tool.name.clone(),
+            Style::default().add_modifier(Modifier::BOLD),
+        ),
+        Span::styled(format!(" · {status}"), icon_style),
+    ];
+    if !tool.summary.is_empty() {
+        header.push(Span::styled(format!(" · {}", tool.summary), dim()));
+    }
+    let mut lines = vec![RichLine::new(header).mode(WrapMode::Truncate)];
+    let output = tool.output.trim_end_matches('\n');
+    if output.is_empty() {
+        return lines;
+    }
+    let bar = vec![Span::styled("  │ ", dim())];
+    let output_style = if matches!(tool.status, ToolStatus::Failed { .. }) {
+        Style::default().fg(Color::Red)
+    } else {
+        Style::default().fg(Color::Gray)
+    };
+    let all: Vec<&str> = output.split('\n').collect();
+    if tool.expanded || all.len() <= COLLAPSED_TOOL_LINES {
+        let mode = if tool.expanded {
+            WrapMode::Chars
+        } else {
+            WrapMode::Truncate
+        };
+        for line in all {
+            lines.push(
+                RichLine::text(line, output_style)
+                    .with_uniform_prefix(bar.clone())
+                    .mode(mode),
+            );
+        }
+        return lines;
+    }
+    let head = 2;
+    let tail = 2;
+    for line in &all[..head] {
+        lines.push(
+            RichLine::text(*line, output_style)
+                .with_uniform_prefix(bar.clone())
+                .mode(WrapMode::Truncate),
+        );
+    }
+    lines.push(
+        RichLine::text(
+            format!(
+                "… {} more lines (Ctrl+O or click to expand)",
+                all.len() - head - tail
+            ),
+            dim().add_modifier(Modifier::ITALIC),
+        )
+        .with_uniform_prefix(bar.clone())
+        .mode(WrapMode::Truncate),
+    );
+    for line in &all[all.len() - tail..] {
+        lines.push(
+            RichLine::text(*line, output_style)
+                .with_uniform_prefix(bar.clone())
+                .mode(WrapMode::Truncate),
+        );
+    }
+    lines
+}
+
+fn notice_lines(notice: &NoticeCell, now: Instant) -> Vec<RichLine> {
+    let (icon, style) = match notice.level {
+        NoticeLevel::Info => ("• ", dim()),
+        NoticeLevel::Warning => ("⚠ ", Style::default().fg(Color::Yellow)),
+        NoticeLevel::Error => ("✗ ", Style::default().fg(Color::Red)),
+        NoticeLevel::Stopped => ("■ ", Style::default().fg(Color::Yellow)),
+        NoticeLevel::Retry => ("↻ ", Style::default().fg(Color::Magenta)),
+    };
+    let message = match &notice.countdown {
+        Some(countdown) => {
+            let remaining = countdown.deadline.saturating_duration_since(now);
+            // Round up: "in 0 s" would read as if it had already started.
+            let seconds = remaining.as_millis().div_ceil(1000);
+            format!(
+                "Retrying in {seconds} s (attempt {} of {}): {} · Esc cancels",
+                countdown.attempt, countdown.max_attempts, countdown.reason
+            )
+        }
+        None => notice.message.clone(),
+    };
+    let mut lines = Vec::new();
+    for (index, line) in message.split('\n').enumerate() {
+        let first = if index == 0 {
+            Span::styled(icon, style)
+        } else {
+            Span::raw(MARGIN)
+        };
+        lines.push(RichLine::text(line, style).with_prefix(vec![first], vec![Span::raw(MARGIN)]));
+    }
+    if notice.details.is_empty() {
+        return lines;
+    }
+    let summary = if notice.details_summary.is_empty() {
+        "diagnostics".to_owned()
+    } else {
+        format!("diagnostics: {}", notice.details_summary)
+    };
+    let hint = if notice.expanded {
+        ""
+    } else {
+        " (Ctrl+O or click to expand)"
+    };
+    lines.push(
+        RichLine::text(
+            format!("{}{summary}{hint}", toggle_marker(notice.expanded)),
+            dim(),
+        )
+        .with_uniform_prefix(vec![Span::raw(MARGIN)])
+        .mode(WrapMode::Truncate),
+    );
+    if notice.expanded {
+        let bar = vec![Span::styled("  │ ", dim())];
+        for section in &notice.details {
+            lines.push(
+                RichLine::text(
+                    section.title.clone(),
+                    Style::default().add_modifier(Modifier::BOLD),
+                )
+                .with_uniform_prefix(bar.clone()),
+            );
+            for line in &section.lines {
+                lines.push(
+                    RichLine::text(line.clone(), Style::default().fg(Color::Gray))
+                        .with_uniform_prefix(bar.clone())
+                        .mode(WrapMode::Chars),
+                );
+            }
+        }
+    }
+    lines
+}

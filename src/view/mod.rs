@@ -1,0 +1,151 @@
+//! Pure rendering of the chat from `&AppState`.
+//!
+//! Nothing here changes the state or reads the clock: "now" is passed in, so a frame is a
+//! function of (state, now, size) and snapshots are deterministic. [`ChatView`] holds only what
+//! rendering remembers between frames: per-cell caches and the scroll position. Every string that
+//! reaches a span came from the state, which stores agent text sanitised (see [`sanitize`]).
+
+pub mod cells;
+pub mod highlight;
+pub mod markdown;
+pub mod overlay;
+pub mod sanitize;
+pub mod status;
+pub mod transcript;
+pub mod wrap;
+
+use std::time::Instant;
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Widget};
+use ratatui::Frame;
+
+use crate::app::state::AppState;
+pub use transcript::TranscriptView;
+
+/// Rows the input grows to before it scrolls.
+const MAX_COMPOSER_ROWS: u16 = 8;
+/// Queued prompts listed above the input.
+const MAX_QUEUED_ROWS: usize = 3;
+
+/// What rendering keeps between frames.
+#[derive(Default)]
+pub struct ChatView {
+    pub transcript: TranscriptView,
+}
+
+/// The screen areas of one frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChatLayout {
+    pub transcript: Rect,
+    pub queued: Rect,
+    pub composer: Rect,
+    pub status: Rect,
+}
+
+pub fn layout(state: &AppState, area: Rect) -> ChatLayout {
+    let status_height = area.height.min(1);
+    let composer_rows = (state.composer.line_count() as u16).clamp(1, MAX_COMPOSER_ROWS);
+    let composer_height = (composer_rows + 1).min(area.height.saturating_sub(status_height));
+    let queued_rows = if state.queued.is_empty() {
+        0
+    } else {
+        state.queued.len().min(MAX_QUEUED_ROWS) + usize::from(state.queued.len() > MAX_QUEUED_ROWS)
+    } as u16;
+    let queued_height = queued_rows.min(
+        area.height
+            .saturating_sub(status_height + composer_height + 1),
+    );
+    let transcript_height = area
+        .height
+        .saturating_sub(status_height + composer_height + queued_height);
+    let transcript = Rect::new(area.x, area.y, area.width, transcript_height);
+    let queued = Rect::new(area.x, transcript.bottom(), area.width, queued_height);
+    let composer = Rect::new(area.x, queued.bottom(), area.width, composer_height);
+    let status = Rect::new(area.x, composer.bottom(), area.width, status_height);
+    ChatLayout {
+        transcript,
+        queued,
+        composer,
+        status,
+    }
+}
+
+/// Draws one frame.
+pub fn render(frame: &mut Frame<'_>, state: &AppState, view: &mut ChatView, now: Instant) {
+    let area = frame.area();
+    render_to_buffer(state, view, area, frame.buffer_mut(), now);
+}
+
+pub fn render_to_buffer(
+    state: &AppState,
+    view: &mut ChatView,
+    area: Rect,
+    buf: &mut Buffer,
+    now: Instant,
+) {
+    let areas = layout(state, area);
+    view.transcript
+        .render(&state.transcript, areas.transcript, buf, now);
+    render_queued(state, areas.queued, buf);
+    render_composer(state, areas.composer, buf);
+    status::render_status(state, areas.status, buf, now);
+    if let Some(overlay) = &state.overlay {
+        overlay::render_overlay(state, overlay, area, buf);
+    }
+}
+
+fn render_queued(state: &AppState, area: Rect, buf: &mut Buffer) {
+    if area.height == 0 {
+        return;
+    }
+    let style = Style::default().add_modifier(Modifier::DIM);
+    let mut rows: Vec<Line<'_>> = state
+        .queued
+        .iter()
+        .take(MAX_QUEUED_ROWS)
+        .enumerate()
+        .map(|(index, prompt)| {
+            let first = prompt.lines().next().unwrap_or("");
+            Line::from(vec![
+                Span::styled(format!("  ↳ queued {}: ", index + 1), style),
+                Span::raw(first.to_owned()),
+            ])
+        })
+        .collect();
+    if state.queued.len() > MAX_QUEUED_ROWS {
+        rows.push(Line::styled(
+            format!("  … {} more queued", state.queued.len() - MAX_QUEUED_ROWS),
+            style,
+        ));
+    }
+    for (row, line) in rows.iter().take(usize::from(area.height)).enumerate() {
+        buf.set_line(area.x, area.y + row as u16, line, area.width);
+    }
+}
+
+fn render_composer(state: &AppState, area: Rect, buf: &mut Buffer) {
+    if area.height == 0 {
+        return;
+    }
+    let hint = if !state.orchestrator_alive {
+        " the agent runner stopped · Ctrl+C twice quits "
+    } else if state.is_turn_running() {
+        " Enter queues · Esc stops the turn "
+    } else {
+        " Enter sends · Alt+Enter new line "
+    };
+    let block = Block::default()
+        .borders(Borders::TOP)
+        .border_style(Style::default().add_modifier(Modifier::DIM))
+        .title(Span::styled(
+            hint,
+            Style::default().add_modifier(Modifier::DIM),
+        ));
+    let inner = block.inner(area);
+    block.render(area, buf);
+    state.composer.textarea().render(inner, buf);
+}

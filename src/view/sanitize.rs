@@ -1,0 +1,93 @@
+//! Neutralises agent output before it reaches the terminal.
+//!
+//! ratatui writes cell symbols raw, so an escape sequence inside a `Span` would be executed by the
+//! terminal: an agent could clear the screen, retitle the window or write the clipboard (OSC 52).
+//! Every untrusted string passes through [`untrusted`] before it is stored for display. The
+//! result contains no C0/C1 control character except `\n`: ESC and the other C0 controls become
+//! their visible Control Pictures (`␛[2J`), DEL becomes `␡`, C1 controls (which some terminals
+//! treat like ESC sequences) become `�`, tabs become spaces, carriage returns are dropped (a bare
+//! `\r` would let text overwrite itself), and bidirectional overrides are removed.
+
+use std::borrow::Cow;
+
+/// Spaces a tab becomes (column-independent: text arrives in pieces).
+const TAB_SPACES: &str = "    ";
+
+/// The visible, inert form of `text`; borrows when nothing needs changing.
+pub fn untrusted(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(needs_replacing) {
+        return Cow::Borrowed(text);
+    }
+    let mut clean = String::with_capacity(text.len() + 8);
+    for ch in text.chars() {
+        if !needs_replacing(ch) {
+            clean.push(ch);
+            continue;
+        }
+        match ch {
+            '\t' => clean.push_str(TAB_SPACES),
+            '\r' => {}
+            '\u{7f}' => clean.push('\u{2421}'),
+            // C0 controls map onto the Control Pictures block: ESC (0x1b) becomes U+241B "␛".
+            '\u{0}'..='\u{1f}' => {
+                clean.push(char::from_u32(0x2400 + ch as u32).unwrap_or('\u{fffd}'))
+            }
+            '\u{80}'..='\u{9f}' => clean.push('\u{fffd}'),
+            // Bidirectional overrides and isolates: reorder what the user sees, carry no text.
+            _ => {}
+        }
+    }
+    Cow::Owned(clean)
+}
+
+/// The sanitised text, owned.
+pub fn untrusted_owned(text: &str) -> String {
+    untrusted(text).into_owned()
+}
+
+fn needs_replacing(ch: char) -> bool {
+    match ch {
+        '\n' => false,
+        '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}' => true,
+        '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => true,
+        _ => false,
+    }
+}
+
+/// Whether `text` is safe to hand to the terminal as it is (used to guard the render path).
+pub fn is_inert(text: &str) -> bool {
+    !text.chars().any(|ch| ch != '\n' && needs_replacing(ch))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escape_sequences_become_visible() {
+        assert_eq!(untrusted("a\x1b[2Jb"), "a\u{241b}[2Jb");
+        assert_eq!(
+            untrusted("\x1b]0;pwned\x07title"),
+            "\u{241b}]0;pwned\u{2407}title"
+        );
+        assert_eq!(untrusted("\x1b]52;c;aGk=\x1b\\"), "␛]52;c;aGk=␛\\");
+    }
+
+    #[test]
+    fn c1_del_tab_cr_and_bidi_are_neutralised() {
+        assert_eq!(untrusted("x\u{9b}2Jy"), "x\u{fffd}2Jy");
+        assert_eq!(untrusted("a\u{7f}"), "a\u{2421}");
+        assert_eq!(untrusted("\tx"), "    x");
+        assert_eq!(untrusted("line\r\nnext\rover"), "line\nnextover");
+        assert_eq!(untrusted("abc\u{202e}def"), "abcdef");
+        assert!(is_inert(&untrusted("\x00\x01\x1b\u{85}\u{2067}\t")));
+    }
+
+    #[test]
+    fn clean_text_is_borrowed() {
+        assert!(matches!(
+            untrusted("plain text\nwith ünïcode 漢字"),
+            Cow::Borrowed(_)
+        ));
+    }
+}

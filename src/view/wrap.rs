@@ -1,0 +1,383 @@
+//! Width-independent styled lines and their wrapping to a width.
+//!
+//! Renderers (markdown, cells) produce [`RichLine`]s once per content change; wrapping them to
+//! the current width is a separate, cheap step, so a resize re-wraps without re-parsing. Widths
+//! are terminal columns (`unicode-width`), never bytes or chars. Wrapped output never exceeds the
+//! width, except that a prefix wider than the width is kept whole (ratatui clips it).
+
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
+
+/// How a line that is too wide continues.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WrapMode {
+    /// At spaces; a word wider than the line is broken between characters.
+    #[default]
+    Words,
+    /// Between any two characters (code, tool output).
+    Chars,
+    /// Cut with `…` (one-line summaries).
+    Truncate,
+    /// A horizontal rule that fills the width.
+    Rule,
+}
+
+/// One logical line: a prefix for its first row, a prefix for wrapped rows, and its content.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RichLine {
+    pub first_prefix: Vec<Span<'static>>,
+    pub rest_prefix: Vec<Span<'static>>,
+    pub content: Vec<Span<'static>>,
+    pub mode: WrapMode,
+}
+
+impl RichLine {
+    pub fn new(content: Vec<Span<'static>>) -> Self {
+        Self {
+            content,
+            ..Self::default()
+        }
+    }
+
+    pub fn blank() -> Self {
+        Self::default()
+    }
+
+    pub fn with_prefix(mut self, first: Vec<Span<'static>>, rest: Vec<Span<'static>>) -> Self {
+        self.first_prefix = first;
+        self.rest_prefix = rest;
+        self
+    }
+
+    /// The same prefix on every row.
+    pub fn with_uniform_prefix(self, prefix: Vec<Span<'static>>) -> Self {
+        let rest = prefix.clone();
+        self.with_prefix(prefix, rest)
+    }
+
+    pub fn mode(mut self, mode: WrapMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// Plain text, one span.
+    pub fn text(text: impl Into<String>, style: Style) -> Self {
+        Self::new(vec![Span::styled(text.into(), style)])
+    }
+
+    /// Applies `style` on top of every span's own style.
+    pub fn patch_style(&mut self, style: Style) {
+        for span in self
+            .first_prefix
+            .iter_mut()
+            .chain(self.rest_prefix.iter_mut())
+            .chain(self.content.iter_mut())
+        {
+            span.style = span.style.patch(style);
+        }
+    }
+}
+
+pub fn spans_width(spans: &[Span<'_>]) -> usize {
+    spans.iter().map(|span| span.content.width()).sum()
+}
+
+fn char_width(ch: char) -> usize {
+    ch.width().unwrap_or(0)
+}
+
+/// Wraps `line` to `width` columns, appending rows to `out`.
+pub fn wrap_into(line: &RichLine, width: usize, out: &mut Vec<Line<'static>>) {
+    let width = width.max(1);
+    let first_avail = width.saturating_sub(spans_width(&line.first_prefix)).max(1);
+    let rest_avail = width.saturating_sub(spans_width(&line.rest_prefix)).max(1);
+    let mut rows = RowBuilder {
+        rows: Vec::new(),
+        current: Vec::new(),
+        current_width: 0,
+        first_avail,
+        rest_avail,
+    };
+    match line.mode {
+        WrapMode::Words => wrap_words(&line.content, &mut rows),
+        WrapMode::Chars => wrap_chars(&line.content, &mut rows),
+        WrapMode::Truncate => truncate(&line.content, first_avail, &mut rows),
+        WrapMode::Rule => {
+            let style = line
+                .content
+                .first()
+                .map(|span| span.style)
+                .unwrap_or_default();
+            rows.current
+                .push(Span::styled("─".repeat(first_avail), style));
+        }
+    }
+    rows.finish();
+    for (index, row) in rows.rows.into_iter().enumerate() {
+        let prefix = if index == 0 {
+            &line.first_prefix
+        } else {
+            &line.rest_prefix
+        };
+        let mut spans = Vec::with_capacity(prefix.len() + row.len());
+        spans.extend(prefix.iter().cloned());
+        spans.extend(row);
+        out.push(Line::from(spans));
+    }
+}
+
+/// Convenience: the wrapped rows of one line.
+pub fn wrap(line: &RichLine, width: usize) -> Vec<Line<'static>> {
+    let mut out = Vec::new();
+    wrap_into(line, width, &mut out);
+    out
+}
+
+struct RowBuilder {
+    rows: Vec<Vec<Span<'static>>>,
+    current: Vec<Span<'static>>,
+    current_width: usize,
+    first_avail: usize,
+    rest_avail: usize,
+}
+
+impl RowBuilder {
+    fn avail(&self) -> usize {
+        if self.rows.is_empty() {
+            self.first_avail
+        } else {
+            self.rest_avail
+        }
+    }
+
+    fn push(&mut self, text: &str, style: Style, width: usize) {
+        if text.is_empty() {
+            return;
+        }
+        if let Some(last) = self.current.last_mut() {
+            if last.style == style {
+                last.content.to_mut().push_str(text);
+                self.current_width += width;
+                return;
+            }
+        }
+        self.current.push(Span::styled(text.to_owned(), style));
+        self.current_width += width;
+    }
+
+    fn new_row(&mut self) {
+        self.rows.push(std::mem::take(&mut self.current));
+        self.current_width = 0;
+    }
+
+    /// Places text char by char, starting new rows as needed.
+    fn push_breaking(&mut self, text: &str, style: Style) {
+        let mut start = 0;
+        let mut run_width = 0;
+        for (index, ch) in text.char_indices() {
+            let ch_width = char_width(ch);
+            if self.current_width + run_width + ch_width > self.avail()
+                && self.current_width + run_width > 0
+            {
+                self.push(&text[start..index], style, run_width);
+                self.new_row();
+                start = index;
+                run_width = 0;
+            }
+            run_width += ch_width;
+        }
+        self.push(&text[start..], style, run_width);
+    }
+
+    fn finish(&mut self) {
+        if !self.current.is_empty() || self.rows.is_empty() {
+            self.new_row();
+        }
+    }
+}
+
+/// A run of text within one span: either all spaces or no spaces.
+struct Piece<'a> {
+    text: &'a str,
+    style: Style,
+    width: usize,
+}
+
+fn wrap_words(content: &[Span<'static>], rows: &mut RowBuilder) {
+    // A word may span several spans (`**bold**ing`): collect its pieces, place them together.
+    let mut word: Vec<Piece<'_>> = Vec::new();
+    let mut word_width = 0;
+    let mut spaces: Vec<Piece<'_>> = Vec::new();
+    let mut spaces_width = 0;
+    let mut at_line_start = true;
+
+    let flush_word = |word: &mut Vec<Piece<'_>>,
+                      word_width: &mut usize,
+                      spaces: &mut Vec<Piece<'_>>,
+                      spaces_width: &mut usize,
+                      rows: &mut RowBuilder,
+                      at_line_start: &mut bool| {
+        if word.is_empty() {
+            return;
+        }
+        let fits = rows.current_width + *spaces_width + *word_width <= rows.avail();
+        if fits || (*at_line_start && rows.current_width == 0) {
+            // Leading spaces of the logical line are indentation: keep them.
+            for piece in spaces.drain(..) {
+                rows.push(piece.text, piece.style, piece.width);
+            }
+        } else {
+            spaces.clear();
+            if rows.current_width > 0 {
+                rows.new_row();
+            }
+        }
+        *spaces_width = 0;
+        if rows.current_width + *word_width <= rows.avail() {
+            for piece in word.drain(..) {
+                rows.push(piece.text, piece.style, piece.width);
+            }
+        } else {
+            for piece in word.drain(..) {
+                rows.push_breaking(piece.text, piece.style);
+            }
+        }
+        *word_width = 0;
+        *at_line_start = false;
+    };
+
+    for span in content {
+        let style = span.style;
+        let text: &str = &span.content;
+        let mut rest = text;
+        while !rest.is_empty() {
+            let is_space = rest.starts_with(' ');
+            let end = rest
+                .find(|ch: char| (ch == ' ') != is_space)
+                .unwrap_or(rest.len());
+            let (run, tail) = rest.split_at(end);
+            rest = tail;
+            let piece = Piece {
+                text: run,
+                style,
+                width: run.width(),
+            };
+            if is_space {
+                flush_word(
+                    &mut word,
+                    &mut word_width,
+                    &mut spaces,
+                    &mut spaces_width,
+                    rows,
+                    &mut at_line_start,
+                );
+                spaces_width += piece.width;
+                spaces.push(piece);
+            } else {
+                word_width += piece.width;
+                word.push(piece);
+            }
+        }
+    }
+    flush_word(
+        &mut word,
+        &mut word_width,
+        &mut spaces,
+        &mut spaces_width,
+        rows,
+        &mut at_line_start,
+    );
+    // Trailing spaces are dropped unless the line is nothing but spaces.
+    if at_line_start {
+        for piece in spaces.drain(..) {
+            rows.push_breaking(piece.text, piece.style);
+        }
+    }
+}
+
+fn wrap_chars(content: &[Span<'static>], rows: &mut RowBuilder) {
+    for span in content {
+        rows.push_breaking(&span.content, span.style);
+    }
+}
+
+fn truncate(content: &[Span<'static>], avail: usize, rows: &mut RowBuilder) {
+    let total = spans_width(content);
+    if total <= avail {
+        for span in content {
+            rows.push(&span.content, span.style, span.content.width());
+        }
+        return;
+    }
+    let budget = avail.saturating_sub(1);
+    let mut used = 0;
+    let mut last_style = Style::default();
+    'spans: for span in content {
+        last_style = span.style;
+        for (index, ch) in span.content.char_indices() {
+            let ch_width = char_width(ch);
+            if used + ch_width > budget {
+                rows.push(&span.content[..index], span.style, used);
+                break 'spans;
+            }
+            used += ch_width;
+        }
+        rows.push(&span.content, span.style, span.content.width());
+    }
+    rows.push("…", last_style, 1);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rows(line: &RichLine, width: usize) -> Vec<String> {
+        wrap(line, width)
+            .iter()
+            .map(|row| row.spans.iter().map(|s| s.content.as_ref()).collect())
+            .collect()
+    }
+
+    #[test]
+    fn words_wrap_at_spaces_with_prefixes() {
+        let line = RichLine::text("the quick brown fox jumps", Style::default())
+            .with_prefix(vec![Span::raw("• ")], vec![Span::raw("  ")]);
+        assert_eq!(
+            rows(&line, 12),
+            vec!["• the quick", "  brown fox", "  jumps"]
+        );
+    }
+
+    #[test]
+    fn long_words_break_between_characters() {
+        let line = RichLine::text("abcdefghij xy", Style::default());
+        assert_eq!(rows(&line, 4), vec!["abcd", "efgh", "ij", "xy"]);
+    }
+
+    #[test]
+    fn wide_characters_count_two_columns() {
+        let line = RichLine::text("漢字漢字", Style::default()).mode(WrapMode::Chars);
+        assert_eq!(rows(&line, 5), vec!["漢字", "漢字"]);
+    }
+
+    #[test]
+    fn styled_word_across_spans_stays_together() {
+        let bold = Style::default().add_modifier(ratatui::style::Modifier::BOLD);
+        let line = RichLine::new(vec![
+            Span::raw("aaaa "),
+            Span::styled("bo", bold),
+            Span::raw("ld"),
+        ]);
+        assert_eq!(rows(&line, 6), vec!["aaaa", "bold"]);
+    }
+
+    #[test]
+    fn indentation_is_kept_and_truncation_marks_the_cut() {
+        let line = RichLine::text("    indented", Style::default());
+        assert_eq!(rows(&line, 20), vec!["    indented"]);
+        let line = RichLine::text("a long summary", Style::default()).mode(WrapMode::Truncate);
+        assert_eq!(rows(&line, 8), vec!["a long …"]);
+        assert_eq!(rows(&RichLine::blank(), 8), vec![""]);
+    }
+}
