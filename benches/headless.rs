@@ -43,7 +43,11 @@ fn write_agent(dir: &Path, name: &str, lines: &[String]) -> std::path::PathBuf {
     }
     file.flush().unwrap();
     let script = dir.join(name);
-    std::fs::write(&script, format!("#!/bin/sh\nexec cat '{}'\n", stream.display())).unwrap();
+    std::fs::write(
+        &script,
+        format!("#!/bin/sh\nexec cat '{}'\n", stream.display()),
+    )
+    .unwrap();
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
     script
 }
@@ -76,7 +80,11 @@ fn headless(c: &mut Criterion) {
     group.measurement_time(Duration::from_secs(20));
     group.throughput(Throughput::Bytes(bytes as u64));
     group.bench_function("pi_stream_256KiB_2000_updates", |b| {
-        b.iter_custom(|iterations| (0..iterations).map(|_| run_agentty(&big, dir.path()).0).sum())
+        b.iter_custom(|iterations| {
+            (0..iterations)
+                .map(|_| run_agentty(&big, dir.path()).0)
+                .sum()
+        })
     });
     group.finish();
 }

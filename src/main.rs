@@ -40,5 +40,9 @@ fn guard_agent_trees() {
         agentty::process::tree::kill_all_trees_now();
         tracing::error!(%info, "panic");
         previous(info);
+        eprintln!(
+            "agentty: this is a bug; the agent was stopped. The log is at {}",
+            agentty::logging::current_log_file().display()
+        );
     }));
 }

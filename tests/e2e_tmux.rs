@@ -297,7 +297,6 @@ fn sigterm_restores_the_terminal() {
 }
 
 #[test]
-#[ignore = "needs the orchestrator driver and the demo agent (land on main later)"]
 fn demo_agent_answers_a_prompt() {
     let Some(session) = Session::start(&["--provider", "demo", "--scenario", "hello"]) else {
         return;
@@ -311,7 +310,6 @@ fn demo_agent_answers_a_prompt() {
 }
 
 #[test]
-#[ignore = "needs the orchestrator driver and the demo agent (land on main later)"]
 fn thinking_is_collapsed_and_expands() {
     let Some(session) = Session::start(&["--provider", "demo", "--scenario", "thinking"]) else {
         return;
@@ -330,7 +328,6 @@ fn thinking_is_collapsed_and_expands() {
 }
 
 #[test]
-#[ignore = "needs the orchestrator driver and the demo agent (land on main later)"]
 fn esc_stops_a_slow_stream_and_leaves_no_agent() {
     let Some(session) = Session::start(&["--provider", "demo", "--scenario", "slow"]) else {
         return;
@@ -352,7 +349,6 @@ fn esc_stops_a_slow_stream_and_leaves_no_agent() {
 }
 
 #[test]
-#[ignore = "needs the orchestrator driver and the demo agent (land on main later)"]
 fn retry_from_the_menu_after_a_flaky_failure() {
     let Some(session) = Session::start(&["--provider", "demo", "--scenario", "flaky"]) else {
         return;
@@ -368,7 +364,6 @@ fn retry_from_the_menu_after_a_flaky_failure() {
 }
 
 #[test]
-#[ignore = "needs the orchestrator driver and the demo agent (land on main later)"]
 fn sigterm_during_a_turn_stops_the_agent_and_restores_the_terminal() {
     let Some(session) = Session::start(&["--provider", "demo", "--scenario", "slow"]) else {
         return;
@@ -386,7 +381,6 @@ fn sigterm_during_a_turn_stops_the_agent_and_restores_the_terminal() {
 }
 
 #[test]
-#[ignore = "needs the orchestrator driver and the demo agent (land on main later)"]
 fn closing_the_terminal_stops_the_agent() {
     let Some(session) = Session::start(&["--provider", "demo", "--scenario", "slow"]) else {
         return;
@@ -420,7 +414,6 @@ fn close_the_terminal_and_expect_nothing_left(session: &Session) {
 }
 
 #[test]
-#[ignore = "needs the orchestrator driver and the demo agent (land on main later)"]
 fn second_esc_kills_an_agent_that_ignores_sigint() {
     let Some(session) = Session::start(&["--provider", "demo", "--scenario", "ignore-sigint"])
     else {
@@ -437,7 +430,6 @@ fn second_esc_kills_an_agent_that_ignores_sigint() {
 }
 
 #[test]
-#[ignore = "needs the orchestrator driver and the demo agent (land on main later)"]
 fn stopping_leaves_no_grandchild_behind() {
     let Some(session) = Session::start(&["--provider", "demo", "--scenario", "grandchild"]) else {
         return;

@@ -10,6 +10,7 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use base64::Engine;
@@ -19,15 +20,16 @@ use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::mpsc;
 use tokio::time::sleep_until;
 
-use super::resolve_provider;
 use super::state::{AppEffect, AppState, StartupInfo};
 use super::transcript::NoticeLevel;
+use super::{resolve_provider, resume};
 use crate::cli::{AgentArgs, Cli};
 use crate::config::{self, Config, RetryPolicy};
 use crate::orchestrator::{
     spawn_orchestrator, Command, OrchestratorEvent, OrchestratorHandle, OrchestratorOptions,
 };
 use crate::provider::{build_provider, SessionRef};
+use crate::session_log::{sessions_dir, SessionLogWriter};
 use crate::tui::{self, ChatTerminal, FrameScheduler, TerminalGuard};
 use crate::view::{self, ChatView};
 
@@ -63,11 +65,9 @@ impl Launch {
     ) -> Result<(OrchestratorHandle, Option<String>), String> {
         // The command-line overrides (--agent-bin, --model, ...) belong to the provider they
         // were given for; another provider gets its configured settings.
-        let (resolved_name, resolved) = resolve_provider(&self.agent, &self.config);
-        let settings = if resolved_name == name {
-            resolved
-        } else {
-            self.config.provider_settings(name)
+        let settings = match resolve_provider(&self.agent, &self.config) {
+            Ok(choice) if choice.name == name => choice.settings,
+            _ => self.config.provider_settings(name),
         };
         let provider = build_provider(name, &settings).ok_or_else(|| {
             format!(
@@ -75,12 +75,18 @@ impl Launch {
                 crate::provider::PROVIDER_NAMES.join(", ")
             )
         })?;
+        // One session log per orchestrator: a provider switch starts a new one.
+        let session_log = SessionLogWriter::create(&sessions_dir(), name)
+            .map_err(|error| tracing::warn!(%error, "no session log"))
+            .ok()
+            .map(Arc::new);
         let handle = spawn_orchestrator(OrchestratorOptions {
             provider,
             policy,
             session,
             cwd: None,
             scenario: self.scenario.clone(),
+            session_log,
         });
         Ok((handle, settings.model))
     }
@@ -89,29 +95,45 @@ impl Launch {
 /// Runs the chat (see `app::run`).
 pub fn run(cli: Cli) -> i32 {
     let loaded = config::load(cli.agent.config.as_deref());
-    let (provider_name, settings) = resolve_provider(&cli.agent, &loaded.config);
+    let mut cli = cli;
     let mut warnings = loaded.warnings.clone();
+    // `--resume`: the last transcript is shown again and its agent session continued, with the
+    // provider it ran on unless `--provider` says otherwise.
+    let resumed = if cli.resume {
+        match resume::last_session() {
+            Ok(resumed) => {
+                cli.agent
+                    .provider
+                    .get_or_insert_with(|| resumed.provider.clone());
+                Some(resumed)
+            }
+            Err(message) => {
+                warnings.push(format!("--resume: {message}"));
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let (provider_name, settings) = match resolve_provider(&cli.agent, &loaded.config) {
+        Ok(choice) => (choice.name, choice.settings),
+        Err(message) => {
+            eprintln!("agentty: {message}");
+            return 2;
+        }
+    };
     let session = if cli.continue_latest {
         SessionRef::ContinueLatest
     } else if let Some(id) = &cli.session {
         SessionRef::Resume(id.clone())
-    } else if cli.resume {
-        // TODO(session log): reopen agentty's last transcript once session logs exist.
-        warnings.push(
-            "--resume: agentty keeps no transcripts yet; continuing the agent's most recent session"
-                .to_owned(),
-        );
-        SessionRef::ContinueLatest
+    } else if let Some(resumed) = &resumed {
+        resumed
+            .session_id
+            .clone()
+            .map_or(SessionRef::New, SessionRef::Resume)
     } else {
         SessionRef::New
     };
-    if build_provider(&provider_name, &settings).is_none() {
-        eprintln!(
-            "agentty: unknown provider {provider_name:?}; choose one of {}",
-            crate::provider::PROVIDER_NAMES.join(", ")
-        );
-        return 2;
-    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -154,7 +176,14 @@ pub fn run(cli: Cli) -> i32 {
                     return 2;
                 }
             };
-        let mut chat = ChatLoop::new(AppState::new(startup), orchestrator, launch);
+        let mut state = AppState::new(startup);
+        if let Some(resumed) = resumed {
+            let now = Instant::now();
+            for event in resumed.events {
+                state.on_orchestrator_event(event, now);
+            }
+        }
+        let mut chat = ChatLoop::new(state, orchestrator, launch);
         let status = chat.run(guard.terminal()).await;
         guard.restore();
         status
@@ -449,15 +478,7 @@ fn retire(mut orchestrator: OrchestratorHandle) {
     });
 }
 
-/// Writes the retry policy into the config file.
-///
-/// CALL SITE, to wire when the orchestrator work is on main: the body becomes
-/// `crate::config::save_retry_policy(path, policy).map_err(|error| error.to_string())`
-/// (it edits the file with toml_edit, keeping the user's comments and other keys).
+/// Writes the retry policy into the config file (keeping the user's comments and other keys).
 fn persist_retry_policy(path: &Path, policy: &RetryPolicy) -> Result<(), String> {
-    let _ = policy;
-    Err(format!(
-        "saving to {} is not wired yet (config::save_retry_policy is pending); the policy applies to this run",
-        path.display()
-    ))
+    config::save_retry_policy(path, policy).map_err(|error| error.to_string())
 }

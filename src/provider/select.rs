@@ -16,12 +16,20 @@ pub struct ProviderChoice {
 /// `--provider`, else the configured default, else `pi` when it is on PATH, else `demo` (so a
 /// fresh machine runs with no agent installed). Flags override the config's settings.
 pub fn resolve_provider(agent: &AgentArgs, config: &Config) -> Result<ProviderChoice, String> {
+    resolve_provider_with(agent, config, || find_on_path("pi").is_some())
+}
+
+fn resolve_provider_with(
+    agent: &AgentArgs,
+    config: &Config,
+    pi_installed: impl FnOnce() -> bool,
+) -> Result<ProviderChoice, String> {
     let name = agent
         .provider
         .clone()
         .or_else(|| config.default_provider.clone())
         .unwrap_or_else(|| {
-            if find_on_path("pi").is_some() {
+            if pi_installed() {
                 "pi".to_owned()
             } else {
                 "demo".to_owned()
