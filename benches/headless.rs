@@ -13,6 +13,8 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
 /// Runs agentty on `script` and returns the wall time and agentty's peak RSS in bytes.
+// The child is reaped by `wait4` (which also gives its own peak RSS), not by `Child::wait`.
+#[allow(clippy::zombie_processes)]
 fn run_agentty(script: &Path, state: &Path) -> (Duration, u64) {
     let started = Instant::now();
     let child = Command::new(env!("CARGO_BIN_EXE_agentty"))
