@@ -2,9 +2,23 @@
 //! (the terminal belongs to the UI, and stderr to headless output's consumers).
 
 use std::path::PathBuf;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
 use tracing_appender::non_blocking::WorkerGuard;
 use tracing_subscriber::EnvFilter;
+
+static LAUNCHED: OnceLock<Instant> = OnceLock::new();
+
+/// Marks the process start (called first thing in `main`), for start-up timings.
+pub fn mark_launch() {
+    LAUNCHED.get_or_init(Instant::now);
+}
+
+/// Time since [`mark_launch`] (zero if it was never called).
+pub fn since_launch() -> Duration {
+    LAUNCHED.get().map(Instant::elapsed).unwrap_or_default()
+}
 
 /// The directory for logs and session logs.
 pub fn state_dir() -> PathBuf {

@@ -5,6 +5,7 @@ use clap::Parser;
 use agentty::cli::{Cli, CliCommand};
 
 fn main() -> ExitCode {
+    agentty::logging::mark_launch();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) => {

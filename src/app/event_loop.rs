@@ -214,6 +214,7 @@ struct ChatLoop {
     /// The terminal is gone (SIGHUP, read errors): do not draw.
     terminal_lost: bool,
     draw_failures: u32,
+    first_frame_logged: bool,
     exit_status: i32,
     exit: bool,
 }
@@ -233,6 +234,7 @@ impl ChatLoop {
             shutdown_deadline: None,
             terminal_lost: false,
             draw_failures: 0,
+            first_frame_logged: false,
             exit_status: 0,
             exit: false,
         }
@@ -312,7 +314,16 @@ impl ChatLoop {
         }
         let result = terminal.draw(|frame| view::render(frame, &self.state, &mut self.view, now));
         match result {
-            Ok(_) => self.draw_failures = 0,
+            Ok(_) => {
+                self.draw_failures = 0;
+                if !self.first_frame_logged {
+                    self.first_frame_logged = true;
+                    tracing::info!(
+                        since_launch_ms = crate::logging::since_launch().as_secs_f64() * 1000.0,
+                        "first frame drawn"
+                    );
+                }
+            }
             Err(error) => {
                 self.draw_failures += 1;
                 tracing::warn!(%error, "drawing failed");
