@@ -21,12 +21,19 @@ use std::time::{Duration, Instant};
 const SOCKET: &str = "agentty-bench-terminal";
 
 fn tmux(args: &[&str]) -> String {
-    let output = Command::new("tmux").arg("-L").arg(SOCKET).args(args).output().unwrap();
+    let output = Command::new("tmux")
+        .arg("-L")
+        .arg(SOCKET)
+        .args(args)
+        .output()
+        .unwrap();
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
 fn start(state: &Path, extra: &str) -> (Instant, i32) {
-    let _ = Command::new("tmux").args(["-L", SOCKET, "kill-server"]).output();
+    let _ = Command::new("tmux")
+        .args(["-L", SOCKET, "kill-server"])
+        .output();
     let command = format!(
         "AGENTTY_STATE_DIR={} AGENTTY_DEMO_STATE_DIR={} exec {} --provider demo {extra}",
         state.display(),
@@ -34,8 +41,21 @@ fn start(state: &Path, extra: &str) -> (Instant, i32) {
         env!("CARGO_BIN_EXE_agentty")
     );
     let spawned = Instant::now();
-    tmux(&["new-session", "-d", "-s", "bench", "-x", "160", "-y", "50", &command]);
-    let pid: i32 = tmux(&["display-message", "-p", "-t", "bench", "#{pane_pid}"]).trim().parse().unwrap();
+    tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        "bench",
+        "-x",
+        "160",
+        "-y",
+        "50",
+        &command,
+    ]);
+    let pid: i32 = tmux(&["display-message", "-p", "-t", "bench", "#{pane_pid}"])
+        .trim()
+        .parse()
+        .unwrap();
     (spawned, pid)
 }
 
@@ -78,7 +98,11 @@ impl Control {
                 }
             }
         });
-        Control { child, stdin, outputs }
+        Control {
+            child,
+            stdin,
+            outputs,
+        }
     }
 
     /// Sends one key and returns the time until the pane next printed anything.
@@ -87,7 +111,10 @@ impl Control {
         while self.outputs.try_recv().is_ok() {}
         let sent = Instant::now();
         writeln!(self.stdin, "send-keys -t bench {key}").unwrap();
-        let printed = self.outputs.recv_timeout(Duration::from_secs(5)).expect("the key was echoed");
+        let printed = self
+            .outputs
+            .recv_timeout(Duration::from_secs(5))
+            .expect("the key was echoed");
         printed - sent
     }
 }
@@ -113,15 +140,34 @@ fn median_echo(samples: usize) -> (Duration, Duration, Duration) {
 /// utime + stime in clock ticks, and voluntary + involuntary context switches over all threads.
 fn cpu_and_switches(pid: i32) -> (u64, u64) {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let fields: Vec<&str> = stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().collect()).unwrap_or_default();
-    let ticks = fields.get(11).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)
-        + fields.get(12).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let ticks = fields
+        .get(11)
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(0)
+        + fields
+            .get(12)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0);
     let mut switches = 0;
-    for task in std::fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten().flatten() {
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
         let status = std::fs::read_to_string(task.path().join("status")).unwrap_or_default();
         for line in status.lines() {
-            if line.starts_with("voluntary_ctxt_switches") || line.starts_with("nonvoluntary_ctxt_switches") {
-                switches += line.split_whitespace().nth(1).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+            if line.starts_with("voluntary_ctxt_switches")
+                || line.starts_with("nonvoluntary_ctxt_switches")
+            {
+                switches += line
+                    .split_whitespace()
+                    .nth(1)
+                    .and_then(|v| v.parse::<u64>().ok())
+                    .unwrap_or(0);
             }
         }
     }
@@ -141,7 +187,10 @@ fn first_frame_ms(state: &Path) -> Option<f64> {
     let logs = std::fs::read_dir(state.join("logs")).ok()?;
     let mut value = None;
     for entry in logs.flatten() {
-        for line in std::fs::read_to_string(entry.path()).unwrap_or_default().lines() {
+        for line in std::fs::read_to_string(entry.path())
+            .unwrap_or_default()
+            .lines()
+        {
             if let Some(rest) = line.split("since_launch_ms=").nth(1) {
                 value = rest.split_whitespace().next()?.parse().ok();
             }
@@ -155,17 +204,31 @@ fn write_long_session(state: &Path, turns: usize) {
     use serde_json::json;
     let dir = state.join("sessions");
     std::fs::create_dir_all(&dir).unwrap();
-    let mut file = std::io::BufWriter::new(std::fs::File::create(dir.join("000000000000001-bench.jsonl")).unwrap());
+    let mut file = std::io::BufWriter::new(
+        std::fs::File::create(dir.join("000000000000001-bench.jsonl")).unwrap(),
+    );
     let mut line = |value: serde_json::Value| writeln!(file, "{value}").unwrap();
     line(json!({"kind":"header","version":1,"provider":"demo","started_at_ms":1,"cwd":"/"}));
     for turn in 1..=turns {
-        line(json!({"kind":"turn","turn":turn,"prompt":format!("question {turn}: what does the parser do?")}));
+        line(
+            json!({"kind":"turn","turn":turn,"prompt":format!("question {turn}: what does the parser do?")}),
+        );
         let message = |message: serde_json::Value| json!({"kind":"message","turn":turn,"attempt":1,"message":message});
-        line(message(json!({"type":"assistant.thought","text":"Let me read the tokenizer, then the quoting rules. ".repeat(3)})));
-        line(message(json!({"type":"tool.call","id":format!("c{turn}"),"name":"bash","input":{"command":"rg -n parse src/"}})));
-        line(message(json!({"type":"tool.completed","id":format!("c{turn}"),"output":"src/parser.rs:120: fn parse_quoted()\n".repeat(4)})));
-        line(message(json!({"type":"assistant","delta":format!("## Answer {turn}\n\nThe parser **tracks depth**:\n\n- push\n- pop\n\n```rust\nfn parse() -> u32 {{ {turn} }}\n```\n")})));
-        line(message(json!({"type":"terminal.completed","stop_reason":"stop"})));
+        line(message(
+            json!({"type":"assistant.thought","text":"Let me read the tokenizer, then the quoting rules. ".repeat(3)}),
+        ));
+        line(message(
+            json!({"type":"tool.call","id":format!("c{turn}"),"name":"bash","input":{"command":"rg -n parse src/"}}),
+        ));
+        line(message(
+            json!({"type":"tool.completed","id":format!("c{turn}"),"output":"src/parser.rs:120: fn parse_quoted()\n".repeat(4)}),
+        ));
+        line(message(
+            json!({"type":"assistant","delta":format!("## Answer {turn}\n\nThe parser **tracks depth**:\n\n- push\n- pop\n\n```rust\nfn parse() -> u32 {{ {turn} }}\n```\n")}),
+        ));
+        line(message(
+            json!({"type":"terminal.completed","stop_reason":"stop"}),
+        ));
         line(json!({"kind":"turn_ended","turn":turn,"outcome":"completed"}));
     }
 }
@@ -185,7 +248,10 @@ fn main() {
     // Start-up, idle, key echo on a fresh chat, then a slow stream.
     let (spawned, pid) = start(state.path(), "");
     let visible = wait_for_screen("idle", Duration::from_secs(10)).expect("the chat came up");
-    println!("start-up: pane spawn to status bar {:.1} ms (includes tmux and capture polling)", (visible - spawned).as_secs_f64() * 1000.0);
+    println!(
+        "start-up: pane spawn to status bar {:.1} ms (includes tmux and capture polling)",
+        (visible - spawned).as_secs_f64() * 1000.0
+    );
     std::thread::sleep(Duration::from_millis(500));
     if let Some(ms) = first_frame_ms(state.path()) {
         println!("start-up: first frame drawn {ms:.1} ms after main()");
@@ -199,16 +265,27 @@ fn main() {
         switches_after - switches_before
     );
     let (min, median, max) = median_echo(20);
-    println!("key echo, fresh chat: median {:.2} ms (min {:.2}, max {:.2})", ms(median), ms(min), ms(max));
+    println!(
+        "key echo, fresh chat: median {:.2} ms (min {:.2}, max {:.2})",
+        ms(median),
+        ms(min),
+        ms(max)
+    );
 
     tmux(&["send-keys", "-t", "bench", "slow please", "Enter"]);
     std::thread::sleep(Duration::from_millis(500));
     let (ticks_before, _) = cpu_and_switches(pid);
     std::thread::sleep(Duration::from_secs(10));
     let (ticks_after, _) = cpu_and_switches(pid);
-    println!("slow stream 10 s (a token every 300 ms): {} CPU ticks", ticks_after - ticks_before);
+    println!(
+        "slow stream 10 s (a token every 300 ms): {} CPU ticks",
+        ticks_after - ticks_before
+    );
     tmux(&["send-keys", "-t", "bench", "Escape"]);
-    println!("peak RSS, fresh chat after a slow stream: {} KiB", peak_rss_kib(pid));
+    println!(
+        "peak RSS, fresh chat after a slow stream: {} KiB",
+        peak_rss_kib(pid)
+    );
 
     // A 4,000-block transcript, reopened with --resume.
     let long = tempfile::tempdir().unwrap();
@@ -217,9 +294,19 @@ fn main() {
     wait_for_screen("idle", Duration::from_secs(20)).expect("the resumed chat came up");
     std::thread::sleep(Duration::from_millis(500));
     let (min, median, max) = median_echo(20);
-    println!("key echo, 4,000-block transcript: median {:.2} ms (min {:.2}, max {:.2})", ms(median), ms(min), ms(max));
-    println!("peak RSS with a 4,000-block transcript: {} KiB", peak_rss_kib(pid));
-    let _ = Command::new("tmux").args(["-L", SOCKET, "kill-server"]).output();
+    println!(
+        "key echo, 4,000-block transcript: median {:.2} ms (min {:.2}, max {:.2})",
+        ms(median),
+        ms(min),
+        ms(max)
+    );
+    println!(
+        "peak RSS with a 4,000-block transcript: {} KiB",
+        peak_rss_kib(pid)
+    );
+    let _ = Command::new("tmux")
+        .args(["-L", SOCKET, "kill-server"])
+        .output();
 }
 
 fn ms(duration: Duration) -> f64 {

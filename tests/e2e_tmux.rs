@@ -446,3 +446,91 @@ fn stopping_leaves_no_grandchild_behind() {
     session.wait_for_text("■ Stopped");
     session.wait_for_no_agents();
 }
+
+/// A pi `--mode json` stream whose text, thinking and tool output carry hostile escape
+/// sequences: clear screen, window title (OSC 0), clipboard write (OSC 52), bracketed-paste end,
+/// cursor moves.
+fn hostile_pi_stream() -> String {
+    use serde_json::json;
+    let hostile = "A\u{1b}[2J\u{1b}[H\u{1b}]0;pwned-title\u{7}\u{1b}]52;c;cHduZWQ=\u{7}\u{1b}[201~\u{1b}[10;10HZ";
+    let text = format!("Escapes ahead: {hostile} end of answer");
+    let usage = json!({"input":1,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":2,
+        "cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}});
+    let message = |content: serde_json::Value, stop: &str| {
+        json!({"role":"assistant","content":content,"api":"openai-completions","provider":"fake",
+            "model":"plain","usage":usage,"stopReason":stop,"timestamp":1})
+    };
+    let thinking = json!({"type":"thinking","thinking":format!("thinking {hostile}"),"thinkingSignature":"reasoning_content"});
+    let tool_call = json!({"type":"toolCall","id":"call_1","name":"bash","arguments":{"command":"printf hostile"}});
+    let tool_output = json!({"content":[{"type":"text","text":format!("tool {hostile}\n")}]});
+    let final_content = json!([thinking, {"type":"text","text":text}]);
+    let lines = [
+        json!({"type":"session","version":3,"id":"01a228f9-0000-7000-8000-000000000001","timestamp":"2026-11-29T20:00:00.000Z","cwd":"/"}),
+        json!({"type":"agent_start"}),
+        json!({"type":"turn_start"}),
+        json!({"type":"message_start","message":message(json!([]), "toolUse")}),
+        json!({"type":"message_end","message":message(json!([tool_call]), "toolUse")}),
+        json!({"type":"tool_execution_start","toolCallId":"call_1","toolName":"bash","args":{"command":"printf hostile"}}),
+        json!({"type":"tool_execution_update","toolCallId":"call_1","toolName":"bash","args":{},"partialResult":tool_output}),
+        json!({"type":"tool_execution_end","toolCallId":"call_1","toolName":"bash","result":tool_output,"isError":false}),
+        json!({"type":"turn_end","message":message(json!([tool_call]), "toolUse"),"toolResults":[]}),
+        json!({"type":"turn_start"}),
+        json!({"type":"message_start","message":message(json!([]), "stop")}),
+        json!({"type":"message_update","assistantMessageEvent":{"type":"thinking_delta","contentIndex":0,"delta":format!("thinking {hostile}")},"message":message(json!([]), "stop")}),
+        json!({"type":"message_update","assistantMessageEvent":{"type":"text_delta","contentIndex":1,"delta":text},"message":message(json!([]), "stop")}),
+        json!({"type":"message_end","message":message(final_content.clone(), "stop")}),
+        json!({"type":"turn_end","message":message(final_content, "stop"),"toolResults":[]}),
+        json!({"type":"agent_end","messages":[]}),
+    ];
+    lines.iter().map(|line| format!("{line}\n")).collect()
+}
+
+#[test]
+fn hostile_escape_sequences_neither_retitle_nor_clear_the_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let stream = dir.path().join("hostile.jsonl");
+    std::fs::write(&stream, hostile_pi_stream()).unwrap();
+    let agent = dir.path().join("hostile-agent");
+    std::fs::write(&agent, format!("#!/bin/sh\ncat '{}'\n", stream.display())).unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let Some(session) =
+        Session::start(&["--provider", "demo", "--agent-bin", agent.to_str().unwrap()])
+    else {
+        return;
+    };
+    session.wait_until_ready();
+    // Let applications write tmux's clipboard, so that a leaked OSC 52 would show as a buffer.
+    session.tmux(&["set", "-g", "set-clipboard", "on"]);
+    let title_before = session.pane_flag("#{pane_title}");
+    session.prompt("show me something hostile");
+    let screen = session.wait_for_text("end of answer");
+    // The sequences are shown as visible control pictures, and the screen around them intact.
+    assert!(screen.contains("␛[2J"), "{screen}");
+    assert!(
+        screen.contains("show me something hostile"),
+        "the prompt is still on screen:\n{screen}"
+    );
+    session.keys(&["C-o"]);
+    let expanded = session.screen();
+    assert!(!expanded.contains("pwned-title\u{7}"), "{expanded}");
+    assert_eq!(
+        session.pane_flag("#{pane_title}"),
+        title_before,
+        "an agent changed the title"
+    );
+    // tmux keeps a pane's clipboard writes as paste buffers: none may appear.
+    assert_eq!(
+        session.tmux(&["list-buffers"]).trim(),
+        "",
+        "an agent wrote the clipboard"
+    );
+    // Still responsive: the composer takes input.
+    session.type_text("still here");
+    session.wait_for_text("still here");
+    session.keys(&["C-c"]);
+    session.keys(&["C-c"]);
+    session.assert_terminal_restored("0");
+}
