@@ -212,6 +212,12 @@ fn write_loop(mut file: BufWriter<File>, commands: mpsc::Receiver<WriterCommand>
 
 /// The most recent session log in `dir`.
 pub fn latest_session_log(dir: &Path) -> Option<PathBuf> {
+    latest_session_log_except(dir, None)
+}
+
+/// The most recent session log in `dir` other than `except` (the one being written now).
+/// Log names start with their start time, so the newest sorts last.
+pub fn latest_session_log_except(dir: &Path, except: Option<&Path>) -> Option<PathBuf> {
     std::fs::read_dir(dir)
         .ok()?
         .filter_map(|entry| entry.ok().map(|entry| entry.path()))
@@ -219,6 +225,7 @@ pub fn latest_session_log(dir: &Path) -> Option<PathBuf> {
             path.extension()
                 .is_some_and(|extension| extension == "jsonl")
         })
+        .filter(|path| Some(path.as_path()) != except)
         .max()
 }
 

@@ -38,6 +38,25 @@ struct Session {
 impl Session {
     /// Starts `agentty ARGS` in a fresh tmux server; `None` when tmux is missing.
     fn start(args: &[&str]) -> Option<Session> {
+        Self::start_in(tempfile::tempdir().expect("temp dir"), args)
+    }
+
+    /// Ends this session's tmux server and starts `agentty ARGS` again on the same state dir
+    /// (its session logs included).
+    fn restart(mut self, args: &[&str]) -> Option<Session> {
+        let state_dir =
+            std::mem::replace(&mut self.state_dir, tempfile::tempdir().expect("temp dir"));
+        for (pid, _) in processes_with_env(state_dir.path()) {
+            // SAFETY: signalling a process we started.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+            }
+        }
+        drop(self);
+        Self::start_in(state_dir, args)
+    }
+
+    fn start_in(state_dir: tempfile::TempDir, args: &[&str]) -> Option<Session> {
         if !tmux_available() {
             return None;
         }
@@ -46,7 +65,6 @@ impl Session {
             std::process::id(),
             NEXT_SERVER.fetch_add(1, Ordering::SeqCst)
         );
-        let state_dir = tempfile::tempdir().expect("temp dir");
         let config = state_dir.path().join("config.toml");
         let mut command_line = format!(
             "AGENTTY_STATE_DIR={} {} --config {}",
@@ -533,4 +551,48 @@ fn hostile_escape_sequences_neither_retitle_nor_clear_the_terminal() {
     session.keys(&["C-c"]);
     session.keys(&["C-c"]);
     session.assert_terminal_restored("0");
+}
+
+/// Runs one turn and quits, so that the state dir holds a finished session log.
+fn one_remembered_turn() -> Option<Session> {
+    let session = Session::start(&["--provider", "demo"])?;
+    session.wait_until_ready();
+    session.prompt("remember the word pelican");
+    // The demo's answer ends by numbering the prompt in its session; then the turn is over.
+    session.wait_for("the answer to finish", |screen| {
+        screen.contains("Prompt 1 in session") && screen.contains("│ idle")
+    });
+    session.keys(&["C-c"]);
+    session.keys(&["C-c"]);
+    session.wait_for_text("agentty exited");
+    Some(session)
+}
+
+#[test]
+fn resume_reopens_the_last_transcript_and_continues_its_session() {
+    let Some(first) = one_remembered_turn() else {
+        return;
+    };
+    let session = first.restart(&["--resume"]).unwrap();
+    let screen = session.wait_for_text("remember the word pelican");
+    assert!(
+        screen.contains("demo"),
+        "the provider of the log is used:\n{screen}"
+    );
+    // The next turn continues the same demo session (the demo agent numbers its prompts).
+    session.prompt("and again");
+    session.wait_for_text("Prompt 2 in");
+}
+
+#[test]
+fn the_reopen_action_shows_the_previous_session() {
+    let Some(first) = one_remembered_turn() else {
+        return;
+    };
+    let session = first.restart(&["--provider", "demo"]).unwrap();
+    session.wait_until_ready();
+    assert!(!session.screen().contains("pelican"));
+    session.prompt("/resume");
+    let screen = session.wait_for_text("remember the word pelican");
+    assert!(screen.contains("Reopened the last session"), "{screen}");
 }

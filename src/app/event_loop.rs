@@ -55,14 +55,13 @@ struct Launch {
 }
 
 impl Launch {
-    /// Starts an orchestrator for provider `name`; returns it with the model that provider is
-    /// configured with (for the status bar).
+    /// Starts an orchestrator for provider `name`, writing a new session log.
     fn orchestrator(
         &self,
         name: &str,
         policy: RetryPolicy,
         session: SessionRef,
-    ) -> Result<(OrchestratorHandle, Option<String>), String> {
+    ) -> Result<Started, String> {
         // The command-line overrides (--agent-bin, --model, ...) belong to the provider they
         // were given for; another provider gets its configured settings.
         let settings = match resolve_provider(&self.agent, &self.config) {
@@ -80,6 +79,7 @@ impl Launch {
             .map_err(|error| tracing::warn!(%error, "no session log"))
             .ok()
             .map(Arc::new);
+        let session_log_path = session_log.as_ref().map(|log| log.path().to_path_buf());
         let handle = spawn_orchestrator(OrchestratorOptions {
             provider,
             policy,
@@ -88,8 +88,20 @@ impl Launch {
             scenario: self.scenario.clone(),
             session_log,
         });
-        Ok((handle, settings.model))
+        Ok(Started {
+            handle,
+            model: settings.model,
+            session_log: session_log_path,
+        })
     }
+}
+
+/// A started orchestrator, with what the chat shows about it.
+struct Started {
+    handle: OrchestratorHandle,
+    model: Option<String>,
+    /// The session log it writes (excluded when reopening "the last session").
+    session_log: Option<PathBuf>,
 }
 
 /// Runs the chat (see `app::run`).
@@ -100,7 +112,7 @@ pub fn run(cli: Cli) -> i32 {
     // `--resume`: the last transcript is shown again and its agent session continued, with the
     // provider it ran on unless `--provider` says otherwise.
     let resumed = if cli.resume {
-        match resume::last_session() {
+        match resume::last_session(None) {
             Ok(resumed) => {
                 cli.agent
                     .provider
@@ -167,9 +179,9 @@ pub fn run(cli: Cli) -> i32 {
             }
         };
         tui::install_panic_hook();
-        let orchestrator =
+        let started =
             match launch.orchestrator(&provider_name, startup.retry_policy.clone(), session) {
-                Ok((orchestrator, _model)) => orchestrator,
+                Ok(started) => started,
                 Err(error) => {
                     guard.restore();
                     eprintln!("agentty: {error}");
@@ -183,7 +195,8 @@ pub fn run(cli: Cli) -> i32 {
                 state.on_orchestrator_event(event, now);
             }
         }
-        let mut chat = ChatLoop::new(state, orchestrator, launch);
+        let mut chat = ChatLoop::new(state, started.handle, launch);
+        chat.session_log = started.session_log;
         let status = chat.run(guard.terminal()).await;
         guard.restore();
         status
@@ -215,6 +228,8 @@ struct ChatLoop {
     terminal_lost: bool,
     draw_failures: u32,
     first_frame_logged: bool,
+    /// The session log this chat writes now.
+    session_log: Option<PathBuf>,
     exit_status: i32,
     exit: bool,
 }
@@ -235,6 +250,7 @@ impl ChatLoop {
             terminal_lost: false,
             draw_failures: 0,
             first_frame_logged: false,
+            session_log: None,
             exit_status: 0,
             exit: false,
         }
@@ -372,6 +388,7 @@ impl ChatLoop {
                 AppEffect::Copy(text) => self.copy_to_clipboard(&text, terminal),
                 AppEffect::SaveRetryPolicy(policy) => self.save_retry_policy(policy),
                 AppEffect::SwitchProvider(name) => self.switch_provider(&name),
+                AppEffect::ReopenLastSession => self.reopen_last_session(),
                 AppEffect::Exit => self.exit = true,
             }
         }
@@ -459,12 +476,61 @@ impl ChatLoop {
     fn switch_provider(&mut self, name: &str) {
         let policy = self.state.retry_policy.clone();
         match self.launch.orchestrator(name, policy, SessionRef::New) {
-            Ok((replacement, model)) => {
-                let previous = std::mem::replace(&mut self.orchestrator, replacement);
-                retire(previous);
-                self.orchestrator_open = true;
-                self.state.orchestrator_alive = true;
-                self.state.model = model;
+            Ok(started) => {
+                self.state.model = started.model.clone();
+                self.replace_orchestrator(started);
+            }
+            Err(error) => self.state.show_notice(NoticeLevel::Error, &error),
+        }
+    }
+
+    fn replace_orchestrator(&mut self, started: Started) {
+        let previous = std::mem::replace(&mut self.orchestrator, started.handle);
+        retire(previous);
+        self.session_log = started.session_log;
+        self.orchestrator_open = true;
+        self.state.orchestrator_alive = true;
+    }
+
+    /// Shows the previous session's transcript again and continues its agent session, on the
+    /// provider it ran on.
+    fn reopen_last_session(&mut self) {
+        let resumed = match resume::last_session(self.session_log.as_deref()) {
+            Ok(resumed) => resumed,
+            Err(message) => {
+                self.state.show_notice(NoticeLevel::Warning, &message);
+                return;
+            }
+        };
+        let session = resumed
+            .session_id
+            .clone()
+            .map_or(SessionRef::New, SessionRef::Resume);
+        let policy = self.state.retry_policy.clone();
+        match self
+            .launch
+            .orchestrator(&resumed.provider, policy.clone(), session)
+        {
+            Ok(started) => {
+                let mut state = AppState::new(StartupInfo {
+                    provider: resumed.provider.clone(),
+                    model: started.model.clone(),
+                    retry_policy: policy,
+                    config_path: self.state.config_path.clone(),
+                    warnings: Vec::new(),
+                });
+                let now = Instant::now();
+                for event in resumed.events {
+                    state.on_orchestrator_event(event, now);
+                }
+                state.show_notice(
+                    NoticeLevel::Info,
+                    "Reopened the last session; the next prompt continues it",
+                );
+                self.state = state;
+                // Cell ids restart with the new transcript: no cached layout may carry over.
+                self.view = ChatView::default();
+                self.replace_orchestrator(started);
             }
             Err(error) => self.state.show_notice(NoticeLevel::Error, &error),
         }

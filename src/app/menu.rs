@@ -10,6 +10,7 @@ pub enum Action {
     RetryLastTurn,
     Stop,
     NewSession,
+    ReopenLastSession,
     SwitchProvider,
     ToggleThinking,
     ToggleToolOutput,
@@ -21,10 +22,11 @@ pub enum Action {
 }
 
 impl Action {
-    pub const ALL: [Action; 11] = [
+    pub const ALL: [Action; 12] = [
         Action::RetryLastTurn,
         Action::Stop,
         Action::NewSession,
+        Action::ReopenLastSession,
         Action::SwitchProvider,
         Action::ToggleThinking,
         Action::ToggleToolOutput,
@@ -40,6 +42,7 @@ impl Action {
             Action::RetryLastTurn => "Retry last turn",
             Action::Stop => "Stop the running turn",
             Action::NewSession => "New session",
+            Action::ReopenLastSession => "Reopen the last session",
             Action::SwitchProvider => "Switch provider",
             Action::ToggleThinking => "Expand/collapse all thinking",
             Action::ToggleToolOutput => "Expand/collapse all tool output",
@@ -57,6 +60,7 @@ impl Action {
             Action::RetryLastTurn => "/retry",
             Action::Stop => "/stop",
             Action::NewSession => "/new",
+            Action::ReopenLastSession => "/resume",
             Action::SwitchProvider => "/provider",
             Action::ToggleThinking => "/thinking",
             Action::ToggleToolOutput => "/tools",
@@ -78,6 +82,7 @@ impl Action {
             Action::Quit => "Ctrl+C ×2",
             Action::RetryLastTurn
             | Action::NewSession
+            | Action::ReopenLastSession
             | Action::SwitchProvider
             | Action::CopyLastAnswer
             | Action::Settings

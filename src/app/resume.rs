@@ -2,8 +2,10 @@
 //! built its transcript, plus the agent session to continue.
 
 use crate::orchestrator::{OrchestratorEvent, TurnOutcome};
+use std::path::Path;
+
 use crate::session_log::{
-    last_session_id, latest_session_log, read_session_log, sessions_dir, LogEntry,
+    last_session_id, latest_session_log_except, read_session_log, sessions_dir, LogEntry,
 };
 
 /// What `--resume` reopens.
@@ -14,10 +16,10 @@ pub struct ResumedSession {
     pub events: Vec<OrchestratorEvent>,
 }
 
-/// The most recent session log in the state dir.
-pub fn last_session() -> Result<ResumedSession, String> {
+/// The most recent session log in the state dir, other than `current` (the log of this run).
+pub fn last_session(current: Option<&Path>) -> Result<ResumedSession, String> {
     let dir = sessions_dir();
-    let path = latest_session_log(&dir)
+    let path = latest_session_log_except(&dir, current)
         .ok_or_else(|| format!("no earlier session in {}", dir.display()))?;
     let entries = read_session_log(&path)
         .map_err(|error| format!("cannot read {}: {error}", path.display()))?;

@@ -38,6 +38,8 @@ pub enum AppEffect {
     SaveRetryPolicy(RetryPolicy),
     /// Replace the orchestrator with one for this provider.
     SwitchProvider(String),
+    /// Reopen agentty's previous session log: its transcript, provider and agent session.
+    ReopenLastSession,
     /// Leave the event loop (the orchestrator has shut down, or never ran).
     Exit,
 }
@@ -176,6 +178,7 @@ impl AppState {
             Action::RetryLastTurn => self.can_retry(),
             Action::Stop => self.is_turn_running(),
             Action::CopyLastAnswer => self.last_answer().is_some(),
+            Action::ReopenLastSession => !self.is_turn_running(),
             Action::NewSession
             | Action::SwitchProvider
             | Action::ToggleThinking
@@ -921,6 +924,16 @@ impl AppState {
                     "New session: the next prompt starts a fresh agent session",
                 );
                 vec![AppEffect::Command(Command::NewSession)]
+            }
+            Action::ReopenLastSession => {
+                if self.is_turn_running() {
+                    self.notice(
+                        NoticeLevel::Info,
+                        "Stop the running turn before reopening another session.",
+                    );
+                    return Vec::new();
+                }
+                vec![AppEffect::ReopenLastSession]
             }
             Action::SwitchProvider => match argument {
                 Some(name) => self.switch_provider(&name),
