@@ -6,6 +6,7 @@ use agentty::cli::{Cli, CliCommand};
 
 fn main() -> ExitCode {
     agentty::logging::mark_launch();
+    keep_large_buffers_out_of_the_heap();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) => {
@@ -46,4 +47,15 @@ fn guard_agent_trees() {
             agentty::logging::current_log_file().display()
         );
     }));
+}
+
+/// Agents print lines of hundreds of KiB (pi repeats the whole answer twice per update). With
+/// glibc's default sliding mmap threshold those buffers end up in the heap arenas of several
+/// threads and the memory is kept after they are freed; a fixed threshold gives them back.
+fn keep_large_buffers_out_of_the_heap() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only tunes the allocator; it is called before any other thread exists.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 * 1024);
+    }
 }

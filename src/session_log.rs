@@ -8,10 +8,11 @@
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 
 use serde::{Deserialize, Serialize};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::orchestrator::{OrchestratorEvent, TurnId, TurnOutcome};
 use crate::stream::AgentMessage;
@@ -53,14 +54,23 @@ pub enum LogEntry {
 }
 
 enum WriterCommand {
-    Entry(LogEntry),
+    /// An entry, with the share of the raw-line budget it holds until it is written.
+    Entry(LogEntry, Option<OwnedSemaphorePermit>),
     Flush,
+    /// Write what is queued before this, flush, and end (raw-line taps may outlive the writer).
+    Close,
 }
+
+/// Bytes of raw agent lines that may wait for the disk. Raw lines can be huge (pi repeats the
+/// whole answer twice on every update), so the queue is bounded and the attempt waits for the
+/// writer instead of memory growing; a line larger than this waits until the queue is empty.
+const RAW_LINE_BUDGET: usize = 256 * 1024;
 
 /// Appends entries to one session log on a background thread.
 pub struct SessionLogWriter {
     path: PathBuf,
     commands: Option<mpsc::Sender<WriterCommand>>,
+    raw_budget: Arc<Semaphore>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -87,6 +97,7 @@ impl SessionLogWriter {
         let writer = Self {
             path,
             commands: Some(commands),
+            raw_budget: Arc::new(Semaphore::new(RAW_LINE_BUDGET)),
             thread: Some(thread),
         };
         writer.append(LogEntry::Header {
@@ -107,7 +118,7 @@ impl SessionLogWriter {
 
     pub fn append(&self, entry: LogEntry) {
         if let Some(commands) = &self.commands {
-            let _ = commands.send(WriterCommand::Entry(entry));
+            let _ = commands.send(WriterCommand::Entry(entry, None));
         }
     }
 
@@ -175,20 +186,31 @@ impl SessionLogWriter {
     /// A tap for one attempt's raw lines, to put in `AttemptRequest::raw_line_tap`.
     pub fn raw_line_tap(&self, turn: TurnId, attempt: u32) -> Option<crate::provider::RawLineTap> {
         let commands = self.commands.clone()?;
-        Some(crate::provider::RawLineTap::new(move |line| {
-            let _ = commands.send(WriterCommand::Entry(LogEntry::Raw {
-                turn,
-                attempt,
-                line: line.to_owned(),
-            }));
+        let budget = self.raw_budget.clone();
+        Some(crate::provider::RawLineTap::new(move |line: String| {
+            let commands = commands.clone();
+            let budget = budget.clone();
+            async move {
+                let share = line.len().clamp(1, RAW_LINE_BUDGET) as u32;
+                let Ok(permit) = budget.acquire_many_owned(share).await else {
+                    return;
+                };
+                let entry = LogEntry::Raw {
+                    turn,
+                    attempt,
+                    line,
+                };
+                let _ = commands.send(WriterCommand::Entry(entry, Some(permit)));
+            }
         }))
     }
 }
 
 impl Drop for SessionLogWriter {
     fn drop(&mut self) {
-        // Closing the channel ends the thread after it has written and flushed everything.
-        self.commands.take();
+        if let Some(commands) = self.commands.take() {
+            let _ = commands.send(WriterCommand::Close);
+        }
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
@@ -198,10 +220,12 @@ impl Drop for SessionLogWriter {
 fn write_loop(mut file: BufWriter<File>, commands: mpsc::Receiver<WriterCommand>) {
     for command in commands {
         let result = match command {
-            WriterCommand::Entry(entry) => serde_json::to_writer(&mut file, &entry)
+            // The permit is released once the line is in the file's buffer.
+            WriterCommand::Entry(entry, _permit) => serde_json::to_writer(&mut file, &entry)
                 .map_err(std::io::Error::from)
                 .and_then(|()| file.write_all(b"\n")),
             WriterCommand::Flush => file.flush(),
+            WriterCommand::Close => break,
         };
         if let Err(error) = result {
             tracing::error!(%error, "cannot write the session log");
@@ -268,10 +292,8 @@ mod tests {
             turn: 1,
             prompt: "hi".into(),
         });
-        writer
-            .raw_line_tap(1, 1)
-            .unwrap()
-            .record(r#"{"type":"agent_start"}"#);
+        let tap = writer.raw_line_tap(1, 1).unwrap();
+        futures::executor::block_on(tap.record(r#"{"type":"agent_start"}"#.to_owned()));
         writer.record_event(&OrchestratorEvent::Message {
             turn: 1,
             attempt: 1,

@@ -18,6 +18,7 @@ pub mod select;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -57,18 +58,23 @@ pub struct AttemptRequest {
     pub raw_line_tap: Option<RawLineTap>,
 }
 
-/// A callback for the agent's raw stdout lines. Called on the attempt's task: keep it cheap
-/// (e.g. a channel send).
+/// A sink for the agent's raw stdout lines (the session log). The attempt awaits each record,
+/// so a sink that bounds its buffer slows the reading of the agent instead of growing memory.
 #[derive(Clone)]
-pub struct RawLineTap(Arc<dyn Fn(&str) + Send + Sync>);
+pub struct RawLineTap(Arc<dyn Fn(String) -> BoxFuture<'static, ()> + Send + Sync>);
 
 impl RawLineTap {
-    pub fn new(tap: impl Fn(&str) + Send + Sync + 'static) -> Self {
-        Self(Arc::new(tap))
+    pub fn new<F, Fut>(tap: F) -> Self
+    where
+        F: Fn(String) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = ()> + Send + 'static,
+    {
+        Self(Arc::new(move |line| Box::pin(tap(line))))
     }
 
-    pub fn record(&self, line: &str) {
-        (self.0)(line);
+    /// Takes the line by value: raw lines can be large, and the caller is done with it.
+    pub async fn record(&self, line: String) {
+        (self.0)(line).await;
     }
 }
 

@@ -96,11 +96,11 @@ impl Attempt {
             tokio::select! {
                 line = agent.stdout.next_line(), if stdout_open => match line {
                     Ok(Some(line)) => {
-                        if let Some(tap) = &request.raw_line_tap {
-                            tap.record(&line.text);
-                        }
                         mapping.map_line(&line, &mut out);
                         self.flush(&mut out).await;
+                        if let Some(tap) = &request.raw_line_tap {
+                            tap.record(line.text).await;
+                        }
                     }
                     Ok(None) | Err(_) => stdout_open = false,
                 },
