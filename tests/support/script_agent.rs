@@ -187,23 +187,15 @@ fn pids_written(path: &Path) -> Option<Vec<i32>> {
     (!pids.is_empty() && text.ends_with('\n')).then_some(pids)
 }
 
-/// Waits until `path` holds a line of PIDs and returns them.
+/// [`read_pids_blocking`] off the async runtime's threads.
 pub async fn read_pids(path: &Path) -> Vec<i32> {
-    let deadline = Instant::now() + PIDS_LIMIT;
-    loop {
-        if let Some(pids) = pids_written(path) {
-            return pids;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no PIDs written to {}",
-            path.display()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let path = path.to_owned();
+    tokio::task::spawn_blocking(move || read_pids_blocking(&path))
+        .await
+        .unwrap_or_else(|error| std::panic::resume_unwind(error.into_panic()))
 }
 
-/// [`read_pids`] for a test that runs no async runtime.
+/// Waits until `path` holds a line of PIDs and returns them.
 pub fn read_pids_blocking(path: &Path) -> Vec<i32> {
     let deadline = Instant::now() + PIDS_LIMIT;
     loop {
