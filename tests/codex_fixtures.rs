@@ -13,15 +13,13 @@ use agentty::provider::codex::mapper::CodexMapper;
 use agentty::provider::AgentOutcome;
 use agentty::stream::AgentMessage;
 use captures::{capture_names, Channel, RecordedRun};
-use replay::{capture_tests, replay, stream_violations, Replay};
+use replay::{capture_tests, stream_violations, Replay};
 use serde_json::Value;
 
 fn replay_capture(name: &str) -> Replay {
-    let run = RecordedRun::read("codex", name);
-    let resumed = run.command.contains(" resume ");
-    let replayed = replay(&mut CodexMapper::new(resumed), &run);
-    replayed.assert_stream_rules(name);
-    replayed
+    replay::replay_capture("codex", name, |run| {
+        CodexMapper::new(run.command.contains(" resume "))
+    })
 }
 
 fn snapshot_capture(name: &str) {

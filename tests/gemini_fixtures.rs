@@ -14,15 +14,13 @@ mod replay;
 use agentty::provider::gemini::mapper::GeminiMapper;
 use agentty::provider::AgentOutcome;
 use agentty::stream::AgentMessage;
-use captures::{capture_names, RecordedRun};
-use replay::{capture_tests, replay, Replay};
+use captures::capture_names;
+use replay::{capture_tests, Replay};
 
 fn replay_capture(name: &str) -> Replay {
-    let run = RecordedRun::read("gemini", name);
-    let resumed = run.command.contains(" --resume ");
-    let replayed = replay(&mut GeminiMapper::new(resumed), &run);
-    replayed.assert_stream_rules(name);
-    replayed
+    replay::replay_capture("gemini", name, |run| {
+        GeminiMapper::new(run.command.contains(" --resume "))
+    })
 }
 
 fn snapshot_capture(name: &str) {

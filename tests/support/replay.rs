@@ -66,6 +66,19 @@ pub fn replay(mapper: &mut dyn Mapper, run: &RecordedRun) -> Replay {
     }
 }
 
+/// Reads capture `name` of `cli`, replays it through the mapper `mapper_for` makes for it,
+/// and fails the test if the replay breaks a rule of the shared stream.
+pub fn replay_capture<M: Mapper>(
+    cli: &str,
+    name: &str,
+    mapper_for: impl FnOnce(&RecordedRun) -> M,
+) -> Replay {
+    let run = RecordedRun::read(cli, name);
+    let replayed = replay(&mut mapper_for(&run), &run);
+    replayed.assert_stream_rules(name);
+    replayed
+}
+
 impl Replay {
     /// Every assistant delta, concatenated.
     pub fn assistant_text(&self) -> String {
