@@ -20,7 +20,7 @@ use agentty::provider::{CliProvider, SessionRef, StopControl};
 use agentty::stream::{failure_reason, notice_kind, AgentMessage};
 use fake_anthropic::{FakeAnthropic, Scenario};
 use real_cli::{
-    assert_resumed, assistant_text, collect, command_line, is_alive, notices, real_cli,
+    assistant_text, cancelled, collect, command_line, is_alive, notices, real_cli,
     started_session_id, Rig, RUN_LIMIT,
 };
 
@@ -135,12 +135,9 @@ async fn later_turns_resume_the_session_and_a_bad_id_fails_clearly() {
     else {
         return;
     };
-    let first = rig.run("Remember the word banana", SessionRef::New).await;
-    let id = started_session_id(&first);
-    let resumed = rig
-        .run("What was the word?", SessionRef::Resume(id.clone()))
+    let (_, resumed) = rig
+        .run_then_resume("claude", "Remember the word banana", "What was the word?")
         .await;
-    assert_resumed(&resumed, "claude", &id);
     // The whole history went to the model: two user and two assistant messages before.
     assert_eq!(
         assistant_text(&resumed),
@@ -321,18 +318,7 @@ async fn a_stop_during_a_tool_ends_the_attempt_and_leaves_no_process() {
     );
     let pids: BTreeSet<i32> = seen.iter().map(|(pid, _)| *pid).collect();
     eprintln!("processes at the stop: {seen:?}");
-    match messages.last() {
-        Some(AgentMessage::Cancelled {
-            stop_stage,
-            elapsed_ms,
-        }) => {
-            eprintln!(
-                "stopped at stage {} after {elapsed_ms} ms",
-                stop_stage.as_str()
-            );
-        }
-        other => panic!("expected terminal.cancelled, got {other:?}"),
-    }
+    cancelled("claude", &messages);
     let call_id = messages
         .iter()
         .find_map(|message| match message {

@@ -12,14 +12,11 @@ use std::path::Path;
 
 use agentty::config::ProviderSettings;
 use agentty::provider::codex::CodexBackend;
-use agentty::provider::{CliProvider, SessionRef, StopControl};
+use agentty::provider::{CliProvider, SessionRef};
 use agentty::stream::AgentMessage;
 use fake_codex_server::shared::FakeServer;
 use fake_codex_server::CodexScenario;
-use real_cli::{
-    assert_resumed, assert_stop_mid_tool_leaves_no_process, assistant_text, notices, real_cli,
-    started_session_id, unique, Rig,
-};
+use real_cli::{assistant_text, completed_tool_call, notices, real_cli, Rig};
 use tempfile::TempDir;
 
 const DEFAULT_BIN: &str = "/tmp/codex-cli/node_modules/.bin/codex";
@@ -155,20 +152,9 @@ async fn codex_shell_tool_call_runs_and_completes() {
         return;
     };
     let messages = rig.run("run echo hi", SessionRef::New).await;
-    let call_id = messages
-        .iter()
-        .find_map(|m| match m {
-            AgentMessage::ToolCall { id, name, input } if name == "shell" => {
-                assert!(input["command"].as_str().unwrap_or("").contains("echo hi"));
-                Some(id.clone())
-            }
-            _ => None,
-        })
-        .unwrap_or_else(|| panic!("no shell tool call: {messages:#?}"));
-    assert!(
-        messages.iter().any(|m| matches!(m, AgentMessage::ToolCompleted { id, output } if *id == call_id && output.contains("hi"))),
-        "{messages:#?}"
-    );
+    let (input, output) = completed_tool_call(&messages, "shell");
+    assert!(input["command"].as_str().unwrap_or("").contains("echo hi"));
+    assert!(output.contains("hi"), "{messages:#?}");
     assert_eq!(assistant_text(&messages), fake_codex_server::TOOL_REPLY);
     assert!(matches!(
         messages.last(),
@@ -209,11 +195,8 @@ async fn codex_stop_during_a_sleep_tool_leaves_no_process() {
     ) else {
         return;
     };
-    let prompt = unique("sleep-for-the-stop-test");
-    let stop = StopControl::new();
-    let stream = rig.start(&prompt, SessionRef::New, stop.clone());
-    let sleep = format!("sleep {sleep_arg}");
-    assert_stop_mid_tool_leaves_no_process("codex", stream, &stop, &sleep, &prompt).await;
+    rig.assert_stop_mid_tool_leaves_no_process("codex", &format!("sleep {sleep_arg}"))
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -225,16 +208,8 @@ async fn codex_later_turn_resumes_the_thread() {
     ) else {
         return;
     };
-    let first = rig.run("first prompt: remember 42", SessionRef::New).await;
-    let thread_id = started_session_id(&first);
-    let second = rig
-        .run("second prompt", SessionRef::Resume(thread_id.clone()))
+    rig.run_then_resume("codex", "first prompt: remember 42", "second prompt")
         .await;
-    assert_resumed(&second, "codex", &thread_id);
-    assert!(matches!(
-        second.last(),
-        Some(AgentMessage::Completed { .. })
-    ));
     // The resumed turn carried the first turn to the model.
     let last_body = String::from_utf8_lossy(&rig.server.requests()[1].body).into_owned();
     assert!(last_body.contains("first prompt: remember 42"));

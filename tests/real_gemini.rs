@@ -12,14 +12,11 @@ mod real_cli;
 
 use agentty::config::ProviderSettings;
 use agentty::provider::gemini::GeminiBackend;
-use agentty::provider::{CliProvider, SessionRef, StopControl};
+use agentty::provider::{CliProvider, SessionRef};
 use agentty::stream::AgentMessage;
 use fake_codex_server::shared::FakeServer;
 use fake_gemini_server::{GeminiScenario, STREAM_PATH};
-use real_cli::{
-    assert_resumed, assert_stop_mid_tool_leaves_no_process, assistant_text, notices, real_cli,
-    started_session_id, unique, Rig,
-};
+use real_cli::{assistant_text, completed_tool_call, notices, real_cli, Rig};
 use serde_json::json;
 use tempfile::TempDir;
 
@@ -142,20 +139,9 @@ async fn gemini_shell_tool_call_runs_and_completes() {
         return;
     };
     let messages = rig.run("run echo hi", SessionRef::New).await;
-    let call_id = messages
-        .iter()
-        .find_map(|m| match m {
-            AgentMessage::ToolCall { id, name, input } if name == "run_shell_command" => {
-                assert_eq!(input["command"], "echo hi");
-                Some(id.clone())
-            }
-            _ => None,
-        })
-        .unwrap_or_else(|| panic!("no shell tool call: {messages:#?}"));
-    assert!(
-        messages.iter().any(|m| matches!(m, AgentMessage::ToolCompleted { id, output } if *id == call_id && output.contains("hi"))),
-        "{messages:#?}"
-    );
+    let (input, output) = completed_tool_call(&messages, "run_shell_command");
+    assert_eq!(input["command"], "echo hi");
+    assert!(output.contains("hi"), "{messages:#?}");
     assert_eq!(
         assistant_text(&messages),
         format!(
@@ -230,12 +216,9 @@ async fn gemini_stop_during_a_sleep_tool_leaves_no_process() {
     ) else {
         return;
     };
-    let prompt = unique("sleep-for-the-stop-test");
-    let stop = StopControl::new();
-    let stream = rig.start(&prompt, SessionRef::New, stop.clone());
     // The shell tool runs in its own process group, which Gemini CLI leaves behind.
-    let sleep = format!("sleep {sleep_arg}");
-    assert_stop_mid_tool_leaves_no_process("gemini", stream, &stop, &sleep, &prompt).await;
+    rig.assert_stop_mid_tool_leaves_no_process("gemini", &format!("sleep {sleep_arg}"))
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -248,16 +231,8 @@ async fn gemini_later_turn_resumes_the_session() {
     ) else {
         return;
     };
-    let first = rig.run("first prompt: remember 42", SessionRef::New).await;
-    let session_id = started_session_id(&first);
-    let second = rig
-        .run("second prompt", SessionRef::Resume(session_id.clone()))
+    rig.run_then_resume("gemini", "first prompt: remember 42", "second prompt")
         .await;
-    assert_resumed(&second, "gemini", &session_id);
-    assert!(matches!(
-        second.last(),
-        Some(AgentMessage::Completed { .. })
-    ));
     let resumed_body = rig
         .server
         .requests()

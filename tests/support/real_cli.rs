@@ -12,8 +12,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use agentty::provider::{
     AgentStream, AttemptRequest, CliProvider, Provider, SessionRef, StopControl,
 };
-use agentty::stream::AgentMessage;
+use agentty::stream::{AgentMessage, StopStage};
 use futures::StreamExt;
+use serde_json::Value;
 use tempfile::TempDir;
 use tokio::time::Instant;
 
@@ -80,6 +81,28 @@ impl<Server> Rig<Server> {
     pub async fn run(&self, prompt: &str, session: SessionRef) -> Vec<AgentMessage> {
         let mut stream = self.start(prompt, session, StopControl::new());
         collect(&mut stream, RUN_LIMIT).await
+    }
+
+    /// Runs `first` in a new session, then `second` resuming it; checks that the second
+    /// attempt announces `cli`'s resumed session and completes. Returns the session id and the
+    /// second attempt's messages.
+    pub async fn run_then_resume(
+        &self,
+        cli: &str,
+        first: &str,
+        second: &str,
+    ) -> (String, Vec<AgentMessage>) {
+        let first = self.run(first, SessionRef::New).await;
+        let session_id = started_session_id(&first);
+        let resumed = self
+            .run(second, SessionRef::Resume(session_id.clone()))
+            .await;
+        assert_resumed(&resumed, cli, &session_id);
+        assert!(
+            matches!(resumed.last(), Some(AgentMessage::Completed { .. })),
+            "{resumed:#?}"
+        );
+        (session_id, resumed)
     }
 }
 
@@ -176,6 +199,26 @@ pub fn notices(messages: &[AgentMessage], kind: &str) -> usize {
         .count()
 }
 
+/// The input and output of the call of tool `name`; fails the test unless there is one and
+/// it completed.
+pub fn completed_tool_call(messages: &[AgentMessage], tool: &str) -> (Value, String) {
+    let (call_id, input) = messages
+        .iter()
+        .find_map(|message| match message {
+            AgentMessage::ToolCall { id, name, input } if name == tool => Some((id, input)),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no {tool} tool call: {messages:#?}"));
+    let output = messages
+        .iter()
+        .find_map(|message| match message {
+            AgentMessage::ToolCompleted { id, output } if id == call_id => Some(output),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("the {tool} call {call_id} did not complete: {messages:#?}"));
+    (input.clone(), output.clone())
+}
+
 /// The session id of a stream that starts with `session.started`; fails the test otherwise.
 pub fn started_session_id(messages: &[AgentMessage]) -> String {
     match messages.first() {
@@ -260,54 +303,59 @@ pub async fn survivors(pids: impl IntoIterator<Item = i32>, limit: Duration) -> 
     }
 }
 
-/// Stops an attempt once its sleep tool (a process whose command line holds `sleep_token`)
-/// runs, and checks that the stop cancels the attempt in time, fails the open tool call, and
-/// leaves neither the tool nor the agent (found by `agent_token`, unique to its command line)
-/// running. `stream` must not have reached its tool call yet.
-pub async fn assert_stop_mid_tool_leaves_no_process(
-    cli: &str,
-    mut stream: AgentStream,
-    stop: &StopControl,
-    sleep_token: &str,
-    agent_token: &str,
-) {
-    let mut messages = messages_until_tool_call(&mut stream, RUN_LIMIT).await;
-    let sleepers = wait_for_process(sleep_token, Duration::from_secs(20)).await;
-    assert!(!sleepers.is_empty(), "the sleep tool never started");
-    let agent = pids_running(agent_token);
-    assert!(!agent.is_empty(), "the {cli} process was not found");
-
-    stop.stop();
-    messages.extend(collect(&mut stream, Duration::from_secs(15)).await);
+/// How a stream that ends `terminal.cancelled` was stopped: the stage (printed, as it
+/// depends on the machine's load: a busy machine can keep a CLI's own shutdown past the 2 s
+/// grace) and the time the stop took. Fails the test for any other ending.
+pub fn cancelled(cli: &str, messages: &[AgentMessage]) -> (StopStage, u64) {
     match messages.last() {
         Some(AgentMessage::Cancelled {
             stop_stage,
             elapsed_ms,
         }) => {
-            // Which stage ended it depends on the machine's load (a busy machine can keep the
-            // CLI's own shutdown past the 2 s grace); that the stop ends it is what counts.
             eprintln!(
                 "{cli} stopped at stage {} after {elapsed_ms} ms",
                 stop_stage.as_str()
             );
-            assert!(*elapsed_ms < 2_000 + 5_000 + 1_000, "{messages:#?}");
+            (*stop_stage, *elapsed_ms)
         }
-        other => panic!("not cancelled: {other:?}"),
+        other => panic!("expected terminal.cancelled, got {other:?}: {messages:#?}"),
     }
-    assert!(
-        messages
+}
+
+impl<Server> Rig<Server> {
+    /// Starts an attempt, stops it once its sleep tool (a process whose command line holds
+    /// `sleep_token`) runs, and checks that the stop cancels the attempt in time, fails the
+    /// open tool call, and leaves neither the tool nor the agent running.
+    pub async fn assert_stop_mid_tool_leaves_no_process(&self, cli: &str, sleep_token: &str) {
+        // Unique, so that the agent's process can be found by its command line.
+        let prompt = unique("sleep-for-the-stop-test");
+        let stop = StopControl::new();
+        let mut stream = self.start(&prompt, SessionRef::New, stop.clone());
+        let mut messages = messages_until_tool_call(&mut stream, RUN_LIMIT).await;
+        let sleepers = wait_for_process(sleep_token, Duration::from_secs(20)).await;
+        assert!(!sleepers.is_empty(), "the sleep tool never started");
+        let agent = pids_running(&prompt);
+        assert!(!agent.is_empty(), "the {cli} process was not found");
+
+        stop.stop();
+        messages.extend(collect(&mut stream, Duration::from_secs(15)).await);
+        let (_, elapsed_ms) = cancelled(cli, &messages);
+        assert!(elapsed_ms < 2_000 + 5_000 + 1_000, "{messages:#?}");
+        assert!(
+            messages
+                .iter()
+                .any(|m| matches!(m, AgentMessage::ToolFailed { .. })),
+            "the tool call was left open: {messages:#?}"
+        );
+        let survivors: Vec<i32> = sleepers
             .iter()
-            .any(|m| matches!(m, AgentMessage::ToolFailed { .. })),
-        "the tool call was left open: {messages:#?}"
-    );
-    let survivors: Vec<i32> = sleepers
-        .iter()
-        .chain(&agent)
-        .copied()
-        .filter(|pid| is_alive(*pid))
-        .collect();
-    assert!(
-        survivors.is_empty(),
-        "still running after the stop: {survivors:?}"
-    );
+            .chain(&agent)
+            .copied()
+            .filter(|pid| is_alive(*pid))
+            .collect();
+        assert!(
+            survivors.is_empty(),
+            "still running after the stop: {survivors:?}"
+        );
+    }
 }
