@@ -135,7 +135,7 @@ async fn later_turns_resume_the_session_and_a_bad_id_fails_clearly() {
     else {
         return;
     };
-    let (_, resumed) = rig
+    let resumed = rig
         .run_then_resume("claude", "Remember the word banana", "What was the word?")
         .await;
     // The whole history went to the model: two user and two assistant messages before.

@@ -84,14 +84,8 @@ impl<Server> Rig<Server> {
     }
 
     /// Runs `first` in a new session, then `second` resuming it; checks that the second
-    /// attempt announces `cli`'s resumed session and completes. Returns the session id and the
-    /// second attempt's messages.
-    pub async fn run_then_resume(
-        &self,
-        cli: &str,
-        first: &str,
-        second: &str,
-    ) -> (String, Vec<AgentMessage>) {
+    /// attempt announces `cli`'s resumed session and completes, and returns its messages.
+    pub async fn run_then_resume(&self, cli: &str, first: &str, second: &str) -> Vec<AgentMessage> {
         let first = self.run(first, SessionRef::New).await;
         let session_id = started_session_id(&first);
         let resumed = self
@@ -102,7 +96,7 @@ impl<Server> Rig<Server> {
             matches!(resumed.last(), Some(AgentMessage::Completed { .. })),
             "{resumed:#?}"
         );
-        (session_id, resumed)
+        resumed
     }
 }
 
@@ -145,6 +139,7 @@ pub async fn collect(stream: &mut AgentStream, limit: Duration) -> Vec<AgentMess
     messages
 }
 
+/// Fails the test unless `messages` hold exactly one terminal message, last.
 pub fn assert_single_terminal_last(messages: &[AgentMessage]) {
     let terminals = messages
         .iter()
