@@ -20,8 +20,8 @@ use agentty::provider::{CliProvider, SessionRef, StopControl};
 use agentty::stream::{failure_reason, notice_kind, AgentMessage};
 use fake_anthropic::{FakeAnthropic, Scenario};
 use real_cli::{
-    assistant_text, cancelled, collect, command_line, is_alive, notices, real_cli,
-    started_session_id, Rig, RUN_LIMIT,
+    assistant_text, cancelled, collect, command_line, expect_completed, expect_failed, is_alive,
+    notices, real_cli, started_session_id, Rig, RUN_LIMIT,
 };
 
 const DEFAULT_BIN: &str = "/tmp/claude-cli/node_modules/.bin/claude";
@@ -91,15 +91,11 @@ fn assert_started_session(messages: &[AgentMessage]) {
 }
 
 fn assert_completed(messages: &[AgentMessage]) {
-    match messages.last() {
-        Some(AgentMessage::Completed { stop_reason, usage }) => {
-            assert_eq!(stop_reason, "end_turn");
-            let usage = usage.as_ref().expect("usage");
-            assert!(usage.input_tokens.is_some_and(|tokens| tokens >= 1234));
-            assert!(usage.cost_usd.is_some_and(|cost| cost > 0.0));
-        }
-        other => panic!("expected terminal.completed, got {other:?}"),
-    }
+    let (stop_reason, usage) = expect_completed(messages);
+    assert_eq!(stop_reason, "end_turn");
+    let usage = usage.expect("usage");
+    assert!(usage.input_tokens.is_some_and(|tokens| tokens >= 1234));
+    assert!(usage.cost_usd.is_some_and(|cost| cost > 0.0));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -152,13 +148,10 @@ async fn later_turns_resume_the_session_and_a_bad_id_fails_clearly() {
 
     let unknown = uuid::Uuid::new_v4().to_string();
     let bad = rig.run("Bad id", SessionRef::Resume(unknown.clone())).await;
-    match bad.last() {
-        Some(AgentMessage::Failed(failure)) => assert_eq!(
-            failure.message,
-            format!("No conversation found with session ID: {unknown}")
-        ),
-        other => panic!("expected terminal.failed, got {other:?}"),
-    }
+    assert_eq!(
+        expect_failed(&bad).message,
+        format!("No conversation found with session ID: {unknown}")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -250,14 +243,10 @@ async fn an_http_500_fails_after_exactly_one_request() {
         "the CLI's error message is not assistant text"
     );
     assert_eq!(notices(&messages, notice_kind::AGENT_RETRY), 0);
-    match messages.last() {
-        Some(AgentMessage::Failed(failure)) => {
-            assert_eq!(failure.reason, failure_reason::AGENT_ERROR);
-            assert_eq!(failure.http_status, Some(500));
-            assert!(failure.message.contains("500"), "{}", failure.message);
-        }
-        other => panic!("expected terminal.failed, got {other:?}"),
-    }
+    let failure = expect_failed(&messages);
+    assert_eq!(failure.reason, failure_reason::AGENT_ERROR);
+    assert_eq!(failure.http_status, Some(500));
+    assert!(failure.message.contains("500"), "{}", failure.message);
     let requests = rig.server.message_requests();
     assert_eq!(
         requests.len(),

@@ -16,7 +16,9 @@ use agentty::provider::{CliProvider, SessionRef};
 use agentty::stream::AgentMessage;
 use fake_codex_server::shared::FakeServer;
 use fake_codex_server::CodexScenario;
-use real_cli::{assistant_text, completed_tool_call, notices, real_cli, Rig};
+use real_cli::{
+    assistant_text, completed_tool_call, expect_completed, expect_failed, notices, real_cli, Rig,
+};
 use tempfile::TempDir;
 
 const DEFAULT_BIN: &str = "/tmp/codex-cli/node_modules/.bin/codex";
@@ -100,15 +102,9 @@ async fn codex_text_reply_completes_with_usage() {
     assert_eq!(assistant_text(&messages), fake_codex_server::TEXT_REPLY);
     // The model-metadata error item is a warning, not a failure.
     assert!(notices(&messages, "warning") >= 1, "{messages:#?}");
-    match messages.last() {
-        Some(AgentMessage::Completed {
-            usage: Some(usage), ..
-        }) => {
-            assert_eq!(usage.input_tokens, Some(12));
-            assert_eq!(usage.output_tokens, Some(7));
-        }
-        other => panic!("not completed with usage: {other:?}"),
-    }
+    let usage = expect_completed(&messages).1.expect("usage");
+    assert_eq!(usage.input_tokens, Some(12));
+    assert_eq!(usage.output_tokens, Some(7));
     assert_eq!(rig.server.count("/responses"), 1);
 }
 
@@ -136,10 +132,7 @@ async fn codex_reasoning_summary_is_a_thought_before_the_text() {
         assistant_text(&messages),
         fake_codex_server::REASONING_REPLY
     );
-    assert!(matches!(
-        messages.last(),
-        Some(AgentMessage::Completed { .. })
-    ));
+    expect_completed(&messages);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -156,10 +149,7 @@ async fn codex_shell_tool_call_runs_and_completes() {
     assert!(input["command"].as_str().unwrap_or("").contains("echo hi"));
     assert!(output.contains("hi"), "{messages:#?}");
     assert_eq!(assistant_text(&messages), fake_codex_server::TOOL_REPLY);
-    assert!(matches!(
-        messages.last(),
-        Some(AgentMessage::Completed { .. })
-    ));
+    expect_completed(&messages);
     assert_eq!(rig.server.count("/responses"), 2);
 }
 
@@ -173,13 +163,9 @@ async fn codex_http_500_fails_after_one_request_with_the_status() {
         return;
     };
     let messages = rig.run("say hello", SessionRef::New).await;
-    match messages.last() {
-        Some(AgentMessage::Failed(failure)) => {
-            assert_eq!(failure.reason, "agent_error");
-            assert_eq!(failure.http_status, Some(500), "{failure:#?}");
-        }
-        other => panic!("not failed: {other:?}"),
-    }
+    let failure = expect_failed(&messages);
+    assert_eq!(failure.reason, "agent_error");
+    assert_eq!(failure.http_status, Some(500), "{failure:#?}");
     // Both of Codex's retry layers are off: one failure is one request, and no retry notice.
     assert_eq!(rig.server.count("/responses"), 1);
     assert_eq!(notices(&messages, "agent_retry"), 0);

@@ -16,7 +16,9 @@ use agentty::provider::{CliProvider, SessionRef};
 use agentty::stream::AgentMessage;
 use fake_codex_server::shared::FakeServer;
 use fake_gemini_server::{GeminiScenario, STREAM_PATH};
-use real_cli::{assistant_text, completed_tool_call, notices, real_cli, Rig};
+use real_cli::{
+    assistant_text, completed_tool_call, expect_completed, expect_failed, notices, real_cli, Rig,
+};
 use serde_json::json;
 use tempfile::TempDir;
 
@@ -94,12 +96,8 @@ async fn gemini_text_reply_completes_with_usage() {
         "{messages:#?}"
     );
     assert_eq!(assistant_text(&messages), fake_gemini_server::TEXT_REPLY);
-    match messages.last() {
-        Some(AgentMessage::Completed {
-            usage: Some(usage), ..
-        }) => assert!(usage.total_tokens.is_some_and(|total| total > 0)),
-        other => panic!("not completed with usage: {other:?}"),
-    }
+    let usage = expect_completed(&messages).1.expect("usage");
+    assert!(usage.total_tokens.is_some_and(|total| total > 0));
     assert_eq!(rig.server.count(STREAM_PATH), 1);
 }
 
@@ -122,10 +120,7 @@ async fn gemini_reasoning_run_shows_the_answer_and_no_thought() {
     assert!(!messages
         .iter()
         .any(|m| matches!(m, AgentMessage::Thought { .. })));
-    assert!(matches!(
-        messages.last(),
-        Some(AgentMessage::Completed { .. })
-    ));
+    expect_completed(&messages);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -150,10 +145,7 @@ async fn gemini_shell_tool_call_runs_and_completes() {
             fake_gemini_server::TOOL_REPLY
         )
     );
-    assert!(matches!(
-        messages.last(),
-        Some(AgentMessage::Completed { .. })
-    ));
+    expect_completed(&messages);
     assert_eq!(rig.server.count(STREAM_PATH), 2);
 }
 
@@ -168,14 +160,10 @@ async fn gemini_http_500_shows_each_silent_retry_and_fails_with_the_status() {
         return;
     };
     let messages = rig.run("say hello", SessionRef::New).await;
-    match messages.last() {
-        Some(AgentMessage::Failed(failure)) => {
-            assert_eq!(failure.reason, "agent_error");
-            assert_eq!(failure.http_status, Some(500), "{failure:#?}");
-            assert_eq!(failure.exit_code, Some(244));
-        }
-        other => panic!("not failed: {other:?}"),
-    }
+    let failure = expect_failed(&messages);
+    assert_eq!(failure.reason, "agent_error");
+    assert_eq!(failure.http_status, Some(500), "{failure:#?}");
+    assert_eq!(failure.exit_code, Some(244));
     // Gemini CLI cannot be told on its command line not to retry: with two attempts allowed,
     // there are two requests and the one retry between them is shown.
     assert_eq!(rig.server.count(STREAM_PATH), 2);
@@ -199,10 +187,7 @@ async fn gemini_text_re_sent_after_a_dropped_stream_is_shown_once() {
         fake_gemini_server::DROPPED_PARTIAL
     );
     assert_eq!(notices(&messages, "warning"), 2, "{messages:#?}");
-    assert!(
-        matches!(messages.last(), Some(AgentMessage::Failed(_))),
-        "{messages:#?}"
-    );
+    expect_failed(&messages);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -20,11 +20,12 @@ use std::time::Duration;
 use agentty::config::ProviderSettings;
 use agentty::provider::pi::PiBackend;
 use agentty::provider::{AgentStream, CliProvider, Provider, SessionRef, StopControl};
-use agentty::stream::{failure_reason, notice_kind, AgentMessage, Failure, StopStage};
+use agentty::stream::{failure_reason, notice_kind, AgentMessage, StopStage};
 use fake_openai::FakeOpenAi;
 use real_cli::{
-    assert_single_terminal_last, assistant_text, attempt_request, collect, command_line, is_alive,
-    messages_until_tool_call, notices, real_cli, survivors, RUN_LIMIT,
+    assert_single_terminal_last, assistant_text, attempt_request, collect, command_line,
+    expect_completed, expect_failed, is_alive, messages_until_tool_call, notices, real_cli,
+    survivors, RUN_LIMIT,
 };
 
 const DEFAULT_BIN: &str = "/tmp/pi-cli/node_modules/.bin/pi";
@@ -125,14 +126,10 @@ impl PiWorld {
 }
 
 fn assert_completed(messages: &[AgentMessage]) {
-    match messages.last() {
-        Some(AgentMessage::Completed { stop_reason, usage }) => {
-            assert_eq!(stop_reason, "stop");
-            let usage = usage.as_ref().expect("pi reports usage");
-            assert!(usage.input_tokens.unwrap_or(0) >= 1234, "{usage:?}");
-        }
-        other => panic!("expected terminal.completed, got {other:?}\n{messages:#?}"),
-    }
+    let (stop_reason, usage) = expect_completed(messages);
+    assert_eq!(stop_reason, "stop");
+    let usage = usage.expect("pi reports usage");
+    assert!(usage.input_tokens.unwrap_or(0) >= 1234, "{usage:?}");
 }
 
 fn session_id(messages: &[AgentMessage]) -> String {
@@ -286,21 +283,11 @@ async fn http_500_fails_after_exactly_one_request() {
     std::fs::write(world.agent_dir().join("settings.json"), user_settings).unwrap();
 
     let messages = world.run("err500", "Please answer.", SessionRef::New).await;
-    match messages.last() {
-        Some(AgentMessage::Failed(Failure {
-            reason,
-            message,
-            http_status,
-            exit_code,
-            ..
-        })) => {
-            assert_eq!(reason, failure_reason::AGENT_ERROR);
-            assert_eq!(message, &format!("500 {}", fake_openai::ERROR_500));
-            assert_eq!(*http_status, Some(500));
-            assert_eq!(*exit_code, Some(0), "pi exits 0 after an API error");
-        }
-        other => panic!("expected terminal.failed, got {other:?}"),
-    }
+    let failure = expect_failed(&messages);
+    assert_eq!(failure.reason, failure_reason::AGENT_ERROR);
+    assert_eq!(failure.message, format!("500 {}", fake_openai::ERROR_500));
+    assert_eq!(failure.http_status, Some(500));
+    assert_eq!(failure.exit_code, Some(0), "pi exits 0 after an API error");
     assert_eq!(notices(&messages, notice_kind::AGENT_RETRY), 0);
     let requests = world.fake.completion_requests();
     assert_eq!(requests.len(), 1, "pi and its SDK did not retry");

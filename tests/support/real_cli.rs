@@ -12,7 +12,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use agentty::provider::{
     AgentStream, AttemptRequest, CliProvider, Provider, SessionRef, StopControl,
 };
-use agentty::stream::{AgentMessage, StopStage};
+use agentty::stream::{AgentMessage, Failure, StopStage, Usage};
 use futures::StreamExt;
 use serde_json::Value;
 use tempfile::TempDir;
@@ -92,10 +92,7 @@ impl<Server> Rig<Server> {
             .run(second, SessionRef::Resume(session_id.clone()))
             .await;
         assert_resumed(&resumed, cli, &session_id);
-        assert!(
-            matches!(resumed.last(), Some(AgentMessage::Completed { .. })),
-            "{resumed:#?}"
-        );
+        expect_completed(&resumed);
         resumed
     }
 }
@@ -192,6 +189,24 @@ pub fn notices(messages: &[AgentMessage], kind: &str) -> usize {
         .iter()
         .filter(|message| matches!(message, AgentMessage::Notice { kind: k, .. } if k == kind))
         .count()
+}
+
+/// The stop reason and usage of an attempt that ended `terminal.completed`; fails the test
+/// for any other ending.
+pub fn expect_completed(messages: &[AgentMessage]) -> (&str, Option<&Usage>) {
+    match messages.last() {
+        Some(AgentMessage::Completed { stop_reason, usage }) => (stop_reason, usage.as_ref()),
+        other => panic!("expected terminal.completed, got {other:?}: {messages:#?}"),
+    }
+}
+
+/// The failure of an attempt that ended `terminal.failed`; fails the test for any other
+/// ending.
+pub fn expect_failed(messages: &[AgentMessage]) -> &Failure {
+    match messages.last() {
+        Some(AgentMessage::Failed(failure)) => failure,
+        other => panic!("expected terminal.failed, got {other:?}: {messages:#?}"),
+    }
 }
 
 /// The input and output of the call of tool `name`; fails the test unless there is one and
