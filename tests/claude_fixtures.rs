@@ -5,94 +5,30 @@
 //! against invariants computed from the raw capture, independently of the mapper:
 //! - the assistant deltas, minus each superseded run, equal the text of the CLI's complete
 //!   (non-synthetic) `assistant` blocks, plus any text still streaming when the output ended;
-//! - every tool call is ended exactly once, after it was announced;
-//! - thoughts never come before a tool call, and the mapper never emits a terminal message.
+//! - the shared stream's rules (`support/replay.rs`): one session header, first; every tool
+//!   call ended exactly once, after it was announced; no terminal message from the mapper;
+//!   no text shown twice in a row (within one turn);
+//! - thoughts never come before a tool call.
 
-use std::collections::{BTreeSet, HashMap};
-use std::path::PathBuf;
+#[path = "support/captures.rs"]
+mod captures;
+#[path = "support/replay.rs"]
+mod replay;
+
+use std::collections::BTreeSet;
 
 use agentty::provider::claude::mapper::ClaudeMapper;
-use agentty::provider::{AgentOutcome, ExitFacts, LineVerdict, Mapper};
+use agentty::provider::{AgentOutcome, LineVerdict};
 use agentty::stream::{notice_kind, AgentMessage};
+use captures::{capture_names, RecordedRun};
+use replay::{capture_tests, replay, Replay};
 use serde_json::{json, Value};
+use Expect::{Aborted, Completed, Failed, Unfinished};
 
-/// `shared/` sits beside the crate; `AGENTTY_SHARED_DIR` points elsewhere (a git worktree).
-fn captures_dir() -> PathBuf {
-    std::env::var_os("AGENTTY_SHARED_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared"))
-        .join("protocols/claude/captures")
-}
-
-/// What a capture's `.meta.txt` says about how it was run and how the CLI ended.
-struct Meta {
-    command: String,
-    exit: ExitFacts,
-}
-
-fn read_meta(name: &str) -> Meta {
-    let path = captures_dir().join(format!("{name}.meta.txt"));
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|error| panic!("{path:?}: {error}"));
-    let field = |key: &str| {
-        text.lines()
-            .find_map(|line| line.strip_prefix(key))
-            .map(str::trim)
-            .unwrap_or_else(|| panic!("{path:?} has no `{key}`"))
-            .to_owned()
-    };
-    let status: i32 = field("exit_code:")
-        .split_whitespace()
-        .next()
-        .and_then(|number| number.parse().ok())
-        .expect("exit_code is a number");
-    let steps: Vec<Value> = serde_json::from_str(&field("steps:")).expect("steps are JSON");
-    // The driver stopped the CLI: a signal, the Ctrl+C byte, or an interrupt control request.
-    let stopped_by_us = steps.iter().any(|step| {
-        step.get("signal").is_some()
-            || step.get("write_hex").and_then(Value::as_str) == Some("03")
-            || step
-                .get("write")
-                .and_then(Value::as_str)
-                .is_some_and(|text| text.contains("\"interrupt\""))
-    });
-    Meta {
-        command: field("command:"),
-        exit: ExitFacts {
-            // Python reports death by signal N as -N.
-            exit_code: (status >= 0).then_some(status),
-            signal: (status < 0).then_some(-status),
-            stopped_by_us,
-        },
-    }
-}
-
-struct Replay {
-    raw_lines: Vec<String>,
-    messages: Vec<AgentMessage>,
-    verdicts: Vec<LineVerdict>,
-    outcome: AgentOutcome,
-}
-
-fn replay(name: &str) -> Replay {
-    let meta = read_meta(name);
-    let path = captures_dir().join(format!("{name}.stdout.jsonl"));
-    let bytes = std::fs::read(&path).unwrap_or_else(|error| panic!("{path:?}: {error}"));
-    let text = String::from_utf8_lossy(&bytes);
-    let raw_lines: Vec<String> = text.lines().map(str::to_owned).collect();
-    let resumed = meta.command.contains(" --resume ") || meta.command.contains(" --continue");
-    let mut mapper = ClaudeMapper::new(resumed);
-    let mut messages = Vec::new();
-    let verdicts = raw_lines
-        .iter()
-        .map(|line| mapper.map_line(line, &mut messages))
-        .collect();
-    let outcome = mapper.finish(meta.exit, &mut messages);
-    Replay {
-        raw_lines,
-        messages,
-        verdicts,
-        outcome,
-    }
+fn replay_capture(name: &str) -> Replay {
+    let run = RecordedRun::read("claude", name);
+    let resumed = run.command.contains(" --resume ") || run.command.contains(" --continue");
+    replay(&mut ClaudeMapper::new(resumed), &run)
 }
 
 fn outcome_json(outcome: &AgentOutcome) -> Value {
@@ -135,7 +71,7 @@ fn text_without_superseded(messages: &[AgentMessage]) -> String {
 
 /// From the raw capture: the complete non-synthetic text blocks, then the text deltas streamed
 /// after the last complete `assistant` line (a reply cut off with nothing to complete it).
-fn expected_text(raw_lines: &[String]) -> String {
+fn expected_text<'l>(raw_lines: impl IntoIterator<Item = &'l str>) -> String {
     let mut complete = String::new();
     let mut trailing = String::new();
     for line in raw_lines {
@@ -163,36 +99,26 @@ fn expected_text(raw_lines: &[String]) -> String {
     complete + &trailing
 }
 
+/// Claude-specific checks on top of the shared stream's rules: the text shown is the CLI's
+/// final text, and thinking comes after the last tool call.
 fn assert_invariants(name: &str, replay: &Replay) {
+    let turns = replay
+        .stdout_lines()
+        .filter(|line| line.contains(r#""type":"result""#))
+        .count();
+    if turns > 1 {
+        // Several turns of one process (`cancel_interrupt_ctrl`: interrupted, then asked
+        // again) may repeat a reply, so only the structure is checked across them.
+        replay.assert_stream_structure(name);
+    } else {
+        replay.assert_stream_rules(name);
+    }
     let messages = &replay.messages;
-    assert!(
-        !messages.iter().any(AgentMessage::is_terminal),
-        "{name}: a mapper never emits terminal messages"
-    );
     assert_eq!(
         text_without_superseded(messages),
-        expected_text(&replay.raw_lines),
+        expected_text(replay.stdout_lines()),
         "{name}: assistant text shown once, final text wins"
     );
-
-    let mut open: HashMap<&str, usize> = HashMap::new();
-    let mut ended = BTreeSet::new();
-    for message in messages {
-        match message {
-            AgentMessage::ToolCall { id, .. } => {
-                assert!(open.insert(id, 0).is_none(), "{name}: {id} announced twice");
-            }
-            AgentMessage::ToolCompleted { id, .. } | AgentMessage::ToolFailed { id, .. } => {
-                assert!(
-                    open.remove(id.as_str()).is_some(),
-                    "{name}: {id} ended but not open"
-                );
-                assert!(ended.insert(id.clone()), "{name}: {id} ended twice");
-            }
-            _ => {}
-        }
-    }
-    assert!(open.is_empty(), "{name}: tool calls never ended: {open:?}");
 
     if let Some(first_thought) = messages
         .iter()
@@ -205,17 +131,6 @@ fn assert_invariants(name: &str, replay: &Replay) {
             "{name}: a thought interleaved with tool calls"
         );
     }
-
-    let sessions = messages
-        .iter()
-        .filter(|message| {
-            matches!(
-                message,
-                AgentMessage::SessionStarted { .. } | AgentMessage::SessionResumed { .. }
-            )
-        })
-        .count();
-    assert!(sessions <= 1, "{name}: the session is announced once");
 }
 
 /// The kind of outcome each capture must end with.
@@ -236,8 +151,8 @@ fn outcome_kind(outcome: &AgentOutcome) -> Expect {
     }
 }
 
-fn check_capture(name: &str, expected: Expect) -> Replay {
-    let replay = replay(name);
+fn check_capture(name: &str, expected: Expect) {
+    let replay = replay_capture(name);
     assert_invariants(name, &replay);
     assert_eq!(
         outcome_kind(&replay.outcome),
@@ -245,80 +160,22 @@ fn check_capture(name: &str, expected: Expect) -> Replay {
         "{name}: {:?}",
         replay.outcome
     );
-    let count = |wanted: LineVerdict| {
-        replay
-            .verdicts
-            .iter()
-            .filter(|verdict| **verdict == wanted)
-            .count()
-    };
     let snapshot = json!({
         "stream": replay.messages.iter().map(|message| {
             serde_json::from_str::<Value>(&message.to_json_line()).expect("messages are JSON")
         }).collect::<Vec<_>>(),
         "outcome": outcome_json(&replay.outcome),
         "lines": {
-            "event": count(LineVerdict::Event),
-            "ignored": count(LineVerdict::Ignored),
-            "invalid": count(LineVerdict::Invalid),
+            "event": replay.verdict_count(LineVerdict::Event),
+            "ignored": replay.verdict_count(LineVerdict::Ignored),
+            "invalid": replay.verdict_count(LineVerdict::Invalid),
         },
     });
     insta::assert_json_snapshot!(name, snapshot);
-    replay
-}
-
-const REPLAYED: &[&str] = &[
-    "cancel_interrupt_ctrl",
-    "cancel_sigint",
-    "cancel_sigterm",
-    "cancel_stdin_ctrlc",
-    "cancel_stdin_ctrlc_json",
-    "conn_refused",
-    "drop_always",
-    "drop_once",
-    "err401",
-    "err429",
-    "err500_default",
-    "err500_once",
-    "err500_r2",
-    "err529",
-    "no_verbose",
-    "resume_1_new",
-    "resume_2_resume",
-    "resume_3_continue",
-    "resume_5_session_id",
-    "resume_6_bad_id",
-    "slow_partial",
-    "stdin_json",
-    "stdin_json_bad",
-    "stdin_json_replay",
-    "stdin_text_pipe",
-    "text",
-    "text_json",
-    "text_partial",
-    "thinking_partial",
-    "tool",
-    "tool_bypass",
-    "tool_bypass_root",
-    "tool_denied",
-    "tool_sleep_interrupt_ctrl",
-    "tool_sleep_sigint",
-    "tool_sleep_sigkill",
-    "tool_sleep_sigterm",
-];
-
-macro_rules! capture_tests {
-    ($($name:ident => $expect:ident),* $(,)?) => {
-        $(
-            #[test]
-            fn $name() {
-                check_capture(stringify!($name), Expect::$expect);
-            }
-        )*
-    };
 }
 
 capture_tests! {
+    check_capture:
     // The second turn (after an in-band interrupt of the first) completes.
     cancel_interrupt_ctrl => Completed,
     cancel_sigint => Aborted,
@@ -362,14 +219,8 @@ capture_tests! {
 
 #[test]
 fn every_capture_is_replayed() {
-    let on_disk: BTreeSet<String> = std::fs::read_dir(captures_dir())
-        .expect("shared/protocols/claude/captures beside the crate")
-        .filter_map(|entry| {
-            let name = entry.ok()?.file_name().into_string().ok()?;
-            name.strip_suffix(".stdout.jsonl").map(str::to_owned)
-        })
-        .collect();
-    let replayed: BTreeSet<String> = REPLAYED.iter().map(|name| name.to_string()).collect();
+    let on_disk: BTreeSet<String> = capture_names("claude").into_iter().collect();
+    let replayed: BTreeSet<String> = CAPTURES.iter().map(|name| name.to_string()).collect();
     assert_eq!(on_disk, replayed);
 }
 
@@ -385,7 +236,7 @@ fn deltas(messages: &[AgentMessage]) -> Vec<&str> {
 
 #[test]
 fn partial_text_streams_as_deltas_and_the_complete_block_adds_nothing() {
-    let replay = replay("text_partial");
+    let replay = replay_capture("text_partial");
     assert_eq!(
         deltas(&replay.messages),
         [
@@ -413,7 +264,7 @@ fn partial_text_streams_as_deltas_and_the_complete_block_adds_nothing() {
 
 #[test]
 fn a_reset_stream_is_superseded_by_the_fallback_reply() {
-    let replay = replay("drop_once");
+    let replay = replay_capture("drop_once");
     let messages = &replay.messages;
     let notice = messages
         .iter()
@@ -428,22 +279,15 @@ fn a_reset_stream_is_superseded_by_the_fallback_reply() {
 
 #[test]
 fn a_lost_line_is_invalid_and_the_final_text_supersedes_the_gap() {
-    let replay = replay("slow_partial");
-    assert_eq!(
-        replay
-            .verdicts
-            .iter()
-            .filter(|verdict| **verdict == LineVerdict::Invalid)
-            .count(),
-        1
-    );
+    let replay = replay_capture("slow_partial");
+    assert_eq!(replay.verdict_count(LineVerdict::Invalid), 1);
     let final_text: String = (0..100).map(|token| format!("tok{token} ")).collect();
     assert_eq!(text_without_superseded(&replay.messages), final_text);
 }
 
 #[test]
 fn thinking_is_one_thought_released_after_the_text() {
-    let replay = replay("thinking_partial");
+    let replay = replay_capture("thinking_partial");
     let kinds: Vec<String> = replay
         .messages
         .iter()
@@ -473,7 +317,7 @@ fn api_errors_fail_with_the_status_and_never_show_the_synthetic_message() {
         ("err529", Some(529)),
         ("conn_refused", None),
     ] {
-        let replay = replay(name);
+        let replay = replay_capture(name);
         assert!(
             deltas(&replay.messages).is_empty(),
             "{name}: no assistant text"
@@ -485,8 +329,7 @@ fn api_errors_fail_with_the_status_and_never_show_the_synthetic_message() {
                 ..
             } => {
                 let result_line = replay
-                    .raw_lines
-                    .iter()
+                    .stdout_lines()
                     .filter_map(|line| serde_json::from_str::<Value>(line).ok())
                     .find(|value| value["type"] == "result")
                     .expect("a result line");
@@ -499,14 +342,9 @@ fn api_errors_fail_with_the_status_and_never_show_the_synthetic_message() {
             }
             other => panic!("{name}: {other:?}"),
         }
-        let retries = replay
-            .messages
-            .iter()
-            .filter(|message| is_notice(message, notice_kind::AGENT_RETRY))
-            .count();
+        let retries = replay.notice_count(notice_kind::AGENT_RETRY);
         let retry_lines = replay
-            .raw_lines
-            .iter()
+            .stdout_lines()
             .filter(|line| line.contains(r#""subtype":"api_retry""#))
             .count();
         assert!(retries > 0, "{name}: retries are visible");
@@ -517,7 +355,7 @@ fn api_errors_fail_with_the_status_and_never_show_the_synthetic_message() {
 
 #[test]
 fn tool_calls_carry_the_parsed_input_and_end_with_the_result() {
-    let replay = replay("tool");
+    let replay = replay_capture("tool");
     let tools: Vec<&AgentMessage> = replay
         .messages
         .iter()
@@ -545,7 +383,7 @@ fn tool_calls_carry_the_parsed_input_and_end_with_the_result() {
 }
 
 fn replay_tool_end(name: &str) -> AgentMessage {
-    replay(name)
+    replay_capture(name)
         .messages
         .into_iter()
         .find(|message| {
@@ -568,7 +406,7 @@ fn a_stop_during_a_tool_fails_the_call_without_user_text() {
             matches!(replay_tool_end(name), AgentMessage::ToolFailed { .. }),
             "{name}"
         );
-        let replay = replay(name);
+        let replay = replay_capture(name);
         assert!(
             !deltas(&replay.messages)
                 .iter()
@@ -580,7 +418,7 @@ fn a_stop_during_a_tool_fails_the_call_without_user_text() {
 
 #[test]
 fn sessions_are_started_resumed_or_clearly_missing() {
-    let first = replay("resume_5_session_id");
+    let first = replay_capture("resume_5_session_id");
     assert_eq!(
         first.messages[0],
         AgentMessage::SessionStarted {
@@ -588,7 +426,7 @@ fn sessions_are_started_resumed_or_clearly_missing() {
             session_id: Some("11111111-2222-4333-8444-555555555555".into()),
         }
     );
-    let resumed = replay("resume_2_resume");
+    let resumed = replay_capture("resume_2_resume");
     assert_eq!(
         resumed.messages[0],
         AgentMessage::SessionResumed {
@@ -596,7 +434,7 @@ fn sessions_are_started_resumed_or_clearly_missing() {
             session_id: "ada5f569-5085-4cbe-b505-423bdbecaa5e".into(),
         }
     );
-    let bad = replay("resume_6_bad_id");
+    let bad = replay_capture("resume_6_bad_id");
     assert!(matches!(
         &bad.outcome,
         AgentOutcome::Failed { message, .. }

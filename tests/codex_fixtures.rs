@@ -4,47 +4,30 @@
 //! stream and the outcome are snapshotted, and the stream's rules are checked on each.
 //! (The `appserver_*` captures are a different protocol, which this backend does not speak.)
 
-use std::path::PathBuf;
+#[path = "support/captures.rs"]
+mod captures;
+#[path = "support/replay.rs"]
+mod replay;
 
 use agentty::provider::codex::mapper::CodexMapper;
-use agentty::provider::common::{replay, stream_violations, RecordedRun, Replay};
 use agentty::provider::AgentOutcome;
 use agentty::stream::AgentMessage;
-
-/// `shared/` sits beside the crate (`<x>/main` and `<x>/shared`); a worktree one level deeper
-/// (`<x>/wt/<name>`) finds it one level further up.
-fn captures_dir() -> PathBuf {
-    let crate_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    ["..", "../.."]
-        .iter()
-        .map(|up| crate_dir.join(up).join("shared/protocols/codex/captures"))
-        .find(|dir| dir.is_dir())
-        .unwrap_or_else(|| crate_dir.join("../shared/protocols/codex/captures"))
-}
+use captures::{capture_names, Channel, RecordedRun};
+use replay::{capture_tests, stream_violations, Replay};
+use serde_json::Value;
 
 fn replay_capture(name: &str) -> Replay {
-    let run = RecordedRun::read(&captures_dir(), name)
-        .unwrap_or_else(|error| panic!("cannot read capture {name}: {error}"));
-    let resumed = run.command.contains(" resume ");
-    let replayed = replay(&mut CodexMapper::new(resumed), &run);
-    let violations = stream_violations(&replayed.messages);
-    assert!(violations.is_empty(), "{name}: {violations:#?}");
-    replayed
+    replay::replay_capture("codex", name, |run| {
+        CodexMapper::new(run.command.contains(" resume "))
+    })
 }
 
-macro_rules! capture_snapshots {
-    ($($name:ident),* $(,)?) => {
-        const CAPTURES: &[&str] = &[$(stringify!($name)),*];
-        $(
-            #[test]
-            fn $name() {
-                insta::assert_snapshot!(stringify!($name), replay_capture(stringify!($name)).transcript());
-            }
-        )*
-    };
+fn snapshot_capture(name: &str) {
+    insta::assert_snapshot!(name, replay_capture(name).transcript());
 }
 
-capture_snapshots!(
+capture_tests!(
+    snapshot_capture:
     a_text,
     b_reasoning,
     c_tool_echo,
@@ -66,8 +49,7 @@ capture_snapshots!(
 
 #[test]
 fn every_exec_capture_is_replayed() {
-    let found = RecordedRun::names_in(&captures_dir()).expect("the protocols folder is readable");
-    assert_eq!(found, CAPTURES);
+    assert_eq!(capture_names("codex"), CAPTURES);
 }
 
 #[test]
@@ -134,5 +116,131 @@ fn a_resumed_thread_is_announced_as_resumed() {
             provider: "codex".into(),
             session_id: id.into()
         }
+    );
+}
+
+// ---- The replay support itself (in this one test binary, so its tests run once) ----
+
+#[test]
+fn a_recorded_run_keeps_the_arrival_order_and_the_exit() {
+    let meta = "scenario: x\ncommand: codex exec --json 'hi'\nexit code: 244\n\
+                -- output timeline (t = seconds since child start) --\n\
+                \x20  0.1 err warn one\n   0.2 out {\"a\":1}\n   0.3 err warn t\n";
+    let run = RecordedRun::parse("{\"a\":1}\n{\"b\":2}\n", "warn one\nwarn two\n", meta);
+    assert_eq!(run.command, "codex exec --json 'hi'");
+    assert_eq!(
+        run.lines,
+        [
+            (Channel::Stderr, "warn one".to_owned()),
+            (Channel::Stdout, "{\"a\":1}".to_owned()),
+            (Channel::Stderr, "warn two".to_owned()),
+            (Channel::Stdout, "{\"b\":2}".to_owned()),
+        ]
+    );
+    assert_eq!(run.exit.exit_code, Some(244));
+    assert!(!run.exit.stopped_by_us);
+
+    let killed = RecordedRun::parse(
+        "",
+        "",
+        "exit code: -15 (killed by signal SIGTERM)\ncancel: t=3 sent sigterm\n",
+    );
+    assert_eq!(
+        (killed.exit.exit_code, killed.exit.signal),
+        (None, Some(15))
+    );
+    assert!(killed.exit.stopped_by_us);
+    let signalled = RecordedRun::parse(
+        "",
+        "",
+        "exit code: killed by signal 2 (SIGINT); a shell would show 130\n",
+    );
+    assert_eq!(signalled.exit.signal, Some(2));
+}
+
+#[test]
+fn every_harness_records_a_stop_its_own_way_and_each_is_read() {
+    let stopped = |meta: &str| RecordedRun::parse("", "", meta).exit;
+    // pi's harness: the actions it took.
+    assert!(stopped("exit code: 143\nactions:\n  t=2.5s sent SIGTERM to pi pid 7\n").stopped_by_us);
+    assert!(stopped("exit code: 0\nactions:\n  t=3.0s write '03'\n").stopped_by_us);
+    assert!(!stopped("exit code: 0\nactions:\n  t=0.0s write '70726f6d7074'\n").stopped_by_us);
+    // Claude's harness: its steps as JSON, and `exit_code:`.
+    let claude =
+        |steps: &str, status: &str| stopped(&format!("steps: {steps}\nexit_code: {status}\n"));
+    let killed = claude(
+        r#"[{"sleep": 2}, {"signal": "SIGKILL"}]"#,
+        "-9 (killed by signal 9: SIGKILL)",
+    );
+    assert_eq!(
+        (killed.exit_code, killed.signal, killed.stopped_by_us),
+        (None, Some(9), true)
+    );
+    assert!(claude(r#"[{"write_hex": "03"}]"#, "0").stopped_by_us);
+    let interrupt = r#"[{"write": "{\"type\":\"control_request\",\"request\":{\"subtype\":\"interrupt\"}}\n"}]"#;
+    assert!(claude(interrupt, "0").stopped_by_us);
+    let plain = claude(
+        r#"[{"write": "prompt from stdin\n"}, {"close": true}]"#,
+        "1",
+    );
+    assert_eq!(
+        (plain.exit_code, plain.signal, plain.stopped_by_us),
+        (Some(1), None, false)
+    );
+}
+
+#[test]
+fn stream_violations_name_each_broken_rule() {
+    let session = AgentMessage::SessionStarted {
+        provider: "codex".into(),
+        session_id: Some("t1".into()),
+    };
+    let assistant = |delta: &str| AgentMessage::Assistant {
+        delta: delta.into(),
+    };
+    let call = |id: &str| AgentMessage::ToolCall {
+        id: id.into(),
+        name: "shell".into(),
+        input: Value::Null,
+    };
+    let done = |id: &str| AgentMessage::ToolCompleted {
+        id: id.into(),
+        output: String::new(),
+    };
+    let thought = AgentMessage::Thought { text: "hmm".into() };
+    let good = [
+        session.clone(),
+        assistant("no, no, "),
+        call("a"),
+        done("a"),
+        thought.clone(),
+        assistant("Partial answer"),
+        AgentMessage::notice("agent_retry", "retried"),
+        assistant("Partial answer, again"),
+    ];
+    assert_eq!(stream_violations(&good), Vec::<String>::new());
+    let bad = [
+        assistant("Partial answerPartial answer"),
+        session,
+        call("a"),
+        thought,
+        done("b"),
+        call("a"),
+        AgentMessage::Completed {
+            stop_reason: "x".into(),
+            usage: None,
+        },
+    ];
+    assert_eq!(
+        stream_violations(&bad),
+        [
+            "session header at position 1",
+            "thought at position 3, inside tool call a",
+            "end of tool call b, which is not open",
+            "tool call a announced twice",
+            "terminal message from the mapper: Completed { stop_reason: \"x\", usage: None }",
+            "tool call a never ended",
+            "text shown twice in a row: \"Partial answer\"",
+        ]
     );
 }

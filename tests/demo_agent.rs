@@ -2,10 +2,12 @@
 //! `--mode json` exactly as the captures in `protocols/pi/captures` show it, and behave like pi
 //! on signals. Every test runs the real binary; event shapes are compared against the captures.
 
+#[path = "support/captures.rs"]
+mod captures;
+
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -60,18 +62,6 @@ const PI_EVENT_TYPES: &[&str] = &[
     "compaction_start",
     "compaction_end",
 ];
-
-/// `shared/` sits beside the crate in CI (`<x>/main`, `<x>/shared`); from a worktree it is
-/// further up, so the nearest ancestor that has it wins.
-fn captures_dir() -> PathBuf {
-    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-    crate_dir
-        .ancestors()
-        .skip(1)
-        .map(|dir| dir.join("shared/protocols/pi/captures"))
-        .find(|dir| dir.is_dir())
-        .unwrap_or_else(|| crate_dir.join("../shared/protocols/pi/captures"))
-}
 
 // ---------------------------------------------------------------------------------------------
 // Running the demo agent
@@ -740,20 +730,12 @@ fn collect_shapes(value: &Value, place: &str, shapes: &mut BTreeSet<(String, Str
 }
 
 fn capture_events() -> Vec<Value> {
-    let mut events = Vec::new();
-    let entries = std::fs::read_dir(captures_dir()).expect("pi captures present");
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if !path.to_string_lossy().ends_with(".stdout.jsonl") {
-            continue;
-        }
-        let text = std::fs::read_to_string(&path).expect("capture readable");
-        events.extend(
-            text.lines()
-                .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-                .filter(is_pi_event),
-        );
-    }
+    let events: Vec<Value> = captures::capture_names("pi")
+        .iter()
+        .flat_map(|name| captures::stdout_lines("pi", name))
+        .filter_map(|line| serde_json::from_str::<Value>(&line).ok())
+        .filter(is_pi_event)
+        .collect();
     assert!(events.len() > 500, "captures found: {}", events.len());
     events
 }
@@ -1026,10 +1008,8 @@ fn crash_exits_1_mid_stream_with_a_message_on_stderr() {
 
 #[test]
 fn provider_errors_follow_pis_shape_and_exit_0() {
-    let capture = std::fs::read_to_string(captures_dir().join("e_http401.stdout.jsonl"))
-        .expect("e_http401 capture");
-    let captured_kinds: Vec<String> = capture
-        .lines()
+    let captured_kinds: Vec<String> = captures::stdout_lines("pi", "e_http401")
+        .iter()
         .map(|line| serde_json::from_str::<Value>(line).unwrap()["type"].to_string())
         .collect();
     for (scenario, error) in [

@@ -6,47 +6,29 @@
 //! `f_list_sessions` is the plain-text `--list-sessions` output, replayed to show that it never
 //! breaks the stream.)
 
-use std::path::PathBuf;
+#[path = "support/captures.rs"]
+mod captures;
+#[path = "support/replay.rs"]
+mod replay;
 
-use agentty::provider::common::{replay, stream_violations, RecordedRun, Replay};
 use agentty::provider::gemini::mapper::GeminiMapper;
 use agentty::provider::AgentOutcome;
 use agentty::stream::AgentMessage;
-
-/// `shared/` sits beside the crate (`<x>/main` and `<x>/shared`); a worktree one level deeper
-/// (`<x>/wt/<name>`) finds it one level further up.
-fn captures_dir() -> PathBuf {
-    let crate_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    ["..", "../.."]
-        .iter()
-        .map(|up| crate_dir.join(up).join("shared/protocols/gemini/captures"))
-        .find(|dir| dir.is_dir())
-        .unwrap_or_else(|| crate_dir.join("../shared/protocols/gemini/captures"))
-}
+use captures::capture_names;
+use replay::{capture_tests, Replay};
 
 fn replay_capture(name: &str) -> Replay {
-    let run = RecordedRun::read(&captures_dir(), name)
-        .unwrap_or_else(|error| panic!("cannot read capture {name}: {error}"));
-    let resumed = run.command.contains(" --resume ");
-    let replayed = replay(&mut GeminiMapper::new(resumed), &run);
-    let violations = stream_violations(&replayed.messages);
-    assert!(violations.is_empty(), "{name}: {violations:#?}");
-    replayed
+    replay::replay_capture("gemini", name, |run| {
+        GeminiMapper::new(run.command.contains(" --resume "))
+    })
 }
 
-macro_rules! capture_snapshots {
-    ($($name:ident),* $(,)?) => {
-        const CAPTURES: &[&str] = &[$(stringify!($name)),*];
-        $(
-            #[test]
-            fn $name() {
-                insta::assert_snapshot!(stringify!($name), replay_capture(stringify!($name)).transcript());
-            }
-        )*
-    };
+fn snapshot_capture(name: &str) {
+    insta::assert_snapshot!(name, replay_capture(name).transcript());
 }
 
-capture_snapshots!(
+capture_tests!(
+    snapshot_capture:
     a_text,
     b_reasoning,
     c_tool_echo,
@@ -72,8 +54,7 @@ capture_snapshots!(
 
 #[test]
 fn every_stream_json_capture_is_replayed() {
-    let found = RecordedRun::names_in(&captures_dir()).expect("the protocols folder is readable");
-    assert_eq!(found, CAPTURES);
+    assert_eq!(capture_names("gemini"), CAPTURES);
 }
 
 #[test]

@@ -5,10 +5,9 @@
 mod script_agent;
 
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 use agentty::stream::{AgentMessage, StopStage};
-use script_agent::{process_gone, write_script};
+use script_agent::{assert_all_gone, pid_script, read_pids_blocking};
 
 fn agentty() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_agentty"));
@@ -66,37 +65,20 @@ fn a_missing_agent_binary_prints_start_failed_and_exits_1() {
 /// in its group, sends `signal` to agentty, and checks the stream, the exit status and that
 /// no process is left.
 fn signal_mid_turn_leaves_nothing_behind(signal: nix::sys::signal::Signal) {
-    let dir = tempfile::tempdir().unwrap();
-    let pid_file = dir.path().join("pids");
-    let script = write_script(
-        dir.path(),
-        "agent",
-        &format!(
-            "setsid sleep 300 &\ntool=$!\nsleep 300 &\necho \"$$ $tool $!\" > '{}'\nwhile :; do sleep 0.05; done",
-            pid_file.display()
-        ),
-    );
+    let agent = pid_script(|pids| {
+        format!(
+            "setsid sleep 300 &\ntool=$!\nsleep 300 &\necho \"$$ $tool $!\" > '{pids}'\nwhile :; do sleep 0.05; done"
+        )
+    });
     let child = agentty()
         .args(["run", "--provider", "demo", "--agent-bin"])
-        .arg(&script)
+        .arg(&agent.script)
         .arg("hello")
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let pids: Vec<i32> = loop {
-        if let Ok(text) = std::fs::read_to_string(&pid_file) {
-            if text.ends_with('\n') {
-                break text
-                    .split_whitespace()
-                    .map(|pid| pid.parse().unwrap())
-                    .collect();
-            }
-        }
-        assert!(Instant::now() < deadline, "the agent never started");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let pids = read_pids_blocking(&agent.pid_file);
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), signal).unwrap();
     let output = child.wait_with_output().unwrap();
     assert_eq!(output.status.code(), Some(130));
@@ -112,12 +94,7 @@ fn signal_mid_turn_leaves_nothing_behind(signal: nix::sys::signal::Signal) {
         "{messages:?}"
     );
     assert_eq!(pids.len(), 3);
-    for pid in pids {
-        assert!(
-            process_gone(pid),
-            "process {pid} outlived agentty's {signal}"
-        );
-    }
+    assert_all_gone(&pids, &format!("agentty's {signal}"));
 }
 
 #[test]

@@ -3,8 +3,9 @@
 //! For each capture the whole shared stream, the mapper's `AgentOutcome` (with the exit facts
 //! from its `.meta.txt`) and the line verdicts are pinned by an insta snapshot; and invariants
 //! computed independently from the raw events are checked: the deltas concatenate to exactly
-//! the text of pi's assistant messages, every tool execution has its call and one end, thoughts
-//! match pi's thinking blocks and never fall between a tool call and its end.
+//! the text of pi's assistant messages, every tool execution has its call, thoughts match pi's
+//! thinking blocks; and so are the shared stream's rules (`support/replay.rs`: every tool call
+//! ends once, no thought falls between a tool call and its end, …).
 //!
 //! Not replayed: `j_*` (RPC mode, which agentty does not run: no session header, `response`
 //! lines, commands on stdin) and `*_textmode` (text mode, which agentty never asks for;
@@ -14,118 +15,34 @@
 //! capture of that exists, so those streams are made from real captures: `delta` fields
 //! stripped, and for the replay case the earlier text put back in front of later messages.
 
-use std::collections::{BTreeSet, HashSet};
-use std::path::PathBuf;
+#[path = "support/captures.rs"]
+mod captures;
+#[path = "support/replay.rs"]
+mod replay;
+
+use std::collections::BTreeSet;
 
 use agentty::provider::pi::mapper::PiMapper;
-use agentty::provider::{AgentOutcome, ExitFacts, LineVerdict, Mapper};
+use agentty::provider::{AgentOutcome, LineVerdict};
 use agentty::stream::{notice_kind, AgentMessage};
+use captures::{capture_names, RecordedRun};
+use replay::{capture_tests, replay, Replay};
 use serde_json::{json, Value};
-
-/// `shared/` sits beside the crate (`<x>/main` + `<x>/shared`); a worktree one level deeper
-/// finds it one level further up.
-fn captures_dir() -> PathBuf {
-    let crate_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    crate_dir
-        .ancestors()
-        .skip(1)
-        .map(|dir| dir.join("shared/protocols/pi/captures"))
-        .find(|dir| dir.is_dir())
-        .unwrap_or_else(|| crate_dir.join("../shared/protocols/pi/captures"))
-}
 
 /// Captures that are not json-mode streams agentty would read (see the module doc).
 fn is_skipped(name: &str) -> bool {
     name.starts_with("j_") || name.ends_with("_textmode")
 }
 
-struct Capture {
-    lines: Vec<String>,
-    meta: String,
+/// Resumed exactly when agentty would have asked for it: `--continue` or `--session`.
+fn resumed(run: &RecordedRun) -> bool {
+    run.command
+        .split_whitespace()
+        .any(|arg| arg == "--continue" || arg == "--session")
 }
 
-impl Capture {
-    fn load(name: &str) -> Capture {
-        let dir = captures_dir();
-        let read = |suffix: &str| {
-            let path = dir.join(format!("{name}.{suffix}"));
-            std::fs::read_to_string(&path)
-                .unwrap_or_else(|error| panic!("cannot read {}: {error}", path.display()))
-        };
-        let stdout = read("stdout.jsonl");
-        Capture {
-            // pi frames on `\n` only (JSON strings may hold U+2028).
-            lines: stdout
-                .split('\n')
-                .filter(|line| !line.is_empty())
-                .map(str::to_owned)
-                .collect(),
-            meta: read("meta.txt"),
-        }
-    }
-
-    fn command(&self) -> &str {
-        self.meta
-            .lines()
-            .find_map(|line| line.strip_prefix("command: "))
-            .unwrap_or_default()
-    }
-
-    /// Resumed exactly when agentty would have asked for it: `--continue` or `--session`.
-    fn resumed(&self) -> bool {
-        self.command()
-            .split_whitespace()
-            .any(|arg| arg == "--continue" || arg == "--session")
-    }
-
-    fn exit_facts(&self) -> ExitFacts {
-        let status = self
-            .meta
-            .lines()
-            .find_map(|line| line.strip_prefix("exit code: "))
-            .expect("meta has an exit code");
-        let (exit_code, signal) = match status.strip_prefix("killed by signal ") {
-            Some(rest) => (
-                None,
-                rest.split_whitespace().next().and_then(|n| n.parse().ok()),
-            ),
-            None => (status.trim().parse().ok(), None),
-        };
-        ExitFacts {
-            exit_code,
-            signal,
-            stopped_by_us: self.meta.contains("sent SIG") || self.meta.contains("write '03'"),
-        }
-    }
-}
-
-struct Replay {
-    messages: Vec<AgentMessage>,
-    outcome: AgentOutcome,
-    outcome_reported: bool,
-    verdicts: [usize; 3],
-}
-
-fn replay(lines: &[String], resumed: bool, exit: ExitFacts) -> Replay {
-    let mut mapper = PiMapper::new("pi", resumed);
-    let mut messages = Vec::new();
-    let mut verdicts = [0; 3];
-    for line in lines {
-        let verdict = mapper.map_line(line, &mut messages);
-        verdicts[match verdict {
-            LineVerdict::Event => 0,
-            LineVerdict::Ignored => 1,
-            LineVerdict::Invalid => 2,
-        }] += 1;
-    }
-    let outcome_reported = mapper.outcome_reported();
-    let outcome = mapper.finish(exit, &mut messages);
-    Replay {
-        messages,
-        outcome,
-        outcome_reported,
-        verdicts,
-    }
+fn replay_pi(run: &RecordedRun, resumed: bool) -> Replay {
+    replay(&mut PiMapper::new("pi", resumed), run)
 }
 
 fn outcome_json(outcome: &AgentOutcome) -> Value {
@@ -144,10 +61,14 @@ fn outcome_json(outcome: &AgentOutcome) -> Value {
     }
 }
 
-fn render(replay: &Replay, exit: ExitFacts) -> String {
-    let [events, ignored, invalid] = replay.verdicts;
-    let mut text =
-        format!("lines: event={events} ignored={ignored} invalid={invalid}\nexit: {exit:?}\n");
+fn render(replay: &Replay) -> String {
+    let mut text = format!(
+        "lines: event={} ignored={} invalid={}\nexit: {:?}\n",
+        replay.verdict_count(LineVerdict::Event),
+        replay.verdict_count(LineVerdict::Ignored),
+        replay.verdict_count(LineVerdict::Invalid),
+        replay.exit
+    );
     for message in &replay.messages {
         text.push_str(&message.to_json_line());
         text.push('\n');
@@ -176,7 +97,7 @@ struct RawFacts {
     tool_starts: Vec<String>,
 }
 
-fn raw_facts(lines: &[String]) -> RawFacts {
+fn raw_facts<'l>(lines: impl IntoIterator<Item = &'l str>) -> RawFacts {
     let mut facts = RawFacts {
         assistant_text: String::new(),
         thoughts: Vec::new(),
@@ -222,27 +143,16 @@ fn raw_facts(lines: &[String]) -> RawFacts {
     facts
 }
 
-fn concatenated_deltas(messages: &[AgentMessage]) -> String {
-    messages
-        .iter()
-        .filter_map(|message| match message {
-            AgentMessage::Assistant { delta } => Some(delta.as_str()),
-            _ => None,
-        })
-        .collect()
-}
-
-fn check_invariants(name: &str, lines: &[String], replay: &Replay) {
-    let facts = raw_facts(lines);
+/// Pi-specific checks on top of the shared stream's rules: the text and thinking shown are
+/// pi's, and every tool execution pi started was announced.
+fn check_invariants(name: &str, replay: &Replay) {
+    replay.assert_stream_rules(name);
+    let facts = raw_facts(replay.stdout_lines());
     let messages = &replay.messages;
     assert_eq!(
-        concatenated_deltas(messages),
+        replay.assistant_text(),
         facts.assistant_text,
         "{name}: deltas must concatenate to the assistant text"
-    );
-    assert!(
-        !messages.iter().any(AgentMessage::is_terminal),
-        "{name}: a mapper never emits the terminal message"
     );
 
     let thoughts: Vec<&str> = messages
@@ -261,66 +171,26 @@ fn check_invariants(name: &str, lines: &[String], replay: &Replay) {
         facts.thoughts
     );
 
+    // The shared rules end each announced call exactly once, after its call.
     for id in &facts.tool_starts {
-        let call = messages
-            .iter()
-            .position(
-                |message| matches!(message, AgentMessage::ToolCall { id: call, .. } if call == id),
-            )
-            .unwrap_or_else(|| panic!("{name}: tool_execution_start {id} has no tool.call"));
-        let ends: Vec<usize> = messages
-            .iter()
-            .enumerate()
-            .filter(|(_, message)| match message {
-                AgentMessage::ToolCompleted { id: end, .. }
-                | AgentMessage::ToolFailed { id: end, .. } => end == id,
-                _ => false,
-            })
-            .map(|(index, _)| index)
-            .collect();
-        assert_eq!(ends.len(), 1, "{name}: tool {id} must end exactly once");
-        assert!(ends[0] > call, "{name}: tool {id} ends after its call");
-    }
-
-    let mut open_tools: HashSet<&str> = HashSet::new();
-    for message in messages {
-        match message {
-            AgentMessage::ToolCall { id, .. } => {
-                open_tools.insert(id);
-            }
-            AgentMessage::ToolCompleted { id, .. } | AgentMessage::ToolFailed { id, .. } => {
-                open_tools.remove(id.as_str());
-            }
-            AgentMessage::Thought { .. } => assert!(
-                open_tools.is_empty(),
-                "{name}: a thought fell between a tool call and its end"
+        assert!(
+            messages.iter().any(
+                |message| matches!(message, AgentMessage::ToolCall { id: call, .. } if call == id)
             ),
-            _ => {}
-        }
+            "{name}: tool_execution_start {id} has no tool.call"
+        );
     }
 }
 
-fn replay_capture(name: &str) {
-    let capture = Capture::load(name);
-    let exit = capture.exit_facts();
-    let replayed = replay(&capture.lines, capture.resumed(), exit);
-    check_invariants(name, &capture.lines, &replayed);
-    insta::assert_snapshot!(name, render(&replayed, exit));
-}
-
-macro_rules! capture_tests {
-    ($($name:ident),* $(,)?) => {
-        $(
-            #[test]
-            fn $name() {
-                replay_capture(stringify!($name));
-            }
-        )*
-        const REPLAYED: &[&str] = &[$(stringify!($name)),*];
-    };
+fn snapshot_capture(name: &str) {
+    let run = RecordedRun::read("pi", name);
+    let replayed = replay_pi(&run, resumed(&run));
+    check_invariants(name, &replayed);
+    insta::assert_snapshot!(name, render(&replayed));
 }
 
 capture_tests!(
+    snapshot_capture:
     a_plain,
     a_plain_burst,
     a_plain_stdin_prompt,
@@ -358,15 +228,11 @@ capture_tests!(
 
 #[test]
 fn every_json_mode_capture_is_replayed() {
-    let found: BTreeSet<String> = std::fs::read_dir(captures_dir())
-        .expect("the pi captures are beside the crate (../shared/protocols/pi/captures)")
-        .filter_map(|entry| {
-            let name = entry.ok()?.file_name().into_string().ok()?;
-            name.strip_suffix(".stdout.jsonl").map(str::to_owned)
-        })
+    let found: BTreeSet<String> = capture_names("pi")
+        .into_iter()
         .filter(|name| !is_skipped(name))
         .collect();
-    let replayed: BTreeSet<String> = REPLAYED.iter().map(|name| (*name).to_owned()).collect();
+    let replayed: BTreeSet<String> = CAPTURES.iter().map(|name| (*name).to_owned()).collect();
     assert_eq!(found, replayed);
 }
 
@@ -395,7 +261,7 @@ fn prefix_first_text(message: &mut Value, replayed: &str) {
 /// The capture as older pi would have sent it: no deltas, and every assistant message after
 /// the first starts by replaying (in growing snapshots) the text of the earlier ones, which
 /// stays in front of its text up to its `message_end` / `turn_end`.
-fn as_older_pi_with_replay(lines: &[String]) -> Vec<String> {
+fn as_older_pi_with_replay<'l>(lines: impl IntoIterator<Item = &'l str>) -> Vec<String> {
     let mut out = Vec::new();
     let mut earlier_text = String::new();
     let mut replayed: Option<String> = None;
@@ -466,16 +332,11 @@ fn merged(messages: &[AgentMessage]) -> Vec<AgentMessage> {
 
 #[test]
 fn snapshot_only_streams_map_like_delta_streams() {
-    for name in REPLAYED {
-        let capture = Capture::load(name);
-        let exit = capture.exit_facts();
-        let with_deltas = replay(&capture.lines, capture.resumed(), exit);
-        let snapshots_only: Vec<String> = capture
-            .lines
-            .iter()
-            .map(|line| strip_deltas(line))
-            .collect();
-        let without_deltas = replay(&snapshots_only, capture.resumed(), exit);
+    for name in CAPTURES {
+        let run = RecordedRun::read("pi", name);
+        let with_deltas = replay_pi(&run, resumed(&run));
+        let snapshots_only = run.with_stdout(run.stdout().map(strip_deltas));
+        let without_deltas = replay_pi(&snapshots_only, resumed(&run));
         assert_eq!(
             merged(&without_deltas.messages),
             merged(&with_deltas.messages),
@@ -488,18 +349,17 @@ fn snapshot_only_streams_map_like_delta_streams() {
 #[test]
 fn older_pi_replay_after_a_tool_turn_is_not_shown_twice() {
     for name in ["c_tool", "d_twotools_seq", "d_textool"] {
-        let capture = Capture::load(name);
-        let exit = capture.exit_facts();
-        let older = as_older_pi_with_replay(&capture.lines);
+        let run = RecordedRun::read("pi", name);
+        let older = as_older_pi_with_replay(run.stdout());
         assert!(
-            older.len() > capture.lines.len(),
+            older.len() > run.stdout().count(),
             "{name}: the transformation inserted replay lines"
         );
-        let from_older = replay(&older, false, exit);
-        let original = replay(&capture.lines, false, exit);
+        let from_older = replay_pi(&run.with_stdout(older), false);
+        let original = replay_pi(&run, false);
 
-        let text = concatenated_deltas(&from_older.messages);
-        assert_eq!(text, raw_facts(&capture.lines).assistant_text, "{name}");
+        let text = from_older.assistant_text();
+        assert_eq!(text, raw_facts(run.stdout()).assistant_text, "{name}");
         assert!(
             !from_older.messages.iter().any(|message| matches!(
                 message,
@@ -517,10 +377,9 @@ fn older_pi_replay_after_a_tool_turn_is_not_shown_twice() {
 
 #[test]
 fn c_tool_as_older_pi_shows_each_sentence_once() {
-    let capture = Capture::load("c_tool");
-    let older = as_older_pi_with_replay(&capture.lines);
-    let replayed = replay(&older, false, capture.exit_facts());
-    let text = concatenated_deltas(&replayed.messages);
+    let run = RecordedRun::read("pi", "c_tool");
+    let older = run.with_stdout(as_older_pi_with_replay(run.stdout()));
+    let text = replay_pi(&older, false).assistant_text();
     assert_eq!(
         text,
         "I will run echo hi now.The command printed hi, so the shell works fine."

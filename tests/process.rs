@@ -10,21 +10,14 @@ use agentty::provider::{Provider, StopControl, StopProgress};
 use agentty::stream::{AgentMessage, StopStage};
 use script_agent::*;
 
-const COMPLETED: &str = r#"{"type":"terminal.completed","stop_reason":"stop"}"#;
-
 #[tokio::test]
 async fn a_normal_run_streams_messages_and_ends_completed() {
-    let dir = tempfile::tempdir().unwrap();
-    let script = write_script(
-        dir.path(),
-        "agent",
-        &format!(
-            r#"echo '{{"type":"assistant","delta":"Hel"}}'
+    let messages = run_agent(&format!(
+        r#"echo '{{"type":"assistant","delta":"Hel"}}'
 echo '{{"type":"assistant","delta":"lo"}}'
 echo '{COMPLETED}'"#
-        ),
-    );
-    let messages = run_script(&script, "hi").await;
+    ))
+    .await;
     assert_eq!(
         messages,
         vec![
@@ -91,13 +84,7 @@ async fn a_missing_working_directory_is_a_start_failure_naming_it() {
 
 #[tokio::test]
 async fn exit_zero_without_a_completion_event_is_a_failure() {
-    let dir = tempfile::tempdir().unwrap();
-    let script = write_script(
-        dir.path(),
-        "agent",
-        r#"echo '{"type":"assistant","delta":"partial"}'"#,
-    );
-    let messages = run_script(&script, "hi").await;
+    let messages = run_agent(r#"echo '{"type":"assistant","delta":"partial"}'"#).await;
     let AgentMessage::Failed(failure) = terminal(&messages) else {
         panic!("expected terminal.failed, got {messages:?}");
     };
@@ -108,17 +95,14 @@ async fn exit_zero_without_a_completion_event_is_a_failure() {
 
 #[tokio::test]
 async fn a_nonzero_exit_carries_status_stderr_text_and_invalid_lines() {
-    let dir = tempfile::tempdir().unwrap();
-    let script = write_script(
-        dir.path(),
-        "agent",
+    let messages = run_agent(
         r#"echo '{"type":"assistant","delta":"so far"}'
 echo 'not json at all'
 echo '{"no_type":1}'
 echo 'boom: model exploded' >&2
 exit 3"#,
-    );
-    let messages = run_script(&script, "hi").await;
+    )
+    .await;
     let AgentMessage::Failed(failure) = terminal(&messages) else {
         panic!("expected terminal.failed, got {messages:?}");
     };
@@ -140,9 +124,7 @@ exit 3"#,
 
 #[tokio::test]
 async fn death_by_signal_is_reported_with_the_signal() {
-    let dir = tempfile::tempdir().unwrap();
-    let script = write_script(dir.path(), "agent", "kill -SEGV $$");
-    let messages = run_script(&script, "hi").await;
+    let messages = run_agent("kill -SEGV $$").await;
     let AgentMessage::Failed(failure) = terminal(&messages) else {
         panic!("expected terminal.failed, got {messages:?}");
     };
@@ -173,90 +155,41 @@ async fn a_prompt_with_shell_metacharacters_arrives_byte_for_byte() {
     assert_eq!(std::fs::read_to_string(&received).unwrap(), prompt);
 }
 
-/// Starts `script`, waits for the PIDs it writes to `pid_file`, stops it, and returns the
-/// terminal message, the time the stop took and the PIDs.
-async fn stop_after_start(
-    script: &std::path::Path,
-    pid_file: &std::path::Path,
-) -> (AgentMessage, Duration, Vec<i32>) {
-    let stop = StopControl::new();
-    let stream = provider_for(script).execute(request("go"), stop.clone());
-    let collecting = tokio::spawn(collect(stream));
-    let pids = read_pids(pid_file).await;
-    let started = Instant::now();
-    stop.stop();
-    let messages = collecting.await.unwrap();
-    let elapsed = started.elapsed();
-    (terminal(&messages).clone(), elapsed, pids)
-}
-
 #[tokio::test]
 async fn an_agent_that_honours_sigint_stops_in_the_interrupt_stage() {
-    let dir = tempfile::tempdir().unwrap();
-    let pid_file = dir.path().join("pids");
-    let script = write_script(
-        dir.path(),
-        "agent",
-        &format!("echo $$ > '{}'\nexec sleep 30", pid_file.display()),
-    );
-    let (terminal, elapsed, pids) = stop_after_start(&script, &pid_file).await;
-    let AgentMessage::Cancelled {
-        stop_stage,
-        elapsed_ms,
-    } = terminal
-    else {
-        panic!("expected terminal.cancelled, got {terminal:?}");
-    };
+    let agent = pid_script(|pids| format!("echo $$ > '{pids}'\nexec sleep 30"));
+    let (terminal, elapsed, pids) = stop_after_start(&agent.script, &agent.pid_file).await;
+    let (stop_stage, elapsed_ms) = cancelled(&terminal);
     assert_eq!(stop_stage, StopStage::Interrupt);
     assert!(elapsed_ms < 1000, "took {elapsed_ms} ms");
     assert!(elapsed < Duration::from_secs(2), "took {elapsed:?}");
-    assert!(pids.iter().all(|pid| process_gone(*pid)));
+    assert_all_gone(&pids, "the stop");
 }
 
 #[tokio::test]
 async fn an_agent_that_ignores_sigint_and_sigterm_is_killed_after_the_grace() {
-    let dir = tempfile::tempdir().unwrap();
-    let pid_file = dir.path().join("pids");
-    let script = write_script(
-        dir.path(),
-        "agent",
-        &format!(
-            "trap '' INT TERM\necho $$ > '{}'\nwhile :; do sleep 0.05; done",
-            pid_file.display()
-        ),
-    );
-    let (terminal, elapsed, pids) = stop_after_start(&script, &pid_file).await;
-    let AgentMessage::Cancelled {
-        stop_stage,
-        elapsed_ms,
-    } = terminal
-    else {
-        panic!("expected terminal.cancelled, got {terminal:?}");
-    };
+    let agent = pid_script(|pids| {
+        format!("trap '' INT TERM\necho $$ > '{pids}'\nwhile :; do sleep 0.05; done")
+    });
+    let (terminal, elapsed, pids) = stop_after_start(&agent.script, &agent.pid_file).await;
+    let (stop_stage, elapsed_ms) = cancelled(&terminal);
     assert_eq!(stop_stage, StopStage::Kill);
     assert!((1900..4000).contains(&elapsed_ms), "took {elapsed_ms} ms");
     assert!(elapsed < Duration::from_secs(5), "took {elapsed:?}");
-    assert!(pids.iter().all(|pid| process_gone(*pid)));
+    assert_all_gone(&pids, "the stop");
 }
 
 #[tokio::test]
 async fn a_second_stop_request_skips_the_grace() {
-    let dir = tempfile::tempdir().unwrap();
-    let pid_file = dir.path().join("pids");
-    let script = write_script(
-        dir.path(),
-        "agent",
-        &format!(
-            "trap '' INT TERM\necho $$ > '{}'\nwhile :; do sleep 0.05; done",
-            pid_file.display()
-        ),
-    );
+    let agent = pid_script(|pids| {
+        format!("trap '' INT TERM\necho $$ > '{pids}'\nwhile :; do sleep 0.05; done")
+    });
     let stop = StopControl::new();
     let mut progress = stop.subscribe();
     let collecting = tokio::spawn(collect(
-        provider_for(&script).execute(request("go"), stop.clone()),
+        provider_for(&agent.script).execute(request("go"), stop.clone()),
     ));
-    read_pids(&pid_file).await;
+    read_pids(&agent.pid_file).await;
     let started = Instant::now();
     stop.stop();
     progress
@@ -282,109 +215,67 @@ async fn a_second_stop_request_skips_the_grace() {
 
 #[tokio::test]
 async fn a_tool_child_that_called_setsid_and_a_grandchild_in_the_group_are_both_killed() {
-    let dir = tempfile::tempdir().unwrap();
-    let pid_file = dir.path().join("pids");
     // Like pi's bash tool: the tool runs in its own session, out of the agent's process group.
-    let script = write_script(
-        dir.path(),
-        "agent",
-        &format!(
-            "setsid sleep 300 &\ndetached=$!\nsleep 300 &\ngrouped=$!\necho \"$detached $grouped\" > '{}'\nexec sleep 30",
-            pid_file.display()
-        ),
-    );
-    let (terminal, _, pids) = stop_after_start(&script, &pid_file).await;
+    let agent = pid_script(|pids| {
+        format!(
+            "setsid sleep 300 &\ndetached=$!\nsleep 300 &\ngrouped=$!\necho \"$detached $grouped\" > '{pids}'\nexec sleep 30"
+        )
+    });
+    let (terminal, _, pids) = stop_after_start(&agent.script, &agent.pid_file).await;
     assert!(
         matches!(terminal, AgentMessage::Cancelled { .. }),
         "{terminal:?}"
     );
     assert_eq!(pids.len(), 2);
-    for pid in pids {
-        assert!(process_gone(pid), "process {pid} survived the stop");
-    }
+    assert_all_gone(&pids, "the stop");
 }
 
 #[tokio::test]
 async fn a_double_forked_daemon_left_by_an_agent_that_exits_is_killed() {
-    let dir = tempfile::tempdir().unwrap();
-    let pid_file = dir.path().join("pids");
-    let script = write_script(
-        dir.path(),
-        "agent",
-        &format!(
-            "( setsid sh -c 'echo $$ > \"{}\"; exec sleep 300' & )\nwhile [ ! -s '{}' ]; do sleep 0.01; done\necho '{COMPLETED}'",
-            pid_file.display(),
-            pid_file.display()
-        ),
-    );
-    let messages = run_script(&script, "hi").await;
+    let agent = pid_script(|pids| {
+        format!(
+            "( setsid sh -c 'echo $$ > \"{pids}\"; exec sleep 300' & )\nwhile [ ! -s '{pids}' ]; do sleep 0.01; done\necho '{COMPLETED}'"
+        )
+    });
+    let messages = run_script(&agent.script, "hi").await;
     assert!(matches!(
         terminal(&messages),
         AgentMessage::Completed { .. }
     ));
-    let daemon = read_pids(&pid_file).await[0];
-    assert!(process_gone(daemon), "daemon {daemon} survived its agent");
+    let daemon = read_pids(&agent.pid_file).await;
+    assert_all_gone(&daemon, "its agent");
 }
 
 #[tokio::test]
 async fn a_stop_whose_requester_went_away_still_runs_to_completion() {
-    let dir = tempfile::tempdir().unwrap();
-    let pid_file = dir.path().join("pids");
-    let script = write_script(
-        dir.path(),
-        "agent",
-        &format!("trap '' INT TERM\nsetsid sleep 300 &\necho \"$$ $!\" > '{}'\nwhile :; do sleep 0.05; done", pid_file.display()),
-    );
+    let agent = pid_script(|pids| {
+        format!("trap '' INT TERM\nsetsid sleep 300 &\necho \"$$ $!\" > '{pids}'\nwhile :; do sleep 0.05; done")
+    });
     let stop = StopControl::new();
-    let stream = provider_for(&script).execute(request("go"), stop.clone());
-    let pids = read_pids(&pid_file).await;
+    let stream = provider_for(&agent.script).execute(request("go"), stop.clone());
+    let pids = read_pids(&agent.pid_file).await;
     // The caller cancels and walks away at once: the stream and the token are gone.
     stop.stop();
     drop(stream);
     drop(stop);
-    let deadline = Instant::now() + Duration::from_secs(8);
-    while !pids.iter().all(|pid| process_gone(*pid)) {
-        assert!(
-            Instant::now() < deadline,
-            "processes {pids:?} survived an abandoned stop"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_until_gone(&pids, Duration::from_secs(8), "an abandoned stop").await;
 }
 
 #[tokio::test]
 async fn a_stream_dropped_without_a_stop_still_stops_the_agent() {
-    let dir = tempfile::tempdir().unwrap();
-    let pid_file = dir.path().join("pids");
-    let script = write_script(
-        dir.path(),
-        "agent",
-        &format!("echo $$ > '{}'\nwhile :; do echo '{{\"type\":\"assistant\",\"delta\":\"x\"}}'; sleep 0.05; done", pid_file.display()),
-    );
-    let stream = provider_for(&script).execute(request("go"), StopControl::new());
-    let pids = read_pids(&pid_file).await;
+    let agent = pid_script(|pids| {
+        format!("echo $$ > '{pids}'\nwhile :; do echo '{{\"type\":\"assistant\",\"delta\":\"x\"}}'; sleep 0.05; done")
+    });
+    let stream = provider_for(&agent.script).execute(request("go"), StopControl::new());
+    let pids = read_pids(&agent.pid_file).await;
     drop(stream);
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !process_gone(pids[0]) {
-        assert!(
-            Instant::now() < deadline,
-            "agent {} kept running unobserved",
-            pids[0]
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_until_gone(&pids, Duration::from_secs(5), "a dropped stream").await;
 }
 
 #[tokio::test]
 async fn an_agent_that_never_exits_after_completing_is_stopped_and_still_completed() {
-    let dir = tempfile::tempdir().unwrap();
-    let script = write_script(
-        dir.path(),
-        "agent",
-        &format!("echo '{COMPLETED}'\nexec sleep 300"),
-    );
     let started = Instant::now();
-    let messages = run_script(&script, "hi").await;
+    let messages = run_agent(&format!("echo '{COMPLETED}'\nexec sleep 300")).await;
     assert!(
         matches!(terminal(&messages), AgentMessage::Completed { .. }),
         "{messages:?}"
@@ -394,9 +285,7 @@ async fn an_agent_that_never_exits_after_completing_is_stopped_and_still_complet
 
 #[tokio::test]
 async fn an_agent_that_closes_stdout_but_stays_alive_fails_as_stalled() {
-    let dir = tempfile::tempdir().unwrap();
-    let script = write_script(dir.path(), "agent", "exec >&-\nexec sleep 300");
-    let messages = run_script(&script, "hi").await;
+    let messages = run_agent("exec >&-\nexec sleep 300").await;
     let AgentMessage::Failed(failure) = terminal(&messages) else {
         panic!("expected terminal.failed, got {messages:?}");
     };
@@ -405,14 +294,8 @@ async fn an_agent_that_closes_stdout_but_stays_alive_fails_as_stalled() {
 
 #[tokio::test]
 async fn a_stderr_flood_neither_blocks_the_agent_nor_grows_memory() {
-    let dir = tempfile::tempdir().unwrap();
     // 100 MiB on stderr, then a normal completion.
-    let script = write_script(
-        dir.path(),
-        "agent",
-        &format!("head -c 104857600 /dev/zero | tr '\\0' 'e' >&2\necho 'last words' >&2\necho '{COMPLETED}'\nexit 1"),
-    );
-    let messages = run_script(&script, "hi").await;
+    let messages = run_agent(&format!("head -c 104857600 /dev/zero | tr '\\0' 'e' >&2\necho 'last words' >&2\necho '{COMPLETED}'\nexit 1")).await;
     let AgentMessage::Failed(failure) = terminal(&messages) else {
         panic!("expected terminal.failed, got {messages:?}");
     };

@@ -1,160 +1,73 @@
 //! The real Claude Code CLI, driven through `CliProvider` + `ClaudeBackend`, against the fake
 //! Messages API in `support/fake_anthropic.rs` on 127.0.0.1.
 //!
-//! Opt-in: runs only with `AGENTTY_REAL_CLI_TESTS=1` and the CLI installed
-//! (`npm install --prefix /tmp/claude-cli @anthropic-ai/claude-code`, or `AGENTTY_CLAUDE_BIN`);
-//! otherwise each test prints why it is skipped and returns. Every run gets a throwaway HOME
-//! and working directory, telemetry and non-essential traffic off.
+//! Opt-in: runs only with `AGENTTY_REAL_CLI_TESTS=1` (otherwise each test prints why it is
+//! skipped and returns), and then needs the CLI installed (`npm install --prefix
+//! /tmp/claude-cli @anthropic-ai/claude-code`, or `AGENTTY_CLAUDE_BIN`). Every run gets a
+//! throwaway HOME and working directory, telemetry and non-essential traffic off.
 
 #[path = "support/fake_anthropic.rs"]
 mod fake_anthropic;
+#[path = "support/real_cli.rs"]
+mod real_cli;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
 use std::time::Duration;
 
 use agentty::config::ProviderSettings;
 use agentty::provider::claude::ClaudeBackend;
-use agentty::provider::{AttemptRequest, CliProvider, Provider, SessionRef, StopControl};
+use agentty::provider::{CliProvider, SessionRef, StopControl};
 use agentty::stream::{failure_reason, notice_kind, AgentMessage};
 use fake_anthropic::{FakeAnthropic, Scenario};
-use futures::StreamExt;
+use real_cli::{
+    assistant_text, cancelled, collect, command_line, expect_completed, expect_failed, is_alive,
+    notices, real_cli, started_session_id, Rig, RUN_LIMIT,
+};
 
-const TEST_TIMEOUT: Duration = Duration::from_secs(90);
+const DEFAULT_BIN: &str = "/tmp/claude-cli/node_modules/.bin/claude";
 /// The environment variable that marks every process of one test run.
 const RUN_MARKER_VAR: &str = "AGENTTY_CLAUDE_TEST_RUN";
 
-fn claude_bin() -> Option<PathBuf> {
-    if std::env::var("AGENTTY_REAL_CLI_TESTS").as_deref() != Ok("1") {
-        eprintln!("skipped: set AGENTTY_REAL_CLI_TESTS=1 to run the real Claude Code CLI");
-        return None;
-    }
-    let bin = std::env::var_os("AGENTTY_CLAUDE_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/tmp/claude-cli/node_modules/.bin/claude"));
-    if !bin.exists() {
-        eprintln!(
-            "skipped: no Claude Code CLI at {} (npm install --prefix /tmp/claude-cli @anthropic-ai/claude-code)",
-            bin.display()
-        );
-        return None;
-    }
-    Some(bin)
-}
-
-/// One attempt of the real CLI against a fresh fake server.
-struct Run {
-    server: FakeAnthropic,
-    _home: tempfile::TempDir,
-    work: tempfile::TempDir,
-    provider: CliProvider,
-    processes: ProcessProbe,
-}
-
-impl Run {
-    async fn new(bin: PathBuf, scenario: Scenario, args: &[&str]) -> Run {
-        let server = FakeAnthropic::start(scenario).await;
-        let home = tempfile::tempdir().expect("temp HOME");
-        let work = tempfile::tempdir().expect("temp working directory");
-        let marker = uuid::Uuid::new_v4().simple().to_string();
-        let home_path = home.path().to_string_lossy().into_owned();
-        let env = BTreeMap::from(
-            [
-                ("ANTHROPIC_BASE_URL", server.base_url.clone()),
-                ("ANTHROPIC_API_KEY", "sk-ant-fake-key".to_owned()),
-                ("HOME", home_path.clone()),
-                ("CLAUDE_CONFIG_DIR", format!("{home_path}/.claude")),
-                ("DISABLE_TELEMETRY", "1".to_owned()),
-                ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".to_owned()),
-                ("DISABLE_AUTOUPDATER", "1".to_owned()),
-                ("DISABLE_ERROR_REPORTING", "1".to_owned()),
-                (RUN_MARKER_VAR, marker.clone()),
-            ]
-            .map(|(key, value)| (key.to_owned(), value)),
-        );
-        let provider = CliProvider::new(ClaudeBackend::new(ProviderSettings {
-            command: Some(bin),
-            args: args.iter().map(|arg| arg.to_string()).collect(),
-            env,
-            model: None,
-        }));
-        Run {
-            server,
-            _home: home,
-            work,
-            provider,
-            processes: ProcessProbe { marker },
-        }
-    }
-
-    fn request(&self, prompt: &str, session: SessionRef) -> AttemptRequest {
-        AttemptRequest {
-            prompt: prompt.into(),
-            session,
-            cwd: Some(self.work.path().to_path_buf()),
-            attempt: 1,
-            scenario: None,
-            ..AttemptRequest::default()
-        }
-    }
-
-    /// Runs to the terminal message; `on_message` may stop the attempt.
-    async fn run(&self, prompt: &str, stop: StopControl) -> Vec<AgentMessage> {
-        self.run_in(SessionRef::New, prompt, stop).await
-    }
-
-    async fn run_in(
-        &self,
-        session: SessionRef,
-        prompt: &str,
-        stop: StopControl,
-    ) -> Vec<AgentMessage> {
-        let stream = self.provider.execute(self.request(prompt, session), stop);
-        let collect = stream.collect::<Vec<_>>();
-        let messages = tokio::time::timeout(TEST_TIMEOUT, collect)
-            .await
-            .expect("the attempt ends in time");
-        for message in &messages {
-            eprintln!("{}", message.to_json_line());
-        }
-        let terminals = messages
-            .iter()
-            .filter(|message| message.is_terminal())
-            .count();
-        assert_eq!(terminals, 1, "exactly one terminal message");
-        assert!(messages.last().is_some_and(AgentMessage::is_terminal));
-        messages
-    }
-}
-
-fn is_alive(pid: i32) -> bool {
-    // A zombie has finished; only its exit status is left to collect.
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        stat.rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().next())
-            .is_some_and(|state| state != "Z" && state != "X")
-    })
-}
-
-fn command_line(pid: i32) -> String {
-    std::fs::read(format!("/proc/{pid}/cmdline"))
-        .map(|bytes| {
-            String::from_utf8_lossy(&bytes)
-                .replace('\0', " ")
-                .trim()
-                .to_owned()
-        })
-        .unwrap_or_default()
-}
-
-fn text_of(messages: &[AgentMessage]) -> String {
-    messages
-        .iter()
-        .filter_map(|message| match message {
-            AgentMessage::Assistant { delta } => Some(delta.as_str()),
-            _ => None,
-        })
-        .collect()
+/// The real CLI against a fresh fake server, with telemetry and non-essential traffic off;
+/// every process of the run carries a marker that `ProcessProbe` finds.
+async fn rig(
+    test: &str,
+    scenario: Scenario,
+    args: &[&str],
+) -> Option<(Rig<FakeAnthropic>, ProcessProbe)> {
+    let bin = real_cli(test, "AGENTTY_CLAUDE_BIN", DEFAULT_BIN)?;
+    let server = FakeAnthropic::start(scenario).await;
+    let home = tempfile::tempdir().expect("temp HOME");
+    let work = tempfile::tempdir().expect("temp working directory");
+    let marker = uuid::Uuid::new_v4().simple().to_string();
+    let home_path = home.path().to_string_lossy().into_owned();
+    let env = BTreeMap::from(
+        [
+            ("ANTHROPIC_BASE_URL", server.base_url.clone()),
+            ("ANTHROPIC_API_KEY", "sk-ant-fake-key".to_owned()),
+            ("HOME", home_path.clone()),
+            ("CLAUDE_CONFIG_DIR", format!("{home_path}/.claude")),
+            ("DISABLE_TELEMETRY", "1".to_owned()),
+            ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".to_owned()),
+            ("DISABLE_AUTOUPDATER", "1".to_owned()),
+            ("DISABLE_ERROR_REPORTING", "1".to_owned()),
+            (RUN_MARKER_VAR, marker.clone()),
+        ]
+        .map(|(key, value)| (key.to_owned(), value)),
+    );
+    let provider = CliProvider::new(ClaudeBackend::new(ProviderSettings {
+        command: Some(bin),
+        args: args.iter().map(|arg| arg.to_string()).collect(),
+        env,
+        model: None,
+    }));
+    let rig = Rig {
+        server,
+        provider,
+        home,
+        work,
+    };
+    Some((rig, ProcessProbe { marker }))
 }
 
 fn delta_count(messages: &[AgentMessage]) -> usize {
@@ -178,101 +91,85 @@ fn assert_started_session(messages: &[AgentMessage]) {
 }
 
 fn assert_completed(messages: &[AgentMessage]) {
-    match messages.last() {
-        Some(AgentMessage::Completed { stop_reason, usage }) => {
-            assert_eq!(stop_reason, "end_turn");
-            let usage = usage.as_ref().expect("usage");
-            assert!(usage.input_tokens.is_some_and(|tokens| tokens >= 1234));
-            assert!(usage.cost_usd.is_some_and(|cost| cost > 0.0));
-        }
-        other => panic!("expected terminal.completed, got {other:?}"),
-    }
+    let (stop_reason, usage) = expect_completed(messages);
+    assert_eq!(stop_reason, "end_turn");
+    let usage = usage.expect("usage");
+    assert!(usage.input_tokens.is_some_and(|tokens| tokens >= 1234));
+    assert!(usage.cost_usd.is_some_and(|cost| cost > 0.0));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn text_streams_as_partial_deltas_shown_once() {
-    let Some(bin) = claude_bin() else { return };
-    let run = Run::new(bin, Scenario::Text, &[]).await;
-    let messages = run.run("Say hello", StopControl::new()).await;
+    let Some((rig, _)) = rig(
+        "text_streams_as_partial_deltas_shown_once",
+        Scenario::Text,
+        &[],
+    )
+    .await
+    else {
+        return;
+    };
+    let messages = rig.run("Say hello", SessionRef::New).await;
     assert_started_session(&messages);
     assert_eq!(
-        text_of(&messages),
+        assistant_text(&messages),
         "Hello from the fake server. You said: 'Say hello'. messages=2."
     );
     assert!(delta_count(&messages) > 1, "partial messages stream");
     assert_completed(&messages);
-    assert_eq!(run.server.message_requests().len(), 1);
+    assert_eq!(rig.server.message_requests().len(), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn later_turns_resume_the_session_and_a_bad_id_fails_clearly() {
-    let Some(bin) = claude_bin() else { return };
-    let run = Run::new(bin, Scenario::Text, &[]).await;
-    let first = run
-        .run("Remember the word banana", StopControl::new())
-        .await;
-    let Some(AgentMessage::SessionStarted {
-        session_id: Some(id),
-        ..
-    }) = first.first()
+    let Some((rig, _)) = rig(
+        "later_turns_resume_the_session_and_a_bad_id_fails_clearly",
+        Scenario::Text,
+        &[],
+    )
+    .await
     else {
-        panic!("expected session.started, got {:?}", first.first());
+        return;
     };
-    let resumed = run
-        .run_in(
-            SessionRef::Resume(id.clone()),
-            "What was the word?",
-            StopControl::new(),
-        )
+    let resumed = rig
+        .run_then_resume("claude", "Remember the word banana", "What was the word?")
         .await;
-    assert_eq!(
-        resumed.first(),
-        Some(&AgentMessage::SessionResumed {
-            provider: "claude".into(),
-            session_id: id.clone(),
-        })
-    );
     // The whole history went to the model: two user and two assistant messages before.
     assert_eq!(
-        text_of(&resumed),
+        assistant_text(&resumed),
         "Hello from the fake server. You said: 'What was the word?'. messages=4."
     );
     assert_completed(&resumed);
-    let continued = run
-        .run_in(
-            SessionRef::ContinueLatest,
-            "And once more?",
-            StopControl::new(),
-        )
-        .await;
+    let continued = rig.run("And once more?", SessionRef::ContinueLatest).await;
     assert!(
-        text_of(&continued).ends_with("messages=6."),
+        assistant_text(&continued).ends_with("messages=6."),
         "{continued:?}"
     );
 
     let unknown = uuid::Uuid::new_v4().to_string();
-    let bad = run
-        .run_in(
-            SessionRef::Resume(unknown.clone()),
-            "Bad id",
-            StopControl::new(),
-        )
-        .await;
-    match bad.last() {
-        Some(AgentMessage::Failed(failure)) => assert_eq!(
-            failure.message,
-            format!("No conversation found with session ID: {unknown}")
-        ),
-        other => panic!("expected terminal.failed, got {other:?}"),
-    }
+    let bad = rig.run("Bad id", SessionRef::Resume(unknown.clone())).await;
+    assert_eq!(
+        expect_failed(&bad).message,
+        format!("No conversation found with session ID: {unknown}")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn thinking_is_released_as_one_thought() {
-    let Some(bin) = claude_bin() else { return };
-    let run = Run::new(bin, Scenario::Thinking, &[]).await;
-    let messages = run.run("Think then answer", StopControl::new()).await;
-    assert_eq!(text_of(&messages), "After thinking: the answer is 42.");
+    let Some((rig, _)) = rig(
+        "thinking_is_released_as_one_thought",
+        Scenario::Thinking,
+        &[],
+    )
+    .await
+    else {
+        return;
+    };
+    let messages = rig.run("Think then answer", SessionRef::New).await;
+    assert_eq!(
+        assistant_text(&messages),
+        "After thinking: the answer is 42."
+    );
     let thoughts: Vec<&AgentMessage> = messages
         .iter()
         .filter(|message| matches!(message, AgentMessage::Thought { .. }))
@@ -288,12 +185,19 @@ async fn thinking_is_released_as_one_thought() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bash_tool_call_is_announced_and_completed() {
-    let Some(bin) = claude_bin() else { return };
     let tool = Scenario::Tool {
         command: "echo hi".into(),
     };
-    let run = Run::new(bin, tool, &["--allowedTools", "Bash"]).await;
-    let messages = run.run("Run echo hi", StopControl::new()).await;
+    let Some((rig, _)) = rig(
+        "a_bash_tool_call_is_announced_and_completed",
+        tool,
+        &["--allowedTools", "Bash"],
+    )
+    .await
+    else {
+        return;
+    };
+    let messages = rig.run("Run echo hi", SessionRef::New).await;
     let call = messages.iter().find_map(|message| match message {
         AgentMessage::ToolCall { id, name, input } => {
             Some((id.clone(), name.clone(), input.clone()))
@@ -308,11 +212,11 @@ async fn a_bash_tool_call_is_announced_and_completed() {
         output: "hi".into()
     }));
     assert_eq!(
-        text_of(&messages),
+        assistant_text(&messages),
         "I'll run a command.The command printed: hi. Done."
     );
     assert_completed(&messages);
-    let main_requests = run
+    let main_requests = rig
         .server
         .message_requests()
         .iter()
@@ -323,26 +227,27 @@ async fn a_bash_tool_call_is_announced_and_completed() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_http_500_fails_after_exactly_one_request() {
-    let Some(bin) = claude_bin() else { return };
-    let run = Run::new(bin, Scenario::Error { status: 500 }, &[]).await;
-    let messages = run.run("Say hello", StopControl::new()).await;
+    let Some((rig, _)) = rig(
+        "an_http_500_fails_after_exactly_one_request",
+        Scenario::Error { status: 500 },
+        &[],
+    )
+    .await
+    else {
+        return;
+    };
+    let messages = rig.run("Say hello", SessionRef::New).await;
     assert_eq!(
-        text_of(&messages),
+        assistant_text(&messages),
         "",
         "the CLI's error message is not assistant text"
     );
-    assert!(!messages
-        .iter()
-        .any(|message| matches!(message, AgentMessage::Notice { kind, .. } if kind == notice_kind::AGENT_RETRY)));
-    match messages.last() {
-        Some(AgentMessage::Failed(failure)) => {
-            assert_eq!(failure.reason, failure_reason::AGENT_ERROR);
-            assert_eq!(failure.http_status, Some(500));
-            assert!(failure.message.contains("500"), "{}", failure.message);
-        }
-        other => panic!("expected terminal.failed, got {other:?}"),
-    }
-    let requests = run.server.message_requests();
+    assert_eq!(notices(&messages, notice_kind::AGENT_RETRY), 0);
+    let failure = expect_failed(&messages);
+    assert_eq!(failure.reason, failure_reason::AGENT_ERROR);
+    assert_eq!(failure.http_status, Some(500));
+    assert!(failure.message.contains("500"), "{}", failure.message);
+    let requests = rig.server.message_requests();
     assert_eq!(
         requests.len(),
         1,
@@ -354,15 +259,22 @@ async fn an_http_500_fails_after_exactly_one_request() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stop_during_a_tool_ends_the_attempt_and_leaves_no_process() {
-    let Some(bin) = claude_bin() else { return };
     let tool = Scenario::Tool {
         command: "sleep 100".into(),
     };
-    let run = Run::new(bin, tool, &["--allowedTools", "Bash"]).await;
+    let Some((rig, processes)) = rig(
+        "a_stop_during_a_tool_ends_the_attempt_and_leaves_no_process",
+        tool,
+        &["--allowedTools", "Bash"],
+    )
+    .await
+    else {
+        return;
+    };
     let stop = StopControl::new();
     let watcher = {
         let stop = stop.clone();
-        let probe = run.processes.clone();
+        let probe = processes.clone();
         tokio::spawn(async move {
             // Stop once `sleep 100` runs; remember every process of the run at that moment.
             let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
@@ -377,19 +289,17 @@ async fn a_stop_during_a_tool_ends_the_attempt_and_leaves_no_process() {
             Vec::new()
         })
     };
-    let messages = run.run("Run sleep", stop).await;
+    let messages = collect(
+        &mut rig.start("Run sleep", SessionRef::New, stop),
+        RUN_LIMIT,
+    )
+    .await;
     let seen = watcher.await.expect("watcher");
     assert!(
         seen.iter().any(|(_, command)| command == "sleep 100"),
         "sleep 100 was running before the stop: {seen:?}"
     );
-    let session_id = match messages.first() {
-        Some(AgentMessage::SessionStarted {
-            session_id: Some(id),
-            ..
-        }) => id.clone(),
-        other => panic!("expected session.started, got {other:?}"),
-    };
+    let session_id = started_session_id(&messages);
     assert!(
         seen.iter()
             .any(|(_, command)| command.contains(&format!(" --session-id {session_id} "))),
@@ -397,18 +307,7 @@ async fn a_stop_during_a_tool_ends_the_attempt_and_leaves_no_process() {
     );
     let pids: BTreeSet<i32> = seen.iter().map(|(pid, _)| *pid).collect();
     eprintln!("processes at the stop: {seen:?}");
-    match messages.last() {
-        Some(AgentMessage::Cancelled {
-            stop_stage,
-            elapsed_ms,
-        }) => {
-            eprintln!(
-                "stopped at stage {} after {elapsed_ms} ms",
-                stop_stage.as_str()
-            );
-        }
-        other => panic!("expected terminal.cancelled, got {other:?}"),
-    }
+    cancelled("claude", &messages);
     let call_id = messages
         .iter()
         .find_map(|message| match message {
@@ -424,7 +323,7 @@ async fn a_stop_during_a_tool_ends_the_attempt_and_leaves_no_process() {
         survivors.is_empty(),
         "still alive after the stop: {survivors:?}"
     );
-    let left = run.processes.live();
+    let left = processes.live();
     assert!(left.is_empty(), "processes of the run left: {left:?}");
 }
 

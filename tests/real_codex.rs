@@ -5,34 +5,27 @@
 
 #[path = "support/fake_codex_server.rs"]
 mod fake_codex_server;
+#[path = "support/real_cli.rs"]
+mod real_cli;
 
 use std::path::Path;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use agentty::config::ProviderSettings;
 use agentty::provider::codex::CodexBackend;
-use agentty::provider::{AttemptRequest, CliProvider, Provider, SessionRef, StopControl};
+use agentty::provider::{CliProvider, SessionRef};
 use agentty::stream::AgentMessage;
-use fake_codex_server::shared::{
-    assistant_text, collect, is_alive, next_message, notices, pids_running, real_cli,
-    wait_for_process, FakeServer,
-};
+use fake_codex_server::shared::FakeServer;
 use fake_codex_server::CodexScenario;
+use real_cli::{
+    assistant_text, completed_tool_call, expect_completed, expect_failed, notices, real_cli, Rig,
+};
 use tempfile::TempDir;
 
 const DEFAULT_BIN: &str = "/tmp/codex-cli/node_modules/.bin/codex";
-const RUN_LIMIT: Duration = Duration::from_secs(90);
 
 /// A throwaway Codex home whose only model provider is the fake server, and a provider that
 /// runs the real CLI with it.
-struct CodexRig {
-    server: FakeServer,
-    provider: CliProvider,
-    work: TempDir,
-    _home: TempDir,
-}
-
-fn rig(test: &str, scenario: CodexScenario, extra_args: &[&str]) -> Option<CodexRig> {
+fn rig(test: &str, scenario: CodexScenario, extra_args: &[&str]) -> Option<Rig<FakeServer>> {
     let bin = real_cli(test, "AGENTTY_CODEX_BIN", DEFAULT_BIN)?;
     let server = fake_codex_server::start(scenario);
     let home = TempDir::new().expect("temp dir");
@@ -57,11 +50,11 @@ fn rig(test: &str, scenario: CodexScenario, extra_args: &[&str]) -> Option<Codex
     settings
         .env
         .insert("FAKE_API_KEY".into(), "dummy-key".into());
-    Some(CodexRig {
+    Some(Rig {
         server,
         provider: CliProvider::new(CodexBackend::new(settings)),
+        home,
         work,
-        _home: home,
     })
 }
 
@@ -92,38 +85,6 @@ in_app_updates = false
     std::fs::write(home.join("config.toml"), config).expect("write config.toml");
 }
 
-impl CodexRig {
-    fn request(&self, prompt: &str, session: SessionRef) -> AttemptRequest {
-        AttemptRequest {
-            prompt: prompt.into(),
-            session,
-            cwd: Some(self.work.path().to_path_buf()),
-            attempt: 1,
-            scenario: None,
-            ..AttemptRequest::default()
-        }
-    }
-
-    async fn run(&self, prompt: &str, session: SessionRef) -> Vec<AgentMessage> {
-        let mut stream = self
-            .provider
-            .execute(self.request(prompt, session), StopControl::new());
-        collect(&mut stream, RUN_LIMIT).await
-    }
-
-    fn responses_requests(&self) -> usize {
-        self.server.count("/responses")
-    }
-}
-
-fn unique(label: &str) -> String {
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or_default();
-    format!("{label}-{}-{nanos}", std::process::id())
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn codex_text_reply_completes_with_usage() {
     let Some(rig) = rig(
@@ -141,16 +102,10 @@ async fn codex_text_reply_completes_with_usage() {
     assert_eq!(assistant_text(&messages), fake_codex_server::TEXT_REPLY);
     // The model-metadata error item is a warning, not a failure.
     assert!(notices(&messages, "warning") >= 1, "{messages:#?}");
-    match messages.last() {
-        Some(AgentMessage::Completed {
-            usage: Some(usage), ..
-        }) => {
-            assert_eq!(usage.input_tokens, Some(12));
-            assert_eq!(usage.output_tokens, Some(7));
-        }
-        other => panic!("not completed with usage: {other:?}"),
-    }
-    assert_eq!(rig.responses_requests(), 1);
+    let usage = expect_completed(&messages).1.expect("usage");
+    assert_eq!(usage.input_tokens, Some(12));
+    assert_eq!(usage.output_tokens, Some(7));
+    assert_eq!(rig.server.count("/responses"), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -177,10 +132,7 @@ async fn codex_reasoning_summary_is_a_thought_before_the_text() {
         assistant_text(&messages),
         fake_codex_server::REASONING_REPLY
     );
-    assert!(matches!(
-        messages.last(),
-        Some(AgentMessage::Completed { .. })
-    ));
+    expect_completed(&messages);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -193,26 +145,12 @@ async fn codex_shell_tool_call_runs_and_completes() {
         return;
     };
     let messages = rig.run("run echo hi", SessionRef::New).await;
-    let call_id = messages
-        .iter()
-        .find_map(|m| match m {
-            AgentMessage::ToolCall { id, name, input } if name == "shell" => {
-                assert!(input["command"].as_str().unwrap_or("").contains("echo hi"));
-                Some(id.clone())
-            }
-            _ => None,
-        })
-        .unwrap_or_else(|| panic!("no shell tool call: {messages:#?}"));
-    assert!(
-        messages.iter().any(|m| matches!(m, AgentMessage::ToolCompleted { id, output } if *id == call_id && output.contains("hi"))),
-        "{messages:#?}"
-    );
+    let (input, output) = completed_tool_call(&messages, "shell");
+    assert!(input["command"].as_str().unwrap_or("").contains("echo hi"));
+    assert!(output.contains("hi"), "{messages:#?}");
     assert_eq!(assistant_text(&messages), fake_codex_server::TOOL_REPLY);
-    assert!(matches!(
-        messages.last(),
-        Some(AgentMessage::Completed { .. })
-    ));
-    assert_eq!(rig.responses_requests(), 2);
+    expect_completed(&messages);
+    assert_eq!(rig.server.count("/responses"), 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -225,15 +163,11 @@ async fn codex_http_500_fails_after_one_request_with_the_status() {
         return;
     };
     let messages = rig.run("say hello", SessionRef::New).await;
-    match messages.last() {
-        Some(AgentMessage::Failed(failure)) => {
-            assert_eq!(failure.reason, "agent_error");
-            assert_eq!(failure.http_status, Some(500), "{failure:#?}");
-        }
-        other => panic!("not failed: {other:?}"),
-    }
+    let failure = expect_failed(&messages);
+    assert_eq!(failure.reason, "agent_error");
+    assert_eq!(failure.http_status, Some(500), "{failure:#?}");
     // Both of Codex's retry layers are off: one failure is one request, and no retry notice.
-    assert_eq!(rig.responses_requests(), 1);
+    assert_eq!(rig.server.count("/responses"), 1);
     assert_eq!(notices(&messages, "agent_retry"), 0);
 }
 
@@ -247,59 +181,8 @@ async fn codex_stop_during_a_sleep_tool_leaves_no_process() {
     ) else {
         return;
     };
-    let prompt = unique("sleep-for-the-stop-test");
-    let stop = StopControl::new();
-    let mut stream = rig
-        .provider
-        .execute(rig.request(&prompt, SessionRef::New), stop.clone());
-    let mut messages = Vec::new();
-    while !messages
-        .iter()
-        .any(|m| matches!(m, AgentMessage::ToolCall { .. }))
-    {
-        match next_message(&mut stream, RUN_LIMIT).await {
-            Some(message) => messages.push(message),
-            None => panic!("no tool call before the end: {messages:#?}"),
-        }
-    }
-    let sleepers = wait_for_process(&format!("sleep {sleep_arg}"), Duration::from_secs(20)).await;
-    assert!(!sleepers.is_empty(), "the sleep tool never started");
-    let agent = pids_running(&prompt);
-    assert!(!agent.is_empty(), "the codex process was not found");
-
-    stop.stop();
-    messages.extend(collect(&mut stream, Duration::from_secs(15)).await);
-    match messages.last() {
-        Some(AgentMessage::Cancelled {
-            stop_stage,
-            elapsed_ms,
-        }) => {
-            // Which stage ended it depends on the machine's load (a busy machine can keep the
-            // CLI's own shutdown past the 2 s grace); that the stop ends it is what counts.
-            eprintln!(
-                "codex stopped at stage {} after {elapsed_ms} ms",
-                stop_stage.as_str()
-            );
-            assert!(*elapsed_ms < 2_000 + 5_000 + 1_000, "{messages:#?}");
-        }
-        other => panic!("not cancelled: {other:?}"),
-    }
-    assert!(
-        messages
-            .iter()
-            .any(|m| matches!(m, AgentMessage::ToolFailed { .. })),
-        "the tool call was left open: {messages:#?}"
-    );
-    let survivors: Vec<i32> = sleepers
-        .iter()
-        .chain(&agent)
-        .copied()
-        .filter(|pid| is_alive(*pid))
-        .collect();
-    assert!(
-        survivors.is_empty(),
-        "still running after the stop: {survivors:?}"
-    );
+    rig.assert_stop_mid_tool_leaves_no_process("codex", &format!("sleep {sleep_arg}"))
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -311,28 +194,8 @@ async fn codex_later_turn_resumes_the_thread() {
     ) else {
         return;
     };
-    let first = rig.run("first prompt: remember 42", SessionRef::New).await;
-    let Some(AgentMessage::SessionStarted {
-        session_id: Some(thread_id),
-        ..
-    }) = first.first()
-    else {
-        panic!("no session id: {first:#?}");
-    };
-    let second = rig
-        .run("second prompt", SessionRef::Resume(thread_id.clone()))
+    rig.run_then_resume("codex", "first prompt: remember 42", "second prompt")
         .await;
-    assert_eq!(
-        second.first(),
-        Some(&AgentMessage::SessionResumed {
-            provider: "codex".into(),
-            session_id: thread_id.clone()
-        })
-    );
-    assert!(matches!(
-        second.last(),
-        Some(AgentMessage::Completed { .. })
-    ));
     // The resumed turn carried the first turn to the model.
     let last_body = String::from_utf8_lossy(&rig.server.requests()[1].body).into_owned();
     assert!(last_body.contains("first prompt: remember 42"));

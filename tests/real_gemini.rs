@@ -7,41 +7,33 @@
 mod fake_codex_server;
 #[path = "support/fake_gemini_server.rs"]
 mod fake_gemini_server;
-
-use std::time::Duration;
+#[path = "support/real_cli.rs"]
+mod real_cli;
 
 use agentty::config::ProviderSettings;
 use agentty::provider::gemini::GeminiBackend;
-use agentty::provider::{AttemptRequest, CliProvider, Provider, SessionRef, StopControl};
+use agentty::provider::{CliProvider, SessionRef};
 use agentty::stream::AgentMessage;
-use fake_codex_server::shared::{
-    assistant_text, collect, is_alive, next_message, notices, pids_running, real_cli,
-    wait_for_process, FakeServer,
-};
+use fake_codex_server::shared::FakeServer;
 use fake_gemini_server::{GeminiScenario, STREAM_PATH};
+use real_cli::{
+    assistant_text, completed_tool_call, expect_completed, expect_failed, notices, real_cli, Rig,
+};
 use serde_json::json;
 use tempfile::TempDir;
 
 const DEFAULT_BIN: &str = "/tmp/gemini-cli/node_modules/.bin/gemini";
-const RUN_LIMIT: Duration = Duration::from_secs(120);
 
 /// A throwaway HOME whose Gemini settings select API-key auth, and a provider that runs the
-/// real CLI against the fake server.
-struct GeminiRig {
-    server: FakeServer,
-    provider: CliProvider,
-    work: TempDir,
-    _home: TempDir,
-}
-
-/// `max_attempts` is Gemini CLI's own retry bound (`general.maxAttempts`; the CLI's default
-/// is 10, which takes about 4 minutes against a server that always fails).
+/// real CLI against the fake server. `max_attempts` is Gemini CLI's own retry bound
+/// (`general.maxAttempts`; the CLI's default is 10, which takes about 4 minutes against a
+/// server that always fails).
 fn rig(
     test: &str,
     scenario: GeminiScenario,
     extra_args: &[&str],
     max_attempts: Option<u32>,
-) -> Option<GeminiRig> {
+) -> Option<Rig<FakeServer>> {
     let bin = real_cli(test, "AGENTTY_GEMINI_BIN", DEFAULT_BIN)?;
     let server = fake_gemini_server::start(scenario);
     let home = TempDir::new().expect("temp dir");
@@ -80,36 +72,12 @@ fn rig(
     ] {
         settings.env.insert(key.into(), value);
     }
-    Some(GeminiRig {
+    Some(Rig {
         server,
         provider: CliProvider::new(GeminiBackend::new(settings)),
+        home,
         work,
-        _home: home,
     })
-}
-
-impl GeminiRig {
-    fn request(&self, prompt: &str, session: SessionRef) -> AttemptRequest {
-        AttemptRequest {
-            prompt: prompt.into(),
-            session,
-            cwd: Some(self.work.path().to_path_buf()),
-            attempt: 1,
-            scenario: None,
-            ..AttemptRequest::default()
-        }
-    }
-
-    async fn run(&self, prompt: &str, session: SessionRef) -> Vec<AgentMessage> {
-        let mut stream = self
-            .provider
-            .execute(self.request(prompt, session), StopControl::new());
-        collect(&mut stream, RUN_LIMIT).await
-    }
-
-    fn turn_requests(&self) -> usize {
-        self.server.count(STREAM_PATH)
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -128,13 +96,9 @@ async fn gemini_text_reply_completes_with_usage() {
         "{messages:#?}"
     );
     assert_eq!(assistant_text(&messages), fake_gemini_server::TEXT_REPLY);
-    match messages.last() {
-        Some(AgentMessage::Completed {
-            usage: Some(usage), ..
-        }) => assert!(usage.total_tokens.is_some_and(|total| total > 0)),
-        other => panic!("not completed with usage: {other:?}"),
-    }
-    assert_eq!(rig.turn_requests(), 1);
+    let usage = expect_completed(&messages).1.expect("usage");
+    assert!(usage.total_tokens.is_some_and(|total| total > 0));
+    assert_eq!(rig.server.count(STREAM_PATH), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -156,10 +120,7 @@ async fn gemini_reasoning_run_shows_the_answer_and_no_thought() {
     assert!(!messages
         .iter()
         .any(|m| matches!(m, AgentMessage::Thought { .. })));
-    assert!(matches!(
-        messages.last(),
-        Some(AgentMessage::Completed { .. })
-    ));
+    expect_completed(&messages);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -173,20 +134,9 @@ async fn gemini_shell_tool_call_runs_and_completes() {
         return;
     };
     let messages = rig.run("run echo hi", SessionRef::New).await;
-    let call_id = messages
-        .iter()
-        .find_map(|m| match m {
-            AgentMessage::ToolCall { id, name, input } if name == "run_shell_command" => {
-                assert_eq!(input["command"], "echo hi");
-                Some(id.clone())
-            }
-            _ => None,
-        })
-        .unwrap_or_else(|| panic!("no shell tool call: {messages:#?}"));
-    assert!(
-        messages.iter().any(|m| matches!(m, AgentMessage::ToolCompleted { id, output } if *id == call_id && output.contains("hi"))),
-        "{messages:#?}"
-    );
+    let (input, output) = completed_tool_call(&messages, "run_shell_command");
+    assert_eq!(input["command"], "echo hi");
+    assert!(output.contains("hi"), "{messages:#?}");
     assert_eq!(
         assistant_text(&messages),
         format!(
@@ -195,11 +145,8 @@ async fn gemini_shell_tool_call_runs_and_completes() {
             fake_gemini_server::TOOL_REPLY
         )
     );
-    assert!(matches!(
-        messages.last(),
-        Some(AgentMessage::Completed { .. })
-    ));
-    assert_eq!(rig.turn_requests(), 2);
+    expect_completed(&messages);
+    assert_eq!(rig.server.count(STREAM_PATH), 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -213,17 +160,13 @@ async fn gemini_http_500_shows_each_silent_retry_and_fails_with_the_status() {
         return;
     };
     let messages = rig.run("say hello", SessionRef::New).await;
-    match messages.last() {
-        Some(AgentMessage::Failed(failure)) => {
-            assert_eq!(failure.reason, "agent_error");
-            assert_eq!(failure.http_status, Some(500), "{failure:#?}");
-            assert_eq!(failure.exit_code, Some(244));
-        }
-        other => panic!("not failed: {other:?}"),
-    }
+    let failure = expect_failed(&messages);
+    assert_eq!(failure.reason, "agent_error");
+    assert_eq!(failure.http_status, Some(500), "{failure:#?}");
+    assert_eq!(failure.exit_code, Some(244));
     // Gemini CLI cannot be told on its command line not to retry: with two attempts allowed,
     // there are two requests and the one retry between them is shown.
-    assert_eq!(rig.turn_requests(), 2);
+    assert_eq!(rig.server.count(STREAM_PATH), 2);
     assert_eq!(notices(&messages, "agent_retry"), 1, "{messages:#?}");
 }
 
@@ -238,16 +181,13 @@ async fn gemini_text_re_sent_after_a_dropped_stream_is_shown_once() {
         return;
     };
     let messages = rig.run("say hello", SessionRef::New).await;
-    assert_eq!(rig.turn_requests(), 3);
+    assert_eq!(rig.server.count(STREAM_PATH), 3);
     assert_eq!(
         assistant_text(&messages),
         fake_gemini_server::DROPPED_PARTIAL
     );
     assert_eq!(notices(&messages, "warning"), 2, "{messages:#?}");
-    assert!(
-        matches!(messages.last(), Some(AgentMessage::Failed(_))),
-        "{messages:#?}"
-    );
+    expect_failed(&messages);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -261,60 +201,9 @@ async fn gemini_stop_during_a_sleep_tool_leaves_no_process() {
     ) else {
         return;
     };
-    let prompt = format!("sleep-for-the-stop-test-{}", std::process::id());
-    let stop = StopControl::new();
-    let mut stream = rig
-        .provider
-        .execute(rig.request(&prompt, SessionRef::New), stop.clone());
-    let mut messages = Vec::new();
-    while !messages
-        .iter()
-        .any(|m| matches!(m, AgentMessage::ToolCall { .. }))
-    {
-        match next_message(&mut stream, RUN_LIMIT).await {
-            Some(message) => messages.push(message),
-            None => panic!("no tool call before the end: {messages:#?}"),
-        }
-    }
-    let sleepers = wait_for_process(&format!("sleep {sleep_arg}"), Duration::from_secs(20)).await;
-    assert!(!sleepers.is_empty(), "the sleep tool never started");
-    let agent = pids_running(&prompt);
-    assert!(!agent.is_empty(), "the gemini process was not found");
-
-    stop.stop();
-    messages.extend(collect(&mut stream, Duration::from_secs(15)).await);
-    match messages.last() {
-        Some(AgentMessage::Cancelled {
-            stop_stage,
-            elapsed_ms,
-        }) => {
-            // Which stage ended it depends on the machine's load (a busy machine can keep the
-            // CLI's own shutdown past the 2 s grace); that the stop ends it is what counts.
-            eprintln!(
-                "gemini stopped at stage {} after {elapsed_ms} ms",
-                stop_stage.as_str()
-            );
-            assert!(*elapsed_ms < 2_000 + 5_000 + 1_000, "{messages:#?}");
-        }
-        other => panic!("not cancelled: {other:?}"),
-    }
-    assert!(
-        messages
-            .iter()
-            .any(|m| matches!(m, AgentMessage::ToolFailed { .. })),
-        "the tool call was left open: {messages:#?}"
-    );
     // The shell tool runs in its own process group, which Gemini CLI leaves behind.
-    let survivors: Vec<i32> = sleepers
-        .iter()
-        .chain(&agent)
-        .copied()
-        .filter(|pid| is_alive(*pid))
-        .collect();
-    assert!(
-        survivors.is_empty(),
-        "still running after the stop: {survivors:?}"
-    );
+    rig.assert_stop_mid_tool_leaves_no_process("gemini", &format!("sleep {sleep_arg}"))
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -327,28 +216,8 @@ async fn gemini_later_turn_resumes_the_session() {
     ) else {
         return;
     };
-    let first = rig.run("first prompt: remember 42", SessionRef::New).await;
-    let Some(AgentMessage::SessionStarted {
-        session_id: Some(session_id),
-        ..
-    }) = first.first()
-    else {
-        panic!("no session id: {first:#?}");
-    };
-    let second = rig
-        .run("second prompt", SessionRef::Resume(session_id.clone()))
+    rig.run_then_resume("gemini", "first prompt: remember 42", "second prompt")
         .await;
-    assert_eq!(
-        second.first(),
-        Some(&AgentMessage::SessionResumed {
-            provider: "gemini".into(),
-            session_id: session_id.clone()
-        })
-    );
-    assert!(matches!(
-        second.last(),
-        Some(AgentMessage::Completed { .. })
-    ));
     let resumed_body = rig
         .server
         .requests()

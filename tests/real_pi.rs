@@ -2,49 +2,33 @@
 //! fake OpenAI-compatible server on 127.0.0.1 that pi reaches through a private
 //! `PI_CODING_AGENT_DIR` holding a `models.json`.
 //!
-//! Opt-in: `AGENTTY_REAL_CLI_TESTS=1`. pi comes from npm (`npm install --prefix /tmp/pi-cli
-//! @mariozechner/pi-coding-agent`) and is found through `AGENTTY_PI_BIN` or on PATH; without
-//! it the tests are skipped with a note.
+//! Opt-in: `AGENTTY_REAL_CLI_TESTS=1` (without it each test prints a note and passes). pi comes
+//! from npm (`npm install --prefix /tmp/pi-cli @mariozechner/pi-coding-agent`) and is found
+//! through `AGENTTY_PI_BIN`, in `/tmp/pi-cli`, or on PATH; with the switch on, a missing pi is
+//! a failure.
 
 #[path = "support/fake_openai.rs"]
 mod fake_openai;
 #[path = "support/http.rs"]
 mod http;
+#[path = "support/real_cli.rs"]
+mod real_cli;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use agentty::config::ProviderSettings;
 use agentty::provider::pi::PiBackend;
-use agentty::provider::{
-    AgentStream, AttemptRequest, CliProvider, Provider, SessionRef, StopControl,
-};
-use agentty::stream::{failure_reason, notice_kind, AgentMessage, Failure, StopStage};
+use agentty::provider::{AgentStream, CliProvider, Provider, SessionRef, StopControl};
+use agentty::stream::{failure_reason, notice_kind, AgentMessage, StopStage};
 use fake_openai::FakeOpenAi;
-use futures::StreamExt;
+use real_cli::{
+    assert_single_terminal_last, assistant_text, attempt_request, collect, command_line,
+    expect_completed, expect_failed, is_alive, messages_until_tool_call, notices, real_cli,
+    survivors, RUN_LIMIT,
+};
 
-const RUN_TIMEOUT: Duration = Duration::from_secs(120);
-
-fn pi_binary() -> Option<PathBuf> {
-    if std::env::var("AGENTTY_REAL_CLI_TESTS").as_deref() != Ok("1") {
-        eprintln!("skipped: set AGENTTY_REAL_CLI_TESTS=1 to run the real pi CLI");
-        return None;
-    }
-    let found = std::env::var_os("AGENTTY_PI_BIN")
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::split_paths(&std::env::var_os("PATH")?)
-                .map(|dir| dir.join("pi"))
-                .find(|path| path.is_file())
-        });
-    if found.is_none() {
-        eprintln!(
-            "skipped: pi not found (set AGENTTY_PI_BIN, or `npm install --prefix /tmp/pi-cli \
-             @mariozechner/pi-coding-agent` and put its .bin on PATH)"
-        );
-    }
-    found
-}
+const DEFAULT_BIN: &str = "/tmp/pi-cli/node_modules/.bin/pi";
 
 /// One isolated pi world: HOME, config dir, agentty state dir, working dir, fake server.
 struct PiWorld {
@@ -54,8 +38,8 @@ struct PiWorld {
 }
 
 impl PiWorld {
-    async fn new() -> Option<PiWorld> {
-        let pi = pi_binary()?;
+    async fn new(test: &str) -> Option<PiWorld> {
+        let pi = real_cli(test, "AGENTTY_PI_BIN", DEFAULT_BIN)?;
         let world = PiWorld {
             root: tempfile::tempdir().unwrap(),
             pi,
@@ -131,58 +115,21 @@ impl PiWorld {
         session: SessionRef,
         stop: StopControl,
     ) -> AgentStream {
-        let request = AttemptRequest {
-            prompt: prompt.to_owned(),
-            session,
-            cwd: Some(self.work_dir()),
-            attempt: 1,
-            scenario: None,
-            ..AttemptRequest::default()
-        };
+        let request = attempt_request(prompt, session, &self.work_dir());
         self.provider(model).execute(request, stop)
     }
 
     async fn run(&self, model: &str, prompt: &str, session: SessionRef) -> Vec<AgentMessage> {
-        let stream = self.start(model, prompt, session, StopControl::new());
-        let messages = tokio::time::timeout(RUN_TIMEOUT, stream.collect::<Vec<_>>())
-            .await
-            .expect("pi finished in time");
-        assert_single_terminal_last(&messages);
-        messages
+        let mut stream = self.start(model, prompt, session, StopControl::new());
+        collect(&mut stream, RUN_LIMIT).await
     }
-}
-
-fn assert_single_terminal_last(messages: &[AgentMessage]) {
-    let terminals = messages
-        .iter()
-        .filter(|message| message.is_terminal())
-        .count();
-    assert_eq!(terminals, 1, "exactly one terminal message: {messages:#?}");
-    assert!(
-        messages.last().is_some_and(AgentMessage::is_terminal),
-        "{messages:#?}"
-    );
-}
-
-fn text(messages: &[AgentMessage]) -> String {
-    messages
-        .iter()
-        .filter_map(|message| match message {
-            AgentMessage::Assistant { delta } => Some(delta.as_str()),
-            _ => None,
-        })
-        .collect()
 }
 
 fn assert_completed(messages: &[AgentMessage]) {
-    match messages.last() {
-        Some(AgentMessage::Completed { stop_reason, usage }) => {
-            assert_eq!(stop_reason, "stop");
-            let usage = usage.as_ref().expect("pi reports usage");
-            assert!(usage.input_tokens.unwrap_or(0) >= 1234, "{usage:?}");
-        }
-        other => panic!("expected terminal.completed, got {other:?}\n{messages:#?}"),
-    }
+    let (stop_reason, usage) = expect_completed(messages);
+    assert_eq!(stop_reason, "stop");
+    let usage = usage.expect("pi reports usage");
+    assert!(usage.input_tokens.unwrap_or(0) >= 1234, "{usage:?}");
 }
 
 fn session_id(messages: &[AgentMessage]) -> String {
@@ -214,14 +161,14 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn text_then_the_session_continues() {
-    let Some(world) = PiWorld::new().await else {
+    let Some(world) = PiWorld::new("text_then_the_session_continues").await else {
         return;
     };
     let messages = world.run("plain", "Please answer.", SessionRef::New).await;
     assert!(
         matches!(&messages[0], AgentMessage::SessionStarted { provider, .. } if provider == "pi")
     );
-    assert_eq!(text(&messages), fake_openai::PLAIN_TEXT);
+    assert_eq!(assistant_text(&messages), fake_openai::PLAIN_TEXT);
     assert_completed(&messages);
     let id = session_id(&messages);
 
@@ -245,24 +192,30 @@ async fn text_then_the_session_continues() {
             session_id: id.clone()
         }
     );
-    assert_eq!(text(&resumed), "This request carried 2 user message(s).");
+    assert_eq!(
+        assistant_text(&resumed),
+        "This request carried 2 user message(s)."
+    );
     assert_completed(&resumed);
 
     let continued = world
         .run("session", "third prompt", SessionRef::ContinueLatest)
         .await;
     assert_eq!(session_id(&continued), id);
-    assert_eq!(text(&continued), "This request carried 3 user message(s).");
+    assert_eq!(
+        assistant_text(&continued),
+        "This request carried 3 user message(s)."
+    );
     assert_completed(&continued);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn thinking_is_one_thought_after_the_text() {
-    let Some(world) = PiWorld::new().await else {
+    let Some(world) = PiWorld::new("thinking_is_one_thought_after_the_text").await else {
         return;
     };
     let messages = world.run("think", "Please answer.", SessionRef::New).await;
-    assert_eq!(text(&messages), fake_openai::THINK_ANSWER);
+    assert_eq!(assistant_text(&messages), fake_openai::THINK_ANSWER);
     let thoughts: Vec<usize> = messages
         .iter()
         .enumerate()
@@ -286,7 +239,7 @@ async fn thinking_is_one_thought_after_the_text() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_bash_tool_call() {
-    let Some(world) = PiWorld::new().await else {
+    let Some(world) = PiWorld::new("one_bash_tool_call").await else {
         return;
     };
     let messages = world.run("tool", "Run echo hi", SessionRef::New).await;
@@ -313,7 +266,7 @@ async fn one_bash_tool_call() {
         .unwrap_or_else(|| panic!("tool.completed: {messages:#?}"));
     assert!(call < completed);
     assert_eq!(
-        text(&messages),
+        assistant_text(&messages),
         format!("{}{}", fake_openai::TOOL_INTRO, fake_openai::TOOL_ANSWER)
     );
     assert_completed(&messages);
@@ -322,7 +275,7 @@ async fn one_bash_tool_call() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_500_fails_after_exactly_one_request() {
-    let Some(world) = PiWorld::new().await else {
+    let Some(world) = PiWorld::new("http_500_fails_after_exactly_one_request").await else {
         return;
     };
     // The user has retries on; agentty's runs must not retry inside pi anyway.
@@ -330,25 +283,12 @@ async fn http_500_fails_after_exactly_one_request() {
     std::fs::write(world.agent_dir().join("settings.json"), user_settings).unwrap();
 
     let messages = world.run("err500", "Please answer.", SessionRef::New).await;
-    match messages.last() {
-        Some(AgentMessage::Failed(Failure {
-            reason,
-            message,
-            http_status,
-            exit_code,
-            ..
-        })) => {
-            assert_eq!(reason, failure_reason::AGENT_ERROR);
-            assert_eq!(message, &format!("500 {}", fake_openai::ERROR_500));
-            assert_eq!(*http_status, Some(500));
-            assert_eq!(*exit_code, Some(0), "pi exits 0 after an API error");
-        }
-        other => panic!("expected terminal.failed, got {other:?}"),
-    }
-    assert!(!messages.iter().any(|message| matches!(
-        message,
-        AgentMessage::Notice { kind, .. } if kind == notice_kind::AGENT_RETRY
-    )));
+    let failure = expect_failed(&messages);
+    assert_eq!(failure.reason, failure_reason::AGENT_ERROR);
+    assert_eq!(failure.message, format!("500 {}", fake_openai::ERROR_500));
+    assert_eq!(failure.http_status, Some(500));
+    assert_eq!(failure.exit_code, Some(0), "pi exits 0 after an API error");
+    assert_eq!(notices(&messages, notice_kind::AGENT_RETRY), 0);
     let requests = world.fake.completion_requests();
     assert_eq!(requests.len(), 1, "pi and its SDK did not retry");
     assert_eq!(
@@ -358,19 +298,9 @@ async fn http_500_fails_after_exactly_one_request() {
     );
 }
 
-/// Alive means present in /proc and not a zombie.
-fn is_alive(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        let state = stat
-            .rfind(')')
-            .and_then(|end| stat[end + 1..].split_whitespace().next());
-        !matches!(state, Some("Z" | "X"))
-    })
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stop_during_a_sleeping_tool_leaves_no_process() {
-    let Some(world) = PiWorld::new().await else {
+    let Some(world) = PiWorld::new("stop_during_a_sleeping_tool_leaves_no_process").await else {
         return;
     };
     let pid_file = world.root.path().join("sleep.pid");
@@ -378,30 +308,13 @@ async fn stop_during_a_sleeping_tool_leaves_no_process() {
     let prompt = format!("Sleep and write your pid to {}", pid_file.display());
     let mut stream = world.start("sleep", &prompt, SessionRef::New, stop.clone());
 
-    let mut messages = Vec::new();
-    let wait_for_call = async {
-        while let Some(message) = stream.next().await {
-            let is_call = matches!(message, AgentMessage::ToolCall { .. });
-            messages.push(message);
-            if is_call {
-                return true;
-            }
-        }
-        false
-    };
-    let called = tokio::time::timeout(RUN_TIMEOUT, wait_for_call)
-        .await
-        .expect("the tool call came in time");
-    assert!(called, "tool.call expected: {messages:#?}");
-
+    let mut messages = messages_until_tool_call(&mut stream, RUN_LIMIT).await;
     let mut sleep_pid = None;
     for _ in 0..200 {
         let pid = std::fs::read_to_string(&pid_file)
             .ok()
             .and_then(|text| text.trim().parse::<i32>().ok());
-        if let Some(pid) = pid.filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|cmd| cmd.starts_with(b"sleep"))
-        }) {
+        if let Some(pid) = pid.filter(|pid| command_line(*pid).starts_with("sleep")) {
             sleep_pid = Some(pid);
             break;
         }
@@ -411,10 +324,7 @@ async fn stop_during_a_sleeping_tool_leaves_no_process() {
     assert!(is_alive(sleep_pid));
 
     stop.stop();
-    let rest = tokio::time::timeout(RUN_TIMEOUT, stream.collect::<Vec<_>>())
-        .await
-        .expect("the stop finished in time");
-    messages.extend(rest);
+    messages.extend(collect(&mut stream, RUN_LIMIT).await);
     eprintln!("stop ended with {:?}", messages.last());
     assert_single_terminal_last(&messages);
     assert!(
@@ -433,11 +343,6 @@ async fn stop_during_a_sleeping_tool_leaves_no_process() {
     }));
 
     // The tree kill runs before the terminal message; allow init a moment to reap.
-    for _ in 0..100 {
-        if !is_alive(sleep_pid) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert!(!is_alive(sleep_pid), "sleep {sleep_pid} survived the stop");
+    let left = survivors([sleep_pid], Duration::from_secs(2)).await;
+    assert!(left.is_empty(), "sleep {sleep_pid} survived the stop");
 }

@@ -6,7 +6,7 @@
 
 pub mod claude;
 pub mod codex;
-pub mod common;
+pub(crate) mod common;
 pub mod demo;
 pub mod gemini;
 pub mod mapper;

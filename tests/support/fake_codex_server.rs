@@ -2,9 +2,7 @@
 //! `protocols/codex/fake_responses_server.py`: `POST /v1/responses` answered with the SSE
 //! events Codex builds its items from.
 //!
-//! [`shared`] holds what the Gemini fake server and both real-CLI test files use as well (the
-//! HTTP plumbing, the opt-in switch, reading an attempt's stream, finding processes by PID),
-//! so that each exists once.
+//! [`shared`] holds the HTTP plumbing, which the Gemini fake server uses as well.
 #![allow(dead_code)]
 
 use std::time::Duration;
@@ -16,35 +14,9 @@ use shared::{Exchange, FakeServer, Request};
 pub mod shared {
     use std::io::{BufRead, BufReader, Read, Write};
     use std::net::{TcpListener, TcpStream};
-    use std::path::PathBuf;
     use std::sync::{Arc, Mutex};
-    use std::time::{Duration, Instant};
 
-    use agentty::provider::AgentStream;
-    use agentty::stream::AgentMessage;
-    use futures::StreamExt;
     use serde_json::Value;
-
-    /// The switch that turns the real-CLI tests on.
-    pub const OPT_IN_VAR: &str = "AGENTTY_REAL_CLI_TESTS";
-
-    /// The CLI to test, or `None` (with a printed note) when real-CLI tests are off. When they
-    /// are on, a missing CLI is a failure, not a skip.
-    pub fn real_cli(test: &str, override_var: &str, default_path: &str) -> Option<PathBuf> {
-        if std::env::var(OPT_IN_VAR).as_deref() != Ok("1") {
-            eprintln!("note: {test} skipped: set {OPT_IN_VAR}=1 to run it against the real CLI");
-            return None;
-        }
-        let path = std::env::var_os(override_var)
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from(default_path));
-        assert!(
-            path.is_file(),
-            "{OPT_IN_VAR}=1 but {} is missing: install the CLI there from npm (or set {override_var})",
-            path.display()
-        );
-        Some(path)
-    }
 
     /// One HTTP request the fake server received.
     #[derive(Debug, Clone)]
@@ -182,106 +154,6 @@ pub mod shared {
         let mut exchange = Exchange { stream };
         handler(&request, index, &mut exchange);
         let _ = exchange.stream.shutdown(std::net::Shutdown::Both);
-    }
-
-    /// The next message of an attempt, or `None` when the stream ended or `limit` passed.
-    pub async fn next_message(stream: &mut AgentStream, limit: Duration) -> Option<AgentMessage> {
-        tokio::time::timeout(limit, stream.next())
-            .await
-            .ok()
-            .flatten()
-    }
-
-    /// Every message of an attempt, up to and including its terminal message; fails the test
-    /// if the attempt has not ended within `limit`.
-    pub async fn collect(stream: &mut AgentStream, limit: Duration) -> Vec<AgentMessage> {
-        let deadline = Instant::now() + limit;
-        let mut messages = Vec::new();
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match next_message(stream, left).await {
-                Some(message) => {
-                    let terminal = message.is_terminal();
-                    messages.push(message);
-                    if terminal {
-                        assert!(
-                            next_message(stream, Duration::from_millis(200))
-                                .await
-                                .is_none(),
-                            "a message followed the terminal message"
-                        );
-                        return messages;
-                    }
-                }
-                None => panic!(
-                    "the attempt did not end within {limit:?}; so far: {:#?}",
-                    messages
-                ),
-            }
-        }
-    }
-
-    pub fn assistant_text(messages: &[AgentMessage]) -> String {
-        messages
-            .iter()
-            .filter_map(|message| match message {
-                AgentMessage::Assistant { delta } => Some(delta.as_str()),
-                _ => None,
-            })
-            .collect()
-    }
-
-    pub fn notices(messages: &[AgentMessage], kind: &str) -> usize {
-        messages
-            .iter()
-            .filter(|message| matches!(message, AgentMessage::Notice { kind: k, .. } if k == kind))
-            .count()
-    }
-
-    /// PIDs of live processes whose command line contains `token`.
-    pub fn pids_running(token: &str) -> Vec<i32> {
-        let Ok(entries) = std::fs::read_dir("/proc") else {
-            return Vec::new();
-        };
-        entries
-            .flatten()
-            .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
-            .filter(|pid| *pid != std::process::id() as i32)
-            .filter(|pid| {
-                std::fs::read(format!("/proc/{pid}/cmdline"))
-                    .map(|cmdline| String::from_utf8_lossy(&cmdline).replace('\0', " "))
-                    .is_ok_and(|cmdline| cmdline.contains(token))
-            })
-            .filter(|pid| is_alive(*pid))
-            .collect()
-    }
-
-    /// The process exists and is not a zombie.
-    pub fn is_alive(pid: i32) -> bool {
-        std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .ok()
-            .and_then(|stat| {
-                let state = stat
-                    .rsplit_once(')')?
-                    .1
-                    .split_whitespace()
-                    .next()?
-                    .to_owned();
-                Some(state != "Z" && state != "X")
-            })
-            .unwrap_or(false)
-    }
-
-    /// Waits up to `limit` for a live process whose command line contains `token`.
-    pub async fn wait_for_process(token: &str, limit: Duration) -> Vec<i32> {
-        let deadline = Instant::now() + limit;
-        loop {
-            let pids = pids_running(token);
-            if !pids.is_empty() || Instant::now() > deadline {
-                return pids;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
     }
 }
 

@@ -1,0 +1,371 @@
+//! What the real-CLI tests (`tests/real_*.rs`) share: the opt-in switch and finding the CLI,
+//! a provider for it in a throwaway home and working directory ([`Rig`]), running an attempt
+//! to its terminal message, and finding the processes an attempt started.
+//!
+//! An attempt read with [`collect`] has been checked to end, with exactly one terminal
+//! message, last.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use agentty::provider::{
+    AgentStream, AttemptRequest, CliProvider, Provider, SessionRef, StopControl,
+};
+use agentty::stream::{AgentMessage, Failure, StopStage, Usage};
+use futures::StreamExt;
+use serde_json::Value;
+use tempfile::TempDir;
+use tokio::time::Instant;
+
+/// The switch that turns the real-CLI tests on.
+pub const OPT_IN_VAR: &str = "AGENTTY_REAL_CLI_TESTS";
+
+/// How long one attempt of a real CLI against a fake server may take.
+pub const RUN_LIMIT: Duration = Duration::from_secs(120);
+
+/// The CLI to test, or `None` (with a printed note) when real-CLI tests are off: the path in
+/// `override_var`, else `default_path` (where the npm install the test file names puts it),
+/// else the program of that name on PATH. When the tests are on, a missing CLI is a failure,
+/// not a skip.
+pub fn real_cli(test: &str, override_var: &str, default_path: &str) -> Option<PathBuf> {
+    if std::env::var(OPT_IN_VAR).as_deref() != Ok("1") {
+        eprintln!("note: {test} skipped: set {OPT_IN_VAR}=1 to run it against the real CLI");
+        return None;
+    }
+    let default_path = PathBuf::from(default_path);
+    let on_path = || {
+        let name = default_path.file_name()?;
+        std::env::split_paths(&std::env::var_os("PATH")?)
+            .map(|dir| dir.join(name))
+            .find(|path| path.is_file())
+    };
+    let path = std::env::var_os(override_var)
+        .map(PathBuf::from)
+        .or_else(|| default_path.is_file().then(|| default_path.clone()))
+        .or_else(on_path)
+        .unwrap_or_else(|| default_path.clone());
+    assert!(
+        path.is_file(),
+        "{OPT_IN_VAR}=1 but {} is missing: install the CLI there from npm (or set {override_var})",
+        path.display()
+    );
+    Some(path)
+}
+
+/// `label` made unique to this test run, to find its processes by their command line.
+pub fn unique(label: &str) -> String {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or_default();
+    format!("{label}-{}-{nanos}", std::process::id())
+}
+
+/// A provider running one real CLI against the fake server `server`, with a throwaway HOME
+/// (for the CLI's settings and sessions) and working directory.
+pub struct Rig<Server> {
+    pub server: Server,
+    pub provider: CliProvider,
+    pub home: TempDir,
+    pub work: TempDir,
+}
+
+impl<Server> Rig<Server> {
+    pub fn start(&self, prompt: &str, session: SessionRef, stop: StopControl) -> AgentStream {
+        let request = attempt_request(prompt, session, self.work.path());
+        self.provider.execute(request, stop)
+    }
+
+    /// Runs one attempt to its end (see [`collect`]).
+    pub async fn run(&self, prompt: &str, session: SessionRef) -> Vec<AgentMessage> {
+        let mut stream = self.start(prompt, session, StopControl::new());
+        collect(&mut stream, RUN_LIMIT).await
+    }
+
+    /// Runs `first` in a new session, then `second` resuming it; checks that the second
+    /// attempt announces `cli`'s resumed session and completes, and returns its messages.
+    pub async fn run_then_resume(&self, cli: &str, first: &str, second: &str) -> Vec<AgentMessage> {
+        let first = self.run(first, SessionRef::New).await;
+        let session_id = started_session_id(&first);
+        let resumed = self
+            .run(second, SessionRef::Resume(session_id.clone()))
+            .await;
+        assert_resumed(&resumed, cli, &session_id);
+        expect_completed(&resumed);
+        resumed
+    }
+}
+
+/// Attempt 1 of a turn, run in `cwd`.
+pub fn attempt_request(prompt: &str, session: SessionRef, cwd: &Path) -> AttemptRequest {
+    AttemptRequest {
+        prompt: prompt.into(),
+        session,
+        cwd: Some(cwd.to_path_buf()),
+        attempt: 1,
+        scenario: None,
+        ..AttemptRequest::default()
+    }
+}
+
+/// The next message of an attempt, or `None` when the stream ended or `limit` passed.
+pub async fn next_message(stream: &mut AgentStream, limit: Duration) -> Option<AgentMessage> {
+    tokio::time::timeout(limit, stream.next())
+        .await
+        .ok()
+        .flatten()
+}
+
+/// Every message left in an attempt's stream; fails the test unless the stream ends within
+/// `limit` and its last message is its one terminal message.
+pub async fn collect(stream: &mut AgentStream, limit: Duration) -> Vec<AgentMessage> {
+    let deadline = Instant::now() + limit;
+    let mut messages = Vec::new();
+    loop {
+        match tokio::time::timeout_at(deadline, stream.next()).await {
+            Ok(Some(message)) => {
+                eprintln!("{}", message.to_json_line());
+                messages.push(message);
+            }
+            Ok(None) => break,
+            Err(_) => panic!("the attempt did not end within {limit:?}; so far: {messages:#?}"),
+        }
+    }
+    assert_single_terminal_last(&messages);
+    messages
+}
+
+/// Fails the test unless `messages` hold exactly one terminal message, last.
+pub fn assert_single_terminal_last(messages: &[AgentMessage]) {
+    let terminals = messages
+        .iter()
+        .filter(|message| message.is_terminal())
+        .count();
+    assert_eq!(terminals, 1, "exactly one terminal message: {messages:#?}");
+    assert!(
+        messages.last().is_some_and(AgentMessage::is_terminal),
+        "the terminal message is last: {messages:#?}"
+    );
+}
+
+/// The messages of an attempt up to and including its first tool call; fails the test if the
+/// attempt ends first or no call comes within `limit`.
+pub async fn messages_until_tool_call(
+    stream: &mut AgentStream,
+    limit: Duration,
+) -> Vec<AgentMessage> {
+    let deadline = Instant::now() + limit;
+    let mut messages = Vec::new();
+    loop {
+        match tokio::time::timeout_at(deadline, stream.next()).await {
+            Ok(Some(message)) => {
+                let is_call = matches!(message, AgentMessage::ToolCall { .. });
+                messages.push(message);
+                if is_call {
+                    return messages;
+                }
+            }
+            Ok(None) => panic!("no tool call before the end: {messages:#?}"),
+            Err(_) => panic!("no tool call within {limit:?}: {messages:#?}"),
+        }
+    }
+}
+
+/// Every assistant delta, concatenated.
+pub fn assistant_text(messages: &[AgentMessage]) -> String {
+    messages
+        .iter()
+        .filter_map(|message| match message {
+            AgentMessage::Assistant { delta } => Some(delta.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// How many notices of `kind` there are.
+pub fn notices(messages: &[AgentMessage], kind: &str) -> usize {
+    messages
+        .iter()
+        .filter(|message| matches!(message, AgentMessage::Notice { kind: k, .. } if k == kind))
+        .count()
+}
+
+/// The stop reason and usage of an attempt that ended `terminal.completed`; fails the test
+/// for any other ending.
+pub fn expect_completed(messages: &[AgentMessage]) -> (&str, Option<&Usage>) {
+    match messages.last() {
+        Some(AgentMessage::Completed { stop_reason, usage }) => (stop_reason, usage.as_ref()),
+        other => panic!("expected terminal.completed, got {other:?}: {messages:#?}"),
+    }
+}
+
+/// The failure of an attempt that ended `terminal.failed`; fails the test for any other
+/// ending.
+pub fn expect_failed(messages: &[AgentMessage]) -> &Failure {
+    match messages.last() {
+        Some(AgentMessage::Failed(failure)) => failure,
+        other => panic!("expected terminal.failed, got {other:?}: {messages:#?}"),
+    }
+}
+
+/// The input and output of the call of tool `name`; fails the test unless there is one and
+/// it completed.
+pub fn completed_tool_call(messages: &[AgentMessage], tool: &str) -> (Value, String) {
+    let (call_id, input) = messages
+        .iter()
+        .find_map(|message| match message {
+            AgentMessage::ToolCall { id, name, input } if name == tool => Some((id, input)),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no {tool} tool call: {messages:#?}"));
+    let output = messages
+        .iter()
+        .find_map(|message| match message {
+            AgentMessage::ToolCompleted { id, output } if id == call_id => Some(output),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("the {tool} call {call_id} did not complete: {messages:#?}"));
+    (input.clone(), output.clone())
+}
+
+/// The session id of a stream that starts with `session.started`; fails the test otherwise.
+pub fn started_session_id(messages: &[AgentMessage]) -> String {
+    match messages.first() {
+        Some(AgentMessage::SessionStarted {
+            session_id: Some(id),
+            ..
+        }) => id.clone(),
+        other => panic!("expected session.started with an id, got {other:?}: {messages:#?}"),
+    }
+}
+
+/// The stream starts by announcing that `provider` resumed session `session_id`.
+pub fn assert_resumed(messages: &[AgentMessage], provider: &str, session_id: &str) {
+    assert_eq!(
+        messages.first(),
+        Some(&AgentMessage::SessionResumed {
+            provider: provider.into(),
+            session_id: session_id.into(),
+        }),
+        "{messages:#?}"
+    );
+}
+
+/// The process exists and is not a zombie.
+pub fn is_alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X")
+    })
+}
+
+/// The command line of a process, arguments separated by spaces (empty when it is gone).
+pub fn command_line(pid: i32) -> String {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|bytes| {
+            String::from_utf8_lossy(&bytes)
+                .replace('\0', " ")
+                .trim()
+                .to_owned()
+        })
+        .unwrap_or_default()
+}
+
+/// PIDs of live processes (other than this test) whose command line contains `token`.
+pub fn pids_running(token: &str) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| *pid != std::process::id() as i32)
+        .filter(|pid| command_line(*pid).contains(token))
+        .filter(|pid| is_alive(*pid))
+        .collect()
+}
+
+/// Waits up to `limit` for a live process whose command line contains `token`.
+pub async fn wait_for_process(token: &str, limit: Duration) -> Vec<i32> {
+    let deadline = Instant::now() + limit;
+    loop {
+        let pids = pids_running(token);
+        if !pids.is_empty() || Instant::now() > deadline {
+            return pids;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Waits up to `limit` for every process in `pids` to be gone (init may take a moment to
+/// reap); returns those still alive.
+pub async fn survivors(pids: impl IntoIterator<Item = i32>, limit: Duration) -> Vec<i32> {
+    let pids: Vec<i32> = pids.into_iter().collect();
+    let deadline = Instant::now() + limit;
+    loop {
+        let alive: Vec<i32> = pids.iter().copied().filter(|pid| is_alive(*pid)).collect();
+        if alive.is_empty() || Instant::now() > deadline {
+            return alive;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// How a stream that ends `terminal.cancelled` was stopped: the stage (printed, as it
+/// depends on the machine's load: a busy machine can keep a CLI's own shutdown past the 2 s
+/// grace) and the time the stop took. Fails the test for any other ending.
+pub fn cancelled(cli: &str, messages: &[AgentMessage]) -> (StopStage, u64) {
+    match messages.last() {
+        Some(AgentMessage::Cancelled {
+            stop_stage,
+            elapsed_ms,
+        }) => {
+            eprintln!(
+                "{cli} stopped at stage {} after {elapsed_ms} ms",
+                stop_stage.as_str()
+            );
+            (*stop_stage, *elapsed_ms)
+        }
+        other => panic!("expected terminal.cancelled, got {other:?}: {messages:#?}"),
+    }
+}
+
+impl<Server> Rig<Server> {
+    /// Starts an attempt, stops it once its sleep tool (a process whose command line holds
+    /// `sleep_token`) runs, and checks that the stop cancels the attempt in time, fails the
+    /// open tool call, and leaves neither the tool nor the agent running.
+    pub async fn assert_stop_mid_tool_leaves_no_process(&self, cli: &str, sleep_token: &str) {
+        // Unique, so that the agent's process can be found by its command line.
+        let prompt = unique("sleep-for-the-stop-test");
+        let stop = StopControl::new();
+        let mut stream = self.start(&prompt, SessionRef::New, stop.clone());
+        let mut messages = messages_until_tool_call(&mut stream, RUN_LIMIT).await;
+        let sleepers = wait_for_process(sleep_token, Duration::from_secs(20)).await;
+        assert!(!sleepers.is_empty(), "the sleep tool never started");
+        let agent = pids_running(&prompt);
+        assert!(!agent.is_empty(), "the {cli} process was not found");
+
+        stop.stop();
+        messages.extend(collect(&mut stream, Duration::from_secs(15)).await);
+        let (_, elapsed_ms) = cancelled(cli, &messages);
+        assert!(elapsed_ms < 2_000 + 5_000 + 1_000, "{messages:#?}");
+        assert!(
+            messages
+                .iter()
+                .any(|m| matches!(m, AgentMessage::ToolFailed { .. })),
+            "the tool call was left open: {messages:#?}"
+        );
+        let survivors: Vec<i32> = sleepers
+            .iter()
+            .chain(&agent)
+            .copied()
+            .filter(|pid| is_alive(*pid))
+            .collect();
+        assert!(
+            survivors.is_empty(),
+            "still running after the stop: {survivors:?}"
+        );
+    }
+}
