@@ -4,7 +4,8 @@
 //! calls with output, user prompts; about 4 MiB of text at the largest), drawn at 200x60 on
 //! ratatui's TestBackend. Measured: (a) one appended delta + frame, (b) one keystroke + frame,
 //! (c) a full redraw after a resize; and streaming one 200 KiB markdown answer in 5,000 deltas
-//! (time per delta + frame near the start vs near the end). Also prints the RSS growth of the
+//! (time per delta + frame on an empty screen, on a full screen early on, and at the end). Also
+//! prints the RSS growth of the
 //! 10,000-block state against its text size.
 
 use std::time::{Duration, Instant};
@@ -110,7 +111,10 @@ impl Chat {
             "## Answer {index}\n\nThe parser **tracks depth** in `parse_quoted`; each nested quote \
              pushes a frame:\n\n- opening quote: push\n- closing quote: pop\n\n```rust\nfn \
              parse_quoted(&mut self) -> Result<Token> {{\n    let depth = self.depth + 1;\n    \
-             Ok(Token::Quoted(depth))\n}}\n```\n\nThat keeps it linear in the input.\n"
+             Ok(Token::Quoted(depth))\n}}\n```\n\nThat keeps it linear in the input.\n\n{}\n",
+            "A longer explanation follows, as real answers have: the tokenizer hands the parser \
+             one token at a time, and quoting only changes how the next token is read. "
+                .repeat(6)
         ));
         self.end_turn();
     }
@@ -217,8 +221,11 @@ fn render(c: &mut Criterion) {
             }
         })
         .collect();
+    // The first window starts on an empty screen (fewer rows to draw); the second starts once
+    // the answer fills the 60 rows, so it and the last window differ only by what came before.
     for (label, range) in [
         ("first_100_deltas", 0..100),
+        ("deltas_1000_to_1100", 1_000..1_100),
         ("last_100_deltas", 4_900..5_000),
     ] {
         group.bench_function(label, |b| {
