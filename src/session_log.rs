@@ -217,8 +217,11 @@ impl Drop for SessionLogWriter {
     }
 }
 
+/// Writes entries as they come and flushes whenever the queue runs dry, so that a crash (the
+/// panic hook exits the process) loses at most what was still queued.
 fn write_loop(mut file: BufWriter<File>, commands: mpsc::Receiver<WriterCommand>) {
-    for command in commands {
+    let mut next = commands.recv().ok();
+    while let Some(command) = next {
         let result = match command {
             // The permit is released once the line is in the file's buffer.
             WriterCommand::Entry(entry, _permit) => serde_json::to_writer(&mut file, &entry)
@@ -230,6 +233,14 @@ fn write_loop(mut file: BufWriter<File>, commands: mpsc::Receiver<WriterCommand>
         if let Err(error) = result {
             tracing::error!(%error, "cannot write the session log");
         }
+        next = match commands.try_recv() {
+            Ok(command) => Some(command),
+            Err(mpsc::TryRecvError::Empty) => {
+                let _ = file.flush();
+                commands.recv().ok()
+            }
+            Err(mpsc::TryRecvError::Disconnected) => None,
+        };
     }
     let _ = file.flush();
 }

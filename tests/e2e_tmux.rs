@@ -41,6 +41,19 @@ impl Session {
         Self::start_in(tempfile::tempdir().expect("temp dir"), args)
     }
 
+    /// Like `start`, with extra environment for agentty.
+    fn start_with_env(env: &[(&str, &str)], args: &[&str]) -> Option<Session> {
+        let prefix: Vec<String> = env
+            .iter()
+            .map(|(key, value)| format!("{key}={}", shell_quote(value)))
+            .collect();
+        Self::launch(
+            tempfile::tempdir().expect("temp dir"),
+            &prefix.join(" "),
+            args,
+        )
+    }
+
     /// Ends this session's tmux server and starts `agentty ARGS` again on the same state dir
     /// (its session logs included).
     fn restart(mut self, args: &[&str]) -> Option<Session> {
@@ -57,6 +70,10 @@ impl Session {
     }
 
     fn start_in(state_dir: tempfile::TempDir, args: &[&str]) -> Option<Session> {
+        Self::launch(state_dir, "", args)
+    }
+
+    fn launch(state_dir: tempfile::TempDir, env: &str, args: &[&str]) -> Option<Session> {
         if !tmux_available() {
             return None;
         }
@@ -67,7 +84,7 @@ impl Session {
         );
         let config = state_dir.path().join("config.toml");
         let mut command_line = format!(
-            "AGENTTY_STATE_DIR={} {} --config {}",
+            "{env} AGENTTY_STATE_DIR={} {} --config {}",
             shell_quote(state_dir.path().to_str().unwrap()),
             shell_quote(env!("CARGO_BIN_EXE_agentty")),
             shell_quote(config.to_str().unwrap()),
@@ -595,4 +612,44 @@ fn the_reopen_action_shows_the_previous_session() {
     session.prompt("/resume");
     let screen = session.wait_for_text("remember the word pelican");
     assert!(screen.contains("Reopened the last session"), "{screen}");
+}
+
+#[test]
+fn a_panic_restores_the_terminal_stops_the_agents_and_says_where_the_log_is() {
+    let Some(session) = Session::start_with_env(
+        &[
+            ("AGENTTY_TEST_PANIC_ON_PROMPT", "crash now"),
+            ("RUST_BACKTRACE", "0"),
+        ],
+        &["--provider", "demo", "--scenario", "grandchild"],
+    ) else {
+        return;
+    };
+    session.wait_until_ready();
+    session.prompt("spawn helpers");
+    session.wait_for("the grandchildren to start", |_| {
+        session
+            .agent_processes()
+            .iter()
+            .any(|(_, command)| command.contains("sleep 300"))
+    });
+    let answer_so_far = session.screen();
+    assert!(answer_so_far.contains("spawn helpers"));
+    session.prompt("crash now");
+    session.assert_terminal_restored("101");
+    let screen = session.screen();
+    assert!(screen.contains("test panic on prompt"), "{screen}");
+    assert!(
+        screen.contains("this is a bug") && screen.contains("agentty.log"),
+        "{screen}"
+    );
+    session.wait_for_no_agents();
+    // What the user saw is in the session log, flushed before the crash.
+    let sessions = session.state_dir.path().join("sessions");
+    let log = agentty::session_log::latest_session_log(&sessions).expect("a session log");
+    let text = std::fs::read_to_string(log).unwrap();
+    assert!(
+        text.contains("spawn helpers") && text.contains("\"kind\":\"raw\""),
+        "{text}"
+    );
 }

@@ -379,7 +379,10 @@ impl ChatLoop {
     fn apply(&mut self, effects: Vec<AppEffect>, terminal: &mut ChatTerminal) {
         for effect in effects {
             match effect {
-                AppEffect::Command(command) => self.send(command, terminal),
+                AppEffect::Command(command) => {
+                    panic_if_asked_to_by_a_test(&command);
+                    self.send(command, terminal);
+                }
                 AppEffect::Scroll(action) => {
                     self.view
                         .transcript
@@ -535,6 +538,19 @@ impl ChatLoop {
             Err(error) => self.state.show_notice(NoticeLevel::Error, &error),
         }
     }
+}
+
+/// Debug builds only: submitting the prompt named by `AGENTTY_TEST_PANIC_ON_PROMPT` panics, so
+/// that the end-to-end tests can check what a crash leaves behind (terminal, agents, log).
+fn panic_if_asked_to_by_a_test(command: &Command) {
+    #[cfg(debug_assertions)]
+    if let Command::Submit(prompt) = command {
+        if std::env::var("AGENTTY_TEST_PANIC_ON_PROMPT").as_deref() == Ok(prompt.as_str()) {
+            panic!("test panic on prompt {prompt:?}");
+        }
+    }
+    #[cfg(not(debug_assertions))]
+    let _ = command;
 }
 
 /// Shuts an orchestrator down in the background, draining its events until it is gone.
