@@ -283,36 +283,63 @@ mod tests {
             .collect()
     }
 
-    proptest::proptest! {
-        #[test]
-        fn any_bytes_in_any_chunking_give_the_same_lines(
-            data in proptest::collection::vec(proptest::prop_oneof![
-                4 => proptest::num::u8::ANY,
-                1 => proptest::strategy::Just(b'\n'),
-                1 => proptest::strategy::Just(b'\r'),
-            ], 0..400),
-            chunks in proptest::collection::vec(1usize..40, 0..50),
-            max_line in 1usize..30,
-        ) {
-            let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
-            let lines = runtime.block_on(async {
-                let reader = ChunkedReader { data: data.clone(), position: 0, chunks, next_chunk: 0 };
-                let mut reader = LineReader::new(reader, max_line);
-                let mut lines = Vec::new();
-                while let Some(line) = reader.next_line().await.unwrap() {
-                    lines.push(line);
+    /// Any bytes, cut into any chunks, with any cap, give exactly the lines a plain split gives.
+    /// 100,000 cases by default (`AGENTTY_FUZZ_CASES` for a longer run), all on one runtime.
+    #[test]
+    fn any_bytes_in_any_chunking_give_the_same_lines() {
+        use proptest::prelude::*;
+        use proptest::test_runner::{Config, TestRunner};
+        let cases = std::env::var("AGENTTY_FUZZ_CASES")
+            .ok()
+            .and_then(|cases| cases.parse().ok())
+            .unwrap_or(100_000);
+        let strategy = (
+            proptest::collection::vec(
+                prop_oneof![
+                    4 => proptest::num::u8::ANY,
+                    1 => Just(b'\n'),
+                    1 => Just(b'\r'),
+                ],
+                0..400,
+            ),
+            proptest::collection::vec(1usize..40, 0..50),
+            1usize..30,
+        );
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let mut runner = TestRunner::new(Config {
+            cases,
+            failure_persistence: None,
+            ..Config::default()
+        });
+        runner
+            .run(&strategy, |(data, chunks, max_line)| {
+                let lines = runtime.block_on(async {
+                    let reader = ChunkedReader {
+                        data: data.clone(),
+                        position: 0,
+                        chunks,
+                        next_chunk: 0,
+                    };
+                    let mut reader = LineReader::new(reader, max_line);
+                    let mut lines = Vec::new();
+                    while let Some(line) = reader.next_line().await.unwrap() {
+                        lines.push(line);
+                    }
+                    lines
+                });
+                let expected = expected_lines(&data);
+                prop_assert_eq!(lines.len(), expected.len());
+                for (line, raw) in lines.iter().zip(&expected) {
+                    prop_assert_eq!(line.original_len, raw.len());
+                    prop_assert_eq!(line.truncated, raw.len() > max_line);
+                    if !line.truncated {
+                        prop_assert_eq!(&line.text, &String::from_utf8_lossy(raw).into_owned());
+                    }
                 }
-                lines
-            });
-            let expected = expected_lines(&data);
-            proptest::prop_assert_eq!(lines.len(), expected.len());
-            for (line, raw) in lines.iter().zip(&expected) {
-                proptest::prop_assert_eq!(line.original_len, raw.len());
-                proptest::prop_assert_eq!(line.truncated, raw.len() > max_line);
-                if !line.truncated {
-                    proptest::prop_assert_eq!(&line.text, &String::from_utf8_lossy(raw).into_owned());
-                }
-            }
-        }
+                Ok(())
+            })
+            .unwrap();
     }
 }
