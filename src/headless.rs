@@ -64,16 +64,8 @@ pub fn run(agent: AgentArgs, args: RunArgs) -> i32 {
         (None, true) => SessionRef::ContinueLatest,
         (None, false) => SessionRef::New,
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            eprintln!("agentty: cannot start the async runtime: {error}");
-            return EXIT_FAILED;
-        }
+    let Some(runtime) = crate::async_runtime() else {
+        return EXIT_FAILED;
     };
     let session_log = SessionLogWriter::create(&sessions_dir(), &choice.name)
         .map_err(|error| tracing::warn!(%error, "no session log"))

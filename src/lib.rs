@@ -16,3 +16,14 @@ pub mod session_log;
 pub mod stream;
 pub mod tui;
 pub mod view;
+
+/// The runtime for the chat and `agentty run`: two workers (the UI or output, and the agent's
+/// reading) are all it needs. `None`, after saying why on stderr, when it cannot start.
+pub fn async_runtime() -> Option<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|error| eprintln!("agentty: cannot start the async runtime: {error}"))
+        .ok()
+}

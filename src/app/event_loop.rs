@@ -146,16 +146,8 @@ pub fn run(cli: Cli) -> i32 {
     } else {
         SessionRef::New
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            eprintln!("agentty: cannot start the async runtime: {error}");
-            return 1;
-        }
+    let Some(runtime) = crate::async_runtime() else {
+        return 1;
     };
     crate::process::tree::become_subreaper();
     let launch = Launch {
