@@ -10,6 +10,8 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 /// Default cap on one stdout line: large tool results fit, a runaway line does not.
 pub const DEFAULT_MAX_LINE: usize = 8 * 1024 * 1024;
 const READ_CHUNK: usize = 64 * 1024;
+/// Lines at least this long are handed over with the buffer they were read into.
+const HAND_OVER_MIN: usize = 64 * 1024;
 /// How much of a cut line is kept: it is only ever shown as a diagnostic.
 pub const CUT_LINE_PREVIEW: usize = 4 * 1024;
 
@@ -34,6 +36,9 @@ pub struct LineReader<R> {
     pending_cut: Option<Vec<u8>>,
     /// The previous line ended with `\r`: a `\n` right after it belongs to that line ending.
     after_cr: bool,
+    /// Bytes after `start` already searched for a line end, so that a long line arriving in
+    /// small reads is scanned once, not once per read.
+    searched: usize,
     eof: bool,
 }
 
@@ -47,6 +52,7 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
             skipping: None,
             pending_cut: None,
             after_cr: false,
+            searched: 0,
             eof: false,
         }
     }
@@ -91,11 +97,14 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
             self.after_cr = false;
         }
         let unread = &self.buffer[self.start..];
-        match unread
+        let from = self.searched.min(unread.len());
+        match unread[from..]
             .iter()
             .position(|byte| *byte == b'\n' || *byte == b'\r')
+            .map(|offset| from + offset)
         {
             Some(end) => {
+                self.searched = 0;
                 self.after_cr = unread[end] == b'\r';
                 let line_end = self.start + end;
                 let line = if let Some(skipped) = self.skipping.take() {
@@ -111,6 +120,8 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
                         truncated: true,
                         original_len: end,
                     }
+                } else if end >= HAND_OVER_MIN {
+                    return Some(self.hand_over_line(end));
                 } else {
                     Line {
                         text: String::from_utf8_lossy(&self.buffer[self.start..line_end])
@@ -123,6 +134,7 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
                 Some(line)
             }
             None => {
+                self.searched = unread.len();
                 // No line end yet: start skipping once the partial line passes the cap, so
                 // the buffer never grows past cap + one read.
                 let unread_len = unread.len();
@@ -135,9 +147,26 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
                     self.buffer.clear();
                     self.buffer.shrink_to(2 * READ_CHUNK);
                     self.start = 0;
+                    self.searched = 0;
                 }
                 None
             }
+        }
+    }
+
+    /// Gives a large line the buffer it was read into instead of copying it (a line can be
+    /// most of a megabyte); only the bytes after it are copied into a new buffer.
+    fn hand_over_line(&mut self, len: usize) -> Line {
+        self.compact();
+        let rest = self.buffer.split_off(len + 1);
+        let mut bytes = std::mem::replace(&mut self.buffer, rest);
+        bytes.truncate(len);
+        let text = String::from_utf8(bytes)
+            .unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned());
+        Line {
+            text,
+            truncated: false,
+            original_len: len,
         }
     }
 
@@ -237,6 +266,38 @@ mod tests {
             "first line"
         );
         assert_eq!(reader.next_line().await.unwrap().unwrap().text, "second");
+    }
+
+    #[tokio::test]
+    async fn large_lines_handed_over_keep_their_bytes_and_their_neighbours() {
+        let big: String = (0..300_000)
+            .map(|index| char::from(b'a' + (index % 26) as u8))
+            .collect();
+        let mut input = format!("short\n{big}\r\nafter\n{big}é\n").into_bytes();
+        input.extend_from_slice(b"\xffbad\n");
+        input.extend_from_slice(b"tail");
+        for chunk in [1000, 65_536, 7] {
+            let reader = ChunkedReader {
+                data: input.clone(),
+                position: 0,
+                chunks: vec![chunk; 10_000],
+                next_chunk: 0,
+            };
+            let mut reader = LineReader::new(reader, DEFAULT_MAX_LINE);
+            let mut lines = Vec::new();
+            while let Some(line) = reader.next_line().await.unwrap() {
+                lines.push(line.text);
+            }
+            let expected = [
+                "short",
+                big.as_str(),
+                "after",
+                &format!("{big}é"),
+                "\u{fffd}bad",
+                "tail",
+            ];
+            assert_eq!(lines, expected, "chunks of {chunk}");
+        }
     }
 
     #[tokio::test]
