@@ -63,7 +63,8 @@ enum WriterCommand {
 
 /// Bytes of raw agent lines that may wait for the disk. Raw lines can be huge (pi repeats the
 /// whole answer twice on every update), so the queue is bounded and the attempt waits for the
-/// writer instead of memory growing; a line larger than this waits until the queue is empty.
+/// writer instead of memory growing; a line larger than this waits until the queue is empty,
+/// and the attempt goes on once it is written.
 const RAW_LINE_BUDGET: usize = 256 * 1024;
 
 /// Appends entries to one session log on a background thread.
@@ -192,7 +193,7 @@ impl SessionLogWriter {
             let budget = budget.clone();
             async move {
                 let share = line.len().clamp(1, RAW_LINE_BUDGET) as u32;
-                let Ok(permit) = budget.acquire_many_owned(share).await else {
+                let Ok(permit) = budget.clone().acquire_many_owned(share).await else {
                     return;
                 };
                 let entry = LogEntry::Raw {
@@ -201,6 +202,11 @@ impl SessionLogWriter {
                     line,
                 };
                 let _ = commands.send(WriterCommand::Entry(entry, Some(permit)));
+                if share as usize == RAW_LINE_BUDGET {
+                    // A line that takes the whole budget is written before the next is read,
+                    // so no two of them are ever held at once.
+                    let _ = budget.acquire_many(share).await;
+                }
             }
         }))
     }
