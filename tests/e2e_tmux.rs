@@ -653,3 +653,67 @@ fn a_panic_restores_the_terminal_stops_the_agents_and_says_where_the_log_is() {
         "{text}"
     );
 }
+
+#[test]
+fn orphans_that_exit_on_their_own_are_reaped_not_left_as_zombies() {
+    let dir = tempfile::tempdir().unwrap();
+    let capture = {
+        let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+        crate_dir
+            .ancestors()
+            .skip(1)
+            .map(|dir| dir.join("shared/protocols/pi/captures/a_plain.stdout.jsonl"))
+            .find(|path| path.is_file())
+            .expect("the pi captures")
+    };
+    let agent = dir.path().join("agent");
+    // Three short-lived orphans in sessions of their own: they re-parent to agentty (a subreaper)
+    // and exit before any scan could match them (a zombie has no environment).
+    std::fs::write(
+        &agent,
+        format!(
+            "#!/bin/sh\nfor i in 1 2 3; do ( setsid sleep 0.05 & ); done\nsleep 0.5\ncat '{}'\n",
+            capture.display()
+        ),
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let Some(session) =
+        Session::start(&["--provider", "demo", "--agent-bin", agent.to_str().unwrap()])
+    else {
+        return;
+    };
+    session.wait_until_ready();
+    let agentty = session.agentty_pid();
+    session.prompt("hello");
+    session.wait_for("the turn to end", |screen| {
+        screen.contains("The quick brown fox") && screen.contains("│ idle")
+    });
+    let zombies = || {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|pid| {
+                let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+                let fields: Vec<&str> = stat
+                    .rsplit_once(')')
+                    .map(|(_, rest)| rest.split_whitespace().collect())
+                    .unwrap_or_default();
+                fields.first() == Some(&"Z") && fields.get(1) == Some(&agentty.to_string().as_str())
+            })
+            .count()
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while zombies() > 0 {
+        assert!(
+            Instant::now() < deadline,
+            "{} zombie children of agentty",
+            zombies()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

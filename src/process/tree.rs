@@ -8,6 +8,7 @@
 //! orphans re-parent to it (not to init) and their zombies are reaped here.
 
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -156,20 +157,28 @@ pub fn kill_tree(tree: &TreeIdentity, deadline: Instant) -> usize {
     }
 }
 
-/// Reaps zombies of `candidates` that became our children (as subreaper). The agent itself is
-/// left to its own `Child` handle.
+/// Reaps zombies that became our children as subreaper. A zombie has no environment left to
+/// match, so as subreaper every zombie child is reaped except the roots of live agents (their
+/// own `Child` handles reap them); without it only `candidates` of this tree are.
 fn reap_adopted(agent_pid: i32, candidates: &HashSet<i32>) {
     let own_pid = std::process::id() as i32;
+    let subreaper = IS_SUBREAPER.load(Ordering::Relaxed);
+    let live_roots: HashSet<i32> = match LIVE_TREES.lock() {
+        Ok(trees) => trees.iter().map(|tree| tree.root).collect(),
+        Err(poisoned) => poisoned.into_inner().iter().map(|tree| tree.root).collect(),
+    };
     for entry in read_proc_table() {
-        if entry.zombie
-            && entry.ppid == own_pid
-            && entry.pid != agent_pid
-            && candidates.contains(&entry.pid)
-        {
+        let ours =
+            candidates.contains(&entry.pid) || (subreaper && !live_roots.contains(&entry.pid));
+        if entry.zombie && entry.ppid == own_pid && entry.pid != agent_pid && ours {
             let _ = waitpid(Pid::from_raw(entry.pid), Some(WaitPidFlag::WNOHANG));
         }
     }
 }
+
+/// Set once agentty is a subreaper: then every child it did not spawn itself is an adopted
+/// orphan of an agent.
+static IS_SUBREAPER: AtomicBool = AtomicBool::new(false);
 
 /// Makes agentty a child subreaper (Linux): orphaned descendants of its agents re-parent to it.
 /// Only the binary calls this; a test harness that spawns children of its own should not.
@@ -177,7 +186,9 @@ pub fn become_subreaper() {
     #[cfg(target_os = "linux")]
     // SAFETY: prctl with PR_SET_CHILD_SUBREAPER only sets a flag on this process.
     unsafe {
-        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+        if libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0 {
+            IS_SUBREAPER.store(true, Ordering::Relaxed);
+        }
     }
 }
 
