@@ -6,6 +6,9 @@
 //! the pane prints agentty's exit status and the terminal modes (`stty`) afterwards, so a test
 //! can see that the terminal was restored. Skipped, with a note, when tmux is not installed.
 
+#[path = "support/captures.rs"]
+mod captures;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -245,6 +248,15 @@ impl Drop for Session {
             }
         }
     }
+}
+
+/// Writes an executable `#!/bin/sh` agent script.
+fn write_agent(dir: &Path, body: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let agent = dir.join("agent");
+    std::fs::write(&agent, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
+    agent
 }
 
 fn shell_quote(text: &str) -> String {
@@ -525,12 +537,7 @@ fn hostile_escape_sequences_neither_retitle_nor_clear_the_terminal() {
     let dir = tempfile::tempdir().unwrap();
     let stream = dir.path().join("hostile.jsonl");
     std::fs::write(&stream, hostile_pi_stream()).unwrap();
-    let agent = dir.path().join("hostile-agent");
-    std::fs::write(&agent, format!("#!/bin/sh\ncat '{}'\n", stream.display())).unwrap();
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
+    let agent = write_agent(dir.path(), &format!("cat '{}'", stream.display()));
     let Some(session) =
         Session::start(&["--provider", "demo", "--agent-bin", agent.to_str().unwrap()])
     else {
@@ -657,30 +664,16 @@ fn a_panic_restores_the_terminal_stops_the_agents_and_says_where_the_log_is() {
 #[test]
 fn orphans_that_exit_on_their_own_are_reaped_not_left_as_zombies() {
     let dir = tempfile::tempdir().unwrap();
-    let capture = {
-        let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-        crate_dir
-            .ancestors()
-            .skip(1)
-            .map(|dir| dir.join("shared/protocols/pi/captures/a_plain.stdout.jsonl"))
-            .find(|path| path.is_file())
-            .expect("the pi captures")
-    };
-    let agent = dir.path().join("agent");
+    let capture = captures::captures_dir("pi").join("a_plain.stdout.jsonl");
     // Three short-lived orphans in sessions of their own: they re-parent to agentty (a subreaper)
     // and exit before any scan could match them (a zombie has no environment).
-    std::fs::write(
-        &agent,
-        format!(
-            "#!/bin/sh\nfor i in 1 2 3; do ( setsid sleep 0.05 & ); done\nsleep 0.5\ncat '{}'\n",
+    let agent = write_agent(
+        dir.path(),
+        &format!(
+            "for i in 1 2 3; do ( setsid sleep 0.05 & ); done\nsleep 0.5\ncat '{}'",
             capture.display()
         ),
-    )
-    .unwrap();
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
+    );
     let Some(session) =
         Session::start(&["--provider", "demo", "--agent-bin", agent.to_str().unwrap()])
     else {
