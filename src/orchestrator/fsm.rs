@@ -265,16 +265,7 @@ impl Machine {
     fn stop(&mut self, out: &mut Vec<Effect>) {
         match std::mem::replace(&mut self.state, State::Idle) {
             State::Running { turn, attempt } => {
-                out.push(Effect::StopAttempt {
-                    turn: turn.id,
-                    attempt,
-                });
-                self.state = State::Stopping {
-                    turn,
-                    attempt,
-                    progress: StopProgress::Running,
-                    then: AfterStop::Continue,
-                };
+                self.begin_stop(turn, attempt, AfterStop::Continue, out)
             }
             State::Stopping {
                 turn,
@@ -364,20 +355,25 @@ impl Machine {
         }
     }
 
+    /// Asks the running attempt to stop; `then` says what follows once it has.
+    fn begin_stop(&mut self, turn: Turn, attempt: u32, then: AfterStop, out: &mut Vec<Effect>) {
+        out.push(Effect::StopAttempt {
+            turn: turn.id,
+            attempt,
+        });
+        self.state = State::Stopping {
+            turn,
+            attempt,
+            progress: StopProgress::Running,
+            then,
+        };
+    }
+
     fn shutdown(&mut self, out: &mut Vec<Effect>) {
         match std::mem::replace(&mut self.state, State::Idle) {
             State::Running { turn, attempt } => {
                 // Wait for the agent to stop (it may be saving its session) before exiting.
-                out.push(Effect::StopAttempt {
-                    turn: turn.id,
-                    attempt,
-                });
-                self.state = State::Stopping {
-                    turn,
-                    attempt,
-                    progress: StopProgress::Running,
-                    then: AfterStop::ShutDown,
-                };
+                self.begin_stop(turn, attempt, AfterStop::ShutDown, out)
             }
             State::Stopping {
                 turn,
