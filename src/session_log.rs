@@ -176,6 +176,18 @@ impl SessionLogWriter {
             OrchestratorEvent::SessionChanged { session_id } => self.append(LogEntry::Session {
                 session_id: session_id.clone(),
             }),
+            OrchestratorEvent::Notice {
+                turn,
+                kind,
+                message,
+            } => self.append(LogEntry::Message {
+                turn: *turn,
+                attempt: 0,
+                message: AgentMessage::Notice {
+                    kind: kind.clone(),
+                    message: message.clone(),
+                },
+            }),
             OrchestratorEvent::ShutDown => self.flush(),
             OrchestratorEvent::AttemptStarted { .. }
             | OrchestratorEvent::StopProgress { .. }

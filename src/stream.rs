@@ -72,6 +72,9 @@ pub mod notice_kind {
     pub const WARNING: &str = "warning";
     /// The agent's partial text so far was replaced by an authoritative final answer.
     pub const SUPERSEDED: &str = "superseded";
+    /// The orchestrator continues in a fresh agent session (the CLI lost its own, or a failed
+    /// attempt could not be undone in it).
+    pub const FRESH_SESSION: &str = "fresh_session";
 }
 
 /// Why an attempt failed, with every diagnostic passed through whole.
@@ -105,6 +108,8 @@ pub mod failure_reason {
     pub const NO_COMPLETION: &str = "no_completion";
     /// The agent kept running after its completion event and had to be stopped.
     pub const STALLED: &str = "stalled";
+    /// The agent CLI could not find the stored session it was asked to continue.
+    pub const SESSION_LOST: &str = "session_lost";
 }
 
 /// Token and cost accounting, as far as the agent reports it.

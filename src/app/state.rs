@@ -364,6 +364,15 @@ impl AppState {
             OrchestratorEvent::SessionChanged { session_id } => {
                 self.session_id = session_id.map(|id| untrusted_owned(&id));
             }
+            OrchestratorEvent::Notice {
+                turn,
+                kind,
+                message,
+            } => {
+                if self.turn.as_ref().is_some_and(|running| running.id == turn) {
+                    self.on_agent_message(AgentMessage::Notice { kind, message }, now);
+                }
+            }
             OrchestratorEvent::ShutDown => return self.on_orchestrator_gone(),
         }
         Vec::new()
@@ -534,7 +543,7 @@ impl AppState {
                         };
                         self.notice(NoticeLevel::Info, text);
                     }
-                    notice_kind::WARNING => {
+                    notice_kind::WARNING | notice_kind::FRESH_SESSION => {
                         self.notice(NoticeLevel::Warning, message);
                     }
                     other => {

@@ -20,7 +20,7 @@ mod bash;
 mod player;
 mod scenario;
 mod signals;
-mod state;
+pub mod state;
 mod wire;
 
 use std::io::{IsTerminal, Read};
@@ -33,7 +33,8 @@ use scenario::{Placeholders, Scenario};
 use state::{Session, SessionChoice};
 
 /// Which attempt of a turn this is (1 = first), as the demo provider sets it.
-const ATTEMPT_VAR: &str = crate::provider::demo::DEMO_ATTEMPT_VAR;
+/// The environment variable that tells the demo agent which attempt of a turn it is.
+pub const ATTEMPT_VAR: &str = "AGENTTY_DEMO_ATTEMPT";
 
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct DemoAgentArgs {
@@ -82,7 +83,7 @@ pub fn run(args: DemoAgentArgs) -> i32 {
     let cwd = std::env::current_dir()
         .map(|cwd| cwd.display().to_string())
         .unwrap_or_default();
-    let session = Session::open(&choice, &cwd);
+    let mut session = Session::open(&choice, &cwd);
     let mut out = Output::stdout();
     if out.line(&session.header_line()).is_err() {
         return 1;
@@ -93,7 +94,7 @@ pub fn run(args: DemoAgentArgs) -> i32 {
         .unwrap_or(1)
         .max(1);
     let pace = Pace::from_env();
-    for (index, prompt) in prompts.iter().enumerate() {
+    for prompt in &prompts {
         let scenario = match &forced {
             Some(scenario) => scenario.clone(),
             None => match load_scenario(scenario::for_prompt(prompt)) {
@@ -112,10 +113,7 @@ pub fn run(args: DemoAgentArgs) -> i32 {
         placeholders.set("prompt_quoted", scenario::block_quote(prompt));
         placeholders.set("session_id", session.header.id.as_str());
         placeholders.set("session_short", short_id(&session.header.id));
-        placeholders.set(
-            "prompt_number",
-            (session.earlier_prompts + index + 1).to_string(),
-        );
+        placeholders.set("prompt_number", (session.history.len() + 1).to_string());
         placeholders.set("attempt", attempt.to_string());
         placeholders.set("pid", std::process::id().to_string());
         if scenario.spawn_grandchildren {

@@ -5,7 +5,10 @@
 //! agent still runs (a session is then simply new), it never fails because of it.
 //!
 //! Sessions (`sessions/<id>.jsonl`): line 1 is the `session` header exactly as printed, then one
-//! JSON string per prompt played in it. Like pi, `--session ID` (an id or unique id prefix) and
+//! JSON string per prompt played in it. Like a real CLI, a prompt is stored when it is sent, so a
+//! failed run leaves it in the session; the "request" each prompt makes (the session's earlier
+//! prompts and this one, what a model would receive) is appended to `requests.jsonl`, so tests
+//! can see what a retry or a resume really sends. Like pi, `--session ID` (an id or unique id prefix) and
 //! `--continue` (the most recently used session of this cwd) print the stored header unchanged;
 //! an unknown `--session ID` starts a session with that very id; `--continue` with nothing to
 //! continue starts a new one.
@@ -21,9 +24,33 @@ use serde::Deserialize;
 pub const STATE_DIR_VAR: &str = "AGENTTY_DEMO_STATE_DIR";
 
 pub(crate) fn state_dir() -> PathBuf {
-    std::env::var_os(STATE_DIR_VAR)
+    state_dir_from(std::env::var_os(STATE_DIR_VAR))
+}
+
+/// The state dir for a given `AGENTTY_DEMO_STATE_DIR` value (unset: the default).
+pub fn state_dir_from(value: Option<std::ffi::OsString>) -> PathBuf {
+    value
+        .filter(|value| !value.is_empty())
         .map(PathBuf::from)
         .unwrap_or_else(|| std::env::temp_dir().join("agentty-demo"))
+}
+
+/// Where the demo agent keeps session `id` in `state_dir`.
+pub fn session_file(state_dir: &Path, id: &str) -> Option<PathBuf> {
+    is_safe_file_stem(id).then(|| state_dir.join("sessions").join(format!("{id}.jsonl")))
+}
+
+/// The log of every request the demo agent "sent to its model" in `state_dir`.
+pub fn requests_file(state_dir: &Path) -> PathBuf {
+    state_dir.join("requests.jsonl")
+}
+
+/// One line of `requests.jsonl`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, Deserialize)]
+pub struct DemoRequest {
+    pub session_id: String,
+    /// The user messages the model receives, oldest first: the session's and the new prompt.
+    pub messages: Vec<String>,
 }
 
 /// Milliseconds since the Unix epoch (pi's message `timestamp`).
@@ -105,8 +132,8 @@ pub(crate) enum SessionChoice {
 #[derive(Debug)]
 pub(crate) struct Session {
     pub header: SessionHeader,
-    /// How many prompts earlier runs played in it.
-    pub earlier_prompts: usize,
+    /// The prompts earlier runs played in it, oldest first.
+    pub history: Vec<String>,
     file: PathBuf,
 }
 
@@ -132,7 +159,7 @@ impl Session {
         let file = dir.join(format!("{}.jsonl", header.id));
         let session = Self {
             header,
-            earlier_prompts: 0,
+            history: Vec::new(),
             file,
         };
         let _ = fs::create_dir_all(&dir);
@@ -152,8 +179,27 @@ impl Session {
         .unwrap_or_default()
     }
 
-    /// Records a prompt; also makes this the most recently used session.
-    pub(crate) fn record_prompt(&self, prompt: &str) {
+    /// Records a prompt as sent: the request goes to `requests.jsonl` and the prompt into the
+    /// session, which also makes this the most recently used session.
+    pub(crate) fn record_prompt(&mut self, prompt: &str) {
+        let mut messages = self.history.clone();
+        messages.push(prompt.to_owned());
+        let request = DemoRequest {
+            session_id: self.header.id.clone(),
+            messages,
+        };
+        if let Ok(mut requests) = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(requests_file(&state_dir()))
+        {
+            let _ = writeln!(
+                requests,
+                "{}",
+                serde_json::to_string(&request).unwrap_or_default()
+            );
+        }
+        self.history.push(prompt.to_owned());
         let Ok(mut file) = fs::OpenOptions::new().append(true).open(&self.file) else {
             return;
         };
@@ -189,7 +235,9 @@ fn latest_session(dir: &Path, wanted: impl Fn(&SessionHeader) -> bool) -> Option
         }
         let session = Session {
             header,
-            earlier_prompts: lines.filter(|line| !line.is_empty()).count(),
+            history: lines
+                .filter_map(|line| serde_json::from_str::<String>(line).ok())
+                .collect(),
             file,
         };
         best = Some((modified, session));

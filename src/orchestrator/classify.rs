@@ -16,6 +16,8 @@ use crate::stream::{failure_reason, Failure};
 pub enum Retryability {
     Retryable,
     NotRetryable,
+    /// The agent lost the session it was asked to continue: go on in a fresh one, once.
+    FreshSession,
 }
 
 /// The verdict and a short human cause (shown in the retry countdown).
@@ -43,6 +45,12 @@ pub fn classify_failure(failure: &Failure) -> Classification {
         // from elsewhere (OOM killer, a crash).
         failure_reason::KILLED_BY_SIGNAL => {
             return verdict(Retryable, "the agent was killed by a signal")
+        }
+        failure_reason::SESSION_LOST => {
+            return verdict(
+                Retryability::FreshSession,
+                "the agent could not find its session",
+            )
         }
         _ => {}
     }

@@ -10,6 +10,7 @@
 //! The task ends after `Command::Shutdown` once the running agent has stopped; closing the
 //! command channel or dropping the event receiver counts as a shutdown.
 
+use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,10 +23,10 @@ use super::fsm::{Effect, Input, Machine};
 use super::{Command, OrchestratorEvent, TurnId};
 use crate::config::RetryPolicy;
 use crate::provider::{
-    AgentStream, AttemptRequest, Provider, SessionRef, StopControl, StopProgress,
+    AgentStream, AttemptRequest, Provider, SessionCheckpoint, SessionRef, StopControl, StopProgress,
 };
 use crate::session_log::SessionLogWriter;
-use crate::stream::{failure_reason, AgentMessage, Failure};
+use crate::stream::{failure_reason, notice_kind, AgentMessage, Failure};
 
 /// What the orchestrator starts with.
 pub struct OrchestratorOptions {
@@ -91,6 +92,12 @@ struct Driver {
     events: mpsc::UnboundedSender<OrchestratorEvent>,
     live: Option<LiveAttempt>,
     retry: Option<PendingRetry>,
+    /// The agent's stored session as it was when the last turn's first attempt started.
+    checkpoint: Option<(TurnId, Option<SessionCheckpoint>)>,
+    /// A rollback failed: the next attempt starts in a fresh agent session.
+    fresh_session_next: bool,
+    /// Inputs the driver itself feeds back to the machine, handled before any other.
+    feedback: VecDeque<Input>,
     /// The event receiver was dropped: nobody watches, so shut down.
     receiver_gone: bool,
 }
@@ -104,6 +111,9 @@ impl Driver {
             events,
             live: None,
             retry: None,
+            checkpoint: None,
+            fresh_session_next: false,
+            feedback: VecDeque::new(),
             receiver_gone: false,
         }
     }
@@ -112,7 +122,9 @@ impl Driver {
         let mut commands_open = true;
         let mut shutdown_requested = false;
         loop {
-            let input = if self.receiver_gone && !shutdown_requested {
+            let input = if let Some(input) = self.feedback.pop_front() {
+                input
+            } else if self.receiver_gone && !shutdown_requested {
                 Input::Command(Command::Shutdown)
             } else {
                 tokio::select! {
@@ -186,6 +198,7 @@ impl Driver {
                     tracing::info!(turn, attempt, "retry cancelled");
                     self.retry = None;
                 }
+                Effect::Rollback { turn } => self.roll_back(turn),
                 Effect::Exit => exit = true,
             }
         }
@@ -205,7 +218,52 @@ impl Driver {
         }
     }
 
+    /// Restores the agent's stored session from the turn's checkpoint; when that is impossible
+    /// the next attempt runs in a fresh agent session (never in the one holding the failed
+    /// attempt, which would show the model the prompt twice).
+    fn roll_back(&mut self, turn: TurnId) {
+        let restored = match &self.checkpoint {
+            Some((checkpoint_turn, Some(checkpoint))) if *checkpoint_turn == turn => {
+                match checkpoint.restore() {
+                    Ok(()) => {
+                        tracing::info!(turn, file = %checkpoint.path().display(), "agent session rolled back");
+                        true
+                    }
+                    Err(error) => {
+                        tracing::warn!(turn, %error, file = %checkpoint.path().display(), "cannot roll the agent session back");
+                        false
+                    }
+                }
+            }
+            _ => {
+                tracing::warn!(turn, "no checkpoint of the agent session to roll back to");
+                false
+            }
+        };
+        self.fresh_session_next = !restored;
+    }
+
+    /// The session the attempt really starts in, after a failed rollback.
+    fn session_for_attempt(&mut self, turn: TurnId, session: SessionRef) -> SessionRef {
+        if !self.fresh_session_next || session == SessionRef::New {
+            self.fresh_session_next = false;
+            return session;
+        }
+        self.fresh_session_next = false;
+        self.emit(OrchestratorEvent::Notice {
+            turn,
+            kind: notice_kind::FRESH_SESSION.to_owned(),
+            message: "The failed attempt could not be undone in the agent's own session, so \
+                      this attempt starts a fresh agent session (the agent does not remember \
+                      the earlier turns; the transcript stays here)."
+                .to_owned(),
+        });
+        self.feedback.push_back(Input::SessionReset { turn });
+        SessionRef::New
+    }
+
     fn start_attempt(&mut self, turn: TurnId, attempt: u32, prompt: String, session: SessionRef) {
+        let session = self.session_for_attempt(turn, session);
         if let Some(previous) = self.live.take() {
             // The machine never starts an attempt while one is live; if it did, the old one
             // must not run on unobserved.
@@ -230,6 +288,14 @@ impl Driver {
                 .as_ref()
                 .and_then(|log| log.raw_line_tap(turn, attempt)),
         };
+        if attempt == 1 {
+            // The first attempt of a turn: remember the agent's session as it is before it.
+            let checkpoint = self.options.provider.checkpoint(&request);
+            if request.session != SessionRef::New && checkpoint.is_none() {
+                tracing::info!(turn, "the agent's session file was not found: no rollback");
+            }
+            self.checkpoint = Some((turn, checkpoint));
+        }
         let stream = self.options.provider.execute(request, stop.clone());
         let progress = stop.subscribe();
         self.live = Some(LiveAttempt {

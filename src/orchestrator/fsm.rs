@@ -14,8 +14,16 @@
 //!   pauses, kept and visible: the queued prompts were written expecting that answer, and the
 //!   same error would likely hit them. The next `Submit` (appended, then the queue resumes from
 //!   its head) or a `RetryLastTurn` (the queue resumes after it) continues it.
-//! - The session carried to the next turn is the last id an attempt reported, unless
-//!   `NewSession` was asked for after that attempt's turn began.
+//! - Retry never duplicates. The session carried to the next turn is the id reported by the
+//!   last attempt that completed or was stopped by the user (what was shown stands), unless
+//!   `NewSession` was asked for after that attempt's turn began; a failed attempt's session is
+//!   never carried. After a failed attempt in a continued session the machine asks for a
+//!   `Rollback` (the driver restores the agent's stored session from the checkpoint it took
+//!   when the turn's first attempt started), and so does a `RetryLastTurn` of a stopped turn,
+//!   so the prompt reaches the agent's conversation once. When a rollback is impossible the
+//!   driver starts the next attempt in a fresh session and reports `SessionReset`.
+//! - A failure that says the agent lost its session (`session_lost`) is not repeated: the turn
+//!   goes on at once in a fresh agent session, with a notice, whatever the retry policy.
 //! - The machine has no clock: `ScheduleRetry` asks the driver for a timer that comes back as
 //!   `RetryDue`, which counts only if it names the retry still pending.
 
@@ -23,7 +31,7 @@ use super::classify::{classify_failure, Retryability};
 use super::{Command, OrchestratorEvent, TurnId, TurnOutcome};
 use crate::config::RetryPolicy;
 use crate::provider::{SessionRef, StopProgress};
-use crate::stream::{AgentMessage, Failure};
+use crate::stream::{notice_kind, AgentMessage, Failure};
 
 /// What happens to the machine.
 #[derive(Debug, Clone, PartialEq)]
@@ -46,6 +54,11 @@ pub enum Input {
     RetryDue {
         turn: TurnId,
         attempt: u32,
+    },
+    /// The driver could not roll the agent's session back, so it started this turn's attempt
+    /// in a fresh agent session instead.
+    SessionReset {
+        turn: TurnId,
     },
 }
 
@@ -75,6 +88,11 @@ pub enum Effect {
         turn: TurnId,
         attempt: u32,
     },
+    /// Undo this turn's attempts in the agent's stored session (restore the checkpoint taken
+    /// when its first attempt started). Only asked for while no attempt runs.
+    Rollback {
+        turn: TurnId,
+    },
     /// The machine has shut down; nothing follows.
     Exit,
 }
@@ -88,6 +106,9 @@ pub struct Turn {
     pub session: SessionRef,
     /// `NewSession` requests seen before this turn began.
     pub(crate) session_epoch: u64,
+    /// The session id the current attempt reported; carried on only if the attempt completes
+    /// or is stopped by the user.
+    pub(crate) reported_session: Option<String>,
 }
 
 /// What a turn's end leads to once its attempt has stopped.
@@ -200,6 +221,7 @@ impl Machine {
                 progress,
             } => self.stop_progress(turn, attempt, progress, &mut out),
             Input::RetryDue { turn, attempt } => self.retry_due(turn, attempt, &mut out),
+            Input::SessionReset { turn } => self.session_reset(turn, &mut out),
         }
         out
     }
@@ -296,8 +318,15 @@ impl Machine {
     }
 
     fn retry_last_turn(&mut self, out: &mut Vec<Effect>) {
+        let was_cancelled = matches!(self.state, State::Cancelled { .. });
         match std::mem::replace(&mut self.state, State::Idle) {
             State::Failed { turn } | State::Cancelled { turn } => {
+                // A stopped turn's attempt stayed in the agent's session (what was shown
+                // stands); its retry must not add the prompt a second time. A failed turn was
+                // rolled back when it failed.
+                if was_cancelled && turn.session != SessionRef::New {
+                    out.push(Effect::Rollback { turn: turn.id });
+                }
                 // "The same session" is the failed turn's, unless the user asked for a new one
                 // since.
                 let session = if turn.session_epoch == self.session_epoch {
@@ -414,11 +443,11 @@ impl Machine {
         message: AgentMessage,
         out: &mut Vec<Effect>,
     ) {
-        let turn_epoch = match &self.state {
+        let current_turn = match &mut self.state {
             State::Running { turn, attempt: a }
             | State::Stopping {
                 turn, attempt: a, ..
-            } if turn.id == turn_id && *a == attempt => turn.session_epoch,
+            } if turn.id == turn_id && *a == attempt => turn,
             // Not the current attempt: it has already ended (or never was).
             _ => return,
         };
@@ -436,21 +465,25 @@ impl Machine {
             AgentMessage::Failed(failure) => Some(AttemptEnd::Failed(failure.clone())),
             _ => None,
         };
+        if let Some(id) = reported_session.filter(|id| !id.is_empty()) {
+            current_turn.reported_session = Some(id);
+        }
         out.push(Effect::Emit(OrchestratorEvent::Message {
             turn: turn_id,
             attempt,
             message,
         }));
-        if let Some(id) = reported_session {
-            self.note_session(id, turn_epoch, out);
-        }
         if let Some(end) = end {
             self.end_attempt(end, out);
         }
     }
 
-    fn note_session(&mut self, id: String, turn_epoch: u64, out: &mut Vec<Effect>) {
-        if turn_epoch != self.session_epoch || id.is_empty() {
+    /// Carries the session of an attempt that completed or was stopped to the next turn.
+    fn adopt_session(&mut self, turn: &Turn, out: &mut Vec<Effect>) {
+        let Some(id) = turn.reported_session.clone() else {
+            return;
+        };
+        if turn.session_epoch != self.session_epoch {
             return;
         }
         let session = SessionRef::Resume(id.clone());
@@ -466,9 +499,11 @@ impl Machine {
         match std::mem::replace(&mut self.state, State::Idle) {
             State::Running { turn, attempt } => match end {
                 AttemptEnd::Completed => {
+                    self.adopt_session(&turn, out);
                     self.end_turn(turn, TurnOutcome::Completed, AfterStop::Continue, out)
                 }
                 AttemptEnd::Cancelled => {
+                    self.adopt_session(&turn, out);
                     self.end_turn(turn, TurnOutcome::Cancelled, AfterStop::Continue, out)
                 }
                 AttemptEnd::Failed(failure) => self.after_failure(turn, attempt, failure, out),
@@ -476,9 +511,18 @@ impl Machine {
             State::Stopping { turn, then, .. } => {
                 // The user asked for a stop, so a failure that raced it is not retried.
                 let outcome = match end {
-                    AttemptEnd::Completed => TurnOutcome::Completed,
-                    AttemptEnd::Cancelled => TurnOutcome::Cancelled,
-                    AttemptEnd::Failed(failure) => failed_outcome(failure),
+                    AttemptEnd::Completed => {
+                        self.adopt_session(&turn, out);
+                        TurnOutcome::Completed
+                    }
+                    AttemptEnd::Cancelled => {
+                        self.adopt_session(&turn, out);
+                        TurnOutcome::Cancelled
+                    }
+                    AttemptEnd::Failed(failure) => {
+                        self.roll_back(&turn, out);
+                        failed_outcome(failure)
+                    }
                 };
                 self.end_turn(turn, outcome, then, out);
             }
@@ -486,8 +530,75 @@ impl Machine {
         }
     }
 
+    /// Asks for the failed or stopped attempts of `turn` to be undone in the agent's session.
+    fn roll_back(&self, turn: &Turn, out: &mut Vec<Effect>) {
+        if turn.session != SessionRef::New {
+            out.push(Effect::Rollback { turn: turn.id });
+        }
+    }
+
+    /// The agent lost the session this turn continued: go on in a fresh one, now.
+    fn continue_in_fresh_session(
+        &mut self,
+        mut turn: Turn,
+        attempt: u32,
+        failure: &Failure,
+        out: &mut Vec<Effect>,
+    ) {
+        let lost = match &turn.session {
+            SessionRef::Resume(id) => format!("session {id}"),
+            _ => "its latest session".to_owned(),
+        };
+        let detail = failure.message.lines().next().unwrap_or("").trim();
+        out.push(Effect::Emit(OrchestratorEvent::Notice {
+            turn: turn.id,
+            kind: notice_kind::FRESH_SESSION.to_owned(),
+            message: format!(
+                "The agent could not find {lost} ({detail}); continuing in a fresh agent session. \
+                 The transcript stays here, but the agent does not remember the earlier turns."
+            ),
+        }));
+        turn.session = SessionRef::New;
+        self.forget_session_of(&turn, out);
+        self.start_attempt(turn, attempt + 1, out);
+    }
+
+    /// The next turns start a new agent session, if `turn` was continuing the current one.
+    fn forget_session_of(&mut self, turn: &Turn, out: &mut Vec<Effect>) {
+        if turn.session_epoch == self.session_epoch && self.session != SessionRef::New {
+            self.session = SessionRef::New;
+            out.push(Effect::Emit(OrchestratorEvent::SessionChanged {
+                session_id: None,
+            }));
+        }
+    }
+
+    fn session_reset(&mut self, turn_id: TurnId, out: &mut Vec<Effect>) {
+        let mut state = std::mem::replace(&mut self.state, State::Idle);
+        if let State::Running { turn, .. }
+        | State::Stopping { turn, .. }
+        | State::WaitingToRetry { turn, .. }
+        | State::Failed { turn }
+        | State::Cancelled { turn } = &mut state
+        {
+            if turn.id == turn_id {
+                turn.session = SessionRef::New;
+                let turn = turn.clone();
+                self.forget_session_of(&turn, out);
+            }
+        }
+        self.state = state;
+    }
+
     fn after_failure(&mut self, turn: Turn, attempt: u32, failure: Failure, out: &mut Vec<Effect>) {
         let classification = classify_failure(&failure);
+        if classification.retryability == Retryability::FreshSession
+            && turn.session != SessionRef::New
+        {
+            self.continue_in_fresh_session(turn, attempt, &failure, out);
+            return;
+        }
+        self.roll_back(&turn, out);
         let next_attempt = attempt + 1;
         let retry = self.policy.enabled
             && next_attempt <= self.policy.max_attempts
@@ -561,6 +672,7 @@ impl Machine {
             prompt,
             session: session.unwrap_or_else(|| self.session.clone()),
             session_epoch: self.session_epoch,
+            reported_session: None,
         };
         self.next_turn += 1;
         out.push(Effect::Emit(OrchestratorEvent::TurnStarted {
@@ -570,7 +682,8 @@ impl Machine {
         self.start_attempt(turn, 1, out);
     }
 
-    fn start_attempt(&mut self, turn: Turn, attempt: u32, out: &mut Vec<Effect>) {
+    fn start_attempt(&mut self, mut turn: Turn, attempt: u32, out: &mut Vec<Effect>) {
+        turn.reported_session = None;
         out.push(Effect::Emit(OrchestratorEvent::AttemptStarted {
             turn: turn.id,
             attempt,

@@ -15,6 +15,13 @@ fn enabled_policy(max_attempts: u32) -> RetryPolicy {
     }
 }
 
+fn disabled_policy() -> RetryPolicy {
+    RetryPolicy {
+        enabled: false,
+        ..enabled_policy(3)
+    }
+}
+
 fn machine() -> Machine {
     Machine::new(enabled_policy(3), SessionRef::New)
 }
@@ -715,13 +722,14 @@ fn the_reported_session_is_carried_to_the_next_turn() {
     let mut machine = machine();
     submit(&mut machine, "one");
     let effects = agent(&mut machine, 1, 1, session_started("s-1"));
+    assert_eq!(effects.len(), 1, "carried only once the attempt completes");
+    let effects = agent(&mut machine, 1, 1, completed());
     assert_eq!(
         events(&effects)[1],
         Ev::SessionChanged {
             session_id: Some("s-1".into())
         }
     );
-    agent(&mut machine, 1, 1, completed());
     let effects = submit(&mut machine, "two");
     assert_eq!(
         actions(&effects),
@@ -1064,6 +1072,10 @@ mod properties {
                         prop_assert_eq!(self.pending_retry, Some((*turn, *attempt)));
                         self.pending_retry = None;
                     }
+                    Effect::Rollback { turn } => {
+                        prop_assert!(self.live.is_none(), "rollback while an attempt runs");
+                        prop_assert!(self.started_turns.contains(turn));
+                    }
                     Effect::Emit(Ev::TurnStarted { turn, .. }) => {
                         prop_assert!(!self.started_turns.contains(turn));
                         self.started_turns.push(*turn);
@@ -1149,4 +1161,128 @@ mod properties {
             }
         }
     }
+}
+
+// ---- retry never duplicates ----
+
+fn lost_session() -> AgentMessage {
+    AgentMessage::Failed(Failure {
+        reason: failure_reason::SESSION_LOST.into(),
+        message: "No conversation found with session ID: s-1".into(),
+        ..Failure::default()
+    })
+}
+
+#[test]
+fn a_failed_first_turn_does_not_leave_its_session_to_the_next_turn() {
+    let mut machine = Machine::new(disabled_policy(), SessionRef::New);
+    submit(&mut machine, "one");
+    agent(&mut machine, 1, 1, session_started("failed-session"));
+    let effects = agent(&mut machine, 1, 1, rate_limited());
+    assert!(
+        !actions(&effects)
+            .iter()
+            .any(|effect| matches!(effect, Effect::Rollback { .. })),
+        "a new session has nothing to roll back"
+    );
+    assert_eq!(machine.session(), &SessionRef::New);
+    let effects = submit(&mut machine, "two");
+    assert_eq!(actions(&effects), [start(2, 1, "two", SessionRef::New)]);
+}
+
+#[test]
+fn a_failure_in_a_continued_session_is_rolled_back_before_anything_else() {
+    let resumed = SessionRef::Resume("s-1".into());
+    let mut machine = Machine::new(enabled_policy(3), resumed.clone());
+    submit(&mut machine, "hi");
+    let effects = agent(&mut machine, 1, 1, rate_limited());
+    assert_eq!(
+        actions(&effects),
+        [
+            Effect::Rollback { turn: 1 },
+            Effect::ScheduleRetry {
+                turn: 1,
+                attempt: 2,
+                delay_ms: 2000
+            }
+        ]
+    );
+    let effects = machine.handle(Input::RetryDue {
+        turn: 1,
+        attempt: 2,
+    });
+    assert_eq!(actions(&effects), [start(1, 2, "hi", resumed.clone())]);
+    // The last failure is rolled back too, and the session is still the one to continue.
+    let effects = agent(&mut machine, 1, 2, unauthorised());
+    assert_eq!(actions(&effects), [Effect::Rollback { turn: 1 }]);
+    assert_eq!(machine.session(), &resumed);
+}
+
+#[test]
+fn retrying_a_stopped_turn_rolls_its_attempt_back_first() {
+    let resumed = SessionRef::Resume("s-1".into());
+    let mut machine = Machine::new(enabled_policy(3), resumed.clone());
+    submit(&mut machine, "hi");
+    command(&mut machine, Command::Stop);
+    agent(&mut machine, 1, 1, cancelled());
+    let effects = command(&mut machine, Command::RetryLastTurn);
+    assert_eq!(
+        actions(&effects),
+        [Effect::Rollback { turn: 1 }, start(2, 1, "hi", resumed)]
+    );
+}
+
+#[test]
+fn a_lost_session_goes_on_at_once_in_a_fresh_one_with_a_notice() {
+    // Even with retries off: this is not a retry of a transient failure.
+    let mut machine = Machine::new(disabled_policy(), SessionRef::Resume("s-1".into()));
+    submit(&mut machine, "hi");
+    let effects = agent(&mut machine, 1, 1, lost_session());
+    assert_eq!(actions(&effects), [start(1, 2, "hi", SessionRef::New)]);
+    let notices: Vec<_> = events(&effects)
+        .into_iter()
+        .filter_map(|event| match event {
+            Ev::Notice { kind, message, .. } => Some((kind, message)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(notices.len(), 1);
+    assert_eq!(notices[0].0, notice_kind::FRESH_SESSION);
+    assert!(notices[0].1.contains("s-1"), "{}", notices[0].1);
+    assert!(events(&effects).contains(&Ev::SessionChanged { session_id: None }));
+    // The fresh session's id is carried once the attempt completes.
+    agent(&mut machine, 1, 2, session_started("fresh"));
+    agent(&mut machine, 1, 2, completed());
+    assert_eq!(machine.session(), &SessionRef::Resume("fresh".into()));
+}
+
+#[test]
+fn a_second_lost_session_in_the_same_turn_is_an_ordinary_failure() {
+    let mut machine = Machine::new(disabled_policy(), SessionRef::Resume("s-1".into()));
+    submit(&mut machine, "hi");
+    agent(&mut machine, 1, 1, lost_session());
+    let effects = agent(&mut machine, 1, 2, lost_session());
+    assert!(matches!(
+        events(&effects).last(),
+        Some(Ev::TurnEnded {
+            outcome: TurnOutcome::Failed { .. },
+            ..
+        })
+    ));
+}
+
+#[test]
+fn a_session_reset_by_the_driver_makes_the_next_turns_start_fresh() {
+    let mut machine = Machine::new(enabled_policy(3), SessionRef::Resume("s-1".into()));
+    submit(&mut machine, "hi");
+    agent(&mut machine, 1, 1, rate_limited());
+    machine.handle(Input::RetryDue {
+        turn: 1,
+        attempt: 2,
+    });
+    let effects = machine.handle(Input::SessionReset { turn: 1 });
+    assert_eq!(events(&effects), [Ev::SessionChanged { session_id: None }]);
+    agent(&mut machine, 1, 2, completed());
+    let effects = submit(&mut machine, "two");
+    assert_eq!(actions(&effects), [start(2, 1, "two", SessionRef::New)]);
 }

@@ -119,6 +119,12 @@ pub enum OrchestratorEvent {
     SessionChanged {
         session_id: Option<String>,
     },
+    /// Something the orchestrator did that the user should know (`kind` as in `notice`).
+    Notice {
+        turn: TurnId,
+        kind: String,
+        message: String,
+    },
     /// The orchestrator has stopped (after `Shutdown`); nothing follows.
     ShutDown,
 }

@@ -2,13 +2,16 @@
 //! that speaks pi's JSON mode, read through the real pi mapper. So the demo exercises the real
 //! path, from spawn to render.
 
+use std::path::PathBuf;
+
 use crate::config::ProviderSettings;
+use crate::demo_agent::state as demo_state;
 use crate::process::SpawnSpec;
+use crate::provider::checkpoint::agent_env;
 use crate::provider::pi::{mapper::PiMapper, session_args};
 use crate::provider::{AttemptRequest, Backend, Mapper, SessionRef};
 
-/// The environment variable that tells the demo agent which attempt of a turn it is.
-pub const DEMO_ATTEMPT_VAR: &str = "AGENTTY_DEMO_ATTEMPT";
+pub use crate::demo_agent::ATTEMPT_VAR as DEMO_ATTEMPT_VAR;
 
 pub struct DemoBackend {
     settings: ProviderSettings,
@@ -51,5 +54,11 @@ impl Backend for DemoBackend {
 
     fn mapper(&self, request: &AttemptRequest) -> Box<dyn Mapper> {
         Box::new(PiMapper::new("demo", request.session != SessionRef::New))
+    }
+
+    fn session_file(&self, session_id: &str, _request: &AttemptRequest) -> Option<PathBuf> {
+        let state_dir =
+            demo_state::state_dir_from(agent_env(&self.settings.env, demo_state::STATE_DIR_VAR));
+        demo_state::session_file(&state_dir, session_id)
     }
 }

@@ -4,6 +4,7 @@
 //! a failed start is such a message (`start_failed`), never an error return. Retry policy lives
 //! in the orchestrator only.
 
+pub mod checkpoint;
 pub mod claude;
 pub mod codex;
 pub(crate) mod common;
@@ -26,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::ProviderSettings;
 use crate::process::SpawnSpec;
 use crate::stream::AgentMessage;
+pub use checkpoint::SessionCheckpoint;
 pub use mapper::{AgentOutcome, ExitFacts, LineVerdict, Mapper};
 
 /// The stream of one attempt. It ends with exactly one terminal message.
@@ -90,6 +92,18 @@ pub trait Backend: Send + Sync + 'static {
     fn name(&self) -> &'static str;
     fn spawn_spec(&self, request: &AttemptRequest) -> SpawnSpec;
     fn mapper(&self, request: &AttemptRequest) -> Box<dyn Mapper>;
+    /// Where the CLI keeps the stored session `session_id` for this request, if this backend
+    /// knows (see [`checkpoint`]). `None` means a failed attempt cannot be undone, so a retry
+    /// runs in a fresh agent session.
+    fn session_file(&self, session_id: &str, request: &AttemptRequest) -> Option<PathBuf> {
+        let _ = (session_id, request);
+        None
+    }
+    /// What the CLI prints when it cannot find the session it was asked to continue; a failure
+    /// that says so is reported as `session_lost`.
+    fn lost_session_phrases(&self) -> &'static [&'static str] {
+        &[]
+    }
 }
 
 /// How the caller asks a running attempt to stop, and watches the stop progress.
@@ -177,6 +191,12 @@ pub trait Provider: Send + Sync {
     fn name(&self) -> &str;
     /// Starts one attempt. Never fails: every failure is the stream's terminal message.
     fn execute(&self, request: AttemptRequest, stop: StopControl) -> AgentStream;
+    /// The agent's stored session that `request` continues, as it is now; `None` when it cannot
+    /// be found (a new session has nothing to undo, and the orchestrator knows that).
+    fn checkpoint(&self, request: &AttemptRequest) -> Option<SessionCheckpoint> {
+        let _ = request;
+        None
+    }
 }
 
 /// The provider for any backend: spawn, map, end with exactly one terminal message.
@@ -203,6 +223,20 @@ impl Provider for CliProvider {
 
     fn execute(&self, request: AttemptRequest, stop: StopControl) -> AgentStream {
         runner::run_attempt(self.backend.clone(), request, stop)
+    }
+
+    fn checkpoint(&self, request: &AttemptRequest) -> Option<SessionCheckpoint> {
+        let SessionRef::Resume(id) = &request.session else {
+            return None;
+        };
+        let path = self.backend.session_file(id, request)?;
+        match SessionCheckpoint::capture(path) {
+            Ok(checkpoint) => Some(checkpoint),
+            Err(error) => {
+                tracing::warn!(%error, "cannot read the agent's session file");
+                None
+            }
+        }
     }
 }
 

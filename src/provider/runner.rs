@@ -137,7 +137,10 @@ impl Attempt {
             .lock()
             .map(|tail| tail.text())
             .unwrap_or_default();
-        let terminal = mapping.finish(&report, ended_by, stderr, &mut out);
+        let mut terminal = mapping.finish(&report, ended_by, stderr, &mut out);
+        if request.session != super::SessionRef::New {
+            mark_lost_session(&mut terminal, backend.lost_session_phrases());
+        }
         self.flush(&mut out).await;
         self.send(terminal).await;
     }
@@ -157,6 +160,24 @@ impl Attempt {
             self.receiver_gone = true;
             self.stop.stop();
         }
+    }
+}
+
+/// A failure that says the CLI could not find the session it was asked to continue becomes
+/// `session_lost`, so that the orchestrator continues in a fresh session instead of failing
+/// every later turn the same way.
+fn mark_lost_session(terminal: &mut AgentMessage, phrases: &[&str]) {
+    let AgentMessage::Failed(failure) = terminal else {
+        return;
+    };
+    let says_lost = |text: &str| {
+        let text = text.to_lowercase();
+        phrases
+            .iter()
+            .any(|phrase| text.contains(&phrase.to_lowercase()))
+    };
+    if says_lost(&failure.message) || says_lost(&failure.stderr) {
+        failure.reason = failure_reason::SESSION_LOST.to_owned();
     }
 }
 

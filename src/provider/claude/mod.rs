@@ -16,8 +16,11 @@
 pub mod mapper;
 mod wire;
 
+use std::path::PathBuf;
+
 use crate::config::ProviderSettings;
 use crate::process::SpawnSpec;
+use crate::provider::checkpoint::{agent_env, agent_home, newest_file_named};
 use crate::provider::{AttemptRequest, Backend, Mapper, SessionRef};
 
 /// The CLI's own retry count; agentty sets it to 0.
@@ -81,6 +84,21 @@ impl Backend for ClaudeBackend {
         Box::new(mapper::ClaudeMapper::new(
             request.session != SessionRef::New,
         ))
+    }
+
+    fn lost_session_phrases(&self) -> &'static [&'static str] {
+        // `result.errors` and stderr of `--resume <unknown id>` (capture resume_6_bad_id).
+        &["No conversation found with session ID"]
+    }
+
+    /// Claude keeps a session as `<config dir>/projects/<cwd, / as ->/<id>.jsonl`, the config dir
+    /// being `$CLAUDE_CONFIG_DIR` or `~/.claude`.
+    fn session_file(&self, session_id: &str, _request: &AttemptRequest) -> Option<PathBuf> {
+        let config_dir = agent_env(&self.settings.env, "CLAUDE_CONFIG_DIR")
+            .map(PathBuf::from)
+            .or_else(|| agent_home(&self.settings.env).map(|home| home.join(".claude")))?;
+        let name = format!("{session_id}.jsonl");
+        newest_file_named(&config_dir.join("projects"), 1, &|file: &str| file == name)
     }
 }
 

@@ -19,6 +19,7 @@ use std::path::PathBuf;
 
 use crate::config::ProviderSettings;
 use crate::process::SpawnSpec;
+use crate::provider::checkpoint::newest_file_named;
 use crate::provider::{AttemptRequest, Backend, Mapper, SessionRef};
 
 pub struct CodexBackend {
@@ -72,6 +73,20 @@ impl Backend for CodexBackend {
 
     fn mapper(&self, request: &AttemptRequest) -> Box<dyn Mapper> {
         Box::new(mapper::CodexMapper::new(request.session != SessionRef::New))
+    }
+
+    fn lost_session_phrases(&self) -> &'static [&'static str] {
+        // `exec resume <unknown thread>`: "thread/resume failed: no rollout found for thread id".
+        &["no rollout found for thread id"]
+    }
+
+    /// Codex keeps a thread as `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<thread id>.jsonl`.
+    fn session_file(&self, session_id: &str, _request: &AttemptRequest) -> Option<PathBuf> {
+        let codex_home = self.codex_config_path()?.parent()?.to_path_buf();
+        let suffix = format!("-{session_id}.jsonl");
+        newest_file_named(&codex_home.join("sessions"), 3, &|file: &str| {
+            file.starts_with("rollout-") && file.ends_with(&suffix)
+        })
     }
 }
 

@@ -18,8 +18,11 @@
 pub mod mapper;
 mod replay;
 
+use std::path::PathBuf;
+
 use crate::config::ProviderSettings;
 use crate::process::SpawnSpec;
+use crate::provider::checkpoint::{agent_home, newest_file_named};
 use crate::provider::{AttemptRequest, Backend, Mapper, SessionRef};
 
 /// Keeps Gemini CLI in one process, so that signals reach the process doing the work.
@@ -60,6 +63,22 @@ impl Backend for GeminiBackend {
         Box::new(mapper::GeminiMapper::new(
             request.session != SessionRef::New,
         ))
+    }
+
+    fn lost_session_phrases(&self) -> &'static [&'static str] {
+        // Gemini CLI 0.61's `--resume` errors (it also deletes session files it cannot load).
+        &["Invalid session identifier", "Error resuming session"]
+    }
+
+    /// Gemini keeps a session as `~/.gemini/tmp/<project>/chats/session-<time>-<first 8 of the
+    /// id>.jsonl`.
+    fn session_file(&self, session_id: &str, _request: &AttemptRequest) -> Option<PathBuf> {
+        let short = session_id.get(..8)?;
+        let root = agent_home(&self.settings.env)?.join(".gemini").join("tmp");
+        let suffix = format!("-{short}.jsonl");
+        newest_file_named(&root, 2, &|file: &str| {
+            file.starts_with("session-") && file.ends_with(&suffix)
+        })
     }
 }
 

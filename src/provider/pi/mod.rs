@@ -17,6 +17,7 @@ use std::path::PathBuf;
 
 use crate::config::ProviderSettings;
 use crate::process::SpawnSpec;
+use crate::provider::checkpoint::{agent_env, newest_file_named};
 use crate::provider::{AttemptRequest, Backend, Mapper, SessionRef};
 
 pub use agent_dir::AGENT_DIR_VAR;
@@ -72,6 +73,27 @@ pub fn session_args(session: &SessionRef) -> Vec<String> {
     }
 }
 
+/// Where pi keeps session `id`: `--session` takes a file path as it is; an id is the file
+/// `<ISO time>_<id>.jsonl` in a per-cwd folder of pi's sessions dir (`$PI_CODING_AGENT_SESSION_DIR`,
+/// else `<agent dir>/sessions`), the newest if several match.
+pub(crate) fn session_file(
+    env: &std::collections::BTreeMap<String, String>,
+    id: &str,
+    cwd: Option<&std::path::Path>,
+) -> Option<PathBuf> {
+    if id.contains('/') {
+        return Some(PathBuf::from(id));
+    }
+    let suffix = format!("_{id}.jsonl");
+    let wanted = |name: &str| name.ends_with(&suffix);
+    let own_dir = agent_env(env, "PI_CODING_AGENT_SESSION_DIR").map(PathBuf::from);
+    let default_dir = agent_dir::user_agent_dir(env, cwd).map(|dir| dir.join("sessions"));
+    [own_dir, default_dir]
+        .into_iter()
+        .flatten()
+        .find_map(|root| newest_file_named(&root, 1, &wanted))
+}
+
 /// The prompt as pi's positional message. pi has no `--` separator: an argument starting with
 /// `-` is read as a flag and one starting with `@` as a file to attach, so such a prompt gets a
 /// leading space (which the model does not care about).
@@ -113,6 +135,15 @@ impl Backend for PiBackend {
             "pi",
             request.session != SessionRef::New,
         ))
+    }
+
+    fn lost_session_phrases(&self) -> &'static [&'static str] {
+        // `--session <id>` that matches no stored session (pi 0.73.1).
+        &["No session found matching"]
+    }
+
+    fn session_file(&self, session_id: &str, request: &AttemptRequest) -> Option<PathBuf> {
+        session_file(&self.settings.env, session_id, request.cwd.as_deref())
     }
 }
 

@@ -1,0 +1,155 @@
+//! Session checkpoints: an agent CLI's stored session as it was before a turn, so that the
+//! orchestrator can undo a failed attempt and a retry continues the conversation as if the
+//! failed attempt never happened (the model then sees the prompt once).
+//!
+//! Why a copy of the session file rather than each CLI's branching flags: in their one-shot
+//! modes the CLIs offer no safe way back. pi's JSON mode can fork a whole session but not at an
+//! entry; Codex's rollback exists only in its app-server; Gemini has no rewind outside its TUI;
+//! Claude's `--resume-session-at` is undocumented. All four keep a session as one file that the
+//! CLI only touches while it runs (measured against the real CLIs: see tests/real_*.rs), so the
+//! file's bytes before the attempt are exactly "the session as if it never happened". A
+//! checkpoint is taken and restored only while no attempt runs.
+//!
+//! Each backend says where its CLI keeps a session ([`super::Backend::session_file`]); this module
+//! only captures and restores bytes.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// The bytes of one session file at one moment (`None`: the file did not exist).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionCheckpoint {
+    path: PathBuf,
+    contents: Option<Vec<u8>>,
+}
+
+impl SessionCheckpoint {
+    /// Reads the file as it is now.
+    pub fn capture(path: PathBuf) -> io::Result<Self> {
+        let contents = match fs::read(&path) {
+            Ok(bytes) => Some(bytes),
+            Err(error) if error.kind() == io::ErrorKind::NotFound => None,
+            Err(error) => return Err(error),
+        };
+        Ok(Self { path, contents })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Puts the file back as it was. The file is rewritten in place (not replaced by a rename),
+    /// so its permissions and any link to it stay the CLI's.
+    pub fn restore(&self) -> io::Result<()> {
+        match &self.contents {
+            Some(bytes) => fs::write(&self.path, bytes),
+            None => match fs::remove_file(&self.path) {
+                Err(error) if error.kind() != io::ErrorKind::NotFound => Err(error),
+                _ => Ok(()),
+            },
+        }
+    }
+}
+
+/// A variable from the provider's configured environment, else agentty's own (the agent
+/// inherits both, the configured one winning).
+pub(crate) fn agent_env(config_env: &BTreeMap<String, String>, key: &str) -> Option<OsString> {
+    config_env
+        .get(key)
+        .map(OsString::from)
+        .or_else(|| std::env::var_os(key))
+        .filter(|value| !value.is_empty())
+}
+
+/// The agent's home directory (`HOME` as the agent sees it).
+pub(crate) fn agent_home(config_env: &BTreeMap<String, String>) -> Option<PathBuf> {
+    agent_env(config_env, "HOME").map(PathBuf::from)
+}
+
+/// The most recently modified file at most `depth` directories below `root` whose name
+/// satisfies `wanted`. Unreadable directories are skipped.
+pub(crate) fn newest_file_named(
+    root: &Path,
+    depth: usize,
+    wanted: &dyn Fn(&str) -> bool,
+) -> Option<PathBuf> {
+    let mut best: Option<(std::time::SystemTime, PathBuf)> = None;
+    let mut pending = vec![(root.to_path_buf(), 0usize)];
+    while let Some((dir, level)) = pending.pop() {
+        let Ok(entries) = fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            // `metadata` follows links: pi's private config dir links `sessions` to the user's.
+            let Ok(meta) = fs::metadata(&path) else {
+                continue;
+            };
+            if meta.is_dir() {
+                if level < depth {
+                    pending.push((path, level + 1));
+                }
+                continue;
+            }
+            let named = path
+                .file_name()
+                .and_then(|name| name.to_str())
+                .is_some_and(wanted);
+            if !named {
+                continue;
+            }
+            let modified = meta.modified().unwrap_or(std::time::UNIX_EPOCH);
+            if best.as_ref().is_none_or(|(newest, _)| modified > *newest) {
+                best = Some((modified, path));
+            }
+        }
+    }
+    best.map(|(_, path)| path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn restore_puts_back_the_bytes_or_removes_a_file_that_was_not_there() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("s.jsonl");
+        fs::write(&file, "one\n").unwrap();
+        let checkpoint = SessionCheckpoint::capture(file.clone()).unwrap();
+        fs::write(&file, "one\ntwo\n").unwrap();
+        checkpoint.restore().unwrap();
+        assert_eq!(fs::read_to_string(&file).unwrap(), "one\n");
+
+        let absent = SessionCheckpoint::capture(dir.path().join("new.jsonl")).unwrap();
+        fs::write(dir.path().join("new.jsonl"), "x").unwrap();
+        absent.restore().unwrap();
+        assert!(!dir.path().join("new.jsonl").exists());
+        // Restoring twice is harmless.
+        absent.restore().unwrap();
+    }
+
+    #[test]
+    fn the_newest_matching_file_is_found_below_the_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let deep = dir.path().join("a/b");
+        fs::create_dir_all(&deep).unwrap();
+        fs::write(dir.path().join("a/x_id1.jsonl"), "").unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        fs::write(deep.join("y_id1.jsonl"), "").unwrap();
+        fs::write(deep.join("y_id2.jsonl"), "").unwrap();
+        let wanted = |name: &str| name.ends_with("_id1.jsonl");
+        assert_eq!(
+            newest_file_named(dir.path(), 2, &wanted),
+            Some(deep.join("y_id1.jsonl"))
+        );
+        assert_eq!(
+            newest_file_named(dir.path(), 1, &wanted),
+            Some(dir.path().join("a/x_id1.jsonl"))
+        );
+        assert_eq!(newest_file_named(dir.path(), 0, &wanted), None);
+    }
+}
