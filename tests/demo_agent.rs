@@ -1206,10 +1206,14 @@ fn sessions_new_continue_and_by_id_print_headers_like_pi() {
     assert!(check_stream(&continued.stdout).runs[0]
         .final_text()
         .contains("_Prompt 3 in session"));
-    // An unknown id starts a session with that very id.
-    let fresh_id = "01a228fb-f8fa-72c2-b06b-c6550b2b460c";
-    let made = header(&setup.run(&["--session", fresh_id, "--scenario", "hello", "six"]));
-    assert_eq!(made["id"], fresh_id);
+    // An unknown id fails as pi's does: a message on stderr, exit 1, nothing on stdout.
+    let unknown_id = "01a228fb-f8fa-72c2-b06b-c6550b2b460c";
+    let refused = setup.run(&["--session", unknown_id, "--scenario", "hello", "six"]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(refused.stdout.is_empty());
+    assert!(refused
+        .stderr
+        .contains(&format!("No session found matching '{unknown_id}'")));
     // --continue elsewhere does not pick this cwd's sessions.
     let other = Setup::new();
     let mut command = other.command(&["-c", "--scenario", "hello", "seven"], FAST);

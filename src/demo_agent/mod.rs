@@ -83,7 +83,13 @@ pub fn run(args: DemoAgentArgs) -> i32 {
     let cwd = std::env::current_dir()
         .map(|cwd| cwd.display().to_string())
         .unwrap_or_default();
-    let mut session = Session::open(&choice, &cwd);
+    let mut session = match Session::open(&choice, &cwd) {
+        Ok(session) => session,
+        Err(message) => {
+            eprintln!("{message}");
+            return 1;
+        }
+    };
     let mut out = Output::stdout();
     if out.line(&session.header_line()).is_err() {
         return 1;
@@ -124,7 +130,7 @@ pub fn run(args: DemoAgentArgs) -> i32 {
         let fail_with = scenario
             .fail_first_attempt
             .as_ref()
-            .filter(|_| state::flaky_fails(attempt, prompt))
+            .filter(|_| state::flaky_fails(attempt, prompt, scenario.failing_attempts))
             .cloned();
         session.record_prompt(prompt);
         let mut player = Player::new(&mut out, pace, &scenario, placeholders, fail_with);

@@ -10,6 +10,10 @@ use serde::Deserialize;
 const SCENARIOS: &[(&str, &str)] = &[
     ("hello", include_str!("../../assets/scenarios/hello.toml")),
     (
+        "flaky-twice",
+        include_str!("../../assets/scenarios/flaky-twice.toml"),
+    ),
+    (
         "thinking",
         include_str!("../../assets/scenarios/thinking.toml"),
     ),
@@ -73,6 +77,9 @@ pub(crate) struct Scenario {
     /// The error message of a failing first attempt.
     #[serde(default)]
     pub fail_first_attempt: Option<String>,
+    /// How many attempts fail with `fail_first_attempt` before one succeeds.
+    #[serde(default = "one_u32")]
+    pub failing_attempts: u32,
     #[serde(rename = "response")]
     pub responses: Vec<Response>,
 }
@@ -130,6 +137,10 @@ fn default_words_per_token() -> usize {
 }
 
 fn one() -> usize {
+    1
+}
+
+fn one_u32() -> u32 {
     1
 }
 

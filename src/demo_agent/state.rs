@@ -8,10 +8,12 @@
 //! JSON string per prompt played in it. Like a real CLI, a prompt is stored when it is sent, so a
 //! failed run leaves it in the session; the "request" each prompt makes (the session's earlier
 //! prompts and this one, what a model would receive) is appended to `requests.jsonl`, so tests
-//! can see what a retry or a resume really sends. Like pi, `--session ID` (an id or unique id prefix) and
-//! `--continue` (the most recently used session of this cwd) print the stored header unchanged;
-//! an unknown `--session ID` starts a session with that very id; `--continue` with nothing to
-//! continue starts a new one.
+//! can see what a retry or a resume really sends.
+//!
+//! Like pi, `--session ID` (an id or unique id prefix) and `--continue` (the most recently used
+//! session of this cwd) print the stored header unchanged; an unknown `--session ID` fails as pi
+//! 0.73.1 does (`No session found matching 'ID'`, exit 1); `--continue` with nothing to continue
+//! starts a new one.
 
 use std::fs;
 use std::io::Write;
@@ -138,8 +140,9 @@ pub(crate) struct Session {
 }
 
 impl Session {
-    /// Opens (or starts) the session `choice` names for the working directory `cwd`.
-    pub(crate) fn open(choice: &SessionChoice, cwd: &str) -> Self {
+    /// Opens (or starts) the session `choice` names for the working directory `cwd`; `Err` is
+    /// pi's message for a session id it does not know.
+    pub(crate) fn open(choice: &SessionChoice, cwd: &str) -> Result<Self, String> {
         let dir = state_dir().join("sessions");
         let found = match choice {
             SessionChoice::New => None,
@@ -149,12 +152,12 @@ impl Session {
             }
         };
         if let Some(session) = found {
-            return session;
+            return Ok(session);
         }
-        let id = match choice {
-            SessionChoice::Resume(id) if is_safe_file_stem(id) => id.clone(),
-            _ => uuid_v7(now_ms()),
-        };
+        if let SessionChoice::Resume(id) = choice {
+            return Err(format!("No session found matching '{id}'"));
+        }
+        let id = uuid_v7(now_ms());
         let header = SessionHeader::fresh(id, cwd);
         let file = dir.join(format!("{}.jsonl", header.id));
         let session = Self {
@@ -164,7 +167,7 @@ impl Session {
         };
         let _ = fs::create_dir_all(&dir);
         let _ = fs::write(&session.file, format!("{}\n", session.header_line()));
-        session
+        Ok(session)
     }
 
     /// The `session` event line.
@@ -254,24 +257,29 @@ fn is_safe_file_stem(id: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
 }
 
-/// Whether the `flaky` scenario fails this time.
+/// Whether a `flaky` scenario (the first `failing` attempts fail) fails this time.
 ///
-/// A retry by agentty's orchestrator says so in `attempt` (> 1): it succeeds. A manual retry by
-/// the user comes as attempt 1 again, so the first failure leaves a mark keyed by the parent
-/// process and the prompt; the next attempt 1 finds it, removes it and succeeds.
-pub(crate) fn flaky_fails(attempt: u32, prompt: &str) -> bool {
+/// A retry by agentty's orchestrator says so in `attempt`: past `failing`, it succeeds. A manual
+/// retry by the user comes as attempt 1 again, so each failure is counted in a mark keyed by
+/// the parent process and the prompt; once `failing` failures are counted, the mark is removed
+/// and the attempt succeeds.
+pub(crate) fn flaky_fails(attempt: u32, prompt: &str, failing: u32) -> bool {
     let dir = state_dir().join("flaky");
     let mark = dir.join(format!(
         "{}-{:016x}",
         std::os::unix::process::parent_id(),
         fnv1a(prompt.as_bytes())
     ));
-    if attempt > 1 || mark.exists() {
+    let failed_so_far: u32 = fs::read_to_string(&mark)
+        .ok()
+        .and_then(|text| text.lines().next()?.trim().parse().ok())
+        .unwrap_or(0);
+    if attempt > failing || failed_so_far >= failing {
         let _ = fs::remove_file(&mark);
         return false;
     }
     let _ = fs::create_dir_all(&dir);
-    let _ = fs::write(&mark, prompt);
+    let _ = fs::write(&mark, format!("{}\n{prompt}", failed_so_far + 1));
     true
 }
 

@@ -56,6 +56,10 @@ impl Backend for DemoBackend {
         Box::new(PiMapper::new("demo", request.session != SessionRef::New))
     }
 
+    fn lost_session_phrases(&self) -> &'static [&'static str] {
+        crate::provider::pi::LOST_SESSION_PHRASES
+    }
+
     fn session_file(&self, session_id: &str, _request: &AttemptRequest) -> Option<PathBuf> {
         let state_dir =
             demo_state::state_dir_from(agent_env(&self.settings.env, demo_state::STATE_DIR_VAR));

@@ -94,6 +94,9 @@ pub(crate) fn session_file(
         .find_map(|root| newest_file_named(&root, 1, &wanted))
 }
 
+/// What pi 0.73.1 prints for a `--session <id>` that matches no stored session.
+pub(crate) const LOST_SESSION_PHRASES: &[&str] = &["No session found matching"];
+
 /// The prompt as pi's positional message. pi has no `--` separator: an argument starting with
 /// `-` is read as a flag and one starting with `@` as a file to attach, so such a prompt gets a
 /// leading space (which the model does not care about).
@@ -138,8 +141,7 @@ impl Backend for PiBackend {
     }
 
     fn lost_session_phrases(&self) -> &'static [&'static str] {
-        // `--session <id>` that matches no stored session (pi 0.73.1).
-        &["No session found matching"]
+        LOST_SESSION_PHRASES
     }
 
     fn session_file(&self, session_id: &str, request: &AttemptRequest) -> Option<PathBuf> {
