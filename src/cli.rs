@@ -23,9 +23,10 @@ pub struct Cli {
     /// Continue the given agent session.
     #[arg(long, conflicts_with = "resume")]
     pub session: Option<String>,
-    /// Reopen agentty's last transcript and continue its agent session.
-    #[arg(long)]
-    pub resume: bool,
+    /// Reopen a conversation and continue its agent session: the last one of this directory,
+    /// or the one whose id starts with ID.
+    #[arg(long, value_name = "ID", num_args = 0..=1)]
+    pub resume: Option<Option<String>>,
 }
 
 /// Which agent to run and how; shared by the chat and `run`.

@@ -15,7 +15,7 @@ use crate::process::{ExitReport, Line};
 use crate::provider::runner::{AttemptMapping, EndedBy};
 use crate::provider::select::resolve_provider;
 use crate::provider::{self, AttemptRequest, SessionRef, StopControl};
-use crate::session_log::{sessions_dir, LogEntry, SessionLogWriter};
+use crate::session_log::{sessions_dir, LogEntry, NewConversation, Origin, SessionLogWriter};
 use crate::stream::AgentMessage;
 
 pub const EXIT_COMPLETED: i32 = 0;
@@ -67,10 +67,18 @@ pub fn run(agent: AgentArgs, args: RunArgs) -> i32 {
     let Some(runtime) = crate::async_runtime() else {
         return EXIT_FAILED;
     };
-    let session_log = SessionLogWriter::create(&sessions_dir(), &choice.name)
-        .map_err(|error| tracing::warn!(%error, "no session log"))
-        .ok()
-        .map(Arc::new);
+    // A headless run is a conversation of its own: the chat's `--resume` does not pick it up.
+    let session_log = SessionLogWriter::start(
+        &sessions_dir(),
+        NewConversation {
+            provider: choice.name.clone(),
+            cwd: std::env::current_dir().unwrap_or_default(),
+            origin: Origin::Headless,
+        },
+    )
+    .map_err(|error| tracing::warn!(%error, "no session log"))
+    .ok()
+    .map(Arc::new);
     let prompt = args.prompt.join(" ");
     runtime.block_on(async move {
         let stop = StopControl::new();

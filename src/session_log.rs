@@ -1,9 +1,11 @@
-//! Session logs: every shared message of every attempt, plus the agent's raw stdout lines,
-//! appended as JSON lines to `<state dir>/sessions/<start>-<id>.jsonl`.
+//! Session logs: one file per agentty conversation, `<state dir>/sessions/<start>-<id8>.jsonl`,
+//! holding every shared message of every attempt and the agent's raw stdout lines, as JSON lines.
 //!
-//! Writing happens on a thread of its own, so neither the UI nor an attempt ever waits on the
-//! disk. The log is flushed at each turn end, on stop, and when the writer is dropped; a crash
-//! loses at most the lines of the turn in flight. `agentty --resume` reads it back.
+//! A conversation's log is created when its first prompt is sent (a launch that sends nothing
+//! leaves nothing behind), and every later launch that resumes the conversation appends to the
+//! same file, so the log is the whole conversation. Writing happens on a thread of its own, so
+//! neither the UI nor an attempt ever waits on the disk; the log is flushed whenever the writer's
+//! queue runs dry, so a crash loses at most the lines in flight. `agentty --resume` reads it back.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Write};
@@ -17,6 +19,19 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use crate::orchestrator::{OrchestratorEvent, TurnId, TurnOutcome};
 use crate::stream::AgentMessage;
 
+/// The log format written now: 2 added conversation ids, origins, timestamps and structured
+/// turn outcomes (version 1 logs are still read).
+const LOG_VERSION: u32 = 2;
+
+/// Who started a conversation: the chat's `--resume` only picks up the chat's own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Origin {
+    #[default]
+    Chat,
+    Headless,
+}
+
 /// One line of a session log.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -27,15 +42,25 @@ pub enum LogEntry {
         provider: String,
         started_at_ms: u64,
         cwd: String,
+        /// The conversation's id (version 1 logs have none: their file stem serves).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        conversation_id: Option<String>,
+        #[serde(default)]
+        origin: Origin,
     },
     Turn {
         turn: TurnId,
         prompt: String,
+        /// Wall-clock time, so that a resumed transcript shows the durations it had.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at_ms: Option<u64>,
     },
     Message {
         turn: TurnId,
         attempt: u32,
         message: AgentMessage,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at_ms: Option<u64>,
     },
     /// A raw stdout line of the agent, as it printed it.
     Raw {
@@ -45,12 +70,53 @@ pub enum LogEntry {
     },
     TurnEnded {
         turn: TurnId,
-        outcome: String,
+        outcome: LoggedOutcome,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at_ms: Option<u64>,
     },
     /// The agent session the next turn continues.
-    Session {
-        session_id: Option<String>,
-    },
+    Session { session_id: Option<String> },
+}
+
+/// A turn's outcome as logged: structured since version 2, a string (`completed`, `cancelled`,
+/// `failed: REASON`) before.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum LoggedOutcome {
+    Outcome(TurnOutcome),
+    Legacy(String),
+}
+
+impl LoggedOutcome {
+    pub fn outcome(&self) -> TurnOutcome {
+        match self {
+            LoggedOutcome::Outcome(outcome) => outcome.clone(),
+            LoggedOutcome::Legacy(text) => match text.as_str() {
+                "completed" => TurnOutcome::Completed,
+                "cancelled" => TurnOutcome::Cancelled,
+                failed => TurnOutcome::Failed {
+                    reason: failed.strip_prefix("failed: ").unwrap_or(failed).to_owned(),
+                    message: String::new(),
+                },
+            },
+        }
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|elapsed| elapsed.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// What a new conversation's log starts with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewConversation {
+    pub provider: String,
+    pub cwd: PathBuf,
+    pub origin: Origin,
 }
 
 enum WriterCommand {
@@ -70,6 +136,7 @@ const RAW_LINE_BUDGET: usize = 256 * 1024;
 /// Appends entries to one session log on a background thread.
 pub struct SessionLogWriter {
     path: PathBuf,
+    conversation_id: String,
     commands: Option<mpsc::Sender<WriterCommand>>,
     raw_budget: Arc<Semaphore>,
     thread: Option<JoinHandle<()>>,
@@ -81,36 +148,53 @@ pub fn sessions_dir() -> PathBuf {
 }
 
 impl SessionLogWriter {
-    /// Creates a new log in `dir` and writes its header.
-    pub fn create(dir: &Path, provider: &str) -> std::io::Result<Self> {
-        std::fs::create_dir_all(dir)?;
-        let started_at_ms = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|elapsed| elapsed.as_millis() as u64)
-            .unwrap_or(0);
-        let id = uuid::Uuid::new_v4().simple().to_string();
+    /// A new conversation's log in `dir`. Nothing is written until its first prompt is.
+    pub fn start(dir: &Path, conversation: NewConversation) -> std::io::Result<Self> {
+        let started_at_ms = now_ms();
+        let id = uuid::Uuid::new_v4().hyphenated().to_string();
         let path = dir.join(format!("{started_at_ms:015}-{}.jsonl", &id[..8]));
-        let file = File::create(&path)?;
+        let header = LogEntry::Header {
+            version: LOG_VERSION,
+            provider: conversation.provider,
+            started_at_ms,
+            cwd: conversation.cwd.display().to_string(),
+            conversation_id: Some(id.clone()),
+            origin: conversation.origin,
+        };
+        Self::spawn(path, id, LazyLog::New { header })
+    }
+
+    /// Goes on writing the log of a conversation that is being resumed (appending to it).
+    pub fn resume(path: &Path, conversation_id: &str) -> std::io::Result<Self> {
+        Self::spawn(
+            path.to_path_buf(),
+            conversation_id.to_owned(),
+            LazyLog::Existing,
+        )
+    }
+
+    fn spawn(path: PathBuf, conversation_id: String, log: LazyLog) -> std::io::Result<Self> {
         let (commands, receiver) = mpsc::channel::<WriterCommand>();
+        let target = LogFile {
+            path: path.clone(),
+            lazy: Some(log),
+            file: None,
+            before_first_turn: Vec::new(),
+        };
         let thread = std::thread::Builder::new()
             .name("session-log".into())
-            .spawn(move || write_loop(BufWriter::new(file), receiver))?;
-        let writer = Self {
+            .spawn(move || write_loop(target, receiver))?;
+        Ok(Self {
             path,
+            conversation_id,
             commands: Some(commands),
             raw_budget: Arc::new(Semaphore::new(RAW_LINE_BUDGET)),
             thread: Some(thread),
-        };
-        writer.append(LogEntry::Header {
-            version: 1,
-            provider: provider.to_owned(),
-            started_at_ms,
-            cwd: std::env::current_dir()
-                .map(|dir| dir.display().to_string())
-                .unwrap_or_default(),
-        });
-        writer.flush();
-        Ok(writer)
+        })
+    }
+
+    pub fn conversation_id(&self) -> &str {
+        &self.conversation_id
     }
 
     pub fn path(&self) -> &Path {
@@ -136,6 +220,7 @@ impl SessionLogWriter {
             OrchestratorEvent::TurnStarted { turn, prompt } => self.append(LogEntry::Turn {
                 turn: *turn,
                 prompt: prompt.clone(),
+                at_ms: Some(now_ms()),
             }),
             OrchestratorEvent::Message {
                 turn,
@@ -145,6 +230,7 @@ impl SessionLogWriter {
                 turn: *turn,
                 attempt: *attempt,
                 message: message.clone(),
+                at_ms: Some(now_ms()),
             }),
             OrchestratorEvent::RetryScheduled {
                 turn,
@@ -161,15 +247,13 @@ impl SessionLogWriter {
                     delay_ms: *delay_ms,
                     reason: reason.clone(),
                 },
+                at_ms: Some(now_ms()),
             }),
             OrchestratorEvent::TurnEnded { turn, outcome } => {
                 self.append(LogEntry::TurnEnded {
                     turn: *turn,
-                    outcome: match outcome {
-                        TurnOutcome::Completed => "completed".into(),
-                        TurnOutcome::Failed { reason, .. } => format!("failed: {reason}"),
-                        TurnOutcome::Cancelled => "cancelled".into(),
-                    },
+                    outcome: LoggedOutcome::Outcome(outcome.clone()),
+                    at_ms: Some(now_ms()),
                 });
                 self.flush();
             }
@@ -187,6 +271,7 @@ impl SessionLogWriter {
                     kind: kind.clone(),
                     message: message.clone(),
                 },
+                at_ms: Some(now_ms()),
             }),
             OrchestratorEvent::ShutDown => self.flush(),
             OrchestratorEvent::AttemptStarted { .. }
@@ -235,42 +320,221 @@ impl Drop for SessionLogWriter {
     }
 }
 
+/// How the log file comes into being at the first prompt.
+enum LazyLog {
+    /// Create it, header first.
+    New { header: LogEntry },
+    /// Append to it.
+    Existing,
+}
+
+/// The log file, opened when the first turn is recorded.
+struct LogFile {
+    path: PathBuf,
+    lazy: Option<LazyLog>,
+    file: Option<BufWriter<File>>,
+    /// Entries recorded before the first prompt (the session to continue, ...).
+    before_first_turn: Vec<LogEntry>,
+}
+
+impl LogFile {
+    fn write(&mut self, entry: &LogEntry) -> std::io::Result<()> {
+        if self.file.is_none() {
+            if !matches!(entry, LogEntry::Turn { .. }) {
+                self.before_first_turn.push(entry.clone());
+                return Ok(());
+            }
+            self.open()?;
+        }
+        let Some(file) = self.file.as_mut() else {
+            return Ok(());
+        };
+        write_entry(file, entry)
+    }
+
+    fn open(&mut self) -> std::io::Result<()> {
+        let lazy = self.lazy.take();
+        let (file, header) = match lazy {
+            Some(LazyLog::New { header }) => {
+                if let Some(dir) = self.path.parent() {
+                    std::fs::create_dir_all(dir)?;
+                }
+                let file = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(&self.path)?;
+                (file, Some(header))
+            }
+            Some(LazyLog::Existing) | None => {
+                let file = std::fs::OpenOptions::new().append(true).open(&self.path)?;
+                (file, None)
+            }
+        };
+        let mut file = BufWriter::new(file);
+        for entry in header
+            .iter()
+            .chain(std::mem::take(&mut self.before_first_turn).iter())
+        {
+            write_entry(&mut file, entry)?;
+        }
+        self.file = Some(file);
+        Ok(())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self.file.as_mut() {
+            Some(file) => file.flush(),
+            None => Ok(()),
+        }
+    }
+}
+
+fn write_entry(file: &mut BufWriter<File>, entry: &LogEntry) -> std::io::Result<()> {
+    serde_json::to_writer(&mut *file, entry).map_err(std::io::Error::from)?;
+    file.write_all(b"\n")
+}
+
 /// Writes entries as they come and flushes whenever the queue runs dry, so that a crash (the
 /// panic hook exits the process) loses at most what was still queued.
-fn write_loop(mut file: BufWriter<File>, commands: mpsc::Receiver<WriterCommand>) {
+fn write_loop(mut log: LogFile, commands: mpsc::Receiver<WriterCommand>) {
     let mut next = commands.recv().ok();
     while let Some(command) = next {
         let result = match command {
             // The permit is released once the line is in the file's buffer.
-            WriterCommand::Entry(entry, _permit) => serde_json::to_writer(&mut file, &entry)
-                .map_err(std::io::Error::from)
-                .and_then(|()| file.write_all(b"\n")),
-            WriterCommand::Flush => file.flush(),
+            WriterCommand::Entry(entry, _permit) => log.write(&entry),
+            WriterCommand::Flush => log.flush(),
             WriterCommand::Close => break,
         };
         if let Err(error) = result {
-            tracing::error!(%error, "cannot write the session log");
+            tracing::error!(%error, path = %log.path.display(), "cannot write the session log");
         }
         next = match commands.try_recv() {
             Ok(command) => Some(command),
             Err(mpsc::TryRecvError::Empty) => {
-                let _ = file.flush();
+                let _ = log.flush();
                 commands.recv().ok()
             }
             Err(mpsc::TryRecvError::Disconnected) => None,
         };
     }
-    let _ = file.flush();
+    let _ = log.flush();
 }
 
-/// The most recent session log in `dir`.
+/// What `--resume` and the conversation picker know of a conversation, from its log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConversationSummary {
+    pub path: PathBuf,
+    pub id: String,
+    pub provider: String,
+    pub cwd: String,
+    pub origin: Origin,
+    pub started_at_ms: u64,
+    /// When the log was last written.
+    pub last_active_ms: u64,
+    pub first_prompt: String,
+    pub turns: usize,
+    /// The highest turn id in the log (a resumed conversation numbers its turns on from it).
+    pub last_turn: TurnId,
+    /// The agent session the next turn continues.
+    pub session_id: Option<String>,
+}
+
+impl ConversationSummary {
+    /// Whether `query` names this conversation (a prefix of its id or of its file name).
+    pub fn is_named(&self, query: &str) -> bool {
+        let query = query.trim();
+        !query.is_empty()
+            && (self.id.starts_with(query)
+                || self
+                    .path
+                    .file_stem()
+                    .and_then(|stem| stem.to_str())
+                    .is_some_and(|stem| stem.starts_with(query)))
+    }
+}
+
+/// Whether a log line is an agent's raw line (large, and not needed to summarise or resume).
+fn is_raw_line(line: &str) -> bool {
+    line.starts_with(r#"{"kind":"raw""#)
+}
+
+/// Summarises one log; `None` when it is not a session log or holds no prompt.
+pub fn read_summary(path: &Path) -> Option<ConversationSummary> {
+    let file = File::open(path).ok()?;
+    let last_active_ms = file
+        .metadata()
+        .and_then(|meta| meta.modified())
+        .ok()
+        .and_then(|time| time.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |elapsed| elapsed.as_millis() as u64);
+    let mut lines = BufReader::new(file).lines().map_while(Result::ok);
+    let header = lines.next()?;
+    let Ok(LogEntry::Header {
+        version,
+        provider,
+        started_at_ms,
+        cwd,
+        conversation_id,
+        origin,
+    }) = serde_json::from_str::<LogEntry>(&header)
+    else {
+        return None;
+    };
+    let mut summary = ConversationSummary {
+        id: conversation_id.unwrap_or_else(|| {
+            path.file_stem()
+                .map(|stem| stem.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        }),
+        path: path.to_path_buf(),
+        provider,
+        cwd,
+        origin,
+        started_at_ms,
+        last_active_ms,
+        first_prompt: String::new(),
+        turns: 0,
+        last_turn: 0,
+        session_id: None,
+    };
+    let mut tracker = SessionTracker::new(version);
+    for line in lines.filter(|line| !is_raw_line(line)) {
+        let Ok(entry) = serde_json::from_str::<LogEntry>(&line) else {
+            continue;
+        };
+        if let LogEntry::Turn { turn, prompt, .. } = &entry {
+            if summary.turns == 0 {
+                summary.first_prompt = prompt.clone();
+            }
+            summary.turns += 1;
+            summary.last_turn = summary.last_turn.max(*turn);
+        }
+        tracker.see(&entry);
+    }
+    summary.session_id = tracker.session_id;
+    (summary.turns > 0).then_some(summary)
+}
+
+/// Every conversation in `dir`, the most recently active first.
+pub fn list_conversations(dir: &Path) -> Vec<ConversationSummary> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut found: Vec<ConversationSummary> = entries
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| {
+            path.extension()
+                .is_some_and(|extension| extension == "jsonl")
+        })
+        .filter_map(|path| read_summary(&path))
+        .collect();
+    found.sort_by(|a, b| (b.last_active_ms, &b.path).cmp(&(a.last_active_ms, &a.path)));
+    found
+}
+
+/// The most recent session log in `dir` (by name, which starts with the start time).
 pub fn latest_session_log(dir: &Path) -> Option<PathBuf> {
-    latest_session_log_except(dir, None)
-}
-
-/// The most recent session log in `dir` other than `except` (the one being written now).
-/// Log names start with their start time, so the newest sorts last.
-pub fn latest_session_log_except(dir: &Path, except: Option<&Path>) -> Option<PathBuf> {
     std::fs::read_dir(dir)
         .ok()?
         .filter_map(|entry| entry.ok().map(|entry| entry.path()))
@@ -278,7 +542,6 @@ pub fn latest_session_log_except(dir: &Path, except: Option<&Path>) -> Option<Pa
             path.extension()
                 .is_some_and(|extension| extension == "jsonl")
         })
-        .filter(|path| Some(path.as_path()) != except)
         .max()
 }
 
@@ -292,80 +555,222 @@ pub fn read_session_log(path: &Path) -> std::io::Result<Vec<LogEntry>> {
         .collect())
 }
 
-/// The agent session to continue from a log: the last one it recorded.
+/// Reads a session log back without the agents' raw lines (what resuming shows).
+pub fn read_conversation(path: &Path) -> std::io::Result<Vec<LogEntry>> {
+    let file = File::open(path)?;
+    Ok(BufReader::new(file)
+        .lines()
+        .map_while(Result::ok)
+        .filter(|line| !is_raw_line(line))
+        .filter_map(|line| serde_json::from_str(&line).ok())
+        .collect())
+}
+
+/// Follows which agent session a log's next turn continues.
+struct SessionTracker {
+    version: u32,
+    session_id: Option<String>,
+}
+
+impl SessionTracker {
+    fn new(version: u32) -> Self {
+        Self {
+            version,
+            session_id: None,
+        }
+    }
+
+    fn see(&mut self, entry: &LogEntry) {
+        match entry {
+            // Since version 2 the orchestrator logs the session to continue only once an
+            // attempt completed or was stopped: a failed attempt's session is never continued.
+            LogEntry::Session { session_id } => self.session_id = session_id.clone(),
+            LogEntry::Message {
+                message: AgentMessage::SessionStarted { session_id, .. },
+                ..
+            } if self.version < 2 => self.session_id = session_id.clone(),
+            LogEntry::Message {
+                message: AgentMessage::SessionResumed { session_id, .. },
+                ..
+            } if self.version < 2 => self.session_id = Some(session_id.clone()),
+            _ => {}
+        }
+    }
+}
+
+/// The agent session to continue from a log's entries.
 pub fn last_session_id(entries: &[LogEntry]) -> Option<String> {
-    entries.iter().rev().find_map(|entry| match entry {
-        LogEntry::Session { session_id } => Some(session_id.clone()),
-        LogEntry::Message {
-            message: AgentMessage::SessionStarted { session_id, .. },
-            ..
-        } => Some(session_id.clone()),
-        LogEntry::Message {
-            message: AgentMessage::SessionResumed { session_id, .. },
-            ..
-        } => Some(Some(session_id.clone())),
-        _ => None,
-    })?
+    let version = match entries.first() {
+        Some(LogEntry::Header { version, .. }) => *version,
+        _ => 1,
+    };
+    let mut tracker = SessionTracker::new(version);
+    for entry in entries {
+        tracker.see(entry);
+    }
+    tracker.session_id
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn new_chat(dir: &Path) -> SessionLogWriter {
+        SessionLogWriter::start(
+            dir,
+            NewConversation {
+                provider: "demo".into(),
+                cwd: PathBuf::from("/work/project"),
+                origin: Origin::Chat,
+            },
+        )
+        .unwrap()
+    }
+
+    fn turn(writer: &SessionLogWriter, turn: TurnId, prompt: &str, session: &str) {
+        writer.record_event(&OrchestratorEvent::TurnStarted {
+            turn,
+            prompt: prompt.into(),
+        });
+        let tap = writer.raw_line_tap(turn, 1).unwrap();
+        futures::executor::block_on(tap.record(r#"{"type":"agent_start"}"#.to_owned()));
+        writer.record_event(&OrchestratorEvent::Message {
+            turn,
+            attempt: 1,
+            message: AgentMessage::SessionStarted {
+                provider: "demo".into(),
+                session_id: Some(session.into()),
+            },
+        });
+        writer.record_event(&OrchestratorEvent::SessionChanged {
+            session_id: Some(session.into()),
+        });
+        writer.record_event(&OrchestratorEvent::TurnEnded {
+            turn,
+            outcome: TurnOutcome::Completed,
+        });
+    }
+
     #[test]
-    fn events_and_raw_lines_round_trip_through_the_log() {
+    fn nothing_is_written_until_the_first_prompt() {
         let dir = tempfile::tempdir().unwrap();
-        let writer = SessionLogWriter::create(dir.path(), "demo").unwrap();
+        let writer = new_chat(dir.path());
+        let path = writer.path().to_path_buf();
+        writer.record_event(&OrchestratorEvent::SessionChanged { session_id: None });
+        writer.flush();
+        drop(writer);
+        assert!(!path.exists(), "a launch without a prompt leaves no log");
+        assert!(list_conversations(dir.path()).is_empty());
+    }
+
+    #[test]
+    fn events_and_raw_lines_round_trip_and_a_resumed_conversation_appends() {
+        let dir = tempfile::tempdir().unwrap();
+        let writer = new_chat(dir.path());
+        let path = writer.path().to_path_buf();
+        let id = writer.conversation_id().to_owned();
+        turn(&writer, 1, "hi", "s-1");
+        drop(writer);
+
+        let entries = read_session_log(&path).unwrap();
+        assert!(matches!(
+            &entries[0],
+            LogEntry::Header { provider, version: 2, conversation_id: Some(logged), origin: Origin::Chat, .. }
+                if provider == "demo" && *logged == id
+        ));
+        assert!(
+            matches!(&entries[1], LogEntry::Turn { turn: 1, prompt, at_ms: Some(_) } if prompt == "hi")
+        );
+        assert!(
+            matches!(&entries[2], LogEntry::Raw { line, .. } if line == r#"{"type":"agent_start"}"#)
+        );
+        assert!(matches!(
+            entries.last(),
+            Some(LogEntry::TurnEnded {
+                outcome: LoggedOutcome::Outcome(TurnOutcome::Completed),
+                ..
+            })
+        ));
+        assert_eq!(last_session_id(&entries), Some("s-1".into()));
+        assert!(
+            read_conversation(&path)
+                .unwrap()
+                .iter()
+                .all(|entry| !matches!(entry, LogEntry::Raw { .. })),
+            "resuming reads no raw line"
+        );
+
+        // A later launch resumes the conversation: same file, turns numbered on.
+        let resumed = SessionLogWriter::resume(&path, &id).unwrap();
+        turn(&resumed, 2, "again", "s-1");
+        drop(resumed);
+        let summaries = list_conversations(dir.path());
+        assert_eq!(summaries.len(), 1);
+        let summary = &summaries[0];
+        assert_eq!(summary.id, id);
+        assert_eq!(summary.turns, 2);
+        assert_eq!(summary.last_turn, 2);
+        assert_eq!(summary.first_prompt, "hi");
+        assert_eq!(summary.cwd, "/work/project");
+        assert_eq!(summary.session_id.as_deref(), Some("s-1"));
+        assert!(summary.is_named(&id[..6]));
+        assert!(!summary.is_named("zzz"));
+        assert_eq!(latest_session_log(dir.path()), Some(path));
+    }
+
+    #[test]
+    fn a_failed_attempts_session_is_not_the_one_to_continue() {
+        let dir = tempfile::tempdir().unwrap();
+        let writer = new_chat(dir.path());
         let path = writer.path().to_path_buf();
         writer.record_event(&OrchestratorEvent::TurnStarted {
             turn: 1,
             prompt: "hi".into(),
         });
-        let tap = writer.raw_line_tap(1, 1).unwrap();
-        futures::executor::block_on(tap.record(r#"{"type":"agent_start"}"#.to_owned()));
         writer.record_event(&OrchestratorEvent::Message {
             turn: 1,
             attempt: 1,
             message: AgentMessage::SessionStarted {
                 provider: "demo".into(),
-                session_id: Some("s-1".into()),
+                session_id: Some("failed".into()),
             },
         });
-        writer.record_event(&OrchestratorEvent::TurnEnded {
-            turn: 1,
-            outcome: TurnOutcome::Completed,
-        });
         drop(writer);
+        assert_eq!(read_summary(&path).unwrap().session_id, None);
+    }
 
+    #[test]
+    fn version_1_logs_are_still_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("000001764000000-abcdef12.jsonl");
+        std::fs::write(
+            &path,
+            concat!(
+                r#"{"kind":"header","version":1,"provider":"pi","started_at_ms":5,"cwd":"/p"}"#,
+                "\n",
+                r#"{"kind":"turn","turn":1,"prompt":"old"}"#,
+                "\n",
+                r#"{"kind":"message","turn":1,"attempt":1,"message":{"type":"session.started","provider":"pi","session_id":"s-old"}}"#,
+                "\n",
+                r#"{"kind":"turn_ended","turn":1,"outcome":"failed: agent_error"}"#,
+                "\n",
+            ),
+        )
+        .unwrap();
+        let summary = read_summary(&path).unwrap();
+        assert_eq!(summary.id, "000001764000000-abcdef12");
+        assert_eq!(summary.origin, Origin::Chat);
+        assert_eq!(summary.session_id.as_deref(), Some("s-old"));
         let entries = read_session_log(&path).unwrap();
-        assert!(matches!(&entries[0], LogEntry::Header { provider, .. } if provider == "demo"));
+        let LogEntry::TurnEnded { outcome, .. } = &entries[3] else {
+            panic!("{entries:?}");
+        };
         assert_eq!(
-            entries[1..],
-            [
-                LogEntry::Turn {
-                    turn: 1,
-                    prompt: "hi".into()
-                },
-                LogEntry::Raw {
-                    turn: 1,
-                    attempt: 1,
-                    line: r#"{"type":"agent_start"}"#.into()
-                },
-                LogEntry::Message {
-                    turn: 1,
-                    attempt: 1,
-                    message: AgentMessage::SessionStarted {
-                        provider: "demo".into(),
-                        session_id: Some("s-1".into())
-                    }
-                },
-                LogEntry::TurnEnded {
-                    turn: 1,
-                    outcome: "completed".into()
-                },
-            ]
+            outcome.outcome(),
+            TurnOutcome::Failed {
+                reason: "agent_error".into(),
+                message: String::new()
+            }
         );
-        assert_eq!(last_session_id(&entries), Some("s-1".into()));
-        assert_eq!(latest_session_log(dir.path()), Some(path));
     }
 }

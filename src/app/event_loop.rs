@@ -29,7 +29,9 @@ use crate::orchestrator::{
     spawn_orchestrator, Command, OrchestratorEvent, OrchestratorHandle, OrchestratorOptions,
 };
 use crate::provider::{build_provider, SessionRef};
-use crate::session_log::{sessions_dir, SessionLogWriter};
+use crate::session_log::{
+    sessions_dir, ConversationSummary, NewConversation, Origin, SessionLogWriter,
+};
 use crate::tui::{self, ChatTerminal, FrameScheduler, TerminalGuard};
 use crate::view::{self, ChatView};
 
@@ -54,13 +56,22 @@ struct Launch {
     scenario: Option<String>,
 }
 
+/// Which conversation an orchestrator writes to.
+enum ConversationLog {
+    /// A new conversation (its log appears with its first prompt).
+    New,
+    /// A conversation being resumed: its log is appended to, its turns numbered on.
+    Resume(ConversationSummary),
+}
+
 impl Launch {
-    /// Starts an orchestrator for provider `name`, writing a new session log.
+    /// Starts an orchestrator for provider `name`, writing the conversation's log.
     fn orchestrator(
         &self,
         name: &str,
         policy: RetryPolicy,
         session: SessionRef,
+        conversation: ConversationLog,
     ) -> Result<Started, String> {
         // The command-line overrides (--agent-bin, --model, ...) belong to the provider they
         // were given for; another provider gets its configured settings.
@@ -74,12 +85,30 @@ impl Launch {
                 crate::provider::PROVIDER_NAMES.join(", ")
             )
         })?;
-        // One session log per orchestrator: a provider switch starts a new one.
-        let session_log = SessionLogWriter::create(&sessions_dir(), name)
+        let (writer, first_turn) = match &conversation {
+            ConversationLog::New => (
+                SessionLogWriter::start(
+                    &sessions_dir(),
+                    NewConversation {
+                        provider: name.to_owned(),
+                        cwd: std::env::current_dir().unwrap_or_default(),
+                        origin: Origin::Chat,
+                    },
+                ),
+                1,
+            ),
+            ConversationLog::Resume(summary) => (
+                SessionLogWriter::resume(&summary.path, &summary.id),
+                summary.last_turn + 1,
+            ),
+        };
+        let session_log = writer
             .map_err(|error| tracing::warn!(%error, "no session log"))
             .ok()
             .map(Arc::new);
-        let session_log_path = session_log.as_ref().map(|log| log.path().to_path_buf());
+        let conversation_id = session_log
+            .as_ref()
+            .map(|log| log.conversation_id().to_owned());
         let handle = spawn_orchestrator(OrchestratorOptions {
             provider,
             policy,
@@ -87,11 +116,12 @@ impl Launch {
             cwd: None,
             scenario: self.scenario.clone(),
             session_log,
+            first_turn,
         });
         Ok(Started {
             handle,
             model: settings.model,
-            session_log: session_log_path,
+            conversation_id,
         })
     }
 }
@@ -100,32 +130,46 @@ impl Launch {
 struct Started {
     handle: OrchestratorHandle,
     model: Option<String>,
-    /// The session log it writes (excluded when reopening "the last session").
-    session_log: Option<PathBuf>,
+    /// The conversation it writes to.
+    conversation_id: Option<String>,
+}
+
+/// The agent session a resumed conversation continues.
+fn session_of(summary: &ConversationSummary) -> SessionRef {
+    summary
+        .session_id
+        .clone()
+        .map_or(SessionRef::New, SessionRef::Resume)
 }
 
 /// Runs the chat (see `app::run`).
 pub fn run(cli: Cli) -> i32 {
     let loaded = config::load(cli.agent.config.as_deref());
     let mut cli = cli;
-    let mut warnings = loaded.warnings.clone();
-    // `--resume`: the last transcript is shown again and its agent session continued, with the
-    // provider it ran on unless `--provider` says otherwise.
-    let resumed = if cli.resume {
-        match resume::last_session(None) {
-            Ok(resumed) => {
-                cli.agent
-                    .provider
-                    .get_or_insert_with(|| resumed.provider.clone());
-                Some(resumed)
-            }
-            Err(message) => {
-                warnings.push(format!("--resume: {message}"));
-                None
+    let warnings = loaded.warnings.clone();
+    // `--resume [ID]`: the conversation's transcript is shown again and its agent session
+    // continued, on its own provider; one from another directory or provider is refused.
+    let resumed = match &cli.resume {
+        None => None,
+        Some(query) => {
+            let cwd = std::env::current_dir().unwrap_or_default();
+            let found = resume::find(&sessions_dir(), &cwd, query.as_deref()).and_then(|summary| {
+                resume::check_provider(&summary, cli.agent.provider.as_deref())?;
+                resume::load(summary)
+            });
+            match found {
+                Ok(resumed) => {
+                    cli.agent
+                        .provider
+                        .get_or_insert_with(|| resumed.summary.provider.clone());
+                    Some(resumed)
+                }
+                Err(message) => {
+                    eprintln!("agentty: --resume: {message}");
+                    return 2;
+                }
             }
         }
-    } else {
-        None
     };
     let (provider_name, settings) = match resolve_provider(&cli.agent, &loaded.config) {
         Ok(choice) => (choice.name, choice.settings),
@@ -139,10 +183,7 @@ pub fn run(cli: Cli) -> i32 {
     } else if let Some(id) = &cli.session {
         SessionRef::Resume(id.clone())
     } else if let Some(resumed) = &resumed {
-        resumed
-            .session_id
-            .clone()
-            .map_or(SessionRef::New, SessionRef::Resume)
+        session_of(&resumed.summary)
     } else {
         SessionRef::New
     };
@@ -171,24 +212,30 @@ pub fn run(cli: Cli) -> i32 {
             }
         };
         tui::install_panic_hook();
-        let started =
-            match launch.orchestrator(&provider_name, startup.retry_policy.clone(), session) {
-                Ok(started) => started,
-                Err(error) => {
-                    guard.restore();
-                    eprintln!("agentty: {error}");
-                    return 2;
-                }
-            };
+        let conversation = match &resumed {
+            Some(resumed) => ConversationLog::Resume(resumed.summary.clone()),
+            None => ConversationLog::New,
+        };
+        let started = match launch.orchestrator(
+            &provider_name,
+            startup.retry_policy.clone(),
+            session,
+            conversation,
+        ) {
+            Ok(started) => started,
+            Err(error) => {
+                guard.restore();
+                eprintln!("agentty: {error}");
+                return 2;
+            }
+        };
         let mut state = AppState::new(startup);
         if let Some(resumed) = resumed {
-            let now = Instant::now();
-            for event in resumed.events {
-                state.on_orchestrator_event(event, now);
-            }
+            resume::replay_into(&mut state, resumed.events);
+            state.show_notice(NoticeLevel::Info, &resumed_notice(&resumed.summary));
         }
         let mut chat = ChatLoop::new(state, started.handle, launch);
-        chat.session_log = started.session_log;
+        chat.conversation_id = started.conversation_id;
         let status = chat.run(guard.terminal()).await;
         guard.restore();
         status
@@ -203,6 +250,21 @@ pub fn run(cli: Cli) -> i32 {
     }
     runtime.shutdown_timeout(Duration::from_secs(1));
     status
+}
+
+/// What the chat says when it reopens a conversation.
+fn resumed_notice(summary: &ConversationSummary) -> String {
+    let session = match &summary.session_id {
+        Some(id) => format!("continues agent session {id}"),
+        None => "starts a fresh agent session (none was completed before)".to_owned(),
+    };
+    format!(
+        "Resumed conversation {} ({}, {} {}); the next prompt {session}",
+        resume::short(&summary.id),
+        summary.provider,
+        summary.turns,
+        if summary.turns == 1 { "turn" } else { "turns" },
+    )
 }
 
 struct ChatLoop {
@@ -220,8 +282,8 @@ struct ChatLoop {
     terminal_lost: bool,
     draw_failures: u32,
     first_frame_logged: bool,
-    /// The session log this chat writes now.
-    session_log: Option<PathBuf>,
+    /// The conversation this chat is in (its log's id).
+    conversation_id: Option<String>,
     exit_status: i32,
     exit: bool,
 }
@@ -242,7 +304,7 @@ impl ChatLoop {
             terminal_lost: false,
             draw_failures: 0,
             first_frame_logged: false,
-            session_log: None,
+            conversation_id: None,
             exit_status: 0,
             exit: false,
         }
@@ -383,7 +445,9 @@ impl ChatLoop {
                 AppEffect::Copy(text) => self.copy_to_clipboard(&text, terminal),
                 AppEffect::SaveRetryPolicy(policy) => self.save_retry_policy(policy),
                 AppEffect::SwitchProvider(name) => self.switch_provider(&name),
-                AppEffect::ReopenLastSession => self.reopen_last_session(),
+                AppEffect::ListConversations => self.list_conversations(),
+                AppEffect::ResumeConversation(summary) => self.resume_conversation(summary),
+                AppEffect::NewConversation => self.new_conversation(),
                 AppEffect::Exit => self.exit = true,
             }
         }
@@ -470,7 +534,10 @@ impl ChatLoop {
 
     fn switch_provider(&mut self, name: &str) {
         let policy = self.state.retry_policy.clone();
-        match self.launch.orchestrator(name, policy, SessionRef::New) {
+        match self
+            .launch
+            .orchestrator(name, policy, SessionRef::New, ConversationLog::New)
+        {
             Ok(started) => {
                 self.state.model = started.model.clone();
                 self.replace_orchestrator(started);
@@ -482,53 +549,86 @@ impl ChatLoop {
     fn replace_orchestrator(&mut self, started: Started) {
         let previous = std::mem::replace(&mut self.orchestrator, started.handle);
         retire(previous);
-        self.session_log = started.session_log;
+        self.conversation_id = started.conversation_id;
         self.orchestrator_open = true;
         self.state.orchestrator_alive = true;
     }
 
-    /// Shows the previous session's transcript again and continues its agent session, on the
+    /// Opens the `/resume` picker on this directory's conversations.
+    fn list_conversations(&mut self) {
+        let cwd = std::env::current_dir().unwrap_or_default();
+        let conversations = resume::conversations_here(&sessions_dir(), &cwd);
+        self.state
+            .show_conversations(conversations, self.conversation_id.clone());
+    }
+
+    /// A fresh chat for `provider`: a new transcript (with `notice`) and, started by the caller,
+    /// a new orchestrator.
+    fn fresh_state(&self, provider: &str, model: Option<String>) -> AppState {
+        AppState::new(StartupInfo {
+            provider: provider.to_owned(),
+            model,
+            retry_policy: self.state.retry_policy.clone(),
+            config_path: self.state.config_path.clone(),
+            warnings: Vec::new(),
+        })
+    }
+
+    /// Starts a new conversation on the current provider: empty transcript, new agent
+    /// session, and a new log once the first prompt is sent.
+    fn new_conversation(&mut self) {
+        let provider = self.state.provider.clone();
+        let policy = self.state.retry_policy.clone();
+        match self
+            .launch
+            .orchestrator(&provider, policy, SessionRef::New, ConversationLog::New)
+        {
+            Ok(started) => {
+                let mut state = self.fresh_state(&provider, started.model.clone());
+                state.show_notice(
+                    NoticeLevel::Info,
+                    "New conversation: the next prompt starts a fresh agent session (/resume reopens earlier ones)",
+                );
+                self.replace_state(state);
+                self.replace_orchestrator(started);
+            }
+            Err(error) => self.state.show_notice(NoticeLevel::Error, &error),
+        }
+    }
+
+    /// Shows a conversation's transcript again and continues its agent session, on the
     /// provider it ran on.
-    fn reopen_last_session(&mut self) {
-        let resumed = match resume::last_session(self.session_log.as_deref()) {
+    fn resume_conversation(&mut self, summary: ConversationSummary) {
+        let resumed = match resume::load(summary) {
             Ok(resumed) => resumed,
             Err(message) => {
                 self.state.show_notice(NoticeLevel::Warning, &message);
                 return;
             }
         };
-        let session = resumed
-            .session_id
-            .clone()
-            .map_or(SessionRef::New, SessionRef::Resume);
+        let summary = resumed.summary.clone();
         let policy = self.state.retry_policy.clone();
-        match self
-            .launch
-            .orchestrator(&resumed.provider, policy.clone(), session)
-        {
+        match self.launch.orchestrator(
+            &summary.provider,
+            policy,
+            session_of(&summary),
+            ConversationLog::Resume(summary.clone()),
+        ) {
             Ok(started) => {
-                let mut state = AppState::new(StartupInfo {
-                    provider: resumed.provider.clone(),
-                    model: started.model.clone(),
-                    retry_policy: policy,
-                    config_path: self.state.config_path.clone(),
-                    warnings: Vec::new(),
-                });
-                let now = Instant::now();
-                for event in resumed.events {
-                    state.on_orchestrator_event(event, now);
-                }
-                state.show_notice(
-                    NoticeLevel::Info,
-                    "Reopened the last session; the next prompt continues it",
-                );
-                self.state = state;
-                // Cell ids restart with the new transcript: no cached layout may carry over.
-                self.view = ChatView::default();
+                let mut state = self.fresh_state(&summary.provider, started.model.clone());
+                resume::replay_into(&mut state, resumed.events);
+                state.show_notice(NoticeLevel::Info, &resumed_notice(&summary));
+                self.replace_state(state);
                 self.replace_orchestrator(started);
             }
             Err(error) => self.state.show_notice(NoticeLevel::Error, &error),
         }
+    }
+
+    fn replace_state(&mut self, state: AppState) {
+        self.state = state;
+        // Cell ids restart with the new transcript: no cached layout may carry over.
+        self.view = ChatView::default();
     }
 }
 

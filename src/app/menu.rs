@@ -41,8 +41,8 @@ impl Action {
         match self {
             Action::RetryLastTurn => "Retry last turn",
             Action::Stop => "Stop the running turn",
-            Action::NewSession => "New session",
-            Action::ReopenLastSession => "Reopen the last session",
+            Action::NewSession => "New conversation",
+            Action::ReopenLastSession => "Resume a conversation",
             Action::SwitchProvider => "Switch provider",
             Action::ToggleThinking => "Expand/collapse all thinking",
             Action::ToggleToolOutput => "Expand/collapse all tool output",
@@ -114,6 +114,7 @@ pub enum Overlay {
     Help,
     ProviderPicker { selected: usize },
     Settings(SettingsDraft),
+    Conversations(super::conversation_picker::ConversationPicker),
 }
 
 impl Overlay {

@@ -5,6 +5,7 @@
 //! the only place that performs effects.
 
 pub mod composer;
+pub mod conversation_picker;
 pub mod event_loop;
 pub mod menu;
 pub mod resume;

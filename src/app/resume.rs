@@ -1,127 +1,301 @@
-//! `agentty --resume`: the last session log, turned back into the orchestrator events that
-//! built its transcript, plus the agent session to continue.
+//! Reopening a conversation: which one (`--resume`, `--resume ID`, the `/resume` picker), whether
+//! it may be resumed here, and its log turned back into the events that built its transcript.
+//!
+//! A conversation is resumed only in its own working directory and under its own provider: its
+//! agent session lives in that CLI's store for that directory, and another CLI given its id would
+//! fail every prompt.
 
-use crate::orchestrator::{OrchestratorEvent, TurnOutcome};
 use std::path::Path;
+use std::time::{Duration, Instant};
 
+use super::state::AppState;
+use crate::orchestrator::{OrchestratorEvent, TurnOutcome};
 use crate::session_log::{
-    last_session_id, latest_session_log_except, read_session_log, sessions_dir, LogEntry,
+    list_conversations, read_conversation, ConversationSummary, LogEntry, Origin,
 };
 
-/// What `--resume` reopens.
-pub struct ResumedSession {
-    pub provider: String,
-    pub session_id: Option<String>,
-    /// Replayed through the app state to rebuild the transcript.
-    pub events: Vec<OrchestratorEvent>,
+/// A conversation to reopen: what its log says, and the events that rebuild its transcript.
+#[derive(Debug, Clone)]
+pub struct ResumedConversation {
+    pub summary: ConversationSummary,
+    /// Each with the wall-clock time (ms) it was logged at, where the log has it.
+    pub events: Vec<(OrchestratorEvent, Option<u64>)>,
 }
 
-/// The most recent session log in the state dir, other than `current` (the log of this run).
-pub fn last_session(current: Option<&Path>) -> Result<ResumedSession, String> {
-    let dir = sessions_dir();
-    let path = latest_session_log_except(&dir, current)
-        .ok_or_else(|| format!("no earlier session in {}", dir.display()))?;
-    let entries = read_session_log(&path)
-        .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
-    from_entries(&entries).ok_or_else(|| format!("{} is not a session log", path.display()))
+/// The conversations of the working directory `cwd` that the chat can reopen, newest first
+/// (headless runs are conversations of their own and are not listed).
+pub fn conversations_here(sessions: &Path, cwd: &Path) -> Vec<ConversationSummary> {
+    let cwd = cwd.display().to_string();
+    list_conversations(sessions)
+        .into_iter()
+        .filter(|summary| summary.origin == Origin::Chat && summary.cwd == cwd)
+        .collect()
 }
 
-/// Rebuilds the events of a log; `None` when it has no header.
-pub fn from_entries(entries: &[LogEntry]) -> Option<ResumedSession> {
-    let Some(LogEntry::Header { provider, .. }) = entries.first() else {
-        return None;
+/// The conversation `--resume [QUERY]` names: without a query the last one of `cwd`; with one,
+/// the conversation whose id (or log name) starts with it, which must belong to `cwd`.
+pub fn find(
+    sessions: &Path,
+    cwd: &Path,
+    query: Option<&str>,
+) -> Result<ConversationSummary, String> {
+    let Some(query) = query.map(str::trim).filter(|query| !query.is_empty()) else {
+        return conversations_here(sessions, cwd)
+            .into_iter()
+            .next()
+            .ok_or_else(|| format!("no earlier conversation in {}", cwd.display()));
     };
-    let events = entries
-        .iter()
-        .filter_map(|entry| match entry {
-            LogEntry::Turn { turn, prompt } => Some(OrchestratorEvent::TurnStarted {
-                turn: *turn,
-                prompt: prompt.clone(),
-            }),
+    let mut named: Vec<ConversationSummary> = list_conversations(sessions)
+        .into_iter()
+        .filter(|summary| summary.is_named(query))
+        .collect();
+    match named.len() {
+        0 => Err(format!(
+            "no conversation {query:?} in {}",
+            sessions.display()
+        )),
+        1 => {
+            let summary = named.remove(0);
+            if summary.cwd != cwd.display().to_string() {
+                return Err(format!(
+                    "conversation {} belongs to {}; resume it from there (cd {} && agentty --resume {})",
+                    short(&summary.id),
+                    summary.cwd,
+                    summary.cwd,
+                    short(&summary.id)
+                ));
+            }
+            Ok(summary)
+        }
+        many => Err(format!(
+            "{query:?} names {many} conversations ({}); give more of the id",
+            named
+                .iter()
+                .map(|summary| short(&summary.id))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
+}
+
+/// Refuses to continue a conversation under a provider other than its own.
+pub fn check_provider(
+    summary: &ConversationSummary,
+    requested: Option<&str>,
+) -> Result<(), String> {
+    match requested {
+        Some(requested) if requested != summary.provider => Err(format!(
+            "conversation {} ran on {}, not {requested}: its agent session exists only there. \
+             Resume it with --provider {} (or without --provider), or start a new conversation.",
+            short(&summary.id),
+            summary.provider,
+            summary.provider
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Reads a conversation's log back into the events that built its transcript.
+pub fn load(summary: ConversationSummary) -> Result<ResumedConversation, String> {
+    let entries = read_conversation(&summary.path)
+        .map_err(|error| format!("cannot read {}: {error}", summary.path.display()))?;
+    let mut events = Vec::new();
+    let mut open_turn = None;
+    let mut last_at = None;
+    for entry in entries {
+        let event = match entry {
+            LogEntry::Turn {
+                turn,
+                prompt,
+                at_ms,
+            } => {
+                open_turn = Some(turn);
+                Some((OrchestratorEvent::TurnStarted { turn, prompt }, at_ms))
+            }
             LogEntry::Message {
                 turn,
                 attempt,
                 message,
-            } => Some(OrchestratorEvent::Message {
-                turn: *turn,
-                attempt: *attempt,
-                message: message.clone(),
-            }),
-            LogEntry::TurnEnded { turn, outcome } => Some(OrchestratorEvent::TurnEnded {
-                turn: *turn,
-                outcome: parse_outcome(outcome),
-            }),
+                at_ms,
+            } => Some((
+                OrchestratorEvent::Message {
+                    turn,
+                    attempt,
+                    message,
+                },
+                at_ms,
+            )),
+            LogEntry::TurnEnded {
+                turn,
+                outcome,
+                at_ms,
+            } => {
+                open_turn = None;
+                Some((
+                    OrchestratorEvent::TurnEnded {
+                        turn,
+                        outcome: outcome.outcome(),
+                    },
+                    at_ms,
+                ))
+            }
             LogEntry::Header { .. } | LogEntry::Raw { .. } | LogEntry::Session { .. } => None,
-        })
-        .collect();
-    Some(ResumedSession {
-        provider: provider.clone(),
-        session_id: last_session_id(entries),
-        events,
-    })
+        };
+        if let Some((event, at_ms)) = event {
+            last_at = at_ms.or(last_at);
+            events.push((event, at_ms));
+        }
+    }
+    if let Some(turn) = open_turn {
+        // agentty ended (or crashed) before this turn did: it must not look as if it still ran.
+        events.push((
+            OrchestratorEvent::TurnEnded {
+                turn,
+                outcome: TurnOutcome::Failed {
+                    reason: "interrupted".to_owned(),
+                    message: "agentty stopped before this turn ended".to_owned(),
+                },
+            },
+            last_at,
+        ));
+    }
+    Ok(ResumedConversation { summary, events })
 }
 
-fn parse_outcome(outcome: &str) -> TurnOutcome {
-    match outcome {
-        "completed" => TurnOutcome::Completed,
-        "cancelled" => TurnOutcome::Cancelled,
-        failed => TurnOutcome::Failed {
-            reason: failed.strip_prefix("failed: ").unwrap_or(failed).to_owned(),
-            message: String::new(),
-        },
+/// Rebuilds the transcript in `state`. Logged times become instants at the same distances from
+/// one another, so tool durations and stop times read as they did.
+pub fn replay_into(state: &mut AppState, events: Vec<(OrchestratorEvent, Option<u64>)>) {
+    let base = Instant::now();
+    let first_at = events.iter().find_map(|(_, at_ms)| *at_ms);
+    let mut last = base;
+    for (event, at_ms) in events {
+        let now = match (first_at, at_ms) {
+            (Some(first), Some(at)) => base + Duration::from_millis(at.saturating_sub(first)),
+            _ => last,
+        };
+        last = now;
+        state.on_orchestrator_event(event, now);
     }
+}
+
+/// The first characters of an id, enough to tell conversations apart in a message.
+pub fn short(id: &str) -> &str {
+    id.get(..8).unwrap_or(id)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::session_log::{NewConversation, SessionLogWriter};
     use crate::stream::AgentMessage;
 
+    fn conversation(
+        sessions: &Path,
+        cwd: &str,
+        provider: &str,
+        origin: Origin,
+        prompt: &str,
+    ) -> String {
+        let writer = SessionLogWriter::start(
+            sessions,
+            NewConversation {
+                provider: provider.into(),
+                cwd: cwd.into(),
+                origin,
+            },
+        )
+        .unwrap();
+        writer.record_event(&OrchestratorEvent::TurnStarted {
+            turn: 1,
+            prompt: prompt.into(),
+        });
+        writer.record_event(&OrchestratorEvent::Message {
+            turn: 1,
+            attempt: 1,
+            message: AgentMessage::Assistant {
+                delta: "answer".into(),
+            },
+        });
+        writer.record_event(&OrchestratorEvent::TurnEnded {
+            turn: 1,
+            outcome: TurnOutcome::Completed,
+        });
+        let id = writer.conversation_id().to_owned();
+        drop(writer);
+        // File times are what "newest" means: keep them apart.
+        std::thread::sleep(Duration::from_millis(15));
+        id
+    }
+
     #[test]
-    fn a_log_becomes_the_events_that_built_its_transcript() {
-        let entries = vec![
-            LogEntry::Header {
-                version: 1,
-                provider: "demo".into(),
-                started_at_ms: 0,
-                cwd: "/".into(),
-            },
-            LogEntry::Turn {
-                turn: 1,
-                prompt: "hi".into(),
-            },
-            LogEntry::Raw {
-                turn: 1,
-                attempt: 1,
-                line: "{}".into(),
-            },
-            LogEntry::Message {
-                turn: 1,
-                attempt: 1,
-                message: AgentMessage::SessionStarted {
-                    provider: "demo".into(),
-                    session_id: Some("abc".into()),
-                },
-            },
-            LogEntry::TurnEnded {
-                turn: 1,
-                outcome: "failed: agent_error".into(),
-            },
-        ];
-        let resumed = from_entries(&entries).unwrap();
-        assert_eq!(resumed.provider, "demo");
-        assert_eq!(resumed.session_id.as_deref(), Some("abc"));
-        assert_eq!(resumed.events.len(), 3);
-        assert_eq!(
-            resumed.events[2],
-            OrchestratorEvent::TurnEnded {
-                turn: 1,
-                outcome: TurnOutcome::Failed {
-                    reason: "agent_error".into(),
-                    message: String::new()
-                }
-            }
+    fn resume_without_an_id_takes_the_last_chat_of_this_directory() {
+        let sessions = tempfile::tempdir().unwrap();
+        let here = conversation(sessions.path(), "/p/here", "demo", Origin::Chat, "mine");
+        conversation(
+            sessions.path(),
+            "/p/elsewhere",
+            "demo",
+            Origin::Chat,
+            "theirs",
         );
-        assert!(from_entries(&entries[1..]).is_none());
+        conversation(
+            sessions.path(),
+            "/p/here",
+            "demo",
+            Origin::Headless,
+            "scripted",
+        );
+        let found = find(sessions.path(), Path::new("/p/here"), None).unwrap();
+        assert_eq!(found.id, here);
+        assert_eq!(found.first_prompt, "mine");
+        assert!(find(sessions.path(), Path::new("/p/none"), None)
+            .unwrap_err()
+            .contains("no earlier conversation in /p/none"));
+    }
+
+    #[test]
+    fn an_id_from_another_directory_or_provider_is_refused_with_the_way_out() {
+        let sessions = tempfile::tempdir().unwrap();
+        let id = conversation(sessions.path(), "/p/a", "claude", Origin::Chat, "hi");
+        let error = find(sessions.path(), Path::new("/p/b"), Some(&id[..8])).unwrap_err();
+        assert!(error.contains("belongs to /p/a"), "{error}");
+        let found = find(sessions.path(), Path::new("/p/a"), Some(&id[..8])).unwrap();
+        let error = check_provider(&found, Some("pi")).unwrap_err();
+        assert!(error.contains("ran on claude, not pi"), "{error}");
+        assert!(check_provider(&found, Some("claude")).is_ok());
+        assert!(check_provider(&found, None).is_ok());
+        assert!(find(sessions.path(), Path::new("/p/a"), Some("nosuch"))
+            .unwrap_err()
+            .contains("no conversation"));
+    }
+
+    #[test]
+    fn a_log_becomes_the_events_that_built_its_transcript_and_an_open_turn_is_closed() {
+        let sessions = tempfile::tempdir().unwrap();
+        let id = conversation(sessions.path(), "/p", "demo", Origin::Chat, "hi");
+        let summary = find(sessions.path(), Path::new("/p"), Some(&id)).unwrap();
+        // A second launch crashed mid-turn.
+        let writer = SessionLogWriter::resume(&summary.path, &id).unwrap();
+        writer.record_event(&OrchestratorEvent::TurnStarted {
+            turn: 2,
+            prompt: "crash".into(),
+        });
+        drop(writer);
+        let summary = find(sessions.path(), Path::new("/p"), Some(&id)).unwrap();
+        let resumed = load(summary).unwrap();
+        let events: Vec<_> = resumed.events.iter().map(|(event, _)| event).collect();
+        assert_eq!(events.len(), 5, "{events:?}");
+        assert!(matches!(
+            events[0],
+            OrchestratorEvent::TurnStarted { turn: 1, .. }
+        ));
+        assert!(matches!(
+            events[4],
+            OrchestratorEvent::TurnEnded {
+                turn: 2,
+                outcome: TurnOutcome::Failed { .. }
+            }
+        ));
+        assert!(resumed.events.iter().all(|(_, at)| at.is_some()));
     }
 }

@@ -13,6 +13,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use serde_json::Value;
 
 use super::composer::Composer;
+use super::conversation_picker::{ConversationPicker, PickerOutcome};
 use super::menu::{parse_slash, Action, Overlay, SettingsDraft};
 use super::transcript::{
     AssistantCell, CellBody, CellId, DetailSection, NoticeCell, NoticeLevel, RetryCountdown,
@@ -21,6 +22,7 @@ use super::transcript::{
 use crate::config::RetryPolicy;
 use crate::orchestrator::{Command, OrchestratorEvent, TurnId, TurnOutcome};
 use crate::provider::{StopProgress, PROVIDER_NAMES};
+use crate::session_log::ConversationSummary;
 use crate::stream::{notice_kind, AgentMessage, Failure, StopStage, Usage};
 use crate::view::sanitize::untrusted_owned;
 
@@ -38,8 +40,12 @@ pub enum AppEffect {
     SaveRetryPolicy(RetryPolicy),
     /// Replace the orchestrator with one for this provider.
     SwitchProvider(String),
-    /// Reopen agentty's previous session log: its transcript, provider and agent session.
-    ReopenLastSession,
+    /// List this directory's conversations for the `/resume` picker.
+    ListConversations,
+    /// Reopen this conversation: its transcript, provider and agent session.
+    ResumeConversation(ConversationSummary),
+    /// Start a new conversation (a new log, a new agent session, an empty transcript).
+    NewConversation,
     /// Leave the event loop (the orchestrator has shut down, or never ran).
     Exit,
 }
@@ -178,9 +184,9 @@ impl AppState {
             Action::RetryLastTurn => self.can_retry(),
             Action::Stop => self.is_turn_running(),
             Action::CopyLastAnswer => self.last_answer().is_some(),
-            Action::ReopenLastSession => !self.is_turn_running(),
-            Action::NewSession
-            | Action::SwitchProvider
+            // Both replace the conversation: not while a turn of this one runs.
+            Action::ReopenLastSession | Action::NewSession => !self.is_turn_running(),
+            Action::SwitchProvider
             | Action::ToggleThinking
             | Action::ToggleToolOutput
             | Action::Settings
@@ -917,6 +923,9 @@ impl AppState {
                 Action::RetryLastTurn => "Retry is available after a failed or stopped turn.",
                 Action::Stop => "No turn is running.",
                 Action::CopyLastAnswer => "There is no answer to copy yet.",
+                Action::ReopenLastSession | Action::NewSession => {
+                    "Stop the running turn (Esc) before leaving this conversation."
+                }
                 _ => "Not available now.",
             };
             self.notice(NoticeLevel::Info, why);
@@ -925,25 +934,8 @@ impl AppState {
         match action {
             Action::RetryLastTurn => vec![AppEffect::Command(Command::RetryLastTurn)],
             Action::Stop => self.request_stop(),
-            Action::NewSession => {
-                self.session_id = None;
-                self.usage = None;
-                self.notice(
-                    NoticeLevel::Info,
-                    "New session: the next prompt starts a fresh agent session",
-                );
-                vec![AppEffect::Command(Command::NewSession)]
-            }
-            Action::ReopenLastSession => {
-                if self.is_turn_running() {
-                    self.notice(
-                        NoticeLevel::Info,
-                        "Stop the running turn before reopening another session.",
-                    );
-                    return Vec::new();
-                }
-                vec![AppEffect::ReopenLastSession]
-            }
+            Action::NewSession => vec![AppEffect::NewConversation],
+            Action::ReopenLastSession => vec![AppEffect::ListConversations],
             Action::SwitchProvider => match argument {
                 Some(name) => self.switch_provider(&name),
                 None => self.open_overlay(Overlay::provider_picker(&self.provider)),
@@ -1097,6 +1089,17 @@ impl AppState {
                     _ => self.overlay = Some(Overlay::ProviderPicker { selected }),
                 }
             }
+            Overlay::Conversations(mut picker) => match picker.on_key(key) {
+                PickerOutcome::Open => self.overlay = Some(Overlay::Conversations(picker)),
+                PickerOutcome::Close => {}
+                PickerOutcome::Chosen(summary) => {
+                    if picker.current.as_deref() == Some(summary.id.as_str()) {
+                        self.notice(NoticeLevel::Info, "That is the conversation you are in.");
+                        return Vec::new();
+                    }
+                    return vec![AppEffect::ResumeConversation(summary)];
+                }
+            },
             Overlay::Settings(mut draft) => match key.code {
                 KeyCode::Esc => {}
                 KeyCode::Enter => {
@@ -1125,6 +1128,18 @@ impl AppState {
             },
         }
         Vec::new()
+    }
+
+    /// Opens the `/resume` picker on these conversations (`current`: the one the chat is in).
+    pub fn show_conversations(
+        &mut self,
+        conversations: Vec<ConversationSummary>,
+        current: Option<String>,
+    ) {
+        self.overlay = Some(Overlay::Conversations(ConversationPicker::new(
+            conversations,
+            current,
+        )));
     }
 
     /// Shows the outcome of saving the config (from the event loop's background save).

@@ -40,6 +40,8 @@ pub struct OrchestratorOptions {
     pub scenario: Option<String>,
     /// Where every event and the agents' raw lines are recorded (`None`: nowhere).
     pub session_log: Option<Arc<SessionLogWriter>>,
+    /// The first turn's id (a resumed conversation numbers its turns on from its log).
+    pub first_turn: TurnId,
 }
 
 impl OrchestratorOptions {
@@ -52,6 +54,7 @@ impl OrchestratorOptions {
             cwd: None,
             scenario: None,
             session_log: None,
+            first_turn: 1,
         }
     }
 }
@@ -104,7 +107,8 @@ struct Driver {
 
 impl Driver {
     fn new(options: OrchestratorOptions, events: mpsc::UnboundedSender<OrchestratorEvent>) -> Self {
-        let machine = Machine::new(options.policy.clone(), options.session.clone());
+        let machine = Machine::new(options.policy.clone(), options.session.clone())
+            .numbering_turns_from(options.first_turn);
         Self {
             options,
             machine,

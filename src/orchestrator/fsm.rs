@@ -185,6 +185,12 @@ impl Machine {
         }
     }
 
+    /// Numbers the turns from `first` on (a resumed conversation goes on after its last turn).
+    pub fn numbering_turns_from(mut self, first: TurnId) -> Self {
+        self.next_turn = first.max(1);
+        self
+    }
+
     pub fn state(&self) -> &State {
         &self.state
     }

@@ -55,7 +55,8 @@ pub enum Command {
 }
 
 /// How a turn ended.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum TurnOutcome {
     Completed,
     Failed { reason: String, message: String },

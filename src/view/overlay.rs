@@ -6,6 +6,8 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Widget};
 
+use super::sanitize::untrusted_owned;
+use crate::app::conversation_picker::ConversationPicker;
 use crate::app::menu::{Action, Overlay, SettingsDraft, SettingsField};
 use crate::app::state::AppState;
 use crate::provider::PROVIDER_NAMES;
@@ -55,6 +57,7 @@ pub fn render_overlay(state: &AppState, overlay: &Overlay, area: Rect, buf: &mut
         Overlay::Help => render_help(area, buf),
         Overlay::ProviderPicker { selected } => render_picker(state, *selected, area, buf),
         Overlay::Settings(draft) => render_settings(state, draft, area, buf),
+        Overlay::Conversations(picker) => render_conversations(picker, area, buf),
     }
 }
 
@@ -202,4 +205,70 @@ fn render_settings(state: &AppState, draft: &SettingsDraft, area: Rect, buf: &mu
         Style::default().add_modifier(Modifier::DIM),
     ));
     draw_rows(&rows, inner, buf);
+}
+
+fn render_conversations(picker: &ConversationPicker, area: Rect, buf: &mut Buffer) {
+    let visible = picker.visible();
+    let height = (visible.len().max(1) as u16 + 4).min(area.height);
+    let outer = centered(area, area.width.saturating_sub(4).clamp(20, 110), height);
+    let inner = frame(
+        "Resume a conversation",
+        "type to filter · ↑↓ choose · Enter open · Esc close",
+        outer,
+        buf,
+    );
+    let now_ms = crate::session_log::now_ms();
+    let mut rows = vec![Line::from(vec![
+        Span::styled(" Filter: ", Style::default().add_modifier(Modifier::DIM)),
+        Span::raw(untrusted_owned(&picker.filter)),
+        Span::styled("▏", Style::default().fg(Color::Cyan)),
+    ])];
+    if visible.is_empty() {
+        rows.push(Line::styled(
+            if picker.conversations.is_empty() {
+                " No earlier conversation in this directory"
+            } else {
+                " Nothing matches"
+            },
+            Style::default().add_modifier(Modifier::DIM),
+        ));
+    }
+    // Keep the selection on screen: scroll by whole rows.
+    let room = usize::from(inner.height.saturating_sub(1)).max(1);
+    let first = picker.selected.saturating_sub(room - 1);
+    for (index, summary) in visible.iter().enumerate().skip(first).take(room) {
+        let current = if picker.current.as_deref() == Some(summary.id.as_str()) {
+            " (this one)"
+        } else {
+            ""
+        };
+        let prompt = untrusted_owned(summary.first_prompt.lines().next().unwrap_or(""));
+        let text = format!(
+            " {:>9} · {:<7} · {:>3} {} · {}{current}",
+            age(now_ms.saturating_sub(summary.last_active_ms)),
+            untrusted_owned(&summary.provider),
+            summary.turns,
+            if summary.turns == 1 { "turn " } else { "turns" },
+            prompt,
+        );
+        let text: String = text.chars().take(usize::from(inner.width)).collect();
+        rows.push(selectable(
+            text,
+            index == picker.selected,
+            true,
+            inner.width,
+        ));
+    }
+    draw_rows(&rows, inner, buf);
+}
+
+/// "12 s ago", "5 min ago", "3 h ago", "2 days ago".
+fn age(elapsed_ms: u64) -> String {
+    let seconds = elapsed_ms / 1000;
+    match seconds {
+        0..=59 => format!("{seconds} s ago"),
+        60..=3599 => format!("{} min ago", seconds / 60),
+        3600..=86_399 => format!("{} h ago", seconds / 3600),
+        _ => format!("{} days ago", seconds / 86_400),
+    }
 }

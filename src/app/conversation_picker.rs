@@ -1,0 +1,145 @@
+//! The `/resume` picker: this directory's conversations, newest first, filtered as the user types.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+use crate::session_log::ConversationSummary;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConversationPicker {
+    pub conversations: Vec<ConversationSummary>,
+    /// Typed text: a conversation is shown when its first prompt, provider or id contains it.
+    pub filter: String,
+    /// Index into [`ConversationPicker::visible`].
+    pub selected: usize,
+    /// The conversation the chat is in now (marked, and not reopened).
+    pub current: Option<String>,
+}
+
+/// What a key did to the picker.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PickerOutcome {
+    Open,
+    Close,
+    Chosen(ConversationSummary),
+}
+
+impl ConversationPicker {
+    pub fn new(conversations: Vec<ConversationSummary>, current: Option<String>) -> Self {
+        Self {
+            conversations,
+            filter: String::new(),
+            selected: 0,
+            current,
+        }
+    }
+
+    pub fn visible(&self) -> Vec<&ConversationSummary> {
+        let filter = self.filter.to_lowercase();
+        self.conversations
+            .iter()
+            .filter(|summary| {
+                filter.is_empty()
+                    || summary.first_prompt.to_lowercase().contains(&filter)
+                    || summary.provider.to_lowercase().contains(&filter)
+                    || summary.id.starts_with(&filter)
+            })
+            .collect()
+    }
+
+    pub fn on_key(&mut self, key: KeyEvent) -> PickerOutcome {
+        let control = key.modifiers.contains(KeyModifiers::CONTROL);
+        let count = self.visible().len();
+        match key.code {
+            KeyCode::Esc => return PickerOutcome::Close,
+            KeyCode::Enter => {
+                return match self.visible().get(self.selected) {
+                    Some(summary) => PickerOutcome::Chosen((*summary).clone()),
+                    None => PickerOutcome::Open,
+                }
+            }
+            KeyCode::Up | KeyCode::BackTab => self.step(count, false),
+            KeyCode::Char('p') if control => self.step(count, false),
+            KeyCode::Down | KeyCode::Tab => self.step(count, true),
+            KeyCode::Char('n') if control => self.step(count, true),
+            KeyCode::Backspace => {
+                self.filter.pop();
+                self.selected = 0;
+            }
+            KeyCode::Char(typed) if !control => {
+                self.filter.push(typed);
+                self.selected = 0;
+            }
+            _ => {}
+        }
+        PickerOutcome::Open
+    }
+
+    fn step(&mut self, count: usize, down: bool) {
+        if count == 0 {
+            return;
+        }
+        self.selected = if down {
+            (self.selected + 1) % count
+        } else {
+            (self.selected + count - 1) % count
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session_log::Origin;
+
+    fn summary(id: &str, provider: &str, prompt: &str) -> ConversationSummary {
+        ConversationSummary {
+            path: format!("/s/{id}.jsonl").into(),
+            id: id.into(),
+            provider: provider.into(),
+            cwd: "/p".into(),
+            origin: Origin::Chat,
+            started_at_ms: 0,
+            last_active_ms: 0,
+            first_prompt: prompt.into(),
+            turns: 1,
+            last_turn: 1,
+            session_id: None,
+        }
+    }
+
+    fn key(code: KeyCode) -> KeyEvent {
+        KeyEvent::new(code, KeyModifiers::NONE)
+    }
+
+    #[test]
+    fn typing_filters_arrows_move_and_enter_chooses() {
+        let mut picker = ConversationPicker::new(
+            vec![
+                summary("aaa", "pi", "Fix the parser"),
+                summary("bbb", "claude", "Write tests"),
+                summary("ccc", "pi", "Parser docs"),
+            ],
+            None,
+        );
+        assert_eq!(picker.visible().len(), 3);
+        for typed in "parser".chars() {
+            picker.on_key(key(KeyCode::Char(typed)));
+        }
+        let ids: Vec<_> = picker.visible().iter().map(|s| s.id.clone()).collect();
+        assert_eq!(ids, ["aaa", "ccc"]);
+        picker.on_key(key(KeyCode::Down));
+        assert_eq!(
+            picker.on_key(key(KeyCode::Enter)),
+            PickerOutcome::Chosen(summary("ccc", "pi", "Parser docs"))
+        );
+        picker.on_key(key(KeyCode::Down));
+        assert_eq!(picker.selected, 0, "wraps around");
+        for _ in 0..6 {
+            picker.on_key(key(KeyCode::Backspace));
+        }
+        picker.on_key(key(KeyCode::Char('c')));
+        picker.on_key(key(KeyCode::Char('l')));
+        assert_eq!(picker.visible().len(), 1, "matches the provider");
+        assert_eq!(picker.on_key(key(KeyCode::Esc)), PickerOutcome::Close);
+    }
+}
