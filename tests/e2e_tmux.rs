@@ -4,7 +4,8 @@
 //! with its own `AGENTTY_STATE_DIR`, which also marks every process the test started: an agent
 //! process "left behind" is one whose environment still carries that directory. The command in
 //! the pane prints agentty's exit status and the terminal modes (`stty`) afterwards, so a test
-//! can see that the terminal was restored. Skipped, with a note, when tmux is not installed.
+//! can see that the terminal was restored. Without tmux these tests fail (CI installs it);
+//! `AGENTTY_SKIP_TMUX_TESTS=1` skips them on purpose, with a note.
 
 #[path = "support/captures.rs"]
 mod captures;
@@ -21,21 +22,30 @@ const HEIGHT: u16 = 30;
 /// Debug builds on a busy machine: generous, since a timeout only makes a failing test slower.
 const WAIT: Duration = Duration::from_secs(30);
 
+/// Whether to run: tmux must be installed, unless the skip was asked for explicitly.
 fn tmux_available() -> bool {
+    if std::env::var_os("AGENTTY_SKIP_TMUX_TESTS").is_some_and(|value| value == "1") {
+        eprintln!("note: AGENTTY_SKIP_TMUX_TESTS=1; skipping the end-to-end test");
+        return false;
+    }
     let available = Command::new("tmux")
         .arg("-V")
         .output()
         .map(|output| output.status.success())
         .unwrap_or(false);
-    if !available {
-        eprintln!("note: tmux is not installed; skipping the end-to-end test");
-    }
+    assert!(
+        available,
+        "tmux is not installed: the end-to-end tests need it (apt-get install tmux), or set \
+         AGENTTY_SKIP_TMUX_TESTS=1 to skip them on purpose"
+    );
     available
 }
 
 struct Session {
     socket: String,
     state_dir: tempfile::TempDir,
+    /// The working directory agentty runs in (`None`: the test's).
+    cwd: Option<PathBuf>,
 }
 
 impl Session {
@@ -52,6 +62,7 @@ impl Session {
             .collect();
         Self::launch(
             tempfile::tempdir().expect("temp dir"),
+            None,
             &prefix.join(" "),
             args,
         )
@@ -59,7 +70,13 @@ impl Session {
 
     /// Ends this session's tmux server and starts `agentty ARGS` again on the same state dir
     /// (its session logs included).
-    fn restart(mut self, args: &[&str]) -> Option<Session> {
+    fn restart(self, args: &[&str]) -> Option<Session> {
+        let cwd = self.cwd.clone();
+        self.restart_in(cwd.as_deref(), args)
+    }
+
+    /// Like `restart`, in the working directory `cwd`.
+    fn restart_in(mut self, cwd: Option<&Path>, args: &[&str]) -> Option<Session> {
         let state_dir =
             std::mem::replace(&mut self.state_dir, tempfile::tempdir().expect("temp dir"));
         for (pid, _) in processes_with_env(state_dir.path()) {
@@ -69,14 +86,24 @@ impl Session {
             }
         }
         drop(self);
-        Self::start_in(state_dir, args)
+        Self::launch(state_dir, cwd, "", args)
     }
 
     fn start_in(state_dir: tempfile::TempDir, args: &[&str]) -> Option<Session> {
-        Self::launch(state_dir, "", args)
+        Self::launch(state_dir, None, "", args)
     }
 
-    fn launch(state_dir: tempfile::TempDir, env: &str, args: &[&str]) -> Option<Session> {
+    /// Starts `agentty ARGS` in the working directory `cwd`.
+    fn start_in_dir(cwd: &Path, args: &[&str]) -> Option<Session> {
+        Self::launch(tempfile::tempdir().expect("temp dir"), Some(cwd), "", args)
+    }
+
+    fn launch(
+        state_dir: tempfile::TempDir,
+        cwd: Option<&Path>,
+        env: &str,
+        args: &[&str],
+    ) -> Option<Session> {
         if !tmux_available() {
             return None;
         }
@@ -102,14 +129,22 @@ impl Session {
              echo \"TTY: $(stty -a | tr ' ;' '\\n\\n' | grep -E '^-?(icanon|echo|isig)$' | tr '\\n' ' ')\"; \
              sleep 600"
         );
-        let status = Command::new("tmux")
+        let mut tmux = Command::new("tmux");
+        if let Some(cwd) = cwd {
+            tmux.current_dir(cwd);
+        }
+        let status = tmux
             .args(["-L", &socket, "-f", "/dev/null", "new-session", "-d"])
             .args(["-x", &WIDTH.to_string(), "-y", &HEIGHT.to_string()])
             .args(["-s", "e2e", "sh", "-c", &script])
             .status()
             .expect("run tmux");
         assert!(status.success(), "tmux new-session failed");
-        Some(Session { socket, state_dir })
+        Some(Session {
+            socket,
+            state_dir,
+            cwd: cwd.map(Path::to_path_buf),
+        })
     }
 
     fn tmux(&self, args: &[&str]) -> String {
@@ -609,7 +644,7 @@ fn resume_reopens_the_last_transcript_and_continues_its_session() {
 }
 
 #[test]
-fn the_reopen_action_shows_the_previous_session() {
+fn the_resume_picker_lists_conversations_and_reopens_the_chosen_one() {
     let Some(first) = one_remembered_turn() else {
         return;
     };
@@ -617,8 +652,110 @@ fn the_reopen_action_shows_the_previous_session() {
     session.wait_until_ready();
     assert!(!session.screen().contains("pelican"));
     session.prompt("/resume");
-    let screen = session.wait_for_text("remember the word pelican");
-    assert!(screen.contains("Reopened the last session"), "{screen}");
+    let picker = session.wait_for_text("Resume a conversation");
+    assert!(picker.contains("remember the word pelican"), "{picker}");
+    assert!(picker.contains("1 turn"), "{picker}");
+    // Typing filters: nothing matches this.
+    session.type_text("zebra");
+    session.wait_for_text("Nothing matches");
+    for _ in 0..5 {
+        session.keys(&["BSpace"]);
+    }
+    session.wait_for_text("remember the word pelican");
+    session.keys(&["Enter"]);
+    let screen = session.wait_for_text("Resumed conversation");
+    assert!(screen.contains("› remember the word pelican"), "{screen}");
+    session.prompt("and again");
+    session.wait_for_text("Prompt 2 in");
+}
+
+/// Quits a chat whose turn is over and waits for agentty to exit.
+fn quit(session: &Session) {
+    session.keys(&["C-c"]);
+    session.keys(&["C-c"]);
+    session.wait_for_text("agentty exited");
+}
+
+#[test]
+fn three_launches_of_one_conversation_come_back_whole() {
+    let Some(first) = one_remembered_turn() else {
+        return;
+    };
+    let second = first.restart(&["--resume"]).unwrap();
+    second.wait_for_text("remember the word pelican");
+    second.prompt("now the word otter");
+    second.wait_for("the second answer", |screen| {
+        screen.contains("Prompt 2 in session") && screen.contains("│ idle")
+    });
+    quit(&second);
+    let third = second.restart(&["--resume"]).unwrap();
+    let screen = third.wait_for_text("now the word otter");
+    assert!(screen.contains("2 turns"), "{screen}");
+    // The first launch's turn is back too, above (Home scrolls to the top).
+    third.keys(&["Home"]);
+    third.wait_for_text("remember the word pelican");
+    third.keys(&["End"]);
+    third.prompt("and a third");
+    third.wait_for_text("Prompt 3 in");
+    // One conversation, one log.
+    let logs = std::fs::read_dir(third.state_dir.path().join("sessions"))
+        .unwrap()
+        .count();
+    assert_eq!(logs, 1);
+}
+
+#[test]
+fn a_launch_without_a_prompt_does_not_displace_the_conversation() {
+    let Some(first) = one_remembered_turn() else {
+        return;
+    };
+    let idle = first.restart(&["--provider", "demo"]).unwrap();
+    idle.wait_until_ready();
+    quit(&idle);
+    let resumed = idle.restart(&["--resume"]).unwrap();
+    resumed.wait_for_text("remember the word pelican");
+}
+
+#[test]
+fn resume_in_another_directory_does_not_open_its_conversations() {
+    let project = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let Some(session) = Session::start_in_dir(project.path(), &["--provider", "demo"]) else {
+        return;
+    };
+    session.wait_until_ready();
+    session.prompt("remember the word pelican");
+    session.wait_for("the answer", |screen| {
+        screen.contains("Prompt 1 in session") && screen.contains("│ idle")
+    });
+    quit(&session);
+    let other = session
+        .restart_in(Some(elsewhere.path()), &["--resume"])
+        .unwrap();
+    let screen = other.wait_for_text("agentty exited 2");
+    assert!(screen.contains("no earlier conversation in"), "{screen}");
+    assert!(!screen.contains("pelican"), "{screen}");
+}
+
+#[test]
+fn a_notice_while_an_answer_streams_leaves_the_answer_and_its_copy_whole() {
+    let Some(session) = Session::start(&["--provider", "demo", "--scenario", "markdown"]) else {
+        return;
+    };
+    session.wait_until_ready();
+    session.tmux(&["set", "-g", "set-clipboard", "on"]);
+    session.prompt("show me markdown");
+    session.wait_for_text("A tour of markdown");
+    session.prompt("/log");
+    session.wait_for("the answer to finish", |screen| screen.contains("│ idle"));
+    let screen = session.screen();
+    assert!(screen.contains("Log file:"), "{screen}");
+    session.prompt("/copy");
+    session.wait_for_text("Copied the last answer");
+    let copied = session.tmux(&["show-buffer"]);
+    // The demo's markdown answer, whole: its first and its last line.
+    assert!(copied.starts_with("# A tour of markdown"), "{copied}");
+    assert!(copied.trim_end().ends_with("still arriving."), "{copied}");
 }
 
 #[test]

@@ -583,7 +583,10 @@ fn agent_retry_marks_partial_text_superseded() {
     chat.delta(30, "Second try, complete.");
     chat.complete(40, None);
     insta::assert_snapshot!(chat.screen(60, 12, 40));
-    assert_eq!(chat.state.last_answer(), Some("Second try, complete."));
+    assert_eq!(
+        chat.state.last_answer().as_deref(),
+        Some("Second try, complete.")
+    );
 }
 
 fn long_transcript(chat: &mut Chat, turns: usize) {
@@ -730,9 +733,11 @@ fn slash_commands_run_menu_actions() {
         vec![AppEffect::Command(Command::RetryLastTurn)]
     );
     chat.type_text("/new");
+    assert_eq!(chat.press(KeyCode::Enter), vec![AppEffect::NewConversation]);
+    chat.type_text("/resume");
     assert_eq!(
         chat.press(KeyCode::Enter),
-        vec![AppEffect::Command(Command::NewSession)]
+        vec![AppEffect::ListConversations]
     );
     chat.type_text("/provider claude");
     assert_eq!(
@@ -792,4 +797,116 @@ fn ctrl_c_while_quitting_leaves_at_once() {
         .contains("quitting: stopping the agent"));
     // Impatient: the loop stops waiting (and kills whatever is left on the way out).
     assert_eq!(chat.ctrl('c'), vec![AppEffect::Exit]);
+}
+
+// ---- the transcript never splits a live block ----
+
+#[test]
+fn a_notice_while_an_answer_streams_does_not_cut_it_in_two() {
+    let mut chat = Chat::new();
+    chat.start_turn(0, "show code");
+    chat.delta(10, "Here:\n\n```rust\nfn main() {\n");
+    chat.type_text("/log");
+    chat.press(KeyCode::Enter);
+    chat.delta(20, "\tprintln!(\"hi\");\n}\n```\n\nDone.");
+    chat.complete(30, None);
+    chat.end(40, TurnOutcome::Completed);
+    let answers = chat
+        .state
+        .transcript
+        .cells()
+        .iter()
+        .filter(|cell| matches!(cell.body, agentty::app::transcript::CellBody::Assistant(_)))
+        .count();
+    assert_eq!(answers, 1, "one answer block");
+    let screen = chat.screen(80, 20, 50);
+    // The whole answer first, fences paired, then the notice below it.
+    let at = |text: &str| {
+        screen
+            .find(text)
+            .unwrap_or_else(|| panic!("{text:?} not on screen:\n{screen}"))
+    };
+    assert!(at("```rust") < at("println!") && at("println!") < at("Done."));
+    assert!(at("Done.") < at("Log file:"), "{screen}");
+    assert_eq!(screen.matches("```").count(), 2, "{screen}");
+    // The copy is the whole source, tab included.
+    chat.type_text("/copy");
+    assert_eq!(
+        chat.press(KeyCode::Enter),
+        vec![AppEffect::Copy(
+            "Here:\n\n```rust\nfn main() {\n\tprintln!(\"hi\");\n}\n```\n\nDone.".into()
+        )]
+    );
+}
+
+#[test]
+fn copy_takes_every_answer_block_of_the_last_turn() {
+    let mut chat = Chat::new();
+    chat.start_turn(0, "look around");
+    chat.delta(10, "First I look.");
+    chat.message(
+        20,
+        AgentMessage::ToolCall {
+            id: "t1".into(),
+            name: "bash".into(),
+            input: serde_json::json!({"command": "ls"}),
+        },
+    );
+    chat.message(
+        30,
+        AgentMessage::ToolCompleted {
+            id: "t1".into(),
+            output: "a\nb".into(),
+        },
+    );
+    chat.delta(40, "Then I answer.");
+    chat.complete(50, None);
+    chat.end(60, TurnOutcome::Completed);
+    assert_eq!(
+        chat.state.last_answer().as_deref(),
+        Some("First I look.\n\nThen I answer.")
+    );
+}
+
+#[test]
+fn a_failed_tool_keeps_the_output_it_had_shown() {
+    let mut chat = Chat::new();
+    chat.start_turn(0, "run it");
+    chat.message(
+        10,
+        AgentMessage::ToolCall {
+            id: "t1".into(),
+            name: "bash".into(),
+            input: serde_json::json!({"command": "make"}),
+        },
+    );
+    chat.message(
+        20,
+        AgentMessage::ToolUpdate {
+            id: "t1".into(),
+            output: "compiling 1/3\ncompiling 2/3".into(),
+        },
+    );
+    chat.message(
+        2520,
+        AgentMessage::ToolFailed {
+            id: "t1".into(),
+            error: "Command aborted".into(),
+        },
+    );
+    let tool = chat
+        .state
+        .transcript
+        .cells()
+        .iter()
+        .find_map(|cell| match &cell.body {
+            agentty::app::transcript::CellBody::Tool(tool) => Some(tool.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(tool.output, "compiling 1/3\ncompiling 2/3\nCommand aborted");
+    assert!(matches!(
+        tool.status,
+        agentty::app::transcript::ToolStatus::Failed { elapsed } if elapsed == Duration::from_millis(2510)
+    ));
 }

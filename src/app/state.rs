@@ -24,7 +24,7 @@ use crate::orchestrator::{Command, OrchestratorEvent, TurnId, TurnOutcome};
 use crate::provider::{StopProgress, PROVIDER_NAMES};
 use crate::session_log::ConversationSummary;
 use crate::stream::{notice_kind, AgentMessage, Failure, StopStage, Usage};
-use crate::view::sanitize::untrusted_owned;
+use crate::view::sanitize::{for_clipboard, untrusted_owned};
 
 /// Lines a mouse wheel notch scrolls.
 const WHEEL_LINES: isize = 3;
@@ -235,22 +235,44 @@ impl AppState {
         self.turn.is_some() || self.quitting
     }
 
-    /// The text of the most recent answer that was not superseded.
-    pub fn last_answer(&self) -> Option<&str> {
-        self.transcript
-            .cells()
-            .iter()
-            .rev()
-            .find_map(|cell| match &cell.body {
-                CellBody::Assistant(answer) if !answer.superseded && !answer.text.is_empty() => {
-                    Some(answer.text.as_str())
-                }
-                _ => None,
-            })
+    /// The most recent answer, whole: every assistant block of the last turn that has one
+    /// (text around tool calls included, superseded text not), as the agent wrote it.
+    pub fn last_answer(&self) -> Option<String> {
+        let cells = self.transcript.cells();
+        let answer_cells = |cells: &[super::transcript::Cell]| -> Vec<String> {
+            cells
+                .iter()
+                .filter_map(|cell| match &cell.body {
+                    CellBody::Assistant(answer)
+                        if !answer.superseded && !answer.text.is_empty() =>
+                    {
+                        Some(for_clipboard(answer.source()).into_owned())
+                    }
+                    _ => None,
+                })
+                .collect()
+        };
+        // Turns start at user cells; the last turn with an answer is the one to copy.
+        let mut end = cells.len();
+        loop {
+            let start = cells[..end]
+                .iter()
+                .rposition(|cell| matches!(cell.body, CellBody::User(_)))
+                .unwrap_or(0);
+            let blocks = answer_cells(&cells[start..end]);
+            if !blocks.is_empty() {
+                return Some(blocks.join("\n\n"));
+            }
+            if start == 0 {
+                return None;
+            }
+            end = start;
+        }
     }
 
+    /// Adds a notice below everything so far. A streaming answer stays open: its next deltas
+    /// go on in the same block (above the notice), so a notice never cuts an answer in two.
     fn notice(&mut self, level: NoticeLevel, message: impl Into<String>) -> CellId {
-        self.close_assistant();
         self.transcript
             .push(CellBody::Notice(NoticeCell::new(level, message)))
     }
@@ -482,7 +504,10 @@ impl AppState {
             }
             AgentMessage::ToolCompleted { id, output } => {
                 self.update_tool(&id, |tool| {
-                    tool.output = untrusted_owned(&output);
+                    // The final output is authoritative, unless it is empty and some streamed.
+                    if !output.is_empty() || tool.output.is_empty() {
+                        tool.output = untrusted_owned(&output);
+                    }
                     tool.status = ToolStatus::Done {
                         elapsed: running_for(tool.status, now),
                     };
@@ -490,7 +515,14 @@ impl AppState {
             }
             AgentMessage::ToolFailed { id, error } => {
                 self.update_tool(&id, |tool| {
-                    tool.output = untrusted_owned(&error);
+                    // What the tool had shown stays; the failure is added to it.
+                    let error = untrusted_owned(&error);
+                    if tool.output.is_empty() || tool.output.ends_with(error.as_str()) {
+                        tool.output = error;
+                    } else if !error.is_empty() {
+                        tool.output.push('\n');
+                        tool.output.push_str(&error);
+                    }
                     tool.status = ToolStatus::Failed {
                         elapsed: running_for(tool.status, now),
                     };
@@ -521,6 +553,7 @@ impl AppState {
                 elapsed_ms,
             } => {
                 self.finish_running_tools(now);
+                self.close_assistant();
                 let stage = match stop_stage {
                     StopStage::Interrupt => "at the interrupt",
                     StopStage::Grace => "during the grace period",
@@ -566,8 +599,8 @@ impl AppState {
     }
 
     fn append_assistant(&mut self, delta: &str) {
-        let delta = untrusted_owned(delta);
-        if delta.is_empty() {
+        let shown = untrusted_owned(delta);
+        if shown.is_empty() {
             return;
         }
         let open = self.turn.as_ref().and_then(|turn| turn.open_assistant);
@@ -575,15 +608,14 @@ impl AppState {
             Some(id) => {
                 self.transcript.update(id, |body| {
                     if let CellBody::Assistant(answer) = body {
-                        answer.text.push_str(&delta);
+                        answer.append(delta, &shown);
                     }
                 });
             }
             None => {
-                let id = self.transcript.push(CellBody::Assistant(AssistantCell {
-                    text: delta,
-                    superseded: false,
-                }));
+                let mut answer = AssistantCell::default();
+                answer.append(delta, &shown);
+                let id = self.transcript.push(CellBody::Assistant(answer));
                 if let Some(turn) = self.turn.as_mut() {
                     turn.open_assistant = Some(id);
                     turn.attempt_assistant_cells.push(id);
@@ -971,7 +1003,7 @@ impl AppState {
                 Vec::new()
             }
             Action::CopyLastAnswer => {
-                let answer = self.last_answer().unwrap_or_default().to_owned();
+                let answer = self.last_answer().unwrap_or_default();
                 self.notice(
                     NoticeLevel::Info,
                     format!(

@@ -36,10 +36,31 @@ pub struct UserCell {
 
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct AssistantCell {
-    /// Markdown source; only ever appended to.
+    /// Markdown source, sanitised for display; only ever appended to.
     pub text: String,
+    /// The source as the agent wrote it (tabs kept, for copying), where it differs from `text`;
+    /// kept only then, so plain answers are not held twice.
+    pub source: Option<String>,
     /// The agent replaced this text (its own retry, or an authoritative final answer).
     pub superseded: bool,
+}
+
+impl AssistantCell {
+    /// Appends an agent delta: `shown` is its sanitised form.
+    pub fn append(&mut self, delta: &str, shown: &str) {
+        if self.source.is_none() && delta != shown {
+            self.source = Some(self.text.clone());
+        }
+        if let Some(source) = self.source.as_mut() {
+            source.push_str(delta);
+        }
+        self.text.push_str(shown);
+    }
+
+    /// The text to copy.
+    pub fn source(&self) -> &str {
+        self.source.as_deref().unwrap_or(&self.text)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]

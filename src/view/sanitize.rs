@@ -40,6 +40,16 @@ pub fn untrusted(text: &str) -> Cow<'_, str> {
     Cow::Owned(clean)
 }
 
+/// Text for the clipboard: the agent's source as written (tabs and line breaks kept), without
+/// the controls that could act on whatever it is pasted into.
+pub fn for_clipboard(text: &str) -> Cow<'_, str> {
+    let keep = |ch: char| matches!(ch, '\t' | '\n') || !needs_replacing(ch);
+    if text.chars().all(keep) {
+        return Cow::Borrowed(text);
+    }
+    Cow::Owned(text.chars().filter(|ch| keep(*ch)).collect())
+}
+
 /// The sanitised text, owned.
 pub fn untrusted_owned(text: &str) -> String {
     untrusted(text).into_owned()
