@@ -15,9 +15,13 @@ mod http;
 mod real_cli;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
-use agentty::config::ProviderSettings;
+use agentty::config::{Backoff, ProviderSettings, RetryPolicy};
+use agentty::orchestrator::{
+    spawn_orchestrator, Command, OrchestratorEvent, OrchestratorOptions, TurnOutcome,
+};
 use agentty::provider::pi::PiBackend;
 use agentty::provider::{AgentStream, CliProvider, Provider, SessionRef, StopControl};
 use agentty::stream::{failure_reason, notice_kind, AgentMessage, StopStage};
@@ -345,4 +349,122 @@ async fn stop_during_a_sleeping_tool_leaves_no_process() {
     // The tree kill runs before the terminal message; allow init a moment to reap.
     let left = survivors([sleep_pid], Duration::from_secs(2)).await;
     assert!(left.is_empty(), "sleep {sleep_pid} survived the stop");
+}
+
+// ---- retry never duplicates the prompt (what the model receives) ----
+
+/// Runs `prompts` as turns of one conversation through the real orchestrator (retry on: 3
+/// attempts, 10 ms apart) and returns each turn's outcome and attempt count.
+async fn conversation(
+    provider: Arc<dyn Provider>,
+    cwd: &Path,
+    prompts: &[&str],
+) -> Vec<(TurnOutcome, usize)> {
+    let mut options = OrchestratorOptions::new(provider);
+    options.policy = RetryPolicy {
+        enabled: true,
+        max_attempts: 3,
+        retry_delay_ms: 10,
+        backoff: Backoff::Fixed,
+        max_delay_ms: 10,
+    };
+    options.cwd = Some(cwd.to_path_buf());
+    let mut handle = spawn_orchestrator(options);
+    let mut outcomes = Vec::new();
+    for prompt in prompts {
+        handle
+            .commands
+            .send(Command::Submit((*prompt).to_owned()))
+            .unwrap();
+        let mut attempts = 0;
+        loop {
+            let event = tokio::time::timeout(RUN_LIMIT, handle.events.recv())
+                .await
+                .expect("an orchestrator event in time")
+                .expect("the orchestrator runs");
+            match event {
+                OrchestratorEvent::AttemptStarted { .. } => attempts += 1,
+                OrchestratorEvent::TurnEnded { outcome, .. } => {
+                    outcomes.push((outcome, attempts));
+                    break;
+                }
+                _ => {}
+            }
+        }
+    }
+    outcomes
+}
+
+/// How often `text` occurs in a request's user messages.
+fn occurrences(user_texts: &[String], text: &str) -> usize {
+    user_texts
+        .iter()
+        .map(|message| message.matches(text).count())
+        .sum()
+}
+
+fn print_requests(label: &str, requests: &[Vec<String>]) {
+    eprintln!(
+        "{label}: {} requests reached the fake server",
+        requests.len()
+    );
+    for (index, users) in requests.iter().enumerate() {
+        eprintln!("  request {}: user messages {users:?}", index + 1);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retries_send_each_prompt_once_in_a_continued_session() {
+    let Some(world) = PiWorld::new("retries_send_each_prompt_once_in_a_continued_session").await
+    else {
+        return;
+    };
+    let one = "Remember alpha.";
+    let two = "Now beta, FAIL-TWICE.";
+    let three = "And gamma.";
+    let provider: Arc<dyn Provider> = Arc::new(world.provider("session"));
+    let outcomes = conversation(provider, &world.work_dir(), &[one, two, three]).await;
+    assert_eq!(
+        outcomes,
+        [
+            (TurnOutcome::Completed, 1),
+            (TurnOutcome::Completed, 3),
+            (TurnOutcome::Completed, 1)
+        ]
+    );
+    let requests = world.fake.user_texts_per_request();
+    print_requests("pi, continued session", &requests);
+    assert_eq!(requests.len(), 5);
+    assert_eq!(requests[0], [one]);
+    for request in &requests[1..4] {
+        assert_eq!(occurrences(request, one), 1, "{request:?}");
+        assert_eq!(occurrences(request, two), 1, "{request:?}");
+        assert_eq!(request.len(), 2, "{request:?}");
+    }
+    for prompt in [one, two, three] {
+        assert_eq!(occurrences(&requests[4], prompt), 1, "{:?}", requests[4]);
+    }
+    assert_eq!(requests[4].len(), 3, "{:?}", requests[4]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retries_of_a_first_turn_send_the_prompt_once_and_the_next_turn_continues_the_success() {
+    let Some(world) = PiWorld::new("retries_of_a_first_turn").await else {
+        return;
+    };
+    let one = "First, FAIL-TWICE: remember delta.";
+    let two = "Then epsilon.";
+    let provider: Arc<dyn Provider> = Arc::new(world.provider("session"));
+    let outcomes = conversation(provider, &world.work_dir(), &[one, two]).await;
+    assert_eq!(
+        outcomes,
+        [(TurnOutcome::Completed, 3), (TurnOutcome::Completed, 1)]
+    );
+    let requests = world.fake.user_texts_per_request();
+    print_requests("pi, first turn", &requests);
+    assert_eq!(requests.len(), 4);
+    for request in &requests[..3] {
+        assert_eq!(request, &[one]);
+    }
+    assert_eq!(requests[3], [one, two]);
 }

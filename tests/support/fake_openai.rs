@@ -22,6 +22,8 @@ pub const THINK_ANSWER: &str = "Hello! Nice to meet you, how can I help today?";
 pub const TOOL_INTRO: &str = "I will run echo hi now.";
 pub const TOOL_ANSWER: &str = "The command printed hi, so the shell works fine.";
 pub const ERROR_500: &str = "fake internal server error";
+/// A prompt holding this fails with HTTP 500 on its first two requests.
+pub const FAIL_TWICE: &str = "FAIL-TWICE";
 pub const SCENARIOS: [&str; 6] = ["plain", "think", "tool", "err500", "sleep", "session"];
 
 const DELAY: Duration = Duration::from_millis(20);
@@ -32,10 +34,54 @@ pub struct FakeOpenAi {
 
 impl FakeOpenAi {
     pub async fn start() -> FakeOpenAi {
-        let server = FakeHttpServer::start(respond)
-            .await
-            .expect("bind the fake OpenAI server on 127.0.0.1");
+        // Requests whose last user message holds FAIL_TWICE fail with HTTP 500 twice (counted
+        // per message text), then are answered like any other.
+        let failures = std::sync::Mutex::new(std::collections::HashMap::<String, u32>::new());
+        let server = FakeHttpServer::start(move |request: &HttpRequest| {
+            let body = request.json().unwrap_or(Value::Null);
+            let messages = body["messages"].as_array().cloned().unwrap_or_default();
+            let last = last_user_text(&messages);
+            if request.method == "POST" && last.contains(FAIL_TWICE) {
+                let mut failures = failures.lock().unwrap();
+                let failed = failures.entry(last).or_default();
+                if *failed < 2 {
+                    *failed += 1;
+                    return HttpResponse::json(
+                        500,
+                        &json!({"error": {"message": ERROR_500, "type": "server_error", "code": null}}),
+                    );
+                }
+            }
+            respond(request)
+        })
+        .await
+        .expect("bind the fake OpenAI server on 127.0.0.1");
         FakeOpenAi { server }
+    }
+
+    /// The user messages' texts of every completion request, in order.
+    pub fn user_texts_per_request(&self) -> Vec<Vec<String>> {
+        self.completion_requests()
+            .iter()
+            .map(|request| {
+                let body = request.json().unwrap_or(Value::Null);
+                body["messages"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter(|message| message["role"] == "user")
+                    .map(|message| match &message["content"] {
+                        Value::String(text) => text.clone(),
+                        Value::Array(parts) => parts
+                            .iter()
+                            .filter_map(|part| part["text"].as_str())
+                            .collect::<Vec<_>>()
+                            .join(""),
+                        _ => String::new(),
+                    })
+                    .collect()
+            })
+            .collect()
     }
 
     /// The `baseUrl` for a client: `http://127.0.0.1:PORT/v1`.
