@@ -298,4 +298,79 @@ mod tests {
         ));
         assert!(resumed.events.iter().all(|(_, at)| at.is_some()));
     }
+
+    #[test]
+    fn durations_stop_stages_and_failure_details_survive_a_resume() {
+        use crate::app::state::StartupInfo;
+        use crate::app::transcript::{CellBody, ToolStatus};
+        use crate::stream::Failure;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("000000000000001-abcdef12.jsonl");
+        let entries = [
+            serde_json::json!({"kind":"header","version":2,"provider":"demo","started_at_ms":0,"cwd":"/p","conversation_id":"abcdef12-0000"}),
+            serde_json::json!({"kind":"turn","turn":1,"prompt":"build","at_ms":1000}),
+            serde_json::json!({"kind":"message","turn":1,"attempt":1,"at_ms":1100,"message":{"type":"tool.call","id":"t1","name":"bash","input":{"command":"make"}}}),
+            serde_json::json!({"kind":"message","turn":1,"attempt":1,"at_ms":3600,"message":{"type":"tool.completed","id":"t1","output":"ok"}}),
+            serde_json::json!({"kind":"message","turn":1,"attempt":1,"at_ms":4000,"message":{"type":"terminal.cancelled","stop_stage":"grace","elapsed_ms":1200}}),
+            serde_json::json!({"kind":"turn_ended","turn":1,"outcome":{"kind":"cancelled"},"at_ms":4000}),
+            serde_json::json!({"kind":"turn","turn":2,"prompt":"again","at_ms":5000}),
+        ];
+        let text: String = entries.iter().map(|entry| format!("{entry}\n")).collect();
+        let failed = AgentMessage::Failed(Failure {
+            reason: "agent_error".into(),
+            message: "HTTP 500: overloaded".into(),
+            stderr: "first stderr line\nsecond".into(),
+            ..Failure::default()
+        });
+        let text = format!(
+            "{text}{}\n{}\n",
+            serde_json::json!({"kind":"message","turn":2,"attempt":1,"at_ms":5100,"message":failed}),
+            serde_json::json!({"kind":"turn_ended","turn":2,"outcome":{"kind":"failed","reason":"agent_error","message":"HTTP 500: overloaded"},"at_ms":5100}),
+        );
+        std::fs::write(&path, text).unwrap();
+        let summary = crate::session_log::read_summary(&path).unwrap();
+        let mut state = AppState::new(StartupInfo::default());
+        replay_into(&mut state, load(summary).unwrap().events);
+        let bodies: Vec<&CellBody> = state
+            .transcript
+            .cells()
+            .iter()
+            .map(|cell| &cell.body)
+            .collect();
+        let tool = bodies
+            .iter()
+            .find_map(|body| match body {
+                CellBody::Tool(tool) => Some(tool.status),
+                _ => None,
+            })
+            .unwrap();
+        assert_eq!(
+            tool,
+            ToolStatus::Done {
+                elapsed: Duration::from_millis(2500)
+            }
+        );
+        let notices: Vec<String> = bodies
+            .iter()
+            .filter_map(|body| match body {
+                CellBody::Notice(notice) => {
+                    Some(format!("{} | {}", notice.message, notice.details_summary))
+                }
+                _ => None,
+            })
+            .collect();
+        assert!(
+            notices
+                .iter()
+                .any(|text| text.contains("during the grace period after 1.2 s")),
+            "{notices:?}"
+        );
+        assert!(
+            notices.iter().any(
+                |text| text.contains("HTTP 500: overloaded") && text.contains("2 stderr lines")
+            ),
+            "{notices:?}"
+        );
+        assert!(state.turn.is_none());
+    }
 }
