@@ -910,3 +910,24 @@ fn a_failed_tool_keeps_the_output_it_had_shown() {
         agentty::app::transcript::ToolStatus::Failed { elapsed } if elapsed == Duration::from_millis(2510)
     ));
 }
+
+#[test]
+fn a_retried_prompt_is_marked_as_a_retry() {
+    let mut chat = Chat::new();
+    failed_turn(&mut chat);
+    chat.type_text("/retry");
+    assert_eq!(
+        chat.press(KeyCode::Enter),
+        vec![AppEffect::Command(Command::RetryLastTurn)]
+    );
+    chat.start_turn(1_000, "Do the thing");
+    chat.delta(1_100, "Done this time.");
+    chat.complete(1_200, None);
+    chat.end(1_200, TurnOutcome::Completed);
+    // A new prompt after it is an ordinary one again.
+    chat.start_turn(2_000, "Next thing");
+    let screen = chat.screen(80, 40, 2_100);
+    assert_eq!(screen.matches("› Do the thing").count(), 1, "{screen}");
+    assert_eq!(screen.matches("↻ Do the thing").count(), 1, "{screen}");
+    assert!(screen.contains("› Next thing"), "{screen}");
+}

@@ -231,8 +231,7 @@ pub fn run(cli: Cli) -> i32 {
         };
         let mut state = AppState::new(startup);
         if let Some(resumed) = resumed {
-            resume::replay_into(&mut state, resumed.events);
-            state.show_notice(NoticeLevel::Info, &resumed_notice(&resumed.summary));
+            show_resumed(&mut state, resumed);
         }
         let mut chat = ChatLoop::new(state, started.handle, launch);
         chat.conversation_id = started.conversation_id;
@@ -250,6 +249,18 @@ pub fn run(cli: Cli) -> i32 {
     }
     runtime.shutdown_timeout(Duration::from_secs(1));
     status
+}
+
+/// Rebuilds a reopened conversation's transcript in `state` and says what the next prompt
+/// continues.
+fn show_resumed(state: &mut AppState, resumed: resume::ResumedConversation) {
+    resume::replay_into(state, resumed.events);
+    state.session_id = resumed
+        .summary
+        .session_id
+        .as_deref()
+        .map(crate::view::sanitize::untrusted_owned);
+    state.show_notice(NoticeLevel::Info, &resumed_notice(&resumed.summary));
 }
 
 /// What the chat says when it reopens a conversation.
@@ -616,8 +627,7 @@ impl ChatLoop {
         ) {
             Ok(started) => {
                 let mut state = self.fresh_state(&summary.provider, started.model.clone());
-                resume::replay_into(&mut state, resumed.events);
-                state.show_notice(NoticeLevel::Info, &resumed_notice(&summary));
+                show_resumed(&mut state, resumed);
                 self.replace_state(state);
                 self.replace_orchestrator(started);
             }

@@ -138,6 +138,8 @@ pub struct AppState {
     /// New thinking blocks / tool outputs start expanded (after "expand all").
     pub expand_thinking: bool,
     pub expand_tools: bool,
+    /// The user asked to retry the last turn: the next turn is that retry.
+    retry_asked: bool,
 }
 
 impl AppState {
@@ -160,6 +162,7 @@ impl AppState {
             orchestrator_alive: true,
             expand_thinking: false,
             expand_tools: false,
+            retry_asked: false,
         };
         for warning in startup.warnings {
             state.notice(NoticeLevel::Warning, untrusted_owned(&warning));
@@ -294,6 +297,7 @@ impl AppState {
             OrchestratorEvent::TurnStarted { turn, prompt } => {
                 self.transcript.push(CellBody::User(UserCell {
                     text: untrusted_owned(&prompt),
+                    retry: std::mem::take(&mut self.retry_asked),
                 }));
                 self.turn = Some(TurnState {
                     id: turn,
@@ -964,7 +968,10 @@ impl AppState {
             return Vec::new();
         }
         match action {
-            Action::RetryLastTurn => vec![AppEffect::Command(Command::RetryLastTurn)],
+            Action::RetryLastTurn => {
+                self.retry_asked = true;
+                vec![AppEffect::Command(Command::RetryLastTurn)]
+            }
             Action::Stop => self.request_stop(),
             Action::NewSession => vec![AppEffect::NewConversation],
             Action::ReopenLastSession => vec![AppEffect::ListConversations],

@@ -32,6 +32,9 @@ pub enum CellBody {
 #[derive(Debug, Clone, PartialEq)]
 pub struct UserCell {
     pub text: String,
+    /// The prompt is sent again by a retry (the failed attempt was undone first, so the agent
+    /// receives it once).
+    pub retry: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -297,7 +300,10 @@ mod tests {
     use super::*;
 
     fn user(text: &str) -> CellBody {
-        CellBody::User(UserCell { text: text.into() })
+        CellBody::User(UserCell {
+            text: text.into(),
+            retry: false,
+        })
     }
 
     #[test]

@@ -85,7 +85,7 @@ impl CellCache {
                 self.render_assistant(answer, width);
                 return;
             }
-            CellBody::User(user) => user_lines(&user.text),
+            CellBody::User(user) => user_lines(&user.text, user.retry),
             CellBody::Thought(thought) => thought_lines(thought),
             CellBody::Tool(tool) => tool_lines(tool, now),
             CellBody::Notice(notice) => notice_lines(notice, now),
@@ -143,7 +143,8 @@ fn wrap_with_margin(
     wrap_into(&line, width, out);
 }
 
-fn user_lines(text: &str) -> Vec<RichLine> {
+/// A prompt; a retried one is marked `↻` (sent again, once: the failed attempt was undone).
+fn user_lines(text: &str, retry: bool) -> Vec<RichLine> {
     let marker = Style::default()
         .fg(Color::Cyan)
         .add_modifier(Modifier::BOLD);
@@ -151,7 +152,7 @@ fn user_lines(text: &str) -> Vec<RichLine> {
         .enumerate()
         .map(|(index, line)| {
             let first = if index == 0 {
-                Span::styled("› ", marker)
+                Span::styled(if retry { "↻ " } else { "› " }, marker)
             } else {
                 Span::raw(MARGIN)
             };
