@@ -87,7 +87,7 @@ pub fn run(agent: AgentArgs, args: RunArgs) -> i32 {
             policy,
             session,
             scenario: agent.scenario.clone(),
-            session_log,
+            session_log: session_log.map(|log| log as Arc<dyn crate::orchestrator::Recorder>),
             ..OrchestratorOptions::new(provider)
         };
         let mut stdout = std::io::stdout().lock();

@@ -309,6 +309,16 @@ impl SessionLogWriter {
     }
 }
 
+impl crate::orchestrator::Recorder for SessionLogWriter {
+    fn record_event(&self, event: &OrchestratorEvent) {
+        SessionLogWriter::record_event(self, event);
+    }
+
+    fn raw_line_tap(&self, turn: TurnId, attempt: u32) -> Option<crate::provider::RawLineTap> {
+        SessionLogWriter::raw_line_tap(self, turn, attempt)
+    }
+}
+
 impl Drop for SessionLogWriter {
     fn drop(&mut self) {
         if let Some(commands) = self.commands.take() {

@@ -115,7 +115,7 @@ impl Launch {
             session,
             cwd: None,
             scenario: self.scenario.clone(),
-            session_log,
+            session_log: session_log.map(|log| log as Arc<dyn crate::orchestrator::Recorder>),
             first_turn,
         });
         Ok(Started {

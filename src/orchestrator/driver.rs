@@ -20,12 +20,11 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
 use super::fsm::{Effect, Input, Machine};
-use super::{Command, OrchestratorEvent, TurnId};
+use super::{Command, OrchestratorEvent, Recorder, TurnId};
 use crate::config::RetryPolicy;
 use crate::provider::{
     AgentStream, AttemptRequest, Provider, SessionCheckpoint, SessionRef, StopControl, StopProgress,
 };
-use crate::session_log::SessionLogWriter;
 use crate::stream::{failure_reason, notice_kind, AgentMessage, Failure};
 
 /// What the orchestrator starts with.
@@ -39,7 +38,7 @@ pub struct OrchestratorOptions {
     /// The demo scenario, passed to every attempt.
     pub scenario: Option<String>,
     /// Where every event and the agents' raw lines are recorded (`None`: nowhere).
-    pub session_log: Option<Arc<SessionLogWriter>>,
+    pub session_log: Option<Arc<dyn Recorder>>,
     /// The first turn's id (a resumed conversation numbers its turns on from its log).
     pub first_turn: TurnId,
 }

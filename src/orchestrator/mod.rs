@@ -30,8 +30,16 @@ use crate::stream::AgentMessage;
 pub use driver::{spawn_orchestrator, OrchestratorHandle, OrchestratorOptions};
 pub use headless::run_headless_turn;
 
-/// Identifies a turn (one user prompt) within an agentty run.
+/// Identifies a turn (one user prompt) within a conversation.
 pub type TurnId = u64;
+
+/// Where an orchestrator's events and its agents' raw stdout lines are recorded (the session
+/// log implements it; the orchestrator knows nothing of files).
+pub trait Recorder: Send + Sync {
+    fn record_event(&self, event: &OrchestratorEvent);
+    /// A sink for one attempt's raw lines (`None`: they are not kept).
+    fn raw_line_tap(&self, turn: TurnId, attempt: u32) -> Option<crate::provider::RawLineTap>;
+}
 
 /// What the UI (or the headless runner) asks the orchestrator to do.
 #[derive(Debug, Clone, PartialEq)]

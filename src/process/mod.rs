@@ -5,6 +5,7 @@
 //! completion even if whoever asked has gone away; and if even the runtime goes away, the
 //! supervisor's drop guard kills the tree synchronously.
 
+mod control;
 pub mod lines;
 pub mod stop;
 pub mod tree;
@@ -18,8 +19,8 @@ use tokio::io::AsyncReadExt;
 use tokio::process::{ChildStderr, ChildStdout, Command};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::provider::StopControl;
 use crate::stream::StopStage;
+pub use control::{StopControl, StopProgress};
 pub use lines::{Line, LineReader, DEFAULT_MAX_LINE};
 pub use tree::TreeIdentity;
 

@@ -15,9 +15,9 @@ use tokio::io::AsyncWriteExt;
 use tokio::process::{Child, ChildStdin};
 use tokio::sync::oneshot;
 
+use super::control::{StopControl, StopProgress};
 use super::tree::{self, TreeIdentity};
 use super::ExitReport;
-use crate::provider::{StopControl, StopProgress};
 use crate::stream::StopStage;
 
 /// An agent that exits within this window after the interrupt counts as having honoured it.
