@@ -931,3 +931,16 @@ fn a_retried_prompt_is_marked_as_a_retry() {
     assert_eq!(screen.matches("↻ Do the thing").count(), 1, "{screen}");
     assert!(screen.contains("› Next thing"), "{screen}");
 }
+
+#[test]
+fn graphemes_wrap_whole_at_odd_widths() {
+    let mut chat = Chat::new();
+    chat.start_turn(0, "unicode");
+    chat.delta(
+        10,
+        "Cafe\u{301} re\u{301}sume\u{301} 👨\u{200d}👩\u{200d}👧\u{200d}👦 family 漢字かな交じり文です\n\nflags 🇫🇷🇩🇪 and na\u{303}o",
+    );
+    chat.complete(20, None);
+    chat.end(20, TurnOutcome::Completed);
+    insta::assert_snapshot!(chat.screen(21, 16, 30));
+}

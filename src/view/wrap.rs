@@ -2,12 +2,15 @@
 //!
 //! Renderers (markdown, cells) produce [`RichLine`]s once per content change; wrapping them to
 //! the current width is a separate, cheap step, so a resize re-wraps without re-parsing. Widths
-//! are terminal columns (`unicode-width`), never bytes or chars. Wrapped output never exceeds the
-//! width, except that a prefix wider than the width is kept whole (ratatui clips it).
+//! are terminal columns (`unicode-width`), never bytes or chars, and text is only ever split
+//! between grapheme clusters (`unicode-segmentation`), so a combining mark stays on its letter and
+//! a ZWJ emoji stays whole. Wrapped output never exceeds the width, except that a prefix wider
+//! than the width, or a single grapheme wider than the row, is kept whole (ratatui clips it).
 
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
+use unicode_segmentation::UnicodeSegmentation;
+use unicode_width::UnicodeWidthStr;
 
 /// How a line that is too wide continues.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -83,8 +86,9 @@ pub fn spans_width(spans: &[Span<'_>]) -> usize {
     spans.iter().map(|span| span.content.width()).sum()
 }
 
-fn char_width(ch: char) -> usize {
-    ch.width().unwrap_or(0)
+/// The columns of one grapheme cluster.
+fn grapheme_width(grapheme: &str) -> usize {
+    grapheme.width()
 }
 
 /// Wraps `line` to `width` columns, appending rows to `out`.
@@ -171,13 +175,13 @@ impl RowBuilder {
         self.current_width = 0;
     }
 
-    /// Places text char by char, starting new rows as needed.
+    /// Places text grapheme by grapheme, starting new rows as needed.
     fn push_breaking(&mut self, text: &str, style: Style) {
         let mut start = 0;
         let mut run_width = 0;
-        for (index, ch) in text.char_indices() {
-            let ch_width = char_width(ch);
-            if self.current_width + run_width + ch_width > self.avail()
+        for (index, grapheme) in text.grapheme_indices(true) {
+            let width = grapheme_width(grapheme);
+            if self.current_width + run_width + width > self.avail()
                 && self.current_width + run_width > 0
             {
                 self.push(&text[start..index], style, run_width);
@@ -185,7 +189,7 @@ impl RowBuilder {
                 start = index;
                 run_width = 0;
             }
-            run_width += ch_width;
+            run_width += width;
         }
         self.push(&text[start..], style, run_width);
     }
@@ -315,15 +319,17 @@ fn truncate(content: &[Span<'static>], avail: usize, rows: &mut RowBuilder) {
     let mut last_style = Style::default();
     'spans: for span in content {
         last_style = span.style;
-        for (index, ch) in span.content.char_indices() {
-            let ch_width = char_width(ch);
-            if used + ch_width > budget {
-                rows.push(&span.content[..index], span.style, used);
+        let mut span_width = 0;
+        for (index, grapheme) in span.content.grapheme_indices(true) {
+            let width = grapheme_width(grapheme);
+            if used + width > budget {
+                rows.push(&span.content[..index], span.style, span_width);
                 break 'spans;
             }
-            used += ch_width;
+            used += width;
+            span_width += width;
         }
-        rows.push(&span.content, span.style, span.content.width());
+        rows.push(&span.content, span.style, span_width);
     }
     rows.push("…", last_style, 1);
 }
@@ -370,6 +376,62 @@ mod tests {
             Span::raw("ld"),
         ]);
         assert_eq!(rows(&line, 6), vec!["aaaa", "bold"]);
+    }
+
+    /// Every row's width, as the terminal counts it.
+    fn widths(line: &RichLine, width: usize) -> Vec<usize> {
+        rows(line, width).iter().map(|row| row.width()).collect()
+    }
+
+    #[test]
+    fn combining_marks_stay_on_their_letter() {
+        // "e" + COMBINING ACUTE ACCENT, five times: each is one column, one grapheme.
+        let text = "e\u{301}".repeat(5);
+        let line = RichLine::text(text, Style::default()).mode(WrapMode::Chars);
+        let wrapped = rows(&line, 2);
+        assert_eq!(
+            wrapped,
+            ["e\u{301}e\u{301}", "e\u{301}e\u{301}", "e\u{301}"]
+        );
+        assert!(wrapped.iter().all(|row| !row.starts_with('\u{301}')));
+    }
+
+    #[test]
+    fn a_zwj_emoji_is_never_split() {
+        // A family: four emoji joined by ZERO WIDTH JOINERs, one grapheme two columns wide.
+        let family = "👨\u{200d}👩\u{200d}👧\u{200d}👦";
+        let line =
+            RichLine::text(format!("ab{family}{family}"), Style::default()).mode(WrapMode::Chars);
+        assert_eq!(rows(&line, 3), ["ab", family, family]);
+        let line = RichLine::text(format!("x {family} y"), Style::default());
+        assert_eq!(rows(&line, 3), ["x", family, "y"]);
+    }
+
+    #[test]
+    fn cjk_at_odd_widths_never_overflows() {
+        let line = RichLine::text("漢字かな交じり文", Style::default());
+        for width in [3, 5, 7] {
+            assert!(
+                widths(&line, width).iter().all(|used| *used <= width),
+                "{width}"
+            );
+        }
+        assert_eq!(rows(&line, 5), ["漢字", "かな", "交じ", "り文"]);
+    }
+
+    #[test]
+    fn truncation_counts_columns_across_spans() {
+        let line = RichLine::new(vec![
+            Span::raw("ab"),
+            Span::raw("漢字漢字"),
+            Span::raw("tail"),
+        ])
+        .mode(WrapMode::Truncate);
+        assert_eq!(rows(&line, 7), ["ab漢字…"]);
+        assert_eq!(widths(&line, 7), [7]);
+        let line = RichLine::text("e\u{301}e\u{301}e\u{301}xyz", Style::default())
+            .mode(WrapMode::Truncate);
+        assert_eq!(rows(&line, 4), ["e\u{301}e\u{301}e\u{301}…"]);
     }
 
     #[test]
