@@ -36,19 +36,6 @@ pub struct TreeIdentity {
     pub marker: String,
 }
 
-/// Processes of `tree` still alive (zombies excluded), never including agentty itself.
-pub fn live_members(tree: &TreeIdentity) -> Vec<i32> {
-    members(tree)
-        .into_iter()
-        .filter(|entry| !entry.zombie)
-        .map(|entry| entry.pid)
-        .collect()
-}
-
-fn members(tree: &TreeIdentity) -> Vec<ProcEntry> {
-    members_in(tree, &read_proc_table())
-}
-
 fn members_in(tree: &TreeIdentity, entries: &[ProcEntry]) -> Vec<ProcEntry> {
     let own_pid = std::process::id() as i32;
     let mut in_tree: HashSet<i32> = HashSet::new();
@@ -217,11 +204,6 @@ pub fn kill_all_trees_now() -> usize {
     };
     let deadline = Instant::now() + Duration::from_secs(2);
     trees.iter().map(|tree| kill_tree(tree, deadline)).sum()
-}
-
-/// Number of agent trees alive now.
-pub fn live_tree_count() -> usize {
-    LIVE_TREES.lock().map(|trees| trees.len()).unwrap_or(0)
 }
 
 #[cfg(test)]

@@ -129,10 +129,6 @@ impl CliProvider {
             backend: Arc::new(backend),
         }
     }
-
-    pub fn from_backend(backend: Arc<dyn Backend>) -> Self {
-        Self { backend }
-    }
 }
 
 impl Provider for CliProvider {
