@@ -1,18 +1,27 @@
 //! What the real-CLI tests (`tests/real_*.rs`) share: the opt-in switch and finding the CLI,
 //! a provider for it in a throwaway home and working directory ([`Rig`]), running an attempt
-//! to its terminal message, and finding the processes an attempt started.
+//! to its terminal message, finding the processes an attempt started, and whole conversations
+//! through the real orchestrator whose retried turns are checked against what the model
+//! received ([`retried_middle_turn_is_sent_once`], [`retried_first_turn_is_sent_once`]).
 //!
 //! An attempt read with [`collect`] has been checked to end, with exactly one terminal
 //! message, last.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use agentty::config::{Backoff, RetryPolicy};
+use agentty::orchestrator::{
+    spawn_orchestrator, Command, OrchestratorEvent, OrchestratorHandle, OrchestratorOptions,
+    TurnOutcome,
+};
 use agentty::provider::{
     AgentStream, AttemptRequest, CliProvider, Provider, SessionRef, StopControl,
 };
-use agentty::stream::{AgentMessage, Failure, StopStage, Usage};
+use agentty::stream::{notice_kind, AgentMessage, Failure, StopStage, Usage};
 use futures::StreamExt;
 use serde_json::Value;
 use tempfile::TempDir;
@@ -373,16 +382,6 @@ impl<Server> Rig<Server> {
 // ---------------------------------------------------------------------------------------------
 // Retry never duplicates, against the real CLI: whole turns through the real orchestrator, and
 // what the model received, read from the fake server's request log.
-
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
-
-use agentty::config::{Backoff, RetryPolicy};
-use agentty::orchestrator::{
-    spawn_orchestrator, Command, OrchestratorEvent, OrchestratorHandle, OrchestratorOptions,
-    TurnOutcome,
-};
-use agentty::stream::notice_kind;
 
 /// A counter for a fake server's "fail the first `count` model requests whose last user
 /// message contains `marker`" behaviour (what a flaky upstream does to one prompt).
