@@ -12,6 +12,7 @@ mod fake_anthropic;
 mod real_cli;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 use std::time::Duration;
 
 use agentty::config::ProviderSettings;
@@ -21,7 +22,8 @@ use agentty::stream::{failure_reason, notice_kind, AgentMessage};
 use fake_anthropic::{FakeAnthropic, Scenario};
 use real_cli::{
     assistant_text, cancelled, collect, command_line, expect_completed, expect_failed, is_alive,
-    notices, real_cli, started_session_id, Rig, RUN_LIMIT,
+    notices, real_cli, retried_first_turn_is_sent_once, retried_middle_turn_is_sent_once,
+    started_session_id, three_prompts, FailFirst, Rig, UserTexts, RUN_LIMIT,
 };
 
 const DEFAULT_BIN: &str = "/tmp/claude-cli/node_modules/.bin/claude";
@@ -35,8 +37,18 @@ async fn rig(
     scenario: Scenario,
     args: &[&str],
 ) -> Option<(Rig<FakeAnthropic>, ProcessProbe)> {
+    let (rig, probe, _) = rig_on(test, FakeAnthropic::start(scenario), args).await?;
+    Some((rig, probe))
+}
+
+/// [`rig`] on the server `server` starts, also returning the provider's settings.
+async fn rig_on(
+    test: &str,
+    server: impl std::future::Future<Output = FakeAnthropic>,
+    args: &[&str],
+) -> Option<(Rig<FakeAnthropic>, ProcessProbe, ProviderSettings)> {
     let bin = real_cli(test, "AGENTTY_CLAUDE_BIN", DEFAULT_BIN)?;
-    let server = FakeAnthropic::start(scenario).await;
+    let server = server.await;
     let home = tempfile::tempdir().expect("temp HOME");
     let work = tempfile::tempdir().expect("temp working directory");
     let marker = uuid::Uuid::new_v4().simple().to_string();
@@ -55,19 +67,20 @@ async fn rig(
         ]
         .map(|(key, value)| (key.to_owned(), value)),
     );
-    let provider = CliProvider::new(ClaudeBackend::new(ProviderSettings {
+    let settings = ProviderSettings {
         command: Some(bin),
         args: args.iter().map(|arg| arg.to_string()).collect(),
         env,
         model: None,
-    }));
+    };
+    let provider = CliProvider::new(ClaudeBackend::new(settings.clone()));
     let rig = Rig {
         server,
         provider,
         home,
         work,
     };
-    Some((rig, ProcessProbe { marker }))
+    Some((rig, ProcessProbe { marker }, settings))
 }
 
 fn delta_count(messages: &[AgentMessage]) -> usize {
@@ -325,6 +338,52 @@ async fn a_stop_during_a_tool_ends_the_attempt_and_leaves_no_process() {
     );
     let left = processes.live();
     assert!(left.is_empty(), "processes of the run left: {left:?}");
+}
+
+/// The user messages of every main (conversation) request the server received.
+fn model_requests(server: &FakeAnthropic) -> Vec<UserTexts> {
+    server
+        .message_requests()
+        .iter()
+        .filter(|request| request.main)
+        .map(|request| request.user_texts())
+        .collect()
+}
+
+/// The real CLI against a server whose main requests fail (HTTP 500) the first two times their
+/// last user message holds `flaky`, and an orchestrator-ready provider for it.
+async fn flaky_rig(test: &str, flaky: &str) -> Option<(Rig<FakeAnthropic>, Arc<CliProvider>)> {
+    let fail = FailFirst::new(2, flaky);
+    let server = FakeAnthropic::start_failing(Scenario::Text, move |text| fail.take(text));
+    let (rig, _, settings) = rig_on(test, server, &[]).await?;
+    let provider = Arc::new(CliProvider::new(ClaudeBackend::new(settings)));
+    Some((rig, provider))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retried_turn_reaches_the_model_with_each_prompt_once() {
+    let test = "a_retried_turn_reaches_the_model_with_each_prompt_once";
+    let prompts = three_prompts("claude");
+    let Some((rig, provider)) = flaky_rig(test, &prompts[1]).await else {
+        return;
+    };
+    retried_middle_turn_is_sent_once("claude", test, provider, rig.work.path(), &prompts, || {
+        model_requests(&rig.server)
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retried_first_turn_reaches_the_model_with_its_prompt_once() {
+    let test = "a_retried_first_turn_reaches_the_model_with_its_prompt_once";
+    let prompts = three_prompts("claude");
+    let Some((rig, provider)) = flaky_rig(test, &prompts[0]).await else {
+        return;
+    };
+    retried_first_turn_is_sent_once("claude", test, provider, rig.work.path(), &prompts, || {
+        model_requests(&rig.server)
+    })
+    .await;
 }
 
 /// Finds the processes of one run: the CLI and everything it started inherit the marker.

@@ -9,6 +9,7 @@ mod fake_codex_server;
 mod real_cli;
 
 use std::path::Path;
+use std::sync::Arc;
 
 use agentty::config::ProviderSettings;
 use agentty::provider::codex::CodexBackend;
@@ -17,7 +18,9 @@ use agentty::stream::AgentMessage;
 use fake_codex_server::shared::FakeServer;
 use fake_codex_server::CodexScenario;
 use real_cli::{
-    assistant_text, completed_tool_call, expect_completed, expect_failed, notices, real_cli, Rig,
+    assistant_text, completed_tool_call, expect_completed, expect_failed, notices, real_cli,
+    retried_first_turn_is_sent_once, retried_middle_turn_is_sent_once, three_prompts, FailFirst,
+    Rig, UserTexts,
 };
 use tempfile::TempDir;
 
@@ -26,8 +29,18 @@ const DEFAULT_BIN: &str = "/tmp/codex-cli/node_modules/.bin/codex";
 /// A throwaway Codex home whose only model provider is the fake server, and a provider that
 /// runs the real CLI with it.
 fn rig(test: &str, scenario: CodexScenario, extra_args: &[&str]) -> Option<Rig<FakeServer>> {
+    let (rig, _) = rig_on(test, || fake_codex_server::start(scenario), extra_args)?;
+    Some(rig)
+}
+
+/// [`rig`] on the server `server` starts, also returning the provider's settings.
+fn rig_on(
+    test: &str,
+    server: impl FnOnce() -> FakeServer,
+    extra_args: &[&str],
+) -> Option<(Rig<FakeServer>, ProviderSettings)> {
     let bin = real_cli(test, "AGENTTY_CODEX_BIN", DEFAULT_BIN)?;
-    let server = fake_codex_server::start(scenario);
+    let server = server();
     let home = TempDir::new().expect("temp dir");
     let work = TempDir::new().expect("temp dir");
     let codex_home = home.path().join("codex_home");
@@ -50,12 +63,13 @@ fn rig(test: &str, scenario: CodexScenario, extra_args: &[&str]) -> Option<Rig<F
     settings
         .env
         .insert("FAKE_API_KEY".into(), "dummy-key".into());
-    Some(Rig {
+    let rig = Rig {
         server,
-        provider: CliProvider::new(CodexBackend::new(settings)),
+        provider: CliProvider::new(CodexBackend::new(settings.clone())),
         home,
         work,
-    })
+    };
+    Some((rig, settings))
 }
 
 /// The config of `protocols/codex/capture.sh`: the fake provider, and no background traffic.
@@ -199,4 +213,51 @@ async fn codex_later_turn_resumes_the_thread() {
     // The resumed turn carried the first turn to the model.
     let last_body = String::from_utf8_lossy(&rig.server.requests()[1].body).into_owned();
     assert!(last_body.contains("first prompt: remember 42"));
+}
+
+/// The user messages of every model request (`/responses`) the server received.
+fn model_requests(server: &FakeServer) -> Vec<UserTexts> {
+    server
+        .requests()
+        .iter()
+        .filter(|request| request.path.contains("/responses"))
+        .map(fake_codex_server::user_texts)
+        .collect()
+}
+
+/// The real CLI against a server whose model requests fail (HTTP 500) the first two times
+/// their last user message holds `flaky`, and an orchestrator-ready provider for it.
+fn flaky_rig(test: &str, flaky: &str) -> Option<(Rig<FakeServer>, Arc<CliProvider>)> {
+    let fail = FailFirst::new(2, flaky);
+    let server =
+        move || fake_codex_server::start_failing(CodexScenario::Text, move |text| fail.take(text));
+    let (rig, settings) = rig_on(test, server, &[])?;
+    let provider = Arc::new(CliProvider::new(CodexBackend::new(settings)));
+    Some((rig, provider))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_retried_turn_reaches_the_model_with_each_prompt_once() {
+    let test = "codex_retried_turn_reaches_the_model_with_each_prompt_once";
+    let prompts = three_prompts("codex");
+    let Some((rig, provider)) = flaky_rig(test, &prompts[1]) else {
+        return;
+    };
+    retried_middle_turn_is_sent_once("codex", test, provider, rig.work.path(), &prompts, || {
+        model_requests(&rig.server)
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_retried_first_turn_reaches_the_model_with_its_prompt_once() {
+    let test = "codex_retried_first_turn_reaches_the_model_with_its_prompt_once";
+    let prompts = three_prompts("codex");
+    let Some((rig, provider)) = flaky_rig(test, &prompts[0]) else {
+        return;
+    };
+    retried_first_turn_is_sent_once("codex", test, provider, rig.work.path(), &prompts, || {
+        model_requests(&rig.server)
+    })
+    .await;
 }

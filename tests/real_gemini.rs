@@ -10,6 +10,8 @@ mod fake_gemini_server;
 #[path = "support/real_cli.rs"]
 mod real_cli;
 
+use std::sync::Arc;
+
 use agentty::config::ProviderSettings;
 use agentty::provider::gemini::GeminiBackend;
 use agentty::provider::{CliProvider, SessionRef};
@@ -17,7 +19,9 @@ use agentty::stream::AgentMessage;
 use fake_codex_server::shared::FakeServer;
 use fake_gemini_server::{GeminiScenario, STREAM_PATH};
 use real_cli::{
-    assistant_text, completed_tool_call, expect_completed, expect_failed, notices, real_cli, Rig,
+    assistant_text, completed_tool_call, expect_completed, expect_failed, notices, real_cli,
+    retried_first_turn_is_sent_once, retried_middle_turn_is_sent_once, three_prompts, FailFirst,
+    Rig, UserTexts,
 };
 use serde_json::json;
 use tempfile::TempDir;
@@ -34,8 +38,20 @@ fn rig(
     extra_args: &[&str],
     max_attempts: Option<u32>,
 ) -> Option<Rig<FakeServer>> {
+    let server = || fake_gemini_server::start(scenario);
+    let (rig, _) = rig_on(test, server, extra_args, max_attempts)?;
+    Some(rig)
+}
+
+/// [`rig`] on the server `server` starts, also returning the provider's settings.
+fn rig_on(
+    test: &str,
+    server: impl FnOnce() -> FakeServer,
+    extra_args: &[&str],
+    max_attempts: Option<u32>,
+) -> Option<(Rig<FakeServer>, ProviderSettings)> {
     let bin = real_cli(test, "AGENTTY_GEMINI_BIN", DEFAULT_BIN)?;
-    let server = fake_gemini_server::start(scenario);
+    let server = server();
     let home = TempDir::new().expect("temp dir");
     let work = TempDir::new().expect("temp dir");
     let mut general = json!({"enableAutoUpdate": false, "enableAutoUpdateNotification": false});
@@ -72,12 +88,13 @@ fn rig(
     ] {
         settings.env.insert(key.into(), value);
     }
-    Some(Rig {
+    let rig = Rig {
         server,
-        provider: CliProvider::new(GeminiBackend::new(settings)),
+        provider: CliProvider::new(GeminiBackend::new(settings.clone())),
         home,
         work,
-    })
+    };
+    Some((rig, settings))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -227,4 +244,54 @@ async fn gemini_later_turn_resumes_the_session() {
         .map(|request| String::from_utf8_lossy(&request.body).into_owned())
         .unwrap_or_default();
     assert!(resumed_body.contains("remember 42"));
+}
+
+/// The user contents of every streamed turn request the server received.
+fn model_requests(server: &FakeServer) -> Vec<UserTexts> {
+    server
+        .requests()
+        .iter()
+        .filter(|request| request.path.contains(STREAM_PATH))
+        .map(fake_gemini_server::user_texts)
+        .collect()
+}
+
+/// The real CLI against a server whose streamed requests fail (HTTP 500) the first two times
+/// their last user content holds `flaky`, and an orchestrator-ready provider for it. The CLI's
+/// own retries are bounded to one attempt (`general.maxAttempts`), so that each failure reaches
+/// the orchestrator at once.
+fn flaky_rig(test: &str, flaky: &str) -> Option<(Rig<FakeServer>, Arc<CliProvider>)> {
+    let fail = FailFirst::new(2, flaky);
+    let server = move || {
+        fake_gemini_server::start_failing(GeminiScenario::Text, move |text| fail.take(text))
+    };
+    let (rig, settings) = rig_on(test, server, &[], Some(1))?;
+    let provider = Arc::new(CliProvider::new(GeminiBackend::new(settings)));
+    Some((rig, provider))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gemini_retried_turn_reaches_the_model_with_each_prompt_once() {
+    let test = "gemini_retried_turn_reaches_the_model_with_each_prompt_once";
+    let prompts = three_prompts("gemini");
+    let Some((rig, provider)) = flaky_rig(test, &prompts[1]) else {
+        return;
+    };
+    retried_middle_turn_is_sent_once("gemini", test, provider, rig.work.path(), &prompts, || {
+        model_requests(&rig.server)
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gemini_retried_first_turn_reaches_the_model_with_its_prompt_once() {
+    let test = "gemini_retried_first_turn_reaches_the_model_with_its_prompt_once";
+    let prompts = three_prompts("gemini");
+    let Some((rig, provider)) = flaky_rig(test, &prompts[0]) else {
+        return;
+    };
+    retried_first_turn_is_sent_once("gemini", test, provider, rig.work.path(), &prompts, || {
+        model_requests(&rig.server)
+    })
+    .await;
 }

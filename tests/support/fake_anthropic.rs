@@ -39,7 +39,36 @@ pub struct RequestRecord {
     pub main: bool,
     pub stream: bool,
     pub retry_count: Option<String>,
+    /// The request body (`Null` when it was not JSON).
+    pub body: Value,
 }
+
+impl RequestRecord {
+    /// The text of each user message, in order (a message of several text blocks gives their
+    /// texts joined by newlines; tool results and images are left out).
+    pub fn user_texts(&self) -> Vec<String> {
+        self.body["messages"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|message| message["role"] == "user")
+            .map(|message| match &message["content"] {
+                Value::String(text) => text.clone(),
+                content => content
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter(|block| block["type"] == "text")
+                    .filter_map(|block| block["text"].as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            })
+            .collect()
+    }
+}
+
+/// Decides, from the text of its last user message, whether a main request fails with HTTP 500.
+type FailRule = dyn Fn(&str) -> bool + Send + Sync;
 
 pub struct FakeAnthropic {
     pub base_url: String,
@@ -55,6 +84,15 @@ impl Drop for FakeAnthropic {
 
 impl FakeAnthropic {
     pub async fn start(scenario: Scenario) -> FakeAnthropic {
+        Self::start_failing(scenario, |_| false).await
+    }
+
+    /// Like [`FakeAnthropic::start`], but a main request for which `fail` (given the text of
+    /// its last user message) says so is answered with HTTP 500 instead.
+    pub async fn start_failing(
+        scenario: Scenario,
+        fail: impl Fn(&str) -> bool + Send + Sync + 'static,
+    ) -> FakeAnthropic {
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind 127.0.0.1");
@@ -63,6 +101,7 @@ impl FakeAnthropic {
         let server = Arc::new(Server {
             scenario,
             requests: requests.clone(),
+            fail: Box::new(fail),
         });
         let accept_loop = tokio::spawn(async move {
             while let Ok((connection, _)) = listener.accept().await {
@@ -94,6 +133,7 @@ impl FakeAnthropic {
 struct Server {
     scenario: Scenario,
     requests: Arc<Mutex<Vec<RequestRecord>>>,
+    fail: Box<FailRule>,
 }
 
 struct Request {
@@ -136,6 +176,7 @@ impl Server {
                     main,
                     stream,
                     retry_count: request.header("x-stainless-retry-count").map(str::to_owned),
+                    body: body.clone(),
                 });
             let close = request
                 .header("connection")
@@ -180,6 +221,10 @@ impl Server {
         if !main {
             let reply = Reply::text(vec!["ok".into()]);
             return reply.send(writer, &model, stream).await;
+        }
+        if (self.fail)(&last_user_text(body)) {
+            let error = json!({"type": "error", "error": {"type": "api_error", "message": "fake HTTP 500 (flaky)"}});
+            return write_json(writer, 500, &error).await;
         }
         let reply = match &self.scenario {
             Scenario::Error { status } => {

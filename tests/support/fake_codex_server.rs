@@ -177,6 +177,15 @@ pub const TOOL_REPLY: &str = "The command printed hi.";
 
 /// Starts the fake Responses API for `scenario`.
 pub fn start(scenario: CodexScenario) -> FakeServer {
+    start_failing(scenario, |_| false)
+}
+
+/// Like [`start`], but a model request for which `fail` (given the text of its last user
+/// message) says so is answered with HTTP 500 instead.
+pub fn start_failing(
+    scenario: CodexScenario,
+    fail: impl Fn(&str) -> bool + Send + Sync + 'static,
+) -> FakeServer {
     FakeServer::start(move |request, index, exchange| {
         if !request.path.trim_end_matches('/').ends_with("/responses") {
             exchange.json(
@@ -185,7 +194,10 @@ pub fn start(scenario: CodexScenario) -> FakeServer {
             );
             return;
         }
-        if let CodexScenario::Http500 = scenario {
+        let flaky = user_texts(request)
+            .last()
+            .is_some_and(|text| fail(text.as_str()));
+        if flaky || matches!(scenario, CodexScenario::Http500) {
             exchange.json(
                 500,
                 &json!({"error": {"message": "fake internal server error", "type": "server_error"}}),
@@ -251,6 +263,28 @@ fn answer(
                          "output_tokens": 7, "output_tokens_details": {"reasoning_tokens": 3},
                          "total_tokens": 19}}}),
     )
+}
+
+/// The text of each user message of a Responses request (`input` items of role `user`), in
+/// order; a message of several text parts gives their texts joined by newlines.
+pub fn user_texts(request: &Request) -> Vec<String> {
+    let body = request.json().unwrap_or(Value::Null);
+    body["input"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|item| item["role"] == "user")
+        .map(|item| match &item["content"] {
+            Value::String(text) => text.clone(),
+            content => content
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|part| part["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n"),
+        })
+        .collect()
 }
 
 fn send(exchange: &mut Exchange, data: Value) -> std::io::Result<()> {

@@ -36,7 +36,21 @@ pub const DROPPED_PARTIAL: &str = "Partial answer before drop";
 pub const STREAM_PATH: &str = ":streamGenerateContent";
 
 pub fn start(scenario: GeminiScenario) -> FakeServer {
+    start_failing(scenario, |_| false)
+}
+
+/// Like [`start`], but a streamed turn request for which `fail` (given the text of its last
+/// user content) says so is answered with HTTP 500 instead.
+pub fn start_failing(
+    scenario: GeminiScenario,
+    fail: impl Fn(&str) -> bool + Send + Sync + 'static,
+) -> FakeServer {
     FakeServer::start(move |request, _index, exchange| {
+        let flaky = || {
+            user_texts(request)
+                .last()
+                .is_some_and(|text| fail(text.as_str()))
+        };
         if request.path.contains(":countTokens") {
             exchange.json(200, &json!({"totalTokens": 10}));
         } else if request.path.contains(":generateContent") {
@@ -46,7 +60,7 @@ pub fn start(scenario: GeminiScenario) -> FakeServer {
                 404,
                 &json!({"error": {"code": 404, "message": "unknown path (fake)", "status": "NOT_FOUND"}}),
             );
-        } else if let GeminiScenario::Http500 = scenario {
+        } else if matches!(scenario, GeminiScenario::Http500) || flaky() {
             exchange.json(
                 500,
                 &json!({"error": {"code": 500, "message": "fake internal error", "status": "INTERNAL"}}),
@@ -101,6 +115,27 @@ fn stream(
         }
         GeminiScenario::Http500 => Ok(()),
     }
+}
+
+/// The text of each user content of a Gemini request (`contents` of role `user` that carry
+/// text; function responses are left out), in order; several text parts are joined by
+/// newlines.
+pub fn user_texts(request: &Request) -> Vec<String> {
+    let body = request.json().unwrap_or(Value::Null);
+    body["contents"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|content| content["role"] == "user")
+        .filter_map(|content| {
+            let texts: Vec<&str> = content["parts"]
+                .as_array()?
+                .iter()
+                .filter_map(|part| part["text"].as_str())
+                .collect();
+            (!texts.is_empty()).then(|| texts.join("\n"))
+        })
+        .collect()
 }
 
 fn text_parts(exchange: &mut Exchange, parts: &[&str]) -> std::io::Result<()> {

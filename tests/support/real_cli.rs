@@ -1,18 +1,27 @@
 //! What the real-CLI tests (`tests/real_*.rs`) share: the opt-in switch and finding the CLI,
 //! a provider for it in a throwaway home and working directory ([`Rig`]), running an attempt
-//! to its terminal message, and finding the processes an attempt started.
+//! to its terminal message, finding the processes an attempt started, and whole conversations
+//! through the real orchestrator whose retried turns are checked against what the model
+//! received ([`retried_middle_turn_is_sent_once`], [`retried_first_turn_is_sent_once`]).
 //!
 //! An attempt read with [`collect`] has been checked to end, with exactly one terminal
 //! message, last.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use agentty::config::{Backoff, RetryPolicy};
+use agentty::orchestrator::{
+    spawn_orchestrator, Command, OrchestratorEvent, OrchestratorHandle, OrchestratorOptions,
+    TurnOutcome,
+};
 use agentty::provider::{
     AgentStream, AttemptRequest, CliProvider, Provider, SessionRef, StopControl,
 };
-use agentty::stream::{AgentMessage, Failure, StopStage, Usage};
+use agentty::stream::{notice_kind, AgentMessage, Failure, StopStage, Usage};
 use futures::StreamExt;
 use serde_json::Value;
 use tempfile::TempDir;
@@ -366,6 +375,290 @@ impl<Server> Rig<Server> {
         assert!(
             survivors.is_empty(),
             "still running after the stop: {survivors:?}"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Retry never duplicates, against the real CLI: whole turns through the real orchestrator, and
+// what the model received, read from the fake server's request log.
+
+/// A counter for a fake server's "fail the first `count` model requests whose last user
+/// message contains `marker`" behaviour (what a flaky upstream does to one prompt).
+pub struct FailFirst {
+    marker: String,
+    left: AtomicUsize,
+}
+
+impl FailFirst {
+    pub fn new(count: usize, marker: &str) -> Arc<Self> {
+        Arc::new(Self {
+            marker: marker.to_owned(),
+            left: AtomicUsize::new(count),
+        })
+    }
+
+    /// Whether this request (its last user message's text) is to fail; counts it if so.
+    pub fn take(&self, last_user_text: &str) -> bool {
+        last_user_text.contains(&self.marker)
+            && self
+                .left
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |left| {
+                    left.checked_sub(1)
+                })
+                .is_ok()
+    }
+}
+
+/// What the model received in one request: the text of each user message, in order.
+pub type UserTexts = Vec<String>;
+
+/// The orchestrator on `provider` in `cwd`, retrying a failed attempt twice, 10 ms apart.
+pub fn retrying_orchestrator(provider: Arc<dyn Provider>, cwd: &Path) -> OrchestratorHandle {
+    let mut options = OrchestratorOptions::new(provider);
+    options.policy = RetryPolicy {
+        enabled: true,
+        max_attempts: 3,
+        retry_delay_ms: 10,
+        backoff: Backoff::Fixed,
+        max_delay_ms: 10,
+    };
+    options.cwd = Some(cwd.to_path_buf());
+    spawn_orchestrator(options)
+}
+
+/// Submits `prompt` and collects the orchestrator's events up to the end of the turn.
+pub async fn run_turn(handle: &mut OrchestratorHandle, prompt: &str) -> Vec<OrchestratorEvent> {
+    handle
+        .commands
+        .send(Command::Submit(prompt.to_owned()))
+        .expect("the orchestrator runs");
+    let deadline = Instant::now() + RUN_LIMIT * 3;
+    let mut seen = Vec::new();
+    loop {
+        let event = tokio::time::timeout_at(deadline, handle.events.recv())
+            .await
+            .unwrap_or_else(|_| panic!("the turn did not end in time; so far: {seen:#?}"))
+            .expect("the orchestrator runs");
+        let done = matches!(event, OrchestratorEvent::TurnEnded { .. });
+        seen.push(event);
+        if done {
+            return seen;
+        }
+    }
+}
+
+/// A turn that completed after `attempts` attempts, none of them in a fresh session forced by
+/// a missing checkpoint or a lost session; returns the session id each attempt reported.
+pub fn assert_turn(events: &[OrchestratorEvent], attempts: usize) -> Vec<Option<String>> {
+    assert!(
+        matches!(
+            events.last(),
+            Some(OrchestratorEvent::TurnEnded {
+                outcome: TurnOutcome::Completed,
+                ..
+            })
+        ),
+        "the turn completes: {events:#?}"
+    );
+    let started = events
+        .iter()
+        .filter(|event| matches!(event, OrchestratorEvent::AttemptStarted { .. }))
+        .count();
+    assert_eq!(started, attempts, "attempts: {events:#?}");
+    let fresh: Vec<&OrchestratorEvent> = events
+        .iter()
+        .filter(|event| {
+            matches!(event, OrchestratorEvent::Notice { kind, .. } if kind == notice_kind::FRESH_SESSION)
+        })
+        .collect();
+    assert!(fresh.is_empty(), "no fresh-session fallback: {fresh:#?}");
+    let mut sessions = vec![None; attempts];
+    for event in events {
+        if let OrchestratorEvent::Message {
+            attempt, message, ..
+        } = event
+        {
+            let id = match message {
+                AgentMessage::SessionStarted { session_id, .. } => session_id.clone(),
+                AgentMessage::SessionResumed { session_id, .. } => Some(session_id.clone()),
+                _ => continue,
+            };
+            sessions[*attempt as usize - 1] = id;
+        }
+    }
+    sessions
+}
+
+/// How often `needle` occurs in the user messages of one request.
+pub fn occurrences(request: &[String], needle: &str) -> usize {
+    request
+        .iter()
+        .map(|text| text.matches(needle).count())
+        .sum()
+}
+
+/// Prints what the model received, request by request (user-message texts, long ones cut).
+pub fn print_request_log(cli: &str, test: &str, turns: &[(&str, &[UserTexts])]) {
+    eprintln!("=== {cli}: {test}: user messages per model request ===");
+    let mut number = 0;
+    for (label, requests) in turns {
+        for request in *requests {
+            number += 1;
+            let texts: Vec<String> = request.iter().map(|text| shorten(text)).collect();
+            eprintln!("#{number} {label}: {texts:?}");
+        }
+    }
+}
+
+fn shorten(text: &str) -> String {
+    const MAX: usize = 120;
+    // The CLIs' own context blocks (Claude's `<system-reminder>`, Codex's
+    // `<environment_context>`, ...) are named, not shown.
+    let mut rest = text;
+    let mut kept = String::new();
+    while let Some(open) = rest.find('<') {
+        let tag: String = rest[open + 1..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
+            .collect();
+        let close = format!("</{tag}>");
+        match rest[open..].find(&close) {
+            Some(end) if !tag.is_empty() && rest[open..].starts_with(&format!("<{tag}>")) => {
+                kept.push_str(&rest[..open]);
+                kept.push_str(&format!("[{tag}]"));
+                rest = &rest[open + end + close.len()..];
+            }
+            _ => {
+                kept.push_str(&rest[..=open]);
+                rest = &rest[open + 1..];
+            }
+        }
+    }
+    kept.push_str(rest);
+    let text = kept.trim();
+    if text.chars().count() <= MAX {
+        return text.to_owned();
+    }
+    let head: String = text.chars().take(MAX).collect();
+    format!("{head}…({} chars)", text.chars().count())
+}
+
+/// Three prompts unique to one test (none is a part of another); the marked one is made to
+/// fail twice by the fake server.
+pub fn three_prompts(tag: &str) -> [String; 3] {
+    let run = uuid_like();
+    [
+        format!("first prompt {tag} {run}: remember 42"),
+        format!("second prompt {tag} {run}: and now?"),
+        format!("third prompt {tag} {run}: once more"),
+    ]
+}
+
+fn uuid_like() -> String {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    format!("{:x}-{:x}", std::process::id(), nanos)
+}
+
+/// Turn 1 completes; turn 2's model requests fail (HTTP 500) twice, then succeed; turn 3
+/// completes. `requests` returns the user messages of every model request so far.
+/// Checks that each request of turn 2 carries turn 1's and turn 2's prompts once each, and
+/// turn 3's request each of the three once.
+pub async fn retried_middle_turn_is_sent_once(
+    cli: &str,
+    test: &str,
+    provider: Arc<dyn Provider>,
+    cwd: &Path,
+    prompts: &[String; 3],
+    requests: impl Fn() -> Vec<UserTexts>,
+) {
+    let mut chat = retrying_orchestrator(provider, cwd);
+    let one = assert_turn(&run_turn(&mut chat, &prompts[0]).await, 1);
+    let after_one = requests().len();
+    let two = assert_turn(&run_turn(&mut chat, &prompts[1]).await, 3);
+    let after_two = requests().len();
+    let three = assert_turn(&run_turn(&mut chat, &prompts[2]).await, 1);
+    let log = requests();
+    print_request_log(
+        cli,
+        test,
+        &[
+            ("turn 1", &log[..after_one]),
+            ("turn 2 (fails twice)", &log[after_one..after_two]),
+            ("turn 3", &log[after_two..]),
+        ],
+    );
+    assert_eq!(after_one, 1, "turn 1 is one model request: {log:#?}");
+    assert_eq!(after_two - after_one, 3, "turn 2 is three: {log:#?}");
+    assert_eq!(log.len() - after_two, 1, "turn 3 is one: {log:#?}");
+    for request in &log[after_one..after_two] {
+        assert_eq!(occurrences(request, &prompts[0]), 1, "{request:#?}");
+        assert_eq!(occurrences(request, &prompts[1]), 1, "{request:#?}");
+    }
+    for prompt in prompts {
+        assert_eq!(
+            occurrences(&log[after_two], prompt),
+            1,
+            "{:#?}",
+            log[after_two]
+        );
+    }
+    // One agent session throughout: turns 2 and 3 continue turn 1's.
+    let session = one[0].clone().expect("turn 1 reports its session");
+    for id in two.iter().chain(&three) {
+        assert_eq!(id.as_ref(), Some(&session), "{two:?} {three:?}");
+    }
+}
+
+/// Turn 1's model requests fail twice, then succeed (each attempt a new agent session); turn 2
+/// completes in the successful attempt's session. Checks that each request of turn 1 carries
+/// its prompt once, and turn 2's request each prompt once.
+pub async fn retried_first_turn_is_sent_once(
+    cli: &str,
+    test: &str,
+    provider: Arc<dyn Provider>,
+    cwd: &Path,
+    prompts: &[String; 3],
+    requests: impl Fn() -> Vec<UserTexts>,
+) {
+    let mut chat = retrying_orchestrator(provider, cwd);
+    let one = assert_turn(&run_turn(&mut chat, &prompts[0]).await, 3);
+    let after_one = requests().len();
+    let two = assert_turn(&run_turn(&mut chat, &prompts[1]).await, 1);
+    let log = requests();
+    print_request_log(
+        cli,
+        test,
+        &[
+            ("turn 1 (fails twice)", &log[..after_one]),
+            ("turn 2", &log[after_one..]),
+        ],
+    );
+    assert_eq!(after_one, 3, "turn 1 is three model requests: {log:#?}");
+    assert_eq!(log.len() - after_one, 1, "turn 2 is one: {log:#?}");
+    for request in &log[..after_one] {
+        assert_eq!(occurrences(request, &prompts[0]), 1, "{request:#?}");
+    }
+    for prompt in &prompts[..2] {
+        assert_eq!(
+            occurrences(&log[after_one], prompt),
+            1,
+            "{:#?}",
+            log[after_one]
+        );
+    }
+    // Turn 2 continues the session of turn 1's successful (third) attempt.
+    let successful = one[2]
+        .clone()
+        .expect("the successful attempt reports its session");
+    assert_eq!(two[0].as_ref(), Some(&successful), "{one:?} {two:?}");
+    for failed in one[..2].iter().flatten() {
+        assert_ne!(
+            failed, &successful,
+            "a failed attempt's session is left behind"
         );
     }
 }

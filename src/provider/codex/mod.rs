@@ -81,6 +81,15 @@ impl Backend for CodexBackend {
     }
 
     /// Codex keeps a thread as `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<thread id>.jsonl`.
+    ///
+    /// The rollout is canonical: `exec resume` rebuilds the model's history from it, so
+    /// restoring it undoes a failed attempt for the model (tests/real_codex.rs). Codex 0.171 also
+    /// projects it, by byte offset, into `$CODEX_HOME/thread_history_1.sqlite` (the turns and
+    /// items its own thread views show); a restored, shorter rollout leaves that projection
+    /// stale (measured: it keeps the failed attempt and skips what follows, until the file
+    /// outgrows the old offset). Deleting the thread's rows there after a restore makes Codex
+    /// re-project from the rollout (measured), which would take an after-rollback hook and a
+    /// SQLite client.
     fn session_file(&self, session_id: &str, _request: &AttemptRequest) -> Option<PathBuf> {
         let codex_home = self.codex_config_path()?.parent()?.to_path_buf();
         let suffix = format!("-{session_id}.jsonl");

@@ -72,6 +72,13 @@ impl Backend for GeminiBackend {
 
     /// Gemini keeps a session as `~/.gemini/tmp/<project>/chats/session-<time>-<first 8 of the
     /// id>.jsonl`.
+    ///
+    /// Gemini CLI 0.61's file is append-only: records and `$set` patches, replayed on load (it
+    /// drops a prompt that failed with an API error itself, by a `$set` of the messages). Each
+    /// launch also writes a header to `session-<launch minute>-<short id>.jsonl`: the resumed
+    /// file itself within the same minute, else a stub without messages, which `--resume`
+    /// ignores. Every run that resumes writes to the resumed file after that, so the newest
+    /// file is the one `--resume` loads.
     fn session_file(&self, session_id: &str, _request: &AttemptRequest) -> Option<PathBuf> {
         let short = session_id.get(..8)?;
         let root = agent_home(&self.settings.env)?.join(".gemini").join("tmp");
