@@ -247,6 +247,56 @@ async fn codex_retried_turn_reaches_the_model_with_each_prompt_once() {
         model_requests(&rig.server)
     })
     .await;
+    assert_thread_history_matches_the_rollout(rig.home.path(), &prompts);
+}
+
+/// Codex's own thread-history projection (`thread_history_1.sqlite`, restored with the rollout)
+/// holds each prompt once and has projected exactly the rollout's bytes: Codex's stored thread
+/// is as if the failed attempts never happened. Read with python3's sqlite3 module.
+fn assert_thread_history_matches_the_rollout(home: &std::path::Path, prompts: &[String; 3]) {
+    let codex_home = home.join("codex_home");
+    let script = r#"
+import sqlite3, sys, glob, os, json
+home = sys.argv[1]
+db = sqlite3.connect(os.path.join(home, "thread_history_1.sqlite"))
+(offset,) = db.execute("select * from thread_history_projection_state").fetchone()[1:2]
+rollout = glob.glob(os.path.join(home, "sessions", "**", "rollout-*.jsonl"), recursive=True)[0]
+texts = [json.loads(item)["content"][0]["text"] for (item,) in
+         db.execute("select item_json from thread_items where item_type = 'userMessage'")]
+print(json.dumps({"offset": offset, "size": os.path.getsize(rollout), "texts": texts}))
+"#;
+    let output = std::process::Command::new("python3")
+        .args(["-c", script])
+        .arg(&codex_home)
+        .output()
+        .expect("python3 reads Codex's thread history");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let found: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    eprintln!("codex thread history: {found}");
+    assert_eq!(
+        found["offset"], found["size"],
+        "projected up to the rollout's end"
+    );
+    let texts: Vec<&str> = found["texts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|text| text.as_str())
+        .collect();
+    for prompt in prompts {
+        assert_eq!(
+            texts
+                .iter()
+                .filter(|text| text.contains(prompt.as_str()))
+                .count(),
+            1,
+            "{prompt:?} in {texts:?}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

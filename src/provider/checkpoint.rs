@@ -19,16 +19,22 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-/// The bytes of one session file at one moment (`None`: the file did not exist).
+/// The bytes of a session's files at one moment: the session file first, then the files the CLI
+/// updates along with it (Codex's thread-history database).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SessionCheckpoint {
+    files: Vec<FileSnapshot>,
+}
+
+/// One file's bytes (`None`: it did not exist).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct FileSnapshot {
     path: PathBuf,
     contents: Option<Vec<u8>>,
 }
 
-impl SessionCheckpoint {
-    /// Reads the file as it is now.
-    pub fn capture(path: PathBuf) -> io::Result<Self> {
+impl FileSnapshot {
+    fn capture(path: PathBuf) -> io::Result<Self> {
         let contents = match fs::read(&path) {
             Ok(bytes) => Some(bytes),
             Err(error) if error.kind() == io::ErrorKind::NotFound => None,
@@ -37,13 +43,9 @@ impl SessionCheckpoint {
         Ok(Self { path, contents })
     }
 
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Puts the file back as it was. The file is rewritten in place (not replaced by a rename),
-    /// so its permissions and any link to it stay the CLI's.
-    pub fn restore(&self) -> io::Result<()> {
+    /// The file is rewritten in place (not replaced by a rename), so its permissions and any
+    /// link to it stay the CLI's; a file that did not exist is removed.
+    fn restore(&self) -> io::Result<()> {
         match &self.contents {
             Some(bytes) => fs::write(&self.path, bytes),
             None => match fs::remove_file(&self.path) {
@@ -51,6 +53,27 @@ impl SessionCheckpoint {
                 _ => Ok(()),
             },
         }
+    }
+}
+
+impl SessionCheckpoint {
+    /// Reads the session file and its companions as they are now.
+    pub fn capture(session: PathBuf, companions: Vec<PathBuf>) -> io::Result<Self> {
+        let files = std::iter::once(session)
+            .chain(companions)
+            .map(FileSnapshot::capture)
+            .collect::<io::Result<_>>()?;
+        Ok(Self { files })
+    }
+
+    /// The session file.
+    pub fn path(&self) -> &Path {
+        &self.files[0].path
+    }
+
+    /// Puts every file back as it was.
+    pub fn restore(&self) -> io::Result<()> {
+        self.files.iter().try_for_each(FileSnapshot::restore)
     }
 }
 
@@ -118,13 +141,23 @@ mod tests {
     fn restore_puts_back_the_bytes_or_removes_a_file_that_was_not_there() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("s.jsonl");
+        let database = dir.path().join("history.sqlite");
+        let journal = dir.path().join("history.sqlite-wal");
         fs::write(&file, "one\n").unwrap();
-        let checkpoint = SessionCheckpoint::capture(file.clone()).unwrap();
+        fs::write(&database, "db v1").unwrap();
+        let checkpoint =
+            SessionCheckpoint::capture(file.clone(), vec![database.clone(), journal.clone()])
+                .unwrap();
+        assert_eq!(checkpoint.path(), file);
         fs::write(&file, "one\ntwo\n").unwrap();
+        fs::write(&database, "db v2").unwrap();
+        fs::write(&journal, "pending").unwrap();
         checkpoint.restore().unwrap();
         assert_eq!(fs::read_to_string(&file).unwrap(), "one\n");
+        assert_eq!(fs::read_to_string(&database).unwrap(), "db v1");
+        assert!(!journal.exists(), "a file that was not there is removed");
 
-        let absent = SessionCheckpoint::capture(dir.path().join("new.jsonl")).unwrap();
+        let absent = SessionCheckpoint::capture(dir.path().join("new.jsonl"), Vec::new()).unwrap();
         fs::write(dir.path().join("new.jsonl"), "x").unwrap();
         absent.restore().unwrap();
         assert!(!dir.path().join("new.jsonl").exists());

@@ -98,6 +98,11 @@ pub trait Backend: Send + Sync + 'static {
         let _ = (session_id, request);
         None
     }
+    /// Files the CLI updates along with a session, restored with it (see [`checkpoint`]).
+    fn session_companions(&self, request: &AttemptRequest) -> Vec<PathBuf> {
+        let _ = request;
+        Vec::new()
+    }
     /// What the CLI prints when it cannot find the session it was asked to continue; a failure
     /// that says so is reported as `session_lost`.
     fn lost_session_phrases(&self) -> &'static [&'static str] {
@@ -145,7 +150,7 @@ impl Provider for CliProvider {
             return None;
         };
         let path = self.backend.session_file(id, request)?;
-        match SessionCheckpoint::capture(path) {
+        match SessionCheckpoint::capture(path, self.backend.session_companions(request)) {
             Ok(checkpoint) => Some(checkpoint),
             Err(error) => {
                 tracing::warn!(%error, "cannot read the agent's session file");

@@ -75,6 +75,26 @@ impl Backend for CodexBackend {
         Box::new(mapper::CodexMapper::new(request.session != SessionRef::New))
     }
 
+    /// Codex's thread-history projection, with its SQLite journal files: restored to the same
+    /// moment as the rollout, its projected offsets match the rollout again (Codex is not
+    /// running then, so the three files are a consistent snapshot).
+    fn session_companions(&self, _request: &AttemptRequest) -> Vec<PathBuf> {
+        let Some(codex_home) = self
+            .codex_config_path()
+            .and_then(|config| config.parent().map(PathBuf::from))
+        else {
+            return Vec::new();
+        };
+        [
+            "thread_history_1.sqlite",
+            "thread_history_1.sqlite-wal",
+            "thread_history_1.sqlite-shm",
+        ]
+        .into_iter()
+        .map(|name| codex_home.join(name))
+        .collect()
+    }
+
     fn lost_session_phrases(&self) -> &'static [&'static str] {
         // `exec resume <unknown thread>`: "thread/resume failed: no rollout found for thread id".
         &["no rollout found for thread id"]
@@ -85,11 +105,9 @@ impl Backend for CodexBackend {
     /// The rollout is canonical: `exec resume` rebuilds the model's history from it, so
     /// restoring it undoes a failed attempt for the model (tests/real_codex.rs). Codex 0.171 also
     /// projects it, by byte offset, into `$CODEX_HOME/thread_history_1.sqlite` (the turns and
-    /// items its own thread views show); a restored, shorter rollout leaves that projection
-    /// stale (measured: it keeps the failed attempt and skips what follows, until the file
-    /// outgrows the old offset). Deleting the thread's rows there after a restore makes Codex
-    /// re-project from the rollout (measured), which would take an after-rollback hook and a
-    /// SQLite client.
+    /// items its own thread views show); a restored, shorter rollout alone would leave that
+    /// projection stale (measured: it kept the failed attempt and skipped what followed), so the
+    /// database is a companion restored with it (see `session_companions`).
     fn session_file(&self, session_id: &str, _request: &AttemptRequest) -> Option<PathBuf> {
         let codex_home = self.codex_config_path()?.parent()?.to_path_buf();
         let suffix = format!("-{session_id}.jsonl");
