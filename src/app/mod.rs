@@ -6,6 +6,7 @@
 
 pub mod composer;
 pub mod event_loop;
+pub mod failure_text;
 pub mod menu;
 pub mod resume;
 pub mod state;

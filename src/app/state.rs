@@ -13,6 +13,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use serde_json::Value;
 
 use super::composer::Composer;
+use super::failure_text::{failure_facts, failure_headline, next_step};
 use super::menu::{parse_slash, Action, Overlay, SettingsDraft};
 use super::transcript::{
     AssistantCell, CellBody, CellId, DetailSection, NoticeCell, NoticeLevel, RetryCountdown,
@@ -629,16 +630,7 @@ impl AppState {
     }
 
     fn push_failure(&mut self, failure: &Failure) {
-        let mut facts = Vec::new();
-        if let Some(code) = failure.exit_code {
-            facts.push(format!("exit code {code}"));
-        }
-        if let Some(signal) = failure.signal {
-            facts.push(format!("signal {signal}"));
-        }
-        if let Some(status) = failure.http_status {
-            facts.push(format!("HTTP {status}"));
-        }
+        let mut facts = failure_facts(failure);
         let mut sections = Vec::new();
         let stderr: Vec<String> = untrusted_owned(&failure.stderr)
             .lines()
@@ -670,15 +662,12 @@ impl AppState {
                     .collect(),
             });
         }
-        let reason = untrusted_owned(&failure.reason);
-        let detail = untrusted_owned(&failure.message);
         let mut notice = NoticeCell::new(
             NoticeLevel::Error,
-            if detail.is_empty() {
-                format!("Failed ({reason})")
-            } else {
-                format!("Failed ({reason}): {detail}")
-            },
+            failure_headline(
+                &untrusted_owned(&failure.reason),
+                &untrusted_owned(&failure.message),
+            ),
         );
         if sections.is_empty() {
             if !facts.is_empty() {
@@ -689,6 +678,13 @@ impl AppState {
         } else {
             notice.details_summary = facts.join(" · ");
             notice.details = sections;
+        }
+        let (attempt, max_attempts) = self
+            .turn
+            .as_ref()
+            .map_or((1, 1), |turn| (turn.attempt, turn.max_attempts));
+        if let Some(step) = next_step(failure, &self.retry_policy, attempt, max_attempts) {
+            notice.message.push_str(&format!(" · {step}"));
         }
         self.close_assistant();
         self.transcript.push(CellBody::Notice(notice));

@@ -337,7 +337,10 @@ impl ClaudeMapper {
         let id = self.open_tool_calls.remove(position);
         let output = tool_output(block.content.as_ref(), tool_use_result);
         out.push(if block.is_error == Some(true) {
-            AgentMessage::ToolFailed { id, error: output }
+            AgentMessage::ToolFailed {
+                id,
+                error: user_facing_tool_error(output),
+            }
         } else {
             AgentMessage::ToolCompleted { id, output }
         });
@@ -540,6 +543,19 @@ fn usage(usage: Option<&WireUsage>, cost_usd: Option<f64>) -> Option<Usage> {
         total_tokens,
         cost_usd,
     })
+}
+
+/// Claude Code's note to the model when the user interrupted a tool ("The user doesn't want to
+/// proceed with this tool use… STOP what you are doing…") is not for the user: it says that the
+/// user stopped the tool, and that is what the user is shown.
+const TOOL_REJECTED_BY_USER: &str = "The user doesn't want to proceed with this tool use";
+
+fn user_facing_tool_error(error: String) -> String {
+    if error.starts_with(TOOL_REJECTED_BY_USER) {
+        "stopped by the user".to_owned()
+    } else {
+        error
+    }
 }
 
 #[cfg(test)]

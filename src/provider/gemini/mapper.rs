@@ -201,7 +201,7 @@ impl Mapper for GeminiMapper {
                         AgentOutcome::Failed {
                             reason: failure_reason::AGENT_ERROR.to_owned(),
                             http_status: http_status_in(&message),
-                            message,
+                            message: api_error_message(&message),
                         }
                     },
                 );
@@ -259,6 +259,30 @@ impl Mapper for GeminiMapper {
                 (None, None) => AgentOutcome::Unfinished,
             },
         }
+    }
+}
+
+/// The API's own words from Gemini CLI's `[API Error: {"error":{"message":…}}]` wrapper; any
+/// other message as it is.
+fn api_error_message(message: &str) -> String {
+    #[derive(Deserialize)]
+    struct Wrapper {
+        error: Inner,
+    }
+    #[derive(Deserialize)]
+    struct Inner {
+        message: String,
+    }
+    let Some(inner) = message
+        .trim()
+        .strip_prefix("[API Error: ")
+        .and_then(|rest| rest.strip_suffix(']'))
+    else {
+        return message.to_owned();
+    };
+    match serde_json::from_str::<Wrapper>(inner) {
+        Ok(wrapper) if !wrapper.error.message.trim().is_empty() => wrapper.error.message,
+        _ => inner.trim().to_owned(),
     }
 }
 
@@ -422,6 +446,22 @@ mod tests {
                 r#"{"type":"tool.failed","id":"t9","error":"tool_not_registered: Tool \"run_shell_command\" not found"}"#,
             ]
         );
+    }
+
+    #[test]
+    fn an_api_error_is_named_by_the_apis_own_message() {
+        // gemini_fixtures d_http500 / d_http401: the result line's error.message.
+        assert_eq!(
+            api_error_message(
+                r#"[API Error: {"error":{"code":500,"message":"fake internal error","status":"INTERNAL"}}]"#
+            ),
+            "fake internal error"
+        );
+        assert_eq!(
+            api_error_message("[API Error: socket hang up]"),
+            "socket hang up"
+        );
+        assert_eq!(api_error_message("quota"), "quota");
     }
 
     #[test]
