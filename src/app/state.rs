@@ -12,8 +12,10 @@ use std::time::{Duration, Instant};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use serde_json::Value;
 
+use super::activity::{AgentPhase, PhaseTracker, UsageBook};
 use super::composer::Composer;
 use super::failure_text::{failure_facts, failure_headline, next_step};
+use super::live_thinking::LiveThinking;
 use super::menu::{parse_slash, Action, Overlay, SettingsDraft};
 use super::transcript::{
     AssistantCell, CellBody, CellId, DetailSection, NoticeCell, NoticeLevel, RetryCountdown,
@@ -22,7 +24,7 @@ use super::transcript::{
 use crate::config::RetryPolicy;
 use crate::orchestrator::{Command, OrchestratorEvent, TurnId, TurnOutcome};
 use crate::provider::{StopProgress, PROVIDER_NAMES};
-use crate::stream::{notice_kind, AgentMessage, Failure, StopStage, Usage};
+use crate::stream::{notice_kind, AgentMessage, Failure, StopStage};
 use crate::view::sanitize::untrusted_owned;
 
 /// Lines a mouse wheel notch scrolls.
@@ -97,7 +99,10 @@ pub struct TurnState {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Activity {
     Idle,
-    Streaming {
+    /// A turn runs: what its agent is doing, for how long, and since the turn started.
+    Working {
+        phase: AgentPhase,
+        phase_elapsed: Duration,
         elapsed: Duration,
     },
     Stopping {
@@ -120,7 +125,10 @@ pub struct AppState {
     pub turn: Option<TurnState>,
     pub last_outcome: Option<TurnOutcome>,
     pub queued: Vec<String>,
-    pub usage: Option<Usage>,
+    /// Token figures of the last turn and of the conversation, and the model the CLI reported.
+    pub usage_book: UsageBook,
+    /// What the running attempt's agent is doing.
+    pub phase: Option<PhaseTracker>,
     pub composer: Composer,
     pub overlay: Option<Overlay>,
     pub retry_policy: RetryPolicy,
@@ -133,6 +141,8 @@ pub struct AppState {
     /// New thinking blocks / tool outputs start expanded (after "expand all").
     pub expand_thinking: bool,
     pub expand_tools: bool,
+    /// Thinking panes streaming, or waiting for their complete thought.
+    pub live_thinking: LiveThinking,
 }
 
 impl AppState {
@@ -145,7 +155,8 @@ impl AppState {
             turn: None,
             last_outcome: None,
             queued: Vec::new(),
-            usage: None,
+            usage_book: UsageBook::default(),
+            phase: None,
             composer: Composer::new(),
             overlay: None,
             retry_policy: startup.retry_policy,
@@ -155,6 +166,7 @@ impl AppState {
             orchestrator_alive: true,
             expand_thinking: false,
             expand_tools: false,
+            live_thinking: LiveThinking::default(),
         };
         for warning in startup.warnings {
             state.notice(NoticeLevel::Warning, untrusted_owned(&warning));
@@ -219,7 +231,16 @@ impl AppState {
                 remaining: deadline.saturating_duration_since(now),
             };
         }
-        Activity::Streaming {
+        let (phase, phase_elapsed) =
+            self.phase
+                .as_ref()
+                .map_or((AgentPhase::Working, Duration::ZERO), |tracker| {
+                    let (phase, elapsed) = tracker.current(now);
+                    (phase.clone(), elapsed)
+                });
+        Activity::Working {
+            phase,
+            phase_elapsed,
             elapsed: now.saturating_duration_since(turn.started),
         }
     }
@@ -268,6 +289,7 @@ impl AppState {
                 self.transcript.push(CellBody::User(UserCell {
                     text: untrusted_owned(&prompt),
                 }));
+                self.phase = Some(PhaseTracker::new(now));
                 self.turn = Some(TurnState {
                     id: turn,
                     started: now,
@@ -286,7 +308,12 @@ impl AppState {
                 turn,
                 attempt,
                 max_attempts,
-            } => self.on_attempt_started(turn, attempt, max_attempts),
+            } => {
+                if self.turn.as_ref().is_some_and(|running| running.id == turn) {
+                    self.phase = Some(PhaseTracker::new(now));
+                }
+                self.on_attempt_started(turn, attempt, max_attempts);
+            }
             OrchestratorEvent::Message {
                 turn,
                 attempt: _,
@@ -396,6 +423,7 @@ impl AppState {
         running.stop_requested = false;
         running.open_assistant = None;
         running.tools.clear();
+        self.live_thinking.settle(&mut self.transcript);
         let earlier_text = std::mem::take(&mut running.attempt_assistant_cells);
         let retry = running.retry.take();
         if attempt > 1 {
@@ -423,6 +451,11 @@ impl AppState {
     }
 
     fn on_agent_message(&mut self, message: AgentMessage, now: Instant) {
+        self.live_thinking.observe(&mut self.transcript, &message);
+        self.usage_book.observe(&message);
+        if let Some(phase) = self.phase.as_mut() {
+            phase.observe(&message, now);
+        }
         match message {
             AgentMessage::SessionStarted { session_id, .. } => {
                 if let Some(id) = session_id {
@@ -433,6 +466,20 @@ impl AppState {
                 self.session_id = Some(untrusted_owned(&session_id));
             }
             AgentMessage::Assistant { delta } => self.append_assistant(&delta),
+            AgentMessage::Thinking { delta } => {
+                if !self.live_thinking.is_open() {
+                    self.close_assistant();
+                }
+                self.live_thinking.push_delta(
+                    &mut self.transcript,
+                    &untrusted_owned(&delta),
+                    self.expand_thinking,
+                );
+            }
+            AgentMessage::Thought { text } if self.live_thinking.is_waiting() => {
+                self.live_thinking
+                    .complete(&mut self.transcript, untrusted_owned(&text));
+            }
             AgentMessage::Thought { text } => {
                 let cell = CellBody::Thought(ThoughtCell::new(
                     untrusted_owned(&text),
@@ -482,11 +529,8 @@ impl AppState {
                     };
                 });
             }
-            AgentMessage::Completed { stop_reason, usage } => {
+            AgentMessage::Completed { stop_reason, .. } => {
                 self.finish_running_tools(now);
-                if let Some(usage) = usage {
-                    self.usage = Some(usage);
-                }
                 if matches!(stop_reason.as_str(), "length" | "max_tokens") {
                     self.notice(
                         NoticeLevel::Warning,
@@ -695,6 +739,7 @@ impl AppState {
 
     fn on_turn_ended(&mut self, outcome: TurnOutcome, now: Instant) {
         self.finish_running_tools(now);
+        self.live_thinking.settle(&mut self.transcript);
         let end_shown = self.turn.as_ref().is_some_and(|turn| turn.end_shown);
         if let Some((id, _)) = self.turn.as_ref().and_then(|turn| turn.retry) {
             self.transcript.update(id, |body| {
@@ -914,7 +959,7 @@ impl AppState {
             Action::Stop => self.request_stop(),
             Action::NewSession => {
                 self.session_id = None;
-                self.usage = None;
+                self.usage_book = UsageBook::default();
                 self.notice(
                     NoticeLevel::Info,
                     "New session: the next prompt starts a fresh agent session",
@@ -1013,7 +1058,7 @@ impl AppState {
         }
         self.provider = name.to_owned();
         self.session_id = None;
-        self.usage = None;
+        self.usage_book = UsageBook::default();
         self.queued.clear();
         self.last_outcome = None;
         self.notice(

@@ -172,15 +172,33 @@ fn toggle_marker(expanded: bool) -> &'static str {
 fn thought_lines(thought: &ThoughtCell) -> Vec<RichLine> {
     let style = dim().add_modifier(Modifier::ITALIC);
     let words = if thought.words == 1 { "word" } else { "words" };
+    let ellipsis = if thought.live { "…" } else { "" };
     let mut lines = vec![RichLine::text(
         format!(
-            "{}Thinking · {} {words}",
+            "{}Thinking{ellipsis} · {} {words}",
             toggle_marker(thought.expanded),
             thought.words
         ),
         style,
     )
     .mode(WrapMode::Truncate)];
+    if thought.live && !thought.expanded {
+        // While it streams, the latest line shows what the agent is thinking about now.
+        let latest = thought
+            .text
+            .trim_end()
+            .rsplit('\n')
+            .next()
+            .unwrap_or_default()
+            .trim();
+        if !latest.is_empty() {
+            lines.push(
+                RichLine::text(latest, style)
+                    .with_uniform_prefix(vec![Span::styled("  │ ", dim())])
+                    .mode(WrapMode::Truncate),
+            );
+        }
+    }
     if thought.expanded {
         let bar = vec![Span::styled("  │ ", dim())];
         for line in thought.text.trim_end().split('\n') {

@@ -44,6 +44,8 @@ const MAX_SALVAGE_TRIES: usize = 4;
 pub struct ClaudeMapper {
     /// The attempt continues an existing session (`--resume` / `--continue`).
     resumed: bool,
+    /// The model `system/init` named, reported with the turn's usage.
+    model: Option<String>,
     session_announced: bool,
     /// The API message being streamed (`message_start`).
     streaming_message: Option<String>,
@@ -107,6 +109,9 @@ impl ClaudeMapper {
     fn map_system(&mut self, line: WireLine<'_>, out: &mut Vec<AgentMessage>) -> LineVerdict {
         match line.subtype.as_deref() {
             Some("init") => {
+                if let Some(model) = &line.model {
+                    self.model = Some(model.clone());
+                }
                 // With stream-json input every turn repeats `init` for the same session.
                 if !self.session_announced {
                     self.session_announced = true;
@@ -174,7 +179,12 @@ impl ClaudeMapper {
                             delta: delta.text.into_owned(),
                         });
                     }
-                    Some("thinking_delta") => self.partial_thought.push_str(&delta.thinking),
+                    Some("thinking_delta") if !delta.thinking.is_empty() => {
+                        self.partial_thought.push_str(&delta.thinking);
+                        out.push(AgentMessage::Thinking {
+                            delta: delta.thinking.into_owned(),
+                        });
+                    }
                     // `signature_delta`, `input_json_delta` (the complete line has the input).
                     _ => {}
                 }
@@ -358,7 +368,10 @@ impl ClaudeMapper {
                     .stop_reason
                     .or(line.terminal_reason)
                     .unwrap_or_else(|| "completed".into()),
-                usage: usage(line.usage.as_ref(), line.total_cost_usd),
+                usage: usage(line.usage.as_ref(), line.total_cost_usd).map(|usage| Usage {
+                    model: self.model.clone(),
+                    ..usage
+                }),
             }
         } else if let Some(reason) = aborted {
             TurnResult::Aborted {
@@ -542,6 +555,7 @@ fn usage(usage: Option<&WireUsage>, cost_usd: Option<f64>) -> Option<Usage> {
         cache_write_tokens: usage.cache_creation_input_tokens,
         total_tokens,
         cost_usd,
+        ..Usage::default()
     })
 }
 

@@ -14,6 +14,7 @@
 //! configured extra arguments); with a built-in provider Codex keeps its own retries.
 
 pub mod mapper;
+pub mod usage;
 
 use std::path::PathBuf;
 
@@ -23,11 +24,16 @@ use crate::provider::{AttemptRequest, Backend, Mapper, SessionRef};
 
 pub struct CodexBackend {
     settings: ProviderSettings,
+    /// Each thread's running token total, across this backend's attempts.
+    thread_totals: usage::ThreadTotals,
 }
 
 impl CodexBackend {
     pub fn new(settings: ProviderSettings) -> Self {
-        Self { settings }
+        Self {
+            settings,
+            thread_totals: usage::ThreadTotals::default(),
+        }
     }
 
     /// The Codex config file this run will read: `$CODEX_HOME/config.toml` (the configured
@@ -71,7 +77,10 @@ impl Backend for CodexBackend {
     }
 
     fn mapper(&self, request: &AttemptRequest) -> Box<dyn Mapper> {
-        Box::new(mapper::CodexMapper::new(request.session != SessionRef::New))
+        Box::new(mapper::CodexMapper::with_thread_totals(
+            request.session != SessionRef::New,
+            self.thread_totals.clone(),
+        ))
     }
 }
 

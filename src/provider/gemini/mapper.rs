@@ -110,7 +110,13 @@ struct Stats {
     output_tokens: Option<u64>,
     #[serde(default)]
     cached: Option<u64>,
+    /// Per model: the keys are the models that answered (the run's `init` says only `auto`).
+    #[serde(default)]
+    models: std::collections::BTreeMap<String, IgnoredValue>,
 }
+
+#[derive(Deserialize)]
+struct IgnoredValue {}
 
 impl Mapper for GeminiMapper {
     fn map_line(&mut self, line: &str, out: &mut Vec<AgentMessage>) -> LineVerdict {
@@ -307,7 +313,17 @@ fn tool_error(error: Option<&ErrorBody>, output: String) -> String {
     }
 }
 
+/// Gemini CLI counts thinking only inside `total_tokens` (20 in + 10 out + 7 thoughts = 37, in
+/// the b_reasoning capture): the rest of the total is the thinking.
 fn shared_usage(stats: Stats) -> Usage {
+    let reasoning_tokens = match (stats.total_tokens, stats.input_tokens, stats.output_tokens) {
+        (Some(total), Some(input), Some(output)) => total
+            .checked_sub(input.saturating_add(output))
+            .filter(|thinking| *thinking > 0),
+        _ => None,
+    };
+    let model = (!stats.models.is_empty())
+        .then(|| stats.models.keys().cloned().collect::<Vec<_>>().join(", "));
     Usage {
         input_tokens: stats.input_tokens,
         output_tokens: stats.output_tokens,
@@ -315,6 +331,8 @@ fn shared_usage(stats: Stats) -> Usage {
         cache_write_tokens: None,
         total_tokens: stats.total_tokens,
         cost_usd: None,
+        reasoning_tokens,
+        model,
     }
 }
 
