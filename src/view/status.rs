@@ -58,8 +58,10 @@ pub fn render_status(state: &AppState, area: Rect, buf: &mut Buffer, now: Instan
             spans: vec![Span::styled(format!(" · {model}"), base)],
         });
     }
+    // The whole id when everything fits (to copy into `--session`), else head and tail.
+    let session_index = segments.len();
     if let Some(session) = &state.session_id {
-        let short = short_session_id(session);
+        let short = session.clone();
         segments.push(Segment {
             drop_order: 4,
             right: false,
@@ -100,6 +102,13 @@ pub fn render_status(state: &AppState, area: Rect, buf: &mut Buffer, now: Instan
 
     // Drop the least important parts until everything fits with a space between the sides.
     let width = usize::from(area.width);
+    let fits = |segments: &[Segment]| segments.iter().map(Segment::width).sum::<usize>() < width;
+    if let Some(session) = state.session_id.as_ref().filter(|_| !fits(&segments)) {
+        segments[session_index].spans = vec![Span::styled(
+            format!(" · session {}", short_session_id(session)),
+            base,
+        )];
+    }
     while segments.iter().map(Segment::width).sum::<usize>() + 1 > width {
         let Some((index, _)) = segments
             .iter()
@@ -269,5 +278,20 @@ fn compact(count: u64) -> String {
         format!("{:.1}k", count as f64 / 1_000.0)
     } else {
         count.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sessions_started_in_the_same_minute_are_told_apart() {
+        // Two pi sessions (UUIDv7) started within the same minute share their first 8 characters.
+        let first = short_session_id("01a22b08-d5ab-77d5-9c75-0a50cd618754");
+        let second = short_session_id("01a22b08-5d45-76d8-b82d-259017069207");
+        assert_eq!(first, "01a22b08…8754");
+        assert_eq!(second, "01a22b08…9207");
+        assert_eq!(short_session_id("sess-42"), "sess-42");
     }
 }
