@@ -194,8 +194,13 @@ async fn codex_later_turn_resumes_the_thread() {
     ) else {
         return;
     };
-    rig.run_then_resume("codex", "first prompt: remember 42", "second prompt")
+    let resumed = rig
+        .run_then_resume("codex", "first prompt: remember 42", "second prompt")
         .await;
+    // Codex reports the thread's running total (12 + 12 input tokens); the shared stream
+    // carries the resumed turn's own figures: one request of 12.
+    let usage = expect_completed(&resumed).1.expect("usage");
+    assert_eq!(usage.input_tokens, Some(12), "{usage:?}");
     // The resumed turn carried the first turn to the model.
     let last_body = String::from_utf8_lossy(&rig.server.requests()[1].body).into_owned();
     assert!(last_body.contains("first prompt: remember 42"));
