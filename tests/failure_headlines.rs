@@ -7,8 +7,12 @@
 #[path = "support/captures.rs"]
 mod captures;
 
-use agentty::app::failure_text::{failure_headline, next_step};
-use agentty::config::{ProviderSettings, RetryPolicy};
+use std::time::Instant;
+
+use agentty::app::state::{AppState, StartupInfo};
+use agentty::app::transcript::CellBody;
+use agentty::config::ProviderSettings;
+use agentty::orchestrator::OrchestratorEvent;
 use agentty::process::{ExitReport, Line};
 use agentty::provider::runner::{AttemptMapping, EndedBy};
 use agentty::provider::{build_backend, AttemptRequest};
@@ -91,13 +95,46 @@ fn capture_terminal(cli: &str, name: &str) -> Failure {
     terminal_for(cli, &stdout, &stderr, run.exit.exit_code.unwrap_or(0))
 }
 
-/// The chat's first notice line for a failure with automatic retry off (the default).
+/// The failure notice the chat shows for `failure` (automatic retry off, the default): its
+/// headline, and the one-line summary of its folded diagnostics.
 fn chat_headline(failure: &Failure) -> String {
-    let mut text = failure_headline(&failure.reason, &failure.message);
-    if let Some(step) = next_step(failure, &RetryPolicy::default(), 1, 1) {
-        text.push_str(&format!(" · {step}"));
+    let now = Instant::now();
+    let mut state = AppState::new(StartupInfo::default());
+    for event in [
+        OrchestratorEvent::TurnStarted {
+            turn: 1,
+            prompt: "hi".into(),
+        },
+        OrchestratorEvent::AttemptStarted {
+            turn: 1,
+            attempt: 1,
+            max_attempts: 1,
+        },
+        OrchestratorEvent::Message {
+            turn: 1,
+            attempt: 1,
+            message: AgentMessage::Failed(failure.clone()),
+        },
+    ] {
+        state.on_orchestrator_event(event, now);
     }
-    text
+    let notice = state
+        .transcript
+        .cells()
+        .iter()
+        .find_map(|cell| match &cell.body {
+            CellBody::Notice(notice) => Some(notice.clone()),
+            _ => None,
+        })
+        .expect("a failure notice");
+    if notice.details_summary.is_empty() {
+        notice.message
+    } else {
+        format!(
+            "{} [diagnostics: {}]",
+            notice.message, notice.details_summary
+        )
+    }
 }
 
 #[test]
@@ -107,7 +144,8 @@ fn a_node_crash_is_headed_by_its_error_not_the_node_banner() {
     assert_eq!(
         chat_headline(&failure),
         "Failed: TypeError: Cannot read properties of undefined (reading 'content') · \
-         not retried automatically: unrecognised failure · Ctrl+K → Retry or /retry to try again"
+         not retried automatically: unrecognised failure · Ctrl+K → Retry or /retry to try again \
+         [diagnostics: exit code 1 · 12 stderr lines]"
     );
     // The whole stderr still travels with the failure.
     assert!(failure.stderr.contains("Node.js v20.20.2"));
@@ -121,6 +159,14 @@ fn codex_resuming_a_missing_thread_is_headed_by_the_missing_rollout() {
         "thread/resume: thread/resume failed: no rollout found for thread id \
          0199a213-81c0-7800-8aa1-bbab2a035a53 (code -32600)"
     );
+    assert!(
+        chat_headline(&failure).starts_with(
+            "Failed: thread/resume: thread/resume failed: no rollout found for thread id \
+             0199a213-81c0-7800-8aa1-bbab2a035a53 (code -32600) · "
+        ),
+        "{}",
+        chat_headline(&failure)
+    );
 }
 
 #[test]
@@ -129,8 +175,8 @@ fn pi_http_500_is_headed_by_pis_error_message() {
     assert_eq!(failure.http_status, Some(500));
     assert_eq!(
         chat_headline(&failure),
-        "Failed: 500 fake internal server error · automatic retry is off (Ctrl+K → Settings) · \
-         Ctrl+K → Retry or /retry to try again"
+        "Failed: 500 fake internal server error · HTTP 500 · automatic retry is off \
+         (Ctrl+K → Settings) · Ctrl+K → Retry or /retry to try again"
     );
 }
 
@@ -138,8 +184,9 @@ fn pi_http_500_is_headed_by_pis_error_message() {
 fn a_pi_dropped_stream_says_the_connection_dropped() {
     let failure = capture_terminal("pi", "e_drop");
     assert_eq!(
-        failure.message,
-        "the connection to the model dropped mid-reply (terminated)"
+        chat_headline(&failure),
+        "Failed: the connection to the model dropped mid-reply (terminated) · automatic retry \
+         is off (Ctrl+K → Settings) · Ctrl+K → Retry or /retry to try again"
     );
 }
 
@@ -149,7 +196,8 @@ fn claude_401_is_headed_by_claudes_result_and_is_not_retried() {
     assert_eq!(
         chat_headline(&failure),
         "Failed: Invalid API key · Fix external API key · not retried automatically: \
-         HTTP 401: not authenticated · Ctrl+K → Retry or /retry to try again"
+         HTTP 401: not authenticated · Ctrl+K → Retry or /retry to try again \
+         [diagnostics: HTTP 401 · exit code 1 · 1 invalid output line]"
     );
 }
 
