@@ -99,10 +99,9 @@ pub struct TurnState {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Activity {
     Idle,
-    /// A turn runs: what its agent is doing, for how long, and since the turn started.
+    /// A turn runs: what its agent is doing, and for how long it has been doing it.
     Working {
         phase: AgentPhase,
-        phase_elapsed: Duration,
         elapsed: Duration,
     },
     Stopping {
@@ -231,18 +230,17 @@ impl AppState {
                 remaining: deadline.saturating_duration_since(now),
             };
         }
-        let (phase, phase_elapsed) =
-            self.phase
-                .as_ref()
-                .map_or((AgentPhase::Working, Duration::ZERO), |tracker| {
-                    let (phase, elapsed) = tracker.current(now);
-                    (phase.clone(), elapsed)
-                });
-        Activity::Working {
-            phase,
-            phase_elapsed,
-            elapsed: now.saturating_duration_since(turn.started),
-        }
+        let (phase, elapsed) = match &self.phase {
+            Some(tracker) => {
+                let (phase, elapsed) = tracker.current(now);
+                (phase.clone(), elapsed)
+            }
+            None => (
+                AgentPhase::Working,
+                now.saturating_duration_since(turn.started),
+            ),
+        };
+        Activity::Working { phase, elapsed }
     }
 
     /// Whether something time-based is on screen (elapsed time, countdown, stop stage), so the

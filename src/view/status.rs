@@ -143,12 +143,8 @@ pub fn render_status(state: &AppState, area: Rect, buf: &mut Buffer, now: Instan
 fn activity_spans(state: &AppState, now: Instant, base: Style) -> Vec<Span<'static>> {
     match state.activity(now) {
         Activity::Idle => vec![Span::styled("idle", base)],
-        Activity::Working {
-            phase,
-            phase_elapsed,
-            elapsed: _,
-        } => {
-            let (mut text, colour) = phase_text(&phase, phase_elapsed);
+        Activity::Working { phase, elapsed } => {
+            let (mut text, colour) = phase_text(&phase, elapsed);
             if let Some(turn) = &state.turn {
                 if turn.max_attempts > 1 {
                     text.push_str(&format!(
