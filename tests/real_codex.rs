@@ -8,7 +8,7 @@ mod fake_codex_server;
 #[path = "support/real_cli.rs"]
 mod real_cli;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use agentty::config::ProviderSettings;
 use agentty::provider::codex::CodexBackend;
@@ -17,7 +17,8 @@ use agentty::stream::AgentMessage;
 use fake_codex_server::shared::FakeServer;
 use fake_codex_server::CodexScenario;
 use real_cli::{
-    assistant_text, completed_tool_call, expect_completed, expect_failed, notices, real_cli, Rig,
+    assistant_text, completed_tool_call, expect_completed, expect_failed, notices, real_cli,
+    started_session_id, Rig,
 };
 use tempfile::TempDir;
 
@@ -33,6 +34,18 @@ fn rig(test: &str, scenario: CodexScenario, extra_args: &[&str]) -> Option<Rig<F
     let codex_home = home.path().join("codex_home");
     std::fs::create_dir_all(&codex_home).expect("create CODEX_HOME");
     write_config(&codex_home, server.port);
+    let settings = settings(bin, home.path(), extra_args);
+    Some(Rig {
+        server,
+        provider: CliProvider::new(CodexBackend::new(settings)),
+        home,
+        work,
+    })
+}
+
+/// The settings that run `bin` with the Codex home under `home`.
+fn settings(bin: PathBuf, home: &Path, extra_args: &[&str]) -> ProviderSettings {
+    let codex_home = home.join("codex_home");
     let mut settings = ProviderSettings {
         command: Some(bin),
         args: extra_args.iter().map(|arg| arg.to_string()).collect(),
@@ -46,16 +59,11 @@ fn rig(test: &str, scenario: CodexScenario, extra_args: &[&str]) -> Option<Rig<F
     // files (and anything they lock, such as pyenv's rehash lock) out of the test.
     settings
         .env
-        .insert("HOME".into(), home.path().to_string_lossy().into_owned());
+        .insert("HOME".into(), home.to_string_lossy().into_owned());
     settings
         .env
         .insert("FAKE_API_KEY".into(), "dummy-key".into());
-    Some(Rig {
-        server,
-        provider: CliProvider::new(CodexBackend::new(settings)),
-        home,
-        work,
-    })
+    settings
 }
 
 /// The config of `protocols/codex/capture.sh`: the fake provider, and no background traffic.
@@ -204,4 +212,21 @@ async fn codex_later_turn_resumes_the_thread() {
     // The resumed turn carried the first turn to the model.
     let last_body = String::from_utf8_lossy(&rig.server.requests()[1].body).into_owned();
     assert!(last_body.contains("first prompt: remember 42"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_resumed_turn_after_a_relaunch_reports_its_own_usage() {
+    let test = "codex_resumed_turn_after_a_relaunch_reports_its_own_usage";
+    let Some(mut rig) = rig(test, CodexScenario::Text, &[]) else {
+        return;
+    };
+    let first = rig.run("first prompt", SessionRef::New).await;
+    let thread = started_session_id(&first);
+    // A new launch of agentty: a fresh backend that has seen no turn of this thread.
+    let bin = real_cli(test, "AGENTTY_CODEX_BIN", DEFAULT_BIN).expect("the CLI");
+    rig.provider = CliProvider::new(CodexBackend::new(settings(bin, rig.home.path(), &[])));
+    let resumed = rig.run("second prompt", SessionRef::Resume(thread)).await;
+    // Codex reports 24 (the thread's total); the rollout file gives the earlier 12.
+    let usage = expect_completed(&resumed).1.expect("usage");
+    assert_eq!(usage.input_tokens, Some(12), "{usage:?}");
 }

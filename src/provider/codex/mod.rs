@@ -36,17 +36,20 @@ impl CodexBackend {
         }
     }
 
-    /// The Codex config file this run will read: `$CODEX_HOME/config.toml` (the configured
-    /// environment first), else `~/.codex/config.toml`.
-    fn codex_config_path(&self) -> Option<PathBuf> {
-        let codex_home = self
-            .settings
+    /// The Codex home this run will use: `$CODEX_HOME` (the configured environment first),
+    /// else `~/.codex`.
+    fn codex_home(&self) -> Option<PathBuf> {
+        self.settings
             .env
             .get("CODEX_HOME")
             .map(PathBuf::from)
             .or_else(|| std::env::var_os("CODEX_HOME").map(PathBuf::from))
-            .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".codex")))?;
-        Some(codex_home.join("config.toml"))
+            .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".codex")))
+    }
+
+    /// The Codex config file this run will read: `<Codex home>/config.toml`.
+    fn codex_config_path(&self) -> Option<PathBuf> {
+        Some(self.codex_home()?.join("config.toml"))
     }
 }
 
@@ -71,6 +74,12 @@ impl Backend for CodexBackend {
         ));
         for (key, value) in &self.settings.env {
             spec = spec.env(key, value);
+        }
+        if let (SessionRef::Resume(thread_id), Some(codex_home)) =
+            (&request.session, self.codex_home())
+        {
+            // So that the turn's usage is its own even when the thread began in another launch.
+            self.thread_totals.seed_from_rollout(&codex_home, thread_id);
         }
         spec.cwd = request.cwd.clone();
         spec
