@@ -12,9 +12,13 @@
 //!   complete text (a new message starts) is superseded with nothing after the notice.
 //! - The `<synthetic>` assistant message the CLI prints for an API error is not assistant
 //!   text; its message becomes the failure's message instead.
-//! - Thinking is buffered for the whole turn and released, one `assistant.thought` per block,
+//! - Thinking streams live as `assistant.thinking` deltas (display only), and is also buffered
+//!   for the whole turn and released, one `assistant.thought` per block,
 //!   when a message ends with a stop reason other than `tool_use` (or at the turn's `result`,
 //!   or when the process ends), so thoughts never interleave with tool calls.
+//! - A tool the user stopped fails with "stopped by the user", not with Claude Code's note to
+//!   the model ("The user doesn't want to proceed… STOP what you are doing…").
+//! - The model `system/init` names is reported with the turn's usage.
 //! - A tool call is announced once, from the complete `assistant` line (its input parsed), and
 //!   ended once by its `tool_result`; calls still open when the process ends are failed.
 //! - Lines of a sub-agent (`parent_tool_use_id` set) are not part of the main reply: skipped.
