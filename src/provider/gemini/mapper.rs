@@ -13,7 +13,12 @@
 //!   stderr line becomes an `agent_retry` notice.
 //! - An `error` event is not fatal by itself: a `warning` is shown as a notice, an `error` is
 //!   kept as the failure message for a `result` that gives none.
-//! - stream-json carries no thinking (the CLI drops it), so no `assistant.thought` is produced.
+//! - stream-json carries no thinking (the CLI drops it), so no `assistant.thought` is produced;
+//!   the thinking tokens are counted only in `stats.total_tokens`, so the usage's
+//!   `reasoning_tokens` is what the total holds beyond input and output. The usage's `model` is
+//!   the model(s) `stats.models` names (`init` says only `auto`).
+//! - A failure's message is the API's own (`error.message` inside Gemini CLI's
+//!   `[API Error: {…}]` wrapper).
 
 use serde::Deserialize;
 use serde_json::{json, Value};
