@@ -2,9 +2,14 @@
 
 use std::path::PathBuf;
 
+use std::ffi::OsStr;
+
+use clap::builder::{PossibleValue, TypedValueParser};
+use clap::error::ErrorKind;
 use clap::{Args, Parser, Subcommand};
 
 use crate::demo_agent::DemoAgentArgs;
+use crate::provider::PROVIDER_NAMES;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -32,9 +37,9 @@ pub struct Cli {
 /// Which agent to run and how; shared by the chat and `run`.
 #[derive(Debug, Clone, Default, Args)]
 pub struct AgentArgs {
-    /// pi, claude, codex, gemini or demo. Default: the configured one, else pi when it is on
-    /// PATH, else demo.
-    #[arg(long, global = true)]
+    /// The agent to run, or a provider defined in the config (`[providers.NAME]`). Default: the
+    /// configured one, else pi when it is on PATH, else demo.
+    #[arg(long, global = true, value_parser = ProviderNameParser)]
     pub provider: Option<String>,
     /// The executable to run for that provider instead of the one on PATH.
     #[arg(long, global = true)]
@@ -83,4 +88,91 @@ pub struct RunArgs {
 pub struct ReplayArgs {
     /// A file of raw agent stdout lines (or an agentty session log).
     pub file: PathBuf,
+}
+
+/// `--provider`: the built-in names are clap's possible values (listed in `--help`, suggested on
+/// a typo); any other well-formed name is passed on, since the config may define it
+/// (`[providers.NAME]`), and is checked against the config once that is loaded.
+#[derive(Debug, Clone, Copy)]
+struct ProviderNameParser;
+
+impl TypedValueParser for ProviderNameParser {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        command: &clap::Command,
+        argument: Option<&clap::Arg>,
+        value: &OsStr,
+    ) -> Result<String, clap::Error> {
+        let well_formed = value.to_str().filter(|name| {
+            !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        });
+        match well_formed {
+            Some(name) => Ok(name.to_owned()),
+            None => {
+                let mut error = clap::Error::new(ErrorKind::InvalidValue).with_cmd(command);
+                error.insert(
+                    clap::error::ContextKind::InvalidArg,
+                    clap::error::ContextValue::String(
+                        argument.map_or_else(|| "--provider".to_owned(), ToString::to_string),
+                    ),
+                );
+                error.insert(
+                    clap::error::ContextKind::InvalidValue,
+                    clap::error::ContextValue::String(value.to_string_lossy().into_owned()),
+                );
+                error.insert(
+                    clap::error::ContextKind::ValidValue,
+                    clap::error::ContextValue::Strings(
+                        PROVIDER_NAMES
+                            .iter()
+                            .map(|name| (*name).to_owned())
+                            .collect(),
+                    ),
+                );
+                Err(error)
+            }
+        }
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        Some(Box::new(PROVIDER_NAMES.iter().map(PossibleValue::new)))
+    }
+}
+
+/// The prompt of `agentty run`, or the usage error for one that says nothing.
+pub fn run_prompt(words: &[String]) -> Result<String, String> {
+    let prompt = words.join(" ");
+    if prompt.trim().is_empty() {
+        return Err(
+            "empty prompt: say what the agent should do, e.g. `agentty run \"list the files\"`"
+                .to_owned(),
+        );
+    }
+    Ok(prompt)
+}
+
+/// `--scenario` belongs to the demo provider and must name one of its scenarios.
+pub fn check_scenario(scenario: Option<&str>, provider: &str) -> Result<(), String> {
+    let Some(scenario) = scenario else {
+        return Ok(());
+    };
+    if provider != "demo" {
+        return Err(format!(
+            "--scenario only applies to the demo agent (add `--provider demo`); the provider is `{provider}`"
+        ));
+    }
+    let known = crate::demo_agent::scenario_names();
+    if known.contains(&scenario) {
+        Ok(())
+    } else {
+        Err(format!(
+            "unknown scenario `{scenario}`; the scenarios are: {}",
+            known.join(", ")
+        ))
+    }
 }

@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use toml_edit::{DocumentMut, Item, TableLike};
 
+mod lenient;
+
 /// How one agent CLI is started.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -294,6 +296,22 @@ pub fn load(path: Option<&Path>) -> LoadedConfig {
     }
 }
 
+/// Like [`load`], but a file named with `--config` must exist: a mistyped path must not fall
+/// back to the defaults without a word. The default path may be absent (a fresh machine).
+pub fn load_checked(explicit: Option<&Path>) -> Result<LoadedConfig, String> {
+    if let Some(path) = explicit {
+        if !path.exists() {
+            return Err(format!(
+                "--config {}: no such file (create it, see assets/config.example.toml, or leave out --config to use {})",
+                path.display(),
+                default_config_path()
+                    .map_or_else(|| "the defaults".to_owned(), |path| path.display().to_string())
+            ));
+        }
+    }
+    Ok(load(explicit))
+}
+
 /// Parses config text; `origin` names the file in messages.
 ///
 /// The retry section is validated separately from the rest, so that a bad retry value falls back
@@ -318,7 +336,19 @@ pub fn parse(text: &str, origin: &Path) -> (Config, Vec<String>) {
         }
     };
     let retry_section = table.remove(RETRY_SECTION);
-    let mut warnings = Vec::new();
+    let mut warnings: Vec<String> = lenient::drop_bad_keys(&mut table, text)
+        .into_iter()
+        .map(|dropped| {
+            let line = dropped
+                .line
+                .map(|line| format!(", line {line}"))
+                .unwrap_or_default();
+            format!(
+                "{file}{line}: `{}`: {}; ignored, the rest of the config applies",
+                dropped.path, dropped.problem
+            )
+        })
+        .collect();
     let mut config = match toml::Value::Table(table).try_into::<Config>() {
         Ok(config) => config,
         Err(error) => {
@@ -647,6 +677,32 @@ mod tests {
         assert_eq!(warnings.len(), 1);
         assert!(warnings[0].contains("colour"), "{warnings:?}");
         assert!(warnings[0].starts_with(ORIGIN), "{warnings:?}");
+    }
+
+    #[test]
+    fn an_unknown_key_costs_only_itself_and_is_named_with_its_line() {
+        let text = "default_provider = \"claude\"\ncolour = \"red\"\n\n[providers.pi]\ncommand = \"/opt/pi\"\ncomand = \"/typo\"\nenv = { PI_HOME = \"/x\" }\n\n[providers.claude]\nargs = [\"--verbose\"]\nmodel = 7\n";
+        let (config, warnings) = parse_text(text);
+        assert_eq!(config.default_provider.as_deref(), Some("claude"));
+        let pi = config.provider_settings("pi");
+        assert_eq!(pi.command, Some(PathBuf::from("/opt/pi")));
+        assert_eq!(pi.env.get("PI_HOME").map(String::as_str), Some("/x"));
+        assert_eq!(config.provider_settings("claude").args, ["--verbose"]);
+        assert_eq!(warnings.len(), 3, "{warnings:?}");
+        assert!(
+            warnings[0].starts_with(&format!("{ORIGIN}, line 2: `colour`: unknown key")),
+            "{warnings:?}"
+        );
+        assert!(
+            warnings[1].starts_with(&format!("{ORIGIN}, line 6: `providers.pi.comand`: unknown key (known keys: args, command, env, model")),
+            "{warnings:?}"
+        );
+        assert!(
+            warnings[2].starts_with(&format!(
+                "{ORIGIN}, line 11: `providers.claude.model`: invalid type"
+            )),
+            "{warnings:?}"
+        );
     }
 
     #[test]

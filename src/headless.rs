@@ -8,7 +8,7 @@ use std::io::Write;
 
 use std::sync::Arc;
 
-use crate::cli::{AgentArgs, ReplayArgs, RunArgs};
+use crate::cli::{self, AgentArgs, ReplayArgs, RunArgs};
 use crate::config;
 use crate::orchestrator::{headless::run_headless_turn, OrchestratorOptions};
 use crate::process::{ExitReport, Line};
@@ -33,17 +33,24 @@ pub fn exit_status(terminal: &AgentMessage) -> i32 {
 }
 
 pub fn run(agent: AgentArgs, args: RunArgs) -> i32 {
-    let loaded = config::load(agent.config.as_deref());
+    let prompt = match cli::run_prompt(&args.prompt) {
+        Ok(prompt) => prompt,
+        Err(message) => return usage_error(&message),
+    };
+    let loaded = match config::load_checked(agent.config.as_deref()) {
+        Ok(loaded) => loaded,
+        Err(message) => return usage_error(&message),
+    };
     for warning in &loaded.warnings {
         eprintln!("agentty: {warning}");
     }
     let choice = match resolve_provider(&agent, &loaded.config) {
         Ok(choice) => choice,
-        Err(message) => {
-            eprintln!("agentty: {message}");
-            return EXIT_USAGE;
-        }
+        Err(message) => return usage_error(&message),
     };
+    if let Err(message) = cli::check_scenario(agent.scenario.as_deref(), &choice.name) {
+        return usage_error(&message);
+    }
     let Some(provider) = provider::build_provider(&choice.name, &choice.settings) else {
         eprintln!("agentty: unknown provider `{}`", choice.name);
         return EXIT_USAGE;
@@ -79,7 +86,6 @@ pub fn run(agent: AgentArgs, args: RunArgs) -> i32 {
     .map_err(|error| tracing::warn!(%error, "no session log"))
     .ok()
     .map(Arc::new);
-    let prompt = args.prompt.join(" ");
     runtime.block_on(async move {
         let stop = StopControl::new();
         tokio::spawn(stop_on_signals(stop.clone()));
@@ -104,6 +110,12 @@ pub fn run(agent: AgentArgs, args: RunArgs) -> i32 {
         .await;
         outcome.exit_status()
     })
+}
+
+/// Prints a usage error as one line and gives the usage exit status.
+fn usage_error(message: &str) -> i32 {
+    eprintln!("agentty: {message}");
+    EXIT_USAGE
 }
 
 /// SIGINT, SIGTERM and SIGHUP start the three-stage stop; a second one skips to the kill.

@@ -24,6 +24,10 @@ pub enum AgentMessage {
     /// New assistant text only; the deltas of a turn concatenate to exactly the agent's text.
     #[serde(rename = "assistant")]
     Assistant { delta: String },
+    /// Thinking text as it streams, for display only (a live pane). Consumers that want whole
+    /// blocks ignore it: every block also arrives whole as `assistant.thought`.
+    #[serde(rename = "assistant.thinking")]
+    Thinking { delta: String },
     /// A complete thinking block, released once the message ends with a non-tool-use stop.
     #[serde(rename = "assistant.thought")]
     Thought { text: String },
@@ -127,6 +131,12 @@ pub struct Usage {
     pub total_tokens: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
+    /// Thinking (reasoning) tokens, where the CLI counts them apart from the output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_tokens: Option<u64>,
+    /// The model that answered, as the CLI reported it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 /// The stage of the three-stage stop that ended the agent.
@@ -205,6 +215,12 @@ mod tests {
         round_trip(
             AgentMessage::Assistant { delta: "hi".into() },
             json!({"type":"assistant","delta":"hi"}),
+        );
+        round_trip(
+            AgentMessage::Thinking {
+                delta: "hmm".into(),
+            },
+            json!({"type":"assistant.thinking","delta":"hmm"}),
         );
         round_trip(
             AgentMessage::ToolCall {

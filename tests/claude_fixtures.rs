@@ -257,6 +257,8 @@ fn partial_text_streams_as_deltas_and_the_complete_block_adds_nothing() {
                 cache_write_tokens: Some(0),
                 total_tokens: Some(1259),
                 cost_usd: Some(0.006795),
+                model: Some("claude-opus-4-8[1m]".into()),
+                ..agentty::stream::Usage::default()
             }),
         }
     );
@@ -291,6 +293,7 @@ fn thinking_is_one_thought_released_after_the_text() {
     let kinds: Vec<String> = replay
         .messages
         .iter()
+        .filter(|message| !matches!(message, AgentMessage::Thinking { .. }))
         .map(|message| match message {
             AgentMessage::Thought { text } => format!("thought:{text}"),
             AgentMessage::Assistant { delta } => format!("text:{delta}"),

@@ -112,7 +112,10 @@ impl Session {
             std::process::id(),
             NEXT_SERVER.fetch_add(1, Ordering::SeqCst)
         );
+        // An empty config of its own, so that the user's config is not read (`--config` must
+        // name a file that exists).
         let config = state_dir.path().join("config.toml");
+        std::fs::write(&config, "").expect("write the test's config");
         let mut command_line = format!(
             "{env} AGENTTY_STATE_DIR={} {} --config {}",
             shell_quote(state_dir.path().to_str().unwrap()),
@@ -398,8 +401,12 @@ fn thinking_is_collapsed_and_expands() {
     };
     session.wait_until_ready();
     session.prompt("think first");
-    let screen = session.wait_for_text("Here is my answer");
-    session.wait_for_text("▸ Thinking ·");
+    // While it thinks, the live pane shows the thinking so far; the status bar says so.
+    session.wait_for_text("▸ Thinking… ·");
+    session.wait_for_text("● thinking");
+    session.wait_for_text("Here is my answer");
+    // The whole thought completes the pane, collapsed again.
+    let screen = session.wait_for_text("▸ Thinking ·");
     assert!(
         !screen.contains("Before answering I should consider"),
         "{screen}"
@@ -503,7 +510,7 @@ fn second_esc_kills_an_agent_that_ignores_sigint() {
     };
     session.wait_until_ready();
     session.prompt("try to stop me");
-    session.wait_for_text("● streaming");
+    session.wait_for_text("● w"); // working, or writing once text streams
     session.keys(&["Escape"]);
     session.wait_for_text("stopping: ");
     session.keys(&["Escape"]);

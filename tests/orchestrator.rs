@@ -61,6 +61,12 @@ impl Backend for ScriptBackend {
     fn mapper(&self, _request: &AttemptRequest) -> Box<dyn Mapper> {
         Box::new(SharedLineMapper::default())
     }
+
+    /// A script keeps session ID, if it keeps one, as `$WORK/session-ID`.
+    fn session_file(&self, session_id: &str, _request: &AttemptRequest) -> Option<PathBuf> {
+        let file = self.work.join(format!("session-{session_id}"));
+        file.exists().then_some(file)
+    }
 }
 
 /// Reads stdout lines that are already shared messages; a terminal line sets the outcome (the
@@ -443,12 +449,15 @@ async fn a_provider_attempt_spawns_exactly_once_even_when_it_fails() {
 
 #[tokio::test]
 async fn retry_last_turn_resends_the_prompt_in_the_same_session_with_retry_off() {
+    // The agent stores each prompt in its session file as it is sent, like a real CLI.
     let agent = Agent::new(&format!(
         "echo \"$1 in $SESSION\" >> \"$WORK/prompts\"\n\
+         echo \"$1\" >> \"$WORK/session-$SESSION\"\n\
          if [ \"$n\" -lt 2 ]; then {}; else {}; fi",
         say(&agent_error("429 Too Many Requests", Some(429))),
         say(&completed())
     ));
+    std::fs::write(agent.work.path().join("session-s-7"), "earlier\n").unwrap();
     let mut handle = spawn_orchestrator(OrchestratorOptions {
         session: SessionRef::Resume("s-7".into()),
         ..agent.options(RetryPolicy::default())
@@ -474,6 +483,42 @@ async fn retry_last_turn_resends_the_prompt_in_the_same_session_with_retry_off()
     assert_eq!(
         agent.lines("prompts"),
         ["the prompt in s-7", "the prompt in s-7"]
+    );
+    // The failed attempt was rolled back: the session holds the prompt once.
+    assert_eq!(agent.lines("session-s-7"), ["earlier", "the prompt"]);
+    shut_down(handle).await;
+}
+
+#[tokio::test]
+async fn without_a_session_file_to_roll_back_the_retry_starts_a_fresh_session_and_says_so() {
+    let agent = Agent::new(&format!(
+        "echo \"$1 in $SESSION\" >> \"$WORK/prompts\"\n\
+         if [ \"$n\" -lt 2 ]; then {}; else {}; fi",
+        say(&agent_error("429 Too Many Requests", Some(429))),
+        say(&completed())
+    ));
+    let mut handle = spawn_orchestrator(OrchestratorOptions {
+        session: SessionRef::Resume("s-7".into()),
+        ..agent.options(RetryPolicy::default())
+    });
+    handle
+        .commands
+        .send(Command::Submit("the prompt".into()))
+        .unwrap();
+    events_until(&mut handle, turn_ended).await;
+    handle.commands.send(Command::RetryLastTurn).unwrap();
+    let events = events_until(&mut handle, turn_ended).await;
+    assert_eq!(outcome_of(&events), TurnOutcome::Completed);
+    assert_eq!(
+        count(&events, |event| matches!(
+            event,
+            Ev::Notice { kind, .. } if kind == agentty::stream::notice_kind::FRESH_SESSION
+        )),
+        1
+    );
+    assert_eq!(
+        agent.lines("prompts"),
+        ["the prompt in s-7", "the prompt in new"]
     );
     shut_down(handle).await;
 }

@@ -8,7 +8,7 @@ mod fake_codex_server;
 #[path = "support/real_cli.rs"]
 mod real_cli;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use agentty::config::ProviderSettings;
@@ -19,8 +19,8 @@ use fake_codex_server::shared::FakeServer;
 use fake_codex_server::CodexScenario;
 use real_cli::{
     assistant_text, completed_tool_call, expect_completed, expect_failed, notices, real_cli,
-    retried_first_turn_is_sent_once, retried_middle_turn_is_sent_once, three_prompts, FailFirst,
-    Rig, UserTexts,
+    retried_first_turn_is_sent_once, retried_middle_turn_is_sent_once, started_session_id,
+    three_prompts, FailFirst, Rig, UserTexts,
 };
 use tempfile::TempDir;
 
@@ -46,6 +46,19 @@ fn rig_on(
     let codex_home = home.path().join("codex_home");
     std::fs::create_dir_all(&codex_home).expect("create CODEX_HOME");
     write_config(&codex_home, server.port);
+    let settings = settings(bin, home.path(), extra_args);
+    let rig = Rig {
+        server,
+        provider: CliProvider::new(CodexBackend::new(settings.clone())),
+        home,
+        work,
+    };
+    Some((rig, settings))
+}
+
+/// The settings that run `bin` with the Codex home under `home`.
+fn settings(bin: PathBuf, home: &Path, extra_args: &[&str]) -> ProviderSettings {
+    let codex_home = home.join("codex_home");
     let mut settings = ProviderSettings {
         command: Some(bin),
         args: extra_args.iter().map(|arg| arg.to_string()).collect(),
@@ -59,17 +72,11 @@ fn rig_on(
     // files (and anything they lock, such as pyenv's rehash lock) out of the test.
     settings
         .env
-        .insert("HOME".into(), home.path().to_string_lossy().into_owned());
+        .insert("HOME".into(), home.to_string_lossy().into_owned());
     settings
         .env
         .insert("FAKE_API_KEY".into(), "dummy-key".into());
-    let rig = Rig {
-        server,
-        provider: CliProvider::new(CodexBackend::new(settings.clone())),
-        home,
-        work,
-    };
-    Some((rig, settings))
+    settings
 }
 
 /// The config of `protocols/codex/capture.sh`: the fake provider, and no background traffic.
@@ -208,8 +215,13 @@ async fn codex_later_turn_resumes_the_thread() {
     ) else {
         return;
     };
-    rig.run_then_resume("codex", "first prompt: remember 42", "second prompt")
+    let resumed = rig
+        .run_then_resume("codex", "first prompt: remember 42", "second prompt")
         .await;
+    // Codex reports the thread's running total (12 + 12 input tokens); the shared stream
+    // carries the resumed turn's own figures: one request of 12.
+    let usage = expect_completed(&resumed).1.expect("usage");
+    assert_eq!(usage.input_tokens, Some(12), "{usage:?}");
     // The resumed turn carried the first turn to the model.
     let last_body = String::from_utf8_lossy(&rig.server.requests()[1].body).into_owned();
     assert!(last_body.contains("first prompt: remember 42"));
@@ -310,4 +322,21 @@ async fn codex_retried_first_turn_reaches_the_model_with_its_prompt_once() {
         model_requests(&rig.server)
     })
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_resumed_turn_after_a_relaunch_reports_its_own_usage() {
+    let test = "codex_resumed_turn_after_a_relaunch_reports_its_own_usage";
+    let Some(mut rig) = rig(test, CodexScenario::Text, &[]) else {
+        return;
+    };
+    let first = rig.run("first prompt", SessionRef::New).await;
+    let thread = started_session_id(&first);
+    // A new launch of agentty: a fresh backend that has seen no turn of this thread.
+    let bin = real_cli(test, "AGENTTY_CODEX_BIN", DEFAULT_BIN).expect("the CLI");
+    rig.provider = CliProvider::new(CodexBackend::new(settings(bin, rig.home.path(), &[])));
+    let resumed = rig.run("second prompt", SessionRef::Resume(thread)).await;
+    // Codex reports 24 (the thread's total); the rollout file gives the earlier 12.
+    let usage = expect_completed(&resumed).1.expect("usage");
+    assert_eq!(usage.input_tokens, Some(12), "{usage:?}");
 }

@@ -10,6 +10,7 @@ mod fake_gemini_server;
 #[path = "support/real_cli.rs"]
 mod real_cli;
 
+use std::path::Path;
 use std::sync::Arc;
 
 use agentty::config::ProviderSettings;
@@ -90,11 +91,17 @@ fn rig_on(
     }
     let rig = Rig {
         server,
-        provider: CliProvider::new(GeminiBackend::new(settings.clone())),
+        provider: CliProvider::new(backend(&settings, home.path())),
         home,
         work,
     };
     Some((rig, settings))
+}
+
+/// The backend for `settings`, with agentty's private Gemini home (retries off) inside the
+/// test's throwaway home.
+fn backend(settings: &ProviderSettings, home: &Path) -> GeminiBackend {
+    GeminiBackend::new(settings.clone()).with_state_dir(home.join("agentty-state"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -167,30 +174,45 @@ async fn gemini_shell_tool_call_runs_and_completes() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn gemini_http_500_shows_each_silent_retry_and_fails_with_the_status() {
+async fn gemini_http_500_costs_one_request_per_attempt() {
+    // The user's settings leave Gemini CLI's default of 10 tries (about 4 minutes); agentty's
+    // private home bounds them to one, so each attempt is one request and fails at once.
     let Some(rig) = rig(
-        "gemini_http_500_shows_each_silent_retry_and_fails_with_the_status",
+        "gemini_http_500_costs_one_request_per_attempt",
         GeminiScenario::Http500,
         &[],
-        Some(2),
+        None,
     ) else {
         return;
     };
-    let messages = rig.run("say hello", SessionRef::New).await;
-    let failure = expect_failed(&messages);
-    assert_eq!(failure.reason, "agent_error");
-    assert_eq!(failure.http_status, Some(500), "{failure:#?}");
-    assert_eq!(failure.exit_code, Some(244));
-    // Gemini CLI cannot be told on its command line not to retry: with two attempts allowed,
-    // there are two requests and the one retry between them is shown.
-    assert_eq!(rig.server.count(STREAM_PATH), 2);
-    assert_eq!(notices(&messages, "agent_retry"), 1, "{messages:#?}");
+    for attempt in 1..=2 {
+        let started = std::time::Instant::now();
+        let messages = rig.run("say hello", SessionRef::New).await;
+        let failure = expect_failed(&messages);
+        assert_eq!(failure.reason, "agent_error");
+        assert_eq!(failure.http_status, Some(500), "{failure:#?}");
+        assert_eq!(failure.exit_code, Some(244));
+        assert_eq!(failure.message, "fake internal error", "{failure:#?}");
+        assert_eq!(notices(&messages, "agent_retry"), 0, "{messages:#?}");
+        assert_eq!(rig.server.count(STREAM_PATH), attempt);
+        eprintln!(
+            "attempt {attempt}: {} request(s) so far, failed after {:.1} s",
+            rig.server.count(STREAM_PATH),
+            started.elapsed().as_secs_f64()
+        );
+    }
+    // The user's own settings are untouched.
+    let user_settings =
+        std::fs::read_to_string(rig.home.path().join(".gemini/settings.json")).unwrap();
+    assert!(!user_settings.contains("maxAttempts"), "{user_settings}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn gemini_text_re_sent_after_a_dropped_stream_is_shown_once() {
+async fn gemini_dropped_stream_is_not_resent_behind_agenttys_back() {
+    // Even with the user's settings allowing three tries, the private home allows one: the
+    // dropped stream is not resent (a resend could glue a different answer to the partial one).
     let Some(rig) = rig(
-        "gemini_text_re_sent_after_a_dropped_stream_is_shown_once",
+        "gemini_dropped_stream_is_not_resent_behind_agenttys_back",
         GeminiScenario::Drop,
         &[],
         Some(3),
@@ -198,12 +220,12 @@ async fn gemini_text_re_sent_after_a_dropped_stream_is_shown_once() {
         return;
     };
     let messages = rig.run("say hello", SessionRef::New).await;
-    assert_eq!(rig.server.count(STREAM_PATH), 3);
+    assert_eq!(rig.server.count(STREAM_PATH), 1);
     assert_eq!(
         assistant_text(&messages),
         fake_gemini_server::DROPPED_PARTIAL
     );
-    assert_eq!(notices(&messages, "warning"), 2, "{messages:#?}");
+    assert_eq!(notices(&messages, "warning"), 0, "{messages:#?}");
     expect_failed(&messages);
 }
 
@@ -266,7 +288,7 @@ fn flaky_rig(test: &str, flaky: &str) -> Option<(Rig<FakeServer>, Arc<CliProvide
         fake_gemini_server::start_failing(GeminiScenario::Text, move |text| fail.take(text))
     };
     let (rig, settings) = rig_on(test, server, &[], Some(1))?;
-    let provider = Arc::new(CliProvider::new(GeminiBackend::new(settings)));
+    let provider = Arc::new(CliProvider::new(backend(&settings, rig.home.path())));
     Some((rig, provider))
 }
 

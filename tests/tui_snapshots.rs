@@ -396,6 +396,14 @@ fn failed_with_diagnostics() {
 fn retry_countdown_then_next_attempt() {
     let mut chat = Chat::new();
     chat.start_turn(0, "Hello");
+    chat.event(
+        0,
+        OrchestratorEvent::AttemptStarted {
+            turn: 1,
+            attempt: 1,
+            max_attempts: 3,
+        },
+    );
     chat.delta(100, "Partial ans");
     chat.message(
         200,

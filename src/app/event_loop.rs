@@ -144,7 +144,13 @@ fn session_of(summary: &ConversationSummary) -> SessionRef {
 
 /// Runs the chat (see `app::run`).
 pub fn run(cli: Cli) -> i32 {
-    let loaded = config::load(cli.agent.config.as_deref());
+    let loaded = match config::load_checked(cli.agent.config.as_deref()) {
+        Ok(loaded) => loaded,
+        Err(message) => {
+            eprintln!("agentty: {message}");
+            return 2;
+        }
+    };
     let mut cli = cli;
     let warnings = loaded.warnings.clone();
     // `--resume [ID]`: the conversation's transcript is shown again and its agent session
@@ -178,6 +184,11 @@ pub fn run(cli: Cli) -> i32 {
             return 2;
         }
     };
+    if let Err(message) = crate::cli::check_scenario(cli.agent.scenario.as_deref(), &provider_name)
+    {
+        eprintln!("agentty: {message}");
+        return 2;
+    }
     let session = if cli.continue_latest {
         SessionRef::ContinueLatest
     } else if let Some(id) = &cli.session {

@@ -4,9 +4,12 @@
 //! sequences); `event_loop` owns the terminal, the orchestrator handle and the timers, and is
 //! the only place that performs effects.
 
+pub mod activity;
 pub mod composer;
 pub mod conversation_picker;
 pub mod event_loop;
+pub mod failure_text;
+pub mod live_thinking;
 pub mod menu;
 pub mod resume;
 pub mod state;

@@ -12,8 +12,11 @@ use std::time::{Duration, Instant};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use serde_json::Value;
 
+use super::activity::{AgentPhase, PhaseTracker, UsageBook};
 use super::composer::Composer;
 use super::conversation_picker::{ConversationPicker, PickerOutcome};
+use super::failure_text::{failure_facts, failure_headline, next_step};
+use super::live_thinking::LiveThinking;
 use super::menu::{parse_slash, Action, Overlay, SettingsDraft};
 use super::transcript::{
     AssistantCell, CellBody, CellId, DetailSection, NoticeCell, NoticeLevel, RetryCountdown,
@@ -23,7 +26,7 @@ use crate::config::RetryPolicy;
 use crate::orchestrator::{Command, OrchestratorEvent, TurnId, TurnOutcome};
 use crate::provider::{StopProgress, PROVIDER_NAMES};
 use crate::session_log::ConversationSummary;
-use crate::stream::{notice_kind, AgentMessage, Failure, StopStage, Usage};
+use crate::stream::{notice_kind, AgentMessage, Failure, StopStage};
 use crate::view::sanitize::{for_clipboard, untrusted_owned};
 
 /// Lines a mouse wheel notch scrolls.
@@ -102,7 +105,9 @@ pub struct TurnState {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Activity {
     Idle,
-    Streaming {
+    /// A turn runs: what its agent is doing, and for how long it has been doing it.
+    Working {
+        phase: AgentPhase,
         elapsed: Duration,
     },
     Stopping {
@@ -125,7 +130,10 @@ pub struct AppState {
     pub turn: Option<TurnState>,
     pub last_outcome: Option<TurnOutcome>,
     pub queued: Vec<String>,
-    pub usage: Option<Usage>,
+    /// Token figures of the last turn and of the conversation, and the model the CLI reported.
+    pub usage_book: UsageBook,
+    /// What the running attempt's agent is doing.
+    pub phase: Option<PhaseTracker>,
     pub composer: Composer,
     pub overlay: Option<Overlay>,
     pub retry_policy: RetryPolicy,
@@ -140,6 +148,8 @@ pub struct AppState {
     pub expand_tools: bool,
     /// The user asked to retry the last turn: the next turn is that retry.
     retry_asked: bool,
+    /// Thinking panes streaming, or waiting for their complete thought.
+    pub live_thinking: LiveThinking,
 }
 
 impl AppState {
@@ -152,7 +162,8 @@ impl AppState {
             turn: None,
             last_outcome: None,
             queued: Vec::new(),
-            usage: None,
+            usage_book: UsageBook::default(),
+            phase: None,
             composer: Composer::new(),
             overlay: None,
             retry_policy: startup.retry_policy,
@@ -163,6 +174,7 @@ impl AppState {
             expand_thinking: false,
             expand_tools: false,
             retry_asked: false,
+            live_thinking: LiveThinking::default(),
         };
         for warning in startup.warnings {
             state.notice(NoticeLevel::Warning, untrusted_owned(&warning));
@@ -227,9 +239,17 @@ impl AppState {
                 remaining: deadline.saturating_duration_since(now),
             };
         }
-        Activity::Streaming {
-            elapsed: now.saturating_duration_since(turn.started),
-        }
+        let (phase, elapsed) = match &self.phase {
+            Some(tracker) => {
+                let (phase, elapsed) = tracker.current(now);
+                (phase.clone(), elapsed)
+            }
+            None => (
+                AgentPhase::Working,
+                now.saturating_duration_since(turn.started),
+            ),
+        };
+        Activity::Working { phase, elapsed }
     }
 
     /// Whether something time-based is on screen (elapsed time, countdown, stop stage), so the
@@ -299,6 +319,7 @@ impl AppState {
                     text: untrusted_owned(&prompt),
                     retry: std::mem::take(&mut self.retry_asked),
                 }));
+                self.phase = Some(PhaseTracker::new(now));
                 self.turn = Some(TurnState {
                     id: turn,
                     started: now,
@@ -317,7 +338,12 @@ impl AppState {
                 turn,
                 attempt,
                 max_attempts,
-            } => self.on_attempt_started(turn, attempt, max_attempts),
+            } => {
+                if self.turn.as_ref().is_some_and(|running| running.id == turn) {
+                    self.phase = Some(PhaseTracker::new(now));
+                }
+                self.on_attempt_started(turn, attempt, max_attempts);
+            }
             OrchestratorEvent::Message {
                 turn,
                 attempt: _,
@@ -436,6 +462,7 @@ impl AppState {
         running.stop_requested = false;
         running.open_assistant = None;
         running.tools.clear();
+        self.live_thinking.settle(&mut self.transcript);
         let earlier_text = std::mem::take(&mut running.attempt_assistant_cells);
         let retry = running.retry.take();
         if attempt > 1 {
@@ -463,6 +490,11 @@ impl AppState {
     }
 
     fn on_agent_message(&mut self, message: AgentMessage, now: Instant) {
+        self.live_thinking.observe(&mut self.transcript, &message);
+        self.usage_book.observe(&message);
+        if let Some(phase) = self.phase.as_mut() {
+            phase.observe(&message, now);
+        }
         match message {
             AgentMessage::SessionStarted { session_id, .. } => {
                 if let Some(id) = session_id {
@@ -473,6 +505,20 @@ impl AppState {
                 self.session_id = Some(untrusted_owned(&session_id));
             }
             AgentMessage::Assistant { delta } => self.append_assistant(&delta),
+            AgentMessage::Thinking { delta } => {
+                if !self.live_thinking.is_open() {
+                    self.close_assistant();
+                }
+                self.live_thinking.push_delta(
+                    &mut self.transcript,
+                    &untrusted_owned(&delta),
+                    self.expand_thinking,
+                );
+            }
+            AgentMessage::Thought { text } if self.live_thinking.is_waiting() => {
+                self.live_thinking
+                    .complete(&mut self.transcript, untrusted_owned(&text));
+            }
             AgentMessage::Thought { text } => {
                 let cell = CellBody::Thought(ThoughtCell::new(
                     untrusted_owned(&text),
@@ -532,11 +578,8 @@ impl AppState {
                     };
                 });
             }
-            AgentMessage::Completed { stop_reason, usage } => {
+            AgentMessage::Completed { stop_reason, .. } => {
                 self.finish_running_tools(now);
-                if let Some(usage) = usage {
-                    self.usage = Some(usage);
-                }
                 if matches!(stop_reason.as_str(), "length" | "max_tokens") {
                     self.notice(
                         NoticeLevel::Warning,
@@ -680,16 +723,7 @@ impl AppState {
     }
 
     fn push_failure(&mut self, failure: &Failure) {
-        let mut facts = Vec::new();
-        if let Some(code) = failure.exit_code {
-            facts.push(format!("exit code {code}"));
-        }
-        if let Some(signal) = failure.signal {
-            facts.push(format!("signal {signal}"));
-        }
-        if let Some(status) = failure.http_status {
-            facts.push(format!("HTTP {status}"));
-        }
+        let mut facts = failure_facts(failure);
         let mut sections = Vec::new();
         let stderr: Vec<String> = untrusted_owned(&failure.stderr)
             .lines()
@@ -721,15 +755,12 @@ impl AppState {
                     .collect(),
             });
         }
-        let reason = untrusted_owned(&failure.reason);
-        let detail = untrusted_owned(&failure.message);
         let mut notice = NoticeCell::new(
             NoticeLevel::Error,
-            if detail.is_empty() {
-                format!("Failed ({reason})")
-            } else {
-                format!("Failed ({reason}): {detail}")
-            },
+            failure_headline(
+                &untrusted_owned(&failure.reason),
+                &untrusted_owned(&failure.message),
+            ),
         );
         if sections.is_empty() {
             if !facts.is_empty() {
@@ -741,6 +772,13 @@ impl AppState {
             notice.details_summary = facts.join(" · ");
             notice.details = sections;
         }
+        let (attempt, max_attempts) = self
+            .turn
+            .as_ref()
+            .map_or((1, 1), |turn| (turn.attempt, turn.max_attempts));
+        if let Some(step) = next_step(failure, &self.retry_policy, attempt, max_attempts) {
+            notice.message.push_str(&format!(" · {step}"));
+        }
         self.close_assistant();
         self.transcript.push(CellBody::Notice(notice));
         if let Some(turn) = self.turn.as_mut() {
@@ -750,6 +788,7 @@ impl AppState {
 
     fn on_turn_ended(&mut self, outcome: TurnOutcome, now: Instant) {
         self.finish_running_tools(now);
+        self.live_thinking.settle(&mut self.transcript);
         let end_shown = self.turn.as_ref().is_some_and(|turn| turn.end_shown);
         if let Some((id, _)) = self.turn.as_ref().and_then(|turn| turn.retry) {
             self.transcript.update(id, |body| {
@@ -1057,7 +1096,7 @@ impl AppState {
         }
         self.provider = name.to_owned();
         self.session_id = None;
-        self.usage = None;
+        self.usage_book = UsageBook::default();
         self.queued.clear();
         self.last_outcome = None;
         self.notice(

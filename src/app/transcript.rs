@@ -71,6 +71,8 @@ pub struct ThoughtCell {
     pub text: String,
     pub words: usize,
     pub expanded: bool,
+    /// Still streaming (`assistant.thinking`); the complete `assistant.thought` ends it.
+    pub live: bool,
 }
 
 impl ThoughtCell {
@@ -80,6 +82,7 @@ impl ThoughtCell {
             text,
             words,
             expanded,
+            live: false,
         }
     }
 }

@@ -144,6 +144,11 @@ pub fn run(args: DemoAgentArgs) -> i32 {
     0
 }
 
+/// The names of the built-in scenarios, in listing order (for `--scenario` checks).
+pub fn scenario_names() -> Vec<&'static str> {
+    scenario::names().collect()
+}
+
 fn load_scenario(name: &str) -> Result<Scenario, String> {
     match scenario::load(name) {
         Some(Ok(scenario)) => Ok(scenario),

@@ -9,6 +9,7 @@ pub mod claude;
 pub mod codex;
 pub(crate) mod common;
 pub mod demo;
+pub mod errors;
 pub mod gemini;
 pub mod mapper;
 pub mod pi;

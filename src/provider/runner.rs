@@ -11,6 +11,7 @@ use futures::StreamExt;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
+use super::errors;
 use super::{
     AgentOutcome, AgentStream, AttemptRequest, Backend, ExitFacts, LineVerdict, Mapper, StopControl,
 };
@@ -300,13 +301,7 @@ impl AttemptMapping {
             self.invalid_lines
                 .push(format!("[… {more} more invalid lines not kept]"));
         }
-        let last_stderr_line = stderr
-            .lines()
-            .rev()
-            .map(str::trim)
-            .find(|line| !line.is_empty())
-            .unwrap_or("")
-            .to_owned();
+        let stderr_headline = errors::stderr_headline(&stderr).unwrap_or_default();
         let mut failure = Failure {
             exit_code: report.exit_code,
             signal: report.signal,
@@ -322,7 +317,7 @@ impl AttemptMapping {
                 http_status,
             } => {
                 failure.reason = reason;
-                failure.message = message;
+                failure.message = errors::describe_agent_error(&message);
                 failure.http_status = http_status;
             }
             AgentOutcome::Completed { stop_reason, usage }
@@ -345,15 +340,20 @@ impl AttemptMapping {
                     "the agent was killed by signal {signal} ({})",
                     signal_name(signal)
                 );
-                append_detail(&mut failure.message, &last_stderr_line);
+                append_detail(&mut failure.message, &stderr_headline);
             }
             _ if report.exit_code.is_some_and(|code| code != 0) => {
                 failure.reason = failure_reason::EXIT_NONZERO.into();
-                failure.message = format!(
-                    "the agent exited with status {}",
-                    report.exit_code.unwrap_or_default()
-                );
-                append_detail(&mut failure.message, &last_stderr_line);
+                // The agent's own error says more than its exit status (which stays in the
+                // failure's `exit_code`); the status is the headline only when nothing else is.
+                failure.message = if stderr_headline.is_empty() {
+                    format!(
+                        "the agent exited with status {}",
+                        report.exit_code.unwrap_or_default()
+                    )
+                } else {
+                    stderr_headline
+                };
             }
             AgentOutcome::Completed { stop_reason, usage } => {
                 return AgentMessage::Completed { stop_reason, usage }
@@ -361,7 +361,7 @@ impl AttemptMapping {
             AgentOutcome::Aborted | AgentOutcome::Unfinished => {
                 failure.reason = failure_reason::NO_COMPLETION.into();
                 failure.message = "the agent exited without reporting that it finished".into();
-                append_detail(&mut failure.message, &last_stderr_line);
+                append_detail(&mut failure.message, &stderr_headline);
             }
         }
         AgentMessage::Failed(failure)

@@ -35,9 +35,20 @@ fn resolve_provider_with(
                 "demo".to_owned()
             }
         });
-    if !PROVIDER_NAMES.contains(&name.as_str()) {
+    if !PROVIDER_NAMES.contains(&name.as_str()) && !config.providers.contains_key(&name) {
+        let configured: Vec<&str> = config
+            .providers
+            .keys()
+            .map(String::as_str)
+            .filter(|configured| !PROVIDER_NAMES.contains(configured))
+            .collect();
+        let configured = if configured.is_empty() {
+            String::new()
+        } else {
+            format!(", or one defined in the config: {}", configured.join(", "))
+        };
         return Err(format!(
-            "unknown provider `{name}` (expected one of: {})",
+            "unknown provider `{name}` (expected one of: {}{configured})",
             PROVIDER_NAMES.join(", ")
         ));
     }
@@ -104,5 +115,25 @@ mod tests {
         assert!(resolve_provider(&unknown, &config)
             .unwrap_err()
             .contains("unknown provider `nope`"));
+    }
+
+    #[test]
+    fn a_provider_defined_in_the_config_is_accepted_and_named_in_the_error() {
+        let mut config = Config::default();
+        config
+            .providers
+            .insert("my-acp".into(), ProviderSettings::default());
+        let custom = AgentArgs {
+            provider: Some("my-acp".into()),
+            ..AgentArgs::default()
+        };
+        assert_eq!(resolve_provider(&custom, &config).unwrap().name, "my-acp");
+        let unknown = AgentArgs {
+            provider: Some("nope".into()),
+            ..AgentArgs::default()
+        };
+        assert!(resolve_provider(&unknown, &config)
+            .unwrap_err()
+            .ends_with("or one defined in the config: my-acp)"));
     }
 }

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 use super::markdown::MarkdownStream;
 use super::wrap::{wrap_into, RichLine, WrapMode};
@@ -86,7 +87,7 @@ impl CellCache {
                 return;
             }
             CellBody::User(user) => user_lines(&user.text, user.retry),
-            CellBody::Thought(thought) => thought_lines(thought),
+            CellBody::Thought(thought) => thought_lines(thought, width),
             CellBody::Tool(tool) => tool_lines(tool, now),
             CellBody::Notice(notice) => notice_lines(notice, now),
         };
@@ -170,18 +171,37 @@ fn toggle_marker(expanded: bool) -> &'static str {
     }
 }
 
-fn thought_lines(thought: &ThoughtCell) -> Vec<RichLine> {
+fn thought_lines(thought: &ThoughtCell, width: usize) -> Vec<RichLine> {
     let style = dim().add_modifier(Modifier::ITALIC);
     let words = if thought.words == 1 { "word" } else { "words" };
+    let ellipsis = if thought.live { "…" } else { "" };
     let mut lines = vec![RichLine::text(
         format!(
-            "{}Thinking · {} {words}",
+            "{}Thinking{ellipsis} · {} {words}",
             toggle_marker(thought.expanded),
             thought.words
         ),
         style,
     )
     .mode(WrapMode::Truncate)];
+    if thought.live && !thought.expanded {
+        // While it streams, the latest line shows what the agent is thinking about now.
+        let latest = thought
+            .text
+            .trim_end()
+            .rsplit('\n')
+            .next()
+            .unwrap_or_default()
+            .trim();
+        if !latest.is_empty() {
+            let room = width.saturating_sub(LIVE_THOUGHT_PREFIX_WIDTH);
+            lines.push(
+                RichLine::text(latest_words(latest, room), style)
+                    .with_uniform_prefix(vec![Span::styled("  │ ", dim())])
+                    .mode(WrapMode::Truncate),
+            );
+        }
+    }
     if thought.expanded {
         let bar = vec![Span::styled("  │ ", dim())];
         for line in thought.text.trim_end().split('\n') {
@@ -189,6 +209,36 @@ fn thought_lines(thought: &ThoughtCell) -> Vec<RichLine> {
         }
     }
     lines
+}
+
+/// The margin and bar in front of a live thought's latest line.
+const LIVE_THOUGHT_PREFIX_WIDTH: usize = 4;
+
+/// The end of `line` that fits in `room` columns: the newest words of a long paragraph, after
+/// an ellipsis, rather than its first words.
+fn latest_words(line: &str, room: usize) -> String {
+    if UnicodeWidthStr::width(line) <= room {
+        return line.to_owned();
+    }
+    let mut kept = 0;
+    let mut start = line.len();
+    for (index, ch) in line.char_indices().rev() {
+        let ch_width = UnicodeWidthChar::width(ch).unwrap_or(0);
+        if kept + ch_width + 1 > room {
+            break;
+        }
+        kept += ch_width;
+        start = index;
+    }
+    let tail = &line[start..];
+    // Start at a word when the cut fell inside one (unless that leaves nothing).
+    let tail = match tail.find(' ') {
+        Some(space) if space + 1 < tail.len() && !line[..start].ends_with(' ') => {
+            &tail[space + 1..]
+        }
+        _ => tail,
+    };
+    format!("…{tail}")
 }
 
 pub fn format_elapsed(elapsed: Duration) -> String {
@@ -365,4 +415,20 @@ fn notice_lines(notice: &NoticeCell, now: Instant) -> Vec<RichLine> {
         }
     }
     lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_live_line_shows_its_newest_words() {
+        let line = "first I will list the files then I will sort them by size";
+        assert_eq!(latest_words(line, 80), line);
+        let tail = latest_words(line, 20);
+        assert_eq!(tail, "…sort them by size");
+        assert!(UnicodeWidthStr::width(tail.as_str()) <= 20);
+        // One long word: cut inside it, since nothing else fits.
+        assert_eq!(latest_words("abcdefghijklmnop", 6), "…lmnop");
+    }
 }

@@ -1,4 +1,8 @@
 //! The status bar: provider and model, session, what is happening, tokens and cost.
+//!
+//! It says what is true: the phase the agent is in (thinking, writing, running a tool, waiting
+//! for its own retry), the model the CLI reported (the configured one until it does), the last
+//! turn's own tokens (none after a failed turn) and the conversation's total.
 
 use std::time::Instant;
 
@@ -8,10 +12,16 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
 use super::cells::format_elapsed;
+use crate::app::activity::AgentPhase;
 use crate::app::state::{Activity, AppState};
 use crate::stream::Usage;
 
-const SHORT_SESSION: usize = 8;
+/// Session ids longer than this are shown as their head and tail.
+const SHORT_SESSION: usize = 16;
+/// Time-ordered ids (UUIDv7, pi's) share their first characters within a minute; the tail is
+/// random, so head and tail together tell sessions apart.
+const SESSION_HEAD: usize = 8;
+const SESSION_TAIL: usize = 4;
 
 /// A part of the status bar; when space is short, the highest `drop_order` goes first.
 struct Segment {
@@ -41,15 +51,17 @@ pub fn render_status(state: &AppState, area: Rect, buf: &mut Buffer, now: Instan
             base.add_modifier(Modifier::BOLD),
         )],
     }];
-    if let Some(model) = &state.model {
+    if let Some(model) = state.usage_book.model.as_ref().or(state.model.as_ref()) {
         segments.push(Segment {
             drop_order: 3,
             right: false,
             spans: vec![Span::styled(format!(" · {model}"), base)],
         });
     }
+    // The whole id when everything fits (to copy into `--session`), else head and tail.
+    let session_index = segments.len();
     if let Some(session) = &state.session_id {
-        let short: String = session.chars().take(SHORT_SESSION).collect();
+        let short = session.clone();
         segments.push(Segment {
             drop_order: 4,
             right: false,
@@ -63,15 +75,13 @@ pub fn render_status(state: &AppState, area: Rect, buf: &mut Buffer, now: Instan
         right: false,
         spans: activity,
     });
-    if let Some(usage) = &state.usage {
-        let text = usage_text(usage);
-        if !text.is_empty() {
-            segments.push(Segment {
-                drop_order: 2,
-                right: true,
-                spans: vec![Span::styled(format!("│ {text} "), base)],
-            });
-        }
+    let usage = usage_segment(state);
+    if !usage.is_empty() {
+        segments.push(Segment {
+            drop_order: 2,
+            right: true,
+            spans: vec![Span::styled(format!("│ {usage} "), base)],
+        });
     }
     segments.push(if state.quit_armed {
         Segment {
@@ -92,6 +102,13 @@ pub fn render_status(state: &AppState, area: Rect, buf: &mut Buffer, now: Instan
 
     // Drop the least important parts until everything fits with a space between the sides.
     let width = usize::from(area.width);
+    let fits = |segments: &[Segment]| segments.iter().map(Segment::width).sum::<usize>() < width;
+    if let Some(session) = state.session_id.as_ref().filter(|_| !fits(&segments)) {
+        segments[session_index].spans = vec![Span::styled(
+            format!(" · session {}", short_session_id(session)),
+            base,
+        )];
+    }
     while segments.iter().map(Segment::width).sum::<usize>() + 1 > width {
         let Some((index, _)) = segments
             .iter()
@@ -126,8 +143,8 @@ pub fn render_status(state: &AppState, area: Rect, buf: &mut Buffer, now: Instan
 fn activity_spans(state: &AppState, now: Instant, base: Style) -> Vec<Span<'static>> {
     match state.activity(now) {
         Activity::Idle => vec![Span::styled("idle", base)],
-        Activity::Streaming { elapsed } => {
-            let mut text = format!("● streaming {}", format_elapsed(elapsed));
+        Activity::Working { phase, elapsed } => {
+            let (mut text, colour) = phase_text(&phase, elapsed);
             if let Some(turn) = &state.turn {
                 if turn.max_attempts > 1 {
                     text.push_str(&format!(
@@ -136,7 +153,7 @@ fn activity_spans(state: &AppState, now: Instant, base: Style) -> Vec<Span<'stat
                     ));
                 }
             }
-            vec![Span::styled(text, base.fg(Color::LightGreen))]
+            vec![Span::styled(text, base.fg(colour))]
         }
         Activity::Stopping { stage } => vec![Span::styled(
             format!("■ stopping: {stage}"),
@@ -159,7 +176,75 @@ fn activity_spans(state: &AppState, now: Instant, base: Style) -> Vec<Span<'stat
     }
 }
 
-/// "1.2k in · 345 out · $0.0123", as far as the agent reported it.
+/// What the agent is doing, and for how long it has been doing it.
+fn phase_text(phase: &AgentPhase, elapsed: std::time::Duration) -> (String, Color) {
+    let elapsed = format_elapsed(elapsed);
+    match phase {
+        AgentPhase::Working => (format!("● working {elapsed}"), Color::LightGreen),
+        AgentPhase::Thinking => (format!("● thinking {elapsed}"), Color::LightBlue),
+        AgentPhase::Writing => (format!("● writing {elapsed}"), Color::LightGreen),
+        AgentPhase::RunningTool { name } => {
+            (format!("⚙ running {name} {elapsed}"), Color::LightCyan)
+        }
+        AgentPhase::AgentRetrying => (
+            format!("↻ waiting for the agent's own retry {elapsed}"),
+            Color::LightMagenta,
+        ),
+    }
+}
+
+/// "session 01a228fa…8754": whole when short, else head and tail.
+fn short_session_id(session: &str) -> String {
+    let count = session.chars().count();
+    if count <= SHORT_SESSION {
+        return session.to_owned();
+    }
+    let head: String = session.chars().take(SESSION_HEAD).collect();
+    let tail: String = session.chars().skip(count - SESSION_TAIL).collect();
+    format!("{head}…{tail}")
+}
+
+/// The last turn's figures, then the conversation's total once there is more than one turn's.
+fn usage_segment(state: &AppState) -> String {
+    let book = &state.usage_book;
+    let turn = book.turn.as_ref().map(usage_text).unwrap_or_default();
+    let total = book
+        .conversation
+        .as_ref()
+        .filter(|total| Some(*total) != book.turn.as_ref())
+        .map(total_text)
+        .unwrap_or_default();
+    match (turn.is_empty(), total.is_empty()) {
+        (_, true) => turn,
+        (true, false) => total,
+        (false, false) => format!("{turn} │ {total}"),
+    }
+}
+
+/// "Σ 12k tokens · $0.41": the conversation so far.
+fn total_text(total: &Usage) -> String {
+    let tokens = total.total_tokens.or_else(|| {
+        let parts = [
+            total.input_tokens,
+            total.output_tokens,
+            total.reasoning_tokens,
+        ];
+        parts
+            .iter()
+            .any(Option::is_some)
+            .then(|| parts.iter().flatten().sum())
+    });
+    let mut parts = Vec::new();
+    if let Some(tokens) = tokens {
+        parts.push(format!("Σ {} tokens", compact(tokens)));
+    }
+    if let Some(cost) = total.cost_usd {
+        parts.push(format!("Σ ${cost:.4}"));
+    }
+    parts.join(" · ")
+}
+
+/// "1.2k in · 345 out · 12 thinking · $0.0123", as far as the agent reported it.
 pub fn usage_text(usage: &Usage) -> String {
     let mut parts = Vec::new();
     if let Some(input) = usage.input_tokens {
@@ -167,6 +252,9 @@ pub fn usage_text(usage: &Usage) -> String {
     }
     if let Some(output) = usage.output_tokens {
         parts.push(format!("{} out", compact(output)));
+    }
+    if let Some(thinking) = usage.reasoning_tokens {
+        parts.push(format!("{} thinking", compact(thinking)));
     }
     if parts.is_empty() {
         if let Some(total) = usage.total_tokens {
@@ -186,5 +274,20 @@ fn compact(count: u64) -> String {
         format!("{:.1}k", count as f64 / 1_000.0)
     } else {
         count.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sessions_started_in_the_same_minute_are_told_apart() {
+        // Two pi sessions (UUIDv7) started within the same minute share their first 8 characters.
+        let first = short_session_id("01a22b08-d5ab-77d5-9c75-0a50cd618754");
+        let second = short_session_id("01a22b08-5d45-76d8-b82d-259017069207");
+        assert_eq!(first, "01a22b08…8754");
+        assert_eq!(second, "01a22b08…9207");
+        assert_eq!(short_session_id("sess-42"), "sess-42");
     }
 }

@@ -12,9 +12,13 @@
 //!   complete text (a new message starts) is superseded with nothing after the notice.
 //! - The `<synthetic>` assistant message the CLI prints for an API error is not assistant
 //!   text; its message becomes the failure's message instead.
-//! - Thinking is buffered for the whole turn and released, one `assistant.thought` per block,
+//! - Thinking streams live as `assistant.thinking` deltas (display only), and is also buffered
+//!   for the whole turn and released, one `assistant.thought` per block,
 //!   when a message ends with a stop reason other than `tool_use` (or at the turn's `result`,
 //!   or when the process ends), so thoughts never interleave with tool calls.
+//! - A tool the user stopped fails with "stopped by the user", not with Claude Code's note to
+//!   the model ("The user doesn't want to proceed… STOP what you are doing…").
+//! - The model `system/init` names is reported with the turn's usage.
 //! - A tool call is announced once, from the complete `assistant` line (its input parsed), and
 //!   ended once by its `tool_result`; calls still open when the process ends are failed.
 //! - Lines of a sub-agent (`parent_tool_use_id` set) are not part of the main reply: skipped.
@@ -44,6 +48,8 @@ const MAX_SALVAGE_TRIES: usize = 4;
 pub struct ClaudeMapper {
     /// The attempt continues an existing session (`--resume` / `--continue`).
     resumed: bool,
+    /// The model `system/init` named, reported with the turn's usage.
+    model: Option<String>,
     session_announced: bool,
     /// The API message being streamed (`message_start`).
     streaming_message: Option<String>,
@@ -107,6 +113,9 @@ impl ClaudeMapper {
     fn map_system(&mut self, line: WireLine<'_>, out: &mut Vec<AgentMessage>) -> LineVerdict {
         match line.subtype.as_deref() {
             Some("init") => {
+                if let Some(model) = &line.model {
+                    self.model = Some(model.clone());
+                }
                 // With stream-json input every turn repeats `init` for the same session.
                 if !self.session_announced {
                     self.session_announced = true;
@@ -174,7 +183,12 @@ impl ClaudeMapper {
                             delta: delta.text.into_owned(),
                         });
                     }
-                    Some("thinking_delta") => self.partial_thought.push_str(&delta.thinking),
+                    Some("thinking_delta") if !delta.thinking.is_empty() => {
+                        self.partial_thought.push_str(&delta.thinking);
+                        out.push(AgentMessage::Thinking {
+                            delta: delta.thinking.into_owned(),
+                        });
+                    }
                     // `signature_delta`, `input_json_delta` (the complete line has the input).
                     _ => {}
                 }
@@ -337,7 +351,10 @@ impl ClaudeMapper {
         let id = self.open_tool_calls.remove(position);
         let output = tool_output(block.content.as_ref(), tool_use_result);
         out.push(if block.is_error == Some(true) {
-            AgentMessage::ToolFailed { id, error: output }
+            AgentMessage::ToolFailed {
+                id,
+                error: user_facing_tool_error(output),
+            }
         } else {
             AgentMessage::ToolCompleted { id, output }
         });
@@ -355,7 +372,10 @@ impl ClaudeMapper {
                     .stop_reason
                     .or(line.terminal_reason)
                     .unwrap_or_else(|| "completed".into()),
-                usage: usage(line.usage.as_ref(), line.total_cost_usd),
+                usage: usage(line.usage.as_ref(), line.total_cost_usd).map(|usage| Usage {
+                    model: self.model.clone(),
+                    ..usage
+                }),
             }
         } else if let Some(reason) = aborted {
             TurnResult::Aborted {
@@ -539,7 +559,21 @@ fn usage(usage: Option<&WireUsage>, cost_usd: Option<f64>) -> Option<Usage> {
         cache_write_tokens: usage.cache_creation_input_tokens,
         total_tokens,
         cost_usd,
+        ..Usage::default()
     })
+}
+
+/// Claude Code's note to the model when the user interrupted a tool ("The user doesn't want to
+/// proceed with this tool use… STOP what you are doing…") is not for the user: it says that the
+/// user stopped the tool, and that is what the user is shown.
+const TOOL_REJECTED_BY_USER: &str = "The user doesn't want to proceed with this tool use";
+
+fn user_facing_tool_error(error: String) -> String {
+    if error.starts_with(TOOL_REJECTED_BY_USER) {
+        "stopped by the user".to_owned()
+    } else {
+        error
+    }
 }
 
 #[cfg(test)]

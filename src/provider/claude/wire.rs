@@ -22,6 +22,9 @@ pub(crate) struct WireLine<'a> {
     pub subtype: Option<String>,
     #[serde(default)]
     pub session_id: Option<String>,
+    /// `system/init`: the model Claude Code runs.
+    #[serde(default)]
+    pub model: Option<String>,
     /// Set on lines that belong to a sub-agent (the Task tool's own conversation).
     #[serde(default)]
     pub parent_tool_use_id: Option<String>,

@@ -16,6 +16,7 @@
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use super::usage::ThreadTotals;
 use crate::provider::common::{
     http_status_in, session_message, text_or_empty, Text, ToolCalls, TOOL_INTERRUPTED,
 };
@@ -41,18 +42,29 @@ pub struct CodexMapper {
     /// The last top-level `error` that was not a retry: Codex prints the fatal error once more
     /// just before `turn.failed`, so it is the message if `turn.failed` never comes.
     last_error: Option<String>,
+    /// The thread this attempt runs in (`thread.started`).
+    thread_id: Option<String>,
+    /// Each thread's running token total, to report each turn's own usage.
+    thread_totals: ThreadTotals,
 }
 
 impl CodexMapper {
     /// `resumed` makes the session header a `session.resumed` (Codex prints the same
     /// `thread.started` for a new and a resumed thread).
     pub fn new(resumed: bool) -> Self {
+        Self::with_thread_totals(resumed, ThreadTotals::default())
+    }
+
+    /// A mapper that reports usage against the running totals of earlier turns in `totals`.
+    pub fn with_thread_totals(resumed: bool, thread_totals: ThreadTotals) -> Self {
         Self {
             resumed,
             session_announced: false,
             tools: ToolCalls::default(),
             outcome: None,
             last_error: None,
+            thread_id: None,
+            thread_totals,
         }
     }
 }
@@ -90,6 +102,8 @@ struct TurnUsage {
     cache_write_input_tokens: Option<u64>,
     #[serde(default)]
     output_tokens: Option<u64>,
+    #[serde(default)]
+    reasoning_output_tokens: Option<u64>,
 }
 
 /// A thread item; which fields are present depends on `type`.
@@ -168,6 +182,7 @@ impl Mapper for CodexMapper {
                 let Some(thread_id) = &event.thread_id else {
                     return LineVerdict::Invalid;
                 };
+                self.thread_id = Some(thread_id.as_str().to_owned());
                 if !self.session_announced {
                     self.session_announced = true;
                     out.push(session_message(PROVIDER, self.resumed, thread_id.as_str()));
@@ -178,7 +193,13 @@ impl Mapper for CodexMapper {
             "turn.completed" => {
                 self.outcome = Some(AgentOutcome::Completed {
                     stop_reason: TURN_COMPLETED.to_owned(),
-                    usage: event.usage.map(shared_usage),
+                    usage: event
+                        .usage
+                        .map(shared_usage)
+                        .map(|total| match &self.thread_id {
+                            Some(thread_id) => self.thread_totals.turn_usage(thread_id, total),
+                            None => total,
+                        }),
                 });
                 LineVerdict::Event
             }
@@ -320,6 +341,8 @@ fn shared_usage(usage: TurnUsage) -> Usage {
             .zip(usage.output_tokens)
             .map(|(input, output)| input.saturating_add(output)),
         cost_usd: None,
+        reasoning_tokens: usage.reasoning_output_tokens,
+        model: None,
     }
 }
 

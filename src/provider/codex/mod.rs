@@ -14,6 +14,7 @@
 //! configured extra arguments); with a built-in provider Codex keeps its own retries.
 
 pub mod mapper;
+pub mod usage;
 
 use std::path::PathBuf;
 
@@ -24,24 +25,32 @@ use crate::provider::{AttemptRequest, Backend, Mapper, SessionRef};
 
 pub struct CodexBackend {
     settings: ProviderSettings,
+    /// Each thread's running token total, across this backend's attempts.
+    thread_totals: usage::ThreadTotals,
 }
 
 impl CodexBackend {
     pub fn new(settings: ProviderSettings) -> Self {
-        Self { settings }
+        Self {
+            settings,
+            thread_totals: usage::ThreadTotals::default(),
+        }
     }
 
-    /// The Codex config file this run will read: `$CODEX_HOME/config.toml` (the configured
-    /// environment first), else `~/.codex/config.toml`.
-    fn codex_config_path(&self) -> Option<PathBuf> {
-        let codex_home = self
-            .settings
+    /// The Codex home this run will use: `$CODEX_HOME` (the configured environment first),
+    /// else `~/.codex`.
+    fn codex_home(&self) -> Option<PathBuf> {
+        self.settings
             .env
             .get("CODEX_HOME")
             .map(PathBuf::from)
             .or_else(|| std::env::var_os("CODEX_HOME").map(PathBuf::from))
-            .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".codex")))?;
-        Some(codex_home.join("config.toml"))
+            .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".codex")))
+    }
+
+    /// The Codex config file this run will read: `<Codex home>/config.toml`.
+    fn codex_config_path(&self) -> Option<PathBuf> {
+        Some(self.codex_home()?.join("config.toml"))
     }
 }
 
@@ -67,12 +76,21 @@ impl Backend for CodexBackend {
         for (key, value) in &self.settings.env {
             spec = spec.env(key, value);
         }
+        if let (SessionRef::Resume(thread_id), Some(codex_home)) =
+            (&request.session, self.codex_home())
+        {
+            // So that the turn's usage is its own even when the thread began in another launch.
+            self.thread_totals.seed_from_rollout(&codex_home, thread_id);
+        }
         spec.cwd = request.cwd.clone();
         spec
     }
 
     fn mapper(&self, request: &AttemptRequest) -> Box<dyn Mapper> {
-        Box::new(mapper::CodexMapper::new(request.session != SessionRef::New))
+        Box::new(mapper::CodexMapper::with_thread_totals(
+            request.session != SessionRef::New,
+            self.thread_totals.clone(),
+        ))
     }
 
     /// Codex's thread-history projection, with its SQLite journal files: restored to the same

@@ -13,7 +13,12 @@
 //!   stderr line becomes an `agent_retry` notice.
 //! - An `error` event is not fatal by itself: a `warning` is shown as a notice, an `error` is
 //!   kept as the failure message for a `result` that gives none.
-//! - stream-json carries no thinking (the CLI drops it), so no `assistant.thought` is produced.
+//! - stream-json carries no thinking (the CLI drops it), so no `assistant.thought` is produced;
+//!   the thinking tokens are counted only in `stats.total_tokens`, so the usage's
+//!   `reasoning_tokens` is what the total holds beyond input and output. The usage's `model` is
+//!   the model(s) `stats.models` names (`init` says only `auto`).
+//! - A failure's message is the API's own (`error.message` inside Gemini CLI's
+//!   `[API Error: {…}]` wrapper).
 
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -110,7 +115,13 @@ struct Stats {
     output_tokens: Option<u64>,
     #[serde(default)]
     cached: Option<u64>,
+    /// Per model: the keys are the models that answered (the run's `init` says only `auto`).
+    #[serde(default)]
+    models: std::collections::BTreeMap<String, IgnoredValue>,
 }
+
+#[derive(Deserialize)]
+struct IgnoredValue {}
 
 impl Mapper for GeminiMapper {
     fn map_line(&mut self, line: &str, out: &mut Vec<AgentMessage>) -> LineVerdict {
@@ -201,7 +212,7 @@ impl Mapper for GeminiMapper {
                         AgentOutcome::Failed {
                             reason: failure_reason::AGENT_ERROR.to_owned(),
                             http_status: http_status_in(&message),
-                            message,
+                            message: api_error_message(&message),
                         }
                     },
                 );
@@ -262,6 +273,30 @@ impl Mapper for GeminiMapper {
     }
 }
 
+/// The API's own words from Gemini CLI's `[API Error: {"error":{"message":…}}]` wrapper; any
+/// other message as it is.
+fn api_error_message(message: &str) -> String {
+    #[derive(Deserialize)]
+    struct Wrapper {
+        error: Inner,
+    }
+    #[derive(Deserialize)]
+    struct Inner {
+        message: String,
+    }
+    let Some(inner) = message
+        .trim()
+        .strip_prefix("[API Error: ")
+        .and_then(|rest| rest.strip_suffix(']'))
+    else {
+        return message.to_owned();
+    };
+    match serde_json::from_str::<Wrapper>(inner) {
+        Ok(wrapper) if !wrapper.error.message.trim().is_empty() => wrapper.error.message,
+        _ => inner.trim().to_owned(),
+    }
+}
+
 fn tool_name<'t>(name: &'t Option<Text<'_>>) -> &'t str {
     name.as_ref().map_or("tool", Text::as_str)
 }
@@ -283,7 +318,17 @@ fn tool_error(error: Option<&ErrorBody>, output: String) -> String {
     }
 }
 
+/// Gemini CLI counts thinking only inside `total_tokens` (20 in + 10 out + 7 thoughts = 37, in
+/// the b_reasoning capture): the rest of the total is the thinking.
 fn shared_usage(stats: Stats) -> Usage {
+    let reasoning_tokens = match (stats.total_tokens, stats.input_tokens, stats.output_tokens) {
+        (Some(total), Some(input), Some(output)) => total
+            .checked_sub(input.saturating_add(output))
+            .filter(|thinking| *thinking > 0),
+        _ => None,
+    };
+    let model = (!stats.models.is_empty())
+        .then(|| stats.models.keys().cloned().collect::<Vec<_>>().join(", "));
     Usage {
         input_tokens: stats.input_tokens,
         output_tokens: stats.output_tokens,
@@ -291,6 +336,8 @@ fn shared_usage(stats: Stats) -> Usage {
         cache_write_tokens: None,
         total_tokens: stats.total_tokens,
         cost_usd: None,
+        reasoning_tokens,
+        model,
     }
 }
 
@@ -422,6 +469,22 @@ mod tests {
                 r#"{"type":"tool.failed","id":"t9","error":"tool_not_registered: Tool \"run_shell_command\" not found"}"#,
             ]
         );
+    }
+
+    #[test]
+    fn an_api_error_is_named_by_the_apis_own_message() {
+        // gemini_fixtures d_http500 / d_http401: the result line's error.message.
+        assert_eq!(
+            api_error_message(
+                r#"[API Error: {"error":{"code":500,"message":"fake internal error","status":"INTERNAL"}}]"#
+            ),
+            "fake internal error"
+        );
+        assert_eq!(
+            api_error_message("[API Error: socket hang up]"),
+            "socket hang up"
+        );
+        assert_eq!(api_error_message("quota"), "quota");
     }
 
     #[test]

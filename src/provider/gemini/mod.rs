@@ -9,12 +9,16 @@
 //! - Tools and trust are the user's choice, through the configured extra arguments and
 //!   environment: headless runs offer the shell tool only with `--yolo`, and an untrusted
 //!   folder needs `--skip-trust` or `GEMINI_CLI_TRUST_WORKSPACE=true` (else exit 55).
-//! - Gemini CLI retries HTTP 5xx/429 by itself (10 attempts, about 4 minutes), visible only on
-//!   stderr; the mapper turns each retry into a notice. `general.maxAttempts` in the user's
-//!   Gemini settings bounds it; there is no command-line switch.
+//! - Gemini CLI retries HTTP 5xx/429 by itself (10 attempts, about 4 minutes) and resends
+//!   dropped streams, visible only on stderr or not at all. The runs agentty starts have that
+//!   off (`general.maxAttempts: 1` in a private home, see [`home`]), so one attempt is one
+//!   request and the orchestrator decides; retries that still happen (a project's settings
+//!   turning them on) show as notices. If the private home cannot be prepared, the CLI runs with
+//!   the user's home and a warning is logged; the spawn never fails because of it.
 //! - stream-json has no thinking: Gemini CLI drops `thought` parts from it (its ACP mode
 //!   streams them), so this backend never produces `assistant.thought`.
 
+pub(crate) mod home;
 pub mod mapper;
 mod replay;
 
@@ -30,11 +34,43 @@ pub(crate) const NO_RELAUNCH_VAR: &str = "GEMINI_CLI_NO_RELAUNCH";
 
 pub struct GeminiBackend {
     settings: ProviderSettings,
+    /// Where the private homes live; `None`: agentty's state dir.
+    state_dir: Option<PathBuf>,
 }
 
 impl GeminiBackend {
     pub fn new(settings: ProviderSettings) -> Self {
-        Self { settings }
+        Self {
+            settings,
+            state_dir: None,
+        }
+    }
+
+    /// Keeps the private homes under `dir` instead of agentty's state dir.
+    pub fn with_state_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.state_dir = Some(dir.into());
+        self
+    }
+
+    /// The `GEMINI_CLI_HOME` for the agent: the retry-off private home, or `None` to leave the
+    /// user's home as it is.
+    fn private_home(&self) -> Option<PathBuf> {
+        let state_dir = self
+            .state_dir
+            .clone()
+            .unwrap_or_else(crate::logging::state_dir);
+        let user_home = home::user_home(&self.settings.env)?;
+        match home::prepare_retry_off_home(&user_home, &state_dir) {
+            Ok(home) => Some(home),
+            Err(error) => {
+                tracing::warn!(
+                    %error,
+                    user_home = %user_home.display(),
+                    "cannot prepare Gemini CLI's private home; its own retries stay on"
+                );
+                None
+            }
+        }
     }
 }
 
@@ -54,6 +90,10 @@ impl Backend for GeminiBackend {
             .env(NO_RELAUNCH_VAR, "true");
         for (key, value) in &self.settings.env {
             spec = spec.env(key, value);
+        }
+        // Last, so that it wins over a GEMINI_CLI_HOME from the config (which it mirrors).
+        if let Some(home) = self.private_home() {
+            spec = spec.env(home::HOME_VAR, home);
         }
         spec.cwd = request.cwd.clone();
         spec
@@ -109,6 +149,7 @@ pub(crate) fn gemini_args(settings: &ProviderSettings, request: &AttemptRequest)
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     #[test]
     fn a_new_turn_streams_json_with_the_prompt_as_one_argument() {
@@ -165,11 +206,19 @@ mod tests {
         settings
             .env
             .insert("GEMINI_API_KEY".into(), "from-config".into());
+        let user_home = tempfile::tempdir().unwrap();
+        let state = tempfile::tempdir().unwrap();
+        settings.env.insert(
+            home::HOME_VAR.into(),
+            user_home.path().to_string_lossy().into(),
+        );
         let request = AttemptRequest {
             cwd: Some("/project".into()),
             ..AttemptRequest::default()
         };
-        let spec = GeminiBackend::new(settings).spawn_spec(&request);
+        let spec = GeminiBackend::new(settings)
+            .with_state_dir(state.path())
+            .spawn_spec(&request);
         assert_eq!(spec.program, "/opt/gemini");
         assert_eq!(spec.cwd.as_deref(), Some(std::path::Path::new("/project")));
         let env: Vec<(String, String)> = spec
@@ -177,12 +226,12 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string_lossy().into(), v.to_string_lossy().into()))
             .collect();
-        assert_eq!(
-            env,
-            [
-                ("GEMINI_CLI_NO_RELAUNCH".into(), "true".into()),
-                ("GEMINI_API_KEY".into(), "from-config".into())
-            ]
-        );
+        let private_home = state.path().join("gemini");
+        assert_eq!(env.len(), 4, "{env:?}");
+        assert_eq!(env[0], ("GEMINI_CLI_NO_RELAUNCH".into(), "true".into()));
+        assert_eq!(env[1], ("GEMINI_API_KEY".into(), "from-config".into()));
+        // The private home, set last, wins over the configured one it mirrors.
+        assert_eq!(env[3].0, home::HOME_VAR);
+        assert!(Path::new(&env[3].1).starts_with(&private_home), "{env:?}");
     }
 }

@@ -120,7 +120,7 @@ pub(crate) fn prepare_retry_off_dir(user_dir: &Path, state_dir: &Path) -> io::Re
 
 /// Makes `path` a symlink to `target`. Whatever pi created there itself (while the user had no
 /// such entry) gives way to the user's entry.
-fn link(path: &Path, target: &Path) -> io::Result<()> {
+pub(crate) fn link(path: &Path, target: &Path) -> io::Result<()> {
     match fs::symlink_metadata(path) {
         Ok(meta) if meta.file_type().is_symlink() => {
             if fs::read_link(path)? == target {
@@ -140,7 +140,7 @@ fn link(path: &Path, target: &Path) -> io::Result<()> {
     }
 }
 
-fn remove_if_present(path: &Path) -> io::Result<()> {
+pub(crate) fn remove_if_present(path: &Path) -> io::Result<()> {
     match fs::remove_file(path) {
         Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(()),
         result => result,
@@ -166,7 +166,7 @@ fn merged_settings(user_settings: &Path) -> String {
 }
 
 /// Deep-merges `overlay` into `base` (objects key by key, anything else replaced).
-fn merge(base: &mut Value, overlay: Value) {
+pub(crate) fn merge(base: &mut Value, overlay: Value) {
     match (base, overlay) {
         (Value::Object(base), Value::Object(overlay)) => {
             for (key, value) in overlay {
@@ -177,7 +177,7 @@ fn merge(base: &mut Value, overlay: Value) {
     }
 }
 
-fn write_if_changed(path: &Path, contents: &str) -> io::Result<()> {
+pub(crate) fn write_if_changed(path: &Path, contents: &str) -> io::Result<()> {
     if fs::read_to_string(path).is_ok_and(|current| current == contents) {
         return Ok(());
     }
@@ -186,7 +186,7 @@ fn write_if_changed(path: &Path, contents: &str) -> io::Result<()> {
     fs::rename(&temp, path)
 }
 
-fn is_inside(path: &Path, dir: &Path) -> bool {
+pub(crate) fn is_inside(path: &Path, dir: &Path) -> bool {
     match (path.canonicalize(), dir.canonicalize()) {
         (Ok(path), Ok(dir)) => path.starts_with(dir),
         _ => path.starts_with(dir),
@@ -194,7 +194,7 @@ fn is_inside(path: &Path, dir: &Path) -> bool {
 }
 
 /// A stable name for the user's dir (std's hasher may change between Rust versions).
-fn fnv1a(bytes: &[u8]) -> u64 {
+pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
         (hash ^ u64::from(*byte)).wrapping_mul(0x0000_0100_0000_01b3)
     })

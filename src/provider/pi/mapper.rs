@@ -11,7 +11,8 @@
 //! - `text_end.content` and `message_end.message` are authoritative: text they hold beyond what
 //!   was shown is emitted; text that contradicts it gives a `superseded` notice followed by the
 //!   authoritative text of that block.
-//! - Thinking is buffered: one `assistant.thought` per thinking block, released when an
+//! - Thinking streams live as `assistant.thinking` deltas (display only) and is also buffered:
+//!   one `assistant.thought` per thinking block, released when an
 //!   assistant message ends (`message_end`, else `turn_end`) with a stop reason other than
 //!   `toolUse`. Thinking of a `toolUse` message is held until the turn's final message ends and
 //!   then released with it, in order; so thoughts never land between a `tool.call` and its end.
@@ -267,6 +268,11 @@ impl PiMapper {
                     .entry(index)
                     .or_default()
                     .push_delta(&delta);
+                if !delta.is_empty() {
+                    out.push(AgentMessage::Thinking {
+                        delta: delta.into_owned(),
+                    });
+                }
             }
             ("text_delta" | "thinking_delta", None) => return self.read_snapshot(line, out),
             ("text_end", _) => {
@@ -305,8 +311,12 @@ impl PiMapper {
                 "thinking" => {
                     if let Some(thinking) = &block.thinking {
                         let shown = self.thinking_blocks.entry(index).or_default();
-                        if let SnapshotDelta::Diverged { .. } = shown.observe(thinking) {
-                            shown.replace(thinking);
+                        match shown.observe(thinking) {
+                            SnapshotDelta::Append(suffix) => out.push(AgentMessage::Thinking {
+                                delta: suffix.to_owned(),
+                            }),
+                            SnapshotDelta::Unchanged => {}
+                            SnapshotDelta::Diverged { .. } => shown.replace(thinking),
                         }
                     }
                 }
@@ -392,7 +402,11 @@ impl PiMapper {
         self.message_open = false;
         self.hold_thinking();
         if let Some(usage) = &message.usage {
-            add_usage(self.usage.get_or_insert_with(Usage::default), usage);
+            let total = self.usage.get_or_insert_with(Usage::default);
+            add_usage(total, usage);
+            if let Some(model) = &message.model {
+                total.model = Some(model.clone().into_owned());
+            }
         }
         let stop_reason = message
             .stop_reason
@@ -569,6 +583,8 @@ struct Message<'a> {
     error_message: Option<Cow<'a, str>>,
     #[serde(default)]
     usage: Option<PiUsage>,
+    #[serde(borrow, default)]
+    model: Option<Cow<'a, str>>,
 }
 
 impl Message<'_> {
@@ -972,8 +988,14 @@ mod tests {
         assert_eq!(
             out,
             [
+                AgentMessage::Thinking {
+                    delta: "Hmm.".into()
+                },
                 AgentMessage::Assistant {
                     delta: "First.".into()
+                },
+                AgentMessage::Thinking {
+                    delta: "Again.".into()
                 },
                 AgentMessage::Assistant {
                     delta: " Second.".into()
@@ -1023,6 +1045,9 @@ mod tests {
         assert_eq!(
             out,
             [
+                AgentMessage::Thinking {
+                    delta: "Done.".into()
+                },
                 AgentMessage::Assistant {
                     delta: "Found a.".into()
                 },

@@ -9,7 +9,7 @@
 //!   place that retries): see [`agent_dir`]. If preparing that fails, pi runs with the user's
 //!   config unchanged and a warning is logged; the spawn never fails because of it.
 
-mod agent_dir;
+pub(crate) mod agent_dir;
 pub mod mapper;
 
 use std::ffi::OsString;

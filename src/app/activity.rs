@@ -1,0 +1,216 @@
+//! What the agent is doing right now and what it has cost, read off the shared stream for the
+//! status bar: thinking, writing, running a tool, waiting for its own retry; the turn's usage
+//! (cleared when a turn fails, never carried over), the conversation's running total, and the
+//! model the CLI says it used.
+
+use std::time::{Duration, Instant};
+
+use crate::stream::{notice_kind, AgentMessage, Usage};
+
+/// The agent's phase within an attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AgentPhase {
+    /// Started, nothing heard yet (or between a tool's end and the model's next words).
+    Working,
+    Thinking,
+    Writing,
+    /// A tool call is running (the most recent one, when several are).
+    RunningTool {
+        name: String,
+    },
+    /// The agent CLI announced that it retries on its own (pi `auto_retry_start`, Gemini's
+    /// `Attempt N failed` lines, Claude's `api_retry`).
+    AgentRetrying,
+}
+
+/// The phase and since when it holds.
+#[derive(Debug, Clone)]
+pub struct PhaseTracker {
+    phase: AgentPhase,
+    since: Instant,
+    /// Running tool calls, oldest first: (call id, tool name, started).
+    tools: Vec<(String, String, Instant)>,
+}
+
+impl PhaseTracker {
+    pub fn new(now: Instant) -> Self {
+        Self {
+            phase: AgentPhase::Working,
+            since: now,
+            tools: Vec::new(),
+        }
+    }
+
+    /// The phase, and how long it has lasted.
+    pub fn current(&self, now: Instant) -> (&AgentPhase, Duration) {
+        (&self.phase, now.saturating_duration_since(self.since))
+    }
+
+    pub fn observe(&mut self, message: &AgentMessage, now: Instant) {
+        let next = match message {
+            AgentMessage::Thinking { .. } => AgentPhase::Thinking,
+            AgentMessage::Assistant { delta } if !delta.is_empty() => AgentPhase::Writing,
+            AgentMessage::ToolCall { id, name, .. } => {
+                self.tools.push((id.clone(), name.clone(), now));
+                self.phase = AgentPhase::RunningTool { name: name.clone() };
+                self.since = now;
+                return;
+            }
+            AgentMessage::ToolCompleted { id, .. } | AgentMessage::ToolFailed { id, .. } => {
+                self.tools.retain(|(call, _, _)| call != id);
+                match self.tools.last() {
+                    // Another call still runs: show it, with its own elapsed time.
+                    Some((_, name, started)) => {
+                        self.phase = AgentPhase::RunningTool { name: name.clone() };
+                        self.since = *started;
+                        return;
+                    }
+                    None => AgentPhase::Working,
+                }
+            }
+            AgentMessage::Notice { kind, .. } if kind == notice_kind::AGENT_RETRY => {
+                AgentPhase::AgentRetrying
+            }
+            _ => return,
+        };
+        if next != self.phase {
+            self.phase = next;
+            self.since = now;
+        }
+    }
+}
+
+/// Token figures: the last turn's and the conversation's, and the model the CLI reported.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct UsageBook {
+    /// The last completed turn's own figures; `None` after a failed turn.
+    pub turn: Option<Usage>,
+    /// Every completed turn of the conversation added up (failed attempts report none).
+    pub conversation: Option<Usage>,
+    /// The model the CLI last said it used.
+    pub model: Option<String>,
+}
+
+impl UsageBook {
+    pub fn observe(&mut self, message: &AgentMessage) {
+        match message {
+            AgentMessage::Completed { usage, .. } => {
+                self.turn = usage.clone();
+                if let Some(usage) = usage {
+                    if let Some(model) = usage.model.as_ref().filter(|model| !model.is_empty()) {
+                        self.model = Some(model.clone());
+                    }
+                    add(self.conversation.get_or_insert_with(Usage::default), usage);
+                }
+            }
+            AgentMessage::Failed(_) => self.turn = None,
+            _ => {}
+        }
+    }
+}
+
+fn add(total: &mut Usage, usage: &Usage) {
+    fn sum(total: &mut Option<u64>, value: Option<u64>) {
+        if let Some(value) = value {
+            *total = Some(total.unwrap_or(0).saturating_add(value));
+        }
+    }
+    sum(&mut total.input_tokens, usage.input_tokens);
+    sum(&mut total.output_tokens, usage.output_tokens);
+    sum(&mut total.cache_read_tokens, usage.cache_read_tokens);
+    sum(&mut total.cache_write_tokens, usage.cache_write_tokens);
+    sum(&mut total.total_tokens, usage.total_tokens);
+    sum(&mut total.reasoning_tokens, usage.reasoning_tokens);
+    if let Some(cost) = usage.cost_usd {
+        total.cost_usd = Some(total.cost_usd.unwrap_or(0.0) + cost);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stream::Failure;
+    use serde_json::json;
+
+    fn at(start: Instant, ms: u64) -> Instant {
+        start + Duration::from_millis(ms)
+    }
+
+    #[test]
+    fn the_phase_follows_the_stream() {
+        let start = Instant::now();
+        let mut tracker = PhaseTracker::new(start);
+        let mut seen = Vec::new();
+        let messages = [
+            AgentMessage::Thinking { delta: "hm".into() },
+            AgentMessage::Thinking { delta: "m".into() },
+            AgentMessage::Assistant {
+                delta: "Let me look.".into(),
+            },
+            AgentMessage::ToolCall {
+                id: "a".into(),
+                name: "bash".into(),
+                input: json!({}),
+            },
+            AgentMessage::ToolCall {
+                id: "b".into(),
+                name: "read".into(),
+                input: json!({}),
+            },
+            AgentMessage::ToolCompleted {
+                id: "b".into(),
+                output: String::new(),
+            },
+            AgentMessage::ToolFailed {
+                id: "a".into(),
+                error: String::new(),
+            },
+            AgentMessage::notice(notice_kind::AGENT_RETRY, "pi is retrying"),
+        ];
+        for (index, message) in messages.iter().enumerate() {
+            tracker.observe(message, at(start, 100 * index as u64));
+            let (phase, elapsed) = tracker.current(at(start, 100 * index as u64 + 50));
+            seen.push((phase.clone(), elapsed.as_millis()));
+        }
+        let tool = |name: &str| AgentPhase::RunningTool { name: name.into() };
+        assert_eq!(
+            seen,
+            [
+                (AgentPhase::Thinking, 50),
+                (AgentPhase::Thinking, 150),
+                (AgentPhase::Writing, 50),
+                (tool("bash"), 50),
+                (tool("read"), 50),
+                // `read` ended: `bash` still runs, timed from its own start.
+                (tool("bash"), 250),
+                (AgentPhase::Working, 50),
+                (AgentPhase::AgentRetrying, 50),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_failed_turn_clears_the_turn_figures_and_totals_add_up() {
+        let mut book = UsageBook::default();
+        let completed = |input, cost| AgentMessage::Completed {
+            stop_reason: "stop".into(),
+            usage: Some(Usage {
+                input_tokens: Some(input),
+                output_tokens: Some(10),
+                cost_usd: Some(cost),
+                model: Some("gpt-fake".into()),
+                ..Usage::default()
+            }),
+        };
+        book.observe(&completed(100, 0.5));
+        book.observe(&completed(200, 0.25));
+        assert_eq!(book.turn.as_ref().unwrap().input_tokens, Some(200));
+        book.observe(&AgentMessage::Failed(Failure::default()));
+        assert_eq!(book.turn, None);
+        let total = book.conversation.unwrap();
+        assert_eq!(total.input_tokens, Some(300));
+        assert_eq!(total.output_tokens, Some(20));
+        assert_eq!(total.cost_usd, Some(0.75));
+        assert_eq!(book.model.as_deref(), Some("gpt-fake"));
+    }
+}

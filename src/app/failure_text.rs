@@ -1,0 +1,122 @@
+//! What a failed attempt's notice says: the agent's own error first, then the facts that mean
+//! something (a non-zero exit, a signal, an HTTP status), then what happens next: an automatic
+//! retry (its countdown follows), or the keys that retry by hand and, when agentty will not
+//! retry on its own, why not.
+
+use crate::config::RetryPolicy;
+use crate::orchestrator::classify::{classify_failure, Retryability};
+use crate::stream::Failure;
+
+/// The keys that retry a failed turn by hand.
+pub const RETRY_KEYS: &str = "Ctrl+K → Retry or /retry to try again";
+
+/// "Failed: <the agent's error>", or the reason when the agent gave no message.
+pub fn failure_headline(reason: &str, message: &str) -> String {
+    if message.trim().is_empty() {
+        format!("Failed ({reason})")
+    } else {
+        format!("Failed: {message}")
+    }
+}
+
+/// The facts worth a glance: an exit code other than 0 (pi and Gemini exit 0 or encode other
+/// things in it), a signal, an HTTP status.
+pub fn failure_facts(failure: &Failure) -> Vec<String> {
+    let mut facts = Vec::new();
+    if let Some(status) = failure.http_status {
+        facts.push(format!("HTTP {status}"));
+    }
+    if let Some(code) = failure.exit_code.filter(|code| *code != 0) {
+        facts.push(format!("exit code {code}"));
+    }
+    if let Some(signal) = failure.signal {
+        facts.push(format!("signal {signal}"));
+    }
+    facts
+}
+
+/// What happens after this failure, or `None` when an automatic retry follows (its countdown
+/// says so). `attempt` of `max_attempts` is the attempt that failed.
+pub fn next_step(
+    failure: &Failure,
+    policy: &RetryPolicy,
+    attempt: u32,
+    max_attempts: u32,
+) -> Option<String> {
+    let classification = classify_failure(failure);
+    match classification.retryability {
+        Retryability::NotRetryable => Some(format!(
+            "not retried automatically: {} · {RETRY_KEYS}",
+            classification.cause
+        )),
+        Retryability::Retryable if attempt < max_attempts => None,
+        // The orchestrator goes on in a fresh agent session at once; its notice says so.
+        Retryability::FreshSession => None,
+        Retryability::Retryable if max_attempts <= 1 && !policy.enabled => Some(format!(
+            "automatic retry is off (Ctrl+K → Settings) · {RETRY_KEYS}"
+        )),
+        Retryability::Retryable => Some(format!("gave up after {attempt} attempts · {RETRY_KEYS}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failure(message: &str, http_status: Option<u16>) -> Failure {
+        Failure {
+            reason: "agent_error".into(),
+            message: message.into(),
+            exit_code: Some(0),
+            http_status,
+            ..Failure::default()
+        }
+    }
+
+    #[test]
+    fn an_auth_error_says_it_is_not_retried_and_why() {
+        let enabled = RetryPolicy {
+            enabled: true,
+            ..RetryPolicy::default()
+        };
+        let step = next_step(
+            &failure("401 Incorrect API key provided", Some(401)),
+            &enabled,
+            1,
+            3,
+        );
+        assert_eq!(
+            step.as_deref(),
+            Some("not retried automatically: HTTP 401: not authenticated · Ctrl+K → Retry or /retry to try again")
+        );
+    }
+
+    #[test]
+    fn a_retryable_error_names_the_keys_unless_a_retry_follows() {
+        let server_error = failure("500 fake internal server error", Some(500));
+        let enabled = RetryPolicy {
+            enabled: true,
+            ..RetryPolicy::default()
+        };
+        assert_eq!(next_step(&server_error, &enabled, 1, 3), None);
+        assert!(next_step(&server_error, &enabled, 3, 3)
+            .unwrap()
+            .starts_with("gave up after 3 attempts · Ctrl+K"));
+        assert!(next_step(&server_error, &RetryPolicy::default(), 1, 1)
+            .unwrap()
+            .starts_with("automatic retry is off"));
+    }
+
+    #[test]
+    fn exit_code_zero_is_not_a_fact() {
+        assert_eq!(
+            failure_facts(&failure("x", Some(500))),
+            ["HTTP 500".to_owned()]
+        );
+        let crashed = Failure {
+            exit_code: Some(1),
+            ..Failure::default()
+        };
+        assert_eq!(failure_facts(&crashed), ["exit code 1".to_owned()]);
+    }
+}

@@ -1,0 +1,149 @@
+//! Usage errors of the real binary: each exits 2 with one line that names the problem and the
+//! fix, before any agent starts; a config with one wrong key keeps every valid key.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+/// A scratch dir per test: state and config dirs of their own, so the user's config is not read.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("agentty-usage-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn agentty(dir: &PathBuf, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_agentty"))
+        .args(args)
+        .env("AGENTTY_STATE_DIR", dir.join("state"))
+        .env("XDG_CONFIG_HOME", dir.join("config"))
+        .env("HOME", dir)
+        .output()
+        .unwrap()
+}
+
+/// Exit 2, nothing on stdout, and exactly one line on stderr, which is returned.
+fn one_line_usage_error(output: &Output) -> String {
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(output.status.code(), Some(2), "stderr: {stderr}");
+    assert!(output.stdout.is_empty(), "stdout: {:?}", output.stdout);
+    assert_eq!(stderr.trim_end().lines().count(), 1, "stderr: {stderr}");
+    stderr.trim_end().to_owned()
+}
+
+#[test]
+fn an_empty_or_blank_prompt_is_a_usage_error() {
+    let dir = scratch("empty");
+    for prompt in ["", "   "] {
+        let line = one_line_usage_error(&agentty(&dir, &["run", "--provider", "demo", prompt]));
+        assert!(line.starts_with("agentty: empty prompt: "), "{line}");
+    }
+}
+
+#[test]
+fn a_missing_config_file_is_a_usage_error() {
+    let dir = scratch("missing-config");
+    let line = one_line_usage_error(&agentty(
+        &dir,
+        &[
+            "run",
+            "--config",
+            "/missing.toml",
+            "--provider",
+            "demo",
+            "hi",
+        ],
+    ));
+    assert!(
+        line.starts_with("agentty: --config /missing.toml: no such file"),
+        "{line}"
+    );
+}
+
+#[test]
+fn an_unknown_config_key_is_warned_with_its_line_and_the_rest_applies() {
+    let dir = scratch("config-typo");
+    let config = dir.join("agentty.toml");
+    std::fs::write(
+        &config,
+        "default_provider = \"demo\"\n\n[providers.demo]\nargs = []\nenvv = { X = \"1\" }\n",
+    )
+    .unwrap();
+    let output = agentty(
+        &dir,
+        &[
+            "run",
+            "--config",
+            config.to_str().unwrap(),
+            "--scenario",
+            "hello",
+            "hi",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "stderr: {stderr}");
+    assert!(
+        stderr.contains(
+            ", line 5: `providers.demo.envv`: unknown key (known keys: args, command, env, model"
+        ),
+        "{stderr}"
+    );
+    // `default_provider` from the same file still applies.
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .contains(r#""provider":"demo""#),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn an_unknown_scenario_lists_the_scenarios() {
+    let dir = scratch("scenario");
+    let line = one_line_usage_error(&agentty(
+        &dir,
+        &["run", "--provider", "demo", "--scenario", "nosuch", "hi"],
+    ));
+    assert!(
+        line.starts_with("agentty: unknown scenario `nosuch`; the scenarios are: "),
+        "{line}"
+    );
+    assert!(
+        line.contains("hello") && line.contains("thinking"),
+        "{line}"
+    );
+}
+
+#[test]
+fn a_scenario_for_another_provider_is_a_usage_error() {
+    let dir = scratch("scenario-provider");
+    let line = one_line_usage_error(&agentty(
+        &dir,
+        &["run", "--provider", "pi", "--scenario", "hello", "hi"],
+    ));
+    assert!(
+        line.contains("--scenario only applies to the demo agent"),
+        "{line}"
+    );
+}
+
+#[test]
+fn provider_names_are_listed_in_help_and_checked() {
+    let dir = scratch("provider");
+    let help = agentty(&dir, &["run", "--help"]);
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        help.contains("[possible values: pi, claude, codex, gemini, demo]"),
+        "{help}"
+    );
+    let line = one_line_usage_error(&agentty(&dir, &["run", "--provider", "nope", "hi"]));
+    assert!(
+        line.contains("unknown provider `nope` (expected one of: pi, claude, codex, gemini, demo)"),
+        "{line}"
+    );
+    let malformed = agentty(&dir, &["run", "--provider", "no pe", "hi"]);
+    assert_eq!(malformed.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&malformed.stderr).contains("invalid value 'no pe'"));
+}
