@@ -121,7 +121,7 @@ pub struct NewConversation {
 
 enum WriterCommand {
     /// An entry, with the share of the raw-line budget it holds until it is written.
-    Entry(LogEntry, Option<OwnedSemaphorePermit>),
+    Entry(Box<LogEntry>, Option<OwnedSemaphorePermit>),
     Flush,
     /// Write what is queued before this, flush, and end (raw-line taps may outlive the writer).
     Close,
@@ -203,7 +203,7 @@ impl SessionLogWriter {
 
     pub fn append(&self, entry: LogEntry) {
         if let Some(commands) = &self.commands {
-            let _ = commands.send(WriterCommand::Entry(entry, None));
+            let _ = commands.send(WriterCommand::Entry(Box::new(entry), None));
         }
     }
 
@@ -298,7 +298,7 @@ impl SessionLogWriter {
                     attempt,
                     line,
                 };
-                let _ = commands.send(WriterCommand::Entry(entry, Some(permit)));
+                let _ = commands.send(WriterCommand::Entry(Box::new(entry), Some(permit)));
                 if share as usize == RAW_LINE_BUDGET {
                     // A line that takes the whole budget is written before the next is read,
                     // so no two of them are ever held at once.
