@@ -18,10 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentty::config::{Backoff, ProviderSettings, RetryPolicy};
-use agentty::orchestrator::{
-    spawn_orchestrator, Command, OrchestratorEvent, OrchestratorOptions, TurnOutcome,
-};
+use agentty::config::ProviderSettings;
 use agentty::provider::pi::PiBackend;
 use agentty::provider::{AgentStream, CliProvider, Provider, SessionRef, StopControl};
 use agentty::stream::{failure_reason, notice_kind, AgentMessage, StopStage};
@@ -29,7 +26,8 @@ use fake_openai::FakeOpenAi;
 use real_cli::{
     assert_single_terminal_last, assistant_text, attempt_request, collect, command_line,
     expect_completed, expect_failed, is_alive, messages_until_tool_call, notices, real_cli,
-    survivors, RUN_LIMIT,
+    retried_first_turn_is_sent_once, retried_middle_turn_is_sent_once, survivors, three_prompts,
+    FailFirst, RUN_LIMIT,
 };
 
 const DEFAULT_BIN: &str = "/tmp/pi-cli/node_modules/.bin/pi";
@@ -43,11 +41,15 @@ struct PiWorld {
 
 impl PiWorld {
     async fn new(test: &str) -> Option<PiWorld> {
+        Self::with_server(test, FakeOpenAi::start().await).await
+    }
+
+    async fn with_server(test: &str, fake: FakeOpenAi) -> Option<PiWorld> {
         let pi = real_cli(test, "AGENTTY_PI_BIN", DEFAULT_BIN)?;
         let world = PiWorld {
             root: tempfile::tempdir().unwrap(),
             pi,
-            fake: FakeOpenAi::start().await,
+            fake,
         };
         for dir in [world.home(), world.agent_dir(), world.work_dir()] {
             std::fs::create_dir_all(dir).unwrap();
@@ -353,118 +355,38 @@ async fn stop_during_a_sleeping_tool_leaves_no_process() {
 
 // ---- retry never duplicates the prompt (what the model receives) ----
 
-/// Runs `prompts` as turns of one conversation through the real orchestrator (retry on: 3
-/// attempts, 10 ms apart) and returns each turn's outcome and attempt count.
-async fn conversation(
-    provider: Arc<dyn Provider>,
-    cwd: &Path,
-    prompts: &[&str],
-) -> Vec<(TurnOutcome, usize)> {
-    let mut options = OrchestratorOptions::new(provider);
-    options.policy = RetryPolicy {
-        enabled: true,
-        max_attempts: 3,
-        retry_delay_ms: 10,
-        backoff: Backoff::Fixed,
-        max_delay_ms: 10,
-    };
-    options.cwd = Some(cwd.to_path_buf());
-    let mut handle = spawn_orchestrator(options);
-    let mut outcomes = Vec::new();
-    for prompt in prompts {
-        handle
-            .commands
-            .send(Command::Submit((*prompt).to_owned()))
-            .unwrap();
-        let mut attempts = 0;
-        loop {
-            let event = tokio::time::timeout(RUN_LIMIT, handle.events.recv())
-                .await
-                .expect("an orchestrator event in time")
-                .expect("the orchestrator runs");
-            match event {
-                OrchestratorEvent::AttemptStarted { .. } => attempts += 1,
-                OrchestratorEvent::TurnEnded { outcome, .. } => {
-                    outcomes.push((outcome, attempts));
-                    break;
-                }
-                _ => {}
-            }
-        }
-    }
-    outcomes
-}
-
-/// How often `text` occurs in a request's user messages.
-fn occurrences(user_texts: &[String], text: &str) -> usize {
-    user_texts
-        .iter()
-        .map(|message| message.matches(text).count())
-        .sum()
-}
-
-fn print_requests(label: &str, requests: &[Vec<String>]) {
-    eprintln!(
-        "{label}: {} requests reached the fake server",
-        requests.len()
-    );
-    for (index, users) in requests.iter().enumerate() {
-        eprintln!("  request {}: user messages {users:?}", index + 1);
-    }
+/// A pi world whose fake server fails the first two requests whose last user message is
+/// `flaky`, and an orchestrator-ready provider on the `session` model.
+async fn flaky_world(test: &str, flaky: &str) -> Option<(PiWorld, Arc<dyn Provider>)> {
+    let fail = FailFirst::new(2, flaky);
+    let fake = FakeOpenAi::start_failing(move |text| fail.take(text)).await;
+    let world = PiWorld::with_server(test, fake).await?;
+    let provider: Arc<dyn Provider> = Arc::new(world.provider("session"));
+    Some((world, provider))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn retries_send_each_prompt_once_in_a_continued_session() {
-    let Some(world) = PiWorld::new("retries_send_each_prompt_once_in_a_continued_session").await
-    else {
+async fn pi_retried_turn_reaches_the_model_with_each_prompt_once() {
+    let test = "pi_retried_turn_reaches_the_model_with_each_prompt_once";
+    let prompts = three_prompts("pi");
+    let Some((world, provider)) = flaky_world(test, &prompts[1]).await else {
         return;
     };
-    let one = "Remember alpha.";
-    let two = "Now beta, FAIL-TWICE.";
-    let three = "And gamma.";
-    let provider: Arc<dyn Provider> = Arc::new(world.provider("session"));
-    let outcomes = conversation(provider, &world.work_dir(), &[one, two, three]).await;
-    assert_eq!(
-        outcomes,
-        [
-            (TurnOutcome::Completed, 1),
-            (TurnOutcome::Completed, 3),
-            (TurnOutcome::Completed, 1)
-        ]
-    );
-    let requests = world.fake.user_texts_per_request();
-    print_requests("pi, continued session", &requests);
-    assert_eq!(requests.len(), 5);
-    assert_eq!(requests[0], [one]);
-    for request in &requests[1..4] {
-        assert_eq!(occurrences(request, one), 1, "{request:?}");
-        assert_eq!(occurrences(request, two), 1, "{request:?}");
-        assert_eq!(request.len(), 2, "{request:?}");
-    }
-    for prompt in [one, two, three] {
-        assert_eq!(occurrences(&requests[4], prompt), 1, "{:?}", requests[4]);
-    }
-    assert_eq!(requests[4].len(), 3, "{:?}", requests[4]);
+    retried_middle_turn_is_sent_once("pi", test, provider, &world.work_dir(), &prompts, || {
+        world.fake.user_texts_per_request()
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn retries_of_a_first_turn_send_the_prompt_once_and_the_next_turn_continues_the_success() {
-    let Some(world) = PiWorld::new("retries_of_a_first_turn").await else {
+async fn pi_retried_first_turn_reaches_the_model_with_its_prompt_once() {
+    let test = "pi_retried_first_turn_reaches_the_model_with_its_prompt_once";
+    let prompts = three_prompts("pi");
+    let Some((world, provider)) = flaky_world(test, &prompts[0]).await else {
         return;
     };
-    let one = "First, FAIL-TWICE: remember delta.";
-    let two = "Then epsilon.";
-    let provider: Arc<dyn Provider> = Arc::new(world.provider("session"));
-    let outcomes = conversation(provider, &world.work_dir(), &[one, two]).await;
-    assert_eq!(
-        outcomes,
-        [(TurnOutcome::Completed, 3), (TurnOutcome::Completed, 1)]
-    );
-    let requests = world.fake.user_texts_per_request();
-    print_requests("pi, first turn", &requests);
-    assert_eq!(requests.len(), 4);
-    for request in &requests[..3] {
-        assert_eq!(request, &[one]);
-    }
-    assert_eq!(requests[3], [one, two]);
+    retried_first_turn_is_sent_once("pi", test, provider, &world.work_dir(), &prompts, || {
+        world.fake.user_texts_per_request()
+    })
+    .await;
 }

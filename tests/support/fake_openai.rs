@@ -22,8 +22,6 @@ pub const THINK_ANSWER: &str = "Hello! Nice to meet you, how can I help today?";
 pub const TOOL_INTRO: &str = "I will run echo hi now.";
 pub const TOOL_ANSWER: &str = "The command printed hi, so the shell works fine.";
 pub const ERROR_500: &str = "fake internal server error";
-/// A prompt holding this fails with HTTP 500 on its first two requests.
-pub const FAIL_TWICE: &str = "FAIL-TWICE";
 pub const SCENARIOS: [&str; 6] = ["plain", "think", "tool", "err500", "sleep", "session"];
 
 const DELAY: Duration = Duration::from_millis(20);
@@ -34,23 +32,20 @@ pub struct FakeOpenAi {
 
 impl FakeOpenAi {
     pub async fn start() -> FakeOpenAi {
-        // Requests whose last user message holds FAIL_TWICE fail with HTTP 500 twice (counted
-        // per message text), then are answered like any other.
-        let failures = std::sync::Mutex::new(std::collections::HashMap::<String, u32>::new());
+        Self::start_failing(|_| false).await
+    }
+
+    /// Like `start`, but a completion request for which `fail` (given the last user message's
+    /// text) says so is answered with HTTP 500.
+    pub async fn start_failing(fail: impl Fn(&str) -> bool + Send + Sync + 'static) -> FakeOpenAi {
         let server = FakeHttpServer::start(move |request: &HttpRequest| {
             let body = request.json().unwrap_or(Value::Null);
             let messages = body["messages"].as_array().cloned().unwrap_or_default();
-            let last = last_user_text(&messages);
-            if request.method == "POST" && last.contains(FAIL_TWICE) {
-                let mut failures = failures.lock().unwrap();
-                let failed = failures.entry(last).or_default();
-                if *failed < 2 {
-                    *failed += 1;
-                    return HttpResponse::json(
-                        500,
-                        &json!({"error": {"message": ERROR_500, "type": "server_error", "code": null}}),
-                    );
-                }
+            if request.method == "POST" && fail(&last_user_text(&messages)) {
+                return HttpResponse::json(
+                    500,
+                    &json!({"error": {"message": ERROR_500, "type": "server_error", "code": null}}),
+                );
             }
             respond(request)
         })
