@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::orchestrator::{OrchestratorEvent, TurnId, TurnOutcome};
+use crate::raw_log::{RawLineWriter, INLINE_RAW_PREFIX};
 use crate::stream::AgentMessage;
 
 /// One line of a session log.
@@ -54,8 +55,15 @@ pub enum LogEntry {
 }
 
 enum WriterCommand {
-    /// An entry, with the share of the raw-line budget it holds until it is written.
-    Entry(LogEntry, Option<OwnedSemaphorePermit>),
+    Entry(LogEntry),
+    /// A raw agent line for the sidecar, with the share of the raw-line budget it holds until
+    /// it is written.
+    Raw {
+        turn: TurnId,
+        attempt: u32,
+        line: String,
+        _permit: OwnedSemaphorePermit,
+    },
     Flush,
     /// Write what is queued before this, flush, and end (raw-line taps may outlive the writer).
     Close,
@@ -91,10 +99,11 @@ impl SessionLogWriter {
         let id = uuid::Uuid::new_v4().simple().to_string();
         let path = dir.join(format!("{started_at_ms:015}-{}.jsonl", &id[..8]));
         let file = File::create(&path)?;
+        let raw = RawLineWriter::new(&path);
         let (commands, receiver) = mpsc::channel::<WriterCommand>();
         let thread = std::thread::Builder::new()
             .name("session-log".into())
-            .spawn(move || write_loop(BufWriter::new(file), receiver))?;
+            .spawn(move || write_loop(BufWriter::new(file), raw, receiver))?;
         let writer = Self {
             path,
             commands: Some(commands),
@@ -119,7 +128,7 @@ impl SessionLogWriter {
 
     pub fn append(&self, entry: LogEntry) {
         if let Some(commands) = &self.commands {
-            let _ = commands.send(WriterCommand::Entry(entry, None));
+            let _ = commands.send(WriterCommand::Entry(entry));
         }
     }
 
@@ -196,12 +205,12 @@ impl SessionLogWriter {
                 let Ok(permit) = budget.clone().acquire_many_owned(share).await else {
                     return;
                 };
-                let entry = LogEntry::Raw {
+                let _ = commands.send(WriterCommand::Raw {
                     turn,
                     attempt,
                     line,
-                };
-                let _ = commands.send(WriterCommand::Entry(entry, Some(permit)));
+                    _permit: permit,
+                });
                 if share as usize == RAW_LINE_BUDGET {
                     // A line that takes the whole budget is written before the next is read,
                     // so no two of them are ever held at once.
@@ -224,16 +233,27 @@ impl Drop for SessionLogWriter {
 }
 
 /// Writes entries as they come and flushes whenever the queue runs dry, so that a crash (the
-/// panic hook exits the process) loses at most what was still queued.
-fn write_loop(mut file: BufWriter<File>, commands: mpsc::Receiver<WriterCommand>) {
+/// panic hook exits the process) loses at most what was still queued. Raw lines go to the
+/// compressed sidecar as they are, never escaped again.
+fn write_loop(
+    mut file: BufWriter<File>,
+    mut raw: RawLineWriter,
+    commands: mpsc::Receiver<WriterCommand>,
+) {
     let mut next = commands.recv().ok();
     while let Some(command) = next {
         let result = match command {
-            // The permit is released once the line is in the file's buffer.
-            WriterCommand::Entry(entry, _permit) => serde_json::to_writer(&mut file, &entry)
+            WriterCommand::Entry(entry) => serde_json::to_writer(&mut file, &entry)
                 .map_err(std::io::Error::from)
                 .and_then(|()| file.write_all(b"\n")),
-            WriterCommand::Flush => file.flush(),
+            // The permit is released once the line is in the compressor.
+            WriterCommand::Raw {
+                turn,
+                attempt,
+                line,
+                _permit,
+            } => raw.write(turn, attempt, &line),
+            WriterCommand::Flush => file.flush().and_then(|()| raw.flush()),
             WriterCommand::Close => break,
         };
         if let Err(error) = result {
@@ -242,13 +262,16 @@ fn write_loop(mut file: BufWriter<File>, commands: mpsc::Receiver<WriterCommand>
         next = match commands.try_recv() {
             Ok(command) => Some(command),
             Err(mpsc::TryRecvError::Empty) => {
-                let _ = file.flush();
+                let _ = file.flush().and_then(|()| raw.flush());
                 commands.recv().ok()
             }
             Err(mpsc::TryRecvError::Disconnected) => None,
         };
     }
     let _ = file.flush();
+    if let Err(error) = raw.finish() {
+        tracing::error!(%error, "cannot finish the session log's raw lines");
+    }
 }
 
 /// The most recent session log in `dir`.
@@ -270,14 +293,26 @@ pub fn latest_session_log_except(dir: &Path, except: Option<&Path>) -> Option<Pa
         .max()
 }
 
-/// Reads a session log back; lines that do not parse (a torn last line) are skipped.
+/// Reads back what a session log shows: every entry but the agent's raw lines, which a log
+/// written before the sidecar holds inline and which are skipped by their first bytes without
+/// being parsed, so memory follows the transcript, not the raw log (`crate::raw_log` reads
+/// them). Lines that do not parse (a torn last line) are skipped.
 pub fn read_session_log(path: &Path) -> std::io::Result<Vec<LogEntry>> {
-    let file = File::open(path)?;
-    Ok(BufReader::new(file)
-        .lines()
-        .map_while(Result::ok)
-        .filter_map(|line| serde_json::from_str(&line).ok())
-        .collect())
+    let mut reader = BufReader::new(File::open(path)?);
+    let mut entries = Vec::new();
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        if reader.read_until(b'\n', &mut line)? == 0 {
+            return Ok(entries);
+        }
+        if line.starts_with(INLINE_RAW_PREFIX) {
+            continue;
+        }
+        if let Ok(entry) = serde_json::from_slice(&line) {
+            entries.push(entry);
+        }
+    }
 }
 
 /// The agent session to continue from a log: the last one it recorded.
@@ -334,11 +369,6 @@ mod tests {
                     turn: 1,
                     prompt: "hi".into()
                 },
-                LogEntry::Raw {
-                    turn: 1,
-                    attempt: 1,
-                    line: r#"{"type":"agent_start"}"#.into()
-                },
                 LogEntry::Message {
                     turn: 1,
                     attempt: 1,
@@ -353,6 +383,12 @@ mod tests {
                 },
             ]
         );
+        let mut raw_lines = Vec::new();
+        crate::raw_log::for_each_raw_line(&path, |raw| {
+            raw_lines.push((raw.turn, raw.attempt, raw.line.to_owned()))
+        })
+        .unwrap();
+        assert_eq!(raw_lines, [(1, 1, r#"{"type":"agent_start"}"#.to_owned())]);
         assert_eq!(last_session_id(&entries), Some("s-1".into()));
         assert_eq!(latest_session_log(dir.path()), Some(path));
     }

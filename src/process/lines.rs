@@ -98,11 +98,7 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
         }
         let unread = &self.buffer[self.start..];
         let from = self.searched.min(unread.len());
-        match unread[from..]
-            .iter()
-            .position(|byte| *byte == b'\n' || *byte == b'\r')
-            .map(|offset| from + offset)
-        {
+        match memchr::memchr2(b'\n', b'\r', &unread[from..]).map(|offset| from + offset) {
             Some(end) => {
                 self.searched = 0;
                 self.after_cr = unread[end] == b'\r';
