@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::orchestrator::{OrchestratorEvent, TurnId, TurnOutcome};
-use crate::raw_log::{RawLineWriter, INLINE_RAW_PREFIX};
+use crate::raw_log::{RawLineBuffers, RawLineWriter, INLINE_RAW_PREFIX};
 use crate::stream::AgentMessage;
 
 /// One line of a session log.
@@ -80,6 +80,7 @@ pub struct SessionLogWriter {
     path: PathBuf,
     commands: Option<mpsc::Sender<WriterCommand>>,
     raw_budget: Arc<Semaphore>,
+    raw_buffers: RawLineBuffers,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -100,14 +101,19 @@ impl SessionLogWriter {
         let path = dir.join(format!("{started_at_ms:015}-{}.jsonl", &id[..8]));
         let file = File::create(&path)?;
         let raw = RawLineWriter::new(&path);
+        let raw_buffers = RawLineBuffers::default();
         let (commands, receiver) = mpsc::channel::<WriterCommand>();
         let thread = std::thread::Builder::new()
             .name("session-log".into())
-            .spawn(move || write_loop(BufWriter::new(file), raw, receiver))?;
+            .spawn({
+                let raw_buffers = raw_buffers.clone();
+                move || write_loop(BufWriter::new(file), raw, raw_buffers, receiver)
+            })?;
         let writer = Self {
             path,
             commands: Some(commands),
             raw_budget: Arc::new(Semaphore::new(RAW_LINE_BUDGET)),
+            raw_buffers,
             thread: Some(thread),
         };
         writer.append(LogEntry::Header {
@@ -197,10 +203,12 @@ impl SessionLogWriter {
     pub fn raw_line_tap(&self, turn: TurnId, attempt: u32) -> Option<crate::provider::RawLineTap> {
         let commands = self.commands.clone()?;
         let budget = self.raw_budget.clone();
-        Some(crate::provider::RawLineTap::new(move |line: String| {
+        let buffers = self.raw_buffers.clone();
+        Some(crate::provider::RawLineTap::new(move |line: &str| {
             let commands = commands.clone();
             let budget = budget.clone();
-            async move {
+            let buffers = buffers.clone();
+            Box::pin(async move {
                 let share = line.len().clamp(1, RAW_LINE_BUDGET) as u32;
                 let Ok(permit) = budget.clone().acquire_many_owned(share).await else {
                     return;
@@ -208,7 +216,7 @@ impl SessionLogWriter {
                 let _ = commands.send(WriterCommand::Raw {
                     turn,
                     attempt,
-                    line,
+                    line: buffers.copy_of(line),
                     _permit: permit,
                 });
                 if share as usize == RAW_LINE_BUDGET {
@@ -216,7 +224,7 @@ impl SessionLogWriter {
                     // so no two of them are ever held at once.
                     let _ = budget.acquire_many(share).await;
                 }
-            }
+            })
         }))
     }
 }
@@ -238,6 +246,7 @@ impl Drop for SessionLogWriter {
 fn write_loop(
     mut file: BufWriter<File>,
     mut raw: RawLineWriter,
+    raw_buffers: RawLineBuffers,
     commands: mpsc::Receiver<WriterCommand>,
 ) {
     let mut next = commands.recv().ok();
@@ -246,13 +255,18 @@ fn write_loop(
             WriterCommand::Entry(entry) => serde_json::to_writer(&mut file, &entry)
                 .map_err(std::io::Error::from)
                 .and_then(|()| file.write_all(b"\n")),
-            // The permit is released once the line is in the compressor.
+            // The permit is released once the line is in the compressor, and its buffer
+            // goes back for the next line.
             WriterCommand::Raw {
                 turn,
                 attempt,
                 line,
                 _permit,
-            } => raw.write(turn, attempt, &line),
+            } => {
+                let written = raw.write(turn, attempt, &line);
+                raw_buffers.give_back(line);
+                written
+            }
             WriterCommand::Flush => file.flush().and_then(|()| raw.flush()),
             WriterCommand::Close => break,
         };
@@ -345,7 +359,7 @@ mod tests {
             prompt: "hi".into(),
         });
         let tap = writer.raw_line_tap(1, 1).unwrap();
-        futures::executor::block_on(tap.record(r#"{"type":"agent_start"}"#.to_owned()));
+        futures::executor::block_on(tap.record(r#"{"type":"agent_start"}"#));
         writer.record_event(&OrchestratorEvent::Message {
             turn: 1,
             attempt: 1,

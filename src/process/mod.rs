@@ -20,7 +20,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::provider::StopControl;
 use crate::stream::StopStage;
-pub use lines::{Line, LineReader, DEFAULT_MAX_LINE};
+pub use lines::{Line, LineReader, LineRef, DEFAULT_MAX_LINE};
 pub use tree::TreeIdentity;
 
 /// How much of the agent's stderr is kept for diagnostics.
