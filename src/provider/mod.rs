@@ -62,7 +62,9 @@ pub struct AttemptRequest {
 /// so a sink that bounds its buffer slows the reading of the agent instead of growing memory.
 /// The line is lent: a sink that keeps it copies it (into a buffer it can reuse).
 #[derive(Clone)]
-pub struct RawLineTap(Arc<dyn for<'a> Fn(&'a str) -> BoxFuture<'a, ()> + Send + Sync>);
+pub struct RawLineTap(Arc<RecordRawLine>);
+
+type RecordRawLine = dyn for<'a> Fn(&'a str) -> BoxFuture<'a, ()> + Send + Sync;
 
 impl RawLineTap {
     pub fn new<F>(tap: F) -> Self
