@@ -323,8 +323,9 @@ pub fn read_session_log(path: &Path) -> std::io::Result<Vec<LogEntry>> {
         if line.starts_with(INLINE_RAW_PREFIX) {
             continue;
         }
-        if let Ok(entry) = serde_json::from_slice(&line) {
-            entries.push(entry);
+        match serde_json::from_slice(&line) {
+            Ok(LogEntry::Raw { .. }) | Err(_) => {}
+            Ok(entry) => entries.push(entry),
         }
     }
 }
