@@ -45,11 +45,14 @@ pub fn sidecar_path(log: &Path) -> PathBuf {
 }
 
 /// Appends raw lines to a log's sidecar; the file is created with the first line, so a log
-/// whose agent printed nothing has no sidecar.
+/// whose agent printed nothing has no sidecar. After a write fails (a full disk, a read-only
+/// state dir) the raw lines of this writer are given up: the error is reported once, not once
+/// a line, and the shared stream in the log itself goes on.
 pub(crate) struct RawLineWriter {
     path: PathBuf,
     encoder: Option<zstd::stream::write::Encoder<'static, BufWriter<File>>>,
     window_log: u32,
+    failed: bool,
 }
 
 impl RawLineWriter {
@@ -58,12 +61,25 @@ impl RawLineWriter {
             path: sidecar_path(log),
             encoder: None,
             window_log: 0,
+            failed: false,
         }
     }
 
     /// Writes one raw line as it is. A line never holds a line end (the line reader splits on
     /// them), but the length prefix keeps the record whole even if one did.
     pub(crate) fn write(&mut self, turn: TurnId, attempt: u32, line: &str) -> std::io::Result<()> {
+        if self.failed {
+            return Ok(());
+        }
+        let written = self.try_write(turn, attempt, line);
+        if written.is_err() {
+            self.failed = true;
+            self.encoder = None;
+        }
+        written
+    }
+
+    fn try_write(&mut self, turn: TurnId, attempt: u32, line: &str) -> std::io::Result<()> {
         let needed = window_log_for(line.len());
         let encoder = match self.encoder.take() {
             Some(encoder) if needed <= self.window_log => encoder,
@@ -93,10 +109,15 @@ impl RawLineWriter {
 
     /// Makes everything written so far readable (ends the current zstd block).
     pub(crate) fn flush(&mut self) -> std::io::Result<()> {
-        match &mut self.encoder {
+        let flushed = match &mut self.encoder {
             Some(encoder) => encoder.flush(),
             None => Ok(()),
+        };
+        if flushed.is_err() {
+            self.failed = true;
+            self.encoder = None;
         }
+        flushed
     }
 
     /// Ends the frame and flushes the file.
@@ -332,6 +353,19 @@ mod tests {
                 (2, 1, "after the crash".to_owned())
             ]
         );
+    }
+
+    #[test]
+    fn a_sidecar_that_cannot_be_written_fails_once_not_once_a_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("a.jsonl");
+        // A directory where the sidecar should be: opening it for writing fails.
+        std::fs::create_dir(sidecar_path(&log)).unwrap();
+        let mut writer = RawLineWriter::new(&log);
+        assert!(writer.write(1, 1, "first").is_err());
+        assert!(writer.write(1, 1, "second").is_ok());
+        assert!(writer.flush().is_ok());
+        assert!(writer.finish().is_ok());
     }
 
     #[test]
