@@ -135,7 +135,11 @@ async fn stop_on_signals(stop: StopControl) {
 /// An agentty session log works too (its raw lines in the sidecar, or inline in a log written
 /// before it): the raw lines of its last attempt are replayed, with the provider it names
 /// unless `--provider` says otherwise. Lines are streamed: memory stays at one line.
-pub fn replay(agent: AgentArgs, args: ReplayArgs) -> i32 {
+pub fn replay(agent: AgentArgs, mut args: ReplayArgs) -> i32 {
+    // A sidecar given by itself stands for its session log.
+    if let Some(log) = raw_log::log_of_sidecar(&args.file) {
+        args.file = log;
+    }
     let logged_provider = match session_log_provider(&args.file) {
         Ok(provider) => provider,
         Err(error) => {

@@ -44,6 +44,13 @@ pub fn sidecar_path(log: &Path) -> PathBuf {
     log.with_extension("raw.zst")
 }
 
+/// The session log whose sidecar `path` is, when it is one and the log exists.
+pub fn log_of_sidecar(path: &Path) -> Option<PathBuf> {
+    let stem = path.file_name()?.to_str()?.strip_suffix(".raw.zst")?;
+    let log = path.with_file_name(format!("{stem}.jsonl"));
+    log.exists().then_some(log)
+}
+
 /// Appends raw lines to a log's sidecar; the file is created with the first line, so a log
 /// whose agent printed nothing has no sidecar. After a write fails (a full disk, a read-only
 /// state dir) the raw lines of this writer are given up: the error is reported once, not once

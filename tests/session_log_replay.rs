@@ -82,6 +82,8 @@ fn a_new_log_keeps_raw_lines_in_the_sidecar_and_replays_exactly() {
     assert!(agentty::raw_log::sidecar_path(&log).exists());
     assert_eq!(recorded_stream(&log), stdout);
     assert_eq!(replay(state.path(), &log), stdout);
+    let sidecar = agentty::raw_log::sidecar_path(&log);
+    assert_eq!(replay(state.path(), &sidecar), stdout);
 }
 
 #[test]
