@@ -9,8 +9,8 @@
 //!
 //! Layout (decompressed): one record per raw line, `<turn> <attempt> <byte length>\n`, then the
 //! line's bytes as the agent printed them (never escaped again), then `\n`. The file is a
-//! sequence of zstd frames: one per writer, plus a new one whenever a longer line needs a
-//! larger window; a reopened log appends frames. A frame torn by a crash is read up to where it
+//! sequence of zstd frames: one per turn (its end frees the compressor), plus a new one whenever
+//! a longer line needs a larger window; a reopened log appends frames. A frame torn by a crash is read up to where it
 //! was cut, and reading resumes at the next frame.
 //!
 //! Logs written before the sidecar hold their raw lines inline (`{"kind":"raw",...}` lines of
@@ -127,12 +127,18 @@ impl RawLineWriter {
         flushed
     }
 
-    /// Ends the frame and flushes the file.
+    /// Ends the frame, flushes the file, and frees the compressor (its window is as large as
+    /// the longest line so far); the next line starts a frame sized to the lines that follow.
     pub(crate) fn finish(&mut self) -> std::io::Result<()> {
-        match self.encoder.take() {
-            Some(encoder) => encoder.finish()?.flush(),
+        self.window_log = 0;
+        let finished = match self.encoder.take() {
+            Some(encoder) => encoder.finish().and_then(|mut file| file.flush()),
             None => Ok(()),
+        };
+        if finished.is_err() {
+            self.failed = true;
         }
+        finished
     }
 }
 

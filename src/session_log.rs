@@ -270,7 +270,9 @@ fn write_loop(
                 raw_buffers.give_back(line);
                 written
             }
-            WriterCommand::Flush => file.flush().and_then(|()| raw.flush()),
+            // Flushes come at turn ends: the turn's raw lines end their frame, so an idle
+            // chat holds no compressor.
+            WriterCommand::Flush => file.flush().and_then(|()| raw.finish()),
             WriterCommand::Close => break,
         };
         if let Err(error) = result {
