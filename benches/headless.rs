@@ -1,16 +1,26 @@
-//! End to end headless: `agentty run --agent-bin` on an agent that replays the synthetic pi
-//! stream (text growing to 256 KiB over 2,000 updates, two cumulative snapshots per line) from a
-//! file. Reports MB/s of agent output mapped, and agentty's peak RSS against the target of
-//! 3x the largest line plus a small constant (agentty's RSS on a tiny stream).
+//! End to end headless, side by side with the naive consumer (issue 18).
+//!
+//! The workload is `../shared/bench/gen_pi_stream.py 1000 131072`: 1,000 pi `message_update`
+//! lines whose answer text grows to 128 KiB, each carrying both cumulative snapshots (~132 MB,
+//! longest line ~257 KiB). Both programs read it through one `cat` of the same file:
+//! - naive: `cat big.jsonl | python3 naive_consumer.py /dev/stdin > /dev/null`;
+//! - agentty: `agentty run --provider pi --agent-bin <script that cats big.jsonl> go`, with the
+//!   session log on (a fresh state dir), stdout to /dev/null.
+//!
+//! Reported: the two medians measured interleaved in one run and their ratio (target
+//! agentty <= 0.5x naive), `cat | wc -l` as the floor of the pipe, agentty's peak RSS (its own
+//! VmHWM) on the stream against a tiny stream, and the session log's size. Criterion then
+//! measures both commands again as a group.
 
-mod support;
-
-use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+
+fn shared_bench() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/bench")
+}
 
 /// Runs agentty on `script` and returns the wall time and agentty's peak RSS in bytes.
 ///
@@ -19,7 +29,7 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 fn run_agentty(script: &Path, state: &Path) -> (Duration, u64) {
     let started = Instant::now();
     let mut child = Command::new(env!("CARGO_BIN_EXE_agentty"))
-        .args(["run", "--provider", "demo", "--agent-bin"])
+        .args(["run", "--provider", "pi", "--agent-bin"])
         .arg(script)
         .arg("go")
         .env("AGENTTY_STATE_DIR", state)
@@ -46,14 +56,28 @@ fn run_agentty(script: &Path, state: &Path) -> (Duration, u64) {
     (started.elapsed(), peak_kib * 1024)
 }
 
-fn write_agent(dir: &Path, name: &str, lines: &[String]) -> std::path::PathBuf {
+/// Wall time of a shell pipeline.
+fn run_shell(pipeline: &str) -> Duration {
+    let started = Instant::now();
+    let status = Command::new("sh")
+        .args(["-c", pipeline])
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success(), "{pipeline} failed");
+    started.elapsed()
+}
+
+fn generate(dir: &Path, name: &str, updates: usize, size: usize) -> (PathBuf, PathBuf) {
     use std::os::unix::fs::PermissionsExt;
     let stream = dir.join(format!("{name}.jsonl"));
-    let mut file = std::io::BufWriter::new(std::fs::File::create(&stream).unwrap());
-    for line in lines {
-        writeln!(file, "{line}").unwrap();
-    }
-    file.flush().unwrap();
+    let output = Command::new("python3")
+        .arg(shared_bench().join("gen_pi_stream.py"))
+        .args([updates.to_string(), size.to_string()])
+        .output()
+        .expect("python3 runs");
+    assert!(output.status.success(), "gen_pi_stream.py failed");
+    std::fs::write(&stream, output.stdout).unwrap();
     let script = dir.join(name);
     std::fs::write(
         &script,
@@ -61,40 +85,121 @@ fn write_agent(dir: &Path, name: &str, lines: &[String]) -> std::path::PathBuf {
     )
     .unwrap();
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-    script
+    (stream, script)
+}
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+fn ms(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1000.0
+}
+
+/// The session log and its sidecar in a state dir, in bytes.
+fn log_bytes(state: &Path) -> u64 {
+    std::fs::read_dir(state.join("sessions"))
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter_map(|entry| entry.metadata().ok())
+                .map(|metadata| metadata.len())
+                .sum()
+        })
+        .unwrap_or(0)
 }
 
 fn headless(c: &mut Criterion) {
+    if !shared_bench().join("naive_consumer.py").exists() {
+        eprintln!("headless: ../shared/bench is missing; nothing measured");
+        return;
+    }
+    // `cargo test --all-targets` runs bench binaries once without `--bench`: a small stream
+    // then, and one round of each measure.
+    let measuring = std::env::args().any(|arg| arg == "--bench");
+    let (updates, size, rounds) = if measuring {
+        (1000, 131_072, 10)
+    } else {
+        (50, 8192, 1)
+    };
     let dir = tempfile::tempdir().unwrap();
-    let lines = support::pi_stream::pi_stream(256 * 1024, 2000);
-    let bytes: usize = lines.iter().map(|line| line.len() + 1).sum();
-    let largest = lines.iter().map(String::len).max().unwrap() as u64;
-    let big = write_agent(dir.path(), "big", &lines);
-    let tiny = write_agent(dir.path(), "tiny", &support::pi_stream::pi_stream(64, 4));
-    drop(lines);
+    let (big, script) = generate(dir.path(), "big", updates, size);
+    let (_, tiny) = generate(dir.path(), "tiny", 4, 64);
+    let text = std::fs::read_to_string(&big).unwrap();
+    let bytes = text.len() as u64;
+    let largest = text.lines().map(str::len).max().unwrap() as u64;
+    drop(text);
+    let naive = format!(
+        "cat '{}' | python3 '{}' /dev/stdin",
+        big.display(),
+        shared_bench().join("naive_consumer.py").display()
+    );
+    let floor = format!("cat '{}' | wc -l", big.display());
+    let state_path = |index: usize| dir.path().join(format!("state-{index}"));
+    let fresh_state = |index: usize| {
+        let state = state_path(index);
+        let _ = std::fs::remove_dir_all(&state);
+        state
+    };
 
-    let (_, baseline_rss) = run_agentty(&tiny, dir.path());
-    let (_, peak_rss) = run_agentty(&big, dir.path());
+    // Side by side, interleaved so that both see the same machine load.
+    let (mut naive_times, mut agentty_times, mut floor_times) = (vec![], vec![], vec![]);
+    for round in 0..rounds {
+        naive_times.push(run_shell(&naive));
+        agentty_times.push(run_agentty(&script, &fresh_state(round)).0);
+        floor_times.push(run_shell(&floor));
+    }
+    let (naive_median, agentty_median) = (median(naive_times), median(agentty_times));
+    let ratio = agentty_median.as_secs_f64() / naive_median.as_secs_f64();
+    eprintln!(
+        "headless: stream {:.1} MB, longest line {} KiB; medians of {rounds} interleaved runs: \
+         naive Python {:.0} ms, agentty (session log on) {:.0} ms = {ratio:.2}x (target <= 0.5x: {}); \
+         cat | wc -l {:.0} ms",
+        bytes as f64 / 1e6,
+        largest / 1024,
+        ms(naive_median),
+        ms(agentty_median),
+        if ratio <= 0.5 { "met" } else { "missed" },
+        ms(median(floor_times)),
+    );
+    eprintln!(
+        "headless: session log of the run {} KiB (log + raw-line sidecar) for {:.1} MB of agent output",
+        log_bytes(&state_path(rounds - 1)) / 1024,
+        bytes as f64 / 1e6
+    );
+
+    let tiny_state = fresh_state(100);
+    let (_, baseline_rss) = run_agentty(&tiny, &tiny_state);
+    let peaks: Vec<u64> = (0..rounds.min(5))
+        .map(|round| run_agentty(&script, &fresh_state(200 + round)).1)
+        .collect();
+    let peak_rss = *peaks.iter().max().unwrap();
     let bound = 3 * largest + baseline_rss;
     eprintln!(
-        "headless: stream {:.1} MiB, largest line {} KiB; peak RSS {} KiB on it vs {} KiB on a tiny stream; \
-         target 3x largest line + tiny = {} KiB: {}",
-        bytes as f64 / 1048576.0,
-        largest / 1024,
+        "headless: peak RSS {} KiB (max of {}: {:?} KiB) vs {} KiB on a tiny stream: +{} KiB = {:.1}x the longest line; \
+         target 3x longest line + tiny = {} KiB: {}",
         peak_rss / 1024,
+        peaks.len(),
+        peaks.iter().map(|peak| peak / 1024).collect::<Vec<_>>(),
         baseline_rss / 1024,
+        (peak_rss.saturating_sub(baseline_rss)) / 1024,
+        peak_rss.saturating_sub(baseline_rss) as f64 / largest as f64,
         bound / 1024,
         if peak_rss <= bound { "met" } else { "missed" }
     );
 
-    let mut group = c.benchmark_group("headless_run");
+    let mut group = c.benchmark_group("headless_vs_naive");
     group.sample_size(10);
-    group.measurement_time(Duration::from_secs(20));
-    group.throughput(Throughput::Bytes(bytes as u64));
-    group.bench_function("pi_stream_256KiB_2000_updates", |b| {
+    group.measurement_time(Duration::from_secs(10));
+    group.throughput(Throughput::Bytes(bytes));
+    group.bench_function("naive_python", |b| {
+        b.iter_custom(|iterations| (0..iterations).map(|_| run_shell(&naive)).sum())
+    });
+    group.bench_function("agentty_run_session_log_on", |b| {
         b.iter_custom(|iterations| {
             (0..iterations)
-                .map(|_| run_agentty(&big, dir.path()).0)
+                .map(|index| run_agentty(&script, &fresh_state(300 + index as usize)).0)
                 .sum()
         })
     });

@@ -232,6 +232,26 @@ impl Default for RetryPolicy {
     }
 }
 
+/// `[session_logs]`: how long session logs are kept (`crate::retention` applies it), so that
+/// they never fill a disk. 0 turns a limit off.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SessionLogRetention {
+    /// Conversations last written longer ago than this many days are deleted.
+    pub max_age_days: u64,
+    /// Beyond this many megabytes of logs in all, the oldest conversations are deleted.
+    pub max_total_mb: u64,
+}
+
+impl Default for SessionLogRetention {
+    fn default() -> Self {
+        Self {
+            max_age_days: 30,
+            max_total_mb: 1024,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
@@ -240,6 +260,7 @@ pub struct Config {
     pub providers: BTreeMap<String, ProviderSettings>,
     pub provider_error_auto_retry: RetryPolicy,
     pub theme: Option<String>,
+    pub session_logs: SessionLogRetention,
 }
 
 impl Config {

@@ -4,8 +4,9 @@
 //! `terminal.cancelled`, 2 for a usage error. SIGINT, SIGTERM or SIGHUP start the three-stage
 //! stop; the terminal line is still printed.
 
-use std::io::Write;
-
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
 use std::sync::Arc;
 
 use crate::cli::{self, AgentArgs, ReplayArgs, RunArgs};
@@ -15,6 +16,7 @@ use crate::process::{ExitReport, Line};
 use crate::provider::runner::{AttemptMapping, EndedBy};
 use crate::provider::select::resolve_provider;
 use crate::provider::{self, AttemptRequest, SessionRef, StopControl};
+use crate::raw_log;
 use crate::session_log::{sessions_dir, LogEntry, NewConversation, Origin, SessionLogWriter};
 use crate::stream::AgentMessage;
 
@@ -86,6 +88,14 @@ pub fn run(agent: AgentArgs, args: RunArgs) -> i32 {
     .map_err(|error| tracing::warn!(%error, "no session log"))
     .ok()
     .map(Arc::new);
+    if let Some(log) = &session_log {
+        crate::retention::prune_session_logs(
+            &sessions_dir(),
+            Some(log.path()),
+            &loaded.config.session_logs,
+            std::time::SystemTime::now(),
+        );
+    }
     runtime.block_on(async move {
         let stop = StopControl::new();
         tokio::spawn(stop_on_signals(stop.clone()));
@@ -142,36 +152,37 @@ async fn stop_on_signals(stop: StopControl) {
 
 /// Maps a saved raw agent log (one agent stdout line per line) through the provider's mapper
 /// again and prints the shared stream, ending with the terminal message a clean exit would get.
-/// An agentty session log works too: the raw lines of its last attempt are replayed, with the
-/// provider it names unless `--provider` says otherwise.
-pub fn replay(agent: AgentArgs, args: ReplayArgs) -> i32 {
-    let text = match std::fs::read(&args.file) {
-        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+/// An agentty session log works too (its raw lines in the sidecar, or inline in a log written
+/// before it): the raw lines of its last attempt are replayed, with the provider it names
+/// unless `--provider` says otherwise. Lines are streamed: memory stays at one line.
+pub fn replay(agent: AgentArgs, mut args: ReplayArgs) -> i32 {
+    // A sidecar given by itself stands for its session log.
+    if let Some(log) = raw_log::log_of_sidecar(&args.file) {
+        args.file = log;
+    }
+    let logged_provider = match session_log_provider(&args.file) {
+        Ok(provider) => provider,
         Err(error) => {
             eprintln!("agentty: cannot open {}: {error}", args.file.display());
             return EXIT_USAGE;
         }
     };
-    let (logged_provider, raw_lines) = match raw_lines_of_session_log(&text) {
-        Some((provider, lines)) => (Some(provider), lines),
-        None => (None, text.lines().map(str::to_owned).collect()),
-    };
     let name = agent
         .provider
         .clone()
-        .or(logged_provider)
+        .or_else(|| logged_provider.clone())
         .unwrap_or_else(|| "pi".to_owned());
     let Some(backend) = provider::build_backend(&name, &config::ProviderSettings::default()) else {
         eprintln!("agentty: unknown provider `{name}`");
         return EXIT_USAGE;
     };
     let mut mapping = AttemptMapping::new(backend.mapper(&AttemptRequest::default()));
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
     let mut out = Vec::new();
-    for raw in raw_lines {
+    let mut feed = |raw: &str| {
         let text = raw.trim_end_matches('\r');
         if text.is_empty() {
-            continue;
+            return;
         }
         let line = Line {
             original_len: text.len(),
@@ -182,6 +193,13 @@ pub fn replay(agent: AgentArgs, args: ReplayArgs) -> i32 {
         for message in out.drain(..) {
             let _ = writeln!(stdout, "{}", message.to_json_line());
         }
+    };
+    let read = match logged_provider {
+        Some(_) => raw_log::for_each_raw_line_of_last_attempt(&args.file, &mut feed),
+        None => for_each_line(&args.file, &mut feed),
+    };
+    if let Err(error) = read {
+        eprintln!("agentty: cannot read {}: {error}", args.file.display());
     }
     let report = ExitReport {
         exit_code: Some(0),
@@ -191,30 +209,33 @@ pub fn replay(agent: AgentArgs, args: ReplayArgs) -> i32 {
     for message in out.drain(..).chain(std::iter::once(terminal.clone())) {
         let _ = writeln!(stdout, "{}", message.to_json_line());
     }
+    let _ = stdout.flush();
     exit_status(&terminal)
 }
 
-/// The provider and the last attempt's raw lines, when `text` is an agentty session log.
-fn raw_lines_of_session_log(text: &str) -> Option<(String, Vec<String>)> {
-    let mut entries = text.lines().map(serde_json::from_str::<LogEntry>);
-    let Some(Ok(LogEntry::Header { provider, .. })) = entries.next() else {
-        return None;
-    };
-    let mut last_attempt = None;
-    let mut lines = Vec::new();
-    for entry in entries.flatten() {
-        if let LogEntry::Raw {
-            turn,
-            attempt,
-            line,
-        } = entry
-        {
-            if last_attempt != Some((turn, attempt)) {
-                last_attempt = Some((turn, attempt));
-                lines.clear();
-            }
-            lines.push(line);
+/// The provider a session log names in its header; `None` when `path` is not a session log
+/// (a raw agent log).
+fn session_log_provider(path: &Path) -> std::io::Result<Option<String>> {
+    let mut first = Vec::new();
+    BufReader::new(File::open(path)?).read_until(b'\n', &mut first)?;
+    Ok(match serde_json::from_slice(&first) {
+        Ok(LogEntry::Header { provider, .. }) => Some(provider),
+        _ => None,
+    })
+}
+
+/// Every `\n`-ended line of a file, invalid UTF-8 replaced, one at a time.
+fn for_each_line(path: &Path, mut each: impl FnMut(&str)) -> std::io::Result<()> {
+    let mut reader = BufReader::new(File::open(path)?);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        if reader.read_until(b'\n', &mut line)? == 0 {
+            return Ok(());
         }
+        if line.last() == Some(&b'\n') {
+            line.pop();
+        }
+        each(&String::from_utf8_lossy(&line));
     }
-    Some((provider, lines))
 }

@@ -12,6 +12,8 @@ pub mod logging;
 pub mod orchestrator;
 pub mod process;
 pub mod provider;
+pub mod raw_log;
+pub mod retention;
 pub mod session_log;
 pub mod stream;
 pub mod tui;

@@ -68,13 +68,20 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
     (year, month, day)
 }
 
+/// Log lines that may wait for the disk.
+const LOG_QUEUE_LINES: usize = 4096;
+
 /// Starts file logging. Keep the guard alive until exit so buffered lines are written.
 /// `AGENTTY_LOG` sets the filter (default `info`).
 pub fn init() -> Option<WorkerGuard> {
     let dir = log_dir();
     std::fs::create_dir_all(&dir).ok()?;
     let appender = tracing_appender::rolling::daily(&dir, "agentty.log");
-    let (writer, guard) = tracing_appender::non_blocking(appender);
+    // The default queue (128,000 lines) is allocated and touched up front: ~5 MiB and a few
+    // milliseconds at every start. Lines beyond this bound are dropped, never waited for.
+    let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+        .buffered_lines_limit(LOG_QUEUE_LINES)
+        .finish(appender);
     let filter = EnvFilter::try_from_env("AGENTTY_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
     tracing_subscriber::fmt()
         .with_writer(writer)

@@ -106,6 +106,19 @@ impl Launch {
             .map_err(|error| tracing::warn!(%error, "no session log"))
             .ok()
             .map(Arc::new);
+        if let Some(log) = &session_log {
+            // Old conversations go (never this one), off the UI's path.
+            let in_use = log.path().to_path_buf();
+            let policy = self.config.session_logs.clone();
+            std::thread::spawn(move || {
+                crate::retention::prune_session_logs(
+                    &sessions_dir(),
+                    Some(&in_use),
+                    &policy,
+                    std::time::SystemTime::now(),
+                )
+            });
+        }
         let conversation_id = session_log
             .as_ref()
             .map(|log| log.conversation_id().to_owned());

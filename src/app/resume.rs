@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use super::state::AppState;
 use crate::orchestrator::{OrchestratorEvent, TurnOutcome};
 use crate::session_log::{
-    list_conversations, read_conversation, ConversationSummary, LogEntry, Origin,
+    list_conversations, read_session_log, ConversationSummary, LogEntry, Origin,
 };
 
 /// A conversation to reopen: what its log says, and the events that rebuild its transcript.
@@ -97,7 +97,7 @@ pub fn check_provider(
 
 /// Reads a conversation's log back into the events that built its transcript.
 pub fn load(summary: ConversationSummary) -> Result<ResumedConversation, String> {
-    let entries = read_conversation(&summary.path)
+    let entries = read_session_log(&summary.path)
         .map_err(|error| format!("cannot read {}: {error}", summary.path.display()))?;
     let mut events = Vec::new();
     let mut open_turn = None;

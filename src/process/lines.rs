@@ -4,14 +4,20 @@
 //! so a 64 MiB line without a newline costs at most `max_line` bytes, once. Lines end at `\n`,
 //! `\r\n` or a lone `\r`: JSON text never holds a raw carriage return, so splitting on it only
 //! rescues agents that use `\r` as their line ending.
+//!
+//! Lines are found with a SIMD scan (`memchr`) and lent out of one buffer that is kept from
+//! line to line ([`LineReader::next_line_ref`]): reading a line of hundreds of KiB allocates
+//! nothing and touches no fresh memory (fresh pages cost more than the parsing).
+
+use std::borrow::Cow;
 
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 /// Default cap on one stdout line: large tool results fit, a runaway line does not.
 pub const DEFAULT_MAX_LINE: usize = 8 * 1024 * 1024;
 const READ_CHUNK: usize = 64 * 1024;
-/// Lines at least this long are handed over with the buffer they were read into.
-const HAND_OVER_MIN: usize = 64 * 1024;
+/// A buffer grown past this for one long line is given back once lines are short again.
+const KEEP_BUFFER_UP_TO: usize = 1024 * 1024;
 /// How much of a cut line is kept: it is only ever shown as a diagnostic.
 pub const CUT_LINE_PREVIEW: usize = 4 * 1024;
 
@@ -25,11 +31,48 @@ pub struct Line {
     pub original_len: usize,
 }
 
+/// A line lent from the reader's buffer, valid until the next read; fields as in [`Line`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LineRef<'a> {
+    pub text: Cow<'a, str>,
+    pub truncated: bool,
+    pub original_len: usize,
+}
+
+impl Line {
+    pub fn as_line_ref(&self) -> LineRef<'_> {
+        LineRef {
+            text: Cow::Borrowed(&self.text),
+            truncated: self.truncated,
+            original_len: self.original_len,
+        }
+    }
+}
+
+impl LineRef<'_> {
+    pub fn into_owned(self) -> Line {
+        Line {
+            text: self.text.into_owned(),
+            truncated: self.truncated,
+            original_len: self.original_len,
+        }
+    }
+}
+
+/// Where the next line is.
+enum Found {
+    /// A whole line, `buffer[start..end]`.
+    InBuffer { start: usize, end: usize },
+    /// A line over the cap: only its preview is kept.
+    Cut(Line),
+}
+
 pub struct LineReader<R> {
     reader: R,
     max_line: usize,
     buffer: Vec<u8>,
-    /// Start of the unread part of `buffer`.
+    /// Start of the unread part of `buffer`; the bytes before it (the line lent last) are
+    /// dropped before the next read.
     start: usize,
     /// Bytes of the current over-long line skipped so far; `Some` while skipping.
     skipping: Option<usize>,
@@ -57,18 +100,26 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
         }
     }
 
+    /// The next line as an owned [`Line`] (a copy of [`Self::next_line_ref`]'s).
+    pub async fn next_line(&mut self) -> std::io::Result<Option<Line>> {
+        Ok(self.next_line_ref().await?.map(LineRef::into_owned))
+    }
+
     /// The next line, or `None` at end of input. Empty lines are skipped. Cancel-safe: a
     /// partial line stays buffered when the future is dropped.
-    pub async fn next_line(&mut self) -> std::io::Result<Option<Line>> {
-        loop {
-            if let Some(line) = self.take_buffered_line() {
-                if line.text.is_empty() && !line.truncated {
+    pub async fn next_line_ref(&mut self) -> std::io::Result<Option<LineRef<'_>>> {
+        let found = loop {
+            if let Some(found) = self.take_buffered_line() {
+                if matches!(found, Found::InBuffer { start, end } if start == end) {
                     continue;
                 }
-                return Ok(Some(line));
+                break found;
             }
             if self.eof {
-                return Ok(self.take_rest());
+                match self.take_rest() {
+                    Some(found) => break found,
+                    None => return Ok(None),
+                }
             }
             self.compact();
             // Grow by exactly one chunk: doubling would overshoot the cap by up to 2x.
@@ -79,17 +130,35 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
             if read == 0 {
                 self.eof = true;
             }
-        }
+        };
+        Ok(Some(match found {
+            Found::InBuffer { start, end } => LineRef {
+                text: text_of(&self.buffer[start..end]),
+                truncated: false,
+                original_len: end - start,
+            },
+            Found::Cut(line) => LineRef {
+                text: Cow::Owned(line.text),
+                truncated: line.truncated,
+                original_len: line.original_len,
+            },
+        }))
     }
 
+    /// Drops the lines already lent, keeping the buffer (and its warm pages) for the next.
     fn compact(&mut self) {
         if self.start > 0 {
             self.buffer.drain(..self.start);
             self.start = 0;
         }
+        if self.buffer.capacity() > KEEP_BUFFER_UP_TO
+            && self.buffer.len() + READ_CHUNK < self.buffer.capacity() / 4
+        {
+            self.buffer.shrink_to(self.buffer.len() + READ_CHUNK);
+        }
     }
 
-    fn take_buffered_line(&mut self) -> Option<Line> {
+    fn take_buffered_line(&mut self) -> Option<Found> {
         if self.after_cr && self.start < self.buffer.len() {
             if self.buffer[self.start] == b'\n' {
                 self.start += 1;
@@ -98,40 +167,32 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
         }
         let unread = &self.buffer[self.start..];
         let from = self.searched.min(unread.len());
-        match unread[from..]
-            .iter()
-            .position(|byte| *byte == b'\n' || *byte == b'\r')
-            .map(|offset| from + offset)
-        {
+        match memchr::memchr2(b'\n', b'\r', &unread[from..]).map(|offset| from + offset) {
             Some(end) => {
                 self.searched = 0;
                 self.after_cr = unread[end] == b'\r';
+                let line_start = self.start;
                 let line_end = self.start + end;
-                let line = if let Some(skipped) = self.skipping.take() {
+                self.start = line_end + 1;
+                Some(if let Some(skipped) = self.skipping.take() {
                     let cut = self.pending_cut.take().unwrap_or_default();
-                    Line {
+                    Found::Cut(Line {
                         text: String::from_utf8_lossy(&cut).into_owned(),
                         truncated: true,
                         original_len: skipped + end,
-                    }
+                    })
                 } else if end > self.max_line {
-                    Line {
-                        text: lossy_prefix(&self.buffer[self.start..line_end], CUT_LINE_PREVIEW),
+                    Found::Cut(Line {
+                        text: lossy_prefix(&self.buffer[line_start..line_end], CUT_LINE_PREVIEW),
                         truncated: true,
                         original_len: end,
-                    }
-                } else if end >= HAND_OVER_MIN {
-                    return Some(self.hand_over_line(end));
+                    })
                 } else {
-                    Line {
-                        text: String::from_utf8_lossy(&self.buffer[self.start..line_end])
-                            .into_owned(),
-                        truncated: false,
-                        original_len: end,
+                    Found::InBuffer {
+                        start: line_start,
+                        end: line_end,
                     }
-                };
-                self.start = line_end + 1;
-                Some(line)
+                })
             }
             None => {
                 self.searched = unread.len();
@@ -154,50 +215,42 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
         }
     }
 
-    /// Gives a large line the buffer it was read into instead of copying it (a line can be
-    /// most of a megabyte); only the bytes after it are copied into a new buffer.
-    fn hand_over_line(&mut self, len: usize) -> Line {
-        self.compact();
-        let rest = self.buffer.split_off(len + 1);
-        let mut bytes = std::mem::replace(&mut self.buffer, rest);
-        bytes.truncate(len);
-        let text = String::from_utf8(bytes)
-            .unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned());
-        Line {
-            text,
-            truncated: false,
-            original_len: len,
-        }
-    }
-
-    fn take_rest(&mut self) -> Option<Line> {
-        let rest = &self.buffer[self.start..];
-        let line = if let Some(skipped) = self.skipping.take() {
+    fn take_rest(&mut self) -> Option<Found> {
+        let rest_start = self.start;
+        let rest_len = self.buffer.len() - rest_start;
+        self.start = self.buffer.len();
+        if let Some(skipped) = self.skipping.take() {
             let cut = self.pending_cut.take().unwrap_or_default();
-            Some(Line {
+            return Some(Found::Cut(Line {
                 text: String::from_utf8_lossy(&cut).into_owned(),
                 truncated: true,
-                original_len: skipped + rest.len(),
-            })
-        } else if rest.is_empty() {
+                original_len: skipped + rest_len,
+            }));
+        }
+        if rest_len == 0 {
             None
+        } else if rest_len > self.max_line {
+            Some(Found::Cut(Line {
+                text: lossy_prefix(&self.buffer[rest_start..], CUT_LINE_PREVIEW),
+                truncated: true,
+                original_len: rest_len,
+            }))
         } else {
-            let truncated = rest.len() > self.max_line;
-            Some(Line {
-                text: lossy_prefix(
-                    rest,
-                    if truncated {
-                        CUT_LINE_PREVIEW
-                    } else {
-                        rest.len()
-                    },
-                ),
-                truncated,
-                original_len: rest.len(),
+            Some(Found::InBuffer {
+                start: rest_start,
+                end: self.buffer.len(),
             })
-        };
-        self.start = self.buffer.len();
-        line
+        }
+    }
+}
+
+/// The line as text: borrowed when it is valid UTF-8 (checked at memory speed), else with
+/// the invalid bytes replaced (std's lossy decoder is several times slower, so it only runs
+/// when needed).
+fn text_of(bytes: &[u8]) -> Cow<'_, str> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => Cow::Borrowed(text),
+        Err(_) => String::from_utf8_lossy(bytes),
     }
 }
 
@@ -269,7 +322,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn large_lines_handed_over_keep_their_bytes_and_their_neighbours() {
+    async fn large_lines_keep_their_bytes_and_their_neighbours_in_any_chunking() {
         let big: String = (0..300_000)
             .map(|index| char::from(b'a' + (index % 26) as u8))
             .collect();
@@ -298,6 +351,25 @@ mod tests {
             ];
             assert_eq!(lines, expected, "chunks of {chunk}");
         }
+    }
+
+    #[tokio::test]
+    async fn lines_are_lent_from_one_buffer_kept_from_line_to_line() {
+        let big = "x".repeat(300_000);
+        let input = format!("{big}\n{big}\nok \u{e9}\n");
+        let mut reader = LineReader::new(input.as_bytes(), DEFAULT_MAX_LINE);
+        let first = reader.next_line_ref().await.unwrap().unwrap();
+        assert!(matches!(first.text, Cow::Borrowed(_)));
+        assert_eq!(first.text.len(), 300_000);
+        let first_at = first.text.as_ptr();
+        let second = reader.next_line_ref().await.unwrap().unwrap();
+        assert!(matches!(second.text, Cow::Borrowed(_)));
+        assert_eq!(second.text, big);
+        // The second line was read into the same memory as the first: no copy, no new pages.
+        assert_eq!(second.text.as_ptr(), first_at);
+        let last = reader.next_line_ref().await.unwrap().unwrap();
+        assert_eq!(last.text, "ok \u{e9}");
+        assert!(reader.next_line_ref().await.unwrap().is_none());
     }
 
     #[tokio::test]

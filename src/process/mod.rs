@@ -21,7 +21,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::stream::StopStage;
 pub use control::{StopControl, StopProgress};
-pub use lines::{Line, LineReader, DEFAULT_MAX_LINE};
+pub use lines::{Line, LineReader, LineRef, DEFAULT_MAX_LINE};
 pub use tree::TreeIdentity;
 
 /// How much of the agent's stderr is kept for diagnostics.
@@ -206,6 +206,7 @@ pub fn spawn(spec: &SpawnSpec, stop: StopControl) -> Result<AgentProcess, SpawnE
     tree::register(&tree);
 
     let stdout = child.stdout.take().expect("stdout was piped");
+    widen_pipe(&stdout);
     let stderr = child.stderr.take().expect("stderr was piped");
     let stdin = child.stdin.take();
     let stderr_tail = Arc::new(Mutex::new(StderrTail::default()));
@@ -223,6 +224,21 @@ pub fn spawn(spec: &SpawnSpec, stop: StopControl) -> Result<AgentProcess, SpawnE
         exit,
         tree,
     })
+}
+
+/// The agent's stdout pipe holds 1 MiB instead of 64 KiB: an agent that prints lines of
+/// hundreds of KiB then writes ahead while a line is mapped, and each line is read in a few
+/// wake-ups instead of one per 64 KiB. Kernel memory, bounded; failure is harmless.
+fn widen_pipe(stdout: &ChildStdout) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        const PIPE_BYTES: libc::c_int = 1024 * 1024;
+        // SAFETY: fcntl on a descriptor we own; F_SETPIPE_SZ only resizes the pipe's buffer.
+        unsafe {
+            libc::fcntl(stdout.as_raw_fd(), libc::F_SETPIPE_SZ, PIPE_BYTES);
+        }
+    }
 }
 
 /// On Linux the agent gets SIGKILL if agentty dies without cleaning up (e.g. SIGKILL).

@@ -62,20 +62,21 @@ pub struct AttemptRequest {
 
 /// A sink for the agent's raw stdout lines (the session log). The attempt awaits each record,
 /// so a sink that bounds its buffer slows the reading of the agent instead of growing memory.
+/// The line is lent: a sink that keeps it copies it (into a buffer it can reuse).
 #[derive(Clone)]
-pub struct RawLineTap(Arc<dyn Fn(String) -> BoxFuture<'static, ()> + Send + Sync>);
+pub struct RawLineTap(Arc<RecordRawLine>);
+
+type RecordRawLine = dyn for<'a> Fn(&'a str) -> BoxFuture<'a, ()> + Send + Sync;
 
 impl RawLineTap {
-    pub fn new<F, Fut>(tap: F) -> Self
+    pub fn new<F>(tap: F) -> Self
     where
-        F: Fn(String) -> Fut + Send + Sync + 'static,
-        Fut: std::future::Future<Output = ()> + Send + 'static,
+        F: for<'a> Fn(&'a str) -> BoxFuture<'a, ()> + Send + Sync + 'static,
     {
-        Self(Arc::new(move |line| Box::pin(tap(line))))
+        Self(Arc::new(tap))
     }
 
-    /// Takes the line by value: raw lines can be large, and the caller is done with it.
-    pub async fn record(&self, line: String) {
+    pub async fn record(&self, line: &str) {
         (self.0)(line).await;
     }
 }

@@ -15,7 +15,7 @@ use super::errors;
 use super::{
     AgentOutcome, AgentStream, AttemptRequest, Backend, ExitFacts, LineVerdict, Mapper, StopControl,
 };
-use crate::process::{self, ExitReport, Line};
+use crate::process::{self, ExitReport, Line, LineRef};
 use crate::stream::{failure_reason, AgentMessage, Failure, StopStage};
 
 /// After the agent exits, how long its stdout may stay open (a grandchild holding the pipe).
@@ -95,12 +95,12 @@ impl Attempt {
                 linger_deadline = Some(Instant::now() + LINGER_AFTER_DONE);
             }
             tokio::select! {
-                line = agent.stdout.next_line(), if stdout_open => match line {
+                line = agent.stdout.next_line_ref(), if stdout_open => match line {
                     Ok(Some(line)) => {
-                        mapping.map_line(&line, &mut out);
+                        mapping.map_line_ref(&line, &mut out);
                         self.flush(&mut out).await;
                         if let Some(tap) = &request.raw_line_tap {
-                            tap.record(line.text).await;
+                            tap.record(&line.text).await;
                         }
                     }
                     Ok(None) | Err(_) => stdout_open = false,
@@ -218,6 +218,11 @@ impl AttemptMapping {
     }
 
     pub fn map_line(&mut self, line: &Line, out: &mut Vec<AgentMessage>) {
+        self.map_line_ref(&line.as_line_ref(), out);
+    }
+
+    /// [`Self::map_line`] for a line lent by the reader.
+    pub fn map_line_ref(&mut self, line: &LineRef<'_>, out: &mut Vec<AgentMessage>) {
         if line.truncated {
             self.keep_invalid(format!(
                 "[line of {} bytes cut] {}",
@@ -229,7 +234,7 @@ impl AttemptMapping {
         match self.mapper.map_line(&line.text, out) {
             LineVerdict::Event => {}
             LineVerdict::Ignored => tracing::debug!(line = %line.text, "ignored agent event"),
-            LineVerdict::Invalid => self.keep_invalid(line.text.clone()),
+            LineVerdict::Invalid => self.keep_invalid(line.text.clone().into_owned()),
         }
         self.account(out, first_new);
     }

@@ -1,0 +1,253 @@
+//! Session-log retention: old conversations are deleted so that logs never fill a disk.
+//!
+//! A conversation's files are its log (`<stem>.jsonl`) and its raw-line sidecar
+//! (`<stem>.raw.zst`); they are kept or deleted together. A conversation goes when it was last
+//! written longer ago than `max_age_days`, or, newest first, once the conversations before it
+//! add up to more than `max_total_mb`. The log in use is never deleted (it still counts towards
+//! the total), and nothing but those two kinds of file in the sessions folder is ever touched.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use crate::config::SessionLogRetention;
+
+/// What one pruning deleted.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Pruned {
+    /// The logs (`.jsonl`, or an orphan sidecar) whose conversations were deleted.
+    pub conversations: Vec<PathBuf>,
+    pub bytes_freed: u64,
+}
+
+struct Conversation {
+    files: Vec<PathBuf>,
+    bytes: u64,
+    last_written: SystemTime,
+}
+
+/// Deletes the conversations in `dir` that `policy` no longer keeps, never `in_use` (the log
+/// being written now). `now` is passed in so tests need no clock. Problems are logged; a file
+/// that cannot be deleted is left and the rest goes on.
+pub fn prune_session_logs(
+    dir: &Path,
+    in_use: Option<&Path>,
+    policy: &SessionLogRetention,
+    now: SystemTime,
+) -> Pruned {
+    let mut pruned = Pruned::default();
+    let mut conversations = conversations_in(dir);
+    // Newest first: the total is counted from the most recent conversation backwards.
+    conversations.sort_by_key(|(_, conversation)| std::cmp::Reverse(conversation.last_written));
+    let in_use_stem = in_use.map(stem_of);
+    let max_age = Duration::from_secs(policy.max_age_days.saturating_mul(24 * 60 * 60));
+    let max_total = policy.max_total_mb.saturating_mul(1024 * 1024);
+    // The conversation in use is kept whatever its size or age, and counts first.
+    let mut kept_bytes: u64 = conversations
+        .iter()
+        .filter(|(stem, _)| Some(stem) == in_use_stem.as_ref())
+        .map(|(_, conversation)| conversation.bytes)
+        .sum();
+    for (stem, conversation) in conversations {
+        if Some(&stem) == in_use_stem.as_ref() {
+            continue;
+        }
+        let too_old = policy.max_age_days > 0
+            && now
+                .duration_since(conversation.last_written)
+                .is_ok_and(|age| age > max_age);
+        let over_total =
+            policy.max_total_mb > 0 && kept_bytes.saturating_add(conversation.bytes) > max_total;
+        if !(too_old || over_total) {
+            kept_bytes = kept_bytes.saturating_add(conversation.bytes);
+            continue;
+        }
+        for file in &conversation.files {
+            match std::fs::remove_file(file) {
+                Ok(()) => {}
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+                Err(error) => {
+                    tracing::warn!(%error, file = %file.display(), "cannot delete an old session log")
+                }
+            }
+        }
+        tracing::info!(log = %stem.display(), too_old, over_total, "old session log deleted");
+        pruned.bytes_freed += conversation.bytes;
+        pruned.conversations.push(conversation.files[0].clone());
+    }
+    pruned
+}
+
+/// The conversations in `dir`, by stem (the path without `.jsonl` / `.raw.zst`).
+fn conversations_in(dir: &Path) -> Vec<(PathBuf, Conversation)> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut by_stem: BTreeMap<PathBuf, Conversation> = BTreeMap::new();
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let Some(stem) = log_stem(&path) else {
+            continue;
+        };
+        let Ok(metadata) = entry.metadata() else {
+            continue;
+        };
+        if !metadata.is_file() {
+            continue;
+        }
+        let written = metadata.modified().unwrap_or(SystemTime::UNIX_EPOCH);
+        let conversation = by_stem.entry(stem).or_insert_with(|| Conversation {
+            files: Vec::new(),
+            bytes: 0,
+            last_written: SystemTime::UNIX_EPOCH,
+        });
+        conversation.bytes += metadata.len();
+        conversation.last_written = conversation.last_written.max(written);
+        // The log itself first, so it names the conversation.
+        if path
+            .extension()
+            .is_some_and(|extension| extension == "jsonl")
+        {
+            conversation.files.insert(0, path);
+        } else {
+            conversation.files.push(path);
+        }
+    }
+    by_stem.into_iter().collect()
+}
+
+/// `<stem>` for `<stem>.jsonl` and `<stem>.raw.zst`; `None` for any other file.
+fn log_stem(path: &Path) -> Option<PathBuf> {
+    let name = path.file_name()?.to_str()?;
+    if name.ends_with(".jsonl") {
+        return Some(path.with_extension(""));
+    }
+    name.strip_suffix(".raw.zst")
+        .map(|stem| path.with_file_name(stem))
+}
+
+fn stem_of(log: &Path) -> PathBuf {
+    log_stem(log).unwrap_or_else(|| log.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::raw_log::sidecar_path;
+
+    const DAY: Duration = Duration::from_secs(24 * 60 * 60);
+
+    /// Writes `<name>.jsonl` (and a sidecar) of `bytes` each, last written `age` ago.
+    fn conversation(dir: &Path, name: &str, bytes: usize, age: Duration, now: SystemTime) {
+        let log = dir.join(format!("{name}.jsonl"));
+        for path in [log.clone(), sidecar_path(&log)] {
+            std::fs::write(&path, vec![b'x'; bytes]).unwrap();
+            let file = std::fs::File::options().write(true).open(&path).unwrap();
+            file.set_modified(now - age).unwrap();
+        }
+    }
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn old_conversations_go_with_their_sidecars_and_the_one_in_use_stays() {
+        let dir = tempfile::tempdir().unwrap();
+        let now = SystemTime::now();
+        conversation(dir.path(), "1-old", 10, 40 * DAY, now);
+        conversation(dir.path(), "2-in-use", 10, 50 * DAY, now);
+        conversation(dir.path(), "3-recent", 10, DAY, now);
+        std::fs::write(dir.path().join("notes.txt"), "not a log").unwrap();
+        let policy = SessionLogRetention {
+            max_age_days: 30,
+            max_total_mb: 0,
+        };
+        let pruned = prune_session_logs(
+            dir.path(),
+            Some(&dir.path().join("2-in-use.jsonl")),
+            &policy,
+            now,
+        );
+        assert_eq!(pruned.conversations, [dir.path().join("1-old.jsonl")]);
+        assert_eq!(pruned.bytes_freed, 20);
+        assert_eq!(
+            names(dir.path()),
+            [
+                "2-in-use.jsonl",
+                "2-in-use.raw.zst",
+                "3-recent.jsonl",
+                "3-recent.raw.zst",
+                "notes.txt"
+            ]
+        );
+    }
+
+    #[test]
+    fn over_the_total_the_oldest_go_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let now = SystemTime::now();
+        let half_mb = 512 * 1024;
+        // Each conversation is 1 MiB (log + sidecar); the limit is 2 MiB.
+        conversation(dir.path(), "a", half_mb, 3 * DAY, now);
+        conversation(dir.path(), "b", half_mb, 2 * DAY, now);
+        conversation(dir.path(), "c", half_mb, DAY, now);
+        // The oldest is in use: it is kept and counts, so the middle one goes.
+        let policy = SessionLogRetention {
+            max_age_days: 0,
+            max_total_mb: 2,
+        };
+        let pruned =
+            prune_session_logs(dir.path(), Some(&dir.path().join("a.jsonl")), &policy, now);
+        assert_eq!(pruned.conversations, [dir.path().join("b.jsonl")]);
+        assert_eq!(
+            names(dir.path()),
+            ["a.jsonl", "a.raw.zst", "c.jsonl", "c.raw.zst"]
+        );
+        // Nothing in use: the oldest goes.
+        conversation(dir.path(), "b", half_mb, 2 * DAY, now);
+        let pruned = prune_session_logs(dir.path(), None, &policy, now);
+        assert_eq!(pruned.conversations, [dir.path().join("a.jsonl")]);
+    }
+
+    #[test]
+    fn the_defaults_keep_a_month_and_a_gigabyte_and_zero_turns_a_limit_off() {
+        let dir = tempfile::tempdir().unwrap();
+        let now = SystemTime::now();
+        conversation(dir.path(), "a", 10, 29 * DAY, now);
+        conversation(dir.path(), "b", 10, 31 * DAY, now);
+        let kept = prune_session_logs(
+            dir.path(),
+            None,
+            &SessionLogRetention {
+                max_age_days: 0,
+                max_total_mb: 0,
+            },
+            now,
+        );
+        assert_eq!(kept, Pruned::default());
+        let pruned = prune_session_logs(dir.path(), None, &SessionLogRetention::default(), now);
+        assert_eq!(pruned.conversations, [dir.path().join("b.jsonl")]);
+    }
+
+    #[test]
+    fn the_limits_are_read_from_the_config_file() {
+        let (config, warnings) = crate::config::parse(
+            "[session_logs]\nmax_age_days = 7\nmax_total_mb = 0\n",
+            Path::new("config.toml"),
+        );
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(
+            config.session_logs,
+            SessionLogRetention {
+                max_age_days: 7,
+                max_total_mb: 0
+            }
+        );
+    }
+}
