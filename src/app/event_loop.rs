@@ -22,7 +22,7 @@ use tokio::time::sleep_until;
 
 use super::state::{AppEffect, AppState, StartupInfo};
 use super::transcript::NoticeLevel;
-use super::{resolve_provider, resume};
+use super::{history, mentions, resolve_provider, resume};
 use crate::cli::{AgentArgs, Cli};
 use crate::config::{self, Config, RetryPolicy};
 use crate::orchestrator::{
@@ -45,6 +45,7 @@ const MAX_DRAW_FAILURES: u32 = 3;
 #[derive(Debug)]
 enum AppEvent {
     ConfigSaved(Result<PathBuf, String>),
+    FilesListed(Vec<String>),
 }
 
 /// Everything needed to start (or restart, on a provider switch) an orchestrator.
@@ -181,6 +182,7 @@ pub fn run(cli: Cli) -> i32 {
                 }
             };
         let mut state = AppState::new(startup);
+        state.composer.load_history(history::load(&history_path()));
         if let Some(resumed) = resumed {
             let now = Instant::now();
             for event in resumed.events {
@@ -302,6 +304,7 @@ impl ChatLoop {
                 },
             }
             let now = Instant::now();
+            self.state.on_clock(now);
             if self.state.quitting && self.shutdown_deadline.is_none() {
                 self.shutdown_deadline = Some(now + SHUTDOWN_LIMIT);
             }
@@ -345,7 +348,7 @@ impl ChatLoop {
     /// Handles one terminal event; returns whether the screen may have changed.
     fn on_terminal_event(&mut self, event: Event, terminal: &mut ChatTerminal) -> bool {
         let effects = match event {
-            Event::Key(key) => self.state.on_key(key),
+            Event::Key(key) => self.state.on_key_at(key, Instant::now()),
             Event::Paste(text) => {
                 self.state.on_paste(&text);
                 Vec::new()
@@ -384,6 +387,9 @@ impl ChatLoop {
                 AppEffect::SaveRetryPolicy(policy) => self.save_retry_policy(policy),
                 AppEffect::SwitchProvider(name) => self.switch_provider(&name),
                 AppEffect::ReopenLastSession => self.reopen_last_session(),
+                AppEffect::ListFiles => self.list_files(),
+                AppEffect::SavePrompt(prompt) => save_prompt(prompt),
+                AppEffect::Suspend => self.suspend(terminal),
                 AppEffect::Exit => self.exit = true,
             }
         }
@@ -440,6 +446,36 @@ impl ChatLoop {
     fn on_app_event(&mut self, event: AppEvent) {
         match event {
             AppEvent::ConfigSaved(result) => self.state.on_config_saved(result),
+            AppEvent::FilesListed(files) => {
+                let effects = self.state.on_files_listed(files);
+                // Listing again is the only effect this can produce: nothing to do.
+                debug_assert!(effects.iter().all(|effect| *effect == AppEffect::ListFiles));
+            }
+        }
+    }
+
+    /// Walks the working directory for `@` mentions, off the loop.
+    fn list_files(&mut self) {
+        let events = self.app_events.clone();
+        tokio::task::spawn_blocking(move || {
+            let files = std::env::current_dir()
+                .map(|cwd| mentions::list_files(&cwd, mentions::MAX_FILES))
+                .unwrap_or_default();
+            let _ = events.send(AppEvent::FilesListed(files));
+        });
+    }
+
+    /// Ctrl+Z: the terminal is restored, the agents and agentty stop; on `fg` everything comes
+    /// back and the screen is drawn whole again.
+    fn suspend(&mut self, terminal: &mut ChatTerminal) {
+        tui::restore_terminal();
+        crate::process::job_control::suspend_with_agents();
+        if let Err(error) = tui::reenter_terminal() {
+            self.on_terminal_lost(&error.to_string(), terminal);
+            return;
+        }
+        if let Err(error) = terminal.clear().and_then(|()| terminal.hide_cursor()) {
+            tracing::warn!(%error, "clearing the screen after a resume failed");
         }
     }
 
@@ -559,6 +595,22 @@ fn retire(mut orchestrator: OrchestratorHandle) {
         .await;
         if drained.is_err() {
             tracing::warn!("the previous orchestrator did not shut down in time");
+        }
+    });
+}
+
+/// The prompt history file of this working directory.
+fn history_path() -> PathBuf {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    history::history_file(&crate::logging::state_dir(), &cwd)
+}
+
+/// Appends a sent prompt to the history file, off the loop.
+fn save_prompt(prompt: String) {
+    let path = history_path();
+    tokio::task::spawn_blocking(move || {
+        if let Err(error) = history::append(&path, &prompt) {
+            tracing::warn!(%error, path = %path.display(), "saving the prompt history failed");
         }
     });
 }

@@ -110,10 +110,22 @@ pub fn parse_slash(input: &str) -> Option<(Action, Option<String>)> {
 /// What sits over the chat and takes the keys.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Overlay {
-    Menu { selected: usize },
-    Help,
-    ProviderPicker { selected: usize },
+    Menu {
+        selected: usize,
+    },
+    /// The key help, scrolled down `scroll` rows.
+    Help {
+        scroll: usize,
+    },
+    ProviderPicker {
+        selected: usize,
+    },
     Settings(SettingsDraft),
+    /// Ctrl+R: earlier prompts matching `query`, newest first.
+    HistorySearch {
+        query: String,
+        selected: usize,
+    },
 }
 
 impl Overlay {

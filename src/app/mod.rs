@@ -4,8 +4,13 @@
 //! sequences); `event_loop` owns the terminal, the orchestrator handle and the timers, and is
 //! the only place that performs effects.
 
+pub mod completion;
 pub mod composer;
 pub mod event_loop;
+pub mod history;
+pub mod keymap;
+pub mod list;
+pub mod mentions;
 pub mod menu;
 pub mod resume;
 pub mod state;

@@ -219,6 +219,17 @@ pub fn kill_all_trees_now() -> usize {
     trees.iter().map(|tree| kill_tree(tree, deadline)).sum()
 }
 
+/// Sends `signal` to the process group of every live agent (job control: SIGTSTP, SIGCONT).
+pub fn signal_all_groups(signal: Signal) {
+    let trees = match LIVE_TREES.lock() {
+        Ok(trees) => trees.clone(),
+        Err(poisoned) => poisoned.into_inner().clone(),
+    };
+    for tree in &trees {
+        signal_group(tree, signal);
+    }
+}
+
 /// Number of agent trees alive now.
 pub fn live_tree_count() -> usize {
     LIVE_TREES.lock().map(|trees| trees.len()).unwrap_or(0)

@@ -1,4 +1,6 @@
-//! Overlays drawn over the chat: the action menu, help, the provider picker, settings.
+//! Overlays drawn over the chat: the action menu, help, the provider picker, settings, prompt
+//! search. Each fits any screen from 40x12 up: lists keep their selection in view, the help
+//! scrolls and puts descriptions under their keys when the screen is narrow.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -6,53 +8,23 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Widget};
 
+use crate::app::keymap::KEYMAP;
 use crate::app::menu::{Action, Overlay, SettingsDraft, SettingsField};
 use crate::app::state::AppState;
 use crate::provider::PROVIDER_NAMES;
+use crate::view::list::{draw_scrolled, draw_selectable};
+use crate::view::wrap::{wrap, RichLine};
 
-/// Every key, for the help overlay.
-pub const KEY_HELP: [(&str, &str); 20] = [
-    ("Enter", "send the prompt (queue it while a turn runs)"),
-    ("Alt+Enter / Shift+Enter", "new line in the prompt"),
-    ("Up / Down", "earlier prompts (on an empty prompt)"),
-    ("Esc", "stop the running turn; again: kill the agent now"),
-    ("Ctrl+C", "stop the running turn; twice when idle: quit"),
-    ("Ctrl+K / F2", "actions menu"),
-    ("F1", "this help"),
-    ("Ctrl+T", "expand/collapse all thinking"),
-    ("Ctrl+O", "expand/collapse all tool output and diagnostics"),
-    (
-        "Click",
-        "expand/collapse one thinking block, tool or notice",
-    ),
-    ("PgUp / PgDn", "scroll the transcript a page"),
-    ("Mouse wheel", "scroll the transcript"),
-    ("Home / End", "top / bottom (when the prompt is empty)"),
-    ("Ctrl+Home / Ctrl+End", "top / bottom (always)"),
-    ("/retry /stop /new", "retry last turn · stop · new session"),
-    (
-        "/provider [NAME]",
-        "switch provider (pi claude codex gemini demo)",
-    ),
-    (
-        "/thinking /tools",
-        "expand/collapse all thinking / tool output",
-    ),
-    (
-        "/copy /settings /log",
-        "copy last answer · retry policy · log path",
-    ),
-    ("/help /quit", "this help · quit"),
-    (
-        "Shift+drag",
-        "select text with the mouse (terminal selection)",
-    ),
-];
+/// Width of the keys column of the help when descriptions fit beside it.
+const HELP_KEYS_WIDTH: usize = 24;
 
 pub fn render_overlay(state: &AppState, overlay: &Overlay, area: Rect, buf: &mut Buffer) {
     match overlay {
         Overlay::Menu { selected } => render_menu(state, *selected, area, buf),
-        Overlay::Help => render_help(area, buf),
+        Overlay::Help { scroll } => render_help(*scroll, area, buf),
+        Overlay::HistorySearch { query, selected } => {
+            render_history_search(state, query, *selected, area, buf)
+        }
         Overlay::ProviderPicker { selected } => render_picker(state, *selected, area, buf),
         Overlay::Settings(draft) => render_settings(state, draft, area, buf),
     }
@@ -87,7 +59,7 @@ fn frame(title: &str, footer: &str, area: Rect, buf: &mut Buffer) -> Rect {
     inner
 }
 
-fn draw_rows(rows: &[Line<'_>], inner: Rect, buf: &mut Buffer) {
+pub(crate) fn draw_rows(rows: &[Line<'_>], inner: Rect, buf: &mut Buffer) {
     for (index, row) in rows.iter().take(usize::from(inner.height)).enumerate() {
         buf.set_line(inner.x, inner.y + index as u16, row, inner.width);
     }
@@ -126,25 +98,42 @@ fn render_menu(state: &AppState, selected: usize, area: Rect, buf: &mut Buffer) 
             )
         })
         .collect();
-    draw_rows(&rows, inner, buf);
+    draw_selectable(&rows, selected, inner, buf);
 }
 
-fn render_help(area: Rect, buf: &mut Buffer) {
-    let outer = centered(area, 78, KEY_HELP.len() as u16 + 2);
-    let inner = frame("Keys", "Esc close", outer, buf);
+/// The help rows for a width: keys and description side by side, or (narrow) the description
+/// wrapped under its keys.
+pub fn help_rows(width: u16) -> Vec<Line<'static>> {
     let key_style = Style::default()
         .fg(Color::Cyan)
         .add_modifier(Modifier::BOLD);
-    let rows: Vec<Line<'_>> = KEY_HELP
-        .iter()
-        .map(|(keys, what)| {
-            Line::from(vec![
-                Span::styled(format!(" {keys:<24}"), key_style),
-                Span::raw(*what),
-            ])
-        })
-        .collect();
-    draw_rows(&rows, inner, buf);
+    let width = usize::from(width);
+    let side_by_side = width >= HELP_KEYS_WIDTH + 30;
+    let mut rows = Vec::new();
+    for entry in KEYMAP {
+        if side_by_side {
+            let keys = format!(" {:<w$}", entry.keys, w = HELP_KEYS_WIDTH);
+            let line = RichLine::new(vec![Span::raw(entry.what.to_owned())]).with_prefix(
+                vec![Span::styled(keys, key_style)],
+                vec![Span::raw(" ".repeat(HELP_KEYS_WIDTH + 1))],
+            );
+            rows.extend(wrap(&line, width));
+        } else {
+            rows.push(Line::styled(format!(" {}", entry.keys), key_style));
+            let line = RichLine::new(vec![Span::raw(entry.what.to_owned())])
+                .with_uniform_prefix(vec![Span::raw("   ")]);
+            rows.extend(wrap(&line, width));
+        }
+    }
+    rows
+}
+
+fn render_help(scroll: usize, area: Rect, buf: &mut Buffer) {
+    let width = 80.min(area.width);
+    let rows = help_rows(width.saturating_sub(2));
+    let outer = centered(area, width, rows.len() as u16 + 2);
+    let inner = frame("Keys", "↑↓ PgUp PgDn scroll · Esc close", outer, buf);
+    draw_scrolled(&rows, scroll, inner, buf);
 }
 
 fn render_picker(state: &AppState, selected: usize, area: Rect, buf: &mut Buffer) {
@@ -167,7 +156,66 @@ fn render_picker(state: &AppState, selected: usize, area: Rect, buf: &mut Buffer
             )
         })
         .collect();
-    draw_rows(&rows, inner, buf);
+    draw_selectable(&rows, selected, inner, buf);
+}
+
+fn render_history_search(
+    state: &AppState,
+    query: &str,
+    selected: usize,
+    area: Rect,
+    buf: &mut Buffer,
+) {
+    let outer = centered(area, 80, 14);
+    let inner = frame(
+        "Search earlier prompts",
+        "type to filter · Enter use · Esc close",
+        outer,
+        buf,
+    );
+    if inner.height == 0 {
+        return;
+    }
+    let prompt_line = Line::from(vec![
+        Span::styled(" search: ", Style::default().add_modifier(Modifier::DIM)),
+        Span::raw(query.to_owned()),
+        Span::styled(" ", Style::default().add_modifier(Modifier::REVERSED)),
+    ]);
+    buf.set_line(inner.x, inner.y, &prompt_line, inner.width);
+    let list_area = Rect::new(inner.x, inner.y + 1, inner.width, inner.height - 1);
+    let matches = state.history_matches(query);
+    if matches.is_empty() {
+        let note = if state.composer.history().is_empty() {
+            " no earlier prompts in this directory"
+        } else {
+            " no earlier prompt matches"
+        };
+        draw_scrolled(
+            &[Line::styled(
+                note,
+                Style::default().add_modifier(Modifier::DIM),
+            )],
+            0,
+            list_area,
+            buf,
+        );
+        return;
+    }
+    let rows: Vec<Line<'_>> = matches
+        .iter()
+        .enumerate()
+        .map(|(index, prompt)| {
+            let first = prompt.lines().next().unwrap_or("");
+            let more = if prompt.contains('\n') { " …" } else { "" };
+            selectable(
+                format!(" {first}{more}"),
+                index == selected,
+                true,
+                list_area.width,
+            )
+        })
+        .collect();
+    draw_selectable(&rows, selected, list_area, buf);
 }
 
 fn render_settings(state: &AppState, draft: &SettingsDraft, area: Rect, buf: &mut Buffer) {
