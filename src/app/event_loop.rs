@@ -183,6 +183,10 @@ pub fn run(cli: Cli) -> i32 {
             };
         let mut state = AppState::new(startup);
         state.composer.load_history(history::load(&history_path()));
+        state.provider_reason = Some(crate::provider::select::choice_reason(
+            &launch.agent,
+            &launch.config,
+        ));
         if let Some(resumed) = resumed {
             let now = Instant::now();
             for event in resumed.events {

@@ -144,6 +144,8 @@ pub struct AppState {
     pub popup_dismissed_for: Option<String>,
     /// Files `@` mentions can name.
     pub files: FileIndex,
+    /// Why this provider runs (the first-start screen says it).
+    pub provider_reason: Option<String>,
     pub quitting: bool,
     /// False once the orchestrator has shut down (or its channel closed).
     pub orchestrator_alive: bool,
@@ -172,6 +174,7 @@ impl AppState {
             popup: None,
             popup_dismissed_for: None,
             files: FileIndex::default(),
+            provider_reason: None,
             quitting: false,
             orchestrator_alive: true,
             expand_thinking: false,

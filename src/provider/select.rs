@@ -52,6 +52,20 @@ fn resolve_provider_with(
     Ok(ProviderChoice { name, settings })
 }
 
+/// Why `resolve_provider` picks the provider it picks, in words for the first-start screen.
+pub fn choice_reason(agent: &AgentArgs, config: &Config) -> String {
+    if let Some(name) = &agent.provider {
+        return format!("chosen with --provider {name}");
+    }
+    if let Some(name) = &config.default_provider {
+        return format!("the default provider in the config ({name})");
+    }
+    match find_on_path("pi") {
+        Some(path) => format!("pi is on PATH ({})", path.display()),
+        None => "no agent CLI was chosen and pi is not on PATH".to_owned(),
+    }
+}
+
 /// The first executable file called `program` in `PATH`.
 pub fn find_on_path(program: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;

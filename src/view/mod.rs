@@ -15,6 +15,7 @@ pub mod popup;
 pub mod sanitize;
 pub mod status;
 pub mod transcript;
+pub mod welcome;
 pub mod wrap;
 
 use std::time::Instant;
@@ -98,6 +99,9 @@ pub fn render_to_buffer(
     let areas = layout(state, area);
     view.transcript
         .render(&state.transcript, areas.transcript, buf, now);
+    if state.transcript.cells().is_empty() {
+        welcome::render_welcome(state, areas.transcript, buf);
+    }
     render_queued(state, areas.queued, buf);
     render_composer(state, areas.composer, buf, &mut view.composer_scroll);
     status::render_status(state, areas.status, buf, now);

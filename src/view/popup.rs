@@ -33,7 +33,11 @@ pub fn render_popup(popup: &Popup, above: Rect, buf: &mut Buffer) {
             Style::default().add_modifier(Modifier::BOLD),
         ))
         .title_bottom(Span::styled(
-            " Tab complete · Enter choose · Esc hide ",
+            if above.width >= 50 {
+                " Tab complete · Enter choose · Esc hide "
+            } else {
+                " Tab · Enter · Esc hide "
+            },
             Style::default().add_modifier(Modifier::DIM),
         ));
     let inner = block.inner(area);
@@ -60,6 +64,18 @@ pub fn render_popup(popup: &Popup, above: Rect, buf: &mut Buffer) {
         .map(|item| item.key.chars().count())
         .max()
         .unwrap_or(0);
+    // Narrow: the descriptions matter more than the key column.
+    let detail_width = popup
+        .items
+        .iter()
+        .map(|item| item.detail.chars().count())
+        .max()
+        .unwrap_or(0);
+    let key_width = if label_width + key_width + detail_width + 6 > usize::from(inner.width) {
+        0
+    } else {
+        key_width
+    };
     let lines: Vec<Line<'_>> = popup
         .items
         .iter()
