@@ -620,6 +620,44 @@ fn save_prompt(prompt: String) {
 }
 
 /// Writes the retry policy into the config file (keeping the user's comments and other keys).
+///
+/// A config file that does not exist yet starts as the commented example, so that the user who
+/// opens it finds every key explained.
 fn persist_retry_policy(path: &Path, policy: &RetryPolicy) -> Result<(), String> {
+    if !path.exists() {
+        let created = path
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| std::fs::write(path, CONFIG_TEMPLATE));
+        if let Err(error) = created {
+            return Err(format!("cannot create {}: {error}", path.display()));
+        }
+    }
     config::save_retry_policy(path, policy).map_err(|error| error.to_string())
+}
+
+/// The commented example config, the start of a config file agentty creates.
+const CONFIG_TEMPLATE: &str = include_str!("../../assets/config.example.toml");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_new_config_file_starts_as_the_commented_template() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("agentty/config.toml");
+        let policy = RetryPolicy {
+            enabled: true,
+            max_attempts: 7,
+            ..RetryPolicy::default()
+        };
+        persist_retry_policy(&path, &policy).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.starts_with("# agentty configuration"), "{text}");
+        assert!(text.contains("# How each agent CLI is started."), "{text}");
+        let loaded = config::load(Some(&path));
+        assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+        assert_eq!(loaded.config.provider_error_auto_retry, policy);
+    }
 }

@@ -1255,26 +1255,62 @@ impl AppState {
                 }
             }
             Overlay::Settings(mut draft) => match key.code {
+                KeyCode::Esc if draft.typing.is_some() => {
+                    draft.typing = None;
+                    draft.problem = None;
+                    self.overlay = Some(Overlay::Settings(draft));
+                }
                 KeyCode::Esc => {}
                 KeyCode::Enter => {
+                    if draft.typing.is_some() {
+                        // Enter ends the typing; a second Enter saves.
+                        draft.commit_typing();
+                        self.overlay = Some(Overlay::Settings(draft));
+                        return Vec::new();
+                    }
+                    if let Err(problems) = draft.policy.validate() {
+                        draft.problem = Some(
+                            problems
+                                .iter()
+                                .map(ToString::to_string)
+                                .collect::<Vec<_>>()
+                                .join("; "),
+                        );
+                        self.overlay = Some(Overlay::Settings(draft));
+                        return Vec::new();
+                    }
                     let policy = draft.policy;
                     self.retry_policy = policy.clone();
-                    self.notice(NoticeLevel::Info, "Retry policy updated");
-                    return vec![
-                        AppEffect::Command(Command::SetRetryPolicy(policy.clone())),
-                        AppEffect::SaveRetryPolicy(policy),
-                    ];
+                    let command = AppEffect::Command(Command::SetRetryPolicy(policy.clone()));
+                    if self.config_path.is_none() {
+                        // One notice per save: here, or from the save's result.
+                        self.notice(
+                            NoticeLevel::Info,
+                            "Retry policy changed for this run (no config file location is known)",
+                        );
+                        return vec![command];
+                    }
+                    return vec![command, AppEffect::SaveRetryPolicy(policy)];
+                }
+                KeyCode::Backspace if draft.typing.is_some() => {
+                    draft.backspace();
+                    self.overlay = Some(Overlay::Settings(draft));
+                }
+                KeyCode::Char(ch) if draft.type_char(ch) => {
+                    self.overlay = Some(Overlay::Settings(draft));
                 }
                 KeyCode::Left | KeyCode::Char('-') => {
+                    draft.typing = None;
                     draft.adjust(false);
                     self.overlay = Some(Overlay::Settings(draft));
                 }
                 KeyCode::Right | KeyCode::Char('+') | KeyCode::Char(' ') => {
+                    draft.typing = None;
                     draft.adjust(true);
                     self.overlay = Some(Overlay::Settings(draft));
                 }
                 _ => {
-                    if up || down {
+                    if (up || down) && draft.commit_typing() {
                         draft.move_selection(down);
                     }
                     self.overlay = Some(Overlay::Settings(draft));
@@ -1300,13 +1336,18 @@ impl AppState {
             Ok(path) => {
                 self.notice(
                     NoticeLevel::Info,
-                    untrusted_owned(&format!("Saved the retry policy to {}", path.display())),
+                    untrusted_owned(&format!(
+                        "Retry policy saved to {} (in use now)",
+                        path.display()
+                    )),
                 );
             }
             Err(error) => {
                 self.notice(
                     NoticeLevel::Warning,
-                    untrusted_owned(&format!("Could not save the retry policy: {error}")),
+                    untrusted_owned(&format!(
+                        "Retry policy in use for this run, but not saved: {error}"
+                    )),
                 );
             }
         }

@@ -219,19 +219,49 @@ fn render_history_search(
 }
 
 fn render_settings(state: &AppState, draft: &SettingsDraft, area: Rect, buf: &mut Buffer) {
-    let outer = centered(area, 64, SettingsField::ALL.len() as u16 + 5);
-    let inner = frame(
-        "Settings: retry policy",
-        "↑↓ field · ←→ change · Enter save · Esc cancel",
-        outer,
-        buf,
-    );
-    let mut rows: Vec<Line<'_>> = SettingsField::ALL
+    let fields = draft.fields();
+    let width = 64.min(area.width);
+    let note_style = Style::default().add_modifier(Modifier::DIM);
+    // What Enter will do, said before it is done.
+    let save_note = if draft.policy == state.retry_policy {
+        "Unchanged.".to_owned()
+    } else {
+        match &state.config_path {
+            Some(path) => format!("Not saved yet: Enter saves to {}", path.display()),
+            None => "Not saved yet: Enter applies it to this run (no config file)".to_owned(),
+        }
+    };
+    let mut notes: Vec<Line<'static>> = Vec::new();
+    let note_width = usize::from(width.saturating_sub(2));
+    if let Some(problem) = &draft.problem {
+        let line = RichLine::new(vec![Span::styled(
+            problem.clone(),
+            Style::default().fg(Color::Yellow),
+        )])
+        .with_uniform_prefix(vec![Span::raw(" ")]);
+        notes.extend(wrap(&line, note_width));
+    }
+    let line = RichLine::new(vec![Span::styled(save_note, note_style)])
+        .with_uniform_prefix(vec![Span::raw(" ")]);
+    notes.extend(wrap(&line, note_width));
+    let outer = centered(area, width, (fields.len() + 1 + notes.len()) as u16 + 2);
+    let footer = if draft.takes_numbers() {
+        "↑↓ field · ←→ or type a value · Enter save · Esc"
+    } else {
+        "↑↓ field · ←→ change · Enter save · Esc cancel"
+    };
+    let inner = frame("Settings: retry policy", footer, outer, buf);
+    let mut rows: Vec<Line<'_>> = fields
         .iter()
         .map(|field| {
             let label = field.label();
-            let value = field.value(&draft.policy);
-            let gap = usize::from(inner.width).saturating_sub(label.len() + value.len() + 3);
+            let value = match (&draft.typing, *field == draft.field) {
+                (Some(typed), true) if *field == SettingsField::MaxAttempts => format!("{typed}▏"),
+                (Some(typed), true) => format!("{typed}▏ s"),
+                _ => field.value(&draft.policy),
+            };
+            let gap = usize::from(inner.width)
+                .saturating_sub(label.chars().count() + value.chars().count() + 3);
             selectable(
                 format!(" {label}{}{value} ", " ".repeat(gap.max(1))),
                 *field == draft.field,
@@ -241,13 +271,6 @@ fn render_settings(state: &AppState, draft: &SettingsDraft, area: Rect, buf: &mu
         })
         .collect();
     rows.push(Line::raw(""));
-    let saved_to = match &state.config_path {
-        Some(path) => format!(" Saved to {}", path.display()),
-        None => " No config file: applies to this run only".to_owned(),
-    };
-    rows.push(Line::styled(
-        saved_to,
-        Style::default().add_modifier(Modifier::DIM),
-    ));
+    rows.extend(notes);
     draw_rows(&rows, inner, buf);
 }
