@@ -146,6 +146,10 @@ pub struct AppState {
     pub files: FileIndex,
     /// Why this provider runs (the first-start screen says it).
     pub provider_reason: Option<String>,
+    /// The largest useful scroll offset of the help at the size last drawn. Written by the view
+    /// (only it knows how the help wraps), read by the keys so End and Up stay in step with what
+    /// is shown.
+    pub help_scroll_limit: std::cell::Cell<usize>,
     pub quitting: bool,
     /// False once the orchestrator has shut down (or its channel closed).
     pub orchestrator_alive: bool,
@@ -175,6 +179,7 @@ impl AppState {
             popup_dismissed_for: None,
             files: FileIndex::default(),
             provider_reason: None,
+            help_scroll_limit: std::cell::Cell::new(usize::MAX),
             quitting: false,
             orchestrator_alive: true,
             expand_thinking: false,
@@ -1187,8 +1192,12 @@ impl AppState {
                     key.code,
                     KeyCode::Esc | KeyCode::Enter | KeyCode::F(1) | KeyCode::Char('q')
                 ) {
-                    let rows = crate::app::keymap::KEYMAP.len();
-                    let scroll = scroll_key(key, scroll, rows).unwrap_or(scroll);
+                    let limit = self
+                        .help_scroll_limit
+                        .get()
+                        .min(crate::app::keymap::KEYMAP.len() * 4);
+                    let scroll = scroll.min(limit);
+                    let scroll = scroll_key(key, scroll, limit + 1).unwrap_or(scroll);
                     self.overlay = Some(Overlay::Help { scroll });
                 }
             }

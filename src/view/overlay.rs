@@ -21,7 +21,7 @@ const HELP_KEYS_WIDTH: usize = 24;
 pub fn render_overlay(state: &AppState, overlay: &Overlay, area: Rect, buf: &mut Buffer) {
     match overlay {
         Overlay::Menu { selected } => render_menu(state, *selected, area, buf),
-        Overlay::Help { scroll } => render_help(*scroll, area, buf),
+        Overlay::Help { scroll } => render_help(state, *scroll, area, buf),
         Overlay::HistorySearch { query, selected } => {
             render_history_search(state, query, *selected, area, buf)
         }
@@ -128,11 +128,14 @@ pub fn help_rows(width: u16) -> Vec<Line<'static>> {
     rows
 }
 
-fn render_help(scroll: usize, area: Rect, buf: &mut Buffer) {
+fn render_help(state: &AppState, scroll: usize, area: Rect, buf: &mut Buffer) {
     let width = 80.min(area.width);
     let rows = help_rows(width.saturating_sub(2));
     let outer = centered(area, width, rows.len() as u16 + 2);
     let inner = frame("Keys", "↑↓ PgUp PgDn scroll · Esc close", outer, buf);
+    state
+        .help_scroll_limit
+        .set(rows.len().saturating_sub(usize::from(inner.height)));
     draw_scrolled(&rows, scroll, inner, buf);
 }
 
