@@ -101,7 +101,7 @@ pub fn resolve_mentions(prompt: &str, files: &[String]) -> String {
     let mut rest = prompt;
     while let Some(at) = rest.find('@') {
         out.push_str(&rest[..at]);
-        let preceded_ok = out.chars().next_back().map_or(true, char::is_whitespace);
+        let preceded_ok = out.chars().next_back().is_none_or(char::is_whitespace);
         let after = &rest[at + 1..];
         if preceded_ok {
             if let Some((path, used)) = mention_path(after) {

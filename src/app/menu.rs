@@ -341,7 +341,7 @@ impl SettingsDraft {
 /// Seconds as typed (`2`, `0.5`, `1.25`) in whole milliseconds.
 fn parse_seconds(text: &str) -> Option<u64> {
     let seconds: f64 = text.parse().ok()?;
-    (seconds.is_finite() && seconds >= 0.0 && seconds <= 1e9)
+    (seconds.is_finite() && (0.0..=1e9).contains(&seconds))
         .then(|| (seconds * 1000.0).round() as u64)
 }
 
