@@ -161,7 +161,7 @@ impl Session {
     }
 
     fn wait_until_ready(&self) {
-        self.wait_for_text("/ for commands");
+        self.wait_for_text("/ commands · @ files");
     }
 
     fn prompt(&self, text: &str) {
@@ -230,7 +230,7 @@ impl Session {
         );
         assert_eq!(self.pane_flag("#{cursor_flag}"), "1", "cursor left hidden");
         // Nothing of the chat is left on the normal screen, and no stray mouse report either.
-        assert!(!screen.contains("/ for commands"), "{screen}");
+        assert!(!screen.contains("/ commands · @ files"), "{screen}");
         assert!(!screen.contains("[<"), "a mouse report leaked:\n{screen}");
     }
 }
@@ -318,11 +318,14 @@ fn quit_restores_the_terminal() {
     session.wait_until_ready();
     assert_eq!(session.pane_flag("#{alternate_on}"), "1");
     assert_eq!(session.pane_flag("#{mouse_any_flag}"), "1");
-    // Typed text and a multi-line prompt are kept in the input; Ctrl+C clears, twice quits.
+    // Typed text and a multi-line prompt are kept in the input; Ctrl+C clears it, then twice
+    // quits.
     session.type_text("first line");
     session.keys(&["M-Enter"]);
     session.type_text("second line");
     session.wait_for_text("second line");
+    session.keys(&["C-c"]);
+    session.wait_for("the draft cleared", |screen| !screen.contains("second line"));
     session.keys(&["C-c"]);
     session.wait_for_text("Ctrl+C again to quit");
     session.keys(&["C-c"]);
@@ -404,7 +407,7 @@ fn retry_from_the_menu_after_a_flaky_failure() {
     session.prompt("please answer");
     session.wait_for_text("429 rate limit exceeded");
     session.wait_for_text("│ idle");
-    session.keys(&["C-k"]);
+    session.keys(&["C-x"]);
     session.wait_for_text("Retry last turn");
     session.keys(&["Enter"]);
     session.wait_for_text("Second time lucky");
@@ -572,7 +575,10 @@ fn hostile_escape_sequences_neither_retitle_nor_clear_the_terminal() {
     // Still responsive: the composer takes input.
     session.type_text("still here");
     session.wait_for_text("still here");
+    // Ctrl+C clears the draft, then twice quits.
     session.keys(&["C-c"]);
+    session.keys(&["C-c"]);
+    session.wait_for_text("Ctrl+C again to quit");
     session.keys(&["C-c"]);
     session.assert_terminal_restored("0");
 }
