@@ -325,7 +325,9 @@ fn quit_restores_the_terminal() {
     session.type_text("second line");
     session.wait_for_text("second line");
     session.keys(&["C-c"]);
-    session.wait_for("the draft cleared", |screen| !screen.contains("second line"));
+    session.wait_for("the draft cleared", |screen| {
+        !screen.contains("second line")
+    });
     session.keys(&["C-c"]);
     session.wait_for_text("Ctrl+C again to quit");
     session.keys(&["C-c"]);
