@@ -509,3 +509,29 @@ fn the_scrolled_view_keeps_its_text_across_a_resize() {
         "the top of the view moved from sentence {before} to {after}"
     );
 }
+
+#[test]
+fn an_expanded_tool_call_shows_its_whole_command_at_60_columns() {
+    let mut chat = Chat::new();
+    chat.start_turn(0, "run it");
+    let turn = chat.turn;
+    let command =
+        "cargo test --workspace --all-features -- --nocapture --test-threads 1 the_last_words";
+    chat.event(
+        10,
+        OrchestratorEvent::Message {
+            turn,
+            attempt: 1,
+            message: AgentMessage::ToolCall {
+                id: "call_1".into(),
+                name: "bash".into(),
+                input: serde_json::json!({ "command": command }),
+            },
+        },
+    );
+    let collapsed = chat.screen((60, 12));
+    assert!(!collapsed.contains("the_last_words"), "{collapsed}");
+    chat.ctrl('o');
+    let expanded = chat.screen((60, 12));
+    assert!(expanded.contains("the_last_words"), "{expanded}");
+}

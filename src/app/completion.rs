@@ -77,7 +77,10 @@ impl AppState {
                 selection: ListSelection::default(),
                 empty_note: "no such command",
             });
-        } else if let Some(query) = mentions::mention_before_cursor(&before) {
+        } else if let Some(query) = mentions::mention_before_cursor(&before)
+            // After `path:` the user is typing a line range, not a file.
+            .filter(|query| !query.contains(':'))
+        {
             if self.files == FileIndex::NotListed {
                 self.files = FileIndex::Listing;
                 effects.push(AppEffect::ListFiles);

@@ -32,7 +32,7 @@ pub const KEYMAP: &[KeyHelp] = &[
     ),
     key(
         "@",
-        "mention a file (fuzzy search in the working directory)",
+        "mention a file (fuzzy search here); @file:10-20 adds lines",
     ),
     key("Up / Down", "earlier prompts (on an empty prompt)"),
     key(

@@ -104,8 +104,11 @@ pub fn resolve_mentions(prompt: &str, files: &[String]) -> String {
         let preceded_ok = out.chars().next_back().is_none_or(char::is_whitespace);
         let after = &rest[at + 1..];
         if preceded_ok {
-            if let Some((path, used)) = mention_path(after) {
+            if let Some((word, used)) = mention_path(after) {
+                // `@path:12` or `@path:12-40`: a line range, kept after the bare path.
+                let (path, range) = split_line_range(word);
                 if known.contains(path) {
+                    let path = if range.is_empty() { path } else { word };
                     if path.contains(char::is_whitespace) {
                         out.push('"');
                         out.push_str(path);
@@ -123,6 +126,22 @@ pub fn resolve_mentions(prompt: &str, files: &[String]) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// A mention's path and its line range suffix (`:12`, `:12-40`), if it has one.
+fn split_line_range(word: &str) -> (&str, &str) {
+    if let Some((path, range)) = word.rsplit_once(':') {
+        let mut bounds = range.splitn(2, '-');
+        let numeric = |part: Option<&str>| {
+            part.is_some_and(|part| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()))
+        };
+        let first = bounds.next();
+        let second = bounds.next();
+        if numeric(first) && (second.is_none() || numeric(second)) {
+            return (path, range);
+        }
+    }
+    (word, "")
 }
 
 /// The path after an `@`: quoted, or up to whitespace, without trailing sentence punctuation.
@@ -177,6 +196,14 @@ mod tests {
         assert_eq!(
             resolve_mentions("read @\"my notes.txt\" now", &files()),
             "read \"my notes.txt\" now"
+        );
+        assert_eq!(
+            resolve_mentions("see @src/main.rs:10-20 and @README.md:3", &files()),
+            "see src/main.rs:10-20 and README.md:3"
+        );
+        assert_eq!(
+            resolve_mentions("odd @src/main.rs:x", &files()),
+            "odd @src/main.rs:x"
         );
         assert_eq!(
             resolve_mentions("mail me@example.com about @nobody", &files()),
