@@ -361,6 +361,15 @@ fn the_slash_popup_filters_and_completes() {
     chat.press(KeyCode::Tab);
     assert_eq!(chat.state.composer.text(), "/provider ");
     assert!(chat.state.popup.is_none(), "an argument follows: no popup");
+    // Enter on /provider (no name yet) opens the picker.
+    chat.state.composer.set_text("");
+    chat.type_text("/prov");
+    chat.press(KeyCode::Enter);
+    assert!(matches!(
+        chat.state.overlay,
+        Some(agentty::app::menu::Overlay::ProviderPicker { .. })
+    ));
+    chat.press(KeyCode::Esc);
     // Enter on a listed command runs it.
     chat.state.composer.set_text("");
     chat.type_text("/he");
@@ -394,7 +403,12 @@ fn the_mention_popup_lists_files_and_the_agent_gets_the_path() {
     insta::assert_snapshot!("mention_popup_40x12", chat.screen(SMALL));
     chat.press(KeyCode::Tab);
     assert_eq!(chat.state.composer.text(), "explain @src/app/state.rs ");
-    chat.type_text("and @design");
+    let effects = chat.type_text("and @design");
+    assert_eq!(
+        effects,
+        vec![AppEffect::ListFiles],
+        "a new mention lists the files again (once)"
+    );
     chat.press(KeyCode::Enter);
     assert_eq!(
         chat.state.composer.text(),

@@ -60,7 +60,9 @@ pub fn slash_items(typed: &str) -> Vec<PopupItem> {
 impl AppState {
     /// Recomputes the popup for the input as it is now; may ask for the file list.
     pub(crate) fn refresh_popup(&mut self) -> Vec<AppEffect> {
-        let previous = self.popup.take().map(|popup| popup.selection);
+        let previous_popup = self.popup.take();
+        let previous_kind = previous_popup.as_ref().map(|popup| popup.kind.clone());
+        let previous = previous_popup.map(|popup| popup.selection);
         let text = self.composer.text();
         if self.popup_dismissed_for.as_deref() == Some(text.as_str()) {
             return Vec::new();
@@ -81,9 +83,16 @@ impl AppState {
             // After `path:` the user is typing a line range, not a file.
             .filter(|query| !query.contains(':'))
         {
-            if self.files == FileIndex::NotListed {
-                self.files = FileIndex::Listing;
-                effects.push(AppEffect::ListFiles);
+            let mention_starts = !matches!(previous_kind, Some(PopupKind::Mention));
+            match self.files {
+                FileIndex::NotListed => {
+                    self.files = FileIndex::Listing;
+                    effects.push(AppEffect::ListFiles);
+                }
+                // Each new mention lists again (files come and go); the old list serves until
+                // the new one arrives.
+                FileIndex::Listed(_) if mention_starts => effects.push(AppEffect::ListFiles),
+                FileIndex::Listed(_) | FileIndex::Listing => {}
             }
             let items = mentions::rank(query, self.files.files(), mentions::MAX_SUGGESTIONS)
                 .into_iter()
@@ -159,7 +168,8 @@ impl AppState {
         }
     }
 
-    /// Completes the selected item; `run`: Enter on a `/` command runs it.
+    /// Completes the selected item; `run`: Enter on a `/` command runs it (`/provider` with no
+    /// name opens the picker).
     fn complete_selected(&mut self, run: bool) -> Vec<AppEffect> {
         let Some(popup) = self.popup.take() else {
             return Vec::new();
@@ -168,7 +178,7 @@ impl AppState {
             return Vec::new();
         };
         match (popup.kind, item.action) {
-            (PopupKind::Slash, Some(action)) if run && action != Action::SwitchProvider => {
+            (PopupKind::Slash, Some(action)) if run => {
                 self.composer.set_text("");
                 self.perform(action, None)
             }

@@ -451,9 +451,12 @@ impl ChatLoop {
         match event {
             AppEvent::ConfigSaved(result) => self.state.on_config_saved(result),
             AppEvent::FilesListed(files) => {
-                let effects = self.state.on_files_listed(files);
-                // Listing again is the only effect this can produce: nothing to do.
-                debug_assert!(effects.iter().all(|effect| *effect == AppEffect::ListFiles));
+                // Refreshing the popup can only ask for another listing.
+                for effect in self.state.on_files_listed(files) {
+                    if effect == AppEffect::ListFiles {
+                        self.list_files();
+                    }
+                }
             }
         }
     }

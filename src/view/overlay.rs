@@ -84,12 +84,26 @@ fn render_menu(state: &AppState, selected: usize, area: Rect, buf: &mut Buffer) 
         .iter()
         .enumerate()
         .map(|(index, action)| {
+            let width = usize::from(inner.width);
+            let label = action.label();
+            // Narrow: the key hint goes first, then the label is shortened.
             let keys = match action.key_hint() {
                 "" => action.slash().to_owned(),
-                key => format!("{} {key}", action.slash()),
+                key if label.chars().count() + action.slash().len() + key.chars().count() + 4
+                    <= width =>
+                {
+                    format!("{} {key}", action.slash())
+                }
+                _ => action.slash().to_owned(),
             };
-            let label = action.label();
-            let gap = usize::from(inner.width).saturating_sub(label.len() + keys.len() + 3);
+            let room = width.saturating_sub(keys.chars().count() + 4);
+            let label: String = if label.chars().count() > room {
+                let kept: String = label.chars().take(room.saturating_sub(1)).collect();
+                format!("{kept}…")
+            } else {
+                label.to_owned()
+            };
+            let gap = width.saturating_sub(label.chars().count() + keys.chars().count() + 3);
             selectable(
                 format!(" {label}{}{keys} ", " ".repeat(gap.max(1))),
                 index == selected,
@@ -170,12 +184,12 @@ fn render_history_search(
     buf: &mut Buffer,
 ) {
     let outer = centered(area, 80, 14);
-    let inner = frame(
-        "Search earlier prompts",
-        "type to filter · Enter use · Esc close",
-        outer,
-        buf,
-    );
+    let footer = if outer.width >= 44 {
+        "type to filter · Enter use · Esc close"
+    } else {
+        "type · Enter use · Esc close"
+    };
+    let inner = frame("Search earlier prompts", footer, outer, buf);
     if inner.height == 0 {
         return;
     }
@@ -248,10 +262,11 @@ fn render_settings(state: &AppState, draft: &SettingsDraft, area: Rect, buf: &mu
         .with_uniform_prefix(vec![Span::raw(" ")]);
     notes.extend(wrap(&line, note_width));
     let outer = centered(area, width, (fields.len() + 1 + notes.len()) as u16 + 2);
-    let footer = if draft.takes_numbers() {
-        "↑↓ field · ←→ or type a value · Enter save · Esc"
-    } else {
-        "↑↓ field · ←→ change · Enter save · Esc cancel"
+    let footer = match (draft.takes_numbers(), width >= 56) {
+        (true, true) => "↑↓ field · ←→ or type a value · Enter save · Esc",
+        (false, true) => "↑↓ field · ←→ change · Enter save · Esc cancel",
+        (true, false) => "↑↓ ←→ or type · Enter save · Esc",
+        (false, false) => "↑↓ ←→ · Enter save · Esc cancel",
     };
     let inner = frame("Settings: retry policy", footer, outer, buf);
     let mut rows: Vec<Line<'_>> = fields
