@@ -326,3 +326,36 @@ fn ctrl_z_restores_the_terminal_and_suspends_the_agent_until_fg() {
     session.wait_for_text("│ idle");
     session.quit();
 }
+
+#[test]
+fn sigtstp_from_outside_suspends_like_ctrl_z() {
+    let Some(session) = Session::new() else {
+        return;
+    };
+    session.launch("");
+    let marker = format!("AGENTTY_STATE_DIR={}", session.state_dir.path().display());
+    let agentty = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| {
+            let pid = entry.file_name().to_str()?.parse::<i32>().ok()?;
+            let environ = std::fs::read(entry.path().join("environ")).ok()?;
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            let ours = environ
+                .split(|byte| *byte == 0)
+                .any(|variable| variable == marker.as_bytes());
+            let command = String::from_utf8_lossy(&cmdline).into_owned();
+            (ours && command.starts_with(env!("CARGO_BIN_EXE_agentty"))).then_some(pid)
+        })
+        .next()
+        .expect("agentty runs");
+    // SAFETY: signalling the process this test started.
+    unsafe { libc::kill(agentty, libc::SIGTSTP) };
+    session.wait_for_text("Stopped");
+    assert_eq!(session.pane_flag("#{alternate_on}"), "0");
+    session.type_text("fg");
+    session.keys(&["Enter"]);
+    session.wait_for_text(READY);
+    assert_eq!(session.pane_flag("#{alternate_on}"), "1");
+    session.quit();
+}

@@ -256,12 +256,15 @@ impl ChatLoop {
 
     async fn run(&mut self, terminal: &mut ChatTerminal) -> i32 {
         let mut input = EventStream::new();
-        let (mut sigterm, mut sighup, mut sigint) = match (
+        // SIGTSTP from outside (`kill -TSTP`; the terminal's Ctrl+Z arrives as a key in raw
+        // mode) suspends the same way as Ctrl+Z: terminal restored, agents stopped too.
+        let (mut sigterm, mut sighup, mut sigint, mut sigtstp) = match (
             signal(SignalKind::terminate()),
             signal(SignalKind::hangup()),
             signal(SignalKind::interrupt()),
+            signal(SignalKind::from_raw(libc::SIGTSTP)),
         ) {
-            (Ok(term), Ok(hup), Ok(int)) => (term, hup, int),
+            (Ok(term), Ok(hup), Ok(int), Ok(tstp)) => (term, hup, int, tstp),
             _ => {
                 tracing::error!("cannot install signal handlers");
                 return 1;
@@ -289,6 +292,11 @@ impl ChatLoop {
                     self.on_signal(libc::SIGHUP, "SIGHUP");
                 }
                 _ = sigint.recv() => self.on_signal(libc::SIGINT, "SIGINT"),
+                _ = sigtstp.recv() => {
+                    if !self.terminal_lost {
+                        self.suspend(terminal);
+                    }
+                }
                 event = self.orchestrator.events.recv(), if self.orchestrator_open => {
                     let now = Instant::now();
                     let effects = match event {
