@@ -114,6 +114,10 @@ impl Composer {
             KeyCode::Char('u') if ctrl => {
                 self.textarea.delete_line_by_head();
             }
+            // Readline's undo is Ctrl+_ (terminals send it for Ctrl+/ and Ctrl+7 as well).
+            KeyCode::Char('_' | '/' | '7') if ctrl => {
+                self.textarea.undo();
+            }
             _ => {
                 self.textarea.input(key);
             }
@@ -235,6 +239,8 @@ mod tests {
         assert_eq!(composer.text(), "l", "Ctrl+U deletes to the line start");
         composer.input(ctrl('y'));
         assert_eq!(composer.text(), " tail", "Ctrl+Y yanks what was deleted");
+        composer.input(ctrl('_'));
+        assert_eq!(composer.text(), "l", "Ctrl+_ undoes the yank");
     }
 
     #[test]

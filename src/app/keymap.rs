@@ -60,6 +60,7 @@ pub const KEYMAP: &[KeyHelp] = &[
         "delete the word before / after the cursor",
     ),
     key("Ctrl+Y", "paste what was deleted last"),
+    key("Ctrl+_", "undo the last edit"),
     key("Ctrl+T", "expand/collapse all thinking"),
     key("Ctrl+O", "expand/collapse all tool output and diagnostics"),
     key(
