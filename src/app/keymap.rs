@@ -1,5 +1,6 @@
-//! The chat's keys in one table: the help overlay renders it, the footer takes its hints from
-//! it, and `AppState::on_key` dispatches the same chords (its tests check each entry).
+//! The chat's keys in one table: the help overlay renders it and the footer and first-start
+//! screen take their hints from here; `AppState::on_key` dispatches the chords (the composer
+//! screen tests press them).
 //!
 //! Editing keys are readline's (as in Codex and shells), so the action menu moved off Ctrl+K to
 //! Ctrl+X; F2 still opens it.
