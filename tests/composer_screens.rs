@@ -35,7 +35,7 @@ impl Chat {
             config_path: Some("/home/user/.config/agentty/config.toml".into()),
             warnings: Vec::new(),
         });
-        state.provider_reason = Some("no agent CLI was chosen and pi is not on PATH".into());
+        state.provider_reason = Some("no provider was chosen and pi is not on PATH".into());
         Self {
             state,
             view: ChatView::default(),

@@ -52,17 +52,18 @@ fn resolve_provider_with(
     Ok(ProviderChoice { name, settings })
 }
 
-/// Why `resolve_provider` picks the provider it picks, in words for the first-start screen.
+/// Why `resolve_provider` picks the provider it picks, in words that follow "because" on the
+/// first-start screen.
 pub fn choice_reason(agent: &AgentArgs, config: &Config) -> String {
     if let Some(name) = &agent.provider {
-        return format!("chosen with --provider {name}");
+        return format!("--provider {name} was given");
     }
     if let Some(name) = &config.default_provider {
-        return format!("the default provider in the config ({name})");
+        return format!("the config names {name} as the default provider");
     }
     match find_on_path("pi") {
         Some(path) => format!("pi is on PATH ({})", path.display()),
-        None => "no agent CLI was chosen and pi is not on PATH".to_owned(),
+        None => "no provider was chosen and pi is not on PATH".to_owned(),
     }
 }
 
@@ -118,5 +119,22 @@ mod tests {
         assert!(resolve_provider(&unknown, &config)
             .unwrap_err()
             .contains("unknown provider `nope`"));
+    }
+
+    #[test]
+    fn the_reason_names_what_decided() {
+        let config = Config {
+            default_provider: Some("codex".into()),
+            ..Config::default()
+        };
+        let flag = AgentArgs {
+            provider: Some("claude".into()),
+            ..AgentArgs::default()
+        };
+        assert_eq!(choice_reason(&flag, &config), "--provider claude was given");
+        assert_eq!(
+            choice_reason(&AgentArgs::default(), &config),
+            "the config names codex as the default provider"
+        );
     }
 }
