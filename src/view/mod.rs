@@ -148,8 +148,10 @@ fn render_composer(state: &AppState, area: Rect, buf: &mut Buffer, scroll: &mut 
     }
     let hint = if !state.orchestrator_alive {
         " the agent runner stopped · Ctrl+C twice quits "
+    } else if state.is_turn_running() && !state.queued.is_empty() {
+        " Enter queues · Esc stops, queue to editor · Alt+↑ edit "
     } else if state.is_turn_running() {
-        " Enter queues · Esc stops the turn · Alt+↑ edits the queue "
+        " Enter queues · Esc stops the turn "
     } else if state.composer.line_count() > 1 || state.composer.text().chars().count() > 40 {
         " Enter sends · Alt+Enter new line · Ctrl+C clears "
     } else {
