@@ -6,7 +6,6 @@
 //! shell rather than undoing. Drawing (with soft wrapping) lives in `view::composer`.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use ratatui::style::Style;
 use tui_textarea::TextArea;
 
 /// Prompts kept for Up/Down and Ctrl+R (also the bound of the history file).
@@ -32,10 +31,6 @@ impl Composer {
             history: Vec::new(),
             recalled: None,
         }
-    }
-
-    pub fn textarea(&self) -> &TextArea<'static> {
-        &self.textarea
     }
 
     pub fn lines(&self) -> &[String] {
@@ -188,10 +183,9 @@ impl Composer {
     }
 }
 
+/// The editing buffer (tui-textarea only edits here: `view::composer` draws the text).
 fn fresh_textarea() -> TextArea<'static> {
-    let mut textarea = TextArea::default();
-    textarea.set_cursor_line_style(Style::default());
-    textarea
+    TextArea::default()
 }
 
 #[cfg(test)]
