@@ -87,6 +87,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_reason_names_what_decided() {
+        let config = Config {
+            default_provider: Some("codex".into()),
+            ..Config::default()
+        };
+        let flag = AgentArgs {
+            provider: Some("claude".into()),
+            ..AgentArgs::default()
+        };
+        assert_eq!(choice_reason(&flag, &config), "--provider claude was given");
+        assert_eq!(
+            choice_reason(&AgentArgs::default(), &config),
+            "the config names codex as the default provider"
+        );
+    }
+
+    #[test]
     fn flags_win_over_config_and_unknown_names_are_refused() {
         let mut config = Config {
             default_provider: Some("claude".into()),
@@ -119,22 +136,5 @@ mod tests {
         assert!(resolve_provider(&unknown, &config)
             .unwrap_err()
             .contains("unknown provider `nope`"));
-    }
-
-    #[test]
-    fn the_reason_names_what_decided() {
-        let config = Config {
-            default_provider: Some("codex".into()),
-            ..Config::default()
-        };
-        let flag = AgentArgs {
-            provider: Some("claude".into()),
-            ..AgentArgs::default()
-        };
-        assert_eq!(choice_reason(&flag, &config), "--provider claude was given");
-        assert_eq!(
-            choice_reason(&AgentArgs::default(), &config),
-            "the config names codex as the default provider"
-        );
     }
 }
