@@ -35,6 +35,8 @@ pub fn load(path: &Path) -> Vec<String> {
     let mut prompts: Vec<String> = text
         .lines()
         .filter_map(|line| serde_json::from_str::<String>(line).ok())
+        // The file is outside agentty's control: nothing in it may reach the terminal raw.
+        .map(|prompt| crate::view::sanitize::untrusted_owned(&prompt))
         .collect();
     if prompts.len() > MAX_HISTORY {
         prompts.drain(..prompts.len() - MAX_HISTORY);
@@ -89,8 +91,8 @@ mod tests {
         let state = tempfile::tempdir().unwrap();
         let path = history_file(state.path(), Path::new("/p"));
         fs::create_dir_all(path.parent().unwrap()).unwrap();
-        fs::write(&path, "not json\n\"kept\"\n").unwrap();
-        assert_eq!(load(&path), ["kept"]);
+        fs::write(&path, "not json\n\"kept\"\n\"esc \\u001b[2J\"\n").unwrap();
+        assert_eq!(load(&path), ["kept", "esc ␛[2J"]);
         for n in 0..2 * MAX_HISTORY {
             append(&path, &n.to_string()).unwrap();
         }

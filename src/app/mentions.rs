@@ -52,6 +52,9 @@ pub fn list_files(root: &Path, limit: usize) -> Vec<String> {
                 .collect::<Option<_>>()?;
             Some(parts.join("/"))
         })
+        // A name with control characters (an escape sequence in a file name) is not offered:
+        // shown inert it would no longer name the file.
+        .filter(|path| crate::view::sanitize::is_inert(path))
         .take(limit)
         .collect();
     files.sort_by(|a, b| {
@@ -212,7 +215,7 @@ mod tests {
     }
 
     #[test]
-    fn listing_respects_gitignore_and_hidden_files() {
+    fn listing_respects_gitignore_and_hidden_files_and_skips_hostile_names() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
         std::fs::create_dir_all(root.join("src/deep")).unwrap();
@@ -225,6 +228,7 @@ mod tests {
             "target/out",
             "debug.log",
             ".secret",
+            "evil\u{1b}]0;title\u{7}.txt",
         ] {
             std::fs::write(root.join(file), "").unwrap();
         }
