@@ -183,9 +183,9 @@ pub fn run(cli: Cli) -> i32 {
             };
         let mut state = AppState::new(startup);
         state.composer.load_history(history::load(&history_path()));
-        state.provider_reason = Some(crate::provider::select::choice_reason(
-            &launch.agent,
-            &launch.config,
+        // It may quote PATH: shown inert like everything from outside.
+        state.provider_reason = Some(crate::view::sanitize::untrusted_owned(
+            &crate::provider::select::choice_reason(&launch.agent, &launch.config),
         ));
         if let Some(resumed) = resumed {
             let now = Instant::now();
