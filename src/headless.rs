@@ -99,6 +99,7 @@ pub fn run(agent: AgentArgs, args: RunArgs) -> i32 {
     runtime.block_on(async move {
         let stop = StopControl::new();
         tokio::spawn(stop_on_signals(stop.clone()));
+        tokio::spawn(crate::process::job_control::forward_job_control_signals());
         let options = OrchestratorOptions {
             policy,
             session,

@@ -199,7 +199,7 @@ impl Session {
     }
 
     fn wait_until_ready(&self) {
-        self.wait_for_text("/ for commands");
+        self.wait_for_text("/ commands · @ files");
     }
 
     fn prompt(&self, text: &str) {
@@ -268,7 +268,7 @@ impl Session {
         );
         assert_eq!(self.pane_flag("#{cursor_flag}"), "1", "cursor left hidden");
         // Nothing of the chat is left on the normal screen, and no stray mouse report either.
-        assert!(!screen.contains("/ for commands"), "{screen}");
+        assert!(!screen.contains("/ commands · @ files"), "{screen}");
         assert!(!screen.contains("[<"), "a mouse report leaked:\n{screen}");
     }
 }
@@ -356,11 +356,16 @@ fn quit_restores_the_terminal() {
     session.wait_until_ready();
     assert_eq!(session.pane_flag("#{alternate_on}"), "1");
     assert_eq!(session.pane_flag("#{mouse_any_flag}"), "1");
-    // Typed text and a multi-line prompt are kept in the input; Ctrl+C clears, twice quits.
+    // Typed text and a multi-line prompt are kept in the input; Ctrl+C clears it, then twice
+    // quits.
     session.type_text("first line");
     session.keys(&["M-Enter"]);
     session.type_text("second line");
     session.wait_for_text("second line");
+    session.keys(&["C-c"]);
+    session.wait_for("the draft cleared", |screen| {
+        !screen.contains("second line")
+    });
     session.keys(&["C-c"]);
     session.wait_for_text("Ctrl+C again to quit");
     session.keys(&["C-c"]);
@@ -446,7 +451,7 @@ fn retry_from_the_menu_after_a_flaky_failure() {
     session.prompt("please answer");
     session.wait_for_text("429 rate limit exceeded");
     session.wait_for_text("│ idle");
-    session.keys(&["C-k"]);
+    session.keys(&["C-x"]);
     session.wait_for_text("Retry last turn");
     session.keys(&["Enter"]);
     session.wait_for_text("Second time lucky");
@@ -614,7 +619,10 @@ fn hostile_escape_sequences_neither_retitle_nor_clear_the_terminal() {
     // Still responsive: the composer takes input.
     session.type_text("still here");
     session.wait_for_text("still here");
+    // Ctrl+C clears the draft, then twice quits.
     session.keys(&["C-c"]);
+    session.keys(&["C-c"]);
+    session.wait_for_text("Ctrl+C again to quit");
     session.keys(&["C-c"]);
     session.assert_terminal_restored("0");
 }
@@ -659,7 +667,8 @@ fn the_resume_picker_lists_conversations_and_reopens_the_chosen_one() {
     session.wait_until_ready();
     assert!(!session.screen().contains("pelican"));
     session.prompt("/resume");
-    let picker = session.wait_for_text("Resume a conversation");
+    // The picker's own footer (the slash popup also names the command).
+    let picker = session.wait_for_text("type to filter");
     assert!(picker.contains("remember the word pelican"), "{picker}");
     assert!(picker.contains("1 turn"), "{picker}");
     // Typing filters: nothing matches this.

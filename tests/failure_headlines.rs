@@ -144,7 +144,7 @@ fn a_node_crash_is_headed_by_its_error_not_the_node_banner() {
     assert_eq!(
         chat_headline(&failure),
         "Failed: TypeError: Cannot read properties of undefined (reading 'content') · \
-         not retried automatically: unrecognised failure · Ctrl+K → Retry or /retry to try again \
+         not retried automatically: unrecognised failure · Ctrl+X → Retry or /retry to try again \
          [diagnostics: exit code 1 · 12 stderr lines]"
     );
     // The whole stderr still travels with the failure.
@@ -176,7 +176,7 @@ fn pi_http_500_is_headed_by_pis_error_message() {
     assert_eq!(
         chat_headline(&failure),
         "Failed: 500 fake internal server error · HTTP 500 · automatic retry is off \
-         (Ctrl+K → Settings) · Ctrl+K → Retry or /retry to try again"
+         (Ctrl+X → Settings) · Ctrl+X → Retry or /retry to try again"
     );
 }
 
@@ -186,7 +186,7 @@ fn a_pi_dropped_stream_says_the_connection_dropped() {
     assert_eq!(
         chat_headline(&failure),
         "Failed: the connection to the model dropped mid-reply (terminated) · automatic retry \
-         is off (Ctrl+K → Settings) · Ctrl+K → Retry or /retry to try again"
+         is off (Ctrl+X → Settings) · Ctrl+X → Retry or /retry to try again"
     );
 }
 
@@ -196,7 +196,7 @@ fn claude_401_is_headed_by_claudes_result_and_is_not_retried() {
     assert_eq!(
         chat_headline(&failure),
         "Failed: Invalid API key · Fix external API key · not retried automatically: \
-         HTTP 401: not authenticated · Ctrl+K → Retry or /retry to try again \
+         HTTP 401: not authenticated · Ctrl+X → Retry or /retry to try again \
          [diagnostics: HTTP 401 · exit code 1 · 1 invalid output line]"
     );
 }

@@ -602,7 +602,7 @@ async fn a_prompt_submitted_during_a_turn_is_queued_and_sent_after_it() {
 }
 
 #[tokio::test]
-async fn a_stop_cancels_the_running_turn_and_the_queue_goes_on() {
+async fn a_stop_cancels_the_running_turn_and_the_queue_waits() {
     let agent = Agent::new(&format!(
         "echo \"$1\" >> \"$WORK/prompts\"\n\
          if [ \"$1\" = slow ]; then {}; sleep 30; fi\n{}",
@@ -637,12 +637,21 @@ async fn a_stop_cancels_the_running_turn_and_the_queue_goes_on() {
             ..
         }
     )));
+    // The queue waits for the user (the chat takes it back into the editor): nothing is sent
+    // until the next prompt, which goes behind the waiting one.
+    assert_eq!(agent.lines("prompts"), ["slow"]);
+    handle
+        .commands
+        .send(Command::Submit("later".into()))
+        .unwrap();
     let next = events_until(&mut handle, turn_ended).await;
     assert_eq!(outcome_of(&next), TurnOutcome::Completed);
-    assert_eq!(agent.lines("prompts"), ["slow", "next"]);
+    let later = events_until(&mut handle, turn_ended).await;
+    assert_eq!(outcome_of(&later), TurnOutcome::Completed);
+    assert_eq!(agent.lines("prompts"), ["slow", "next", "later"]);
     assert_eq!(
         agent.spawns().len(),
-        2,
+        3,
         "the cancelled turn was not retried"
     );
     shut_down(handle).await;

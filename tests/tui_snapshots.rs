@@ -442,7 +442,7 @@ fn retry_countdown_then_next_attempt() {
 fn menu_open_after_a_failed_turn() {
     let mut chat = Chat::new();
     failed_turn(&mut chat);
-    assert!(chat.ctrl('k').is_empty());
+    assert!(chat.ctrl('x').is_empty());
     insta::assert_snapshot!(chat.screen(70, 18, 1_000));
     // The first item is "Retry last turn", enabled after a failure.
     assert_eq!(
@@ -493,9 +493,10 @@ fn queued_prompt() {
     chat.type_text("and then list files");
     assert_eq!(
         chat.press(KeyCode::Enter),
-        vec![AppEffect::Command(Command::Submit(
-            "and then list files".into()
-        ))]
+        vec![
+            AppEffect::Command(Command::Submit("and then list files".into())),
+            AppEffect::SavePrompt("and then list files".into())
+        ]
     );
     chat.event(
         300,
@@ -693,9 +694,10 @@ fn keys_drive_the_orchestrator() {
     chat.type_text("three");
     assert_eq!(
         chat.press(KeyCode::Enter),
-        vec![AppEffect::Command(Command::Submit(
-            "one\ntwo\nthree".into()
-        ))]
+        vec![
+            AppEffect::Command(Command::Submit("one\ntwo\nthree".into())),
+            AppEffect::SavePrompt("one\ntwo\nthree".into())
+        ]
     );
     // Up on an empty input recalls it.
     chat.press(KeyCode::Up);
@@ -777,6 +779,9 @@ fn orchestrator_gone_is_shown_and_quit_exits_at_once() {
     assert!(chat.press(KeyCode::Enter).is_empty());
     let screen = chat.screen(80, 12, 0);
     assert!(screen.contains("agent runner"), "{screen}");
+    // The unsent prompt is cleared first (and stays recallable), then Ctrl+C twice quits.
+    assert!(chat.ctrl('c').is_empty());
+    assert_eq!(chat.state.composer.text(), "");
     chat.ctrl('c');
     assert_eq!(chat.ctrl('c'), vec![AppEffect::Exit]);
 }

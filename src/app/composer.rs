@@ -1,11 +1,15 @@
 //! The prompt input: a multi-line tui-textarea plus the history of sent prompts.
 //!
 //! History recall only happens from an empty input, or while the input still shows the entry
-//! last recalled, so Up/Down never throw away something the user typed.
+//! last recalled, so Up/Down never throw away something the user typed. Editing keys are
+//! readline's (tui-textarea's emacs set), except that Ctrl+U deletes to the line start as in a
+//! shell rather than undoing. Drawing (with soft wrapping) lives in `view::composer`.
 
-use crossterm::event::KeyEvent;
-use ratatui::style::{Modifier, Style};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use tui_textarea::TextArea;
+
+/// Prompts kept for Up/Down and Ctrl+R (also the bound of the history file).
+pub const MAX_HISTORY: usize = 500;
 
 pub struct Composer {
     textarea: TextArea<'static>,
@@ -29,8 +33,47 @@ impl Composer {
         }
     }
 
-    pub fn textarea(&self) -> &TextArea<'static> {
-        &self.textarea
+    pub fn lines(&self) -> &[String] {
+        self.textarea.lines()
+    }
+
+    /// The cursor: (line, column in chars).
+    pub fn cursor(&self) -> (usize, usize) {
+        self.textarea.cursor()
+    }
+
+    /// The text of the cursor's line before the cursor.
+    pub fn before_cursor(&self) -> String {
+        let (line, column) = self.cursor();
+        self.lines()
+            .get(line)
+            .map(|text| text.chars().take(column).collect())
+            .unwrap_or_default()
+    }
+
+    /// Replaces the `count` characters before the cursor with `text`.
+    pub fn replace_before_cursor(&mut self, count: usize, text: &str) {
+        for _ in 0..count {
+            self.textarea.delete_char();
+        }
+        self.textarea.insert_str(text);
+    }
+
+    pub fn history(&self) -> &[String] {
+        &self.history
+    }
+
+    /// Starts with these earlier prompts (oldest first), e.g. from the history file.
+    pub fn load_history(&mut self, prompts: Vec<String>) {
+        self.history = prompts;
+        self.trim_history();
+    }
+
+    fn trim_history(&mut self) {
+        if self.history.len() > MAX_HISTORY {
+            let excess = self.history.len() - MAX_HISTORY;
+            self.history.drain(..excess);
+        }
     }
 
     pub fn text(&self) -> String {
@@ -60,7 +103,20 @@ impl Composer {
 
     /// An ordinary key for the text area.
     pub fn input(&mut self, key: KeyEvent) {
-        self.textarea.input(key);
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        match key.code {
+            // Readline and shells: delete to the line start (tui-textarea would undo).
+            KeyCode::Char('u') if ctrl => {
+                self.textarea.delete_line_by_head();
+            }
+            // Readline's undo is Ctrl+_ (terminals send it for Ctrl+/ and Ctrl+7 as well).
+            KeyCode::Char('_' | '/' | '7') if ctrl => {
+                self.textarea.undo();
+            }
+            _ => {
+                self.textarea.input(key);
+            }
+        }
     }
 
     pub fn insert_newline(&mut self) {
@@ -77,6 +133,7 @@ impl Composer {
             return;
         }
         self.history.push(prompt.to_owned());
+        self.trim_history();
     }
 
     /// Whether Up/Down should browse the history rather than move the cursor.
@@ -126,12 +183,9 @@ impl Composer {
     }
 }
 
+/// The editing buffer (tui-textarea only edits here: `view::composer` draws the text).
 fn fresh_textarea() -> TextArea<'static> {
-    let mut textarea = TextArea::default();
-    textarea.set_cursor_line_style(Style::default());
-    textarea.set_placeholder_text("Ask the agent anything · / for commands");
-    textarea.set_placeholder_style(Style::default().add_modifier(Modifier::DIM));
-    textarea
+    TextArea::default()
 }
 
 #[cfg(test)]
@@ -156,6 +210,42 @@ mod tests {
         composer.set_text("typed");
         assert!(!composer.recall_older(), "typed text is never replaced");
         assert_eq!(composer.text(), "typed");
+    }
+
+    #[test]
+    fn readline_keys_edit_the_line() {
+        let mut composer = Composer::new();
+        composer.insert_str("hello brave world");
+        let ctrl = |ch| KeyEvent::new(KeyCode::Char(ch), KeyModifiers::CONTROL);
+        let alt = |ch| KeyEvent::new(KeyCode::Char(ch), KeyModifiers::ALT);
+        composer.input(alt('b'));
+        composer.input(ctrl('k'));
+        assert_eq!(composer.text(), "hello brave ");
+        composer.input(ctrl('a'));
+        composer.input(alt('d'));
+        assert_eq!(composer.text(), " brave ");
+        composer.input(ctrl('e'));
+        composer.input(ctrl('w'));
+        assert_eq!(composer.text(), " ");
+        composer.insert_str("tail");
+        composer.input(ctrl('b'));
+        composer.input(ctrl('u'));
+        assert_eq!(composer.text(), "l", "Ctrl+U deletes to the line start");
+        composer.input(ctrl('y'));
+        assert_eq!(composer.text(), " tail", "Ctrl+Y yanks what was deleted");
+        composer.input(ctrl('_'));
+        assert_eq!(composer.text(), "l", "Ctrl+_ undoes the yank");
+    }
+
+    #[test]
+    fn history_is_bounded() {
+        let mut composer = Composer::new();
+        composer.load_history((0..MAX_HISTORY + 10).map(|n| n.to_string()).collect());
+        assert_eq!(composer.history().len(), MAX_HISTORY);
+        assert_eq!(composer.history()[0], "10");
+        composer.remember("new");
+        assert_eq!(composer.history().len(), MAX_HISTORY);
+        assert_eq!(composer.history().last().unwrap(), "new");
     }
 
     #[test]

@@ -22,7 +22,7 @@ use tokio::time::sleep_until;
 
 use super::state::{AppEffect, AppState, StartupInfo};
 use super::transcript::NoticeLevel;
-use super::{resolve_provider, resume};
+use super::{history, mentions, resolve_provider, resume};
 use crate::cli::{AgentArgs, Cli};
 use crate::config::{self, Config, RetryPolicy};
 use crate::orchestrator::{
@@ -47,6 +47,7 @@ const MAX_DRAW_FAILURES: u32 = 3;
 #[derive(Debug)]
 enum AppEvent {
     ConfigSaved(Result<PathBuf, String>),
+    FilesListed(Vec<String>),
 }
 
 /// Everything needed to start (or restart, on a provider switch) an orchestrator.
@@ -254,6 +255,11 @@ pub fn run(cli: Cli) -> i32 {
             }
         };
         let mut state = AppState::new(startup);
+        state.composer.load_history(history::load(&history_path()));
+        // It may quote PATH: shown inert like everything from outside.
+        state.provider_reason = Some(crate::view::sanitize::untrusted_owned(
+            &crate::provider::select::choice_reason(&launch.agent, &launch.config),
+        ));
         if let Some(resumed) = resumed {
             show_resumed(&mut state, resumed);
         }
@@ -347,12 +353,15 @@ impl ChatLoop {
 
     async fn run(&mut self, terminal: &mut ChatTerminal) -> i32 {
         let mut input = EventStream::new();
-        let (mut sigterm, mut sighup, mut sigint) = match (
+        // SIGTSTP from outside (`kill -TSTP`; the terminal's Ctrl+Z arrives as a key in raw
+        // mode) suspends the same way as Ctrl+Z: terminal restored, agents stopped too.
+        let (mut sigterm, mut sighup, mut sigint, mut sigtstp) = match (
             signal(SignalKind::terminate()),
             signal(SignalKind::hangup()),
             signal(SignalKind::interrupt()),
+            signal(SignalKind::from_raw(libc::SIGTSTP)),
         ) {
-            (Ok(term), Ok(hup), Ok(int)) => (term, hup, int),
+            (Ok(term), Ok(hup), Ok(int), Ok(tstp)) => (term, hup, int, tstp),
             _ => {
                 tracing::error!("cannot install signal handlers");
                 return 1;
@@ -380,6 +389,11 @@ impl ChatLoop {
                     self.on_signal(libc::SIGHUP, "SIGHUP");
                 }
                 _ = sigint.recv() => self.on_signal(libc::SIGINT, "SIGINT"),
+                _ = sigtstp.recv() => {
+                    if !self.terminal_lost {
+                        self.suspend(terminal);
+                    }
+                }
                 event = self.orchestrator.events.recv(), if self.orchestrator_open => {
                     let now = Instant::now();
                     let effects = match event {
@@ -399,6 +413,7 @@ impl ChatLoop {
                 },
             }
             let now = Instant::now();
+            self.state.on_clock(now);
             if self.state.quitting && self.shutdown_deadline.is_none() {
                 self.shutdown_deadline = Some(now + SHUTDOWN_LIMIT);
             }
@@ -442,7 +457,7 @@ impl ChatLoop {
     /// Handles one terminal event; returns whether the screen may have changed.
     fn on_terminal_event(&mut self, event: Event, terminal: &mut ChatTerminal) -> bool {
         let effects = match event {
-            Event::Key(key) => self.state.on_key(key),
+            Event::Key(key) => self.state.on_key_at(key, Instant::now()),
             Event::Paste(text) => {
                 self.state.on_paste(&text);
                 Vec::new()
@@ -483,6 +498,9 @@ impl ChatLoop {
                 AppEffect::ListConversations => self.list_conversations(),
                 AppEffect::ResumeConversation(summary) => self.resume_conversation(summary),
                 AppEffect::NewConversation => self.new_conversation(),
+                AppEffect::ListFiles => self.list_files(),
+                AppEffect::SavePrompt(prompt) => save_prompt(prompt),
+                AppEffect::Suspend => self.suspend(terminal),
                 AppEffect::Exit => self.exit = true,
             }
         }
@@ -539,6 +557,39 @@ impl ChatLoop {
     fn on_app_event(&mut self, event: AppEvent) {
         match event {
             AppEvent::ConfigSaved(result) => self.state.on_config_saved(result),
+            AppEvent::FilesListed(files) => {
+                // Refreshing the popup can only ask for another listing.
+                for effect in self.state.on_files_listed(files) {
+                    if effect == AppEffect::ListFiles {
+                        self.list_files();
+                    }
+                }
+            }
+        }
+    }
+
+    /// Walks the working directory for `@` mentions, off the loop.
+    fn list_files(&mut self) {
+        let events = self.app_events.clone();
+        tokio::task::spawn_blocking(move || {
+            let files = std::env::current_dir()
+                .map(|cwd| mentions::list_files(&cwd, mentions::MAX_FILES))
+                .unwrap_or_default();
+            let _ = events.send(AppEvent::FilesListed(files));
+        });
+    }
+
+    /// Ctrl+Z: the terminal is restored, the agents and agentty stop; on `fg` everything comes
+    /// back and the screen is drawn whole again.
+    fn suspend(&mut self, terminal: &mut ChatTerminal) {
+        tui::restore_terminal();
+        crate::process::job_control::suspend_with_agents();
+        if let Err(error) = tui::reenter_terminal() {
+            self.on_terminal_lost(&error.to_string(), terminal);
+            return;
+        }
+        if let Err(error) = terminal.clear().and_then(|()| terminal.hide_cursor()) {
+            tracing::warn!(%error, "clearing the screen after a resume failed");
         }
     }
 
@@ -697,7 +748,61 @@ fn retire(mut orchestrator: OrchestratorHandle) {
     });
 }
 
+/// The prompt history file of this working directory.
+fn history_path() -> PathBuf {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    history::history_file(&crate::logging::state_dir(), &cwd)
+}
+
+/// Appends a sent prompt to the history file, off the loop.
+fn save_prompt(prompt: String) {
+    let path = history_path();
+    tokio::task::spawn_blocking(move || {
+        if let Err(error) = history::append(&path, &prompt) {
+            tracing::warn!(%error, path = %path.display(), "saving the prompt history failed");
+        }
+    });
+}
+
 /// Writes the retry policy into the config file (keeping the user's comments and other keys).
+///
+/// A config file that does not exist yet starts as the commented example, so that the user who
+/// opens it finds every key explained.
 fn persist_retry_policy(path: &Path, policy: &RetryPolicy) -> Result<(), String> {
+    if !path.exists() {
+        let created = path
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| std::fs::write(path, CONFIG_TEMPLATE));
+        if let Err(error) = created {
+            return Err(format!("cannot create {}: {error}", path.display()));
+        }
+    }
     config::save_retry_policy(path, policy).map_err(|error| error.to_string())
+}
+
+/// The commented example config, the start of a config file agentty creates.
+const CONFIG_TEMPLATE: &str = include_str!("../../assets/config.example.toml");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_new_config_file_starts_as_the_commented_template() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("agentty/config.toml");
+        let policy = RetryPolicy {
+            enabled: true,
+            max_attempts: 7,
+            ..RetryPolicy::default()
+        };
+        persist_retry_policy(&path, &policy).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.starts_with("# agentty configuration"), "{text}");
+        assert!(text.contains("# How each agent CLI is started."), "{text}");
+        let loaded = config::load(Some(&path));
+        assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+        assert_eq!(loaded.config.provider_error_auto_retry, policy);
+    }
 }

@@ -3,12 +3,15 @@
 //! retry (its countdown follows), or the keys that retry by hand and, when agentty will not
 //! retry on its own, why not.
 
+use super::keymap::MENU_KEY;
 use crate::config::RetryPolicy;
 use crate::orchestrator::classify::{classify_failure, Retryability};
 use crate::stream::Failure;
 
 /// The keys that retry a failed turn by hand.
-pub const RETRY_KEYS: &str = "Ctrl+K → Retry or /retry to try again";
+pub fn retry_keys() -> String {
+    format!("{MENU_KEY} → Retry or /retry to try again")
+}
 
 /// "Failed: <the agent's error>", or the reason when the agent gave no message.
 pub fn failure_headline(reason: &str, message: &str) -> String {
@@ -46,16 +49,21 @@ pub fn next_step(
     let classification = classify_failure(failure);
     match classification.retryability {
         Retryability::NotRetryable => Some(format!(
-            "not retried automatically: {} · {RETRY_KEYS}",
-            classification.cause
+            "not retried automatically: {} · {}",
+            classification.cause,
+            retry_keys()
         )),
         Retryability::Retryable if attempt < max_attempts => None,
         // The orchestrator goes on in a fresh agent session at once; its notice says so.
         Retryability::FreshSession => None,
         Retryability::Retryable if max_attempts <= 1 && !policy.enabled => Some(format!(
-            "automatic retry is off (Ctrl+K → Settings) · {RETRY_KEYS}"
+            "automatic retry is off ({MENU_KEY} → Settings) · {}",
+            retry_keys()
         )),
-        Retryability::Retryable => Some(format!("gave up after {attempt} attempts · {RETRY_KEYS}")),
+        Retryability::Retryable => Some(format!(
+            "gave up after {attempt} attempts · {}",
+            retry_keys()
+        )),
     }
 }
 
@@ -87,7 +95,7 @@ mod tests {
         );
         assert_eq!(
             step.as_deref(),
-            Some("not retried automatically: HTTP 401: not authenticated · Ctrl+K → Retry or /retry to try again")
+            Some("not retried automatically: HTTP 401: not authenticated · Ctrl+X → Retry or /retry to try again")
         );
     }
 
@@ -101,7 +109,7 @@ mod tests {
         assert_eq!(next_step(&server_error, &enabled, 1, 3), None);
         assert!(next_step(&server_error, &enabled, 3, 3)
             .unwrap()
-            .starts_with("gave up after 3 attempts · Ctrl+K"));
+            .starts_with("gave up after 3 attempts · Ctrl+X"));
         assert!(next_step(&server_error, &RetryPolicy::default(), 1, 1)
             .unwrap()
             .starts_with("automatic retry is off"));

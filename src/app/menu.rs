@@ -2,7 +2,7 @@
 //! provider picker, settings). Every item names an [`Action`]; the menu and the `/` command of
 //! an action run the same code in `AppState::perform`.
 
-use crate::config::{Backoff, RetryPolicy};
+use crate::config::{Backoff, RetryPolicy, MAX_ATTEMPTS_LIMIT, MAX_DELAY_LIMIT_MS};
 use crate::provider::PROVIDER_NAMES;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,11 +110,23 @@ pub fn parse_slash(input: &str) -> Option<(Action, Option<String>)> {
 /// What sits over the chat and takes the keys.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Overlay {
-    Menu { selected: usize },
-    Help,
-    ProviderPicker { selected: usize },
+    Menu {
+        selected: usize,
+    },
+    /// The key help, scrolled down `scroll` rows.
+    Help {
+        scroll: usize,
+    },
+    ProviderPicker {
+        selected: usize,
+    },
     Settings(SettingsDraft),
     Conversations(super::conversation_picker::ConversationPicker),
+    /// Ctrl+R: earlier prompts matching `query`, newest first.
+    HistorySearch {
+        query: String,
+        selected: usize,
+    },
 }
 
 impl Overlay {
@@ -133,6 +145,10 @@ impl Overlay {
 pub struct SettingsDraft {
     pub policy: RetryPolicy,
     pub field: SettingsField,
+    /// A value being typed into the selected number field.
+    pub typing: Option<String>,
+    /// Why the last typed value or the policy was refused (the config file's own rules).
+    pub problem: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -159,7 +175,7 @@ impl SettingsField {
             SettingsField::MaxAttempts => "Attempts per turn",
             SettingsField::RetryDelay => "First retry delay",
             SettingsField::Backoff => "Backoff",
-            SettingsField::MaxDelay => "Longest delay",
+            SettingsField::MaxDelay => "Longest wait (cap)",
         }
     }
 
@@ -186,21 +202,112 @@ impl SettingsDraft {
         Self {
             policy,
             field: SettingsField::Enabled,
+            typing: None,
+            problem: None,
         }
     }
 
+    /// The fields that apply to the policy as it is: a cap only matters when delays grow.
+    pub fn fields(&self) -> Vec<SettingsField> {
+        SettingsField::ALL
+            .into_iter()
+            .filter(|field| {
+                *field != SettingsField::MaxDelay || self.policy.backoff == Backoff::Exponential
+            })
+            .collect()
+    }
+
     pub fn move_selection(&mut self, down: bool) {
-        let index = SettingsField::ALL
+        let fields = self.fields();
+        let index = fields
             .iter()
             .position(|field| *field == self.field)
             .unwrap_or(0);
-        let count = SettingsField::ALL.len();
+        let count = fields.len();
         let next = if down {
             (index + 1) % count
         } else {
             (index + count - 1) % count
         };
-        self.field = SettingsField::ALL[next];
+        self.field = fields[next];
+    }
+
+    /// Whether the selected field takes a typed number.
+    pub fn takes_numbers(&self) -> bool {
+        matches!(
+            self.field,
+            SettingsField::MaxAttempts | SettingsField::RetryDelay | SettingsField::MaxDelay
+        )
+    }
+
+    /// A character typed into the selected number field (digits, and `.` for seconds).
+    pub fn type_char(&mut self, ch: char) -> bool {
+        let allowed =
+            ch.is_ascii_digit() || (ch == '.' && self.field != SettingsField::MaxAttempts);
+        if !self.takes_numbers() || !allowed {
+            return false;
+        }
+        self.typing.get_or_insert_with(String::new).push(ch);
+        self.problem = None;
+        true
+    }
+
+    pub fn backspace(&mut self) {
+        if let Some(typing) = self.typing.as_mut() {
+            typing.pop();
+        }
+    }
+
+    /// Applies the typed value, checked with the config file's rules; false (with `problem`
+    /// set) if it is refused, and the policy is left as it was.
+    pub fn commit_typing(&mut self) -> bool {
+        let Some(typed) = self.typing.take() else {
+            return true;
+        };
+        if typed.is_empty() {
+            return true;
+        }
+        let mut candidate = self.policy.clone();
+        let parsed = match self.field {
+            SettingsField::MaxAttempts => typed
+                .parse::<u32>()
+                .map(|attempts| candidate.max_attempts = attempts)
+                .map_err(|_| format!("{typed:?} is not a whole number of attempts")),
+            SettingsField::RetryDelay | SettingsField::MaxDelay => match parse_seconds(&typed) {
+                Some(ms) if self.field == SettingsField::RetryDelay => {
+                    candidate.retry_delay_ms = ms;
+                    // As with the arrows: the cap follows a first delay that passes it.
+                    candidate.max_delay_ms = candidate.max_delay_ms.max(ms);
+                    Ok(())
+                }
+                Some(ms) => {
+                    candidate.max_delay_ms = ms;
+                    Ok(())
+                }
+                None => Err(format!("{typed:?} is not a number of seconds")),
+            },
+            SettingsField::Enabled | SettingsField::Backoff => Ok(()),
+        };
+        let checked = parsed.and_then(|()| {
+            candidate.validate().map_err(|problems| {
+                problems
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            })
+        });
+        match checked {
+            Ok(()) => {
+                self.policy = candidate;
+                self.problem = None;
+                true
+            }
+            Err(problem) => {
+                self.problem = Some(problem);
+                false
+            }
+        }
     }
 
     /// Changes the selected value one step up or down, within sane bounds.
@@ -209,10 +316,11 @@ impl SettingsDraft {
         match self.field {
             SettingsField::Enabled => policy.enabled = !policy.enabled,
             SettingsField::MaxAttempts => {
-                policy.max_attempts = step_u32(policy.max_attempts, up, 1, 1, 10);
+                policy.max_attempts = step_u32(policy.max_attempts, up, 1, 1, MAX_ATTEMPTS_LIMIT);
             }
             SettingsField::RetryDelay => {
-                policy.retry_delay_ms = step_u64(policy.retry_delay_ms, up, 500, 0, 60_000);
+                policy.retry_delay_ms =
+                    step_u64(policy.retry_delay_ms, up, 500, 0, MAX_DELAY_LIMIT_MS);
                 // The cap may not be below the first delay (the config rejects that).
                 policy.max_delay_ms = policy.max_delay_ms.max(policy.retry_delay_ms);
             }
@@ -223,11 +331,19 @@ impl SettingsDraft {
                 };
             }
             SettingsField::MaxDelay => {
-                policy.max_delay_ms = step_u64(policy.max_delay_ms, up, 1000, 1000, 300_000)
-                    .max(policy.retry_delay_ms);
+                policy.max_delay_ms =
+                    step_u64(policy.max_delay_ms, up, 1000, 1000, MAX_DELAY_LIMIT_MS)
+                        .max(policy.retry_delay_ms);
             }
         }
     }
+}
+
+/// Seconds as typed (`2`, `0.5`, `1.25`) in whole milliseconds.
+fn parse_seconds(text: &str) -> Option<u64> {
+    let seconds: f64 = text.parse().ok()?;
+    (seconds.is_finite() && (0.0..=1e9).contains(&seconds))
+        .then(|| (seconds * 1000.0).round() as u64)
 }
 
 fn step_u32(value: u32, up: bool, step: u32, min: u32, max: u32) -> u32 {
@@ -271,7 +387,7 @@ mod tests {
         for _ in 0..20 {
             draft.adjust(true);
         }
-        assert_eq!(draft.policy.max_attempts, 10);
+        assert_eq!(draft.policy.max_attempts, MAX_ATTEMPTS_LIMIT);
         for _ in 0..20 {
             draft.adjust(false);
         }
@@ -283,15 +399,43 @@ mod tests {
 
         // The longest delay never drops below the first delay.
         draft.field = SettingsField::RetryDelay;
-        for _ in 0..200 {
+        for _ in 0..2000 {
             draft.adjust(true);
         }
-        assert_eq!(draft.policy.retry_delay_ms, 60_000);
-        assert!(draft.policy.max_delay_ms >= 60_000);
+        assert_eq!(draft.policy.retry_delay_ms, MAX_DELAY_LIMIT_MS);
+        assert!(draft.policy.max_delay_ms >= MAX_DELAY_LIMIT_MS);
         draft.field = SettingsField::MaxDelay;
-        for _ in 0..400 {
+        for _ in 0..4000 {
             draft.adjust(false);
         }
-        assert_eq!(draft.policy.max_delay_ms, 60_000);
+        assert_eq!(draft.policy.max_delay_ms, MAX_DELAY_LIMIT_MS);
+    }
+
+    #[test]
+    fn typed_values_follow_the_config_rules() {
+        let mut draft = SettingsDraft::new(RetryPolicy::default());
+        draft.field = SettingsField::RetryDelay;
+        for ch in "1.25".chars() {
+            assert!(draft.type_char(ch));
+        }
+        assert!(draft.commit_typing());
+        assert_eq!(draft.policy.retry_delay_ms, 1250);
+        // Over the config file's limit: refused with its message, nothing changed.
+        draft.field = SettingsField::MaxAttempts;
+        assert!(!draft.type_char('.'), "attempts are whole numbers");
+        draft.type_char('9');
+        draft.type_char('9');
+        assert!(!draft.commit_typing());
+        assert_eq!(
+            draft.policy.max_attempts,
+            RetryPolicy::default().max_attempts
+        );
+        let problem = draft.problem.clone().unwrap();
+        assert!(problem.contains("max_attempts"), "{problem}");
+        assert!(problem.contains("between 1 and"), "{problem}");
+        // The cap applies to growing delays only.
+        assert!(draft.fields().contains(&SettingsField::MaxDelay));
+        draft.policy.backoff = Backoff::Fixed;
+        assert!(!draft.fields().contains(&SettingsField::MaxDelay));
     }
 }

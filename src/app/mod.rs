@@ -5,11 +5,16 @@
 //! the only place that performs effects.
 
 pub mod activity;
+pub mod completion;
 pub mod composer;
 pub mod conversation_picker;
 pub mod event_loop;
 pub mod failure_text;
+pub mod history;
+pub mod keymap;
+pub mod list;
 pub mod live_thinking;
+pub mod mentions;
 pub mod menu;
 pub mod resume;
 pub mod state;

@@ -13,10 +13,14 @@ use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use serde_json::Value;
 
 use super::activity::{AgentPhase, PhaseTracker, UsageBook};
+use super::completion::Popup;
 use super::composer::Composer;
 use super::conversation_picker::{ConversationPicker, PickerOutcome};
 use super::failure_text::{failure_facts, failure_headline, next_step};
+use super::keymap::QUIT_CONFIRM_SECS;
+use super::list::{scroll_key, ListSelection};
 use super::live_thinking::LiveThinking;
+use super::mentions::{self, FileIndex};
 use super::menu::{parse_slash, Action, Overlay, SettingsDraft};
 use super::transcript::{
     AssistantCell, CellBody, CellId, DetailSection, NoticeCell, NoticeLevel, RetryCountdown,
@@ -49,6 +53,12 @@ pub enum AppEffect {
     ResumeConversation(ConversationSummary),
     /// Start a new conversation (a new log, a new agent session, an empty transcript).
     NewConversation,
+    /// List the files under the working directory for `@` mentions (`on_files_listed`).
+    ListFiles,
+    /// Append this prompt to the history file of the working directory.
+    SavePrompt(String),
+    /// Suspend agentty and its agents (Ctrl+Z); the terminal is restored until `fg`.
+    Suspend,
     /// Leave the event loop (the orchestrator has shut down, or never ran).
     Exit,
 }
@@ -140,6 +150,20 @@ pub struct AppState {
     pub config_path: Option<PathBuf>,
     /// A first Ctrl+C on an idle chat; the next one quits.
     pub quit_armed: bool,
+    /// When it was armed, if known: it expires after `QUIT_CONFIRM_SECS` (see `on_clock`).
+    pub quit_armed_at: Option<Instant>,
+    /// The `/` or `@` popup above the input.
+    pub popup: Option<Popup>,
+    /// The input text for which the user closed the popup with Esc.
+    pub popup_dismissed_for: Option<String>,
+    /// Files `@` mentions can name.
+    pub files: FileIndex,
+    /// Why this provider runs (the first-start screen says it).
+    pub provider_reason: Option<String>,
+    /// The largest useful scroll offset of the help at the size last drawn. Written by the view
+    /// (only it knows how the help wraps), read by the keys so End and Up stay in step with what
+    /// is shown.
+    pub help_scroll_limit: std::cell::Cell<usize>,
     pub quitting: bool,
     /// False once the orchestrator has shut down (or its channel closed).
     pub orchestrator_alive: bool,
@@ -169,6 +193,12 @@ impl AppState {
             retry_policy: startup.retry_policy,
             config_path: startup.config_path,
             quit_armed: false,
+            quit_armed_at: None,
+            popup: None,
+            popup_dismissed_for: None,
+            files: FileIndex::default(),
+            provider_reason: None,
+            help_scroll_limit: std::cell::Cell::new(usize::MAX),
             quitting: false,
             orchestrator_alive: true,
             expand_thinking: false,
@@ -255,7 +285,17 @@ impl AppState {
     /// Whether something time-based is on screen (elapsed time, countdown, stop stage), so the
     /// event loop must redraw on a timer; otherwise it sleeps until an event arrives.
     pub fn needs_clock(&self) -> bool {
-        self.turn.is_some() || self.quitting
+        self.turn.is_some() || self.quitting || self.quit_armed_at.is_some()
+    }
+
+    /// Time-based changes: the quit confirmation expires.
+    pub fn on_clock(&mut self, now: Instant) {
+        if let Some(armed) = self.quit_armed_at {
+            if now.saturating_duration_since(armed) >= Duration::from_secs(QUIT_CONFIRM_SECS) {
+                self.quit_armed = false;
+                self.quit_armed_at = None;
+            }
+        }
     }
 
     /// The most recent answer, whole: every assistant block of the last turn that has one
@@ -410,7 +450,11 @@ impl AppState {
             }
             OrchestratorEvent::TurnEnded { turn, outcome } => {
                 if self.turn.as_ref().is_some_and(|running| running.id == turn) {
+                    let cancelled = outcome == TurnOutcome::Cancelled;
                     self.on_turn_ended(outcome, now);
+                    if cancelled {
+                        return self.take_back_queue();
+                    }
                 }
             }
             OrchestratorEvent::QueueChanged { queued } => {
@@ -819,24 +863,45 @@ impl AppState {
 
     // ----- keys -----
 
+    /// A key, with no clock: a quit confirmation then stays armed until the next key.
     pub fn on_key(&mut self, key: KeyEvent) -> Vec<AppEffect> {
+        self.handle_key(key, None)
+    }
+
+    /// A key at `now` (the event loop's entry point: a quit confirmation expires).
+    pub fn on_key_at(&mut self, key: KeyEvent, now: Instant) -> Vec<AppEffect> {
+        self.handle_key(key, Some(now))
+    }
+
+    fn handle_key(&mut self, key: KeyEvent, now: Option<Instant>) -> Vec<AppEffect> {
         if key.kind == KeyEventKind::Release {
             return Vec::new();
         }
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         if ctrl && key.code == KeyCode::Char('c') {
-            return self.on_ctrl_c();
+            return self.on_ctrl_c(now);
         }
         self.quit_armed = false;
+        self.quit_armed_at = None;
+        if ctrl && key.code == KeyCode::Char('z') {
+            return vec![AppEffect::Suspend];
+        }
         if self.overlay.is_some() {
             return self.on_overlay_key(key);
         }
+        if let Some(effects) = self.on_popup_key(key) {
+            return effects;
+        }
         let alt = key.modifiers.contains(KeyModifiers::ALT);
         let shift = key.modifiers.contains(KeyModifiers::SHIFT);
-        match key.code {
-            KeyCode::Char('k') if ctrl => self.open_overlay(Overlay::Menu { selected: 0 }),
+        let effects = match key.code {
+            KeyCode::Char('x') if ctrl => self.open_overlay(Overlay::Menu { selected: 0 }),
             KeyCode::F(2) => self.open_overlay(Overlay::Menu { selected: 0 }),
-            KeyCode::F(1) => self.open_overlay(Overlay::Help),
+            KeyCode::F(1) => self.open_overlay(Overlay::Help { scroll: 0 }),
+            KeyCode::Char('r') if ctrl => self.open_overlay(Overlay::HistorySearch {
+                query: String::new(),
+                selected: 0,
+            }),
             KeyCode::Char('t') if ctrl => self.perform(Action::ToggleThinking, None),
             KeyCode::Char('o') if ctrl => self.perform(Action::ToggleToolOutput, None),
             KeyCode::Esc => {
@@ -846,6 +911,7 @@ impl AppState {
                     Vec::new()
                 }
             }
+            KeyCode::Up if alt => self.pull_back_last_queued(),
             KeyCode::PageUp => vec![AppEffect::Scroll(ScrollAction::PageUp)],
             KeyCode::PageDown => vec![AppEffect::Scroll(ScrollAction::PageDown)],
             KeyCode::Home if ctrl || self.composer.is_empty() => {
@@ -859,7 +925,7 @@ impl AppState {
                 Vec::new()
             }
             KeyCode::Enter if !ctrl => self.submit(),
-            KeyCode::Up if !ctrl && !alt && self.composer.browsing_allowed() => {
+            KeyCode::Up if !ctrl && self.composer.browsing_allowed() => {
                 self.composer.recall_older();
                 Vec::new()
             }
@@ -867,11 +933,18 @@ impl AppState {
                 self.composer.recall_newer();
                 Vec::new()
             }
+            // Tab with no popup: nothing to complete (no tab characters in prompts).
+            KeyCode::Tab | KeyCode::BackTab => Vec::new(),
             _ => {
                 self.composer.input(key);
                 Vec::new()
             }
+        };
+        let mut effects = effects;
+        if self.overlay.is_none() {
+            effects.extend(self.refresh_popup());
         }
+        effects
     }
 
     pub fn on_paste(&mut self, text: &str) {
@@ -882,6 +955,9 @@ impl AppState {
         // the terminal when the input is drawn.
         let text = text.replace("\r\n", "\n").replace('\r', "\n");
         self.composer.insert_str(&untrusted_owned(&text));
+        // A pasted `@path` or `/command` is not being typed: no popup for it.
+        self.popup = None;
+        self.popup_dismissed_for = Some(self.composer.text());
     }
 
     pub fn on_mouse_wheel(&mut self, up: bool) -> Vec<AppEffect> {
@@ -910,22 +986,75 @@ impl AppState {
         true
     }
 
-    fn on_ctrl_c(&mut self) -> Vec<AppEffect> {
+    fn on_ctrl_c(&mut self, now: Option<Instant>) -> Vec<AppEffect> {
         self.overlay = None;
+        self.popup = None;
         if self.quitting {
             // Already leaving and asked again: stop waiting for the agent (the loop kills it).
             return vec![AppEffect::Exit];
         }
+        if !self.composer.is_empty() {
+            // The draft goes, but Up brings it back.
+            self.quit_armed = false;
+            self.quit_armed_at = None;
+            let draft = self.composer.take();
+            self.composer.remember(&draft);
+            return Vec::new();
+        }
         if self.is_turn_running() {
             self.quit_armed = false;
+            self.quit_armed_at = None;
             return self.request_stop();
         }
         if self.quit_armed {
             return self.begin_quit();
         }
         self.quit_armed = true;
-        self.composer.set_text("");
+        self.quit_armed_at = now;
         Vec::new()
+    }
+
+    /// After a stopped turn the orchestrator keeps the queue waiting: its prompts come back into
+    /// the editor (before any draft), for the user to edit, send or drop.
+    fn take_back_queue(&mut self) -> Vec<AppEffect> {
+        if self.quitting || self.queued.is_empty() {
+            return Vec::new();
+        }
+        let queued = std::mem::take(&mut self.queued);
+        let mut text = queued.join("\n");
+        let draft = self.composer.text();
+        if !draft.trim().is_empty() {
+            text.push('\n');
+            text.push_str(&draft);
+        }
+        self.composer.set_text(&text);
+        self.notice(
+            NoticeLevel::Info,
+            format!(
+                "{} back in the editor: Enter sends, Ctrl+C clears",
+                plural(queued.len(), "queued prompt")
+            ),
+        );
+        queued
+            .iter()
+            .map(|_| AppEffect::Command(Command::RemoveQueued(0)))
+            .collect()
+    }
+
+    /// Alt+Up: the last queued prompt back into the editor (before any draft).
+    fn pull_back_last_queued(&mut self) -> Vec<AppEffect> {
+        let Some(prompt) = self.queued.pop() else {
+            return Vec::new();
+        };
+        let index = self.queued.len();
+        let draft = self.composer.text();
+        let text = if draft.trim().is_empty() {
+            prompt
+        } else {
+            format!("{prompt}\n{draft}")
+        };
+        self.composer.set_text(&text);
+        vec![AppEffect::Command(Command::RemoveQueued(index))]
     }
 
     fn request_stop(&mut self) -> Vec<AppEffect> {
@@ -957,6 +1086,8 @@ impl AppState {
     fn submit(&mut self) -> Vec<AppEffect> {
         let text = self.composer.text();
         if text.trim().is_empty() {
+            // Nothing to send; the blanks must not prefix the next prompt either.
+            self.composer.take();
             return Vec::new();
         }
         if text.starts_with('/') && !text.contains('\n') {
@@ -987,7 +1118,11 @@ impl AppState {
         }
         self.composer.take();
         self.composer.remember(&text);
-        vec![AppEffect::Command(Command::Submit(text))]
+        let prompt = mentions::resolve_mentions(&text, self.files.files());
+        vec![
+            AppEffect::Command(Command::Submit(prompt)),
+            AppEffect::SavePrompt(text),
+        ]
     }
 
     /// Runs a menu action or `/` command.
@@ -1070,7 +1205,7 @@ impl AppState {
                 );
                 Vec::new()
             }
-            Action::Help => self.open_overlay(Overlay::Help),
+            Action::Help => self.open_overlay(Overlay::Help { scroll: 0 }),
             Action::Quit => self.begin_quit(),
         }
     }
@@ -1117,34 +1252,37 @@ impl AppState {
         match overlay {
             Overlay::Menu { selected } => {
                 let count = Action::ALL.len();
+                let mut list = ListSelection::at(selected);
                 match key.code {
                     KeyCode::Esc => {}
                     KeyCode::Enter => {
                         return self.perform(Action::ALL[selected.min(count - 1)], None)
                     }
-                    _ if up => {
+                    _ => {
+                        list.on_key(key, count);
                         self.overlay = Some(Overlay::Menu {
-                            selected: (selected + count - 1) % count,
-                        })
+                            selected: list.selected,
+                        });
                     }
-                    _ if down => {
-                        self.overlay = Some(Overlay::Menu {
-                            selected: (selected + 1) % count,
-                        })
-                    }
-                    _ => self.overlay = Some(Overlay::Menu { selected }),
                 }
             }
-            Overlay::Help => {
+            Overlay::Help { scroll } => {
                 if !matches!(
                     key.code,
                     KeyCode::Esc | KeyCode::Enter | KeyCode::F(1) | KeyCode::Char('q')
                 ) {
-                    self.overlay = Some(Overlay::Help);
+                    let limit = self
+                        .help_scroll_limit
+                        .get()
+                        .min(crate::app::keymap::KEYMAP.len() * 4);
+                    let scroll = scroll.min(limit);
+                    let scroll = scroll_key(key, scroll, limit + 1).unwrap_or(scroll);
+                    self.overlay = Some(Overlay::Help { scroll });
                 }
             }
             Overlay::ProviderPicker { selected } => {
                 let count = PROVIDER_NAMES.len();
+                let mut list = ListSelection::at(selected);
                 match key.code {
                     KeyCode::Esc => {}
                     KeyCode::Enter => {
@@ -1154,17 +1292,54 @@ impl AppState {
                         }
                         return self.switch_provider(name);
                     }
-                    _ if up => {
+                    _ => {
+                        list.on_key(key, count);
                         self.overlay = Some(Overlay::ProviderPicker {
-                            selected: (selected + count - 1) % count,
-                        })
+                            selected: list.selected,
+                        });
                     }
-                    _ if down => {
-                        self.overlay = Some(Overlay::ProviderPicker {
-                            selected: (selected + 1) % count,
-                        })
+                }
+            }
+            Overlay::HistorySearch {
+                mut query,
+                selected,
+            } => {
+                let matches = self.history_matches(&query);
+                let mut list = ListSelection::at(selected);
+                match key.code {
+                    KeyCode::Esc => {}
+                    KeyCode::Enter | KeyCode::Tab => {
+                        if let Some(prompt) = matches.get(selected) {
+                            self.composer.set_text(prompt);
+                        }
                     }
-                    _ => self.overlay = Some(Overlay::ProviderPicker { selected }),
+                    KeyCode::Char('r') if key.modifiers.contains(KeyModifiers::CONTROL) => {
+                        // Ctrl+R again: the next older match, as in a shell.
+                        list.selected = (selected + 1).min(matches.len().saturating_sub(1));
+                        self.overlay = Some(Overlay::HistorySearch {
+                            query,
+                            selected: list.selected,
+                        });
+                    }
+                    KeyCode::Backspace => {
+                        query.pop();
+                        self.overlay = Some(Overlay::HistorySearch { query, selected: 0 });
+                    }
+                    KeyCode::Char(ch)
+                        if !key
+                            .modifiers
+                            .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT) =>
+                    {
+                        query.push(ch);
+                        self.overlay = Some(Overlay::HistorySearch { query, selected: 0 });
+                    }
+                    _ => {
+                        list.on_key(key, matches.len());
+                        self.overlay = Some(Overlay::HistorySearch {
+                            query,
+                            selected: list.selected,
+                        });
+                    }
                 }
             }
             Overlay::Conversations(mut picker) => match picker.on_key(key) {
@@ -1179,26 +1354,62 @@ impl AppState {
                 }
             },
             Overlay::Settings(mut draft) => match key.code {
+                KeyCode::Esc if draft.typing.is_some() => {
+                    draft.typing = None;
+                    draft.problem = None;
+                    self.overlay = Some(Overlay::Settings(draft));
+                }
                 KeyCode::Esc => {}
                 KeyCode::Enter => {
+                    if draft.typing.is_some() {
+                        // Enter ends the typing; a second Enter saves.
+                        draft.commit_typing();
+                        self.overlay = Some(Overlay::Settings(draft));
+                        return Vec::new();
+                    }
+                    if let Err(problems) = draft.policy.validate() {
+                        draft.problem = Some(
+                            problems
+                                .iter()
+                                .map(ToString::to_string)
+                                .collect::<Vec<_>>()
+                                .join("; "),
+                        );
+                        self.overlay = Some(Overlay::Settings(draft));
+                        return Vec::new();
+                    }
                     let policy = draft.policy;
                     self.retry_policy = policy.clone();
-                    self.notice(NoticeLevel::Info, "Retry policy updated");
-                    return vec![
-                        AppEffect::Command(Command::SetRetryPolicy(policy.clone())),
-                        AppEffect::SaveRetryPolicy(policy),
-                    ];
+                    let command = AppEffect::Command(Command::SetRetryPolicy(policy.clone()));
+                    if self.config_path.is_none() {
+                        // One notice per save: here, or from the save's result.
+                        self.notice(
+                            NoticeLevel::Info,
+                            "Retry policy changed for this run (no config file location is known)",
+                        );
+                        return vec![command];
+                    }
+                    return vec![command, AppEffect::SaveRetryPolicy(policy)];
+                }
+                KeyCode::Backspace if draft.typing.is_some() => {
+                    draft.backspace();
+                    self.overlay = Some(Overlay::Settings(draft));
+                }
+                KeyCode::Char(ch) if draft.type_char(ch) => {
+                    self.overlay = Some(Overlay::Settings(draft));
                 }
                 KeyCode::Left | KeyCode::Char('-') => {
+                    draft.typing = None;
                     draft.adjust(false);
                     self.overlay = Some(Overlay::Settings(draft));
                 }
                 KeyCode::Right | KeyCode::Char('+') | KeyCode::Char(' ') => {
+                    draft.typing = None;
                     draft.adjust(true);
                     self.overlay = Some(Overlay::Settings(draft));
                 }
                 _ => {
-                    if up || down {
+                    if (up || down) && draft.commit_typing() {
                         draft.move_selection(down);
                     }
                     self.overlay = Some(Overlay::Settings(draft));
@@ -1220,19 +1431,34 @@ impl AppState {
         )));
     }
 
+    /// Earlier prompts matching `query` (fuzzy), best first; all of them newest first when the
+    /// query is empty.
+    pub fn history_matches(&self, query: &str) -> Vec<String> {
+        let newest_first: Vec<String> = self.composer.history().iter().rev().cloned().collect();
+        if query.is_empty() {
+            return newest_first;
+        }
+        mentions::rank(query, &newest_first, usize::MAX)
+    }
+
     /// Shows the outcome of saving the config (from the event loop's background save).
     pub fn on_config_saved(&mut self, result: Result<PathBuf, String>) {
         match result {
             Ok(path) => {
                 self.notice(
                     NoticeLevel::Info,
-                    untrusted_owned(&format!("Saved the retry policy to {}", path.display())),
+                    untrusted_owned(&format!(
+                        "Retry policy saved to {} (in use now)",
+                        path.display()
+                    )),
                 );
             }
             Err(error) => {
                 self.notice(
                     NoticeLevel::Warning,
-                    untrusted_owned(&format!("Could not save the retry policy: {error}")),
+                    untrusted_owned(&format!(
+                        "Retry policy in use for this run, but not saved: {error}"
+                    )),
                 );
             }
         }

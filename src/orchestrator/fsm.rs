@@ -734,10 +734,9 @@ impl Machine {
                 self.state = State::Idle;
                 self.start_next_queued(out);
             }
-            TurnOutcome::Cancelled => {
-                self.state = State::Cancelled { turn };
-                self.start_next_queued(out);
-            }
+            // The user stopped this turn: the queue waits (the chat takes it back into the
+            // editor) instead of sending the next prompt they may no longer want.
+            TurnOutcome::Cancelled => self.state = State::Cancelled { turn },
             TurnOutcome::Failed { .. } => self.state = State::Failed { turn },
         }
     }

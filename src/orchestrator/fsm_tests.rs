@@ -564,31 +564,45 @@ fn prompts_are_queued_during_a_countdown_and_a_stop() {
 }
 
 #[test]
-fn after_a_user_stop_the_queue_goes_on() {
+fn after_a_user_stop_the_queue_waits_and_can_be_taken_back() {
     let mut machine = machine();
     submit(&mut machine, "first");
     submit(&mut machine, "second");
+    submit(&mut machine, "third");
     command(&mut machine, Command::Stop);
     let effects = agent(&mut machine, 1, 1, cancelled());
-    assert_eq!(actions(&effects), [start(2, 1, "second", SessionRef::New)]);
-    assert!(machine.queue().is_empty());
+    assert!(
+        actions(&effects).is_empty(),
+        "nothing is sent after a stop: {effects:?}"
+    );
+    assert_eq!(machine.queue(), ["second", "third"]);
+    // The chat takes the queue back into its editor, one RemoveQueued(0) per prompt.
+    assert_eq!(
+        command(&mut machine, Command::RemoveQueued(0)),
+        [Effect::Emit(queue_event(&["third"]))]
+    );
+    assert_eq!(
+        command(&mut machine, Command::RemoveQueued(0)),
+        [Effect::Emit(queue_event(&[]))]
+    );
+    // The next prompt starts a turn at once.
+    let effects = submit(&mut machine, "edited");
+    assert_eq!(actions(&effects), [start(2, 1, "edited", SessionRef::New)]);
 }
 
 #[test]
-fn after_a_stopped_countdown_the_queue_goes_on() {
+fn after_a_stopped_countdown_the_queue_waits() {
     let mut machine = waiting_for_attempt_2();
     submit(&mut machine, "next");
     let effects = command(&mut machine, Command::Stop);
     assert_eq!(
         actions(&effects),
-        [
-            Effect::CancelRetry {
-                turn: 1,
-                attempt: 2
-            },
-            start(2, 1, "next", SessionRef::New)
-        ]
+        [Effect::CancelRetry {
+            turn: 1,
+            attempt: 2
+        }]
     );
+    assert_eq!(machine.queue(), ["next"]);
 }
 
 #[test]

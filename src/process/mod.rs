@@ -6,6 +6,7 @@
 //! supervisor's drop guard kills the tree synchronously.
 
 mod control;
+pub mod job_control;
 pub mod lines;
 pub mod stop;
 pub mod tree;

@@ -113,6 +113,17 @@ pub fn signal_group(tree: &TreeIdentity, signal: Signal) {
     let _ = killpg(Pid::from_raw(tree.root), signal);
 }
 
+/// Sends `signal` to the process group of every live agent (job control: SIGTSTP, SIGCONT).
+pub fn signal_all_groups(signal: Signal) {
+    let trees = match LIVE_TREES.lock() {
+        Ok(trees) => trees.clone(),
+        Err(poisoned) => poisoned.into_inner().clone(),
+    };
+    for tree in &trees {
+        signal_group(tree, signal);
+    }
+}
+
 /// SIGKILLs every process of the tree until none is left or `deadline` passes. Returns the
 /// number of processes still alive at the end (0 on success).
 ///

@@ -63,6 +63,21 @@ fn resolve_provider_with(
     Ok(ProviderChoice { name, settings })
 }
 
+/// Why `resolve_provider` picks the provider it picks, in words that follow "because" on the
+/// first-start screen.
+pub fn choice_reason(agent: &AgentArgs, config: &Config) -> String {
+    if let Some(name) = &agent.provider {
+        return format!("--provider {name} was given");
+    }
+    if let Some(name) = &config.default_provider {
+        return format!("the config names {name} as the default provider");
+    }
+    match find_on_path("pi") {
+        Some(path) => format!("pi is on PATH ({})", path.display()),
+        None => "no provider was chosen and pi is not on PATH".to_owned(),
+    }
+}
+
 /// The first executable file called `program` in `PATH`.
 pub fn find_on_path(program: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
@@ -81,6 +96,23 @@ fn is_executable(path: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_reason_names_what_decided() {
+        let config = Config {
+            default_provider: Some("codex".into()),
+            ..Config::default()
+        };
+        let flag = AgentArgs {
+            provider: Some("claude".into()),
+            ..AgentArgs::default()
+        };
+        assert_eq!(choice_reason(&flag, &config), "--provider claude was given");
+        assert_eq!(
+            choice_reason(&AgentArgs::default(), &config),
+            "the config names codex as the default provider"
+        );
+    }
 
     #[test]
     fn flags_win_over_config_and_unknown_names_are_refused() {

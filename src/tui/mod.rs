@@ -57,26 +57,8 @@ impl TerminalGuard {
     /// Raw mode, alternate screen, mouse clicks and wheel, bracketed paste, and the kitty
     /// keyboard protocol where the terminal supports it (so Shift+Enter is distinguishable).
     pub fn enter() -> io::Result<Self> {
-        let mut stdout = io::stdout();
-        enable_raw_mode()?;
-        ACTIVE.store(true, Ordering::SeqCst);
         let entered = (|| {
-            execute!(
-                stdout,
-                EnterAlternateScreen,
-                EnableClickAndWheelReports,
-                EnableBracketedPaste
-            )?;
-            if supports_keyboard_enhancement().unwrap_or(false) {
-                execute!(
-                    stdout,
-                    PushKeyboardEnhancementFlags(
-                        KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES
-                            | KeyboardEnhancementFlags::REPORT_ALTERNATE_KEYS
-                    )
-                )?;
-                KEYBOARD_FLAGS_PUSHED.store(true, Ordering::SeqCst);
-            }
+            enter_modes()?;
             let mut terminal = Terminal::new(CrosstermBackend::new(io::stdout()))?;
             terminal.clear()?;
             terminal.hide_cursor()?;
@@ -104,6 +86,39 @@ impl Drop for TerminalGuard {
     fn drop(&mut self) {
         restore_terminal();
     }
+}
+
+/// Raw mode, the alternate screen and the input modes, as `TerminalGuard::enter` sets them.
+fn enter_modes() -> io::Result<()> {
+    let mut stdout = io::stdout();
+    enable_raw_mode()?;
+    ACTIVE.store(true, Ordering::SeqCst);
+    execute!(
+        stdout,
+        EnterAlternateScreen,
+        EnableClickAndWheelReports,
+        EnableBracketedPaste
+    )?;
+    if supports_keyboard_enhancement().unwrap_or(false) {
+        execute!(
+            stdout,
+            PushKeyboardEnhancementFlags(
+                KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES
+                    | KeyboardEnhancementFlags::REPORT_ALTERNATE_KEYS
+            )
+        )?;
+        KEYBOARD_FLAGS_PUSHED.store(true, Ordering::SeqCst);
+    }
+    Ok(())
+}
+
+/// Full-screen mode again after `restore_terminal` (resuming from Ctrl+Z); the caller redraws.
+pub fn reenter_terminal() -> io::Result<()> {
+    let entered = enter_modes();
+    if entered.is_err() {
+        restore_terminal();
+    }
+    entered
 }
 
 /// Leaves full-screen mode; safe to call from anywhere, any number of times (only the first

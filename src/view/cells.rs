@@ -288,7 +288,15 @@ fn tool_lines(tool: &ToolCell, now: Instant) -> Vec<RichLine> {
     if !tool.summary.is_empty() {
         header.push(Span::styled(format!(" · {}", tool.summary), dim()));
     }
-    let mut lines = vec![RichLine::new(header).mode(WrapMode::Truncate)];
+    // Expanded, the whole command is shown, wrapped under the header.
+    let header = if tool.expanded {
+        RichLine::new(header)
+            .with_prefix(Vec::new(), vec![Span::raw("  ")])
+            .mode(WrapMode::Words)
+    } else {
+        RichLine::new(header).mode(WrapMode::Truncate)
+    };
+    let mut lines = vec![header];
     let output = tool.output.trim_end_matches('\n');
     if output.is_empty() {
         return lines;

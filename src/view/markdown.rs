@@ -128,6 +128,7 @@ impl Renderer {
             rest_prefix: rest,
             content,
             mode,
+            narrow: None,
         });
     }
 
@@ -460,8 +461,20 @@ impl Renderer {
             }
         }
         let separator = Style::default().fg(Color::DarkGray);
+        let headers: Vec<Vec<Span<'static>>> = if table.header_rows > 0 {
+            table.rows[0].clone()
+        } else {
+            Vec::new()
+        };
+        let (_, container_prefix) = self.prefixes(false);
         for (index, row) in table.rows.into_iter().enumerate() {
             let header = index < table.header_rows;
+            // Too narrow for the grid: each row becomes one line per cell, "header: value".
+            let narrow = if header {
+                Vec::new()
+            } else {
+                record_lines(&headers, &row, &container_prefix)
+            };
             let mut content = Vec::new();
             for (column, width) in widths.iter().enumerate() {
                 if column > 0 {
@@ -484,12 +497,18 @@ impl Renderer {
                 content.push(Span::raw(" ".repeat(right)));
             }
             self.push_line(content, WrapMode::Chars);
+            if let Some(line) = self.out.last_mut() {
+                line.narrow = Some(narrow);
+            }
             if header && index + 1 == table.header_rows {
                 let rule: Vec<String> = widths.iter().map(|width| "─".repeat(*width)).collect();
                 self.push_line(
                     vec![Span::styled(rule.join("─┼─"), separator)],
                     WrapMode::Chars,
                 );
+                if let Some(line) = self.out.last_mut() {
+                    line.narrow = Some(Vec::new());
+                }
             }
         }
         self.needs_blank = true;
@@ -505,6 +524,37 @@ impl Renderer {
         self.flush_line();
         self.out
     }
+}
+
+/// A table row as a record, for screens too narrow for the grid: the first cell marked `▪`, every
+/// cell on its own wrapped line after its column's header.
+fn record_lines(
+    headers: &[Vec<Span<'static>>],
+    row: &[Vec<Span<'static>>],
+    container_prefix: &[Span<'static>],
+) -> Vec<RichLine> {
+    let marker = Style::default().fg(Color::DarkGray);
+    row.iter()
+        .enumerate()
+        .map(|(column, cell)| {
+            let mut content = Vec::new();
+            if let Some(header) = headers.get(column).filter(|header| !header.is_empty()) {
+                for span in header {
+                    content.push(Span::styled(
+                        span.content.clone(),
+                        span.style.add_modifier(Modifier::BOLD),
+                    ));
+                }
+                content.push(Span::raw(": "));
+            }
+            content.extend(cell.iter().cloned());
+            let mut first = container_prefix.to_vec();
+            first.push(Span::styled(if column == 0 { "▪ " } else { "  " }, marker));
+            let mut rest = container_prefix.to_vec();
+            rest.push(Span::raw("    "));
+            RichLine::new(content).with_prefix(first, rest)
+        })
+        .collect()
 }
 
 fn heading_look(level: HeadingLevel) -> (&'static str, Style) {
@@ -794,5 +844,32 @@ mod tests {
         let text = "```rust\nlet x";
         stream.update(text);
         assert_eq!(plain(&stream.render_tail(text), 40), vec!["let x"]);
+    }
+
+    #[test]
+    fn a_table_too_wide_for_the_screen_becomes_records() {
+        let lines = render_markdown(
+            "| Provider | Transport | Notes |\n|---|---|---|\n| pi | json, rpc | the default when on PATH |\n| claude | json | stream-json over stdout |\n",
+        );
+        let wide = plain(&lines, 80);
+        assert_eq!(wide[0].trim_end(), "Provider │ Transport │ Notes");
+        assert!(wide[2].starts_with("pi       │ json, rpc │ the default"));
+        let narrow = plain(&lines, 30);
+        assert_eq!(
+            narrow,
+            vec![
+                "▪ Provider: pi",
+                "  Transport: json, rpc",
+                "  Notes: the default when on",
+                "    PATH",
+                "▪ Provider: claude",
+                "  Transport: json",
+                "  Notes: stream-json over",
+                "    stdout",
+            ]
+        );
+        assert!(narrow
+            .iter()
+            .all(|row| unicode_width::UnicodeWidthStr::width(row.as_str()) <= 30));
     }
 }

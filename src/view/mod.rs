@@ -6,12 +6,16 @@
 //! reaches a span came from the state, which stores agent text sanitised (see [`sanitize`]).
 
 pub mod cells;
+pub mod composer;
 pub mod highlight;
+pub mod list;
 pub mod markdown;
 pub mod overlay;
+pub mod popup;
 pub mod sanitize;
 pub mod status;
 pub mod transcript;
+pub mod welcome;
 pub mod wrap;
 
 use std::time::Instant;
@@ -35,6 +39,8 @@ const MAX_QUEUED_ROWS: usize = 3;
 #[derive(Default)]
 pub struct ChatView {
     pub transcript: TranscriptView,
+    /// The first input row shown when the prompt is taller than its area.
+    pub composer_scroll: usize,
 }
 
 /// The screen areas of one frame.
@@ -48,7 +54,10 @@ pub struct ChatLayout {
 
 pub fn layout(state: &AppState, area: Rect) -> ChatLayout {
     let status_height = area.height.min(1);
-    let composer_rows = (state.composer.line_count() as u16).clamp(1, MAX_COMPOSER_ROWS);
+    // The input grows with its wrapped text, up to a third of the screen (at most 8 rows).
+    let max_rows = MAX_COMPOSER_ROWS.min((area.height / 3).max(1));
+    let composer_rows =
+        (composer::wrap_input(&state.composer, area.width).row_count() as u16).clamp(1, max_rows);
     let composer_height = (composer_rows + 1).min(area.height.saturating_sub(status_height));
     let queued_rows = if state.queued.is_empty() {
         0
@@ -90,9 +99,15 @@ pub fn render_to_buffer(
     let areas = layout(state, area);
     view.transcript
         .render(&state.transcript, areas.transcript, buf, now);
+    if state.transcript.cells().is_empty() {
+        welcome::render_welcome(state, areas.transcript, buf);
+    }
     render_queued(state, areas.queued, buf);
-    render_composer(state, areas.composer, buf);
+    render_composer(state, areas.composer, buf, &mut view.composer_scroll);
     status::render_status(state, areas.status, buf, now);
+    if let (Some(popup), None) = (&state.popup, &state.overlay) {
+        popup::render_popup(popup, areas.transcript, buf);
+    }
     if let Some(overlay) = &state.overlay {
         overlay::render_overlay(state, overlay, area, buf);
     }
@@ -127,14 +142,18 @@ fn render_queued(state: &AppState, area: Rect, buf: &mut Buffer) {
     }
 }
 
-fn render_composer(state: &AppState, area: Rect, buf: &mut Buffer) {
+fn render_composer(state: &AppState, area: Rect, buf: &mut Buffer, scroll: &mut usize) {
     if area.height == 0 {
         return;
     }
     let hint = if !state.orchestrator_alive {
         " the agent runner stopped · Ctrl+C twice quits "
+    } else if state.is_turn_running() && !state.queued.is_empty() {
+        " Enter queues · Esc stops, queue to editor · Alt+↑ edit "
     } else if state.is_turn_running() {
         " Enter queues · Esc stops the turn "
+    } else if state.composer.line_count() > 1 || state.composer.text().chars().count() > 40 {
+        " Enter sends · Alt+Enter new line · Ctrl+C clears "
     } else {
         " Enter sends · Alt+Enter new line "
     };
@@ -147,5 +166,5 @@ fn render_composer(state: &AppState, area: Rect, buf: &mut Buffer) {
         ));
     let inner = block.inner(area);
     block.render(area, buf);
-    state.composer.textarea().render(inner, buf);
+    composer::render_input(&state.composer, inner, buf, scroll);
 }

@@ -1,4 +1,6 @@
-//! Overlays drawn over the chat: the action menu, help, the provider picker, settings.
+//! Overlays drawn over the chat: the action menu, help, the provider picker, settings, prompt
+//! search. Each fits any screen from 40x12 up: lists keep their selection in view, the help
+//! scrolls and puts descriptions under their keys when the screen is narrow.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -8,53 +10,23 @@ use ratatui::widgets::{Block, Borders, Clear, Widget};
 
 use super::sanitize::untrusted_owned;
 use crate::app::conversation_picker::ConversationPicker;
+use crate::app::keymap::KEYMAP;
 use crate::app::menu::{Action, Overlay, SettingsDraft, SettingsField};
 use crate::app::state::AppState;
 use crate::provider::PROVIDER_NAMES;
+use crate::view::list::{draw_scrolled, draw_selectable};
+use crate::view::wrap::{wrap, RichLine};
 
-/// Every key, for the help overlay.
-pub const KEY_HELP: [(&str, &str); 20] = [
-    ("Enter", "send the prompt (queue it while a turn runs)"),
-    ("Alt+Enter / Shift+Enter", "new line in the prompt"),
-    ("Up / Down", "earlier prompts (on an empty prompt)"),
-    ("Esc", "stop the running turn; again: kill the agent now"),
-    ("Ctrl+C", "stop the running turn; twice when idle: quit"),
-    ("Ctrl+K / F2", "actions menu"),
-    ("F1", "this help"),
-    ("Ctrl+T", "expand/collapse all thinking"),
-    ("Ctrl+O", "expand/collapse all tool output and diagnostics"),
-    (
-        "Click",
-        "expand/collapse one thinking block, tool or notice",
-    ),
-    ("PgUp / PgDn", "scroll the transcript a page"),
-    ("Mouse wheel", "scroll the transcript"),
-    ("Home / End", "top / bottom (when the prompt is empty)"),
-    ("Ctrl+Home / Ctrl+End", "top / bottom (always)"),
-    ("/retry /stop /new", "retry last turn · stop · new session"),
-    (
-        "/provider [NAME]",
-        "switch provider (pi claude codex gemini demo)",
-    ),
-    (
-        "/thinking /tools",
-        "expand/collapse all thinking / tool output",
-    ),
-    (
-        "/copy /settings /log",
-        "copy last answer · retry policy · log path",
-    ),
-    ("/help /quit", "this help · quit"),
-    (
-        "Shift+drag",
-        "select text with the mouse (terminal selection)",
-    ),
-];
+/// Width of the keys column of the help when descriptions fit beside it.
+const HELP_KEYS_WIDTH: usize = 24;
 
 pub fn render_overlay(state: &AppState, overlay: &Overlay, area: Rect, buf: &mut Buffer) {
     match overlay {
         Overlay::Menu { selected } => render_menu(state, *selected, area, buf),
-        Overlay::Help => render_help(area, buf),
+        Overlay::Help { scroll } => render_help(state, *scroll, area, buf),
+        Overlay::HistorySearch { query, selected } => {
+            render_history_search(state, query, *selected, area, buf)
+        }
         Overlay::ProviderPicker { selected } => render_picker(state, *selected, area, buf),
         Overlay::Settings(draft) => render_settings(state, draft, area, buf),
         Overlay::Conversations(picker) => render_conversations(picker, area, buf),
@@ -90,7 +62,7 @@ fn frame(title: &str, footer: &str, area: Rect, buf: &mut Buffer) -> Rect {
     inner
 }
 
-fn draw_rows(rows: &[Line<'_>], inner: Rect, buf: &mut Buffer) {
+pub(crate) fn draw_rows(rows: &[Line<'_>], inner: Rect, buf: &mut Buffer) {
     for (index, row) in rows.iter().take(usize::from(inner.height)).enumerate() {
         buf.set_line(inner.x, inner.y + index as u16, row, inner.width);
     }
@@ -115,12 +87,26 @@ fn render_menu(state: &AppState, selected: usize, area: Rect, buf: &mut Buffer) 
         .iter()
         .enumerate()
         .map(|(index, action)| {
+            let width = usize::from(inner.width);
+            let label = action.label();
+            // Narrow: the key hint goes first, then the label is shortened.
             let keys = match action.key_hint() {
                 "" => action.slash().to_owned(),
-                key => format!("{} {key}", action.slash()),
+                key if label.chars().count() + action.slash().len() + key.chars().count() + 4
+                    <= width =>
+                {
+                    format!("{} {key}", action.slash())
+                }
+                _ => action.slash().to_owned(),
             };
-            let label = action.label();
-            let gap = usize::from(inner.width).saturating_sub(label.len() + keys.len() + 3);
+            let room = width.saturating_sub(keys.chars().count() + 4);
+            let label: String = if label.chars().count() > room {
+                let kept: String = label.chars().take(room.saturating_sub(1)).collect();
+                format!("{kept}…")
+            } else {
+                label.to_owned()
+            };
+            let gap = width.saturating_sub(label.chars().count() + keys.chars().count() + 3);
             selectable(
                 format!(" {label}{}{keys} ", " ".repeat(gap.max(1))),
                 index == selected,
@@ -129,25 +115,45 @@ fn render_menu(state: &AppState, selected: usize, area: Rect, buf: &mut Buffer) 
             )
         })
         .collect();
-    draw_rows(&rows, inner, buf);
+    draw_selectable(&rows, selected, inner, buf);
 }
 
-fn render_help(area: Rect, buf: &mut Buffer) {
-    let outer = centered(area, 78, KEY_HELP.len() as u16 + 2);
-    let inner = frame("Keys", "Esc close", outer, buf);
+/// The help rows for a width: keys and description side by side, or (narrow) the description
+/// wrapped under its keys.
+pub fn help_rows(width: u16) -> Vec<Line<'static>> {
     let key_style = Style::default()
         .fg(Color::Cyan)
         .add_modifier(Modifier::BOLD);
-    let rows: Vec<Line<'_>> = KEY_HELP
-        .iter()
-        .map(|(keys, what)| {
-            Line::from(vec![
-                Span::styled(format!(" {keys:<24}"), key_style),
-                Span::raw(*what),
-            ])
-        })
-        .collect();
-    draw_rows(&rows, inner, buf);
+    let width = usize::from(width);
+    let side_by_side = width >= HELP_KEYS_WIDTH + 30;
+    let mut rows = Vec::new();
+    for entry in KEYMAP {
+        if side_by_side {
+            let keys = format!(" {:<w$}", entry.keys, w = HELP_KEYS_WIDTH);
+            let line = RichLine::new(vec![Span::raw(entry.what.to_owned())]).with_prefix(
+                vec![Span::styled(keys, key_style)],
+                vec![Span::raw(" ".repeat(HELP_KEYS_WIDTH + 1))],
+            );
+            rows.extend(wrap(&line, width));
+        } else {
+            rows.push(Line::styled(format!(" {}", entry.keys), key_style));
+            let line = RichLine::new(vec![Span::raw(entry.what.to_owned())])
+                .with_uniform_prefix(vec![Span::raw("   ")]);
+            rows.extend(wrap(&line, width));
+        }
+    }
+    rows
+}
+
+fn render_help(state: &AppState, scroll: usize, area: Rect, buf: &mut Buffer) {
+    let width = 80.min(area.width);
+    let rows = help_rows(width.saturating_sub(2));
+    let outer = centered(area, width, rows.len() as u16 + 2);
+    let inner = frame("Keys", "↑↓ PgUp PgDn scroll · Esc close", outer, buf);
+    state
+        .help_scroll_limit
+        .set(rows.len().saturating_sub(usize::from(inner.height)));
+    draw_scrolled(&rows, scroll, inner, buf);
 }
 
 fn render_picker(state: &AppState, selected: usize, area: Rect, buf: &mut Buffer) {
@@ -170,23 +176,113 @@ fn render_picker(state: &AppState, selected: usize, area: Rect, buf: &mut Buffer
             )
         })
         .collect();
-    draw_rows(&rows, inner, buf);
+    draw_selectable(&rows, selected, inner, buf);
+}
+
+fn render_history_search(
+    state: &AppState,
+    query: &str,
+    selected: usize,
+    area: Rect,
+    buf: &mut Buffer,
+) {
+    let outer = centered(area, 80, 14);
+    let footer = if outer.width >= 44 {
+        "type to filter · Enter use · Esc close"
+    } else {
+        "type · Enter use · Esc close"
+    };
+    let inner = frame("Search earlier prompts", footer, outer, buf);
+    if inner.height == 0 {
+        return;
+    }
+    let prompt_line = Line::from(vec![
+        Span::styled(" search: ", Style::default().add_modifier(Modifier::DIM)),
+        Span::raw(query.to_owned()),
+        Span::styled(" ", Style::default().add_modifier(Modifier::REVERSED)),
+    ]);
+    buf.set_line(inner.x, inner.y, &prompt_line, inner.width);
+    let list_area = Rect::new(inner.x, inner.y + 1, inner.width, inner.height - 1);
+    let matches = state.history_matches(query);
+    if matches.is_empty() {
+        let note = if state.composer.history().is_empty() {
+            " no earlier prompts in this directory"
+        } else {
+            " no earlier prompt matches"
+        };
+        draw_scrolled(
+            &[Line::styled(
+                note,
+                Style::default().add_modifier(Modifier::DIM),
+            )],
+            0,
+            list_area,
+            buf,
+        );
+        return;
+    }
+    let rows: Vec<Line<'_>> = matches
+        .iter()
+        .enumerate()
+        .map(|(index, prompt)| {
+            let first = prompt.lines().next().unwrap_or("");
+            let more = if prompt.contains('\n') { " …" } else { "" };
+            selectable(
+                format!(" {first}{more}"),
+                index == selected,
+                true,
+                list_area.width,
+            )
+        })
+        .collect();
+    draw_selectable(&rows, selected, list_area, buf);
 }
 
 fn render_settings(state: &AppState, draft: &SettingsDraft, area: Rect, buf: &mut Buffer) {
-    let outer = centered(area, 64, SettingsField::ALL.len() as u16 + 5);
-    let inner = frame(
-        "Settings: retry policy",
-        "↑↓ field · ←→ change · Enter save · Esc cancel",
-        outer,
-        buf,
-    );
-    let mut rows: Vec<Line<'_>> = SettingsField::ALL
+    let fields = draft.fields();
+    let width = 64.min(area.width);
+    let note_style = Style::default().add_modifier(Modifier::DIM);
+    // What Enter will do, said before it is done.
+    let save_note = if draft.policy == state.retry_policy {
+        "Unchanged.".to_owned()
+    } else {
+        match &state.config_path {
+            Some(path) => format!("Not saved yet: Enter saves to {}", path.display()),
+            None => "Not saved yet: Enter applies it to this run (no config file)".to_owned(),
+        }
+    };
+    let mut notes: Vec<Line<'static>> = Vec::new();
+    let note_width = usize::from(width.saturating_sub(2));
+    if let Some(problem) = &draft.problem {
+        let line = RichLine::new(vec![Span::styled(
+            problem.clone(),
+            Style::default().fg(Color::Yellow),
+        )])
+        .with_uniform_prefix(vec![Span::raw(" ")]);
+        notes.extend(wrap(&line, note_width));
+    }
+    let line = RichLine::new(vec![Span::styled(save_note, note_style)])
+        .with_uniform_prefix(vec![Span::raw(" ")]);
+    notes.extend(wrap(&line, note_width));
+    let outer = centered(area, width, (fields.len() + 1 + notes.len()) as u16 + 2);
+    let footer = match (draft.takes_numbers(), width >= 56) {
+        (true, true) => "↑↓ field · ←→ or type a value · Enter save · Esc",
+        (false, true) => "↑↓ field · ←→ change · Enter save · Esc cancel",
+        (true, false) => "↑↓ ←→ or type · Enter save · Esc",
+        (false, false) => "↑↓ ←→ · Enter save · Esc cancel",
+    };
+    let inner = frame("Settings: retry policy", footer, outer, buf);
+    let mut rows: Vec<Line<'_>> = fields
         .iter()
         .map(|field| {
             let label = field.label();
-            let value = field.value(&draft.policy);
-            let gap = usize::from(inner.width).saturating_sub(label.len() + value.len() + 3);
+            let value = match (&draft.typing, *field == draft.field) {
+                (Some(typed), true) if *field == SettingsField::MaxAttempts => format!("{typed}▏"),
+                (Some(typed), true) => format!("{typed}▏ s"),
+                _ => field.value(&draft.policy),
+            };
+            let gap = usize::from(inner.width)
+                .saturating_sub(label.chars().count() + value.chars().count() + 3);
             selectable(
                 format!(" {label}{}{value} ", " ".repeat(gap.max(1))),
                 *field == draft.field,
@@ -196,14 +292,7 @@ fn render_settings(state: &AppState, draft: &SettingsDraft, area: Rect, buf: &mu
         })
         .collect();
     rows.push(Line::raw(""));
-    let saved_to = match &state.config_path {
-        Some(path) => format!(" Saved to {}", path.display()),
-        None => " No config file: applies to this run only".to_owned(),
-    };
-    rows.push(Line::styled(
-        saved_to,
-        Style::default().add_modifier(Modifier::DIM),
-    ));
+    rows.extend(notes);
     draw_rows(&rows, inner, buf);
 }
 

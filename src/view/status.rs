@@ -96,7 +96,10 @@ pub fn render_status(state: &AppState, area: Rect, buf: &mut Buffer, now: Instan
         Segment {
             drop_order: 5,
             right: true,
-            spans: vec![Span::styled("│ Ctrl+K actions · F1 help ", base)],
+            spans: vec![Span::styled(
+                format!("│ {} ", crate::app::keymap::FOOTER_HINT),
+                base,
+            )],
         }
     });
 

@@ -28,6 +28,9 @@ pub struct Viewport {
     pub follow: bool,
     /// The cell at the top of the view and how many of its rows are scrolled past.
     anchor: Option<(CellId, usize)>,
+    /// The width the anchor's row count was measured at: after a resize it is rescaled, so the
+    /// same text stays at the top instead of whatever row now has that number.
+    anchor_width: u16,
     /// The transcript's output version when the user scrolled away from the bottom.
     seen_output: u64,
 }
@@ -37,6 +40,7 @@ impl Default for Viewport {
         Self {
             follow: true,
             anchor: None,
+            anchor_width: 0,
             seen_output: 0,
         }
     }
@@ -128,8 +132,16 @@ impl TranscriptView {
         now: Instant,
     ) -> (usize, usize) {
         if !self.viewport.follow {
-            if let Some((id, skip)) = self.viewport.anchor {
+            if let Some((id, mut skip)) = self.viewport.anchor {
                 if let Some(index) = transcript.position(id) {
+                    if self.viewport.anchor_width != width && skip > 0 {
+                        let before =
+                            self.height_of(transcript, index, self.viewport.anchor_width, now);
+                        let after = self.height_of(transcript, index, width, now);
+                        skip = skip * after / before.max(1);
+                        self.viewport.anchor = Some((id, skip));
+                    }
+                    self.viewport.anchor_width = width;
                     let cell_height = self.height_of(transcript, index, width, now);
                     let skip = skip.min(cell_height.saturating_sub(1));
                     if self.rows_below(transcript, index, skip, width, height, now) > height {
@@ -158,6 +170,7 @@ impl TranscriptView {
             ScrollAction::Top => {
                 self.leave_follow(transcript);
                 self.viewport.anchor = Some((transcript.cells()[0].id, 0));
+                self.viewport.anchor_width = width;
                 // A short transcript that fits is already at the top: follow instead.
                 self.top(transcript, width, height, now);
                 return;
@@ -191,6 +204,7 @@ impl TranscriptView {
             index += 1;
         }
         self.viewport.anchor = Some((transcript.cells()[index].id, offset.max(0) as usize));
+        self.viewport.anchor_width = width;
         // Scrolled down to the end: follow the stream again.
         self.top(transcript, width, height, now);
     }

@@ -33,6 +33,9 @@ pub struct RichLine {
     pub rest_prefix: Vec<Span<'static>>,
     pub content: Vec<Span<'static>>,
     pub mode: WrapMode,
+    /// What to show instead when the line does not fit the width unwrapped (a table row turns
+    /// into one line per cell, so that a narrow screen never breaks a row mid-cell).
+    pub narrow: Option<Vec<RichLine>>,
 }
 
 impl RichLine {
@@ -57,6 +60,12 @@ impl RichLine {
     pub fn with_uniform_prefix(self, prefix: Vec<Span<'static>>) -> Self {
         let rest = prefix.clone();
         self.with_prefix(prefix, rest)
+    }
+
+    /// The lines to show instead when this one is too wide for the screen.
+    pub fn or_when_narrow(mut self, lines: Vec<RichLine>) -> Self {
+        self.narrow = Some(lines);
+        self
     }
 
     pub fn mode(mut self, mode: WrapMode) -> Self {
@@ -94,6 +103,14 @@ fn grapheme_width(grapheme: &str) -> usize {
 /// Wraps `line` to `width` columns, appending rows to `out`.
 pub fn wrap_into(line: &RichLine, width: usize, out: &mut Vec<Line<'static>>) {
     let width = width.max(1);
+    if let Some(narrow) = &line.narrow {
+        if spans_width(&line.first_prefix) + spans_width(&line.content) > width {
+            for alternative in narrow {
+                wrap_into(alternative, width, out);
+            }
+            return;
+        }
+    }
     let first_avail = width.saturating_sub(spans_width(&line.first_prefix)).max(1);
     let rest_avail = width.saturating_sub(spans_width(&line.rest_prefix)).max(1);
     let mut rows = RowBuilder {

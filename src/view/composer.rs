@@ -1,0 +1,241 @@
+//! The prompt input, drawn with soft wrapping: a long line continues on the next row instead of
+//! scrolling sideways, so the start of a prompt is never hidden. The input grows with its
+//! content up to a limit, then scrolls to keep the cursor in view.
+//!
+//! Rows break after the last space that fits, or mid-word when a word is wider than the row.
+//! Widths are terminal columns (`unicode-width`). The cursor always gets a cell: at the end of
+//! a full row it moves to an extra row, as in a terminal.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::{Modifier, Style};
+use unicode_width::UnicodeWidthChar;
+
+use crate::app::composer::Composer;
+
+/// The placeholder of an empty input.
+const PLACEHOLDER: &str = "Ask the agent anything · / commands · @ files";
+
+/// One screen row of the input: chars `start..end` of logical line `line`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct VisualRow {
+    line: usize,
+    start: usize,
+    end: usize,
+}
+
+/// The input laid out for one width.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WrappedInput {
+    rows: Vec<VisualRow>,
+    /// The cursor's row (index into `rows`) and column (terminal cells).
+    pub cursor: (usize, usize),
+}
+
+impl WrappedInput {
+    pub fn row_count(&self) -> usize {
+        self.rows.len()
+    }
+}
+
+fn char_width(ch: char) -> usize {
+    ch.width().unwrap_or(0)
+}
+
+/// Splits one logical line into row segments (char ranges) no wider than `width`.
+fn wrap_line(chars: &[char], width: usize) -> Vec<(usize, usize)> {
+    let width = width.max(1);
+    let mut segments = Vec::new();
+    let mut start = 0;
+    loop {
+        let mut used = 0;
+        let mut end = start;
+        while end < chars.len() && used + char_width(chars[end]) <= width {
+            used += char_width(chars[end]);
+            end += 1;
+        }
+        if end == chars.len() {
+            segments.push((start, end));
+            return segments;
+        }
+        if end == start {
+            // A character wider than the row: it gets a row of its own.
+            end = start + 1;
+        } else if let Some(space) = (start + 1..end).rev().find(|&i| chars[i - 1] == ' ') {
+            end = space;
+        } else if chars[end] == ' ' {
+            // The space that did not fit ends this row (a blank at a row end is invisible).
+            end += 1;
+        }
+        segments.push((start, end));
+        start = end;
+    }
+}
+
+/// Lays the input out for `width` columns.
+pub fn wrap_input(composer: &Composer, width: u16) -> WrappedInput {
+    let width = usize::from(width).max(1);
+    let (cursor_line, cursor_col) = composer.cursor();
+    let mut rows = Vec::new();
+    let mut cursor = (0, 0);
+    for (index, line) in composer.lines().iter().enumerate() {
+        let chars: Vec<char> = line.chars().collect();
+        let segments = wrap_line(&chars, width);
+        let last = segments.len() - 1;
+        for (number, &(start, end)) in segments.iter().enumerate() {
+            let on_cursor_line = index == cursor_line;
+            let holds_cursor = on_cursor_line
+                && cursor_col >= start
+                && (cursor_col < end || (number == last && cursor_col == end));
+            if holds_cursor {
+                let column: usize = chars[start..cursor_col]
+                    .iter()
+                    .copied()
+                    .map(char_width)
+                    .sum();
+                if column >= width {
+                    // The cursor after a full last row: it goes to a row of its own.
+                    rows.push(VisualRow {
+                        line: index,
+                        start,
+                        end,
+                    });
+                    cursor = (rows.len(), 0);
+                    rows.push(VisualRow {
+                        line: index,
+                        start: end,
+                        end,
+                    });
+                    continue;
+                }
+                cursor = (rows.len(), column);
+            }
+            rows.push(VisualRow {
+                line: index,
+                start,
+                end,
+            });
+        }
+    }
+    WrappedInput { rows, cursor }
+}
+
+/// Draws the input into `area`; `scroll` (the first row shown) is kept between frames so the
+/// view moves only as far as the cursor needs.
+pub fn render_input(composer: &Composer, area: Rect, buf: &mut Buffer, scroll: &mut usize) {
+    if area.height == 0 || area.width == 0 {
+        return;
+    }
+    let cursor_style = Style::default().add_modifier(Modifier::REVERSED);
+    if composer.is_empty() {
+        // The cursor cell first, then the hint, as the terminal would show it.
+        buf.set_stringn(
+            area.x + 1,
+            area.y,
+            PLACEHOLDER,
+            usize::from(area.width - 1),
+            Style::default().add_modifier(Modifier::DIM),
+        );
+        buf[(area.x, area.y)].set_style(cursor_style);
+        *scroll = 0;
+        return;
+    }
+    let wrapped = wrap_input(composer, area.width);
+    let height = usize::from(area.height);
+    let (cursor_row, cursor_col) = wrapped.cursor;
+    if cursor_row < *scroll {
+        *scroll = cursor_row;
+    } else if cursor_row >= *scroll + height {
+        *scroll = cursor_row + 1 - height;
+    }
+    *scroll = (*scroll).min(wrapped.rows.len().saturating_sub(height));
+    let lines = composer.lines();
+    for (offset, row) in wrapped.rows.iter().skip(*scroll).take(height).enumerate() {
+        let text: String = lines[row.line]
+            .chars()
+            .skip(row.start)
+            .take(row.end - row.start)
+            .collect();
+        let y = area.y + offset as u16;
+        buf.set_stringn(area.x, y, &text, usize::from(area.width), Style::default());
+        if *scroll + offset == cursor_row {
+            let x = area.x + (cursor_col as u16).min(area.width - 1);
+            buf[(x, y)].set_style(cursor_style);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn composer(text: &str) -> Composer {
+        let mut composer = Composer::new();
+        composer.set_text(text);
+        composer
+    }
+
+    fn rows(composer: &Composer, width: u16) -> Vec<String> {
+        let wrapped = wrap_input(composer, width);
+        wrapped
+            .rows
+            .iter()
+            .map(|row| {
+                composer.lines()[row.line]
+                    .chars()
+                    .skip(row.start)
+                    .take(row.end - row.start)
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn long_lines_wrap_at_spaces_and_keep_every_character() {
+        let input = composer("the quick brown fox jumps over the lazy dog");
+        let rows = rows(&input, 13);
+        assert_eq!(
+            rows,
+            ["the quick ", "brown fox ", "jumps over ", "the lazy dog"]
+        );
+        assert_eq!(rows.concat(), input.text());
+    }
+
+    #[test]
+    fn a_word_longer_than_the_row_is_broken() {
+        let input = composer("abcdefghijkl");
+        assert_eq!(rows(&input, 5), ["abcde", "fghij", "kl"]);
+    }
+
+    #[test]
+    fn wide_characters_count_two_columns() {
+        let input = composer("日本語のテキスト");
+        let rows = rows(&input, 6);
+        assert_eq!(rows, ["日本語", "のテキ", "スト"]);
+    }
+
+    #[test]
+    fn the_cursor_follows_the_wrapped_text() {
+        // set_text leaves the cursor at the end.
+        let input = composer("aaaa bbbb cccc");
+        let wrapped = wrap_input(&input, 5);
+        assert_eq!(wrapped.row_count(), 3);
+        assert_eq!(wrapped.cursor, (2, 4));
+        // At the end of a full row the cursor takes a row of its own.
+        let input = composer("abcde");
+        let wrapped = wrap_input(&input, 5);
+        assert_eq!(wrapped.row_count(), 2);
+        assert_eq!(wrapped.cursor, (1, 0));
+    }
+
+    #[test]
+    fn scrolling_keeps_the_cursor_visible() {
+        let input = composer("one\ntwo\nthree\nfour\nfive");
+        let mut buf = Buffer::empty(Rect::new(0, 0, 10, 2));
+        let mut scroll = 0;
+        render_input(&input, Rect::new(0, 0, 10, 2), &mut buf, &mut scroll);
+        assert_eq!(scroll, 3);
+        let shown: String = (0..10).map(|x| buf[(x, 1)].symbol().to_owned()).collect();
+        assert!(shown.starts_with("five"), "{shown:?}");
+    }
+}

@@ -1,0 +1,110 @@
+//! The `/` command and `@` file popup, drawn over the bottom of the transcript, just above the
+//! input it completes.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Widget};
+
+use crate::app::completion::{Popup, PopupKind};
+use crate::view::list::draw_selectable;
+
+/// Rows of suggestions shown at most.
+const MAX_ROWS: u16 = 8;
+
+pub fn render_popup(popup: &Popup, above: Rect, buf: &mut Buffer) {
+    let rows = (popup.items.len() as u16).clamp(1, MAX_ROWS);
+    let height = (rows + 2).min(above.height);
+    if height < 3 || above.width < 10 {
+        return;
+    }
+    let area = Rect::new(above.x, above.bottom() - height, above.width, height);
+    Clear.render(area, buf);
+    let title = match popup.kind {
+        PopupKind::Slash => " commands ",
+        PopupKind::Mention => " files ",
+    };
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(Style::default().fg(Color::Cyan))
+        .title(Span::styled(
+            title,
+            Style::default().add_modifier(Modifier::BOLD),
+        ))
+        .title_bottom(Span::styled(
+            if above.width >= 50 {
+                " Tab complete · Enter choose · Esc hide "
+            } else {
+                " Tab · Enter · Esc hide "
+            },
+            Style::default().add_modifier(Modifier::DIM),
+        ));
+    let inner = block.inner(area);
+    block.render(area, buf);
+    let dim = Style::default().add_modifier(Modifier::DIM);
+    if popup.items.is_empty() {
+        buf.set_line(
+            inner.x,
+            inner.y,
+            &Line::styled(format!(" {}", popup.empty_note), dim),
+            inner.width,
+        );
+        return;
+    }
+    let label_width = popup
+        .items
+        .iter()
+        .map(|item| item.label.chars().count())
+        .max()
+        .unwrap_or(0);
+    let key_width = popup
+        .items
+        .iter()
+        .map(|item| item.key.chars().count())
+        .max()
+        .unwrap_or(0);
+    // Narrow: the descriptions matter more than the key column.
+    let detail_width = popup
+        .items
+        .iter()
+        .map(|item| item.detail.chars().count())
+        .max()
+        .unwrap_or(0);
+    let key_width = if label_width + key_width + detail_width + 6 > usize::from(inner.width) {
+        0
+    } else {
+        key_width
+    };
+    let lines: Vec<Line<'_>> = popup
+        .items
+        .iter()
+        .enumerate()
+        .map(|(index, item)| {
+            let selected = index == popup.selection.selected;
+            let base = if selected {
+                Style::default().add_modifier(Modifier::REVERSED)
+            } else {
+                Style::default()
+            };
+            let mut spans = vec![Span::styled(
+                format!(" {:<label_width$} ", item.label),
+                base.add_modifier(Modifier::BOLD),
+            )];
+            if key_width > 0 {
+                spans.push(Span::styled(
+                    format!(" {:<key_width$} ", item.key),
+                    base.fg(Color::Cyan),
+                ));
+            }
+            if !item.detail.is_empty() {
+                spans.push(Span::styled(format!(" {}", item.detail), base));
+            }
+            let used: usize = spans.iter().map(|span| span.width()).sum();
+            let pad = usize::from(inner.width).saturating_sub(used);
+            spans.push(Span::styled(" ".repeat(pad), base));
+            Line::from(spans)
+        })
+        .collect();
+    draw_selectable(&lines, popup.selection.selected, inner, buf);
+}

@@ -1,0 +1,120 @@
+//! The first-start screen, shown while the transcript is empty: which agent runs and why, the
+//! keys that matter, and how to install the real agent CLIs. It wraps to any width; on a short
+//! screen the most useful lines (the agent, then the keys) come first.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+
+use crate::app::keymap::MENU_KEY;
+use crate::app::state::AppState;
+use crate::view::wrap::{wrap, RichLine};
+
+/// The npm package of each real agent CLI.
+const INSTALL: [(&str, &str); 4] = [
+    ("pi", "npm install -g @mariozechner/pi-coding-agent"),
+    ("claude", "npm install -g @anthropic-ai/claude-code"),
+    ("codex", "npm install -g @openai/codex"),
+    ("gemini", "npm install -g @google/gemini-cli"),
+];
+
+fn welcome_lines(state: &AppState, roomy: bool) -> Vec<RichLine> {
+    let bold = Style::default().add_modifier(Modifier::BOLD);
+    let dim = Style::default().add_modifier(Modifier::DIM);
+    let key = Style::default().fg(Color::Cyan);
+    let indent = || vec![Span::raw("  ")];
+    let mut lines = Vec::new();
+    // On a short screen the title and the blank lines give way to what the user needs.
+    let gap = |lines: &mut Vec<RichLine>| {
+        if roomy {
+            lines.push(RichLine::blank());
+        }
+    };
+    if roomy {
+        lines.push(RichLine::new(vec![
+            Span::styled("agentty", bold),
+            Span::styled(" · a terminal chat for coding-agent CLIs", dim),
+        ]));
+        lines.push(RichLine::blank());
+    }
+    let agent = if state.provider == "demo" {
+        "demo, the built-in scripted agent (answers are canned)".to_owned()
+    } else {
+        match &state.model {
+            Some(model) => format!("{} · {model}", state.provider),
+            None => state.provider.clone(),
+        }
+    };
+    lines.push(RichLine::new(vec![
+        Span::styled("Agent: ", bold),
+        Span::raw(agent),
+    ]));
+    if let Some(reason) = &state.provider_reason {
+        lines.push(
+            RichLine::new(vec![Span::styled(format!("because {reason}"), dim)])
+                .with_uniform_prefix(indent()),
+        );
+    }
+    gap(&mut lines);
+    let keys = [
+        ("Enter", "send"),
+        ("Esc", "stop"),
+        ("@", "file"),
+        ("/", "command"),
+        (MENU_KEY, "actions"),
+        ("F1", "all keys"),
+        ("Ctrl+C Ctrl+C", "quit"),
+    ];
+    let mut spans = vec![Span::styled("Keys: ", bold)];
+    for (index, (chord, what)) in keys.iter().enumerate() {
+        if index > 0 {
+            spans.push(Span::styled(" · ", dim));
+        }
+        spans.push(Span::styled((*chord).to_owned(), key));
+        spans.push(Span::raw(format!(" {what}")));
+    }
+    lines.push(RichLine::new(spans).with_prefix(Vec::new(), indent()));
+    gap(&mut lines);
+    lines.push(RichLine::new(vec![
+        Span::styled("Real agents: ", bold),
+        Span::raw("install one, then /provider NAME (or restart)"),
+    ]));
+    for (name, command) in INSTALL {
+        lines.push(
+            RichLine::new(vec![
+                Span::styled(format!("{name:<7}"), key),
+                Span::raw(command),
+            ])
+            .with_prefix(indent(), vec![Span::raw("         ")]),
+        );
+    }
+    lines
+}
+
+/// Draws the first-start screen into the (empty) transcript area.
+pub fn render_welcome(state: &AppState, area: Rect, buf: &mut Buffer) {
+    if area.height == 0 || area.width < 4 {
+        return;
+    }
+    let inner = Rect::new(area.x + 1, area.y, area.width - 2, area.height);
+    let layout = |roomy| -> Vec<Line<'static>> {
+        welcome_lines(state, roomy)
+            .iter()
+            .flat_map(|line| wrap(line, usize::from(inner.width)))
+            .collect()
+    };
+    let mut rows = layout(true);
+    if rows.len() > usize::from(inner.height) {
+        rows = layout(false);
+    }
+    // Vertically centred when it fits, from the top otherwise.
+    let top = usize::from(inner.height).saturating_sub(rows.len()) / 2;
+    for (index, row) in rows
+        .iter()
+        .take(usize::from(inner.height) - top)
+        .enumerate()
+    {
+        buf.set_line(inner.x, inner.y + (top + index) as u16, row, inner.width);
+    }
+}
