@@ -10,8 +10,8 @@
 //! Layout (decompressed): one record per raw line, `<turn> <attempt> <byte length>\n`, then the
 //! line's bytes as the agent printed them (never escaped again), then `\n`. The file is a
 //! sequence of zstd frames: one per turn (its end frees the compressor), plus a new one whenever
-//! a longer line needs a larger window; a reopened log appends frames. A frame torn by a crash is read up to where it
-//! was cut, and reading resumes at the next frame.
+//! a longer line needs a larger window; a reopened log appends frames. A frame torn by a crash
+//! is read up to where it was cut, and reading resumes at the next frame.
 //!
 //! Logs written before the sidecar hold their raw lines inline (`{"kind":"raw",...}` lines of
 //! the log itself); [`for_each_raw_line`] reads both.
@@ -29,9 +29,10 @@ const LEVEL: i32 = 1;
 /// The smallest and largest windows (log2 bytes). A snapshot is found again when the window
 /// reaches back to the previous snapshot: within a pi line the second copy follows the first,
 /// and the next line's first copy follows the previous line's second, so a window of half a
-/// line (rounded up to a power of two) suffices (measured on the 132 MB benchmark stream: 1,500x smaller with a window
-/// of 256 KiB for lines of 257 KiB, 2,800x with 512 KiB). The window is the compressor's
-/// memory, so it is sized to the longest line so far, not to the largest line possible.
+/// line (rounded up to a power of two) suffices (measured on the 132 MB benchmark stream:
+/// 1,500x smaller with a window of 256 KiB for lines of 257 KiB, 2,800x with 512 KiB). The
+/// window is the compressor's memory, so it is sized to the longest line so far, not to the
+/// largest line possible.
 const MIN_WINDOW_LOG: u32 = 17;
 const MAX_WINDOW_LOG: u32 = 24;
 /// The first bytes of every zstd frame (little-endian 0xFD2FB528).
@@ -251,6 +252,12 @@ fn next_frame_start(bytes: &[u8]) -> Option<usize> {
     memchr::memmem::find(bytes, &ZSTD_MAGIC)
 }
 
+/// A record header is three numbers; anything longer is not one.
+const MAX_HEADER: u64 = 64;
+/// No recorded line is longer than the line reader's cap; a length beyond it is corruption,
+/// not a reason to allocate.
+const MAX_RECORD: u64 = crate::process::DEFAULT_MAX_LINE as u64;
+
 /// Streams the records of one frame; stops quietly at a cut or a malformed record.
 fn read_frame_records(frame: &[u8], each: &mut impl FnMut(RawLine<'_>)) {
     let Ok(decoder) = zstd::stream::read::Decoder::with_buffer(frame) else {
@@ -261,7 +268,7 @@ fn read_frame_records(frame: &[u8], each: &mut impl FnMut(RawLine<'_>)) {
     let mut line = Vec::new();
     loop {
         header.clear();
-        if !matches!(reader.read_line(&mut header), Ok(read) if read > 0) {
+        if !matches!((&mut reader).take(MAX_HEADER).read_line(&mut header), Ok(read) if read > 0) {
             return;
         }
         let mut fields = header.trim_end().split(' ').map(str::parse::<u64>);
@@ -271,11 +278,15 @@ fn read_frame_records(frame: &[u8], each: &mut impl FnMut(RawLine<'_>)) {
             tracing::warn!("malformed raw-line record; the rest of this frame is skipped");
             return;
         };
-        line.clear();
-        let Ok(len) = usize::try_from(len) else {
+        if len > MAX_RECORD {
+            tracing::warn!(
+                len,
+                "raw-line record too long; the rest of this frame is skipped"
+            );
             return;
-        };
-        line.resize(len + 1, 0);
+        }
+        line.clear();
+        line.resize(len as usize + 1, 0);
         if reader.read_exact(&mut line).is_err() {
             return;
         }
@@ -379,6 +390,31 @@ mod tests {
         assert!(writer.write(1, 1, "second").is_ok());
         assert!(writer.flush().is_ok());
         assert!(writer.finish().is_ok());
+    }
+
+    #[test]
+    fn a_corrupt_record_ends_its_frame_without_a_huge_allocation() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("a.jsonl");
+        std::fs::write(&log, "").unwrap();
+        let mut bad = zstd::stream::write::Encoder::new(Vec::new(), 1).unwrap();
+        bad.write_all(b"1 1 5\nfirst\n1 1 99999999999999\nx\n")
+            .unwrap();
+        let mut garbage = zstd::stream::write::Encoder::new(Vec::new(), 1).unwrap();
+        garbage.write_all(&[b'7'; 100_000]).unwrap();
+        let mut good = zstd::stream::write::Encoder::new(Vec::new(), 1).unwrap();
+        good.write_all(b"2 1 4\nnext\n").unwrap();
+        let sidecar = [
+            bad.finish().unwrap(),
+            garbage.finish().unwrap(),
+            good.finish().unwrap(),
+        ]
+        .concat();
+        std::fs::write(sidecar_path(&log), sidecar).unwrap();
+        assert_eq!(
+            collect(&log),
+            [(1, 1, "first".to_owned()), (2, 1, "next".to_owned())]
+        );
     }
 
     #[test]
