@@ -16,6 +16,8 @@ pub mod pi;
 pub mod reconcile;
 pub mod runner;
 pub mod select;
+pub(crate) mod session_header;
+pub(crate) mod tool_calls;
 
 use std::path::PathBuf;
 use std::sync::Arc;

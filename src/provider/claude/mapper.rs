@@ -31,6 +31,8 @@ use serde_json::Value;
 
 use super::wire::{WireBlock, WireContent, WireKind, WireLine, WireUsage};
 use crate::provider::reconcile::{SnapshotDelta, SnapshotReconciler};
+use crate::provider::session_header::SessionHeader;
+use crate::provider::tool_calls::{ToolCalls, ToolEnding};
 use crate::provider::{AgentOutcome, ExitFacts, LineVerdict, Mapper};
 use crate::stream::{failure_reason, notice_kind, AgentMessage, Usage};
 
@@ -50,7 +52,7 @@ pub struct ClaudeMapper {
     resumed: bool,
     /// The model `system/init` named, reported with the turn's usage.
     model: Option<String>,
-    session_announced: bool,
+    session: SessionHeader,
     /// The API message being streamed (`message_start`).
     streaming_message: Option<String>,
     /// Streamed text of the current block, not yet confirmed by its complete `assistant` line.
@@ -59,8 +61,7 @@ pub struct ClaudeMapper {
     partial_thought: String,
     /// Complete thinking blocks of the turn, waiting for the message that ends it.
     thoughts: Vec<String>,
-    /// Tool calls announced and not yet ended, in call order.
-    open_tool_calls: Vec<String>,
+    tools: ToolCalls,
     /// The error text of the CLI's `<synthetic>` message, if one was printed.
     synthetic_error: Option<String>,
     result: Option<TurnResult>,
@@ -117,20 +118,18 @@ impl ClaudeMapper {
                     self.model = Some(model.clone());
                 }
                 // With stream-json input every turn repeats `init` for the same session.
-                if !self.session_announced {
-                    self.session_announced = true;
-                    out.push(if self.resumed {
-                        AgentMessage::SessionResumed {
-                            provider: PROVIDER.into(),
-                            session_id: line.session_id.unwrap_or_default(),
-                        }
-                    } else {
-                        AgentMessage::SessionStarted {
-                            provider: PROVIDER.into(),
-                            session_id: line.session_id,
-                        }
-                    });
-                }
+                let header = if self.resumed {
+                    AgentMessage::SessionResumed {
+                        provider: PROVIDER.into(),
+                        session_id: line.session_id.unwrap_or_default(),
+                    }
+                } else {
+                    AgentMessage::SessionStarted {
+                        provider: PROVIDER.into(),
+                        session_id: line.session_id,
+                    }
+                };
+                self.session.announce(header, out);
                 LineVerdict::Event
             }
             Some("api_retry") => {
@@ -253,13 +252,12 @@ impl ClaudeMapper {
             }
             "tool_use" => {
                 self.abandon_pending_text_of_other(message_id, out);
-                let id = block.id.unwrap_or_default();
-                self.open_tool_calls.push(id.clone());
-                out.push(AgentMessage::ToolCall {
-                    id,
-                    name: block.name.unwrap_or_default(),
-                    input: block.input.unwrap_or(Value::Null),
-                });
+                self.tools.start(
+                    block.id.as_deref().unwrap_or_default(),
+                    block.name.as_deref().unwrap_or_default(),
+                    block.input.unwrap_or(Value::Null),
+                    out,
+                );
             }
             _ => {}
         }
@@ -344,20 +342,19 @@ impl ClaudeMapper {
         let Some(id) = block.tool_use_id.as_deref() else {
             return;
         };
-        let Some(position) = self.open_tool_calls.iter().position(|open| open == id) else {
-            tracing::debug!(id, "tool result for a call that was never announced");
+        if !self.tools.is_open(id) {
+            tracing::debug!(id, "tool result for a call that is not open");
             return;
-        };
-        let id = self.open_tool_calls.remove(position);
+        }
         let output = tool_output(block.content.as_ref(), tool_use_result);
-        out.push(if block.is_error == Some(true) {
-            AgentMessage::ToolFailed {
-                id,
+        let ending = if block.is_error == Some(true) {
+            ToolEnding::Failed {
                 error: user_facing_tool_error(output),
             }
         } else {
-            AgentMessage::ToolCompleted { id, output }
-        });
+            ToolEnding::Completed { output }
+        };
+        self.tools.end(id, ending, out);
     }
 
     fn map_result(&mut self, line: WireLine<'_>, out: &mut Vec<AgentMessage>) -> LineVerdict {
@@ -429,8 +426,8 @@ impl ClaudeMapper {
     }
 }
 
-impl Mapper for ClaudeMapper {
-    fn map_line(&mut self, line: &str, out: &mut Vec<AgentMessage>) -> LineVerdict {
+impl ClaudeMapper {
+    fn map_json_line(&mut self, line: &str, out: &mut Vec<AgentMessage>) -> LineVerdict {
         match serde_json::from_str::<WireLine>(line) {
             Ok(wire) => self.map_wire(wire, out),
             Err(_) => match serde_json::from_str::<WireKind>(line) {
@@ -442,6 +439,14 @@ impl Mapper for ClaudeMapper {
                 }
             },
         }
+    }
+}
+
+impl Mapper for ClaudeMapper {
+    fn map_line(&mut self, line: &str, out: &mut Vec<AgentMessage>) -> LineVerdict {
+        let verdict = self.map_json_line(line, out);
+        self.session.close_if_emitted(out);
+        verdict
     }
 
     fn outcome_reported(&self) -> bool {
@@ -459,14 +464,7 @@ impl Mapper for ClaudeMapper {
         } else {
             "Claude Code ended before the tool call finished"
         };
-        out.extend(
-            self.open_tool_calls
-                .drain(..)
-                .map(|id| AgentMessage::ToolFailed {
-                    id,
-                    error: unfinished_tool_error.into(),
-                }),
-        );
+        self.tools.fail_all_open(unfinished_tool_error, out);
         match self.result.take() {
             None => AgentOutcome::Unfinished,
             Some(TurnResult::Completed { stop_reason, usage }) => {

@@ -17,9 +17,9 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::usage::ThreadTotals;
-use crate::provider::common::{
-    http_status_in, session_message, text_or_empty, Text, ToolCalls, TOOL_INTERRUPTED,
-};
+use crate::provider::common::{http_status_in, session_message, text_or_empty, Text};
+use crate::provider::session_header::SessionHeader;
+use crate::provider::tool_calls::{ToolCalls, ToolEnding, TOOL_INTERRUPTED};
 use crate::provider::{AgentOutcome, ExitFacts, LineVerdict, Mapper};
 use crate::stream::{failure_reason, notice_kind, AgentMessage, Usage};
 
@@ -36,7 +36,7 @@ const SERVER_ERROR_STATUS: u16 = 500;
 pub struct CodexMapper {
     /// The attempt continues an earlier thread (`exec resume`).
     resumed: bool,
-    session_announced: bool,
+    session: SessionHeader,
     tools: ToolCalls,
     outcome: Option<AgentOutcome>,
     /// The last top-level `error` that was not a retry: Codex prints the fatal error once more
@@ -59,7 +59,7 @@ impl CodexMapper {
     pub fn with_thread_totals(resumed: bool, thread_totals: ThreadTotals) -> Self {
         Self {
             resumed,
-            session_announced: false,
+            session: SessionHeader::default(),
             tools: ToolCalls::default(),
             outcome: None,
             last_error: None,
@@ -174,6 +174,29 @@ enum ItemPhase {
 
 impl Mapper for CodexMapper {
     fn map_line(&mut self, line: &str, out: &mut Vec<AgentMessage>) -> LineVerdict {
+        let verdict = self.map_event(line, out);
+        self.session.close_if_emitted(out);
+        verdict
+    }
+
+    fn outcome_reported(&self) -> bool {
+        self.outcome.is_some()
+    }
+
+    fn finish(&mut self, exit: ExitFacts, out: &mut Vec<AgentMessage>) -> AgentOutcome {
+        self.tools.fail_all_open(TOOL_INTERRUPTED, out);
+        if let Some(outcome) = self.outcome.take() {
+            return outcome;
+        }
+        match self.last_error.take() {
+            Some(message) if !exit.stopped_by_us => failed(message),
+            _ => AgentOutcome::Unfinished,
+        }
+    }
+}
+
+impl CodexMapper {
+    fn map_event(&mut self, line: &str, out: &mut Vec<AgentMessage>) -> LineVerdict {
         let Ok(event) = serde_json::from_str::<Event>(line) else {
             return LineVerdict::Invalid;
         };
@@ -183,10 +206,10 @@ impl Mapper for CodexMapper {
                     return LineVerdict::Invalid;
                 };
                 self.thread_id = Some(thread_id.as_str().to_owned());
-                if !self.session_announced {
-                    self.session_announced = true;
-                    out.push(session_message(PROVIDER, self.resumed, thread_id.as_str()));
-                }
+                self.session.announce(
+                    session_message(PROVIDER, self.resumed, thread_id.as_str()),
+                    out,
+                );
                 LineVerdict::Event
             }
             "turn.started" => LineVerdict::Event,
@@ -241,23 +264,6 @@ impl Mapper for CodexMapper {
         }
     }
 
-    fn outcome_reported(&self) -> bool {
-        self.outcome.is_some()
-    }
-
-    fn finish(&mut self, exit: ExitFacts, out: &mut Vec<AgentMessage>) -> AgentOutcome {
-        self.tools.fail_all_open(TOOL_INTERRUPTED, out);
-        if let Some(outcome) = self.outcome.take() {
-            return outcome;
-        }
-        match self.last_error.take() {
-            Some(message) if !exit.stopped_by_us => failed(message),
-            _ => AgentOutcome::Unfinished,
-        }
-    }
-}
-
-impl CodexMapper {
     fn map_item(
         &mut self,
         phase: ItemPhase,
@@ -304,11 +310,12 @@ impl CodexMapper {
                         }
                     }
                     ItemPhase::Completed => {
-                        let named = (call.0.as_str(), call.1);
-                        match tool_result(kind, item) {
-                            Ok(output) => self.tools.complete(id, named, output, out),
-                            Err(error) => self.tools.fail(id, named, error, out),
-                        }
+                        let ending = match tool_result(kind, item) {
+                            Ok(output) => ToolEnding::Completed { output },
+                            Err(error) => ToolEnding::Failed { error },
+                        };
+                        self.tools
+                            .complete_announcing(id, (call.0.as_str(), call.1), ending, out);
                     }
                 }
                 LineVerdict::Event

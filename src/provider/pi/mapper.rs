@@ -31,6 +31,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::provider::reconcile::{SnapshotDelta, SnapshotReconciler};
+use crate::provider::session_header::SessionHeader;
+use crate::provider::tool_calls::{ToolCalls, ToolEnding};
 use crate::provider::{AgentOutcome, ExitFacts, LineVerdict, Mapper};
 use crate::stream::{failure_reason, notice_kind, AgentMessage, Usage};
 
@@ -40,6 +42,7 @@ const STOP_TOOL_USE: &str = "toolUse";
 pub struct PiMapper {
     provider: &'static str,
     resumed: bool,
+    session: SessionHeader,
     /// Between an assistant `message_start` and its `message_end`.
     message_open: bool,
     /// The stream carries incremental `delta`s (pi 0.73.1), so it never replays earlier text.
@@ -51,8 +54,7 @@ pub struct PiMapper {
     thinking_blocks: BTreeMap<usize, SnapshotReconciler>,
     /// Complete thinking blocks of `toolUse` messages, waiting for the turn's final message.
     held_thoughts: Vec<String>,
-    /// Tool calls started and not yet ended, in start order.
-    open_tools: Vec<OpenTool>,
+    tools: ToolCalls,
     /// Summed over every assistant message of the process (each one was paid for).
     usage: Option<Usage>,
     last_assistant: Option<AssistantEnd>,
@@ -70,12 +72,6 @@ struct TextBlock {
     carried: bool,
 }
 
-#[derive(Debug)]
-struct OpenTool {
-    id: String,
-    last_output: String,
-}
-
 #[derive(Debug, Clone)]
 struct AssistantEnd {
     stop_reason: String,
@@ -89,12 +85,13 @@ impl PiMapper {
         Self {
             provider,
             resumed,
+            session: SessionHeader::default(),
             message_open: false,
             delta_protocol: false,
             text_blocks: BTreeMap::new(),
             thinking_blocks: BTreeMap::new(),
             held_thoughts: Vec::new(),
-            open_tools: Vec::new(),
+            tools: ToolCalls::default(),
             usage: None,
             last_assistant: None,
             agent_ended: false,
@@ -125,7 +122,8 @@ impl PiMapper {
         match kind {
             "session" => {
                 let header: SessionLine = serde_json::from_str(line)?;
-                out.push(self.session_message(header.id.map(Cow::into_owned)));
+                let message = self.session_message(header.id.map(Cow::into_owned));
+                self.session.announce(message, out);
             }
             "message_start" => {
                 let event: MessageLine = serde_json::from_str(line)?;
@@ -152,16 +150,9 @@ impl PiMapper {
             "agent_end" => self.agent_ended = true,
             "tool_execution_start" => {
                 let event: ToolStart = serde_json::from_str(line)?;
-                let id = event.tool_call_id.into_owned();
-                out.push(AgentMessage::ToolCall {
-                    id: id.clone(),
-                    name: event.tool_name.into_owned(),
-                    input: event.args.unwrap_or(Value::Null),
-                });
-                self.open_tools.push(OpenTool {
-                    id,
-                    last_output: String::new(),
-                });
+                let input = event.args.unwrap_or(Value::Null);
+                self.tools
+                    .start(&event.tool_call_id, &event.tool_name, input, out);
             }
             "tool_execution_update" => {
                 let event: ToolUpdate = serde_json::from_str(line)?;
@@ -169,32 +160,13 @@ impl PiMapper {
                     .partial_result
                     .map(|result| result.text())
                     .unwrap_or_default();
-                let id = event.tool_call_id;
-                match self.open_tools.iter_mut().find(|tool| tool.id == id) {
-                    Some(tool) if tool.last_output == output => {}
-                    Some(tool) => {
-                        tool.last_output.clone_from(&output);
-                        out.push(AgentMessage::ToolUpdate {
-                            id: id.into_owned(),
-                            output,
-                        });
-                    }
-                    None => out.push(AgentMessage::ToolUpdate {
-                        id: id.into_owned(),
-                        output,
-                    }),
-                }
+                self.tools.update(&event.tool_call_id, output, out);
             }
             "tool_execution_end" => {
                 let event: ToolEnd = serde_json::from_str(line)?;
                 let output = event.result.map(|result| result.text()).unwrap_or_default();
-                let id = event.tool_call_id.into_owned();
-                self.open_tools.retain(|tool| tool.id != id);
-                out.push(if event.is_error {
-                    AgentMessage::ToolFailed { id, error: output }
-                } else {
-                    AgentMessage::ToolCompleted { id, output }
-                });
+                let ending = ToolEnding::from_output(event.is_error, output);
+                self.tools.end(&event.tool_call_id, ending, out);
             }
             "auto_retry_start" => {
                 let event: RetryStart = serde_json::from_str(line)?;
@@ -491,14 +463,16 @@ impl Mapper for PiMapper {
             return LineVerdict::Invalid;
         };
         let first_new = out.len();
-        match self.map_event(&kind, line, out) {
+        let verdict = match self.map_event(&kind, line, out) {
             Ok(verdict) => verdict,
             Err(error) => {
                 tracing::debug!(%error, kind = %kind, "pi event of an unexpected shape");
                 out.truncate(first_new);
                 LineVerdict::Invalid
             }
-        }
+        };
+        self.session.close_if_emitted(out);
+        verdict
     }
 
     fn outcome_reported(&self) -> bool {
@@ -512,12 +486,7 @@ impl Mapper for PiMapper {
         } else {
             "pi ended before the tool call finished"
         };
-        for tool in self.open_tools.drain(..) {
-            out.push(AgentMessage::ToolFailed {
-                id: tool.id,
-                error: unfinished_tool.to_owned(),
-            });
-        }
+        self.tools.fail_all_open(unfinished_tool, out);
         // No later point will come to release thinking of a cut-off turn; show what there is.
         self.hold_thinking();
         self.release_thoughts(out);
