@@ -11,6 +11,7 @@ pub(crate) mod common;
 pub mod demo;
 pub mod errors;
 pub mod gemini;
+pub mod http_status;
 pub mod mapper;
 pub mod pi;
 pub mod reconcile;

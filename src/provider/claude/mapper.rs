@@ -30,6 +30,7 @@ use std::mem;
 use serde_json::Value;
 
 use super::wire::{WireBlock, WireContent, WireKind, WireLine, WireUsage};
+use crate::provider::http_status::http_status_in;
 use crate::provider::reconcile::{SnapshotDelta, SnapshotReconciler};
 use crate::provider::session_header::SessionHeader;
 use crate::provider::tool_calls::{ToolCalls, ToolEnding};
@@ -392,9 +393,10 @@ impl ClaudeMapper {
                     line.subtype.as_deref().unwrap_or("no details")
                 )
             });
+            // Without `api_error_status` (null for a connection error) the text may name one.
             TurnResult::Failed {
+                http_status: line.api_error_status.or_else(|| http_status_in(&message)),
                 message,
-                http_status: line.api_error_status,
             }
         };
         self.result = Some(result);

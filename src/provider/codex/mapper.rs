@@ -17,7 +17,8 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::usage::ThreadTotals;
-use crate::provider::common::{http_status_in, session_message, text_or_empty, Text};
+use crate::provider::common::{session_message, text_or_empty, Text};
+use crate::provider::http_status::http_status_in;
 use crate::provider::session_header::SessionHeader;
 use crate::provider::tool_calls::{ToolCalls, ToolEnding, TOOL_INTERRUPTED};
 use crate::provider::{AgentOutcome, ExitFacts, LineVerdict, Mapper};

@@ -30,6 +30,7 @@ use serde::de::{self, Deserializer, IgnoredAny, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::provider::http_status::http_status_in;
 use crate::provider::reconcile::{SnapshotDelta, SnapshotReconciler};
 use crate::provider::session_header::SessionHeader;
 use crate::provider::tool_calls::{ToolCalls, ToolEnding};
@@ -443,17 +444,6 @@ fn add_usage(total: &mut Usage, usage: &PiUsage) {
     }
 }
 
-/// The HTTP status in pi's `errorMessage` (`"<status> <provider message>"`).
-fn leading_http_status(message: &str) -> Option<u16> {
-    let (code, rest) = message.split_at_checked(3)?;
-    if !rest.starts_with(' ') || !code.bytes().all(|byte| byte.is_ascii_digit()) {
-        return None;
-    }
-    code.parse()
-        .ok()
-        .filter(|status| (100..=599).contains(status))
-}
-
 impl Mapper for PiMapper {
     fn map_line(&mut self, line: &str, out: &mut Vec<AgentMessage>) -> LineVerdict {
         let Ok(envelope) = serde_json::from_str::<Envelope<'_>>(line) else {
@@ -506,7 +496,7 @@ impl Mapper for PiMapper {
             });
             return AgentOutcome::Failed {
                 reason: failure_reason::AGENT_ERROR.to_owned(),
-                http_status: leading_http_status(&message),
+                http_status: http_status_in(&message),
                 message,
             };
         }
@@ -1317,19 +1307,5 @@ mod tests {
                 delta: "Help me".into()
             }]
         );
-    }
-
-    #[test]
-    fn http_status_is_read_from_a_leading_code_only() {
-        assert_eq!(
-            leading_http_status("500 fake internal server error"),
-            Some(500)
-        );
-        assert_eq!(leading_http_status("429 "), Some(429));
-        assert_eq!(leading_http_status("terminated"), None);
-        assert_eq!(leading_http_status("5000 tokens"), None);
-        assert_eq!(leading_http_status("999 nope"), None);
-        assert_eq!(leading_http_status("42"), None);
-        assert_eq!(leading_http_status("€00 x"), None);
     }
 }
