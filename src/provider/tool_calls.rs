@@ -9,7 +9,8 @@
 //!   already). Backends whose CLI prints some calls only once, as ended, announce them on the
 //!   way ([`ToolCalls::complete_announcing`]);
 //! - calls still open when the agent ends are failed by the mapper's `finish`
-//!   ([`ToolCalls::fail_all_open`]).
+//!   ([`ToolCalls::fail_all_open`]);
+//! - while a call is open, mappers hold complete thoughts back ([`ToolCalls::any_open`]).
 
 use serde_json::Value;
 
@@ -66,10 +67,10 @@ impl ToolCalls {
 
     /// Partial output of an open call; the output so far, so one equal to the last is dropped.
     pub(crate) fn update(&mut self, id: &str, output: String, out: &mut Vec<AgentMessage>) {
-        let Some(call) = self.open.iter_mut().find(|call| call.id == id) else {
-            tracing::debug!(id, "update of a tool call that is not open; dropped");
+        let Some(position) = self.open_position(id, "update") else {
             return;
         };
+        let call = &mut self.open[position];
         if call.last_output == output {
             return;
         }
@@ -82,8 +83,7 @@ impl ToolCalls {
 
     /// Ends an open call; the end of a call that is not open is dropped.
     pub(crate) fn end(&mut self, id: &str, ending: ToolEnding, out: &mut Vec<AgentMessage>) {
-        let Some(position) = self.open.iter().position(|call| call.id == id) else {
-            tracing::debug!(id, "end of a tool call that is not open; dropped");
+        let Some(position) = self.open_position(id, "end") else {
             return;
         };
         let call = self.open.remove(position);
@@ -120,6 +120,26 @@ impl ToolCalls {
 
     pub(crate) fn is_open(&self, id: &str) -> bool {
         self.open.iter().any(|call| call.id == id)
+    }
+
+    /// Some call is open: a complete thought shown now would fall inside it, so mappers hold
+    /// their thoughts until none is (the shared stream never puts one between a call and its end).
+    pub(crate) fn any_open(&self) -> bool {
+        !self.open.is_empty()
+    }
+
+    /// Where call `id` is among the open ones; `None`, logged, when the `event` for it is to
+    /// be dropped because it is not open.
+    fn open_position(&self, id: &str, event: &str) -> Option<usize> {
+        let position = self.open.iter().position(|call| call.id == id);
+        if position.is_none() {
+            tracing::debug!(
+                id,
+                event,
+                "tool call event for a call that is not open; dropped"
+            );
+        }
+        position
     }
 
     fn has_ended(&self, id: &str) -> bool {

@@ -403,7 +403,11 @@ impl ClaudeMapper {
         LineVerdict::Event
     }
 
+    /// Shows the turn's thoughts, unless a tool call is open (its result was lost): they wait.
     fn release_thoughts(&mut self, out: &mut Vec<AgentMessage>) {
+        if self.tools.any_open() {
+            return;
+        }
         out.extend(
             self.thoughts
                 .drain(..)
@@ -456,17 +460,17 @@ impl Mapper for ClaudeMapper {
     }
 
     fn finish(&mut self, exit: ExitFacts, out: &mut Vec<AgentMessage>) -> AgentOutcome {
-        let partial_thought = mem::take(&mut self.partial_thought);
-        if !partial_thought.is_empty() {
-            self.thoughts.push(partial_thought);
-        }
-        self.release_thoughts(out);
         let unfinished_tool_error = if exit.stopped_by_us {
             "stopped before the tool call finished"
         } else {
             "Claude Code ended before the tool call finished"
         };
         self.tools.fail_all_open(unfinished_tool_error, out);
+        let partial_thought = mem::take(&mut self.partial_thought);
+        if !partial_thought.is_empty() {
+            self.thoughts.push(partial_thought);
+        }
+        self.release_thoughts(out);
         match self.result.take() {
             None => AgentOutcome::Unfinished,
             Some(TurnResult::Completed { stop_reason, usage }) => {
@@ -779,6 +783,38 @@ mod tests {
                 "{outcome:?}"
             );
         }
+    }
+
+    #[test]
+    fn thoughts_wait_while_a_tool_call_whose_result_was_lost_is_open() {
+        let mut mapper = ClaudeMapper::new(false);
+        let (mut out, _) = map_all(
+            &mut mapper,
+            &[
+                r#"{"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","id":"t","name":"Bash","input":{}}],"stop_reason":null}}"#,
+                // A repeated line announces nothing more; the tool_result line was lost.
+                r#"{"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","id":"t","name":"Bash","input":{}}],"stop_reason":null}}"#,
+                r#"{"type":"assistant","message":{"id":"m2","content":[{"type":"thinking","thinking":"Done."}],"stop_reason":"end_turn"}}"#,
+            ],
+        );
+        mapper.finish(ExitFacts::default(), &mut out);
+        assert_eq!(
+            out,
+            [
+                AgentMessage::ToolCall {
+                    id: "t".into(),
+                    name: "Bash".into(),
+                    input: serde_json::json!({})
+                },
+                AgentMessage::ToolFailed {
+                    id: "t".into(),
+                    error: "Claude Code ended before the tool call finished".into()
+                },
+                AgentMessage::Thought {
+                    text: "Done.".into()
+                },
+            ]
+        );
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! Codex prints whole items, never deltas: an `agent_message` item carries the complete text
 //! of one message and becomes one `assistant` delta; a `reasoning` item carries the complete
 //! reasoning summary and becomes one `assistant.thought` at once (there is nothing left to
-//! buffer). Tool-like items (`command_execution`, `file_change`, `mcp_tool_call`, `web_search`,
+//! buffer), unless a tool call is open: then it waits for the call to end. Tool-like items (`command_execution`, `file_change`, `mcp_tool_call`, `web_search`,
 //! `todo_list`) become a tool call and its one ending, even when Codex prints only the
 //! completed item.
 //!
@@ -39,6 +39,8 @@ pub struct CodexMapper {
     resumed: bool,
     session: SessionHeader,
     tools: ToolCalls,
+    /// Reasoning that completed while a tool call was open, shown once none is.
+    held_thoughts: Vec<String>,
     outcome: Option<AgentOutcome>,
     /// The last top-level `error` that was not a retry: Codex prints the fatal error once more
     /// just before `turn.failed`, so it is the message if `turn.failed` never comes.
@@ -62,6 +64,7 @@ impl CodexMapper {
             resumed,
             session: SessionHeader::default(),
             tools: ToolCalls::default(),
+            held_thoughts: Vec::new(),
             outcome: None,
             last_error: None,
             thread_id: None,
@@ -186,6 +189,7 @@ impl Mapper for CodexMapper {
 
     fn finish(&mut self, exit: ExitFacts, out: &mut Vec<AgentMessage>) -> AgentOutcome {
         self.tools.fail_all_open(TOOL_INTERRUPTED, out);
+        self.release_thoughts(out);
         if let Some(outcome) = self.outcome.take() {
             return outcome;
         }
@@ -285,9 +289,8 @@ impl CodexMapper {
             ("reasoning", ItemPhase::Completed) => {
                 let text = text_or_empty(&item.text);
                 if !text.is_empty() {
-                    out.push(AgentMessage::Thought {
-                        text: text.to_owned(),
-                    });
+                    self.held_thoughts.push(text.to_owned());
+                    self.release_thoughts(out);
                 }
                 LineVerdict::Event
             }
@@ -317,11 +320,24 @@ impl CodexMapper {
                         };
                         self.tools
                             .complete_announcing(id, (call.0.as_str(), call.1), ending, out);
+                        self.release_thoughts(out);
                     }
                 }
                 LineVerdict::Event
             }
         }
+    }
+
+    /// Shows the held reasoning, unless a tool call is open.
+    fn release_thoughts(&mut self, out: &mut Vec<AgentMessage>) {
+        if self.tools.any_open() {
+            return;
+        }
+        out.extend(
+            self.held_thoughts
+                .drain(..)
+                .map(|text| AgentMessage::Thought { text }),
+        );
     }
 }
 
@@ -501,6 +517,29 @@ mod tests {
             out.iter().map(AgentMessage::to_json_line).collect(),
             verdicts,
         )
+    }
+
+    #[test]
+    fn reasoning_waits_for_the_open_tool_call_to_end() {
+        let mut mapper = CodexMapper::new(false);
+        let started = r#"{"type":"item.started","item":{"id":"c","type":"command_execution","command":"ls","aggregated_output":"","status":"in_progress"}}"#;
+        let (out, _) = map(
+            &mut mapper,
+            &[
+                started,
+                started,
+                r#"{"type":"item.completed","item":{"id":"r","type":"reasoning","text":"Listing."}}"#,
+                r#"{"type":"item.completed","item":{"id":"c","type":"command_execution","command":"ls","aggregated_output":"a","exit_code":0,"status":"completed"}}"#,
+            ],
+        );
+        assert_eq!(
+            out,
+            [
+                r#"{"type":"tool.call","id":"c","name":"shell","input":{"command":"ls"}}"#,
+                r#"{"type":"tool.completed","id":"c","output":"a"}"#,
+                r#"{"type":"assistant.thought","text":"Listing."}"#,
+            ]
+        );
     }
 
     #[test]

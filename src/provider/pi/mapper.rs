@@ -405,7 +405,11 @@ impl PiMapper {
         );
     }
 
+    /// Shows the held thoughts, unless a tool call is open (its end was lost): they wait.
     fn release_thoughts(&mut self, out: &mut Vec<AgentMessage>) {
+        if self.tools.any_open() {
+            return;
+        }
         out.extend(
             self.held_thoughts
                 .drain(..)
@@ -1137,6 +1141,43 @@ mod tests {
             ]
         );
         assert_eq!(outcome, AgentOutcome::Unfinished);
+    }
+
+    #[test]
+    fn thoughts_wait_while_a_tool_call_whose_end_was_lost_is_open() {
+        let mut mapper = PiMapper::new("pi", false);
+        let mut out = run(
+            &mut mapper,
+            &[
+                json!({"type": "tool_execution_start", "toolCallId": "t", "toolName": "bash", "args": {}}),
+                // Its tool_execution_end was lost; and so was the start of this update's call.
+                json!({"type": "tool_execution_update", "toolCallId": "lost", "partialResult": {"content": [{"type": "text", "text": "x"}]}}),
+                start(),
+                update("thinking_delta", 0, Some("Done.")),
+                end(json!([{"type": "thinking", "thinking": "Done."}]), "stop"),
+            ],
+        );
+        mapper.finish(exit_ok(), &mut out);
+        assert_eq!(
+            out,
+            [
+                AgentMessage::ToolCall {
+                    id: "t".into(),
+                    name: "bash".into(),
+                    input: json!({})
+                },
+                AgentMessage::Thinking {
+                    delta: "Done.".into()
+                },
+                AgentMessage::ToolFailed {
+                    id: "t".into(),
+                    error: "pi ended before the tool call finished".into()
+                },
+                AgentMessage::Thought {
+                    text: "Done.".into()
+                },
+            ]
+        );
     }
 
     #[test]
