@@ -11,7 +11,7 @@
 //! machine), from proptest's fixed seed per test file (`PROPTEST_RNG_SEED` to vary it).
 //!
 //! The text rule of `stream_violations` (no passage shown twice in a row) is not checked here:
-//! a repeated line legitimately repeats its text. The fixture tests check it on every capture.
+//! a repeated line legitimately repeats its text. The fixture tests check it on the captures.
 
 #[path = "support/captures.rs"]
 mod captures;
