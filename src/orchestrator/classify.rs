@@ -11,6 +11,7 @@
 //! Within one text, "do not retry" words win over "retry" words: a message that mentions both
 //! an authentication problem and a retry is still an authentication problem.
 
+use crate::provider::errors::is_dropped_connection;
 use crate::provider::http_status::{http_statuses_in, StatusSource};
 use crate::stream::{failure_reason, Failure};
 
@@ -93,7 +94,7 @@ const NOT_RETRYABLE_WORDS: [(&str, &str); 21] = [
     ("credit balance", "out of credit"),
 ];
 
-const RETRYABLE_WORDS: [(&str, &str); 28] = [
+const SERVER_WORDS: [(&str, &str); 14] = [
     ("rate limit", "rate limited"),
     ("rate_limit", "rate limited"),
     ("ratelimit", "rate limited"),
@@ -108,13 +109,10 @@ const RETRYABLE_WORDS: [(&str, &str); 28] = [
     ("bad gateway", "server error"),
     ("service unavailable", "server unavailable"),
     ("gateway timeout", "server timeout"),
-    ("terminated", "connection dropped"),
-    ("econnreset", "connection dropped"),
-    ("connection reset", "connection dropped"),
-    ("connection to the api was lost", "connection dropped"),
-    ("socket hang up", "connection dropped"),
-    ("stream disconnected", "connection dropped"),
-    ("stream ended without", "connection dropped"),
+];
+
+/// Network troubles besides a dropped connection (`errors::is_dropped_connection` knows those).
+const NETWORK_WORDS: [(&str, &str); 7] = [
     ("fetch failed", "network error"),
     ("network error", "network error"),
     ("econnrefused", "connection refused"),
@@ -153,8 +151,16 @@ fn classify_text(text: &str, source: StatusSource) -> Option<Classification> {
                 cause,
             })
     };
+    let dropped_connection = || {
+        is_dropped_connection(&lower).then_some(Classification {
+            retryability: Retryability::Retryable,
+            cause: "connection dropped",
+        })
+    };
     find(&NOT_RETRYABLE_WORDS, Retryability::NotRetryable)
-        .or_else(|| find(&RETRYABLE_WORDS, Retryability::Retryable))
+        .or_else(|| find(&SERVER_WORDS, Retryability::Retryable))
+        .or_else(dropped_connection)
+        .or_else(|| find(&NETWORK_WORDS, Retryability::Retryable))
         .or_else(|| find(&RETRYABLE_LATE_WORDS, Retryability::Retryable))
 }
 
