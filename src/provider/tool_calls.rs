@@ -9,15 +9,12 @@
 //!   already). Backends whose CLI prints some calls only once, as ended, announce them on the
 //!   way ([`ToolCalls::complete_announcing`]);
 //! - calls still open when the agent ends are failed by the mapper's `finish`
-//!   ([`ToolCalls::fail_all_open`]);
+//!   ([`ToolCalls::fail_all_open`], in one wording for every agent);
 //! - while a call is open, mappers hold complete thoughts back ([`ToolCalls::any_open`]).
 
 use serde_json::Value;
 
 use crate::stream::AgentMessage;
-
-/// The error a tool call gets when the agent ended before the tool did.
-pub(crate) const TOOL_INTERRUPTED: &str = "the agent stopped before this tool call finished";
 
 /// How a tool call ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -107,12 +104,23 @@ impl ToolCalls {
         self.end(id, ending, out);
     }
 
-    /// Fails every call still open (the agent stopped or ended without finishing them).
-    pub(crate) fn fail_all_open(&mut self, error: &str, out: &mut Vec<AgentMessage>) {
+    /// Fails every call still open: `agent` (its name for the user) ended without finishing
+    /// them, or was stopped by us (`stopped_by_us`).
+    pub(crate) fn fail_all_open(
+        &mut self,
+        agent: &str,
+        stopped_by_us: bool,
+        out: &mut Vec<AgentMessage>,
+    ) {
+        let error = if stopped_by_us {
+            "stopped before the tool call finished".to_owned()
+        } else {
+            format!("{agent} ended before the tool call finished")
+        };
         for call in self.open.drain(..) {
             out.push(AgentMessage::ToolFailed {
                 id: call.id.clone(),
-                error: error.to_owned(),
+                error: error.clone(),
             });
             self.ended.push(call.id);
         }
@@ -201,7 +209,7 @@ mod tests {
             );
         }
         tools.start("c", "sleep", Value::Null, &mut out);
-        tools.fail_all_open(TOOL_INTERRUPTED, &mut out);
+        tools.fail_all_open("Codex", false, &mut out);
         tools.end("c", completed("too late"), &mut out);
         let lines: Vec<String> = out.iter().map(AgentMessage::to_json_line).collect();
         assert_eq!(
@@ -213,7 +221,7 @@ mod tests {
                 r#"{"type":"tool.call","id":"b","name":"apply_patch","input":{}}"#,
                 r#"{"type":"tool.failed","id":"b","error":"bad patch"}"#,
                 r#"{"type":"tool.call","id":"c","name":"sleep","input":null}"#,
-                r#"{"type":"tool.failed","id":"c","error":"the agent stopped before this tool call finished"}"#,
+                r#"{"type":"tool.failed","id":"c","error":"Codex ended before the tool call finished"}"#,
             ]
         );
         assert!(!tools.is_open("c"));

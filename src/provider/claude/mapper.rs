@@ -343,10 +343,6 @@ impl ClaudeMapper {
         let Some(id) = block.tool_use_id.as_deref() else {
             return;
         };
-        if !self.tools.is_open(id) {
-            tracing::debug!(id, "tool result for a call that is not open");
-            return;
-        }
         let output = tool_output(block.content.as_ref(), tool_use_result);
         let ending = if block.is_error == Some(true) {
             ToolEnding::Failed {
@@ -460,12 +456,8 @@ impl Mapper for ClaudeMapper {
     }
 
     fn finish(&mut self, exit: ExitFacts, out: &mut Vec<AgentMessage>) -> AgentOutcome {
-        let unfinished_tool_error = if exit.stopped_by_us {
-            "stopped before the tool call finished"
-        } else {
-            "Claude Code ended before the tool call finished"
-        };
-        self.tools.fail_all_open(unfinished_tool_error, out);
+        self.tools
+            .fail_all_open("Claude Code", exit.stopped_by_us, out);
         let partial_thought = mem::take(&mut self.partial_thought);
         if !partial_thought.is_empty() {
             self.thoughts.push(partial_thought);

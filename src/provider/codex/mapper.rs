@@ -20,7 +20,7 @@ use super::usage::ThreadTotals;
 use crate::provider::common::{session_message, text_or_empty, Text};
 use crate::provider::http_status::http_status_in;
 use crate::provider::session_header::SessionHeader;
-use crate::provider::tool_calls::{ToolCalls, ToolEnding, TOOL_INTERRUPTED};
+use crate::provider::tool_calls::{ToolCalls, ToolEnding};
 use crate::provider::{AgentOutcome, ExitFacts, LineVerdict, Mapper};
 use crate::stream::{failure_reason, notice_kind, AgentMessage, Usage};
 
@@ -188,7 +188,7 @@ impl Mapper for CodexMapper {
     }
 
     fn finish(&mut self, exit: ExitFacts, out: &mut Vec<AgentMessage>) -> AgentOutcome {
-        self.tools.fail_all_open(TOOL_INTERRUPTED, out);
+        self.tools.fail_all_open("Codex", exit.stopped_by_us, out);
         self.release_thoughts(out);
         if let Some(outcome) = self.outcome.take() {
             return outcome;

@@ -27,7 +27,7 @@ use super::replay::ReplayGuard;
 use crate::provider::common::{session_message, text_or_empty, Text};
 use crate::provider::http_status::http_status_in;
 use crate::provider::session_header::SessionHeader;
-use crate::provider::tool_calls::{ToolCalls, ToolEnding, TOOL_INTERRUPTED};
+use crate::provider::tool_calls::{ToolCalls, ToolEnding};
 use crate::provider::{AgentOutcome, ExitFacts, LineVerdict, Mapper};
 use crate::stream::{failure_reason, notice_kind, AgentMessage, Usage};
 
@@ -147,7 +147,8 @@ impl Mapper for GeminiMapper {
 
     fn finish(&mut self, exit: ExitFacts, out: &mut Vec<AgentMessage>) -> AgentOutcome {
         self.text.end_response(out);
-        self.tools.fail_all_open(TOOL_INTERRUPTED, out);
+        self.tools
+            .fail_all_open("Gemini CLI", exit.stopped_by_us, out);
         self.outcome(exit)
     }
 }
@@ -445,7 +446,7 @@ mod tests {
         assert_eq!(
             out.last().map(AgentMessage::to_json_line).as_deref(),
             Some(
-                r#"{"type":"tool.failed","id":"t1","error":"the agent stopped before this tool call finished"}"#
+                r#"{"type":"tool.failed","id":"t1","error":"Gemini CLI ended before the tool call finished"}"#
             )
         );
     }

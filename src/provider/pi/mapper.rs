@@ -475,12 +475,7 @@ impl Mapper for PiMapper {
     }
 
     fn finish(&mut self, exit: ExitFacts, out: &mut Vec<AgentMessage>) -> AgentOutcome {
-        let unfinished_tool = if exit.stopped_by_us {
-            "stopped before the tool call finished"
-        } else {
-            "pi ended before the tool call finished"
-        };
-        self.tools.fail_all_open(unfinished_tool, out);
+        self.tools.fail_all_open("pi", exit.stopped_by_us, out);
         // No later point will come to release thinking of a cut-off turn; show what there is.
         self.hold_thinking();
         self.release_thoughts(out);
