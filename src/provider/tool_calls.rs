@@ -12,6 +12,8 @@
 //!   ([`ToolCalls::fail_all_open`], in one wording for every agent);
 //! - while a call is open, mappers hold complete thoughts back ([`ToolCalls::any_open`]).
 
+use std::collections::HashSet;
+
 use serde_json::Value;
 
 use crate::stream::AgentMessage;
@@ -28,7 +30,7 @@ pub(crate) enum ToolEnding {
 #[derive(Debug, Default)]
 pub(crate) struct ToolCalls {
     open: Vec<OpenCall>,
-    ended: Vec<String>,
+    ended: HashSet<String>,
 }
 
 #[derive(Debug)]
@@ -84,7 +86,7 @@ impl ToolCalls {
             return;
         };
         let call = self.open.remove(position);
-        self.ended.push(call.id);
+        self.ended.insert(call.id);
         out.push(ending.into_message(id.to_owned()));
     }
 
@@ -122,11 +124,11 @@ impl ToolCalls {
                 id: call.id.clone(),
                 error: error.clone(),
             });
-            self.ended.push(call.id);
+            self.ended.insert(call.id);
         }
     }
 
-    pub(crate) fn is_open(&self, id: &str) -> bool {
+    fn is_open(&self, id: &str) -> bool {
         self.open.iter().any(|call| call.id == id)
     }
 
@@ -151,7 +153,7 @@ impl ToolCalls {
     }
 
     fn has_ended(&self, id: &str) -> bool {
-        self.ended.iter().any(|ended| ended == id)
+        self.ended.contains(id)
     }
 }
 
