@@ -181,6 +181,22 @@ mod tests {
         );
     }
 
+    proptest::proptest! {
+        /// Any text, with any non-ASCII in it: no panic, and every status found is an error
+        /// status written in the text.
+        #[test]
+        fn any_text_yields_only_error_statuses_it_contains(
+            text in "(\\PC|status |code\":|[0-9]{1,4}|[:. ]){0,40}"
+        ) {
+            for source in [StatusSource::ErrorMessage, StatusSource::Diagnostics] {
+                for status in http_statuses_in(&text, source) {
+                    proptest::prop_assert!((400..=599).contains(&status));
+                    proptest::prop_assert!(text.contains(&status.to_string()));
+                }
+            }
+        }
+    }
+
     #[test]
     fn every_status_of_a_text_is_found_in_order() {
         assert_eq!(
