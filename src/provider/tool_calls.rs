@@ -10,7 +10,7 @@
 //!   way ([`ToolCalls::complete_announcing`]);
 //! - calls still open when the agent ends are failed by the mapper's `finish`
 //!   ([`ToolCalls::fail_all_open`], in one wording for every agent);
-//! - while a call is open, mappers hold complete thoughts back ([`ToolCalls::any_open`]).
+//! - while a call is open, complete thoughts are held back ([`ToolCalls::release_thoughts`]).
 
 use std::collections::HashSet;
 
@@ -132,10 +132,13 @@ impl ToolCalls {
         self.open.iter().any(|call| call.id == id)
     }
 
-    /// Some call is open: a complete thought shown now would fall inside it, so mappers hold
-    /// their thoughts until none is (the shared stream never puts one between a call and its end).
-    pub(crate) fn any_open(&self) -> bool {
-        !self.open.is_empty()
+    /// Shows the `held` complete thoughts, unless a call is open: a thought never falls between
+    /// a call and its end, so they wait for a later release (at the latest the mapper's
+    /// `finish`, after [`Self::fail_all_open`]).
+    pub(crate) fn release_thoughts(&self, held: &mut Vec<String>, out: &mut Vec<AgentMessage>) {
+        if self.open.is_empty() {
+            out.extend(held.drain(..).map(|text| AgentMessage::Thought { text }));
+        }
     }
 
     /// Where call `id` is among the open ones; `None`, logged, when the `event` for it is to

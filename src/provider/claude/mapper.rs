@@ -196,7 +196,7 @@ impl ClaudeMapper {
             "message_delta" => {
                 let stop_reason = event.delta.and_then(|delta| delta.stop_reason);
                 if stop_reason.is_some_and(|reason| reason != TOOL_USE_STOP) {
-                    self.release_thoughts(out);
+                    self.tools.release_thoughts(&mut self.thoughts, out);
                 }
             }
             // `content_block_stop`, `message_stop`, `ping`.
@@ -231,7 +231,7 @@ impl ClaudeMapper {
             .stop_reason
             .is_some_and(|reason| reason != TOOL_USE_STOP)
         {
-            self.release_thoughts(out);
+            self.tools.release_thoughts(&mut self.thoughts, out);
         }
         LineVerdict::Event
     }
@@ -355,7 +355,7 @@ impl ClaudeMapper {
     }
 
     fn map_result(&mut self, line: WireLine<'_>, out: &mut Vec<AgentMessage>) -> LineVerdict {
-        self.release_thoughts(out);
+        self.tools.release_thoughts(&mut self.thoughts, out);
         let aborted = line
             .terminal_reason
             .as_deref()
@@ -397,18 +397,6 @@ impl ClaudeMapper {
         };
         self.result = Some(result);
         LineVerdict::Event
-    }
-
-    /// Shows the turn's thoughts, unless a tool call is open (its result was lost): they wait.
-    fn release_thoughts(&mut self, out: &mut Vec<AgentMessage>) {
-        if self.tools.any_open() {
-            return;
-        }
-        out.extend(
-            self.thoughts
-                .drain(..)
-                .map(|text| AgentMessage::Thought { text }),
-        );
     }
 
     /// Two lines glued together (the CLI cut a line short and went on with the next, seen in
@@ -462,7 +450,7 @@ impl Mapper for ClaudeMapper {
         if !partial_thought.is_empty() {
             self.thoughts.push(partial_thought);
         }
-        self.release_thoughts(out);
+        self.tools.release_thoughts(&mut self.thoughts, out);
         match self.result.take() {
             None => AgentOutcome::Unfinished,
             Some(TurnResult::Completed { stop_reason, usage }) => {

@@ -189,7 +189,7 @@ impl Mapper for CodexMapper {
 
     fn finish(&mut self, exit: ExitFacts, out: &mut Vec<AgentMessage>) -> AgentOutcome {
         self.tools.fail_all_open("Codex", exit.stopped_by_us, out);
-        self.release_thoughts(out);
+        self.tools.release_thoughts(&mut self.held_thoughts, out);
         if let Some(outcome) = self.outcome.take() {
             return outcome;
         }
@@ -290,7 +290,7 @@ impl CodexMapper {
                 let text = text_or_empty(&item.text);
                 if !text.is_empty() {
                     self.held_thoughts.push(text.to_owned());
-                    self.release_thoughts(out);
+                    self.tools.release_thoughts(&mut self.held_thoughts, out);
                 }
                 LineVerdict::Event
             }
@@ -320,24 +320,12 @@ impl CodexMapper {
                         };
                         self.tools
                             .complete_announcing(id, (call.0.as_str(), call.1), ending, out);
-                        self.release_thoughts(out);
+                        self.tools.release_thoughts(&mut self.held_thoughts, out);
                     }
                 }
                 LineVerdict::Event
             }
         }
-    }
-
-    /// Shows the held reasoning, unless a tool call is open.
-    fn release_thoughts(&mut self, out: &mut Vec<AgentMessage>) {
-        if self.tools.any_open() {
-            return;
-        }
-        out.extend(
-            self.held_thoughts
-                .drain(..)
-                .map(|text| AgentMessage::Thought { text }),
-        );
     }
 }
 

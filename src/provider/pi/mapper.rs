@@ -387,7 +387,7 @@ impl PiMapper {
             .unwrap_or_default()
             .to_owned();
         if stop_reason != STOP_TOOL_USE {
-            self.release_thoughts(out);
+            self.tools.release_thoughts(&mut self.held_thoughts, out);
         }
         self.last_assistant = Some(AssistantEnd {
             stop_reason,
@@ -402,18 +402,6 @@ impl PiMapper {
                 .into_values()
                 .map(|block| block.shown().to_owned())
                 .filter(|text| !text.is_empty()),
-        );
-    }
-
-    /// Shows the held thoughts, unless a tool call is open (its end was lost): they wait.
-    fn release_thoughts(&mut self, out: &mut Vec<AgentMessage>) {
-        if self.tools.any_open() {
-            return;
-        }
-        out.extend(
-            self.held_thoughts
-                .drain(..)
-                .map(|text| AgentMessage::Thought { text }),
         );
     }
 }
@@ -478,7 +466,7 @@ impl Mapper for PiMapper {
         self.tools.fail_all_open("pi", exit.stopped_by_us, out);
         // No later point will come to release thinking of a cut-off turn; show what there is.
         self.hold_thinking();
-        self.release_thoughts(out);
+        self.tools.release_thoughts(&mut self.held_thoughts, out);
 
         if let Some(stop_reason) = self.completed_stop_reason() {
             return AgentOutcome::Completed {
