@@ -1,14 +1,18 @@
 //! Retryable or not, from a failure's facts alone (pure: no IO, no provider name).
 //!
 //! The facts are judged from the most to the least precise: the failure reason the provider layer
-//! set (`start_failed`, `killed_by_signal`), the HTTP status the agent reported, the status or
-//! words in the failure message, then in the stderr tail, and last the exit code (Gemini CLI
-//! exits with the HTTP status mod 256). Anything not recognised is not retried: re-running an agent
-//! that failed for an unknown reason may repeat its tool calls for nothing.
+//! set (`start_failed`, `killed_by_signal`), the HTTP status the agent reported (the provider
+//! layer sets it, also where a CLI gives it only as its exit code), then the status or words in
+//! the failure message, then in the stderr tail. Statuses in texts are read by the provider
+//! layer's one reader ([`http_statuses_in`]). An exit code alone says nothing here: what it
+//! means belongs to the backend whose CLI gave it. Anything not recognised is not retried:
+//! re-running an agent that failed for an unknown reason may repeat its tool calls for nothing.
 //!
 //! Within one text, "do not retry" words win over "retry" words: a message that mentions both
 //! an authentication problem and a retry is still an authentication problem.
 
+use crate::provider::errors::is_dropped_connection;
+use crate::provider::http_status::{http_statuses_in, StatusSource};
 use crate::stream::{failure_reason, Failure};
 
 /// Whether a failed attempt is worth another try.
@@ -57,29 +61,13 @@ pub fn classify_failure(failure: &Failure) -> Classification {
     if let Some(found) = failure.http_status.and_then(status_classification) {
         return found;
     }
-    if let Some(found) = classify_text(&failure.message, StatusTokens::Anywhere) {
+    if let Some(found) = classify_text(&failure.message, StatusSource::ErrorMessage) {
         return found;
     }
-    if let Some(found) = classify_text(stderr_tail(&failure.stderr), StatusTokens::AfterStatusWord)
-    {
-        return found;
-    }
-    if let Some(found) = failure
-        .exit_code
-        .and_then(http_status_from_exit_code)
-        .and_then(status_classification)
-    {
+    if let Some(found) = classify_text(stderr_tail(&failure.stderr), StatusSource::Diagnostics) {
         return found;
     }
     verdict(NotRetryable, "unrecognised failure")
-}
-
-/// Where a bare number counts as an HTTP status: anywhere in a failure message, but in stderr
-/// only after "status"/"code" (stack traces there are full of line numbers).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum StatusTokens {
-    Anywhere,
-    AfterStatusWord,
 }
 
 const NOT_RETRYABLE_WORDS: [(&str, &str); 21] = [
@@ -106,7 +94,7 @@ const NOT_RETRYABLE_WORDS: [(&str, &str); 21] = [
     ("credit balance", "out of credit"),
 ];
 
-const RETRYABLE_WORDS: [(&str, &str); 28] = [
+const SERVER_WORDS: [(&str, &str); 14] = [
     ("rate limit", "rate limited"),
     ("rate_limit", "rate limited"),
     ("ratelimit", "rate limited"),
@@ -121,13 +109,10 @@ const RETRYABLE_WORDS: [(&str, &str); 28] = [
     ("bad gateway", "server error"),
     ("service unavailable", "server unavailable"),
     ("gateway timeout", "server timeout"),
-    ("terminated", "connection dropped"),
-    ("econnreset", "connection dropped"),
-    ("connection reset", "connection dropped"),
-    ("connection to the api was lost", "connection dropped"),
-    ("socket hang up", "connection dropped"),
-    ("stream disconnected", "connection dropped"),
-    ("stream ended without", "connection dropped"),
+];
+
+/// Network troubles besides a dropped connection (`errors::is_dropped_connection` knows those).
+const NETWORK_WORDS: [(&str, &str); 7] = [
     ("fetch failed", "network error"),
     ("network error", "network error"),
     ("econnrefused", "connection refused"),
@@ -143,14 +128,13 @@ const RETRYABLE_LATE_WORDS: [(&str, &str); 3] = [
     ("try again", "temporary error"),
 ];
 
-fn classify_text(text: &str, status_tokens: StatusTokens) -> Option<Classification> {
+fn classify_text(text: &str, source: StatusSource) -> Option<Classification> {
     if text.trim().is_empty() {
         return None;
     }
     let lower = text.to_lowercase();
-    let statuses = status_numbers(&lower, status_tokens);
     // A stated status is the most precise fact in a text; "do not retry" wins if there are both.
-    let mut stated: Vec<Classification> = statuses
+    let mut stated: Vec<Classification> = http_statuses_in(text, source)
         .into_iter()
         .filter_map(status_classification)
         .collect();
@@ -167,8 +151,16 @@ fn classify_text(text: &str, status_tokens: StatusTokens) -> Option<Classificati
                 cause,
             })
     };
+    let dropped_connection = || {
+        is_dropped_connection(&lower).then_some(Classification {
+            retryability: Retryability::Retryable,
+            cause: "connection dropped",
+        })
+    };
     find(&NOT_RETRYABLE_WORDS, Retryability::NotRetryable)
-        .or_else(|| find(&RETRYABLE_WORDS, Retryability::Retryable))
+        .or_else(|| find(&SERVER_WORDS, Retryability::Retryable))
+        .or_else(dropped_connection)
+        .or_else(|| find(&NETWORK_WORDS, Retryability::Retryable))
         .or_else(|| find(&RETRYABLE_LATE_WORDS, Retryability::Retryable))
 }
 
@@ -196,81 +188,6 @@ fn status_classification(status: u16) -> Option<Classification> {
     })
 }
 
-/// Statuses common enough to be meant when they appear in a message.
-const KNOWN_STATUSES: [u16; 14] = [
-    400, 401, 403, 404, 408, 413, 422, 429, 500, 502, 503, 504, 520, 529,
-];
-
-fn status_numbers(lower: &str, where_: StatusTokens) -> Vec<u16> {
-    let bytes = lower.as_bytes();
-    let mut found = Vec::new();
-    let mut index = 0;
-    while index < bytes.len() {
-        if !bytes[index].is_ascii_digit() {
-            index += 1;
-            continue;
-        }
-        let start = index;
-        while index < bytes.len() && bytes[index].is_ascii_digit() {
-            index += 1;
-        }
-        let end = index;
-        if end - start != 3
-            || !standalone_number(bytes, start, end)
-            || looks_like_a_position(lower, start, end)
-        {
-            continue;
-        }
-        let Ok(status) = lower[start..end].parse::<u16>() else {
-            continue;
-        };
-        if !KNOWN_STATUSES.contains(&status) {
-            continue;
-        }
-        if where_ == StatusTokens::AfterStatusWord && !preceded_by_status_word(&lower[..start]) {
-            continue;
-        }
-        found.push(status);
-    }
-    found
-}
-
-/// Not part of a word, a longer number or a decimal (`v1.500`, `429ms` are not statuses).
-fn standalone_number(bytes: &[u8], start: usize, end: usize) -> bool {
-    let before_ok = match start.checked_sub(1).map(|at| bytes[at]) {
-        None => true,
-        Some(b'.') => !start
-            .checked_sub(2)
-            .is_some_and(|at| bytes[at].is_ascii_digit()),
-        Some(byte) => !byte.is_ascii_alphanumeric() && byte != b'_',
-    };
-    let after_ok = match bytes.get(end) {
-        None => true,
-        Some(b'.') => !bytes.get(end + 1).is_some_and(u8::is_ascii_digit),
-        Some(byte) => !byte.is_ascii_alphanumeric() && *byte != b'_',
-    };
-    before_ok && after_ok
-}
-
-/// `bundle.js:500:12`, `host:503`: a line, column or port, not a status.
-fn looks_like_a_position(lower: &str, start: usize, end: usize) -> bool {
-    let bytes = lower.as_bytes();
-    let followed_by_column =
-        bytes.get(end) == Some(&b':') && bytes.get(end + 1).is_some_and(u8::is_ascii_digit);
-    let after_name_and_colon = start >= 2
-        && bytes[start - 1] == b':'
-        && bytes[start - 2].is_ascii_alphanumeric()
-        && !preceded_by_status_word(&lower[..start - 1]);
-    followed_by_column || after_name_and_colon
-}
-
-fn preceded_by_status_word(before: &str) -> bool {
-    let trimmed = before.trim_end_matches([' ', ':', '=', '"', '\'']);
-    ["status", "code", "http"]
-        .iter()
-        .any(|word| trimmed.ends_with(word))
-}
-
 /// The last few KiB of stderr: the error is at the end, and old noise should not decide.
 fn stderr_tail(stderr: &str) -> &str {
     const TAIL: usize = 8 * 1024;
@@ -282,14 +199,6 @@ fn stderr_tail(stderr: &str) -> &str {
         start += 1;
     }
     &stderr[start..]
-}
-
-/// Gemini CLI passes the HTTP status to `exit()`, so the shell sees it mod 256. Only statuses
-/// whose remainder is not a common exit code are recognised.
-fn http_status_from_exit_code(code: i32) -> Option<u16> {
-    [400u16, 401, 403, 404, 429, 500, 502, 503, 504]
-        .into_iter()
-        .find(|status| i32::from(status % 256) == code)
 }
 
 #[cfg(test)]
@@ -413,21 +322,6 @@ mod tests {
             classify(&with_stderr("Error: Unknown option: --bogus-flag\n")),
             NotRetryable
         );
-    }
-
-    #[test]
-    fn gemini_exit_codes_are_http_statuses_mod_256() {
-        let exited = |code| Failure {
-            reason: failure_reason::EXIT_NONZERO.into(),
-            message: format!("the agent exited with status {code}"),
-            exit_code: Some(code),
-            ..Failure::default()
-        };
-        assert_eq!(classify(&exited(173)), Retryable, "429");
-        assert_eq!(classify(&exited(244)), Retryable, "500");
-        assert_eq!(classify(&exited(145)), NotRetryable, "401");
-        assert_eq!(classify(&exited(1)), NotRetryable);
-        assert_eq!(classify(&exited(41)), NotRetryable, "auth config");
     }
 
     // ---- The real error texts, read from the recorded captures ----
@@ -649,17 +543,47 @@ mod tests {
                 expected,
                 "gemini/{capture}: {failure:?}"
             );
-            // The exit code alone says the same where it carries a status.
+            // The exit code alone says the same where it carries a status: the Gemini backend
+            // turns it into the failure's HTTP status.
             if code != 0 {
-                let exit_only = Failure {
-                    reason: failure_reason::EXIT_NONZERO.into(),
-                    message: format!("the agent exited with status {code}"),
-                    exit_code: Some(code),
-                    ..Failure::default()
-                };
+                let exit_only = gemini_exit_only(code);
                 assert_eq!(classify(&exit_only), expected, "gemini/{capture} exit code");
             }
         }
+    }
+
+    /// The failure a Gemini attempt that printed nothing and exited with `code` ends with.
+    fn gemini_exit_only(code: i32) -> Failure {
+        let mapper = crate::provider::gemini::mapper::GeminiMapper::new(false);
+        let report = crate::process::ExitReport {
+            exit_code: Some(code),
+            ..Default::default()
+        };
+        let terminal = crate::provider::runner::AttemptMapping::new(Box::new(mapper)).finish(
+            &report,
+            crate::provider::runner::EndedBy::Exit,
+            String::new(),
+            &mut Vec::new(),
+        );
+        match terminal {
+            crate::stream::AgentMessage::Failed(failure) => failure,
+            other => panic!("exit {code}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_exit_code_alone_is_no_http_status() {
+        // pi (or any agent but Gemini CLI) exiting 244 has not reported an HTTP 500.
+        let exited = Failure {
+            reason: failure_reason::EXIT_NONZERO.into(),
+            message: "the agent exited with status 244".into(),
+            exit_code: Some(244),
+            ..Failure::default()
+        };
+        assert_eq!(classify(&exited), NotRetryable);
+        assert_eq!(gemini_exit_only(244).http_status, Some(500));
+        assert_eq!(classify(&gemini_exit_only(244)), Retryable);
+        assert_eq!(classify(&gemini_exit_only(145)), NotRetryable);
     }
 
     #[test]

@@ -80,23 +80,29 @@ fn is_noise(line: &str) -> bool {
 }
 
 /// Error texts that mean the connection to the model broke off mid-reply.
-const DROPPED_CONNECTION: [&str; 6] = [
+const DROPPED_CONNECTION: [&str; 7] = [
     "terminated",
     "socket hang up",
     "econnreset",
+    "connection reset",
     "stream disconnected",
     "stream ended without",
     "connection to the api was lost",
 ];
 
+/// The error text means that the connection to the model broke off mid-reply (the orchestrator's
+/// classifier asks this too: such a failure is worth a retry).
+pub fn is_dropped_connection(message: &str) -> bool {
+    let lower = message.to_ascii_lowercase();
+    DROPPED_CONNECTION
+        .iter()
+        .any(|pattern| lower.contains(pattern))
+}
+
 /// The agent's error text, said plainly when it means the model's connection dropped (pi reports
 /// a dropped stream as the single word `terminated`).
 pub fn describe_agent_error(message: &str) -> String {
-    let lower = message.to_ascii_lowercase();
-    if DROPPED_CONNECTION
-        .iter()
-        .any(|pattern| lower.contains(pattern))
-    {
+    if is_dropped_connection(message) {
         format!("the connection to the model dropped mid-reply ({message})")
     } else {
         message.to_owned()

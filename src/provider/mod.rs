@@ -11,11 +11,14 @@ pub(crate) mod common;
 pub mod demo;
 pub mod errors;
 pub mod gemini;
+pub mod http_status;
 pub mod mapper;
 pub mod pi;
 pub mod reconcile;
 pub mod runner;
 pub mod select;
+pub(crate) mod session_header;
+pub(crate) mod tool_calls;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -2,7 +2,8 @@
 //! stream's rules ([`stream_violations`]) that every mapper keeps on every capture.
 //!
 //! Needs `#[path = "support/captures.rs"] mod captures;` beside it in the test crate.
-#![allow(dead_code)]
+// Each test crate uses only some of these helpers.
+#![allow(dead_code, unused_macros)]
 
 use agentty::provider::{AgentOutcome, ExitFacts, LineVerdict, Mapper};
 use agentty::stream::{notice_kind, AgentMessage};
@@ -23,6 +24,7 @@ macro_rules! capture_tests {
         )*
     };
 }
+#[allow(unused_imports)]
 pub(crate) use capture_tests;
 
 /// What a mapper made of a recorded run.

@@ -30,7 +30,10 @@ use std::mem;
 use serde_json::Value;
 
 use super::wire::{WireBlock, WireContent, WireKind, WireLine, WireUsage};
+use crate::provider::http_status::http_status_in;
 use crate::provider::reconcile::{SnapshotDelta, SnapshotReconciler};
+use crate::provider::session_header::SessionHeader;
+use crate::provider::tool_calls::{ToolCalls, ToolEnding};
 use crate::provider::{AgentOutcome, ExitFacts, LineVerdict, Mapper};
 use crate::stream::{failure_reason, notice_kind, AgentMessage, Usage};
 
@@ -50,7 +53,7 @@ pub struct ClaudeMapper {
     resumed: bool,
     /// The model `system/init` named, reported with the turn's usage.
     model: Option<String>,
-    session_announced: bool,
+    session: SessionHeader,
     /// The API message being streamed (`message_start`).
     streaming_message: Option<String>,
     /// Streamed text of the current block, not yet confirmed by its complete `assistant` line.
@@ -59,8 +62,7 @@ pub struct ClaudeMapper {
     partial_thought: String,
     /// Complete thinking blocks of the turn, waiting for the message that ends it.
     thoughts: Vec<String>,
-    /// Tool calls announced and not yet ended, in call order.
-    open_tool_calls: Vec<String>,
+    tools: ToolCalls,
     /// The error text of the CLI's `<synthetic>` message, if one was printed.
     synthetic_error: Option<String>,
     result: Option<TurnResult>,
@@ -117,20 +119,18 @@ impl ClaudeMapper {
                     self.model = Some(model.clone());
                 }
                 // With stream-json input every turn repeats `init` for the same session.
-                if !self.session_announced {
-                    self.session_announced = true;
-                    out.push(if self.resumed {
-                        AgentMessage::SessionResumed {
-                            provider: PROVIDER.into(),
-                            session_id: line.session_id.unwrap_or_default(),
-                        }
-                    } else {
-                        AgentMessage::SessionStarted {
-                            provider: PROVIDER.into(),
-                            session_id: line.session_id,
-                        }
-                    });
-                }
+                let header = if self.resumed {
+                    AgentMessage::SessionResumed {
+                        provider: PROVIDER.into(),
+                        session_id: line.session_id.unwrap_or_default(),
+                    }
+                } else {
+                    AgentMessage::SessionStarted {
+                        provider: PROVIDER.into(),
+                        session_id: line.session_id,
+                    }
+                };
+                self.session.announce(header, out);
                 LineVerdict::Event
             }
             Some("api_retry") => {
@@ -196,7 +196,7 @@ impl ClaudeMapper {
             "message_delta" => {
                 let stop_reason = event.delta.and_then(|delta| delta.stop_reason);
                 if stop_reason.is_some_and(|reason| reason != TOOL_USE_STOP) {
-                    self.release_thoughts(out);
+                    self.tools.release_thoughts(&mut self.thoughts, out);
                 }
             }
             // `content_block_stop`, `message_stop`, `ping`.
@@ -231,7 +231,7 @@ impl ClaudeMapper {
             .stop_reason
             .is_some_and(|reason| reason != TOOL_USE_STOP)
         {
-            self.release_thoughts(out);
+            self.tools.release_thoughts(&mut self.thoughts, out);
         }
         LineVerdict::Event
     }
@@ -253,13 +253,12 @@ impl ClaudeMapper {
             }
             "tool_use" => {
                 self.abandon_pending_text_of_other(message_id, out);
-                let id = block.id.unwrap_or_default();
-                self.open_tool_calls.push(id.clone());
-                out.push(AgentMessage::ToolCall {
-                    id,
-                    name: block.name.unwrap_or_default(),
-                    input: block.input.unwrap_or(Value::Null),
-                });
+                self.tools.start(
+                    block.id.as_deref().unwrap_or_default(),
+                    block.name.as_deref().unwrap_or_default(),
+                    block.input.unwrap_or(Value::Null),
+                    out,
+                );
             }
             _ => {}
         }
@@ -344,24 +343,19 @@ impl ClaudeMapper {
         let Some(id) = block.tool_use_id.as_deref() else {
             return;
         };
-        let Some(position) = self.open_tool_calls.iter().position(|open| open == id) else {
-            tracing::debug!(id, "tool result for a call that was never announced");
-            return;
-        };
-        let id = self.open_tool_calls.remove(position);
         let output = tool_output(block.content.as_ref(), tool_use_result);
-        out.push(if block.is_error == Some(true) {
-            AgentMessage::ToolFailed {
-                id,
+        let ending = if block.is_error == Some(true) {
+            ToolEnding::Failed {
                 error: user_facing_tool_error(output),
             }
         } else {
-            AgentMessage::ToolCompleted { id, output }
-        });
+            ToolEnding::Completed { output }
+        };
+        self.tools.end(id, ending, out);
     }
 
     fn map_result(&mut self, line: WireLine<'_>, out: &mut Vec<AgentMessage>) -> LineVerdict {
-        self.release_thoughts(out);
+        self.tools.release_thoughts(&mut self.thoughts, out);
         let aborted = line
             .terminal_reason
             .as_deref()
@@ -395,21 +389,14 @@ impl ClaudeMapper {
                     line.subtype.as_deref().unwrap_or("no details")
                 )
             });
+            // Without `api_error_status` (null for a connection error) the text may name one.
             TurnResult::Failed {
+                http_status: line.api_error_status.or_else(|| http_status_in(&message)),
                 message,
-                http_status: line.api_error_status,
             }
         };
         self.result = Some(result);
         LineVerdict::Event
-    }
-
-    fn release_thoughts(&mut self, out: &mut Vec<AgentMessage>) {
-        out.extend(
-            self.thoughts
-                .drain(..)
-                .map(|text| AgentMessage::Thought { text }),
-        );
     }
 
     /// Two lines glued together (the CLI cut a line short and went on with the next, seen in
@@ -429,8 +416,8 @@ impl ClaudeMapper {
     }
 }
 
-impl Mapper for ClaudeMapper {
-    fn map_line(&mut self, line: &str, out: &mut Vec<AgentMessage>) -> LineVerdict {
+impl ClaudeMapper {
+    fn map_json_line(&mut self, line: &str, out: &mut Vec<AgentMessage>) -> LineVerdict {
         match serde_json::from_str::<WireLine>(line) {
             Ok(wire) => self.map_wire(wire, out),
             Err(_) => match serde_json::from_str::<WireKind>(line) {
@@ -443,30 +430,27 @@ impl Mapper for ClaudeMapper {
             },
         }
     }
+}
+
+impl Mapper for ClaudeMapper {
+    fn map_line(&mut self, line: &str, out: &mut Vec<AgentMessage>) -> LineVerdict {
+        let verdict = self.map_json_line(line, out);
+        self.session.close_if_emitted(out);
+        verdict
+    }
 
     fn outcome_reported(&self) -> bool {
         self.result.is_some()
     }
 
     fn finish(&mut self, exit: ExitFacts, out: &mut Vec<AgentMessage>) -> AgentOutcome {
+        self.tools
+            .fail_all_open("Claude Code", exit.stopped_by_us, out);
         let partial_thought = mem::take(&mut self.partial_thought);
         if !partial_thought.is_empty() {
             self.thoughts.push(partial_thought);
         }
-        self.release_thoughts(out);
-        let unfinished_tool_error = if exit.stopped_by_us {
-            "stopped before the tool call finished"
-        } else {
-            "Claude Code ended before the tool call finished"
-        };
-        out.extend(
-            self.open_tool_calls
-                .drain(..)
-                .map(|id| AgentMessage::ToolFailed {
-                    id,
-                    error: unfinished_tool_error.into(),
-                }),
-        );
+        self.tools.release_thoughts(&mut self.thoughts, out);
         match self.result.take() {
             None => AgentOutcome::Unfinished,
             Some(TurnResult::Completed { stop_reason, usage }) => {
@@ -779,6 +763,38 @@ mod tests {
                 "{outcome:?}"
             );
         }
+    }
+
+    #[test]
+    fn thoughts_wait_while_a_tool_call_whose_result_was_lost_is_open() {
+        let mut mapper = ClaudeMapper::new(false);
+        let (mut out, _) = map_all(
+            &mut mapper,
+            &[
+                r#"{"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","id":"t","name":"Bash","input":{}}],"stop_reason":null}}"#,
+                // A repeated line announces nothing more; the tool_result line was lost.
+                r#"{"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","id":"t","name":"Bash","input":{}}],"stop_reason":null}}"#,
+                r#"{"type":"assistant","message":{"id":"m2","content":[{"type":"thinking","thinking":"Done."}],"stop_reason":"end_turn"}}"#,
+            ],
+        );
+        mapper.finish(ExitFacts::default(), &mut out);
+        assert_eq!(
+            out,
+            [
+                AgentMessage::ToolCall {
+                    id: "t".into(),
+                    name: "Bash".into(),
+                    input: serde_json::json!({})
+                },
+                AgentMessage::ToolFailed {
+                    id: "t".into(),
+                    error: "Claude Code ended before the tool call finished".into()
+                },
+                AgentMessage::Thought {
+                    text: "Done.".into()
+                },
+            ]
+        );
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! Codex prints whole items, never deltas: an `agent_message` item carries the complete text
 //! of one message and becomes one `assistant` delta; a `reasoning` item carries the complete
 //! reasoning summary and becomes one `assistant.thought` at once (there is nothing left to
-//! buffer). Tool-like items (`command_execution`, `file_change`, `mcp_tool_call`, `web_search`,
+//! buffer), unless a tool call is open: then it waits for the call to end. Tool-like items (`command_execution`, `file_change`, `mcp_tool_call`, `web_search`,
 //! `todo_list`) become a tool call and its one ending, even when Codex prints only the
 //! completed item.
 //!
@@ -17,9 +17,10 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::usage::ThreadTotals;
-use crate::provider::common::{
-    http_status_in, session_message, text_or_empty, Text, ToolCalls, TOOL_INTERRUPTED,
-};
+use crate::provider::common::{session_message, text_or_empty, Text};
+use crate::provider::http_status::http_status_in;
+use crate::provider::session_header::SessionHeader;
+use crate::provider::tool_calls::{ToolCalls, ToolEnding};
 use crate::provider::{AgentOutcome, ExitFacts, LineVerdict, Mapper};
 use crate::stream::{failure_reason, notice_kind, AgentMessage, Usage};
 
@@ -36,8 +37,10 @@ const SERVER_ERROR_STATUS: u16 = 500;
 pub struct CodexMapper {
     /// The attempt continues an earlier thread (`exec resume`).
     resumed: bool,
-    session_announced: bool,
+    session: SessionHeader,
     tools: ToolCalls,
+    /// Reasoning that completed while a tool call was open, shown once none is.
+    held_thoughts: Vec<String>,
     outcome: Option<AgentOutcome>,
     /// The last top-level `error` that was not a retry: Codex prints the fatal error once more
     /// just before `turn.failed`, so it is the message if `turn.failed` never comes.
@@ -59,8 +62,9 @@ impl CodexMapper {
     pub fn with_thread_totals(resumed: bool, thread_totals: ThreadTotals) -> Self {
         Self {
             resumed,
-            session_announced: false,
+            session: SessionHeader::default(),
             tools: ToolCalls::default(),
+            held_thoughts: Vec::new(),
             outcome: None,
             last_error: None,
             thread_id: None,
@@ -174,6 +178,30 @@ enum ItemPhase {
 
 impl Mapper for CodexMapper {
     fn map_line(&mut self, line: &str, out: &mut Vec<AgentMessage>) -> LineVerdict {
+        let verdict = self.map_event(line, out);
+        self.session.close_if_emitted(out);
+        verdict
+    }
+
+    fn outcome_reported(&self) -> bool {
+        self.outcome.is_some()
+    }
+
+    fn finish(&mut self, exit: ExitFacts, out: &mut Vec<AgentMessage>) -> AgentOutcome {
+        self.tools.fail_all_open("Codex", exit.stopped_by_us, out);
+        self.tools.release_thoughts(&mut self.held_thoughts, out);
+        if let Some(outcome) = self.outcome.take() {
+            return outcome;
+        }
+        match self.last_error.take() {
+            Some(message) if !exit.stopped_by_us => failed(message),
+            _ => AgentOutcome::Unfinished,
+        }
+    }
+}
+
+impl CodexMapper {
+    fn map_event(&mut self, line: &str, out: &mut Vec<AgentMessage>) -> LineVerdict {
         let Ok(event) = serde_json::from_str::<Event>(line) else {
             return LineVerdict::Invalid;
         };
@@ -183,10 +211,10 @@ impl Mapper for CodexMapper {
                     return LineVerdict::Invalid;
                 };
                 self.thread_id = Some(thread_id.as_str().to_owned());
-                if !self.session_announced {
-                    self.session_announced = true;
-                    out.push(session_message(PROVIDER, self.resumed, thread_id.as_str()));
-                }
+                self.session.announce(
+                    session_message(PROVIDER, self.resumed, thread_id.as_str()),
+                    out,
+                );
                 LineVerdict::Event
             }
             "turn.started" => LineVerdict::Event,
@@ -241,23 +269,6 @@ impl Mapper for CodexMapper {
         }
     }
 
-    fn outcome_reported(&self) -> bool {
-        self.outcome.is_some()
-    }
-
-    fn finish(&mut self, exit: ExitFacts, out: &mut Vec<AgentMessage>) -> AgentOutcome {
-        self.tools.fail_all_open(TOOL_INTERRUPTED, out);
-        if let Some(outcome) = self.outcome.take() {
-            return outcome;
-        }
-        match self.last_error.take() {
-            Some(message) if !exit.stopped_by_us => failed(message),
-            _ => AgentOutcome::Unfinished,
-        }
-    }
-}
-
-impl CodexMapper {
     fn map_item(
         &mut self,
         phase: ItemPhase,
@@ -278,9 +289,8 @@ impl CodexMapper {
             ("reasoning", ItemPhase::Completed) => {
                 let text = text_or_empty(&item.text);
                 if !text.is_empty() {
-                    out.push(AgentMessage::Thought {
-                        text: text.to_owned(),
-                    });
+                    self.held_thoughts.push(text.to_owned());
+                    self.tools.release_thoughts(&mut self.held_thoughts, out);
                 }
                 LineVerdict::Event
             }
@@ -304,11 +314,13 @@ impl CodexMapper {
                         }
                     }
                     ItemPhase::Completed => {
-                        let named = (call.0.as_str(), call.1);
-                        match tool_result(kind, item) {
-                            Ok(output) => self.tools.complete(id, named, output, out),
-                            Err(error) => self.tools.fail(id, named, error, out),
-                        }
+                        let ending = match tool_result(kind, item) {
+                            Ok(output) => ToolEnding::Completed { output },
+                            Err(error) => ToolEnding::Failed { error },
+                        };
+                        self.tools
+                            .complete_announcing(id, (call.0.as_str(), call.1), ending, out);
+                        self.tools.release_thoughts(&mut self.held_thoughts, out);
                     }
                 }
                 LineVerdict::Event
@@ -493,6 +505,29 @@ mod tests {
             out.iter().map(AgentMessage::to_json_line).collect(),
             verdicts,
         )
+    }
+
+    #[test]
+    fn reasoning_waits_for_the_open_tool_call_to_end() {
+        let mut mapper = CodexMapper::new(false);
+        let started = r#"{"type":"item.started","item":{"id":"c","type":"command_execution","command":"ls","aggregated_output":"","status":"in_progress"}}"#;
+        let (out, _) = map(
+            &mut mapper,
+            &[
+                started,
+                started,
+                r#"{"type":"item.completed","item":{"id":"r","type":"reasoning","text":"Listing."}}"#,
+                r#"{"type":"item.completed","item":{"id":"c","type":"command_execution","command":"ls","aggregated_output":"a","exit_code":0,"status":"completed"}}"#,
+            ],
+        );
+        assert_eq!(
+            out,
+            [
+                r#"{"type":"tool.call","id":"c","name":"shell","input":{"command":"ls"}}"#,
+                r#"{"type":"tool.completed","id":"c","output":"a"}"#,
+                r#"{"type":"assistant.thought","text":"Listing."}"#,
+            ]
+        );
     }
 
     #[test]

@@ -24,9 +24,10 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::replay::ReplayGuard;
-use crate::provider::common::{
-    http_status_in, session_message, text_or_empty, Text, ToolCalls, TOOL_INTERRUPTED,
-};
+use crate::provider::common::{session_message, text_or_empty, Text};
+use crate::provider::http_status::http_status_in;
+use crate::provider::session_header::SessionHeader;
+use crate::provider::tool_calls::{ToolCalls, ToolEnding};
 use crate::provider::{AgentOutcome, ExitFacts, LineVerdict, Mapper};
 use crate::stream::{failure_reason, notice_kind, AgentMessage, Usage};
 
@@ -43,7 +44,7 @@ const HTTP_EXIT_CODES: std::ops::RangeInclusive<i32> = 144..=255;
 pub struct GeminiMapper {
     /// The attempt continues an earlier session (`--resume`).
     resumed: bool,
-    session_announced: bool,
+    session: SessionHeader,
     text: ReplayGuard,
     tools: ToolCalls,
     /// What the `result` line said.
@@ -57,7 +58,7 @@ impl GeminiMapper {
     pub fn new(resumed: bool) -> Self {
         Self {
             resumed,
-            session_announced: false,
+            session: SessionHeader::default(),
             text: ReplayGuard::default(),
             tools: ToolCalls::default(),
             outcome: None,
@@ -125,6 +126,35 @@ struct IgnoredValue {}
 
 impl Mapper for GeminiMapper {
     fn map_line(&mut self, line: &str, out: &mut Vec<AgentMessage>) -> LineVerdict {
+        let verdict = self.map_event(line, out);
+        self.session.close_if_emitted(out);
+        verdict
+    }
+
+    fn map_stderr_line(&mut self, line: &str, out: &mut Vec<AgentMessage>) {
+        if let Some(retry) = retry_announcement(line) {
+            out.push(AgentMessage::notice(
+                notice_kind::AGENT_RETRY,
+                format!("Gemini CLI: {retry}"),
+            ));
+        }
+        self.session.close_if_emitted(out);
+    }
+
+    fn outcome_reported(&self) -> bool {
+        self.outcome.is_some()
+    }
+
+    fn finish(&mut self, exit: ExitFacts, out: &mut Vec<AgentMessage>) -> AgentOutcome {
+        self.text.end_response(out);
+        self.tools
+            .fail_all_open("Gemini CLI", exit.stopped_by_us, out);
+        self.outcome(exit)
+    }
+}
+
+impl GeminiMapper {
+    fn map_event(&mut self, line: &str, out: &mut Vec<AgentMessage>) -> LineVerdict {
         let Ok(event) = serde_json::from_str::<Event>(line) else {
             return LineVerdict::Invalid;
         };
@@ -133,10 +163,10 @@ impl Mapper for GeminiMapper {
                 let Some(session_id) = &event.session_id else {
                     return LineVerdict::Invalid;
                 };
-                if !self.session_announced {
-                    self.session_announced = true;
-                    out.push(session_message(PROVIDER, self.resumed, session_id.as_str()));
-                }
+                self.session.announce(
+                    session_message(PROVIDER, self.resumed, session_id.as_str()),
+                    out,
+                );
                 LineVerdict::Event
             }
             "message" => match event.role.as_ref().map(Text::as_str) {
@@ -164,12 +194,15 @@ impl Mapper for GeminiMapper {
                 self.text.end_response(out);
                 let call = (tool_name(&event.tool_name), json!({}));
                 let output = text_or_empty(&event.output).to_owned();
-                if event.status.as_ref().map(Text::as_str) == Some("success") {
-                    self.tools.complete(id.as_str(), call, output, out);
+                let ending = if event.status.as_ref().map(Text::as_str) == Some("success") {
+                    ToolEnding::Completed { output }
                 } else {
-                    let error = tool_error(event.error.as_ref(), output);
-                    self.tools.fail(id.as_str(), call, error, out);
-                }
+                    ToolEnding::Failed {
+                        error: tool_error(event.error.as_ref(), output),
+                    }
+                };
+                self.tools
+                    .complete_announcing(id.as_str(), call, ending, out);
                 LineVerdict::Event
             }
             "error" => {
@@ -222,22 +255,8 @@ impl Mapper for GeminiMapper {
         }
     }
 
-    fn map_stderr_line(&mut self, line: &str, out: &mut Vec<AgentMessage>) {
-        if let Some(retry) = retry_announcement(line) {
-            out.push(AgentMessage::notice(
-                notice_kind::AGENT_RETRY,
-                format!("Gemini CLI: {retry}"),
-            ));
-        }
-    }
-
-    fn outcome_reported(&self) -> bool {
-        self.outcome.is_some()
-    }
-
-    fn finish(&mut self, exit: ExitFacts, out: &mut Vec<AgentMessage>) -> AgentOutcome {
-        self.text.end_response(out);
-        self.tools.fail_all_open(TOOL_INTERRUPTED, out);
+    /// How the run ended: what `result` said, else what the exit code stands for.
+    fn outcome(&mut self, exit: ExitFacts) -> AgentOutcome {
         let exit_status = http_status_from_exit_code(exit.exit_code);
         match self.outcome.take() {
             Some(AgentOutcome::Failed {
@@ -427,7 +446,7 @@ mod tests {
         assert_eq!(
             out.last().map(AgentMessage::to_json_line).as_deref(),
             Some(
-                r#"{"type":"tool.failed","id":"t1","error":"the agent stopped before this tool call finished"}"#
+                r#"{"type":"tool.failed","id":"t1","error":"Gemini CLI ended before the tool call finished"}"#
             )
         );
     }

@@ -30,7 +30,10 @@ use serde::de::{self, Deserializer, IgnoredAny, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::provider::http_status::http_status_in;
 use crate::provider::reconcile::{SnapshotDelta, SnapshotReconciler};
+use crate::provider::session_header::SessionHeader;
+use crate::provider::tool_calls::{ToolCalls, ToolEnding};
 use crate::provider::{AgentOutcome, ExitFacts, LineVerdict, Mapper};
 use crate::stream::{failure_reason, notice_kind, AgentMessage, Usage};
 
@@ -40,6 +43,7 @@ const STOP_TOOL_USE: &str = "toolUse";
 pub struct PiMapper {
     provider: &'static str,
     resumed: bool,
+    session: SessionHeader,
     /// Between an assistant `message_start` and its `message_end`.
     message_open: bool,
     /// The stream carries incremental `delta`s (pi 0.73.1), so it never replays earlier text.
@@ -51,8 +55,7 @@ pub struct PiMapper {
     thinking_blocks: BTreeMap<usize, SnapshotReconciler>,
     /// Complete thinking blocks of `toolUse` messages, waiting for the turn's final message.
     held_thoughts: Vec<String>,
-    /// Tool calls started and not yet ended, in start order.
-    open_tools: Vec<OpenTool>,
+    tools: ToolCalls,
     /// Summed over every assistant message of the process (each one was paid for).
     usage: Option<Usage>,
     last_assistant: Option<AssistantEnd>,
@@ -70,12 +73,6 @@ struct TextBlock {
     carried: bool,
 }
 
-#[derive(Debug)]
-struct OpenTool {
-    id: String,
-    last_output: String,
-}
-
 #[derive(Debug, Clone)]
 struct AssistantEnd {
     stop_reason: String,
@@ -89,12 +86,13 @@ impl PiMapper {
         Self {
             provider,
             resumed,
+            session: SessionHeader::default(),
             message_open: false,
             delta_protocol: false,
             text_blocks: BTreeMap::new(),
             thinking_blocks: BTreeMap::new(),
             held_thoughts: Vec::new(),
-            open_tools: Vec::new(),
+            tools: ToolCalls::default(),
             usage: None,
             last_assistant: None,
             agent_ended: false,
@@ -125,7 +123,8 @@ impl PiMapper {
         match kind {
             "session" => {
                 let header: SessionLine = serde_json::from_str(line)?;
-                out.push(self.session_message(header.id.map(Cow::into_owned)));
+                let message = self.session_message(header.id.map(Cow::into_owned));
+                self.session.announce(message, out);
             }
             "message_start" => {
                 let event: MessageLine = serde_json::from_str(line)?;
@@ -152,16 +151,9 @@ impl PiMapper {
             "agent_end" => self.agent_ended = true,
             "tool_execution_start" => {
                 let event: ToolStart = serde_json::from_str(line)?;
-                let id = event.tool_call_id.into_owned();
-                out.push(AgentMessage::ToolCall {
-                    id: id.clone(),
-                    name: event.tool_name.into_owned(),
-                    input: event.args.unwrap_or(Value::Null),
-                });
-                self.open_tools.push(OpenTool {
-                    id,
-                    last_output: String::new(),
-                });
+                let input = event.args.unwrap_or(Value::Null);
+                self.tools
+                    .start(&event.tool_call_id, &event.tool_name, input, out);
             }
             "tool_execution_update" => {
                 let event: ToolUpdate = serde_json::from_str(line)?;
@@ -169,32 +161,13 @@ impl PiMapper {
                     .partial_result
                     .map(|result| result.text())
                     .unwrap_or_default();
-                let id = event.tool_call_id;
-                match self.open_tools.iter_mut().find(|tool| tool.id == id) {
-                    Some(tool) if tool.last_output == output => {}
-                    Some(tool) => {
-                        tool.last_output.clone_from(&output);
-                        out.push(AgentMessage::ToolUpdate {
-                            id: id.into_owned(),
-                            output,
-                        });
-                    }
-                    None => out.push(AgentMessage::ToolUpdate {
-                        id: id.into_owned(),
-                        output,
-                    }),
-                }
+                self.tools.update(&event.tool_call_id, output, out);
             }
             "tool_execution_end" => {
                 let event: ToolEnd = serde_json::from_str(line)?;
                 let output = event.result.map(|result| result.text()).unwrap_or_default();
-                let id = event.tool_call_id.into_owned();
-                self.open_tools.retain(|tool| tool.id != id);
-                out.push(if event.is_error {
-                    AgentMessage::ToolFailed { id, error: output }
-                } else {
-                    AgentMessage::ToolCompleted { id, output }
-                });
+                let ending = ToolEnding::from_output(event.is_error, output);
+                self.tools.end(&event.tool_call_id, ending, out);
             }
             "auto_retry_start" => {
                 let event: RetryStart = serde_json::from_str(line)?;
@@ -414,7 +387,7 @@ impl PiMapper {
             .unwrap_or_default()
             .to_owned();
         if stop_reason != STOP_TOOL_USE {
-            self.release_thoughts(out);
+            self.tools.release_thoughts(&mut self.held_thoughts, out);
         }
         self.last_assistant = Some(AssistantEnd {
             stop_reason,
@@ -429,14 +402,6 @@ impl PiMapper {
                 .into_values()
                 .map(|block| block.shown().to_owned())
                 .filter(|text| !text.is_empty()),
-        );
-    }
-
-    fn release_thoughts(&mut self, out: &mut Vec<AgentMessage>) {
-        out.extend(
-            self.held_thoughts
-                .drain(..)
-                .map(|text| AgentMessage::Thought { text }),
         );
     }
 }
@@ -471,17 +436,6 @@ fn add_usage(total: &mut Usage, usage: &PiUsage) {
     }
 }
 
-/// The HTTP status in pi's `errorMessage` (`"<status> <provider message>"`).
-fn leading_http_status(message: &str) -> Option<u16> {
-    let (code, rest) = message.split_at_checked(3)?;
-    if !rest.starts_with(' ') || !code.bytes().all(|byte| byte.is_ascii_digit()) {
-        return None;
-    }
-    code.parse()
-        .ok()
-        .filter(|status| (100..=599).contains(status))
-}
-
 impl Mapper for PiMapper {
     fn map_line(&mut self, line: &str, out: &mut Vec<AgentMessage>) -> LineVerdict {
         let Ok(envelope) = serde_json::from_str::<Envelope<'_>>(line) else {
@@ -491,14 +445,16 @@ impl Mapper for PiMapper {
             return LineVerdict::Invalid;
         };
         let first_new = out.len();
-        match self.map_event(&kind, line, out) {
+        let verdict = match self.map_event(&kind, line, out) {
             Ok(verdict) => verdict,
             Err(error) => {
                 tracing::debug!(%error, kind = %kind, "pi event of an unexpected shape");
                 out.truncate(first_new);
                 LineVerdict::Invalid
             }
-        }
+        };
+        self.session.close_if_emitted(out);
+        verdict
     }
 
     fn outcome_reported(&self) -> bool {
@@ -507,20 +463,10 @@ impl Mapper for PiMapper {
     }
 
     fn finish(&mut self, exit: ExitFacts, out: &mut Vec<AgentMessage>) -> AgentOutcome {
-        let unfinished_tool = if exit.stopped_by_us {
-            "stopped before the tool call finished"
-        } else {
-            "pi ended before the tool call finished"
-        };
-        for tool in self.open_tools.drain(..) {
-            out.push(AgentMessage::ToolFailed {
-                id: tool.id,
-                error: unfinished_tool.to_owned(),
-            });
-        }
+        self.tools.fail_all_open("pi", exit.stopped_by_us, out);
         // No later point will come to release thinking of a cut-off turn; show what there is.
         self.hold_thinking();
-        self.release_thoughts(out);
+        self.tools.release_thoughts(&mut self.held_thoughts, out);
 
         if let Some(stop_reason) = self.completed_stop_reason() {
             return AgentOutcome::Completed {
@@ -537,7 +483,7 @@ impl Mapper for PiMapper {
             });
             return AgentOutcome::Failed {
                 reason: failure_reason::AGENT_ERROR.to_owned(),
-                http_status: leading_http_status(&message),
+                http_status: http_status_in(&message),
                 message,
             };
         }
@@ -1181,6 +1127,43 @@ mod tests {
     }
 
     #[test]
+    fn thoughts_wait_while_a_tool_call_whose_end_was_lost_is_open() {
+        let mut mapper = PiMapper::new("pi", false);
+        let mut out = run(
+            &mut mapper,
+            &[
+                json!({"type": "tool_execution_start", "toolCallId": "t", "toolName": "bash", "args": {}}),
+                // Its tool_execution_end was lost; and so was the start of this update's call.
+                json!({"type": "tool_execution_update", "toolCallId": "lost", "partialResult": {"content": [{"type": "text", "text": "x"}]}}),
+                start(),
+                update("thinking_delta", 0, Some("Done.")),
+                end(json!([{"type": "thinking", "thinking": "Done."}]), "stop"),
+            ],
+        );
+        mapper.finish(exit_ok(), &mut out);
+        assert_eq!(
+            out,
+            [
+                AgentMessage::ToolCall {
+                    id: "t".into(),
+                    name: "bash".into(),
+                    input: json!({})
+                },
+                AgentMessage::Thinking {
+                    delta: "Done.".into()
+                },
+                AgentMessage::ToolFailed {
+                    id: "t".into(),
+                    error: "pi ended before the tool call finished".into()
+                },
+                AgentMessage::Thought {
+                    text: "Done.".into()
+                },
+            ]
+        );
+    }
+
+    #[test]
     fn an_internal_retry_is_a_notice_and_not_the_end() {
         let mut mapper = PiMapper::new("pi", false);
         let mut failed = end(json!([{"type": "text", "text": "Par"}]), "error");
@@ -1348,19 +1331,5 @@ mod tests {
                 delta: "Help me".into()
             }]
         );
-    }
-
-    #[test]
-    fn http_status_is_read_from_a_leading_code_only() {
-        assert_eq!(
-            leading_http_status("500 fake internal server error"),
-            Some(500)
-        );
-        assert_eq!(leading_http_status("429 "), Some(429));
-        assert_eq!(leading_http_status("terminated"), None);
-        assert_eq!(leading_http_status("5000 tokens"), None);
-        assert_eq!(leading_http_status("999 nope"), None);
-        assert_eq!(leading_http_status("42"), None);
-        assert_eq!(leading_http_status("€00 x"), None);
     }
 }
