@@ -61,13 +61,82 @@ pub const RETRY_SECTION: &str = "provider_error_auto_retry";
 pub const MAX_ATTEMPTS_LIMIT: u32 = 20;
 /// Longer waits than this (10 minutes) between attempts are a typo, not a policy.
 pub const MAX_DELAY_LIMIT_MS: u64 = 600_000;
-const RETRY_KEYS: [&str; 5] = [
-    "enabled",
-    "max_attempts",
-    "retry_delay_ms",
-    "backoff",
-    "max_delay_ms",
-];
+
+/// The keys of `[provider_error_auto_retry]`: each key's name, how it is read from the config
+/// file and how it is written back, in one place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetryKey {
+    Enabled,
+    MaxAttempts,
+    RetryDelayMs,
+    Backoff,
+    MaxDelayMs,
+}
+
+impl RetryKey {
+    pub const ALL: [RetryKey; 5] = [
+        RetryKey::Enabled,
+        RetryKey::MaxAttempts,
+        RetryKey::RetryDelayMs,
+        RetryKey::Backoff,
+        RetryKey::MaxDelayMs,
+    ];
+
+    pub const fn name(self) -> &'static str {
+        match self {
+            RetryKey::Enabled => "enabled",
+            RetryKey::MaxAttempts => "max_attempts",
+            RetryKey::RetryDelayMs => "retry_delay_ms",
+            RetryKey::Backoff => "backoff",
+            RetryKey::MaxDelayMs => "max_delay_ms",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<RetryKey> {
+        RetryKey::ALL.into_iter().find(|key| key.name() == name)
+    }
+
+    /// Sets this key of `policy` from a config value (types only; ranges are `validate`'s).
+    fn read(self, value: &toml::Value, policy: &mut RetryPolicy) -> Result<(), String> {
+        match self {
+            RetryKey::Enabled => value
+                .as_bool()
+                .map(|enabled| policy.enabled = enabled)
+                .ok_or_else(|| format!("`{value}` is not true or false")),
+            RetryKey::MaxAttempts => unsigned(value).and_then(|attempts| {
+                u32::try_from(attempts)
+                    .map(|attempts| policy.max_attempts = attempts)
+                    .map_err(|_| format!("{attempts} is out of range"))
+            }),
+            RetryKey::RetryDelayMs => unsigned(value).map(|delay| policy.retry_delay_ms = delay),
+            RetryKey::MaxDelayMs => unsigned(value).map(|delay| policy.max_delay_ms = delay),
+            RetryKey::Backoff => match value.as_str() {
+                Some("fixed") => {
+                    policy.backoff = Backoff::Fixed;
+                    Ok(())
+                }
+                Some("exponential") => {
+                    policy.backoff = Backoff::Exponential;
+                    Ok(())
+                }
+                _ => Err(format!(
+                    "`{value}` is not a backoff: use \"fixed\" or \"exponential\""
+                )),
+            },
+        }
+    }
+
+    /// This key's value in `policy`, as written to the config file.
+    fn written(self, policy: &RetryPolicy) -> toml_edit::Value {
+        match self {
+            RetryKey::Enabled => policy.enabled.into(),
+            RetryKey::MaxAttempts => i64::from(policy.max_attempts).into(),
+            RetryKey::RetryDelayMs => clamp_to_i64(policy.retry_delay_ms).into(),
+            RetryKey::Backoff => policy.backoff.as_str().into(),
+            RetryKey::MaxDelayMs => clamp_to_i64(policy.max_delay_ms).into(),
+        }
+    }
+}
 
 /// One thing wrong with a retry policy: the key and what is wrong with its value.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,7 +157,7 @@ impl RetryPolicy {
         let mut problems = Vec::new();
         if !(1..=MAX_ATTEMPTS_LIMIT).contains(&self.max_attempts) {
             problems.push(PolicyProblem::new(
-                "max_attempts",
+                RetryKey::MaxAttempts.name(),
                 format!(
                     "{} is out of range: it must be between 1 and {MAX_ATTEMPTS_LIMIT}",
                     self.max_attempts
@@ -96,12 +165,12 @@ impl RetryPolicy {
             ));
         }
         for (key, value) in [
-            ("retry_delay_ms", self.retry_delay_ms),
-            ("max_delay_ms", self.max_delay_ms),
+            (RetryKey::RetryDelayMs, self.retry_delay_ms),
+            (RetryKey::MaxDelayMs, self.max_delay_ms),
         ] {
             if value > MAX_DELAY_LIMIT_MS {
                 problems.push(PolicyProblem::new(
-                    key,
+                    key.name(),
                     format!(
                         "{value} is too long: it must be at most {MAX_DELAY_LIMIT_MS} (10 minutes)"
                     ),
@@ -112,7 +181,7 @@ impl RetryPolicy {
             self.retry_delay_ms <= MAX_DELAY_LIMIT_MS && self.max_delay_ms <= MAX_DELAY_LIMIT_MS;
         if delays_in_range && self.max_delay_ms < self.retry_delay_ms {
             problems.push(PolicyProblem::new(
-                "max_delay_ms",
+                RetryKey::MaxDelayMs.name(),
                 format!(
                     "{} is shorter than retry_delay_ms ({}): the cap must not be below the first delay",
                     self.max_delay_ms, self.retry_delay_ms
@@ -158,34 +227,11 @@ impl RetryPolicy {
         let mut policy = RetryPolicy::default();
         let mut problems = Vec::new();
         for (key, value) in table {
-            let parsed = match key.as_str() {
-                "enabled" => value
-                    .as_bool()
-                    .map(|enabled| policy.enabled = enabled)
-                    .ok_or_else(|| format!("`{value}` is not true or false")),
-                "max_attempts" => unsigned(value).and_then(|attempts| {
-                    u32::try_from(attempts)
-                        .map(|attempts| policy.max_attempts = attempts)
-                        .map_err(|_| format!("{attempts} is out of range"))
-                }),
-                "retry_delay_ms" => unsigned(value).map(|delay| policy.retry_delay_ms = delay),
-                "max_delay_ms" => unsigned(value).map(|delay| policy.max_delay_ms = delay),
-                "backoff" => match value.as_str() {
-                    Some("fixed") => {
-                        policy.backoff = Backoff::Fixed;
-                        Ok(())
-                    }
-                    Some("exponential") => {
-                        policy.backoff = Backoff::Exponential;
-                        Ok(())
-                    }
-                    _ => Err(format!(
-                        "`{value}` is not a backoff: use \"fixed\" or \"exponential\""
-                    )),
-                },
-                _ => Err(format!(
+            let parsed = match RetryKey::from_name(key) {
+                Some(known) => known.read(value, &mut policy),
+                None => Err(format!(
                     "unknown key (known keys: {})",
-                    RETRY_KEYS.join(", ")
+                    RetryKey::ALL.map(RetryKey::name).join(", ")
                 )),
             };
             if let Err(problem) = parsed {
@@ -464,19 +510,14 @@ fn write_policy(table: &mut dyn TableLike, policy: &RetryPolicy) {
     let unknown: Vec<String> = table
         .iter()
         .map(|(key, _)| key.to_owned())
-        .filter(|key| !RETRY_KEYS.contains(&key.as_str()))
+        .filter(|key| RetryKey::from_name(key).is_none())
         .collect();
     for key in unknown {
         table.remove(&key);
     }
-    let values: [(&str, toml_edit::Value); 5] = [
-        ("enabled", policy.enabled.into()),
-        ("max_attempts", i64::from(policy.max_attempts).into()),
-        ("retry_delay_ms", clamp_to_i64(policy.retry_delay_ms).into()),
-        ("backoff", policy.backoff.as_str().into()),
-        ("max_delay_ms", clamp_to_i64(policy.max_delay_ms).into()),
-    ];
-    for (key, mut value) in values {
+    for key in RetryKey::ALL {
+        let mut value = key.written(policy);
+        let key = key.name();
         match table.get_mut(key).and_then(Item::as_value_mut) {
             Some(existing) => {
                 // Keep `key = value  # comment` comments and spacing.

@@ -238,33 +238,18 @@ impl SessionLogWriter {
                 prompt: prompt.clone(),
                 at_ms: Some(now_ms()),
             }),
-            OrchestratorEvent::Message {
-                turn,
-                attempt,
-                message,
-            } => self.append(LogEntry::Message {
-                turn: *turn,
-                attempt: *attempt,
-                message: message.clone(),
-                at_ms: Some(now_ms()),
-            }),
-            OrchestratorEvent::RetryScheduled {
-                turn,
-                attempt,
-                max_attempts,
-                delay_ms,
-                reason,
-            } => self.append(LogEntry::Message {
-                turn: *turn,
-                attempt: attempt.saturating_sub(1),
-                message: AgentMessage::RetryScheduled {
-                    attempt: *attempt,
-                    max_attempts: *max_attempts,
-                    delay_ms: *delay_ms,
-                    reason: reason.clone(),
-                },
-                at_ms: Some(now_ms()),
-            }),
+            OrchestratorEvent::Message { .. }
+            | OrchestratorEvent::RetryScheduled { .. }
+            | OrchestratorEvent::Notice { .. } => {
+                if let Some((turn, attempt, message)) = event.as_stream_message() {
+                    self.append(LogEntry::Message {
+                        turn,
+                        attempt,
+                        message: message.into_owned(),
+                        at_ms: Some(now_ms()),
+                    });
+                }
+            }
             OrchestratorEvent::TurnEnded { turn, outcome } => {
                 self.append(LogEntry::TurnEnded {
                     turn: *turn,
@@ -275,19 +260,6 @@ impl SessionLogWriter {
             }
             OrchestratorEvent::SessionChanged { session_id } => self.append(LogEntry::Session {
                 session_id: session_id.clone(),
-            }),
-            OrchestratorEvent::Notice {
-                turn,
-                kind,
-                message,
-            } => self.append(LogEntry::Message {
-                turn: *turn,
-                attempt: 0,
-                message: AgentMessage::Notice {
-                    kind: kind.clone(),
-                    message: message.clone(),
-                },
-                at_ms: Some(now_ms()),
             }),
             OrchestratorEvent::ShutDown => self.flush(),
             OrchestratorEvent::AttemptStarted { .. }

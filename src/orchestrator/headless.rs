@@ -2,7 +2,8 @@
 //! chat, with every shared message handed to a callback.
 //!
 //! The callback sees every message of every attempt in order (each attempt ends with its own
-//! terminal message), and between attempts a synthesised `retry.scheduled`. The outcome is the
+//! terminal message), and between attempts a synthesised `retry.scheduled` (and the
+//! orchestrator's notices, such as a fresh session after a lost one). The outcome is the
 //! final attempt's. A [`StopControl`] the caller keeps is the stop hook: its first `stop()` (on
 //! SIGINT, say) starts the three-stage stop, or cancels a pending retry; a second skips to the
 //! kill. The caller's `StopControl` also mirrors the stop's progress.
@@ -39,9 +40,12 @@ pub async fn run_headless_turn(
     loop {
         tokio::select! {
             event = events.recv() => match event {
-                Some(OrchestratorEvent::Message { message, .. }) => on_message(&message),
-                Some(OrchestratorEvent::RetryScheduled { attempt, max_attempts, delay_ms, reason, .. }) => {
-                    on_message(&AgentMessage::RetryScheduled { attempt, max_attempts, delay_ms, reason });
+                Some(event @ (OrchestratorEvent::Message { .. }
+                | OrchestratorEvent::RetryScheduled { .. }
+                | OrchestratorEvent::Notice { .. })) => {
+                    if let Some((_, _, message)) = event.as_stream_message() {
+                        on_message(&message);
+                    }
                 }
                 Some(OrchestratorEvent::StopProgress { progress, .. }) => stop.set_progress(progress),
                 Some(OrchestratorEvent::TurnEnded { outcome: ended, .. }) => {

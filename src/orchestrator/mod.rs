@@ -25,6 +25,8 @@ pub mod headless;
 
 use crate::config::RetryPolicy;
 use crate::provider::StopProgress;
+use std::borrow::Cow;
+
 use crate::stream::AgentMessage;
 
 pub use driver::{spawn_orchestrator, OrchestratorHandle, OrchestratorOptions};
@@ -60,6 +62,58 @@ pub enum Command {
     SetRetryPolicy(RetryPolicy),
     /// Stop whatever runs and end the orchestrator.
     Shutdown,
+}
+
+impl OrchestratorEvent {
+    /// The shared-stream message this event is, with its turn and the attempt it belongs to, as
+    /// `agentty run` prints it and session logs keep it: an attempt's own messages; between
+    /// attempts the orchestrator's `retry.scheduled` (after attempt N-1); its notices (attempt
+    /// 0: the turn's). `None` for the events the stream has no message for.
+    pub fn as_stream_message(&self) -> Option<(TurnId, u32, Cow<'_, AgentMessage>)> {
+        match self {
+            OrchestratorEvent::Message {
+                turn,
+                attempt,
+                message,
+            } => Some((*turn, *attempt, Cow::Borrowed(message))),
+            OrchestratorEvent::RetryScheduled {
+                turn,
+                attempt,
+                max_attempts,
+                delay_ms,
+                reason,
+            } => Some((
+                *turn,
+                attempt.saturating_sub(1),
+                Cow::Owned(AgentMessage::RetryScheduled {
+                    attempt: *attempt,
+                    max_attempts: *max_attempts,
+                    delay_ms: *delay_ms,
+                    reason: reason.clone(),
+                }),
+            )),
+            OrchestratorEvent::Notice {
+                turn,
+                kind,
+                message,
+            } => Some((
+                *turn,
+                0,
+                Cow::Owned(AgentMessage::Notice {
+                    kind: kind.clone(),
+                    message: message.clone(),
+                }),
+            )),
+            OrchestratorEvent::TurnStarted { .. }
+            | OrchestratorEvent::AttemptStarted { .. }
+            | OrchestratorEvent::StopProgress { .. }
+            | OrchestratorEvent::RetryCancelled { .. }
+            | OrchestratorEvent::TurnEnded { .. }
+            | OrchestratorEvent::QueueChanged { .. }
+            | OrchestratorEvent::SessionChanged { .. }
+            | OrchestratorEvent::ShutDown => None,
+        }
+    }
 }
 
 /// How a turn ended.

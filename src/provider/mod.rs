@@ -165,21 +165,68 @@ impl Provider for CliProvider {
     }
 }
 
-/// Names accepted by `--provider`.
-pub const PROVIDER_NAMES: [&str; 5] = ["pi", "claude", "codex", "gemini", "demo"];
+/// The agent CLIs agentty has a backend for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ProviderKind {
+    Pi,
+    Claude,
+    Codex,
+    Gemini,
+    Demo,
+}
+
+impl ProviderKind {
+    pub const ALL: [ProviderKind; 5] = [
+        ProviderKind::Pi,
+        ProviderKind::Claude,
+        ProviderKind::Codex,
+        ProviderKind::Gemini,
+        ProviderKind::Demo,
+    ];
+
+    /// The `--provider` name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            ProviderKind::Pi => "pi",
+            ProviderKind::Claude => "claude",
+            ProviderKind::Codex => "codex",
+            ProviderKind::Gemini => "gemini",
+            ProviderKind::Demo => "demo",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<ProviderKind> {
+        ProviderKind::ALL
+            .into_iter()
+            .find(|kind| kind.name() == name)
+    }
+
+    pub fn backend(self, settings: &ProviderSettings) -> Arc<dyn Backend> {
+        let settings = settings.clone();
+        match self {
+            ProviderKind::Pi => Arc::new(pi::PiBackend::new(settings)),
+            ProviderKind::Demo => Arc::new(demo::DemoBackend::new(settings)),
+            ProviderKind::Claude => Arc::new(claude::ClaudeBackend::new(settings)),
+            ProviderKind::Codex => Arc::new(codex::CodexBackend::new(settings)),
+            ProviderKind::Gemini => Arc::new(gemini::GeminiBackend::new(settings)),
+        }
+    }
+}
+
+/// Names accepted by `--provider` (besides providers defined in the config).
+pub const PROVIDER_NAMES: [&str; 5] = {
+    let mut names = [""; 5];
+    let mut index = 0;
+    while index < names.len() {
+        names[index] = ProviderKind::ALL[index].name();
+        index += 1;
+    }
+    names
+};
 
 /// Builds the backend for `name` from its settings.
 pub fn build_backend(name: &str, settings: &ProviderSettings) -> Option<Arc<dyn Backend>> {
-    let settings = settings.clone();
-    let backend: Arc<dyn Backend> = match name {
-        "pi" => Arc::new(pi::PiBackend::new(settings)),
-        "demo" => Arc::new(demo::DemoBackend::new(settings)),
-        "claude" => Arc::new(claude::ClaudeBackend::new(settings)),
-        "codex" => Arc::new(codex::CodexBackend::new(settings)),
-        "gemini" => Arc::new(gemini::GeminiBackend::new(settings)),
-        _ => return None,
-    };
-    Some(backend)
+    ProviderKind::from_name(name).map(|kind| kind.backend(settings))
 }
 
 /// Builds the provider for `name` from its settings.
