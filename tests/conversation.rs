@@ -274,3 +274,59 @@ async fn a_lost_agent_session_goes_on_in_a_fresh_one_with_a_notice() {
         messages(&["hello after the loss", "hello once more"])
     );
 }
+
+// ---- `--resume` refusals, before any terminal is touched ----
+
+/// `agentty ARGS` in `cwd` with its own state dir; (exit status, stderr).
+fn agentty(state: &Path, cwd: &Path, args: &[&str]) -> (Option<i32>, String) {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_agentty"))
+        .args(args)
+        .current_dir(cwd)
+        .env("AGENTTY_STATE_DIR", state)
+        .env(STATE_DIR_VAR, state.join("demo"))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run agentty");
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn resume_refuses_with_one_clear_line_what_it_cannot_continue() {
+    let state = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    // Nothing to resume here yet.
+    let (code, stderr) = agentty(state.path(), project.path(), &["--resume"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("no earlier conversation in"), "{stderr}");
+    // A headless run is a conversation of its own: not the one `--resume` picks...
+    let (code, stderr) = agentty(
+        state.path(),
+        project.path(),
+        &["run", "--provider", "demo", "--scenario", "hello", "hi"],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let (code, stderr) = agentty(state.path(), project.path(), &["--resume"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    // ...but it can be named, and then only under its own provider and directory.
+    let summaries = agentty::session_log::list_conversations(&state.path().join("sessions"));
+    assert_eq!(summaries.len(), 1);
+    let id = &summaries[0].id[..8];
+    let (code, stderr) = agentty(
+        state.path(),
+        project.path(),
+        &["--provider", "pi", "--resume", id],
+    );
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("ran on demo, not pi"), "{stderr}");
+    let (code, stderr) = agentty(state.path(), elsewhere.path(), &["--resume", id]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("belongs to"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    let (code, stderr) = agentty(state.path(), project.path(), &["--resume", "zzzzzz"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("no conversation \"zzzzzz\""), "{stderr}");
+}
