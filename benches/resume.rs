@@ -51,6 +51,10 @@ fn start(state: &Path) -> i32 {
         "160",
         "-y",
         "50",
+        // `--resume` reopens the last conversation of the working directory: the logs below
+        // record `/`.
+        "-c",
+        "/",
         &command,
     ]);
     tmux(&["display-message", "-p", "-t", "bench", "#{pane_pid}"])
