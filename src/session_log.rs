@@ -277,7 +277,9 @@ impl SessionLogWriter {
             OrchestratorEvent::AttemptStarted { .. }
             | OrchestratorEvent::StopProgress { .. }
             | OrchestratorEvent::RetryCancelled { .. }
-            | OrchestratorEvent::QueueChanged { .. } => {}
+            | OrchestratorEvent::QueueChanged { .. }
+            | OrchestratorEvent::AgentQueueChanged(_)
+            | OrchestratorEvent::AgentStatusChanged(_) => {}
         }
     }
 

@@ -52,6 +52,7 @@ impl RpcWorld {
                 ("AGENTTY_DEMO_TIME_SCALE".to_owned(), time_scale.to_owned()),
             ]),
             model: None,
+            transport: None,
         };
         let provider = build_provider_with("demo", &settings, Transport::Rpc).unwrap();
         Self {

@@ -108,6 +108,7 @@ impl PiWorld {
             args: Vec::new(),
             env,
             model: Some(format!("fake/{model}")),
+            transport: None,
         };
         CliProvider::new(PiBackend::new(settings).with_state_dir(self.state_dir()))
     }

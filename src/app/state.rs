@@ -24,7 +24,8 @@ use super::transcript::{
 };
 use crate::config::RetryPolicy;
 use crate::orchestrator::{Command, OrchestratorEvent, TurnId, TurnOutcome};
-use crate::provider::{StopProgress, PROVIDER_NAMES};
+use crate::provider::pi::rpc::{AgentQueue, AgentStatus};
+use crate::provider::{Interjection, StopProgress, PROVIDER_NAMES};
 use crate::session_log::ConversationSummary;
 use crate::stream::{notice_kind, AgentMessage, Failure, StopStage};
 use crate::view::sanitize::{for_clipboard, untrusted_owned};
@@ -150,6 +151,13 @@ pub struct AppState {
     retry_asked: bool,
     /// Thinking panes streaming, or waiting for their complete thought.
     pub live_thinking: LiveThinking,
+    /// The provider hands messages to a running turn: Enter steers, Alt+Enter follows up
+    /// (pi's RPC transport). Without it, a prompt typed during a turn waits in the queue.
+    pub agent_steers: bool,
+    /// The agent's own queue of steering / follow-up messages, as it reports it.
+    pub agent_queue: AgentQueue,
+    /// The agent's model, thinking level, session cost and tokens, as it reports them.
+    pub agent_status: AgentStatus,
 }
 
 impl AppState {
@@ -162,6 +170,9 @@ impl AppState {
             turn: None,
             last_outcome: None,
             queued: Vec::new(),
+            agent_steers: false,
+            agent_queue: AgentQueue::default(),
+            agent_status: AgentStatus::default(),
             usage_book: UsageBook::default(),
             phase: None,
             composer: Composer::new(),
@@ -421,6 +432,22 @@ impl AppState {
             }
             OrchestratorEvent::SessionChanged { session_id } => {
                 self.session_id = session_id.map(|id| untrusted_owned(&id));
+            }
+            OrchestratorEvent::AgentQueueChanged(queue) => {
+                let clean = |items: &[String]| -> Vec<String> {
+                    items.iter().map(|item| untrusted_owned(item)).collect()
+                };
+                self.agent_queue = AgentQueue {
+                    steering: clean(&queue.steering),
+                    follow_up: clean(&queue.follow_up),
+                };
+            }
+            OrchestratorEvent::AgentStatusChanged(status) => {
+                self.agent_status = AgentStatus {
+                    model: status.model.map(|model| untrusted_owned(&model)),
+                    thinking_level: status.thinking_level.map(|level| untrusted_owned(&level)),
+                    ..status
+                };
             }
             OrchestratorEvent::Notice {
                 turn,
@@ -854,11 +881,26 @@ impl AppState {
             KeyCode::End if ctrl || self.composer.is_empty() => {
                 vec![AppEffect::Scroll(ScrollAction::Bottom)]
             }
+            // pi's keys while a turn runs: Alt+Enter queues a follow-up, Enter steers.
+            KeyCode::Enter if alt && self.agent_steers && self.is_turn_running() => {
+                self.submit_as(Some(Interjection::FollowUp))
+            }
             KeyCode::Enter if shift || alt => {
                 self.composer.insert_newline();
                 Vec::new()
             }
+            KeyCode::Enter if !ctrl && self.agent_steers && self.is_turn_running() => {
+                self.submit_as(Some(Interjection::Steer))
+            }
             KeyCode::Enter if !ctrl => self.submit(),
+            // Pulls the last prompt still waiting in agentty's queue back into the editor
+            // (pi's own queue has no command to take a message back once it holds it).
+            KeyCode::Up if alt && !self.queued.is_empty() && self.composer.is_empty() => {
+                let index = self.queued.len() - 1;
+                let prompt = self.queued.remove(index);
+                self.composer.set_text(&prompt);
+                vec![AppEffect::Command(Command::RemoveQueued(index))]
+            }
             KeyCode::Up if !ctrl && !alt && self.composer.browsing_allowed() => {
                 self.composer.recall_older();
                 Vec::new()
@@ -955,6 +997,11 @@ impl AppState {
     }
 
     fn submit(&mut self) -> Vec<AppEffect> {
+        self.submit_as(None)
+    }
+
+    /// Sends the composer's text: as a prompt, or handed to the running turn (`interjection`).
+    fn submit_as(&mut self, interjection: Option<Interjection>) -> Vec<AppEffect> {
         let text = self.composer.text();
         if text.trim().is_empty() {
             return Vec::new();
@@ -987,7 +1034,11 @@ impl AppState {
         }
         self.composer.take();
         self.composer.remember(&text);
-        vec![AppEffect::Command(Command::Submit(text))]
+        let command = match interjection {
+            Some(kind) => Command::Interject(kind, text),
+            None => Command::Submit(text),
+        };
+        vec![AppEffect::Command(command)]
     }
 
     /// Runs a menu action or `/` command.

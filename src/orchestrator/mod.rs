@@ -24,7 +24,8 @@ pub mod fsm;
 pub mod headless;
 
 use crate::config::RetryPolicy;
-use crate::provider::StopProgress;
+use crate::provider::pi::rpc::{AgentQueue, AgentStatus};
+use crate::provider::{Interjection, StopProgress};
 use crate::stream::AgentMessage;
 
 pub use driver::{spawn_orchestrator, OrchestratorHandle, OrchestratorOptions};
@@ -58,6 +59,10 @@ pub enum Command {
     EditQueued(usize, String),
     /// Use this retry policy from now on.
     SetRetryPolicy(RetryPolicy),
+    /// A message for the running turn: steer it (after the current tool call) or follow up
+    /// (after the turn), when the provider can; otherwise (or with no turn running) it is a
+    /// `Submit`.
+    Interject(Interjection, String),
     /// Stop whatever runs and end the orchestrator.
     Shutdown,
 }
@@ -128,6 +133,10 @@ pub enum OrchestratorEvent {
     SessionChanged {
         session_id: Option<String>,
     },
+    /// The agent's own queue of steering and follow-up messages (long-lived transports).
+    AgentQueueChanged(AgentQueue),
+    /// The agent's model, thinking level, session cost and tokens (long-lived transports).
+    AgentStatusChanged(AgentStatus),
     /// Something the orchestrator did that the user should know (`kind` as in `notice`).
     Notice {
         turn: TurnId,

@@ -127,7 +127,9 @@ pub enum Interjection {
 }
 
 /// How a backend talks to its CLI (DESIGN.md "Transports").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Transport {
     /// One process per attempt (`--mode json`).

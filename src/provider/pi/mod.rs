@@ -194,6 +194,7 @@ mod tests {
             )]
             .into(),
             model: Some("plain".into()),
+            transport: None,
         };
         let backend = PiBackend::new(settings).with_state_dir(state.path());
         let request = AttemptRequest {

@@ -164,11 +164,10 @@ impl Provider for RpcProvider {
 
 impl Drop for RpcProvider {
     fn drop(&mut self) {
-        // No attempt runs (each holds an Arc of `live`): end the process now.
+        // With no attempt running, end the process now; a running attempt holds `live`, and
+        // the process ends when that attempt lets go of it (see `RpcSession`'s drop).
         if let Ok(mut live) = self.live.try_lock() {
-            if let Some(session) = live.take() {
-                session.end();
-            }
+            live.take();
         }
     }
 }
@@ -399,6 +398,9 @@ impl RpcSession {
         let (lines, _) = mpsc::unbounded_channel();
         // Dropping the writer's last sender closes pi's stdin.
         self.writer.lines = lines;
+        if let Ok(mut pending) = self.writer.pending.lock() {
+            pending.clear();
+        }
         if tokio::time::timeout(EXIT_AFTER_CLOSE, self.wait_exit())
             .await
             .is_err()
@@ -407,10 +409,15 @@ impl RpcSession {
             self.wait_exit().await;
         }
     }
+}
 
-    /// Ends the process without waiting (the provider is being dropped).
-    fn end(self) {
-        self.process_stop.stop();
+impl Drop for RpcSession {
+    /// Nobody will send pi another prompt: stdin closes with the writer (pi exits at once),
+    /// and the three-stage stop makes sure, sweeping whatever pi's tools left behind.
+    fn drop(&mut self) {
+        if self.exited.is_none() {
+            self.process_stop.stop();
+        }
     }
 }
 
