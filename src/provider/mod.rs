@@ -126,6 +126,16 @@ pub enum Interjection {
     FollowUp,
 }
 
+/// The transport the chat uses for `name` unless told otherwise: pi's RPC mode (no cold start
+/// per turn, steering, in-band stop), the one-shot JSON mode for the rest.
+pub fn default_chat_transport(name: &str) -> Transport {
+    if name == "pi" {
+        Transport::Rpc
+    } else {
+        Transport::Json
+    }
+}
+
 /// How a backend talks to its CLI (DESIGN.md "Transports").
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
