@@ -192,6 +192,11 @@ impl CliProvider {
             backend: Arc::new(backend),
         }
     }
+
+    /// The provider for a backend that is shared (with an RPC provider, say).
+    pub fn from_arc(backend: Arc<dyn Backend>) -> Self {
+        Self { backend }
+    }
 }
 
 impl Provider for CliProvider {

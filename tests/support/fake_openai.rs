@@ -5,7 +5,8 @@
 //!
 //! Scenarios: `plain` (text), `think` (reasoning, then text), `tool` (one bash call `echo hi`,
 //! then text), `err500` (HTTP 500), `sleep` (a bash call that writes its PID to the file named
-//! by the prompt's last word, then sleeps 100 s), `session` (says how many user messages it got).
+//! by the prompt's last word, then sleeps 100 s), `session` (says how many user messages it got),
+//! `nap` (a bash call `sleep 3`, then says how many user messages it got: steering lands there).
 
 #![allow(dead_code)]
 
@@ -24,7 +25,9 @@ pub const TOOL_ANSWER: &str = "The command printed hi, so the shell works fine."
 pub const ERROR_500: &str = "fake internal server error";
 /// A prompt holding this fails with HTTP 500 on its first two requests.
 pub const FAIL_TWICE: &str = "FAIL-TWICE";
-pub const SCENARIOS: [&str; 6] = ["plain", "think", "tool", "err500", "sleep", "session"];
+pub const SCENARIOS: [&str; 7] = [
+    "plain", "think", "tool", "err500", "sleep", "session", "nap",
+];
 
 const DELAY: Duration = Duration::from_millis(20);
 
@@ -179,7 +182,14 @@ fn respond(request: &HttpRequest) -> HttpResponse {
             [first].into_iter().chain(text_deltas("Slept.")),
             "stop",
         ),
-        ("session", _) => {
+        ("nap", 0) => stream(
+            &model,
+            [first]
+                .into_iter()
+                .chain(tool_call("call_nap_1", &json!({"command": "sleep 3"}))),
+            "tool_calls",
+        ),
+        ("session" | "nap", _) => {
             let users = messages
                 .iter()
                 .filter(|message| message["role"] == "user")
