@@ -15,7 +15,7 @@ use agentty::provider::{
     build_provider_with, AgentStream, AttemptRequest, Interjection, Provider, SessionRef,
     StopControl, Transport,
 };
-use agentty::stream::{failure_reason, AgentMessage, StopStage};
+use agentty::stream::{failure_reason, notice_kind, AgentMessage, StopStage};
 
 const PATIENCE: Duration = Duration::from_secs(30);
 
@@ -228,6 +228,22 @@ async fn steer_and_follow_up_reach_the_running_turn() {
         .expect(&text);
     let followed = text.find("Your follow-up: \"then right\"").expect(&text);
     assert!(steered < followed);
+    let delivered: Vec<(&str, &str)> = rest
+        .iter()
+        .filter_map(|message| match message {
+            AgentMessage::Notice { kind, message } if kind.ends_with("_delivered") => {
+                Some((kind.as_str(), message.as_str()))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        delivered,
+        [
+            (notice_kind::STEER_DELIVERED, "go left"),
+            (notice_kind::FOLLOW_UP_DELIVERED, "then right")
+        ]
+    );
     assert!(matches!(
         terminals(&rest)[..],
         [AgentMessage::Completed { .. }]
@@ -406,4 +422,98 @@ async fn a_missing_binary_is_a_start_failure() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+#[tokio::test]
+async fn a_process_started_ahead_serves_the_first_prompt_as_a_new_session() {
+    let world = RpcWorld::new("0");
+    world.provider.warm_up(AttemptRequest {
+        session: SessionRef::New,
+        cwd: Some(world.state.path().to_path_buf()),
+        ..AttemptRequest::default()
+    });
+    let deadline = Instant::now() + PATIENCE;
+    while world.starts().is_empty() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(world.starts().len(), 1, "started before any prompt");
+    let first = world.turn("hi", SessionRef::New).await;
+    assert!(
+        matches!(first.first(), Some(AgentMessage::SessionStarted { .. })),
+        "{first:?}"
+    );
+    assert!(matches!(
+        terminals(&first)[..],
+        [AgentMessage::Completed { .. }]
+    ));
+    // A second New is another conversation: it must not land in the first one's pi.
+    let other = world.turn("hi", SessionRef::New).await;
+    assert_ne!(session_id(&other), session_id(&first));
+    assert_eq!(world.starts().len(), 2);
+}
+
+#[tokio::test]
+async fn through_the_orchestrator_a_steer_reaches_the_running_turn() {
+    use agentty::orchestrator::{
+        spawn_orchestrator, Command, OrchestratorEvent as Ev, OrchestratorOptions, TurnOutcome,
+    };
+    let world = RpcWorld::new("0.05");
+    let mut options = OrchestratorOptions::new(world.provider.clone());
+    options.cwd = Some(world.state.path().to_path_buf());
+    let mut handle = spawn_orchestrator(options);
+    handle
+        .commands
+        .send(Command::Submit("be slow please".into()))
+        .unwrap();
+    let mut steered = false;
+    let mut seen = Vec::new();
+    loop {
+        let event = timeout(PATIENCE, handle.events.recv())
+            .await
+            .expect("in time")
+            .expect("running");
+        if !steered
+            && matches!(
+                &event,
+                Ev::Message {
+                    message: AgentMessage::Assistant { .. },
+                    ..
+                }
+            )
+        {
+            handle
+                .commands
+                .send(Command::Interject(Interjection::Steer, "go left".into()))
+                .unwrap();
+            steered = true;
+        }
+        let ended = matches!(event, Ev::TurnEnded { .. });
+        seen.push(event);
+        if ended {
+            break;
+        }
+    }
+    assert!(matches!(
+        seen.last(),
+        Some(Ev::TurnEnded {
+            outcome: TurnOutcome::Completed,
+            ..
+        })
+    ));
+    assert!(seen.iter().any(|event| matches!(event,
+        Ev::Message { message: AgentMessage::Notice { kind, message }, .. }
+            if kind == notice_kind::STEER_DELIVERED && message == "go left")));
+    assert!(seen.iter().any(|event| matches!(event,
+        Ev::AgentQueueChanged(queue) if queue.steering == ["go left"])));
+    assert!(
+        !seen
+            .iter()
+            .any(|event| matches!(event, Ev::TurnStarted { turn: 2, .. })),
+        "the steer was no turn of its own"
+    );
+    assert_eq!(
+        world.starts().len(),
+        1,
+        "the warm-up process served the turn"
+    );
 }

@@ -659,6 +659,16 @@ impl AppState {
                     notice_kind::WARNING | notice_kind::FRESH_SESSION => {
                         self.notice(NoticeLevel::Warning, message);
                     }
+                    notice_kind::STEER_DELIVERED | notice_kind::FOLLOW_UP_DELIVERED => {
+                        // The agent's answer to it starts a new block below.
+                        self.close_assistant();
+                        let how = if kind == notice_kind::STEER_DELIVERED {
+                            "steered"
+                        } else {
+                            "follow-up"
+                        };
+                        self.notice(NoticeLevel::Info, format!("↳ {how}: {message}"));
+                    }
                     other => {
                         self.notice(
                             NoticeLevel::Info,

@@ -131,6 +131,14 @@ impl Driver {
     }
 
     async fn run(mut self, mut commands: mpsc::UnboundedReceiver<Command>) {
+        // A long-lived agent starts now, while the user types the first prompt.
+        self.options.provider.warm_up(AttemptRequest {
+            session: self.options.session.clone(),
+            cwd: self.options.cwd.clone(),
+            attempt: 1,
+            scenario: self.options.scenario.clone(),
+            ..AttemptRequest::default()
+        });
         let mut commands_open = true;
         let mut shutdown_requested = false;
         loop {

@@ -171,6 +171,11 @@ pub trait Provider: Send + Sync {
     /// The orchestrator restored the agent's stored session from a checkpoint: whatever the
     /// provider holds of it in memory is out of date.
     fn session_restored(&self) {}
+    /// The conversation is open and will send `request`'s session its first prompt: a
+    /// long-lived transport may start its process now, so that the prompt finds it running.
+    fn warm_up(&self, request: AttemptRequest) {
+        let _ = request;
+    }
     /// The agent's own queue of steering / follow-up messages, for transports that have one.
     fn agent_queue(&self) -> Option<tokio::sync::watch::Receiver<pi::rpc::AgentQueue>> {
         None

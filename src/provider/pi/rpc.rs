@@ -153,6 +153,25 @@ impl Provider for RpcProvider {
         self.stale.store(true, Ordering::SeqCst);
     }
 
+    fn warm_up(&self, request: AttemptRequest) {
+        let backend = self.backend.clone();
+        let live = self.live.clone();
+        let status = self.status.clone();
+        tokio::spawn(async move {
+            let mut slot = live.lock().await;
+            if slot.is_some() {
+                return;
+            }
+            match RpcSession::start(backend.as_ref(), &request, &status).await {
+                Ok(session) => *slot = Some(session),
+                // The first prompt starts pi again and reports the failure in its stream.
+                Err(terminal) => {
+                    tracing::warn!(?terminal, "pi did not start ahead of the first prompt")
+                }
+            }
+        });
+    }
+
     fn agent_queue(&self) -> Option<watch::Receiver<AgentQueue>> {
         Some(self.queue())
     }
@@ -224,6 +243,10 @@ struct RpcSession {
     session_file: Option<String>,
     /// The process has exited; it cannot take another prompt.
     exited: Option<ExitReport>,
+    /// The session it was started for, and whether it has had a prompt yet (a process
+    /// started ahead of the first prompt serves that prompt's session).
+    started_for: SessionRef,
+    prompted: bool,
 }
 
 impl RpcSession {
@@ -271,6 +294,8 @@ impl RpcSession {
             session_id: None,
             session_file: None,
             exited: None,
+            started_for: request.session.clone(),
+            prompted: false,
         };
         session
             .writer
@@ -361,6 +386,9 @@ impl RpcSession {
         }
         if self.exited.is_some() {
             return false;
+        }
+        if !self.prompted && *session == self.started_for {
+            return true;
         }
         match session {
             SessionRef::Resume(id) => {
@@ -535,7 +563,6 @@ impl RpcAttempt {
             && slot
                 .as_mut()
                 .is_some_and(|session| session.serves(&request.session));
-        let resumed = reuse || request.session != SessionRef::New;
         if !reuse {
             if let Some(old) = slot.take() {
                 old.close().await;
@@ -551,6 +578,8 @@ impl RpcAttempt {
         let Some(session) = slot.as_mut() else {
             return;
         };
+        let resumed = session.prompted || request.session != SessionRef::New;
+        session.prompted = true;
         let provider = self.backend.name().to_owned();
         self.send(match session.session_id.clone() {
             Some(session_id) if resumed => AgentMessage::SessionResumed {
@@ -567,8 +596,9 @@ impl RpcAttempt {
         if let Ok(mut commands) = self.commands.lock() {
             *commands = None;
         }
-        self.queue.send_replace(AgentQueue::default());
         if !keep {
+            // A new pi starts with an empty queue; what this one held is lost with it.
+            self.queue.send_replace(AgentQueue::default());
             if let Some(session) = slot.take() {
                 session.close().await;
             }
@@ -742,10 +772,28 @@ impl RpcAttempt {
                         })
                         .unwrap_or_default()
                 };
-                self.queue.send_replace(AgentQueue {
+                let now = AgentQueue {
                     steering: strings("steering"),
                     follow_up: strings("followUp"),
-                });
+                };
+                let before = self.queue.send_replace(now.clone());
+                // What left pi's queue was delivered (abort does not clear it).
+                for (kind, was, is) in [
+                    (
+                        notice_kind::STEER_DELIVERED,
+                        &before.steering,
+                        &now.steering,
+                    ),
+                    (
+                        notice_kind::FOLLOW_UP_DELIVERED,
+                        &before.follow_up,
+                        &now.follow_up,
+                    ),
+                ] {
+                    for text in delivered(was, is) {
+                        self.send(AgentMessage::notice(kind, text)).await;
+                    }
+                }
                 true
             }
             Some("response") => {
@@ -797,6 +845,39 @@ impl RpcAttempt {
             self.receiver_gone = true;
             self.stop.stop();
         }
+    }
+}
+
+/// The messages of `was` no longer in `is` (each counted once: the same text may be queued
+/// twice).
+fn delivered(was: &[String], is: &[String]) -> Vec<String> {
+    let mut left = is.to_vec();
+    let mut gone = Vec::new();
+    for text in was {
+        match left.iter().position(|still| still == text) {
+            Some(index) => {
+                left.remove(index);
+            }
+            None => gone.push(text.clone()),
+        }
+    }
+    gone
+}
+
+#[cfg(test)]
+mod tests {
+    use super::delivered;
+
+    fn texts(items: &[&str]) -> Vec<String> {
+        items.iter().map(|item| (*item).to_owned()).collect()
+    }
+
+    #[test]
+    fn what_left_the_queue_was_delivered_once_per_copy() {
+        assert_eq!(delivered(&texts(&["a", "b"]), &texts(&["b"])), ["a"]);
+        assert_eq!(delivered(&texts(&["a", "a"]), &texts(&["a"])), ["a"]);
+        assert!(delivered(&texts(&["a"]), &texts(&["a", "c"])).is_empty());
+        assert!(delivered(&[], &[]).is_empty());
     }
 }
 
