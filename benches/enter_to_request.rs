@@ -12,7 +12,6 @@
 //! else /tmp/pi-cli/node_modules/.bin/pi).
 
 #[path = "../tests/support/http.rs"]
-#[allow(dead_code)]
 mod http;
 
 use std::io::{BufRead, BufReader, Write};

@@ -864,23 +864,6 @@ fn delivered(was: &[String], is: &[String]) -> Vec<String> {
     gone
 }
 
-#[cfg(test)]
-mod tests {
-    use super::delivered;
-
-    fn texts(items: &[&str]) -> Vec<String> {
-        items.iter().map(|item| (*item).to_owned()).collect()
-    }
-
-    #[test]
-    fn what_left_the_queue_was_delivered_once_per_copy() {
-        assert_eq!(delivered(&texts(&["a", "b"]), &texts(&["b"])), ["a"]);
-        assert_eq!(delivered(&texts(&["a", "a"]), &texts(&["a"])), ["a"]);
-        assert!(delivered(&texts(&["a"]), &texts(&["a", "c"])).is_empty());
-        assert!(delivered(&[], &[]).is_empty());
-    }
-}
-
 fn is_agent_end(line: &str) -> bool {
     line.contains("\"agent_end\"")
         && serde_json::from_str::<ResponseHead>(line).is_ok_and(|head| head.kind == "agent_end")
@@ -905,5 +888,22 @@ async fn sleep_until_opt(deadline: Option<Instant>) {
     match deadline {
         Some(deadline) => tokio::time::sleep_until(deadline).await,
         None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::delivered;
+
+    fn texts(items: &[&str]) -> Vec<String> {
+        items.iter().map(|item| (*item).to_owned()).collect()
+    }
+
+    #[test]
+    fn what_left_the_queue_was_delivered_once_per_copy() {
+        assert_eq!(delivered(&texts(&["a", "b"]), &texts(&["b"])), ["a"]);
+        assert_eq!(delivered(&texts(&["a", "a"]), &texts(&["a"])), ["a"]);
+        assert!(delivered(&texts(&["a"]), &texts(&["a", "c"])).is_empty());
+        assert!(delivered(&[], &[]).is_empty());
     }
 }
