@@ -2,7 +2,6 @@
 //! the same responses, the same event sequences after `abort`, the same refusal texts.
 
 #[path = "support/captures.rs"]
-#[allow(dead_code)]
 mod captures;
 
 use std::io::{BufRead, BufReader, Write};
