@@ -603,8 +603,12 @@ impl RpcAttempt {
                 session.close().await;
             }
         }
-        drop(slot);
+        let completed = matches!(terminal, AgentMessage::Completed { .. });
         self.send(terminal).await;
+        // After the terminal message, so the turn's end is not held up by it.
+        if let Some(session) = slot.as_mut().filter(|_| completed) {
+            self.refresh_stats(session).await;
+        }
     }
 
     /// Sends the prompt and reads the turn; returns its terminal message and whether the
@@ -632,14 +636,14 @@ impl RpcAttempt {
             tokio::select! {
                 item = session.items.recv() => match item {
                     Some(SessionItem::Line(line)) => {
+                        if let Some(tap) = &request.raw_line_tap {
+                            tap.record(line.text.clone()).await;
+                        }
                         if self.side_line(&line, session).await {
                             continue;
                         }
                         mapping.map_line(&line, &mut out);
                         self.flush(&mut out).await;
-                        if let Some(tap) = &request.raw_line_tap {
-                            tap.record(line.text.clone()).await;
-                        }
                         if is_agent_end(&line.text) {
                             break TurnEnd::AgentEnd;
                         }
@@ -744,9 +748,6 @@ impl RpcAttempt {
         self.flush(&mut out).await;
         // A failed attempt stays in pi's memory: never continue on it (retry never duplicates).
         let keep = keep && !matches!(terminal, AgentMessage::Failed(_));
-        if keep {
-            self.refresh_stats(session).await;
-        }
         (terminal, keep)
     }
 
