@@ -537,3 +537,29 @@ async fn through_the_orchestrator_a_steer_reaches_the_running_turn() {
     }
     assert!(saw_model);
 }
+
+#[tokio::test]
+async fn an_agent_that_speaks_only_json_mode_is_a_start_failure_naming_the_fix() {
+    let bin = tempfile::tempdir().unwrap();
+    let script = bin.path().join("json-only");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\necho '{\"type\":\"session\",\"version\":3,\"id\":\"x\"}'\nexit 0\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let settings = ProviderSettings {
+        command: Some(script),
+        ..ProviderSettings::default()
+    };
+    let provider = build_provider_with("pi", &settings, Transport::Rpc).unwrap();
+    let messages = collect(provider.execute(AttemptRequest::default(), StopControl::new())).await;
+    match &messages[..] {
+        [AgentMessage::Failed(failure)] => {
+            assert_eq!(failure.reason, failure_reason::START_FAILED);
+            assert!(failure.message.contains("--transport json"), "{failure:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+}

@@ -329,14 +329,13 @@ impl RpcSession {
                 if let AgentMessage::Failed(failure) = &mut terminal {
                     if failure.reason == failure_reason::NO_COMPLETION {
                         failure.reason = failure_reason::START_FAILED.into();
-                        failure.message = format!(
-                            "pi in RPC mode did not start: {}",
-                            if failure.stderr.trim().is_empty() {
-                                "it did not answer get_state"
-                            } else {
-                                failure.stderr.trim()
-                            }
-                        );
+                        let said = failure.stderr.lines().find(|line| !line.trim().is_empty());
+                        failure.message = match said {
+                            Some(said) => format!("pi in RPC mode did not start: {}", said.trim()),
+                            None => "pi in RPC mode ended without answering get_state (an agent \
+                                     that speaks only pi's JSON mode needs --transport json)"
+                                .to_owned(),
+                        };
                     }
                 }
                 if request.session != SessionRef::New {
