@@ -563,3 +563,60 @@ async fn an_agent_that_speaks_only_json_mode_is_a_start_failure_naming_the_fix()
         other => panic!("{other:?}"),
     }
 }
+
+#[tokio::test]
+async fn retrying_a_stopped_turn_reloads_the_restored_session_so_the_prompt_is_sent_once() {
+    use agentty::demo_agent::state::{requests_file, DemoRequest};
+    use agentty::orchestrator::{
+        spawn_orchestrator, Command, OrchestratorEvent as Ev, OrchestratorOptions, TurnOutcome,
+    };
+    let world = RpcWorld::new("0.05");
+    let mut options = OrchestratorOptions::new(world.provider.clone());
+    options.cwd = Some(world.state.path().to_path_buf());
+    let mut handle = spawn_orchestrator(options);
+    async fn turn_end(
+        handle: &mut agentty::orchestrator::OrchestratorHandle,
+        stop_on_text: bool,
+    ) -> TurnOutcome {
+        let mut stopped = false;
+        loop {
+            let event = timeout(PATIENCE, handle.events.recv())
+                .await
+                .expect("in time")
+                .expect("running");
+            match event {
+                Ev::Message {
+                    message: AgentMessage::Assistant { .. },
+                    ..
+                } if stop_on_text && !stopped => {
+                    handle.commands.send(Command::Stop).unwrap();
+                    stopped = true;
+                }
+                Ev::TurnEnded { outcome, .. } => return outcome,
+                _ => {}
+            }
+        }
+    }
+    handle.commands.send(Command::Submit("hi".into())).unwrap();
+    assert_eq!(turn_end(&mut handle, false).await, TurnOutcome::Completed);
+    handle
+        .commands
+        .send(Command::Submit("be slow please".into()))
+        .unwrap();
+    assert_eq!(turn_end(&mut handle, true).await, TurnOutcome::Cancelled);
+    assert_eq!(world.starts().len(), 1, "the abort kept the agent");
+    handle.commands.send(Command::RetryLastTurn).unwrap();
+    assert_eq!(turn_end(&mut handle, false).await, TurnOutcome::Completed);
+    let requests: Vec<DemoRequest> = std::fs::read_to_string(requests_file(world.state.path()))
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let last = requests.last().unwrap();
+    assert_eq!(last.messages, ["hi", "be slow please"], "{requests:#?}");
+    assert_eq!(
+        world.starts().len(),
+        2,
+        "pi started again on the restored session file"
+    );
+}
