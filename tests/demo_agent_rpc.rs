@@ -15,6 +15,7 @@ struct Demo {
     child: Child,
     stdin: Option<ChildStdin>,
     lines: mpsc::Receiver<Value>,
+    raw: mpsc::Receiver<String>,
     _state: tempfile::TempDir,
 }
 
@@ -32,10 +33,12 @@ impl Demo {
             .unwrap();
         let stdout = child.stdout.take().unwrap();
         let (tx, lines) = mpsc::channel();
+        let (raw_tx, raw) = mpsc::channel();
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { break };
                 let value = serde_json::from_str(&line).expect("every stdout line is JSON");
+                let _ = raw_tx.send(line);
                 if tx.send(value).is_err() {
                     break;
                 }
@@ -45,6 +48,7 @@ impl Demo {
             stdin: child.stdin.take(),
             child,
             lines,
+            raw,
             _state: state,
         }
     }
@@ -158,6 +162,12 @@ fn a_prompt_is_acknowledged_then_played_like_j_rpc_basic() {
         "pi answers an unknown command without id"
     );
     assert_eq!(unknown["error"], "Unknown command: no_such_command");
+    // Byte for byte as pi prints them (field order included).
+    let raw: Vec<String> = demo.raw.try_iter().collect();
+    assert!(raw.iter().any(|line| line
+        .starts_with(r#"{"id":"req-1","type":"response","command":"prompt","success":true}"#)));
+    assert!(raw.iter().any(|line| line
+        == r#"{"type":"response","command":"no_such_command","success":false,"error":"Unknown command: no_such_command"}"#));
     demo.send("this is not json");
     let parse = demo.next();
     assert_eq!(parse["command"], "parse");
@@ -233,6 +243,12 @@ fn a_prompt_while_streaming_needs_a_streaming_behavior_and_queues_like_j_rpc_abo
         .filter(|line| line["type"] == "queue_update")
         .collect();
     assert_eq!(got_updates.len(), queue_updates.len());
+    let raw: Vec<String> = demo.raw.try_iter().collect();
+    let first_update = captures::stdout_lines("pi", "j_rpc_abort")
+        .into_iter()
+        .find(|line| line.contains("\"queue_update\""))
+        .unwrap();
+    assert!(raw.contains(&first_update), "{first_update} in {raw:#?}");
     assert_eq!(*got_updates[1], queue_updates[1]);
     demo.send(r#"{"id":"ab1","type":"abort"}"#);
     let aborted = demo.until(|line| line["id"] == "ab1");

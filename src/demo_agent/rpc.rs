@@ -118,11 +118,53 @@ fn read_commands(tx: Sender<Input>) {
     let _ = tx.send(Input::Eof);
 }
 
+/// A response or queue update with its fields in pi's order (`id`, `type`, `command`, ...), as
+/// the captures show them; serde_json's own maps would sort them.
+fn in_pi_order(value: &Value) -> String {
+    #[derive(serde::Serialize)]
+    struct Response<'a> {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        id: Option<&'a Value>,
+        #[serde(rename = "type")]
+        kind: &'a Value,
+        command: &'a Value,
+        success: &'a Value,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        data: Option<&'a Value>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<&'a Value>,
+    }
+    #[derive(serde::Serialize)]
+    struct QueueUpdate<'a> {
+        #[serde(rename = "type")]
+        kind: &'a Value,
+        steering: &'a Value,
+        #[serde(rename = "followUp")]
+        follow_up: &'a Value,
+    }
+    let ordered = match value["type"].as_str() {
+        Some("response") => serde_json::to_string(&Response {
+            id: value.get("id"),
+            kind: &value["type"],
+            command: &value["command"],
+            success: &value["success"],
+            data: value.get("data"),
+            error: value.get("error"),
+        }),
+        Some("queue_update") => serde_json::to_string(&QueueUpdate {
+            kind: &value["type"],
+            steering: &value["steering"],
+            follow_up: &value["followUp"],
+        }),
+        _ => return value.to_string(),
+    };
+    ordered.unwrap_or_else(|_| value.to_string())
+}
+
 fn response(id: Option<&Value>, command: &str, success: bool) -> Value {
     let mut value = json!({"type": "response", "command": command, "success": success});
     if let Some(id) = id {
-        // pi prints `id` first.
-        value = json!({"id": id, "type": "response", "command": command, "success": success});
+        value["id"] = id.clone();
     }
     value
 }
@@ -155,7 +197,7 @@ impl Engine {
     }
 
     fn line(&mut self, value: &Value) -> io::Result<()> {
-        self.out.line(&value.to_string())
+        self.out.line(&in_pi_order(value))
     }
 
     fn parse_error(&mut self, error: &str) -> io::Result<()> {
