@@ -582,6 +582,9 @@ impl ChatLoop {
         retire(previous);
         self.conversation_id = started.conversation_id;
         self.state.agent_steers = started.steers;
+        // What the previous agent reported of itself is not the new one's.
+        self.state.agent_queue = Default::default();
+        self.state.agent_status = Default::default();
         self.orchestrator_open = true;
         self.state.orchestrator_alive = true;
     }
