@@ -620,3 +620,26 @@ async fn retrying_a_stopped_turn_reloads_the_restored_session_so_the_prompt_is_s
         "pi started again on the restored session file"
     );
 }
+
+#[tokio::test]
+async fn an_agent_killed_between_turns_is_started_again_on_the_same_session() {
+    let world = RpcWorld::new("0");
+    let first = world.turn("hi", SessionRef::New).await;
+    let id = session_id(&first);
+    let agent = world.starts()[0];
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(agent),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    assert!(wait_gone(agent).await);
+    // Between turns, as a user would be: agentty has seen the exit by the time of the prompt.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let next = world.turn("hi again", SessionRef::Resume(id.clone())).await;
+    assert_eq!(session_id(&next), id);
+    assert!(
+        matches!(terminals(&next)[..], [AgentMessage::Completed { .. }]),
+        "{next:?}"
+    );
+    assert_eq!(world.starts().len(), 2);
+}
