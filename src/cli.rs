@@ -56,6 +56,11 @@ pub struct AgentArgs {
     /// An extra argument for the agent CLI (repeatable).
     #[arg(long = "provider-arg", global = true, allow_hyphen_values = true)]
     pub provider_args: Vec<String>,
+    /// How to talk to the agent CLI: `json` (one process per attempt) or `rpc` (one long-lived
+    /// process per conversation; pi only). Default: `transport` in the provider's config, else
+    /// rpc for pi in the chat, json otherwise.
+    #[arg(long, global = true, value_enum)]
+    pub transport: Option<crate::provider::Transport>,
 }
 
 #[derive(Debug, Subcommand)]

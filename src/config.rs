@@ -26,6 +26,9 @@ pub struct ProviderSettings {
     pub env: BTreeMap<String, String>,
     /// The model, where the CLI takes one (`--model`).
     pub model: Option<String>,
+    /// How to talk to the CLI (`json` or `rpc`); `None`: the best it has for the chat, the
+    /// one-shot JSON mode for `agentty run`.
+    pub transport: Option<crate::provider::Transport>,
 }
 
 /// `[provider_error_auto_retry]`: the orchestrator's retry policy.

@@ -53,9 +53,14 @@ pub fn run(agent: AgentArgs, args: RunArgs) -> i32 {
     if let Err(message) = cli::check_scenario(agent.scenario.as_deref(), &choice.name) {
         return usage_error(&message);
     }
-    let Some(provider) = provider::build_provider(&choice.name, &choice.settings) else {
-        eprintln!("agentty: unknown provider `{}`", choice.name);
-        return EXIT_USAGE;
+    // One-shot by default: a single prompt gains nothing from a long-lived process.
+    let transport = choice
+        .settings
+        .transport
+        .unwrap_or(provider::Transport::Json);
+    let provider = match provider::build_provider_with(&choice.name, &choice.settings, transport) {
+        Ok(provider) => provider,
+        Err(message) => return usage_error(&message),
     };
     let mut policy = loaded.config.provider_error_auto_retry.clone();
     if let Some(max_attempts) = args.max_attempts {

@@ -265,7 +265,9 @@ impl SessionLogWriter {
             OrchestratorEvent::AttemptStarted { .. }
             | OrchestratorEvent::StopProgress { .. }
             | OrchestratorEvent::RetryCancelled { .. }
-            | OrchestratorEvent::QueueChanged { .. } => {}
+            | OrchestratorEvent::QueueChanged { .. }
+            | OrchestratorEvent::AgentQueueChanged(_)
+            | OrchestratorEvent::AgentStatusChanged(_) => {}
         }
     }
 

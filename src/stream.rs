@@ -79,6 +79,10 @@ pub mod notice_kind {
     /// The orchestrator continues in a fresh agent session (the CLI lost its own, or a failed
     /// attempt could not be undone in it).
     pub const FRESH_SESSION: &str = "fresh_session";
+    /// A message the user typed during the turn reached the agent: steering (after a tool
+    /// call) or a follow-up (after the turn). The text is the message.
+    pub const STEER_DELIVERED: &str = "steer_delivered";
+    pub const FOLLOW_UP_DELIVERED: &str = "follow_up_delivered";
 }
 
 /// Why an attempt failed, with every diagnostic passed through whole.

@@ -1123,7 +1123,7 @@ fn an_unknown_scenario_or_mode_is_rejected_with_exit_1() {
         played.stderr
     );
     assert!(played.stderr.contains("legacy-replay"));
-    let played = setup.run(&["--mode", "rpc", "hi"]);
+    let played = setup.run(&["--mode", "bogus", "hi"]);
     assert_eq!(played.status.code(), Some(1));
     assert!(played.stdout.is_empty());
 }

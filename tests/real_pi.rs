@@ -19,8 +19,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentty::config::ProviderSettings;
+use agentty::provider::pi::rpc::RpcProvider;
 use agentty::provider::pi::PiBackend;
-use agentty::provider::{AgentStream, CliProvider, Provider, SessionRef, StopControl};
+use agentty::provider::{
+    AgentStream, CliProvider, Interjection, Provider, SessionRef, StopControl, Transport,
+};
 use agentty::stream::{failure_reason, notice_kind, AgentMessage, StopStage};
 use fake_openai::FakeOpenAi;
 use real_cli::{
@@ -90,7 +93,44 @@ impl PiWorld {
         self.root.path().join("work")
     }
 
-    fn provider(&self, model: &str) -> CliProvider {
+    /// The provider on the transport `AGENTTY_PI_TRANSPORT` names (`json`, the default, or
+    /// `rpc`), so that every test here runs on either.
+    fn provider(&self, model: &str) -> Arc<dyn Provider> {
+        let transport = match std::env::var("AGENTTY_PI_TRANSPORT").as_deref() {
+            Ok("rpc") => Transport::Rpc,
+            _ => Transport::Json,
+        };
+        self.provider_on(model, transport, &self.pi)
+    }
+
+    fn provider_on(&self, model: &str, transport: Transport, program: &Path) -> Arc<dyn Provider> {
+        let backend = Arc::new(
+            PiBackend::new(self.settings(model, program)).with_state_dir(self.state_dir()),
+        );
+        match transport {
+            Transport::Json => Arc::new(CliProvider::from_arc(backend)),
+            Transport::Rpc => Arc::new(RpcProvider::new(backend)),
+        }
+    }
+
+    /// A launcher for pi that appends its PID to `starts` on every start.
+    fn counting_launcher(&self, starts: &Path) -> PathBuf {
+        let launcher = self.root.path().join("pi-launcher");
+        std::fs::write(
+            &launcher,
+            format!(
+                "#!/bin/sh\necho $$ >> '{}'\nexec '{}' \"$@\"\n",
+                starts.display(),
+                self.pi.display()
+            ),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&launcher, std::fs::Permissions::from_mode(0o755)).unwrap();
+        launcher
+    }
+
+    fn settings(&self, model: &str, program: &Path) -> ProviderSettings {
         let env = [
             ("HOME", self.home().to_string_lossy().into_owned()),
             (
@@ -105,13 +145,13 @@ impl PiWorld {
         .into_iter()
         .map(|(key, value)| (key.to_owned(), value))
         .collect();
-        let settings = ProviderSettings {
-            command: Some(self.pi.clone()),
+        ProviderSettings {
+            command: Some(program.to_path_buf()),
             args: Vec::new(),
             env,
             model: Some(format!("fake/{model}")),
-        };
-        CliProvider::new(PiBackend::new(settings).with_state_dir(self.state_dir()))
+            transport: None,
+        }
     }
 
     fn start(
@@ -343,10 +383,17 @@ async fn stop_during_a_sleeping_tool_leaves_no_process() {
         ),
         "{messages:#?}"
     );
-    assert!(messages.contains(&AgentMessage::ToolFailed {
-        id: "call_sleep_1".into(),
-        error: "stopped before the tool call finished".into(),
-    }));
+    // JSON mode: the mapper fails the open call; RPC mode: pi's abort fails it itself.
+    assert!(
+        messages.contains(&AgentMessage::ToolFailed {
+            id: "call_sleep_1".into(),
+            error: "stopped before the tool call finished".into(),
+        }) || messages.contains(&AgentMessage::ToolFailed {
+            id: "call_sleep_1".into(),
+            error: "Command aborted".into(),
+        }),
+        "{messages:#?}"
+    );
 
     // The tree kill runs before the terminal message; allow init a moment to reap.
     let left = survivors([sleep_pid], Duration::from_secs(2)).await;
@@ -361,7 +408,7 @@ async fn flaky_world(test: &str, flaky: &str) -> Option<(PiWorld, Arc<dyn Provid
     let fail = FailFirst::new(2, flaky);
     let fake = FakeOpenAi::start_failing(move |text| fail.take(text)).await;
     let world = PiWorld::with_server(test, fake).await?;
-    let provider: Arc<dyn Provider> = Arc::new(world.provider("session"));
+    let provider = world.provider("session");
     Some((world, provider))
 }
 
@@ -388,5 +435,213 @@ async fn pi_retried_first_turn_reaches_the_model_with_its_prompt_once() {
     retried_first_turn_is_sent_once("pi", test, provider, &world.work_dir(), &prompts, || {
         world.fake.user_texts_per_request()
     })
+    .await;
+}
+
+// ---- the RPC transport: one pi per conversation, steering, in-band stop ----
+
+fn print_requests(label: &str, requests: &[Vec<String>]) {
+    eprintln!(
+        "{label}: {} requests reached the fake server",
+        requests.len()
+    );
+    for (index, users) in requests.iter().enumerate() {
+        eprintln!("  request {}: user messages {users:?}", index + 1);
+    }
+}
+
+fn starts(file: &Path) -> Vec<i32> {
+    std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| line.trim().parse().ok())
+        .collect()
+}
+
+fn rpc_request(prompt: &str, session: SessionRef, cwd: &Path) -> agentty::provider::AttemptRequest {
+    attempt_request(prompt, session, cwd)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rpc_the_second_turn_reaches_the_model_without_a_new_pi_start() {
+    let Some(world) = PiWorld::new("rpc_the_second_turn_needs_no_new_pi_start").await else {
+        return;
+    };
+    let starts_file = world.root.path().join("starts");
+    let launcher = world.counting_launcher(&starts_file);
+    let provider = world.provider_on("session", Transport::Rpc, &launcher);
+    let first = collect(
+        &mut provider.execute(
+            rpc_request("Remember alpha.", SessionRef::New, &world.work_dir()),
+            StopControl::new(),
+        ),
+        RUN_LIMIT,
+    )
+    .await;
+    assert_eq!(
+        assistant_text(&first),
+        "This request carried 1 user message(s)."
+    );
+    let id = session_id(&first);
+    let second = collect(
+        &mut provider.execute(
+            rpc_request(
+                "And beta.",
+                SessionRef::Resume(id.clone()),
+                &world.work_dir(),
+            ),
+            StopControl::new(),
+        ),
+        RUN_LIMIT,
+    )
+    .await;
+    assert_eq!(session_id(&second), id);
+    assert_eq!(
+        assistant_text(&second),
+        "This request carried 2 user message(s)."
+    );
+    assert_eq!(starts(&starts_file).len(), 1, "one pi served both turns");
+    assert_eq!(world.fake.completion_requests().len(), 2);
+    drop(provider);
+    let pi = starts(&starts_file)[0];
+    assert!(
+        survivors([pi], Duration::from_secs(5)).await.is_empty(),
+        "pi ends with the provider"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rpc_a_steer_during_a_sleep_3_tool_arrives_in_the_next_request() {
+    let Some(world) = PiWorld::new("rpc_a_steer_during_a_sleep_3_tool").await else {
+        return;
+    };
+    let provider = world.provider_on("nap", Transport::Rpc, &world.pi);
+    let mut stream = provider.execute(
+        rpc_request("Take a nap.", SessionRef::New, &world.work_dir()),
+        StopControl::new(),
+    );
+    let mut messages = messages_until_tool_call(&mut stream, RUN_LIMIT).await;
+    assert!(provider.interject(Interjection::Steer, "Steer: make it short."));
+    messages.extend(collect(&mut stream, RUN_LIMIT).await);
+    expect_completed(&messages);
+    let requests = world.fake.user_texts_per_request();
+    print_requests("pi rpc, steer", &requests);
+    assert_eq!(
+        requests.len(),
+        2,
+        "the steer rode on the request after the tool"
+    );
+    assert_eq!(requests[0], ["Take a nap."]);
+    assert_eq!(requests[1], ["Take a nap.", "Steer: make it short."]);
+    assert_eq!(
+        assistant_text(&messages),
+        "This request carried 2 user message(s)."
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rpc_a_follow_up_runs_after_the_turn() {
+    let Some(world) = PiWorld::new("rpc_a_follow_up_runs_after_the_turn").await else {
+        return;
+    };
+    let provider = world.provider_on("nap", Transport::Rpc, &world.pi);
+    let mut stream = provider.execute(
+        rpc_request("Take a nap.", SessionRef::New, &world.work_dir()),
+        StopControl::new(),
+    );
+    let mut messages = messages_until_tool_call(&mut stream, RUN_LIMIT).await;
+    assert!(provider.interject(Interjection::FollowUp, "Follow-up: and now?"));
+    messages.extend(collect(&mut stream, RUN_LIMIT).await);
+    expect_completed(&messages);
+    let requests = world.fake.user_texts_per_request();
+    print_requests("pi rpc, follow-up", &requests);
+    assert_eq!(
+        requests.len(),
+        3,
+        "the follow-up was a request of its own, after the turn"
+    );
+    assert_eq!(
+        requests[1],
+        ["Take a nap."],
+        "not delivered during the turn"
+    );
+    assert_eq!(requests[2], ["Take a nap.", "Follow-up: and now?"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rpc_abort_during_sleep_100_ends_the_turn_in_band_with_no_process_left() {
+    let Some(world) = PiWorld::new("rpc_abort_during_sleep_100").await else {
+        return;
+    };
+    let starts_file = world.root.path().join("starts");
+    let launcher = world.counting_launcher(&starts_file);
+    let provider = world.provider_on("sleep", Transport::Rpc, &launcher);
+    let pid_file = world.root.path().join("sleep.pid");
+    let stop = StopControl::new();
+    let prompt = format!("Sleep and write your pid to {}", pid_file.display());
+    let mut stream = provider.execute(
+        rpc_request(&prompt, SessionRef::New, &world.work_dir()),
+        stop.clone(),
+    );
+    let mut messages = messages_until_tool_call(&mut stream, RUN_LIMIT).await;
+    let mut sleep_pid = None;
+    for _ in 0..200 {
+        let pid = std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|text| text.trim().parse::<i32>().ok());
+        if let Some(pid) = pid.filter(|pid| command_line(*pid).starts_with("sleep")) {
+            sleep_pid = Some(pid);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let sleep_pid = sleep_pid.expect("the bash tool started `sleep 100`");
+    stop.stop();
+    messages.extend(collect(&mut stream, RUN_LIMIT).await);
+    assert_single_terminal_last(&messages);
+    let Some(AgentMessage::Cancelled {
+        stop_stage,
+        elapsed_ms,
+    }) = messages.last()
+    else {
+        panic!("{messages:#?}");
+    };
+    eprintln!("pi rpc abort during sleep 100: the turn ended {elapsed_ms} ms after the stop");
+    assert_eq!(
+        *stop_stage,
+        StopStage::Interrupt,
+        "ended in-band, no signal needed"
+    );
+    assert!(messages.contains(&AgentMessage::ToolFailed {
+        id: "call_sleep_1".into(),
+        error: "Command aborted".into(),
+    }));
+    let left = survivors([sleep_pid], Duration::from_secs(2)).await;
+    assert!(left.is_empty(), "sleep {sleep_pid} survived the abort");
+    let pi = starts(&starts_file)[0];
+    assert!(is_alive(pi), "pi stays for the next turn");
+    drop(stream);
+    drop(provider);
+    assert!(survivors([pi], Duration::from_secs(5)).await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rpc_retried_turn_reaches_the_model_with_each_prompt_once() {
+    let test = "rpc_retried_turn_reaches_the_model_with_each_prompt_once";
+    let prompts = three_prompts("pi-rpc");
+    let fail = FailFirst::new(2, &prompts[1]);
+    let fake = FakeOpenAi::start_failing(move |text| fail.take(text)).await;
+    let Some(world) = PiWorld::with_server(test, fake).await else {
+        return;
+    };
+    let provider = world.provider_on("session", Transport::Rpc, &world.pi);
+    retried_middle_turn_is_sent_once(
+        "pi rpc",
+        test,
+        provider,
+        &world.work_dir(),
+        &prompts,
+        || world.fake.user_texts_per_request(),
+    )
     .await;
 }

@@ -28,7 +28,7 @@ use crate::config::{self, Config, RetryPolicy};
 use crate::orchestrator::{
     spawn_orchestrator, Command, OrchestratorEvent, OrchestratorHandle, OrchestratorOptions,
 };
-use crate::provider::{build_provider, SessionRef};
+use crate::provider::{build_backend, build_provider_with, default_chat_transport, SessionRef};
 use crate::session_log::{
     sessions_dir, ConversationSummary, NewConversation, Origin, SessionLogWriter,
 };
@@ -80,12 +80,17 @@ impl Launch {
             Ok(choice) if choice.name == name => choice.settings,
             _ => self.config.provider_settings(name),
         };
-        let provider = build_provider(name, &settings).ok_or_else(|| {
-            format!(
+        if build_backend(name, &settings).is_none() {
+            return Err(format!(
                 "unknown provider {name:?} (choose one of {})",
                 crate::provider::PROVIDER_NAMES.join(", ")
-            )
-        })?;
+            ));
+        }
+        let transport = settings
+            .transport
+            .unwrap_or_else(|| default_chat_transport(name));
+        let provider = build_provider_with(name, &settings, transport)?;
+        let steers = provider.can_interject();
         let (writer, first_turn) = match &conversation {
             ConversationLog::New => (
                 SessionLogWriter::start(
@@ -134,6 +139,7 @@ impl Launch {
         });
         Ok(Started {
             handle,
+            steers,
             model: settings.model,
             conversation_id,
         })
@@ -143,6 +149,8 @@ impl Launch {
 /// A started orchestrator, with what the chat shows about it.
 struct Started {
     handle: OrchestratorHandle,
+    /// The provider can steer a running turn (Enter steers, Alt+Enter follows up).
+    steers: bool,
     model: Option<String>,
     /// The conversation it writes to.
     conversation_id: Option<String>,
@@ -263,6 +271,7 @@ pub fn run(cli: Cli) -> i32 {
         if let Some(resumed) = resumed {
             show_resumed(&mut state, resumed);
         }
+        state.agent_steers = started.steers;
         let mut chat = ChatLoop::new(state, started.handle, launch);
         chat.conversation_id = started.conversation_id;
         let status = chat.run(guard.terminal()).await;
@@ -636,6 +645,10 @@ impl ChatLoop {
         let previous = std::mem::replace(&mut self.orchestrator, started.handle);
         retire(previous);
         self.conversation_id = started.conversation_id;
+        self.state.agent_steers = started.steers;
+        // What the previous agent reported of itself is not the new one's.
+        self.state.agent_queue = Default::default();
+        self.state.agent_status = Default::default();
         self.orchestrator_open = true;
         self.state.orchestrator_alive = true;
     }

@@ -28,7 +28,8 @@ use super::transcript::{
 };
 use crate::config::RetryPolicy;
 use crate::orchestrator::{Command, OrchestratorEvent, TurnId, TurnOutcome};
-use crate::provider::{StopProgress, PROVIDER_NAMES};
+use crate::provider::pi::rpc::{AgentQueue, AgentStatus};
+use crate::provider::{Interjection, StopProgress, PROVIDER_NAMES};
 use crate::session_log::ConversationSummary;
 use crate::stream::{notice_kind, AgentMessage, Failure, StopStage};
 use crate::view::sanitize::{for_clipboard, untrusted_owned};
@@ -174,6 +175,13 @@ pub struct AppState {
     retry_asked: bool,
     /// Thinking panes streaming, or waiting for their complete thought.
     pub live_thinking: LiveThinking,
+    /// The provider hands messages to a running turn: Enter steers, Alt+Enter follows up
+    /// (pi's RPC transport). Without it, a prompt typed during a turn waits in the queue.
+    pub agent_steers: bool,
+    /// The agent's own queue of steering / follow-up messages, as it reports it.
+    pub agent_queue: AgentQueue,
+    /// The agent's model, thinking level, session cost and tokens, as it reports them.
+    pub agent_status: AgentStatus,
 }
 
 impl AppState {
@@ -186,6 +194,9 @@ impl AppState {
             turn: None,
             last_outcome: None,
             queued: Vec::new(),
+            agent_steers: false,
+            agent_queue: AgentQueue::default(),
+            agent_status: AgentStatus::default(),
             usage_book: UsageBook::default(),
             phase: None,
             composer: Composer::new(),
@@ -466,6 +477,22 @@ impl AppState {
             OrchestratorEvent::SessionChanged { session_id } => {
                 self.session_id = session_id.map(|id| untrusted_owned(&id));
             }
+            OrchestratorEvent::AgentQueueChanged(queue) => {
+                let clean = |items: &[String]| -> Vec<String> {
+                    items.iter().map(|item| untrusted_owned(item)).collect()
+                };
+                self.agent_queue = AgentQueue {
+                    steering: clean(&queue.steering),
+                    follow_up: clean(&queue.follow_up),
+                };
+            }
+            OrchestratorEvent::AgentStatusChanged(status) => {
+                self.agent_status = AgentStatus {
+                    model: status.model.map(|model| untrusted_owned(&model)),
+                    thinking_level: status.thinking_level.map(|level| untrusted_owned(&level)),
+                    ..status
+                };
+            }
             OrchestratorEvent::Notice {
                 turn,
                 kind,
@@ -675,6 +702,16 @@ impl AppState {
                     }
                     notice_kind::WARNING | notice_kind::FRESH_SESSION => {
                         self.notice(NoticeLevel::Warning, message);
+                    }
+                    notice_kind::STEER_DELIVERED | notice_kind::FOLLOW_UP_DELIVERED => {
+                        // The agent's answer to it starts a new block below.
+                        self.close_assistant();
+                        let how = if kind == notice_kind::STEER_DELIVERED {
+                            "steered"
+                        } else {
+                            "follow-up"
+                        };
+                        self.notice(NoticeLevel::Info, format!("↳ {how}: {message}"));
                     }
                     other => {
                         self.notice(
@@ -920,9 +957,16 @@ impl AppState {
             KeyCode::End if ctrl || self.composer.is_empty() => {
                 vec![AppEffect::Scroll(ScrollAction::Bottom)]
             }
+            // pi's keys while a turn runs: Alt+Enter queues a follow-up, Enter steers.
+            KeyCode::Enter if alt && self.agent_steers && self.is_turn_running() => {
+                self.submit_as(Some(Interjection::FollowUp))
+            }
             KeyCode::Enter if shift || alt => {
                 self.composer.insert_newline();
                 Vec::new()
+            }
+            KeyCode::Enter if !ctrl && self.agent_steers && self.is_turn_running() => {
+                self.submit_as(Some(Interjection::Steer))
             }
             KeyCode::Enter if !ctrl => self.submit(),
             KeyCode::Up if !ctrl && self.composer.browsing_allowed() => {
@@ -1084,6 +1128,11 @@ impl AppState {
     }
 
     fn submit(&mut self) -> Vec<AppEffect> {
+        self.submit_as(None)
+    }
+
+    /// Sends the composer's text: as a prompt, or handed to the running turn (`interjection`).
+    fn submit_as(&mut self, interjection: Option<Interjection>) -> Vec<AppEffect> {
         let text = self.composer.text();
         if text.trim().is_empty() {
             // Nothing to send; the blanks must not prefix the next prompt either.
@@ -1119,10 +1168,11 @@ impl AppState {
         self.composer.take();
         self.composer.remember(&text);
         let prompt = mentions::resolve_mentions(&text, self.files.files());
-        vec![
-            AppEffect::Command(Command::Submit(prompt)),
-            AppEffect::SavePrompt(text),
-        ]
+        let command = match interjection {
+            Some(kind) => Command::Interject(kind, prompt),
+            None => Command::Submit(prompt),
+        };
+        vec![AppEffect::Command(command), AppEffect::SavePrompt(text)]
     }
 
     /// Runs a menu action or `/` command.

@@ -18,6 +18,7 @@
 
 mod bash;
 mod player;
+mod rpc;
 mod scenario;
 mod signals;
 pub mod state;
@@ -41,7 +42,7 @@ pub struct DemoAgentArgs {
     /// The scenario to play (see assets/scenarios); default: chosen by a keyword in the prompt.
     #[arg(long)]
     pub scenario: Option<String>,
-    /// pi's output mode; only `json` is spoken.
+    /// pi's output mode: `json` (one-shot) or `rpc` (long-lived, commands on stdin).
     #[arg(long, default_value = "json")]
     pub mode: String,
     /// Continue this session id.
@@ -57,9 +58,9 @@ pub struct DemoAgentArgs {
 
 /// Runs the demo agent; returns the process exit status.
 pub fn run(args: DemoAgentArgs) -> i32 {
-    if args.mode != "json" {
+    if args.mode != "json" && args.mode != "rpc" {
         eprintln!(
-            "Error: the demo agent only speaks --mode json (got --mode {})",
+            "Error: the demo agent speaks --mode json or --mode rpc (got --mode {})",
             args.mode
         );
         return 1;
@@ -72,6 +73,9 @@ pub fn run(args: DemoAgentArgs) -> i32 {
         }
     };
     signals::install_pi_handlers();
+    if args.mode == "rpc" {
+        return run_rpc(args, forced);
+    }
     let prompts = with_piped_stdin(args.prompt);
     let choice = if let Some(id) = args.session {
         SessionChoice::Resume(id)
@@ -142,6 +146,27 @@ pub fn run(args: DemoAgentArgs) -> i32 {
         }
     }
     0
+}
+
+/// `--mode rpc`: the session is opened as pi opens it, then commands are served until EOF.
+fn run_rpc(args: DemoAgentArgs, forced: Option<Scenario>) -> i32 {
+    let choice = if let Some(id) = args.session {
+        SessionChoice::Resume(id)
+    } else if args.continue_latest {
+        SessionChoice::ContinueLatest
+    } else {
+        SessionChoice::New
+    };
+    let cwd = std::env::current_dir()
+        .map(|cwd| cwd.display().to_string())
+        .unwrap_or_default();
+    match Session::open(&choice, &cwd) {
+        Ok(session) => rpc::run(forced, session),
+        Err(message) => {
+            eprintln!("{message}");
+            1
+        }
+    }
 }
 
 /// The names of the built-in scenarios, in listing order (for `--scenario` checks).

@@ -86,6 +86,16 @@ impl Pace {
         }
     }
 
+    /// No delays at all.
+    pub(crate) fn instant() -> Self {
+        Self { scale: 0.0 }
+    }
+
+    /// `ms` of script time in real time.
+    pub(crate) fn scaled(self, ms: u64) -> Duration {
+        Duration::from_micros((ms as f64 * self.scale * 1000.0) as u64)
+    }
+
     pub(crate) fn sleep_ms(self, ms: u64) {
         let scaled = ms as f64 * self.scale;
         if scaled >= 1.0 {
@@ -362,13 +372,13 @@ enum Played {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum BlockKind {
+pub(crate) enum BlockKind {
     Text,
     Thinking,
 }
 
 /// One assistant message being streamed.
-struct MessageStream {
+pub(crate) struct MessageStream {
     message: AssistantMessage,
     response_id: String,
     legacy: bool,
@@ -377,8 +387,56 @@ struct MessageStream {
 }
 
 impl MessageStream {
+    /// A message opened now (`message_start` not yet printed), answering as response `number`.
+    pub(crate) fn open(number: u32) -> Self {
+        Self {
+            message: AssistantMessage::started(now_ms()),
+            response_id: format!("chatcmpl-demo-{number}"),
+            legacy: false,
+            tool_calls_in_message: 0,
+            output_tokens: 0,
+        }
+    }
+
+    pub(crate) fn message(&self) -> &AssistantMessage {
+        &self.message
+    }
+
+    /// Ends the stream as pi's `abort` does: the `*_end` events of its text and thinking blocks
+    /// with `stopReason:"aborted"`, then `message_end`, the content kept (`j_rpc_abort`).
+    pub(crate) fn abort(mut self, out: &mut Output) -> io::Result<AssistantMessage> {
+        self.message.stop_reason = StopReason::Aborted;
+        self.message.error_message = Some("Request was aborted".to_owned());
+        let partial = &self.message;
+        for (content_index, block) in partial.content.iter().enumerate() {
+            let event = match block {
+                ContentBlock::Text { text } => AssistantMessageEvent::TextEnd {
+                    content_index,
+                    content: text,
+                    partial,
+                },
+                ContentBlock::Thinking { thinking, .. } => AssistantMessageEvent::ThinkingEnd {
+                    content_index,
+                    content: thinking,
+                    partial,
+                },
+                ContentBlock::ToolCall { .. } => continue,
+            };
+            emit_update(out, event, partial)?;
+        }
+        out.event(&Event::MessageEnd {
+            message: MessageRef::Assistant(&self.message),
+        })?;
+        Ok(self.message)
+    }
+
     /// Appends a chunk to the message's text (or thinking) block, opening it if needed.
-    fn append(&mut self, out: &mut Output, kind: BlockKind, chunk: &str) -> io::Result<()> {
+    pub(crate) fn append(
+        &mut self,
+        out: &mut Output,
+        kind: BlockKind,
+        chunk: &str,
+    ) -> io::Result<()> {
         self.on_chunk();
         let existing = self.message.content.iter().position(|block| {
             matches!(
@@ -436,7 +494,7 @@ impl MessageStream {
 
     /// Streams a bash tool call: its start, then its argument JSON in fragments (the first one
     /// empty, as pi's first `toolcall_delta` is).
-    fn tool_call(
+    pub(crate) fn tool_call(
         &mut self,
         out: &mut Output,
         pace: Pace,
@@ -501,7 +559,11 @@ impl MessageStream {
     }
 
     /// Ends the stream normally: final usage and stop reason, the `*_end` events, `message_end`.
-    fn finish(mut self, out: &mut Output, input_tokens: u64) -> io::Result<AssistantMessage> {
+    pub(crate) fn finish(
+        mut self,
+        out: &mut Output,
+        input_tokens: u64,
+    ) -> io::Result<AssistantMessage> {
         self.message.usage = Usage::new(input_tokens, self.output_tokens);
         let mut calls_tools = false;
         for block in &mut self.message.content {
@@ -552,7 +614,7 @@ impl MessageStream {
     }
 
     /// Ends the stream with a provider error: straight to `message_end`, content kept.
-    fn fail(mut self, out: &mut Output, error: &str) -> io::Result<AssistantMessage> {
+    pub(crate) fn fail(mut self, out: &mut Output, error: &str) -> io::Result<AssistantMessage> {
         self.message.stop_reason = StopReason::Error;
         self.message.error_message = Some(error.to_owned());
         out.event(&Event::MessageEnd {

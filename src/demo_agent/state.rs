@@ -170,6 +170,11 @@ impl Session {
         Ok(session)
     }
 
+    /// The session file.
+    pub(crate) fn file(&self) -> &Path {
+        &self.file
+    }
+
     /// The `session` event line.
     pub(crate) fn header_line(&self) -> String {
         let header = &self.header;

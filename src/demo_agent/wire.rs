@@ -92,6 +92,8 @@ pub(crate) enum StopReason {
     Stop,
     ToolUse,
     Error,
+    /// pi RPC `abort` ended the message.
+    Aborted,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

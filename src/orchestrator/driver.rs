@@ -22,6 +22,7 @@ use tokio::time::Instant;
 use super::fsm::{Effect, Input, Machine};
 use super::{Command, OrchestratorEvent, Recorder, TurnId};
 use crate::config::RetryPolicy;
+use crate::provider::pi::rpc::{AgentQueue, AgentStatus};
 use crate::provider::{
     AgentStream, AttemptRequest, Provider, SessionCheckpoint, SessionRef, StopControl, StopProgress,
 };
@@ -102,12 +103,18 @@ struct Driver {
     feedback: VecDeque<Input>,
     /// The event receiver was dropped: nobody watches, so shut down.
     receiver_gone: bool,
+    /// The agent's own steering queue and status, for providers that report them.
+    agent_queue: Option<watch::Receiver<AgentQueue>>,
+    agent_status: Option<watch::Receiver<AgentStatus>>,
 }
 
 impl Driver {
     fn new(options: OrchestratorOptions, events: mpsc::UnboundedSender<OrchestratorEvent>) -> Self {
         let machine = Machine::new(options.policy.clone(), options.session.clone())
-            .numbering_turns_from(options.first_turn);
+            .numbering_turns_from(options.first_turn)
+            .with_interjections(options.provider.can_interject());
+        let agent_queue = options.provider.agent_queue();
+        let agent_status = options.provider.agent_status();
         Self {
             options,
             machine,
@@ -118,10 +125,20 @@ impl Driver {
             fresh_session_next: false,
             feedback: VecDeque::new(),
             receiver_gone: false,
+            agent_queue,
+            agent_status,
         }
     }
 
     async fn run(mut self, mut commands: mpsc::UnboundedReceiver<Command>) {
+        // A long-lived agent starts now, while the user types the first prompt.
+        self.options.provider.warm_up(AttemptRequest {
+            session: self.options.session.clone(),
+            cwd: self.options.cwd.clone(),
+            attempt: 1,
+            scenario: self.options.scenario.clone(),
+            ..AttemptRequest::default()
+        });
         let mut commands_open = true;
         let mut shutdown_requested = false;
         loop {
@@ -140,6 +157,14 @@ impl Driver {
                     },
                     input = next_attempt_input(&mut self.live) => input,
                     input = retry_due(self.retry) => input,
+                    queue = watch_next(&mut self.agent_queue) => {
+                        self.emit(OrchestratorEvent::AgentQueueChanged(queue));
+                        continue;
+                    }
+                    status = watch_next(&mut self.agent_status) => {
+                        self.emit(OrchestratorEvent::AgentStatusChanged(status));
+                        continue;
+                    }
                 }
             };
             match &input {
@@ -202,6 +227,23 @@ impl Driver {
                     self.retry = None;
                 }
                 Effect::Rollback { turn } => self.roll_back(turn),
+                Effect::Interject {
+                    turn,
+                    attempt,
+                    kind,
+                    text,
+                } => {
+                    let live = self
+                        .live
+                        .as_ref()
+                        .is_some_and(|live| live.turn == turn && live.attempt == attempt);
+                    if !(live && self.options.provider.interject(kind, &text)) {
+                        // Not delivered: it waits in the queue like any prompt.
+                        tracing::info!(turn, ?kind, "interjection not delivered; queued");
+                        self.feedback
+                            .push_back(Input::Command(Command::Submit(text)));
+                    }
+                }
                 Effect::Exit => exit = true,
             }
         }
@@ -230,6 +272,7 @@ impl Driver {
                 match checkpoint.restore() {
                     Ok(()) => {
                         tracing::info!(turn, file = %checkpoint.path().display(), "agent session rolled back");
+                        self.options.provider.session_restored();
                         true
                     }
                     Err(error) => {
@@ -348,6 +391,17 @@ async fn next_attempt_input(live: &mut Option<LiveAttempt>) -> Input {
             }
         }
     }
+}
+
+/// The next value of a watched agent report; pending forever without one (or once closed).
+async fn watch_next<T: Clone>(receiver: &mut Option<watch::Receiver<T>>) -> T {
+    if let Some(watched) = receiver.as_mut() {
+        if watched.changed().await.is_ok() {
+            return watched.borrow_and_update().clone();
+        }
+        *receiver = None;
+    }
+    std::future::pending().await
 }
 
 async fn retry_due(retry: Option<PendingRetry>) -> Input {

@@ -30,7 +30,7 @@
 use super::classify::{classify_failure, Retryability};
 use super::{Command, OrchestratorEvent, TurnId, TurnOutcome};
 use crate::config::RetryPolicy;
-use crate::provider::{SessionRef, StopProgress};
+use crate::provider::{Interjection, SessionRef, StopProgress};
 use crate::stream::{notice_kind, AgentMessage, Failure};
 
 /// What happens to the machine.
@@ -92,6 +92,14 @@ pub enum Effect {
     /// when its first attempt started). Only asked for while no attempt runs.
     Rollback {
         turn: TurnId,
+    },
+    /// Hand `text` to this running attempt (the provider said it can); if the provider
+    /// refuses, the driver feeds it back as a `Submit`.
+    Interject {
+        turn: TurnId,
+        attempt: u32,
+        kind: Interjection,
+        text: String,
     },
     /// The machine has shut down; nothing follows.
     Exit,
@@ -163,6 +171,8 @@ pub struct Machine {
     session_epoch: u64,
     queue: Vec<String>,
     next_turn: TurnId,
+    /// The provider can hand messages to a running turn (steer, follow-up).
+    interjections: bool,
 }
 
 /// What a message of the current attempt means for the turn.
@@ -182,7 +192,15 @@ impl Machine {
             session_epoch: 0,
             queue: Vec::new(),
             next_turn: 1,
+            interjections: false,
         }
+    }
+
+    /// The provider can steer a running turn: `Interject` goes to the agent instead of the
+    /// queue while a turn runs.
+    pub fn with_interjections(mut self, can_interject: bool) -> Self {
+        self.interjections = can_interject;
+        self
     }
 
     /// Numbers the turns from `first` on (a resumed conversation goes on after its last turn).
@@ -255,6 +273,7 @@ impl Machine {
                 }
             }
             Command::SetRetryPolicy(policy) => self.set_policy(policy, out),
+            Command::Interject(kind, text) => self.interject(kind, text, out),
             Command::Shutdown => self.shutdown(out),
         }
     }
@@ -287,6 +306,23 @@ impl Machine {
                 ..
             }
             | State::ShutDown => {}
+        }
+    }
+
+    fn interject(&mut self, kind: Interjection, text: String, out: &mut Vec<Effect>) {
+        if text.trim().is_empty() {
+            return;
+        }
+        match &self.state {
+            State::Running { turn, attempt } if self.interjections => {
+                out.push(Effect::Interject {
+                    turn: turn.id,
+                    attempt: *attempt,
+                    kind,
+                    text,
+                });
+            }
+            _ => self.submit(text, out),
         }
     }
 
@@ -792,3 +828,7 @@ fn retry_reason(failure: &Failure, cause: &str) -> String {
 #[cfg(test)]
 #[path = "fsm_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "fsm_interject_tests.rs"]
+mod interject_tests;

@@ -1086,6 +1086,9 @@ mod properties {
                         prop_assert_eq!(self.pending_retry, Some((*turn, *attempt)));
                         self.pending_retry = None;
                     }
+                    Effect::Interject { turn, attempt, .. } => {
+                        prop_assert_eq!(self.live, Some((*turn, *attempt)));
+                    }
                     Effect::Rollback { turn } => {
                         prop_assert!(self.live.is_none(), "rollback while an attempt runs");
                         prop_assert!(self.started_turns.contains(turn));

@@ -24,10 +24,10 @@ pub mod fsm;
 pub mod headless;
 
 use crate::config::RetryPolicy;
-use crate::provider::StopProgress;
-use std::borrow::Cow;
-
+use crate::provider::pi::rpc::{AgentQueue, AgentStatus};
+use crate::provider::{Interjection, StopProgress};
 use crate::stream::AgentMessage;
+use std::borrow::Cow;
 
 pub use driver::{spawn_orchestrator, OrchestratorHandle, OrchestratorOptions};
 pub use headless::run_headless_turn;
@@ -60,6 +60,10 @@ pub enum Command {
     EditQueued(usize, String),
     /// Use this retry policy from now on.
     SetRetryPolicy(RetryPolicy),
+    /// A message for the running turn: steer it (after the current tool call) or follow up
+    /// (after the turn), when the provider can; otherwise (or with no turn running) it is a
+    /// `Submit`.
+    Interject(Interjection, String),
     /// Stop whatever runs and end the orchestrator.
     Shutdown,
 }
@@ -111,6 +115,8 @@ impl OrchestratorEvent {
             | OrchestratorEvent::TurnEnded { .. }
             | OrchestratorEvent::QueueChanged { .. }
             | OrchestratorEvent::SessionChanged { .. }
+            | OrchestratorEvent::AgentQueueChanged(_)
+            | OrchestratorEvent::AgentStatusChanged(_)
             | OrchestratorEvent::ShutDown => None,
         }
     }
@@ -182,6 +188,10 @@ pub enum OrchestratorEvent {
     SessionChanged {
         session_id: Option<String>,
     },
+    /// The agent's own queue of steering and follow-up messages (long-lived transports).
+    AgentQueueChanged(AgentQueue),
+    /// The agent's model, thinking level, session cost and tokens (long-lived transports).
+    AgentStatusChanged(AgentStatus),
     /// Something the orchestrator did that the user should know (`kind` as in `notice`).
     Notice {
         turn: TurnId,

@@ -176,6 +176,36 @@ pub enum SpawnError {
 /// Starts the agent in its own process group, with the tree marker in its environment, and
 /// hands it to a supervisor task that performs `stop`'s requests.
 pub fn spawn(spec: &SpawnSpec, stop: StopControl) -> Result<AgentProcess, SpawnError> {
+    spawn_inner(spec, stop, StdinOwner::Supervisor).map(|(agent, _)| agent)
+}
+
+/// Who holds the agent's stdin pipe.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum StdinOwner {
+    /// The supervisor, for the Ctrl+C byte of the stop.
+    Supervisor,
+    /// The caller, who writes commands on it (a long-lived, two-way agent).
+    Caller,
+}
+
+/// Like [`spawn`], with stdin a pipe handed to the caller (who writes commands on it): a
+/// long-lived agent that takes commands. The stop's interrupt stage then sends only SIGINT;
+/// closing the returned stdin is the caller's way to ask the agent to exit.
+pub fn spawn_with_stdin(
+    spec: &SpawnSpec,
+    stop: StopControl,
+) -> Result<(AgentProcess, tokio::process::ChildStdin), SpawnError> {
+    let mut spec = spec.clone();
+    spec.stdin = StdinMode::Pipe;
+    let (agent, stdin) = spawn_inner(&spec, stop, StdinOwner::Caller)?;
+    Ok((agent, stdin.expect("stdin was piped")))
+}
+
+fn spawn_inner(
+    spec: &SpawnSpec,
+    stop: StopControl,
+    stdin_owner: StdinOwner,
+) -> Result<(AgentProcess, Option<tokio::process::ChildStdin>), SpawnError> {
     let marker = uuid::Uuid::new_v4().simple().to_string();
     let mut command = Command::new(&spec.program);
     command
@@ -214,17 +244,28 @@ pub fn spawn(spec: &SpawnSpec, stop: StopControl) -> Result<AgentProcess, SpawnE
     let (stderr_tx, stderr_lines) = mpsc::channel(256);
     tokio::spawn(drain_stderr(stderr, stderr_tail.clone(), stderr_tx));
 
+    let (supervisor_stdin, caller_stdin) = match stdin_owner {
+        StdinOwner::Supervisor => (stdin, None),
+        StdinOwner::Caller => (None, stdin),
+    };
     let (exit_tx, exit) = oneshot::channel();
-    tokio::spawn(stop::supervise(child, stdin, tree.clone(), stop, exit_tx));
+    tokio::spawn(stop::supervise(
+        child,
+        supervisor_stdin,
+        tree.clone(),
+        stop,
+        exit_tx,
+    ));
 
-    Ok(AgentProcess {
+    let agent = AgentProcess {
         pid,
         stdout: LineReader::new(stdout, DEFAULT_MAX_LINE),
         stderr_lines,
         stderr_tail,
         exit,
         tree,
-    })
+    };
+    Ok((agent, caller_stdin))
 }
 
 /// The agent's stdout pipe holds 1 MiB instead of 64 KiB: an agent that prints lines of

@@ -29,27 +29,11 @@ impl Backend for DemoBackend {
     }
 
     fn spawn_spec(&self, request: &AttemptRequest) -> SpawnSpec {
-        let mut spec = match &self.settings.command {
-            // `--agent-bin` for demo: any executable that speaks pi's JSON mode.
-            Some(program) => SpawnSpec::new(program),
-            None => {
-                let agentty = std::env::current_exe().unwrap_or_else(|_| "agentty".into());
-                SpawnSpec::new(agentty).arg("demo-agent")
-            }
-        };
-        spec = spec.args(["--mode", "json"]);
-        if let Some(scenario) = &request.scenario {
-            spec = spec.args(["--scenario", scenario.as_str()]);
-        }
-        spec = spec
-            .args(self.settings.args.iter())
-            .args(session_args(&request.session))
-            .env(DEMO_ATTEMPT_VAR, request.attempt.max(1).to_string());
-        for (key, value) in &self.settings.env {
-            spec = spec.env(key, value);
-        }
-        spec.cwd = request.cwd.clone();
-        spec.arg(&request.prompt)
+        self.spec_in_mode("json", request).arg(&request.prompt)
+    }
+
+    fn rpc_spawn_spec(&self, request: &AttemptRequest) -> Option<SpawnSpec> {
+        Some(self.spec_in_mode("rpc", request))
     }
 
     fn mapper(&self, request: &AttemptRequest) -> Box<dyn Mapper> {
@@ -64,5 +48,32 @@ impl Backend for DemoBackend {
         let state_dir =
             demo_state::state_dir_from(agent_env(&self.settings.env, demo_state::STATE_DIR_VAR));
         demo_state::session_file(&state_dir, session_id)
+    }
+}
+
+impl DemoBackend {
+    /// `agentty demo-agent --mode MODE [--scenario S] [args] [session flags]`.
+    fn spec_in_mode(&self, mode: &str, request: &AttemptRequest) -> SpawnSpec {
+        let mut spec = match &self.settings.command {
+            // `--agent-bin` for demo: any executable that speaks pi's JSON mode.
+            Some(program) => SpawnSpec::new(program),
+            None => {
+                let agentty = std::env::current_exe().unwrap_or_else(|_| "agentty".into());
+                SpawnSpec::new(agentty).arg("demo-agent")
+            }
+        };
+        spec = spec.args(["--mode", mode]);
+        if let Some(scenario) = &request.scenario {
+            spec = spec.args(["--scenario", scenario.as_str()]);
+        }
+        spec = spec
+            .args(self.settings.args.iter())
+            .args(session_args(&request.session))
+            .env(DEMO_ATTEMPT_VAR, request.attempt.max(1).to_string());
+        for (key, value) in &self.settings.env {
+            spec = spec.env(key, value);
+        }
+        spec.cwd = request.cwd.clone();
+        spec
     }
 }

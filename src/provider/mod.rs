@@ -113,6 +113,43 @@ pub trait Backend: Send + Sync + 'static {
     fn lost_session_phrases(&self) -> &'static [&'static str] {
         &[]
     }
+    /// How to start the CLI as a long-lived process that takes commands on stdin (pi's
+    /// `--mode rpc`), for `request.session`; `None`: this backend has no such mode.
+    fn rpc_spawn_spec(&self, request: &AttemptRequest) -> Option<SpawnSpec> {
+        let _ = request;
+        None
+    }
+}
+
+/// A message for the agent while its turn runs (long-lived transports only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Interjection {
+    /// Delivered after the current tool call (pi `steer`).
+    Steer,
+    /// Delivered after the turn (pi `follow_up`).
+    FollowUp,
+}
+
+/// The transport the chat uses for `name` unless told otherwise: pi's RPC mode (no cold start
+/// per turn, steering, in-band stop), the one-shot JSON mode for the rest.
+pub fn default_chat_transport(name: &str) -> Transport {
+    if name == "pi" {
+        Transport::Rpc
+    } else {
+        Transport::Json
+    }
+}
+
+/// How a backend talks to its CLI (DESIGN.md "Transports").
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Transport {
+    /// One process per attempt (`--mode json`).
+    Json,
+    /// One long-lived process per conversation, commands on stdin (`--mode rpc`).
+    Rpc,
 }
 
 /// One agent CLI, behind the single-attempt contract.
@@ -124,6 +161,31 @@ pub trait Provider: Send + Sync {
     /// be found (a new session has nothing to undo, and the orchestrator knows that).
     fn checkpoint(&self, request: &AttemptRequest) -> Option<SessionCheckpoint> {
         let _ = request;
+        None
+    }
+    /// Whether [`Provider::interject`] can reach a running turn (else prompts wait in the queue).
+    fn can_interject(&self) -> bool {
+        false
+    }
+    /// Hands `text` to the running turn; false when there is none or the transport cannot.
+    fn interject(&self, kind: Interjection, text: &str) -> bool {
+        let _ = (kind, text);
+        false
+    }
+    /// The orchestrator restored the agent's stored session from a checkpoint: whatever the
+    /// provider holds of it in memory is out of date.
+    fn session_restored(&self) {}
+    /// The conversation is open and will send `request`'s session its first prompt: a
+    /// long-lived transport may start its process now, so that the prompt finds it running.
+    fn warm_up(&self, request: AttemptRequest) {
+        let _ = request;
+    }
+    /// The agent's own queue of steering / follow-up messages, for transports that have one.
+    fn agent_queue(&self) -> Option<tokio::sync::watch::Receiver<pi::rpc::AgentQueue>> {
+        None
+    }
+    /// The agent's model, thinking level, cost and tokens, for transports that report them.
+    fn agent_status(&self) -> Option<tokio::sync::watch::Receiver<pi::rpc::AgentStatus>> {
         None
     }
 }
@@ -138,6 +200,11 @@ impl CliProvider {
         Self {
             backend: Arc::new(backend),
         }
+    }
+
+    /// The provider for a backend that is shared (with an RPC provider, say).
+    pub fn from_arc(backend: Arc<dyn Backend>) -> Self {
+        Self { backend }
     }
 }
 
@@ -229,8 +296,31 @@ pub fn build_backend(name: &str, settings: &ProviderSettings) -> Option<Arc<dyn 
     ProviderKind::from_name(name).map(|kind| kind.backend(settings))
 }
 
-/// Builds the provider for `name` from its settings.
+/// Builds the provider for `name` from its settings, with the one-shot transport.
 pub fn build_provider(name: &str, settings: &ProviderSettings) -> Option<Arc<dyn Provider>> {
     let backend = build_backend(name, settings)?;
     Some(Arc::new(CliProvider { backend }))
+}
+
+/// Builds the provider for `name` with `transport`; `Err` says why that transport is not
+/// available (the backend has no RPC mode).
+pub fn build_provider_with(
+    name: &str,
+    settings: &ProviderSettings,
+    transport: Transport,
+) -> Result<Arc<dyn Provider>, String> {
+    let backend =
+        build_backend(name, settings).ok_or_else(|| format!("unknown provider `{name}`"))?;
+    match transport {
+        Transport::Json => Ok(Arc::new(CliProvider { backend })),
+        Transport::Rpc => {
+            let probe = AttemptRequest::default();
+            if backend.rpc_spawn_spec(&probe).is_none() {
+                return Err(format!(
+                    "the {name} provider has no RPC transport (use --transport json)"
+                ));
+            }
+            Ok(Arc::new(pi::rpc::RpcProvider::new(backend)))
+        }
+    }
 }

@@ -167,7 +167,7 @@ impl Attempt {
 /// A failure that says the CLI could not find the session it was asked to continue becomes
 /// `session_lost`, so that the orchestrator continues in a fresh session instead of failing
 /// every later turn the same way.
-fn mark_lost_session(terminal: &mut AgentMessage, phrases: &[&str]) {
+pub(crate) fn mark_lost_session(terminal: &mut AgentMessage, phrases: &[&str]) {
     let AgentMessage::Failed(failure) = terminal else {
         return;
     };
@@ -387,7 +387,7 @@ async fn sleep_until_opt(deadline: Option<Instant>) {
     }
 }
 
-fn start_failed(message: String) -> AgentMessage {
+pub(crate) fn start_failed(message: String) -> AgentMessage {
     AgentMessage::Failed(Failure {
         reason: failure_reason::START_FAILED.into(),
         message,
@@ -397,7 +397,7 @@ fn start_failed(message: String) -> AgentMessage {
 
 /// Problems a spawn error would describe badly (a missing working directory looks like a
 /// missing binary to `execve`).
-fn start_problem(spec: &process::SpawnSpec) -> Option<String> {
+pub(crate) fn start_problem(spec: &process::SpawnSpec) -> Option<String> {
     if let Some(cwd) = &spec.cwd {
         if !cwd.is_dir() {
             return Some(format!(

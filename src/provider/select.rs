@@ -60,6 +60,9 @@ fn resolve_provider_with(
         settings.model = Some(model.clone());
     }
     settings.args.extend(agent.provider_args.iter().cloned());
+    if agent.transport.is_some() {
+        settings.transport = agent.transport;
+    }
     Ok(ProviderChoice { name, settings })
 }
 

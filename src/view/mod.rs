@@ -59,10 +59,11 @@ pub fn layout(state: &AppState, area: Rect) -> ChatLayout {
     let composer_rows =
         (composer::wrap_input(&state.composer, area.width).row_count() as u16).clamp(1, max_rows);
     let composer_height = (composer_rows + 1).min(area.height.saturating_sub(status_height));
-    let queued_rows = if state.queued.is_empty() {
+    let waiting = waiting_prompts(state).len();
+    let queued_rows = if waiting == 0 {
         0
     } else {
-        state.queued.len().min(MAX_QUEUED_ROWS) + usize::from(state.queued.len() > MAX_QUEUED_ROWS)
+        waiting.min(MAX_QUEUED_ROWS) + usize::from(waiting > MAX_QUEUED_ROWS)
     } as u16;
     let queued_height = queued_rows.min(
         area.height
@@ -113,27 +114,46 @@ pub fn render_to_buffer(
     }
 }
 
+/// What waits to reach the agent, in delivery order: the steering messages the agent holds
+/// (after the current tool call), its follow-ups (after the turn), then agentty's own queue.
+fn waiting_prompts(state: &AppState) -> Vec<(String, &str)> {
+    let agent = &state.agent_queue;
+    let steering = agent
+        .steering
+        .iter()
+        .map(|text| ("steer".to_owned(), text.as_str()));
+    let follow_up = agent
+        .follow_up
+        .iter()
+        .map(|text| ("follow-up".to_owned(), text.as_str()));
+    let queued = state
+        .queued
+        .iter()
+        .enumerate()
+        .map(|(index, text)| (format!("queued {}", index + 1), text.as_str()));
+    steering.chain(follow_up).chain(queued).collect()
+}
+
 fn render_queued(state: &AppState, area: Rect, buf: &mut Buffer) {
     if area.height == 0 {
         return;
     }
     let style = Style::default().add_modifier(Modifier::DIM);
-    let mut rows: Vec<Line<'_>> = state
-        .queued
+    let waiting = waiting_prompts(state);
+    let mut rows: Vec<Line<'_>> = waiting
         .iter()
         .take(MAX_QUEUED_ROWS)
-        .enumerate()
-        .map(|(index, prompt)| {
+        .map(|(label, prompt)| {
             let first = prompt.lines().next().unwrap_or("");
             Line::from(vec![
-                Span::styled(format!("  ↳ queued {}: ", index + 1), style),
+                Span::styled(format!("  ↳ {label}: "), style),
                 Span::raw(first.to_owned()),
             ])
         })
         .collect();
-    if state.queued.len() > MAX_QUEUED_ROWS {
+    if waiting.len() > MAX_QUEUED_ROWS {
         rows.push(Line::styled(
-            format!("  … {} more queued", state.queued.len() - MAX_QUEUED_ROWS),
+            format!("  … {} more queued", waiting.len() - MAX_QUEUED_ROWS),
             style,
         ));
     }
@@ -148,6 +168,8 @@ fn render_composer(state: &AppState, area: Rect, buf: &mut Buffer, scroll: &mut 
     }
     let hint = if !state.orchestrator_alive {
         " the agent runner stopped · Ctrl+C twice quits "
+    } else if state.is_turn_running() && state.agent_steers {
+        " Enter steers · Alt+Enter follows up · Esc stops the turn "
     } else if state.is_turn_running() && !state.queued.is_empty() {
         " Enter queues · Esc stops, queue to editor · Alt+↑ edit "
     } else if state.is_turn_running() {

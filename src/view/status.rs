@@ -51,11 +51,24 @@ pub fn render_status(state: &AppState, area: Rect, buf: &mut Buffer, now: Instan
             base.add_modifier(Modifier::BOLD),
         )],
     }];
-    if let Some(model) = state.usage_book.model.as_ref().or(state.model.as_ref()) {
+    // The agent's own report (pi's `get_state`) first: it knows the model it really runs.
+    let model = state
+        .agent_status
+        .model
+        .as_ref()
+        .or(state.usage_book.model.as_ref())
+        .or(state.model.as_ref());
+    if let Some(model) = model {
+        let thinking = state
+            .agent_status
+            .thinking_level
+            .as_ref()
+            .map(|level| format!(" · thinking {level}"))
+            .unwrap_or_default();
         segments.push(Segment {
             drop_order: 3,
             right: false,
-            spans: vec![Span::styled(format!(" · {model}"), base)],
+            spans: vec![Span::styled(format!(" · {model}{thinking}"), base)],
         });
     }
     // The whole id when everything fits (to copy into `--session`), else head and tail.
@@ -211,10 +224,20 @@ fn short_session_id(session: &str) -> String {
 fn usage_segment(state: &AppState) -> String {
     let book = &state.usage_book;
     let turn = book.turn.as_ref().map(usage_text).unwrap_or_default();
-    let total = book
-        .conversation
+    // The agent's session totals (pi's `get_session_stats`) cover the whole agent session,
+    // turns of earlier launches included; agentty's own book only what it saw.
+    let status = &state.agent_status;
+    let agent_total = (status.tokens.is_some() || status.cost_usd.is_some()).then(|| Usage {
+        total_tokens: status.tokens,
+        cost_usd: status.cost_usd,
+        ..Usage::default()
+    });
+    let total = agent_total
         .as_ref()
-        .filter(|total| Some(*total) != book.turn.as_ref())
+        .or(book
+            .conversation
+            .as_ref()
+            .filter(|total| Some(*total) != book.turn.as_ref()))
         .map(total_text)
         .unwrap_or_default();
     match (turn.is_empty(), total.is_empty()) {

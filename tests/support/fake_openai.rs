@@ -5,7 +5,8 @@
 //!
 //! Scenarios: `plain` (text), `think` (reasoning, then text), `tool` (one bash call `echo hi`,
 //! then text), `err500` (HTTP 500), `sleep` (a bash call that writes its PID to the file named
-//! by the prompt's last word, then sleeps 100 s), `session` (says how many user messages it got).
+//! by the prompt's last word, then sleeps 100 s), `session` (says how many user messages it got),
+//! `nap` (a bash call `sleep 3`, then says how many user messages it got: steering lands there).
 
 #![allow(dead_code)]
 
@@ -22,7 +23,9 @@ pub const THINK_ANSWER: &str = "Hello! Nice to meet you, how can I help today?";
 pub const TOOL_INTRO: &str = "I will run echo hi now.";
 pub const TOOL_ANSWER: &str = "The command printed hi, so the shell works fine.";
 pub const ERROR_500: &str = "fake internal server error";
-pub const SCENARIOS: [&str; 6] = ["plain", "think", "tool", "err500", "sleep", "session"];
+pub const SCENARIOS: [&str; 7] = [
+    "plain", "think", "tool", "err500", "sleep", "session", "nap",
+];
 
 const DELAY: Duration = Duration::from_millis(20);
 
@@ -174,7 +177,14 @@ fn respond(request: &HttpRequest) -> HttpResponse {
             [first].into_iter().chain(text_deltas("Slept.")),
             "stop",
         ),
-        ("session", _) => {
+        ("nap", 0) => stream(
+            &model,
+            [first]
+                .into_iter()
+                .chain(tool_call("call_nap_1", &json!({"command": "sleep 3"}))),
+            "tool_calls",
+        ),
+        ("session" | "nap", _) => {
             let users = messages
                 .iter()
                 .filter(|message| message["role"] == "user")

@@ -11,6 +11,7 @@
 
 pub(crate) mod agent_dir;
 pub mod mapper;
+pub mod rpc;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -114,23 +115,12 @@ impl Backend for PiBackend {
     }
 
     fn spawn_spec(&self, request: &AttemptRequest) -> SpawnSpec {
-        let program = self.settings.command.clone().unwrap_or_else(|| "pi".into());
-        let mut spec = SpawnSpec::new(program).args(["--mode", "json"]);
-        if let Some(model) = &self.settings.model {
-            spec = spec.args(["--model", model.as_str()]);
-        }
-        spec = spec
-            .args(self.settings.args.iter())
-            .args(session_args(&request.session));
-        for (key, value) in &self.settings.env {
-            spec = spec.env(key, value);
-        }
-        // Last, so that it wins over a PI_CODING_AGENT_DIR from the config (which it mirrors).
-        if let Some(dir) = self.private_agent_dir(request) {
-            spec = spec.env(AGENT_DIR_VAR, dir);
-        }
-        spec.cwd = request.cwd.clone();
-        spec.arg(prompt_argument(&request.prompt))
+        self.spec_in_mode("json", request)
+            .arg(prompt_argument(&request.prompt))
+    }
+
+    fn rpc_spawn_spec(&self, request: &AttemptRequest) -> Option<SpawnSpec> {
+        Some(self.spec_in_mode("rpc", request))
     }
 
     fn mapper(&self, request: &AttemptRequest) -> Box<dyn Mapper> {
@@ -146,6 +136,29 @@ impl Backend for PiBackend {
 
     fn session_file(&self, session_id: &str, request: &AttemptRequest) -> Option<PathBuf> {
         session_file(&self.settings.env, session_id, request.cwd.as_deref())
+    }
+}
+
+impl PiBackend {
+    /// `pi --mode MODE [--model M] [args] [session flags]`, with its environment and cwd.
+    fn spec_in_mode(&self, mode: &str, request: &AttemptRequest) -> SpawnSpec {
+        let program = self.settings.command.clone().unwrap_or_else(|| "pi".into());
+        let mut spec = SpawnSpec::new(program).args(["--mode", mode]);
+        if let Some(model) = &self.settings.model {
+            spec = spec.args(["--model", model.as_str()]);
+        }
+        spec = spec
+            .args(self.settings.args.iter())
+            .args(session_args(&request.session));
+        for (key, value) in &self.settings.env {
+            spec = spec.env(key, value);
+        }
+        // Last, so that it wins over a PI_CODING_AGENT_DIR from the config (which it mirrors).
+        if let Some(dir) = self.private_agent_dir(request) {
+            spec = spec.env(AGENT_DIR_VAR, dir);
+        }
+        spec.cwd = request.cwd.clone();
+        spec
     }
 }
 
@@ -181,6 +194,7 @@ mod tests {
             )]
             .into(),
             model: Some("plain".into()),
+            transport: None,
         };
         let backend = PiBackend::new(settings).with_state_dir(state.path());
         let request = AttemptRequest {

@@ -1,0 +1,356 @@
+//! From Enter to the model request, turns 1–3, side by side in one run: agentty's chat on pi's
+//! RPC transport, agentty's chat on pi's one-shot JSON mode, and pi's own TUI, all in tmux
+//! against one fake OpenAI-compatible server on 127.0.0.1 (issue 16's target: from turn 2 on,
+//! agentty reaches the model in ≤ 10 ms, as pi's TUI does).
+//!
+//! Enter goes through a tmux control-mode client (no process start in the measured path); the
+//! clock stops when the fake server has read the request. Each client runs `RUNS` fresh
+//! conversations of three turns; the table shows the median and the range per turn.
+//!
+//! Not a criterion bench: it drives real binaries in a real terminal and prints a table.
+//! Run: `cargo bench --bench enter_to_request` (needs tmux and pi 0.73.1: `AGENTTY_PI_BIN`,
+//! else /tmp/pi-cli/node_modules/.bin/pi).
+
+#[path = "../tests/support/http.rs"]
+mod http;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use http::{FakeHttpServer, HttpRequest, HttpResponse, SseEvent};
+use serde_json::{json, Value};
+
+const SOCKET: &str = "agentty-bench-enter";
+const RUNS: usize = 5;
+const TURNS: usize = 3;
+
+fn tmux(args: &[&str]) -> String {
+    let output = Command::new("tmux")
+        .arg("-L")
+        .arg(SOCKET)
+        .args(args)
+        .output()
+        .expect("tmux runs");
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn screen() -> String {
+    tmux(&["capture-pane", "-p", "-t", "bench"])
+}
+
+fn wait_for_screen(needle: &str, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if screen().contains(needle) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    false
+}
+
+/// A tmux control-mode client, so that Enter is one write, not a tmux process start.
+struct Control {
+    child: Child,
+    stdin: ChildStdin,
+}
+
+impl Control {
+    fn attach() -> Control {
+        let mut child = Command::new("tmux")
+            .args(["-L", SOCKET, "-C", "attach", "-t", "bench"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        writeln!(stdin, "refresh-client -C 120x40").unwrap();
+        let stdout = child.stdout.take().unwrap();
+        // Drain notifications so the client never blocks.
+        std::thread::spawn(move || for _ in BufReader::new(stdout).lines() {});
+        Control { child, stdin }
+    }
+
+    fn send(&mut self, command: &str) {
+        writeln!(self.stdin, "{command}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+}
+
+impl Drop for Control {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The fake model: answers "Reply N." (N = user messages in the request) and notes when each
+/// request had been read.
+struct FakeModel {
+    server: FakeHttpServer,
+    arrivals: Arc<Mutex<Vec<Instant>>>,
+}
+
+impl FakeModel {
+    async fn start() -> FakeModel {
+        let arrivals = Arc::new(Mutex::new(Vec::new()));
+        let log = arrivals.clone();
+        let server = FakeHttpServer::start(move |request: &HttpRequest| {
+            if request.method != "POST" {
+                return HttpResponse::json(200, &json!({"object": "list", "data": []}));
+            }
+            log.lock().unwrap().push(Instant::now());
+            let body = request.json().unwrap_or(Value::Null);
+            let users = body["messages"]
+                .as_array()
+                .map(|messages| messages.iter().filter(|m| m["role"] == "user").count())
+                .unwrap_or(0);
+            let chunk = |delta: Value, finish: Value| {
+                json!({"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 0,
+                       "model": "session",
+                       "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+                .to_string()
+            };
+            HttpResponse::sse(vec![
+                SseEvent::data(chunk(
+                    json!({"role": "assistant", "content": ""}),
+                    Value::Null,
+                )),
+                SseEvent::data(chunk(
+                    json!({"content": format!("Reply {users}.")}),
+                    Value::Null,
+                )),
+                SseEvent::data(chunk(json!({}), json!("stop"))),
+                SseEvent::data(
+                    json!({"id": "chatcmpl-bench", "object": "chat.completion.chunk",
+                           "created": 0, "model": "session", "choices": [],
+                           "usage": {"prompt_tokens": 100, "completion_tokens": 3,
+                                     "total_tokens": 103}})
+                    .to_string(),
+                ),
+                SseEvent::data("[DONE]"),
+            ])
+        })
+        .await
+        .expect("bind the fake server");
+        FakeModel { server, arrivals }
+    }
+
+    fn arrivals(&self) -> usize {
+        self.arrivals.lock().unwrap().len()
+    }
+
+    fn wait_arrival(&self, index: usize, limit: Duration) -> Option<Instant> {
+        let deadline = Instant::now() + limit;
+        while Instant::now() < deadline {
+            if let Some(at) = self.arrivals.lock().unwrap().get(index) {
+                return Some(*at);
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        None
+    }
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Client {
+    AgenttyRpc,
+    AgenttyJson,
+    PiTui,
+}
+
+impl Client {
+    fn label(self) -> &'static str {
+        match self {
+            Client::AgenttyRpc => "agentty, pi over RPC",
+            Client::AgenttyJson => "agentty, pi --mode json",
+            Client::PiTui => "pi's own TUI",
+        }
+    }
+
+    fn ready_marker(self) -> &'static str {
+        match self {
+            Client::AgenttyRpc | Client::AgenttyJson => "Ask the agent anything",
+            Client::PiTui => "(auto)",
+        }
+    }
+}
+
+struct World {
+    root: tempfile::TempDir,
+    pi: PathBuf,
+}
+
+impl World {
+    fn new(pi: PathBuf, base_url: &str) -> World {
+        let root = tempfile::tempdir().unwrap();
+        let agent_dir = root.path().join("home/.pi/agent");
+        std::fs::create_dir_all(&agent_dir).unwrap();
+        std::fs::create_dir_all(root.path().join("work")).unwrap();
+        let models = json!({"providers": {"fake": {
+            "baseUrl": format!("{base_url}/v1"), "api": "openai-completions", "apiKey": "fake-key",
+            "compat": {"supportsDeveloperRole": false, "supportsReasoningEffort": false,
+                       "supportsStore": false},
+            "models": [{"id": "session"}]}}});
+        std::fs::write(agent_dir.join("models.json"), models.to_string()).unwrap();
+        World { root, pi }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.root.path().join(name)
+    }
+
+    fn command(&self, client: Client) -> String {
+        let env = format!(
+            "HOME={home} PI_CODING_AGENT_DIR={home}/.pi/agent PI_OFFLINE=1 \
+             PI_SKIP_VERSION_CHECK=1 PI_TELEMETRY=0 AGENTTY_STATE_DIR={state}",
+            home = self.path("home").display(),
+            state = self.path("state").display(),
+        );
+        let work = self.path("work");
+        let program = match client {
+            Client::PiTui => format!("{} --provider fake --model session", self.pi.display()),
+            Client::AgenttyRpc | Client::AgenttyJson => format!(
+                "{} --provider pi --agent-bin {} --model fake/session --transport {}",
+                env!("CARGO_BIN_EXE_agentty"),
+                self.pi.display(),
+                if client == Client::AgenttyRpc {
+                    "rpc"
+                } else {
+                    "json"
+                }
+            ),
+        };
+        format!("cd {} && {env} exec {program}", work.display())
+    }
+}
+
+/// One fresh conversation of `TURNS` turns; returns Enter → request per turn.
+fn conversation(world: &World, model: &FakeModel, client: Client) -> Vec<Duration> {
+    let _ = Command::new("tmux")
+        .args(["-L", SOCKET, "kill-server"])
+        .output();
+    tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        "bench",
+        "-x",
+        "120",
+        "-y",
+        "40",
+        &world.command(client),
+    ]);
+    assert!(
+        wait_for_screen(client.ready_marker(), Duration::from_secs(30)),
+        "{} did not come up:\n{}",
+        client.label(),
+        screen()
+    );
+    // Let start-up work settle, as a user would take a moment to type.
+    std::thread::sleep(Duration::from_millis(1500));
+    let mut control = Control::attach();
+    let mut times = Vec::new();
+    for turn in 1..=TURNS {
+        let before = model.arrivals();
+        control.send(&format!("send-keys -t bench -l 'Question {turn}?'"));
+        std::thread::sleep(Duration::from_millis(300));
+        let entered = Instant::now();
+        control.send("send-keys -t bench Enter");
+        let arrived = model
+            .wait_arrival(before, Duration::from_secs(30))
+            .unwrap_or_else(|| panic!("{} sent no request:\n{}", client.label(), screen()));
+        times.push(arrived.saturating_duration_since(entered));
+        assert!(
+            wait_for_screen(&format!("Reply {turn}."), Duration::from_secs(30)),
+            "{} did not show the answer to turn {turn}:\n{}",
+            client.label(),
+            screen()
+        );
+        // The turn's bookkeeping (session stats, file writes) finishes before the next Enter.
+        std::thread::sleep(Duration::from_millis(700));
+    }
+    drop(control);
+    let _ = Command::new("tmux")
+        .args(["-L", SOCKET, "kill-server"])
+        .output();
+    std::thread::sleep(Duration::from_millis(300));
+    times
+}
+
+fn ms(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1000.0
+}
+
+fn pi_bin() -> Option<PathBuf> {
+    let path = std::env::var_os("AGENTTY_PI_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/tmp/pi-cli/node_modules/.bin/pi"));
+    Path::new(&path).is_file().then_some(path)
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; `cargo test --benches` runs this with no such flag.
+    if !std::env::args().any(|arg| arg == "--bench") {
+        return;
+    }
+    let Some(pi) = pi_bin() else {
+        eprintln!("enter_to_request: pi not found (set AGENTTY_PI_BIN); skipped");
+        return;
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let model = runtime.block_on(FakeModel::start());
+    let base_url = model.server.base_url();
+    let clients = [Client::AgenttyRpc, Client::PiTui, Client::AgenttyJson];
+    let mut results: Vec<(Client, Vec<Vec<Duration>>)> =
+        clients.iter().map(|client| (*client, Vec::new())).collect();
+    // Interleaved, so that a noisy moment on the shared machine hits every client alike.
+    for run in 0..RUNS {
+        for (client, runs) in &mut results {
+            let world = World::new(pi.clone(), &base_url);
+            let times = conversation(&world, &model, *client);
+            eprintln!(
+                "run {}: {:<24} {}",
+                run + 1,
+                client.label(),
+                times
+                    .iter()
+                    .map(|time| format!("{:8.1} ms", ms(*time)))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            );
+            runs.push(times);
+        }
+    }
+    println!();
+    println!(
+        "Enter -> first request at the fake server (median [min-max] of {RUNS} conversations)"
+    );
+    println!("{:<26}{:>24}{:>24}{:>24}", "", "turn 1", "turn 2", "turn 3");
+    for (client, runs) in &results {
+        let mut row = format!("{:<26}", client.label());
+        for turn in 0..TURNS {
+            let mut values: Vec<f64> = runs.iter().map(|times| ms(times[turn])).collect();
+            values.sort_by(f64::total_cmp);
+            let median = values[values.len() / 2];
+            row.push_str(&format!(
+                "{:>24}",
+                format!(
+                    "{median:.1} [{:.1}-{:.1}]",
+                    values[0],
+                    values[values.len() - 1]
+                )
+            ));
+        }
+        println!("{row}");
+    }
+    drop(model);
+}

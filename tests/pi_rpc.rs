@@ -1,0 +1,645 @@
+//! pi's RPC transport on real processes: the demo agent in `--mode rpc` (the stand-in for pi in
+//! CI) behind the real RPC provider, pi mapper and process layer.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use tokio::time::timeout;
+
+use agentty::config::ProviderSettings;
+use agentty::demo_agent::state::STATE_DIR_VAR;
+use agentty::provider::{
+    build_provider_with, AgentStream, AttemptRequest, Interjection, Provider, SessionRef,
+    StopControl, Transport,
+};
+use agentty::stream::{failure_reason, notice_kind, AgentMessage, StopStage};
+
+const PATIENCE: Duration = Duration::from_secs(30);
+
+/// A demo agent launcher that records the PID of every start, and the provider around it.
+struct RpcWorld {
+    state: tempfile::TempDir,
+    _bin: tempfile::TempDir,
+    starts: PathBuf,
+    provider: Arc<dyn Provider>,
+}
+
+impl RpcWorld {
+    fn new(time_scale: &str) -> Self {
+        let bin = tempfile::tempdir().unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let starts = state.path().join("starts");
+        let launcher = bin.path().join("demo-agent");
+        std::fs::write(
+            &launcher,
+            format!(
+                "#!/bin/sh\necho $$ >> '{}'\nexec '{}' demo-agent \"$@\"\n",
+                starts.display(),
+                env!("CARGO_BIN_EXE_agentty")
+            ),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&launcher, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let settings = ProviderSettings {
+            command: Some(launcher),
+            args: Vec::new(),
+            env: BTreeMap::from([
+                (STATE_DIR_VAR.to_owned(), state.path().display().to_string()),
+                ("AGENTTY_DEMO_TIME_SCALE".to_owned(), time_scale.to_owned()),
+            ]),
+            model: None,
+            transport: None,
+        };
+        let provider = build_provider_with("demo", &settings, Transport::Rpc).unwrap();
+        Self {
+            state,
+            _bin: bin,
+            starts,
+            provider,
+        }
+    }
+
+    /// The PIDs of every agent process started so far.
+    fn starts(&self) -> Vec<i32> {
+        std::fs::read_to_string(&self.starts)
+            .unwrap_or_default()
+            .lines()
+            .map(|line| line.trim().parse().unwrap())
+            .collect()
+    }
+
+    fn execute(&self, prompt: &str, session: SessionRef, stop: &StopControl) -> AgentStream {
+        let request = AttemptRequest {
+            prompt: prompt.into(),
+            session,
+            cwd: Some(self.state.path().to_path_buf()),
+            attempt: 1,
+            ..AttemptRequest::default()
+        };
+        self.provider.execute(request, stop.clone())
+    }
+
+    async fn turn(&self, prompt: &str, session: SessionRef) -> Vec<AgentMessage> {
+        collect(self.execute(prompt, session, &StopControl::new())).await
+    }
+}
+
+async fn collect(mut stream: AgentStream) -> Vec<AgentMessage> {
+    let mut messages = Vec::new();
+    while let Some(message) = timeout(PATIENCE, stream.next()).await.expect("in time") {
+        messages.push(message);
+    }
+    messages
+}
+
+/// Reads `stream` until `wanted` matches a message; returns what was read.
+async fn read_until(
+    stream: &mut AgentStream,
+    wanted: impl Fn(&AgentMessage) -> bool,
+) -> Vec<AgentMessage> {
+    let mut seen = Vec::new();
+    loop {
+        let message = timeout(PATIENCE, stream.next())
+            .await
+            .expect("in time")
+            .expect("the wanted message before the end");
+        let found = wanted(&message);
+        seen.push(message);
+        if found {
+            return seen;
+        }
+    }
+}
+
+fn text(messages: &[AgentMessage]) -> String {
+    messages
+        .iter()
+        .filter_map(|message| match message {
+            AgentMessage::Assistant { delta } => Some(delta.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn session_id(messages: &[AgentMessage]) -> String {
+    match messages.first() {
+        Some(AgentMessage::SessionStarted {
+            session_id: Some(id),
+            ..
+        })
+        | Some(AgentMessage::SessionResumed { session_id: id, .. }) => id.clone(),
+        other => panic!("no session message first: {other:?}"),
+    }
+}
+
+fn terminals(messages: &[AgentMessage]) -> Vec<&AgentMessage> {
+    messages
+        .iter()
+        .filter(|message| message.is_terminal())
+        .collect()
+}
+
+fn alive(pid: i32) -> bool {
+    // A zombie is not alive: look at the process state.
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|stat| {
+            let state = stat.rsplit(") ").next().unwrap_or("").chars().next();
+            state != Some('Z')
+        })
+        .unwrap_or(false)
+}
+
+async fn wait_gone(pid: i32) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if !alive(pid) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    false
+}
+
+#[tokio::test]
+async fn two_turns_run_on_one_process_in_one_session() {
+    let world = RpcWorld::new("0");
+    let first = world.turn("hi", SessionRef::New).await;
+    assert!(
+        matches!(first.first(), Some(AgentMessage::SessionStarted { provider, .. }) if provider == "demo")
+    );
+    assert!(text(&first).contains("You wrote:"));
+    assert!(matches!(
+        terminals(&first)[..],
+        [AgentMessage::Completed { .. }]
+    ));
+    assert!(first.last().unwrap().is_terminal());
+    let id = session_id(&first);
+
+    let second = world.turn("hi again", SessionRef::Resume(id.clone())).await;
+    assert_eq!(session_id(&second), id);
+    assert!(matches!(
+        second.first(),
+        Some(AgentMessage::SessionResumed { .. })
+    ));
+    assert!(
+        text(&second).contains("_Prompt 2 in session"),
+        "{}",
+        text(&second)
+    );
+    assert!(matches!(
+        terminals(&second)[..],
+        [AgentMessage::Completed { .. }]
+    ));
+    assert_eq!(
+        world.starts().len(),
+        1,
+        "the second turn reused the process"
+    );
+}
+
+#[tokio::test]
+async fn steer_and_follow_up_reach_the_running_turn() {
+    let world = RpcWorld::new("0.05");
+    let mut queue = world.provider.agent_queue().expect("rpc has a queue");
+    let mut stream = world.execute("be slow please", SessionRef::New, &StopControl::new());
+    read_until(&mut stream, |message| {
+        matches!(message, AgentMessage::Assistant { .. })
+    })
+    .await;
+    assert!(world.provider.interject(Interjection::Steer, "go left"));
+    assert!(world
+        .provider
+        .interject(Interjection::FollowUp, "then right"));
+    timeout(
+        PATIENCE,
+        queue.wait_for(|queue| !queue.follow_up.is_empty()),
+    )
+    .await
+    .expect("a queue update in time")
+    .unwrap();
+    let rest = collect(stream).await;
+    let text = text(&rest);
+    let steered = text
+        .find("You steered me while I worked: \"go left\"")
+        .expect(&text);
+    let followed = text.find("Your follow-up: \"then right\"").expect(&text);
+    assert!(steered < followed);
+    let delivered: Vec<(&str, &str)> = rest
+        .iter()
+        .filter_map(|message| match message {
+            AgentMessage::Notice { kind, message } if kind.ends_with("_delivered") => {
+                Some((kind.as_str(), message.as_str()))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        delivered,
+        [
+            (notice_kind::STEER_DELIVERED, "go left"),
+            (notice_kind::FOLLOW_UP_DELIVERED, "then right")
+        ]
+    );
+    assert!(matches!(
+        terminals(&rest)[..],
+        [AgentMessage::Completed { .. }]
+    ));
+    assert_eq!(
+        *queue.borrow(),
+        Default::default(),
+        "the queue is empty after the turn"
+    );
+}
+
+#[tokio::test]
+async fn a_steer_without_a_running_turn_is_refused() {
+    let world = RpcWorld::new("0");
+    assert!(!world
+        .provider
+        .interject(Interjection::Steer, "nobody listens"));
+}
+
+#[tokio::test]
+async fn abort_during_a_tool_ends_the_turn_in_band_and_kills_the_tool() {
+    let world = RpcWorld::new("0");
+    let stop = StopControl::new();
+    let mut stream = world.execute("run the sleep-tool", SessionRef::New, &stop);
+    let seen = read_until(&mut stream, |message| {
+        matches!(message, AgentMessage::ToolUpdate { output, .. } if output.starts_with("pid "))
+    })
+    .await;
+    let id = session_id(&seen);
+    let tool_pid: i32 = seen
+        .iter()
+        .find_map(|message| match message {
+            AgentMessage::ToolUpdate { output, .. } => {
+                output.trim().strip_prefix("pid ")?.parse().ok()
+            }
+            _ => None,
+        })
+        .unwrap();
+    assert!(alive(tool_pid));
+    stop.stop();
+    let rest = collect(stream).await;
+    match terminals(&rest)[..] {
+        [AgentMessage::Cancelled {
+            stop_stage: StopStage::Interrupt,
+            elapsed_ms,
+        }] => assert!(*elapsed_ms < 2000, "{elapsed_ms}"),
+        ref other => panic!("{other:?}"),
+    }
+    assert!(rest.iter().any(|message| matches!(message, AgentMessage::ToolFailed { error, .. } if error == "Command aborted")));
+    assert!(wait_gone(tool_pid).await, "the tool's sleep was killed");
+    let agent = world.starts()[0];
+    assert!(alive(agent), "the agent stays for the next turn");
+
+    let next = world.turn("hi", SessionRef::Resume(id.clone())).await;
+    assert_eq!(session_id(&next), id);
+    assert!(matches!(
+        terminals(&next)[..],
+        [AgentMessage::Completed { .. }]
+    ));
+    assert_eq!(world.starts().len(), 1);
+}
+
+#[tokio::test]
+async fn an_ignored_abort_escalates_to_the_signal_stages_and_the_next_turn_starts_again() {
+    let world = RpcWorld::new("0.1");
+    let stop = StopControl::new();
+    let mut stream = world.execute("ignore-sigint", SessionRef::New, &stop);
+    let seen = read_until(&mut stream, |message| {
+        matches!(message, AgentMessage::Assistant { .. })
+    })
+    .await;
+    let id = session_id(&seen);
+    let started = Instant::now();
+    stop.stop();
+    let rest = collect(stream).await;
+    match terminals(&rest)[..] {
+        [AgentMessage::Cancelled {
+            stop_stage: StopStage::Kill,
+            elapsed_ms,
+        }] => assert!(*elapsed_ms >= 2000, "abort had its 2 s first: {elapsed_ms}"),
+        ref other => panic!("{other:?}"),
+    }
+    assert!(
+        started.elapsed() >= Duration::from_secs(4),
+        "2 s abort + 2 s grace"
+    );
+    let first_agent = world.starts()[0];
+    assert!(wait_gone(first_agent).await);
+
+    let next = world.turn("hi", SessionRef::Resume(id.clone())).await;
+    assert_eq!(session_id(&next), id, "pi starts again on the same session");
+    assert!(matches!(
+        terminals(&next)[..],
+        [AgentMessage::Completed { .. }]
+    ));
+    assert_eq!(world.starts().len(), 2);
+}
+
+#[tokio::test]
+async fn an_agent_that_exits_mid_turn_fails_the_attempt_and_the_next_starts_again() {
+    let world = RpcWorld::new("0");
+    let crashed = world.turn("crash", SessionRef::New).await;
+    match terminals(&crashed)[..] {
+        [AgentMessage::Failed(failure)] => {
+            assert_eq!(failure.reason, failure_reason::EXIT_NONZERO, "{failure:?}");
+            assert!(!failure.stderr.is_empty());
+        }
+        ref other => panic!("{other:?}"),
+    }
+    assert!(crashed.last().unwrap().is_terminal());
+    let next = world.turn("hi", SessionRef::New).await;
+    assert!(matches!(
+        terminals(&next)[..],
+        [AgentMessage::Completed { .. }]
+    ));
+    assert_eq!(world.starts().len(), 2);
+}
+
+#[tokio::test]
+async fn a_failed_attempt_never_serves_the_next_one() {
+    // A rate-limited answer stays in the agent's memory: the retry must start it again.
+    let world = RpcWorld::new("0");
+    let first = world.turn("hi", SessionRef::New).await;
+    let id = session_id(&first);
+    let failed = world
+        .turn("rate-limit", SessionRef::Resume(id.clone()))
+        .await;
+    assert!(matches!(terminals(&failed)[..], [AgentMessage::Failed(_)]));
+    assert_eq!(world.starts().len(), 1);
+    let agent = world.starts()[0];
+    assert!(
+        wait_gone(agent).await,
+        "the process that saw the failure is gone"
+    );
+    let retry = world.turn("hi", SessionRef::Resume(id)).await;
+    assert!(matches!(
+        terminals(&retry)[..],
+        [AgentMessage::Completed { .. }]
+    ));
+    assert_eq!(world.starts().len(), 2);
+}
+
+#[tokio::test]
+async fn dropping_the_provider_closes_stdin_and_nothing_survives() {
+    let world = RpcWorld::new("0");
+    let done = world.turn("hi", SessionRef::New).await;
+    assert!(matches!(
+        terminals(&done)[..],
+        [AgentMessage::Completed { .. }]
+    ));
+    let agent = world.starts()[0];
+    assert!(alive(agent));
+    let RpcWorld {
+        provider,
+        starts: _,
+        ..
+    } = world;
+    drop(provider);
+    assert!(
+        wait_gone(agent).await,
+        "the agent exits once agentty lets go"
+    );
+}
+
+#[tokio::test]
+async fn a_missing_binary_is_a_start_failure() {
+    let settings = ProviderSettings {
+        command: Some("/nonexistent/pi".into()),
+        ..ProviderSettings::default()
+    };
+    let provider = build_provider_with("pi", &settings, Transport::Rpc).unwrap();
+    let messages = collect(provider.execute(AttemptRequest::default(), StopControl::new())).await;
+    match &messages[..] {
+        [AgentMessage::Failed(failure)] => {
+            assert_eq!(failure.reason, failure_reason::START_FAILED)
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_process_started_ahead_serves_the_first_prompt_as_a_new_session() {
+    let world = RpcWorld::new("0");
+    world.provider.warm_up(AttemptRequest {
+        session: SessionRef::New,
+        cwd: Some(world.state.path().to_path_buf()),
+        ..AttemptRequest::default()
+    });
+    let deadline = Instant::now() + PATIENCE;
+    while world.starts().is_empty() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(world.starts().len(), 1, "started before any prompt");
+    let first = world.turn("hi", SessionRef::New).await;
+    assert!(
+        matches!(first.first(), Some(AgentMessage::SessionStarted { .. })),
+        "{first:?}"
+    );
+    assert!(matches!(
+        terminals(&first)[..],
+        [AgentMessage::Completed { .. }]
+    ));
+    // A second New is another conversation: it must not land in the first one's pi.
+    let other = world.turn("hi", SessionRef::New).await;
+    assert_ne!(session_id(&other), session_id(&first));
+    assert_eq!(world.starts().len(), 2);
+}
+
+#[tokio::test]
+async fn through_the_orchestrator_a_steer_reaches_the_running_turn() {
+    use agentty::orchestrator::{
+        spawn_orchestrator, Command, OrchestratorEvent as Ev, OrchestratorOptions, TurnOutcome,
+    };
+    let world = RpcWorld::new("0.05");
+    let mut options = OrchestratorOptions::new(world.provider.clone());
+    options.cwd = Some(world.state.path().to_path_buf());
+    let mut handle = spawn_orchestrator(options);
+    handle
+        .commands
+        .send(Command::Submit("be slow please".into()))
+        .unwrap();
+    let mut steered = false;
+    let mut seen = Vec::new();
+    loop {
+        let event = timeout(PATIENCE, handle.events.recv())
+            .await
+            .expect("in time")
+            .expect("running");
+        if !steered
+            && matches!(
+                &event,
+                Ev::Message {
+                    message: AgentMessage::Assistant { .. },
+                    ..
+                }
+            )
+        {
+            handle
+                .commands
+                .send(Command::Interject(Interjection::Steer, "go left".into()))
+                .unwrap();
+            steered = true;
+        }
+        let ended = matches!(event, Ev::TurnEnded { .. });
+        seen.push(event);
+        if ended {
+            break;
+        }
+    }
+    assert!(matches!(
+        seen.last(),
+        Some(Ev::TurnEnded {
+            outcome: TurnOutcome::Completed,
+            ..
+        })
+    ));
+    assert!(seen.iter().any(|event| matches!(event,
+        Ev::Message { message: AgentMessage::Notice { kind, message }, .. }
+            if kind == notice_kind::STEER_DELIVERED && message == "go left")));
+    assert!(seen.iter().any(|event| matches!(event,
+        Ev::AgentQueueChanged(queue) if queue.steering == ["go left"])));
+    assert!(
+        !seen
+            .iter()
+            .any(|event| matches!(event, Ev::TurnStarted { turn: 2, .. })),
+        "the steer was no turn of its own"
+    );
+    assert_eq!(
+        world.starts().len(),
+        1,
+        "the warm-up process served the turn"
+    );
+    // The status bar's figures: model from get_state, then the session's totals.
+    let mut saw_model = seen.iter().any(|event| {
+        matches!(event, Ev::AgentStatusChanged(status) if status.model.as_deref() == Some("demo-1"))
+    });
+    loop {
+        let event = timeout(PATIENCE, handle.events.recv())
+            .await
+            .expect("the session's stats in time")
+            .expect("running");
+        if let Ev::AgentStatusChanged(status) = event {
+            saw_model |= status.model.as_deref() == Some("demo-1");
+            if status.tokens.is_some() {
+                // Two user messages (the prompt and the steer), 1,290 tokens each in the demo.
+                assert_eq!(status.tokens, Some(2580), "{status:?}");
+                assert_eq!(status.thinking_level.as_deref(), Some("off"));
+                break;
+            }
+        }
+    }
+    assert!(saw_model);
+}
+
+#[tokio::test]
+async fn an_agent_that_speaks_only_json_mode_is_a_start_failure_naming_the_fix() {
+    let bin = tempfile::tempdir().unwrap();
+    let script = bin.path().join("json-only");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\necho '{\"type\":\"session\",\"version\":3,\"id\":\"x\"}'\nexit 0\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let settings = ProviderSettings {
+        command: Some(script),
+        ..ProviderSettings::default()
+    };
+    let provider = build_provider_with("pi", &settings, Transport::Rpc).unwrap();
+    let messages = collect(provider.execute(AttemptRequest::default(), StopControl::new())).await;
+    match &messages[..] {
+        [AgentMessage::Failed(failure)] => {
+            assert_eq!(failure.reason, failure_reason::START_FAILED);
+            assert!(failure.message.contains("--transport json"), "{failure:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn retrying_a_stopped_turn_reloads_the_restored_session_so_the_prompt_is_sent_once() {
+    use agentty::demo_agent::state::{requests_file, DemoRequest};
+    use agentty::orchestrator::{
+        spawn_orchestrator, Command, OrchestratorEvent as Ev, OrchestratorOptions, TurnOutcome,
+    };
+    let world = RpcWorld::new("0.05");
+    let mut options = OrchestratorOptions::new(world.provider.clone());
+    options.cwd = Some(world.state.path().to_path_buf());
+    let mut handle = spawn_orchestrator(options);
+    async fn turn_end(
+        handle: &mut agentty::orchestrator::OrchestratorHandle,
+        stop_on_text: bool,
+    ) -> TurnOutcome {
+        let mut stopped = false;
+        loop {
+            let event = timeout(PATIENCE, handle.events.recv())
+                .await
+                .expect("in time")
+                .expect("running");
+            match event {
+                Ev::Message {
+                    message: AgentMessage::Assistant { .. },
+                    ..
+                } if stop_on_text && !stopped => {
+                    handle.commands.send(Command::Stop).unwrap();
+                    stopped = true;
+                }
+                Ev::TurnEnded { outcome, .. } => return outcome,
+                _ => {}
+            }
+        }
+    }
+    handle.commands.send(Command::Submit("hi".into())).unwrap();
+    assert_eq!(turn_end(&mut handle, false).await, TurnOutcome::Completed);
+    handle
+        .commands
+        .send(Command::Submit("be slow please".into()))
+        .unwrap();
+    assert_eq!(turn_end(&mut handle, true).await, TurnOutcome::Cancelled);
+    assert_eq!(world.starts().len(), 1, "the abort kept the agent");
+    handle.commands.send(Command::RetryLastTurn).unwrap();
+    assert_eq!(turn_end(&mut handle, false).await, TurnOutcome::Completed);
+    let requests: Vec<DemoRequest> = std::fs::read_to_string(requests_file(world.state.path()))
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let last = requests.last().unwrap();
+    assert_eq!(last.messages, ["hi", "be slow please"], "{requests:#?}");
+    assert_eq!(
+        world.starts().len(),
+        2,
+        "pi started again on the restored session file"
+    );
+}
+
+#[tokio::test]
+async fn an_agent_killed_between_turns_is_started_again_on_the_same_session() {
+    let world = RpcWorld::new("0");
+    let first = world.turn("hi", SessionRef::New).await;
+    let id = session_id(&first);
+    let agent = world.starts()[0];
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(agent),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    assert!(wait_gone(agent).await);
+    // Between turns, as a user would be: agentty has seen the exit by the time of the prompt.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let next = world.turn("hi again", SessionRef::Resume(id.clone())).await;
+    assert_eq!(session_id(&next), id);
+    assert!(
+        matches!(terminals(&next)[..], [AgentMessage::Completed { .. }]),
+        "{next:?}"
+    );
+    assert_eq!(world.starts().len(), 2);
+}
