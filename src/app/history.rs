@@ -36,7 +36,7 @@ pub fn load(path: &Path) -> Vec<String> {
         .lines()
         .filter_map(|line| serde_json::from_str::<String>(line).ok())
         // The file is outside agentty's control: nothing in it may reach the terminal raw.
-        .map(|prompt| crate::view::sanitize::untrusted_owned(&prompt))
+        .map(|prompt| crate::sanitize::untrusted_owned(&prompt))
         .collect();
     if prompts.len() > MAX_HISTORY {
         prompts.drain(..prompts.len() - MAX_HISTORY);

@@ -54,7 +54,7 @@ pub fn list_files(root: &Path, limit: usize) -> Vec<String> {
         })
         // A name with control characters (an escape sequence in a file name) is not offered:
         // shown inert it would no longer name the file.
-        .filter(|path| crate::view::sanitize::is_inert(path))
+        .filter(|path| crate::sanitize::is_inert(path))
         .take(limit)
         .collect();
     files.sort_by(|a, b| {

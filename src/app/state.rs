@@ -29,9 +29,9 @@ use super::transcript::{
 use crate::config::RetryPolicy;
 use crate::orchestrator::{Command, OrchestratorEvent, TurnId, TurnOutcome};
 use crate::provider::{StopProgress, PROVIDER_NAMES};
+use crate::sanitize::{for_clipboard, untrusted_owned};
 use crate::session_log::ConversationSummary;
 use crate::stream::{notice_kind, AgentMessage, Failure, StopStage};
-use crate::view::sanitize::{for_clipboard, untrusted_owned};
 
 /// Lines a mouse wheel notch scrolls.
 const WHEEL_LINES: isize = 3;

@@ -1,7 +1,7 @@
 //! The transcript model: an ordered list of cells, each a user prompt, assistant text, a thinking
 //! block, a tool call or a notice.
 //!
-//! Invariants: every string in a cell is already sanitised (see `view::sanitize`), so the view can
+//! Invariants: every string in a cell is already sanitised (see `crate::sanitize`), so the view can
 //! turn it into spans as it is; every change to a cell goes through [`Transcript::update`], which
 //! bumps the cell's `revision` and the transcript's `version` (the view caches rendered lines per
 //! revision and uses the version for its "new output" indicator). Cell ids never change, while

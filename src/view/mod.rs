@@ -3,7 +3,7 @@
 //! Nothing here changes the state or reads the clock: "now" is passed in, so a frame is a
 //! function of (state, now, size) and snapshots are deterministic. [`ChatView`] holds only what
 //! rendering remembers between frames: per-cell caches and the scroll position. Every string that
-//! reaches a span came from the state, which stores agent text sanitised (see [`sanitize`]).
+//! reaches a span came from the state, which stores agent text sanitised (see [`crate::sanitize`]).
 
 pub mod cells;
 pub mod composer;
@@ -12,7 +12,6 @@ pub mod list;
 pub mod markdown;
 pub mod overlay;
 pub mod popup;
-pub mod sanitize;
 pub mod status;
 pub mod transcript;
 pub mod welcome;

@@ -8,12 +8,12 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Widget};
 
-use super::sanitize::untrusted_owned;
 use crate::app::conversation_picker::ConversationPicker;
 use crate::app::keymap::KEYMAP;
 use crate::app::menu::{Action, Overlay, SettingsDraft, SettingsField};
 use crate::app::state::AppState;
 use crate::provider::PROVIDER_NAMES;
+use crate::sanitize::untrusted_owned;
 use crate::view::list::{draw_scrolled, draw_selectable};
 use crate::view::wrap::{wrap, RichLine};
 

@@ -20,14 +20,15 @@ use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::mpsc;
 use tokio::time::sleep_until;
 
-use super::state::{AppEffect, AppState, StartupInfo};
-use super::transcript::NoticeLevel;
-use super::{history, mentions, resolve_provider, resume};
+use crate::app::state::{AppEffect, AppState, StartupInfo};
+use crate::app::transcript::NoticeLevel;
+use crate::app::{history, mentions, resume};
 use crate::cli::{AgentArgs, Cli};
 use crate::config::{self, Config, RetryPolicy};
 use crate::orchestrator::{
     spawn_orchestrator, Command, OrchestratorEvent, OrchestratorHandle, OrchestratorOptions,
 };
+use crate::provider::select::resolve_provider;
 use crate::provider::{build_provider, SessionRef};
 use crate::session_log::{
     sessions_dir, ConversationSummary, NewConversation, Origin, SessionLogWriter,
@@ -156,7 +157,7 @@ fn session_of(summary: &ConversationSummary) -> SessionRef {
         .map_or(SessionRef::New, SessionRef::Resume)
 }
 
-/// Runs the chat (see `app::run`).
+/// Runs the chat (see `chat::run`).
 pub fn run(cli: Cli) -> i32 {
     let loaded = match config::load_checked(cli.agent.config.as_deref()) {
         Ok(loaded) => loaded,
@@ -257,7 +258,7 @@ pub fn run(cli: Cli) -> i32 {
         let mut state = AppState::new(startup);
         state.composer.load_history(history::load(&history_path()));
         // It may quote PATH: shown inert like everything from outside.
-        state.provider_reason = Some(crate::view::sanitize::untrusted_owned(
+        state.provider_reason = Some(crate::sanitize::untrusted_owned(
             &crate::provider::select::choice_reason(&launch.agent, &launch.config),
         ));
         if let Some(resumed) = resumed {
@@ -289,7 +290,7 @@ fn show_resumed(state: &mut AppState, resumed: resume::ResumedConversation) {
         .summary
         .session_id
         .as_deref()
-        .map(crate::view::sanitize::untrusted_owned);
+        .map(crate::sanitize::untrusted_owned);
     state.show_notice(NoticeLevel::Info, &resumed_notice(&resumed.summary));
 }
 
