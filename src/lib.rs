@@ -17,6 +17,7 @@ pub mod raw_log;
 pub mod retention;
 pub mod sanitize;
 pub mod session_log;
+pub mod signals;
 pub mod stream;
 pub mod tui;
 pub mod view;
