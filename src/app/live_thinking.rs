@@ -8,8 +8,9 @@
 
 use std::collections::VecDeque;
 
+use super::notice_kind::NoticeKind;
 use super::transcript::{CellBody, CellId, ThoughtCell, Transcript};
-use crate::stream::{notice_kind, AgentMessage};
+use crate::stream::AgentMessage;
 
 #[derive(Debug, Default)]
 pub struct LiveThinking {
@@ -40,7 +41,9 @@ impl LiveThinking {
     pub fn observe(&mut self, transcript: &mut Transcript, message: &AgentMessage) {
         match message {
             AgentMessage::Assistant { .. } | AgentMessage::ToolCall { .. } => self.open = false,
-            AgentMessage::Notice { kind, .. } if kind == notice_kind::AGENT_RETRY => {
+            AgentMessage::Notice { kind, .. }
+                if NoticeKind::from_wire(kind) == NoticeKind::AgentRetry =>
+            {
                 self.settle(transcript);
             }
             _ => {}

@@ -17,6 +17,7 @@ pub mod list;
 pub mod live_thinking;
 pub mod mentions;
 pub mod menu;
+pub mod notice_kind;
 pub mod resume;
 pub mod state;
 pub mod transcript;

@@ -22,6 +22,7 @@ use super::list::{scroll_key, ListSelection};
 use super::live_thinking::LiveThinking;
 use super::mentions::{self, FileIndex};
 use super::menu::{parse_slash, Action, Overlay, SettingsDraft};
+use super::notice_kind::NoticeKind;
 use super::transcript::{
     AssistantCell, CellBody, CellId, DetailSection, NoticeCell, NoticeLevel, RetryCountdown,
     ThoughtCell, ToolCell, ToolStatus, Transcript, UserCell,
@@ -31,7 +32,7 @@ use crate::orchestrator::{Command, OrchestratorEvent, TurnId, TurnOutcome};
 use crate::provider::{StopProgress, PROVIDER_NAMES};
 use crate::sanitize::{for_clipboard, untrusted_owned};
 use crate::session_log::ConversationSummary;
-use crate::stream::{notice_kind, AgentMessage, Failure, StopStage};
+use crate::stream::{AgentMessage, Failure, StopStage};
 
 /// Lines a mouse wheel notch scrolls.
 const WHEEL_LINES: isize = 3;
@@ -121,15 +122,43 @@ pub enum Activity {
         elapsed: Duration,
     },
     Stopping {
-        stage: String,
+        stage: StopStatus,
     },
     Retrying {
         remaining: Duration,
     },
     /// Leaving; the stop stage while the agent is still being stopped.
     Quitting {
-        stage: Option<String>,
+        stage: Option<StopStatus>,
     },
+}
+
+/// How far the stop the user asked for has got.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum StopStatus {
+    /// Asked for; the orchestrator has not reported a stage yet.
+    Requested,
+    Interrupting,
+    /// The grace period after the interrupt, this long so far.
+    Waiting {
+        elapsed: Duration,
+    },
+    Killing,
+    Stopped,
+}
+
+impl StopStatus {
+    fn at(stop: StopState, now: Instant) -> Self {
+        match stop.progress {
+            StopProgress::Running => Self::Requested,
+            StopProgress::Interrupting => Self::Interrupting,
+            StopProgress::Waiting => Self::Waiting {
+                elapsed: now.saturating_duration_since(stop.since),
+            },
+            StopProgress::Killing => Self::Killing,
+            StopProgress::Stopped => Self::Stopped,
+        }
+    }
 }
 
 pub struct AppState {
@@ -248,7 +277,7 @@ impl AppState {
                     .turn
                     .as_ref()
                     .and_then(|turn| turn.stop)
-                    .map(|stop| stop_stage_label(stop, now)),
+                    .map(|stop| StopStatus::at(stop, now)),
             };
         }
         let Some(turn) = &self.turn else {
@@ -256,12 +285,12 @@ impl AppState {
         };
         if let Some(stop) = turn.stop {
             return Activity::Stopping {
-                stage: stop_stage_label(stop, now),
+                stage: StopStatus::at(stop, now),
             };
         }
         if turn.stop_requested {
             return Activity::Stopping {
-                stage: "requested".to_owned(),
+                stage: StopStatus::Requested,
             };
         }
         if let Some((_, deadline)) = turn.retry {
@@ -663,23 +692,28 @@ impl AppState {
             }
             AgentMessage::Notice { kind, message } => {
                 let message = untrusted_owned(&message);
-                match kind.as_str() {
-                    notice_kind::AGENT_RETRY | notice_kind::SUPERSEDED => {
+                match NoticeKind::from_wire(&kind) {
+                    NoticeKind::AgentRetry => {
                         self.supersede_attempt_text();
-                        let text = if kind == notice_kind::AGENT_RETRY {
-                            format!("The agent retried on its own: {message}")
-                        } else {
-                            format!("The partial answer above was replaced: {message}")
-                        };
-                        self.notice(NoticeLevel::Info, text);
-                    }
-                    notice_kind::WARNING | notice_kind::FRESH_SESSION => {
-                        self.notice(NoticeLevel::Warning, message);
-                    }
-                    other => {
                         self.notice(
                             NoticeLevel::Info,
-                            format!("{}: {message}", untrusted_owned(other)),
+                            format!("The agent retried on its own: {message}"),
+                        );
+                    }
+                    NoticeKind::Superseded => {
+                        self.supersede_attempt_text();
+                        self.notice(
+                            NoticeLevel::Info,
+                            format!("The partial answer above was replaced: {message}"),
+                        );
+                    }
+                    NoticeKind::Warning | NoticeKind::FreshSession => {
+                        self.notice(NoticeLevel::Warning, message);
+                    }
+                    NoticeKind::Other(other) => {
+                        self.notice(
+                            NoticeLevel::Info,
+                            format!("{}: {message}", untrusted_owned(&other)),
                         );
                     }
                 }
@@ -1476,19 +1510,6 @@ fn running_for(status: ToolStatus, now: Instant) -> Duration {
         ToolStatus::Done { elapsed }
         | ToolStatus::Failed { elapsed }
         | ToolStatus::Interrupted { elapsed } => elapsed,
-    }
-}
-
-fn stop_stage_label(stop: StopState, now: Instant) -> String {
-    match stop.progress {
-        StopProgress::Running => "requested".to_owned(),
-        StopProgress::Interrupting => "interrupting".to_owned(),
-        StopProgress::Waiting => format!(
-            "waiting ({:.1} s)",
-            now.saturating_duration_since(stop.since).as_secs_f64()
-        ),
-        StopProgress::Killing => "killing".to_owned(),
-        StopProgress::Stopped => "stopped".to_owned(),
     }
 }
 

@@ -13,7 +13,7 @@ use ratatui::text::{Line, Span};
 
 use super::cells::format_elapsed;
 use crate::app::activity::AgentPhase;
-use crate::app::state::{Activity, AppState};
+use crate::app::state::{Activity, AppState, StopStatus};
 use crate::stream::Usage;
 
 /// Session ids longer than this are shown as their head and tail.
@@ -143,6 +143,16 @@ pub fn render_status(state: &AppState, area: Rect, buf: &mut Buffer, now: Instan
     }
 }
 
+fn stop_status_text(status: StopStatus) -> String {
+    match status {
+        StopStatus::Requested => "requested".to_owned(),
+        StopStatus::Interrupting => "interrupting".to_owned(),
+        StopStatus::Waiting { elapsed } => format!("waiting ({:.1} s)", elapsed.as_secs_f64()),
+        StopStatus::Killing => "killing".to_owned(),
+        StopStatus::Stopped => "stopped".to_owned(),
+    }
+}
+
 fn activity_spans(state: &AppState, now: Instant, base: Style) -> Vec<Span<'static>> {
     match state.activity(now) {
         Activity::Idle => vec![Span::styled("idle", base)],
@@ -159,7 +169,7 @@ fn activity_spans(state: &AppState, now: Instant, base: Style) -> Vec<Span<'stat
             vec![Span::styled(text, base.fg(colour))]
         }
         Activity::Stopping { stage } => vec![Span::styled(
-            format!("■ stopping: {stage}"),
+            format!("■ stopping: {}", stop_status_text(stage)),
             base.fg(Color::Yellow).add_modifier(Modifier::BOLD),
         )],
         Activity::Retrying { remaining } => {
@@ -170,7 +180,9 @@ fn activity_spans(state: &AppState, now: Instant, base: Style) -> Vec<Span<'stat
             )]
         }
         Activity::Quitting { stage } => {
-            let stage = stage.map(|stage| format!(" ({stage})")).unwrap_or_default();
+            let stage = stage
+                .map(|stage| format!(" ({})", stop_status_text(stage)))
+                .unwrap_or_default();
             vec![Span::styled(
                 format!("quitting: stopping the agent{stage}…"),
                 base.fg(Color::Yellow),
