@@ -1,0 +1,184 @@
+//! Key routing: a key goes to the quit confirmation, an overlay, the `/`/`@` popup, a chat
+//! binding or the composer; paste, the mouse wheel and clicks on cells.
+
+use std::time::Instant;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+
+use super::{AppEffect, AppState, ScrollAction};
+use crate::app::menu::{Action, Overlay};
+use crate::app::transcript::{CellBody, CellId};
+use crate::orchestrator::Command;
+use crate::sanitize::untrusted_owned;
+
+/// Lines a mouse wheel notch scrolls.
+const WHEEL_LINES: isize = 3;
+
+impl AppState {
+    /// A key, with no clock: a quit confirmation then stays armed until the next key.
+    pub fn on_key(&mut self, key: KeyEvent) -> Vec<AppEffect> {
+        self.handle_key(key, None)
+    }
+
+    /// A key at `now` (the event loop's entry point: a quit confirmation expires).
+    pub fn on_key_at(&mut self, key: KeyEvent, now: Instant) -> Vec<AppEffect> {
+        self.handle_key(key, Some(now))
+    }
+
+    pub(super) fn handle_key(&mut self, key: KeyEvent, now: Option<Instant>) -> Vec<AppEffect> {
+        if key.kind == KeyEventKind::Release {
+            return Vec::new();
+        }
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        if ctrl && key.code == KeyCode::Char('c') {
+            return self.on_ctrl_c(now);
+        }
+        self.quit_armed = false;
+        self.quit_armed_at = None;
+        if ctrl && key.code == KeyCode::Char('z') {
+            return vec![AppEffect::Suspend];
+        }
+        if self.overlay.is_some() {
+            return self.on_overlay_key(key);
+        }
+        if let Some(effects) = self.on_popup_key(key) {
+            return effects;
+        }
+        let alt = key.modifiers.contains(KeyModifiers::ALT);
+        let shift = key.modifiers.contains(KeyModifiers::SHIFT);
+        let effects = match key.code {
+            KeyCode::Char('x') if ctrl => self.open_overlay(Overlay::Menu { selected: 0 }),
+            KeyCode::F(2) => self.open_overlay(Overlay::Menu { selected: 0 }),
+            KeyCode::F(1) => self.open_overlay(Overlay::Help { scroll: 0 }),
+            KeyCode::Char('r') if ctrl => self.open_overlay(Overlay::HistorySearch {
+                query: String::new(),
+                selected: 0,
+            }),
+            KeyCode::Char('t') if ctrl => self.perform(Action::ToggleThinking, None),
+            KeyCode::Char('o') if ctrl => self.perform(Action::ToggleToolOutput, None),
+            KeyCode::Esc => {
+                if self.is_turn_running() {
+                    self.request_stop()
+                } else {
+                    Vec::new()
+                }
+            }
+            KeyCode::Up if alt => self.pull_back_last_queued(),
+            KeyCode::PageUp => vec![AppEffect::Scroll(ScrollAction::PageUp)],
+            KeyCode::PageDown => vec![AppEffect::Scroll(ScrollAction::PageDown)],
+            KeyCode::Home if ctrl || self.composer.is_empty() => {
+                vec![AppEffect::Scroll(ScrollAction::Top)]
+            }
+            KeyCode::End if ctrl || self.composer.is_empty() => {
+                vec![AppEffect::Scroll(ScrollAction::Bottom)]
+            }
+            KeyCode::Enter if shift || alt => {
+                self.composer.insert_newline();
+                Vec::new()
+            }
+            KeyCode::Enter if !ctrl => self.submit(),
+            KeyCode::Up if !ctrl && self.composer.browsing_allowed() => {
+                self.composer.recall_older();
+                Vec::new()
+            }
+            KeyCode::Down if !ctrl && !alt && self.composer.browsing_allowed() => {
+                self.composer.recall_newer();
+                Vec::new()
+            }
+            // Tab with no popup: nothing to complete (no tab characters in prompts).
+            KeyCode::Tab | KeyCode::BackTab => Vec::new(),
+            _ => {
+                self.composer.input(key);
+                Vec::new()
+            }
+        };
+        let mut effects = effects;
+        if self.overlay.is_none() {
+            effects.extend(self.refresh_popup());
+        }
+        effects
+    }
+
+    pub fn on_paste(&mut self, text: &str) {
+        if self.overlay.is_some() {
+            return;
+        }
+        // Pasted text is the user's own, but a stray escape sequence in it would still reach
+        // the terminal when the input is drawn.
+        let text = text.replace("\r\n", "\n").replace('\r', "\n");
+        self.composer.insert_str(&untrusted_owned(&text));
+        // A pasted `@path` or `/command` is not being typed: no popup for it.
+        self.popup = None;
+        self.popup_dismissed_for = Some(self.composer.text());
+    }
+
+    pub fn on_mouse_wheel(&mut self, up: bool) -> Vec<AppEffect> {
+        vec![AppEffect::Scroll(ScrollAction::Lines(if up {
+            -WHEEL_LINES
+        } else {
+            WHEEL_LINES
+        }))]
+    }
+
+    /// Toggles a cell's collapsed/expanded form (a click on it).
+    pub fn toggle_cell(&mut self, id: CellId) -> bool {
+        let expandable = self
+            .transcript
+            .get(id)
+            .is_some_and(|cell| cell.body.is_expandable());
+        if !expandable {
+            return false;
+        }
+        self.transcript.restyle(id, |body| match body {
+            CellBody::Thought(thought) => thought.expanded = !thought.expanded,
+            CellBody::Tool(tool) => tool.expanded = !tool.expanded,
+            CellBody::Notice(notice) => notice.expanded = !notice.expanded,
+            CellBody::User(_) | CellBody::Assistant(_) => {}
+        });
+        true
+    }
+
+    pub(super) fn on_ctrl_c(&mut self, now: Option<Instant>) -> Vec<AppEffect> {
+        self.overlay = None;
+        self.popup = None;
+        if self.quitting {
+            // Already leaving and asked again: stop waiting for the agent (the loop kills it).
+            return vec![AppEffect::Exit];
+        }
+        if !self.composer.is_empty() {
+            // The draft goes, but Up brings it back.
+            self.quit_armed = false;
+            self.quit_armed_at = None;
+            let draft = self.composer.take();
+            self.composer.remember(&draft);
+            return Vec::new();
+        }
+        if self.is_turn_running() {
+            self.quit_armed = false;
+            self.quit_armed_at = None;
+            return self.request_stop();
+        }
+        if self.quit_armed {
+            return self.begin_quit();
+        }
+        self.quit_armed = true;
+        self.quit_armed_at = now;
+        Vec::new()
+    }
+
+    /// Alt+Up: the last queued prompt back into the editor (before any draft).
+    pub(super) fn pull_back_last_queued(&mut self) -> Vec<AppEffect> {
+        let Some(prompt) = self.queued.pop() else {
+            return Vec::new();
+        };
+        let index = self.queued.len();
+        let draft = self.composer.text();
+        let text = if draft.trim().is_empty() {
+            prompt
+        } else {
+            format!("{prompt}\n{draft}")
+        };
+        self.composer.set_text(&text);
+        vec![AppEffect::Command(Command::RemoveQueued(index))]
+    }
+}
