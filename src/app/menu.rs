@@ -2,6 +2,9 @@
 //! provider picker, settings). Every item names an [`Action`]; the menu and the `/` command of
 //! an action run the same code in `AppState::perform`.
 
+use crossterm::event::KeyEvent;
+
+use super::list::ListSelection;
 use crate::config::{Backoff, RetryPolicy, MAX_ATTEMPTS_LIMIT, MAX_DELAY_LIMIT_MS};
 use crate::provider::PROVIDER_NAMES;
 
@@ -217,19 +220,22 @@ impl SettingsDraft {
             .collect()
     }
 
-    pub fn move_selection(&mut self, down: bool) {
+    /// Moves to another field for a list navigation key (the typed value is applied first, and
+    /// the selection stays while it is refused); false if the key does not navigate.
+    pub fn on_navigation_key(&mut self, key: KeyEvent) -> bool {
         let fields = self.fields();
         let index = fields
             .iter()
             .position(|field| *field == self.field)
             .unwrap_or(0);
-        let count = fields.len();
-        let next = if down {
-            (index + 1) % count
-        } else {
-            (index + count - 1) % count
-        };
-        self.field = fields[next];
+        let mut list = ListSelection::at(index);
+        if !list.on_key(key, fields.len()) {
+            return false;
+        }
+        if self.commit_typing() {
+            self.field = fields[list.selected];
+        }
+        true
     }
 
     /// Whether the selected field takes a typed number.
@@ -392,7 +398,10 @@ mod tests {
             draft.adjust(false);
         }
         assert_eq!(draft.policy.max_attempts, 1);
-        draft.move_selection(false);
+        draft.on_navigation_key(KeyEvent::new(
+            crossterm::event::KeyCode::Up,
+            crossterm::event::KeyModifiers::NONE,
+        ));
         assert_eq!(draft.field, SettingsField::Enabled);
         draft.adjust(true);
         assert!(draft.policy.enabled);
