@@ -74,24 +74,6 @@ impl Action {
             Action::Quit => "/quit",
         }
     }
-
-    /// A key that runs it directly, if any.
-    pub fn key_hint(self) -> &'static str {
-        match self {
-            Action::Stop => "Esc",
-            Action::ToggleThinking => "Ctrl+T",
-            Action::ToggleToolOutput => "Ctrl+O",
-            Action::Help => "F1",
-            Action::Quit => "Ctrl+C ×2",
-            Action::RetryLastTurn
-            | Action::NewSession
-            | Action::ReopenLastSession
-            | Action::SwitchProvider
-            | Action::CopyLastAnswer
-            | Action::Settings
-            | Action::ShowLogPath => "",
-        }
-    }
 }
 
 /// A parsed `/` command: the action and its argument (`/provider claude`).

@@ -14,6 +14,7 @@ use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 use super::markdown::MarkdownStream;
 use super::wrap::{wrap_into, RichLine, WrapMode};
+use crate::app::keymap::TOOLS_KEY;
 use crate::app::transcript::{
     AssistantCell, Cell, CellBody, NoticeCell, NoticeLevel, ThoughtCell, ToolCell, ToolStatus,
 };
@@ -335,7 +336,7 @@ fn tool_lines(tool: &ToolCell, now: Instant) -> Vec<RichLine> {
     lines.push(
         RichLine::text(
             format!(
-                "… {} more lines (Ctrl+O or click to expand)",
+                "… {} more lines ({TOOLS_KEY} or click to expand)",
                 all.len() - head - tail
             ),
             dim().add_modifier(Modifier::ITALIC),
@@ -391,9 +392,9 @@ fn notice_lines(notice: &NoticeCell, now: Instant) -> Vec<RichLine> {
         format!("diagnostics: {}", notice.details_summary)
     };
     let hint = if notice.expanded {
-        ""
+        String::new()
     } else {
-        " (Ctrl+O or click to expand)"
+        format!(" ({TOOLS_KEY} or click to expand)")
     };
     lines.push(
         RichLine::text(

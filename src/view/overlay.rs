@@ -9,7 +9,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Widget};
 
 use crate::app::conversation_picker::ConversationPicker;
-use crate::app::keymap::KEYMAP;
+use crate::app::keymap::{self, key_hint};
 use crate::app::menu::{Action, Overlay, SettingsDraft, SettingsField};
 use crate::app::state::AppState;
 use crate::provider::PROVIDER_NAMES;
@@ -90,7 +90,7 @@ fn render_menu(state: &AppState, selected: usize, area: Rect, buf: &mut Buffer) 
             let width = usize::from(inner.width);
             let label = action.label();
             // Narrow: the key hint goes first, then the label is shortened.
-            let keys = match action.key_hint() {
+            let keys = match key_hint(*action) {
                 "" => action.slash().to_owned(),
                 key if label.chars().count() + action.slash().len() + key.chars().count() + 4
                     <= width =>
@@ -127,17 +127,17 @@ pub fn help_rows(width: u16) -> Vec<Line<'static>> {
     let width = usize::from(width);
     let side_by_side = width >= HELP_KEYS_WIDTH + 30;
     let mut rows = Vec::new();
-    for entry in KEYMAP {
+    for (keys, what) in keymap::help() {
         if side_by_side {
-            let keys = format!(" {:<w$}", entry.keys, w = HELP_KEYS_WIDTH);
-            let line = RichLine::new(vec![Span::raw(entry.what.to_owned())]).with_prefix(
+            let keys = format!(" {keys:<HELP_KEYS_WIDTH$}");
+            let line = RichLine::new(vec![Span::raw(what.to_owned())]).with_prefix(
                 vec![Span::styled(keys, key_style)],
                 vec![Span::raw(" ".repeat(HELP_KEYS_WIDTH + 1))],
             );
             rows.extend(wrap(&line, width));
         } else {
-            rows.push(Line::styled(format!(" {}", entry.keys), key_style));
-            let line = RichLine::new(vec![Span::raw(entry.what.to_owned())])
+            rows.push(Line::styled(format!(" {keys}"), key_style));
+            let line = RichLine::new(vec![Span::raw(what.to_owned())])
                 .with_uniform_prefix(vec![Span::raw("   ")]);
             rows.extend(wrap(&line, width));
         }

@@ -13,6 +13,7 @@ use ratatui::text::{Line, Span};
 
 use super::cells::format_elapsed;
 use crate::app::activity::AgentPhase;
+use crate::app::keymap::{footer_hint, QUIT_KEY};
 use crate::app::state::{Activity, AppState, StopStatus};
 use crate::stream::Usage;
 
@@ -88,7 +89,7 @@ pub fn render_status(state: &AppState, area: Rect, buf: &mut Buffer, now: Instan
             drop_order: 0,
             right: true,
             spans: vec![Span::styled(
-                "Ctrl+C again to quit ",
+                format!("{QUIT_KEY} again to quit "),
                 base.fg(Color::Yellow).add_modifier(Modifier::BOLD),
             )],
         }
@@ -96,10 +97,7 @@ pub fn render_status(state: &AppState, area: Rect, buf: &mut Buffer, now: Instan
         Segment {
             drop_order: 5,
             right: true,
-            spans: vec![Span::styled(
-                format!("│ {} ", crate::app::keymap::FOOTER_HINT),
-                base,
-            )],
+            spans: vec![Span::styled(format!("│ {} ", footer_hint()), base)],
         }
     });
 

@@ -7,7 +7,7 @@ use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
-use crate::app::keymap::MENU_KEY;
+use crate::app::keymap::{HELP_KEY, MENU_KEY, STOP_KEY};
 use crate::app::state::AppState;
 use crate::view::wrap::{wrap, RichLine};
 
@@ -59,11 +59,11 @@ fn welcome_lines(state: &AppState, roomy: bool) -> Vec<RichLine> {
     gap(&mut lines);
     let keys = [
         ("Enter", "send"),
-        ("Esc", "stop"),
+        (STOP_KEY, "stop"),
         ("@", "file"),
         ("/", "command"),
         (MENU_KEY, "actions"),
-        ("F1", "all keys"),
+        (HELP_KEY, "all keys"),
         ("Ctrl+C Ctrl+C", "quit"),
     ];
     let mut spans = vec![Span::styled("Keys: ", bold)];

@@ -6,7 +6,8 @@ use std::time::Instant;
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 use super::{AppEffect, AppState, ScrollAction};
-use crate::app::menu::{Action, Overlay};
+use crate::app::keymap::{command_for, KeyCommand};
+use crate::app::menu::Overlay;
 use crate::app::transcript::{CellBody, CellId};
 use crate::orchestrator::Command;
 use crate::sanitize::untrusted_owned;
@@ -44,18 +45,34 @@ impl AppState {
         if let Some(effects) = self.on_popup_key(key) {
             return effects;
         }
-        let alt = key.modifiers.contains(KeyModifiers::ALT);
-        let shift = key.modifiers.contains(KeyModifiers::SHIFT);
-        let effects = match key.code {
-            KeyCode::Char('x') if ctrl => self.open_overlay(Overlay::Menu { selected: 0 }),
-            KeyCode::F(2) => self.open_overlay(Overlay::Menu { selected: 0 }),
-            KeyCode::F(1) => self.open_overlay(Overlay::Help { scroll: 0 }),
-            KeyCode::Char('r') if ctrl => self.open_overlay(Overlay::HistorySearch {
+        let mut effects = match command_for(key) {
+            Some(command) => self.run_key_command(command),
+            None => self.on_chat_key(key),
+        };
+        if self.overlay.is_none() {
+            effects.extend(self.refresh_popup());
+        }
+        effects
+    }
+
+    /// A chord of the keymap.
+    fn run_key_command(&mut self, command: KeyCommand) -> Vec<AppEffect> {
+        match command {
+            KeyCommand::OpenMenu => self.open_overlay(Overlay::Menu { selected: 0 }),
+            KeyCommand::SearchHistory => self.open_overlay(Overlay::HistorySearch {
                 query: String::new(),
                 selected: 0,
             }),
-            KeyCode::Char('t') if ctrl => self.perform(Action::ToggleThinking, None),
-            KeyCode::Char('o') if ctrl => self.perform(Action::ToggleToolOutput, None),
+            KeyCommand::Run(action) => self.perform(action, None),
+        }
+    }
+
+    /// A key for the transcript or the composer: Esc, scrolling, sending, history, editing.
+    fn on_chat_key(&mut self, key: KeyEvent) -> Vec<AppEffect> {
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        let alt = key.modifiers.contains(KeyModifiers::ALT);
+        let shift = key.modifiers.contains(KeyModifiers::SHIFT);
+        match key.code {
             KeyCode::Esc => {
                 if self.is_turn_running() {
                     self.request_stop()
@@ -91,12 +108,7 @@ impl AppState {
                 self.composer.input(key);
                 Vec::new()
             }
-        };
-        let mut effects = effects;
-        if self.overlay.is_none() {
-            effects.extend(self.refresh_popup());
         }
-        effects
     }
 
     pub fn on_paste(&mut self, text: &str) {

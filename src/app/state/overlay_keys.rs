@@ -53,7 +53,7 @@ impl AppState {
             let limit = self
                 .help_scroll_limit
                 .get()
-                .min(crate::app::keymap::KEYMAP.len() * 4);
+                .min(crate::app::keymap::help_len() * 4);
             let scroll = scroll.min(limit);
             let scroll = scroll_key(key, scroll, limit + 1).unwrap_or(scroll);
             self.overlay = Some(Overlay::Help { scroll });
