@@ -26,6 +26,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Widget};
 use ratatui::Frame;
 
+use crate::app::keymap::{QUIT_KEY, STOP_KEY};
 use crate::app::state::AppState;
 pub use transcript::TranscriptView;
 
@@ -146,15 +147,15 @@ fn render_composer(state: &AppState, area: Rect, buf: &mut Buffer, scroll: &mut 
         return;
     }
     let hint = if !state.orchestrator_alive {
-        " the agent runner stopped · Ctrl+C twice quits "
+        format!(" the agent runner stopped · {QUIT_KEY} twice quits ")
     } else if state.is_turn_running() && !state.queued.is_empty() {
-        " Enter queues · Esc stops, queue to editor · Alt+↑ edit "
+        format!(" Enter queues · {STOP_KEY} stops, queue to editor · Alt+↑ edit ")
     } else if state.is_turn_running() {
-        " Enter queues · Esc stops the turn "
+        format!(" Enter queues · {STOP_KEY} stops the turn ")
     } else if state.composer.line_count() > 1 || state.composer.text().chars().count() > 40 {
-        " Enter sends · Alt+Enter new line · Ctrl+C clears "
+        format!(" Enter sends · Alt+Enter new line · {QUIT_KEY} clears ")
     } else {
-        " Enter sends · Alt+Enter new line "
+        " Enter sends · Alt+Enter new line ".to_owned()
     };
     let block = Block::default()
         .borders(Borders::TOP)

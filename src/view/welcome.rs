@@ -7,7 +7,7 @@ use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
-use crate::app::keymap::{HELP_KEY, MENU_KEY, STOP_KEY};
+use crate::app::keymap::{HELP_KEY, MENU_KEY, QUIT_KEY, STOP_KEY};
 use crate::app::state::AppState;
 use crate::view::wrap::{wrap, RichLine};
 
@@ -57,6 +57,7 @@ fn welcome_lines(state: &AppState, roomy: bool) -> Vec<RichLine> {
         );
     }
     gap(&mut lines);
+    let quit_twice = format!("{QUIT_KEY} {QUIT_KEY}");
     let keys = [
         ("Enter", "send"),
         (STOP_KEY, "stop"),
@@ -64,7 +65,7 @@ fn welcome_lines(state: &AppState, roomy: bool) -> Vec<RichLine> {
         ("/", "command"),
         (MENU_KEY, "actions"),
         (HELP_KEY, "all keys"),
-        ("Ctrl+C Ctrl+C", "quit"),
+        (quit_twice.as_str(), "quit"),
     ];
     let mut spans = vec![Span::styled("Keys: ", bold)];
     for (index, (chord, what)) in keys.iter().enumerate() {
