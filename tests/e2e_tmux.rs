@@ -474,6 +474,24 @@ fn sigterm_during_a_turn_stops_the_agent_and_restores_the_terminal() {
     session.wait_for_no_agents();
 }
 
+/// SIGQUIT's default action would dump core with the terminal in raw mode and the agent running.
+#[test]
+fn sigquit_during_a_turn_stops_the_agent_and_restores_the_terminal() {
+    let Some(session) = Session::start(&["--provider", "demo", "--scenario", "slow"]) else {
+        return;
+    };
+    session.wait_until_ready();
+    session.prompt("stream slowly");
+    session.wait_for_text("streams slowly on purpose");
+    let pid = session.agentty_pid();
+    // SAFETY: signalling the agentty this test started.
+    unsafe {
+        libc::kill(pid, libc::SIGQUIT);
+    }
+    session.assert_terminal_restored("131");
+    session.wait_for_no_agents();
+}
+
 #[test]
 fn closing_the_terminal_stops_the_agent() {
     let Some(session) = Session::start(&["--provider", "demo", "--scenario", "slow"]) else {
