@@ -21,10 +21,10 @@ use crate::session_log::{sessions_dir, LogEntry, NewConversation, Origin, Sessio
 use crate::signals::{JobControlEvent, SignalEvent, SignalHandler, SignalHandlerKind};
 use crate::stream::AgentMessage;
 
-pub const EXIT_COMPLETED: i32 = 0;
-pub const EXIT_FAILED: i32 = 1;
-pub const EXIT_USAGE: i32 = 2;
-pub const EXIT_CANCELLED: i32 = 130;
+pub(crate) const EXIT_COMPLETED: i32 = 0;
+pub(crate) const EXIT_FAILED: i32 = 1;
+pub(crate) const EXIT_USAGE: i32 = 2;
+pub(crate) const EXIT_CANCELLED: i32 = 130;
 
 /// The exit status for a terminal message.
 pub fn exit_status(terminal: &AgentMessage) -> i32 {

@@ -47,7 +47,7 @@ impl PhaseTracker {
         (&self.phase, now.saturating_duration_since(self.since))
     }
 
-    pub fn observe(&mut self, message: &AgentMessage, now: Instant) {
+    pub(crate) fn observe(&mut self, message: &AgentMessage, now: Instant) {
         let next = match message {
             AgentMessage::Thinking { .. } => AgentPhase::Thinking,
             AgentMessage::Assistant { delta } if !delta.is_empty() => AgentPhase::Writing,
@@ -95,7 +95,7 @@ pub struct UsageBook {
 }
 
 impl UsageBook {
-    pub fn observe(&mut self, message: &AgentMessage) {
+    pub(crate) fn observe(&mut self, message: &AgentMessage) {
         match message {
             AgentMessage::Completed { usage, .. } => {
                 self.turn = usage.clone();

@@ -40,7 +40,7 @@ pub struct Popup {
 }
 
 /// The `/` commands matching what was typed (a prefix of the command).
-pub fn slash_items(typed: &str) -> Vec<PopupItem> {
+pub(crate) fn slash_items(typed: &str) -> Vec<PopupItem> {
     Action::ALL
         .iter()
         .filter(|action| action.slash().starts_with(typed))

@@ -12,21 +12,21 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use super::menu::Action;
 
 /// The chord that opens the action menu (besides F2).
-pub const MENU_KEY: &str = "Ctrl+X";
+pub(crate) const MENU_KEY: &str = "Ctrl+X";
 /// The key that opens the help.
-pub const HELP_KEY: &str = "F1";
+pub(crate) const HELP_KEY: &str = "F1";
 /// The key that stops the running turn.
-pub const STOP_KEY: &str = "Esc";
+pub(crate) const STOP_KEY: &str = "Esc";
 /// The key that expands or collapses all tool output.
-pub const TOOLS_KEY: &str = "Ctrl+O";
+pub(crate) const TOOLS_KEY: &str = "Ctrl+O";
 /// The key that clears the prompt, stops the turn, or (twice) quits.
-pub const QUIT_KEY: &str = "Ctrl+C";
+pub(crate) const QUIT_KEY: &str = "Ctrl+C";
 /// How long "Ctrl+C again to quit" stays armed.
-pub const QUIT_CONFIRM_SECS: u64 = 2;
+pub(crate) const QUIT_CONFIRM_SECS: u64 = 2;
 
 /// What a chat-level key does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum KeyCommand {
+pub(crate) enum KeyCommand {
     OpenMenu,
     /// Ctrl+R: search earlier prompts.
     SearchHistory,
@@ -35,7 +35,7 @@ pub enum KeyCommand {
 
 /// A key the chat binds, by the name its hints show.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Binding {
+pub(crate) struct Binding {
     pub keys: &'static str,
     pub command: KeyCommand,
     /// The chord that runs `command` wherever the composer has the keys; `None` for keys whose
@@ -69,7 +69,7 @@ const CTRL: KeyModifiers = KeyModifiers::CONTROL;
 const ANY: KeyModifiers = KeyModifiers::NONE;
 
 /// Every chat-level key, the first of each command being the one its hints name.
-pub const BINDINGS: &[Binding] = &[
+pub(crate) const BINDINGS: &[Binding] = &[
     bind(MENU_KEY, CTRL, KeyCode::Char('x'), KeyCommand::OpenMenu),
     bind("F2", ANY, KeyCode::F(2), KeyCommand::OpenMenu),
     bind(HELP_KEY, ANY, KeyCode::F(1), KeyCommand::Run(Action::Help)),
@@ -96,7 +96,7 @@ pub const BINDINGS: &[Binding] = &[
 ];
 
 /// The command a key's chord is bound to (the chord's modifiers must be held; others may be).
-pub fn command_for(key: KeyEvent) -> Option<KeyCommand> {
+pub(crate) fn command_for(key: KeyEvent) -> Option<KeyCommand> {
     BINDINGS.iter().find_map(|binding| {
         let (modifiers, code) = binding.chord?;
         (key.code == code && key.modifiers.contains(modifiers)).then_some(binding.command)
@@ -104,12 +104,12 @@ pub fn command_for(key: KeyEvent) -> Option<KeyCommand> {
 }
 
 /// The key that runs `action` directly, for the menu and the `/` popup; "" if none does.
-pub fn key_hint(action: Action) -> &'static str {
+pub(crate) fn key_hint(action: Action) -> &'static str {
     keys_of(KeyCommand::Run(action)).next().unwrap_or("")
 }
 
 /// The footer's hint.
-pub fn footer_hint() -> String {
+pub(crate) fn footer_hint() -> String {
     format!("{MENU_KEY} actions · {HELP_KEY} help")
 }
 
@@ -164,7 +164,7 @@ pub fn help() -> impl Iterator<Item = (Cow<'static, str>, &'static str)> {
 }
 
 /// Rows in the help.
-pub fn help_len() -> usize {
+pub(crate) fn help_len() -> usize {
     HELP.len()
 }
 

@@ -25,7 +25,7 @@ pub enum Action {
 }
 
 impl Action {
-    pub const ALL: [Action; 12] = [
+    pub(crate) const ALL: [Action; 12] = [
         Action::RetryLastTurn,
         Action::Stop,
         Action::NewSession,
@@ -77,7 +77,7 @@ impl Action {
 }
 
 /// A parsed `/` command: the action and its argument (`/provider claude`).
-pub fn parse_slash(input: &str) -> Option<(Action, Option<String>)> {
+pub(crate) fn parse_slash(input: &str) -> Option<(Action, Option<String>)> {
     let input = input.trim();
     let mut words = input.splitn(2, char::is_whitespace);
     let command = words.next()?;
@@ -115,7 +115,7 @@ pub enum Overlay {
 }
 
 impl Overlay {
-    pub fn provider_picker(current: &str) -> Overlay {
+    pub(crate) fn provider_picker(current: &str) -> Overlay {
         Overlay::ProviderPicker {
             selected: PROVIDER_NAMES
                 .iter()
@@ -146,7 +146,7 @@ pub enum SettingsField {
 }
 
 impl SettingsField {
-    pub const ALL: [SettingsField; 5] = [
+    pub(crate) const ALL: [SettingsField; 5] = [
         SettingsField::Enabled,
         SettingsField::MaxAttempts,
         SettingsField::RetryDelay,
@@ -204,7 +204,7 @@ impl SettingsDraft {
 
     /// Moves to another field for a list navigation key (the typed value is applied first, and
     /// the selection stays while it is refused); false if the key does not navigate.
-    pub fn on_navigation_key(&mut self, key: KeyEvent) -> bool {
+    pub(crate) fn on_navigation_key(&mut self, key: KeyEvent) -> bool {
         let fields = self.fields();
         let index = fields
             .iter()
@@ -221,7 +221,7 @@ impl SettingsDraft {
     }
 
     /// Whether the selected field takes a typed number.
-    pub fn takes_numbers(&self) -> bool {
+    pub(crate) fn takes_numbers(&self) -> bool {
         matches!(
             self.field,
             SettingsField::MaxAttempts | SettingsField::RetryDelay | SettingsField::MaxDelay
@@ -240,7 +240,7 @@ impl SettingsDraft {
         true
     }
 
-    pub fn backspace(&mut self) {
+    pub(crate) fn backspace(&mut self) {
         if let Some(typing) = self.typing.as_mut() {
             typing.pop();
         }
@@ -248,7 +248,7 @@ impl SettingsDraft {
 
     /// Applies the typed value, checked with the config file's rules; false (with `problem`
     /// set) if it is refused, and the policy is left as it was.
-    pub fn commit_typing(&mut self) -> bool {
+    pub(crate) fn commit_typing(&mut self) -> bool {
         let Some(typed) = self.typing.take() else {
             return true;
         };
@@ -299,7 +299,7 @@ impl SettingsDraft {
     }
 
     /// Changes the selected value one step up or down, within sane bounds.
-    pub fn adjust(&mut self, up: bool) {
+    pub(crate) fn adjust(&mut self, up: bool) {
         let policy = &mut self.policy;
         match self.field {
             SettingsField::Enabled => policy.enabled = !policy.enabled,

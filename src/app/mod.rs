@@ -6,15 +6,15 @@
 //! sequences) that returns effects; `crate::chat` owns the terminal, performs those effects and
 //! draws the state with `crate::view`.
 
-pub mod activity;
+pub(crate) mod activity;
 pub mod completion;
 pub mod composer;
-pub mod conversation_picker;
-pub mod failure_text;
+pub(crate) mod conversation_picker;
+pub(crate) mod failure_text;
 pub mod history;
-pub mod keymap;
+pub(crate) mod keymap;
 pub mod list;
-pub mod live_thinking;
+pub(crate) mod live_thinking;
 pub mod mentions;
 pub mod menu;
 pub mod notice_kind;

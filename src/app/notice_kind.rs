@@ -7,7 +7,7 @@ use crate::stream::notice_kind;
 
 /// What a `notice` message is about.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum NoticeKind {
+pub(crate) enum NoticeKind {
     /// The agent CLI retried on its own: its partial text of this attempt is superseded.
     AgentRetry,
     /// The agent's partial text was replaced by an authoritative final answer.
@@ -21,7 +21,7 @@ pub enum NoticeKind {
 
 impl NoticeKind {
     /// The kind named by the wire string `kind`.
-    pub fn from_wire(kind: &str) -> Self {
+    pub(crate) fn from_wire(kind: &str) -> Self {
         match kind {
             notice_kind::AGENT_RETRY => Self::AgentRetry,
             notice_kind::SUPERSEDED => Self::Superseded,

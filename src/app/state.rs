@@ -107,7 +107,7 @@ pub struct TurnState {
 
 /// What the chat is doing, for the status bar.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Activity {
+pub(crate) enum Activity {
     Idle,
     /// A turn runs: what its agent is doing, and for how long it has been doing it.
     Working {
@@ -128,7 +128,7 @@ pub enum Activity {
 
 /// How far the stop the user asked for has got.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum StopStatus {
+pub(crate) enum StopStatus {
     /// Asked for; the orchestrator has not reported a stage yet.
     Requested,
     Interrupting,
@@ -234,11 +234,11 @@ impl AppState {
         state
     }
 
-    pub fn is_turn_running(&self) -> bool {
+    pub(crate) fn is_turn_running(&self) -> bool {
         self.turn.is_some()
     }
 
-    pub fn can_retry(&self) -> bool {
+    pub(crate) fn can_retry(&self) -> bool {
         self.turn.is_none()
             && matches!(
                 self.last_outcome,
@@ -246,7 +246,7 @@ impl AppState {
             )
     }
 
-    pub fn is_action_enabled(&self, action: Action) -> bool {
+    pub(crate) fn is_action_enabled(&self, action: Action) -> bool {
         match action {
             Action::RetryLastTurn => self.can_retry(),
             Action::Stop => self.is_turn_running(),
@@ -263,7 +263,7 @@ impl AppState {
         }
     }
 
-    pub fn activity(&self, now: Instant) -> Activity {
+    pub(crate) fn activity(&self, now: Instant) -> Activity {
         if self.quitting {
             return Activity::Quitting {
                 stage: self
@@ -369,7 +369,7 @@ impl AppState {
     }
 
     /// Opens the `/resume` picker on these conversations (`current`: the one the chat is in).
-    pub fn show_conversations(
+    pub(crate) fn show_conversations(
         &mut self,
         conversations: Vec<ConversationSummary>,
         current: Option<String>,
@@ -382,7 +382,7 @@ impl AppState {
 
     /// Earlier prompts matching `query` (fuzzy), best first; all of them newest first when the
     /// query is empty.
-    pub fn history_matches(&self, query: &str) -> Vec<String> {
+    pub(crate) fn history_matches(&self, query: &str) -> Vec<String> {
         let newest_first: Vec<String> = self.composer.history().iter().rev().cloned().collect();
         if query.is_empty() {
             return newest_first;
@@ -391,7 +391,7 @@ impl AppState {
     }
 
     /// Shows the outcome of saving the config (from the event loop's background save).
-    pub fn on_config_saved(&mut self, result: Result<PathBuf, String>) {
+    pub(crate) fn on_config_saved(&mut self, result: Result<PathBuf, String>) {
         match result {
             Ok(path) => {
                 self.notice(
@@ -414,7 +414,7 @@ impl AppState {
     }
 
     /// Shows a message from the event loop (signals, provider errors, ...).
-    pub fn show_notice(&mut self, level: NoticeLevel, message: &str) {
+    pub(crate) fn show_notice(&mut self, level: NoticeLevel, message: &str) {
         self.notice(level, untrusted_owned(message));
     }
 }

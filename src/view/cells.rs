@@ -28,17 +28,13 @@ fn dim() -> Style {
 }
 
 /// The rendered rows of one cell, in up to three parts (no copying of big cached parts).
-pub struct CellLines<'a> {
+pub(crate) struct CellLines<'a> {
     parts: [&'a [Line<'static>]; 3],
 }
 
 impl<'a> CellLines<'a> {
     pub fn len(&self) -> usize {
         self.parts.iter().map(|part| part.len()).sum()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     pub fn get(&self, mut index: usize) -> Option<&'a Line<'static>> {
@@ -54,7 +50,7 @@ impl<'a> CellLines<'a> {
 
 /// What one cell rendered to, kept between frames.
 #[derive(Default)]
-pub struct CellCache {
+pub(crate) struct CellCache {
     rendered: Option<(u64, u16)>,
     head: Vec<Line<'static>>,
     body: Vec<Line<'static>>,
@@ -242,7 +238,7 @@ fn latest_words(line: &str, room: usize) -> String {
     format!("…{tail}")
 }
 
-pub fn format_elapsed(elapsed: Duration) -> String {
+pub(crate) fn format_elapsed(elapsed: Duration) -> String {
     let seconds = elapsed.as_secs_f64();
     if seconds < 60.0 {
         format!("{seconds:.1} s")

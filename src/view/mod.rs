@@ -7,14 +7,14 @@
 
 pub mod cells;
 pub mod composer;
-pub mod highlight;
+pub(crate) mod highlight;
 pub mod list;
 pub mod markdown;
 pub mod overlay;
 pub mod popup;
 pub mod status;
 pub mod transcript;
-pub mod welcome;
+pub(crate) mod welcome;
 pub mod wrap;
 
 use std::time::Instant;
@@ -89,7 +89,7 @@ pub fn render(frame: &mut Frame<'_>, state: &AppState, view: &mut ChatView, now:
     render_to_buffer(state, view, area, frame.buffer_mut(), now);
 }
 
-pub fn render_to_buffer(
+pub(crate) fn render_to_buffer(
     state: &AppState,
     view: &mut ChatView,
     area: Rect,

@@ -20,7 +20,7 @@ use crate::view::wrap::{wrap, RichLine};
 /// Width of the keys column of the help when descriptions fit beside it.
 const HELP_KEYS_WIDTH: usize = 24;
 
-pub fn render_overlay(state: &AppState, overlay: &Overlay, area: Rect, buf: &mut Buffer) {
+pub(crate) fn render_overlay(state: &AppState, overlay: &Overlay, area: Rect, buf: &mut Buffer) {
     match overlay {
         Overlay::Menu { selected } => render_menu(state, *selected, area, buf),
         Overlay::Help { scroll } => render_help(state, *scroll, area, buf),
@@ -120,7 +120,7 @@ fn render_menu(state: &AppState, selected: usize, area: Rect, buf: &mut Buffer) 
 
 /// The help rows for a width: keys and description side by side, or (narrow) the description
 /// wrapped under its keys.
-pub fn help_rows(width: u16) -> Vec<Line<'static>> {
+pub(crate) fn help_rows(width: u16) -> Vec<Line<'static>> {
     let key_style = Style::default()
         .fg(Color::Cyan)
         .add_modifier(Modifier::BOLD);

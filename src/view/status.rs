@@ -37,7 +37,7 @@ impl Segment {
     }
 }
 
-pub fn render_status(state: &AppState, area: Rect, buf: &mut Buffer, now: Instant) {
+pub(crate) fn render_status(state: &AppState, area: Rect, buf: &mut Buffer, now: Instant) {
     if area.height == 0 {
         return;
     }
@@ -258,7 +258,7 @@ fn total_text(total: &Usage) -> String {
 }
 
 /// "1.2k in · 345 out · 12 thinking · $0.0123", as far as the agent reported it.
-pub fn usage_text(usage: &Usage) -> String {
+pub(crate) fn usage_text(usage: &Usage) -> String {
     let mut parts = Vec::new();
     if let Some(input) = usage.input_tokens {
         parts.push(format!("{} in", compact(input)));

@@ -94,7 +94,7 @@ fn welcome_lines(state: &AppState, roomy: bool) -> Vec<RichLine> {
 }
 
 /// Draws the first-start screen into the (empty) transcript area.
-pub fn render_welcome(state: &AppState, area: Rect, buf: &mut Buffer) {
+pub(crate) fn render_welcome(state: &AppState, area: Rect, buf: &mut Buffer) {
     if area.height == 0 || area.width < 4 {
         return;
     }

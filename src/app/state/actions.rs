@@ -18,7 +18,7 @@ impl AppState {
     }
 
     /// Starts leaving: the orchestrator stops the agent and shuts down, then the loop exits.
-    pub fn begin_quit(&mut self) -> Vec<AppEffect> {
+    pub(crate) fn begin_quit(&mut self) -> Vec<AppEffect> {
         self.overlay = None;
         if !self.orchestrator_alive {
             self.quitting = true;
@@ -79,7 +79,7 @@ impl AppState {
     }
 
     /// Runs a menu action or `/` command.
-    pub fn perform(&mut self, action: Action, argument: Option<String>) -> Vec<AppEffect> {
+    pub(crate) fn perform(&mut self, action: Action, argument: Option<String>) -> Vec<AppEffect> {
         self.overlay = None;
         if !self.is_action_enabled(action) {
             let why = match action {

@@ -124,7 +124,7 @@ impl AppState {
         self.popup_dismissed_for = Some(self.composer.text());
     }
 
-    pub fn on_mouse_wheel(&mut self, up: bool) -> Vec<AppEffect> {
+    pub(crate) fn on_mouse_wheel(&mut self, up: bool) -> Vec<AppEffect> {
         vec![AppEffect::Scroll(ScrollAction::Lines(if up {
             -WHEEL_LINES
         } else {
