@@ -19,5 +19,6 @@ pub mod mentions;
 pub mod menu;
 pub mod notice_kind;
 pub mod resume;
+pub mod settings;
 pub mod state;
 pub mod transcript;

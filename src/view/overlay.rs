@@ -10,7 +10,8 @@ use ratatui::widgets::{Block, Borders, Clear, Widget};
 
 use crate::app::conversation_picker::ConversationPicker;
 use crate::app::keymap::{self, key_hint};
-use crate::app::menu::{Action, Overlay, SettingsDraft, SettingsField};
+use crate::app::menu::{Action, Overlay};
+use crate::app::settings::{SettingsDraft, SettingsField};
 use crate::app::state::AppState;
 use crate::provider::PROVIDER_NAMES;
 use crate::sanitize::untrusted_owned;

@@ -3,7 +3,8 @@
 use super::{plural, AppEffect, AppState};
 use crate::app::activity::UsageBook;
 use crate::app::mentions;
-use crate::app::menu::{parse_slash, Action, Overlay, SettingsDraft};
+use crate::app::menu::{parse_slash, Action, Overlay};
+use crate::app::settings::SettingsDraft;
 use crate::app::transcript::{CellBody, NoticeLevel};
 use crate::orchestrator::Command;
 use crate::provider::PROVIDER_NAMES;

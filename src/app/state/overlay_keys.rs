@@ -5,7 +5,8 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use super::{AppEffect, AppState};
 use crate::app::conversation_picker::{ConversationPicker, PickerOutcome};
 use crate::app::list::{scroll_key, ListSelection};
-use crate::app::menu::{Action, Overlay, SettingsDraft};
+use crate::app::menu::{Action, Overlay};
+use crate::app::settings::{SettingsDraft, SettingsOutcome};
 use crate::app::transcript::NoticeLevel;
 use crate::orchestrator::Command;
 use crate::provider::PROVIDER_NAMES;
@@ -154,32 +155,10 @@ impl AppState {
 
     /// The settings: arrows and typed numbers edit the retry policy; Enter saves it.
     fn on_settings_key(&mut self, mut draft: SettingsDraft, key: KeyEvent) -> Vec<AppEffect> {
-        match key.code {
-            KeyCode::Esc if draft.typing.is_some() => {
-                draft.typing = None;
-                draft.problem = None;
-                self.overlay = Some(Overlay::Settings(draft));
-            }
-            KeyCode::Esc => {}
-            KeyCode::Enter => {
-                if draft.typing.is_some() {
-                    // Enter ends the typing; a second Enter saves.
-                    draft.commit_typing();
-                    self.overlay = Some(Overlay::Settings(draft));
-                    return Vec::new();
-                }
-                if let Err(problems) = draft.policy.validate() {
-                    draft.problem = Some(
-                        problems
-                            .iter()
-                            .map(ToString::to_string)
-                            .collect::<Vec<_>>()
-                            .join("; "),
-                    );
-                    self.overlay = Some(Overlay::Settings(draft));
-                    return Vec::new();
-                }
-                let policy = draft.policy;
+        match draft.on_key(key) {
+            SettingsOutcome::Open => self.overlay = Some(Overlay::Settings(draft)),
+            SettingsOutcome::Close => {}
+            SettingsOutcome::Save(policy) => {
                 self.retry_policy = policy.clone();
                 let command = AppEffect::Command(Command::SetRetryPolicy(policy.clone()));
                 if self.config_path.is_none() {
@@ -191,27 +170,6 @@ impl AppState {
                     return vec![command];
                 }
                 return vec![command, AppEffect::SaveRetryPolicy(policy)];
-            }
-            KeyCode::Backspace if draft.typing.is_some() => {
-                draft.backspace();
-                self.overlay = Some(Overlay::Settings(draft));
-            }
-            KeyCode::Char(ch) if draft.type_char(ch) => {
-                self.overlay = Some(Overlay::Settings(draft));
-            }
-            KeyCode::Left | KeyCode::Char('-') => {
-                draft.typing = None;
-                draft.adjust(false);
-                self.overlay = Some(Overlay::Settings(draft));
-            }
-            KeyCode::Right | KeyCode::Char('+') | KeyCode::Char(' ') => {
-                draft.typing = None;
-                draft.adjust(true);
-                self.overlay = Some(Overlay::Settings(draft));
-            }
-            _ => {
-                draft.on_navigation_key(key);
-                self.overlay = Some(Overlay::Settings(draft));
             }
         }
         Vec::new()
