@@ -27,20 +27,31 @@ pub(crate) const QUIT_CONFIRM_SECS: u64 = 2;
 /// What a chat-level key does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum KeyCommand {
+    /// Ctrl+C: clear the prompt, else stop the turn, else (twice) quit.
+    Interrupt,
+    /// Ctrl+Z: suspend agentty and its agents.
+    Suspend,
     OpenMenu,
     /// Ctrl+R: search earlier prompts.
     SearchHistory,
     Run(Action),
 }
 
+impl KeyCommand {
+    /// Whether the command acts even while an overlay or the popup has the keys.
+    pub(crate) fn acts_over_overlays(self) -> bool {
+        matches!(self, Self::Interrupt | Self::Suspend)
+    }
+}
+
 /// A key the chat binds, by the name its hints show.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Binding {
-    pub keys: &'static str,
-    pub command: KeyCommand,
+    pub(crate) keys: &'static str,
+    pub(crate) command: KeyCommand,
     /// The chord that runs `command` wherever the composer has the keys; `None` for keys whose
-    /// meaning depends on the moment (Esc stops only a running turn; Ctrl+C clears, stops or
-    /// quits), which the key router handles itself and which are listed here for their hints.
+    /// meaning depends on the moment (Esc stops only a running turn; Ctrl+C quits only when
+    /// pressed twice on an idle chat), which are listed here for their hints.
     chord: Option<(KeyModifiers, KeyCode)>,
 }
 
@@ -70,6 +81,8 @@ const ANY: KeyModifiers = KeyModifiers::NONE;
 
 /// Every chat-level key, the first of each command being the one its hints name.
 pub(crate) const BINDINGS: &[Binding] = &[
+    bind(QUIT_KEY, CTRL, KeyCode::Char('c'), KeyCommand::Interrupt),
+    bind("Ctrl+Z", CTRL, KeyCode::Char('z'), KeyCommand::Suspend),
     bind(MENU_KEY, CTRL, KeyCode::Char('x'), KeyCommand::OpenMenu),
     bind("F2", ANY, KeyCode::F(2), KeyCommand::OpenMenu),
     bind(HELP_KEY, ANY, KeyCode::F(1), KeyCommand::Run(Action::Help)),
@@ -151,7 +164,7 @@ const fn bound(command: KeyCommand, what: &'static str) -> HelpRow {
 }
 
 /// The help, in order: each row's keys and what they do.
-pub fn help() -> impl Iterator<Item = (Cow<'static, str>, &'static str)> {
+pub(crate) fn help() -> impl Iterator<Item = (Cow<'static, str>, &'static str)> {
     HELP.iter().map(|row| {
         let keys = match row.keys {
             HelpKeys::Text(keys) => Cow::Borrowed(keys),
@@ -190,13 +203,16 @@ const HELP: &[HelpRow] = &[
         "stop the turn, queued prompts back to the editor; again: kill",
     ),
     key("Alt+Up", "pull the last queued prompt back into the editor"),
-    key(
-        QUIT_KEY,
+    bound(
+        KeyCommand::Interrupt,
         "clear the prompt (Up brings it back) / stop the turn / quit",
     ),
     bound(KeyCommand::OpenMenu, "actions menu"),
     bound(KeyCommand::Run(Action::Help), "this help"),
-    key("Ctrl+Z", "suspend agentty and the agent (fg resumes)"),
+    bound(
+        KeyCommand::Suspend,
+        "suspend agentty and the agent (fg resumes)",
+    ),
     key("Ctrl+A / Ctrl+E", "start / end of the line"),
     key("Ctrl+B / Ctrl+F", "back / forward one character"),
     key("Alt+B / Alt+F", "back / forward one word"),
@@ -257,10 +273,14 @@ mod tests {
                     "{}",
                     binding.keys
                 ),
-                None => assert!(matches!(
-                    binding.command,
-                    KeyCommand::Run(Action::Stop | Action::Quit)
-                )),
+                None => assert!(
+                    matches!(
+                        binding.command,
+                        KeyCommand::Run(Action::Stop | Action::Quit)
+                    ),
+                    "{}",
+                    binding.keys
+                ),
             }
         }
         assert_eq!(
@@ -285,5 +305,10 @@ mod tests {
             .iter()
             .any(|(keys, what)| keys == "Ctrl+X / F2" && *what == "actions menu"));
         assert_eq!(footer_hint(), "Ctrl+X actions · F1 help");
+        assert_eq!(key_hint(Action::Quit), "Ctrl+C ×2");
+        assert_eq!(
+            command_for(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL)),
+            Some(KeyCommand::Interrupt)
+        );
     }
 }

@@ -30,14 +30,13 @@ impl AppState {
         if key.kind == KeyEventKind::Release {
             return Vec::new();
         }
-        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
-        if ctrl && key.code == KeyCode::Char('c') {
-            return self.on_ctrl_c(now);
+        let command = command_for(key);
+        if command != Some(KeyCommand::Interrupt) {
+            self.quit_armed = false;
+            self.quit_armed_at = None;
         }
-        self.quit_armed = false;
-        self.quit_armed_at = None;
-        if ctrl && key.code == KeyCode::Char('z') {
-            return vec![AppEffect::Suspend];
+        if let Some(command) = command.filter(|command| command.acts_over_overlays()) {
+            return self.run_key_command(command, now);
         }
         if self.overlay.is_some() {
             return self.on_overlay_key(key);
@@ -45,8 +44,8 @@ impl AppState {
         if let Some(effects) = self.on_popup_key(key) {
             return effects;
         }
-        let mut effects = match command_for(key) {
-            Some(command) => self.run_key_command(command),
+        let mut effects = match command {
+            Some(command) => self.run_key_command(command, now),
             None => self.on_chat_key(key),
         };
         if self.overlay.is_none() {
@@ -56,8 +55,10 @@ impl AppState {
     }
 
     /// A chord of the keymap.
-    fn run_key_command(&mut self, command: KeyCommand) -> Vec<AppEffect> {
+    fn run_key_command(&mut self, command: KeyCommand, now: Option<Instant>) -> Vec<AppEffect> {
         match command {
+            KeyCommand::Interrupt => self.on_ctrl_c(now),
+            KeyCommand::Suspend => vec![AppEffect::Suspend],
             KeyCommand::OpenMenu => self.open_overlay(Overlay::Menu { selected: 0 }),
             KeyCommand::SearchHistory => self.open_overlay(Overlay::HistorySearch {
                 query: String::new(),
