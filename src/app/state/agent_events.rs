@@ -168,7 +168,7 @@ impl AppState {
         Vec::new()
     }
 
-    pub(super) fn on_attempt_started(&mut self, turn: TurnId, attempt: u32, max_attempts: u32) {
+    fn on_attempt_started(&mut self, turn: TurnId, attempt: u32, max_attempts: u32) {
         let Some(running) = self.turn.as_mut().filter(|running| running.id == turn) else {
             return;
         };
@@ -205,7 +205,7 @@ impl AppState {
         }
     }
 
-    pub(super) fn on_agent_message(&mut self, message: AgentMessage, now: Instant) {
+    fn on_agent_message(&mut self, message: AgentMessage, now: Instant) {
         self.live_thinking.observe(&mut self.transcript, &message);
         self.usage_book.observe(&message);
         if let Some(phase) = self.phase.as_mut() {
@@ -366,7 +366,7 @@ impl AppState {
         }
     }
 
-    pub(super) fn append_assistant(&mut self, delta: &str) {
+    fn append_assistant(&mut self, delta: &str) {
         let shown = untrusted_owned(delta);
         if shown.is_empty() {
             return;
@@ -392,7 +392,7 @@ impl AppState {
         }
     }
 
-    pub(super) fn supersede_attempt_text(&mut self) {
+    fn supersede_attempt_text(&mut self) {
         let Some(turn) = self.turn.as_mut() else {
             return;
         };
@@ -406,7 +406,7 @@ impl AppState {
         }
     }
 
-    pub(super) fn update_tool(&mut self, call_id: &str, change: impl FnOnce(&mut ToolCell)) {
+    fn update_tool(&mut self, call_id: &str, change: impl FnOnce(&mut ToolCell)) {
         let Some(cell) = self
             .turn
             .as_ref()
@@ -421,7 +421,7 @@ impl AppState {
         });
     }
 
-    pub(super) fn finish_running_tools(&mut self, now: Instant) {
+    fn finish_running_tools(&mut self, now: Instant) {
         let Some(turn) = self.turn.as_ref() else {
             return;
         };
@@ -443,7 +443,7 @@ impl AppState {
         }
     }
 
-    pub(super) fn push_failure(&mut self, failure: &Failure) {
+    fn push_failure(&mut self, failure: &Failure) {
         let mut facts = failure_facts(failure);
         let mut sections = Vec::new();
         let stderr: Vec<String> = untrusted_owned(&failure.stderr)
@@ -507,7 +507,7 @@ impl AppState {
         }
     }
 
-    pub(super) fn on_turn_ended(&mut self, outcome: TurnOutcome, now: Instant) {
+    fn on_turn_ended(&mut self, outcome: TurnOutcome, now: Instant) {
         self.finish_running_tools(now);
         self.live_thinking.settle(&mut self.transcript);
         let end_shown = self.turn.as_ref().is_some_and(|turn| turn.end_shown);
@@ -540,7 +540,7 @@ impl AppState {
 
     /// After a stopped turn the orchestrator keeps the queue waiting: its prompts come back into
     /// the editor (before any draft), for the user to edit, send or drop.
-    pub(super) fn take_back_queue(&mut self) -> Vec<AppEffect> {
+    fn take_back_queue(&mut self) -> Vec<AppEffect> {
         if self.quitting || self.queued.is_empty() {
             return Vec::new();
         }

@@ -26,7 +26,7 @@ impl AppState {
         self.handle_key(key, Some(now))
     }
 
-    pub(super) fn handle_key(&mut self, key: KeyEvent, now: Option<Instant>) -> Vec<AppEffect> {
+    fn handle_key(&mut self, key: KeyEvent, now: Option<Instant>) -> Vec<AppEffect> {
         if key.kind == KeyEventKind::Release {
             return Vec::new();
         }
@@ -151,7 +151,7 @@ impl AppState {
         true
     }
 
-    pub(super) fn on_ctrl_c(&mut self, now: Option<Instant>) -> Vec<AppEffect> {
+    fn on_ctrl_c(&mut self, now: Option<Instant>) -> Vec<AppEffect> {
         self.overlay = None;
         self.popup = None;
         if self.quitting {
@@ -180,7 +180,7 @@ impl AppState {
     }
 
     /// Alt+Up: the last queued prompt back into the editor (before any draft).
-    pub(super) fn pull_back_last_queued(&mut self) -> Vec<AppEffect> {
+    fn pull_back_last_queued(&mut self) -> Vec<AppEffect> {
         let Some(prompt) = self.queued.pop() else {
             return Vec::new();
         };
