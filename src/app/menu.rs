@@ -103,11 +103,8 @@ pub enum Overlay {
     },
     Settings(super::settings::SettingsDraft),
     Conversations(super::conversation_picker::ConversationPicker),
-    /// Ctrl+R: earlier prompts matching `query`, newest first.
-    HistorySearch {
-        query: String,
-        selected: usize,
-    },
+    /// Ctrl+R: earlier prompts matching a query.
+    HistorySearch(super::history_search::HistorySearch),
 }
 
 impl Overlay {

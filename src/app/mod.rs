@@ -12,6 +12,7 @@ pub mod composer;
 pub(crate) mod conversation_picker;
 pub(crate) mod failure_text;
 pub mod history;
+pub mod history_search;
 pub(crate) mod keymap;
 pub mod list;
 pub(crate) mod live_thinking;

@@ -25,8 +25,8 @@ pub(crate) fn render_overlay(state: &AppState, overlay: &Overlay, area: Rect, bu
     match overlay {
         Overlay::Menu { selected } => render_menu(state, *selected, area, buf),
         Overlay::Help { scroll } => render_help(state, *scroll, area, buf),
-        Overlay::HistorySearch { query, selected } => {
-            render_history_search(state, query, *selected, area, buf)
+        Overlay::HistorySearch(search) => {
+            render_history_search(state, &search.query, search.selected, area, buf)
         }
         Overlay::ProviderPicker { selected } => render_picker(state, *selected, area, buf),
         Overlay::Settings(draft) => render_settings(state, draft, area, buf),

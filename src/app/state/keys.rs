@@ -6,6 +6,7 @@ use std::time::Instant;
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 use super::{AppEffect, AppState, ScrollAction};
+use crate::app::history_search::HistorySearch;
 use crate::app::keymap::{command_for, KeyCommand};
 use crate::app::menu::Overlay;
 use crate::app::transcript::{CellBody, CellId};
@@ -60,10 +61,9 @@ impl AppState {
             KeyCommand::Interrupt => self.on_ctrl_c(now),
             KeyCommand::Suspend => vec![AppEffect::Suspend],
             KeyCommand::OpenMenu => self.open_overlay(Overlay::Menu { selected: 0 }),
-            KeyCommand::SearchHistory => self.open_overlay(Overlay::HistorySearch {
-                query: String::new(),
-                selected: 0,
-            }),
+            KeyCommand::SearchHistory => {
+                self.open_overlay(Overlay::HistorySearch(HistorySearch::default()))
+            }
             KeyCommand::Run(action) => self.perform(action, None),
         }
     }

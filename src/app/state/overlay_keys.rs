@@ -1,9 +1,10 @@
 //! Keys while an overlay is open: each overlay's handler, one per overlay.
 
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use crossterm::event::{KeyCode, KeyEvent};
 
 use super::{AppEffect, AppState};
 use crate::app::conversation_picker::{ConversationPicker, PickerOutcome};
+use crate::app::history_search::{HistorySearch, HistorySearchOutcome};
 use crate::app::list::{scroll_key, ListSelection};
 use crate::app::menu::{Action, Overlay};
 use crate::app::settings::{SettingsDraft, SettingsOutcome};
@@ -20,9 +21,7 @@ impl AppState {
             Overlay::Menu { selected } => self.on_menu_key(selected, key),
             Overlay::Help { scroll } => self.on_help_key(scroll, key),
             Overlay::ProviderPicker { selected } => self.on_provider_picker_key(selected, key),
-            Overlay::HistorySearch { query, selected } => {
-                self.on_history_search_key(query, selected, key)
-            }
+            Overlay::HistorySearch(search) => self.on_history_search_key(search, key),
             Overlay::Conversations(picker) => self.on_conversations_key(picker, key),
             Overlay::Settings(draft) => self.on_settings_key(draft, key),
         }
@@ -89,46 +88,14 @@ impl AppState {
     /// editor.
     fn on_history_search_key(
         &mut self,
-        mut query: String,
-        selected: usize,
+        mut search: HistorySearch,
         key: KeyEvent,
     ) -> Vec<AppEffect> {
-        let matches = self.history_matches(&query);
-        let mut list = ListSelection::at(selected);
-        match key.code {
-            KeyCode::Esc => {}
-            KeyCode::Enter | KeyCode::Tab => {
-                if let Some(prompt) = matches.get(selected) {
-                    self.composer.set_text(prompt);
-                }
-            }
-            KeyCode::Char('r') if key.modifiers.contains(KeyModifiers::CONTROL) => {
-                // Ctrl+R again: the next older match, as in a shell.
-                list.selected = (selected + 1).min(matches.len().saturating_sub(1));
-                self.overlay = Some(Overlay::HistorySearch {
-                    query,
-                    selected: list.selected,
-                });
-            }
-            KeyCode::Backspace => {
-                query.pop();
-                self.overlay = Some(Overlay::HistorySearch { query, selected: 0 });
-            }
-            KeyCode::Char(ch)
-                if !key
-                    .modifiers
-                    .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT) =>
-            {
-                query.push(ch);
-                self.overlay = Some(Overlay::HistorySearch { query, selected: 0 });
-            }
-            _ => {
-                list.on_key(key, matches.len());
-                self.overlay = Some(Overlay::HistorySearch {
-                    query,
-                    selected: list.selected,
-                });
-            }
+        let matches = self.history_matches(&search.query);
+        match search.on_key(key, &matches) {
+            HistorySearchOutcome::Open => self.overlay = Some(Overlay::HistorySearch(search)),
+            HistorySearchOutcome::Close => {}
+            HistorySearchOutcome::Chosen(prompt) => self.composer.set_text(&prompt),
         }
         Vec::new()
     }
