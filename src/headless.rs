@@ -18,12 +18,13 @@ use crate::provider::select::resolve_provider;
 use crate::provider::{self, AttemptRequest, SessionRef, StopControl};
 use crate::raw_log;
 use crate::session_log::{sessions_dir, LogEntry, NewConversation, Origin, SessionLogWriter};
+use crate::signals::{JobControlEvent, SignalEvent, SignalHandler, SignalHandlerKind};
 use crate::stream::AgentMessage;
 
-pub const EXIT_COMPLETED: i32 = 0;
-pub const EXIT_FAILED: i32 = 1;
-pub const EXIT_USAGE: i32 = 2;
-pub const EXIT_CANCELLED: i32 = 130;
+pub(crate) const EXIT_COMPLETED: i32 = 0;
+pub(crate) const EXIT_FAILED: i32 = 1;
+pub(crate) const EXIT_USAGE: i32 = 2;
+pub(crate) const EXIT_CANCELLED: i32 = 130;
 
 /// The exit status for a terminal message.
 pub fn exit_status(terminal: &AgentMessage) -> i32 {
@@ -103,8 +104,12 @@ pub fn run(agent: AgentArgs, args: RunArgs) -> i32 {
     }
     runtime.block_on(async move {
         let stop = StopControl::new();
-        tokio::spawn(stop_on_signals(stop.clone()));
-        tokio::spawn(crate::process::job_control::forward_job_control_signals());
+        match SignalHandler::new(SignalHandlerKind::Standard) {
+            Ok(signals) => {
+                tokio::spawn(handle_signals(signals, stop.clone()));
+            }
+            Err(error) => tracing::error!(%error, "cannot install signal handlers"),
+        }
         let options = OrchestratorOptions {
             policy,
             session,
@@ -134,25 +139,27 @@ fn usage_error(message: &str) -> i32 {
     EXIT_USAGE
 }
 
-/// SIGINT, SIGTERM and SIGHUP start the three-stage stop; a second one skips to the kill.
-async fn stop_on_signals(stop: StopControl) {
-    use tokio::signal::unix::{signal, SignalKind};
-    let (Ok(mut interrupt), Ok(mut terminate), Ok(mut hangup)) = (
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::terminate()),
-        signal(SignalKind::hangup()),
-    ) else {
-        tracing::error!("cannot install signal handlers");
-        return;
-    };
+/// SIGINT, SIGTERM, SIGHUP and SIGQUIT start the three-stage stop; a second one skips to the
+/// kill. SIGTSTP suspends the agents and agentty; SIGCONT (sent by the shell on `fg`/`bg`, or by
+/// hand) continues the agents. Runs until the runtime ends.
+async fn handle_signals(mut signals: SignalHandler, stop: StopControl) {
     loop {
-        tokio::select! {
-            _ = interrupt.recv() => {}
-            _ = terminate.recv() => {}
-            _ = hangup.recv() => {}
+        match signals.recv().await {
+            SignalEvent::Shutdown(signal) => {
+                tracing::info!(
+                    signal = signal.name(),
+                    "signal received: stopping the agent"
+                );
+                stop.stop();
+            }
+            SignalEvent::JobControl(JobControlEvent::Stop) => {
+                tracing::info!("SIGTSTP: suspending the agent and agentty");
+                crate::process::job_control::suspend_with_agents();
+            }
+            SignalEvent::JobControl(JobControlEvent::Continue) => {
+                crate::process::tree::signal_all_groups(nix::sys::signal::Signal::SIGCONT);
+            }
         }
-        tracing::info!("signal received: stopping the agent");
-        stop.stop();
     }
 }
 

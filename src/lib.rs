@@ -4,6 +4,7 @@
 //! `provider`, `stream` and `orchestrator` never touch the terminal.
 
 pub mod app;
+pub mod chat;
 pub mod cli;
 pub mod config;
 pub mod demo_agent;
@@ -14,7 +15,9 @@ pub mod process;
 pub mod provider;
 pub mod raw_log;
 pub mod retention;
+pub mod sanitize;
 pub mod session_log;
+pub mod signals;
 pub mod stream;
 pub mod tui;
 pub mod view;

@@ -26,7 +26,7 @@ fn main() -> ExitCode {
         None => {
             let _log_guard = agentty::logging::init();
             guard_agent_trees();
-            agentty::app::run(cli)
+            agentty::chat::run(cli)
         }
     };
     // Last line of defence: nothing agentty started outlives it.

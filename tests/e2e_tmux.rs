@@ -457,8 +457,9 @@ fn retry_from_the_menu_after_a_flaky_failure() {
     session.wait_for_text("Second time lucky");
 }
 
-#[test]
-fn sigterm_during_a_turn_stops_the_agent_and_restores_the_terminal() {
+/// Sends `signal` to agentty while a slow answer streams: the agent is stopped, the terminal
+/// restored, and agentty exits with `status`.
+fn signal_during_a_turn_stops_the_agent_and_restores_the_terminal(signal: i32, status: &str) {
     let Some(session) = Session::start(&["--provider", "demo", "--scenario", "slow"]) else {
         return;
     };
@@ -468,10 +469,21 @@ fn sigterm_during_a_turn_stops_the_agent_and_restores_the_terminal() {
     let pid = session.agentty_pid();
     // SAFETY: signalling the agentty this test started.
     unsafe {
-        libc::kill(pid, libc::SIGTERM);
+        libc::kill(pid, signal);
     }
-    session.assert_terminal_restored("143");
+    session.assert_terminal_restored(status);
     session.wait_for_no_agents();
+}
+
+#[test]
+fn sigterm_during_a_turn_stops_the_agent_and_restores_the_terminal() {
+    signal_during_a_turn_stops_the_agent_and_restores_the_terminal(libc::SIGTERM, "143");
+}
+
+/// SIGQUIT's default action would dump core with the terminal in raw mode and the agent running.
+#[test]
+fn sigquit_during_a_turn_stops_the_agent_and_restores_the_terminal() {
+    signal_during_a_turn_stops_the_agent_and_restores_the_terminal(libc::SIGQUIT, "131");
 }
 
 #[test]

@@ -111,3 +111,9 @@ fn sigint_to_agentty_mid_turn_stops_the_agent_tree() {
 fn sighup_to_agentty_mid_turn_stops_the_agent_tree() {
     signal_mid_turn_leaves_nothing_behind(nix::sys::signal::Signal::SIGHUP);
 }
+
+/// SIGQUIT's default action would dump core and leave the agent running.
+#[test]
+fn sigquit_to_agentty_mid_turn_stops_the_agent_tree() {
+    signal_mid_turn_leaves_nothing_behind(nix::sys::signal::Signal::SIGQUIT);
+}

@@ -5,7 +5,8 @@
 
 use std::time::{Duration, Instant};
 
-use crate::stream::{notice_kind, AgentMessage, Usage};
+use super::notice_kind::NoticeKind;
+use crate::stream::{AgentMessage, Usage};
 
 /// The agent's phase within an attempt.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,7 +47,7 @@ impl PhaseTracker {
         (&self.phase, now.saturating_duration_since(self.since))
     }
 
-    pub fn observe(&mut self, message: &AgentMessage, now: Instant) {
+    pub(crate) fn observe(&mut self, message: &AgentMessage, now: Instant) {
         let next = match message {
             AgentMessage::Thinking { .. } => AgentPhase::Thinking,
             AgentMessage::Assistant { delta } if !delta.is_empty() => AgentPhase::Writing,
@@ -68,7 +69,9 @@ impl PhaseTracker {
                     None => AgentPhase::Working,
                 }
             }
-            AgentMessage::Notice { kind, .. } if kind == notice_kind::AGENT_RETRY => {
+            AgentMessage::Notice { kind, .. }
+                if NoticeKind::from_wire(kind) == NoticeKind::AgentRetry =>
+            {
                 AgentPhase::AgentRetrying
             }
             _ => return,
@@ -92,7 +95,7 @@ pub struct UsageBook {
 }
 
 impl UsageBook {
-    pub fn observe(&mut self, message: &AgentMessage) {
+    pub(crate) fn observe(&mut self, message: &AgentMessage) {
         match message {
             AgentMessage::Completed { usage, .. } => {
                 self.turn = usage.clone();
@@ -165,7 +168,7 @@ mod tests {
                 id: "a".into(),
                 error: String::new(),
             },
-            AgentMessage::notice(notice_kind::AGENT_RETRY, "pi is retrying"),
+            AgentMessage::notice(crate::stream::notice_kind::AGENT_RETRY, "pi is retrying"),
         ];
         for (index, message) in messages.iter().enumerate() {
             tracker.observe(message, at(start, 100 * index as u64));

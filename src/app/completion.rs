@@ -40,7 +40,7 @@ pub struct Popup {
 }
 
 /// The `/` commands matching what was typed (a prefix of the command).
-pub fn slash_items(typed: &str) -> Vec<PopupItem> {
+pub(crate) fn slash_items(typed: &str) -> Vec<PopupItem> {
     Action::ALL
         .iter()
         .filter(|action| action.slash().starts_with(typed))
@@ -50,7 +50,7 @@ pub fn slash_items(typed: &str) -> Vec<PopupItem> {
                 _ => action.slash().to_owned(),
             },
             label: action.slash().to_owned(),
-            key: action.key_hint().to_owned(),
+            key: super::keymap::key_hint(*action).to_owned(),
             detail: action.label().to_owned(),
             action: Some(*action),
         })

@@ -9,7 +9,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use tui_textarea::TextArea;
 
 /// Prompts kept for Up/Down and Ctrl+R (also the bound of the history file).
-pub const MAX_HISTORY: usize = 500;
+pub(crate) const MAX_HISTORY: usize = 500;
 
 pub struct Composer {
     textarea: TextArea<'static>,
@@ -43,7 +43,7 @@ impl Composer {
     }
 
     /// The text of the cursor's line before the cursor.
-    pub fn before_cursor(&self) -> String {
+    pub(crate) fn before_cursor(&self) -> String {
         let (line, column) = self.cursor();
         self.lines()
             .get(line)
@@ -52,7 +52,7 @@ impl Composer {
     }
 
     /// Replaces the `count` characters before the cursor with `text`.
-    pub fn replace_before_cursor(&mut self, count: usize, text: &str) {
+    pub(crate) fn replace_before_cursor(&mut self, count: usize, text: &str) {
         for _ in 0..count {
             self.textarea.delete_char();
         }
@@ -84,7 +84,7 @@ impl Composer {
         self.textarea.lines().iter().all(|line| line.is_empty())
     }
 
-    pub fn line_count(&self) -> usize {
+    pub(crate) fn line_count(&self) -> usize {
         self.textarea.lines().len()
     }
 
@@ -119,11 +119,11 @@ impl Composer {
         }
     }
 
-    pub fn insert_newline(&mut self) {
+    pub(crate) fn insert_newline(&mut self) {
         self.textarea.insert_newline();
     }
 
-    pub fn insert_str(&mut self, text: &str) {
+    pub(crate) fn insert_str(&mut self, text: &str) {
         self.textarea.insert_str(text);
     }
 
@@ -137,7 +137,7 @@ impl Composer {
     }
 
     /// Whether Up/Down should browse the history rather than move the cursor.
-    pub fn browsing_allowed(&self) -> bool {
+    pub(crate) fn browsing_allowed(&self) -> bool {
         match &self.recalled {
             Some((_, shown)) => *shown == self.text(),
             None => self.is_empty(),
@@ -145,7 +145,7 @@ impl Composer {
     }
 
     /// Shows the previous (older) prompt; false when there is none.
-    pub fn recall_older(&mut self) -> bool {
+    pub(crate) fn recall_older(&mut self) -> bool {
         if !self.browsing_allowed() || self.history.is_empty() {
             return false;
         }
@@ -159,7 +159,7 @@ impl Composer {
     }
 
     /// Shows the next (newer) prompt, or an empty input after the newest.
-    pub fn recall_newer(&mut self) -> bool {
+    pub(crate) fn recall_newer(&mut self) -> bool {
         if !self.browsing_allowed() {
             return false;
         }

@@ -2,6 +2,7 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
+use super::list::ListSelection;
 use crate::session_log::ConversationSummary;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -57,10 +58,6 @@ impl ConversationPicker {
                     None => PickerOutcome::Open,
                 }
             }
-            KeyCode::Up | KeyCode::BackTab => self.step(count, false),
-            KeyCode::Char('p') if control => self.step(count, false),
-            KeyCode::Down | KeyCode::Tab => self.step(count, true),
-            KeyCode::Char('n') if control => self.step(count, true),
             KeyCode::Backspace => {
                 self.filter.pop();
                 self.selected = 0;
@@ -69,20 +66,13 @@ impl ConversationPicker {
                 self.filter.push(typed);
                 self.selected = 0;
             }
-            _ => {}
+            _ => {
+                let mut list = ListSelection::at(self.selected);
+                list.on_key(key, count);
+                self.selected = list.selected;
+            }
         }
         PickerOutcome::Open
-    }
-
-    fn step(&mut self, count: usize, down: bool) {
-        if count == 0 {
-            return;
-        }
-        self.selected = if down {
-            (self.selected + 1) % count
-        } else {
-            (self.selected + count - 1) % count
-        };
     }
 }
 

@@ -9,12 +9,12 @@ use crate::orchestrator::classify::{classify_failure, Retryability};
 use crate::stream::Failure;
 
 /// The keys that retry a failed turn by hand.
-pub fn retry_keys() -> String {
+pub(crate) fn retry_keys() -> String {
     format!("{MENU_KEY} → Retry or /retry to try again")
 }
 
 /// "Failed: <the agent's error>", or the reason when the agent gave no message.
-pub fn failure_headline(reason: &str, message: &str) -> String {
+pub(crate) fn failure_headline(reason: &str, message: &str) -> String {
     if message.trim().is_empty() {
         format!("Failed ({reason})")
     } else {
@@ -24,7 +24,7 @@ pub fn failure_headline(reason: &str, message: &str) -> String {
 
 /// The facts worth a glance: an exit code other than 0 (pi and Gemini exit 0 or encode other
 /// things in it), a signal, an HTTP status.
-pub fn failure_facts(failure: &Failure) -> Vec<String> {
+pub(crate) fn failure_facts(failure: &Failure) -> Vec<String> {
     let mut facts = Vec::new();
     if let Some(status) = failure.http_status {
         facts.push(format!("HTTP {status}"));
@@ -40,7 +40,7 @@ pub fn failure_facts(failure: &Failure) -> Vec<String> {
 
 /// What happens after this failure, or `None` when an automatic retry follows (its countdown
 /// says so). `attempt` of `max_attempts` is the attempt that failed.
-pub fn next_step(
+pub(crate) fn next_step(
     failure: &Failure,
     policy: &RetryPolicy,
     attempt: u32,

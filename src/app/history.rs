@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use super::composer::MAX_HISTORY;
 
 /// The history file for prompts sent in `cwd`.
-pub fn history_file(state_dir: &Path, cwd: &Path) -> PathBuf {
+pub(crate) fn history_file(state_dir: &Path, cwd: &Path) -> PathBuf {
     state_dir.join("history").join(format!(
         "{:016x}.jsonl",
         fnv1a(cwd.as_os_str().as_encoded_bytes())
@@ -36,7 +36,7 @@ pub fn load(path: &Path) -> Vec<String> {
         .lines()
         .filter_map(|line| serde_json::from_str::<String>(line).ok())
         // The file is outside agentty's control: nothing in it may reach the terminal raw.
-        .map(|prompt| crate::view::sanitize::untrusted_owned(&prompt))
+        .map(|prompt| crate::sanitize::untrusted_owned(&prompt))
         .collect();
     if prompts.len() > MAX_HISTORY {
         prompts.drain(..prompts.len() - MAX_HISTORY);
@@ -45,7 +45,7 @@ pub fn load(path: &Path) -> Vec<String> {
 }
 
 /// Appends one prompt, compacting the file when it has grown to twice the bound.
-pub fn append(path: &Path, prompt: &str) -> io::Result<()> {
+pub(crate) fn append(path: &Path, prompt: &str) -> io::Result<()> {
     if let Some(dir) = path.parent() {
         fs::create_dir_all(dir)?;
     }

@@ -1,30 +1,188 @@
-//! The chat's keys in one table: the help overlay renders it and the footer and first-start
-//! screen take their hints from here; `AppState::on_key` dispatches the chords (the composer
-//! screen tests press them).
+//! The chat's keys in one table: the chords `AppState::on_key` dispatches ([`BINDINGS`]), the
+//! key hints of the menu and the `/` popup, the help overlay ([`help`]), the footer and the
+//! first-start screen all come from here, so a key and its hints cannot drift apart.
 //!
 //! Editing keys are readline's (as in Codex and shells), so the action menu moved off Ctrl+K to
 //! Ctrl+X; F2 still opens it.
 
-/// One row of the help: the keys and what they do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct KeyHelp {
-    pub keys: &'static str,
-    pub what: &'static str,
-}
+use std::borrow::Cow;
 
-const fn key(keys: &'static str, what: &'static str) -> KeyHelp {
-    KeyHelp { keys, what }
-}
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+use super::menu::Action;
 
 /// The chord that opens the action menu (besides F2).
-pub const MENU_KEY: &str = "Ctrl+X";
-/// The footer's hint.
-pub const FOOTER_HINT: &str = "Ctrl+X actions · F1 help";
+pub(crate) const MENU_KEY: &str = "Ctrl+X";
+/// The key that opens the help.
+pub(crate) const HELP_KEY: &str = "F1";
+/// The key that stops the running turn.
+pub(crate) const STOP_KEY: &str = "Esc";
+/// The key that expands or collapses all tool output.
+pub(crate) const TOOLS_KEY: &str = "Ctrl+O";
+/// The key that clears the prompt, stops the turn, or (twice) quits.
+pub(crate) const QUIT_KEY: &str = "Ctrl+C";
 /// How long "Ctrl+C again to quit" stays armed.
-pub const QUIT_CONFIRM_SECS: u64 = 2;
+pub(crate) const QUIT_CONFIRM_SECS: u64 = 2;
+
+/// What a chat-level key does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum KeyCommand {
+    /// Ctrl+C: clear the prompt, else stop the turn, else (twice) quit.
+    Interrupt,
+    /// Ctrl+Z: suspend agentty and its agents.
+    Suspend,
+    OpenMenu,
+    /// Ctrl+R: search earlier prompts.
+    SearchHistory,
+    Run(Action),
+}
+
+impl KeyCommand {
+    /// Whether the command acts even while an overlay or the popup has the keys.
+    pub(crate) fn acts_over_overlays(self) -> bool {
+        matches!(self, Self::Interrupt | Self::Suspend)
+    }
+}
+
+/// A key the chat binds, by the name its hints show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Binding {
+    pub(crate) keys: &'static str,
+    pub(crate) command: KeyCommand,
+    /// The chord that runs `command` wherever the composer has the keys; `None` for keys whose
+    /// meaning depends on the moment (Esc stops only a running turn; Ctrl+C quits only when
+    /// pressed twice on an idle chat), which are listed here for their hints.
+    chord: Option<(KeyModifiers, KeyCode)>,
+}
+
+const fn bind(
+    keys: &'static str,
+    modifiers: KeyModifiers,
+    code: KeyCode,
+    command: KeyCommand,
+) -> Binding {
+    Binding {
+        keys,
+        command,
+        chord: Some((modifiers, code)),
+    }
+}
+
+const fn contextual(keys: &'static str, command: KeyCommand) -> Binding {
+    Binding {
+        keys,
+        command,
+        chord: None,
+    }
+}
+
+const CTRL: KeyModifiers = KeyModifiers::CONTROL;
+const ANY: KeyModifiers = KeyModifiers::NONE;
+
+/// Every chat-level key, the first of each command being the one its hints name.
+pub(crate) const BINDINGS: &[Binding] = &[
+    bind(QUIT_KEY, CTRL, KeyCode::Char('c'), KeyCommand::Interrupt),
+    bind("Ctrl+Z", CTRL, KeyCode::Char('z'), KeyCommand::Suspend),
+    bind(MENU_KEY, CTRL, KeyCode::Char('x'), KeyCommand::OpenMenu),
+    bind("F2", ANY, KeyCode::F(2), KeyCommand::OpenMenu),
+    bind(HELP_KEY, ANY, KeyCode::F(1), KeyCommand::Run(Action::Help)),
+    bind(
+        "Ctrl+R",
+        CTRL,
+        KeyCode::Char('r'),
+        KeyCommand::SearchHistory,
+    ),
+    bind(
+        "Ctrl+T",
+        CTRL,
+        KeyCode::Char('t'),
+        KeyCommand::Run(Action::ToggleThinking),
+    ),
+    bind(
+        TOOLS_KEY,
+        CTRL,
+        KeyCode::Char('o'),
+        KeyCommand::Run(Action::ToggleToolOutput),
+    ),
+    contextual(STOP_KEY, KeyCommand::Run(Action::Stop)),
+    contextual("Ctrl+C ×2", KeyCommand::Run(Action::Quit)),
+];
+
+/// The command a key's chord is bound to (the chord's modifiers must be held; others may be).
+pub(crate) fn command_for(key: KeyEvent) -> Option<KeyCommand> {
+    BINDINGS.iter().find_map(|binding| {
+        let (modifiers, code) = binding.chord?;
+        (key.code == code && key.modifiers.contains(modifiers)).then_some(binding.command)
+    })
+}
+
+/// The key that runs `action` directly, for the menu and the `/` popup; "" if none does.
+pub(crate) fn key_hint(action: Action) -> &'static str {
+    keys_of(KeyCommand::Run(action)).next().unwrap_or("")
+}
+
+/// The footer's hint.
+pub(crate) fn footer_hint() -> String {
+    format!("{MENU_KEY} actions · {HELP_KEY} help")
+}
+
+fn keys_of(command: KeyCommand) -> impl Iterator<Item = &'static str> {
+    BINDINGS
+        .iter()
+        .filter(move |binding| binding.command == command)
+        .map(|binding| binding.keys)
+}
+
+/// The keys of one row of the help.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum HelpKeys {
+    /// Every key bound to the command, as " / "-separated names.
+    Bound(KeyCommand),
+    /// Keys the composer, the transcript or the terminal handle (described, not dispatched).
+    Text(&'static str),
+}
+
+/// One row of the help: the keys and what they do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct HelpRow {
+    keys: HelpKeys,
+    what: &'static str,
+}
+
+const fn key(keys: &'static str, what: &'static str) -> HelpRow {
+    HelpRow {
+        keys: HelpKeys::Text(keys),
+        what,
+    }
+}
+
+const fn bound(command: KeyCommand, what: &'static str) -> HelpRow {
+    HelpRow {
+        keys: HelpKeys::Bound(command),
+        what,
+    }
+}
+
+/// The help, in order: each row's keys and what they do.
+pub(crate) fn help() -> impl Iterator<Item = (Cow<'static, str>, &'static str)> {
+    HELP.iter().map(|row| {
+        let keys = match row.keys {
+            HelpKeys::Text(keys) => Cow::Borrowed(keys),
+            HelpKeys::Bound(command) => {
+                Cow::Owned(keys_of(command).collect::<Vec<_>>().join(" / "))
+            }
+        };
+        (keys, row.what)
+    })
+}
+
+/// Rows in the help.
+pub(crate) fn help_len() -> usize {
+    HELP.len()
+}
 
 /// Every key, in the order the help shows them.
-pub const KEYMAP: &[KeyHelp] = &[
+const HELP: &[HelpRow] = &[
     key("Enter", "send the prompt (queue it while a turn runs)"),
     key("Alt+Enter / Shift+Enter", "new line in the prompt"),
     key(
@@ -36,22 +194,25 @@ pub const KEYMAP: &[KeyHelp] = &[
         "mention a file (fuzzy search here); @file:10-20 adds lines",
     ),
     key("Up / Down", "earlier prompts (on an empty prompt)"),
-    key(
-        "Ctrl+R",
+    bound(
+        KeyCommand::SearchHistory,
         "search earlier prompts (also from earlier launches)",
     ),
-    key(
-        "Esc",
+    bound(
+        KeyCommand::Run(Action::Stop),
         "stop the turn, queued prompts back to the editor; again: kill",
     ),
     key("Alt+Up", "pull the last queued prompt back into the editor"),
-    key(
-        "Ctrl+C",
+    bound(
+        KeyCommand::Interrupt,
         "clear the prompt (Up brings it back) / stop the turn / quit",
     ),
-    key("Ctrl+X / F2", "actions menu"),
-    key("F1", "this help"),
-    key("Ctrl+Z", "suspend agentty and the agent (fg resumes)"),
+    bound(KeyCommand::OpenMenu, "actions menu"),
+    bound(KeyCommand::Run(Action::Help), "this help"),
+    bound(
+        KeyCommand::Suspend,
+        "suspend agentty and the agent (fg resumes)",
+    ),
     key("Ctrl+A / Ctrl+E", "start / end of the line"),
     key("Ctrl+B / Ctrl+F", "back / forward one character"),
     key("Alt+B / Alt+F", "back / forward one word"),
@@ -62,8 +223,14 @@ pub const KEYMAP: &[KeyHelp] = &[
     ),
     key("Ctrl+Y", "paste what was deleted last"),
     key("Ctrl+_", "undo the last edit"),
-    key("Ctrl+T", "expand/collapse all thinking"),
-    key("Ctrl+O", "expand/collapse all tool output and diagnostics"),
+    bound(
+        KeyCommand::Run(Action::ToggleThinking),
+        "expand/collapse all thinking",
+    ),
+    bound(
+        KeyCommand::Run(Action::ToggleToolOutput),
+        "expand/collapse all tool output and diagnostics",
+    ),
     key(
         "Click",
         "expand/collapse one thinking block, tool or notice",
@@ -91,3 +258,57 @@ pub const KEYMAP: &[KeyHelp] = &[
         "select text with the mouse (terminal selection)",
     ),
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_chord_dispatches_its_command_and_contextual_keys_are_left_to_the_router() {
+        for binding in BINDINGS {
+            match binding.chord {
+                Some((modifiers, code)) => assert_eq!(
+                    command_for(KeyEvent::new(code, modifiers)),
+                    Some(binding.command),
+                    "{}",
+                    binding.keys
+                ),
+                None => assert!(
+                    matches!(
+                        binding.command,
+                        KeyCommand::Run(Action::Stop | Action::Quit)
+                    ),
+                    "{}",
+                    binding.keys
+                ),
+            }
+        }
+        assert_eq!(
+            command_for(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE)),
+            None
+        );
+        assert_eq!(
+            command_for(KeyEvent::new(KeyCode::Char('t'), KeyModifiers::NONE)),
+            None,
+            "a plain t is typed"
+        );
+    }
+
+    #[test]
+    fn hints_and_help_name_the_bound_keys() {
+        assert_eq!(key_hint(Action::ToggleThinking), "Ctrl+T");
+        assert_eq!(key_hint(Action::Stop), STOP_KEY);
+        assert_eq!(key_hint(Action::Settings), "");
+        let help: Vec<(Cow<'static, str>, &str)> = help().collect();
+        assert_eq!(help.len(), help_len());
+        assert!(help
+            .iter()
+            .any(|(keys, what)| keys == "Ctrl+X / F2" && *what == "actions menu"));
+        assert_eq!(footer_hint(), "Ctrl+X actions · F1 help");
+        assert_eq!(key_hint(Action::Quit), "Ctrl+C ×2");
+        assert_eq!(
+            command_for(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL)),
+            Some(KeyCommand::Interrupt)
+        );
+    }
+}

@@ -5,7 +5,7 @@
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 /// Rows a page key moves.
-pub const PAGE: usize = 8;
+pub(crate) const PAGE: usize = 8;
 
 /// A selected row in a list of `count` rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -43,7 +43,7 @@ impl ListSelection {
 
 /// A scroll offset into `count` rows moved by a scrolling key (help and other text overlays);
 /// None if the key does not scroll. The view clamps the offset to what fits.
-pub fn scroll_key(key: KeyEvent, offset: usize, count: usize) -> Option<usize> {
+pub(crate) fn scroll_key(key: KeyEvent, offset: usize, count: usize) -> Option<usize> {
     let last = count.saturating_sub(1);
     let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
     Some(match key.code {

@@ -8,8 +8,9 @@
 
 use std::collections::VecDeque;
 
+use super::notice_kind::NoticeKind;
 use super::transcript::{CellBody, CellId, ThoughtCell, Transcript};
-use crate::stream::{notice_kind, AgentMessage};
+use crate::stream::AgentMessage;
 
 #[derive(Debug, Default)]
 pub struct LiveThinking {
@@ -21,26 +22,23 @@ pub struct LiveThinking {
 
 impl LiveThinking {
     /// Whether the next delta goes to an open pane (else it starts a new one).
-    pub fn is_open(&self) -> bool {
+    pub(crate) fn is_open(&self) -> bool {
         self.open && !self.panes.is_empty()
     }
 
     /// Whether a pane waits for its complete thought.
-    pub fn is_waiting(&self) -> bool {
+    pub(crate) fn is_waiting(&self) -> bool {
         !self.panes.is_empty()
-    }
-
-    /// Whether thinking is streaming right now, for the status bar.
-    pub fn is_streaming(&self) -> bool {
-        self.is_open()
     }
 
     /// Any other content ends the open pane's run: later thinking opens a new pane. After the
     /// agent's own retry, the earlier try's panes will get no thought: they are settled.
-    pub fn observe(&mut self, transcript: &mut Transcript, message: &AgentMessage) {
+    pub(crate) fn observe(&mut self, transcript: &mut Transcript, message: &AgentMessage) {
         match message {
             AgentMessage::Assistant { .. } | AgentMessage::ToolCall { .. } => self.open = false,
-            AgentMessage::Notice { kind, .. } if kind == notice_kind::AGENT_RETRY => {
+            AgentMessage::Notice { kind, .. }
+                if NoticeKind::from_wire(kind) == NoticeKind::AgentRetry =>
+            {
                 self.settle(transcript);
             }
             _ => {}
@@ -48,7 +46,7 @@ impl LiveThinking {
     }
 
     /// Appends a (sanitised) delta to the open pane, or starts a pane with it.
-    pub fn push_delta(&mut self, transcript: &mut Transcript, delta: &str, expanded: bool) {
+    pub(crate) fn push_delta(&mut self, transcript: &mut Transcript, delta: &str, expanded: bool) {
         if delta.is_empty() {
             return;
         }
@@ -90,7 +88,7 @@ impl LiveThinking {
 
     /// The turn or attempt is over: panes that never got their complete thought keep what
     /// streamed, and stop being live.
-    pub fn settle(&mut self, transcript: &mut Transcript) {
+    pub(crate) fn settle(&mut self, transcript: &mut Transcript) {
         self.open = false;
         for pane in self.panes.drain(..) {
             transcript.update(pane, |body| {
@@ -168,6 +166,6 @@ mod tests {
         for cell in transcript.cells() {
             assert!(matches!(&cell.body, CellBody::Thought(thought) if !thought.live));
         }
-        assert!(!live.is_streaming());
+        assert!(!live.is_open());
     }
 }

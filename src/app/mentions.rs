@@ -14,7 +14,7 @@ use nucleo_matcher::pattern::{CaseMatching, Normalization, Pattern};
 use nucleo_matcher::{Config, Matcher};
 
 /// Files listed at most (a huge tree must not stall the popup or fill memory).
-pub const MAX_FILES: usize = 20_000;
+pub(crate) const MAX_FILES: usize = 20_000;
 /// Suggestions shown at once.
 pub const MAX_SUGGESTIONS: usize = 8;
 
@@ -38,7 +38,7 @@ impl FileIndex {
 
 /// Walks `root` for files (respecting `.gitignore`, `.ignore` and hidden files, even outside a
 /// git repository), shallow paths first, at most `limit` of them.
-pub fn list_files(root: &Path, limit: usize) -> Vec<String> {
+pub(crate) fn list_files(root: &Path, limit: usize) -> Vec<String> {
     let mut files: Vec<String> = ignore::WalkBuilder::new(root)
         .require_git(false)
         .build()
@@ -54,7 +54,7 @@ pub fn list_files(root: &Path, limit: usize) -> Vec<String> {
         })
         // A name with control characters (an escape sequence in a file name) is not offered:
         // shown inert it would no longer name the file.
-        .filter(|path| crate::view::sanitize::is_inert(path))
+        .filter(|path| crate::sanitize::is_inert(path))
         .take(limit)
         .collect();
     files.sort_by(|a, b| {
@@ -76,7 +76,7 @@ pub fn rank(query: &str, files: &[String], limit: usize) -> Vec<String> {
 
 /// The mention being typed: the `@word` that ends at the cursor, given the text before the
 /// cursor. Returns the query (after `@`) when the word starts with `@` at a word start.
-pub fn mention_before_cursor(before_cursor: &str) -> Option<&str> {
+pub(crate) fn mention_before_cursor(before_cursor: &str) -> Option<&str> {
     let word_start = before_cursor
         .rfind(char::is_whitespace)
         .map_or(0, |index| index + 1);
@@ -85,7 +85,7 @@ pub fn mention_before_cursor(before_cursor: &str) -> Option<&str> {
 
 /// How `path` is written in the input when a mention completes (a path with spaces is quoted so
 /// that it stays one word).
-pub fn mention_text(path: &str) -> String {
+pub(crate) fn mention_text(path: &str) -> String {
     if path.contains(char::is_whitespace) {
         format!("@\"{path}\" ")
     } else {
@@ -95,7 +95,7 @@ pub fn mention_text(path: &str) -> String {
 
 /// The prompt as the agent receives it: every `@path` (or `@"path"`) that names a listed file
 /// becomes the bare path; any other `@word` (an e-mail, a handle) is left as typed.
-pub fn resolve_mentions(prompt: &str, files: &[String]) -> String {
+pub(crate) fn resolve_mentions(prompt: &str, files: &[String]) -> String {
     if !prompt.contains('@') || files.is_empty() {
         return prompt.to_owned();
     }

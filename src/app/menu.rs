@@ -1,8 +1,7 @@
 //! The action menu, its `/` commands, and the overlays stacked over the chat (menu, help,
-//! provider picker, settings). Every item names an [`Action`]; the menu and the `/` command of
+//! provider picker, settings in `settings`, conversations, history search). Every item names an [`Action`]; the menu and the `/` command of
 //! an action run the same code in `AppState::perform`.
 
-use crate::config::{Backoff, RetryPolicy, MAX_ATTEMPTS_LIMIT, MAX_DELAY_LIMIT_MS};
 use crate::provider::PROVIDER_NAMES;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,7 +21,7 @@ pub enum Action {
 }
 
 impl Action {
-    pub const ALL: [Action; 12] = [
+    pub(crate) const ALL: [Action; 12] = [
         Action::RetryLastTurn,
         Action::Stop,
         Action::NewSession,
@@ -71,28 +70,10 @@ impl Action {
             Action::Quit => "/quit",
         }
     }
-
-    /// A key that runs it directly, if any.
-    pub fn key_hint(self) -> &'static str {
-        match self {
-            Action::Stop => "Esc",
-            Action::ToggleThinking => "Ctrl+T",
-            Action::ToggleToolOutput => "Ctrl+O",
-            Action::Help => "F1",
-            Action::Quit => "Ctrl+C ×2",
-            Action::RetryLastTurn
-            | Action::NewSession
-            | Action::ReopenLastSession
-            | Action::SwitchProvider
-            | Action::CopyLastAnswer
-            | Action::Settings
-            | Action::ShowLogPath => "",
-        }
-    }
 }
 
 /// A parsed `/` command: the action and its argument (`/provider claude`).
-pub fn parse_slash(input: &str) -> Option<(Action, Option<String>)> {
+pub(crate) fn parse_slash(input: &str) -> Option<(Action, Option<String>)> {
     let input = input.trim();
     let mut words = input.splitn(2, char::is_whitespace);
     let command = words.next()?;
@@ -120,245 +101,20 @@ pub enum Overlay {
     ProviderPicker {
         selected: usize,
     },
-    Settings(SettingsDraft),
+    Settings(super::settings::SettingsDraft),
     Conversations(super::conversation_picker::ConversationPicker),
-    /// Ctrl+R: earlier prompts matching `query`, newest first.
-    HistorySearch {
-        query: String,
-        selected: usize,
-    },
+    /// Ctrl+R: earlier prompts matching a query.
+    HistorySearch(super::history_search::HistorySearch),
 }
 
 impl Overlay {
-    pub fn provider_picker(current: &str) -> Overlay {
+    pub(crate) fn provider_picker(current: &str) -> Overlay {
         Overlay::ProviderPicker {
             selected: PROVIDER_NAMES
                 .iter()
                 .position(|name| *name == current)
                 .unwrap_or(0),
         }
-    }
-}
-
-/// The retry policy being edited in the settings overlay.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SettingsDraft {
-    pub policy: RetryPolicy,
-    pub field: SettingsField,
-    /// A value being typed into the selected number field.
-    pub typing: Option<String>,
-    /// Why the last typed value or the policy was refused (the config file's own rules).
-    pub problem: Option<String>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SettingsField {
-    Enabled,
-    MaxAttempts,
-    RetryDelay,
-    Backoff,
-    MaxDelay,
-}
-
-impl SettingsField {
-    pub const ALL: [SettingsField; 5] = [
-        SettingsField::Enabled,
-        SettingsField::MaxAttempts,
-        SettingsField::RetryDelay,
-        SettingsField::Backoff,
-        SettingsField::MaxDelay,
-    ];
-
-    pub fn label(self) -> &'static str {
-        match self {
-            SettingsField::Enabled => "Retry failed turns automatically",
-            SettingsField::MaxAttempts => "Attempts per turn",
-            SettingsField::RetryDelay => "First retry delay",
-            SettingsField::Backoff => "Backoff",
-            SettingsField::MaxDelay => "Longest wait (cap)",
-        }
-    }
-
-    pub fn value(self, policy: &RetryPolicy) -> String {
-        match self {
-            SettingsField::Enabled => if policy.enabled { "on" } else { "off" }.to_owned(),
-            SettingsField::MaxAttempts => policy.max_attempts.to_string(),
-            SettingsField::RetryDelay => format_ms(policy.retry_delay_ms),
-            SettingsField::Backoff => match policy.backoff {
-                Backoff::Fixed => "fixed".to_owned(),
-                Backoff::Exponential => "exponential".to_owned(),
-            },
-            SettingsField::MaxDelay => format_ms(policy.max_delay_ms),
-        }
-    }
-}
-
-fn format_ms(ms: u64) -> String {
-    format!("{:.1} s", ms as f64 / 1000.0)
-}
-
-impl SettingsDraft {
-    pub fn new(policy: RetryPolicy) -> Self {
-        Self {
-            policy,
-            field: SettingsField::Enabled,
-            typing: None,
-            problem: None,
-        }
-    }
-
-    /// The fields that apply to the policy as it is: a cap only matters when delays grow.
-    pub fn fields(&self) -> Vec<SettingsField> {
-        SettingsField::ALL
-            .into_iter()
-            .filter(|field| {
-                *field != SettingsField::MaxDelay || self.policy.backoff == Backoff::Exponential
-            })
-            .collect()
-    }
-
-    pub fn move_selection(&mut self, down: bool) {
-        let fields = self.fields();
-        let index = fields
-            .iter()
-            .position(|field| *field == self.field)
-            .unwrap_or(0);
-        let count = fields.len();
-        let next = if down {
-            (index + 1) % count
-        } else {
-            (index + count - 1) % count
-        };
-        self.field = fields[next];
-    }
-
-    /// Whether the selected field takes a typed number.
-    pub fn takes_numbers(&self) -> bool {
-        matches!(
-            self.field,
-            SettingsField::MaxAttempts | SettingsField::RetryDelay | SettingsField::MaxDelay
-        )
-    }
-
-    /// A character typed into the selected number field (digits, and `.` for seconds).
-    pub fn type_char(&mut self, ch: char) -> bool {
-        let allowed =
-            ch.is_ascii_digit() || (ch == '.' && self.field != SettingsField::MaxAttempts);
-        if !self.takes_numbers() || !allowed {
-            return false;
-        }
-        self.typing.get_or_insert_with(String::new).push(ch);
-        self.problem = None;
-        true
-    }
-
-    pub fn backspace(&mut self) {
-        if let Some(typing) = self.typing.as_mut() {
-            typing.pop();
-        }
-    }
-
-    /// Applies the typed value, checked with the config file's rules; false (with `problem`
-    /// set) if it is refused, and the policy is left as it was.
-    pub fn commit_typing(&mut self) -> bool {
-        let Some(typed) = self.typing.take() else {
-            return true;
-        };
-        if typed.is_empty() {
-            return true;
-        }
-        let mut candidate = self.policy.clone();
-        let parsed = match self.field {
-            SettingsField::MaxAttempts => typed
-                .parse::<u32>()
-                .map(|attempts| candidate.max_attempts = attempts)
-                .map_err(|_| format!("{typed:?} is not a whole number of attempts")),
-            SettingsField::RetryDelay | SettingsField::MaxDelay => match parse_seconds(&typed) {
-                Some(ms) if self.field == SettingsField::RetryDelay => {
-                    candidate.retry_delay_ms = ms;
-                    // As with the arrows: the cap follows a first delay that passes it.
-                    candidate.max_delay_ms = candidate.max_delay_ms.max(ms);
-                    Ok(())
-                }
-                Some(ms) => {
-                    candidate.max_delay_ms = ms;
-                    Ok(())
-                }
-                None => Err(format!("{typed:?} is not a number of seconds")),
-            },
-            SettingsField::Enabled | SettingsField::Backoff => Ok(()),
-        };
-        let checked = parsed.and_then(|()| {
-            candidate.validate().map_err(|problems| {
-                problems
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            })
-        });
-        match checked {
-            Ok(()) => {
-                self.policy = candidate;
-                self.problem = None;
-                true
-            }
-            Err(problem) => {
-                self.problem = Some(problem);
-                false
-            }
-        }
-    }
-
-    /// Changes the selected value one step up or down, within sane bounds.
-    pub fn adjust(&mut self, up: bool) {
-        let policy = &mut self.policy;
-        match self.field {
-            SettingsField::Enabled => policy.enabled = !policy.enabled,
-            SettingsField::MaxAttempts => {
-                policy.max_attempts = step_u32(policy.max_attempts, up, 1, 1, MAX_ATTEMPTS_LIMIT);
-            }
-            SettingsField::RetryDelay => {
-                policy.retry_delay_ms =
-                    step_u64(policy.retry_delay_ms, up, 500, 0, MAX_DELAY_LIMIT_MS);
-                // The cap may not be below the first delay (the config rejects that).
-                policy.max_delay_ms = policy.max_delay_ms.max(policy.retry_delay_ms);
-            }
-            SettingsField::Backoff => {
-                policy.backoff = match policy.backoff {
-                    Backoff::Fixed => Backoff::Exponential,
-                    Backoff::Exponential => Backoff::Fixed,
-                };
-            }
-            SettingsField::MaxDelay => {
-                policy.max_delay_ms =
-                    step_u64(policy.max_delay_ms, up, 1000, 1000, MAX_DELAY_LIMIT_MS)
-                        .max(policy.retry_delay_ms);
-            }
-        }
-    }
-}
-
-/// Seconds as typed (`2`, `0.5`, `1.25`) in whole milliseconds.
-fn parse_seconds(text: &str) -> Option<u64> {
-    let seconds: f64 = text.parse().ok()?;
-    (seconds.is_finite() && (0.0..=1e9).contains(&seconds))
-        .then(|| (seconds * 1000.0).round() as u64)
-}
-
-fn step_u32(value: u32, up: bool, step: u32, min: u32, max: u32) -> u32 {
-    if up {
-        value.saturating_add(step).min(max)
-    } else {
-        value.saturating_sub(step).max(min)
-    }
-}
-
-fn step_u64(value: u64, up: bool, step: u64, min: u64, max: u64) -> u64 {
-    if up {
-        value.saturating_add(step).min(max)
-    } else {
-        value.saturating_sub(step).max(min)
     }
 }
 
@@ -378,64 +134,5 @@ mod tests {
         for action in Action::ALL {
             assert_eq!(parse_slash(action.slash()).map(|(a, _)| a), Some(action));
         }
-    }
-
-    #[test]
-    fn settings_steps_stay_in_bounds() {
-        let mut draft = SettingsDraft::new(RetryPolicy::default());
-        draft.field = SettingsField::MaxAttempts;
-        for _ in 0..20 {
-            draft.adjust(true);
-        }
-        assert_eq!(draft.policy.max_attempts, MAX_ATTEMPTS_LIMIT);
-        for _ in 0..20 {
-            draft.adjust(false);
-        }
-        assert_eq!(draft.policy.max_attempts, 1);
-        draft.move_selection(false);
-        assert_eq!(draft.field, SettingsField::Enabled);
-        draft.adjust(true);
-        assert!(draft.policy.enabled);
-
-        // The longest delay never drops below the first delay.
-        draft.field = SettingsField::RetryDelay;
-        for _ in 0..2000 {
-            draft.adjust(true);
-        }
-        assert_eq!(draft.policy.retry_delay_ms, MAX_DELAY_LIMIT_MS);
-        assert!(draft.policy.max_delay_ms >= MAX_DELAY_LIMIT_MS);
-        draft.field = SettingsField::MaxDelay;
-        for _ in 0..4000 {
-            draft.adjust(false);
-        }
-        assert_eq!(draft.policy.max_delay_ms, MAX_DELAY_LIMIT_MS);
-    }
-
-    #[test]
-    fn typed_values_follow_the_config_rules() {
-        let mut draft = SettingsDraft::new(RetryPolicy::default());
-        draft.field = SettingsField::RetryDelay;
-        for ch in "1.25".chars() {
-            assert!(draft.type_char(ch));
-        }
-        assert!(draft.commit_typing());
-        assert_eq!(draft.policy.retry_delay_ms, 1250);
-        // Over the config file's limit: refused with its message, nothing changed.
-        draft.field = SettingsField::MaxAttempts;
-        assert!(!draft.type_char('.'), "attempts are whole numbers");
-        draft.type_char('9');
-        draft.type_char('9');
-        assert!(!draft.commit_typing());
-        assert_eq!(
-            draft.policy.max_attempts,
-            RetryPolicy::default().max_attempts
-        );
-        let problem = draft.problem.clone().unwrap();
-        assert!(problem.contains("max_attempts"), "{problem}");
-        assert!(problem.contains("between 1 and"), "{problem}");
-        // The cap applies to growing delays only.
-        assert!(draft.fields().contains(&SettingsField::MaxDelay));
-        draft.policy.backoff = Backoff::Fixed;
-        assert!(!draft.fields().contains(&SettingsField::MaxDelay));
     }
 }

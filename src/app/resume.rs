@@ -24,7 +24,7 @@ pub struct ResumedConversation {
 
 /// The conversations of the working directory `cwd` that the chat can reopen, newest first
 /// (headless runs are conversations of their own and are not listed).
-pub fn conversations_here(sessions: &Path, cwd: &Path) -> Vec<ConversationSummary> {
+pub(crate) fn conversations_here(sessions: &Path, cwd: &Path) -> Vec<ConversationSummary> {
     let cwd = cwd.display().to_string();
     list_conversations(sessions)
         .into_iter()
@@ -79,7 +79,7 @@ pub fn find(
 }
 
 /// Refuses to continue a conversation under a provider other than its own.
-pub fn check_provider(
+pub(crate) fn check_provider(
     summary: &ConversationSummary,
     requested: Option<&str>,
 ) -> Result<(), String> {
@@ -164,7 +164,7 @@ pub fn load(summary: ConversationSummary) -> Result<ResumedConversation, String>
 
 /// Rebuilds the transcript in `state`. Logged times become instants at the same distances from
 /// one another, so tool durations and stop times read as they did.
-pub fn replay_into(state: &mut AppState, events: Vec<(OrchestratorEvent, Option<u64>)>) {
+pub(crate) fn replay_into(state: &mut AppState, events: Vec<(OrchestratorEvent, Option<u64>)>) {
     let base = Instant::now();
     let first_at = events.iter().find_map(|(_, at_ms)| *at_ms);
     let mut last = base;

@@ -1,7 +1,7 @@
 //! The transcript model: an ordered list of cells, each a user prompt, assistant text, a thinking
 //! block, a tool call or a notice.
 //!
-//! Invariants: every string in a cell is already sanitised (see `view::sanitize`), so the view can
+//! Invariants: every string in a cell is already sanitised (see `crate::sanitize`), so the view can
 //! turn it into spans as it is; every change to a cell goes through [`Transcript::update`], which
 //! bumps the cell's `revision` and the transcript's `version` (the view caches rendered lines per
 //! revision and uses the version for its "new output" indicator). Cell ids never change, while
@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 /// A cell's identity, stable for the life of the transcript.
-pub type CellId = u64;
+pub(crate) type CellId = u64;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Cell {
@@ -50,7 +50,7 @@ pub struct AssistantCell {
 
 impl AssistantCell {
     /// Appends an agent delta: `shown` is its sanitised form.
-    pub fn append(&mut self, delta: &str, shown: &str) {
+    pub(crate) fn append(&mut self, delta: &str, shown: &str) {
         if self.source.is_none() && delta != shown {
             self.source = Some(self.text.clone());
         }
@@ -166,7 +166,7 @@ impl NoticeCell {
 
 impl CellBody {
     /// Whether the cell shows something that changes with time (elapsed, countdown).
-    pub fn is_live(&self) -> bool {
+    pub(crate) fn is_live(&self) -> bool {
         match self {
             CellBody::Tool(tool) => matches!(tool.status, ToolStatus::Running { .. }),
             CellBody::Notice(notice) => notice.countdown.is_some(),
@@ -175,7 +175,7 @@ impl CellBody {
     }
 
     /// Whether the cell has a collapsed and an expanded form.
-    pub fn is_expandable(&self) -> bool {
+    pub(crate) fn is_expandable(&self) -> bool {
         match self {
             CellBody::Thought(_) => true,
             CellBody::Tool(tool) => !tool.output.is_empty(),
@@ -213,7 +213,7 @@ impl Transcript {
     }
 
     /// Bumped when output arrives (not when the user expands or collapses a cell).
-    pub fn output_version(&self) -> u64 {
+    pub(crate) fn output_version(&self) -> u64 {
         self.output_version
     }
 
@@ -239,7 +239,7 @@ impl Transcript {
     }
 
     /// Inserts a cell just before `before` (at the end when `before` is unknown).
-    pub fn insert_before(&mut self, before: CellId, body: CellBody) -> CellId {
+    pub(crate) fn insert_before(&mut self, before: CellId, body: CellBody) -> CellId {
         let Some(index) = self.position(before) else {
             return self.push(body);
         };
@@ -268,7 +268,11 @@ impl Transcript {
     }
 
     /// Changes how one cell is shown (expanded or not), not what it says.
-    pub fn restyle<R>(&mut self, id: CellId, change: impl FnOnce(&mut CellBody) -> R) -> Option<R> {
+    pub(crate) fn restyle<R>(
+        &mut self,
+        id: CellId,
+        change: impl FnOnce(&mut CellBody) -> R,
+    ) -> Option<R> {
         let index = self.position(id)?;
         let cell = &mut self.cells[index];
         let result = change(&mut cell.body);
@@ -278,7 +282,7 @@ impl Transcript {
     }
 
     /// Changes how every cell `change` picks (returns true for) is shown.
-    pub fn update_all(&mut self, mut change: impl FnMut(&mut CellBody) -> bool) {
+    pub(crate) fn update_all(&mut self, mut change: impl FnMut(&mut CellBody) -> bool) {
         let mut changed = false;
         for cell in &mut self.cells {
             if change(&mut cell.body) {

@@ -2,7 +2,7 @@
 //!
 //! Invariant: once [`TerminalGuard::enter`] succeeded, every way out of agentty restores the
 //! terminal exactly once: the guard's `restore`/`Drop` on the normal path, the panic hook on a
-//! panic (any thread), and the event loop's signal handling for SIGTERM/SIGHUP/SIGINT. The order
+//! panic (any thread), and the chat's handling of the shutdown signals (`crate::signals`). The order
 //! matters (pattern from codex-rs/tui): keyboard-enhancement flags are popped and mouse capture
 //! switched off first, then pending input (mouse reports in flight) is drained, and only then
 //! does the terminal leave the alternate screen and raw mode and show the cursor again, so no

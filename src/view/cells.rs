@@ -14,6 +14,7 @@ use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 use super::markdown::MarkdownStream;
 use super::wrap::{wrap_into, RichLine, WrapMode};
+use crate::app::keymap::TOOLS_KEY;
 use crate::app::transcript::{
     AssistantCell, Cell, CellBody, NoticeCell, NoticeLevel, ThoughtCell, ToolCell, ToolStatus,
 };
@@ -27,17 +28,13 @@ fn dim() -> Style {
 }
 
 /// The rendered rows of one cell, in up to three parts (no copying of big cached parts).
-pub struct CellLines<'a> {
+pub(crate) struct CellLines<'a> {
     parts: [&'a [Line<'static>]; 3],
 }
 
 impl<'a> CellLines<'a> {
     pub fn len(&self) -> usize {
         self.parts.iter().map(|part| part.len()).sum()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     pub fn get(&self, mut index: usize) -> Option<&'a Line<'static>> {
@@ -53,7 +50,7 @@ impl<'a> CellLines<'a> {
 
 /// What one cell rendered to, kept between frames.
 #[derive(Default)]
-pub struct CellCache {
+pub(crate) struct CellCache {
     rendered: Option<(u64, u16)>,
     head: Vec<Line<'static>>,
     body: Vec<Line<'static>>,
@@ -241,7 +238,7 @@ fn latest_words(line: &str, room: usize) -> String {
     format!("…{tail}")
 }
 
-pub fn format_elapsed(elapsed: Duration) -> String {
+pub(crate) fn format_elapsed(elapsed: Duration) -> String {
     let seconds = elapsed.as_secs_f64();
     if seconds < 60.0 {
         format!("{seconds:.1} s")
@@ -335,7 +332,7 @@ fn tool_lines(tool: &ToolCell, now: Instant) -> Vec<RichLine> {
     lines.push(
         RichLine::text(
             format!(
-                "… {} more lines (Ctrl+O or click to expand)",
+                "… {} more lines ({TOOLS_KEY} or click to expand)",
                 all.len() - head - tail
             ),
             dim().add_modifier(Modifier::ITALIC),
@@ -391,9 +388,9 @@ fn notice_lines(notice: &NoticeCell, now: Instant) -> Vec<RichLine> {
         format!("diagnostics: {}", notice.details_summary)
     };
     let hint = if notice.expanded {
-        ""
+        String::new()
     } else {
-        " (Ctrl+O or click to expand)"
+        format!(" ({TOOLS_KEY} or click to expand)")
     };
     lines.push(
         RichLine::text(

@@ -26,14 +26,14 @@ struct VisualRow {
 
 /// The input laid out for one width.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WrappedInput {
+pub(crate) struct WrappedInput {
     rows: Vec<VisualRow>,
     /// The cursor's row (index into `rows`) and column (terminal cells).
     pub cursor: (usize, usize),
 }
 
 impl WrappedInput {
-    pub fn row_count(&self) -> usize {
+    pub(crate) fn row_count(&self) -> usize {
         self.rows.len()
     }
 }
@@ -73,7 +73,7 @@ fn wrap_line(chars: &[char], width: usize) -> Vec<(usize, usize)> {
 }
 
 /// Lays the input out for `width` columns.
-pub fn wrap_input(composer: &Composer, width: u16) -> WrappedInput {
+pub(crate) fn wrap_input(composer: &Composer, width: u16) -> WrappedInput {
     let width = usize::from(width).max(1);
     let (cursor_line, cursor_col) = composer.cursor();
     let mut rows = Vec::new();
@@ -122,7 +122,7 @@ pub fn wrap_input(composer: &Composer, width: u16) -> WrappedInput {
 
 /// Draws the input into `area`; `scroll` (the first row shown) is kept between frames so the
 /// view moves only as far as the cursor needs.
-pub fn render_input(composer: &Composer, area: Rect, buf: &mut Buffer, scroll: &mut usize) {
+pub(crate) fn render_input(composer: &Composer, area: Rect, buf: &mut Buffer, scroll: &mut usize) {
     if area.height == 0 || area.width == 0 {
         return;
     }

@@ -32,12 +32,12 @@ fn assets() -> &'static Assets {
 }
 
 /// The style of code with no known language.
-pub fn plain_code_style() -> Style {
+pub(crate) fn plain_code_style() -> Style {
     Style::default().fg(Color::Gray)
 }
 
 /// Highlights one code block line by line.
-pub struct CodeHighlighter {
+pub(crate) struct CodeHighlighter {
     inner: Option<HighlightLines<'static>>,
 }
 
@@ -59,7 +59,7 @@ impl CodeHighlighter {
     }
 
     /// The spans of one line (without its newline). Text must already be sanitised.
-    pub fn highlight_line(&mut self, line: &str) -> Vec<Span<'static>> {
+    pub(crate) fn highlight_line(&mut self, line: &str) -> Vec<Span<'static>> {
         let Some(inner) = self.inner.as_mut() else {
             return vec![Span::styled(line.to_owned(), plain_code_style())];
         };

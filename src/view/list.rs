@@ -9,7 +9,7 @@ use ratatui::text::Line;
 
 /// The first row to show so that `selected` is visible in `height` rows (kept near the middle
 /// once the list scrolls).
-pub fn offset_for(selected: usize, count: usize, height: usize) -> usize {
+pub(crate) fn offset_for(selected: usize, count: usize, height: usize) -> usize {
     if height == 0 || count <= height {
         return 0;
     }
@@ -18,7 +18,12 @@ pub fn offset_for(selected: usize, count: usize, height: usize) -> usize {
 
 /// Draws `rows` from `offset` (clamped so the last page is full), with "more" markers on the
 /// right edge of the first/last row when rows are hidden. Returns the offset used.
-pub fn draw_scrolled(rows: &[Line<'_>], offset: usize, area: Rect, buf: &mut Buffer) -> usize {
+pub(crate) fn draw_scrolled(
+    rows: &[Line<'_>],
+    offset: usize,
+    area: Rect,
+    buf: &mut Buffer,
+) -> usize {
     let height = usize::from(area.height);
     if height == 0 || area.width == 0 {
         return 0;
@@ -39,7 +44,7 @@ pub fn draw_scrolled(rows: &[Line<'_>], offset: usize, area: Rect, buf: &mut Buf
 }
 
 /// Draws `rows` with `selected` kept in view.
-pub fn draw_selectable(rows: &[Line<'_>], selected: usize, area: Rect, buf: &mut Buffer) {
+pub(crate) fn draw_selectable(rows: &[Line<'_>], selected: usize, area: Rect, buf: &mut Buffer) {
     let offset = offset_for(selected, rows.len(), usize::from(area.height));
     draw_scrolled(rows, offset, area, buf);
 }

@@ -33,7 +33,7 @@ fn fence_line(text: String) -> RichLine {
 }
 
 /// Renders a complete markdown text.
-pub fn render_markdown(text: &str) -> Vec<RichLine> {
+pub(crate) fn render_markdown(text: &str) -> Vec<RichLine> {
     let mut renderer = Renderer::default();
     let options =
         Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TABLES | Options::ENABLE_TASKLISTS;
@@ -578,7 +578,7 @@ struct OpenFence {
 
 /// Incremental rendering of a growing markdown text (see the module docs).
 #[derive(Default)]
-pub struct MarkdownStream {
+pub(crate) struct MarkdownStream {
     /// Bytes of the text already split into complete lines.
     scanned: usize,
     /// Start of the markdown not yet committed.
@@ -595,13 +595,8 @@ impl MarkdownStream {
     }
 
     /// Lines that later text can no longer change.
-    pub fn committed(&self) -> &[RichLine] {
+    pub(crate) fn committed(&self) -> &[RichLine] {
         &self.committed
-    }
-
-    /// Bytes of text this stream has seen; text shorter than this is a different text.
-    pub fn scanned(&self) -> usize {
-        self.scanned
     }
 
     /// Takes in the text so far (which must extend the text given before).
@@ -682,7 +677,7 @@ impl MarkdownStream {
     }
 
     /// The lines of the text after the committed part (`text` as last given to `update`).
-    pub fn render_tail(&self, text: &str) -> Vec<RichLine> {
+    pub(crate) fn render_tail(&self, text: &str) -> Vec<RichLine> {
         if self.fence.is_some() {
             // An unfinished code line is shown plain until its newline arrives.
             let partial = text.get(self.scanned..).unwrap_or("");

@@ -3,19 +3,18 @@
 //! Nothing here changes the state or reads the clock: "now" is passed in, so a frame is a
 //! function of (state, now, size) and snapshots are deterministic. [`ChatView`] holds only what
 //! rendering remembers between frames: per-cell caches and the scroll position. Every string that
-//! reaches a span came from the state, which stores agent text sanitised (see [`sanitize`]).
+//! reaches a span came from the state, which stores agent text sanitised (see [`crate::sanitize`]).
 
 pub mod cells;
 pub mod composer;
-pub mod highlight;
+pub(crate) mod highlight;
 pub mod list;
 pub mod markdown;
 pub mod overlay;
 pub mod popup;
-pub mod sanitize;
 pub mod status;
 pub mod transcript;
-pub mod welcome;
+pub(crate) mod welcome;
 pub mod wrap;
 
 use std::time::Instant;
@@ -27,6 +26,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Widget};
 use ratatui::Frame;
 
+use crate::app::keymap::{QUIT_KEY, STOP_KEY};
 use crate::app::state::AppState;
 pub use transcript::TranscriptView;
 
@@ -90,7 +90,7 @@ pub fn render(frame: &mut Frame<'_>, state: &AppState, view: &mut ChatView, now:
     render_to_buffer(state, view, area, frame.buffer_mut(), now);
 }
 
-pub fn render_to_buffer(
+pub(crate) fn render_to_buffer(
     state: &AppState,
     view: &mut ChatView,
     area: Rect,
@@ -167,17 +167,17 @@ fn render_composer(state: &AppState, area: Rect, buf: &mut Buffer, scroll: &mut 
         return;
     }
     let hint = if !state.orchestrator_alive {
-        " the agent runner stopped · Ctrl+C twice quits "
+        format!(" the agent runner stopped · {QUIT_KEY} twice quits ")
     } else if state.is_turn_running() && state.agent_steers {
-        " Enter steers · Alt+Enter follows up · Esc stops the turn "
+        format!(" Enter steers · Alt+Enter follows up · {STOP_KEY} stops the turn ")
     } else if state.is_turn_running() && !state.queued.is_empty() {
-        " Enter queues · Esc stops, queue to editor · Alt+↑ edit "
+        format!(" Enter queues · {STOP_KEY} stops, queue to editor · Alt+↑ edit ")
     } else if state.is_turn_running() {
-        " Enter queues · Esc stops the turn "
+        format!(" Enter queues · {STOP_KEY} stops the turn ")
     } else if state.composer.line_count() > 1 || state.composer.text().chars().count() > 40 {
-        " Enter sends · Alt+Enter new line · Ctrl+C clears "
+        format!(" Enter sends · Alt+Enter new line · {QUIT_KEY} clears ")
     } else {
-        " Enter sends · Alt+Enter new line "
+        " Enter sends · Alt+Enter new line ".to_owned()
     };
     let block = Block::default()
         .borders(Borders::TOP)

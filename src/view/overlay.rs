@@ -8,24 +8,25 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Widget};
 
-use super::sanitize::untrusted_owned;
 use crate::app::conversation_picker::ConversationPicker;
-use crate::app::keymap::KEYMAP;
-use crate::app::menu::{Action, Overlay, SettingsDraft, SettingsField};
+use crate::app::keymap::{self, key_hint};
+use crate::app::menu::{Action, Overlay};
+use crate::app::settings::{SettingsDraft, SettingsField};
 use crate::app::state::AppState;
 use crate::provider::PROVIDER_NAMES;
+use crate::sanitize::untrusted_owned;
 use crate::view::list::{draw_scrolled, draw_selectable};
 use crate::view::wrap::{wrap, RichLine};
 
 /// Width of the keys column of the help when descriptions fit beside it.
 const HELP_KEYS_WIDTH: usize = 24;
 
-pub fn render_overlay(state: &AppState, overlay: &Overlay, area: Rect, buf: &mut Buffer) {
+pub(crate) fn render_overlay(state: &AppState, overlay: &Overlay, area: Rect, buf: &mut Buffer) {
     match overlay {
         Overlay::Menu { selected } => render_menu(state, *selected, area, buf),
         Overlay::Help { scroll } => render_help(state, *scroll, area, buf),
-        Overlay::HistorySearch { query, selected } => {
-            render_history_search(state, query, *selected, area, buf)
+        Overlay::HistorySearch(search) => {
+            render_history_search(state, &search.query, search.selected, area, buf)
         }
         Overlay::ProviderPicker { selected } => render_picker(state, *selected, area, buf),
         Overlay::Settings(draft) => render_settings(state, draft, area, buf),
@@ -90,7 +91,7 @@ fn render_menu(state: &AppState, selected: usize, area: Rect, buf: &mut Buffer) 
             let width = usize::from(inner.width);
             let label = action.label();
             // Narrow: the key hint goes first, then the label is shortened.
-            let keys = match action.key_hint() {
+            let keys = match key_hint(*action) {
                 "" => action.slash().to_owned(),
                 key if label.chars().count() + action.slash().len() + key.chars().count() + 4
                     <= width =>
@@ -120,24 +121,24 @@ fn render_menu(state: &AppState, selected: usize, area: Rect, buf: &mut Buffer) 
 
 /// The help rows for a width: keys and description side by side, or (narrow) the description
 /// wrapped under its keys.
-pub fn help_rows(width: u16) -> Vec<Line<'static>> {
+pub(crate) fn help_rows(width: u16) -> Vec<Line<'static>> {
     let key_style = Style::default()
         .fg(Color::Cyan)
         .add_modifier(Modifier::BOLD);
     let width = usize::from(width);
     let side_by_side = width >= HELP_KEYS_WIDTH + 30;
     let mut rows = Vec::new();
-    for entry in KEYMAP {
+    for (keys, what) in keymap::help() {
         if side_by_side {
-            let keys = format!(" {:<w$}", entry.keys, w = HELP_KEYS_WIDTH);
-            let line = RichLine::new(vec![Span::raw(entry.what.to_owned())]).with_prefix(
+            let keys = format!(" {keys:<HELP_KEYS_WIDTH$}");
+            let line = RichLine::new(vec![Span::raw(what.to_owned())]).with_prefix(
                 vec![Span::styled(keys, key_style)],
                 vec![Span::raw(" ".repeat(HELP_KEYS_WIDTH + 1))],
             );
             rows.extend(wrap(&line, width));
         } else {
-            rows.push(Line::styled(format!(" {}", entry.keys), key_style));
-            let line = RichLine::new(vec![Span::raw(entry.what.to_owned())])
+            rows.push(Line::styled(format!(" {keys}"), key_style));
+            let line = RichLine::new(vec![Span::raw(what.to_owned())])
                 .with_uniform_prefix(vec![Span::raw("   ")]);
             rows.extend(wrap(&line, width));
         }

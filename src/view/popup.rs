@@ -13,7 +13,7 @@ use crate::view::list::draw_selectable;
 /// Rows of suggestions shown at most.
 const MAX_ROWS: u16 = 8;
 
-pub fn render_popup(popup: &Popup, above: Rect, buf: &mut Buffer) {
+pub(crate) fn render_popup(popup: &Popup, above: Rect, buf: &mut Buffer) {
     let rows = (popup.items.len() as u16).clamp(1, MAX_ROWS);
     let height = (rows + 2).min(above.height);
     if height < 3 || above.width < 10 {

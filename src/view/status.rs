@@ -13,7 +13,8 @@ use ratatui::text::{Line, Span};
 
 use super::cells::format_elapsed;
 use crate::app::activity::AgentPhase;
-use crate::app::state::{Activity, AppState};
+use crate::app::keymap::{footer_hint, QUIT_KEY};
+use crate::app::state::{Activity, AppState, StopStatus};
 use crate::stream::Usage;
 
 /// Session ids longer than this are shown as their head and tail.
@@ -36,7 +37,7 @@ impl Segment {
     }
 }
 
-pub fn render_status(state: &AppState, area: Rect, buf: &mut Buffer, now: Instant) {
+pub(crate) fn render_status(state: &AppState, area: Rect, buf: &mut Buffer, now: Instant) {
     if area.height == 0 {
         return;
     }
@@ -101,7 +102,7 @@ pub fn render_status(state: &AppState, area: Rect, buf: &mut Buffer, now: Instan
             drop_order: 0,
             right: true,
             spans: vec![Span::styled(
-                "Ctrl+C again to quit ",
+                format!("{QUIT_KEY} again to quit "),
                 base.fg(Color::Yellow).add_modifier(Modifier::BOLD),
             )],
         }
@@ -109,10 +110,7 @@ pub fn render_status(state: &AppState, area: Rect, buf: &mut Buffer, now: Instan
         Segment {
             drop_order: 5,
             right: true,
-            spans: vec![Span::styled(
-                format!("│ {} ", crate::app::keymap::FOOTER_HINT),
-                base,
-            )],
+            spans: vec![Span::styled(format!("│ {} ", footer_hint()), base)],
         }
     });
 
@@ -156,6 +154,16 @@ pub fn render_status(state: &AppState, area: Rect, buf: &mut Buffer, now: Instan
     }
 }
 
+fn stop_status_text(status: StopStatus) -> String {
+    match status {
+        StopStatus::Requested => "requested".to_owned(),
+        StopStatus::Interrupting => "interrupting".to_owned(),
+        StopStatus::Waiting { elapsed } => format!("waiting ({:.1} s)", elapsed.as_secs_f64()),
+        StopStatus::Killing => "killing".to_owned(),
+        StopStatus::Stopped => "stopped".to_owned(),
+    }
+}
+
 fn activity_spans(state: &AppState, now: Instant, base: Style) -> Vec<Span<'static>> {
     match state.activity(now) {
         Activity::Idle => vec![Span::styled("idle", base)],
@@ -172,7 +180,7 @@ fn activity_spans(state: &AppState, now: Instant, base: Style) -> Vec<Span<'stat
             vec![Span::styled(text, base.fg(colour))]
         }
         Activity::Stopping { stage } => vec![Span::styled(
-            format!("■ stopping: {stage}"),
+            format!("■ stopping: {}", stop_status_text(stage)),
             base.fg(Color::Yellow).add_modifier(Modifier::BOLD),
         )],
         Activity::Retrying { remaining } => {
@@ -183,7 +191,9 @@ fn activity_spans(state: &AppState, now: Instant, base: Style) -> Vec<Span<'stat
             )]
         }
         Activity::Quitting { stage } => {
-            let stage = stage.map(|stage| format!(" ({stage})")).unwrap_or_default();
+            let stage = stage
+                .map(|stage| format!(" ({})", stop_status_text(stage)))
+                .unwrap_or_default();
             vec![Span::styled(
                 format!("quitting: stopping the agent{stage}…"),
                 base.fg(Color::Yellow),
@@ -271,7 +281,7 @@ fn total_text(total: &Usage) -> String {
 }
 
 /// "1.2k in · 345 out · 12 thinking · $0.0123", as far as the agent reported it.
-pub fn usage_text(usage: &Usage) -> String {
+pub(crate) fn usage_text(usage: &Usage) -> String {
     let mut parts = Vec::new();
     if let Some(input) = usage.input_tokens {
         parts.push(format!("{} in", compact(input)));

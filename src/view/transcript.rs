@@ -76,7 +76,7 @@ impl TranscriptView {
     }
 
     /// Whether new output arrived while the user was scrolled up.
-    pub fn has_unseen_output(&self, transcript: &Transcript) -> bool {
+    pub(crate) fn has_unseen_output(&self, transcript: &Transcript) -> bool {
         !self.viewport.follow && transcript.output_version() > self.viewport.seen_output
     }
 

@@ -7,7 +7,7 @@ use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
-use crate::app::keymap::MENU_KEY;
+use crate::app::keymap::{HELP_KEY, MENU_KEY, QUIT_KEY, STOP_KEY};
 use crate::app::state::AppState;
 use crate::view::wrap::{wrap, RichLine};
 
@@ -57,14 +57,15 @@ fn welcome_lines(state: &AppState, roomy: bool) -> Vec<RichLine> {
         );
     }
     gap(&mut lines);
+    let quit_twice = format!("{QUIT_KEY} {QUIT_KEY}");
     let keys = [
         ("Enter", "send"),
-        ("Esc", "stop"),
+        (STOP_KEY, "stop"),
         ("@", "file"),
         ("/", "command"),
         (MENU_KEY, "actions"),
-        ("F1", "all keys"),
-        ("Ctrl+C Ctrl+C", "quit"),
+        (HELP_KEY, "all keys"),
+        (quit_twice.as_str(), "quit"),
     ];
     let mut spans = vec![Span::styled("Keys: ", bold)];
     for (index, (chord, what)) in keys.iter().enumerate() {
@@ -93,7 +94,7 @@ fn welcome_lines(state: &AppState, roomy: bool) -> Vec<RichLine> {
 }
 
 /// Draws the first-start screen into the (empty) transcript area.
-pub fn render_welcome(state: &AppState, area: Rect, buf: &mut Buffer) {
+pub(crate) fn render_welcome(state: &AppState, area: Rect, buf: &mut Buffer) {
     if area.height == 0 || area.width < 4 {
         return;
     }

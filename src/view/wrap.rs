@@ -46,26 +46,24 @@ impl RichLine {
         }
     }
 
-    pub fn blank() -> Self {
+    pub(crate) fn blank() -> Self {
         Self::default()
     }
 
-    pub fn with_prefix(mut self, first: Vec<Span<'static>>, rest: Vec<Span<'static>>) -> Self {
+    pub(crate) fn with_prefix(
+        mut self,
+        first: Vec<Span<'static>>,
+        rest: Vec<Span<'static>>,
+    ) -> Self {
         self.first_prefix = first;
         self.rest_prefix = rest;
         self
     }
 
     /// The same prefix on every row.
-    pub fn with_uniform_prefix(self, prefix: Vec<Span<'static>>) -> Self {
+    pub(crate) fn with_uniform_prefix(self, prefix: Vec<Span<'static>>) -> Self {
         let rest = prefix.clone();
         self.with_prefix(prefix, rest)
-    }
-
-    /// The lines to show instead when this one is too wide for the screen.
-    pub fn or_when_narrow(mut self, lines: Vec<RichLine>) -> Self {
-        self.narrow = Some(lines);
-        self
     }
 
     pub fn mode(mut self, mode: WrapMode) -> Self {
@@ -79,7 +77,7 @@ impl RichLine {
     }
 
     /// Applies `style` on top of every span's own style.
-    pub fn patch_style(&mut self, style: Style) {
+    pub(crate) fn patch_style(&mut self, style: Style) {
         for span in self
             .first_prefix
             .iter_mut()
@@ -91,7 +89,7 @@ impl RichLine {
     }
 }
 
-pub fn spans_width(spans: &[Span<'_>]) -> usize {
+pub(crate) fn spans_width(spans: &[Span<'_>]) -> usize {
     spans.iter().map(|span| span.content.width()).sum()
 }
 
@@ -101,7 +99,7 @@ fn grapheme_width(grapheme: &str) -> usize {
 }
 
 /// Wraps `line` to `width` columns, appending rows to `out`.
-pub fn wrap_into(line: &RichLine, width: usize, out: &mut Vec<Line<'static>>) {
+pub(crate) fn wrap_into(line: &RichLine, width: usize, out: &mut Vec<Line<'static>>) {
     let width = width.max(1);
     if let Some(narrow) = &line.narrow {
         if spans_width(&line.first_prefix) + spans_width(&line.content) > width {

@@ -14,7 +14,7 @@ use std::borrow::Cow;
 const TAB_SPACES: &str = "    ";
 
 /// The visible, inert form of `text`; borrows when nothing needs changing.
-pub fn untrusted(text: &str) -> Cow<'_, str> {
+pub(crate) fn untrusted(text: &str) -> Cow<'_, str> {
     if !text.chars().any(needs_replacing) {
         return Cow::Borrowed(text);
     }
@@ -42,7 +42,7 @@ pub fn untrusted(text: &str) -> Cow<'_, str> {
 
 /// Text for the clipboard: the agent's source as written (tabs and line breaks kept), without
 /// the controls that could act on whatever it is pasted into.
-pub fn for_clipboard(text: &str) -> Cow<'_, str> {
+pub(crate) fn for_clipboard(text: &str) -> Cow<'_, str> {
     let keep = |ch: char| matches!(ch, '\t' | '\n') || !needs_replacing(ch);
     if text.chars().all(keep) {
         return Cow::Borrowed(text);
@@ -51,7 +51,7 @@ pub fn for_clipboard(text: &str) -> Cow<'_, str> {
 }
 
 /// The sanitised text, owned.
-pub fn untrusted_owned(text: &str) -> String {
+pub(crate) fn untrusted_owned(text: &str) -> String {
     untrusted(text).into_owned()
 }
 
@@ -65,7 +65,7 @@ fn needs_replacing(ch: char) -> bool {
 }
 
 /// Whether `text` is safe to hand to the terminal as it is (used to guard the render path).
-pub fn is_inert(text: &str) -> bool {
+pub(crate) fn is_inert(text: &str) -> bool {
     !text.chars().any(|ch| ch != '\n' && needs_replacing(ch))
 }
 

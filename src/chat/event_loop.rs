@@ -4,7 +4,7 @@
 //! Invariants: the loop never blocks (disk writes go to `spawn_blocking`, the agent lives on the
 //! orchestrator's task); it draws only when something changed, at most every 16 ms, and keeps a
 //! 4 Hz timer only while something time-based is on screen; errors are shown and logged, never
-//! unwound out of it. Every way out (quit, SIGTERM/SIGHUP/SIGINT, a broken terminal) asks the
+//! unwound out of it. Every way out (quit, SIGTERM/SIGHUP/SIGINT/SIGQUIT, a broken terminal) asks the
 //! orchestrator to shut down (which stops the agent with the three-stage stop) and waits for it,
 //! bounded by `SHUTDOWN_LIMIT`, after which any agent tree still alive is killed.
 
@@ -16,21 +16,24 @@ use std::time::{Duration, Instant};
 use base64::Engine;
 use crossterm::event::{Event, EventStream, MouseButton, MouseEventKind};
 use futures::StreamExt;
-use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::mpsc;
 use tokio::time::sleep_until;
 
-use super::state::{AppEffect, AppState, StartupInfo};
-use super::transcript::NoticeLevel;
-use super::{history, mentions, resolve_provider, resume};
+use crate::app::state::{AppEffect, AppState, StartupInfo};
+use crate::app::transcript::NoticeLevel;
+use crate::app::{history, mentions, resume};
 use crate::cli::{AgentArgs, Cli};
 use crate::config::{self, Config, RetryPolicy};
 use crate::orchestrator::{
     spawn_orchestrator, Command, OrchestratorEvent, OrchestratorHandle, OrchestratorOptions,
 };
+use crate::provider::select::resolve_provider;
 use crate::provider::{build_backend, build_provider_with, default_chat_transport, SessionRef};
 use crate::session_log::{
     sessions_dir, ConversationSummary, NewConversation, Origin, SessionLogWriter,
+};
+use crate::signals::{
+    JobControlEvent, ShutdownSignal, SignalEvent, SignalHandler, SignalHandlerKind,
 };
 use crate::tui::{self, ChatTerminal, FrameScheduler, TerminalGuard};
 use crate::view::{self, ChatView};
@@ -164,7 +167,7 @@ fn session_of(summary: &ConversationSummary) -> SessionRef {
         .map_or(SessionRef::New, SessionRef::Resume)
 }
 
-/// Runs the chat (see `app::run`).
+/// Runs the chat (see `chat::run`).
 pub fn run(cli: Cli) -> i32 {
     let loaded = match config::load_checked(cli.agent.config.as_deref()) {
         Ok(loaded) => loaded,
@@ -265,7 +268,7 @@ pub fn run(cli: Cli) -> i32 {
         let mut state = AppState::new(startup);
         state.composer.load_history(history::load(&history_path()));
         // It may quote PATH: shown inert like everything from outside.
-        state.provider_reason = Some(crate::view::sanitize::untrusted_owned(
+        state.provider_reason = Some(crate::sanitize::untrusted_owned(
             &crate::provider::select::choice_reason(&launch.agent, &launch.config),
         ));
         if let Some(resumed) = resumed {
@@ -298,7 +301,7 @@ fn show_resumed(state: &mut AppState, resumed: resume::ResumedConversation) {
         .summary
         .session_id
         .as_deref()
-        .map(crate::view::sanitize::untrusted_owned);
+        .map(crate::sanitize::untrusted_owned);
     state.show_notice(NoticeLevel::Info, &resumed_notice(&resumed.summary));
 }
 
@@ -364,15 +367,10 @@ impl ChatLoop {
         let mut input = EventStream::new();
         // SIGTSTP from outside (`kill -TSTP`; the terminal's Ctrl+Z arrives as a key in raw
         // mode) suspends the same way as Ctrl+Z: terminal restored, agents stopped too.
-        let (mut sigterm, mut sighup, mut sigint, mut sigtstp) = match (
-            signal(SignalKind::terminate()),
-            signal(SignalKind::hangup()),
-            signal(SignalKind::interrupt()),
-            signal(SignalKind::from_raw(libc::SIGTSTP)),
-        ) {
-            (Ok(term), Ok(hup), Ok(int), Ok(tstp)) => (term, hup, int, tstp),
-            _ => {
-                tracing::error!("cannot install signal handlers");
+        let mut signals = match SignalHandler::new(SignalHandlerKind::Standard) {
+            Ok(signals) => signals,
+            Err(error) => {
+                tracing::error!(%error, "cannot install signal handlers");
                 return 1;
             }
         };
@@ -392,17 +390,7 @@ impl ChatLoop {
                     crate::process::tree::kill_all_trees_now();
                     self.exit = true;
                 }
-                _ = sigterm.recv() => self.on_signal(libc::SIGTERM, "SIGTERM"),
-                _ = sighup.recv() => {
-                    self.terminal_lost = true;
-                    self.on_signal(libc::SIGHUP, "SIGHUP");
-                }
-                _ = sigint.recv() => self.on_signal(libc::SIGINT, "SIGINT"),
-                _ = sigtstp.recv() => {
-                    if !self.terminal_lost {
-                        self.suspend(terminal);
-                    }
-                }
+                signal = signals.recv() => self.on_signal(signal, terminal),
                 event = self.orchestrator.events.recv(), if self.orchestrator_open => {
                     let now = Instant::now();
                     let effects = match event {
@@ -523,8 +511,27 @@ impl ChatLoop {
         }
     }
 
-    fn on_signal(&mut self, number: i32, name: &str) {
+    fn on_signal(&mut self, signal: SignalEvent, terminal: &mut ChatTerminal) {
+        match signal {
+            SignalEvent::Shutdown(signal) => self.on_shutdown_signal(signal),
+            SignalEvent::JobControl(JobControlEvent::Stop) => {
+                if !self.terminal_lost {
+                    self.suspend(terminal);
+                }
+            }
+            // `kill -CONT` by hand while the agents are stopped: they go on with agentty.
+            SignalEvent::JobControl(JobControlEvent::Continue) => {
+                crate::process::tree::signal_all_groups(nix::sys::signal::Signal::SIGCONT)
+            }
+        }
+    }
+
+    fn on_shutdown_signal(&mut self, signal: ShutdownSignal) {
+        let (number, name) = (signal.number(), signal.name());
         tracing::info!(signal = name, "signal received");
+        if signal == ShutdownSignal::Hangup {
+            self.terminal_lost = true;
+        }
         if self.state.quitting {
             // A second request to leave: do not wait for the agent any longer.
             crate::process::tree::kill_all_trees_now();

@@ -1,0 +1,100 @@
+//! Ctrl+R: the earlier prompts matching a typed query, best first, and its keys.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+use super::keymap::{command_for, KeyCommand};
+use super::list::ListSelection;
+
+/// The search as typed so far.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HistorySearch {
+    pub query: String,
+    /// Index into the matches of `query`.
+    pub selected: usize,
+}
+
+/// What a key did to the search.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum HistorySearchOutcome {
+    Open,
+    Close,
+    /// This prompt goes into the editor.
+    Chosen(String),
+}
+
+impl HistorySearch {
+    /// A key; `matches` are the prompts matching the query as it was before the key.
+    pub(crate) fn on_key(&mut self, key: KeyEvent, matches: &[String]) -> HistorySearchOutcome {
+        match key.code {
+            KeyCode::Esc => return HistorySearchOutcome::Close,
+            KeyCode::Enter | KeyCode::Tab => {
+                return match matches.get(self.selected) {
+                    Some(prompt) => HistorySearchOutcome::Chosen(prompt.clone()),
+                    None => HistorySearchOutcome::Close,
+                }
+            }
+            // The search key again: the next older match, as in a shell.
+            _ if command_for(key) == Some(KeyCommand::SearchHistory) => {
+                self.selected = (self.selected + 1).min(matches.len().saturating_sub(1));
+            }
+            KeyCode::Backspace => {
+                self.query.pop();
+                self.selected = 0;
+            }
+            KeyCode::Char(ch)
+                if !key
+                    .modifiers
+                    .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT) =>
+            {
+                self.query.push(ch);
+                self.selected = 0;
+            }
+            _ => {
+                let mut list = ListSelection::at(self.selected);
+                list.on_key(key, matches.len());
+                self.selected = list.selected;
+            }
+        }
+        HistorySearchOutcome::Open
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn press(code: KeyCode, modifiers: KeyModifiers) -> KeyEvent {
+        KeyEvent::new(code, modifiers)
+    }
+
+    #[test]
+    fn typing_narrows_ctrl_r_steps_older_and_enter_chooses() {
+        let matches = ["newest".to_owned(), "older".to_owned(), "oldest".to_owned()];
+        let mut search = HistorySearch::default();
+        let ctrl_r = press(KeyCode::Char('r'), KeyModifiers::CONTROL);
+        for _ in 0..5 {
+            assert_eq!(search.on_key(ctrl_r, &matches), HistorySearchOutcome::Open);
+        }
+        assert_eq!(search.selected, 2, "stops at the oldest match");
+        assert_eq!(
+            search.on_key(press(KeyCode::Up, KeyModifiers::NONE), &matches),
+            HistorySearchOutcome::Open
+        );
+        assert_eq!(
+            search.on_key(press(KeyCode::Enter, KeyModifiers::NONE), &matches),
+            HistorySearchOutcome::Chosen("older".to_owned())
+        );
+        search.on_key(press(KeyCode::Char('o'), KeyModifiers::NONE), &matches);
+        assert_eq!((search.query.as_str(), search.selected), ("o", 0));
+        search.on_key(press(KeyCode::Backspace, KeyModifiers::NONE), &matches);
+        assert_eq!(search.query, "");
+        assert_eq!(
+            search.on_key(press(KeyCode::Enter, KeyModifiers::NONE), &[]),
+            HistorySearchOutcome::Close
+        );
+        assert_eq!(
+            search.on_key(press(KeyCode::Esc, KeyModifiers::NONE), &matches),
+            HistorySearchOutcome::Close
+        );
+    }
+}

@@ -1,0 +1,204 @@
+//! Menu actions and `/` commands (both run `perform`), sending a prompt, stopping and leaving.
+
+use super::{plural, AppEffect, AppState};
+use crate::app::activity::UsageBook;
+use crate::app::mentions;
+use crate::app::menu::{parse_slash, Action, Overlay};
+use crate::app::settings::SettingsDraft;
+use crate::app::transcript::{CellBody, NoticeLevel};
+use crate::orchestrator::Command;
+use crate::provider::Interjection;
+use crate::provider::PROVIDER_NAMES;
+use crate::sanitize::untrusted_owned;
+
+impl AppState {
+    pub(super) fn request_stop(&mut self) -> Vec<AppEffect> {
+        if let Some(turn) = self.turn.as_mut() {
+            turn.stop_requested = true;
+        }
+        vec![AppEffect::Command(Command::Stop)]
+    }
+
+    /// Starts leaving: the orchestrator stops the agent and shuts down, then the loop exits.
+    pub(crate) fn begin_quit(&mut self) -> Vec<AppEffect> {
+        self.overlay = None;
+        if !self.orchestrator_alive {
+            self.quitting = true;
+            return vec![AppEffect::Exit];
+        }
+        if self.quitting {
+            return Vec::new();
+        }
+        self.quitting = true;
+        vec![AppEffect::Command(Command::Shutdown)]
+    }
+
+    pub(super) fn open_overlay(&mut self, overlay: Overlay) -> Vec<AppEffect> {
+        self.overlay = Some(overlay);
+        Vec::new()
+    }
+
+    pub(super) fn submit(&mut self) -> Vec<AppEffect> {
+        self.submit_as(None)
+    }
+
+    /// Sends the composer's text: as a prompt, or handed to the running turn (`interjection`).
+    pub(super) fn submit_as(&mut self, interjection: Option<Interjection>) -> Vec<AppEffect> {
+        let text = self.composer.text();
+        if text.trim().is_empty() {
+            // Nothing to send; the blanks must not prefix the next prompt either.
+            self.composer.take();
+            return Vec::new();
+        }
+        if text.starts_with('/') && !text.contains('\n') {
+            self.composer.take();
+            return match parse_slash(&text) {
+                Some((action, argument)) => self.perform(action, argument),
+                None => {
+                    let commands: Vec<&str> =
+                        Action::ALL.iter().map(|action| action.slash()).collect();
+                    self.notice(
+                        NoticeLevel::Warning,
+                        format!(
+                            "Unknown command {}; commands: {}",
+                            untrusted_owned(text.split_whitespace().next().unwrap_or("")),
+                            commands.join(" ")
+                        ),
+                    );
+                    Vec::new()
+                }
+            };
+        }
+        if !self.orchestrator_alive {
+            self.notice(
+                NoticeLevel::Error,
+                "The agent runner is not running; the prompt was not sent.",
+            );
+            return Vec::new();
+        }
+        self.composer.take();
+        self.composer.remember(&text);
+        let prompt = mentions::resolve_mentions(&text, self.files.files());
+        let command = match interjection {
+            Some(kind) => Command::Interject(kind, prompt),
+            None => Command::Submit(prompt),
+        };
+        vec![AppEffect::Command(command), AppEffect::SavePrompt(text)]
+    }
+
+    /// Runs a menu action or `/` command.
+    pub(crate) fn perform(&mut self, action: Action, argument: Option<String>) -> Vec<AppEffect> {
+        self.overlay = None;
+        if !self.is_action_enabled(action) {
+            let why = match action {
+                Action::RetryLastTurn => "Retry is available after a failed or stopped turn.",
+                Action::Stop => "No turn is running.",
+                Action::CopyLastAnswer => "There is no answer to copy yet.",
+                Action::ReopenLastSession | Action::NewSession => {
+                    "Stop the running turn (Esc) before leaving this conversation."
+                }
+                _ => "Not available now.",
+            };
+            self.notice(NoticeLevel::Info, why);
+            return Vec::new();
+        }
+        match action {
+            Action::RetryLastTurn => {
+                self.retry_asked = true;
+                vec![AppEffect::Command(Command::RetryLastTurn)]
+            }
+            Action::Stop => self.request_stop(),
+            Action::NewSession => vec![AppEffect::NewConversation],
+            Action::ReopenLastSession => vec![AppEffect::ListConversations],
+            Action::SwitchProvider => match argument {
+                Some(name) => self.switch_provider(&name),
+                None => self.open_overlay(Overlay::provider_picker(&self.provider)),
+            },
+            Action::ToggleThinking => {
+                self.expand_thinking = !self.expand_thinking;
+                let expand = self.expand_thinking;
+                self.transcript.update_all(|body| match body {
+                    CellBody::Thought(thought) if thought.expanded != expand => {
+                        thought.expanded = expand;
+                        true
+                    }
+                    _ => false,
+                });
+                Vec::new()
+            }
+            Action::ToggleToolOutput => {
+                self.expand_tools = !self.expand_tools;
+                let expand = self.expand_tools;
+                self.transcript.update_all(|body| match body {
+                    CellBody::Tool(tool) if tool.expanded != expand => {
+                        tool.expanded = expand;
+                        true
+                    }
+                    CellBody::Notice(notice)
+                        if !notice.details.is_empty() && notice.expanded != expand =>
+                    {
+                        notice.expanded = expand;
+                        true
+                    }
+                    _ => false,
+                });
+                Vec::new()
+            }
+            Action::CopyLastAnswer => {
+                let answer = self.last_answer().unwrap_or_default();
+                self.notice(
+                    NoticeLevel::Info,
+                    format!(
+                        "Copied the last answer ({}) to the clipboard",
+                        plural(answer.chars().count(), "character")
+                    ),
+                );
+                vec![AppEffect::Copy(answer)]
+            }
+            Action::Settings => self.open_overlay(Overlay::Settings(SettingsDraft::new(
+                self.retry_policy.clone(),
+            ))),
+            Action::ShowLogPath => {
+                let path = crate::logging::current_log_file();
+                self.notice(
+                    NoticeLevel::Info,
+                    untrusted_owned(&format!("Log file: {}", path.display())),
+                );
+                Vec::new()
+            }
+            Action::Help => self.open_overlay(Overlay::Help { scroll: 0 }),
+            Action::Quit => self.begin_quit(),
+        }
+    }
+
+    pub(super) fn switch_provider(&mut self, name: &str) -> Vec<AppEffect> {
+        if !PROVIDER_NAMES.contains(&name) {
+            self.notice(
+                NoticeLevel::Warning,
+                format!(
+                    "Unknown provider {}; choose one of {}",
+                    untrusted_owned(name),
+                    PROVIDER_NAMES.join(", ")
+                ),
+            );
+            return Vec::new();
+        }
+        if self.is_turn_running() {
+            self.notice(
+                NoticeLevel::Info,
+                "Stop the running turn before switching provider.",
+            );
+            return Vec::new();
+        }
+        self.provider = name.to_owned();
+        self.session_id = None;
+        self.usage_book = UsageBook::default();
+        self.queued.clear();
+        self.last_outcome = None;
+        self.notice(
+            NoticeLevel::Info,
+            format!("Switched to {name}: the next prompt starts a new session"),
+        );
+        vec![AppEffect::SwitchProvider(name.to_owned())]
+    }
+}

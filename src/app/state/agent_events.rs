@@ -1,0 +1,639 @@
+//! Orchestrator events into the transcript: turns, attempts, the agent's shared-stream messages
+//! (text, thinking, tool calls, notices, how the attempt ended) and the turn's end.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::{plural, AppEffect, AppState, StopState, TurnState};
+use crate::app::activity::PhaseTracker;
+use crate::app::failure_text::{failure_facts, failure_headline, next_step};
+use crate::app::notice_kind::NoticeKind;
+use crate::app::transcript::{
+    AssistantCell, CellBody, CellId, DetailSection, NoticeCell, NoticeLevel, RetryCountdown,
+    ThoughtCell, ToolCell, ToolStatus, UserCell,
+};
+use crate::orchestrator::{Command, OrchestratorEvent, TurnId, TurnOutcome};
+use crate::provider::pi::rpc::{AgentQueue, AgentStatus};
+use crate::provider::StopProgress;
+use crate::sanitize::untrusted_owned;
+use crate::stream::{AgentMessage, Failure, StopStage};
+
+impl AppState {
+    pub fn on_orchestrator_event(
+        &mut self,
+        event: OrchestratorEvent,
+        now: Instant,
+    ) -> Vec<AppEffect> {
+        match event {
+            OrchestratorEvent::TurnStarted { turn, prompt } => {
+                self.transcript.push(CellBody::User(UserCell {
+                    text: untrusted_owned(&prompt),
+                    retry: std::mem::take(&mut self.retry_asked),
+                }));
+                self.phase = Some(PhaseTracker::new(now));
+                self.turn = Some(TurnState {
+                    id: turn,
+                    started: now,
+                    attempt: 1,
+                    max_attempts: 1,
+                    stop_requested: false,
+                    stop: None,
+                    retry: None,
+                    open_assistant: None,
+                    attempt_assistant_cells: Vec::new(),
+                    tools: HashMap::new(),
+                    end_shown: false,
+                });
+            }
+            OrchestratorEvent::AttemptStarted {
+                turn,
+                attempt,
+                max_attempts,
+            } => {
+                if self.turn.as_ref().is_some_and(|running| running.id == turn) {
+                    self.phase = Some(PhaseTracker::new(now));
+                }
+                self.on_attempt_started(turn, attempt, max_attempts);
+            }
+            OrchestratorEvent::Message {
+                turn,
+                attempt: _,
+                message,
+            } => {
+                if self.turn.as_ref().is_some_and(|running| running.id == turn) {
+                    self.on_agent_message(message, now);
+                }
+            }
+            OrchestratorEvent::StopProgress { turn, progress } => {
+                if let Some(running) = self.turn.as_mut().filter(|running| running.id == turn) {
+                    running.stop = match progress {
+                        StopProgress::Running => None,
+                        _ if running.stop.map(|stop| stop.progress) == Some(progress) => {
+                            running.stop
+                        }
+                        _ => Some(StopState {
+                            progress,
+                            since: now,
+                        }),
+                    };
+                }
+            }
+            OrchestratorEvent::RetryScheduled {
+                turn,
+                attempt,
+                max_attempts,
+                delay_ms,
+                reason,
+            } => {
+                if self.turn.as_ref().is_some_and(|running| running.id == turn) {
+                    let deadline = now + Duration::from_millis(delay_ms);
+                    let mut notice = NoticeCell::new(NoticeLevel::Retry, String::new());
+                    notice.countdown = Some(RetryCountdown {
+                        deadline,
+                        attempt,
+                        max_attempts,
+                        reason: untrusted_owned(&reason),
+                    });
+                    self.close_assistant();
+                    let id = self.transcript.push(CellBody::Notice(notice));
+                    if let Some(running) = self.turn.as_mut() {
+                        running.retry = Some((id, deadline));
+                    }
+                }
+            }
+            OrchestratorEvent::RetryCancelled { turn } => {
+                if let Some(running) = self.turn.as_mut().filter(|running| running.id == turn) {
+                    if let Some((id, _)) = running.retry.take() {
+                        running.end_shown = true;
+                        self.transcript.update(id, |body| {
+                            if let CellBody::Notice(notice) = body {
+                                if let Some(countdown) = notice.countdown.take() {
+                                    notice.level = NoticeLevel::Stopped;
+                                    notice.message = format!(
+                                        "Retry cancelled: attempt {} of {} was not started",
+                                        countdown.attempt, countdown.max_attempts
+                                    );
+                                }
+                            }
+                        });
+                    }
+                }
+            }
+            OrchestratorEvent::TurnEnded { turn, outcome } => {
+                if self.turn.as_ref().is_some_and(|running| running.id == turn) {
+                    let cancelled = outcome == TurnOutcome::Cancelled;
+                    self.on_turn_ended(outcome, now);
+                    if cancelled {
+                        return self.take_back_queue();
+                    }
+                }
+            }
+            OrchestratorEvent::QueueChanged { queued } => {
+                self.queued = queued
+                    .iter()
+                    .map(|prompt| untrusted_owned(prompt))
+                    .collect();
+            }
+            OrchestratorEvent::SessionChanged { session_id } => {
+                self.session_id = session_id.map(|id| untrusted_owned(&id));
+            }
+            OrchestratorEvent::AgentQueueChanged(queue) => {
+                let clean = |items: &[String]| -> Vec<String> {
+                    items.iter().map(|item| untrusted_owned(item)).collect()
+                };
+                self.agent_queue = AgentQueue {
+                    steering: clean(&queue.steering),
+                    follow_up: clean(&queue.follow_up),
+                };
+            }
+            OrchestratorEvent::AgentStatusChanged(status) => {
+                self.agent_status = AgentStatus {
+                    model: status.model.map(|model| untrusted_owned(&model)),
+                    thinking_level: status.thinking_level.map(|level| untrusted_owned(&level)),
+                    ..status
+                };
+            }
+            OrchestratorEvent::Notice {
+                turn,
+                kind,
+                message,
+            } => {
+                if self.turn.as_ref().is_some_and(|running| running.id == turn) {
+                    self.on_agent_message(AgentMessage::Notice { kind, message }, now);
+                }
+            }
+            OrchestratorEvent::ShutDown => return self.on_orchestrator_gone(),
+        }
+        Vec::new()
+    }
+
+    /// The orchestrator is gone (it shut down, or its channel closed).
+    pub fn on_orchestrator_gone(&mut self) -> Vec<AppEffect> {
+        let was_alive = self.orchestrator_alive;
+        self.orchestrator_alive = false;
+        if self.quitting {
+            return vec![AppEffect::Exit];
+        }
+        if was_alive {
+            self.notice(
+                NoticeLevel::Error,
+                "The agent runner stopped; prompts cannot be sent. Quit with Ctrl+C twice.",
+            );
+        }
+        Vec::new()
+    }
+
+    fn on_attempt_started(&mut self, turn: TurnId, attempt: u32, max_attempts: u32) {
+        let Some(running) = self.turn.as_mut().filter(|running| running.id == turn) else {
+            return;
+        };
+        running.attempt = attempt;
+        running.max_attempts = max_attempts;
+        running.stop = None;
+        running.stop_requested = false;
+        running.open_assistant = None;
+        running.tools.clear();
+        self.live_thinking.settle(&mut self.transcript);
+        let earlier_text = std::mem::take(&mut running.attempt_assistant_cells);
+        let retry = running.retry.take();
+        if attempt > 1 {
+            // The failed attempt's partial answer is replaced by this attempt's.
+            for id in earlier_text {
+                self.transcript.update(id, |body| {
+                    if let CellBody::Assistant(answer) = body {
+                        answer.superseded = true;
+                    }
+                });
+            }
+        }
+        if let Some((id, _)) = retry {
+            self.transcript.update(id, |body| {
+                if let CellBody::Notice(notice) = body {
+                    if let Some(countdown) = notice.countdown.take() {
+                        notice.message = format!(
+                            "Retried: attempt {} of {} · {}",
+                            countdown.attempt, countdown.max_attempts, countdown.reason
+                        );
+                    }
+                }
+            });
+        }
+    }
+
+    fn on_agent_message(&mut self, message: AgentMessage, now: Instant) {
+        self.live_thinking.observe(&mut self.transcript, &message);
+        self.usage_book.observe(&message);
+        if let Some(phase) = self.phase.as_mut() {
+            phase.observe(&message, now);
+        }
+        match message {
+            AgentMessage::SessionStarted { session_id, .. } => {
+                if let Some(id) = session_id {
+                    self.session_id = Some(untrusted_owned(&id));
+                }
+            }
+            AgentMessage::SessionResumed { session_id, .. } => {
+                self.session_id = Some(untrusted_owned(&session_id));
+            }
+            AgentMessage::Assistant { delta } => self.append_assistant(&delta),
+            AgentMessage::Thinking { delta } => {
+                if !self.live_thinking.is_open() {
+                    self.close_assistant();
+                }
+                self.live_thinking.push_delta(
+                    &mut self.transcript,
+                    &untrusted_owned(&delta),
+                    self.expand_thinking,
+                );
+            }
+            AgentMessage::Thought { text } if self.live_thinking.is_waiting() => {
+                self.live_thinking
+                    .complete(&mut self.transcript, untrusted_owned(&text));
+            }
+            AgentMessage::Thought { text } => {
+                let cell = CellBody::Thought(ThoughtCell::new(
+                    untrusted_owned(&text),
+                    self.expand_thinking,
+                ));
+                // Thinking is released after the message it belongs to: show it before that
+                // message's text, where it was thought.
+                match self.turn.as_ref().and_then(|turn| turn.open_assistant) {
+                    Some(answer) => {
+                        self.transcript.insert_before(answer, cell);
+                    }
+                    None => {
+                        self.transcript.push(cell);
+                    }
+                }
+            }
+            AgentMessage::ToolCall { id, name, input } => {
+                self.close_assistant();
+                let cell = self.transcript.push(CellBody::Tool(ToolCell {
+                    call_id: untrusted_owned(&id),
+                    name: untrusted_owned(&name),
+                    summary: summarize_tool_input(&input),
+                    status: ToolStatus::Running { since: now },
+                    output: String::new(),
+                    expanded: self.expand_tools,
+                }));
+                if let Some(turn) = self.turn.as_mut() {
+                    turn.tools.insert(id, cell);
+                }
+            }
+            AgentMessage::ToolUpdate { id, output } => {
+                self.update_tool(&id, |tool| tool.output = untrusted_owned(&output));
+            }
+            AgentMessage::ToolCompleted { id, output } => {
+                self.update_tool(&id, |tool| {
+                    // The final output is authoritative, unless it is empty and some streamed.
+                    if !output.is_empty() || tool.output.is_empty() {
+                        tool.output = untrusted_owned(&output);
+                    }
+                    tool.status = ToolStatus::Done {
+                        elapsed: running_for(tool.status, now),
+                    };
+                });
+            }
+            AgentMessage::ToolFailed { id, error } => {
+                self.update_tool(&id, |tool| {
+                    // What the tool had shown stays; the failure is added to it.
+                    let error = untrusted_owned(&error);
+                    if tool.output.is_empty() || tool.output.ends_with(error.as_str()) {
+                        tool.output = error;
+                    } else if !error.is_empty() {
+                        tool.output.push('\n');
+                        tool.output.push_str(&error);
+                    }
+                    tool.status = ToolStatus::Failed {
+                        elapsed: running_for(tool.status, now),
+                    };
+                });
+            }
+            AgentMessage::Completed { stop_reason, .. } => {
+                self.finish_running_tools(now);
+                if matches!(stop_reason.as_str(), "length" | "max_tokens") {
+                    self.notice(
+                        NoticeLevel::Warning,
+                        format!(
+                            "The answer was cut off: the agent reached its output limit ({})",
+                            untrusted_owned(&stop_reason)
+                        ),
+                    );
+                }
+                self.close_assistant();
+            }
+            AgentMessage::Failed(failure) => {
+                self.finish_running_tools(now);
+                self.push_failure(&failure);
+            }
+            AgentMessage::Cancelled {
+                stop_stage,
+                elapsed_ms,
+            } => {
+                self.finish_running_tools(now);
+                self.close_assistant();
+                let stage = match stop_stage {
+                    StopStage::Interrupt => "at the interrupt",
+                    StopStage::Grace => "during the grace period",
+                    StopStage::Kill => "by the kill",
+                };
+                self.notice(
+                    NoticeLevel::Stopped,
+                    format!(
+                        "Stopped {stage} after {:.1} s · what was shown stays",
+                        elapsed_ms as f64 / 1000.0
+                    ),
+                );
+                if let Some(turn) = self.turn.as_mut() {
+                    turn.end_shown = true;
+                }
+            }
+            AgentMessage::Notice { kind, message } => {
+                let message = untrusted_owned(&message);
+                match NoticeKind::from_wire(&kind) {
+                    NoticeKind::AgentRetry => {
+                        self.supersede_attempt_text();
+                        self.notice(
+                            NoticeLevel::Info,
+                            format!("The agent retried on its own: {message}"),
+                        );
+                    }
+                    NoticeKind::Superseded => {
+                        self.supersede_attempt_text();
+                        self.notice(
+                            NoticeLevel::Info,
+                            format!("The partial answer above was replaced: {message}"),
+                        );
+                    }
+                    delivered @ (NoticeKind::SteerDelivered | NoticeKind::FollowUpDelivered) => {
+                        // The agent's answer to it starts a new block below.
+                        self.close_assistant();
+                        let how = if delivered == NoticeKind::SteerDelivered {
+                            "steered"
+                        } else {
+                            "follow-up"
+                        };
+                        self.notice(NoticeLevel::Info, format!("↳ {how}: {message}"));
+                    }
+                    NoticeKind::Warning | NoticeKind::FreshSession => {
+                        self.notice(NoticeLevel::Warning, message);
+                    }
+                    NoticeKind::Other(other) => {
+                        self.notice(
+                            NoticeLevel::Info,
+                            format!("{}: {message}", untrusted_owned(&other)),
+                        );
+                    }
+                }
+            }
+            // The orchestrator's own RetryScheduled event carries this; ignore the echo.
+            AgentMessage::RetryScheduled { .. } => {}
+        }
+    }
+
+    fn append_assistant(&mut self, delta: &str) {
+        let shown = untrusted_owned(delta);
+        if shown.is_empty() {
+            return;
+        }
+        let open = self.turn.as_ref().and_then(|turn| turn.open_assistant);
+        match open {
+            Some(id) => {
+                self.transcript.update(id, |body| {
+                    if let CellBody::Assistant(answer) = body {
+                        answer.append(delta, &shown);
+                    }
+                });
+            }
+            None => {
+                let mut answer = AssistantCell::default();
+                answer.append(delta, &shown);
+                let id = self.transcript.push(CellBody::Assistant(answer));
+                if let Some(turn) = self.turn.as_mut() {
+                    turn.open_assistant = Some(id);
+                    turn.attempt_assistant_cells.push(id);
+                }
+            }
+        }
+    }
+
+    fn supersede_attempt_text(&mut self) {
+        let Some(turn) = self.turn.as_mut() else {
+            return;
+        };
+        turn.open_assistant = None;
+        for id in std::mem::take(&mut turn.attempt_assistant_cells) {
+            self.transcript.update(id, |body| {
+                if let CellBody::Assistant(answer) = body {
+                    answer.superseded = true;
+                }
+            });
+        }
+    }
+
+    fn update_tool(&mut self, call_id: &str, change: impl FnOnce(&mut ToolCell)) {
+        let Some(cell) = self
+            .turn
+            .as_ref()
+            .and_then(|turn| turn.tools.get(call_id).copied())
+        else {
+            return;
+        };
+        self.transcript.update(cell, |body| {
+            if let CellBody::Tool(tool) = body {
+                change(tool);
+            }
+        });
+    }
+
+    fn finish_running_tools(&mut self, now: Instant) {
+        let Some(turn) = self.turn.as_ref() else {
+            return;
+        };
+        let cells: Vec<CellId> = turn.tools.values().copied().collect();
+        for cell in cells {
+            let running = self
+                .transcript
+                .get(cell)
+                .is_some_and(|cell| cell.body.is_live());
+            if running {
+                self.transcript.update(cell, |body| {
+                    if let CellBody::Tool(tool) = body {
+                        tool.status = ToolStatus::Interrupted {
+                            elapsed: running_for(tool.status, now),
+                        };
+                    }
+                });
+            }
+        }
+    }
+
+    fn push_failure(&mut self, failure: &Failure) {
+        let mut facts = failure_facts(failure);
+        let mut sections = Vec::new();
+        let stderr: Vec<String> = untrusted_owned(&failure.stderr)
+            .lines()
+            .map(str::to_owned)
+            .collect();
+        if !stderr.is_empty() {
+            facts.push(plural(stderr.len(), "stderr line"));
+            sections.push(DetailSection {
+                title: "stderr (last lines)".to_owned(),
+                lines: stderr,
+            });
+        }
+        if !failure.invalid_output_lines.is_empty() {
+            facts.push(plural(
+                failure.invalid_output_lines.len(),
+                "invalid output line",
+            ));
+            sections.push(DetailSection {
+                title: "output lines that did not parse".to_owned(),
+                lines: failure
+                    .invalid_output_lines
+                    .iter()
+                    .flat_map(|line| {
+                        untrusted_owned(line)
+                            .lines()
+                            .map(str::to_owned)
+                            .collect::<Vec<_>>()
+                    })
+                    .collect(),
+            });
+        }
+        let mut notice = NoticeCell::new(
+            NoticeLevel::Error,
+            failure_headline(
+                &untrusted_owned(&failure.reason),
+                &untrusted_owned(&failure.message),
+            ),
+        );
+        if sections.is_empty() {
+            if !facts.is_empty() {
+                notice
+                    .message
+                    .push_str(&format!(" · {}", facts.join(" · ")));
+            }
+        } else {
+            notice.details_summary = facts.join(" · ");
+            notice.details = sections;
+        }
+        let (attempt, max_attempts) = self
+            .turn
+            .as_ref()
+            .map_or((1, 1), |turn| (turn.attempt, turn.max_attempts));
+        if let Some(step) = next_step(failure, &self.retry_policy, attempt, max_attempts) {
+            notice.message.push_str(&format!(" · {step}"));
+        }
+        self.close_assistant();
+        self.transcript.push(CellBody::Notice(notice));
+        if let Some(turn) = self.turn.as_mut() {
+            turn.end_shown = true;
+        }
+    }
+
+    fn on_turn_ended(&mut self, outcome: TurnOutcome, now: Instant) {
+        self.finish_running_tools(now);
+        self.live_thinking.settle(&mut self.transcript);
+        let end_shown = self.turn.as_ref().is_some_and(|turn| turn.end_shown);
+        if let Some((id, _)) = self.turn.as_ref().and_then(|turn| turn.retry) {
+            self.transcript.update(id, |body| {
+                if let CellBody::Notice(notice) = body {
+                    notice.countdown = None;
+                    notice.message = "Retry abandoned".to_owned();
+                }
+            });
+        }
+        if !end_shown {
+            match &outcome {
+                TurnOutcome::Completed => {}
+                TurnOutcome::Failed { reason, message } => {
+                    self.push_failure(&Failure {
+                        reason: reason.clone(),
+                        message: message.clone(),
+                        ..Failure::default()
+                    });
+                }
+                TurnOutcome::Cancelled => {
+                    self.notice(NoticeLevel::Stopped, "Stopped · what was shown stays");
+                }
+            }
+        }
+        self.turn = None;
+        self.last_outcome = Some(outcome);
+    }
+
+    /// After a stopped turn the orchestrator keeps the queue waiting: its prompts come back into
+    /// the editor (before any draft), for the user to edit, send or drop.
+    fn take_back_queue(&mut self) -> Vec<AppEffect> {
+        if self.quitting || self.queued.is_empty() {
+            return Vec::new();
+        }
+        let queued = std::mem::take(&mut self.queued);
+        let mut text = queued.join("\n");
+        let draft = self.composer.text();
+        if !draft.trim().is_empty() {
+            text.push('\n');
+            text.push_str(&draft);
+        }
+        self.composer.set_text(&text);
+        self.notice(
+            NoticeLevel::Info,
+            format!(
+                "{} back in the editor: Enter sends, Ctrl+C clears",
+                plural(queued.len(), "queued prompt")
+            ),
+        );
+        queued
+            .iter()
+            .map(|_| AppEffect::Command(Command::RemoveQueued(0)))
+            .collect()
+    }
+}
+
+fn running_for(status: ToolStatus, now: Instant) -> Duration {
+    match status {
+        ToolStatus::Running { since } => now.saturating_duration_since(since),
+        ToolStatus::Done { elapsed }
+        | ToolStatus::Failed { elapsed }
+        | ToolStatus::Interrupted { elapsed } => elapsed,
+    }
+}
+
+/// One line describing a tool call's arguments: the command, path or query when there is one.
+fn summarize_tool_input(input: &Value) -> String {
+    const KEYS: [&str; 10] = [
+        "command",
+        "cmd",
+        "file_path",
+        "path",
+        "pattern",
+        "query",
+        "url",
+        "description",
+        "prompt",
+        "content",
+    ];
+    let summary = match input {
+        Value::Object(map) => KEYS
+            .iter()
+            .find_map(|key| map.get(*key).and_then(Value::as_str))
+            .map(str::to_owned)
+            .unwrap_or_else(|| input.to_string()),
+        Value::String(text) => text.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    };
+    let mut lines = summary.lines();
+    let first = lines.next().unwrap_or("").trim().to_owned();
+    let first = if lines.next().is_some() {
+        format!("{first} …")
+    } else {
+        first
+    };
+    // Long summaries are cut when drawn; keep the stored one bounded too.
+    let bounded: String = first.chars().take(400).collect();
+    untrusted_owned(&bounded)
+}

@@ -1,0 +1,205 @@
+//! Key routing: a key goes to the quit confirmation, an overlay, the `/`/`@` popup, a chat
+//! binding or the composer; paste, the mouse wheel and clicks on cells.
+
+use std::time::Instant;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+
+use super::{AppEffect, AppState, ScrollAction};
+use crate::app::history_search::HistorySearch;
+use crate::app::keymap::{command_for, KeyCommand};
+use crate::app::menu::Overlay;
+use crate::app::transcript::{CellBody, CellId};
+use crate::orchestrator::Command;
+use crate::provider::Interjection;
+use crate::sanitize::untrusted_owned;
+
+/// Lines a mouse wheel notch scrolls.
+const WHEEL_LINES: isize = 3;
+
+impl AppState {
+    /// A key, with no clock: a quit confirmation then stays armed until the next key.
+    pub fn on_key(&mut self, key: KeyEvent) -> Vec<AppEffect> {
+        self.handle_key(key, None)
+    }
+
+    /// A key at `now` (the event loop's entry point: a quit confirmation expires).
+    pub fn on_key_at(&mut self, key: KeyEvent, now: Instant) -> Vec<AppEffect> {
+        self.handle_key(key, Some(now))
+    }
+
+    fn handle_key(&mut self, key: KeyEvent, now: Option<Instant>) -> Vec<AppEffect> {
+        if key.kind == KeyEventKind::Release {
+            return Vec::new();
+        }
+        let command = command_for(key);
+        if command != Some(KeyCommand::Interrupt) {
+            self.quit_armed = false;
+            self.quit_armed_at = None;
+        }
+        if let Some(command) = command.filter(|command| command.acts_over_overlays()) {
+            return self.run_key_command(command, now);
+        }
+        if self.overlay.is_some() {
+            return self.on_overlay_key(key);
+        }
+        if let Some(effects) = self.on_popup_key(key) {
+            return effects;
+        }
+        let mut effects = match command {
+            Some(command) => self.run_key_command(command, now),
+            None => self.on_chat_key(key),
+        };
+        if self.overlay.is_none() {
+            effects.extend(self.refresh_popup());
+        }
+        effects
+    }
+
+    /// A chord of the keymap.
+    fn run_key_command(&mut self, command: KeyCommand, now: Option<Instant>) -> Vec<AppEffect> {
+        match command {
+            KeyCommand::Interrupt => self.on_ctrl_c(now),
+            KeyCommand::Suspend => vec![AppEffect::Suspend],
+            KeyCommand::OpenMenu => self.open_overlay(Overlay::Menu { selected: 0 }),
+            KeyCommand::SearchHistory => {
+                self.open_overlay(Overlay::HistorySearch(HistorySearch::default()))
+            }
+            KeyCommand::Run(action) => self.perform(action, None),
+        }
+    }
+
+    /// A key for the transcript or the composer: Esc, scrolling, sending, history, editing.
+    fn on_chat_key(&mut self, key: KeyEvent) -> Vec<AppEffect> {
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        let alt = key.modifiers.contains(KeyModifiers::ALT);
+        let shift = key.modifiers.contains(KeyModifiers::SHIFT);
+        match key.code {
+            KeyCode::Esc => {
+                if self.is_turn_running() {
+                    self.request_stop()
+                } else {
+                    Vec::new()
+                }
+            }
+            KeyCode::Up if alt => self.pull_back_last_queued(),
+            KeyCode::PageUp => vec![AppEffect::Scroll(ScrollAction::PageUp)],
+            KeyCode::PageDown => vec![AppEffect::Scroll(ScrollAction::PageDown)],
+            KeyCode::Home if ctrl || self.composer.is_empty() => {
+                vec![AppEffect::Scroll(ScrollAction::Top)]
+            }
+            KeyCode::End if ctrl || self.composer.is_empty() => {
+                vec![AppEffect::Scroll(ScrollAction::Bottom)]
+            }
+            // pi's keys while a turn runs: Alt+Enter queues a follow-up, Enter steers.
+            KeyCode::Enter if alt && self.agent_steers && self.is_turn_running() => {
+                self.submit_as(Some(Interjection::FollowUp))
+            }
+            KeyCode::Enter if shift || alt => {
+                self.composer.insert_newline();
+                Vec::new()
+            }
+            KeyCode::Enter if !ctrl && self.agent_steers && self.is_turn_running() => {
+                self.submit_as(Some(Interjection::Steer))
+            }
+            KeyCode::Enter if !ctrl => self.submit(),
+            KeyCode::Up if !ctrl && self.composer.browsing_allowed() => {
+                self.composer.recall_older();
+                Vec::new()
+            }
+            KeyCode::Down if !ctrl && !alt && self.composer.browsing_allowed() => {
+                self.composer.recall_newer();
+                Vec::new()
+            }
+            // Tab with no popup: nothing to complete (no tab characters in prompts).
+            KeyCode::Tab | KeyCode::BackTab => Vec::new(),
+            _ => {
+                self.composer.input(key);
+                Vec::new()
+            }
+        }
+    }
+
+    pub fn on_paste(&mut self, text: &str) {
+        if self.overlay.is_some() {
+            return;
+        }
+        // Pasted text is the user's own, but a stray escape sequence in it would still reach
+        // the terminal when the input is drawn.
+        let text = text.replace("\r\n", "\n").replace('\r', "\n");
+        self.composer.insert_str(&untrusted_owned(&text));
+        // A pasted `@path` or `/command` is not being typed: no popup for it.
+        self.popup = None;
+        self.popup_dismissed_for = Some(self.composer.text());
+    }
+
+    pub(crate) fn on_mouse_wheel(&mut self, up: bool) -> Vec<AppEffect> {
+        vec![AppEffect::Scroll(ScrollAction::Lines(if up {
+            -WHEEL_LINES
+        } else {
+            WHEEL_LINES
+        }))]
+    }
+
+    /// Toggles a cell's collapsed/expanded form (a click on it).
+    pub fn toggle_cell(&mut self, id: CellId) -> bool {
+        let expandable = self
+            .transcript
+            .get(id)
+            .is_some_and(|cell| cell.body.is_expandable());
+        if !expandable {
+            return false;
+        }
+        self.transcript.restyle(id, |body| match body {
+            CellBody::Thought(thought) => thought.expanded = !thought.expanded,
+            CellBody::Tool(tool) => tool.expanded = !tool.expanded,
+            CellBody::Notice(notice) => notice.expanded = !notice.expanded,
+            CellBody::User(_) | CellBody::Assistant(_) => {}
+        });
+        true
+    }
+
+    fn on_ctrl_c(&mut self, now: Option<Instant>) -> Vec<AppEffect> {
+        self.overlay = None;
+        self.popup = None;
+        if self.quitting {
+            // Already leaving and asked again: stop waiting for the agent (the loop kills it).
+            return vec![AppEffect::Exit];
+        }
+        if !self.composer.is_empty() {
+            // The draft goes, but Up brings it back.
+            self.quit_armed = false;
+            self.quit_armed_at = None;
+            let draft = self.composer.take();
+            self.composer.remember(&draft);
+            return Vec::new();
+        }
+        if self.is_turn_running() {
+            self.quit_armed = false;
+            self.quit_armed_at = None;
+            return self.request_stop();
+        }
+        if self.quit_armed {
+            return self.begin_quit();
+        }
+        self.quit_armed = true;
+        self.quit_armed_at = now;
+        Vec::new()
+    }
+
+    /// Alt+Up: the last queued prompt back into the editor (before any draft).
+    fn pull_back_last_queued(&mut self) -> Vec<AppEffect> {
+        let Some(prompt) = self.queued.pop() else {
+            return Vec::new();
+        };
+        let index = self.queued.len();
+        let draft = self.composer.text();
+        let text = if draft.trim().is_empty() {
+            prompt
+        } else {
+            format!("{prompt}\n{draft}")
+        };
+        self.composer.set_text(&text);
+        vec![AppEffect::Command(Command::RemoveQueued(index))]
+    }
+}
