@@ -60,7 +60,7 @@ pub struct AgentArgs {
     /// process per conversation; pi only). Default: `transport` in the provider's config, else
     /// rpc for pi in the chat, json otherwise.
     #[arg(long, global = true, value_enum)]
-    pub transport: Option<crate::provider::Transport>,
+    pub transport: Option<crate::config::Transport>,
 }
 
 #[derive(Debug, Subcommand)]

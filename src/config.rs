@@ -28,7 +28,19 @@ pub struct ProviderSettings {
     pub model: Option<String>,
     /// How to talk to the CLI (`json` or `rpc`); `None`: the best it has for the chat, the
     /// one-shot JSON mode for `agentty run`.
-    pub transport: Option<crate::provider::Transport>,
+    pub transport: Option<Transport>,
+}
+
+/// How a backend talks to its CLI (DESIGN.md "Transports").
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Transport {
+    /// One process per attempt (`--mode json`).
+    Json,
+    /// One long-lived process per conversation, commands on stdin (`--mode rpc`).
+    Rpc,
 }
 
 /// `[provider_error_auto_retry]`: the orchestrator's retry policy.

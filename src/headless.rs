@@ -11,12 +11,12 @@ use std::sync::Arc;
 
 use crate::cli::{self, AgentArgs, ReplayArgs, RunArgs};
 use crate::config;
+use crate::launch::resolve_provider;
 use crate::orchestrator::{headless::run_headless_turn, OrchestratorOptions};
 use crate::process::{ExitReport, Line};
 use crate::provider::runner::{AttemptMapping, EndedBy};
-use crate::provider::select::resolve_provider;
 use crate::provider::{self, AttemptRequest, SessionRef, StopControl};
-use crate::raw_log;
+use crate::session_log::raw as raw_log;
 use crate::session_log::{sessions_dir, LogEntry, NewConversation, Origin, SessionLogWriter};
 use crate::signals::{JobControlEvent, SignalEvent, SignalHandler, SignalHandlerKind};
 use crate::stream::AgentMessage;

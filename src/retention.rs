@@ -133,7 +133,7 @@ fn stem_of(log: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::raw_log::sidecar_path;
+    use crate::session_log::raw::sidecar_path;
 
     const DAY: Duration = Duration::from_secs(24 * 60 * 60);
 

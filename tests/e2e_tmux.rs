@@ -828,7 +828,7 @@ fn a_panic_restores_the_terminal_stops_the_agents_and_says_where_the_log_is() {
     assert!(text.contains("spawn helpers"), "{text}");
     // So are the agent's raw lines, in the sidecar whose frame the crash left unfinished.
     let mut raw_lines = 0;
-    agentty::raw_log::for_each_raw_line(&log, |_| raw_lines += 1).unwrap();
+    agentty::session_log::raw::for_each_raw_line(&log, |_| raw_lines += 1).unwrap();
     assert!(raw_lines > 0, "no raw line readable after the crash");
 }
 

@@ -11,12 +11,6 @@ use std::path::Path;
 
 type Graph = BTreeMap<String, BTreeSet<String>>;
 
-/// Cycles that live in other developers' modules and are being removed in their branches. Each
-/// entry must still be a cycle (the test says when one can be deleted from this list), and no
-/// cycle outside this list is accepted.
-const CYCLES_BEING_REMOVED_ELSEWHERE: &[&[&str]] =
-    &[&["cli", "provider"], &["raw_log", "session_log"]];
-
 #[test]
 fn top_level_modules_have_no_import_cycle() {
     let graph = module_graph(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
@@ -25,26 +19,10 @@ fn top_level_modules_have_no_import_cycle() {
         "the module graph misses app or view: {graph:#?}"
     );
     let cycles = cycles(&graph);
-    let known: BTreeSet<Vec<String>> = CYCLES_BEING_REMOVED_ELSEWHERE
-        .iter()
-        .map(|cycle| cycle.iter().map(|name| name.to_string()).collect())
-        .collect();
-    let new: Vec<&Vec<String>> = cycles
-        .iter()
-        .filter(|cycle| !known.contains(*cycle))
-        .collect();
-    let fixed: Vec<&Vec<String>> = known
-        .iter()
-        .filter(|cycle| !cycles.contains(cycle))
-        .collect();
     assert!(
-        new.is_empty(),
-        "import cycles between top-level modules: {new:?}\n{}",
+        cycles.is_empty(),
+        "import cycles between top-level modules: {cycles:?}\n{}",
         describe(&graph)
-    );
-    assert!(
-        fixed.is_empty(),
-        "no longer cycles, delete them from CYCLES_BEING_REMOVED_ELSEWHERE: {fixed:?}"
     );
 }
 

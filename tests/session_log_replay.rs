@@ -89,7 +89,7 @@ fn without_later_additions(stream: &str) -> String {
 }
 
 fn log_size(log: &Path) -> u64 {
-    let sidecar = agentty::raw_log::sidecar_path(log);
+    let sidecar = agentty::session_log::raw::sidecar_path(log);
     std::fs::metadata(log).unwrap().len() + std::fs::metadata(sidecar).map_or(0, |m| m.len())
 }
 
@@ -106,10 +106,10 @@ fn a_new_log_keeps_raw_lines_in_the_sidecar_and_replays_exactly() {
     );
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(!text.contains("\"kind\":\"raw\""), "raw lines left inline");
-    assert!(agentty::raw_log::sidecar_path(&log).exists());
+    assert!(agentty::session_log::raw::sidecar_path(&log).exists());
     assert_eq!(recorded_stream(&log), stdout);
     assert_eq!(replay(state.path(), &log), stdout);
-    let sidecar = agentty::raw_log::sidecar_path(&log);
+    let sidecar = agentty::session_log::raw::sidecar_path(&log);
     assert_eq!(replay(state.path(), &sidecar), stdout);
 }
 

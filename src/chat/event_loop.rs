@@ -24,10 +24,10 @@ use crate::app::transcript::NoticeLevel;
 use crate::app::{history, mentions, resume};
 use crate::cli::{AgentArgs, Cli};
 use crate::config::{self, Config, RetryPolicy};
+use crate::launch::resolve_provider;
 use crate::orchestrator::{
     spawn_orchestrator, Command, OrchestratorEvent, OrchestratorHandle, OrchestratorOptions,
 };
-use crate::provider::select::resolve_provider;
 use crate::provider::{build_backend, build_provider_with, default_chat_transport, SessionRef};
 use crate::session_log::{
     sessions_dir, ConversationSummary, NewConversation, Origin, SessionLogWriter,
@@ -269,7 +269,7 @@ pub fn run(cli: Cli) -> i32 {
         state.composer.load_history(history::load(&history_path()));
         // It may quote PATH: shown inert like everything from outside.
         state.provider_reason = Some(crate::sanitize::untrusted_owned(
-            &crate::provider::select::choice_reason(&launch.agent, &launch.config),
+            &crate::launch::choice_reason(&launch.agent, &launch.config),
         ));
         if let Some(resumed) = resumed {
             show_resumed(&mut state, resumed);

@@ -16,7 +16,6 @@ pub mod mapper;
 pub mod pi;
 pub mod reconcile;
 pub mod runner;
-pub mod select;
 pub(crate) mod session_header;
 pub(crate) mod tool_calls;
 
@@ -27,6 +26,7 @@ use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 
 use crate::config::ProviderSettings;
+pub use crate::config::Transport;
 use crate::process::SpawnSpec;
 pub use crate::process::{StopControl, StopProgress};
 use crate::stream::AgentMessage;
@@ -138,18 +138,6 @@ pub fn default_chat_transport(name: &str) -> Transport {
     } else {
         Transport::Json
     }
-}
-
-/// How a backend talks to its CLI (DESIGN.md "Transports").
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum Transport {
-    /// One process per attempt (`--mode json`).
-    Json,
-    /// One long-lived process per conversation, commands on stdin (`--mode rpc`).
-    Rpc,
 }
 
 /// One agent CLI, behind the single-attempt contract.

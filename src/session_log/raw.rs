@@ -21,8 +21,8 @@ use std::io::{BufRead, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use super::LogEntry;
 use crate::orchestrator::TurnId;
-use crate::session_log::LogEntry;
 
 /// zstd level 1: the snapshots are found again at any level; higher levels only cost time.
 const LEVEL: i32 = 1;

@@ -1,6 +1,6 @@
 //! Session logs: one file per agentty conversation, `<state dir>/sessions/<start>-<id8>.jsonl`,
 //! holding every shared message of every attempt as JSON lines; the agent's raw stdout lines go
-//! to a compressed sidecar next to it (`crate::raw_log`).
+//! to a compressed sidecar next to it (`session_log::raw`).
 //!
 //! A conversation's log is created when its first prompt is sent (a launch that sends nothing
 //! leaves nothing behind), and every later launch that resumes the conversation appends to the
@@ -18,8 +18,10 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::orchestrator::{OrchestratorEvent, TurnId, TurnOutcome};
-use crate::raw_log::{RawLineBuffers, RawLineWriter, INLINE_RAW_PREFIX};
+pub mod raw;
+
 use crate::stream::AgentMessage;
+use raw::{RawLineBuffers, RawLineWriter, INLINE_RAW_PREFIX};
 
 /// The log format written now: 2 added conversation ids, origins, timestamps and structured
 /// turn outcomes (version 1 logs are still read).
@@ -574,7 +576,7 @@ pub fn latest_session_log(dir: &Path) -> Option<PathBuf> {
 
 /// Reads back what a session log shows: every entry but the agent's raw lines, which a log
 /// written before the sidecar holds inline and which are skipped by their first bytes without
-/// being parsed, so memory follows the transcript, not the raw log (`crate::raw_log` reads
+/// being parsed, so memory follows the transcript, not the raw log (`session_log::raw` reads
 /// them). Lines that do not parse (a torn last line) are skipped.
 pub fn read_session_log(path: &Path) -> std::io::Result<Vec<LogEntry>> {
     let mut reader = BufReader::new(File::open(path)?);
@@ -740,7 +742,7 @@ mod tests {
         assert_eq!(summary.session_id.as_deref(), Some("s-1"));
         // Both launches' raw lines, in the one sidecar.
         let mut raw_lines = Vec::new();
-        crate::raw_log::for_each_raw_line(&path, |raw| {
+        crate::session_log::raw::for_each_raw_line(&path, |raw| {
             raw_lines.push((raw.turn, raw.line.to_owned()))
         })
         .unwrap();
