@@ -21,10 +21,10 @@ use crate::session_log::{sessions_dir, LogEntry, NewConversation, Origin, Sessio
 use crate::signals::{JobControlEvent, SignalEvent, SignalHandler, SignalHandlerKind};
 use crate::stream::AgentMessage;
 
-pub(crate) const EXIT_COMPLETED: i32 = 0;
-pub(crate) const EXIT_FAILED: i32 = 1;
-pub(crate) const EXIT_USAGE: i32 = 2;
-pub(crate) const EXIT_CANCELLED: i32 = 130;
+use crate::orchestrator::exit_status::{
+    CANCELLED as EXIT_CANCELLED, COMPLETED as EXIT_COMPLETED, FAILED as EXIT_FAILED,
+    USAGE as EXIT_USAGE,
+};
 
 /// The exit status for a terminal message.
 pub fn exit_status(terminal: &AgentMessage) -> i32 {

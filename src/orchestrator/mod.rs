@@ -131,13 +131,21 @@ pub enum TurnOutcome {
     Cancelled,
 }
 
+/// `agentty run`'s exit statuses (DESIGN.md's command-line contract).
+pub mod exit_status {
+    pub const COMPLETED: i32 = 0;
+    pub const FAILED: i32 = 1;
+    pub const USAGE: i32 = 2;
+    pub const CANCELLED: i32 = 130;
+}
+
 impl TurnOutcome {
-    /// `agentty run`'s exit status (DESIGN.md): 0 completed, 1 failed, 130 cancelled.
+    /// `agentty run`'s exit status for a turn that ended this way.
     pub fn exit_status(&self) -> i32 {
         match self {
-            TurnOutcome::Completed => 0,
-            TurnOutcome::Failed { .. } => 1,
-            TurnOutcome::Cancelled => 130,
+            TurnOutcome::Completed => exit_status::COMPLETED,
+            TurnOutcome::Failed { .. } => exit_status::FAILED,
+            TurnOutcome::Cancelled => exit_status::CANCELLED,
         }
     }
 }

@@ -19,25 +19,3 @@ pub fn suspend_with_agents() {
     }
     signal_all_groups(Signal::SIGCONT);
 }
-
-/// For `agentty run`: SIGTSTP suspends the agents and agentty; SIGCONT (sent by the shell on
-/// `fg`/`bg`, or by hand) continues the agents. Runs until the runtime ends.
-pub async fn forward_job_control_signals() {
-    use tokio::signal::unix::{signal, SignalKind};
-    let (Ok(mut suspend), Ok(mut resume)) = (
-        signal(SignalKind::from_raw(libc::SIGTSTP)),
-        signal(SignalKind::from_raw(libc::SIGCONT)),
-    ) else {
-        tracing::error!("cannot install job-control signal handlers");
-        return;
-    };
-    loop {
-        tokio::select! {
-            _ = suspend.recv() => {
-                tracing::info!("SIGTSTP: suspending the agent and agentty");
-                suspend_with_agents();
-            }
-            _ = resume.recv() => signal_all_groups(Signal::SIGCONT),
-        }
-    }
-}

@@ -16,7 +16,7 @@ use crate::app::state::AppState;
 use crate::provider::PROVIDER_NAMES;
 use crate::sanitize::untrusted_owned;
 use crate::view::list::{draw_scrolled, draw_selectable};
-use crate::view::wrap::{wrap, RichLine};
+use crate::view::wrap::{wrap, RichLine, WrapMode};
 
 /// Width of the keys column of the help when descriptions fit beside it.
 const HELP_KEYS_WIDTH: usize = 24;
@@ -333,15 +333,31 @@ fn render_conversations(picker: &ConversationPicker, area: Rect, buf: &mut Buffe
             ""
         };
         let prompt = untrusted_owned(summary.first_prompt.lines().next().unwrap_or(""));
-        let text = format!(
-            " {:>9} · {:<7} · {:>3} {} · {}{current}",
-            age(now_ms.saturating_sub(summary.last_active_ms)),
-            untrusted_owned(&summary.provider),
-            summary.turns,
-            if summary.turns == 1 { "turn " } else { "turns" },
-            prompt,
+        let when = age(now_ms.saturating_sub(summary.last_active_ms));
+        // Narrow screens keep what tells conversations apart: when, and the first prompt.
+        let text = if inner.width >= 60 {
+            format!(
+                " {when:>9} · {:<7} · {:>3} {} · {prompt}{current}",
+                untrusted_owned(&summary.provider),
+                summary.turns,
+                if summary.turns == 1 { "turn " } else { "turns" },
+            )
+        } else {
+            format!(" {when} · {prompt}{current}")
+        };
+        let fitted = wrap(
+            &RichLine::text(text, Style::default()).mode(WrapMode::Truncate),
+            usize::from(inner.width),
         );
-        let text: String = text.chars().take(usize::from(inner.width)).collect();
+        let text: String = fitted
+            .first()
+            .map(|line| {
+                line.spans
+                    .iter()
+                    .map(|span| span.content.as_ref())
+                    .collect()
+            })
+            .unwrap_or_default();
         rows.push(selectable(
             text,
             index == picker.selected,
