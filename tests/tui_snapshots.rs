@@ -957,3 +957,17 @@ fn graphemes_wrap_whole_at_odd_widths() {
     chat.end(20, TurnOutcome::Completed);
     insta::assert_snapshot!(chat.screen(21, 16, 30));
 }
+
+#[test]
+fn help_shows_the_whole_session_id_the_status_bar_may_shorten() {
+    let mut chat = Chat::new();
+    chat.start_turn(0, "hi");
+    chat.complete(10, None);
+    chat.end(10, TurnOutcome::Completed);
+    chat.press(KeyCode::F(1));
+    let screen = chat.screen(100, 30, 20);
+    assert!(
+        screen.contains("Session 5f0c2a9e-7d1b-4c1e-9a57-1f2e3d4c5b6a"),
+        "{screen}"
+    );
+}

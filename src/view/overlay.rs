@@ -148,7 +148,19 @@ pub(crate) fn help_rows(width: u16) -> Vec<Line<'static>> {
 
 fn render_help(state: &AppState, scroll: usize, area: Rect, buf: &mut Buffer) {
     let width = 80.min(area.width);
-    let rows = help_rows(width.saturating_sub(2));
+    // What the status bar may shorten: the agent and its whole session id.
+    let mut rows = vec![Line::from(vec![
+        Span::styled(" Agent ", Style::default().add_modifier(Modifier::DIM)),
+        Span::raw(state.provider.clone()),
+    ])];
+    if let Some(id) = &state.session_id {
+        rows.push(Line::from(vec![
+            Span::styled(" Session ", Style::default().add_modifier(Modifier::DIM)),
+            Span::raw(id.clone()),
+        ]));
+    }
+    rows.push(Line::raw(""));
+    rows.extend(help_rows(width.saturating_sub(2)));
     let outer = centered(area, width, rows.len() as u16 + 2);
     let inner = frame("Keys", "↑↓ PgUp PgDn scroll · Esc close", outer, buf);
     state
