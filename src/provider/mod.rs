@@ -8,6 +8,7 @@ pub mod checkpoint;
 pub mod claude;
 pub mod codex;
 pub(crate) mod common;
+pub(crate) mod config_mirror;
 pub mod demo;
 pub mod errors;
 pub mod gemini;

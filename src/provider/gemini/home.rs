@@ -19,17 +19,15 @@
 //! Caveat, as with pi: a project's `.gemini/settings.json` is merged over the user's settings,
 //! so a project that sets `general.maxAttempts` wins; the mapper still shows those retries.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
-use crate::provider::pi::agent_dir::{
-    fnv1a, is_inside, link, merge, remove_if_present, write_if_changed,
-};
+use crate::provider::config_mirror;
 
 /// The environment variable that names Gemini CLI's home.
 pub const HOME_VAR: &str = "GEMINI_CLI_HOME";
@@ -62,67 +60,31 @@ pub(crate) fn user_home(config_env: &BTreeMap<String, String>) -> Option<PathBuf
 
 /// Creates or refreshes the private home for `user_home` under `state_dir` and returns it.
 pub(crate) fn prepare_retry_off_home(user_home: &Path, state_dir: &Path) -> io::Result<PathBuf> {
-    let root = state_dir.join("gemini");
-    fs::create_dir_all(&root)?;
-    if is_inside(user_home, &root) {
-        // Already one of our homes (agentty started from inside an agent it runs).
+    let Some(private) = config_mirror::mirror_path(user_home, state_dir, "gemini", "home")? else {
         return Ok(user_home.to_path_buf());
-    }
-    let private = root.join(format!(
-        "home-{:016x}",
-        fnv1a(user_home.as_os_str().as_encoded_bytes())
-    ));
+    };
     let user_gemini = user_home.join(GEMINI_DIR);
     let private_gemini = private.join(GEMINI_DIR);
     fs::create_dir_all(user_gemini.join(SESSIONS_DIR))?;
     fs::create_dir_all(&private_gemini)?;
-
     for name in HOME_FILES {
         let target = user_home.join(name);
         if target.exists() {
-            link(&private.join(name), &target)?;
+            config_mirror::link(&private.join(name), &target)?;
         } else {
-            remove_if_present(&private.join(name))?;
+            config_mirror::remove_if_present(&private.join(name))?;
         }
     }
-    let mut linked: HashSet<OsString> = HashSet::new();
-    for entry in fs::read_dir(&user_gemini)? {
-        let name = entry?.file_name();
-        if name == SETTINGS_FILE {
-            continue;
-        }
-        link(&private_gemini.join(&name), &user_gemini.join(&name))?;
-        linked.insert(name);
-    }
-    for entry in fs::read_dir(&private_gemini)? {
-        let entry = entry?;
-        if entry.file_type()?.is_symlink() && !linked.contains(&entry.file_name()) {
-            remove_if_present(&entry.path())?;
-        }
-    }
-    write_if_changed(
+    config_mirror::link_entries(&user_gemini, &private_gemini, |name| name == SETTINGS_FILE)?;
+    // Gemini CLI's settings are JSON with comments: a file that is not plain JSON is kept as
+    // far as it parses after stripping `//` comment lines.
+    config_mirror::write_settings(
+        &user_gemini.join(SETTINGS_FILE),
         &private_gemini.join(SETTINGS_FILE),
-        &merged_settings(&user_gemini.join(SETTINGS_FILE)),
+        parse_settings,
+        retry_off(),
     )?;
     Ok(private)
-}
-
-/// The user's settings with the retries off. Gemini CLI's settings are JSON with comments; a
-/// file that is not plain JSON is kept as far as it parses after stripping `//` comment lines,
-/// else only the override applies (and a warning is logged).
-fn merged_settings(user_settings: &Path) -> String {
-    let mut settings = match fs::read_to_string(user_settings) {
-        Ok(text) => match parse_settings(&text) {
-            Some(settings) => settings,
-            None => {
-                tracing::warn!(path = %user_settings.display(), "Gemini CLI settings are not a JSON object; using only the retry override");
-                Value::Object(Map::new())
-            }
-        },
-        Err(_) => Value::Object(Map::new()),
-    };
-    merge(&mut settings, retry_off());
-    serde_json::to_string_pretty(&settings).unwrap_or_default()
 }
 
 fn parse_settings(text: &str) -> Option<Value> {

@@ -28,13 +28,14 @@
 //! pi, so a project that turns retries on wins; the mapper still shows such retries.
 
 use std::collections::BTreeMap;
-use std::collections::HashSet;
 use std::ffi::OsString;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
+
+use crate::provider::config_mirror;
 
 /// The environment variable that names pi's config dir.
 pub const AGENT_DIR_VAR: &str = "PI_CODING_AGENT_DIR";
@@ -82,122 +83,20 @@ pub(crate) fn user_agent_dir(
 
 /// Creates or refreshes the private mirror of `user_dir` under `state_dir` and returns it.
 pub(crate) fn prepare_retry_off_dir(user_dir: &Path, state_dir: &Path) -> io::Result<PathBuf> {
-    let root = state_dir.join("pi");
-    fs::create_dir_all(&root)?;
-    if is_inside(user_dir, &root) {
-        // Already one of our mirrors (agentty started from inside an agent it runs).
+    let Some(private) = config_mirror::mirror_path(user_dir, state_dir, "pi", "agent")? else {
         return Ok(user_dir.to_path_buf());
-    }
-    let private = root.join(format!(
-        "agent-{:016x}",
-        fnv1a(user_dir.as_os_str().as_encoded_bytes())
-    ));
-    fs::create_dir_all(&private)?;
+    };
     fs::create_dir_all(user_dir.join(SESSIONS_DIR))?;
-
-    let mut linked: HashSet<OsString> = HashSet::new();
-    for entry in fs::read_dir(user_dir)? {
-        let name = entry?.file_name();
-        if name == SETTINGS_FILE || name.to_string_lossy().ends_with(".lock") {
-            continue;
-        }
-        link(&private.join(&name), &user_dir.join(&name))?;
-        linked.insert(name);
-    }
-    for entry in fs::read_dir(&private)? {
-        let entry = entry?;
-        let stale = entry.file_type()?.is_symlink() && !linked.contains(&entry.file_name());
-        if stale {
-            remove_if_present(&entry.path())?;
-        }
-    }
-    write_if_changed(
+    config_mirror::link_entries(user_dir, &private, |name| {
+        name == SETTINGS_FILE || name.to_string_lossy().ends_with(".lock")
+    })?;
+    config_mirror::write_settings(
+        &user_dir.join(SETTINGS_FILE),
         &private.join(SETTINGS_FILE),
-        &merged_settings(&user_dir.join(SETTINGS_FILE)),
+        |text| serde_json::from_str(text).ok(),
+        retry_off(),
     )?;
     Ok(private)
-}
-
-/// Makes `path` a symlink to `target`. Whatever pi created there itself (while the user had no
-/// such entry) gives way to the user's entry.
-pub(crate) fn link(path: &Path, target: &Path) -> io::Result<()> {
-    match fs::symlink_metadata(path) {
-        Ok(meta) if meta.file_type().is_symlink() => {
-            if fs::read_link(path)? == target {
-                return Ok(());
-            }
-            remove_if_present(path)?;
-        }
-        Ok(meta) if meta.is_dir() => fs::remove_dir_all(path)?,
-        Ok(_) => remove_if_present(path)?,
-        Err(error) if error.kind() == io::ErrorKind::NotFound => {}
-        Err(error) => return Err(error),
-    }
-    match std::os::unix::fs::symlink(target, path) {
-        // A concurrent agentty made the same link.
-        Err(error) if error.kind() == io::ErrorKind::AlreadyExists => Ok(()),
-        result => result,
-    }
-}
-
-pub(crate) fn remove_if_present(path: &Path) -> io::Result<()> {
-    match fs::remove_file(path) {
-        Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(()),
-        result => result,
-    }
-}
-
-/// The user's settings with retries off. A missing or unreadable file counts as `{}` (pi too
-/// falls back to its defaults then).
-fn merged_settings(user_settings: &Path) -> String {
-    let mut settings = match fs::read_to_string(user_settings) {
-        Ok(text) => match serde_json::from_str::<Value>(&text) {
-            Ok(Value::Object(map)) => Value::Object(map),
-            _ => {
-                tracing::warn!(path = %user_settings.display(), "pi settings are not a JSON object; using only the retry override");
-                Value::Object(Map::new())
-            }
-        },
-        Err(_) => Value::Object(Map::new()),
-    };
-    merge(&mut settings, retry_off());
-    // Pretty JSON of a Value cannot fail.
-    serde_json::to_string_pretty(&settings).unwrap_or_default()
-}
-
-/// Deep-merges `overlay` into `base` (objects key by key, anything else replaced).
-pub(crate) fn merge(base: &mut Value, overlay: Value) {
-    match (base, overlay) {
-        (Value::Object(base), Value::Object(overlay)) => {
-            for (key, value) in overlay {
-                merge(base.entry(key).or_insert(Value::Null), value);
-            }
-        }
-        (base, overlay) => *base = overlay,
-    }
-}
-
-pub(crate) fn write_if_changed(path: &Path, contents: &str) -> io::Result<()> {
-    if fs::read_to_string(path).is_ok_and(|current| current == contents) {
-        return Ok(());
-    }
-    let temp = path.with_extension(format!("tmp-{}", std::process::id()));
-    fs::write(&temp, contents)?;
-    fs::rename(&temp, path)
-}
-
-pub(crate) fn is_inside(path: &Path, dir: &Path) -> bool {
-    match (path.canonicalize(), dir.canonicalize()) {
-        (Ok(path), Ok(dir)) => path.starts_with(dir),
-        _ => path.starts_with(dir),
-    }
-}
-
-/// A stable name for the user's dir (std's hasher may change between Rust versions).
-pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
-        (hash ^ u64::from(*byte)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
 }
 
 #[cfg(test)]
