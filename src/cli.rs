@@ -150,7 +150,7 @@ impl TypedValueParser for ProviderNameParser {
 }
 
 /// The prompt of `agentty run`, or the usage error for one that says nothing.
-pub fn run_prompt(words: &[String]) -> Result<String, String> {
+pub(crate) fn run_prompt(words: &[String]) -> Result<String, String> {
     let prompt = words.join(" ");
     if prompt.trim().is_empty() {
         return Err(
@@ -162,7 +162,7 @@ pub fn run_prompt(words: &[String]) -> Result<String, String> {
 }
 
 /// `--scenario` belongs to the demo provider and must name one of its scenarios.
-pub fn check_scenario(scenario: Option<&str>, provider: &str) -> Result<(), String> {
+pub(crate) fn check_scenario(scenario: Option<&str>, provider: &str) -> Result<(), String> {
     let Some(scenario) = scenario else {
         return Ok(());
     };

@@ -71,16 +71,16 @@ impl Backoff {
 }
 
 /// The table name of the retry policy in the config file.
-pub const RETRY_SECTION: &str = "provider_error_auto_retry";
+pub(crate) const RETRY_SECTION: &str = "provider_error_auto_retry";
 /// More attempts than this per turn is a typo, not a policy.
-pub const MAX_ATTEMPTS_LIMIT: u32 = 20;
+pub(crate) const MAX_ATTEMPTS_LIMIT: u32 = 20;
 /// Longer waits than this (10 minutes) between attempts are a typo, not a policy.
-pub const MAX_DELAY_LIMIT_MS: u64 = 600_000;
+pub(crate) const MAX_DELAY_LIMIT_MS: u64 = 600_000;
 
 /// The keys of `[provider_error_auto_retry]`: each key's name, how it is read from the config
 /// file and how it is written back, in one place.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RetryKey {
+pub(crate) enum RetryKey {
     Enabled,
     MaxAttempts,
     RetryDelayMs,
@@ -89,7 +89,7 @@ pub enum RetryKey {
 }
 
 impl RetryKey {
-    pub const ALL: [RetryKey; 5] = [
+    pub(crate) const ALL: [RetryKey; 5] = [
         RetryKey::Enabled,
         RetryKey::MaxAttempts,
         RetryKey::RetryDelayMs,
@@ -107,7 +107,7 @@ impl RetryKey {
         }
     }
 
-    pub fn from_name(name: &str) -> Option<RetryKey> {
+    pub(crate) fn from_name(name: &str) -> Option<RetryKey> {
         RetryKey::ALL.into_iter().find(|key| key.name() == name)
     }
 
@@ -155,7 +155,7 @@ impl RetryKey {
 
 /// One thing wrong with a retry policy: the key and what is wrong with its value.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PolicyProblem {
+pub(crate) struct PolicyProblem {
     pub key: String,
     pub problem: String,
 }
@@ -168,7 +168,7 @@ impl std::fmt::Display for PolicyProblem {
 
 impl RetryPolicy {
     /// Checks the ranges (the types are already right in a `RetryPolicy`).
-    pub fn validate(&self) -> Result<(), Vec<PolicyProblem>> {
+    pub(crate) fn validate(&self) -> Result<(), Vec<PolicyProblem>> {
         let mut problems = Vec::new();
         if !(1..=MAX_ATTEMPTS_LIMIT).contains(&self.max_attempts) {
             problems.push(PolicyProblem::new(
@@ -211,7 +211,7 @@ impl RetryPolicy {
     }
 
     /// How long to wait after the failed attempt `failed_attempt` (1-based) before the next.
-    pub fn delay_after_attempt_ms(&self, failed_attempt: u32) -> u64 {
+    pub(crate) fn delay_after_attempt_ms(&self, failed_attempt: u32) -> u64 {
         let delay = match self.backoff {
             Backoff::Fixed => self.retry_delay_ms,
             Backoff::Exponential => {
@@ -223,7 +223,7 @@ impl RetryPolicy {
     }
 
     /// Attempts a turn may make under this policy (1 when automatic retry is off).
-    pub fn attempts_per_turn(&self) -> u32 {
+    pub(crate) fn attempts_per_turn(&self) -> u32 {
         if self.enabled {
             self.max_attempts.max(1)
         } else {
@@ -232,7 +232,7 @@ impl RetryPolicy {
     }
 
     /// Reads the `[provider_error_auto_retry]` table, reporting every bad key.
-    pub fn from_toml(value: &toml::Value) -> Result<RetryPolicy, Vec<PolicyProblem>> {
+    pub(crate) fn from_toml(value: &toml::Value) -> Result<RetryPolicy, Vec<PolicyProblem>> {
         let Some(table) = value.as_table() else {
             return Err(vec![PolicyProblem::new(
                 "",
@@ -325,13 +325,13 @@ pub struct Config {
 }
 
 impl Config {
-    pub fn provider_settings(&self, name: &str) -> ProviderSettings {
+    pub(crate) fn provider_settings(&self, name: &str) -> ProviderSettings {
         self.providers.get(name).cloned().unwrap_or_default()
     }
 }
 
 /// The default config file path (`<config dir>/agentty/config.toml`).
-pub fn default_config_path() -> Option<PathBuf> {
+pub(crate) fn default_config_path() -> Option<PathBuf> {
     directories::ProjectDirs::from("", "", "agentty")
         .map(|dirs| dirs.config_dir().join("config.toml"))
 }
@@ -380,7 +380,7 @@ pub fn load(path: Option<&Path>) -> LoadedConfig {
 
 /// Like [`load`], but a file named with `--config` must exist: a mistyped path must not fall
 /// back to the defaults without a word. The default path may be absent (a fresh machine).
-pub fn load_checked(explicit: Option<&Path>) -> Result<LoadedConfig, String> {
+pub(crate) fn load_checked(explicit: Option<&Path>) -> Result<LoadedConfig, String> {
     if let Some(path) = explicit {
         if !path.exists() {
             return Err(format!(
@@ -465,7 +465,7 @@ fn line_of(text: &str, offset: usize) -> usize {
 
 /// Why the retry policy could not be saved.
 #[derive(Debug, thiserror::Error)]
-pub enum SaveError {
+pub(crate) enum SaveError {
     #[error("cannot save an invalid retry policy: {}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
     InvalidPolicy(Vec<PolicyProblem>),
     #[error("cannot read {path}: {source}")]
@@ -488,7 +488,7 @@ pub enum SaveError {
 /// Only the five policy keys change: comments, formatting and every other key stay as they were
 /// (unknown keys inside the retry section are dropped, since they would make the section invalid
 /// on the next load). The file is replaced atomically (write a sibling, then rename).
-pub fn save_retry_policy(path: &Path, policy: &RetryPolicy) -> Result<(), SaveError> {
+pub(crate) fn save_retry_policy(path: &Path, policy: &RetryPolicy) -> Result<(), SaveError> {
     policy.validate().map_err(SaveError::InvalidPolicy)?;
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,

@@ -8,14 +8,17 @@ use crate::provider::PROVIDER_NAMES;
 
 /// The provider name and its effective settings.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ProviderChoice {
+pub(crate) struct ProviderChoice {
     pub name: String,
     pub settings: ProviderSettings,
 }
 
 /// `--provider`, else the configured default, else `pi` when it is on PATH, else `demo` (so a
 /// fresh machine runs with no agent installed). Flags override the config's settings.
-pub fn resolve_provider(agent: &AgentArgs, config: &Config) -> Result<ProviderChoice, String> {
+pub(crate) fn resolve_provider(
+    agent: &AgentArgs,
+    config: &Config,
+) -> Result<ProviderChoice, String> {
     resolve_provider_with(agent, config, || find_on_path("pi").is_some())
 }
 
@@ -68,7 +71,7 @@ fn resolve_provider_with(
 
 /// Why `resolve_provider` picks the provider it picks, in words that follow "because" on the
 /// first-start screen.
-pub fn choice_reason(agent: &AgentArgs, config: &Config) -> String {
+pub(crate) fn choice_reason(agent: &AgentArgs, config: &Config) -> String {
     if let Some(name) = &agent.provider {
         return format!("--provider {name} was given");
     }
@@ -82,7 +85,7 @@ pub fn choice_reason(agent: &AgentArgs, config: &Config) -> String {
 }
 
 /// The first executable file called `program` in `PATH`.
-pub fn find_on_path(program: &str) -> Option<PathBuf> {
+pub(crate) fn find_on_path(program: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
         .map(|dir| dir.join(program))

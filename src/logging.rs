@@ -16,7 +16,7 @@ pub fn mark_launch() {
 }
 
 /// Time since [`mark_launch`] (zero if it was never called).
-pub fn since_launch() -> Duration {
+pub(crate) fn since_launch() -> Duration {
     LAUNCHED.get().map(Instant::elapsed).unwrap_or_default()
 }
 
@@ -34,7 +34,7 @@ pub fn state_dir() -> PathBuf {
         .unwrap_or_else(|| std::env::temp_dir().join("agentty"))
 }
 
-pub fn log_dir() -> PathBuf {
+pub(crate) fn log_dir() -> PathBuf {
     state_dir().join("logs")
 }
 

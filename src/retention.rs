@@ -14,7 +14,7 @@ use crate::config::SessionLogRetention;
 
 /// What one pruning deleted.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct Pruned {
+pub(crate) struct Pruned {
     /// The logs (`.jsonl`, or an orphan sidecar) whose conversations were deleted.
     pub conversations: Vec<PathBuf>,
     pub bytes_freed: u64,
@@ -29,7 +29,7 @@ struct Conversation {
 /// Deletes the conversations in `dir` that `policy` no longer keeps, never `in_use` (the log
 /// being written now). `now` is passed in so tests need no clock. Problems are logged; a file
 /// that cannot be deleted is left and the rest goes on.
-pub fn prune_session_logs(
+pub(crate) fn prune_session_logs(
     dir: &Path,
     in_use: Option<&Path>,
     policy: &SessionLogRetention,

@@ -14,7 +14,7 @@ use tokio::signal::unix::{signal, Signal, SignalKind};
 
 /// A signal that asks agentty to stop the agent and leave.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ShutdownSignal {
+pub(crate) enum ShutdownSignal {
     Interrupt,
     Terminate,
     Hangup,
@@ -45,7 +45,7 @@ impl ShutdownSignal {
 
 /// Job control from outside: the shell's `fg`/`bg`, or `kill -TSTP`/`-CONT` by hand.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum JobControlEvent {
+pub(crate) enum JobControlEvent {
     /// SIGTSTP: suspend (agents first, then agentty).
     Stop,
     /// SIGCONT: continue (the agents too).
@@ -54,22 +54,23 @@ pub enum JobControlEvent {
 
 /// One signal received.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SignalEvent {
+pub(crate) enum SignalEvent {
     Shutdown(ShutdownSignal),
     JobControl(JobControlEvent),
 }
 
 /// Whether [`SignalHandler::new`] installs real handlers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SignalHandlerKind {
+pub(crate) enum SignalHandlerKind {
     /// The process's signals are caught and reported.
     Standard,
     /// Nothing is installed; `recv` never yields (for tests).
+    #[cfg(test)]
     Noop,
 }
 
 /// The typed stream of received signals.
-pub struct SignalHandler {
+pub(crate) struct SignalHandler {
     signals: Option<Signals>,
 }
 
@@ -86,6 +87,7 @@ impl SignalHandler {
     /// Installs the handlers (for `Standard`); must be called inside a tokio runtime.
     pub fn new(kind: SignalHandlerKind) -> io::Result<Self> {
         let signals = match kind {
+            #[cfg(test)]
             SignalHandlerKind::Noop => None,
             SignalHandlerKind::Standard => Some(Signals {
                 interrupt: signal(SignalKind::interrupt())?,

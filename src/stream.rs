@@ -113,11 +113,11 @@ pub mod failure_reason {
     pub const EXIT_NONZERO: &str = "exit_nonzero";
     pub const KILLED_BY_SIGNAL: &str = "killed_by_signal";
     /// The agent exited 0 without the event that says its work is done.
-    pub const NO_COMPLETION: &str = "no_completion";
+    pub(crate) const NO_COMPLETION: &str = "no_completion";
     /// The agent kept running after its completion event and had to be stopped.
-    pub const STALLED: &str = "stalled";
+    pub(crate) const STALLED: &str = "stalled";
     /// The agent CLI could not find the stored session it was asked to continue.
-    pub const SESSION_LOST: &str = "session_lost";
+    pub(crate) const SESSION_LOST: &str = "session_lost";
 }
 
 /// Token and cost accounting, as far as the agent reports it.

@@ -170,7 +170,7 @@ fn run_rpc(args: DemoAgentArgs, forced: Option<Scenario>) -> i32 {
 }
 
 /// The names of the built-in scenarios, in listing order (for `--scenario` checks).
-pub fn scenario_names() -> Vec<&'static str> {
+pub(crate) fn scenario_names() -> Vec<&'static str> {
     scenario::names().collect()
 }
 

@@ -30,7 +30,7 @@ pub(crate) fn state_dir() -> PathBuf {
 }
 
 /// The state dir for a given `AGENTTY_DEMO_STATE_DIR` value (unset: the default).
-pub fn state_dir_from(value: Option<std::ffi::OsString>) -> PathBuf {
+pub(crate) fn state_dir_from(value: Option<std::ffi::OsString>) -> PathBuf {
     value
         .filter(|value| !value.is_empty())
         .map(PathBuf::from)

@@ -17,7 +17,7 @@ use crate::stream::{failure_reason, Failure};
 
 /// Whether a failed attempt is worth another try.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Retryability {
+pub(crate) enum Retryability {
     Retryable,
     NotRetryable,
     /// The agent lost the session it was asked to continue: go on in a fresh one, once.
@@ -26,16 +26,17 @@ pub enum Retryability {
 
 /// The verdict and a short human cause (shown in the retry countdown).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Classification {
+pub(crate) struct Classification {
     pub retryability: Retryability,
     pub cause: &'static str,
 }
 
-pub fn classify(failure: &Failure) -> Retryability {
+#[cfg(test)]
+pub(crate) fn classify(failure: &Failure) -> Retryability {
     classify_failure(failure).retryability
 }
 
-pub fn classify_failure(failure: &Failure) -> Classification {
+pub(crate) fn classify_failure(failure: &Failure) -> Classification {
     use Retryability::{NotRetryable, Retryable};
     let verdict = |retryability, cause| Classification {
         retryability,

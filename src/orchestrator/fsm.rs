@@ -35,7 +35,7 @@ use crate::stream::{notice_kind, AgentMessage, Failure};
 
 /// What happens to the machine.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Input {
+pub(crate) enum Input {
     Command(Command),
     /// One message of an attempt's stream (the driver synthesises a `terminal.failed` if a
     /// stream ends without a terminal message).
@@ -64,7 +64,7 @@ pub enum Input {
 
 /// What the driver must do, in order.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Effect {
+pub(crate) enum Effect {
     Emit(OrchestratorEvent),
     /// Exactly one `Provider::execute`.
     StartAttempt {
@@ -121,7 +121,7 @@ pub struct Turn {
 
 /// What a turn's end leads to once its attempt has stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AfterStop {
+pub(crate) enum AfterStop {
     /// The user stopped the turn: go on with the queue.
     Continue,
     /// The orchestrator is shutting down.
@@ -129,7 +129,7 @@ pub enum AfterStop {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub enum State {
+pub(crate) enum State {
     /// No turn yet, or the last one completed.
     Idle,
     Running {
@@ -164,7 +164,7 @@ pub enum State {
 
 /// The orchestrator's state machine.
 #[derive(Debug, Clone)]
-pub struct Machine {
+pub(crate) struct Machine {
     state: State,
     policy: RetryPolicy,
     session: SessionRef,
@@ -198,31 +198,35 @@ impl Machine {
 
     /// The provider can steer a running turn: `Interject` goes to the agent instead of the
     /// queue while a turn runs.
-    pub fn with_interjections(mut self, can_interject: bool) -> Self {
+    pub(crate) fn with_interjections(mut self, can_interject: bool) -> Self {
         self.interjections = can_interject;
         self
     }
 
     /// Numbers the turns from `first` on (a resumed conversation goes on after its last turn).
-    pub fn numbering_turns_from(mut self, first: TurnId) -> Self {
+    pub(crate) fn numbering_turns_from(mut self, first: TurnId) -> Self {
         self.next_turn = first.max(1);
         self
     }
 
+    #[cfg(test)]
     pub fn state(&self) -> &State {
         &self.state
     }
 
     /// The prompts waiting for the running turn (or, after a failure, for the user).
+    #[cfg(test)]
     pub fn queue(&self) -> &[String] {
         &self.queue
     }
 
     /// The session the next turn continues.
+    #[cfg(test)]
     pub fn session(&self) -> &SessionRef {
         &self.session
     }
 
+    #[cfg(test)]
     pub fn policy(&self) -> &RetryPolicy {
         &self.policy
     }

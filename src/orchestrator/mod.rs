@@ -33,7 +33,7 @@ pub use driver::{spawn_orchestrator, OrchestratorHandle, OrchestratorOptions};
 pub use headless::run_headless_turn;
 
 /// Identifies a turn (one user prompt) within a conversation.
-pub type TurnId = u64;
+pub(crate) type TurnId = u64;
 
 /// Where an orchestrator's events and its agents' raw stdout lines are recorded (the session
 /// log implements it; the orchestrator knows nothing of files).
@@ -73,7 +73,7 @@ impl OrchestratorEvent {
     /// `agentty run` prints it and session logs keep it: an attempt's own messages; between
     /// attempts the orchestrator's `retry.scheduled` (after attempt N-1); its notices (attempt
     /// 0: the turn's). `None` for the events the stream has no message for.
-    pub fn as_stream_message(&self) -> Option<(TurnId, u32, Cow<'_, AgentMessage>)> {
+    pub(crate) fn as_stream_message(&self) -> Option<(TurnId, u32, Cow<'_, AgentMessage>)> {
         match self {
             OrchestratorEvent::Message {
                 turn,
@@ -134,9 +134,9 @@ pub enum TurnOutcome {
 /// `agentty run`'s exit statuses (DESIGN.md's command-line contract).
 pub mod exit_status {
     pub const COMPLETED: i32 = 0;
-    pub const FAILED: i32 = 1;
-    pub const USAGE: i32 = 2;
-    pub const CANCELLED: i32 = 130;
+    pub(crate) const FAILED: i32 = 1;
+    pub(crate) const USAGE: i32 = 2;
+    pub(crate) const CANCELLED: i32 = 130;
 }
 
 impl TurnOutcome {

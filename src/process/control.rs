@@ -56,20 +56,20 @@ impl StopControl {
         self.stop.cancel();
     }
 
-    pub fn kill_now(&self) {
+    pub(crate) fn kill_now(&self) {
         self.stop.cancel();
         self.kill.cancel();
     }
 
-    pub fn is_stop_requested(&self) -> bool {
+    pub(crate) fn is_stop_requested(&self) -> bool {
         self.stop.is_cancelled()
     }
 
-    pub fn stop_token(&self) -> &CancellationToken {
+    pub(crate) fn stop_token(&self) -> &CancellationToken {
         &self.stop
     }
 
-    pub fn kill_token(&self) -> &CancellationToken {
+    pub(crate) fn kill_token(&self) -> &CancellationToken {
         &self.kill
     }
 

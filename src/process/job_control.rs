@@ -11,7 +11,7 @@ use super::tree::signal_all_groups;
 
 /// Suspends every agent's process group, then agentty itself; returns once agentty has been
 /// continued (`fg`), after the agents were continued too.
-pub fn suspend_with_agents() {
+pub(crate) fn suspend_with_agents() {
     signal_all_groups(Signal::SIGTSTP);
     // SIGSTOP cannot be caught: this works even while a SIGTSTP handler is installed.
     if let Err(error) = raise(Signal::SIGSTOP) {

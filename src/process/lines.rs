@@ -19,7 +19,7 @@ const READ_CHUNK: usize = 64 * 1024;
 /// A buffer grown past this for one long line is given back once lines are short again.
 const KEEP_BUFFER_UP_TO: usize = 1024 * 1024;
 /// How much of a cut line is kept: it is only ever shown as a diagnostic.
-pub const CUT_LINE_PREVIEW: usize = 4 * 1024;
+pub(crate) const CUT_LINE_PREVIEW: usize = 4 * 1024;
 
 /// One line as read, invalid UTF-8 replaced.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,14 +33,14 @@ pub struct Line {
 
 /// A line lent from the reader's buffer, valid until the next read; fields as in [`Line`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LineRef<'a> {
+pub(crate) struct LineRef<'a> {
     pub text: Cow<'a, str>,
     pub truncated: bool,
     pub original_len: usize,
 }
 
 impl Line {
-    pub fn as_line_ref(&self) -> LineRef<'_> {
+    pub(crate) fn as_line_ref(&self) -> LineRef<'_> {
         LineRef {
             text: Cow::Borrowed(&self.text),
             truncated: self.truncated,
@@ -101,13 +101,13 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
     }
 
     /// The next line as an owned [`Line`] (a copy of [`Self::next_line_ref`]'s).
-    pub async fn next_line(&mut self) -> std::io::Result<Option<Line>> {
+    pub(crate) async fn next_line(&mut self) -> std::io::Result<Option<Line>> {
         Ok(self.next_line_ref().await?.map(LineRef::into_owned))
     }
 
     /// The next line, or `None` at end of input. Empty lines are skipped. Cancel-safe: a
     /// partial line stays buffered when the future is dropped.
-    pub async fn next_line_ref(&mut self) -> std::io::Result<Option<LineRef<'_>>> {
+    pub(crate) async fn next_line_ref(&mut self) -> std::io::Result<Option<LineRef<'_>>> {
         let found = loop {
             if let Some(found) = self.take_buffered_line() {
                 if matches!(found, Found::InBuffer { start, end } if start == end) {

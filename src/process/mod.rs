@@ -22,7 +22,9 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::stream::StopStage;
 pub use control::{StopControl, StopProgress};
-pub use lines::{Line, LineReader, LineRef, DEFAULT_MAX_LINE};
+pub use lines::LineReader;
+pub(crate) use lines::LineRef;
+pub use lines::{Line, DEFAULT_MAX_LINE};
 pub use tree::TreeIdentity;
 
 /// How much of the agent's stderr is kept for diagnostics.
@@ -191,7 +193,7 @@ enum StdinOwner {
 /// Like [`spawn`], with stdin a pipe handed to the caller (who writes commands on it): a
 /// long-lived agent that takes commands. The stop's interrupt stage then sends only SIGINT;
 /// closing the returned stdin is the caller's way to ask the agent to exit.
-pub fn spawn_with_stdin(
+pub(crate) fn spawn_with_stdin(
     spec: &SpawnSpec,
     stop: StopControl,
 ) -> Result<(AgentProcess, tokio::process::ChildStdin), SpawnError> {

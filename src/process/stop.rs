@@ -21,11 +21,11 @@ use super::ExitReport;
 use crate::stream::StopStage;
 
 /// An agent that exits within this window after the interrupt counts as having honoured it.
-pub const INTERRUPT_WINDOW: Duration = Duration::from_millis(250);
+pub(crate) const INTERRUPT_WINDOW: Duration = Duration::from_millis(250);
 /// How long the agent may take to exit after the interrupt before it is killed.
-pub const GRACE_PERIOD: Duration = Duration::from_secs(2);
+pub(crate) const GRACE_PERIOD: Duration = Duration::from_secs(2);
 /// How long to wait for the kill to be confirmed.
-pub const KILL_CONFIRM: Duration = Duration::from_secs(5);
+pub(crate) const KILL_CONFIRM: Duration = Duration::from_secs(5);
 /// The Ctrl+C byte.
 const INTERRUPT_BYTE: u8 = 0x03;
 

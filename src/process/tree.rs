@@ -17,7 +17,7 @@ use nix::sys::wait::{waitpid, WaitPidFlag};
 use nix::unistd::Pid;
 
 /// The environment variable holding an agent's tree marker.
-pub const TREE_MARKER_VAR: &str = "AGENTTY_AGENT_TREE";
+pub(crate) const TREE_MARKER_VAR: &str = "AGENTTY_AGENT_TREE";
 
 /// One process as /proc shows it.
 #[derive(Debug, Clone, Copy)]
@@ -109,12 +109,12 @@ fn carries_marker(pid: i32, marker: &str) -> bool {
 }
 
 /// Sends `signal` to the agent's process group (which reaches everything that did not leave it).
-pub fn signal_group(tree: &TreeIdentity, signal: Signal) {
+pub(crate) fn signal_group(tree: &TreeIdentity, signal: Signal) {
     let _ = killpg(Pid::from_raw(tree.root), signal);
 }
 
 /// Sends `signal` to the process group of every live agent (job control: SIGTSTP, SIGCONT).
-pub fn signal_all_groups(signal: Signal) {
+pub(crate) fn signal_all_groups(signal: Signal) {
     let trees = match LIVE_TREES.lock() {
         Ok(trees) => trees.clone(),
         Err(poisoned) => poisoned.into_inner().clone(),
@@ -130,7 +130,7 @@ pub fn signal_all_groups(signal: Signal) {
 /// One empty scan is not proof: a process caught inside `execve` (e.g. a tool child going
 /// `setsid` -> `exec`) can hide its environment for an instant. So the tree counts as gone only
 /// after two empty scans in a row, and every PID once seen is re-checked in each round.
-pub fn kill_tree(tree: &TreeIdentity, deadline: Instant) -> usize {
+pub(crate) fn kill_tree(tree: &TreeIdentity, deadline: Instant) -> usize {
     let mut seen: HashSet<i32> = HashSet::new();
     let mut empty_scans = 0;
     loop {

@@ -72,7 +72,7 @@ impl SessionCheckpoint {
     }
 
     /// Puts every file back as it was.
-    pub fn restore(&self) -> io::Result<()> {
+    pub(crate) fn restore(&self) -> io::Result<()> {
         self.files.iter().try_for_each(FileSnapshot::restore)
     }
 }

@@ -13,7 +13,7 @@ use crate::provider::{AttemptRequest, Backend, Mapper, SessionRef};
 
 pub use crate::demo_agent::ATTEMPT_VAR as DEMO_ATTEMPT_VAR;
 
-pub struct DemoBackend {
+pub(crate) struct DemoBackend {
     settings: ProviderSettings,
 }
 

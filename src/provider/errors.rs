@@ -9,7 +9,7 @@
 /// The explaining line of an agent's stderr: Node's or Codex's `…Error: …` line above the stack,
 /// else the thrown value of a Node `throw` of a non-Error, else the last line that is not part
 /// of a stack trace or a runtime banner. `None` when stderr holds nothing but noise.
-pub fn stderr_headline(stderr: &str) -> Option<String> {
+pub(crate) fn stderr_headline(stderr: &str) -> Option<String> {
     let lines: Vec<&str> = stderr.lines().map(str::trim_end).collect();
     if let Some(line) = lines.iter().rev().find(|line| is_error_line(line)) {
         return Some(strip_error_prefix(line.trim()).to_owned());
@@ -92,7 +92,7 @@ const DROPPED_CONNECTION: [&str; 7] = [
 
 /// The error text means that the connection to the model broke off mid-reply (the orchestrator's
 /// classifier asks this too: such a failure is worth a retry).
-pub fn is_dropped_connection(message: &str) -> bool {
+pub(crate) fn is_dropped_connection(message: &str) -> bool {
     let lower = message.to_ascii_lowercase();
     DROPPED_CONNECTION
         .iter()
@@ -101,7 +101,7 @@ pub fn is_dropped_connection(message: &str) -> bool {
 
 /// The agent's error text, said plainly when it means the model's connection dropped (pi reports
 /// a dropped stream as the single word `terminated`).
-pub fn describe_agent_error(message: &str) -> String {
+pub(crate) fn describe_agent_error(message: &str) -> String {
     if is_dropped_connection(message) {
         format!("the connection to the model dropped mid-reply ({message})")
     } else {

@@ -14,7 +14,7 @@
 
 /// Where the text comes from, which decides whether a bare number can be a status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StatusSource {
+pub(crate) enum StatusSource {
     /// The agent's own error message: bare common statuses count.
     ErrorMessage,
     /// Diagnostics such as stderr: only labelled statuses count.
@@ -30,14 +30,14 @@ const COMMON_STATUSES: [u16; 14] = [
 const STATUS_LABELS: [&str; 3] = ["status", "code", "http"];
 
 /// The first HTTP error status an agent's error message names, if it names one.
-pub fn http_status_in(message: &str) -> Option<u16> {
+pub(crate) fn http_status_in(message: &str) -> Option<u16> {
     http_statuses_in(message, StatusSource::ErrorMessage)
         .into_iter()
         .next()
 }
 
 /// Every HTTP error status `text` names, in order.
-pub fn http_statuses_in(text: &str, source: StatusSource) -> Vec<u16> {
+pub(crate) fn http_statuses_in(text: &str, source: StatusSource) -> Vec<u16> {
     let lower = text.to_ascii_lowercase();
     let bytes = lower.as_bytes();
     let mut found = Vec::new();

@@ -133,7 +133,7 @@ pub enum Interjection {
 
 /// The transport the chat uses for `name` unless told otherwise: pi's RPC mode (no cold start
 /// per turn, steering, in-band stop), the one-shot JSON mode for the rest.
-pub fn default_chat_transport(name: &str) -> Transport {
+pub(crate) fn default_chat_transport(name: &str) -> Transport {
     if name == "pi" {
         Transport::Rpc
     } else {
@@ -223,7 +223,7 @@ impl Provider for CliProvider {
 
 /// The agent CLIs agentty has a backend for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ProviderKind {
+pub(crate) enum ProviderKind {
     Pi,
     Claude,
     Codex,
@@ -232,7 +232,7 @@ pub enum ProviderKind {
 }
 
 impl ProviderKind {
-    pub const ALL: [ProviderKind; 5] = [
+    pub(crate) const ALL: [ProviderKind; 5] = [
         ProviderKind::Pi,
         ProviderKind::Claude,
         ProviderKind::Codex,
@@ -251,7 +251,7 @@ impl ProviderKind {
         }
     }
 
-    pub fn from_name(name: &str) -> Option<ProviderKind> {
+    pub(crate) fn from_name(name: &str) -> Option<ProviderKind> {
         ProviderKind::ALL
             .into_iter()
             .find(|kind| kind.name() == name)
@@ -270,7 +270,7 @@ impl ProviderKind {
 }
 
 /// Names accepted by `--provider` (besides providers defined in the config).
-pub const PROVIDER_NAMES: [&str; 5] = {
+pub(crate) const PROVIDER_NAMES: [&str; 5] = {
     let mut names = [""; 5];
     let mut index = 0;
     while index < names.len() {

@@ -9,7 +9,7 @@
 
 /// The outcome of comparing one snapshot with the text already shown.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SnapshotDelta<'a> {
+pub(crate) enum SnapshotDelta<'a> {
     /// The snapshot extends what was shown by this suffix.
     Append(&'a str),
     /// Nothing new: the snapshot equals, or is a prefix of, what was shown (a replay catching up).
@@ -19,7 +19,7 @@ pub enum SnapshotDelta<'a> {
 }
 
 #[derive(Debug, Default, Clone)]
-pub struct SnapshotReconciler {
+pub(crate) struct SnapshotReconciler {
     shown: String,
 }
 
@@ -30,7 +30,7 @@ impl SnapshotReconciler {
 
     /// Compares `snapshot` with the text shown so far. On `Append`, the shown text becomes the
     /// snapshot; on `Diverged` nothing changes until the caller calls [`Self::replace`].
-    pub fn observe<'a>(&mut self, snapshot: &'a str) -> SnapshotDelta<'a> {
+    pub(crate) fn observe<'a>(&mut self, snapshot: &'a str) -> SnapshotDelta<'a> {
         if let Some(suffix) = snapshot.strip_prefix(self.shown.as_str()) {
             if suffix.is_empty() {
                 return SnapshotDelta::Unchanged;
@@ -47,7 +47,7 @@ impl SnapshotReconciler {
     }
 
     /// Appends an incremental delta to the shown text (for agents that send deltas).
-    pub fn push_delta(&mut self, delta: &str) {
+    pub(crate) fn push_delta(&mut self, delta: &str) {
         self.shown.push_str(delta);
     }
 

@@ -21,13 +21,13 @@ use crate::stream::{failure_reason, AgentMessage, Failure, StopStage};
 /// After the agent exits, how long its stdout may stay open (a grandchild holding the pipe).
 const STDOUT_DRAIN_AFTER_EXIT: Duration = Duration::from_millis(1000);
 /// How long an agent may keep running after it said it was done, or after it closed stdout.
-pub const LINGER_AFTER_DONE: Duration = Duration::from_secs(3);
+pub(crate) const LINGER_AFTER_DONE: Duration = Duration::from_secs(3);
 /// Bounds on the invalid lines kept for diagnostics.
 pub const MAX_INVALID_LINES: usize = 100;
-pub const MAX_INVALID_LINE_BYTES: usize = 2048;
+pub(crate) const MAX_INVALID_LINE_BYTES: usize = 2048;
 
 /// Starts one attempt on a background task and returns its stream.
-pub fn run_attempt(
+pub(crate) fn run_attempt(
     backend: Arc<dyn Backend>,
     request: AttemptRequest,
     stop: StopControl,
@@ -222,7 +222,7 @@ impl AttemptMapping {
     }
 
     /// [`Self::map_line`] for a line lent by the reader.
-    pub fn map_line_ref(&mut self, line: &LineRef<'_>, out: &mut Vec<AgentMessage>) {
+    pub(crate) fn map_line_ref(&mut self, line: &LineRef<'_>, out: &mut Vec<AgentMessage>) {
         if line.truncated {
             self.keep_invalid(format!(
                 "[line of {} bytes cut] {}",

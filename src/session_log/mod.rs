@@ -108,7 +108,7 @@ impl LoggedOutcome {
 }
 
 /// Milliseconds since the Unix epoch.
-pub fn now_ms() -> u64 {
+pub(crate) fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|elapsed| elapsed.as_millis() as u64)
@@ -145,7 +145,7 @@ enum WriterCommand {
 const RAW_LINE_BUDGET: usize = 256 * 1024;
 
 /// Appends entries to one session log on a background thread.
-pub struct SessionLogWriter {
+pub(crate) struct SessionLogWriter {
     path: PathBuf,
     conversation_id: String,
     commands: Option<mpsc::Sender<WriterCommand>>,
@@ -155,7 +155,7 @@ pub struct SessionLogWriter {
 }
 
 /// Where session logs live.
-pub fn sessions_dir() -> PathBuf {
+pub(crate) fn sessions_dir() -> PathBuf {
     crate::logging::state_dir().join("sessions")
 }
 
@@ -211,7 +211,7 @@ impl SessionLogWriter {
         })
     }
 
-    pub fn conversation_id(&self) -> &str {
+    pub(crate) fn conversation_id(&self) -> &str {
         &self.conversation_id
     }
 
@@ -219,7 +219,7 @@ impl SessionLogWriter {
         &self.path
     }
 
-    pub fn append(&self, entry: LogEntry) {
+    pub(crate) fn append(&self, entry: LogEntry) {
         if let Some(commands) = &self.commands {
             let _ = commands.send(WriterCommand::Entry(Box::new(entry)));
         }
@@ -233,7 +233,7 @@ impl SessionLogWriter {
     }
 
     /// Records what the orchestrator reported; flushes at turn ends.
-    pub fn record_event(&self, event: &OrchestratorEvent) {
+    pub(crate) fn record_event(&self, event: &OrchestratorEvent) {
         match event {
             OrchestratorEvent::TurnStarted { turn, prompt } => self.append(LogEntry::Turn {
                 turn: *turn,
@@ -274,7 +274,11 @@ impl SessionLogWriter {
     }
 
     /// A tap for one attempt's raw lines, to put in `AttemptRequest::raw_line_tap`.
-    pub fn raw_line_tap(&self, turn: TurnId, attempt: u32) -> Option<crate::provider::RawLineTap> {
+    pub(crate) fn raw_line_tap(
+        &self,
+        turn: TurnId,
+        attempt: u32,
+    ) -> Option<crate::provider::RawLineTap> {
         let commands = self.commands.clone()?;
         let budget = self.raw_budget.clone();
         let buffers = self.raw_buffers.clone();
@@ -469,7 +473,7 @@ pub struct ConversationSummary {
 
 impl ConversationSummary {
     /// Whether `query` names this conversation (a prefix of its id or of its file name).
-    pub fn is_named(&self, query: &str) -> bool {
+    pub(crate) fn is_named(&self, query: &str) -> bool {
         let query = query.trim();
         !query.is_empty()
             && (self.id.starts_with(query)
@@ -630,7 +634,8 @@ impl SessionTracker {
 }
 
 /// The agent session to continue from a log's entries.
-pub fn last_session_id(entries: &[LogEntry]) -> Option<String> {
+#[cfg(test)]
+pub(crate) fn last_session_id(entries: &[LogEntry]) -> Option<String> {
     let version = match entries.first() {
         Some(LogEntry::Header { version, .. }) => *version,
         _ => 1,

@@ -46,7 +46,7 @@ pub fn sidecar_path(log: &Path) -> PathBuf {
 }
 
 /// The session log whose sidecar `path` is, when it is one and the log exists.
-pub fn log_of_sidecar(path: &Path) -> Option<PathBuf> {
+pub(crate) fn log_of_sidecar(path: &Path) -> Option<PathBuf> {
     let stem = path.file_name()?.to_str()?.strip_suffix(".raw.zst")?;
     let log = path.with_file_name(format!("{stem}.jsonl"));
     log.exists().then_some(log)
@@ -302,7 +302,7 @@ fn read_frame_records(frame: &[u8], each: &mut impl FnMut(RawLine<'_>)) {
 
 /// The raw lines of the last attempt that printed any, oldest first, streamed to `each` (two
 /// passes over the log: the first finds that attempt).
-pub fn for_each_raw_line_of_last_attempt(
+pub(crate) fn for_each_raw_line_of_last_attempt(
     log: &Path,
     mut each: impl FnMut(&str),
 ) -> std::io::Result<()> {

@@ -24,7 +24,7 @@ use crate::provider::checkpoint::{agent_env, agent_home, newest_file_named};
 use crate::provider::{AttemptRequest, Backend, Mapper, SessionRef};
 
 /// The CLI's own retry count; agentty sets it to 0.
-pub const MAX_RETRIES_VAR: &str = "CLAUDE_CODE_MAX_RETRIES";
+pub(crate) const MAX_RETRIES_VAR: &str = "CLAUDE_CODE_MAX_RETRIES";
 
 pub struct ClaudeBackend {
     settings: ProviderSettings,
@@ -37,7 +37,7 @@ impl ClaudeBackend {
 }
 
 /// Claude Code's session flags for a request; a new session gets a fresh id.
-pub fn session_args(session: &SessionRef) -> Vec<String> {
+pub(crate) fn session_args(session: &SessionRef) -> Vec<String> {
     match session {
         SessionRef::New => vec![
             "--session-id".into(),

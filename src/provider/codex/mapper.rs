@@ -59,7 +59,7 @@ impl CodexMapper {
     }
 
     /// A mapper that reports usage against the running totals of earlier turns in `totals`.
-    pub fn with_thread_totals(resumed: bool, thread_totals: ThreadTotals) -> Self {
+    pub(crate) fn with_thread_totals(resumed: bool, thread_totals: ThreadTotals) -> Self {
         Self {
             resumed,
             session: SessionHeader::default(),

@@ -20,11 +20,11 @@ use crate::stream::Usage;
 
 /// The last cumulative usage per Codex thread id, shared by the backend's mappers.
 #[derive(Debug, Clone, Default)]
-pub struct ThreadTotals(Arc<Mutex<HashMap<String, Usage>>>);
+pub(crate) struct ThreadTotals(Arc<Mutex<HashMap<String, Usage>>>);
 
 impl ThreadTotals {
     /// The turn's own usage from the thread's new running `total`; remembers `total`.
-    pub fn turn_usage(&self, thread_id: &str, total: Usage) -> Usage {
+    pub(crate) fn turn_usage(&self, thread_id: &str, total: Usage) -> Usage {
         let Ok(mut totals) = self.0.lock() else {
             return total;
         };
@@ -38,7 +38,7 @@ impl ThreadTotals {
 
     /// Before resuming `thread_id`, takes its running total from Codex's rollout file under
     /// `codex_home`, unless this backend already knows it.
-    pub fn seed_from_rollout(&self, codex_home: &Path, thread_id: &str) {
+    pub(crate) fn seed_from_rollout(&self, codex_home: &Path, thread_id: &str) {
         let Ok(mut totals) = self.0.lock() else {
             return;
         };

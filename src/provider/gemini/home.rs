@@ -30,7 +30,7 @@ use serde_json::{json, Value};
 use crate::provider::config_mirror;
 
 /// The environment variable that names Gemini CLI's home.
-pub const HOME_VAR: &str = "GEMINI_CLI_HOME";
+pub(crate) const HOME_VAR: &str = "GEMINI_CLI_HOME";
 const GEMINI_DIR: &str = ".gemini";
 const SETTINGS_FILE: &str = "settings.json";
 /// Where Gemini CLI keeps per-project chats (what `--resume` reads).

@@ -38,7 +38,7 @@ use serde_json::{json, Value};
 use crate::provider::config_mirror;
 
 /// The environment variable that names pi's config dir.
-pub const AGENT_DIR_VAR: &str = "PI_CODING_AGENT_DIR";
+pub(crate) const AGENT_DIR_VAR: &str = "PI_CODING_AGENT_DIR";
 const SETTINGS_FILE: &str = "settings.json";
 const SESSIONS_DIR: &str = "sessions";
 

@@ -21,7 +21,7 @@ use crate::process::SpawnSpec;
 use crate::provider::checkpoint::{agent_env, newest_file_named};
 use crate::provider::{AttemptRequest, Backend, Mapper, SessionRef};
 
-pub use agent_dir::AGENT_DIR_VAR;
+pub(crate) use agent_dir::AGENT_DIR_VAR;
 
 pub struct PiBackend {
     settings: ProviderSettings,
@@ -66,7 +66,7 @@ impl PiBackend {
 }
 
 /// pi's session flags for a request.
-pub fn session_args(session: &SessionRef) -> Vec<String> {
+pub(crate) fn session_args(session: &SessionRef) -> Vec<String> {
     match session {
         SessionRef::New => Vec::new(),
         SessionRef::ContinueLatest => vec!["--continue".into()],

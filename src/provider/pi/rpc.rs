@@ -36,7 +36,7 @@ use crate::provider::{
 use crate::stream::{failure_reason, notice_kind, AgentMessage, Failure, StopStage};
 
 /// Stage 0 of the stop: how long an `abort` may take to end the turn.
-pub const ABORT_GRACE: Duration = Duration::from_secs(2);
+pub(crate) const ABORT_GRACE: Duration = Duration::from_secs(2);
 /// How long a starting pi may take to answer `get_state` (a cold start is about 1.2 s).
 const START_TIMEOUT: Duration = Duration::from_secs(60);
 /// After a failed attempt, how long pi may take to exit once its stdin is closed.
