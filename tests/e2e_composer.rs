@@ -1,22 +1,22 @@
 //! End-to-end (issue 17): the real `agentty` binary in tmux, driven by keys: an `@` mention
 //! completed with Tab reaches the agent as a path, prompt history survives a restart, Esc puts
 //! the queue back into the editor, and Ctrl+Z / `fg` restores the terminal and suspends the agent
-//! with agentty. Each test has its own tmux server, state dir and working directory. Skipped,
-//! with a note, when tmux is not installed.
+//! with agentty. Each test has its own tmux server, state dir and working directory. Without
+//! tmux these tests fail; `AGENTTY_SKIP_TMUX_TESTS=1` skips them on purpose.
+
+#[path = "support/tmux.rs"]
+mod tmux;
 
 use std::path::Path;
 use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-static NEXT_SERVER: AtomicUsize = AtomicUsize::new(0);
+use tmux::{processes_with_env, socket_name, tmux_available, Pane, WAIT};
 
-/// Debug builds on a busy machine: generous, since a timeout only makes a failing test slower.
-const WAIT: Duration = Duration::from_secs(30);
 const READY: &str = "/ commands · @ files";
 
 struct Session {
-    socket: String,
+    pane: Pane,
     state_dir: tempfile::TempDir,
     work_dir: tempfile::TempDir,
 }
@@ -25,24 +25,21 @@ impl Session {
     /// A tmux server whose pane runs an interactive shell in a fresh working directory; `None`
     /// when tmux is missing.
     fn new() -> Option<Session> {
-        let tmux = Command::new("tmux").arg("-V").output();
-        if !tmux.is_ok_and(|output| output.status.success()) {
-            eprintln!("note: tmux is not installed; skipping the end-to-end test");
+        if !tmux_available() {
             return None;
         }
         let session = Session {
-            socket: format!(
-                "agentty-e2e17-{}-{}",
-                std::process::id(),
-                NEXT_SERVER.fetch_add(1, Ordering::SeqCst)
-            ),
+            pane: Pane {
+                socket: socket_name("agentty-e2e17"),
+                target: "e2e",
+            },
             state_dir: tempfile::tempdir().unwrap(),
             work_dir: tempfile::tempdir().unwrap(),
         };
         let status = Command::new("tmux")
             .args([
                 "-L",
-                &session.socket,
+                &session.pane.socket,
                 "-f",
                 "/dev/null",
                 "new-session",
@@ -74,53 +71,6 @@ impl Session {
         self.wait_for_text(READY);
     }
 
-    fn tmux(&self, args: &[&str]) -> String {
-        let output = Command::new("tmux")
-            .args(["-L", &self.socket])
-            .args(args)
-            .output()
-            .expect("run tmux");
-        String::from_utf8_lossy(&output.stdout).into_owned()
-    }
-
-    fn screen(&self) -> String {
-        self.tmux(&["capture-pane", "-p", "-t", "e2e"])
-    }
-
-    fn pane_flag(&self, format: &str) -> String {
-        self.tmux(&["display-message", "-p", "-t", "e2e", format])
-            .trim()
-            .to_owned()
-    }
-
-    fn keys(&self, keys: &[&str]) {
-        let mut args = vec!["send-keys", "-t", "e2e"];
-        args.extend_from_slice(keys);
-        self.tmux(&args);
-    }
-
-    fn type_text(&self, text: &str) {
-        self.tmux(&["send-keys", "-t", "e2e", "-l", text]);
-    }
-
-    fn wait_for(&self, what: &str, predicate: impl Fn(&str) -> bool) -> String {
-        let started = Instant::now();
-        loop {
-            let screen = self.screen();
-            if predicate(&screen) {
-                return screen;
-            }
-            if started.elapsed() > WAIT {
-                panic!("timed out waiting for {what}; the screen:\n{screen}");
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn wait_for_text(&self, needle: &str) -> String {
-        self.wait_for(&format!("{needle:?}"), |screen| screen.contains(needle))
-    }
-
     /// Ctrl+C until agentty has left (a draft is cleared first, then two presses quit).
     fn quit(&self) {
         self.keys(&["C-c"]);
@@ -147,26 +97,19 @@ impl Session {
 
     /// The demo agent processes this test started (they inherit the state dir variable).
     fn agent_pids(&self) -> Vec<i32> {
-        let marker = format!("AGENTTY_STATE_DIR={}", self.state_dir.path().display());
-        let mut pids = Vec::new();
-        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-            let Some(pid) = entry
-                .file_name()
-                .to_str()
-                .and_then(|n| n.parse::<i32>().ok())
-            else {
-                continue;
-            };
-            let environ = std::fs::read(entry.path().join("environ")).unwrap_or_default();
-            let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
-            let ours = environ
-                .split(|byte| *byte == 0)
-                .any(|variable| variable == marker.as_bytes());
-            if ours && String::from_utf8_lossy(&cmdline).contains("demo-agent") {
-                pids.push(pid);
-            }
-        }
-        pids
+        processes_with_env(self.state_dir.path())
+            .into_iter()
+            .filter(|(_, command)| command.contains("demo-agent"))
+            .map(|(pid, _)| pid)
+            .collect()
+    }
+}
+
+impl std::ops::Deref for Session {
+    type Target = Pane;
+
+    fn deref(&self) -> &Pane {
+        &self.pane
     }
 }
 
@@ -180,9 +123,7 @@ impl Drop for Session {
                 libc::kill(pid, libc::SIGKILL);
             }
         }
-        let _ = Command::new("tmux")
-            .args(["-L", &self.socket, "kill-server"])
-            .output();
+        self.pane.kill_server();
     }
 }
 
