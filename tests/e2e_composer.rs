@@ -71,6 +71,13 @@ impl Session {
         self.wait_for_text(READY);
     }
 
+    /// Launches agentty and starts a slow turn on the demo agent.
+    fn launch_with_a_slow_turn(&self) {
+        self.launch("");
+        self.prompt("slow please");
+        self.wait_for_text("Esc stops the turn");
+    }
+
     /// Ctrl+C until agentty has left (a draft is cleared first, then two presses quit).
     fn quit(&self) {
         self.keys(&["C-c"]);
@@ -160,8 +167,7 @@ fn an_at_mention_completed_with_tab_reaches_the_agent_as_a_path() {
     );
     session.keys(&["Tab"]);
     session.wait_for_text("summarise @notes/todo.md");
-    session.type_text("please");
-    session.keys(&["Enter"]);
+    session.prompt("please");
     // The demo agent quotes the prompt it received.
     let screen = session.wait_for_text("│ summarise notes/todo.md please");
     assert!(!screen.contains("@notes"), "{screen}");
@@ -174,8 +180,7 @@ fn prompt_history_survives_a_restart() {
         return;
     };
     session.launch("");
-    session.type_text("remember me across launches");
-    session.keys(&["Enter"]);
+    session.prompt("remember me across launches");
     session.wait_for_text("│ remember me across launches");
     session.wait_for_text("│ idle");
     session.quit();
@@ -202,12 +207,8 @@ fn esc_puts_the_queue_back_into_the_editor() {
     let Some(session) = Session::new() else {
         return;
     };
-    session.launch("");
-    session.type_text("slow please");
-    session.keys(&["Enter"]);
-    session.wait_for_text("Esc stops the turn");
-    session.type_text("the queued follow-up");
-    session.keys(&["Enter"]);
+    session.launch_with_a_slow_turn();
+    session.prompt("the queued follow-up");
     session.wait_for_text("queued 1: the queued follow-up");
     session.keys(&["Escape"]);
     let screen = session.wait_for_text("1 queued prompt back in the editor");
@@ -225,10 +226,7 @@ fn ctrl_z_restores_the_terminal_and_suspends_the_agent_until_fg() {
     let Some(session) = Session::new() else {
         return;
     };
-    session.launch("");
-    session.type_text("slow please");
-    session.keys(&["Enter"]);
-    session.wait_for_text("Esc stops the turn");
+    session.launch_with_a_slow_turn();
     let agents = session.agent_pids();
     assert!(!agents.is_empty(), "the demo agent runs");
     assert_eq!(session.pane_flag("#{alternate_on}"), "1");
@@ -248,11 +246,9 @@ fn ctrl_z_restores_the_terminal_and_suspends_the_agent_until_fg() {
         assert_eq!(process_state(*pid), 'T', "the agent {pid} is suspended too");
     }
     // The shell works normally: a cooked-mode command echoes.
-    session.type_text("echo shell-is-$((20+22))");
-    session.keys(&["Enter"]);
+    session.prompt("echo shell-is-$((20+22))");
     session.wait_for_text("shell-is-42");
-    session.type_text("fg");
-    session.keys(&["Enter"]);
+    session.prompt("fg");
     session.wait_for_text("Esc stops the turn");
     assert_eq!(
         session.pane_flag("#{alternate_on}"),
@@ -279,28 +275,16 @@ fn sigtstp_from_outside_suspends_like_ctrl_z() {
         return;
     };
     session.launch("");
-    let marker = format!("AGENTTY_STATE_DIR={}", session.state_dir.path().display());
-    let agentty = std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|entry| {
-            let pid = entry.file_name().to_str()?.parse::<i32>().ok()?;
-            let environ = std::fs::read(entry.path().join("environ")).ok()?;
-            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
-            let ours = environ
-                .split(|byte| *byte == 0)
-                .any(|variable| variable == marker.as_bytes());
-            let command = String::from_utf8_lossy(&cmdline).into_owned();
-            (ours && command.starts_with(env!("CARGO_BIN_EXE_agentty"))).then_some(pid)
-        })
-        .next()
+    let agentty = processes_with_env(session.state_dir.path())
+        .into_iter()
+        .find(|(_, command)| command.starts_with(env!("CARGO_BIN_EXE_agentty")))
+        .map(|(pid, _)| pid)
         .expect("agentty runs");
     // SAFETY: signalling the process this test started.
     unsafe { libc::kill(agentty, libc::SIGTSTP) };
     session.wait_for_text("Stopped");
     assert_eq!(session.pane_flag("#{alternate_on}"), "0");
-    session.type_text("fg");
-    session.keys(&["Enter"]);
+    session.prompt("fg");
     session.wait_for_text(READY);
     assert_eq!(session.pane_flag("#{alternate_on}"), "1");
     session.quit();
