@@ -355,18 +355,7 @@ async fn stop_during_a_sleeping_tool_leaves_no_process() {
     let mut stream = world.start("sleep", &prompt, SessionRef::New, stop.clone());
 
     let mut messages = messages_until_tool_call(&mut stream, RUN_LIMIT).await;
-    let mut sleep_pid = None;
-    for _ in 0..200 {
-        let pid = std::fs::read_to_string(&pid_file)
-            .ok()
-            .and_then(|text| text.trim().parse::<i32>().ok());
-        if let Some(pid) = pid.filter(|pid| command_line(*pid).starts_with("sleep")) {
-            sleep_pid = Some(pid);
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let sleep_pid = sleep_pid.expect("the bash tool started `sleep 100`");
+    let sleep_pid = sleeping_tool_pid(&pid_file).await;
     assert!(is_alive(sleep_pid));
 
     stop.stop();
@@ -472,6 +461,20 @@ async fn interject_during_a_nap(
     let requests = world.fake.user_texts_per_request();
     print_requests(label, &requests);
     Some((messages, requests))
+}
+
+/// The pid of the `sleep` that the bash tool started and wrote to `pid_file`, polled for 10 s.
+async fn sleeping_tool_pid(pid_file: &Path) -> i32 {
+    for _ in 0..200 {
+        let pid = std::fs::read_to_string(pid_file)
+            .ok()
+            .and_then(|text| text.trim().parse::<i32>().ok());
+        if let Some(pid) = pid.filter(|pid| command_line(*pid).starts_with("sleep")) {
+            return pid;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the bash tool started `sleep 100`");
 }
 
 fn starts(file: &Path) -> Vec<i32> {
@@ -600,18 +603,7 @@ async fn rpc_abort_during_sleep_100_ends_the_turn_in_band_with_no_process_left()
         stop.clone(),
     );
     let mut messages = messages_until_tool_call(&mut stream, RUN_LIMIT).await;
-    let mut sleep_pid = None;
-    for _ in 0..200 {
-        let pid = std::fs::read_to_string(&pid_file)
-            .ok()
-            .and_then(|text| text.trim().parse::<i32>().ok());
-        if let Some(pid) = pid.filter(|pid| command_line(*pid).starts_with("sleep")) {
-            sleep_pid = Some(pid);
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let sleep_pid = sleep_pid.expect("the bash tool started `sleep 100`");
+    let sleep_pid = sleeping_tool_pid(&pid_file).await;
     stop.stop();
     messages.extend(collect(&mut stream, RUN_LIMIT).await);
     assert_single_terminal_last(&messages);
