@@ -112,13 +112,7 @@ impl Session {
     }
 }
 
-impl std::ops::Deref for Session {
-    type Target = Pane;
-
-    fn deref(&self) -> &Pane {
-        &self.pane
-    }
-}
+tmux::deref_to_pane!(Session);
 
 impl Drop for Session {
     fn drop(&mut self) {

@@ -115,6 +115,22 @@ impl Pane {
     }
 }
 
+/// `impl Deref<Target = Pane>` for a session type that has its pane in a field `pane`.
+#[allow(unused_macros)]
+macro_rules! deref_to_pane {
+    ($session:ty) => {
+        impl std::ops::Deref for $session {
+            type Target = tmux::Pane;
+
+            fn deref(&self) -> &tmux::Pane {
+                &self.pane
+            }
+        }
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use deref_to_pane;
+
 /// (pid, command line) of live processes whose environment holds `AGENTTY_STATE_DIR=dir`: the
 /// agentty under test and everything it started (only its command line sets the variable).
 pub fn processes_with_env(dir: &Path) -> Vec<(i32, String)> {
