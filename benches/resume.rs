@@ -13,11 +13,10 @@ mod tmux;
 
 use std::io::Write;
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 use serde_json::json;
-use tmux::{first_frame_ms, peak_rss_kib, Tmux};
+use tmux::{first_frame_ms, measuring_in_tmux, peak_rss_kib, Tmux};
 
 const TMUX: Tmux = Tmux {
     socket: "agentty-bench-resume",
@@ -136,13 +135,7 @@ fn files_size(dir: &Path) -> u64 {
 }
 
 fn main() {
-    // `cargo test --all-targets` runs bench binaries without `--bench`: measure only for
-    // `cargo bench`.
-    if !std::env::args().any(|arg| arg == "--bench") {
-        return;
-    }
-    if Command::new("tmux").arg("-V").output().is_err() {
-        eprintln!("tmux is not installed; nothing measured");
+    if !measuring_in_tmux() {
         return;
     }
     for (name, old_layout) in [

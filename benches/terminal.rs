@@ -21,7 +21,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use tmux::{first_frame_ms, peak_rss_kib, Tmux};
+use tmux::{first_frame_ms, measuring_in_tmux, peak_rss_kib, Tmux};
 
 const TMUX: Tmux = Tmux {
     socket: "agentty-bench-terminal",
@@ -166,13 +166,7 @@ fn write_long_session(state: &Path, turns: usize) {
 }
 
 fn main() {
-    // `cargo test --all-targets` runs bench binaries without `--bench`: measure only for
-    // `cargo bench`.
-    if !std::env::args().any(|arg| arg == "--bench") {
-        return;
-    }
-    if Command::new("tmux").arg("-V").output().is_err() {
-        eprintln!("tmux is not installed; nothing measured");
+    if !measuring_in_tmux() {
         return;
     }
     let state = tempfile::tempdir().unwrap();

@@ -6,6 +6,19 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+/// Whether to measure: only for `cargo bench` (`cargo test --all-targets` runs bench binaries
+/// without `--bench`), and only with tmux installed.
+pub fn measuring_in_tmux() -> bool {
+    if !std::env::args().any(|arg| arg == "--bench") {
+        return false;
+    }
+    if Command::new("tmux").arg("-V").output().is_err() {
+        eprintln!("tmux is not installed; nothing measured");
+        return false;
+    }
+    true
+}
+
 pub struct Tmux {
     pub socket: &'static str,
 }
