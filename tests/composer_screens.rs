@@ -181,16 +181,22 @@ fn ctrl_z_suspends() {
 
 // ---- the queue ----
 
-#[test]
-fn a_stopped_turn_gives_the_queue_back_to_the_editor() {
+/// A chat whose turn "first" runs with `queued` waiting behind it.
+fn running_with_a_queue(queued: &[&str]) -> Chat {
     let mut chat = Chat::new();
     chat.start_turn(0, "first");
     chat.event(
         10,
         OrchestratorEvent::QueueChanged {
-            queued: vec!["second".into(), "third".into()],
+            queued: queued.iter().map(|prompt| prompt.to_string()).collect(),
         },
     );
+    chat
+}
+
+#[test]
+fn a_stopped_turn_gives_the_queue_back_to_the_editor() {
+    let mut chat = running_with_a_queue(&["second", "third"]);
     chat.type_text("draft");
     assert_eq!(
         chat.press(KeyCode::Esc),
@@ -213,28 +219,14 @@ fn a_stopped_turn_gives_the_queue_back_to_the_editor() {
 
 #[test]
 fn a_completed_turn_leaves_the_queue_to_the_orchestrator() {
-    let mut chat = Chat::new();
-    chat.start_turn(0, "first");
-    chat.event(
-        10,
-        OrchestratorEvent::QueueChanged {
-            queued: vec!["second".into()],
-        },
-    );
+    let mut chat = running_with_a_queue(&["second"]);
     assert!(chat.end(20, TurnOutcome::Completed).is_empty());
     assert_eq!(chat.state.composer.text(), "");
 }
 
 #[test]
 fn alt_up_pulls_the_last_queued_prompt_back() {
-    let mut chat = Chat::new();
-    chat.start_turn(0, "first");
-    chat.event(
-        10,
-        OrchestratorEvent::QueueChanged {
-            queued: vec!["second".into(), "third".into()],
-        },
-    );
+    let mut chat = running_with_a_queue(&["second", "third"]);
     assert_eq!(
         chat.key(KeyCode::Up, KeyModifiers::ALT),
         vec![AppEffect::Command(Command::RemoveQueued(1))]
