@@ -16,15 +16,13 @@ mod http;
 #[path = "support/tmux.rs"]
 mod tmux;
 
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use http::{FakeHttpServer, HttpRequest, HttpResponse, SseEvent};
 use serde_json::{json, Value};
-use tmux::Tmux;
+use tmux::{Control, Tmux};
 
 const TMUX: Tmux = Tmux {
     socket: "agentty-bench-enter",
@@ -35,42 +33,6 @@ const TURNS: usize = 3;
 fn wait_for_screen(needle: &str, limit: Duration) -> bool {
     TMUX.wait_for_screen(needle, limit, Duration::from_millis(5))
         .is_some()
-}
-
-/// A tmux control-mode client, so that Enter is one write, not a tmux process start.
-struct Control {
-    child: Child,
-    stdin: ChildStdin,
-}
-
-impl Control {
-    fn attach() -> Control {
-        let mut child = Command::new("tmux")
-            .args(["-L", TMUX.socket, "-C", "attach", "-t", "bench"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut stdin = child.stdin.take().unwrap();
-        writeln!(stdin, "refresh-client -C 120x40").unwrap();
-        let stdout = child.stdout.take().unwrap();
-        // Drain notifications so the client never blocks.
-        std::thread::spawn(move || for _ in BufReader::new(stdout).lines() {});
-        Control { child, stdin }
-    }
-
-    fn send(&mut self, command: &str) {
-        writeln!(self.stdin, "{command}").unwrap();
-        self.stdin.flush().unwrap();
-    }
-}
-
-impl Drop for Control {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// The fake model: answers "Reply N." (N = user messages in the request) and notes when each
@@ -236,7 +198,9 @@ fn conversation(world: &World, model: &FakeModel, client: Client) -> Vec<Duratio
     );
     // Let start-up work settle, as a user would take a moment to type.
     std::thread::sleep(Duration::from_millis(1500));
-    let mut control = Control::attach();
+    // A tmux control-mode client, so that Enter is one write, not a tmux process start; its
+    // notifications are drained so that it never blocks.
+    let mut control = Control::attach(&TMUX, "120x40", |_| true);
     let mut times = Vec::new();
     for turn in 1..=TURNS {
         let before = model.arrivals();

@@ -15,51 +15,30 @@
 #[path = "support/tmux.rs"]
 mod tmux;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::Path;
-use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use tmux::{first_frame_ms, measuring_in_tmux, peak_rss_kib, Tmux};
+use tmux::{first_frame_ms, measuring_in_tmux, peak_rss_kib, Control, Tmux};
 
 const TMUX: Tmux = Tmux {
     socket: "agentty-bench-terminal",
 };
 
 /// A tmux control-mode client: commands in, `%output` notifications out.
-struct Control {
-    child: Child,
-    stdin: ChildStdin,
+struct Echoes {
+    control: Control,
     outputs: mpsc::Receiver<Instant>,
 }
 
-impl Control {
-    fn attach() -> Control {
-        let mut child = Command::new("tmux")
-            .args(["-L", TMUX.socket, "-C", "attach", "-t", "bench"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut stdin = child.stdin.take().unwrap();
-        writeln!(stdin, "refresh-client -C 160x50").unwrap();
-        let stdout = child.stdout.take().unwrap();
+impl Echoes {
+    fn attach() -> Echoes {
         let (sender, outputs) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if line.starts_with("%output") && sender.send(Instant::now()).is_err() {
-                    break;
-                }
-            }
+        let control = Control::attach(&TMUX, "160x50", move |line| {
+            !(line.starts_with("%output") && sender.send(Instant::now()).is_err())
         });
-        Control {
-            child,
-            stdin,
-            outputs,
-        }
+        Echoes { control, outputs }
     }
 
     /// Sends one key and returns the time until the pane next printed anything.
@@ -67,7 +46,7 @@ impl Control {
         std::thread::sleep(Duration::from_millis(150));
         while self.outputs.try_recv().is_ok() {}
         let sent = Instant::now();
-        writeln!(self.stdin, "send-keys -t bench {key}").unwrap();
+        self.control.send(&format!("send-keys -t bench {key}"));
         let printed = self
             .outputs
             .recv_timeout(Duration::from_secs(5))
@@ -76,15 +55,8 @@ impl Control {
     }
 }
 
-impl Drop for Control {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn median_echo(samples: usize) -> (Duration, Duration, Duration) {
-    let mut control = Control::attach();
+    let mut control = Echoes::attach();
     std::thread::sleep(Duration::from_millis(300));
     let mut echoes: Vec<Duration> = (0..samples).map(|_| control.echo("x")).collect();
     for _ in 0..samples {

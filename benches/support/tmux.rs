@@ -2,8 +2,9 @@
 //! bench's own (`-L <socket>`) with one session, `bench`.
 #![allow(dead_code)]
 
+use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::Command;
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Whether to measure: only for `cargo bench` (`cargo test --all-targets` runs bench binaries
@@ -84,6 +85,54 @@ impl Tmux {
             .parse()
             .unwrap();
         (spawned, pid)
+    }
+}
+
+/// A tmux control-mode client attached to `bench`: commands in, notifications out.
+pub struct Control {
+    child: Child,
+    stdin: ChildStdin,
+}
+
+impl Control {
+    /// Attaches at `size` (`160x50`); `on_line` sees each line the client prints, on a thread of
+    /// its own, until it returns `false`.
+    pub fn attach(
+        tmux: &Tmux,
+        size: &str,
+        mut on_line: impl FnMut(&str) -> bool + Send + 'static,
+    ) -> Control {
+        let mut child = Command::new("tmux")
+            .args(["-L", tmux.socket, "-C", "attach", "-t", "bench"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        writeln!(stdin, "refresh-client -C {size}").unwrap();
+        let stdout = child.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if !on_line(&line) {
+                    break;
+                }
+            }
+        });
+        Control { child, stdin }
+    }
+
+    pub fn send(&mut self, command: &str) {
+        writeln!(self.stdin, "{command}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+}
+
+impl Drop for Control {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
