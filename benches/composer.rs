@@ -31,20 +31,31 @@ fn repository_paths() -> Vec<String> {
     files
 }
 
-fn chat() -> (AppState, ChatView, Terminal<TestBackend>) {
-    let state = AppState::new(StartupInfo {
+fn chat() -> AppState {
+    AppState::new(StartupInfo {
         provider: "demo".into(),
         ..StartupInfo::default()
-    });
-    (
-        state,
-        ChatView::default(),
-        Terminal::new(TestBackend::new(160, 50)).unwrap(),
-    )
+    })
 }
 
 fn type_char(state: &mut AppState, ch: char) {
     state.on_key(KeyEvent::new(KeyCode::Char(ch), KeyModifiers::NONE));
+}
+
+/// Benchmarks typing `ch`, drawing a 160x50 frame and erasing `ch` again on `state`.
+fn type_frame_erase(c: &mut Criterion, name: &str, mut state: AppState, ch: char) {
+    let mut chat_view = ChatView::default();
+    let mut terminal = Terminal::new(TestBackend::new(160, 50)).unwrap();
+    let now = Instant::now();
+    c.bench_function(name, |b| {
+        b.iter(|| {
+            type_char(&mut state, ch);
+            terminal
+                .draw(|frame| view::render(frame, &state, &mut chat_view, now))
+                .unwrap();
+            state.on_key(KeyEvent::new(KeyCode::Backspace, KeyModifiers::NONE));
+        })
+    });
 }
 
 fn benches(c: &mut Criterion) {
@@ -53,54 +64,34 @@ fn benches(c: &mut Criterion) {
         b.iter(|| mentions::rank("m12stat", &files, mentions::MAX_SUGGESTIONS))
     });
 
-    let (mut state, mut chat_view, mut terminal) = chat();
+    let mut state = chat();
     state.on_files_listed(files.clone());
     for ch in "look at @m12sta".chars() {
         type_char(&mut state, ch);
     }
-    let now = Instant::now();
-    c.bench_function(
+    type_frame_erase(
+        c,
         "type + frame + erase, @ popup over 20,000 files, 160x50",
-        |b| {
-            b.iter(|| {
-                type_char(&mut state, 't');
-                terminal
-                    .draw(|frame| view::render(frame, &state, &mut chat_view, now))
-                    .unwrap();
-                state.on_key(KeyEvent::new(KeyCode::Backspace, KeyModifiers::NONE));
-            })
-        },
+        state,
+        't',
     );
 
-    let (mut state, mut chat_view, mut terminal) = chat();
+    let mut state = chat();
     let words = "wrap this prompt over many rows of the input ";
     let long: String = words.repeat(2_000 / words.len() + 1);
     state.on_paste(&long[..2_000]);
-    c.bench_function(
+    type_frame_erase(
+        c,
         "type + frame + erase, 2,000-char wrapped prompt, 160x50",
-        |b| {
-            b.iter(|| {
-                type_char(&mut state, 'x');
-                terminal
-                    .draw(|frame| view::render(frame, &state, &mut chat_view, now))
-                    .unwrap();
-                state.on_key(KeyEvent::new(KeyCode::Backspace, KeyModifiers::NONE));
-            })
-        },
+        state,
+        'x',
     );
 
-    let (mut state, mut chat_view, mut terminal) = chat();
-    c.bench_function(
+    type_frame_erase(
+        c,
         "type + frame + erase, empty prompt, 160x50 (baseline)",
-        |b| {
-            b.iter(|| {
-                type_char(&mut state, 'x');
-                terminal
-                    .draw(|frame| view::render(frame, &state, &mut chat_view, now))
-                    .unwrap();
-                state.on_key(KeyEvent::new(KeyCode::Backspace, KeyModifiers::NONE));
-            })
-        },
+        chat(),
+        'x',
     );
 }
 

@@ -13,79 +13,26 @@
 
 #[path = "../tests/support/http.rs"]
 mod http;
+#[path = "support/tmux.rs"]
+mod tmux;
 
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use http::{FakeHttpServer, HttpRequest, HttpResponse, SseEvent};
 use serde_json::{json, Value};
+use tmux::{Control, Tmux};
 
-const SOCKET: &str = "agentty-bench-enter";
+const TMUX: Tmux = Tmux {
+    socket: "agentty-bench-enter",
+};
 const RUNS: usize = 5;
 const TURNS: usize = 3;
 
-fn tmux(args: &[&str]) -> String {
-    let output = Command::new("tmux")
-        .arg("-L")
-        .arg(SOCKET)
-        .args(args)
-        .output()
-        .expect("tmux runs");
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn screen() -> String {
-    tmux(&["capture-pane", "-p", "-t", "bench"])
-}
-
 fn wait_for_screen(needle: &str, limit: Duration) -> bool {
-    let deadline = Instant::now() + limit;
-    while Instant::now() < deadline {
-        if screen().contains(needle) {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    false
-}
-
-/// A tmux control-mode client, so that Enter is one write, not a tmux process start.
-struct Control {
-    child: Child,
-    stdin: ChildStdin,
-}
-
-impl Control {
-    fn attach() -> Control {
-        let mut child = Command::new("tmux")
-            .args(["-L", SOCKET, "-C", "attach", "-t", "bench"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut stdin = child.stdin.take().unwrap();
-        writeln!(stdin, "refresh-client -C 120x40").unwrap();
-        let stdout = child.stdout.take().unwrap();
-        // Drain notifications so the client never blocks.
-        std::thread::spawn(move || for _ in BufReader::new(stdout).lines() {});
-        Control { child, stdin }
-    }
-
-    fn send(&mut self, command: &str) {
-        writeln!(self.stdin, "{command}").unwrap();
-        self.stdin.flush().unwrap();
-    }
-}
-
-impl Drop for Control {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+    TMUX.wait_for_screen(needle, limit, Duration::from_millis(5))
+        .is_some()
 }
 
 /// The fake model: answers "Reply N." (N = user messages in the request) and notes when each
@@ -231,10 +178,8 @@ impl World {
 
 /// One fresh conversation of `TURNS` turns; returns Enter → request per turn.
 fn conversation(world: &World, model: &FakeModel, client: Client) -> Vec<Duration> {
-    let _ = Command::new("tmux")
-        .args(["-L", SOCKET, "kill-server"])
-        .output();
-    tmux(&[
+    TMUX.kill_server();
+    TMUX.run(&[
         "new-session",
         "-d",
         "-s",
@@ -249,11 +194,13 @@ fn conversation(world: &World, model: &FakeModel, client: Client) -> Vec<Duratio
         wait_for_screen(client.ready_marker(), Duration::from_secs(30)),
         "{} did not come up:\n{}",
         client.label(),
-        screen()
+        TMUX.screen()
     );
     // Let start-up work settle, as a user would take a moment to type.
     std::thread::sleep(Duration::from_millis(1500));
-    let mut control = Control::attach();
+    // A tmux control-mode client, so that Enter is one write, not a tmux process start; its
+    // notifications are drained so that it never blocks.
+    let mut control = Control::attach(&TMUX, "120x40", |_| true);
     let mut times = Vec::new();
     for turn in 1..=TURNS {
         let before = model.arrivals();
@@ -263,21 +210,19 @@ fn conversation(world: &World, model: &FakeModel, client: Client) -> Vec<Duratio
         control.send("send-keys -t bench Enter");
         let arrived = model
             .wait_arrival(before, Duration::from_secs(30))
-            .unwrap_or_else(|| panic!("{} sent no request:\n{}", client.label(), screen()));
+            .unwrap_or_else(|| panic!("{} sent no request:\n{}", client.label(), TMUX.screen()));
         times.push(arrived.saturating_duration_since(entered));
         assert!(
             wait_for_screen(&format!("Reply {turn}."), Duration::from_secs(30)),
             "{} did not show the answer to turn {turn}:\n{}",
             client.label(),
-            screen()
+            TMUX.screen()
         );
         // The turn's bookkeeping (session stats, file writes) finishes before the next Enter.
         std::thread::sleep(Duration::from_millis(700));
     }
     drop(control);
-    let _ = Command::new("tmux")
-        .args(["-L", SOCKET, "kill-server"])
-        .output();
+    TMUX.kill_server();
     std::thread::sleep(Duration::from_millis(300));
     times
 }

@@ -8,95 +8,29 @@
 //! `main`) and its VmHWM. Targets: first frame <= 150 ms, peak RSS <= 2x the transcript's text
 //! + 30 MiB. Not a criterion bench (it needs a terminal); run: `cargo bench --bench resume`.
 
+#[path = "support/tmux.rs"]
+mod tmux;
+
 use std::io::Write;
 use std::path::Path;
-use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::json;
+use tmux::{first_frame_ms, measuring_in_tmux, peak_rss_kib, Tmux};
 
-const SOCKET: &str = "agentty-bench-resume";
+const TMUX: Tmux = Tmux {
+    socket: "agentty-bench-resume",
+};
 /// Four blocks a turn (thinking, tool call, tool output, answer): 2,500 turns = 10,000 blocks.
 const TURNS: usize = 2500;
 /// pi-like raw lines per turn and the answer text they grow to (two snapshots in each).
 const RAW_LINES_PER_TURN: usize = 20;
 const RAW_TEXT_PER_TURN: usize = 1000;
 
-fn tmux(args: &[&str]) -> String {
-    let output = Command::new("tmux")
-        .arg("-L")
-        .arg(SOCKET)
-        .args(args)
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
+/// `--resume` reopens the last conversation of the working directory: the logs below record
+/// `/`.
 fn start(state: &Path) -> i32 {
-    let _ = Command::new("tmux")
-        .args(["-L", SOCKET, "kill-server"])
-        .output();
-    let command = format!(
-        "AGENTTY_STATE_DIR={} AGENTTY_DEMO_STATE_DIR={} exec {} --provider demo --resume",
-        state.display(),
-        state.join("demo").display(),
-        env!("CARGO_BIN_EXE_agentty")
-    );
-    tmux(&[
-        "new-session",
-        "-d",
-        "-s",
-        "bench",
-        "-x",
-        "160",
-        "-y",
-        "50",
-        // `--resume` reopens the last conversation of the working directory: the logs below
-        // record `/`.
-        "-c",
-        "/",
-        &command,
-    ]);
-    tmux(&["display-message", "-p", "-t", "bench", "#{pane_pid}"])
-        .trim()
-        .parse()
-        .unwrap()
-}
-
-fn wait_for_screen(needle: &str, limit: Duration) -> bool {
-    let deadline = Instant::now() + limit;
-    while Instant::now() < deadline {
-        if tmux(&["capture-pane", "-p", "-t", "bench"]).contains(needle) {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    false
-}
-
-fn peak_rss_kib(pid: i32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_default()
-        .lines()
-        .find(|line| line.starts_with("VmHWM:"))
-        .and_then(|line| line.split_whitespace().nth(1)?.parse().ok())
-        .unwrap_or(0)
-}
-
-fn first_frame_ms(state: &Path) -> Option<f64> {
-    let logs = std::fs::read_dir(state.join("logs")).ok()?;
-    let mut value = None;
-    for entry in logs.flatten() {
-        for line in std::fs::read_to_string(entry.path())
-            .unwrap_or_default()
-            .lines()
-        {
-            if let Some(rest) = line.split("since_launch_ms=").nth(1) {
-                value = rest.split_whitespace().next()?.parse().ok();
-            }
-        }
-    }
-    value
+    TMUX.start_agentty(state, "--resume", Some("/")).1
 }
 
 /// pi `message_update` lines of one turn: both cumulative snapshots in each.
@@ -201,13 +135,7 @@ fn files_size(dir: &Path) -> u64 {
 }
 
 fn main() {
-    // `cargo test --all-targets` runs bench binaries without `--bench`: measure only for
-    // `cargo bench`.
-    if !std::env::args().any(|arg| arg == "--bench") {
-        return;
-    }
-    if Command::new("tmux").arg("-V").output().is_err() {
-        eprintln!("tmux is not installed; nothing measured");
+    if !measuring_in_tmux() {
         return;
     }
     for (name, old_layout) in [
@@ -224,15 +152,14 @@ fn main() {
             log_bytes = files_size(&state.path().join("sessions"));
             let pid = start(state.path());
             assert!(
-                wait_for_screen("idle", Duration::from_secs(30)),
+                TMUX.wait_for_screen("idle", Duration::from_secs(30), Duration::from_millis(5))
+                    .is_some(),
                 "the resumed chat came up"
             );
             std::thread::sleep(Duration::from_millis(300));
             peaks.push(peak_rss_kib(pid));
             first_frames.push(first_frame_ms(state.path()).expect("first frame logged"));
-            let _ = Command::new("tmux")
-                .args(["-L", SOCKET, "kill-server"])
-                .output();
+            TMUX.kill_server();
         }
         first_frames.sort_by(f64::total_cmp);
         let peak = *peaks.iter().max().unwrap();

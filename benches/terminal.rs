@@ -12,97 +12,33 @@
 //!
 //! Run: `cargo bench --bench terminal` (needs tmux).
 
-use std::io::{BufRead, BufReader, Write};
+#[path = "support/tmux.rs"]
+mod tmux;
+
+use std::io::Write;
 use std::path::Path;
-use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-const SOCKET: &str = "agentty-bench-terminal";
+use tmux::{first_frame_ms, measuring_in_tmux, peak_rss_kib, Control, Tmux};
 
-fn tmux(args: &[&str]) -> String {
-    let output = Command::new("tmux")
-        .arg("-L")
-        .arg(SOCKET)
-        .args(args)
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn start(state: &Path, extra: &str) -> (Instant, i32) {
-    let _ = Command::new("tmux")
-        .args(["-L", SOCKET, "kill-server"])
-        .output();
-    let command = format!(
-        "AGENTTY_STATE_DIR={} AGENTTY_DEMO_STATE_DIR={} exec {} --provider demo {extra}",
-        state.display(),
-        state.join("demo").display(),
-        env!("CARGO_BIN_EXE_agentty")
-    );
-    let spawned = Instant::now();
-    tmux(&[
-        "new-session",
-        "-d",
-        "-s",
-        "bench",
-        "-x",
-        "160",
-        "-y",
-        "50",
-        &command,
-    ]);
-    let pid: i32 = tmux(&["display-message", "-p", "-t", "bench", "#{pane_pid}"])
-        .trim()
-        .parse()
-        .unwrap();
-    (spawned, pid)
-}
-
-fn wait_for_screen(needle: &str, limit: Duration) -> Option<Instant> {
-    let deadline = Instant::now() + limit;
-    while Instant::now() < deadline {
-        if tmux(&["capture-pane", "-p", "-t", "bench"]).contains(needle) {
-            return Some(Instant::now());
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    None
-}
+const TMUX: Tmux = Tmux {
+    socket: "agentty-bench-terminal",
+};
 
 /// A tmux control-mode client: commands in, `%output` notifications out.
-struct Control {
-    child: Child,
-    stdin: ChildStdin,
+struct Echoes {
+    control: Control,
     outputs: mpsc::Receiver<Instant>,
 }
 
-impl Control {
-    fn attach() -> Control {
-        let mut child = Command::new("tmux")
-            .args(["-L", SOCKET, "-C", "attach", "-t", "bench"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut stdin = child.stdin.take().unwrap();
-        writeln!(stdin, "refresh-client -C 160x50").unwrap();
-        let stdout = child.stdout.take().unwrap();
+impl Echoes {
+    fn attach() -> Echoes {
         let (sender, outputs) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if line.starts_with("%output") && sender.send(Instant::now()).is_err() {
-                    break;
-                }
-            }
+        let control = Control::attach(&TMUX, "160x50", move |line| {
+            !(line.starts_with("%output") && sender.send(Instant::now()).is_err())
         });
-        Control {
-            child,
-            stdin,
-            outputs,
-        }
+        Echoes { control, outputs }
     }
 
     /// Sends one key and returns the time until the pane next printed anything.
@@ -110,7 +46,7 @@ impl Control {
         std::thread::sleep(Duration::from_millis(150));
         while self.outputs.try_recv().is_ok() {}
         let sent = Instant::now();
-        writeln!(self.stdin, "send-keys -t bench {key}").unwrap();
+        self.control.send(&format!("send-keys -t bench {key}"));
         let printed = self
             .outputs
             .recv_timeout(Duration::from_secs(5))
@@ -119,15 +55,8 @@ impl Control {
     }
 }
 
-impl Drop for Control {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn median_echo(samples: usize) -> (Duration, Duration, Duration) {
-    let mut control = Control::attach();
+    let mut control = Echoes::attach();
     std::thread::sleep(Duration::from_millis(300));
     let mut echoes: Vec<Duration> = (0..samples).map(|_| control.echo("x")).collect();
     for _ in 0..samples {
@@ -174,31 +103,6 @@ fn cpu_and_switches(pid: i32) -> (u64, u64) {
     (ticks, switches)
 }
 
-fn peak_rss_kib(pid: i32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_default()
-        .lines()
-        .find(|line| line.starts_with("VmHWM:"))
-        .and_then(|line| line.split_whitespace().nth(1)?.parse().ok())
-        .unwrap_or(0)
-}
-
-fn first_frame_ms(state: &Path) -> Option<f64> {
-    let logs = std::fs::read_dir(state.join("logs")).ok()?;
-    let mut value = None;
-    for entry in logs.flatten() {
-        for line in std::fs::read_to_string(entry.path())
-            .unwrap_or_default()
-            .lines()
-        {
-            if let Some(rest) = line.split("since_launch_ms=").nth(1) {
-                value = rest.split_whitespace().next()?.parse().ok();
-            }
-        }
-    }
-    value
-}
-
 /// A session log of `turns` turns of four blocks (prompt, thinking, tool call, markdown answer).
 fn write_long_session(state: &Path, turns: usize) {
     use serde_json::json;
@@ -234,20 +138,16 @@ fn write_long_session(state: &Path, turns: usize) {
 }
 
 fn main() {
-    // `cargo test --all-targets` runs bench binaries without `--bench`: measure only for
-    // `cargo bench`.
-    if !std::env::args().any(|arg| arg == "--bench") {
-        return;
-    }
-    if Command::new("tmux").arg("-V").output().is_err() {
-        eprintln!("tmux is not installed; nothing measured");
+    if !measuring_in_tmux() {
         return;
     }
     let state = tempfile::tempdir().unwrap();
 
     // Start-up, idle, key echo on a fresh chat, then a slow stream.
-    let (spawned, pid) = start(state.path(), "");
-    let visible = wait_for_screen("idle", Duration::from_secs(10)).expect("the chat came up");
+    let (spawned, pid) = TMUX.start_agentty(state.path(), "", None);
+    let visible = TMUX
+        .wait_for_screen("idle", Duration::from_secs(10), Duration::from_millis(1))
+        .expect("the chat came up");
     println!(
         "start-up: pane spawn to status bar {:.1} ms (includes tmux and capture polling)",
         (visible - spawned).as_secs_f64() * 1000.0
@@ -272,7 +172,7 @@ fn main() {
         ms(max)
     );
 
-    tmux(&["send-keys", "-t", "bench", "slow please", "Enter"]);
+    TMUX.run(&["send-keys", "-t", "bench", "slow please", "Enter"]);
     std::thread::sleep(Duration::from_millis(500));
     let (ticks_before, _) = cpu_and_switches(pid);
     std::thread::sleep(Duration::from_secs(10));
@@ -281,7 +181,7 @@ fn main() {
         "slow stream 10 s (a token every 300 ms): {} CPU ticks",
         ticks_after - ticks_before
     );
-    tmux(&["send-keys", "-t", "bench", "Escape"]);
+    TMUX.run(&["send-keys", "-t", "bench", "Escape"]);
     println!(
         "peak RSS, fresh chat after a slow stream: {} KiB",
         peak_rss_kib(pid)
@@ -290,8 +190,9 @@ fn main() {
     // A 4,000-block transcript, reopened with --resume.
     let long = tempfile::tempdir().unwrap();
     write_long_session(long.path(), 1000);
-    let (_, pid) = start(long.path(), "--resume");
-    wait_for_screen("idle", Duration::from_secs(20)).expect("the resumed chat came up");
+    let (_, pid) = TMUX.start_agentty(long.path(), "--resume", None);
+    TMUX.wait_for_screen("idle", Duration::from_secs(20), Duration::from_millis(1))
+        .expect("the resumed chat came up");
     std::thread::sleep(Duration::from_millis(500));
     let (min, median, max) = median_echo(20);
     println!(
@@ -304,9 +205,7 @@ fn main() {
         "peak RSS with a 4,000-block transcript: {} KiB",
         peak_rss_kib(pid)
     );
-    let _ = Command::new("tmux")
-        .args(["-L", SOCKET, "kill-server"])
-        .output();
+    TMUX.kill_server();
 }
 
 fn ms(duration: Duration) -> f64 {

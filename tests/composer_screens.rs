@@ -4,119 +4,38 @@
 //! the keys: readline editing, Ctrl+C with a draft, the expiring quit confirmation, the queue
 //! coming back into the editor, history search, and the scroll position kept across a resize.
 
-use std::time::{Duration, Instant};
-
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use ratatui::backend::TestBackend;
-use ratatui::Terminal;
 
-use agentty::app::state::{AppEffect, AppState, ScrollAction, StartupInfo};
-use agentty::config::RetryPolicy;
+use agentty::app::state::{AppEffect, ScrollAction};
 use agentty::orchestrator::{Command, OrchestratorEvent, TurnOutcome};
 use agentty::stream::AgentMessage;
-use agentty::view::{self, ChatView};
 
 const BIG: (u16, u16) = (160, 50);
 const SMALL: (u16, u16) = (40, 12);
 
-struct Chat {
-    state: AppState,
-    view: ChatView,
-    t0: Instant,
-    turn: u64,
-}
+#[path = "support/chat.rs"]
+mod chat;
+
+use chat::{startup, Chat};
 
 impl Chat {
     fn new() -> Self {
-        let mut state = AppState::new(StartupInfo {
-            provider: "demo".into(),
-            model: None,
-            retry_policy: RetryPolicy::default(),
-            config_path: Some("/home/user/.config/agentty/config.toml".into()),
-            warnings: Vec::new(),
-        });
-        state.provider_reason = Some("no provider was chosen and pi is not on PATH".into());
-        Self {
-            state,
-            view: ChatView::default(),
-            t0: Instant::now(),
-            turn: 0,
-        }
-    }
-
-    fn at(&self, ms: u64) -> Instant {
-        self.t0 + Duration::from_millis(ms)
-    }
-
-    fn key(&mut self, code: KeyCode, modifiers: KeyModifiers) -> Vec<AppEffect> {
-        self.state.on_key(KeyEvent::new(code, modifiers))
-    }
-
-    fn press(&mut self, code: KeyCode) -> Vec<AppEffect> {
-        self.key(code, KeyModifiers::NONE)
-    }
-
-    fn ctrl(&mut self, ch: char) -> Vec<AppEffect> {
-        self.key(KeyCode::Char(ch), KeyModifiers::CONTROL)
-    }
-
-    fn type_text(&mut self, text: &str) -> Vec<AppEffect> {
-        let mut effects = Vec::new();
-        for ch in text.chars() {
-            effects.extend(self.press(KeyCode::Char(ch)));
-        }
-        effects
-    }
-
-    fn event(&mut self, ms: u64, event: OrchestratorEvent) -> Vec<AppEffect> {
-        let now = self.at(ms);
-        self.state.on_orchestrator_event(event, now)
-    }
-
-    fn start_turn(&mut self, ms: u64, prompt: &str) {
-        self.turn += 1;
-        let turn = self.turn;
-        self.event(
-            ms,
-            OrchestratorEvent::TurnStarted {
-                turn,
-                prompt: prompt.into(),
-            },
-        );
-        self.event(
-            ms,
-            OrchestratorEvent::AttemptStarted {
-                turn,
-                attempt: 1,
-                max_attempts: 1,
-            },
-        );
+        let mut chat = Self::with_startup(startup(
+            "demo",
+            None,
+            Some("/home/user/.config/agentty/config.toml"),
+        ));
+        chat.state.provider_reason = Some("no provider was chosen and pi is not on PATH".into());
+        chat
     }
 
     fn answer(&mut self, ms: u64, text: &str) {
-        let turn = self.turn;
-        self.event(
-            ms,
-            OrchestratorEvent::Message {
-                turn,
-                attempt: 1,
-                message: AgentMessage::Assistant { delta: text.into() },
-            },
-        );
+        self.delta(ms, text);
     }
 
-    fn end(&mut self, ms: u64, outcome: TurnOutcome) -> Vec<AppEffect> {
-        let turn = self.turn;
-        self.event(ms, OrchestratorEvent::TurnEnded { turn, outcome })
-    }
-
-    fn screen(&mut self, (width, height): (u16, u16)) -> String {
-        let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
-        let now = self.at(0);
-        terminal
-            .draw(|frame| view::render(frame, &self.state, &mut self.view, now))
-            .unwrap();
-        terminal.backend().to_string()
+    /// The screen at `(width, height)`, drawn at `t0`.
+    fn draw(&mut self, (width, height): (u16, u16)) -> String {
+        self.screen(width, height, 0)
     }
 }
 
@@ -142,14 +61,14 @@ const LONG_PROMPT: &str = "Please read the README and the design notes, then exp
 fn the_composer_wraps_a_long_prompt() {
     let mut chat = Chat::new();
     chat.type_text(LONG_PROMPT);
-    let narrow = chat.screen((60, 16));
+    let narrow = chat.draw((60, 16));
     insta::assert_snapshot!("wrapped_prompt_60_columns", narrow);
     // Three rows at 60 columns, and every word of the prompt is on screen.
     let rows: Vec<&str> = narrow.lines().collect();
     assert!(rows[12].contains("Please read the README"), "{narrow}");
     assert!(rows[14].contains("duplicating the prompt"), "{narrow}");
-    insta::assert_snapshot!("wrapped_prompt_160x50", chat.screen(BIG));
-    insta::assert_snapshot!("wrapped_prompt_40x12", chat.screen(SMALL));
+    insta::assert_snapshot!("wrapped_prompt_160x50", chat.draw(BIG));
+    insta::assert_snapshot!("wrapped_prompt_40x12", chat.draw(SMALL));
 }
 
 #[test]
@@ -160,7 +79,7 @@ fn the_composer_grows_to_a_limit_then_scrolls_to_the_cursor() {
         chat.key(KeyCode::Enter, KeyModifiers::ALT);
     }
     chat.type_text("the end");
-    let screen = chat.screen((60, 30));
+    let screen = chat.draw((60, 30));
     // Eight rows at most; the cursor's row (the last) is shown.
     assert!(screen.contains("the end"), "{screen}");
     assert!(!screen.contains("line 5\""), "{screen}");
@@ -169,7 +88,7 @@ fn the_composer_grows_to_a_limit_then_scrolls_to_the_cursor() {
     for _ in 0..12 {
         chat.press(KeyCode::Up);
     }
-    let screen = chat.screen((60, 30));
+    let screen = chat.draw((60, 30));
     assert!(
         screen.contains("line 1 "),
         "scrolled up with the cursor: {screen}"
@@ -201,7 +120,7 @@ fn readline_keys_edit_and_the_menu_moved_to_ctrl_x() {
     chat.press(KeyCode::F(2));
     assert!(chat.state.overlay.is_some(), "F2 still does");
     chat.press(KeyCode::Esc);
-    assert!(chat.screen((80, 6)).contains("Ctrl+X actions"));
+    assert!(chat.draw((80, 6)).contains("Ctrl+X actions"));
 }
 
 #[test]
@@ -245,7 +164,7 @@ fn the_quit_confirmation_expires() {
     assert!(chat.state.quit_armed);
     chat.state.on_clock(chat.at(2_500));
     assert!(!chat.state.quit_armed);
-    assert!(!chat.screen((60, 6)).contains("again to quit"));
+    assert!(!chat.draw((60, 6)).contains("again to quit"));
     // After expiry Ctrl+C arms again instead of quitting.
     assert!(chat.state.on_key_at(ctrl_c, chat.at(3_000)).is_empty());
     assert_eq!(
@@ -262,16 +181,22 @@ fn ctrl_z_suspends() {
 
 // ---- the queue ----
 
-#[test]
-fn a_stopped_turn_gives_the_queue_back_to_the_editor() {
+/// A chat whose turn "first" runs with `queued` waiting behind it.
+fn running_with_a_queue(queued: &[&str]) -> Chat {
     let mut chat = Chat::new();
     chat.start_turn(0, "first");
     chat.event(
         10,
         OrchestratorEvent::QueueChanged {
-            queued: vec!["second".into(), "third".into()],
+            queued: queued.iter().map(|prompt| prompt.to_string()).collect(),
         },
     );
+    chat
+}
+
+#[test]
+fn a_stopped_turn_gives_the_queue_back_to_the_editor() {
+    let mut chat = running_with_a_queue(&["second", "third"]);
     chat.type_text("draft");
     assert_eq!(
         chat.press(KeyCode::Esc),
@@ -288,34 +213,20 @@ fn a_stopped_turn_gives_the_queue_back_to_the_editor() {
     assert_eq!(chat.state.composer.text(), "second\nthird\ndraft");
     assert!(chat.state.queued.is_empty());
     assert!(chat
-        .screen((80, 12))
+        .draw((80, 12))
         .contains("2 queued prompts back in the editor"));
 }
 
 #[test]
 fn a_completed_turn_leaves_the_queue_to_the_orchestrator() {
-    let mut chat = Chat::new();
-    chat.start_turn(0, "first");
-    chat.event(
-        10,
-        OrchestratorEvent::QueueChanged {
-            queued: vec!["second".into()],
-        },
-    );
+    let mut chat = running_with_a_queue(&["second"]);
     assert!(chat.end(20, TurnOutcome::Completed).is_empty());
     assert_eq!(chat.state.composer.text(), "");
 }
 
 #[test]
 fn alt_up_pulls_the_last_queued_prompt_back() {
-    let mut chat = Chat::new();
-    chat.start_turn(0, "first");
-    chat.event(
-        10,
-        OrchestratorEvent::QueueChanged {
-            queued: vec!["second".into(), "third".into()],
-        },
-    );
+    let mut chat = running_with_a_queue(&["second", "third"]);
     assert_eq!(
         chat.key(KeyCode::Up, KeyModifiers::ALT),
         vec![AppEffect::Command(Command::RemoveQueued(1))]
@@ -338,7 +249,7 @@ fn ctrl_r_searches_earlier_prompts() {
     ]);
     chat.ctrl('r');
     chat.type_text("retry");
-    let screen = chat.screen((60, 16));
+    let screen = chat.draw((60, 16));
     assert!(screen.contains("explain the retry policy"), "{screen}");
     assert!(!screen.contains("list the files"), "{screen}");
     chat.press(KeyCode::Enter);
@@ -352,8 +263,8 @@ fn ctrl_r_searches_earlier_prompts() {
 fn the_slash_popup_filters_and_completes() {
     let mut chat = Chat::new();
     chat.type_text("/");
-    insta::assert_snapshot!("slash_popup_160x50", chat.screen(BIG));
-    insta::assert_snapshot!("slash_popup_40x12", chat.screen(SMALL));
+    insta::assert_snapshot!("slash_popup_160x50", chat.draw(BIG));
+    insta::assert_snapshot!("slash_popup_40x12", chat.draw(SMALL));
     chat.type_text("pr");
     let popup = chat.state.popup.as_ref().expect("popup");
     assert_eq!(popup.items.len(), 1);
@@ -396,11 +307,11 @@ fn the_mention_popup_lists_files_and_the_agent_gets_the_path() {
         vec![AppEffect::ListFiles],
         "files are listed once, on demand"
     );
-    assert!(chat.screen((60, 14)).contains("listing files"));
+    assert!(chat.draw((60, 14)).contains("listing files"));
     chat.state.on_files_listed(files());
     chat.type_text("stat");
-    insta::assert_snapshot!("mention_popup_160x50", chat.screen(BIG));
-    insta::assert_snapshot!("mention_popup_40x12", chat.screen(SMALL));
+    insta::assert_snapshot!("mention_popup_160x50", chat.draw(BIG));
+    insta::assert_snapshot!("mention_popup_40x12", chat.draw(SMALL));
     chat.press(KeyCode::Tab);
     assert_eq!(chat.state.composer.text(), "explain @src/app/state.rs ");
     let effects = chat.type_text("and @design");
@@ -429,24 +340,24 @@ fn the_mention_popup_lists_files_and_the_agent_gets_the_path() {
 fn help_scrolls_at_40x12() {
     let mut chat = Chat::new();
     chat.press(KeyCode::F(1));
-    let top = chat.screen(SMALL);
+    let top = chat.draw(SMALL);
     assert!(top.contains("↓"), "more below is marked: {top}");
     for _ in 0..3 {
         chat.press(KeyCode::PageDown);
     }
-    insta::assert_snapshot!("help_scrolled_40x12", chat.screen(SMALL));
-    insta::assert_snapshot!("help_160x50", chat.screen(BIG));
+    insta::assert_snapshot!("help_scrolled_40x12", chat.draw(SMALL));
+    insta::assert_snapshot!("help_160x50", chat.draw(BIG));
     // The keys scroll what the screen last showed.
-    chat.screen(SMALL);
+    chat.draw(SMALL);
     chat.press(KeyCode::End);
-    let bottom = chat.screen(SMALL);
+    let bottom = chat.draw(SMALL);
     assert!(
         bottom.contains("Shift+drag"),
         "the last key is reachable: {bottom}"
     );
     // One Up from the end moves at once (no hidden overshoot to climb back first).
     chat.press(KeyCode::Up);
-    assert_ne!(chat.screen(SMALL), bottom);
+    assert_ne!(chat.draw(SMALL), bottom);
 }
 
 #[test]
@@ -454,7 +365,7 @@ fn the_menu_keeps_its_selection_in_view_at_40x12() {
     let mut chat = Chat::new();
     chat.ctrl('x');
     chat.press(KeyCode::Up); // wraps to the last item, Quit
-    let screen = chat.screen(SMALL);
+    let screen = chat.draw(SMALL);
     assert!(screen.contains("Quit"), "{screen}");
 }
 
@@ -466,10 +377,10 @@ fn a_table_too_wide_reads_as_records() {
     chat.start_turn(0, "which transports?");
     chat.answer(10, TABLE_ANSWER);
     chat.end(20, TurnOutcome::Completed);
-    let big = chat.screen(BIG);
+    let big = chat.draw(BIG);
     assert!(big.contains("pi       │ json, rpc │ the default"), "{big}");
     insta::assert_snapshot!("narrow_table_160x50", big);
-    let small = chat.screen(SMALL);
+    let small = chat.draw(SMALL);
     assert!(small.contains("Provider: codex"), "{small}");
     assert!(!small.contains("│ json"), "no broken grid: {small}");
     insta::assert_snapshot!("narrow_table_40x12", small);
@@ -478,7 +389,7 @@ fn a_table_too_wide_reads_as_records() {
 #[test]
 fn the_first_start_screen_says_which_agent_and_why() {
     let mut chat = Chat::new();
-    let big = chat.screen(BIG);
+    let big = chat.draw(BIG);
     assert!(big.contains("Agent: demo"), "{big}");
     assert!(big.contains("pi is not on PATH"), "{big}");
     assert!(
@@ -486,7 +397,7 @@ fn the_first_start_screen_says_which_agent_and_why() {
         "{big}"
     );
     insta::assert_snapshot!("first_start_160x50", big);
-    let small = chat.screen(SMALL);
+    let small = chat.draw(SMALL);
     assert!(small.contains("Agent: demo"), "{small}");
     insta::assert_snapshot!("first_start_40x12", small);
 }
@@ -501,7 +412,7 @@ fn the_scrolled_view_keeps_its_text_across_a_resize() {
         .join(" ");
     chat.answer(10, &text);
     chat.end(20, TurnOutcome::Completed);
-    chat.screen((100, 20));
+    chat.draw((100, 20));
     // Into the middle of the long answer (one cell: the row within it is what must carry over).
     for _ in 0..2 {
         chat.view
@@ -516,8 +427,8 @@ fn the_scrolled_view_keeps_its_text_across_a_resize() {
             .expect("a sentence on screen");
         word.parse().unwrap()
     };
-    let before = first_number(&chat.screen((100, 20)));
-    let after = first_number(&chat.screen((50, 20)));
+    let before = first_number(&chat.draw((100, 20)));
+    let after = first_number(&chat.draw((50, 20)));
     assert!(
         before.abs_diff(after) <= 3,
         "the top of the view moved from sentence {before} to {after}"
@@ -543,9 +454,9 @@ fn an_expanded_tool_call_shows_its_whole_command_at_60_columns() {
             },
         },
     );
-    let collapsed = chat.screen((60, 12));
+    let collapsed = chat.draw((60, 12));
     assert!(!collapsed.contains("the_last_words"), "{collapsed}");
     chat.ctrl('o');
-    let expanded = chat.screen((60, 12));
+    let expanded = chat.draw((60, 12));
     assert!(expanded.contains("the_last_words"), "{expanded}");
 }

@@ -1,22 +1,22 @@
 //! End-to-end (issue 17): the real `agentty` binary in tmux, driven by keys: an `@` mention
 //! completed with Tab reaches the agent as a path, prompt history survives a restart, Esc puts
 //! the queue back into the editor, and Ctrl+Z / `fg` restores the terminal and suspends the agent
-//! with agentty. Each test has its own tmux server, state dir and working directory. Skipped,
-//! with a note, when tmux is not installed.
+//! with agentty. Each test has its own tmux server, state dir and working directory. Without
+//! tmux these tests fail; `AGENTTY_SKIP_TMUX_TESTS=1` skips them on purpose.
+
+#[path = "support/tmux.rs"]
+mod tmux;
 
 use std::path::Path;
 use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-static NEXT_SERVER: AtomicUsize = AtomicUsize::new(0);
+use tmux::{processes_with_env, socket_name, tmux_available, Pane, WAIT};
 
-/// Debug builds on a busy machine: generous, since a timeout only makes a failing test slower.
-const WAIT: Duration = Duration::from_secs(30);
 const READY: &str = "/ commands · @ files";
 
 struct Session {
-    socket: String,
+    pane: Pane,
     state_dir: tempfile::TempDir,
     work_dir: tempfile::TempDir,
 }
@@ -25,24 +25,21 @@ impl Session {
     /// A tmux server whose pane runs an interactive shell in a fresh working directory; `None`
     /// when tmux is missing.
     fn new() -> Option<Session> {
-        let tmux = Command::new("tmux").arg("-V").output();
-        if !tmux.is_ok_and(|output| output.status.success()) {
-            eprintln!("note: tmux is not installed; skipping the end-to-end test");
+        if !tmux_available() {
             return None;
         }
         let session = Session {
-            socket: format!(
-                "agentty-e2e17-{}-{}",
-                std::process::id(),
-                NEXT_SERVER.fetch_add(1, Ordering::SeqCst)
-            ),
+            pane: Pane {
+                socket: socket_name("agentty-e2e17"),
+                target: "e2e",
+            },
             state_dir: tempfile::tempdir().unwrap(),
             work_dir: tempfile::tempdir().unwrap(),
         };
         let status = Command::new("tmux")
             .args([
                 "-L",
-                &session.socket,
+                &session.pane.socket,
                 "-f",
                 "/dev/null",
                 "new-session",
@@ -74,51 +71,11 @@ impl Session {
         self.wait_for_text(READY);
     }
 
-    fn tmux(&self, args: &[&str]) -> String {
-        let output = Command::new("tmux")
-            .args(["-L", &self.socket])
-            .args(args)
-            .output()
-            .expect("run tmux");
-        String::from_utf8_lossy(&output.stdout).into_owned()
-    }
-
-    fn screen(&self) -> String {
-        self.tmux(&["capture-pane", "-p", "-t", "e2e"])
-    }
-
-    fn pane_flag(&self, format: &str) -> String {
-        self.tmux(&["display-message", "-p", "-t", "e2e", format])
-            .trim()
-            .to_owned()
-    }
-
-    fn keys(&self, keys: &[&str]) {
-        let mut args = vec!["send-keys", "-t", "e2e"];
-        args.extend_from_slice(keys);
-        self.tmux(&args);
-    }
-
-    fn type_text(&self, text: &str) {
-        self.tmux(&["send-keys", "-t", "e2e", "-l", text]);
-    }
-
-    fn wait_for(&self, what: &str, predicate: impl Fn(&str) -> bool) -> String {
-        let started = Instant::now();
-        loop {
-            let screen = self.screen();
-            if predicate(&screen) {
-                return screen;
-            }
-            if started.elapsed() > WAIT {
-                panic!("timed out waiting for {what}; the screen:\n{screen}");
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn wait_for_text(&self, needle: &str) -> String {
-        self.wait_for(&format!("{needle:?}"), |screen| screen.contains(needle))
+    /// Launches agentty and starts a slow turn on the demo agent.
+    fn launch_with_a_slow_turn(&self) {
+        self.launch("");
+        self.prompt("slow please");
+        self.wait_for_text("Esc stops the turn");
     }
 
     /// Ctrl+C until agentty has left (a draft is cleared first, then two presses quit).
@@ -147,28 +104,15 @@ impl Session {
 
     /// The demo agent processes this test started (they inherit the state dir variable).
     fn agent_pids(&self) -> Vec<i32> {
-        let marker = format!("AGENTTY_STATE_DIR={}", self.state_dir.path().display());
-        let mut pids = Vec::new();
-        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-            let Some(pid) = entry
-                .file_name()
-                .to_str()
-                .and_then(|n| n.parse::<i32>().ok())
-            else {
-                continue;
-            };
-            let environ = std::fs::read(entry.path().join("environ")).unwrap_or_default();
-            let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
-            let ours = environ
-                .split(|byte| *byte == 0)
-                .any(|variable| variable == marker.as_bytes());
-            if ours && String::from_utf8_lossy(&cmdline).contains("demo-agent") {
-                pids.push(pid);
-            }
-        }
-        pids
+        processes_with_env(self.state_dir.path())
+            .into_iter()
+            .filter(|(_, command)| command.contains("demo-agent"))
+            .map(|(pid, _)| pid)
+            .collect()
     }
 }
+
+tmux::deref_to_pane!(Session);
 
 impl Drop for Session {
     fn drop(&mut self) {
@@ -180,9 +124,7 @@ impl Drop for Session {
                 libc::kill(pid, libc::SIGKILL);
             }
         }
-        let _ = Command::new("tmux")
-            .args(["-L", &self.socket, "kill-server"])
-            .output();
+        self.pane.kill_server();
     }
 }
 
@@ -219,8 +161,7 @@ fn an_at_mention_completed_with_tab_reaches_the_agent_as_a_path() {
     );
     session.keys(&["Tab"]);
     session.wait_for_text("summarise @notes/todo.md");
-    session.type_text("please");
-    session.keys(&["Enter"]);
+    session.prompt("please");
     // The demo agent quotes the prompt it received.
     let screen = session.wait_for_text("│ summarise notes/todo.md please");
     assert!(!screen.contains("@notes"), "{screen}");
@@ -233,8 +174,7 @@ fn prompt_history_survives_a_restart() {
         return;
     };
     session.launch("");
-    session.type_text("remember me across launches");
-    session.keys(&["Enter"]);
+    session.prompt("remember me across launches");
     session.wait_for_text("│ remember me across launches");
     session.wait_for_text("│ idle");
     session.quit();
@@ -261,12 +201,8 @@ fn esc_puts_the_queue_back_into_the_editor() {
     let Some(session) = Session::new() else {
         return;
     };
-    session.launch("");
-    session.type_text("slow please");
-    session.keys(&["Enter"]);
-    session.wait_for_text("Esc stops the turn");
-    session.type_text("the queued follow-up");
-    session.keys(&["Enter"]);
+    session.launch_with_a_slow_turn();
+    session.prompt("the queued follow-up");
     session.wait_for_text("queued 1: the queued follow-up");
     session.keys(&["Escape"]);
     let screen = session.wait_for_text("1 queued prompt back in the editor");
@@ -284,10 +220,7 @@ fn ctrl_z_restores_the_terminal_and_suspends_the_agent_until_fg() {
     let Some(session) = Session::new() else {
         return;
     };
-    session.launch("");
-    session.type_text("slow please");
-    session.keys(&["Enter"]);
-    session.wait_for_text("Esc stops the turn");
+    session.launch_with_a_slow_turn();
     let agents = session.agent_pids();
     assert!(!agents.is_empty(), "the demo agent runs");
     assert_eq!(session.pane_flag("#{alternate_on}"), "1");
@@ -307,11 +240,9 @@ fn ctrl_z_restores_the_terminal_and_suspends_the_agent_until_fg() {
         assert_eq!(process_state(*pid), 'T', "the agent {pid} is suspended too");
     }
     // The shell works normally: a cooked-mode command echoes.
-    session.type_text("echo shell-is-$((20+22))");
-    session.keys(&["Enter"]);
+    session.prompt("echo shell-is-$((20+22))");
     session.wait_for_text("shell-is-42");
-    session.type_text("fg");
-    session.keys(&["Enter"]);
+    session.prompt("fg");
     session.wait_for_text("Esc stops the turn");
     assert_eq!(
         session.pane_flag("#{alternate_on}"),
@@ -338,28 +269,16 @@ fn sigtstp_from_outside_suspends_like_ctrl_z() {
         return;
     };
     session.launch("");
-    let marker = format!("AGENTTY_STATE_DIR={}", session.state_dir.path().display());
-    let agentty = std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|entry| {
-            let pid = entry.file_name().to_str()?.parse::<i32>().ok()?;
-            let environ = std::fs::read(entry.path().join("environ")).ok()?;
-            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
-            let ours = environ
-                .split(|byte| *byte == 0)
-                .any(|variable| variable == marker.as_bytes());
-            let command = String::from_utf8_lossy(&cmdline).into_owned();
-            (ours && command.starts_with(env!("CARGO_BIN_EXE_agentty"))).then_some(pid)
-        })
-        .next()
+    let agentty = processes_with_env(session.state_dir.path())
+        .into_iter()
+        .find(|(_, command)| command.starts_with(env!("CARGO_BIN_EXE_agentty")))
+        .map(|(pid, _)| pid)
         .expect("agentty runs");
     // SAFETY: signalling the process this test started.
     unsafe { libc::kill(agentty, libc::SIGTSTP) };
     session.wait_for_text("Stopped");
     assert_eq!(session.pane_flag("#{alternate_on}"), "0");
-    session.type_text("fg");
-    session.keys(&["Enter"]);
+    session.prompt("fg");
     session.wait_for_text(READY);
     assert_eq!(session.pane_flag("#{alternate_on}"), "1");
     session.quit();

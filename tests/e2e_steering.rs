@@ -4,20 +4,21 @@
 //! in-band with the agent process kept for the next prompt. Without tmux these tests fail;
 //! `AGENTTY_SKIP_TMUX_TESTS=1` skips them on purpose.
 
-use std::process::Command;
-use std::time::{Duration, Instant};
+#[path = "support/tmux.rs"]
+mod tmux;
 
-const WAIT: Duration = Duration::from_secs(30);
+use std::process::Command;
+
+use tmux::{processes_with_variable, tmux_available};
 
 struct Pane {
-    socket: String,
+    pane: tmux::Pane,
     state: tempfile::TempDir,
 }
 
 impl Pane {
     fn start(name: &str, time_scale: &str) -> Option<Pane> {
-        if std::env::var_os("AGENTTY_SKIP_TMUX_TESTS").is_some_and(|value| value == "1") {
-            eprintln!("note: AGENTTY_SKIP_TMUX_TESTS=1; skipping the end-to-end test");
+        if !tmux_available() {
             return None;
         }
         let state = tempfile::tempdir().unwrap();
@@ -45,45 +46,27 @@ impl Pane {
             .status()
             .expect("tmux is installed (or set AGENTTY_SKIP_TMUX_TESTS=1)");
         assert!(started.success());
-        let pane = Pane { socket, state };
+        let pane = Pane {
+            pane: tmux::Pane {
+                socket,
+                target: "t",
+            },
+            state,
+        };
         pane.wait_for("Ask the agent anything");
         Some(pane)
     }
 
-    fn tmux(&self, args: &[&str]) -> String {
-        let output = Command::new("tmux")
-            .args(["-L", &self.socket])
-            .args(args)
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&output.stdout).into_owned()
-    }
-
-    fn screen(&self) -> String {
-        self.tmux(&["capture-pane", "-p", "-t", "t"])
-    }
-
     fn wait_for(&self, needle: &str) -> String {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            let screen = self.screen();
-            if screen.contains(needle) {
-                return screen;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "no {needle:?} on screen:\n{screen}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        self.pane.wait_for_text(needle)
     }
 
     fn type_text(&self, text: &str) {
-        self.tmux(&["send-keys", "-t", "t", "-l", text]);
+        self.pane.type_text(text);
     }
 
     fn key(&self, key: &str) {
-        self.tmux(&["send-keys", "-t", "t", key]);
+        self.pane.keys(&[key]);
     }
 
     /// PIDs of demo agents in RPC mode that carry this test's state dir.
@@ -92,28 +75,17 @@ impl Pane {
             "AGENTTY_DEMO_STATE_DIR={}/demo",
             self.state.path().display()
         );
-        std::fs::read_dir("/proc")
-            .unwrap()
-            .flatten()
-            .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
-            .filter(|pid| {
-                let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-                let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
-                let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-                cmdline.contains("demo-agent --mode rpc")
-                    && String::from_utf8_lossy(&environ)
-                        .split('\0')
-                        .any(|var| var == marker)
-            })
+        processes_with_variable(&marker)
+            .into_iter()
+            .filter(|(_, command)| command.contains("demo-agent --mode rpc"))
+            .map(|(pid, _)| pid)
             .collect()
     }
 }
 
 impl Drop for Pane {
     fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .args(["-L", &self.socket, "kill-server"])
-            .status();
+        self.pane.kill_server();
     }
 }
 

@@ -9,40 +9,20 @@
 
 #[path = "support/captures.rs"]
 mod captures;
+#[path = "support/tmux.rs"]
+mod tmux;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-static NEXT_SERVER: AtomicUsize = AtomicUsize::new(0);
+use tmux::{processes_with_env, shell_quote, socket_name, tmux_available, Pane, WAIT};
 
 const WIDTH: u16 = 100;
 const HEIGHT: u16 = 30;
-/// Debug builds on a busy machine: generous, since a timeout only makes a failing test slower.
-const WAIT: Duration = Duration::from_secs(30);
-
-/// Whether to run: tmux must be installed, unless the skip was asked for explicitly.
-fn tmux_available() -> bool {
-    if std::env::var_os("AGENTTY_SKIP_TMUX_TESTS").is_some_and(|value| value == "1") {
-        eprintln!("note: AGENTTY_SKIP_TMUX_TESTS=1; skipping the end-to-end test");
-        return false;
-    }
-    let available = Command::new("tmux")
-        .arg("-V")
-        .output()
-        .map(|output| output.status.success())
-        .unwrap_or(false);
-    assert!(
-        available,
-        "tmux is not installed: the end-to-end tests need it (apt-get install tmux), or set \
-         AGENTTY_SKIP_TMUX_TESTS=1 to skip them on purpose"
-    );
-    available
-}
 
 struct Session {
-    socket: String,
+    pane: Pane,
     state_dir: tempfile::TempDir,
     /// The working directory agentty runs in (`None`: the test's).
     cwd: Option<PathBuf>,
@@ -107,11 +87,7 @@ impl Session {
         if !tmux_available() {
             return None;
         }
-        let socket = format!(
-            "agentty-test-{}-{}",
-            std::process::id(),
-            NEXT_SERVER.fetch_add(1, Ordering::SeqCst)
-        );
+        let socket = socket_name("agentty-test");
         // An empty config of its own, so that the user's config is not read (`--config` must
         // name a file that exists).
         let config = state_dir.path().join("config.toml");
@@ -144,67 +120,17 @@ impl Session {
             .expect("run tmux");
         assert!(status.success(), "tmux new-session failed");
         Some(Session {
-            socket,
+            pane: Pane {
+                socket,
+                target: "e2e",
+            },
             state_dir,
             cwd: cwd.map(Path::to_path_buf),
         })
     }
 
-    fn tmux(&self, args: &[&str]) -> String {
-        let output = Command::new("tmux")
-            .args(["-L", &self.socket])
-            .args(args)
-            .output()
-            .expect("run tmux");
-        String::from_utf8_lossy(&output.stdout).into_owned()
-    }
-
-    fn screen(&self) -> String {
-        self.tmux(&["capture-pane", "-p", "-t", "e2e"])
-    }
-
-    /// A tmux format for the pane, e.g. `#{alternate_on}`.
-    fn pane_flag(&self, format: &str) -> String {
-        self.tmux(&["display-message", "-p", "-t", "e2e", format])
-            .trim()
-            .to_owned()
-    }
-
-    fn keys(&self, keys: &[&str]) {
-        let mut args = vec!["send-keys", "-t", "e2e"];
-        args.extend_from_slice(keys);
-        self.tmux(&args);
-    }
-
-    fn type_text(&self, text: &str) {
-        self.tmux(&["send-keys", "-t", "e2e", "-l", text]);
-    }
-
-    fn wait_for(&self, what: &str, predicate: impl Fn(&str) -> bool) -> String {
-        let started = Instant::now();
-        loop {
-            let screen = self.screen();
-            if predicate(&screen) {
-                return screen;
-            }
-            if started.elapsed() > WAIT {
-                panic!("timed out waiting for {what}; the screen:\n{screen}");
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn wait_for_text(&self, needle: &str) -> String {
-        self.wait_for(&format!("{needle:?}"), |screen| screen.contains(needle))
-    }
-
     fn wait_until_ready(&self) {
         self.wait_for_text("/ commands · @ files");
-    }
-
-    fn prompt(&self, text: &str) {
-        self.type_text(text);
-        self.keys(&["Enter"]);
     }
 
     /// Processes started under this test's state dir, by command line.
@@ -273,11 +199,11 @@ impl Session {
     }
 }
 
+tmux::deref_to_pane!(Session);
+
 impl Drop for Session {
     fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .args(["-L", &self.socket, "kill-server"])
-            .output();
+        self.pane.kill_server();
         // Whatever survived the test must not outlive it.
         for (pid, _) in processes_with_env(self.state_dir.path()) {
             // SAFETY: signalling a process we started.
@@ -295,57 +221,6 @@ fn write_agent(dir: &Path, body: &str) -> PathBuf {
     std::fs::write(&agent, format!("#!/bin/sh\n{body}\n")).unwrap();
     std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
     agent
-}
-
-fn shell_quote(text: &str) -> String {
-    format!("'{}'", text.replace('\'', r"'\''"))
-}
-
-/// (pid, command line) of live processes whose environment holds `AGENTTY_STATE_DIR=dir`: the
-/// agentty under test and everything it started (only its command line sets the variable).
-fn processes_with_env(dir: &Path) -> Vec<(i32, String)> {
-    let marker = format!("AGENTTY_STATE_DIR={}", dir.display());
-    let mut found = Vec::new();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return found;
-    };
-    for entry in entries.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|name| name.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let path: PathBuf = entry.path();
-        let Ok(environ) = std::fs::read(path.join("environ")) else {
-            continue;
-        };
-        if !environ
-            .split(|byte| *byte == 0)
-            .any(|variable| variable == marker.as_bytes())
-        {
-            continue;
-        }
-        let stat = std::fs::read_to_string(path.join("stat")).unwrap_or_default();
-        let zombie = stat
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
-        if zombie {
-            continue;
-        }
-        let command = std::fs::read(path.join("cmdline"))
-            .map(|bytes| {
-                String::from_utf8_lossy(&bytes)
-                    .split('\0')
-                    .filter(|part| !part.is_empty())
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            })
-            .unwrap_or_default();
-        found.push((pid, command));
-    }
-    found
 }
 
 #[test]

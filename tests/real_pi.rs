@@ -355,18 +355,7 @@ async fn stop_during_a_sleeping_tool_leaves_no_process() {
     let mut stream = world.start("sleep", &prompt, SessionRef::New, stop.clone());
 
     let mut messages = messages_until_tool_call(&mut stream, RUN_LIMIT).await;
-    let mut sleep_pid = None;
-    for _ in 0..200 {
-        let pid = std::fs::read_to_string(&pid_file)
-            .ok()
-            .and_then(|text| text.trim().parse::<i32>().ok());
-        if let Some(pid) = pid.filter(|pid| command_line(*pid).starts_with("sleep")) {
-            sleep_pid = Some(pid);
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let sleep_pid = sleep_pid.expect("the bash tool started `sleep 100`");
+    let sleep_pid = sleeping_tool_pid(&pid_file).await;
     assert!(is_alive(sleep_pid));
 
     stop.stop();
@@ -450,6 +439,44 @@ fn print_requests(label: &str, requests: &[Vec<String>]) {
     }
 }
 
+/// On the RPC transport, sends `text` as `how` while the "nap" turn's tool runs and collects
+/// the turn to its completion: its messages and the user texts of each request the fake server
+/// saw (`None`: pi is not installed).
+async fn interject_during_a_nap(
+    test: &str,
+    how: Interjection,
+    text: &str,
+    label: &str,
+) -> Option<(Vec<AgentMessage>, Vec<Vec<String>>)> {
+    let world = PiWorld::new(test).await?;
+    let provider = world.provider_on("nap", Transport::Rpc, &world.pi);
+    let mut stream = provider.execute(
+        rpc_request("Take a nap.", SessionRef::New, &world.work_dir()),
+        StopControl::new(),
+    );
+    let mut messages = messages_until_tool_call(&mut stream, RUN_LIMIT).await;
+    assert!(provider.interject(how, text));
+    messages.extend(collect(&mut stream, RUN_LIMIT).await);
+    expect_completed(&messages);
+    let requests = world.fake.user_texts_per_request();
+    print_requests(label, &requests);
+    Some((messages, requests))
+}
+
+/// The pid of the `sleep` that the bash tool started and wrote to `pid_file`, polled for 10 s.
+async fn sleeping_tool_pid(pid_file: &Path) -> i32 {
+    for _ in 0..200 {
+        let pid = std::fs::read_to_string(pid_file)
+            .ok()
+            .and_then(|text| text.trim().parse::<i32>().ok());
+        if let Some(pid) = pid.filter(|pid| command_line(*pid).starts_with("sleep")) {
+            return pid;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the bash tool started `sleep 100`");
+}
+
 fn starts(file: &Path) -> Vec<i32> {
     std::fs::read_to_string(file)
         .unwrap_or_default()
@@ -512,20 +539,16 @@ async fn rpc_the_second_turn_reaches_the_model_without_a_new_pi_start() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rpc_a_steer_during_a_sleep_3_tool_arrives_in_the_next_request() {
-    let Some(world) = PiWorld::new("rpc_a_steer_during_a_sleep_3_tool").await else {
+    let Some((messages, requests)) = interject_during_a_nap(
+        "rpc_a_steer_during_a_sleep_3_tool",
+        Interjection::Steer,
+        "Steer: make it short.",
+        "pi rpc, steer",
+    )
+    .await
+    else {
         return;
     };
-    let provider = world.provider_on("nap", Transport::Rpc, &world.pi);
-    let mut stream = provider.execute(
-        rpc_request("Take a nap.", SessionRef::New, &world.work_dir()),
-        StopControl::new(),
-    );
-    let mut messages = messages_until_tool_call(&mut stream, RUN_LIMIT).await;
-    assert!(provider.interject(Interjection::Steer, "Steer: make it short."));
-    messages.extend(collect(&mut stream, RUN_LIMIT).await);
-    expect_completed(&messages);
-    let requests = world.fake.user_texts_per_request();
-    print_requests("pi rpc, steer", &requests);
     assert_eq!(
         requests.len(),
         2,
@@ -541,20 +564,16 @@ async fn rpc_a_steer_during_a_sleep_3_tool_arrives_in_the_next_request() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rpc_a_follow_up_runs_after_the_turn() {
-    let Some(world) = PiWorld::new("rpc_a_follow_up_runs_after_the_turn").await else {
+    let Some((_messages, requests)) = interject_during_a_nap(
+        "rpc_a_follow_up_runs_after_the_turn",
+        Interjection::FollowUp,
+        "Follow-up: and now?",
+        "pi rpc, follow-up",
+    )
+    .await
+    else {
         return;
     };
-    let provider = world.provider_on("nap", Transport::Rpc, &world.pi);
-    let mut stream = provider.execute(
-        rpc_request("Take a nap.", SessionRef::New, &world.work_dir()),
-        StopControl::new(),
-    );
-    let mut messages = messages_until_tool_call(&mut stream, RUN_LIMIT).await;
-    assert!(provider.interject(Interjection::FollowUp, "Follow-up: and now?"));
-    messages.extend(collect(&mut stream, RUN_LIMIT).await);
-    expect_completed(&messages);
-    let requests = world.fake.user_texts_per_request();
-    print_requests("pi rpc, follow-up", &requests);
     assert_eq!(
         requests.len(),
         3,
@@ -584,18 +603,7 @@ async fn rpc_abort_during_sleep_100_ends_the_turn_in_band_with_no_process_left()
         stop.clone(),
     );
     let mut messages = messages_until_tool_call(&mut stream, RUN_LIMIT).await;
-    let mut sleep_pid = None;
-    for _ in 0..200 {
-        let pid = std::fs::read_to_string(&pid_file)
-            .ok()
-            .and_then(|text| text.trim().parse::<i32>().ok());
-        if let Some(pid) = pid.filter(|pid| command_line(*pid).starts_with("sleep")) {
-            sleep_pid = Some(pid);
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let sleep_pid = sleep_pid.expect("the bash tool started `sleep 100`");
+    let sleep_pid = sleeping_tool_pid(&pid_file).await;
     stop.stop();
     messages.extend(collect(&mut stream, RUN_LIMIT).await);
     assert_single_terminal_last(&messages);

@@ -2,100 +2,21 @@
 //! hand-made orchestrator event sequences with an injected clock, compared with reviewed insta
 //! snapshots.
 
-use std::time::{Duration, Instant};
-
-use ratatui::backend::TestBackend;
-use ratatui::Terminal;
 use serde_json::json;
 
-use agentty::app::state::{AppState, StartupInfo};
-use agentty::config::RetryPolicy;
 use agentty::orchestrator::{OrchestratorEvent, TurnOutcome};
 use agentty::stream::{notice_kind, AgentMessage, Failure, Usage};
-use agentty::view::{self, ChatView};
 
-struct Chat {
-    state: AppState,
-    view: ChatView,
-    t0: Instant,
-}
+#[path = "support/chat.rs"]
+mod chat;
+
+use chat::{startup, Chat};
 
 impl Chat {
     fn new() -> Self {
-        Self {
-            state: AppState::new(StartupInfo {
-                provider: "pi".into(),
-                model: None,
-                retry_policy: RetryPolicy::default(),
-                config_path: None,
-                warnings: Vec::new(),
-            }),
-            view: ChatView::default(),
-            t0: Instant::now(),
-        }
-    }
-
-    fn at(&self, ms: u64) -> Instant {
-        self.t0 + Duration::from_millis(ms)
-    }
-
-    fn event(&mut self, ms: u64, event: OrchestratorEvent) {
-        let now = self.at(ms);
-        self.state.on_orchestrator_event(event, now);
-    }
-
-    fn start_turn(&mut self, ms: u64, prompt: &str) {
-        self.event(
-            ms,
-            OrchestratorEvent::TurnStarted {
-                turn: 1,
-                prompt: prompt.into(),
-            },
-        );
-        self.event(
-            ms,
-            OrchestratorEvent::AttemptStarted {
-                turn: 1,
-                attempt: 1,
-                max_attempts: 1,
-            },
-        );
-        self.message(
-            ms,
-            AgentMessage::SessionStarted {
-                provider: "pi".into(),
-                session_id: Some("01a228fa-d5ab-77d5-9c75-0a50cd618754".into()),
-            },
-        );
-    }
-
-    fn message(&mut self, ms: u64, message: AgentMessage) {
-        self.event(
-            ms,
-            OrchestratorEvent::Message {
-                turn: 1,
-                attempt: 1,
-                message,
-            },
-        );
-    }
-
-    fn thinking(&mut self, ms: u64, delta: &str) {
-        self.message(
-            ms,
-            AgentMessage::Thinking {
-                delta: delta.into(),
-            },
-        );
-    }
-
-    fn screen(&mut self, width: u16, height: u16, ms: u64) -> String {
-        let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
-        let now = self.at(ms);
-        terminal
-            .draw(|frame| view::render(frame, &self.state, &mut self.view, now))
-            .unwrap();
-        terminal.backend().to_string()
+        Self::with_startup(startup("pi", None, None))
+            .always_turn_one()
+            .announcing_session("pi", "01a228fa-d5ab-77d5-9c75-0a50cd618754")
     }
 
     /// The bottom row: the status bar.

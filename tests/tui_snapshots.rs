@@ -3,151 +3,30 @@
 //! Alongside: the effects keys produce (commands for the orchestrator), scrolling, and the
 //! guarantee that no agent-controlled control character reaches the terminal.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use ratatui::backend::TestBackend;
-use ratatui::Terminal;
+use crossterm::event::{KeyCode, KeyModifiers};
 use serde_json::json;
 
-use agentty::app::state::{AppEffect, AppState, ScrollAction, StartupInfo};
+use agentty::app::state::{AppEffect, ScrollAction, StartupInfo};
 use agentty::config::RetryPolicy;
 use agentty::orchestrator::{Command, OrchestratorEvent, TurnOutcome};
 use agentty::provider::StopProgress;
 use agentty::stream::{AgentMessage, Failure, StopStage, Usage};
-use agentty::view::{self, ChatView};
 
-struct Chat {
-    state: AppState,
-    view: ChatView,
-    t0: Instant,
-    turn: u64,
-}
+#[path = "support/chat.rs"]
+mod chat;
+
+use chat::{startup, Chat};
 
 impl Chat {
     fn new() -> Self {
-        Self::with_startup(StartupInfo {
-            provider: "demo".into(),
-            model: Some("scripted-1".into()),
-            retry_policy: RetryPolicy::default(),
-            config_path: Some("/home/user/.config/agentty/config.toml".into()),
-            warnings: Vec::new(),
-        })
-    }
-
-    fn with_startup(startup: StartupInfo) -> Self {
-        Self {
-            state: AppState::new(startup),
-            view: ChatView::default(),
-            t0: Instant::now(),
-            turn: 0,
-        }
-    }
-
-    fn at(&self, ms: u64) -> Instant {
-        self.t0 + Duration::from_millis(ms)
-    }
-
-    fn event(&mut self, ms: u64, event: OrchestratorEvent) -> Vec<AppEffect> {
-        let now = self.at(ms);
-        self.state.on_orchestrator_event(event, now)
-    }
-
-    fn start_turn(&mut self, ms: u64, prompt: &str) {
-        self.turn += 1;
-        let turn = self.turn;
-        self.event(
-            ms,
-            OrchestratorEvent::TurnStarted {
-                turn,
-                prompt: prompt.into(),
-            },
-        );
-        self.event(
-            ms,
-            OrchestratorEvent::AttemptStarted {
-                turn,
-                attempt: 1,
-                max_attempts: 1,
-            },
-        );
-        self.message(
-            ms,
-            AgentMessage::SessionStarted {
-                provider: "demo".into(),
-                session_id: Some("5f0c2a9e-7d1b-4c1e-9a57-1f2e3d4c5b6a".into()),
-            },
-        );
-    }
-
-    fn message(&mut self, ms: u64, message: AgentMessage) {
-        let turn = self.turn;
-        self.event(
-            ms,
-            OrchestratorEvent::Message {
-                turn,
-                attempt: 1,
-                message,
-            },
-        );
-    }
-
-    fn delta(&mut self, ms: u64, text: &str) {
-        self.message(ms, AgentMessage::Assistant { delta: text.into() });
-    }
-
-    fn complete(&mut self, ms: u64, usage: Option<Usage>) {
-        self.message(
-            ms,
-            AgentMessage::Completed {
-                stop_reason: "stop".into(),
-                usage,
-            },
-        );
-        self.end(ms, TurnOutcome::Completed);
-    }
-
-    fn end(&mut self, ms: u64, outcome: TurnOutcome) {
-        let turn = self.turn;
-        self.event(ms, OrchestratorEvent::TurnEnded { turn, outcome });
-    }
-
-    fn key(&mut self, code: KeyCode, modifiers: KeyModifiers) -> Vec<AppEffect> {
-        self.state.on_key(KeyEvent::new(code, modifiers))
-    }
-
-    fn press(&mut self, code: KeyCode) -> Vec<AppEffect> {
-        self.key(code, KeyModifiers::NONE)
-    }
-
-    fn ctrl(&mut self, ch: char) -> Vec<AppEffect> {
-        self.key(KeyCode::Char(ch), KeyModifiers::CONTROL)
-    }
-
-    fn type_text(&mut self, text: &str) {
-        for ch in text.chars() {
-            self.press(KeyCode::Char(ch));
-        }
-    }
-
-    fn scroll(&mut self, action: ScrollAction, ms: u64) {
-        let now = self.at(ms);
-        self.view
-            .transcript
-            .scroll(&self.state.transcript, action, now);
-    }
-
-    fn terminal(&mut self, width: u16, height: u16, ms: u64) -> Terminal<TestBackend> {
-        let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
-        let now = self.at(ms);
-        terminal
-            .draw(|frame| view::render(frame, &self.state, &mut self.view, now))
-            .unwrap();
-        terminal
-    }
-
-    fn screen(&mut self, width: u16, height: u16, ms: u64) -> String {
-        self.terminal(width, height, ms).backend().to_string()
+        Self::with_startup(startup(
+            "demo",
+            Some("scripted-1"),
+            Some("/home/user/.config/agentty/config.toml"),
+        ))
+        .announcing_session("demo", "5f0c2a9e-7d1b-4c1e-9a57-1f2e3d4c5b6a")
     }
 }
 

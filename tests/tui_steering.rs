@@ -2,46 +2,24 @@
 //! up, the agent's own queue shows above the composer, the status bar shows the agent's model,
 //! thinking level and session totals; a backend that cannot steer keeps the queue.
 
-use std::time::{Duration, Instant};
-
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use ratatui::backend::TestBackend;
-use ratatui::Terminal;
 
-use agentty::app::state::{AppEffect, AppState, StartupInfo};
-use agentty::config::RetryPolicy;
+use agentty::app::state::AppEffect;
 use agentty::orchestrator::{Command, OrchestratorEvent};
 use agentty::provider::pi::rpc::{AgentQueue, AgentStatus};
 use agentty::provider::Interjection;
 use agentty::stream::AgentMessage;
-use agentty::view::{self, ChatView};
 
-struct Chat {
-    state: AppState,
-    view: ChatView,
-    t0: Instant,
-}
+#[path = "support/chat.rs"]
+mod chat;
+
+use chat::{startup, Chat};
 
 impl Chat {
     fn new(steers: bool) -> Self {
-        let mut state = AppState::new(StartupInfo {
-            provider: "pi".into(),
-            model: None,
-            retry_policy: RetryPolicy::default(),
-            config_path: None,
-            warnings: Vec::new(),
-        });
-        state.agent_steers = steers;
-        Self {
-            state,
-            view: ChatView::default(),
-            t0: Instant::now(),
-        }
-    }
-
-    fn event(&mut self, ms: u64, event: OrchestratorEvent) {
-        let now = self.t0 + Duration::from_millis(ms);
-        self.state.on_orchestrator_event(event, now);
+        let mut chat = Self::with_startup(startup("pi", None, None));
+        chat.state.agent_steers = steers;
+        chat
     }
 
     fn running_turn(&mut self) {
@@ -75,20 +53,8 @@ impl Chat {
     }
 
     fn type_and(&mut self, text: &str, modifiers: KeyModifiers) -> Vec<AppEffect> {
-        for ch in text.chars() {
-            self.state
-                .on_key(KeyEvent::new(KeyCode::Char(ch), KeyModifiers::NONE));
-        }
-        self.state.on_key(KeyEvent::new(KeyCode::Enter, modifiers))
-    }
-
-    fn screen(&mut self, width: u16, height: u16, ms: u64) -> String {
-        let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
-        let now = self.t0 + Duration::from_millis(ms);
-        terminal
-            .draw(|frame| view::render(frame, &self.state, &mut self.view, now))
-            .unwrap();
-        terminal.backend().to_string()
+        self.type_text(text);
+        self.key(KeyCode::Enter, modifiers)
     }
 }
 

@@ -1,0 +1,183 @@
+//! A tmux pane for the end-to-end tests: the real `agentty` binary in a real terminal, driven by
+//! keys and read back as text. Each test has its own tmux server (`-L <socket>`), so tests run
+//! in parallel. Without tmux the tests fail (CI installs it); `AGENTTY_SKIP_TMUX_TESTS=1` skips
+//! them on purpose, with a note.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// Debug builds on a busy machine: generous, since a timeout only makes a failing test slower.
+pub const WAIT: Duration = Duration::from_secs(30);
+
+static NEXT_SERVER: AtomicUsize = AtomicUsize::new(0);
+
+/// Whether to run: tmux must be installed, unless the skip was asked for explicitly.
+pub fn tmux_available() -> bool {
+    if std::env::var_os("AGENTTY_SKIP_TMUX_TESTS").is_some_and(|value| value == "1") {
+        eprintln!("note: AGENTTY_SKIP_TMUX_TESTS=1; skipping the end-to-end test");
+        return false;
+    }
+    let available = Command::new("tmux")
+        .arg("-V")
+        .output()
+        .map(|output| output.status.success())
+        .unwrap_or(false);
+    assert!(
+        available,
+        "tmux is not installed: the end-to-end tests need it (apt-get install tmux), or set \
+         AGENTTY_SKIP_TMUX_TESTS=1 to skip them on purpose"
+    );
+    available
+}
+
+/// A tmux server name of this process's own: `<prefix>-<pid>-<n>`.
+pub fn socket_name(prefix: &str) -> String {
+    format!(
+        "{prefix}-{}-{}",
+        std::process::id(),
+        NEXT_SERVER.fetch_add(1, Ordering::SeqCst)
+    )
+}
+
+pub fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+/// The pane `target` of the tmux server `socket`.
+pub struct Pane {
+    pub socket: String,
+    pub target: &'static str,
+}
+
+impl Pane {
+    pub fn tmux(&self, args: &[&str]) -> String {
+        let output = Command::new("tmux")
+            .args(["-L", &self.socket])
+            .args(args)
+            .output()
+            .expect("run tmux");
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
+    pub fn screen(&self) -> String {
+        self.tmux(&["capture-pane", "-p", "-t", self.target])
+    }
+
+    /// A tmux format for the pane, e.g. `#{alternate_on}`.
+    pub fn pane_flag(&self, format: &str) -> String {
+        self.tmux(&["display-message", "-p", "-t", self.target, format])
+            .trim()
+            .to_owned()
+    }
+
+    pub fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", self.target];
+        args.extend_from_slice(keys);
+        self.tmux(&args);
+    }
+
+    pub fn type_text(&self, text: &str) {
+        self.tmux(&["send-keys", "-t", self.target, "-l", text]);
+    }
+
+    /// Types `text` and presses Enter.
+    pub fn prompt(&self, text: &str) {
+        self.type_text(text);
+        self.keys(&["Enter"]);
+    }
+
+    pub fn wait_for(&self, what: &str, predicate: impl Fn(&str) -> bool) -> String {
+        let started = Instant::now();
+        loop {
+            let screen = self.screen();
+            if predicate(&screen) {
+                return screen;
+            }
+            if started.elapsed() > WAIT {
+                panic!("timed out waiting for {what}; the screen:\n{screen}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    pub fn wait_for_text(&self, needle: &str) -> String {
+        self.wait_for(&format!("{needle:?}"), |screen| screen.contains(needle))
+    }
+
+    /// Ends the tmux server (and with it the pane).
+    pub fn kill_server(&self) {
+        let _ = Command::new("tmux")
+            .args(["-L", &self.socket, "kill-server"])
+            .output();
+    }
+}
+
+/// `impl Deref<Target = Pane>` for a session type that has its pane in a field `pane`.
+#[allow(unused_macros)]
+macro_rules! deref_to_pane {
+    ($session:ty) => {
+        impl std::ops::Deref for $session {
+            type Target = tmux::Pane;
+
+            fn deref(&self) -> &tmux::Pane {
+                &self.pane
+            }
+        }
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use deref_to_pane;
+
+/// (pid, command line) of live processes whose environment holds `AGENTTY_STATE_DIR=dir`: the
+/// agentty under test and everything it started (only its command line sets the variable).
+pub fn processes_with_env(dir: &Path) -> Vec<(i32, String)> {
+    processes_with_variable(&format!("AGENTTY_STATE_DIR={}", dir.display()))
+}
+
+/// (pid, command line) of live processes whose environment holds `marker` (`NAME=value`).
+pub fn processes_with_variable(marker: &str) -> Vec<(i32, String)> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return found;
+    };
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|name| name.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let path: PathBuf = entry.path();
+        let Ok(environ) = std::fs::read(path.join("environ")) else {
+            continue;
+        };
+        if !environ
+            .split(|byte| *byte == 0)
+            .any(|variable| variable == marker.as_bytes())
+        {
+            continue;
+        }
+        let stat = std::fs::read_to_string(path.join("stat")).unwrap_or_default();
+        let zombie = stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
+        if zombie {
+            continue;
+        }
+        let command = std::fs::read(path.join("cmdline"))
+            .map(|bytes| {
+                String::from_utf8_lossy(&bytes)
+                    .split('\0')
+                    .filter(|part| !part.is_empty())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .unwrap_or_default();
+        found.push((pid, command));
+    }
+    found
+}
