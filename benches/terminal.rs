@@ -190,7 +190,7 @@ fn main() {
     // A 4,000-block transcript, reopened with --resume.
     let long = tempfile::tempdir().unwrap();
     write_long_session(long.path(), 1000);
-    let (_, pid) = TMUX.start_agentty(long.path(), "--resume", None);
+    let (_, pid) = TMUX.start_agentty(long.path(), "--resume", Some("/"));
     TMUX.wait_for_screen("idle", Duration::from_secs(20), Duration::from_millis(1))
         .expect("the resumed chat came up");
     std::thread::sleep(Duration::from_millis(500));
