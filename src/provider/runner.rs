@@ -32,25 +32,61 @@ pub(crate) fn run_attempt(
     request: AttemptRequest,
     stop: StopControl,
 ) -> AgentStream {
-    let (tx, rx) = mpsc::channel(512);
-    tokio::spawn(async move {
-        let mut attempt = Attempt {
-            tx,
-            receiver_gone: false,
-            stop,
-        };
+    spawn_attempt(stop.clone(), move |sink| async move {
+        let mut attempt = Attempt { sink, stop };
         attempt.run(backend.as_ref(), &request).await;
-    });
+    })
+}
+
+/// Runs `attempt` on a task of its own, handing it the sending end of a new stream, and returns
+/// the stream.
+pub(crate) fn spawn_attempt<Fut>(
+    stop: StopControl,
+    attempt: impl FnOnce(AttemptSink) -> Fut,
+) -> AgentStream
+where
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let (tx, rx) = mpsc::channel(512);
+    tokio::spawn(attempt(AttemptSink {
+        tx,
+        receiver_gone: false,
+        stop,
+    }));
     futures::stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|message| (message, rx))
     })
     .boxed()
 }
 
-struct Attempt {
+/// The sending end of one attempt's stream. When nobody listens any more the attempt is
+/// stopped (the agent must not run on unobserved) and nothing more is sent.
+pub(crate) struct AttemptSink {
     tx: mpsc::Sender<AgentMessage>,
-    /// The caller dropped the stream: the agent is stopped, and nothing more is sent.
     receiver_gone: bool,
+    stop: StopControl,
+}
+
+impl AttemptSink {
+    pub(crate) async fn flush(&mut self, out: &mut Vec<AgentMessage>) {
+        for message in out.drain(..) {
+            self.send(message).await;
+        }
+    }
+
+    pub(crate) async fn send(&mut self, message: AgentMessage) {
+        if self.receiver_gone {
+            return;
+        }
+        if self.tx.send(message).await.is_err() {
+            self.receiver_gone = true;
+            self.stop.stop();
+        }
+    }
+}
+
+struct Attempt {
+    sink: AttemptSink,
     stop: StopControl,
 }
 
@@ -58,22 +94,23 @@ impl Attempt {
     async fn run(&mut self, backend: &dyn Backend, request: &AttemptRequest) {
         let spec = backend.spawn_spec(request);
         if let Some(message) = start_problem(&spec) {
-            self.send(start_failed(message)).await;
+            self.sink.send(start_failed(message)).await;
             return;
         }
         if self.stop.is_stop_requested() {
             // Stopped before it started: nothing to stop.
-            self.send(AgentMessage::Cancelled {
-                stop_stage: StopStage::Interrupt,
-                elapsed_ms: 0,
-            })
-            .await;
+            self.sink
+                .send(AgentMessage::Cancelled {
+                    stop_stage: StopStage::Interrupt,
+                    elapsed_ms: 0,
+                })
+                .await;
             return;
         }
         let mut agent = match process::spawn(&spec, self.stop.clone()) {
             Ok(agent) => agent,
             Err(error) => {
-                self.send(start_failed(error.to_string())).await;
+                self.sink.send(start_failed(error.to_string())).await;
                 return;
             }
         };
@@ -98,7 +135,7 @@ impl Attempt {
                 line = agent.stdout.next_line_ref(), if stdout_open => match line {
                     Ok(Some(line)) => {
                         mapping.map_line_ref(&line, &mut out);
-                        self.flush(&mut out).await;
+                        self.sink.flush(&mut out).await;
                         if let Some(tap) = &request.raw_line_tap {
                             tap.record(&line.text).await;
                         }
@@ -107,7 +144,7 @@ impl Attempt {
                 },
                 Some(line) = agent.stderr_lines.recv() => {
                     mapping.map_stderr_line(&line, &mut out);
-                    self.flush(&mut out).await;
+                    self.sink.flush(&mut out).await;
                 }
                 report = &mut agent.exit, if exit.is_none() => {
                     exit = Some(report.unwrap_or_default());
@@ -142,25 +179,8 @@ impl Attempt {
         if request.session != super::SessionRef::New {
             mark_lost_session(&mut terminal, backend.lost_session_phrases());
         }
-        self.flush(&mut out).await;
-        self.send(terminal).await;
-    }
-
-    async fn flush(&mut self, out: &mut Vec<AgentMessage>) {
-        for message in out.drain(..) {
-            self.send(message).await;
-        }
-    }
-
-    async fn send(&mut self, message: AgentMessage) {
-        if self.receiver_gone {
-            return;
-        }
-        if self.tx.send(message).await.is_err() {
-            // Nobody listens any more: the agent must not run on unobserved.
-            self.receiver_gone = true;
-            self.stop.stop();
-        }
+        self.sink.flush(&mut out).await;
+        self.sink.send(terminal).await;
     }
 }
 

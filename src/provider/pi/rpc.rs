@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::StreamExt;
+use crate::provider::runner::{spawn_attempt, AttemptSink};
 use serde_json::{json, Value};
 use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, oneshot, watch};
@@ -102,23 +102,17 @@ impl Provider for RpcProvider {
     }
 
     fn execute(&self, request: AttemptRequest, stop: StopControl) -> AgentStream {
-        let (tx, rx) = mpsc::channel(512);
-        let attempt = RpcAttempt {
+        let attempt = |sink| RpcAttempt {
             backend: self.backend.clone(),
             live: self.live.clone(),
             stale: self.stale.clone(),
             commands: self.commands.clone(),
             queue: self.queue.clone(),
             status: self.status.clone(),
-            tx,
-            receiver_gone: false,
-            stop,
+            sink,
+            stop: stop.clone(),
         };
-        tokio::spawn(attempt.run(request));
-        futures::stream::unfold(rx, |mut rx| async move {
-            rx.recv().await.map(|message| (message, rx))
-        })
-        .boxed()
+        spawn_attempt(stop.clone(), move |sink| attempt(sink).run(request))
     }
 
     fn checkpoint(&self, request: &AttemptRequest) -> Option<SessionCheckpoint> {
@@ -532,8 +526,7 @@ struct RpcAttempt {
     commands: Arc<Mutex<Option<CommandWriter>>>,
     queue: watch::Sender<AgentQueue>,
     status: watch::Sender<AgentStatus>,
-    tx: mpsc::Sender<AgentMessage>,
-    receiver_gone: bool,
+    sink: AttemptSink,
     stop: StopControl,
 }
 
@@ -550,11 +543,12 @@ impl RpcAttempt {
         let live = self.live.clone();
         let mut slot = live.lock().await;
         if self.stop.is_stop_requested() {
-            self.send(AgentMessage::Cancelled {
-                stop_stage: StopStage::Interrupt,
-                elapsed_ms: 0,
-            })
-            .await;
+            self.sink
+                .send(AgentMessage::Cancelled {
+                    stop_stage: StopStage::Interrupt,
+                    elapsed_ms: 0,
+                })
+                .await;
             return;
         }
         let stale = self.stale.swap(false, Ordering::SeqCst);
@@ -569,7 +563,7 @@ impl RpcAttempt {
             match RpcSession::start(self.backend.as_ref(), &request, &self.status).await {
                 Ok(session) => *slot = Some(session),
                 Err(terminal) => {
-                    self.send(terminal).await;
+                    self.sink.send(terminal).await;
                     return;
                 }
             }
@@ -580,17 +574,18 @@ impl RpcAttempt {
         let resumed = session.prompted || request.session != SessionRef::New;
         session.prompted = true;
         let provider = self.backend.name().to_owned();
-        self.send(match session.session_id.clone() {
-            Some(session_id) if resumed => AgentMessage::SessionResumed {
-                provider,
-                session_id,
-            },
-            session_id => AgentMessage::SessionStarted {
-                provider,
-                session_id,
-            },
-        })
-        .await;
+        self.sink
+            .send(match session.session_id.clone() {
+                Some(session_id) if resumed => AgentMessage::SessionResumed {
+                    provider,
+                    session_id,
+                },
+                session_id => AgentMessage::SessionStarted {
+                    provider,
+                    session_id,
+                },
+            })
+            .await;
         let (terminal, keep) = self.play_turn(session, &request).await;
         if let Ok(mut commands) = self.commands.lock() {
             *commands = None;
@@ -603,7 +598,7 @@ impl RpcAttempt {
             }
         }
         let completed = matches!(terminal, AgentMessage::Completed { .. });
-        self.send(terminal).await;
+        self.sink.send(terminal).await;
         // After the terminal message, so the turn's end is not held up by it.
         if let Some(session) = slot.as_mut().filter(|_| completed) {
             self.refresh_stats(session).await;
@@ -642,7 +637,7 @@ impl RpcAttempt {
                             continue;
                         }
                         mapping.map_line(&line, &mut out);
-                        self.flush(&mut out).await;
+                        self.sink.flush(&mut out).await;
                         if is_agent_end(&line.text) {
                             break TurnEnd::AgentEnd;
                         }
@@ -655,7 +650,7 @@ impl RpcAttempt {
                 },
                 Some(line) = session.stderr_lines.recv() => {
                     mapping.map_stderr_line(&line, &mut out);
-                    self.flush(&mut out).await;
+                    self.sink.flush(&mut out).await;
                 }
                 response = &mut prompt_response, if !prompt_answered => {
                     prompt_answered = true;
@@ -699,7 +694,7 @@ impl RpcAttempt {
         }
         let stderr = session.stderr_text();
         if let Some(error) = prompt_refused {
-            self.flush(&mut out).await;
+            self.sink.flush(&mut out).await;
             return (
                 AgentMessage::Failed(Failure {
                     reason: failure_reason::AGENT_ERROR.into(),
@@ -744,7 +739,7 @@ impl RpcAttempt {
             self.stop.set_progress(StopProgress::Stopped);
         }
         let terminal = mapping.finish(&report, ended_by, stderr, &mut out);
-        self.flush(&mut out).await;
+        self.sink.flush(&mut out).await;
         // A failed attempt stays in pi's memory: never continue on it (retry never duplicates).
         let keep = keep && !matches!(terminal, AgentMessage::Failed(_));
         (terminal, keep)
@@ -791,7 +786,7 @@ impl RpcAttempt {
                     ),
                 ] {
                     for text in delivered(was, is) {
-                        self.send(AgentMessage::notice(kind, text)).await;
+                        self.sink.send(AgentMessage::notice(kind, text)).await;
                     }
                 }
                 true
@@ -800,11 +795,12 @@ impl RpcAttempt {
                 if value["success"] == Value::Bool(false) {
                     let command = value["command"].as_str().unwrap_or("command");
                     let error = value["error"].as_str().unwrap_or("no reason given");
-                    self.send(AgentMessage::notice(
-                        notice_kind::WARNING,
-                        format!("pi refused `{command}`: {error}"),
-                    ))
-                    .await;
+                    self.sink
+                        .send(AgentMessage::notice(
+                            notice_kind::WARNING,
+                            format!("pi refused `{command}`: {error}"),
+                        ))
+                        .await;
                 }
                 let _ = session;
                 true
@@ -827,23 +823,6 @@ impl RpcAttempt {
                 status.cost_usd = data["cost"].as_f64();
                 status.tokens = data["tokens"]["total"].as_u64();
             });
-        }
-    }
-
-    async fn flush(&mut self, out: &mut Vec<AgentMessage>) {
-        for message in out.drain(..) {
-            self.send(message).await;
-        }
-    }
-
-    async fn send(&mut self, message: AgentMessage) {
-        if self.receiver_gone {
-            return;
-        }
-        if self.tx.send(message).await.is_err() {
-            // Nobody listens any more: the turn must not run on unobserved.
-            self.receiver_gone = true;
-            self.stop.stop();
         }
     }
 }
