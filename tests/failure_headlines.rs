@@ -20,37 +20,11 @@ use agentty::stream::{AgentMessage, Failure};
 use captures::{Channel, RecordedRun};
 
 /// `node crash.mjs` (Node 20.20.2): an agent whose code throws a TypeError.
-const NODE_CRASH_STDERR: &str = "file:///tmp/w14/crash.mjs:1
-class DemoAgent { stream() { throw new TypeError(\"Cannot read properties of undefined (reading 'content')\"); } }
-                                   ^
-
-TypeError: Cannot read properties of undefined (reading 'content')
-    at DemoAgent.stream (file:///tmp/w14/crash.mjs:1:36)
-    at file:///tmp/w14/crash.mjs:2:17
-    at ModuleJob.run (node:internal/modules/esm/module_job:325:25)
-    at async ModuleLoader.import (node:internal/modules/esm/loader:606:24)
-    at async asyncRunEntryPointWithESMLoader (node:internal/modules/run_main:117:5)
-
-Node.js v20.20.2
-";
+const NODE_CRASH_STDERR: &str = include_str!("fixtures/stderr/node_crash.txt");
 
 /// `codex exec --json --skip-git-repo-check resume 0199a213-… hi` with an empty CODEX_HOME:
 /// nothing on stdout, exit status 1.
-const CODEX_MISSING_THREAD_STDERR: &str = "WARNING: proceeding, even though we could not create PATH aliases: Refusing to create helper binaries under temporary dir \"/tmp\" (codex_home: AbsolutePathBuf(\"/tmp/w14/codexhome\"))
-Error: thread/resume: thread/resume failed: no rollout found for thread id 0199a213-81c0-7800-8aa1-bbab2a035a53 (code -32600)
-
-Stack backtrace:
-   0: <unknown>
-   1: <unknown>
-   2: <unknown>
-   3: <unknown>
-   4: <unknown>
-   5: <unknown>
-   6: <unknown>
-   7: <unknown>
-   8: <unknown>
-   9: <unknown>
-";
+const CODEX_MISSING_THREAD_STDERR: &str = include_str!("fixtures/stderr/codex_missing_thread.txt");
 
 /// The terminal message the runner composes for `stdout`, `stderr` and `exit_code`.
 fn terminal_for(provider: &str, stdout: &[String], stderr: &str, exit_code: i32) -> Failure {

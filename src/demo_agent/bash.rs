@@ -33,12 +33,10 @@ impl BashOutcome {
     }
 }
 
-/// Runs `command`, calling `on_output` with the accumulated output after each read.
-pub(crate) fn run(
-    command: &str,
-    mut on_output: impl FnMut(&str) -> io::Result<()>,
-) -> io::Result<BashOutcome> {
-    let (mut reader, writer) = io::pipe()?;
+/// `bash -c command` as pi's bash tool starts it: stdin closed, stdout and stderr into one pipe
+/// (returned), in a session of its own.
+pub(crate) fn tool_command(command: &str) -> io::Result<(io::PipeReader, Command)> {
+    let (reader, writer) = io::pipe()?;
     let mut bash = Command::new("bash");
     bash.arg("-c")
         .arg(command)
@@ -47,6 +45,15 @@ pub(crate) fn run(
         .stderr(writer);
     // SAFETY: `detach_in_child` only makes async-signal-safe calls.
     unsafe { bash.pre_exec(signals::detach_in_child) };
+    Ok((reader, bash))
+}
+
+/// Runs `command`, calling `on_output` with the accumulated output after each read.
+pub(crate) fn run(
+    command: &str,
+    mut on_output: impl FnMut(&str) -> io::Result<()>,
+) -> io::Result<BashOutcome> {
+    let (mut reader, mut bash) = tool_command(command)?;
     let (mut child, _group) = {
         // A SIGTERM between spawn and registration would leave the tool running.
         let _deferred = TerminationDeferred::new();

@@ -19,8 +19,8 @@
 
 use std::collections::VecDeque;
 use std::io::{self, BufRead, Read, Write};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::process::{Child, Command, Stdio};
+use std::os::unix::process::ExitStatusExt;
+use std::process::Child;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
@@ -685,15 +685,7 @@ impl Engine {
     }
 
     fn spawn_bash(&mut self, command: &str) -> io::Result<(Child, ToolGroup)> {
-        let (mut reader, writer) = io::pipe()?;
-        let mut bash = Command::new("bash");
-        bash.arg("-c")
-            .arg(command)
-            .stdin(Stdio::null())
-            .stdout(writer.try_clone()?)
-            .stderr(writer);
-        // SAFETY: `detach_in_child` only makes async-signal-safe calls.
-        unsafe { bash.pre_exec(signals::detach_in_child) };
+        let (mut reader, mut bash) = super::bash::tool_command(command)?;
         let _deferred = TerminationDeferred::new();
         let child = bash.spawn()?;
         let group = ToolGroup::register(child.id() as i32);

@@ -114,30 +114,11 @@ mod tests {
     use super::*;
 
     /// `node crash.mjs` (Node 20.20.2) where a method throws a TypeError.
-    const NODE_TYPE_ERROR: &str = "file:///tmp/w14/crash.mjs:1
-class DemoAgent { stream() { throw new TypeError(\"Cannot read properties of undefined (reading 'content')\"); } }
-                                   ^
-
-TypeError: Cannot read properties of undefined (reading 'content')
-    at DemoAgent.stream (file:///tmp/w14/crash.mjs:1:36)
-    at file:///tmp/w14/crash.mjs:2:17
-    at ModuleJob.run (node:internal/modules/esm/module_job:325:25)
-    at async ModuleLoader.import (node:internal/modules/esm/loader:606:24)
-    at async asyncRunEntryPointWithESMLoader (node:internal/modules/run_main:117:5)
-
-Node.js v20.20.2
-";
+    const NODE_TYPE_ERROR: &str = include_str!("../../tests/fixtures/stderr/node_crash.txt");
 
     /// `codex exec --json resume <unknown id> hi` (codex-cli 0.x, recorded for this issue).
-    const CODEX_MISSING_THREAD: &str = "WARNING: proceeding, even though we could not create PATH aliases: Refusing to create helper binaries under temporary dir \"/tmp\" (codex_home: AbsolutePathBuf(\"/tmp/w14/codexhome\"))
-Error: thread/resume: thread/resume failed: no rollout found for thread id 0199a213-81c0-7800-8aa1-bbab2a035a53 (code -32600)
-
-Stack backtrace:
-   0: <unknown>
-   1: <unknown>
-   8: <unknown>
-   9: <unknown>
-";
+    const CODEX_MISSING_THREAD: &str =
+        include_str!("../../tests/fixtures/stderr/codex_missing_thread.txt");
 
     #[test]
     fn a_node_crash_is_named_by_its_error_line_not_the_node_banner() {
