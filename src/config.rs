@@ -26,9 +26,39 @@ pub struct ProviderSettings {
     pub env: BTreeMap<String, String>,
     /// The model, where the CLI takes one (`--model`).
     pub model: Option<String>,
-    /// How to talk to the CLI (`json` or `rpc`); `None`: the best it has for the chat, the
-    /// one-shot JSON mode for `agentty run`.
+    /// How to talk to the CLI (`json`, `rpc` or `acp`); `None`: the best it has for the chat,
+    /// the one-shot JSON mode for `agentty run`.
     pub transport: Option<Transport>,
+    /// What a provider defined in the config speaks (`acp`: any Agent Client Protocol agent,
+    /// started with `command`, `args` and `env`).
+    pub protocol: Option<Transport>,
+    /// The ACP adapter to run for claude or codex instead of the one found on PATH
+    /// (`claude-agent-acp`, `codex-acp`).
+    pub acp_command: Option<PathBuf>,
+    /// What to do when the agent asks before acting: `ask` (the chat's default), `allow` or
+    /// `deny` (headless runs never ask: `deny` unless `--permissions allow`).
+    pub permissions: Option<PermissionPolicy>,
+}
+
+impl ProviderSettings {
+    /// The transport asked for: `transport`, else what a configured provider speaks.
+    pub(crate) fn chosen_transport(&self) -> Option<Transport> {
+        self.transport.or(self.protocol)
+    }
+}
+
+/// How permission requests of an agent are answered.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum PermissionPolicy {
+    /// Ask the user (the chat).
+    Ask,
+    /// Allow once, every time.
+    Allow,
+    /// Reject once, every time.
+    Deny,
 }
 
 /// How a backend talks to its CLI (DESIGN.md "Transports").
@@ -41,6 +71,8 @@ pub enum Transport {
     Json,
     /// One long-lived process per conversation, commands on stdin (`--mode rpc`).
     Rpc,
+    /// One long-lived process per conversation speaking the Agent Client Protocol.
+    Acp,
 }
 
 /// `[provider_error_auto_retry]`: the orchestrator's retry policy.

@@ -57,7 +57,7 @@ pub fn run(agent: AgentArgs, args: RunArgs) -> i32 {
     // One-shot by default: a single prompt gains nothing from a long-lived process.
     let transport = choice
         .settings
-        .transport
+        .chosen_transport()
         .unwrap_or(provider::Transport::Json);
     let provider = match provider::build_provider_with(&choice.name, &choice.settings, transport) {
         Ok(provider) => provider,

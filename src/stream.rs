@@ -67,6 +67,105 @@ pub enum AgentMessage {
         delay_ms: u64,
         reason: String,
     },
+    /// The agent asks before acting (two-way transports only); answered by
+    /// `permission.resolved`.
+    #[serde(rename = "permission.request")]
+    PermissionRequest(PermissionRequest),
+    #[serde(rename = "permission.resolved")]
+    PermissionResolved {
+        id: String,
+        /// The chosen option's `id`, or `cancelled`.
+        outcome: String,
+        by: PermissionResolver,
+    },
+    /// The agent's current plan, replacing the previous one.
+    #[serde(rename = "plan")]
+    Plan { entries: Vec<PlanEntry> },
+}
+
+/// What the agent wants to do and the answers it offers.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PermissionRequest {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    pub title: String,
+    /// The tool's kind as the agent names it (`execute`, `edit`, `read`, `fetch`, ...).
+    pub kind: String,
+    pub options: Vec<PermissionOption>,
+    /// The shell command, when the tool runs one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// The files the tool touches.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<String>,
+    /// The edits the tool would make.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub diffs: Vec<FileDiff>,
+}
+
+impl PermissionRequest {
+    /// The first option of `kind`, if the agent offers one.
+    pub fn option_of(&self, kind: PermissionOptionKind) -> Option<&PermissionOption> {
+        self.options.iter().find(|option| option.kind == kind)
+    }
+}
+
+/// One answer the agent offers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PermissionOption {
+    pub id: String,
+    pub kind: PermissionOptionKind,
+    pub name: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PermissionOptionKind {
+    AllowOnce,
+    AllowAlways,
+    RejectOnce,
+    RejectAlways,
+}
+
+impl PermissionOptionKind {
+    pub fn allows(self) -> bool {
+        matches!(
+            self,
+            PermissionOptionKind::AllowOnce | PermissionOptionKind::AllowAlways
+        )
+    }
+}
+
+/// The outcome of a permission request that no option answered: the turn was stopped.
+pub const PERMISSION_CANCELLED: &str = "cancelled";
+
+/// Who answered a permission request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PermissionResolver {
+    User,
+    /// The provider's configured policy (`allow` / `deny`, and headless runs).
+    Policy,
+}
+
+/// An edit of one file: the text before (`None` for a new file) and after.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FileDiff {
+    pub path: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub old_text: Option<String>,
+    pub new_text: String,
+}
+
+/// One step of the agent's plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlanEntry {
+    pub content: String,
+    /// `pending`, `in_progress` or `completed`.
+    pub status: String,
+    /// `high`, `medium` or `low`.
+    pub priority: String,
 }
 
 /// Notice kinds the UI treats specially; any other string is shown as-is.
@@ -258,6 +357,46 @@ mod tests {
                 reason: "429".into(),
             },
             json!({"type":"retry.scheduled","attempt":2,"max_attempts":3,"delay_ms":2000,"reason":"429"}),
+        );
+    }
+
+    #[test]
+    fn permission_and_plan_shapes_match_the_design_table() {
+        round_trip(
+            AgentMessage::PermissionRequest(PermissionRequest {
+                id: "0".into(),
+                tool_call_id: Some("t1".into()),
+                title: "touch x".into(),
+                kind: "execute".into(),
+                options: vec![PermissionOption {
+                    id: "proceed_once".into(),
+                    kind: PermissionOptionKind::AllowOnce,
+                    name: "Allow".into(),
+                }],
+                command: Some("touch x".into()),
+                ..PermissionRequest::default()
+            }),
+            json!({"type":"permission.request","id":"0","tool_call_id":"t1","title":"touch x",
+                   "kind":"execute","options":[{"id":"proceed_once","kind":"allow_once","name":"Allow"}],
+                   "command":"touch x"}),
+        );
+        round_trip(
+            AgentMessage::PermissionResolved {
+                id: "0".into(),
+                outcome: PERMISSION_CANCELLED.into(),
+                by: PermissionResolver::User,
+            },
+            json!({"type":"permission.resolved","id":"0","outcome":"cancelled","by":"user"}),
+        );
+        round_trip(
+            AgentMessage::Plan {
+                entries: vec![PlanEntry {
+                    content: "read".into(),
+                    status: "pending".into(),
+                    priority: "high".into(),
+                }],
+            },
+            json!({"type":"plan","entries":[{"content":"read","status":"pending","priority":"high"}]}),
         );
     }
 

@@ -90,7 +90,7 @@ impl Launch {
             ));
         }
         let transport = settings
-            .transport
+            .chosen_transport()
             .unwrap_or_else(|| default_chat_transport(name));
         let provider = build_provider_with(name, &settings, transport)?;
         let steers = provider.can_interject();

@@ -244,6 +244,20 @@ impl Driver {
                             .push_back(Input::Command(Command::Submit(text)));
                     }
                 }
+                Effect::AnswerPermission {
+                    turn,
+                    attempt,
+                    id,
+                    option,
+                } => {
+                    let live = self
+                        .live
+                        .as_ref()
+                        .is_some_and(|live| live.turn == turn && live.attempt == attempt);
+                    if !(live && self.options.provider.answer_permission(&id, option)) {
+                        tracing::warn!(turn, id, "permission answer not delivered");
+                    }
+                }
                 Effect::Exit => exit = true,
             }
         }

@@ -101,6 +101,13 @@ pub(crate) enum Effect {
         kind: Interjection,
         text: String,
     },
+    /// Hand the user's answer to this running attempt's permission request.
+    AnswerPermission {
+        turn: TurnId,
+        attempt: u32,
+        id: String,
+        option: Option<String>,
+    },
     /// The machine has shut down; nothing follows.
     Exit,
 }
@@ -278,6 +285,17 @@ impl Machine {
             }
             Command::SetRetryPolicy(policy) => self.set_policy(policy, out),
             Command::Interject(kind, text) => self.interject(kind, text, out),
+            Command::AnswerPermission { id, option } => {
+                // Only a running attempt can be waiting for an answer; a late one is dropped.
+                if let State::Running { turn, attempt } = &self.state {
+                    out.push(Effect::AnswerPermission {
+                        turn: turn.id,
+                        attempt: *attempt,
+                        id,
+                        option,
+                    });
+                }
+            }
             Command::Shutdown => self.shutdown(out),
         }
     }

@@ -64,6 +64,9 @@ pub enum Command {
     /// (after the turn), when the provider can; otherwise (or with no turn running) it is a
     /// `Submit`.
     Interject(Interjection, String),
+    /// The user's answer to the running turn's permission request `id`: one of the options
+    /// it offered (`None`: cancelled, as when the prompt is dismissed by a stop).
+    AnswerPermission { id: String, option: Option<String> },
     /// Stop whatever runs and end the orchestrator.
     Shutdown,
 }

@@ -161,6 +161,12 @@ pub trait Provider: Send + Sync {
         let _ = (kind, text);
         false
     }
+    /// The user's answer to permission request `id` of the running attempt (an option id it
+    /// offered, or `None` for cancelled); false when no such request waits.
+    fn answer_permission(&self, id: &str, option: Option<String>) -> bool {
+        let _ = (id, option);
+        false
+    }
     /// The orchestrator restored the agent's stored session from a checkpoint: whatever the
     /// provider holds of it in memory is out of date.
     fn session_restored(&self) {}
@@ -311,5 +317,8 @@ pub fn build_provider_with(
             }
             Ok(Arc::new(pi::rpc::RpcProvider::new(backend)))
         }
+        Transport::Acp => Err(format!(
+            "the {name} provider has no ACP transport (use --transport json)"
+        )),
     }
 }

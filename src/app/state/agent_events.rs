@@ -390,6 +390,9 @@ impl AppState {
             }
             // The orchestrator's own RetryScheduled event carries this; ignore the echo.
             AgentMessage::RetryScheduled { .. } => {}
+            AgentMessage::PermissionRequest(_)
+            | AgentMessage::PermissionResolved { .. }
+            | AgentMessage::Plan { .. } => {}
         }
     }
 
