@@ -59,7 +59,12 @@ pub fn run(agent: AgentArgs, args: RunArgs) -> i32 {
         .settings
         .chosen_transport()
         .unwrap_or(provider::Transport::Json);
-    let provider = match provider::build_provider_with(&choice.name, &choice.settings, transport) {
+    let mut settings = choice.settings.clone();
+    settings.permissions = Some(cli::HeadlessPermissions::policy(
+        args.permissions,
+        settings.permissions,
+    ));
+    let provider = match provider::build_provider_with(&choice.name, &settings, transport) {
         Ok(provider) => provider,
         Err(message) => return usage_error(&message),
     };

@@ -182,6 +182,8 @@ pub mod notice_kind {
     /// call) or a follow-up (after the turn). The text is the message.
     pub const STEER_DELIVERED: &str = "steer_delivered";
     pub const FOLLOW_UP_DELIVERED: &str = "follow_up_delivered";
+    /// The permission policy refused what the agent asked to do, without asking the user.
+    pub const PERMISSION_REFUSED: &str = "permission_refused";
 }
 
 /// Why an attempt failed, with every diagnostic passed through whole.
