@@ -72,7 +72,7 @@ async fn rig_on(
         args: args.iter().map(|arg| arg.to_string()).collect(),
         env,
         model: None,
-        transport: None,
+        ..ProviderSettings::default()
     };
     let provider = CliProvider::new(ClaudeBackend::new(settings.clone()));
     let rig = Rig {

@@ -394,16 +394,18 @@ impl AcpMapper {
         let key = id_key(id);
         self.permissions
             .insert(key.clone(), (Some(tool_call_id.clone()), options.clone()));
-        out.push(AgentMessage::PermissionRequest(PermissionRequest {
-            id: key,
-            tool_call_id: Some(tool_call_id),
-            title,
-            kind,
-            options,
-            command: input.as_ref().and_then(command_of),
-            paths,
-            diffs,
-        }));
+        out.push(AgentMessage::PermissionRequest(Box::new(
+            PermissionRequest {
+                id: key,
+                tool_call_id: Some(tool_call_id),
+                title,
+                kind,
+                options,
+                command: input.as_ref().and_then(command_of),
+                paths,
+                diffs,
+            },
+        )));
         LineVerdict::Event
     }
 

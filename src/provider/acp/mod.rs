@@ -298,7 +298,7 @@ impl AcpAttempt {
                         if let Some((rpc_id, method)) = agent_request {
                             if method == REQUEST_PERMISSION {
                                 let asked = out.iter().rev().find_map(|message| match message {
-                                    AgentMessage::PermissionRequest(asked) => Some(asked.clone()),
+                                    AgentMessage::PermissionRequest(asked) => Some((**asked).clone()),
                                     _ => None,
                                 });
                                 self.sink.flush(&mut out).await;
