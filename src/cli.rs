@@ -194,7 +194,13 @@ pub(crate) fn run_prompt(words: &[String]) -> Result<String, String> {
 }
 
 /// `--scenario` belongs to the demo provider and must name one of its scenarios.
-pub(crate) fn check_scenario(scenario: Option<&str>, provider: &str) -> Result<(), String> {
+/// `--scenario` names one of the demo agent's scenarios: its ACP ones when it speaks ACP
+/// (`transport`).
+pub(crate) fn check_scenario(
+    scenario: Option<&str>,
+    provider: &str,
+    transport: Option<crate::config::Transport>,
+) -> Result<(), String> {
     let Some(scenario) = scenario else {
         return Ok(());
     };
@@ -203,7 +209,11 @@ pub(crate) fn check_scenario(scenario: Option<&str>, provider: &str) -> Result<(
             "--scenario only applies to the demo agent (add `--provider demo`); the provider is `{provider}`"
         ));
     }
-    let known = crate::demo_agent::scenario_names();
+    let known = if transport == Some(crate::config::Transport::Acp) {
+        crate::demo_agent::acp_scenario_names()
+    } else {
+        crate::demo_agent::scenario_names()
+    };
     if known.contains(&scenario) {
         Ok(())
     } else {

@@ -51,7 +51,11 @@ pub fn run(agent: AgentArgs, args: RunArgs) -> i32 {
         Ok(choice) => choice,
         Err(message) => return usage_error(&message),
     };
-    if let Err(message) = cli::check_scenario(agent.scenario.as_deref(), &choice.name) {
+    if let Err(message) = cli::check_scenario(
+        agent.scenario.as_deref(),
+        &choice.name,
+        choice.settings.chosen_transport(),
+    ) {
         return usage_error(&message);
     }
     // One-shot by default: a single prompt gains nothing from a long-lived process.

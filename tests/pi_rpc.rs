@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
 use tokio::time::timeout;
 
 use agentty::config::ProviderSettings;
@@ -17,7 +16,10 @@ use agentty::provider::{
 };
 use agentty::stream::{failure_reason, notice_kind, AgentMessage, StopStage};
 
-const PATIENCE: Duration = Duration::from_secs(30);
+#[path = "support/agent_stream.rs"]
+mod agent_stream;
+
+use agent_stream::{alive, collect, read_until, session_id, terminals, text, wait_gone, PATIENCE};
 
 /// A demo agent launcher that records the PID of every start, and the provider around it.
 struct RpcWorld {
@@ -85,82 +87,6 @@ impl RpcWorld {
     async fn turn(&self, prompt: &str, session: SessionRef) -> Vec<AgentMessage> {
         collect(self.execute(prompt, session, &StopControl::new())).await
     }
-}
-
-async fn collect(mut stream: AgentStream) -> Vec<AgentMessage> {
-    let mut messages = Vec::new();
-    while let Some(message) = timeout(PATIENCE, stream.next()).await.expect("in time") {
-        messages.push(message);
-    }
-    messages
-}
-
-/// Reads `stream` until `wanted` matches a message; returns what was read.
-async fn read_until(
-    stream: &mut AgentStream,
-    wanted: impl Fn(&AgentMessage) -> bool,
-) -> Vec<AgentMessage> {
-    let mut seen = Vec::new();
-    loop {
-        let message = timeout(PATIENCE, stream.next())
-            .await
-            .expect("in time")
-            .expect("the wanted message before the end");
-        let found = wanted(&message);
-        seen.push(message);
-        if found {
-            return seen;
-        }
-    }
-}
-
-fn text(messages: &[AgentMessage]) -> String {
-    messages
-        .iter()
-        .filter_map(|message| match message {
-            AgentMessage::Assistant { delta } => Some(delta.as_str()),
-            _ => None,
-        })
-        .collect()
-}
-
-fn session_id(messages: &[AgentMessage]) -> String {
-    match messages.first() {
-        Some(AgentMessage::SessionStarted {
-            session_id: Some(id),
-            ..
-        })
-        | Some(AgentMessage::SessionResumed { session_id: id, .. }) => id.clone(),
-        other => panic!("no session message first: {other:?}"),
-    }
-}
-
-fn terminals(messages: &[AgentMessage]) -> Vec<&AgentMessage> {
-    messages
-        .iter()
-        .filter(|message| message.is_terminal())
-        .collect()
-}
-
-fn alive(pid: i32) -> bool {
-    // A zombie is not alive: look at the process state.
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|stat| {
-            let state = stat.rsplit(") ").next().unwrap_or("").chars().next();
-            state != Some('Z')
-        })
-        .unwrap_or(false)
-}
-
-async fn wait_gone(pid: i32) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline {
-        if !alive(pid) {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    false
 }
 
 #[tokio::test]

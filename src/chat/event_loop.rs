@@ -203,8 +203,11 @@ pub fn run(cli: Cli) -> i32 {
             return 2;
         }
     };
-    if let Err(message) = crate::cli::check_scenario(cli.agent.scenario.as_deref(), &provider_name)
-    {
+    if let Err(message) = crate::cli::check_scenario(
+        cli.agent.scenario.as_deref(),
+        &provider_name,
+        settings.chosen_transport(),
+    ) {
         eprintln!("agentty: {message}");
         return 2;
     }

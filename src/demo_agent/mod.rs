@@ -17,7 +17,7 @@
 //! attempt this is; `AGENTTY_DEMO_TIME_SCALE` scales all delays; `AGENTTY_DEMO_STATE_DIR` moves
 //! the session and flaky state (see `state`).
 
-mod acp;
+pub(crate) mod acp;
 mod bash;
 mod player;
 mod rpc;

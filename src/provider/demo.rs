@@ -5,8 +5,10 @@
 use std::path::PathBuf;
 
 use crate::config::ProviderSettings;
+use crate::demo_agent::acp::scenarios::LAG_AFTER_CANCEL;
 use crate::demo_agent::state as demo_state;
 use crate::process::SpawnSpec;
+use crate::provider::acp::AcpQuirks;
 use crate::provider::checkpoint::agent_env;
 use crate::provider::pi::{mapper::PiMapper, session_args};
 use crate::provider::{AttemptRequest, Backend, Mapper, SessionRef};
@@ -39,6 +41,14 @@ impl Backend for DemoBackend {
     /// The demo agent's ACP mode: a scripted ACP agent (permission prompts, plans, ...).
     fn acp_spawn_spec(&self, request: &AttemptRequest) -> Option<SpawnSpec> {
         Some(self.spec_in_mode("acp", request))
+    }
+
+    /// `lag-after-cancel` plays the Claude adapter's answer-one-turn-late bug: it gets the
+    /// same treatment.
+    fn acp_quirks(&self, request: &AttemptRequest) -> AcpQuirks {
+        AcpQuirks {
+            restart_after_cancel: request.scenario.as_deref() == Some(LAG_AFTER_CANCEL),
+        }
     }
 
     fn mapper(&self, request: &AttemptRequest) -> Box<dyn Mapper> {

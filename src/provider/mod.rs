@@ -129,7 +129,8 @@ pub trait Backend: Send + Sync + 'static {
         None
     }
     /// How this backend's ACP agent departs from the protocol.
-    fn acp_quirks(&self) -> acp::AcpQuirks {
+    fn acp_quirks(&self, request: &AttemptRequest) -> acp::AcpQuirks {
+        let _ = request;
         acp::AcpQuirks::default()
     }
 }

@@ -20,7 +20,7 @@
 //! - Sessions are stored in `$AGENTTY_DEMO_STATE_DIR/sessions/<id>.jsonl` (see `store`); every
 //!   prompt is logged to `requests.jsonl` with what the model would see.
 
-mod scenarios;
+pub(crate) mod scenarios;
 mod store;
 mod turn;
 mod wire;

@@ -70,10 +70,13 @@ pub(crate) const SCENARIOS: &[(&str, &str)] = &[
         "fails like error once per prompt text, then succeeds",
     ),
     (
-        "lag-after-cancel",
+        LAG_AFTER_CANCEL,
         "after a cancel, each answer comes one prompt late",
     ),
 ];
+
+/// The scenario that plays the Claude adapter's answer-one-turn-late bug.
+pub const LAG_AFTER_CANCEL: &str = "lag-after-cancel";
 
 /// The error text of the `error` and `flaky` scenarios, as the real agents word a model failure.
 pub(crate) const API_ERROR: &str =
@@ -122,7 +125,7 @@ impl Scenario {
             "exit-mid-turn" => Self::ExitMidTurn,
             "error" => Self::Error,
             "flaky" => Self::Flaky,
-            "lag-after-cancel" => Self::LagAfterCancel,
+            LAG_AFTER_CANCEL => Self::LagAfterCancel,
             _ => return None,
         })
     }

@@ -388,7 +388,8 @@ impl AcpAttempt {
                     }
                     None => EndedBy::Exit,
                 };
-                let keep = cancel_sent.is_none() || !self.backend.acp_quirks().restart_after_cancel;
+                let keep =
+                    cancel_sent.is_none() || !self.backend.acp_quirks(request).restart_after_cancel;
                 (report, ended_by, keep)
             }
             TurnEnd::Exited(report) => {

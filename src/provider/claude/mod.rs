@@ -104,7 +104,7 @@ impl Backend for ClaudeBackend {
 
     /// After a `session/cancel` the adapter answers the next prompt at once with nothing and
     /// gives its answer during the prompt after that (0.23.1).
-    fn acp_quirks(&self) -> AcpQuirks {
+    fn acp_quirks(&self, _request: &AttemptRequest) -> AcpQuirks {
         AcpQuirks {
             restart_after_cancel: true,
         }

@@ -1,0 +1,89 @@
+//! Reading a provider's stream in process tests, and watching the processes it leaves.
+#![allow(dead_code)]
+
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use tokio::time::timeout;
+
+use agentty::provider::AgentStream;
+use agentty::stream::AgentMessage;
+
+/// How long a test waits for the next message (a loaded 2-core machine is slow).
+pub const PATIENCE: Duration = Duration::from_secs(30);
+
+pub async fn collect(mut stream: AgentStream) -> Vec<AgentMessage> {
+    let mut messages = Vec::new();
+    while let Some(message) = timeout(PATIENCE, stream.next()).await.expect("in time") {
+        messages.push(message);
+    }
+    messages
+}
+
+/// Reads `stream` until `wanted` matches a message; returns what was read.
+pub async fn read_until(
+    stream: &mut AgentStream,
+    wanted: impl Fn(&AgentMessage) -> bool,
+) -> Vec<AgentMessage> {
+    let mut seen = Vec::new();
+    loop {
+        let message = timeout(PATIENCE, stream.next())
+            .await
+            .expect("in time")
+            .expect("the wanted message before the end");
+        let found = wanted(&message);
+        seen.push(message);
+        if found {
+            return seen;
+        }
+    }
+}
+
+pub fn text(messages: &[AgentMessage]) -> String {
+    messages
+        .iter()
+        .filter_map(|message| match message {
+            AgentMessage::Assistant { delta } => Some(delta.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+pub fn session_id(messages: &[AgentMessage]) -> String {
+    match messages.first() {
+        Some(AgentMessage::SessionStarted {
+            session_id: Some(id),
+            ..
+        })
+        | Some(AgentMessage::SessionResumed { session_id: id, .. }) => id.clone(),
+        other => panic!("no session message first: {other:?}"),
+    }
+}
+
+pub fn terminals(messages: &[AgentMessage]) -> Vec<&AgentMessage> {
+    messages
+        .iter()
+        .filter(|message| message.is_terminal())
+        .collect()
+}
+
+pub fn alive(pid: i32) -> bool {
+    // A zombie is not alive: look at the process state.
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|stat| {
+            let state = stat.rsplit(") ").next().unwrap_or("").chars().next();
+            state != Some('Z')
+        })
+        .unwrap_or(false)
+}
+
+pub async fn wait_gone(pid: i32) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if !alive(pid) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    false
+}
