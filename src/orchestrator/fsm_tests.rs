@@ -1086,7 +1086,8 @@ mod properties {
                         prop_assert_eq!(self.pending_retry, Some((*turn, *attempt)));
                         self.pending_retry = None;
                     }
-                    Effect::Interject { turn, attempt, .. } => {
+                    Effect::Interject { turn, attempt, .. }
+                    | Effect::AnswerPermission { turn, attempt, .. } => {
                         prop_assert_eq!(self.live, Some((*turn, *attempt)));
                     }
                     Effect::Rollback { turn } => {
