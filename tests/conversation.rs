@@ -66,6 +66,7 @@ impl DemoWorld {
             ]),
             model: None,
             transport: None,
+            ..ProviderSettings::default()
         };
         let provider = build_provider("demo", &settings).expect("the demo provider");
         let mut options = OrchestratorOptions::new(provider);

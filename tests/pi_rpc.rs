@@ -53,6 +53,7 @@ impl RpcWorld {
             ]),
             model: None,
             transport: None,
+            ..ProviderSettings::default()
         };
         let provider = build_provider_with("demo", &settings, Transport::Rpc).unwrap();
         Self {

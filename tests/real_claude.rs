@@ -73,6 +73,7 @@ async fn rig_on(
         env,
         model: None,
         transport: None,
+        ..ProviderSettings::default()
     };
     let provider = CliProvider::new(ClaudeBackend::new(settings.clone()));
     let rig = Rig {

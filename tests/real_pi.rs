@@ -110,6 +110,7 @@ impl PiWorld {
         match transport {
             Transport::Json => Arc::new(CliProvider::from_arc(backend)),
             Transport::Rpc => Arc::new(RpcProvider::new(backend)),
+            Transport::Acp => panic!("pi has no ACP transport"),
         }
     }
 
@@ -151,6 +152,7 @@ impl PiWorld {
             env,
             model: Some(format!("fake/{model}")),
             transport: None,
+            ..ProviderSettings::default()
         }
     }
 
