@@ -203,6 +203,15 @@ const HELP: &[HelpRow] = &[
         "stop the turn, queued prompts back to the editor; again: kill",
     ),
     key("Alt+Up", "pull the last queued prompt back into the editor"),
+    key(
+        "1-9 / y a n N",
+        "permission prompt: the agent's option by number, or allow once / allow always / reject / reject always",
+    ),
+    key("↑↓ Enter", "permission prompt: the highlighted option"),
+    key(
+        "Esc (permission)",
+        "reject the request (the turn goes on; Esc again stops it)",
+    ),
     bound(
         KeyCommand::Interrupt,
         "clear the prompt (Up brings it back) / stop the turn / quit",
@@ -306,6 +315,14 @@ mod tests {
             .any(|(keys, what)| keys == "Ctrl+X / F2" && *what == "actions menu"));
         assert_eq!(footer_hint(), "Ctrl+X actions · F1 help");
         assert_eq!(key_hint(Action::Quit), "Ctrl+C ×2");
+        // The permission row names the letters the prompt answers to, in the kinds' order.
+        use crate::stream::PermissionOptionKind::*;
+        let letters: Vec<String> = [AllowOnce, AllowAlways, RejectOnce, RejectAlways]
+            .map(|kind| crate::app::permission::mnemonic(kind).to_string())
+            .to_vec();
+        assert!(help
+            .iter()
+            .any(|(keys, _)| *keys == format!("1-9 / {}", letters.join(" "))));
         assert_eq!(
             command_for(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL)),
             Some(KeyCommand::Interrupt)

@@ -19,6 +19,7 @@ pub(crate) mod live_thinking;
 pub mod mentions;
 pub mod menu;
 pub mod notice_kind;
+pub mod permission;
 pub mod resume;
 pub mod settings;
 pub mod state;

@@ -373,4 +373,69 @@ mod tests {
         );
         assert!(state.turn.is_none());
     }
+
+    #[test]
+    fn permission_requests_their_outcomes_and_the_plan_survive_a_resume() {
+        use crate::app::state::StartupInfo;
+        use crate::app::transcript::{CellBody, PermissionOutcome};
+        use crate::stream::{PermissionOptionKind, PermissionResolver};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("000000000000001-abcdef12.jsonl");
+        let options = serde_json::json!([
+            {"id":"allow","kind":"allow_once","name":"Allow"},
+            {"id":"reject","kind":"reject_once","name":"Reject"}
+        ]);
+        let entries = [
+            serde_json::json!({"kind":"header","version":2,"provider":"gemini","started_at_ms":0,"cwd":"/p","conversation_id":"abcdef12-0000"}),
+            serde_json::json!({"kind":"turn","turn":1,"prompt":"touch x","at_ms":1000}),
+            serde_json::json!({"kind":"message","turn":1,"attempt":1,"at_ms":1100,"message":{"type":"plan","entries":[{"content":"touch","status":"in_progress","priority":"high"}]}}),
+            serde_json::json!({"kind":"message","turn":1,"attempt":1,"at_ms":1200,"message":{"type":"permission.request","id":"0","title":"touch x","kind":"execute","options":options,"command":"touch x"}}),
+            serde_json::json!({"kind":"message","turn":1,"attempt":1,"at_ms":1300,"message":{"type":"permission.resolved","id":"0","outcome":"allow","by":"user"}}),
+            serde_json::json!({"kind":"message","turn":1,"attempt":1,"at_ms":1400,"message":{"type":"permission.request","id":"1","title":"rm y","kind":"execute","options":options}}),
+            serde_json::json!({"kind":"message","turn":1,"attempt":1,"at_ms":1500,"message":{"type":"permission.resolved","id":"1","outcome":"reject","by":"policy"}}),
+            serde_json::json!({"kind":"message","turn":1,"attempt":1,"at_ms":1600,"message":{"type":"permission.request","id":"2","title":"ls","kind":"execute","options":options}}),
+            serde_json::json!({"kind":"turn_ended","turn":1,"outcome":{"kind":"cancelled"},"at_ms":1700}),
+        ];
+        let text: String = entries.iter().map(|entry| format!("{entry}\n")).collect();
+        std::fs::write(&path, text).unwrap();
+        let summary = crate::session_log::read_summary(&path).unwrap();
+        let mut state = AppState::new(StartupInfo::default());
+        replay_into(&mut state, load(summary).unwrap().events);
+        assert!(
+            state.permission_prompts.is_empty(),
+            "no prompt opens on a resume"
+        );
+        let outcomes: Vec<PermissionOutcome> = state
+            .transcript
+            .cells()
+            .iter()
+            .filter_map(|cell| match &cell.body {
+                CellBody::Permission(permission) => Some(permission.outcome.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            outcomes,
+            [
+                PermissionOutcome::Chosen {
+                    kind: Some(PermissionOptionKind::AllowOnce),
+                    name: "Allow".into(),
+                    by: PermissionResolver::User
+                },
+                PermissionOutcome::Chosen {
+                    kind: Some(PermissionOptionKind::RejectOnce),
+                    name: "Reject".into(),
+                    by: PermissionResolver::Policy
+                },
+                PermissionOutcome::Cancelled {
+                    by: PermissionResolver::User
+                },
+            ]
+        );
+        assert!(state
+            .transcript
+            .cells()
+            .iter()
+            .any(|cell| matches!(&cell.body, CellBody::Plan(plan) if plan.entries.len() == 1)));
+    }
 }

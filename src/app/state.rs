@@ -10,8 +10,9 @@ mod actions;
 mod agent_events;
 mod keys;
 mod overlay_keys;
+mod permission_keys;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -23,6 +24,7 @@ use super::keymap::QUIT_CONFIRM_SECS;
 use super::live_thinking::LiveThinking;
 use super::mentions::{self, FileIndex};
 use super::menu::{Action, Overlay};
+use super::permission::PermissionPrompt;
 use super::transcript::{CellBody, CellId, NoticeCell, NoticeLevel, Transcript};
 use crate::config::RetryPolicy;
 use crate::orchestrator::{Command, TurnId, TurnOutcome};
@@ -30,6 +32,7 @@ use crate::provider::pi::rpc::{AgentQueue, AgentStatus};
 use crate::provider::StopProgress;
 use crate::sanitize::{for_clipboard, untrusted_owned};
 use crate::session_log::ConversationSummary;
+use crate::stream::PermissionOption;
 
 /// What the event loop must do after a state change.
 #[derive(Debug, Clone, PartialEq)]
@@ -102,6 +105,9 @@ pub struct TurnState {
     /// Assistant cells of the current attempt (superseded together).
     attempt_assistant_cells: Vec<CellId>,
     tools: HashMap<String, CellId>,
+    /// The turn's permission requests by id: their cell and the options they offered (to read
+    /// a later `permission.resolved`).
+    permissions: HashMap<String, (CellId, Vec<PermissionOption>)>,
     /// A notice for how the turn ended is already in the transcript.
     end_shown: bool,
 }
@@ -120,6 +126,10 @@ pub(crate) enum Activity {
     },
     Retrying {
         remaining: Duration,
+    },
+    /// The agent waits for the user's answer to a permission request (`waiting` of them).
+    WaitingForAnswer {
+        waiting: usize,
     },
     /// Leaving; the stop stage while the agent is still being stopped.
     Quitting {
@@ -204,6 +214,9 @@ pub struct AppState {
     pub agent_queue: AgentQueue,
     /// The agent's model, thinking level, session cost and tokens, as it reports them.
     pub agent_status: AgentStatus,
+    /// Permission requests waiting for the user's answer, oldest first; the first is the open
+    /// prompt, which takes the keys (after an overlay the user opened).
+    pub permission_prompts: VecDeque<PermissionPrompt>,
 }
 
 impl AppState {
@@ -238,6 +251,7 @@ impl AppState {
             agent_steers: false,
             agent_queue: AgentQueue::default(),
             agent_status: AgentStatus::default(),
+            permission_prompts: VecDeque::new(),
         };
         for warning in startup.warnings {
             state.notice(NoticeLevel::Warning, untrusted_owned(&warning));
@@ -247,6 +261,11 @@ impl AppState {
 
     pub(crate) fn is_turn_running(&self) -> bool {
         self.turn.is_some()
+    }
+
+    /// The open permission prompt: the first waiting request.
+    pub fn permission_prompt(&self) -> Option<&PermissionPrompt> {
+        self.permission_prompts.front()
     }
 
     pub(crate) fn can_retry(&self) -> bool {
@@ -295,6 +314,11 @@ impl AppState {
         if turn.stop_requested {
             return Activity::Stopping {
                 stage: StopStatus::Requested,
+            };
+        }
+        if !self.permission_prompts.is_empty() {
+            return Activity::WaitingForAnswer {
+                waiting: self.permission_prompts.len(),
             };
         }
         if let Some((_, deadline)) = turn.retry {

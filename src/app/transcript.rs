@@ -1,5 +1,5 @@
 //! The transcript model: an ordered list of cells, each a user prompt, assistant text, a thinking
-//! block, a tool call or a notice.
+//! block, a tool call, a notice, a permission request with its outcome, or the agent's plan.
 //!
 //! Invariants: every string in a cell is already sanitised (see `crate::sanitize`), so the view can
 //! turn it into spans as it is; every change to a cell goes through [`Transcript::update`], which
@@ -27,6 +27,8 @@ pub enum CellBody {
     Thought(ThoughtCell),
     Tool(ToolCell),
     Notice(NoticeCell),
+    Permission(PermissionCell),
+    Plan(PlanCell),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -164,13 +166,124 @@ impl NoticeCell {
     }
 }
 
+/// A permission request the agent made and how it was answered (the prompt that asks it is
+/// `crate::app::permission::PermissionPrompt`; this cell is what stays in the transcript).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PermissionCell {
+    /// The tool's kind as the agent names it (`execute`, `edit`, ...); may be empty.
+    pub kind: String,
+    pub title: String,
+    pub command: Option<String>,
+    pub paths: Vec<String>,
+    /// The edits, as diff lines (bounded; `diff_hidden` more were left out).
+    pub diff: Vec<DiffLine>,
+    pub diff_hidden: usize,
+    /// The answers the agent offered, in its order (names as the agent wrote them).
+    pub options: Vec<ShownOption>,
+    pub outcome: PermissionOutcome,
+    pub expanded: bool,
+}
+
+/// One answer the agent offers, as shown.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShownOption {
+    pub kind: crate::stream::PermissionOptionKind,
+    pub name: String,
+}
+
+/// How a permission request ended, as far as the chat knows.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PermissionOutcome {
+    /// The prompt is open (or queued behind another).
+    Waiting,
+    /// An option was chosen; `kind` is `None` when it is not one the request offered (`name` is
+    /// then the option's id).
+    Chosen {
+        kind: Option<crate::stream::PermissionOptionKind>,
+        name: String,
+        by: crate::stream::PermissionResolver,
+    },
+    /// Answered `cancelled` (the turn was stopped, or the prompt dismissed with no reject
+    /// option).
+    Cancelled {
+        by: crate::stream::PermissionResolver,
+    },
+    /// The attempt ended before any answer was reported.
+    Unanswered,
+}
+
+/// One row of a diff: a file's header, an unchanged line, a removed or an added one.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DiffLine {
+    File(String),
+    Context(String),
+    Removed(String),
+    Added(String),
+    /// "… n unchanged lines" between two changes.
+    Gap(usize),
+}
+
+/// The agent's plan: its steps and how far each has got.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlanCell {
+    pub entries: Vec<PlanItem>,
+    /// A later plan replaced this one (shown collapsed, dimmed).
+    pub superseded: bool,
+    pub expanded: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlanItem {
+    pub content: String,
+    pub status: PlanStatus,
+    /// `high`, `medium`, `low` (as the agent wrote it).
+    pub priority: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum PlanStatus {
+    Pending,
+    InProgress,
+    Completed,
+    /// A status this version does not know, as the agent wrote it.
+    Other(String),
+}
+
+impl PlanCell {
+    /// Steps completed, of all.
+    pub fn done(&self) -> (usize, usize) {
+        let done = self
+            .entries
+            .iter()
+            .filter(|entry| entry.status == PlanStatus::Completed)
+            .count();
+        (done, self.entries.len())
+    }
+}
+
+impl PermissionCell {
+    /// Whether there is more to show than the one-line summary.
+    pub(crate) fn has_details(&self) -> bool {
+        !self.diff.is_empty()
+            || !self.paths.is_empty()
+            || self
+                .command
+                .as_ref()
+                .is_some_and(|command| command.trim() != self.title.trim())
+    }
+}
+
 impl CellBody {
     /// Whether the cell shows something that changes with time (elapsed, countdown).
     pub(crate) fn is_live(&self) -> bool {
         match self {
             CellBody::Tool(tool) => matches!(tool.status, ToolStatus::Running { .. }),
             CellBody::Notice(notice) => notice.countdown.is_some(),
-            CellBody::User(_) | CellBody::Assistant(_) | CellBody::Thought(_) => false,
+            CellBody::User(_)
+            | CellBody::Assistant(_)
+            | CellBody::Thought(_)
+            | CellBody::Permission(_)
+            | CellBody::Plan(_) => false,
         }
     }
 
@@ -180,6 +293,9 @@ impl CellBody {
             CellBody::Thought(_) => true,
             CellBody::Tool(tool) => !tool.output.is_empty(),
             CellBody::Notice(notice) => !notice.details.is_empty(),
+            CellBody::Permission(permission) => permission.has_details(),
+            // The current plan is always shown whole; an earlier one collapses.
+            CellBody::Plan(plan) => plan.superseded,
             CellBody::User(_) | CellBody::Assistant(_) => false,
         }
     }

@@ -173,7 +173,13 @@ impl SessionLogWriter {
             conversation_id: Some(id.clone()),
             origin: conversation.origin,
         };
-        Self::spawn(path, id, LazyLog::New { header })
+        Self::spawn(
+            path,
+            id,
+            LazyLog::New {
+                header: Box::new(header),
+            },
+        )
     }
 
     /// Goes on writing the log of a conversation that is being resumed (appending to it).
@@ -331,7 +337,7 @@ impl Drop for SessionLogWriter {
 /// How the log file comes into being at the first prompt.
 enum LazyLog {
     /// Create it, header first.
-    New { header: LogEntry },
+    New { header: Box<LogEntry> },
     /// Append to it.
     Existing,
 }
@@ -371,7 +377,7 @@ impl LogFile {
                     .write(true)
                     .create_new(true)
                     .open(&self.path)?;
-                (file, Some(header))
+                (file, Some(*header))
             }
             Some(LazyLog::Existing) | None => {
                 let file = std::fs::OpenOptions::new().append(true).open(&self.path)?;

@@ -1,4 +1,5 @@
-//! Transcript cells as lines: user prompts, assistant markdown, thinking, tool calls, notices.
+//! Transcript cells as lines: user prompts, assistant markdown, thinking, tool calls, notices,
+//! permission requests and plans.
 //!
 //! Every cell is rendered to [`RichLine`]s from its (already sanitised) model and wrapped to the
 //! width; [`CellCache`] keeps the result per revision and width, so an unchanged cell costs
@@ -16,8 +17,10 @@ use super::markdown::MarkdownStream;
 use super::wrap::{wrap_into, RichLine, WrapMode};
 use crate::app::keymap::TOOLS_KEY;
 use crate::app::transcript::{
-    AssistantCell, Cell, CellBody, NoticeCell, NoticeLevel, ThoughtCell, ToolCell, ToolStatus,
+    AssistantCell, Cell, CellBody, DiffLine, NoticeCell, NoticeLevel, PermissionCell,
+    PermissionOutcome, PlanCell, PlanStatus, ThoughtCell, ToolCell, ToolStatus,
 };
+use crate::stream::{PermissionOptionKind, PermissionResolver};
 
 /// Tool output lines shown while collapsed (head and tail around an elision).
 const COLLAPSED_TOOL_LINES: usize = 5;
@@ -87,6 +90,8 @@ impl CellCache {
             CellBody::Thought(thought) => thought_lines(thought, width),
             CellBody::Tool(tool) => tool_lines(tool, now),
             CellBody::Notice(notice) => notice_lines(notice, now),
+            CellBody::Permission(permission) => permission_lines(permission),
+            CellBody::Plan(plan) => plan_lines(plan),
         };
         for line in &rich {
             wrap_into(line, width, &mut self.body);
@@ -418,6 +423,282 @@ fn notice_lines(notice: &NoticeCell, now: Instant) -> Vec<RichLine> {
                 );
             }
         }
+    }
+    lines
+}
+
+/// The icon and colour of a permission request's state.
+fn permission_icon(outcome: &PermissionOutcome) -> (&'static str, Style) {
+    match outcome {
+        PermissionOutcome::Waiting => (
+            "? ",
+            Style::default()
+                .fg(Color::Yellow)
+                .add_modifier(Modifier::BOLD),
+        ),
+        PermissionOutcome::Chosen {
+            kind: Some(kind), ..
+        } if kind.allows() => ("✓ ", Style::default().fg(Color::Green)),
+        PermissionOutcome::Chosen { kind: Some(_), .. } => ("✗ ", Style::default().fg(Color::Red)),
+        PermissionOutcome::Chosen { kind: None, .. } => ("• ", dim()),
+        PermissionOutcome::Cancelled { .. } | PermissionOutcome::Unanswered => {
+            ("■ ", Style::default().fg(Color::Yellow))
+        }
+    }
+}
+
+/// "allowed once (you)", "rejected (policy)", "cancelled", ...
+pub(crate) fn permission_outcome_text(outcome: &PermissionOutcome) -> String {
+    let who = |by: &PermissionResolver| match by {
+        PermissionResolver::User => "you",
+        PermissionResolver::Policy => "policy",
+    };
+    match outcome {
+        PermissionOutcome::Waiting => "waiting for your answer".to_owned(),
+        PermissionOutcome::Chosen {
+            kind: Some(kind),
+            by,
+            ..
+        } => {
+            let what = match kind {
+                PermissionOptionKind::AllowOnce => "allowed once",
+                PermissionOptionKind::AllowAlways => "allowed always",
+                PermissionOptionKind::RejectOnce => "rejected",
+                PermissionOptionKind::RejectAlways => "rejected always",
+            };
+            format!("{what} ({})", who(by))
+        }
+        PermissionOutcome::Chosen {
+            kind: None,
+            name,
+            by,
+        } => format!("answered {name} ({})", who(by)),
+        PermissionOutcome::Cancelled {
+            by: PermissionResolver::User,
+        } => "cancelled".to_owned(),
+        PermissionOutcome::Cancelled { by } => format!("cancelled ({})", who(by)),
+        PermissionOutcome::Unanswered => "not answered (the attempt ended)".to_owned(),
+    }
+}
+
+/// "Allow execute: touch x" (what the agent asked).
+pub(crate) fn permission_question(permission: &PermissionCell) -> String {
+    match (permission.kind.is_empty(), permission.title.is_empty()) {
+        (true, true) => "Permission request".to_owned(),
+        (false, true) => format!("Allow {}", permission.kind),
+        (true, false) => format!("Allow: {}", permission.title),
+        (false, false) => format!("Allow {}: {}", permission.kind, permission.title),
+    }
+}
+
+/// The request on one line with its outcome; expanded, the command, paths and diff below.
+fn permission_lines(permission: &PermissionCell) -> Vec<RichLine> {
+    let (icon, style) = permission_icon(&permission.outcome);
+    let header = vec![
+        Span::styled(icon, style),
+        Span::styled(
+            permission_question(permission),
+            Style::default().add_modifier(Modifier::BOLD),
+        ),
+        Span::styled(
+            format!(" — {}", permission_outcome_text(&permission.outcome)),
+            style,
+        ),
+    ];
+    let mut lines = vec![if permission.expanded {
+        RichLine::new(header)
+            .with_prefix(Vec::new(), vec![Span::raw(MARGIN)])
+            .mode(WrapMode::Words)
+    } else {
+        RichLine::new(header).mode(WrapMode::Truncate)
+    }];
+    if !permission.has_details() {
+        return lines;
+    }
+    if !permission.expanded {
+        if !permission.diff.is_empty() {
+            lines.push(
+                RichLine::text(
+                    format!(
+                        "{}{} ({TOOLS_KEY} or click to expand)",
+                        toggle_marker(false),
+                        diff_summary(&permission.diff, permission.diff_hidden)
+                    ),
+                    dim(),
+                )
+                .with_uniform_prefix(vec![Span::raw(MARGIN)])
+                .mode(WrapMode::Truncate),
+            );
+        }
+        return lines;
+    }
+    let bar = vec![Span::styled("  │ ", dim())];
+    lines.extend(
+        permission_details(permission)
+            .into_iter()
+            .map(|line| line.with_uniform_prefix(bar.clone())),
+    );
+    lines.extend(diff_rich_lines(&permission.diff).into_iter().map(|line| {
+        let mut prefixed = line;
+        prefixed.first_prefix.splice(0..0, bar.clone());
+        prefixed.rest_prefix.splice(0..0, bar.clone());
+        prefixed
+    }));
+    if permission.diff_hidden > 0 {
+        lines.push(
+            RichLine::text(
+                format!("… {} more diff lines", permission.diff_hidden),
+                dim().add_modifier(Modifier::ITALIC),
+            )
+            .with_uniform_prefix(bar),
+        );
+    }
+    lines
+}
+
+/// The command (when it says more than the title) and the paths a request touches.
+pub(crate) fn permission_details(permission: &PermissionCell) -> Vec<RichLine> {
+    let mut lines = Vec::new();
+    if let Some(command) = permission
+        .command
+        .as_ref()
+        .filter(|command| command.trim() != permission.title.trim())
+    {
+        for (index, line) in command.split('\n').enumerate() {
+            let first = if index == 0 { "$ " } else { "  " };
+            lines.push(
+                RichLine::text(line, Style::default().fg(Color::Cyan))
+                    .with_prefix(vec![Span::styled(first, dim())], vec![Span::raw("  ")])
+                    .mode(WrapMode::Chars),
+            );
+        }
+    }
+    // The diff names its files; the paths are listed when there is no diff to show them.
+    if permission.diff.is_empty() {
+        for path in &permission.paths {
+            lines.push(
+                RichLine::text(path.clone(), Style::default())
+                    .with_prefix(vec![Span::styled("path ", dim())], vec![Span::raw("     ")])
+                    .mode(WrapMode::Chars),
+            );
+        }
+    }
+    lines
+}
+
+/// Files, added and removed lines of a diff (of the lines kept).
+pub(crate) fn diff_counts(diff: &[DiffLine]) -> (usize, usize, usize) {
+    let count = |wanted: fn(&DiffLine) -> bool| diff.iter().filter(|line| wanted(line)).count();
+    (
+        count(|line| matches!(line, DiffLine::File(_))),
+        count(|line| matches!(line, DiffLine::Added(_))),
+        count(|line| matches!(line, DiffLine::Removed(_))),
+    )
+}
+
+/// "diff: 2 files, +10 -3" (of the lines kept; `hidden` more).
+pub(crate) fn diff_summary(diff: &[DiffLine], hidden: usize) -> String {
+    let (files, added, removed) = diff_counts(diff);
+    let files = if files == 1 {
+        "1 file".to_owned()
+    } else {
+        format!("{files} files")
+    };
+    let more = if hidden > 0 {
+        format!(", {hidden} more lines")
+    } else {
+        String::new()
+    };
+    format!("diff: {files}, +{added} -{removed}{more}")
+}
+
+/// Diff rows: file headers bold, removed lines red with `-`, added green with `+`, context dim.
+pub(crate) fn diff_rich_lines(diff: &[DiffLine]) -> Vec<RichLine> {
+    diff.iter()
+        .map(|line| {
+            let (mark, text, style) = match line {
+                DiffLine::File(path) => {
+                    return RichLine::text(
+                        path.clone(),
+                        Style::default().add_modifier(Modifier::BOLD),
+                    )
+                    .mode(WrapMode::Truncate);
+                }
+                DiffLine::Gap(count) => {
+                    return RichLine::text(
+                        format!("  … {count} unchanged lines"),
+                        dim().add_modifier(Modifier::ITALIC),
+                    )
+                    .mode(WrapMode::Truncate);
+                }
+                DiffLine::Context(text) => ("  ", text, dim()),
+                DiffLine::Removed(text) => ("- ", text, Style::default().fg(Color::Red)),
+                DiffLine::Added(text) => ("+ ", text, Style::default().fg(Color::Green)),
+            };
+            RichLine::text(text.clone(), style)
+                .with_prefix(vec![Span::styled(mark, style)], vec![Span::raw("  ")])
+                .mode(WrapMode::Truncate)
+        })
+        .collect()
+}
+
+/// The plan as a checklist: done steps ticked and dimmed, the step in progress highlighted.
+/// An earlier plan collapses to its header.
+fn plan_lines(plan: &PlanCell) -> Vec<RichLine> {
+    let (done, total) = plan.done();
+    let header_style = if plan.superseded {
+        dim()
+    } else {
+        Style::default().add_modifier(Modifier::BOLD)
+    };
+    let header = if plan.superseded {
+        let hint = if plan.expanded {
+            ""
+        } else {
+            " (click to expand)"
+        };
+        format!(
+            "{}Earlier plan · {done} of {total} done · replaced below{hint}",
+            toggle_marker(plan.expanded)
+        )
+    } else if total == 0 {
+        "≡ Plan · no steps".to_owned()
+    } else {
+        format!("≡ Plan · {done} of {total} done")
+    };
+    let mut lines = vec![RichLine::text(header, header_style).mode(WrapMode::Truncate)];
+    if plan.superseded && !plan.expanded {
+        return lines;
+    }
+    for entry in &plan.entries {
+        let (mark, mark_style, text_style) = match &entry.status {
+            PlanStatus::Completed => (
+                "✔ ".to_owned(),
+                Style::default().fg(Color::Green),
+                dim().add_modifier(Modifier::CROSSED_OUT),
+            ),
+            PlanStatus::InProgress => (
+                "◐ ".to_owned(),
+                Style::default().fg(Color::Cyan),
+                Style::default()
+                    .fg(Color::Cyan)
+                    .add_modifier(Modifier::BOLD),
+            ),
+            PlanStatus::Pending => ("□ ".to_owned(), dim(), Style::default()),
+            PlanStatus::Other(status) => (format!("{status}: "), dim(), Style::default()),
+        };
+        let mut content = vec![Span::styled(entry.content.clone(), text_style)];
+        if entry.priority == "high" && entry.status != PlanStatus::Completed {
+            content.push(Span::styled(" (high)", dim()));
+        }
+        let mut line = RichLine::new(content).with_prefix(
+            vec![Span::raw(MARGIN), Span::styled(mark, mark_style)],
+            vec![Span::raw("    ")],
+        );
+        if plan.superseded {
+            line.patch_style(dim());
+        }
+        lines.push(line);
     }
     lines
 }

@@ -11,6 +11,7 @@ pub(crate) mod highlight;
 pub mod list;
 pub mod markdown;
 pub mod overlay;
+pub(crate) mod permission;
 pub mod popup;
 pub mod status;
 pub mod transcript;
@@ -47,6 +48,8 @@ pub struct ChatView {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ChatLayout {
     pub transcript: Rect,
+    /// The open permission prompt (empty when none is open; then the composer is).
+    pub permission: Rect,
     pub queued: Rect,
     pub composer: Rect,
     pub status: Rect,
@@ -54,6 +57,26 @@ pub struct ChatLayout {
 
 pub fn layout(state: &AppState, area: Rect) -> ChatLayout {
     let status_height = area.height.min(1);
+    if state.permission_prompt().is_some() {
+        // The prompt takes the composer's place and what it needs of the transcript, which
+        // keeps a quarter of the screen for the context of the request (on a small screen, the
+        // prompt comes first).
+        let room = area.height - status_height;
+        let share = if area.height < 20 { 8 } else { 4 };
+        let keep = (area.height / share).min(room);
+        let wanted = permission::desired_height(state, area.width);
+        let height = wanted.min(room - keep).max(room.min(3));
+        let transcript = Rect::new(area.x, area.y, area.width, room - height);
+        let permission = Rect::new(area.x, transcript.bottom(), area.width, height);
+        let below = Rect::new(area.x, permission.bottom(), area.width, 0);
+        return ChatLayout {
+            transcript,
+            permission,
+            queued: below,
+            composer: below,
+            status: Rect::new(area.x, permission.bottom(), area.width, status_height),
+        };
+    }
     // The input grows with its wrapped text, up to a third of the screen (at most 8 rows).
     let max_rows = MAX_COMPOSER_ROWS.min((area.height / 3).max(1));
     let composer_rows =
@@ -78,6 +101,7 @@ pub fn layout(state: &AppState, area: Rect) -> ChatLayout {
     let status = Rect::new(area.x, composer.bottom(), area.width, status_height);
     ChatLayout {
         transcript,
+        permission: Rect::new(area.x, transcript.bottom(), area.width, 0),
         queued,
         composer,
         status,
@@ -105,8 +129,10 @@ pub(crate) fn render_to_buffer(
     }
     render_queued(state, areas.queued, buf);
     render_composer(state, areas.composer, buf, &mut view.composer_scroll);
+    permission::render_permission_prompt(state, areas.permission, buf);
     status::render_status(state, areas.status, buf, now);
-    if let (Some(popup), None) = (&state.popup, &state.overlay) {
+    let prompt_open = state.permission_prompt().is_some();
+    if let (Some(popup), None, false) = (&state.popup, &state.overlay, prompt_open) {
         popup::render_popup(popup, areas.transcript, buf);
     }
     if let Some(overlay) = &state.overlay {

@@ -13,7 +13,8 @@ use ratatui::text::{Line, Span};
 
 use super::cells::format_elapsed;
 use crate::app::activity::AgentPhase;
-use crate::app::keymap::{footer_hint, QUIT_KEY};
+use crate::app::keymap::{footer_hint, QUIT_KEY, STOP_KEY};
+use crate::app::permission::{esc_action, key_summary};
 use crate::app::state::{Activity, AppState, StopStatus};
 use crate::stream::Usage;
 
@@ -83,7 +84,7 @@ pub(crate) fn render_status(state: &AppState, area: Rect, buf: &mut Buffer, now:
         });
     }
     let mut activity = vec![Span::styled(" │ ", base)];
-    activity.extend(activity_spans(state, now, base));
+    activity.extend(activity_spans(state, now, base, area.width < 80));
     segments.push(Segment {
         drop_order: 0,
         right: false,
@@ -164,7 +165,8 @@ fn stop_status_text(status: StopStatus) -> String {
     }
 }
 
-fn activity_spans(state: &AppState, now: Instant, base: Style) -> Vec<Span<'static>> {
+/// `narrow`: the screen has no room for the long forms (the keys are on the prompt itself).
+fn activity_spans(state: &AppState, now: Instant, base: Style, narrow: bool) -> Vec<Span<'static>> {
     match state.activity(now) {
         Activity::Idle => vec![Span::styled("idle", base)],
         Activity::Working { phase, elapsed } => {
@@ -183,6 +185,31 @@ fn activity_spans(state: &AppState, now: Instant, base: Style) -> Vec<Span<'stat
             format!("■ stopping: {}", stop_status_text(stage)),
             base.fg(Color::Yellow).add_modifier(Modifier::BOLD),
         )],
+        Activity::WaitingForAnswer { waiting } => {
+            let keys = state
+                .permission_prompt()
+                .map(|prompt| key_summary(&prompt.kinds()))
+                .unwrap_or_default();
+            let more = if waiting > 1 {
+                format!(" (1 of {waiting})")
+            } else {
+                String::new()
+            };
+            let esc = state
+                .permission_prompt()
+                .map_or("rejects", |prompt| esc_action(&prompt.kinds()));
+            let keys = if narrow {
+                String::new()
+            } else if keys.is_empty() {
+                format!(" — {STOP_KEY} {esc}")
+            } else {
+                format!(" — {keys}, {STOP_KEY} {esc}")
+            };
+            vec![Span::styled(
+                format!("? waiting for your answer{more}{keys}"),
+                base.fg(Color::Yellow).add_modifier(Modifier::BOLD),
+            )]
+        }
         Activity::Retrying { remaining } => {
             let seconds = remaining.as_millis().div_ceil(1000);
             vec![Span::styled(

@@ -140,6 +140,12 @@ impl AppState {
                         notice.expanded = expand;
                         true
                     }
+                    CellBody::Permission(permission)
+                        if permission.has_details() && permission.expanded != expand =>
+                    {
+                        permission.expanded = expand;
+                        true
+                    }
                     _ => false,
                 });
                 Vec::new()

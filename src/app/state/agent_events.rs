@@ -10,15 +10,20 @@ use super::{plural, AppEffect, AppState, StopState, TurnState};
 use crate::app::activity::PhaseTracker;
 use crate::app::failure_text::{failure_facts, failure_headline, next_step};
 use crate::app::notice_kind::NoticeKind;
+use crate::app::permission::{
+    permission_cell, resolved_outcome, unseen_request_cell, PermissionPrompt,
+};
 use crate::app::transcript::{
-    AssistantCell, CellBody, CellId, DetailSection, NoticeCell, NoticeLevel, RetryCountdown,
-    ThoughtCell, ToolCell, ToolStatus, UserCell,
+    AssistantCell, CellBody, CellId, DetailSection, NoticeCell, NoticeLevel, PermissionOutcome,
+    PlanCell, PlanItem, PlanStatus, RetryCountdown, ThoughtCell, ToolCell, ToolStatus, UserCell,
 };
 use crate::orchestrator::{Command, OrchestratorEvent, TurnId, TurnOutcome};
 use crate::provider::pi::rpc::{AgentQueue, AgentStatus};
 use crate::provider::StopProgress;
 use crate::sanitize::untrusted_owned;
-use crate::stream::{AgentMessage, Failure, StopStage};
+use crate::stream::{
+    AgentMessage, Failure, PermissionRequest, PermissionResolver, PlanEntry, StopStage,
+};
 
 impl AppState {
     pub fn on_orchestrator_event(
@@ -44,6 +49,7 @@ impl AppState {
                     open_assistant: None,
                     attempt_assistant_cells: Vec::new(),
                     tools: HashMap::new(),
+                    permissions: HashMap::new(),
                     end_shown: false,
                 });
             }
@@ -313,6 +319,7 @@ impl AppState {
             }
             AgentMessage::Completed { stop_reason, .. } => {
                 self.finish_running_tools(now);
+                self.close_permission_prompts(PermissionOutcome::Unanswered);
                 if matches!(stop_reason.as_str(), "length" | "max_tokens") {
                     self.notice(
                         NoticeLevel::Warning,
@@ -326,6 +333,7 @@ impl AppState {
             }
             AgentMessage::Failed(failure) => {
                 self.finish_running_tools(now);
+                self.close_permission_prompts(PermissionOutcome::Unanswered);
                 self.push_failure(&failure);
             }
             AgentMessage::Cancelled {
@@ -333,6 +341,9 @@ impl AppState {
                 elapsed_ms,
             } => {
                 self.finish_running_tools(now);
+                self.close_permission_prompts(PermissionOutcome::Cancelled {
+                    by: PermissionResolver::User,
+                });
                 self.close_assistant();
                 let stage = match stop_stage {
                     StopStage::Interrupt => "at the interrupt",
@@ -390,9 +401,168 @@ impl AppState {
             }
             // The orchestrator's own RetryScheduled event carries this; ignore the echo.
             AgentMessage::RetryScheduled { .. } => {}
-            AgentMessage::PermissionRequest(_)
-            | AgentMessage::PermissionResolved { .. }
-            | AgentMessage::Plan { .. } => {}
+            AgentMessage::PermissionRequest(request) => self.on_permission_request(*request, now),
+            AgentMessage::PermissionResolved { id, outcome, by } => {
+                self.on_permission_resolved(&id, &outcome, by, now);
+            }
+            AgentMessage::Plan { entries } => self.on_plan(&entries),
+        }
+    }
+
+    /// A request opens a prompt (behind any already open) and a cell that will show its
+    /// outcome.
+    fn on_permission_request(&mut self, request: PermissionRequest, now: Instant) {
+        let Some(turn) = self.turn.as_ref().map(|turn| turn.id) else {
+            return;
+        };
+        self.close_assistant();
+        // The same id again: the agent gave up on the earlier one.
+        if let Some(index) = self
+            .permission_prompts
+            .iter()
+            .position(|prompt| prompt.id == request.id)
+        {
+            self.close_permission_prompt(index, PermissionOutcome::Unanswered, Some(now));
+        }
+        let cell = self.transcript.push(CellBody::Permission(permission_cell(
+            &request,
+            self.expand_tools,
+        )));
+        let shown_at = self.permission_prompts.is_empty().then_some(now);
+        if let Some(running) = self.turn.as_mut() {
+            running
+                .permissions
+                .insert(request.id.clone(), (cell, request.options.clone()));
+        }
+        self.permission_prompts.push_back(PermissionPrompt {
+            turn,
+            id: request.id,
+            options: request.options,
+            cell,
+            selected: 0,
+            shown_at,
+        });
+    }
+
+    /// How a request was answered (by the user through the provider, by the configured policy,
+    /// or cancelled by a stop): its cell says so and its prompt closes. A request the chat never
+    /// saw is recorded as a cell of its own.
+    fn on_permission_resolved(
+        &mut self,
+        id: &str,
+        outcome: &str,
+        by: PermissionResolver,
+        now: Instant,
+    ) {
+        let known = self
+            .turn
+            .as_ref()
+            .and_then(|turn| turn.permissions.get(id))
+            .cloned();
+        match known {
+            Some((cell, options)) => {
+                let outcome = resolved_outcome(&options, outcome, by);
+                self.transcript.update(cell, |body| {
+                    if let CellBody::Permission(permission) = body {
+                        permission.outcome = outcome;
+                    }
+                });
+                if let Some(index) = self
+                    .permission_prompts
+                    .iter()
+                    .position(|prompt| prompt.id == id)
+                {
+                    self.permission_prompts.remove(index);
+                    self.front_prompt_shown(index, Some(now));
+                }
+            }
+            None => {
+                self.close_assistant();
+                let outcome = resolved_outcome(&[], outcome, by);
+                self.transcript
+                    .push(CellBody::Permission(unseen_request_cell(outcome)));
+            }
+        }
+    }
+
+    /// Closes the prompt at `index` of the queue, its cell showing `outcome`.
+    pub(super) fn close_permission_prompt(
+        &mut self,
+        index: usize,
+        outcome: PermissionOutcome,
+        now: Option<Instant>,
+    ) -> Option<PermissionPrompt> {
+        let prompt = self.permission_prompts.remove(index)?;
+        self.transcript.update(prompt.cell, |body| {
+            if let CellBody::Permission(permission) = body {
+                permission.outcome = outcome;
+            }
+        });
+        self.front_prompt_shown(index, now);
+        Some(prompt)
+    }
+
+    /// After the prompt at `index` left the queue: a new first prompt starts being shown now.
+    fn front_prompt_shown(&mut self, index: usize, now: Option<Instant>) {
+        if index == 0 {
+            if let Some(front) = self.permission_prompts.front_mut() {
+                front.shown_at = now;
+            }
+        }
+    }
+
+    /// The attempt ended: nothing can answer its requests any more.
+    fn close_permission_prompts(&mut self, outcome: PermissionOutcome) {
+        while !self.permission_prompts.is_empty() {
+            self.close_permission_prompt(0, outcome.clone(), None);
+        }
+    }
+
+    /// The latest plan: it replaces the current plan cell when that is still the last cell,
+    /// else it goes below and the earlier plan is marked as replaced (and collapses).
+    fn on_plan(&mut self, entries: &[PlanEntry]) {
+        self.close_assistant();
+        let entries: Vec<PlanItem> = entries
+            .iter()
+            .map(|entry| PlanItem {
+                content: untrusted_owned(&entry.content),
+                status: match entry.status.as_str() {
+                    "pending" => PlanStatus::Pending,
+                    "in_progress" => PlanStatus::InProgress,
+                    "completed" => PlanStatus::Completed,
+                    other => PlanStatus::Other(untrusted_owned(other)),
+                },
+                priority: untrusted_owned(&entry.priority),
+            })
+            .collect();
+        let cells = self.transcript.cells();
+        let current = cells
+            .iter()
+            .rposition(|cell| matches!(&cell.body, CellBody::Plan(plan) if !plan.superseded))
+            .map(|index| (index + 1 == cells.len(), cells[index].id));
+        match current {
+            Some((true, id)) => {
+                self.transcript.update(id, |body| {
+                    if let CellBody::Plan(plan) = body {
+                        plan.entries = entries;
+                    }
+                });
+            }
+            earlier => {
+                if let Some((_, id)) = earlier {
+                    self.transcript.update(id, |body| {
+                        if let CellBody::Plan(plan) = body {
+                            plan.superseded = true;
+                            plan.expanded = false;
+                        }
+                    });
+                }
+                self.transcript.push(CellBody::Plan(PlanCell {
+                    entries,
+                    superseded: false,
+                    expanded: true,
+                }));
+            }
         }
     }
 
@@ -539,6 +709,13 @@ impl AppState {
 
     fn on_turn_ended(&mut self, outcome: TurnOutcome, now: Instant) {
         self.finish_running_tools(now);
+        self.close_permission_prompts(if outcome == TurnOutcome::Cancelled {
+            PermissionOutcome::Cancelled {
+                by: PermissionResolver::User,
+            }
+        } else {
+            PermissionOutcome::Unanswered
+        });
         self.live_thinking.settle(&mut self.transcript);
         let end_shown = self.turn.as_ref().is_some_and(|turn| turn.end_shown);
         if let Some((id, _)) = self.turn.as_ref().and_then(|turn| turn.retry) {

@@ -1,5 +1,5 @@
-//! Key routing: a key goes to the quit confirmation, an overlay, the `/`/`@` popup, a chat
-//! binding or the composer; paste, the mouse wheel and clicks on cells.
+//! Key routing: a key goes to the quit confirmation, an overlay, the open permission prompt, the
+//! `/`/`@` popup, a chat binding or the composer; paste, the mouse wheel and clicks on cells.
 
 use std::time::Instant;
 
@@ -42,6 +42,14 @@ impl AppState {
         }
         if self.overlay.is_some() {
             return self.on_overlay_key(key);
+        }
+        // An open permission prompt takes every key but the chat's chords (help, menu, ...):
+        // Esc answers it rather than stopping the turn, and nothing is typed behind it.
+        if !self.permission_prompts.is_empty() {
+            return match command {
+                Some(command) => self.run_key_command(command, now),
+                None => self.on_permission_key(key, now),
+            };
         }
         if let Some(effects) = self.on_popup_key(key) {
             return effects;
@@ -121,7 +129,7 @@ impl AppState {
     }
 
     pub fn on_paste(&mut self, text: &str) {
-        if self.overlay.is_some() {
+        if self.overlay.is_some() || !self.permission_prompts.is_empty() {
             return;
         }
         // Pasted text is the user's own, but a stray escape sequence in it would still reach
@@ -154,6 +162,8 @@ impl AppState {
             CellBody::Thought(thought) => thought.expanded = !thought.expanded,
             CellBody::Tool(tool) => tool.expanded = !tool.expanded,
             CellBody::Notice(notice) => notice.expanded = !notice.expanded,
+            CellBody::Permission(permission) => permission.expanded = !permission.expanded,
+            CellBody::Plan(plan) => plan.expanded = !plan.expanded,
             CellBody::User(_) | CellBody::Assistant(_) => {}
         });
         true

@@ -1,0 +1,428 @@
+//! Permission requests: the prompt that asks the user, the one-key answers, and the request
+//! turned into what the transcript keeps.
+//!
+//! Invariants: a prompt keeps the request's id and option ids exactly as the agent sent them (the
+//! answer must carry them back unchanged), while everything shown (title, command, paths, diff,
+//! option names) is sanitised into the cell when the request arrives. Keys: `1`-`9` choose the
+//! options in the agent's order; `y` / `a` / `n` / `N` the first option of each kind (allow once,
+//! allow always, reject once, reject always); Esc rejects (reject once, else reject always, else
+//! cancelled).
+
+use std::time::{Duration, Instant};
+
+use super::transcript::{CellId, DiffLine, PermissionCell, PermissionOutcome, ShownOption};
+use crate::orchestrator::TurnId;
+use crate::sanitize::untrusted_owned;
+use crate::stream::{
+    FileDiff, PermissionOption, PermissionOptionKind, PermissionRequest, PermissionResolver,
+    PERMISSION_CANCELLED,
+};
+
+/// Diff lines a cell keeps; the rest are counted.
+const MAX_DIFF_LINES: usize = 400;
+/// Unchanged lines shown around a change.
+const CONTEXT_LINES: usize = 2;
+/// Beyond this many (removed × added) lines, a changed block is shown as all removed then all
+/// added instead of being aligned line by line.
+const ALIGN_LIMIT: usize = 250_000;
+/// After a prompt comes to the front, keys that would choose an option are ignored this long:
+/// letters typed for the prompt editor must not answer a request that just appeared.
+pub(crate) const ARMING_DELAY: Duration = Duration::from_millis(400);
+
+/// A request waiting for the user's answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PermissionPrompt {
+    pub turn: TurnId,
+    /// The request's id as the agent sent it.
+    pub id: String,
+    /// The options as the agent sent them (ids unchanged, for the answer).
+    pub options: Vec<PermissionOption>,
+    /// The transcript cell that shows the request and, later, its outcome.
+    pub cell: CellId,
+    /// The option Enter chooses (moved with ↑/↓).
+    pub selected: usize,
+    /// When the prompt came to the front, when known.
+    pub shown_at: Option<Instant>,
+}
+
+impl PermissionPrompt {
+    pub(crate) fn kinds(&self) -> Vec<PermissionOptionKind> {
+        self.options.iter().map(|option| option.kind).collect()
+    }
+
+    /// Whether keys may choose an option at `now` (always, when the time is not known).
+    pub(crate) fn is_armed(&self, now: Option<Instant>) -> bool {
+        match (self.shown_at, now) {
+            (Some(shown), Some(now)) => now.saturating_duration_since(shown) >= ARMING_DELAY,
+            _ => true,
+        }
+    }
+}
+
+/// The letter that chooses the first option of `kind`.
+pub(crate) fn mnemonic(kind: PermissionOptionKind) -> char {
+    match kind {
+        PermissionOptionKind::AllowOnce => 'y',
+        PermissionOptionKind::AllowAlways => 'a',
+        PermissionOptionKind::RejectOnce => 'n',
+        PermissionOptionKind::RejectAlways => 'N',
+    }
+}
+
+/// The keys of option `index`: its number (the first nine options) and its letter (when it is
+/// the first option of its kind).
+pub(crate) fn option_keys(
+    kinds: &[PermissionOptionKind],
+    index: usize,
+) -> (Option<char>, Option<char>) {
+    let number = (index < 9).then(|| char::from(b'1' + index as u8));
+    let letter = kinds
+        .get(index)
+        .filter(|kind| kinds.iter().position(|other| other == *kind) == Some(index))
+        .map(|kind| mnemonic(*kind));
+    (number, letter)
+}
+
+/// The option a typed character chooses.
+pub(crate) fn choice_for_char(kinds: &[PermissionOptionKind], ch: char) -> Option<usize> {
+    if let Some(digit) = ch.to_digit(10).filter(|digit| (1..=9).contains(digit)) {
+        let index = digit as usize - 1;
+        return (index < kinds.len()).then_some(index);
+    }
+    kinds.iter().position(|kind| mnemonic(*kind) == ch)
+}
+
+/// The option Esc answers with: reject once, else reject always; `None` (cancelled) without
+/// either.
+pub(crate) fn reject_choice(kinds: &[PermissionOptionKind]) -> Option<usize> {
+    [
+        PermissionOptionKind::RejectOnce,
+        PermissionOptionKind::RejectAlways,
+    ]
+    .iter()
+    .find_map(|wanted| kinds.iter().position(|kind| kind == wanted))
+}
+
+/// What Esc does to a prompt with these options.
+pub(crate) fn esc_action(kinds: &[PermissionOptionKind]) -> &'static str {
+    if reject_choice(kinds).is_some() {
+        "rejects"
+    } else {
+        "cancels"
+    }
+}
+
+/// The keys of a prompt in a few characters: "1-3 or y/a/n".
+pub(crate) fn key_summary(kinds: &[PermissionOptionKind]) -> String {
+    let numbers = match kinds.len().min(9) {
+        0 => String::new(),
+        1 => "1".to_owned(),
+        count => format!("1-{count}"),
+    };
+    let letters: Vec<String> = (0..kinds.len())
+        .filter_map(|index| option_keys(kinds, index).1)
+        .map(String::from)
+        .collect();
+    match (numbers.is_empty(), letters.is_empty()) {
+        (true, _) => String::new(),
+        (false, true) => numbers,
+        (false, false) => format!("{numbers} or {}", letters.join("/")),
+    }
+}
+
+/// What the transcript keeps of a request, sanitised, waiting for its answer.
+pub(crate) fn permission_cell(request: &PermissionRequest, expanded: bool) -> PermissionCell {
+    let (diff, diff_hidden) = diff_lines(&request.diffs, MAX_DIFF_LINES);
+    PermissionCell {
+        kind: untrusted_owned(&request.kind),
+        title: one_line(&request.title),
+        command: request
+            .command
+            .as_deref()
+            .filter(|command| !command.trim().is_empty())
+            .map(untrusted_owned),
+        paths: request.paths.iter().map(|path| one_line(path)).collect(),
+        diff,
+        diff_hidden,
+        options: request
+            .options
+            .iter()
+            .map(|option| ShownOption {
+                kind: option.kind,
+                name: one_line(&option.name),
+            })
+            .collect(),
+        outcome: PermissionOutcome::Waiting,
+        expanded,
+    }
+}
+
+/// A cell for a request the chat never saw asked (a policy answered it before any prompt).
+pub(crate) fn unseen_request_cell(outcome: PermissionOutcome) -> PermissionCell {
+    PermissionCell {
+        kind: String::new(),
+        title: String::new(),
+        command: None,
+        paths: Vec::new(),
+        diff: Vec::new(),
+        diff_hidden: 0,
+        options: Vec::new(),
+        outcome,
+        expanded: false,
+    }
+}
+
+/// The outcome a `permission.resolved` reports, read against the options the request offered.
+pub(crate) fn resolved_outcome(
+    options: &[PermissionOption],
+    outcome: &str,
+    by: PermissionResolver,
+) -> PermissionOutcome {
+    if let Some(option) = options.iter().find(|option| option.id == outcome) {
+        return chosen(option, by);
+    }
+    if outcome == PERMISSION_CANCELLED {
+        return PermissionOutcome::Cancelled { by };
+    }
+    PermissionOutcome::Chosen {
+        kind: None,
+        name: one_line(outcome),
+        by,
+    }
+}
+
+pub(crate) fn chosen(option: &PermissionOption, by: PermissionResolver) -> PermissionOutcome {
+    PermissionOutcome::Chosen {
+        kind: Some(option.kind),
+        name: one_line(&option.name),
+        by,
+    }
+}
+
+/// Sanitised, on one line (line breaks become spaces).
+fn one_line(text: &str) -> String {
+    let clean = untrusted_owned(text);
+    if clean.contains('\n') {
+        clean.split_whitespace().collect::<Vec<_>>().join(" ")
+    } else {
+        clean
+    }
+}
+
+/// The edits as rows of a unified diff (sanitised): at most `limit` rows, and how many more
+/// there were.
+pub(crate) fn diff_lines(diffs: &[FileDiff], limit: usize) -> (Vec<DiffLine>, usize) {
+    let mut out = Vec::new();
+    let mut hidden = 0;
+    let mut emit = |line: DiffLine| {
+        if out.len() < limit {
+            out.push(line);
+        } else {
+            hidden += 1;
+        }
+    };
+    for diff in diffs {
+        emit(DiffLine::File(one_line(&diff.path)));
+        let new: Vec<&str> = diff.new_text.lines().collect();
+        let Some(old_text) = &diff.old_text else {
+            for line in new {
+                emit(DiffLine::Added(untrusted_owned(line)));
+            }
+            continue;
+        };
+        let old: Vec<&str> = old_text.lines().collect();
+        let ops = line_ops(&old, &new);
+        emit_with_context(&ops, &mut emit);
+    }
+    (out, hidden)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Op<'a> {
+    Same(&'a str),
+    Removed(&'a str),
+    Added(&'a str),
+}
+
+/// The old and new lines aligned: common head and tail kept, the changed middle aligned by its
+/// longest common subsequence when that is affordable.
+fn line_ops<'a>(old: &[&'a str], new: &[&'a str]) -> Vec<Op<'a>> {
+    let head = old
+        .iter()
+        .zip(new)
+        .take_while(|(left, right)| left == right)
+        .count();
+    let tail = old[head..]
+        .iter()
+        .rev()
+        .zip(new[head..].iter().rev())
+        .take_while(|(left, right)| left == right)
+        .count();
+    let old_middle = &old[head..old.len() - tail];
+    let new_middle = &new[head..new.len() - tail];
+    let mut ops: Vec<Op<'a>> = old[..head].iter().map(|line| Op::Same(line)).collect();
+    if old_middle.len().saturating_mul(new_middle.len()) <= ALIGN_LIMIT {
+        ops.extend(aligned(old_middle, new_middle));
+    } else {
+        ops.extend(old_middle.iter().map(|line| Op::Removed(line)));
+        ops.extend(new_middle.iter().map(|line| Op::Added(line)));
+    }
+    ops.extend(old[old.len() - tail..].iter().map(|line| Op::Same(line)));
+    ops
+}
+
+/// A longest-common-subsequence alignment of two short runs of lines.
+fn aligned<'a>(old: &[&'a str], new: &[&'a str]) -> Vec<Op<'a>> {
+    let width = new.len() + 1;
+    // lengths[i * width + j]: the LCS length of old[i..] and new[j..].
+    let mut lengths = vec![0u32; (old.len() + 1) * width];
+    for i in (0..old.len()).rev() {
+        for j in (0..new.len()).rev() {
+            lengths[i * width + j] = if old[i] == new[j] {
+                lengths[(i + 1) * width + j + 1] + 1
+            } else {
+                lengths[(i + 1) * width + j].max(lengths[i * width + j + 1])
+            };
+        }
+    }
+    let mut ops = Vec::with_capacity(old.len() + new.len());
+    let (mut i, mut j) = (0, 0);
+    while i < old.len() && j < new.len() {
+        if old[i] == new[j] {
+            ops.push(Op::Same(old[i]));
+            i += 1;
+            j += 1;
+        } else if lengths[(i + 1) * width + j] >= lengths[i * width + j + 1] {
+            ops.push(Op::Removed(old[i]));
+            i += 1;
+        } else {
+            ops.push(Op::Added(new[j]));
+            j += 1;
+        }
+    }
+    ops.extend(old[i..].iter().map(|line| Op::Removed(line)));
+    ops.extend(new[j..].iter().map(|line| Op::Added(line)));
+    ops
+}
+
+/// Changes with a few unchanged lines around them; longer unchanged runs become a gap row.
+fn emit_with_context(ops: &[Op<'_>], emit: &mut impl FnMut(DiffLine)) {
+    let mut index = 0;
+    while index < ops.len() {
+        match ops[index] {
+            Op::Removed(line) => {
+                emit(DiffLine::Removed(untrusted_owned(line)));
+                index += 1;
+            }
+            Op::Added(line) => {
+                emit(DiffLine::Added(untrusted_owned(line)));
+                index += 1;
+            }
+            Op::Same(_) => {
+                let run = ops[index..]
+                    .iter()
+                    .take_while(|op| matches!(op, Op::Same(_)))
+                    .count();
+                let first = index == 0;
+                let last = index + run == ops.len();
+                let before = if first { 0 } else { CONTEXT_LINES };
+                let after = if last { 0 } else { CONTEXT_LINES };
+                let shown: Vec<usize> = if run <= before + after {
+                    (index..index + run).collect()
+                } else {
+                    (index..index + before)
+                        .chain(index + run - after..index + run)
+                        .collect()
+                };
+                let gap = run - shown.len();
+                for (position, op_index) in shown.iter().enumerate() {
+                    if position == before && gap > 0 {
+                        emit(DiffLine::Gap(gap));
+                    }
+                    if let Op::Same(line) = ops[*op_index] {
+                        emit(DiffLine::Context(untrusted_owned(line)));
+                    }
+                }
+                if shown.len() == before && gap > 0 {
+                    emit(DiffLine::Gap(gap));
+                }
+                index += run;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use PermissionOptionKind::*;
+
+    #[test]
+    fn keys_number_the_options_and_letter_the_first_of_each_kind() {
+        let kinds = [AllowOnce, AllowAlways, RejectOnce, AllowOnce];
+        assert_eq!(option_keys(&kinds, 0), (Some('1'), Some('y')));
+        assert_eq!(option_keys(&kinds, 2), (Some('3'), Some('n')));
+        assert_eq!(option_keys(&kinds, 3), (Some('4'), None));
+        assert_eq!(choice_for_char(&kinds, '4'), Some(3));
+        assert_eq!(choice_for_char(&kinds, '5'), None);
+        assert_eq!(choice_for_char(&kinds, '0'), None);
+        assert_eq!(choice_for_char(&kinds, 'a'), Some(1));
+        assert_eq!(choice_for_char(&kinds, 'N'), None);
+        assert_eq!(key_summary(&kinds), "1-4 or y/a/n");
+        assert_eq!(reject_choice(&kinds), Some(2));
+        assert_eq!(reject_choice(&[AllowOnce, RejectAlways]), Some(1));
+        assert_eq!(reject_choice(&[AllowOnce]), None);
+    }
+
+    #[test]
+    fn a_diff_shows_changes_with_context_and_gaps() {
+        let old = "a\nb\nc\nd\ne\nf\ng\nh\n";
+        let new = "a\nb\nc\nd\nE\nf\ng\nh\nI\n";
+        let (lines, hidden) = diff_lines(
+            &[FileDiff {
+                path: "x.txt".into(),
+                old_text: Some(old.into()),
+                new_text: new.into(),
+            }],
+            100,
+        );
+        assert_eq!(hidden, 0);
+        use DiffLine::*;
+        assert_eq!(
+            lines,
+            [
+                File("x.txt".into()),
+                Gap(2),
+                Context("c".into()),
+                Context("d".into()),
+                Removed("e".into()),
+                Added("E".into()),
+                Context("f".into()),
+                Context("g".into()),
+                Context("h".into()),
+                Added("I".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_new_file_is_all_added_and_the_rest_is_counted() {
+        let (lines, hidden) = diff_lines(
+            &[FileDiff {
+                path: "new\x1b[2J.rs".into(),
+                old_text: None,
+                new_text: "1\n2\n3\n4\n".into(),
+            }],
+            3,
+        );
+        assert_eq!(
+            lines,
+            [
+                DiffLine::File("new\u{241b}[2J.rs".into()),
+                DiffLine::Added("1".into()),
+                DiffLine::Added("2".into()),
+            ]
+        );
+        assert_eq!(hidden, 2);
+    }
+}

@@ -1,0 +1,233 @@
+//! The permission prompt, between the transcript and the status bar (in place of the composer,
+//! which takes no keys while it is open): what the agent wants to do, the edit as a bounded
+//! diff, and the agent's options with their keys.
+//!
+//! It fits any screen: the options and the first row of the question always come first, then
+//! the command and paths, then as much of the diff as there is room for, the rest summarised.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Widget};
+
+use super::cells::{diff_counts, diff_rich_lines, permission_details, permission_question};
+use super::wrap::{wrap, wrap_into, RichLine, WrapMode};
+use crate::app::keymap::STOP_KEY;
+use crate::app::permission::{esc_action, key_summary, option_keys, PermissionPrompt};
+use crate::app::state::AppState;
+use crate::app::transcript::{CellBody, PermissionCell};
+use crate::stream::PermissionOptionKind;
+
+/// Rows of the question shown at most.
+const MAX_TITLE_ROWS: usize = 3;
+/// Rows of diff shown at most (the rest are counted).
+const MAX_DIFF_ROWS: usize = 30;
+
+/// The prompt's rows at an inner width, by part.
+struct PromptRows {
+    title: Vec<Line<'static>>,
+    details: Vec<Line<'static>>,
+    diff: Vec<Line<'static>>,
+    /// Diff rows the cell holds beyond `diff` (and beyond what it kept).
+    diff_more: usize,
+    options: Vec<Line<'static>>,
+}
+
+fn open_prompt(state: &AppState) -> Option<(&PermissionPrompt, &PermissionCell)> {
+    let prompt = state.permission_prompt()?;
+    match &state.transcript.get(prompt.cell)?.body {
+        CellBody::Permission(cell) => Some((prompt, cell)),
+        _ => None,
+    }
+}
+
+fn prompt_rows(prompt: &PermissionPrompt, cell: &PermissionCell, width: usize) -> PromptRows {
+    let mut title = wrap(
+        &RichLine::text(
+            format!("{}?", permission_question(cell)),
+            Style::default().add_modifier(Modifier::BOLD),
+        )
+        .with_prefix(vec![Span::raw(" ")], vec![Span::raw(" ")]),
+        width,
+    );
+    title.truncate(MAX_TITLE_ROWS);
+    let mut details = Vec::new();
+    for line in permission_details(cell) {
+        wrap_into(
+            &line.with_uniform_prefix(vec![Span::raw(" ")]),
+            width,
+            &mut details,
+        );
+    }
+    let mut diff = Vec::new();
+    for line in diff_rich_lines(&cell.diff) {
+        let mut line = line;
+        line.first_prefix.insert(0, Span::raw(" "));
+        line.rest_prefix.insert(0, Span::raw(" "));
+        wrap_into(&line, width, &mut diff);
+    }
+    let mut diff_more = cell.diff_hidden;
+    if diff.len() > MAX_DIFF_ROWS {
+        diff_more += diff.len() - MAX_DIFF_ROWS;
+        diff.truncate(MAX_DIFF_ROWS);
+    }
+    let kinds = prompt.kinds();
+    let options = cell
+        .options
+        .iter()
+        .enumerate()
+        .map(|(index, option)| {
+            let selected = index == prompt.selected;
+            let (number, letter) = option_keys(&kinds, index);
+            let keys = format!(
+                "{} {}",
+                number.unwrap_or(' '),
+                letter.map(String::from).unwrap_or_else(|| " ".to_owned())
+            );
+            let base = if selected {
+                Style::default().add_modifier(Modifier::REVERSED)
+            } else {
+                Style::default()
+            };
+            let name_style = match option.kind {
+                PermissionOptionKind::AllowOnce | PermissionOptionKind::AllowAlways => base,
+                PermissionOptionKind::RejectOnce | PermissionOptionKind::RejectAlways => {
+                    base.fg(Color::Red)
+                }
+            };
+            let line = RichLine::new(vec![
+                Span::styled(if selected { " › " } else { "   " }, base),
+                Span::styled(keys, base.fg(Color::Cyan).add_modifier(Modifier::BOLD)),
+                Span::styled("  ", base),
+                Span::styled(option.name.clone(), name_style),
+            ])
+            .mode(WrapMode::Truncate);
+            let mut row = wrap(&line, width).into_iter().next().unwrap_or_default();
+            if selected {
+                // The highlight spans the row.
+                let used = row.width();
+                row.spans
+                    .push(Span::styled(" ".repeat(width.saturating_sub(used)), base));
+            }
+            row
+        })
+        .collect();
+    PromptRows {
+        title,
+        details,
+        diff,
+        diff_more,
+        options,
+    }
+}
+
+/// The rows the prompt would like at `width` (borders included); 0 when no prompt is open.
+pub(crate) fn desired_height(state: &AppState, width: u16) -> u16 {
+    let Some((prompt, cell)) = open_prompt(state) else {
+        return 0;
+    };
+    let rows = prompt_rows(prompt, cell, usize::from(width.saturating_sub(2)));
+    let diff = rows.diff.len() + usize::from(rows.diff_more > 0);
+    let total = rows.title.len() + rows.details.len() + diff + 1 + rows.options.len().max(1) + 2;
+    u16::try_from(total).unwrap_or(u16::MAX)
+}
+
+/// The rows that fit `height`: the options before all else, then the question and the
+/// details, then as much of the diff as fits (summarised when cut), then a blank row above the
+/// options when there is room for it.
+fn fit(rows: PromptRows, height: usize, diff_note: &str) -> Vec<Line<'static>> {
+    let options = rows.options.len().min(height);
+    let mut room = height - options;
+    let mut head: Vec<Line<'static>> = rows
+        .title
+        .into_iter()
+        .chain(rows.details)
+        .take(room)
+        .collect();
+    room -= head.len();
+    if !rows.diff.is_empty() && room > 0 {
+        // Keep the blank row when some of the diff fits besides it.
+        let diff_room = room - usize::from(room >= 3);
+        let whole = rows.diff.len() + usize::from(rows.diff_more > 0);
+        let shown = if whole <= diff_room {
+            rows.diff.len()
+        } else {
+            diff_room - 1
+        };
+        let more = rows.diff.len() - shown + rows.diff_more;
+        head.extend(rows.diff.into_iter().take(shown));
+        if more > 0 {
+            let note = if shown == 0 {
+                format!(" diff: {diff_note}")
+            } else {
+                format!(" … {more} more lines · {diff_note}")
+            };
+            head.push(Line::styled(
+                note,
+                Style::default().add_modifier(Modifier::DIM | Modifier::ITALIC),
+            ));
+        }
+        room -= shown + usize::from(more > 0);
+    }
+    if room > 0 {
+        head.push(Line::raw(""));
+    }
+    head.extend(rows.options.into_iter().take(options));
+    head
+}
+
+pub(crate) fn render_permission_prompt(state: &AppState, area: Rect, buf: &mut Buffer) {
+    if area.height == 0 || area.width == 0 {
+        return;
+    }
+    let Some((prompt, cell)) = open_prompt(state) else {
+        return;
+    };
+    Clear.render(area, buf);
+    let kinds = prompt.kinds();
+    let waiting = state.permission_prompts.len();
+    let title = if waiting > 1 {
+        format!(" Permission needed (1 of {waiting}) ")
+    } else {
+        " Permission needed ".to_owned()
+    };
+    let keys = key_summary(&kinds);
+    let esc = format!("{STOP_KEY} {}", esc_action(&kinds));
+    let room = usize::from(area.width.saturating_sub(4));
+    let footer = [
+        format!(" {keys} · ↑↓ Enter · {esc} "),
+        format!(" {keys} · {esc} "),
+        format!(" {esc} "),
+    ]
+    .into_iter()
+    .find(|footer| footer.chars().count() <= room)
+    .unwrap_or_default();
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(Style::default().fg(Color::Yellow))
+        .title(Span::styled(
+            title,
+            Style::default()
+                .fg(Color::Yellow)
+                .add_modifier(Modifier::BOLD),
+        ))
+        .title_bottom(Span::styled(
+            footer,
+            Style::default().add_modifier(Modifier::DIM),
+        ));
+    let inner = block.inner(area);
+    block.render(area, buf);
+    if inner.height == 0 || inner.width == 0 {
+        return;
+    }
+    let rows = prompt_rows(prompt, cell, usize::from(inner.width));
+    let (_, added, removed) = diff_counts(&cell.diff);
+    let note = format!("+{added} -{removed} in all");
+    for (index, line) in fit(rows, usize::from(inner.height), &note)
+        .iter()
+        .enumerate()
+    {
+        buf.set_line(inner.x, inner.y + index as u16, line, inner.width);
+    }
+}
