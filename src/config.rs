@@ -75,6 +75,26 @@ pub enum Transport {
     Acp,
 }
 
+impl Transport {
+    /// The `--transport` value.
+    pub fn name(self) -> &'static str {
+        match self {
+            Transport::Json => "json",
+            Transport::Rpc => "rpc",
+            Transport::Acp => "acp",
+        }
+    }
+
+    /// What it means for the user, in a few words.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Transport::Json => "one process per turn (JSON mode)",
+            Transport::Rpc => "one long-lived process (RPC mode)",
+            Transport::Acp => "one long-lived process (Agent Client Protocol)",
+        }
+    }
+}
+
 /// `[provider_error_auto_retry]`: the orchestrator's retry policy.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]

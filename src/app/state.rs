@@ -210,6 +210,8 @@ pub struct AppState {
     /// The provider hands messages to a running turn: Enter steers, Alt+Enter follows up
     /// (pi's RPC transport). Without it, a prompt typed during a turn waits in the queue.
     pub agent_steers: bool,
+    /// How the provider talks to its agent (`None` before it is started).
+    pub agent_transport: Option<crate::config::Transport>,
     /// The agent's own queue of steering / follow-up messages, as it reports it.
     pub agent_queue: AgentQueue,
     /// The agent's model, thinking level, session cost and tokens, as it reports them.
@@ -249,6 +251,7 @@ impl AppState {
             retry_asked: false,
             live_thinking: LiveThinking::default(),
             agent_steers: false,
+            agent_transport: None,
             agent_queue: AgentQueue::default(),
             agent_status: AgentStatus::default(),
             permission_prompts: VecDeque::new(),

@@ -88,6 +88,7 @@ impl Launch {
             .unwrap_or_else(|| default_chat_transport(name, &settings));
         let provider = build_provider_with(name, &settings, transport)?;
         let steers = provider.can_interject();
+        let transport = provider.transport();
         let (writer, first_turn) = match &conversation {
             ConversationLog::New => (
                 SessionLogWriter::start(
@@ -137,6 +138,7 @@ impl Launch {
         Ok(Started {
             handle,
             steers,
+            transport,
             model: settings.model,
             conversation_id,
         })
@@ -148,6 +150,8 @@ struct Started {
     handle: OrchestratorHandle,
     /// The provider can steer a running turn (Enter steers, Alt+Enter follows up).
     steers: bool,
+    /// How the provider talks to its agent.
+    transport: crate::config::Transport,
     model: Option<String>,
     /// The conversation it writes to.
     conversation_id: Option<String>,
@@ -272,6 +276,7 @@ pub fn run(cli: Cli) -> i32 {
             show_resumed(&mut state, resumed);
         }
         state.agent_steers = started.steers;
+        state.agent_transport = Some(started.transport);
         let mut chat = ChatLoop::new(state, started.handle, launch);
         chat.conversation_id = started.conversation_id;
         let status = chat.run(guard.terminal()).await;
@@ -650,6 +655,7 @@ impl ChatLoop {
         retire(previous);
         self.conversation_id = started.conversation_id;
         self.state.agent_steers = started.steers;
+        self.state.agent_transport = Some(started.transport);
         // What the previous agent reported of itself is not the new one's.
         self.state.agent_queue = Default::default();
         self.state.agent_status = Default::default();

@@ -180,6 +180,10 @@ pub trait Provider: Send + Sync {
         let _ = request;
         None
     }
+    /// How this provider talks to its agent (for the status bar and help).
+    fn transport(&self) -> Transport {
+        Transport::Json
+    }
     /// Whether [`Provider::interject`] can reach a running turn (else prompts wait in the queue).
     fn can_interject(&self) -> bool {
         false

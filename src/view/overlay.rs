@@ -149,10 +149,17 @@ pub(crate) fn help_rows(width: u16) -> Vec<Line<'static>> {
 fn render_help(state: &AppState, scroll: usize, area: Rect, buf: &mut Buffer) {
     let width = 80.min(area.width);
     // What the status bar may shorten: the agent and its whole session id.
-    let mut rows = vec![Line::from(vec![
+    let mut agent = vec![
         Span::styled(" Agent ", Style::default().add_modifier(Modifier::DIM)),
         Span::raw(state.provider.clone()),
-    ])];
+    ];
+    if let Some(transport) = state.agent_transport {
+        agent.push(Span::styled(
+            format!(" · {} · {}", transport.name(), transport.describe()),
+            Style::default().add_modifier(Modifier::DIM),
+        ));
+    }
+    let mut rows = vec![Line::from(agent)];
     if let Some(id) = &state.session_id {
         rows.push(Line::from(vec![
             Span::styled(" Session ", Style::default().add_modifier(Modifier::DIM)),

@@ -16,6 +16,7 @@ use crate::app::activity::AgentPhase;
 use crate::app::keymap::{footer_hint, QUIT_KEY, STOP_KEY};
 use crate::app::permission::{esc_action, key_summary};
 use crate::app::state::{Activity, AppState, StopStatus};
+use crate::config::Transport;
 use crate::stream::Usage;
 
 /// Session ids longer than this are shown as their head and tail.
@@ -81,6 +82,17 @@ pub(crate) fn render_status(state: &AppState, area: Rect, buf: &mut Buffer, now:
             drop_order: 4,
             right: false,
             spans: vec![Span::styled(format!(" · session {short}"), base)],
+        });
+    }
+    // How agentty talks to the agent, when it is not the one-shot JSON mode.
+    if let Some(transport) = state
+        .agent_transport
+        .filter(|transport| *transport != Transport::Json)
+    {
+        segments.push(Segment {
+            drop_order: 6,
+            right: false,
+            spans: vec![Span::styled(format!(" · {}", transport.name()), base)],
         });
     }
     let mut activity = vec![Span::styled(" │ ", base)];

@@ -122,6 +122,10 @@ impl Provider for AcpProvider {
             .ok()
     }
 
+    fn transport(&self) -> crate::provider::Transport {
+        crate::provider::Transport::Acp
+    }
+
     fn answer_permission(&self, id: &str, option: Option<String>) -> bool {
         let Ok(answers) = self.answers.lock() else {
             return false;

@@ -124,6 +124,10 @@ impl Provider for RpcProvider {
             .ok()
     }
 
+    fn transport(&self) -> crate::provider::Transport {
+        crate::provider::Transport::Rpc
+    }
+
     fn can_interject(&self) -> bool {
         true
     }
