@@ -8,7 +8,8 @@ use agentty::stream::AgentMessage;
 
 #[test]
 fn headless_prints_live_thinking_and_the_whole_thought() {
-    let state = std::env::temp_dir().join(format!("agentty-thinking-{}", std::process::id()));
+    let scratch = tempfile::tempdir().unwrap();
+    let state = scratch.path();
     let output = Command::new(env!("CARGO_BIN_EXE_agentty"))
         .args(["run", "--provider", "demo", "--scenario", "thinking", "hi"])
         .env("AGENTTY_STATE_DIR", &state)

@@ -1,17 +1,19 @@
 //! Usage errors of the real binary: each exits 2 with one line that names the problem and the
 //! fix, before any agent starts; a config with one wrong key keeps every valid key.
 
-use std::path::PathBuf;
+use std::path::Path;
 use std::process::{Command, Output};
 
 /// A scratch dir per test: state and config dirs of their own, so the user's config is not read.
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("agentty-usage-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// Removed when the test ends.
+fn scratch(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("agentty-usage-{name}-"))
+        .tempdir()
+        .unwrap()
 }
 
-fn agentty(dir: &PathBuf, args: &[&str]) -> Output {
+fn agentty(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_agentty"))
         .args(args)
         .env("AGENTTY_STATE_DIR", dir.join("state"))
@@ -32,7 +34,8 @@ fn one_line_usage_error(output: &Output) -> String {
 
 #[test]
 fn an_empty_or_blank_prompt_is_a_usage_error() {
-    let dir = scratch("empty");
+    let scratch_dir = scratch("empty");
+    let dir = scratch_dir.path().to_path_buf();
     for prompt in ["", "   "] {
         let line = one_line_usage_error(&agentty(&dir, &["run", "--provider", "demo", prompt]));
         assert!(line.starts_with("agentty: empty prompt: "), "{line}");
@@ -41,7 +44,8 @@ fn an_empty_or_blank_prompt_is_a_usage_error() {
 
 #[test]
 fn a_missing_config_file_is_a_usage_error() {
-    let dir = scratch("missing-config");
+    let scratch_dir = scratch("missing-config");
+    let dir = scratch_dir.path().to_path_buf();
     let line = one_line_usage_error(&agentty(
         &dir,
         &[
@@ -61,7 +65,8 @@ fn a_missing_config_file_is_a_usage_error() {
 
 #[test]
 fn an_unknown_config_key_is_warned_with_its_line_and_the_rest_applies() {
-    let dir = scratch("config-typo");
+    let scratch_dir = scratch("config-typo");
+    let dir = scratch_dir.path().to_path_buf();
     let config = dir.join("agentty.toml");
     std::fs::write(
         &config,
@@ -83,7 +88,7 @@ fn an_unknown_config_key_is_warned_with_its_line_and_the_rest_applies() {
     assert_eq!(output.status.code(), Some(0), "stderr: {stderr}");
     assert!(
         stderr.contains(
-            ", line 5: `providers.demo.envv`: unknown key (known keys: args, command, env, model"
+            ", line 5: `providers.demo.envv`: unknown key (known keys: acp_command, args, command, env, model"
         ),
         "{stderr}"
     );
@@ -101,7 +106,8 @@ fn an_unknown_config_key_is_warned_with_its_line_and_the_rest_applies() {
 
 #[test]
 fn an_unknown_scenario_lists_the_scenarios() {
-    let dir = scratch("scenario");
+    let scratch_dir = scratch("scenario");
+    let dir = scratch_dir.path().to_path_buf();
     let line = one_line_usage_error(&agentty(
         &dir,
         &["run", "--provider", "demo", "--scenario", "nosuch", "hi"],
@@ -118,7 +124,8 @@ fn an_unknown_scenario_lists_the_scenarios() {
 
 #[test]
 fn a_scenario_for_another_provider_is_a_usage_error() {
-    let dir = scratch("scenario-provider");
+    let scratch_dir = scratch("scenario-provider");
+    let dir = scratch_dir.path().to_path_buf();
     let line = one_line_usage_error(&agentty(
         &dir,
         &["run", "--provider", "pi", "--scenario", "hello", "hi"],
@@ -131,7 +138,8 @@ fn a_scenario_for_another_provider_is_a_usage_error() {
 
 #[test]
 fn provider_names_are_listed_in_help_and_checked() {
-    let dir = scratch("provider");
+    let scratch_dir = scratch("provider");
+    let dir = scratch_dir.path().to_path_buf();
     let help = agentty(&dir, &["run", "--help"]);
     let help = String::from_utf8_lossy(&help.stdout);
     assert!(

@@ -15,7 +15,8 @@
 //!   request's `id`); the provider answers it and says how (`permission.resolved`), and hands
 //!   the answer it wrote to [`AcpMapper::answered`].
 //! - The response to `session/prompt` ends the turn: its `stopReason` (`cancelled`: the agent
-//!   confirmed our stop), or its JSON-RPC error (a failure with the agent's message). Other
+//!   confirmed our stop, or after a refused permission ended the turn itself, as the Codex
+//!   adapter does), or its JSON-RPC error (a failure with the agent's message). Other
 //!   responses (to ids nobody used), requests and updates of kinds not known here are ignored
 //!   and logged; a line that is not JSON-RPC is invalid.
 
@@ -114,6 +115,8 @@ pub struct AcpMapper {
     /// Open permission requests: request id -> (tool call id, the options offered).
     permissions: HashMap<String, (Option<String>, Vec<PermissionOption>)>,
     usage: Option<Usage>,
+    /// A permission was refused in this turn (some agents then end the turn `cancelled`).
+    refused: bool,
     outcome: Option<AgentOutcome>,
 }
 
@@ -127,6 +130,7 @@ impl AcpMapper {
             held_thoughts: Vec::new(),
             permissions: HashMap::new(),
             usage: None,
+            refused: false,
             outcome: None,
         }
     }
@@ -140,6 +144,7 @@ impl AcpMapper {
         let allowed = option
             .and_then(|option| options.iter().find(|offered| offered.id == option))
             .is_some_and(|offered| offered.kind.allows());
+        self.refused |= !allowed;
         if let (false, Some(tool_call_id)) = (allowed, tool_call_id) {
             self.quiet_calls.remove(&tool_call_id);
             let error = if option.is_some() {
@@ -425,7 +430,9 @@ impl AcpMapper {
                 .to_owned();
             self.end_thought();
             self.tools.release_thoughts(&mut self.held_thoughts, out);
-            self.outcome = Some(if stop_reason == STOP_CANCELLED {
+            // `cancelled` confirms our stop; after a refusal it is the agent ending the turn
+            // itself (the Codex adapter does), which is a finished turn, not a broken one.
+            self.outcome = Some(if stop_reason == STOP_CANCELLED && !self.refused {
                 AgentOutcome::Aborted
             } else {
                 AgentOutcome::Completed {

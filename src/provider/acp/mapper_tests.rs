@@ -327,3 +327,28 @@ fn a_turn_cut_off_fails_its_open_calls_and_shows_its_thoughts() {
     assert!(matches!(&out[0], AgentMessage::ToolFailed { id, .. } if id == "c1"));
     assert_eq!(out[1], AgentMessage::Thought { text: "hmm".into() });
 }
+
+#[test]
+fn a_turn_the_agent_cancels_after_a_refusal_is_finished_not_broken() {
+    // The Codex adapter ends the whole turn `cancelled` when a permission is rejected.
+    let mut mapper = AcpMapper::new(Some("7".into()));
+    let request = json!({"jsonrpc": "2.0", "id": 0, "method": "session/request_permission", "params": {
+        "sessionId": "s1",
+        "toolCall": {"toolCallId": "t1", "title": "touch x", "kind": "execute"},
+        "options": [{"optionId": "approved", "name": "Yes, proceed", "kind": "allow_once"},
+                    {"optionId": "abort", "name": "No", "kind": "reject_once"}]}});
+    let mut out = Vec::new();
+    mapper.map_line(&request.to_string(), &mut out);
+    mapper.map_client_line(
+        &json!({"jsonrpc": "2.0", "id": 0, "result": {"outcome": {"outcome": "selected", "optionId": "abort"}}}).to_string(),
+        &mut out,
+    );
+    mapper.map_line(
+        r#"{"jsonrpc":"2.0","id":7,"result":{"stopReason":"cancelled"}}"#,
+        &mut out,
+    );
+    assert!(matches!(
+        finish(&mut mapper, &mut out),
+        AgentOutcome::Completed { stop_reason, .. } if stop_reason == "cancelled"
+    ));
+}
