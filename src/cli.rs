@@ -56,9 +56,11 @@ pub struct AgentArgs {
     /// An extra argument for the agent CLI (repeatable).
     #[arg(long = "provider-arg", global = true, allow_hyphen_values = true)]
     pub provider_args: Vec<String>,
-    /// How to talk to the agent CLI: `json` (one process per attempt) or `rpc` (one long-lived
-    /// process per conversation; pi only). Default: `transport` in the provider's config, else
-    /// rpc for pi in the chat, json otherwise.
+    /// How to talk to the agent CLI: `json` (one process per attempt), `rpc` (one long-lived
+    /// process per conversation; pi) or `acp` (the Agent Client Protocol, one long-lived
+    /// process: gemini, and claude or codex through their ACP adapters). Default: `transport`
+    /// in the provider's config, else in the chat rpc for pi, acp for gemini (and for claude
+    /// and codex when their adapter is installed), json otherwise; json for `agentty run`.
     #[arg(long, global = true, value_enum)]
     pub transport: Option<crate::config::Transport>,
 }
@@ -84,9 +86,39 @@ pub struct RunArgs {
     /// Continue the agent CLI's most recent session.
     #[arg(long = "continue", conflicts_with = "session")]
     pub continue_latest: bool,
+    /// What to answer when the agent asks before acting (ACP): a headless run never waits for
+    /// anyone. Default: deny, unless the provider's config says `permissions = "allow"`.
+    #[arg(long, value_enum)]
+    pub permissions: Option<HeadlessPermissions>,
     /// The prompt.
     #[arg(required = true)]
     pub prompt: Vec<String>,
+}
+
+/// `agentty run --permissions`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum HeadlessPermissions {
+    /// Allow once, each time the agent asks.
+    Allow,
+    /// Reject, each time; every refusal is a notice.
+    Deny,
+}
+
+impl HeadlessPermissions {
+    /// The policy of a headless run: the flag, else the configured `allow`, else deny (an
+    /// `ask` policy cannot ask anyone here).
+    pub(crate) fn policy(
+        flag: Option<HeadlessPermissions>,
+        configured: Option<crate::config::PermissionPolicy>,
+    ) -> crate::config::PermissionPolicy {
+        use crate::config::PermissionPolicy;
+        match (flag, configured) {
+            (Some(HeadlessPermissions::Allow), _) => PermissionPolicy::Allow,
+            (Some(HeadlessPermissions::Deny), _) => PermissionPolicy::Deny,
+            (None, Some(PermissionPolicy::Allow)) => PermissionPolicy::Allow,
+            (None, _) => PermissionPolicy::Deny,
+        }
+    }
 }
 
 #[derive(Debug, Args)]

@@ -803,7 +803,7 @@ mod tests {
             "{warnings:?}"
         );
         assert!(
-            warnings[1].starts_with(&format!("{ORIGIN}, line 6: `providers.pi.comand`: unknown key (known keys: args, command, env, model")),
+            warnings[1].starts_with(&format!("{ORIGIN}, line 6: `providers.pi.comand`: unknown key (known keys: acp_command, args, command, env, model")),
             "{warnings:?}"
         );
         assert!(

@@ -59,7 +59,12 @@ pub fn run(agent: AgentArgs, args: RunArgs) -> i32 {
         .settings
         .chosen_transport()
         .unwrap_or(provider::Transport::Json);
-    let provider = match provider::build_provider_with(&choice.name, &choice.settings, transport) {
+    let mut settings = choice.settings.clone();
+    settings.permissions = Some(cli::HeadlessPermissions::policy(
+        args.permissions,
+        settings.permissions,
+    ));
+    let provider = match provider::build_provider_with(&choice.name, &settings, transport) {
         Ok(provider) => provider,
         Err(message) => return usage_error(&message),
     };
@@ -189,7 +194,20 @@ pub fn replay(agent: AgentArgs, mut args: ReplayArgs) -> i32 {
         eprintln!("agentty: unknown provider `{name}`");
         return EXIT_USAGE;
     };
-    let mut mapping = AttemptMapping::new(backend.mapper(&AttemptRequest::default()));
+    // The mapper is chosen at the first line: an ACP log (the agent's JSON-RPC) is read by
+    // the ACP mapper whatever the provider, unless `--transport` says otherwise.
+    let mut mapping: Option<AttemptMapping> = None;
+    let choose_mapper = |first_line: &str| {
+        let acp = match agent.transport {
+            Some(transport) => transport == provider::Transport::Acp,
+            None => is_json_rpc(first_line),
+        };
+        AttemptMapping::new(if acp {
+            Box::new(provider::acp::AcpMapper::new(None))
+        } else {
+            backend.mapper(&AttemptRequest::default())
+        })
+    };
     let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
     let mut out = Vec::new();
     let mut feed = |raw: &str| {
@@ -197,6 +215,7 @@ pub fn replay(agent: AgentArgs, mut args: ReplayArgs) -> i32 {
         if text.is_empty() {
             return;
         }
+        let mapping = mapping.get_or_insert_with(|| choose_mapper(text));
         let line = Line {
             original_len: text.len(),
             text: text.to_owned(),
@@ -218,12 +237,19 @@ pub fn replay(agent: AgentArgs, mut args: ReplayArgs) -> i32 {
         exit_code: Some(0),
         ..ExitReport::default()
     };
+    let mapping = mapping.unwrap_or_else(|| choose_mapper(""));
     let terminal = mapping.finish(&report, EndedBy::Exit, String::new(), &mut out);
     for message in out.drain(..).chain(std::iter::once(terminal.clone())) {
         let _ = writeln!(stdout, "{}", message.to_json_line());
     }
     let _ = stdout.flush();
     exit_status(&terminal)
+}
+
+/// A JSON-RPC 2.0 message (an ACP agent's line).
+fn is_json_rpc(line: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(line)
+        .is_ok_and(|value| value.get("jsonrpc").and_then(|version| version.as_str()) == Some("2.0"))
 }
 
 /// The provider a session log names in its header; `None` when `path` is not a session log

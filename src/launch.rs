@@ -1,6 +1,6 @@
 //! Which provider to run, and with what settings: command line over config over defaults.
 
-use std::path::{Path, PathBuf};
+use crate::process::find_on_path;
 
 use crate::cli::AgentArgs;
 use crate::config::{Config, ProviderSettings};
@@ -84,24 +84,10 @@ pub(crate) fn choice_reason(agent: &AgentArgs, config: &Config) -> String {
     }
 }
 
-/// The first executable file called `program` in `PATH`.
-pub(crate) fn find_on_path(program: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(program))
-        .find(|candidate| is_executable(candidate))
-}
-
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    path.metadata()
-        .map(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
-        .unwrap_or(false)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
 
     #[test]
     fn the_reason_names_what_decided() {

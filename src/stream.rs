@@ -70,7 +70,7 @@ pub enum AgentMessage {
     /// The agent asks before acting (two-way transports only); answered by
     /// `permission.resolved`.
     #[serde(rename = "permission.request")]
-    PermissionRequest(PermissionRequest),
+    PermissionRequest(Box<PermissionRequest>),
     #[serde(rename = "permission.resolved")]
     PermissionResolved {
         id: String,
@@ -182,6 +182,8 @@ pub mod notice_kind {
     /// call) or a follow-up (after the turn). The text is the message.
     pub const STEER_DELIVERED: &str = "steer_delivered";
     pub const FOLLOW_UP_DELIVERED: &str = "follow_up_delivered";
+    /// The permission policy refused what the agent asked to do, without asking the user.
+    pub const PERMISSION_REFUSED: &str = "permission_refused";
 }
 
 /// Why an attempt failed, with every diagnostic passed through whole.
@@ -363,7 +365,7 @@ mod tests {
     #[test]
     fn permission_and_plan_shapes_match_the_design_table() {
         round_trip(
-            AgentMessage::PermissionRequest(PermissionRequest {
+            AgentMessage::PermissionRequest(Box::new(PermissionRequest {
                 id: "0".into(),
                 tool_call_id: Some("t1".into()),
                 title: "touch x".into(),
@@ -375,7 +377,7 @@ mod tests {
                 }],
                 command: Some("touch x".into()),
                 ..PermissionRequest::default()
-            }),
+            })),
             json!({"type":"permission.request","id":"0","tool_call_id":"t1","title":"touch x",
                    "kind":"execute","options":[{"id":"proceed_once","kind":"allow_once","name":"Allow"}],
                    "command":"touch x"}),

@@ -65,7 +65,7 @@ impl DemoWorld {
                 ("AGENTTY_DEMO_TIME_SCALE".to_owned(), "0".to_owned()),
             ]),
             model: None,
-            transport: None,
+            ..ProviderSettings::default()
         };
         let provider = build_provider("demo", &settings).expect("the demo provider");
         let mut options = OrchestratorOptions::new(provider);

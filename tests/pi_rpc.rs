@@ -51,8 +51,7 @@ impl RpcWorld {
                 (STATE_DIR_VAR.to_owned(), state.path().display().to_string()),
                 ("AGENTTY_DEMO_TIME_SCALE".to_owned(), time_scale.to_owned()),
             ]),
-            model: None,
-            transport: None,
+            ..ProviderSettings::default()
         };
         let provider = build_provider_with("demo", &settings, Transport::Rpc).unwrap();
         Self {

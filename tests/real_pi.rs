@@ -110,6 +110,7 @@ impl PiWorld {
         match transport {
             Transport::Json => Arc::new(CliProvider::from_arc(backend)),
             Transport::Rpc => Arc::new(RpcProvider::new(backend)),
+            Transport::Acp => unreachable!("pi has no ACP mode"),
         }
     }
 
@@ -150,7 +151,7 @@ impl PiWorld {
             args: Vec::new(),
             env,
             model: Some(format!("fake/{model}")),
-            transport: None,
+            ..ProviderSettings::default()
         }
     }
 

@@ -28,7 +28,7 @@ use crate::launch::resolve_provider;
 use crate::orchestrator::{
     spawn_orchestrator, Command, OrchestratorEvent, OrchestratorHandle, OrchestratorOptions,
 };
-use crate::provider::{build_backend, build_provider_with, default_chat_transport, SessionRef};
+use crate::provider::{build_provider_with, default_chat_transport, SessionRef};
 use crate::session_log::{
     sessions_dir, ConversationSummary, NewConversation, Origin, SessionLogWriter,
 };
@@ -83,15 +83,9 @@ impl Launch {
             Ok(choice) if choice.name == name => choice.settings,
             _ => self.config.provider_settings(name),
         };
-        if build_backend(name, &settings).is_none() {
-            return Err(format!(
-                "unknown provider {name:?} (choose one of {})",
-                crate::provider::PROVIDER_NAMES.join(", ")
-            ));
-        }
         let transport = settings
             .chosen_transport()
-            .unwrap_or_else(|| default_chat_transport(name));
+            .unwrap_or_else(|| default_chat_transport(name, &settings));
         let provider = build_provider_with(name, &settings, transport)?;
         let steers = provider.can_interject();
         let (writer, first_turn) = match &conversation {

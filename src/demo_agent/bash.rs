@@ -4,7 +4,7 @@
 
 use std::io::{self, Read};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 
 use super::signals::{self, TerminationDeferred, ToolGroup};
 
@@ -46,6 +46,46 @@ pub(crate) fn tool_command(command: &str) -> io::Result<(io::PipeReader, Command
     // SAFETY: `detach_in_child` only makes async-signal-safe calls.
     unsafe { bash.pre_exec(signals::detach_in_child) };
     Ok((reader, bash))
+}
+
+/// Starts `command` as a tool (in `cwd` when given), registered with the termination handler
+/// until the returned [`ToolGroup`] drops. A thread of its own hands each piece of output to
+/// `forward`, then `None` once the output closes; it stops early when `forward` says `false`.
+pub(crate) fn spawn_streamed(
+    command: &str,
+    cwd: Option<&std::path::Path>,
+    mut forward: impl FnMut(Option<Vec<u8>>) -> bool + Send + 'static,
+) -> io::Result<(Child, ToolGroup)> {
+    let (mut reader, mut bash) = tool_command(command)?;
+    if let Some(cwd) = cwd {
+        bash.current_dir(cwd);
+    }
+    let (child, group) = {
+        // A SIGTERM between spawn and registration would leave the tool running.
+        let _deferred = TerminationDeferred::new();
+        let child = bash.spawn()?;
+        let group = ToolGroup::register(child.id() as i32);
+        (child, group)
+    };
+    // Our copies of the pipe's write end must close, or the reader never sees EOF.
+    drop(bash);
+    std::thread::spawn(move || {
+        let mut buffer = [0u8; 8192];
+        loop {
+            match reader.read(&mut buffer) {
+                Ok(0) => break,
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
+                Ok(read) => {
+                    if !forward(Some(buffer[..read].to_vec())) {
+                        return;
+                    }
+                }
+            }
+        }
+        forward(None);
+    });
+    Ok((child, group))
 }
 
 /// Runs `command`, calling `on_output` with the accumulated output after each read.

@@ -1,6 +1,7 @@
 //! The built-in scripted agent (`agentty demo-agent`): a real child process that prints
 //! pi 0.73.1's `--mode json` events exactly as the captures in `protocols/pi/captures` show them,
-//! playing scenarios from `assets/scenarios/` (see the README there).
+//! playing scenarios from `assets/scenarios/` (see the README there). `--mode acp` is a different
+//! agent altogether, a scripted fake Agent Client Protocol agent with its own scenarios (`acp`).
 //!
 //! Behaviour kept from pi, because agentty must cope with it:
 //! - stdout carries only pi event lines (plus a scenario's deliberate bad lines); line 1 is the
@@ -16,6 +17,7 @@
 //! attempt this is; `AGENTTY_DEMO_TIME_SCALE` scales all delays; `AGENTTY_DEMO_STATE_DIR` moves
 //! the session and flaky state (see `state`).
 
+mod acp;
 mod bash;
 mod player;
 mod rpc;
@@ -42,9 +44,13 @@ pub struct DemoAgentArgs {
     /// The scenario to play (see assets/scenarios); default: chosen by a keyword in the prompt.
     #[arg(long)]
     pub scenario: Option<String>,
-    /// pi's output mode: `json` (one-shot) or `rpc` (long-lived, commands on stdin).
+    /// pi's output mode: `json` (one-shot) or `rpc` (long-lived, commands on stdin); or `acp`,
+    /// a fake Agent Client Protocol agent (see `acp`).
     #[arg(long, default_value = "json")]
     pub mode: String,
+    /// `--mode acp`: stay alive after stdin closes, like the Claude and Codex ACP adapters.
+    #[arg(long)]
+    pub stay_on_eof: bool,
     /// Continue this session id.
     #[arg(long)]
     pub session: Option<String>,
@@ -58,9 +64,12 @@ pub struct DemoAgentArgs {
 
 /// Runs the demo agent; returns the process exit status.
 pub fn run(args: DemoAgentArgs) -> i32 {
+    if args.mode == "acp" {
+        return acp::run(args.scenario.as_deref(), args.stay_on_eof);
+    }
     if args.mode != "json" && args.mode != "rpc" {
         eprintln!(
-            "Error: the demo agent speaks --mode json or --mode rpc (got --mode {})",
+            "Error: the demo agent speaks --mode json, rpc or acp (got --mode {})",
             args.mode
         );
         return 1;
@@ -167,6 +176,11 @@ fn run_rpc(args: DemoAgentArgs, forced: Option<Scenario>) -> i32 {
             1
         }
     }
+}
+
+/// The names of the `--mode acp` scenarios, in listing order.
+pub fn acp_scenario_names() -> Vec<&'static str> {
+    acp::scenario_names().collect()
 }
 
 /// The names of the built-in scenarios, in listing order (for `--scenario` checks).

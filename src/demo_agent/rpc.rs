@@ -18,7 +18,7 @@
 //! Every wait of the script is a wait for commands, so steering and aborts land mid-turn.
 
 use std::collections::VecDeque;
-use std::io::{self, BufRead, Read, Write};
+use std::io::{self, BufRead, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::process::Child;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
@@ -685,26 +685,13 @@ impl Engine {
     }
 
     fn spawn_bash(&mut self, command: &str) -> io::Result<(Child, ToolGroup)> {
-        let (mut reader, mut bash) = super::bash::tool_command(command)?;
-        let _deferred = TerminationDeferred::new();
-        let child = bash.spawn()?;
-        let group = ToolGroup::register(child.id() as i32);
-        drop(bash);
         let tx = self.inputs_tx.clone();
-        std::thread::spawn(move || {
-            let mut buffer = [0u8; 8192];
-            loop {
-                match reader.read(&mut buffer) {
-                    Ok(0) | Err(_) => break,
-                    Ok(read) => {
-                        if tx.send(Input::ToolOutput(buffer[..read].to_vec())).is_err() {
-                            return;
-                        }
-                    }
-                }
-            }
-            let _ = tx.send(Input::ToolOutputClosed);
-        });
-        Ok((child, group))
+        super::bash::spawn_streamed(command, None, move |output| {
+            let input = match output {
+                Some(bytes) => Input::ToolOutput(bytes),
+                None => Input::ToolOutputClosed,
+            };
+            tx.send(input).is_ok()
+        })
     }
 }

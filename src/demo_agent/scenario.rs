@@ -160,9 +160,18 @@ pub(crate) fn load(name: &str) -> Option<Result<Scenario, toml::de::Error>> {
 /// The scenario a prompt asks for: the scenario name that appears earliest in the prompt as a
 /// whole word (case-insensitive), the longest one when several start at the same place.
 pub(crate) fn for_prompt(prompt: &str) -> &'static str {
+    first_named(prompt, names()).unwrap_or(DEFAULT_SCENARIO)
+}
+
+/// The one of `names` that appears earliest in `prompt` as a whole word (case-insensitive), the
+/// longest one when several start at the same place.
+pub(crate) fn first_named<'a>(
+    prompt: &str,
+    names: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
     let lower = prompt.to_lowercase();
-    let mut best: Option<(usize, &'static str)> = None;
-    for name in names() {
+    let mut best: Option<(usize, &'a str)> = None;
+    for name in names {
         for (start, _) in lower.match_indices(name) {
             let end = start + name.len();
             let whole_word = !lower[..start].chars().next_back().is_some_and(is_word_char)
@@ -182,7 +191,7 @@ pub(crate) fn for_prompt(prompt: &str) -> &'static str {
             break;
         }
     }
-    best.map_or(DEFAULT_SCENARIO, |(_, name)| name)
+    best.map(|(_, name)| name)
 }
 
 /// Scenario names contain `-`, so a hyphen joins words: `tool-call` is not the word `tool`.

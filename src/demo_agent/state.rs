@@ -5,7 +5,8 @@
 //! agent still runs (a session is then simply new), it never fails because of it.
 //!
 //! Sessions (`sessions/<id>.jsonl`): line 1 is the `session` header exactly as printed, then one
-//! JSON string per prompt played in it. Like a real CLI, a prompt is stored when it is sent, so a
+//! JSON string per prompt played in it (and, written by `--mode acp` only, a
+//! `{"type":"answer","text":...}` line after each completed prompt, which the pi modes skip). Like a real CLI, a prompt is stored when it is sent, so a
 //! failed run leaves it in the session; the "request" each prompt makes (the session's earlier
 //! prompts and this one, what a model would receive) is appended to `requests.jsonl`, so tests
 //! can see what a retry or a resume really sends.
@@ -212,6 +213,63 @@ impl Session {
             return;
         };
         let line = serde_json::to_string(prompt).unwrap_or_default();
+        let _ = writeln!(file, "{line}");
+    }
+}
+
+/// One line of a session file after its header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Entry {
+    /// A prompt as sent (a JSON string line).
+    Prompt(String),
+    /// The answer a completed prompt got (a `{"type":"answer","text":...}` line; the ACP mode
+    /// writes them, the pi modes skip them).
+    Answer(String),
+}
+
+impl Session {
+    /// Session `id` exactly (no prefix match) with its entries; `None` when it is not stored.
+    pub(crate) fn load(id: &str) -> Option<(Self, Vec<Entry>)> {
+        let file = session_file(&state_dir(), id)?;
+        let text = fs::read_to_string(&file).ok()?;
+        let mut lines = text.lines();
+        let header = serde_json::from_str::<SessionHeader>(lines.next()?).ok()?;
+        if header.id != id {
+            return None;
+        }
+        let entries: Vec<Entry> = lines
+            .filter_map(|line| {
+                if let Ok(prompt) = serde_json::from_str::<String>(line) {
+                    return Some(Entry::Prompt(prompt));
+                }
+                let value = serde_json::from_str::<serde_json::Value>(line).ok()?;
+                (value["type"] == "answer")
+                    .then(|| Entry::Answer(value["text"].as_str().unwrap_or_default().to_owned()))
+            })
+            .collect();
+        let history = entries
+            .iter()
+            .filter_map(|entry| match entry {
+                Entry::Prompt(prompt) => Some(prompt.clone()),
+                Entry::Answer(_) => None,
+            })
+            .collect();
+        Some((
+            Self {
+                header,
+                history,
+                file,
+            },
+            entries,
+        ))
+    }
+
+    /// Appends the answer the last prompt got.
+    pub(crate) fn record_answer(&self, text: &str) {
+        let Ok(mut file) = fs::OpenOptions::new().append(true).open(&self.file) else {
+            return;
+        };
+        let line = serde_json::json!({"type": "answer", "text": text});
         let _ = writeln!(file, "{line}");
     }
 }

@@ -1002,6 +1002,7 @@ mod properties {
         RemoveQueued(usize),
         EditQueued(usize),
         Policy(bool, u32),
+        AnswerPermission,
         Shutdown,
         /// A message for the live attempt (if any), or for a stale one.
         Agent {
@@ -1025,6 +1026,7 @@ mod properties {
             1 => (0usize..3).prop_map(Step::EditQueued),
             1 => (any::<bool>(), 1u32..5).prop_map(|(on, max)| Step::Policy(on, max)),
             1 => Just(Step::Shutdown),
+            1 => Just(Step::AnswerPermission),
             8 => (any::<bool>(), 0u8..7).prop_map(|(live, kind)| Step::Agent { live, kind }),
             1 => (0u8..5).prop_map(Step::Progress),
             3 => any::<bool>().prop_map(|pending| Step::RetryDue { pending }),
@@ -1086,7 +1088,8 @@ mod properties {
                         prop_assert_eq!(self.pending_retry, Some((*turn, *attempt)));
                         self.pending_retry = None;
                     }
-                    Effect::Interject { turn, attempt, .. } => {
+                    Effect::Interject { turn, attempt, .. }
+                    | Effect::AnswerPermission { turn, attempt, .. } => {
                         prop_assert_eq!(self.live, Some((*turn, *attempt)));
                     }
                     Effect::Rollback { turn } => {
@@ -1149,6 +1152,10 @@ mod properties {
                         max_delay_ms: 10,
                     })),
                     Step::Shutdown => Input::Command(Command::Shutdown),
+                    Step::AnswerPermission => Input::Command(Command::AnswerPermission {
+                        id: "0".into(),
+                        option: Some("allow".into()),
+                    }),
                     Step::Agent { live, kind } => {
                         let (turn, attempt) = match observer.live {
                             Some(current) if live => current,
@@ -1302,4 +1309,22 @@ fn a_session_reset_by_the_driver_makes_the_next_turns_start_fresh() {
     agent(&mut machine, 1, 2, completed());
     let effects = submit(&mut machine, "two");
     assert_eq!(actions(&effects), [start(2, 1, "two", SessionRef::New)]);
+}
+
+#[test]
+fn a_permission_answer_reaches_the_running_attempt_only() {
+    let mut machine = Machine::new(RetryPolicy::default(), SessionRef::New);
+    let answer = || {
+        Input::Command(Command::AnswerPermission {
+            id: "0".into(),
+            option: Some("allow".into()),
+        })
+    };
+    assert!(machine.handle(answer()).is_empty(), "no turn runs");
+    machine.handle(Input::Command(Command::Submit("go".into())));
+    let effects = machine.handle(answer());
+    assert!(
+        matches!(&effects[..], [Effect::AnswerPermission { turn: 1, attempt: 1, id, option: Some(option) }] if id == "0" && option == "allow"),
+        "{effects:?}"
+    );
 }

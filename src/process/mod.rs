@@ -337,6 +337,36 @@ async fn drain_stderr(
     }
 }
 
+/// Owns a long-lived agent's stdin: writes each line given, in order, with its newline. Ends
+/// (closing stdin) when every sender is gone or the agent stops reading.
+pub(crate) async fn write_lines(
+    mut stdin: tokio::process::ChildStdin,
+    mut lines: mpsc::UnboundedReceiver<String>,
+) {
+    use tokio::io::AsyncWriteExt;
+    while let Some(mut line) = lines.recv().await {
+        line.push('\n');
+        if stdin.write_all(line.as_bytes()).await.is_err() || stdin.flush().await.is_err() {
+            break;
+        }
+    }
+}
+
+/// The first executable file called `program` in `PATH`.
+pub(crate) fn find_on_path(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|candidate| is_executable(candidate))
+}
+
+pub(crate) fn is_executable(path: &std::path::Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    path.metadata()
+        .map(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
+}
+
 #[cfg(test)]
 mod tests {
     use super::SpawnSpec;

@@ -155,6 +155,46 @@ pub(crate) fn kill_tree(tree: &TreeIdentity, deadline: Instant) -> usize {
     }
 }
 
+/// The live processes of the tree besides its root (the agent itself).
+pub(crate) fn descendants(tree: &TreeIdentity) -> HashSet<i32> {
+    members_in(tree, &read_proc_table())
+        .into_iter()
+        .filter(|entry| entry.pid != tree.root && !entry.zombie)
+        .map(|entry| entry.pid)
+        .collect()
+}
+
+/// SIGKILLs the processes of the tree that are not in `keep` (nor the root), with their own
+/// process groups (a tool started in a group of its own), until none is left or `deadline`
+/// passes: what an agent left running after it ended a turn. Returns how many were killed.
+pub(crate) fn kill_descendants_except(
+    tree: &TreeIdentity,
+    keep: &HashSet<i32>,
+    deadline: Instant,
+) -> usize {
+    let mut killed: HashSet<i32> = HashSet::new();
+    loop {
+        let strays: Vec<i32> = descendants(tree)
+            .into_iter()
+            .filter(|pid| !keep.contains(pid))
+            .collect();
+        if strays.is_empty() || Instant::now() >= deadline {
+            reap_adopted(tree.root, &killed);
+            return killed.len();
+        }
+        for pid in strays {
+            let pid = Pid::from_raw(pid);
+            if nix::unistd::getpgid(Some(pid)).ok() == Some(pid) {
+                let _ = killpg(pid, Signal::SIGKILL);
+            }
+            let _ = kill(pid, Signal::SIGKILL);
+            killed.insert(pid.as_raw());
+        }
+        reap_adopted(tree.root, &killed);
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 /// Reaps zombies that became our children as subreaper. A zombie has no environment left to
 /// match, so as subreaper every zombie child is reaped except the roots of live agents (their
 /// own `Child` handles reap them); without it only `candidates` of this tree are.

@@ -36,6 +36,11 @@ impl Backend for DemoBackend {
         Some(self.spec_in_mode("rpc", request))
     }
 
+    /// The demo agent's ACP mode: a scripted ACP agent (permission prompts, plans, ...).
+    fn acp_spawn_spec(&self, request: &AttemptRequest) -> Option<SpawnSpec> {
+        Some(self.spec_in_mode("acp", request))
+    }
+
     fn mapper(&self, request: &AttemptRequest) -> Box<dyn Mapper> {
         Box::new(PiMapper::new("demo", request.session != SessionRef::New))
     }
@@ -66,10 +71,12 @@ impl DemoBackend {
         if let Some(scenario) = &request.scenario {
             spec = spec.args(["--scenario", scenario.as_str()]);
         }
-        spec = spec
-            .args(self.settings.args.iter())
-            .args(session_args(&request.session))
-            .env(DEMO_ATTEMPT_VAR, request.attempt.max(1).to_string());
+        spec = spec.args(self.settings.args.iter());
+        if mode != "acp" {
+            // ACP opens its session in the protocol (`session/load`).
+            spec = spec.args(session_args(&request.session));
+        }
+        spec = spec.env(DEMO_ATTEMPT_VAR, request.attempt.max(1).to_string());
         for (key, value) in &self.settings.env {
             spec = spec.env(key, value);
         }

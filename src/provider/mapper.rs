@@ -54,6 +54,10 @@ pub trait Mapper: Send {
     /// One stderr line. Most agents put nothing structured there; some announce retries.
     fn map_stderr_line(&mut self, _line: &str, _out: &mut Vec<AgentMessage>) {}
 
+    /// A line the client wrote to the agent (two-way transports: an answer to the agent's
+    /// request). Most mappers have nothing to make of it.
+    fn map_client_line(&mut self, _line: &str, _out: &mut Vec<AgentMessage>) {}
+
     /// True once the agent's stream has said the attempt is over (so an agent that keeps
     /// running afterwards may be stopped).
     fn outcome_reported(&self) -> bool;

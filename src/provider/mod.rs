@@ -4,11 +4,13 @@
 //! a failed start is such a message (`start_failed`), never an error return. Retry policy lives
 //! in the orchestrator only.
 
+pub mod acp;
 pub mod checkpoint;
 pub mod claude;
 pub mod codex;
 pub(crate) mod common;
 pub(crate) mod config_mirror;
+pub mod configured;
 pub mod demo;
 pub mod errors;
 pub mod gemini;
@@ -94,7 +96,7 @@ impl std::fmt::Debug for RawLineTap {
 /// A backend knows how to start its CLI and how to read it; the runner does the rest.
 pub trait Backend: Send + Sync + 'static {
     /// The `--provider` name (`pi`, `claude`, ...).
-    fn name(&self) -> &'static str;
+    fn name(&self) -> &str;
     fn spawn_spec(&self, request: &AttemptRequest) -> SpawnSpec;
     fn mapper(&self, request: &AttemptRequest) -> Box<dyn Mapper>;
     /// Where the CLI keeps the stored session `session_id` for this request, if this backend
@@ -120,6 +122,16 @@ pub trait Backend: Send + Sync + 'static {
         let _ = request;
         None
     }
+    /// How to start the agent speaking the Agent Client Protocol (`gemini --acp`, an ACP
+    /// adapter); `None`: this backend has no ACP agent (or its adapter is not installed).
+    fn acp_spawn_spec(&self, request: &AttemptRequest) -> Option<SpawnSpec> {
+        let _ = request;
+        None
+    }
+    /// How this backend's ACP agent departs from the protocol.
+    fn acp_quirks(&self) -> acp::AcpQuirks {
+        acp::AcpQuirks::default()
+    }
 }
 
 /// A message for the agent while its turn runs (long-lived transports only).
@@ -131,13 +143,28 @@ pub enum Interjection {
     FollowUp,
 }
 
-/// The transport the chat uses for `name` unless told otherwise: pi's RPC mode (no cold start
-/// per turn, steering, in-band stop), the one-shot JSON mode for the rest.
-pub(crate) fn default_chat_transport(name: &str) -> Transport {
-    if name == "pi" {
-        Transport::Rpc
-    } else {
-        Transport::Json
+/// The transport the chat uses for `name` unless told otherwise: the best the backend has.
+/// pi's RPC mode and ACP are long-lived and two-way (no cold start per turn, in-band stop;
+/// steering for pi, permission prompts for ACP): Gemini speaks ACP itself, Claude Code and
+/// Codex through their ACP adapters when one is installed; the rest run one-shot.
+pub(crate) fn default_chat_transport(name: &str, settings: &ProviderSettings) -> Transport {
+    if let Some(protocol) = settings.protocol {
+        return protocol;
+    }
+    match ProviderKind::from_name(name) {
+        Some(ProviderKind::Pi) => Transport::Rpc,
+        Some(ProviderKind::Gemini) => Transport::Acp,
+        Some(ProviderKind::Claude | ProviderKind::Codex) => {
+            let has_adapter = build_backend(name, settings).is_some_and(|backend| {
+                backend.acp_spawn_spec(&AttemptRequest::default()).is_some()
+            });
+            if has_adapter {
+                Transport::Acp
+            } else {
+                Transport::Json
+            }
+        }
+        Some(ProviderKind::Demo) | None => Transport::Json,
     }
 }
 
@@ -286,9 +313,17 @@ pub(crate) const PROVIDER_NAMES: [&str; 5] = {
     names
 };
 
-/// Builds the backend for `name` from its settings.
+/// Builds the backend for `name` from its settings: a built-in one, or an ACP agent defined
+/// in the config.
 pub fn build_backend(name: &str, settings: &ProviderSettings) -> Option<Arc<dyn Backend>> {
-    ProviderKind::from_name(name).map(|kind| kind.backend(settings))
+    if let Some(kind) = ProviderKind::from_name(name) {
+        return Some(kind.backend(settings));
+    }
+    if settings.protocol == Some(Transport::Acp) {
+        return configured::ConfiguredAcpBackend::new(name, settings)
+            .map(|backend| Arc::new(backend) as Arc<dyn Backend>);
+    }
+    None
 }
 
 /// Builds the provider for `name` from its settings, with the one-shot transport.
@@ -304,8 +339,21 @@ pub fn build_provider_with(
     settings: &ProviderSettings,
     transport: Transport,
 ) -> Result<Arc<dyn Provider>, String> {
-    let backend =
-        build_backend(name, settings).ok_or_else(|| format!("unknown provider `{name}`"))?;
+    let backend = build_backend(name, settings).ok_or_else(|| match &settings.protocol {
+        None if settings.command.is_some() => format!(
+            "the provider `{name}` in the config needs `protocol = \"acp\"` (agentty runs \
+             any Agent Client Protocol agent; other protocols need a built-in backend)"
+        ),
+        _ => format!(
+            "unknown provider `{name}` (choose one of {}, or define it in the config)",
+            PROVIDER_NAMES.join(", ")
+        ),
+    })?;
+    if ProviderKind::from_name(name).is_none() && transport != Transport::Acp {
+        return Err(format!(
+            "the provider `{name}` speaks only ACP (use --transport acp, or none)"
+        ));
+    }
     match transport {
         Transport::Json => Ok(Arc::new(CliProvider { backend })),
         Transport::Rpc => {
@@ -317,8 +365,29 @@ pub fn build_provider_with(
             }
             Ok(Arc::new(pi::rpc::RpcProvider::new(backend)))
         }
-        Transport::Acp => Err(format!(
-            "the {name} provider has no ACP transport (use --transport json)"
-        )),
+        Transport::Acp => {
+            let probe = AttemptRequest::default();
+            if backend.acp_spawn_spec(&probe).is_none() {
+                return Err(match name {
+                    "claude" => format!(
+                        "the Claude Code ACP adapter is not installed: `{}` is not on PATH \
+                         (npm install -g @zed-industries/claude-agent-acp, or set acp_command \
+                         under [providers.claude]); --transport json runs Claude Code itself",
+                        claude::ACP_ADAPTER
+                    ),
+                    "codex" => format!(
+                        "the Codex ACP adapter is not installed: `{}` is not on PATH \
+                         (npm install -g @zed-industries/codex-acp, or set acp_command under \
+                         [providers.codex]); --transport json runs Codex itself",
+                        codex::ACP_ADAPTER
+                    ),
+                    _ => format!("the {name} provider has no ACP transport (use --transport json)"),
+                });
+            }
+            let policy = settings
+                .permissions
+                .unwrap_or(crate::config::PermissionPolicy::Ask);
+            Ok(Arc::new(acp::AcpProvider::new(backend, policy)))
+        }
     }
 }

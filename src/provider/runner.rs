@@ -259,6 +259,13 @@ impl AttemptMapping {
         self.account(out, first_new);
     }
 
+    /// A line the client wrote to the agent (see [`Mapper::map_client_line`]).
+    pub(crate) fn map_client_line(&mut self, line: &str, out: &mut Vec<AgentMessage>) {
+        let first_new = out.len();
+        self.mapper.map_client_line(line, out);
+        self.account(out, first_new);
+    }
+
     pub fn map_stderr_line(&mut self, line: &str, out: &mut Vec<AgentMessage>) {
         let first_new = out.len();
         self.mapper.map_stderr_line(line, out);
@@ -400,10 +407,28 @@ fn append_detail(message: &mut String, detail: &str) {
     }
 }
 
-async fn sleep_until_opt(deadline: Option<Instant>) {
+/// Sleeps until `deadline`; pending forever without one.
+pub(crate) async fn sleep_until_opt(deadline: Option<Instant>) {
     match deadline {
         Some(deadline) => tokio::time::sleep_until(deadline).await,
         None => futures::future::pending().await,
+    }
+}
+
+/// The next stop progress of a process being stopped; pending forever while none is (or once
+/// its stop control is gone).
+pub(crate) async fn progress_changed(
+    progress: &mut Option<tokio::sync::watch::Receiver<crate::process::StopProgress>>,
+) -> Option<crate::process::StopProgress> {
+    match progress {
+        Some(receiver) => match receiver.changed().await {
+            Ok(()) => Some(*receiver.borrow_and_update()),
+            Err(_) => {
+                *progress = None;
+                None
+            }
+        },
+        None => std::future::pending().await,
     }
 }
 

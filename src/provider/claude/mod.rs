@@ -20,11 +20,16 @@ use std::path::PathBuf;
 
 use crate::config::ProviderSettings;
 use crate::process::SpawnSpec;
+use crate::provider::acp::{acp_adapter, AcpQuirks};
 use crate::provider::checkpoint::{agent_env, agent_home, newest_file_named};
 use crate::provider::{AttemptRequest, Backend, Mapper, SessionRef};
 
 /// The CLI's own retry count; agentty sets it to 0.
 pub(crate) const MAX_RETRIES_VAR: &str = "CLAUDE_CODE_MAX_RETRIES";
+/// Tells Claude Code that running as root is deliberate (a sandbox).
+const SANDBOX_VAR: &str = "IS_SANDBOX";
+/// The Claude Code ACP adapter's executable (`@zed-industries/claude-agent-acp`).
+pub(crate) const ACP_ADAPTER: &str = "claude-agent-acp";
 
 pub struct ClaudeBackend {
     settings: ProviderSettings,
@@ -78,6 +83,31 @@ impl Backend for ClaudeBackend {
         }
         spec.cwd = request.cwd.clone();
         spec.arg("--").arg(&request.prompt)
+    }
+
+    /// Zed's ACP adapter (`claude-agent-acp`, or `acp_command`), which runs Claude Code
+    /// through the Claude Agent SDK: the same environment (its own retries off), and as root
+    /// `IS_SANDBOX=1`, without which the SDK's Claude Code refuses to start.
+    fn acp_spawn_spec(&self, request: &AttemptRequest) -> Option<SpawnSpec> {
+        let program = acp_adapter(&self.settings, ACP_ADAPTER)?;
+        let mut spec = SpawnSpec::new(program).env(MAX_RETRIES_VAR, "0");
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        if unsafe { libc::geteuid() } == 0 {
+            spec = spec.env(SANDBOX_VAR, "1");
+        }
+        for (key, value) in &self.settings.env {
+            spec = spec.env(key, value);
+        }
+        spec.cwd = request.cwd.clone();
+        Some(spec)
+    }
+
+    /// After a `session/cancel` the adapter answers the next prompt at once with nothing and
+    /// gives its answer during the prompt after that (0.23.1).
+    fn acp_quirks(&self) -> AcpQuirks {
+        AcpQuirks {
+            restart_after_cancel: true,
+        }
     }
 
     fn mapper(&self, request: &AttemptRequest) -> Box<dyn Mapper> {

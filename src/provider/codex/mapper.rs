@@ -581,7 +581,7 @@ mod tests {
         assert_eq!(
             out,
             [
-                r#"{"type":"tool.call","id":"item_3","name":"apply_patch","input":{"changes":[{"kind":"update","path":"src/a.rs"},{"kind":"add","path":"b.txt"}]}}"#,
+                r#"{"type":"tool.call","id":"item_3","name":"apply_patch","input":{"changes":[{"path":"src/a.rs","kind":"update"},{"path":"b.txt","kind":"add"}]}}"#,
                 r#"{"type":"tool.completed","id":"item_3","output":"update src/a.rs\nadd b.txt"}"#,
                 r#"{"type":"tool.call","id":"item_4","name":"docs.search","input":{"q":"x"}}"#,
                 r#"{"type":"tool.completed","id":"item_4","output":"found"}"#,
@@ -589,7 +589,7 @@ mod tests {
                 r#"{"type":"tool.failed","id":"item_5","error":"server gone"}"#,
                 r#"{"type":"tool.call","id":"item_6","name":"web_search","input":{"query":"rust serde borrow"}}"#,
                 r#"{"type":"tool.completed","id":"item_6","output":"rust serde borrow"}"#,
-                r#"{"type":"tool.call","id":"item_7","name":"todo_list","input":{"items":[{"completed":false,"text":"read"},{"completed":false,"text":"write"}]}}"#,
+                r#"{"type":"tool.call","id":"item_7","name":"todo_list","input":{"items":[{"text":"read","completed":false},{"text":"write","completed":false}]}}"#,
                 r#"{"type":"tool.update","id":"item_7","output":"[x] read\n[ ] write"}"#,
                 r#"{"type":"tool.completed","id":"item_7","output":"[x] read\n[x] write"}"#,
             ]

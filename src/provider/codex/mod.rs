@@ -20,8 +20,12 @@ use std::path::PathBuf;
 
 use crate::config::ProviderSettings;
 use crate::process::SpawnSpec;
+use crate::provider::acp::acp_adapter;
 use crate::provider::checkpoint::newest_file_named;
 use crate::provider::{AttemptRequest, Backend, Mapper, SessionRef};
+
+/// The Codex ACP adapter's executable (`@zed-industries/codex-acp`).
+pub(crate) const ACP_ADAPTER: &str = "codex-acp";
 
 pub struct CodexBackend {
     settings: ProviderSettings,
@@ -35,6 +39,36 @@ impl CodexBackend {
             settings,
             thread_totals: usage::ThreadTotals::default(),
         }
+    }
+
+    /// The directory of the `bwrap` the `@openai/codex` package ships
+    /// (`node_modules/@openai/codex-<platform>/vendor/<target>/codex-resources/bwrap`), found
+    /// from the `codex` executable.
+    fn bundled_bwrap_dir(&self) -> Option<PathBuf> {
+        let codex = match &self.settings.command {
+            Some(command) if command.components().count() > 1 => command.clone(),
+            Some(command) => crate::process::find_on_path(&command.to_string_lossy())?,
+            None => crate::process::find_on_path("codex")?,
+        };
+        // .../node_modules/@openai/codex/bin/codex.js -> .../node_modules/@openai
+        let scope = std::fs::canonicalize(codex)
+            .ok()?
+            .parent()?
+            .parent()?
+            .parent()?
+            .to_path_buf();
+        for package in std::fs::read_dir(&scope).ok()?.flatten() {
+            let Ok(targets) = std::fs::read_dir(package.path().join("vendor")) else {
+                continue;
+            };
+            for target in targets.flatten() {
+                let resources = target.path().join("codex-resources");
+                if crate::process::is_executable(&resources.join("bwrap")) {
+                    return Some(resources);
+                }
+            }
+        }
+        None
     }
 
     /// The Codex home this run will use: `$CODEX_HOME` (the configured environment first),
@@ -84,6 +118,37 @@ impl Backend for CodexBackend {
         }
         spec.cwd = request.cwd.clone();
         spec
+    }
+
+    /// Zed's ACP adapter (`codex-acp`, or `acp_command`) with Codex's own retries off as for
+    /// `exec`. Its sandbox needs `bwrap` on PATH, which the adapter does not ship: the one in
+    /// the `@openai/codex` package is put on PATH when there is none.
+    fn acp_spawn_spec(&self, request: &AttemptRequest) -> Option<SpawnSpec> {
+        let program = acp_adapter(&self.settings, ACP_ADAPTER)?;
+        let config_text = self
+            .codex_config_path()
+            .and_then(|path| std::fs::read_to_string(path).ok());
+        let mut args: Vec<String> = Vec::new();
+        if let Some(model) = &self.settings.model {
+            args.extend(["-c".into(), format!("model={model:?}")]);
+        }
+        if let Some(provider) = custom_model_provider(&self.settings.args, config_text.as_deref()) {
+            for key in ["request_max_retries", "stream_max_retries"] {
+                args.extend(["-c".into(), format!("model_providers.{provider}.{key}=0")]);
+            }
+        }
+        let mut spec = SpawnSpec::new(program).args(args);
+        for (key, value) in &self.settings.env {
+            spec = spec.env(key, value);
+        }
+        if crate::process::find_on_path("bwrap").is_none() {
+            if let Some(bwrap_dir) = self.bundled_bwrap_dir() {
+                let path = std::env::var("PATH").unwrap_or_default();
+                spec = spec.env("PATH", format!("{}:{path}", bwrap_dir.display()));
+            }
+        }
+        spec.cwd = request.cwd.clone();
+        Some(spec)
     }
 
     fn mapper(&self, request: &AttemptRequest) -> Box<dyn Mapper> {

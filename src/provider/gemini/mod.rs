@@ -72,21 +72,16 @@ impl GeminiBackend {
             }
         }
     }
-}
 
-impl Backend for GeminiBackend {
-    fn name(&self) -> &'static str {
-        "gemini"
-    }
-
-    fn spawn_spec(&self, request: &AttemptRequest) -> SpawnSpec {
+    /// The CLI with `args`, the configured environment and the retry-off home.
+    fn spec_with_args(&self, args: Vec<String>, request: &AttemptRequest) -> SpawnSpec {
         let program = self
             .settings
             .command
             .clone()
             .unwrap_or_else(|| "gemini".into());
         let mut spec = SpawnSpec::new(program)
-            .args(gemini_args(&self.settings, request))
+            .args(args)
             .env(NO_RELAUNCH_VAR, "true");
         for (key, value) in &self.settings.env {
             spec = spec.env(key, value);
@@ -97,6 +92,27 @@ impl Backend for GeminiBackend {
         }
         spec.cwd = request.cwd.clone();
         spec
+    }
+}
+
+impl Backend for GeminiBackend {
+    fn name(&self) -> &'static str {
+        "gemini"
+    }
+
+    fn spawn_spec(&self, request: &AttemptRequest) -> SpawnSpec {
+        self.spec_with_args(gemini_args(&self.settings, request), request)
+    }
+
+    /// `gemini --acp`: the same CLI and environment (its own retries off), speaking ACP.
+    fn acp_spawn_spec(&self, request: &AttemptRequest) -> Option<SpawnSpec> {
+        let mut args: Vec<String> = vec!["--acp".into()];
+        if let Some(model) = &self.settings.model {
+            args.push("-m".into());
+            args.push(model.clone());
+        }
+        args.extend(self.settings.args.iter().cloned());
+        Some(self.spec_with_args(args, request))
     }
 
     fn mapper(&self, request: &AttemptRequest) -> Box<dyn Mapper> {

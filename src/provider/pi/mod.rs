@@ -194,7 +194,7 @@ mod tests {
             )]
             .into(),
             model: Some("plain".into()),
-            transport: None,
+            ..ProviderSettings::default()
         };
         let backend = PiBackend::new(settings).with_state_dir(state.path());
         let request = AttemptRequest {

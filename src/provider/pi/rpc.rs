@@ -24,12 +24,11 @@ use std::time::Duration;
 
 use crate::provider::runner::{spawn_attempt, AttemptSink};
 use serde_json::{json, Value};
-use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 
 use crate::process::{self, ExitReport, Line, StopControl, StopProgress};
-use crate::provider::runner::{self, AttemptMapping, EndedBy};
+use crate::provider::runner::{self, progress_changed, sleep_until_opt, AttemptMapping, EndedBy};
 use crate::provider::{
     AgentStream, AttemptRequest, Backend, Interjection, Provider, SessionCheckpoint, SessionRef,
 };
@@ -264,7 +263,7 @@ impl RpcSession {
             .map_err(|error| runner::start_failed(error.to_string()))?;
         tracing::info!(pid = agent.pid, command = %spec.display(), "rpc agent started");
         let (lines_tx, lines_rx) = mpsc::unbounded_channel();
-        tokio::spawn(write_commands(stdin, lines_rx));
+        tokio::spawn(process::write_lines(stdin, lines_rx));
         let writer = CommandWriter {
             lines: lines_tx,
             pending: Arc::new(Mutex::new(HashMap::new())),
@@ -438,20 +437,6 @@ impl Drop for RpcSession {
     fn drop(&mut self) {
         if self.exited.is_none() {
             self.process_stop.stop();
-        }
-    }
-}
-
-/// Owns pi's stdin: one command per line, in order. Ends (closing stdin) when every sender is
-/// gone or pi stops reading.
-async fn write_commands(
-    mut stdin: tokio::process::ChildStdin,
-    mut lines: mpsc::UnboundedReceiver<String>,
-) {
-    while let Some(mut line) = lines.recv().await {
-        line.push('\n');
-        if stdin.write_all(line.as_bytes()).await.is_err() || stdin.flush().await.is_err() {
-            break;
         }
     }
 }
@@ -846,28 +831,6 @@ fn delivered(was: &[String], is: &[String]) -> Vec<String> {
 fn is_agent_end(line: &str) -> bool {
     line.contains("\"agent_end\"")
         && serde_json::from_str::<ResponseHead>(line).is_ok_and(|head| head.kind == "agent_end")
-}
-
-async fn progress_changed(
-    progress: &mut Option<watch::Receiver<StopProgress>>,
-) -> Option<StopProgress> {
-    match progress {
-        Some(receiver) => match receiver.changed().await {
-            Ok(()) => Some(*receiver.borrow_and_update()),
-            Err(_) => {
-                *progress = None;
-                None
-            }
-        },
-        None => std::future::pending().await,
-    }
-}
-
-async fn sleep_until_opt(deadline: Option<Instant>) {
-    match deadline {
-        Some(deadline) => tokio::time::sleep_until(deadline).await,
-        None => std::future::pending().await,
-    }
 }
 
 #[cfg(test)]

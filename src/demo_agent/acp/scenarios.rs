@@ -1,0 +1,418 @@
+//! The ACP mode's scenarios: small, deterministic scripts, one per protocol case the client
+//! must handle. The scenario is `--scenario NAME`, else the first name below that appears as a
+//! whole word in the prompt (a hyphen joins words: `permission-unannounced` is not
+//! `permission`), else `hello`. Text streams one word per `agent_message_chunk`, 40 ms apart
+//! (script time, scaled by `AGENTTY_DEMO_TIME_SCALE`).
+//!
+//! | scenario | what the agent does |
+//! |---|---|
+//! | `hello` | text deltas, `end_turn` |
+//! | `thinking` | `agent_thought_chunk` deltas, then text |
+//! | `plan` | a `plan` (3 entries: content/priority/status), text, the plan all completed, text |
+//! | `permission` | text; `tool_call` execute/pending `touch agentty-demo.txt` (`rawInput.command`); `session/request_permission` with `allow_once` "Allow", `allow_always` "Always allow", `reject_once` "Reject", `reject_always` "Never". Allowed: runs it in the session cwd, `tool_call_update` in_progress (`_meta.agenttyDemo.pid`), then completed with the output as content, text "Done.". Rejected: `tool_call_update` failed, text saying it did not run. Cancelled: `stopReason: cancelled` |
+//! | `permission-unannounced` | gemini-like: no `tool_call`, the call exists only in the request's `toolCall`; options `proceed_always`, `proceed_once`, `cancel`. Allowed: runs it, one `tool_call_update` completed (content `[]`). Rejected: no update, text |
+//! | `edit` | `tool_call` kind edit with `locations [{path}]` and content `[{type:"diff", path, oldText, newText}]` for `<cwd>/agentty-demo.md` (`oldText` null when it does not exist); Claude's options (`allow_always`, `allow`, `reject`). Allowed: appends a line to the file, `tool_call_update` completed |
+//! | `sleep` | `tool_call` execute in_progress `sleep 100`, run as a real process group (pid in the `in_progress` update's `_meta.agenttyDemo.pid`); `session/cancel` kills the group, `tool_call_update` failed, `cancelled` |
+//! | `slow` | `tok0 ` … `tok99 `, one every 200 ms (20 s); honours cancel |
+//! | `ignore-cancel` | like `slow` but `session/cancel` is ignored; after a cancel it never answers the prompt (the client must fall back to signals, which work as usual) |
+//! | `malformed` | mid-turn a line that is not JSON, then `{"hello":...}` (JSON, not JSON-RPC), then `end_turn` |
+//! | `unknown-update` | a `session/update` with `sessionUpdate: "something_new"` between text chunks |
+//! | `stray-response` | mid-turn `{"jsonrpc":"2.0","id":999,"result":{}}`, an id the client never used |
+//! | `exit-mid-turn` | some text, then exit status 3 (stderr says why), the prompt unanswered |
+//! | `error` | the prompt is answered with error `-32603` `Internal error: API Error: 500 {"error":{"message":"fake overload"}}` |
+//! | `flaky` | fails like `error` the first time a prompt text is sent, succeeds the next time (the demo's flaky marks, `state::flaky_fails`) |
+//! | `lag-after-cancel` | like `slow`; after a `session/cancel`, the session answers one prompt late from then on (the Claude ACP adapter's bug): the next prompt ends `end_turn` at once with no text, the prompt after it streams "This answers \"<previous prompt>\"." |
+
+use std::fs;
+
+use serde_json::json;
+
+use super::super::{scenario, state};
+use super::turn::{Decision, Halt, Turn, TurnEnd};
+use super::wire;
+
+/// The scenarios, in listing order, with a line each.
+pub(crate) const SCENARIOS: &[(&str, &str)] = &[
+    ("hello", "a few text deltas, end_turn"),
+    ("thinking", "thought deltas, then text"),
+    ("plan", "a plan update, text, the plan completed, text"),
+    (
+        "permission",
+        "an announced command asks permission (4 options); allowed, it runs",
+    ),
+    (
+        "permission-unannounced",
+        "gemini-like: a permission request with no tool_call before it",
+    ),
+    (
+        "edit",
+        "an edit with a diff asks permission; allowed, it writes the file",
+    ),
+    (
+        "sleep",
+        "runs `sleep 100` as a real process; session/cancel kills it",
+    ),
+    ("slow", "a text delta every 200 ms for 20 s"),
+    (
+        "ignore-cancel",
+        "slow text that ignores session/cancel and then never answers",
+    ),
+    (
+        "malformed",
+        "a non-JSON line and a non-JSON-RPC line mid-turn",
+    ),
+    ("unknown-update", "a session/update of an unknown kind"),
+    ("stray-response", "a JSON-RPC response to id 999 mid-turn"),
+    ("exit-mid-turn", "some text, then exit 3 without answering"),
+    ("error", "the prompt fails with a JSON-RPC error (API 500)"),
+    (
+        "flaky",
+        "fails like error once per prompt text, then succeeds",
+    ),
+    (
+        "lag-after-cancel",
+        "after a cancel, each answer comes one prompt late",
+    ),
+];
+
+/// The error text of the `error` and `flaky` scenarios, as the real agents word a model failure.
+pub(crate) const API_ERROR: &str =
+    "Internal error: API Error: 500 {\"error\":{\"message\":\"fake overload\"}}";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Scenario {
+    Hello,
+    Thinking,
+    Plan,
+    Permission,
+    PermissionUnannounced,
+    Edit,
+    Sleep,
+    Slow,
+    IgnoreCancel,
+    Malformed,
+    UnknownUpdate,
+    StrayResponse,
+    ExitMidTurn,
+    Error,
+    Flaky,
+    LagAfterCancel,
+}
+
+/// The scenario names, in listing order.
+pub(crate) fn names() -> impl Iterator<Item = &'static str> {
+    SCENARIOS.iter().map(|(name, _)| *name)
+}
+
+impl Scenario {
+    pub(crate) fn from_name(name: &str) -> Option<Self> {
+        Some(match name {
+            "hello" => Self::Hello,
+            "thinking" => Self::Thinking,
+            "plan" => Self::Plan,
+            "permission" => Self::Permission,
+            "permission-unannounced" => Self::PermissionUnannounced,
+            "edit" => Self::Edit,
+            "sleep" => Self::Sleep,
+            "slow" => Self::Slow,
+            "ignore-cancel" => Self::IgnoreCancel,
+            "malformed" => Self::Malformed,
+            "unknown-update" => Self::UnknownUpdate,
+            "stray-response" => Self::StrayResponse,
+            "exit-mid-turn" => Self::ExitMidTurn,
+            "error" => Self::Error,
+            "flaky" => Self::Flaky,
+            "lag-after-cancel" => Self::LagAfterCancel,
+            _ => return None,
+        })
+    }
+
+    /// The first scenario named as a word in `prompt`, else `hello`.
+    pub(crate) fn for_prompt(prompt: &str) -> Self {
+        scenario::first_named(prompt, names())
+            .and_then(Self::from_name)
+            .unwrap_or(Self::Hello)
+    }
+}
+
+/// The answer a lagging session owes for `prompt`.
+pub(crate) fn lag_answer(prompt: &str) -> String {
+    format!("This answers \"{prompt}\".")
+}
+
+/// Plays `scenario` for `prompt`.
+pub(crate) fn play(scenario: Scenario, turn: &mut Turn, prompt: &str) -> Result<TurnEnd, Halt> {
+    match scenario {
+        Scenario::Hello => turn.say("Hello from the demo ACP agent. How can I help?")?,
+        Scenario::Thinking => {
+            turn.think("**Thinking about the answer**\n")?;
+            turn.think("I should greet the user.")?;
+            turn.say("After thinking: hello!")?;
+        }
+        Scenario::Plan => plan(turn)?,
+        Scenario::Permission => permission(turn)?,
+        Scenario::PermissionUnannounced => permission_unannounced(turn)?,
+        Scenario::Edit => edit(turn)?,
+        Scenario::Sleep => sleep(turn)?,
+        Scenario::Slow | Scenario::LagAfterCancel => slow(turn)?,
+        Scenario::IgnoreCancel => {
+            slow(turn)?;
+            if turn.cancel_seen {
+                return turn.hang();
+            }
+        }
+        Scenario::Malformed => {
+            turn.say("Some text,")?;
+            turn.raw("this line is not JSON {")?;
+            turn.raw(r#"{"hello":"this is JSON but not JSON-RPC"}"#)?;
+            turn.say(" then more text.")?;
+        }
+        Scenario::UnknownUpdate => {
+            turn.say("Before the new update,")?;
+            turn.update(json!({
+                "sessionUpdate": "something_new",
+                "detail": {"note": "an update kind from a newer protocol"},
+            }))?;
+            turn.say(" and after it.")?;
+        }
+        Scenario::StrayResponse => {
+            turn.say("Before the stray response,")?;
+            turn.raw(r#"{"jsonrpc":"2.0","id":999,"result":{}}"#)?;
+            turn.say(" and after it.")?;
+        }
+        Scenario::ExitMidTurn => {
+            turn.say("I am about to")?;
+            eprintln!(
+                "demo agent (acp): exiting with status 3 mid-turn on purpose (scenario exit-mid-turn)"
+            );
+            std::process::exit(3);
+        }
+        Scenario::Error => return Err(Halt::Fail(API_ERROR.to_owned())),
+        Scenario::Flaky => {
+            if state::flaky_fails(1, prompt, 1) {
+                return Err(Halt::Fail(API_ERROR.to_owned()));
+            }
+            turn.say("Second time lucky: the overload that stopped the first try has passed.")?;
+        }
+    }
+    Ok(TurnEnd::Done)
+}
+
+fn plan(turn: &mut Turn) -> Result<(), Halt> {
+    let entries = |statuses: [&str; 3]| {
+        json!([
+            {"content": "Read the request", "priority": "high", "status": statuses[0]},
+            {"content": "Write the answer", "priority": "medium", "status": statuses[1]},
+            {"content": "Check the answer", "priority": "low", "status": statuses[2]},
+        ])
+    };
+    turn.update(json!({
+        "sessionUpdate": "plan",
+        "entries": entries(["in_progress", "pending", "pending"]),
+    }))?;
+    turn.say("Working through the plan.")?;
+    turn.update(json!({
+        "sessionUpdate": "plan",
+        "entries": entries(["completed", "completed", "completed"]),
+    }))?;
+    turn.say(" All three steps are done.")?;
+    Ok(())
+}
+
+const TOUCH: &str = "touch agentty-demo.txt";
+
+fn permission(turn: &mut Turn) -> Result<(), Halt> {
+    turn.say("I'll create agentty-demo.txt.")?;
+    let id = turn.tool_call_id();
+    let tool_call = json!({
+        "toolCallId": id,
+        "title": TOUCH,
+        "kind": "execute",
+        "status": "pending",
+        "rawInput": {"command": TOUCH},
+        "content": [],
+        "locations": [],
+    });
+    let mut announced = tool_call.clone();
+    announced["sessionUpdate"] = json!("tool_call");
+    turn.update(announced)?;
+    match turn.ask_permission(tool_call, wire::four_options())? {
+        Decision::Allowed => {
+            let outcome = turn.run_command(&id, TOUCH, true)?;
+            let status = if outcome.exit_code == 0 {
+                "completed"
+            } else {
+                "failed"
+            };
+            turn.update(json!({
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": id,
+                "status": status,
+                "content": [wire::text_content(&outcome.result_text())],
+                "rawOutput": {"output": outcome.output, "exitCode": outcome.exit_code},
+            }))?;
+            turn.say("Done.")
+        }
+        Decision::Rejected => {
+            turn.update(json!({
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": id,
+                "status": "failed",
+                "content": [wire::text_content("The user rejected this command.")],
+            }))?;
+            turn.say("I did not run the command: permission was refused.")
+        }
+    }
+}
+
+fn permission_unannounced(turn: &mut Turn) -> Result<(), Halt> {
+    turn.say("I'll create agentty-demo.txt.")?;
+    let id = turn.tool_call_id();
+    let note = format!(
+        "[current working directory {}] (create the demo file)",
+        turn.cwd.display()
+    );
+    let tool_call = json!({
+        "toolCallId": id,
+        "status": "pending",
+        "title": TOUCH,
+        "content": [wire::text_content(&note)],
+        "locations": [],
+        "kind": "execute",
+    });
+    match turn.ask_permission(tool_call, wire::gemini_options())? {
+        Decision::Allowed => {
+            let outcome = turn.run_command(&id, TOUCH, false)?;
+            let status = if outcome.exit_code == 0 {
+                "completed"
+            } else {
+                "failed"
+            };
+            turn.update(json!({
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": id,
+                "status": status,
+                "title": TOUCH,
+                "content": [],
+                "locations": [],
+                "kind": "execute",
+            }))?;
+            turn.say("Done.")
+        }
+        Decision::Rejected => turn.say("I did not run the command: it was canceled by the user."),
+    }
+}
+
+fn edit(turn: &mut Turn) -> Result<(), Halt> {
+    turn.say("I'll edit agentty-demo.md.")?;
+    let id = turn.tool_call_id();
+    let path = turn.cwd.join("agentty-demo.md");
+    let path_text = path.display().to_string();
+    let old_text = fs::read_to_string(&path).ok();
+    let new_text = format!(
+        "{}Edited by the demo ACP agent.\n",
+        old_text.as_deref().unwrap_or_default()
+    );
+    let diff = json!({"type": "diff", "path": path_text, "oldText": old_text, "newText": new_text});
+    let tool_call = json!({
+        "toolCallId": id,
+        "title": "Edit agentty-demo.md",
+        "kind": "edit",
+        "status": "pending",
+        "rawInput": {"file_path": path_text, "new_string": new_text},
+        "content": [diff],
+        "locations": [{"path": path_text}],
+    });
+    let mut announced = tool_call.clone();
+    announced["sessionUpdate"] = json!("tool_call");
+    turn.update(announced)?;
+    match turn.ask_permission(tool_call, wire::claude_options())? {
+        Decision::Allowed => {
+            let (status, said) = match fs::write(&path, &new_text) {
+                Ok(()) => ("completed", "Edited agentty-demo.md.".to_owned()),
+                Err(error) => (
+                    "failed",
+                    format!("Could not write agentty-demo.md: {error}"),
+                ),
+            };
+            turn.update(json!({
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": id,
+                "status": status,
+                "content": [diff],
+                "locations": [{"path": path_text}],
+            }))?;
+            turn.say(&said)
+        }
+        Decision::Rejected => {
+            turn.update(json!({
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": id,
+                "status": "failed",
+                "content": [wire::text_content("The user rejected this edit.")],
+            }))?;
+            turn.say("I did not edit the file: permission was refused.")
+        }
+    }
+}
+
+fn sleep(turn: &mut Turn) -> Result<(), Halt> {
+    const SLEEP: &str = "sleep 100";
+    turn.say("Sleeping for a while.")?;
+    let id = turn.tool_call_id();
+    turn.update(json!({
+        "sessionUpdate": "tool_call",
+        "toolCallId": id,
+        "title": SLEEP,
+        "kind": "execute",
+        "status": "in_progress",
+        "rawInput": {"command": SLEEP},
+        "content": [],
+        "locations": [],
+    }))?;
+    let outcome = turn.run_command(&id, SLEEP, true)?;
+    turn.update(json!({
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": id,
+        "status": if outcome.exit_code == 0 { "completed" } else { "failed" },
+        "content": [wire::text_content(&outcome.result_text())],
+    }))?;
+    turn.say("Done sleeping.")
+}
+
+fn slow(turn: &mut Turn) -> Result<(), Halt> {
+    for index in 0..100 {
+        turn.say_after(200, &format!("tok{index} "))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_listed_name_is_a_scenario() {
+        for name in names() {
+            assert!(Scenario::from_name(name).is_some(), "{name}");
+        }
+        assert_eq!(names().count(), 16);
+    }
+
+    #[test]
+    fn the_prompt_picks_the_scenario_by_whole_word() {
+        assert_eq!(
+            Scenario::for_prompt("please ask permission"),
+            Scenario::Permission
+        );
+        assert_eq!(
+            Scenario::for_prompt("permission-unannounced please"),
+            Scenario::PermissionUnannounced
+        );
+        assert_eq!(
+            Scenario::for_prompt("what is a sleepy cat"),
+            Scenario::Hello
+        );
+        assert_eq!(Scenario::for_prompt("be slow, then sleep"), Scenario::Slow);
+    }
+}

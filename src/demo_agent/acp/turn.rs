@@ -1,0 +1,355 @@
+//! One running `session/prompt`: the moves a scenario is made of (text and thought chunks,
+//! updates, raw lines, waits, permission requests, real commands), each of which keeps serving
+//! stdin so that `session/cancel`, permission answers and other requests land mid-turn.
+
+use std::io;
+use std::path::PathBuf;
+use std::process::Child;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use super::super::bash::{self, BashOutcome};
+use super::scenarios::{self, Scenario};
+use super::{is_response, wire, Agent, Input};
+
+/// Script time between two chunks.
+const CHUNK_MS: u64 = 40;
+
+/// Why a turn stopped before its end.
+pub(crate) enum Halt {
+    /// `session/cancel` (or a permission answered `cancelled`): answer `stopReason: cancelled`.
+    Cancelled,
+    /// The "model" failed: answer the prompt with this JSON-RPC error (-32603).
+    Fail(String),
+    /// stdin closed: exit at once.
+    Eof,
+    /// stdout is gone.
+    Io(io::Error),
+}
+
+impl From<io::Error> for Halt {
+    fn from(error: io::Error) -> Self {
+        Halt::Io(error)
+    }
+}
+
+/// How a turn that ran to its end ended (`stopReason: end_turn`).
+pub(crate) enum TurnEnd {
+    Done,
+    /// Lagging (`lag-after-cancel`): this answer text is owed to the next prompt.
+    Owing(String),
+}
+
+/// The user's answer to a permission request (a cancelled one is `Halt::Cancelled`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Decision {
+    Allowed,
+    Rejected,
+}
+
+/// What a turn gets from its inputs besides requests, which are served on the spot.
+enum Got {
+    Nothing,
+    /// A response to one of our requests.
+    Answer(Value),
+    ToolOutput(Vec<u8>),
+    ToolOutputClosed,
+}
+
+pub(crate) struct Turn<'a> {
+    agent: &'a mut Agent,
+    session_id: String,
+    pub cwd: PathBuf,
+    ignore_cancel: bool,
+    /// A `session/cancel` arrived (and was ignored, or the turn is over).
+    pub cancel_seen: bool,
+    answer: String,
+    chunks: u64,
+}
+
+/// A running tool: its process group is killed (and the child reaped) unless it finished.
+struct Running {
+    child: Child,
+    finished: bool,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if !self.finished {
+            // SAFETY: kill(2) on the tool's own process group (it leads its own session).
+            unsafe { libc::kill(-(self.child.id() as i32), libc::SIGKILL) };
+            let _ = self.child.wait();
+        }
+    }
+}
+
+impl<'a> Turn<'a> {
+    pub(crate) fn new(
+        agent: &'a mut Agent,
+        session_id: &str,
+        cwd: PathBuf,
+        scenario: Scenario,
+    ) -> Self {
+        Self {
+            agent,
+            session_id: session_id.to_owned(),
+            cwd,
+            ignore_cancel: scenario == Scenario::IgnoreCancel,
+            cancel_seen: false,
+            answer: String::new(),
+            chunks: 0,
+        }
+    }
+
+    /// The answer text streamed and the number of chunks (text and thought) sent.
+    pub(crate) fn finish(self) -> (String, u64) {
+        (self.answer, self.chunks)
+    }
+
+    pub(crate) fn update(&mut self, update: Value) -> io::Result<()> {
+        let message = wire::update(&self.session_id, update);
+        self.agent.send(&message)
+    }
+
+    /// Writes `line` as it is (the misbehaving scenarios).
+    pub(crate) fn raw(&mut self, line: &str) -> io::Result<()> {
+        self.agent.out.line(line)
+    }
+
+    /// Streams `text` as `agent_message_chunk` deltas, one word each.
+    pub(crate) fn say(&mut self, text: &str) -> Result<(), Halt> {
+        self.stream("agent_message_chunk", text, CHUNK_MS)
+    }
+
+    /// Streams `text` as `agent_thought_chunk` deltas, one word each.
+    pub(crate) fn think(&mut self, text: &str) -> Result<(), Halt> {
+        self.stream("agent_thought_chunk", text, CHUNK_MS)
+    }
+
+    /// Sends `text` as one `agent_message_chunk` after `ms` of script time.
+    pub(crate) fn say_after(&mut self, ms: u64, text: &str) -> Result<(), Halt> {
+        self.wait(ms)?;
+        self.chunk("agent_message_chunk", text)
+    }
+
+    fn stream(&mut self, kind: &str, text: &str, every_ms: u64) -> Result<(), Halt> {
+        for token in super::super::scenario::tokens(text, 1) {
+            self.wait(every_ms)?;
+            self.chunk(kind, token)?;
+        }
+        Ok(())
+    }
+
+    fn chunk(&mut self, kind: &str, text: &str) -> Result<(), Halt> {
+        self.update(wire::chunk(kind, text))?;
+        if kind == "agent_message_chunk" {
+            self.answer.push_str(text);
+        }
+        self.chunks += 1;
+        Ok(())
+    }
+
+    /// Waits `ms` of script time, serving stdin meanwhile.
+    pub(crate) fn wait(&mut self, ms: u64) -> Result<(), Halt> {
+        let deadline = Instant::now() + self.agent.pace.scaled(ms);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(());
+            }
+            self.pump(left)?;
+        }
+    }
+
+    /// Never ends the turn: serves stdin until it closes (or a signal ends the process).
+    pub(crate) fn hang(&mut self) -> Result<TurnEnd, Halt> {
+        loop {
+            self.pump(Duration::from_secs(3600))?;
+        }
+    }
+
+    /// A fresh tool call id.
+    pub(crate) fn tool_call_id(&mut self) -> String {
+        self.agent.tool_calls += 1;
+        format!("demo_call_{}", self.agent.tool_calls)
+    }
+
+    /// The next input, served when it is a request; `Err` when it ends the turn.
+    fn pump(&mut self, timeout: Duration) -> Result<Got, Halt> {
+        let input = match self.agent.inputs.recv_timeout(timeout) {
+            Ok(input) => input,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => return Ok(Got::Nothing),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return Err(Halt::Eof),
+        };
+        let message = match input {
+            Input::Eof if self.agent.stay_on_eof => {
+                eprintln!("demo agent (acp): stdin closed; staying alive (--stay-on-eof)");
+                return Ok(Got::Nothing);
+            }
+            Input::Eof => return Err(Halt::Eof),
+            Input::NotJson => {
+                self.agent.parse_error()?;
+                return Ok(Got::Nothing);
+            }
+            Input::ToolOutput(bytes) => return Ok(Got::ToolOutput(bytes)),
+            Input::ToolOutputClosed => return Ok(Got::ToolOutputClosed),
+            Input::Message(message) => message,
+        };
+        if is_response(&message) {
+            return Ok(Got::Answer(message));
+        }
+        match message["method"].as_str().unwrap_or_default() {
+            "session/cancel" if message["params"]["sessionId"] == self.session_id.as_str() => {
+                self.cancel_seen = true;
+                if !self.ignore_cancel {
+                    return Err(Halt::Cancelled);
+                }
+                eprintln!("demo agent (acp): ignoring session/cancel (scenario ignore-cancel)");
+            }
+            "session/prompt" if message.get("id").is_some() => {
+                self.agent.backlog.push_back(message);
+            }
+            _ => self.agent.handle(&message)?,
+        }
+        Ok(Got::Nothing)
+    }
+
+    /// `session/request_permission` for `tool_call` with `options`; waits for the answer.
+    pub(crate) fn ask_permission(
+        &mut self,
+        tool_call: Value,
+        options: Value,
+    ) -> Result<Decision, Halt> {
+        let id = self.agent.next_request_id;
+        self.agent.next_request_id += 1;
+        let request = wire::request(
+            id,
+            "session/request_permission",
+            json!({"sessionId": self.session_id, "toolCall": tool_call, "options": options}),
+        );
+        self.agent.send(&request)?;
+        let answer = loop {
+            match self.pump(Duration::from_secs(3600))? {
+                Got::Answer(answer) if answer["id"] == id => break answer,
+                Got::Answer(other) => {
+                    eprintln!(
+                        "demo agent (acp): ignoring a response to no pending request: {other}"
+                    );
+                }
+                _ => {}
+            }
+        };
+        let outcome = &answer["result"]["outcome"];
+        match outcome["outcome"].as_str() {
+            Some("cancelled") => Err(Halt::Cancelled),
+            Some("selected") => {
+                let chosen = outcome["optionId"].as_str().unwrap_or_default();
+                let kind = options
+                    .as_array()
+                    .and_then(|options| options.iter().find(|option| option["optionId"] == chosen))
+                    .and_then(|option| option["kind"].as_str())
+                    .unwrap_or_default();
+                if kind.starts_with("allow") {
+                    Ok(Decision::Allowed)
+                } else {
+                    Ok(Decision::Rejected)
+                }
+            }
+            _ => {
+                eprintln!("demo agent (acp): a permission answer that is no outcome: {answer}");
+                Ok(Decision::Rejected)
+            }
+        }
+    }
+
+    /// Runs `command` through bash in the session's cwd, in its own process group, serving
+    /// stdin meanwhile. With `progress`, a `tool_call_update` `in_progress` goes out once it
+    /// runs, its pid in `_meta.agenttyDemo.pid`. A cancel kills the group, reports the tool
+    /// `failed` ("Command aborted") and ends the turn.
+    pub(crate) fn run_command(
+        &mut self,
+        call_id: &str,
+        command: &str,
+        progress: bool,
+    ) -> Result<BashOutcome, Halt> {
+        let tx = self.agent.inputs_tx.clone();
+        let spawned = bash::spawn_streamed(command, Some(&self.cwd), move |output| {
+            let input = match output {
+                Some(bytes) => Input::ToolOutput(bytes),
+                None => Input::ToolOutputClosed,
+            };
+            tx.send(input).is_ok()
+        });
+        let (child, _group) = match spawned {
+            Ok(spawned) => spawned,
+            Err(error) => {
+                return Ok(BashOutcome {
+                    output: format!("bash: {error}"),
+                    exit_code: 127,
+                })
+            }
+        };
+        let pid = child.id();
+        let mut running = Running {
+            child,
+            finished: false,
+        };
+        if progress {
+            self.update(json!({
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": call_id,
+                "status": "in_progress",
+                "_meta": {"agenttyDemo": {"pid": pid}},
+            }))?;
+        }
+        let mut output = Vec::new();
+        let mut output_open = true;
+        let status = loop {
+            if !output_open {
+                if let Some(status) = running.child.try_wait()? {
+                    running.finished = true;
+                    break status;
+                }
+            }
+            match self.pump(Duration::from_millis(20)) {
+                Ok(Got::ToolOutput(bytes)) => output.extend_from_slice(&bytes),
+                Ok(Got::ToolOutputClosed) => output_open = false,
+                Ok(_) => {}
+                Err(Halt::Cancelled) => {
+                    drop(running);
+                    self.update(json!({
+                        "sessionUpdate": "tool_call_update",
+                        "toolCallId": call_id,
+                        "status": "failed",
+                        "content": [wire::text_content("Command aborted")],
+                    }))?;
+                    return Err(Halt::Cancelled);
+                }
+                Err(halt) => return Err(halt),
+            }
+        };
+        use std::os::unix::process::ExitStatusExt;
+        let exit_code = status
+            .code()
+            .or_else(|| status.signal().map(|signal| 128 + signal))
+            .unwrap_or(1);
+        Ok(BashOutcome {
+            output: String::from_utf8_lossy(&output).into_owned(),
+            exit_code,
+        })
+    }
+
+    /// A prompt in a session the `lag-after-cancel` bug struck: streams the answer owed to the
+    /// previous prompt (nothing right after the cancel) and owes this prompt's answer.
+    pub(crate) fn play_lagging(
+        &mut self,
+        owed: Option<String>,
+        prompt: &str,
+    ) -> Result<TurnEnd, Halt> {
+        if let Some(text) = owed {
+            self.say(&text)?;
+        }
+        Ok(TurnEnd::Owing(scenarios::lag_answer(prompt)))
+    }
+}

@@ -1,0 +1,152 @@
+//! The JSON-RPC 2.0 / ACP message shapes the fake agent writes, as the real agents send them
+//! (see protocols/acp/README.md and the gemini `acp_*` captures).
+
+use serde_json::{json, Value};
+
+/// The demo "model" behind the agent, named in the usage `_meta`.
+pub(crate) const MODEL: &str = "demo-acp-1";
+
+/// The tokens a prompt costs before its own text (a system prompt and tool definitions).
+const BASE_INPUT_TOKENS: u64 = 1_100;
+
+pub(crate) fn result(id: &Value, result: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+pub(crate) fn error(id: &Value, code: i64, message: &str, data: Option<Value>) -> Value {
+    let mut error = json!({"code": code, "message": message});
+    if let Some(data) = data {
+        error["data"] = data;
+    }
+    json!({"jsonrpc": "2.0", "id": id, "error": error})
+}
+
+pub(crate) fn request(id: u64, method: &str, params: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+/// `session/update {sessionId, update}`.
+pub(crate) fn update(session_id: &str, update: Value) -> Value {
+    json!({
+        "jsonrpc": "2.0",
+        "method": "session/update",
+        "params": {"sessionId": session_id, "update": update},
+    })
+}
+
+/// `user_message_chunk`, `agent_message_chunk` or `agent_thought_chunk` with one text.
+pub(crate) fn chunk(kind: &str, text: &str) -> Value {
+    json!({"sessionUpdate": kind, "content": {"type": "text", "text": text}})
+}
+
+/// `{type:"content", content:{type:"text", text}}`, a tool call's text content.
+pub(crate) fn text_content(text: &str) -> Value {
+    json!({"type": "content", "content": {"type": "text", "text": text}})
+}
+
+/// The session-not-found error (`session/load`, `session/prompt` with an unknown id).
+pub(crate) fn session_not_found(id: &Value, session_id: &str) -> Value {
+    error(
+        id,
+        -32002,
+        &format!("Session not found: {session_id}"),
+        Some(json!({"sessionId": session_id})),
+    )
+}
+
+/// The result of a prompt that ran to its end: the stop reason, the unstable ACP `usage`
+/// object and gemini's `_meta.quota`, with the same counts.
+pub(crate) fn prompt_result(stop_reason: &str, input_tokens: u64, output_tokens: u64) -> Value {
+    let counts = json!({"input_tokens": input_tokens, "output_tokens": output_tokens});
+    json!({
+        "stopReason": stop_reason,
+        "usage": {
+            "totalTokens": input_tokens + output_tokens,
+            "inputTokens": input_tokens,
+            "outputTokens": output_tokens,
+        },
+        "_meta": {"quota": {
+            "token_count": counts,
+            "model_usage": [{"model": MODEL, "token_count": counts}],
+        }},
+    })
+}
+
+/// What a request costs: a fixed base plus about one token per four characters of the messages.
+pub(crate) fn input_tokens(messages: &[String]) -> u64 {
+    BASE_INPUT_TOKENS
+        + messages
+            .iter()
+            .map(|message| message.chars().count().div_ceil(4) as u64)
+            .sum::<u64>()
+}
+
+/// The text of a `session/prompt`'s content blocks (text blocks, joined by newlines).
+pub(crate) fn prompt_text(prompt: &Value) -> String {
+    prompt
+        .as_array()
+        .map(|blocks| {
+            blocks
+                .iter()
+                .filter(|block| block["type"] == "text")
+                .filter_map(|block| block["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default()
+}
+
+/// The four options of the `permission` scenario (the kinds the spec lists, one of each).
+pub(crate) fn four_options() -> Value {
+    json!([
+        {"optionId": "allow_once", "name": "Allow", "kind": "allow_once"},
+        {"optionId": "allow_always", "name": "Always allow", "kind": "allow_always"},
+        {"optionId": "reject_once", "name": "Reject", "kind": "reject_once"},
+        {"optionId": "reject_always", "name": "Never", "kind": "reject_always"},
+    ])
+}
+
+/// gemini 0.61.0's options (no `reject_always`; `cancel` rejects).
+pub(crate) fn gemini_options() -> Value {
+    json!([
+        {"optionId": "proceed_always", "name": "Allow for this session", "kind": "allow_always"},
+        {"optionId": "proceed_once", "name": "Allow", "kind": "allow_once"},
+        {"optionId": "cancel", "name": "Reject", "kind": "reject_once"},
+    ])
+}
+
+/// claude-agent-acp 0.23.1's options.
+pub(crate) fn claude_options() -> Value {
+    json!([
+        {"optionId": "allow_always", "name": "Always Allow", "kind": "allow_always"},
+        {"optionId": "allow", "name": "Allow", "kind": "allow_once"},
+        {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
+    ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prompt_text_joins_the_text_blocks() {
+        let prompt = json!([
+            {"type": "text", "text": "one"},
+            {"type": "resource_link", "uri": "file:///x", "name": "x"},
+            {"type": "text", "text": "two"},
+        ]);
+        assert_eq!(prompt_text(&prompt), "one\ntwo");
+        assert_eq!(prompt_text(&Value::Null), "");
+    }
+
+    #[test]
+    fn usage_and_quota_carry_the_same_counts() {
+        let result = prompt_result("end_turn", 1_200, 7);
+        assert_eq!(result["usage"]["totalTokens"], 1_207);
+        assert_eq!(result["_meta"]["quota"]["token_count"]["output_tokens"], 7);
+        assert_eq!(
+            result["_meta"]["quota"]["model_usage"][0]["model"],
+            Value::from(MODEL)
+        );
+    }
+}

@@ -1,0 +1,634 @@
+//! Agent Client Protocol messages from the agent -> shared messages (pure: lines in, messages
+//! out). The wire types are the `agent-client-protocol-schema` crate's.
+//!
+//! - `session/update` notifications: message chunks are true deltas (`assistant`); thought
+//!   chunks stream live (`assistant.thinking`) and are held whole, one block per run of
+//!   chunks, until the prompt's answer ends the turn (`assistant.thought`), so a thought never
+//!   falls between a tool call and its end; `plan` replaces the plan; the context usage is kept
+//!   for the turn's `terminal.completed`.
+//! - Tool calls: a `tool_call` with nothing to show yet (the Claude adapter's first "Terminal"
+//!   with an empty `rawInput`) is announced when an update brings its input, or at its end.
+//!   An agent that asks permission for a call it never announced (Gemini) has the call
+//!   announced from the request. A call the user refused ends as failed when the agent says
+//!   nothing more of it (Gemini sends no update then).
+//! - `session/request_permission` becomes `permission.request` (its JSON-RPC id is the
+//!   request's `id`); the provider answers it and says how (`permission.resolved`), and hands
+//!   the answer it wrote to [`AcpMapper::answered`].
+//! - The response to `session/prompt` ends the turn: its `stopReason` (`cancelled`: the agent
+//!   confirmed our stop), or its JSON-RPC error (a failure with the agent's message). Other
+//!   responses (to ids nobody used), requests and updates of kinds not known here are ignored
+//!   and logged; a line that is not JSON-RPC is invalid.
+
+use std::collections::HashMap;
+
+use agent_client_protocol_schema::v1 as acp;
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::provider::http_status::http_status_in;
+use crate::provider::tool_calls::{ToolCalls, ToolEnding};
+use crate::provider::{AgentOutcome, ExitFacts, LineVerdict, Mapper};
+use crate::stream::{
+    failure_reason, AgentMessage, FileDiff, PermissionOption, PermissionOptionKind,
+    PermissionRequest, PlanEntry, Usage,
+};
+
+/// The stop reason of a prompt the agent ended because we cancelled it.
+const STOP_CANCELLED: &str = "cancelled";
+/// The method by which the agent asks before acting.
+pub(crate) const REQUEST_PERMISSION: &str = "session/request_permission";
+
+/// One JSON-RPC message, as far as routing it needs.
+#[derive(Debug, Deserialize)]
+pub(crate) struct RpcHead {
+    #[serde(default)]
+    pub jsonrpc: Option<String>,
+    #[serde(default)]
+    pub id: Option<Value>,
+    #[serde(default)]
+    pub method: Option<String>,
+    #[serde(default)]
+    pub params: Option<Value>,
+    #[serde(default)]
+    pub result: Option<Value>,
+    #[serde(default)]
+    pub error: Option<RpcError>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct RpcError {
+    #[serde(default)]
+    pub message: String,
+    #[serde(default)]
+    pub data: Option<Value>,
+}
+
+impl RpcHead {
+    pub(crate) fn parse(line: &str) -> Option<RpcHead> {
+        serde_json::from_str::<RpcHead>(line)
+            .ok()
+            .filter(|head| head.jsonrpc.as_deref() == Some("2.0"))
+    }
+
+    /// A response (to one of the client's requests).
+    pub(crate) fn is_response(&self) -> bool {
+        self.method.is_none() && self.id.is_some()
+    }
+}
+
+/// A JSON-RPC id as a map key and a message id (`0`, `"abc"`).
+pub(crate) fn id_key(id: &Value) -> String {
+    match id {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }
+}
+
+impl RpcError {
+    /// The agent's message, with its data when that says more.
+    pub(crate) fn describe(&self) -> String {
+        match &self.data {
+            Some(Value::String(data)) if !data.is_empty() => format!("{} ({data})", self.message),
+            Some(data @ Value::Object(_)) => format!("{} ({data})", self.message),
+            _ => self.message.clone(),
+        }
+    }
+}
+
+/// A tool call the agent announced with nothing to show yet.
+#[derive(Debug)]
+struct QuietCall {
+    title: String,
+    kind: String,
+}
+
+pub struct AcpMapper {
+    /// The `session/prompt` request's id, when known (a replay of a log does not know it:
+    /// then any response with a stop reason or an error ends the turn).
+    prompt_id: Option<String>,
+    tools: ToolCalls,
+    quiet_calls: HashMap<String, QuietCall>,
+    /// The thought block being streamed, and the complete ones waiting for the turn's end.
+    thought: String,
+    held_thoughts: Vec<String>,
+    /// Open permission requests: request id -> (tool call id, the options offered).
+    permissions: HashMap<String, (Option<String>, Vec<PermissionOption>)>,
+    usage: Option<Usage>,
+    outcome: Option<AgentOutcome>,
+}
+
+impl AcpMapper {
+    pub fn new(prompt_id: Option<String>) -> Self {
+        Self {
+            prompt_id,
+            tools: ToolCalls::default(),
+            quiet_calls: HashMap::new(),
+            thought: String::new(),
+            held_thoughts: Vec::new(),
+            permissions: HashMap::new(),
+            usage: None,
+            outcome: None,
+        }
+    }
+
+    /// The client answered permission request `id` with `option` (`None`: cancelled). A call
+    /// refused here ends as failed: the agent may say nothing more of it.
+    fn answered(&mut self, id: &str, option: Option<&str>, out: &mut Vec<AgentMessage>) {
+        let Some((tool_call_id, options)) = self.permissions.remove(id) else {
+            return;
+        };
+        let allowed = option
+            .and_then(|option| options.iter().find(|offered| offered.id == option))
+            .is_some_and(|offered| offered.kind.allows());
+        if let (false, Some(tool_call_id)) = (allowed, tool_call_id) {
+            self.quiet_calls.remove(&tool_call_id);
+            let error = if option.is_some() {
+                "refused: the agent was not allowed to run it"
+            } else {
+                "cancelled before the agent was allowed to run it"
+            };
+            self.tools.end(
+                &tool_call_id,
+                ToolEnding::Failed {
+                    error: error.to_owned(),
+                },
+                out,
+            );
+        }
+    }
+
+    fn end_thought(&mut self) {
+        if !self.thought.is_empty() {
+            self.held_thoughts.push(std::mem::take(&mut self.thought));
+        }
+    }
+
+    fn map_update(&mut self, params: Value, out: &mut Vec<AgentMessage>) -> LineVerdict {
+        let notification: acp::SessionNotification = match serde_json::from_value(params) {
+            Ok(notification) => notification,
+            Err(error) => {
+                // A kind this schema does not know (or a broken one): the turn goes on.
+                tracing::debug!(%error, "session/update not understood; ignored");
+                return LineVerdict::Ignored;
+            }
+        };
+        match notification.update {
+            acp::SessionUpdate::AgentMessageChunk(chunk) => {
+                self.end_thought();
+                if let Some(text) = chunk_text(&chunk.content) {
+                    if !text.is_empty() {
+                        out.push(AgentMessage::Assistant {
+                            delta: text.to_owned(),
+                        });
+                    }
+                }
+            }
+            acp::SessionUpdate::AgentThoughtChunk(chunk) => {
+                if let Some(text) = chunk_text(&chunk.content) {
+                    if !text.is_empty() {
+                        self.thought.push_str(text);
+                        out.push(AgentMessage::Thinking {
+                            delta: text.to_owned(),
+                        });
+                    }
+                }
+            }
+            acp::SessionUpdate::ToolCall(call) => {
+                self.end_thought();
+                self.tool_call(call, out);
+            }
+            acp::SessionUpdate::ToolCallUpdate(update) => self.tool_update(update, out),
+            acp::SessionUpdate::Plan(plan) => out.push(AgentMessage::Plan {
+                entries: plan.entries.iter().map(plan_entry).collect(),
+            }),
+            acp::SessionUpdate::UsageUpdate(usage) => {
+                let usage_now = self.usage.get_or_insert_with(Usage::default);
+                usage_now.total_tokens = Some(usage.used);
+                if let Some(cost) = &usage.cost {
+                    usage_now.cost_usd = Some(cost.amount);
+                }
+            }
+            // History replayed by `session/load`, and what the agent offers (commands, modes).
+            _ => return LineVerdict::Ignored,
+        }
+        LineVerdict::Event
+    }
+
+    fn tool_call(&mut self, call: acp::ToolCall, out: &mut Vec<AgentMessage>) {
+        let id = call.tool_call_id.to_string();
+        let input = call
+            .raw_input
+            .clone()
+            .filter(|input| !is_empty_input(input));
+        let ended = matches!(
+            call.status,
+            acp::ToolCallStatus::Completed | acp::ToolCallStatus::Failed
+        );
+        if input.is_none() && call.content.is_empty() && !ended {
+            self.quiet_calls.insert(
+                id,
+                QuietCall {
+                    title: call.title,
+                    kind: kind_name(&call.kind),
+                },
+            );
+            return;
+        }
+        let input = input.unwrap_or_else(|| described_input(&call.title, &kind_name(&call.kind)));
+        self.tools.start(&id, &call.title, input, out);
+        self.tool_progress(&id, Some(call.status), &call.content, call.raw_output, out);
+    }
+
+    fn tool_update(&mut self, update: acp::ToolCallUpdate, out: &mut Vec<AgentMessage>) {
+        let id = update.tool_call_id.to_string();
+        let fields = update.fields;
+        if let Some(quiet) = self.quiet_calls.get(&id) {
+            let input = fields
+                .raw_input
+                .clone()
+                .filter(|input| !is_empty_input(input));
+            let speaks = input.is_some()
+                || fields
+                    .content
+                    .as_ref()
+                    .is_some_and(|content| !content.is_empty())
+                || matches!(
+                    fields.status,
+                    Some(
+                        acp::ToolCallStatus::InProgress
+                            | acp::ToolCallStatus::Completed
+                            | acp::ToolCallStatus::Failed
+                    )
+                );
+            if !speaks {
+                return;
+            }
+            let title = fields.title.clone().unwrap_or_else(|| quiet.title.clone());
+            let input = input.unwrap_or_else(|| described_input(&title, &quiet.kind));
+            self.quiet_calls.remove(&id);
+            self.tools.start(&id, &title, input, out);
+        }
+        self.tool_progress(
+            &id,
+            fields.status,
+            fields.content.as_deref().unwrap_or_default(),
+            fields.raw_output,
+            out,
+        );
+    }
+
+    fn tool_progress(
+        &mut self,
+        id: &str,
+        status: Option<acp::ToolCallStatus>,
+        content: &[acp::ToolCallContent],
+        raw_output: Option<Value>,
+        out: &mut Vec<AgentMessage>,
+    ) {
+        let mut output = content_text(content);
+        if output.is_empty() {
+            if let Some(raw) = raw_output {
+                output = match raw {
+                    Value::String(text) => text,
+                    Value::Null => String::new(),
+                    other => other.to_string(),
+                };
+            }
+        }
+        match status {
+            Some(acp::ToolCallStatus::Completed) => {
+                self.tools.end(id, ToolEnding::Completed { output }, out);
+            }
+            Some(acp::ToolCallStatus::Failed) => {
+                let error = if output.is_empty() {
+                    "the tool call failed".to_owned()
+                } else {
+                    output
+                };
+                self.tools.end(id, ToolEnding::Failed { error }, out);
+            }
+            _ if !output.is_empty() => self.tools.update(id, output, out),
+            _ => {}
+        }
+    }
+
+    fn permission_request(
+        &mut self,
+        id: &Value,
+        params: Value,
+        out: &mut Vec<AgentMessage>,
+    ) -> LineVerdict {
+        let request: acp::RequestPermissionRequest = match serde_json::from_value(params) {
+            Ok(request) => request,
+            Err(error) => {
+                tracing::warn!(%error, "a permission request not understood");
+                return LineVerdict::Invalid;
+            }
+        };
+        let call = request.tool_call;
+        let tool_call_id = call.tool_call_id.to_string();
+        let fields = call.fields;
+        let kind = fields
+            .kind
+            .as_ref()
+            .map(kind_name)
+            .unwrap_or_else(|| "other".to_owned());
+        let title = fields
+            .title
+            .clone()
+            .or_else(|| {
+                self.quiet_calls
+                    .get(&tool_call_id)
+                    .map(|quiet| quiet.title.clone())
+            })
+            .unwrap_or_else(|| kind.clone());
+        let input = fields
+            .raw_input
+            .clone()
+            .filter(|input| !is_empty_input(input));
+        // The call the permission is for is shown from here on (announced now if the agent
+        // never did, or said nothing yet).
+        self.quiet_calls.remove(&tool_call_id);
+        self.tools.start(
+            &tool_call_id,
+            &title,
+            input
+                .clone()
+                .unwrap_or_else(|| described_input(&title, &kind)),
+            out,
+        );
+        let content = fields.content.as_deref().unwrap_or_default();
+        let diffs = content
+            .iter()
+            .filter_map(|content| match content {
+                acp::ToolCallContent::Diff(diff) => Some(FileDiff {
+                    path: diff.path.display().to_string(),
+                    old_text: diff.old_text.clone(),
+                    new_text: diff.new_text.clone(),
+                }),
+                _ => None,
+            })
+            .collect();
+        let paths = fields
+            .locations
+            .as_deref()
+            .unwrap_or_default()
+            .iter()
+            .map(|location| location.path.display().to_string())
+            .collect();
+        let options: Vec<PermissionOption> = request
+            .options
+            .iter()
+            .map(|option| PermissionOption {
+                id: option.option_id.to_string(),
+                kind: match option.kind {
+                    acp::PermissionOptionKind::AllowOnce => PermissionOptionKind::AllowOnce,
+                    acp::PermissionOptionKind::AllowAlways => PermissionOptionKind::AllowAlways,
+                    acp::PermissionOptionKind::RejectOnce => PermissionOptionKind::RejectOnce,
+                    acp::PermissionOptionKind::RejectAlways => PermissionOptionKind::RejectAlways,
+                    _ => PermissionOptionKind::RejectOnce,
+                },
+                name: option.name.clone(),
+            })
+            .collect();
+        let key = id_key(id);
+        self.permissions
+            .insert(key.clone(), (Some(tool_call_id.clone()), options.clone()));
+        out.push(AgentMessage::PermissionRequest(Box::new(
+            PermissionRequest {
+                id: key,
+                tool_call_id: Some(tool_call_id),
+                title,
+                kind,
+                options,
+                command: input.as_ref().and_then(command_of),
+                paths,
+                diffs,
+            },
+        )));
+        LineVerdict::Event
+    }
+
+    fn prompt_answer(&mut self, head: RpcHead, out: &mut Vec<AgentMessage>) -> LineVerdict {
+        if let Some(error) = head.error {
+            let message = error.describe();
+            self.outcome = Some(AgentOutcome::Failed {
+                reason: failure_reason::AGENT_ERROR.to_owned(),
+                http_status: http_status_in(&message),
+                message,
+            });
+        } else {
+            let result = head.result.unwrap_or(Value::Null);
+            let stop_reason = result["stopReason"]
+                .as_str()
+                .unwrap_or("end_turn")
+                .to_owned();
+            self.end_thought();
+            self.tools.release_thoughts(&mut self.held_thoughts, out);
+            self.outcome = Some(if stop_reason == STOP_CANCELLED {
+                AgentOutcome::Aborted
+            } else {
+                AgentOutcome::Completed {
+                    stop_reason,
+                    usage: turn_usage(&result).or_else(|| self.usage.take()),
+                }
+            });
+        }
+        LineVerdict::Event
+    }
+}
+
+impl Mapper for AcpMapper {
+    fn map_line(&mut self, line: &str, out: &mut Vec<AgentMessage>) -> LineVerdict {
+        let Some(head) = RpcHead::parse(line) else {
+            return LineVerdict::Invalid;
+        };
+        match (&head.method, &head.id) {
+            (Some(method), None) if method == "session/update" => {
+                self.map_update(head.params.unwrap_or(Value::Null), out)
+            }
+            (Some(method), Some(id)) if method == REQUEST_PERMISSION => {
+                let id = id.clone();
+                self.permission_request(&id, head.params.unwrap_or(Value::Null), out)
+            }
+            (Some(method), _) => {
+                tracing::debug!(method, "ACP message not mapped; ignored");
+                LineVerdict::Ignored
+            }
+            (None, Some(id)) => {
+                let is_prompt = match &self.prompt_id {
+                    Some(prompt_id) => *prompt_id == id_key(id),
+                    None => {
+                        head.error.is_some()
+                            || head
+                                .result
+                                .as_ref()
+                                .is_some_and(|result| result.get("stopReason").is_some())
+                    }
+                };
+                if is_prompt && self.outcome.is_none() {
+                    self.prompt_answer(head, out)
+                } else {
+                    tracing::debug!(id = %id, "a response to no request of this turn; ignored");
+                    LineVerdict::Ignored
+                }
+            }
+            (None, None) => LineVerdict::Invalid,
+        }
+    }
+
+    /// Our answer to a permission request: a refused call ends here.
+    fn map_client_line(&mut self, line: &str, out: &mut Vec<AgentMessage>) {
+        let Some(head) = RpcHead::parse(line).filter(RpcHead::is_response) else {
+            return;
+        };
+        let (Some(id), Some(result)) = (&head.id, &head.result) else {
+            return;
+        };
+        let option = result["outcome"]["optionId"].as_str();
+        self.answered(&id_key(id), option, out);
+    }
+
+    fn outcome_reported(&self) -> bool {
+        self.outcome.is_some()
+    }
+
+    fn finish(&mut self, exit: ExitFacts, out: &mut Vec<AgentMessage>) -> AgentOutcome {
+        self.end_thought();
+        let quiet: Vec<(String, QuietCall)> = self.quiet_calls.drain().collect();
+        for (id, call) in quiet {
+            // A call the agent never got to show: announce it so that its end can be told.
+            self.tools.start(
+                &id,
+                &call.title,
+                described_input(&call.title, &call.kind),
+                out,
+            );
+        }
+        self.tools
+            .fail_all_open("the agent", exit.stopped_by_us, out);
+        self.tools.release_thoughts(&mut self.held_thoughts, out);
+        self.outcome.clone().unwrap_or(AgentOutcome::Unfinished)
+    }
+}
+
+fn chunk_text(content: &acp::ContentBlock) -> Option<&str> {
+    match content {
+        acp::ContentBlock::Text(text) => Some(&text.text),
+        _ => None,
+    }
+}
+
+/// The text an update's content shows: text blocks as they are, a diff as its file, a
+/// terminal by its id.
+fn content_text(content: &[acp::ToolCallContent]) -> String {
+    let mut text = String::new();
+    for item in content {
+        let piece = match item {
+            acp::ToolCallContent::Content(content) => match &content.content {
+                acp::ContentBlock::Text(block) => block.text.clone(),
+                acp::ContentBlock::ResourceLink(link) => link.uri.clone(),
+                _ => continue,
+            },
+            acp::ToolCallContent::Diff(diff) => format!("edited {}", diff.path.display()),
+            acp::ToolCallContent::Terminal(terminal) => {
+                format!("terminal {}", terminal.terminal_id)
+            }
+            _ => continue,
+        };
+        if !text.is_empty() && !piece.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(&piece);
+    }
+    text
+}
+
+fn kind_name(kind: &acp::ToolKind) -> String {
+    serde_json::to_value(kind)
+        .ok()
+        .and_then(|value| value.as_str().map(str::to_owned))
+        .unwrap_or_else(|| "other".to_owned())
+}
+
+fn is_empty_input(input: &Value) -> bool {
+    match input {
+        Value::Null => true,
+        Value::Object(map) => map.is_empty(),
+        Value::String(text) => text.is_empty(),
+        _ => false,
+    }
+}
+
+/// The input shown for a call whose agent gave none: its title and kind.
+fn described_input(title: &str, kind: &str) -> Value {
+    serde_json::json!({ "title": title, "kind": kind })
+}
+
+/// The shell command in a tool's input, where the agents put it.
+fn command_of(input: &Value) -> Option<String> {
+    match input.get("command")? {
+        Value::String(command) => Some(command.clone()),
+        Value::Array(parts) => Some(
+            parts
+                .iter()
+                .map(|part| {
+                    part.as_str()
+                        .map(str::to_owned)
+                        .unwrap_or_else(|| part.to_string())
+                })
+                .collect::<Vec<_>>()
+                .join(" "),
+        ),
+        _ => None,
+    }
+}
+
+fn plan_entry(entry: &acp::PlanEntry) -> PlanEntry {
+    let name = |value: Result<Value, _>| {
+        value
+            .ok()
+            .and_then(|value: Value| value.as_str().map(str::to_owned))
+            .unwrap_or_default()
+    };
+    PlanEntry {
+        content: entry.content.clone(),
+        status: name(serde_json::to_value(&entry.status)),
+        priority: name(serde_json::to_value(&entry.priority)),
+    }
+}
+
+/// The turn's own usage from the prompt's answer, where the agent gives it: `usage` (ACP's
+/// unstable field) or Gemini's `_meta.quota`.
+fn turn_usage(result: &Value) -> Option<Usage> {
+    let number = |value: &Value| value.as_u64();
+    if let Some(usage) = result.get("usage").filter(|usage| usage.is_object()) {
+        return Some(Usage {
+            input_tokens: number(&usage["inputTokens"]),
+            output_tokens: number(&usage["outputTokens"]),
+            cache_read_tokens: number(&usage["cachedReadTokens"]),
+            cache_write_tokens: number(&usage["cachedWriteTokens"]),
+            total_tokens: number(&usage["totalTokens"]),
+            reasoning_tokens: number(&usage["thoughtTokens"]),
+            ..Usage::default()
+        });
+    }
+    let quota = result.get("_meta")?.get("quota")?;
+    let token_count = &quota["token_count"];
+    let model = quota["model_usage"]
+        .as_array()
+        .and_then(|models| models.first())
+        .and_then(|model| model["model"].as_str())
+        .map(str::to_owned);
+    Some(Usage {
+        input_tokens: number(&token_count["input_tokens"]),
+        output_tokens: number(&token_count["output_tokens"]),
+        total_tokens: number(&token_count["total_tokens"]),
+        model,
+        ..Usage::default()
+    })
+}
+
+#[cfg(test)]
+#[path = "mapper_tests.rs"]
+mod tests;

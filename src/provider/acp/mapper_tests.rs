@@ -1,0 +1,329 @@
+//! The ACP mapper on the real `gemini --acp` lines (`tests/fixtures/acp/gemini_*.jsonl`: what
+//! Gemini CLI 0.61.0 wrote on stdout in ../shared/protocols/gemini/captures/acp_*) and on
+//! lines shaped as the Claude and Codex adapters send them (../shared/protocols/acp).
+
+use serde_json::json;
+
+use super::*;
+use crate::stream::PermissionOptionKind;
+
+fn map_all(mapper: &mut AcpMapper, lines: &str) -> (Vec<AgentMessage>, Vec<LineVerdict>) {
+    let mut out = Vec::new();
+    let verdicts = lines
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| mapper.map_line(line, &mut out))
+        .collect();
+    (out, verdicts)
+}
+
+fn finish(mapper: &mut AcpMapper, out: &mut Vec<AgentMessage>) -> AgentOutcome {
+    mapper.finish(ExitFacts::default(), out)
+}
+
+fn text_of(messages: &[AgentMessage]) -> String {
+    messages
+        .iter()
+        .filter_map(|message| match message {
+            AgentMessage::Assistant { delta } => Some(delta.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn update(update: Value) -> String {
+    json!({"jsonrpc": "2.0", "method": "session/update",
+           "params": {"sessionId": "s1", "update": update}})
+    .to_string()
+}
+
+#[test]
+fn gemini_text_streams_as_deltas_and_its_answer_completes_the_turn() {
+    let mut mapper = AcpMapper::new(None);
+    let (mut out, verdicts) = map_all(
+        &mut mapper,
+        include_str!("../../../tests/fixtures/acp/gemini_text.jsonl"),
+    );
+    assert!(!verdicts.contains(&LineVerdict::Invalid));
+    assert!(mapper.outcome_reported());
+    assert_eq!(text_of(&out), "Hello from the fake Gemini.");
+    let outcome = finish(&mut mapper, &mut out);
+    let AgentOutcome::Completed { stop_reason, usage } = outcome else {
+        panic!("not completed: {outcome:?}");
+    };
+    assert_eq!(stop_reason, "end_turn");
+    let usage = usage.expect("usage from _meta.quota");
+    assert_eq!(
+        (usage.input_tokens, usage.output_tokens),
+        (Some(10), Some(5))
+    );
+    assert_eq!(usage.model.as_deref(), Some("gemini-3.8-flash"));
+}
+
+#[test]
+fn gemini_thoughts_stream_live_and_are_released_whole_at_the_turns_end() {
+    let mut mapper = AcpMapper::new(None);
+    let (mut out, _) = map_all(
+        &mut mapper,
+        include_str!("../../../tests/fixtures/acp/gemini_reasoning.jsonl"),
+    );
+    finish(&mut mapper, &mut out);
+    let live: String = out
+        .iter()
+        .filter_map(|message| match message {
+            AgentMessage::Thinking { delta } => Some(delta.as_str()),
+            _ => None,
+        })
+        .collect();
+    let whole: Vec<&str> = out
+        .iter()
+        .filter_map(|message| match message {
+            AgentMessage::Thought { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(whole, [live.as_str()]);
+    assert!(live.starts_with("**Thinking about greeting**"));
+    assert_eq!(text_of(&out), "After thinking: hello!");
+}
+
+#[test]
+fn gemini_tool_call_is_announced_and_completed() {
+    let mut mapper = AcpMapper::new(None);
+    let (mut out, _) = map_all(
+        &mut mapper,
+        include_str!("../../../tests/fixtures/acp/gemini_tool.jsonl"),
+    );
+    finish(&mut mapper, &mut out);
+    let tool_messages: Vec<&AgentMessage> = out
+        .iter()
+        .filter(|message| {
+            matches!(
+                message,
+                AgentMessage::ToolCall { .. }
+                    | AgentMessage::ToolCompleted { .. }
+                    | AgentMessage::ToolFailed { .. }
+            )
+        })
+        .collect();
+    assert_eq!(tool_messages.len(), 2, "{tool_messages:?}");
+    assert!(matches!(tool_messages[0], AgentMessage::ToolCall { name, .. } if name == "echo hi"));
+    assert!(matches!(
+        tool_messages[1],
+        AgentMessage::ToolCompleted { .. }
+    ));
+    assert_eq!(text_of(&out), "I'll run it.The command printed hi.");
+}
+
+#[test]
+fn a_cancelled_prompt_is_the_agent_confirming_our_stop() {
+    let mut mapper = AcpMapper::new(Some("2".into()));
+    let (mut out, _) = map_all(
+        &mut mapper,
+        include_str!("../../../tests/fixtures/acp/gemini_slow_cancel.jsonl"),
+    );
+    assert_eq!(finish(&mut mapper, &mut out), AgentOutcome::Aborted);
+    assert_eq!(
+        text_of(&out),
+        "tok0 tok1 tok2 tok3 tok4 tok5 tok6 tok7 tok8 tok9 "
+    );
+}
+
+#[test]
+fn a_permission_for_a_call_never_announced_announces_it_and_an_allowed_call_completes() {
+    // Gemini: no `tool_call` before the request; one completed update after "allow".
+    let mut mapper = AcpMapper::new(Some("7".into()));
+    let request = json!({"jsonrpc": "2.0", "id": 0, "method": "session/request_permission", "params": {
+        "sessionId": "s1",
+        "toolCall": {"toolCallId": "t1", "title": "touch x", "kind": "execute", "status": "pending",
+                     "rawInput": {"command": "touch x"}, "locations": [{"path": "/w/x"}]},
+        "options": [
+            {"optionId": "proceed_always", "name": "Allow for this session", "kind": "allow_always"},
+            {"optionId": "proceed_once", "name": "Allow", "kind": "allow_once"},
+            {"optionId": "cancel", "name": "Reject", "kind": "reject_once"}]}});
+    let mut out = Vec::new();
+    assert_eq!(
+        mapper.map_line(&request.to_string(), &mut out),
+        LineVerdict::Event
+    );
+    assert!(
+        matches!(&out[0], AgentMessage::ToolCall { id, name, .. } if id == "t1" && name == "touch x")
+    );
+    let AgentMessage::PermissionRequest(asked) = &out[1] else {
+        panic!("no permission request: {out:?}");
+    };
+    assert_eq!(asked.id, "0");
+    assert_eq!(asked.tool_call_id.as_deref(), Some("t1"));
+    assert_eq!(asked.command.as_deref(), Some("touch x"));
+    assert_eq!(asked.paths, ["/w/x"]);
+    assert_eq!(asked.options.len(), 3);
+    assert_eq!(
+        asked
+            .option_of(PermissionOptionKind::AllowOnce)
+            .map(|option| option.id.as_str()),
+        Some("proceed_once")
+    );
+    out.clear();
+    let answer = json!({"jsonrpc": "2.0", "id": 0, "result": {"outcome": {"outcome": "selected", "optionId": "proceed_once"}}});
+    mapper.map_client_line(&answer.to_string(), &mut out);
+    assert!(out.is_empty(), "an allowed call stays open: {out:?}");
+    mapper.map_line(&update(json!({"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "completed", "content": []})), &mut out);
+    assert!(matches!(&out[..], [AgentMessage::ToolCompleted { id, .. }] if id == "t1"));
+}
+
+#[test]
+fn a_refused_call_ends_failed_even_when_the_agent_says_nothing_more() {
+    let mut mapper = AcpMapper::new(Some("7".into()));
+    let request = json!({"jsonrpc": "2.0", "id": 3, "method": "session/request_permission", "params": {
+        "sessionId": "s1",
+        "toolCall": {"toolCallId": "t1", "title": "touch x", "kind": "execute", "rawInput": {"command": "touch x"}},
+        "options": [{"optionId": "allow", "name": "Allow", "kind": "allow_once"},
+                    {"optionId": "reject", "name": "Reject", "kind": "reject_once"}]}});
+    let mut out = Vec::new();
+    mapper.map_line(&request.to_string(), &mut out);
+    out.clear();
+    let answer = json!({"jsonrpc": "2.0", "id": 3, "result": {"outcome": {"outcome": "selected", "optionId": "reject"}}});
+    mapper.map_client_line(&answer.to_string(), &mut out);
+    assert!(
+        matches!(&out[..], [AgentMessage::ToolFailed { id, error }] if id == "t1" && error.starts_with("refused"))
+    );
+    // The Claude adapter then fails the call itself: the repeated end is dropped.
+    out.clear();
+    mapper.map_line(
+        &update(
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "failed"}),
+        ),
+        &mut out,
+    );
+    assert!(out.is_empty(), "{out:?}");
+}
+
+#[test]
+fn a_call_announced_with_nothing_to_show_waits_for_its_input() {
+    // The Claude adapter: `tool_call` "Terminal" with an empty rawInput, then the command.
+    let mut mapper = AcpMapper::new(Some("7".into()));
+    let mut out = Vec::new();
+    mapper.map_line(&update(json!({"sessionUpdate": "tool_call", "toolCallId": "c1", "title": "Terminal", "kind": "execute", "status": "pending", "rawInput": {}})), &mut out);
+    assert!(out.is_empty(), "{out:?}");
+    mapper.map_line(&update(json!({"sessionUpdate": "tool_call_update", "toolCallId": "c1", "title": "echo hi", "rawInput": {"command": "echo hi"}})), &mut out);
+    assert!(
+        matches!(&out[..], [AgentMessage::ToolCall { name, input, .. }] if name == "echo hi" && input["command"] == "echo hi")
+    );
+    out.clear();
+    mapper.map_line(
+        &update(
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": "c1", "status": "completed",
+        "content": [{"type": "content", "content": {"type": "text", "text": "hi"}}]}),
+        ),
+        &mut out,
+    );
+    assert_eq!(
+        out,
+        [AgentMessage::ToolCompleted {
+            id: "c1".into(),
+            output: "hi".into()
+        }]
+    );
+}
+
+#[test]
+fn unknown_updates_stray_responses_and_bad_lines_never_end_the_turn() {
+    let mut mapper = AcpMapper::new(Some("7".into()));
+    let mut out = Vec::new();
+    assert_eq!(
+        mapper.map_line(
+            &update(json!({"sessionUpdate": "something_new", "x": 1})),
+            &mut out
+        ),
+        LineVerdict::Ignored
+    );
+    assert_eq!(
+        mapper.map_line(r#"{"jsonrpc":"2.0","id":999,"result":{}}"#, &mut out),
+        LineVerdict::Ignored
+    );
+    assert_eq!(
+        mapper.map_line(
+            r#"{"jsonrpc":"2.0","id":999,"result":{"stopReason":"end_turn"}}"#,
+            &mut out
+        ),
+        LineVerdict::Ignored
+    );
+    assert_eq!(
+        mapper.map_line("not json at all", &mut out),
+        LineVerdict::Invalid
+    );
+    assert_eq!(
+        mapper.map_line(r#"{"hello":"world"}"#, &mut out),
+        LineVerdict::Invalid
+    );
+    assert!(!mapper.outcome_reported());
+    assert!(out.is_empty());
+    mapper.map_line(
+        r#"{"jsonrpc":"2.0","id":7,"result":{"stopReason":"end_turn"}}"#,
+        &mut out,
+    );
+    assert!(mapper.outcome_reported());
+}
+
+#[test]
+fn an_error_answer_to_the_prompt_is_the_agents_failure_with_its_http_status() {
+    let mut mapper = AcpMapper::new(Some("7".into()));
+    let mut out = Vec::new();
+    let line = json!({"jsonrpc": "2.0", "id": 7, "error": {"code": -32603,
+        "message": "Internal error: API Error: 500 {\"error\":{\"message\":\"fake overload\"}}"}});
+    mapper.map_line(&line.to_string(), &mut out);
+    let AgentOutcome::Failed {
+        reason,
+        message,
+        http_status,
+    } = finish(&mut mapper, &mut out)
+    else {
+        panic!("not failed");
+    };
+    assert_eq!(reason, failure_reason::AGENT_ERROR);
+    assert!(message.contains("fake overload"), "{message}");
+    assert_eq!(http_status, Some(500));
+}
+
+#[test]
+fn a_plan_replaces_the_plan() {
+    let mut mapper = AcpMapper::new(None);
+    let mut out = Vec::new();
+    mapper.map_line(
+        &update(json!({"sessionUpdate": "plan", "entries": [
+        {"content": "read the code", "priority": "high", "status": "completed"},
+        {"content": "fix it", "priority": "medium", "status": "in_progress"}]})),
+        &mut out,
+    );
+    let [AgentMessage::Plan { entries }] = &out[..] else {
+        panic!("{out:?}");
+    };
+    assert_eq!(entries.len(), 2);
+    assert_eq!(
+        (
+            entries[1].content.as_str(),
+            entries[1].status.as_str(),
+            entries[1].priority.as_str()
+        ),
+        ("fix it", "in_progress", "medium")
+    );
+}
+
+#[test]
+fn a_turn_cut_off_fails_its_open_calls_and_shows_its_thoughts() {
+    let mut mapper = AcpMapper::new(Some("7".into()));
+    let mut out = Vec::new();
+    mapper.map_line(&update(json!({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "hmm"}})), &mut out);
+    mapper.map_line(&update(json!({"sessionUpdate": "tool_call", "toolCallId": "c1", "title": "sleep 100", "kind": "execute", "status": "in_progress", "rawInput": {"command": "sleep 100"}})), &mut out);
+    out.clear();
+    let outcome = mapper.finish(
+        ExitFacts {
+            stopped_by_us: true,
+            ..ExitFacts::default()
+        },
+        &mut out,
+    );
+    assert_eq!(outcome, AgentOutcome::Unfinished);
+    assert!(matches!(&out[0], AgentMessage::ToolFailed { id, .. } if id == "c1"));
+    assert_eq!(out[1], AgentMessage::Thought { text: "hmm".into() });
+}

@@ -1,0 +1,561 @@
+//! The Agent Client Protocol as a long-lived, two-way transport: one agent process per
+//! conversation (`gemini --acp`, the Claude Code and Codex ACP adapters, any ACP agent), one
+//! `session/prompt` per attempt, `session/update`s mapped by [`AcpMapper`].
+//!
+//! Invariants:
+//! - Every attempt's stream ends with exactly one terminal message, composed by the runner's
+//!   [`AttemptMapping`] from the prompt's answer and the process's fate, as for one-shot
+//!   attempts.
+//! - A permission the user did not give is never assumed: under the `ask` policy a request
+//!   waits for the user's answer (`permission.request` -> [`Provider::answer_permission`]);
+//!   `allow` and `deny` answer it at once and say so (`permission.resolved` by policy, and for
+//!   a refusal a notice naming what was refused and how to allow it). A stop answers every
+//!   open request `cancelled`, as the protocol requires.
+//! - The stop runs stage 0 first: `session/cancel`, then up to [`CANCEL_GRACE`] for the
+//!   prompt to end. If it does not, the process layer's three-stage stop ends the agent's
+//!   whole tree and the next attempt starts the agent again and loads the session. When the
+//!   agent does end the turn, whatever tool process it started during the turn and left
+//!   running is killed: nothing a stopped turn started outlives the stop.
+//! - Retry never duplicates: a failed attempt's process is ended (the agent holds the failed
+//!   prompt in memory), and the next attempt loads the session from the file the orchestrator
+//!   restored.
+//! - An agent that answers the turn after a cancel one turn late (the Claude adapter) is
+//!   started afresh after every stopped turn ([`AcpQuirks::restart_after_cancel`]).
+
+mod mapper;
+mod session;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
+
+pub use mapper::AcpMapper;
+
+use self::mapper::{id_key, RpcHead, REQUEST_PERMISSION};
+use self::session::{AcpSession, SessionItem};
+use crate::config::PermissionPolicy;
+use crate::process::{ExitReport, StopControl, StopProgress};
+use crate::provider::runner::{
+    progress_changed, sleep_until_opt, spawn_attempt, AttemptMapping, AttemptSink, EndedBy,
+};
+use crate::provider::{
+    AgentStream, AttemptRequest, Backend, Provider, SessionCheckpoint, SessionRef,
+};
+use crate::stream::{
+    notice_kind, AgentMessage, PermissionOptionKind, PermissionRequest, PermissionResolver,
+    StopStage, PERMISSION_CANCELLED,
+};
+
+/// Stage 0 of the stop: how long a `session/cancel` may take to end the turn.
+pub(crate) const CANCEL_GRACE: Duration = Duration::from_secs(2);
+/// How long the tools a stopped turn left behind may take to die.
+const STRAY_KILL_DEADLINE: Duration = Duration::from_secs(2);
+/// JSON-RPC's "method not found".
+const METHOD_NOT_FOUND: i64 = -32601;
+
+/// How a particular ACP agent departs from the protocol.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AcpQuirks {
+    /// After a `session/cancel` the agent answers the next prompt one turn late: start it
+    /// again (loading the session) after every stopped turn.
+    pub restart_after_cancel: bool,
+}
+
+/// A permission answer from the user: the request id and the option chosen (`None`:
+/// cancelled).
+type Answer = (String, Option<String>);
+
+/// The ACP transport of a backend.
+pub struct AcpProvider {
+    backend: Arc<dyn Backend>,
+    policy: PermissionPolicy,
+    /// The live process; locked by the attempt that uses it.
+    live: Arc<tokio::sync::Mutex<Option<AcpSession>>>,
+    /// Set after a rollback of the session file: the live process must not be reused.
+    stale: Arc<AtomicBool>,
+    /// Where the running attempt takes the user's permission answers.
+    answers: Arc<Mutex<Option<mpsc::UnboundedSender<Answer>>>>,
+}
+
+impl AcpProvider {
+    pub fn new(backend: Arc<dyn Backend>, policy: PermissionPolicy) -> Self {
+        Self {
+            backend,
+            policy,
+            live: Arc::new(tokio::sync::Mutex::new(None)),
+            stale: Arc::new(AtomicBool::new(false)),
+            answers: Arc::new(Mutex::new(None)),
+        }
+    }
+}
+
+impl Provider for AcpProvider {
+    fn name(&self) -> &str {
+        self.backend.name()
+    }
+
+    fn execute(&self, request: AttemptRequest, stop: StopControl) -> AgentStream {
+        let attempt = |sink| AcpAttempt {
+            backend: self.backend.clone(),
+            policy: self.policy,
+            live: self.live.clone(),
+            stale: self.stale.clone(),
+            answers: self.answers.clone(),
+            sink,
+            stop: stop.clone(),
+        };
+        spawn_attempt(stop.clone(), move |sink| attempt(sink).run(request))
+    }
+
+    fn checkpoint(&self, request: &AttemptRequest) -> Option<SessionCheckpoint> {
+        let SessionRef::Resume(id) = &request.session else {
+            return None;
+        };
+        let path = self.backend.session_file(id, request)?;
+        SessionCheckpoint::capture(path, self.backend.session_companions(request))
+            .map_err(|error| tracing::warn!(%error, "cannot read the agent's session file"))
+            .ok()
+    }
+
+    fn answer_permission(&self, id: &str, option: Option<String>) -> bool {
+        let Ok(answers) = self.answers.lock() else {
+            return false;
+        };
+        answers
+            .as_ref()
+            .is_some_and(|answers| answers.send((id.to_owned(), option)).is_ok())
+    }
+
+    fn session_restored(&self) {
+        self.stale.store(true, Ordering::SeqCst);
+    }
+
+    fn warm_up(&self, request: AttemptRequest) {
+        let backend = self.backend.clone();
+        let live = self.live.clone();
+        tokio::spawn(async move {
+            let mut slot = live.lock().await;
+            if slot.is_some() {
+                return;
+            }
+            match AcpSession::start(backend.as_ref(), &request).await {
+                Ok(session) => *slot = Some(session),
+                // The first prompt starts the agent again and reports the failure.
+                Err(terminal) => {
+                    tracing::warn!(
+                        ?terminal,
+                        "the ACP agent did not start ahead of the first prompt"
+                    )
+                }
+            }
+        });
+    }
+}
+
+impl Drop for AcpProvider {
+    fn drop(&mut self) {
+        // With no attempt running, end the process now; a running attempt holds `live`, and
+        // the process ends when that attempt lets go of it (`AcpSession`'s drop).
+        if let Ok(mut live) = self.live.try_lock() {
+            live.take();
+        }
+    }
+}
+
+/// One attempt on the live process.
+struct AcpAttempt {
+    backend: Arc<dyn Backend>,
+    policy: PermissionPolicy,
+    live: Arc<tokio::sync::Mutex<Option<AcpSession>>>,
+    stale: Arc<AtomicBool>,
+    answers: Arc<Mutex<Option<mpsc::UnboundedSender<Answer>>>>,
+    sink: AttemptSink,
+    stop: StopControl,
+}
+
+/// How the attempt's turn ended.
+enum TurnEnd {
+    /// The agent answered the prompt: the process stays.
+    Answered,
+    /// The process died (by itself, or by the signal stages of our stop).
+    Exited(ExitReport),
+}
+
+/// A permission request waiting for the user.
+struct OpenPermission {
+    /// The JSON-RPC id to answer, as the agent sent it.
+    rpc_id: Value,
+    request: PermissionRequest,
+}
+
+impl AcpAttempt {
+    async fn run(mut self, request: AttemptRequest) {
+        let live = self.live.clone();
+        let mut slot = live.lock().await;
+        if self.stop.is_stop_requested() {
+            self.sink
+                .send(AgentMessage::Cancelled {
+                    stop_stage: StopStage::Interrupt,
+                    elapsed_ms: 0,
+                })
+                .await;
+            return;
+        }
+        let stale = self.stale.swap(false, Ordering::SeqCst);
+        let reuse = !stale
+            && slot
+                .as_mut()
+                .is_some_and(|session| session.serves(&request.session));
+        if !reuse {
+            if let Some(old) = slot.take() {
+                old.close().await;
+            }
+            match AcpSession::start(self.backend.as_ref(), &request).await {
+                Ok(session) => *slot = Some(session),
+                Err(terminal) => {
+                    self.sink.send(terminal).await;
+                    return;
+                }
+            }
+        }
+        let Some(session) = slot.as_mut() else {
+            return;
+        };
+        let resumed = session.prompted || session.loaded;
+        session.prompted = true;
+        let provider = self.backend.name().to_owned();
+        let session_id = session.session_id.clone();
+        self.sink
+            .send(if resumed {
+                AgentMessage::SessionResumed {
+                    provider,
+                    session_id,
+                }
+            } else {
+                AgentMessage::SessionStarted {
+                    provider,
+                    session_id: Some(session_id),
+                }
+            })
+            .await;
+        let (answers_tx, answers_rx) = mpsc::unbounded_channel();
+        if let Ok(mut answers) = self.answers.lock() {
+            *answers = Some(answers_tx);
+        }
+        let (terminal, keep) = self.play_turn(session, &request, answers_rx).await;
+        if let Ok(mut answers) = self.answers.lock() {
+            *answers = None;
+        }
+        if !keep {
+            if let Some(session) = slot.take() {
+                session.close().await;
+            }
+        }
+        self.sink.send(terminal).await;
+    }
+
+    /// Sends the prompt and reads the turn; returns its terminal message and whether the
+    /// process may serve the next attempt.
+    async fn play_turn(
+        &mut self,
+        session: &mut AcpSession,
+        request: &AttemptRequest,
+        mut answers: mpsc::UnboundedReceiver<Answer>,
+    ) -> (AgentMessage, bool) {
+        let prompt_id = session.connection.next_id();
+        let mut mapping =
+            AttemptMapping::new(Box::new(AcpMapper::new(Some(prompt_id.to_string()))));
+        let mut out = Vec::new();
+        // The helpers the agent runs between turns are its own; what the turn adds is the
+        // turn's (its tools), and does not outlive a stop.
+        let helpers_before = session.helpers();
+        session.connection.request_unrouted(
+            prompt_id,
+            "session/prompt",
+            json!({
+                "sessionId": session.session_id,
+                "prompt": [{"type": "text", "text": request.prompt}]
+            }),
+        );
+        let mut open: HashMap<String, OpenPermission> = HashMap::new();
+        let mut cancel_sent: Option<Instant> = None;
+        let mut escalated: Option<watch::Receiver<StopProgress>> = None;
+        let end = loop {
+            let cancel_deadline = cancel_sent.map(|sent| sent + CANCEL_GRACE);
+            tokio::select! {
+                item = session.items.recv() => match item {
+                    Some(SessionItem::Line(line)) => {
+                        if let Some(tap) = &request.raw_line_tap {
+                            tap.record(&line.text).await;
+                        }
+                        let agent_request = agent_request_of(&line.text);
+                        mapping.map_line(&line, &mut out);
+                        if let Some((rpc_id, method)) = agent_request {
+                            if method == REQUEST_PERMISSION {
+                                let asked = out.iter().rev().find_map(|message| match message {
+                                    AgentMessage::PermissionRequest(asked) => Some((**asked).clone()),
+                                    _ => None,
+                                });
+                                self.sink.flush(&mut out).await;
+                                match asked {
+                                    Some(asked) => {
+                                        self.permission_asked(session, &mut mapping, &mut open, rpc_id, asked, cancel_sent.is_some()).await
+                                    }
+                                    None => session.connection.respond_error(&rpc_id, -32602, "agentty could not read this permission request"),
+                                }
+                            } else {
+                                tracing::warn!(method, "the agent called a method agentty does not offer");
+                                session.connection.respond_error(&rpc_id, METHOD_NOT_FOUND, &format!("agentty does not offer {method}"));
+                            }
+                        }
+                        self.sink.flush(&mut out).await;
+                        if mapping.outcome_reported() {
+                            break TurnEnd::Answered;
+                        }
+                    }
+                    Some(SessionItem::Exited(report)) => {
+                        session.exited = Some(report);
+                        break TurnEnd::Exited(report);
+                    }
+                    None => break TurnEnd::Exited(ExitReport::default()),
+                },
+                Some(line) = session.stderr_lines.recv() => {
+                    mapping.map_stderr_line(&line, &mut out);
+                    self.sink.flush(&mut out).await;
+                }
+                Some((id, option)) = answers.recv() => {
+                    if let Some(permission) = open.remove(&id) {
+                        let valid = option.as_ref().is_none_or(|chosen| permission.request.options.iter().any(|offered| offered.id == *chosen));
+                        if valid {
+                            self.resolve(session, &mut mapping, &permission, option, PermissionResolver::User).await;
+                        } else {
+                            tracing::warn!(id, ?option, "an answer the agent did not offer; ignored");
+                            open.insert(id, permission);
+                        }
+                    }
+                }
+                _ = self.stop.stop_token().cancelled(), if cancel_sent.is_none() => {
+                    tracing::info!("stopping the turn in-band (session/cancel)");
+                    self.stop.set_progress(StopProgress::Interrupting);
+                    session.connection.notify("session/cancel", json!({"sessionId": session.session_id}));
+                    for (_, permission) in open.drain() {
+                        self.resolve(session, &mut mapping, &permission, None, PermissionResolver::User).await;
+                    }
+                    cancel_sent = Some(Instant::now());
+                }
+                _ = sleep_until_opt(cancel_deadline), if cancel_sent.is_some() && escalated.is_none() => {
+                    tracing::warn!("the agent did not end the turn after session/cancel; stopping the process");
+                    escalated = Some(session.process_stop.subscribe());
+                    session.process_stop.stop();
+                }
+                _ = self.stop.kill_token().cancelled(), if cancel_sent.is_some() && !session.process_stop.kill_token().is_cancelled() => {
+                    if escalated.is_none() {
+                        escalated = Some(session.process_stop.subscribe());
+                    }
+                    session.process_stop.kill_now();
+                }
+                changed = progress_changed(&mut escalated) => {
+                    if let Some(progress) = changed {
+                        if progress != StopProgress::Stopped {
+                            self.stop.set_progress(progress);
+                        }
+                    }
+                }
+            }
+        };
+        while let Ok(line) = session.stderr_lines.try_recv() {
+            mapping.map_stderr_line(&line, &mut out);
+        }
+        let stderr = session.stderr_text();
+        let (report, ended_by, keep) = match end {
+            TurnEnd::Answered => {
+                let report = ExitReport {
+                    exit_code: Some(0),
+                    ..ExitReport::default()
+                };
+                let ended_by = match cancel_sent {
+                    Some(sent) => {
+                        self.kill_strays(session, &helpers_before).await;
+                        EndedBy::UserStop {
+                            stage: StopStage::Interrupt,
+                            elapsed_ms: sent.elapsed().as_millis() as u64,
+                        }
+                    }
+                    None => EndedBy::Exit,
+                };
+                let keep = cancel_sent.is_none() || !self.backend.acp_quirks().restart_after_cancel;
+                (report, ended_by, keep)
+            }
+            TurnEnd::Exited(report) => {
+                let ended_by = match (cancel_sent, report.stopped) {
+                    (Some(sent), Some((stage, _))) => EndedBy::UserStop {
+                        stage,
+                        elapsed_ms: sent.elapsed().as_millis() as u64,
+                    },
+                    (Some(sent), None) => EndedBy::UserStop {
+                        stage: StopStage::Grace,
+                        elapsed_ms: sent.elapsed().as_millis() as u64,
+                    },
+                    (None, _) => EndedBy::Exit,
+                };
+                (report, ended_by, false)
+            }
+        };
+        if cancel_sent.is_some() {
+            self.stop.set_progress(StopProgress::Stopped);
+        }
+        let terminal = mapping.finish(&report, ended_by, stderr, &mut out);
+        self.sink.flush(&mut out).await;
+        // A failed attempt stays in the agent's memory: never continue on it.
+        let keep = keep && !matches!(terminal, AgentMessage::Failed(_));
+        (terminal, keep)
+    }
+
+    /// The agent asks before acting: by policy, or the user.
+    async fn permission_asked(
+        &mut self,
+        session: &AcpSession,
+        mapping: &mut AttemptMapping,
+        open: &mut HashMap<String, OpenPermission>,
+        rpc_id: Value,
+        request: PermissionRequest,
+        stopping: bool,
+    ) {
+        let permission = OpenPermission { rpc_id, request };
+        if stopping {
+            self.resolve(
+                session,
+                mapping,
+                &permission,
+                None,
+                PermissionResolver::User,
+            )
+            .await;
+            return;
+        }
+        let by_policy = match self.policy {
+            PermissionPolicy::Ask => None,
+            PermissionPolicy::Allow => Some(
+                [
+                    PermissionOptionKind::AllowOnce,
+                    PermissionOptionKind::AllowAlways,
+                ]
+                .into_iter()
+                .find_map(|kind| permission.request.option_of(kind)),
+            ),
+            PermissionPolicy::Deny => Some(
+                [
+                    PermissionOptionKind::RejectOnce,
+                    PermissionOptionKind::RejectAlways,
+                ]
+                .into_iter()
+                .find_map(|kind| permission.request.option_of(kind)),
+            ),
+        };
+        match by_policy {
+            None => {
+                open.insert(permission.request.id.clone(), permission);
+            }
+            Some(option) => {
+                let option = option.map(|option| option.id.clone());
+                if self.policy == PermissionPolicy::Deny {
+                    self.sink
+                        .send(AgentMessage::notice(
+                            notice_kind::PERMISSION_REFUSED,
+                            format!(
+                                "Refused without asking: {} ({}). The {} provider's permission \
+                                 policy is deny; allow it with `--permissions allow`, or \
+                                 `permissions = \"ask\"` or `\"allow\"` under [providers.{}] in \
+                                 the config.",
+                                permission.request.title,
+                                permission.request.kind,
+                                self.backend.name(),
+                                self.backend.name()
+                            ),
+                        ))
+                        .await;
+                }
+                self.resolve(
+                    session,
+                    mapping,
+                    &permission,
+                    option,
+                    PermissionResolver::Policy,
+                )
+                .await;
+            }
+        }
+    }
+
+    /// Answers a permission request and says how.
+    async fn resolve(
+        &mut self,
+        session: &AcpSession,
+        mapping: &mut AttemptMapping,
+        permission: &OpenPermission,
+        option: Option<String>,
+        by: PermissionResolver,
+    ) {
+        let outcome = match &option {
+            Some(option) => json!({"outcome": "selected", "optionId": option}),
+            None => json!({"outcome": PERMISSION_CANCELLED}),
+        };
+        let answer = session
+            .connection
+            .respond(&permission.rpc_id, json!({ "outcome": outcome }));
+        let mut out = vec![AgentMessage::PermissionResolved {
+            id: permission.request.id.clone(),
+            outcome: option.unwrap_or_else(|| PERMISSION_CANCELLED.to_owned()),
+            by,
+        }];
+        mapping.map_client_line(&answer.to_string(), &mut out);
+        self.sink.flush(&mut out).await;
+    }
+
+    /// Kills what the stopped turn started and left running (a tool the agent did not end).
+    async fn kill_strays(&self, session: &AcpSession, helpers_before: &HashSet<i32>) {
+        let tree = session.tree.clone();
+        let keep = helpers_before.clone();
+        let killed = tokio::task::spawn_blocking(move || {
+            crate::process::tree::kill_descendants_except(
+                &tree,
+                &keep,
+                std::time::Instant::now() + STRAY_KILL_DEADLINE,
+            )
+        })
+        .await
+        .unwrap_or_default();
+        if killed > 0 {
+            tracing::info!(
+                killed,
+                "killed the tool processes the stopped turn left running"
+            );
+        }
+    }
+}
+
+/// The id and method of a request the agent makes of the client.
+fn agent_request_of(line: &str) -> Option<(Value, String)> {
+    if !line.contains("\"method\"") || !line.contains("\"id\"") {
+        return None;
+    }
+    let head = RpcHead::parse(line)?;
+    Some((head.id?, head.method?)).filter(|(id, _)| !id.is_null() && !id_key(id).is_empty())
+}
+
+/// The ACP adapter to run for a backend: `acp_command` from its config, else `default` on
+/// PATH; `None` when neither is there (the backend then keeps its JSON mode).
+pub(crate) fn acp_adapter(
+    settings: &crate::config::ProviderSettings,
+    default: &str,
+) -> Option<std::path::PathBuf> {
+    match &settings.acp_command {
+        Some(command) => Some(command.clone()),
+        None => crate::process::find_on_path(default),
+    }
+}

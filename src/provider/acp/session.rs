@@ -1,0 +1,442 @@
+//! One live ACP agent process: JSON-RPC 2.0 over its stdio, one object per line.
+//!
+//! The router task reads the agent's stdout: a response to a request someone waits for
+//! (`initialize`, `session/new`, `session/load`) goes to that waiter; everything else (updates,
+//! the agent's own requests, the prompt's answer, responses to ids nobody used) goes to the
+//! attempt that reads the turn, in order; the exit report comes last. Commands are written by a
+//! task that owns stdin.
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+
+use super::mapper::{id_key, AcpMapper, RpcError, RpcHead};
+use crate::process::{self, ExitReport, Line, StopControl, TreeIdentity};
+use crate::provider::runner::{self, AttemptMapping, EndedBy};
+use crate::provider::{AttemptRequest, Backend, SessionRef};
+use crate::stream::{failure_reason, AgentMessage};
+
+/// How long a starting agent may take to answer `initialize` and open its session (the Claude
+/// adapter starts Claude Code inside `session/new`: about 1.2 s here, far more on a cold disk).
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+/// After stdin closes, how long the agent may take to exit before it is stopped (the Claude
+/// and Codex adapters never exit on EOF).
+const EXIT_AFTER_CLOSE: Duration = Duration::from_millis(500);
+/// After the process exits, how long its stdout may stay open (a grandchild holding it).
+const STDOUT_DRAIN_AFTER_EXIT: Duration = Duration::from_millis(1000);
+/// The ACP version agentty speaks.
+const PROTOCOL_VERSION: u64 = 1;
+
+/// What the router hands the attempt.
+pub(super) enum SessionItem {
+    Line(Line),
+    /// The process is gone (stdout drained).
+    Exited(ExitReport),
+}
+
+type Waiters = Arc<Mutex<HashMap<String, oneshot::Sender<RpcHead>>>>;
+
+/// Writes JSON-RPC messages on the agent's stdin and correlates the responses.
+#[derive(Clone)]
+pub(super) struct Connection {
+    lines: mpsc::UnboundedSender<String>,
+    waiters: Waiters,
+    next_id: Arc<AtomicU64>,
+}
+
+impl Connection {
+    /// A new request id.
+    pub(super) fn next_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Writes a line; the same text goes to the mapper when it is an answer.
+    pub(super) fn write(&self, message: &Value) -> bool {
+        self.lines.send(message.to_string()).is_ok()
+    }
+
+    pub(super) fn notify(&self, method: &str, params: Value) -> bool {
+        self.write(&json!({"jsonrpc": "2.0", "method": method, "params": params}))
+    }
+
+    /// A request whose response comes back through the turn's lines (the prompt).
+    pub(super) fn request_unrouted(&self, id: u64, method: &str, params: Value) -> bool {
+        self.write(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+    }
+
+    /// A request whose response the receiver gets.
+    fn request(&self, method: &str, params: Value) -> oneshot::Receiver<RpcHead> {
+        let id = self.next_id();
+        let (tx, rx) = oneshot::channel();
+        if let Ok(mut waiters) = self.waiters.lock() {
+            waiters.insert(id.to_string(), tx);
+        }
+        self.request_unrouted(id, method, params);
+        rx
+    }
+
+    /// The answer to the agent's request `id`.
+    pub(super) fn respond(&self, id: &Value, result: Value) -> Value {
+        let message = json!({"jsonrpc": "2.0", "id": id, "result": result});
+        self.write(&message);
+        message
+    }
+
+    pub(super) fn respond_error(&self, id: &Value, code: i64, message: &str) {
+        self.write(
+            &json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}),
+        );
+    }
+}
+
+/// One live ACP agent with its session open.
+pub(super) struct AcpSession {
+    pub(super) connection: Connection,
+    pub(super) items: mpsc::Receiver<SessionItem>,
+    pub(super) stderr_lines: mpsc::Receiver<String>,
+    stderr_tail: Arc<Mutex<process::StderrTail>>,
+    /// The process's own stop (the three signal stages).
+    pub(super) process_stop: StopControl,
+    pub(super) tree: TreeIdentity,
+    pub(super) session_id: String,
+    /// The process has exited; it cannot take another prompt.
+    pub(super) exited: Option<ExitReport>,
+    /// The session it was started for, and whether it has had a prompt yet.
+    started_for: SessionRef,
+    pub(super) prompted: bool,
+    /// The session was loaded (not created): its first turn continues a conversation.
+    pub(super) loaded: bool,
+}
+
+/// Why a start failed: the terminal message for the attempt.
+pub(super) type StartFailure = AgentMessage;
+
+impl AcpSession {
+    /// Starts the agent, initialises it and opens (or loads) `request.session`.
+    pub(super) async fn start(
+        backend: &dyn Backend,
+        request: &AttemptRequest,
+    ) -> Result<Self, StartFailure> {
+        let Some(mut spec) = backend.acp_spawn_spec(request) else {
+            return Err(runner::start_failed(format!(
+                "the {} provider has no ACP transport",
+                backend.name()
+            )));
+        };
+        if spec.cwd.is_none() {
+            spec.cwd = request.cwd.clone();
+        }
+        if let Some(message) = runner::start_problem(&spec) {
+            return Err(runner::start_failed(message));
+        }
+        let process_stop = StopControl::new();
+        let (agent, stdin) = process::spawn_with_stdin(&spec, process_stop.clone())
+            .map_err(|error| runner::start_failed(error.to_string()))?;
+        tracing::info!(pid = agent.pid, command = %spec.display(), "ACP agent started");
+        let (lines_tx, lines_rx) = mpsc::unbounded_channel();
+        tokio::spawn(process::write_lines(stdin, lines_rx));
+        let connection = Connection {
+            lines: lines_tx,
+            waiters: Arc::new(Mutex::new(HashMap::new())),
+            next_id: Arc::new(AtomicU64::new(0)),
+        };
+        let (items_tx, items) = mpsc::channel(512);
+        let process::AgentProcess {
+            stdout,
+            stderr_lines,
+            stderr_tail,
+            exit,
+            tree,
+            ..
+        } = agent;
+        tokio::spawn(route(stdout, exit, connection.waiters.clone(), items_tx));
+        let mut session = Self {
+            connection,
+            items,
+            stderr_lines,
+            stderr_tail,
+            process_stop,
+            tree,
+            session_id: String::new(),
+            exited: None,
+            started_for: request.session.clone(),
+            prompted: false,
+            loaded: false,
+        };
+        match session.open(request).await {
+            Ok(()) => Ok(session),
+            Err(failure) => Err(session.start_failure(failure).await),
+        }
+    }
+
+    /// `initialize`, then `session/new` or `session/load`.
+    async fn open(&mut self, request: &AttemptRequest) -> Result<(), OpenFailure> {
+        let initialize = self.connection.request(
+            "initialize",
+            json!({
+                "protocolVersion": PROTOCOL_VERSION,
+                // Only what agentty implements fully: no file system, no terminals.
+                "clientCapabilities": {
+                    "fs": {"readTextFile": false, "writeTextFile": false},
+                    "terminal": false
+                },
+                "clientInfo": {"name": "agentty", "version": env!("CARGO_PKG_VERSION")}
+            }),
+        );
+        let initialized = self.await_result("initialize", initialize).await?;
+        let can_load = initialized["agentCapabilities"]["loadSession"] == Value::Bool(true);
+        let cwd = request
+            .cwd
+            .clone()
+            .or_else(|| std::env::current_dir().ok())
+            .unwrap_or_else(|| Path::new("/").to_path_buf());
+        let cwd = cwd.display().to_string();
+        match &request.session {
+            SessionRef::Resume(id) if can_load => {
+                let load = self.connection.request(
+                    "session/load",
+                    json!({"sessionId": id, "cwd": cwd, "mcpServers": []}),
+                );
+                match self.await_result("session/load", load).await {
+                    Ok(_) => {
+                        self.session_id = id.clone();
+                        self.loaded = true;
+                        Ok(())
+                    }
+                    Err(OpenFailure::Refused(error)) => Err(OpenFailure::Lost(error)),
+                    Err(other) => Err(other),
+                }
+            }
+            SessionRef::Resume(_) => Err(OpenFailure::Lost(
+                "the agent cannot load a session (no loadSession capability)".to_owned(),
+            )),
+            SessionRef::New | SessionRef::ContinueLatest => {
+                let new = self
+                    .connection
+                    .request("session/new", json!({"cwd": cwd, "mcpServers": []}));
+                let created = self.await_result("session/new", new).await?;
+                match created["sessionId"].as_str() {
+                    Some(id) => {
+                        self.session_id = id.to_owned();
+                        Ok(())
+                    }
+                    None => Err(OpenFailure::Refused(format!(
+                        "session/new answered without a sessionId: {created}"
+                    ))),
+                }
+            }
+        }
+    }
+
+    /// Waits for the response to `method`, while dropping what else comes (a loaded session's
+    /// history, the agent's announcements).
+    async fn await_result(
+        &mut self,
+        method: &str,
+        mut response: oneshot::Receiver<RpcHead>,
+    ) -> Result<Value, OpenFailure> {
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            tokio::select! {
+                head = &mut response => {
+                    let Ok(head) = head else {
+                        return Err(OpenFailure::Exited);
+                    };
+                    return match head.error {
+                        Some(error) => Err(OpenFailure::Refused(describe(method, &error))),
+                        None => Ok(head.result.unwrap_or(Value::Null)),
+                    };
+                }
+                item = self.items.recv() => match item {
+                    Some(SessionItem::Line(line)) => {
+                        tracing::debug!(line = %line.text, method, "ACP line while opening the session");
+                    }
+                    Some(SessionItem::Exited(report)) => {
+                        self.exited = Some(report);
+                        return Err(OpenFailure::Exited);
+                    }
+                    None => return Err(OpenFailure::Exited),
+                },
+                _ = tokio::time::sleep_until(deadline) => {
+                    return Err(OpenFailure::Refused(format!(
+                        "the agent did not answer {method} within {} s",
+                        START_TIMEOUT.as_secs()
+                    )));
+                }
+            }
+        }
+    }
+
+    /// The terminal message of a start that failed; the process is ended.
+    async fn start_failure(mut self, failure: OpenFailure) -> AgentMessage {
+        if self.exited.is_none() {
+            self.process_stop.kill_now();
+        }
+        let report = self.wait_exit().await;
+        let stderr = self.stderr_text();
+        let mapping = AttemptMapping::new(Box::new(AcpMapper::new(None)));
+        let mut out = Vec::new();
+        let mut terminal = mapping.finish(&report, EndedBy::Exit, stderr, &mut out);
+        if let AgentMessage::Failed(failed) = &mut terminal {
+            match failure {
+                OpenFailure::Exited => {
+                    failed.reason = failure_reason::START_FAILED.into();
+                    let said = failed
+                        .stderr
+                        .lines()
+                        .rev()
+                        .find(|line| !line.trim().is_empty())
+                        .map(str::trim)
+                        .unwrap_or("it exited before answering initialize");
+                    failed.message = format!("the ACP agent did not start: {said}");
+                }
+                OpenFailure::Refused(message) => {
+                    failed.reason = failure_reason::START_FAILED.into();
+                    failed.message = message;
+                }
+                OpenFailure::Lost(message) => {
+                    failed.reason = failure_reason::SESSION_LOST.into();
+                    failed.message = message;
+                }
+            }
+        }
+        terminal
+    }
+
+    /// Does this live process hold `session` (and is it still running)?
+    pub(super) fn serves(&mut self, session: &SessionRef) -> bool {
+        while let Ok(item) = self.items.try_recv() {
+            match item {
+                SessionItem::Line(line) => {
+                    tracing::debug!(line = %line.text, "ACP line between turns");
+                }
+                SessionItem::Exited(report) => self.exited = Some(report),
+            }
+        }
+        if self.exited.is_some() {
+            return false;
+        }
+        if !self.prompted && *session == self.started_for {
+            return true;
+        }
+        matches!(session, SessionRef::Resume(id) if *id == self.session_id)
+    }
+
+    pub(super) fn stderr_text(&self) -> String {
+        self.stderr_tail
+            .lock()
+            .map(|tail| tail.text())
+            .unwrap_or_default()
+    }
+
+    /// The processes the agent runs besides itself now.
+    pub(super) fn helpers(&self) -> HashSet<i32> {
+        process::tree::descendants(&self.tree)
+    }
+
+    /// Waits until the process is gone (the router sends its exit report last).
+    pub(super) async fn wait_exit(&mut self) -> ExitReport {
+        if let Some(report) = self.exited {
+            return report;
+        }
+        while let Some(item) = self.items.recv().await {
+            if let SessionItem::Exited(report) = item {
+                self.exited = Some(report);
+                return report;
+            }
+        }
+        ExitReport::default()
+    }
+
+    /// Ends the process: stdin closed, then the three-stage stop (the Claude and Codex
+    /// adapters do not exit on EOF), and waits for it.
+    pub(super) async fn close(mut self) {
+        let (lines, _) = mpsc::unbounded_channel();
+        self.connection.lines = lines;
+        if tokio::time::timeout(EXIT_AFTER_CLOSE, self.wait_exit())
+            .await
+            .is_err()
+        {
+            self.process_stop.stop();
+            self.wait_exit().await;
+        }
+    }
+}
+
+impl Drop for AcpSession {
+    /// Nobody will prompt this agent again: the three-stage stop ends it and all it started.
+    fn drop(&mut self) {
+        if self.exited.is_none() {
+            self.process_stop.stop();
+        }
+    }
+}
+
+/// Why opening the session failed.
+enum OpenFailure {
+    /// The process ended first.
+    Exited,
+    /// The agent answered with an error (or not at all).
+    Refused(String),
+    /// The agent cannot continue the session asked for.
+    Lost(String),
+}
+
+fn describe(method: &str, error: &RpcError) -> String {
+    format!("the agent refused {method}: {}", error.describe())
+}
+
+/// Reads the agent's stdout: responses someone waits for go to them, everything else to the
+/// attempt; the exit report comes last.
+async fn route(
+    mut stdout: process::LineReader<tokio::process::ChildStdout>,
+    mut exit: oneshot::Receiver<ExitReport>,
+    waiters: Waiters,
+    items: mpsc::Sender<SessionItem>,
+) {
+    let mut report: Option<ExitReport> = None;
+    let mut drain_deadline = Instant::now();
+    loop {
+        tokio::select! {
+            line = stdout.next_line() => match line {
+                Ok(Some(line)) => {
+                    if let Some((waiter, head)) = waiting_for(&waiters, &line) {
+                        let _ = waiter.send(head);
+                        continue;
+                    }
+                    // A dropped receiver means the session is gone; the process layer stops it.
+                    let _ = items.send(SessionItem::Line(line)).await;
+                }
+                Ok(None) | Err(_) => break,
+            },
+            exited = &mut exit, if report.is_none() => {
+                report = Some(exited.unwrap_or_default());
+                drain_deadline = Instant::now() + STDOUT_DRAIN_AFTER_EXIT;
+            }
+            _ = tokio::time::sleep_until(drain_deadline), if report.is_some() => break,
+        }
+    }
+    let report = match report {
+        Some(report) => report,
+        None => exit.await.unwrap_or_default(),
+    };
+    let _ = items.send(SessionItem::Exited(report)).await;
+}
+
+/// The waiter of a response line, with the response, if somebody waits for it.
+fn waiting_for(waiters: &Waiters, line: &Line) -> Option<(oneshot::Sender<RpcHead>, RpcHead)> {
+    // During a turn nobody waits: the turn's lines are not parsed twice.
+    if waiters.lock().ok()?.is_empty() {
+        return None;
+    }
+    let head = RpcHead::parse(&line.text).filter(RpcHead::is_response)?;
+    let key = id_key(head.id.as_ref()?);
+    let waiter = waiters.lock().ok()?.remove(&key)?;
+    Some((waiter, head))
+}
