@@ -222,10 +222,10 @@ async fn rig(cli: Cli, test: &str, plan: Plan) -> Option<AcpRig> {
             };
             let server = FakeAnthropic::start(scenario).await;
             provider.insert("acp_command".into(), path_value(&adapter));
+            // Not `IS_SANDBOX=1`, which the SDK's Claude Code needs as root (else session/new
+            // fails: "Query closed before response received"): the provider sets it itself,
+            // and this checks that it does.
             env = fake_anthropic::cli_env(&server.base_url, home.path());
-            // As root the Claude Agent SDK refuses to start its CLI without it (session/new:
-            // "Query closed before response received").
-            env.insert("IS_SANDBOX".into(), "1".into());
             Server::Claude(server)
         }
         Cli::Codex => {
@@ -709,8 +709,9 @@ async fn denied_tool_is_refused_by_policy(cli: Cli, test: &str) {
         !rig.work.path().join(&file).exists(),
         "the refused command did not run: {file} is absent\n{finished}"
     );
-    let resolved_at = position(&finished.messages, "permission.resolved").unwrap_or_default();
-    let notices: Vec<&Value> = finished.messages[resolved_at..]
+    // The notice may come before or after the `permission.resolved`.
+    let asked_at = position(&finished.messages, "permission.request").unwrap_or_default();
+    let notices: Vec<&Value> = finished.messages[asked_at..]
         .iter()
         .filter(|message| type_of(message) == "notice")
         .collect();
