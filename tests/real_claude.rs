@@ -11,7 +11,7 @@ mod fake_anthropic;
 #[path = "support/real_cli.rs"]
 mod real_cli;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,9 +21,9 @@ use agentty::provider::{CliProvider, SessionRef, StopControl};
 use agentty::stream::{failure_reason, notice_kind, AgentMessage};
 use fake_anthropic::{FakeAnthropic, Scenario};
 use real_cli::{
-    assistant_text, cancelled, collect, command_line, expect_completed, expect_failed, is_alive,
-    notices, real_cli, retried_first_turn_is_sent_once, retried_middle_turn_is_sent_once,
-    started_session_id, three_prompts, FailFirst, Rig, UserTexts, RUN_LIMIT,
+    assistant_text, cancelled, collect, expect_completed, expect_failed, is_alive, notices,
+    real_cli, retried_first_turn_is_sent_once, retried_middle_turn_is_sent_once,
+    started_session_id, three_prompts, FailFirst, ProcessProbe, Rig, UserTexts, RUN_LIMIT,
 };
 
 const DEFAULT_BIN: &str = "/tmp/claude-cli/node_modules/.bin/claude";
@@ -51,27 +51,13 @@ async fn rig_on(
     let server = server.await;
     let home = tempfile::tempdir().expect("temp HOME");
     let work = tempfile::tempdir().expect("temp working directory");
-    let marker = uuid::Uuid::new_v4().simple().to_string();
-    let home_path = home.path().to_string_lossy().into_owned();
-    let env = BTreeMap::from(
-        [
-            ("ANTHROPIC_BASE_URL", server.base_url.clone()),
-            ("ANTHROPIC_API_KEY", "sk-ant-fake-key".to_owned()),
-            ("HOME", home_path.clone()),
-            ("CLAUDE_CONFIG_DIR", format!("{home_path}/.claude")),
-            ("DISABLE_TELEMETRY", "1".to_owned()),
-            ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".to_owned()),
-            ("DISABLE_AUTOUPDATER", "1".to_owned()),
-            ("DISABLE_ERROR_REPORTING", "1".to_owned()),
-            (RUN_MARKER_VAR, marker.clone()),
-        ]
-        .map(|(key, value)| (key.to_owned(), value)),
-    );
+    let probe = ProcessProbe::new(RUN_MARKER_VAR);
+    let mut env = fake_anthropic::cli_env(&server.base_url, home.path());
+    env.insert(RUN_MARKER_VAR.to_owned(), probe.marker.clone());
     let settings = ProviderSettings {
         command: Some(bin),
         args: args.iter().map(|arg| arg.to_string()).collect(),
         env,
-        model: None,
         ..ProviderSettings::default()
     };
     let provider = CliProvider::new(ClaudeBackend::new(settings.clone()));
@@ -81,7 +67,7 @@ async fn rig_on(
         home,
         work,
     };
-    Some((rig, ProcessProbe { marker }, settings))
+    Some((rig, probe, settings))
 }
 
 fn delta_count(messages: &[AgentMessage]) -> usize {
@@ -385,32 +371,4 @@ async fn a_retried_first_turn_reaches_the_model_with_its_prompt_once() {
         model_requests(&rig.server)
     })
     .await;
-}
-
-/// Finds the processes of one run: the CLI and everything it started inherit the marker.
-#[derive(Clone)]
-struct ProcessProbe {
-    marker: String,
-}
-
-impl ProcessProbe {
-    /// Live processes carrying the marker in their environment, with their command lines.
-    fn live(&self) -> Vec<(i32, String)> {
-        let needle = format!("{RUN_MARKER_VAR}={}", self.marker);
-        let Ok(entries) = std::fs::read_dir("/proc") else {
-            return Vec::new();
-        };
-        entries
-            .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<i32>().ok())
-            .filter(|pid| is_alive(*pid))
-            .filter(|pid| {
-                std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|environ| {
-                    environ
-                        .split(|byte| *byte == 0)
-                        .any(|entry| entry == needle.as_bytes())
-                })
-            })
-            .map(|pid| (pid, command_line(pid)))
-            .collect()
-    }
 }

@@ -45,7 +45,7 @@ fn rig_on(
     let work = TempDir::new().expect("temp dir");
     let codex_home = home.path().join("codex_home");
     std::fs::create_dir_all(&codex_home).expect("create CODEX_HOME");
-    write_config(&codex_home, server.port);
+    fake_codex_server::write_codex_config(&codex_home, server.port, "fake-model");
     let settings = settings(bin, home.path(), extra_args);
     let rig = Rig {
         server,
@@ -77,33 +77,6 @@ fn settings(bin: PathBuf, home: &Path, extra_args: &[&str]) -> ProviderSettings 
         .env
         .insert("FAKE_API_KEY".into(), "dummy-key".into());
     settings
-}
-
-/// The config of `protocols/codex/capture.sh`: the fake provider, and no background traffic.
-fn write_config(home: &Path, port: u16) {
-    let config = format!(
-        r#"model = "fake-model"
-model_provider = "fake"
-check_for_update_on_startup = false
-
-[model_providers.fake]
-name = "Fake local"
-base_url = "http://127.0.0.1:{port}/v1"
-env_key = "FAKE_API_KEY"
-wire_api = "responses"
-
-[analytics]
-enabled = false
-
-[features]
-plugins = false
-remote_plugin = false
-plugin_sharing = false
-apps = false
-in_app_updates = false
-"#
-    );
-    std::fs::write(home.join("config.toml"), config).expect("write config.toml");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

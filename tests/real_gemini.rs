@@ -24,7 +24,6 @@ use real_cli::{
     retried_first_turn_is_sent_once, retried_middle_turn_is_sent_once, three_prompts, FailFirst,
     Rig, UserTexts,
 };
-use serde_json::json;
 use tempfile::TempDir;
 
 const DEFAULT_BIN: &str = "/tmp/gemini-cli/node_modules/.bin/gemini";
@@ -55,22 +54,7 @@ fn rig_on(
     let server = server();
     let home = TempDir::new().expect("temp dir");
     let work = TempDir::new().expect("temp dir");
-    let mut general = json!({"enableAutoUpdate": false, "enableAutoUpdateNotification": false});
-    if let Some(max_attempts) = max_attempts {
-        general["maxAttempts"] = json!(max_attempts);
-    }
-    let settings_json = json!({
-        "general": general,
-        "privacy": {"usageStatisticsEnabled": false},
-        "telemetry": {"enabled": false},
-        "security": {"auth": {"selectedType": "gemini-api-key"}},
-    });
-    std::fs::create_dir_all(home.path().join(".gemini")).expect("create ~/.gemini");
-    std::fs::write(
-        home.path().join(".gemini/settings.json"),
-        settings_json.to_string(),
-    )
-    .expect("write settings.json");
+    fake_gemini_server::write_cli_settings(home.path(), max_attempts);
     let mut settings = ProviderSettings {
         command: Some(bin),
         args: extra_args.iter().map(|arg| arg.to_string()).collect(),

@@ -8,6 +8,7 @@
 //! `tools` are the conversation ("main" requests); the others get a short "ok".
 //! Every request is logged for the test to inspect. Keep-alive connections are served until
 //! the client closes them; the server stops when dropped.
+#![allow(dead_code)]
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -41,6 +42,8 @@ pub struct RequestRecord {
     pub retry_count: Option<String>,
     /// The request body (`Null` when it was not JSON).
     pub body: Value,
+    /// When the request had been read (to time a CLI's start-up from outside).
+    pub received_at: std::time::Instant,
 }
 
 impl RequestRecord {
@@ -65,6 +68,52 @@ impl RequestRecord {
             })
             .collect()
     }
+}
+
+impl RequestRecord {
+    /// The tool results (`tool_result` blocks) of the last message, as text, in order.
+    pub fn tool_results(&self) -> Vec<String> {
+        let Some(last) = self.body["messages"].as_array().and_then(|m| m.last()) else {
+            return Vec::new();
+        };
+        last["content"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|block| block["type"] == "tool_result")
+            .map(|block| match &block["content"] {
+                Value::String(text) => text.clone(),
+                Value::Array(blocks) => blocks
+                    .iter()
+                    .filter_map(|b| b["text"].as_str())
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                other => other.to_string(),
+            })
+            .collect()
+    }
+}
+
+/// The environment that points Claude Code (or the Claude ACP adapter, which runs it) at the
+/// fake server at `base_url`, with a throwaway `home`, telemetry and non-essential traffic off.
+pub fn cli_env(
+    base_url: &str,
+    home: &std::path::Path,
+) -> std::collections::BTreeMap<String, String> {
+    let home = home.to_string_lossy().into_owned();
+    [
+        ("ANTHROPIC_BASE_URL", base_url.to_owned()),
+        ("ANTHROPIC_API_KEY", "sk-ant-fake-key".to_owned()),
+        ("CLAUDE_CONFIG_DIR", format!("{home}/.claude")),
+        ("HOME", home),
+        ("DISABLE_TELEMETRY", "1".to_owned()),
+        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".to_owned()),
+        ("DISABLE_AUTOUPDATER", "1".to_owned()),
+        ("DISABLE_ERROR_REPORTING", "1".to_owned()),
+    ]
+    .into_iter()
+    .map(|(key, value)| (key.to_owned(), value))
+    .collect()
 }
 
 /// Decides, from the text of its last user message, whether a main request fails with HTTP 500.
@@ -177,6 +226,7 @@ impl Server {
                     stream,
                     retry_count: request.header("x-stainless-retry-count").map(str::to_owned),
                     body: body.clone(),
+                    received_at: std::time::Instant::now(),
                 });
             let close = request
                 .header("connection")

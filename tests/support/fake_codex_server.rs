@@ -24,6 +24,8 @@ pub mod shared {
         pub method: String,
         pub path: String,
         pub body: Vec<u8>,
+        /// When the request's body had been read (to time a CLI's start-up from outside).
+        pub received_at: std::time::Instant,
     }
 
     impl Request {
@@ -143,7 +145,12 @@ pub mod shared {
         if reader.read_exact(&mut body).is_err() {
             return;
         }
-        let request = Request { method, path, body };
+        let request = Request {
+            method,
+            path,
+            body,
+            received_at: std::time::Instant::now(),
+        };
         let index = match log.lock() {
             Ok(mut log) => {
                 log.push(request.clone());
@@ -166,6 +173,13 @@ pub enum CodexScenario {
     /// First a call of Codex's shell tool with this command, then (once the tool output comes
     /// back) text.
     Tool(String),
+    /// Like `Tool`, but the call asks to run outside the sandboxing (`sandbox_permissions:
+    /// "require_escalated"`), which makes Codex ask the user first (codex-acp:
+    /// `session/request_permission`).
+    EscalatedTool(String),
+    /// A reasoning summary and raw reasoning, each streamed as deltas (what codex-acp turns
+    /// into `agent_thought_chunk`s), then text.
+    StreamedReasoning,
     /// Every request: HTTP 500.
     Http500,
 }
@@ -174,6 +188,47 @@ pub const TEXT_REPLY: &str = "Hello from the fake server.";
 pub const REASONING_SUMMARY: &str = "**Thinking about greeting**\n\nI should say hello.";
 pub const REASONING_REPLY: &str = "After thinking: hello!";
 pub const TOOL_REPLY: &str = "The command printed hi.";
+/// The summary and raw reasoning deltas of `StreamedReasoning`.
+pub const STREAMED_SUMMARY: [&str; 5] = [
+    "**Thinking",
+    " about",
+    " greeting**",
+    "\n\nI should",
+    " say hello.",
+];
+pub const STREAMED_RAW: [&str; 4] = ["raw", " chain", " of", " thought"];
+/// The justification of `EscalatedTool`'s call.
+pub const ESCALATION_REASON: &str = "needs to write outside the sandbox";
+
+/// Writes `config.toml` into the Codex home `home` (the config of
+/// `protocols/codex/capture.sh`): the fake server on `port` as the only model provider, with
+/// `model`, and no background traffic. Over ACP use a model Codex knows (`gpt-5.4-mini`):
+/// codex-acp puts "Model metadata for ... not found" into the assistant text for an unknown one.
+pub fn write_codex_config(home: &std::path::Path, port: u16, model: &str) {
+    let config = format!(
+        r#"model = "{model}"
+model_provider = "fake"
+check_for_update_on_startup = false
+
+[model_providers.fake]
+name = "Fake local"
+base_url = "http://127.0.0.1:{port}/v1"
+env_key = "FAKE_API_KEY"
+wire_api = "responses"
+
+[analytics]
+enabled = false
+
+[features]
+plugins = false
+remote_plugin = false
+plugin_sharing = false
+apps = false
+in_app_updates = false
+"#
+    );
+    std::fs::write(home.join("config.toml"), config).expect("write config.toml");
+}
 
 /// Starts the fake Responses API for `scenario`.
 pub fn start(scenario: CodexScenario) -> FakeServer {
@@ -242,6 +297,22 @@ fn answer(
             )?;
             text_message(exchange, &["After", " thinking:", " hello", "!"], 1)?;
         }
+        CodexScenario::StreamedReasoning => {
+            streamed_reasoning(exchange)?;
+            text_message(exchange, &["After", " thinking:", " hello", "!"], 1)?;
+        }
+        CodexScenario::EscalatedTool(command) if !has_tool_output(request) => {
+            let (name, arguments) = shell_tool_call(request, command);
+            let mut arguments: Value = serde_json::from_str(&arguments).unwrap_or_default();
+            arguments["sandbox_permissions"] = json!("require_escalated");
+            arguments["justification"] = json!(ESCALATION_REASON);
+            send(
+                exchange,
+                json!({"type": "response.output_item.done", "output_index": 0,
+                       "item": {"type": "function_call", "id": "fc_1", "call_id": "call_1",
+                                "name": name, "arguments": arguments.to_string(), "status": "completed"}}),
+            )?;
+        }
         CodexScenario::Tool(command) if !has_tool_output(request) => {
             let (name, arguments) = shell_tool_call(request, command);
             send(
@@ -251,7 +322,7 @@ fn answer(
                                 "name": name, "arguments": arguments, "status": "completed"}}),
             )?;
         }
-        CodexScenario::Tool(_) => {
+        CodexScenario::Tool(_) | CodexScenario::EscalatedTool(_) => {
             text_message(exchange, &["The", " command", " printed", " hi", "."], 0)?;
         }
         CodexScenario::Http500 => {}
@@ -314,6 +385,67 @@ fn text_message(exchange: &mut Exchange, chunks: &[&str], index: usize) -> std::
                "item": {"type": "message", "id": id, "role": "assistant", "status": "completed",
                         "content": [{"type": "output_text", "text": text, "annotations": []}]}}),
     )
+}
+
+/// A reasoning item whose summary and raw text stream as deltas, as
+/// `protocols/codex/fake_responses_server.py` sends them.
+fn streamed_reasoning(exchange: &mut Exchange) -> std::io::Result<()> {
+    let id = "rs_1";
+    send(
+        exchange,
+        json!({"type": "response.output_item.added", "output_index": 0,
+               "item": {"type": "reasoning", "id": id, "summary": [], "content": []}}),
+    )?;
+    send(
+        exchange,
+        json!({"type": "response.reasoning_summary_part.added", "item_id": id, "output_index": 0,
+               "summary_index": 0, "part": {"type": "summary_text", "text": ""}}),
+    )?;
+    for delta in STREAMED_SUMMARY {
+        send(
+            exchange,
+            json!({"type": "response.reasoning_summary_text.delta", "item_id": id, "output_index": 0,
+                   "summary_index": 0, "delta": delta}),
+        )?;
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let summary = STREAMED_SUMMARY.concat();
+    send(
+        exchange,
+        json!({"type": "response.reasoning_summary_text.done", "item_id": id, "output_index": 0,
+               "summary_index": 0, "text": summary}),
+    )?;
+    for delta in STREAMED_RAW {
+        send(
+            exchange,
+            json!({"type": "response.reasoning_text.delta", "item_id": id, "output_index": 0,
+                   "content_index": 0, "delta": delta}),
+        )?;
+    }
+    send(
+        exchange,
+        json!({"type": "response.output_item.done", "output_index": 0,
+               "item": {"type": "reasoning", "id": id,
+                        "summary": [{"type": "summary_text", "text": summary}],
+                        "content": [{"type": "reasoning_text", "text": STREAMED_RAW.concat()}],
+                        "encrypted_content": null}}),
+    )
+}
+
+/// The outputs of the tool calls a Responses request carries back to the model
+/// (`function_call_output` items), in order.
+pub fn tool_outputs(request: &Request) -> Vec<String> {
+    let body = request.json().unwrap_or(Value::Null);
+    body["input"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|item| item["type"] == "function_call_output")
+        .map(|item| match &item["output"] {
+            Value::String(text) => text.clone(),
+            other => other.to_string(),
+        })
+        .collect()
 }
 
 fn has_tool_output(request: &Request) -> bool {

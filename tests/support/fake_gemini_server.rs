@@ -35,6 +35,25 @@ pub const DROPPED_PARTIAL: &str = "Partial answer before drop";
 /// The path part of streamed turn requests.
 pub const STREAM_PATH: &str = ":streamGenerateContent";
 
+/// Writes `<home>/.gemini/settings.json` for running Gemini CLI against the fake server: API-key
+/// auth, no update checks, statistics or telemetry; `max_attempts` is the CLI's own retry bound
+/// (`general.maxAttempts`; the CLI's default is 10).
+pub fn write_cli_settings(home: &std::path::Path, max_attempts: Option<u32>) {
+    let mut general = json!({"enableAutoUpdate": false, "enableAutoUpdateNotification": false});
+    if let Some(max_attempts) = max_attempts {
+        general["maxAttempts"] = json!(max_attempts);
+    }
+    let settings = json!({
+        "general": general,
+        "privacy": {"usageStatisticsEnabled": false},
+        "telemetry": {"enabled": false},
+        "security": {"auth": {"selectedType": "gemini-api-key"}},
+    });
+    std::fs::create_dir_all(home.join(".gemini")).expect("create ~/.gemini");
+    std::fs::write(home.join(".gemini/settings.json"), settings.to_string())
+        .expect("write settings.json");
+}
+
 pub fn start(scenario: GeminiScenario) -> FakeServer {
     start_failing(scenario, |_| false)
 }
@@ -161,6 +180,21 @@ fn chunk(parts: Value, finish: Option<&str>) -> Value {
     }
     response["candidates"] = json!([candidate]);
     response
+}
+
+/// The function responses a Gemini request carries back to the model (`functionResponse`
+/// parts, as JSON text), in order.
+pub fn function_responses(request: &Request) -> Vec<String> {
+    let body = request.json().unwrap_or(Value::Null);
+    body["contents"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|content| content["parts"].as_array())
+        .flatten()
+        .filter_map(|part| part.get("functionResponse"))
+        .map(Value::to_string)
+        .collect()
 }
 
 fn has_function_response(request: &Request) -> bool {

@@ -296,6 +296,44 @@ pub fn pids_running(token: &str) -> Vec<i32> {
         .collect()
 }
 
+/// Finds the processes of one run: every process whose environment holds `var=marker` (the
+/// CLI and whatever it starts inherit it, unless they scrub their environment).
+#[derive(Clone, Debug)]
+pub struct ProcessProbe {
+    pub var: &'static str,
+    pub marker: String,
+}
+
+impl ProcessProbe {
+    /// A probe with a fresh marker for `var`.
+    pub fn new(var: &'static str) -> ProcessProbe {
+        ProcessProbe {
+            var,
+            marker: uuid::Uuid::new_v4().simple().to_string(),
+        }
+    }
+
+    /// Live processes carrying the marker in their environment, with their command lines.
+    pub fn live(&self) -> Vec<(i32, String)> {
+        let needle = format!("{}={}", self.var, self.marker);
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        entries
+            .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|pid| is_alive(*pid))
+            .filter(|pid| {
+                std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|environ| {
+                    environ
+                        .split(|byte| *byte == 0)
+                        .any(|entry| entry == needle.as_bytes())
+                })
+            })
+            .map(|pid| (pid, command_line(pid)))
+            .collect()
+    }
+}
+
 /// Waits up to `limit` for a live process whose command line contains `token`.
 pub async fn wait_for_process(token: &str, limit: Duration) -> Vec<i32> {
     let deadline = Instant::now() + limit;

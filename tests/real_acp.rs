@@ -1,0 +1,847 @@
+//! The real agents over the Agent Client Protocol, through agentty's binary as scripts drive it
+//! (`agentty run --provider gemini|claude|codex --transport acp [--permissions allow|deny]`),
+//! against the fake model servers of `support/` on 127.0.0.1. What is checked comes from two
+//! sides: the shared stream agentty prints, and the request log of the fake server (what the
+//! model saw).
+//!
+//! Opt-in: runs only with `AGENTTY_REAL_CLI_TESTS=1` (otherwise each test prints why it is
+//! skipped and returns); then a missing CLI or adapter fails the test. Installs (or the
+//! variables that point elsewhere):
+//! - `npm install --prefix /tmp/gemini-cli @google/gemini-cli@0.61.0` (`AGENTTY_GEMINI_BIN`)
+//! - `npm install --prefix /tmp/claude-acp @zed-industries/claude-agent-acp@0.23.1`
+//!   (`AGENTTY_CLAUDE_ACP_BIN`)
+//! - `npm install --prefix /tmp/codex-acp @zed-industries/codex-acp@0.16.0`
+//!   (`AGENTTY_CODEX_ACP_BIN`), and for its sandbox `bwrap`, which `@openai/codex` ships
+//!   (`npm install --prefix /tmp/codex-cli @openai/codex@0.171.0`, found under
+//!   `node_modules/@openai/codex-*/vendor/*/codex-resources/`; or `AGENTTY_BWRAP_DIR`, or
+//!   `bwrap` on PATH).
+//!
+//! The adapters are given to agentty by the config (`acp_command` in `[providers.claude]` /
+//! `[providers.codex]`, `--config FILE`), the CLIs' environment by the provider's `env` table.
+//!
+//! Which fake-server scenario makes each agent ask permission (measured with the versions
+//! above): Gemini's shell tool running `touch` (and `sleep`; `echo` runs without asking);
+//! Claude's Bash tool running `touch` (and `sleep`; `echo` runs without asking); Codex's shell
+//! tool only with `sandbox_permissions: "require_escalated"` (`CodexScenario::EscalatedTool`:
+//! sandboxed commands, `sleep` included, run without asking in the default read-only mode).
+//!
+//! Every test prints the time from the spawn of `agentty run` to the fake server's first
+//! request (and to the first model request, the first assistant text and the exit).
+
+#[path = "support/fake_anthropic.rs"]
+mod fake_anthropic;
+#[path = "support/fake_codex_server.rs"]
+mod fake_codex_server;
+#[path = "support/fake_gemini_server.rs"]
+mod fake_gemini_server;
+#[path = "support/headless_run.rs"]
+mod headless_run;
+#[path = "support/real_cli.rs"]
+mod real_cli;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use fake_anthropic::{FakeAnthropic, Scenario as ClaudeScenario};
+use fake_codex_server::shared::FakeServer;
+use fake_codex_server::CodexScenario;
+use fake_gemini_server::{GeminiScenario, STREAM_PATH};
+use headless_run::{concat, of_type, position, type_of, Finished, HeadlessRun};
+use real_cli::{pids_running, real_cli, survivors, ProcessProbe, OPT_IN_VAR};
+use serde_json::Value;
+use tempfile::TempDir;
+
+const GEMINI_BIN: &str = "/tmp/gemini-cli/node_modules/.bin/gemini";
+const CLAUDE_ACP_BIN: &str = "/tmp/claude-acp/node_modules/.bin/claude-agent-acp";
+const CODEX_ACP_BIN: &str = "/tmp/codex-acp/node_modules/.bin/codex-acp";
+/// Where `npm install --prefix /tmp/codex-cli @openai/codex` puts its platform packages.
+const CODEX_CLI_MODULES: &str = "/tmp/codex-cli/node_modules/@openai";
+/// The environment variable that marks every process of one test run.
+const RUN_MARKER_VAR: &str = "AGENTTY_ACP_TEST_RUN";
+/// How long one `agentty run` against a fake server may take.
+const RUN_LIMIT: Duration = Duration::from_secs(120);
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Cli {
+    Gemini,
+    Claude,
+    Codex,
+}
+
+impl Cli {
+    fn name(self) -> &'static str {
+        match self {
+            Cli::Gemini => "gemini",
+            Cli::Claude => "claude",
+            Cli::Codex => "codex",
+        }
+    }
+}
+
+/// The fake model server of one CLI.
+enum Server {
+    Gemini(FakeServer),
+    Claude(FakeAnthropic),
+    Codex(FakeServer),
+}
+
+/// One request the model received (the turn's main requests only: side calls such as Gemini's
+/// router or Claude's title request are left out).
+#[derive(Debug)]
+struct ModelRequest {
+    at: Instant,
+    user_texts: Vec<String>,
+    /// What the tool calls the request carries back returned (tool results, function
+    /// responses), as text.
+    tool_results: Vec<String>,
+    /// The number of messages in the request (Claude's fake server echoes it).
+    message_count: usize,
+}
+
+impl Server {
+    /// When the first request of any kind arrived.
+    fn first_request_at(&self) -> Option<Instant> {
+        match self {
+            Server::Gemini(server) | Server::Codex(server) => server
+                .requests()
+                .iter()
+                .map(|request| request.received_at)
+                .min(),
+            Server::Claude(server) => server
+                .requests()
+                .iter()
+                .map(|request| request.received_at)
+                .min(),
+        }
+    }
+
+    fn model_requests(&self) -> Vec<ModelRequest> {
+        match self {
+            Server::Gemini(server) => server
+                .requests()
+                .iter()
+                .filter(|request| request.path.contains(STREAM_PATH))
+                .map(|request| ModelRequest {
+                    at: request.received_at,
+                    user_texts: fake_gemini_server::user_texts(request),
+                    tool_results: fake_gemini_server::function_responses(request),
+                    message_count: 0,
+                })
+                .collect(),
+            Server::Codex(server) => server
+                .requests()
+                .iter()
+                .filter(|request| request.path.contains("/responses"))
+                .map(|request| ModelRequest {
+                    at: request.received_at,
+                    user_texts: fake_codex_server::user_texts(request),
+                    tool_results: fake_codex_server::tool_outputs(request),
+                    message_count: 0,
+                })
+                .collect(),
+            Server::Claude(server) => server
+                .message_requests()
+                .iter()
+                .filter(|request| request.main)
+                .map(|request| ModelRequest {
+                    at: request.received_at,
+                    user_texts: request.user_texts(),
+                    tool_results: request.tool_results(),
+                    message_count: request.body["messages"].as_array().map_or(0, Vec::len),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// One CLI over ACP against its fake server, with a throwaway home and working directory and
+/// an agentty config that points the provider at them.
+struct AcpRig {
+    cli: Cli,
+    test: String,
+    server: Server,
+    home: TempDir,
+    work: TempDir,
+    config: PathBuf,
+    probe: ProcessProbe,
+    /// Directories put in front of PATH for agentty (and so for the agent).
+    path_prefix: Vec<PathBuf>,
+}
+
+/// A fake-server scenario in each CLI's terms.
+enum Plan {
+    Text,
+    Thinking,
+    /// A shell tool call of this command, made so that the agent asks permission first.
+    AskingTool(String),
+    /// A plain shell tool call of this command (Codex runs it in its sandbox without asking).
+    Tool(String),
+}
+
+async fn rig(cli: Cli, test: &str, plan: Plan) -> Option<AcpRig> {
+    let home = TempDir::new().expect("temp home");
+    let work = TempDir::new().expect("temp working directory");
+    let home_path = home.path().to_string_lossy().into_owned();
+    let mut path_prefix = Vec::new();
+    let mut provider = toml::Table::new();
+    let mut env: BTreeMap<String, String> = BTreeMap::new();
+    let server = match cli {
+        Cli::Gemini => {
+            let bin = real_cli(test, "AGENTTY_GEMINI_BIN", GEMINI_BIN)?;
+            let scenario = match plan {
+                Plan::Text => GeminiScenario::Text,
+                Plan::Thinking => GeminiScenario::Reasoning,
+                Plan::AskingTool(command) | Plan::Tool(command) => GeminiScenario::Tool(command),
+            };
+            let server = fake_gemini_server::start(scenario);
+            fake_gemini_server::write_cli_settings(home.path(), Some(1));
+            provider.insert("command".into(), path_value(&bin));
+            // A pinned model skips the router's side call before each turn.
+            provider.insert("model".into(), "gemini-2.5-pro".into());
+            for (key, value) in [
+                ("HOME", home_path.clone()),
+                ("GEMINI_API_KEY", "dummy-key".to_owned()),
+                (
+                    "GOOGLE_GEMINI_BASE_URL",
+                    format!("http://127.0.0.1:{}", server.port),
+                ),
+                ("GEMINI_CLI_TRUST_WORKSPACE", "true".to_owned()),
+            ] {
+                env.insert(key.into(), value);
+            }
+            Server::Gemini(server)
+        }
+        Cli::Claude => {
+            let adapter = real_cli(test, "AGENTTY_CLAUDE_ACP_BIN", CLAUDE_ACP_BIN)?;
+            let scenario = match plan {
+                Plan::Text => ClaudeScenario::Text,
+                Plan::Thinking => ClaudeScenario::Thinking,
+                Plan::AskingTool(command) | Plan::Tool(command) => ClaudeScenario::Tool { command },
+            };
+            let server = FakeAnthropic::start(scenario).await;
+            provider.insert("acp_command".into(), path_value(&adapter));
+            // Not `IS_SANDBOX=1`, which the SDK's Claude Code needs as root (else session/new
+            // fails: "Query closed before response received"): the provider sets it itself,
+            // and this checks that it does.
+            env = fake_anthropic::cli_env(&server.base_url, home.path());
+            Server::Claude(server)
+        }
+        Cli::Codex => {
+            let adapter = real_cli(test, "AGENTTY_CODEX_ACP_BIN", CODEX_ACP_BIN)?;
+            path_prefix.push(bwrap_dir());
+            let scenario = match plan {
+                Plan::Text => CodexScenario::Text,
+                Plan::Thinking => CodexScenario::StreamedReasoning,
+                Plan::AskingTool(command) => CodexScenario::EscalatedTool(command),
+                Plan::Tool(command) => CodexScenario::Tool(command),
+            };
+            let server = fake_codex_server::start(scenario);
+            let codex_home = home.path().join("codex_home");
+            std::fs::create_dir_all(&codex_home).expect("create CODEX_HOME");
+            fake_codex_server::write_codex_config(&codex_home, server.port, "gpt-5.4-mini");
+            provider.insert("acp_command".into(), path_value(&adapter));
+            for (key, value) in [
+                ("CODEX_HOME", codex_home.to_string_lossy().into_owned()),
+                ("HOME", home_path.clone()),
+                ("FAKE_API_KEY", "dummy-key".to_owned()),
+            ] {
+                env.insert(key.into(), value);
+            }
+            Server::Codex(server)
+        }
+    };
+    provider.insert(
+        "env".into(),
+        toml::Value::Table(env.into_iter().map(|(k, v)| (k, v.into())).collect()),
+    );
+    let mut providers = toml::Table::new();
+    providers.insert(cli.name().into(), toml::Value::Table(provider));
+    let mut config = toml::Table::new();
+    config.insert("providers".into(), toml::Value::Table(providers));
+    let config_path = home.path().join("agentty-config.toml");
+    let config_text = toml::to_string(&config).expect("config as TOML");
+    std::fs::write(&config_path, &config_text).expect("write the agentty config");
+    eprintln!(
+        "=== {test}: config {}:\n{config_text}",
+        config_path.display()
+    );
+    Some(AcpRig {
+        cli,
+        test: test.to_owned(),
+        server,
+        home,
+        work,
+        config: config_path,
+        probe: ProcessProbe::new(RUN_MARKER_VAR),
+        path_prefix,
+    })
+}
+
+fn path_value(path: &Path) -> toml::Value {
+    path.to_string_lossy().into_owned().into()
+}
+
+/// The directory holding the `bwrap` that codex-acp's sandbox needs on PATH: `AGENTTY_BWRAP_DIR`,
+/// else the one `@openai/codex` ships, else one on PATH; a failure when there is none.
+fn bwrap_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("AGENTTY_BWRAP_DIR") {
+        return PathBuf::from(dir);
+    }
+    let shipped = std::fs::read_dir(CODEX_CLI_MODULES)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .flat_map(|package| {
+            std::fs::read_dir(package.path().join("vendor"))
+                .into_iter()
+                .flatten()
+                .flatten()
+        })
+        .map(|target| target.path().join("codex-resources"))
+        .find(|dir| dir.join("bwrap").is_file());
+    let on_path = || {
+        std::env::split_paths(&std::env::var_os("PATH")?).find(|dir| dir.join("bwrap").is_file())
+    };
+    shipped.or_else(on_path).unwrap_or_else(|| {
+        panic!(
+            "{OPT_IN_VAR}=1 but no bwrap for codex-acp's sandbox: install @openai/codex into \
+             /tmp/codex-cli (it ships one in vendor/*/codex-resources/), or set AGENTTY_BWRAP_DIR"
+        )
+    })
+}
+
+impl AcpRig {
+    /// `agentty run --provider CLI --transport acp --config FILE [--permissions P] PROMPT` in
+    /// the rig's working directory.
+    fn command(&self, permissions: Option<&str>, prompt: &str) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_agentty"));
+        command
+            .args(["run", "--provider", self.cli.name(), "--transport", "acp"])
+            .arg("--config")
+            .arg(&self.config);
+        if let Some(permissions) = permissions {
+            command.args(["--permissions", permissions]);
+        }
+        command
+            .arg(prompt)
+            .current_dir(self.work.path())
+            .env("AGENTTY_STATE_DIR", self.home.path().join("agentty-state"))
+            .env(self.probe.var, &self.probe.marker);
+        if !self.path_prefix.is_empty() {
+            let path = std::env::var_os("PATH").unwrap_or_default();
+            let dirs = self
+                .path_prefix
+                .iter()
+                .cloned()
+                .chain(std::env::split_paths(&path));
+            command.env("PATH", std::env::join_paths(dirs).expect("PATH"));
+        }
+        command
+    }
+
+    fn spawn(&self, permissions: Option<&str>, prompt: &str) -> HeadlessRun {
+        HeadlessRun::spawn(self.command(permissions, prompt))
+    }
+
+    /// Runs `agentty run` to its exit; prints the run and its timings.
+    async fn run(&self, permissions: Option<&str>, prompt: &str) -> Finished {
+        let run = self.spawn(permissions, prompt);
+        let spawned_at = run.spawned_at;
+        let finished = run.finish(RUN_LIMIT).await;
+        self.report(spawned_at, &finished);
+        finished
+    }
+
+    /// Prints the run, what the model received, and the timings from the spawn.
+    fn report(&self, spawned_at: Instant, finished: &Finished) {
+        eprintln!("{finished}");
+        let requests = self.server.model_requests();
+        eprintln!("=== {}: {} model request(s)", self.test, requests.len());
+        for (number, request) in requests.iter().enumerate() {
+            eprintln!(
+                "  #{} at {} ms: user texts {:?}, tool results {:?}",
+                number + 1,
+                request.at.saturating_duration_since(spawned_at).as_millis(),
+                request
+                    .user_texts
+                    .iter()
+                    .map(|t| shorten(t))
+                    .collect::<Vec<_>>(),
+                request
+                    .tool_results
+                    .iter()
+                    .map(|t| shorten(t))
+                    .collect::<Vec<_>>(),
+            );
+        }
+        let ms =
+            |at: Option<Duration>| at.map_or("-".to_owned(), |at| format!("{} ms", at.as_millis()));
+        eprintln!(
+            "TIMING {} {}: spawn -> first request to the fake server {}; -> first model request {}; \
+             -> session.started {}; -> first assistant delta {}; -> exit {} ms",
+            self.cli.name(),
+            self.test,
+            ms(self
+                .server
+                .first_request_at()
+                .map(|at| at.saturating_duration_since(spawned_at))),
+            ms(requests.first().map(|r| r.at.saturating_duration_since(spawned_at))),
+            ms(finished.first_arrival("session.started")),
+            ms(finished.first_arrival("assistant")),
+            finished.elapsed.as_millis(),
+        );
+    }
+}
+
+fn shorten(text: &str) -> String {
+    let text = text.trim();
+    if text.chars().count() <= 100 {
+        return text.to_owned();
+    }
+    let head: String = text.chars().take(100).collect();
+    format!("{head}…({} chars)", text.chars().count())
+}
+
+/// A prompt unique to this run.
+fn prompt(label: &str) -> String {
+    format!("{label} {}", uuid::Uuid::new_v4().simple())
+}
+
+fn assert_started(cli: Cli, finished: &Finished) {
+    let first = finished.messages.first().cloned().unwrap_or_default();
+    assert_eq!(type_of(&first), "session.started", "{finished}");
+    assert_eq!(first["provider"], cli.name(), "{finished}");
+    assert!(
+        first["session_id"]
+            .as_str()
+            .is_some_and(|id| !id.is_empty()),
+        "the ACP session id is announced\n{finished}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// (a) Live text.
+
+async fn text_streams_and_completes(cli: Cli, test: &str) {
+    let Some(rig) = rig(cli, test, Plan::Text).await else {
+        return;
+    };
+    let prompt = prompt("say hello");
+    let finished = rig.run(None, &prompt).await;
+    finished.expect_terminal("terminal.completed");
+    assert_started(cli, &finished);
+    let requests = rig.server.model_requests();
+    assert_eq!(requests.len(), 1, "one model request\n{finished}");
+    assert_eq!(
+        real_cli::occurrences(&requests[0].user_texts, &prompt),
+        1,
+        "the model received the prompt once: {requests:#?}"
+    );
+    let expected = match cli {
+        Cli::Gemini => fake_gemini_server::TEXT_REPLY.to_owned(),
+        Cli::Codex => fake_codex_server::TEXT_REPLY.to_owned(),
+        Cli::Claude => format!(
+            "Hello from the fake server. You said: '{prompt}'. messages={}.",
+            requests[0].message_count
+        ),
+    };
+    let text = concat(&finished.messages, "assistant", "delta");
+    assert_eq!(
+        text, expected,
+        "the deltas concatenate to the answer\n{finished}"
+    );
+    let deltas = of_type(&finished.messages, "assistant").len();
+    eprintln!("{test}: {deltas} assistant deltas: {text:?}");
+    assert!(
+        deltas > 1,
+        "the text streams live, in several deltas\n{finished}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gemini_acp_text_streams_and_completes() {
+    text_streams_and_completes(Cli::Gemini, "gemini_acp_text_streams_and_completes").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_acp_text_streams_and_completes() {
+    text_streams_and_completes(Cli::Claude, "claude_acp_text_streams_and_completes").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_acp_text_streams_and_completes() {
+    text_streams_and_completes(Cli::Codex, "codex_acp_text_streams_and_completes").await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// (b) Thinking: streamed live (`assistant.thinking`) and released whole (`assistant.thought`).
+
+async fn thinking_streams_and_is_released(cli: Cli, test: &str) {
+    let Some(rig) = rig(cli, test, Plan::Thinking).await else {
+        return;
+    };
+    let finished = rig.run(None, &prompt("think then say hello")).await;
+    finished.expect_terminal("terminal.completed");
+    // What the fake server reasons, and the words of it that must arrive whatever the agent
+    // does to its formatting (Gemini rewrites the `**Subject**` header).
+    let (reply, words): (&str, &[&str]) = match cli {
+        Cli::Gemini => (
+            fake_gemini_server::REASONING_REPLY,
+            &["I should", "say hello."],
+        ),
+        Cli::Claude => (
+            "After thinking: the answer is 42.",
+            &["Let me think about this carefully."],
+        ),
+        Cli::Codex => (
+            fake_codex_server::REASONING_REPLY,
+            &[
+                "Thinking about greeting",
+                "I should say hello.",
+                "raw chain of thought",
+            ],
+        ),
+    };
+    let text = concat(&finished.messages, "assistant", "delta");
+    assert_eq!(text, reply, "no thinking leaks into the text\n{finished}");
+    let thinking = concat(&finished.messages, "assistant.thinking", "delta");
+    let thoughts: Vec<&str> = of_type(&finished.messages, "assistant.thought")
+        .iter()
+        .filter_map(|thought| thought["text"].as_str())
+        .collect();
+    eprintln!("{test}: thinking deltas {thinking:?}; thoughts {thoughts:?}");
+    for word in words {
+        assert!(
+            thinking.contains(word),
+            "assistant.thinking streams {word:?}\n{finished}"
+        );
+        assert!(
+            thoughts.iter().any(|thought| thought.contains(word)),
+            "an assistant.thought holds {word:?}\n{finished}"
+        );
+    }
+    let first_thinking = position(&finished.messages, "assistant.thinking");
+    let first_text = position(&finished.messages, "assistant");
+    assert!(
+        matches!((first_thinking, first_text), (Some(t), Some(a)) if t < a),
+        "the thinking streams before the answer\n{finished}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gemini_acp_thinking_streams_and_is_released() {
+    thinking_streams_and_is_released(Cli::Gemini, "gemini_acp_thinking_streams_and_is_released")
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_acp_thinking_streams_and_is_released() {
+    thinking_streams_and_is_released(Cli::Claude, "claude_acp_thinking_streams_and_is_released")
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_acp_thinking_streams_and_is_released() {
+    thinking_streams_and_is_released(Cli::Codex, "codex_acp_thinking_streams_and_is_released")
+        .await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// (c) A tool call that asks permission: run after `--permissions allow`, refused by the
+// headless default (`deny`, here given explicitly).
+
+/// The one `permission.request` and its `permission.resolved`, checked against the contract;
+/// returns the request and the option id it was answered with.
+fn permission_exchange<'m>(finished: &'m Finished, file: &str) -> (&'m Value, &'m str) {
+    let requests = of_type(&finished.messages, "permission.request");
+    assert_eq!(requests.len(), 1, "one permission.request\n{finished}");
+    let request = requests[0];
+    assert!(
+        request["id"].as_str().is_some_and(|id| !id.is_empty()),
+        "{request}"
+    );
+    assert!(
+        request["title"]
+            .as_str()
+            .is_some_and(|title| title.contains(file)),
+        "the request's title names the command\n{finished}"
+    );
+    let options = request["options"].as_array().cloned().unwrap_or_default();
+    for kind in ["allow_once", "reject_once"] {
+        assert!(
+            options.iter().any(|option| option["kind"] == kind
+                && option["id"].as_str().is_some_and(|id| !id.is_empty())
+                && option["name"].as_str().is_some_and(|name| !name.is_empty())),
+            "an option of kind {kind} with an id and a name\n{finished}"
+        );
+    }
+    let resolved = of_type(&finished.messages, "permission.resolved");
+    assert_eq!(resolved.len(), 1, "one permission.resolved\n{finished}");
+    let resolved = resolved[0];
+    assert_eq!(resolved["id"], request["id"], "{finished}");
+    assert_eq!(
+        resolved["by"], "policy",
+        "headless runs answer by policy\n{finished}"
+    );
+    let outcome = resolved["outcome"].as_str().unwrap_or_default();
+    assert!(
+        position(&finished.messages, "permission.request")
+            < position(&finished.messages, "permission.resolved"),
+        "{finished}"
+    );
+    (request, outcome)
+}
+
+/// The id of the option of `kind` in a `permission.request`.
+fn option_id<'m>(request: &'m Value, kind: &str) -> &'m str {
+    request["options"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|option| option["kind"] == kind)
+        .and_then(|option| option["id"].as_str())
+        .unwrap_or_default()
+}
+
+async fn allowed_tool_runs(cli: Cli, test: &str) {
+    let file = format!("allowed-{}.txt", std::process::id());
+    let Some(rig) = rig(cli, test, Plan::AskingTool(format!("touch {file}"))).await else {
+        return;
+    };
+    let finished = rig.run(Some("allow"), &prompt("create the file")).await;
+    finished.expect_terminal("terminal.completed");
+    let (request, outcome) = permission_exchange(&finished, &file);
+    assert_eq!(
+        outcome,
+        option_id(request, "allow_once"),
+        "allowed once\n{finished}"
+    );
+    assert!(
+        rig.work.path().join(&file).exists(),
+        "the allowed command ran: {file} exists\n{finished}"
+    );
+    // The tool call is announced and completes under the id the request named.
+    let call_id = request["tool_call_id"].as_str().unwrap_or_default();
+    assert!(
+        !call_id.is_empty(),
+        "the request names its tool call\n{finished}"
+    );
+    assert!(
+        of_type(&finished.messages, "tool.call")
+            .iter()
+            .any(|call| call["id"] == call_id),
+        "a tool.call {call_id}\n{finished}"
+    );
+    assert!(
+        of_type(&finished.messages, "tool.completed")
+            .iter()
+            .any(|done| done["id"] == call_id),
+        "the tool call {call_id} completed\n{finished}"
+    );
+    // What the model saw: a second request carrying the tool's result.
+    let requests = rig.server.model_requests();
+    assert_eq!(
+        requests.len(),
+        2,
+        "the result went back to the model\n{finished}"
+    );
+    assert_eq!(requests[1].tool_results.len(), 1, "{requests:#?}");
+    eprintln!(
+        "{test}: the model received the tool result {:?}",
+        requests[1].tool_results[0]
+    );
+    let expected = match cli {
+        Cli::Gemini => format!(
+            "{}{}",
+            fake_gemini_server::TOOL_PREAMBLE,
+            fake_gemini_server::TOOL_REPLY
+        ),
+        Cli::Codex => fake_codex_server::TOOL_REPLY.to_owned(),
+        Cli::Claude => format!(
+            "I'll run a command.The command printed: {}. Done.",
+            requests[1].tool_results[0].trim()
+        ),
+    };
+    assert_eq!(
+        concat(&finished.messages, "assistant", "delta"),
+        expected,
+        "{finished}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gemini_acp_allowed_tool_runs() {
+    allowed_tool_runs(Cli::Gemini, "gemini_acp_allowed_tool_runs").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_acp_allowed_tool_runs() {
+    allowed_tool_runs(Cli::Claude, "claude_acp_allowed_tool_runs").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_acp_allowed_tool_runs() {
+    allowed_tool_runs(Cli::Codex, "codex_acp_allowed_tool_runs").await;
+}
+
+async fn denied_tool_is_refused_by_policy(cli: Cli, test: &str) {
+    let file = format!("denied-{}.txt", std::process::id());
+    let Some(rig) = rig(cli, test, Plan::AskingTool(format!("touch {file}"))).await else {
+        return;
+    };
+    let finished = rig.run(Some("deny"), &prompt("create the file")).await;
+    let terminal = finished.terminal();
+    let kind = type_of(terminal);
+    assert_eq!(
+        finished.status.code(),
+        Some(headless_run::exit_code_for(kind)),
+        "{finished}"
+    );
+    let (request, outcome) = permission_exchange(&finished, &file);
+    assert_eq!(
+        outcome,
+        option_id(request, "reject_once"),
+        "rejected once\n{finished}"
+    );
+    assert!(
+        !rig.work.path().join(&file).exists(),
+        "the refused command did not run: {file} is absent\n{finished}"
+    );
+    // The notice may come before or after the `permission.resolved`.
+    let asked_at = position(&finished.messages, "permission.request").unwrap_or_default();
+    let notices: Vec<&Value> = finished.messages[asked_at..]
+        .iter()
+        .filter(|message| type_of(message) == "notice")
+        .collect();
+    assert!(!notices.is_empty(), "the refusal is a notice\n{finished}");
+    eprintln!("{test}: ended {kind}; notices {notices:?}");
+    let requests = rig.server.model_requests();
+    match cli {
+        // Codex ends the whole turn on a rejection (stopReason cancelled): the model hears
+        // nothing more. The user did not stop anything, so it is no failure.
+        Cli::Codex => {
+            assert_eq!(requests.len(), 1, "{requests:#?}\n{finished}");
+            assert_ne!(kind, "terminal.failed", "{finished}");
+        }
+        // Gemini and Claude tell the model that the call was refused, and the turn goes on.
+        Cli::Gemini | Cli::Claude => {
+            assert_eq!(
+                requests.len(),
+                2,
+                "the refusal went back to the model\n{finished}"
+            );
+            assert_eq!(requests[1].tool_results.len(), 1, "{requests:#?}");
+            eprintln!(
+                "{test}: the model received {:?}",
+                requests[1].tool_results[0]
+            );
+            finished.expect_terminal("terminal.completed");
+            assert!(
+                !of_type(&finished.messages, "tool.completed")
+                    .iter()
+                    .any(|done| done["id"] == request["tool_call_id"]),
+                "a refused call does not complete\n{finished}"
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gemini_acp_denied_tool_is_refused_by_policy() {
+    denied_tool_is_refused_by_policy(Cli::Gemini, "gemini_acp_denied_tool_is_refused_by_policy")
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_acp_denied_tool_is_refused_by_policy() {
+    denied_tool_is_refused_by_policy(Cli::Claude, "claude_acp_denied_tool_is_refused_by_policy")
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_acp_denied_tool_is_refused_by_policy() {
+    denied_tool_is_refused_by_policy(Cli::Codex, "codex_acp_denied_tool_is_refused_by_policy")
+        .await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// (d) SIGINT to `agentty run` while a `sleep 100` tool runs.
+
+async fn sigint_mid_tool_cancels_and_leaves_no_process(cli: Cli, test: &str) {
+    // `sleep 100.<digits>`: a hundred seconds, and a command line no other test has.
+    let sleep = format!("sleep 100.{:06}", std::process::id() % 1_000_000);
+    // Gemini and Claude ask before running it (allowed here); Codex runs it in its sandbox.
+    let Some(rig) = rig(cli, test, Plan::Tool(sleep.clone())).await else {
+        return;
+    };
+    let run = rig.spawn(Some("allow"), &prompt("sleep for the stop test"));
+    let spawned_at = run.spawned_at;
+    let sleepers = real_cli::wait_for_process(&sleep, RUN_LIMIT).await;
+    if sleepers.is_empty() {
+        let finished = run.finish(Duration::from_secs(5)).await;
+        rig.report(spawned_at, &finished);
+        panic!("the `{sleep}` tool never started\n{finished}");
+    }
+    let before_stop = rig.probe.live();
+    eprintln!("{test}: processes of the run before the stop: {before_stop:#?}");
+    let interrupted_at = Instant::now();
+    run.interrupt();
+    let finished = run.finish(Duration::from_secs(20)).await;
+    let stop_took = interrupted_at.elapsed();
+    rig.report(spawned_at, &finished);
+    eprintln!("{test}: SIGINT -> exit {} ms", stop_took.as_millis());
+    let terminal = finished.expect_terminal("terminal.cancelled");
+    eprintln!(
+        "{test}: stop_stage {}, elapsed_ms {}",
+        terminal["stop_stage"], terminal["elapsed_ms"]
+    );
+    assert!(
+        ["interrupt", "grace", "kill"].contains(&terminal["stop_stage"].as_str().unwrap_or("")),
+        "{finished}"
+    );
+    // Nothing of the run survives: neither the tool nor the agent (nor its sandbox).
+    let left = survivors(sleepers.clone(), Duration::from_secs(5)).await;
+    let still_sleeping = pids_running(&sleep);
+    assert!(
+        left.is_empty() && still_sleeping.is_empty(),
+        "`{sleep}` still runs after the stop: {left:?} {still_sleeping:?}"
+    );
+    let pids: Vec<i32> = before_stop.iter().map(|(pid, _)| *pid).collect();
+    let alive: Vec<(i32, String)> = survivors(pids, Duration::from_secs(5))
+        .await
+        .into_iter()
+        .map(|pid| (pid, real_cli::command_line(pid)))
+        .collect();
+    assert!(alive.is_empty(), "processes of the run left: {alive:#?}");
+    let marked = rig.probe.live();
+    assert!(marked.is_empty(), "processes of the run left: {marked:#?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gemini_acp_sigint_mid_tool_cancels_and_leaves_no_process() {
+    sigint_mid_tool_cancels_and_leaves_no_process(
+        Cli::Gemini,
+        "gemini_acp_sigint_mid_tool_cancels_and_leaves_no_process",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_acp_sigint_mid_tool_cancels_and_leaves_no_process() {
+    sigint_mid_tool_cancels_and_leaves_no_process(
+        Cli::Claude,
+        "claude_acp_sigint_mid_tool_cancels_and_leaves_no_process",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_acp_sigint_mid_tool_cancels_and_leaves_no_process() {
+    sigint_mid_tool_cancels_and_leaves_no_process(
+        Cli::Codex,
+        "codex_acp_sigint_mid_tool_cancels_and_leaves_no_process",
+    )
+    .await;
+}
