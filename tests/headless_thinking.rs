@@ -12,7 +12,7 @@ fn headless_prints_live_thinking_and_the_whole_thought() {
     let state = scratch.path();
     let output = Command::new(env!("CARGO_BIN_EXE_agentty"))
         .args(["run", "--provider", "demo", "--scenario", "thinking", "hi"])
-        .env("AGENTTY_STATE_DIR", &state)
+        .env("AGENTTY_STATE_DIR", state)
         .env("XDG_CONFIG_HOME", state.join("config"))
         .output()
         .unwrap();
