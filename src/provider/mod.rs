@@ -15,6 +15,7 @@ pub mod demo;
 pub mod errors;
 pub mod gemini;
 pub mod http_status;
+pub(crate) mod live_process;
 pub mod mapper;
 pub mod pi;
 pub mod reconcile;

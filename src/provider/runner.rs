@@ -408,27 +408,10 @@ fn append_detail(message: &mut String, detail: &str) {
 }
 
 /// Sleeps until `deadline`; pending forever without one.
-pub(crate) async fn sleep_until_opt(deadline: Option<Instant>) {
+async fn sleep_until_opt(deadline: Option<Instant>) {
     match deadline {
         Some(deadline) => tokio::time::sleep_until(deadline).await,
         None => futures::future::pending().await,
-    }
-}
-
-/// The next stop progress of a process being stopped; pending forever while none is (or once
-/// its stop control is gone).
-pub(crate) async fn progress_changed(
-    progress: &mut Option<tokio::sync::watch::Receiver<crate::process::StopProgress>>,
-) -> Option<crate::process::StopProgress> {
-    match progress {
-        Some(receiver) => match receiver.changed().await {
-            Ok(()) => Some(*receiver.borrow_and_update()),
-            Err(_) => {
-                *progress = None;
-                None
-            }
-        },
-        None => std::future::pending().await,
     }
 }
 

@@ -31,24 +31,24 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use tokio::sync::{mpsc, watch};
-use tokio::time::Instant;
+use tokio::sync::mpsc;
 
 pub use mapper::AcpMapper;
 
 use self::mapper::{id_key, RpcHead, REQUEST_PERMISSION};
-use self::session::{AcpSession, SessionItem};
+use self::session::AcpSession;
 use crate::config::PermissionPolicy;
-use crate::process::{ExitReport, StopControl, StopProgress};
-use crate::provider::runner::{
-    progress_changed, sleep_until_opt, spawn_attempt, AttemptMapping, AttemptSink, EndedBy,
+use crate::process::StopControl;
+use crate::provider::live_process::{
+    session_for_attempt, InBandStop, LiveItem, LiveSession, TurnEnd,
 };
+use crate::provider::runner::{spawn_attempt, AttemptMapping, AttemptSink};
 use crate::provider::{
     AgentStream, AttemptRequest, Backend, Provider, SessionCheckpoint, SessionRef,
 };
 use crate::stream::{
     notice_kind, AgentMessage, PermissionOptionKind, PermissionRequest, PermissionResolver,
-    StopStage, PERMISSION_CANCELLED,
+    PERMISSION_CANCELLED,
 };
 
 /// Stage 0 of the stop: how long a `session/cancel` may take to end the turn.
@@ -182,14 +182,6 @@ struct AcpAttempt {
     stop: StopControl,
 }
 
-/// How the attempt's turn ended.
-enum TurnEnd {
-    /// The agent answered the prompt: the process stays.
-    Answered,
-    /// The process died (by itself, or by the signal stages of our stop).
-    Exited(ExitReport),
-}
-
 /// A permission request waiting for the user.
 struct OpenPermission {
     /// The JSON-RPC id to answer, as the agent sent it.
@@ -200,33 +192,19 @@ struct OpenPermission {
 impl AcpAttempt {
     async fn run(mut self, request: AttemptRequest) {
         let live = self.live.clone();
-        let mut slot = live.lock().await;
-        if self.stop.is_stop_requested() {
-            self.sink
-                .send(AgentMessage::Cancelled {
-                    stop_stage: StopStage::Interrupt,
-                    elapsed_ms: 0,
-                })
-                .await;
+        let backend = self.backend.clone();
+        let Some(mut slot) = session_for_attempt(
+            &live,
+            &self.stale,
+            &request,
+            &self.stop,
+            &mut self.sink,
+            || AcpSession::start(backend.as_ref(), &request),
+        )
+        .await
+        else {
             return;
-        }
-        let stale = self.stale.swap(false, Ordering::SeqCst);
-        let reuse = !stale
-            && slot
-                .as_mut()
-                .is_some_and(|session| session.serves(&request.session));
-        if !reuse {
-            if let Some(old) = slot.take() {
-                old.close().await;
-            }
-            match AcpSession::start(self.backend.as_ref(), &request).await {
-                Ok(session) => *slot = Some(session),
-                Err(terminal) => {
-                    self.sink.send(terminal).await;
-                    return;
-                }
-            }
-        }
+        };
         let Some(session) = slot.as_mut() else {
             return;
         };
@@ -277,7 +255,7 @@ impl AcpAttempt {
         let mut out = Vec::new();
         // The helpers the agent runs between turns are its own; what the turn adds is the
         // turn's (its tools), and does not outlive a stop.
-        let helpers_before = session.helpers();
+        let helpers_before = session.process.helpers();
         session.connection.request_unrouted(
             prompt_id,
             "session/prompt",
@@ -287,13 +265,15 @@ impl AcpAttempt {
             }),
         );
         let mut open: HashMap<String, OpenPermission> = HashMap::new();
-        let mut cancel_sent: Option<Instant> = None;
-        let mut escalated: Option<watch::Receiver<StopProgress>> = None;
+        let mut stop = InBandStop::new(
+            self.stop.clone(),
+            session.process.process_stop.clone(),
+            CANCEL_GRACE,
+        );
         let end = loop {
-            let cancel_deadline = cancel_sent.map(|sent| sent + CANCEL_GRACE);
             tokio::select! {
-                item = session.items.recv() => match item {
-                    Some(SessionItem::Line(line)) => {
+                item = session.process.items.recv() => match item {
+                    Some(LiveItem::Line(line)) => {
                         if let Some(tap) = &request.raw_line_tap {
                             tap.record(&line.text).await;
                         }
@@ -308,7 +288,7 @@ impl AcpAttempt {
                                 self.sink.flush(&mut out).await;
                                 match asked {
                                     Some(asked) => {
-                                        self.permission_asked(session, &mut mapping, &mut open, rpc_id, asked, cancel_sent.is_some()).await
+                                        self.permission_asked(session, &mut mapping, &mut open, rpc_id, asked, stop.is_sent()).await
                                     }
                                     None => session.connection.respond_error(&rpc_id, -32602, "agentty could not read this permission request"),
                                 }
@@ -322,13 +302,13 @@ impl AcpAttempt {
                             break TurnEnd::Answered;
                         }
                     }
-                    Some(SessionItem::Exited(report)) => {
-                        session.exited = Some(report);
+                    Some(LiveItem::Exited(report)) => {
+                        session.process.exited = Some(report);
                         break TurnEnd::Exited(report);
                     }
-                    None => break TurnEnd::Exited(ExitReport::default()),
+                    None => break TurnEnd::Exited(Default::default()),
                 },
-                Some(line) = session.stderr_lines.recv() => {
+                Some(line) = session.process.stderr_lines.recv() => {
                     mapping.map_stderr_line(&line, &mut out);
                     self.sink.flush(&mut out).await;
                 }
@@ -343,77 +323,28 @@ impl AcpAttempt {
                         }
                     }
                 }
-                _ = self.stop.stop_token().cancelled(), if cancel_sent.is_none() => {
+                _ = stop.requested(), if !stop.is_sent() => {
                     tracing::info!("stopping the turn in-band (session/cancel)");
-                    self.stop.set_progress(StopProgress::Interrupting);
                     session.connection.notify("session/cancel", json!({"sessionId": session.session_id}));
+                    stop.sent();
                     for (_, permission) in open.drain() {
                         self.resolve(session, &mut mapping, &permission, None, PermissionResolver::User).await;
                     }
-                    cancel_sent = Some(Instant::now());
-                }
-                _ = sleep_until_opt(cancel_deadline), if cancel_sent.is_some() && escalated.is_none() => {
-                    tracing::warn!("the agent did not end the turn after session/cancel; stopping the process");
-                    escalated = Some(session.process_stop.subscribe());
-                    session.process_stop.stop();
-                }
-                _ = self.stop.kill_token().cancelled(), if cancel_sent.is_some() && !session.process_stop.kill_token().is_cancelled() => {
-                    if escalated.is_none() {
-                        escalated = Some(session.process_stop.subscribe());
-                    }
-                    session.process_stop.kill_now();
-                }
-                changed = progress_changed(&mut escalated) => {
-                    if let Some(progress) = changed {
-                        if progress != StopProgress::Stopped {
-                            self.stop.set_progress(progress);
-                        }
-                    }
                 }
             }
         };
-        while let Ok(line) = session.stderr_lines.try_recv() {
+        while let Ok(line) = session.process.stderr_lines.try_recv() {
             mapping.map_stderr_line(&line, &mut out);
         }
-        let stderr = session.stderr_text();
-        let (report, ended_by, keep) = match end {
-            TurnEnd::Answered => {
-                let report = ExitReport {
-                    exit_code: Some(0),
-                    ..ExitReport::default()
-                };
-                let ended_by = match cancel_sent {
-                    Some(sent) => {
-                        self.kill_strays(session, &helpers_before).await;
-                        EndedBy::UserStop {
-                            stage: StopStage::Interrupt,
-                            elapsed_ms: sent.elapsed().as_millis() as u64,
-                        }
-                    }
-                    None => EndedBy::Exit,
-                };
-                let keep =
-                    cancel_sent.is_none() || !self.backend.acp_quirks(request).restart_after_cancel;
-                (report, ended_by, keep)
-            }
-            TurnEnd::Exited(report) => {
-                let ended_by = match (cancel_sent, report.stopped) {
-                    (Some(sent), Some((stage, _))) => EndedBy::UserStop {
-                        stage,
-                        elapsed_ms: sent.elapsed().as_millis() as u64,
-                    },
-                    (Some(sent), None) => EndedBy::UserStop {
-                        stage: StopStage::Grace,
-                        elapsed_ms: sent.elapsed().as_millis() as u64,
-                    },
-                    (None, _) => EndedBy::Exit,
-                };
-                (report, ended_by, false)
-            }
+        let stderr = session.process.stderr_text();
+        let answered_after_stop = stop.is_sent() && matches!(end, TurnEnd::Answered);
+        let (report, ended_by, keep) = stop.outcome(end);
+        let keep = if answered_after_stop {
+            self.kill_strays(session, &helpers_before).await;
+            keep && !self.backend.acp_quirks(request).restart_after_cancel
+        } else {
+            keep
         };
-        if cancel_sent.is_some() {
-            self.stop.set_progress(StopProgress::Stopped);
-        }
         let terminal = mapping.finish(&report, ended_by, stderr, &mut out);
         self.sink.flush(&mut out).await;
         // A failed attempt stays in the agent's memory: never continue on it.
@@ -524,7 +455,7 @@ impl AcpAttempt {
 
     /// Kills what the stopped turn started and left running (a tool the agent did not end).
     async fn kill_strays(&self, session: &AcpSession, helpers_before: &HashSet<i32>) {
-        let tree = session.tree.clone();
+        let tree = session.process.tree.clone();
         let keep = helpers_before.clone();
         let killed = tokio::task::spawn_blocking(move || {
             crate::process::tree::kill_descendants_except(

@@ -6,7 +6,7 @@
 //! attempt that reads the turn, in order; the exit report comes last. Commands are written by a
 //! task that owns stdin.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -17,7 +17,8 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
 use super::mapper::{id_key, AcpMapper, RpcError, RpcHead};
-use crate::process::{self, ExitReport, Line, StopControl, TreeIdentity};
+use crate::process::Line;
+use crate::provider::live_process::{LiveItem, LiveProcess, LiveSession, ResponseRouter};
 use crate::provider::runner::{self, AttemptMapping, EndedBy};
 use crate::provider::{AttemptRequest, Backend, SessionRef};
 use crate::stream::{failure_reason, AgentMessage};
@@ -28,19 +29,40 @@ const START_TIMEOUT: Duration = Duration::from_secs(60);
 /// After stdin closes, how long the agent may take to exit before it is stopped (the Claude
 /// and Codex adapters never exit on EOF).
 const EXIT_AFTER_CLOSE: Duration = Duration::from_millis(500);
-/// After the process exits, how long its stdout may stay open (a grandchild holding it).
-const STDOUT_DRAIN_AFTER_EXIT: Duration = Duration::from_millis(1000);
 /// The ACP version agentty speaks.
 const PROTOCOL_VERSION: u64 = 1;
 
-/// What the router hands the attempt.
-pub(super) enum SessionItem {
-    Line(Line),
-    /// The process is gone (stdout drained).
-    Exited(ExitReport),
-}
-
 type Waiters = Arc<Mutex<HashMap<String, oneshot::Sender<RpcHead>>>>;
+
+/// Responses to `initialize`, `session/new` and `session/load` go to their waiters.
+struct JsonRpcRouter(Waiters);
+
+impl ResponseRouter for JsonRpcRouter {
+    fn deliver(&self, line: &Line) -> bool {
+        // During a turn nobody waits: the turn's lines are not parsed twice.
+        if self.0.lock().map_or(true, |waiters| waiters.is_empty()) {
+            return false;
+        }
+        let Some(head) = RpcHead::parse(&line.text).filter(RpcHead::is_response) else {
+            return false;
+        };
+        let Some(key) = head.id.as_ref().map(id_key) else {
+            return false;
+        };
+        let waiter = self
+            .0
+            .lock()
+            .ok()
+            .and_then(|mut waiters| waiters.remove(&key));
+        match waiter {
+            Some(waiter) => {
+                let _ = waiter.send(head);
+                true
+            }
+            None => false,
+        }
+    }
+}
 
 /// Writes JSON-RPC messages on the agent's stdin and correlates the responses.
 #[derive(Clone)]
@@ -98,15 +120,8 @@ impl Connection {
 /// One live ACP agent with its session open.
 pub(super) struct AcpSession {
     pub(super) connection: Connection,
-    pub(super) items: mpsc::Receiver<SessionItem>,
-    pub(super) stderr_lines: mpsc::Receiver<String>,
-    stderr_tail: Arc<Mutex<process::StderrTail>>,
-    /// The process's own stop (the three signal stages).
-    pub(super) process_stop: StopControl,
-    pub(super) tree: TreeIdentity,
+    pub(super) process: LiveProcess,
     pub(super) session_id: String,
-    /// The process has exited; it cannot take another prompt.
-    pub(super) exited: Option<ExitReport>,
     /// The session it was started for, and whether it has had a prompt yet.
     started_for: SessionRef,
     pub(super) prompted: bool,
@@ -132,39 +147,18 @@ impl AcpSession {
         if spec.cwd.is_none() {
             spec.cwd = request.cwd.clone();
         }
-        if let Some(message) = runner::start_problem(&spec) {
-            return Err(runner::start_failed(message));
-        }
-        let process_stop = StopControl::new();
-        let (agent, stdin) = process::spawn_with_stdin(&spec, process_stop.clone())
-            .map_err(|error| runner::start_failed(error.to_string()))?;
-        tracing::info!(pid = agent.pid, command = %spec.display(), "ACP agent started");
-        let (lines_tx, lines_rx) = mpsc::unbounded_channel();
-        tokio::spawn(process::write_lines(stdin, lines_rx));
+        let waiters = Waiters::default();
+        let process = LiveProcess::start(&spec, JsonRpcRouter(waiters.clone()), "ACP agent")
+            .map_err(runner::start_failed)?;
         let connection = Connection {
-            lines: lines_tx,
-            waiters: Arc::new(Mutex::new(HashMap::new())),
+            lines: process.commands.clone(),
+            waiters,
             next_id: Arc::new(AtomicU64::new(0)),
         };
-        let (items_tx, items) = mpsc::channel(512);
-        let process::AgentProcess {
-            stdout,
-            stderr_lines,
-            stderr_tail,
-            exit,
-            tree,
-            ..
-        } = agent;
-        tokio::spawn(route(stdout, exit, connection.waiters.clone(), items_tx));
         let mut session = Self {
             connection,
-            items,
-            stderr_lines,
-            stderr_tail,
-            process_stop,
-            tree,
+            process,
             session_id: String::new(),
-            exited: None,
             started_for: request.session.clone(),
             prompted: false,
             loaded: false,
@@ -253,12 +247,12 @@ impl AcpSession {
                         None => Ok(head.result.unwrap_or(Value::Null)),
                     };
                 }
-                item = self.items.recv() => match item {
-                    Some(SessionItem::Line(line)) => {
+                item = self.process.items.recv() => match item {
+                    Some(LiveItem::Line(line)) => {
                         tracing::debug!(line = %line.text, method, "ACP line while opening the session");
                     }
-                    Some(SessionItem::Exited(report)) => {
-                        self.exited = Some(report);
+                    Some(LiveItem::Exited(report)) => {
+                        self.process.exited = Some(report);
                         return Err(OpenFailure::Exited);
                     }
                     None => return Err(OpenFailure::Exited),
@@ -275,11 +269,11 @@ impl AcpSession {
 
     /// The terminal message of a start that failed; the process is ended.
     async fn start_failure(mut self, failure: OpenFailure) -> AgentMessage {
-        if self.exited.is_none() {
-            self.process_stop.kill_now();
+        if self.process.exited.is_none() {
+            self.process.process_stop.kill_now();
         }
-        let report = self.wait_exit().await;
-        let stderr = self.stderr_text();
+        let report = self.process.wait_exit().await;
+        let stderr = self.process.stderr_text();
         let mapping = AttemptMapping::new(Box::new(AcpMapper::new(None)));
         let mut out = Vec::new();
         let mut terminal = mapping.finish(&report, EndedBy::Exit, stderr, &mut out);
@@ -308,18 +302,12 @@ impl AcpSession {
         }
         terminal
     }
+}
 
+impl LiveSession for AcpSession {
     /// Does this live process hold `session` (and is it still running)?
-    pub(super) fn serves(&mut self, session: &SessionRef) -> bool {
-        while let Ok(item) = self.items.try_recv() {
-            match item {
-                SessionItem::Line(line) => {
-                    tracing::debug!(line = %line.text, "ACP line between turns");
-                }
-                SessionItem::Exited(report) => self.exited = Some(report),
-            }
-        }
-        if self.exited.is_some() {
+    fn serves(&mut self, session: &SessionRef) -> bool {
+        if !self.process.is_running() {
             return false;
         }
         if !self.prompted && *session == self.started_for {
@@ -328,53 +316,16 @@ impl AcpSession {
         matches!(session, SessionRef::Resume(id) if *id == self.session_id)
     }
 
-    pub(super) fn stderr_text(&self) -> String {
-        self.stderr_tail
-            .lock()
-            .map(|tail| tail.text())
-            .unwrap_or_default()
-    }
-
-    /// The processes the agent runs besides itself now.
-    pub(super) fn helpers(&self) -> HashSet<i32> {
-        process::tree::descendants(&self.tree)
-    }
-
-    /// Waits until the process is gone (the router sends its exit report last).
-    pub(super) async fn wait_exit(&mut self) -> ExitReport {
-        if let Some(report) = self.exited {
-            return report;
-        }
-        while let Some(item) = self.items.recv().await {
-            if let SessionItem::Exited(report) = item {
-                self.exited = Some(report);
-                return report;
-            }
-        }
-        ExitReport::default()
-    }
-
-    /// Ends the process: stdin closed, then the three-stage stop (the Claude and Codex
-    /// adapters do not exit on EOF), and waits for it.
-    pub(super) async fn close(mut self) {
-        let (lines, _) = mpsc::unbounded_channel();
-        self.connection.lines = lines;
-        if tokio::time::timeout(EXIT_AFTER_CLOSE, self.wait_exit())
-            .await
-            .is_err()
-        {
-            self.process_stop.stop();
-            self.wait_exit().await;
-        }
-    }
-}
-
-impl Drop for AcpSession {
-    /// Nobody will prompt this agent again: the three-stage stop ends it and all it started.
-    fn drop(&mut self) {
-        if self.exited.is_none() {
-            self.process_stop.stop();
-        }
+    /// Ends the agent: stdin closed, then the three-stage stop (the Claude and Codex adapters
+    /// do not exit on EOF), and waits for it.
+    async fn close(self) {
+        let Self {
+            connection,
+            process,
+            ..
+        } = self;
+        drop(connection);
+        process.close(EXIT_AFTER_CLOSE).await;
     }
 }
 
@@ -390,53 +341,4 @@ enum OpenFailure {
 
 fn describe(method: &str, error: &RpcError) -> String {
     format!("the agent refused {method}: {}", error.describe())
-}
-
-/// Reads the agent's stdout: responses someone waits for go to them, everything else to the
-/// attempt; the exit report comes last.
-async fn route(
-    mut stdout: process::LineReader<tokio::process::ChildStdout>,
-    mut exit: oneshot::Receiver<ExitReport>,
-    waiters: Waiters,
-    items: mpsc::Sender<SessionItem>,
-) {
-    let mut report: Option<ExitReport> = None;
-    let mut drain_deadline = Instant::now();
-    loop {
-        tokio::select! {
-            line = stdout.next_line() => match line {
-                Ok(Some(line)) => {
-                    if let Some((waiter, head)) = waiting_for(&waiters, &line) {
-                        let _ = waiter.send(head);
-                        continue;
-                    }
-                    // A dropped receiver means the session is gone; the process layer stops it.
-                    let _ = items.send(SessionItem::Line(line)).await;
-                }
-                Ok(None) | Err(_) => break,
-            },
-            exited = &mut exit, if report.is_none() => {
-                report = Some(exited.unwrap_or_default());
-                drain_deadline = Instant::now() + STDOUT_DRAIN_AFTER_EXIT;
-            }
-            _ = tokio::time::sleep_until(drain_deadline), if report.is_some() => break,
-        }
-    }
-    let report = match report {
-        Some(report) => report,
-        None => exit.await.unwrap_or_default(),
-    };
-    let _ = items.send(SessionItem::Exited(report)).await;
-}
-
-/// The waiter of a response line, with the response, if somebody waits for it.
-fn waiting_for(waiters: &Waiters, line: &Line) -> Option<(oneshot::Sender<RpcHead>, RpcHead)> {
-    // During a turn nobody waits: the turn's lines are not parsed twice.
-    if waiters.lock().ok()?.is_empty() {
-        return None;
-    }
-    let head = RpcHead::parse(&line.text).filter(RpcHead::is_response)?;
-    let key = id_key(head.id.as_ref()?);
-    let waiter = waiters.lock().ok()?.remove(&key)?;
-    Some((waiter, head))
 }

@@ -22,17 +22,20 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::provider::live_process::{
+    session_for_attempt, InBandStop, LiveItem, LiveProcess, LiveSession, ResponseRouter, TurnEnd,
+};
 use crate::provider::runner::{spawn_attempt, AttemptSink};
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 
-use crate::process::{self, ExitReport, Line, StopControl, StopProgress};
-use crate::provider::runner::{self, progress_changed, sleep_until_opt, AttemptMapping, EndedBy};
+use crate::process::{ExitReport, Line, StopControl};
+use crate::provider::runner::{self, AttemptMapping, EndedBy};
 use crate::provider::{
     AgentStream, AttemptRequest, Backend, Interjection, Provider, SessionCheckpoint, SessionRef,
 };
-use crate::stream::{failure_reason, notice_kind, AgentMessage, Failure, StopStage};
+use crate::stream::{failure_reason, notice_kind, AgentMessage, Failure};
 
 /// Stage 0 of the stop: how long an `abort` may take to end the turn.
 pub(crate) const ABORT_GRACE: Duration = Duration::from_secs(2);
@@ -40,8 +43,6 @@ pub(crate) const ABORT_GRACE: Duration = Duration::from_secs(2);
 const START_TIMEOUT: Duration = Duration::from_secs(60);
 /// After a failed attempt, how long pi may take to exit once its stdin is closed.
 const EXIT_AFTER_CLOSE: Duration = Duration::from_secs(2);
-/// After the process exits, how long its stdout may stay open (a grandchild holding it).
-const STDOUT_DRAIN_AFTER_EXIT: Duration = Duration::from_millis(1000);
 
 /// What pi's steering queues hold (its `queue_update` event), for the UI.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -220,26 +221,28 @@ impl CommandWriter {
     }
 }
 
-/// What the router hands the attempt that reads the process.
-enum SessionItem {
-    /// An event line (or a response nobody waited for).
-    Line(Line),
-    /// The process is gone (stdout drained).
-    Exited(ExitReport),
+/// pi's responses to commands somebody waits for (`get_state`, `get_session_stats`, the
+/// prompt) go to their waiters.
+struct PiResponseRouter(Arc<Mutex<HashMap<String, oneshot::Sender<Value>>>>);
+
+impl ResponseRouter for PiResponseRouter {
+    fn deliver(&self, line: &Line) -> bool {
+        let Some(waiter) = waiting_for(&self.0, line) else {
+            return false;
+        };
+        if let Ok(value) = serde_json::from_str(&line.text) {
+            let _ = waiter.send(value);
+        }
+        true
+    }
 }
 
 /// One live `pi --mode rpc` process.
 struct RpcSession {
     writer: CommandWriter,
-    items: mpsc::Receiver<SessionItem>,
-    stderr_lines: mpsc::Receiver<String>,
-    stderr_tail: Arc<Mutex<process::StderrTail>>,
-    /// The process's own stop (the three signal stages).
-    process_stop: StopControl,
+    process: LiveProcess,
     session_id: Option<String>,
     session_file: Option<String>,
-    /// The process has exited; it cannot take another prompt.
-    exited: Option<ExitReport>,
     /// The session it was started for, and whether it has had a prompt yet (a process
     /// started ahead of the first prompt serves that prompt's session).
     started_for: SessionRef,
@@ -259,38 +262,19 @@ impl RpcSession {
                 backend.name()
             )));
         };
-        if let Some(message) = runner::start_problem(&spec) {
-            return Err(runner::start_failed(message));
-        }
-        let process_stop = StopControl::new();
-        let (agent, stdin) = process::spawn_with_stdin(&spec, process_stop.clone())
-            .map_err(|error| runner::start_failed(error.to_string()))?;
-        tracing::info!(pid = agent.pid, command = %spec.display(), "rpc agent started");
-        let (lines_tx, lines_rx) = mpsc::unbounded_channel();
-        tokio::spawn(process::write_lines(stdin, lines_rx));
+        let pending = Arc::new(Mutex::new(HashMap::new()));
+        let process = LiveProcess::start(&spec, PiResponseRouter(pending.clone()), "rpc agent")
+            .map_err(runner::start_failed)?;
         let writer = CommandWriter {
-            lines: lines_tx,
-            pending: Arc::new(Mutex::new(HashMap::new())),
+            lines: process.commands.clone(),
+            pending,
             next_id: Arc::new(AtomicU64::new(1)),
         };
-        let (items_tx, items) = mpsc::channel(512);
-        let process::AgentProcess {
-            stdout,
-            stderr_lines,
-            stderr_tail,
-            exit,
-            ..
-        } = agent;
-        tokio::spawn(route(stdout, exit, writer.pending.clone(), items_tx));
         let mut session = Self {
             writer,
-            items,
-            stderr_lines,
-            stderr_tail,
-            process_stop,
+            process,
             session_id: None,
             session_file: None,
-            exited: None,
             started_for: request.session.clone(),
             prompted: false,
         };
@@ -315,14 +299,18 @@ impl RpcSession {
                 let report = match report {
                     Some(report) => report,
                     None => {
-                        session.process_stop.kill_now();
-                        session.wait_exit().await
+                        session.process.process_stop.kill_now();
+                        session.process.wait_exit().await
                     }
                 };
                 let mapping = AttemptMapping::new(backend.mapper(request));
                 let mut out = Vec::new();
-                let mut terminal =
-                    mapping.finish(&report, EndedBy::Exit, session.stderr_text(), &mut out);
+                let mut terminal = mapping.finish(
+                    &report,
+                    EndedBy::Exit,
+                    session.process.stderr_text(),
+                    &mut out,
+                );
                 if let AgentMessage::Failed(failure) = &mut terminal {
                     if failure.reason == failure_reason::NO_COMPLETION {
                         failure.reason = failure_reason::START_FAILED.into();
@@ -354,12 +342,12 @@ impl RpcSession {
         loop {
             tokio::select! {
                 value = &mut response => return value.map_err(|_| None),
-                item = self.items.recv() => match item {
-                    Some(SessionItem::Line(line)) => {
+                item = self.process.items.recv() => match item {
+                    Some(LiveItem::Line(line)) => {
                         tracing::debug!(line = %line.text, "rpc line before the prompt");
                     }
-                    Some(SessionItem::Exited(report)) => {
-                        self.exited = Some(report);
+                    Some(LiveItem::Exited(report)) => {
+                        self.process.exited = Some(report);
                         return Err(Some(report));
                     }
                     None => return Err(Some(ExitReport::default())),
@@ -368,19 +356,13 @@ impl RpcSession {
             }
         }
     }
+}
 
+impl LiveSession for RpcSession {
     /// Does this live process hold the session `session` names (and is it still running)?
     fn serves(&mut self, session: &SessionRef) -> bool {
         // Between turns nobody reads: what came meanwhile is pi's idle chatter, or its exit.
-        while let Ok(item) = self.items.try_recv() {
-            match item {
-                SessionItem::Line(line) => {
-                    tracing::debug!(line = %line.text, "rpc line between turns");
-                }
-                SessionItem::Exited(report) => self.exited = Some(report),
-            }
-        }
-        if self.exited.is_some() {
+        if !self.process.is_running() {
             return false;
         }
         if !self.prompted && *session == self.started_for {
@@ -395,94 +377,18 @@ impl RpcSession {
         }
     }
 
-    fn stderr_text(&self) -> String {
-        self.stderr_tail
-            .lock()
-            .map(|tail| tail.text())
-            .unwrap_or_default()
-    }
-
-    /// Waits until the process is gone (the router sends its exit report last).
-    async fn wait_exit(&mut self) -> ExitReport {
-        if let Some(report) = self.exited {
-            return report;
-        }
-        while let Some(item) = self.items.recv().await {
-            if let SessionItem::Exited(report) = item {
-                self.exited = Some(report);
-                return report;
-            }
-        }
-        ExitReport::default()
-    }
-
     /// Ends the process and waits for it: stdin closed (pi exits at once), else the
     /// three-stage stop after [`EXIT_AFTER_CLOSE`].
-    async fn close(mut self) {
-        let (lines, _) = mpsc::unbounded_channel();
-        // Dropping the writer's last sender closes pi's stdin.
-        self.writer.lines = lines;
-        if let Ok(mut pending) = self.writer.pending.lock() {
+    async fn close(self) {
+        let Self {
+            writer, process, ..
+        } = self;
+        if let Ok(mut pending) = writer.pending.lock() {
             pending.clear();
         }
-        if tokio::time::timeout(EXIT_AFTER_CLOSE, self.wait_exit())
-            .await
-            .is_err()
-        {
-            self.process_stop.stop();
-            self.wait_exit().await;
-        }
+        drop(writer);
+        process.close(EXIT_AFTER_CLOSE).await;
     }
-}
-
-impl Drop for RpcSession {
-    /// Nobody will send pi another prompt: stdin closes with the writer (pi exits at once),
-    /// and the three-stage stop makes sure, sweeping whatever pi's tools left behind.
-    fn drop(&mut self) {
-        if self.exited.is_none() {
-            self.process_stop.stop();
-        }
-    }
-}
-
-/// Reads pi's stdout: responses someone waits for go to them, everything else to the attempt;
-/// the exit report comes last.
-async fn route(
-    mut stdout: process::LineReader<tokio::process::ChildStdout>,
-    mut exit: oneshot::Receiver<ExitReport>,
-    pending: Arc<Mutex<HashMap<String, oneshot::Sender<Value>>>>,
-    items: mpsc::Sender<SessionItem>,
-) {
-    let mut report: Option<ExitReport> = None;
-    let mut drain_deadline = Instant::now();
-    loop {
-        tokio::select! {
-            line = stdout.next_line() => match line {
-                Ok(Some(line)) => {
-                    if let Some(waiter) = waiting_for(&pending, &line) {
-                        if let Ok(value) = serde_json::from_str(&line.text) {
-                            let _ = waiter.send(value);
-                        }
-                        continue;
-                    }
-                    if items.send(SessionItem::Line(line)).await.is_err() {
-                        // The session was dropped; the process layer stops pi.
-                    }
-                }
-                Ok(None) | Err(_) => break,
-            },
-            exited = &mut exit, if report.is_none() => {
-                report = Some(exited.unwrap_or_default());
-                drain_deadline = Instant::now() + STDOUT_DRAIN_AFTER_EXIT;
-            }
-            _ = tokio::time::sleep_until(drain_deadline), if report.is_some() => break,
-        }
-    }
-    let report = match report {
-        Some(report) => report,
-        None => exit.await.unwrap_or_default(),
-    };
-    let _ = items.send(SessionItem::Exited(report)).await;
 }
 
 /// The waiter of a response line, if it is one somebody waits for.
@@ -519,44 +425,22 @@ struct RpcAttempt {
     stop: StopControl,
 }
 
-/// How the attempt's turn ended.
-enum TurnEnd {
-    /// `agent_end`: the process stays.
-    AgentEnd,
-    /// The process died (by itself, or by the signal stages of our stop).
-    Exited(ExitReport),
-}
-
 impl RpcAttempt {
     async fn run(mut self, request: AttemptRequest) {
         let live = self.live.clone();
-        let mut slot = live.lock().await;
-        if self.stop.is_stop_requested() {
-            self.sink
-                .send(AgentMessage::Cancelled {
-                    stop_stage: StopStage::Interrupt,
-                    elapsed_ms: 0,
-                })
-                .await;
+        let backend = self.backend.clone();
+        let Some(mut slot) = session_for_attempt(
+            &live,
+            &self.stale,
+            &request,
+            &self.stop,
+            &mut self.sink,
+            || RpcSession::start(backend.as_ref(), &request, &self.status),
+        )
+        .await
+        else {
             return;
-        }
-        let stale = self.stale.swap(false, Ordering::SeqCst);
-        let reuse = !stale
-            && slot
-                .as_mut()
-                .is_some_and(|session| session.serves(&request.session));
-        if !reuse {
-            if let Some(old) = slot.take() {
-                old.close().await;
-            }
-            match RpcSession::start(self.backend.as_ref(), &request, &self.status).await {
-                Ok(session) => *slot = Some(session),
-                Err(terminal) => {
-                    self.sink.send(terminal).await;
-                    return;
-                }
-            }
-        }
+        };
         let Some(session) = slot.as_mut() else {
             return;
         };
@@ -611,14 +495,16 @@ impl RpcAttempt {
             *commands = Some(session.writer.clone());
         }
         let mut prompt_answered = false;
-        let mut abort: Option<Instant> = None;
-        let mut escalated: Option<watch::Receiver<StopProgress>> = None;
+        let mut stop = InBandStop::new(
+            self.stop.clone(),
+            session.process.process_stop.clone(),
+            ABORT_GRACE,
+        );
         let mut prompt_refused: Option<String> = None;
         let end = loop {
-            let abort_deadline = abort.map(|sent| sent + ABORT_GRACE);
             tokio::select! {
-                item = session.items.recv() => match item {
-                    Some(SessionItem::Line(line)) => {
+                item = session.process.items.recv() => match item {
+                    Some(LiveItem::Line(line)) => {
                         if let Some(tap) = &request.raw_line_tap {
                             tap.record(&line.text).await;
                         }
@@ -628,16 +514,16 @@ impl RpcAttempt {
                         mapping.map_line(&line, &mut out);
                         self.sink.flush(&mut out).await;
                         if is_agent_end(&line.text) {
-                            break TurnEnd::AgentEnd;
+                            break TurnEnd::Answered;
                         }
                     }
-                    Some(SessionItem::Exited(report)) => {
-                        session.exited = Some(report);
+                    Some(LiveItem::Exited(report)) => {
+                        session.process.exited = Some(report);
                         break TurnEnd::Exited(report);
                     }
                     None => break TurnEnd::Exited(ExitReport::default()),
                 },
-                Some(line) = session.stderr_lines.recv() => {
+                Some(line) = session.process.stderr_lines.recv() => {
                     mapping.map_stderr_line(&line, &mut out);
                     self.sink.flush(&mut out).await;
                 }
@@ -648,40 +534,21 @@ impl RpcAttempt {
                             prompt_refused = Some(
                                 response["error"].as_str().unwrap_or("pi refused the prompt").to_owned(),
                             );
-                            break TurnEnd::AgentEnd;
+                            break TurnEnd::Answered;
                         }
                     }
                 }
-                _ = self.stop.stop_token().cancelled(), if abort.is_none() => {
+                _ = stop.requested(), if !stop.is_sent() => {
                     tracing::info!("stopping the turn in-band (abort)");
-                    self.stop.set_progress(StopProgress::Interrupting);
                     session.writer.send("abort", json!({"type": "abort"}));
-                    abort = Some(Instant::now());
-                }
-                _ = sleep_until_opt(abort_deadline), if abort.is_some() && escalated.is_none() => {
-                    tracing::warn!("pi did not end the turn after abort; stopping the process");
-                    escalated = Some(session.process_stop.subscribe());
-                    session.process_stop.stop();
-                }
-                _ = self.stop.kill_token().cancelled(), if abort.is_some() && !session.process_stop.kill_token().is_cancelled() => {
-                    if escalated.is_none() {
-                        escalated = Some(session.process_stop.subscribe());
-                    }
-                    session.process_stop.kill_now();
-                }
-                changed = progress_changed(&mut escalated) => {
-                    if let Some(progress) = changed {
-                        if progress != StopProgress::Stopped {
-                            self.stop.set_progress(progress);
-                        }
-                    }
+                    stop.sent();
                 }
             }
         };
-        while let Ok(line) = session.stderr_lines.try_recv() {
+        while let Ok(line) = session.process.stderr_lines.try_recv() {
             mapping.map_stderr_line(&line, &mut out);
         }
-        let stderr = session.stderr_text();
+        let stderr = session.process.stderr_text();
         if let Some(error) = prompt_refused {
             self.sink.flush(&mut out).await;
             return (
@@ -694,39 +561,7 @@ impl RpcAttempt {
                 true,
             );
         }
-        let (report, ended_by, keep) = match end {
-            TurnEnd::AgentEnd => {
-                let report = ExitReport {
-                    exit_code: Some(0),
-                    ..ExitReport::default()
-                };
-                let ended_by = match abort {
-                    Some(sent) => EndedBy::UserStop {
-                        stage: StopStage::Interrupt,
-                        elapsed_ms: sent.elapsed().as_millis() as u64,
-                    },
-                    None => EndedBy::Exit,
-                };
-                (report, ended_by, true)
-            }
-            TurnEnd::Exited(report) => {
-                let ended_by = match (abort, report.stopped) {
-                    (Some(sent), Some((stage, _))) => EndedBy::UserStop {
-                        stage,
-                        elapsed_ms: sent.elapsed().as_millis() as u64,
-                    },
-                    (Some(sent), None) => EndedBy::UserStop {
-                        stage: StopStage::Grace,
-                        elapsed_ms: sent.elapsed().as_millis() as u64,
-                    },
-                    (None, _) => EndedBy::Exit,
-                };
-                (report, ended_by, false)
-            }
-        };
-        if abort.is_some() {
-            self.stop.set_progress(StopProgress::Stopped);
-        }
+        let (report, ended_by, keep) = stop.outcome(end);
         let terminal = mapping.finish(&report, ended_by, stderr, &mut out);
         self.sink.flush(&mut out).await;
         // A failed attempt stays in pi's memory: never continue on it (retry never duplicates).
