@@ -57,6 +57,21 @@ impl FileSnapshot {
 }
 
 impl SessionCheckpoint {
+    /// The stored session `request` continues, as `backend` finds it now; `None` for a new
+    /// session, or when it cannot be found or read (then a failed attempt cannot be undone).
+    pub(crate) fn of_session(
+        backend: &dyn crate::provider::Backend,
+        request: &crate::provider::AttemptRequest,
+    ) -> Option<Self> {
+        let crate::provider::SessionRef::Resume(id) = &request.session else {
+            return None;
+        };
+        let path = backend.session_file(id, request)?;
+        Self::capture(path, backend.session_companions(request))
+            .map_err(|error| tracing::warn!(%error, "cannot read the agent's session file"))
+            .ok()
+    }
+
     /// Reads the session file and its companions as they are now.
     pub fn capture(session: PathBuf, companions: Vec<PathBuf>) -> io::Result<Self> {
         let files = std::iter::once(session)

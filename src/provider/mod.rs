@@ -246,17 +246,7 @@ impl Provider for CliProvider {
     }
 
     fn checkpoint(&self, request: &AttemptRequest) -> Option<SessionCheckpoint> {
-        let SessionRef::Resume(id) = &request.session else {
-            return None;
-        };
-        let path = self.backend.session_file(id, request)?;
-        match SessionCheckpoint::capture(path, self.backend.session_companions(request)) {
-            Ok(checkpoint) => Some(checkpoint),
-            Err(error) => {
-                tracing::warn!(%error, "cannot read the agent's session file");
-                None
-            }
-        }
+        SessionCheckpoint::of_session(self.backend.as_ref(), request)
     }
 }
 

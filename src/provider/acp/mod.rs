@@ -43,9 +43,7 @@ use crate::provider::live_process::{
     session_for_attempt, InBandStop, LiveItem, LiveSession, TurnEnd,
 };
 use crate::provider::runner::{spawn_attempt, AttemptMapping, AttemptSink};
-use crate::provider::{
-    AgentStream, AttemptRequest, Backend, Provider, SessionCheckpoint, SessionRef,
-};
+use crate::provider::{AgentStream, AttemptRequest, Backend, Provider, SessionCheckpoint};
 use crate::stream::{
     notice_kind, AgentMessage, PermissionOptionKind, PermissionRequest, PermissionResolver,
     PERMISSION_CANCELLED,
@@ -113,13 +111,7 @@ impl Provider for AcpProvider {
     }
 
     fn checkpoint(&self, request: &AttemptRequest) -> Option<SessionCheckpoint> {
-        let SessionRef::Resume(id) = &request.session else {
-            return None;
-        };
-        let path = self.backend.session_file(id, request)?;
-        SessionCheckpoint::capture(path, self.backend.session_companions(request))
-            .map_err(|error| tracing::warn!(%error, "cannot read the agent's session file"))
-            .ok()
+        SessionCheckpoint::of_session(self.backend.as_ref(), request)
     }
 
     fn transport(&self) -> crate::provider::Transport {

@@ -116,13 +116,7 @@ impl Provider for RpcProvider {
     }
 
     fn checkpoint(&self, request: &AttemptRequest) -> Option<SessionCheckpoint> {
-        let SessionRef::Resume(id) = &request.session else {
-            return None;
-        };
-        let path = self.backend.session_file(id, request)?;
-        SessionCheckpoint::capture(path, self.backend.session_companions(request))
-            .map_err(|error| tracing::warn!(%error, "cannot read the agent's session file"))
-            .ok()
+        SessionCheckpoint::of_session(self.backend.as_ref(), request)
     }
 
     fn transport(&self) -> crate::provider::Transport {
