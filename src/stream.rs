@@ -288,12 +288,28 @@ impl AgentMessage {
         serde_json::from_str(line)
     }
 
+    /// The new assistant text, if this is an `assistant` delta.
+    pub fn assistant_delta(&self) -> Option<&str> {
+        match self {
+            AgentMessage::Assistant { delta } => Some(delta),
+            _ => None,
+        }
+    }
+
     pub fn notice(kind: &str, message: impl Into<String>) -> AgentMessage {
         AgentMessage::Notice {
             kind: kind.to_owned(),
             message: message.into(),
         }
     }
+}
+
+/// The text the agent produced in `messages`: every `assistant` delta, concatenated.
+pub fn assistant_text(messages: &[AgentMessage]) -> String {
+    messages
+        .iter()
+        .filter_map(AgentMessage::assistant_delta)
+        .collect()
 }
 
 #[cfg(test)]

@@ -227,10 +227,7 @@ fn every_capture_is_replayed() {
 fn deltas(messages: &[AgentMessage]) -> Vec<&str> {
     messages
         .iter()
-        .filter_map(|message| match message {
-            AgentMessage::Assistant { delta } => Some(delta.as_str()),
-            _ => None,
-        })
+        .filter_map(AgentMessage::assistant_delta)
         .collect()
 }
 

@@ -24,15 +24,7 @@ fn stream(output: &std::process::Output) -> Vec<AgentMessage> {
         .collect()
 }
 
-fn assistant_text(messages: &[AgentMessage]) -> String {
-    messages
-        .iter()
-        .filter_map(|message| match message {
-            AgentMessage::Assistant { delta } => Some(delta.as_str()),
-            _ => None,
-        })
-        .collect()
-}
+use agentty::stream::assistant_text;
 
 /// The text of each assistant `message_end` the demo agent itself printed.
 fn agent_texts(scenario: &str, prompt: &str) -> Vec<String> {

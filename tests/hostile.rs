@@ -24,13 +24,7 @@ echo '{COMPLETED}'"#
         matches!(terminal(&messages), AgentMessage::Completed { .. }),
         "{messages:?}"
     );
-    let text: String = messages
-        .iter()
-        .filter_map(|message| match message {
-            AgentMessage::Assistant { delta } => Some(delta.as_str()),
-            _ => None,
-        })
-        .collect();
+    let text = agentty::stream::assistant_text(&messages);
     assert_eq!(text, "onetwocafé");
 }
 

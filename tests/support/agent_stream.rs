@@ -39,15 +39,7 @@ pub async fn read_until(
     }
 }
 
-pub fn text(messages: &[AgentMessage]) -> String {
-    messages
-        .iter()
-        .filter_map(|message| match message {
-            AgentMessage::Assistant { delta } => Some(delta.as_str()),
-            _ => None,
-        })
-        .collect()
-}
+pub use agentty::stream::assistant_text as text;
 
 pub fn session_id(messages: &[AgentMessage]) -> String {
     match messages.first() {

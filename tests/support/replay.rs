@@ -84,13 +84,7 @@ pub fn replay_capture<M: Mapper>(
 impl Replay {
     /// Every assistant delta, concatenated.
     pub fn assistant_text(&self) -> String {
-        self.messages
-            .iter()
-            .filter_map(|message| match message {
-                AgentMessage::Assistant { delta } => Some(delta.as_str()),
-                _ => None,
-            })
-            .collect()
+        agentty::stream::assistant_text(&self.messages)
     }
 
     /// How many notices of `kind` the replay produced.

@@ -21,15 +21,7 @@ fn finish(mapper: &mut AcpMapper, out: &mut Vec<AgentMessage>) -> AgentOutcome {
     mapper.finish(ExitFacts::default(), out)
 }
 
-fn text_of(messages: &[AgentMessage]) -> String {
-    messages
-        .iter()
-        .filter_map(|message| match message {
-            AgentMessage::Assistant { delta } => Some(delta.as_str()),
-            _ => None,
-        })
-        .collect()
-}
+use crate::stream::assistant_text as text_of;
 
 fn update(update: Value) -> String {
     json!({"jsonrpc": "2.0", "method": "session/update",

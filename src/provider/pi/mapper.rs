@@ -777,15 +777,7 @@ mod tests {
         out
     }
 
-    fn text(messages: &[AgentMessage]) -> String {
-        messages
-            .iter()
-            .filter_map(|message| match message {
-                AgentMessage::Assistant { delta } => Some(delta.as_str()),
-                _ => None,
-            })
-            .collect()
-    }
+    use crate::stream::assistant_text as text;
 
     fn exit_ok() -> ExitFacts {
         ExitFacts {
