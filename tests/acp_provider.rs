@@ -3,9 +3,11 @@
 
 #[path = "support/agent_stream.rs"]
 mod agent_stream;
+#[path = "support/demo_launcher.rs"]
+mod demo_launcher;
 
-use std::collections::BTreeMap;
-use std::path::PathBuf;
+use demo_launcher::DemoLauncher;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -26,48 +28,21 @@ use agentty::stream::{
     PERMISSION_CANCELLED,
 };
 
-/// A demo agent launcher that records the PID of every start, and the ACP provider around it.
+/// The demo agent in ACP mode behind the ACP provider.
 struct AcpWorld {
-    state: tempfile::TempDir,
-    _bin: tempfile::TempDir,
-    starts: PathBuf,
+    demo: DemoLauncher,
     provider: Arc<dyn Provider>,
 }
 
 impl AcpWorld {
-    fn new(scenario_args: &[&str], policy: PermissionPolicy) -> Self {
-        let bin = tempfile::tempdir().unwrap();
-        let state = tempfile::tempdir().unwrap();
-        let starts = state.path().join("starts");
-        let launcher = bin.path().join("demo-agent");
-        std::fs::write(
-            &launcher,
-            format!(
-                "#!/bin/sh\necho $$ >> '{}'\nexec '{}' demo-agent \"$@\"\n",
-                starts.display(),
-                env!("CARGO_BIN_EXE_agentty")
-            ),
-        )
-        .unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&launcher, std::fs::Permissions::from_mode(0o755)).unwrap();
+    fn new(args: &[&str], policy: PermissionPolicy) -> Self {
+        let demo = DemoLauncher::new();
         let settings = ProviderSettings {
-            command: Some(launcher),
-            args: scenario_args.iter().map(|arg| (*arg).to_owned()).collect(),
-            env: BTreeMap::from([
-                (STATE_DIR_VAR.to_owned(), state.path().display().to_string()),
-                ("AGENTTY_DEMO_TIME_SCALE".to_owned(), "0.1".to_owned()),
-            ]),
             permissions: Some(policy),
-            ..ProviderSettings::default()
+            ..demo.settings(args, "0.1")
         };
         let provider = build_provider_with("demo", &settings, Transport::Acp).unwrap();
-        Self {
-            state,
-            _bin: bin,
-            starts,
-            provider,
-        }
+        Self { demo, provider }
     }
 
     /// A world whose agent plays `scenario` for every prompt.
@@ -76,18 +51,14 @@ impl AcpWorld {
     }
 
     fn starts(&self) -> Vec<i32> {
-        std::fs::read_to_string(&self.starts)
-            .unwrap_or_default()
-            .lines()
-            .map(|line| line.trim().parse().unwrap())
-            .collect()
+        self.demo.starts()
     }
 
     fn request(&self, prompt: &str, session: SessionRef) -> AttemptRequest {
         AttemptRequest {
             prompt: prompt.into(),
             session,
-            cwd: Some(self.state.path().to_path_buf()),
+            cwd: Some(self.demo.state.path().to_path_buf()),
             attempt: 1,
             ..AttemptRequest::default()
         }
@@ -103,7 +74,7 @@ impl AcpWorld {
     }
 
     fn requests(&self) -> Vec<DemoRequest> {
-        std::fs::read_to_string(requests_file(self.state.path()))
+        std::fs::read_to_string(requests_file(self.demo.state.path()))
             .unwrap_or_default()
             .lines()
             .map(|line| serde_json::from_str(line).unwrap())
@@ -112,7 +83,7 @@ impl AcpWorld {
 
     /// The demo tools' `sleep 100` processes of this world still alive.
     fn sleepers(&self) -> Vec<i32> {
-        let marker = format!("{STATE_DIR_VAR}={}", self.state.path().display());
+        let marker = format!("{STATE_DIR_VAR}={}", self.demo.state.path().display());
         std::fs::read_dir("/proc")
             .unwrap()
             .flatten()
@@ -189,7 +160,7 @@ async fn an_allowed_permission_runs_the_tool() {
     assert_eq!(request.command.as_deref(), Some("touch agentty-demo.txt"));
     assert_eq!(request.options.len(), 4);
     assert!(
-        !world.state.path().join("agentty-demo.txt").exists(),
+        !world.demo.state.path().join("agentty-demo.txt").exists(),
         "nothing runs before the answer"
     );
     assert!(world
@@ -205,7 +176,7 @@ async fn an_allowed_permission_runs_the_tool() {
         .any(|message| matches!(message, AgentMessage::ToolCompleted { .. })));
     assert!(completed(&after), "{after:?}");
     assert!(
-        world.state.path().join("agentty-demo.txt").exists(),
+        world.demo.state.path().join("agentty-demo.txt").exists(),
         "the tool ran"
     );
 }
@@ -236,7 +207,7 @@ async fn a_rejected_permission_never_runs_the_tool() {
         .iter()
         .any(|message| matches!(message, AgentMessage::ToolFailed { .. })));
     assert!(completed(&after), "{after:?}");
-    assert!(!world.state.path().join("agentty-demo.txt").exists());
+    assert!(!world.demo.state.path().join("agentty-demo.txt").exists());
 }
 
 #[tokio::test]
@@ -265,7 +236,7 @@ async fn a_stop_while_asked_answers_cancelled_and_keeps_the_agent() {
         ),
         "{after:?}"
     );
-    assert!(!world.state.path().join("agentty-demo.txt").exists());
+    assert!(!world.demo.state.path().join("agentty-demo.txt").exists());
     let agent = world.starts()[0];
     assert!(alive(agent), "an in-band cancel keeps the agent");
     let next = world.turn("hello", SessionRef::Resume(id)).await;
@@ -295,7 +266,7 @@ async fn a_deny_policy_refuses_without_asking_and_says_how_to_allow() {
         "{notice}"
     );
     assert!(completed(&messages));
-    assert!(!world.state.path().join("agentty-demo.txt").exists());
+    assert!(!world.demo.state.path().join("agentty-demo.txt").exists());
 }
 
 #[tokio::test]
@@ -306,7 +277,7 @@ async fn an_allow_policy_runs_the_tool_without_asking() {
         resolutions(&messages),
         [("allow_once".to_owned(), PermissionResolver::Policy)]
     );
-    assert!(world.state.path().join("agentty-demo.txt").exists());
+    assert!(world.demo.state.path().join("agentty-demo.txt").exists());
 }
 
 #[tokio::test]
@@ -470,7 +441,7 @@ async fn turn_end(handle: &mut OrchestratorHandle, stop_on_text: bool) -> TurnOu
 async fn a_retried_middle_turn_reaches_the_agent_with_its_prompt_once() {
     let world = AcpWorld::new(&[], PermissionPolicy::Ask);
     let mut options = OrchestratorOptions::new(world.provider.clone());
-    options.cwd = Some(world.state.path().to_path_buf());
+    options.cwd = Some(world.demo.state.path().to_path_buf());
     options.policy.enabled = true;
     options.policy.max_attempts = 3;
     options.policy.retry_delay_ms = 10;
@@ -508,7 +479,7 @@ async fn a_retried_middle_turn_reaches_the_agent_with_its_prompt_once() {
 async fn the_turn_after_a_stop_gets_its_own_answer_from_an_agent_that_answers_late() {
     let world = AcpWorld::new(&[], PermissionPolicy::Ask);
     let mut options = OrchestratorOptions::new(world.provider.clone());
-    options.cwd = Some(world.state.path().to_path_buf());
+    options.cwd = Some(world.demo.state.path().to_path_buf());
     options.scenario = Some("lag-after-cancel".into());
     let mut handle = spawn_orchestrator(options);
     handle

@@ -1,15 +1,12 @@
 //! pi's RPC transport on real processes: the demo agent in `--mode rpc` (the stand-in for pi in
 //! CI) behind the real RPC provider, pi mapper and process layer.
 
-use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::time::timeout;
 
 use agentty::config::ProviderSettings;
-use agentty::demo_agent::state::STATE_DIR_VAR;
 use agentty::provider::{
     build_provider_with, AgentStream, AttemptRequest, Interjection, Provider, SessionRef,
     StopControl, Transport,
@@ -18,66 +15,36 @@ use agentty::stream::{failure_reason, notice_kind, AgentMessage, StopStage};
 
 #[path = "support/agent_stream.rs"]
 mod agent_stream;
+#[path = "support/demo_launcher.rs"]
+mod demo_launcher;
+
+use demo_launcher::DemoLauncher;
 
 use agent_stream::{alive, collect, read_until, session_id, terminals, text, wait_gone, PATIENCE};
 
-/// A demo agent launcher that records the PID of every start, and the provider around it.
+/// The demo agent in RPC mode behind the RPC provider.
 struct RpcWorld {
-    state: tempfile::TempDir,
-    _bin: tempfile::TempDir,
-    starts: PathBuf,
+    demo: DemoLauncher,
     provider: Arc<dyn Provider>,
 }
 
 impl RpcWorld {
     fn new(time_scale: &str) -> Self {
-        let bin = tempfile::tempdir().unwrap();
-        let state = tempfile::tempdir().unwrap();
-        let starts = state.path().join("starts");
-        let launcher = bin.path().join("demo-agent");
-        std::fs::write(
-            &launcher,
-            format!(
-                "#!/bin/sh\necho $$ >> '{}'\nexec '{}' demo-agent \"$@\"\n",
-                starts.display(),
-                env!("CARGO_BIN_EXE_agentty")
-            ),
-        )
-        .unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&launcher, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let settings = ProviderSettings {
-            command: Some(launcher),
-            args: Vec::new(),
-            env: BTreeMap::from([
-                (STATE_DIR_VAR.to_owned(), state.path().display().to_string()),
-                ("AGENTTY_DEMO_TIME_SCALE".to_owned(), time_scale.to_owned()),
-            ]),
-            ..ProviderSettings::default()
-        };
-        let provider = build_provider_with("demo", &settings, Transport::Rpc).unwrap();
-        Self {
-            state,
-            _bin: bin,
-            starts,
-            provider,
-        }
+        let demo = DemoLauncher::new();
+        let provider =
+            build_provider_with("demo", &demo.settings(&[], time_scale), Transport::Rpc).unwrap();
+        Self { demo, provider }
     }
 
-    /// The PIDs of every agent process started so far.
     fn starts(&self) -> Vec<i32> {
-        std::fs::read_to_string(&self.starts)
-            .unwrap_or_default()
-            .lines()
-            .map(|line| line.trim().parse().unwrap())
-            .collect()
+        self.demo.starts()
     }
 
     fn execute(&self, prompt: &str, session: SessionRef, stop: &StopControl) -> AgentStream {
         let request = AttemptRequest {
             prompt: prompt.into(),
             session,
-            cwd: Some(self.state.path().to_path_buf()),
+            cwd: Some(self.demo.state.path().to_path_buf()),
             attempt: 1,
             ..AttemptRequest::default()
         };
@@ -321,12 +288,7 @@ async fn dropping_the_provider_closes_stdin_and_nothing_survives() {
     ));
     let agent = world.starts()[0];
     assert!(alive(agent));
-    let RpcWorld {
-        provider,
-        starts: _,
-        ..
-    } = world;
-    drop(provider);
+    drop(world.provider);
     assert!(
         wait_gone(agent).await,
         "the agent exits once agentty lets go"
@@ -354,7 +316,7 @@ async fn a_process_started_ahead_serves_the_first_prompt_as_a_new_session() {
     let world = RpcWorld::new("0");
     world.provider.warm_up(AttemptRequest {
         session: SessionRef::New,
-        cwd: Some(world.state.path().to_path_buf()),
+        cwd: Some(world.demo.state.path().to_path_buf()),
         ..AttemptRequest::default()
     });
     let deadline = Instant::now() + PATIENCE;
@@ -384,7 +346,7 @@ async fn through_the_orchestrator_a_steer_reaches_the_running_turn() {
     };
     let world = RpcWorld::new("0.05");
     let mut options = OrchestratorOptions::new(world.provider.clone());
-    options.cwd = Some(world.state.path().to_path_buf());
+    options.cwd = Some(world.demo.state.path().to_path_buf());
     let mut handle = spawn_orchestrator(options);
     handle
         .commands
@@ -497,7 +459,7 @@ async fn retrying_a_stopped_turn_reloads_the_restored_session_so_the_prompt_is_s
     };
     let world = RpcWorld::new("0.05");
     let mut options = OrchestratorOptions::new(world.provider.clone());
-    options.cwd = Some(world.state.path().to_path_buf());
+    options.cwd = Some(world.demo.state.path().to_path_buf());
     let mut handle = spawn_orchestrator(options);
     async fn turn_end(
         handle: &mut agentty::orchestrator::OrchestratorHandle,
@@ -532,11 +494,12 @@ async fn retrying_a_stopped_turn_reloads_the_restored_session_so_the_prompt_is_s
     assert_eq!(world.starts().len(), 1, "the abort kept the agent");
     handle.commands.send(Command::RetryLastTurn).unwrap();
     assert_eq!(turn_end(&mut handle, false).await, TurnOutcome::Completed);
-    let requests: Vec<DemoRequest> = std::fs::read_to_string(requests_file(world.state.path()))
-        .unwrap()
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect();
+    let requests: Vec<DemoRequest> =
+        std::fs::read_to_string(requests_file(world.demo.state.path()))
+            .unwrap()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
     let last = requests.last().unwrap();
     assert_eq!(last.messages, ["hi", "be slow please"], "{requests:#?}");
     assert_eq!(
