@@ -196,50 +196,108 @@ pub(crate) trait LiveSession: Send + Sized {
     fn close(self) -> impl std::future::Future<Output = ()> + Send;
 }
 
-/// The session an attempt runs on, locked for the attempt: the one kept in `live` when it
-/// serves `request`'s session and no rollback made it `stale`, else a new one from `start`
-/// (the old one closed first). `None` when the attempt is over already, its terminal message
-/// sent: stopped before it began, or `start` failed.
-pub(crate) async fn session_for_attempt<'a, S, F, Fut>(
-    live: &'a tokio::sync::Mutex<Option<S>>,
-    stale: &AtomicBool,
-    request: &AttemptRequest,
-    stop: &StopControl,
-    sink: &mut AttemptSink,
-    start: F,
-) -> Option<tokio::sync::MutexGuard<'a, Option<S>>>
-where
-    S: LiveSession,
-    F: FnOnce() -> Fut,
-    Fut: std::future::Future<Output = Result<S, AgentMessage>>,
-{
-    let mut slot = live.lock().await;
-    if stop.is_stop_requested() {
-        sink.send(AgentMessage::Cancelled {
-            stop_stage: StopStage::Interrupt,
-            elapsed_ms: 0,
-        })
-        .await;
-        return None;
-    }
-    let stale = stale.swap(false, Ordering::SeqCst);
-    let reuse = !stale
-        && slot
-            .as_mut()
-            .is_some_and(|session| session.serves(&request.session));
-    if !reuse {
-        if let Some(old) = slot.take() {
-            old.close().await;
+/// Where a long-lived transport keeps its session between attempts (a handle: clones share
+/// it).
+pub(crate) struct LiveSlot<S> {
+    live: Arc<tokio::sync::Mutex<Option<S>>>,
+    /// Set after a rollback of the stored session: the live process must not be reused.
+    stale: Arc<AtomicBool>,
+}
+
+impl<S> Clone for LiveSlot<S> {
+    fn clone(&self) -> Self {
+        Self {
+            live: self.live.clone(),
+            stale: self.stale.clone(),
         }
-        match start().await {
-            Ok(session) => *slot = Some(session),
-            Err(terminal) => {
-                sink.send(terminal).await;
-                return None;
+    }
+}
+
+impl<S: LiveSession + 'static> LiveSlot<S> {
+    pub(crate) fn new() -> Self {
+        Self {
+            live: Arc::new(tokio::sync::Mutex::new(None)),
+            stale: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// The agent's stored session was restored: what the live process holds is out of date.
+    pub(crate) fn mark_stale(&self) {
+        self.stale.store(true, Ordering::SeqCst);
+    }
+
+    /// Starts the session ahead of the first prompt, unless one is there; a failure is only
+    /// logged (the first prompt starts it again and reports the failure in its stream).
+    pub(crate) fn warm_up<F>(&self, start: F, what: &'static str)
+    where
+        F: std::future::Future<Output = Result<S, AgentMessage>> + Send + 'static,
+    {
+        let live = self.live.clone();
+        tokio::spawn(async move {
+            let mut slot = live.lock().await;
+            if slot.is_some() {
+                return;
+            }
+            match start.await {
+                Ok(session) => *slot = Some(session),
+                Err(terminal) => {
+                    tracing::warn!(?terminal, "{what} did not start ahead of the first prompt")
+                }
+            }
+        });
+    }
+
+    /// The session an attempt runs on, locked for the attempt: the one kept when it serves
+    /// `request`'s session and no rollback made it stale, else a new one from `start` (the old
+    /// one closed first). `None` when the attempt is over already, its terminal message sent:
+    /// stopped before it began, or `start` failed.
+    pub(crate) async fn claim<F, Fut>(
+        &self,
+        request: &AttemptRequest,
+        stop: &StopControl,
+        sink: &mut AttemptSink,
+        start: F,
+    ) -> Option<tokio::sync::OwnedMutexGuard<Option<S>>>
+    where
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = Result<S, AgentMessage>>,
+    {
+        let mut slot = self.live.clone().lock_owned().await;
+        if stop.is_stop_requested() {
+            sink.send(AgentMessage::Cancelled {
+                stop_stage: StopStage::Interrupt,
+                elapsed_ms: 0,
+            })
+            .await;
+            return None;
+        }
+        let stale = self.stale.swap(false, Ordering::SeqCst);
+        let reuse = !stale
+            && slot
+                .as_mut()
+                .is_some_and(|session| session.serves(&request.session));
+        if !reuse {
+            if let Some(old) = slot.take() {
+                old.close().await;
+            }
+            match start().await {
+                Ok(session) => *slot = Some(session),
+                Err(terminal) => {
+                    sink.send(terminal).await;
+                    return None;
+                }
             }
         }
+        Some(slot)
     }
-    Some(slot)
+
+    /// The provider goes away: with no attempt running the process ends now; a running
+    /// attempt holds the slot, and the process ends when that attempt lets go of it.
+    pub(crate) fn release_if_idle(&self) {
+        if let Ok(mut live) = self.live.try_lock() {
+            live.take();
+        }
+    }
 }
 
 /// How a turn on a live process ended.

@@ -26,7 +26,6 @@ mod mapper;
 mod session;
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -39,9 +38,7 @@ use self::mapper::{id_key, RpcHead, REQUEST_PERMISSION};
 use self::session::AcpSession;
 use crate::config::PermissionPolicy;
 use crate::process::StopControl;
-use crate::provider::live_process::{
-    session_for_attempt, InBandStop, LiveItem, LiveSession, TurnEnd,
-};
+use crate::provider::live_process::{InBandStop, LiveItem, LiveSession, LiveSlot, TurnEnd};
 use crate::provider::runner::{spawn_attempt, AttemptMapping, AttemptSink};
 use crate::provider::{AgentStream, AttemptRequest, Backend, Provider, SessionCheckpoint};
 use crate::stream::{
@@ -73,9 +70,7 @@ pub struct AcpProvider {
     backend: Arc<dyn Backend>,
     policy: PermissionPolicy,
     /// The live process; locked by the attempt that uses it.
-    live: Arc<tokio::sync::Mutex<Option<AcpSession>>>,
-    /// Set after a rollback of the session file: the live process must not be reused.
-    stale: Arc<AtomicBool>,
+    live: LiveSlot<AcpSession>,
     /// Where the running attempt takes the user's permission answers.
     answers: Arc<Mutex<Option<mpsc::UnboundedSender<Answer>>>>,
 }
@@ -85,8 +80,7 @@ impl AcpProvider {
         Self {
             backend,
             policy,
-            live: Arc::new(tokio::sync::Mutex::new(None)),
-            stale: Arc::new(AtomicBool::new(false)),
+            live: LiveSlot::new(),
             answers: Arc::new(Mutex::new(None)),
         }
     }
@@ -102,7 +96,6 @@ impl Provider for AcpProvider {
             backend: self.backend.clone(),
             policy: self.policy,
             live: self.live.clone(),
-            stale: self.stale.clone(),
             answers: self.answers.clone(),
             sink,
             stop: stop.clone(),
@@ -128,28 +121,15 @@ impl Provider for AcpProvider {
     }
 
     fn session_restored(&self) {
-        self.stale.store(true, Ordering::SeqCst);
+        self.live.mark_stale();
     }
 
     fn warm_up(&self, request: AttemptRequest) {
         let backend = self.backend.clone();
-        let live = self.live.clone();
-        tokio::spawn(async move {
-            let mut slot = live.lock().await;
-            if slot.is_some() {
-                return;
-            }
-            match AcpSession::start(backend.as_ref(), &request).await {
-                Ok(session) => *slot = Some(session),
-                // The first prompt starts the agent again and reports the failure.
-                Err(terminal) => {
-                    tracing::warn!(
-                        ?terminal,
-                        "the ACP agent did not start ahead of the first prompt"
-                    )
-                }
-            }
-        });
+        self.live.warm_up(
+            async move { AcpSession::start(backend.as_ref(), &request).await },
+            "the ACP agent",
+        );
     }
 }
 
@@ -157,9 +137,7 @@ impl Drop for AcpProvider {
     fn drop(&mut self) {
         // With no attempt running, end the process now; a running attempt holds `live`, and
         // the process ends when that attempt lets go of it (`AcpSession`'s drop).
-        if let Ok(mut live) = self.live.try_lock() {
-            live.take();
-        }
+        self.live.release_if_idle();
     }
 }
 
@@ -167,8 +145,7 @@ impl Drop for AcpProvider {
 struct AcpAttempt {
     backend: Arc<dyn Backend>,
     policy: PermissionPolicy,
-    live: Arc<tokio::sync::Mutex<Option<AcpSession>>>,
-    stale: Arc<AtomicBool>,
+    live: LiveSlot<AcpSession>,
     answers: Arc<Mutex<Option<mpsc::UnboundedSender<Answer>>>>,
     sink: AttemptSink,
     stop: StopControl,
@@ -183,17 +160,13 @@ struct OpenPermission {
 
 impl AcpAttempt {
     async fn run(mut self, request: AttemptRequest) {
-        let live = self.live.clone();
         let backend = self.backend.clone();
-        let Some(mut slot) = session_for_attempt(
-            &live,
-            &self.stale,
-            &request,
-            &self.stop,
-            &mut self.sink,
-            || AcpSession::start(backend.as_ref(), &request),
-        )
-        .await
+        let Some(mut slot) = self
+            .live
+            .claim(&request, &self.stop, &mut self.sink, || {
+                AcpSession::start(backend.as_ref(), &request)
+            })
+            .await
         else {
             return;
         };

@@ -18,12 +18,12 @@
 //! - The process ends when the provider is dropped (stdin closed, then the three-stage stop).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::provider::live_process::{
-    session_for_attempt, InBandStop, LiveItem, LiveProcess, LiveSession, ResponseRouter, TurnEnd,
+    InBandStop, LiveItem, LiveProcess, LiveSession, LiveSlot, ResponseRouter, TurnEnd,
 };
 use crate::provider::runner::{spawn_attempt, AttemptSink};
 use serde_json::{json, Value};
@@ -55,9 +55,7 @@ pub struct AgentQueue {
 pub struct RpcProvider {
     backend: Arc<dyn Backend>,
     /// The live process; locked by the attempt that uses it.
-    live: Arc<tokio::sync::Mutex<Option<RpcSession>>>,
-    /// Set after a rollback of the session file: the live process must not be reused.
-    stale: Arc<AtomicBool>,
+    live: LiveSlot<RpcSession>,
     /// The running attempt's command writer, for steer and follow-up.
     commands: Arc<Mutex<Option<CommandWriter>>>,
     queue: watch::Sender<AgentQueue>,
@@ -77,8 +75,7 @@ impl RpcProvider {
     pub fn new(backend: Arc<dyn Backend>) -> Self {
         Self {
             backend,
-            live: Arc::new(tokio::sync::Mutex::new(None)),
-            stale: Arc::new(AtomicBool::new(false)),
+            live: LiveSlot::new(),
             commands: Arc::new(Mutex::new(None)),
             queue: watch::channel(AgentQueue::default()).0,
             status: watch::channel(AgentStatus::default()).0,
@@ -105,7 +102,6 @@ impl Provider for RpcProvider {
         let attempt = |sink| RpcAttempt {
             backend: self.backend.clone(),
             live: self.live.clone(),
-            stale: self.stale.clone(),
             commands: self.commands.clone(),
             queue: self.queue.clone(),
             status: self.status.clone(),
@@ -142,26 +138,16 @@ impl Provider for RpcProvider {
     }
 
     fn session_restored(&self) {
-        self.stale.store(true, Ordering::SeqCst);
+        self.live.mark_stale();
     }
 
     fn warm_up(&self, request: AttemptRequest) {
         let backend = self.backend.clone();
-        let live = self.live.clone();
         let status = self.status.clone();
-        tokio::spawn(async move {
-            let mut slot = live.lock().await;
-            if slot.is_some() {
-                return;
-            }
-            match RpcSession::start(backend.as_ref(), &request, &status).await {
-                Ok(session) => *slot = Some(session),
-                // The first prompt starts pi again and reports the failure in its stream.
-                Err(terminal) => {
-                    tracing::warn!(?terminal, "pi did not start ahead of the first prompt")
-                }
-            }
-        });
+        self.live.warm_up(
+            async move { RpcSession::start(backend.as_ref(), &request, &status).await },
+            "pi",
+        );
     }
 
     fn agent_queue(&self) -> Option<watch::Receiver<AgentQueue>> {
@@ -177,9 +163,7 @@ impl Drop for RpcProvider {
     fn drop(&mut self) {
         // With no attempt running, end the process now; a running attempt holds `live`, and
         // the process ends when that attempt lets go of it (see `RpcSession`'s drop).
-        if let Ok(mut live) = self.live.try_lock() {
-            live.take();
-        }
+        self.live.release_if_idle();
     }
 }
 
@@ -410,8 +394,7 @@ struct ResponseHead {
 /// One attempt on the live process.
 struct RpcAttempt {
     backend: Arc<dyn Backend>,
-    live: Arc<tokio::sync::Mutex<Option<RpcSession>>>,
-    stale: Arc<AtomicBool>,
+    live: LiveSlot<RpcSession>,
     commands: Arc<Mutex<Option<CommandWriter>>>,
     queue: watch::Sender<AgentQueue>,
     status: watch::Sender<AgentStatus>,
@@ -421,17 +404,14 @@ struct RpcAttempt {
 
 impl RpcAttempt {
     async fn run(mut self, request: AttemptRequest) {
-        let live = self.live.clone();
         let backend = self.backend.clone();
-        let Some(mut slot) = session_for_attempt(
-            &live,
-            &self.stale,
-            &request,
-            &self.stop,
-            &mut self.sink,
-            || RpcSession::start(backend.as_ref(), &request, &self.status),
-        )
-        .await
+        let status = self.status.clone();
+        let Some(mut slot) = self
+            .live
+            .claim(&request, &self.stop, &mut self.sink, || {
+                RpcSession::start(backend.as_ref(), &request, &status)
+            })
+            .await
         else {
             return;
         };
