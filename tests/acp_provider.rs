@@ -13,12 +13,13 @@ use std::time::{Duration, Instant};
 
 use tokio::time::timeout;
 
-use agent_stream::{alive, collect, read_until, session_id, terminals, text, wait_gone, PATIENCE};
+use agent_stream::{
+    alive, collect, read_until, session_id, terminals, text, turn_end, wait_gone, PATIENCE,
+};
 use agentty::config::{PermissionPolicy, ProviderSettings};
 use agentty::demo_agent::state::{requests_file, DemoRequest, STATE_DIR_VAR};
 use agentty::orchestrator::{
-    spawn_orchestrator, Command, OrchestratorEvent as Ev, OrchestratorHandle, OrchestratorOptions,
-    TurnOutcome,
+    spawn_orchestrator, Command, OrchestratorEvent as Ev, OrchestratorOptions, TurnOutcome,
 };
 use agentty::provider::{
     build_provider_with, AgentStream, AttemptRequest, Provider, SessionRef, StopControl, Transport,
@@ -413,28 +414,6 @@ async fn dropping_the_provider_ends_an_agent_that_ignores_eof() {
     assert!(alive(agent));
     drop(world.provider);
     assert!(wait_gone(agent).await, "the agent outlived its provider");
-}
-
-/// Runs turns through the orchestrator, with automatic retry.
-async fn turn_end(handle: &mut OrchestratorHandle, stop_on_text: bool) -> TurnOutcome {
-    let mut stopped = false;
-    loop {
-        let event = timeout(PATIENCE, handle.events.recv())
-            .await
-            .expect("in time")
-            .expect("running");
-        match event {
-            Ev::Message {
-                message: AgentMessage::Assistant { .. },
-                ..
-            } if stop_on_text && !stopped => {
-                handle.commands.send(Command::Stop).unwrap();
-                stopped = true;
-            }
-            Ev::TurnEnded { outcome, .. } => return outcome,
-            _ => {}
-        }
-    }
 }
 
 #[tokio::test]

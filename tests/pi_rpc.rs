@@ -20,7 +20,9 @@ mod demo_launcher;
 
 use demo_launcher::DemoLauncher;
 
-use agent_stream::{alive, collect, read_until, session_id, terminals, text, wait_gone, PATIENCE};
+use agent_stream::{
+    alive, collect, read_until, session_id, terminals, text, turn_end, wait_gone, PATIENCE,
+};
 
 /// The demo agent in RPC mode behind the RPC provider.
 struct RpcWorld {
@@ -454,36 +456,11 @@ async fn an_agent_that_speaks_only_json_mode_is_a_start_failure_naming_the_fix()
 #[tokio::test]
 async fn retrying_a_stopped_turn_reloads_the_restored_session_so_the_prompt_is_sent_once() {
     use agentty::demo_agent::state::{requests_file, DemoRequest};
-    use agentty::orchestrator::{
-        spawn_orchestrator, Command, OrchestratorEvent as Ev, OrchestratorOptions, TurnOutcome,
-    };
+    use agentty::orchestrator::{spawn_orchestrator, Command, OrchestratorOptions, TurnOutcome};
     let world = RpcWorld::new("0.05");
     let mut options = OrchestratorOptions::new(world.provider.clone());
     options.cwd = Some(world.demo.state.path().to_path_buf());
     let mut handle = spawn_orchestrator(options);
-    async fn turn_end(
-        handle: &mut agentty::orchestrator::OrchestratorHandle,
-        stop_on_text: bool,
-    ) -> TurnOutcome {
-        let mut stopped = false;
-        loop {
-            let event = timeout(PATIENCE, handle.events.recv())
-                .await
-                .expect("in time")
-                .expect("running");
-            match event {
-                Ev::Message {
-                    message: AgentMessage::Assistant { .. },
-                    ..
-                } if stop_on_text && !stopped => {
-                    handle.commands.send(Command::Stop).unwrap();
-                    stopped = true;
-                }
-                Ev::TurnEnded { outcome, .. } => return outcome,
-                _ => {}
-            }
-        }
-    }
     handle.commands.send(Command::Submit("hi".into())).unwrap();
     assert_eq!(turn_end(&mut handle, false).await, TurnOutcome::Completed);
     handle

@@ -79,3 +79,30 @@ pub async fn wait_gone(pid: i32) -> bool {
     }
     false
 }
+
+/// Reads the orchestrator's events until the running turn ends; with `stop_on_text`, stops it
+/// at its first assistant text.
+pub async fn turn_end(
+    handle: &mut agentty::orchestrator::OrchestratorHandle,
+    stop_on_text: bool,
+) -> agentty::orchestrator::TurnOutcome {
+    use agentty::orchestrator::{Command, OrchestratorEvent as Ev};
+    let mut stopped = false;
+    loop {
+        let event = timeout(PATIENCE, handle.events.recv())
+            .await
+            .expect("in time")
+            .expect("running");
+        match event {
+            Ev::Message {
+                message: AgentMessage::Assistant { .. },
+                ..
+            } if stop_on_text && !stopped => {
+                handle.commands.send(Command::Stop).unwrap();
+                stopped = true;
+            }
+            Ev::TurnEnded { outcome, .. } => return outcome,
+            _ => {}
+        }
+    }
+}
