@@ -151,8 +151,20 @@ pub(crate) struct SessionLogWriter {
     commands: Option<mpsc::Sender<WriterCommand>>,
     raw_budget: Arc<Semaphore>,
     raw_buffers: RawLineBuffers,
+    /// The sidecar's writer, shared: the writer thread writes the queued lines, the reading
+    /// task itself the large ones (see [`INLINE_RAW_FROM`]).
+    raw: SharedRawWriter,
     thread: Option<JoinHandle<()>>,
 }
+
+type SharedRawWriter = Arc<std::sync::Mutex<RawLineWriter>>;
+
+/// Raw lines at least this long are compressed by the task that read them, once every queued
+/// line is written, instead of being copied to the writer thread: two copies of a long line
+/// (the reader's and the queued one) would be the largest memory of a headless run, while
+/// compressing on the reading task costs little (zstd level 1 finds a snapshot again at
+/// several GB/s).
+const INLINE_RAW_FROM: usize = 16 * 1024;
 
 /// Where session logs live.
 pub(crate) fn sessions_dir() -> PathBuf {
@@ -199,12 +211,13 @@ impl SessionLogWriter {
             file: None,
             before_first_turn: Vec::new(),
         };
-        let raw = RawLineWriter::new(&path);
+        let raw = Arc::new(std::sync::Mutex::new(RawLineWriter::new(&path)));
         let raw_buffers = RawLineBuffers::default();
         let thread = std::thread::Builder::new()
             .name("session-log".into())
             .spawn({
                 let raw_buffers = raw_buffers.clone();
+                let raw = raw.clone();
                 move || write_loop(target, raw, raw_buffers, receiver)
             })?;
         Ok(Self {
@@ -213,6 +226,7 @@ impl SessionLogWriter {
             commands: Some(commands),
             raw_budget: Arc::new(Semaphore::new(RAW_LINE_BUDGET)),
             raw_buffers,
+            raw,
             thread: Some(thread),
         })
     }
@@ -288,11 +302,21 @@ impl SessionLogWriter {
         let commands = self.commands.clone()?;
         let budget = self.raw_budget.clone();
         let buffers = self.raw_buffers.clone();
+        let raw = self.raw.clone();
         Some(crate::provider::RawLineTap::new(move |line: &str| {
             let commands = commands.clone();
             let budget = budget.clone();
             let buffers = buffers.clone();
+            let raw = raw.clone();
             Box::pin(async move {
+                if line.len() >= INLINE_RAW_FROM {
+                    // The whole budget: every queued line is written first, in order.
+                    let Ok(_all) = budget.acquire_many(RAW_LINE_BUDGET as u32).await else {
+                        return;
+                    };
+                    write_raw_inline(&raw, turn, attempt, line);
+                    return;
+                }
                 let share = line.len().clamp(1, RAW_LINE_BUDGET) as u32;
                 let Ok(permit) = budget.clone().acquire_many_owned(share).await else {
                     return;
@@ -413,9 +437,20 @@ fn write_entry(file: &mut BufWriter<File>, entry: &LogEntry) -> std::io::Result<
 /// compressed sidecar as they are, never escaped again. A flush there ends a compressed
 /// block; flushing the sidecar only at turn ends was tried and stored more (the 30 kB echo of
 /// `tests/session_log_replay.rs`: 1.6 MB of sidecar against 0.7 MB).
+/// Writes a raw line on the calling task, and makes it readable (as a queued line is once the
+/// queue runs dry), so that a crash loses none of it.
+fn write_raw_inline(raw: &SharedRawWriter, turn: TurnId, attempt: u32, line: &str) {
+    let Ok(mut raw) = raw.lock() else {
+        return;
+    };
+    if let Err(error) = raw.write(turn, attempt, line).and_then(|()| raw.flush()) {
+        tracing::error!(%error, "cannot write the session log's raw lines");
+    }
+}
+
 fn write_loop(
     mut log: LogFile,
-    mut raw: RawLineWriter,
+    raw: SharedRawWriter,
     raw_buffers: RawLineBuffers,
     commands: mpsc::Receiver<WriterCommand>,
 ) {
@@ -431,13 +466,15 @@ fn write_loop(
                 line,
                 _permit,
             } => {
-                let written = raw.write(turn, attempt, &line);
+                let written = lock(&raw).and_then(|mut raw| raw.write(turn, attempt, &line));
                 raw_buffers.give_back(line);
                 written
             }
             // Flushes come at turn ends: the turn's raw lines end their frame, so an idle
             // chat holds no compressor.
-            WriterCommand::Flush => log.flush().and_then(|()| raw.finish()),
+            WriterCommand::Flush => log
+                .flush()
+                .and_then(|()| lock(&raw).and_then(|mut raw| raw.finish())),
             WriterCommand::Close => break,
         };
         if let Err(error) = result {
@@ -446,16 +483,23 @@ fn write_loop(
         next = match commands.try_recv() {
             Ok(command) => Some(command),
             Err(mpsc::TryRecvError::Empty) => {
-                let _ = log.flush().and_then(|()| raw.flush());
+                let _ = log
+                    .flush()
+                    .and_then(|()| lock(&raw).and_then(|mut raw| raw.flush()));
                 commands.recv().ok()
             }
             Err(mpsc::TryRecvError::Disconnected) => None,
         };
     }
     let _ = log.flush();
-    if let Err(error) = raw.finish() {
+    if let Err(error) = lock(&raw).and_then(|mut raw| raw.finish()) {
         tracing::error!(%error, "cannot finish the session log's raw lines");
     }
+}
+
+fn lock(raw: &SharedRawWriter) -> std::io::Result<std::sync::MutexGuard<'_, RawLineWriter>> {
+    raw.lock()
+        .map_err(|_| std::io::Error::other("the raw-line writer panicked"))
 }
 
 /// What `--resume` and the conversation picker know of a conversation, from its log.
