@@ -29,6 +29,8 @@ pub enum Scenario {
     Tool { command: String },
     /// Always this HTTP error status.
     Error { status: u16 },
+    /// This text a word at a time, with `pause` after each word.
+    Say { text: String, pause: Duration },
 }
 
 /// One request as the server saw it.
@@ -118,6 +120,8 @@ pub fn cli_env(
 
 /// Decides, from the text of its last user message, whether a main request fails with HTTP 500.
 type FailRule = dyn Fn(&str) -> bool + Send + Sync;
+/// Chooses, from the text of its last user message, what a main request gets.
+type ChooseRule = dyn Fn(&str) -> Scenario + Send + Sync;
 
 pub struct FakeAnthropic {
     pub base_url: String,
@@ -142,15 +146,28 @@ impl FakeAnthropic {
         scenario: Scenario,
         fail: impl Fn(&str) -> bool + Send + Sync + 'static,
     ) -> FakeAnthropic {
+        Self::serve(Box::new(move |_| scenario.clone()), Box::new(fail)).await
+    }
+
+    /// Like [`FakeAnthropic::start`], but the scenario of each main request is chosen by
+    /// `choose` from the text of its last user message (several turns of one conversation,
+    /// each with its own scenario).
+    pub async fn start_choosing(
+        choose: impl Fn(&str) -> Scenario + Send + Sync + 'static,
+    ) -> FakeAnthropic {
+        Self::serve(Box::new(choose), Box::new(|_| false)).await
+    }
+
+    async fn serve(choose: Box<ChooseRule>, fail: Box<FailRule>) -> FakeAnthropic {
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind 127.0.0.1");
         let port = listener.local_addr().expect("local address").port();
         let requests = Arc::new(Mutex::new(Vec::new()));
         let server = Arc::new(Server {
-            scenario,
+            choose,
             requests: requests.clone(),
-            fail: Box::new(fail),
+            fail,
         });
         let accept_loop = tokio::spawn(async move {
             while let Ok((connection, _)) = listener.accept().await {
@@ -180,7 +197,7 @@ impl FakeAnthropic {
 }
 
 struct Server {
-    scenario: Scenario,
+    choose: Box<ChooseRule>,
     requests: Arc<Mutex<Vec<RequestRecord>>>,
     fail: Box<FailRule>,
 }
@@ -276,7 +293,7 @@ impl Server {
             let error = json!({"type": "error", "error": {"type": "api_error", "message": "fake HTTP 500 (flaky)"}});
             return write_json(writer, 500, &error).await;
         }
-        let reply = match &self.scenario {
+        let reply = match &(self.choose)(&last_user_text(body)) {
             Scenario::Error { status } => {
                 let error = json!({"type": "error", "error": {"type": error_type(*status), "message": format!("fake HTTP {status}")}});
                 return write_json(writer, *status, &error).await;
@@ -299,6 +316,7 @@ impl Server {
                     Block::Text(word_chunks("After thinking: the answer is 42.")),
                 ],
                 stop_reason: "end_turn",
+                pause: DELTA_PAUSE,
             },
             Scenario::Tool { command } => match tool_result_text(body) {
                 None => Reply {
@@ -311,11 +329,19 @@ impl Server {
                         },
                     ],
                     stop_reason: "tool_use",
+                    pause: DELTA_PAUSE,
                 },
                 Some(output) => Reply::text(word_chunks(&format!(
                     "The command printed: {}. Done.",
                     output.trim()
                 ))),
+            },
+            Scenario::Say { text, pause } => Reply {
+                blocks: vec![Block::Text(
+                    text.split_inclusive(' ').map(str::to_owned).collect(),
+                )],
+                stop_reason: "end_turn",
+                pause: *pause,
             },
         };
         reply.send(writer, &model, stream).await
@@ -335,6 +361,8 @@ enum Block {
 struct Reply {
     blocks: Vec<Block>,
     stop_reason: &'static str,
+    /// Before each delta.
+    pause: Duration,
 }
 
 impl Reply {
@@ -342,6 +370,7 @@ impl Reply {
         Reply {
             blocks: vec![Block::Text(pieces)],
             stop_reason: "end_turn",
+            pause: DELTA_PAUSE,
         }
     }
 
@@ -406,7 +435,7 @@ impl Reply {
             )
             .await?;
             for delta in deltas {
-                tokio::time::sleep(DELTA_PAUSE).await;
+                tokio::time::sleep(self.pause).await;
                 send_event(
                     writer,
                     "content_block_delta",

@@ -182,6 +182,11 @@ pub enum CodexScenario {
     StreamedReasoning,
     /// Every request: HTTP 500.
     Http500,
+    /// This text a word at a time, with `pause` after each word.
+    Say {
+        text: String,
+        pause: Duration,
+    },
 }
 
 pub const TEXT_REPLY: &str = "Hello from the fake server.";
@@ -235,10 +240,28 @@ pub fn start(scenario: CodexScenario) -> FakeServer {
     start_failing(scenario, |_| false)
 }
 
+/// Like [`start`], but the scenario of each model request is chosen by `choose` from the text
+/// of its last user message (several turns of one conversation, each with its own scenario).
+pub fn start_choosing(
+    choose: impl Fn(&str) -> CodexScenario + Send + Sync + 'static,
+) -> FakeServer {
+    serve(
+        move |request| choose(user_texts(request).last().map_or("", String::as_str)),
+        |_| false,
+    )
+}
+
 /// Like [`start`], but a model request for which `fail` (given the text of its last user
 /// message) says so is answered with HTTP 500 instead.
 pub fn start_failing(
     scenario: CodexScenario,
+    fail: impl Fn(&str) -> bool + Send + Sync + 'static,
+) -> FakeServer {
+    serve(move |_| scenario.clone(), fail)
+}
+
+fn serve(
+    scenario_for: impl Fn(&Request) -> CodexScenario + Send + Sync + 'static,
     fail: impl Fn(&str) -> bool + Send + Sync + 'static,
 ) -> FakeServer {
     FakeServer::start(move |request, index, exchange| {
@@ -249,6 +272,7 @@ pub fn start_failing(
             );
             return;
         }
+        let scenario = scenario_for(request);
         let flaky = user_texts(request)
             .last()
             .is_some_and(|text| fail(text.as_str()));
@@ -325,6 +349,10 @@ fn answer(
         CodexScenario::Tool(_) | CodexScenario::EscalatedTool(_) => {
             text_message(exchange, &["The", " command", " printed", " hi", "."], 0)?;
         }
+        CodexScenario::Say { text, pause } => {
+            let words: Vec<&str> = text.split_inclusive(' ').collect();
+            text_message_paced(exchange, &words, 0, *pause)?;
+        }
         CodexScenario::Http500 => {}
     }
     send(
@@ -364,6 +392,15 @@ fn send(exchange: &mut Exchange, data: Value) -> std::io::Result<()> {
 }
 
 fn text_message(exchange: &mut Exchange, chunks: &[&str], index: usize) -> std::io::Result<()> {
+    text_message_paced(exchange, chunks, index, Duration::from_millis(10))
+}
+
+fn text_message_paced(
+    exchange: &mut Exchange,
+    chunks: &[&str],
+    index: usize,
+    pause: Duration,
+) -> std::io::Result<()> {
     let id = format!("msg_{index}");
     send(
         exchange,
@@ -376,7 +413,7 @@ fn text_message(exchange: &mut Exchange, chunks: &[&str], index: usize) -> std::
             json!({"type": "response.output_text.delta", "item_id": id, "output_index": index,
                    "content_index": 0, "delta": chunk}),
         )?;
-        std::thread::sleep(Duration::from_millis(10));
+        std::thread::sleep(pause);
     }
     let text = chunks.concat();
     send(

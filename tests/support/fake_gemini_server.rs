@@ -24,6 +24,11 @@ pub enum GeminiScenario {
     Http500,
     /// A few text parts, then the connection is cut, on every request.
     Drop,
+    /// This text a word at a time, with `pause` after each word.
+    Say {
+        text: String,
+        pause: Duration,
+    },
 }
 
 pub const TEXT_REPLY: &str = "Hello from the fake Gemini.";
@@ -58,10 +63,29 @@ pub fn start(scenario: GeminiScenario) -> FakeServer {
     start_failing(scenario, |_| false)
 }
 
+/// Like [`start`], but the scenario of each streamed turn request is chosen by `choose` from
+/// the text of its last user content (several turns of one conversation, each with its own
+/// scenario).
+pub fn start_choosing(
+    choose: impl Fn(&str) -> GeminiScenario + Send + Sync + 'static,
+) -> FakeServer {
+    serve(
+        move |request| choose(user_texts(request).last().map_or("", String::as_str)),
+        |_| false,
+    )
+}
+
 /// Like [`start`], but a streamed turn request for which `fail` (given the text of its last
 /// user content) says so is answered with HTTP 500 instead.
 pub fn start_failing(
     scenario: GeminiScenario,
+    fail: impl Fn(&str) -> bool + Send + Sync + 'static,
+) -> FakeServer {
+    serve(move |_| scenario.clone(), fail)
+}
+
+fn serve(
+    scenario_for: impl Fn(&Request) -> GeminiScenario + Send + Sync + 'static,
     fail: impl Fn(&str) -> bool + Send + Sync + 'static,
 ) -> FakeServer {
     FakeServer::start(move |request, _index, exchange| {
@@ -72,14 +96,19 @@ pub fn start_failing(
         };
         if request.path.contains(":countTokens") {
             exchange.json(200, &json!({"totalTokens": 10}));
+            return;
         } else if request.path.contains(":generateContent") {
             side_call(request, exchange);
+            return;
         } else if !request.path.contains(STREAM_PATH) {
             exchange.json(
                 404,
                 &json!({"error": {"code": 404, "message": "unknown path (fake)", "status": "NOT_FOUND"}}),
             );
-        } else if matches!(scenario, GeminiScenario::Http500) || flaky() {
+            return;
+        }
+        let scenario = scenario_for(request);
+        if matches!(scenario, GeminiScenario::Http500) || flaky() {
             exchange.json(
                 500,
                 &json!({"error": {"code": 500, "message": "fake internal error", "status": "INTERNAL"}}),
@@ -131,6 +160,18 @@ fn stream(
                 std::thread::sleep(Duration::from_millis(30));
             }
             Err(std::io::Error::other("connection cut by the scenario"))
+        }
+        GeminiScenario::Say { text, pause } => {
+            let words: Vec<&str> = text.split_inclusive(' ').collect();
+            for (index, word) in words.iter().enumerate() {
+                let last = index + 1 == words.len();
+                exchange.event(
+                    None,
+                    &chunk(json!([{ "text": word }]), last.then_some("STOP")),
+                )?;
+                std::thread::sleep(*pause);
+            }
+            Ok(())
         }
         GeminiScenario::Http500 => Ok(()),
     }
