@@ -276,10 +276,16 @@ impl AppState {
             }
             AgentMessage::ToolCall { id, name, input } => {
                 self.close_assistant();
+                let name = untrusted_owned(&name);
+                let mut summary = summarize_tool_input(&input);
+                if summary == name {
+                    // The agent named the call by its command (ACP titles): say it once.
+                    summary.clear();
+                }
                 let cell = self.transcript.push(CellBody::Tool(ToolCell {
                     call_id: untrusted_owned(&id),
-                    name: untrusted_owned(&name),
-                    summary: summarize_tool_input(&input),
+                    name,
+                    summary,
                     status: ToolStatus::Running { since: now },
                     output: String::new(),
                     expanded: self.expand_tools,
@@ -783,6 +789,27 @@ fn running_for(status: ToolStatus, now: Instant) -> Duration {
 }
 
 /// One line describing a tool call's arguments: the command, path or query when there is one.
+/// An argument as shown: a string, or an argument vector (`["bash", "-lc", "make"]`, as the
+/// Codex adapter gives a command) by the command a shell wrapper runs, else joined.
+fn shown_argument(value: &Value) -> Option<String> {
+    match value {
+        Value::String(text) => Some(text.clone()),
+        Value::Array(parts) => {
+            let parts: Vec<&str> = parts.iter().filter_map(Value::as_str).collect();
+            match parts.as_slice() {
+                [shell, flag, command]
+                    if shell.ends_with("sh") && flag.starts_with('-') && flag.ends_with('c') =>
+                {
+                    Some((*command).to_owned())
+                }
+                [] => None,
+                parts => Some(parts.join(" ")),
+            }
+        }
+        _ => None,
+    }
+}
+
 fn summarize_tool_input(input: &Value) -> String {
     const KEYS: [&str; 10] = [
         "command",
@@ -797,10 +824,10 @@ fn summarize_tool_input(input: &Value) -> String {
         "content",
     ];
     let summary = match input {
+        Value::Object(map) if map.is_empty() => String::new(),
         Value::Object(map) => KEYS
             .iter()
-            .find_map(|key| map.get(*key).and_then(Value::as_str))
-            .map(str::to_owned)
+            .find_map(|key| map.get(*key).and_then(shown_argument))
             .unwrap_or_else(|| input.to_string()),
         Value::String(text) => text.clone(),
         Value::Null => String::new(),
@@ -816,4 +843,28 @@ fn summarize_tool_input(input: &Value) -> String {
     // Long summaries are cut when drawn; keep the stored one bounded too.
     let bounded: String = first.chars().take(400).collect();
     untrusted_owned(&bounded)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::summarize_tool_input;
+    use serde_json::json;
+
+    #[test]
+    fn a_tool_input_is_summarised_by_what_it_runs() {
+        assert_eq!(summarize_tool_input(&json!({"command": "make"})), "make");
+        // The Codex adapter's argument vector: the command the shell wrapper runs.
+        assert_eq!(
+            summarize_tool_input(
+                &json!({"call_id": "c", "command": ["/bin/bash", "-lc", "touch x"]})
+            ),
+            "touch x"
+        );
+        assert_eq!(
+            summarize_tool_input(&json!({"command": ["ls", "-la"]})),
+            "ls -la"
+        );
+        assert_eq!(summarize_tool_input(&json!({})), "");
+        assert_eq!(summarize_tool_input(&json!({"other": 1})), r#"{"other":1}"#);
+    }
 }

@@ -100,7 +100,6 @@ impl RpcError {
 #[derive(Debug)]
 struct QuietCall {
     title: String,
-    kind: String,
 }
 
 pub struct AcpMapper {
@@ -230,16 +229,10 @@ impl AcpMapper {
             acp::ToolCallStatus::Completed | acp::ToolCallStatus::Failed
         );
         if input.is_none() && call.content.is_empty() && !ended {
-            self.quiet_calls.insert(
-                id,
-                QuietCall {
-                    title: call.title,
-                    kind: kind_name(&call.kind),
-                },
-            );
+            self.quiet_calls.insert(id, QuietCall { title: call.title });
             return;
         }
-        let input = input.unwrap_or_else(|| described_input(&call.title, &kind_name(&call.kind)));
+        let input = input.unwrap_or_else(no_input);
         self.tools.start(&id, &call.title, input, out);
         self.tool_progress(&id, Some(call.status), &call.content, call.raw_output, out);
     }
@@ -269,7 +262,7 @@ impl AcpMapper {
                 return;
             }
             let title = fields.title.clone().unwrap_or_else(|| quiet.title.clone());
-            let input = input.unwrap_or_else(|| described_input(&title, &quiet.kind));
+            let input = input.unwrap_or_else(no_input);
             self.quiet_calls.remove(&id);
             self.tools.start(&id, &title, input, out);
         }
@@ -292,13 +285,7 @@ impl AcpMapper {
     ) {
         let mut output = content_text(content);
         if output.is_empty() {
-            if let Some(raw) = raw_output {
-                output = match raw {
-                    Value::String(text) => text,
-                    Value::Null => String::new(),
-                    other => other.to_string(),
-                };
-            }
+            output = raw_output.map(output_of).unwrap_or_default();
         }
         match status {
             Some(acp::ToolCallStatus::Completed) => {
@@ -357,9 +344,7 @@ impl AcpMapper {
         self.tools.start(
             &tool_call_id,
             &title,
-            input
-                .clone()
-                .unwrap_or_else(|| described_input(&title, &kind)),
+            input.clone().unwrap_or_else(no_input),
             out,
         );
         let content = fields.content.as_deref().unwrap_or_default();
@@ -505,12 +490,7 @@ impl Mapper for AcpMapper {
         let quiet: Vec<(String, QuietCall)> = self.quiet_calls.drain().collect();
         for (id, call) in quiet {
             // A call the agent never got to show: announce it so that its end can be told.
-            self.tools.start(
-                &id,
-                &call.title,
-                described_input(&call.title, &call.kind),
-                out,
-            );
+            self.tools.start(&id, &call.title, no_input(), out);
         }
         self.tools
             .fail_all_open("the agent", exit.stopped_by_us, out);
@@ -567,9 +547,36 @@ fn is_empty_input(input: &Value) -> bool {
     }
 }
 
-/// The input shown for a call whose agent gave none: its title and kind.
-fn described_input(title: &str, kind: &str) -> Value {
-    serde_json::json!({ "title": title, "kind": kind })
+/// What a tool's `rawOutput` says it printed: the text itself, or the field the agents put it
+/// in (the Codex adapter's exec result: `formatted_output`, `aggregated_output`, `stdout`).
+fn output_of(raw: Value) -> String {
+    const OUTPUT_KEYS: [&str; 5] = [
+        "formatted_output",
+        "aggregated_output",
+        "output",
+        "stdout",
+        "content",
+    ];
+    match raw {
+        Value::String(text) => text,
+        Value::Null => String::new(),
+        Value::Object(map) => {
+            let text = OUTPUT_KEYS
+                .iter()
+                .find_map(|key| map.get(*key).and_then(Value::as_str));
+            match (text, map.get("exit_code").and_then(Value::as_i64)) {
+                (Some(text), _) => text.to_owned(),
+                (None, Some(code)) => format!("(exit code {code})"),
+                (None, None) => Value::Object(map).to_string(),
+            }
+        }
+        other => other.to_string(),
+    }
+}
+
+/// The input of a call whose agent gave none (its title names it already).
+fn no_input() -> Value {
+    Value::Object(serde_json::Map::new())
 }
 
 /// The shell command in a tool's input, where the agents put it.

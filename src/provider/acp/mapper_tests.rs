@@ -344,3 +344,24 @@ fn a_turn_the_agent_cancels_after_a_refusal_is_finished_not_broken() {
         AgentOutcome::Completed { stop_reason, .. } if stop_reason == "cancelled"
     ));
 }
+
+#[test]
+fn a_tool_output_given_only_as_raw_output_is_its_printed_text() {
+    // The Codex adapter: no content, the exec result in rawOutput.
+    let mut mapper = AcpMapper::new(Some("7".into()));
+    let mut out = Vec::new();
+    mapper.map_line(&update(json!({"sessionUpdate": "tool_call", "toolCallId": "c1", "title": "ls", "kind": "execute", "status": "in_progress",
+        "rawInput": {"call_id": "call_1", "command": ["/bin/bash", "-lc", "ls"]}})), &mut out);
+    out.clear();
+    mapper.map_line(&update(json!({"sessionUpdate": "tool_call_update", "toolCallId": "c1", "status": "completed",
+        "rawOutput": {"call_id": "call_1", "exit_code": 0, "formatted_output": "a.txt\n", "process_id": "9"}})), &mut out);
+    assert_eq!(
+        out,
+        [AgentMessage::ToolCompleted {
+            id: "c1".into(),
+            output: "a.txt\n".into()
+        }]
+    );
+    assert_eq!(output_of(json!({"exit_code": 2})), "(exit code 2)");
+    assert_eq!(output_of(json!("plain")), "plain");
+}
