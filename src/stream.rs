@@ -304,6 +304,28 @@ impl AgentMessage {
     }
 }
 
+/// A tool argument as text: a string as it is, an argument vector joined, or for a shell
+/// wrapper (`["/bin/bash", "-lc", "make"]`, as the Codex adapter gives commands) the command it
+/// runs. `None` for anything else.
+pub fn argument_text(value: &Value) -> Option<String> {
+    match value {
+        Value::String(text) => Some(text.clone()),
+        Value::Array(parts) => {
+            let parts: Vec<&str> = parts.iter().filter_map(Value::as_str).collect();
+            match parts.as_slice() {
+                [shell, flag, command]
+                    if shell.ends_with("sh") && flag.starts_with('-') && flag.ends_with('c') =>
+                {
+                    Some((*command).to_owned())
+                }
+                [] => None,
+                parts => Some(parts.join(" ")),
+            }
+        }
+        _ => None,
+    }
+}
+
 /// The text the agent produced in `messages`: every `assistant` delta, concatenated.
 pub fn assistant_text(messages: &[AgentMessage]) -> String {
     messages

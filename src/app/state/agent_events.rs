@@ -789,27 +789,6 @@ fn running_for(status: ToolStatus, now: Instant) -> Duration {
 }
 
 /// One line describing a tool call's arguments: the command, path or query when there is one.
-/// An argument as shown: a string, or an argument vector (`["bash", "-lc", "make"]`, as the
-/// Codex adapter gives a command) by the command a shell wrapper runs, else joined.
-fn shown_argument(value: &Value) -> Option<String> {
-    match value {
-        Value::String(text) => Some(text.clone()),
-        Value::Array(parts) => {
-            let parts: Vec<&str> = parts.iter().filter_map(Value::as_str).collect();
-            match parts.as_slice() {
-                [shell, flag, command]
-                    if shell.ends_with("sh") && flag.starts_with('-') && flag.ends_with('c') =>
-                {
-                    Some((*command).to_owned())
-                }
-                [] => None,
-                parts => Some(parts.join(" ")),
-            }
-        }
-        _ => None,
-    }
-}
-
 fn summarize_tool_input(input: &Value) -> String {
     const KEYS: [&str; 10] = [
         "command",
@@ -827,7 +806,7 @@ fn summarize_tool_input(input: &Value) -> String {
         Value::Object(map) if map.is_empty() => String::new(),
         Value::Object(map) => KEYS
             .iter()
-            .find_map(|key| map.get(*key).and_then(shown_argument))
+            .find_map(|key| map.get(*key).and_then(crate::stream::argument_text))
             .unwrap_or_else(|| input.to_string()),
         Value::String(text) => text.clone(),
         Value::Null => String::new(),

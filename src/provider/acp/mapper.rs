@@ -581,21 +581,7 @@ fn no_input() -> Value {
 
 /// The shell command in a tool's input, where the agents put it.
 fn command_of(input: &Value) -> Option<String> {
-    match input.get("command")? {
-        Value::String(command) => Some(command.clone()),
-        Value::Array(parts) => Some(
-            parts
-                .iter()
-                .map(|part| {
-                    part.as_str()
-                        .map(str::to_owned)
-                        .unwrap_or_else(|| part.to_string())
-                })
-                .collect::<Vec<_>>()
-                .join(" "),
-        ),
-        _ => None,
-    }
+    input.get("command").and_then(crate::stream::argument_text)
 }
 
 fn plan_entry(entry: &acp::PlanEntry) -> PlanEntry {
