@@ -494,3 +494,41 @@ async fn the_turn_after_a_stop_gets_its_own_answer_from_an_agent_that_answers_la
         "not the stopped turn's late answer: {answer}"
     );
 }
+
+#[tokio::test]
+async fn a_later_launch_loads_the_session_and_the_agent_sees_its_history_once() {
+    let world = AcpWorld::new(&[], PermissionPolicy::Ask);
+    let first = world.turn("remember 42", SessionRef::New).await;
+    let id = session_id(&first);
+    drop(world.provider);
+    // A new launch: a new provider and agent process, resuming the conversation's session.
+    let settings = ProviderSettings {
+        permissions: Some(PermissionPolicy::Ask),
+        ..world.demo.settings(&[], "0.1")
+    };
+    let provider = build_provider_with("demo", &settings, Transport::Acp).unwrap();
+    let request = AttemptRequest {
+        prompt: "what did I say?".into(),
+        session: SessionRef::Resume(id.clone()),
+        cwd: Some(world.demo.state.path().to_path_buf()),
+        attempt: 1,
+        ..AttemptRequest::default()
+    };
+    let second = collect(provider.execute(request, StopControl::new())).await;
+    assert!(
+        matches!(&second[0], AgentMessage::SessionResumed { session_id, .. } if *session_id == id),
+        "{second:?}"
+    );
+    assert!(completed(&second), "{second:?}");
+    assert_eq!(world.demo.starts().len(), 2);
+    let requests: Vec<DemoRequest> =
+        std::fs::read_to_string(requests_file(world.demo.state.path()))
+            .unwrap()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+    assert_eq!(
+        requests.last().unwrap().messages,
+        ["remember 42", "what did I say?"]
+    );
+}
