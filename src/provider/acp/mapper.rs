@@ -517,7 +517,8 @@ fn content_text(content: &[acp::ToolCallContent]) -> String {
                 acp::ContentBlock::ResourceLink(link) => link.uri.clone(),
                 _ => continue,
             },
-            acp::ToolCallContent::Diff(diff) => format!("edited {}", diff.path.display()),
+            // A proposed edit until the call completes: name the file, not the outcome.
+            acp::ToolCallContent::Diff(diff) => format!("diff: {}", diff.path.display()),
             acp::ToolCallContent::Terminal(terminal) => {
                 format!("terminal {}", terminal.terminal_id)
             }
