@@ -372,8 +372,18 @@ pub struct Config {
     pub default_provider: Option<String>,
     pub providers: BTreeMap<String, ProviderSettings>,
     pub provider_error_auto_retry: RetryPolicy,
-    pub theme: Option<String>,
+    /// The palette of highlighted code: for a dark or a light terminal background.
+    pub theme: Option<Theme>,
     pub session_logs: SessionLogRetention,
+}
+
+/// `theme`: the terminal's background, which code highlighting must stay readable on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Theme {
+    #[default]
+    Dark,
+    Light,
 }
 
 impl Config {
@@ -657,7 +667,7 @@ mod tests {
             config.provider_error_auto_retry,
             policy(false, 3, 2000, Backoff::Exponential, 30_000)
         );
-        assert_eq!(config.theme.as_deref(), Some("dark"));
+        assert_eq!(config.theme, Some(Theme::Dark));
     }
 
     #[test]
@@ -769,7 +779,7 @@ mod tests {
                 RetryPolicy::default(),
                 "{line}: the whole retry section falls back"
             );
-            assert_eq!(config.theme.as_deref(), Some("light"), "{line}");
+            assert_eq!(config.theme, Some(Theme::Light), "{line}");
             assert_eq!(config.default_provider.as_deref(), Some("claude"), "{line}");
             assert_eq!(warnings.len(), 1, "{line}: {warnings:?}");
             let warning = &warnings[0];
@@ -975,7 +985,7 @@ model = "opus"
         let loaded = load(Some(&path));
         assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
         assert_eq!(loaded.config.provider_error_auto_retry, wanted);
-        assert_eq!(loaded.config.theme.as_deref(), Some("dark"));
+        assert_eq!(loaded.config.theme, Some(Theme::Dark));
     }
 
     #[test]

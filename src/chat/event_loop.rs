@@ -200,6 +200,7 @@ pub fn run(cli: Cli) -> i32 {
             }
         }
     };
+    crate::view::highlight::use_theme(loaded.config.theme.unwrap_or_default());
     let (provider_name, settings) = match resolve_provider(&cli.agent, &loaded.config) {
         Ok(choice) => (choice.name, choice.settings),
         Err(message) => {

@@ -17,14 +17,31 @@ struct Assets {
     theme: Theme,
 }
 
+/// The configured theme, set once at start (before the first code block loads the assets).
+static THEME: OnceLock<crate::config::Theme> = OnceLock::new();
+
+/// Highlights code for `theme` from now on; only the first call counts.
+pub(crate) fn use_theme(theme: crate::config::Theme) {
+    let _ = THEME.set(theme);
+}
+
+/// syntect's palette for a terminal background.
+fn palette(theme: crate::config::Theme) -> &'static str {
+    match theme {
+        crate::config::Theme::Dark => "base16-ocean.dark",
+        crate::config::Theme::Light => "InspiredGitHub",
+    }
+}
+
 fn assets() -> &'static Assets {
     static ASSETS: OnceLock<Assets> = OnceLock::new();
     ASSETS.get_or_init(|| {
         let syntaxes = SyntaxSet::load_defaults_newlines();
         let mut themes = ThemeSet::load_defaults();
+        let name = palette(THEME.get().copied().unwrap_or_default());
         let theme = themes
             .themes
-            .remove("base16-ocean.dark")
+            .remove(name)
             .or_else(|| themes.themes.into_values().next())
             .unwrap_or_default();
         Assets { syntaxes, theme }
@@ -88,6 +105,19 @@ fn convert(style: syntect::highlighting::Style) -> Style {
         converted = converted.add_modifier(Modifier::ITALIC);
     }
     converted
+}
+
+#[cfg(test)]
+mod palette_tests {
+    use super::*;
+
+    #[test]
+    fn each_theme_names_a_palette_syntect_ships() {
+        let shipped = ThemeSet::load_defaults();
+        for theme in [crate::config::Theme::Dark, crate::config::Theme::Light] {
+            assert!(shipped.themes.contains_key(palette(theme)), "{theme:?}");
+        }
+    }
 }
 
 #[cfg(test)]
