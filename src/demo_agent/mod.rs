@@ -26,7 +26,10 @@ mod signals;
 pub mod state;
 mod wire;
 
-use std::io::{IsTerminal, Read};
+use std::io::{BufRead, IsTerminal, Read};
+use std::sync::mpsc::Sender;
+
+use serde_json::Value;
 
 pub use player::TIME_SCALE_VAR;
 pub use state::STATE_DIR_VAR;
@@ -247,4 +250,28 @@ fn spawn_grandchildren() -> (String, String) {
             .map_or_else(|_| "?".to_owned(), |child| child.id().to_string())
     };
     (sleeper(true), sleeper(false))
+}
+
+/// For the two-way modes (`rpc`, `acp`): reads stdin on a thread of its own and hands each
+/// non-blank line to `tx` as `input(the line parsed as JSON)`, then `eof` once stdin closes. The
+/// thread keeps SIGTERM/SIGHUP blocked, so the handler runs on the main thread, which defers it
+/// while a line is being written.
+fn spawn_stdin_reader<I: Send + 'static>(
+    tx: Sender<I>,
+    input: fn(serde_json::Result<Value>) -> I,
+    eof: I,
+) {
+    let _deferred = signals::TerminationDeferred::new();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lock().lines() {
+            let Ok(line) = line else { break };
+            if line.trim().is_empty() {
+                continue;
+            }
+            if tx.send(input(serde_json::from_str(&line))).is_err() {
+                return;
+            }
+        }
+        let _ = tx.send(eof);
+    });
 }
