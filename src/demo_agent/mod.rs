@@ -89,17 +89,7 @@ pub fn run(args: DemoAgentArgs) -> i32 {
         return run_rpc(args, forced);
     }
     let prompts = with_piped_stdin(args.prompt);
-    let choice = if let Some(id) = args.session {
-        SessionChoice::Resume(id)
-    } else if args.continue_latest {
-        SessionChoice::ContinueLatest
-    } else {
-        SessionChoice::New
-    };
-    let cwd = std::env::current_dir()
-        .map(|cwd| cwd.display().to_string())
-        .unwrap_or_default();
-    let mut session = match Session::open(&choice, &cwd) {
+    let mut session = match open_session(args.session, args.continue_latest) {
         Ok(session) => session,
         Err(message) => {
             eprintln!("{message}");
@@ -160,11 +150,12 @@ pub fn run(args: DemoAgentArgs) -> i32 {
     0
 }
 
-/// `--mode rpc`: the session is opened as pi opens it, then commands are served until EOF.
-fn run_rpc(args: DemoAgentArgs, forced: Option<Scenario>) -> i32 {
-    let choice = if let Some(id) = args.session {
+/// The session `--session ID` / `--continue` asks for (else a new one), in the current
+/// directory, opened as pi opens it.
+fn open_session(id: Option<String>, continue_latest: bool) -> Result<Session, String> {
+    let choice = if let Some(id) = id {
         SessionChoice::Resume(id)
-    } else if args.continue_latest {
+    } else if continue_latest {
         SessionChoice::ContinueLatest
     } else {
         SessionChoice::New
@@ -172,7 +163,12 @@ fn run_rpc(args: DemoAgentArgs, forced: Option<Scenario>) -> i32 {
     let cwd = std::env::current_dir()
         .map(|cwd| cwd.display().to_string())
         .unwrap_or_default();
-    match Session::open(&choice, &cwd) {
+    Session::open(&choice, &cwd)
+}
+
+/// `--mode rpc`: the session is opened as pi opens it, then commands are served until EOF.
+fn run_rpc(args: DemoAgentArgs, forced: Option<Scenario>) -> i32 {
+    match open_session(args.session, args.continue_latest) {
         Ok(session) => rpc::run(forced, session),
         Err(message) => {
             eprintln!("{message}");
