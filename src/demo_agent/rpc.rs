@@ -32,7 +32,7 @@ use super::signals::{self, ToolGroup};
 use super::state::{now_ms, Session};
 use super::wire::{
     AssistantMessage, ContentBlock, Event, Message, MessageRef, StopReason, ToolResultBody,
-    ToolResultMessage, UserMessage,
+    ToolResultMessage,
 };
 
 /// What the helper threads hand the engine.
@@ -360,13 +360,7 @@ impl Engine {
 
     fn user_message(&mut self, text: &str, messages: &mut Vec<Message>) -> io::Result<()> {
         self.session.record_prompt(text);
-        let user = UserMessage::new(text, now_ms());
-        self.out.event(&Event::MessageStart {
-            message: MessageRef::User(&user),
-        })?;
-        self.out.event(&Event::MessageEnd {
-            message: MessageRef::User(&user),
-        })?;
+        let user = self.out.user_message(text)?;
         messages.push(Message::User(user));
         Ok(())
     }
