@@ -546,12 +546,11 @@ impl Engine {
         stream: MessageStream,
         interrupt: Interrupt,
     ) -> io::Result<(AssistantMessage, Vec<ToolResultMessage>, Option<Interrupt>)> {
-        if let Interrupt::Exit = interrupt {
-            return Ok((stream.message().clone(), Vec::new(), Some(interrupt)));
+        if !matches!(interrupt, Interrupt::Exit) {
+            self.out.event(&Event::MessageStart {
+                message: MessageRef::Assistant(stream.message()),
+            })?;
         }
-        self.out.event(&Event::MessageStart {
-            message: MessageRef::Assistant(stream.message()),
-        })?;
         self.aborted(stream, interrupt)
     }
 
