@@ -18,6 +18,27 @@ pub(crate) struct BashOutcome {
 }
 
 impl BashOutcome {
+    /// The outcome of a command that ended with `status`, having printed `output`.
+    pub(crate) fn finished(status: std::process::ExitStatus, output: &[u8]) -> Self {
+        let exit_code = status
+            .code()
+            .or_else(|| status.signal().map(|signal| 128 + signal))
+            .unwrap_or(1);
+        Self {
+            output: String::from_utf8_lossy(output).into_owned(),
+            exit_code,
+        }
+    }
+
+    /// The tool call status this run gives, in ACP's words.
+    pub(crate) fn tool_status(&self) -> &'static str {
+        if self.exit_code == 0 {
+            "completed"
+        } else {
+            "failed"
+        }
+    }
+
     /// The tool result text as pi's bash tool words it.
     pub(crate) fn result_text(&self) -> String {
         let output = if self.output.is_empty() {
@@ -115,15 +136,7 @@ pub(crate) fn run(
         bytes.extend_from_slice(&buffer[..read]);
         on_output(&String::from_utf8_lossy(&bytes))?;
     }
-    let status = child.wait()?;
-    let exit_code = status
-        .code()
-        .or_else(|| status.signal().map(|signal| 128 + signal))
-        .unwrap_or(1);
-    Ok(BashOutcome {
-        output: String::from_utf8_lossy(&bytes).into_owned(),
-        exit_code,
-    })
+    Ok(BashOutcome::finished(child.wait()?, &bytes))
 }
 
 #[cfg(test)]

@@ -26,7 +26,10 @@ mod signals;
 pub mod state;
 mod wire;
 
-use std::io::{IsTerminal, Read};
+use std::io::{BufRead, IsTerminal, Read};
+use std::sync::mpsc::Sender;
+
+use serde_json::Value;
 
 pub use player::TIME_SCALE_VAR;
 pub use state::STATE_DIR_VAR;
@@ -86,17 +89,7 @@ pub fn run(args: DemoAgentArgs) -> i32 {
         return run_rpc(args, forced);
     }
     let prompts = with_piped_stdin(args.prompt);
-    let choice = if let Some(id) = args.session {
-        SessionChoice::Resume(id)
-    } else if args.continue_latest {
-        SessionChoice::ContinueLatest
-    } else {
-        SessionChoice::New
-    };
-    let cwd = std::env::current_dir()
-        .map(|cwd| cwd.display().to_string())
-        .unwrap_or_default();
-    let mut session = match Session::open(&choice, &cwd) {
+    let mut session = match open_session(args.session, args.continue_latest) {
         Ok(session) => session,
         Err(message) => {
             eprintln!("{message}");
@@ -157,11 +150,12 @@ pub fn run(args: DemoAgentArgs) -> i32 {
     0
 }
 
-/// `--mode rpc`: the session is opened as pi opens it, then commands are served until EOF.
-fn run_rpc(args: DemoAgentArgs, forced: Option<Scenario>) -> i32 {
-    let choice = if let Some(id) = args.session {
+/// The session `--session ID` / `--continue` asks for (else a new one), in the current
+/// directory, opened as pi opens it.
+fn open_session(id: Option<String>, continue_latest: bool) -> Result<Session, String> {
+    let choice = if let Some(id) = id {
         SessionChoice::Resume(id)
-    } else if args.continue_latest {
+    } else if continue_latest {
         SessionChoice::ContinueLatest
     } else {
         SessionChoice::New
@@ -169,7 +163,12 @@ fn run_rpc(args: DemoAgentArgs, forced: Option<Scenario>) -> i32 {
     let cwd = std::env::current_dir()
         .map(|cwd| cwd.display().to_string())
         .unwrap_or_default();
-    match Session::open(&choice, &cwd) {
+    Session::open(&choice, &cwd)
+}
+
+/// `--mode rpc`: the session is opened as pi opens it, then commands are served until EOF.
+fn run_rpc(args: DemoAgentArgs, forced: Option<Scenario>) -> i32 {
+    match open_session(args.session, args.continue_latest) {
         Ok(session) => rpc::run(forced, session),
         Err(message) => {
             eprintln!("{message}");
@@ -247,4 +246,28 @@ fn spawn_grandchildren() -> (String, String) {
             .map_or_else(|_| "?".to_owned(), |child| child.id().to_string())
     };
     (sleeper(true), sleeper(false))
+}
+
+/// For the two-way modes (`rpc`, `acp`): reads stdin on a thread of its own and hands each
+/// non-blank line to `tx` as `input(the line parsed as JSON)`, then `eof` once stdin closes. The
+/// thread keeps SIGTERM/SIGHUP blocked, so the handler runs on the main thread, which defers it
+/// while a line is being written.
+fn spawn_stdin_reader<I: Send + 'static>(
+    tx: Sender<I>,
+    input: fn(serde_json::Result<Value>) -> I,
+    eof: I,
+) {
+    let _deferred = signals::TerminationDeferred::new();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lock().lines() {
+            let Ok(line) = line else { break };
+            if line.trim().is_empty() {
+                continue;
+            }
+            if tx.send(input(serde_json::from_str(&line))).is_err() {
+                return;
+            }
+        }
+        let _ = tx.send(eof);
+    });
 }

@@ -56,6 +56,18 @@ impl Output {
         self.line(&line)
     }
 
+    /// The user's message, announced as pi does (`message_start`, `message_end`).
+    pub(crate) fn user_message(&mut self, text: &str) -> io::Result<UserMessage> {
+        let user = UserMessage::new(text, now_ms());
+        self.event(&Event::MessageStart {
+            message: MessageRef::User(&user),
+        })?;
+        self.event(&Event::MessageEnd {
+            message: MessageRef::User(&user),
+        })?;
+        Ok(user)
+    }
+
     /// Writes one line in one piece; a SIGTERM arriving meanwhile waits until it is out.
     pub(crate) fn line(&mut self, line: &str) -> io::Result<()> {
         let mut bytes = Vec::with_capacity(line.len() + 1);
@@ -147,13 +159,7 @@ impl<'a> Player<'a> {
     pub(crate) fn play(&mut self, prompt: &str) -> io::Result<RunEnd> {
         self.out.event(&Event::AgentStart)?;
         self.out.event(&Event::TurnStart)?;
-        let user = UserMessage::new(prompt, now_ms());
-        self.out.event(&Event::MessageStart {
-            message: MessageRef::User(&user),
-        })?;
-        self.out.event(&Event::MessageEnd {
-            message: MessageRef::User(&user),
-        })?;
+        let user = self.out.user_message(prompt)?;
         let mut context_chars = prompt.len();
         let mut messages = vec![Message::User(user)];
         let failing;
@@ -407,27 +413,7 @@ impl MessageStream {
     pub(crate) fn abort(mut self, out: &mut Output) -> io::Result<AssistantMessage> {
         self.message.stop_reason = StopReason::Aborted;
         self.message.error_message = Some("Request was aborted".to_owned());
-        let partial = &self.message;
-        for (content_index, block) in partial.content.iter().enumerate() {
-            let event = match block {
-                ContentBlock::Text { text } => AssistantMessageEvent::TextEnd {
-                    content_index,
-                    content: text,
-                    partial,
-                },
-                ContentBlock::Thinking { thinking, .. } => AssistantMessageEvent::ThinkingEnd {
-                    content_index,
-                    content: thinking,
-                    partial,
-                },
-                ContentBlock::ToolCall { .. } => continue,
-            };
-            emit_update(out, event, partial)?;
-        }
-        out.event(&Event::MessageEnd {
-            message: MessageRef::Assistant(&self.message),
-        })?;
-        Ok(self.message)
+        self.end_blocks(out, false)
     }
 
     /// Appends a chunk to the message's text (or thinking) block, opening it if needed.
@@ -586,6 +572,12 @@ impl MessageStream {
         } else {
             StopReason::Stop
         };
+        self.end_blocks(out, true)
+    }
+
+    /// The `*_end` event of every block (of tool calls only with `tool_calls`), then
+    /// `message_end`.
+    fn end_blocks(self, out: &mut Output, tool_calls: bool) -> io::Result<AssistantMessage> {
         let partial = &self.message;
         for (content_index, block) in partial.content.iter().enumerate() {
             let event = match block {
@@ -599,11 +591,12 @@ impl MessageStream {
                     content: thinking,
                     partial,
                 },
-                ContentBlock::ToolCall { .. } => AssistantMessageEvent::ToolcallEnd {
+                ContentBlock::ToolCall { .. } if tool_calls => AssistantMessageEvent::ToolcallEnd {
                     content_index,
                     tool_call: block,
                     partial,
                 },
+                ContentBlock::ToolCall { .. } => continue,
             };
             emit_update(out, event, partial)?;
         }

@@ -18,7 +18,7 @@
 //! Every wait of the script is a wait for commands, so steering and aborts land mid-turn.
 
 use std::collections::VecDeque;
-use std::io::{self, BufRead, Write};
+use std::io::{self, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::process::Child;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
@@ -28,11 +28,11 @@ use serde_json::{json, Value};
 
 use super::player::{BlockKind, MessageStream, Output, Pace};
 use super::scenario::{self, tokens, Placeholders, Response, Scenario, Step};
-use super::signals::{self, TerminationDeferred, ToolGroup};
+use super::signals::{self, ToolGroup};
 use super::state::{now_ms, Session};
 use super::wire::{
     AssistantMessage, ContentBlock, Event, Message, MessageRef, StopReason, ToolResultBody,
-    ToolResultMessage, UserMessage,
+    ToolResultMessage,
 };
 
 /// What the helper threads hand the engine.
@@ -73,13 +73,14 @@ struct Engine {
 /// Runs the RPC mode until stdin closes; returns the exit status.
 pub(crate) fn run(forced: Option<Scenario>, session: Session) -> i32 {
     let (inputs_tx, inputs) = mpsc::channel();
-    {
-        // Helper threads keep SIGTERM/SIGHUP blocked, so the handler runs on the main thread,
-        // which defers it while a line is being written.
-        let _deferred = TerminationDeferred::new();
-        let tx = inputs_tx.clone();
-        std::thread::spawn(move || read_commands(tx));
-    }
+    super::spawn_stdin_reader(
+        inputs_tx.clone(),
+        |parsed| match parsed {
+            Ok(value) => Input::Command(value),
+            Err(error) => Input::Unparsable(error.to_string()),
+        },
+        Input::Eof,
+    );
     let mut engine = Engine {
         out: Output::stdout(),
         inputs,
@@ -98,24 +99,6 @@ pub(crate) fn run(forced: Option<Scenario>, session: Session) -> i32 {
         Ok(()) => 0,
         Err(_) => 1,
     }
-}
-
-fn read_commands(tx: Sender<Input>) {
-    let stdin = io::stdin();
-    for line in stdin.lock().lines() {
-        let Ok(line) = line else { break };
-        if line.trim().is_empty() {
-            continue;
-        }
-        let input = match serde_json::from_str::<Value>(&line) {
-            Ok(value) => Input::Command(value),
-            Err(error) => Input::Unparsable(error.to_string()),
-        };
-        if tx.send(input).is_err() {
-            return;
-        }
-    }
-    let _ = tx.send(Input::Eof);
 }
 
 /// A response or queue update with its fields in pi's order (`id`, `type`, `command`, ...), as
@@ -377,13 +360,7 @@ impl Engine {
 
     fn user_message(&mut self, text: &str, messages: &mut Vec<Message>) -> io::Result<()> {
         self.session.record_prompt(text);
-        let user = UserMessage::new(text, now_ms());
-        self.out.event(&Event::MessageStart {
-            message: MessageRef::User(&user),
-        })?;
-        self.out.event(&Event::MessageEnd {
-            message: MessageRef::User(&user),
-        })?;
+        let user = self.out.user_message(text)?;
         messages.push(Message::User(user));
         Ok(())
     }
@@ -569,12 +546,11 @@ impl Engine {
         stream: MessageStream,
         interrupt: Interrupt,
     ) -> io::Result<(AssistantMessage, Vec<ToolResultMessage>, Option<Interrupt>)> {
-        if let Interrupt::Exit = interrupt {
-            return Ok((stream.message().clone(), Vec::new(), Some(interrupt)));
+        if !matches!(interrupt, Interrupt::Exit) {
+            self.out.event(&Event::MessageStart {
+                message: MessageRef::Assistant(stream.message()),
+            })?;
         }
-        self.out.event(&Event::MessageStart {
-            message: MessageRef::Assistant(stream.message()),
-        })?;
         self.aborted(stream, interrupt)
     }
 

@@ -349,36 +349,7 @@ impl Machine {
     }
 
     fn stop(&mut self, out: &mut Vec<Effect>) {
-        match std::mem::replace(&mut self.state, State::Idle) {
-            State::Running { turn, attempt } => {
-                self.begin_stop(turn, attempt, AfterStop::Continue, out)
-            }
-            State::Stopping {
-                turn,
-                attempt,
-                progress,
-                then,
-            } => {
-                // A second stop skips the rest of the grace period.
-                out.push(Effect::StopAttempt {
-                    turn: turn.id,
-                    attempt,
-                });
-                self.state = State::Stopping {
-                    turn,
-                    attempt,
-                    progress,
-                    then,
-                };
-            }
-            State::WaitingToRetry {
-                turn, next_attempt, ..
-            } => {
-                self.cancel_retry(&turn, next_attempt, out);
-                self.end_turn(turn, TurnOutcome::Cancelled, AfterStop::Continue, out);
-            }
-            other => self.state = other,
-        }
+        self.stop_turn(AfterStop::Continue, out);
     }
 
     fn retry_last_turn(&mut self, out: &mut Vec<Effect>) {
@@ -463,41 +434,60 @@ impl Machine {
     }
 
     fn shutdown(&mut self, out: &mut Vec<Effect>) {
+        // With a turn in progress, wait for the agent to stop (it may be saving its session)
+        // before exiting.
+        if !self.stop_turn(AfterStop::ShutDown, out) {
+            self.shut_down(out);
+        }
+    }
+
+    /// Stops the turn in progress, `then` saying what follows once it has; `false`, with the
+    /// state unchanged, when no turn is in progress.
+    fn stop_turn(&mut self, then: AfterStop, out: &mut Vec<Effect>) -> bool {
         match std::mem::replace(&mut self.state, State::Idle) {
-            State::Running { turn, attempt } => {
-                // Wait for the agent to stop (it may be saving its session) before exiting.
-                self.begin_stop(turn, attempt, AfterStop::ShutDown, out)
-            }
+            State::Running { turn, attempt } => self.begin_stop(turn, attempt, then, out),
             State::Stopping {
                 turn,
                 attempt,
                 progress,
-                then,
+                then: before,
             } => {
-                if then == AfterStop::ShutDown {
-                    // Asked twice: skip to the kill.
+                // Asked again: a second stop skips the rest of the grace period, and so does a
+                // second shutdown (on to the kill); a first shutdown only turns the user's stop
+                // into one that exits.
+                if then == AfterStop::Continue || before == AfterStop::ShutDown {
                     out.push(Effect::StopAttempt {
                         turn: turn.id,
                         attempt,
                     });
                 }
+                let then = if before == AfterStop::ShutDown {
+                    AfterStop::ShutDown
+                } else {
+                    then
+                };
                 self.state = State::Stopping {
                     turn,
                     attempt,
                     progress,
-                    then: AfterStop::ShutDown,
+                    then,
                 };
             }
             State::WaitingToRetry {
                 turn, next_attempt, ..
             } => {
                 self.cancel_retry(&turn, next_attempt, out);
-                self.end_turn(turn, TurnOutcome::Cancelled, AfterStop::ShutDown, out);
+                self.end_turn(turn, TurnOutcome::Cancelled, then, out);
             }
-            State::Idle | State::Failed { .. } | State::Cancelled { .. } | State::ShutDown => {
-                self.shut_down(out)
+            other @ (State::Idle
+            | State::Failed { .. }
+            | State::Cancelled { .. }
+            | State::ShutDown) => {
+                self.state = other;
+                return false;
             }
         }
+        true
     }
 
     fn agent_message(

@@ -40,6 +40,20 @@ pub(crate) fn session_message(provider: &str, resumed: bool, session_id: &str) -
     }
 }
 
+/// A failed turn's message: the one its failure line carries, else the last `error` line before
+/// it (the CLI printed the cause there first), else `without_message`.
+pub(crate) fn failure_message(
+    carried: Option<&Text<'_>>,
+    last_error: Option<&str>,
+    without_message: &str,
+) -> String {
+    carried
+        .map(Text::as_str)
+        .or(last_error)
+        .unwrap_or(without_message)
+        .to_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,6 +15,40 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+/// Where a backend keeps its CLI's private mirrors: agentty's state dir, unless a test names
+/// another.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct MirrorRoot(Option<PathBuf>);
+
+impl MirrorRoot {
+    pub(crate) fn at(dir: PathBuf) -> Self {
+        Self(Some(dir))
+    }
+
+    /// What `prepare(user_dir, state_dir)` makes of `user_dir`, or `None` when it cannot be made:
+    /// the CLI then runs with the user's own config, and the warning names `what` could not be
+    /// prepared (the CLI's own retries stay on); a spawn never fails because of it.
+    pub(crate) fn prepare(
+        &self,
+        what: &str,
+        user_dir: &Path,
+        prepare: impl FnOnce(&Path, &Path) -> io::Result<PathBuf>,
+    ) -> Option<PathBuf> {
+        let state_dir = self.0.clone().unwrap_or_else(crate::logging::state_dir);
+        match prepare(user_dir, &state_dir) {
+            Ok(private) => Some(private),
+            Err(error) => {
+                tracing::warn!(
+                    %error,
+                    user_dir = %user_dir.display(),
+                    "cannot prepare {what}; its own retries stay on"
+                );
+                None
+            }
+        }
+    }
+}
+
 /// Where the mirror of `user_dir` lives: `<state_dir>/<tool>/<prefix>-<hash of the user's dir>`.
 /// `Ok(None)` when `user_dir` is already one of agentty's mirrors (agentty started from inside
 /// an agent it runs): it is used as it is.

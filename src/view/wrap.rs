@@ -223,53 +223,86 @@ struct Piece<'a> {
     width: usize,
 }
 
-fn wrap_words(content: &[Span<'static>], rows: &mut RowBuilder) {
-    // A word may span several spans (`**bold**ing`): collect its pieces, place them together.
-    let mut word: Vec<Piece<'_>> = Vec::new();
-    let mut word_width = 0;
-    let mut spaces: Vec<Piece<'_>> = Vec::new();
-    let mut spaces_width = 0;
-    let mut at_line_start = true;
+/// What word wrapping holds back: a word may span several spans (`**bold**ing`), so its
+/// pieces, and the spaces before it, are collected and placed together.
+struct PendingWord<'a> {
+    word: Vec<Piece<'a>>,
+    word_width: usize,
+    spaces: Vec<Piece<'a>>,
+    spaces_width: usize,
+    /// No word of the logical line has been placed yet.
+    at_line_start: bool,
+}
 
-    let flush_word = |word: &mut Vec<Piece<'_>>,
-                      word_width: &mut usize,
-                      spaces: &mut Vec<Piece<'_>>,
-                      spaces_width: &mut usize,
-                      rows: &mut RowBuilder,
-                      at_line_start: &mut bool| {
-        if word.is_empty() {
+impl<'a> PendingWord<'a> {
+    fn new() -> Self {
+        Self {
+            word: Vec::new(),
+            word_width: 0,
+            spaces: Vec::new(),
+            spaces_width: 0,
+            at_line_start: true,
+        }
+    }
+
+    fn push(&mut self, piece: Piece<'a>, rows: &mut RowBuilder) {
+        if piece.text.starts_with(' ') {
+            self.flush(rows);
+            self.spaces_width += piece.width;
+            self.spaces.push(piece);
+        } else {
+            self.word_width += piece.width;
+            self.word.push(piece);
+        }
+    }
+
+    /// Places the collected word, with the spaces before it unless it starts a new row.
+    fn flush(&mut self, rows: &mut RowBuilder) {
+        if self.word.is_empty() {
             return;
         }
-        let fits = rows.current_width + *spaces_width + *word_width <= rows.avail();
-        if fits || (*at_line_start && rows.current_width == 0) {
+        let fits = rows.current_width + self.spaces_width + self.word_width <= rows.avail();
+        if fits || (self.at_line_start && rows.current_width == 0) {
             // Leading spaces of the logical line are indentation: keep them.
-            for piece in spaces.drain(..) {
+            for piece in self.spaces.drain(..) {
                 rows.push(piece.text, piece.style, piece.width);
             }
         } else {
-            spaces.clear();
+            self.spaces.clear();
             if rows.current_width > 0 {
                 rows.new_row();
             }
         }
-        *spaces_width = 0;
-        if rows.current_width + *word_width <= rows.avail() {
-            for piece in word.drain(..) {
+        self.spaces_width = 0;
+        if rows.current_width + self.word_width <= rows.avail() {
+            for piece in self.word.drain(..) {
                 rows.push(piece.text, piece.style, piece.width);
             }
         } else {
-            for piece in word.drain(..) {
+            for piece in self.word.drain(..) {
                 rows.push_breaking(piece.text, piece.style);
             }
         }
-        *word_width = 0;
-        *at_line_start = false;
-    };
+        self.word_width = 0;
+        self.at_line_start = false;
+    }
 
+    /// Places the last word; trailing spaces are dropped unless the line is nothing but spaces.
+    fn finish(mut self, rows: &mut RowBuilder) {
+        self.flush(rows);
+        if self.at_line_start {
+            for piece in self.spaces.drain(..) {
+                rows.push_breaking(piece.text, piece.style);
+            }
+        }
+    }
+}
+
+fn wrap_words(content: &[Span<'static>], rows: &mut RowBuilder) {
+    let mut pending = PendingWord::new();
     for span in content {
         let style = span.style;
-        let text: &str = &span.content;
-        let mut rest = text;
+        let mut rest: &str = &span.content;
         while !rest.is_empty() {
             let is_space = rest.starts_with(' ');
             let end = rest
@@ -282,37 +315,10 @@ fn wrap_words(content: &[Span<'static>], rows: &mut RowBuilder) {
                 style,
                 width: run.width(),
             };
-            if is_space {
-                flush_word(
-                    &mut word,
-                    &mut word_width,
-                    &mut spaces,
-                    &mut spaces_width,
-                    rows,
-                    &mut at_line_start,
-                );
-                spaces_width += piece.width;
-                spaces.push(piece);
-            } else {
-                word_width += piece.width;
-                word.push(piece);
-            }
+            pending.push(piece, rows);
         }
     }
-    flush_word(
-        &mut word,
-        &mut word_width,
-        &mut spaces,
-        &mut spaces_width,
-        rows,
-        &mut at_line_start,
-    );
-    // Trailing spaces are dropped unless the line is nothing but spaces.
-    if at_line_start {
-        for piece in spaces.drain(..) {
-            rows.push_breaking(piece.text, piece.style);
-        }
-    }
+    pending.finish(rows);
 }
 
 fn wrap_chars(content: &[Span<'static>], rows: &mut RowBuilder) {

@@ -26,14 +26,14 @@ mod turn;
 mod wire;
 
 use std::collections::{HashMap, VecDeque};
-use std::io::{self, BufRead};
+use std::io;
 use std::path::PathBuf;
 use std::sync::mpsc::{self, Receiver, Sender};
 
 use serde_json::{json, Value};
 
 use super::player::{Output, Pace};
-use super::signals::{self, TerminationDeferred};
+use super::signals;
 pub(crate) use scenarios::{names as scenario_names, Scenario};
 use store::AcpSession;
 use turn::{Halt, Turn, TurnEnd};
@@ -80,13 +80,14 @@ pub(crate) fn run(scenario: Option<&str>, stay_on_eof: bool) -> i32 {
     };
     signals::install_pi_handlers();
     let (inputs_tx, inputs) = mpsc::channel();
-    {
-        // Helper threads keep SIGTERM/SIGHUP blocked, so the handler runs on the main thread,
-        // which defers it while a line is being written.
-        let _deferred = TerminationDeferred::new();
-        let tx = inputs_tx.clone();
-        std::thread::spawn(move || read_stdin(tx));
-    }
+    super::spawn_stdin_reader(
+        inputs_tx.clone(),
+        |parsed| match parsed {
+            Ok(value) => Input::Message(value),
+            Err(_) => Input::NotJson,
+        },
+        Input::Eof,
+    );
     let mut agent = Agent {
         out: Output::stdout(),
         inputs,
@@ -100,24 +101,6 @@ pub(crate) fn run(scenario: Option<&str>, stay_on_eof: bool) -> i32 {
         backlog: VecDeque::new(),
     };
     agent.serve()
-}
-
-fn read_stdin(tx: Sender<Input>) {
-    let stdin = io::stdin();
-    for line in stdin.lock().lines() {
-        let Ok(line) = line else { break };
-        if line.trim().is_empty() {
-            continue;
-        }
-        let input = match serde_json::from_str::<Value>(&line) {
-            Ok(value) => Input::Message(value),
-            Err(_) => Input::NotJson,
-        };
-        if tx.send(input).is_err() {
-            return;
-        }
-    }
-    let _ = tx.send(Input::Eof);
 }
 
 /// A JSON-RPC response (to one of our requests) has an id and no method.

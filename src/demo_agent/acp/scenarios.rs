@@ -242,27 +242,17 @@ fn permission(turn: &mut Turn) -> Result<(), Halt> {
     match turn.ask_permission(tool_call, wire::four_options())? {
         Decision::Allowed => {
             let outcome = turn.run_command(&id, TOUCH, true)?;
-            let status = if outcome.exit_code == 0 {
-                "completed"
-            } else {
-                "failed"
-            };
             turn.update(json!({
                 "sessionUpdate": "tool_call_update",
                 "toolCallId": id,
-                "status": status,
+                "status": outcome.tool_status(),
                 "content": [wire::text_content(&outcome.result_text())],
                 "rawOutput": {"output": outcome.output, "exitCode": outcome.exit_code},
             }))?;
             turn.say("Done.")
         }
         Decision::Rejected => {
-            turn.update(json!({
-                "sessionUpdate": "tool_call_update",
-                "toolCallId": id,
-                "status": "failed",
-                "content": [wire::text_content("The user rejected this command.")],
-            }))?;
+            turn.refuse_tool_call(&id, "command")?;
             turn.say("I did not run the command: permission was refused.")
         }
     }
@@ -286,15 +276,10 @@ fn permission_unannounced(turn: &mut Turn) -> Result<(), Halt> {
     match turn.ask_permission(tool_call, wire::gemini_options())? {
         Decision::Allowed => {
             let outcome = turn.run_command(&id, TOUCH, false)?;
-            let status = if outcome.exit_code == 0 {
-                "completed"
-            } else {
-                "failed"
-            };
             turn.update(json!({
                 "sessionUpdate": "tool_call_update",
                 "toolCallId": id,
-                "status": status,
+                "status": outcome.tool_status(),
                 "title": TOUCH,
                 "content": [],
                 "locations": [],
@@ -348,12 +333,7 @@ fn edit(turn: &mut Turn) -> Result<(), Halt> {
             turn.say(&said)
         }
         Decision::Rejected => {
-            turn.update(json!({
-                "sessionUpdate": "tool_call_update",
-                "toolCallId": id,
-                "status": "failed",
-                "content": [wire::text_content("The user rejected this edit.")],
-            }))?;
+            turn.refuse_tool_call(&id, "edit")?;
             turn.say("I did not edit the file: permission was refused.")
         }
     }
@@ -377,7 +357,7 @@ fn sleep(turn: &mut Turn) -> Result<(), Halt> {
     turn.update(json!({
         "sessionUpdate": "tool_call_update",
         "toolCallId": id,
-        "status": if outcome.exit_code == 0 { "completed" } else { "failed" },
+        "status": outcome.tool_status(),
         "content": [wire::text_content(&outcome.result_text())],
     }))?;
     turn.say("Done sleeping.")

@@ -329,15 +329,17 @@ impl<'a> Turn<'a> {
                 Err(halt) => return Err(halt),
             }
         };
-        use std::os::unix::process::ExitStatusExt;
-        let exit_code = status
-            .code()
-            .or_else(|| status.signal().map(|signal| 128 + signal))
-            .unwrap_or(1);
-        Ok(BashOutcome {
-            output: String::from_utf8_lossy(&output).into_owned(),
-            exit_code,
-        })
+        Ok(BashOutcome::finished(status, &output))
+    }
+
+    /// Ends tool call `id` as failed: the user refused `what` ("command", "edit").
+    pub(crate) fn refuse_tool_call(&mut self, id: &str, what: &str) -> io::Result<()> {
+        self.update(json!({
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": id,
+            "status": "failed",
+            "content": [wire::text_content(&format!("The user rejected this {what}."))],
+        }))
     }
 
     /// A prompt in a session the `lag-after-cancel` bug struck: streams the answer owed to the

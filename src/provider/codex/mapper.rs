@@ -17,7 +17,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::usage::ThreadTotals;
-use crate::provider::common::{session_message, text_or_empty, Text};
+use crate::provider::common::{failure_message, session_message, text_or_empty, Text};
 use crate::provider::http_status::http_status_in;
 use crate::provider::session_header::SessionHeader;
 use crate::provider::tool_calls::{ToolCalls, ToolEnding};
@@ -232,13 +232,12 @@ impl CodexMapper {
                 LineVerdict::Event
             }
             "turn.failed" => {
-                let message = event
-                    .error
-                    .as_ref()
-                    .and_then(|error| error.message.as_ref())
-                    .map(|message| message.as_str().to_owned())
-                    .or_else(|| self.last_error.clone())
-                    .unwrap_or_else(|| "Codex reported a failed turn without a message".into());
+                let carried = event.error.and_then(|error| error.message);
+                let message = failure_message(
+                    carried.as_ref(),
+                    self.last_error.as_deref(),
+                    "Codex reported a failed turn without a message",
+                );
                 self.outcome = Some(failed(message));
                 LineVerdict::Event
             }

@@ -20,13 +20,13 @@
 //! so a project that sets `general.maxAttempts` wins; the mapper still shows those retries.
 
 use std::collections::BTreeMap;
-use std::ffi::OsString;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
+use crate::provider::checkpoint::{agent_env, agent_home};
 use crate::provider::config_mirror;
 
 /// The environment variable that names Gemini CLI's home.
@@ -45,16 +45,9 @@ fn retry_off() -> Value {
 
 /// The user's Gemini CLI home: `GEMINI_CLI_HOME` (the config's env first), else `HOME`.
 pub(crate) fn user_home(config_env: &BTreeMap<String, String>) -> Option<PathBuf> {
-    let from_env = |key: &str| -> Option<OsString> {
-        config_env
-            .get(key)
-            .map(OsString::from)
-            .or_else(|| std::env::var_os(key))
-            .filter(|value| !value.is_empty())
-    };
-    from_env(HOME_VAR)
-        .or_else(|| from_env("HOME"))
+    agent_env(config_env, HOME_VAR)
         .map(PathBuf::from)
+        .or_else(|| agent_home(config_env))
         .filter(|home| home.is_absolute())
 }
 

@@ -24,7 +24,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::replay::ReplayGuard;
-use crate::provider::common::{session_message, text_or_empty, Text};
+use crate::provider::common::{failure_message, session_message, text_or_empty, Text};
 use crate::provider::http_status::http_status_in;
 use crate::provider::session_header::SessionHeader;
 use crate::provider::tool_calls::{ToolCalls, ToolEnding};
@@ -233,15 +233,12 @@ impl GeminiMapper {
                     } else if error_kind == Some(CANCELLED_ERROR_TYPE) {
                         AgentOutcome::Aborted
                     } else {
-                        let message = event
-                            .error
-                            .as_ref()
-                            .and_then(|error| error.message.as_ref())
-                            .map(|message| message.as_str().to_owned())
-                            .or_else(|| self.last_error.clone())
-                            .unwrap_or_else(|| {
-                                "Gemini CLI reported an error without a message".into()
-                            });
+                        let carried = event.error.and_then(|error| error.message);
+                        let message = failure_message(
+                            carried.as_ref(),
+                            self.last_error.as_deref(),
+                            "Gemini CLI reported an error without a message",
+                        );
                         AgentOutcome::Failed {
                             reason: failure_reason::AGENT_ERROR.to_owned(),
                             http_status: http_status_in(&message),

@@ -27,6 +27,7 @@ use std::path::PathBuf;
 use crate::config::ProviderSettings;
 use crate::process::SpawnSpec;
 use crate::provider::checkpoint::{agent_home, newest_file_named};
+use crate::provider::config_mirror::MirrorRoot;
 use crate::provider::{AttemptRequest, Backend, Mapper, SessionRef};
 
 /// Keeps Gemini CLI in one process, so that signals reach the process doing the work.
@@ -34,43 +35,33 @@ pub(crate) const NO_RELAUNCH_VAR: &str = "GEMINI_CLI_NO_RELAUNCH";
 
 pub struct GeminiBackend {
     settings: ProviderSettings,
-    /// Where the private homes live; `None`: agentty's state dir.
-    state_dir: Option<PathBuf>,
+    /// Where the private homes live.
+    mirrors: MirrorRoot,
 }
 
 impl GeminiBackend {
     pub fn new(settings: ProviderSettings) -> Self {
         Self {
             settings,
-            state_dir: None,
+            mirrors: MirrorRoot::default(),
         }
     }
 
     /// Keeps the private homes under `dir` instead of agentty's state dir.
     pub fn with_state_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.state_dir = Some(dir.into());
+        self.mirrors = MirrorRoot::at(dir.into());
         self
     }
 
     /// The `GEMINI_CLI_HOME` for the agent: the retry-off private home, or `None` to leave the
     /// user's home as it is.
     fn private_home(&self) -> Option<PathBuf> {
-        let state_dir = self
-            .state_dir
-            .clone()
-            .unwrap_or_else(crate::logging::state_dir);
         let user_home = home::user_home(&self.settings.env)?;
-        match home::prepare_retry_off_home(&user_home, &state_dir) {
-            Ok(home) => Some(home),
-            Err(error) => {
-                tracing::warn!(
-                    %error,
-                    user_home = %user_home.display(),
-                    "cannot prepare Gemini CLI's private home; its own retries stay on"
-                );
-                None
-            }
-        }
+        self.mirrors.prepare(
+            "Gemini CLI's private home",
+            &user_home,
+            home::prepare_retry_off_home,
+        )
     }
 
     /// The CLI with `args`, the configured environment and the retry-off home.

@@ -28,13 +28,13 @@
 //! pi, so a project that turns retries on wins; the mapper still shows such retries.
 
 use std::collections::BTreeMap;
-use std::ffi::OsString;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
+use crate::provider::checkpoint::{agent_env, agent_home};
 use crate::provider::config_mirror;
 
 /// The environment variable that names pi's config dir.
@@ -53,15 +53,8 @@ pub(crate) fn user_agent_dir(
     config_env: &BTreeMap<String, String>,
     cwd: Option<&Path>,
 ) -> Option<PathBuf> {
-    let from_env = |key: &str| -> Option<OsString> {
-        config_env
-            .get(key)
-            .map(OsString::from)
-            .or_else(|| std::env::var_os(key))
-            .filter(|value| !value.is_empty())
-    };
-    let home = from_env("HOME").map(PathBuf::from);
-    let dir = match from_env(AGENT_DIR_VAR) {
+    let home = agent_home(config_env);
+    let dir = match agent_env(config_env, AGENT_DIR_VAR) {
         Some(dir) => {
             let dir = PathBuf::from(dir);
             match dir.strip_prefix("~") {

@@ -19,49 +19,40 @@ use std::path::PathBuf;
 use crate::config::ProviderSettings;
 use crate::process::SpawnSpec;
 use crate::provider::checkpoint::{agent_env, newest_file_named};
+use crate::provider::config_mirror::MirrorRoot;
 use crate::provider::{AttemptRequest, Backend, Mapper, SessionRef};
 
 pub(crate) use agent_dir::AGENT_DIR_VAR;
 
 pub struct PiBackend {
     settings: ProviderSettings,
-    /// Where the private config dirs live; `None`: agentty's state dir.
-    state_dir: Option<PathBuf>,
+    /// Where the private config dirs live.
+    mirrors: MirrorRoot,
 }
 
 impl PiBackend {
     pub fn new(settings: ProviderSettings) -> Self {
         Self {
             settings,
-            state_dir: None,
+            mirrors: MirrorRoot::default(),
         }
     }
 
     /// Keeps the private config dirs under `dir` instead of agentty's state dir.
     pub fn with_state_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.state_dir = Some(dir.into());
+        self.mirrors = MirrorRoot::at(dir.into());
         self
     }
 
     /// The `PI_CODING_AGENT_DIR` for the agent: the retry-off private dir, or `None` to leave
     /// pi's config as the user has it.
     fn private_agent_dir(&self, request: &AttemptRequest) -> Option<PathBuf> {
-        let state_dir = self
-            .state_dir
-            .clone()
-            .unwrap_or_else(crate::logging::state_dir);
         let user_dir = agent_dir::user_agent_dir(&self.settings.env, request.cwd.as_deref())?;
-        match agent_dir::prepare_retry_off_dir(&user_dir, &state_dir) {
-            Ok(dir) => Some(dir),
-            Err(error) => {
-                tracing::warn!(
-                    %error,
-                    user_dir = %user_dir.display(),
-                    "cannot prepare pi's private config dir; pi's own retries stay on"
-                );
-                None
-            }
-        }
+        self.mirrors.prepare(
+            "pi's private config dir",
+            &user_dir,
+            agent_dir::prepare_retry_off_dir,
+        )
     }
 }
 
