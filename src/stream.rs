@@ -189,9 +189,8 @@ pub mod notice_kind {
 /// Why an attempt failed, with every diagnostic passed through whole.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Failure {
-    /// Machine-readable cause: `start_failed`, `agent_error`, `exit_nonzero`, `killed_by_signal`,
-    /// `no_completion`, ...
-    pub reason: String,
+    /// Machine-readable cause.
+    pub reason: FailureReason,
     pub message: String,
     pub exit_code: Option<i32>,
     pub signal: Option<i32>,
@@ -206,19 +205,58 @@ pub struct Failure {
     pub http_status: Option<u16>,
 }
 
-/// Failure reasons the provider layer itself produces.
-pub mod failure_reason {
-    pub const START_FAILED: &str = "start_failed";
+/// Why an attempt failed, as `terminal.failed`'s `reason` names it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureReason {
+    /// The agent could not be started (binary missing, not executable, refused to start).
+    StartFailed,
     /// The agent reported an error (API error, auth, ...) in its own event stream.
-    pub const AGENT_ERROR: &str = "agent_error";
-    pub const EXIT_NONZERO: &str = "exit_nonzero";
-    pub const KILLED_BY_SIGNAL: &str = "killed_by_signal";
+    #[default]
+    AgentError,
+    ExitNonzero,
+    KilledBySignal,
     /// The agent exited 0 without the event that says its work is done.
-    pub(crate) const NO_COMPLETION: &str = "no_completion";
+    NoCompletion,
     /// The agent kept running after its completion event and had to be stopped.
-    pub(crate) const STALLED: &str = "stalled";
+    Stalled,
     /// The agent CLI could not find the stored session it was asked to continue.
-    pub(crate) const SESSION_LOST: &str = "session_lost";
+    SessionLost,
+    /// agentty itself ended before the turn did (a resumed log's unfinished turn).
+    Interrupted,
+    /// A reason this version does not know (a log written by a later one).
+    #[serde(other)]
+    Other,
+}
+
+impl FailureReason {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailureReason::StartFailed => "start_failed",
+            FailureReason::AgentError => "agent_error",
+            FailureReason::ExitNonzero => "exit_nonzero",
+            FailureReason::KilledBySignal => "killed_by_signal",
+            FailureReason::NoCompletion => "no_completion",
+            FailureReason::Stalled => "stalled",
+            FailureReason::SessionLost => "session_lost",
+            FailureReason::Interrupted => "interrupted",
+            FailureReason::Other => "other",
+        }
+    }
+}
+
+impl std::fmt::Display for FailureReason {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(self.as_str())
+    }
+}
+
+/// Scripts and tests compare a reason with its wire name.
+impl PartialEq<&str> for FailureReason {
+    fn eq(&self, name: &&str) -> bool {
+        self.as_str() == *name
+    }
 }
 
 /// Token and cost accounting, as far as the agent reports it.
@@ -375,7 +413,7 @@ mod tests {
         );
         round_trip(
             AgentMessage::Failed(Failure {
-                reason: "start_failed".into(),
+                reason: crate::stream::FailureReason::StartFailed,
                 message: "no such file".into(),
                 ..Failure::default()
             }),

@@ -25,7 +25,7 @@ use agentty::provider::{
     build_provider_with, AgentStream, AttemptRequest, Provider, SessionRef, StopControl, Transport,
 };
 use agentty::stream::{
-    failure_reason, notice_kind, AgentMessage, PermissionRequest, PermissionResolver, StopStage,
+    notice_kind, AgentMessage, FailureReason, PermissionRequest, PermissionResolver, StopStage,
     PERMISSION_CANCELLED,
 };
 
@@ -383,7 +383,7 @@ async fn a_prompt_error_is_the_agents_failure_with_its_status() {
     let [AgentMessage::Failed(failure)] = terminals(&messages)[..] else {
         panic!("not failed: {messages:?}");
     };
-    assert_eq!(failure.reason, failure_reason::AGENT_ERROR);
+    assert_eq!(failure.reason, FailureReason::AgentError);
     assert_eq!(failure.http_status, Some(500));
     assert!(
         failure.message.contains("fake overload"),
@@ -403,7 +403,7 @@ async fn a_missing_agent_is_a_start_failure() {
     let [AgentMessage::Failed(failure)] = &messages[..] else {
         panic!("{messages:?}");
     };
-    assert_eq!(failure.reason, failure_reason::START_FAILED);
+    assert_eq!(failure.reason, FailureReason::StartFailed);
 }
 
 #[tokio::test]

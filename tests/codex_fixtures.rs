@@ -67,7 +67,7 @@ fn codex_retries_are_agent_retry_notices_and_its_last_error_is_the_failure() {
     assert_eq!(
         replayed.outcome,
         AgentOutcome::Failed {
-            reason: "agent_error".into(),
+            reason: agentty::stream::FailureReason::AgentError,
             message:
                 "stream disconnected before completion: stream closed before response.completed"
                     .into(),

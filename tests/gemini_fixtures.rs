@@ -65,7 +65,7 @@ fn text_re_sent_after_a_dropped_stream_is_shown_once_with_a_notice_per_retry() {
     assert_eq!(
         replayed.outcome,
         AgentOutcome::Failed {
-            reason: "agent_error".into(),
+            reason: agentty::stream::FailureReason::AgentError,
             message: "Model stream ended without a finish reason.".into(),
             http_status: None,
         }

@@ -23,7 +23,7 @@ use agentty::provider::{
     AgentOutcome, AttemptRequest, Backend, CliProvider, ExitFacts, LineVerdict, Mapper, Provider,
     SessionRef, StopControl, StopProgress,
 };
-use agentty::stream::{failure_reason, AgentMessage, Failure};
+use agentty::stream::{AgentMessage, Failure, FailureReason};
 
 /// Longest wait for any one event: far above what these scripts need.
 const PATIENCE: Duration = Duration::from_secs(20);
@@ -182,7 +182,7 @@ fn completed() -> AgentMessage {
 
 fn agent_error(message: &str, http_status: Option<u16>) -> AgentMessage {
     AgentMessage::Failed(Failure {
-        reason: failure_reason::AGENT_ERROR.into(),
+        reason: FailureReason::AgentError,
         message: message.into(),
         http_status,
         ..Failure::default()
@@ -307,7 +307,7 @@ async fn a_non_retryable_failure_spawns_once_even_with_retry_on() {
     assert_eq!(
         outcome_of(&events),
         TurnOutcome::Failed {
-            reason: failure_reason::AGENT_ERROR.into(),
+            reason: FailureReason::AgentError,
             message: "401 Incorrect API key provided".into()
         }
     );
@@ -366,7 +366,7 @@ async fn reaching_max_attempts_spawns_exactly_max_attempts() {
     assert_eq!(
         outcome_of(&events),
         TurnOutcome::Failed {
-            reason: failure_reason::AGENT_ERROR.into(),
+            reason: FailureReason::AgentError,
             message: "503 Service Unavailable".into()
         }
     );
@@ -403,7 +403,7 @@ async fn an_agent_killed_by_a_signal_it_did_not_get_from_us_is_retried() {
         _ => None,
     });
     let failure = first_terminal.expect("attempt 1 failed");
-    assert_eq!(failure.reason, failure_reason::KILLED_BY_SIGNAL);
+    assert_eq!(failure.reason, FailureReason::KilledBySignal);
     assert_eq!(failure.signal, Some(9));
     assert_eq!(outcome_of(&events), TurnOutcome::Completed);
     assert_eq!(agent.spawns(), ["1", "2"]);
@@ -419,7 +419,7 @@ async fn a_start_failure_is_not_retried() {
 
     assert!(matches!(
         outcome_of(&events),
-        TurnOutcome::Failed { reason, .. } if reason == failure_reason::START_FAILED
+        TurnOutcome::Failed { reason, .. } if reason == FailureReason::StartFailed
     ));
     assert_eq!(
         count(&events, |event| matches!(event, Ev::AttemptStarted { .. })),

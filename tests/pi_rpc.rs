@@ -11,7 +11,7 @@ use agentty::provider::{
     build_provider_with, AgentStream, AttemptRequest, Interjection, Provider, SessionRef,
     StopControl, Transport,
 };
-use agentty::stream::{failure_reason, notice_kind, AgentMessage, StopStage};
+use agentty::stream::{notice_kind, AgentMessage, FailureReason, StopStage};
 
 #[path = "support/agent_stream.rs"]
 mod agent_stream;
@@ -242,7 +242,7 @@ async fn an_agent_that_exits_mid_turn_fails_the_attempt_and_the_next_starts_agai
     let crashed = world.turn("crash", SessionRef::New).await;
     match terminals(&crashed)[..] {
         [AgentMessage::Failed(failure)] => {
-            assert_eq!(failure.reason, failure_reason::EXIT_NONZERO, "{failure:?}");
+            assert_eq!(failure.reason, FailureReason::ExitNonzero, "{failure:?}");
             assert!(!failure.stderr.is_empty());
         }
         ref other => panic!("{other:?}"),
@@ -307,7 +307,7 @@ async fn a_missing_binary_is_a_start_failure() {
     let messages = collect(provider.execute(AttemptRequest::default(), StopControl::new())).await;
     match &messages[..] {
         [AgentMessage::Failed(failure)] => {
-            assert_eq!(failure.reason, failure_reason::START_FAILED)
+            assert_eq!(failure.reason, FailureReason::StartFailed)
         }
         other => panic!("{other:?}"),
     }
@@ -446,7 +446,7 @@ async fn an_agent_that_speaks_only_json_mode_is_a_start_failure_naming_the_fix()
     let messages = collect(provider.execute(AttemptRequest::default(), StopControl::new())).await;
     match &messages[..] {
         [AgentMessage::Failed(failure)] => {
-            assert_eq!(failure.reason, failure_reason::START_FAILED);
+            assert_eq!(failure.reason, FailureReason::StartFailed);
             assert!(failure.message.contains("--transport json"), "{failure:?}");
         }
         other => panic!("{other:?}"),

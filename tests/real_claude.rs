@@ -18,7 +18,7 @@ use std::time::Duration;
 use agentty::config::ProviderSettings;
 use agentty::provider::claude::ClaudeBackend;
 use agentty::provider::{CliProvider, SessionRef, StopControl};
-use agentty::stream::{failure_reason, notice_kind, AgentMessage};
+use agentty::stream::{notice_kind, AgentMessage, FailureReason};
 use fake_anthropic::{FakeAnthropic, Scenario};
 use real_cli::{
     assistant_text, cancelled, collect, expect_completed, expect_failed, is_alive, notices,
@@ -244,7 +244,7 @@ async fn an_http_500_fails_after_exactly_one_request() {
     );
     assert_eq!(notices(&messages, notice_kind::AGENT_RETRY), 0);
     let failure = expect_failed(&messages);
-    assert_eq!(failure.reason, failure_reason::AGENT_ERROR);
+    assert_eq!(failure.reason, FailureReason::AgentError);
     assert_eq!(failure.http_status, Some(500));
     assert!(failure.message.contains("500"), "{}", failure.message);
     let requests = rig.server.message_requests();

@@ -24,7 +24,7 @@ use agentty::provider::pi::PiBackend;
 use agentty::provider::{
     AgentStream, CliProvider, Interjection, Provider, SessionRef, StopControl, Transport,
 };
-use agentty::stream::{failure_reason, notice_kind, AgentMessage, StopStage};
+use agentty::stream::{notice_kind, AgentMessage, FailureReason, StopStage};
 use fake_openai::FakeOpenAi;
 use real_cli::{
     assert_single_terminal_last, assistant_text, attempt_request, collect, command_line,
@@ -331,7 +331,7 @@ async fn http_500_fails_after_exactly_one_request() {
 
     let messages = world.run("err500", "Please answer.", SessionRef::New).await;
     let failure = expect_failed(&messages);
-    assert_eq!(failure.reason, failure_reason::AGENT_ERROR);
+    assert_eq!(failure.reason, FailureReason::AgentError);
     assert_eq!(failure.message, format!("500 {}", fake_openai::ERROR_500));
     assert_eq!(failure.http_status, Some(500));
     assert_eq!(failure.exit_code, Some(0), "pi exits 0 after an API error");

@@ -159,7 +159,7 @@ fn a_failed_turn_clears_the_turn_figures() {
     chat.message(
         1_500,
         AgentMessage::Failed(Failure {
-            reason: "agent_error".into(),
+            reason: agentty::stream::FailureReason::AgentError,
             message: "500 fake internal server error".into(),
             http_status: Some(500),
             ..Failure::default()
@@ -170,7 +170,7 @@ fn a_failed_turn_clears_the_turn_figures() {
         OrchestratorEvent::TurnEnded {
             turn: 1,
             outcome: TurnOutcome::Failed {
-                reason: "agent_error".into(),
+                reason: agentty::stream::FailureReason::AgentError,
                 message: "500 fake internal server error".into(),
             },
         },

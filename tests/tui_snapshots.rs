@@ -244,7 +244,7 @@ fn failed_turn(chat: &mut Chat) {
     chat.message(
         900,
         AgentMessage::Failed(Failure {
-            reason: "exit_nonzero".into(),
+            reason: agentty::stream::FailureReason::ExitNonzero,
             message: "the agent exited with status 1".into(),
             exit_code: Some(1),
             text: "Working on it".into(),
@@ -256,7 +256,7 @@ fn failed_turn(chat: &mut Chat) {
     chat.end(
         900,
         TurnOutcome::Failed {
-            reason: "exit_nonzero".into(),
+            reason: agentty::stream::FailureReason::ExitNonzero,
             message: "the agent exited with status 1".into(),
         },
     );
@@ -287,7 +287,7 @@ fn retry_countdown_then_next_attempt() {
     chat.message(
         200,
         AgentMessage::Failed(Failure {
-            reason: "agent_error".into(),
+            reason: agentty::stream::FailureReason::AgentError,
             message: "429 Too Many Requests".into(),
             http_status: Some(429),
             ..Failure::default()
@@ -418,7 +418,7 @@ fn escape_sequences_neutralised() {
     chat.message(
         50,
         AgentMessage::Failed(Failure {
-            reason: "exit_nonzero".into(),
+            reason: agentty::stream::FailureReason::ExitNonzero,
             message: format!("msg {HOSTILE}"),
             stderr: format!("err {HOSTILE}"),
             invalid_output_lines: vec![format!("bad {HOSTILE}")],
@@ -435,7 +435,7 @@ fn escape_sequences_neutralised() {
     chat.end(
         60,
         TurnOutcome::Failed {
-            reason: "exit_nonzero".into(),
+            reason: agentty::stream::FailureReason::ExitNonzero,
             message: String::new(),
         },
     );

@@ -73,7 +73,7 @@ mod tests {
 
     fn failure(message: &str, http_status: Option<u16>) -> Failure {
         Failure {
-            reason: "agent_error".into(),
+            reason: crate::stream::FailureReason::AgentError,
             message: message.into(),
             exit_code: Some(0),
             http_status,

@@ -13,6 +13,7 @@ use crate::orchestrator::{OrchestratorEvent, TurnOutcome};
 use crate::session_log::{
     list_conversations, read_session_log, ConversationSummary, LogEntry, Origin,
 };
+use crate::stream::FailureReason;
 
 /// A conversation to reopen: what its log says, and the events that rebuild its transcript.
 #[derive(Debug, Clone)]
@@ -152,7 +153,7 @@ pub fn load(summary: ConversationSummary) -> Result<ResumedConversation, String>
             OrchestratorEvent::TurnEnded {
                 turn,
                 outcome: TurnOutcome::Failed {
-                    reason: "interrupted".to_owned(),
+                    reason: FailureReason::Interrupted,
                     message: "agentty stopped before this turn ended".to_owned(),
                 },
             },
@@ -317,7 +318,7 @@ mod tests {
         ];
         let text: String = entries.iter().map(|entry| format!("{entry}\n")).collect();
         let failed = AgentMessage::Failed(Failure {
-            reason: "agent_error".into(),
+            reason: crate::stream::FailureReason::AgentError,
             message: "HTTP 500: overloaded".into(),
             stderr: "first stderr line\nsecond".into(),
             ..Failure::default()

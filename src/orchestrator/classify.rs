@@ -13,7 +13,7 @@
 
 use crate::provider::errors::is_dropped_connection;
 use crate::provider::http_status::{http_statuses_in, StatusSource};
-use crate::stream::{failure_reason, Failure};
+use crate::stream::{Failure, FailureReason};
 
 /// Whether a failed attempt is worth another try.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,16 +42,16 @@ pub(crate) fn classify_failure(failure: &Failure) -> Classification {
         retryability,
         cause,
     };
-    match failure.reason.as_str() {
-        failure_reason::START_FAILED => {
+    match failure.reason {
+        FailureReason::StartFailed => {
             return verdict(NotRetryable, "the agent could not be started")
         }
         // The runner reports a stop we asked for as `terminal.cancelled`, so this signal came
         // from elsewhere (OOM killer, a crash).
-        failure_reason::KILLED_BY_SIGNAL => {
+        FailureReason::KilledBySignal => {
             return verdict(Retryable, "the agent was killed by a signal")
         }
-        failure_reason::SESSION_LOST => {
+        FailureReason::SessionLost => {
             return verdict(
                 Retryability::FreshSession,
                 "the agent could not find its session",
@@ -211,7 +211,7 @@ mod tests {
 
     fn agent_error(message: &str) -> Failure {
         Failure {
-            reason: failure_reason::AGENT_ERROR.into(),
+            reason: FailureReason::AgentError,
             message: message.into(),
             ..Failure::default()
         }
@@ -220,13 +220,13 @@ mod tests {
     #[test]
     fn provider_layer_reasons_decide_first() {
         let start = Failure {
-            reason: failure_reason::START_FAILED.into(),
+            reason: FailureReason::StartFailed,
             message: "cannot start `pi`: connection refused".into(),
             ..Failure::default()
         };
         assert_eq!(classify(&start), NotRetryable);
         let killed = Failure {
-            reason: failure_reason::KILLED_BY_SIGNAL.into(),
+            reason: FailureReason::KilledBySignal,
             message: "the agent was killed by signal 9 (SIGKILL): Invalid API key".into(),
             signal: Some(9),
             ..Failure::default()
@@ -304,7 +304,7 @@ mod tests {
     #[test]
     fn stderr_counts_only_words_and_labelled_statuses() {
         let with_stderr = |stderr: &str| Failure {
-            reason: failure_reason::EXIT_NONZERO.into(),
+            reason: FailureReason::ExitNonzero,
             message: "the agent exited with status 1".into(),
             exit_code: Some(1),
             stderr: stderr.into(),
@@ -401,7 +401,7 @@ mod tests {
         let code = exit_code("pi", capture);
         let last_line = stderr.lines().rev().find(|line| !line.trim().is_empty());
         Failure {
-            reason: failure_reason::EXIT_NONZERO.into(),
+            reason: FailureReason::ExitNonzero,
             message: format!(
                 "the agent exited with status {code}: {}",
                 last_line.unwrap_or("").trim()
@@ -576,7 +576,7 @@ mod tests {
     fn an_exit_code_alone_is_no_http_status() {
         // pi (or any agent but Gemini CLI) exiting 244 has not reported an HTTP 500.
         let exited = Failure {
-            reason: failure_reason::EXIT_NONZERO.into(),
+            reason: FailureReason::ExitNonzero,
             message: "the agent exited with status 244".into(),
             exit_code: Some(244),
             ..Failure::default()

@@ -26,7 +26,7 @@ use crate::provider::pi::rpc::{AgentQueue, AgentStatus};
 use crate::provider::{
     AgentStream, AttemptRequest, Provider, SessionCheckpoint, SessionRef, StopControl, StopProgress,
 };
-use crate::stream::{failure_reason, notice_kind, AgentMessage, Failure};
+use crate::stream::{notice_kind, AgentMessage, Failure, FailureReason};
 
 /// What the orchestrator starts with.
 pub struct OrchestratorOptions {
@@ -433,7 +433,7 @@ async fn retry_due(retry: Option<PendingRetry>) -> Input {
 
 fn missing_terminal() -> AgentMessage {
     AgentMessage::Failed(Failure {
-        reason: failure_reason::NO_COMPLETION.into(),
+        reason: FailureReason::NoCompletion,
         message: "the provider ended the attempt without a terminal message".into(),
         ..Failure::default()
     })

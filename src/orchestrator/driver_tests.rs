@@ -119,7 +119,7 @@ fn completed() -> AgentMessage {
 
 fn failed(message: &str, http_status: u16) -> AgentMessage {
     AgentMessage::Failed(Failure {
-        reason: failure_reason::AGENT_ERROR.into(),
+        reason: FailureReason::AgentError,
         message: message.into(),
         // 0: the agent reported no status.
         http_status: (http_status != 0).then_some(http_status),
@@ -249,7 +249,7 @@ async fn a_stream_without_a_terminal_message_fails_the_turn() {
         Some(&Ev::TurnEnded {
             turn: 1,
             outcome: TurnOutcome::Failed {
-                reason: failure_reason::NO_COMPLETION.into(),
+                reason: FailureReason::NoCompletion,
                 message: "the provider ended the attempt without a terminal message".into()
             }
         })
@@ -448,7 +448,7 @@ async fn headless_exit_status_is_the_final_attempts() {
     assert_eq!(
         outcome,
         TurnOutcome::Failed {
-            reason: failure_reason::AGENT_ERROR.into(),
+            reason: FailureReason::AgentError,
             message: "401 bad key".into()
         }
     );

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::config::Backoff;
-use crate::stream::{failure_reason, StopStage};
+use crate::stream::{FailureReason, StopStage};
 use OrchestratorEvent as Ev;
 
 fn enabled_policy(max_attempts: u32) -> RetryPolicy {
@@ -58,7 +58,7 @@ fn cancelled() -> AgentMessage {
 
 fn failure(message: &str, http_status: Option<u16>) -> Failure {
     Failure {
-        reason: failure_reason::AGENT_ERROR.into(),
+        reason: FailureReason::AgentError,
         message: message.into(),
         http_status,
         ..Failure::default()
@@ -112,7 +112,7 @@ fn ended(turn: TurnId, outcome: TurnOutcome) -> OrchestratorEvent {
 
 fn failed_outcome(message: &str) -> TurnOutcome {
     TurnOutcome::Failed {
-        reason: failure_reason::AGENT_ERROR.into(),
+        reason: FailureReason::AgentError,
         message: message.into(),
     }
 }
@@ -1191,7 +1191,7 @@ mod properties {
 
 fn lost_session() -> AgentMessage {
     AgentMessage::Failed(Failure {
-        reason: failure_reason::SESSION_LOST.into(),
+        reason: FailureReason::SessionLost,
         message: "No conversation found with session ID: s-1".into(),
         ..Failure::default()
     })

@@ -11,7 +11,7 @@
 use super::driver::{spawn_orchestrator, OrchestratorHandle, OrchestratorOptions};
 use super::{Command, OrchestratorEvent, TurnOutcome};
 use crate::provider::StopControl;
-use crate::stream::{failure_reason, AgentMessage};
+use crate::stream::{AgentMessage, FailureReason};
 
 /// Runs `prompt` as one turn (with automatic retries as `options.policy` allows) and returns how
 /// it ended. Must be called within a tokio runtime.
@@ -23,7 +23,7 @@ pub async fn run_headless_turn(
 ) -> TurnOutcome {
     if prompt.trim().is_empty() {
         return TurnOutcome::Failed {
-            reason: failure_reason::START_FAILED.into(),
+            reason: FailureReason::StartFailed,
             message: "the prompt is empty".into(),
         };
     }
@@ -67,7 +67,7 @@ pub async fn run_headless_turn(
         }
     }
     outcome.unwrap_or_else(|| TurnOutcome::Failed {
-        reason: failure_reason::NO_COMPLETION.into(),
+        reason: FailureReason::NoCompletion,
         message: "the orchestrator ended before the turn did".into(),
     })
 }

@@ -130,7 +130,10 @@ impl OrchestratorEvent {
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum TurnOutcome {
     Completed,
-    Failed { reason: String, message: String },
+    Failed {
+        reason: crate::stream::FailureReason,
+        message: String,
+    },
     Cancelled,
 }
 

@@ -37,7 +37,7 @@ pub enum AgentOutcome {
     },
     /// The agent reported a failure in its own stream (even if it then exits 0).
     Failed {
-        reason: String,
+        reason: crate::stream::FailureReason,
         message: String,
         http_status: Option<u16>,
     },

@@ -16,7 +16,7 @@ use super::{
     AgentOutcome, AgentStream, AttemptRequest, Backend, ExitFacts, LineVerdict, Mapper, StopControl,
 };
 use crate::process::{self, ExitReport, Line, LineRef};
-use crate::stream::{failure_reason, AgentMessage, Failure, StopStage};
+use crate::stream::{AgentMessage, Failure, FailureReason, StopStage};
 
 /// After the agent exits, how long its stdout may stay open (a grandchild holding the pipe).
 const STDOUT_DRAIN_AFTER_EXIT: Duration = Duration::from_millis(1000);
@@ -198,7 +198,7 @@ pub(crate) fn mark_lost_session(terminal: &mut AgentMessage, phrases: &[&str]) {
             .any(|phrase| text.contains(&phrase.to_lowercase()))
     };
     if says_lost(&failure.message) || says_lost(&failure.stderr) {
-        failure.reason = failure_reason::SESSION_LOST.to_owned();
+        failure.reason = FailureReason::SessionLost;
     }
 }
 
@@ -361,13 +361,13 @@ impl AttemptMapping {
                 return AgentMessage::Completed { stop_reason, usage };
             }
             _ if lingered => {
-                failure.reason = failure_reason::STALLED.into();
+                failure.reason = FailureReason::Stalled;
                 failure.message =
                     "the agent closed its output but kept running; it was stopped".into();
             }
             _ if report.signal.is_some() => {
                 let signal = report.signal.unwrap_or_default();
-                failure.reason = failure_reason::KILLED_BY_SIGNAL.into();
+                failure.reason = FailureReason::KilledBySignal;
                 failure.message = format!(
                     "the agent was killed by signal {signal} ({})",
                     signal_name(signal)
@@ -375,7 +375,7 @@ impl AttemptMapping {
                 append_detail(&mut failure.message, &stderr_headline);
             }
             _ if report.exit_code.is_some_and(|code| code != 0) => {
-                failure.reason = failure_reason::EXIT_NONZERO.into();
+                failure.reason = FailureReason::ExitNonzero;
                 // The agent's own error says more than its exit status (which stays in the
                 // failure's `exit_code`); the status is the headline only when nothing else is.
                 failure.message = if stderr_headline.is_empty() {
@@ -391,7 +391,7 @@ impl AttemptMapping {
                 return AgentMessage::Completed { stop_reason, usage }
             }
             AgentOutcome::Aborted | AgentOutcome::Unfinished => {
-                failure.reason = failure_reason::NO_COMPLETION.into();
+                failure.reason = FailureReason::NoCompletion;
                 failure.message = "the agent exited without reporting that it finished".into();
                 append_detail(&mut failure.message, &stderr_headline);
             }
@@ -417,7 +417,7 @@ async fn sleep_until_opt(deadline: Option<Instant>) {
 
 pub(crate) fn start_failed(message: String) -> AgentMessage {
     AgentMessage::Failed(Failure {
-        reason: failure_reason::START_FAILED.into(),
+        reason: FailureReason::StartFailed,
         message,
         ..Failure::default()
     })

@@ -20,7 +20,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use crate::orchestrator::{OrchestratorEvent, TurnId, TurnOutcome};
 pub mod raw;
 
-use crate::stream::AgentMessage;
+use crate::stream::{AgentMessage, FailureReason};
 use raw::{RawLineBuffers, RawLineWriter, INLINE_RAW_PREFIX};
 
 /// The log format written now: 2 added conversation ids, origins, timestamps and structured
@@ -99,7 +99,10 @@ impl LoggedOutcome {
                 "completed" => TurnOutcome::Completed,
                 "cancelled" => TurnOutcome::Cancelled,
                 failed => TurnOutcome::Failed {
-                    reason: failed.strip_prefix("failed: ").unwrap_or(failed).to_owned(),
+                    reason: serde_json::from_value(serde_json::Value::String(
+                        failed.strip_prefix("failed: ").unwrap_or(failed).to_owned(),
+                    ))
+                    .unwrap_or(FailureReason::Other),
                     message: String::new(),
                 },
             },
@@ -863,7 +866,7 @@ mod tests {
         assert_eq!(
             outcome.outcome(),
             TurnOutcome::Failed {
-                reason: "agent_error".into(),
+                reason: crate::stream::FailureReason::AgentError,
                 message: String::new()
             }
         );

@@ -684,10 +684,7 @@ impl AppState {
         }
         let mut notice = NoticeCell::new(
             NoticeLevel::Error,
-            failure_headline(
-                &untrusted_owned(&failure.reason),
-                &untrusted_owned(&failure.message),
-            ),
+            failure_headline(failure.reason.as_str(), &untrusted_owned(&failure.message)),
         );
         if sections.is_empty() {
             if !facts.is_empty() {
@@ -737,7 +734,7 @@ impl AppState {
                 TurnOutcome::Completed => {}
                 TurnOutcome::Failed { reason, message } => {
                     self.push_failure(&Failure {
-                        reason: reason.clone(),
+                        reason: *reason,
                         message: message.clone(),
                         ..Failure::default()
                     });

@@ -30,7 +30,7 @@ use crate::provider::http_status::http_status_in;
 use crate::provider::tool_calls::{ToolCalls, ToolEnding};
 use crate::provider::{AgentOutcome, ExitFacts, LineVerdict, Mapper};
 use crate::stream::{
-    failure_reason, AgentMessage, FileDiff, PermissionOption, PermissionOptionKind,
+    AgentMessage, FailureReason, FileDiff, PermissionOption, PermissionOptionKind,
     PermissionRequest, PlanEntry, Usage,
 };
 
@@ -403,7 +403,7 @@ impl AcpMapper {
         if let Some(error) = head.error {
             let message = error.describe();
             self.outcome = Some(AgentOutcome::Failed {
-                reason: failure_reason::AGENT_ERROR.to_owned(),
+                reason: FailureReason::AgentError,
                 http_status: http_status_in(&message),
                 message,
             });

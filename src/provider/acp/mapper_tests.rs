@@ -272,7 +272,7 @@ fn an_error_answer_to_the_prompt_is_the_agents_failure_with_its_http_status() {
     else {
         panic!("not failed");
     };
-    assert_eq!(reason, failure_reason::AGENT_ERROR);
+    assert_eq!(reason, FailureReason::AgentError);
     assert!(message.contains("fake overload"), "{message}");
     assert_eq!(http_status, Some(500));
 }

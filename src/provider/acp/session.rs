@@ -21,7 +21,7 @@ use crate::process::Line;
 use crate::provider::live_process::{LiveItem, LiveProcess, LiveSession, ResponseRouter};
 use crate::provider::runner::{self, AttemptMapping, EndedBy};
 use crate::provider::{AttemptRequest, Backend, SessionRef};
-use crate::stream::{failure_reason, AgentMessage};
+use crate::stream::{AgentMessage, FailureReason};
 
 /// How long a starting agent may take to answer `initialize` and open its session (the Claude
 /// adapter starts Claude Code inside `session/new`: about 1.2 s here, far more on a cold disk).
@@ -280,7 +280,7 @@ impl AcpSession {
         if let AgentMessage::Failed(failed) = &mut terminal {
             match failure {
                 OpenFailure::Exited => {
-                    failed.reason = failure_reason::START_FAILED.into();
+                    failed.reason = FailureReason::StartFailed;
                     let said = failed
                         .stderr
                         .lines()
@@ -291,11 +291,11 @@ impl AcpSession {
                     failed.message = format!("the ACP agent did not start: {said}");
                 }
                 OpenFailure::Refused(message) => {
-                    failed.reason = failure_reason::START_FAILED.into();
+                    failed.reason = FailureReason::StartFailed;
                     failed.message = message;
                 }
                 OpenFailure::Lost(message) => {
-                    failed.reason = failure_reason::SESSION_LOST.into();
+                    failed.reason = FailureReason::SessionLost;
                     failed.message = message;
                 }
             }

@@ -35,7 +35,7 @@ use crate::provider::reconcile::{SnapshotDelta, SnapshotReconciler};
 use crate::provider::session_header::SessionHeader;
 use crate::provider::tool_calls::{ToolCalls, ToolEnding};
 use crate::provider::{AgentOutcome, ExitFacts, LineVerdict, Mapper};
-use crate::stream::{failure_reason, notice_kind, AgentMessage, Usage};
+use crate::stream::{notice_kind, AgentMessage, FailureReason, Usage};
 
 /// The `provider` named in `session.*` messages.
 const PROVIDER: &str = "claude";
@@ -458,7 +458,7 @@ impl Mapper for ClaudeMapper {
             }
             Some(TurnResult::Aborted { .. }) if exit.stopped_by_us => AgentOutcome::Aborted,
             Some(TurnResult::Aborted { terminal_reason }) => AgentOutcome::Failed {
-                reason: failure_reason::AGENT_ERROR.into(),
+                reason: FailureReason::AgentError,
                 message: format!(
                     "Claude Code aborted the turn ({terminal_reason}) without being asked to stop"
                 ),
@@ -468,7 +468,7 @@ impl Mapper for ClaudeMapper {
                 message,
                 http_status,
             }) => AgentOutcome::Failed {
-                reason: failure_reason::AGENT_ERROR.into(),
+                reason: FailureReason::AgentError,
                 message,
                 http_status,
             },

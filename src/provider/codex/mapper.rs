@@ -22,7 +22,7 @@ use crate::provider::http_status::http_status_in;
 use crate::provider::session_header::SessionHeader;
 use crate::provider::tool_calls::{ToolCalls, ToolEnding};
 use crate::provider::{AgentOutcome, ExitFacts, LineVerdict, Mapper};
-use crate::stream::{failure_reason, notice_kind, AgentMessage, Usage};
+use crate::stream::{notice_kind, AgentMessage, FailureReason, Usage};
 
 const PROVIDER: &str = "codex";
 /// The stop reason of a turn Codex reports as `turn.completed` (it gives none of its own).
@@ -335,7 +335,7 @@ fn failed(message: String) -> AgentOutcome {
             .then_some(SERVER_ERROR_STATUS)
     });
     AgentOutcome::Failed {
-        reason: failure_reason::AGENT_ERROR.to_owned(),
+        reason: FailureReason::AgentError,
         message,
         http_status,
     }
@@ -633,7 +633,7 @@ mod tests {
         assert_eq!(
             outcome,
             AgentOutcome::Failed {
-                reason: "agent_error".into(),
+                reason: crate::stream::FailureReason::AgentError,
                 message: "unexpected status 403 Forbidden: no".into(),
                 http_status: Some(403),
             }

@@ -29,7 +29,7 @@ use crate::provider::http_status::http_status_in;
 use crate::provider::session_header::SessionHeader;
 use crate::provider::tool_calls::{ToolCalls, ToolEnding};
 use crate::provider::{AgentOutcome, ExitFacts, LineVerdict, Mapper};
-use crate::stream::{failure_reason, notice_kind, AgentMessage, Usage};
+use crate::stream::{notice_kind, AgentMessage, FailureReason, Usage};
 
 const PROVIDER: &str = "gemini";
 /// The stop reason of a run whose `result` says `success`.
@@ -240,7 +240,7 @@ impl GeminiMapper {
                             "Gemini CLI reported an error without a message",
                         );
                         AgentOutcome::Failed {
-                            reason: failure_reason::AGENT_ERROR.to_owned(),
+                            reason: FailureReason::AgentError,
                             http_status: http_status_in(&message),
                             message: api_error_message(&message),
                         }
@@ -269,7 +269,7 @@ impl GeminiMapper {
             None if exit.stopped_by_us => AgentOutcome::Unfinished,
             None => match (exit_status, self.last_error.take()) {
                 (Some(status), last_error) => AgentOutcome::Failed {
-                    reason: failure_reason::AGENT_ERROR.to_owned(),
+                    reason: FailureReason::AgentError,
                     message: last_error.unwrap_or_else(|| {
                         format!(
                             "Gemini CLI exited with status {}, its way of reporting HTTP {status}",
@@ -279,7 +279,7 @@ impl GeminiMapper {
                     http_status: Some(status),
                 },
                 (None, Some(message)) => AgentOutcome::Failed {
-                    reason: failure_reason::AGENT_ERROR.to_owned(),
+                    reason: FailureReason::AgentError,
                     http_status: http_status_in(&message),
                     message,
                 },
@@ -461,7 +461,7 @@ mod tests {
         assert_eq!(
             outcome,
             AgentOutcome::Failed {
-                reason: "agent_error".into(),
+                reason: crate::stream::FailureReason::AgentError,
                 message: "Gemini CLI exited with status 247, its way of reporting HTTP 503".into(),
                 http_status: Some(503),
             }

@@ -35,7 +35,7 @@ use crate::provider::reconcile::{SnapshotDelta, SnapshotReconciler};
 use crate::provider::session_header::SessionHeader;
 use crate::provider::tool_calls::{ToolCalls, ToolEnding};
 use crate::provider::{AgentOutcome, ExitFacts, LineVerdict, Mapper};
-use crate::stream::{failure_reason, notice_kind, AgentMessage, Usage};
+use crate::stream::{notice_kind, AgentMessage, FailureReason, Usage};
 
 /// pi's `stopReason` for a message that asked for tools (the turn goes on).
 const STOP_TOOL_USE: &str = "toolUse";
@@ -482,7 +482,7 @@ impl Mapper for PiMapper {
                 format!("pi ended the reply with stopReason {}", failure.stop_reason)
             });
             return AgentOutcome::Failed {
-                reason: failure_reason::AGENT_ERROR.to_owned(),
+                reason: FailureReason::AgentError,
                 http_status: http_status_in(&message),
                 message,
             };
@@ -1230,7 +1230,7 @@ mod tests {
         assert_eq!(
             mapper.finish(exit_ok(), &mut Vec::new()),
             AgentOutcome::Failed {
-                reason: failure_reason::AGENT_ERROR.into(),
+                reason: FailureReason::AgentError,
                 message: "503 overloaded".into(),
                 http_status: Some(503),
             }

@@ -35,7 +35,7 @@ use crate::provider::runner::{self, AttemptMapping, EndedBy};
 use crate::provider::{
     AgentStream, AttemptRequest, Backend, Interjection, Provider, SessionCheckpoint, SessionRef,
 };
-use crate::stream::{failure_reason, notice_kind, AgentMessage, Failure};
+use crate::stream::{notice_kind, AgentMessage, Failure, FailureReason};
 
 /// Stage 0 of the stop: how long an `abort` may take to end the turn.
 pub(crate) const ABORT_GRACE: Duration = Duration::from_secs(2);
@@ -290,8 +290,8 @@ impl RpcSession {
                     &mut out,
                 );
                 if let AgentMessage::Failed(failure) = &mut terminal {
-                    if failure.reason == failure_reason::NO_COMPLETION {
-                        failure.reason = failure_reason::START_FAILED.into();
+                    if failure.reason == FailureReason::NoCompletion {
+                        failure.reason = FailureReason::StartFailed;
                         let said = failure.stderr.lines().find(|line| !line.trim().is_empty());
                         failure.message = match said {
                             Some(said) => format!("pi in RPC mode did not start: {}", said.trim()),
@@ -527,7 +527,7 @@ impl RpcAttempt {
             self.sink.flush(&mut out).await;
             return (
                 AgentMessage::Failed(Failure {
-                    reason: failure_reason::AGENT_ERROR.into(),
+                    reason: FailureReason::AgentError,
                     message: format!("pi refused the prompt: {error}"),
                     stderr,
                     ..Failure::default()
