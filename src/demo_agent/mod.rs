@@ -178,7 +178,7 @@ fn run_rpc(args: DemoAgentArgs, forced: Option<Scenario>) -> i32 {
 }
 
 /// The names of the `--mode acp` scenarios, in listing order.
-pub fn acp_scenario_names() -> Vec<&'static str> {
+pub(crate) fn acp_scenario_names() -> Vec<&'static str> {
     acp::scenario_names().collect()
 }
 

@@ -6,7 +6,7 @@ use crate::process::SpawnSpec;
 use crate::provider::acp::AcpMapper;
 use crate::provider::{AttemptRequest, Backend, Mapper};
 
-pub struct ConfiguredAcpBackend {
+pub(crate) struct ConfiguredAcpBackend {
     name: String,
     settings: ProviderSettings,
 }

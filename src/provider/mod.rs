@@ -10,7 +10,7 @@ pub mod claude;
 pub mod codex;
 pub(crate) mod common;
 pub(crate) mod config_mirror;
-pub mod configured;
+pub(crate) mod configured;
 pub mod demo;
 pub mod errors;
 pub mod gemini;

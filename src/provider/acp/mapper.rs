@@ -102,7 +102,7 @@ struct QuietCall {
     title: String,
 }
 
-pub struct AcpMapper {
+pub(crate) struct AcpMapper {
     /// The `session/prompt` request's id, when known (a replay of a log does not know it:
     /// then any response with a stop reason or an error ends the turn).
     prompt_id: Option<String>,

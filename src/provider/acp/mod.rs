@@ -32,7 +32,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-pub use mapper::AcpMapper;
+pub(crate) use mapper::AcpMapper;
 
 use self::mapper::{id_key, RpcHead, REQUEST_PERMISSION};
 use self::session::AcpSession;
@@ -66,7 +66,7 @@ pub struct AcpQuirks {
 type Answer = (String, Option<String>);
 
 /// The ACP transport of a backend.
-pub struct AcpProvider {
+pub(crate) struct AcpProvider {
     backend: Arc<dyn Backend>,
     policy: PermissionPolicy,
     /// The live process; locked by the attempt that uses it.
