@@ -356,12 +356,15 @@ impl AppState {
                     StopStage::Grace => "during the grace period",
                     StopStage::Kill => "by the kill",
                 };
+                // An in-band cancel often ends the turn in milliseconds: say so, not "0.0 s".
+                let after = if elapsed_ms < 1000 {
+                    format!("{elapsed_ms} ms")
+                } else {
+                    format!("{:.1} s", elapsed_ms as f64 / 1000.0)
+                };
                 self.notice(
                     NoticeLevel::Stopped,
-                    format!(
-                        "Stopped {stage} after {:.1} s · what was shown stays",
-                        elapsed_ms as f64 / 1000.0
-                    ),
+                    format!("Stopped {stage} after {after} · what was shown stays"),
                 );
                 if let Some(turn) = self.turn.as_mut() {
                     turn.end_shown = true;
