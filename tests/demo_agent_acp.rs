@@ -333,7 +333,17 @@ fn cancel_during_sleep_kills_the_tool_process() {
     assert_eq!(tool_call["title"], "sleep 100");
     let update = &lines.last().unwrap()["params"]["update"];
     let pid = update["_meta"]["agenttyDemo"]["pid"].as_u64().unwrap() as u32;
-    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+    // The tool may still be on its way through `exec` when its pid is announced.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let cmdline = loop {
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        if String::from_utf8_lossy(&cmdline).contains("sleep")
+            || std::time::Instant::now() > deadline
+        {
+            break cmdline;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
     assert!(
         String::from_utf8_lossy(&cmdline).contains("sleep"),
         "{cmdline:?}"

@@ -487,3 +487,40 @@ async fn codex_acp_sigint_mid_tool_cancels_and_leaves_no_process() {
     )
     .await;
 }
+
+// ---------------------------------------------------------------------------------------------
+// (e) The agents' own retries stay off over ACP: an HTTP 500 is one model request and one
+// `terminal.failed` naming the status, for agentty's orchestrator to classify (and retry).
+
+async fn http_500_is_one_request(cli: Cli, test: &str) {
+    let Some(rig) = rig(cli, test, Plan::Http500).await else {
+        return;
+    };
+    let finished = rig.run(None, &prompt("fail please")).await;
+    let terminal = finished.expect_terminal("terminal.failed");
+    let requests = rig.server.model_requests();
+    assert_eq!(
+        requests.len(),
+        1,
+        "the agent did not retry on its own: {requests:#?}\n{finished}"
+    );
+    assert_eq!(
+        terminal["http_status"], 500,
+        "the failure names the status\n{finished}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gemini_acp_http_500_is_one_request() {
+    http_500_is_one_request(Cli::Gemini, "gemini_acp_http_500_is_one_request").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_acp_http_500_is_one_request() {
+    http_500_is_one_request(Cli::Claude, "claude_acp_http_500_is_one_request").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_acp_http_500_is_one_request() {
+    http_500_is_one_request(Cli::Codex, "codex_acp_http_500_is_one_request").await;
+}

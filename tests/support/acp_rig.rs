@@ -178,6 +178,9 @@ pub enum Plan {
     /// turns of one conversation, each with its own scenario). The choice must not itself be
     /// `PerPrompt`.
     PerPrompt(Arc<dyn Fn(&str) -> Plan + Send + Sync>),
+    /// Every turn request answered with HTTP 500 (and the CLI's own retries left to agentty:
+    /// the rig turns none off itself).
+    Http500,
 }
 
 impl Plan {
@@ -187,6 +190,7 @@ impl Plan {
             Plan::Thinking => GeminiScenario::Reasoning,
             Plan::AskingTool(command) | Plan::Tool(command) => GeminiScenario::Tool(command),
             Plan::Say { text, pause } => GeminiScenario::Say { text, pause },
+            Plan::Http500 => GeminiScenario::Text,
             Plan::PerPrompt(_) => panic!("a per-prompt plan chose another per-prompt plan"),
         }
     }
@@ -197,6 +201,7 @@ impl Plan {
             Plan::Thinking => ClaudeScenario::Thinking,
             Plan::AskingTool(command) | Plan::Tool(command) => ClaudeScenario::Tool { command },
             Plan::Say { text, pause } => ClaudeScenario::Say { text, pause },
+            Plan::Http500 => ClaudeScenario::Text,
             Plan::PerPrompt(_) => panic!("a per-prompt plan chose another per-prompt plan"),
         }
     }
@@ -208,6 +213,7 @@ impl Plan {
             Plan::AskingTool(command) => CodexScenario::EscalatedTool(command),
             Plan::Tool(command) => CodexScenario::Tool(command),
             Plan::Say { text, pause } => CodexScenario::Say { text, pause },
+            Plan::Http500 => CodexScenario::Http500,
             Plan::PerPrompt(_) => panic!("a per-prompt plan chose another per-prompt plan"),
         }
     }
@@ -223,13 +229,17 @@ pub async fn rig(cli: Cli, test: &str, plan: Plan) -> Option<AcpRig> {
     let server = match cli {
         Cli::Gemini => {
             let bin = real_cli(test, "AGENTTY_GEMINI_BIN", GEMINI_BIN)?;
+            let failing = matches!(plan, Plan::Http500);
             let server = match plan {
                 Plan::PerPrompt(choose) => {
                     fake_gemini_server::start_choosing(move |text| choose(text).gemini())
                 }
+                Plan::Http500 => fake_gemini_server::start_failing(GeminiScenario::Text, |_| true),
                 plan => fake_gemini_server::start(plan.gemini()),
             };
-            fake_gemini_server::write_cli_settings(home.path(), Some(1));
+            // Gemini CLI's own retries off in the user's settings, except where the test is
+            // that agentty turns them off.
+            fake_gemini_server::write_cli_settings(home.path(), (!failing).then_some(1));
             provider.insert("command".into(), path_value(&bin));
             // A pinned model skips the router's side call before each turn.
             provider.insert("model".into(), "gemini-2.5-pro".into());
@@ -252,6 +262,7 @@ pub async fn rig(cli: Cli, test: &str, plan: Plan) -> Option<AcpRig> {
                 Plan::PerPrompt(choose) => {
                     FakeAnthropic::start_choosing(move |text| choose(text).claude()).await
                 }
+                Plan::Http500 => FakeAnthropic::start_failing(ClaudeScenario::Text, |_| true).await,
                 plan => FakeAnthropic::start(plan.claude()).await,
             };
             provider.insert("acp_command".into(), path_value(&adapter));
