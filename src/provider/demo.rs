@@ -48,6 +48,7 @@ impl Backend for DemoBackend {
     fn acp_quirks(&self, request: &AttemptRequest) -> AcpQuirks {
         AcpQuirks {
             restart_after_cancel: request.scenario.as_deref() == Some(LAG_AFTER_CANCEL),
+            ..AcpQuirks::default()
         }
     }
 

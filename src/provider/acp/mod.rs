@@ -54,11 +54,14 @@ const STRAY_KILL_DEADLINE: Duration = Duration::from_secs(2);
 const METHOD_NOT_FOUND: i64 = -32601;
 
 /// How a particular ACP agent departs from the protocol.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct AcpQuirks {
     /// After a `session/cancel` the agent answers the next prompt one turn late: start it
     /// again (loading the session) after every stopped turn.
     pub restart_after_cancel: bool,
+    /// How the agent's error messages name an HTTP status it does not state as a number
+    /// (the Codex adapter passes on Codex's wording of a 5xx).
+    pub http_status_of: Option<fn(&str) -> Option<u16>>,
 }
 
 /// A permission answer from the user: the request id and the option chosen (`None`:
@@ -310,7 +313,13 @@ impl AcpAttempt {
         } else {
             keep
         };
-        let terminal = mapping.finish(&report, ended_by, stderr, &mut out);
+        let mut terminal = mapping.finish(&report, ended_by, stderr, &mut out);
+        if let (AgentMessage::Failed(failure), Some(status_of)) = (
+            &mut terminal,
+            self.backend.acp_quirks(request).http_status_of,
+        ) {
+            failure.http_status = failure.http_status.or_else(|| status_of(&failure.message));
+        }
         self.sink.flush(&mut out).await;
         // A failed attempt stays in the agent's memory: never continue on it.
         let keep = keep && !matches!(terminal, AgentMessage::Failed(_));

@@ -107,6 +107,7 @@ impl Backend for ClaudeBackend {
     fn acp_quirks(&self, _request: &AttemptRequest) -> AcpQuirks {
         AcpQuirks {
             restart_after_cancel: true,
+            ..AcpQuirks::default()
         }
     }
 

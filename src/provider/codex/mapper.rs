@@ -328,12 +328,18 @@ impl CodexMapper {
     }
 }
 
-fn failed(message: String) -> AgentOutcome {
-    let http_status = http_status_in(&message).or_else(|| {
+/// The HTTP status of a Codex error message: the one it names, else 500 for Codex's wording of
+/// every 5xx answer.
+pub(crate) fn http_status_of(message: &str) -> Option<u16> {
+    http_status_in(message).or_else(|| {
         message
             .contains(SERVER_ERROR_WORDING)
             .then_some(SERVER_ERROR_STATUS)
-    });
+    })
+}
+
+fn failed(message: String) -> AgentOutcome {
+    let http_status = http_status_of(&message);
     AgentOutcome::Failed {
         reason: FailureReason::AgentError,
         message,

@@ -20,7 +20,7 @@ use std::path::PathBuf;
 
 use crate::config::ProviderSettings;
 use crate::process::SpawnSpec;
-use crate::provider::acp::acp_adapter;
+use crate::provider::acp::{acp_adapter, AcpQuirks};
 use crate::provider::checkpoint::newest_file_named;
 use crate::provider::{AttemptRequest, Backend, Mapper, SessionRef};
 
@@ -149,6 +149,14 @@ impl Backend for CodexBackend {
         }
         spec.cwd = request.cwd.clone();
         Some(spec)
+    }
+
+    /// codex-acp passes Codex's errors on as they are worded.
+    fn acp_quirks(&self, _request: &AttemptRequest) -> AcpQuirks {
+        AcpQuirks {
+            http_status_of: Some(mapper::http_status_of),
+            ..AcpQuirks::default()
+        }
     }
 
     fn mapper(&self, request: &AttemptRequest) -> Box<dyn Mapper> {
