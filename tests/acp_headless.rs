@@ -3,9 +3,13 @@
 //! waits for an answer), and clear usage errors for a transport a provider does not have. The
 //! agent is the demo agent's ACP mode, a real child process.
 
+#[path = "support/agent_stream.rs"]
+mod agent_stream;
+
 use std::path::Path;
 use std::process::{Command, Output};
 
+use agent_stream::resolutions;
 use agentty::stream::{notice_kind, AgentMessage, PermissionResolver};
 
 struct Scratch {
@@ -58,16 +62,6 @@ fn stream(output: &Output) -> Vec<AgentMessage> {
     String::from_utf8_lossy(&output.stdout)
         .lines()
         .map(|line| AgentMessage::from_json_line(line).unwrap())
-        .collect()
-}
-
-fn resolutions(messages: &[AgentMessage]) -> Vec<(String, PermissionResolver)> {
-    messages
-        .iter()
-        .filter_map(|message| match message {
-            AgentMessage::PermissionResolved { outcome, by, .. } => Some((outcome.clone(), *by)),
-            _ => None,
-        })
         .collect()
 }
 

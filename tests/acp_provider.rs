@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 use tokio::time::timeout;
 
 use agent_stream::{
-    alive, collect, read_until, session_id, terminals, text, turn_end, wait_gone, PATIENCE,
+    alive, collect, read_until, resolutions, session_id, terminals, text, turn_end, wait_gone,
+    PATIENCE,
 };
 use agentty::config::{PermissionPolicy, ProviderSettings};
 use agentty::demo_agent::state::{requests_file, DemoRequest, STATE_DIR_VAR};
@@ -111,16 +112,6 @@ fn asked(messages: &[AgentMessage]) -> &PermissionRequest {
             _ => None,
         })
         .expect("a permission request")
-}
-
-fn resolutions(messages: &[AgentMessage]) -> Vec<(String, PermissionResolver)> {
-    messages
-        .iter()
-        .filter_map(|message| match message {
-            AgentMessage::PermissionResolved { outcome, by, .. } => Some((outcome.clone(), *by)),
-            _ => None,
-        })
-        .collect()
 }
 
 fn completed(messages: &[AgentMessage]) -> bool {

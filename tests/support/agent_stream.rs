@@ -39,6 +39,7 @@ pub async fn read_until(
     }
 }
 
+#[allow(unused_imports)]
 pub use agentty::stream::assistant_text as text;
 
 pub fn session_id(messages: &[AgentMessage]) -> String {
@@ -105,4 +106,17 @@ pub async fn turn_end(
             _ => {}
         }
     }
+}
+
+/// How each permission request of `messages` was answered: (outcome, by whom).
+pub fn resolutions(
+    messages: &[AgentMessage],
+) -> Vec<(String, agentty::stream::PermissionResolver)> {
+    messages
+        .iter()
+        .filter_map(|message| match message {
+            AgentMessage::PermissionResolved { outcome, by, .. } => Some((outcome.clone(), *by)),
+            _ => None,
+        })
+        .collect()
 }
