@@ -817,6 +817,41 @@ mod tests {
     }
 
     #[test]
+    fn queued_and_inline_raw_lines_keep_their_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let writer = new_chat(dir.path());
+        let path = writer.path().to_path_buf();
+        turn(&writer, 1, "hi", "s-1");
+        let tap = writer.raw_line_tap(1, 1).unwrap();
+        // Short lines go through the writer thread, long ones are compressed by the caller.
+        let lines: Vec<String> = [10, INLINE_RAW_FROM + 5, 20, 3 * INLINE_RAW_FROM, 7, 30]
+            .iter()
+            .enumerate()
+            .map(|(index, len)| format!("{index}:{}", "x".repeat(*len)))
+            .collect();
+        for line in &lines {
+            futures::executor::block_on(tap.record(line));
+        }
+        drop(tap);
+        drop(writer);
+        let mut read = Vec::new();
+        crate::session_log::raw::for_each_raw_line(&path, |raw| {
+            if raw.line.starts_with(|c: char| c.is_ascii_digit()) {
+                read.push(raw.line.to_owned());
+            }
+        })
+        .unwrap();
+        let shape = |lines: &[String]| -> Vec<(String, usize)> {
+            lines
+                .iter()
+                .map(|line| (line[..2].to_owned(), line.len()))
+                .collect()
+        };
+        assert_eq!(shape(&read), shape(&lines));
+        assert!(read == lines, "the lines come back as they were");
+    }
+
+    #[test]
     fn a_failed_attempts_session_is_not_the_one_to_continue() {
         let dir = tempfile::tempdir().unwrap();
         let writer = new_chat(dir.path());
