@@ -223,3 +223,37 @@ pub(crate) fn check_scenario(
         ))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::HeadlessPermissions;
+    use crate::config::PermissionPolicy;
+
+    #[test]
+    fn a_headless_run_never_asks() {
+        let policy = HeadlessPermissions::policy;
+        assert_eq!(policy(None, None), PermissionPolicy::Deny);
+        assert_eq!(
+            policy(None, Some(PermissionPolicy::Ask)),
+            PermissionPolicy::Deny
+        );
+        assert_eq!(
+            policy(None, Some(PermissionPolicy::Allow)),
+            PermissionPolicy::Allow
+        );
+        assert_eq!(
+            policy(
+                Some(HeadlessPermissions::Deny),
+                Some(PermissionPolicy::Allow)
+            ),
+            PermissionPolicy::Deny
+        );
+        assert_eq!(
+            policy(
+                Some(HeadlessPermissions::Allow),
+                Some(PermissionPolicy::Deny)
+            ),
+            PermissionPolicy::Allow
+        );
+    }
+}

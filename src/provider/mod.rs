@@ -387,3 +387,42 @@ pub fn build_provider_with(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_acp_command(command: &str) -> ProviderSettings {
+        ProviderSettings {
+            acp_command: Some(command.into()),
+            ..ProviderSettings::default()
+        }
+    }
+
+    #[test]
+    fn the_chat_talks_to_each_agent_the_best_way_it_has() {
+        let none = ProviderSettings::default();
+        assert_eq!(default_chat_transport("pi", &none), Transport::Rpc);
+        assert_eq!(default_chat_transport("gemini", &none), Transport::Acp);
+        assert_eq!(default_chat_transport("demo", &none), Transport::Json);
+        // Claude Code and Codex over their ACP adapters when one is configured (or on PATH).
+        for name in ["claude", "codex"] {
+            assert_eq!(
+                default_chat_transport(name, &with_acp_command("/opt/adapter")),
+                Transport::Acp,
+                "{name}"
+            );
+        }
+        // A provider defined in the config speaks what it says.
+        let configured = ProviderSettings {
+            protocol: Some(Transport::Acp),
+            command: Some("/opt/agent".into()),
+            ..ProviderSettings::default()
+        };
+        assert_eq!(default_chat_transport("mine", &configured), Transport::Acp);
+        assert!(build_provider_with("mine", &configured, Transport::Acp).is_ok());
+        assert!(build_provider_with("mine", &configured, Transport::Json).is_err());
+        let unknown = build_provider_with("nope", &none, Transport::Json);
+        assert!(unknown.is_err_and(|message| message.contains("unknown provider `nope`")));
+    }
+}
