@@ -24,6 +24,7 @@ use std::collections::HashMap;
 
 use agent_client_protocol_schema::v1 as acp;
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::provider::http_status::http_status_in;
@@ -48,8 +49,9 @@ pub(crate) struct RpcHead {
     pub id: Option<Value>,
     #[serde(default)]
     pub method: Option<String>,
+    /// Kept as text: parsed once, into the type its method names.
     #[serde(default)]
-    pub params: Option<Value>,
+    pub params: Option<Box<RawValue>>,
     #[serde(default)]
     pub result: Option<Value>,
     #[serde(default)]
@@ -96,18 +98,13 @@ impl RpcError {
     }
 }
 
-/// A tool call the agent announced with nothing to show yet.
-#[derive(Debug)]
-struct QuietCall {
-    title: String,
-}
-
 pub(crate) struct AcpMapper {
     /// The `session/prompt` request's id, when known (a replay of a log does not know it:
     /// then any response with a stop reason or an error ends the turn).
     prompt_id: Option<String>,
     tools: ToolCalls,
-    quiet_calls: HashMap<String, QuietCall>,
+    /// Calls the agent announced with nothing to show yet: id -> title.
+    quiet_calls: HashMap<String, String>,
     /// The thought block being streamed, and the complete ones waiting for the turn's end.
     thought: String,
     held_thoughts: Vec<String>,
@@ -167,8 +164,8 @@ impl AcpMapper {
         }
     }
 
-    fn map_update(&mut self, params: Value, out: &mut Vec<AgentMessage>) -> LineVerdict {
-        let notification: acp::SessionNotification = match serde_json::from_value(params) {
+    fn map_update(&mut self, params: &RawValue, out: &mut Vec<AgentMessage>) -> LineVerdict {
+        let notification: acp::SessionNotification = match serde_json::from_str(params.get()) {
             Ok(notification) => notification,
             Err(error) => {
                 // A kind this schema does not know (or a broken one): the turn goes on.
@@ -229,7 +226,7 @@ impl AcpMapper {
             acp::ToolCallStatus::Completed | acp::ToolCallStatus::Failed
         );
         if input.is_none() && call.content.is_empty() && !ended {
-            self.quiet_calls.insert(id, QuietCall { title: call.title });
+            self.quiet_calls.insert(id, call.title);
             return;
         }
         let input = input.unwrap_or_else(no_input);
@@ -240,7 +237,7 @@ impl AcpMapper {
     fn tool_update(&mut self, update: acp::ToolCallUpdate, out: &mut Vec<AgentMessage>) {
         let id = update.tool_call_id.to_string();
         let fields = update.fields;
-        if let Some(quiet) = self.quiet_calls.get(&id) {
+        if let Some(quiet_title) = self.quiet_calls.get(&id) {
             let input = fields
                 .raw_input
                 .clone()
@@ -261,7 +258,7 @@ impl AcpMapper {
             if !speaks {
                 return;
             }
-            let title = fields.title.clone().unwrap_or_else(|| quiet.title.clone());
+            let title = fields.title.clone().unwrap_or_else(|| quiet_title.clone());
             let input = input.unwrap_or_else(no_input);
             self.quiet_calls.remove(&id);
             self.tools.start(&id, &title, input, out);
@@ -307,10 +304,10 @@ impl AcpMapper {
     fn permission_request(
         &mut self,
         id: &Value,
-        params: Value,
+        params: &RawValue,
         out: &mut Vec<AgentMessage>,
     ) -> LineVerdict {
-        let request: acp::RequestPermissionRequest = match serde_json::from_value(params) {
+        let request: acp::RequestPermissionRequest = match serde_json::from_str(params.get()) {
             Ok(request) => request,
             Err(error) => {
                 tracing::warn!(%error, "a permission request not understood");
@@ -328,11 +325,7 @@ impl AcpMapper {
         let title = fields
             .title
             .clone()
-            .or_else(|| {
-                self.quiet_calls
-                    .get(&tool_call_id)
-                    .map(|quiet| quiet.title.clone())
-            })
+            .or_else(|| self.quiet_calls.get(&tool_call_id).cloned())
             .unwrap_or_else(|| kind.clone());
         let input = fields
             .raw_input
@@ -435,13 +428,12 @@ impl Mapper for AcpMapper {
         let Some(head) = RpcHead::parse(line) else {
             return LineVerdict::Invalid;
         };
+        let null = RawValue::NULL;
+        let params = head.params.as_deref().unwrap_or(null);
         match (&head.method, &head.id) {
-            (Some(method), None) if method == "session/update" => {
-                self.map_update(head.params.unwrap_or(Value::Null), out)
-            }
+            (Some(method), None) if method == "session/update" => self.map_update(params, out),
             (Some(method), Some(id)) if method == REQUEST_PERMISSION => {
-                let id = id.clone();
-                self.permission_request(&id, head.params.unwrap_or(Value::Null), out)
+                self.permission_request(id, params, out)
             }
             (Some(method), _) => {
                 tracing::debug!(method, "ACP message not mapped; ignored");
@@ -487,10 +479,10 @@ impl Mapper for AcpMapper {
 
     fn finish(&mut self, exit: ExitFacts, out: &mut Vec<AgentMessage>) -> AgentOutcome {
         self.end_thought();
-        let quiet: Vec<(String, QuietCall)> = self.quiet_calls.drain().collect();
-        for (id, call) in quiet {
+        let quiet: Vec<(String, String)> = self.quiet_calls.drain().collect();
+        for (id, title) in quiet {
             // A call the agent never got to show: announce it so that its end can be told.
-            self.tools.start(&id, &call.title, no_input(), out);
+            self.tools.start(&id, &title, no_input(), out);
         }
         self.tools
             .fail_all_open("the agent", exit.stopped_by_us, out);

@@ -34,7 +34,7 @@ use tokio::sync::mpsc;
 
 pub(crate) use mapper::AcpMapper;
 
-use self::mapper::{id_key, RpcHead, REQUEST_PERMISSION};
+use self::mapper::{id_key, REQUEST_PERMISSION};
 use self::session::AcpSession;
 use crate::config::PermissionPolicy;
 use crate::process::StopControl;
@@ -305,19 +305,19 @@ impl AcpAttempt {
             mapping.map_stderr_line(&line, &mut out);
         }
         let stderr = session.process.stderr_text();
+        let quirks = self.backend.acp_quirks(request);
         let answered_after_stop = stop.is_sent() && matches!(end, TurnEnd::Answered);
         let (report, ended_by, keep) = stop.outcome(end);
         let keep = if answered_after_stop {
             self.kill_strays(session, &helpers_before).await;
-            keep && !self.backend.acp_quirks(request).restart_after_cancel
+            keep && !quirks.restart_after_cancel
         } else {
             keep
         };
         let mut terminal = mapping.finish(&report, ended_by, stderr, &mut out);
-        if let (AgentMessage::Failed(failure), Some(status_of)) = (
-            &mut terminal,
-            self.backend.acp_quirks(request).http_status_of,
-        ) {
+        if let (AgentMessage::Failed(failure), Some(status_of)) =
+            (&mut terminal, quirks.http_status_of)
+        {
             failure.http_status = failure.http_status.or_else(|| status_of(&failure.message));
         }
         self.sink.flush(&mut out).await;
@@ -449,12 +449,18 @@ impl AcpAttempt {
     }
 }
 
-/// The id and method of a request the agent makes of the client.
+/// The id and method of a request the agent makes of the client. Only those two fields are
+/// read (the rest of the line is skipped, not parsed): the mapper reads the line in full.
 fn agent_request_of(line: &str) -> Option<(Value, String)> {
+    #[derive(serde::Deserialize)]
+    struct RequestHead {
+        id: Option<Value>,
+        method: Option<String>,
+    }
     if !line.contains("\"method\"") || !line.contains("\"id\"") {
         return None;
     }
-    let head = RpcHead::parse(line)?;
+    let head: RequestHead = serde_json::from_str(line).ok()?;
     Some((head.id?, head.method?)).filter(|(id, _)| !id.is_null() && !id_key(id).is_empty())
 }
 
