@@ -6,7 +6,6 @@
 //! transport's [`ResponseRouter`] knows which); every other line goes, in order, to whoever
 //! reads the process's items (the attempt that plays the turn); the exit report comes last.
 
-use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -108,11 +107,6 @@ impl LiveProcess {
             .lock()
             .map(|tail| tail.text())
             .unwrap_or_default()
-    }
-
-    /// The processes the agent runs besides itself now.
-    pub(crate) fn helpers(&self) -> HashSet<i32> {
-        process::tree::descendants(&self.tree)
     }
 
     /// Waits until the process is gone (the router sends its exit report last).

@@ -221,9 +221,6 @@ impl AcpAttempt {
         let mut mapping =
             AttemptMapping::new(Box::new(AcpMapper::new(Some(prompt_id.to_string()))));
         let mut out = Vec::new();
-        // The helpers the agent runs between turns are its own; what the turn adds is the
-        // turn's (its tools), and does not outlive a stop.
-        let helpers_before = session.process.helpers();
         session.connection.request_unrouted(
             prompt_id,
             "session/prompt",
@@ -232,6 +229,14 @@ impl AcpAttempt {
                 "prompt": [{"type": "text", "text": request.prompt}]
             }),
         );
+        // The helpers the agent runs between turns are its own; what the turn adds is the
+        // turn's (its tools), and does not outlive a stop. Read after the prompt is on its way
+        // (a tool needs the model's answer first), off the async threads: /proc is a scan.
+        let tree = session.process.tree.clone();
+        let helpers_before =
+            tokio::task::spawn_blocking(move || crate::process::tree::descendants(&tree))
+                .await
+                .unwrap_or_default();
         let mut open: HashMap<String, OpenPermission> = HashMap::new();
         let mut stop = InBandStop::new(
             self.stop.clone(),
@@ -423,7 +428,7 @@ impl AcpAttempt {
             outcome: option.unwrap_or_else(|| PERMISSION_CANCELLED.to_owned()),
             by,
         }];
-        mapping.map_client_line(&answer.to_string(), &mut out);
+        mapping.map_client_line(&answer, &mut out);
         self.sink.flush(&mut out).await;
     }
 

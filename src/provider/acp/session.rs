@@ -65,7 +65,6 @@ impl ResponseRouter for JsonRpcRouter {
 }
 
 /// Writes JSON-RPC messages on the agent's stdin and correlates the responses.
-#[derive(Clone)]
 pub(super) struct Connection {
     lines: mpsc::UnboundedSender<String>,
     waiters: Waiters,
@@ -78,9 +77,13 @@ impl Connection {
         self.next_id.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// Writes a line; the same text goes to the mapper when it is an answer.
-    pub(super) fn write(&self, message: &Value) -> bool {
-        self.lines.send(message.to_string()).is_ok()
+    /// Writes one message as one line.
+    fn write(&self, message: &Value) -> bool {
+        self.write_line(message.to_string())
+    }
+
+    fn write_line(&self, line: String) -> bool {
+        self.lines.send(line).is_ok()
     }
 
     pub(super) fn notify(&self, method: &str, params: Value) -> bool {
@@ -103,11 +106,12 @@ impl Connection {
         rx
     }
 
-    /// The answer to the agent's request `id`.
-    pub(super) fn respond(&self, id: &Value, result: Value) -> Value {
-        let message = json!({"jsonrpc": "2.0", "id": id, "result": result});
-        self.write(&message);
-        message
+    /// Answers the agent's request `id`; returns the line written (for the mapper, which
+    /// reads the client's answers too).
+    pub(super) fn respond(&self, id: &Value, result: Value) -> String {
+        let line = json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string();
+        self.write_line(line.clone());
+        line
     }
 
     pub(super) fn respond_error(&self, id: &Value, code: i64, message: &str) {
