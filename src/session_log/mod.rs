@@ -21,7 +21,7 @@ use crate::orchestrator::{OrchestratorEvent, TurnId, TurnOutcome};
 pub mod raw;
 
 use crate::stream::{AgentMessage, FailureReason};
-use raw::{RawLineBuffers, RawLineWriter, INLINE_RAW_PREFIX};
+use raw::{RawLineWriter, INLINE_RAW_PREFIX};
 
 /// The log format written now: 2 added conversation ids, origins, timestamps and structured
 /// turn outcomes (version 1 logs are still read).
@@ -141,10 +141,10 @@ enum WriterCommand {
     Close,
 }
 
-/// Bytes of raw agent lines that may wait for the disk. Raw lines can be huge (pi repeats the
-/// whole answer twice on every update), so the queue is bounded and the attempt waits for the
-/// writer instead of memory growing; a line larger than this waits until the queue is empty,
-/// and the attempt goes on once it is written.
+/// Bytes of raw agent lines that may wait for the writer thread: the queue is bounded, and the
+/// attempt waits for the writer instead of memory growing. (Only lines shorter than
+/// [`INLINE_RAW_FROM`] are queued; a long line takes the whole budget, so that it is written
+/// after every queued one.)
 const RAW_LINE_BUDGET: usize = 256 * 1024;
 
 /// Appends entries to one session log on a background thread.
@@ -153,7 +153,6 @@ pub(crate) struct SessionLogWriter {
     conversation_id: String,
     commands: Option<mpsc::Sender<WriterCommand>>,
     raw_budget: Arc<Semaphore>,
-    raw_buffers: RawLineBuffers,
     /// The sidecar's writer, shared: the writer thread writes the queued lines, the reading
     /// task itself the large ones (see [`INLINE_RAW_FROM`]).
     raw: SharedRawWriter,
@@ -215,20 +214,17 @@ impl SessionLogWriter {
             before_first_turn: Vec::new(),
         };
         let raw = Arc::new(std::sync::Mutex::new(RawLineWriter::new(&path)));
-        let raw_buffers = RawLineBuffers::default();
         let thread = std::thread::Builder::new()
             .name("session-log".into())
             .spawn({
-                let raw_buffers = raw_buffers.clone();
                 let raw = raw.clone();
-                move || write_loop(target, raw, raw_buffers, receiver)
+                move || write_loop(target, raw, receiver)
             })?;
         Ok(Self {
             path,
             conversation_id,
             commands: Some(commands),
             raw_budget: Arc::new(Semaphore::new(RAW_LINE_BUDGET)),
-            raw_buffers,
             raw,
             thread: Some(thread),
         })
@@ -304,12 +300,10 @@ impl SessionLogWriter {
     ) -> Option<crate::provider::RawLineTap> {
         let commands = self.commands.clone()?;
         let budget = self.raw_budget.clone();
-        let buffers = self.raw_buffers.clone();
         let raw = self.raw.clone();
         Some(crate::provider::RawLineTap::new(move |line: &str| {
             let commands = commands.clone();
             let budget = budget.clone();
-            let buffers = buffers.clone();
             let raw = raw.clone();
             Box::pin(async move {
                 if line.len() >= INLINE_RAW_FROM {
@@ -320,21 +314,16 @@ impl SessionLogWriter {
                     write_raw_inline(&raw, turn, attempt, line);
                     return;
                 }
-                let share = line.len().clamp(1, RAW_LINE_BUDGET) as u32;
+                let share = line.len().max(1) as u32;
                 let Ok(permit) = budget.clone().acquire_many_owned(share).await else {
                     return;
                 };
                 let _ = commands.send(WriterCommand::Raw {
                     turn,
                     attempt,
-                    line: buffers.copy_of(line),
+                    line: line.to_owned(),
                     _permit: permit,
                 });
-                if share as usize == RAW_LINE_BUDGET {
-                    // A line that takes the whole budget is written before the next is read,
-                    // so no two of them are ever held at once.
-                    let _ = budget.acquire_many(share).await;
-                }
             })
         }))
     }
@@ -454,25 +443,19 @@ fn write_raw_inline(raw: &SharedRawWriter, turn: TurnId, attempt: u32, line: &st
 fn write_loop(
     mut log: LogFile,
     raw: SharedRawWriter,
-    raw_buffers: RawLineBuffers,
     commands: mpsc::Receiver<WriterCommand>,
 ) {
     let mut next = commands.recv().ok();
     while let Some(command) = next {
         let result = match command {
             WriterCommand::Entry(entry) => log.write(&entry),
-            // The permit is released once the line is in the compressor, and its buffer
-            // goes back for the next line.
+            // The permit is released once the line is in the compressor.
             WriterCommand::Raw {
                 turn,
                 attempt,
                 line,
                 _permit,
-            } => {
-                let written = lock(&raw).and_then(|mut raw| raw.write(turn, attempt, &line));
-                raw_buffers.give_back(line);
-                written
-            }
+            } => lock(&raw).and_then(|mut raw| raw.write(turn, attempt, &line)),
             // Flushes come at turn ends: the turn's raw lines end their frame, so an idle
             // chat holds no compressor.
             WriterCommand::Flush => log

@@ -19,7 +19,6 @@
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 
 use super::LogEntry;
 use crate::orchestrator::TurnId;
@@ -140,39 +139,6 @@ impl RawLineWriter {
             self.failed = true;
         }
         finished
-    }
-}
-
-/// Buffers that carry raw lines to the writer thread and come back once written, so that
-/// copying a line of hundreds of KiB reuses warm memory instead of mapping fresh pages. One is
-/// kept (a large line is written before the next is read, so one covers them; small lines
-/// reuse the heap anyway), and none larger than [`KEEP_BUFFER_UP_TO`]: a kept buffer is
-/// memory held between lines.
-#[derive(Clone, Default)]
-pub(crate) struct RawLineBuffers(Arc<Mutex<Vec<String>>>);
-
-const KEEP_BUFFERS: usize = 1;
-const KEEP_BUFFER_UP_TO: usize = 1024 * 1024;
-
-impl RawLineBuffers {
-    /// `line` in a buffer of its own (a kept one when there is one).
-    pub(crate) fn copy_of(&self, line: &str) -> String {
-        let kept = self.0.lock().ok().and_then(|mut buffers| buffers.pop());
-        let mut buffer = kept.unwrap_or_default();
-        buffer.push_str(line);
-        buffer
-    }
-
-    pub(crate) fn give_back(&self, mut buffer: String) {
-        if buffer.capacity() > KEEP_BUFFER_UP_TO {
-            return;
-        }
-        buffer.clear();
-        if let Ok(mut buffers) = self.0.lock() {
-            if buffers.len() < KEEP_BUFFERS {
-                buffers.push(buffer);
-            }
-        }
     }
 }
 
