@@ -129,6 +129,13 @@ pub trait Backend: Send + Sync + 'static {
         let _ = request;
         None
     }
+    /// Why there is no ACP agent to run (see [`Backend::acp_spawn_spec`]), and the way out.
+    fn acp_unavailable(&self) -> String {
+        format!(
+            "the {} provider has no ACP transport (use --transport json)",
+            self.name()
+        )
+    }
     /// How this backend's ACP agent departs from the protocol.
     fn acp_quirks(&self, request: &AttemptRequest) -> acp::AcpQuirks {
         let _ = request;
@@ -364,21 +371,7 @@ pub fn build_provider_with(
         Transport::Acp => {
             let probe = AttemptRequest::default();
             if backend.acp_spawn_spec(&probe).is_none() {
-                return Err(match name {
-                    "claude" => format!(
-                        "the Claude Code ACP adapter is not installed: `{}` is not on PATH \
-                         (npm install -g @zed-industries/claude-agent-acp, or set acp_command \
-                         under [providers.claude]); --transport json runs Claude Code itself",
-                        claude::ACP_ADAPTER
-                    ),
-                    "codex" => format!(
-                        "the Codex ACP adapter is not installed: `{}` is not on PATH \
-                         (npm install -g @zed-industries/codex-acp, or set acp_command under \
-                         [providers.codex]); --transport json runs Codex itself",
-                        codex::ACP_ADAPTER
-                    ),
-                    _ => format!("the {name} provider has no ACP transport (use --transport json)"),
-                });
+                return Err(backend.acp_unavailable());
             }
             let policy = settings
                 .permissions

@@ -440,11 +440,7 @@ fn write_raw_inline(raw: &SharedRawWriter, turn: TurnId, attempt: u32, line: &st
     }
 }
 
-fn write_loop(
-    mut log: LogFile,
-    raw: SharedRawWriter,
-    commands: mpsc::Receiver<WriterCommand>,
-) {
+fn write_loop(mut log: LogFile, raw: SharedRawWriter, commands: mpsc::Receiver<WriterCommand>) {
     let mut next = commands.recv().ok();
     while let Some(command) = next {
         let result = match command {

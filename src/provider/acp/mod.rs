@@ -469,6 +469,15 @@ fn agent_request_of(line: &str) -> Option<(Value, String)> {
     Some((head.id?, head.method?)).filter(|(id, _)| !id.is_null() && !id_key(id).is_empty())
 }
 
+/// Why an ACP adapter cannot run: `adapter` is not on PATH and not configured.
+pub(crate) fn adapter_missing(agent: &str, provider: &str, adapter: &str, package: &str) -> String {
+    format!(
+        "the {agent} ACP adapter is not installed: `{adapter}` is not on PATH (npm install -g \
+         {package}, or set acp_command under [providers.{provider}]); --transport json runs \
+         {agent} itself"
+    )
+}
+
 /// The ACP adapter to run for a backend: `acp_command` from its config, else `default` on
 /// PATH; `None` when neither is there (the backend then keeps its JSON mode).
 pub(crate) fn acp_adapter(

@@ -20,7 +20,7 @@ use std::path::PathBuf;
 
 use crate::config::ProviderSettings;
 use crate::process::SpawnSpec;
-use crate::provider::acp::{acp_adapter, AcpQuirks};
+use crate::provider::acp::{acp_adapter, adapter_missing, AcpQuirks};
 use crate::provider::checkpoint::{agent_env, agent_home, newest_file_named};
 use crate::provider::{AttemptRequest, Backend, Mapper, SessionRef};
 
@@ -100,6 +100,15 @@ impl Backend for ClaudeBackend {
         }
         spec.cwd = request.cwd.clone();
         Some(spec)
+    }
+
+    fn acp_unavailable(&self) -> String {
+        adapter_missing(
+            "Claude Code",
+            "claude",
+            ACP_ADAPTER,
+            "@zed-industries/claude-agent-acp",
+        )
     }
 
     /// After a `session/cancel` the adapter answers the next prompt at once with nothing and

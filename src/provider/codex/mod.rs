@@ -20,7 +20,7 @@ use std::path::PathBuf;
 
 use crate::config::ProviderSettings;
 use crate::process::SpawnSpec;
-use crate::provider::acp::{acp_adapter, AcpQuirks};
+use crate::provider::acp::{acp_adapter, adapter_missing, AcpQuirks};
 use crate::provider::checkpoint::newest_file_named;
 use crate::provider::{AttemptRequest, Backend, Mapper, SessionRef};
 
@@ -149,6 +149,10 @@ impl Backend for CodexBackend {
         }
         spec.cwd = request.cwd.clone();
         Some(spec)
+    }
+
+    fn acp_unavailable(&self) -> String {
+        adapter_missing("Codex", "codex", ACP_ADAPTER, "@zed-industries/codex-acp")
     }
 
     /// codex-acp passes Codex's errors on as they are worded.
