@@ -22,9 +22,8 @@ use crate::stream::{
 const MAX_DIFF_LINES: usize = 400;
 /// Unchanged lines shown around a change.
 const CONTEXT_LINES: usize = 2;
-/// Beyond this many (removed × added) lines, a changed block is shown as all removed then all
-/// added instead of being aligned line by line.
-const ALIGN_LIMIT: usize = 250_000;
+/// How long the diff of an edit may take (a huge edit is then shown less finely aligned).
+const DIFF_DEADLINE: Duration = Duration::from_millis(50);
 /// After a prompt comes to the front, keys that would choose an option are ignored this long:
 /// letters typed for the prompt editor must not answer a request that just appeared.
 pub(crate) const ARMING_DELAY: Duration = Duration::from_millis(400);
@@ -231,124 +230,43 @@ pub(crate) fn diff_lines(diffs: &[FileDiff], limit: usize) -> (Vec<DiffLine>, us
             continue;
         };
         let old: Vec<&str> = old_text.lines().collect();
-        let ops = line_ops(&old, &new);
-        emit_with_context(&ops, &mut emit);
+        emit_with_context(&old, &new, &mut emit);
     }
     (out, hidden)
 }
 
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Op<'a> {
-    Same(&'a str),
-    Removed(&'a str),
-    Added(&'a str),
-}
-
-/// The old and new lines aligned: common head and tail kept, the changed middle aligned by its
-/// longest common subsequence when that is affordable.
-fn line_ops<'a>(old: &[&'a str], new: &[&'a str]) -> Vec<Op<'a>> {
-    let head = old
-        .iter()
-        .zip(new)
-        .take_while(|(left, right)| left == right)
-        .count();
-    let tail = old[head..]
-        .iter()
-        .rev()
-        .zip(new[head..].iter().rev())
-        .take_while(|(left, right)| left == right)
-        .count();
-    let old_middle = &old[head..old.len() - tail];
-    let new_middle = &new[head..new.len() - tail];
-    let mut ops: Vec<Op<'a>> = old[..head].iter().map(|line| Op::Same(line)).collect();
-    if old_middle.len().saturating_mul(new_middle.len()) <= ALIGN_LIMIT {
-        ops.extend(aligned(old_middle, new_middle));
-    } else {
-        ops.extend(old_middle.iter().map(|line| Op::Removed(line)));
-        ops.extend(new_middle.iter().map(|line| Op::Added(line)));
-    }
-    ops.extend(old[old.len() - tail..].iter().map(|line| Op::Same(line)));
-    ops
-}
-
-/// A longest-common-subsequence alignment of two short runs of lines.
-fn aligned<'a>(old: &[&'a str], new: &[&'a str]) -> Vec<Op<'a>> {
-    let width = new.len() + 1;
-    // lengths[i * width + j]: the LCS length of old[i..] and new[j..].
-    let mut lengths = vec![0u32; (old.len() + 1) * width];
-    for i in (0..old.len()).rev() {
-        for j in (0..new.len()).rev() {
-            lengths[i * width + j] = if old[i] == new[j] {
-                lengths[(i + 1) * width + j + 1] + 1
-            } else {
-                lengths[(i + 1) * width + j].max(lengths[i * width + j + 1])
-            };
+/// The changes (similar's Myers diff, given at most [`DIFF_DEADLINE`]) with
+/// [`CONTEXT_LINES`] unchanged lines around them; the unchanged lines between become gap rows.
+fn emit_with_context(old: &[&str], new: &[&str], emit: &mut impl FnMut(DiffLine)) {
+    let ops = similar::capture_diff_slices_deadline(
+        similar::Algorithm::Myers,
+        old,
+        new,
+        Some(Instant::now() + DIFF_DEADLINE),
+    );
+    let mut shown_to = 0;
+    for group in similar::group_diff_ops(ops, CONTEXT_LINES) {
+        let Some(first) = group.first() else {
+            continue;
+        };
+        let skipped = first.old_range().start - shown_to;
+        if skipped > 0 {
+            emit(DiffLine::Gap(skipped));
+        }
+        for op in &group {
+            for change in op.iter_changes(old, new) {
+                let line = untrusted_owned(change.value());
+                emit(match change.tag() {
+                    similar::ChangeTag::Equal => DiffLine::Context(line),
+                    similar::ChangeTag::Delete => DiffLine::Removed(line),
+                    similar::ChangeTag::Insert => DiffLine::Added(line),
+                });
+            }
+            shown_to = op.old_range().end;
         }
     }
-    let mut ops = Vec::with_capacity(old.len() + new.len());
-    let (mut i, mut j) = (0, 0);
-    while i < old.len() && j < new.len() {
-        if old[i] == new[j] {
-            ops.push(Op::Same(old[i]));
-            i += 1;
-            j += 1;
-        } else if lengths[(i + 1) * width + j] >= lengths[i * width + j + 1] {
-            ops.push(Op::Removed(old[i]));
-            i += 1;
-        } else {
-            ops.push(Op::Added(new[j]));
-            j += 1;
-        }
-    }
-    ops.extend(old[i..].iter().map(|line| Op::Removed(line)));
-    ops.extend(new[j..].iter().map(|line| Op::Added(line)));
-    ops
-}
-
-/// Changes with a few unchanged lines around them; longer unchanged runs become a gap row.
-fn emit_with_context(ops: &[Op<'_>], emit: &mut impl FnMut(DiffLine)) {
-    let mut index = 0;
-    while index < ops.len() {
-        match ops[index] {
-            Op::Removed(line) => {
-                emit(DiffLine::Removed(untrusted_owned(line)));
-                index += 1;
-            }
-            Op::Added(line) => {
-                emit(DiffLine::Added(untrusted_owned(line)));
-                index += 1;
-            }
-            Op::Same(_) => {
-                let run = ops[index..]
-                    .iter()
-                    .take_while(|op| matches!(op, Op::Same(_)))
-                    .count();
-                let first = index == 0;
-                let last = index + run == ops.len();
-                let before = if first { 0 } else { CONTEXT_LINES };
-                let after = if last { 0 } else { CONTEXT_LINES };
-                let shown: Vec<usize> = if run <= before + after {
-                    (index..index + run).collect()
-                } else {
-                    (index..index + before)
-                        .chain(index + run - after..index + run)
-                        .collect()
-                };
-                let gap = run - shown.len();
-                for (position, op_index) in shown.iter().enumerate() {
-                    if position == before && gap > 0 {
-                        emit(DiffLine::Gap(gap));
-                    }
-                    if let Op::Same(line) = ops[*op_index] {
-                        emit(DiffLine::Context(untrusted_owned(line)));
-                    }
-                }
-                if shown.len() == before && gap > 0 {
-                    emit(DiffLine::Gap(gap));
-                }
-                index += run;
-            }
-        }
+    if old.len() > shown_to {
+        emit(DiffLine::Gap(old.len() - shown_to));
     }
 }
 
@@ -401,6 +319,34 @@ mod tests {
                 Context("g".into()),
                 Context("h".into()),
                 Added("I".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn unchanged_text_is_one_gap_and_a_change_at_the_start_keeps_the_tail_short() {
+        let diff = |old: &str, new: &str| {
+            diff_lines(
+                &[FileDiff {
+                    path: "x".into(),
+                    old_text: Some(old.into()),
+                    new_text: new.into(),
+                }],
+                100,
+            )
+            .0
+        };
+        use DiffLine::*;
+        assert_eq!(diff("a\nb\nc\n", "a\nb\nc\n"), [File("x".into()), Gap(3)]);
+        assert_eq!(
+            diff("a\nb\nc\nd\ne\n", "A\nb\nc\nd\ne\n"),
+            [
+                File("x".into()),
+                Removed("a".into()),
+                Added("A".into()),
+                Context("b".into()),
+                Context("c".into()),
+                Gap(2),
             ]
         );
     }
