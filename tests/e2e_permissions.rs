@@ -6,8 +6,6 @@
 #[path = "support/tmux.rs"]
 mod tmux;
 
-use std::process::Command;
-
 use tmux::tmux_available;
 
 struct Pane {
@@ -31,20 +29,8 @@ impl Pane {
             state = state.path().display(),
             bin = env!("CARGO_BIN_EXE_agentty"),
         );
-        let started = Command::new("tmux")
-            .args(["-L", &socket, "new-session", "-d", "-s", "t", "-x"])
-            .arg(width.to_string())
-            .arg("-y")
-            .arg(height.to_string())
-            .arg(&command)
-            .status()
-            .expect("tmux is installed (or set AGENTTY_SKIP_TMUX_TESTS=1)");
-        assert!(started.success());
         let pane = Pane {
-            pane: tmux::Pane {
-                socket,
-                target: "t",
-            },
+            pane: tmux::Pane::spawn(socket, width, height, &command),
             state,
             work,
         };

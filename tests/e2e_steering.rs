@@ -7,8 +7,6 @@
 #[path = "support/tmux.rs"]
 mod tmux;
 
-use std::process::Command;
-
 use tmux::{processes_with_variable, tmux_available};
 
 struct Pane {
@@ -29,28 +27,8 @@ impl Pane {
             state = state.path().display(),
             bin = env!("CARGO_BIN_EXE_agentty"),
         );
-        let started = Command::new("tmux")
-            .args([
-                "-L",
-                &socket,
-                "new-session",
-                "-d",
-                "-s",
-                "t",
-                "-x",
-                "100",
-                "-y",
-                "30",
-            ])
-            .arg(&command)
-            .status()
-            .expect("tmux is installed (or set AGENTTY_SKIP_TMUX_TESTS=1)");
-        assert!(started.success());
         let pane = Pane {
-            pane: tmux::Pane {
-                socket,
-                target: "t",
-            },
+            pane: tmux::Pane::spawn(socket, 100, 30, &command),
             state,
         };
         pane.wait_for("Ask the agent anything");

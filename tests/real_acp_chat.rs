@@ -123,27 +123,7 @@ impl<'r> Chat<'r> {
             config = shell_quote(&rig.config.to_string_lossy()),
         );
         eprintln!("=== {}: tmux runs: {command}", rig.test);
-        let started = Command::new("tmux")
-            .args([
-                "-L",
-                &socket,
-                "new-session",
-                "-d",
-                "-s",
-                "t",
-                "-x",
-                "160",
-                "-y",
-                "50",
-            ])
-            .arg(&command)
-            .status()
-            .expect("run tmux");
-        assert!(started.success(), "tmux new-session failed");
-        let pane = tmux::Pane {
-            socket,
-            target: "t",
-        };
+        let pane = tmux::Pane::spawn(socket, 160, 50, &command);
         let pid: i32 = pane
             .pane_flag("#{pane_pid}")
             .parse()

@@ -53,6 +53,22 @@ pub struct Pane {
 }
 
 impl Pane {
+    /// A detached tmux session of its own (server `socket`) running `command` through the
+    /// shell, `width` x `height`.
+    pub fn spawn(socket: String, width: u16, height: u16, command: &str) -> Pane {
+        let started = Command::new("tmux")
+            .args(["-L", &socket, "new-session", "-d", "-s", "t"])
+            .args(["-x", &width.to_string(), "-y", &height.to_string()])
+            .arg(command)
+            .status()
+            .expect("tmux is installed (or set AGENTTY_SKIP_TMUX_TESTS=1)");
+        assert!(started.success(), "tmux new-session failed");
+        Pane {
+            socket,
+            target: "t",
+        }
+    }
+
     pub fn tmux(&self, args: &[&str]) -> String {
         let output = Command::new("tmux")
             .args(["-L", &self.socket])
