@@ -7,7 +7,8 @@
 //!   added on top of a snapshot: with deltas, the snapshots of streaming events are not read at
 //!   all. Older pi sends snapshots only (no `delta`) and replays the earlier text after a tool
 //!   turn; those go through a [`SnapshotReconciler`] per content block that remembers the text
-//!   already shown, so only new text is emitted.
+//!   already shown, so only new text is emitted. With deltas, a block remembers only a digest
+//!   of what it showed ([`ShownDigest`]), enough to check the final snapshot against it.
 //! - `text_end.content` and `message_end.message` are authoritative: text they hold beyond what
 //!   was shown is emitted; text that contradicts it gives a `superseded` notice followed by the
 //!   authoritative text of that block.
@@ -31,7 +32,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::provider::http_status::http_status_in;
-use crate::provider::reconcile::{SnapshotDelta, SnapshotReconciler};
+use crate::provider::reconcile::{ShownDigest, SnapshotDelta, SnapshotReconciler};
 use crate::provider::session_header::SessionHeader;
 use crate::provider::tool_calls::{ToolCalls, ToolEnding};
 use crate::provider::{AgentOutcome, ExitFacts, LineVerdict, Mapper};
@@ -65,12 +66,69 @@ pub struct PiMapper {
     retries_exhausted: bool,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct TextBlock {
-    shown: SnapshotReconciler,
+    shown: Shown,
     /// The shown text is from an earlier message, and this message has shown nothing at this
     /// index yet: a snapshot that merely repeats it is a replay, not new text.
     carried: bool,
+}
+
+impl TextBlock {
+    fn new(delta_protocol: bool) -> Self {
+        Self {
+            shown: Shown::new(delta_protocol),
+            carried: false,
+        }
+    }
+}
+
+/// What a text block has shown. Snapshot-only streams keep the text: a replay is told from new
+/// text by comparing it with what was shown, however short. With deltas (pi 0.73.1) the deltas
+/// are the truth and the final snapshot only checks them, so a digest is enough, and the reply
+/// is held once in memory (by the runner, for a failure's `text`), not twice.
+#[derive(Debug)]
+enum Shown {
+    Text(SnapshotReconciler),
+    Digest(ShownDigest),
+}
+
+impl Shown {
+    fn new(delta_protocol: bool) -> Self {
+        if delta_protocol {
+            Self::Digest(ShownDigest::default())
+        } else {
+            Self::Text(SnapshotReconciler::new())
+        }
+    }
+
+    fn observe<'a>(&mut self, snapshot: &'a str) -> SnapshotDelta<'a> {
+        match self {
+            Self::Text(text) => text.observe(snapshot),
+            Self::Digest(digest) => digest.observe(snapshot),
+        }
+    }
+
+    fn push_delta(&mut self, delta: &str) {
+        match self {
+            Self::Text(text) => text.push_delta(delta),
+            Self::Digest(digest) => digest.push_delta(delta),
+        }
+    }
+
+    fn replace(&mut self, snapshot: &str) {
+        match self {
+            Self::Text(text) => text.replace(snapshot),
+            Self::Digest(digest) => digest.replace(snapshot),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Self::Text(text) => text.shown().len(),
+            Self::Digest(digest) => digest.len(),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -299,12 +357,18 @@ impl PiMapper {
         Ok(())
     }
 
+    fn text_block(&mut self, index: usize) -> &mut TextBlock {
+        let delta_protocol = self.delta_protocol;
+        self.text_blocks
+            .entry(index)
+            .or_insert_with(|| TextBlock::new(delta_protocol))
+    }
+
     fn push_text_delta(&mut self, index: usize, delta: &str, out: &mut Vec<AgentMessage>) {
-        let block = self.text_blocks.entry(index).or_default();
+        let block = self.text_block(index);
         if block.carried {
             // Deltas never replay earlier text (pi 0.73.1): this is a fresh block.
-            block.shown.reset();
-            block.carried = false;
+            *block = TextBlock::new(true);
         }
         if delta.is_empty() {
             return;
@@ -324,7 +388,7 @@ impl PiMapper {
         authoritative: bool,
         out: &mut Vec<AgentMessage>,
     ) {
-        let block = self.text_blocks.entry(index).or_default();
+        let block = self.text_block(index);
         match block.shown.observe(snapshot) {
             SnapshotDelta::Append(suffix) => {
                 block.carried = false;
@@ -333,7 +397,7 @@ impl PiMapper {
                 });
             }
             SnapshotDelta::Unchanged => {
-                let shorter = block.shown.shown().len() != snapshot.len();
+                let shorter = block.shown.len() != snapshot.len();
                 if authoritative && shorter && !block.carried {
                     supersede(block, snapshot, out);
                 }
@@ -495,13 +559,13 @@ impl Mapper for PiMapper {
 
 #[derive(Deserialize)]
 struct Envelope<'a> {
-    #[serde(rename = "type", borrow, default)]
+    #[serde(rename = "type", borrow, default, deserialize_with = "borrowed")]
     kind: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
 struct SessionLine<'a> {
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "borrowed")]
     id: Option<Cow<'a, str>>,
 }
 
@@ -519,17 +583,22 @@ struct SnapshotLine<'a> {
 
 #[derive(Deserialize)]
 struct Message<'a> {
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "borrowed")]
     role: Option<Cow<'a, str>>,
     #[serde(borrow, default, deserialize_with = "blocks_or_text")]
     content: Vec<Block<'a>>,
-    #[serde(rename = "stopReason", borrow, default)]
+    #[serde(rename = "stopReason", borrow, default, deserialize_with = "borrowed")]
     stop_reason: Option<Cow<'a, str>>,
-    #[serde(rename = "errorMessage", borrow, default)]
+    #[serde(
+        rename = "errorMessage",
+        borrow,
+        default,
+        deserialize_with = "borrowed"
+    )]
     error_message: Option<Cow<'a, str>>,
     #[serde(default)]
     usage: Option<PiUsage>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "borrowed")]
     model: Option<Cow<'a, str>>,
 }
 
@@ -543,9 +612,9 @@ impl Message<'_> {
 struct Block<'a> {
     #[serde(rename = "type", borrow, default)]
     kind: Cow<'a, str>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "borrowed")]
     text: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "borrowed")]
     thinking: Option<Cow<'a, str>>,
 }
 
@@ -585,7 +654,7 @@ struct AssistantEvent<'a> {
     kind: Cow<'a, str>,
     #[serde(rename = "contentIndex", default)]
     content_index: Option<usize>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "borrowed")]
     delta: Option<Cow<'a, str>>,
     /// The full block text on `text_end` / `thinking_end`.
     #[serde(borrow, default, deserialize_with = "string_only")]
@@ -645,7 +714,12 @@ struct RetryStart<'a> {
     max_attempts: Option<f64>,
     #[serde(rename = "delayMs", default)]
     delay_ms: Option<f64>,
-    #[serde(rename = "errorMessage", borrow, default)]
+    #[serde(
+        rename = "errorMessage",
+        borrow,
+        default,
+        deserialize_with = "borrowed"
+    )]
     error_message: Option<Cow<'a, str>>,
 }
 
@@ -673,6 +747,18 @@ impl RetryStart<'_> {
 struct RetryEnd {
     #[serde(default)]
     success: bool,
+}
+
+/// A string field that borrows from the line when the JSON string has no escapes. serde's
+/// `borrow` reaches a `Cow` only when it is the field's whole type: inside an `Option` it copies,
+/// and a reply's final snapshot is the longest string pi prints.
+fn borrowed<'de, D>(deserializer: D) -> Result<Option<Cow<'de, str>>, D::Error>
+where
+    D: Deserializer<'de>,
+{
+    #[derive(Deserialize)]
+    struct Borrowed<'a>(#[serde(borrow)] Cow<'a, str>);
+    Ok(Option::<Borrowed<'de>>::deserialize(deserializer)?.map(|Borrowed(text)| text))
 }
 
 /// Message content is an array of blocks; accept a bare string too (a text block), and `null`.
@@ -787,6 +873,20 @@ mod tests {
     }
 
     #[test]
+    fn snapshot_strings_are_borrowed_from_the_line_unless_escaped() {
+        let line = r#"{"role":"assistant","model":"m","content":[{"type":"text","text":"plain"},{"type":"text","text":"a\nb"}]}"#;
+        let message: Message<'_> = serde_json::from_str(line).unwrap();
+        assert!(matches!(message.model, Some(Cow::Borrowed("m"))));
+        assert!(matches!(
+            message.content[0].text,
+            Some(Cow::Borrowed("plain"))
+        ));
+        assert!(matches!(&message.content[1].text, Some(Cow::Owned(text)) if text == "a\nb"));
+        let missing: Message<'_> = serde_json::from_str("{}").unwrap();
+        assert!(missing.model.is_none() && missing.role.is_none());
+    }
+
+    #[test]
     fn bad_lines_are_invalid_and_the_stream_goes_on() {
         let mut mapper = PiMapper::new("pi", false);
         let mut out = Vec::new();
@@ -864,6 +964,25 @@ mod tests {
                 },
             ]
         );
+        // As long as the streamed text, or longer without starting with it: contradictions too
+        // (pi's deltas are checked by a digest of what they showed, not by the text).
+        for contradicting in ["Hello world", "Hi there, and welcome"] {
+            let mut mapper = PiMapper::new("pi", false);
+            let out = run(
+                &mut mapper,
+                &[
+                    start(),
+                    update("text_delta", 0, Some("Hello ")),
+                    update("text_delta", 0, Some("there")),
+                    end(json!([{"type": "text", "text": contradicting}]), "stop"),
+                ],
+            );
+            assert!(
+                matches!(&out[2], AgentMessage::Notice { kind, .. } if kind == notice_kind::SUPERSEDED),
+                "{contradicting}: {out:?}"
+            );
+            assert_eq!(out[3].assistant_delta(), Some(contradicting));
+        }
         // A final text shorter than what was streamed contradicts it too.
         let mut mapper = PiMapper::new("pi", false);
         let out = run(
