@@ -175,6 +175,7 @@ impl PiMapper {
     fn map_event(
         &mut self,
         kind: &str,
+        assistant_event: Option<AssistantEvent<'_>>,
         line: &str,
         out: &mut Vec<AgentMessage>,
     ) -> serde_json::Result<LineVerdict> {
@@ -190,7 +191,7 @@ impl PiMapper {
                     self.start_message();
                 }
             }
-            "message_update" => self.message_update(line, out)?,
+            "message_update" => self.message_update(line, assistant_event, out)?,
             "message_end" => {
                 let event: MessageLine = serde_json::from_str(line)?;
                 if let Some(message) = event.message.filter(Message::is_assistant) {
@@ -279,14 +280,14 @@ impl PiMapper {
     fn message_update(
         &mut self,
         line: &str,
+        event: Option<AssistantEvent<'_>>,
         out: &mut Vec<AgentMessage>,
     ) -> serde_json::Result<()> {
-        let update: MessageUpdateLine = serde_json::from_str(line)?;
         if !self.message_open {
             // An update without its message_start (a stream joined late): open it now.
             self.start_message();
         }
-        let Some(event) = update.event else {
+        let Some(event) = event else {
             // No event description at all: only the snapshot can tell what is new.
             return self.read_snapshot(line, out);
         };
@@ -509,7 +510,7 @@ impl Mapper for PiMapper {
             return LineVerdict::Invalid;
         };
         let first_new = out.len();
-        let verdict = match self.map_event(&kind, line, out) {
+        let verdict = match self.map_event(&kind, envelope.assistant_event, line, out) {
             Ok(verdict) => verdict,
             Err(error) => {
                 tracing::debug!(%error, kind = %kind, "pi event of an unexpected shape");
@@ -561,6 +562,10 @@ impl Mapper for PiMapper {
 struct Envelope<'a> {
     #[serde(rename = "type", borrow, default, deserialize_with = "borrowed")]
     kind: Option<Cow<'a, str>>,
+    /// Read with the type, so that a `message_update` (most lines, and the longest: two
+    /// snapshots) is scanned once, not twice; its snapshots are skipped unread.
+    #[serde(rename = "assistantMessageEvent", borrow, default)]
+    assistant_event: Option<AssistantEvent<'a>>,
 }
 
 #[derive(Deserialize)]
@@ -639,13 +644,6 @@ struct PiUsage {
 struct PiCost {
     #[serde(default)]
     total: Option<f64>,
-}
-
-/// A `message_update` without its snapshots (`message`, `partial` are skipped unread).
-#[derive(Deserialize)]
-struct MessageUpdateLine<'a> {
-    #[serde(rename = "assistantMessageEvent", borrow, default)]
-    event: Option<AssistantEvent<'a>>,
 }
 
 #[derive(Deserialize)]
