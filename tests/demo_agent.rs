@@ -1250,15 +1250,18 @@ fn flaky_manual_retries_alternate_between_failure_and_success() {
         let mut command = setup.command(&["--scenario", "flaky", prompt], FAST);
         command.env(ATTEMPT_VAR, "1");
         let stream = check_stream(&setup.run_with(command).stdout);
-        stream.runs[0].assistants[0]["stopReason"]
+        let stop_reason = stream.runs[0].assistants[0]["stopReason"]
             .as_str()
             .unwrap()
-            .to_owned()
+            .to_owned();
+        (stop_reason, stream.runs[0].final_text())
     };
-    assert_eq!(outcome("manual"), "error");
-    assert_eq!(outcome("manual"), "stop", "the user's retry succeeds");
-    assert_eq!(outcome("manual"), "error", "the mark was used up");
-    assert_eq!(outcome("another prompt"), "error", "marks are per prompt");
+    assert_eq!(outcome("manual").0, "error");
+    let (stop_reason, text) = outcome("manual");
+    assert_eq!(stop_reason, "stop", "the user's retry succeeds");
+    assert!(text.contains("this is attempt 2"), "{text}");
+    assert_eq!(outcome("manual").0, "error", "the mark was used up");
+    assert_eq!(outcome("another prompt").0, "error", "marks are per prompt");
 }
 
 // ---------------------------------------------------------------------------------------------

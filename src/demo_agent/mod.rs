@@ -126,18 +126,19 @@ pub fn run(args: DemoAgentArgs) -> i32 {
         placeholders.set("session_id", session.header.id.as_str());
         placeholders.set("session_short", short_id(&session.header.id));
         placeholders.set("prompt_number", (session.history.len() + 1).to_string());
-        placeholders.set("attempt", attempt.to_string());
         placeholders.set("pid", std::process::id().to_string());
         if scenario.spawn_grandchildren {
             let (own_group, same_group) = spawn_grandchildren();
             placeholders.set("own_group_pid", own_group);
             placeholders.set("same_group_pid", same_group);
         }
-        let fail_with = scenario
-            .fail_first_attempt
-            .as_ref()
-            .filter(|_| state::flaky_fails(attempt, prompt, scenario.failing_attempts))
-            .cloned();
+        let mut try_number = attempt;
+        let fail_with = scenario.fail_first_attempt.as_ref().and_then(|failure| {
+            let flaky = state::flaky_try(attempt, prompt, scenario.failing_attempts);
+            try_number = flaky.number;
+            flaky.fails.then(|| failure.clone())
+        });
+        placeholders.set("attempt", try_number.to_string());
         session.record_prompt(prompt);
         let mut player = Player::new(&mut out, pace, &scenario, placeholders, fail_with);
         match player.play(prompt) {

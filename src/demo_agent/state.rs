@@ -320,13 +320,21 @@ fn is_safe_file_stem(id: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
 }
 
-/// Whether a `flaky` scenario (the first `failing` attempts fail) fails this time.
+/// One try of a `flaky` scenario's prompt.
+pub(crate) struct FlakyTry {
+    /// Which try of the prompt this is, counting the user's retries too.
+    pub number: u32,
+    pub fails: bool,
+}
+
+/// Whether a `flaky` scenario (the first `failing` tries fail) fails this time, and which try
+/// this is.
 ///
 /// A retry by agentty's orchestrator says so in `attempt`: past `failing`, it succeeds. A manual
 /// retry by the user comes as attempt 1 again, so each failure is counted in a mark keyed by
 /// the parent process and the prompt; once `failing` failures are counted, the mark is removed
-/// and the attempt succeeds.
-pub(crate) fn flaky_fails(attempt: u32, prompt: &str, failing: u32) -> bool {
+/// and the try succeeds.
+pub(crate) fn flaky_try(attempt: u32, prompt: &str, failing: u32) -> FlakyTry {
     let dir = state_dir().join("flaky");
     let mark = dir.join(format!(
         "{}-{:016x}",
@@ -337,13 +345,20 @@ pub(crate) fn flaky_fails(attempt: u32, prompt: &str, failing: u32) -> bool {
         .ok()
         .and_then(|text| text.lines().next()?.trim().parse().ok())
         .unwrap_or(0);
+    let number = attempt.max(failed_so_far + 1);
     if attempt > failing || failed_so_far >= failing {
         let _ = fs::remove_file(&mark);
-        return false;
+        return FlakyTry {
+            number,
+            fails: false,
+        };
     }
     let _ = fs::create_dir_all(&dir);
     let _ = fs::write(&mark, format!("{}\n{prompt}", failed_so_far + 1));
-    true
+    FlakyTry {
+        number,
+        fails: true,
+    }
 }
 
 /// A hash that is the same in every build (std's `DefaultHasher` promises no such thing).

@@ -20,7 +20,7 @@
 //! | `stray-response` | mid-turn `{"jsonrpc":"2.0","id":999,"result":{}}`, an id the client never used |
 //! | `exit-mid-turn` | some text, then exit status 3 (stderr says why), the prompt unanswered |
 //! | `error` | the prompt is answered with error `-32603` `Internal error: API Error: 500 {"error":{"message":"fake overload"}}` |
-//! | `flaky` | fails like `error` the first time a prompt text is sent, succeeds the next time (the demo's flaky marks, `state::flaky_fails`) |
+//! | `flaky` | fails like `error` the first time a prompt text is sent, succeeds the next time (the demo's flaky marks, `state::flaky_try`) |
 //! | `lag-after-cancel` | like `slow`; after a `session/cancel`, the session answers one prompt late from then on (the Claude ACP adapter's bug): the next prompt ends `end_turn` at once with no text, the prompt after it streams "This answers \"<previous prompt>\"." |
 
 use std::fs;
@@ -192,7 +192,7 @@ pub(crate) fn play(scenario: Scenario, turn: &mut Turn, prompt: &str) -> Result<
         }
         Scenario::Error => return Err(Halt::Fail(API_ERROR.to_owned())),
         Scenario::Flaky => {
-            if state::flaky_fails(1, prompt, 1) {
+            if state::flaky_try(1, prompt, 1).fails {
                 return Err(Halt::Fail(API_ERROR.to_owned()));
             }
             turn.say("Second time lucky: the overload that stopped the first try has passed.")?;
