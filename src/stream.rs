@@ -15,11 +15,16 @@ pub enum AgentMessage {
     SessionStarted {
         provider: String,
         session_id: Option<String>,
+        /// The model the agent says it runs, when it says so at the start.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model: Option<String>,
     },
     #[serde(rename = "session.resumed")]
     SessionResumed {
         provider: String,
         session_id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model: Option<String>,
     },
     /// New assistant text only; the deltas of a turn concatenate to exactly the agent's text.
     #[serde(rename = "assistant")]
@@ -390,6 +395,7 @@ mod tests {
             AgentMessage::SessionStarted {
                 provider: "pi".into(),
                 session_id: None,
+                model: None,
             },
             json!({"type":"session.started","provider":"pi","session_id":null}),
         );

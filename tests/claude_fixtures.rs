@@ -424,6 +424,7 @@ fn sessions_are_started_resumed_or_clearly_missing() {
         AgentMessage::SessionStarted {
             provider: "claude".into(),
             session_id: Some("11111111-2222-4333-8444-555555555555".into()),
+            model: Some("claude-opus-4-8[1m]".into()),
         }
     );
     let resumed = replay_capture("resume_2_resume");
@@ -432,6 +433,7 @@ fn sessions_are_started_resumed_or_clearly_missing() {
         AgentMessage::SessionResumed {
             provider: "claude".into(),
             session_id: "ada5f569-5085-4cbe-b505-423bdbecaa5e".into(),
+            model: Some("claude-opus-4-8".into()),
         }
     );
     let bad = replay_capture("resume_6_bad_id");

@@ -107,14 +107,16 @@ fn a_resumed_thread_is_announced_as_resumed() {
         first.messages[0],
         AgentMessage::SessionStarted {
             provider: "codex".into(),
-            session_id: Some(id.into())
+            session_id: Some(id.into()),
+            model: None,
         }
     );
     assert_eq!(
         resumed.messages[0],
         AgentMessage::SessionResumed {
             provider: "codex".into(),
-            session_id: id.into()
+            session_id: id.into(),
+            model: None,
         }
     );
 }
@@ -194,6 +196,7 @@ fn stream_violations_name_each_broken_rule() {
     let session = AgentMessage::SessionStarted {
         provider: "codex".into(),
         session_id: Some("t1".into()),
+        model: None,
     };
     let assistant = |delta: &str| AgentMessage::Assistant {
         delta: delta.into(),

@@ -82,9 +82,12 @@ fn assert_started_session(messages: &[AgentMessage]) {
         Some(AgentMessage::SessionStarted {
             provider,
             session_id: Some(id),
+            model,
         }) => {
             assert_eq!(provider, "claude");
             assert!(uuid::Uuid::parse_str(id).is_ok(), "session id {id}");
+            // Claude Code names its model in `system/init`: the status bar shows it from the start.
+            assert!(model.as_deref().is_some_and(|model| !model.is_empty()));
         }
         other => panic!("the stream starts with session.started, not {other:?}"),
     }

@@ -90,7 +90,7 @@ async fn codex_text_reply_completes_with_usage() {
     };
     let messages = rig.run("say hello", SessionRef::New).await;
     assert!(
-        matches!(&messages[0], AgentMessage::SessionStarted { provider, session_id: Some(_) } if provider == "codex"),
+        matches!(&messages[0], AgentMessage::SessionStarted { provider, session_id: Some(_), .. } if provider == "codex"),
         "{messages:#?}"
     );
     assert_eq!(assistant_text(&messages), fake_codex_server::TEXT_REPLY);

@@ -100,7 +100,7 @@ async fn gemini_text_reply_completes_with_usage() {
     };
     let messages = rig.run("say hello", SessionRef::New).await;
     assert!(
-        matches!(&messages[0], AgentMessage::SessionStarted { provider, session_id: Some(_) } if provider == "gemini"),
+        matches!(&messages[0], AgentMessage::SessionStarted { provider, session_id: Some(_), .. } if provider == "gemini"),
         "{messages:#?}"
     );
     assert_eq!(assistant_text(&messages), fake_gemini_server::TEXT_REPLY);

@@ -236,7 +236,8 @@ async fn text_then_the_session_continues() {
         resumed[0],
         AgentMessage::SessionResumed {
             provider: "pi".into(),
-            session_id: id.clone()
+            session_id: id.clone(),
+            model: None,
         }
     );
     assert_eq!(

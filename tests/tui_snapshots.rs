@@ -442,8 +442,12 @@ fn escape_sequences_neutralised() {
     chat.ctrl('t');
     chat.ctrl('o');
     let terminal = chat.terminal(100, 40, 100);
-    let buffer = terminal.backend().buffer();
-    for cell in buffer.content() {
+    assert_no_control_character(&terminal);
+    insta::assert_snapshot!(terminal.backend().to_string());
+}
+
+fn assert_no_control_character(terminal: &ratatui::Terminal<ratatui::backend::TestBackend>) {
+    for cell in terminal.backend().buffer().content() {
         assert!(
             !cell
                 .symbol()
@@ -453,7 +457,45 @@ fn escape_sequences_neutralised() {
             cell.symbol()
         );
     }
-    insta::assert_snapshot!(terminal.backend().to_string());
+}
+
+#[test]
+fn the_status_bar_names_the_model_from_the_session_start_while_the_turn_runs() {
+    let mut chat = Chat::new();
+    chat.start_turn(0, "hi");
+    chat.message(
+        5,
+        AgentMessage::SessionStarted {
+            provider: "claude".into(),
+            session_id: Some("11111111-2222-4333-8444-555555555555".into()),
+            model: Some("claude-opus-4-8".into()),
+        },
+    );
+    chat.delta(10, "still writing");
+    let screen = chat.screen(160, 8, 20);
+    let status = screen.lines().last().unwrap();
+    assert!(status.contains("· claude-opus-4-8"), "{screen}");
+}
+
+#[test]
+fn escape_sequences_in_the_model_name_are_neutralised() {
+    let mut chat = Chat::new();
+    chat.start_turn(0, "which model?");
+    chat.delta(10, "this one\n");
+    chat.complete(
+        20,
+        Some(Usage {
+            model: Some(format!("model {HOSTILE}")),
+            ..Usage::default()
+        }),
+    );
+    let terminal = chat.terminal(160, 10, 20);
+    assert_no_control_character(&terminal);
+    assert!(
+        terminal.backend().to_string().contains("model clear␛[2J"),
+        "the model is shown, inert: {}",
+        terminal.backend()
+    );
 }
 
 #[test]

@@ -6,6 +6,7 @@
 use std::time::{Duration, Instant};
 
 use super::notice_kind::NoticeKind;
+use crate::sanitize::untrusted_owned;
 use crate::stream::{AgentMessage, Usage};
 
 /// The agent's phase within an attempt.
@@ -97,17 +98,26 @@ pub struct UsageBook {
 impl UsageBook {
     pub(crate) fn observe(&mut self, message: &AgentMessage) {
         match message {
+            AgentMessage::SessionStarted { model, .. }
+            | AgentMessage::SessionResumed { model, .. } => {
+                self.saw_model(model.as_deref());
+            }
             AgentMessage::Completed { usage, .. } => {
                 self.turn = usage.clone();
                 if let Some(usage) = usage {
-                    if let Some(model) = usage.model.as_ref().filter(|model| !model.is_empty()) {
-                        self.model = Some(model.clone());
-                    }
+                    self.saw_model(usage.model.as_deref());
                     add(self.conversation.get_or_insert_with(Usage::default), usage);
                 }
             }
             AgentMessage::Failed(_) => self.turn = None,
             _ => {}
+        }
+    }
+
+    /// The model as the agent named it, made inert for the terminal (it is shown as is).
+    fn saw_model(&mut self, model: Option<&str>) {
+        if let Some(model) = model.filter(|model| !model.is_empty()) {
+            self.model = Some(untrusted_owned(model));
         }
     }
 }
@@ -215,5 +225,31 @@ mod tests {
         assert_eq!(total.output_tokens, Some(20));
         assert_eq!(total.cost_usd, Some(0.75));
         assert_eq!(book.model.as_deref(), Some("gpt-fake"));
+    }
+
+    #[test]
+    fn the_model_named_at_the_session_start_is_known_before_the_turn_ends() {
+        let mut book = UsageBook::default();
+        book.observe(&AgentMessage::SessionStarted {
+            provider: "claude".into(),
+            session_id: None,
+            model: Some("claude-opus-4-8".into()),
+        });
+        assert_eq!(book.model.as_deref(), Some("claude-opus-4-8"));
+        // A header without one keeps what is known; the usage's model is the later word.
+        book.observe(&AgentMessage::SessionResumed {
+            provider: "claude".into(),
+            session_id: "s".into(),
+            model: None,
+        });
+        assert_eq!(book.model.as_deref(), Some("claude-opus-4-8"));
+        book.observe(&AgentMessage::Completed {
+            stop_reason: "stop".into(),
+            usage: Some(Usage {
+                model: Some("claude-sonnet-5".into()),
+                ..Usage::default()
+            }),
+        });
+        assert_eq!(book.model.as_deref(), Some("claude-sonnet-5"));
     }
 }

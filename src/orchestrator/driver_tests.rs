@@ -353,6 +353,7 @@ async fn the_session_cwd_and_scenario_reach_each_request() {
             AgentMessage::SessionStarted {
                 provider: "scripted".into(),
                 session_id: Some("s-1".into()),
+                model: None,
             },
             completed(),
         ]),

@@ -728,6 +728,7 @@ fn session_started(id: &str) -> AgentMessage {
     AgentMessage::SessionStarted {
         provider: "pi".into(),
         session_id: Some(id.into()),
+        model: None,
     }
 }
 
@@ -757,6 +758,7 @@ fn the_reported_session_is_carried_to_the_next_turn() {
         AgentMessage::SessionResumed {
             provider: "pi".into(),
             session_id: "s-1".into(),
+            model: None,
         },
     );
     assert_eq!(effects.len(), 1);
@@ -768,6 +770,7 @@ fn the_reported_session_is_carried_to_the_next_turn() {
         AgentMessage::SessionStarted {
             provider: "pi".into(),
             session_id: None,
+            model: None,
         },
     );
     assert_eq!(effects.len(), 1);
@@ -797,6 +800,7 @@ fn new_session_during_a_turn_ignores_that_turns_session_id() {
         AgentMessage::SessionResumed {
             provider: "pi".into(),
             session_id: "old".into(),
+            model: None,
         },
     );
     assert_eq!(effects.len(), 1, "no SessionChanged");

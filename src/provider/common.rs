@@ -31,11 +31,13 @@ pub(crate) fn session_message(provider: &str, resumed: bool, session_id: &str) -
         AgentMessage::SessionResumed {
             provider: provider.to_owned(),
             session_id: session_id.to_owned(),
+            model: None,
         }
     } else {
         AgentMessage::SessionStarted {
             provider: provider.to_owned(),
             session_id: Some(session_id.to_owned()),
+            model: None,
         }
     }
 }

@@ -43,6 +43,7 @@ mod tests {
         AgentMessage::SessionStarted {
             provider: "pi".into(),
             session_id: Some(id.into()),
+            model: None,
         }
     }
 

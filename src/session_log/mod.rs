@@ -708,6 +708,7 @@ mod tests {
             message: AgentMessage::SessionStarted {
                 provider: "demo".into(),
                 session_id: Some(session.into()),
+                model: None,
             },
         });
         writer.record_event(&OrchestratorEvent::SessionChanged {
@@ -845,6 +846,7 @@ mod tests {
             message: AgentMessage::SessionStarted {
                 provider: "demo".into(),
                 session_id: Some("failed".into()),
+                model: None,
             },
         });
         drop(writer);

@@ -99,6 +99,7 @@ impl Chat {
                 AgentMessage::SessionStarted {
                     provider,
                     session_id: Some(session_id),
+                    model: None,
                 },
             );
         }

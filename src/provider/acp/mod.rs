@@ -185,11 +185,13 @@ impl AcpAttempt {
                 AgentMessage::SessionResumed {
                     provider,
                     session_id,
+                    model: None,
                 }
             } else {
                 AgentMessage::SessionStarted {
                     provider,
                     session_id: Some(session_id),
+                    model: None,
                 }
             })
             .await;

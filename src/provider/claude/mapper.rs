@@ -18,7 +18,7 @@
 //!   or when the process ends), so thoughts never interleave with tool calls.
 //! - A tool the user stopped fails with "stopped by the user", not with Claude Code's note to
 //!   the model ("The user doesn't want to proceed… STOP what you are doing…").
-//! - The model `system/init` names is reported with the turn's usage.
+//! - The model `system/init` names is reported in the session header and with the turn's usage.
 //! - A tool call is announced once, from the complete `assistant` line (its input parsed), and
 //!   ended once by its `tool_result`; calls still open when the process ends are failed.
 //! - Lines of a sub-agent (`parent_tool_use_id` set) are not part of the main reply: skipped.
@@ -119,15 +119,18 @@ impl ClaudeMapper {
                     self.model = Some(model.clone());
                 }
                 // With stream-json input every turn repeats `init` for the same session.
+                let model = self.model.clone();
                 let header = if self.resumed {
                     AgentMessage::SessionResumed {
                         provider: PROVIDER.into(),
                         session_id: line.session_id.unwrap_or_default(),
+                        model,
                     }
                 } else {
                     AgentMessage::SessionStarted {
                         provider: PROVIDER.into(),
                         session_id: line.session_id,
+                        model,
                     }
                 };
                 self.session.announce(header, out);

@@ -257,10 +257,12 @@ impl PiMapper {
             Some(session_id) if self.resumed => AgentMessage::SessionResumed {
                 provider,
                 session_id,
+                model: None,
             },
             session_id => AgentMessage::SessionStarted {
                 provider,
                 session_id,
+                model: None,
             },
         }
     }
@@ -1392,7 +1394,8 @@ mod tests {
             out,
             [AgentMessage::SessionStarted {
                 provider: "demo".into(),
-                session_id: Some("abc".into())
+                session_id: Some("abc".into()),
+                model: None,
             }]
         );
         let out = run(&mut PiMapper::new("pi", true), &[header]);
@@ -1400,7 +1403,8 @@ mod tests {
             out,
             [AgentMessage::SessionResumed {
                 provider: "pi".into(),
-                session_id: "abc".into()
+                session_id: "abc".into(),
+                model: None,
             }]
         );
     }

@@ -426,10 +426,12 @@ impl RpcAttempt {
                 Some(session_id) if resumed => AgentMessage::SessionResumed {
                     provider,
                     session_id,
+                    model: None,
                 },
                 session_id => AgentMessage::SessionStarted {
                     provider,
                     session_id,
+                    model: None,
                 },
             })
             .await;
