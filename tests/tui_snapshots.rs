@@ -17,7 +17,7 @@ use agentty::stream::{AgentMessage, Failure, StopStage, Usage};
 #[path = "support/chat.rs"]
 mod chat;
 
-use chat::{startup, Chat};
+use chat::{assert_no_control_character, startup, Chat};
 
 impl Chat {
     fn new() -> Self {
@@ -444,19 +444,6 @@ fn escape_sequences_neutralised() {
     let terminal = chat.terminal(100, 40, 100);
     assert_no_control_character(&terminal);
     insta::assert_snapshot!(terminal.backend().to_string());
-}
-
-fn assert_no_control_character(terminal: &ratatui::Terminal<ratatui::backend::TestBackend>) {
-    for cell in terminal.backend().buffer().content() {
-        assert!(
-            !cell
-                .symbol()
-                .chars()
-                .any(|ch| ch.is_control() || ('\u{80}'..='\u{9f}').contains(&ch)),
-            "control character reached the terminal: {:?}",
-            cell.symbol()
-        );
-    }
 }
 
 #[test]

@@ -132,13 +132,17 @@ pub fn run(args: DemoAgentArgs) -> i32 {
             placeholders.set("own_group_pid", own_group);
             placeholders.set("same_group_pid", same_group);
         }
-        let mut try_number = attempt;
-        let fail_with = scenario.fail_first_attempt.as_ref().and_then(|failure| {
-            let flaky = state::flaky_try(attempt, prompt, scenario.failing_attempts);
-            try_number = flaky.number;
-            flaky.fails.then(|| failure.clone())
+        let flaky = scenario.fail_first_attempt.as_ref().map(|failure| {
+            (
+                failure,
+                state::flaky_try(attempt, prompt, scenario.failing_attempts),
+            )
         });
+        let try_number = flaky.as_ref().map_or(attempt, |(_, flaky)| flaky.number);
         placeholders.set("attempt", try_number.to_string());
+        let fail_with = flaky
+            .filter(|(_, flaky)| flaky.fails)
+            .map(|(failure, _)| failure.clone());
         session.record_prompt(prompt);
         let mut player = Player::new(&mut out, pace, &scenario, placeholders, fail_with);
         match player.play(prompt) {

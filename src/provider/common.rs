@@ -25,20 +25,26 @@ pub(crate) fn text_or_empty<'t>(text: &'t Option<Text<'_>>) -> &'t str {
     text.as_ref().map_or("", Text::as_str)
 }
 
-/// The `session.*` message for a session id the agent announced.
-pub(crate) fn session_message(provider: &str, resumed: bool, session_id: &str) -> AgentMessage {
-    if resumed {
-        AgentMessage::SessionResumed {
-            provider: provider.to_owned(),
-            session_id: session_id.to_owned(),
-            model: None,
-        }
-    } else {
-        AgentMessage::SessionStarted {
-            provider: provider.to_owned(),
-            session_id: Some(session_id.to_owned()),
-            model: None,
-        }
+/// The attempt's `session.*` header: `session.resumed` when it continues a session whose id is
+/// known, else `session.started` (with the id when the agent gave one).
+pub(crate) fn session_message(
+    provider: &str,
+    resumed: bool,
+    session_id: Option<String>,
+    model: Option<String>,
+) -> AgentMessage {
+    let provider = provider.to_owned();
+    match session_id {
+        Some(session_id) if resumed => AgentMessage::SessionResumed {
+            provider,
+            session_id,
+            model,
+        },
+        session_id => AgentMessage::SessionStarted {
+            provider,
+            session_id,
+            model,
+        },
     }
 }
 

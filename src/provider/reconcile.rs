@@ -7,9 +7,9 @@
 //! twice. When a snapshot disagrees with what was shown, it says so and the mapper decides
 //! (usually: a `superseded` notice, then the new text).
 
-/// The outcome of comparing one snapshot with the text already shown.
 use xxhash_rust::xxh3::{xxh3_128, Xxh3};
 
+/// The outcome of comparing one snapshot with the text already shown.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum SnapshotDelta<'a> {
     /// The snapshot extends what was shown by this suffix.

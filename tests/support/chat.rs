@@ -187,3 +187,18 @@ impl Chat {
         self.terminal(width, height, ms).backend().to_string()
     }
 }
+
+/// Fails when a C0 or C1 control character reached a cell. ratatui drops most of them itself,
+/// so a test of agentty's own neutralising also looks for their visible forms (`␛`).
+pub fn assert_no_control_character(terminal: &Terminal<TestBackend>) {
+    for cell in terminal.backend().buffer().content() {
+        assert!(
+            !cell
+                .symbol()
+                .chars()
+                .any(|ch| ch.is_control() || ('\u{80}'..='\u{9f}').contains(&ch)),
+            "control character reached the terminal: {:?}",
+            cell.symbol()
+        );
+    }
+}

@@ -38,6 +38,7 @@ use self::mapper::{id_key, REQUEST_PERMISSION};
 use self::session::AcpSession;
 use crate::config::PermissionPolicy;
 use crate::process::StopControl;
+use crate::provider::common::session_message;
 use crate::provider::live_process::{InBandStop, LiveItem, LiveSession, LiveSlot, TurnEnd};
 use crate::provider::runner::{spawn_attempt, AttemptMapping, AttemptSink};
 use crate::provider::{AgentStream, AttemptRequest, Backend, Provider, SessionCheckpoint};
@@ -178,22 +179,13 @@ impl AcpAttempt {
         };
         let resumed = session.prompted || session.loaded;
         session.prompted = true;
-        let provider = self.backend.name().to_owned();
-        let session_id = session.session_id.clone();
         self.sink
-            .send(if resumed {
-                AgentMessage::SessionResumed {
-                    provider,
-                    session_id,
-                    model: None,
-                }
-            } else {
-                AgentMessage::SessionStarted {
-                    provider,
-                    session_id: Some(session_id),
-                    model: None,
-                }
-            })
+            .send(session_message(
+                self.backend.name(),
+                resumed,
+                Some(session.session_id.clone()),
+                None,
+            ))
             .await;
         let (answers_tx, answers_rx) = mpsc::unbounded_channel();
         if let Ok(mut answers) = self.answers.lock() {

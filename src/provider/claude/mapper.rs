@@ -30,6 +30,7 @@ use std::mem;
 use serde_json::Value;
 
 use super::wire::{WireBlock, WireContent, WireKind, WireLine, WireUsage};
+use crate::provider::common::session_message;
 use crate::provider::http_status::http_status_in;
 use crate::provider::reconcile::{SnapshotDelta, SnapshotReconciler};
 use crate::provider::session_header::SessionHeader;
@@ -119,20 +120,8 @@ impl ClaudeMapper {
                     self.model = Some(model.clone());
                 }
                 // With stream-json input every turn repeats `init` for the same session.
-                let model = self.model.clone();
-                let header = if self.resumed {
-                    AgentMessage::SessionResumed {
-                        provider: PROVIDER.into(),
-                        session_id: line.session_id.unwrap_or_default(),
-                        model,
-                    }
-                } else {
-                    AgentMessage::SessionStarted {
-                        provider: PROVIDER.into(),
-                        session_id: line.session_id,
-                        model,
-                    }
-                };
+                let header =
+                    session_message(PROVIDER, self.resumed, line.session_id, self.model.clone());
                 self.session.announce(header, out);
                 LineVerdict::Event
             }

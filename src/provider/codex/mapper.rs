@@ -212,7 +212,12 @@ impl CodexMapper {
                 };
                 self.thread_id = Some(thread_id.as_str().to_owned());
                 self.session.announce(
-                    session_message(PROVIDER, self.resumed, thread_id.as_str()),
+                    session_message(
+                        PROVIDER,
+                        self.resumed,
+                        Some(thread_id.as_str().to_owned()),
+                        None,
+                    ),
                     out,
                 );
                 LineVerdict::Event

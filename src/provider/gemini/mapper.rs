@@ -164,7 +164,12 @@ impl GeminiMapper {
                     return LineVerdict::Invalid;
                 };
                 self.session.announce(
-                    session_message(PROVIDER, self.resumed, session_id.as_str()),
+                    session_message(
+                        PROVIDER,
+                        self.resumed,
+                        Some(session_id.as_str().to_owned()),
+                        None,
+                    ),
                     out,
                 );
                 LineVerdict::Event

@@ -31,6 +31,7 @@ use serde::de::{self, Deserializer, IgnoredAny, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::provider::common::session_message;
 use crate::provider::http_status::http_status_in;
 use crate::provider::reconcile::{ShownDigest, SnapshotDelta, SnapshotReconciler};
 use crate::provider::session_header::SessionHeader;
@@ -182,7 +183,12 @@ impl PiMapper {
         match kind {
             "session" => {
                 let header: SessionLine = serde_json::from_str(line)?;
-                let message = self.session_message(header.id.map(Cow::into_owned));
+                let message = session_message(
+                    self.provider,
+                    self.resumed,
+                    header.id.map(Cow::into_owned),
+                    None,
+                );
                 self.session.announce(message, out);
             }
             "message_start" => {
@@ -249,22 +255,6 @@ impl PiMapper {
             _ => return Ok(LineVerdict::Ignored),
         }
         Ok(LineVerdict::Event)
-    }
-
-    fn session_message(&self, session_id: Option<String>) -> AgentMessage {
-        let provider = self.provider.to_owned();
-        match session_id {
-            Some(session_id) if self.resumed => AgentMessage::SessionResumed {
-                provider,
-                session_id,
-                model: None,
-            },
-            session_id => AgentMessage::SessionStarted {
-                provider,
-                session_id,
-                model: None,
-            },
-        }
     }
 
     fn start_message(&mut self) {

@@ -22,6 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::provider::common::session_message;
 use crate::provider::live_process::{
     InBandStop, LiveItem, LiveProcess, LiveSession, LiveSlot, ResponseRouter, TurnEnd,
 };
@@ -420,20 +421,13 @@ impl RpcAttempt {
         };
         let resumed = session.prompted || request.session != SessionRef::New;
         session.prompted = true;
-        let provider = self.backend.name().to_owned();
         self.sink
-            .send(match session.session_id.clone() {
-                Some(session_id) if resumed => AgentMessage::SessionResumed {
-                    provider,
-                    session_id,
-                    model: None,
-                },
-                session_id => AgentMessage::SessionStarted {
-                    provider,
-                    session_id,
-                    model: None,
-                },
-            })
+            .send(session_message(
+                self.backend.name(),
+                resumed,
+                session.session_id.clone(),
+                None,
+            ))
             .await;
         let (terminal, keep) = self.play_turn(session, &request).await;
         if let Ok(mut commands) = self.commands.lock() {
