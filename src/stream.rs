@@ -291,6 +291,9 @@ pub struct Usage {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum StopStage {
+    /// Stage 0: the agent ended the turn on its transport's own cancel (ACP `session/cancel`,
+    /// pi RPC `abort`); its process stays. Also a stop that came before anything started.
+    Cancel,
     /// Exited promptly on the Ctrl+C byte / SIGINT.
     Interrupt,
     /// Exited on its own during the grace period.
@@ -302,6 +305,7 @@ pub enum StopStage {
 impl StopStage {
     pub fn as_str(self) -> &'static str {
         match self {
+            StopStage::Cancel => "cancel",
             StopStage::Interrupt => "interrupt",
             StopStage::Grace => "grace",
             StopStage::Kill => "kill",

@@ -222,7 +222,7 @@ async fn a_stop_while_asked_answers_cancelled_and_keeps_the_agent() {
         matches!(
             terminals(&after)[..],
             [AgentMessage::Cancelled {
-                stop_stage: StopStage::Interrupt,
+                stop_stage: StopStage::Cancel,
                 ..
             }]
         ),

@@ -181,7 +181,7 @@ async fn abort_during_a_tool_ends_the_turn_in_band_and_kills_the_tool() {
     let rest = collect(stream).await;
     match terminals(&rest)[..] {
         [AgentMessage::Cancelled {
-            stop_stage: StopStage::Interrupt,
+            stop_stage: StopStage::Cancel,
             elapsed_ms,
         }] => assert!(*elapsed_ms < 2000, "{elapsed_ms}"),
         ref other => panic!("{other:?}"),

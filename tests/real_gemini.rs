@@ -301,3 +301,32 @@ async fn gemini_retried_first_turn_reaches_the_model_with_its_prompt_once() {
     })
     .await;
 }
+
+/// Gemini over ACP (its default transport in the chat): A fails twice then succeeds, B, C fails
+/// twice then succeeds, D, on one long-lived agent, all within a minute or two. Gemini names a
+/// session file by the minute, so every reload happens in the minute of an earlier start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gemini_acp_two_retried_turns_keep_the_conversation() {
+    let test = "gemini_acp_two_retried_turns_keep_the_conversation";
+    let prompts = real_cli::four_prompts("gemini-acp");
+    let fail = real_cli::fail_a_and_c_twice(&prompts);
+    let server = move || fake_gemini_server::start_failing(GeminiScenario::Text, fail);
+    let Some((rig, settings)) = rig_on(test, server, &[], Some(1)) else {
+        return;
+    };
+    let provider = agentty::provider::provider_on(
+        Arc::new(backend(&settings, rig.home.path())),
+        agentty::provider::Transport::Acp,
+        agentty::config::PermissionPolicy::Deny,
+    )
+    .expect("gemini speaks ACP");
+    real_cli::two_retried_turns_keep_the_conversation(
+        "gemini acp",
+        test,
+        provider,
+        rig.work.path(),
+        &prompts,
+        || model_requests(&rig.server),
+    )
+    .await;
+}

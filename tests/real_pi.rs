@@ -368,7 +368,10 @@ async fn stop_during_a_sleeping_tool_leaves_no_process() {
         matches!(
             messages.last(),
             Some(AgentMessage::Cancelled {
-                stop_stage: StopStage::Interrupt | StopStage::Grace | StopStage::Kill,
+                stop_stage: StopStage::Cancel
+                    | StopStage::Interrupt
+                    | StopStage::Grace
+                    | StopStage::Kill,
                 ..
             })
         ),
@@ -619,7 +622,7 @@ async fn rpc_abort_during_sleep_100_ends_the_turn_in_band_with_no_process_left()
     eprintln!("pi rpc abort during sleep 100: the turn ended {elapsed_ms} ms after the stop");
     assert_eq!(
         *stop_stage,
-        StopStage::Interrupt,
+        StopStage::Cancel,
         "ended in-band, no signal needed"
     );
     assert!(messages.contains(&AgentMessage::ToolFailed {

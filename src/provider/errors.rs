@@ -80,8 +80,11 @@ fn is_noise(line: &str) -> bool {
 }
 
 /// Error texts that mean the connection to the model broke off mid-reply.
-const DROPPED_CONNECTION: [&str; 7] = [
+const DROPPED_CONNECTION: [&str; 9] = [
     "terminated",
+    // Node's fetch (undici) when the server closes the socket mid-reply.
+    "und_err_socket",
+    "other side closed",
     "socket hang up",
     "econnreset",
     "connection reset",
@@ -109,9 +112,57 @@ pub(crate) fn describe_agent_error(message: &str) -> String {
     }
 }
 
+/// The API's own words in an error an agent passes on with the API's JSON body in it
+/// (Gemini's `{"error":{"code":500,"message":…}}`, Anthropic's `API Error: 429
+/// {"type":"error","error":{"type":…,"message":…}}`): the innermost `error.message` (or
+/// `message`), found in the first JSON object of the text. Any other text as it is.
+pub(crate) fn api_error_words(text: &str) -> String {
+    let mut words = text.trim().to_owned();
+    // An API message may itself hold a JSON body (Gemini wraps the upstream's): two levels.
+    for _ in 0..2 {
+        match json_message(&words) {
+            Some(inner) if !inner.trim().is_empty() => words = inner.trim().to_owned(),
+            _ => break,
+        }
+    }
+    words
+}
+
+fn json_message(text: &str) -> Option<String> {
+    let start = text.find('{')?;
+    let value: serde_json::Value = serde_json::Deserializer::from_str(&text[start..])
+        .into_iter()
+        .next()?
+        .ok()?;
+    let error = &value["error"];
+    let found = [&error["message"], &value["message"], error]
+        .into_iter()
+        .find_map(|candidate| candidate.as_str().map(str::to_owned));
+    found
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_api_error_body_is_said_in_the_apis_words() {
+        assert_eq!(
+            api_error_words(r#"{"error":{"code":500,"message":"fake internal error","status":"INTERNAL"}}"#),
+            "fake internal error"
+        );
+        assert_eq!(
+            api_error_words(r#"API Error: 429 {"type":"error","error":{"type":"rate_limit_error","message":"rate limit exceeded"}}"#),
+            "rate limit exceeded"
+        );
+        // Gemini's message wrapping the upstream's body.
+        assert_eq!(
+            api_error_words(r#"{"error":{"message":"{\"error\":{\"message\":\"quota\"}}"}}"#),
+            "quota"
+        );
+        assert_eq!(api_error_words("plain words {not json"), "plain words {not json");
+        assert_eq!(api_error_words(" spaced "), "spaced");
+    }
 
     /// `node crash.mjs` (Node 20.20.2) where a method throws a TypeError.
     const NODE_TYPE_ERROR: &str = include_str!("../../tests/fixtures/stderr/node_crash.txt");

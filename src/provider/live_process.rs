@@ -259,7 +259,7 @@ impl<S: LiveSession + 'static> LiveSlot<S> {
         let mut slot = self.live.clone().lock_owned().await;
         if stop.is_stop_requested() {
             sink.send(AgentMessage::Cancelled {
-                stop_stage: StopStage::Interrupt,
+                stop_stage: StopStage::Cancel,
                 elapsed_ms: 0,
             })
             .await;
@@ -365,7 +365,7 @@ impl InBandStop {
                 };
                 let ended_by = match self.sent {
                     Some(sent) => EndedBy::UserStop {
-                        stage: StopStage::Interrupt,
+                        stage: StopStage::Cancel,
                         elapsed_ms: elapsed_ms(sent),
                     },
                     None => EndedBy::Exit,

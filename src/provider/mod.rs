@@ -112,6 +112,12 @@ pub trait Backend: Send + Sync + 'static {
         let _ = request;
         Vec::new()
     }
+    /// A new process is about to load the stored session `session_id` (a long-lived
+    /// transport's restart after a stop, a failure or a resume): put its files the way that
+    /// process loads them whole. Nothing to do for most CLIs.
+    fn prepare_session_load(&self, session_id: &str, request: &AttemptRequest) {
+        let _ = (session_id, request);
+    }
     /// What the CLI prints when it cannot find the session it was asked to continue; a failure
     /// that says so is reported as `session_lost`.
     fn lost_session_phrases(&self) -> &'static [&'static str] {
@@ -357,6 +363,20 @@ pub fn build_provider_with(
             "the provider `{name}` speaks only ACP (use --transport acp, or none)"
         ));
     }
+    let policy = settings
+        .permissions
+        .unwrap_or(crate::config::PermissionPolicy::Ask);
+    provider_on(backend, transport, policy)
+}
+
+/// The provider that runs `backend` over `transport` (`policy`: how a two-way transport
+/// answers permission requests); `Err` says why the backend cannot use that transport.
+pub fn provider_on(
+    backend: Arc<dyn Backend>,
+    transport: Transport,
+    policy: crate::config::PermissionPolicy,
+) -> Result<Arc<dyn Provider>, String> {
+    let name = backend.name().to_owned();
     match transport {
         Transport::Json => Ok(Arc::new(CliProvider { backend })),
         Transport::Rpc => {
@@ -373,9 +393,6 @@ pub fn build_provider_with(
             if backend.acp_spawn_spec(&probe).is_none() {
                 return Err(backend.acp_unavailable());
             }
-            let policy = settings
-                .permissions
-                .unwrap_or(crate::config::PermissionPolicy::Ask);
             Ok(Arc::new(acp::AcpProvider::new(backend, policy)))
         }
     }

@@ -101,7 +101,7 @@ impl Attempt {
             // Stopped before it started: nothing to stop.
             self.sink
                 .send(AgentMessage::Cancelled {
-                    stop_stage: StopStage::Interrupt,
+                    stop_stage: StopStage::Cancel,
                     elapsed_ms: 0,
                 })
                 .await;

@@ -700,3 +700,91 @@ pub async fn retried_first_turn_is_sent_once(
         );
     }
 }
+
+/// Four prompts unique to one test; the first and the third are made to fail twice.
+pub fn four_prompts(tag: &str) -> [String; 4] {
+    let run = uuid_like();
+    [
+        format!("prompt A {tag} {run}: remember 42"),
+        format!("prompt B {tag} {run}: and now?"),
+        format!("prompt C {tag} {run}: once more"),
+        format!("prompt D {tag} {run}: the last"),
+    ]
+}
+
+/// The fake server's failure rule for [`four_prompts`]: the first two model requests whose
+/// last user message holds prompt A fail, and likewise for prompt C.
+pub fn fail_a_and_c_twice(prompts: &[String; 4]) -> impl Fn(&str) -> bool + Send + Sync {
+    let a = FailFirst::new(2, &prompts[0]);
+    let c = FailFirst::new(2, &prompts[2]);
+    move |last_user_text: &str| a.take(last_user_text) || c.take(last_user_text)
+}
+
+/// Turn A fails twice then succeeds, B continues, C fails twice then succeeds, D continues, on
+/// one provider (for a long-lived transport: one conversation, in one minute when the agent is
+/// quick). `requests` returns the user messages of every model request so far. Checks, from
+/// what the model received, that every request carries each earlier prompt of the conversation
+/// once and its own prompt once, and that the four turns continue one agent session.
+pub async fn two_retried_turns_keep_the_conversation(
+    cli: &str,
+    test: &str,
+    provider: Arc<dyn Provider>,
+    cwd: &Path,
+    prompts: &[String; 4],
+    requests: impl Fn() -> Vec<UserTexts>,
+) {
+    let started = SystemTime::now();
+    let mut chat = retrying_orchestrator(provider, cwd);
+    let attempts = [3, 1, 3, 1];
+    let mut sessions = Vec::new();
+    let mut bounds = vec![0];
+    for (prompt, attempts) in prompts.iter().zip(attempts) {
+        let events = run_turn(&mut chat, prompt).await;
+        sessions.push(assert_turn(&events, attempts));
+        bounds.push(requests().len());
+    }
+    let log = requests();
+    let labels = [
+        "turn A (fails twice)",
+        "turn B",
+        "turn C (fails twice)",
+        "turn D",
+    ];
+    let turns: Vec<(&str, &[UserTexts])> = labels
+        .iter()
+        .enumerate()
+        .map(|(turn, label)| (*label, &log[bounds[turn]..bounds[turn + 1]]))
+        .collect();
+    print_request_log(cli, test, &turns);
+    eprintln!(
+        "{test}: four turns in {:.1} s",
+        started.elapsed().unwrap_or_default().as_secs_f64()
+    );
+    for (turn, (label, requests)) in turns.iter().enumerate() {
+        assert_eq!(
+            requests.len(),
+            attempts[turn],
+            "{label}: one model request per attempt: {log:#?}"
+        );
+        for request in requests.iter() {
+            for (earlier, prompt) in prompts.iter().enumerate() {
+                let expected = usize::from(earlier <= turn);
+                assert_eq!(
+                    occurrences(request, prompt),
+                    expected,
+                    "{label}: prompt {earlier} should be in the request {expected} time(s): \
+                     {request:#?}"
+                );
+            }
+        }
+    }
+    // Turns B, C and D continue the session of turn A's successful (third) attempt.
+    let session = sessions[0][2]
+        .clone()
+        .expect("the successful attempt reports its session");
+    for later in &sessions[1..] {
+        for id in later {
+            assert_eq!(id.as_ref(), Some(&session), "{sessions:?}");
+        }
+    }
+}

@@ -352,6 +352,7 @@ impl AppState {
                 });
                 self.close_assistant();
                 let stage = match stop_stage {
+                    StopStage::Cancel => "by the agent's own cancel",
                     StopStage::Interrupt => "at the interrupt",
                     StopStage::Grace => "during the grace period",
                     StopStage::Kill => "by the kill",

@@ -27,6 +27,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
+use crate::provider::errors::{api_error_words, describe_agent_error};
 use crate::provider::http_status::http_status_in;
 use crate::provider::tool_calls::{ToolCalls, ToolEnding};
 use crate::provider::{AgentOutcome, ExitFacts, LineVerdict, Mapper};
@@ -61,6 +62,8 @@ pub(crate) struct RpcHead {
 #[derive(Debug, Clone, Deserialize)]
 pub(crate) struct RpcError {
     #[serde(default)]
+    pub code: Option<i64>,
+    #[serde(default)]
     pub message: String,
     #[serde(default)]
     pub data: Option<Value>,
@@ -88,6 +91,14 @@ pub(crate) fn id_key(id: &Value) -> String {
 }
 
 impl RpcError {
+    /// The HTTP status an agent gives as the error's code (Gemini CLI answers a failed prompt
+    /// with the API's status as the JSON-RPC code; the protocol's own codes are negative).
+    pub(crate) fn http_status(&self) -> Option<u16> {
+        self.code
+            .filter(|code| (400..=599).contains(code))
+            .and_then(|code| u16::try_from(code).ok())
+    }
+
     /// The agent's message, with its data when that says more.
     pub(crate) fn describe(&self) -> String {
         match &self.data {
@@ -394,11 +405,11 @@ impl AcpMapper {
 
     fn prompt_answer(&mut self, head: RpcHead, out: &mut Vec<AgentMessage>) -> LineVerdict {
         if let Some(error) = head.error {
-            let message = error.describe();
+            let described = error.describe();
             self.outcome = Some(AgentOutcome::Failed {
                 reason: FailureReason::AgentError,
-                http_status: http_status_in(&message),
-                message,
+                http_status: error.http_status().or_else(|| http_status_in(&described)),
+                message: describe_agent_error(&api_error_words(&described)),
             });
         } else {
             let result = head.result.unwrap_or(Value::Null);

@@ -191,13 +191,18 @@ impl AcpAttempt {
         if let Ok(mut answers) = self.answers.lock() {
             *answers = Some(answers_tx);
         }
-        let (terminal, keep) = self.play_turn(session, &request, answers_rx).await;
+        let (mut terminal, keep) = self.play_turn(session, &request, answers_rx).await;
         if let Ok(mut answers) = self.answers.lock() {
             *answers = None;
         }
         if !keep {
             if let Some(session) = slot.take() {
+                let closing = std::time::Instant::now();
                 session.close().await;
+                // The turn ends for the user when the process is gone: a stop's time says so.
+                if let AgentMessage::Cancelled { elapsed_ms, .. } = &mut terminal {
+                    *elapsed_ms += closing.elapsed().as_millis() as u64;
+                }
             }
         }
         self.sink.send(terminal).await;

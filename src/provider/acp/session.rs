@@ -29,6 +29,11 @@ const START_TIMEOUT: Duration = Duration::from_secs(60);
 /// After stdin closes, how long the agent may take to exit before it is stopped (the Claude
 /// and Codex adapters never exit on EOF).
 const EXIT_AFTER_CLOSE: Duration = Duration::from_millis(500);
+/// After `session/load`, how long the agent must be quiet before its history replay counts
+/// as over (Gemini CLI replays a long session in a few milliseconds).
+const HISTORY_QUIET: Duration = Duration::from_millis(100);
+/// The longest a history replay may hold up the first prompt.
+const HISTORY_LIMIT: Duration = Duration::from_secs(5);
 /// The ACP version agentty speaks.
 const PROTOCOL_VERSION: u64 = 1;
 
@@ -151,6 +156,9 @@ impl AcpSession {
         if spec.cwd.is_none() {
             spec.cwd = request.cwd.clone();
         }
+        if let SessionRef::Resume(id) = &request.session {
+            backend.prepare_session_load(id, request);
+        }
         let waiters = Waiters::default();
         let process = LiveProcess::start(&spec, JsonRpcRouter(waiters.clone()), "ACP agent")
             .map_err(runner::start_failed)?;
@@ -205,6 +213,7 @@ impl AcpSession {
                     Ok(_) => {
                         self.session_id = id.clone();
                         self.loaded = true;
+                        self.skip_replayed_history().await;
                         Ok(())
                     }
                     Err(OpenFailure::Refused(error)) => Err(OpenFailure::Lost(error)),
@@ -268,6 +277,37 @@ impl AcpSession {
                     )));
                 }
             }
+        }
+    }
+
+    /// A loaded session's history, replayed as `session/update`s, is what the transcript
+    /// already holds: it is dropped, never taken for the next turn's answer. The protocol
+    /// replays before answering `session/load`, and `await_result` drops that; Gemini CLI
+    /// answers first and replays after (its `streamHistory` is not awaited), so whatever comes
+    /// until the agent has been quiet for [`HISTORY_QUIET`] is history too.
+    async fn skip_replayed_history(&mut self) {
+        let deadline = Instant::now() + HISTORY_LIMIT;
+        let mut skipped = 0usize;
+        loop {
+            let quiet = tokio::time::sleep(HISTORY_QUIET);
+            tokio::select! {
+                item = self.process.items.recv() => match item {
+                    Some(LiveItem::Line(line)) => {
+                        skipped += 1;
+                        tracing::debug!(line = %line.text, "ACP history replayed after session/load; skipped");
+                    }
+                    Some(LiveItem::Exited(report)) => {
+                        self.process.exited = Some(report);
+                        break;
+                    }
+                    None => break,
+                },
+                _ = quiet => break,
+                _ = tokio::time::sleep_until(deadline) => break,
+            }
+        }
+        if skipped > 0 {
+            tracing::info!(skipped, "skipped the history the agent replayed after session/load");
         }
     }
 

@@ -21,12 +21,13 @@
 pub(crate) mod home;
 pub mod mapper;
 mod replay;
+mod session_files;
 
 use std::path::PathBuf;
 
 use crate::config::ProviderSettings;
 use crate::process::SpawnSpec;
-use crate::provider::checkpoint::{agent_home, newest_file_named};
+use crate::provider::checkpoint::agent_home;
 use crate::provider::config_mirror::MirrorRoot;
 use crate::provider::{AttemptRequest, Backend, Mapper, SessionRef};
 
@@ -117,22 +118,30 @@ impl Backend for GeminiBackend {
         &["Invalid session identifier", "Error resuming session"]
     }
 
-    /// Gemini keeps a session as `~/.gemini/tmp/<project>/chats/session-<time>-<first 8 of the
-    /// id>.jsonl`.
-    ///
-    /// Gemini CLI 0.61's file is append-only: records and `$set` patches, replayed on load (it
-    /// drops a prompt that failed with an API error itself, by a `$set` of the messages). Each
-    /// launch also writes a header to `session-<launch minute>-<short id>.jsonl`: the resumed
-    /// file itself within the same minute, else a stub without messages, which `--resume`
-    /// ignores. Every run that resumes writes to the resumed file after that, so the newest
-    /// file is the one `--resume` loads.
+    /// Gemini keeps a session as `~/.gemini/tmp/<project>/chats/session-<minute>-<first 8 of
+    /// the id>.jsonl` ([`session_files`]). Gemini CLI 0.61's file is append-only: records and
+    /// `$set` patches, replayed on load (it drops a prompt that failed with an API error itself,
+    /// by a `$set` of the messages).
     fn session_file(&self, session_id: &str, _request: &AttemptRequest) -> Option<PathBuf> {
-        let short = session_id.get(..8)?;
-        let root = agent_home(&self.settings.env)?.join(".gemini").join("tmp");
-        let suffix = format!("-{short}.jsonl");
-        newest_file_named(&root, 2, &|file: &str| {
-            file.starts_with("session-") && file.ends_with(&suffix)
-        })
+        session_files::session_file(&self.chats_root()?, session_id)
+    }
+
+    /// A process that loads a session in the minute its file was named for wipes it (see
+    /// [`session_files`]): the file moves to an earlier minute's name first.
+    fn prepare_session_load(&self, session_id: &str, _request: &AttemptRequest) {
+        let Some(root) = self.chats_root() else {
+            return;
+        };
+        if let Err(error) = session_files::prepare_load(&root, session_id) {
+            tracing::warn!(%error, session_id, "cannot ready the Gemini session file for a reload");
+        }
+    }
+}
+
+impl GeminiBackend {
+    /// `~/.gemini/tmp` as the agent sees it.
+    fn chats_root(&self) -> Option<PathBuf> {
+        Some(agent_home(&self.settings.env)?.join(".gemini").join("tmp"))
     }
 }
 
