@@ -20,11 +20,26 @@ struct Acp {
     lines: mpsc::Receiver<Value>,
     next_id: u64,
     cwd: PathBuf,
+    /// `--flavour gemini`, its sessions under this HOME.
+    gemini_home: Option<PathBuf>,
 }
 
 impl Acp {
     fn start(state: &Path, cwd: &Path, extra: &[&str]) -> Acp {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_agentty"))
+        Self::spawn(state, cwd, extra, None)
+    }
+
+    /// The Gemini flavour, with `home` as its HOME.
+    fn gemini(state: &Path, cwd: &Path, home: &Path) -> Acp {
+        Self::spawn(state, cwd, &["--flavour", "gemini"], Some(home))
+    }
+
+    fn spawn(state: &Path, cwd: &Path, extra: &[&str], gemini_home: Option<&Path>) -> Acp {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_agentty"));
+        if let Some(home) = gemini_home {
+            command.env("HOME", home).env_remove("GEMINI_CLI_HOME");
+        }
+        let mut child = command
             .args(["demo-agent", "--mode", "acp"])
             .args(extra)
             .env("AGENTTY_DEMO_STATE_DIR", state)
@@ -52,6 +67,7 @@ impl Acp {
             lines,
             next_id: 1,
             cwd: cwd.to_owned(),
+            gemini_home: gemini_home.map(Path::to_path_buf),
         }
     }
 
@@ -101,7 +117,11 @@ impl Acp {
         let (_, init) = self.answer(id);
         assert_eq!(init["result"]["protocolVersion"], 1, "{init}");
         assert_eq!(init["result"]["agentCapabilities"]["loadSession"], true);
-        assert_eq!(init["result"]["authMethods"], json!([]));
+        if self.gemini_home.is_some() {
+            assert_eq!(init["result"]["agentInfo"]["name"], "gemini-cli");
+        } else {
+            assert_eq!(init["result"]["authMethods"], json!([]));
+        }
         let cwd = self.cwd.display().to_string();
         let id = self.request("session/new", json!({"cwd": cwd, "mcpServers": []}));
         let (_, new) = self.answer(id);
@@ -583,4 +603,347 @@ fn ignore_cancel_never_answers_but_dies_on_sigterm() {
     let killed = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
     assert!(killed.success());
     assert_eq!(acp.wait_exit(), 143, "the SIGTERM handler exits 128 + 15");
+}
+
+// ---------------------------------------------------------------------------------------------
+// `--flavour gemini`: Gemini CLI 0.61's ways (its session files, the replay after the load's
+// answer, failures as HTTP statuses, forgotten failed prompts, a cut stream).
+
+/// `initialize` only (before a `session/load`).
+fn initialize(acp: &mut Acp) {
+    let id = acp.request(
+        "initialize",
+        json!({"protocolVersion": 1, "clientCapabilities": {}}),
+    );
+    acp.answer(id);
+}
+
+/// The Gemini flavour's chats directory for sessions in `cwd`.
+fn chats(home: &Path, cwd: &Path) -> PathBuf {
+    home.join(".gemini/tmp")
+        .join(cwd.file_name().unwrap())
+        .join("chats")
+}
+
+/// The files in `dir`, by name.
+fn file_names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    names
+}
+
+fn json_lines(file: &Path) -> Vec<Value> {
+    std::fs::read_to_string(file)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+/// The current UTC minute as Gemini names files by it (`2026-12-01T21-06`).
+fn this_minute() -> String {
+    let now = time::OffsetDateTime::now_utc();
+    format!(
+        "{:04}-{:02}-{:02}T{:02}-{:02}",
+        now.year(),
+        u8::from(now.month()),
+        now.day(),
+        now.hour(),
+        now.minute()
+    )
+}
+
+/// Waits for the next minute when this one is nearly over, so that what follows runs in one
+/// minute.
+fn wait_for_a_fresh_minute() {
+    let second = time::OffsetDateTime::now_utc().second();
+    if second >= 55 {
+        std::thread::sleep(Duration::from_secs(u64::from(61 - second)));
+    }
+}
+
+/// One prompt answered in a new session of a fresh agent, which then exits; returns the
+/// session id.
+fn gemini_session_with(state: &Path, cwd: &Path, home: &Path, prompts: &[&str]) -> String {
+    let mut acp = Acp::gemini(state, cwd, home);
+    let session = acp.open();
+    for prompt in prompts {
+        let id = acp.prompt(&session, prompt);
+        if prompt.starts_with("ask permission") {
+            let request = acp.until(|line| line["method"] == "session/request_permission");
+            let request = request.last().unwrap();
+            acp.send(&json!({"jsonrpc": "2.0", "id": request["id"], "result": {"outcome": {"outcome": "selected", "optionId": "allow_once"}}}));
+        }
+        acp.answer(id);
+    }
+    acp.stdin = None;
+    assert_eq!(acp.wait_exit(), 0);
+    session
+}
+
+#[test]
+fn gemini_flavour_names_the_file_by_the_minute_and_a_reload_in_that_minute_wipes_it() {
+    let (state, cwd) = dirs();
+    let home = tempfile::tempdir().unwrap();
+    wait_for_a_fresh_minute();
+    let session = gemini_session_with(state.path(), cwd.path(), home.path(), &["remember 42"]);
+    let chats = chats(home.path(), cwd.path());
+    let names = file_names(&chats);
+    let expected = format!("session-{}-{}.jsonl", this_minute(), &session[..8]);
+    assert_eq!(
+        names,
+        [expected.clone()],
+        "named by the minute it was opened in"
+    );
+    let file = chats.join(&expected);
+    let text = std::fs::read_to_string(&file).unwrap();
+    let lines = json_lines(&file);
+    assert_eq!(lines[0]["sessionId"], session.as_str(), "a header first");
+    assert_eq!(lines[0]["kind"], "main");
+    let context = &lines[1]["$set"]["messages"];
+    assert_eq!(context.as_array().unwrap().len(), 1, "{context}");
+    assert!(context[0]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .starts_with("<session_context>"));
+    assert!(
+        text.lines()
+            .any(|line| line.starts_with(r#"{"id":"#) && line.contains("remember 42")),
+        "the prompt is a message record of its own: {text}"
+    );
+    assert!(lines.iter().any(|line| line["type"] == "gemini"
+        && line["content"] == "Hello from the demo ACP agent. How can I help?"));
+
+    // A new process loads it in the minute the file is named for: its opening header and
+    // context go into that very file first, and the session is gone.
+    let mut acp = Acp::gemini(state.path(), cwd.path(), home.path());
+    initialize(&mut acp);
+    let id = acp.request(
+        "session/load",
+        json!({"sessionId": session, "cwd": cwd.path(), "mcpServers": []}),
+    );
+    let (before, refused) = acp.answer(id);
+    assert!(before.is_empty(), "{before:?}");
+    assert_eq!(
+        refused["error"],
+        json!({"code": -32603, "message": "Internal error", "data": {"details": "No previous sessions found for this project."}})
+    );
+    let id = acp.prompt(&session, "and now?");
+    let (_, unknown) = acp.answer(id);
+    assert_eq!(
+        unknown["error"],
+        json!({"code": -32602, "message": format!("Session not found: {session}")})
+    );
+    assert_eq!(file_names(&chats), [expected], "no other file");
+    let lines = json_lines(&file);
+    let last = &lines[lines.len() - 2..];
+    assert_eq!(last[0]["sessionId"], session.as_str(), "{last:?}");
+    assert_eq!(last[1]["$set"]["messages"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        requests(state.path()).len(),
+        1,
+        "the refused prompt reached no model"
+    );
+}
+
+#[test]
+fn gemini_flavour_loads_a_file_of_an_earlier_minute_answering_before_it_replays() {
+    let (state, cwd) = dirs();
+    let home = tempfile::tempdir().unwrap();
+    let prompts = ["thinking please", "ask permission", "http-error now"];
+    let session = gemini_session_with(state.path(), cwd.path(), home.path(), &prompts);
+    let chats = chats(home.path(), cwd.path());
+    let [name] = &file_names(&chats)[..] else {
+        panic!("one session file: {:?}", file_names(&chats));
+    };
+    // What agentty's Gemini backend does before a reload: the file moves to an earlier minute.
+    let earlier = format!("session-2020-01-01T00-00-{}.jsonl", &session[..8]);
+    std::fs::rename(chats.join(name), chats.join(&earlier)).unwrap();
+
+    let mut acp = Acp::gemini(state.path(), cwd.path(), home.path());
+    initialize(&mut acp);
+    let id = acp.request(
+        "session/load",
+        json!({"sessionId": session, "cwd": cwd.path(), "mcpServers": []}),
+    );
+    let (before, loaded) = acp.answer(id);
+    assert!(before.is_empty(), "the answer comes first: {before:?}");
+    assert_eq!(loaded["result"]["modes"]["currentModeId"], "default");
+    // The replay follows the answer; a request answered at once marks its end.
+    let id = acp.request("authenticate", json!({"methodId": "gemini-api-key"}));
+    let (replay, _) = acp.answer(id);
+    let users: Vec<&str> = updates(&replay, "user_message_chunk")
+        .iter()
+        .map(|update| update["content"]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        users,
+        ["thinking please", "ask permission"],
+        "the failed prompt was forgotten"
+    );
+    assert!(text_of(&replay, "agent_thought_chunk").contains("I should greet"));
+    assert_eq!(
+        text_of(&replay, "agent_message_chunk"),
+        "After thinking: hello!I'll create agentty-demo.txt.Done."
+    );
+    let tools = updates(&replay, "tool_call");
+    assert_eq!(tools.len(), 1, "{replay:?}");
+    assert_eq!(tools[0]["status"], "completed");
+    assert_eq!(tools[0]["title"], "touch agentty-demo.txt");
+
+    // The opening header went to a stub of its own; the process writes to the file it loaded.
+    let names = file_names(&chats);
+    assert_eq!(names.len(), 2, "{names:?}");
+    let stub = names.iter().find(|name| **name != earlier).unwrap();
+    assert_eq!(
+        json_lines(&chats.join(stub)).len(),
+        2,
+        "a header and the context only"
+    );
+    let id = acp.prompt(&session, "what did I ask?");
+    let (_, response) = acp.answer(id);
+    assert_eq!(response["result"]["stopReason"], "end_turn");
+    assert!(std::fs::read_to_string(chats.join(&earlier))
+        .unwrap()
+        .contains("what did I ask?"));
+    let logged = requests(state.path());
+    assert_eq!(
+        logged[2]["messages"],
+        json!(["thinking please", "ask permission", "http-error now"]),
+        "the failed request reached the model"
+    );
+    assert_eq!(
+        logged.last().unwrap()["messages"],
+        json!(["thinking please", "ask permission", "what did I ask?"])
+    );
+}
+
+#[test]
+fn gemini_flavour_fails_with_the_http_status_and_forgets_the_failed_prompt() {
+    let (state, cwd) = dirs();
+    let home = tempfile::tempdir().unwrap();
+    let mut acp = Acp::gemini(state.path(), cwd.path(), home.path());
+    let session = acp.open();
+    for (prompt, code, body) in [
+        (
+            "http-error a",
+            500,
+            r#"{"error":{"code":500,"message":"fake internal error","status":"INTERNAL"}}"#,
+        ),
+        (
+            "rate-limit b",
+            429,
+            r#"{"error":{"code":429,"message":"Resource exhausted (fake).","status":"RESOURCE_EXHAUSTED"}}"#,
+        ),
+        (
+            "auth-error c",
+            401,
+            r#"{"error":{"code":401,"message":"API key not valid (fake).","status":"UNAUTHENTICATED"}}"#,
+        ),
+        (
+            "flaky-twice d",
+            500,
+            r#"{"error":{"code":500,"message":"fake internal error","status":"INTERNAL"}}"#,
+        ),
+        (
+            "flaky-twice d",
+            500,
+            r#"{"error":{"code":500,"message":"fake internal error","status":"INTERNAL"}}"#,
+        ),
+    ] {
+        let id = acp.prompt(&session, prompt);
+        let (lines, failed) = acp.answer(id);
+        assert!(lines.is_empty(), "{lines:?}");
+        assert_eq!(
+            failed["error"],
+            json!({"code": code, "message": body}),
+            "{prompt}"
+        );
+    }
+    let id = acp.prompt(&session, "flaky-twice d");
+    let (lines, answered) = acp.answer(id);
+    assert_eq!(answered["result"]["stopReason"], "end_turn");
+    assert!(text_of(&lines, "agent_message_chunk").starts_with("Answered on try 3:"));
+    let id = acp.prompt(&session, "hello e");
+    acp.answer(id);
+    let logged: Vec<Value> = requests(state.path())
+        .iter()
+        .map(|request| request["messages"].clone())
+        .collect();
+    assert_eq!(
+        logged,
+        [
+            json!(["http-error a"]),
+            json!(["rate-limit b"]),
+            json!(["auth-error c"]),
+            json!(["flaky-twice d"]),
+            json!(["flaky-twice d"]),
+            json!(["flaky-twice d"]),
+            json!(["flaky-twice d", "hello e"]),
+        ]
+    );
+}
+
+#[test]
+fn a_cut_stream_ends_the_turn_with_zero_token_counts_after_some_text() {
+    let (state, cwd) = dirs();
+    let home = tempfile::tempdir().unwrap();
+    let mut acp = Acp::gemini(state.path(), cwd.path(), home.path());
+    let session = acp.open();
+    let id = acp.prompt(&session, "hello");
+    let (_, whole) = acp.answer(id);
+    let counts = &whole["result"]["_meta"]["quota"]["token_count"];
+    assert!(counts["input_tokens"].as_u64().unwrap() > 0, "{whole}");
+    assert!(counts["output_tokens"].as_u64().unwrap() > 0, "{whole}");
+    assert!(
+        whole["result"].get("usage").is_none(),
+        "Gemini sends no usage: {whole}"
+    );
+
+    let id = acp.prompt(&session, "cut-stream");
+    let (lines, cut) = acp.answer(id);
+    assert_eq!(
+        text_of(&lines, "agent_message_chunk"),
+        "The answer starts, and then the"
+    );
+    assert_eq!(cut["result"]["stopReason"], "end_turn");
+    assert_eq!(
+        cut["result"]["_meta"]["quota"]["token_count"],
+        json!({"input_tokens": 0, "output_tokens": 0})
+    );
+}
+
+#[test]
+fn the_default_flavour_keeps_a_failed_prompt_and_its_sessions_in_the_state_dir() {
+    let (state, cwd) = dirs();
+    let mut acp = Acp::start(state.path(), cwd.path(), &[]);
+    let session = acp.open();
+    let id = acp.prompt(&session, "http-error a");
+    let (_, failed) = acp.answer(id);
+    assert_eq!(failed["error"]["code"], 500);
+    let id = acp.prompt(&session, "hello b");
+    acp.answer(id);
+    assert_eq!(
+        requests(state.path()).last().unwrap()["messages"],
+        json!(["http-error a", "hello b"])
+    );
+    assert!(state
+        .path()
+        .join("sessions")
+        .join(format!("{session}.jsonl"))
+        .exists());
+}
+
+#[test]
+fn the_gemini_flavour_is_for_the_acp_mode_only() {
+    let output = Command::new(env!("CARGO_BIN_EXE_agentty"))
+        .args(["demo-agent", "--mode", "rpc", "--flavour", "gemini"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--flavour gemini is for --mode acp"));
 }

@@ -54,6 +54,11 @@ pub struct DemoAgentArgs {
     /// `--mode acp`: stay alive after stdin closes, like the Claude and Codex ACP adapters.
     #[arg(long)]
     pub stay_on_eof: bool,
+    /// `--mode acp`: whose ways to follow where the real agents differ: `default`, or `gemini`
+    /// (Gemini CLI's session files, history replayed after the load's answer, failed prompts
+    /// forgotten; see `acp`).
+    #[arg(long, default_value = "default", value_parser = acp::Flavour::NAMES)]
+    pub flavour: String,
     /// Continue this session id.
     #[arg(long)]
     pub session: Option<String>,
@@ -67,8 +72,16 @@ pub struct DemoAgentArgs {
 
 /// Runs the demo agent; returns the process exit status.
 pub fn run(args: DemoAgentArgs) -> i32 {
+    let flavour = acp::Flavour::from_name(&args.flavour).unwrap_or(acp::Flavour::Default);
     if args.mode == "acp" {
-        return acp::run(args.scenario.as_deref(), args.stay_on_eof);
+        return acp::run(args.scenario.as_deref(), args.stay_on_eof, flavour);
+    }
+    if flavour != acp::Flavour::Default {
+        eprintln!(
+            "Error: --flavour {} is for --mode acp (got --mode {})",
+            args.flavour, args.mode
+        );
+        return 1;
     }
     if args.mode != "json" && args.mode != "rpc" {
         eprintln!(

@@ -193,27 +193,31 @@ impl Session {
     pub(crate) fn record_prompt(&mut self, prompt: &str) {
         let mut messages = self.history.clone();
         messages.push(prompt.to_owned());
-        let request = DemoRequest {
+        log_request(&DemoRequest {
             session_id: self.header.id.clone(),
             messages,
-        };
-        if let Ok(mut requests) = fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(requests_file(&state_dir()))
-        {
-            let _ = writeln!(
-                requests,
-                "{}",
-                serde_json::to_string(&request).unwrap_or_default()
-            );
-        }
+        });
         self.history.push(prompt.to_owned());
         let Ok(mut file) = fs::OpenOptions::new().append(true).open(&self.file) else {
             return;
         };
         let line = serde_json::to_string(prompt).unwrap_or_default();
         let _ = writeln!(file, "{line}");
+    }
+}
+
+/// Appends `request` to `requests.jsonl` (what the model would receive).
+pub(crate) fn log_request(request: &DemoRequest) {
+    if let Ok(mut requests) = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(requests_file(&state_dir()))
+    {
+        let _ = writeln!(
+            requests,
+            "{}",
+            serde_json::to_string(request).unwrap_or_default()
+        );
     }
 }
 
@@ -312,7 +316,7 @@ fn latest_session(dir: &Path, wanted: impl Fn(&SessionHeader) -> bool) -> Option
 }
 
 /// A session id used as a file name must not climb out of the sessions directory.
-fn is_safe_file_stem(id: &str) -> bool {
+pub(crate) fn is_safe_file_stem(id: &str) -> bool {
     !id.is_empty()
         && id.len() <= 128
         && id
@@ -362,7 +366,7 @@ pub(crate) fn flaky_try(attempt: u32, prompt: &str, failing: u32) -> FlakyTry {
 }
 
 /// A hash that is the same in every build (std's `DefaultHasher` promises no such thing).
-fn fnv1a(bytes: &[u8]) -> u64 {
+pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
         (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3)
     })

@@ -19,7 +19,28 @@
 //!   (the same handlers as the pi modes, `signals`).
 //! - Sessions are stored in `$AGENTTY_DEMO_STATE_DIR/sessions/<id>.jsonl` (see `store`); every
 //!   prompt is logged to `requests.jsonl` with what the model would see.
+//!
+//! `--flavour gemini` plays `gemini --acp` (Gemini CLI 0.61) where it departs from the above,
+//! as measured against the real CLI with a bare ACP client; the scenarios are the same:
+//! - Sessions are Gemini's chat files, `$GEMINI_CLI_HOME` (else `$HOME`)
+//!   `/.gemini/tmp/<project>/chats/session-<UTC minute>-<id8>.jsonl` (see `gemini_store`):
+//!   opening a session first writes a header to the file of the current minute, then reads, so
+//!   a `session/load` in the minute the session's file is named for wipes it and fails with
+//!   `-32603 "Internal error"`, `data: {details: "No previous sessions found for this
+//!   project."}`.
+//! - `session/load` answers first and replays the conversation after the answer
+//!   (`user_message_chunk`, `agent_thought_chunk`, `agent_message_chunk`, completed or failed
+//!   `tool_call`s).
+//! - A prompt the model failed is forgotten (not stored, not in the next request).
+//! - A prompt's result carries `_meta.quota` only (no `usage`); a prompt in an unknown session
+//!   is `-32602 "Session not found: <id>"` with no `data`; `initialize` offers Gemini's
+//!   authentication methods (`authenticate` accepts any).
+//!
+//! The `demo` provider runs the default flavour; the Gemini flavour is meant to be run through
+//! agentty's Gemini backend (a script as its command that runs `agentty demo-agent --mode acp
+//! --flavour gemini`), which knows where Gemini's session files are.
 
+mod gemini_store;
 pub(crate) mod scenarios;
 mod store;
 mod turn;
@@ -38,6 +59,28 @@ pub(crate) use scenarios::{names as scenario_names, Scenario};
 use store::AcpSession;
 use turn::{Halt, Turn, TurnEnd};
 
+/// Which agent's ways the fake agent follows where the real agents differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Flavour {
+    /// The demo's own ways (the protocol as the spec reads).
+    Default,
+    /// `gemini --acp` 0.61's ways (see the module doc).
+    Gemini,
+}
+
+impl Flavour {
+    /// The flavours' names, for `--flavour`.
+    pub(crate) const NAMES: [&'static str; 2] = ["default", "gemini"];
+
+    pub(crate) fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "default" => Some(Self::Default),
+            "gemini" => Some(Self::Gemini),
+            _ => None,
+        }
+    }
+}
+
 /// What the helper threads hand the agent.
 enum Input {
     Message(Value),
@@ -54,6 +97,7 @@ pub(crate) struct Agent {
     inputs: Receiver<Input>,
     inputs_tx: Sender<Input>,
     forced: Option<Scenario>,
+    flavour: Flavour,
     pace: Pace,
     stay_on_eof: bool,
     sessions: HashMap<String, AcpSession>,
@@ -66,7 +110,7 @@ pub(crate) struct Agent {
 }
 
 /// Runs the ACP mode until stdin closes; returns the exit status.
-pub(crate) fn run(scenario: Option<&str>, stay_on_eof: bool) -> i32 {
+pub(crate) fn run(scenario: Option<&str>, stay_on_eof: bool, flavour: Flavour) -> i32 {
     let forced = match scenario.map(|name| Scenario::from_name(name).ok_or(name)) {
         None => None,
         Some(Ok(scenario)) => Some(scenario),
@@ -93,6 +137,7 @@ pub(crate) fn run(scenario: Option<&str>, stay_on_eof: bool) -> i32 {
         inputs,
         inputs_tx,
         forced,
+        flavour,
         pace: Pace::from_env(),
         stay_on_eof,
         sessions: HashMap::new(),
@@ -167,6 +212,9 @@ impl Agent {
         };
         let params = &message["params"];
         let answer = match method {
+            "initialize" if self.flavour == Flavour::Gemini => {
+                wire::result(id, wire::gemini_initialize())
+            }
             "initialize" => wire::result(
                 id,
                 json!({
@@ -187,10 +235,14 @@ impl Agent {
             "authenticate" => wire::result(id, json!({})),
             "session/new" => {
                 let cwd = session_cwd(params);
-                let session = AcpSession::create(&cwd);
+                let session = AcpSession::create(self.flavour, &cwd);
                 let session_id = session.id().to_owned();
                 self.sessions.insert(session_id.clone(), session);
-                wire::result(id, json!({"sessionId": session_id}))
+                let mut result = json!({"sessionId": session_id});
+                if self.flavour == Flavour::Gemini {
+                    result["modes"] = wire::gemini_modes();
+                }
+                wire::result(id, result)
             }
             "session/load" => return self.load(id, params),
             _ => wire::error(
@@ -203,21 +255,45 @@ impl Agent {
         self.send(&answer)
     }
 
-    /// `session/load`: the session as its file holds it now, replayed, then `{}`.
+    /// `session/load`: the session as its file holds it now, replayed, then `{}` (the Gemini
+    /// flavour: the answer first, then the replay).
     fn load(&mut self, id: &Value, params: &Value) -> io::Result<()> {
         let session_id = params["sessionId"].as_str().unwrap_or_default().to_owned();
-        let Some((session, entries)) = AcpSession::load(&session_id, &session_cwd(params)) else {
-            return self.send(&wire::session_not_found(id, &session_id));
+        let loaded = AcpSession::load(self.flavour, &session_id, &session_cwd(params));
+        let Some((session, history)) = loaded else {
+            return match self.flavour {
+                Flavour::Default => self.send(&wire::session_not_found(id, &session_id)),
+                Flavour::Gemini => {
+                    eprintln!(
+                        "Error handling request session/load {session_id}: Internal error: {}",
+                        gemini_store::NO_PREVIOUS_SESSIONS
+                    );
+                    self.send(&wire::gemini_no_previous_sessions(
+                        id,
+                        gemini_store::NO_PREVIOUS_SESSIONS,
+                    ))
+                }
+            };
         };
         self.sessions.insert(session_id.clone(), session);
-        for entry in entries {
-            let update = match entry {
-                super::state::Entry::Prompt(text) => wire::chunk("user_message_chunk", &text),
-                super::state::Entry::Answer(text) => wire::chunk("agent_message_chunk", &text),
-            };
+        if self.flavour == Flavour::Gemini {
+            self.send(&wire::result(id, json!({"modes": wire::gemini_modes()})))?;
+        }
+        for update in history {
             self.send(&wire::update(&session_id, update))?;
         }
-        self.send(&wire::result(id, json!({})))
+        if self.flavour == Flavour::Default {
+            self.send(&wire::result(id, json!({})))?;
+        }
+        Ok(())
+    }
+
+    /// The result of a prompt that ran to its end, in the flavour's shape.
+    fn prompt_result(&self, input_tokens: u64, output_tokens: u64) -> Value {
+        match self.flavour {
+            Flavour::Default => wire::prompt_result("end_turn", input_tokens, output_tokens),
+            Flavour::Gemini => wire::gemini_prompt_result("end_turn", input_tokens, output_tokens),
+        }
     }
 
     /// Plays one `session/prompt`; `Some(code)` when the agent must exit.
@@ -227,7 +303,11 @@ impl Agent {
         let session_id = params["sessionId"].as_str().unwrap_or_default().to_owned();
         let text = wire::prompt_text(&params["prompt"]);
         let Some(session) = self.sessions.get_mut(&session_id) else {
-            self.send(&wire::session_not_found(id, &session_id))?;
+            let answer = match self.flavour {
+                Flavour::Default => wire::session_not_found(id, &session_id),
+                Flavour::Gemini => wire::gemini_session_not_found(id, &session_id),
+            };
+            self.send(&answer)?;
             return Ok(None);
         };
         let messages = session.record_prompt(&text);
@@ -239,20 +319,24 @@ impl Agent {
             Some(owed) => turn.play_lagging(owed, &text),
             None => scenarios::play(scenario, &mut turn, &text),
         };
-        let (answer, chunks) = turn.finish();
+        let streamed = turn.finish();
+        let (input_tokens, output_tokens) = match played {
+            // A cut stream never got the usage that comes with the finish reason.
+            Ok(TurnEnd::Cut) => (0, 0),
+            _ => (wire::input_tokens(&messages), streamed.chunks),
+        };
+        let result = self.prompt_result(input_tokens, output_tokens);
+        let flavour = self.flavour;
         let session = self.sessions.get_mut(&session_id);
         let reply = match played {
             Ok(end) => {
                 if let Some(session) = session {
-                    session.record_answer(&answer);
+                    session.record_answer(&streamed, input_tokens, output_tokens);
                     if let TurnEnd::Owing(owed) = end {
                         session.lag = Some(Some(owed));
                     }
                 }
-                wire::result(
-                    id,
-                    wire::prompt_result("end_turn", wire::input_tokens(&messages), chunks),
-                )
+                wire::result(id, result)
             }
             Err(Halt::Cancelled) => {
                 if let Some(session) = session {
@@ -262,7 +346,18 @@ impl Agent {
                 }
                 wire::result(id, json!({"stopReason": "cancelled"}))
             }
-            Err(Halt::Fail(message)) => wire::error(id, -32603, &message, None),
+            Err(Halt::Fail(failure)) => {
+                if let Some(session) = session {
+                    session.record_failure();
+                }
+                if flavour == Flavour::Gemini {
+                    eprintln!(
+                        "Error when talking to Gemini API (agentty demo agent) _ApiError: {}",
+                        failure.message
+                    );
+                }
+                wire::error(id, failure.code, &failure.message, None)
+            }
             Err(Halt::Eof) => return Ok(Some(0)),
             Err(Halt::Io(error)) => return Err(error),
         };

@@ -4,6 +4,10 @@
 //! `permission`), else `hello`. Text streams one word per `agent_message_chunk`, 40 ms apart
 //! (script time, scaled by `AGENTTY_DEMO_TIME_SCALE`).
 //!
+//! A failed prompt is stored as the flavour's store does it: the default flavour keeps it in the
+//! session, the Gemini flavour forgets it (and writes the failure to stderr, as Gemini does:
+//! `Error when talking to Gemini API … _ApiError: <message>`).
+//!
 //! | scenario | what the agent does |
 //! |---|---|
 //! | `hello` | text deltas, `end_turn` |
@@ -21,6 +25,11 @@
 //! | `exit-mid-turn` | some text, then exit status 3 (stderr says why), the prompt unanswered |
 //! | `error` | the prompt is answered with error `-32603` `Internal error: API Error: 500 {"error":{"message":"fake overload"}}` |
 //! | `flaky` | fails like `error` the first time a prompt text is sent, succeeds the next time (the demo's flaky marks, `state::flaky_try`) |
+//! | `http-error` | the prompt is answered as Gemini answers an HTTP 500 from the API: error `code: 500`, `message` the API's JSON body `{"error":{"code":500,"message":"fake internal error","status":"INTERNAL"}}` |
+//! | `rate-limit` | the same with HTTP 429 (`Resource exhausted (fake).`, `RESOURCE_EXHAUSTED`) |
+//! | `auth-error` | the same with HTTP 401 (`API key not valid (fake).`, `UNAUTHENTICATED`) |
+//! | `flaky-twice` | fails like `http-error` the first two times a prompt text is sent, then answers "Answered on try 3: …" |
+//! | `cut-stream` | a few words of text, then the model's stream breaks off: `end_turn` with zero token counts, as Gemini reports it |
 //! | `lag-after-cancel` | like `slow`; after a `session/cancel`, the session answers one prompt late from then on (the Claude ACP adapter's bug): the next prompt ends `end_turn` at once with no text, the prompt after it streams "This answers \"<previous prompt>\"." |
 
 use std::fs;
@@ -28,7 +37,7 @@ use std::fs;
 use serde_json::json;
 
 use super::super::{scenario, state};
-use super::turn::{Decision, Halt, Turn, TurnEnd};
+use super::turn::{Decision, Halt, RpcFailure, Turn, TurnEnd};
 use super::wire;
 
 /// The scenarios, in listing order, with a line each.
@@ -70,6 +79,26 @@ pub(crate) const SCENARIOS: &[(&str, &str)] = &[
         "fails like error once per prompt text, then succeeds",
     ),
     (
+        "http-error",
+        "the prompt fails as Gemini reports an HTTP 500 (code 500, the API's JSON)",
+    ),
+    (
+        "rate-limit",
+        "the prompt fails with code 429, the API's JSON",
+    ),
+    (
+        "auth-error",
+        "the prompt fails with code 401, the API's JSON",
+    ),
+    (
+        "flaky-twice",
+        "fails like http-error twice per prompt text, then succeeds",
+    ),
+    (
+        "cut-stream",
+        "some text, then end_turn with zero token counts (a dropped stream)",
+    ),
+    (
         LAG_AFTER_CANCEL,
         "after a cancel, each answer comes one prompt late",
     ),
@@ -99,6 +128,11 @@ pub(crate) enum Scenario {
     ExitMidTurn,
     Error,
     Flaky,
+    HttpError,
+    RateLimit,
+    AuthError,
+    FlakyTwice,
+    CutStream,
     LagAfterCancel,
 }
 
@@ -125,6 +159,11 @@ impl Scenario {
             "exit-mid-turn" => Self::ExitMidTurn,
             "error" => Self::Error,
             "flaky" => Self::Flaky,
+            "http-error" => Self::HttpError,
+            "rate-limit" => Self::RateLimit,
+            "auth-error" => Self::AuthError,
+            "flaky-twice" => Self::FlakyTwice,
+            "cut-stream" => Self::CutStream,
             LAG_AFTER_CANCEL => Self::LagAfterCancel,
             _ => return None,
         })
@@ -190,15 +229,56 @@ pub(crate) fn play(scenario: Scenario, turn: &mut Turn, prompt: &str) -> Result<
             );
             std::process::exit(3);
         }
-        Scenario::Error => return Err(Halt::Fail(API_ERROR.to_owned())),
+        Scenario::Error => return Err(Halt::Fail(internal_error())),
         Scenario::Flaky => {
             if state::flaky_try(1, prompt, 1).fails {
-                return Err(Halt::Fail(API_ERROR.to_owned()));
+                return Err(Halt::Fail(internal_error()));
             }
             turn.say("Second time lucky: the overload that stopped the first try has passed.")?;
         }
+        Scenario::HttpError => return Err(Halt::Fail(http_failure(500))),
+        Scenario::RateLimit => return Err(Halt::Fail(http_failure(429))),
+        Scenario::AuthError => return Err(Halt::Fail(http_failure(401))),
+        Scenario::FlakyTwice => {
+            let flaky = state::flaky_try(1, prompt, 2);
+            if flaky.fails {
+                return Err(Halt::Fail(http_failure(500)));
+            }
+            turn.say(&format!(
+                "Answered on try {}: the errors that stopped the earlier tries have passed.",
+                flaky.number
+            ))?;
+        }
+        Scenario::CutStream => {
+            turn.say("The answer starts, and then the")?;
+            return Ok(TurnEnd::Cut);
+        }
     }
     Ok(TurnEnd::Done)
+}
+
+/// The `error` and `flaky` failure: `-32603` with the real agents' wording of an API error.
+fn internal_error() -> RpcFailure {
+    RpcFailure {
+        code: -32603,
+        message: API_ERROR.to_owned(),
+    }
+}
+
+/// Gemini CLI's answer to a prompt whose model request failed with HTTP `status`: the status
+/// as the code, the API's JSON body as the message (the bodies of protocols/gemini's fake
+/// server).
+pub(crate) fn http_failure(status: i64) -> RpcFailure {
+    let (message, name) = match status {
+        401 => ("API key not valid (fake).", "UNAUTHENTICATED"),
+        429 => ("Resource exhausted (fake).", "RESOURCE_EXHAUSTED"),
+        _ => ("fake internal error", "INTERNAL"),
+    };
+    let body = json!({"error": {"code": status, "message": message, "status": name}});
+    RpcFailure {
+        code: status,
+        message: body.to_string(),
+    }
 }
 
 fn plan(turn: &mut Turn) -> Result<(), Halt> {
@@ -379,7 +459,7 @@ mod tests {
         for name in names() {
             assert!(Scenario::from_name(name).is_some(), "{name}");
         }
-        assert_eq!(names().count(), 16);
+        assert_eq!(names().count(), 21);
     }
 
     #[test]

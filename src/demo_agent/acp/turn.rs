@@ -20,8 +20,8 @@ const CHUNK_MS: u64 = 40;
 pub(crate) enum Halt {
     /// `session/cancel` (or a permission answered `cancelled`): answer `stopReason: cancelled`.
     Cancelled,
-    /// The "model" failed: answer the prompt with this JSON-RPC error (-32603).
-    Fail(String),
+    /// The "model" failed: answer the prompt with this JSON-RPC error.
+    Fail(RpcFailure),
     /// stdin closed: exit at once.
     Eof,
     /// stdout is gone.
@@ -34,11 +34,34 @@ impl From<io::Error> for Halt {
     }
 }
 
+/// A failed prompt's JSON-RPC error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RpcFailure {
+    pub code: i64,
+    pub message: String,
+}
+
 /// How a turn that ran to its end ended (`stopReason: end_turn`).
 pub(crate) enum TurnEnd {
     Done,
     /// Lagging (`lag-after-cancel`): this answer text is owed to the next prompt.
     Owing(String),
+    /// The model's stream broke off mid-answer with no finish reason: Gemini still ends the
+    /// turn `end_turn`, its token counts zero.
+    Cut,
+}
+
+/// What a turn streamed, for the session to store.
+#[derive(Debug, Default)]
+pub(crate) struct Played {
+    /// The answer text (the `agent_message_chunk` texts).
+    pub answer: String,
+    /// The thought text (the `agent_thought_chunk` texts).
+    pub thoughts: String,
+    /// Each tool call as it stands last: `toolCallId`, `title`, `kind`, `status`.
+    pub tool_calls: Vec<Value>,
+    /// Text and thought chunks sent.
+    pub chunks: u64,
 }
 
 /// The user's answer to a permission request (a cancelled one is `Halt::Cancelled`).
@@ -64,8 +87,7 @@ pub(crate) struct Turn<'a> {
     ignore_cancel: bool,
     /// A `session/cancel` arrived (and was ignored, or the turn is over).
     pub cancel_seen: bool,
-    answer: String,
-    chunks: u64,
+    played: Played,
 }
 
 /// A running tool: its process group is killed (and the child reaped) unless it finished.
@@ -97,19 +119,43 @@ impl<'a> Turn<'a> {
             cwd,
             ignore_cancel: scenario == Scenario::IgnoreCancel,
             cancel_seen: false,
-            answer: String::new(),
-            chunks: 0,
+            played: Played::default(),
         }
     }
 
-    /// The answer text streamed and the number of chunks (text and thought) sent.
-    pub(crate) fn finish(self) -> (String, u64) {
-        (self.answer, self.chunks)
+    /// What the turn streamed.
+    pub(crate) fn finish(self) -> Played {
+        self.played
     }
 
     pub(crate) fn update(&mut self, update: Value) -> io::Result<()> {
+        self.note_tool_call(&update);
         let message = wire::update(&self.session_id, update);
         self.agent.send(&message)
+    }
+
+    /// Keeps the last title, kind and status of each tool call the turn announces or updates.
+    fn note_tool_call(&mut self, update: &Value) {
+        let kind = update["sessionUpdate"].as_str().unwrap_or_default();
+        let Some(id) = update["toolCallId"]
+            .as_str()
+            .filter(|_| matches!(kind, "tool_call" | "tool_call_update"))
+        else {
+            return;
+        };
+        let calls = &mut self.played.tool_calls;
+        let index = match calls.iter().position(|call| call["toolCallId"] == id) {
+            Some(index) => index,
+            None => {
+                calls.push(json!({ "toolCallId": id }));
+                calls.len() - 1
+            }
+        };
+        for field in ["title", "kind", "status"] {
+            if let Some(value) = update.get(field) {
+                calls[index][field] = value.clone();
+            }
+        }
     }
 
     /// Writes `line` as it is (the misbehaving scenarios).
@@ -143,10 +189,12 @@ impl<'a> Turn<'a> {
 
     fn chunk(&mut self, kind: &str, text: &str) -> Result<(), Halt> {
         self.update(wire::chunk(kind, text))?;
-        if kind == "agent_message_chunk" {
-            self.answer.push_str(text);
+        match kind {
+            "agent_message_chunk" => self.played.answer.push_str(text),
+            "agent_thought_chunk" => self.played.thoughts.push_str(text),
+            _ => {}
         }
-        self.chunks += 1;
+        self.played.chunks += 1;
         Ok(())
     }
 

@@ -72,6 +72,73 @@ pub(crate) fn prompt_result(stop_reason: &str, input_tokens: u64, output_tokens:
     })
 }
 
+/// Gemini CLI's result of a prompt that ran to its end: the stop reason and `_meta.quota`
+/// alone (no `usage` object).
+pub(crate) fn gemini_prompt_result(
+    stop_reason: &str,
+    input_tokens: u64,
+    output_tokens: u64,
+) -> Value {
+    let mut result = prompt_result(stop_reason, input_tokens, output_tokens);
+    if let Some(result) = result.as_object_mut() {
+        result.remove("usage");
+    }
+    result
+}
+
+/// Gemini CLI's `initialize` result: its authentication methods and its name.
+pub(crate) fn gemini_initialize() -> Value {
+    json!({
+        "protocolVersion": 1,
+        "authMethods": [
+            {"id": "oauth-personal", "name": "Log in with Google", "description": "Log in with your Google account"},
+            {"id": "gemini-api-key", "name": "Gemini API key", "description": "Use an API key with Gemini Developer API"},
+        ],
+        "agentInfo": {
+            "name": "gemini-cli",
+            "title": "Gemini CLI (agentty demo agent)",
+            "version": env!("CARGO_PKG_VERSION"),
+        },
+        "agentCapabilities": {
+            "loadSession": true,
+            "promptCapabilities": {"image": true, "audio": true, "embeddedContext": true},
+            "mcpCapabilities": {"http": true, "sse": true},
+        },
+    })
+}
+
+/// Gemini CLI's modes, in `session/new`'s and `session/load`'s results.
+pub(crate) fn gemini_modes() -> Value {
+    json!({
+        "availableModes": [
+            {"id": "default", "name": "Default", "description": "Prompts for approval"},
+            {"id": "autoEdit", "name": "Auto Edit", "description": "Auto-approves edit tools"},
+            {"id": "yolo", "name": "YOLO", "description": "Auto-approves all tools"},
+        ],
+        "currentModeId": "default",
+    })
+}
+
+/// Gemini CLI's answer to a `session/load` of a session that no file holds (any more).
+pub(crate) fn gemini_no_previous_sessions(id: &Value, details: &str) -> Value {
+    error(
+        id,
+        -32603,
+        "Internal error",
+        Some(json!({"details": details})),
+    )
+}
+
+/// Gemini CLI's answer to a prompt in a session it does not hold (no `data`).
+pub(crate) fn gemini_session_not_found(id: &Value, session_id: &str) -> Value {
+    error(
+        id,
+        -32602,
+        &format!("Session not found: {session_id}"),
+        None,
+    )
+}
+
 /// What a request costs: a fixed base plus about one token per four characters of the messages.
 pub(crate) fn input_tokens(messages: &[String]) -> u64 {
     BASE_INPUT_TOKENS
@@ -137,6 +204,16 @@ mod tests {
         ]);
         assert_eq!(prompt_text(&prompt), "one\ntwo");
         assert_eq!(prompt_text(&Value::Null), "");
+    }
+
+    #[test]
+    fn gemini_results_have_the_quota_and_no_usage() {
+        let result = gemini_prompt_result("end_turn", 0, 0);
+        assert!(result.get("usage").is_none(), "{result}");
+        assert_eq!(
+            result["_meta"]["quota"]["token_count"],
+            json!({"input_tokens": 0, "output_tokens": 0})
+        );
     }
 
     #[test]
