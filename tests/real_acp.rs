@@ -440,7 +440,8 @@ async fn sigint_mid_tool_cancels_and_leaves_no_process(cli: Cli, test: &str) {
         terminal["stop_stage"], terminal["elapsed_ms"]
     );
     assert!(
-        ["cancel", "interrupt", "grace", "kill"].contains(&terminal["stop_stage"].as_str().unwrap_or("")),
+        ["cancel", "interrupt", "grace", "kill"]
+            .contains(&terminal["stop_stage"].as_str().unwrap_or("")),
         "{finished}"
     );
     // Nothing of the run survives: neither the tool nor the agent (nor its sandbox).

@@ -188,6 +188,15 @@ pub(crate) trait LiveSession: Send + Sized {
     fn serves(&mut self, session: &SessionRef) -> bool;
     /// Ends it and waits for it.
     fn close(self) -> impl std::future::Future<Output = ()> + Send;
+    /// Opens a new agent session for `request` in this process instead of starting another
+    /// (an agent that holds several sessions); false when it cannot.
+    fn open_new(
+        &mut self,
+        request: &AttemptRequest,
+    ) -> impl std::future::Future<Output = bool> + Send {
+        let _ = request;
+        async { false }
+    }
 }
 
 /// Where a long-lived transport keeps its session between attempts (a handle: clones share
@@ -266,10 +275,16 @@ impl<S: LiveSession + 'static> LiveSlot<S> {
             return None;
         }
         let stale = self.stale.swap(false, Ordering::SeqCst);
-        let reuse = !stale
+        let mut reuse = !stale
             && slot
                 .as_mut()
                 .is_some_and(|session| session.serves(&request.session));
+        if !reuse && !stale && request.session == SessionRef::New {
+            // A fresh session needs no fresh process where the agent can open another.
+            if let Some(session) = slot.as_mut() {
+                reuse = session.open_new(request).await;
+            }
+        }
         if !reuse {
             if let Some(old) = slot.take() {
                 old.close().await;
