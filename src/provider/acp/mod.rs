@@ -344,7 +344,8 @@ impl AcpAttempt {
         self.sink.flush(&mut out).await;
         // A failed attempt stays in the agent's memory (never continue on it), unless the
         // agent answered the prompt with its error and is known to forget such a prompt.
-        let forgotten = answered_unstopped && quirks.forgets_failed_prompt;
+        let answered_with_error = matches!(&terminal, AgentMessage::Failed(failure) if failure.reason == crate::stream::FailureReason::AgentError);
+        let forgotten = answered_unstopped && answered_with_error && quirks.forgets_failed_prompt;
         let keep = keep && (forgotten || !matches!(terminal, AgentMessage::Failed(_)));
         (terminal, keep)
     }
