@@ -440,7 +440,8 @@ async fn sigint_mid_tool_cancels_and_leaves_no_process(cli: Cli, test: &str) {
         terminal["stop_stage"], terminal["elapsed_ms"]
     );
     assert!(
-        ["cancel", "interrupt", "grace", "kill"].contains(&terminal["stop_stage"].as_str().unwrap_or("")),
+        ["cancel", "interrupt", "grace", "kill"]
+            .contains(&terminal["stop_stage"].as_str().unwrap_or("")),
         "{finished}"
     );
     // Nothing of the run survives: neither the tool nor the agent (nor its sandbox).
@@ -523,4 +524,52 @@ async fn claude_acp_http_500_is_one_request() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn codex_acp_http_500_is_one_request() {
     http_500_is_one_request(Cli::Codex, "codex_acp_http_500_is_one_request").await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// (f) A conversation survives failed attempts on the long-lived process: turn A fails twice
+// then succeeds, B continues, C fails twice then succeeds, D continues (through the real
+// orchestrator, retries 10 ms apart, so all in one minute); what the model received, from the
+// fake server's log. (Gemini's run of the same is `real_gemini`'s
+// `gemini_acp_two_retried_turns_keep_the_conversation`, with its private home in the test's.)
+
+async fn two_retried_turns_keep_the_conversation(cli: Cli, test: &str) {
+    let prompts = real_cli::four_prompts(cli.name());
+    let fail = std::sync::Arc::new(real_cli::fail_a_and_c_twice(&prompts));
+    let Some(rig) = rig(cli, test, Plan::Failing(fail)).await else {
+        return;
+    };
+    real_cli::two_retried_turns_keep_the_conversation(
+        cli.name(),
+        test,
+        rig.provider(),
+        rig.work.path(),
+        &prompts,
+        || {
+            rig.server
+                .model_requests()
+                .into_iter()
+                .map(|request| request.user_texts)
+                .collect()
+        },
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_acp_two_retried_turns_keep_the_conversation() {
+    two_retried_turns_keep_the_conversation(
+        Cli::Claude,
+        "claude_acp_two_retried_turns_keep_the_conversation",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_acp_two_retried_turns_keep_the_conversation() {
+    two_retried_turns_keep_the_conversation(
+        Cli::Codex,
+        "codex_acp_two_retried_turns_keep_the_conversation",
+    )
+    .await;
 }

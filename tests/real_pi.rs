@@ -658,3 +658,26 @@ async fn rpc_retried_turn_reaches_the_model_with_each_prompt_once() {
     )
     .await;
 }
+
+/// pi's RPC mode (its default transport in the chat): A fails twice then succeeds, B, C fails
+/// twice then succeeds, D, on one conversation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rpc_two_retried_turns_keep_the_conversation() {
+    let test = "rpc_two_retried_turns_keep_the_conversation";
+    let prompts = real_cli::four_prompts("pi-rpc");
+    let fail = real_cli::fail_a_and_c_twice(&prompts);
+    let fake = FakeOpenAi::start_failing(fail).await;
+    let Some(world) = PiWorld::with_server(test, fake).await else {
+        return;
+    };
+    let provider = world.provider_on("session", Transport::Rpc, &world.pi);
+    real_cli::two_retried_turns_keep_the_conversation(
+        "pi rpc",
+        test,
+        provider,
+        &world.work_dir(),
+        &prompts,
+        || world.fake.user_texts_per_request(),
+    )
+    .await;
+}

@@ -20,6 +20,7 @@
 use std::collections::VecDeque;
 use std::io::{self, Write};
 use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
 use std::process::Child;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
@@ -29,7 +30,7 @@ use serde_json::{json, Value};
 use super::player::{BlockKind, MessageStream, Output, Pace};
 use super::scenario::{self, tokens, Placeholders, Response, Scenario, Step};
 use super::signals::{self, ToolGroup};
-use super::state::{now_ms, Session};
+use super::state::{now_ms, Session, SessionChoice};
 use super::wire::{
     AssistantMessage, ContentBlock, Event, Message, MessageRef, StopReason, ToolResultBody,
     ToolResultMessage,
@@ -223,6 +224,32 @@ impl Engine {
                 });
             }
             "set_auto_retry" | "abort" | "set_steering_mode" | "set_follow_up_mode" => {}
+            // pi re-reads a session file (one the client restored) in the running process.
+            "switch_session" => {
+                let path = Path::new(command["sessionPath"].as_str().unwrap_or_default());
+                let loaded = path
+                    .file_stem()
+                    .and_then(|stem| stem.to_str())
+                    .and_then(Session::load);
+                match loaded {
+                    Some((session, _)) => self.session = session,
+                    None => {
+                        answer = response(id, kind, false);
+                        answer["error"] =
+                            Value::String(format!("Session file not found: {}", path.display()));
+                    }
+                }
+            }
+            "new_session" => {
+                let cwd = self.session.header.cwd.clone();
+                match Session::open(&SessionChoice::New, &cwd) {
+                    Ok(session) => self.session = session,
+                    Err(error) => {
+                        answer = response(id, kind, false);
+                        answer["error"] = Value::String(error);
+                    }
+                }
+            }
             "steer" | "follow_up" => {
                 // Nothing runs: kept for the next turn, as pi does.
                 let message = command["message"].as_str().unwrap_or_default().to_owned();

@@ -148,11 +148,15 @@ mod tests {
     #[test]
     fn an_api_error_body_is_said_in_the_apis_words() {
         assert_eq!(
-            api_error_words(r#"{"error":{"code":500,"message":"fake internal error","status":"INTERNAL"}}"#),
+            api_error_words(
+                r#"{"error":{"code":500,"message":"fake internal error","status":"INTERNAL"}}"#
+            ),
             "fake internal error"
         );
         assert_eq!(
-            api_error_words(r#"API Error: 429 {"type":"error","error":{"type":"rate_limit_error","message":"rate limit exceeded"}}"#),
+            api_error_words(
+                r#"API Error: 429 {"type":"error","error":{"type":"rate_limit_error","message":"rate limit exceeded"}}"#
+            ),
             "rate limit exceeded"
         );
         // Gemini's message wrapping the upstream's body.
@@ -160,7 +164,10 @@ mod tests {
             api_error_words(r#"{"error":{"message":"{\"error\":{\"message\":\"quota\"}}"}}"#),
             "quota"
         );
-        assert_eq!(api_error_words("plain words {not json"), "plain words {not json");
+        assert_eq!(
+            api_error_words("plain words {not json"),
+            "plain words {not json"
+        );
         assert_eq!(api_error_words(" spaced "), "spaced");
     }
 

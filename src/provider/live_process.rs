@@ -188,6 +188,21 @@ pub(crate) trait LiveSession: Send + Sized {
     fn serves(&mut self, session: &SessionRef) -> bool;
     /// Ends it and waits for it.
     fn close(self) -> impl std::future::Future<Output = ()> + Send;
+    /// The agent's stored session was restored from a checkpoint: re-reads it in this process
+    /// instead of starting another (an agent that can switch to a session file); false when
+    /// it cannot, and the process is then replaced.
+    fn reload(&mut self) -> impl std::future::Future<Output = bool> + Send {
+        async { false }
+    }
+    /// Opens a new agent session for `request` in this process instead of starting another
+    /// (an agent that holds several sessions); false when it cannot.
+    fn open_new(
+        &mut self,
+        request: &AttemptRequest,
+    ) -> impl std::future::Future<Output = bool> + Send {
+        let _ = request;
+        async { false }
+    }
 }
 
 /// Where a long-lived transport keeps its session between attempts (a handle: clones share
@@ -266,10 +281,22 @@ impl<S: LiveSession + 'static> LiveSlot<S> {
             return None;
         }
         let stale = self.stale.swap(false, Ordering::SeqCst);
-        let reuse = !stale
-            && slot
-                .as_mut()
-                .is_some_and(|session| session.serves(&request.session));
+        let serves = slot
+            .as_mut()
+            .is_some_and(|session| session.serves(&request.session));
+        let mut reuse = serves && !stale;
+        if serves && stale {
+            // The restored file is what the process must hold: re-read where it can.
+            if let Some(session) = slot.as_mut() {
+                reuse = session.reload().await;
+            }
+        }
+        if !reuse && !stale && request.session == SessionRef::New {
+            // A fresh session needs no fresh process where the agent can open another.
+            if let Some(session) = slot.as_mut() {
+                reuse = session.open_new(request).await;
+            }
+        }
         if !reuse {
             if let Some(old) = slot.take() {
                 old.close().await;

@@ -181,6 +181,9 @@ pub enum Plan {
     /// Every turn request answered with HTTP 500 (and the CLI's own retries left to agentty:
     /// the rig turns none off itself).
     Http500,
+    /// Text, except that a turn request for which this says so (given the text of its last
+    /// user message) is answered with HTTP 500.
+    Failing(Arc<dyn Fn(&str) -> bool + Send + Sync>),
 }
 
 impl Plan {
@@ -190,7 +193,7 @@ impl Plan {
             Plan::Thinking => GeminiScenario::Reasoning,
             Plan::AskingTool(command) | Plan::Tool(command) => GeminiScenario::Tool(command),
             Plan::Say { text, pause } => GeminiScenario::Say { text, pause },
-            Plan::Http500 => GeminiScenario::Text,
+            Plan::Http500 | Plan::Failing(_) => GeminiScenario::Text,
             Plan::PerPrompt(_) => panic!("a per-prompt plan chose another per-prompt plan"),
         }
     }
@@ -201,7 +204,7 @@ impl Plan {
             Plan::Thinking => ClaudeScenario::Thinking,
             Plan::AskingTool(command) | Plan::Tool(command) => ClaudeScenario::Tool { command },
             Plan::Say { text, pause } => ClaudeScenario::Say { text, pause },
-            Plan::Http500 => ClaudeScenario::Text,
+            Plan::Http500 | Plan::Failing(_) => ClaudeScenario::Text,
             Plan::PerPrompt(_) => panic!("a per-prompt plan chose another per-prompt plan"),
         }
     }
@@ -214,6 +217,7 @@ impl Plan {
             Plan::Tool(command) => CodexScenario::Tool(command),
             Plan::Say { text, pause } => CodexScenario::Say { text, pause },
             Plan::Http500 => CodexScenario::Http500,
+            Plan::Failing(_) => CodexScenario::Text,
             Plan::PerPrompt(_) => panic!("a per-prompt plan chose another per-prompt plan"),
         }
     }
@@ -235,6 +239,9 @@ pub async fn rig(cli: Cli, test: &str, plan: Plan) -> Option<AcpRig> {
                     fake_gemini_server::start_choosing(move |text| choose(text).gemini())
                 }
                 Plan::Http500 => fake_gemini_server::start_failing(GeminiScenario::Text, |_| true),
+                Plan::Failing(fail) => {
+                    fake_gemini_server::start_failing(GeminiScenario::Text, move |text| fail(text))
+                }
                 plan => fake_gemini_server::start(plan.gemini()),
             };
             // Gemini CLI's own retries off in the user's settings, except where the test is
@@ -263,6 +270,9 @@ pub async fn rig(cli: Cli, test: &str, plan: Plan) -> Option<AcpRig> {
                     FakeAnthropic::start_choosing(move |text| choose(text).claude()).await
                 }
                 Plan::Http500 => FakeAnthropic::start_failing(ClaudeScenario::Text, |_| true).await,
+                Plan::Failing(fail) => {
+                    FakeAnthropic::start_failing(ClaudeScenario::Text, move |text| fail(text)).await
+                }
                 plan => FakeAnthropic::start(plan.claude()).await,
             };
             provider.insert("acp_command".into(), path_value(&adapter));
@@ -278,6 +288,9 @@ pub async fn rig(cli: Cli, test: &str, plan: Plan) -> Option<AcpRig> {
             let server = match plan {
                 Plan::PerPrompt(choose) => {
                     fake_codex_server::start_choosing(move |text| choose(text).codex())
+                }
+                Plan::Failing(fail) => {
+                    fake_codex_server::start_failing(CodexScenario::Text, move |text| fail(text))
                 }
                 plan => fake_codex_server::start(plan.codex()),
             };
@@ -395,6 +408,32 @@ impl AcpRig {
             env.push(("PATH".to_owned(), std::env::join_paths(dirs).expect("PATH")));
         }
         env
+    }
+
+    /// The rig's provider over ACP in this process (for the orchestrator), configured as
+    /// `agentty run` would be: the rig's config, `PATH` with the rig's prefix.
+    pub fn provider(&self) -> std::sync::Arc<dyn agentty::provider::Provider> {
+        let loaded = agentty::config::load(Some(&self.config));
+        let mut settings = loaded
+            .config
+            .providers
+            .get(self.cli.name())
+            .cloned()
+            .unwrap_or_default();
+        settings.permissions = Some(agentty::config::PermissionPolicy::Deny);
+        for (key, value) in self.agentty_env() {
+            if key == "PATH" {
+                settings
+                    .env
+                    .insert(key, value.to_string_lossy().into_owned());
+            }
+        }
+        agentty::provider::build_provider_with(
+            self.cli.name(),
+            &settings,
+            agentty::provider::Transport::Acp,
+        )
+        .expect("the CLI runs over ACP")
     }
 
     /// agentty's state directory (`AGENTTY_STATE_DIR`).

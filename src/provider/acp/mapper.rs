@@ -124,6 +124,8 @@ pub(crate) struct AcpMapper {
     usage: Option<Usage>,
     /// A permission was refused in this turn (some agents then end the turn `cancelled`).
     refused: bool,
+    /// The turn streamed assistant text.
+    wrote: bool,
     outcome: Option<AgentOutcome>,
 }
 
@@ -138,6 +140,7 @@ impl AcpMapper {
             permissions: HashMap::new(),
             usage: None,
             refused: false,
+            wrote: false,
             outcome: None,
         }
     }
@@ -189,6 +192,7 @@ impl AcpMapper {
                 self.end_thought();
                 if let Some(text) = chunk_text(&chunk.content) {
                     if !text.is_empty() {
+                        self.wrote = true;
                         out.push(AgentMessage::Assistant {
                             delta: text.to_owned(),
                         });
@@ -421,13 +425,17 @@ impl AcpMapper {
             self.tools.release_thoughts(&mut self.held_thoughts, out);
             // `cancelled` confirms our stop; after a refusal it is the agent ending the turn
             // itself (the Codex adapter does), which is a finished turn, not a broken one.
+            let usage = turn_usage(&result).or_else(|| self.usage.take());
             self.outcome = Some(if stop_reason == STOP_CANCELLED && !self.refused {
                 AgentOutcome::Aborted
-            } else {
-                AgentOutcome::Completed {
-                    stop_reason,
-                    usage: turn_usage(&result).or_else(|| self.usage.take()),
+            } else if self.wrote && counted_nothing(&result) {
+                AgentOutcome::Failed {
+                    reason: FailureReason::NoCompletion,
+                    message: CUT_STREAM.to_owned(),
+                    http_status: None,
                 }
+            } else {
+                AgentOutcome::Completed { stop_reason, usage }
             });
         }
         LineVerdict::Event
@@ -604,6 +612,19 @@ fn plan_entry(entry: &acp::PlanEntry) -> PlanEntry {
 
 /// The turn's own usage from the prompt's answer, where the agent gives it: `usage` (ACP's
 /// unstable field) or Gemini's `_meta.quota`.
+/// What a turn the agent ended on a broken stream is called (the words make the classifier
+/// see a dropped connection, which is worth a retry).
+const CUT_STREAM: &str = "the connection to the model dropped mid-reply: the stream ended without a finish, and the agent counted no tokens for the answer it had begun, so it is incomplete";
+
+/// Gemini CLI ends a turn whose model stream broke off (no finish reason) as `end_turn`, its
+/// token count zero; a turn that reached the model counts its tokens.
+fn counted_nothing(result: &Value) -> bool {
+    let count = &result["_meta"]["quota"]["token_count"];
+    count.is_object()
+        && count["input_tokens"].as_u64() == Some(0)
+        && count["output_tokens"].as_u64() == Some(0)
+}
+
 fn turn_usage(result: &Value) -> Option<Usage> {
     let number = |value: &Value| value.as_u64();
     if let Some(usage) = result.get("usage").filter(|usage| usage.is_object()) {

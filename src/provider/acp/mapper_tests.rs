@@ -365,3 +365,68 @@ fn a_tool_output_given_only_as_raw_output_is_its_printed_text() {
     assert_eq!(output_of(json!({"exit_code": 2})), "(exit code 2)");
     assert_eq!(output_of(json!("plain")), "plain");
 }
+
+/// The answer of `gemini --acp` 0.61 to a prompt whose model request got HTTP 500 (recorded
+/// with a bare ACP client against the fake server): the status as the JSON-RPC code, the
+/// API's body as the message.
+#[test]
+fn geminis_http_error_answer_names_its_status_and_the_apis_words() {
+    let mut mapper = AcpMapper::new(Some("4".into()));
+    let mut out = Vec::new();
+    let line = r#"{"jsonrpc":"2.0","id":4,"error":{"code":500,"message":"{\"error\":{\"code\":500,\"message\":\"fake internal error\",\"status\":\"INTERNAL\"}}"}}"#;
+    mapper.map_line(line, &mut out);
+    let AgentOutcome::Failed {
+        message,
+        http_status,
+        ..
+    } = finish(&mut mapper, &mut out)
+    else {
+        panic!("not failed");
+    };
+    assert_eq!(message, "fake internal error");
+    assert_eq!(http_status, Some(500));
+    // The protocol's own (negative) codes are no HTTP status.
+    let mut mapper = AcpMapper::new(Some("5".into()));
+    let line = r#"{"jsonrpc":"2.0","id":5,"error":{"code":-32603,"message":"Internal error","data":{"details":"boom"}}}"#;
+    mapper.map_line(line, &mut out);
+    let AgentOutcome::Failed { http_status, .. } = finish(&mut mapper, &mut out) else {
+        panic!("not failed");
+    };
+    assert_eq!(http_status, None);
+}
+
+/// Gemini CLI ends a turn whose model stream broke off as `end_turn` with its token count
+/// zero (`InvalidStreamError`, src `prompt()`): after text, that is an incomplete answer.
+#[test]
+fn an_end_turn_that_counted_no_tokens_after_text_is_a_dropped_stream() {
+    let zero = json!({"jsonrpc": "2.0", "id": 3, "result": {"stopReason": "end_turn",
+        "_meta": {"quota": {"token_count": {"input_tokens": 0, "output_tokens": 0},
+        "model_usage": []}}}})
+    .to_string();
+    let mut mapper = AcpMapper::new(Some("3".into()));
+    let mut out = Vec::new();
+    mapper.map_line(
+        &update(json!({"sessionUpdate": "agent_message_chunk",
+            "content": {"type": "text", "text": "Half an ans"}})),
+        &mut out,
+    );
+    mapper.map_line(&zero, &mut out);
+    let AgentOutcome::Failed {
+        reason, message, ..
+    } = finish(&mut mapper, &mut out)
+    else {
+        panic!("a cut stream is not a finished answer");
+    };
+    assert_eq!(reason, FailureReason::NoCompletion);
+    assert!(
+        crate::provider::errors::is_dropped_connection(&message),
+        "{message}"
+    );
+    // With no text (a slash command Gemini handles itself), zero is just zero.
+    let mut mapper = AcpMapper::new(Some("3".into()));
+    mapper.map_line(&zero, &mut out);
+    assert!(matches!(
+        finish(&mut mapper, &mut out),
+        AgentOutcome::Completed { .. }
+    ));
+}

@@ -26,6 +26,7 @@ mod mapper;
 mod session;
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -63,6 +64,10 @@ pub struct AcpQuirks {
     /// How the agent's error messages name an HTTP status it does not state as a number
     /// (the Codex adapter passes on Codex's wording of a 5xx).
     pub http_status_of: Option<fn(&str) -> Option<u16>>,
+    /// A prompt the agent answers with an error (its model request failed) is dropped from
+    /// its session, in memory and on disk (Gemini CLI, measured): the process can serve the
+    /// retry, and no restart is needed.
+    pub forgets_failed_prompt: bool,
 }
 
 /// A permission answer from the user: the request id and the option chosen (`None`:
@@ -77,6 +82,9 @@ pub(crate) struct AcpProvider {
     live: LiveSlot<AcpSession>,
     /// Where the running attempt takes the user's permission answers.
     answers: Arc<Mutex<Option<mpsc::UnboundedSender<Answer>>>>,
+    /// The last attempt failed and left nothing in the agent's session: a rollback of the
+    /// stored session changes nothing the live process holds.
+    failed_clean: Arc<AtomicBool>,
 }
 
 impl AcpProvider {
@@ -86,6 +94,7 @@ impl AcpProvider {
             policy,
             live: LiveSlot::new(),
             answers: Arc::new(Mutex::new(None)),
+            failed_clean: Arc::new(AtomicBool::new(false)),
         }
     }
 }
@@ -101,6 +110,7 @@ impl Provider for AcpProvider {
             policy: self.policy,
             live: self.live.clone(),
             answers: self.answers.clone(),
+            failed_clean: self.failed_clean.clone(),
             sink,
             stop: stop.clone(),
         };
@@ -125,7 +135,9 @@ impl Provider for AcpProvider {
     }
 
     fn session_restored(&self) {
-        self.live.mark_stale();
+        if !self.failed_clean.swap(false, Ordering::SeqCst) {
+            self.live.mark_stale();
+        }
     }
 
     fn warm_up(&self, request: AttemptRequest) {
@@ -151,6 +163,7 @@ struct AcpAttempt {
     policy: PermissionPolicy,
     live: LiveSlot<AcpSession>,
     answers: Arc<Mutex<Option<mpsc::UnboundedSender<Answer>>>>,
+    failed_clean: Arc<AtomicBool>,
     sink: AttemptSink,
     stop: StopControl,
 }
@@ -164,6 +177,7 @@ struct OpenPermission {
 
 impl AcpAttempt {
     async fn run(mut self, request: AttemptRequest) {
+        self.failed_clean.store(false, Ordering::SeqCst);
         let backend = self.backend.clone();
         let Some(mut slot) = self
             .live
@@ -192,6 +206,8 @@ impl AcpAttempt {
             *answers = Some(answers_tx);
         }
         let (mut terminal, keep) = self.play_turn(session, &request, answers_rx).await;
+        let failed = matches!(terminal, AgentMessage::Failed(_));
+        self.failed_clean.store(failed && keep, Ordering::SeqCst);
         if let Ok(mut answers) = self.answers.lock() {
             *answers = None;
         }
@@ -311,6 +327,7 @@ impl AcpAttempt {
         let stderr = session.process.stderr_text();
         let quirks = self.backend.acp_quirks(request);
         let answered_after_stop = stop.is_sent() && matches!(end, TurnEnd::Answered);
+        let answered_unstopped = !stop.is_sent() && matches!(end, TurnEnd::Answered);
         let (report, ended_by, keep) = stop.outcome(end);
         let keep = if answered_after_stop {
             self.kill_strays(session, &helpers_before).await;
@@ -325,8 +342,11 @@ impl AcpAttempt {
             failure.http_status = failure.http_status.or_else(|| status_of(&failure.message));
         }
         self.sink.flush(&mut out).await;
-        // A failed attempt stays in the agent's memory: never continue on it.
-        let keep = keep && !matches!(terminal, AgentMessage::Failed(_));
+        // A failed attempt stays in the agent's memory (never continue on it), unless the
+        // agent answered the prompt with its error and is known to forget such a prompt.
+        let answered_with_error = matches!(&terminal, AgentMessage::Failed(failure) if failure.reason == crate::stream::FailureReason::AgentError);
+        let forgotten = answered_unstopped && answered_with_error && quirks.forgets_failed_prompt;
+        let keep = keep && (forgotten || !matches!(terminal, AgentMessage::Failed(_)));
         (terminal, keep)
     }
 

@@ -181,6 +181,21 @@ impl AcpSession {
         }
     }
 
+    /// `session/new` for `request`; the session id, or why not.
+    async fn new_session(&mut self, request: &AttemptRequest) -> Result<String, OpenFailure> {
+        let new = self.connection.request(
+            "session/new",
+            json!({"cwd": session_cwd(request), "mcpServers": []}),
+        );
+        let created = self.await_result("session/new", new).await?;
+        match created["sessionId"].as_str() {
+            Some(id) => Ok(id.to_owned()),
+            None => Err(OpenFailure::Refused(format!(
+                "session/new answered without a sessionId: {created}"
+            ))),
+        }
+    }
+
     /// `initialize`, then `session/new` or `session/load`.
     async fn open(&mut self, request: &AttemptRequest) -> Result<(), OpenFailure> {
         let initialize = self.connection.request(
@@ -197,12 +212,7 @@ impl AcpSession {
         );
         let initialized = self.await_result("initialize", initialize).await?;
         let can_load = initialized["agentCapabilities"]["loadSession"] == Value::Bool(true);
-        let cwd = request
-            .cwd
-            .clone()
-            .or_else(|| std::env::current_dir().ok())
-            .unwrap_or_else(|| Path::new("/").to_path_buf());
-        let cwd = cwd.display().to_string();
+        let cwd = session_cwd(request);
         match &request.session {
             SessionRef::Resume(id) if can_load => {
                 let load = self.connection.request(
@@ -224,19 +234,8 @@ impl AcpSession {
                 "the agent cannot load a session (no loadSession capability)".to_owned(),
             )),
             SessionRef::New | SessionRef::ContinueLatest => {
-                let new = self
-                    .connection
-                    .request("session/new", json!({"cwd": cwd, "mcpServers": []}));
-                let created = self.await_result("session/new", new).await?;
-                match created["sessionId"].as_str() {
-                    Some(id) => {
-                        self.session_id = id.to_owned();
-                        Ok(())
-                    }
-                    None => Err(OpenFailure::Refused(format!(
-                        "session/new answered without a sessionId: {created}"
-                    ))),
-                }
+                self.session_id = self.new_session(request).await?;
+                Ok(())
             }
         }
     }
@@ -307,7 +306,10 @@ impl AcpSession {
             }
         }
         if skipped > 0 {
-            tracing::info!(skipped, "skipped the history the agent replayed after session/load");
+            tracing::info!(
+                skipped,
+                "skipped the history the agent replayed after session/load"
+            );
         }
     }
 
@@ -360,6 +362,25 @@ impl LiveSession for AcpSession {
         matches!(session, SessionRef::Resume(id) if *id == self.session_id)
     }
 
+    /// `session/new` in the running agent: a retry in a fresh session, or a new conversation,
+    /// costs no cold start.
+    async fn open_new(&mut self, request: &AttemptRequest) -> bool {
+        if !self.process.is_running() {
+            return false;
+        }
+        match self.new_session(request).await {
+            Ok(id) => {
+                tracing::info!(session = %id, "a new ACP session in the running agent");
+                self.session_id = id;
+                self.started_for = request.session.clone();
+                self.prompted = false;
+                self.loaded = false;
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
     /// Ends the agent: stdin closed, then the three-stage stop (the Claude and Codex adapters
     /// do not exit on EOF), and waits for it.
     async fn close(self) {
@@ -381,6 +402,17 @@ enum OpenFailure {
     Refused(String),
     /// The agent cannot continue the session asked for.
     Lost(String),
+}
+
+/// The working directory a session is opened in: the request's, else agentty's own.
+fn session_cwd(request: &AttemptRequest) -> String {
+    request
+        .cwd
+        .clone()
+        .or_else(|| std::env::current_dir().ok())
+        .unwrap_or_else(|| Path::new("/").to_path_buf())
+        .display()
+        .to_string()
 }
 
 fn describe(method: &str, error: &RpcError) -> String {

@@ -115,6 +115,9 @@ impl Backend for ClaudeBackend {
     /// gives its answer during the prompt after that (0.23.1).
     fn acp_quirks(&self, _request: &AttemptRequest) -> AcpQuirks {
         AcpQuirks {
+            // Not `forgets_failed_prompt`: measured, after a prompt failed with HTTP 500 the
+            // adapter answers the next prompt of the same process at once with no text (one
+            // turn late, as after a cancel), so a failure too needs a fresh process.
             restart_after_cancel: true,
             ..AcpQuirks::default()
         }

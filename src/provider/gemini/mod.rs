@@ -107,6 +107,15 @@ impl Backend for GeminiBackend {
         Some(self.spec_with_args(args, request))
     }
 
+    fn acp_quirks(&self, _request: &AttemptRequest) -> crate::provider::acp::AcpQuirks {
+        crate::provider::acp::AcpQuirks {
+            // Measured with gemini 0.61 --acp: after a prompt failed with HTTP 500, the next
+            // prompt of the same process reaches the model without the failed one.
+            forgets_failed_prompt: true,
+            ..Default::default()
+        }
+    }
+
     fn mapper(&self, request: &AttemptRequest) -> Box<dyn Mapper> {
         Box::new(mapper::GeminiMapper::new(
             request.session != SessionRef::New,

@@ -138,14 +138,11 @@ fn split_name(file: &Path) -> Option<(String, String)> {
     let minute = after.get(..MINUTE_LEN)?;
     let rest = after.get(MINUTE_LEN..)?;
     let shaped = minute.len() == MINUTE_LEN
-        && minute
-            .chars()
-            .enumerate()
-            .all(|(at, c)| match at {
-                4 | 7 | 13 => c == '-',
-                10 => c == 'T',
-                _ => c.is_ascii_digit(),
-            });
+        && minute.chars().enumerate().all(|(at, c)| match at {
+            4 | 7 | 13 => c == '-',
+            10 => c == 'T',
+            _ => c.is_ascii_digit(),
+        });
     (shaped && rest.starts_with('-')).then(|| (minute.to_owned(), rest.to_owned()))
 }
 
@@ -221,8 +218,11 @@ mod tests {
             "{\"sessionId\":\"4b08a8de\"}\n{\"$set\":{\"messages\":[{\"id\":\"0\"}]}}\n",
         )
         .unwrap();
-        fs::write(chats.join("session-2026-12-01T21-06-ffffffff.jsonl"), "{\"id\":\"2\"}\n")
-            .unwrap();
+        fs::write(
+            chats.join("session-2026-12-01T21-06-ffffffff.jsonl"),
+            "{\"id\":\"2\"}\n",
+        )
+        .unwrap();
         assert_eq!(session_file(root.path(), id), Some(content));
         assert_eq!(session_file(root.path(), "short"), None);
     }

@@ -7,10 +7,13 @@
 //!   the process dies) with exactly one terminal message, composed by the runner's
 //!   [`AttemptMapping`] as for one-shot attempts.
 //! - pi's own auto-retry is off (`set_auto_retry`): only the orchestrator retries.
-//! - Retry never duplicates: a failed attempt stays in pi's memory, so the process is ended
-//!   (before the terminal message, so nothing it writes races the rollback) and the next
-//!   attempt starts pi again on the restored session file. After any rollback the orchestrator
-//!   calls [`Provider::session_restored`], which does the same.
+//! - Retry never duplicates: a failed attempt stays in pi's memory. When pi ended the turn
+//!   itself (`agent_end`, its session written), the process stays; the orchestrator restores
+//!   the session file and calls [`Provider::session_restored`], and the next attempt has pi
+//!   re-read it (`switch_session`) — or, for a fresh session, open one (`new_session`) — with
+//!   no cold start. A process that died, or that a stop had to signal, is ended (before the
+//!   terminal message, so nothing it writes races the rollback) and pi starts again on the
+//!   restored file.
 //! - The stop runs stage 0 first: `abort`, then up to [`ABORT_GRACE`] for `agent_end`. If the
 //!   turn does not end, the process layer's three-stage stop runs on the whole tree and the next
 //!   attempt starts pi again on the same session file. Nothing pi or its tools started
@@ -42,6 +45,9 @@ use crate::stream::{notice_kind, AgentMessage, Failure, FailureReason};
 pub(crate) const ABORT_GRACE: Duration = Duration::from_secs(2);
 /// How long a starting pi may take to answer `get_state` (a cold start is about 1.2 s).
 const START_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long pi may take to switch to (or open) a session in the running process; a pi that
+/// does not know the command answers without the id, so the wait ends here and pi restarts.
+const SWITCH_TIMEOUT: Duration = Duration::from_secs(5);
 /// After a failed attempt, how long pi may take to exit once its stdin is closed.
 const EXIT_AFTER_CLOSE: Duration = Duration::from_secs(2);
 
@@ -356,6 +362,58 @@ impl LiveSession for RpcSession {
         }
     }
 
+    /// `switch_session` to the session file, which the orchestrator has just restored: pi
+    /// replaces what it holds with what the file holds, without a new process.
+    async fn reload(&mut self) -> bool {
+        let Some(file) = self.session_file.clone() else {
+            return false;
+        };
+        if !self.process.is_running() {
+            return false;
+        }
+        let switched = self.writer.request(
+            "switch",
+            json!({"type": "switch_session", "sessionPath": file}),
+        );
+        match self.await_response(switched, SWITCH_TIMEOUT).await {
+            Ok(response) if response["success"] == Value::Bool(true) => {
+                tracing::info!(file, "pi re-read the restored session file");
+                true
+            }
+            other => {
+                tracing::warn!(?other, "pi did not switch to the restored session file");
+                false
+            }
+        }
+    }
+
+    /// `new_session` in the running pi: a retry in a fresh session costs no cold start.
+    async fn open_new(&mut self, request: &AttemptRequest) -> bool {
+        if !self.process.is_running() {
+            return false;
+        }
+        let created = self.writer.request("new", json!({"type": "new_session"}));
+        match self.await_response(created, SWITCH_TIMEOUT).await {
+            Ok(response) if response["success"] == Value::Bool(true) => {}
+            other => {
+                tracing::warn!(?other, "pi did not open a new session");
+                return false;
+            }
+        }
+        let state = self.writer.request("state", json!({"type": "get_state"}));
+        match self.await_response(state, START_TIMEOUT).await {
+            Ok(state) => {
+                let data = &state["data"];
+                self.session_id = data["sessionId"].as_str().map(str::to_owned);
+                self.session_file = data["sessionFile"].as_str().map(str::to_owned);
+                self.started_for = request.session.clone();
+                self.prompted = false;
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
     /// Ends the process and waits for it: stdin closed (pi exits at once), else the
     /// three-stage stop after [`EXIT_AFTER_CLOSE`].
     async fn close(self) {
@@ -531,11 +589,15 @@ impl RpcAttempt {
                 true,
             );
         }
+        let answered_unstopped = !stop.is_sent() && matches!(end, TurnEnd::Answered);
         let (report, ended_by, keep) = stop.outcome(end);
         let terminal = mapping.finish(&report, ended_by, stderr, &mut out);
         self.sink.flush(&mut out).await;
-        // A failed attempt stays in pi's memory: never continue on it (retry never duplicates).
-        let keep = keep && !matches!(terminal, AgentMessage::Failed(_));
+        // A failed attempt stays in pi's memory: never continue on it as it is (retry never
+        // duplicates). A turn that pi ended itself (`agent_end`) leaves pi idle with its
+        // session written: the process stays, and the orchestrator's rollback makes it re-read
+        // the restored file (`switch_session`, see `reload`) or open a new session.
+        let keep = keep && (answered_unstopped || !matches!(terminal, AgentMessage::Failed(_)));
         (terminal, keep)
     }
 
