@@ -20,18 +20,23 @@ use std::time::Instant;
 
 use agentty::app::state::{AppState, StartupInfo};
 use agentty::app::transcript::CellBody;
+use agentty::config::{Backoff, RetryPolicy};
 use agentty::config::{PermissionPolicy, ProviderSettings};
 use agentty::demo_agent::state::{requests_file, DemoRequest, STATE_DIR_VAR};
 use agentty::demo_agent::TIME_SCALE_VAR;
-use agentty::orchestrator::{OrchestratorEvent, TurnOutcome};
+use agentty::orchestrator::{
+    spawn_orchestrator, Command, OrchestratorEvent, OrchestratorHandle, OrchestratorOptions,
+    TurnOutcome,
+};
 use agentty::provider::gemini::GeminiBackend;
 use agentty::provider::{provider_on, Provider, SessionRef, StopControl, Transport};
 use agentty::stream::{AgentMessage, Failure, FailureReason};
 use tempfile::TempDir;
 
 use real_cli::{
-    assistant_text, attempt_request, collect, expect_completed, retrying_orchestrator, run_turn,
-    started_session_id, UserTexts, RUN_LIMIT,
+    assert_turn, assistant_text, attempt_request, collect, expect_completed, expect_failed,
+    occurrences, print_request_log, retrying_orchestrator, run_turn, started_session_id, UserTexts,
+    RUN_LIMIT,
 };
 
 /// The demo's answer to a prompt that names no scenario.
@@ -174,6 +179,130 @@ async fn two_retried_turns_in_one_minute_keep_the_conversation() {
             "NOT within"
         }
     );
+}
+
+/// The orchestrator on `provider`, continuing `session`, retrying a failed attempt twice
+/// (as `real_cli::retrying_orchestrator`, which starts a new session).
+fn retrying_orchestrator_on(
+    provider: Arc<dyn Provider>,
+    rig: &GeminiLike,
+    session: SessionRef,
+) -> OrchestratorHandle {
+    let mut options = OrchestratorOptions::new(provider);
+    options.policy = RetryPolicy {
+        enabled: true,
+        max_attempts: 3,
+        retry_delay_ms: 10,
+        backoff: Backoff::Fixed,
+        max_delay_ms: 10,
+    };
+    options.cwd = Some(rig.work.path().to_path_buf());
+    options.session = session;
+    spawn_orchestrator(options)
+}
+
+/// Ends an orchestrator (as quitting agentty does) and waits until it has stopped.
+async fn shut_down(mut handle: OrchestratorHandle) {
+    handle
+        .commands
+        .send(Command::Shutdown)
+        .expect("the orchestrator runs");
+    loop {
+        let event = tokio::time::timeout(RUN_LIMIT, handle.events.recv())
+            .await
+            .expect("the orchestrator stops in time");
+        if matches!(event, None | Some(OrchestratorEvent::ShutDown)) {
+            return;
+        }
+    }
+}
+
+/// Turn A fails twice then succeeds and B continues; agentty quits and is launched again on
+/// the conversation, in the same minute; C fails twice then succeeds and D continues. The
+/// relaunch loads the session in the minute its file is named for (Gemini wipes it unless the
+/// backend readies the file first). Every request carries each earlier prompt once and its own
+/// once, and all four turns continue one session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relaunch_in_the_same_minute_keeps_the_conversation_through_retried_turns() {
+    let test = "a_relaunch_in_the_same_minute_keeps_the_conversation_through_retried_turns";
+    let rig = GeminiLike::new();
+    let tag = run_tag();
+    let prompts = [
+        format!("prompt A {tag} flaky-twice: remember 42"),
+        format!("prompt B {tag}: and now?"),
+        format!("prompt C {tag} flaky-twice: once more"),
+        format!("prompt D {tag}: the last"),
+    ];
+    let attempts = [3, 1, 3, 1];
+    wait_for_a_fresh_minute();
+    let started = minute_now();
+    let mut bounds = vec![0];
+    let mut sessions = Vec::new();
+    let mut chat = retrying_orchestrator(rig.provider(PermissionPolicy::Deny), rig.work.path());
+    for turn in 0..2 {
+        sessions.push(assert_turn(
+            &run_turn(&mut chat, &prompts[turn]).await,
+            attempts[turn],
+        ));
+        bounds.push(rig.requests().len());
+    }
+    shut_down(chat).await;
+    let session = sessions[0][2]
+        .clone()
+        .expect("turn A's last attempt reports its session");
+    let mut chat = retrying_orchestrator_on(
+        rig.provider(PermissionPolicy::Deny),
+        &rig,
+        SessionRef::Resume(session.clone()),
+    );
+    for turn in 2..4 {
+        sessions.push(assert_turn(
+            &run_turn(&mut chat, &prompts[turn]).await,
+            attempts[turn],
+        ));
+        bounds.push(rig.requests().len());
+    }
+    let ended = minute_now();
+    let log = rig.requests();
+    let labels = [
+        "turn A (fails twice)",
+        "turn B",
+        "relaunch, turn C (fails twice)",
+        "turn D",
+    ];
+    let turns: Vec<(&str, &[UserTexts])> = labels
+        .iter()
+        .enumerate()
+        .map(|(turn, label)| (*label, &log[bounds[turn]..bounds[turn + 1]]))
+        .collect();
+    print_request_log("demo gemini flavour", test, &turns);
+    eprintln!(
+        "{test}: {} one minute ({started:?} to {ended:?})",
+        if started == ended {
+            "within"
+        } else {
+            "NOT within"
+        }
+    );
+    for (turn, (label, requests)) in turns.iter().enumerate() {
+        assert_eq!(requests.len(), attempts[turn], "{label}: {log:#?}");
+        for request in requests.iter() {
+            for (earlier, prompt) in prompts.iter().enumerate() {
+                let expected = usize::from(earlier <= turn);
+                assert_eq!(
+                    occurrences(request, prompt),
+                    expected,
+                    "{label}: prompt {earlier} should be in the request {expected} time(s): \
+                     {request:#?}"
+                );
+            }
+        }
+    }
+    for later in &sessions[1..] {
+        for id in later {
+            assert_eq!(id.as_ref(), Some(&session), "{sessions:?}");
+        }
+    }
 }
 
 /// A new launch loads the session (in the minute it was written) and Gemini replays its
@@ -358,20 +487,21 @@ async fn http_failures_are_classified_by_their_status_and_said_in_the_apis_words
 /// Gemini ends a turn whose model stream broke off mid-answer with `end_turn`, zero token
 /// counts and the partial text: that is not a completed answer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the client's cut-stream detection"]
 async fn a_cut_stream_is_not_a_completed_answer() {
     let rig = GeminiLike::new();
     let provider = rig.provider(PermissionPolicy::Deny);
-    let messages = rig
-        .attempt(
-            &provider,
-            &format!("cut-stream {}", run_tag()),
-            SessionRef::New,
-        )
-        .await;
-    assert_eq!(assistant_text(&messages), "The answer starts, and then the");
+    let prompt = format!("cut-stream {}", run_tag());
+    let messages = rig.attempt(&provider, &prompt, SessionRef::New).await;
+    let partial = "The answer starts, and then the";
+    assert_eq!(
+        assistant_text(&messages),
+        partial,
+        "what the model will see is shown"
+    );
+    let failure = expect_failed(&messages);
+    assert_eq!(failure.text, partial, "{failure:#?}");
     assert!(
-        !matches!(messages.last(), Some(AgentMessage::Completed { .. })),
-        "a cut stream reported as a finished answer: {messages:#?}"
+        failure.message.contains("dropped"),
+        "said as a dropped connection: {failure:#?}"
     );
 }
