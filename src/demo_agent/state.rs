@@ -208,10 +208,12 @@ impl Session {
 
 /// Appends `request` to `requests.jsonl` (what the model would receive).
 pub(crate) fn log_request(request: &DemoRequest) {
+    let dir = state_dir();
+    let _ = fs::create_dir_all(&dir);
     if let Ok(mut requests) = fs::OpenOptions::new()
         .create(true)
         .append(true)
-        .open(requests_file(&state_dir()))
+        .open(requests_file(&dir))
     {
         let _ = writeln!(
             requests,
