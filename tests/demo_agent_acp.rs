@@ -695,7 +695,7 @@ fn gemini_flavour_names_the_file_by_the_minute_and_a_reload_in_that_minute_wipes
     let expected = format!("session-{}-{}.jsonl", this_minute(), &session[..8]);
     assert_eq!(
         names,
-        [expected.clone()],
+        std::slice::from_ref(&expected),
         "named by the minute it was opened in"
     );
     let file = chats.join(&expected);
