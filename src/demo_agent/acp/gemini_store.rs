@@ -520,7 +520,7 @@ mod tests {
 
         let wiped = format!(
             "{text}\n{{\"$set\":{{\"messages\":[{}]}}}}",
-            user("c", "<session_context>\nctx")
+            user("c", "<session_context>\\nctx")
         );
         let (_, messages) = replay(&wiped);
         assert_eq!(messages.len(), 1);
