@@ -447,7 +447,6 @@ async fn an_agent_that_speaks_only_json_mode_is_a_start_failure_naming_the_fix()
 
 #[tokio::test]
 async fn retrying_a_stopped_turn_reloads_the_restored_session_so_the_prompt_is_sent_once() {
-    use agentty::demo_agent::state::{requests_file, DemoRequest};
     use agentty::orchestrator::{spawn_orchestrator, Command, OrchestratorOptions, TurnOutcome};
     let world = RpcWorld::new("0.05");
     let mut options = OrchestratorOptions::new(world.provider.clone());

@@ -701,6 +701,48 @@ pub async fn retried_first_turn_is_sent_once(
     }
 }
 
+/// [`run_turn`], also timing each recovery: from a failed attempt's terminal message to the
+/// next attempt's session header (sent once the agent is ready and the prompt goes to it).
+async fn run_turn_timing_recovery(
+    handle: &mut OrchestratorHandle,
+    prompt: &str,
+) -> (Vec<OrchestratorEvent>, Vec<Duration>) {
+    handle
+        .commands
+        .send(Command::Submit(prompt.to_owned()))
+        .expect("the orchestrator runs");
+    let deadline = Instant::now() + RUN_LIMIT * 3;
+    let mut seen = Vec::new();
+    let mut failed_at = None;
+    let mut recoveries = Vec::new();
+    loop {
+        let event = tokio::time::timeout_at(deadline, handle.events.recv())
+            .await
+            .unwrap_or_else(|_| panic!("the turn did not end in time; so far: {seen:#?}"))
+            .expect("the orchestrator runs");
+        match &event {
+            OrchestratorEvent::Message {
+                message: AgentMessage::Failed(_),
+                ..
+            } => failed_at = Some(Instant::now()),
+            OrchestratorEvent::Message {
+                message: AgentMessage::SessionStarted { .. } | AgentMessage::SessionResumed { .. },
+                ..
+            } => {
+                if let Some(failed) = failed_at.take() {
+                    recoveries.push(failed.elapsed());
+                }
+            }
+            _ => {}
+        }
+        let done = matches!(event, OrchestratorEvent::TurnEnded { .. });
+        seen.push(event);
+        if done {
+            return (seen, recoveries);
+        }
+    }
+}
+
 /// Four prompts unique to one test; the first and the third are made to fail twice.
 pub fn four_prompts(tag: &str) -> [String; 4] {
     let run = uuid_like();
@@ -738,11 +780,15 @@ pub async fn two_retried_turns_keep_the_conversation(
     let attempts = [3, 1, 3, 1];
     let mut sessions = Vec::new();
     let mut bounds = vec![0];
+    let mut recoveries = Vec::new();
     for (prompt, attempts) in prompts.iter().zip(attempts) {
-        let events = run_turn(&mut chat, prompt).await;
+        let (events, recovered) = run_turn_timing_recovery(&mut chat, prompt).await;
+        recoveries.extend(recovered);
         sessions.push(assert_turn(&events, attempts));
         bounds.push(requests().len());
     }
+    let millis: Vec<u128> = recoveries.iter().map(Duration::as_millis).collect();
+    eprintln!("{test}: from a failed attempt's end to the retry's prompt reaching the agent: {millis:?} ms");
     let log = requests();
     let labels = [
         "turn A (fails twice)",
