@@ -121,7 +121,6 @@ pub(crate) struct AcpMapper {
     held_thoughts: Vec<String>,
     /// Open permission requests: request id -> (tool call id, the options offered).
     permissions: HashMap<String, (Option<String>, Vec<PermissionOption>)>,
-    usage: Option<Usage>,
     /// A permission was refused in this turn (some agents then end the turn `cancelled`).
     refused: bool,
     /// The turn streamed assistant text.
@@ -138,7 +137,6 @@ impl AcpMapper {
             thought: String::new(),
             held_thoughts: Vec::new(),
             permissions: HashMap::new(),
-            usage: None,
             refused: false,
             wrote: false,
             outcome: None,
@@ -227,12 +225,13 @@ impl AcpMapper {
             acp::SessionUpdate::Plan(plan) => out.push(AgentMessage::Plan {
                 entries: plan.entries.iter().map(plan_entry).collect(),
             }),
+            // `used` is the context window's fill after the turn's last request and `cost` the
+            // session's running total (the schema's words): neither is the turn's own figure
+            // that `terminal.completed` carries (codex-acp: 1.0k "used" for a turn that sent
+            // 2,030 tokens), so they are not passed off as one.
             acp::SessionUpdate::UsageUpdate(usage) => {
-                let usage_now = self.usage.get_or_insert_with(Usage::default);
-                usage_now.total_tokens = Some(usage.used);
-                if let Some(cost) = &usage.cost {
-                    usage_now.cost_usd = Some(cost.amount);
-                }
+                tracing::debug!(used = usage.used, size = usage.size, "ACP context usage");
+                return LineVerdict::Ignored;
             }
             // History replayed by `session/load`, and what the agent offers (commands, modes).
             _ => return LineVerdict::Ignored,
@@ -442,7 +441,7 @@ impl AcpMapper {
             self.tools.release_thoughts(&mut self.held_thoughts, out);
             // `cancelled` confirms our stop; after a refusal it is the agent ending the turn
             // itself (the Codex adapter does), which is a finished turn, not a broken one.
-            let usage = turn_usage(&result).or_else(|| self.usage.take());
+            let usage = turn_usage(&result);
             self.outcome = Some(if stop_reason == STOP_CANCELLED && !self.refused {
                 AgentOutcome::Aborted
             } else if self.wrote && counted_nothing(&result) {

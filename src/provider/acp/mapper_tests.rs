@@ -484,3 +484,26 @@ fn a_fenced_tool_output_with_system_reminders_reads_as_plain_output() {
     assert_eq!(plain_tool_output("a\n```\nb\n```"), "a\n```\nb\n```");
     assert_eq!(plain_tool_output("  spaced\n"), "  spaced\n");
 }
+
+/// codex-acp's `usage_update` (context fill and the session's running cost) is not the turn's
+/// own figure, and is not reported as one.
+#[test]
+fn a_context_usage_update_is_not_the_turns_usage() {
+    let mut mapper = AcpMapper::new(Some("2".into()));
+    let mut out = Vec::new();
+    mapper.map_line(
+        &update(json!({"sessionUpdate": "usage_update", "used": 1024, "size": 272000})),
+        &mut out,
+    );
+    mapper.map_line(
+        &json!({"jsonrpc": "2.0", "id": 2, "result": {"stopReason": "end_turn"}}).to_string(),
+        &mut out,
+    );
+    assert_eq!(
+        finish(&mut mapper, &mut out),
+        AgentOutcome::Completed {
+            stop_reason: "end_turn".into(),
+            usage: None
+        }
+    );
+}
