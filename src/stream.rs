@@ -189,6 +189,8 @@ pub mod notice_kind {
     pub const FOLLOW_UP_DELIVERED: &str = "follow_up_delivered";
     /// The permission policy refused what the agent asked to do, without asking the user.
     pub const PERMISSION_REFUSED: &str = "permission_refused";
+    /// The agent changed its own mode (Gemini's approval mode); the text says to what.
+    pub const MODE_CHANGED: &str = "mode_changed";
 }
 
 /// Why an attempt failed, with every diagnostic passed through whole.

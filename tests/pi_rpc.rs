@@ -397,25 +397,12 @@ async fn through_the_orchestrator_a_steer_reaches_the_running_turn() {
         1,
         "the warm-up process served the turn"
     );
-    // The status bar's figures: model from get_state, then the session's totals.
-    let mut saw_model = seen.iter().any(|event| {
-        matches!(event, Ev::AgentStatusChanged(status) if status.model.as_deref() == Some("demo-1"))
+    // The status bar's model and thinking level, from get_state.
+    let saw_model = seen.iter().any(|event| {
+        matches!(event, Ev::AgentStatusChanged(status)
+            if status.model.as_deref() == Some("demo-1")
+                && status.thinking_level.as_deref() == Some("off"))
     });
-    loop {
-        let event = timeout(PATIENCE, handle.events.recv())
-            .await
-            .expect("the session's stats in time")
-            .expect("running");
-        if let Ev::AgentStatusChanged(status) = event {
-            saw_model |= status.model.as_deref() == Some("demo-1");
-            if status.tokens.is_some() {
-                // Two user messages (the prompt and the steer), 1,290 tokens each in the demo.
-                assert_eq!(status.tokens, Some(2580), "{status:?}");
-                assert_eq!(status.thinking_level.as_deref(), Some("off"));
-                break;
-            }
-        }
-    }
     assert!(saw_model);
 }
 
@@ -447,7 +434,6 @@ async fn an_agent_that_speaks_only_json_mode_is_a_start_failure_naming_the_fix()
 
 #[tokio::test]
 async fn retrying_a_stopped_turn_reloads_the_restored_session_so_the_prompt_is_sent_once() {
-    use agentty::demo_agent::state::{requests_file, DemoRequest};
     use agentty::orchestrator::{spawn_orchestrator, Command, OrchestratorOptions, TurnOutcome};
     let world = RpcWorld::new("0.05");
     let mut options = OrchestratorOptions::new(world.provider.clone());

@@ -573,3 +573,74 @@ async fn codex_acp_two_retried_turns_keep_the_conversation() {
     )
     .await;
 }
+
+// ---------------------------------------------------------------------------------------------
+// (g) Esc, then /retry, then the next prompt, on the long-lived process: each prompt once, and
+// what the recovery costs before the model is asked again.
+
+async fn a_stop_then_retry_keep_the_conversation(cli: Cli, test: &str) {
+    let prompts = real_cli::stop_prompts(cli.name());
+    let slow = prompts[1].clone();
+    let plan = Plan::PerPrompt(std::sync::Arc::new(move |text: &str| {
+        if text.contains(&slow) {
+            Plan::Say {
+                text: "one two three four five six seven eight nine ten".into(),
+                pause: Duration::from_millis(500),
+            }
+        } else {
+            Plan::Text
+        }
+    }));
+    let Some(rig) = rig(cli, test, plan).await else {
+        return;
+    };
+    real_cli::a_stop_then_retry_keep_the_conversation(
+        cli.name(),
+        test,
+        rig.provider(),
+        rig.work.path(),
+        &prompts,
+        || {
+            rig.server
+                .model_requests()
+                .into_iter()
+                .map(|request| request.user_texts)
+                .collect()
+        },
+        || {
+            rig.server
+                .model_requests()
+                .into_iter()
+                .map(|request| tokio::time::Instant::from_std(request.at))
+                .collect()
+        },
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gemini_acp_a_stop_then_retry_keep_the_conversation() {
+    a_stop_then_retry_keep_the_conversation(
+        Cli::Gemini,
+        "gemini_acp_a_stop_then_retry_keep_the_conversation",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_acp_a_stop_then_retry_keep_the_conversation() {
+    a_stop_then_retry_keep_the_conversation(
+        Cli::Claude,
+        "claude_acp_a_stop_then_retry_keep_the_conversation",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_acp_a_stop_then_retry_keep_the_conversation() {
+    a_stop_then_retry_keep_the_conversation(
+        Cli::Codex,
+        "codex_acp_a_stop_then_retry_keep_the_conversation",
+    )
+    .await;
+}

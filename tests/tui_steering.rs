@@ -138,8 +138,6 @@ fn the_agents_queue_and_status_are_on_screen() {
         OrchestratorEvent::AgentStatusChanged(AgentStatus {
             model: Some("plain".into()),
             thinking_level: Some("off".into()),
-            cost_usd: Some(0.0123),
-            tokens: Some(2580),
         }),
     );
     chat.running_turn();

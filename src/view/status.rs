@@ -273,20 +273,13 @@ fn short_session_id(session: &str) -> String {
 fn usage_segment(state: &AppState) -> String {
     let book = &state.usage_book;
     let turn = book.turn.as_ref().map(usage_text).unwrap_or_default();
-    // The agent's session totals (pi's `get_session_stats`) cover the whole agent session,
-    // turns of earlier launches included; agentty's own book only what it saw.
-    let status = &state.agent_status;
-    let agent_total = (status.tokens.is_some() || status.cost_usd.is_some()).then(|| Usage {
-        total_tokens: status.tokens,
-        cost_usd: status.cost_usd,
-        ..Usage::default()
-    });
-    let total = agent_total
+    // One source for the total, live and after a resume alike: the sum of the completed
+    // turns' own figures, as the log keeps them. (pi's `get_session_stats` counts its session
+    // file, which a retry's rollback rewrites: the two disagreed across a resume.)
+    let total = book
+        .conversation
         .as_ref()
-        .or(book
-            .conversation
-            .as_ref()
-            .filter(|total| Some(*total) != book.turn.as_ref()))
+        .filter(|total| Some(*total) != book.turn.as_ref())
         .map(total_text)
         .unwrap_or_default();
     match (turn.is_empty(), total.is_empty()) {

@@ -701,6 +701,48 @@ pub async fn retried_first_turn_is_sent_once(
     }
 }
 
+/// [`run_turn`], also timing each recovery: from a failed attempt's terminal message to the
+/// next attempt's session header (sent once the agent is ready and the prompt goes to it).
+async fn run_turn_timing_recovery(
+    handle: &mut OrchestratorHandle,
+    prompt: &str,
+) -> (Vec<OrchestratorEvent>, Vec<Duration>) {
+    handle
+        .commands
+        .send(Command::Submit(prompt.to_owned()))
+        .expect("the orchestrator runs");
+    let deadline = Instant::now() + RUN_LIMIT * 3;
+    let mut seen = Vec::new();
+    let mut failed_at = None;
+    let mut recoveries = Vec::new();
+    loop {
+        let event = tokio::time::timeout_at(deadline, handle.events.recv())
+            .await
+            .unwrap_or_else(|_| panic!("the turn did not end in time; so far: {seen:#?}"))
+            .expect("the orchestrator runs");
+        match &event {
+            OrchestratorEvent::Message {
+                message: AgentMessage::Failed(_),
+                ..
+            } => failed_at = Some(Instant::now()),
+            OrchestratorEvent::Message {
+                message: AgentMessage::SessionStarted { .. } | AgentMessage::SessionResumed { .. },
+                ..
+            } => {
+                if let Some(failed) = failed_at.take() {
+                    recoveries.push(failed.elapsed());
+                }
+            }
+            _ => {}
+        }
+        let done = matches!(event, OrchestratorEvent::TurnEnded { .. });
+        seen.push(event);
+        if done {
+            return (seen, recoveries);
+        }
+    }
+}
+
 /// Four prompts unique to one test; the first and the third are made to fail twice.
 pub fn four_prompts(tag: &str) -> [String; 4] {
     let run = uuid_like();
@@ -738,11 +780,15 @@ pub async fn two_retried_turns_keep_the_conversation(
     let attempts = [3, 1, 3, 1];
     let mut sessions = Vec::new();
     let mut bounds = vec![0];
+    let mut recoveries = Vec::new();
     for (prompt, attempts) in prompts.iter().zip(attempts) {
-        let events = run_turn(&mut chat, prompt).await;
+        let (events, recovered) = run_turn_timing_recovery(&mut chat, prompt).await;
+        recoveries.extend(recovered);
         sessions.push(assert_turn(&events, attempts));
         bounds.push(requests().len());
     }
+    let millis: Vec<u128> = recoveries.iter().map(Duration::as_millis).collect();
+    eprintln!("{test}: from a failed attempt's end to the retry's prompt reaching the agent: {millis:?} ms");
     let log = requests();
     let labels = [
         "turn A (fails twice)",
@@ -786,5 +832,128 @@ pub async fn two_retried_turns_keep_the_conversation(
         for id in later {
             assert_eq!(id.as_ref(), Some(&session), "{sessions:?}");
         }
+    }
+}
+
+/// Sends `command` and collects the orchestrator's events up to the end of the turn; sends
+/// `Stop` once the turn shows assistant text when `stop_on_text`.
+async fn turn_with(
+    handle: &mut OrchestratorHandle,
+    command: Command,
+    stop_on_text: bool,
+) -> Vec<OrchestratorEvent> {
+    handle
+        .commands
+        .send(command)
+        .expect("the orchestrator runs");
+    let deadline = Instant::now() + RUN_LIMIT * 3;
+    let mut seen = Vec::new();
+    let mut stopped = false;
+    loop {
+        let event = tokio::time::timeout_at(deadline, handle.events.recv())
+            .await
+            .unwrap_or_else(|_| panic!("the turn did not end in time; so far: {seen:#?}"))
+            .expect("the orchestrator runs");
+        if stop_on_text && !stopped {
+            if let OrchestratorEvent::Message {
+                message: AgentMessage::Assistant { .. },
+                ..
+            } = &event
+            {
+                handle
+                    .commands
+                    .send(Command::Stop)
+                    .expect("the orchestrator runs");
+                stopped = true;
+            }
+        }
+        let done = matches!(event, OrchestratorEvent::TurnEnded { .. });
+        seen.push(event);
+        if done {
+            return seen;
+        }
+    }
+}
+
+/// Prompts for [`a_stop_then_retry_keep_the_conversation`]: the second is to stream slowly.
+pub fn stop_prompts(tag: &str) -> [String; 3] {
+    let run = uuid_like();
+    [
+        format!("prompt A {tag} {run}: remember 42"),
+        format!("prompt B {tag} {run}: slow please"),
+        format!("prompt C {tag} {run}: and now?"),
+    ]
+}
+
+/// Turn A completes; turn B (a slow answer) is stopped at its first text and retried by hand
+/// (`/retry`); turn C continues. Checks from the model's side that the retry and C carry each
+/// earlier prompt once, and prints the time from the stop's end to the retry's first model
+/// request and from C's Enter to its first model request. `request_times` returns when each
+/// model request arrived.
+pub async fn a_stop_then_retry_keep_the_conversation(
+    cli: &str,
+    test: &str,
+    provider: Arc<dyn Provider>,
+    cwd: &Path,
+    prompts: &[String; 3],
+    requests: impl Fn() -> Vec<UserTexts>,
+    request_times: impl Fn() -> Vec<Instant>,
+) {
+    let mut chat = retrying_orchestrator(provider, cwd);
+    assert_turn(
+        &turn_with(&mut chat, Command::Submit(prompts[0].clone()), false).await,
+        1,
+    );
+    let stopped = turn_with(&mut chat, Command::Submit(prompts[1].clone()), true).await;
+    assert!(
+        matches!(
+            stopped.last(),
+            Some(OrchestratorEvent::TurnEnded {
+                outcome: TurnOutcome::Cancelled,
+                ..
+            })
+        ),
+        "turn B was stopped: {stopped:#?}"
+    );
+    let before_retry = requests().len();
+    let retry_sent = Instant::now();
+    assert_turn(
+        &turn_with(&mut chat, Command::RetryLastTurn, false).await,
+        1,
+    );
+    let retry_request = request_times()
+        .into_iter()
+        .filter(|at| *at >= retry_sent)
+        .min();
+    let before_c = requests().len();
+    let c_sent = Instant::now();
+    assert_turn(
+        &turn_with(&mut chat, Command::Submit(prompts[2].clone()), false).await,
+        1,
+    );
+    let c_request = request_times().into_iter().filter(|at| *at >= c_sent).min();
+    let log = requests();
+    print_request_log(
+        cli,
+        test,
+        &[
+            ("turns A and B (stopped)", &log[..before_retry]),
+            ("retry of B", &log[before_retry..before_c]),
+            ("turn C", &log[before_c..]),
+        ],
+    );
+    let millis = |at: Option<Instant>, since: Instant| at.map(|at| (at - since).as_millis());
+    eprintln!(
+        "{test}: /retry after a stop -> first model request {:?} ms; the next prompt -> first model request {:?} ms",
+        millis(retry_request, retry_sent),
+        millis(c_request, c_sent)
+    );
+    for request in &log[before_retry..before_c] {
+        assert_eq!(occurrences(request, &prompts[0]), 1, "{request:#?}");
+        assert_eq!(occurrences(request, &prompts[1]), 1, "{request:#?}");
+    }
+    let last = log.last().expect("turn C reached the model");
+    for prompt in prompts {
+        assert_eq!(occurrences(last, prompt), 1, "{last:#?}");
     }
 }

@@ -121,7 +121,6 @@ pub(crate) struct AcpMapper {
     held_thoughts: Vec<String>,
     /// Open permission requests: request id -> (tool call id, the options offered).
     permissions: HashMap<String, (Option<String>, Vec<PermissionOption>)>,
-    usage: Option<Usage>,
     /// A permission was refused in this turn (some agents then end the turn `cancelled`).
     refused: bool,
     /// The turn streamed assistant text.
@@ -138,7 +137,6 @@ impl AcpMapper {
             thought: String::new(),
             held_thoughts: Vec::new(),
             permissions: HashMap::new(),
-            usage: None,
             refused: false,
             wrote: false,
             outcome: None,
@@ -190,6 +188,16 @@ impl AcpMapper {
         match notification.update {
             acp::SessionUpdate::AgentMessageChunk(chunk) => {
                 self.end_thought();
+                if let Some(mode) = chunk_text(&chunk.content)
+                    .and_then(|text| text.strip_prefix(GEMINI_MODE_UPDATE))
+                {
+                    // Gemini CLI says its approval mode changed as answer text; it is not.
+                    out.push(AgentMessage::Notice {
+                        kind: crate::stream::notice_kind::MODE_CHANGED.to_owned(),
+                        message: format!("The agent is now in {} mode", mode.trim()),
+                    });
+                    return LineVerdict::Event;
+                }
                 if let Some(text) = chunk_text(&chunk.content) {
                     if !text.is_empty() {
                         self.wrote = true;
@@ -217,12 +225,13 @@ impl AcpMapper {
             acp::SessionUpdate::Plan(plan) => out.push(AgentMessage::Plan {
                 entries: plan.entries.iter().map(plan_entry).collect(),
             }),
+            // `used` is the context window's fill after the turn's last request and `cost` the
+            // session's running total (the schema's words): neither is the turn's own figure
+            // that `terminal.completed` carries (codex-acp: 1.0k "used" for a turn that sent
+            // 2,030 tokens), so they are not passed off as one.
             acp::SessionUpdate::UsageUpdate(usage) => {
-                let usage_now = self.usage.get_or_insert_with(Usage::default);
-                usage_now.total_tokens = Some(usage.used);
-                if let Some(cost) = &usage.cost {
-                    usage_now.cost_usd = Some(cost.amount);
-                }
+                tracing::debug!(used = usage.used, size = usage.size, "ACP context usage");
+                return LineVerdict::Ignored;
             }
             // History replayed by `session/load`, and what the agent offers (commands, modes).
             _ => return LineVerdict::Ignored,
@@ -299,7 +308,14 @@ impl AcpMapper {
         if output.is_empty() {
             output = raw_output.map(output_of).unwrap_or_default();
         }
+        let output = plain_tool_output(&output);
         match status {
+            // Gemini CLI reports a command that Esc stopped as completed, saying so in its
+            // output: it did not finish.
+            Some(acp::ToolCallStatus::Completed) if is_cancelled_output(&output) => {
+                let error = format!("stopped before the tool call finished ({output})");
+                self.tools.end(id, ToolEnding::Failed { error }, out);
+            }
             Some(acp::ToolCallStatus::Completed) => {
                 self.tools.end(id, ToolEnding::Completed { output }, out);
             }
@@ -425,7 +441,7 @@ impl AcpMapper {
             self.tools.release_thoughts(&mut self.held_thoughts, out);
             // `cancelled` confirms our stop; after a refusal it is the agent ending the turn
             // itself (the Codex adapter does), which is a finished turn, not a broken one.
-            let usage = turn_usage(&result).or_else(|| self.usage.take());
+            let usage = turn_usage(&result);
             self.outcome = Some(if stop_reason == STOP_CANCELLED && !self.refused {
                 AgentOutcome::Aborted
             } else if self.wrote && counted_nothing(&result) {
@@ -612,6 +628,49 @@ fn plan_entry(entry: &acp::PlanEntry) -> PlanEntry {
 
 /// The turn's own usage from the prompt's answer, where the agent gives it: `usage` (ACP's
 /// unstable field) or Gemini's `_meta.quota`.
+/// A tool's output as the user wants to read it: the Claude adapter wraps a command's output
+/// in a markdown fence and passes on Claude Code's `<system-reminder>` blocks, which are
+/// meant for the model.
+fn plain_tool_output(output: &str) -> String {
+    let mut kept = String::with_capacity(output.len());
+    let mut rest = output;
+    while let Some(open) = rest.find(SYSTEM_REMINDER_OPEN) {
+        kept.push_str(&rest[..open]);
+        match rest[open..].find(SYSTEM_REMINDER_CLOSE) {
+            Some(close) => rest = &rest[open + close + SYSTEM_REMINDER_CLOSE.len()..],
+            None => {
+                rest = "";
+            }
+        }
+    }
+    kept.push_str(rest);
+    let trimmed = kept.trim();
+    let unfenced = trimmed
+        .strip_prefix("```")
+        .and_then(|inner| inner.strip_suffix("```"))
+        .and_then(|inner| inner.split_once('\n'))
+        .map(|(_language, body)| body.trim_end_matches('\n'));
+    match unfenced {
+        Some(body) if !body.contains("```") => body.to_owned(),
+        _ if kept.len() != output.len() => trimmed.to_owned(),
+        _ => output.to_owned(),
+    }
+}
+
+const SYSTEM_REMINDER_OPEN: &str = "<system-reminder>";
+const SYSTEM_REMINDER_CLOSE: &str = "</system-reminder>";
+
+/// How Gemini CLI announces a change of its approval mode, in an `agent_message_chunk`.
+const GEMINI_MODE_UPDATE: &str = "[MODE_UPDATE] ";
+
+/// Gemini CLI's output of a shell command that was cancelled (`Command cancelled by user.`,
+/// `Command was cancelled by user before it could start.`).
+fn is_cancelled_output(output: &str) -> bool {
+    let start = output.trim_start();
+    start.starts_with("Command cancelled by user")
+        || start.starts_with("Command was cancelled by user")
+}
+
 /// What a turn the agent ended on a broken stream is called (the words make the classifier
 /// see a dropped connection, which is worth a retry).
 const CUT_STREAM: &str = "the connection to the model dropped mid-reply: the stream ended without a finish, and the agent counted no tokens for the answer it had begun, so it is incomplete";

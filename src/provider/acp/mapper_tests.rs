@@ -430,3 +430,80 @@ fn an_end_turn_that_counted_no_tokens_after_text_is_a_dropped_stream() {
         AgentOutcome::Completed { .. }
     ));
 }
+
+/// Gemini CLI's `[MODE_UPDATE] autoEdit` chunk (sent when an "allow always" answer switches it
+/// to auto-edit) and its cancelled shell command (`completed`, with `Command cancelled by
+/// user.` as the output).
+#[test]
+fn geminis_mode_marker_is_no_answer_and_its_cancelled_command_did_not_finish() {
+    let mut mapper = AcpMapper::new(None);
+    let mut out = Vec::new();
+    mapper.map_line(
+        &update(json!({"sessionUpdate": "agent_message_chunk",
+            "content": {"type": "text", "text": "[MODE_UPDATE] autoEdit"}})),
+        &mut out,
+    );
+    assert_eq!(text_of(&out), "");
+    assert!(matches!(&out[..], [AgentMessage::Notice { kind, message }]
+        if kind == crate::stream::notice_kind::MODE_CHANGED && message.contains("autoEdit")));
+    out.clear();
+    mapper.map_line(
+        &update(
+            json!({"sessionUpdate": "tool_call", "toolCallId": "c1", "status": "in_progress",
+            "title": "sleep 100", "kind": "execute", "rawInput": {"command": "sleep 100"}}),
+        ),
+        &mut out,
+    );
+    mapper.map_line(
+        &update(
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": "c1",
+            "status": "completed", "content": [{"type": "content",
+            "content": {"type": "text", "text": "Command cancelled by user."}}]}),
+        ),
+        &mut out,
+    );
+    assert!(
+        out.iter().any(
+            |message| matches!(message, AgentMessage::ToolFailed { id, error }
+            if id == "c1" && error.starts_with("stopped before"))
+        ),
+        "{out:#?}"
+    );
+}
+
+#[test]
+fn a_fenced_tool_output_with_system_reminders_reads_as_plain_output() {
+    assert_eq!(
+        plain_tool_output(
+            "```console\nhello\nworld\n```\n<system-reminder>\nfor the model\n</system-reminder>"
+        ),
+        "hello\nworld"
+    );
+    assert_eq!(plain_tool_output("```\n```"), "");
+    // Output that merely holds a fence, or none, stays as it is.
+    assert_eq!(plain_tool_output("a\n```\nb\n```"), "a\n```\nb\n```");
+    assert_eq!(plain_tool_output("  spaced\n"), "  spaced\n");
+}
+
+/// codex-acp's `usage_update` (context fill and the session's running cost) is not the turn's
+/// own figure, and is not reported as one.
+#[test]
+fn a_context_usage_update_is_not_the_turns_usage() {
+    let mut mapper = AcpMapper::new(Some("2".into()));
+    let mut out = Vec::new();
+    mapper.map_line(
+        &update(json!({"sessionUpdate": "usage_update", "used": 1024, "size": 272000})),
+        &mut out,
+    );
+    mapper.map_line(
+        &json!({"jsonrpc": "2.0", "id": 2, "result": {"stopReason": "end_turn"}}).to_string(),
+        &mut out,
+    );
+    assert_eq!(
+        finish(&mut mapper, &mut out),
+        AgentOutcome::Completed {
+            stop_reason: "end_turn".into(),
+            usage: None
+        }
+    );
+}

@@ -68,6 +68,9 @@ pub struct AcpQuirks {
     /// its session, in memory and on disk (Gemini CLI, measured): the process can serve the
     /// retry, and no restart is needed.
     pub forgets_failed_prompt: bool,
+    /// `session/load` of the session the process holds re-reads it from its stored file: a
+    /// rollback needs no new process (Gemini CLI, measured).
+    pub reloads_in_process: bool,
 }
 
 /// A permission answer from the user: the request id and the option chosen (`None`:
@@ -143,7 +146,7 @@ impl Provider for AcpProvider {
     fn warm_up(&self, request: AttemptRequest) {
         let backend = self.backend.clone();
         self.live.warm_up(
-            async move { AcpSession::start(backend.as_ref(), &request).await },
+            async move { AcpSession::start(backend.clone(), &request).await },
             "the ACP agent",
         );
     }
@@ -182,7 +185,7 @@ impl AcpAttempt {
         let Some(mut slot) = self
             .live
             .claim(&request, &self.stop, &mut self.sink, || {
-                AcpSession::start(backend.as_ref(), &request)
+                AcpSession::start(backend.clone(), &request)
             })
             .await
         else {

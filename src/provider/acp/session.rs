@@ -136,6 +136,9 @@ pub(super) struct AcpSession {
     pub(super) prompted: bool,
     /// The session was loaded (not created): its first turn continues a conversation.
     pub(super) loaded: bool,
+    /// The backend it runs for, and the request it was started for (to load a session again).
+    backend: Arc<dyn Backend>,
+    request: AttemptRequest,
 }
 
 /// Why a start failed: the terminal message for the attempt.
@@ -144,7 +147,7 @@ pub(super) type StartFailure = AgentMessage;
 impl AcpSession {
     /// Starts the agent, initialises it and opens (or loads) `request.session`.
     pub(super) async fn start(
-        backend: &dyn Backend,
+        backend: Arc<dyn Backend>,
         request: &AttemptRequest,
     ) -> Result<Self, StartFailure> {
         let Some(mut spec) = backend.acp_spawn_spec(request) else {
@@ -174,6 +177,8 @@ impl AcpSession {
             started_for: request.session.clone(),
             prompted: false,
             loaded: false,
+            backend,
+            request: request.clone(),
         };
         match session.open(request).await {
             Ok(()) => Ok(session),
@@ -214,22 +219,7 @@ impl AcpSession {
         let can_load = initialized["agentCapabilities"]["loadSession"] == Value::Bool(true);
         let cwd = session_cwd(request);
         match &request.session {
-            SessionRef::Resume(id) if can_load => {
-                let load = self.connection.request(
-                    "session/load",
-                    json!({"sessionId": id, "cwd": cwd, "mcpServers": []}),
-                );
-                match self.await_result("session/load", load).await {
-                    Ok(_) => {
-                        self.session_id = id.clone();
-                        self.loaded = true;
-                        self.skip_replayed_history().await;
-                        Ok(())
-                    }
-                    Err(OpenFailure::Refused(error)) => Err(OpenFailure::Lost(error)),
-                    Err(other) => Err(other),
-                }
-            }
+            SessionRef::Resume(id) if can_load => self.load_session(id, &cwd).await,
             SessionRef::Resume(_) => Err(OpenFailure::Lost(
                 "the agent cannot load a session (no loadSession capability)".to_owned(),
             )),
@@ -237,6 +227,24 @@ impl AcpSession {
                 self.session_id = self.new_session(request).await?;
                 Ok(())
             }
+        }
+    }
+
+    /// `session/load` of `id`, its replayed history skipped.
+    async fn load_session(&mut self, id: &str, cwd: &str) -> Result<(), OpenFailure> {
+        let load = self.connection.request(
+            "session/load",
+            json!({"sessionId": id, "cwd": cwd, "mcpServers": []}),
+        );
+        match self.await_result("session/load", load).await {
+            Ok(_) => {
+                self.session_id = id.to_owned();
+                self.loaded = true;
+                self.skip_replayed_history().await;
+                Ok(())
+            }
+            Err(OpenFailure::Refused(error)) => Err(OpenFailure::Lost(error)),
+            Err(other) => Err(other),
         }
     }
 
@@ -360,6 +368,30 @@ impl LiveSession for AcpSession {
             return true;
         }
         matches!(session, SessionRef::Resume(id) if *id == self.session_id)
+    }
+
+    /// The restored session file read again by the running agent (`session/load` of the
+    /// session it holds), where the agent is known to re-read it ([`super::AcpQuirks`]).
+    async fn reload(&mut self) -> bool {
+        let session = SessionRef::Resume(self.session_id.clone());
+        let request = AttemptRequest {
+            session: session.clone(),
+            ..self.request.clone()
+        };
+        if !self.backend.acp_quirks(&request).reloads_in_process || !self.process.is_running() {
+            return false;
+        }
+        self.backend
+            .prepare_session_load(&self.session_id, &request);
+        let id = self.session_id.clone();
+        match self.load_session(&id, &session_cwd(&request)).await {
+            Ok(()) => {
+                tracing::info!(session = %id, "the ACP agent re-read the restored session");
+                self.prompted = false;
+                true
+            }
+            Err(_) => false,
+        }
     }
 
     /// `session/new` in the running agent: a retry in a fresh session, or a new conversation,

@@ -159,6 +159,8 @@ impl Backend for CodexBackend {
     fn acp_quirks(&self, _request: &AttemptRequest) -> AcpQuirks {
         AcpQuirks {
             http_status_of: Some(mapper::http_status_of),
+            // Not `forgets_failed_prompt`: measured, the next prompt of the same codex-acp
+            // process carries the failed one too; a failure needs the restored session file.
             ..AcpQuirks::default()
         }
     }

@@ -112,6 +112,9 @@ impl Backend for GeminiBackend {
             // Measured with gemini 0.61 --acp: after a prompt failed with HTTP 500, the next
             // prompt of the same process reaches the model without the failed one.
             forgets_failed_prompt: true,
+            // Measured: after a stop and a rollback, session/load in the same process reads
+            // the restored file, and the retry reaches the model with the prompt once.
+            reloads_in_process: true,
             ..Default::default()
         }
     }

@@ -69,13 +69,12 @@ pub struct RpcProvider {
     status: watch::Sender<AgentStatus>,
 }
 
-/// pi's model, thinking level, session cost and tokens (`get_state`, `get_session_stats`).
+/// pi's model and thinking level (`get_state`). Tokens and cost come from each turn's own
+/// figures (the shared stream), the same live and after a resume.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct AgentStatus {
     pub model: Option<String>,
     pub thinking_level: Option<String>,
-    pub cost_usd: Option<f64>,
-    pub tokens: Option<u64>,
 }
 
 impl RpcProvider {
@@ -498,12 +497,7 @@ impl RpcAttempt {
                 session.close().await;
             }
         }
-        let completed = matches!(terminal, AgentMessage::Completed { .. });
         self.sink.send(terminal).await;
-        // After the terminal message, so the turn's end is not held up by it.
-        if let Some(session) = slot.as_mut().filter(|_| completed) {
-            self.refresh_stats(session).await;
-        }
     }
 
     /// Sends the prompt and reads the turn; returns its terminal message and whether the
@@ -662,23 +656,6 @@ impl RpcAttempt {
                 true
             }
             _ => false,
-        }
-    }
-
-    /// Asks pi for the session's cost and tokens after a turn (for the status bar).
-    async fn refresh_stats(&mut self, session: &mut RpcSession) {
-        let stats = session
-            .writer
-            .request("stats", json!({"type": "get_session_stats"}));
-        if let Ok(stats) = session
-            .await_response(stats, Duration::from_millis(500))
-            .await
-        {
-            let data = &stats["data"];
-            self.status.send_modify(|status| {
-                status.cost_usd = data["cost"].as_f64();
-                status.tokens = data["tokens"]["total"].as_u64();
-            });
         }
     }
 }
