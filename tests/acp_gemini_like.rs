@@ -51,18 +51,22 @@ struct GeminiLike {
     work: TempDir,
     _bin: TempDir,
     launcher: PathBuf,
+    /// The launcher appends the PID of each agent it starts.
+    starts: PathBuf,
 }
 
 impl GeminiLike {
     fn new() -> Self {
         let bin = tempfile::tempdir().unwrap();
         let launcher = bin.path().join("gemini");
+        let starts = bin.path().join("starts");
         // The backend runs `gemini --acp [-m MODEL] [args]`: those arguments are Gemini's, and
         // the demo agent takes none of them.
         std::fs::write(
             &launcher,
             format!(
-                "#!/bin/sh\nexec '{}' demo-agent --mode acp --flavour gemini\n",
+                "#!/bin/sh\necho $$ >> '{}'\nexec '{}' demo-agent --mode acp --flavour gemini\n",
+                starts.display(),
                 env!("CARGO_BIN_EXE_agentty")
             ),
         )
@@ -75,7 +79,16 @@ impl GeminiLike {
             work: tempfile::tempdir().unwrap(),
             _bin: bin,
             launcher,
+            starts,
         }
+    }
+
+    /// How many agent processes were started so far.
+    fn starts(&self) -> usize {
+        std::fs::read_to_string(&self.starts)
+            .unwrap_or_default()
+            .lines()
+            .count()
     }
 
     /// A new provider (as a new launch of agentty makes): the Gemini backend over ACP.
@@ -504,4 +517,28 @@ async fn a_cut_stream_is_not_a_completed_answer() {
         failure.message.contains("dropped"),
         "said as a dropped connection: {failure:#?}"
     );
+}
+
+/// Turn A completes; turn B (a slow answer) is stopped at its first text and retried by hand
+/// (`/retry`); turn C continues, in one minute. The stopped prompt stays in Gemini's session,
+/// so the retry needs the restored file read again, in the minute Gemini's reload wipes it
+/// unless the backend readies the file first. The retry and C carry each earlier prompt once,
+/// and the running agent serves them all (no cold start).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_then_retry_in_one_minute_keep_the_conversation() {
+    let test = "a_stop_then_retry_in_one_minute_keep_the_conversation";
+    let rig = GeminiLike::new();
+    let prompts = real_cli::stop_prompts("demo-gemini");
+    wait_for_a_fresh_minute();
+    real_cli::a_stop_then_retry_keep_the_conversation(
+        "demo gemini flavour",
+        test,
+        rig.provider(PermissionPolicy::Deny),
+        rig.work.path(),
+        &prompts,
+        || rig.requests(),
+        Vec::new,
+    )
+    .await;
+    assert_eq!(rig.starts(), 1, "the stop and the retry cost no new agent");
 }
