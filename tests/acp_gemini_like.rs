@@ -483,6 +483,16 @@ async fn http_failures_are_classified_by_their_status_and_said_in_the_apis_words
         );
         assert!(headline.contains(&format!("HTTP {status}")), "{headline}");
         assert!(!headline.contains('{'), "no raw JSON: {headline}");
+        // The process served several failed attempts: each reports its own stderr only.
+        assert!(
+            failure
+                .stderr
+                .lines()
+                .filter(|line| !line.trim().is_empty())
+                .count()
+                <= 1,
+            "earlier turns' stderr left out: {failure:#?}"
+        );
     }
     let events = run_turn(&mut chat, &format!("auth-error {tag}")).await;
     assert!(failed_turn(&events), "{events:#?}");
@@ -516,6 +526,11 @@ async fn a_cut_stream_is_not_a_completed_answer() {
     assert!(
         failure.message.contains("dropped"),
         "said as a dropped connection: {failure:#?}"
+    );
+    assert_eq!(
+        failure.message.matches("dropped").count(),
+        1,
+        "said once: {failure:#?}"
     );
 }
 

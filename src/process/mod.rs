@@ -142,6 +142,12 @@ impl StderrTail {
         }
     }
 
+    /// Forgets what was kept (a long-lived agent's next turn reports its own stderr only).
+    pub(crate) fn clear(&mut self) {
+        self.bytes.clear();
+        self.dropped = 0;
+    }
+
     pub fn text(&self) -> String {
         let text = String::from_utf8_lossy(&self.bytes);
         if self.dropped > 0 {

@@ -102,6 +102,15 @@ impl LiveProcess {
         self.exited.is_none()
     }
 
+    /// A new turn begins on this process: its failure reports the stderr it wrote, not what
+    /// earlier turns left in the tail.
+    pub(crate) fn forget_stderr(&mut self) {
+        while self.stderr_lines.try_recv().is_ok() {}
+        if let Ok(mut tail) = self.stderr_tail.lock() {
+            tail.clear();
+        }
+    }
+
     pub(crate) fn stderr_text(&self) -> String {
         self.stderr_tail
             .lock()

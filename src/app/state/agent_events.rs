@@ -158,7 +158,6 @@ impl AppState {
                 self.agent_status = AgentStatus {
                     model: status.model.map(|model| untrusted_owned(&model)),
                     thinking_level: status.thinking_level.map(|level| untrusted_owned(&level)),
-                    ..status
                 };
             }
             OrchestratorEvent::Notice {

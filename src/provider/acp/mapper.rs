@@ -673,7 +673,7 @@ fn is_cancelled_output(output: &str) -> bool {
 
 /// What a turn the agent ended on a broken stream is called (the words make the classifier
 /// see a dropped connection, which is worth a retry).
-const CUT_STREAM: &str = "the connection to the model dropped mid-reply: the stream ended without a finish, and the agent counted no tokens for the answer it had begun, so it is incomplete";
+const CUT_STREAM: &str = "the stream ended without a finish, and the agent counted no tokens for the answer it had begun: the answer is incomplete";
 
 /// Gemini CLI ends a turn whose model stream broke off (no finish reason) as `end_turn`, its
 /// token count zero; a turn that reached the model counts its tokens.

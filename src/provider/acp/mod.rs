@@ -195,6 +195,9 @@ impl AcpAttempt {
             return;
         };
         let resumed = session.prompted || session.loaded;
+        if session.prompted {
+            session.process.forget_stderr();
+        }
         session.prompted = true;
         self.sink
             .send(session_message(

@@ -388,6 +388,7 @@ impl LiveSession for AcpSession {
             Ok(()) => {
                 tracing::info!(session = %id, "the ACP agent re-read the restored session");
                 self.prompted = false;
+                self.process.forget_stderr();
                 true
             }
             Err(_) => false,
@@ -406,6 +407,7 @@ impl LiveSession for AcpSession {
                 self.session_id = id;
                 self.started_for = request.session.clone();
                 self.prompted = false;
+                self.process.forget_stderr();
                 self.loaded = false;
                 true
             }

@@ -55,7 +55,7 @@ pub(crate) fn session_file(chats_root: &Path, session_id: &str) -> Option<PathBu
             candidates.push((modified, file.path()));
         }
     }
-    candidates.sort_by(|a, b| b.0.cmp(&a.0));
+    candidates.sort_by_key(|(modified, _)| std::cmp::Reverse(*modified));
     let newest = candidates.first().map(|(_, path)| path.clone());
     candidates
         .into_iter()

@@ -407,6 +407,7 @@ impl LiveSession for RpcSession {
                 self.session_file = data["sessionFile"].as_str().map(str::to_owned);
                 self.started_for = request.session.clone();
                 self.prompted = false;
+                self.process.forget_stderr();
                 true
             }
             Err(_) => false,
@@ -477,6 +478,9 @@ impl RpcAttempt {
             return;
         };
         let resumed = session.prompted || request.session != SessionRef::New;
+        if session.prompted {
+            session.process.forget_stderr();
+        }
         session.prompted = true;
         self.sink
             .send(session_message(
