@@ -4,8 +4,8 @@
 //! sides: the shared stream agentty prints, and the request log of the fake server (what the
 //! model saw).
 //!
-//! Opt-in: runs only with `AGENTTY_REAL_CLI_TESTS=1` (otherwise each test prints why it is
-//! skipped and returns); then a missing CLI or adapter fails the test. Installs (or the
+//! Opt-in: every test is `#[ignore]`d (`cargo test --test real_acp -- --ignored` runs them),
+//! and a missing CLI or adapter then fails the test. Installs (or the
 //! variables that point elsewhere):
 //! - `npm install --prefix /tmp/gemini-cli @google/gemini-cli@0.61.0` (`AGENTTY_GEMINI_BIN`)
 //! - `npm install --prefix /tmp/claude-acp @zed-industries/claude-agent-acp@0.23.1`
@@ -103,16 +103,19 @@ async fn text_streams_and_completes(cli: Cli, test: &str) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn gemini_acp_text_streams_and_completes() {
     text_streams_and_completes(Cli::Gemini, "gemini_acp_text_streams_and_completes").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn claude_acp_text_streams_and_completes() {
     text_streams_and_completes(Cli::Claude, "claude_acp_text_streams_and_completes").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn codex_acp_text_streams_and_completes() {
     text_streams_and_completes(Cli::Codex, "codex_acp_text_streams_and_completes").await;
 }
@@ -173,18 +176,21 @@ async fn thinking_streams_and_is_released(cli: Cli, test: &str) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn gemini_acp_thinking_streams_and_is_released() {
     thinking_streams_and_is_released(Cli::Gemini, "gemini_acp_thinking_streams_and_is_released")
         .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn claude_acp_thinking_streams_and_is_released() {
     thinking_streams_and_is_released(Cli::Claude, "claude_acp_thinking_streams_and_is_released")
         .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn codex_acp_thinking_streams_and_is_released() {
     thinking_streams_and_is_released(Cli::Codex, "codex_acp_thinking_streams_and_is_released")
         .await;
@@ -314,16 +320,19 @@ async fn allowed_tool_runs(cli: Cli, test: &str) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn gemini_acp_allowed_tool_runs() {
     allowed_tool_runs(Cli::Gemini, "gemini_acp_allowed_tool_runs").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn claude_acp_allowed_tool_runs() {
     allowed_tool_runs(Cli::Claude, "claude_acp_allowed_tool_runs").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn codex_acp_allowed_tool_runs() {
     allowed_tool_runs(Cli::Codex, "codex_acp_allowed_tool_runs").await;
 }
@@ -391,18 +400,21 @@ async fn denied_tool_is_refused_by_policy(cli: Cli, test: &str) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn gemini_acp_denied_tool_is_refused_by_policy() {
     denied_tool_is_refused_by_policy(Cli::Gemini, "gemini_acp_denied_tool_is_refused_by_policy")
         .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn claude_acp_denied_tool_is_refused_by_policy() {
     denied_tool_is_refused_by_policy(Cli::Claude, "claude_acp_denied_tool_is_refused_by_policy")
         .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn codex_acp_denied_tool_is_refused_by_policy() {
     denied_tool_is_refused_by_policy(Cli::Codex, "codex_acp_denied_tool_is_refused_by_policy")
         .await;
@@ -463,6 +475,7 @@ async fn sigint_mid_tool_cancels_and_leaves_no_process(cli: Cli, test: &str) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn gemini_acp_sigint_mid_tool_cancels_and_leaves_no_process() {
     sigint_mid_tool_cancels_and_leaves_no_process(
         Cli::Gemini,
@@ -472,6 +485,7 @@ async fn gemini_acp_sigint_mid_tool_cancels_and_leaves_no_process() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn claude_acp_sigint_mid_tool_cancels_and_leaves_no_process() {
     sigint_mid_tool_cancels_and_leaves_no_process(
         Cli::Claude,
@@ -481,6 +495,7 @@ async fn claude_acp_sigint_mid_tool_cancels_and_leaves_no_process() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn codex_acp_sigint_mid_tool_cancels_and_leaves_no_process() {
     sigint_mid_tool_cancels_and_leaves_no_process(
         Cli::Codex,
@@ -512,16 +527,19 @@ async fn http_500_is_one_request(cli: Cli, test: &str) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn gemini_acp_http_500_is_one_request() {
     http_500_is_one_request(Cli::Gemini, "gemini_acp_http_500_is_one_request").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn claude_acp_http_500_is_one_request() {
     http_500_is_one_request(Cli::Claude, "claude_acp_http_500_is_one_request").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn codex_acp_http_500_is_one_request() {
     http_500_is_one_request(Cli::Codex, "codex_acp_http_500_is_one_request").await;
 }
@@ -557,6 +575,7 @@ async fn two_retried_turns_keep_the_conversation(cli: Cli, test: &str) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn claude_acp_two_retried_turns_keep_the_conversation() {
     two_retried_turns_keep_the_conversation(
         Cli::Claude,
@@ -566,6 +585,7 @@ async fn claude_acp_two_retried_turns_keep_the_conversation() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn codex_acp_two_retried_turns_keep_the_conversation() {
     two_retried_turns_keep_the_conversation(
         Cli::Codex,
@@ -619,6 +639,7 @@ async fn a_stop_then_retry_keep_the_conversation(cli: Cli, test: &str) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn gemini_acp_a_stop_then_retry_keep_the_conversation() {
     a_stop_then_retry_keep_the_conversation(
         Cli::Gemini,
@@ -628,6 +649,7 @@ async fn gemini_acp_a_stop_then_retry_keep_the_conversation() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn claude_acp_a_stop_then_retry_keep_the_conversation() {
     a_stop_then_retry_keep_the_conversation(
         Cli::Claude,
@@ -637,6 +659,7 @@ async fn claude_acp_a_stop_then_retry_keep_the_conversation() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn codex_acp_a_stop_then_retry_keep_the_conversation() {
     a_stop_then_retry_keep_the_conversation(
         Cli::Codex,

@@ -14,8 +14,8 @@
 //! - the end: quitting (Ctrl+C twice) leaves no process of the run, although the Claude and
 //!   Codex adapters do not exit on stdin EOF.
 //!
-//! Opt-in like `tests/real_acp.rs`: runs only with `AGENTTY_REAL_CLI_TESTS=1`; then a missing
-//! CLI, adapter or tmux fails the test.
+//! Opt-in like `tests/real_acp.rs`: `#[ignore]`d (`cargo test --test real_acp_chat --
+//! --ignored`); a missing CLI, adapter or tmux then fails the test.
 //!
 //! Each model request gets the scenario its prompt asks for (`Plan::PerPrompt`): a prompt with
 //! `create-file` makes the agent ask to run `touch` (Codex: the escalated shell call), one with
@@ -305,20 +305,15 @@ fn wait_for_file(path: &std::path::Path, limit: Duration) -> bool {
     true
 }
 
-fn opted_in_with_tmux() -> bool {
-    if std::env::var(real_cli::OPT_IN_VAR).as_deref() != Ok("1") {
-        return false;
-    }
+fn require_tmux() {
     let tmux = Command::new("tmux")
         .arg("-V")
         .output()
         .is_ok_and(|output| output.status.success());
     assert!(
         tmux,
-        "{}=1 but tmux is not installed: the chat tests need it (apt-get install tmux)",
-        real_cli::OPT_IN_VAR
+        "tmux is not installed: the chat tests need it (apt-get install tmux)"
     );
-    true
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -329,7 +324,7 @@ async fn permission_then_second_turn(cli: Cli, test: &str) {
     let Some(rig) = rig(cli, test, chat_plan(&file)).await else {
         return;
     };
-    opted_in_with_tmux();
+    require_tmux();
     let started_at = Instant::now();
     let chat = Chat::start(&rig);
     let name = cli.name();
@@ -448,16 +443,19 @@ async fn permission_then_second_turn(cli: Cli, test: &str) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn gemini_chat_permission_then_second_turn() {
     permission_then_second_turn(Cli::Gemini, "gemini_chat_permission_then_second_turn").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn claude_chat_permission_then_second_turn() {
     permission_then_second_turn(Cli::Claude, "claude_chat_permission_then_second_turn").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn codex_chat_permission_then_second_turn() {
     permission_then_second_turn(Cli::Codex, "codex_chat_permission_then_second_turn").await;
 }
@@ -470,7 +468,7 @@ async fn stop_then_next_turn(cli: Cli, test: &str) {
     let Some(rig) = rig(cli, test, chat_plan(&file)).await else {
         return;
     };
-    opted_in_with_tmux();
+    require_tmux();
     let chat = Chat::start(&rig);
 
     let slow_token = token();
@@ -537,16 +535,19 @@ async fn stop_then_next_turn(cli: Cli, test: &str) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn gemini_chat_stop_then_next_turn() {
     stop_then_next_turn(Cli::Gemini, "gemini_chat_stop_then_next_turn").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn claude_chat_stop_then_next_turn() {
     stop_then_next_turn(Cli::Claude, "claude_chat_stop_then_next_turn").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn codex_chat_stop_then_next_turn() {
     stop_then_next_turn(Cli::Codex, "codex_chat_stop_then_next_turn").await;
 }

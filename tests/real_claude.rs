@@ -1,8 +1,8 @@
 //! The real Claude Code CLI, driven through `CliProvider` + `ClaudeBackend`, against the fake
 //! Messages API in `support/fake_anthropic.rs` on 127.0.0.1.
 //!
-//! Opt-in: runs only with `AGENTTY_REAL_CLI_TESTS=1` (otherwise each test prints why it is
-//! skipped and returns), and then needs the CLI installed (`npm install --prefix
+//! Opt-in: every test is `#[ignore]`d (`cargo test --test real_claude -- --ignored` runs them),
+//! and then needs the CLI installed (`npm install --prefix
 //! /tmp/claude-cli @anthropic-ai/claude-code`, or `AGENTTY_CLAUDE_BIN`). Every run gets a
 //! throwaway HOME and working directory, telemetry and non-essential traffic off.
 
@@ -102,6 +102,7 @@ fn assert_completed(messages: &[AgentMessage]) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn text_streams_as_partial_deltas_shown_once() {
     let Some((rig, _)) = rig(
         "text_streams_as_partial_deltas_shown_once",
@@ -124,6 +125,7 @@ async fn text_streams_as_partial_deltas_shown_once() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn later_turns_resume_the_session_and_a_bad_id_fails_clearly() {
     let Some((rig, _)) = rig(
         "later_turns_resume_the_session_and_a_bad_id_fails_clearly",
@@ -158,6 +160,7 @@ async fn later_turns_resume_the_session_and_a_bad_id_fails_clearly() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn thinking_is_released_as_one_thought() {
     let Some((rig, _)) = rig(
         "thinking_is_released_as_one_thought",
@@ -187,6 +190,7 @@ async fn thinking_is_released_as_one_thought() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn a_bash_tool_call_is_announced_and_completed() {
     let tool = Scenario::Tool {
         command: "echo hi".into(),
@@ -229,6 +233,7 @@ async fn a_bash_tool_call_is_announced_and_completed() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn an_http_500_fails_after_exactly_one_request() {
     let Some((rig, _)) = rig(
         "an_http_500_fails_after_exactly_one_request",
@@ -261,6 +266,7 @@ async fn an_http_500_fails_after_exactly_one_request() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn a_stop_during_a_tool_ends_the_attempt_and_leaves_no_process() {
     let tool = Scenario::Tool {
         command: "sleep 100".into(),
@@ -351,6 +357,7 @@ async fn flaky_rig(test: &str, flaky: &str) -> Option<(Rig<FakeAnthropic>, Arc<C
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn a_retried_turn_reaches_the_model_with_each_prompt_once() {
     let test = "a_retried_turn_reaches_the_model_with_each_prompt_once";
     let prompts = three_prompts("claude");
@@ -364,6 +371,7 @@ async fn a_retried_turn_reaches_the_model_with_each_prompt_once() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn a_retried_first_turn_reaches_the_model_with_its_prompt_once() {
     let test = "a_retried_first_turn_reaches_the_model_with_its_prompt_once";
     let prompts = three_prompts("claude");

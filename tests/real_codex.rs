@@ -1,7 +1,6 @@
 //! The real Codex CLI through `agentty::provider::CliProvider`, against a fake Responses API
-//! on 127.0.0.1. Opt-in: `AGENTTY_REAL_CLI_TESTS=1`, with the CLI installed by
-//! `npm install --prefix /tmp/codex-cli @openai/codex` (or `AGENTTY_CODEX_BIN` pointing at it);
-//! each test prints a note and passes when the switch is unset.
+//! on 127.0.0.1. Opt-in: `#[ignore]`d (`cargo test --test real_codex -- --ignored`), with the CLI installed by
+//! `npm install --prefix /tmp/codex-cli @openai/codex` (or `AGENTTY_CODEX_BIN` pointing at it).
 
 #[path = "support/fake_codex_server.rs"]
 mod fake_codex_server;
@@ -80,6 +79,7 @@ fn settings(bin: PathBuf, home: &Path, extra_args: &[&str]) -> ProviderSettings 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn codex_text_reply_completes_with_usage() {
     let Some(rig) = rig(
         "codex_text_reply_completes_with_usage",
@@ -103,6 +103,7 @@ async fn codex_text_reply_completes_with_usage() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn codex_reasoning_summary_is_a_thought_before_the_text() {
     let Some(rig) = rig(
         "codex_reasoning_summary_is_a_thought_before_the_text",
@@ -130,6 +131,7 @@ async fn codex_reasoning_summary_is_a_thought_before_the_text() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn codex_shell_tool_call_runs_and_completes() {
     let Some(rig) = rig(
         "codex_shell_tool_call_runs_and_completes",
@@ -148,6 +150,7 @@ async fn codex_shell_tool_call_runs_and_completes() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn codex_http_500_fails_after_one_request_with_the_status() {
     let Some(rig) = rig(
         "codex_http_500_fails_after_one_request_with_the_status",
@@ -166,6 +169,7 @@ async fn codex_http_500_fails_after_one_request_with_the_status() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn codex_stop_during_a_sleep_tool_leaves_no_process() {
     let sleep_arg = format!("3{}.{}", std::process::id() % 10, std::process::id() % 97);
     let Some(rig) = rig(
@@ -180,6 +184,7 @@ async fn codex_stop_during_a_sleep_tool_leaves_no_process() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn codex_later_turn_resumes_the_thread() {
     let Some(rig) = rig(
         "codex_later_turn_resumes_the_thread",
@@ -222,6 +227,7 @@ fn flaky_rig(test: &str, flaky: &str) -> Option<(Rig<FakeServer>, Arc<CliProvide
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn codex_retried_turn_reaches_the_model_with_each_prompt_once() {
     let test = "codex_retried_turn_reaches_the_model_with_each_prompt_once";
     let prompts = three_prompts("codex");
@@ -285,6 +291,7 @@ print(json.dumps({"offset": offset, "size": os.path.getsize(rollout), "texts": t
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn codex_retried_first_turn_reaches_the_model_with_its_prompt_once() {
     let test = "codex_retried_first_turn_reaches_the_model_with_its_prompt_once";
     let prompts = three_prompts("codex");
@@ -298,6 +305,7 @@ async fn codex_retried_first_turn_reaches_the_model_with_its_prompt_once() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn codex_resumed_turn_after_a_relaunch_reports_its_own_usage() {
     let test = "codex_resumed_turn_after_a_relaunch_reports_its_own_usage";
     let Some(mut rig) = rig(test, CodexScenario::Text, &[]) else {

@@ -1,7 +1,7 @@
 //! The real Gemini CLI through `agentty::provider::CliProvider`, against a fake Gemini API on
-//! 127.0.0.1. Opt-in: `AGENTTY_REAL_CLI_TESTS=1`, with the CLI installed by
+//! 127.0.0.1. Opt-in: `#[ignore]`d (`cargo test --test real_gemini -- --ignored`), with the CLI installed by
 //! `npm install --prefix /tmp/gemini-cli @google/gemini-cli` (or `AGENTTY_GEMINI_BIN` pointing
-//! at it); each test prints a note and passes when the switch is unset.
+//! at it).
 
 #[path = "support/fake_codex_server.rs"]
 mod fake_codex_server;
@@ -89,6 +89,7 @@ fn backend(settings: &ProviderSettings, home: &Path) -> GeminiBackend {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn gemini_text_reply_completes_with_usage() {
     let Some(rig) = rig(
         "gemini_text_reply_completes_with_usage",
@@ -110,6 +111,7 @@ async fn gemini_text_reply_completes_with_usage() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn gemini_reasoning_run_shows_the_answer_and_no_thought() {
     let Some(rig) = rig(
         "gemini_reasoning_run_shows_the_answer_and_no_thought",
@@ -132,6 +134,7 @@ async fn gemini_reasoning_run_shows_the_answer_and_no_thought() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn gemini_shell_tool_call_runs_and_completes() {
     let Some(rig) = rig(
         "gemini_shell_tool_call_runs_and_completes",
@@ -158,6 +161,7 @@ async fn gemini_shell_tool_call_runs_and_completes() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn gemini_http_500_costs_one_request_per_attempt() {
     // The user's settings leave Gemini CLI's default of 10 tries (about 4 minutes); agentty's
     // private home bounds them to one, so each attempt is one request and fails at once.
@@ -192,6 +196,7 @@ async fn gemini_http_500_costs_one_request_per_attempt() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn gemini_dropped_stream_is_not_resent_behind_agenttys_back() {
     // Even with the user's settings allowing three tries, the private home allows one: the
     // dropped stream is not resent (a resend could glue a different answer to the partial one).
@@ -214,6 +219,7 @@ async fn gemini_dropped_stream_is_not_resent_behind_agenttys_back() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn gemini_stop_during_a_sleep_tool_leaves_no_process() {
     let sleep_arg = format!("4{}.{}", std::process::id() % 10, std::process::id() % 89);
     let Some(rig) = rig(
@@ -230,6 +236,7 @@ async fn gemini_stop_during_a_sleep_tool_leaves_no_process() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn gemini_later_turn_resumes_the_session() {
     let Some(rig) = rig(
         "gemini_later_turn_resumes_the_session",
@@ -277,6 +284,7 @@ fn flaky_rig(test: &str, flaky: &str) -> Option<(Rig<FakeServer>, Arc<CliProvide
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn gemini_retried_turn_reaches_the_model_with_each_prompt_once() {
     let test = "gemini_retried_turn_reaches_the_model_with_each_prompt_once";
     let prompts = three_prompts("gemini");
@@ -290,6 +298,7 @@ async fn gemini_retried_turn_reaches_the_model_with_each_prompt_once() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn gemini_retried_first_turn_reaches_the_model_with_its_prompt_once() {
     let test = "gemini_retried_first_turn_reaches_the_model_with_its_prompt_once";
     let prompts = three_prompts("gemini");
@@ -306,6 +315,7 @@ async fn gemini_retried_first_turn_reaches_the_model_with_its_prompt_once() {
 /// twice then succeeds, D, on one long-lived agent, all within a minute or two. Gemini names a
 /// session file by the minute, so every reload happens in the minute of an earlier start.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn gemini_acp_two_retried_turns_keep_the_conversation() {
     let test = "gemini_acp_two_retried_turns_keep_the_conversation";
     let prompts = real_cli::four_prompts("gemini-acp");

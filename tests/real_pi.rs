@@ -2,7 +2,7 @@
 //! fake OpenAI-compatible server on 127.0.0.1 that pi reaches through a private
 //! `PI_CODING_AGENT_DIR` holding a `models.json`.
 //!
-//! Opt-in: `AGENTTY_REAL_CLI_TESTS=1` (without it each test prints a note and passes). pi comes
+//! Opt-in: `#[ignore]`d (`cargo test --test real_pi -- --ignored`). pi comes
 //! from npm (`npm install --prefix /tmp/pi-cli @mariozechner/pi-coding-agent`) and is found
 //! through `AGENTTY_PI_BIN`, in `/tmp/pi-cli`, or on PATH; with the switch on, a missing pi is
 //! a failure.
@@ -207,6 +207,7 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn text_then_the_session_continues() {
     let Some(world) = PiWorld::new("text_then_the_session_continues").await else {
         return;
@@ -258,6 +259,7 @@ async fn text_then_the_session_continues() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn thinking_is_one_thought_after_the_text() {
     let Some(world) = PiWorld::new("thinking_is_one_thought_after_the_text").await else {
         return;
@@ -286,6 +288,7 @@ async fn thinking_is_one_thought_after_the_text() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn one_bash_tool_call() {
     let Some(world) = PiWorld::new("one_bash_tool_call").await else {
         return;
@@ -322,6 +325,7 @@ async fn one_bash_tool_call() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn http_500_fails_after_exactly_one_request() {
     let Some(world) = PiWorld::new("http_500_fails_after_exactly_one_request").await else {
         return;
@@ -347,6 +351,7 @@ async fn http_500_fails_after_exactly_one_request() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn stop_during_a_sleeping_tool_leaves_no_process() {
     let Some(world) = PiWorld::new("stop_during_a_sleeping_tool_leaves_no_process").await else {
         return;
@@ -407,6 +412,7 @@ async fn flaky_world(test: &str, flaky: &str) -> Option<(PiWorld, Arc<dyn Provid
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn pi_retried_turn_reaches_the_model_with_each_prompt_once() {
     let test = "pi_retried_turn_reaches_the_model_with_each_prompt_once";
     let prompts = three_prompts("pi");
@@ -420,6 +426,7 @@ async fn pi_retried_turn_reaches_the_model_with_each_prompt_once() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn pi_retried_first_turn_reaches_the_model_with_its_prompt_once() {
     let test = "pi_retried_first_turn_reaches_the_model_with_its_prompt_once";
     let prompts = three_prompts("pi");
@@ -495,6 +502,7 @@ fn rpc_request(prompt: &str, session: SessionRef, cwd: &Path) -> agentty::provid
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn rpc_the_second_turn_reaches_the_model_without_a_new_pi_start() {
     let Some(world) = PiWorld::new("rpc_the_second_turn_needs_no_new_pi_start").await else {
         return;
@@ -543,6 +551,7 @@ async fn rpc_the_second_turn_reaches_the_model_without_a_new_pi_start() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn rpc_a_steer_during_a_sleep_3_tool_arrives_in_the_next_request() {
     let Some((messages, requests)) = interject_during_a_nap(
         "rpc_a_steer_during_a_sleep_3_tool",
@@ -568,6 +577,7 @@ async fn rpc_a_steer_during_a_sleep_3_tool_arrives_in_the_next_request() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn rpc_a_follow_up_runs_after_the_turn() {
     let Some((_messages, requests)) = interject_during_a_nap(
         "rpc_a_follow_up_runs_after_the_turn",
@@ -593,6 +603,7 @@ async fn rpc_a_follow_up_runs_after_the_turn() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn rpc_abort_during_sleep_100_ends_the_turn_in_band_with_no_process_left() {
     let Some(world) = PiWorld::new("rpc_abort_during_sleep_100").await else {
         return;
@@ -639,6 +650,7 @@ async fn rpc_abort_during_sleep_100_ends_the_turn_in_band_with_no_process_left()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn rpc_retried_turn_reaches_the_model_with_each_prompt_once() {
     let test = "rpc_retried_turn_reaches_the_model_with_each_prompt_once";
     let prompts = three_prompts("pi-rpc");
@@ -662,6 +674,7 @@ async fn rpc_retried_turn_reaches_the_model_with_each_prompt_once() {
 /// pi's RPC mode (its default transport in the chat): A fails twice then succeeds, B, C fails
 /// twice then succeeds, D, on one conversation.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn rpc_two_retried_turns_keep_the_conversation() {
     let test = "rpc_two_retried_turns_keep_the_conversation";
     let prompts = real_cli::four_prompts("pi-rpc");

@@ -24,7 +24,7 @@ use crate::fake_codex_server::shared::FakeServer;
 use crate::fake_codex_server::{self, CodexScenario};
 use crate::fake_gemini_server::{self, GeminiScenario, STREAM_PATH};
 use crate::headless_run::{Finished, HeadlessRun};
-use crate::real_cli::{real_cli, ProcessProbe, OPT_IN_VAR};
+use crate::real_cli::{real_cli, ProcessProbe};
 
 pub const GEMINI_BIN: &str = "/tmp/gemini-cli/node_modules/.bin/gemini";
 pub const CLAUDE_ACP_BIN: &str = "/tmp/claude-acp/node_modules/.bin/claude-agent-acp";
@@ -362,7 +362,7 @@ pub fn bwrap_dir() -> PathBuf {
     };
     shipped.or_else(on_path).unwrap_or_else(|| {
         panic!(
-            "{OPT_IN_VAR}=1 but no bwrap for codex-acp's sandbox: install @openai/codex into \
+            "no bwrap for codex-acp's sandbox: install @openai/codex into \
              /tmp/codex-cli (it ships one in vendor/*/codex-resources/), or set AGENTTY_BWRAP_DIR"
         )
     })

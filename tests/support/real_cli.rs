@@ -27,21 +27,15 @@ use serde_json::Value;
 use tempfile::TempDir;
 use tokio::time::Instant;
 
-/// The switch that turns the real-CLI tests on.
-pub const OPT_IN_VAR: &str = "AGENTTY_REAL_CLI_TESTS";
-
 /// How long one attempt of a real CLI against a fake server may take.
 pub const RUN_LIMIT: Duration = Duration::from_secs(120);
 
-/// The CLI to test, or `None` (with a printed note) when real-CLI tests are off: the path in
-/// `override_var`, else `default_path` (where the npm install the test file names puts it),
-/// else the program of that name on PATH. When the tests are on, a missing CLI is a failure,
-/// not a skip.
+/// The CLI to test: the path in `override_var`, else `default_path` (where the npm install
+/// the test file names puts it), else the program of that name on PATH. The real-CLI tests are
+/// `#[ignore]`d (`cargo test --test real_pi -- --ignored` runs them): once run, a missing CLI
+/// is a failure, never a skip. (`Option` for the callers' `let … else`; never `None`.)
 pub fn real_cli(test: &str, override_var: &str, default_path: &str) -> Option<PathBuf> {
-    if std::env::var(OPT_IN_VAR).as_deref() != Ok("1") {
-        eprintln!("note: {test} skipped: set {OPT_IN_VAR}=1 to run it against the real CLI");
-        return None;
-    }
+    eprintln!("{test}: against the real CLI");
     let default_path = PathBuf::from(default_path);
     let on_path = || {
         let name = default_path.file_name()?;
@@ -56,7 +50,7 @@ pub fn real_cli(test: &str, override_var: &str, default_path: &str) -> Option<Pa
         .unwrap_or_else(|| default_path.clone());
     assert!(
         path.is_file(),
-        "{OPT_IN_VAR}=1 but {} is missing: install the CLI there from npm (or set {override_var})",
+        "{} is missing: install the CLI there from npm (or set {override_var})",
         path.display()
     );
     Some(path)
