@@ -7,7 +7,7 @@
 //! ends with exactly one terminal message. A failing case is shrunk to a small one.
 //!
 //! `AGENTTY_FUZZ_CASES` attempts per mapper (default 20,000: about 1.4 million mapped lines
-//! over the four mappers, some 25–35 s for this file in a debug build on a shared 2-core
+//! over the five mappers, some 25–35 s for this file in a debug build on a shared 2-core
 //! machine), from proptest's fixed seed per test file (`PROPTEST_RNG_SEED` to vary it).
 //!
 //! The text rule of `stream_violations` (no passage shown twice in a row) is not checked here:
@@ -27,7 +27,7 @@ use agentty::config::ProviderSettings;
 use agentty::process::{ExitReport, Line};
 use agentty::provider::runner::{AttemptMapping, EndedBy};
 use agentty::provider::{build_backend, AttemptRequest};
-use agentty::stream::StopStage;
+use agentty::stream::{AgentMessage, StopStage};
 use replay::structure_violations;
 
 /// What happens to one line of a capture stream.
@@ -217,11 +217,14 @@ fn apply(edit: &Edit, line: &str, types: &[String]) -> Vec<String> {
             }
         }),
         Edit::Retype(other) => json_edit(&|value, _| {
-            if let Value::Object(map) = value {
-                let replacement = match other {
-                    Some(at) if !types.is_empty() => types[at.index(types.len())].clone(),
-                    _ => "no_such_type".to_owned(),
-                };
+            let replacement = match other {
+                Some(at) if !types.is_empty() => types[at.index(types.len())].clone(),
+                _ => "no_such_type".to_owned(),
+            };
+            // An ACP update's kind, else a CLI event's type.
+            if let Some(kind) = value.pointer_mut(ACP_UPDATE_KIND) {
+                *kind = Value::String(replacement);
+            } else if let Value::Object(map) = value {
                 map.insert("type".into(), Value::String(replacement));
             }
         }),
@@ -234,15 +237,19 @@ fn apply(edit: &Edit, line: &str, types: &[String]) -> Vec<String> {
     }
 }
 
+/// Where an ACP `session/update` names its kind.
+const ACP_UPDATE_KIND: &str = "/params/update/sessionUpdate";
+
 /// One attempt: a capture's stream with its lines edited, mapped as the runner maps it.
 fn run_case(
     provider: &str,
+    settings: &ProviderSettings,
     stream: &[String],
     edits: &[Edit],
     types: &[String],
     (report, ended_by): (ExitReport, EndedBy),
 ) -> Result<usize, TestCaseError> {
-    let backend = build_backend(provider, &ProviderSettings::default()).unwrap();
+    let backend = build_backend(provider, settings).unwrap();
     let mut mapping = AttemptMapping::new(backend.mapper(&AttemptRequest::default()));
     let mut out = Vec::new();
     let mut mapped = 0;
@@ -258,10 +265,12 @@ fn run_case(
             mapped += 1;
         }
     }
+    let stopped = matches!(ended_by, EndedBy::UserStop { .. });
     let terminal = mapping.finish(&report, ended_by, String::new(), &mut out);
+    // A stop is never reported as anything but a stop, whatever the agent printed.
     prop_assert!(
-        terminal.is_terminal(),
-        "{provider}: the attempt did not end"
+        !stopped || matches!(terminal, AgentMessage::Cancelled { .. }),
+        "{provider}: a stopped attempt ended {terminal:?}"
     );
     let violations = structure_violations(&out);
     prop_assert!(
@@ -272,21 +281,31 @@ fn run_case(
 }
 
 fn fuzz_mapper(provider: &str, cli: &str) {
-    let cases: u32 = std::env::var("AGENTTY_FUZZ_CASES")
-        .ok()
-        .and_then(|cases| cases.parse().ok())
-        .unwrap_or(20_000);
     let streams: Vec<Vec<String>> = captures::capture_names(cli)
         .iter()
         .map(|name| captures::stdout_lines(cli, name))
         .filter(|lines| !lines.is_empty())
         .collect();
+    fuzz_streams(provider, &ProviderSettings::default(), &streams);
+}
+
+fn fuzz_streams(provider: &str, settings: &ProviderSettings, streams: &[Vec<String>]) {
+    let cases: u32 = std::env::var("AGENTTY_FUZZ_CASES")
+        .ok()
+        .and_then(|cases| cases.parse().ok())
+        .unwrap_or(20_000);
     let longest = streams.iter().map(Vec::len).max().unwrap_or(0);
     let types: Vec<String> = streams
         .iter()
         .flatten()
         .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .filter_map(|value| value.get("type").and_then(Value::as_str).map(str::to_owned))
+        .filter_map(|value| {
+            value
+                .pointer(ACP_UPDATE_KIND)
+                .or_else(|| value.get("type"))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        })
         .collect::<std::collections::BTreeSet<_>>()
         .into_iter()
         .collect();
@@ -302,7 +321,7 @@ fn fuzz_mapper(provider: &str, cli: &str) {
         ending(),
     );
     let result = runner.run(&strategy, |(stream, edits, ending)| {
-        let lines = run_case(provider, &streams[stream], &edits, &types, ending)?;
+        let lines = run_case(provider, settings, &streams[stream], &edits, &types, ending)?;
         mapped.set(mapped.get() + lines);
         Ok(())
     });
@@ -333,4 +352,35 @@ fn the_codex_mapper_keeps_the_stream_rules_on_mutated_captures() {
 #[test]
 fn the_gemini_mapper_keeps_the_stream_rules_on_mutated_captures() {
     fuzz_mapper("gemini", "gemini");
+}
+
+/// The ACP mapper (any ACP agent: here a configured one) on what `gemini --acp` printed
+/// (`tests/fixtures/acp/`).
+#[test]
+fn the_acp_mapper_keeps_the_stream_rules_on_mutated_captures() {
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/acp");
+    let mut names: Vec<_> = std::fs::read_dir(&fixtures)
+        .expect("the ACP fixtures")
+        .flatten()
+        .map(|entry| entry.path())
+        .collect();
+    names.sort();
+    let streams: Vec<Vec<String>> = names
+        .iter()
+        .map(|path| {
+            std::fs::read_to_string(path)
+                .expect("an ACP fixture")
+                .lines()
+                .filter(|line| !line.trim().is_empty())
+                .map(str::to_owned)
+                .collect()
+        })
+        .collect();
+    assert!(streams.len() >= 4, "{names:?}");
+    let settings = ProviderSettings {
+        protocol: Some(agentty::config::Transport::Acp),
+        command: Some("/acp/agent".into()),
+        ..ProviderSettings::default()
+    };
+    fuzz_streams("any-acp-agent", &settings, &streams);
 }
