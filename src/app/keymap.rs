@@ -204,8 +204,8 @@ const HELP: &[HelpRow] = &[
     ),
     key("Alt+Up", "pull the last queued prompt back into the editor"),
     key(
-        "1-9 / y a n N",
-        "permission prompt: the agent's option by number, or allow once / allow always / reject / reject always",
+        "1-9 / y A n N",
+        "permission prompt (armed after a pause in typing): a once-only option by number, or allow once / allow always / reject / reject always",
     ),
     key("↑↓ Enter", "permission prompt: the highlighted option"),
     key(

@@ -217,8 +217,11 @@ pub struct AppState {
     /// The agent's model, thinking level, session cost and tokens, as it reports them.
     pub agent_status: AgentStatus,
     /// Permission requests waiting for the user's answer, oldest first; the first is the open
-    /// prompt, which takes the keys (after an overlay the user opened).
+    /// prompt, which takes the keys once armed (after an overlay the user opened).
     pub permission_prompts: VecDeque<PermissionPrompt>,
+    /// When the user last typed (a key or a paste that went to the composer), when known: a
+    /// prompt arms only after a pause in typing.
+    pub typed_at: Option<Instant>,
 }
 
 impl AppState {
@@ -255,6 +258,7 @@ impl AppState {
             agent_queue: AgentQueue::default(),
             agent_status: AgentStatus::default(),
             permission_prompts: VecDeque::new(),
+            typed_at: None,
         };
         for warning in startup.warnings {
             state.notice(NoticeLevel::Warning, untrusted_owned(&warning));
@@ -269,6 +273,20 @@ impl AppState {
     /// The open permission prompt: the first waiting request.
     pub fn permission_prompt(&self) -> Option<&PermissionPrompt> {
         self.permission_prompts.front()
+    }
+
+    /// Whether the open prompt takes keys at `now` (see [`PermissionPrompt::is_armed`]).
+    pub(crate) fn permission_armed(&self, now: Option<Instant>) -> bool {
+        self.permission_prompt()
+            .is_some_and(|prompt| prompt.is_armed(now, self.typed_at))
+    }
+
+    /// When the open prompt arms, if that is still to come after `now`: the screen must change
+    /// then.
+    pub fn permission_arms_at(&self, now: Instant) -> Option<Instant> {
+        self.permission_prompt()
+            .and_then(|prompt| prompt.arms_at(self.typed_at))
+            .filter(|arms_at| *arms_at > now)
     }
 
     pub(crate) fn can_retry(&self) -> bool {

@@ -1,9 +1,11 @@
-//! The permission prompt, between the transcript and the status bar (in place of the composer,
-//! which takes no keys while it is open): what the agent wants to do, the edit as a bounded
-//! diff, and the agent's options with their keys.
+//! The permission prompt, between the transcript and the composer: what the agent wants to do,
+//! the edit as a bounded diff, and the agent's options with their keys. Its title says whether
+//! it takes keys yet: until the user pauses, typing goes on into the composer below it.
 //!
 //! It fits any screen: the options and the first row of the question always come first, then
 //! the command and paths, then as much of the diff as there is room for, the rest summarised.
+
+use std::time::Instant;
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -42,7 +44,12 @@ fn open_prompt(state: &AppState) -> Option<(&PermissionPrompt, &PermissionCell)>
     }
 }
 
-fn prompt_rows(prompt: &PermissionPrompt, cell: &PermissionCell, width: usize) -> PromptRows {
+fn prompt_rows(
+    prompt: &PermissionPrompt,
+    cell: &PermissionCell,
+    width: usize,
+    armed: bool,
+) -> PromptRows {
     let mut title = wrap(
         &RichLine::text(
             format!("{}?", permission_question(cell)),
@@ -78,17 +85,19 @@ fn prompt_rows(prompt: &PermissionPrompt, cell: &PermissionCell, width: usize) -
         .iter()
         .enumerate()
         .map(|(index, option)| {
-            let selected = index == prompt.selected;
+            let selected = prompt.selected == Some(index);
             let (number, letter) = option_keys(&kinds, index);
             let keys = format!(
                 "{} {}",
                 number.unwrap_or(' '),
                 letter.map(String::from).unwrap_or_else(|| " ".to_owned())
             );
-            let base = if selected {
-                Style::default().add_modifier(Modifier::REVERSED)
-            } else {
-                Style::default()
+            // Dim until armed: the keys do not answer yet.
+            let base = match (selected, armed) {
+                (true, true) => Style::default().add_modifier(Modifier::REVERSED),
+                (true, false) => Style::default().add_modifier(Modifier::REVERSED | Modifier::DIM),
+                (false, true) => Style::default(),
+                (false, false) => Style::default().add_modifier(Modifier::DIM),
             };
             let name_style = match option.kind {
                 PermissionOptionKind::AllowOnce | PermissionOptionKind::AllowAlways => base,
@@ -122,12 +131,20 @@ fn prompt_rows(prompt: &PermissionPrompt, cell: &PermissionCell, width: usize) -
     }
 }
 
+/// The rows the prompt needs at least: its options, the first row of its question and its
+/// borders (0 when no prompt is open).
+pub(crate) fn minimum_height(state: &AppState) -> u16 {
+    state.permission_prompt().map_or(0, |prompt| {
+        u16::try_from(prompt.options.len().max(1) + 3).unwrap_or(u16::MAX)
+    })
+}
+
 /// The rows the prompt would like at `width` (borders included); 0 when no prompt is open.
 pub(crate) fn desired_height(state: &AppState, width: u16) -> u16 {
     let Some((prompt, cell)) = open_prompt(state) else {
         return 0;
     };
-    let rows = prompt_rows(prompt, cell, usize::from(width.saturating_sub(2)));
+    let rows = prompt_rows(prompt, cell, usize::from(width.saturating_sub(2)), true);
     let diff = rows.diff.len() + usize::from(rows.diff_more > 0);
     let total = rows.title.len() + rows.details.len() + diff + 1 + rows.options.len().max(1) + 2;
     u16::try_from(total).unwrap_or(u16::MAX)
@@ -177,7 +194,44 @@ fn fit(rows: PromptRows, height: usize, diff_note: &str) -> Vec<Line<'static>> {
     head
 }
 
-pub(crate) fn render_permission_prompt(state: &AppState, area: Rect, buf: &mut Buffer) {
+/// The prompt's title at a width: what it asks, and whether it takes keys yet.
+fn title(waiting: usize, armed: bool, room: usize) -> String {
+    let count = if waiting > 1 {
+        format!(" (1 of {waiting})")
+    } else {
+        String::new()
+    };
+    let states: [&str; 3] = if armed {
+        ["press a key to answer", "answer now", "answer"]
+    } else {
+        [
+            "keep typing — the prompt arms when you pause",
+            "arms when you pause",
+            "arms on a pause",
+        ]
+    };
+    states
+        .iter()
+        .flat_map(|state| {
+            [
+                format!(" Permission needed{count} · {state} "),
+                format!(" Permission{count} · {state} "),
+            ]
+        })
+        .chain([
+            format!(" Permission needed{count} "),
+            " Permission ".to_owned(),
+        ])
+        .find(|title| title.chars().count() <= room)
+        .unwrap_or_default()
+}
+
+pub(crate) fn render_permission_prompt(
+    state: &AppState,
+    area: Rect,
+    buf: &mut Buffer,
+    now: Instant,
+) {
     if area.height == 0 || area.width == 0 {
         return;
     }
@@ -185,16 +239,12 @@ pub(crate) fn render_permission_prompt(state: &AppState, area: Rect, buf: &mut B
         return;
     };
     Clear.render(area, buf);
+    let armed = state.permission_armed(Some(now));
     let kinds = prompt.kinds();
-    let waiting = state.permission_prompts.len();
-    let title = if waiting > 1 {
-        format!(" Permission needed (1 of {waiting}) ")
-    } else {
-        " Permission needed ".to_owned()
-    };
+    let room = usize::from(area.width.saturating_sub(4));
+    let title = title(state.permission_prompts.len(), armed, room);
     let keys = key_summary(&kinds);
     let esc = format!("{STOP_KEY} {}", esc_action(&kinds));
-    let room = usize::from(area.width.saturating_sub(4));
     let footer = [
         format!(" {keys} · ↑↓ Enter · {esc} "),
         format!(" {keys} · {esc} "),
@@ -203,15 +253,17 @@ pub(crate) fn render_permission_prompt(state: &AppState, area: Rect, buf: &mut B
     .into_iter()
     .find(|footer| footer.chars().count() <= room)
     .unwrap_or_default();
+    let border = if armed {
+        Style::default().fg(Color::Yellow)
+    } else {
+        Style::default()
+            .fg(Color::Yellow)
+            .add_modifier(Modifier::DIM)
+    };
     let block = Block::default()
         .borders(Borders::ALL)
-        .border_style(Style::default().fg(Color::Yellow))
-        .title(Span::styled(
-            title,
-            Style::default()
-                .fg(Color::Yellow)
-                .add_modifier(Modifier::BOLD),
-        ))
+        .border_style(border)
+        .title(Span::styled(title, border.add_modifier(Modifier::BOLD)))
         .title_bottom(Span::styled(
             footer,
             Style::default().add_modifier(Modifier::DIM),
@@ -221,7 +273,7 @@ pub(crate) fn render_permission_prompt(state: &AppState, area: Rect, buf: &mut B
     if inner.height == 0 || inner.width == 0 {
         return;
     }
-    let rows = prompt_rows(prompt, cell, usize::from(inner.width));
+    let rows = prompt_rows(prompt, cell, usize::from(inner.width), armed);
     let (_, added, removed) = diff_counts(&cell.diff);
     let note = format!("+{added} -{removed} in all");
     for (index, line) in fit(rows, usize::from(inner.height), &note)

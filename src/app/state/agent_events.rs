@@ -443,14 +443,13 @@ impl AppState {
                 .permissions
                 .insert(request.id.clone(), (cell, request.options.clone()));
         }
-        self.permission_prompts.push_back(PermissionPrompt {
+        self.permission_prompts.push_back(PermissionPrompt::new(
             turn,
-            id: request.id,
-            options: request.options,
+            request.id,
+            request.options,
             cell,
-            selected: 0,
             shown_at,
-        });
+        ));
     }
 
     /// How a request was answered (by the user through the provider, by the configured policy,

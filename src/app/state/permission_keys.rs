@@ -1,6 +1,7 @@
-//! Keys while a permission prompt is open: a number or a letter chooses one of the agent's
-//! options, ↑/↓ and Enter choose the highlighted one, Esc rejects. The answer goes to the
-//! orchestrator (`Command::AnswerPermission`) and the request's cell records it at once.
+//! Keys while a permission prompt is open and armed: a number or a letter chooses one of the
+//! agent's options, ↑/↓ and Enter choose the highlighted one, Esc rejects. The answer goes to the
+//! orchestrator (`Command::AnswerPermission`) and the request's cell records it at once. A key
+//! the prompt does not take (any key before it arms) is left to the composer: it is typing.
 
 use std::time::Instant;
 
@@ -13,40 +14,48 @@ use crate::orchestrator::Command;
 use crate::stream::PermissionResolver;
 
 impl AppState {
+    /// The open prompt's answer to `key`; `None` when the prompt does not take it (not armed
+    /// yet, or a key it has no use for).
     pub(super) fn on_permission_key(
         &mut self,
         key: KeyEvent,
         now: Option<Instant>,
-    ) -> Vec<AppEffect> {
-        let Some(prompt) = self.permission_prompts.front_mut() else {
-            return Vec::new();
-        };
+    ) -> Option<Vec<AppEffect>> {
+        if !self.permission_armed(now) {
+            return None;
+        }
+        let prompt = self.permission_prompts.front_mut()?;
         let count = prompt.options.len();
         let kinds = prompt.kinds();
         let plain = !key
             .modifiers
             .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT);
         let choice = match key.code {
-            // Rejecting is always safe to do at once: no arming delay.
-            KeyCode::Esc => return self.answer_permission(reject_choice(&kinds), now),
+            KeyCode::Esc => return Some(self.answer_permission(reject_choice(&kinds), now)),
             KeyCode::Up | KeyCode::BackTab if count > 0 => {
-                prompt.selected = (prompt.selected + count - 1) % count;
-                return Vec::new();
+                let from = prompt.selected.unwrap_or(0);
+                prompt.selected = Some((from + count - 1) % count);
+                return Some(Vec::new());
             }
             KeyCode::Down | KeyCode::Tab if count > 0 => {
-                prompt.selected = (prompt.selected + 1) % count;
-                return Vec::new();
+                prompt.selected = Some(prompt.selected.map_or(0, |from| (from + 1) % count));
+                return Some(Vec::new());
             }
-            KeyCode::PageUp => return vec![AppEffect::Scroll(ScrollAction::PageUp)],
-            KeyCode::PageDown => return vec![AppEffect::Scroll(ScrollAction::PageDown)],
-            KeyCode::Enter if plain && count > 0 => Some(prompt.selected.min(count - 1)),
-            KeyCode::Char(ch) if plain => choice_for_char(&kinds, ch),
-            _ => None,
+            KeyCode::PageUp => return Some(vec![AppEffect::Scroll(ScrollAction::PageUp)]),
+            KeyCode::PageDown => return Some(vec![AppEffect::Scroll(ScrollAction::PageDown)]),
+            KeyCode::Enter if plain && count > 0 => match prompt.selected {
+                Some(index) => index.min(count - 1),
+                None => {
+                    // Nothing safe to preselect (only "always" answers): Enter highlights the
+                    // first option, and a second, deliberate Enter chooses it.
+                    prompt.selected = Some(0);
+                    return Some(Vec::new());
+                }
+            },
+            KeyCode::Char(ch) if plain => choice_for_char(&kinds, ch)?,
+            _ => return None,
         };
-        match choice {
-            Some(index) if prompt.is_armed(now) => self.answer_permission(Some(index), now),
-            _ => Vec::new(),
-        }
+        Some(self.answer_permission(Some(choice), now))
     }
 
     /// Answers the open prompt with its option `index` (`None`: cancelled).
