@@ -172,3 +172,30 @@ fn a_prompt_that_opens_mid_sentence_takes_none_of_it_and_enter_then_allows_once(
         "the sentence is still in the composer:\n{answered}"
     );
 }
+
+#[test]
+fn r_rejects_with_a_note_that_reaches_the_agent_as_the_next_prompt() {
+    let Some(pane) = Pane::start("note", 100, 30) else {
+        return;
+    };
+    pane.pane.prompt("permission-delayed please");
+    pane.pane.wait_for_text("press a key to answer");
+    pane.pane.keys(&["r"]);
+    pane.pane.wait_for_text("What should the agent do instead?");
+    pane.pane.type_text("say hello instead");
+    pane.pane.wait_for_text("› say hello instead");
+    pane.pane.keys(&["Enter"]);
+    // The demo agent ends the turn at the rejection (as the Claude and Codex adapters do); the
+    // note then goes as the next prompt, and the agent answers it.
+    let after = pane.pane.wait_for_text("Hello from the demo ACP agent");
+    eprintln!("after rejecting with a note:\n{after}");
+    for said in [
+        "rejected (you) · instead: say hello instead",
+        "as the next prompt: say hello instead",
+        "The agent ended the turn at the rejection (Allow execute: touch agentty-demo.txt).",
+        "› say hello instead",
+    ] {
+        assert!(after.contains(said), "{said:?} missing:\n{after}");
+    }
+    assert!(!pane.created(), "the rejected command never ran");
+}

@@ -151,6 +151,7 @@ fn answer(id: &str, option: Option<&str>) -> Vec<AppEffect> {
     vec![AppEffect::Command(Command::AnswerPermission {
         id: id.into(),
         option: option.map(Into::into),
+        message: None,
     })]
 }
 
@@ -345,6 +346,7 @@ fn a_resolution_closes_its_prompt_and_the_cell_says_who_answered() {
             id: "b".into(),
             outcome: "never".into(),
             by: PermissionResolver::Policy,
+            message: None,
         },
     );
     assert_eq!(chat.state.permission_prompts.len(), 1);
@@ -356,6 +358,7 @@ fn a_resolution_closes_its_prompt_and_the_cell_says_who_answered() {
             id: "a".into(),
             outcome: PERMISSION_CANCELLED.into(),
             by: PermissionResolver::User,
+            message: None,
         },
     );
     assert!(chat.state.permission_prompt().is_none());
@@ -394,6 +397,7 @@ fn a_policy_answer_with_no_prompt_is_recorded() {
             id: "9".into(),
             outcome: "proceed_once".into(),
             by: PermissionResolver::Policy,
+            message: None,
         },
     );
     assert!(chat.state.permission_prompt().is_none());
@@ -694,6 +698,7 @@ fn answered_requests_and_the_plan_stay_in_the_transcript() {
             id: "0".into(),
             outcome: "proceed_always".into(),
             by: PermissionResolver::User,
+            message: None,
         },
     );
     chat.message(
@@ -713,6 +718,7 @@ fn answered_requests_and_the_plan_stay_in_the_transcript() {
             id: "7".into(),
             outcome: "cancel".into(),
             by: PermissionResolver::Policy,
+            message: None,
         },
     );
     chat.message(
@@ -817,4 +823,150 @@ fn tiny_screens_never_panic_and_keep_the_options() {
     for option in ["Allow", "Allow always", "Reject", "Reject always"] {
         assert!(screen.contains(option), "{option}\n{screen}");
     }
+}
+
+fn reject_with(id: &str, option: &str, note: &str) -> Vec<AppEffect> {
+    vec![AppEffect::Command(Command::AnswerPermission {
+        id: id.into(),
+        option: Some(option.into()),
+        message: Some(note.into()),
+    })]
+}
+
+#[test]
+fn r_opens_a_line_and_enter_rejects_with_what_to_do_instead() {
+    let mut chat = Chat::asked(execute("0", "touch x", four_options()));
+    let screen = chat.draw(BIG);
+    assert!(
+        screen.contains("r  Reject, say what to do instead"),
+        "{screen}"
+    );
+    assert!(chat.char_key('r').is_empty());
+    assert_eq!(
+        chat.state.permission_prompt().unwrap().feedback.as_deref(),
+        Some("")
+    );
+    // Every key is the note's now, answer letters included; nothing reaches the composer.
+    assert!(chat.type_text("use mkdirr").is_empty());
+    assert!(chat.press(KeyCode::Backspace).is_empty());
+    chat.state.on_paste(" -p\nplease");
+    assert!(chat.state.composer.is_empty());
+    let screen = chat.draw(BIG);
+    assert!(
+        screen.contains("What should the agent do instead?"),
+        "{screen}"
+    );
+    assert!(screen.contains("› use mkdir -p please"), "{screen}");
+    assert!(screen.contains("reject with a note"), "{screen}");
+    assert_eq!(
+        chat.press(KeyCode::Enter),
+        reject_with("0", "cancel", "use mkdir -p please")
+    );
+    let cell = &chat.permission_cells()[0];
+    assert_eq!(
+        cell.outcome,
+        chosen(PermissionOptionKind::RejectOnce, "Reject")
+    );
+    assert_eq!(cell.feedback.as_deref(), Some("use mkdir -p please"));
+    let screen = chat.draw(BIG);
+    assert!(
+        screen.contains("rejected (you) · instead: use mkdir -p please"),
+        "{screen}"
+    );
+}
+
+#[test]
+fn esc_leaves_the_note_and_an_empty_note_is_a_plain_rejection() {
+    let mut chat = Chat::asked(execute("0", "touch x", four_options()));
+    chat.char_key('r');
+    chat.type_text("never mind");
+    // Esc goes back to the options: nothing is sent, the prompt still asks.
+    assert!(chat.press(KeyCode::Esc).is_empty());
+    let prompt = chat.state.permission_prompt().unwrap();
+    assert_eq!(prompt.feedback, None);
+    assert_eq!(
+        chat.permission_cells()[0].outcome,
+        PermissionOutcome::Waiting
+    );
+    chat.char_key('r');
+    chat.type_text("  ");
+    assert_eq!(chat.press(KeyCode::Enter), answer("0", Some("cancel")));
+
+    // Before the prompt arms, `r` is typing like any key.
+    let mut chat = Chat::asked(execute("0", "touch x", four_options()));
+    assert!(key_at(&mut chat, 100, KeyCode::Char('r')).is_empty());
+    assert_eq!(chat.state.composer.text(), "r");
+    assert_eq!(chat.state.permission_prompt().unwrap().feedback, None);
+
+    // With nothing to reject with, `r` offers nothing and is typing.
+    let mut chat = Chat::asked(execute(
+        "1",
+        "ls",
+        vec![option("ok", PermissionOptionKind::AllowOnce, "Yes")],
+    ));
+    assert!(!chat.draw(BIG).contains("say what to do instead"));
+    assert!(chat.char_key('r').is_empty());
+    assert_eq!(chat.state.composer.text(), "r");
+}
+
+#[test]
+fn a_rejection_that_ends_the_turn_says_so() {
+    let resolved = |chat: &mut Chat, ms, message: Option<&str>| {
+        chat.message(
+            ms,
+            AgentMessage::PermissionResolved {
+                id: "0".into(),
+                outcome: "cancel".into(),
+                by: PermissionResolver::User,
+                message: message.map(Into::into),
+            },
+        );
+    };
+    let mut chat = Chat::asked(execute("0", "touch x", four_options()));
+    chat.char_key('n');
+    resolved(&mut chat, 30, None);
+    // The refused call's failure is not the agent going on.
+    chat.message(
+        40,
+        AgentMessage::ToolFailed {
+            id: "call-0".into(),
+            error: "refused".into(),
+        },
+    );
+    chat.complete(50, None);
+    let screen = chat.draw(BIG);
+    assert!(
+        screen.contains("The agent ended the turn at the rejection (Allow execute: touch x)."),
+        "{screen}"
+    );
+
+    // An agent that goes on after the rejection ended the turn itself.
+    let mut chat = Chat::asked(execute("0", "touch x", four_options()));
+    chat.char_key('n');
+    resolved(&mut chat, 30, None);
+    chat.delta(40, "I did not run it.");
+    chat.complete(50, None);
+    assert!(!chat.draw(BIG).contains("ended the turn at the rejection"));
+
+    // The note, recorded with the answer (as a resumed log replays it), shows on the cell; the
+    // orchestrator's notice says where it went.
+    let mut chat = Chat::asked(execute("0", "touch x", four_options()));
+    resolved(&mut chat, 30, Some("use mkdir"));
+    chat.event(
+        31,
+        agentty::orchestrator::OrchestratorEvent::Notice {
+            turn: chat.turn,
+            kind: "permission_feedback".into(),
+            message: "use mkdir".into(),
+        },
+    );
+    assert_eq!(
+        chat.permission_cells()[0].feedback.as_deref(),
+        Some("use mkdir")
+    );
+    let screen = chat.draw(BIG);
+    assert!(
+        screen.contains("so yours goes to it as the next prompt: use mkdir"),
+        "{screen}"
+    );
 }

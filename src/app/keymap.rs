@@ -207,7 +207,14 @@ const HELP: &[HelpRow] = &[
         "1-9 / y A n N",
         "permission prompt (armed after a pause in typing): a once-only option by number, or allow once / allow always / reject / reject always",
     ),
-    key("↑↓ Enter", "permission prompt: the highlighted option"),
+    key(
+        "↑↓ Enter",
+        "permission prompt: the highlighted option (at first the agent's allow-once)",
+    ),
+    key(
+        "r (permission)",
+        "reject and say what to do instead: a line to write, Enter sends, Esc goes back",
+    ),
     key(
         "Esc (permission)",
         "reject the request (the turn goes on; Esc again stops it)",

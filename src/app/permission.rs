@@ -53,6 +53,9 @@ pub struct PermissionPrompt {
     pub selected: Option<usize>,
     /// When the prompt came to the front, when known.
     pub shown_at: Option<Instant>,
+    /// The line being written after [`FEEDBACK_KEY`]: what the agent should do instead, sent
+    /// with the rejection.
+    pub feedback: Option<String>,
 }
 
 impl PermissionPrompt {
@@ -72,6 +75,7 @@ impl PermissionPrompt {
             options,
             cell,
             shown_at,
+            feedback: None,
         }
     }
 
@@ -123,6 +127,9 @@ pub(crate) fn mnemonic(kind: PermissionOptionKind) -> char {
         PermissionOptionKind::RejectAlways => 'N',
     }
 }
+
+/// The key that opens the line to reject and say what to do instead.
+pub const FEEDBACK_KEY: char = 'r';
 
 /// The options that digits number: the once-only ones, in the agent's order (at most nine).
 fn numbered(kinds: &[PermissionOptionKind]) -> impl Iterator<Item = usize> + '_ {
@@ -220,6 +227,7 @@ pub(crate) fn permission_cell(request: &PermissionRequest, expanded: bool) -> Pe
             })
             .collect(),
         outcome: PermissionOutcome::Waiting,
+        feedback: None,
         expanded,
     }
 }
@@ -235,6 +243,7 @@ pub(crate) fn unseen_request_cell(outcome: PermissionOutcome) -> PermissionCell 
         diff_hidden: 0,
         options: Vec::new(),
         outcome,
+        feedback: None,
         expanded: false,
     }
 }

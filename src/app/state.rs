@@ -108,6 +108,9 @@ pub struct TurnState {
     /// The turn's permission requests by id: their cell and the options they offered (to read
     /// a later `permission.resolved`).
     permissions: HashMap<String, (CellId, Vec<PermissionOption>)>,
+    /// The last request rejected, as asked ("Allow execute: touch x"), while the agent has done
+    /// nothing since: if the turn ends now, the rejection ended it.
+    last_rejection: Option<String>,
     /// A notice for how the turn ended is already in the transcript.
     end_shown: bool,
 }

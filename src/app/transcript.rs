@@ -181,6 +181,8 @@ pub struct PermissionCell {
     /// The answers the agent offered, in its order (names as the agent wrote them).
     pub options: Vec<ShownOption>,
     pub outcome: PermissionOutcome,
+    /// What the user said to do instead, with a rejection (sanitised).
+    pub feedback: Option<String>,
     pub expanded: bool,
 }
 
@@ -262,6 +264,16 @@ impl PlanCell {
 }
 
 impl PermissionCell {
+    /// "Allow execute: touch x" (what the agent asked).
+    pub(crate) fn question(&self) -> String {
+        match (self.kind.is_empty(), self.title.is_empty()) {
+            (true, true) => "Permission request".to_owned(),
+            (false, true) => format!("Allow {}", self.kind),
+            (true, false) => format!("Allow: {}", self.title),
+            (false, false) => format!("Allow {}: {}", self.kind, self.title),
+        }
+    }
+
     /// Whether there is more to show than the one-line summary.
     pub(crate) fn has_details(&self) -> bool {
         !self.diff.is_empty()

@@ -249,13 +249,28 @@ impl Driver {
                     attempt,
                     id,
                     option,
+                    message,
                 } => {
                     let live = self
                         .live
                         .as_ref()
                         .is_some_and(|live| live.turn == turn && live.attempt == attempt);
-                    if !(live && self.options.provider.answer_permission(&id, option)) {
+                    let provider = &self.options.provider;
+                    if !(live && provider.answer_permission(&id, option, message.clone())) {
                         tracing::warn!(turn, id, "permission answer not delivered");
+                    } else if let Some(message) = message
+                        .filter(|message| !message.trim().is_empty())
+                        .filter(|_| !provider.takes_permission_feedback())
+                    {
+                        // The answer could not carry it: it goes as the next prompt, and the
+                        // user is told so.
+                        self.emit(OrchestratorEvent::Notice {
+                            turn,
+                            kind: notice_kind::PERMISSION_FEEDBACK.to_owned(),
+                            message: message.clone(),
+                        });
+                        self.feedback
+                            .push_back(Input::Command(Command::Submit(message)));
                     }
                 }
                 Effect::Exit => exit = true,

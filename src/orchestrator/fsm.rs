@@ -107,6 +107,7 @@ pub(crate) enum Effect {
         attempt: u32,
         id: String,
         option: Option<String>,
+        message: Option<String>,
     },
     /// The machine has shut down; nothing follows.
     Exit,
@@ -285,7 +286,11 @@ impl Machine {
             }
             Command::SetRetryPolicy(policy) => self.set_policy(policy, out),
             Command::Interject(kind, text) => self.interject(kind, text, out),
-            Command::AnswerPermission { id, option } => {
+            Command::AnswerPermission {
+                id,
+                option,
+                message,
+            } => {
                 // Only a running attempt can be waiting for an answer; a late one is dropped.
                 if let State::Running { turn, attempt } = &self.state {
                     out.push(Effect::AnswerPermission {
@@ -293,6 +298,7 @@ impl Machine {
                         attempt: *attempt,
                         id,
                         option,
+                        message,
                     });
                 }
             }

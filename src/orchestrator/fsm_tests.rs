@@ -1159,6 +1159,7 @@ mod properties {
                     Step::AnswerPermission => Input::Command(Command::AnswerPermission {
                         id: "0".into(),
                         option: Some("allow".into()),
+                        message: None,
                     }),
                     Step::Agent { live, kind } => {
                         let (turn, attempt) = match observer.live {
@@ -1321,14 +1322,15 @@ fn a_permission_answer_reaches_the_running_attempt_only() {
     let answer = || {
         Input::Command(Command::AnswerPermission {
             id: "0".into(),
-            option: Some("allow".into()),
+            option: Some("reject".into()),
+            message: Some("use mkdir".into()),
         })
     };
     assert!(machine.handle(answer()).is_empty(), "no turn runs");
     machine.handle(Input::Command(Command::Submit("go".into())));
     let effects = machine.handle(answer());
     assert!(
-        matches!(&effects[..], [Effect::AnswerPermission { turn: 1, attempt: 1, id, option: Some(option) }] if id == "0" && option == "allow"),
+        matches!(&effects[..], [Effect::AnswerPermission { turn: 1, attempt: 1, id, option: Some(option), message: Some(message) }] if id == "0" && option == "reject" && message == "use mkdir"),
         "{effects:?}"
     );
 }

@@ -65,8 +65,14 @@ pub enum Command {
     /// `Submit`.
     Interject(Interjection, String),
     /// The user's answer to the running turn's permission request `id`: one of the options
-    /// it offered (`None`: cancelled, as when the prompt is dismissed by a stop).
-    AnswerPermission { id: String, option: Option<String> },
+    /// it offered (`None`: cancelled, as when the prompt is dismissed by a stop), and with a
+    /// rejection what to do instead (`message`): sent with it where the transport can, else as
+    /// the next prompt.
+    AnswerPermission {
+        id: String,
+        option: Option<String>,
+        message: Option<String>,
+    },
     /// Stop whatever runs and end the orchestrator.
     Shutdown,
 }

@@ -202,9 +202,16 @@ pub trait Provider: Send + Sync {
         false
     }
     /// The user's answer to permission request `id` of the running attempt (an option id it
-    /// offered, or `None` for cancelled); false when no such request waits.
-    fn answer_permission(&self, id: &str, option: Option<String>) -> bool {
-        let _ = (id, option);
+    /// offered, or `None` for cancelled), with what to do instead when the user said (sent with
+    /// the answer when [`Provider::takes_permission_feedback`]); false when no such request
+    /// waits.
+    fn answer_permission(&self, id: &str, option: Option<String>, message: Option<String>) -> bool {
+        let _ = (id, option, message);
+        false
+    }
+    /// Whether the protocol carries the user's note with a rejection (else the orchestrator
+    /// sends it as the next prompt).
+    fn takes_permission_feedback(&self) -> bool {
         false
     }
     /// The orchestrator restored the agent's stored session from a checkpoint: whatever the

@@ -209,7 +209,12 @@ fn render_composer(
         return;
     }
     let prompt_open = state.permission_prompt().is_some();
-    let hint = if prompt_open && state.permission_armed(Some(now)) {
+    let writing_note = state
+        .permission_prompt()
+        .is_some_and(|prompt| prompt.feedback.is_some());
+    let hint = if writing_note {
+        " keys go to the note above ".to_owned()
+    } else if prompt_open && state.permission_armed(Some(now)) {
         " keys not for the prompt type here ".to_owned()
     } else if prompt_open {
         " typing goes here until you pause ".to_owned()

@@ -13,10 +13,12 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Widget};
 
-use super::cells::{diff_counts, diff_rich_lines, permission_details, permission_question};
+use super::cells::{diff_counts, diff_rich_lines, permission_details};
 use super::wrap::{wrap, wrap_into, RichLine, WrapMode};
 use crate::app::keymap::STOP_KEY;
-use crate::app::permission::{esc_action, key_summary, option_keys, PermissionPrompt};
+use crate::app::permission::{
+    esc_action, key_summary, option_keys, reject_choice, PermissionPrompt, FEEDBACK_KEY,
+};
 use crate::app::state::AppState;
 use crate::app::transcript::{CellBody, PermissionCell};
 use crate::stream::PermissionOptionKind;
@@ -52,7 +54,7 @@ fn prompt_rows(
 ) -> PromptRows {
     let mut title = wrap(
         &RichLine::text(
-            format!("{}?", permission_question(cell)),
+            format!("{}?", cell.question()),
             Style::default().add_modifier(Modifier::BOLD),
         )
         .with_prefix(vec![Span::raw(" ")], vec![Span::raw(" ")]),
@@ -79,8 +81,45 @@ fn prompt_rows(
         diff_more += diff.len() - MAX_DIFF_ROWS;
         diff.truncate(MAX_DIFF_ROWS);
     }
+    let options = match &prompt.feedback {
+        Some(note) => feedback_rows(note, width),
+        None => option_rows(prompt, cell, width, armed),
+    };
+    PromptRows {
+        title,
+        details,
+        diff,
+        diff_more,
+        options,
+    }
+}
+
+/// The agent's options with their keys, the selected one highlighted (all dim until armed),
+/// and the row of the key that rejects with a note.
+fn option_rows(
+    prompt: &PermissionPrompt,
+    cell: &PermissionCell,
+    width: usize,
+    armed: bool,
+) -> Vec<Line<'static>> {
     let kinds = prompt.kinds();
-    let options = cell
+    let style = |selected: bool| match (selected, armed) {
+        (true, true) => Style::default().add_modifier(Modifier::REVERSED),
+        (true, false) => Style::default().add_modifier(Modifier::REVERSED | Modifier::DIM),
+        (false, true) => Style::default(),
+        (false, false) => Style::default().add_modifier(Modifier::DIM),
+    };
+    let row = |marker: &'static str, keys: String, name: String, base: Style, name_style: Style| {
+        let line = RichLine::new(vec![
+            Span::styled(marker, base),
+            Span::styled(keys, base.fg(Color::Cyan).add_modifier(Modifier::BOLD)),
+            Span::styled("  ", base),
+            Span::styled(name, name_style),
+        ])
+        .mode(WrapMode::Truncate);
+        wrap(&line, width).into_iter().next().unwrap_or_default()
+    };
+    let mut rows: Vec<Line<'static>> = cell
         .options
         .iter()
         .enumerate()
@@ -92,50 +131,67 @@ fn prompt_rows(
                 number.unwrap_or(' '),
                 letter.map(String::from).unwrap_or_else(|| " ".to_owned())
             );
-            // Dim until armed: the keys do not answer yet.
-            let base = match (selected, armed) {
-                (true, true) => Style::default().add_modifier(Modifier::REVERSED),
-                (true, false) => Style::default().add_modifier(Modifier::REVERSED | Modifier::DIM),
-                (false, true) => Style::default(),
-                (false, false) => Style::default().add_modifier(Modifier::DIM),
-            };
+            let base = style(selected);
             let name_style = match option.kind {
                 PermissionOptionKind::AllowOnce | PermissionOptionKind::AllowAlways => base,
                 PermissionOptionKind::RejectOnce | PermissionOptionKind::RejectAlways => {
                     base.fg(Color::Red)
                 }
             };
-            let line = RichLine::new(vec![
-                Span::styled(if selected { " › " } else { "   " }, base),
-                Span::styled(keys, base.fg(Color::Cyan).add_modifier(Modifier::BOLD)),
-                Span::styled("  ", base),
-                Span::styled(option.name.clone(), name_style),
-            ])
-            .mode(WrapMode::Truncate);
-            let mut row = wrap(&line, width).into_iter().next().unwrap_or_default();
+            let marker = if selected { " › " } else { "   " };
+            let mut line = row(marker, keys, option.name.clone(), base, name_style);
             if selected {
                 // The highlight spans the row.
-                let used = row.width();
-                row.spans
+                let used = line.width();
+                line.spans
                     .push(Span::styled(" ".repeat(width.saturating_sub(used)), base));
             }
-            row
+            line
         })
         .collect();
-    PromptRows {
-        title,
-        details,
-        diff,
-        diff_more,
-        options,
+    if reject_choice(&kinds).is_some() {
+        let base = style(false);
+        rows.push(row(
+            "   ",
+            format!("  {FEEDBACK_KEY}"),
+            "Reject, say what to do instead".to_owned(),
+            base,
+            base.fg(Color::Red),
+        ));
     }
+    rows
+}
+
+/// The line after `r`: what it is for, and the note so far with a cursor at its end (the end
+/// of a long note in sight).
+fn feedback_rows(note: &str, width: usize) -> Vec<Line<'static>> {
+    let label = Line::styled(
+        " What should the agent do instead?".to_owned(),
+        Style::default().add_modifier(Modifier::BOLD),
+    );
+    let room = width.saturating_sub(4);
+    let shown: String = {
+        let chars: Vec<char> = note.chars().collect();
+        let skip = chars.len().saturating_sub(room);
+        chars[skip..].iter().collect()
+    };
+    let input = Line::from(vec![
+        Span::styled(" › ", Style::default().fg(Color::Cyan)),
+        Span::raw(shown),
+        Span::styled(" ", Style::default().add_modifier(Modifier::REVERSED)),
+    ]);
+    vec![label, input]
 }
 
 /// The rows the prompt needs at least: its options, the first row of its question and its
 /// borders (0 when no prompt is open).
 pub(crate) fn minimum_height(state: &AppState) -> u16 {
     state.permission_prompt().map_or(0, |prompt| {
-        u16::try_from(prompt.options.len().max(1) + 3).unwrap_or(u16::MAX)
+        let rows = match prompt.feedback {
+            Some(_) => 2,
+            None => prompt.options.len() + usize::from(reject_choice(&prompt.kinds()).is_some()),
+        };
+        u16::try_from(rows.max(1) + 3).unwrap_or(u16::MAX)
     })
 }
 
@@ -195,13 +251,15 @@ fn fit(rows: PromptRows, height: usize, diff_note: &str) -> Vec<Line<'static>> {
 }
 
 /// The prompt's title at a width: what it asks, and whether it takes keys yet.
-fn title(waiting: usize, armed: bool, room: usize) -> String {
+fn title(waiting: usize, armed: bool, writing: bool, room: usize) -> String {
     let count = if waiting > 1 {
         format!(" (1 of {waiting})")
     } else {
         String::new()
     };
-    let states: [&str; 3] = if armed {
+    let states: [&str; 3] = if writing {
+        ["reject with a note", "reject with a note", "note"]
+    } else if armed {
         ["press a key to answer", "answer now", "answer"]
     } else {
         [
@@ -242,18 +300,35 @@ pub(crate) fn render_permission_prompt(
     let armed = state.permission_armed(Some(now));
     let kinds = prompt.kinds();
     let room = usize::from(area.width.saturating_sub(4));
-    let title = title(state.permission_prompts.len(), armed, room);
+    let writing = prompt.feedback.is_some();
+    let title = title(state.permission_prompts.len(), armed, writing, room);
     let keys = key_summary(&kinds);
     let esc = format!("{STOP_KEY} {}", esc_action(&kinds));
-    let footer = [
-        format!(" {keys} · ↑↓ Enter · {esc} "),
-        format!(" {keys} · {esc} "),
-        format!(" {esc} "),
-    ]
-    .into_iter()
-    .find(|footer| footer.chars().count() <= room)
-    .unwrap_or_default();
-    let border = if armed {
+    let with_note = if reject_choice(&kinds).is_some() {
+        format!(" · {FEEDBACK_KEY} note")
+    } else {
+        String::new()
+    };
+    let footers = if writing {
+        [
+            format!(" Enter rejects with this note · {STOP_KEY} back to the options "),
+            format!(" Enter rejects · {STOP_KEY} back "),
+            String::new(),
+            String::new(),
+        ]
+    } else {
+        [
+            format!(" {keys} · ↑↓ Enter{with_note} · {esc} "),
+            format!(" {keys}{with_note} · {esc} "),
+            format!(" {keys} · {esc} "),
+            format!(" {esc} "),
+        ]
+    };
+    let footer = footers
+        .into_iter()
+        .find(|footer| footer.chars().count() <= room)
+        .unwrap_or_default();
+    let border = if armed || writing {
         Style::default().fg(Color::Yellow)
     } else {
         Style::default()

@@ -22,7 +22,8 @@ use crate::provider::pi::rpc::{AgentQueue, AgentStatus};
 use crate::provider::StopProgress;
 use crate::sanitize::untrusted_owned;
 use crate::stream::{
-    AgentMessage, Failure, PermissionRequest, PermissionResolver, PlanEntry, StopStage,
+    AgentMessage, Failure, PermissionOptionKind, PermissionRequest, PermissionResolver, PlanEntry,
+    StopStage,
 };
 
 impl AppState {
@@ -50,6 +51,7 @@ impl AppState {
                     attempt_assistant_cells: Vec::new(),
                     tools: HashMap::new(),
                     permissions: HashMap::new(),
+                    last_rejection: None,
                     end_shown: false,
                 });
             }
@@ -229,6 +231,21 @@ impl AppState {
     }
 
     fn on_agent_message(&mut self, message: AgentMessage, now: Instant) {
+        if let Some(turn) = self.turn.as_mut() {
+            // The agent went on after a rejection: it did not end the turn there.
+            let went_on = match &message {
+                AgentMessage::Assistant { delta } | AgentMessage::Thinking { delta } => {
+                    !delta.is_empty()
+                }
+                AgentMessage::ToolCall { .. }
+                | AgentMessage::PermissionRequest(_)
+                | AgentMessage::Plan { .. } => true,
+                _ => false,
+            };
+            if went_on {
+                turn.last_rejection = None;
+            }
+        }
         self.live_thinking.observe(&mut self.transcript, &message);
         self.usage_book.observe(&message);
         if let Some(phase) = self.phase.as_mut() {
@@ -326,6 +343,16 @@ impl AppState {
             AgentMessage::Completed { stop_reason, .. } => {
                 self.finish_running_tools(now);
                 self.close_permission_prompts(PermissionOutcome::Unanswered);
+                if let Some(rejected) = self
+                    .turn
+                    .as_mut()
+                    .and_then(|turn| turn.last_rejection.take())
+                {
+                    self.notice(
+                        NoticeLevel::Info,
+                        format!("The agent ended the turn at the rejection ({rejected})."),
+                    );
+                }
                 if matches!(stop_reason.as_str(), "length" | "max_tokens") {
                     self.notice(
                         NoticeLevel::Warning,
@@ -397,6 +424,16 @@ impl AppState {
                         };
                         self.notice(NoticeLevel::Info, format!("↳ {how}: {message}"));
                     }
+                    NoticeKind::PermissionFeedback => {
+                        self.notice(
+                            NoticeLevel::Info,
+                            format!(
+                                "↳ rejected with a note: this agent's protocol cannot send a note \
+                                 with a rejection, so yours goes to it as the next prompt: \
+                                 {message}"
+                            ),
+                        );
+                    }
                     NoticeKind::Warning | NoticeKind::FreshSession => {
                         self.notice(NoticeLevel::Warning, message);
                     }
@@ -411,8 +448,13 @@ impl AppState {
             // The orchestrator's own RetryScheduled event carries this; ignore the echo.
             AgentMessage::RetryScheduled { .. } => {}
             AgentMessage::PermissionRequest(request) => self.on_permission_request(*request, now),
-            AgentMessage::PermissionResolved { id, outcome, by } => {
-                self.on_permission_resolved(&id, &outcome, by, now);
+            AgentMessage::PermissionResolved {
+                id,
+                outcome,
+                by,
+                message,
+            } => {
+                self.on_permission_resolved(&id, &outcome, by, message.as_deref(), now);
             }
             AgentMessage::Plan { entries } => self.on_plan(&entries),
         }
@@ -460,6 +502,7 @@ impl AppState {
         id: &str,
         outcome: &str,
         by: PermissionResolver,
+        message: Option<&str>,
         now: Instant,
     ) {
         let known = self
@@ -470,11 +513,28 @@ impl AppState {
         match known {
             Some((cell, options)) => {
                 let outcome = resolved_outcome(&options, outcome, by);
+                let rejected = matches!(
+                    outcome,
+                    PermissionOutcome::Chosen {
+                        kind: Some(
+                            PermissionOptionKind::RejectOnce | PermissionOptionKind::RejectAlways
+                        ),
+                        ..
+                    }
+                );
+                let mut question = None;
                 self.transcript.update(cell, |body| {
                     if let CellBody::Permission(permission) = body {
                         permission.outcome = outcome;
+                        if let Some(note) = message {
+                            permission.feedback = Some(untrusted_owned(note));
+                        }
+                        question = Some(permission.question());
                     }
                 });
+                if let Some(turn) = self.turn.as_mut().filter(|_| rejected) {
+                    turn.last_rejection = question;
+                }
                 if let Some(index) = self
                     .permission_prompts
                     .iter()

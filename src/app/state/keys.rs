@@ -157,7 +157,7 @@ impl AppState {
     }
 
     fn paste(&mut self, text: &str, now: Option<Instant>) {
-        if self.overlay.is_some() {
+        if self.overlay.is_some() || self.paste_feedback(text) {
             return;
         }
         // Never an answer: pasted text goes to the composer, whatever the prompt's state.
