@@ -150,6 +150,10 @@ fn a_prompt_that_opens_mid_sentence_takes_none_of_it_and_enter_then_allows_once(
         "{typed_out}"
     );
     assert!(!pane.created(), "nothing ran");
+    assert!(
+        typed_out.contains("? touch agentty-demo.txt · waiting for you"),
+        "the call waits for the user, it is not running:\n{typed_out}"
+    );
     // After the pause it says it is armed, and stays unanswered until a key.
     let armed = pane.pane.wait_for_text("press a key to answer");
     eprintln!("armed after the pause:\n{armed}");

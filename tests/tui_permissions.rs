@@ -970,3 +970,46 @@ fn a_rejection_that_ends_the_turn_says_so() {
         "{screen}"
     );
 }
+
+#[test]
+fn a_tool_waiting_for_the_answer_says_so_and_the_wait_is_not_running_time() {
+    // The call starts at 10 ms and is asked about at 20 ms.
+    let mut chat = Chat::asked(execute("0", "touch x", four_options()));
+    let screen = chat.screen(BIG.0, BIG.1, 5000);
+    let tool = screen.lines().find(|line| line.contains("shell")).unwrap();
+    assert!(tool.contains("? shell · waiting for you"), "{tool}");
+    assert!(!tool.contains("running"), "{tool}");
+    // Answered at 5 s: the call's clock goes on from the 10 ms it had run.
+    chat.char_key('y');
+    chat.message(
+        5000,
+        AgentMessage::PermissionResolved {
+            id: "0".into(),
+            outcome: "proceed_once".into(),
+            by: PermissionResolver::User,
+            message: None,
+        },
+    );
+    let screen = chat.screen(BIG.0, BIG.1, 6000);
+    let tool = screen.lines().find(|line| line.contains("shell")).unwrap();
+    assert!(tool.contains("⋯ shell · running 1.0 s"), "{tool}");
+    let status = screen.lines().last().unwrap();
+    assert!(status.contains("⚙ running shell 1.0 s"), "{status}");
+    chat.message(
+        7000,
+        AgentMessage::ToolCompleted {
+            id: "call-0".into(),
+            output: "ok".into(),
+        },
+    );
+    let screen = chat.screen(BIG.0, BIG.1, 7000);
+    let tool = screen.lines().find(|line| line.contains("shell")).unwrap();
+    assert!(tool.contains("✓ shell · done 2.0 s"), "{tool}");
+
+    // A call still waiting when the attempt ends ran only what it ran before the request.
+    let mut chat = Chat::asked(execute("0", "touch x", four_options()));
+    chat.end(9000, TurnOutcome::Completed);
+    let screen = chat.screen(BIG.0, BIG.1, 9000);
+    let tool = screen.lines().find(|line| line.contains("shell")).unwrap();
+    assert!(tool.contains("no result 0.0 s"), "{tool}");
+}

@@ -105,14 +105,24 @@ pub struct TurnState {
     /// Assistant cells of the current attempt (superseded together).
     attempt_assistant_cells: Vec<CellId>,
     tools: HashMap<String, CellId>,
-    /// The turn's permission requests by id: their cell and the options they offered (to read
-    /// a later `permission.resolved`).
-    permissions: HashMap<String, (CellId, Vec<PermissionOption>)>,
+    /// The turn's permission requests by id (to read a later `permission.resolved`).
+    permissions: HashMap<String, AskedPermission>,
     /// The last request rejected, as asked ("Allow execute: touch x"), while the agent has done
     /// nothing since: if the turn ends now, the rejection ended it.
     last_rejection: Option<String>,
     /// A notice for how the turn ended is already in the transcript.
     end_shown: bool,
+}
+
+/// A permission request of the running turn, as asked.
+#[derive(Debug, Clone)]
+struct AskedPermission {
+    /// The cell that shows it and its outcome.
+    cell: CellId,
+    /// The options it offered.
+    options: Vec<PermissionOption>,
+    /// The tool call it is for, which waits for the answer.
+    tool_call_id: Option<String>,
 }
 
 /// What the chat is doing, for the status bar.

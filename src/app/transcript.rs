@@ -105,6 +105,11 @@ pub enum ToolStatus {
     Running {
         since: Instant,
     },
+    /// The agent asked the user before running it, and waits for the answer; it had run `ran`
+    /// before (the wait is not running time).
+    WaitingForYou {
+        ran: Duration,
+    },
     Done {
         elapsed: Duration,
     },
@@ -289,7 +294,10 @@ impl CellBody {
     /// Whether the cell shows something that changes with time (elapsed, countdown).
     pub(crate) fn is_live(&self) -> bool {
         match self {
-            CellBody::Tool(tool) => matches!(tool.status, ToolStatus::Running { .. }),
+            CellBody::Tool(tool) => matches!(
+                tool.status,
+                ToolStatus::Running { .. } | ToolStatus::WaitingForYou { .. }
+            ),
             CellBody::Notice(notice) => notice.countdown.is_some(),
             CellBody::User(_)
             | CellBody::Assistant(_)

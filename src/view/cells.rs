@@ -263,6 +263,13 @@ fn tool_lines(tool: &ToolCell, now: Instant) -> Vec<RichLine> {
                 format_elapsed(now.saturating_duration_since(since))
             ),
         ),
+        ToolStatus::WaitingForYou { .. } => (
+            "? ",
+            Style::default()
+                .fg(Color::Yellow)
+                .add_modifier(Modifier::BOLD),
+            "waiting for you".to_owned(),
+        ),
         ToolStatus::Done { elapsed } => (
             "✓ ",
             Style::default().fg(Color::Green),

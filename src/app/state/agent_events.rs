@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::{plural, AppEffect, AppState, StopState, TurnState};
+use super::{plural, AppEffect, AppState, AskedPermission, StopState, TurnState};
 use crate::app::activity::PhaseTracker;
 use crate::app::failure_text::{failure_facts, failure_headline, next_step};
 use crate::app::notice_kind::NoticeKind;
@@ -481,9 +481,24 @@ impl AppState {
         )));
         let shown_at = self.permission_prompts.is_empty().then_some(now);
         if let Some(running) = self.turn.as_mut() {
-            running
-                .permissions
-                .insert(request.id.clone(), (cell, request.options.clone()));
+            running.permissions.insert(
+                request.id.clone(),
+                AskedPermission {
+                    cell,
+                    options: request.options.clone(),
+                    tool_call_id: request.tool_call_id.clone(),
+                },
+            );
+        }
+        // The call waits for the user from now on; that is not running time.
+        if let Some(call) = &request.tool_call_id {
+            self.update_tool(call, |tool| {
+                if let ToolStatus::Running { since } = tool.status {
+                    tool.status = ToolStatus::WaitingForYou {
+                        ran: now.saturating_duration_since(since),
+                    };
+                }
+            });
         }
         self.permission_prompts.push_back(PermissionPrompt::new(
             turn,
@@ -511,7 +526,21 @@ impl AppState {
             .and_then(|turn| turn.permissions.get(id))
             .cloned();
         match known {
-            Some((cell, options)) => {
+            Some(AskedPermission {
+                cell,
+                options,
+                tool_call_id,
+            }) => {
+                if let Some(call) = &tool_call_id {
+                    // Answered: the call is the agent's again, its clock goes on.
+                    self.update_tool(call, |tool| {
+                        if let ToolStatus::WaitingForYou { ran } = tool.status {
+                            tool.status = ToolStatus::Running {
+                                since: now.checked_sub(ran).unwrap_or(now),
+                            };
+                        }
+                    });
+                }
                 let outcome = resolved_outcome(&options, outcome, by);
                 let rejected = matches!(
                     outcome,
@@ -841,6 +870,7 @@ impl AppState {
 fn running_for(status: ToolStatus, now: Instant) -> Duration {
     match status {
         ToolStatus::Running { since } => now.saturating_duration_since(since),
+        ToolStatus::WaitingForYou { ran } => ran,
         ToolStatus::Done { elapsed }
         | ToolStatus::Failed { elapsed }
         | ToolStatus::Interrupted { elapsed } => elapsed,
