@@ -203,3 +203,35 @@ fn r_rejects_with_a_note_that_reaches_the_agent_as_the_next_prompt() {
     }
     assert!(!pane.created(), "the rejected command never ran");
 }
+
+#[test]
+fn allow_always_takes_its_capital_and_slash_permissions_lists_it() {
+    let Some(pane) = Pane::start("always", 120, 30) else {
+        return;
+    };
+    pane.pane.prompt("please ask permission to create the file");
+    pane.pane.wait_for_text("press a key to answer");
+    // A lower-case `a` is not "always": it is typed, and the prompt waits for the next pause.
+    pane.pane.keys(&["a"]);
+    pane.pane.wait_for_text("keep typing");
+    pane.pane.wait_for_text("press a key to answer");
+    assert!(!pane.created());
+    pane.pane.keys(&["A"]);
+    pane.pane.wait_for_text("Done.");
+    assert!(pane.created());
+    // The `a` waits in the composer; the command follows it.
+    pane.pane.keys(&["BSpace"]);
+    pane.pane.prompt("/permissions");
+    let listed = pane
+        .pane
+        .wait_for_text("Answered always in this conversation");
+    eprintln!("/permissions:\n{listed}");
+    assert!(
+        listed.contains("✓ Allow execute: touch agentty-demo.txt — Always allow (you)"),
+        "{listed}"
+    );
+    assert!(
+        listed.contains("Start a new conversation (/new)"),
+        "{listed}"
+    );
+}

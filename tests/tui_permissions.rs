@@ -1013,3 +1013,54 @@ fn a_tool_waiting_for_the_answer_says_so_and_the_wait_is_not_running_time() {
     let tool = screen.lines().find(|line| line.contains("shell")).unwrap();
     assert!(tool.contains("no result 0.0 s"), "{tool}");
 }
+
+#[test]
+fn slash_permissions_lists_the_always_answers_and_how_to_take_them_back() {
+    let mut chat = Chat::new();
+    chat.state.agent_transport = Some(agentty::config::Transport::Acp);
+    chat.type_text("/permissions");
+    chat.press(KeyCode::Enter);
+    let screen = chat.draw(BIG);
+    assert!(
+        screen.contains("Nothing was allowed or refused always in this conversation."),
+        "{screen}"
+    );
+    chat.start_turn(10, "make a file x");
+    chat.message(
+        20,
+        AgentMessage::PermissionRequest(Box::new(execute("0", "touch x", four_options()))),
+    );
+    assert_eq!(chat.char_key('A'), answer("0", Some("proceed_always")));
+    chat.message(
+        30,
+        AgentMessage::PermissionRequest(Box::new(execute("1", "rm -rf /", four_options()))),
+    );
+    chat.message(
+        40,
+        AgentMessage::PermissionResolved {
+            id: "1".into(),
+            outcome: "never".into(),
+            by: PermissionResolver::Policy,
+            message: None,
+        },
+    );
+    chat.message(
+        50,
+        AgentMessage::PermissionRequest(Box::new(execute("2", "ls", four_options()))),
+    );
+    assert_eq!(chat.char_key('y'), answer("2", Some("proceed_once")));
+    chat.complete(60, None);
+    chat.type_text("/permissions");
+    chat.press(KeyCode::Enter);
+    let screen = chat.screen(BIG.0, BIG.1, 100);
+    for said in [
+        "Answered always in this conversation (agentty's record of the answers; the agent keeps its own):",
+        "✓ Allow execute: touch x — Allow always (you)",
+        "✗ Allow execute: rm -rf / — Reject always (policy)",
+        "the Agent Client Protocol has no request to revoke it",
+        "the new agent session asks again.",
+    ] {
+        assert!(screen.contains(said), "{said:?} missing:\n{screen}");
+    }
+    assert!(!screen.contains("ls — Allow (you)"), "{screen}");
+}

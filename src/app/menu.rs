@@ -15,13 +15,14 @@ pub enum Action {
     ToggleToolOutput,
     CopyLastAnswer,
     Settings,
+    StandingPermissions,
     ShowLogPath,
     Help,
     Quit,
 }
 
 impl Action {
-    pub(crate) const ALL: [Action; 12] = [
+    pub(crate) const ALL: [Action; 13] = [
         Action::RetryLastTurn,
         Action::Stop,
         Action::NewSession,
@@ -31,6 +32,7 @@ impl Action {
         Action::ToggleToolOutput,
         Action::CopyLastAnswer,
         Action::Settings,
+        Action::StandingPermissions,
         Action::ShowLogPath,
         Action::Help,
         Action::Quit,
@@ -47,6 +49,7 @@ impl Action {
             Action::ToggleToolOutput => "Expand/collapse all tool output",
             Action::CopyLastAnswer => "Copy last answer",
             Action::Settings => "Settings (retry policy)",
+            Action::StandingPermissions => "Permissions given always",
             Action::ShowLogPath => "Show log file path",
             Action::Help => "Help: all keys",
             Action::Quit => "Quit",
@@ -65,6 +68,7 @@ impl Action {
             Action::ToggleToolOutput => "/tools",
             Action::CopyLastAnswer => "/copy",
             Action::Settings => "/settings",
+            Action::StandingPermissions => "/permissions",
             Action::ShowLogPath => "/log",
             Action::Help => "/help",
             Action::Quit => "/quit",

@@ -21,6 +21,7 @@
 use std::time::{Duration, Instant};
 
 use super::transcript::{CellId, DiffLine, PermissionCell, PermissionOutcome, ShownOption};
+use crate::config::Transport;
 use crate::orchestrator::TurnId;
 use crate::sanitize::untrusted_owned;
 use crate::stream::{
@@ -230,6 +231,53 @@ pub(crate) fn permission_cell(request: &PermissionRequest, expanded: bool) -> Pe
         feedback: None,
         expanded,
     }
+}
+
+/// What `/permissions` says: the "always" answers given in this conversation, as agentty
+/// recorded them (the agent keeps its own record), and how to take one back over `transport`.
+pub(crate) fn standing_answers_notice<'a>(
+    cells: impl Iterator<Item = &'a PermissionCell>,
+    transport: Option<Transport>,
+) -> String {
+    let rows: Vec<String> = cells
+        .filter_map(|cell| match &cell.outcome {
+            PermissionOutcome::Chosen {
+                kind: Some(kind),
+                name,
+                by,
+            } if is_always(*kind) => {
+                let icon = if kind.allows() { '✓' } else { '✗' };
+                let who = match by {
+                    PermissionResolver::User => "you",
+                    PermissionResolver::Policy => "policy",
+                };
+                Some(format!("  {icon} {} — {name} ({who})", cell.question()))
+            }
+            _ => None,
+        })
+        .collect();
+    let head = if rows.is_empty() {
+        "Nothing was allowed or refused always in this conversation."
+    } else {
+        "Answered always in this conversation (agentty's record of the answers; the agent keeps \
+         its own):"
+    };
+    let revoke = match transport {
+        Some(Transport::Acp) => {
+            "To take an \"always\" answer back: the agent holds it in its own session, and the \
+             Agent Client Protocol has no request to revoke it, so agentty cannot. Start a new \
+             conversation (/new): the new agent session asks again. An answer the agent saved \
+             beyond the session is in the agent's own settings; change it there."
+        }
+        Some(Transport::Json | Transport::Rpc) | None => {
+            "Over this transport the agent does not ask agentty for permission: its own settings \
+             decide what it may do."
+        }
+    };
+    let mut lines = vec![head.to_owned()];
+    lines.extend(rows);
+    lines.push(revoke.to_owned());
+    lines.join("\n")
 }
 
 /// A cell for a request the chat never saw asked (a policy answered it before any prompt).

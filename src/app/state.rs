@@ -321,6 +321,7 @@ impl AppState {
             | Action::ToggleThinking
             | Action::ToggleToolOutput
             | Action::Settings
+            | Action::StandingPermissions
             | Action::ShowLogPath
             | Action::Help
             | Action::Quit => true,
