@@ -140,6 +140,7 @@ fn the_agents_queue_and_status_are_on_screen() {
             thinking_level: Some("off".into()),
             cost_usd: Some(0.0123),
             tokens: Some(2580),
+            ..AgentStatus::default()
         }),
     );
     chat.running_turn();

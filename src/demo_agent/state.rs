@@ -54,6 +54,10 @@ pub struct DemoRequest {
     pub session_id: String,
     /// The user messages the model receives, oldest first: the session's and the new prompt.
     pub messages: Vec<String>,
+    /// The model the request went to, when the agent was told one (`--mode rpc`'s
+    /// `set_model`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 /// Milliseconds since the Unix epoch (pi's message `timestamp`).
@@ -138,6 +142,8 @@ pub(crate) struct Session {
     /// The prompts earlier runs played in it, oldest first.
     pub history: Vec<String>,
     file: PathBuf,
+    /// The model the next prompt goes to, once the client chose one (recorded with it).
+    pub model: Option<String>,
 }
 
 impl Session {
@@ -165,6 +171,7 @@ impl Session {
             header,
             history: Vec::new(),
             file,
+            model: None,
         };
         let _ = fs::create_dir_all(&dir);
         let _ = fs::write(&session.file, format!("{}\n", session.header_line()));
@@ -196,6 +203,7 @@ impl Session {
         let request = DemoRequest {
             session_id: self.header.id.clone(),
             messages,
+            model: self.model.clone(),
         };
         if let Ok(mut requests) = fs::OpenOptions::new()
             .create(true)
@@ -259,6 +267,7 @@ impl Session {
                 header,
                 history,
                 file,
+                model: None,
             },
             entries,
         ))
@@ -305,6 +314,7 @@ fn latest_session(dir: &Path, wanted: impl Fn(&SessionHeader) -> bool) -> Option
                 .filter_map(|line| serde_json::from_str::<String>(line).ok())
                 .collect(),
             file,
+            model: None,
         };
         best = Some((modified, session));
     }

@@ -273,6 +273,11 @@ impl Driver {
                             .push_back(Input::Command(Command::Submit(message)));
                     }
                 }
+                Effect::ChangeSetting(setting) => {
+                    if !self.options.provider.change_setting(setting.clone()) {
+                        tracing::warn!(?setting, "the agent cannot change this setting now");
+                    }
+                }
                 Effect::Exit => exit = true,
             }
         }

@@ -30,7 +30,7 @@
 use super::classify::{classify_failure, Retryability};
 use super::{Command, OrchestratorEvent, TurnId, TurnOutcome};
 use crate::config::RetryPolicy;
-use crate::provider::{Interjection, SessionRef, StopProgress};
+use crate::provider::{AgentSetting, Interjection, SessionRef, StopProgress};
 use crate::stream::{notice_kind, AgentMessage, Failure};
 
 /// What happens to the machine.
@@ -109,6 +109,9 @@ pub(crate) enum Effect {
         option: Option<String>,
         message: Option<String>,
     },
+    /// Ask the agent to change a setting (whatever runs: the agent applies it to its next
+    /// request).
+    ChangeSetting(AgentSetting),
     /// The machine has shut down; nothing follows.
     Exit,
 }
@@ -300,6 +303,11 @@ impl Machine {
                         option,
                         message,
                     });
+                }
+            }
+            Command::ChangeSetting(setting) => {
+                if !matches!(self.state, State::ShutDown) {
+                    out.push(Effect::ChangeSetting(setting));
                 }
             }
             Command::Shutdown => self.shutdown(out),

@@ -1128,6 +1128,7 @@ mod properties {
                         prop_assert!(self.live.is_none(), "exit with a live attempt");
                         self.exited = true;
                     }
+                    Effect::ChangeSetting(_) => prop_assert!(!self.exited),
                     Effect::Emit(_) => {}
                 }
             }
@@ -1314,6 +1315,21 @@ fn a_session_reset_by_the_driver_makes_the_next_turns_start_fresh() {
     agent(&mut machine, 1, 2, completed());
     let effects = submit(&mut machine, "two");
     assert_eq!(actions(&effects), [start(2, 1, "two", SessionRef::New)]);
+}
+
+#[test]
+fn a_setting_change_reaches_the_agent_whatever_runs_until_shutdown() {
+    use crate::provider::AgentSetting;
+    let mut machine = Machine::new(RetryPolicy::default(), SessionRef::New);
+    let change = || Input::Command(Command::ChangeSetting(AgentSetting::Model("m2".into())));
+    let expected = [Effect::ChangeSetting(AgentSetting::Model("m2".into()))];
+    assert_eq!(machine.handle(change()), expected, "idle");
+    machine.handle(Input::Command(Command::Submit("go".into())));
+    assert_eq!(machine.handle(change()), expected, "during a turn");
+    let mut idle = Machine::new(RetryPolicy::default(), SessionRef::New);
+    idle.handle(Input::Command(Command::Shutdown));
+    assert_eq!(idle.state(), &State::ShutDown);
+    assert!(idle.handle(change()).is_empty(), "after shutdown");
 }
 
 #[test]

@@ -25,7 +25,7 @@ pub mod headless;
 
 use crate::config::RetryPolicy;
 use crate::provider::pi::rpc::{AgentQueue, AgentStatus};
-use crate::provider::{Interjection, StopProgress};
+use crate::provider::{AgentSetting, Interjection, StopProgress};
 use crate::stream::AgentMessage;
 use std::borrow::Cow;
 
@@ -73,6 +73,9 @@ pub enum Command {
         option: Option<String>,
         message: Option<String>,
     },
+    /// Change a setting of the agent (its model, its thinking level): for the rest of the
+    /// conversation, from the agent's next request on.
+    ChangeSetting(AgentSetting),
     /// Stop whatever runs and end the orchestrator.
     Shutdown,
 }
