@@ -204,6 +204,10 @@ const HELP: &[HelpRow] = &[
     ),
     key("Alt+Up", "pull the last queued prompt back into the editor"),
     key(
+        "Shift+Tab",
+        "the agent's next thinking level (where its model has them; /model picks the model)",
+    ),
+    key(
         "1-9 / y A n N",
         "permission prompt (armed after a pause in typing): a once-only option by number, or allow once / allow always / reject / reject always",
     ),

@@ -11,6 +11,7 @@ pub enum Action {
     NewSession,
     ReopenLastSession,
     SwitchProvider,
+    ChooseModel,
     ToggleThinking,
     ToggleToolOutput,
     CopyLastAnswer,
@@ -22,12 +23,13 @@ pub enum Action {
 }
 
 impl Action {
-    pub(crate) const ALL: [Action; 13] = [
+    pub(crate) const ALL: [Action; 14] = [
         Action::RetryLastTurn,
         Action::Stop,
         Action::NewSession,
         Action::ReopenLastSession,
         Action::SwitchProvider,
+        Action::ChooseModel,
         Action::ToggleThinking,
         Action::ToggleToolOutput,
         Action::CopyLastAnswer,
@@ -45,6 +47,7 @@ impl Action {
             Action::NewSession => "New conversation",
             Action::ReopenLastSession => "Resume a conversation",
             Action::SwitchProvider => "Switch provider",
+            Action::ChooseModel => "Choose the model",
             Action::ToggleThinking => "Expand/collapse all thinking",
             Action::ToggleToolOutput => "Expand/collapse all tool output",
             Action::CopyLastAnswer => "Copy last answer",
@@ -64,6 +67,7 @@ impl Action {
             Action::NewSession => "/new",
             Action::ReopenLastSession => "/resume",
             Action::SwitchProvider => "/provider",
+            Action::ChooseModel => "/model",
             Action::ToggleThinking => "/thinking",
             Action::ToggleToolOutput => "/tools",
             Action::CopyLastAnswer => "/copy",
@@ -109,6 +113,8 @@ pub enum Overlay {
     Conversations(super::conversation_picker::ConversationPicker),
     /// Ctrl+R: earlier prompts matching a query.
     HistorySearch(super::history_search::HistorySearch),
+    /// `/model`: the agent's models.
+    ModelPicker(super::model_picker::ModelPicker),
 }
 
 impl Overlay {

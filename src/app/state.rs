@@ -8,6 +8,7 @@
 
 mod actions;
 mod agent_events;
+mod agent_settings;
 mod keys;
 mod overlay_keys;
 mod permission_keys;
@@ -29,7 +30,7 @@ use super::transcript::{CellBody, CellId, NoticeCell, NoticeLevel, Transcript};
 use crate::config::RetryPolicy;
 use crate::orchestrator::{Command, TurnId, TurnOutcome};
 use crate::provider::pi::rpc::{AgentQueue, AgentStatus};
-use crate::provider::StopProgress;
+use crate::provider::{AgentSetting, StopProgress};
 use crate::sanitize::{for_clipboard, untrusted_owned};
 use crate::session_log::ConversationSummary;
 use crate::stream::PermissionOption;
@@ -235,6 +236,8 @@ pub struct AppState {
     /// When the user last typed (a key or a paste that went to the composer), when known: a
     /// prompt arms only after a pause in typing.
     pub typed_at: Option<Instant>,
+    /// The change of the agent's settings the user asked for and the agent has not confirmed.
+    pub pending_setting: Option<AgentSetting>,
 }
 
 impl AppState {
@@ -272,6 +275,7 @@ impl AppState {
             agent_status: AgentStatus::default(),
             permission_prompts: VecDeque::new(),
             typed_at: None,
+            pending_setting: None,
         };
         for warning in startup.warnings {
             state.notice(NoticeLevel::Warning, untrusted_owned(&warning));
@@ -322,6 +326,7 @@ impl AppState {
             | Action::ToggleToolOutput
             | Action::Settings
             | Action::StandingPermissions
+            | Action::ChooseModel
             | Action::ShowLogPath
             | Action::Help
             | Action::Quit => true,

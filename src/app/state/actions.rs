@@ -162,6 +162,7 @@ impl AppState {
                 );
                 vec![AppEffect::Copy(answer)]
             }
+            Action::ChooseModel => self.open_model_picker(),
             Action::StandingPermissions => {
                 let message = standing_answers_notice(
                     self.transcript

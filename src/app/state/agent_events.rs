@@ -18,7 +18,7 @@ use crate::app::transcript::{
     PlanCell, PlanItem, PlanStatus, RetryCountdown, ThoughtCell, ToolCell, ToolStatus, UserCell,
 };
 use crate::orchestrator::{Command, OrchestratorEvent, TurnId, TurnOutcome};
-use crate::provider::pi::rpc::{AgentQueue, AgentStatus};
+use crate::provider::pi::rpc::AgentQueue;
 use crate::provider::StopProgress;
 use crate::sanitize::untrusted_owned;
 use crate::stream::{
@@ -156,13 +156,7 @@ impl AppState {
                     follow_up: clean(&queue.follow_up),
                 };
             }
-            OrchestratorEvent::AgentStatusChanged(status) => {
-                self.agent_status = AgentStatus {
-                    model: status.model.map(|model| untrusted_owned(&model)),
-                    thinking_level: status.thinking_level.map(|level| untrusted_owned(&level)),
-                    ..status
-                };
-            }
+            OrchestratorEvent::AgentStatusChanged(status) => self.on_agent_status(status),
             OrchestratorEvent::Notice {
                 turn,
                 kind,

@@ -130,8 +130,10 @@ impl AppState {
                 self.composer.recall_newer();
                 Vec::new()
             }
+            // Shift+Tab: the agent's next thinking level.
+            KeyCode::BackTab => self.cycle_thinking_level(),
             // Tab with no popup: nothing to complete (no tab characters in prompts).
-            KeyCode::Tab | KeyCode::BackTab => Vec::new(),
+            KeyCode::Tab => Vec::new(),
             _ => {
                 self.composer.input(key);
                 Vec::new()
