@@ -48,6 +48,24 @@ pub fn requests_file(state_dir: &Path) -> PathBuf {
     state_dir.join("requests.jsonl")
 }
 
+/// The log of every setting a client changed (`--mode acp`'s `session/set_model` and
+/// `session/set_mode`) in `state_dir`: `{"session_id","method","value"}` a line.
+pub fn settings_file(state_dir: &Path) -> PathBuf {
+    state_dir.join("settings.jsonl")
+}
+
+/// Appends a setting change to [`settings_file`] (best effort, as all the demo's state).
+pub(crate) fn record_setting(session_id: &str, method: &str, value: &str) {
+    let line = serde_json::json!({"session_id": session_id, "method": method, "value": value});
+    if let Ok(mut log) = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(settings_file(&state_dir()))
+    {
+        let _ = writeln!(log, "{line}");
+    }
+}
+
 /// One line of `requests.jsonl`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, Deserialize)]
 pub struct DemoRequest {
