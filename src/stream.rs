@@ -82,6 +82,9 @@ pub enum AgentMessage {
         /// The chosen option's `id`, or `cancelled`.
         outcome: String,
         by: PermissionResolver,
+        /// What the user said to do instead, with a rejection.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
     },
     /// The agent's current plan, replacing the previous one.
     #[serde(rename = "plan")]
@@ -191,6 +194,9 @@ pub mod notice_kind {
     pub const PERMISSION_REFUSED: &str = "permission_refused";
     /// The agent changed its own mode (Gemini's approval mode); the text says to what.
     pub const MODE_CHANGED: &str = "mode_changed";
+    /// The user rejected a request and said what to do instead; the transport cannot send that
+    /// with the rejection, so it goes to the agent as the next prompt. The text is the note.
+    pub const PERMISSION_FEEDBACK: &str = "permission_feedback";
 }
 
 /// Why an attempt failed, with every diagnostic passed through whole.
@@ -475,8 +481,19 @@ mod tests {
                 id: "0".into(),
                 outcome: PERMISSION_CANCELLED.into(),
                 by: PermissionResolver::User,
+                message: None,
             },
             json!({"type":"permission.resolved","id":"0","outcome":"cancelled","by":"user"}),
+        );
+        round_trip(
+            AgentMessage::PermissionResolved {
+                id: "1".into(),
+                outcome: "reject".into(),
+                by: PermissionResolver::User,
+                message: Some("use mkdir instead".into()),
+            },
+            json!({"type":"permission.resolved","id":"1","outcome":"reject","by":"user",
+                   "message":"use mkdir instead"}),
         );
         round_trip(
             AgentMessage::Plan {

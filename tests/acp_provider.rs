@@ -157,7 +157,7 @@ async fn an_allowed_permission_runs_the_tool() {
     );
     assert!(world
         .provider
-        .answer_permission(&request.id, Some("allow_once".into())));
+        .answer_permission(&request.id, Some("allow_once".into()), None));
     let after = collect(stream).await;
     assert_eq!(
         resolutions(&after),
@@ -185,16 +185,23 @@ async fn a_rejected_permission_never_runs_the_tool() {
     // An option the agent did not offer is not an answer: the request still waits.
     world
         .provider
-        .answer_permission(&id, Some("not-offered".into()));
+        .answer_permission(&id, Some("not-offered".into()), None);
     tokio::time::sleep(Duration::from_millis(200)).await;
-    assert!(world
-        .provider
-        .answer_permission(&id, Some("reject_once".into())));
+    // The user's note is recorded with the answer (ACP itself has no place for it).
+    assert!(world.provider.answer_permission(
+        &id,
+        Some("reject_once".into()),
+        Some("use mkdir instead".into())
+    ));
     let after = collect(stream).await;
     assert_eq!(
         resolutions(&after),
         [("reject_once".to_owned(), PermissionResolver::User)]
     );
+    assert!(after.iter().any(|message| matches!(
+        message,
+        AgentMessage::PermissionResolved { message: Some(note), .. } if note == "use mkdir instead"
+    )));
     assert!(after
         .iter()
         .any(|message| matches!(message, AgentMessage::ToolFailed { .. })));

@@ -432,7 +432,11 @@ fn load_replays_the_history_and_the_next_request_carries_it_once() {
         json!({"sessionId": session, "cwd": cwd.path(), "mcpServers": []}),
     );
     let (replay, loaded) = acp.answer(id);
-    assert_eq!(loaded["result"], json!({}), "{loaded}");
+    // The result carries the session's model and mode, as session/new's does.
+    assert_eq!(
+        loaded["result"]["models"]["currentModelId"], "demo-acp-1",
+        "{loaded}"
+    );
     assert_eq!(text_of(&replay, "user_message_chunk"), "first question");
     assert_eq!(
         text_of(&replay, "agent_message_chunk"),
@@ -946,4 +950,80 @@ fn the_gemini_flavour_is_for_the_acp_mode_only() {
         .unwrap();
     assert_eq!(output.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&output.stderr).contains("--flavour gemini is for --mode acp"));
+}
+
+#[test]
+fn two_models_and_two_modes_are_offered_and_switches_are_logged() {
+    let (state, cwd) = dirs();
+    let mut acp = Acp::start(state.path(), cwd.path(), &[]);
+    let id = acp.request(
+        "initialize",
+        json!({"protocolVersion": 1, "clientCapabilities": {}}),
+    );
+    acp.answer(id);
+    let cwd_text = cwd.path().display().to_string();
+    let id = acp.request("session/new", json!({"cwd": cwd_text, "mcpServers": []}));
+    let (_, new) = acp.answer(id);
+    let result = &new["result"];
+    let session = result["sessionId"].as_str().unwrap().to_owned();
+    assert_eq!(result["models"]["currentModelId"], "demo-acp-1", "{new}");
+    let models: Vec<&str> = result["models"]["availableModels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|model| model["modelId"].as_str().unwrap())
+        .collect();
+    assert_eq!(models, ["demo-acp-1", "demo-acp-2"]);
+    assert_eq!(result["modes"]["currentModeId"], "default");
+    let modes: Vec<&str> = result["modes"]["availableModes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|mode| mode["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(modes, ["default", "accept-edits"]);
+
+    let id = acp.request(
+        "session/set_model",
+        json!({"sessionId": session, "modelId": "demo-acp-2"}),
+    );
+    let (_, answer) = acp.answer(id);
+    assert_eq!(answer["result"], json!({}), "{answer}");
+    let id = acp.request(
+        "session/set_mode",
+        json!({"sessionId": session, "modeId": "accept-edits"}),
+    );
+    let (before, answer) = acp.answer(id);
+    assert_eq!(answer["result"], json!({}), "{answer}");
+    let announced = updates(&before, "current_mode_update");
+    assert_eq!(announced.len(), 1, "{before:?}");
+    assert_eq!(announced[0]["currentModeId"], "accept-edits");
+    let id = acp.request(
+        "session/set_model",
+        json!({"sessionId": session, "modelId": "nope"}),
+    );
+    let (_, refused) = acp.answer(id);
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+
+    // A load reports the session's choices as they are now.
+    let id = acp.request(
+        "session/load",
+        json!({"sessionId": session, "cwd": cwd_text, "mcpServers": []}),
+    );
+    let (_, loaded) = acp.answer(id);
+    assert_eq!(loaded["result"]["models"]["currentModelId"], "demo-acp-2");
+    assert_eq!(loaded["result"]["modes"]["currentModeId"], "accept-edits");
+
+    let log: Vec<Value> = std::fs::read_to_string(state.path().join("settings.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(
+        log,
+        [
+            json!({"session_id": session, "method": "session/set_model", "value": "demo-acp-2"}),
+            json!({"session_id": session, "method": "session/set_mode", "value": "accept-edits"}),
+        ]
+    );
 }

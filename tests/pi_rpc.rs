@@ -509,3 +509,82 @@ async fn an_agent_killed_between_turns_is_started_again_on_the_same_session() {
     );
     assert_eq!(world.starts().len(), 2);
 }
+
+#[tokio::test]
+async fn the_models_pi_offers_are_listed_and_set_model_switches_the_next_request() {
+    use agentty::demo_agent::state::{requests_file, DemoRequest};
+    use agentty::provider::AgentSetting;
+    let world = RpcWorld::new("0");
+    let mut status = world.provider.agent_status().expect("rpc reports a status");
+    assert!(
+        !world
+            .provider
+            .change_setting(AgentSetting::Model("demo-2".into())),
+        "no pi runs yet to ask"
+    );
+    let first = world.turn("hi", SessionRef::New).await;
+    let id = session_id(&first);
+    {
+        let status = status.borrow_and_update();
+        let models: Vec<(&str, &str, bool)> = status
+            .models
+            .iter()
+            .map(|model| (model.id.as_str(), model.name.as_str(), model.reasoning))
+            .collect();
+        assert_eq!(
+            models,
+            [
+                ("demo-1", "Demo One", false),
+                ("demo-2", "Demo Two (thinks)", true)
+            ]
+        );
+        assert_eq!(status.model.as_deref(), Some("demo-1"));
+        assert!(status.thinking_levels.is_empty(), "demo-1 does not think");
+    }
+    // Between turns: pi is asked, and its answer updates the status.
+    assert!(world
+        .provider
+        .change_setting(AgentSetting::Model("demo-2".into())));
+    timeout(
+        PATIENCE,
+        status.wait_for(|status| status.model.as_deref() == Some("demo-2")),
+    )
+    .await
+    .expect("the switch in time")
+    .unwrap();
+    assert!(status.borrow().thinking_levels.contains(&"high".to_owned()));
+    assert!(world
+        .provider
+        .change_setting(AgentSetting::ThinkingLevel("high".into())));
+    timeout(
+        PATIENCE,
+        status.wait_for(|status| status.thinking_level.as_deref() == Some("high")),
+    )
+    .await
+    .expect("the level in time")
+    .unwrap();
+    // A model pi does not have is refused, and says why; the model stays.
+    assert!(world
+        .provider
+        .change_setting(AgentSetting::Model("demo-9".into())));
+    timeout(PATIENCE, status.wait_for(|status| status.refusals == 1))
+        .await
+        .expect("the refusal in time")
+        .unwrap();
+    let refusal = status.borrow().refusal.clone().unwrap();
+    assert!(refusal.contains("Model not found"), "{refusal}");
+    assert_eq!(status.borrow().model.as_deref(), Some("demo-2"));
+    world.turn("hi again", SessionRef::Resume(id)).await;
+    let requests: Vec<DemoRequest> =
+        std::fs::read_to_string(requests_file(world.demo.state.path()))
+            .unwrap()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+    let models: Vec<Option<&str>> = requests
+        .iter()
+        .map(|request| request.model.as_deref())
+        .collect();
+    assert_eq!(models, [None, Some("demo-2")], "{requests:#?}");
+    assert_eq!(world.starts().len(), 1, "one pi all along");
+}

@@ -341,7 +341,6 @@ async fn permission_then_second_turn(cli: Cli, test: &str) {
     let asked = chat.wait_for("\"Permission needed\"", |screen| {
         screen.contains("Permission needed")
     });
-    let asked_at = Instant::now();
     chat.print_screen("permission prompt", &asked);
     assert!(
         asked.contains(&file),
@@ -362,8 +361,10 @@ async fn permission_then_second_turn(cli: Cli, test: &str) {
         !rig.work.path().join(&file).exists(),
         "nothing ran before the answer"
     );
-    // Keys pressed in the first 400 ms after the prompt appears are ignored on purpose.
-    std::thread::sleep(Duration::from_millis(600).saturating_sub(asked_at.elapsed()));
+    // The prompt takes keys once the user has paused (it says so).
+    chat.wait_for("the prompt to arm", |screen| {
+        screen.contains("press a key to answer")
+    });
     chat.pane.keys(&["y"]);
     assert!(
         wait_for_file(&rig.work.path().join(&file), TURN_LIMIT),

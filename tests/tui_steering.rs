@@ -138,6 +138,7 @@ fn the_agents_queue_and_status_are_on_screen() {
         OrchestratorEvent::AgentStatusChanged(AgentStatus {
             model: Some("plain".into()),
             thinking_level: Some("off".into()),
+            ..AgentStatus::default()
         }),
     );
     chat.running_turn();

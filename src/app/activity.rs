@@ -30,8 +30,11 @@ pub enum AgentPhase {
 pub struct PhaseTracker {
     phase: AgentPhase,
     since: Instant,
-    /// Running tool calls, oldest first: (call id, tool name, started).
+    /// Running tool calls, oldest first: (call id, tool name, started, with the time it waited
+    /// for the user's permission added: the wait is not running time).
     tools: Vec<(String, String, Instant)>,
+    /// Permission requests waiting for an answer: (request id, the call it is for, since).
+    waits: Vec<(String, String, Instant)>,
 }
 
 impl PhaseTracker {
@@ -40,6 +43,7 @@ impl PhaseTracker {
             phase: AgentPhase::Working,
             since: now,
             tools: Vec::new(),
+            waits: Vec::new(),
         }
     }
 
@@ -70,6 +74,16 @@ impl PhaseTracker {
                     None => AgentPhase::Working,
                 }
             }
+            AgentMessage::PermissionRequest(request) => {
+                if let Some(call) = &request.tool_call_id {
+                    self.waits.push((request.id.clone(), call.clone(), now));
+                }
+                return;
+            }
+            AgentMessage::PermissionResolved { id, .. } => {
+                self.answered(id, now);
+                return;
+            }
             AgentMessage::Notice { kind, .. }
                 if NoticeKind::from_wire(kind) == NoticeKind::AgentRetry =>
             {
@@ -80,6 +94,27 @@ impl PhaseTracker {
         if next != self.phase {
             self.phase = next;
             self.since = now;
+        }
+    }
+
+    /// Request `id` was answered at `now`: its call's clock skips the wait.
+    fn answered(&mut self, id: &str, now: Instant) {
+        let Some(index) = self.waits.iter().position(|(request, _, _)| request == id) else {
+            return;
+        };
+        let (_, call, asked) = self.waits.remove(index);
+        let waited = now.saturating_duration_since(asked);
+        let Some(tool) = self.tools.iter_mut().find(|(id, _, _)| *id == call) else {
+            return;
+        };
+        tool.2 = (tool.2 + waited).min(now);
+        let shown = matches!(&self.phase, AgentPhase::RunningTool { .. })
+            && self.tools.last().is_some_and(|(id, _, _)| *id == call);
+        if shown {
+            self.since = self
+                .tools
+                .last()
+                .map_or(self.since, |(_, _, started)| *started);
         }
     }
 }

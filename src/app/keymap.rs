@@ -204,10 +204,21 @@ const HELP: &[HelpRow] = &[
     ),
     key("Alt+Up", "pull the last queued prompt back into the editor"),
     key(
-        "1-9 / y a n N",
-        "permission prompt: the agent's option by number, or allow once / allow always / reject / reject always",
+        "Shift+Tab",
+        "the agent's next thinking level (where its model has them; /model picks the model)",
     ),
-    key("↑↓ Enter", "permission prompt: the highlighted option"),
+    key(
+        "1-9 / y A n N",
+        "permission prompt (armed after a pause in typing): a once-only option by number, or allow once / allow always / reject / reject always",
+    ),
+    key(
+        "↑↓ Enter",
+        "permission prompt: the highlighted option (at first the agent's allow-once)",
+    ),
+    key(
+        "r (permission)",
+        "reject and say what to do instead: a line to write, Enter sends, Esc goes back",
+    ),
     key(
         "Esc (permission)",
         "reject the request (the turn goes on; Esc again stops it)",

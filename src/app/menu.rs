@@ -11,26 +11,30 @@ pub enum Action {
     NewSession,
     ReopenLastSession,
     SwitchProvider,
+    ChooseModel,
     ToggleThinking,
     ToggleToolOutput,
     CopyLastAnswer,
     Settings,
+    StandingPermissions,
     ShowLogPath,
     Help,
     Quit,
 }
 
 impl Action {
-    pub(crate) const ALL: [Action; 12] = [
+    pub(crate) const ALL: [Action; 14] = [
         Action::RetryLastTurn,
         Action::Stop,
         Action::NewSession,
         Action::ReopenLastSession,
         Action::SwitchProvider,
+        Action::ChooseModel,
         Action::ToggleThinking,
         Action::ToggleToolOutput,
         Action::CopyLastAnswer,
         Action::Settings,
+        Action::StandingPermissions,
         Action::ShowLogPath,
         Action::Help,
         Action::Quit,
@@ -43,10 +47,12 @@ impl Action {
             Action::NewSession => "New conversation",
             Action::ReopenLastSession => "Resume a conversation",
             Action::SwitchProvider => "Switch provider",
+            Action::ChooseModel => "Choose the model",
             Action::ToggleThinking => "Expand/collapse all thinking",
             Action::ToggleToolOutput => "Expand/collapse all tool output",
             Action::CopyLastAnswer => "Copy last answer",
             Action::Settings => "Settings (retry policy)",
+            Action::StandingPermissions => "Permissions given always",
             Action::ShowLogPath => "Show log file path",
             Action::Help => "Help: all keys",
             Action::Quit => "Quit",
@@ -61,10 +67,12 @@ impl Action {
             Action::NewSession => "/new",
             Action::ReopenLastSession => "/resume",
             Action::SwitchProvider => "/provider",
+            Action::ChooseModel => "/model",
             Action::ToggleThinking => "/thinking",
             Action::ToggleToolOutput => "/tools",
             Action::CopyLastAnswer => "/copy",
             Action::Settings => "/settings",
+            Action::StandingPermissions => "/permissions",
             Action::ShowLogPath => "/log",
             Action::Help => "/help",
             Action::Quit => "/quit",
@@ -105,6 +113,8 @@ pub enum Overlay {
     Conversations(super::conversation_picker::ConversationPicker),
     /// Ctrl+R: earlier prompts matching a query.
     HistorySearch(super::history_search::HistorySearch),
+    /// `/model`: the agent's models.
+    ModelPicker(super::model_picker::ModelPicker),
 }
 
 impl Overlay {

@@ -18,6 +18,7 @@ pub mod list;
 pub(crate) mod live_thinking;
 pub mod mentions;
 pub mod menu;
+pub mod model_picker;
 pub mod notice_kind;
 pub mod permission;
 pub mod resume;

@@ -19,6 +19,8 @@ pub(crate) enum NoticeKind {
     SteerDelivered,
     /// A follow-up message reached the agent after its turn.
     FollowUpDelivered,
+    /// The user's note with a rejection goes to the agent as the next prompt.
+    PermissionFeedback,
     /// A kind the chat has no special treatment for, as it arrived (unsanitised).
     Other(String),
 }
@@ -33,6 +35,7 @@ impl NoticeKind {
             notice_kind::FRESH_SESSION => Self::FreshSession,
             notice_kind::STEER_DELIVERED => Self::SteerDelivered,
             notice_kind::FOLLOW_UP_DELIVERED => Self::FollowUpDelivered,
+            notice_kind::PERMISSION_FEEDBACK => Self::PermissionFeedback,
             other => Self::Other(other.to_owned()),
         }
     }
@@ -50,6 +53,10 @@ mod tests {
         assert_eq!(
             NoticeKind::from_wire("fresh_session"),
             NoticeKind::FreshSession
+        );
+        assert_eq!(
+            NoticeKind::from_wire("permission_feedback"),
+            NoticeKind::PermissionFeedback
         );
         assert_eq!(
             NoticeKind::from_wire("permission_denied"),

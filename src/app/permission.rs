@@ -3,14 +3,25 @@
 //!
 //! Invariants: a prompt keeps the request's id and option ids exactly as the agent sent them (the
 //! answer must carry them back unchanged), while everything shown (title, command, paths, diff,
-//! option names) is sanitised into the cell when the request arrives. Keys: `1`-`9` choose the
-//! options in the agent's order; `y` / `a` / `n` / `N` the first option of each kind (allow once,
-//! allow always, reject once, reject always); Esc rejects (reject once, else reject always, else
+//! option names) is sanitised into the cell when the request arrives.
+//!
+//! A prompt never takes a key meant for something else. It arms only after the user has paused
+//! for [`ARM_PAUSE`] (no key since it came to the front, nor since the last key typed): until
+//! then every key goes where the user was typing, so a run of typing that began before the
+//! prompt appeared ends whole in the composer. Armed, a key the prompt has no use for is typing
+//! too (it goes to the composer and the prompt waits for the next pause).
+//!
+//! Keys of an armed prompt: `1`-`9` number the agent's once-only options in its order; `y` / `n`
+//! the first allow-once / reject-once option; an "always" answer only by its own capital letter
+//! (`A` allow always, `N` reject always) or by moving the selection to it: Enter on a fresh
+//! prompt chooses the agent's allow-once option whatever its place in the list. `r` opens a line
+//! to reject and say what to do instead. Esc rejects (reject once, else reject always, else
 //! cancelled).
 
 use std::time::{Duration, Instant};
 
 use super::transcript::{CellId, DiffLine, PermissionCell, PermissionOutcome, ShownOption};
+use crate::config::Transport;
 use crate::orchestrator::TurnId;
 use crate::sanitize::untrusted_owned;
 use crate::stream::{
@@ -24,9 +35,9 @@ const MAX_DIFF_LINES: usize = 400;
 const CONTEXT_LINES: usize = 2;
 /// How long the diff of an edit may take (a huge edit is then shown less finely aligned).
 const DIFF_DEADLINE: Duration = Duration::from_millis(50);
-/// After a prompt comes to the front, keys that would choose an option are ignored this long:
-/// letters typed for the prompt editor must not answer a request that just appeared.
-pub(crate) const ARMING_DELAY: Duration = Duration::from_millis(400);
+/// The pause (no key) after which an open prompt takes keys: long enough to end a run of
+/// typing (keys come well under this apart), short enough not to be waited for.
+pub const ARM_PAUSE: Duration = Duration::from_millis(600);
 
 /// A request waiting for the user's answer.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,43 +49,108 @@ pub struct PermissionPrompt {
     pub options: Vec<PermissionOption>,
     /// The transcript cell that shows the request and, later, its outcome.
     pub cell: CellId,
-    /// The option Enter chooses (moved with ↑/↓).
-    pub selected: usize,
+    /// The option Enter chooses (moved with ↑/↓); `None` when the agent offered nothing that
+    /// may be chosen without a deliberate key (only "always" answers).
+    pub selected: Option<usize>,
     /// When the prompt came to the front, when known.
     pub shown_at: Option<Instant>,
+    /// The line being written after [`FEEDBACK_KEY`]: what the agent should do instead, sent
+    /// with the rejection.
+    pub feedback: Option<String>,
 }
 
 impl PermissionPrompt {
+    /// A prompt for these options, the safe answer selected.
+    pub(crate) fn new(
+        turn: TurnId,
+        id: String,
+        options: Vec<PermissionOption>,
+        cell: CellId,
+        shown_at: Option<Instant>,
+    ) -> Self {
+        let kinds: Vec<PermissionOptionKind> = options.iter().map(|option| option.kind).collect();
+        Self {
+            turn,
+            id,
+            selected: default_selection(&kinds),
+            options,
+            cell,
+            shown_at,
+            feedback: None,
+        }
+    }
+
     pub(crate) fn kinds(&self) -> Vec<PermissionOptionKind> {
         self.options.iter().map(|option| option.kind).collect()
     }
 
-    /// Whether keys may choose an option at `now` (always, when the time is not known).
-    pub(crate) fn is_armed(&self, now: Option<Instant>) -> bool {
-        match (self.shown_at, now) {
-            (Some(shown), Some(now)) => now.saturating_duration_since(shown) >= ARMING_DELAY,
+    /// When the prompt arms: [`ARM_PAUSE`] after it came to the front and after the last key
+    /// typed (`typed_at`), whichever is later. `None` when the time it was shown is not known.
+    pub(crate) fn arms_at(&self, typed_at: Option<Instant>) -> Option<Instant> {
+        let shown = self.shown_at?;
+        let quiet_since = typed_at.map_or(shown, |typed| typed.max(shown));
+        Some(quiet_since + ARM_PAUSE)
+    }
+
+    /// Whether keys answer the prompt at `now` (always, when a time is not known).
+    pub(crate) fn is_armed(&self, now: Option<Instant>, typed_at: Option<Instant>) -> bool {
+        match (now, self.arms_at(typed_at)) {
+            (Some(now), Some(arms_at)) => now >= arms_at,
             _ => true,
         }
     }
 }
 
-/// The letter that chooses the first option of `kind`.
+/// Whether an answer holds beyond this request.
+pub(crate) fn is_always(kind: PermissionOptionKind) -> bool {
+    matches!(
+        kind,
+        PermissionOptionKind::AllowAlways | PermissionOptionKind::RejectAlways
+    )
+}
+
+/// The option a fresh prompt selects: the agent's allow-once option, else its first answer
+/// that holds for this request only; never an "always" answer.
+pub(crate) fn default_selection(kinds: &[PermissionOptionKind]) -> Option<usize> {
+    kinds
+        .iter()
+        .position(|kind| *kind == PermissionOptionKind::AllowOnce)
+        .or_else(|| kinds.iter().position(|kind| !is_always(*kind)))
+}
+
+/// The letter that chooses the first option of `kind`: lower case for once, a capital for
+/// always (a key of its own, never typed by chance at the start of a word).
 pub(crate) fn mnemonic(kind: PermissionOptionKind) -> char {
     match kind {
         PermissionOptionKind::AllowOnce => 'y',
-        PermissionOptionKind::AllowAlways => 'a',
+        PermissionOptionKind::AllowAlways => 'A',
         PermissionOptionKind::RejectOnce => 'n',
         PermissionOptionKind::RejectAlways => 'N',
     }
 }
 
-/// The keys of option `index`: its number (the first nine options) and its letter (when it is
-/// the first option of its kind).
+/// The key that opens the line to reject and say what to do instead.
+pub const FEEDBACK_KEY: char = 'r';
+
+/// The options that digits number: the once-only ones, in the agent's order (at most nine).
+fn numbered(kinds: &[PermissionOptionKind]) -> impl Iterator<Item = usize> + '_ {
+    kinds
+        .iter()
+        .enumerate()
+        .filter(|(_, kind)| !is_always(**kind))
+        .map(|(index, _)| index)
+        .take(9)
+}
+
+/// The keys of option `index`: its number (once-only options) and its letter (when it is the
+/// first option of its kind).
 pub(crate) fn option_keys(
     kinds: &[PermissionOptionKind],
     index: usize,
 ) -> (Option<char>, Option<char>) {
-    let number = (index < 9).then(|| char::from(b'1' + index as u8));
+    let number = numbered(kinds)
+        .position(|numbered| numbered == index)
+        .map(|position| char::from(b'1' + position as u8));
     let letter = kinds
         .get(index)
         .filter(|kind| kinds.iter().position(|other| other == *kind) == Some(index))
@@ -85,8 +161,7 @@ pub(crate) fn option_keys(
 /// The option a typed character chooses.
 pub(crate) fn choice_for_char(kinds: &[PermissionOptionKind], ch: char) -> Option<usize> {
     if let Some(digit) = ch.to_digit(10).filter(|digit| (1..=9).contains(digit)) {
-        let index = digit as usize - 1;
-        return (index < kinds.len()).then_some(index);
+        return numbered(kinds).nth(digit as usize - 1);
     }
     kinds.iter().position(|kind| mnemonic(*kind) == ch)
 }
@@ -111,9 +186,9 @@ pub(crate) fn esc_action(kinds: &[PermissionOptionKind]) -> &'static str {
     }
 }
 
-/// The keys of a prompt in a few characters: "1-3 or y/a/n".
+/// The keys of a prompt in a few characters: "1-2 or y/A/n/N".
 pub(crate) fn key_summary(kinds: &[PermissionOptionKind]) -> String {
-    let numbers = match kinds.len().min(9) {
+    let numbers = match numbered(kinds).count() {
         0 => String::new(),
         1 => "1".to_owned(),
         count => format!("1-{count}"),
@@ -123,7 +198,8 @@ pub(crate) fn key_summary(kinds: &[PermissionOptionKind]) -> String {
         .map(String::from)
         .collect();
     match (numbers.is_empty(), letters.is_empty()) {
-        (true, _) => String::new(),
+        (true, true) => String::new(),
+        (true, false) => letters.join("/"),
         (false, true) => numbers,
         (false, false) => format!("{numbers} or {}", letters.join("/")),
     }
@@ -152,8 +228,56 @@ pub(crate) fn permission_cell(request: &PermissionRequest, expanded: bool) -> Pe
             })
             .collect(),
         outcome: PermissionOutcome::Waiting,
+        feedback: None,
         expanded,
     }
+}
+
+/// What `/permissions` says: the "always" answers given in this conversation, as agentty
+/// recorded them (the agent keeps its own record), and how to take one back over `transport`.
+pub(crate) fn standing_answers_notice<'a>(
+    cells: impl Iterator<Item = &'a PermissionCell>,
+    transport: Option<Transport>,
+) -> String {
+    let rows: Vec<String> = cells
+        .filter_map(|cell| match &cell.outcome {
+            PermissionOutcome::Chosen {
+                kind: Some(kind),
+                name,
+                by,
+            } if is_always(*kind) => {
+                let icon = if kind.allows() { '✓' } else { '✗' };
+                let who = match by {
+                    PermissionResolver::User => "you",
+                    PermissionResolver::Policy => "policy",
+                };
+                Some(format!("  {icon} {} — {name} ({who})", cell.question()))
+            }
+            _ => None,
+        })
+        .collect();
+    let head = if rows.is_empty() {
+        "Nothing was allowed or refused always in this conversation."
+    } else {
+        "Answered always in this conversation (agentty's record of the answers; the agent keeps \
+         its own):"
+    };
+    let revoke = match transport {
+        Some(Transport::Acp) => {
+            "To take an \"always\" answer back: the agent holds it in its own session, and the \
+             Agent Client Protocol has no request to revoke it, so agentty cannot. Start a new \
+             conversation (/new): the new agent session asks again. An answer the agent saved \
+             beyond the session is in the agent's own settings; change it there."
+        }
+        Some(Transport::Json | Transport::Rpc) | None => {
+            "Over this transport the agent does not ask agentty for permission: its own settings \
+             decide what it may do."
+        }
+    };
+    let mut lines = vec![head.to_owned()];
+    lines.extend(rows);
+    lines.push(revoke.to_owned());
+    lines.join("\n")
 }
 
 /// A cell for a request the chat never saw asked (a policy answered it before any prompt).
@@ -167,6 +291,7 @@ pub(crate) fn unseen_request_cell(outcome: PermissionOutcome) -> PermissionCell 
         diff_hidden: 0,
         options: Vec::new(),
         outcome,
+        feedback: None,
         expanded: false,
     }
 }
@@ -276,20 +401,64 @@ mod tests {
     use PermissionOptionKind::*;
 
     #[test]
-    fn keys_number_the_options_and_letter_the_first_of_each_kind() {
-        let kinds = [AllowOnce, AllowAlways, RejectOnce, AllowOnce];
+    fn keys_number_the_once_options_and_letter_the_first_of_each_kind() {
+        let kinds = [AllowOnce, AllowAlways, RejectOnce, AllowOnce, RejectAlways];
         assert_eq!(option_keys(&kinds, 0), (Some('1'), Some('y')));
-        assert_eq!(option_keys(&kinds, 2), (Some('3'), Some('n')));
-        assert_eq!(option_keys(&kinds, 3), (Some('4'), None));
-        assert_eq!(choice_for_char(&kinds, '4'), Some(3));
-        assert_eq!(choice_for_char(&kinds, '5'), None);
+        // An "always" answer has its capital letter and no number.
+        assert_eq!(option_keys(&kinds, 1), (None, Some('A')));
+        assert_eq!(option_keys(&kinds, 2), (Some('2'), Some('n')));
+        assert_eq!(option_keys(&kinds, 3), (Some('3'), None));
+        assert_eq!(option_keys(&kinds, 4), (None, Some('N')));
+        assert_eq!(choice_for_char(&kinds, '1'), Some(0));
+        assert_eq!(choice_for_char(&kinds, '2'), Some(2));
+        assert_eq!(choice_for_char(&kinds, '3'), Some(3));
+        assert_eq!(choice_for_char(&kinds, '4'), None);
         assert_eq!(choice_for_char(&kinds, '0'), None);
-        assert_eq!(choice_for_char(&kinds, 'a'), Some(1));
-        assert_eq!(choice_for_char(&kinds, 'N'), None);
-        assert_eq!(key_summary(&kinds), "1-4 or y/a/n");
+        assert_eq!(choice_for_char(&kinds, 'A'), Some(1));
+        assert_eq!(choice_for_char(&kinds, 'a'), None);
+        assert_eq!(choice_for_char(&kinds, 'N'), Some(4));
+        assert_eq!(key_summary(&kinds), "1-3 or y/A/n/N");
+        assert_eq!(key_summary(&[AllowAlways]), "A");
         assert_eq!(reject_choice(&kinds), Some(2));
         assert_eq!(reject_choice(&[AllowOnce, RejectAlways]), Some(1));
         assert_eq!(reject_choice(&[AllowOnce]), None);
+    }
+
+    #[test]
+    fn the_default_selection_is_never_an_always_answer() {
+        // Claude's adapter and gemini list "always" first.
+        assert_eq!(
+            default_selection(&[AllowAlways, AllowOnce, RejectOnce]),
+            Some(1)
+        );
+        assert_eq!(
+            default_selection(&[RejectOnce, AllowAlways, AllowOnce]),
+            Some(2)
+        );
+        assert_eq!(default_selection(&[AllowAlways, RejectOnce]), Some(1));
+        assert_eq!(default_selection(&[AllowAlways, RejectAlways]), None);
+        assert_eq!(default_selection(&[]), None);
+    }
+
+    #[test]
+    fn a_prompt_arms_after_a_pause_since_it_appeared_and_since_the_last_key() {
+        let t0 = Instant::now();
+        let ms = |ms: u64| t0 + Duration::from_millis(ms);
+        let prompt = PermissionPrompt::new(1, "0".into(), Vec::new(), 0, Some(ms(1000)));
+        // No typing: armed ARM_PAUSE after it appeared.
+        assert!(!prompt.is_armed(Some(ms(1599)), None));
+        assert!(prompt.is_armed(Some(ms(1600)), None));
+        // Typing long before it appeared does not hold it back.
+        assert!(prompt.is_armed(Some(ms(1600)), Some(ms(100))));
+        // A key just before or after it appeared restarts the pause.
+        assert_eq!(prompt.arms_at(Some(ms(900))), Some(ms(1600)));
+        assert_eq!(prompt.arms_at(Some(ms(1300))), Some(ms(1900)));
+        assert!(!prompt.is_armed(Some(ms(1899)), Some(ms(1300))));
+        assert!(prompt.is_armed(Some(ms(1900)), Some(ms(1300))));
+        // Without a clock (tests of the keys alone) it is armed.
+        assert!(prompt.is_armed(None, Some(ms(1300))));
+        let unknown = PermissionPrompt::new(1, "0".into(), Vec::new(), 0, None);
+        assert!(unknown.is_armed(Some(ms(0)), Some(ms(0))));
     }
 
     #[test]

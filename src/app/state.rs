@@ -8,6 +8,7 @@
 
 mod actions;
 mod agent_events;
+mod agent_settings;
 mod keys;
 mod overlay_keys;
 mod permission_keys;
@@ -29,7 +30,7 @@ use super::transcript::{CellBody, CellId, NoticeCell, NoticeLevel, Transcript};
 use crate::config::RetryPolicy;
 use crate::orchestrator::{Command, TurnId, TurnOutcome};
 use crate::provider::pi::rpc::{AgentQueue, AgentStatus};
-use crate::provider::StopProgress;
+use crate::provider::{AgentSetting, StopProgress};
 use crate::sanitize::{for_clipboard, untrusted_owned};
 use crate::session_log::ConversationSummary;
 use crate::stream::PermissionOption;
@@ -105,11 +106,24 @@ pub struct TurnState {
     /// Assistant cells of the current attempt (superseded together).
     attempt_assistant_cells: Vec<CellId>,
     tools: HashMap<String, CellId>,
-    /// The turn's permission requests by id: their cell and the options they offered (to read
-    /// a later `permission.resolved`).
-    permissions: HashMap<String, (CellId, Vec<PermissionOption>)>,
+    /// The turn's permission requests by id (to read a later `permission.resolved`).
+    permissions: HashMap<String, AskedPermission>,
+    /// The last request rejected, as asked ("Allow execute: touch x"), while the agent has done
+    /// nothing since: if the turn ends now, the rejection ended it.
+    last_rejection: Option<String>,
     /// A notice for how the turn ended is already in the transcript.
     end_shown: bool,
+}
+
+/// A permission request of the running turn, as asked.
+#[derive(Debug, Clone)]
+struct AskedPermission {
+    /// The cell that shows it and its outcome.
+    cell: CellId,
+    /// The options it offered.
+    options: Vec<PermissionOption>,
+    /// The tool call it is for, which waits for the answer.
+    tool_call_id: Option<String>,
 }
 
 /// What the chat is doing, for the status bar.
@@ -217,8 +231,13 @@ pub struct AppState {
     /// The agent's model, thinking level, session cost and tokens, as it reports them.
     pub agent_status: AgentStatus,
     /// Permission requests waiting for the user's answer, oldest first; the first is the open
-    /// prompt, which takes the keys (after an overlay the user opened).
+    /// prompt, which takes the keys once armed (after an overlay the user opened).
     pub permission_prompts: VecDeque<PermissionPrompt>,
+    /// When the user last typed (a key or a paste that went to the composer), when known: a
+    /// prompt arms only after a pause in typing.
+    pub typed_at: Option<Instant>,
+    /// The change of the agent's settings the user asked for and the agent has not confirmed.
+    pub pending_setting: Option<AgentSetting>,
 }
 
 impl AppState {
@@ -255,6 +274,8 @@ impl AppState {
             agent_queue: AgentQueue::default(),
             agent_status: AgentStatus::default(),
             permission_prompts: VecDeque::new(),
+            typed_at: None,
+            pending_setting: None,
         };
         for warning in startup.warnings {
             state.notice(NoticeLevel::Warning, untrusted_owned(&warning));
@@ -269,6 +290,20 @@ impl AppState {
     /// The open permission prompt: the first waiting request.
     pub fn permission_prompt(&self) -> Option<&PermissionPrompt> {
         self.permission_prompts.front()
+    }
+
+    /// Whether the open prompt takes keys at `now` (see [`PermissionPrompt::is_armed`]).
+    pub(crate) fn permission_armed(&self, now: Option<Instant>) -> bool {
+        self.permission_prompt()
+            .is_some_and(|prompt| prompt.is_armed(now, self.typed_at))
+    }
+
+    /// When the open prompt arms, if that is still to come after `now`: the screen must change
+    /// then.
+    pub fn permission_arms_at(&self, now: Instant) -> Option<Instant> {
+        self.permission_prompt()
+            .and_then(|prompt| prompt.arms_at(self.typed_at))
+            .filter(|arms_at| *arms_at > now)
     }
 
     pub(crate) fn can_retry(&self) -> bool {
@@ -290,6 +325,8 @@ impl AppState {
             | Action::ToggleThinking
             | Action::ToggleToolOutput
             | Action::Settings
+            | Action::StandingPermissions
+            | Action::ChooseModel
             | Action::ShowLogPath
             | Action::Help
             | Action::Quit => true,

@@ -105,6 +105,11 @@ pub enum ToolStatus {
     Running {
         since: Instant,
     },
+    /// The agent asked the user before running it, and waits for the answer; it had run `ran`
+    /// before (the wait is not running time).
+    WaitingForYou {
+        ran: Duration,
+    },
     Done {
         elapsed: Duration,
     },
@@ -181,6 +186,8 @@ pub struct PermissionCell {
     /// The answers the agent offered, in its order (names as the agent wrote them).
     pub options: Vec<ShownOption>,
     pub outcome: PermissionOutcome,
+    /// What the user said to do instead, with a rejection (sanitised).
+    pub feedback: Option<String>,
     pub expanded: bool,
 }
 
@@ -262,6 +269,16 @@ impl PlanCell {
 }
 
 impl PermissionCell {
+    /// "Allow execute: touch x" (what the agent asked).
+    pub(crate) fn question(&self) -> String {
+        match (self.kind.is_empty(), self.title.is_empty()) {
+            (true, true) => "Permission request".to_owned(),
+            (false, true) => format!("Allow {}", self.kind),
+            (true, false) => format!("Allow: {}", self.title),
+            (false, false) => format!("Allow {}: {}", self.kind, self.title),
+        }
+    }
+
     /// Whether there is more to show than the one-line summary.
     pub(crate) fn has_details(&self) -> bool {
         !self.diff.is_empty()
@@ -277,7 +294,10 @@ impl CellBody {
     /// Whether the cell shows something that changes with time (elapsed, countdown).
     pub(crate) fn is_live(&self) -> bool {
         match self {
-            CellBody::Tool(tool) => matches!(tool.status, ToolStatus::Running { .. }),
+            CellBody::Tool(tool) => matches!(
+                tool.status,
+                ToolStatus::Running { .. } | ToolStatus::WaitingForYou { .. }
+            ),
             CellBody::Notice(notice) => notice.countdown.is_some(),
             CellBody::User(_)
             | CellBody::Assistant(_)

@@ -422,6 +422,10 @@ impl ChatLoop {
             } else if self.state.needs_clock() && self.frames.deadline().is_none() {
                 self.frames.request_at(now + CLOCK_PERIOD);
             }
+            // A prompt shows when it arms: drawn at that moment, not up to a clock period late.
+            if let Some(arms_at) = self.state.permission_arms_at(now) {
+                self.frames.request_at(arms_at);
+            }
         }
         self.exit_status
     }
@@ -459,7 +463,7 @@ impl ChatLoop {
         let effects = match event {
             Event::Key(key) => self.state.on_key_at(key, Instant::now()),
             Event::Paste(text) => {
-                self.state.on_paste(&text);
+                self.state.on_paste_at(&text, Instant::now());
                 Vec::new()
             }
             Event::Mouse(mouse) => match mouse.kind {

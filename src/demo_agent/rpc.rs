@@ -13,6 +13,10 @@
 //!   "aborted"`; during a tool, the tool's process group is killed, the tool fails with
 //!   "Command aborted", and an empty aborted assistant message follows. The response comes
 //!   after `agent_end`. The `ignore-sigint` scenario ignores `abort` (and SIGINT/SIGTERM).
+//! - Two models (`get_available_models`: `demo/demo-1`, and `demo/demo-2`, which takes a
+//!   thinking level); `set_model {provider, modelId}` switches (an unknown one is refused with
+//!   pi's "Model not found"), and each later prompt's line in `requests.jsonl` names the model;
+//!   `set_thinking_level` is kept for `get_state`. Both are logged on stderr.
 //! - stdin EOF exits 0 at once, even mid-turn.
 //!
 //! Every wait of the script is a wait for commands, so steering and aborts land mid-turn.
@@ -69,6 +73,22 @@ struct Engine {
     responses: u32,
     tool_calls: u32,
     streaming: bool,
+    /// The model in use: an index into [`MODELS`].
+    model: usize,
+    thinking_level: String,
+}
+
+/// The models the demo offers: (id, name, takes a thinking level).
+const MODELS: [(&str, &str, bool); 2] = [
+    ("demo-1", "Demo One", false),
+    ("demo-2", "Demo Two (thinks)", true),
+];
+
+/// pi's `Model` object for one of [`MODELS`].
+fn model_object(index: usize) -> Value {
+    let (id, name, reasoning) = MODELS[index];
+    json!({"id": id, "name": name, "api": "openai-completions", "provider": "demo",
+           "reasoning": reasoning})
 }
 
 /// Runs the RPC mode until stdin closes; returns the exit status.
@@ -95,6 +115,8 @@ pub(crate) fn run(forced: Option<Scenario>, session: Session) -> i32 {
         responses: 0,
         tool_calls: 0,
         streaming: false,
+        model: 0,
+        thinking_level: "off".to_owned(),
     };
     match engine.serve() {
         Ok(()) => 0,
@@ -198,8 +220,8 @@ impl Engine {
         match kind {
             "get_state" => {
                 answer["data"] = json!({
-                    "model": {"id": "demo-1", "name": "demo-1", "api": "openai-completions", "provider": "demo"},
-                    "thinkingLevel": "off",
+                    "model": model_object(self.model),
+                    "thinkingLevel": self.thinking_level,
                     "isStreaming": self.streaming,
                     "isCompacting": false,
                     "steeringMode": "one-at-a-time",
@@ -249,6 +271,38 @@ impl Engine {
                         answer["error"] = Value::String(error);
                     }
                 }
+            }
+            "get_available_models" => {
+                let models: Vec<Value> = (0..MODELS.len()).map(model_object).collect();
+                answer["data"] = json!({ "models": models });
+            }
+            "set_model" => {
+                let wanted = (command["provider"].as_str(), command["modelId"].as_str());
+                match MODELS
+                    .iter()
+                    .position(|(id, _, _)| (Some("demo"), Some(*id)) == wanted)
+                {
+                    Some(index) => {
+                        self.model = index;
+                        // What the next prompt goes to, in `requests.jsonl`.
+                        self.session.model = Some(MODELS[index].0.to_owned());
+                        eprintln!("demo agent (rpc): set_model {}", MODELS[index].0);
+                        answer["data"] = model_object(index);
+                    }
+                    None => {
+                        answer = response(id, kind, false);
+                        answer["error"] = Value::String(format!(
+                            "Model not found: {}/{}",
+                            wanted.0.unwrap_or_default(),
+                            wanted.1.unwrap_or_default()
+                        ));
+                    }
+                }
+            }
+            "set_thinking_level" => {
+                let level = command["level"].as_str().unwrap_or_default();
+                self.thinking_level = level.to_owned();
+                eprintln!("demo agent (rpc): set_thinking_level {level}");
             }
             "steer" | "follow_up" => {
                 // Nothing runs: kept for the next turn, as pi does.

@@ -48,12 +48,34 @@ pub fn requests_file(state_dir: &Path) -> PathBuf {
     state_dir.join("requests.jsonl")
 }
 
+/// The log of every setting a client changed (`--mode acp`'s `session/set_model` and
+/// `session/set_mode`) in `state_dir`: `{"session_id","method","value"}` a line.
+pub fn settings_file(state_dir: &Path) -> PathBuf {
+    state_dir.join("settings.jsonl")
+}
+
+/// Appends a setting change to [`settings_file`] (best effort, as all the demo's state).
+pub(crate) fn record_setting(session_id: &str, method: &str, value: &str) {
+    let line = serde_json::json!({"session_id": session_id, "method": method, "value": value});
+    if let Ok(mut log) = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(settings_file(&state_dir()))
+    {
+        let _ = writeln!(log, "{line}");
+    }
+}
+
 /// One line of `requests.jsonl`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, Deserialize)]
 pub struct DemoRequest {
     pub session_id: String,
     /// The user messages the model receives, oldest first: the session's and the new prompt.
     pub messages: Vec<String>,
+    /// The model the request went to, when the agent was told one (`--mode rpc`'s
+    /// `set_model`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 /// Milliseconds since the Unix epoch (pi's message `timestamp`).
@@ -138,6 +160,8 @@ pub(crate) struct Session {
     /// The prompts earlier runs played in it, oldest first.
     pub history: Vec<String>,
     file: PathBuf,
+    /// The model the next prompt goes to, once the client chose one (recorded with it).
+    pub model: Option<String>,
 }
 
 impl Session {
@@ -165,6 +189,7 @@ impl Session {
             header,
             history: Vec::new(),
             file,
+            model: None,
         };
         let _ = fs::create_dir_all(&dir);
         let _ = fs::write(&session.file, format!("{}\n", session.header_line()));
@@ -196,6 +221,7 @@ impl Session {
         log_request(&DemoRequest {
             session_id: self.header.id.clone(),
             messages,
+            model: self.model.clone(),
         });
         self.history.push(prompt.to_owned());
         let Ok(mut file) = fs::OpenOptions::new().append(true).open(&self.file) else {
@@ -265,6 +291,7 @@ impl Session {
                 header,
                 history,
                 file,
+                model: None,
             },
             entries,
         ))
@@ -311,6 +338,7 @@ fn latest_session(dir: &Path, wanted: impl Fn(&SessionHeader) -> bool) -> Option
                 .filter_map(|line| serde_json::from_str::<String>(line).ok())
                 .collect(),
             file,
+            model: None,
         };
         best = Some((modified, session));
     }

@@ -249,13 +249,33 @@ impl Driver {
                     attempt,
                     id,
                     option,
+                    message,
                 } => {
                     let live = self
                         .live
                         .as_ref()
                         .is_some_and(|live| live.turn == turn && live.attempt == attempt);
-                    if !(live && self.options.provider.answer_permission(&id, option)) {
+                    let provider = &self.options.provider;
+                    if !(live && provider.answer_permission(&id, option, message.clone())) {
                         tracing::warn!(turn, id, "permission answer not delivered");
+                    } else if let Some(message) = message
+                        .filter(|message| !message.trim().is_empty())
+                        .filter(|_| !provider.takes_permission_feedback())
+                    {
+                        // The answer could not carry it: it goes as the next prompt, and the
+                        // user is told so.
+                        self.emit(OrchestratorEvent::Notice {
+                            turn,
+                            kind: notice_kind::PERMISSION_FEEDBACK.to_owned(),
+                            message: message.clone(),
+                        });
+                        self.feedback
+                            .push_back(Input::Command(Command::Submit(message)));
+                    }
+                }
+                Effect::ChangeSetting(setting) => {
+                    if !self.options.provider.change_setting(setting.clone()) {
+                        tracing::warn!(?setting, "the agent cannot change this setting now");
                     }
                 }
                 Effect::Exit => exit = true,

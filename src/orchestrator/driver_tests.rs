@@ -20,20 +20,41 @@ enum Script {
     UntilStopped(Vec<AgentMessage>),
     /// These messages, then ignores the interrupt and ends only when killed.
     UntilKilled(Vec<AgentMessage>),
+    /// These messages, then waits for a permission answer, then the rest.
+    UntilAnswered(Vec<AgentMessage>, Vec<AgentMessage>),
 }
+
+/// A permission answer as the provider received it: id, option, note.
+type Answer = (String, Option<String>, Option<String>);
 
 #[derive(Default)]
 struct ScriptedProvider {
     scripts: Mutex<VecDeque<Script>>,
     requests: Mutex<Vec<AttemptRequest>>,
+    answers: Mutex<Vec<Answer>>,
+    answered: Arc<tokio::sync::Notify>,
+    /// Whether the "protocol" carries a note with a rejection.
+    carries_feedback: bool,
 }
 
 impl ScriptedProvider {
     fn new(scripts: impl IntoIterator<Item = Script>) -> Arc<Self> {
         Arc::new(Self {
             scripts: Mutex::new(scripts.into_iter().collect()),
-            requests: Mutex::default(),
+            ..Self::default()
         })
+    }
+
+    fn carrying_feedback(scripts: impl IntoIterator<Item = Script>) -> Arc<Self> {
+        Arc::new(Self {
+            scripts: Mutex::new(scripts.into_iter().collect()),
+            carries_feedback: true,
+            ..Self::default()
+        })
+    }
+
+    fn answers(&self) -> Vec<Answer> {
+        self.answers.lock().unwrap().clone()
     }
 
     fn requests(&self) -> Vec<AttemptRequest> {
@@ -46,6 +67,19 @@ impl Provider for ScriptedProvider {
         "scripted"
     }
 
+    fn answer_permission(&self, id: &str, option: Option<String>, message: Option<String>) -> bool {
+        self.answers
+            .lock()
+            .unwrap()
+            .push((id.to_owned(), option, message));
+        self.answered.notify_one();
+        true
+    }
+
+    fn takes_permission_feedback(&self) -> bool {
+        self.carries_feedback
+    }
+
     fn execute(&self, request: AttemptRequest, stop: StopControl) -> AgentStream {
         self.requests.lock().unwrap().push(request);
         let script = self
@@ -56,6 +90,16 @@ impl Provider for ScriptedProvider {
             .expect("the provider was called more often than scripted");
         let (messages, ends_on) = match script {
             Script::Messages(messages) => return futures::stream::iter(messages).boxed(),
+            Script::UntilAnswered(before, after) => {
+                let answered = self.answered.clone();
+                let waits = async move {
+                    answered.notified().await;
+                    futures::stream::iter(after)
+                };
+                return futures::stream::iter(before)
+                    .chain(futures::stream::once(waits).flatten())
+                    .boxed();
+            }
             Script::UntilStopped(messages) => (messages, StopStage::Interrupt),
             Script::UntilKilled(messages) => (messages, StopStage::Kill),
         };
@@ -510,4 +554,105 @@ async fn headless_rejects_an_empty_prompt_without_calling_the_provider() {
     .await;
     assert!(matches!(outcome, TurnOutcome::Failed { .. }));
     assert!(provider.requests().is_empty());
+}
+
+/// A turn that asks permission and, answered, completes; then a plain one.
+fn asks_then_completes() -> [Script; 2] {
+    let request = AgentMessage::PermissionRequest(Box::new(crate::stream::PermissionRequest {
+        id: "0".into(),
+        title: "touch x".into(),
+        kind: "execute".into(),
+        ..Default::default()
+    }));
+    [
+        Script::UntilAnswered(vec![request], vec![completed()]),
+        Script::Messages(vec![text("ok"), completed()]),
+    ]
+}
+
+fn reject_with_note() -> Command {
+    Command::AnswerPermission {
+        id: "0".into(),
+        option: Some("reject".into()),
+        message: Some("use mkdir instead".into()),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_note_the_protocol_cannot_carry_goes_as_the_next_prompt_and_says_so() {
+    let provider = ScriptedProvider::new(asks_then_completes());
+    let mut handle = spawn_orchestrator(options(&provider, policy(1, 10)));
+    handle.commands.send(Command::Submit("go".into())).unwrap();
+    events_until(&mut handle, |event| {
+        matches!(
+            event,
+            Ev::Message {
+                message: AgentMessage::PermissionRequest(_),
+                ..
+            }
+        )
+    })
+    .await;
+    handle.commands.send(reject_with_note()).unwrap();
+    let first = only_events(&events_until(&mut handle, turn_ended).await);
+    assert!(
+        first.contains(&Ev::Notice {
+            turn: 1,
+            kind: notice_kind::PERMISSION_FEEDBACK.into(),
+            message: "use mkdir instead".into(),
+        }),
+        "{first:#?}"
+    );
+    let second = only_events(&events_until(&mut handle, turn_ended).await);
+    assert!(
+        second.contains(&Ev::TurnStarted {
+            turn: 2,
+            prompt: "use mkdir instead".into()
+        }),
+        "{second:#?}"
+    );
+    assert_eq!(
+        provider.answers(),
+        [(
+            "0".to_owned(),
+            Some("reject".to_owned()),
+            Some("use mkdir instead".to_owned())
+        )]
+    );
+    let prompts: Vec<String> = provider
+        .requests()
+        .iter()
+        .map(|request| request.prompt.clone())
+        .collect();
+    assert_eq!(prompts, ["go", "use mkdir instead"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_note_the_protocol_carries_goes_with_the_answer_only() {
+    let provider = ScriptedProvider::carrying_feedback(asks_then_completes());
+    let mut handle = spawn_orchestrator(options(&provider, policy(1, 10)));
+    handle.commands.send(Command::Submit("go".into())).unwrap();
+    events_until(&mut handle, |event| {
+        matches!(
+            event,
+            Ev::Message {
+                message: AgentMessage::PermissionRequest(_),
+                ..
+            }
+        )
+    })
+    .await;
+    handle.commands.send(reject_with_note()).unwrap();
+    let events = only_events(&events_until(&mut handle, turn_ended).await);
+    assert!(
+        !events
+            .iter()
+            .any(|event| matches!(event, Ev::Notice { .. })),
+        "{events:#?}"
+    );
+    assert_eq!(provider.answers().len(), 1);
+    // Nothing else is sent: the next prompt is the user's.
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    assert_eq!(provider.requests().len(), 1);
+    assert!(handle.events.try_recv().is_err());
 }

@@ -30,7 +30,7 @@
 use super::classify::{classify_failure, Retryability};
 use super::{Command, OrchestratorEvent, TurnId, TurnOutcome};
 use crate::config::RetryPolicy;
-use crate::provider::{Interjection, SessionRef, StopProgress};
+use crate::provider::{AgentSetting, Interjection, SessionRef, StopProgress};
 use crate::stream::{notice_kind, AgentMessage, Failure};
 
 /// What happens to the machine.
@@ -107,7 +107,11 @@ pub(crate) enum Effect {
         attempt: u32,
         id: String,
         option: Option<String>,
+        message: Option<String>,
     },
+    /// Ask the agent to change a setting (whatever runs: the agent applies it to its next
+    /// request).
+    ChangeSetting(AgentSetting),
     /// The machine has shut down; nothing follows.
     Exit,
 }
@@ -285,7 +289,11 @@ impl Machine {
             }
             Command::SetRetryPolicy(policy) => self.set_policy(policy, out),
             Command::Interject(kind, text) => self.interject(kind, text, out),
-            Command::AnswerPermission { id, option } => {
+            Command::AnswerPermission {
+                id,
+                option,
+                message,
+            } => {
                 // Only a running attempt can be waiting for an answer; a late one is dropped.
                 if let State::Running { turn, attempt } = &self.state {
                     out.push(Effect::AnswerPermission {
@@ -293,7 +301,13 @@ impl Machine {
                         attempt: *attempt,
                         id,
                         option,
+                        message,
                     });
+                }
+            }
+            Command::ChangeSetting(setting) => {
+                if !matches!(self.state, State::ShutDown) {
+                    out.push(Effect::ChangeSetting(setting));
                 }
             }
             Command::Shutdown => self.shutdown(out),

@@ -1128,6 +1128,7 @@ mod properties {
                         prop_assert!(self.live.is_none(), "exit with a live attempt");
                         self.exited = true;
                     }
+                    Effect::ChangeSetting(_) => prop_assert!(!self.exited),
                     Effect::Emit(_) => {}
                 }
             }
@@ -1159,6 +1160,7 @@ mod properties {
                     Step::AnswerPermission => Input::Command(Command::AnswerPermission {
                         id: "0".into(),
                         option: Some("allow".into()),
+                        message: None,
                     }),
                     Step::Agent { live, kind } => {
                         let (turn, attempt) = match observer.live {
@@ -1316,19 +1318,35 @@ fn a_session_reset_by_the_driver_makes_the_next_turns_start_fresh() {
 }
 
 #[test]
+fn a_setting_change_reaches_the_agent_whatever_runs_until_shutdown() {
+    use crate::provider::AgentSetting;
+    let mut machine = Machine::new(RetryPolicy::default(), SessionRef::New);
+    let change = || Input::Command(Command::ChangeSetting(AgentSetting::Model("m2".into())));
+    let expected = [Effect::ChangeSetting(AgentSetting::Model("m2".into()))];
+    assert_eq!(machine.handle(change()), expected, "idle");
+    machine.handle(Input::Command(Command::Submit("go".into())));
+    assert_eq!(machine.handle(change()), expected, "during a turn");
+    let mut idle = Machine::new(RetryPolicy::default(), SessionRef::New);
+    idle.handle(Input::Command(Command::Shutdown));
+    assert_eq!(idle.state(), &State::ShutDown);
+    assert!(idle.handle(change()).is_empty(), "after shutdown");
+}
+
+#[test]
 fn a_permission_answer_reaches_the_running_attempt_only() {
     let mut machine = Machine::new(RetryPolicy::default(), SessionRef::New);
     let answer = || {
         Input::Command(Command::AnswerPermission {
             id: "0".into(),
-            option: Some("allow".into()),
+            option: Some("reject".into()),
+            message: Some("use mkdir".into()),
         })
     };
     assert!(machine.handle(answer()).is_empty(), "no turn runs");
     machine.handle(Input::Command(Command::Submit("go".into())));
     let effects = machine.handle(answer());
     assert!(
-        matches!(&effects[..], [Effect::AnswerPermission { turn: 1, attempt: 1, id, option: Some(option) }] if id == "0" && option == "allow"),
+        matches!(&effects[..], [Effect::AnswerPermission { turn: 1, attempt: 1, id, option: Some(option), message: Some(message) }] if id == "0" && option == "reject" && message == "use mkdir"),
         "{effects:?}"
     );
 }

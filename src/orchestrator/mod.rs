@@ -25,7 +25,7 @@ pub mod headless;
 
 use crate::config::RetryPolicy;
 use crate::provider::pi::rpc::{AgentQueue, AgentStatus};
-use crate::provider::{Interjection, StopProgress};
+use crate::provider::{AgentSetting, Interjection, StopProgress};
 use crate::stream::AgentMessage;
 use std::borrow::Cow;
 
@@ -65,8 +65,17 @@ pub enum Command {
     /// `Submit`.
     Interject(Interjection, String),
     /// The user's answer to the running turn's permission request `id`: one of the options
-    /// it offered (`None`: cancelled, as when the prompt is dismissed by a stop).
-    AnswerPermission { id: String, option: Option<String> },
+    /// it offered (`None`: cancelled, as when the prompt is dismissed by a stop), and with a
+    /// rejection what to do instead (`message`): sent with it where the transport can, else as
+    /// the next prompt.
+    AnswerPermission {
+        id: String,
+        option: Option<String>,
+        message: Option<String>,
+    },
+    /// Change a setting of the agent (its model, its thinking level): for the rest of the
+    /// conversation, from the agent's next request on.
+    ChangeSetting(AgentSetting),
     /// Stop whatever runs and end the orchestrator.
     Shutdown,
 }

@@ -158,6 +158,15 @@ pub enum Interjection {
     FollowUp,
 }
 
+/// A setting of the agent that the user changes mid-conversation (`/model`, Shift+Tab).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AgentSetting {
+    /// The model, by the agent's own id for it (one of the models it listed).
+    Model(String),
+    /// The thinking level (reasoning effort), one of the levels the model takes.
+    ThinkingLevel(String),
+}
+
 /// The transport the chat uses for `name` unless told otherwise: the best the backend has.
 /// pi's RPC mode and ACP are long-lived and two-way (no cold start per turn, in-band stop;
 /// steering for pi, permission prompts for ACP): Gemini speaks ACP itself, Claude Code and
@@ -208,9 +217,23 @@ pub trait Provider: Send + Sync {
         false
     }
     /// The user's answer to permission request `id` of the running attempt (an option id it
-    /// offered, or `None` for cancelled); false when no such request waits.
-    fn answer_permission(&self, id: &str, option: Option<String>) -> bool {
-        let _ = (id, option);
+    /// offered, or `None` for cancelled), with what to do instead when the user said (sent with
+    /// the answer when [`Provider::takes_permission_feedback`]); false when no such request
+    /// waits.
+    fn answer_permission(&self, id: &str, option: Option<String>, message: Option<String>) -> bool {
+        let _ = (id, option, message);
+        false
+    }
+    /// Asks the agent to change `setting`; false when this transport cannot (or no agent runs
+    /// to ask). The outcome arrives in [`Provider::agent_status`]: the new value, or the
+    /// agent's refusal.
+    fn change_setting(&self, setting: AgentSetting) -> bool {
+        let _ = setting;
+        false
+    }
+    /// Whether the protocol carries the user's note with a rejection (else the orchestrator
+    /// sends it as the next prompt).
+    fn takes_permission_feedback(&self) -> bool {
         false
     }
     /// The orchestrator restored the agent's stored session from a checkpoint: whatever the

@@ -263,6 +263,13 @@ fn tool_lines(tool: &ToolCell, now: Instant) -> Vec<RichLine> {
                 format_elapsed(now.saturating_duration_since(since))
             ),
         ),
+        ToolStatus::WaitingForYou { .. } => (
+            "? ",
+            Style::default()
+                .fg(Color::Yellow)
+                .add_modifier(Modifier::BOLD),
+            "waiting for you".to_owned(),
+        ),
         ToolStatus::Done { elapsed } => (
             "✓ ",
             Style::default().fg(Color::Green),
@@ -481,23 +488,13 @@ pub(crate) fn permission_outcome_text(outcome: &PermissionOutcome) -> String {
     }
 }
 
-/// "Allow execute: touch x" (what the agent asked).
-pub(crate) fn permission_question(permission: &PermissionCell) -> String {
-    match (permission.kind.is_empty(), permission.title.is_empty()) {
-        (true, true) => "Permission request".to_owned(),
-        (false, true) => format!("Allow {}", permission.kind),
-        (true, false) => format!("Allow: {}", permission.title),
-        (false, false) => format!("Allow {}: {}", permission.kind, permission.title),
-    }
-}
-
 /// The request on one line with its outcome; expanded, the command, paths and diff below.
 fn permission_lines(permission: &PermissionCell) -> Vec<RichLine> {
     let (icon, style) = permission_icon(&permission.outcome);
     let header = vec![
         Span::styled(icon, style),
         Span::styled(
-            permission_question(permission),
+            permission.question(),
             Style::default().add_modifier(Modifier::BOLD),
         ),
         Span::styled(
@@ -505,6 +502,10 @@ fn permission_lines(permission: &PermissionCell) -> Vec<RichLine> {
             style,
         ),
     ];
+    let mut header = header;
+    if let Some(note) = &permission.feedback {
+        header.push(Span::styled(format!(" · instead: {note}"), dim()));
+    }
     let mut lines = vec![if permission.expanded {
         RichLine::new(header)
             .with_prefix(Vec::new(), vec![Span::raw(MARGIN)])

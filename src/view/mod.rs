@@ -33,6 +33,8 @@ pub use transcript::TranscriptView;
 
 /// Rows the input grows to before it scrolls.
 const MAX_COMPOSER_ROWS: u16 = 8;
+/// Rows the input shows under an open permission prompt.
+const MAX_COMPOSER_ROWS_UNDER_PROMPT: u16 = 3;
 /// Queued prompts listed above the input.
 const MAX_QUEUED_ROWS: usize = 3;
 
@@ -58,23 +60,31 @@ pub struct ChatLayout {
 pub fn layout(state: &AppState, area: Rect) -> ChatLayout {
     let status_height = area.height.min(1);
     if state.permission_prompt().is_some() {
-        // The prompt takes the composer's place and what it needs of the transcript, which
-        // keeps a quarter of the screen for the context of the request (on a small screen, the
-        // prompt comes first).
+        // The prompt goes above the composer, which stays in sight (typing goes on into it
+        // until the prompt arms) with a few rows, and takes what it needs of the transcript,
+        // which keeps a quarter of the screen for the context of the request (on a small
+        // screen, the prompt comes first; on a tiny one, the composer goes).
         let room = area.height - status_height;
+        let composer_rows = (composer::wrap_input(&state.composer, area.width).row_count() as u16)
+            .clamp(1, MAX_COMPOSER_ROWS_UNDER_PROMPT);
+        // The prompt's options come first; the composer keeps what is left, down to its last
+        // input row (without the hint above it).
+        let spare = room.saturating_sub(permission::minimum_height(state));
+        let composer_height = (composer_rows + 1).min(spare);
+        let room = room - composer_height;
         let share = if area.height < 20 { 8 } else { 4 };
         let keep = (area.height / share).min(room);
         let wanted = permission::desired_height(state, area.width);
         let height = wanted.min(room - keep).max(room.min(3));
         let transcript = Rect::new(area.x, area.y, area.width, room - height);
         let permission = Rect::new(area.x, transcript.bottom(), area.width, height);
-        let below = Rect::new(area.x, permission.bottom(), area.width, 0);
+        let composer = Rect::new(area.x, permission.bottom(), area.width, composer_height);
         return ChatLayout {
             transcript,
             permission,
-            queued: below,
-            composer: below,
-            status: Rect::new(area.x, permission.bottom(), area.width, status_height),
+            queued: Rect::new(area.x, permission.bottom(), area.width, 0),
+            composer,
+            status: Rect::new(area.x, composer.bottom(), area.width, status_height),
         };
     }
     // The input grows with its wrapped text, up to a third of the screen (at most 8 rows).
@@ -128,8 +138,8 @@ pub(crate) fn render_to_buffer(
         welcome::render_welcome(state, areas.transcript, buf);
     }
     render_queued(state, areas.queued, buf);
-    render_composer(state, areas.composer, buf, &mut view.composer_scroll);
-    permission::render_permission_prompt(state, areas.permission, buf);
+    render_composer(state, areas.composer, buf, &mut view.composer_scroll, now);
+    permission::render_permission_prompt(state, areas.permission, buf, now);
     status::render_status(state, areas.status, buf, now);
     let prompt_open = state.permission_prompt().is_some();
     if let (Some(popup), None, false) = (&state.popup, &state.overlay, prompt_open) {
@@ -188,11 +198,27 @@ fn render_queued(state: &AppState, area: Rect, buf: &mut Buffer) {
     }
 }
 
-fn render_composer(state: &AppState, area: Rect, buf: &mut Buffer, scroll: &mut usize) {
+fn render_composer(
+    state: &AppState,
+    area: Rect,
+    buf: &mut Buffer,
+    scroll: &mut usize,
+    now: Instant,
+) {
     if area.height == 0 {
         return;
     }
-    let hint = if !state.orchestrator_alive {
+    let prompt_open = state.permission_prompt().is_some();
+    let writing_note = state
+        .permission_prompt()
+        .is_some_and(|prompt| prompt.feedback.is_some());
+    let hint = if writing_note {
+        " keys go to the note above ".to_owned()
+    } else if prompt_open && state.permission_armed(Some(now)) {
+        " keys not for the prompt type here ".to_owned()
+    } else if prompt_open {
+        " typing goes here until you pause ".to_owned()
+    } else if !state.orchestrator_alive {
         format!(" the agent runner stopped · {QUIT_KEY} twice quits ")
     } else if state.is_turn_running() && state.agent_steers {
         format!(" Enter steers · Alt+Enter follows up · {STOP_KEY} stops the turn ")
@@ -205,6 +231,11 @@ fn render_composer(state: &AppState, area: Rect, buf: &mut Buffer, scroll: &mut 
     } else {
         " Enter sends · Alt+Enter new line ".to_owned()
     };
+    if area.height == 1 {
+        // No room for the hint: the input row alone.
+        composer::render_input(&state.composer, area, buf, scroll);
+        return;
+    }
     let block = Block::default()
         .borders(Borders::TOP)
         .border_style(Style::default().add_modifier(Modifier::DIM))

@@ -11,6 +11,7 @@ use ratatui::widgets::{Block, Borders, Clear, Widget};
 use crate::app::conversation_picker::ConversationPicker;
 use crate::app::keymap::{self, key_hint};
 use crate::app::menu::{Action, Overlay};
+use crate::app::model_picker::ModelPicker;
 use crate::app::settings::{SettingsDraft, SettingsField};
 use crate::app::state::AppState;
 use crate::provider::PROVIDER_NAMES;
@@ -31,7 +32,85 @@ pub(crate) fn render_overlay(state: &AppState, overlay: &Overlay, area: Rect, bu
         Overlay::ProviderPicker { selected } => render_picker(state, *selected, area, buf),
         Overlay::Settings(draft) => render_settings(state, draft, area, buf),
         Overlay::Conversations(picker) => render_conversations(picker, area, buf),
+        Overlay::ModelPicker(picker) => render_model_picker(state, picker, area, buf),
     }
+}
+
+/// `/model`: the filter, then the agent's models (the current one marked); where the agent
+/// lists none, why and what to do instead.
+fn render_model_picker(state: &AppState, picker: &ModelPicker, area: Rect, buf: &mut Buffer) {
+    let status = &state.agent_status;
+    let width = 70.min(area.width);
+    if status.models.is_empty() {
+        let transport = state.agent_transport.map_or(String::new(), |transport| {
+            format!(" over {}", transport.name())
+        });
+        let text = format!(
+            "The {provider} agent reports no models it can switch to{transport}, so agentty \
+             cannot offer any here. Start it with --model, or set `model` under \
+             [providers.{provider}] in the config.",
+            provider = state.provider
+        );
+        let rows = wrap(
+            &RichLine::text(text, Style::default()).with_uniform_prefix(vec![Span::raw(" ")]),
+            usize::from(width.saturating_sub(2)),
+        );
+        let outer = centered(area, width, rows.len() as u16 + 2);
+        let inner = frame("Model", "Esc close", outer, buf);
+        draw_rows(&rows, inner, buf);
+        return;
+    }
+    let matches = picker.matches(&status.models);
+    let current = state.current_model_choice().map(|model| model.id.as_str());
+    let thinking = match (&status.thinking_level, status.thinking_levels.is_empty()) {
+        (Some(level), false) => format!(" · Shift+Tab thinking: {level}"),
+        _ => String::new(),
+    };
+    let footer = format!("type to filter · Enter choose{thinking} · Esc close");
+    let outer = centered(area, width, matches.len().max(1) as u16 + 3);
+    let inner = frame("Model", &footer, outer, buf);
+    if inner.height == 0 {
+        return;
+    }
+    let filter = Line::from(vec![
+        Span::styled(" Filter: ", Style::default().add_modifier(Modifier::DIM)),
+        Span::raw(untrusted_owned(&picker.query)),
+        Span::styled(" ", Style::default().add_modifier(Modifier::REVERSED)),
+    ]);
+    buf.set_line(inner.x, inner.y, &filter, inner.width);
+    let list = Rect::new(inner.x, inner.y + 1, inner.width, inner.height - 1);
+    if matches.is_empty() {
+        let none = Line::styled(
+            " no model matches",
+            Style::default().add_modifier(Modifier::DIM),
+        );
+        buf.set_line(list.x, list.y, &none, list.width);
+        return;
+    }
+    let rows: Vec<Line<'_>> = matches
+        .iter()
+        .enumerate()
+        .map(|(index, model)| {
+            let mark = if Some(model.id.as_str()) == current {
+                "●"
+            } else {
+                " "
+            };
+            let provider = model
+                .provider
+                .as_ref()
+                .map(|provider| format!("  · {provider}"))
+                .unwrap_or_default();
+            let thinks = if model.reasoning { "  · thinks" } else { "" };
+            selectable(
+                format!(" {mark} {}{provider}{thinks}", model.name),
+                index == picker.selected,
+                true,
+                list.width,
+            )
+        })
+        .collect();
+    draw_selectable(&rows, picker.selected, list, buf);
 }
 
 fn centered(area: Rect, width: u16, height: u16) -> Rect {

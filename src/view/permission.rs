@@ -1,9 +1,11 @@
-//! The permission prompt, between the transcript and the status bar (in place of the composer,
-//! which takes no keys while it is open): what the agent wants to do, the edit as a bounded
-//! diff, and the agent's options with their keys.
+//! The permission prompt, between the transcript and the composer: what the agent wants to do,
+//! the edit as a bounded diff, and the agent's options with their keys. Its title says whether
+//! it takes keys yet: until the user pauses, typing goes on into the composer below it.
 //!
 //! It fits any screen: the options and the first row of the question always come first, then
 //! the command and paths, then as much of the diff as there is room for, the rest summarised.
+
+use std::time::Instant;
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -11,10 +13,12 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Widget};
 
-use super::cells::{diff_counts, diff_rich_lines, permission_details, permission_question};
+use super::cells::{diff_counts, diff_rich_lines, permission_details};
 use super::wrap::{wrap, wrap_into, RichLine, WrapMode};
 use crate::app::keymap::STOP_KEY;
-use crate::app::permission::{esc_action, key_summary, option_keys, PermissionPrompt};
+use crate::app::permission::{
+    esc_action, key_summary, option_keys, reject_choice, PermissionPrompt, FEEDBACK_KEY,
+};
 use crate::app::state::AppState;
 use crate::app::transcript::{CellBody, PermissionCell};
 use crate::stream::PermissionOptionKind;
@@ -42,10 +46,15 @@ fn open_prompt(state: &AppState) -> Option<(&PermissionPrompt, &PermissionCell)>
     }
 }
 
-fn prompt_rows(prompt: &PermissionPrompt, cell: &PermissionCell, width: usize) -> PromptRows {
+fn prompt_rows(
+    prompt: &PermissionPrompt,
+    cell: &PermissionCell,
+    width: usize,
+    armed: bool,
+) -> PromptRows {
     let mut title = wrap(
         &RichLine::text(
-            format!("{}?", permission_question(cell)),
+            format!("{}?", cell.question()),
             Style::default().add_modifier(Modifier::BOLD),
         )
         .with_prefix(vec![Span::raw(" ")], vec![Span::raw(" ")]),
@@ -72,47 +81,10 @@ fn prompt_rows(prompt: &PermissionPrompt, cell: &PermissionCell, width: usize) -
         diff_more += diff.len() - MAX_DIFF_ROWS;
         diff.truncate(MAX_DIFF_ROWS);
     }
-    let kinds = prompt.kinds();
-    let options = cell
-        .options
-        .iter()
-        .enumerate()
-        .map(|(index, option)| {
-            let selected = index == prompt.selected;
-            let (number, letter) = option_keys(&kinds, index);
-            let keys = format!(
-                "{} {}",
-                number.unwrap_or(' '),
-                letter.map(String::from).unwrap_or_else(|| " ".to_owned())
-            );
-            let base = if selected {
-                Style::default().add_modifier(Modifier::REVERSED)
-            } else {
-                Style::default()
-            };
-            let name_style = match option.kind {
-                PermissionOptionKind::AllowOnce | PermissionOptionKind::AllowAlways => base,
-                PermissionOptionKind::RejectOnce | PermissionOptionKind::RejectAlways => {
-                    base.fg(Color::Red)
-                }
-            };
-            let line = RichLine::new(vec![
-                Span::styled(if selected { " › " } else { "   " }, base),
-                Span::styled(keys, base.fg(Color::Cyan).add_modifier(Modifier::BOLD)),
-                Span::styled("  ", base),
-                Span::styled(option.name.clone(), name_style),
-            ])
-            .mode(WrapMode::Truncate);
-            let mut row = wrap(&line, width).into_iter().next().unwrap_or_default();
-            if selected {
-                // The highlight spans the row.
-                let used = row.width();
-                row.spans
-                    .push(Span::styled(" ".repeat(width.saturating_sub(used)), base));
-            }
-            row
-        })
-        .collect();
+    let options = match &prompt.feedback {
+        Some(note) => feedback_rows(note, width),
+        None => option_rows(prompt, cell, width, armed),
+    };
     PromptRows {
         title,
         details,
@@ -122,12 +94,113 @@ fn prompt_rows(prompt: &PermissionPrompt, cell: &PermissionCell, width: usize) -
     }
 }
 
+/// The agent's options with their keys, the selected one highlighted (all dim until armed),
+/// and the row of the key that rejects with a note.
+fn option_rows(
+    prompt: &PermissionPrompt,
+    cell: &PermissionCell,
+    width: usize,
+    armed: bool,
+) -> Vec<Line<'static>> {
+    let kinds = prompt.kinds();
+    let style = |selected: bool| match (selected, armed) {
+        (true, true) => Style::default().add_modifier(Modifier::REVERSED),
+        (true, false) => Style::default().add_modifier(Modifier::REVERSED | Modifier::DIM),
+        (false, true) => Style::default(),
+        (false, false) => Style::default().add_modifier(Modifier::DIM),
+    };
+    let row = |marker: &'static str, keys: String, name: String, base: Style, name_style: Style| {
+        let line = RichLine::new(vec![
+            Span::styled(marker, base),
+            Span::styled(keys, base.fg(Color::Cyan).add_modifier(Modifier::BOLD)),
+            Span::styled("  ", base),
+            Span::styled(name, name_style),
+        ])
+        .mode(WrapMode::Truncate);
+        wrap(&line, width).into_iter().next().unwrap_or_default()
+    };
+    let mut rows: Vec<Line<'static>> = cell
+        .options
+        .iter()
+        .enumerate()
+        .map(|(index, option)| {
+            let selected = prompt.selected == Some(index);
+            let (number, letter) = option_keys(&kinds, index);
+            let keys = format!(
+                "{} {}",
+                number.unwrap_or(' '),
+                letter.map(String::from).unwrap_or_else(|| " ".to_owned())
+            );
+            let base = style(selected);
+            let name_style = match option.kind {
+                PermissionOptionKind::AllowOnce | PermissionOptionKind::AllowAlways => base,
+                PermissionOptionKind::RejectOnce | PermissionOptionKind::RejectAlways => {
+                    base.fg(Color::Red)
+                }
+            };
+            let marker = if selected { " › " } else { "   " };
+            let mut line = row(marker, keys, option.name.clone(), base, name_style);
+            if selected {
+                // The highlight spans the row.
+                let used = line.width();
+                line.spans
+                    .push(Span::styled(" ".repeat(width.saturating_sub(used)), base));
+            }
+            line
+        })
+        .collect();
+    if reject_choice(&kinds).is_some() {
+        let base = style(false);
+        rows.push(row(
+            "   ",
+            format!("  {FEEDBACK_KEY}"),
+            "Reject, say what to do instead".to_owned(),
+            base,
+            base.fg(Color::Red),
+        ));
+    }
+    rows
+}
+
+/// The line after `r`: what it is for, and the note so far with a cursor at its end (the end
+/// of a long note in sight).
+fn feedback_rows(note: &str, width: usize) -> Vec<Line<'static>> {
+    let label = Line::styled(
+        " What should the agent do instead?".to_owned(),
+        Style::default().add_modifier(Modifier::BOLD),
+    );
+    let room = width.saturating_sub(4);
+    let shown: String = {
+        let chars: Vec<char> = note.chars().collect();
+        let skip = chars.len().saturating_sub(room);
+        chars[skip..].iter().collect()
+    };
+    let input = Line::from(vec![
+        Span::styled(" › ", Style::default().fg(Color::Cyan)),
+        Span::raw(shown),
+        Span::styled(" ", Style::default().add_modifier(Modifier::REVERSED)),
+    ]);
+    vec![label, input]
+}
+
+/// The rows the prompt needs at least: its options, the first row of its question and its
+/// borders (0 when no prompt is open).
+pub(crate) fn minimum_height(state: &AppState) -> u16 {
+    state.permission_prompt().map_or(0, |prompt| {
+        let rows = match prompt.feedback {
+            Some(_) => 2,
+            None => prompt.options.len() + usize::from(reject_choice(&prompt.kinds()).is_some()),
+        };
+        u16::try_from(rows.max(1) + 3).unwrap_or(u16::MAX)
+    })
+}
+
 /// The rows the prompt would like at `width` (borders included); 0 when no prompt is open.
 pub(crate) fn desired_height(state: &AppState, width: u16) -> u16 {
     let Some((prompt, cell)) = open_prompt(state) else {
         return 0;
     };
-    let rows = prompt_rows(prompt, cell, usize::from(width.saturating_sub(2)));
+    let rows = prompt_rows(prompt, cell, usize::from(width.saturating_sub(2)), true);
     let diff = rows.diff.len() + usize::from(rows.diff_more > 0);
     let total = rows.title.len() + rows.details.len() + diff + 1 + rows.options.len().max(1) + 2;
     u16::try_from(total).unwrap_or(u16::MAX)
@@ -177,7 +250,46 @@ fn fit(rows: PromptRows, height: usize, diff_note: &str) -> Vec<Line<'static>> {
     head
 }
 
-pub(crate) fn render_permission_prompt(state: &AppState, area: Rect, buf: &mut Buffer) {
+/// The prompt's title at a width: what it asks, and whether it takes keys yet.
+fn title(waiting: usize, armed: bool, writing: bool, room: usize) -> String {
+    let count = if waiting > 1 {
+        format!(" (1 of {waiting})")
+    } else {
+        String::new()
+    };
+    let states: [&str; 3] = if writing {
+        ["reject with a note", "reject with a note", "note"]
+    } else if armed {
+        ["press a key to answer", "answer now", "answer"]
+    } else {
+        [
+            "keep typing — the prompt arms when you pause",
+            "arms when you pause",
+            "arms on a pause",
+        ]
+    };
+    states
+        .iter()
+        .flat_map(|state| {
+            [
+                format!(" Permission needed{count} · {state} "),
+                format!(" Permission{count} · {state} "),
+            ]
+        })
+        .chain([
+            format!(" Permission needed{count} "),
+            " Permission ".to_owned(),
+        ])
+        .find(|title| title.chars().count() <= room)
+        .unwrap_or_default()
+}
+
+pub(crate) fn render_permission_prompt(
+    state: &AppState,
+    area: Rect,
+    buf: &mut Buffer,
+    now: Instant,
+) {
     if area.height == 0 || area.width == 0 {
         return;
     }
@@ -185,33 +297,48 @@ pub(crate) fn render_permission_prompt(state: &AppState, area: Rect, buf: &mut B
         return;
     };
     Clear.render(area, buf);
+    let armed = state.permission_armed(Some(now));
     let kinds = prompt.kinds();
-    let waiting = state.permission_prompts.len();
-    let title = if waiting > 1 {
-        format!(" Permission needed (1 of {waiting}) ")
-    } else {
-        " Permission needed ".to_owned()
-    };
+    let room = usize::from(area.width.saturating_sub(4));
+    let writing = prompt.feedback.is_some();
+    let title = title(state.permission_prompts.len(), armed, writing, room);
     let keys = key_summary(&kinds);
     let esc = format!("{STOP_KEY} {}", esc_action(&kinds));
-    let room = usize::from(area.width.saturating_sub(4));
-    let footer = [
-        format!(" {keys} · ↑↓ Enter · {esc} "),
-        format!(" {keys} · {esc} "),
-        format!(" {esc} "),
-    ]
-    .into_iter()
-    .find(|footer| footer.chars().count() <= room)
-    .unwrap_or_default();
+    let with_note = if reject_choice(&kinds).is_some() {
+        format!(" · {FEEDBACK_KEY} note")
+    } else {
+        String::new()
+    };
+    let footers = if writing {
+        [
+            format!(" Enter rejects with this note · {STOP_KEY} back to the options "),
+            format!(" Enter rejects · {STOP_KEY} back "),
+            String::new(),
+            String::new(),
+        ]
+    } else {
+        [
+            format!(" {keys} · ↑↓ Enter{with_note} · {esc} "),
+            format!(" {keys}{with_note} · {esc} "),
+            format!(" {keys} · {esc} "),
+            format!(" {esc} "),
+        ]
+    };
+    let footer = footers
+        .into_iter()
+        .find(|footer| footer.chars().count() <= room)
+        .unwrap_or_default();
+    let border = if armed || writing {
+        Style::default().fg(Color::Yellow)
+    } else {
+        Style::default()
+            .fg(Color::Yellow)
+            .add_modifier(Modifier::DIM)
+    };
     let block = Block::default()
         .borders(Borders::ALL)
-        .border_style(Style::default().fg(Color::Yellow))
-        .title(Span::styled(
-            title,
-            Style::default()
-                .fg(Color::Yellow)
-                .add_modifier(Modifier::BOLD),
-        ))
+        .border_style(border)
+        .title(Span::styled(title, border.add_modifier(Modifier::BOLD)))
         .title_bottom(Span::styled(
             footer,
             Style::default().add_modifier(Modifier::DIM),
@@ -221,7 +348,7 @@ pub(crate) fn render_permission_prompt(state: &AppState, area: Rect, buf: &mut B
     if inner.height == 0 || inner.width == 0 {
         return;
     }
-    let rows = prompt_rows(prompt, cell, usize::from(inner.width));
+    let rows = prompt_rows(prompt, cell, usize::from(inner.width), armed);
     let (_, added, removed) = diff_counts(&cell.diff);
     let note = format!("+{added} -{removed} in all");
     for (index, line) in fit(rows, usize::from(inner.height), &note)

@@ -4,6 +4,7 @@ use super::{plural, AppEffect, AppState};
 use crate::app::activity::UsageBook;
 use crate::app::mentions;
 use crate::app::menu::{parse_slash, Action, Overlay};
+use crate::app::permission::standing_answers_notice;
 use crate::app::settings::SettingsDraft;
 use crate::app::transcript::{CellBody, NoticeLevel};
 use crate::orchestrator::Command;
@@ -160,6 +161,21 @@ impl AppState {
                     ),
                 );
                 vec![AppEffect::Copy(answer)]
+            }
+            Action::ChooseModel => self.open_model_picker(),
+            Action::StandingPermissions => {
+                let message = standing_answers_notice(
+                    self.transcript
+                        .cells()
+                        .iter()
+                        .filter_map(|cell| match &cell.body {
+                            CellBody::Permission(permission) => Some(permission),
+                            _ => None,
+                        }),
+                    self.agent_transport,
+                );
+                self.notice(NoticeLevel::Info, message);
+                Vec::new()
             }
             Action::Settings => self.open_overlay(Overlay::Settings(SettingsDraft::new(
                 self.retry_policy.clone(),

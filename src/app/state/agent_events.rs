@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::{plural, AppEffect, AppState, StopState, TurnState};
+use super::{plural, AppEffect, AppState, AskedPermission, StopState, TurnState};
 use crate::app::activity::PhaseTracker;
 use crate::app::failure_text::{failure_facts, failure_headline, next_step};
 use crate::app::notice_kind::NoticeKind;
@@ -18,11 +18,12 @@ use crate::app::transcript::{
     PlanCell, PlanItem, PlanStatus, RetryCountdown, ThoughtCell, ToolCell, ToolStatus, UserCell,
 };
 use crate::orchestrator::{Command, OrchestratorEvent, TurnId, TurnOutcome};
-use crate::provider::pi::rpc::{AgentQueue, AgentStatus};
+use crate::provider::pi::rpc::AgentQueue;
 use crate::provider::StopProgress;
 use crate::sanitize::untrusted_owned;
 use crate::stream::{
-    AgentMessage, Failure, PermissionRequest, PermissionResolver, PlanEntry, StopStage,
+    AgentMessage, Failure, PermissionOptionKind, PermissionRequest, PermissionResolver, PlanEntry,
+    StopStage,
 };
 
 impl AppState {
@@ -50,6 +51,7 @@ impl AppState {
                     attempt_assistant_cells: Vec::new(),
                     tools: HashMap::new(),
                     permissions: HashMap::new(),
+                    last_rejection: None,
                     end_shown: false,
                 });
             }
@@ -154,12 +156,7 @@ impl AppState {
                     follow_up: clean(&queue.follow_up),
                 };
             }
-            OrchestratorEvent::AgentStatusChanged(status) => {
-                self.agent_status = AgentStatus {
-                    model: status.model.map(|model| untrusted_owned(&model)),
-                    thinking_level: status.thinking_level.map(|level| untrusted_owned(&level)),
-                };
-            }
+            OrchestratorEvent::AgentStatusChanged(status) => self.on_agent_status(status),
             OrchestratorEvent::Notice {
                 turn,
                 kind,
@@ -228,6 +225,21 @@ impl AppState {
     }
 
     fn on_agent_message(&mut self, message: AgentMessage, now: Instant) {
+        if let Some(turn) = self.turn.as_mut() {
+            // The agent went on after a rejection: it did not end the turn there.
+            let went_on = match &message {
+                AgentMessage::Assistant { delta } | AgentMessage::Thinking { delta } => {
+                    !delta.is_empty()
+                }
+                AgentMessage::ToolCall { .. }
+                | AgentMessage::PermissionRequest(_)
+                | AgentMessage::Plan { .. } => true,
+                _ => false,
+            };
+            if went_on {
+                turn.last_rejection = None;
+            }
+        }
         self.live_thinking.observe(&mut self.transcript, &message);
         self.usage_book.observe(&message);
         if let Some(phase) = self.phase.as_mut() {
@@ -325,6 +337,16 @@ impl AppState {
             AgentMessage::Completed { stop_reason, .. } => {
                 self.finish_running_tools(now);
                 self.close_permission_prompts(PermissionOutcome::Unanswered);
+                if let Some(rejected) = self
+                    .turn
+                    .as_mut()
+                    .and_then(|turn| turn.last_rejection.take())
+                {
+                    self.notice(
+                        NoticeLevel::Info,
+                        format!("The agent ended the turn at the rejection ({rejected})."),
+                    );
+                }
                 if matches!(stop_reason.as_str(), "length" | "max_tokens") {
                     self.notice(
                         NoticeLevel::Warning,
@@ -397,6 +419,16 @@ impl AppState {
                         };
                         self.notice(NoticeLevel::Info, format!("↳ {how}: {message}"));
                     }
+                    NoticeKind::PermissionFeedback => {
+                        self.notice(
+                            NoticeLevel::Info,
+                            format!(
+                                "↳ rejected with a note: this agent's protocol cannot send a note \
+                                 with a rejection, so yours goes to it as the next prompt: \
+                                 {message}"
+                            ),
+                        );
+                    }
                     NoticeKind::Warning | NoticeKind::FreshSession => {
                         self.notice(NoticeLevel::Warning, message);
                     }
@@ -411,8 +443,13 @@ impl AppState {
             // The orchestrator's own RetryScheduled event carries this; ignore the echo.
             AgentMessage::RetryScheduled { .. } => {}
             AgentMessage::PermissionRequest(request) => self.on_permission_request(*request, now),
-            AgentMessage::PermissionResolved { id, outcome, by } => {
-                self.on_permission_resolved(&id, &outcome, by, now);
+            AgentMessage::PermissionResolved {
+                id,
+                outcome,
+                by,
+                message,
+            } => {
+                self.on_permission_resolved(&id, &outcome, by, message.as_deref(), now);
             }
             AgentMessage::Plan { entries } => self.on_plan(&entries),
         }
@@ -439,18 +476,32 @@ impl AppState {
         )));
         let shown_at = self.permission_prompts.is_empty().then_some(now);
         if let Some(running) = self.turn.as_mut() {
-            running
-                .permissions
-                .insert(request.id.clone(), (cell, request.options.clone()));
+            running.permissions.insert(
+                request.id.clone(),
+                AskedPermission {
+                    cell,
+                    options: request.options.clone(),
+                    tool_call_id: request.tool_call_id.clone(),
+                },
+            );
         }
-        self.permission_prompts.push_back(PermissionPrompt {
+        // The call waits for the user from now on; that is not running time.
+        if let Some(call) = &request.tool_call_id {
+            self.update_tool(call, |tool| {
+                if let ToolStatus::Running { since } = tool.status {
+                    tool.status = ToolStatus::WaitingForYou {
+                        ran: now.saturating_duration_since(since),
+                    };
+                }
+            });
+        }
+        self.permission_prompts.push_back(PermissionPrompt::new(
             turn,
-            id: request.id,
-            options: request.options,
+            request.id,
+            request.options,
             cell,
-            selected: 0,
             shown_at,
-        });
+        ));
     }
 
     /// How a request was answered (by the user through the provider, by the configured policy,
@@ -461,6 +512,7 @@ impl AppState {
         id: &str,
         outcome: &str,
         by: PermissionResolver,
+        message: Option<&str>,
         now: Instant,
     ) {
         let known = self
@@ -469,13 +521,44 @@ impl AppState {
             .and_then(|turn| turn.permissions.get(id))
             .cloned();
         match known {
-            Some((cell, options)) => {
+            Some(AskedPermission {
+                cell,
+                options,
+                tool_call_id,
+            }) => {
+                if let Some(call) = &tool_call_id {
+                    // Answered: the call is the agent's again, its clock goes on.
+                    self.update_tool(call, |tool| {
+                        if let ToolStatus::WaitingForYou { ran } = tool.status {
+                            tool.status = ToolStatus::Running {
+                                since: now.checked_sub(ran).unwrap_or(now),
+                            };
+                        }
+                    });
+                }
                 let outcome = resolved_outcome(&options, outcome, by);
+                let rejected = matches!(
+                    outcome,
+                    PermissionOutcome::Chosen {
+                        kind: Some(
+                            PermissionOptionKind::RejectOnce | PermissionOptionKind::RejectAlways
+                        ),
+                        ..
+                    }
+                );
+                let mut question = None;
                 self.transcript.update(cell, |body| {
                     if let CellBody::Permission(permission) = body {
                         permission.outcome = outcome;
+                        if let Some(note) = message {
+                            permission.feedback = Some(untrusted_owned(note));
+                        }
+                        question = Some(permission.question());
                     }
                 });
+                if let Some(turn) = self.turn.as_mut().filter(|_| rejected) {
+                    turn.last_rejection = question;
+                }
                 if let Some(index) = self
                     .permission_prompts
                     .iter()
@@ -782,6 +865,7 @@ impl AppState {
 fn running_for(status: ToolStatus, now: Instant) -> Duration {
     match status {
         ToolStatus::Running { since } => now.saturating_duration_since(since),
+        ToolStatus::WaitingForYou { ran } => ran,
         ToolStatus::Done { elapsed }
         | ToolStatus::Failed { elapsed }
         | ToolStatus::Interrupted { elapsed } => elapsed,

@@ -43,20 +43,31 @@ impl AppState {
         if self.overlay.is_some() {
             return self.on_overlay_key(key);
         }
-        // An open permission prompt takes every key but the chat's chords (help, menu, ...):
-        // Esc answers it rather than stopping the turn, and nothing is typed behind it.
+        // An open permission prompt comes after the chat's chords (help, menu, ...). Armed, it
+        // takes the keys it answers to (Esc rejects rather than stopping the turn); any other
+        // key, and every key before it arms, is typing and goes to the composer.
         if !self.permission_prompts.is_empty() {
-            return match command {
-                Some(command) => self.run_key_command(command, now),
-                None => self.on_permission_key(key, now),
-            };
+            if let Some(command) = command {
+                return self.run_key_command(command, now);
+            }
+            if let Some(effects) = self.on_permission_key(key, now) {
+                return effects;
+            }
+            self.note_typing(now);
+            // No completion popup over a prompt: it would take Enter and Tab unseen.
+            self.popup = None;
+            return self.on_chat_key(key);
         }
         if let Some(effects) = self.on_popup_key(key) {
+            self.note_typing(now);
             return effects;
         }
         let mut effects = match command {
             Some(command) => self.run_key_command(command, now),
-            None => self.on_chat_key(key),
+            None => {
+                self.note_typing(now);
+                self.on_chat_key(key)
+            }
         };
         if self.overlay.is_none() {
             effects.extend(self.refresh_popup());
@@ -119,8 +130,10 @@ impl AppState {
                 self.composer.recall_newer();
                 Vec::new()
             }
+            // Shift+Tab: the agent's next thinking level.
+            KeyCode::BackTab => self.cycle_thinking_level(),
             // Tab with no popup: nothing to complete (no tab characters in prompts).
-            KeyCode::Tab | KeyCode::BackTab => Vec::new(),
+            KeyCode::Tab => Vec::new(),
             _ => {
                 self.composer.input(key);
                 Vec::new()
@@ -128,10 +141,29 @@ impl AppState {
         }
     }
 
+    /// A paste, with no clock.
     pub fn on_paste(&mut self, text: &str) {
-        if self.overlay.is_some() || !self.permission_prompts.is_empty() {
+        self.paste(text, None);
+    }
+
+    /// A paste at `now` (the event loop's entry point): like a key, it is typing.
+    pub fn on_paste_at(&mut self, text: &str, now: Instant) {
+        self.paste(text, Some(now));
+    }
+
+    /// The user typed at `now`: an open prompt waits for the next pause before it arms.
+    fn note_typing(&mut self, now: Option<Instant>) {
+        if now.is_some() {
+            self.typed_at = now;
+        }
+    }
+
+    fn paste(&mut self, text: &str, now: Option<Instant>) {
+        if self.overlay.is_some() || self.paste_feedback(text) {
             return;
         }
+        // Never an answer: pasted text goes to the composer, whatever the prompt's state.
+        self.note_typing(now);
         // Pasted text is the user's own, but a stray escape sequence in it would still reach
         // the terminal when the input is drawn.
         let text = text.replace("\r\n", "\n").replace('\r', "\n");

@@ -24,6 +24,7 @@ impl AppState {
             Overlay::HistorySearch(search) => self.on_history_search_key(search, key),
             Overlay::Conversations(picker) => self.on_conversations_key(picker, key),
             Overlay::Settings(draft) => self.on_settings_key(draft, key),
+            Overlay::ModelPicker(picker) => self.on_model_picker_key(picker, key),
         }
     }
 

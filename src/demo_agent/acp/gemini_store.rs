@@ -189,6 +189,7 @@ impl GeminiSession {
         state::log_request(&DemoRequest {
             session_id: self.id.clone(),
             messages: request.clone(),
+            model: None,
         });
         let now = state::now_ms();
         let message = Message::user(now, prompt);

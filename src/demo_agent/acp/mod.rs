@@ -5,11 +5,17 @@
 //!
 //! Requests served: `initialize` (protocol 1, `loadSession: true`, no auth methods),
 //! `authenticate` (accepted), `session/new`, `session/load` (replays the stored conversation as
-//! `user_message_chunk`/`agent_message_chunk` updates, then `{}`), `session/prompt` (plays a
-//! scenario, see `scenarios`), the notification `session/cancel`. Anything else: `-32601 Method
-//! not found`. A line that is not JSON: `-32700 Parse error` with `id: null`.
+//! `user_message_chunk`/`agent_message_chunk` updates, then the session's models and modes),
+//! `session/prompt` (plays a scenario, see `scenarios`), the notification `session/cancel`,
+//! `session/set_model` and `session/set_mode`. Anything else: `-32601 Method not found`. A line
+//! that is not JSON: `-32700 Parse error` with `id: null`.
 //! An unknown session id: `-32002 "Session not found: <id>"`, `data: {sessionId}`.
 //!
+//! - Two models and two modes (`wire::MODELS`, `wire::MODES`): `session/new` and `session/load`
+//!   return them with the current one (`models`, `modes`); `session/set_model` /
+//!   `session/set_mode` switch the session (an unknown id: `-32602 Invalid params`), a mode
+//!   switch is announced with a `current_mode_update`, and each switch is logged on stderr and
+//!   to `settings.jsonl` in the state dir (`{"session_id","method","value"}`).
 //! - The agent's own requests (`session/request_permission`) have integer ids from 0, as Gemini's.
 //! - One prompt runs at a time: a `session/prompt` arriving while one runs is served after it;
 //!   other requests are answered at once, also mid-turn.
@@ -107,6 +113,8 @@ pub(crate) struct Agent {
     tool_calls: u64,
     /// Prompts that arrived while another one ran.
     backlog: VecDeque<Value>,
+    /// Each session's model and mode (indexes into `wire::MODELS` and `wire::MODES`).
+    choices: HashMap<String, (usize, usize)>,
 }
 
 /// Runs the ACP mode until stdin closes; returns the exit status.
@@ -144,6 +152,7 @@ pub(crate) fn run(scenario: Option<&str>, stay_on_eof: bool, flavour: Flavour) -
         next_request_id: 0,
         tool_calls: 0,
         backlog: VecDeque::new(),
+        choices: HashMap::new(),
     };
     agent.serve()
 }
@@ -238,13 +247,15 @@ impl Agent {
                 let session = AcpSession::create(self.flavour, &cwd);
                 let session_id = session.id().to_owned();
                 self.sessions.insert(session_id.clone(), session);
-                let mut result = json!({"sessionId": session_id});
-                if self.flavour == Flavour::Gemini {
-                    result["modes"] = wire::gemini_modes();
-                }
+                let mut result = match self.flavour {
+                    Flavour::Gemini => json!({"modes": wire::gemini_modes()}),
+                    Flavour::Default => self.choices_of(&session_id),
+                };
+                result["sessionId"] = json!(session_id);
                 wire::result(id, result)
             }
             "session/load" => return self.load(id, params),
+            "session/set_model" | "session/set_mode" => return self.set_choice(id, method, params),
             _ => wire::error(
                 id,
                 -32601,
@@ -283,7 +294,8 @@ impl Agent {
             self.send(&wire::update(&session_id, update))?;
         }
         if self.flavour == Flavour::Default {
-            self.send(&wire::result(id, json!({})))?;
+            let choices = self.choices_of(&session_id);
+            self.send(&wire::result(id, choices))?;
         }
         Ok(())
     }
@@ -294,6 +306,50 @@ impl Agent {
             Flavour::Default => wire::prompt_result("end_turn", input_tokens, output_tokens),
             Flavour::Gemini => wire::gemini_prompt_result("end_turn", input_tokens, output_tokens),
         }
+    }
+
+    /// The session's `models` and `modes` as `session/new` returns them.
+    fn choices_of(&mut self, session_id: &str) -> Value {
+        let (model, mode) = *self.choices.entry(session_id.to_owned()).or_default();
+        json!({
+            "models": wire::models_state(wire::MODELS[model].0),
+            "modes": wire::modes_state(wire::MODES[mode].0),
+        })
+    }
+
+    /// `session/set_model` / `session/set_mode`: switches the session, says so, logs it.
+    fn set_choice(&mut self, id: &Value, method: &str, params: &Value) -> io::Result<()> {
+        let session_id = params["sessionId"].as_str().unwrap_or_default().to_owned();
+        if !self.sessions.contains_key(&session_id) {
+            return self.send(&wire::session_not_found(id, &session_id));
+        }
+        let (field, known): (&str, Vec<&str>) = if method == "session/set_model" {
+            ("modelId", wire::MODELS.iter().map(|(id, _)| *id).collect())
+        } else {
+            ("modeId", wire::MODES.iter().map(|(id, _, _)| *id).collect())
+        };
+        let wanted = params[field].as_str().unwrap_or_default();
+        let Some(index) = known.iter().position(|known| *known == wanted) else {
+            return self.send(&wire::error(
+                id,
+                -32602,
+                "Invalid params",
+                Some(json!({"message": format!("unknown {field} {wanted:?}")})),
+            ));
+        };
+        let choice = self.choices.entry(session_id.clone()).or_default();
+        if method == "session/set_model" {
+            choice.0 = index;
+        } else {
+            choice.1 = index;
+        }
+        eprintln!("demo agent (acp): {method} {wanted} (session {session_id})");
+        super::state::record_setting(&session_id, method, wanted);
+        if method == "session/set_mode" {
+            let update = json!({"sessionUpdate": "current_mode_update", "currentModeId": wanted});
+            self.send(&wire::update(&session_id, update))?;
+        }
+        self.send(&wire::result(id, json!({})))
     }
 
     /// Plays one `session/prompt`; `Some(code)` when the agent must exit.

@@ -14,6 +14,7 @@
 //! | `thinking` | `agent_thought_chunk` deltas, then text |
 //! | `plan` | a `plan` (3 entries: content/priority/status), text, the plan all completed, text |
 //! | `permission` | text; `tool_call` execute/pending `touch agentty-demo.txt` (`rawInput.command`); `session/request_permission` with `allow_once` "Allow", `allow_always` "Always allow", `reject_once` "Reject", `reject_always` "Never". Allowed: runs it in the session cwd, `tool_call_update` in_progress (`_meta.agenttyDemo.pid`), then completed with the output as content, text "Done.". Rejected: `tool_call_update` failed, text saying it did not run. Cancelled: `stopReason: cancelled` |
+//! | `permission-delayed` | text, then a pause of 2 s (script time: the user goes on typing), then the `permission` scenario's command asked with Claude's options (`allow_always` first). Allowed: runs it, text "Done.". Rejected: `tool_call_update` failed and the turn ends at once, with no text (as the Claude and Codex adapters end it) |
 //! | `permission-unannounced` | gemini-like: no `tool_call`, the call exists only in the request's `toolCall`; options `proceed_always`, `proceed_once`, `cancel`. Allowed: runs it, one `tool_call_update` completed (content `[]`). Rejected: no update, text |
 //! | `edit` | `tool_call` kind edit with `locations [{path}]` and content `[{type:"diff", path, oldText, newText}]` for `<cwd>/agentty-demo.md` (`oldText` null when it does not exist); Claude's options (`allow_always`, `allow`, `reject`). Allowed: appends a line to the file, `tool_call_update` completed |
 //! | `sleep` | `tool_call` execute in_progress `sleep 100`, run as a real process group (pid in the `in_progress` update's `_meta.agenttyDemo.pid`); `session/cancel` kills the group, `tool_call_update` failed, `cancelled` |
@@ -48,6 +49,10 @@ pub(crate) const SCENARIOS: &[(&str, &str)] = &[
     (
         "permission",
         "an announced command asks permission (4 options); allowed, it runs",
+    ),
+    (
+        "permission-delayed",
+        "asks after a 2 s pause, allow-always first; a rejection ends the turn",
     ),
     (
         "permission-unannounced",
@@ -117,6 +122,7 @@ pub(crate) enum Scenario {
     Thinking,
     Plan,
     Permission,
+    PermissionDelayed,
     PermissionUnannounced,
     Edit,
     Sleep,
@@ -148,6 +154,7 @@ impl Scenario {
             "thinking" => Self::Thinking,
             "plan" => Self::Plan,
             "permission" => Self::Permission,
+            "permission-delayed" => Self::PermissionDelayed,
             "permission-unannounced" => Self::PermissionUnannounced,
             "edit" => Self::Edit,
             "sleep" => Self::Sleep,
@@ -193,6 +200,7 @@ pub(crate) fn play(scenario: Scenario, turn: &mut Turn, prompt: &str) -> Result<
         }
         Scenario::Plan => plan(turn)?,
         Scenario::Permission => permission(turn)?,
+        Scenario::PermissionDelayed => permission_delayed(turn)?,
         Scenario::PermissionUnannounced => permission_unannounced(turn)?,
         Scenario::Edit => edit(turn)?,
         Scenario::Sleep => sleep(turn)?,
@@ -304,8 +312,34 @@ fn plan(turn: &mut Turn) -> Result<(), Halt> {
 
 const TOUCH: &str = "touch agentty-demo.txt";
 
+/// How long `permission-delayed` waits before it asks (script time).
+const ASK_DELAY_MS: u64 = 2_000;
+
 fn permission(turn: &mut Turn) -> Result<(), Halt> {
     turn.say("I'll create agentty-demo.txt.")?;
+    let (id, tool_call) = announce_touch(turn)?;
+    match turn.ask_permission(tool_call, wire::four_options())? {
+        Decision::Allowed => run_touch(turn, &id),
+        Decision::Rejected => {
+            turn.refuse_tool_call(&id, "command")?;
+            turn.say("I did not run the command: permission was refused.")
+        }
+    }
+}
+
+fn permission_delayed(turn: &mut Turn) -> Result<(), Halt> {
+    turn.say("Let me look around before I create agentty-demo.txt.")?;
+    turn.wait(ASK_DELAY_MS)?;
+    let (id, tool_call) = announce_touch(turn)?;
+    match turn.ask_permission(tool_call, wire::claude_options())? {
+        Decision::Allowed => run_touch(turn, &id),
+        // The turn ends here, with nothing more said.
+        Decision::Rejected => Ok(turn.refuse_tool_call(&id, "command")?),
+    }
+}
+
+/// Announces the `touch` call (`tool_call` pending); its id and the call for the request.
+fn announce_touch(turn: &mut Turn) -> Result<(String, serde_json::Value), Halt> {
     let id = turn.tool_call_id();
     let tool_call = json!({
         "toolCallId": id,
@@ -319,23 +353,20 @@ fn permission(turn: &mut Turn) -> Result<(), Halt> {
     let mut announced = tool_call.clone();
     announced["sessionUpdate"] = json!("tool_call");
     turn.update(announced)?;
-    match turn.ask_permission(tool_call, wire::four_options())? {
-        Decision::Allowed => {
-            let outcome = turn.run_command(&id, TOUCH, true)?;
-            turn.update(json!({
-                "sessionUpdate": "tool_call_update",
-                "toolCallId": id,
-                "status": outcome.tool_status(),
-                "content": [wire::text_content(&outcome.result_text())],
-                "rawOutput": {"output": outcome.output, "exitCode": outcome.exit_code},
-            }))?;
-            turn.say("Done.")
-        }
-        Decision::Rejected => {
-            turn.refuse_tool_call(&id, "command")?;
-            turn.say("I did not run the command: permission was refused.")
-        }
-    }
+    Ok((id, tool_call))
+}
+
+/// Runs the allowed `touch` call and reports it.
+fn run_touch(turn: &mut Turn, id: &str) -> Result<(), Halt> {
+    let outcome = turn.run_command(id, TOUCH, true)?;
+    turn.update(json!({
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": id,
+        "status": outcome.tool_status(),
+        "content": [wire::text_content(&outcome.result_text())],
+        "rawOutput": {"output": outcome.output, "exitCode": outcome.exit_code},
+    }))?;
+    turn.say("Done.")
 }
 
 fn permission_unannounced(turn: &mut Turn) -> Result<(), Halt> {
@@ -459,7 +490,7 @@ mod tests {
         for name in names() {
             assert!(Scenario::from_name(name).is_some(), "{name}");
         }
-        assert_eq!(names().count(), 21);
+        assert_eq!(names().count(), 22);
     }
 
     #[test]
@@ -467,6 +498,10 @@ mod tests {
         assert_eq!(
             Scenario::for_prompt("please ask permission"),
             Scenario::Permission
+        );
+        assert_eq!(
+            Scenario::for_prompt("permission-delayed please"),
+            Scenario::PermissionDelayed
         );
         assert_eq!(
             Scenario::for_prompt("permission-unannounced please"),

@@ -6,6 +6,35 @@ use serde_json::{json, Value};
 /// The demo "model" behind the agent, named in the usage `_meta`.
 pub(crate) const MODEL: &str = "demo-acp-1";
 
+/// The models the agent offers: (`modelId`, name); the first is where a session starts.
+pub(crate) const MODELS: [(&str, &str); 2] =
+    [(MODEL, "Demo ACP One"), ("demo-acp-2", "Demo ACP Two")];
+
+/// The session modes the agent offers: (`id`, name, description); the first is where a session
+/// starts.
+pub(crate) const MODES: [(&str, &str, &str); 2] = [
+    ("default", "Default", "Ask before every tool call"),
+    ("accept-edits", "Accept edits", "Edit files without asking"),
+];
+
+/// `session/new`'s (and `session/load`'s) `models`: the list and the current one.
+pub(crate) fn models_state(current: &str) -> Value {
+    let available: Vec<Value> = MODELS
+        .iter()
+        .map(|(id, name)| json!({"modelId": id, "name": name}))
+        .collect();
+    json!({"currentModelId": current, "availableModels": available})
+}
+
+/// `session/new`'s (and `session/load`'s) `modes`: the list and the current one.
+pub(crate) fn modes_state(current: &str) -> Value {
+    let available: Vec<Value> = MODES
+        .iter()
+        .map(|(id, name, description)| json!({"id": id, "name": name, "description": description}))
+        .collect();
+    json!({"currentModeId": current, "availableModes": available})
+}
+
 /// The tokens a prompt costs before its own text (a system prompt and tool definitions).
 const BASE_INPUT_TOKENS: u64 = 1_100;
 

@@ -73,9 +73,9 @@ pub struct AcpQuirks {
     pub reloads_in_process: bool,
 }
 
-/// A permission answer from the user: the request id and the option chosen (`None`:
-/// cancelled).
-type Answer = (String, Option<String>);
+/// A permission answer from the user: the request id, the option chosen (`None`: cancelled)
+/// and the user's note with a rejection (recorded in `permission.resolved`; ACP cannot carry it).
+type Answer = (String, Option<String>, Option<String>);
 
 /// The ACP transport of a backend.
 pub(crate) struct AcpProvider {
@@ -128,13 +128,13 @@ impl Provider for AcpProvider {
         crate::provider::Transport::Acp
     }
 
-    fn answer_permission(&self, id: &str, option: Option<String>) -> bool {
+    fn answer_permission(&self, id: &str, option: Option<String>, message: Option<String>) -> bool {
         let Ok(answers) = self.answers.lock() else {
             return false;
         };
         answers
             .as_ref()
-            .is_some_and(|answers| answers.send((id.to_owned(), option)).is_ok())
+            .is_some_and(|answers| answers.send((id.to_owned(), option, message)).is_ok())
     }
 
     fn session_restored(&self) {
@@ -306,11 +306,11 @@ impl AcpAttempt {
                     mapping.map_stderr_line(&line, &mut out);
                     self.sink.flush(&mut out).await;
                 }
-                Some((id, option)) = answers.recv() => {
+                Some((id, option, message)) = answers.recv() => {
                     if let Some(permission) = open.remove(&id) {
                         let valid = option.as_ref().is_none_or(|chosen| permission.request.options.iter().any(|offered| offered.id == *chosen));
                         if valid {
-                            self.resolve(session, &mut mapping, &permission, option, PermissionResolver::User).await;
+                            self.resolve_with(session, &mut mapping, &permission, option, PermissionResolver::User, message).await;
                         } else {
                             tracing::warn!(id, ?option, "an answer the agent did not offer; ignored");
                             open.insert(id, permission);
@@ -441,6 +441,21 @@ impl AcpAttempt {
         option: Option<String>,
         by: PermissionResolver,
     ) {
+        self.resolve_with(session, mapping, permission, option, by, None)
+            .await;
+    }
+
+    /// Answers a permission request and says how, with the user's note (which the protocol
+    /// has no place for: only `permission.resolved` records it).
+    async fn resolve_with(
+        &mut self,
+        session: &AcpSession,
+        mapping: &mut AttemptMapping,
+        permission: &OpenPermission,
+        option: Option<String>,
+        by: PermissionResolver,
+        message: Option<String>,
+    ) {
         let outcome = match &option {
             Some(option) => json!({"outcome": "selected", "optionId": option}),
             None => json!({"outcome": PERMISSION_CANCELLED}),
@@ -452,6 +467,7 @@ impl AcpAttempt {
             id: permission.request.id.clone(),
             outcome: option.unwrap_or_else(|| PERMISSION_CANCELLED.to_owned()),
             by,
+            message,
         }];
         mapping.map_client_line(&answer, &mut out);
         self.sink.flush(&mut out).await;

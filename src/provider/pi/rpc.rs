@@ -37,7 +37,8 @@ use tokio::time::Instant;
 use crate::process::{ExitReport, Line, StopControl};
 use crate::provider::runner::{self, AttemptMapping, EndedBy};
 use crate::provider::{
-    AgentStream, AttemptRequest, Backend, Interjection, Provider, SessionCheckpoint, SessionRef,
+    AgentSetting, AgentStream, AttemptRequest, Backend, Interjection, Provider, SessionCheckpoint,
+    SessionRef,
 };
 use crate::stream::{notice_kind, AgentMessage, Failure, FailureReason};
 
@@ -65,16 +66,67 @@ pub struct RpcProvider {
     live: LiveSlot<RpcSession>,
     /// The running attempt's command writer, for steer and follow-up.
     commands: Arc<Mutex<Option<CommandWriter>>>,
+    /// The live process's stdin, between turns too (settings): set when a process starts.
+    control: Arc<Mutex<Option<CommandWriter>>>,
     queue: watch::Sender<AgentQueue>,
     status: watch::Sender<AgentStatus>,
 }
 
-/// pi's model and thinking level (`get_state`). Tokens and cost come from each turn's own
+/// pi's model and thinking level (`get_state`), the models it offers (`get_available_models`)
+/// and its answer to the last change it refused. Tokens and cost come from each turn's own
 /// figures (the shared stream), the same live and after a resume.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct AgentStatus {
+    /// The model's id.
     pub model: Option<String>,
     pub thinking_level: Option<String>,
+    /// The models the agent offers, in its order (empty: it lists none).
+    pub models: Vec<ModelChoice>,
+    /// The thinking levels the current model takes (empty: it has none).
+    pub thinking_levels: Vec<String>,
+    /// How many changes the agent refused (or did not answer), and what it said the last time.
+    pub refusals: u64,
+    pub refusal: Option<String>,
+}
+
+/// One model the agent offers.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ModelChoice {
+    /// The agent's id for it (sent back unchanged to choose it).
+    pub id: String,
+    /// What to call it (the id when the agent gives no name).
+    pub name: String,
+    /// The agent's provider for it (pi's `set_model` names both).
+    pub provider: Option<String>,
+    /// Whether it takes a thinking level.
+    pub reasoning: bool,
+}
+
+/// pi's thinking levels (`xhigh` is left out: only some models take it).
+const THINKING_LEVELS: [&str; 5] = ["off", "minimal", "low", "medium", "high"];
+/// How long pi may take to answer a settings command.
+const SETTING_TIMEOUT: Duration = Duration::from_secs(10);
+
+impl ModelChoice {
+    /// A pi `Model` object.
+    fn of(model: &Value) -> Option<Self> {
+        let id = model["id"].as_str()?.to_owned();
+        Some(Self {
+            name: model["name"].as_str().unwrap_or(&id).to_owned(),
+            provider: model["provider"].as_str().map(str::to_owned),
+            reasoning: model["reasoning"].as_bool().unwrap_or(false),
+            id,
+        })
+    }
+}
+
+/// The thinking levels a model takes.
+fn levels_for(model: &Value) -> Vec<String> {
+    if model["reasoning"].as_bool().unwrap_or(false) {
+        THINKING_LEVELS.map(str::to_owned).to_vec()
+    } else {
+        Vec::new()
+    }
 }
 
 impl RpcProvider {
@@ -83,6 +135,7 @@ impl RpcProvider {
             backend,
             live: LiveSlot::new(),
             commands: Arc::new(Mutex::new(None)),
+            control: Arc::new(Mutex::new(None)),
             queue: watch::channel(AgentQueue::default()).0,
             status: watch::channel(AgentStatus::default()).0,
         }
@@ -109,6 +162,7 @@ impl Provider for RpcProvider {
             backend: self.backend.clone(),
             live: self.live.clone(),
             commands: self.commands.clone(),
+            control: self.control.clone(),
             queue: self.queue.clone(),
             status: self.status.clone(),
             sink,
@@ -150,10 +204,58 @@ impl Provider for RpcProvider {
     fn warm_up(&self, request: AttemptRequest) {
         let backend = self.backend.clone();
         let status = self.status.clone();
+        let control = self.control.clone();
         self.live.warm_up(
-            async move { RpcSession::start(backend.as_ref(), &request, &status).await },
+            async move { RpcSession::start(backend.as_ref(), &request, &status, &control).await },
             "pi",
         );
+    }
+
+    fn change_setting(&self, setting: AgentSetting) -> bool {
+        let Some(writer) = self.control.lock().ok().and_then(|control| control.clone()) else {
+            return false;
+        };
+        let status = self.status.clone();
+        match setting {
+            AgentSetting::Model(id) => {
+                let provider = status
+                    .borrow()
+                    .models
+                    .iter()
+                    .find(|model| model.id == id)
+                    .and_then(|model| model.provider.clone());
+                let response = writer.request(
+                    "model",
+                    json!({"type": "set_model", "provider": provider, "modelId": id}),
+                );
+                tokio::spawn(async move {
+                    let answer = settled(response).await;
+                    status.send_modify(|status| match answer {
+                        Ok(data) => {
+                            status.model = data["id"].as_str().map(str::to_owned).or(Some(id));
+                            status.thinking_levels = levels_for(&data);
+                        }
+                        Err(refusal) => status.refused(format!("model {id}: {refusal}")),
+                    });
+                });
+            }
+            AgentSetting::ThinkingLevel(level) => {
+                let response = writer.request(
+                    "thinking",
+                    json!({"type": "set_thinking_level", "level": level}),
+                );
+                tokio::spawn(async move {
+                    let answer = settled(response).await;
+                    status.send_modify(|status| match answer {
+                        Ok(_) => status.thinking_level = Some(level),
+                        Err(refusal) => {
+                            status.refused(format!("thinking level {level}: {refusal}"))
+                        }
+                    });
+                });
+            }
+        }
+        true
     }
 
     fn agent_queue(&self) -> Option<watch::Receiver<AgentQueue>> {
@@ -170,6 +272,30 @@ impl Drop for RpcProvider {
         // With no attempt running, end the process now; a running attempt holds `live`, and
         // the process ends when that attempt lets go of it (see `RpcSession`'s drop).
         self.live.release_if_idle();
+    }
+}
+
+impl AgentStatus {
+    /// The agent refused a change (or did not answer it).
+    fn refused(&mut self, why: String) {
+        self.refusals += 1;
+        self.refusal = Some(why);
+    }
+}
+
+/// A settings command's answer: its `data`, or why it did not succeed.
+async fn settled(response: oneshot::Receiver<Value>) -> Result<Value, String> {
+    match tokio::time::timeout(SETTING_TIMEOUT, response).await {
+        Ok(Ok(answer)) if answer["success"] == true => Ok(answer["data"].clone()),
+        Ok(Ok(answer)) => Err(answer["error"]
+            .as_str()
+            .unwrap_or("refused, without saying why")
+            .to_owned()),
+        Ok(Err(_)) => Err("pi ended before answering".to_owned()),
+        Err(_) => Err(format!(
+            "pi did not answer within {} s",
+            SETTING_TIMEOUT.as_secs()
+        )),
     }
 }
 
@@ -205,7 +331,7 @@ impl CommandWriter {
     }
 }
 
-/// pi's responses to commands somebody waits for (`get_state`, `get_session_stats`, the
+/// pi's responses to commands somebody waits for (`get_state`, the
 /// prompt) go to their waiters.
 struct PiResponseRouter(Arc<Mutex<HashMap<String, oneshot::Sender<Value>>>>);
 
@@ -239,6 +365,7 @@ impl RpcSession {
         backend: &dyn Backend,
         request: &AttemptRequest,
         status: &watch::Sender<AgentStatus>,
+        control: &Mutex<Option<CommandWriter>>,
     ) -> Result<Self, AgentMessage> {
         let Some(spec) = backend.rpc_spawn_spec(request) else {
             return Err(runner::start_failed(format!(
@@ -268,15 +395,34 @@ impl RpcSession {
         let state = session
             .writer
             .request("state", json!({"type": "get_state"}));
+        let models = session
+            .writer
+            .request("models", json!({"type": "get_available_models"}));
         match session.await_response(state, START_TIMEOUT).await {
             Ok(state) => {
                 let data = &state["data"];
                 session.session_id = data["sessionId"].as_str().map(str::to_owned);
                 session.session_file = data["sessionFile"].as_str().map(str::to_owned);
+                // A pi that lists no models (or fails to) still runs: `/model` then says so.
+                let models = session
+                    .await_response(models, START_TIMEOUT)
+                    .await
+                    .ok()
+                    .filter(|answer| answer["success"] == true);
+                let models: Vec<ModelChoice> = models
+                    .as_ref()
+                    .and_then(|answer| answer["data"]["models"].as_array())
+                    .map(|models| models.iter().filter_map(ModelChoice::of).collect())
+                    .unwrap_or_default();
                 status.send_modify(|status| {
                     status.model = data["model"]["id"].as_str().map(str::to_owned);
                     status.thinking_level = data["thinkingLevel"].as_str().map(str::to_owned);
+                    status.thinking_levels = levels_for(&data["model"]);
+                    status.models = models;
                 });
+                if let Ok(mut control) = control.lock() {
+                    *control = Some(session.writer.clone());
+                }
                 Ok(session)
             }
             Err(report) => {
@@ -455,6 +601,7 @@ struct RpcAttempt {
     backend: Arc<dyn Backend>,
     live: LiveSlot<RpcSession>,
     commands: Arc<Mutex<Option<CommandWriter>>>,
+    control: Arc<Mutex<Option<CommandWriter>>>,
     queue: watch::Sender<AgentQueue>,
     status: watch::Sender<AgentStatus>,
     sink: AttemptSink,
@@ -465,10 +612,11 @@ impl RpcAttempt {
     async fn run(mut self, request: AttemptRequest) {
         let backend = self.backend.clone();
         let status = self.status.clone();
+        let control = self.control.clone();
         let Some(mut slot) = self
             .live
             .claim(&request, &self.stop, &mut self.sink, || {
-                RpcSession::start(backend.as_ref(), &request, &status)
+                RpcSession::start(backend.as_ref(), &request, &status, &control)
             })
             .await
         else {

@@ -1,0 +1,135 @@
+//! The agent's settings in the user's hands: `/model` (the agent's own list of models) and
+//! Shift+Tab (its next thinking level). A change is asked of the agent (`ChangeSetting`) and
+//! shown once the agent confirms it in its status; a refusal is shown as the agent worded it.
+//! Where the agent lists nothing, the picker says so instead of offering nothing.
+
+use crossterm::event::KeyEvent;
+
+use super::{AppEffect, AppState};
+use crate::app::menu::Overlay;
+use crate::app::model_picker::{next_level, ModelPicker, ModelPickerOutcome};
+use crate::app::transcript::NoticeLevel;
+use crate::orchestrator::Command;
+use crate::provider::pi::rpc::{AgentStatus, ModelChoice};
+use crate::provider::AgentSetting;
+use crate::sanitize::untrusted_owned;
+
+impl AppState {
+    /// `/model`: the picker, on the current model.
+    pub(super) fn open_model_picker(&mut self) -> Vec<AppEffect> {
+        let current = self.current_model_choice().map(|model| model.id.clone());
+        let picker = ModelPicker::new(&self.agent_status.models, current.as_deref());
+        self.open_overlay(Overlay::ModelPicker(picker))
+    }
+
+    /// The model the agent runs, among those it lists.
+    pub(crate) fn current_model_choice(&self) -> Option<&ModelChoice> {
+        let current = self.agent_status.model.as_deref()?;
+        self.agent_status
+            .models
+            .iter()
+            .find(|model| untrusted_owned(&model.id) == current)
+    }
+
+    pub(super) fn on_model_picker_key(
+        &mut self,
+        mut picker: ModelPicker,
+        key: KeyEvent,
+    ) -> Vec<AppEffect> {
+        match picker.on_key(key, &self.agent_status.models) {
+            ModelPickerOutcome::Open => {
+                self.overlay = Some(Overlay::ModelPicker(picker));
+                Vec::new()
+            }
+            ModelPickerOutcome::Close => Vec::new(),
+            ModelPickerOutcome::Chosen(id) => {
+                let current = self.current_model_choice().map(|model| model.id.clone());
+                if current.as_deref() == Some(id.as_str()) {
+                    return Vec::new();
+                }
+                self.ask_setting(AgentSetting::Model(id))
+            }
+            ModelPickerOutcome::NextThinkingLevel => {
+                self.overlay = Some(Overlay::ModelPicker(picker));
+                self.cycle_thinking_level()
+            }
+        }
+    }
+
+    /// Shift+Tab: the current model's next thinking level; where there is none, it says so.
+    pub(super) fn cycle_thinking_level(&mut self) -> Vec<AppEffect> {
+        let status = &self.agent_status;
+        let Some(level) = next_level(&status.thinking_levels, status.thinking_level.as_deref())
+        else {
+            let why = if status.models.is_empty() {
+                format!(
+                    "The {} agent reports no modes or thinking levels here: nothing to cycle.",
+                    self.provider
+                )
+            } else {
+                "The current model takes no thinking level: nothing to cycle.".to_owned()
+            };
+            self.show_notice(NoticeLevel::Info, &why);
+            return Vec::new();
+        };
+        self.ask_setting(AgentSetting::ThinkingLevel(level))
+    }
+
+    fn ask_setting(&mut self, setting: AgentSetting) -> Vec<AppEffect> {
+        self.pending_setting = Some(setting.clone());
+        vec![AppEffect::Command(Command::ChangeSetting(setting))]
+    }
+
+    /// The agent's status: kept (what is shown of it made inert); a change the user asked for
+    /// and the agent made, or a refusal, is said once.
+    pub(super) fn on_agent_status(&mut self, status: AgentStatus) {
+        let refused = status.refusals > self.agent_status.refusals;
+        self.agent_status = AgentStatus {
+            model: status.model.map(|model| untrusted_owned(&model)),
+            thinking_level: status.thinking_level.map(|level| untrusted_owned(&level)),
+            models: status
+                .models
+                .into_iter()
+                .map(|model| ModelChoice {
+                    // The id goes back to the agent unchanged; only the rest is shown.
+                    name: untrusted_owned(&model.name),
+                    provider: model.provider.map(|provider| untrusted_owned(&provider)),
+                    ..model
+                })
+                .collect(),
+            thinking_levels: status
+                .thinking_levels
+                .iter()
+                .map(|level| untrusted_owned(level))
+                .collect(),
+            refusal: status.refusal.map(|refusal| untrusted_owned(&refusal)),
+            ..status
+        };
+        if refused {
+            self.pending_setting = None;
+            let refusal = self.agent_status.refusal.clone().unwrap_or_default();
+            self.show_notice(
+                NoticeLevel::Warning,
+                &format!("The agent did not change it: {refusal}"),
+            );
+            return;
+        }
+        let done = match &self.pending_setting {
+            Some(AgentSetting::Model(id)) => self
+                .current_model_choice()
+                .filter(|model| model.id == *id)
+                .map(|model| format!("Model: {} — from the agent's next request on", model.name)),
+            Some(AgentSetting::ThinkingLevel(level)) => self
+                .agent_status
+                .thinking_level
+                .as_ref()
+                .filter(|current| *current == level)
+                .map(|level| format!("Thinking level: {level}")),
+            None => None,
+        };
+        if let Some(done) = done {
+            self.pending_setting = None;
+            self.show_notice(NoticeLevel::Info, &done);
+        }
+    }
+}

@@ -1,0 +1,80 @@
+//! End-to-end in tmux: `/model` on the demo agent over pi's RPC transport (the stand-in for pi).
+//! The picker lists the two models the agent reports, Enter switches to the second, the status
+//! bar shows it, Shift+Tab steps its thinking level, and the next prompt reaches the agent's
+//! "model" as that model (its `requests.jsonl`). Without tmux these tests fail;
+//! `AGENTTY_SKIP_TMUX_TESTS=1` skips them on purpose.
+
+#[path = "support/tmux.rs"]
+mod tmux;
+
+use agentty::demo_agent::state::{requests_file, DemoRequest};
+use tmux::tmux_available;
+
+struct Session {
+    pane: tmux::Pane,
+    state: tempfile::TempDir,
+    _work: tempfile::TempDir,
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.pane.kill_server();
+    }
+}
+
+fn start(width: u16, height: u16) -> Option<Session> {
+    if !tmux_available() {
+        return None;
+    }
+    let state = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let command = format!(
+        "cd {work} && AGENTTY_STATE_DIR={state} AGENTTY_DEMO_STATE_DIR={state}/demo \
+         AGENTTY_DEMO_TIME_SCALE=0.1 exec {bin} --provider demo --transport rpc",
+        work = work.path().display(),
+        state = state.path().display(),
+        bin = env!("CARGO_BIN_EXE_agentty"),
+    );
+    let pane = tmux::Pane::spawn(tmux::socket_name("agentty-model"), width, height, &command);
+    pane.wait_for_text("Ask the agent anything");
+    Some(Session {
+        pane,
+        state,
+        _work: work,
+    })
+}
+
+#[test]
+fn slash_model_switches_pi_to_its_second_model_for_the_next_request() {
+    let Some(session) = start(100, 24) else {
+        return;
+    };
+    let pane = &session.pane;
+    // The agent starts ahead of the first prompt, so its models are known at once.
+    pane.wait_for_text("demo · demo-1 · thinking off");
+    pane.prompt("/model");
+    let picker = pane.wait_for_text("Demo Two (thinks)");
+    eprintln!("the picker:\n{picker}");
+    assert!(picker.contains("● Demo One  · demo"), "{picker}");
+    pane.keys(&["Down", "Enter"]);
+    let switched = pane.wait_for_text("Model: Demo Two (thinks)");
+    assert!(
+        switched.contains("demo · demo-2 · thinking off"),
+        "{switched}"
+    );
+    pane.keys(&["BTab"]);
+    let stepped = pane.wait_for_text("demo · demo-2 · thinking minimal");
+    eprintln!("after /model and Shift+Tab:\n{stepped}");
+    pane.prompt("hello there");
+    pane.wait_for_text("Prompt 1 in session");
+    let requests: Vec<DemoRequest> =
+        std::fs::read_to_string(requests_file(&session.state.path().join("demo")))
+            .unwrap()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+    eprintln!("the requests the agent received: {requests:?}");
+    let last = requests.last().unwrap();
+    assert_eq!(last.messages, ["hello there"]);
+    assert_eq!(last.model.as_deref(), Some("demo-2"));
+}
