@@ -530,3 +530,53 @@ async fn a_later_launch_loads_the_session_and_the_agent_sees_its_history_once() 
         ["remember 42", "what did I say?"]
     );
 }
+
+/// The models an ACP agent lists with its session are the status bar's and `/model`'s; a
+/// choice goes to the running agent as `session/set_model` and shows once accepted, and one
+/// the agent refuses is said in its words.
+#[tokio::test]
+async fn the_agents_models_are_listed_and_a_choice_reaches_it_as_set_model() {
+    use agentty::provider::AgentSetting;
+    let world = AcpWorld::playing("hello");
+    let mut status = world
+        .provider
+        .agent_status()
+        .expect("ACP reports its models");
+    let first = world.turn("hi", SessionRef::New).await;
+    assert!(completed(&first), "{first:?}");
+    {
+        let now = status.borrow_and_update();
+        let ids: Vec<&str> = now.models.iter().map(|model| model.id.as_str()).collect();
+        assert_eq!(ids, ["demo-acp-1", "demo-acp-2"], "{now:?}");
+        assert_eq!(now.model.as_deref(), Some("demo-acp-1"));
+    }
+    assert!(world
+        .provider
+        .change_setting(AgentSetting::Model("demo-acp-2".into())));
+    tokio::time::timeout(Duration::from_secs(10), status.changed())
+        .await
+        .expect("the agent answered")
+        .unwrap();
+    assert_eq!(status.borrow().model.as_deref(), Some("demo-acp-2"));
+    let logged = std::fs::read_to_string(world.demo.state.path().join("settings.jsonl")).unwrap();
+    assert!(
+        logged.contains(r#""method":"session/set_model","value":"demo-acp-2""#),
+        "{logged}"
+    );
+    assert!(world
+        .provider
+        .change_setting(AgentSetting::Model("no-such-model".into())));
+    tokio::time::timeout(Duration::from_secs(10), status.changed())
+        .await
+        .expect("the agent answered")
+        .unwrap();
+    let now = status.borrow();
+    assert_eq!(now.model.as_deref(), Some("demo-acp-2"), "unchanged");
+    assert_eq!(now.refusals, 1);
+    assert!(
+        now.refusal
+            .as_deref()
+            .is_some_and(|why| why.contains("no-such-model")),
+        "{now:?}"
+    );
+}

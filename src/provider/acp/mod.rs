@@ -24,6 +24,7 @@
 
 mod mapper;
 mod session;
+mod settings;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -88,6 +89,8 @@ pub(crate) struct AcpProvider {
     /// The last attempt failed and left nothing in the agent's session: a rollback of the
     /// stored session changes nothing the live process holds.
     failed_clean: Arc<AtomicBool>,
+    /// The agent's models for the status bar and `/model`.
+    shared: settings::AcpShared,
 }
 
 impl AcpProvider {
@@ -98,6 +101,7 @@ impl AcpProvider {
             live: LiveSlot::new(),
             answers: Arc::new(Mutex::new(None)),
             failed_clean: Arc::new(AtomicBool::new(false)),
+            shared: settings::AcpShared::new(),
         }
     }
 }
@@ -114,6 +118,7 @@ impl Provider for AcpProvider {
             live: self.live.clone(),
             answers: self.answers.clone(),
             failed_clean: self.failed_clean.clone(),
+            shared: self.shared.clone(),
             sink,
             stop: stop.clone(),
         };
@@ -137,6 +142,16 @@ impl Provider for AcpProvider {
             .is_some_and(|answers| answers.send((id.to_owned(), option, message)).is_ok())
     }
 
+    fn change_setting(&self, setting: crate::provider::AgentSetting) -> bool {
+        self.shared.change(setting)
+    }
+
+    fn agent_status(
+        &self,
+    ) -> Option<tokio::sync::watch::Receiver<crate::provider::pi::rpc::AgentStatus>> {
+        Some(self.shared.status())
+    }
+
     fn session_restored(&self) {
         if !self.failed_clean.swap(false, Ordering::SeqCst) {
             self.live.mark_stale();
@@ -145,8 +160,9 @@ impl Provider for AcpProvider {
 
     fn warm_up(&self, request: AttemptRequest) {
         let backend = self.backend.clone();
+        let shared = self.shared.clone();
         self.live.warm_up(
-            async move { AcpSession::start(backend.clone(), &request).await },
+            async move { AcpSession::start(backend, &request, shared).await },
             "the ACP agent",
         );
     }
@@ -167,6 +183,7 @@ struct AcpAttempt {
     live: LiveSlot<AcpSession>,
     answers: Arc<Mutex<Option<mpsc::UnboundedSender<Answer>>>>,
     failed_clean: Arc<AtomicBool>,
+    shared: settings::AcpShared,
     sink: AttemptSink,
     stop: StopControl,
 }
@@ -182,10 +199,11 @@ impl AcpAttempt {
     async fn run(mut self, request: AttemptRequest) {
         self.failed_clean.store(false, Ordering::SeqCst);
         let backend = self.backend.clone();
+        let shared = self.shared.clone();
         let Some(mut slot) = self
             .live
             .claim(&request, &self.stop, &mut self.sink, || {
-                AcpSession::start(backend.clone(), &request)
+                AcpSession::start(backend.clone(), &request, shared.clone())
             })
             .await
         else {

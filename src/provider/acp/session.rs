@@ -17,6 +17,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
 use super::mapper::{id_key, AcpMapper, RpcError, RpcHead};
+use super::settings::AcpShared;
 use crate::process::Line;
 use crate::provider::live_process::{LiveItem, LiveProcess, LiveSession, ResponseRouter};
 use crate::provider::runner::{self, AttemptMapping, EndedBy};
@@ -69,7 +70,9 @@ impl ResponseRouter for JsonRpcRouter {
     }
 }
 
-/// Writes JSON-RPC messages on the agent's stdin and correlates the responses.
+/// Writes JSON-RPC messages on the agent's stdin and correlates the responses (a clone writes
+/// to the same agent: settings change between turns).
+#[derive(Clone)]
 pub(super) struct Connection {
     lines: mpsc::UnboundedSender<String>,
     waiters: Waiters,
@@ -101,7 +104,7 @@ impl Connection {
     }
 
     /// A request whose response the receiver gets.
-    fn request(&self, method: &str, params: Value) -> oneshot::Receiver<RpcHead> {
+    pub(super) fn request(&self, method: &str, params: Value) -> oneshot::Receiver<RpcHead> {
         let id = self.next_id();
         let (tx, rx) = oneshot::channel();
         if let Ok(mut waiters) = self.waiters.lock() {
@@ -139,6 +142,8 @@ pub(super) struct AcpSession {
     /// The backend it runs for, and the request it was started for (to load a session again).
     backend: Arc<dyn Backend>,
     request: AttemptRequest,
+    /// What the provider shows of the session and how it reaches it between turns.
+    shared: AcpShared,
 }
 
 /// Why a start failed: the terminal message for the attempt.
@@ -149,6 +154,7 @@ impl AcpSession {
     pub(super) async fn start(
         backend: Arc<dyn Backend>,
         request: &AttemptRequest,
+        shared: AcpShared,
     ) -> Result<Self, StartFailure> {
         let Some(mut spec) = backend.acp_spawn_spec(request) else {
             return Err(runner::start_failed(format!(
@@ -179,9 +185,13 @@ impl AcpSession {
             loaded: false,
             backend,
             request: request.clone(),
+            shared,
         };
         match session.open(request).await {
-            Ok(()) => Ok(session),
+            Ok(()) => {
+                session.publish();
+                Ok(session)
+            }
             Err(failure) => Err(session.start_failure(failure).await),
         }
     }
@@ -193,6 +203,7 @@ impl AcpSession {
             json!({"cwd": session_cwd(request), "mcpServers": []}),
         );
         let created = self.await_result("session/new", new).await?;
+        self.shared.saw_choices(&created);
         match created["sessionId"].as_str() {
             Some(id) => Ok(id.to_owned()),
             None => Err(OpenFailure::Refused(format!(
@@ -237,7 +248,8 @@ impl AcpSession {
             json!({"sessionId": id, "cwd": cwd, "mcpServers": []}),
         );
         match self.await_result("session/load", load).await {
-            Ok(_) => {
+            Ok(loaded) => {
+                self.shared.saw_choices(&loaded);
                 self.session_id = id.to_owned();
                 self.loaded = true;
                 self.skip_replayed_history().await;
@@ -246,6 +258,12 @@ impl AcpSession {
             Err(OpenFailure::Refused(error)) => Err(OpenFailure::Lost(error)),
             Err(other) => Err(other),
         }
+    }
+
+    /// The provider reaches this session between turns from now on.
+    fn publish(&self) {
+        self.shared
+            .publish(self.connection.clone(), self.session_id.clone());
     }
 
     /// Waits for the response to `method`, while dropping what else comes (a loaded session's
@@ -387,6 +405,7 @@ impl LiveSession for AcpSession {
         match self.load_session(&id, &session_cwd(&request)).await {
             Ok(()) => {
                 tracing::info!(session = %id, "the ACP agent re-read the restored session");
+                self.publish();
                 self.prompted = false;
                 self.process.forget_stderr();
                 true
@@ -405,6 +424,7 @@ impl LiveSession for AcpSession {
             Ok(id) => {
                 tracing::info!(session = %id, "a new ACP session in the running agent");
                 self.session_id = id;
+                self.publish();
                 self.started_for = request.session.clone();
                 self.prompted = false;
                 self.process.forget_stderr();
