@@ -4,8 +4,7 @@
 //! `terminal.cancelled`, 2 for a usage error. SIGINT, SIGTERM or SIGHUP start the three-stage
 //! stop; the terminal line is still printed.
 
-use std::fs::File;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -17,7 +16,7 @@ use crate::process::{ExitReport, Line};
 use crate::provider::runner::{AttemptMapping, EndedBy};
 use crate::provider::{self, AttemptRequest, SessionRef, StopControl};
 use crate::session_log::raw as raw_log;
-use crate::session_log::{sessions_dir, LogEntry, NewConversation, Origin, SessionLogWriter};
+use crate::session_log::{sessions_dir, NewConversation, Origin, SessionLogWriter};
 use crate::signals::{JobControlEvent, SignalEvent, SignalHandler, SignalHandlerKind};
 use crate::stream::AgentMessage;
 
@@ -230,24 +229,55 @@ pub fn replay(agent: AgentArgs, mut args: ReplayArgs) -> i32 {
             let _ = writeln!(stdout, "{}", message.to_json_line());
         }
     };
-    let read = match logged_provider {
-        Some(_) => raw_log::for_each_raw_line_of_last_attempt(&args.file, &mut feed),
-        None => for_each_line(&args.file, &mut feed),
+    let replayed = match logged_provider {
+        Some(_) => raw_log::for_each_raw_line_of_last_attempt(&args.file, &mut feed)
+            .map(|read| sidecar_problem(&args.file, read)),
+        None => for_each_line(&args.file, &mut feed).map(|()| None),
     };
-    if let Err(error) = read {
-        eprintln!("agentty: cannot read {}: {error}", args.file.display());
-    }
+    let problem = match replayed {
+        Ok(problem) => problem,
+        Err(error) => Some(format!("cannot read {}: {error}", args.file.display())),
+    };
     let report = ExitReport {
         exit_code: Some(0),
         ..ExitReport::default()
     };
     let mapping = mapping.unwrap_or_else(|| choose_mapper(""));
     let terminal = mapping.finish(&report, EndedBy::Exit, String::new(), &mut out);
-    for message in out.drain(..).chain(std::iter::once(terminal.clone())) {
+    for message in out.drain(..) {
         let _ = writeln!(stdout, "{}", message.to_json_line());
     }
+    if let Some(problem) = problem {
+        // The log does not hold how the attempt ended: no ending is made up for it.
+        let _ = stdout.flush();
+        eprintln!("agentty: {problem}");
+        return EXIT_FAILED;
+    }
+    let _ = writeln!(stdout, "{}", terminal.to_json_line());
     let _ = stdout.flush();
     exit_status(&terminal)
+}
+
+/// What keeps a session log's replay from being whole: its sidecar missing (while the log
+/// holds no raw line of its own) or damaged.
+fn sidecar_problem(log: &Path, read: raw_log::RawLinesRead) -> Option<String> {
+    let sidecar = raw_log::sidecar_path(log);
+    if read.sidecar_missing && read.lines == 0 {
+        return Some(format!(
+            "nothing to replay: {} holds the shared stream only, and the agent's raw lines \
+             (its sidecar {}) are missing",
+            log.display(),
+            sidecar.display()
+        ));
+    }
+    (read.damaged_frames > 0).then(|| {
+        format!(
+            "the sidecar {} is damaged ({} of its frames could not be read whole): the lines \
+             above are what could be read, and how the attempt ended is not known",
+            sidecar.display(),
+            read.damaged_frames
+        )
+    })
 }
 
 /// A JSON-RPC 2.0 message (an ACP agent's line).
@@ -260,16 +290,18 @@ fn is_json_rpc(line: &str) -> bool {
 /// (a raw agent log).
 fn session_log_provider(path: &Path) -> std::io::Result<Option<String>> {
     let mut first = Vec::new();
-    BufReader::new(File::open(path)?).read_until(b'\n', &mut first)?;
-    Ok(match serde_json::from_slice(&first) {
-        Ok(LogEntry::Header { provider, .. }) => Some(provider),
-        _ => None,
-    })
+    // Only the first line: a raw agent log may be one huge line.
+    BufReader::new(crate::files::open_regular(path)?.take(crate::session_log::MAX_HEADER_LINE))
+        .read_until(b'\n', &mut first)?;
+    if first.last() == Some(&b'\n') {
+        first.pop();
+    }
+    Ok(crate::session_log::parse_header(&first, path).map(|header| header.provider))
 }
 
 /// Every `\n`-ended line of a file, invalid UTF-8 replaced, one at a time.
 fn for_each_line(path: &Path, mut each: impl FnMut(&str)) -> std::io::Result<()> {
-    let mut reader = BufReader::new(File::open(path)?);
+    let mut reader = BufReader::new(crate::files::open_regular(path)?);
     let mut line = Vec::new();
     loop {
         line.clear();

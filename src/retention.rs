@@ -1,10 +1,11 @@
 //! Session-log retention: old conversations are deleted so that logs never fill a disk.
 //!
-//! A conversation's files are its log (`<stem>.jsonl`) and its raw-line sidecar
-//! (`<stem>.raw.zst`); they are kept or deleted together. A conversation goes when it was last
+//! A conversation's files are its log (`<stem>.jsonl`), its raw-line sidecar
+//! (`<stem>.raw.zst`) and the torn fragments set aside from it (`<stem>.torn`); they are kept
+//! or deleted together. A conversation goes when it was last
 //! written longer ago than `max_age_days`, or, newest first, once the conversations before it
 //! add up to more than `max_total_mb`. The log in use is never deleted (it still counts towards
-//! the total), and nothing but those two kinds of file in the sessions folder is ever touched.
+//! the total), and nothing but those kinds of file in the sessions folder is ever touched.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -116,13 +117,19 @@ fn conversations_in(dir: &Path) -> Vec<(PathBuf, Conversation)> {
     by_stem.into_iter().collect()
 }
 
-/// `<stem>` for `<stem>.jsonl` and `<stem>.raw.zst`; `None` for any other file.
+/// The files that belong to a conversation besides its log, by the suffix after its stem: the
+/// raw-line sidecar and the torn fragments set aside (`session_log::torn`).
+const COMPANION_SUFFIXES: [&str; 2] = [".raw.zst", ".torn"];
+
+/// `<stem>` for `<stem>.jsonl` and its companions; `None` for any other file.
 fn log_stem(path: &Path) -> Option<PathBuf> {
     let name = path.file_name()?.to_str()?;
     if name.ends_with(".jsonl") {
         return Some(path.with_extension(""));
     }
-    name.strip_suffix(".raw.zst")
+    COMPANION_SUFFIXES
+        .iter()
+        .find_map(|suffix| name.strip_suffix(suffix))
         .map(|stem| path.with_file_name(stem))
 }
 
@@ -161,6 +168,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let now = SystemTime::now();
         conversation(dir.path(), "1-old", 10, 40 * DAY, now);
+        let torn = dir.path().join("1-old.torn");
+        std::fs::write(&torn, "{\"ki\n").unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&torn)
+            .unwrap()
+            .set_modified(now - 40 * DAY)
+            .unwrap();
         conversation(dir.path(), "2-in-use", 10, 50 * DAY, now);
         conversation(dir.path(), "3-recent", 10, DAY, now);
         std::fs::write(dir.path().join("notes.txt"), "not a log").unwrap();
@@ -175,7 +190,7 @@ mod tests {
             now,
         );
         assert_eq!(pruned.conversations, [dir.path().join("1-old.jsonl")]);
-        assert_eq!(pruned.bytes_freed, 20);
+        assert_eq!(pruned.bytes_freed, 25);
         assert_eq!(
             names(dir.path()),
             [

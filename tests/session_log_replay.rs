@@ -180,3 +180,54 @@ fn a_turn_that_echoes_a_30_kb_paste_logs_under_2_mb_and_replays_exactly() {
     assert_eq!(recorded_stream(&log), stdout);
     assert_eq!(replay(state.path(), &log), stdout);
 }
+
+/// `agentty replay` of a log whose sidecar is missing or damaged says so, and makes up no end.
+#[test]
+fn replay_says_when_the_sidecar_is_missing_or_damaged_and_invents_no_ending() {
+    let state = tempfile::tempdir().unwrap();
+    // A long answer, so that the sidecar is long enough to cut in two.
+    let (stdout, log) = run(
+        state.path(),
+        &["--provider", "demo", "--scenario", "markdown", "hi"],
+    );
+    let sidecar = agentty::session_log::raw::sidecar_path(&log);
+    let whole = std::fs::read(&sidecar).unwrap();
+
+    // Damaged: cut in the middle, as a crash (or a full disk) leaves it.
+    std::fs::write(&sidecar, &whole[..whole.len() / 2]).unwrap();
+    let output = agentty(state.path())
+        .arg("replay")
+        .arg(&log)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let replayed = String::from_utf8(output.stdout).unwrap();
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("is damaged"), "{stderr}");
+    assert!(stderr.contains(sidecar.to_str().unwrap()), "{stderr}");
+    assert!(
+        !replayed.contains("terminal."),
+        "no ending made up:\n{replayed}"
+    );
+    assert!(
+        stdout.starts_with(&replayed),
+        "what could be read is what was recorded"
+    );
+
+    // Missing.
+    std::fs::remove_file(&sidecar).unwrap();
+    let output = agentty(state.path())
+        .arg("replay")
+        .arg(&log)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("are missing"), "{stderr}");
+    assert!(stderr.contains(sidecar.to_str().unwrap()), "{stderr}");
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "",
+        "nothing made up"
+    );
+}

@@ -9,7 +9,7 @@
 //! queue runs dry, so a crash loses at most the lines in flight. `agentty --resume` reads it back.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
@@ -19,9 +19,20 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::orchestrator::{OrchestratorEvent, TurnId, TurnOutcome};
 pub mod raw;
+mod read;
+#[cfg(test)]
+mod read_fuzz;
+pub(crate) mod torn;
+
+#[cfg(test)]
+pub(crate) use read::last_session_id;
+pub use read::{
+    latest_session_log, list_conversations, read_session_log, read_summary, ConversationSummary,
+};
+pub(crate) use read::{parse_header, MAX_HEADER_LINE};
 
 use crate::stream::{AgentMessage, FailureReason};
-use raw::{RawLineWriter, INLINE_RAW_PREFIX};
+use raw::RawLineWriter;
 
 /// The log format written now: 2 added conversation ids, origins, timestamps and structured
 /// turn outcomes (version 1 logs are still read).
@@ -389,14 +400,19 @@ impl LogFile {
                 if let Some(dir) = self.path.parent() {
                     std::fs::create_dir_all(dir)?;
                 }
-                let file = std::fs::OpenOptions::new()
+                let file = crate::files::no_follow()
                     .write(true)
                     .create_new(true)
                     .open(&self.path)?;
                 (file, Some(*header))
             }
             Some(LazyLog::Existing) | None => {
-                let file = std::fs::OpenOptions::new().append(true).open(&self.path)?;
+                let file = crate::files::no_follow()
+                    .read(true)
+                    .append(true)
+                    .open(&self.path)?;
+                // Whatever a crash left half-written must not swallow what comes next.
+                torn::set_aside_torn_tail(&file, &self.path)?;
                 (file, None)
             }
         };
@@ -482,201 +498,6 @@ fn write_loop(mut log: LogFile, raw: SharedRawWriter, commands: mpsc::Receiver<W
 fn lock(raw: &SharedRawWriter) -> std::io::Result<std::sync::MutexGuard<'_, RawLineWriter>> {
     raw.lock()
         .map_err(|_| std::io::Error::other("the raw-line writer panicked"))
-}
-
-/// What `--resume` and the conversation picker know of a conversation, from its log.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ConversationSummary {
-    pub path: PathBuf,
-    pub id: String,
-    pub provider: String,
-    pub cwd: String,
-    pub origin: Origin,
-    pub started_at_ms: u64,
-    /// When the log was last written.
-    pub last_active_ms: u64,
-    pub first_prompt: String,
-    pub turns: usize,
-    /// The highest turn id in the log (a resumed conversation numbers its turns on from it).
-    pub last_turn: TurnId,
-    /// The agent session the next turn continues.
-    pub session_id: Option<String>,
-}
-
-impl ConversationSummary {
-    /// Whether `query` names this conversation (a prefix of its id or of its file name).
-    pub(crate) fn is_named(&self, query: &str) -> bool {
-        let query = query.trim();
-        !query.is_empty()
-            && (self.id.starts_with(query)
-                || self
-                    .path
-                    .file_stem()
-                    .and_then(|stem| stem.to_str())
-                    .is_some_and(|stem| stem.starts_with(query)))
-    }
-}
-
-/// Whether a log line is an agent's raw line, inline as logs written before the sidecar hold
-/// them (large, and not needed to summarise or resume): skipped unparsed.
-fn is_raw_line(line: &str) -> bool {
-    line.as_bytes().starts_with(INLINE_RAW_PREFIX)
-}
-
-/// Summarises one log; `None` when it is not a session log or holds no prompt.
-pub fn read_summary(path: &Path) -> Option<ConversationSummary> {
-    let file = File::open(path).ok()?;
-    let last_active_ms = file
-        .metadata()
-        .and_then(|meta| meta.modified())
-        .ok()
-        .and_then(|time| time.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or(0, |elapsed| elapsed.as_millis() as u64);
-    let mut lines = BufReader::new(file).lines().map_while(Result::ok);
-    let header = lines.next()?;
-    let Ok(LogEntry::Header {
-        version,
-        provider,
-        started_at_ms,
-        cwd,
-        conversation_id,
-        origin,
-    }) = serde_json::from_str::<LogEntry>(&header)
-    else {
-        return None;
-    };
-    let mut summary = ConversationSummary {
-        id: conversation_id.unwrap_or_else(|| {
-            path.file_stem()
-                .map(|stem| stem.to_string_lossy().into_owned())
-                .unwrap_or_default()
-        }),
-        path: path.to_path_buf(),
-        provider,
-        cwd,
-        origin,
-        started_at_ms,
-        last_active_ms,
-        first_prompt: String::new(),
-        turns: 0,
-        last_turn: 0,
-        session_id: None,
-    };
-    let mut tracker = SessionTracker::new(version);
-    for line in lines.filter(|line| !is_raw_line(line)) {
-        let Ok(entry) = serde_json::from_str::<LogEntry>(&line) else {
-            continue;
-        };
-        if let LogEntry::Turn { turn, prompt, .. } = &entry {
-            if summary.turns == 0 {
-                summary.first_prompt = prompt.clone();
-            }
-            summary.turns += 1;
-            summary.last_turn = summary.last_turn.max(*turn);
-        }
-        tracker.see(&entry);
-    }
-    summary.session_id = tracker.session_id;
-    (summary.turns > 0).then_some(summary)
-}
-
-/// Every conversation in `dir`, the most recently active first.
-pub fn list_conversations(dir: &Path) -> Vec<ConversationSummary> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut found: Vec<ConversationSummary> = entries
-        .flatten()
-        .map(|entry| entry.path())
-        .filter(|path| {
-            path.extension()
-                .is_some_and(|extension| extension == "jsonl")
-        })
-        .filter_map(|path| read_summary(&path))
-        .collect();
-    found.sort_by(|a, b| (b.last_active_ms, &b.path).cmp(&(a.last_active_ms, &a.path)));
-    found
-}
-
-/// The most recent session log in `dir` (by name, which starts with the start time).
-pub fn latest_session_log(dir: &Path) -> Option<PathBuf> {
-    std::fs::read_dir(dir)
-        .ok()?
-        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
-        .filter(|path| {
-            path.extension()
-                .is_some_and(|extension| extension == "jsonl")
-        })
-        .max()
-}
-
-/// Reads back what a session log shows: every entry but the agent's raw lines, which a log
-/// written before the sidecar holds inline and which are skipped by their first bytes without
-/// being parsed, so memory follows the transcript, not the raw log (`session_log::raw` reads
-/// them). Lines that do not parse (a torn last line) are skipped.
-pub fn read_session_log(path: &Path) -> std::io::Result<Vec<LogEntry>> {
-    let mut reader = BufReader::new(File::open(path)?);
-    let mut entries = Vec::new();
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        if reader.read_until(b'\n', &mut line)? == 0 {
-            return Ok(entries);
-        }
-        if line.starts_with(INLINE_RAW_PREFIX) {
-            continue;
-        }
-        match serde_json::from_slice(&line) {
-            Ok(LogEntry::Raw { .. }) | Err(_) => {}
-            Ok(entry) => entries.push(entry),
-        }
-    }
-}
-
-/// Follows which agent session a log's next turn continues.
-struct SessionTracker {
-    version: u32,
-    session_id: Option<String>,
-}
-
-impl SessionTracker {
-    fn new(version: u32) -> Self {
-        Self {
-            version,
-            session_id: None,
-        }
-    }
-
-    fn see(&mut self, entry: &LogEntry) {
-        match entry {
-            // Since version 2 the orchestrator logs the session to continue only once an
-            // attempt completed or was stopped: a failed attempt's session is never continued.
-            LogEntry::Session { session_id } => self.session_id = session_id.clone(),
-            LogEntry::Message {
-                message: AgentMessage::SessionStarted { session_id, .. },
-                ..
-            } if self.version < 2 => self.session_id = session_id.clone(),
-            LogEntry::Message {
-                message: AgentMessage::SessionResumed { session_id, .. },
-                ..
-            } if self.version < 2 => self.session_id = Some(session_id.clone()),
-            _ => {}
-        }
-    }
-}
-
-/// The agent session to continue from a log's entries.
-#[cfg(test)]
-pub(crate) fn last_session_id(entries: &[LogEntry]) -> Option<String> {
-    let version = match entries.first() {
-        Some(LogEntry::Header { version, .. }) => *version,
-        _ => 1,
-    };
-    let mut tracker = SessionTracker::new(version);
-    for entry in entries {
-        tracker.see(entry);
-    }
-    tracker.session_id
 }
 
 #[cfg(test)]

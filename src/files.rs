@@ -1,0 +1,110 @@
+//! Opening files that someone other than agentty may have put in place: the config (any path
+//! `--config` names), session logs, their sidecars and the prompt history in the state dir.
+//!
+//! Reading: only a regular file is read. A FIFO without a writer would block `open` for ever,
+//! a device such as `/dev/zero` never ends, a directory is no file; so the file is opened
+//! without blocking and its type checked before a byte is read, and whole-file reads stop at a
+//! limit instead of growing without end.
+//!
+//! Writing into the state dir never follows a symbolic link (`O_NOFOLLOW`): a link planted in
+//! place of a log must not make agentty append to a file elsewhere.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::Path;
+
+/// Opens `path` for reading if it is a regular file (following links: reading through one
+/// harms nothing); anything else is an `InvalidInput` error naming what it is.
+pub(crate) fn open_regular(path: &Path) -> io::Result<File> {
+    let file = OpenOptions::new()
+        .read(true)
+        // Returns at once for a FIFO with no writer instead of waiting for one; no effect on
+        // a regular file.
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let kind = file.metadata()?.file_type();
+    if kind.is_file() {
+        Ok(file)
+    } else {
+        Err(not_a_regular_file(path, kind))
+    }
+}
+
+/// Options for writing in the state dir: `O_NOFOLLOW` (a link is an error, `ELOOP`) and
+/// owner-only permissions for a file it creates.
+pub(crate) fn no_follow() -> OpenOptions {
+    let mut options = OpenOptions::new();
+    options.custom_flags(libc::O_NOFOLLOW).mode(0o600);
+    options
+}
+
+/// Opens `path` to append to it, creating it if `create`; never through a link.
+pub(crate) fn append_no_follow(path: &Path, create: bool) -> io::Result<File> {
+    no_follow().append(true).create(create).open(path)
+}
+
+/// What a non-regular file is, for messages.
+fn describe_kind(kind: std::fs::FileType) -> &'static str {
+    if kind.is_dir() {
+        "a directory"
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_char_device() {
+        "a character device"
+    } else if kind.is_block_device() {
+        "a block device"
+    } else if kind.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
+    }
+}
+
+fn not_a_regular_file(path: &Path, kind: std::fs::FileType) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!(
+            "{} is {}, not a regular file",
+            path.display(),
+            describe_kind(kind)
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn odd_files_are_refused_at_once_with_what_they_are() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let started = Instant::now();
+        let cases = [
+            (fifo.as_path(), "is a FIFO, not a regular file"),
+            (Path::new("/dev/zero"), "is a character device"),
+            (dir.path(), "is a directory"),
+        ];
+        for (path, expected) in cases {
+            let error = open_regular(path).unwrap_err();
+            assert_eq!(error.kind(), io::ErrorKind::InvalidInput, "{path:?}");
+            assert!(error.to_string().contains(expected), "{error}");
+        }
+        assert!(started.elapsed() < Duration::from_secs(5), "nothing blocks");
+    }
+
+    #[test]
+    fn writing_never_follows_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = dir.path().join("user-file");
+        std::fs::write(&outside, "mine\n").unwrap();
+        let link = dir.path().join("log.jsonl");
+        std::os::unix::fs::symlink(&outside, &link).unwrap();
+        let error = append_no_follow(&link, true).unwrap_err();
+        assert_eq!(error.raw_os_error(), Some(libc::ELOOP));
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "mine\n");
+    }
+}
