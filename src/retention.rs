@@ -1,11 +1,12 @@
 //! Session-log retention: old conversations are deleted so that logs never fill a disk.
 //!
 //! A conversation's files are its log (`<stem>.jsonl`), its raw-line sidecar
-//! (`<stem>.raw.zst`) and the torn fragments set aside from it (`<stem>.torn`); they are kept
-//! or deleted together. A conversation goes when it was last
+//! (`<stem>.raw.zst`), the torn fragments set aside from it (`<stem>.torn`) and its lock
+//! (`<stem>.lock`); they are kept or deleted together. A conversation goes when it was last
 //! written longer ago than `max_age_days`, or, newest first, once the conversations before it
 //! add up to more than `max_total_mb`. The log in use is never deleted (it still counts towards
-//! the total), and nothing but those kinds of file in the sessions folder is ever touched.
+//! the total), nor one whose lock another agentty holds, and nothing but those kinds of file
+//! in the sessions folder is ever touched.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -59,7 +60,8 @@ pub(crate) fn prune_session_logs(
                 .is_ok_and(|age| age > max_age);
         let over_total =
             policy.max_total_mb > 0 && kept_bytes.saturating_add(conversation.bytes) > max_total;
-        if !(too_old || over_total) {
+        // Another agentty writing it uses it too.
+        if !(too_old || over_total) || crate::session_log::lock::is_held(&stem) {
             kept_bytes = kept_bytes.saturating_add(conversation.bytes);
             continue;
         }
@@ -118,8 +120,9 @@ fn conversations_in(dir: &Path) -> Vec<(PathBuf, Conversation)> {
 }
 
 /// The files that belong to a conversation besides its log, by the suffix after its stem: the
-/// raw-line sidecar and the torn fragments set aside (`session_log::torn`).
-const COMPANION_SUFFIXES: [&str; 2] = [".raw.zst", ".torn"];
+/// raw-line sidecar, the torn fragments set aside (`session_log::torn`) and its lock file
+/// (`session_log::lock`).
+const COMPANION_SUFFIXES: [&str; 3] = [".raw.zst", ".torn", ".lock"];
 
 /// `<stem>` for `<stem>.jsonl` and its companions; `None` for any other file.
 fn log_stem(path: &Path) -> Option<PathBuf> {
@@ -201,6 +204,32 @@ mod tests {
                 "notes.txt"
             ]
         );
+    }
+
+    #[test]
+    fn a_conversation_another_agentty_writes_is_kept_and_its_lock_goes_with_it_later() {
+        let dir = tempfile::tempdir().unwrap();
+        let now = SystemTime::now();
+        conversation(dir.path(), "1-old", 10, 40 * DAY, now);
+        let log = dir.path().join("1-old.jsonl");
+        let lock = crate::session_log::lock::ConversationLock::acquire(&log).unwrap();
+        // Only the lock keeps it: its file is as old as the rest.
+        std::fs::File::options()
+            .write(true)
+            .open(dir.path().join("1-old.lock"))
+            .unwrap()
+            .set_modified(now - 40 * DAY)
+            .unwrap();
+        let policy = SessionLogRetention {
+            max_age_days: 30,
+            max_total_mb: 0,
+        };
+        let kept = prune_session_logs(dir.path(), None, &policy, now);
+        assert_eq!(kept, Pruned::default());
+        drop(lock);
+        let pruned = prune_session_logs(dir.path(), None, &policy, now);
+        assert_eq!(pruned.conversations, [log]);
+        assert!(names(dir.path()).is_empty(), "{:?}", names(dir.path()));
     }
 
     #[test]

@@ -91,3 +91,108 @@ fn a_torn_last_line_is_set_aside_and_the_next_turn_is_kept_whole() {
     assert_eq!((summary.turns, summary.last_turn), (2, 3));
     assert!(text.contains("now the word otter"));
 }
+
+/// The pid of the `agentty` chat (not its agents) running under `state`.
+fn agentty_pids(state: &StateDir) -> Vec<i32> {
+    let binary = env!("CARGO_BIN_EXE_agentty");
+    tmux::processes_with_env(state.path())
+        .into_iter()
+        .filter(|(_, command)| command.starts_with(binary) && !command.contains("demo-agent"))
+        .map(|(pid, _)| pid)
+        .collect()
+}
+
+fn prompts(log: &Path) -> Vec<(u64, String)> {
+    read_session_log(log)
+        .unwrap()
+        .into_iter()
+        .filter_map(|entry| match entry {
+            LogEntry::Turn { turn, prompt, .. } => Some((turn, prompt)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_second_agentty_on_the_same_conversation_shows_it_read_only_and_never_appends() {
+    if !tmux::tmux_available() {
+        return;
+    }
+    let state = StateDir::new();
+    let cwd = tempfile::tempdir().unwrap();
+    let Some(first) = ChatPane::launch(&state, cwd.path(), "", &["--provider", "demo"], SIZE)
+    else {
+        return;
+    };
+    first.wait_until_ready();
+    first.prompt("remember the word pelican");
+    first.wait_for("the first answer", |screen| {
+        screen.contains("Prompt 1 in session") && screen.contains("│ idle")
+    });
+    let first_pid = agentty_pids(&state)[0];
+    let log = state.logs().remove(0);
+
+    // A second launch asks for the same conversation while the first still writes it.
+    let Some(second) = ChatPane::launch(&state, cwd.path(), "", &["--resume"], SIZE) else {
+        return;
+    };
+    let screen = second.wait_for_text("read-only");
+    eprintln!("the second instance:\n{screen}");
+    assert!(
+        screen.contains(&format!("is open in another agentty (pid {first_pid})")),
+        "{screen}"
+    );
+    assert!(screen.contains("remember the word pelican"), "{screen}");
+    assert!(screen.contains("The next prompt starts a new"), "{screen}");
+    second.prompt("a prompt of my own");
+    // (The demo quotes the prompt in its answer.)
+    second.wait_for("the second instance's answer", |screen| {
+        screen.contains("│ a prompt of my own") && screen.contains("│ idle")
+    });
+    // The first goes on numbering its own turns in its own agent session.
+    first.prompt("now the word otter");
+    first.wait_for("the first instance's second answer", |screen| {
+        screen.contains("Prompt 2 in session") && screen.contains("│ idle")
+    });
+    second.quit();
+    second.assert_exited_restored("0");
+
+    assert_eq!(
+        prompts(&log),
+        [
+            (1, "remember the word pelican".to_owned()),
+            (2, "now the word otter".to_owned())
+        ],
+        "only the first instance wrote the conversation"
+    );
+    let logs = state.logs();
+    assert_eq!(logs.len(), 2, "the second instance's prompt began its own");
+    let other = logs.iter().find(|path| **path != log).unwrap();
+    assert_eq!(prompts(other), [(1, "a prompt of my own".to_owned())]);
+
+    // A crash never leaves a conversation locked: after a SIGKILL of the first, a third
+    // launch continues it.
+    // SAFETY: signalling a process the test started.
+    unsafe {
+        libc::kill(first_pid, libc::SIGKILL);
+    }
+    drop(first);
+    let id = read_summary(&log).unwrap().id;
+    let Some(third) = ChatPane::launch(&state, cwd.path(), "", &["--resume", &id[..8]], SIZE)
+    else {
+        return;
+    };
+    let screen = third.wait_for_text("Resumed conversation");
+    assert!(!screen.contains("read-only"), "{screen}");
+    third.prompt("and a third");
+    third.wait_for_text("Prompt 3 in session");
+    third.wait_for_text("│ idle");
+    third.quit();
+    assert_eq!(
+        prompts(&log)
+            .iter()
+            .map(|(turn, _)| *turn)
+            .collect::<Vec<_>>(),
+        [1, 2, 3]
+    );
+}

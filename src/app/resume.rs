@@ -10,8 +10,9 @@ use std::time::{Duration, Instant};
 
 use super::state::AppState;
 use crate::orchestrator::{OrchestratorEvent, TurnOutcome};
+use crate::session_log::lock::{ConversationLock, LockError};
 use crate::session_log::{
-    list_conversations, read_session_log, ConversationSummary, LogEntry, Origin,
+    list_conversations, read_session_log, read_summary, ConversationSummary, LogEntry, Origin,
 };
 use crate::stream::FailureReason;
 
@@ -94,6 +95,47 @@ pub(crate) fn check_provider(
         )),
         _ => Ok(()),
     }
+}
+
+/// How this launch may use a conversation it reopens: one writer per conversation.
+#[derive(Debug)]
+pub enum Access {
+    /// It appends to it, holding its lock (`None`: the lock could not be taken for another
+    /// reason than another writer, such as a read-only state dir; that is logged, and writing
+    /// the log will say the rest).
+    Append(Option<ConversationLock>),
+    /// Another agentty appends to it: it is shown read-only, and the next prompt starts a new
+    /// conversation.
+    ReadOnly { pid: Option<u32> },
+}
+
+/// Takes the conversation's lock and reads it back; without the lock, read-only.
+pub fn reopen(summary: ConversationSummary) -> Result<(ResumedConversation, Access), String> {
+    let access = match ConversationLock::acquire(&summary.path) {
+        Ok(lock) => Access::Append(Some(lock)),
+        Err(LockError::Held { pid }) => Access::ReadOnly { pid },
+        Err(error) => {
+            tracing::warn!(%error, log = %summary.path.display(), "resuming without the lock");
+            Access::Append(None)
+        }
+    };
+    // Read again under the lock: what a writer added before it let go counts (the turn ids
+    // this launch numbers on from).
+    let summary = match access {
+        Access::Append(_) => read_summary(&summary.path).unwrap_or(summary),
+        Access::ReadOnly { .. } => summary,
+    };
+    Ok((load(summary)?, access))
+}
+
+/// What the chat says when it shows a conversation another agentty writes.
+pub fn read_only_notice(summary: &ConversationSummary, pid: Option<u32>) -> String {
+    let holder = pid.map_or_else(String::new, |pid| format!(" (pid {pid})"));
+    format!(
+        "Conversation {} is open in another agentty{holder}: shown here read-only, and nothing \
+         is added to it. The next prompt starts a new conversation with a fresh agent session.",
+        short(&summary.id)
+    )
 }
 
 /// Reads a conversation's log back into the events that built its transcript.
@@ -294,7 +336,7 @@ mod tests {
         let id = conversation(sessions.path(), "/p", "demo", Origin::Chat, "hi");
         let summary = find(sessions.path(), Path::new("/p"), Some(&id)).unwrap();
         // A second launch crashed mid-turn.
-        let writer = SessionLogWriter::resume(&summary.path, &id).unwrap();
+        let writer = SessionLogWriter::resume(&summary.path, &id, None).unwrap();
         writer.record_event(&OrchestratorEvent::TurnStarted {
             turn: 2,
             prompt: "crash".into(),
@@ -316,6 +358,36 @@ mod tests {
             }
         ));
         assert!(resumed.events.iter().all(|(_, at)| at.is_some()));
+    }
+
+    #[test]
+    fn a_conversation_someone_writes_is_reopened_read_only_and_its_lock_is_held_while_appending() {
+        let sessions = tempfile::tempdir().unwrap();
+        let id = conversation(sessions.path(), "/p", "demo", Origin::Chat, "hi");
+        let summary = find(sessions.path(), Path::new("/p"), Some(&id)).unwrap();
+        let (_, access) = reopen(summary.clone()).unwrap();
+        let Access::Append(Some(lock)) = access else {
+            panic!("{access:?}");
+        };
+        let (resumed, access) = reopen(summary.clone()).unwrap();
+        let Access::ReadOnly { pid } = access else {
+            panic!("{access:?}");
+        };
+        assert_eq!(pid, Some(std::process::id()));
+        assert_eq!(resumed.events.len(), 3, "the transcript is still shown");
+        let notice = read_only_notice(&resumed.summary, pid);
+        assert!(
+            notice.contains(&format!(
+                "is open in another agentty (pid {})",
+                std::process::id()
+            )),
+            "{notice}"
+        );
+        drop(lock);
+        assert!(matches!(
+            reopen(summary).unwrap().1,
+            Access::Append(Some(_))
+        ));
     }
 
     #[test]

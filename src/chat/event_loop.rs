@@ -29,6 +29,7 @@ use crate::orchestrator::{
     spawn_orchestrator, Command, OrchestratorEvent, OrchestratorHandle, OrchestratorOptions,
 };
 use crate::provider::{build_provider_with, default_chat_transport, SessionRef};
+use crate::session_log::lock::ConversationLock;
 use crate::session_log::{
     sessions_dir, ConversationSummary, NewConversation, Origin, SessionLogWriter,
 };
@@ -64,8 +65,9 @@ struct Launch {
 enum ConversationLog {
     /// A new conversation (its log appears with its first prompt).
     New,
-    /// A conversation being resumed: its log is appended to, its turns numbered on.
-    Resume(ConversationSummary),
+    /// A conversation being resumed: its log is appended to (under its lock, when it could be
+    /// taken), its turns numbered on.
+    Resume(ConversationSummary, Option<ConversationLock>),
 }
 
 impl Launch {
@@ -89,7 +91,7 @@ impl Launch {
         let provider = build_provider_with(name, &settings, transport)?;
         let steers = provider.can_interject();
         let transport = provider.transport();
-        let (writer, first_turn) = match &conversation {
+        let (writer, first_turn) = match conversation {
             ConversationLog::New => (
                 SessionLogWriter::start(
                     &sessions_dir(),
@@ -101,8 +103,8 @@ impl Launch {
                 ),
                 1,
             ),
-            ConversationLog::Resume(summary) => (
-                SessionLogWriter::resume(&summary.path, &summary.id),
+            ConversationLog::Resume(summary, lock) => (
+                SessionLogWriter::resume(&summary.path, &summary.id, lock),
                 summary.last_turn + 1,
             ),
         };
@@ -177,20 +179,21 @@ pub fn run(cli: Cli) -> i32 {
     let mut cli = cli;
     let warnings = loaded.warnings.clone();
     // `--resume [ID]`: the conversation's transcript is shown again and its agent session
-    // continued, on its own provider; one from another directory or provider is refused.
+    // continued, on its own provider; one from another directory or provider is refused, and
+    // one that another agentty writes is shown read-only.
     let resumed = match &cli.resume {
         None => None,
         Some(query) => {
             let cwd = std::env::current_dir().unwrap_or_default();
             let found = resume::find(&sessions_dir(), &cwd, query.as_deref()).and_then(|summary| {
                 resume::check_provider(&summary, cli.agent.provider.as_deref())?;
-                resume::load(summary)
+                resume::reopen(summary)
             });
             match found {
                 Ok(resumed) => {
                     cli.agent
                         .provider
-                        .get_or_insert_with(|| resumed.summary.provider.clone());
+                        .get_or_insert_with(|| resumed.0.summary.provider.clone());
                     Some(resumed)
                 }
                 Err(message) => {
@@ -220,7 +223,7 @@ pub fn run(cli: Cli) -> i32 {
         SessionRef::ContinueLatest
     } else if let Some(id) = &cli.session {
         SessionRef::Resume(id.clone())
-    } else if let Some(resumed) = &resumed {
+    } else if let Some((resumed, resume::Access::Append(_))) = &resumed {
         session_of(&resumed.summary)
     } else {
         SessionRef::New
@@ -250,9 +253,18 @@ pub fn run(cli: Cli) -> i32 {
             }
         };
         tui::install_panic_hook();
-        let conversation = match &resumed {
-            Some(resumed) => ConversationLog::Resume(resumed.summary.clone()),
-            None => ConversationLog::New,
+        let (resumed, conversation) = match resumed {
+            Some((resumed, resume::Access::Append(lock))) => {
+                let summary = resumed.summary.clone();
+                (
+                    Some((resumed, None)),
+                    ConversationLog::Resume(summary, lock),
+                )
+            }
+            Some((resumed, resume::Access::ReadOnly { pid })) => {
+                (Some((resumed, Some(pid))), ConversationLog::New)
+            }
+            None => (None, ConversationLog::New),
         };
         let started = match launch.orchestrator(
             &provider_name,
@@ -273,8 +285,10 @@ pub fn run(cli: Cli) -> i32 {
         state.provider_reason = Some(crate::sanitize::untrusted_owned(
             &crate::launch::choice_reason(&launch.agent, &launch.config),
         ));
-        if let Some(resumed) = resumed {
-            show_resumed(&mut state, resumed);
+        match resumed {
+            Some((resumed, None)) => show_resumed(&mut state, resumed),
+            Some((resumed, Some(pid))) => show_read_only(&mut state, resumed, pid),
+            None => {}
         }
         state.agent_steers = started.steers;
         state.agent_transport = Some(started.transport);
@@ -306,6 +320,16 @@ fn show_resumed(state: &mut AppState, resumed: resume::ResumedConversation) {
         .as_deref()
         .map(crate::sanitize::untrusted_owned);
     state.show_notice(NoticeLevel::Info, &resumed_notice(&resumed.summary));
+}
+
+/// Shows a conversation that another agentty writes, and says that the next prompt starts a
+/// new one.
+fn show_read_only(state: &mut AppState, resumed: resume::ResumedConversation, pid: Option<u32>) {
+    resume::replay_into(state, resumed.events);
+    state.show_notice(
+        NoticeLevel::Warning,
+        &resume::read_only_notice(&resumed.summary, pid),
+    );
 }
 
 /// What the chat says when it reopens a conversation.
@@ -707,26 +731,47 @@ impl ChatLoop {
     }
 
     /// Shows a conversation's transcript again and continues its agent session, on the
-    /// provider it ran on.
+    /// provider it ran on; one that another agentty writes is shown read-only, and the next
+    /// prompt starts a new conversation.
     fn resume_conversation(&mut self, summary: ConversationSummary) {
-        let resumed = match resume::load(summary) {
-            Ok(resumed) => resumed,
+        let (resumed, access) = match resume::reopen(summary) {
+            Ok(reopened) => reopened,
             Err(message) => {
                 self.state.show_notice(NoticeLevel::Warning, &message);
                 return;
             }
         };
         let summary = resumed.summary.clone();
+        let (session, conversation, read_only) = match access {
+            resume::Access::Append(lock) => (
+                session_of(&summary),
+                ConversationLog::Resume(summary.clone(), lock),
+                None,
+            ),
+            resume::Access::ReadOnly { pid } if pid == Some(std::process::id()) => {
+                // This agentty's previous orchestrator has not let go of it yet.
+                self.state.show_notice(
+                    NoticeLevel::Info,
+                    &format!(
+                        "Conversation {} is still being closed; try /resume again in a moment",
+                        resume::short(&summary.id)
+                    ),
+                );
+                return;
+            }
+            resume::Access::ReadOnly { pid } => (SessionRef::New, ConversationLog::New, Some(pid)),
+        };
         let policy = self.state.retry_policy.clone();
-        match self.launch.orchestrator(
-            &summary.provider,
-            policy,
-            session_of(&summary),
-            ConversationLog::Resume(summary.clone()),
-        ) {
+        match self
+            .launch
+            .orchestrator(&summary.provider, policy, session, conversation)
+        {
             Ok(started) => {
                 let mut state = self.fresh_state(&summary.provider, started.model.clone());
-                show_resumed(&mut state, resumed);
+                match read_only {
+                    None => show_resumed(&mut state, resumed),
+                    Some(pid) => show_read_only(&mut state, resumed, pid),
+                }
                 self.replace_state(state);
                 self.replace_orchestrator(started);
             }

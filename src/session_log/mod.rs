@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::orchestrator::{OrchestratorEvent, TurnId, TurnOutcome};
+pub mod lock;
 pub mod raw;
 mod read;
 #[cfg(test)]
@@ -32,6 +33,7 @@ pub use read::{
 pub(crate) use read::{parse_header, MAX_HEADER_LINE};
 
 use crate::stream::{AgentMessage, FailureReason};
+use lock::ConversationLock;
 use raw::RawLineWriter;
 
 /// The log format written now: 2 added conversation ids, origins, timestamps and structured
@@ -204,23 +206,37 @@ impl SessionLogWriter {
             LazyLog::New {
                 header: Box::new(header),
             },
+            None,
         )
     }
 
-    /// Goes on writing the log of a conversation that is being resumed (appending to it).
-    pub fn resume(path: &Path, conversation_id: &str) -> std::io::Result<Self> {
+    /// Goes on writing the log of a conversation that is being resumed (appending to it),
+    /// holding its lock (`None`: the lock could not be taken for a reason other than another
+    /// writer, which was logged).
+    pub fn resume(
+        path: &Path,
+        conversation_id: &str,
+        lock: Option<ConversationLock>,
+    ) -> std::io::Result<Self> {
         Self::spawn(
             path.to_path_buf(),
             conversation_id.to_owned(),
             LazyLog::Existing,
+            lock,
         )
     }
 
-    fn spawn(path: PathBuf, conversation_id: String, log: LazyLog) -> std::io::Result<Self> {
+    fn spawn(
+        path: PathBuf,
+        conversation_id: String,
+        log: LazyLog,
+        lock: Option<ConversationLock>,
+    ) -> std::io::Result<Self> {
         let (commands, receiver) = mpsc::channel::<WriterCommand>();
         let target = LogFile {
             path: path.clone(),
             lazy: Some(log),
+            lock,
             file: None,
             before_first_turn: Vec::new(),
         };
@@ -363,9 +379,9 @@ impl Drop for SessionLogWriter {
 
 /// How the log file comes into being at the first prompt.
 enum LazyLog {
-    /// Create it, header first.
+    /// Create it, header first (and take its lock).
     New { header: Box<LogEntry> },
-    /// Append to it.
+    /// Append to it (its lock taken by whoever resumed it).
     Existing,
 }
 
@@ -373,6 +389,8 @@ enum LazyLog {
 struct LogFile {
     path: PathBuf,
     lazy: Option<LazyLog>,
+    /// The conversation's lock, held for as long as the log is written.
+    lock: Option<ConversationLock>,
     file: Option<BufWriter<File>>,
     /// Entries recorded before the first prompt (the session to continue, ...).
     before_first_turn: Vec<LogEntry>,
@@ -400,13 +418,16 @@ impl LogFile {
                 if let Some(dir) = self.path.parent() {
                     std::fs::create_dir_all(dir)?;
                 }
+                self.lock = Some(ConversationLock::acquire(&self.path).map_err(|error| {
+                    std::io::Error::other(format!("cannot lock the new conversation: {error}"))
+                })?);
                 let file = crate::files::no_follow()
                     .write(true)
                     .create_new(true)
                     .open(&self.path)?;
                 (file, Some(*header))
             }
-            Some(LazyLog::Existing) | None => {
+            Some(LazyLog::Existing) => {
                 let file = crate::files::no_follow()
                     .read(true)
                     .append(true)
@@ -415,6 +436,7 @@ impl LogFile {
                 torn::set_aside_torn_tail(&file, &self.path)?;
                 (file, None)
             }
+            None => return Err(std::io::Error::other("the log could not be opened")),
         };
         let mut file = BufWriter::new(file);
         for entry in header
@@ -587,7 +609,8 @@ mod tests {
         assert_eq!(last_session_id(&entries), Some("s-1".into()));
 
         // A later launch resumes the conversation: same file, turns numbered on.
-        let resumed = SessionLogWriter::resume(&path, &id).unwrap();
+        let lock = ConversationLock::acquire(&path).unwrap();
+        let resumed = SessionLogWriter::resume(&path, &id, Some(lock)).unwrap();
         turn(&resumed, 2, "again", "s-1");
         drop(resumed);
         let summaries = list_conversations(dir.path());
