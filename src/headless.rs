@@ -101,6 +101,11 @@ pub fn run(agent: AgentArgs, args: RunArgs) -> i32 {
     )
     .map_err(|error| tracing::warn!(%error, "no session log"))
     .ok()
+    .map(|writer| {
+        writer.report_failures_to(Box::new(|failure| {
+            eprintln!("agentty: {}", failure.message());
+        }))
+    })
     .map(Arc::new);
     if let Some(log) = &session_log {
         crate::retention::prune_session_logs(

@@ -196,3 +196,146 @@ fn a_second_agentty_on_the_same_conversation_shows_it_read_only_and_never_append
         [1, 2, 3]
     );
 }
+
+/// Whether this machine lets a test have mounts of its own (`unshare -m`, as root): the
+/// read-only and full-disk cases need them. Where it does not, they say so and pass.
+fn private_mounts(dir: &Path) -> bool {
+    let works = std::process::Command::new("unshare")
+        .args(["-m", "sh", "-c", "mount -t tmpfs -o size=4k tmpfs \"$0\""])
+        .arg(dir)
+        .output()
+        .is_ok_and(|output| output.status.success());
+    if !works {
+        eprintln!("note: no private mounts here (unshare -m); this case is skipped");
+    }
+    works
+}
+
+/// The screen's text with each line break and the indent after it made one space, so that a
+/// wrapped notice reads as one line.
+fn unwrapped(screen: &str) -> String {
+    screen.lines().map(str::trim).collect::<Vec<_>>().join(" ")
+}
+
+/// The notice that a conversation is not being saved, after its reason.
+const NOT_SAVED: &str = "It goes on without its log: nothing from here on can be resumed.";
+
+/// Waits for the notice that the conversation is not being saved, because of `why`, and
+/// checks that a later turn neither repeats it nor stops.
+fn unsaved_notice_once(chat: &ChatPane, why: &str) -> String {
+    let told = format!("{why}. {NOT_SAVED}");
+    let screen = chat.wait_for(&told, |screen| unwrapped(screen).contains(&told));
+    assert!(
+        unwrapped(&screen).contains("is not being saved: cannot write"),
+        "{screen}"
+    );
+    chat.wait_for_text("│ idle");
+    chat.prompt("and once more");
+    let screen = chat.wait_for("the next answer", |screen| {
+        screen.contains("│ and once more") && screen.contains("│ idle")
+    });
+    assert_eq!(
+        unwrapped(&screen).matches(NOT_SAVED).count(),
+        1,
+        "told once:\n{screen}"
+    );
+    screen
+}
+
+const WIDE: (u16, u16) = (160, 50);
+
+#[test]
+fn a_read_only_state_dir_is_told_once_and_the_chat_goes_on() {
+    let state = StateDir::new();
+    let cwd = tempfile::tempdir().unwrap();
+    if !tmux::tmux_available() || !private_mounts(state.path()) {
+        return;
+    }
+    let dir = state.path().to_str().unwrap();
+    let read_only = format!(
+        "unshare -m sh -c 'mount --bind \"$0\" \"$0\" && mount -o remount,bind,ro \"$0\" && \
+         shift && exec \"$@\"' {} sh",
+        tmux::shell_quote(dir)
+    );
+    let Some(chat) = ChatPane::launch(
+        &state,
+        cwd.path(),
+        &read_only,
+        &["--provider", "demo"],
+        WIDE,
+    ) else {
+        return;
+    };
+    chat.wait_until_ready();
+    chat.prompt("hello there");
+    let screen = unsaved_notice_once(&chat, "(Read-only file system (os error 30))");
+    eprintln!("the unsaved-log notice:\n{screen}");
+    chat.quit();
+    chat.assert_exited_restored("0");
+    assert!(state.logs().is_empty());
+}
+
+#[test]
+fn a_full_disk_mid_turn_is_told_once_and_the_chat_goes_on() {
+    let state = StateDir::new();
+    let cwd = tempfile::tempdir().unwrap();
+    std::fs::create_dir(state.sessions()).unwrap();
+    if !tmux::tmux_available() || !private_mounts(&state.sessions()) {
+        return;
+    }
+    // Two pages: the log's first and the sidecar's; the log's second does not fit.
+    let full = format!(
+        "unshare -m sh -c 'mount -t tmpfs -o size=8k tmpfs \"$0\" && shift && exec \"$@\"' {} sh",
+        tmux::shell_quote(state.sessions().to_str().unwrap())
+    );
+    let Some(chat) = ChatPane::launch(&state, cwd.path(), &full, &["--provider", "demo"], WIDE)
+    else {
+        return;
+    };
+    chat.wait_until_ready();
+    // A long answer: the disk fills while it streams.
+    chat.prompt("markdown please");
+    unsaved_notice_once(&chat, "(No space left on device (os error 28))");
+    chat.quit();
+    chat.assert_exited_restored("0");
+}
+
+#[test]
+fn a_file_size_limit_is_told_once_and_neither_kills_agentty_nor_leaves_the_terminal_raw() {
+    if !tmux::tmux_available() {
+        return;
+    }
+    let state = StateDir::new();
+    let cwd = tempfile::tempdir().unwrap();
+    one_turn(
+        &state,
+        cwd.path(),
+        &["--provider", "demo"],
+        "markdown please",
+        "That is the end of the tour",
+    );
+    let log = state.logs().remove(0);
+    let size = std::fs::metadata(&log).unwrap().len();
+    // `ulimit -f` counts 512-byte blocks in sh: the log is already over the limit, so the
+    // first line appended fails (EFBIG; SIGXFSZ would kill a process that did not ignore it).
+    // The demo agent keeps its state elsewhere, under the limit.
+    let demo_state = tempfile::tempdir().unwrap();
+    let limited = format!(
+        "ulimit -f {}; AGENTTY_DEMO_STATE_DIR={}",
+        size / 512,
+        tmux::shell_quote(demo_state.path().to_str().unwrap())
+    );
+    let Some(chat) = ChatPane::launch(&state, cwd.path(), &limited, &["--resume"], WIDE) else {
+        return;
+    };
+    chat.wait_for_text("Resumed conversation");
+    chat.prompt("hello again");
+    unsaved_notice_once(&chat, "(File too large (os error 27))");
+    chat.quit();
+    chat.assert_exited_restored("0");
+    assert_eq!(
+        std::fs::metadata(&log).unwrap().len(),
+        size,
+        "nothing torn added"
+    );
+}

@@ -52,6 +52,8 @@ const MAX_DRAW_FAILURES: u32 = 3;
 enum AppEvent {
     ConfigSaved(Result<PathBuf, String>),
     FilesListed(Vec<String>),
+    /// A part of a conversation's log cannot be written (told once per part).
+    LogNotSaved(String),
 }
 
 /// Everything needed to start (or restart, on a provider switch) an orchestrator.
@@ -59,6 +61,8 @@ struct Launch {
     config: Config,
     agent: AgentArgs,
     scenario: Option<String>,
+    /// Where a session log's write failures are told.
+    app_events: mpsc::UnboundedSender<AppEvent>,
 }
 
 /// Which conversation an orchestrator writes to.
@@ -108,9 +112,15 @@ impl Launch {
                 summary.last_turn + 1,
             ),
         };
+        let app_events = self.app_events.clone();
         let session_log = writer
             .map_err(|error| tracing::warn!(%error, "no session log"))
             .ok()
+            .map(|writer| {
+                writer.report_failures_to(Box::new(move |failure| {
+                    let _ = app_events.send(AppEvent::LogNotSaved(failure.message()));
+                }))
+            })
             .map(Arc::new);
         if let Some(log) = &session_log {
             // Old conversations go (never this one), off the UI's path.
@@ -232,10 +242,12 @@ pub fn run(cli: Cli) -> i32 {
         return 1;
     };
     crate::process::tree::become_subreaper();
+    let (app_events, app_inbox) = mpsc::unbounded_channel();
     let launch = Launch {
         config: loaded.config.clone(),
         agent: cli.agent.clone(),
         scenario: cli.agent.scenario.clone(),
+        app_events: app_events.clone(),
     };
     let startup = StartupInfo {
         provider: provider_name.clone(),
@@ -292,7 +304,7 @@ pub fn run(cli: Cli) -> i32 {
         }
         state.agent_steers = started.steers;
         state.agent_transport = Some(started.transport);
-        let mut chat = ChatLoop::new(state, started.handle, launch);
+        let mut chat = ChatLoop::new(state, started.handle, launch, (app_events, app_inbox));
         chat.conversation_id = started.conversation_id;
         let status = chat.run(guard.terminal()).await;
         guard.restore();
@@ -369,8 +381,15 @@ struct ChatLoop {
 }
 
 impl ChatLoop {
-    fn new(state: AppState, orchestrator: OrchestratorHandle, launch: Launch) -> Self {
-        let (app_events, app_inbox) = mpsc::unbounded_channel();
+    fn new(
+        state: AppState,
+        orchestrator: OrchestratorHandle,
+        launch: Launch,
+        (app_events, app_inbox): (
+            mpsc::UnboundedSender<AppEvent>,
+            mpsc::UnboundedReceiver<AppEvent>,
+        ),
+    ) -> Self {
         Self {
             state,
             view: ChatView::default(),
@@ -600,6 +619,9 @@ impl ChatLoop {
     fn on_app_event(&mut self, event: AppEvent) {
         match event {
             AppEvent::ConfigSaved(result) => self.state.on_config_saved(result),
+            AppEvent::LogNotSaved(message) => {
+                self.state.show_notice(NoticeLevel::Warning, &message)
+            }
             AppEvent::FilesListed(files) => {
                 // Refreshing the popup can only ask for another listing.
                 for effect in self.state.on_files_listed(files) {

@@ -285,14 +285,18 @@ fn widen_pipe(stdout: &ChildStdout) {
     }
 }
 
-/// On Linux the agent gets SIGKILL if agentty dies without cleaning up (e.g. SIGKILL).
+/// On Linux the agent gets SIGKILL if agentty dies without cleaning up (e.g. SIGKILL). It also
+/// gets SIGXFSZ's default action back: agentty ignores it for itself (see `main`), and an
+/// ignored signal stays ignored across `exec`.
 fn set_parent_death_signal(command: &mut Command) {
     #[cfg(target_os = "linux")]
     {
         let parent = std::process::id() as libc::pid_t;
-        // SAFETY: only async-signal-safe calls (prctl, getppid, _exit) between fork and exec.
+        // SAFETY: only async-signal-safe calls (signal, prctl, getppid, _exit) between fork
+        // and exec.
         unsafe {
             command.pre_exec(move || {
+                libc::signal(libc::SIGXFSZ, libc::SIG_DFL);
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
                 // The parent may have died before prctl took effect.
                 if libc::getppid() != parent {

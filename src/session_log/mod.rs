@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::orchestrator::{OrchestratorEvent, TurnId, TurnOutcome};
+pub mod failure;
 pub mod lock;
 pub mod raw;
 mod read;
@@ -33,6 +34,7 @@ pub use read::{
 pub(crate) use read::{parse_header, MAX_HEADER_LINE};
 
 use crate::stream::{AgentMessage, FailureReason};
+use failure::{FailureReport, FailureSink, LogPart};
 use lock::ConversationLock;
 use raw::RawLineWriter;
 
@@ -169,6 +171,7 @@ pub(crate) struct SessionLogWriter {
     /// The sidecar's writer, shared: the writer thread writes the queued lines, the reading
     /// task itself the large ones (see [`INLINE_RAW_FROM`]).
     raw: SharedRawWriter,
+    failures: Arc<FailureReport>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -239,13 +242,16 @@ impl SessionLogWriter {
             lock,
             file: None,
             before_first_turn: Vec::new(),
+            failed: false,
         };
         let raw = Arc::new(std::sync::Mutex::new(RawLineWriter::new(&path)));
+        let failures = Arc::new(FailureReport::new(&conversation_id));
         let thread = std::thread::Builder::new()
             .name("session-log".into())
             .spawn({
                 let raw = raw.clone();
-                move || write_loop(target, raw, receiver)
+                let failures = failures.clone();
+                move || write_loop(target, raw, &failures, receiver)
             })?;
         Ok(Self {
             path,
@@ -253,8 +259,15 @@ impl SessionLogWriter {
             commands: Some(commands),
             raw_budget: Arc::new(Semaphore::new(RAW_LINE_BUDGET)),
             raw,
+            failures,
             thread: Some(thread),
         })
+    }
+
+    /// Where the first failure to write each part of the log is told (see `failure`).
+    pub(crate) fn report_failures_to(self, sink: FailureSink) -> Self {
+        self.failures.set_sink(sink);
+        self
     }
 
     pub(crate) fn conversation_id(&self) -> &str {
@@ -328,17 +341,19 @@ impl SessionLogWriter {
         let commands = self.commands.clone()?;
         let budget = self.raw_budget.clone();
         let raw = self.raw.clone();
+        let failures = self.failures.clone();
         Some(crate::provider::RawLineTap::new(move |line: &str| {
             let commands = commands.clone();
             let budget = budget.clone();
             let raw = raw.clone();
+            let failures = failures.clone();
             Box::pin(async move {
                 if line.len() >= INLINE_RAW_FROM {
                     // The whole budget: every queued line is written first, in order.
                     let Ok(_all) = budget.acquire_many(RAW_LINE_BUDGET as u32).await else {
                         return;
                     };
-                    write_raw_inline(&raw, turn, attempt, line);
+                    write_raw_inline(&raw, &failures, turn, attempt, line);
                     return;
                 }
                 let share = line.len().max(1) as u32;
@@ -394,21 +409,42 @@ struct LogFile {
     file: Option<BufWriter<File>>,
     /// Entries recorded before the first prompt (the session to continue, ...).
     before_first_turn: Vec<LogEntry>,
+    /// A write failed: the log is given up (appending after a failure would leave a torn
+    /// line in the middle of the log).
+    failed: bool,
 }
 
 impl LogFile {
+    /// Writes `entry`; the first failure is returned, after which nothing more is written.
     fn write(&mut self, entry: &LogEntry) -> std::io::Result<()> {
+        if self.failed {
+            return Ok(());
+        }
         if self.file.is_none() {
             if !matches!(entry, LogEntry::Turn { .. }) {
                 self.before_first_turn.push(entry.clone());
                 return Ok(());
             }
-            self.open()?;
+            let opened = self.open();
+            self.give_up_on(opened)?;
         }
-        let Some(file) = self.file.as_mut() else {
-            return Ok(());
+        let written = match self.file.as_mut() {
+            Some(file) => write_entry(file, entry),
+            None => Ok(()),
         };
-        write_entry(file, entry)
+        self.give_up_on(written)
+    }
+
+    /// Gives the log up after `result` failed (its buffer is dropped unwritten: a later flush
+    /// could only add a fragment).
+    fn give_up_on(&mut self, result: std::io::Result<()>) -> std::io::Result<()> {
+        if result.is_err() {
+            self.failed = true;
+            if let Some(file) = self.file.take() {
+                drop(file.into_parts());
+            }
+        }
+        result
     }
 
     fn open(&mut self) -> std::io::Result<()> {
@@ -450,10 +486,11 @@ impl LogFile {
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        match self.file.as_mut() {
+        let flushed = match self.file.as_mut() {
             Some(file) => file.flush(),
             None => Ok(()),
-        }
+        };
+        self.give_up_on(flushed)
     }
 }
 
@@ -469,51 +506,85 @@ fn write_entry(file: &mut BufWriter<File>, entry: &LogEntry) -> std::io::Result<
 /// `tests/session_log_replay.rs`: 1.6 MB of sidecar against 0.7 MB).
 /// Writes a raw line on the calling task, and makes it readable (as a queued line is once the
 /// queue runs dry), so that a crash loses none of it.
-fn write_raw_inline(raw: &SharedRawWriter, turn: TurnId, attempt: u32, line: &str) {
+fn write_raw_inline(
+    raw: &SharedRawWriter,
+    failures: &FailureReport,
+    turn: TurnId,
+    attempt: u32,
+    line: &str,
+) {
     let Ok(mut raw) = raw.lock() else {
         return;
     };
     if let Err(error) = raw.write(turn, attempt, line).and_then(|()| raw.flush()) {
-        tracing::error!(%error, "cannot write the session log's raw lines");
+        failures.report(LogPart::RawLines, raw.path(), &error);
     }
 }
 
-fn write_loop(mut log: LogFile, raw: SharedRawWriter, commands: mpsc::Receiver<WriterCommand>) {
+fn write_loop(
+    mut log: LogFile,
+    raw: SharedRawWriter,
+    failures: &FailureReport,
+    commands: mpsc::Receiver<WriterCommand>,
+) {
+    let log_path = log.path.clone();
+    let sidecar = raw::sidecar_path(&log_path);
+    let log_failed = |error: std::io::Error| {
+        failures.report(LogPart::Conversation, &log_path, &error);
+    };
+    let raw_failed = |error: std::io::Error| {
+        failures.report(LogPart::RawLines, &sidecar, &error);
+    };
     let mut next = commands.recv().ok();
     while let Some(command) = next {
-        let result = match command {
-            WriterCommand::Entry(entry) => log.write(&entry),
+        match command {
+            WriterCommand::Entry(entry) => {
+                if let Err(error) = log.write(&entry) {
+                    log_failed(error);
+                }
+            }
             // The permit is released once the line is in the compressor.
             WriterCommand::Raw {
                 turn,
                 attempt,
                 line,
                 _permit,
-            } => lock(&raw).and_then(|mut raw| raw.write(turn, attempt, &line)),
+            } => {
+                if let Err(error) = lock(&raw).and_then(|mut raw| raw.write(turn, attempt, &line)) {
+                    raw_failed(error);
+                }
+            }
             // Flushes come at turn ends: the turn's raw lines end their frame, so an idle
             // chat holds no compressor.
-            WriterCommand::Flush => log
-                .flush()
-                .and_then(|()| lock(&raw).and_then(|mut raw| raw.finish())),
+            WriterCommand::Flush => {
+                if let Err(error) = log.flush() {
+                    log_failed(error);
+                }
+                if let Err(error) = lock(&raw).and_then(|mut raw| raw.finish()) {
+                    raw_failed(error);
+                }
+            }
             WriterCommand::Close => break,
-        };
-        if let Err(error) = result {
-            tracing::error!(%error, path = %log.path.display(), "cannot write the session log");
         }
         next = match commands.try_recv() {
             Ok(command) => Some(command),
             Err(mpsc::TryRecvError::Empty) => {
-                let _ = log
-                    .flush()
-                    .and_then(|()| lock(&raw).and_then(|mut raw| raw.flush()));
+                if let Err(error) = log.flush() {
+                    log_failed(error);
+                }
+                if let Err(error) = lock(&raw).and_then(|mut raw| raw.flush()) {
+                    raw_failed(error);
+                }
                 commands.recv().ok()
             }
             Err(mpsc::TryRecvError::Disconnected) => None,
         };
     }
-    let _ = log.flush();
+    if let Err(error) = log.flush() {
+        log_failed(error);
+    }
     if let Err(error) = lock(&raw).and_then(|mut raw| raw.finish()) {
-        tracing::error!(%error, "cannot finish the session log's raw lines");
+        raw_failed(error);
     }
 }
 
@@ -638,6 +709,34 @@ mod tests {
         assert!(summary.is_named(&id[..6]));
         assert!(!summary.is_named("zzz"));
         assert_eq!(latest_session_log(dir.path()), Some(path));
+    }
+
+    #[test]
+    fn a_log_that_cannot_be_written_is_told_once_per_part_and_given_up() {
+        let dir = tempfile::tempdir().unwrap();
+        // The sessions "folder" is a file: nothing can be created in it, even as root.
+        let blocked = dir.path().join("sessions");
+        std::fs::write(&blocked, "not a folder").unwrap();
+        let told = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let writer = new_chat(&blocked).report_failures_to(Box::new({
+            let told = told.clone();
+            move |failure| told.lock().unwrap().push(failure)
+        }));
+        let id = writer.conversation_id().to_owned();
+        turn(&writer, 1, "hi", "s-1");
+        turn(&writer, 2, "again", "s-1");
+        drop(writer);
+        let told = told.lock().unwrap();
+        // The raw lines failed too, but a conversation not saved says that already.
+        let parts: Vec<LogPart> = told.iter().map(|failure| failure.part).collect();
+        assert_eq!(parts, [LogPart::Conversation], "{told:?}");
+        let message = told[0].message();
+        assert!(
+            message.starts_with(&format!("Conversation {} is not being saved", &id[..8])),
+            "{message}"
+        );
+        assert!(message.contains("File exists"), "{message}");
+        assert_eq!(std::fs::read_to_string(&blocked).unwrap(), "not a folder");
     }
 
     #[test]

@@ -72,6 +72,11 @@ impl RawLineWriter {
         }
     }
 
+    /// The sidecar's path.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// Writes one raw line as it is. A line never holds a line end (the line reader splits on
     /// them), but the length prefix keeps the record whole even if one did.
     pub(crate) fn write(&mut self, turn: TurnId, attempt: u32, line: &str) -> std::io::Result<()> {

@@ -68,9 +68,10 @@ pub struct ChatPane {
 }
 
 impl ChatPane {
-    /// Starts `<prefix> agentty --config <state>/config.toml ARGS` in `cwd` (a shell command
-    /// `prefix`, e.g. `ulimit -f 64;`, runs first), at `width` x `height`; `None` when tmux is
-    /// missing and its tests are skipped on purpose.
+    /// Starts `<prefix> env AGENTTY_STATE_DIR=<state> agentty --config <state>/config.toml ARGS`
+    /// in `cwd` at `width` x `height` (`prefix` is shell text: `ulimit -f 64;` runs first, a
+    /// wrapper such as `unshare -m sh -c '...; exec "$@"' sh` runs agentty itself); `None` when
+    /// tmux is missing and its tests are skipped on purpose.
     pub fn launch(
         state: &StateDir,
         cwd: &Path,
@@ -82,7 +83,7 @@ impl ChatPane {
             return None;
         }
         let mut command_line = format!(
-            "{prefix} AGENTTY_STATE_DIR={} {} --config {}",
+            "{prefix} env AGENTTY_STATE_DIR={} {} --config {}",
             shell_quote(state.path().to_str().unwrap()),
             shell_quote(env!("CARGO_BIN_EXE_agentty")),
             shell_quote(state.path().join("config.toml").to_str().unwrap()),
