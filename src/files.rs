@@ -10,7 +10,7 @@
 //! place of a log must not make agentty append to a file elsewhere.
 
 use std::fs::{File, OpenOptions};
-use std::io;
+use std::io::{self, Read};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
@@ -29,6 +29,35 @@ pub(crate) fn open_regular(path: &Path) -> io::Result<File> {
     } else {
         Err(not_a_regular_file(path, kind))
     }
+}
+
+/// Reads all of a regular file, refusing one larger than `limit` bytes (without reading more
+/// than the limit of it).
+pub(crate) fn read_limited(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
+    let file = open_regular(path)?;
+    let mut bytes = Vec::new();
+    file.take(limit + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "{} is larger than {}; not read",
+                path.display(),
+                describe_size(limit)
+            ),
+        ));
+    }
+    Ok(bytes)
+}
+
+/// Like [`read_limited`], as text (invalid UTF-8 is an `InvalidData` error).
+pub(crate) fn read_text_limited(path: &Path, limit: u64) -> io::Result<String> {
+    String::from_utf8(read_limited(path, limit)?).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{} is not UTF-8 text", path.display()),
+        )
+    })
 }
 
 /// Options for writing in the state dir: `O_NOFOLLOW` (a link is an error, `ELOOP`) and
@@ -72,6 +101,15 @@ fn not_a_regular_file(path: &Path, kind: std::fs::FileType) -> io::Error {
     )
 }
 
+fn describe_size(bytes: u64) -> String {
+    const MIB: u64 = 1024 * 1024;
+    if bytes >= MIB && bytes % MIB == 0 {
+        format!("{} MiB", bytes / MIB)
+    } else {
+        format!("{bytes} bytes")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -94,6 +132,24 @@ mod tests {
             assert!(error.to_string().contains(expected), "{error}");
         }
         assert!(started.elapsed() < Duration::from_secs(5), "nothing blocks");
+    }
+
+    #[test]
+    fn a_file_over_the_limit_is_refused_and_one_within_it_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big");
+        std::fs::write(&path, vec![b'x'; 2048]).unwrap();
+        let error = read_limited(&path, 1024).unwrap_err();
+        assert!(
+            error.to_string().contains("larger than 1024 bytes"),
+            "{error}"
+        );
+        assert_eq!(read_limited(&path, 2048).unwrap().len(), 2048);
+        std::fs::write(&path, [0xff, 0xfe]).unwrap();
+        assert!(read_text_limited(&path, 10)
+            .unwrap_err()
+            .to_string()
+            .contains("not UTF-8"));
     }
 
     #[test]

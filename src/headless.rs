@@ -46,6 +46,10 @@ pub fn run(agent: AgentArgs, args: RunArgs) -> i32 {
     for warning in &loaded.warnings {
         eprintln!("agentty: {warning}");
     }
+    let reaped = crate::process::orphans::reap_and_record_in(&crate::logging::agents_dir());
+    if let Some(notice) = reaped.notice() {
+        eprintln!("agentty: {notice}");
+    }
     let choice = match resolve_provider(&agent, &loaded.config) {
         Ok(choice) => choice,
         Err(message) => return usage_error(&message),

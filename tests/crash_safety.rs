@@ -339,3 +339,101 @@ fn a_file_size_limit_is_told_once_and_neither_kills_agentty_nor_leaves_the_termi
         "nothing torn added"
     );
 }
+
+/// The pids of `sleep 300` processes started under `state`.
+fn sleeps(state: &StateDir) -> Vec<i32> {
+    tmux::processes_with_env(state.path())
+        .into_iter()
+        .filter(|(_, command)| command == "sleep 300")
+        .map(|(pid, _)| pid)
+        .collect()
+}
+
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let started = std::time::Instant::now();
+    while !done() {
+        assert!(
+            started.elapsed() < tmux::WAIT,
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn tools_left_running_by_an_agentty_killed_with_sigkill_are_ended_by_the_next_launch() {
+    use std::os::unix::fs::PermissionsExt;
+    let state = StateDir::new();
+    let cwd = tempfile::tempdir().unwrap();
+    // An agent whose tools outlive it: one in its process group, one in a session of its own.
+    let agent = state.path().join("agent");
+    std::fs::write(
+        &agent,
+        "#!/bin/sh\nsleep 300 &\nsetsid sleep 300 &\nexec sleep 300\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let agentty = |args: &[&str]| {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_agentty"));
+        command
+            .current_dir(cwd.path())
+            .env("AGENTTY_STATE_DIR", state.path())
+            .args([
+                "--config",
+                state.path().join("config.toml").to_str().unwrap(),
+            ])
+            .args(args);
+        command
+    };
+    let mut first = agentty(&["run", "--provider", "pi", "--agent-bin"])
+        .arg(&agent)
+        .arg("go")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_until("the agent and its two tools", || sleeps(&state).len() == 3);
+    let records = || {
+        std::fs::read_dir(state.path().join("agents"))
+            .map(|entries| entries.count())
+            .unwrap_or(0)
+    };
+    assert_eq!(records(), 1, "the running agent is recorded");
+
+    // A launch while the first one lives leaves its agents alone.
+    let output = agentty(&["run", "--provider", "demo", "hi"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    assert!(
+        !String::from_utf8_lossy(&output.stderr).contains("ended without stopping"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(sleeps(&state).len(), 3);
+
+    // SIGKILL: agentty cannot clean up. The agent dies by its parent-death signal; its tools
+    // run on.
+    first.kill().unwrap();
+    first.wait().unwrap();
+    wait_until("the agent's own death", || sleeps(&state).len() == 2);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let left = sleeps(&state);
+    assert_eq!(left.len(), 2, "the tools outlived agentty");
+
+    let Some(chat) = ChatPane::launch(&state, cwd.path(), "", &["--provider", "demo"], SIZE) else {
+        return;
+    };
+    let screen = chat.wait_for_text("ended without stopping its agents");
+    assert!(
+        unwrapped(&screen).contains(&format!(
+            "An earlier agentty (pid {}) ended without stopping its agents: 2 processes they \
+             left running were ended.",
+            first.id()
+        )),
+        "{screen}"
+    );
+    assert!(sleeps(&state).is_empty(), "left: {:?}", sleeps(&state));
+    assert_eq!(records(), 0);
+    chat.quit();
+}

@@ -187,7 +187,11 @@ pub fn run(cli: Cli) -> i32 {
         }
     };
     let mut cli = cli;
-    let warnings = loaded.warnings.clone();
+    let mut warnings = loaded.warnings.clone();
+    // What an agentty that died without stopping its agents left running goes now.
+    warnings.extend(
+        crate::process::orphans::reap_and_record_in(&crate::logging::agents_dir()).notice(),
+    );
     // `--resume [ID]`: the conversation's transcript is shown again and its agent session
     // continued, on its own provider; one from another directory or provider is refused, and
     // one that another agentty writes is shown read-only.

@@ -8,6 +8,7 @@
 mod control;
 pub mod job_control;
 pub mod lines;
+pub mod orphans;
 pub mod stop;
 pub mod tree;
 
