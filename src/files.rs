@@ -15,7 +15,7 @@ use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
 /// Opens `path` for reading if it is a regular file (following links: reading through one
-/// harms nothing); anything else is an `InvalidInput` error naming what it is.
+/// harms nothing); anything else is an `InvalidInput` error saying what it is.
 pub(crate) fn open_regular(path: &Path) -> io::Result<File> {
     let file = OpenOptions::new()
         .read(true)
@@ -27,12 +27,13 @@ pub(crate) fn open_regular(path: &Path) -> io::Result<File> {
     if kind.is_file() {
         Ok(file)
     } else {
-        Err(not_a_regular_file(path, kind))
+        Err(not_a_regular_file(kind))
     }
 }
 
 /// Reads all of a regular file, refusing one larger than `limit` bytes (without reading more
-/// than the limit of it).
+/// than the limit of it). Errors say what is wrong with the file, not which file it is: the
+/// caller names it.
 pub(crate) fn read_limited(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
     let file = open_regular(path)?;
     let mut bytes = Vec::new();
@@ -40,11 +41,7 @@ pub(crate) fn read_limited(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
     if bytes.len() as u64 > limit {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
-            format!(
-                "{} is larger than {}; not read",
-                path.display(),
-                describe_size(limit)
-            ),
+            format!("it is larger than {}; not read", describe_size(limit)),
         ));
     }
     Ok(bytes)
@@ -52,12 +49,8 @@ pub(crate) fn read_limited(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
 
 /// Like [`read_limited`], as text (invalid UTF-8 is an `InvalidData` error).
 pub(crate) fn read_text_limited(path: &Path, limit: u64) -> io::Result<String> {
-    String::from_utf8(read_limited(path, limit)?).map_err(|_| {
-        io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("{} is not UTF-8 text", path.display()),
-        )
-    })
+    String::from_utf8(read_limited(path, limit)?)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "it is not UTF-8 text"))
 }
 
 /// Options for writing in the state dir: `O_NOFOLLOW` (a link is an error, `ELOOP`) and
@@ -90,14 +83,10 @@ fn describe_kind(kind: std::fs::FileType) -> &'static str {
     }
 }
 
-fn not_a_regular_file(path: &Path, kind: std::fs::FileType) -> io::Error {
+fn not_a_regular_file(kind: std::fs::FileType) -> io::Error {
     io::Error::new(
         io::ErrorKind::InvalidInput,
-        format!(
-            "{} is {}, not a regular file",
-            path.display(),
-            describe_kind(kind)
-        ),
+        format!("it is {}, not a regular file", describe_kind(kind)),
     )
 }
 

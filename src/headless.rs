@@ -308,18 +308,26 @@ fn session_log_provider(path: &Path) -> std::io::Result<Option<String>> {
     Ok(crate::session_log::parse_header(&first, path).map(|header| header.provider))
 }
 
-/// Every `\n`-ended line of a file, invalid UTF-8 replaced, one at a time.
+/// Every `\n`-ended line of a file, invalid UTF-8 replaced, one at a time; a line longer than
+/// a session log's longest is skipped without being held.
 fn for_each_line(path: &Path, mut each: impl FnMut(&str)) -> std::io::Result<()> {
-    let mut reader = BufReader::new(crate::files::open_regular(path)?);
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        if reader.read_until(b'\n', &mut line)? == 0 {
-            return Ok(());
+    let mut lines = crate::session_log::LogLines::new(
+        BufReader::new(crate::files::open_regular(path)?),
+        crate::session_log::MAX_LOG_LINE,
+    );
+    let mut skipped = 0;
+    while let Some(line) = lines.next_line()? {
+        match line {
+            crate::session_log::LogLine::Line(line) => each(&String::from_utf8_lossy(line)),
+            crate::session_log::LogLine::Oversized => skipped += 1,
         }
-        if line.last() == Some(&b'\n') {
-            line.pop();
-        }
-        each(&String::from_utf8_lossy(&line));
     }
+    if skipped > 0 {
+        eprintln!(
+            "agentty: {skipped} lines of {} were longer than {} MiB and skipped",
+            path.display(),
+            crate::session_log::MAX_LOG_LINE / (1024 * 1024)
+        );
+    }
+    Ok(())
 }

@@ -31,7 +31,7 @@ pub(crate) use read::last_session_id;
 pub use read::{
     latest_session_log, list_conversations, read_session_log, read_summary, ConversationSummary,
 };
-pub(crate) use read::{parse_header, MAX_HEADER_LINE};
+pub(crate) use read::{parse_header, LogLine, LogLines, MAX_HEADER_LINE, MAX_LOG_LINE};
 
 use crate::stream::{AgentMessage, FailureReason};
 use failure::{FailureReport, FailureSink, LogPart};
@@ -737,6 +737,67 @@ mod tests {
         );
         assert!(message.contains("File exists"), "{message}");
         assert_eq!(std::fs::read_to_string(&blocked).unwrap(), "not a folder");
+    }
+
+    #[test]
+    fn links_in_place_of_a_log_or_its_sidecar_are_never_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let writer = new_chat(dir.path());
+        let path = writer.path().to_path_buf();
+        let id = writer.conversation_id().to_owned();
+        turn(&writer, 1, "hi", "s-1");
+        drop(writer);
+        // The log and its sidecar become links to files elsewhere (copies, so the log reads
+        // as the conversation it was).
+        let elsewhere = tempfile::tempdir().unwrap();
+        let sidecar = raw::sidecar_path(&path);
+        let mut targets = Vec::new();
+        for file in [&path, &sidecar] {
+            let target = elsewhere.path().join(file.file_name().unwrap());
+            std::fs::rename(file, &target).unwrap();
+            std::os::unix::fs::symlink(&target, file).unwrap();
+            targets.push((target.clone(), std::fs::read(&target).unwrap()));
+        }
+        assert_eq!(read_summary(&path).unwrap().turns, 1, "reading may follow");
+        let told = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let lock = ConversationLock::acquire(&path).unwrap();
+        let resumed = SessionLogWriter::resume(&path, &id, Some(lock))
+            .unwrap()
+            .report_failures_to(Box::new({
+                let told = told.clone();
+                move |failure| told.lock().unwrap().push(failure)
+            }));
+        turn(&resumed, 2, "again", "s-1");
+        drop(resumed);
+        for (target, before) in targets {
+            assert_eq!(
+                std::fs::read(&target).unwrap(),
+                before,
+                "{target:?} was written"
+            );
+        }
+        let told = told.lock().unwrap();
+        assert_eq!(told.len(), 1, "{told:?}");
+        assert!(
+            told[0].error.contains("Too many levels of symbolic links"),
+            "{told:?}"
+        );
+    }
+
+    #[test]
+    fn a_fifo_named_like_a_log_is_passed_over_without_waiting() {
+        let dir = tempfile::tempdir().unwrap();
+        let writer = new_chat(dir.path());
+        turn(&writer, 1, "hi", "s-1");
+        drop(writer);
+        nix::unistd::mkfifo(
+            &dir.path().join("999999999999999-ffffffff.jsonl"),
+            nix::sys::stat::Mode::S_IRWXU,
+        )
+        .unwrap();
+        let found = list_conversations(dir.path());
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].first_prompt, "hi");
     }
 
     #[test]

@@ -16,7 +16,7 @@
 //! Logs written before the sidecar hold their raw lines inline (`{"kind":"raw",...}` lines of
 //! the log itself); [`for_each_raw_line`] reads both.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
@@ -100,12 +100,8 @@ impl RawLineWriter {
                 // window that reaches back over it.
                 let file = match previous {
                     Some(encoder) => encoder.finish()?,
-                    None => BufWriter::new(
-                        OpenOptions::new()
-                            .create(true)
-                            .append(true)
-                            .open(&self.path)?,
-                    ),
+                    // Never through a link planted in place of the sidecar.
+                    None => BufWriter::new(crate::files::append_no_follow(&self.path, true)?),
                 };
                 self.window_log = needed.max(self.window_log);
                 let mut encoder = zstd::stream::write::Encoder::new(file, LEVEL)?;
