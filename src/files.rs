@@ -92,7 +92,7 @@ fn not_a_regular_file(kind: std::fs::FileType) -> io::Error {
 
 fn describe_size(bytes: u64) -> String {
     const MIB: u64 = 1024 * 1024;
-    if bytes >= MIB && bytes % MIB == 0 {
+    if bytes >= MIB && bytes.is_multiple_of(MIB) {
         format!("{} MiB", bytes / MIB)
     } else {
         format!("{bytes} bytes")
