@@ -437,3 +437,120 @@ fn tools_left_running_by_an_agentty_killed_with_sigkill_are_ended_by_the_next_la
     assert_eq!(records(), 0);
     chat.quit();
 }
+
+/// A pi JSON-mode stream of `total` bytes of answer in `delta`-byte deltas (paragraphs of
+/// about 400 bytes), without pi's cumulative snapshots; the agent that prints it then waits,
+/// so the turn runs until it is stopped.
+fn flooding_agent(dir: &Path, total: usize, delta: usize) -> std::path::PathBuf {
+    use std::io::Write;
+    use std::os::unix::fs::PermissionsExt;
+    let stream = dir.join("flood.jsonl");
+    let mut out = std::io::BufWriter::new(std::fs::File::create(&stream).unwrap());
+    writeln!(out, r#"{{"type":"agent_start"}}"#).unwrap();
+    writeln!(
+        out,
+        r#"{{"type":"message_start","message":{{"role":"assistant","content":[],"stopReason":"stop"}}}}"#
+    )
+    .unwrap();
+    let words = "lorem ipsum dolor sit amet, consectetur adipiscing elit; sed do eiusmod tempor. ";
+    let paragraph: String = words.repeat(5) + "\n\n";
+    let text: String = paragraph.repeat(delta / paragraph.len() + 2);
+    let mut written = 0;
+    while written < total {
+        let chunk = &text[written % paragraph.len()..][..delta];
+        let line = serde_json::json!({"type":"message_update","assistantMessageEvent":
+            {"type":"text_delta","contentIndex":0,"delta":chunk}});
+        writeln!(out, "{line}").unwrap();
+        written += delta;
+    }
+    drop(out);
+    let agent = dir.join("flood-agent");
+    std::fs::write(
+        &agent,
+        format!("#!/bin/sh\ncat '{}'\nexec sleep 300\n", stream.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
+    agent
+}
+
+/// agentty's peak resident memory (VmHWM), in MiB.
+fn peak_rss_mib(pid: i32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|value| {
+            value
+                .trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse::<u64>()
+                .ok()
+        })
+        .unwrap_or(0)
+        / 1024
+}
+
+#[test]
+fn a_flood_of_output_is_folded_keys_still_echo_and_esc_stops_it() {
+    if !tmux::tmux_available() {
+        return;
+    }
+    let state = StateDir::new();
+    let cwd = tempfile::tempdir().unwrap();
+    let agent = flooding_agent(state.path(), 60 * 1024 * 1024, 4096);
+    let Some(chat) = ChatPane::launch(
+        &state,
+        cwd.path(),
+        "",
+        &[
+            "--provider",
+            "pi",
+            "--transport",
+            "json",
+            "--agent-bin",
+            agent.to_str().unwrap(),
+        ],
+        WIDE,
+    ) else {
+        return;
+    };
+    chat.wait_until_ready();
+    let pid = agentty_pids(&state)[0];
+    chat.prompt("flood me");
+    chat.wait_for_text("lorem ipsum");
+    // Typing goes on while the answer floods in.
+    chat.type_text("still here");
+    chat.wait_for_text("still here");
+    // Past the limit, the rest of the answer is counted, not kept: 60 MiB less the 512 KiB
+    // kept (128 deltas).
+    chat.wait_for_text("62.4 MB more of this answer not shown");
+    assert!(chat.screen().contains("● writing"), "the agent still runs");
+    chat.keys(&["Escape"]);
+    let screen = chat.wait_for_text("│ idle");
+    assert!(screen.contains("Stopped"), "{screen}");
+    let peak = peak_rss_mib(pid);
+    eprintln!("peak memory during a 60 MiB flood: {peak} MiB");
+    assert!(peak <= 200, "agentty peaked at {peak} MiB");
+    chat.keys(&["C-u"]);
+    chat.quit();
+    // The log has the whole answer (up to the stop), joined into few entries.
+    let log = state.logs().remove(0);
+    let text: usize = read_session_log(&log)
+        .unwrap()
+        .iter()
+        .map(|entry| match entry {
+            LogEntry::Message {
+                message: agentty::stream::AgentMessage::Assistant { delta },
+                ..
+            } => delta.len(),
+            _ => 0,
+        })
+        .sum();
+    assert_eq!(
+        text,
+        60 * 1024 * 1024,
+        "the log keeps what the screen folds"
+    );
+}

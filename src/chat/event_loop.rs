@@ -44,6 +44,8 @@ const CLOCK_PERIOD: Duration = Duration::from_millis(250);
 /// Longest wait for the orchestrator to stop the agent when leaving (2 s grace + 5 s kill, and
 /// some slack).
 const SHUTDOWN_LIMIT: Duration = Duration::from_secs(10);
+/// The longest the loop spends on queued agent events before it looks at keys and frames.
+const EVENT_BATCH: Duration = Duration::from_millis(4);
 /// Consecutive draw failures after which the terminal is considered gone.
 const MAX_DRAW_FAILURES: u32 = 3;
 
@@ -441,23 +443,18 @@ impl ChatLoop {
                     self.exit = true;
                 }
                 signal = signals.recv() => self.on_signal(signal, terminal),
-                event = self.orchestrator.events.recv(), if self.orchestrator_open => {
-                    let now = Instant::now();
-                    let effects = match event {
-                        Some(event) => self.state.on_orchestrator_event(event, now),
-                        None => {
-                            self.orchestrator_open = false;
-                            self.state.on_orchestrator_gone()
-                        }
-                    };
-                    self.apply(effects, terminal);
-                }
-                Some(app_event) = self.app_inbox.recv() => self.on_app_event(app_event),
+                // Keys before the agent's events: an agent that floods must not keep the user
+                // from typing, or from stopping it.
                 input_event = input.next(), if !self.terminal_lost => match input_event {
                     Some(Ok(event)) => redraw = self.on_terminal_event(event, terminal),
                     Some(Err(error)) => self.on_terminal_lost(&error.to_string(), terminal),
                     None => self.on_terminal_lost("input closed", terminal),
                 },
+                event = self.orchestrator.events.recv(), if self.orchestrator_open => {
+                    self.on_orchestrator_event(event, terminal);
+                    self.drain_orchestrator_events(terminal);
+                }
+                Some(app_event) = self.app_inbox.recv() => self.on_app_event(app_event),
             }
             let now = Instant::now();
             self.state.on_clock(now);
@@ -471,6 +468,38 @@ impl ChatLoop {
             }
         }
         self.exit_status
+    }
+
+    fn on_orchestrator_event(
+        &mut self,
+        event: Option<OrchestratorEvent>,
+        terminal: &mut ChatTerminal,
+    ) {
+        let now = Instant::now();
+        let effects = match event {
+            Some(event) => self.state.on_orchestrator_event(event, now),
+            None => {
+                self.orchestrator_open = false;
+                self.state.on_orchestrator_gone()
+            }
+        };
+        self.apply(effects, terminal);
+    }
+
+    /// Takes the events already queued, for at most [`EVENT_BATCH`]: a stream of tiny deltas
+    /// costs one pass of the loop per batch, not per delta, and keys and frames still come
+    /// in between batches.
+    fn drain_orchestrator_events(&mut self, terminal: &mut ChatTerminal) {
+        let until = Instant::now() + EVENT_BATCH;
+        while self.orchestrator_open && !self.exit && Instant::now() < until {
+            match self.orchestrator.events.try_recv() {
+                Ok(event) => self.on_orchestrator_event(Some(event), terminal),
+                Err(mpsc::error::TryRecvError::Empty) => return,
+                Err(mpsc::error::TryRecvError::Disconnected) => {
+                    self.on_orchestrator_event(None, terminal);
+                }
+            }
+        }
     }
 
     fn draw(&mut self, terminal: &mut ChatTerminal) {

@@ -6,7 +6,9 @@
 //! leaves nothing behind), and every later launch that resumes the conversation appends to the
 //! same file, so the log is the whole conversation. Writing happens on a thread of its own, so
 //! neither the UI nor an attempt ever waits on the disk; the log is flushed whenever the writer's
-//! queue runs dry, so a crash loses at most the lines in flight. `agentty --resume` reads it back.
+//! queue runs dry (text deltas that arrive together are joined into one entry and wait up to
+//! 100 ms for more), so a crash loses at most the lines in flight and that moment of text.
+//! `agentty --resume` reads it back.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -243,6 +245,7 @@ impl SessionLogWriter {
             file: None,
             before_first_turn: Vec::new(),
             failed: false,
+            pending: None,
         };
         let raw = Arc::new(std::sync::Mutex::new(RawLineWriter::new(&path)));
         let failures = Arc::new(FailureReport::new(&conversation_id));
@@ -412,9 +415,101 @@ struct LogFile {
     /// A write failed: the log is given up (appending after a failure would leave a torn
     /// line in the middle of the log).
     failed: bool,
+    /// Text deltas not written yet, joined (see [`Coalesced`]).
+    pending: Option<Coalesced>,
+}
+
+/// Consecutive text deltas of one attempt, written as one entry: an agent that streams one
+/// character per event would otherwise log a hundred bytes of entry per byte of text. They
+/// are held at most [`COALESCE_FOR`] after the queue runs dry, or up to [`COALESCE_BYTES`]:
+/// what a crash can lose.
+struct Coalesced {
+    turn: TurnId,
+    attempt: u32,
+    thinking: bool,
+    text: String,
+    at_ms: Option<u64>,
+}
+
+/// How long joined deltas wait for more once nothing else is queued.
+const COALESCE_FOR: std::time::Duration = std::time::Duration::from_millis(100);
+/// The most text joined into one entry.
+const COALESCE_BYTES: usize = 64 * 1024;
+
+impl Coalesced {
+    /// The delta an entry holds, if it is one that joins.
+    fn delta_of(entry: &LogEntry) -> Option<(TurnId, u32, bool, &str, Option<u64>)> {
+        match entry {
+            LogEntry::Message {
+                turn,
+                attempt,
+                message: AgentMessage::Assistant { delta },
+                at_ms,
+            } => Some((*turn, *attempt, false, delta, *at_ms)),
+            LogEntry::Message {
+                turn,
+                attempt,
+                message: AgentMessage::Thinking { delta },
+                at_ms,
+            } => Some((*turn, *attempt, true, delta, *at_ms)),
+            _ => None,
+        }
+    }
+
+    fn into_entry(self) -> LogEntry {
+        let message = if self.thinking {
+            AgentMessage::Thinking { delta: self.text }
+        } else {
+            AgentMessage::Assistant { delta: self.text }
+        };
+        LogEntry::Message {
+            turn: self.turn,
+            attempt: self.attempt,
+            message,
+            at_ms: self.at_ms,
+        }
+    }
 }
 
 impl LogFile {
+    /// Records `entry`: a text delta joins the deltas before it (written later, see
+    /// [`Coalesced`]), anything else is written after them.
+    fn record(&mut self, entry: &LogEntry) -> std::io::Result<()> {
+        if let Some((turn, attempt, thinking, delta, at_ms)) = Coalesced::delta_of(entry) {
+            let joins = self.pending.as_ref().is_some_and(|pending| {
+                (pending.turn, pending.attempt, pending.thinking) == (turn, attempt, thinking)
+            });
+            if !joins {
+                self.write_pending()?;
+            }
+            let pending = self.pending.get_or_insert_with(|| Coalesced {
+                turn,
+                attempt,
+                thinking,
+                text: String::new(),
+                at_ms,
+            });
+            pending.text.push_str(delta);
+            if pending.text.len() >= COALESCE_BYTES {
+                self.write_pending()?;
+            }
+            return Ok(());
+        }
+        self.write_pending()?;
+        self.write(entry)
+    }
+
+    fn has_pending(&self) -> bool {
+        self.pending.is_some()
+    }
+
+    fn write_pending(&mut self) -> std::io::Result<()> {
+        match self.pending.take() {
+            Some(pending) => self.write(&pending.into_entry()),
+            None => Ok(()),
+        }
+    }
+
     /// Writes `entry`; the first failure is returned, after which nothing more is written.
     fn write(&mut self, entry: &LogEntry) -> std::io::Result<()> {
         if self.failed {
@@ -485,7 +580,9 @@ impl LogFile {
         Ok(())
     }
 
+    /// Writes the joined deltas and flushes.
     fn flush(&mut self) -> std::io::Result<()> {
+        self.write_pending()?;
         let flushed = match self.file.as_mut() {
             Some(file) => file.flush(),
             None => Ok(()),
@@ -539,7 +636,7 @@ fn write_loop(
     while let Some(command) = next {
         match command {
             WriterCommand::Entry(entry) => {
-                if let Err(error) = log.write(&entry) {
+                if let Err(error) = log.record(&entry) {
                     log_failed(error);
                 }
             }
@@ -568,6 +665,22 @@ fn write_loop(
         }
         next = match commands.try_recv() {
             Ok(command) => Some(command),
+            // Joined deltas wait a moment for more before they are written.
+            Err(mpsc::TryRecvError::Empty) if log.has_pending() => {
+                match commands.recv_timeout(COALESCE_FOR) {
+                    Ok(command) => Some(command),
+                    Err(mpsc::RecvTimeoutError::Timeout) => {
+                        if let Err(error) = log.flush() {
+                            log_failed(error);
+                        }
+                        if let Err(error) = lock(&raw).and_then(|mut raw| raw.flush()) {
+                            raw_failed(error);
+                        }
+                        commands.recv().ok()
+                    }
+                    Err(mpsc::RecvTimeoutError::Disconnected) => None,
+                }
+            }
             Err(mpsc::TryRecvError::Empty) => {
                 if let Err(error) = log.flush() {
                     log_failed(error);
@@ -798,6 +911,92 @@ mod tests {
         let found = list_conversations(dir.path());
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].first_prompt, "hi");
+    }
+
+    #[test]
+    fn one_character_deltas_are_joined_in_order_and_the_log_stays_near_the_text_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let writer = new_chat(dir.path());
+        let path = writer.path().to_path_buf();
+        writer.record_event(&OrchestratorEvent::TurnStarted {
+            turn: 1,
+            prompt: "flood".into(),
+        });
+        let delta = |text: &str, thinking: bool| OrchestratorEvent::Message {
+            turn: 1,
+            attempt: 1,
+            message: if thinking {
+                AgentMessage::Thinking { delta: text.into() }
+            } else {
+                AgentMessage::Assistant { delta: text.into() }
+            },
+        };
+        let mut text = String::new();
+        for index in 0..200_000 {
+            let character = char::from(b'a' + (index % 26) as u8).to_string();
+            text.push_str(&character);
+            writer.record_event(&delta(&character, false));
+            if index == 100_000 {
+                writer.record_event(&delta("hmm", true));
+                writer.record_event(&delta(" ok", true));
+            }
+        }
+        writer.record_event(&OrchestratorEvent::TurnEnded {
+            turn: 1,
+            outcome: TurnOutcome::Completed,
+        });
+        drop(writer);
+        let entries = read_session_log(&path).unwrap();
+        let mut read = String::new();
+        let mut thinking = Vec::new();
+        for entry in &entries {
+            match entry {
+                LogEntry::Message {
+                    message: AgentMessage::Assistant { delta },
+                    ..
+                } => read.push_str(delta),
+                LogEntry::Message {
+                    message: AgentMessage::Thinking { delta },
+                    ..
+                } => thinking.push((read.len(), delta.clone())),
+                _ => {}
+            }
+        }
+        assert!(read == text, "the text comes back whole");
+        assert_eq!(thinking, [(100_001, "hmm ok".to_owned())], "in its place");
+        let size = std::fs::metadata(&path).unwrap().len() as usize;
+        assert!(
+            size <= 10 * text.len(),
+            "{size} bytes of log for {} of text",
+            text.len()
+        );
+    }
+
+    #[test]
+    fn a_lone_delta_is_written_without_waiting_for_the_turn_to_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let writer = new_chat(dir.path());
+        let path = writer.path().to_path_buf();
+        writer.record_event(&OrchestratorEvent::TurnStarted {
+            turn: 1,
+            prompt: "slow".into(),
+        });
+        writer.record_event(&OrchestratorEvent::Message {
+            turn: 1,
+            attempt: 1,
+            message: AgentMessage::Assistant {
+                delta: "first word".into(),
+            },
+        });
+        let started = std::time::Instant::now();
+        while !std::fs::read_to_string(&path).is_ok_and(|text| text.contains("first word")) {
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(10),
+                "never written"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        drop(writer);
     }
 
     #[test]
