@@ -161,6 +161,7 @@ fn ms(duration: Duration) -> f64 {
 /// The chat in tmux against the flooding agent.
 fn flood_in_tmux(state: &Path, agent: &Path) {
     TMUX.kill_server();
+    std::fs::create_dir_all(state).unwrap();
     let config = state.join("config.toml");
     std::fs::write(&config, "").unwrap();
     let command = format!(
@@ -245,6 +246,7 @@ fn flood_in_tmux(state: &Path, agent: &Path) {
 
 /// `agentty run` on a million one-byte deltas: the session log against the text.
 fn one_byte_deltas_logged(state: &Path) {
+    std::fs::create_dir_all(state).unwrap();
     let agent = flooding_agent(state, MIB, 1, false);
     let output = std::process::Command::new(binary())
         .env("AGENTTY_STATE_DIR", state)
