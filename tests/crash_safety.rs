@@ -144,6 +144,15 @@ fn a_second_agentty_on_the_same_conversation_shows_it_read_only_and_never_append
     );
     assert!(screen.contains("remember the word pelican"), "{screen}");
     assert!(screen.contains("The next prompt starts a new"), "{screen}");
+    let status_bar = screen
+        .lines()
+        .rev()
+        .find(|line| !line.trim().is_empty())
+        .unwrap();
+    assert!(
+        !status_bar.contains("session"),
+        "the other agentty's session is not this chat's: {status_bar}"
+    );
     second.prompt("a prompt of my own");
     // (The demo quotes the prompt in its answer.)
     second.wait_for("the second instance's answer", |screen| {

@@ -344,6 +344,8 @@ fn show_resumed(state: &mut AppState, resumed: resume::ResumedConversation) {
 /// new one.
 fn show_read_only(state: &mut AppState, resumed: resume::ResumedConversation, pid: Option<u32>) {
     resume::replay_into(state, resumed.events);
+    // The replay named the other agentty's agent session; this chat's next prompt starts its own.
+    state.session_id = None;
     state.show_notice(
         NoticeLevel::Warning,
         &resume::read_only_notice(&resumed.summary, pid),
