@@ -197,7 +197,7 @@ pub fn run(cli: Cli) -> i32 {
     // `--resume [ID]`: the conversation's transcript is shown again and its agent session
     // continued, on its own provider; one from another directory or provider is refused, and
     // one that another agentty writes is shown read-only.
-    let resumed = match &cli.resume {
+    let reopened = match &cli.resume {
         None => None,
         Some(query) => {
             let cwd = std::env::current_dir().unwrap_or_default();
@@ -206,11 +206,11 @@ pub fn run(cli: Cli) -> i32 {
                 resume::reopen(summary)
             });
             match found {
-                Ok(resumed) => {
+                Ok((resumed, access)) => {
                     cli.agent
                         .provider
-                        .get_or_insert_with(|| resumed.0.summary.provider.clone());
-                    Some(resumed)
+                        .get_or_insert_with(|| resumed.summary.provider.clone());
+                    Some(Reopened::new(resumed, access))
                 }
                 Err(message) => {
                     eprintln!("agentty: --resume: {message}");
@@ -239,8 +239,8 @@ pub fn run(cli: Cli) -> i32 {
         SessionRef::ContinueLatest
     } else if let Some(id) = &cli.session {
         SessionRef::Resume(id.clone())
-    } else if let Some((resumed, resume::Access::Append(_))) = &resumed {
-        session_of(&resumed.summary)
+    } else if let Some((_, _, session)) = &reopened {
+        session.clone()
     } else {
         SessionRef::New
     };
@@ -271,17 +271,8 @@ pub fn run(cli: Cli) -> i32 {
             }
         };
         tui::install_panic_hook();
-        let (resumed, conversation) = match resumed {
-            Some((resumed, resume::Access::Append(lock))) => {
-                let summary = resumed.summary.clone();
-                (
-                    Some((resumed, None)),
-                    ConversationLog::Resume(summary, lock),
-                )
-            }
-            Some((resumed, resume::Access::ReadOnly { pid })) => {
-                (Some((resumed, Some(pid))), ConversationLog::New)
-            }
+        let (shown, conversation) = match reopened {
+            Some((shown, conversation, _)) => (Some(shown), conversation),
             None => (None, ConversationLog::New),
         };
         let started = match launch.orchestrator(
@@ -303,10 +294,8 @@ pub fn run(cli: Cli) -> i32 {
         state.provider_reason = Some(crate::sanitize::untrusted_owned(
             &crate::launch::choice_reason(&launch.agent, &launch.config),
         ));
-        match resumed {
-            Some((resumed, None)) => show_resumed(&mut state, resumed),
-            Some((resumed, Some(pid))) => show_read_only(&mut state, resumed, pid),
-            None => {}
+        if let Some(shown) = shown {
+            shown.show(&mut state);
         }
         state.agent_steers = started.steers;
         state.agent_transport = Some(started.transport);
@@ -326,6 +315,47 @@ pub fn run(cli: Cli) -> i32 {
     }
     runtime.shutdown_timeout(Duration::from_secs(1));
     status
+}
+
+/// A reopened conversation, as the chat shows it.
+enum Reopened {
+    /// This chat continues it: appends to its log, continues its agent session.
+    Continued(resume::ResumedConversation),
+    /// Another agentty (pid) writes it: shown read-only; the next prompt starts a new one.
+    ReadOnly(resume::ResumedConversation, Option<u32>),
+}
+
+impl Reopened {
+    /// How the chat goes on with a conversation reopened with `access`: what it shows, the
+    /// log it writes, and the agent session its next prompt continues.
+    fn new(
+        resumed: resume::ResumedConversation,
+        access: resume::Access,
+    ) -> (Reopened, ConversationLog, SessionRef) {
+        match access {
+            resume::Access::Append(lock) => {
+                let summary = resumed.summary.clone();
+                let session = session_of(&summary);
+                (
+                    Reopened::Continued(resumed),
+                    ConversationLog::Resume(summary, lock),
+                    session,
+                )
+            }
+            resume::Access::ReadOnly { pid } => (
+                Reopened::ReadOnly(resumed, pid),
+                ConversationLog::New,
+                SessionRef::New,
+            ),
+        }
+    }
+
+    fn show(self, state: &mut AppState) {
+        match self {
+            Reopened::Continued(resumed) => show_resumed(state, resumed),
+            Reopened::ReadOnly(resumed, pid) => show_read_only(state, resumed, pid),
+        }
+    }
 }
 
 /// Rebuilds a reopened conversation's transcript in `state` and says what the next prompt
@@ -799,13 +829,8 @@ impl ChatLoop {
             }
         };
         let summary = resumed.summary.clone();
-        let (session, conversation, read_only) = match access {
-            resume::Access::Append(lock) => (
-                session_of(&summary),
-                ConversationLog::Resume(summary.clone(), lock),
-                None,
-            ),
-            resume::Access::ReadOnly { pid } if pid == Some(std::process::id()) => {
+        if let resume::Access::ReadOnly { pid } = access {
+            if pid == Some(std::process::id()) {
                 // This agentty's previous orchestrator has not let go of it yet.
                 self.state.show_notice(
                     NoticeLevel::Info,
@@ -816,8 +841,8 @@ impl ChatLoop {
                 );
                 return;
             }
-            resume::Access::ReadOnly { pid } => (SessionRef::New, ConversationLog::New, Some(pid)),
-        };
+        }
+        let (shown, conversation, session) = Reopened::new(resumed, access);
         let policy = self.state.retry_policy.clone();
         match self
             .launch
@@ -825,10 +850,7 @@ impl ChatLoop {
         {
             Ok(started) => {
                 let mut state = self.fresh_state(&summary.provider, started.model.clone());
-                match read_only {
-                    None => show_resumed(&mut state, resumed),
-                    Some(pid) => show_read_only(&mut state, resumed, pid),
-                }
+                shown.show(&mut state);
                 self.replace_state(state);
                 self.replace_orchestrator(started);
             }

@@ -596,11 +596,6 @@ fn write_entry(file: &mut BufWriter<File>, entry: &LogEntry) -> std::io::Result<
     file.write_all(b"\n")
 }
 
-/// Writes entries as they come and flushes whenever the queue runs dry, so that a crash (the
-/// panic hook exits the process) loses at most what was still queued. Raw lines go to the
-/// compressed sidecar as they are, never escaped again. A flush there ends a compressed
-/// block; flushing the sidecar only at turn ends was tried and stored more (the 30 kB echo of
-/// `tests/session_log_replay.rs`: 1.6 MB of sidecar against 0.7 MB).
 /// Writes a raw line on the calling task, and makes it readable (as a queued line is once the
 /// queue runs dry), so that a crash loses none of it.
 fn write_raw_inline(
@@ -618,6 +613,13 @@ fn write_raw_inline(
     }
 }
 
+/// Writes entries as they come and flushes whenever the queue runs dry, so that a crash (the
+/// panic hook exits the process) loses at most what was still queued (and text deltas joined
+/// in the last moment, see [`Coalesced`]). Raw lines go to the compressed sidecar as they are,
+/// never escaped again. A flush there ends a compressed block; flushing the sidecar only at
+/// turn ends was tried and stored more (the 30 kB echo of `tests/session_log_replay.rs`:
+/// 1.6 MB of sidecar against 0.7 MB). Each part's first write failure is reported (see
+/// `failure`), and that part given up.
 fn write_loop(
     mut log: LogFile,
     raw: SharedRawWriter,
