@@ -406,6 +406,15 @@ pub struct LoadedConfig {
     pub warnings: Vec<String>,
 }
 
+/// The largest config file read: a config is a few hundred bytes, and a path such as
+/// `/dev/zero` or a FIFO must not be read for ever (only regular files are read at all).
+const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
+
+/// Reads a config file: a regular file, at most [`MAX_CONFIG_BYTES`], UTF-8.
+fn read_config(path: &Path) -> std::io::Result<String> {
+    crate::files::read_text_limited(path, MAX_CONFIG_BYTES)
+}
+
 /// Loads `path` (or the default path). A missing file is not a problem; anything else that is
 /// wrong becomes a warning and the defaults apply.
 pub fn load(path: Option<&Path>) -> LoadedConfig {
@@ -413,7 +422,13 @@ pub fn load(path: Option<&Path>) -> LoadedConfig {
     let Some(path) = path else {
         return LoadedConfig::default();
     };
-    let text = match std::fs::read_to_string(&path) {
+    let read = read_config(&path);
+    loaded_from(path, read)
+}
+
+/// The config that `read` (the file at `path`, read) gives.
+fn loaded_from(path: PathBuf, read: std::io::Result<String>) -> LoadedConfig {
+    let text = match read {
         Ok(text) => text,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
             return LoadedConfig {
@@ -441,19 +456,26 @@ pub fn load(path: Option<&Path>) -> LoadedConfig {
 }
 
 /// Like [`load`], but a file named with `--config` must exist: a mistyped path must not fall
-/// back to the defaults without a word. The default path may be absent (a fresh machine).
+/// back to the defaults without a word. The default path may be absent (a fresh machine). A
+/// named file that cannot be read (a FIFO, a device, a directory, too large, not UTF-8) is
+/// refused the same way, at once.
 pub(crate) fn load_checked(explicit: Option<&Path>) -> Result<LoadedConfig, String> {
-    if let Some(path) = explicit {
-        if !path.exists() {
-            return Err(format!(
-                "--config {}: no such file (create it, see assets/config.example.toml, or leave out --config to use {})",
-                path.display(),
-                default_config_path()
-                    .map_or_else(|| "the defaults".to_owned(), |path| path.display().to_string())
-            ));
-        }
+    let Some(path) = explicit else {
+        return Ok(load(None));
+    };
+    match read_config(path) {
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Err(format!(
+            "--config {}: no such file (create it, see assets/config.example.toml, or leave out --config to use {})",
+            path.display(),
+            default_config_path()
+                .map_or_else(|| "the defaults".to_owned(), |path| path.display().to_string())
+        )),
+        Err(error) => Err(format!(
+            "--config {}: {error}; give a TOML file (see assets/config.example.toml)",
+            path.display()
+        )),
+        read => Ok(loaded_from(path.to_path_buf(), read)),
     }
-    Ok(load(explicit))
 }
 
 /// Parses config text; `origin` names the file in messages.

@@ -4,8 +4,7 @@
 //! `terminal.cancelled`, 2 for a usage error. SIGINT, SIGTERM or SIGHUP start the three-stage
 //! stop; the terminal line is still printed.
 
-use std::fs::File;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -17,7 +16,7 @@ use crate::process::{ExitReport, Line};
 use crate::provider::runner::{AttemptMapping, EndedBy};
 use crate::provider::{self, AttemptRequest, SessionRef, StopControl};
 use crate::session_log::raw as raw_log;
-use crate::session_log::{sessions_dir, LogEntry, NewConversation, Origin, SessionLogWriter};
+use crate::session_log::{sessions_dir, NewConversation, Origin, SessionLogWriter};
 use crate::signals::{JobControlEvent, SignalEvent, SignalHandler, SignalHandlerKind};
 use crate::stream::AgentMessage;
 
@@ -46,6 +45,10 @@ pub fn run(agent: AgentArgs, args: RunArgs) -> i32 {
     };
     for warning in &loaded.warnings {
         eprintln!("agentty: {warning}");
+    }
+    let reaped = crate::process::orphans::reap_and_record_in(&crate::logging::agents_dir());
+    if let Some(notice) = reaped.notice() {
+        eprintln!("agentty: {notice}");
     }
     let choice = match resolve_provider(&agent, &loaded.config) {
         Ok(choice) => choice,
@@ -102,6 +105,11 @@ pub fn run(agent: AgentArgs, args: RunArgs) -> i32 {
     )
     .map_err(|error| tracing::warn!(%error, "no session log"))
     .ok()
+    .map(|writer| {
+        writer.report_failures_to(Box::new(|failure| {
+            eprintln!("agentty: {}", failure.message());
+        }))
+    })
     .map(Arc::new);
     if let Some(log) = &session_log {
         crate::retention::prune_session_logs(
@@ -230,24 +238,55 @@ pub fn replay(agent: AgentArgs, mut args: ReplayArgs) -> i32 {
             let _ = writeln!(stdout, "{}", message.to_json_line());
         }
     };
-    let read = match logged_provider {
-        Some(_) => raw_log::for_each_raw_line_of_last_attempt(&args.file, &mut feed),
-        None => for_each_line(&args.file, &mut feed),
+    let replayed = match logged_provider {
+        Some(_) => raw_log::for_each_raw_line_of_last_attempt(&args.file, &mut feed)
+            .map(|read| sidecar_problem(&args.file, read)),
+        None => for_each_line(&args.file, &mut feed).map(|()| None),
     };
-    if let Err(error) = read {
-        eprintln!("agentty: cannot read {}: {error}", args.file.display());
-    }
+    let problem = match replayed {
+        Ok(problem) => problem,
+        Err(error) => Some(format!("cannot read {}: {error}", args.file.display())),
+    };
     let report = ExitReport {
         exit_code: Some(0),
         ..ExitReport::default()
     };
     let mapping = mapping.unwrap_or_else(|| choose_mapper(""));
     let terminal = mapping.finish(&report, EndedBy::Exit, String::new(), &mut out);
-    for message in out.drain(..).chain(std::iter::once(terminal.clone())) {
+    for message in out.drain(..) {
         let _ = writeln!(stdout, "{}", message.to_json_line());
     }
+    if let Some(problem) = problem {
+        // The log does not hold how the attempt ended: no ending is made up for it.
+        let _ = stdout.flush();
+        eprintln!("agentty: {problem}");
+        return EXIT_FAILED;
+    }
+    let _ = writeln!(stdout, "{}", terminal.to_json_line());
     let _ = stdout.flush();
     exit_status(&terminal)
+}
+
+/// What keeps a session log's replay from being whole: its sidecar missing (while the log
+/// holds no raw line of its own) or damaged.
+fn sidecar_problem(log: &Path, read: raw_log::RawLinesRead) -> Option<String> {
+    let sidecar = raw_log::sidecar_path(log);
+    if read.sidecar_missing && read.lines == 0 {
+        return Some(format!(
+            "nothing to replay: {} holds the shared stream only, and the agent's raw lines \
+             (its sidecar {}) are missing",
+            log.display(),
+            sidecar.display()
+        ));
+    }
+    (read.damaged_frames > 0).then(|| {
+        format!(
+            "the sidecar {} is damaged ({} of its frames could not be read whole): the lines \
+             above are what could be read, and how the attempt ended is not known",
+            sidecar.display(),
+            read.damaged_frames
+        )
+    })
 }
 
 /// A JSON-RPC 2.0 message (an ACP agent's line).
@@ -260,25 +299,35 @@ fn is_json_rpc(line: &str) -> bool {
 /// (a raw agent log).
 fn session_log_provider(path: &Path) -> std::io::Result<Option<String>> {
     let mut first = Vec::new();
-    BufReader::new(File::open(path)?).read_until(b'\n', &mut first)?;
-    Ok(match serde_json::from_slice(&first) {
-        Ok(LogEntry::Header { provider, .. }) => Some(provider),
-        _ => None,
-    })
+    // Only the first line: a raw agent log may be one huge line.
+    BufReader::new(crate::files::open_regular(path)?.take(crate::session_log::MAX_HEADER_LINE))
+        .read_until(b'\n', &mut first)?;
+    if first.last() == Some(&b'\n') {
+        first.pop();
+    }
+    Ok(crate::session_log::parse_header(&first, path).map(|header| header.provider))
 }
 
-/// Every `\n`-ended line of a file, invalid UTF-8 replaced, one at a time.
+/// Every `\n`-ended line of a file, invalid UTF-8 replaced, one at a time; a line longer than
+/// a session log's longest is skipped without being held.
 fn for_each_line(path: &Path, mut each: impl FnMut(&str)) -> std::io::Result<()> {
-    let mut reader = BufReader::new(File::open(path)?);
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        if reader.read_until(b'\n', &mut line)? == 0 {
-            return Ok(());
+    let mut lines = crate::session_log::LogLines::new(
+        BufReader::new(crate::files::open_regular(path)?),
+        crate::session_log::MAX_LOG_LINE,
+    );
+    let mut skipped = 0;
+    while let Some(line) = lines.next_line()? {
+        match line {
+            crate::session_log::LogLine::Line(line) => each(&String::from_utf8_lossy(line)),
+            crate::session_log::LogLine::Oversized => skipped += 1,
         }
-        if line.last() == Some(&b'\n') {
-            line.pop();
-        }
-        each(&String::from_utf8_lossy(&line));
     }
+    if skipped > 0 {
+        eprintln!(
+            "agentty: {skipped} lines of {} were longer than {} MiB and skipped",
+            path.display(),
+            crate::session_log::MAX_LOG_LINE / (1024 * 1024)
+        );
+    }
+    Ok(())
 }

@@ -8,6 +8,7 @@ pub mod chat;
 pub mod cli;
 pub mod config;
 pub mod demo_agent;
+pub(crate) mod files;
 pub mod headless;
 pub mod launch;
 pub mod logging;

@@ -38,6 +38,11 @@ pub(crate) fn log_dir() -> PathBuf {
     state_dir().join("logs")
 }
 
+/// Where the markers of running agents are recorded (`process::orphans`).
+pub(crate) fn agents_dir() -> PathBuf {
+    state_dir().join("agents")
+}
+
 /// Where today's log file is (the appender names files `agentty.log.YYYY-MM-DD`).
 pub fn current_log_file() -> PathBuf {
     let today = chrono_free_today();

@@ -7,6 +7,7 @@ use agentty::cli::{Cli, CliCommand};
 fn main() -> ExitCode {
     agentty::logging::mark_launch();
     keep_large_buffers_out_of_the_heap();
+    survive_file_size_limits();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) => {
@@ -47,6 +48,16 @@ fn guard_agent_trees() {
             agentty::logging::current_log_file().display()
         );
     }));
+}
+
+/// A file-size limit (`ulimit -f`) must be an error a write reports (EFBIG, shown as a notice
+/// that the conversation is not being saved), not SIGXFSZ killing agentty with the terminal
+/// left raw. Agents get the default back when they start (`process::spawn`).
+fn survive_file_size_limits() {
+    // SAFETY: setting a signal's disposition to "ignore" before any other thread exists.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
 }
 
 /// Agents print lines of hundreds of KiB (pi repeats the whole answer twice per update). With

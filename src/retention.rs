@@ -1,10 +1,12 @@
 //! Session-log retention: old conversations are deleted so that logs never fill a disk.
 //!
-//! A conversation's files are its log (`<stem>.jsonl`) and its raw-line sidecar
-//! (`<stem>.raw.zst`); they are kept or deleted together. A conversation goes when it was last
+//! A conversation's files are its log (`<stem>.jsonl`), its raw-line sidecar
+//! (`<stem>.raw.zst`), the torn fragments set aside from it (`<stem>.torn`) and its lock
+//! (`<stem>.lock`); they are kept or deleted together. A conversation goes when it was last
 //! written longer ago than `max_age_days`, or, newest first, once the conversations before it
 //! add up to more than `max_total_mb`. The log in use is never deleted (it still counts towards
-//! the total), and nothing but those two kinds of file in the sessions folder is ever touched.
+//! the total), nor one whose lock another agentty holds, and nothing but those kinds of file
+//! in the sessions folder is ever touched.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -58,7 +60,8 @@ pub(crate) fn prune_session_logs(
                 .is_ok_and(|age| age > max_age);
         let over_total =
             policy.max_total_mb > 0 && kept_bytes.saturating_add(conversation.bytes) > max_total;
-        if !(too_old || over_total) {
+        // Another agentty writing it uses it too.
+        if !(too_old || over_total) || crate::session_log::lock::is_held(&stem) {
             kept_bytes = kept_bytes.saturating_add(conversation.bytes);
             continue;
         }
@@ -116,13 +119,20 @@ fn conversations_in(dir: &Path) -> Vec<(PathBuf, Conversation)> {
     by_stem.into_iter().collect()
 }
 
-/// `<stem>` for `<stem>.jsonl` and `<stem>.raw.zst`; `None` for any other file.
+/// The files that belong to a conversation besides its log, by the suffix after its stem: the
+/// raw-line sidecar, the torn fragments set aside (`session_log::torn`) and its lock file
+/// (`session_log::lock`).
+const COMPANION_SUFFIXES: [&str; 3] = [".raw.zst", ".torn", ".lock"];
+
+/// `<stem>` for `<stem>.jsonl` and its companions; `None` for any other file.
 fn log_stem(path: &Path) -> Option<PathBuf> {
     let name = path.file_name()?.to_str()?;
     if name.ends_with(".jsonl") {
         return Some(path.with_extension(""));
     }
-    name.strip_suffix(".raw.zst")
+    COMPANION_SUFFIXES
+        .iter()
+        .find_map(|suffix| name.strip_suffix(suffix))
         .map(|stem| path.with_file_name(stem))
 }
 
@@ -161,6 +171,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let now = SystemTime::now();
         conversation(dir.path(), "1-old", 10, 40 * DAY, now);
+        let torn = dir.path().join("1-old.torn");
+        std::fs::write(&torn, "{\"ki\n").unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&torn)
+            .unwrap()
+            .set_modified(now - 40 * DAY)
+            .unwrap();
         conversation(dir.path(), "2-in-use", 10, 50 * DAY, now);
         conversation(dir.path(), "3-recent", 10, DAY, now);
         std::fs::write(dir.path().join("notes.txt"), "not a log").unwrap();
@@ -175,7 +193,7 @@ mod tests {
             now,
         );
         assert_eq!(pruned.conversations, [dir.path().join("1-old.jsonl")]);
-        assert_eq!(pruned.bytes_freed, 20);
+        assert_eq!(pruned.bytes_freed, 25);
         assert_eq!(
             names(dir.path()),
             [
@@ -186,6 +204,32 @@ mod tests {
                 "notes.txt"
             ]
         );
+    }
+
+    #[test]
+    fn a_conversation_another_agentty_writes_is_kept_and_its_lock_goes_with_it_later() {
+        let dir = tempfile::tempdir().unwrap();
+        let now = SystemTime::now();
+        conversation(dir.path(), "1-old", 10, 40 * DAY, now);
+        let log = dir.path().join("1-old.jsonl");
+        let lock = crate::session_log::lock::ConversationLock::acquire(&log).unwrap();
+        // Only the lock keeps it: its file is as old as the rest.
+        std::fs::File::options()
+            .write(true)
+            .open(dir.path().join("1-old.lock"))
+            .unwrap()
+            .set_modified(now - 40 * DAY)
+            .unwrap();
+        let policy = SessionLogRetention {
+            max_age_days: 30,
+            max_total_mb: 0,
+        };
+        let kept = prune_session_logs(dir.path(), None, &policy, now);
+        assert_eq!(kept, Pruned::default());
+        drop(lock);
+        let pruned = prune_session_logs(dir.path(), None, &policy, now);
+        assert_eq!(pruned.conversations, [log]);
+        assert!(names(dir.path()).is_empty(), "{:?}", names(dir.path()));
     }
 
     #[test]

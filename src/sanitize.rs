@@ -6,7 +6,9 @@
 //! result contains no C0/C1 control character except `\n`: ESC and the other C0 controls become
 //! their visible Control Pictures (`␛[2J`), DEL becomes `␡`, C1 controls (which some terminals
 //! treat like ESC sequences) become `�`, tabs become spaces, carriage returns are dropped (a bare
-//! `\r` would let text overwrite itself), and bidirectional overrides are removed.
+//! `\r` would let text overwrite itself), and bidirectional controls are removed: the overrides,
+//! embeddings and isolates, and the marks (U+200E, U+200F, U+061C), which reorder what is shown
+//! as much.
 
 use std::borrow::Cow;
 
@@ -33,7 +35,7 @@ pub(crate) fn untrusted(text: &str) -> Cow<'_, str> {
                 clean.push(char::from_u32(0x2400 + ch as u32).unwrap_or('\u{fffd}'))
             }
             '\u{80}'..='\u{9f}' => clean.push('\u{fffd}'),
-            // Bidirectional overrides and isolates: reorder what the user sees, carry no text.
+            // Bidirectional controls: reorder what the user sees, carry no text.
             _ => {}
         }
     }
@@ -60,6 +62,8 @@ fn needs_replacing(ch: char) -> bool {
         '\n' => false,
         '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}' => true,
         '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => true,
+        // Bidi marks: left-to-right, right-to-left, Arabic letter mark.
+        '\u{200e}' | '\u{200f}' | '\u{061c}' => true,
         _ => false,
     }
 }
@@ -91,6 +95,21 @@ mod tests {
         assert_eq!(untrusted("line\r\nnext\rover"), "line\nnextover");
         assert_eq!(untrusted("abc\u{202e}def"), "abcdef");
         assert!(is_inert(&untrusted("\x00\x01\x1b\u{85}\u{2067}\t")));
+    }
+
+    #[test]
+    fn bidi_marks_are_removed_like_the_other_bidi_controls() {
+        assert_eq!(
+            untrusted("rm -rf\u{200f} /tmp\u{200e}x\u{61c}y"),
+            "rm -rf /tmpxy"
+        );
+        for mark in ['\u{200e}', '\u{200f}', '\u{061c}', '\u{202e}', '\u{2067}'] {
+            assert!(!is_inert(&format!("a{mark}b")), "{mark:?}");
+            assert!(is_inert(&untrusted(&format!("a{mark}b"))), "{mark:?}");
+            assert_eq!(for_clipboard(&format!("a{mark}b")), "ab", "{mark:?}");
+        }
+        // Zero-width joiners carry meaning in text (emoji, scripts) and stay.
+        assert_eq!(untrusted("a\u{200d}b"), "a\u{200d}b");
     }
 
     #[test]

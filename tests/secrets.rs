@@ -44,6 +44,12 @@ fn keys_from_env_config_and_flags_are_never_written_anywhere() {
             "--provider-arg=--api-key=sk-arg-SECRET-789",
             "--provider-arg=--token",
             "--provider-arg=sk-arg-SECRET-000",
+            "--provider-arg=--header",
+            "--provider-arg=Authorization: Bearer sk-hdr-SECRET-111",
+            "--provider-arg=-c",
+            "--provider-arg=api_key=sk-c-SECRET-222",
+            "--provider-arg=--config=model_providers.x.api_key=sk-cfg-SECRET-333",
+            "--provider-arg=--base-url=https://user:sk-url-SECRET-444@example.com/v1",
             "hi",
         ])
         .env("OPENAI_API_KEY", "sk-env-SECRET-123")

@@ -61,6 +61,31 @@ fn recorded_stream(log: &Path) -> String {
         .collect()
 }
 
+/// A stream with each run of consecutive text deltas of one kind joined into one: the log
+/// joins deltas that arrive together (a crash-safe window), so its boundaries are its own,
+/// while the text is the same.
+fn joined_deltas(stream: &str) -> String {
+    let mut out: Vec<serde_json::Value> = Vec::new();
+    for line in stream.lines() {
+        let message: serde_json::Value = serde_json::from_str(line).unwrap();
+        let kind = message["type"].as_str().unwrap_or_default().to_owned();
+        let joins = matches!(kind.as_str(), "assistant" | "assistant.thinking")
+            && out.last().is_some_and(|last| last["type"] == kind);
+        if joins {
+            let last = out.last_mut().unwrap();
+            let text = format!(
+                "{}{}",
+                last["delta"].as_str().unwrap(),
+                message["delta"].as_str().unwrap()
+            );
+            last["delta"] = serde_json::Value::from(text);
+        } else {
+            out.push(message);
+        }
+    }
+    out.iter().map(|message| format!("{message}\n")).collect()
+}
+
 /// A stream without what the shared stream gained after the previous release: the
 /// `assistant.thinking` deltas and the usage's `model` and `reasoning_tokens`.
 fn without_later_additions(stream: &str) -> String {
@@ -107,7 +132,10 @@ fn a_new_log_keeps_raw_lines_in_the_sidecar_and_replays_exactly() {
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(!text.contains("\"kind\":\"raw\""), "raw lines left inline");
     assert!(agentty::session_log::raw::sidecar_path(&log).exists());
-    assert_eq!(recorded_stream(&log), stdout);
+    assert_eq!(
+        joined_deltas(&recorded_stream(&log)),
+        joined_deltas(&stdout)
+    );
     assert_eq!(replay(state.path(), &log), stdout);
     let sidecar = agentty::session_log::raw::sidecar_path(&log);
     assert_eq!(replay(state.path(), &sidecar), stdout);
@@ -177,6 +205,60 @@ fn a_turn_that_echoes_a_30_kb_paste_logs_under_2_mb_and_replays_exactly() {
         "the stream is the issue's size"
     );
     assert!(size <= 2_000_000, "session log of {size} bytes");
-    assert_eq!(recorded_stream(&log), stdout);
+    assert_eq!(
+        joined_deltas(&recorded_stream(&log)),
+        joined_deltas(&stdout)
+    );
     assert_eq!(replay(state.path(), &log), stdout);
+}
+
+/// `agentty replay` of a log whose sidecar is missing or damaged says so, and makes up no end.
+#[test]
+fn replay_says_when_the_sidecar_is_missing_or_damaged_and_invents_no_ending() {
+    let state = tempfile::tempdir().unwrap();
+    // A long answer, so that the sidecar is long enough to cut in two.
+    let (stdout, log) = run(
+        state.path(),
+        &["--provider", "demo", "--scenario", "markdown", "hi"],
+    );
+    let sidecar = agentty::session_log::raw::sidecar_path(&log);
+    let whole = std::fs::read(&sidecar).unwrap();
+
+    // Damaged: cut in the middle, as a crash (or a full disk) leaves it.
+    std::fs::write(&sidecar, &whole[..whole.len() / 2]).unwrap();
+    let output = agentty(state.path())
+        .arg("replay")
+        .arg(&log)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let replayed = String::from_utf8(output.stdout).unwrap();
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("is damaged"), "{stderr}");
+    assert!(stderr.contains(sidecar.to_str().unwrap()), "{stderr}");
+    assert!(
+        !replayed.contains("terminal."),
+        "no ending made up:\n{replayed}"
+    );
+    assert!(
+        stdout.starts_with(&replayed),
+        "what could be read is what was recorded"
+    );
+
+    // Missing.
+    std::fs::remove_file(&sidecar).unwrap();
+    let output = agentty(state.path())
+        .arg("replay")
+        .arg(&log)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("are missing"), "{stderr}");
+    assert!(stderr.contains(sidecar.to_str().unwrap()), "{stderr}");
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "",
+        "nothing made up"
+    );
 }

@@ -155,3 +155,90 @@ fn provider_names_are_listed_in_help_and_checked() {
     assert_eq!(malformed.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&malformed.stderr).contains("invalid value 'no pe'"));
 }
+
+/// Runs agentty and gives up (killing it) after `limit`: a test for "never hangs".
+fn agentty_within(dir: &Path, args: &[&str], limit: std::time::Duration) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agentty"))
+        .args(args)
+        .env("AGENTTY_STATE_DIR", dir.join("state"))
+        .env("XDG_CONFIG_HOME", dir.join("config"))
+        .env("HOME", dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > limit {
+            child.kill().unwrap();
+            let output = child.wait_with_output().unwrap();
+            panic!(
+                "agentty {args:?} still ran after {limit:?}; stderr: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn a_config_that_is_a_device_a_fifo_or_a_directory_is_refused_at_once() {
+    let scratch_dir = scratch("odd-config");
+    let dir = scratch_dir.path().to_path_buf();
+    // A FIFO with no writer: opening it to read would wait for ever.
+    let fifo = dir.join("config.fifo");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let cases = [
+        (
+            "/dev/zero".to_owned(),
+            "it is a character device, not a regular file",
+        ),
+        (
+            fifo.display().to_string(),
+            "it is a FIFO, not a regular file",
+        ),
+        (
+            dir.display().to_string(),
+            "it is a directory, not a regular file",
+        ),
+    ];
+    for (config, what) in &cases {
+        // The chat (which would take the terminal) and `agentty run` alike.
+        for command in [
+            &["--provider", "demo"][..],
+            &["run", "--provider", "demo", "hi"],
+        ] {
+            let mut args = vec!["--config", config.as_str()];
+            args.extend_from_slice(command);
+            let output = agentty_within(&dir, &args, std::time::Duration::from_secs(10));
+            let line = one_line_usage_error(&output);
+            assert_eq!(
+                line,
+                format!(
+                    "agentty: --config {config}: {what}; give a TOML file (see assets/config.example.toml)"
+                )
+            );
+        }
+    }
+    // Too large is refused too, without reading it all.
+    let big = dir.join("big.toml");
+    std::fs::write(&big, vec![b'#'; 2 * 1024 * 1024]).unwrap();
+    let line = one_line_usage_error(&agentty(
+        &dir,
+        &[
+            "run",
+            "--config",
+            big.to_str().unwrap(),
+            "--provider",
+            "demo",
+            "hi",
+        ],
+    ));
+    assert!(line.contains("it is larger than 1 MiB; not read"), "{line}");
+}

@@ -6,7 +6,7 @@
 //! file is rewritten to its newest `MAX_HISTORY` entries once it holds twice as many, so it
 //! stays bounded. A damaged line is skipped, never fatal: history is a convenience.
 
-use std::fs::{self, OpenOptions};
+use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
@@ -27,9 +27,15 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     })
 }
 
-/// The newest `MAX_HISTORY` prompts of the file, oldest first; none if it does not exist.
+/// The largest history file read (twice `MAX_HISTORY` prompts, pastes among them): the file
+/// is in the state dir, but whatever sits there is read only if it is a regular file of sane
+/// size (a FIFO there must not hang the start).
+const MAX_HISTORY_BYTES: u64 = 64 * 1024 * 1024;
+
+/// The newest `MAX_HISTORY` prompts of the file, oldest first; none if it does not exist (or
+/// is no regular file, or too large).
 pub fn load(path: &Path) -> Vec<String> {
-    let Ok(text) = fs::read_to_string(path) else {
+    let Ok(text) = crate::files::read_text_limited(path, MAX_HISTORY_BYTES) else {
         return Vec::new();
     };
     let mut prompts: Vec<String> = text
@@ -50,10 +56,13 @@ pub(crate) fn append(path: &Path, prompt: &str) -> io::Result<()> {
         fs::create_dir_all(dir)?;
     }
     let line = serde_json::to_string(prompt).map_err(io::Error::other)?;
-    let mut file = OpenOptions::new().create(true).append(true).open(path)?;
+    // Never through a link planted in the state dir.
+    let mut file = crate::files::append_no_follow(path, true)?;
     writeln!(file, "{line}")?;
     drop(file);
-    let lines = fs::read_to_string(path)?.lines().count();
+    let lines = crate::files::read_text_limited(path, MAX_HISTORY_BYTES)?
+        .lines()
+        .count();
     if lines >= 2 * MAX_HISTORY {
         let kept = load(path);
         let mut text = String::new();
@@ -62,7 +71,12 @@ pub(crate) fn append(path: &Path, prompt: &str) -> io::Result<()> {
             text.push('\n');
         }
         let temporary = path.with_extension("jsonl.tmp");
-        fs::write(&temporary, text)?;
+        crate::files::no_follow()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&temporary)?
+            .write_all(text.as_bytes())?;
         fs::rename(&temporary, path)?;
     }
     Ok(())
@@ -71,6 +85,21 @@ pub(crate) fn append(path: &Path, prompt: &str) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fifo_in_place_of_the_history_is_not_waited_on_and_a_link_not_written_through() {
+        let state = tempfile::tempdir().unwrap();
+        let path = history_file(state.path(), Path::new("/work/project"));
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        nix::unistd::mkfifo(&path, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        assert!(load(&path).is_empty());
+        fs::remove_file(&path).unwrap();
+        let outside = state.path().join("user-file");
+        fs::write(&outside, "mine\n").unwrap();
+        std::os::unix::fs::symlink(&outside, &path).unwrap();
+        assert!(append(&path, "hello").is_err());
+        assert_eq!(fs::read_to_string(&outside).unwrap(), "mine\n");
+    }
 
     #[test]
     fn prompts_survive_a_reload_per_directory() {

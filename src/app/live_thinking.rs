@@ -114,7 +114,13 @@ fn append_thinking(thought: &mut ThoughtCell, delta: &str) {
         added = added.saturating_sub(1);
     }
     thought.words += added;
-    thought.text.push_str(delta);
+    // Past the limit the words are still counted, the text no longer kept.
+    let room = super::transcript::MAX_CELL_TEXT.saturating_sub(thought.text.len());
+    let mut end = room.min(delta.len());
+    while !delta.is_char_boundary(end) {
+        end -= 1;
+    }
+    thought.text.push_str(&delta[..end]);
 }
 
 #[cfg(test)]

@@ -10,8 +10,9 @@ use std::time::{Duration, Instant};
 
 use super::state::AppState;
 use crate::orchestrator::{OrchestratorEvent, TurnOutcome};
+use crate::session_log::lock::{ConversationLock, LockError};
 use crate::session_log::{
-    list_conversations, read_session_log, ConversationSummary, LogEntry, Origin,
+    list_conversations, read_session_log, read_summary, ConversationSummary, LogEntry, Origin,
 };
 use crate::stream::FailureReason;
 
@@ -96,7 +97,53 @@ pub(crate) fn check_provider(
     }
 }
 
+/// How this launch may use a conversation it reopens: one writer per conversation.
+#[derive(Debug)]
+pub enum Access {
+    /// It appends to it, holding its lock (`None`: the lock could not be taken for another
+    /// reason than another writer, such as a read-only state dir; that is logged, and writing
+    /// the log will say the rest).
+    Append(Option<ConversationLock>),
+    /// Another agentty appends to it: it is shown read-only, and the next prompt starts a new
+    /// conversation.
+    ReadOnly { pid: Option<u32> },
+}
+
+/// Takes the conversation's lock and reads it back; without the lock, read-only.
+pub fn reopen(summary: ConversationSummary) -> Result<(ResumedConversation, Access), String> {
+    let access = match ConversationLock::acquire(&summary.path) {
+        Ok(lock) => Access::Append(Some(lock)),
+        Err(LockError::Held { pid }) => Access::ReadOnly { pid },
+        Err(error) => {
+            tracing::warn!(%error, log = %summary.path.display(), "resuming without the lock");
+            Access::Append(None)
+        }
+    };
+    // Read again under the lock: what a writer added before it let go counts (the turn ids
+    // this launch numbers on from).
+    let summary = match access {
+        Access::Append(_) => read_summary(&summary.path).unwrap_or(summary),
+        Access::ReadOnly { .. } => summary,
+    };
+    Ok((load(summary)?, access))
+}
+
+/// What the chat says when it shows a conversation another agentty writes.
+pub fn read_only_notice(summary: &ConversationSummary, pid: Option<u32>) -> String {
+    let holder = pid.map_or_else(String::new, |pid| format!(" (pid {pid})"));
+    format!(
+        "Conversation {} is open in another agentty{holder}: shown here read-only, and nothing \
+         is added to it. The next prompt starts a new conversation with a fresh agent session.",
+        short(&summary.id)
+    )
+}
+
 /// Reads a conversation's log back into the events that built its transcript.
+///
+/// Every turn shown ends: one whose end the log lacks (agentty stopped before it, or a line
+/// was lost) is closed as interrupted, so nothing looks as if it still ran; the end of a turn
+/// whose start was lost is left out, as the rest of that turn is (the chat shows only the
+/// running turn's messages).
 pub fn load(summary: ConversationSummary) -> Result<ResumedConversation, String> {
     let entries = read_session_log(&summary.path)
         .map_err(|error| format!("cannot read {}: {error}", summary.path.display()))?;
@@ -110,7 +157,12 @@ pub fn load(summary: ConversationSummary) -> Result<ResumedConversation, String>
                 prompt,
                 at_ms,
             } => {
-                open_turn = Some(turn);
+                if let Some(unended) = open_turn.replace(turn) {
+                    events.push((
+                        interrupted(unended, "the log does not say how this turn ended"),
+                        last_at,
+                    ));
+                }
                 Some((OrchestratorEvent::TurnStarted { turn, prompt }, at_ms))
             }
             LogEntry::Message {
@@ -130,7 +182,7 @@ pub fn load(summary: ConversationSummary) -> Result<ResumedConversation, String>
                 turn,
                 outcome,
                 at_ms,
-            } => {
+            } if open_turn == Some(turn) => {
                 open_turn = None;
                 Some((
                     OrchestratorEvent::TurnEnded {
@@ -140,7 +192,10 @@ pub fn load(summary: ConversationSummary) -> Result<ResumedConversation, String>
                     at_ms,
                 ))
             }
-            LogEntry::Header { .. } | LogEntry::Raw { .. } | LogEntry::Session { .. } => None,
+            LogEntry::TurnEnded { .. }
+            | LogEntry::Header { .. }
+            | LogEntry::Raw { .. }
+            | LogEntry::Session { .. } => None,
         };
         if let Some((event, at_ms)) = event {
             last_at = at_ms.or(last_at);
@@ -150,17 +205,22 @@ pub fn load(summary: ConversationSummary) -> Result<ResumedConversation, String>
     if let Some(turn) = open_turn {
         // agentty ended (or crashed) before this turn did: it must not look as if it still ran.
         events.push((
-            OrchestratorEvent::TurnEnded {
-                turn,
-                outcome: TurnOutcome::Failed {
-                    reason: FailureReason::Interrupted,
-                    message: "agentty stopped before this turn ended".to_owned(),
-                },
-            },
+            interrupted(turn, "agentty stopped before this turn ended"),
             last_at,
         ));
     }
     Ok(ResumedConversation { summary, events })
+}
+
+/// The end given to a turn whose end the log lacks.
+fn interrupted(turn: crate::orchestrator::TurnId, why: &str) -> OrchestratorEvent {
+    OrchestratorEvent::TurnEnded {
+        turn,
+        outcome: TurnOutcome::Failed {
+            reason: FailureReason::Interrupted,
+            message: why.to_owned(),
+        },
+    }
 }
 
 /// Rebuilds the transcript in `state`. Logged times become instants at the same distances from
@@ -276,7 +336,7 @@ mod tests {
         let id = conversation(sessions.path(), "/p", "demo", Origin::Chat, "hi");
         let summary = find(sessions.path(), Path::new("/p"), Some(&id)).unwrap();
         // A second launch crashed mid-turn.
-        let writer = SessionLogWriter::resume(&summary.path, &id).unwrap();
+        let writer = SessionLogWriter::resume(&summary.path, &id, None).unwrap();
         writer.record_event(&OrchestratorEvent::TurnStarted {
             turn: 2,
             prompt: "crash".into(),
@@ -298,6 +358,111 @@ mod tests {
             }
         ));
         assert!(resumed.events.iter().all(|(_, at)| at.is_some()));
+    }
+
+    #[test]
+    fn a_conversation_someone_writes_is_reopened_read_only_and_its_lock_is_held_while_appending() {
+        let sessions = tempfile::tempdir().unwrap();
+        let id = conversation(sessions.path(), "/p", "demo", Origin::Chat, "hi");
+        let summary = find(sessions.path(), Path::new("/p"), Some(&id)).unwrap();
+        let (_, access) = reopen(summary.clone()).unwrap();
+        let Access::Append(Some(lock)) = access else {
+            panic!("{access:?}");
+        };
+        let (resumed, access) = reopen(summary.clone()).unwrap();
+        let Access::ReadOnly { pid } = access else {
+            panic!("{access:?}");
+        };
+        assert_eq!(pid, Some(std::process::id()));
+        assert_eq!(resumed.events.len(), 3, "the transcript is still shown");
+        let notice = read_only_notice(&resumed.summary, pid);
+        assert!(
+            notice.contains(&format!(
+                "is open in another agentty (pid {})",
+                std::process::id()
+            )),
+            "{notice}"
+        );
+        drop(lock);
+        assert!(matches!(
+            reopen(summary).unwrap().1,
+            Access::Append(Some(_))
+        ));
+    }
+
+    #[test]
+    fn a_damaged_log_shows_every_turn_it_can_and_leaves_none_running() {
+        use crate::app::state::StartupInfo;
+        use crate::app::transcript::CellBody;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("000000000000001-abcdef12.jsonl");
+        let turn = |turn: u64, prompt: &str| {
+            serde_json::json!({"kind":"turn","turn":turn,"prompt":prompt,"at_ms":turn * 1000})
+                .to_string()
+        };
+        let answer = |turn: u64| {
+            serde_json::json!({"kind":"message","turn":turn,"attempt":1,"at_ms":turn * 1000 + 10,
+                "message":{"type":"assistant","delta":format!("answer {turn}")}})
+            .to_string()
+        };
+        let ended = |turn: u64| {
+            serde_json::json!({"kind":"turn_ended","turn":turn,"outcome":{"kind":"completed"},"at_ms":turn * 1000 + 20})
+                .to_string()
+        };
+        let mut log: Vec<u8> = Vec::new();
+        let mut line = |bytes: &[u8]| {
+            log.extend_from_slice(bytes);
+            log.push(b'\n');
+        };
+        // A corrupt byte in the header.
+        line(br#"{"kind":"header","version":2,"provider":"demo","started_at_ms":0,"cwd":"/p","conversation_id":"abcdef12-0000"x,"origin":"chat"}"#);
+        line(turn(1, "one").as_bytes());
+        line(answer(1).as_bytes());
+        line(ended(1).as_bytes());
+        // Turn 2's answer holds invalid UTF-8.
+        line(turn(2, "two").as_bytes());
+        line(
+            &[
+                answer(2).replace("answer", "answer \u{1}").as_bytes(),
+                b"\xff",
+            ]
+            .concat(),
+        );
+        line(&[answer(2).as_bytes(), b"\xff\xfe"].concat());
+        line(ended(2).as_bytes());
+        // Turn 3's end was torn and turn 4 glued to it by an older agentty.
+        line(turn(3, "three").as_bytes());
+        line(answer(3).as_bytes());
+        line(format!("{}{}", &ended(3)[..40], turn(4, "four")).as_bytes());
+        line(answer(4).as_bytes());
+        line(ended(4).as_bytes());
+        // Turn 5's start is lost for good; its end must not end turn 6's display.
+        line(br#"{"kind":"turn","turn":5,"pro\xff\xfe garbage"#);
+        line(answer(5).as_bytes());
+        line(ended(5).as_bytes());
+        line(turn(6, "six").as_bytes());
+        line(answer(6).as_bytes());
+        std::fs::write(&path, &log).unwrap();
+
+        let summary = crate::session_log::read_summary(&path).unwrap();
+        assert_eq!(summary.id, "abcdef12-0000");
+        assert_eq!(summary.provider, "demo");
+        assert_eq!(summary.turns, 5, "turns 1, 2, 3, 4 and 6 are read");
+        assert_eq!(summary.last_turn, 6, "the next turn is 7: no id repeats");
+        let resumed = load(summary).unwrap();
+        let mut state = AppState::new(StartupInfo::default());
+        replay_into(&mut state, resumed.events);
+        assert!(state.turn.is_none(), "no turn looks as if it still ran");
+        let prompts: Vec<&str> = state
+            .transcript
+            .cells()
+            .iter()
+            .filter_map(|cell| match &cell.body {
+                CellBody::User(user) => Some(user.text.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(prompts, ["one", "two", "three", "four", "six"]);
     }
 
     #[test]

@@ -39,20 +39,34 @@ pub struct UserCell {
     pub retry: bool,
 }
 
+/// The most text one cell keeps for display. An agent that prints without end (a flood) must
+/// not make the app's memory, or the time to lay a cell out, grow with what it prints: past
+/// this, a cell only counts what it leaves out and says so. The conversation's log keeps it
+/// all.
+pub const MAX_CELL_TEXT: usize = 512 * 1024;
+
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct AssistantCell {
-    /// Markdown source, sanitised for display; only ever appended to.
+    /// Markdown source, sanitised for display; only ever appended to, up to
+    /// [`MAX_CELL_TEXT`].
     pub text: String,
     /// The source as the agent wrote it (tabs kept, for copying), where it differs from `text`;
     /// kept only then, so plain answers are not held twice.
     pub source: Option<String>,
     /// The agent replaced this text (its own retry, or an authoritative final answer).
     pub superseded: bool,
+    /// Bytes of the answer past [`MAX_CELL_TEXT`], not kept.
+    pub folded: usize,
 }
 
 impl AssistantCell {
-    /// Appends an agent delta: `shown` is its sanitised form.
+    /// Appends an agent delta: `shown` is its sanitised form. Once the text would pass
+    /// [`MAX_CELL_TEXT`], deltas are only counted.
     pub(crate) fn append(&mut self, delta: &str, shown: &str) {
+        if self.folded > 0 || self.text.len() + shown.len() > MAX_CELL_TEXT {
+            self.folded += delta.len();
+            return;
+        }
         if self.source.is_none() && delta != shown {
             self.source = Some(self.text.clone());
         }
@@ -78,8 +92,16 @@ pub struct ThoughtCell {
 }
 
 impl ThoughtCell {
-    pub fn new(text: String, expanded: bool) -> Self {
+    /// A thought of `text`; past [`MAX_CELL_TEXT`] only its words are counted.
+    pub fn new(mut text: String, expanded: bool) -> Self {
         let words = text.split_whitespace().count();
+        if text.len() > MAX_CELL_TEXT {
+            let mut end = MAX_CELL_TEXT;
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            text.truncate(end);
+        }
         Self {
             text,
             words,
@@ -441,6 +463,25 @@ impl Transcript {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cell_keeps_text_up_to_its_limit_and_counts_the_rest() {
+        let mut answer = AssistantCell::default();
+        let delta = "x".repeat(4096);
+        for _ in 0..200 {
+            answer.append(&delta, &delta);
+        }
+        assert_eq!(answer.text.len(), MAX_CELL_TEXT);
+        assert_eq!(answer.folded, 200 * 4096 - MAX_CELL_TEXT);
+        // Once folding, even a small delta that would fit is counted, so nothing has a gap.
+        answer.append("y", "y");
+        assert_eq!(answer.folded, 200 * 4096 - MAX_CELL_TEXT + 1);
+        assert!(!answer.text.contains('y'));
+
+        let thought = ThoughtCell::new("é ".repeat(MAX_CELL_TEXT), false);
+        assert!(thought.text.len() <= MAX_CELL_TEXT);
+        assert_eq!(thought.words, MAX_CELL_TEXT, "every word counted");
+    }
 
     fn user(text: &str) -> CellBody {
         CellBody::User(UserCell {

@@ -29,6 +29,7 @@ use crate::orchestrator::{
     spawn_orchestrator, Command, OrchestratorEvent, OrchestratorHandle, OrchestratorOptions,
 };
 use crate::provider::{build_provider_with, default_chat_transport, SessionRef};
+use crate::session_log::lock::ConversationLock;
 use crate::session_log::{
     sessions_dir, ConversationSummary, NewConversation, Origin, SessionLogWriter,
 };
@@ -43,6 +44,8 @@ const CLOCK_PERIOD: Duration = Duration::from_millis(250);
 /// Longest wait for the orchestrator to stop the agent when leaving (2 s grace + 5 s kill, and
 /// some slack).
 const SHUTDOWN_LIMIT: Duration = Duration::from_secs(10);
+/// The longest the loop spends on queued agent events before it looks at keys and frames.
+const EVENT_BATCH: Duration = Duration::from_millis(4);
 /// Consecutive draw failures after which the terminal is considered gone.
 const MAX_DRAW_FAILURES: u32 = 3;
 
@@ -51,6 +54,8 @@ const MAX_DRAW_FAILURES: u32 = 3;
 enum AppEvent {
     ConfigSaved(Result<PathBuf, String>),
     FilesListed(Vec<String>),
+    /// A part of a conversation's log cannot be written (told once per part).
+    LogNotSaved(String),
 }
 
 /// Everything needed to start (or restart, on a provider switch) an orchestrator.
@@ -58,14 +63,17 @@ struct Launch {
     config: Config,
     agent: AgentArgs,
     scenario: Option<String>,
+    /// Where a session log's write failures are told.
+    app_events: mpsc::UnboundedSender<AppEvent>,
 }
 
 /// Which conversation an orchestrator writes to.
 enum ConversationLog {
     /// A new conversation (its log appears with its first prompt).
     New,
-    /// A conversation being resumed: its log is appended to, its turns numbered on.
-    Resume(ConversationSummary),
+    /// A conversation being resumed: its log is appended to (under its lock, when it could be
+    /// taken), its turns numbered on.
+    Resume(ConversationSummary, Option<ConversationLock>),
 }
 
 impl Launch {
@@ -89,7 +97,7 @@ impl Launch {
         let provider = build_provider_with(name, &settings, transport)?;
         let steers = provider.can_interject();
         let transport = provider.transport();
-        let (writer, first_turn) = match &conversation {
+        let (writer, first_turn) = match conversation {
             ConversationLog::New => (
                 SessionLogWriter::start(
                     &sessions_dir(),
@@ -101,14 +109,20 @@ impl Launch {
                 ),
                 1,
             ),
-            ConversationLog::Resume(summary) => (
-                SessionLogWriter::resume(&summary.path, &summary.id),
+            ConversationLog::Resume(summary, lock) => (
+                SessionLogWriter::resume(&summary.path, &summary.id, lock),
                 summary.last_turn + 1,
             ),
         };
+        let app_events = self.app_events.clone();
         let session_log = writer
             .map_err(|error| tracing::warn!(%error, "no session log"))
             .ok()
+            .map(|writer| {
+                writer.report_failures_to(Box::new(move |failure| {
+                    let _ = app_events.send(AppEvent::LogNotSaved(failure.message()));
+                }))
+            })
             .map(Arc::new);
         if let Some(log) = &session_log {
             // Old conversations go (never this one), off the UI's path.
@@ -175,23 +189,28 @@ pub fn run(cli: Cli) -> i32 {
         }
     };
     let mut cli = cli;
-    let warnings = loaded.warnings.clone();
+    let mut warnings = loaded.warnings.clone();
+    // What an agentty that died without stopping its agents left running goes now.
+    warnings.extend(
+        crate::process::orphans::reap_and_record_in(&crate::logging::agents_dir()).notice(),
+    );
     // `--resume [ID]`: the conversation's transcript is shown again and its agent session
-    // continued, on its own provider; one from another directory or provider is refused.
-    let resumed = match &cli.resume {
+    // continued, on its own provider; one from another directory or provider is refused, and
+    // one that another agentty writes is shown read-only.
+    let reopened = match &cli.resume {
         None => None,
         Some(query) => {
             let cwd = std::env::current_dir().unwrap_or_default();
             let found = resume::find(&sessions_dir(), &cwd, query.as_deref()).and_then(|summary| {
                 resume::check_provider(&summary, cli.agent.provider.as_deref())?;
-                resume::load(summary)
+                resume::reopen(summary)
             });
             match found {
-                Ok(resumed) => {
+                Ok((resumed, access)) => {
                     cli.agent
                         .provider
                         .get_or_insert_with(|| resumed.summary.provider.clone());
-                    Some(resumed)
+                    Some(Reopened::new(resumed, access))
                 }
                 Err(message) => {
                     eprintln!("agentty: --resume: {message}");
@@ -220,8 +239,8 @@ pub fn run(cli: Cli) -> i32 {
         SessionRef::ContinueLatest
     } else if let Some(id) = &cli.session {
         SessionRef::Resume(id.clone())
-    } else if let Some(resumed) = &resumed {
-        session_of(&resumed.summary)
+    } else if let Some((_, _, session)) = &reopened {
+        session.clone()
     } else {
         SessionRef::New
     };
@@ -229,10 +248,12 @@ pub fn run(cli: Cli) -> i32 {
         return 1;
     };
     crate::process::tree::become_subreaper();
+    let (app_events, app_inbox) = mpsc::unbounded_channel();
     let launch = Launch {
         config: loaded.config.clone(),
         agent: cli.agent.clone(),
         scenario: cli.agent.scenario.clone(),
+        app_events: app_events.clone(),
     };
     let startup = StartupInfo {
         provider: provider_name.clone(),
@@ -250,9 +271,9 @@ pub fn run(cli: Cli) -> i32 {
             }
         };
         tui::install_panic_hook();
-        let conversation = match &resumed {
-            Some(resumed) => ConversationLog::Resume(resumed.summary.clone()),
-            None => ConversationLog::New,
+        let (shown, conversation) = match reopened {
+            Some((shown, conversation, _)) => (Some(shown), conversation),
+            None => (None, ConversationLog::New),
         };
         let started = match launch.orchestrator(
             &provider_name,
@@ -273,12 +294,12 @@ pub fn run(cli: Cli) -> i32 {
         state.provider_reason = Some(crate::sanitize::untrusted_owned(
             &crate::launch::choice_reason(&launch.agent, &launch.config),
         ));
-        if let Some(resumed) = resumed {
-            show_resumed(&mut state, resumed);
+        if let Some(shown) = shown {
+            shown.show(&mut state);
         }
         state.agent_steers = started.steers;
         state.agent_transport = Some(started.transport);
-        let mut chat = ChatLoop::new(state, started.handle, launch);
+        let mut chat = ChatLoop::new(state, started.handle, launch, (app_events, app_inbox));
         chat.conversation_id = started.conversation_id;
         let status = chat.run(guard.terminal()).await;
         guard.restore();
@@ -296,6 +317,47 @@ pub fn run(cli: Cli) -> i32 {
     status
 }
 
+/// A reopened conversation, as the chat shows it.
+enum Reopened {
+    /// This chat continues it: appends to its log, continues its agent session.
+    Continued(resume::ResumedConversation),
+    /// Another agentty (pid) writes it: shown read-only; the next prompt starts a new one.
+    ReadOnly(resume::ResumedConversation, Option<u32>),
+}
+
+impl Reopened {
+    /// How the chat goes on with a conversation reopened with `access`: what it shows, the
+    /// log it writes, and the agent session its next prompt continues.
+    fn new(
+        resumed: resume::ResumedConversation,
+        access: resume::Access,
+    ) -> (Reopened, ConversationLog, SessionRef) {
+        match access {
+            resume::Access::Append(lock) => {
+                let summary = resumed.summary.clone();
+                let session = session_of(&summary);
+                (
+                    Reopened::Continued(resumed),
+                    ConversationLog::Resume(summary, lock),
+                    session,
+                )
+            }
+            resume::Access::ReadOnly { pid } => (
+                Reopened::ReadOnly(resumed, pid),
+                ConversationLog::New,
+                SessionRef::New,
+            ),
+        }
+    }
+
+    fn show(self, state: &mut AppState) {
+        match self {
+            Reopened::Continued(resumed) => show_resumed(state, resumed),
+            Reopened::ReadOnly(resumed, pid) => show_read_only(state, resumed, pid),
+        }
+    }
+}
+
 /// Rebuilds a reopened conversation's transcript in `state` and says what the next prompt
 /// continues.
 fn show_resumed(state: &mut AppState, resumed: resume::ResumedConversation) {
@@ -306,6 +368,18 @@ fn show_resumed(state: &mut AppState, resumed: resume::ResumedConversation) {
         .as_deref()
         .map(crate::sanitize::untrusted_owned);
     state.show_notice(NoticeLevel::Info, &resumed_notice(&resumed.summary));
+}
+
+/// Shows a conversation that another agentty writes, and says that the next prompt starts a
+/// new one.
+fn show_read_only(state: &mut AppState, resumed: resume::ResumedConversation, pid: Option<u32>) {
+    resume::replay_into(state, resumed.events);
+    // The replay named the other agentty's agent session; this chat's next prompt starts its own.
+    state.session_id = None;
+    state.show_notice(
+        NoticeLevel::Warning,
+        &resume::read_only_notice(&resumed.summary, pid),
+    );
 }
 
 /// What the chat says when it reopens a conversation.
@@ -345,8 +419,15 @@ struct ChatLoop {
 }
 
 impl ChatLoop {
-    fn new(state: AppState, orchestrator: OrchestratorHandle, launch: Launch) -> Self {
-        let (app_events, app_inbox) = mpsc::unbounded_channel();
+    fn new(
+        state: AppState,
+        orchestrator: OrchestratorHandle,
+        launch: Launch,
+        (app_events, app_inbox): (
+            mpsc::UnboundedSender<AppEvent>,
+            mpsc::UnboundedReceiver<AppEvent>,
+        ),
+    ) -> Self {
         Self {
             state,
             view: ChatView::default(),
@@ -394,23 +475,18 @@ impl ChatLoop {
                     self.exit = true;
                 }
                 signal = signals.recv() => self.on_signal(signal, terminal),
-                event = self.orchestrator.events.recv(), if self.orchestrator_open => {
-                    let now = Instant::now();
-                    let effects = match event {
-                        Some(event) => self.state.on_orchestrator_event(event, now),
-                        None => {
-                            self.orchestrator_open = false;
-                            self.state.on_orchestrator_gone()
-                        }
-                    };
-                    self.apply(effects, terminal);
-                }
-                Some(app_event) = self.app_inbox.recv() => self.on_app_event(app_event),
+                // Keys before the agent's events: an agent that floods must not keep the user
+                // from typing, or from stopping it.
                 input_event = input.next(), if !self.terminal_lost => match input_event {
                     Some(Ok(event)) => redraw = self.on_terminal_event(event, terminal),
                     Some(Err(error)) => self.on_terminal_lost(&error.to_string(), terminal),
                     None => self.on_terminal_lost("input closed", terminal),
                 },
+                event = self.orchestrator.events.recv(), if self.orchestrator_open => {
+                    self.on_orchestrator_event(event, terminal);
+                    self.drain_orchestrator_events(terminal);
+                }
+                Some(app_event) = self.app_inbox.recv() => self.on_app_event(app_event),
             }
             let now = Instant::now();
             self.state.on_clock(now);
@@ -428,6 +504,38 @@ impl ChatLoop {
             }
         }
         self.exit_status
+    }
+
+    fn on_orchestrator_event(
+        &mut self,
+        event: Option<OrchestratorEvent>,
+        terminal: &mut ChatTerminal,
+    ) {
+        let now = Instant::now();
+        let effects = match event {
+            Some(event) => self.state.on_orchestrator_event(event, now),
+            None => {
+                self.orchestrator_open = false;
+                self.state.on_orchestrator_gone()
+            }
+        };
+        self.apply(effects, terminal);
+    }
+
+    /// Takes the events already queued, for at most [`EVENT_BATCH`]: a stream of tiny deltas
+    /// costs one pass of the loop per batch, not per delta, and keys and frames still come
+    /// in between batches.
+    fn drain_orchestrator_events(&mut self, terminal: &mut ChatTerminal) {
+        let until = Instant::now() + EVENT_BATCH;
+        while self.orchestrator_open && !self.exit && Instant::now() < until {
+            match self.orchestrator.events.try_recv() {
+                Ok(event) => self.on_orchestrator_event(Some(event), terminal),
+                Err(mpsc::error::TryRecvError::Empty) => return,
+                Err(mpsc::error::TryRecvError::Disconnected) => {
+                    self.on_orchestrator_event(None, terminal);
+                }
+            }
+        }
     }
 
     fn draw(&mut self, terminal: &mut ChatTerminal) {
@@ -580,6 +688,9 @@ impl ChatLoop {
     fn on_app_event(&mut self, event: AppEvent) {
         match event {
             AppEvent::ConfigSaved(result) => self.state.on_config_saved(result),
+            AppEvent::LogNotSaved(message) => {
+                self.state.show_notice(NoticeLevel::Warning, &message)
+            }
             AppEvent::FilesListed(files) => {
                 // Refreshing the popup can only ask for another listing.
                 for effect in self.state.on_files_listed(files) {
@@ -711,26 +822,39 @@ impl ChatLoop {
     }
 
     /// Shows a conversation's transcript again and continues its agent session, on the
-    /// provider it ran on.
+    /// provider it ran on; one that another agentty writes is shown read-only, and the next
+    /// prompt starts a new conversation.
     fn resume_conversation(&mut self, summary: ConversationSummary) {
-        let resumed = match resume::load(summary) {
-            Ok(resumed) => resumed,
+        let (resumed, access) = match resume::reopen(summary) {
+            Ok(reopened) => reopened,
             Err(message) => {
                 self.state.show_notice(NoticeLevel::Warning, &message);
                 return;
             }
         };
         let summary = resumed.summary.clone();
+        if let resume::Access::ReadOnly { pid } = access {
+            if pid == Some(std::process::id()) {
+                // This agentty's previous orchestrator has not let go of it yet.
+                self.state.show_notice(
+                    NoticeLevel::Info,
+                    &format!(
+                        "Conversation {} is still being closed; try /resume again in a moment",
+                        resume::short(&summary.id)
+                    ),
+                );
+                return;
+            }
+        }
+        let (shown, conversation, session) = Reopened::new(resumed, access);
         let policy = self.state.retry_policy.clone();
-        match self.launch.orchestrator(
-            &summary.provider,
-            policy,
-            session_of(&summary),
-            ConversationLog::Resume(summary.clone()),
-        ) {
+        match self
+            .launch
+            .orchestrator(&summary.provider, policy, session, conversation)
+        {
             Ok(started) => {
                 let mut state = self.fresh_state(&summary.provider, started.model.clone());
-                show_resumed(&mut state, resumed);
+                shown.show(&mut state);
                 self.replace_state(state);
                 self.replace_orchestrator(started);
             }

@@ -8,6 +8,8 @@
 mod control;
 pub mod job_control;
 pub mod lines;
+pub mod orphans;
+mod redact;
 pub mod stop;
 pub mod tree;
 
@@ -80,38 +82,14 @@ impl SpawnSpec {
         self
     }
 
-    /// The command line for logs and error messages (not for execution), with the values of
-    /// secret-looking flags (`--api-key X`, `--token=X`, ...) replaced, since logs are files
-    /// users attach to bug reports.
+    /// The command line for logs and error messages (not for execution), with secrets
+    /// replaced (`redact`), since logs are files users attach to bug reports.
     pub fn display(&self) -> String {
-        let mut parts = vec![self.program.to_string_lossy().into_owned()];
-        let mut hide_next = false;
-        for arg in &self.args {
-            let arg = arg.to_string_lossy();
-            if hide_next {
-                parts.push("[redacted]".into());
-                hide_next = false;
-                continue;
-            }
-            match arg.split_once('=') {
-                Some((flag, _)) if flag.starts_with('-') && is_secret_flag(flag) => {
-                    parts.push(format!("{flag}=[redacted]"));
-                }
-                _ => {
-                    hide_next = arg.starts_with('-') && is_secret_flag(&arg);
-                    parts.push(arg.into_owned());
-                }
-            }
-        }
-        parts.join(" ")
+        redact::command_line(
+            &self.program.to_string_lossy(),
+            self.args.iter().map(|arg| arg.to_string_lossy()),
+        )
     }
-}
-
-fn is_secret_flag(flag: &str) -> bool {
-    let flag = flag.to_ascii_lowercase();
-    ["key", "token", "secret", "password", "auth"]
-        .iter()
-        .any(|word| flag.contains(word))
 }
 
 /// How the agent process ended.
@@ -291,14 +269,18 @@ fn widen_pipe(stdout: &ChildStdout) {
     }
 }
 
-/// On Linux the agent gets SIGKILL if agentty dies without cleaning up (e.g. SIGKILL).
+/// On Linux the agent gets SIGKILL if agentty dies without cleaning up (e.g. SIGKILL). It also
+/// gets SIGXFSZ's default action back: agentty ignores it for itself (see `main`), and an
+/// ignored signal stays ignored across `exec`.
 fn set_parent_death_signal(command: &mut Command) {
     #[cfg(target_os = "linux")]
     {
         let parent = std::process::id() as libc::pid_t;
-        // SAFETY: only async-signal-safe calls (prctl, getppid, _exit) between fork and exec.
+        // SAFETY: only async-signal-safe calls (signal, prctl, getppid, _exit) between fork
+        // and exec.
         unsafe {
             command.pre_exec(move || {
+                libc::signal(libc::SIGXFSZ, libc::SIG_DFL);
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
                 // The parent may have died before prctl took effect.
                 if libc::getppid() != parent {

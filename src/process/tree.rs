@@ -21,11 +21,11 @@ pub(crate) const TREE_MARKER_VAR: &str = "AGENTTY_AGENT_TREE";
 
 /// One process as /proc shows it.
 #[derive(Debug, Clone, Copy)]
-struct ProcEntry {
-    pid: i32,
-    ppid: i32,
+pub(super) struct ProcEntry {
+    pub(super) pid: i32,
+    pub(super) ppid: i32,
     pgrp: i32,
-    zombie: bool,
+    pub(super) zombie: bool,
 }
 
 /// The identity of one agent's process tree.
@@ -69,6 +69,11 @@ fn members_in(tree: &TreeIdentity, entries: &[ProcEntry]) -> Vec<ProcEntry> {
         .collect()
 }
 
+/// Every process as /proc shows it now.
+pub(super) fn proc_table() -> Vec<ProcEntry> {
+    read_proc_table()
+}
+
 fn read_proc_table() -> Vec<ProcEntry> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
@@ -98,7 +103,7 @@ fn parse_stat(pid: i32, stat: &str) -> Option<ProcEntry> {
     })
 }
 
-fn carries_marker(pid: i32, marker: &str) -> bool {
+pub(super) fn carries_marker(pid: i32, marker: &str) -> bool {
     let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
         return false;
     };
@@ -234,16 +239,21 @@ pub fn become_subreaper() {
 /// synchronously, without the async runtime.
 static LIVE_TREES: Mutex<Vec<TreeIdentity>> = Mutex::new(Vec::new());
 
+/// A new agent's tree: killed by agentty's own exit paths, and recorded on disk so that the
+/// next launch can end what it leaves if agentty dies without doing so (`orphans`).
 pub(crate) fn register(tree: &TreeIdentity) {
     if let Ok(mut trees) = LIVE_TREES.lock() {
         trees.push(tree.clone());
     }
+    super::orphans::record(tree);
 }
 
+/// A tree that is gone.
 pub(crate) fn unregister(tree: &TreeIdentity) {
     if let Ok(mut trees) = LIVE_TREES.lock() {
         trees.retain(|live| live != tree);
     }
+    super::orphans::forget(tree);
 }
 
 /// Kills every live agent tree at once. For the last moments of agentty (panic hook, fatal

@@ -24,6 +24,8 @@ const STDOUT_DRAIN_AFTER_EXIT: Duration = Duration::from_millis(1000);
 pub(crate) const LINGER_AFTER_DONE: Duration = Duration::from_secs(3);
 /// Bounds on the invalid lines kept for diagnostics.
 pub const MAX_INVALID_LINES: usize = 100;
+/// The most assistant text an attempt keeps for its failure's diagnostics.
+pub const MAX_FAILURE_TEXT: usize = 4 * 1024 * 1024;
 pub(crate) const MAX_INVALID_LINE_BYTES: usize = 2048;
 
 /// Starts one attempt on a background task and returns its stream.
@@ -217,8 +219,11 @@ pub enum EndedBy {
 /// lines), and composes the one terminal message. `agentty replay` uses it too.
 pub struct AttemptMapping {
     mapper: Box<dyn Mapper>,
-    /// Every assistant delta of this attempt, for `terminal.failed.text`.
+    /// The assistant deltas of this attempt, for `terminal.failed.text`, up to
+    /// [`MAX_FAILURE_TEXT`] (an agent that floods must not grow memory without end).
     text: String,
+    /// Bytes of assistant text past [`MAX_FAILURE_TEXT`], not kept.
+    text_dropped: usize,
     invalid_lines: Vec<String>,
     invalid_count: usize,
 }
@@ -228,6 +233,7 @@ impl AttemptMapping {
         Self {
             mapper,
             text: String::new(),
+            text_dropped: 0,
             invalid_lines: Vec::new(),
             invalid_count: 0,
         }
@@ -282,7 +288,11 @@ impl AttemptMapping {
                 continue;
             }
             if let AgentMessage::Assistant { delta } = &out[index] {
-                self.text.push_str(delta);
+                if self.text_dropped == 0 && self.text.len() + delta.len() <= MAX_FAILURE_TEXT {
+                    self.text.push_str(delta);
+                } else {
+                    self.text_dropped += delta.len();
+                }
             }
             index += 1;
         }
@@ -337,7 +347,13 @@ impl AttemptMapping {
         let mut failure = Failure {
             exit_code: report.exit_code,
             signal: report.signal,
-            text: std::mem::take(&mut self.text),
+            text: match std::mem::take(&mut self.text_dropped) {
+                0 => std::mem::take(&mut self.text),
+                dropped => format!(
+                    "{}\n[… {dropped} more bytes of text not kept]",
+                    std::mem::take(&mut self.text)
+                ),
+            },
             stderr,
             invalid_output_lines: std::mem::take(&mut self.invalid_lines),
             ..Failure::default()

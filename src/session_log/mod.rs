@@ -6,10 +6,12 @@
 //! leaves nothing behind), and every later launch that resumes the conversation appends to the
 //! same file, so the log is the whole conversation. Writing happens on a thread of its own, so
 //! neither the UI nor an attempt ever waits on the disk; the log is flushed whenever the writer's
-//! queue runs dry, so a crash loses at most the lines in flight. `agentty --resume` reads it back.
+//! queue runs dry (text deltas that arrive together are joined into one entry and wait up to
+//! 100 ms for more), so a crash loses at most the lines in flight and that moment of text.
+//! `agentty --resume` reads it back.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
@@ -18,10 +20,25 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::orchestrator::{OrchestratorEvent, TurnId, TurnOutcome};
+pub mod failure;
+pub mod lock;
 pub mod raw;
+mod read;
+#[cfg(test)]
+mod read_fuzz;
+pub(crate) mod torn;
+
+#[cfg(test)]
+pub(crate) use read::last_session_id;
+pub use read::{
+    latest_session_log, list_conversations, read_session_log, read_summary, ConversationSummary,
+};
+pub(crate) use read::{parse_header, LogLine, LogLines, MAX_HEADER_LINE, MAX_LOG_LINE};
 
 use crate::stream::{AgentMessage, FailureReason};
-use raw::{RawLineWriter, INLINE_RAW_PREFIX};
+use failure::{FailureReport, FailureSink, LogPart};
+use lock::ConversationLock;
+use raw::RawLineWriter;
 
 /// The log format written now: 2 added conversation ids, origins, timestamps and structured
 /// turn outcomes (version 1 logs are still read).
@@ -156,6 +173,7 @@ pub(crate) struct SessionLogWriter {
     /// The sidecar's writer, shared: the writer thread writes the queued lines, the reading
     /// task itself the large ones (see [`INLINE_RAW_FROM`]).
     raw: SharedRawWriter,
+    failures: Arc<FailureReport>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -193,32 +211,50 @@ impl SessionLogWriter {
             LazyLog::New {
                 header: Box::new(header),
             },
+            None,
         )
     }
 
-    /// Goes on writing the log of a conversation that is being resumed (appending to it).
-    pub fn resume(path: &Path, conversation_id: &str) -> std::io::Result<Self> {
+    /// Goes on writing the log of a conversation that is being resumed (appending to it),
+    /// holding its lock (`None`: the lock could not be taken for a reason other than another
+    /// writer, which was logged).
+    pub fn resume(
+        path: &Path,
+        conversation_id: &str,
+        lock: Option<ConversationLock>,
+    ) -> std::io::Result<Self> {
         Self::spawn(
             path.to_path_buf(),
             conversation_id.to_owned(),
             LazyLog::Existing,
+            lock,
         )
     }
 
-    fn spawn(path: PathBuf, conversation_id: String, log: LazyLog) -> std::io::Result<Self> {
+    fn spawn(
+        path: PathBuf,
+        conversation_id: String,
+        log: LazyLog,
+        lock: Option<ConversationLock>,
+    ) -> std::io::Result<Self> {
         let (commands, receiver) = mpsc::channel::<WriterCommand>();
         let target = LogFile {
             path: path.clone(),
             lazy: Some(log),
+            lock,
             file: None,
             before_first_turn: Vec::new(),
+            failed: false,
+            pending: None,
         };
         let raw = Arc::new(std::sync::Mutex::new(RawLineWriter::new(&path)));
+        let failures = Arc::new(FailureReport::new(&conversation_id));
         let thread = std::thread::Builder::new()
             .name("session-log".into())
             .spawn({
                 let raw = raw.clone();
-                move || write_loop(target, raw, receiver)
+                let failures = failures.clone();
+                move || write_loop(target, raw, &failures, receiver)
             })?;
         Ok(Self {
             path,
@@ -226,8 +262,15 @@ impl SessionLogWriter {
             commands: Some(commands),
             raw_budget: Arc::new(Semaphore::new(RAW_LINE_BUDGET)),
             raw,
+            failures,
             thread: Some(thread),
         })
+    }
+
+    /// Where the first failure to write each part of the log is told (see `failure`).
+    pub(crate) fn report_failures_to(self, sink: FailureSink) -> Self {
+        self.failures.set_sink(sink);
+        self
     }
 
     pub(crate) fn conversation_id(&self) -> &str {
@@ -301,17 +344,19 @@ impl SessionLogWriter {
         let commands = self.commands.clone()?;
         let budget = self.raw_budget.clone();
         let raw = self.raw.clone();
+        let failures = self.failures.clone();
         Some(crate::provider::RawLineTap::new(move |line: &str| {
             let commands = commands.clone();
             let budget = budget.clone();
             let raw = raw.clone();
+            let failures = failures.clone();
             Box::pin(async move {
                 if line.len() >= INLINE_RAW_FROM {
                     // The whole budget: every queued line is written first, in order.
                     let Ok(_all) = budget.acquire_many(RAW_LINE_BUDGET as u32).await else {
                         return;
                     };
-                    write_raw_inline(&raw, turn, attempt, line);
+                    write_raw_inline(&raw, &failures, turn, attempt, line);
                     return;
                 }
                 let share = line.len().max(1) as u32;
@@ -352,9 +397,9 @@ impl Drop for SessionLogWriter {
 
 /// How the log file comes into being at the first prompt.
 enum LazyLog {
-    /// Create it, header first.
+    /// Create it, header first (and take its lock).
     New { header: Box<LogEntry> },
-    /// Append to it.
+    /// Append to it (its lock taken by whoever resumed it).
     Existing,
 }
 
@@ -362,24 +407,139 @@ enum LazyLog {
 struct LogFile {
     path: PathBuf,
     lazy: Option<LazyLog>,
+    /// The conversation's lock, held for as long as the log is written.
+    lock: Option<ConversationLock>,
     file: Option<BufWriter<File>>,
     /// Entries recorded before the first prompt (the session to continue, ...).
     before_first_turn: Vec<LogEntry>,
+    /// A write failed: the log is given up (appending after a failure would leave a torn
+    /// line in the middle of the log).
+    failed: bool,
+    /// Text deltas not written yet, joined (see [`Coalesced`]).
+    pending: Option<Coalesced>,
+}
+
+/// Consecutive text deltas of one attempt, written as one entry: an agent that streams one
+/// character per event would otherwise log a hundred bytes of entry per byte of text. They
+/// are held at most [`COALESCE_FOR`] after the queue runs dry, or up to [`COALESCE_BYTES`]:
+/// what a crash can lose.
+struct Coalesced {
+    turn: TurnId,
+    attempt: u32,
+    thinking: bool,
+    text: String,
+    at_ms: Option<u64>,
+}
+
+/// How long joined deltas wait for more once nothing else is queued.
+const COALESCE_FOR: std::time::Duration = std::time::Duration::from_millis(100);
+/// The most text joined into one entry.
+const COALESCE_BYTES: usize = 64 * 1024;
+
+impl Coalesced {
+    /// The delta an entry holds, if it is one that joins.
+    fn delta_of(entry: &LogEntry) -> Option<(TurnId, u32, bool, &str, Option<u64>)> {
+        match entry {
+            LogEntry::Message {
+                turn,
+                attempt,
+                message: AgentMessage::Assistant { delta },
+                at_ms,
+            } => Some((*turn, *attempt, false, delta, *at_ms)),
+            LogEntry::Message {
+                turn,
+                attempt,
+                message: AgentMessage::Thinking { delta },
+                at_ms,
+            } => Some((*turn, *attempt, true, delta, *at_ms)),
+            _ => None,
+        }
+    }
+
+    fn into_entry(self) -> LogEntry {
+        let message = if self.thinking {
+            AgentMessage::Thinking { delta: self.text }
+        } else {
+            AgentMessage::Assistant { delta: self.text }
+        };
+        LogEntry::Message {
+            turn: self.turn,
+            attempt: self.attempt,
+            message,
+            at_ms: self.at_ms,
+        }
+    }
 }
 
 impl LogFile {
+    /// Records `entry`: a text delta joins the deltas before it (written later, see
+    /// [`Coalesced`]), anything else is written after them.
+    fn record(&mut self, entry: &LogEntry) -> std::io::Result<()> {
+        if let Some((turn, attempt, thinking, delta, at_ms)) = Coalesced::delta_of(entry) {
+            let joins = self.pending.as_ref().is_some_and(|pending| {
+                (pending.turn, pending.attempt, pending.thinking) == (turn, attempt, thinking)
+            });
+            if !joins {
+                self.write_pending()?;
+            }
+            let pending = self.pending.get_or_insert_with(|| Coalesced {
+                turn,
+                attempt,
+                thinking,
+                text: String::new(),
+                at_ms,
+            });
+            pending.text.push_str(delta);
+            if pending.text.len() >= COALESCE_BYTES {
+                self.write_pending()?;
+            }
+            return Ok(());
+        }
+        self.write_pending()?;
+        self.write(entry)
+    }
+
+    fn has_pending(&self) -> bool {
+        self.pending.is_some()
+    }
+
+    fn write_pending(&mut self) -> std::io::Result<()> {
+        match self.pending.take() {
+            Some(pending) => self.write(&pending.into_entry()),
+            None => Ok(()),
+        }
+    }
+
+    /// Writes `entry`; the first failure is returned, after which nothing more is written.
     fn write(&mut self, entry: &LogEntry) -> std::io::Result<()> {
+        if self.failed {
+            return Ok(());
+        }
         if self.file.is_none() {
             if !matches!(entry, LogEntry::Turn { .. }) {
                 self.before_first_turn.push(entry.clone());
                 return Ok(());
             }
-            self.open()?;
+            let opened = self.open();
+            self.give_up_on(opened)?;
         }
-        let Some(file) = self.file.as_mut() else {
-            return Ok(());
+        let written = match self.file.as_mut() {
+            Some(file) => write_entry(file, entry),
+            None => Ok(()),
         };
-        write_entry(file, entry)
+        self.give_up_on(written)
+    }
+
+    /// Gives the log up after `result` failed (its buffer is dropped unwritten: a later flush
+    /// could only add a fragment).
+    fn give_up_on(&mut self, result: std::io::Result<()>) -> std::io::Result<()> {
+        if result.is_err() {
+            self.failed = true;
+            if let Some(file) = self.file.take() {
+                drop(file.into_parts());
+            }
+        }
+        result
     }
 
     fn open(&mut self) -> std::io::Result<()> {
@@ -389,16 +549,25 @@ impl LogFile {
                 if let Some(dir) = self.path.parent() {
                     std::fs::create_dir_all(dir)?;
                 }
-                let file = std::fs::OpenOptions::new()
+                self.lock = Some(ConversationLock::acquire(&self.path).map_err(|error| {
+                    std::io::Error::other(format!("cannot lock the new conversation: {error}"))
+                })?);
+                let file = crate::files::no_follow()
                     .write(true)
                     .create_new(true)
                     .open(&self.path)?;
                 (file, Some(*header))
             }
-            Some(LazyLog::Existing) | None => {
-                let file = std::fs::OpenOptions::new().append(true).open(&self.path)?;
+            Some(LazyLog::Existing) => {
+                let file = crate::files::no_follow()
+                    .read(true)
+                    .append(true)
+                    .open(&self.path)?;
+                // Whatever a crash left half-written must not swallow what comes next.
+                torn::set_aside_torn_tail(&file, &self.path)?;
                 (file, None)
             }
+            None => return Err(std::io::Error::other("the log could not be opened")),
         };
         let mut file = BufWriter::new(file);
         for entry in header
@@ -411,11 +580,14 @@ impl LogFile {
         Ok(())
     }
 
+    /// Writes the joined deltas and flushes.
     fn flush(&mut self) -> std::io::Result<()> {
-        match self.file.as_mut() {
+        self.write_pending()?;
+        let flushed = match self.file.as_mut() {
             Some(file) => file.flush(),
             None => Ok(()),
-        }
+        };
+        self.give_up_on(flushed)
     }
 }
 
@@ -424,259 +596,116 @@ fn write_entry(file: &mut BufWriter<File>, entry: &LogEntry) -> std::io::Result<
     file.write_all(b"\n")
 }
 
-/// Writes entries as they come and flushes whenever the queue runs dry, so that a crash (the
-/// panic hook exits the process) loses at most what was still queued. Raw lines go to the
-/// compressed sidecar as they are, never escaped again. A flush there ends a compressed
-/// block; flushing the sidecar only at turn ends was tried and stored more (the 30 kB echo of
-/// `tests/session_log_replay.rs`: 1.6 MB of sidecar against 0.7 MB).
 /// Writes a raw line on the calling task, and makes it readable (as a queued line is once the
 /// queue runs dry), so that a crash loses none of it.
-fn write_raw_inline(raw: &SharedRawWriter, turn: TurnId, attempt: u32, line: &str) {
+fn write_raw_inline(
+    raw: &SharedRawWriter,
+    failures: &FailureReport,
+    turn: TurnId,
+    attempt: u32,
+    line: &str,
+) {
     let Ok(mut raw) = raw.lock() else {
         return;
     };
     if let Err(error) = raw.write(turn, attempt, line).and_then(|()| raw.flush()) {
-        tracing::error!(%error, "cannot write the session log's raw lines");
+        failures.report(LogPart::RawLines, raw.path(), &error);
     }
 }
 
-fn write_loop(mut log: LogFile, raw: SharedRawWriter, commands: mpsc::Receiver<WriterCommand>) {
+/// Writes entries as they come and flushes whenever the queue runs dry, so that a crash (the
+/// panic hook exits the process) loses at most what was still queued (and text deltas joined
+/// in the last moment, see [`Coalesced`]). Raw lines go to the compressed sidecar as they are,
+/// never escaped again. A flush there ends a compressed block; flushing the sidecar only at
+/// turn ends was tried and stored more (the 30 kB echo of `tests/session_log_replay.rs`:
+/// 1.6 MB of sidecar against 0.7 MB). Each part's first write failure is reported (see
+/// `failure`), and that part given up.
+fn write_loop(
+    mut log: LogFile,
+    raw: SharedRawWriter,
+    failures: &FailureReport,
+    commands: mpsc::Receiver<WriterCommand>,
+) {
+    let log_path = log.path.clone();
+    let sidecar = raw::sidecar_path(&log_path);
+    let log_failed = |error: std::io::Error| {
+        failures.report(LogPart::Conversation, &log_path, &error);
+    };
+    let raw_failed = |error: std::io::Error| {
+        failures.report(LogPart::RawLines, &sidecar, &error);
+    };
     let mut next = commands.recv().ok();
     while let Some(command) = next {
-        let result = match command {
-            WriterCommand::Entry(entry) => log.write(&entry),
+        match command {
+            WriterCommand::Entry(entry) => {
+                if let Err(error) = log.record(&entry) {
+                    log_failed(error);
+                }
+            }
             // The permit is released once the line is in the compressor.
             WriterCommand::Raw {
                 turn,
                 attempt,
                 line,
                 _permit,
-            } => lock(&raw).and_then(|mut raw| raw.write(turn, attempt, &line)),
+            } => {
+                if let Err(error) = lock(&raw).and_then(|mut raw| raw.write(turn, attempt, &line)) {
+                    raw_failed(error);
+                }
+            }
             // Flushes come at turn ends: the turn's raw lines end their frame, so an idle
             // chat holds no compressor.
-            WriterCommand::Flush => log
-                .flush()
-                .and_then(|()| lock(&raw).and_then(|mut raw| raw.finish())),
+            WriterCommand::Flush => {
+                if let Err(error) = log.flush() {
+                    log_failed(error);
+                }
+                if let Err(error) = lock(&raw).and_then(|mut raw| raw.finish()) {
+                    raw_failed(error);
+                }
+            }
             WriterCommand::Close => break,
-        };
-        if let Err(error) = result {
-            tracing::error!(%error, path = %log.path.display(), "cannot write the session log");
         }
         next = match commands.try_recv() {
             Ok(command) => Some(command),
+            // Joined deltas wait a moment for more before they are written.
+            Err(mpsc::TryRecvError::Empty) if log.has_pending() => {
+                match commands.recv_timeout(COALESCE_FOR) {
+                    Ok(command) => Some(command),
+                    Err(mpsc::RecvTimeoutError::Timeout) => {
+                        if let Err(error) = log.flush() {
+                            log_failed(error);
+                        }
+                        if let Err(error) = lock(&raw).and_then(|mut raw| raw.flush()) {
+                            raw_failed(error);
+                        }
+                        commands.recv().ok()
+                    }
+                    Err(mpsc::RecvTimeoutError::Disconnected) => None,
+                }
+            }
             Err(mpsc::TryRecvError::Empty) => {
-                let _ = log
-                    .flush()
-                    .and_then(|()| lock(&raw).and_then(|mut raw| raw.flush()));
+                if let Err(error) = log.flush() {
+                    log_failed(error);
+                }
+                if let Err(error) = lock(&raw).and_then(|mut raw| raw.flush()) {
+                    raw_failed(error);
+                }
                 commands.recv().ok()
             }
             Err(mpsc::TryRecvError::Disconnected) => None,
         };
     }
-    let _ = log.flush();
+    if let Err(error) = log.flush() {
+        log_failed(error);
+    }
     if let Err(error) = lock(&raw).and_then(|mut raw| raw.finish()) {
-        tracing::error!(%error, "cannot finish the session log's raw lines");
+        raw_failed(error);
     }
 }
 
 fn lock(raw: &SharedRawWriter) -> std::io::Result<std::sync::MutexGuard<'_, RawLineWriter>> {
     raw.lock()
         .map_err(|_| std::io::Error::other("the raw-line writer panicked"))
-}
-
-/// What `--resume` and the conversation picker know of a conversation, from its log.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ConversationSummary {
-    pub path: PathBuf,
-    pub id: String,
-    pub provider: String,
-    pub cwd: String,
-    pub origin: Origin,
-    pub started_at_ms: u64,
-    /// When the log was last written.
-    pub last_active_ms: u64,
-    pub first_prompt: String,
-    pub turns: usize,
-    /// The highest turn id in the log (a resumed conversation numbers its turns on from it).
-    pub last_turn: TurnId,
-    /// The agent session the next turn continues.
-    pub session_id: Option<String>,
-}
-
-impl ConversationSummary {
-    /// Whether `query` names this conversation (a prefix of its id or of its file name).
-    pub(crate) fn is_named(&self, query: &str) -> bool {
-        let query = query.trim();
-        !query.is_empty()
-            && (self.id.starts_with(query)
-                || self
-                    .path
-                    .file_stem()
-                    .and_then(|stem| stem.to_str())
-                    .is_some_and(|stem| stem.starts_with(query)))
-    }
-}
-
-/// Whether a log line is an agent's raw line, inline as logs written before the sidecar hold
-/// them (large, and not needed to summarise or resume): skipped unparsed.
-fn is_raw_line(line: &str) -> bool {
-    line.as_bytes().starts_with(INLINE_RAW_PREFIX)
-}
-
-/// Summarises one log; `None` when it is not a session log or holds no prompt.
-pub fn read_summary(path: &Path) -> Option<ConversationSummary> {
-    let file = File::open(path).ok()?;
-    let last_active_ms = file
-        .metadata()
-        .and_then(|meta| meta.modified())
-        .ok()
-        .and_then(|time| time.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or(0, |elapsed| elapsed.as_millis() as u64);
-    let mut lines = BufReader::new(file).lines().map_while(Result::ok);
-    let header = lines.next()?;
-    let Ok(LogEntry::Header {
-        version,
-        provider,
-        started_at_ms,
-        cwd,
-        conversation_id,
-        origin,
-    }) = serde_json::from_str::<LogEntry>(&header)
-    else {
-        return None;
-    };
-    let mut summary = ConversationSummary {
-        id: conversation_id.unwrap_or_else(|| {
-            path.file_stem()
-                .map(|stem| stem.to_string_lossy().into_owned())
-                .unwrap_or_default()
-        }),
-        path: path.to_path_buf(),
-        provider,
-        cwd,
-        origin,
-        started_at_ms,
-        last_active_ms,
-        first_prompt: String::new(),
-        turns: 0,
-        last_turn: 0,
-        session_id: None,
-    };
-    let mut tracker = SessionTracker::new(version);
-    for line in lines.filter(|line| !is_raw_line(line)) {
-        let Ok(entry) = serde_json::from_str::<LogEntry>(&line) else {
-            continue;
-        };
-        if let LogEntry::Turn { turn, prompt, .. } = &entry {
-            if summary.turns == 0 {
-                summary.first_prompt = prompt.clone();
-            }
-            summary.turns += 1;
-            summary.last_turn = summary.last_turn.max(*turn);
-        }
-        tracker.see(&entry);
-    }
-    summary.session_id = tracker.session_id;
-    (summary.turns > 0).then_some(summary)
-}
-
-/// Every conversation in `dir`, the most recently active first.
-pub fn list_conversations(dir: &Path) -> Vec<ConversationSummary> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut found: Vec<ConversationSummary> = entries
-        .flatten()
-        .map(|entry| entry.path())
-        .filter(|path| {
-            path.extension()
-                .is_some_and(|extension| extension == "jsonl")
-        })
-        .filter_map(|path| read_summary(&path))
-        .collect();
-    found.sort_by(|a, b| (b.last_active_ms, &b.path).cmp(&(a.last_active_ms, &a.path)));
-    found
-}
-
-/// The most recent session log in `dir` (by name, which starts with the start time).
-pub fn latest_session_log(dir: &Path) -> Option<PathBuf> {
-    std::fs::read_dir(dir)
-        .ok()?
-        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
-        .filter(|path| {
-            path.extension()
-                .is_some_and(|extension| extension == "jsonl")
-        })
-        .max()
-}
-
-/// Reads back what a session log shows: every entry but the agent's raw lines, which a log
-/// written before the sidecar holds inline and which are skipped by their first bytes without
-/// being parsed, so memory follows the transcript, not the raw log (`session_log::raw` reads
-/// them). Lines that do not parse (a torn last line) are skipped.
-pub fn read_session_log(path: &Path) -> std::io::Result<Vec<LogEntry>> {
-    let mut reader = BufReader::new(File::open(path)?);
-    let mut entries = Vec::new();
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        if reader.read_until(b'\n', &mut line)? == 0 {
-            return Ok(entries);
-        }
-        if line.starts_with(INLINE_RAW_PREFIX) {
-            continue;
-        }
-        match serde_json::from_slice(&line) {
-            Ok(LogEntry::Raw { .. }) | Err(_) => {}
-            Ok(entry) => entries.push(entry),
-        }
-    }
-}
-
-/// Follows which agent session a log's next turn continues.
-struct SessionTracker {
-    version: u32,
-    session_id: Option<String>,
-}
-
-impl SessionTracker {
-    fn new(version: u32) -> Self {
-        Self {
-            version,
-            session_id: None,
-        }
-    }
-
-    fn see(&mut self, entry: &LogEntry) {
-        match entry {
-            // Since version 2 the orchestrator logs the session to continue only once an
-            // attempt completed or was stopped: a failed attempt's session is never continued.
-            LogEntry::Session { session_id } => self.session_id = session_id.clone(),
-            LogEntry::Message {
-                message: AgentMessage::SessionStarted { session_id, .. },
-                ..
-            } if self.version < 2 => self.session_id = session_id.clone(),
-            LogEntry::Message {
-                message: AgentMessage::SessionResumed { session_id, .. },
-                ..
-            } if self.version < 2 => self.session_id = Some(session_id.clone()),
-            _ => {}
-        }
-    }
-}
-
-/// The agent session to continue from a log's entries.
-#[cfg(test)]
-pub(crate) fn last_session_id(entries: &[LogEntry]) -> Option<String> {
-    let version = match entries.first() {
-        Some(LogEntry::Header { version, .. }) => *version,
-        _ => 1,
-    };
-    let mut tracker = SessionTracker::new(version);
-    for entry in entries {
-        tracker.see(entry);
-    }
-    tracker.session_id
 }
 
 #[cfg(test)]
@@ -766,7 +795,8 @@ mod tests {
         assert_eq!(last_session_id(&entries), Some("s-1".into()));
 
         // A later launch resumes the conversation: same file, turns numbered on.
-        let resumed = SessionLogWriter::resume(&path, &id).unwrap();
+        let lock = ConversationLock::acquire(&path).unwrap();
+        let resumed = SessionLogWriter::resume(&path, &id, Some(lock)).unwrap();
         turn(&resumed, 2, "again", "s-1");
         drop(resumed);
         let summaries = list_conversations(dir.path());
@@ -794,6 +824,181 @@ mod tests {
         assert!(summary.is_named(&id[..6]));
         assert!(!summary.is_named("zzz"));
         assert_eq!(latest_session_log(dir.path()), Some(path));
+    }
+
+    #[test]
+    fn a_log_that_cannot_be_written_is_told_once_per_part_and_given_up() {
+        let dir = tempfile::tempdir().unwrap();
+        // The sessions "folder" is a file: nothing can be created in it, even as root.
+        let blocked = dir.path().join("sessions");
+        std::fs::write(&blocked, "not a folder").unwrap();
+        let told = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let writer = new_chat(&blocked).report_failures_to(Box::new({
+            let told = told.clone();
+            move |failure| told.lock().unwrap().push(failure)
+        }));
+        let id = writer.conversation_id().to_owned();
+        turn(&writer, 1, "hi", "s-1");
+        turn(&writer, 2, "again", "s-1");
+        drop(writer);
+        let told = told.lock().unwrap();
+        // The raw lines failed too, but a conversation not saved says that already.
+        let parts: Vec<LogPart> = told.iter().map(|failure| failure.part).collect();
+        assert_eq!(parts, [LogPart::Conversation], "{told:?}");
+        let message = told[0].message();
+        assert!(
+            message.starts_with(&format!("Conversation {} is not being saved", &id[..8])),
+            "{message}"
+        );
+        assert!(message.contains("File exists"), "{message}");
+        assert_eq!(std::fs::read_to_string(&blocked).unwrap(), "not a folder");
+    }
+
+    #[test]
+    fn links_in_place_of_a_log_or_its_sidecar_are_never_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let writer = new_chat(dir.path());
+        let path = writer.path().to_path_buf();
+        let id = writer.conversation_id().to_owned();
+        turn(&writer, 1, "hi", "s-1");
+        drop(writer);
+        // The log and its sidecar become links to files elsewhere (copies, so the log reads
+        // as the conversation it was).
+        let elsewhere = tempfile::tempdir().unwrap();
+        let sidecar = raw::sidecar_path(&path);
+        let mut targets = Vec::new();
+        for file in [&path, &sidecar] {
+            let target = elsewhere.path().join(file.file_name().unwrap());
+            std::fs::rename(file, &target).unwrap();
+            std::os::unix::fs::symlink(&target, file).unwrap();
+            targets.push((target.clone(), std::fs::read(&target).unwrap()));
+        }
+        assert_eq!(read_summary(&path).unwrap().turns, 1, "reading may follow");
+        let told = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let lock = ConversationLock::acquire(&path).unwrap();
+        let resumed = SessionLogWriter::resume(&path, &id, Some(lock))
+            .unwrap()
+            .report_failures_to(Box::new({
+                let told = told.clone();
+                move |failure| told.lock().unwrap().push(failure)
+            }));
+        turn(&resumed, 2, "again", "s-1");
+        drop(resumed);
+        for (target, before) in targets {
+            assert_eq!(
+                std::fs::read(&target).unwrap(),
+                before,
+                "{target:?} was written"
+            );
+        }
+        let told = told.lock().unwrap();
+        assert_eq!(told.len(), 1, "{told:?}");
+        assert!(
+            told[0].error.contains("Too many levels of symbolic links"),
+            "{told:?}"
+        );
+    }
+
+    #[test]
+    fn a_fifo_named_like_a_log_is_passed_over_without_waiting() {
+        let dir = tempfile::tempdir().unwrap();
+        let writer = new_chat(dir.path());
+        turn(&writer, 1, "hi", "s-1");
+        drop(writer);
+        nix::unistd::mkfifo(
+            &dir.path().join("999999999999999-ffffffff.jsonl"),
+            nix::sys::stat::Mode::S_IRWXU,
+        )
+        .unwrap();
+        let found = list_conversations(dir.path());
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].first_prompt, "hi");
+    }
+
+    #[test]
+    fn one_character_deltas_are_joined_in_order_and_the_log_stays_near_the_text_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let writer = new_chat(dir.path());
+        let path = writer.path().to_path_buf();
+        writer.record_event(&OrchestratorEvent::TurnStarted {
+            turn: 1,
+            prompt: "flood".into(),
+        });
+        let delta = |text: &str, thinking: bool| OrchestratorEvent::Message {
+            turn: 1,
+            attempt: 1,
+            message: if thinking {
+                AgentMessage::Thinking { delta: text.into() }
+            } else {
+                AgentMessage::Assistant { delta: text.into() }
+            },
+        };
+        let mut text = String::new();
+        for index in 0..200_000 {
+            let character = char::from(b'a' + (index % 26) as u8).to_string();
+            text.push_str(&character);
+            writer.record_event(&delta(&character, false));
+            if index == 100_000 {
+                writer.record_event(&delta("hmm", true));
+                writer.record_event(&delta(" ok", true));
+            }
+        }
+        writer.record_event(&OrchestratorEvent::TurnEnded {
+            turn: 1,
+            outcome: TurnOutcome::Completed,
+        });
+        drop(writer);
+        let entries = read_session_log(&path).unwrap();
+        let mut read = String::new();
+        let mut thinking = Vec::new();
+        for entry in &entries {
+            match entry {
+                LogEntry::Message {
+                    message: AgentMessage::Assistant { delta },
+                    ..
+                } => read.push_str(delta),
+                LogEntry::Message {
+                    message: AgentMessage::Thinking { delta },
+                    ..
+                } => thinking.push((read.len(), delta.clone())),
+                _ => {}
+            }
+        }
+        assert!(read == text, "the text comes back whole");
+        assert_eq!(thinking, [(100_001, "hmm ok".to_owned())], "in its place");
+        let size = std::fs::metadata(&path).unwrap().len() as usize;
+        assert!(
+            size <= 10 * text.len(),
+            "{size} bytes of log for {} of text",
+            text.len()
+        );
+    }
+
+    #[test]
+    fn a_lone_delta_is_written_without_waiting_for_the_turn_to_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let writer = new_chat(dir.path());
+        let path = writer.path().to_path_buf();
+        writer.record_event(&OrchestratorEvent::TurnStarted {
+            turn: 1,
+            prompt: "slow".into(),
+        });
+        writer.record_event(&OrchestratorEvent::Message {
+            turn: 1,
+            attempt: 1,
+            message: AgentMessage::Assistant {
+                delta: "first word".into(),
+            },
+        });
+        let started = std::time::Instant::now();
+        while !std::fs::read_to_string(&path).is_ok_and(|text| text.contains("first word")) {
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(10),
+                "never written"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        drop(writer);
     }
 
     #[test]

@@ -16,7 +16,7 @@
 //! Logs written before the sidecar hold their raw lines inline (`{"kind":"raw",...}` lines of
 //! the log itself); [`for_each_raw_line`] reads both.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
@@ -72,6 +72,11 @@ impl RawLineWriter {
         }
     }
 
+    /// The sidecar's path.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// Writes one raw line as it is. A line never holds a line end (the line reader splits on
     /// them), but the length prefix keeps the record whole even if one did.
     pub(crate) fn write(&mut self, turn: TurnId, attempt: u32, line: &str) -> std::io::Result<()> {
@@ -95,12 +100,8 @@ impl RawLineWriter {
                 // window that reaches back over it.
                 let file = match previous {
                     Some(encoder) => encoder.finish()?,
-                    None => BufWriter::new(
-                        OpenOptions::new()
-                            .create(true)
-                            .append(true)
-                            .open(&self.path)?,
-                    ),
+                    // Never through a link planted in place of the sidecar.
+                    None => BufWriter::new(crate::files::append_no_follow(&self.path, true)?),
                 };
                 self.window_log = needed.max(self.window_log);
                 let mut encoder = zstd::stream::write::Encoder::new(file, LEVEL)?;
@@ -155,24 +156,49 @@ pub struct RawLine<'a> {
     pub line: &'a str,
 }
 
+/// What reading a log's raw lines found of its sidecar.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RawLinesRead {
+    /// Raw lines read (inline and from the sidecar).
+    pub lines: usize,
+    /// The sidecar does not exist (a log whose agent printed nothing has none either).
+    pub sidecar_missing: bool,
+    /// Frames of the sidecar that could not be read whole: cut short (a crash while writing),
+    /// a malformed record, or bytes that are no zstd frame.
+    pub damaged_frames: usize,
+}
+
 /// Calls `each` with every raw line of the session log at `log`, oldest first: the inline
 /// entries of an old log, then the sidecar's. Memory stays at one line whatever the log's size.
-pub fn for_each_raw_line(log: &Path, mut each: impl FnMut(RawLine<'_>)) -> std::io::Result<()> {
-    for_each_inline_raw_line(log, &mut each)?;
-    match std::fs::read(sidecar_path(log)) {
-        Ok(compressed) => {
-            for_each_sidecar_record(&compressed, &mut each);
-            Ok(())
+pub fn for_each_raw_line(
+    log: &Path,
+    mut each: impl FnMut(RawLine<'_>),
+) -> std::io::Result<RawLinesRead> {
+    let mut read = RawLinesRead::default();
+    let mut counted = |line: RawLine<'_>| {
+        read.lines += 1;
+        each(line);
+    };
+    for_each_inline_raw_line(log, &mut counted)?;
+    let sidecar = sidecar_path(log);
+    match crate::files::open_regular(&sidecar) {
+        Ok(mut file) => {
+            let mut compressed = Vec::new();
+            file.read_to_end(&mut compressed)?;
+            read.damaged_frames = for_each_sidecar_record(&compressed, &mut counted);
         }
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(error) => Err(error),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            read.sidecar_missing = true;
+        }
+        Err(error) => return Err(error),
     }
+    Ok(read)
 }
 
 /// The inline `raw` entries of a log written before the sidecar existed. Only those lines are
 /// parsed; every other line is skipped by its first bytes.
 fn for_each_inline_raw_line(log: &Path, each: &mut impl FnMut(RawLine<'_>)) -> std::io::Result<()> {
-    let mut reader = BufReader::new(File::open(log)?);
+    let mut reader = BufReader::new(crate::files::open_regular(log)?);
     let mut buffer = Vec::new();
     loop {
         buffer.clear();
@@ -197,10 +223,12 @@ fn for_each_inline_raw_line(log: &Path, each: &mut impl FnMut(RawLine<'_>)) -> s
     }
 }
 
-/// Reads the sidecar's frames in turn. The compressed file is small (that is its point); what
-/// it expands to is streamed one record at a time.
-fn for_each_sidecar_record(compressed: &[u8], each: &mut impl FnMut(RawLine<'_>)) {
+/// Reads the sidecar's frames in turn; returns how many could not be read whole. The
+/// compressed file is small (that is its point); what it expands to is streamed one record at
+/// a time.
+fn for_each_sidecar_record(compressed: &[u8], each: &mut impl FnMut(RawLine<'_>)) -> usize {
     let mut start = 0;
+    let mut damaged = 0;
     while start < compressed.len() {
         let rest = &compressed[start..];
         let frame_len = match zstd::zstd_safe::find_frame_compressed_size(rest) {
@@ -209,9 +237,12 @@ fn for_each_sidecar_record(compressed: &[u8], each: &mut impl FnMut(RawLine<'_>)
             // later launch appended; what it holds up to the cut is still read.
             _ => next_frame_start(&rest[1..]).map_or(rest.len(), |at| at + 1),
         };
-        read_frame_records(&rest[..frame_len], each);
+        if !read_frame_records(&rest[..frame_len], each) {
+            damaged += 1;
+        }
         start += frame_len;
     }
+    damaged
 }
 
 fn next_frame_start(bytes: &[u8]) -> Option<usize> {
@@ -224,37 +255,40 @@ const MAX_HEADER: u64 = 64;
 /// not a reason to allocate.
 const MAX_RECORD: u64 = crate::process::DEFAULT_MAX_LINE as u64;
 
-/// Streams the records of one frame; stops quietly at a cut or a malformed record.
-fn read_frame_records(frame: &[u8], each: &mut impl FnMut(RawLine<'_>)) {
+/// Streams the records of one frame; stops at a cut or a malformed record. Returns whether the
+/// frame was read whole.
+fn read_frame_records(frame: &[u8], each: &mut impl FnMut(RawLine<'_>)) -> bool {
     let Ok(decoder) = zstd::stream::read::Decoder::with_buffer(frame) else {
-        return;
+        return false;
     };
     let mut reader = BufReader::new(decoder.single_frame());
     let mut header = String::new();
     let mut line = Vec::new();
     loop {
         header.clear();
-        if !matches!((&mut reader).take(MAX_HEADER).read_line(&mut header), Ok(read) if read > 0) {
-            return;
+        match (&mut reader).take(MAX_HEADER).read_line(&mut header) {
+            Ok(0) => return true,
+            Ok(_) => {}
+            Err(_) => return false,
         }
         let mut fields = header.trim_end().split(' ').map(str::parse::<u64>);
         let (Some(Ok(turn)), Some(Ok(attempt)), Some(Ok(len)), None) =
             (fields.next(), fields.next(), fields.next(), fields.next())
         else {
             tracing::warn!("malformed raw-line record; the rest of this frame is skipped");
-            return;
+            return false;
         };
         if len > MAX_RECORD {
             tracing::warn!(
                 len,
                 "raw-line record too long; the rest of this frame is skipped"
             );
-            return;
+            return false;
         }
         line.clear();
         line.resize(len as usize + 1, 0);
         if reader.read_exact(&mut line).is_err() {
-            return;
+            return false;
         }
         line.pop();
         let text = String::from_utf8_lossy(&line);
@@ -267,21 +301,23 @@ fn read_frame_records(frame: &[u8], each: &mut impl FnMut(RawLine<'_>)) {
 }
 
 /// The raw lines of the last attempt that printed any, oldest first, streamed to `each` (two
-/// passes over the log: the first finds that attempt).
+/// passes over the log: the first finds that attempt). Says what the first pass found of the
+/// sidecar.
 pub(crate) fn for_each_raw_line_of_last_attempt(
     log: &Path,
     mut each: impl FnMut(&str),
-) -> std::io::Result<()> {
+) -> std::io::Result<RawLinesRead> {
     let mut last = None;
-    for_each_raw_line(log, |raw| last = Some((raw.turn, raw.attempt)))?;
+    let read = for_each_raw_line(log, |raw| last = Some((raw.turn, raw.attempt)))?;
     let Some(last) = last else {
-        return Ok(());
+        return Ok(read);
     };
     for_each_raw_line(log, |raw| {
         if (raw.turn, raw.attempt) == last {
             each(raw.line);
         }
-    })
+    })?;
+    Ok(read)
 }
 
 #[cfg(test)]
@@ -380,6 +416,15 @@ mod tests {
         assert_eq!(
             collect(&log),
             [(1, 1, "first".to_owned()), (2, 1, "next".to_owned())]
+        );
+        let read = for_each_raw_line(&log, |_| {}).unwrap();
+        assert_eq!(
+            read,
+            RawLinesRead {
+                lines: 2,
+                sidecar_missing: false,
+                damaged_frames: 2
+            }
         );
     }
 

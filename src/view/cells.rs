@@ -128,6 +128,36 @@ impl CellCache {
         for line in stream.render_tail(&answer.text) {
             wrap_with_margin(&line, width, patch, &mut self.body);
         }
+        if answer.folded > 0 {
+            wrap_into(
+                &RichLine::text(
+                    format!(
+                        "… {} more of this answer not shown: too long to keep on screen (the \
+                         conversation's log has all of it)",
+                        byte_size(answer.folded)
+                    ),
+                    dim().add_modifier(Modifier::ITALIC),
+                )
+                .with_uniform_prefix(vec![Span::raw(MARGIN)]),
+                width,
+                &mut self.body,
+            );
+        }
+    }
+}
+
+/// A byte count for people: `812 bytes`, `48.0 KB`, `57.3 MB`.
+fn byte_size(bytes: usize) -> String {
+    const KB: f64 = 1000.0;
+    let bytes_f = bytes as f64;
+    if bytes_f < KB {
+        format!("{bytes} bytes")
+    } else if bytes_f < KB * KB {
+        format!("{:.1} KB", bytes_f / KB)
+    } else if bytes_f < KB * KB * KB {
+        format!("{:.1} MB", bytes_f / (KB * KB))
+    } else {
+        format!("{:.1} GB", bytes_f / (KB * KB * KB))
     }
 }
 

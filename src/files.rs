@@ -1,0 +1,155 @@
+//! Opening files that someone other than agentty may have put in place: the config (any path
+//! `--config` names), session logs, their sidecars and the prompt history in the state dir.
+//!
+//! Reading: only a regular file is read. A FIFO without a writer would block `open` for ever,
+//! a device such as `/dev/zero` never ends, a directory is no file; so the file is opened
+//! without blocking and its type checked before a byte is read, and whole-file reads stop at a
+//! limit instead of growing without end.
+//!
+//! Writing into the state dir never follows a symbolic link (`O_NOFOLLOW`): a link planted in
+//! place of a log must not make agentty append to a file elsewhere.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::Path;
+
+/// Opens `path` for reading if it is a regular file (following links: reading through one
+/// harms nothing); anything else is an `InvalidInput` error saying what it is.
+pub(crate) fn open_regular(path: &Path) -> io::Result<File> {
+    let file = OpenOptions::new()
+        .read(true)
+        // Returns at once for a FIFO with no writer instead of waiting for one; no effect on
+        // a regular file.
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let kind = file.metadata()?.file_type();
+    if kind.is_file() {
+        Ok(file)
+    } else {
+        Err(not_a_regular_file(kind))
+    }
+}
+
+/// Reads all of a regular file, refusing one larger than `limit` bytes (without reading more
+/// than the limit of it). Errors say what is wrong with the file, not which file it is: the
+/// caller names it.
+pub(crate) fn read_limited(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
+    let file = open_regular(path)?;
+    let mut bytes = Vec::new();
+    file.take(limit + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("it is larger than {}; not read", describe_size(limit)),
+        ));
+    }
+    Ok(bytes)
+}
+
+/// Like [`read_limited`], as text (invalid UTF-8 is an `InvalidData` error).
+pub(crate) fn read_text_limited(path: &Path, limit: u64) -> io::Result<String> {
+    String::from_utf8(read_limited(path, limit)?)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "it is not UTF-8 text"))
+}
+
+/// Options for writing in the state dir: `O_NOFOLLOW` (a link is an error, `ELOOP`) and
+/// owner-only permissions for a file it creates.
+pub(crate) fn no_follow() -> OpenOptions {
+    let mut options = OpenOptions::new();
+    options.custom_flags(libc::O_NOFOLLOW).mode(0o600);
+    options
+}
+
+/// Opens `path` to append to it, creating it if `create`; never through a link.
+pub(crate) fn append_no_follow(path: &Path, create: bool) -> io::Result<File> {
+    no_follow().append(true).create(create).open(path)
+}
+
+/// What a non-regular file is, for messages.
+fn describe_kind(kind: std::fs::FileType) -> &'static str {
+    if kind.is_dir() {
+        "a directory"
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_char_device() {
+        "a character device"
+    } else if kind.is_block_device() {
+        "a block device"
+    } else if kind.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
+    }
+}
+
+fn not_a_regular_file(kind: std::fs::FileType) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!("it is {}, not a regular file", describe_kind(kind)),
+    )
+}
+
+fn describe_size(bytes: u64) -> String {
+    const MIB: u64 = 1024 * 1024;
+    if bytes >= MIB && bytes.is_multiple_of(MIB) {
+        format!("{} MiB", bytes / MIB)
+    } else {
+        format!("{bytes} bytes")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn odd_files_are_refused_at_once_with_what_they_are() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let started = Instant::now();
+        let cases = [
+            (fifo.as_path(), "is a FIFO, not a regular file"),
+            (Path::new("/dev/zero"), "is a character device"),
+            (dir.path(), "is a directory"),
+        ];
+        for (path, expected) in cases {
+            let error = open_regular(path).unwrap_err();
+            assert_eq!(error.kind(), io::ErrorKind::InvalidInput, "{path:?}");
+            assert!(error.to_string().contains(expected), "{error}");
+        }
+        assert!(started.elapsed() < Duration::from_secs(5), "nothing blocks");
+    }
+
+    #[test]
+    fn a_file_over_the_limit_is_refused_and_one_within_it_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big");
+        std::fs::write(&path, vec![b'x'; 2048]).unwrap();
+        let error = read_limited(&path, 1024).unwrap_err();
+        assert!(
+            error.to_string().contains("larger than 1024 bytes"),
+            "{error}"
+        );
+        assert_eq!(read_limited(&path, 2048).unwrap().len(), 2048);
+        std::fs::write(&path, [0xff, 0xfe]).unwrap();
+        assert!(read_text_limited(&path, 10)
+            .unwrap_err()
+            .to_string()
+            .contains("not UTF-8"));
+    }
+
+    #[test]
+    fn writing_never_follows_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = dir.path().join("user-file");
+        std::fs::write(&outside, "mine\n").unwrap();
+        let link = dir.path().join("log.jsonl");
+        std::os::unix::fs::symlink(&outside, &link).unwrap();
+        let error = append_no_follow(&link, true).unwrap_err();
+        assert_eq!(error.raw_os_error(), Some(libc::ELOOP));
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "mine\n");
+    }
+}
