@@ -461,9 +461,19 @@ pub fn retrying_orchestrator(provider: Arc<dyn Provider>, cwd: &Path) -> Orchest
 
 /// Submits `prompt` and collects the orchestrator's events up to the end of the turn.
 pub async fn run_turn(handle: &mut OrchestratorHandle, prompt: &str) -> Vec<OrchestratorEvent> {
+    collect_turn(handle, Command::Submit(prompt.to_owned()), |_, _| {}).await
+}
+
+/// Sends `command` and collects the orchestrator's events up to the end of the turn, showing
+/// each to `watch` as it arrives (with the handle, to send more commands).
+async fn collect_turn(
+    handle: &mut OrchestratorHandle,
+    command: Command,
+    mut watch: impl FnMut(&OrchestratorEvent, &OrchestratorHandle),
+) -> Vec<OrchestratorEvent> {
     handle
         .commands
-        .send(Command::Submit(prompt.to_owned()))
+        .send(command)
         .expect("the orchestrator runs");
     let deadline = Instant::now() + RUN_LIMIT * 3;
     let mut seen = Vec::new();
@@ -472,6 +482,7 @@ pub async fn run_turn(handle: &mut OrchestratorHandle, prompt: &str) -> Vec<Orch
             .await
             .unwrap_or_else(|_| panic!("the turn did not end in time; so far: {seen:#?}"))
             .expect("the orchestrator runs");
+        watch(&event, handle);
         let done = matches!(event, OrchestratorEvent::TurnEnded { .. });
         seen.push(event);
         if done {
@@ -701,20 +712,12 @@ async fn run_turn_timing_recovery(
     handle: &mut OrchestratorHandle,
     prompt: &str,
 ) -> (Vec<OrchestratorEvent>, Vec<Duration>) {
-    handle
-        .commands
-        .send(Command::Submit(prompt.to_owned()))
-        .expect("the orchestrator runs");
-    let deadline = Instant::now() + RUN_LIMIT * 3;
-    let mut seen = Vec::new();
     let mut failed_at = None;
     let mut recoveries = Vec::new();
-    loop {
-        let event = tokio::time::timeout_at(deadline, handle.events.recv())
-            .await
-            .unwrap_or_else(|_| panic!("the turn did not end in time; so far: {seen:#?}"))
-            .expect("the orchestrator runs");
-        match &event {
+    let events = collect_turn(
+        handle,
+        Command::Submit(prompt.to_owned()),
+        |event, _| match event {
             OrchestratorEvent::Message {
                 message: AgentMessage::Failed(_),
                 ..
@@ -728,13 +731,10 @@ async fn run_turn_timing_recovery(
                 }
             }
             _ => {}
-        }
-        let done = matches!(event, OrchestratorEvent::TurnEnded { .. });
-        seen.push(event);
-        if done {
-            return (seen, recoveries);
-        }
-    }
+        },
+    )
+    .await;
+    (events, recoveries)
 }
 
 /// Four prompts unique to one test; the first and the third are made to fail twice.
@@ -836,37 +836,24 @@ async fn turn_with(
     command: Command,
     stop_on_text: bool,
 ) -> Vec<OrchestratorEvent> {
-    handle
-        .commands
-        .send(command)
-        .expect("the orchestrator runs");
-    let deadline = Instant::now() + RUN_LIMIT * 3;
-    let mut seen = Vec::new();
     let mut stopped = false;
-    loop {
-        let event = tokio::time::timeout_at(deadline, handle.events.recv())
-            .await
-            .unwrap_or_else(|_| panic!("the turn did not end in time; so far: {seen:#?}"))
-            .expect("the orchestrator runs");
-        if stop_on_text && !stopped {
-            if let OrchestratorEvent::Message {
+    collect_turn(handle, command, |event, handle| {
+        let text = matches!(
+            event,
+            OrchestratorEvent::Message {
                 message: AgentMessage::Assistant { .. },
                 ..
-            } = &event
-            {
-                handle
-                    .commands
-                    .send(Command::Stop)
-                    .expect("the orchestrator runs");
-                stopped = true;
             }
+        );
+        if stop_on_text && text && !stopped {
+            handle
+                .commands
+                .send(Command::Stop)
+                .expect("the orchestrator runs");
+            stopped = true;
         }
-        let done = matches!(event, OrchestratorEvent::TurnEnded { .. });
-        seen.push(event);
-        if done {
-            return seen;
-        }
-    }
+    })
+    .await
 }
 
 /// Prompts for [`a_stop_then_retry_keep_the_conversation`]: the second is to stream slowly.
