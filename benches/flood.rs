@@ -2,13 +2,14 @@
 //!
 //! criterion, in process: 60 MiB of assistant text in 4 KiB deltas fed to the chat's state,
 //! with a 160x50 frame drawn after every 64 deltas (the render path of the chat, on
-//! ratatui's `TestBackend`), and the same for 1 MiB of one-byte deltas.
+//! ratatui's `TestBackend`), and the same for 64 KiB of one-byte deltas.
 //!
 //! Then, only under `cargo bench` and with tmux, the release binary in tmux at 160x50 against
 //! an agent that prints 60 MiB in 4 KiB deltas (pi's JSON mode, without its snapshots) and
-//! then waits: key echo while the flood comes in (a key typed every 100 ms, until it shows in
-//! the composer, capture polled every 2 ms), the time the flood takes, Esc until the status bar
-//! says idle, and agentty's peak memory (VmHWM); then `agentty run` on a million one-byte
+//! then waits: key echo while the flood comes in (keys typed one after another, each until it
+//! shows in the composer, capture polled every 2 ms; those typed before agentty was done), the time agentty is busy with the flood (until its
+//! CPU time stops growing), Esc until the status bar says idle, and agentty's peak memory
+//! (VmHWM); then `agentty run` on a million one-byte
 //! deltas, and the session log's size against the text's. `AGENTTY_BENCH_BIN` runs another
 //! build (say, the one before this change) through the same measurements.
 //!
@@ -32,15 +33,30 @@ use agentty::view::{self, ChatView};
 
 const MIB: usize = 1024 * 1024;
 
-fn paragraphs(len: usize, offset: usize) -> String {
+/// What the flood's text looks like.
+#[derive(Clone, Copy)]
+enum Shape {
+    /// Paragraphs of about 400 bytes: markdown commits each as it ends.
+    Paragraphs,
+    /// One endless line: the worst case for a streaming markdown view.
+    OneLine,
+}
+
+fn flood_text(shape: Shape, len: usize, offset: usize) -> String {
     let words = "lorem ipsum dolor sit amet, consectetur adipiscing elit; sed do eiusmod tempor. ";
-    let paragraph = words.repeat(5) + "\n\n";
-    paragraph
-        .chars()
+    let unit = match shape {
+        Shape::Paragraphs => words.repeat(5) + "\n\n",
+        Shape::OneLine => words.to_owned(),
+    };
+    unit.chars()
         .cycle()
-        .skip(offset % paragraph.len())
+        .skip(offset % unit.len())
         .take(len)
         .collect()
+}
+
+fn paragraphs(len: usize, offset: usize) -> String {
+    flood_text(Shape::Paragraphs, len, offset)
 }
 
 /// Feeds `total` bytes in `delta`-byte deltas to a chat's state, drawing a frame every 64.
@@ -97,8 +113,10 @@ fn app_under_a_flood(c: &mut Criterion) {
         64
     };
     let mut group = c.benchmark_group("flood");
+    // Each iteration is a whole flood: few of them, each counted once.
     group.sample_size(10);
-    group.measurement_time(Duration::from_secs(20));
+    group.sampling_mode(criterion::SamplingMode::Flat);
+    group.measurement_time(Duration::from_secs(10));
     group.bench_function("app: 60 MiB in 4 KiB deltas, a frame every 64", |b| {
         b.iter_custom(|iterations| {
             (0..iterations)
@@ -106,8 +124,12 @@ fn app_under_a_flood(c: &mut Criterion) {
                 .sum()
         })
     });
-    group.bench_function("app: 1 MiB in 1-byte deltas, a frame every 64", |b| {
-        b.iter_custom(|iterations| (0..iterations).map(|_| flood_the_app(MIB / scale, 1)).sum())
+    group.bench_function("app: 64 KiB in 1-byte deltas, a frame every 64", |b| {
+        b.iter_custom(|iterations| {
+            (0..iterations)
+                .map(|_| flood_the_app(64 * 1024 / scale, 1))
+                .sum()
+        })
     });
     group.finish();
 }
@@ -125,9 +147,13 @@ fn binary() -> String {
 
 /// A pi JSON-mode agent that prints `total` bytes of answer in `delta`-byte deltas, then (if
 /// `wait`) waits to be stopped.
-fn flooding_agent(dir: &Path, total: usize, delta: usize, wait: bool) -> PathBuf {
+fn flooding_agent(dir: &Path, total: usize, delta: usize, wait: bool, shape: Shape) -> PathBuf {
     use std::os::unix::fs::PermissionsExt;
-    let stream = dir.join(format!("flood-{total}-{delta}.jsonl"));
+    let name = match shape {
+        Shape::Paragraphs => "paragraphs",
+        Shape::OneLine => "one-line",
+    };
+    let stream = dir.join(format!("flood-{total}-{delta}-{name}.jsonl"));
     let mut out = std::io::BufWriter::new(std::fs::File::create(&stream).unwrap());
     writeln!(out, r#"{{"type":"agent_start"}}"#).unwrap();
     writeln!(
@@ -135,7 +161,9 @@ fn flooding_agent(dir: &Path, total: usize, delta: usize, wait: bool) -> PathBuf
         r#"{{"type":"message_start","message":{{"role":"assistant","content":[],"stopReason":"stop"}}}}"#
     )
     .unwrap();
-    let chunks: Vec<String> = (0..16).map(|index| paragraphs(delta, index * 7)).collect();
+    let chunks: Vec<String> = (0..16)
+        .map(|index| flood_text(shape, delta, index * 7))
+        .collect();
     for index in 0..total / delta {
         let line = serde_json::json!({"type":"message_update","assistantMessageEvent":
             {"type":"text_delta","contentIndex":0,"delta":chunks[index % chunks.len()]}});
@@ -150,7 +178,7 @@ fn flooding_agent(dir: &Path, total: usize, delta: usize, wait: bool) -> PathBuf
         writeln!(out, r#"{{"type":"agent_end","messages":[]}}"#).unwrap();
     }
     drop(out);
-    let agent = dir.join(format!("agent-{total}-{delta}"));
+    let agent = dir.join(format!("agent-{total}-{delta}-{name}"));
     let tail = if wait { "exec sleep 300" } else { "exit 0" };
     std::fs::write(
         &agent,
@@ -159,6 +187,48 @@ fn flooding_agent(dir: &Path, total: usize, delta: usize, wait: bool) -> PathBuf
     .unwrap();
     std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
     agent
+}
+
+/// agentty's CPU time so far, in clock ticks (user + system, all threads).
+fn cpu_ticks(pid: i32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    // utime and stime are fields 14 and 15; the first field after the name is field 3.
+    let field = |number: usize| -> u64 {
+        fields
+            .get(number - 3)
+            .and_then(|value| value.parse().ok())
+            .unwrap_or(0)
+    };
+    field(14) + field(15)
+}
+
+/// agentty's CPU time, sampled every 20 ms on a thread of its own until `stop` is set.
+fn sample_cpu(
+    pid: i32,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<Vec<(Instant, u64)>> {
+    std::thread::spawn(move || {
+        let mut samples = Vec::new();
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            samples.push((Instant::now(), cpu_ticks(pid)));
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        samples
+    })
+}
+
+/// When agentty's CPU time came within 2 ticks of where it ended: when it was done with the
+/// flood (the agent then only waits).
+fn busy_until(samples: &[(Instant, u64)]) -> Option<Instant> {
+    let last = samples.last()?.1;
+    samples
+        .iter()
+        .find(|(_, ticks)| ticks + 2 >= last)
+        .map(|(at, _)| *at)
 }
 
 fn peak_rss_mib(pid: i32) -> f64 {
@@ -203,47 +273,64 @@ fn flood_in_tmux(state: &Path, agent: &Path) {
     TMUX.run(&["send-keys", "-t", "bench", "-l", "flood me"]);
     TMUX.run(&["send-keys", "-t", "bench", "Enter"]);
     let sent = Instant::now();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sampler = sample_cpu(pid, stop.clone());
     TMUX.wait_for_screen(
         "lorem ipsum",
         Duration::from_secs(60),
         Duration::from_millis(2),
     )
     .expect("the flood began");
-    // Key echo while it floods: a token typed every 100 ms until it shows.
-    let mut echoes = Vec::new();
-    for index in 0..30 {
+    // Key echo while it floods: a token typed every 20 ms after the last one showed; only the
+    // keys typed before agentty was done with the flood count.
+    let mut echoes: Vec<(Instant, Duration)> = Vec::new();
+    for index in 0..60 {
         let token = format!("k{index}x");
         let typed = Instant::now();
         TMUX.run(&["send-keys", "-t", "bench", "-l", &token]);
         match TMUX.wait_for_screen(&token, Duration::from_secs(60), Duration::from_millis(2)) {
-            Some(shown) => echoes.push(shown - typed),
+            Some(shown) => {
+                echoes.push((typed, shown - typed));
+                // An empty composer again, so that no token wraps.
+                TMUX.run(&["send-keys", "-t", "bench", "C-u"]);
+            }
             None => {
                 println!("key {index} not echoed within 60 s");
                 break;
             }
         }
-        std::thread::sleep(Duration::from_millis(100));
+        std::thread::sleep(Duration::from_millis(20));
     }
-    echoes.sort();
-    if !echoes.is_empty() {
-        println!(
+    // Wait for the flood to be taken in whole: agentty's CPU time stops growing.
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        let before = cpu_ticks(pid);
+        std::thread::sleep(Duration::from_secs(1));
+        if cpu_ticks(pid) <= before + 2 || Instant::now() > deadline {
+            break;
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let samples = sampler.join().unwrap();
+    let done = busy_until(&samples).unwrap_or_else(Instant::now);
+    println!(
+        "60 MiB flood taken in (agentty busy until): {:.2} s",
+        (done - sent).as_secs_f64()
+    );
+    let mut during: Vec<Duration> = echoes
+        .iter()
+        .filter(|(typed, _)| *typed < done)
+        .map(|(_, echo)| *echo)
+        .collect();
+    during.sort();
+    match (during.get(during.len() / 2), during.last()) {
+        (Some(median), Some(worst)) => println!(
             "key echo during the flood ({} keys): median {:.1} ms, worst {:.1} ms",
-            echoes.len(),
-            ms(echoes[echoes.len() / 2]),
-            ms(*echoes.last().unwrap())
-        );
-    }
-    // The whole flood in (this build folds the answer and counts what it leaves out).
-    match TMUX.wait_for_screen(
-        "62.4 MB more of this answer",
-        Duration::from_secs(180),
-        Duration::from_millis(20),
-    ) {
-        Some(done) => println!(
-            "60 MiB flood taken in: {:.2} s",
-            (done - sent).as_secs_f64()
+            during.len(),
+            ms(*median),
+            ms(*worst)
         ),
-        None => println!("60 MiB flood: not taken in whole within 180 s"),
+        _ => println!("key echo during the flood: no key typed before it was over"),
     }
     let escaped = Instant::now();
     TMUX.run(&["send-keys", "-t", "bench", "Escape"]);
@@ -258,7 +345,7 @@ fn flood_in_tmux(state: &Path, agent: &Path) {
 /// `agentty run` on a million one-byte deltas: the session log against the text.
 fn one_byte_deltas_logged(state: &Path) {
     std::fs::create_dir_all(state).unwrap();
-    let agent = flooding_agent(state, MIB, 1, false);
+    let agent = flooding_agent(state, MIB, 1, false, Shape::Paragraphs);
     let output = std::process::Command::new(binary())
         .env("AGENTTY_STATE_DIR", state)
         .args(["run", "--provider", "pi", "--agent-bin"])
@@ -289,7 +376,13 @@ fn main() {
     }
     println!("measuring {}", binary());
     let state = tempfile::tempdir().unwrap();
-    let agent = flooding_agent(state.path(), 60 * MIB, 4096, true);
-    flood_in_tmux(&state.path().join("chat"), &agent);
+    for (shape, name) in [
+        (Shape::Paragraphs, "paragraphs"),
+        (Shape::OneLine, "one endless line"),
+    ] {
+        println!("60 MiB of {name}:");
+        let agent = flooding_agent(state.path(), 60 * MIB, 4096, true, shape);
+        flood_in_tmux(&state.path().join(name.replace(' ', "-")), &agent);
+    }
     one_byte_deltas_logged(&state.path().join("run"));
 }

@@ -62,13 +62,18 @@ impl OrchestratorOptions {
 /// The UI's (or headless runner's) end of the orchestrator.
 pub struct OrchestratorHandle {
     pub commands: mpsc::UnboundedSender<Command>,
-    pub events: mpsc::UnboundedReceiver<OrchestratorEvent>,
+    pub events: mpsc::Receiver<OrchestratorEvent>,
 }
+
+/// Events that may wait for the UI (or headless runner) to take them. When it falls behind (an
+/// agent that floods), the driver stops reading the agent until it catches up, so the agent
+/// waits on its pipe instead of agentty's memory growing; commands (a stop) are still taken.
+const EVENTS_IN_FLIGHT: usize = 256;
 
 /// Starts the orchestrator on a tokio task (call it from within a tokio runtime).
 pub fn spawn_orchestrator(options: OrchestratorOptions) -> OrchestratorHandle {
     let (commands, command_rx) = mpsc::unbounded_channel();
-    let (event_tx, events) = mpsc::unbounded_channel();
+    let (event_tx, events) = mpsc::channel(EVENTS_IN_FLIGHT);
     tokio::spawn(Driver::new(options, event_tx).run(command_rx));
     OrchestratorHandle { commands, events }
 }
@@ -92,7 +97,10 @@ struct PendingRetry {
 struct Driver {
     options: OrchestratorOptions,
     machine: Machine,
-    events: mpsc::UnboundedSender<OrchestratorEvent>,
+    events: mpsc::Sender<OrchestratorEvent>,
+    /// Events emitted while the channel was full, sent first once it has room; while any
+    /// wait, the agent is not read.
+    backlog: VecDeque<OrchestratorEvent>,
     live: Option<LiveAttempt>,
     retry: Option<PendingRetry>,
     /// The agent's stored session as it was when the last turn's first attempt started.
@@ -109,7 +117,7 @@ struct Driver {
 }
 
 impl Driver {
-    fn new(options: OrchestratorOptions, events: mpsc::UnboundedSender<OrchestratorEvent>) -> Self {
+    fn new(options: OrchestratorOptions, events: mpsc::Sender<OrchestratorEvent>) -> Self {
         let machine = Machine::new(options.policy.clone(), options.session.clone())
             .numbering_turns_from(options.first_turn)
             .with_interjections(options.provider.can_interject());
@@ -119,6 +127,7 @@ impl Driver {
             options,
             machine,
             events,
+            backlog: VecDeque::new(),
             live: None,
             retry: None,
             checkpoint: None,
@@ -147,6 +156,8 @@ impl Driver {
             } else if self.receiver_gone && !shutdown_requested {
                 Input::Command(Command::Shutdown)
             } else {
+                // A sender of its own: the permit it gives must not borrow the driver.
+                let events = self.events.clone();
                 tokio::select! {
                     command = commands.recv(), if commands_open => match command {
                         Some(command) => Input::Command(command),
@@ -155,7 +166,14 @@ impl Driver {
                             Input::Command(Command::Shutdown)
                         }
                     },
-                    input = next_attempt_input(&mut self.live) => input,
+                    permit = events.reserve(), if !self.backlog.is_empty() => {
+                        match permit {
+                            Ok(permit) => self.send_backlog(permit),
+                            Err(_) => self.receiver_left(),
+                        }
+                        continue;
+                    }
+                    input = next_attempt_input(&mut self.live), if self.backlog.is_empty() => input,
                     input = retry_due(self.retry) => input,
                     queue = watch_next(&mut self.agent_queue) => {
                         self.emit(OrchestratorEvent::AgentQueueChanged(queue));
@@ -291,9 +309,46 @@ impl Driver {
         if let Some(log) = &self.options.session_log {
             log.record_event(&event);
         }
-        if self.events.send(event).is_err() && !self.receiver_gone {
+        if self.receiver_gone {
+            return;
+        }
+        if !self.backlog.is_empty() {
+            self.backlog.push_back(event);
+            return;
+        }
+        match self.events.try_send(event) {
+            Ok(()) => {}
+            Err(mpsc::error::TrySendError::Full(event)) => self.backlog.push_back(event),
+            Err(mpsc::error::TrySendError::Closed(_)) => self.receiver_left(),
+        }
+    }
+
+    /// Sends the waiting events, the first with `permit`, the rest while there is room.
+    fn send_backlog(&mut self, permit: mpsc::Permit<'_, OrchestratorEvent>) {
+        let Some(first) = self.backlog.pop_front() else {
+            return;
+        };
+        permit.send(first);
+        while let Some(event) = self.backlog.pop_front() {
+            match self.events.try_send(event) {
+                Ok(()) => {}
+                Err(mpsc::error::TrySendError::Full(event)) => {
+                    self.backlog.push_front(event);
+                    return;
+                }
+                Err(mpsc::error::TrySendError::Closed(_)) => {
+                    self.receiver_left();
+                    return;
+                }
+            }
+        }
+    }
+
+    fn receiver_left(&mut self) {
+        if !self.receiver_gone {
             tracing::info!("orchestrator events are no longer read; shutting down");
             self.receiver_gone = true;
+            self.backlog.clear();
         }
     }
 

@@ -656,3 +656,62 @@ async fn a_note_the_protocol_carries_goes_with_the_answer_only() {
     assert_eq!(provider.requests().len(), 1);
     assert!(handle.events.try_recv().is_err());
 }
+
+/// A provider whose one attempt is `deltas` text deltas then the end, counting how many of
+/// them the driver has taken.
+struct FloodingProvider {
+    deltas: usize,
+    taken: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Provider for FloodingProvider {
+    fn name(&self) -> &str {
+        "flooding"
+    }
+
+    fn execute(&self, _request: AttemptRequest, _stop: StopControl) -> AgentStream {
+        let taken = self.taken.clone();
+        futures::stream::iter(0..self.deltas)
+            .map(move |index| {
+                taken.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                text(&format!("{index} "))
+            })
+            .chain(futures::stream::iter([completed()]))
+            .boxed()
+    }
+}
+
+#[tokio::test]
+async fn an_agent_that_floods_waits_for_the_reader_instead_of_memory_growing() {
+    let taken = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let provider = Arc::new(FloodingProvider {
+        deltas: 20_000,
+        taken: taken.clone(),
+    });
+    let mut handle = spawn_orchestrator(OrchestratorOptions::new(provider));
+    handle.commands.send(Command::Submit("hi".into())).unwrap();
+    // Nobody reads for a while: the driver stops taking the agent's output.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let in_flight = taken.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(
+        in_flight <= EVENTS_IN_FLIGHT + 8,
+        "{in_flight} deltas taken with nobody reading"
+    );
+    // Once read, everything comes, in order.
+    let mut text_read = String::new();
+    loop {
+        match handle.events.recv().await.expect("the turn ends") {
+            Ev::Message {
+                message: AgentMessage::Assistant { delta },
+                ..
+            } => text_read.push_str(&delta),
+            Ev::TurnEnded { outcome, .. } => {
+                assert_eq!(outcome, TurnOutcome::Completed);
+                break;
+            }
+            _ => {}
+        }
+    }
+    let expected: String = (0..20_000).map(|index| format!("{index} ")).collect();
+    assert!(text_read == expected, "the text comes whole and in order");
+}
