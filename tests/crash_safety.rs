@@ -92,6 +92,45 @@ fn a_torn_last_line_is_set_aside_and_the_next_turn_is_kept_whole() {
     assert!(text.contains("now the word otter"));
 }
 
+/// One damaged byte that leaves the first line's provider unreadable: the backup header on the
+/// second line stands in, and `--resume` finds the conversation.
+#[test]
+fn a_header_damaged_beyond_reading_is_resumed_from_its_backup() {
+    if !tmux::tmux_available() {
+        return;
+    }
+    let state = StateDir::new();
+    let cwd = tempfile::tempdir().unwrap();
+    one_turn(
+        &state,
+        cwd.path(),
+        &["--provider", "demo"],
+        "remember the word heron",
+        "Prompt 1 in session",
+    );
+    let log = &state.logs()[0];
+    let mut bytes = std::fs::read(log).unwrap();
+    let key = br#""provider""#;
+    let at = bytes
+        .windows(key.len())
+        .position(|window| window == key)
+        .unwrap();
+    bytes[at + 2] = 0xff;
+    std::fs::write(log, &bytes).unwrap();
+
+    let Some(chat) = ChatPane::launch(&state, cwd.path(), "", &["--resume"], SIZE) else {
+        return;
+    };
+    let screen = chat.wait_for_text("Resumed conversation");
+    assert!(screen.contains("remember the word heron"), "{screen}");
+    chat.prompt("and the word crane");
+    chat.wait_for("the second answer", |screen| {
+        screen.contains("Prompt 2 in session") && screen.contains("│ idle")
+    });
+    chat.quit();
+    assert_eq!(turn_ids(log), [1, 2]);
+}
+
 /// The pid of the `agentty` chat (not its agents) running under `state`.
 fn agentty_pids(state: &StateDir) -> Vec<i32> {
     let binary = env!("CARGO_BIN_EXE_agentty");

@@ -570,8 +570,11 @@ impl LogFile {
             None => return Err(std::io::Error::other("the log could not be opened")),
         };
         let mut file = BufWriter::new(file);
+        // The header twice: the second line is its backup, read when a damaged byte leaves
+        // the first beyond reading, so that the conversation is still found.
         for entry in header
             .iter()
+            .chain(header.iter())
             .chain(std::mem::take(&mut self.before_first_turn).iter())
         {
             write_entry(&mut file, entry)?;
@@ -824,6 +827,47 @@ mod tests {
         assert!(summary.is_named(&id[..6]));
         assert!(!summary.is_named("zzz"));
         assert_eq!(latest_session_log(dir.path()), Some(path));
+    }
+
+    #[test]
+    fn a_header_damaged_beyond_reading_is_replaced_by_its_backup() {
+        let dir = tempfile::tempdir().unwrap();
+        let writer = new_chat(dir.path());
+        let path = writer.path().to_path_buf();
+        let id = writer.conversation_id().to_owned();
+        turn(&writer, 1, "hi", "s-1");
+        drop(writer);
+        // One byte of the first line's keys damaged: the provider cannot be read from it.
+        let mut bytes = std::fs::read(&path).unwrap();
+        let at = bytes
+            .windows(b"\"provider\"".len())
+            .position(|window| window == b"\"provider\"")
+            .unwrap();
+        bytes[at + 3] = 0xff;
+        std::fs::write(&path, &bytes).unwrap();
+        let first_line = bytes.split(|byte| *byte == b'\n').next().unwrap();
+        assert_eq!(read::parse_header(first_line, &path), None);
+
+        let summary = read_summary(&path).expect("the conversation is still found");
+        assert_eq!(
+            (
+                summary.id.as_str(),
+                summary.provider.as_str(),
+                summary.cwd.as_str()
+            ),
+            (id.as_str(), "demo", "/work/project")
+        );
+        assert_eq!(summary.turns, 1);
+        let entries = read_session_log(&path).unwrap();
+        assert_eq!(
+            entries
+                .iter()
+                .filter(|entry| matches!(entry, LogEntry::Header { .. }))
+                .count(),
+            1,
+            "the backup stands in for the header, once"
+        );
+        assert!(matches!(&entries[1], LogEntry::Turn { turn: 1, .. }));
     }
 
     #[test]

@@ -5,7 +5,9 @@
 //! line longer than [`MAX_LOG_LINE`] is skipped without being held in memory. What can be saved
 //! is: invalid UTF-8 inside a line is read as U+FFFD, an entry glued behind a torn fragment
 //! (an older agentty appended to a torn log without ending the line) is found again, and a
-//! damaged header gives what its fields still say. Turn ids are taken from every line that
+//! header damaged beyond reading is replaced by its backup copy on the second line (as a file
+//! system keeps a backup superblock), or, in a log written before the backup, gives what its
+//! fields still say. Turn ids are taken from every line that
 //! names one, even a damaged one, so a resumed conversation never numbers a turn twice.
 
 use std::fs::File;
@@ -259,6 +261,74 @@ pub(crate) fn parse_header(line: &[u8], path: &Path) -> Option<LogHeader> {
     })
 }
 
+/// A log's header, from its first line or from the backup on its second, and the second line
+/// when it was read but is not the backup (a log written before the backup), for the caller
+/// to read as an entry.
+struct HeaderRead {
+    header: Option<LogHeader>,
+    held_line: Option<Vec<u8>>,
+}
+
+fn as_header(entry: LogEntry) -> Option<LogHeader> {
+    match entry {
+        LogEntry::Header {
+            version,
+            provider,
+            started_at_ms,
+            cwd,
+            conversation_id,
+            origin,
+        } => Some(LogHeader {
+            version,
+            provider,
+            started_at_ms,
+            cwd,
+            conversation_id,
+            origin,
+        }),
+        _ => None,
+    }
+}
+
+fn read_header<R: BufRead>(lines: &mut LogLines<R>, path: &Path) -> std::io::Result<HeaderRead> {
+    let first = match lines.next_line()? {
+        None => {
+            return Ok(HeaderRead {
+                header: None,
+                held_line: None,
+            })
+        }
+        Some(LogLine::Line(line)) => {
+            // Read as it is, not with damaged bytes replaced: those are what the backup is for.
+            if let Some(header) = serde_json::from_slice(line).ok().and_then(as_header) {
+                return Ok(HeaderRead {
+                    header: Some(header),
+                    held_line: None,
+                });
+            }
+            Some(line.to_vec())
+        }
+        Some(LogLine::Oversized) => None,
+    };
+    let held_line = match lines.next_line()? {
+        Some(LogLine::Line(line)) => {
+            if let Some(header) = parse_whole(line).and_then(as_header) {
+                tracing::warn!(log = %path.display(), "session log header damaged; read its backup");
+                return Ok(HeaderRead {
+                    header: Some(header),
+                    held_line: None,
+                });
+            }
+            Some(line.to_vec())
+        }
+        _ => None,
+    };
+    Ok(HeaderRead {
+        header: first.and_then(|line| parse_header(&line, path)),
+        held_line,
+    })
+}
+
 /// `<start ms>-<id>.jsonl`: the start time a log's name carries.
 fn started_at_from_name(path: &Path) -> Option<u64> {
     path.file_stem()?.to_str()?.split('-').next()?.parse().ok()
@@ -281,10 +351,8 @@ pub(crate) fn summarise<R: BufRead>(
     path: &Path,
     last_active_ms: u64,
 ) -> Option<ConversationSummary> {
-    let header = match lines.next_line().ok()?? {
-        LogLine::Line(line) => parse_header(line, path)?,
-        LogLine::Oversized => return None,
-    };
+    let HeaderRead { header, held_line } = read_header(&mut lines, path).ok()?;
+    let header = header?;
     let mut summary = ConversationSummary {
         id: header.conversation_id.unwrap_or_else(|| {
             path.file_stem()
@@ -303,18 +371,14 @@ pub(crate) fn summarise<R: BufRead>(
         session_id: None,
     };
     let mut tracker = SessionTracker::new(header.version);
-    // A read error part-way (a bad sector) ends the summary with what was read.
-    while let Ok(Some(line)) = lines.next_line() {
-        let LogLine::Line(line) = line else {
-            continue;
-        };
+    let mut see_line = |line: &[u8]| {
         if is_raw_line(line) {
             summary.last_turn = summary.last_turn.max(turn_named_in(line).unwrap_or(0));
-            continue;
+            return;
         }
         let Some(entry) = parse_entry(line) else {
             summary.last_turn = summary.last_turn.max(turn_named_in(line).unwrap_or(0));
-            continue;
+            return;
         };
         if let LogEntry::Turn { prompt, .. } = &entry {
             if summary.turns == 0 {
@@ -324,6 +388,15 @@ pub(crate) fn summarise<R: BufRead>(
         }
         summary.last_turn = summary.last_turn.max(turn_of(&entry).unwrap_or(0));
         tracker.see(&entry);
+    };
+    if let Some(line) = held_line {
+        see_line(&line);
+    }
+    // A read error part-way (a bad sector) ends the summary with what was read.
+    while let Ok(Some(line)) = lines.next_line() {
+        if let LogLine::Line(line) = line {
+            see_line(line);
+        }
     }
     summary.session_id = tracker.session_id;
     (summary.turns > 0).then_some(summary)
@@ -368,34 +441,34 @@ pub fn read_session_log(path: &Path) -> std::io::Result<Vec<LogEntry>> {
 }
 
 pub(crate) fn read_entries<R: BufRead>(mut lines: LogLines<R>) -> std::io::Result<Vec<LogEntry>> {
-    let mut entries = Vec::new();
-    let mut first = true;
-    while let Some(line) = lines.next_line()? {
-        let LogLine::Line(line) = line else {
-            first = false;
-            continue;
-        };
+    let HeaderRead { header, held_line } = read_header(&mut lines, Path::new(""))?;
+    let mut entries: Vec<LogEntry> = header
+        .map(|header| LogEntry::Header {
+            version: header.version,
+            provider: header.provider,
+            started_at_ms: header.started_at_ms,
+            cwd: header.cwd,
+            conversation_id: header.conversation_id,
+            origin: header.origin,
+        })
+        .into_iter()
+        .collect();
+    let mut read_line = |line: &[u8]| {
         if is_raw_line(line) {
-            first = false;
-            continue;
+            return;
         }
-        let entry = match parse_entry(line) {
-            Some(entry) => Some(entry),
-            // A damaged header still says what it can.
-            None if first => parse_header(line, Path::new("")).map(|header| LogEntry::Header {
-                version: header.version,
-                provider: header.provider,
-                started_at_ms: header.started_at_ms,
-                cwd: header.cwd,
-                conversation_id: header.conversation_id,
-                origin: header.origin,
-            }),
-            None => None,
-        };
-        first = false;
-        match entry {
-            Some(LogEntry::Raw { .. }) | None => {}
+        match parse_entry(line) {
+            // The header's backup, or a stray copy: the header was read above.
+            Some(LogEntry::Raw { .. } | LogEntry::Header { .. }) | None => {}
             Some(entry) => entries.push(entry),
+        }
+    };
+    if let Some(line) = held_line {
+        read_line(&line);
+    }
+    while let Some(line) = lines.next_line()? {
+        if let LogLine::Line(line) = line {
+            read_line(line);
         }
     }
     Ok(entries)

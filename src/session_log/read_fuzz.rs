@@ -3,7 +3,7 @@
 //! and garbage lines inserted, and the header damaged. Whatever is done to them, every line
 //! left whole is read back in order, the summary agrees with the entries, no turn id read is
 //! above the summary's last turn, and a header whose provider and working directory survived
-//! is found. `AGENTTY_FUZZ_CASES` sets the number of logs (default 3,000).
+//! is found (and any header at all when the backup copy follows it). `AGENTTY_FUZZ_CASES` sets the number of logs (default 3,000).
 
 use std::path::Path;
 
@@ -185,6 +185,7 @@ fn check(
     entries: Vec<LogEntry>,
     damages: Vec<Damage>,
     header_damage: Option<(f64, u8)>,
+    with_backup: bool,
 ) -> Result<(), TestCaseError> {
     let mut header_line = serde_json::to_vec(&header()).unwrap();
     if let Some((fraction, byte)) = header_damage {
@@ -195,8 +196,23 @@ fn check(
     let header_kept = header_text.contains(r#""provider":"demo""#)
         && header_text.contains(r#""cwd":"/p""#)
         && (header_text.starts_with(r#"{"kind":"#) || header_text.contains(r#""header""#));
+    // A damage that leaves valid JSON saying something else cannot be told from a header.
+    let changed_but_whole = serde_json::from_slice::<LogEntry>(&header_line)
+        .is_ok_and(|read| matches!(read, LogEntry::Header { .. }) && read != header());
+    let header_found = header_kept || (with_backup && !changed_but_whole);
+    let backup_line = if with_backup {
+        [serde_json::to_vec(&header()).unwrap().as_slice(), b"\n"].concat()
+    } else {
+        Vec::new()
+    };
     let (body, whole) = build(&entries, &damages);
-    let log = [header_line.as_slice(), b"\n", body.as_slice()].concat();
+    let log = [
+        header_line.as_slice(),
+        b"\n",
+        backup_line.as_slice(),
+        body.as_slice(),
+    ]
+    .concat();
 
     let read = read_entries(lines_of(&log, MAX)).unwrap();
     let body_read: Vec<LogEntry> = read
@@ -213,7 +229,7 @@ fn check(
         .iter()
         .filter(|entry| matches!(entry, LogEntry::Turn { .. }))
         .count();
-    if header_kept && turns_read > 0 {
+    if header_found && turns_read > 0 {
         let summary = summary.as_ref().expect("a summary");
         prop_assert_eq!(&summary.provider, "demo");
         prop_assert_eq!(&summary.cwd, "/p");
@@ -251,10 +267,14 @@ fn the_log_reader_keeps_every_whole_line_of_a_damaged_log() {
                 any::<u8>().prop_filter("one line", |b| *b != b'\n'),
             ),
         ),
+        any::<bool>(),
     );
-    if let Err(failure) = runner.run(&strategy, |(entries, damages, header_damage)| {
-        check(entries, damages, header_damage)
-    }) {
+    if let Err(failure) = runner.run(
+        &strategy,
+        |(entries, damages, header_damage, with_backup)| {
+            check(entries, damages, header_damage, with_backup)
+        },
+    ) {
         panic!("{failure}");
     }
 }
