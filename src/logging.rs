@@ -1,7 +1,11 @@
 //! Logging: tracing to a daily-rolling file in the platform's state dir, never to the terminal
-//! (the terminal belongs to the UI, and stderr to headless output's consumers).
+//! (the terminal belongs to the UI, and stderr to headless output's consumers). The file is
+//! opened without following a link (`crate::files::no_follow`): a link planted in place of a
+//! day's log must not make agentty append to a file elsewhere.
 
-use std::path::PathBuf;
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -45,32 +49,66 @@ pub(crate) fn agents_dir() -> PathBuf {
 
 /// Where today's log file is (the appender names files `agentty.log.YYYY-MM-DD`).
 pub fn current_log_file() -> PathBuf {
-    let today = chrono_free_today();
-    log_dir().join(format!("agentty.log.{today}"))
+    day_log_file(&log_dir(), days_since_epoch())
 }
 
-fn chrono_free_today() -> String {
-    // The appender uses UTC dates; compute today's from the Unix time without a date crate.
-    let days = std::time::SystemTime::now()
+fn day_log_file(dir: &Path, days: i64) -> PathBuf {
+    let date = (time::OffsetDateTime::UNIX_EPOCH + time::Duration::days(days)).date();
+    dir.join(format!(
+        "agentty.log.{:04}-{:02}-{:02}",
+        date.year(),
+        u8::from(date.month()),
+        date.day()
+    ))
+}
+
+/// Today in UTC, as days since 1970-01-01 (the logs' names use UTC dates).
+fn days_since_epoch() -> i64 {
+    std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|elapsed| elapsed.as_secs() / 86_400)
-        .unwrap_or(0) as i64;
-    let (year, month, day) = civil_from_days(days);
-    format!("{year:04}-{month:02}-{day:02}")
+        .unwrap_or(0) as i64
 }
 
-/// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
+/// The day's log file, opened anew when the day changes, never through a link.
+struct DailyLog {
+    dir: PathBuf,
+    day: i64,
+    file: Option<File>,
+}
+
+impl DailyLog {
+    fn open(dir: PathBuf, day: i64) -> Self {
+        let file = Self::open_day(&dir, day);
+        Self { dir, day, file }
+    }
+
+    fn open_day(dir: &Path, day: i64) -> Option<File> {
+        crate::files::no_follow()
+            .append(true)
+            .create(true)
+            .open(day_log_file(dir, day))
+            .ok()
+    }
+}
+
+impl Write for DailyLog {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let today = days_since_epoch();
+        if today != self.day {
+            self.day = today;
+            self.file = Self::open_day(&self.dir, today);
+        }
+        match self.file.as_mut() {
+            Some(file) => file.write(bytes),
+            // The day's file could not be opened (a link in its place): the line is dropped.
+            None => Ok(bytes.len()),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.as_mut().map_or(Ok(()), File::flush)
+    }
 }
 
 /// Log lines that may wait for the disk.
@@ -81,7 +119,7 @@ const LOG_QUEUE_LINES: usize = 4096;
 pub fn init() -> Option<WorkerGuard> {
     let dir = log_dir();
     std::fs::create_dir_all(&dir).ok()?;
-    let appender = tracing_appender::rolling::daily(&dir, "agentty.log");
+    let appender = DailyLog::open(dir, days_since_epoch());
     // The default queue (128,000 lines) is allocated and touched up front: ~5 MiB and a few
     // milliseconds at every start. Lines beyond this bound are dropped, never waited for.
     let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
@@ -99,11 +137,40 @@ pub fn init() -> Option<WorkerGuard> {
 
 #[cfg(test)]
 mod tests {
-    use super::civil_from_days;
+    use super::*;
 
     #[test]
-    fn civil_dates() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(20_786), (2026, 11, 29));
+    fn a_link_in_place_of_the_days_log_is_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let elsewhere = dir.path().join("user-file");
+        std::fs::write(&elsewhere, "mine\n").unwrap();
+        let logs = dir.path().join("logs");
+        std::fs::create_dir(&logs).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, day_log_file(&logs, days_since_epoch())).unwrap();
+        let mut log = DailyLog::open(logs.clone(), days_since_epoch());
+        log.write_all(b"a log line\n").unwrap();
+        log.flush().unwrap();
+        assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), "mine\n");
+
+        // Where no link is in the way, the day's file is written.
+        let plain = tempfile::tempdir().unwrap();
+        let mut log = DailyLog::open(plain.path().to_path_buf(), days_since_epoch());
+        log.write_all(b"kept\n").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(day_log_file(plain.path(), log.day)).unwrap(),
+            "kept\n"
+        );
+    }
+
+    #[test]
+    fn the_days_file_is_named_by_its_utc_date() {
+        assert_eq!(
+            day_log_file(Path::new("/l"), 0),
+            Path::new("/l/agentty.log.1970-01-01")
+        );
+        assert_eq!(
+            day_log_file(Path::new("/l"), 20_786),
+            Path::new("/l/agentty.log.2026-11-29")
+        );
     }
 }

@@ -10,7 +10,7 @@
 use std::collections::HashSet;
 use std::ffi::{OsStr, OsString};
 use std::fs;
-use std::io;
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
@@ -167,7 +167,14 @@ fn write_if_changed(path: &Path, contents: &str) -> io::Result<()> {
         return Ok(());
     }
     let temp = path.with_extension(format!("tmp-{}", std::process::id()));
-    fs::write(&temp, contents)?;
+    // Not through a link planted at the temporary name; the rename then replaces whatever
+    // is at `path` (a link included) instead of writing through it.
+    crate::files::no_follow()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&temp)?
+        .write_all(contents.as_bytes())?;
     fs::rename(&temp, path)
 }
 
