@@ -694,3 +694,24 @@ async fn rpc_two_retried_turns_keep_the_conversation() {
     )
     .await;
 }
+
+/// pi's JSON transport writes nothing before the model's first answer, so a first turn stopped
+/// mid-answer used to vanish from the conversation; agentty writes the session pi would have.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
+async fn a_stopped_first_turn_stays_in_the_conversation() {
+    let test = "a_stopped_first_turn_stays_in_the_conversation";
+    let Some(world) = PiWorld::new(test).await else {
+        return;
+    };
+    let prompts = real_cli::first_stop_prompts("pi");
+    real_cli::a_stopped_first_turn_stays_in_the_conversation(
+        "pi",
+        test,
+        world.provider("session"),
+        &world.work_dir(),
+        &prompts,
+        || world.fake.user_texts_per_request(),
+    )
+    .await;
+}

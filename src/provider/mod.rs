@@ -118,6 +118,13 @@ pub trait Backend: Send + Sync + 'static {
     fn prepare_session_load(&self, session_id: &str, request: &AttemptRequest) {
         let _ = (session_id, request);
     }
+    /// The user stopped an attempt that ran in the stored session `session_id`: make sure the
+    /// session keeps the stopped prompt, as the CLI keeps it when stopped in a later turn, so
+    /// that the next turn's request carries it (pi writes nothing before the model's first
+    /// answer). Nothing to do for most CLIs.
+    fn keep_stopped_prompt(&self, session_id: &str, request: &AttemptRequest) {
+        let _ = (session_id, request);
+    }
     /// What the CLI prints when it cannot find the session it was asked to continue; a failure
     /// that says so is reported as `session_lost`.
     fn lost_session_phrases(&self) -> &'static [&'static str] {

@@ -177,9 +177,13 @@ impl Attempt {
             .lock()
             .map(|tail| tail.text())
             .unwrap_or_default();
+        let session_id = mapping.session_id().map(str::to_owned);
         let mut terminal = mapping.finish(&report, ended_by, stderr, &mut out);
         if request.session != super::SessionRef::New {
             mark_lost_session(&mut terminal, backend.lost_session_phrases());
+        }
+        if let (EndedBy::UserStop { .. }, Some(session_id)) = (ended_by, session_id) {
+            backend.keep_stopped_prompt(&session_id, request);
         }
         self.sink.flush(&mut out).await;
         self.sink.send(terminal).await;
@@ -226,6 +230,8 @@ pub struct AttemptMapping {
     text_dropped: usize,
     invalid_lines: Vec<String>,
     invalid_count: usize,
+    /// The agent session the attempt said it runs in.
+    session_id: Option<String>,
 }
 
 impl AttemptMapping {
@@ -236,7 +242,13 @@ impl AttemptMapping {
             text_dropped: 0,
             invalid_lines: Vec::new(),
             invalid_count: 0,
+            session_id: None,
         }
+    }
+
+    /// The agent session the attempt said it runs in, if it said so.
+    pub(crate) fn session_id(&self) -> Option<&str> {
+        self.session_id.as_deref()
     }
 
     pub fn outcome_reported(&self) -> bool {
@@ -286,6 +298,14 @@ impl AttemptMapping {
                 tracing::error!(message = ?out[index], "mapper produced a terminal message; dropped");
                 out.remove(index);
                 continue;
+            }
+            if let AgentMessage::SessionStarted {
+                session_id: Some(id),
+                ..
+            }
+            | AgentMessage::SessionResumed { session_id: id, .. } = &out[index]
+            {
+                self.session_id = Some(id.clone());
             }
             if let AgentMessage::Assistant { delta } = &out[index] {
                 if self.text_dropped == 0 && self.text.len() + delta.len() <= MAX_FAILURE_TEXT {

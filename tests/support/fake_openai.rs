@@ -6,7 +6,8 @@
 //! Scenarios: `plain` (text), `think` (reasoning, then text), `tool` (one bash call `echo hi`,
 //! then text), `err500` (HTTP 500), `sleep` (a bash call that writes its PID to the file named
 //! by the prompt's last word, then sleeps 100 s), `session` (says how many user messages it got),
-//! `nap` (a bash call `sleep 3`, then says how many user messages it got: steering lands there).
+//! `nap` (a bash call `sleep 3`, then says how many user messages it got: steering lands there);
+//! a `session` answer to a prompt saying "slow please" streams slowly.
 
 #![allow(dead_code)]
 
@@ -28,6 +29,11 @@ pub const SCENARIOS: [&str; 7] = [
 ];
 
 const DELAY: Duration = Duration::from_millis(20);
+
+/// In a `session` request whose last prompt says this, the answer streams slowly (a word every
+/// [`SLOW_DELAY`], about 4 s in all), so that a test can stop it mid-answer.
+pub const SLOW_PLEASE: &str = "slow please";
+const SLOW_DELAY: Duration = Duration::from_millis(250);
 
 pub struct FakeOpenAi {
     pub server: FakeHttpServer,
@@ -190,6 +196,15 @@ fn respond(request: &HttpRequest) -> HttpResponse {
                 .filter(|message| message["role"] == "user")
                 .count();
             let text = format!("This request carried {users} user message(s).");
+            if last_user_text(&messages).contains(SLOW_PLEASE) {
+                let text = format!("{text} Counting slowly: one two three four five six seven.");
+                return stream_paced(
+                    &model,
+                    [first].into_iter().chain(text_deltas(&text)),
+                    "stop",
+                    SLOW_DELAY,
+                );
+            }
             stream(
                 &model,
                 [first].into_iter().chain(text_deltas(&text)),
@@ -265,6 +280,15 @@ fn chunk(model: &str, choice: Option<Value>, usage: Option<Value>) -> String {
 }
 
 fn stream(model: &str, deltas: impl IntoIterator<Item = Value>, finish: &str) -> HttpResponse {
+    stream_paced(model, deltas, finish, DELAY)
+}
+
+fn stream_paced(
+    model: &str,
+    deltas: impl IntoIterator<Item = Value>,
+    finish: &str,
+    pace: Duration,
+) -> HttpResponse {
     let mut events: Vec<SseEvent> = deltas
         .into_iter()
         .map(|delta| {
@@ -273,7 +297,7 @@ fn stream(model: &str, deltas: impl IntoIterator<Item = Value>, finish: &str) ->
                 Some(json!({"index": 0, "delta": delta, "finish_reason": null})),
                 None,
             ))
-            .after(DELAY)
+            .after(pace)
         })
         .collect();
     events.push(SseEvent::data(chunk(

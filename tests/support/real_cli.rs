@@ -938,3 +938,67 @@ pub async fn a_stop_then_retry_keep_the_conversation(
         assert_eq!(occurrences(last, prompt), 1, "{last:#?}");
     }
 }
+
+/// Prompts for [`a_stopped_first_turn_stays_in_the_conversation`]: the first is to stream
+/// slowly.
+pub fn first_stop_prompts(tag: &str) -> [String; 3] {
+    let run = uuid_like();
+    [
+        format!("prompt A {tag} {run}: slow please"),
+        format!("prompt B {tag} {run}: remember 42"),
+        format!("prompt C {tag} {run}: and now?"),
+    ]
+}
+
+/// The conversation's first turn (a slow answer) is stopped at its first text; turns B and C
+/// continue. From the model's side: B's request carries the stopped prompt once and B once, and
+/// C's carries all three once, as after a stop in any later turn.
+pub async fn a_stopped_first_turn_stays_in_the_conversation(
+    cli: &str,
+    test: &str,
+    provider: Arc<dyn Provider>,
+    cwd: &Path,
+    prompts: &[String; 3],
+    requests: impl Fn() -> Vec<UserTexts>,
+) {
+    let mut chat = retrying_orchestrator(provider, cwd);
+    let stopped = turn_with(&mut chat, Command::Submit(prompts[0].clone()), true).await;
+    assert!(
+        matches!(
+            stopped.last(),
+            Some(OrchestratorEvent::TurnEnded {
+                outcome: TurnOutcome::Cancelled,
+                ..
+            })
+        ),
+        "turn A was stopped: {stopped:#?}"
+    );
+    let before_b = requests().len();
+    assert_turn(
+        &turn_with(&mut chat, Command::Submit(prompts[1].clone()), false).await,
+        1,
+    );
+    let before_c = requests().len();
+    assert_turn(
+        &turn_with(&mut chat, Command::Submit(prompts[2].clone()), false).await,
+        1,
+    );
+    let log = requests();
+    print_request_log(
+        cli,
+        test,
+        &[
+            ("turn A (stopped)", &log[..before_b]),
+            ("turn B", &log[before_b..before_c]),
+            ("turn C", &log[before_c..]),
+        ],
+    );
+    for request in &log[before_b..before_c] {
+        assert_eq!(occurrences(request, &prompts[0]), 1, "{request:#?}");
+        assert_eq!(occurrences(request, &prompts[1]), 1, "{request:#?}");
+    }
+    let last = log.last().expect("turn C reached the model");
+    for prompt in prompts {
+        assert_eq!(occurrences(last, prompt), 1, "{last:#?}");
+    }
+}

@@ -12,6 +12,7 @@
 pub(crate) mod agent_dir;
 pub mod mapper;
 pub mod rpc;
+mod stopped_prompt;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -127,6 +128,45 @@ impl Backend for PiBackend {
 
     fn session_file(&self, session_id: &str, request: &AttemptRequest) -> Option<PathBuf> {
         session_file(&self.settings.env, session_id, request.cwd.as_deref())
+    }
+
+    fn keep_stopped_prompt(&self, session_id: &str, request: &AttemptRequest) {
+        // In a later turn pi has written the session and the prompt already.
+        if request.session != SessionRef::New || self.session_file(session_id, request).is_some() {
+            return;
+        }
+        let Some(cwd) = request
+            .cwd
+            .clone()
+            .or_else(|| std::env::current_dir().ok())
+            // pi records `process.cwd()`, which has the links resolved.
+            .map(|cwd| cwd.canonicalize().unwrap_or(cwd))
+        else {
+            return;
+        };
+        let env = &self.settings.env;
+        let dir = match agent_env(env, "PI_CODING_AGENT_SESSION_DIR") {
+            Some(dir) => PathBuf::from(dir),
+            None => match agent_dir::user_agent_dir(env, Some(&cwd)) {
+                Some(agent_dir) => stopped_prompt::default_session_dir(&agent_dir, &cwd),
+                None => return,
+            },
+        };
+        match stopped_prompt::write_session_with_prompt(
+            &dir,
+            &cwd,
+            session_id,
+            &request.prompt,
+            time::OffsetDateTime::now_utc(),
+        ) {
+            Ok(path) => tracing::info!(
+                session = %path.display(),
+                "first turn stopped before pi wrote its session; wrote it with the prompt"
+            ),
+            Err(error) => {
+                tracing::warn!(%error, "could not keep the stopped prompt in pi's session")
+            }
+        }
     }
 }
 
