@@ -46,7 +46,7 @@ mod real_cli;
 
 use std::time::{Duration, Instant};
 
-use acp_rig::{prompt, rig, Cli, Plan, RUN_LIMIT};
+use acp_rig::{prompt, rig, Cli, Plan, Server, RUN_LIMIT};
 use headless_run::{concat, of_type, position, type_of, Finished};
 use real_cli::{pids_running, survivors};
 use serde_json::Value;
@@ -542,6 +542,41 @@ async fn claude_acp_http_500_is_one_request() {
 #[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn codex_acp_http_500_is_one_request() {
     http_500_is_one_request(Cli::Codex, "codex_acp_http_500_is_one_request").await;
+}
+
+/// A stream cut mid-answer is a failed attempt for agentty to classify and retry: Claude Code's
+/// hidden non-streaming re-request (its "fallback") is off, so what the model answered on a
+/// second request never reaches the model's history without reaching the screen.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
+async fn claude_acp_a_cut_stream_fails_without_a_hidden_refetch() {
+    let test = "claude_acp_a_cut_stream_fails_without_a_hidden_refetch";
+    let plan = Plan::Cut {
+        text: "Partial words before the cut and the rest after it".into(),
+        words: 3,
+    };
+    let Some(rig) = rig(Cli::Claude, test, plan).await else {
+        return;
+    };
+    let finished = rig.run(None, &prompt("cut please")).await;
+    let failed = finished.expect_terminal("terminal.failed");
+    eprintln!("{test}: {failed}");
+    let Server::Claude(server) = &rig.server else {
+        unreachable!("a Claude rig");
+    };
+    let main: Vec<_> = server
+        .message_requests()
+        .into_iter()
+        .filter(|request| request.main)
+        .collect();
+    assert!(!main.is_empty(), "{finished}");
+    assert!(
+        main.iter().all(|request| request.stream),
+        "no non-streaming re-request: {:#?}\n{finished}",
+        main.iter()
+            .map(|request| request.stream)
+            .collect::<Vec<_>>()
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -265,6 +265,43 @@ async fn an_http_500_fails_after_exactly_one_request() {
     assert_eq!(requests[0].retry_count.as_deref(), Some("0"));
 }
 
+/// A stream cut mid-answer fails the attempt with the text shown so far; the CLI does not ask
+/// the model again without streaming (its hidden fallback is off).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
+async fn a_cut_stream_fails_without_a_hidden_refetch() {
+    let Some((rig, _)) = rig(
+        "a_cut_stream_fails_without_a_hidden_refetch",
+        Scenario::Cut {
+            text: "Partial words before the cut and the rest after it".into(),
+            words: 3,
+        },
+        &[],
+    )
+    .await
+    else {
+        return;
+    };
+    let messages = rig.run("Say hello", SessionRef::New).await;
+    assert_eq!(assistant_text(&messages), "Partial words before ");
+    let failure = expect_failed(&messages);
+    assert!(
+        failure
+            .message
+            .starts_with("the connection to the model dropped mid-reply"),
+        "{}",
+        failure.message
+    );
+    let streams: Vec<bool> = rig
+        .server
+        .message_requests()
+        .iter()
+        .filter(|request| request.main)
+        .map(|request| request.stream)
+        .collect();
+    assert_eq!(streams, [true], "one streamed request, no re-request");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn a_stop_during_a_tool_ends_the_attempt_and_leaves_no_process() {

@@ -174,6 +174,12 @@ pub enum Plan {
         text: String,
         pause: Duration,
     },
+    /// Streamed, this text's first `words` words and then the connection drops (Claude; Gemini
+    /// drops after a few parts).
+    Cut {
+        text: String,
+        words: usize,
+    },
     /// Chosen per model request from the text of the request's last user message (several
     /// turns of one conversation, each with its own scenario). The choice must not itself be
     /// `PerPrompt`.
@@ -193,6 +199,7 @@ impl Plan {
             Plan::Thinking => GeminiScenario::Reasoning,
             Plan::AskingTool(command) | Plan::Tool(command) => GeminiScenario::Tool(command),
             Plan::Say { text, pause } => GeminiScenario::Say { text, pause },
+            Plan::Cut { .. } => GeminiScenario::Drop,
             Plan::Http500 | Plan::Failing(_) => GeminiScenario::Text,
             Plan::PerPrompt(_) => panic!("a per-prompt plan chose another per-prompt plan"),
         }
@@ -204,6 +211,7 @@ impl Plan {
             Plan::Thinking => ClaudeScenario::Thinking,
             Plan::AskingTool(command) | Plan::Tool(command) => ClaudeScenario::Tool { command },
             Plan::Say { text, pause } => ClaudeScenario::Say { text, pause },
+            Plan::Cut { text, words } => ClaudeScenario::Cut { text, words },
             Plan::Http500 | Plan::Failing(_) => ClaudeScenario::Text,
             Plan::PerPrompt(_) => panic!("a per-prompt plan chose another per-prompt plan"),
         }
@@ -216,6 +224,7 @@ impl Plan {
             Plan::AskingTool(command) => CodexScenario::EscalatedTool(command),
             Plan::Tool(command) => CodexScenario::Tool(command),
             Plan::Say { text, pause } => CodexScenario::Say { text, pause },
+            Plan::Cut { .. } => panic!("the fake Codex server has no cut stream"),
             Plan::Http500 => CodexScenario::Http500,
             Plan::Failing(_) => CodexScenario::Text,
             Plan::PerPrompt(_) => panic!("a per-prompt plan chose another per-prompt plan"),

@@ -31,6 +31,9 @@ pub enum Scenario {
     Error { status: u16 },
     /// This text a word at a time, with `pause` after each word.
     Say { text: String, pause: Duration },
+    /// Streamed: `text`'s first `words` words, then the connection drops (no `message_stop`).
+    /// Not streamed (a client's fallback): the whole text.
+    Cut { text: String, words: usize },
 }
 
 /// One request as the server saw it.
@@ -317,6 +320,7 @@ impl Server {
                 ],
                 stop_reason: "end_turn",
                 pause: DELTA_PAUSE,
+                cut_after: None,
             },
             Scenario::Tool { command } => match tool_result_text(body) {
                 None => Reply {
@@ -330,6 +334,7 @@ impl Server {
                     ],
                     stop_reason: "tool_use",
                     pause: DELTA_PAUSE,
+                    cut_after: None,
                 },
                 Some(output) => Reply::text(word_chunks(&format!(
                     "The command printed: {}. Done.",
@@ -342,6 +347,11 @@ impl Server {
                 )],
                 stop_reason: "end_turn",
                 pause: *pause,
+                cut_after: None,
+            },
+            Scenario::Cut { text, words } => Reply {
+                cut_after: Some(*words),
+                ..Reply::text(text.split_inclusive(' ').map(str::to_owned).collect())
             },
         };
         reply.send(writer, &model, stream).await
@@ -363,6 +373,8 @@ struct Reply {
     stop_reason: &'static str,
     /// Before each delta.
     pause: Duration,
+    /// Streamed, the connection drops after this many deltas.
+    cut_after: Option<usize>,
 }
 
 impl Reply {
@@ -371,6 +383,7 @@ impl Reply {
             blocks: vec![Block::Text(pieces)],
             stop_reason: "end_turn",
             pause: DELTA_PAUSE,
+            cut_after: None,
         }
     }
 
@@ -434,7 +447,11 @@ impl Reply {
                 json!({"index": index, "content_block": start_block}),
             )
             .await?;
-            for delta in deltas {
+            for (sent, delta) in deltas.into_iter().enumerate() {
+                if self.cut_after == Some(sent) {
+                    writer.flush().await?;
+                    return Err(std::io::Error::other("fake: stream cut"));
+                }
                 tokio::time::sleep(self.pause).await;
                 send_event(
                     writer,

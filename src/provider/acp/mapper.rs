@@ -27,7 +27,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::provider::errors::{api_error_words, describe_agent_error};
+use crate::provider::errors::api_error_words;
 use crate::provider::http_status::http_status_in;
 use crate::provider::tool_calls::{ToolCalls, ToolEnding};
 use crate::provider::{AgentOutcome, ExitFacts, LineVerdict, Mapper};
@@ -429,7 +429,8 @@ impl AcpMapper {
             self.outcome = Some(AgentOutcome::Failed {
                 reason: FailureReason::AgentError,
                 http_status: error.http_status().or_else(|| http_status_in(&described)),
-                message: describe_agent_error(&api_error_words(&described)),
+                // Said plainly (a dropped connection) where the attempt's failure is composed.
+                message: api_error_words(&described),
             });
         } else {
             let result = head.result.unwrap_or(Value::Null);

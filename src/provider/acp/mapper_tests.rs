@@ -507,3 +507,33 @@ fn a_context_usage_update_is_not_the_turns_usage() {
         }
     );
 }
+
+#[test]
+fn a_dropped_connection_is_said_plainly_once() {
+    let mut mapping =
+        crate::provider::runner::AttemptMapping::new(Box::new(AcpMapper::new(Some("2".into()))));
+    let mut out = Vec::new();
+    let line = json!({"jsonrpc": "2.0", "id": 2, "error": {"code": -32603,
+        "message": "Internal error: API Error: terminated"}});
+    mapping.map_line(
+        &crate::process::Line {
+            text: line.to_string(),
+            truncated: false,
+            original_len: 0,
+        },
+        &mut out,
+    );
+    let terminal = mapping.finish(
+        &crate::process::ExitReport::default(),
+        crate::provider::runner::EndedBy::Exit,
+        String::new(),
+        &mut out,
+    );
+    let AgentMessage::Failed(failure) = terminal else {
+        panic!("not failed: {terminal:?}");
+    };
+    assert_eq!(
+        failure.message,
+        "the connection to the model dropped mid-reply (Internal error: API Error: terminated)"
+    );
+}

@@ -6,8 +6,11 @@
 //! - The prompt comes last, after `--`, so that neither a prompt starting with `-` nor a
 //!   variadic flag in the user's arguments (`--allowedTools Bash`) can swallow or misread it.
 //! - `CLAUDE_CODE_MAX_RETRIES=0`: the CLI would otherwise retry every API error (even 401) ten
-//!   times over about three minutes; retrying is the orchestrator's job. The user's configured
-//!   environment is applied after it and may override it.
+//!   times over about three minutes; retrying is the orchestrator's job. Likewise
+//!   `CLAUDE_CODE_DISABLE_NONSTREAMING_FALLBACK=1`: when a stream is cut mid-answer, the CLI
+//!   would ask the model again without streaming and put that answer in its history, while the
+//!   ACP adapter never shows it (the model would have said something the user never saw). The
+//!   user's configured environment is applied after both and may override them.
 //! - Sessions: a new session gets a fresh id from agentty (`--session-id`), a later turn
 //!   `--resume <id>`, the CLI's latest session `--continue`; `system/init` reports the id.
 //! - Stop: SIGINT (the process layer's first stage) makes the CLI abort the turn, kill its tool
@@ -26,6 +29,15 @@ use crate::provider::{AttemptRequest, Backend, Mapper, SessionRef};
 
 /// The CLI's own retry count; agentty sets it to 0.
 pub(crate) const MAX_RETRIES_VAR: &str = "CLAUDE_CODE_MAX_RETRIES";
+/// Turns off the CLI's non-streaming re-request of a cut stream (a hidden retry).
+pub(crate) const NONSTREAMING_FALLBACK_OFF_VAR: &str = "CLAUDE_CODE_DISABLE_NONSTREAMING_FALLBACK";
+
+/// `spec` with the CLI's own retries turned off (see the module's doc).
+pub(crate) fn retries_off(spec: SpawnSpec) -> SpawnSpec {
+    spec.env(MAX_RETRIES_VAR, "0")
+        .env(NONSTREAMING_FALLBACK_OFF_VAR, "1")
+}
+
 /// Tells Claude Code that running as root is deliberate (a sandbox).
 const SANDBOX_VAR: &str = "IS_SANDBOX";
 /// The Claude Code ACP adapter's executable (`@zed-industries/claude-agent-acp`).
@@ -76,8 +88,8 @@ impl Backend for ClaudeBackend {
         }
         spec = spec
             .args(session_args(&request.session))
-            .args(self.settings.args.iter())
-            .env(MAX_RETRIES_VAR, "0");
+            .args(self.settings.args.iter());
+        spec = retries_off(spec);
         for (key, value) in &self.settings.env {
             spec = spec.env(key, value);
         }
@@ -90,7 +102,7 @@ impl Backend for ClaudeBackend {
     /// `IS_SANDBOX=1`, without which the SDK's Claude Code refuses to start.
     fn acp_spawn_spec(&self, request: &AttemptRequest) -> Option<SpawnSpec> {
         let program = acp_adapter(&self.settings, ACP_ADAPTER)?;
-        let mut spec = SpawnSpec::new(program).env(MAX_RETRIES_VAR, "0");
+        let mut spec = retries_off(SpawnSpec::new(program));
         // SAFETY: geteuid has no preconditions and cannot fail.
         if unsafe { libc::geteuid() } == 0 {
             spec = spec.env(SANDBOX_VAR, "1");
@@ -236,6 +248,12 @@ mod tests {
                 .map(|(_, value)| value.to_string_lossy().into_owned())
         };
         assert_eq!(env_of(BTreeMap::new()).as_deref(), Some("0"));
+        let spec =
+            ClaudeBackend::new(ProviderSettings::default()).spawn_spec(&request(SessionRef::New));
+        assert!(spec
+            .env
+            .iter()
+            .any(|(key, value)| key == NONSTREAMING_FALLBACK_OFF_VAR && value == "1"));
         let configured = BTreeMap::from([(MAX_RETRIES_VAR.to_owned(), "2".to_owned())]);
         assert_eq!(env_of(configured).as_deref(), Some("2"));
     }
