@@ -579,12 +579,15 @@ fn shorten(text: &str) -> String {
         }
     }
     kept.push_str(rest);
-    let text = kept.trim();
-    if text.chars().count() <= MAX {
-        return text.to_owned();
+    let text = kept.split_whitespace().collect::<Vec<_>>().join(" ");
+    let count = text.chars().count();
+    if count <= MAX {
+        return text;
     }
-    let head: String = text.chars().take(MAX).collect();
-    format!("{head}…({} chars)", text.chars().count())
+    // The head names the context blocks; the prompt itself comes last.
+    let head: String = text.chars().take(MAX / 3).collect();
+    let tail: String = text.chars().skip(count - MAX * 2 / 3).collect();
+    format!("{head} …({count} chars)… {tail}")
 }
 
 /// Three prompts unique to one test (none is a part of another); the marked one is made to
