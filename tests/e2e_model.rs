@@ -1,7 +1,7 @@
 //! End-to-end in tmux: `/model` on the demo agent over pi's RPC transport (the stand-in for pi).
 //! The picker lists the two models the agent reports, Enter switches to the second, the status
 //! bar shows it, Shift+Tab steps its thinking level, and the next prompt reaches the agent's
-//! "model" as that model (its `requests.jsonl`). Without tmux these tests fail;
+//! "model" as that model (its `requests.jsonl`). Over ACP, Shift+Tab steps the agent's modes. Without tmux these tests fail;
 //! `AGENTTY_SKIP_TMUX_TESTS=1` skips them on purpose.
 
 #[path = "support/tmux.rs"]
@@ -23,6 +23,10 @@ impl Drop for Session {
 }
 
 fn start(width: u16, height: u16) -> Option<Session> {
+    start_on("rpc", width, height)
+}
+
+fn start_on(transport: &str, width: u16, height: u16) -> Option<Session> {
     if !tmux_available() {
         return None;
     }
@@ -30,7 +34,7 @@ fn start(width: u16, height: u16) -> Option<Session> {
     let work = tempfile::tempdir().unwrap();
     let command = format!(
         "cd {work} && AGENTTY_STATE_DIR={state} AGENTTY_DEMO_STATE_DIR={state}/demo \
-         AGENTTY_DEMO_TIME_SCALE=0.1 exec {bin} --provider demo --transport rpc",
+         AGENTTY_DEMO_TIME_SCALE=0.1 exec {bin} --provider demo --transport {transport}",
         work = work.path().display(),
         state = state.path().display(),
         bin = env!("CARGO_BIN_EXE_agentty"),
@@ -77,4 +81,24 @@ fn slash_model_switches_pi_to_its_second_model_for_the_next_request() {
     let last = requests.last().unwrap();
     assert_eq!(last.messages, ["hello there"]);
     assert_eq!(last.model.as_deref(), Some("demo-2"));
+}
+
+#[test]
+fn shift_tab_steps_an_acp_agents_modes_and_the_agent_receives_set_mode() {
+    let Some(session) = start_on("acp", 60, 18) else {
+        return;
+    };
+    let pane = &session.pane;
+    pane.wait_for_text("demo-acp-1 · mode Default");
+    pane.keys(&["BTab"]);
+    let switched = pane.wait_for_text("Mode: Accept edits");
+    eprintln!("after Shift+Tab at 60x18:\n{switched}");
+    assert!(switched.contains("mode Accept edits │"), "{switched}");
+    let logged = std::fs::read_to_string(session.state.path().join("demo/settings.jsonl")).unwrap();
+    assert!(
+        logged.contains(r#""method":"session/set_mode","value":"accept-edits""#),
+        "{logged}"
+    );
+    pane.keys(&["BTab"]);
+    pane.wait_for_text("mode Default │");
 }

@@ -22,7 +22,7 @@ use tokio::time::Instant;
 use super::fsm::{Effect, Input, Machine};
 use super::{Command, OrchestratorEvent, Recorder, TurnId};
 use crate::config::RetryPolicy;
-use crate::provider::pi::rpc::{AgentQueue, AgentStatus};
+use crate::provider::{AgentQueue, AgentStatus};
 use crate::provider::{
     AgentStream, AttemptRequest, Provider, SessionCheckpoint, SessionRef, StopControl, StopProgress,
 };

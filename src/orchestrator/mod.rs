@@ -24,7 +24,7 @@ pub mod fsm;
 pub mod headless;
 
 use crate::config::RetryPolicy;
-use crate::provider::pi::rpc::{AgentQueue, AgentStatus};
+use crate::provider::{AgentQueue, AgentStatus};
 use crate::provider::{AgentSetting, Interjection, StopProgress};
 use crate::stream::AgentMessage;
 use std::borrow::Cow;

@@ -18,7 +18,7 @@ use crate::app::transcript::{
     PlanCell, PlanItem, PlanStatus, RetryCountdown, ThoughtCell, ToolCell, ToolStatus, UserCell,
 };
 use crate::orchestrator::{Command, OrchestratorEvent, TurnId, TurnOutcome};
-use crate::provider::pi::rpc::AgentQueue;
+use crate::provider::AgentQueue;
 use crate::provider::StopProgress;
 use crate::sanitize::untrusted_owned;
 use crate::stream::{

@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use agent_client_protocol_schema::v1 as acp;
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
@@ -40,13 +41,41 @@ const PROTOCOL_VERSION: u64 = 1;
 
 type Waiters = Arc<Mutex<HashMap<String, oneshot::Sender<RpcHead>>>>;
 
-/// Responses to `initialize`, `session/new` and `session/load` go to their waiters.
-struct JsonRpcRouter(Waiters);
+/// Responses to `initialize`, `session/new` and `session/load` (and settings) go to their
+/// waiters. The router also follows the agent's mode, which the agent may change at any time
+/// (`current_mode_update`, between turns too), before the line goes on to the turn.
+struct JsonRpcRouter {
+    waiters: Waiters,
+    shared: AcpShared,
+}
+
+impl JsonRpcRouter {
+    fn follow_mode(&self, line: &Line) {
+        if memchr::memmem::find(line.text.as_bytes(), b"\"current_mode_update\"").is_none() {
+            return;
+        }
+        let Ok(message) = serde_json::from_str::<Value>(&line.text) else {
+            return;
+        };
+        if let Ok(notification) =
+            serde_json::from_value::<acp::SessionNotification>(message["params"].clone())
+        {
+            if let acp::SessionUpdate::CurrentModeUpdate(update) = notification.update {
+                self.shared.saw_mode(update.current_mode_id.to_string());
+            }
+        }
+    }
+}
 
 impl ResponseRouter for JsonRpcRouter {
     fn deliver(&self, line: &Line) -> bool {
+        self.follow_mode(line);
         // During a turn nobody waits: the turn's lines are not parsed twice.
-        if self.0.lock().map_or(true, |waiters| waiters.is_empty()) {
+        if self
+            .waiters
+            .lock()
+            .map_or(true, |waiters| waiters.is_empty())
+        {
             return false;
         }
         let Some(head) = RpcHead::parse(&line.text).filter(RpcHead::is_response) else {
@@ -56,7 +85,7 @@ impl ResponseRouter for JsonRpcRouter {
             return false;
         };
         let waiter = self
-            .0
+            .waiters
             .lock()
             .ok()
             .and_then(|mut waiters| waiters.remove(&key));
@@ -169,8 +198,12 @@ impl AcpSession {
             backend.prepare_session_load(id, request);
         }
         let waiters = Waiters::default();
-        let process = LiveProcess::start(&spec, JsonRpcRouter(waiters.clone()), "ACP agent")
-            .map_err(runner::start_failed)?;
+        let router = JsonRpcRouter {
+            waiters: waiters.clone(),
+            shared: shared.clone(),
+        };
+        let process =
+            LiveProcess::start(&spec, router, "ACP agent").map_err(runner::start_failed)?;
         let connection = Connection {
             lines: process.commands.clone(),
             waiters,

@@ -37,8 +37,8 @@ use tokio::time::Instant;
 use crate::process::{ExitReport, Line, StopControl};
 use crate::provider::runner::{self, AttemptMapping, EndedBy};
 use crate::provider::{
-    AgentSetting, AgentStream, AttemptRequest, Backend, Interjection, Provider, SessionCheckpoint,
-    SessionRef,
+    AgentQueue, AgentSetting, AgentStatus, AgentStream, AttemptRequest, Backend, Interjection,
+    ModelChoice, Provider, SessionCheckpoint, SessionRef,
 };
 use crate::stream::{notice_kind, AgentMessage, Failure, FailureReason};
 
@@ -51,13 +51,6 @@ const START_TIMEOUT: Duration = Duration::from_secs(60);
 const SWITCH_TIMEOUT: Duration = Duration::from_secs(5);
 /// After a failed attempt, how long pi may take to exit once its stdin is closed.
 const EXIT_AFTER_CLOSE: Duration = Duration::from_secs(2);
-
-/// What pi's steering queues hold (its `queue_update` event), for the UI.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct AgentQueue {
-    pub steering: Vec<String>,
-    pub follow_up: Vec<String>,
-}
 
 /// The RPC transport of a pi-speaking backend (pi itself, or the demo agent).
 pub struct RpcProvider {
@@ -72,52 +65,20 @@ pub struct RpcProvider {
     status: watch::Sender<AgentStatus>,
 }
 
-/// pi's model and thinking level (`get_state`), the models it offers (`get_available_models`)
-/// and its answer to the last change it refused. Tokens and cost come from each turn's own
-/// figures (the shared stream), the same live and after a resume.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct AgentStatus {
-    /// The model's id.
-    pub model: Option<String>,
-    pub thinking_level: Option<String>,
-    /// The models the agent offers, in its order (empty: it lists none).
-    pub models: Vec<ModelChoice>,
-    /// The thinking levels the current model takes (empty: it has none).
-    pub thinking_levels: Vec<String>,
-    /// How many changes the agent refused (or did not answer), and what it said the last time.
-    pub refusals: u64,
-    pub refusal: Option<String>,
-}
-
-/// One model the agent offers.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ModelChoice {
-    /// The agent's id for it (sent back unchanged to choose it).
-    pub id: String,
-    /// What to call it (the id when the agent gives no name).
-    pub name: String,
-    /// The agent's provider for it (pi's `set_model` names both).
-    pub provider: Option<String>,
-    /// Whether it takes a thinking level.
-    pub reasoning: bool,
-}
-
 /// pi's thinking levels (`xhigh` is left out: only some models take it).
 const THINKING_LEVELS: [&str; 5] = ["off", "minimal", "low", "medium", "high"];
 /// How long pi may take to answer a settings command.
 const SETTING_TIMEOUT: Duration = Duration::from_secs(10);
 
-impl ModelChoice {
-    /// A pi `Model` object.
-    fn of(model: &Value) -> Option<Self> {
-        let id = model["id"].as_str()?.to_owned();
-        Some(Self {
-            name: model["name"].as_str().unwrap_or(&id).to_owned(),
-            provider: model["provider"].as_str().map(str::to_owned),
-            reasoning: model["reasoning"].as_bool().unwrap_or(false),
-            id,
-        })
-    }
+/// A pi `Model` object as a choice.
+fn model_choice(model: &Value) -> Option<ModelChoice> {
+    let id = model["id"].as_str()?.to_owned();
+    Some(ModelChoice {
+        name: model["name"].as_str().unwrap_or(&id).to_owned(),
+        provider: model["provider"].as_str().map(str::to_owned),
+        reasoning: model["reasoning"].as_bool().unwrap_or(false),
+        id,
+    })
 }
 
 /// The thinking levels a model takes.
@@ -217,6 +178,8 @@ impl Provider for RpcProvider {
         };
         let status = self.status.clone();
         match setting {
+            // pi has no modes.
+            AgentSetting::Mode(_) => return false,
             AgentSetting::Model(id) => {
                 let provider = status
                     .borrow()
@@ -272,14 +235,6 @@ impl Drop for RpcProvider {
         // With no attempt running, end the process now; a running attempt holds `live`, and
         // the process ends when that attempt lets go of it (see `RpcSession`'s drop).
         self.live.release_if_idle();
-    }
-}
-
-impl AgentStatus {
-    /// The agent refused a change (or did not answer it).
-    fn refused(&mut self, why: String) {
-        self.refusals += 1;
-        self.refusal = Some(why);
     }
 }
 
@@ -412,7 +367,7 @@ impl RpcSession {
                 let models: Vec<ModelChoice> = models
                     .as_ref()
                     .and_then(|answer| answer["data"]["models"].as_array())
-                    .map(|models| models.iter().filter_map(ModelChoice::of).collect())
+                    .map(|models| models.iter().filter_map(model_choice).collect())
                     .unwrap_or_default();
                 status.send_modify(|status| {
                     status.model = data["model"]["id"].as_str().map(str::to_owned);
