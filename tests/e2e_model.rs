@@ -27,25 +27,38 @@ fn start(width: u16, height: u16) -> Option<Session> {
 }
 
 fn start_on(transport: &str, width: u16, height: u16) -> Option<Session> {
-    if !tmux_available() {
-        return None;
-    }
     let state = tempfile::tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
-    let command = format!(
-        "cd {work} && AGENTTY_STATE_DIR={state} AGENTTY_DEMO_STATE_DIR={state}/demo \
-         AGENTTY_DEMO_TIME_SCALE=0.1 exec {bin} --provider demo --transport {transport}",
-        work = work.path().display(),
-        state = state.path().display(),
-        bin = env!("CARGO_BIN_EXE_agentty"),
-    );
-    let pane = tmux::Pane::spawn(tmux::socket_name("agentty-model"), width, height, &command);
-    pane.wait_for_text("Ask the agent anything");
+    let pane = launch(state.path(), work.path(), transport, "", width, height)?;
     Some(Session {
         pane,
         state,
         _work: work,
     })
+}
+
+/// agentty on the demo agent over `transport` in `work`, with its state in `state` and `args`.
+fn launch(
+    state: &std::path::Path,
+    work: &std::path::Path,
+    transport: &str,
+    args: &str,
+    width: u16,
+    height: u16,
+) -> Option<tmux::Pane> {
+    if !tmux_available() {
+        return None;
+    }
+    let command = format!(
+        "cd {work} && AGENTTY_STATE_DIR={state} AGENTTY_DEMO_STATE_DIR={state}/demo \
+         AGENTTY_DEMO_TIME_SCALE=0.1 exec {bin} --provider demo --transport {transport} {args}",
+        work = work.display(),
+        state = state.display(),
+        bin = env!("CARGO_BIN_EXE_agentty"),
+    );
+    let pane = tmux::Pane::spawn(tmux::socket_name("agentty-model"), width, height, &command);
+    pane.wait_for_text("Ask the agent anything");
+    Some(pane)
 }
 
 #[test]
@@ -100,5 +113,47 @@ fn shift_tab_steps_an_acp_agents_modes_and_the_agent_receives_set_mode() {
         "{logged}"
     );
     pane.keys(&["BTab"]);
-    pane.wait_for_text("mode Default │");
+    pane.wait_for_text("· mode Default");
+}
+
+/// The mode the user chose holds across `--resume` (the demo agent starts every session it
+/// loads in its default mode, as the Claude adapter does), and `mode` in the provider's config
+/// sets where a new conversation starts.
+#[test]
+fn a_chosen_mode_holds_across_resume_and_the_config_sets_the_start() {
+    if !tmux_available() {
+        return;
+    }
+    let state = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let pane = launch(state.path(), work.path(), "acp", "", 100, 20).unwrap();
+    pane.wait_for_text("· mode Default");
+    pane.keys(&["BTab"]);
+    pane.wait_for_text("Mode: Accept edits");
+    pane.prompt("hello");
+    pane.wait_for_text("Hello from the demo ACP agent");
+    pane.wait_for_text("│ idle");
+    pane.keys(&["C-c", "C-c"]);
+    pane.kill_server();
+
+    let pane = launch(state.path(), work.path(), "acp", "--resume", 100, 20).unwrap();
+    let resumed = pane.wait_for_text("· mode Accept edits");
+    eprintln!("resumed:\n{resumed}");
+    let logged = std::fs::read_to_string(state.path().join("demo/settings.jsonl")).unwrap();
+    assert_eq!(
+        logged
+            .matches(r#""method":"session/set_mode","value":"accept-edits""#)
+            .count(),
+        2,
+        "chosen, then set again on the loaded session: {logged}"
+    );
+    pane.kill_server();
+
+    let config = state.path().join("config.toml");
+    std::fs::write(&config, "[providers.demo]\nmode = \"accept-edits\"\n").unwrap();
+    let fresh = tempfile::tempdir().unwrap();
+    let args = format!("--config {}", config.display());
+    let pane = launch(state.path(), fresh.path(), "acp", &args, 100, 20).unwrap();
+    pane.wait_for_text("· mode Accept edits");
+    pane.kill_server();
 }

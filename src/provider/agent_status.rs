@@ -67,8 +67,10 @@ pub struct ModeChoice {
     pub name: String,
 }
 
-/// A setting of the agent that the user changes mid-conversation (`/model`, Shift+Tab).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A setting of the agent that the user changes mid-conversation (`/model`, Shift+Tab). The
+/// ones chosen are logged, and set again when the conversation is resumed.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "setting", content = "value", rename_all = "snake_case")]
 pub enum AgentSetting {
     /// The model, by the agent's own id for it (one of the models it listed).
     Model(String),
@@ -76,4 +78,109 @@ pub enum AgentSetting {
     ThinkingLevel(String),
     /// The mode, by the agent's own id for it (one of the modes it listed).
     Mode(String),
+}
+
+impl AgentSetting {
+    /// Whether `other` sets the same thing (another value of it).
+    pub fn same_kind(&self, other: &AgentSetting) -> bool {
+        std::mem::discriminant(self) == std::mem::discriminant(other)
+    }
+
+    /// The agent runs with this value now.
+    pub fn is_held_by(&self, status: &AgentStatus) -> bool {
+        let current = match self {
+            AgentSetting::Model(_) => &status.model,
+            AgentSetting::ThinkingLevel(_) => &status.thinking_level,
+            AgentSetting::Mode(_) => &status.mode,
+        };
+        current.as_deref() == Some(self.value())
+    }
+
+    /// The agent lists this value among its choices (so asking for it can succeed).
+    pub fn is_offered_by(&self, status: &AgentStatus) -> bool {
+        match self {
+            AgentSetting::Model(id) => status.models.iter().any(|model| model.id == *id),
+            AgentSetting::ThinkingLevel(level) => status.thinking_levels.contains(level),
+            AgentSetting::Mode(id) => status.modes.iter().any(|mode| mode.id == *id),
+        }
+    }
+
+    fn value(&self) -> &str {
+        match self {
+            AgentSetting::Model(value)
+            | AgentSetting::ThinkingLevel(value)
+            | AgentSetting::Mode(value) => value,
+        }
+    }
+}
+
+/// The settings a conversation starts with from the provider's config: `model` (on an agent that
+/// lists its models; a CLI that takes `--model` runs it from the start anyway) and `mode`.
+pub fn configured_settings(settings: &crate::config::ProviderSettings) -> Vec<AgentSetting> {
+    let model = settings.model.clone().map(AgentSetting::Model);
+    let mode = settings.mode.clone().map(AgentSetting::Mode);
+    model.into_iter().chain(mode).collect()
+}
+
+/// `settings` with each of `later` replacing the one of its kind (or added).
+pub fn settings_overridden(
+    mut settings: Vec<AgentSetting>,
+    later: impl IntoIterator<Item = AgentSetting>,
+) -> Vec<AgentSetting> {
+    for setting in later {
+        settings.retain(|kept| !kept.same_kind(&setting));
+        settings.push(setting);
+    }
+    settings
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_later_setting_replaces_the_one_of_its_kind() {
+        let start = vec![
+            AgentSetting::Model("a".into()),
+            AgentSetting::Mode("plan".into()),
+        ];
+        let chosen = settings_overridden(
+            start,
+            [
+                AgentSetting::Mode("default".into()),
+                AgentSetting::ThinkingLevel("high".into()),
+            ],
+        );
+        assert_eq!(
+            chosen,
+            [
+                AgentSetting::Model("a".into()),
+                AgentSetting::Mode("default".into()),
+                AgentSetting::ThinkingLevel("high".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn held_and_offered_read_the_status() {
+        let status = AgentStatus {
+            model: Some("m1".into()),
+            models: vec![ModelChoice {
+                id: "m2".into(),
+                ..ModelChoice::default()
+            }],
+            modes: vec![ModeChoice {
+                id: "plan".into(),
+                name: "Plan".into(),
+            }],
+            ..AgentStatus::default()
+        };
+        assert!(AgentSetting::Model("m1".into()).is_held_by(&status));
+        assert!(!AgentSetting::Model("m2".into()).is_held_by(&status));
+        assert!(AgentSetting::Model("m2".into()).is_offered_by(&status));
+        assert!(AgentSetting::Mode("plan".into()).is_offered_by(&status));
+        assert!(!AgentSetting::ThinkingLevel("high".into()).is_offered_by(&status));
+        let logged = serde_json::to_string(&AgentSetting::Mode("plan".into())).unwrap();
+        assert_eq!(logged, r#"{"setting":"mode","value":"plan"}"#);
+    }
 }

@@ -35,7 +35,10 @@ pub use crate::config::Transport;
 use crate::process::SpawnSpec;
 pub use crate::process::{StopControl, StopProgress};
 use crate::stream::AgentMessage;
-pub use agent_status::{AgentQueue, AgentSetting, AgentStatus, ModeChoice, ModelChoice};
+pub use agent_status::{
+    configured_settings, settings_overridden, AgentQueue, AgentSetting, AgentStatus, ModeChoice,
+    ModelChoice,
+};
 pub use checkpoint::SessionCheckpoint;
 pub use mapper::{AgentOutcome, ExitFacts, LineVerdict, Mapper};
 
@@ -61,6 +64,9 @@ pub struct AttemptRequest {
     pub session: SessionRef,
     /// The agent's working directory; `None` means agentty's own.
     pub cwd: Option<PathBuf>,
+    /// The conversation's settings (model, mode, thinking level) a long-lived agent is set to
+    /// whenever its session opens (a new process, a reload), where it lists them.
+    pub settings: Vec<AgentSetting>,
     /// 1-based attempt number within the turn (the demo agent's `flaky` scenario reads it).
     pub attempt: u32,
     /// Demo scenario name (only the demo provider uses it).

@@ -157,6 +157,8 @@ impl AppState {
                 };
             }
             OrchestratorEvent::AgentStatusChanged(status) => self.on_agent_status(status),
+            // Said when the status showed it (`on_agent_status`); the log keeps it.
+            OrchestratorEvent::SettingChosen(_) => {}
             OrchestratorEvent::Notice {
                 turn,
                 kind,

@@ -22,7 +22,7 @@ use super::settings::AcpShared;
 use crate::process::Line;
 use crate::provider::live_process::{LiveItem, LiveProcess, LiveSession, ResponseRouter};
 use crate::provider::runner::{self, AttemptMapping, EndedBy};
-use crate::provider::{AttemptRequest, Backend, SessionRef};
+use crate::provider::{AgentSetting, AttemptRequest, Backend, SessionRef};
 use crate::stream::{AgentMessage, FailureReason};
 
 /// How long a starting agent may take to answer `initialize` and open its session (the Claude
@@ -222,6 +222,7 @@ impl AcpSession {
         };
         match session.open(request).await {
             Ok(()) => {
+                session.apply_settings(&request.settings).await;
                 session.publish();
                 Ok(session)
             }
@@ -291,6 +292,14 @@ impl AcpSession {
             Err(OpenFailure::Refused(error)) => Err(OpenFailure::Lost(error)),
             Err(other) => Err(other),
         }
+    }
+
+    /// The conversation's settings, on the session just opened (an adapter starts each
+    /// session on its default model and mode, a restarted one too).
+    async fn apply_settings(&self, settings: &[AgentSetting]) {
+        self.shared
+            .apply(&self.connection, &self.session_id, settings)
+            .await;
     }
 
     /// The provider reaches this session between turns from now on.
@@ -423,7 +432,7 @@ impl LiveSession for AcpSession {
 
     /// The restored session file read again by the running agent (`session/load` of the
     /// session it holds), where the agent is known to re-read it ([`super::AcpQuirks`]).
-    async fn reload(&mut self) -> bool {
+    async fn reload(&mut self, attempt: &AttemptRequest) -> bool {
         let session = SessionRef::Resume(self.session_id.clone());
         let request = AttemptRequest {
             session: session.clone(),
@@ -438,6 +447,7 @@ impl LiveSession for AcpSession {
         match self.load_session(&id, &session_cwd(&request)).await {
             Ok(()) => {
                 tracing::info!(session = %id, "the ACP agent re-read the restored session");
+                self.apply_settings(&attempt.settings).await;
                 self.publish();
                 self.prompted = false;
                 self.process.forget_stderr();
@@ -457,6 +467,7 @@ impl LiveSession for AcpSession {
             Ok(id) => {
                 tracing::info!(session = %id, "a new ACP session in the running agent");
                 self.session_id = id;
+                self.apply_settings(&request.settings).await;
                 self.publish();
                 self.started_for = request.session.clone();
                 self.prompted = false;

@@ -118,38 +118,66 @@ impl AcpShared {
     /// Sends `setting` to the session; false when no session runs or ACP has no such setting
     /// (thinking levels are a pi setting).
     pub(crate) fn change(&self, setting: AgentSetting) -> bool {
-        let (method, key, value) = match setting {
-            AgentSetting::Model(model) => ("session/set_model", "modelId", model),
-            AgentSetting::Mode(mode) => ("session/set_mode", "modeId", mode),
-            AgentSetting::ThinkingLevel(_) => return false,
-        };
+        if matches!(setting, AgentSetting::ThinkingLevel(_)) {
+            return false;
+        }
         let Some((connection, session_id)) = self.control.lock().ok().and_then(|c| c.clone())
         else {
             return false;
         };
-        let answer = connection.request(method, json!({"sessionId": session_id, key: value}));
         let status = self.status.clone();
-        tokio::spawn(async move {
-            let outcome = match tokio::time::timeout(SETTING_TIMEOUT, answer).await {
-                Ok(Ok(head)) => match head.error {
-                    None => Ok(()),
-                    Some(error) => Err(error.describe()),
-                },
-                Ok(Err(_)) => Err("the agent ended before answering".to_owned()),
-                Err(_) => Err(format!(
-                    "the agent did not answer within {} s",
-                    SETTING_TIMEOUT.as_secs()
-                )),
-            };
-            status.send_modify(|status| match outcome {
-                Ok(()) if key == "modeId" => status.mode = Some(value),
-                Ok(()) => status.model = Some(value),
-                Err(why) => {
-                    let what = if key == "modeId" { "mode" } else { "model" };
-                    status.refused(format!("{what} {value}: {why}"));
-                }
-            });
-        });
+        tokio::spawn(async move { ask(&connection, &session_id, setting, &status).await });
         true
     }
+
+    /// Sets the session just opened to the conversation's `settings` where the agent lists
+    /// them and runs another value, one after the other, each answer awaited (so the first
+    /// prompt runs with them).
+    pub(super) async fn apply(
+        &self,
+        connection: &Connection,
+        session_id: &str,
+        settings: &[AgentSetting],
+    ) {
+        for setting in settings {
+            let wanted = {
+                let status = self.status.borrow();
+                setting.is_offered_by(&status) && !setting.is_held_by(&status)
+            };
+            if wanted && !matches!(setting, AgentSetting::ThinkingLevel(_)) {
+                ask(connection, session_id, setting.clone(), &self.status).await;
+            }
+        }
+    }
+}
+
+/// Asks the agent for `setting` and puts its answer in `status`: the new value, or the refusal.
+async fn ask(
+    connection: &Connection,
+    session_id: &str,
+    setting: AgentSetting,
+    status: &watch::Sender<AgentStatus>,
+) {
+    let (method, key, what, value) = match setting {
+        AgentSetting::Model(model) => ("session/set_model", "modelId", "model", model),
+        AgentSetting::Mode(mode) => ("session/set_mode", "modeId", "mode", mode),
+        AgentSetting::ThinkingLevel(_) => return,
+    };
+    let answer = connection.request(method, json!({"sessionId": session_id, key: value}));
+    let outcome = match tokio::time::timeout(SETTING_TIMEOUT, answer).await {
+        Ok(Ok(head)) => match head.error {
+            None => Ok(()),
+            Some(error) => Err(error.describe()),
+        },
+        Ok(Err(_)) => Err("the agent ended before answering".to_owned()),
+        Err(_) => Err(format!(
+            "the agent did not answer within {} s",
+            SETTING_TIMEOUT.as_secs()
+        )),
+    };
+    status.send_modify(|status| match outcome {
+        Ok(()) if what == "mode" => status.mode = Some(value),
+        Ok(()) => status.model = Some(value),
+        Err(why) => status.refused(format!("{what} {value}: {why}")),
+    });
 }

@@ -173,51 +173,15 @@ impl Provider for RpcProvider {
     }
 
     fn change_setting(&self, setting: AgentSetting) -> bool {
+        // pi has no modes.
+        if matches!(setting, AgentSetting::Mode(_)) {
+            return false;
+        }
         let Some(writer) = self.control.lock().ok().and_then(|control| control.clone()) else {
             return false;
         };
         let status = self.status.clone();
-        match setting {
-            // pi has no modes.
-            AgentSetting::Mode(_) => return false,
-            AgentSetting::Model(id) => {
-                let provider = status
-                    .borrow()
-                    .models
-                    .iter()
-                    .find(|model| model.id == id)
-                    .and_then(|model| model.provider.clone());
-                let response = writer.request(
-                    "model",
-                    json!({"type": "set_model", "provider": provider, "modelId": id}),
-                );
-                tokio::spawn(async move {
-                    let answer = settled(response).await;
-                    status.send_modify(|status| match answer {
-                        Ok(data) => {
-                            status.model = data["id"].as_str().map(str::to_owned).or(Some(id));
-                            status.thinking_levels = levels_for(&data);
-                        }
-                        Err(refusal) => status.refused(format!("model {id}: {refusal}")),
-                    });
-                });
-            }
-            AgentSetting::ThinkingLevel(level) => {
-                let response = writer.request(
-                    "thinking",
-                    json!({"type": "set_thinking_level", "level": level}),
-                );
-                tokio::spawn(async move {
-                    let answer = settled(response).await;
-                    status.send_modify(|status| match answer {
-                        Ok(_) => status.thinking_level = Some(level),
-                        Err(refusal) => {
-                            status.refused(format!("thinking level {level}: {refusal}"))
-                        }
-                    });
-                });
-            }
-        }
+        tokio::spawn(async move { ask(&writer, setting, &status).await });
         true
     }
 
@@ -235,6 +199,44 @@ impl Drop for RpcProvider {
         // With no attempt running, end the process now; a running attempt holds `live`, and
         // the process ends when that attempt lets go of it (see `RpcSession`'s drop).
         self.live.release_if_idle();
+    }
+}
+
+/// Asks pi for `setting` and puts its answer in `status`: the new value, or the refusal.
+async fn ask(writer: &CommandWriter, setting: AgentSetting, status: &watch::Sender<AgentStatus>) {
+    match setting {
+        AgentSetting::Mode(_) => {}
+        AgentSetting::Model(id) => {
+            let provider = status
+                .borrow()
+                .models
+                .iter()
+                .find(|model| model.id == id)
+                .and_then(|model| model.provider.clone());
+            let response = writer.request(
+                "model",
+                json!({"type": "set_model", "provider": provider, "modelId": id}),
+            );
+            let answer = settled(response).await;
+            status.send_modify(|status| match answer {
+                Ok(data) => {
+                    status.model = data["id"].as_str().map(str::to_owned).or(Some(id));
+                    status.thinking_levels = levels_for(&data);
+                }
+                Err(refusal) => status.refused(format!("model {id}: {refusal}")),
+            });
+        }
+        AgentSetting::ThinkingLevel(level) => {
+            let response = writer.request(
+                "thinking",
+                json!({"type": "set_thinking_level", "level": level}),
+            );
+            let answer = settled(response).await;
+            status.send_modify(|status| match answer {
+                Ok(_) => status.thinking_level = Some(level),
+                Err(refusal) => status.refused(format!("thinking level {level}: {refusal}")),
+            });
+        }
     }
 }
 
@@ -375,6 +377,17 @@ impl RpcSession {
                     status.thinking_levels = levels_for(&data["model"]);
                     status.models = models;
                 });
+                // The conversation's settings (a `--model` from the config would otherwise
+                // win over the model the user chose), in order: a model before its level.
+                for setting in &request.settings {
+                    let wanted = {
+                        let status = status.borrow();
+                        setting.is_offered_by(&status) && !setting.is_held_by(&status)
+                    };
+                    if wanted {
+                        ask(&session.writer, setting.clone(), status).await;
+                    }
+                }
                 if let Ok(mut control) = control.lock() {
                     *control = Some(session.writer.clone());
                 }
@@ -464,7 +477,7 @@ impl LiveSession for RpcSession {
 
     /// `switch_session` to the session file, which the orchestrator has just restored: pi
     /// replaces what it holds with what the file holds, without a new process.
-    async fn reload(&mut self) -> bool {
+    async fn reload(&mut self, _request: &AttemptRequest) -> bool {
         let Some(file) = self.session_file.clone() else {
             return false;
         };
