@@ -24,8 +24,12 @@ pub struct ProviderSettings {
     pub args: Vec<String>,
     /// Extra environment for the agent.
     pub env: BTreeMap<String, String>,
-    /// The model, where the CLI takes one (`--model`).
+    /// The model, where the CLI takes one (`--model`); on an agent that lists its models (ACP),
+    /// the one a conversation starts on.
     pub model: Option<String>,
+    /// The mode a conversation starts in, by the agent's id for it (an ACP session mode such as
+    /// `plan`), where the agent lists modes.
+    pub mode: Option<String>,
     /// How to talk to the CLI (`json`, `rpc` or `acp`); `None`: the best it has for the chat,
     /// the one-shot JSON mode for `agentty run`.
     pub transport: Option<Transport>,
@@ -855,7 +859,7 @@ mod tests {
             "{warnings:?}"
         );
         assert!(
-            warnings[1].starts_with(&format!("{ORIGIN}, line 6: `providers.pi.comand`: unknown key (known keys: acp_command, args, command, env, model")),
+            warnings[1].starts_with(&format!("{ORIGIN}, line 6: `providers.pi.comand`: unknown key (known keys: acp_command, args, command, env, mode, model")),
             "{warnings:?}"
         );
         assert!(

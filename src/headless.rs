@@ -132,6 +132,7 @@ pub fn run(agent: AgentArgs, args: RunArgs) -> i32 {
             session,
             scenario: agent.scenario.clone(),
             session_log: session_log.map(|log| log as Arc<dyn crate::orchestrator::Recorder>),
+            settings: provider::configured_settings(&settings),
             ..OrchestratorOptions::new(provider)
         };
         let mut stdout = std::io::stdout().lock();

@@ -580,3 +580,82 @@ async fn the_agents_models_are_listed_and_a_choice_reaches_it_as_set_model() {
         "{now:?}"
     );
 }
+
+/// The modes an ACP agent lists with its session are the status bar's and Shift+Tab's; a choice
+/// goes to the running agent as `session/set_mode`, and the agent's own `current_mode_update`
+/// is followed (here, the one it sends after switching).
+#[tokio::test]
+async fn the_agents_modes_are_listed_and_a_choice_reaches_it_as_set_mode() {
+    use agentty::provider::AgentSetting;
+    let world = AcpWorld::playing("hello");
+    let mut status = world
+        .provider
+        .agent_status()
+        .expect("ACP reports its modes");
+    let first = world.turn("hi", SessionRef::New).await;
+    assert!(completed(&first), "{first:?}");
+    {
+        let now = status.borrow_and_update();
+        let ids: Vec<&str> = now.modes.iter().map(|mode| mode.id.as_str()).collect();
+        assert_eq!(ids, ["default", "accept-edits"], "{now:?}");
+        assert_eq!(
+            now.current_mode().map(|mode| mode.name.as_str()),
+            Some("Default")
+        );
+    }
+    assert!(world
+        .provider
+        .change_setting(AgentSetting::Mode("accept-edits".into())));
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while status.borrow().mode.as_deref() != Some("accept-edits") {
+            status.changed().await.unwrap();
+        }
+    })
+    .await
+    .expect("the agent switched");
+    assert_eq!(
+        status
+            .borrow()
+            .current_mode()
+            .map(|mode| mode.name.as_str()),
+        Some("Accept edits")
+    );
+    let logged = std::fs::read_to_string(world.demo.state.path().join("settings.jsonl")).unwrap();
+    assert!(
+        logged.contains(r#""method":"session/set_mode","value":"accept-edits""#),
+        "{logged}"
+    );
+    assert!(world
+        .provider
+        .change_setting(AgentSetting::Mode("no-such-mode".into())));
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while status.borrow().refusals == 0 {
+            status.changed().await.unwrap();
+        }
+    })
+    .await
+    .expect("the agent refused");
+    let now = status.borrow();
+    assert_eq!(now.mode.as_deref(), Some("accept-edits"), "unchanged");
+    assert!(
+        now.refusal
+            .as_deref()
+            .is_some_and(|why| why.contains("no-such-mode")),
+        "{now:?}"
+    );
+}
+
+/// An agent that changes its mode by itself (`current_mode_update`) is followed: the status
+/// says the new mode without the user asking.
+#[tokio::test]
+async fn a_mode_the_agent_switches_to_by_itself_is_followed() {
+    let world = AcpWorld::playing("switch-mode");
+    let status = world
+        .provider
+        .agent_status()
+        .expect("ACP reports its modes");
+    let turn = world.turn("go on", SessionRef::New).await;
+    assert!(completed(&turn), "{turn:?}");
+    assert_eq!(status.borrow().mode.as_deref(), Some("accept-edits"));
+    assert_eq!(status.borrow().refusals, 0);
+}

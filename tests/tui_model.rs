@@ -9,8 +9,8 @@ use crossterm::event::{KeyCode, KeyModifiers};
 use agentty::app::state::AppEffect;
 use agentty::config::Transport;
 use agentty::orchestrator::{Command, OrchestratorEvent};
-use agentty::provider::pi::rpc::{AgentStatus, ModelChoice};
 use agentty::provider::AgentSetting;
+use agentty::provider::{AgentStatus, ModelChoice};
 
 #[path = "support/chat.rs"]
 mod chat;

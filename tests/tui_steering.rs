@@ -6,8 +6,8 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use agentty::app::state::AppEffect;
 use agentty::orchestrator::{Command, OrchestratorEvent};
-use agentty::provider::pi::rpc::{AgentQueue, AgentStatus};
 use agentty::provider::Interjection;
+use agentty::provider::{AgentQueue, AgentStatus};
 use agentty::stream::AgentMessage;
 
 #[path = "support/chat.rs"]

@@ -21,7 +21,7 @@ pub struct ConversationPicker {
 pub enum PickerOutcome {
     Open,
     Close,
-    Chosen(ConversationSummary),
+    Chosen(Box<ConversationSummary>),
 }
 
 impl ConversationPicker {
@@ -54,7 +54,7 @@ impl ConversationPicker {
             KeyCode::Esc => return PickerOutcome::Close,
             KeyCode::Enter => {
                 return match self.visible().get(self.selected) {
-                    Some(summary) => PickerOutcome::Chosen((*summary).clone()),
+                    Some(summary) => PickerOutcome::Chosen(Box::new((*summary).clone())),
                     None => PickerOutcome::Open,
                 }
             }
@@ -94,6 +94,7 @@ mod tests {
             turns: 1,
             last_turn: 1,
             session_id: None,
+            settings: Vec::new(),
         }
     }
 
@@ -120,7 +121,7 @@ mod tests {
         picker.on_key(key(KeyCode::Down));
         assert_eq!(
             picker.on_key(key(KeyCode::Enter)),
-            PickerOutcome::Chosen(summary("ccc", "pi", "Parser docs"))
+            PickerOutcome::Chosen(Box::new(summary("ccc", "pi", "Parser docs")))
         );
         picker.on_key(key(KeyCode::Down));
         assert_eq!(picker.selected, 0, "wraps around");

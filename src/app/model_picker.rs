@@ -6,7 +6,7 @@
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::list::ListSelection;
-use crate::provider::pi::rpc::ModelChoice;
+use crate::provider::ModelChoice;
 
 /// The picker as typed so far.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -195,7 +195,9 @@ pub fn load(summary: ConversationSummary) -> Result<ResumedConversation, String>
             LogEntry::TurnEnded { .. }
             | LogEntry::Header { .. }
             | LogEntry::Raw { .. }
-            | LogEntry::Session { .. } => None,
+            | LogEntry::Session { .. }
+            // Set again on the agent once it runs (`ConversationSummary::settings`).
+            | LogEntry::Setting { .. } => None,
         };
         if let Some((event, at_ms)) = event {
             last_at = at_ms.or(last_at);

@@ -29,7 +29,7 @@ use super::permission::PermissionPrompt;
 use super::transcript::{CellBody, CellId, NoticeCell, NoticeLevel, Transcript};
 use crate::config::RetryPolicy;
 use crate::orchestrator::{Command, TurnId, TurnOutcome};
-use crate::provider::pi::rpc::{AgentQueue, AgentStatus};
+use crate::provider::{AgentQueue, AgentStatus};
 use crate::provider::{AgentSetting, StopProgress};
 use crate::sanitize::{for_clipboard, untrusted_owned};
 use crate::session_log::ConversationSummary;

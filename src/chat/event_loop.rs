@@ -28,7 +28,10 @@ use crate::launch::resolve_provider;
 use crate::orchestrator::{
     spawn_orchestrator, Command, OrchestratorEvent, OrchestratorHandle, OrchestratorOptions,
 };
-use crate::provider::{build_provider_with, default_chat_transport, SessionRef};
+use crate::provider::{
+    build_provider_with, configured_settings, default_chat_transport, settings_overridden,
+    SessionRef,
+};
 use crate::session_log::lock::ConversationLock;
 use crate::session_log::{
     sessions_dir, ConversationSummary, NewConversation, Origin, SessionLogWriter,
@@ -73,7 +76,7 @@ enum ConversationLog {
     New,
     /// A conversation being resumed: its log is appended to (under its lock, when it could be
     /// taken), its turns numbered on.
-    Resume(ConversationSummary, Option<ConversationLock>),
+    Resume(Box<ConversationSummary>, Option<ConversationLock>),
 }
 
 impl Launch {
@@ -97,6 +100,12 @@ impl Launch {
         let provider = build_provider_with(name, &settings, transport)?;
         let steers = provider.can_interject();
         let transport = provider.transport();
+        // The config's start, then what the user chose in the conversation being resumed.
+        let chosen = match &conversation {
+            ConversationLog::Resume(summary, _) => summary.settings.clone(),
+            ConversationLog::New => Vec::new(),
+        };
+        let conversation_settings = settings_overridden(configured_settings(&settings), chosen);
         let (writer, first_turn) = match conversation {
             ConversationLog::New => (
                 SessionLogWriter::start(
@@ -148,6 +157,7 @@ impl Launch {
             scenario: self.scenario.clone(),
             session_log: session_log.map(|log| log as Arc<dyn crate::orchestrator::Recorder>),
             first_turn,
+            settings: conversation_settings,
         });
         Ok(Started {
             handle,
@@ -338,7 +348,7 @@ impl Reopened {
                 let session = session_of(&summary);
                 (
                     Reopened::Continued(resumed),
-                    ConversationLog::Resume(summary, lock),
+                    ConversationLog::Resume(Box::new(summary), lock),
                     session,
                 )
             }

@@ -22,7 +22,7 @@ use tokio::time::Instant;
 use super::fsm::{Effect, Input, Machine};
 use super::{Command, OrchestratorEvent, Recorder, TurnId};
 use crate::config::RetryPolicy;
-use crate::provider::pi::rpc::{AgentQueue, AgentStatus};
+use crate::provider::{settings_overridden, AgentQueue, AgentSetting, AgentStatus};
 use crate::provider::{
     AgentStream, AttemptRequest, Provider, SessionCheckpoint, SessionRef, StopControl, StopProgress,
 };
@@ -42,6 +42,9 @@ pub struct OrchestratorOptions {
     pub session_log: Option<Arc<dyn Recorder>>,
     /// The first turn's id (a resumed conversation numbers its turns on from its log).
     pub first_turn: TurnId,
+    /// The settings the conversation runs with (the config's start, then what the user chose
+    /// in a resumed conversation): every attempt carries them, with the user's later choices.
+    pub settings: Vec<AgentSetting>,
 }
 
 impl OrchestratorOptions {
@@ -55,6 +58,7 @@ impl OrchestratorOptions {
             scenario: None,
             session_log: None,
             first_turn: 1,
+            settings: Vec::new(),
         }
     }
 }
@@ -114,6 +118,12 @@ struct Driver {
     /// The agent's own steering queue and status, for providers that report them.
     agent_queue: Option<watch::Receiver<AgentQueue>>,
     agent_status: Option<watch::Receiver<AgentStatus>>,
+    /// The conversation's settings (see `OrchestratorOptions`), with the user's choices.
+    settings: Vec<AgentSetting>,
+    /// Settings the user asked for that the agent has not taken yet.
+    settings_asked: Vec<AgentSetting>,
+    /// The agent's count of refused changes, as last seen.
+    refusals_seen: u64,
 }
 
 impl Driver {
@@ -123,6 +133,7 @@ impl Driver {
             .with_interjections(options.provider.can_interject());
         let agent_queue = options.provider.agent_queue();
         let agent_status = options.provider.agent_status();
+        let settings = options.settings.clone();
         Self {
             options,
             machine,
@@ -136,6 +147,27 @@ impl Driver {
             receiver_gone: false,
             agent_queue,
             agent_status,
+            settings,
+            settings_asked: Vec::new(),
+            refusals_seen: 0,
+        }
+    }
+
+    /// A setting the user asked for that the agent now holds is the conversation's: logged,
+    /// and carried by every later attempt (a restarted agent is set to it again).
+    fn follow_settings(&mut self, status: &AgentStatus) {
+        if status.refusals > self.refusals_seen {
+            self.refusals_seen = status.refusals;
+            self.settings_asked.clear();
+        }
+        let (taken, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut self.settings_asked)
+            .into_iter()
+            .partition(|setting| setting.is_held_by(status));
+        self.settings_asked = waiting;
+        for setting in taken {
+            self.settings =
+                settings_overridden(std::mem::take(&mut self.settings), [setting.clone()]);
+            self.emit(OrchestratorEvent::SettingChosen(setting));
         }
     }
 
@@ -146,6 +178,7 @@ impl Driver {
             cwd: self.options.cwd.clone(),
             attempt: 1,
             scenario: self.options.scenario.clone(),
+            settings: self.settings.clone(),
             ..AttemptRequest::default()
         });
         let mut commands_open = true;
@@ -180,6 +213,7 @@ impl Driver {
                         continue;
                     }
                     status = watch_next(&mut self.agent_status) => {
+                        self.follow_settings(&status);
                         self.emit(OrchestratorEvent::AgentStatusChanged(status));
                         continue;
                     }
@@ -292,7 +326,10 @@ impl Driver {
                     }
                 }
                 Effect::ChangeSetting(setting) => {
-                    if !self.options.provider.change_setting(setting.clone()) {
+                    self.settings_asked.retain(|kept| !kept.same_kind(&setting));
+                    if self.options.provider.change_setting(setting.clone()) {
+                        self.settings_asked.push(setting);
+                    } else {
                         tracing::warn!(?setting, "the agent cannot change this setting now");
                     }
                 }
@@ -417,6 +454,7 @@ impl Driver {
             cwd: self.options.cwd.clone(),
             attempt,
             scenario: self.options.scenario.clone(),
+            settings: self.settings.clone(),
             raw_line_tap: self
                 .options
                 .session_log

@@ -24,7 +24,7 @@ pub mod fsm;
 pub mod headless;
 
 use crate::config::RetryPolicy;
-use crate::provider::pi::rpc::{AgentQueue, AgentStatus};
+use crate::provider::{AgentQueue, AgentStatus};
 use crate::provider::{AgentSetting, Interjection, StopProgress};
 use crate::stream::AgentMessage;
 use std::borrow::Cow;
@@ -129,6 +129,7 @@ impl OrchestratorEvent {
             | OrchestratorEvent::SessionChanged { .. }
             | OrchestratorEvent::AgentQueueChanged(_)
             | OrchestratorEvent::AgentStatusChanged(_)
+            | OrchestratorEvent::SettingChosen(_)
             | OrchestratorEvent::ShutDown => None,
         }
     }
@@ -213,8 +214,11 @@ pub enum OrchestratorEvent {
     },
     /// The agent's own queue of steering and follow-up messages (long-lived transports).
     AgentQueueChanged(AgentQueue),
-    /// The agent's model, thinking level, session cost and tokens (long-lived transports).
+    /// The agent's model, mode and thinking level and what it offers (long-lived transports).
     AgentStatusChanged(AgentStatus),
+    /// The agent took a setting the user chose: the conversation keeps it (its log holds it,
+    /// and a resume sets it again).
+    SettingChosen(AgentSetting),
     /// Something the orchestrator did that the user should know (`kind` as in `notice`).
     Notice {
         turn: TurnId,

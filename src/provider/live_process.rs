@@ -198,9 +198,13 @@ pub(crate) trait LiveSession: Send + Sized {
     /// Ends it and waits for it.
     fn close(self) -> impl std::future::Future<Output = ()> + Send;
     /// The agent's stored session was restored from a checkpoint: re-reads it in this process
-    /// instead of starting another (an agent that can switch to a session file); false when
-    /// it cannot, and the process is then replaced.
-    fn reload(&mut self) -> impl std::future::Future<Output = bool> + Send {
+    /// for `request` instead of starting another (an agent that can switch to a session
+    /// file); false when it cannot, and the process is then replaced.
+    fn reload(
+        &mut self,
+        request: &AttemptRequest,
+    ) -> impl std::future::Future<Output = bool> + Send {
+        let _ = request;
         async { false }
     }
     /// Opens a new agent session for `request` in this process instead of starting another
@@ -297,7 +301,7 @@ impl<S: LiveSession + 'static> LiveSlot<S> {
         if serves && stale {
             // The restored file is what the process must hold: re-read where it can.
             if let Some(session) = slot.as_mut() {
-                reuse = session.reload().await;
+                reuse = session.reload(request).await;
             }
         }
         if !reuse && !stale && request.session == SessionRef::New {

@@ -5,6 +5,7 @@
 //! in the orchestrator only.
 
 pub mod acp;
+mod agent_status;
 pub mod checkpoint;
 pub mod claude;
 pub mod codex;
@@ -34,6 +35,10 @@ pub use crate::config::Transport;
 use crate::process::SpawnSpec;
 pub use crate::process::{StopControl, StopProgress};
 use crate::stream::AgentMessage;
+pub use agent_status::{
+    configured_settings, settings_overridden, AgentQueue, AgentSetting, AgentStatus, ModeChoice,
+    ModelChoice,
+};
 pub use checkpoint::SessionCheckpoint;
 pub use mapper::{AgentOutcome, ExitFacts, LineVerdict, Mapper};
 
@@ -59,6 +64,9 @@ pub struct AttemptRequest {
     pub session: SessionRef,
     /// The agent's working directory; `None` means agentty's own.
     pub cwd: Option<PathBuf>,
+    /// The conversation's settings (model, mode, thinking level) a long-lived agent is set to
+    /// whenever its session opens (a new process, a reload), where it lists them.
+    pub settings: Vec<AgentSetting>,
     /// 1-based attempt number within the turn (the demo agent's `flaky` scenario reads it).
     pub attempt: u32,
     /// Demo scenario name (only the demo provider uses it).
@@ -165,15 +173,6 @@ pub enum Interjection {
     FollowUp,
 }
 
-/// A setting of the agent that the user changes mid-conversation (`/model`, Shift+Tab).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum AgentSetting {
-    /// The model, by the agent's own id for it (one of the models it listed).
-    Model(String),
-    /// The thinking level (reasoning effort), one of the levels the model takes.
-    ThinkingLevel(String),
-}
-
 /// The transport the chat uses for `name` unless told otherwise: the best the backend has.
 /// pi's RPC mode and ACP are long-lived and two-way (no cold start per turn, in-band stop;
 /// steering for pi, permission prompts for ACP): Gemini speaks ACP itself, Claude Code and
@@ -252,11 +251,11 @@ pub trait Provider: Send + Sync {
         let _ = request;
     }
     /// The agent's own queue of steering / follow-up messages, for transports that have one.
-    fn agent_queue(&self) -> Option<tokio::sync::watch::Receiver<pi::rpc::AgentQueue>> {
+    fn agent_queue(&self) -> Option<tokio::sync::watch::Receiver<AgentQueue>> {
         None
     }
     /// The agent's model, thinking level, cost and tokens, for transports that report them.
-    fn agent_status(&self) -> Option<tokio::sync::watch::Receiver<pi::rpc::AgentStatus>> {
+    fn agent_status(&self) -> Option<tokio::sync::watch::Receiver<AgentStatus>> {
         None
     }
 }

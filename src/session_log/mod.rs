@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::orchestrator::{OrchestratorEvent, TurnId, TurnOutcome};
+use crate::provider::AgentSetting;
 pub mod failure;
 pub mod lock;
 pub mod raw;
@@ -97,6 +98,13 @@ pub enum LogEntry {
     },
     /// The agent session the next turn continues.
     Session { session_id: Option<String> },
+    /// A setting the user chose (model, mode, thinking level), set again on resume.
+    Setting {
+        #[serde(flatten)]
+        setting: AgentSetting,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at_ms: Option<u64>,
+    },
 }
 
 /// A turn's outcome as logged: structured since version 2, a string (`completed`, `cancelled`,
@@ -324,6 +332,10 @@ impl SessionLogWriter {
             }
             OrchestratorEvent::SessionChanged { session_id } => self.append(LogEntry::Session {
                 session_id: session_id.clone(),
+            }),
+            OrchestratorEvent::SettingChosen(setting) => self.append(LogEntry::Setting {
+                setting: setting.clone(),
+                at_ms: Some(now_ms()),
             }),
             OrchestratorEvent::ShutDown => self.flush(),
             OrchestratorEvent::AttemptStarted { .. }
@@ -827,6 +839,34 @@ mod tests {
         assert!(summary.is_named(&id[..6]));
         assert!(!summary.is_named("zzz"));
         assert_eq!(latest_session_log(dir.path()), Some(path));
+    }
+
+    #[test]
+    fn the_settings_chosen_are_logged_and_the_last_of_each_kind_is_resumed() {
+        let dir = tempfile::tempdir().unwrap();
+        let writer = new_chat(dir.path());
+        let path = writer.path().to_path_buf();
+        turn(&writer, 1, "hi", "s-1");
+        for setting in [
+            AgentSetting::Mode("plan".into()),
+            AgentSetting::Model("m2".into()),
+            AgentSetting::Mode("default".into()),
+        ] {
+            writer.record_event(&OrchestratorEvent::SettingChosen(setting));
+        }
+        drop(writer);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            text.contains(r#"{"kind":"setting","setting":"mode","value":"plan","at_ms":"#),
+            "{text}"
+        );
+        assert_eq!(
+            read_summary(&path).unwrap().settings,
+            [
+                AgentSetting::Model("m2".into()),
+                AgentSetting::Mode("default".into())
+            ]
+        );
     }
 
     #[test]

@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use super::raw::INLINE_RAW_PREFIX;
 use super::{LogEntry, Origin};
 use crate::orchestrator::TurnId;
+use crate::provider::{settings_overridden, AgentSetting};
 use crate::stream::AgentMessage;
 
 /// The longest log line read: eight of the longest agent lines (a message made of one is at
@@ -47,6 +48,8 @@ pub struct ConversationSummary {
     pub last_turn: TurnId,
     /// The agent session the next turn continues.
     pub session_id: Option<String>,
+    /// The settings the user chose in the conversation (the last of each kind), to set again.
+    pub settings: Vec<AgentSetting>,
 }
 
 impl ConversationSummary {
@@ -184,7 +187,7 @@ fn turn_of(entry: &LogEntry) -> Option<TurnId> {
         | LogEntry::Message { turn, .. }
         | LogEntry::Raw { turn, .. }
         | LogEntry::TurnEnded { turn, .. } => Some(*turn),
-        LogEntry::Header { .. } | LogEntry::Session { .. } => None,
+        LogEntry::Header { .. } | LogEntry::Session { .. } | LogEntry::Setting { .. } => None,
     }
 }
 
@@ -369,6 +372,7 @@ pub(crate) fn summarise<R: BufRead>(
         turns: 0,
         last_turn: 0,
         session_id: None,
+        settings: Vec::new(),
     };
     let mut tracker = SessionTracker::new(header.version);
     let mut see_line = |line: &[u8]| {
@@ -387,6 +391,10 @@ pub(crate) fn summarise<R: BufRead>(
             summary.turns += 1;
         }
         summary.last_turn = summary.last_turn.max(turn_of(&entry).unwrap_or(0));
+        if let LogEntry::Setting { setting, .. } = &entry {
+            summary.settings =
+                settings_overridden(std::mem::take(&mut summary.settings), [setting.clone()]);
+        }
         tracker.see(&entry);
     };
     if let Some(line) = held_line {

@@ -170,7 +170,7 @@ fn turn_of(entry: &LogEntry) -> u64 {
         | LogEntry::Message { turn, .. }
         | LogEntry::Raw { turn, .. }
         | LogEntry::TurnEnded { turn, .. } => *turn,
-        LogEntry::Header { .. } | LogEntry::Session { .. } => 0,
+        LogEntry::Header { .. } | LogEntry::Session { .. } | LogEntry::Setting { .. } => 0,
     }
 }
 

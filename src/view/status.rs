@@ -61,17 +61,27 @@ pub(crate) fn render_status(state: &AppState, area: Rect, buf: &mut Buffer, now:
         .as_ref()
         .or(state.usage_book.model.as_ref())
         .or(state.model.as_ref());
+    let mut settings = String::new();
     if let Some(model) = model {
-        let thinking = state
-            .agent_status
-            .thinking_level
-            .as_ref()
-            .map(|level| format!(" · thinking {level}"))
-            .unwrap_or_default();
+        settings.push_str(&format!(" · {model}"));
+        if let Some(level) = &state.agent_status.thinking_level {
+            settings.push_str(&format!(" · thinking {level}"));
+        }
+    }
+    // The mode by its name; an id the agent did not list (yet) as it is.
+    let mode = state
+        .agent_status
+        .current_mode()
+        .map(|mode| &mode.name)
+        .or(state.agent_status.mode.as_ref());
+    if let Some(mode) = mode {
+        settings.push_str(&format!(" · mode {mode}"));
+    }
+    if !settings.is_empty() {
         segments.push(Segment {
             drop_order: 3,
             right: false,
-            spans: vec![Span::styled(format!(" · {model}{thinking}"), base)],
+            spans: vec![Span::styled(settings, base)],
         });
     }
     // The whole id when everything fits (to copy into `--session`), else head and tail.

@@ -18,7 +18,7 @@ use crate::app::transcript::{
     PlanCell, PlanItem, PlanStatus, RetryCountdown, ThoughtCell, ToolCell, ToolStatus, UserCell,
 };
 use crate::orchestrator::{Command, OrchestratorEvent, TurnId, TurnOutcome};
-use crate::provider::pi::rpc::AgentQueue;
+use crate::provider::AgentQueue;
 use crate::provider::StopProgress;
 use crate::sanitize::untrusted_owned;
 use crate::stream::{
@@ -157,6 +157,8 @@ impl AppState {
                 };
             }
             OrchestratorEvent::AgentStatusChanged(status) => self.on_agent_status(status),
+            // Said when the status showed it (`on_agent_status`); the log keeps it.
+            OrchestratorEvent::SettingChosen(_) => {}
             OrchestratorEvent::Notice {
                 turn,
                 kind,

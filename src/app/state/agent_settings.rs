@@ -1,5 +1,5 @@
 //! The agent's settings in the user's hands: `/model` (the agent's own list of models) and
-//! Shift+Tab (its next thinking level). A change is asked of the agent (`ChangeSetting`) and
+//! Shift+Tab (its next mode where it has modes, else its next thinking level). A change is asked of the agent (`ChangeSetting`) and
 //! shown once the agent confirms it in its status; a refusal is shown as the agent worded it.
 //! Where the agent lists nothing, the picker says so instead of offering nothing.
 
@@ -10,8 +10,8 @@ use crate::app::menu::Overlay;
 use crate::app::model_picker::{next_level, ModelPicker, ModelPickerOutcome};
 use crate::app::transcript::NoticeLevel;
 use crate::orchestrator::Command;
-use crate::provider::pi::rpc::{AgentStatus, ModelChoice};
 use crate::provider::AgentSetting;
+use crate::provider::{AgentStatus, ModeChoice, ModelChoice};
 use crate::sanitize::untrusted_owned;
 
 impl AppState {
@@ -56,7 +56,21 @@ impl AppState {
         }
     }
 
-    /// Shift+Tab: the current model's next thinking level; where there is none, it says so.
+    /// Shift+Tab: the agent's next mode (Claude Code's habit) where it has modes; else the
+    /// current model's next thinking level (pi's habit).
+    pub(super) fn cycle_mode_or_thinking_level(&mut self) -> Vec<AppEffect> {
+        let status = &self.agent_status;
+        if status.modes.is_empty() {
+            return self.cycle_thinking_level();
+        }
+        let ids: Vec<String> = status.modes.iter().map(|mode| mode.id.clone()).collect();
+        match next_level(&ids, status.mode.as_deref()) {
+            Some(mode) => self.ask_setting(AgentSetting::Mode(mode)),
+            None => Vec::new(),
+        }
+    }
+
+    /// The current model's next thinking level; where there is none, it says so.
     pub(super) fn cycle_thinking_level(&mut self) -> Vec<AppEffect> {
         let status = &self.agent_status;
         let Some(level) = next_level(&status.thinking_levels, status.thinking_level.as_deref())
@@ -87,6 +101,7 @@ impl AppState {
         self.agent_status = AgentStatus {
             model: status.model.map(|model| untrusted_owned(&model)),
             thinking_level: status.thinking_level.map(|level| untrusted_owned(&level)),
+            mode: status.mode.map(|mode| untrusted_owned(&mode)),
             models: status
                 .models
                 .into_iter()
@@ -101,6 +116,15 @@ impl AppState {
                 .thinking_levels
                 .iter()
                 .map(|level| untrusted_owned(level))
+                .collect(),
+            // Ids go back to the agent unchanged: a mode is found by its id, shown by its name.
+            modes: status
+                .modes
+                .into_iter()
+                .map(|mode| ModeChoice {
+                    name: untrusted_owned(&mode.name),
+                    ..mode
+                })
                 .collect(),
             refusal: status.refusal.map(|refusal| untrusted_owned(&refusal)),
             ..status
@@ -125,6 +149,11 @@ impl AppState {
                 .as_ref()
                 .filter(|current| *current == level)
                 .map(|level| format!("Thinking level: {level}")),
+            Some(AgentSetting::Mode(id)) => self
+                .agent_status
+                .current_mode()
+                .filter(|mode| mode.id == *id)
+                .map(|mode| format!("Mode: {}", mode.name)),
             None => None,
         };
         if let Some(done) = done {

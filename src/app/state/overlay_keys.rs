@@ -115,7 +115,7 @@ impl AppState {
                     self.notice(NoticeLevel::Info, "That is the conversation you are in.");
                     return Vec::new();
                 }
-                return vec![AppEffect::ResumeConversation(summary)];
+                return vec![AppEffect::ResumeConversation(*summary)];
             }
         }
         Vec::new()

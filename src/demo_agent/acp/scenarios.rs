@@ -107,6 +107,10 @@ pub(crate) const SCENARIOS: &[(&str, &str)] = &[
         LAG_AFTER_CANCEL,
         "after a cancel, each answer comes one prompt late",
     ),
+    (
+        "switch-mode",
+        "switches itself to accept-edits mode mid-turn (current_mode_update), as an agent leaving plan mode does",
+    ),
 ];
 
 /// The scenario that plays the Claude adapter's answer-one-turn-late bug.
@@ -140,6 +144,7 @@ pub(crate) enum Scenario {
     FlakyTwice,
     CutStream,
     LagAfterCancel,
+    SwitchMode,
 }
 
 /// The scenario names, in listing order.
@@ -172,6 +177,7 @@ impl Scenario {
             "flaky-twice" => Self::FlakyTwice,
             "cut-stream" => Self::CutStream,
             LAG_AFTER_CANCEL => Self::LagAfterCancel,
+            "switch-mode" => Self::SwitchMode,
             _ => return None,
         })
     }
@@ -199,6 +205,12 @@ pub(crate) fn play(scenario: Scenario, turn: &mut Turn, prompt: &str) -> Result<
             turn.say("After thinking: hello!")?;
         }
         Scenario::Plan => plan(turn)?,
+        Scenario::SwitchMode => {
+            turn.say("The plan is done; from here on I edit without asking.")?;
+            turn.update(
+                json!({"sessionUpdate": "current_mode_update", "currentModeId": "accept-edits"}),
+            )?;
+        }
         Scenario::Permission => permission(turn)?,
         Scenario::PermissionDelayed => permission_delayed(turn)?,
         Scenario::PermissionUnannounced => permission_unannounced(turn)?,
@@ -490,7 +502,7 @@ mod tests {
         for name in names() {
             assert!(Scenario::from_name(name).is_some(), "{name}");
         }
-        assert_eq!(names().count(), 22);
+        assert_eq!(names().count(), 23);
     }
 
     #[test]

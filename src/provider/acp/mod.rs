@@ -146,9 +146,7 @@ impl Provider for AcpProvider {
         self.shared.change(setting)
     }
 
-    fn agent_status(
-        &self,
-    ) -> Option<tokio::sync::watch::Receiver<crate::provider::pi::rpc::AgentStatus>> {
+    fn agent_status(&self) -> Option<tokio::sync::watch::Receiver<crate::provider::AgentStatus>> {
         Some(self.shared.status())
     }
 

@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use agent_client_protocol_schema::v1 as acp;
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
@@ -21,7 +22,7 @@ use super::settings::AcpShared;
 use crate::process::Line;
 use crate::provider::live_process::{LiveItem, LiveProcess, LiveSession, ResponseRouter};
 use crate::provider::runner::{self, AttemptMapping, EndedBy};
-use crate::provider::{AttemptRequest, Backend, SessionRef};
+use crate::provider::{AgentSetting, AttemptRequest, Backend, SessionRef};
 use crate::stream::{AgentMessage, FailureReason};
 
 /// How long a starting agent may take to answer `initialize` and open its session (the Claude
@@ -40,13 +41,41 @@ const PROTOCOL_VERSION: u64 = 1;
 
 type Waiters = Arc<Mutex<HashMap<String, oneshot::Sender<RpcHead>>>>;
 
-/// Responses to `initialize`, `session/new` and `session/load` go to their waiters.
-struct JsonRpcRouter(Waiters);
+/// Responses to `initialize`, `session/new` and `session/load` (and settings) go to their
+/// waiters. The router also follows the agent's mode, which the agent may change at any time
+/// (`current_mode_update`, between turns too), before the line goes on to the turn.
+struct JsonRpcRouter {
+    waiters: Waiters,
+    shared: AcpShared,
+}
+
+impl JsonRpcRouter {
+    fn follow_mode(&self, line: &Line) {
+        if memchr::memmem::find(line.text.as_bytes(), b"\"current_mode_update\"").is_none() {
+            return;
+        }
+        let Ok(message) = serde_json::from_str::<Value>(&line.text) else {
+            return;
+        };
+        if let Ok(notification) =
+            serde_json::from_value::<acp::SessionNotification>(message["params"].clone())
+        {
+            if let acp::SessionUpdate::CurrentModeUpdate(update) = notification.update {
+                self.shared.saw_mode(update.current_mode_id.to_string());
+            }
+        }
+    }
+}
 
 impl ResponseRouter for JsonRpcRouter {
     fn deliver(&self, line: &Line) -> bool {
+        self.follow_mode(line);
         // During a turn nobody waits: the turn's lines are not parsed twice.
-        if self.0.lock().map_or(true, |waiters| waiters.is_empty()) {
+        if self
+            .waiters
+            .lock()
+            .map_or(true, |waiters| waiters.is_empty())
+        {
             return false;
         }
         let Some(head) = RpcHead::parse(&line.text).filter(RpcHead::is_response) else {
@@ -56,7 +85,7 @@ impl ResponseRouter for JsonRpcRouter {
             return false;
         };
         let waiter = self
-            .0
+            .waiters
             .lock()
             .ok()
             .and_then(|mut waiters| waiters.remove(&key));
@@ -169,8 +198,12 @@ impl AcpSession {
             backend.prepare_session_load(id, request);
         }
         let waiters = Waiters::default();
-        let process = LiveProcess::start(&spec, JsonRpcRouter(waiters.clone()), "ACP agent")
-            .map_err(runner::start_failed)?;
+        let router = JsonRpcRouter {
+            waiters: waiters.clone(),
+            shared: shared.clone(),
+        };
+        let process =
+            LiveProcess::start(&spec, router, "ACP agent").map_err(runner::start_failed)?;
         let connection = Connection {
             lines: process.commands.clone(),
             waiters,
@@ -189,6 +222,7 @@ impl AcpSession {
         };
         match session.open(request).await {
             Ok(()) => {
+                session.apply_settings(&request.settings).await;
                 session.publish();
                 Ok(session)
             }
@@ -258,6 +292,14 @@ impl AcpSession {
             Err(OpenFailure::Refused(error)) => Err(OpenFailure::Lost(error)),
             Err(other) => Err(other),
         }
+    }
+
+    /// The conversation's settings, on the session just opened (an adapter starts each
+    /// session on its default model and mode, a restarted one too).
+    async fn apply_settings(&self, settings: &[AgentSetting]) {
+        self.shared
+            .apply(&self.connection, &self.session_id, settings)
+            .await;
     }
 
     /// The provider reaches this session between turns from now on.
@@ -390,7 +432,7 @@ impl LiveSession for AcpSession {
 
     /// The restored session file read again by the running agent (`session/load` of the
     /// session it holds), where the agent is known to re-read it ([`super::AcpQuirks`]).
-    async fn reload(&mut self) -> bool {
+    async fn reload(&mut self, attempt: &AttemptRequest) -> bool {
         let session = SessionRef::Resume(self.session_id.clone());
         let request = AttemptRequest {
             session: session.clone(),
@@ -405,6 +447,7 @@ impl LiveSession for AcpSession {
         match self.load_session(&id, &session_cwd(&request)).await {
             Ok(()) => {
                 tracing::info!(session = %id, "the ACP agent re-read the restored session");
+                self.apply_settings(&attempt.settings).await;
                 self.publish();
                 self.prompted = false;
                 self.process.forget_stderr();
@@ -424,6 +467,7 @@ impl LiveSession for AcpSession {
             Ok(id) => {
                 tracing::info!(session = %id, "a new ACP session in the running agent");
                 self.session_id = id;
+                self.apply_settings(&request.settings).await;
                 self.publish();
                 self.started_for = request.session.clone();
                 self.prompted = false;

@@ -1,11 +1,14 @@
-//! What an ACP agent says of its models, and switching them between turns.
+//! What an ACP agent says of its models and modes, and switching them between turns.
 //!
 //! `session/new` and `session/load` answer with `models {availableModels: [{modelId, name}],
-//! currentModelId}` (the Claude adapter, the demo agent; Gemini CLI with its own list): the
-//! status bar names the current model and `/model` offers the list. A choice is sent as
-//! `session/set_model {sessionId, modelId}` on the running agent (responses are routed to
-//! their waiter whether or not a turn runs), and shown once the agent accepts it; a refusal is
-//! shown in the agent's words.
+//! currentModelId}` (the Claude adapter, the demo agent; Gemini CLI with its own list) and
+//! `modes {availableModes: [{id, name}], currentModeId}` (the Claude adapter's permission modes,
+//! Gemini's approval modes, Codex's presets): the status bar names the current model and mode,
+//! `/model` offers the models and Shift+Tab goes to the next mode. A choice is sent as
+//! `session/set_model {sessionId, modelId}` or `session/set_mode {sessionId, modeId}` on the
+//! running agent (responses are routed to their waiter whether or not a turn runs), and shown
+//! once the agent accepts it; a refusal is shown in the agent's words. The agent may change
+//! its mode itself (`current_mode_update`, e.g. leaving plan mode): the status follows.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -14,8 +17,7 @@ use serde_json::{json, Value};
 use tokio::sync::watch;
 
 use super::session::Connection;
-use crate::provider::pi::rpc::{AgentStatus, ModelChoice};
-use crate::provider::AgentSetting;
+use crate::provider::{AgentSetting, AgentStatus, ModeChoice, ModelChoice};
 
 /// How long an agent may take to answer a settings request.
 const SETTING_TIMEOUT: Duration = Duration::from_secs(10);
@@ -47,8 +49,47 @@ impl AcpShared {
         }
     }
 
-    /// The `models` of a `session/new` or `session/load` answer, when it has them.
+    /// The `models` and `modes` of a `session/new` or `session/load` answer, when it has them.
     pub(super) fn saw_choices(&self, answer: &Value) {
+        self.saw_models(answer);
+        self.saw_modes(answer);
+    }
+
+    fn saw_modes(&self, answer: &Value) {
+        let Some(modes) = answer.get("modes").filter(|modes| modes.is_object()) else {
+            return;
+        };
+        let choices: Vec<ModeChoice> = modes["availableModes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|mode| {
+                let id = mode["id"].as_str()?.to_owned();
+                Some(ModeChoice {
+                    name: mode["name"].as_str().unwrap_or(&id).to_owned(),
+                    id,
+                })
+            })
+            .collect();
+        let current = modes["currentModeId"].as_str().map(str::to_owned);
+        self.status.send_modify(|status| {
+            status.modes = choices;
+            if current.is_some() {
+                status.mode = current;
+            }
+        });
+    }
+
+    /// The agent says it is in mode `mode` now (`current_mode_update`).
+    pub(super) fn saw_mode(&self, mode: String) {
+        self.status.send_if_modified(|status| {
+            let changed = status.mode.as_deref() != Some(mode.as_str());
+            status.mode = Some(mode);
+            changed
+        });
+    }
+
+    fn saw_models(&self, answer: &Value) {
         let Some(models) = answer.get("models").filter(|models| models.is_object()) else {
             return;
         };
@@ -77,38 +118,66 @@ impl AcpShared {
     /// Sends `setting` to the session; false when no session runs or ACP has no such setting
     /// (thinking levels are a pi setting).
     pub(crate) fn change(&self, setting: AgentSetting) -> bool {
-        let AgentSetting::Model(model) = setting else {
+        if matches!(setting, AgentSetting::ThinkingLevel(_)) {
             return false;
-        };
+        }
         let Some((connection, session_id)) = self.control.lock().ok().and_then(|c| c.clone())
         else {
             return false;
         };
-        let answer = connection.request(
-            "session/set_model",
-            json!({"sessionId": session_id, "modelId": model}),
-        );
         let status = self.status.clone();
-        tokio::spawn(async move {
-            let outcome = match tokio::time::timeout(SETTING_TIMEOUT, answer).await {
-                Ok(Ok(head)) => match head.error {
-                    None => Ok(()),
-                    Some(error) => Err(error.describe()),
-                },
-                Ok(Err(_)) => Err("the agent ended before answering".to_owned()),
-                Err(_) => Err(format!(
-                    "the agent did not answer within {} s",
-                    SETTING_TIMEOUT.as_secs()
-                )),
-            };
-            status.send_modify(|status| match outcome {
-                Ok(()) => status.model = Some(model),
-                Err(why) => {
-                    status.refusals += 1;
-                    status.refusal = Some(format!("model {model}: {why}"));
-                }
-            });
-        });
+        tokio::spawn(async move { ask(&connection, &session_id, setting, &status).await });
         true
     }
+
+    /// Sets the session just opened to the conversation's `settings` where the agent lists
+    /// them and runs another value, one after the other, each answer awaited (so the first
+    /// prompt runs with them).
+    pub(super) async fn apply(
+        &self,
+        connection: &Connection,
+        session_id: &str,
+        settings: &[AgentSetting],
+    ) {
+        for setting in settings {
+            let wanted = {
+                let status = self.status.borrow();
+                setting.is_offered_by(&status) && !setting.is_held_by(&status)
+            };
+            if wanted && !matches!(setting, AgentSetting::ThinkingLevel(_)) {
+                ask(connection, session_id, setting.clone(), &self.status).await;
+            }
+        }
+    }
+}
+
+/// Asks the agent for `setting` and puts its answer in `status`: the new value, or the refusal.
+async fn ask(
+    connection: &Connection,
+    session_id: &str,
+    setting: AgentSetting,
+    status: &watch::Sender<AgentStatus>,
+) {
+    let (method, key, what, value) = match setting {
+        AgentSetting::Model(model) => ("session/set_model", "modelId", "model", model),
+        AgentSetting::Mode(mode) => ("session/set_mode", "modeId", "mode", mode),
+        AgentSetting::ThinkingLevel(_) => return,
+    };
+    let answer = connection.request(method, json!({"sessionId": session_id, key: value}));
+    let outcome = match tokio::time::timeout(SETTING_TIMEOUT, answer).await {
+        Ok(Ok(head)) => match head.error {
+            None => Ok(()),
+            Some(error) => Err(error.describe()),
+        },
+        Ok(Err(_)) => Err("the agent ended before answering".to_owned()),
+        Err(_) => Err(format!(
+            "the agent did not answer within {} s",
+            SETTING_TIMEOUT.as_secs()
+        )),
+    };
+    status.send_modify(|status| match outcome {
+        Ok(()) if what == "mode" => status.mode = Some(value),
+        Ok(()) => status.model = Some(value),
+        Err(why) => status.refused(format!("{what} {value}: {why}")),
+    });
 }

@@ -37,8 +37,8 @@ use tokio::time::Instant;
 use crate::process::{ExitReport, Line, StopControl};
 use crate::provider::runner::{self, AttemptMapping, EndedBy};
 use crate::provider::{
-    AgentSetting, AgentStream, AttemptRequest, Backend, Interjection, Provider, SessionCheckpoint,
-    SessionRef,
+    AgentQueue, AgentSetting, AgentStatus, AgentStream, AttemptRequest, Backend, Interjection,
+    ModelChoice, Provider, SessionCheckpoint, SessionRef,
 };
 use crate::stream::{notice_kind, AgentMessage, Failure, FailureReason};
 
@@ -51,13 +51,6 @@ const START_TIMEOUT: Duration = Duration::from_secs(60);
 const SWITCH_TIMEOUT: Duration = Duration::from_secs(5);
 /// After a failed attempt, how long pi may take to exit once its stdin is closed.
 const EXIT_AFTER_CLOSE: Duration = Duration::from_secs(2);
-
-/// What pi's steering queues hold (its `queue_update` event), for the UI.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct AgentQueue {
-    pub steering: Vec<String>,
-    pub follow_up: Vec<String>,
-}
 
 /// The RPC transport of a pi-speaking backend (pi itself, or the demo agent).
 pub struct RpcProvider {
@@ -72,52 +65,20 @@ pub struct RpcProvider {
     status: watch::Sender<AgentStatus>,
 }
 
-/// pi's model and thinking level (`get_state`), the models it offers (`get_available_models`)
-/// and its answer to the last change it refused. Tokens and cost come from each turn's own
-/// figures (the shared stream), the same live and after a resume.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct AgentStatus {
-    /// The model's id.
-    pub model: Option<String>,
-    pub thinking_level: Option<String>,
-    /// The models the agent offers, in its order (empty: it lists none).
-    pub models: Vec<ModelChoice>,
-    /// The thinking levels the current model takes (empty: it has none).
-    pub thinking_levels: Vec<String>,
-    /// How many changes the agent refused (or did not answer), and what it said the last time.
-    pub refusals: u64,
-    pub refusal: Option<String>,
-}
-
-/// One model the agent offers.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ModelChoice {
-    /// The agent's id for it (sent back unchanged to choose it).
-    pub id: String,
-    /// What to call it (the id when the agent gives no name).
-    pub name: String,
-    /// The agent's provider for it (pi's `set_model` names both).
-    pub provider: Option<String>,
-    /// Whether it takes a thinking level.
-    pub reasoning: bool,
-}
-
 /// pi's thinking levels (`xhigh` is left out: only some models take it).
 const THINKING_LEVELS: [&str; 5] = ["off", "minimal", "low", "medium", "high"];
 /// How long pi may take to answer a settings command.
 const SETTING_TIMEOUT: Duration = Duration::from_secs(10);
 
-impl ModelChoice {
-    /// A pi `Model` object.
-    fn of(model: &Value) -> Option<Self> {
-        let id = model["id"].as_str()?.to_owned();
-        Some(Self {
-            name: model["name"].as_str().unwrap_or(&id).to_owned(),
-            provider: model["provider"].as_str().map(str::to_owned),
-            reasoning: model["reasoning"].as_bool().unwrap_or(false),
-            id,
-        })
-    }
+/// A pi `Model` object as a choice.
+fn model_choice(model: &Value) -> Option<ModelChoice> {
+    let id = model["id"].as_str()?.to_owned();
+    Some(ModelChoice {
+        name: model["name"].as_str().unwrap_or(&id).to_owned(),
+        provider: model["provider"].as_str().map(str::to_owned),
+        reasoning: model["reasoning"].as_bool().unwrap_or(false),
+        id,
+    })
 }
 
 /// The thinking levels a model takes.
@@ -212,49 +173,15 @@ impl Provider for RpcProvider {
     }
 
     fn change_setting(&self, setting: AgentSetting) -> bool {
+        // pi has no modes.
+        if matches!(setting, AgentSetting::Mode(_)) {
+            return false;
+        }
         let Some(writer) = self.control.lock().ok().and_then(|control| control.clone()) else {
             return false;
         };
         let status = self.status.clone();
-        match setting {
-            AgentSetting::Model(id) => {
-                let provider = status
-                    .borrow()
-                    .models
-                    .iter()
-                    .find(|model| model.id == id)
-                    .and_then(|model| model.provider.clone());
-                let response = writer.request(
-                    "model",
-                    json!({"type": "set_model", "provider": provider, "modelId": id}),
-                );
-                tokio::spawn(async move {
-                    let answer = settled(response).await;
-                    status.send_modify(|status| match answer {
-                        Ok(data) => {
-                            status.model = data["id"].as_str().map(str::to_owned).or(Some(id));
-                            status.thinking_levels = levels_for(&data);
-                        }
-                        Err(refusal) => status.refused(format!("model {id}: {refusal}")),
-                    });
-                });
-            }
-            AgentSetting::ThinkingLevel(level) => {
-                let response = writer.request(
-                    "thinking",
-                    json!({"type": "set_thinking_level", "level": level}),
-                );
-                tokio::spawn(async move {
-                    let answer = settled(response).await;
-                    status.send_modify(|status| match answer {
-                        Ok(_) => status.thinking_level = Some(level),
-                        Err(refusal) => {
-                            status.refused(format!("thinking level {level}: {refusal}"))
-                        }
-                    });
-                });
-            }
-        }
+        tokio::spawn(async move { ask(&writer, setting, &status).await });
         true
     }
 
@@ -275,11 +202,41 @@ impl Drop for RpcProvider {
     }
 }
 
-impl AgentStatus {
-    /// The agent refused a change (or did not answer it).
-    fn refused(&mut self, why: String) {
-        self.refusals += 1;
-        self.refusal = Some(why);
+/// Asks pi for `setting` and puts its answer in `status`: the new value, or the refusal.
+async fn ask(writer: &CommandWriter, setting: AgentSetting, status: &watch::Sender<AgentStatus>) {
+    match setting {
+        AgentSetting::Mode(_) => {}
+        AgentSetting::Model(id) => {
+            let provider = status
+                .borrow()
+                .models
+                .iter()
+                .find(|model| model.id == id)
+                .and_then(|model| model.provider.clone());
+            let response = writer.request(
+                "model",
+                json!({"type": "set_model", "provider": provider, "modelId": id}),
+            );
+            let answer = settled(response).await;
+            status.send_modify(|status| match answer {
+                Ok(data) => {
+                    status.model = data["id"].as_str().map(str::to_owned).or(Some(id));
+                    status.thinking_levels = levels_for(&data);
+                }
+                Err(refusal) => status.refused(format!("model {id}: {refusal}")),
+            });
+        }
+        AgentSetting::ThinkingLevel(level) => {
+            let response = writer.request(
+                "thinking",
+                json!({"type": "set_thinking_level", "level": level}),
+            );
+            let answer = settled(response).await;
+            status.send_modify(|status| match answer {
+                Ok(_) => status.thinking_level = Some(level),
+                Err(refusal) => status.refused(format!("thinking level {level}: {refusal}")),
+            });
+        }
     }
 }
 
@@ -412,7 +369,7 @@ impl RpcSession {
                 let models: Vec<ModelChoice> = models
                     .as_ref()
                     .and_then(|answer| answer["data"]["models"].as_array())
-                    .map(|models| models.iter().filter_map(ModelChoice::of).collect())
+                    .map(|models| models.iter().filter_map(model_choice).collect())
                     .unwrap_or_default();
                 status.send_modify(|status| {
                     status.model = data["model"]["id"].as_str().map(str::to_owned);
@@ -420,6 +377,17 @@ impl RpcSession {
                     status.thinking_levels = levels_for(&data["model"]);
                     status.models = models;
                 });
+                // The conversation's settings (a `--model` from the config would otherwise
+                // win over the model the user chose), in order: a model before its level.
+                for setting in &request.settings {
+                    let wanted = {
+                        let status = status.borrow();
+                        setting.is_offered_by(&status) && !setting.is_held_by(&status)
+                    };
+                    if wanted {
+                        ask(&session.writer, setting.clone(), status).await;
+                    }
+                }
                 if let Ok(mut control) = control.lock() {
                     *control = Some(session.writer.clone());
                 }
@@ -509,7 +477,7 @@ impl LiveSession for RpcSession {
 
     /// `switch_session` to the session file, which the orchestrator has just restored: pi
     /// replaces what it holds with what the file holds, without a new process.
-    async fn reload(&mut self) -> bool {
+    async fn reload(&mut self, _request: &AttemptRequest) -> bool {
         let Some(file) = self.session_file.clone() else {
             return false;
         };
