@@ -211,6 +211,8 @@ pub(crate) fn check_scenario(
     }
     let known = if transport == Some(crate::config::Transport::Acp) {
         crate::demo_agent::acp_scenario_names()
+    } else if transport == Some(crate::config::Transport::AppServer) {
+        crate::demo_agent::codex_app_server::SCENARIOS.to_vec()
     } else {
         crate::demo_agent::scenario_names()
     };

@@ -73,6 +73,10 @@ pub enum Transport {
     Rpc,
     /// One long-lived process per conversation speaking the Agent Client Protocol.
     Acp,
+    /// One long-lived Codex `app-server` per conversation (JSON-RPC over stdio).
+    #[serde(rename = "app-server")]
+    #[value(name = "app-server")]
+    AppServer,
 }
 
 impl Transport {
@@ -82,6 +86,7 @@ impl Transport {
             Transport::Json => "json",
             Transport::Rpc => "rpc",
             Transport::Acp => "acp",
+            Transport::AppServer => "app-server",
         }
     }
 
@@ -91,6 +96,7 @@ impl Transport {
             Transport::Json => "one process per turn (JSON mode)",
             Transport::Rpc => "one long-lived process (RPC mode)",
             Transport::Acp => "one long-lived process (Agent Client Protocol)",
+            Transport::AppServer => "one long-lived process (Codex app-server)",
         }
     }
 }

@@ -61,11 +61,9 @@ pub fn run(agent: AgentArgs, args: RunArgs) -> i32 {
     ) {
         return usage_error(&message);
     }
-    // One-shot by default: a single prompt gains nothing from a long-lived process.
-    let transport = choice
-        .settings
-        .chosen_transport()
-        .unwrap_or(provider::Transport::Json);
+    // One-shot by default (a single prompt gains nothing from a long-lived process), unless
+    // the CLI's two-way mode is what honours `--permissions` (Codex's app-server).
+    let transport = provider::default_run_transport(&choice.name, &choice.settings);
     let mut settings = choice.settings.clone();
     settings.permissions = Some(cli::HeadlessPermissions::policy(
         args.permissions,

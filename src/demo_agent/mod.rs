@@ -19,6 +19,7 @@
 
 pub(crate) mod acp;
 mod bash;
+pub(crate) mod codex_app_server;
 mod player;
 mod rpc;
 mod scenario;
@@ -75,6 +76,9 @@ pub fn run(args: DemoAgentArgs) -> i32 {
     let flavour = acp::Flavour::from_name(&args.flavour).unwrap_or(acp::Flavour::Default);
     if args.mode == "acp" {
         return acp::run(args.scenario.as_deref(), args.stay_on_eof, flavour);
+    }
+    if args.mode == codex_app_server::MODE {
+        return codex_app_server::run(args.scenario.as_deref());
     }
     if flavour != acp::Flavour::Default {
         eprintln!(
