@@ -47,7 +47,7 @@ pub(crate) fn id_key(id: &Value) -> String {
 }
 
 /// The Codex app-server mapper of one attempt.
-pub(crate) struct AppServerMapper {
+pub struct AppServerMapper {
     /// The prompt this turn was started with (a user message with other text was steering).
     prompt: String,
     turn_id: Option<String>,
@@ -61,10 +61,12 @@ pub(crate) struct AppServerMapper {
     held_thoughts: Vec<String>,
     usage: Option<Usage>,
     ended: Option<AgentOutcome>,
+    /// agentty answered an approval `cancel` (the user refused and stopped the turn).
+    refused_and_stopped: bool,
 }
 
 impl AppServerMapper {
-    pub(crate) fn new(prompt: &str) -> Self {
+    pub fn new(prompt: &str) -> Self {
         Self {
             prompt: prompt.to_owned(),
             turn_id: None,
@@ -75,6 +77,7 @@ impl AppServerMapper {
             held_thoughts: Vec::new(),
             usage: None,
             ended: None,
+            refused_and_stopped: false,
         }
     }
 
@@ -225,6 +228,17 @@ impl AppServerMapper {
         self.tools.fail_all_open("Codex", interrupted, out);
         self.tools.release_thoughts(&mut self.held_thoughts, out);
         self.ended = Some(match turn["status"].as_str().unwrap_or_default() {
+            // The user's refusal ended the turn (not a stop): the turn is over, and says why.
+            "interrupted" if self.refused_and_stopped => {
+                out.push(AgentMessage::notice(
+                    notice_kind::WARNING,
+                    "Codex stopped the turn: you refused what it asked to do.",
+                ));
+                AgentOutcome::Completed {
+                    stop_reason: "refused".to_owned(),
+                    usage: self.usage.clone(),
+                }
+            }
             "interrupted" => AgentOutcome::Aborted,
             "failed" => {
                 let error = &turn["error"];
@@ -342,6 +356,14 @@ impl Mapper for AppServerMapper {
             LineVerdict::Event
         } else {
             LineVerdict::Ignored
+        }
+    }
+
+    fn map_client_line(&mut self, line: &str, _out: &mut Vec<AgentMessage>) {
+        if let Ok(answer) = serde_json::from_str::<Value>(line) {
+            if answer["result"]["decision"] == "cancel" {
+                self.refused_and_stopped = true;
+            }
         }
     }
 

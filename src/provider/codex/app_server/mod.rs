@@ -33,7 +33,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, watch};
 
-pub(crate) use mapper::AppServerMapper;
+pub use mapper::AppServerMapper;
 
 use self::mapper::{decision_value, COMMAND_APPROVAL, FILE_CHANGE_APPROVAL};
 use self::session::{settled, AppServerSession, REQUEST_TIMEOUT};
