@@ -40,7 +40,8 @@ const MODEL: &str = "demo-model";
 pub const WRITTEN_FILE: &str = "agentty-demo.txt";
 const REPLY: &str = "Hello from the demo Codex app-server.";
 
-/// The log of the demo's model requests in `state_dir`: `{"thread","users":[...]}` a line.
+/// The log of the demo's model requests in `state_dir`: `{"thread","users":[...],"model",
+/// "effort","pid"}` a line (`pid`: the app-server process that made it).
 pub fn requests_file(state_dir: &Path) -> PathBuf {
     state_dir.join("codex-app-server-requests.jsonl")
 }
@@ -522,7 +523,7 @@ fn log_request(thread: &Thread, settings: &Value) {
         .append(true)
         .open(requests_file(&dir))
     {
-        let _ = writeln!(log, "{}", json!({"thread": thread.id, "users": thread.users(), "model": settings["model"], "effort": settings["effort"]}));
+        let _ = writeln!(log, "{}", json!({"thread": thread.id, "users": thread.users(), "model": settings["model"], "effort": settings["effort"], "pid": std::process::id()}));
     }
 }
 

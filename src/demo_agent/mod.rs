@@ -19,7 +19,7 @@
 
 pub(crate) mod acp;
 mod bash;
-pub(crate) mod codex_app_server;
+pub mod codex_app_server;
 mod player;
 mod rpc;
 mod scenario;
