@@ -21,13 +21,13 @@ use std::sync::Arc;
 
 use agent_stream::{collect, read_until, session_id, text, PATIENCE};
 use agentty::config::{PermissionPolicy, ProviderSettings};
-use demo_launcher::DemoLauncher;
 use agentty::demo_agent::codex_app_server::{requests_file, WRITTEN_FILE};
 use agentty::provider::{
     build_backend, provider_on, AgentSetting, AttemptRequest, Interjection, Provider, SessionRef,
     StopControl, Transport,
 };
 use agentty::stream::{AgentMessage, StopStage};
+use demo_launcher::DemoLauncher;
 use serde_json::Value;
 use tempfile::TempDir;
 
@@ -65,7 +65,12 @@ impl Rig {
         }
     }
 
-    async fn run(&self, provider: &dyn Provider, prompt: &str, session: SessionRef) -> Vec<AgentMessage> {
+    async fn run(
+        &self,
+        provider: &dyn Provider,
+        prompt: &str,
+        session: SessionRef,
+    ) -> Vec<AgentMessage> {
         collect(provider.execute(self.request(prompt, session), StopControl::new())).await
     }
 
@@ -115,7 +120,9 @@ fn notices<'m>(messages: &'m [AgentMessage], wanted: &str) -> Vec<&'m str> {
 async fn turns_stream_live_on_one_process_and_the_repeated_warning_shows_once() {
     let rig = Rig::new();
     let provider = rig.provider(PermissionPolicy::Ask);
-    let one = rig.run(provider.as_ref(), "say hello", SessionRef::New).await;
+    let one = rig
+        .run(provider.as_ref(), "say hello", SessionRef::New)
+        .await;
     assert!(completed(&one), "{one:?}");
     assert_eq!(text(&one), "Hello from the demo Codex app-server.");
     let deltas = one
@@ -125,21 +132,34 @@ async fn turns_stream_live_on_one_process_and_the_repeated_warning_shows_once() 
     assert!(deltas > 1, "live deltas: {one:?}");
     let thread = session_id(&one);
     let two = rig
-        .run(provider.as_ref(), "and again", SessionRef::Resume(thread.clone()))
+        .run(
+            provider.as_ref(),
+            "and again",
+            SessionRef::Resume(thread.clone()),
+        )
         .await;
     assert!(completed(&two), "{two:?}");
-    assert!(matches!(&two[0], AgentMessage::SessionResumed { session_id, .. } if *session_id == thread));
+    assert!(
+        matches!(&two[0], AgentMessage::SessionResumed { session_id, .. } if *session_id == thread)
+    );
     // Codex warns about the unknown model every turn; agentty says it once.
     assert_eq!(notices(&one, "warning").len(), 1, "{one:?}");
     assert!(notices(&two, "warning").is_empty(), "{two:?}");
     let requests = rig.requests();
     assert_eq!(requests.len(), 2);
-    assert_eq!(requests[0]["pid"], requests[1]["pid"], "one process for both turns");
+    assert_eq!(
+        requests[0]["pid"], requests[1]["pid"],
+        "one process for both turns"
+    );
     assert_eq!(rig.users()[1], ["say hello", "and again"]);
     let AgentMessage::Completed { usage, .. } = two.last().unwrap() else {
         unreachable!()
     };
-    assert_eq!(usage.as_ref().and_then(|usage| usage.input_tokens), Some(12), "the turn's own");
+    assert_eq!(
+        usage.as_ref().and_then(|usage| usage.input_tokens),
+        Some(12),
+        "the turn's own"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -147,7 +167,10 @@ async fn a_permission_answered_allow_writes_the_file_and_decline_does_not() {
     let rig = Rig::new();
     let provider = rig.provider(PermissionPolicy::Ask);
     for (answer, written) in [("decline", false), ("accept", true)] {
-        let mut stream = provider.execute(rig.request("please write it", SessionRef::New), StopControl::new());
+        let mut stream = provider.execute(
+            rig.request("please write it", SessionRef::New),
+            StopControl::new(),
+        );
         let seen = read_until(&mut stream, |message| {
             matches!(message, AgentMessage::PermissionRequest(_))
         })
@@ -155,14 +178,19 @@ async fn a_permission_answered_allow_writes_the_file_and_decline_does_not() {
         let Some(AgentMessage::PermissionRequest(request)) = seen.last() else {
             unreachable!()
         };
-        assert_eq!(request.command.as_deref(), Some(format!("touch {WRITTEN_FILE}").as_str()));
+        assert_eq!(
+            request.command.as_deref(),
+            Some(format!("touch {WRITTEN_FILE}").as_str())
+        );
         assert!(!rig.written().exists(), "nothing runs before the answer");
         assert!(provider.answer_permission(&request.id, Some(answer.to_owned()), None));
         let rest = collect(stream).await;
         assert!(completed(&rest), "{rest:?}");
         assert_eq!(rig.written().exists(), written, "{answer}: {rest:?}");
-        let resolved = rest.iter().any(|message| matches!(message,
-            AgentMessage::PermissionResolved { outcome, .. } if outcome == answer));
+        let resolved = rest.iter().any(|message| {
+            matches!(message,
+            AgentMessage::PermissionResolved { outcome, .. } if outcome == answer)
+        });
         assert!(resolved, "{rest:?}");
     }
 }
@@ -171,15 +199,31 @@ async fn a_permission_answered_allow_writes_the_file_and_decline_does_not() {
 async fn a_refusal_that_stops_the_turn_ends_it_and_says_so() {
     let rig = Rig::new();
     let provider = rig.provider(PermissionPolicy::Ask);
-    let mut stream = provider.execute(rig.request("please write it", SessionRef::New), StopControl::new());
-    let seen = read_until(&mut stream, |message| matches!(message, AgentMessage::PermissionRequest(_))).await;
+    let mut stream = provider.execute(
+        rig.request("please write it", SessionRef::New),
+        StopControl::new(),
+    );
+    let seen = read_until(&mut stream, |message| {
+        matches!(message, AgentMessage::PermissionRequest(_))
+    })
+    .await;
     let Some(AgentMessage::PermissionRequest(request)) = seen.last() else {
         unreachable!()
     };
-    assert!(provider.answer_permission(&request.id, Some("cancel".into()), Some("use echo".into())));
+    assert!(provider.answer_permission(
+        &request.id,
+        Some("cancel".into()),
+        Some("use echo".into())
+    ));
     let rest = collect(stream).await;
-    assert!(matches!(rest.last(), Some(AgentMessage::Completed { stop_reason, .. }) if stop_reason == "refused"), "{rest:?}");
-    assert_eq!(notices(&rest, "warning"), ["Codex stopped the turn: you refused what it asked to do."]);
+    assert!(
+        matches!(rest.last(), Some(AgentMessage::Completed { stop_reason, .. }) if stop_reason == "refused"),
+        "{rest:?}"
+    );
+    assert_eq!(
+        notices(&rest, "warning"),
+        ["Codex stopped the turn: you refused what it asked to do."]
+    );
     assert!(!rig.written().exists());
 }
 
@@ -189,15 +233,26 @@ async fn a_stop_interrupts_in_band_and_the_process_takes_the_next_turn() {
     let provider = rig.provider(PermissionPolicy::Ask);
     let stop = StopControl::new();
     let mut stream = provider.execute(rig.request("a slow one", SessionRef::New), stop.clone());
-    let seen = read_until(&mut stream, |message| matches!(message, AgentMessage::Assistant { .. })).await;
+    let seen = read_until(&mut stream, |message| {
+        matches!(message, AgentMessage::Assistant { .. })
+    })
+    .await;
     stop.stop();
     let rest = collect(stream).await;
     assert!(
-        matches!(rest.last(), Some(AgentMessage::Cancelled { stop_stage: StopStage::Cancel, .. })),
+        matches!(
+            rest.last(),
+            Some(AgentMessage::Cancelled {
+                stop_stage: StopStage::Cancel,
+                ..
+            })
+        ),
         "stage 0 ended it: {rest:?}"
     );
     let thread = session_id(&seen);
-    let next = rig.run(provider.as_ref(), "say hello", SessionRef::Resume(thread)).await;
+    let next = rig
+        .run(provider.as_ref(), "say hello", SessionRef::Resume(thread))
+        .await;
     assert!(completed(&next), "{next:?}");
     let requests = rig.requests();
     assert_eq!(requests[0]["pid"], requests[1]["pid"], "the process stayed");
@@ -208,8 +263,14 @@ async fn a_message_sent_mid_turn_steers_it_and_is_said_delivered() {
     let rig = Rig::new();
     let provider = rig.provider(PermissionPolicy::Ask);
     assert!(provider.can_interject());
-    let mut stream = provider.execute(rig.request("a slow one", SessionRef::New), StopControl::new());
-    read_until(&mut stream, |message| matches!(message, AgentMessage::Assistant { .. })).await;
+    let mut stream = provider.execute(
+        rig.request("a slow one", SessionRef::New),
+        StopControl::new(),
+    );
+    read_until(&mut stream, |message| {
+        matches!(message, AgentMessage::Assistant { .. })
+    })
+    .await;
     assert!(provider.interject(Interjection::Steer, "go left"));
     // A follow-up waits in agentty's own queue: Codex has none for after the turn.
     assert!(!provider.interject(Interjection::FollowUp, "later"));
@@ -240,8 +301,11 @@ async fn a_retried_middle_turn_reaches_the_model_with_each_prompt_once() {
         users,
     )
     .await;
-    let pids: std::collections::HashSet<String> =
-        rig.requests().iter().map(|request| request["pid"].to_string()).collect();
+    let pids: std::collections::HashSet<String> = rig
+        .requests()
+        .iter()
+        .map(|request| request["pid"].to_string())
+        .collect();
     assert_eq!(pids.len(), 1, "thread/revert, not a restart: {pids:?}");
 }
 
@@ -270,21 +334,33 @@ async fn a_retried_first_turn_reaches_the_model_with_its_prompt_once() {
 async fn a_thread_resumes_in_a_new_process() {
     let rig = Rig::new();
     let first = rig.provider(PermissionPolicy::Ask);
-    let one = rig.run(first.as_ref(), "remember 42", SessionRef::New).await;
+    let one = rig
+        .run(first.as_ref(), "remember 42", SessionRef::New)
+        .await;
     let thread = session_id(&one);
     drop(first);
     let second = rig.provider(PermissionPolicy::Ask);
     let two = rig
-        .run(second.as_ref(), "what was it?", SessionRef::Resume(thread.clone()))
+        .run(
+            second.as_ref(),
+            "what was it?",
+            SessionRef::Resume(thread.clone()),
+        )
         .await;
     assert!(completed(&two), "{two:?}");
-    assert!(matches!(&two[0], AgentMessage::SessionResumed { session_id, .. } if *session_id == thread));
+    assert!(
+        matches!(&two[0], AgentMessage::SessionResumed { session_id, .. } if *session_id == thread)
+    );
     assert_eq!(rig.users()[1], ["remember 42", "what was it?"]);
     let requests = rig.requests();
     assert_ne!(requests[0]["pid"], requests[1]["pid"]);
     // A thread Codex does not know is a lost session, not a retryable failure.
     let lost = rig
-        .run(second.as_ref(), "hello", SessionRef::Resume("no-such-thread".into()))
+        .run(
+            second.as_ref(),
+            "hello",
+            SessionRef::Resume("no-such-thread".into()),
+        )
         .await;
     assert!(
         matches!(lost.last(), Some(AgentMessage::Failed(failure)) if failure.reason == agentty::stream::FailureReason::SessionLost),
@@ -296,7 +372,9 @@ async fn a_thread_resumes_in_a_new_process() {
 async fn the_models_come_from_model_list_and_a_choice_goes_with_the_next_turn() {
     let rig = Rig::new();
     let provider = rig.provider(PermissionPolicy::Ask);
-    let one = rig.run(provider.as_ref(), "say hello", SessionRef::New).await;
+    let one = rig
+        .run(provider.as_ref(), "say hello", SessionRef::New)
+        .await;
     let mut status = provider.agent_status().unwrap();
     let listed = tokio::time::timeout(PATIENCE, status.wait_for(|status| status.models.len() == 2))
         .await
@@ -305,7 +383,11 @@ async fn the_models_come_from_model_list_and_a_choice_goes_with_the_next_turn() 
         .clone();
     assert_eq!(listed.model.as_deref(), Some("demo-model"));
     assert_eq!(listed.thinking_levels, ["low", "medium", "high"]);
-    assert_eq!(listed.thinking_level.as_deref(), Some("medium"), "the model's default");
+    assert_eq!(
+        listed.thinking_level.as_deref(),
+        Some("medium"),
+        "the model's default"
+    );
     assert!(provider.change_setting(AgentSetting::Model("demo-deep".into())));
     assert!(provider.change_setting(AgentSetting::ThinkingLevel("xhigh".into())));
     let now = provider.agent_status().unwrap().borrow().clone();
@@ -313,11 +395,18 @@ async fn the_models_come_from_model_list_and_a_choice_goes_with_the_next_turn() 
     assert_eq!(now.thinking_levels, ["medium", "high", "xhigh"]);
     assert_eq!(now.thinking_level.as_deref(), Some("xhigh"));
     let two = rig
-        .run(provider.as_ref(), "say hello", SessionRef::Resume(session_id(&one)))
+        .run(
+            provider.as_ref(),
+            "say hello",
+            SessionRef::Resume(session_id(&one)),
+        )
         .await;
     assert!(completed(&two));
     let last = rig.requests().pop().unwrap();
-    assert_eq!((last["model"].as_str(), last["effort"].as_str()), (Some("demo-deep"), Some("xhigh")));
+    assert_eq!(
+        (last["model"].as_str(), last["effort"].as_str()),
+        (Some("demo-deep"), Some("xhigh"))
+    );
 }
 
 /// `agentty run` on the app-server transport honours `--permissions`.
@@ -326,7 +415,16 @@ fn headless_permissions_allow_writes_and_deny_refuses() {
     for (permissions, written) in [("deny", false), ("allow", true)] {
         let rig = Rig::new();
         let output = std::process::Command::new(env!("CARGO_BIN_EXE_agentty"))
-            .args(["run", "--provider", "demo", "--transport", "app-server", "--permissions", permissions, "please write it"])
+            .args([
+                "run",
+                "--provider",
+                "demo",
+                "--transport",
+                "app-server",
+                "--permissions",
+                permissions,
+                "please write it",
+            ])
             .env("AGENTTY_DEMO_STATE_DIR", rig.demo.state.path())
             .env("AGENTTY_DEMO_TIME_SCALE", "0.1")
             .env("XDG_STATE_HOME", rig.demo.state.path().join("xdg"))
@@ -334,8 +432,52 @@ fn headless_permissions_allow_writes_and_deny_refuses() {
             .output()
             .unwrap();
         let stdout = String::from_utf8_lossy(&output.stdout);
-        assert!(output.status.success(), "{permissions}: {stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+        assert!(
+            output.status.success(),
+            "{permissions}: {stdout}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
         assert_eq!(rig.written().exists(), written, "{permissions}: {stdout}");
         assert_eq!(stdout.contains("permission_refused"), !written, "{stdout}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_modes_are_codexs_approval_presets_and_full_access_runs_without_asking() {
+    let rig = Rig::new();
+    let provider = rig.provider(PermissionPolicy::Ask);
+    let one = rig
+        .run(provider.as_ref(), "say hello", SessionRef::New)
+        .await;
+    let status = provider.agent_status().unwrap().borrow().clone();
+    let modes: Vec<&str> = status.modes.iter().map(|mode| mode.id.as_str()).collect();
+    assert_eq!(modes, ["read-only", "auto", "full-access"]);
+    assert_eq!(
+        status.mode.as_deref(),
+        Some("read-only"),
+        "what the thread started with"
+    );
+    assert!(!provider.change_setting(AgentSetting::Mode("yolo".into())));
+    assert!(provider.change_setting(AgentSetting::Mode("full-access".into())));
+    assert_eq!(
+        provider.agent_status().unwrap().borrow().mode.as_deref(),
+        Some("full-access")
+    );
+    let two = rig
+        .run(
+            provider.as_ref(),
+            "please write it",
+            SessionRef::Resume(session_id(&one)),
+        )
+        .await;
+    assert!(completed(&two), "{two:?}");
+    assert!(
+        !two.iter()
+            .any(|message| matches!(message, AgentMessage::PermissionRequest(_))),
+        "full access asks nothing: {two:?}"
+    );
+    assert!(rig.written().exists());
+    let last = rig.requests().pop().unwrap();
+    assert_eq!(last["approvalPolicy"], "never");
+    assert_eq!(last["sandbox"], "dangerFullAccess");
 }

@@ -100,12 +100,19 @@ fn text_streams_as_deltas_with_the_turns_usage() {
         .filter(|message| matches!(message, AgentMessage::Assistant { .. }))
         .count();
     assert_eq!(deltas, 4, "live deltas, not one block at the end");
-    assert_eq!(notices(&out, "warning").len(), 1, "the model-metadata warning");
+    assert_eq!(
+        notices(&out, "warning").len(),
+        1,
+        "the model-metadata warning"
+    );
     let AgentMessage::Completed { usage, .. } = terminal else {
         panic!("{terminal:?}")
     };
     let usage = usage.expect("usage");
-    assert_eq!((usage.input_tokens, usage.output_tokens), (Some(12), Some(7)));
+    assert_eq!(
+        (usage.input_tokens, usage.output_tokens),
+        (Some(12), Some(7))
+    );
 }
 
 #[test]
@@ -118,7 +125,10 @@ fn reasoning_streams_as_thinking_then_is_one_thought() {
             _ => None,
         })
         .collect();
-    assert!(thinking.contains("**Thinking about greeting**"), "{thinking:?}");
+    assert!(
+        thinking.contains("**Thinking about greeting**"),
+        "{thinking:?}"
+    );
     let thoughts: Vec<&AgentMessage> = out
         .iter()
         .filter(|message| matches!(message, AgentMessage::Thought { .. }))
@@ -164,7 +174,9 @@ fn an_approval_is_a_permission_request_with_codexs_decisions() {
         .map(|option| option.id.as_str())
         .collect();
     assert_eq!(rejects, ["decline", "cancel"]);
-    assert!(out.iter().any(|message| matches!(message, AgentMessage::ToolCompleted { .. })));
+    assert!(out
+        .iter()
+        .any(|message| matches!(message, AgentMessage::ToolCompleted { .. })));
     assert!(matches!(terminal, AgentMessage::Completed { .. }));
 }
 
@@ -193,7 +205,10 @@ fn a_refusal_that_stops_the_turn_says_so() {
 #[test]
 fn an_interrupted_turn_is_not_a_success() {
     let (out, terminal) = replay_turn("interrupt");
-    assert!(!text(&out).is_empty(), "the text before the interrupt stands");
+    assert!(
+        !text(&out).is_empty(),
+        "the text before the interrupt stands"
+    );
     // Without agentty's stop behind it the transport would not call it cancelled; the mapper
     // reports the abort (the transport turns it into `terminal.cancelled` after a stop).
     assert!(matches!(terminal, AgentMessage::Failed(_)), "{terminal:?}");
@@ -226,7 +241,10 @@ fn after_a_revert_codex_sends_the_retried_prompt_once() {
             .as_str()
             .is_some_and(|message| message.contains("unknown variant `thread/rollback`"))
     });
-    assert!(unknown_rollback, "0.171 has thread/revert, not thread/rollback");
+    assert!(
+        unknown_rollback,
+        "0.171 has thread/revert, not thread/rollback"
+    );
     assert!(lines
         .iter()
         .any(|line| line["msg"]["method"] == "thread/reverted"));
@@ -238,7 +256,9 @@ fn after_a_revert_codex_sends_the_retried_prompt_once() {
         .collect();
     let last = users.last().expect("requests");
     assert_eq!(
-        last.iter().filter(|text| **text == "this will fail").count(),
+        last.iter()
+            .filter(|text| **text == "this will fail")
+            .count(),
         1,
         "{users:?}"
     );

@@ -13,11 +13,9 @@ use std::sync::Arc;
 use agentty::config::{PermissionPolicy, ProviderSettings};
 use agentty::provider::codex::CodexBackend;
 use agentty::provider::{
-    provider_on, AttemptRequest, Backend, CliProvider, Provider, SessionRef, StopControl,
-    Transport,
+    provider_on, AttemptRequest, Backend, CliProvider, Provider, SessionRef, StopControl, Transport,
 };
 use agentty::stream::{AgentMessage, PermissionRequest, StopStage};
-use std::time::Instant;
 use fake_codex_server::shared::FakeServer;
 use fake_codex_server::CodexScenario;
 use real_cli::{
@@ -25,6 +23,7 @@ use real_cli::{
     retried_first_turn_is_sent_once, retried_middle_turn_is_sent_once, started_session_id,
     three_prompts, FailFirst, Rig, UserTexts,
 };
+use std::time::Instant;
 use tempfile::TempDir;
 
 const DEFAULT_BIN: &str = "/tmp/codex-cli/node_modules/.bin/codex";
@@ -421,20 +420,30 @@ async fn permission_request(stream: &mut agentty::provider::AgentStream) -> Box<
 async fn codex_app_server_permission_allowed_writes_the_file_and_declined_does_not() {
     let test = "codex_app_server_permission_allowed_writes_the_file_and_declined_does_not";
     let scenario = CodexScenario::EscalatedTool("touch approved.txt".into());
-    let Some(rig) = AppServerRig::start(test, || fake_codex_server::start(scenario), PermissionPolicy::Ask) else {
+    let Some(rig) = AppServerRig::start(
+        test,
+        || fake_codex_server::start(scenario),
+        PermissionPolicy::Ask,
+    ) else {
         return;
     };
     let file = rig.work.path().join("approved.txt");
     for (answer, written) in [("decline", false), ("accept", true)] {
-        let mut stream = rig
-            .provider
-            .execute(rig.request("write approved.txt", SessionRef::New), StopControl::new());
+        let mut stream = rig.provider.execute(
+            rig.request("write approved.txt", SessionRef::New),
+            StopControl::new(),
+        );
         let request = permission_request(&mut stream).await;
         eprintln!("{test}: the prompt: {request:#?}");
         assert_eq!(request.command.as_deref(), Some("touch approved.txt"));
-        assert!(request.title.contains(fake_codex_server::ESCALATION_REASON), "{request:?}");
+        assert!(
+            request.title.contains(fake_codex_server::ESCALATION_REASON),
+            "{request:?}"
+        );
         assert!(!file.exists(), "nothing ran before the answer");
-        assert!(rig.provider.answer_permission(&request.id, Some(answer.into()), None));
+        assert!(rig
+            .provider
+            .answer_permission(&request.id, Some(answer.into()), None));
         let rest = real_cli::collect(&mut stream, real_cli::RUN_LIMIT).await;
         expect_completed(&rest);
         assert_eq!(file.exists(), written, "{answer}: {rest:#?}");
@@ -446,7 +455,11 @@ async fn codex_app_server_permission_allowed_writes_the_file_and_declined_does_n
 async fn codex_app_server_headless_permissions_allow_and_deny_are_honoured() {
     let test = "codex_app_server_headless_permissions_allow_and_deny_are_honoured";
     let scenario = CodexScenario::EscalatedTool("touch headless.txt".into());
-    let Some(rig) = AppServerRig::start(test, || fake_codex_server::start(scenario), PermissionPolicy::Ask) else {
+    let Some(rig) = AppServerRig::start(
+        test,
+        || fake_codex_server::start(scenario),
+        PermissionPolicy::Ask,
+    ) else {
         return;
     };
     let bin = rig.settings.command.clone().unwrap();
@@ -464,10 +477,18 @@ async fn codex_app_server_headless_permissions_allow_and_deny_are_honoured() {
             .unwrap();
         let stdout = String::from_utf8_lossy(&output.stdout);
         eprintln!("{test}: --permissions {permissions}:\n{stdout}");
-        assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+        assert!(
+            output.status.success(),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
         assert_eq!(file.exists(), written, "--permissions {permissions}");
         assert!(stdout.contains("\"permission.request\""), "{stdout}");
-        assert_eq!(stdout.contains("\"permission_refused\""), !written, "{stdout}");
+        assert_eq!(
+            stdout.contains("\"permission_refused\""),
+            !written,
+            "{stdout}"
+        );
     }
 }
 
@@ -475,12 +496,19 @@ async fn codex_app_server_headless_permissions_allow_and_deny_are_honoured() {
 #[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn codex_app_server_stop_then_next_turn_on_the_same_process() {
     let test = "codex_app_server_stop_then_next_turn_on_the_same_process";
-    let words = (0..60).map(|i| format!("word{i}")).collect::<Vec<_>>().join(" ");
+    let words = (0..60)
+        .map(|i| format!("word{i}"))
+        .collect::<Vec<_>>()
+        .join(" ");
     let slow = CodexScenario::Say {
         text: words,
         pause: std::time::Duration::from_millis(100),
     };
-    let Some(rig) = AppServerRig::start(test, || fake_codex_server::start(slow), PermissionPolicy::Ask) else {
+    let Some(rig) = AppServerRig::start(
+        test,
+        || fake_codex_server::start(slow),
+        PermissionPolicy::Ask,
+    ) else {
         return;
     };
     let stop = StopControl::new();
@@ -488,8 +516,15 @@ async fn codex_app_server_stop_then_next_turn_on_the_same_process() {
         .provider
         .execute(rig.request("talk slowly", SessionRef::New), stop.clone());
     let mut seen = Vec::new();
-    while !seen.iter().any(|message| matches!(message, AgentMessage::Assistant { .. })) {
-        seen.push(real_cli::next_message(&mut stream, real_cli::RUN_LIMIT).await.expect("text"));
+    while !seen
+        .iter()
+        .any(|message| matches!(message, AgentMessage::Assistant { .. }))
+    {
+        seen.push(
+            real_cli::next_message(&mut stream, real_cli::RUN_LIMIT)
+                .await
+                .expect("text"),
+        );
     }
     let before = rig.processes();
     assert!(!before.is_empty(), "the app-server runs");
@@ -499,10 +534,16 @@ async fn codex_app_server_stop_then_next_turn_on_the_same_process() {
     eprintln!("{test}: stopped at stage {stage:?} in {elapsed_ms} ms");
     assert_eq!(stage, StopStage::Cancel, "turn/interrupt ended it");
     let thread = started_session_id(&seen);
-    let next = rig.run("talk slowly again", SessionRef::Resume(thread.clone())).await;
+    let next = rig
+        .run("talk slowly again", SessionRef::Resume(thread.clone()))
+        .await;
     expect_completed(&next);
     real_cli::assert_resumed(&next, "codex", &thread);
-    assert_eq!(rig.processes(), before, "the same app-server took the next turn");
+    assert_eq!(
+        rig.processes(),
+        before,
+        "the same app-server took the next turn"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -525,7 +566,11 @@ async fn codex_app_server_retried_turn_reaches_the_model_with_each_prompt_once()
         || model_requests(&rig.server),
     )
     .await;
-    assert_eq!(rig.processes().len(), before_len(&rig), "no restart: thread/revert did it");
+    assert_eq!(
+        rig.processes().len(),
+        before_len(&rig),
+        "no restart: thread/revert did it"
+    );
 }
 
 /// The app-server processes of a rig: the Node launcher and Codex (one conversation).
@@ -539,7 +584,11 @@ fn before_len(rig: &AppServerRig) -> usize {
 #[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn codex_app_server_resumes_the_thread_in_a_new_process() {
     let test = "codex_app_server_resumes_the_thread_in_a_new_process";
-    let Some(mut rig) = AppServerRig::start(test, || fake_codex_server::start(CodexScenario::Text), PermissionPolicy::Ask) else {
+    let Some(mut rig) = AppServerRig::start(
+        test,
+        || fake_codex_server::start(CodexScenario::Text),
+        PermissionPolicy::Ask,
+    ) else {
         return;
     };
     let first = rig.run("first prompt: remember 42", SessionRef::New).await;
@@ -547,13 +596,17 @@ async fn codex_app_server_resumes_the_thread_in_a_new_process() {
     let thread = started_session_id(&first);
     // A new launch of agentty: a new provider, a new app-server.
     rig.provider = app_server_provider(&rig.settings, PermissionPolicy::Ask);
-    let resumed = rig.run("second prompt", SessionRef::Resume(thread.clone())).await;
+    let resumed = rig
+        .run("second prompt", SessionRef::Resume(thread.clone()))
+        .await;
     expect_completed(&resumed);
     real_cli::assert_resumed(&resumed, "codex", &thread);
     let requests = model_requests(&rig.server);
     let last = requests.last().unwrap();
     assert_eq!(
-        last.iter().filter(|text| text.contains("first prompt: remember 42")).count(),
+        last.iter()
+            .filter(|text| text.contains("first prompt: remember 42"))
+            .count(),
         1,
         "{requests:#?}"
     );
@@ -567,7 +620,11 @@ async fn codex_app_server_resumes_the_thread_in_a_new_process() {
 #[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn codex_app_server_enter_to_request_for_turns_one_to_three() {
     let test = "codex_app_server_enter_to_request_for_turns_one_to_three";
-    let Some(rig) = AppServerRig::start(test, || fake_codex_server::start(CodexScenario::Text), PermissionPolicy::Ask) else {
+    let Some(rig) = AppServerRig::start(
+        test,
+        || fake_codex_server::start(CodexScenario::Text),
+        PermissionPolicy::Ask,
+    ) else {
         return;
     };
     let first = rig.request("turn 1", SessionRef::New);
@@ -603,5 +660,8 @@ async fn codex_app_server_enter_to_request_for_turns_one_to_three() {
         one_shot.push(at.duration_since(enter).as_millis());
     }
     eprintln!("{test}: Enter -> first request, turns 1-3: app-server {app_server:?} ms, exec --json {one_shot:?} ms");
-    assert!(app_server[1] < one_shot[1] && app_server[2] < one_shot[2], "{app_server:?} {one_shot:?}");
+    assert!(
+        app_server[1] < one_shot[1] && app_server[2] < one_shot[2],
+        "{app_server:?} {one_shot:?}"
+    );
 }

@@ -41,7 +41,8 @@ pub const WRITTEN_FILE: &str = "agentty-demo.txt";
 const REPLY: &str = "Hello from the demo Codex app-server.";
 
 /// The log of the demo's model requests in `state_dir`: `{"thread","users":[...],"model",
-/// "effort","pid"}` a line (`pid`: the app-server process that made it).
+/// "effort","approvalPolicy","sandbox","pid"}` a line (`pid`: the app-server process that
+/// made it).
 pub fn requests_file(state_dir: &Path) -> PathBuf {
     state_dir.join("codex-app-server-requests.jsonl")
 }
@@ -72,6 +73,7 @@ pub(crate) fn run(forced: Option<&str>) -> i32 {
         next_request: 0,
         total_input: 0,
         settings: Value::Null,
+        approval: "on-request".to_owned(),
     };
     while let Ok(message) = server.rx.recv() {
         server.handle(&message);
@@ -120,7 +122,10 @@ impl Thread {
 
     /// Every user message of the thread, in order (what the model sees).
     fn users(&self) -> Vec<String> {
-        self.turns.iter().flat_map(|turn| turn.users.clone()).collect()
+        self.turns
+            .iter()
+            .flat_map(|turn| turn.users.clone())
+            .collect()
     }
 
     fn json(&self) -> Value {
@@ -142,6 +147,8 @@ struct Server {
     total_input: u64,
     /// The model and effort the running turn was started with (logged with each request).
     settings: Value,
+    /// The approval policy the thread runs with (`never`: commands run without asking).
+    approval: String,
 }
 
 /// How a turn ended.
@@ -266,11 +273,20 @@ impl Server {
             respond_error(id, -32600, "no thread: thread/start or thread/resume first");
             return;
         };
-        let prompt = params["input"][0]["text"].as_str().unwrap_or_default().to_owned();
+        let prompt = params["input"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
         let turn_id = uuid_v7(now_ms());
-        respond(id, json!({"turn": {"id": turn_id, "items": [], "status": "inProgress", "error": null}}));
+        respond(
+            id,
+            json!({"turn": {"id": turn_id, "items": [], "status": "inProgress", "error": null}}),
+        );
         let at = json!({"threadId": thread.id, "turnId": turn_id});
-        notify("turn/started", json!({"threadId": thread.id, "turn": {"id": turn_id, "status": "inProgress"}}));
+        notify(
+            "turn/started",
+            json!({"threadId": thread.id, "turn": {"id": turn_id, "status": "inProgress"}}),
+        );
         notify(
             "warning",
             json!({"threadId": thread.id, "message": format!("Model metadata for `{MODEL}` not found. Defaulting to fallback metadata; this can degrade performance and cause issues.")}),
@@ -281,7 +297,11 @@ impl Server {
         });
         self.user_item(&at, &prompt);
         let scenario = self.scenario_for(&prompt);
-        self.settings = json!({"model": params["model"], "effort": params["effort"]});
+        if let Some(approval) = params["approvalPolicy"].as_str() {
+            approval.clone_into(&mut self.approval);
+        }
+        self.settings = json!({"model": params["model"], "effort": params["effort"],
+                               "approvalPolicy": self.approval, "sandbox": params["sandboxPolicy"]["type"]});
         log_request(&thread, &self.settings);
         let ending = match scenario.as_str() {
             "think" => {
@@ -292,7 +312,7 @@ impl Server {
                 self.command(&at, &thread, "echo hi", false);
                 self.say(&at, "The command printed hi.")
             }
-            "write" => match self.command(&at, &thread, &format!("touch {WRITTEN_FILE}"), true) {
+            "write" => match self.command(&at, &thread, &format!("touch {WRITTEN_FILE}"), self.approval != "never") {
                 Some(true) => self.say(&at, &format!("I created {WRITTEN_FILE}.")),
                 Some(false) => self.say(&at, "I did not create the file."),
                 None => Ending::Interrupted,
@@ -361,19 +381,40 @@ impl Server {
     /// A message streamed a word at a time.
     fn say(&mut self, at: &Value, text: &str) -> Ending {
         let item_id = format!("msg_{}", now_ms());
-        self.item(at, "item/started", json!({"type": "agentMessage", "id": item_id, "text": ""}));
+        self.item(
+            at,
+            "item/started",
+            json!({"type": "agentMessage", "id": item_id, "text": ""}),
+        );
         for word in text.split_inclusive(' ') {
-            notify("item/agentMessage/delta", Self::with(at, "itemId", Value::from(item_id.clone()), word));
+            notify(
+                "item/agentMessage/delta",
+                Self::with(at, "itemId", Value::from(item_id.clone()), word),
+            );
             std::thread::sleep(paced(20));
         }
-        self.item(at, "item/completed", json!({"type": "agentMessage", "id": item_id, "text": text}));
+        self.item(
+            at,
+            "item/completed",
+            json!({"type": "agentMessage", "id": item_id, "text": text}),
+        );
         Ending::Completed
     }
 
     fn reasoning(&mut self, at: &Value) {
         let item_id = format!("rs_{}", now_ms());
-        self.item(at, "item/started", json!({"type": "reasoning", "id": item_id, "summary": [], "content": []}));
-        let summary = ["**Thinking", " about", " greeting**", "\n\nI should", " say hello."];
+        self.item(
+            at,
+            "item/started",
+            json!({"type": "reasoning", "id": item_id, "summary": [], "content": []}),
+        );
+        let summary = [
+            "**Thinking",
+            " about",
+            " greeting**",
+            "\n\nI should",
+            " say hello.",
+        ];
         for delta in summary {
             let mut params = Self::with(at, "itemId", Value::from(item_id.clone()), delta);
             params["summaryIndex"] = Value::from(0);
@@ -405,8 +446,11 @@ impl Server {
             params["command"] = Value::from(shell.clone());
             params["cwd"] = Value::from(thread.cwd.clone());
             params["reason"] = Value::from("needs to write a file");
-            params["availableDecisions"] = json!(["accept", "acceptForSession", "decline", "cancel"]);
-            send(&json!({"method": "item/commandExecution/requestApproval", "id": request_id, "params": params}));
+            params["availableDecisions"] =
+                json!(["accept", "acceptForSession", "decline", "cancel"]);
+            send(
+                &json!({"method": "item/commandExecution/requestApproval", "id": request_id, "params": params}),
+            );
             let decision = loop {
                 let Ok(message) = self.rx.recv() else {
                     return None;
@@ -446,19 +490,30 @@ impl Server {
             "item/commandExecution/outputDelta",
             Self::with(at, "itemId", Value::from(item_id.clone()), &output),
         );
-        self.item(at, "item/completed", item("completed", &output, Value::from(0)));
+        self.item(
+            at,
+            "item/completed",
+            item("completed", &output, Value::from(0)),
+        );
         Some(true)
     }
 
     /// A word every 100 ms; stops on `turn/interrupt`, takes `turn/steer` into the turn.
     fn slow(&mut self, at: &Value, thread: &mut Thread) -> Ending {
         let item_id = format!("msg_{}", now_ms());
-        self.item(at, "item/started", json!({"type": "agentMessage", "id": item_id, "text": ""}));
+        self.item(
+            at,
+            "item/started",
+            json!({"type": "agentMessage", "id": item_id, "text": ""}),
+        );
         let mut text = String::new();
         let mut steered = Vec::new();
         for index in 0..60 {
             let word = format!("word{index} ");
-            notify("item/agentMessage/delta", Self::with(at, "itemId", Value::from(item_id.clone()), &word));
+            notify(
+                "item/agentMessage/delta",
+                Self::with(at, "itemId", Value::from(item_id.clone()), &word),
+            );
             text.push_str(&word);
             match self.rx.recv_timeout(paced(100)) {
                 Ok(message) if message["method"] == "turn/interrupt" => {
@@ -466,9 +521,16 @@ impl Server {
                     return Ending::Interrupted;
                 }
                 Ok(message) if message["method"] == "turn/steer" => {
-                    let steer = message["params"]["input"][0]["text"].as_str().unwrap_or_default().to_owned();
+                    let steer = message["params"]["input"][0]["text"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned();
                     if message["params"]["expectedTurnId"] != at["turnId"] {
-                        respond_error(&message["id"], -32600, "expectedTurnId is not the active turn");
+                        respond_error(
+                            &message["id"],
+                            -32600,
+                            "expectedTurnId is not the active turn",
+                        );
                         continue;
                     }
                     respond(&message["id"], json!({"turnId": at["turnId"]}));
@@ -486,10 +548,17 @@ impl Server {
         }
         for steer in steered {
             let word = format!("(steered: {steer}) ");
-            notify("item/agentMessage/delta", Self::with(at, "itemId", Value::from(item_id.clone()), &word));
+            notify(
+                "item/agentMessage/delta",
+                Self::with(at, "itemId", Value::from(item_id.clone()), &word),
+            );
             text.push_str(&word);
         }
-        self.item(at, "item/completed", json!({"type": "agentMessage", "id": item_id, "text": text}));
+        self.item(
+            at,
+            "item/completed",
+            json!({"type": "agentMessage", "id": item_id, "text": text}),
+        );
         Ending::Completed
     }
 
@@ -523,7 +592,11 @@ fn log_request(thread: &Thread, settings: &Value) {
         .append(true)
         .open(requests_file(&dir))
     {
-        let _ = writeln!(log, "{}", json!({"thread": thread.id, "users": thread.users(), "model": settings["model"], "effort": settings["effort"], "pid": std::process::id()}));
+        let _ = writeln!(
+            log,
+            "{}",
+            json!({"thread": thread.id, "users": thread.users(), "model": settings["model"], "effort": settings["effort"], "approvalPolicy": settings["approvalPolicy"], "sandbox": settings["sandbox"], "pid": std::process::id()})
+        );
     }
 }
 
@@ -549,14 +622,17 @@ fn latest_thread(cwd: Option<&str>) -> Vec<Value> {
             best = Some((modified, thread));
         }
     }
-    best.map(|(_, thread)| vec![thread.json()]).unwrap_or_default()
+    best.map(|(_, thread)| vec![thread.json()])
+        .unwrap_or_default()
 }
 
 fn models() -> Value {
     let efforts = |levels: &[&str]| -> Value {
         levels
             .iter()
-            .map(|level| json!({"reasoningEffort": level, "description": format!("{level} effort")}))
+            .map(
+                |level| json!({"reasoningEffort": level, "description": format!("{level} effort")}),
+            )
             .collect()
     };
     json!([

@@ -107,7 +107,10 @@ impl SessionCheckpoint {
 }
 
 fn files_name(files: &[FileSnapshot]) -> PathBuf {
-    files.first().map(|file| file.path.clone()).unwrap_or_default()
+    files
+        .first()
+        .map(|file| file.path.clone())
+        .unwrap_or_default()
 }
 
 /// A variable from the provider's configured environment, else agentty's own (the agent

@@ -171,6 +171,8 @@ pub enum AgentSetting {
     Model(String),
     /// The thinking level (reasoning effort), one of the levels the model takes.
     ThinkingLevel(String),
+    /// The agent's mode, by its id (one of the modes it listed).
+    Mode(String),
 }
 
 /// The transport the chat uses for `name` unless told otherwise: the best the backend has.
@@ -437,7 +439,10 @@ pub fn provider_on(
             Ok(Arc::new(acp::AcpProvider::new(backend, policy)))
         }
         Transport::AppServer => {
-            if backend.app_server_spawn_spec(&AttemptRequest::default()).is_none() {
+            if backend
+                .app_server_spawn_spec(&AttemptRequest::default())
+                .is_none()
+            {
                 return Err(format!(
                     "the {name} provider has no app-server transport (it is Codex's; use \
                      --transport json)"

@@ -74,6 +74,13 @@ pub(crate) fn render_status(state: &AppState, area: Rect, buf: &mut Buffer, now:
             spans: vec![Span::styled(format!(" · {model}{thinking}"), base)],
         });
     }
+    if let Some(mode) = state.current_mode_name() {
+        segments.push(Segment {
+            drop_order: 3,
+            right: false,
+            spans: vec![Span::styled(format!(" · {mode}"), base)],
+        });
+    }
     // The whole id when everything fits (to copy into `--session`), else head and tail.
     let session_index = segments.len();
     if let Some(session) = &state.session_id {

@@ -1,5 +1,5 @@
 //! The agent's settings in the user's hands: `/model` (the agent's own list of models) and
-//! Shift+Tab (its next thinking level). A change is asked of the agent (`ChangeSetting`) and
+//! Shift+Tab (its next mode, or thinking level where it has no modes). A change is asked of the agent (`ChangeSetting`) and
 //! shown once the agent confirms it in its status; a refusal is shown as the agent worded it.
 //! Where the agent lists nothing, the picker says so instead of offering nothing.
 
@@ -10,7 +10,7 @@ use crate::app::menu::Overlay;
 use crate::app::model_picker::{next_level, ModelPicker, ModelPickerOutcome};
 use crate::app::transcript::NoticeLevel;
 use crate::orchestrator::Command;
-use crate::provider::pi::rpc::{AgentStatus, ModelChoice};
+use crate::provider::pi::rpc::{AgentStatus, ModeChoice, ModelChoice};
 use crate::provider::AgentSetting;
 use crate::sanitize::untrusted_owned;
 
@@ -54,6 +54,31 @@ impl AppState {
                 self.cycle_thinking_level()
             }
         }
+    }
+
+    /// Shift+Tab: the agent's next mode (Codex's approval presets, ...); an agent without
+    /// modes cycles its thinking level instead.
+    pub(super) fn cycle_mode(&mut self) -> Vec<AppEffect> {
+        let status = &self.agent_status;
+        if status.modes.is_empty() {
+            return self.cycle_thinking_level();
+        }
+        let ids: Vec<String> = status.modes.iter().map(|mode| mode.id.clone()).collect();
+        let Some(mode) = next_level(&ids, status.mode.as_deref()) else {
+            return Vec::new();
+        };
+        self.ask_setting(AgentSetting::Mode(mode))
+    }
+
+    /// The name of the agent's current mode, as it lists it.
+    pub(crate) fn current_mode_name(&self) -> Option<&str> {
+        let current = self.agent_status.mode.as_deref()?;
+        self.agent_status
+            .modes
+            .iter()
+            .find(|mode| untrusted_owned(&mode.id) == current)
+            .map(|mode| mode.name.as_str())
+            .or(Some(current))
     }
 
     /// Shift+Tab: the current model's next thinking level; where there is none, it says so.
@@ -103,6 +128,15 @@ impl AppState {
                 .map(|level| untrusted_owned(level))
                 .collect(),
             refusal: status.refusal.map(|refusal| untrusted_owned(&refusal)),
+            mode: status.mode.map(|mode| untrusted_owned(&mode)),
+            modes: status
+                .modes
+                .into_iter()
+                .map(|mode| ModeChoice {
+                    name: untrusted_owned(&mode.name),
+                    ..mode
+                })
+                .collect(),
             ..status
         };
         if refused {
@@ -125,6 +159,10 @@ impl AppState {
                 .as_ref()
                 .filter(|current| *current == level)
                 .map(|level| format!("Thinking level: {level}")),
+            Some(AgentSetting::Mode(id)) => (self.agent_status.mode.as_deref()
+                == Some(id.as_str()))
+            .then(|| self.current_mode_name().map(|name| format!("Mode: {name}")))
+            .flatten(),
             None => None,
         };
         if let Some(done) = done {

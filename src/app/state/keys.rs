@@ -130,8 +130,8 @@ impl AppState {
                 self.composer.recall_newer();
                 Vec::new()
             }
-            // Shift+Tab: the agent's next thinking level.
-            KeyCode::BackTab => self.cycle_thinking_level(),
+            // Shift+Tab: the agent's next mode, or thinking level where it has no modes.
+            KeyCode::BackTab => self.cycle_mode(),
             // Tab with no popup: nothing to complete (no tab characters in prompts).
             KeyCode::Tab => Vec::new(),
             _ => {

@@ -276,7 +276,10 @@ pub(crate) fn exec_args(
 
 /// `app-server` and its options: the model, Codex's retries off for a user-defined model
 /// provider (as for `exec`), then the configured arguments.
-pub(crate) fn app_server_args(settings: &ProviderSettings, codex_config: Option<&str>) -> Vec<String> {
+pub(crate) fn app_server_args(
+    settings: &ProviderSettings,
+    codex_config: Option<&str>,
+) -> Vec<String> {
     let mut args = vec!["app-server".to_owned()];
     if let Some(model) = &settings.model {
         args.extend(["-c".into(), format!("model={model:?}")]);

@@ -87,6 +87,19 @@ pub struct AgentStatus {
     /// How many changes the agent refused (or did not answer), and what it said the last time.
     pub refusals: u64,
     pub refusal: Option<String>,
+    /// The agent's mode (its id), and the modes it offers in the order Shift+Tab cycles them
+    /// (empty: it has none).
+    pub mode: Option<String>,
+    pub modes: Vec<ModeChoice>,
+}
+
+/// One mode the agent offers (Codex's approval presets, ...).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ModeChoice {
+    /// The agent's id for it (sent back unchanged to choose it).
+    pub id: String,
+    /// What to call it.
+    pub name: String,
 }
 
 /// One model the agent offers.
@@ -239,6 +252,8 @@ impl Provider for RpcProvider {
                     });
                 });
             }
+            // pi has no modes.
+            AgentSetting::Mode(_) => return false,
             AgentSetting::ThinkingLevel(level) => {
                 let response = writer.request(
                     "thinking",

@@ -123,7 +123,8 @@ impl AppServerMapper {
                 delta: "\n\n".to_owned(),
             }),
             "item/commandExecution/outputDelta" => {
-                let (Some(item), Some(delta)) = (params["itemId"].as_str(), params["delta"].as_str())
+                let (Some(item), Some(delta)) =
+                    (params["itemId"].as_str(), params["delta"].as_str())
                 else {
                     return false;
                 };
@@ -285,9 +286,10 @@ impl AppServerMapper {
                 })
                 .collect();
             let title = match (paths.as_slice(), reason) {
-                ([], Some(reason)) => format!("Edit files: {reason}"),
-                ([], None) => "Edit files".to_owned(),
-                (paths, _) => format!("Edit {}", paths.join(", ")),
+                ([], Some(reason)) => format!("files — {reason}"),
+                ([], None) => "files".to_owned(),
+                (paths, Some(reason)) => format!("{} — {reason}", paths.join(", ")),
+                (paths, None) => paths.join(", "),
             };
             return PermissionRequest {
                 id: id_key(id),
@@ -305,10 +307,10 @@ impl AppServerMapper {
             .or_else(|| item.and_then(|item| item["command"].as_str()))
             .map(unwrap_shell);
         let title = match (&command, reason) {
-            (Some(command), Some(reason)) => format!("Run {command} ({reason})"),
-            (Some(command), None) => format!("Run {command}"),
-            (None, Some(reason)) => format!("Run a command ({reason})"),
-            (None, None) => "Run a command".to_owned(),
+            (Some(command), Some(reason)) => format!("{command} — {reason}"),
+            (Some(command), None) => command.clone(),
+            (None, Some(reason)) => format!("a command — {reason}"),
+            (None, None) => "a command".to_owned(),
         };
         PermissionRequest {
             id: id_key(id),
@@ -399,7 +401,10 @@ fn decisions(params: &Value, command: bool) -> Vec<PermissionOption> {
             .iter()
             .position(|option| option.id == "cancel")
             .unwrap_or(options.len());
-        options.insert(at, decision_option(&json!("decline"), command).expect("known"));
+        options.insert(
+            at,
+            decision_option(&json!("decline"), command).expect("known"),
+        );
     }
     options
 }
@@ -407,7 +412,11 @@ fn decisions(params: &Value, command: bool) -> Vec<PermissionOption> {
 fn decision_option(decision: &Value, command: bool) -> Option<PermissionOption> {
     let (id, kind, name) = match decision {
         Value::String(name) => match name.as_str() {
-            "accept" => ("accept", PermissionOptionKind::AllowOnce, "Yes, proceed".to_owned()),
+            "accept" => (
+                "accept",
+                PermissionOptionKind::AllowOnce,
+                "Yes, proceed".to_owned(),
+            ),
             "acceptForSession" => (
                 "acceptForSession",
                 PermissionOptionKind::AllowAlways,
@@ -465,8 +474,11 @@ pub(crate) fn decision_value(params: &Value, option_id: &str) -> Option<Value> {
             .find(|decision| decision.get(option_id).is_some())
             .cloned();
     }
-    matches!(option_id, "accept" | "acceptForSession" | "decline" | "cancel")
-        .then(|| Value::from(option_id))
+    matches!(
+        option_id,
+        "accept" | "acceptForSession" | "decline" | "cancel"
+    )
+    .then(|| Value::from(option_id))
 }
 
 /// The HTTP status Codex's structured error names.
@@ -488,7 +500,12 @@ fn status_of_error(error: &Value) -> Option<u16> {
 
 /// `/bin/bash -lc 'touch a'` -> `touch a` (Codex wraps every command in a login shell).
 fn unwrap_shell(command: &str) -> String {
-    for prefix in ["/bin/bash -lc ", "bash -lc ", "/bin/sh -c ", "/bin/zsh -lc "] {
+    for prefix in [
+        "/bin/bash -lc ",
+        "bash -lc ",
+        "/bin/sh -c ",
+        "/bin/zsh -lc ",
+    ] {
         if let Some(rest) = command.strip_prefix(prefix) {
             let rest = rest.trim();
             if rest.len() >= 2 && rest.starts_with('\'') && rest.ends_with('\'') {
@@ -678,11 +695,16 @@ mod tests {
             })
             .collect();
         assert_eq!(text, "Hello");
-        let AgentOutcome::Completed { usage, .. } = mapper.finish(ExitFacts::default(), &mut Vec::new()) else {
+        let AgentOutcome::Completed { usage, .. } =
+            mapper.finish(ExitFacts::default(), &mut Vec::new())
+        else {
             panic!("completed")
         };
         let usage = usage.expect("usage");
-        assert_eq!((usage.input_tokens, usage.output_tokens), (Some(24), Some(14)));
+        assert_eq!(
+            (usage.input_tokens, usage.output_tokens),
+            (Some(24), Some(14))
+        );
     }
 
     #[test]
@@ -701,8 +723,20 @@ mod tests {
         assert_eq!(request.id, "0");
         assert_eq!(request.tool_call_id.as_deref(), Some("call_2"));
         assert_eq!(request.command.as_deref(), Some("touch probe.txt"));
-        let ids: Vec<&str> = request.options.iter().map(|option| option.id.as_str()).collect();
-        assert_eq!(ids, ["accept", "acceptWithExecpolicyAmendment", "decline", "cancel"]);
+        let ids: Vec<&str> = request
+            .options
+            .iter()
+            .map(|option| option.id.as_str())
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                "accept",
+                "acceptWithExecpolicyAmendment",
+                "decline",
+                "cancel"
+            ]
+        );
         let params = json!({"availableDecisions":["accept",{"acceptWithExecpolicyAmendment":{"execpolicy_amendment":["touch"]}}]});
         assert_eq!(
             decision_value(&params, "acceptWithExecpolicyAmendment"),
@@ -717,17 +751,27 @@ mod tests {
         let mut mapper = AppServerMapper::new("x");
         map(
             &mut mapper,
-            &[json!({"method":"turn/completed","params":{"turn":{"id":"u","status":"failed","error":{"message":"We’re currently experiencing high demand","codexErrorInfo":"internalServerError"}}}})],
+            &[
+                json!({"method":"turn/completed","params":{"turn":{"id":"u","status":"failed","error":{"message":"We’re currently experiencing high demand","codexErrorInfo":"internalServerError"}}}}),
+            ],
         );
         assert!(matches!(
             mapper.finish(ExitFacts::default(), &mut Vec::new()),
-            AgentOutcome::Failed { http_status: Some(500), .. }
+            AgentOutcome::Failed {
+                http_status: Some(500),
+                ..
+            }
         ));
         let mut stopped = AppServerMapper::new("x");
         map(
             &mut stopped,
-            &[json!({"method":"turn/completed","params":{"turn":{"id":"u","status":"interrupted"}}})],
+            &[
+                json!({"method":"turn/completed","params":{"turn":{"id":"u","status":"interrupted"}}}),
+            ],
         );
-        assert_eq!(stopped.finish(ExitFacts::default(), &mut Vec::new()), AgentOutcome::Aborted);
+        assert_eq!(
+            stopped.finish(ExitFacts::default(), &mut Vec::new()),
+            AgentOutcome::Aborted
+        );
     }
 }

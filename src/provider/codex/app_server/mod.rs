@@ -45,8 +45,8 @@ use crate::provider::live_process::{InBandStop, LiveItem, LiveSession, LiveSlot,
 use crate::provider::pi::rpc::{AgentQueue, AgentStatus};
 use crate::provider::runner::{spawn_attempt, AttemptMapping, AttemptSink};
 use crate::provider::{
-    AgentSetting, AgentStream, AttemptRequest, Backend, Interjection, Provider,
-    SessionCheckpoint, SessionRef, Transport,
+    AgentSetting, AgentStream, AttemptRequest, Backend, Interjection, Provider, SessionCheckpoint,
+    SessionRef, Transport,
 };
 use crate::stream::{
     notice_kind, AgentMessage, PermissionOptionKind, PermissionRequest, PermissionResolver,
@@ -336,6 +336,12 @@ impl AppServerAttempt {
         if let Some(effort) = overrides.effort {
             params["effort"] = Value::String(effort);
         }
+        if let Some((approval, sandbox)) =
+            overrides.mode.as_deref().and_then(status::preset_policies)
+        {
+            params["approvalPolicy"] = approval;
+            params["sandboxPolicy"] = sandbox;
+        }
         let mut started = session.connection.request("turn/start", params);
         let mut started_open = true;
         let mut turn_id: Option<String> = None;
@@ -491,8 +497,15 @@ impl AppServerAttempt {
         stopping: bool,
     ) {
         if stopping {
-            self.resolve(session, mapping, &approval, None, PermissionResolver::User, None)
-                .await;
+            self.resolve(
+                session,
+                mapping,
+                &approval,
+                None,
+                PermissionResolver::User,
+                None,
+            )
+            .await;
             return;
         }
         let kinds = match self.policy {
@@ -527,8 +540,15 @@ impl AppServerAttempt {
                 ))
                 .await;
         }
-        self.resolve(session, mapping, &approval, option, PermissionResolver::Policy, None)
-            .await;
+        self.resolve(
+            session,
+            mapping,
+            &approval,
+            option,
+            PermissionResolver::Policy,
+            None,
+        )
+        .await;
     }
 
     /// Answers an approval request with the decision of `option` (`None`: cancel) and says how.

@@ -121,9 +121,9 @@ impl Connection {
     }
 
     pub(super) fn respond_error(&self, id: &Value, code: i64, message: &str) {
-        let _ = self.lines.send(
-            json!({"id": id, "error": {"code": code, "message": message}}).to_string(),
-        );
+        let _ = self
+            .lines
+            .send(json!({"id": id, "error": {"code": code, "message": message}}).to_string());
     }
 }
 
@@ -132,7 +132,10 @@ pub(super) async fn settled(response: oneshot::Receiver<Response>, timeout: Dura
     match tokio::time::timeout(timeout, response).await {
         Ok(Ok(response)) => response,
         Ok(Err(_)) => Err("Codex ended before answering".to_owned()),
-        Err(_) => Err(format!("Codex did not answer within {} s", timeout.as_secs())),
+        Err(_) => Err(format!(
+            "Codex did not answer within {} s",
+            timeout.as_secs()
+        )),
     }
 }
 
@@ -244,7 +247,10 @@ impl AppServerSession {
     }
 
     /// The most recent thread of the working directory (`--continue`).
-    async fn latest_thread(&mut self, request: &AttemptRequest) -> Result<Option<String>, OpenFailure> {
+    async fn latest_thread(
+        &mut self,
+        request: &AttemptRequest,
+    ) -> Result<Option<String>, OpenFailure> {
         let listed = self.connection.request(
             "thread/list",
             json!({"limit": 1, "cwd": session_cwd(request)}),
@@ -261,12 +267,7 @@ impl AppServerSession {
             )));
         };
         self.thread_id = id.to_owned();
-        self.shared.saw_thread(
-            &self.connection,
-            id,
-            answer["model"].as_str(),
-            answer["reasoningEffort"].as_str(),
-        );
+        self.shared.saw_thread(&self.connection, id, answer);
         Ok(())
     }
 

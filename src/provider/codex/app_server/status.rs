@@ -1,6 +1,6 @@
-//! What the app-server provider keeps between turns and shares with the UI: the model and
-//! reasoning effort (Codex's `model/list`, the thread's settings, the user's choice, sent with
-//! the next `turn/start`), the messages given mid-turn waiting to reach the model, the warnings
+//! What the app-server provider keeps between turns and shares with the UI: the model,
+//! reasoning effort and approval preset (Codex's `model/list`, the thread's settings, the
+//! user's choice, sent with the next `turn/start`), the messages given mid-turn waiting to reach the model, the warnings
 //! already shown, and the way to the live thread for steering.
 
 use std::collections::HashSet;
@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use tokio::sync::watch;
 
 use super::session::{settled, Connection, REQUEST_TIMEOUT};
-use crate::provider::pi::rpc::{AgentQueue, AgentStatus, ModelChoice};
+use crate::provider::pi::rpc::{AgentQueue, AgentStatus, ModeChoice, ModelChoice};
 use crate::provider::AgentSetting;
 
 /// The user's choices, sent with every `turn/start` (Codex keeps them for later turns too).
@@ -18,6 +18,32 @@ use crate::provider::AgentSetting;
 pub(super) struct Overrides {
     pub(super) model: Option<String>,
     pub(super) effort: Option<String>,
+    /// One of [`PRESETS`], by id.
+    pub(super) mode: Option<String>,
+}
+
+/// Codex's approval presets (its TUI's `/approvals`), the modes Shift+Tab cycles: id, name,
+/// approval policy, sandbox policy.
+const PRESETS: [(&str, &str, &str, &str); 3] = [
+    ("read-only", "read only", "on-request", "readOnly"),
+    ("auto", "auto", "on-request", "workspaceWrite"),
+    ("full-access", "full access", "never", "dangerFullAccess"),
+];
+
+/// The `approvalPolicy` and `sandboxPolicy` of preset `id` for `turn/start`.
+pub(super) fn preset_policies(id: &str) -> Option<(Value, Value)> {
+    PRESETS
+        .iter()
+        .find(|preset| preset.0 == id)
+        .map(|(_, _, approval, sandbox)| (json!(approval), json!({"type": sandbox})))
+}
+
+/// The preset a thread's approval policy and sandbox are (`None`: a mix of the user's own).
+fn preset_of(approval: &Value, sandbox: &Value) -> Option<String> {
+    PRESETS
+        .iter()
+        .find(|preset| approval == preset.2 && sandbox["type"] == preset.3)
+        .map(|preset| preset.0.to_owned())
 }
 
 /// The live thread and its running turn, for messages given mid-turn.
@@ -96,23 +122,29 @@ impl Shared {
         });
     }
 
-    /// A thread is open on `connection`, with Codex's model and effort for it.
-    pub(super) fn saw_thread(
-        &self,
-        connection: &Connection,
-        thread_id: &str,
-        model: Option<&str>,
-        effort: Option<&str>,
-    ) {
+    /// A thread is open on `connection`: Codex's model, effort, approval policy and sandbox
+    /// for it are in `answer` (of `thread/start` or `thread/resume`).
+    pub(super) fn saw_thread(&self, connection: &Connection, thread_id: &str, answer: &Value) {
         if let Ok(mut live) = self.live.lock() {
             live.connection = Some(connection.clone());
             thread_id.clone_into(&mut live.thread_id);
             live.turn_id = None;
         }
         let overrides = self.overrides();
+        let text = |key: &str| answer[key].as_str().map(str::to_owned);
         self.status.send_modify(|status| {
-            status.model = overrides.model.or(model.map(str::to_owned));
-            status.thinking_level = overrides.effort.or(effort.map(str::to_owned));
+            status.model = overrides.model.or(text("model"));
+            status.thinking_level = overrides.effort.or(text("reasoningEffort"));
+            status.mode = overrides
+                .mode
+                .or_else(|| preset_of(&answer["approvalPolicy"], &answer["sandbox"]));
+            status.modes = PRESETS
+                .iter()
+                .map(|(id, name, ..)| ModeChoice {
+                    id: (*id).to_owned(),
+                    name: (*name).to_owned(),
+                })
+                .collect();
         });
         self.refresh_levels();
     }
@@ -182,6 +214,14 @@ impl Shared {
                 drop(overrides);
                 self.status
                     .send_modify(|status| status.thinking_level = Some(level));
+            }
+            AgentSetting::Mode(id) => {
+                if preset_policies(&id).is_none() {
+                    return false;
+                }
+                overrides.mode = Some(id.clone());
+                drop(overrides);
+                self.status.send_modify(|status| status.mode = Some(id));
             }
         }
         true
