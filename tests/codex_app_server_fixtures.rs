@@ -5,10 +5,8 @@
 //! for the shared stream's rules.
 
 #[path = "support/captures.rs"]
-#[allow(dead_code)]
 mod captures;
 #[path = "support/replay.rs"]
-#[allow(dead_code)]
 mod replay;
 
 use std::path::PathBuf;
