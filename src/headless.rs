@@ -73,6 +73,22 @@ pub fn run(agent: AgentArgs, args: RunArgs) -> i32 {
         Ok(provider) => provider,
         Err(message) => return usage_error(&message),
     };
+    if let Some(permissions) = args
+        .permissions
+        .filter(|_| !provider::asks_permission(transport))
+    {
+        eprintln!(
+            "agentty: --permissions {} has no effect over the {} transport: {} does not ask \
+             agentty before acting there (its own settings decide); a two-way transport \
+             (app-server for codex, acp) honours it",
+            match permissions {
+                cli::HeadlessPermissions::Allow => "allow",
+                cli::HeadlessPermissions::Deny => "deny",
+            },
+            transport.name(),
+            choice.name
+        );
+    }
     let mut policy = loaded.config.provider_error_auto_retry.clone();
     if let Some(max_attempts) = args.max_attempts {
         policy.max_attempts = max_attempts;

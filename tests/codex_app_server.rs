@@ -481,3 +481,33 @@ async fn the_modes_are_codexs_approval_presets_and_full_access_runs_without_aski
     assert_eq!(last["approvalPolicy"], "never");
     assert_eq!(last["sandbox"], "dangerFullAccess");
 }
+
+/// Where the agent cannot ask (a one-shot transport), `--permissions` says it has no effect
+/// instead of being ignored in silence.
+#[test]
+fn headless_permissions_on_a_transport_that_cannot_ask_say_so() {
+    let rig = Rig::new();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_agentty"))
+        .args([
+            "run",
+            "--provider",
+            "demo",
+            "--transport",
+            "json",
+            "--permissions",
+            "allow",
+            "hi",
+        ])
+        .env("AGENTTY_DEMO_STATE_DIR", rig.demo.state.path())
+        .env("AGENTTY_DEMO_TIME_SCALE", "0.1")
+        .env("XDG_STATE_HOME", rig.demo.state.path().join("xdg"))
+        .current_dir(rig.work.path())
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("--permissions allow has no effect over the json transport"),
+        "{stderr}"
+    );
+}

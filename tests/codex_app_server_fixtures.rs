@@ -30,11 +30,19 @@ fn fixture(name: &str) -> Vec<Value> {
 
 /// The turn of capture `name` through the mapper: its messages and terminal message.
 fn replay_turn(name: &str) -> (Vec<AgentMessage>, AgentMessage) {
+    replay_nth_turn(name, 0)
+}
+
+/// Turn `nth` (from 0) of capture `name` through the mapper.
+fn replay_nth_turn(name: &str, nth: usize) -> (Vec<AgentMessage>, AgentMessage) {
     let lines = fixture(name);
     let start = lines
         .iter()
-        .position(|line| line["dir"] == "out" && line["msg"]["method"] == "turn/start")
-        .expect("a turn/start");
+        .enumerate()
+        .filter(|(_, line)| line["dir"] == "out" && line["msg"]["method"] == "turn/start")
+        .nth(nth)
+        .map(|(index, _)| index)
+        .expect("the turn/start");
     let prompt = lines[start]["msg"]["params"]["input"][0]["text"]
         .as_str()
         .unwrap()
@@ -260,4 +268,38 @@ fn after_a_revert_codex_sends_the_retried_prompt_once() {
         1,
         "{users:?}"
     );
+}
+
+#[test]
+fn a_file_change_asks_with_its_diff_and_a_declined_one_is_not_applied() {
+    let (added, terminal) = replay_nth_turn("file_change", 0);
+    let request = added
+        .iter()
+        .find_map(|message| match message {
+            AgentMessage::PermissionRequest(request) => Some(request),
+            _ => None,
+        })
+        .expect("a permission request");
+    assert_eq!(request.kind, "edit");
+    assert!(request.paths[0].ends_with("hello.txt"), "{request:?}");
+    assert_eq!(request.diffs[0].old_text, None);
+    assert_eq!(request.diffs[0].new_text, "hello from a patch\n");
+    assert!(added.iter().any(|message| matches!(message,
+        AgentMessage::ToolCompleted { output, .. } if output.starts_with("add "))));
+    assert!(matches!(terminal, AgentMessage::Completed { .. }));
+    let (updated, _) = replay_nth_turn("file_change", 1);
+    let request = updated
+        .iter()
+        .find_map(|message| match message {
+            AgentMessage::PermissionRequest(request) => Some(request),
+            _ => None,
+        })
+        .expect("a permission request");
+    assert_eq!(
+        request.diffs[0].old_text.as_deref(),
+        Some("hello from a patch\n")
+    );
+    assert_eq!(request.diffs[0].new_text, "hello again\n");
+    assert!(updated.iter().any(|message| matches!(message,
+        AgentMessage::ToolFailed { error, .. } if error.contains("declined"))));
 }

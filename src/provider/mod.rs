@@ -212,6 +212,12 @@ pub(crate) fn default_run_transport(name: &str, settings: &ProviderSettings) -> 
     }
 }
 
+/// Whether the agent asks agentty before acting over `transport` (so that a permission
+/// policy applies).
+pub(crate) fn asks_permission(transport: Transport) -> bool {
+    matches!(transport, Transport::Acp | Transport::AppServer)
+}
+
 /// One agent CLI, behind the single-attempt contract.
 pub trait Provider: Send + Sync {
     fn name(&self) -> &str;

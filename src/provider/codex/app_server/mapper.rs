@@ -275,16 +275,7 @@ impl AppServerMapper {
                 .iter()
                 .filter_map(|change| change["path"].as_str().map(str::to_owned))
                 .collect();
-            let diffs = changes
-                .iter()
-                .filter_map(|change| {
-                    Some(FileDiff {
-                        path: change["path"].as_str()?.to_owned(),
-                        old_text: None,
-                        new_text: change["diff"].as_str()?.to_owned(),
-                    })
-                })
-                .collect();
+            let diffs = changes.iter().filter_map(file_diff).collect();
             let title = match (paths.as_slice(), reason) {
                 ([], Some(reason)) => format!("files — {reason}"),
                 ([], None) => "files".to_owned(),
@@ -479,6 +470,40 @@ pub(crate) fn decision_value(params: &Value, option_id: &str) -> Option<Value> {
         "accept" | "acceptForSession" | "decline" | "cancel"
     )
     .then(|| Value::from(option_id))
+}
+
+/// A `fileChange` change as the prompt shows it: an added file's text, a deleted file's, or
+/// the old and new lines of an update's hunks (Codex gives a unified diff).
+fn file_diff(change: &Value) -> Option<FileDiff> {
+    let path = change["path"].as_str()?.to_owned();
+    let diff = change["diff"].as_str()?;
+    let (old_text, new_text) = match change["kind"]["type"].as_str() {
+        Some("add") => (None, diff.to_owned()),
+        Some("delete") => (Some(diff.to_owned()), String::new()),
+        _ => {
+            let (mut old, mut new) = (String::new(), String::new());
+            for line in diff.split_inclusive('\n') {
+                if line.starts_with("---") || line.starts_with("+++") || line.starts_with("@@") {
+                    continue;
+                }
+                match line.split_at_checked(1) {
+                    Some(("-", rest)) => old.push_str(rest),
+                    Some(("+", rest)) => new.push_str(rest),
+                    Some((" ", rest)) => {
+                        old.push_str(rest);
+                        new.push_str(rest);
+                    }
+                    _ => {}
+                }
+            }
+            (Some(old), new)
+        }
+    };
+    Some(FileDiff {
+        path,
+        old_text,
+        new_text,
+    })
 }
 
 /// The HTTP status Codex's structured error names.
