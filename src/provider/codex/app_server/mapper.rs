@@ -119,9 +119,14 @@ impl AppServerMapper {
                     });
                 }
             }
-            "item/reasoning/summaryPartAdded" => out.push(AgentMessage::Thinking {
-                delta: "\n\n".to_owned(),
-            }),
+            // A new summary part after the first: a paragraph break in the live pane.
+            "item/reasoning/summaryPartAdded" => {
+                if params["summaryIndex"].as_u64().is_some_and(|index| index > 0) {
+                    out.push(AgentMessage::Thinking {
+                        delta: "\n\n".to_owned(),
+                    });
+                }
+            }
             "item/commandExecution/outputDelta" => {
                 let (Some(item), Some(delta)) =
                     (params["itemId"].as_str(), params["delta"].as_str())
