@@ -224,6 +224,14 @@ pub fn replay(agent: AgentArgs, mut args: ReplayArgs) -> i32 {
     // the ACP mapper whatever the provider, unless `--transport` says otherwise.
     let mut mapping: Option<AttemptMapping> = None;
     let choose_mapper = |first_line: &str| {
+        // Codex's app-server writes JSON-RPC without the `"jsonrpc"` field.
+        if agent.transport == Some(provider::Transport::AppServer)
+            || (agent.transport.is_none() && name == "codex" && is_bare_json_rpc(first_line))
+        {
+            return AttemptMapping::new(Box::new(
+                provider::codex::app_server::AppServerMapper::new(""),
+            ));
+        }
         let acp = match agent.transport {
             Some(transport) => transport == provider::Transport::Acp,
             None => is_json_rpc(first_line),
@@ -307,6 +315,14 @@ fn sidecar_problem(log: &Path, read: raw_log::RawLinesRead) -> Option<String> {
 fn is_json_rpc(line: &str) -> bool {
     serde_json::from_str::<serde_json::Value>(line)
         .is_ok_and(|value| value.get("jsonrpc").and_then(|version| version.as_str()) == Some("2.0"))
+}
+
+/// A JSON-RPC message without the `"jsonrpc"` field (Codex's app-server), not an event of a
+/// CLI's JSON mode (which all have a `type`).
+fn is_bare_json_rpc(line: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(line).is_ok_and(|value| {
+        value.get("type").is_none() && (value.get("method").is_some() || value.get("id").is_some())
+    })
 }
 
 /// The provider a session log names in its header; `None` when `path` is not a session log

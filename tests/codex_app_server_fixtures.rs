@@ -303,3 +303,33 @@ fn a_file_change_asks_with_its_diff_and_a_declined_one_is_not_applied() {
     assert!(updated.iter().any(|message| matches!(message,
         AgentMessage::ToolFailed { error, .. } if error.contains("declined"))));
 }
+
+/// `agentty replay --provider codex` reads a raw app-server log (Codex's side of it) with the
+/// app-server mapper: Codex writes JSON-RPC without the `"jsonrpc"` field.
+#[test]
+fn a_raw_app_server_log_replays_through_the_app_server_mapper() {
+    let raw: String = fixture("steer")
+        .iter()
+        .filter(|line| line["dir"] == "in")
+        .map(|line| format!("{}\n", line["msg"]))
+        .collect();
+    let dir = tempfile::TempDir::new().unwrap();
+    let log = dir.path().join("codex.jsonl");
+    std::fs::write(&log, raw).unwrap();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_agentty"))
+        .args(["replay", "--provider", "codex"])
+        .arg(&log)
+        .env("XDG_STATE_HOME", dir.path().join("state"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    assert!(
+        stdout.contains(r#"{"type":"notice","kind":"steer_delivered","message":"steer: say bye"}"#),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(r#""type":"terminal.completed""#),
+        "{stdout}"
+    );
+}

@@ -89,7 +89,7 @@ pub fn run(args: DemoAgentArgs) -> i32 {
     }
     if args.mode != "json" && args.mode != "rpc" {
         eprintln!(
-            "Error: the demo agent speaks --mode json, rpc or acp (got --mode {})",
+            "Error: the demo agent speaks --mode json, rpc, acp or codex-app-server (got --mode {})",
             args.mode
         );
         return 1;

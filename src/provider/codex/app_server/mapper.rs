@@ -48,7 +48,8 @@ pub(crate) fn id_key(id: &Value) -> String {
 
 /// The Codex app-server mapper of one attempt.
 pub struct AppServerMapper {
-    /// The prompt this turn was started with (a user message with other text was steering).
+    /// The prompt this turn was started with (a user message with other text was steering);
+    /// empty when unknown (a replayed log): the turn's first user message.
     prompt: String,
     turn_id: Option<String>,
     tools: ToolCalls,
@@ -121,7 +122,10 @@ impl AppServerMapper {
             }
             // A new summary part after the first: a paragraph break in the live pane.
             "item/reasoning/summaryPartAdded" => {
-                if params["summaryIndex"].as_u64().is_some_and(|index| index > 0) {
+                if params["summaryIndex"]
+                    .as_u64()
+                    .is_some_and(|index| index > 0)
+                {
                     out.push(AgentMessage::Thinking {
                         delta: "\n\n".to_owned(),
                     });
@@ -184,7 +188,10 @@ impl AppServerMapper {
         match item["type"].as_str().unwrap_or_default() {
             "userMessage" => {
                 let text = user_text(item);
-                if !text.is_empty() && text != self.prompt {
+                if self.prompt.is_empty() {
+                    // Replayed from a log, the prompt is the turn's first user message.
+                    self.prompt = text;
+                } else if !text.is_empty() && text != self.prompt {
                     // A message given mid-turn (`turn/steer`) reached the model.
                     out.push(AgentMessage::notice(notice_kind::STEER_DELIVERED, text));
                 }
