@@ -82,16 +82,19 @@ impl AppServerMapper {
         }
     }
 
-    /// Whether a line of `turn` belongs to this attempt's turn.
-    fn ours(&self, params: &Value) -> bool {
-        match (params["turnId"].as_str(), &self.turn_id) {
+    /// Whether a line belongs to this attempt's turn: one naming another turn, or naming a
+    /// turn before this one started (a late line of a stopped turn), does not.
+    fn ours(&self, method: &str, params: &Value) -> bool {
+        let turn = params["turnId"].as_str().or(params["turn"]["id"].as_str());
+        match (turn, &self.turn_id) {
             (Some(turn), Some(ours)) => turn == ours,
-            _ => true,
+            (Some(_), None) => method == "turn/started",
+            (None, _) => true,
         }
     }
 
     fn notification(&mut self, method: &str, params: &Value, out: &mut Vec<AgentMessage>) -> bool {
-        if !self.ours(params) {
+        if !self.ours(method, params) {
             tracing::debug!(method, "a line of another turn; ignored");
             return true;
         }
@@ -347,7 +350,7 @@ impl Mapper for AppServerMapper {
         let params = &message["params"];
         if let Some(id) = message.get("id").filter(|id| !id.is_null()) {
             if method == COMMAND_APPROVAL || method == FILE_CHANGE_APPROVAL {
-                if !self.ours(params) {
+                if !self.ours(method, params) {
                     return LineVerdict::Ignored;
                 }
                 out.push(AgentMessage::PermissionRequest(Box::new(
@@ -745,6 +748,28 @@ mod tests {
     }
 
     #[test]
+    fn the_late_lines_of_a_stopped_turn_are_not_this_turns() {
+        let mut mapper = AppServerMapper::new("next");
+        let out = map(
+            &mut mapper,
+            &[
+                json!({"method":"item/agentMessage/delta","params":{"turnId":"old","itemId":"m","delta":"late"}}),
+                json!({"method":"turn/completed","params":{"turn":{"id":"old","status":"interrupted"}}}),
+                json!({"method":"turn/started","params":{"turn":{"id":"new"}}}),
+                json!({"method":"turn/completed","params":{"turn":{"id":"old","status":"interrupted"}}}),
+                json!({"method":"item/agentMessage/delta","params":{"turnId":"new","itemId":"n","delta":"fresh"}}),
+            ],
+        );
+        assert_eq!(
+            out,
+            [AgentMessage::Assistant {
+                delta: "fresh".into()
+            }]
+        );
+        assert!(!mapper.outcome_reported());
+    }
+
+    #[test]
     fn an_approval_offers_codexs_decisions_with_decline_before_cancel() {
         let mut mapper = AppServerMapper::new("write");
         let out = map(
@@ -789,6 +814,7 @@ mod tests {
         map(
             &mut mapper,
             &[
+                json!({"method":"turn/started","params":{"turn":{"id":"u"}}}),
                 json!({"method":"turn/completed","params":{"turn":{"id":"u","status":"failed","error":{"message":"We’re currently experiencing high demand","codexErrorInfo":"internalServerError"}}}}),
             ],
         );
@@ -803,6 +829,7 @@ mod tests {
         map(
             &mut stopped,
             &[
+                json!({"method":"turn/started","params":{"turn":{"id":"u"}}}),
                 json!({"method":"turn/completed","params":{"turn":{"id":"u","status":"interrupted"}}}),
             ],
         );

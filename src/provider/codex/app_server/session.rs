@@ -398,8 +398,10 @@ impl LiveSession for AppServerSession {
         let Self {
             connection,
             process,
+            shared,
             ..
         } = self;
+        shared.forget_connection();
         if let Ok(mut waiters) = connection.waiters.lock() {
             waiters.clear();
         }
