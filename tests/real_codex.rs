@@ -665,3 +665,40 @@ async fn codex_app_server_enter_to_request_for_turns_one_to_three() {
         "{app_server:?} {one_shot:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
+async fn codex_app_server_stop_during_a_sleep_tool_leaves_no_tool_process() {
+    let test = "codex_app_server_stop_during_a_sleep_tool_leaves_no_tool_process";
+    let sleep_arg = format!("4{}.{}", std::process::id() % 10, std::process::id() % 97);
+    let scenario = CodexScenario::Tool(format!("sleep {sleep_arg}; echo done"));
+    let Some(rig) = AppServerRig::start(test, || fake_codex_server::start(scenario), PermissionPolicy::Ask) else {
+        return;
+    };
+    let stop = StopControl::new();
+    let mut stream = rig
+        .provider
+        .execute(rig.request("sleep a while", SessionRef::New), stop.clone());
+    let token = format!("sleep {sleep_arg}");
+    loop {
+        let message = real_cli::next_message(&mut stream, real_cli::RUN_LIMIT)
+            .await
+            .expect("the tool call");
+        if let AgentMessage::PermissionRequest(request) = &message {
+            rig.provider.answer_permission(&request.id, Some("accept".into()), None);
+        }
+        if matches!(message, AgentMessage::ToolCall { .. }) {
+            break;
+        }
+    }
+    let sleeping = real_cli::wait_for_process(&token, std::time::Duration::from_secs(20)).await;
+    assert!(!sleeping.is_empty(), "the tool runs");
+    let app_server = rig.processes();
+    stop.stop();
+    let rest = real_cli::collect(&mut stream, real_cli::RUN_LIMIT).await;
+    let (stage, elapsed_ms) = real_cli::cancelled("codex", &rest);
+    eprintln!("{test}: stopped at stage {stage:?} in {elapsed_ms} ms");
+    let left = real_cli::survivors(sleeping, std::time::Duration::from_secs(3)).await;
+    assert!(left.is_empty(), "the stopped turn's tool survived: {left:?}");
+    assert_eq!(rig.processes(), app_server, "the app-server stays");
+}

@@ -12,7 +12,8 @@
 //! - The stop runs stage 0 first: `turn/interrupt`, then up to [`INTERRUPT_GRACE`] for the turn
 //!   to end (Codex: 8–16 ms); the process stays for the next turn. If the turn does not end,
 //!   the process layer's three-stage stop ends the app-server and the next attempt resumes the
-//!   thread in a new one.
+//!   thread in a new one. When the turn does end, whatever tool process it started and Codex
+//!   left running is killed (Codex's interrupt leaves a running command running).
 //! - Retry never duplicates, with Codex's own means: the orchestrator's rollback of a turn that
 //!   did not complete (its checkpoint is [`SessionCheckpoint::held_by_agent`]) becomes
 //!   `thread/revert` to before that turn, in memory and in Codex's stored thread, before the
@@ -26,7 +27,7 @@ mod mapper;
 mod session;
 mod status;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -57,6 +58,8 @@ use crate::stream::{
 pub(crate) const INTERRUPT_GRACE: Duration = Duration::from_secs(2);
 /// JSON-RPC's "method not found".
 const METHOD_NOT_FOUND: i64 = -32601;
+/// How long the tools a stopped turn left behind may take to die.
+const STRAY_KILL_DEADLINE: Duration = Duration::from_secs(2);
 
 /// A permission answer from the user: request id, option chosen (`None`: cancelled), note.
 type Answer = (String, Option<String>, Option<String>);
@@ -344,6 +347,14 @@ impl AppServerAttempt {
         }
         let mut started = session.connection.request("turn/start", params);
         let mut started_open = true;
+        // The helpers Codex runs between turns are its own; what the turn adds (its tools) does
+        // not outlive a stop (Codex's interrupt leaves a running command running). Read after
+        // the turn is on its way, off the async threads: /proc is a scan.
+        let tree = session.process.tree.clone();
+        let helpers_before =
+            tokio::task::spawn_blocking(move || crate::process::tree::descendants(&tree))
+                .await
+                .unwrap_or_default();
         let mut turn_id: Option<String> = None;
         let mut interrupt_pending = false;
         let mut open: HashMap<String, OpenApproval> = HashMap::new();
@@ -452,7 +463,11 @@ impl AppServerAttempt {
             };
             return (AgentMessage::Failed(failure), true, None);
         }
+        let answered_after_stop = stop.is_sent() && matches!(end, TurnEnd::Answered);
         let (report, ended_by, keep) = stop.outcome(end);
+        if answered_after_stop {
+            kill_strays(session, helpers_before).await;
+        }
         let terminal = mapping.finish(&report, ended_by, stderr, &mut out);
         self.sink.flush(&mut out).await;
         (terminal, keep, turn_id)
@@ -576,6 +591,23 @@ impl AppServerAttempt {
         }];
         mapping.map_client_line(&answer, &mut out);
         self.sink.flush(&mut out).await;
+    }
+}
+
+/// Kills what the stopped turn started and left running (a command Codex did not end).
+async fn kill_strays(session: &AppServerSession, helpers_before: HashSet<i32>) {
+    let tree = session.process.tree.clone();
+    let killed = tokio::task::spawn_blocking(move || {
+        crate::process::tree::kill_descendants_except(
+            &tree,
+            &helpers_before,
+            std::time::Instant::now() + STRAY_KILL_DEADLINE,
+        )
+    })
+    .await
+    .unwrap_or_default();
+    if killed > 0 {
+        tracing::info!(killed, "killed the tool processes the stopped turn left running");
     }
 }
 
