@@ -18,6 +18,7 @@ mod real_cli;
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use agent_stream::{collect, read_until, session_id, text, PATIENCE};
 use agentty::config::{PermissionPolicy, ProviderSettings};
@@ -510,4 +511,73 @@ fn headless_permissions_on_a_transport_that_cannot_ask_say_so() {
         stderr.contains("--permissions allow has no effect over the json transport"),
         "{stderr}"
     );
+}
+
+/// Codex's `turn/interrupt` leaves a running command running; after the stop nothing the turn
+/// started survives, and the app-server stays for the next turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_mid_command_kills_the_command_the_agent_left_running() {
+    let rig = Rig::new();
+    let provider = rig.provider(PermissionPolicy::Ask);
+    let stop = StopControl::new();
+    let mut stream = provider.execute(rig.request("please sleep", SessionRef::New), stop.clone());
+    let seen = read_until(&mut stream, |message| {
+        matches!(message, AgentMessage::ToolCall { .. })
+    })
+    .await;
+    let sleeping = real_cli::wait_for_process("sleep 30", PATIENCE).await;
+    let agent = rig.demo.starts();
+    let ours: Vec<i32> = sleeping
+        .into_iter()
+        .filter(|pid| agent.iter().any(|agent| is_descendant(*pid, *agent)))
+        .collect();
+    assert!(!ours.is_empty(), "the command runs under the agent");
+    stop.stop();
+    let rest = collect(stream).await;
+    assert!(
+        matches!(
+            rest.last(),
+            Some(AgentMessage::Cancelled {
+                stop_stage: StopStage::Cancel,
+                ..
+            })
+        ),
+        "{rest:?}"
+    );
+    let left = real_cli::survivors(ours, Duration::from_secs(5)).await;
+    assert!(left.is_empty(), "the command survived the stop: {left:?}");
+    let next = rig
+        .run(
+            provider.as_ref(),
+            "say hello",
+            SessionRef::Resume(session_id(&seen)),
+        )
+        .await;
+    assert!(completed(&next), "{next:?}");
+    assert_eq!(rig.demo.starts().len(), 1, "the same agent process");
+}
+
+/// Whether `pid` descends from `ancestor` (by /proc's parent links).
+fn is_descendant(pid: i32, ancestor: i32) -> bool {
+    let mut current = pid;
+    for _ in 0..64 {
+        if current == ancestor {
+            return true;
+        }
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{current}/stat")) else {
+            return false;
+        };
+        let Some(parent) = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|parent| parent.parse().ok())
+        else {
+            return false;
+        };
+        if parent <= 1 {
+            return false;
+        }
+        current = parent;
+    }
+    false
 }

@@ -672,7 +672,11 @@ async fn codex_app_server_stop_during_a_sleep_tool_leaves_no_tool_process() {
     let test = "codex_app_server_stop_during_a_sleep_tool_leaves_no_tool_process";
     let sleep_arg = format!("4{}.{}", std::process::id() % 10, std::process::id() % 97);
     let scenario = CodexScenario::Tool(format!("sleep {sleep_arg}; echo done"));
-    let Some(rig) = AppServerRig::start(test, || fake_codex_server::start(scenario), PermissionPolicy::Ask) else {
+    let Some(rig) = AppServerRig::start(
+        test,
+        || fake_codex_server::start(scenario),
+        PermissionPolicy::Ask,
+    ) else {
         return;
     };
     let stop = StopControl::new();
@@ -685,7 +689,8 @@ async fn codex_app_server_stop_during_a_sleep_tool_leaves_no_tool_process() {
             .await
             .expect("the tool call");
         if let AgentMessage::PermissionRequest(request) = &message {
-            rig.provider.answer_permission(&request.id, Some("accept".into()), None);
+            rig.provider
+                .answer_permission(&request.id, Some("accept".into()), None);
         }
         if matches!(message, AgentMessage::ToolCall { .. }) {
             break;
@@ -699,6 +704,9 @@ async fn codex_app_server_stop_during_a_sleep_tool_leaves_no_tool_process() {
     let (stage, elapsed_ms) = real_cli::cancelled("codex", &rest);
     eprintln!("{test}: stopped at stage {stage:?} in {elapsed_ms} ms");
     let left = real_cli::survivors(sleeping, std::time::Duration::from_secs(3)).await;
-    assert!(left.is_empty(), "the stopped turn's tool survived: {left:?}");
+    assert!(
+        left.is_empty(),
+        "the stopped turn's tool survived: {left:?}"
+    );
     assert_eq!(rig.processes(), app_server, "the app-server stays");
 }

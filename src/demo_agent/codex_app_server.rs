@@ -17,8 +17,9 @@
 //! Scenarios (`--scenario`, else the first scenario name that appears as a word in the prompt,
 //! else `hello`): `hello`, `think` (reasoning deltas, then text), `tool` (a command run
 //! without asking), `write` (a command that asks first: `touch agentty-demo.txt`), `slow` (a
-//! word every 100 ms, for stops and steering), `flaky` (the first two tries of a prompt fail
-//! as Codex reports an HTTP 500).
+//! word every 100 ms, for stops and steering), `sleep` (a command that runs a real `sleep 30`
+//! and, as Codex does, leaves it running when the turn is interrupted), `flaky` (the first two
+//! tries of a prompt fail as Codex reports an HTTP 500).
 
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
@@ -32,7 +33,8 @@ use super::state::{self, flaky_try, now_ms, uuid_v7};
 /// The `--mode` value.
 pub(crate) const MODE: &str = "codex-app-server";
 /// The scenarios, in listing order.
-pub(crate) const SCENARIOS: [&str; 6] = ["hello", "think", "tool", "write", "slow", "flaky"];
+pub(crate) const SCENARIOS: [&str; 7] =
+    ["hello", "think", "tool", "write", "slow", "sleep", "flaky"];
 /// The model every thread runs (unknown to Codex's catalog, as in the captures: hence the
 /// warning).
 const MODEL: &str = "demo-model";
@@ -318,6 +320,7 @@ impl Server {
                 None => Ending::Interrupted,
             },
             "slow" => self.slow(&at, &mut thread),
+            "sleep" => self.sleep(&at, &thread),
             "flaky" if flaky_try(1, &prompt, 2).fails => Ending::Failed(
                 "We\u{2019}re currently experiencing high demand, which may cause temporary errors.",
             ),
@@ -560,6 +563,38 @@ impl Server {
             json!({"type": "agentMessage", "id": item_id, "text": text}),
         );
         Ending::Completed
+    }
+
+    /// Runs a real `sleep 30` as a command item until the turn is interrupted, and leaves it
+    /// running then (as Codex leaves a running command on `turn/interrupt`).
+    fn sleep(&mut self, at: &Value, thread: &Thread) -> Ending {
+        let item_id = format!("call_{}", now_ms());
+        let item = |status: &str| {
+            json!({"type": "commandExecution", "id": item_id, "command": "/bin/bash -lc 'sleep 30'",
+                   "cwd": thread.cwd, "status": status, "aggregatedOutput": "", "exitCode": null})
+        };
+        let child = std::process::Command::new("sleep")
+            .arg("30")
+            .current_dir(&thread.cwd)
+            .spawn();
+        self.item(at, "item/started", item("inProgress"));
+        let mut child = match child {
+            Ok(child) => child,
+            Err(error) => return self.say(at, &format!("sleep did not start: {error}")),
+        };
+        loop {
+            match self.rx.recv() {
+                Ok(message) if message["method"] == "turn/interrupt" => {
+                    respond(&message["id"], json!({}));
+                    return Ending::Interrupted;
+                }
+                Ok(message) => self.handle_during_turn(&message),
+                Err(_) => {
+                    let _ = child.kill();
+                    return Ending::Interrupted;
+                }
+            }
+        }
     }
 
     /// A request that came while a turn plays and is not for the turn.

@@ -345,16 +345,17 @@ impl AppServerAttempt {
             params["approvalPolicy"] = approval;
             params["sandboxPolicy"] = sandbox;
         }
-        let mut started = session.connection.request("turn/start", params);
-        let mut started_open = true;
         // The helpers Codex runs between turns are its own; what the turn adds (its tools) does
-        // not outlive a stop (Codex's interrupt leaves a running command running). Read after
-        // the turn is on its way, off the async threads: /proc is a scan.
+        // not outlive a stop (Codex's interrupt leaves a running command running). Read before
+        // the turn starts (a fast agent starts its tool at once), off the async threads: /proc
+        // is a scan, of a few milliseconds.
         let tree = session.process.tree.clone();
         let helpers_before =
             tokio::task::spawn_blocking(move || crate::process::tree::descendants(&tree))
                 .await
                 .unwrap_or_default();
+        let mut started = session.connection.request("turn/start", params);
+        let mut started_open = true;
         let mut turn_id: Option<String> = None;
         let mut interrupt_pending = false;
         let mut open: HashMap<String, OpenApproval> = HashMap::new();
@@ -607,7 +608,10 @@ async fn kill_strays(session: &AppServerSession, helpers_before: HashSet<i32>) {
     .await
     .unwrap_or_default();
     if killed > 0 {
-        tracing::info!(killed, "killed the tool processes the stopped turn left running");
+        tracing::info!(
+            killed,
+            "killed the tool processes the stopped turn left running"
+        );
     }
 }
 
