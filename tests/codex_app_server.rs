@@ -581,3 +581,23 @@ fn is_descendant(pid: i32, ancestor: i32) -> bool {
     }
     false
 }
+
+/// `--continue`: the most recent thread of the directory, resumed in a new process.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn continue_resumes_the_latest_thread_of_the_directory() {
+    let rig = Rig::new();
+    let first = rig.provider(PermissionPolicy::Ask);
+    let one = rig.run(first.as_ref(), "remember 7", SessionRef::New).await;
+    drop(first);
+    let second = rig.provider(PermissionPolicy::Ask);
+    let two = rig
+        .run(second.as_ref(), "what was it?", SessionRef::ContinueLatest)
+        .await;
+    assert!(completed(&two), "{two:?}");
+    assert_eq!(session_id(&two), session_id(&one));
+    assert!(
+        matches!(&two[0], AgentMessage::SessionResumed { .. }),
+        "{two:?}"
+    );
+    assert_eq!(rig.users()[1], ["remember 7", "what was it?"]);
+}

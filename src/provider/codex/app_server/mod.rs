@@ -121,7 +121,10 @@ impl Provider for AppServerProvider {
             SessionRef::Resume(thread_id) => Some(SessionCheckpoint::held_by_agent(format!(
                 "codex thread {thread_id}"
             ))),
-            SessionRef::New | SessionRef::ContinueLatest => None,
+            SessionRef::ContinueLatest => {
+                Some(SessionCheckpoint::held_by_agent("the latest codex thread"))
+            }
+            SessionRef::New => None,
         }
     }
 

@@ -366,7 +366,10 @@ impl LiveSession for AppServerSession {
         if !self.process.is_running() {
             return false;
         }
-        if !self.prompted && *session == self.started_for {
+        // `--continue` names the thread this process resumed for as long as it runs.
+        if *session == self.started_for
+            && (!self.prompted || *session == SessionRef::ContinueLatest)
+        {
             return true;
         }
         matches!(session, SessionRef::Resume(id) if *id == self.thread_id)
