@@ -1,5 +1,6 @@
-//! The real Codex CLI through `agentty::provider::CliProvider`, against a fake Responses API
-//! on 127.0.0.1. Opt-in: `#[ignore]`d (`cargo test --test real_codex -- --ignored`), with the CLI installed by
+//! The real Codex CLI, against a fake Responses API on 127.0.0.1: `codex exec --json` through
+//! `agentty::provider::CliProvider`, and `codex app-server` through the app-server transport
+//! (the `codex_app_server_*` tests). Opt-in: `#[ignore]`d (`cargo test --test real_codex -- --ignored`), with the CLI installed by
 //! `npm install --prefix /tmp/codex-cli @openai/codex` (or `AGENTTY_CODEX_BIN` pointing at it).
 
 #[path = "support/fake_codex_server.rs"]
