@@ -57,10 +57,12 @@ pub struct AgentArgs {
     #[arg(long = "provider-arg", global = true, allow_hyphen_values = true)]
     pub provider_args: Vec<String>,
     /// How to talk to the agent CLI: `json` (one process per attempt), `rpc` (one long-lived
-    /// process per conversation; pi) or `acp` (the Agent Client Protocol, one long-lived
-    /// process: gemini, and claude or codex through their ACP adapters). Default: `transport`
-    /// in the provider's config, else in the chat rpc for pi, acp for gemini (and for claude
-    /// and codex when their adapter is installed), json otherwise; json for `agentty run`.
+    /// process per conversation; pi), `app-server` (Codex's own long-lived JSON-RPC mode) or
+    /// `acp` (the Agent Client Protocol, one long-lived process: gemini, and claude or codex
+    /// through their ACP adapters). Default: `transport` in the provider's config, else in the
+    /// chat rpc for pi, acp for gemini (and for claude when its adapter is installed),
+    /// app-server for codex (acp when its `acp_command` is configured), json otherwise; for
+    /// `agentty run` app-server for codex, json otherwise.
     #[arg(long, global = true, value_enum)]
     pub transport: Option<crate::config::Transport>,
 }
@@ -211,6 +213,8 @@ pub(crate) fn check_scenario(
     }
     let known = if transport == Some(crate::config::Transport::Acp) {
         crate::demo_agent::acp_scenario_names()
+    } else if transport == Some(crate::config::Transport::AppServer) {
+        crate::demo_agent::codex_app_server::SCENARIOS.to_vec()
     } else {
         crate::demo_agent::scenario_names()
     };

@@ -77,6 +77,10 @@ pub enum Transport {
     Rpc,
     /// One long-lived process per conversation speaking the Agent Client Protocol.
     Acp,
+    /// One long-lived Codex `app-server` per conversation (JSON-RPC over stdio).
+    #[serde(rename = "app-server")]
+    #[value(name = "app-server")]
+    AppServer,
 }
 
 impl Transport {
@@ -86,6 +90,7 @@ impl Transport {
             Transport::Json => "json",
             Transport::Rpc => "rpc",
             Transport::Acp => "acp",
+            Transport::AppServer => "app-server",
         }
     }
 
@@ -95,6 +100,7 @@ impl Transport {
             Transport::Json => "one process per turn (JSON mode)",
             Transport::Rpc => "one long-lived process (RPC mode)",
             Transport::Acp => "one long-lived process (Agent Client Protocol)",
+            Transport::AppServer => "one long-lived process (Codex app-server)",
         }
     }
 }

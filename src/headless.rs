@@ -61,11 +61,9 @@ pub fn run(agent: AgentArgs, args: RunArgs) -> i32 {
     ) {
         return usage_error(&message);
     }
-    // One-shot by default: a single prompt gains nothing from a long-lived process.
-    let transport = choice
-        .settings
-        .chosen_transport()
-        .unwrap_or(provider::Transport::Json);
+    // One-shot by default (a single prompt gains nothing from a long-lived process), unless
+    // the CLI's two-way mode is what honours `--permissions` (Codex's app-server).
+    let transport = provider::default_run_transport(&choice.name, &choice.settings);
     let mut settings = choice.settings.clone();
     settings.permissions = Some(cli::HeadlessPermissions::policy(
         args.permissions,
@@ -75,6 +73,22 @@ pub fn run(agent: AgentArgs, args: RunArgs) -> i32 {
         Ok(provider) => provider,
         Err(message) => return usage_error(&message),
     };
+    if let Some(permissions) = args
+        .permissions
+        .filter(|_| !provider::asks_permission(transport))
+    {
+        eprintln!(
+            "agentty: --permissions {} has no effect over the {} transport: {} does not ask \
+             agentty before acting there (its own settings decide); a two-way transport \
+             (app-server for codex, acp) honours it",
+            match permissions {
+                cli::HeadlessPermissions::Allow => "allow",
+                cli::HeadlessPermissions::Deny => "deny",
+            },
+            transport.name(),
+            choice.name
+        );
+    }
     let mut policy = loaded.config.provider_error_auto_retry.clone();
     if let Some(max_attempts) = args.max_attempts {
         policy.max_attempts = max_attempts;
@@ -211,6 +225,14 @@ pub fn replay(agent: AgentArgs, mut args: ReplayArgs) -> i32 {
     // the ACP mapper whatever the provider, unless `--transport` says otherwise.
     let mut mapping: Option<AttemptMapping> = None;
     let choose_mapper = |first_line: &str| {
+        // Codex's app-server writes JSON-RPC without the `"jsonrpc"` field.
+        if agent.transport == Some(provider::Transport::AppServer)
+            || (agent.transport.is_none() && name == "codex" && is_bare_json_rpc(first_line))
+        {
+            return AttemptMapping::new(Box::new(
+                provider::codex::app_server::AppServerMapper::new(""),
+            ));
+        }
         let acp = match agent.transport {
             Some(transport) => transport == provider::Transport::Acp,
             None => is_json_rpc(first_line),
@@ -294,6 +316,14 @@ fn sidecar_problem(log: &Path, read: raw_log::RawLinesRead) -> Option<String> {
 fn is_json_rpc(line: &str) -> bool {
     serde_json::from_str::<serde_json::Value>(line)
         .is_ok_and(|value| value.get("jsonrpc").and_then(|version| version.as_str()) == Some("2.0"))
+}
+
+/// A JSON-RPC message without the `"jsonrpc"` field (Codex's app-server), not an event of a
+/// CLI's JSON mode (which all have a `type`).
+fn is_bare_json_rpc(line: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(line).is_ok_and(|value| {
+        value.get("type").is_none() && (value.get("method").is_some() || value.get("id").is_some())
+    })
 }
 
 /// The provider a session log names in its header; `None` when `path` is not a session log

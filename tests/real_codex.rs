@@ -1,5 +1,6 @@
-//! The real Codex CLI through `agentty::provider::CliProvider`, against a fake Responses API
-//! on 127.0.0.1. Opt-in: `#[ignore]`d (`cargo test --test real_codex -- --ignored`), with the CLI installed by
+//! The real Codex CLI, against a fake Responses API on 127.0.0.1: `codex exec --json` through
+//! `agentty::provider::CliProvider`, and `codex app-server` through the app-server transport
+//! (the `codex_app_server_*` tests). Opt-in: `#[ignore]`d (`cargo test --test real_codex -- --ignored`), with the CLI installed by
 //! `npm install --prefix /tmp/codex-cli @openai/codex` (or `AGENTTY_CODEX_BIN` pointing at it).
 
 #[path = "support/fake_codex_server.rs"]
@@ -10,10 +11,12 @@ mod real_cli;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use agentty::config::ProviderSettings;
+use agentty::config::{PermissionPolicy, ProviderSettings};
 use agentty::provider::codex::CodexBackend;
-use agentty::provider::{CliProvider, SessionRef};
-use agentty::stream::AgentMessage;
+use agentty::provider::{
+    provider_on, AttemptRequest, Backend, CliProvider, Provider, SessionRef, StopControl, Transport,
+};
+use agentty::stream::{AgentMessage, PermissionRequest, StopStage};
 use fake_codex_server::shared::FakeServer;
 use fake_codex_server::CodexScenario;
 use real_cli::{
@@ -21,6 +24,7 @@ use real_cli::{
     retried_first_turn_is_sent_once, retried_middle_turn_is_sent_once, started_session_id,
     three_prompts, FailFirst, Rig, UserTexts,
 };
+use std::time::Instant;
 use tempfile::TempDir;
 
 const DEFAULT_BIN: &str = "/tmp/codex-cli/node_modules/.bin/codex";
@@ -320,4 +324,390 @@ async fn codex_resumed_turn_after_a_relaunch_reports_its_own_usage() {
     // Codex reports 24 (the thread's total); the rollout file gives the earlier 12.
     let usage = expect_completed(&resumed).1.expect("usage");
     assert_eq!(usage.input_tokens, Some(12), "{usage:?}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// `codex app-server`: the chat's and `agentty run`'s default transport for Codex.
+
+/// The real `codex app-server` against a fake server, behind agentty's app-server provider.
+struct AppServerRig {
+    server: FakeServer,
+    provider: Arc<dyn Provider>,
+    settings: ProviderSettings,
+    home: TempDir,
+    work: TempDir,
+    /// In the app-server's command line (a config override naming the fake provider), so the
+    /// test finds its processes.
+    marker: String,
+}
+
+impl AppServerRig {
+    fn start(
+        test: &str,
+        server: impl FnOnce() -> FakeServer,
+        policy: PermissionPolicy,
+    ) -> Option<AppServerRig> {
+        let marker = format!("agentty-test-{}-{}", std::process::id(), test.len());
+        let name_override = format!("model_providers.fake.name=\"Fake {marker}\"");
+        let (rig, settings) = rig_on(test, server, &["-c", &name_override])?;
+        let Rig {
+            server, home, work, ..
+        } = rig;
+        let provider = app_server_provider(&settings, policy);
+        Some(AppServerRig {
+            server,
+            provider,
+            settings,
+            home,
+            work,
+            marker,
+        })
+    }
+
+    fn request(&self, prompt: &str, session: SessionRef) -> AttemptRequest {
+        AttemptRequest {
+            prompt: prompt.to_owned(),
+            session,
+            cwd: Some(self.work.path().to_path_buf()),
+            attempt: 1,
+            ..AttemptRequest::default()
+        }
+    }
+
+    async fn run(&self, prompt: &str, session: SessionRef) -> Vec<AgentMessage> {
+        let mut stream = self
+            .provider
+            .execute(self.request(prompt, session), StopControl::new());
+        real_cli::collect(&mut stream, real_cli::RUN_LIMIT).await
+    }
+
+    /// The app-server processes running for this rig (the Node launcher and Codex itself).
+    fn processes(&self) -> Vec<i32> {
+        let mut pids = real_cli::pids_running(&self.marker);
+        pids.sort_unstable();
+        pids
+    }
+
+    /// When the fake server received its first model request after `since`.
+    fn first_request_after(&self, since: Instant) -> Option<Instant> {
+        self.server
+            .requests()
+            .iter()
+            .filter(|request| request.path.contains("/responses"))
+            .map(|request| request.received_at)
+            .find(|at| *at >= since)
+    }
+}
+
+fn app_server_provider(settings: &ProviderSettings, policy: PermissionPolicy) -> Arc<dyn Provider> {
+    let backend: Arc<dyn Backend> = Arc::new(CodexBackend::new(settings.clone()));
+    provider_on(backend, Transport::AppServer, policy).expect("codex has an app-server")
+}
+
+/// Reads the attempt until Codex asks permission; returns the request.
+async fn permission_request(stream: &mut agentty::provider::AgentStream) -> Box<PermissionRequest> {
+    loop {
+        let message = real_cli::next_message(stream, real_cli::RUN_LIMIT)
+            .await
+            .expect("a permission request before the end");
+        if let AgentMessage::PermissionRequest(request) = message {
+            return request;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
+async fn codex_app_server_permission_allowed_writes_the_file_and_declined_does_not() {
+    let test = "codex_app_server_permission_allowed_writes_the_file_and_declined_does_not";
+    let scenario = CodexScenario::EscalatedTool("touch approved.txt".into());
+    let Some(rig) = AppServerRig::start(
+        test,
+        || fake_codex_server::start(scenario),
+        PermissionPolicy::Ask,
+    ) else {
+        return;
+    };
+    let file = rig.work.path().join("approved.txt");
+    for (answer, written) in [("decline", false), ("accept", true)] {
+        let mut stream = rig.provider.execute(
+            rig.request("write approved.txt", SessionRef::New),
+            StopControl::new(),
+        );
+        let request = permission_request(&mut stream).await;
+        eprintln!("{test}: the prompt: {request:#?}");
+        assert_eq!(request.command.as_deref(), Some("touch approved.txt"));
+        assert!(
+            request.title.contains(fake_codex_server::ESCALATION_REASON),
+            "{request:?}"
+        );
+        assert!(!file.exists(), "nothing ran before the answer");
+        assert!(rig
+            .provider
+            .answer_permission(&request.id, Some(answer.into()), None));
+        let rest = real_cli::collect(&mut stream, real_cli::RUN_LIMIT).await;
+        expect_completed(&rest);
+        assert_eq!(file.exists(), written, "{answer}: {rest:#?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
+async fn codex_app_server_headless_permissions_allow_and_deny_are_honoured() {
+    let test = "codex_app_server_headless_permissions_allow_and_deny_are_honoured";
+    let scenario = CodexScenario::EscalatedTool("touch headless.txt".into());
+    let Some(rig) = AppServerRig::start(
+        test,
+        || fake_codex_server::start(scenario),
+        PermissionPolicy::Ask,
+    ) else {
+        return;
+    };
+    let bin = rig.settings.command.clone().unwrap();
+    let file = rig.work.path().join("headless.txt");
+    for (permissions, written) in [("deny", false), ("allow", true)] {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_agentty"))
+            .args(["run", "--provider", "codex", "--agent-bin"])
+            .arg(&bin)
+            .args(["--permissions", permissions, "write headless.txt"])
+            .envs(rig.settings.env.iter())
+            .env("XDG_STATE_HOME", rig.home.path().join("state"))
+            .env("XDG_CONFIG_HOME", rig.home.path().join("config"))
+            .current_dir(rig.work.path())
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        eprintln!("{test}: --permissions {permissions}:\n{stdout}");
+        assert!(
+            output.status.success(),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert_eq!(file.exists(), written, "--permissions {permissions}");
+        assert!(stdout.contains("\"permission.request\""), "{stdout}");
+        assert_eq!(
+            stdout.contains("\"permission_refused\""),
+            !written,
+            "{stdout}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
+async fn codex_app_server_stop_then_next_turn_on_the_same_process() {
+    let test = "codex_app_server_stop_then_next_turn_on_the_same_process";
+    let words = (0..60)
+        .map(|i| format!("word{i}"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let slow = CodexScenario::Say {
+        text: words,
+        pause: std::time::Duration::from_millis(100),
+    };
+    let Some(rig) = AppServerRig::start(
+        test,
+        || fake_codex_server::start(slow),
+        PermissionPolicy::Ask,
+    ) else {
+        return;
+    };
+    let stop = StopControl::new();
+    let mut stream = rig
+        .provider
+        .execute(rig.request("talk slowly", SessionRef::New), stop.clone());
+    let mut seen = Vec::new();
+    while !seen
+        .iter()
+        .any(|message| matches!(message, AgentMessage::Assistant { .. }))
+    {
+        seen.push(
+            real_cli::next_message(&mut stream, real_cli::RUN_LIMIT)
+                .await
+                .expect("text"),
+        );
+    }
+    let before = rig.processes();
+    assert!(!before.is_empty(), "the app-server runs");
+    stop.stop();
+    let rest = real_cli::collect(&mut stream, real_cli::RUN_LIMIT).await;
+    let (stage, elapsed_ms) = real_cli::cancelled("codex", &rest);
+    eprintln!("{test}: stopped at stage {stage:?} in {elapsed_ms} ms");
+    assert_eq!(stage, StopStage::Cancel, "turn/interrupt ended it");
+    let thread = started_session_id(&seen);
+    let next = rig
+        .run("talk slowly again", SessionRef::Resume(thread.clone()))
+        .await;
+    expect_completed(&next);
+    real_cli::assert_resumed(&next, "codex", &thread);
+    assert_eq!(
+        rig.processes(),
+        before,
+        "the same app-server took the next turn"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
+async fn codex_app_server_retried_turn_reaches_the_model_with_each_prompt_once() {
+    let test = "codex_app_server_retried_turn_reaches_the_model_with_each_prompt_once";
+    let prompts = three_prompts("codex");
+    let fail = FailFirst::new(2, &prompts[1]);
+    let server =
+        move || fake_codex_server::start_failing(CodexScenario::Text, move |text| fail.take(text));
+    let Some(rig) = AppServerRig::start(test, server, PermissionPolicy::Ask) else {
+        return;
+    };
+    retried_middle_turn_is_sent_once(
+        "codex",
+        test,
+        rig.provider.clone(),
+        rig.work.path(),
+        &prompts,
+        || model_requests(&rig.server),
+    )
+    .await;
+    assert_eq!(
+        rig.processes().len(),
+        before_len(&rig),
+        "no restart: thread/revert did it"
+    );
+}
+
+/// The app-server processes of a rig: the Node launcher and Codex (one conversation).
+fn before_len(rig: &AppServerRig) -> usize {
+    let running = rig.processes();
+    assert!(!running.is_empty() && running.len() <= 2, "{running:?}");
+    running.len()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
+async fn codex_app_server_resumes_the_thread_in_a_new_process() {
+    let test = "codex_app_server_resumes_the_thread_in_a_new_process";
+    let Some(mut rig) = AppServerRig::start(
+        test,
+        || fake_codex_server::start(CodexScenario::Text),
+        PermissionPolicy::Ask,
+    ) else {
+        return;
+    };
+    let first = rig.run("first prompt: remember 42", SessionRef::New).await;
+    expect_completed(&first);
+    let thread = started_session_id(&first);
+    // A new launch of agentty: a new provider, a new app-server.
+    rig.provider = app_server_provider(&rig.settings, PermissionPolicy::Ask);
+    let resumed = rig
+        .run("second prompt", SessionRef::Resume(thread.clone()))
+        .await;
+    expect_completed(&resumed);
+    real_cli::assert_resumed(&resumed, "codex", &thread);
+    let requests = model_requests(&rig.server);
+    let last = requests.last().unwrap();
+    assert_eq!(
+        last.iter()
+            .filter(|text| text.contains("first prompt: remember 42"))
+            .count(),
+        1,
+        "{requests:#?}"
+    );
+    assert!(last.iter().any(|text| text.contains("second prompt")));
+}
+
+/// Enter -> the fake server's first model request, for turns 1-3 of one conversation: on the
+/// app-server (started ahead of the first prompt, as the chat does) and, for comparison, on
+/// `codex exec --json` (a cold start every turn).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
+async fn codex_app_server_enter_to_request_for_turns_one_to_three() {
+    let test = "codex_app_server_enter_to_request_for_turns_one_to_three";
+    let Some(rig) = AppServerRig::start(
+        test,
+        || fake_codex_server::start(CodexScenario::Text),
+        PermissionPolicy::Ask,
+    ) else {
+        return;
+    };
+    let first = rig.request("turn 1", SessionRef::New);
+    rig.provider.warm_up(first.clone());
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    let mut app_server = Vec::new();
+    let mut session = SessionRef::New;
+    for turn in 1..=3 {
+        let enter = Instant::now();
+        let messages = rig.run(&format!("turn {turn}"), session.clone()).await;
+        expect_completed(&messages);
+        if turn == 1 {
+            session = SessionRef::Resume(started_session_id(&messages));
+        }
+        let at = rig.first_request_after(enter).expect("a request");
+        app_server.push(at.duration_since(enter).as_millis());
+    }
+    let exec = CliProvider::new(CodexBackend::new(rig.settings.clone()));
+    let mut one_shot = Vec::new();
+    let mut session = SessionRef::New;
+    for turn in 1..=3 {
+        let enter = Instant::now();
+        let mut stream = exec.execute(
+            rig.request(&format!("exec turn {turn}"), session.clone()),
+            StopControl::new(),
+        );
+        let messages = real_cli::collect(&mut stream, real_cli::RUN_LIMIT).await;
+        expect_completed(&messages);
+        if turn == 1 {
+            session = SessionRef::Resume(started_session_id(&messages));
+        }
+        let at = rig.first_request_after(enter).expect("a request");
+        one_shot.push(at.duration_since(enter).as_millis());
+    }
+    eprintln!("{test}: Enter -> first request, turns 1-3: app-server {app_server:?} ms, exec --json {one_shot:?} ms");
+    assert!(
+        app_server[1] < one_shot[1] && app_server[2] < one_shot[2],
+        "{app_server:?} {one_shot:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
+async fn codex_app_server_stop_during_a_sleep_tool_leaves_no_tool_process() {
+    let test = "codex_app_server_stop_during_a_sleep_tool_leaves_no_tool_process";
+    let sleep_arg = format!("4{}.{}", std::process::id() % 10, std::process::id() % 97);
+    let scenario = CodexScenario::Tool(format!("sleep {sleep_arg}; echo done"));
+    let Some(rig) = AppServerRig::start(
+        test,
+        || fake_codex_server::start(scenario),
+        PermissionPolicy::Ask,
+    ) else {
+        return;
+    };
+    let stop = StopControl::new();
+    let mut stream = rig
+        .provider
+        .execute(rig.request("sleep a while", SessionRef::New), stop.clone());
+    let token = format!("sleep {sleep_arg}");
+    loop {
+        let message = real_cli::next_message(&mut stream, real_cli::RUN_LIMIT)
+            .await
+            .expect("the tool call");
+        if let AgentMessage::PermissionRequest(request) = &message {
+            rig.provider
+                .answer_permission(&request.id, Some("accept".into()), None);
+        }
+        if matches!(message, AgentMessage::ToolCall { .. }) {
+            break;
+        }
+    }
+    let sleeping = real_cli::wait_for_process(&token, std::time::Duration::from_secs(20)).await;
+    assert!(!sleeping.is_empty(), "the tool runs");
+    let app_server = rig.processes();
+    stop.stop();
+    let rest = real_cli::collect(&mut stream, real_cli::RUN_LIMIT).await;
+    let (stage, elapsed_ms) = real_cli::cancelled("codex", &rest);
+    eprintln!("{test}: stopped at stage {stage:?} in {elapsed_ms} ms");
+    let left = real_cli::survivors(sleeping, std::time::Duration::from_secs(3)).await;
+    assert!(
+        left.is_empty(),
+        "the stopped turn's tool survived: {left:?}"
+    );
+    assert_eq!(rig.processes(), app_server, "the app-server stays");
 }

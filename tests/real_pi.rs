@@ -110,7 +110,7 @@ impl PiWorld {
         match transport {
             Transport::Json => Arc::new(CliProvider::from_arc(backend)),
             Transport::Rpc => Arc::new(RpcProvider::new(backend)),
-            Transport::Acp => unreachable!("pi has no ACP mode"),
+            _ => unreachable!("pi speaks only its JSON and RPC modes"),
         }
     }
 

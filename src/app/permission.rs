@@ -269,6 +269,11 @@ pub(crate) fn standing_answers_notice<'a>(
              conversation (/new): the new agent session asks again. An answer the agent saved \
              beyond the session is in the agent's own settings; change it there."
         }
+        Some(Transport::AppServer) => {
+            "To take an \"always\" answer back: Codex holds it for its session, and its \
+             app-server has no request to revoke it, so agentty cannot. Start a new conversation \
+             (/new): the new thread asks again."
+        }
         Some(Transport::Json | Transport::Rpc) | None => {
             "Over this transport the agent does not ask agentty for permission: its own settings \
              decide what it may do."

@@ -19,6 +19,7 @@
 
 pub(crate) mod acp;
 mod bash;
+pub mod codex_app_server;
 mod player;
 mod rpc;
 mod scenario;
@@ -76,6 +77,9 @@ pub fn run(args: DemoAgentArgs) -> i32 {
     if args.mode == "acp" {
         return acp::run(args.scenario.as_deref(), args.stay_on_eof, flavour);
     }
+    if args.mode == codex_app_server::MODE {
+        return codex_app_server::run(args.scenario.as_deref());
+    }
     if flavour != acp::Flavour::Default {
         eprintln!(
             "Error: --flavour {} is for --mode acp (got --mode {})",
@@ -85,7 +89,7 @@ pub fn run(args: DemoAgentArgs) -> i32 {
     }
     if args.mode != "json" && args.mode != "rpc" {
         eprintln!(
-            "Error: the demo agent speaks --mode json, rpc or acp (got --mode {})",
+            "Error: the demo agent speaks --mode json, rpc, acp or codex-app-server (got --mode {})",
             args.mode
         );
         return 1;

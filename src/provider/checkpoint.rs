@@ -24,6 +24,8 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SessionCheckpoint {
     files: Vec<FileSnapshot>,
+    /// The session file, or what names the session when the agent undoes it itself.
+    name: PathBuf,
 }
 
 /// One file's bytes (`None`: it did not exist).
@@ -74,22 +76,41 @@ impl SessionCheckpoint {
 
     /// Reads the session file and its companions as they are now.
     pub fn capture(session: PathBuf, companions: Vec<PathBuf>) -> io::Result<Self> {
-        let files = std::iter::once(session)
+        let files: Vec<FileSnapshot> = std::iter::once(session)
             .chain(companions)
             .map(FileSnapshot::capture)
             .collect::<io::Result<_>>()?;
-        Ok(Self { files })
+        Ok(Self {
+            name: files_name(&files),
+            files,
+        })
     }
 
-    /// The session file.
+    /// A session the agent undoes in itself (Codex app-server's `thread/revert`): there are no
+    /// files to put back; the provider's `session_restored` does the undoing.
+    pub(crate) fn held_by_agent(name: impl Into<PathBuf>) -> Self {
+        Self {
+            files: Vec::new(),
+            name: name.into(),
+        }
+    }
+
+    /// The session file (or the session's name when the agent holds it).
     pub fn path(&self) -> &Path {
-        &self.files[0].path
+        &self.name
     }
 
     /// Puts every file back as it was.
     pub(crate) fn restore(&self) -> io::Result<()> {
         self.files.iter().try_for_each(FileSnapshot::restore)
     }
+}
+
+fn files_name(files: &[FileSnapshot]) -> PathBuf {
+    files
+        .first()
+        .map(|file| file.path.clone())
+        .unwrap_or_default()
 }
 
 /// A variable from the provider's configured environment, else agentty's own (the agent

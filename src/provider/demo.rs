@@ -43,6 +43,11 @@ impl Backend for DemoBackend {
         Some(self.spec_in_mode("acp", request))
     }
 
+    /// The demo agent playing Codex's app-server (approvals, steering, `thread/revert`).
+    fn app_server_spawn_spec(&self, request: &AttemptRequest) -> Option<SpawnSpec> {
+        Some(self.spec_in_mode(crate::demo_agent::codex_app_server::MODE, request))
+    }
+
     /// `lag-after-cancel` plays the Claude adapter's answer-one-turn-late bug: it gets the
     /// same treatment.
     fn acp_quirks(&self, request: &AttemptRequest) -> AcpQuirks {
@@ -83,8 +88,8 @@ impl DemoBackend {
             spec = spec.args(["--scenario", scenario.as_str()]);
         }
         spec = spec.args(self.settings.args.iter());
-        if mode != "acp" {
-            // ACP opens its session in the protocol (`session/load`).
+        if mode != "acp" && mode != crate::demo_agent::codex_app_server::MODE {
+            // ACP and app-server open their session in the protocol.
             spec = spec.args(session_args(&request.session));
         }
         spec = spec.env(DEMO_ATTEMPT_VAR, request.attempt.max(1).to_string());

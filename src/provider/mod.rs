@@ -150,6 +150,12 @@ pub trait Backend: Send + Sync + 'static {
         let _ = request;
         None
     }
+    /// How to start Codex's `app-server` (JSON-RPC over stdio) for `request`; `None`: this
+    /// backend has no such mode.
+    fn app_server_spawn_spec(&self, request: &AttemptRequest) -> Option<SpawnSpec> {
+        let _ = request;
+        None
+    }
     /// Why there is no ACP agent to run (see [`Backend::acp_spawn_spec`]), and the way out.
     fn acp_unavailable(&self) -> String {
         format!(
@@ -184,6 +190,8 @@ pub(crate) fn default_chat_transport(name: &str, settings: &ProviderSettings) ->
     match ProviderKind::from_name(name) {
         Some(ProviderKind::Pi) => Transport::Rpc,
         Some(ProviderKind::Gemini) => Transport::Acp,
+        // Codex's own two-way mode; its ACP adapter where the user configured one.
+        Some(ProviderKind::Codex) if settings.acp_command.is_none() => Transport::AppServer,
         Some(ProviderKind::Claude | ProviderKind::Codex) => {
             let has_adapter = build_backend(name, settings).is_some_and(|backend| {
                 backend.acp_spawn_spec(&AttemptRequest::default()).is_some()
@@ -196,6 +204,22 @@ pub(crate) fn default_chat_transport(name: &str, settings: &ProviderSettings) ->
         }
         Some(ProviderKind::Demo) | None => Transport::Json,
     }
+}
+
+/// The transport `agentty run` uses for `name` unless told otherwise: one that can honour
+/// `--permissions` where the CLI has one (Codex's app-server), else the one-shot JSON mode.
+pub(crate) fn default_run_transport(name: &str, settings: &ProviderSettings) -> Transport {
+    match (settings.chosen_transport(), ProviderKind::from_name(name)) {
+        (Some(transport), _) => transport,
+        (None, Some(ProviderKind::Codex)) if settings.acp_command.is_none() => Transport::AppServer,
+        (None, _) => Transport::Json,
+    }
+}
+
+/// Whether the agent asks agentty before acting over `transport` (so that a permission
+/// policy applies).
+pub(crate) fn asks_permission(transport: Transport) -> bool {
+    matches!(transport, Transport::Acp | Transport::AppServer)
 }
 
 /// One agent CLI, behind the single-attempt contract.
@@ -424,6 +448,20 @@ pub fn provider_on(
             }
             Ok(Arc::new(acp::AcpProvider::new(backend, policy)))
         }
+        Transport::AppServer => {
+            if backend
+                .app_server_spawn_spec(&AttemptRequest::default())
+                .is_none()
+            {
+                return Err(format!(
+                    "the {name} provider has no app-server transport (it is Codex's; use \
+                     --transport json)"
+                ));
+            }
+            Ok(Arc::new(codex::app_server::AppServerProvider::new(
+                backend, policy,
+            )))
+        }
     }
 }
 
@@ -444,6 +482,9 @@ mod tests {
         assert_eq!(default_chat_transport("pi", &none), Transport::Rpc);
         assert_eq!(default_chat_transport("gemini", &none), Transport::Acp);
         assert_eq!(default_chat_transport("demo", &none), Transport::Json);
+        assert_eq!(default_chat_transport("codex", &none), Transport::AppServer);
+        assert_eq!(default_run_transport("codex", &none), Transport::AppServer);
+        assert_eq!(default_run_transport("pi", &none), Transport::Json);
         // Claude Code and Codex over their ACP adapters when one is configured (or on PATH).
         for name in ["claude", "codex"] {
             assert_eq!(

@@ -278,7 +278,7 @@ impl AttemptMapping {
     }
 
     /// A line the client wrote to the agent (see [`Mapper::map_client_line`]).
-    pub(crate) fn map_client_line(&mut self, line: &str, out: &mut Vec<AgentMessage>) {
+    pub fn map_client_line(&mut self, line: &str, out: &mut Vec<AgentMessage>) {
         let first_new = out.len();
         self.mapper.map_client_line(line, out);
         self.account(out, first_new);

@@ -13,6 +13,7 @@
 //! the flags are only passed for a provider defined in the user's Codex config (or in the
 //! configured extra arguments); with a built-in provider Codex keeps its own retries.
 
+pub mod app_server;
 pub mod mapper;
 pub mod usage;
 
@@ -69,6 +70,22 @@ impl CodexBackend {
             }
         }
         None
+    }
+
+    /// `spec` with the configured environment, the bundled `bwrap` on PATH when there is none
+    /// (Codex's sandbox needs it), and the request's directory.
+    fn with_codex_env(&self, mut spec: SpawnSpec, request: &AttemptRequest) -> SpawnSpec {
+        for (key, value) in &self.settings.env {
+            spec = spec.env(key, value);
+        }
+        if crate::process::find_on_path("bwrap").is_none() {
+            if let Some(bwrap_dir) = self.bundled_bwrap_dir() {
+                let path = std::env::var("PATH").unwrap_or_default();
+                spec = spec.env("PATH", format!("{}:{path}", bwrap_dir.display()));
+            }
+        }
+        spec.cwd = request.cwd.clone();
+        spec
     }
 
     /// The Codex home this run will use: `$CODEX_HOME` (the configured environment first),
@@ -137,18 +154,24 @@ impl Backend for CodexBackend {
                 args.extend(["-c".into(), format!("model_providers.{provider}.{key}=0")]);
             }
         }
-        let mut spec = SpawnSpec::new(program).args(args);
-        for (key, value) in &self.settings.env {
-            spec = spec.env(key, value);
-        }
-        if crate::process::find_on_path("bwrap").is_none() {
-            if let Some(bwrap_dir) = self.bundled_bwrap_dir() {
-                let path = std::env::var("PATH").unwrap_or_default();
-                spec = spec.env("PATH", format!("{}:{path}", bwrap_dir.display()));
-            }
-        }
-        spec.cwd = request.cwd.clone();
-        Some(spec)
+        Some(self.with_codex_env(SpawnSpec::new(program).args(args), request))
+    }
+
+    /// `codex app-server`, with Codex's own retries off as for `exec` (agentty retries) and
+    /// the bundled `bwrap` on PATH for its sandbox, as for the ACP adapter.
+    fn app_server_spawn_spec(&self, request: &AttemptRequest) -> Option<SpawnSpec> {
+        let program = self
+            .settings
+            .command
+            .clone()
+            .unwrap_or_else(|| "codex".into());
+        let config_text = self
+            .codex_config_path()
+            .and_then(|path| std::fs::read_to_string(path).ok());
+        Some(self.with_codex_env(
+            SpawnSpec::new(program).args(app_server_args(&self.settings, config_text.as_deref())),
+            request,
+        ))
     }
 
     fn acp_unavailable(&self) -> String {
@@ -248,6 +271,25 @@ pub(crate) fn exec_args(
     // `--` keeps a prompt that starts with `-` from being read as an option.
     args.push("--".into());
     args.push(request.prompt.clone());
+    args
+}
+
+/// `app-server` and its options: the model, Codex's retries off for a user-defined model
+/// provider (as for `exec`), then the configured arguments.
+pub(crate) fn app_server_args(
+    settings: &ProviderSettings,
+    codex_config: Option<&str>,
+) -> Vec<String> {
+    let mut args = vec!["app-server".to_owned()];
+    if let Some(model) = &settings.model {
+        args.extend(["-c".into(), format!("model={model:?}")]);
+    }
+    if let Some(provider) = custom_model_provider(&settings.args, codex_config) {
+        for key in ["request_max_retries", "stream_max_retries"] {
+            args.extend(["-c".into(), format!("model_providers.{provider}.{key}=0")]);
+        }
+    }
+    args.extend(settings.args.iter().cloned());
     args
 }
 

@@ -1,0 +1,435 @@
+//! One live `codex app-server` process with a thread open in it: JSON-RPC over its stdio, one
+//! object per line (Codex writes no `"jsonrpc"` field and does not need one).
+//!
+//! The router task reads stdout: a response somebody waits for (every request agentty makes:
+//! `initialize`, `thread/start`, `turn/start`, `turn/interrupt`, ...) goes to its waiter; every
+//! other line (notifications, the agent's own requests) goes in order to whoever reads the
+//! process: the attempt that plays a turn, or nobody between turns.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+
+use super::mapper::{id_key, AppServerMapper};
+use super::status::Shared;
+use crate::process::Line;
+use crate::provider::live_process::{LiveItem, LiveProcess, LiveSession, ResponseRouter};
+use crate::provider::runner::{self, AttemptMapping, EndedBy};
+use crate::provider::{AttemptRequest, Backend, SessionRef};
+use crate::stream::{AgentMessage, FailureReason};
+
+/// How long a starting app-server may take to answer `initialize` and open the thread.
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long Codex may take to answer a request during a session (`thread/revert`, ...).
+pub(super) const REQUEST_TIMEOUT: Duration = Duration::from_secs(20);
+/// After stdin closes, how long the app-server may take to exit before it is stopped.
+const EXIT_AFTER_CLOSE: Duration = Duration::from_millis(1000);
+/// The approval policy every thread runs with: Codex asks before anything its sandbox does
+/// not allow, and agentty's permission prompt (or policy) answers.
+const APPROVAL_POLICY: &str = "on-request";
+
+/// A JSON-RPC response: its result, or the error's words.
+pub(super) type Response = Result<Value, String>;
+type Waiters = Arc<Mutex<HashMap<String, oneshot::Sender<Response>>>>;
+
+/// Responses to agentty's requests go to their waiters.
+struct Router(Waiters);
+
+impl ResponseRouter for Router {
+    fn deliver(&self, line: &Line) -> bool {
+        if self.0.lock().map_or(true, |waiters| waiters.is_empty()) {
+            return false;
+        }
+        // A response has an id and no method; notifications and the agent's requests are not.
+        if !line.text.contains("\"id\"")
+            || (!line.text.contains("\"result\"") && !line.text.contains("\"error\""))
+        {
+            return false;
+        }
+        let Ok(message) = serde_json::from_str::<Value>(&line.text) else {
+            return false;
+        };
+        if message.get("method").is_some() {
+            return false;
+        }
+        let Some(key) = message.get("id").map(id_key) else {
+            return false;
+        };
+        let Some(waiter) = self
+            .0
+            .lock()
+            .ok()
+            .and_then(|mut waiters| waiters.remove(&key))
+        else {
+            return false;
+        };
+        let response = match message.get("error") {
+            Some(error) => Err(error["message"]
+                .as_str()
+                .map(str::to_owned)
+                .unwrap_or_else(|| error.to_string())),
+            None => Ok(message.get("result").cloned().unwrap_or(Value::Null)),
+        };
+        let _ = waiter.send(response);
+        true
+    }
+}
+
+/// Writes JSON-RPC messages on the app-server's stdin and correlates responses (a clone writes
+/// to the same process: settings and steering come from outside the attempt).
+#[derive(Clone)]
+pub(super) struct Connection {
+    lines: mpsc::UnboundedSender<String>,
+    waiters: Waiters,
+    next_id: Arc<AtomicU64>,
+}
+
+impl Connection {
+    pub(super) fn notify(&self, method: &str, params: Value) -> bool {
+        self.lines
+            .send(json!({"method": method, "params": params}).to_string())
+            .is_ok()
+    }
+
+    /// A request; the receiver gets its response.
+    pub(super) fn request(&self, method: &str, params: Value) -> oneshot::Receiver<Response> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        if let Ok(mut waiters) = self.waiters.lock() {
+            waiters.insert(id.to_string(), tx);
+        }
+        let line = json!({"id": id, "method": method, "params": params}).to_string();
+        if self.lines.send(line).is_err() {
+            if let Ok(mut waiters) = self.waiters.lock() {
+                waiters.remove(&id.to_string());
+            }
+        }
+        rx
+    }
+
+    /// Answers the agent's request `id`; returns the line written (for the session log).
+    pub(super) fn respond(&self, id: &Value, result: Value) -> String {
+        let line = json!({"id": id, "result": result}).to_string();
+        let _ = self.lines.send(line.clone());
+        line
+    }
+
+    pub(super) fn respond_error(&self, id: &Value, code: i64, message: &str) {
+        let _ = self
+            .lines
+            .send(json!({"id": id, "error": {"code": code, "message": message}}).to_string());
+    }
+}
+
+/// Waits for `response` up to `timeout`.
+pub(super) async fn settled(response: oneshot::Receiver<Response>, timeout: Duration) -> Response {
+    match tokio::time::timeout(timeout, response).await {
+        Ok(Ok(response)) => response,
+        Ok(Err(_)) => Err("Codex ended before answering".to_owned()),
+        Err(_) => Err(format!(
+            "Codex did not answer within {} s",
+            timeout.as_secs()
+        )),
+    }
+}
+
+/// One live app-server with a thread open.
+pub(super) struct AppServerSession {
+    pub(super) connection: Connection,
+    pub(super) process: LiveProcess,
+    pub(super) thread_id: String,
+    /// The session it was started for, and whether it has had a prompt yet.
+    started_for: SessionRef,
+    pub(super) prompted: bool,
+    /// The thread was resumed (not created): its first turn continues a conversation.
+    pub(super) resumed: bool,
+    /// The request it was started for (a new thread opens in the same directory).
+    request: AttemptRequest,
+    shared: Shared,
+}
+
+impl AppServerSession {
+    /// Starts the app-server, initialises it and opens (or resumes) `request.session`.
+    pub(super) async fn start(
+        backend: Arc<dyn Backend>,
+        request: &AttemptRequest,
+        shared: Shared,
+    ) -> Result<Self, AgentMessage> {
+        let Some(mut spec) = backend.app_server_spawn_spec(request) else {
+            return Err(runner::start_failed(format!(
+                "the {} provider has no app-server transport",
+                backend.name()
+            )));
+        };
+        if spec.cwd.is_none() {
+            spec.cwd = request.cwd.clone();
+        }
+        let waiters = Waiters::default();
+        let process = LiveProcess::start(&spec, Router(waiters.clone()), "codex app-server")
+            .map_err(runner::start_failed)?;
+        let connection = Connection {
+            lines: process.commands.clone(),
+            waiters,
+            next_id: Arc::new(AtomicU64::new(0)),
+        };
+        let mut session = Self {
+            connection,
+            process,
+            thread_id: String::new(),
+            started_for: request.session.clone(),
+            prompted: false,
+            resumed: false,
+            request: request.clone(),
+            shared,
+        };
+        match session.open(request).await {
+            Ok(()) => Ok(session),
+            Err(failure) => Err(session.start_failure(failure).await),
+        }
+    }
+
+    /// `initialize`, then `thread/start` or `thread/resume`.
+    async fn open(&mut self, request: &AttemptRequest) -> Result<(), OpenFailure> {
+        let initialize = self.connection.request(
+            "initialize",
+            json!({
+                "clientInfo": {"name": "agentty", "title": "agentty", "version": env!("CARGO_PKG_VERSION")},
+                // Chatter no turn needs.
+                "capabilities": {"optOutNotificationMethods": [
+                    "account/rateLimits/updated", "remoteControl/status/changed"
+                ]}
+            }),
+        );
+        self.await_result("initialize", initialize).await?;
+        self.connection.notify("initialized", json!({}));
+        self.shared.list_models(self.connection.clone());
+        match &request.session {
+            SessionRef::Resume(id) => self.resume_thread(id).await,
+            SessionRef::ContinueLatest => match self.latest_thread(request).await? {
+                Some(id) => self.resume_thread(&id).await,
+                None => self.new_thread(request).await,
+            },
+            SessionRef::New => self.new_thread(request).await,
+        }
+    }
+
+    async fn new_thread(&mut self, request: &AttemptRequest) -> Result<(), OpenFailure> {
+        let started = self.connection.request(
+            "thread/start",
+            json!({"cwd": session_cwd(request), "approvalPolicy": APPROVAL_POLICY}),
+        );
+        let started = self.await_result("thread/start", started).await?;
+        self.adopt_thread(&started)?;
+        self.resumed = false;
+        Ok(())
+    }
+
+    async fn resume_thread(&mut self, id: &str) -> Result<(), OpenFailure> {
+        let resumed = self.connection.request(
+            "thread/resume",
+            json!({"threadId": id, "approvalPolicy": APPROVAL_POLICY, "excludeTurns": true}),
+        );
+        match self.await_result("thread/resume", resumed).await {
+            Ok(resumed) => {
+                self.adopt_thread(&resumed)?;
+                self.resumed = true;
+                Ok(())
+            }
+            Err(OpenFailure::Refused(error)) => Err(OpenFailure::Lost(error)),
+            Err(other) => Err(other),
+        }
+    }
+
+    /// The most recent thread of the working directory (`--continue`).
+    async fn latest_thread(
+        &mut self,
+        request: &AttemptRequest,
+    ) -> Result<Option<String>, OpenFailure> {
+        let listed = self.connection.request(
+            "thread/list",
+            json!({"limit": 1, "cwd": session_cwd(request)}),
+        );
+        let listed = self.await_result("thread/list", listed).await?;
+        Ok(listed["data"][0]["id"].as_str().map(str::to_owned))
+    }
+
+    /// Takes the thread a `thread/start` or `thread/resume` answer opened.
+    fn adopt_thread(&mut self, answer: &Value) -> Result<(), OpenFailure> {
+        let Some(id) = answer["thread"]["id"].as_str() else {
+            return Err(OpenFailure::Refused(format!(
+                "Codex opened a thread without an id: {answer}"
+            )));
+        };
+        self.thread_id = id.to_owned();
+        self.shared.saw_thread(&self.connection, id, answer);
+        Ok(())
+    }
+
+    /// `thread/revert` to before `turn_id`: Codex forgets that turn and every later one, in
+    /// memory and in its stored thread.
+    pub(super) async fn revert(&mut self, turn_id: &str) -> Result<(), String> {
+        let reverted = self.connection.request(
+            "thread/revert",
+            json!({"threadId": self.thread_id, "beforeTurnId": turn_id}),
+        );
+        self.await_result("thread/revert", reverted)
+            .await
+            .map(|_| ())
+            .map_err(|failure| match failure {
+                OpenFailure::Exited => "Codex ended".to_owned(),
+                OpenFailure::Refused(error) | OpenFailure::Lost(error) => error,
+            })
+    }
+
+    /// Waits for the response to `method`, while dropping what else comes (the thread's
+    /// announcements).
+    async fn await_result(
+        &mut self,
+        method: &str,
+        mut response: oneshot::Receiver<Response>,
+    ) -> Result<Value, OpenFailure> {
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            tokio::select! {
+                answer = &mut response => {
+                    return match answer {
+                        Ok(Ok(result)) => Ok(result),
+                        Ok(Err(error)) => Err(OpenFailure::Refused(format!("Codex refused {method}: {error}"))),
+                        Err(_) => Err(OpenFailure::Exited),
+                    };
+                }
+                item = self.process.items.recv() => match item {
+                    Some(LiveItem::Line(line)) => {
+                        tracing::debug!(line = %line.text, method, "app-server line while waiting");
+                    }
+                    Some(LiveItem::Exited(report)) => {
+                        self.process.exited = Some(report);
+                        return Err(OpenFailure::Exited);
+                    }
+                    None => return Err(OpenFailure::Exited),
+                },
+                _ = tokio::time::sleep_until(deadline) => {
+                    return Err(OpenFailure::Refused(format!(
+                        "Codex did not answer {method} within {} s",
+                        START_TIMEOUT.as_secs()
+                    )));
+                }
+            }
+        }
+    }
+
+    /// The terminal message of a start that failed; the process is ended.
+    async fn start_failure(mut self, failure: OpenFailure) -> AgentMessage {
+        if self.process.exited.is_none() {
+            self.process.process_stop.kill_now();
+        }
+        let report = self.process.wait_exit().await;
+        let stderr = self.process.stderr_text();
+        let mapping = AttemptMapping::new(Box::new(AppServerMapper::new("")));
+        let mut out = Vec::new();
+        let mut terminal = mapping.finish(&report, EndedBy::Exit, stderr, &mut out);
+        if let AgentMessage::Failed(failed) = &mut terminal {
+            match failure {
+                OpenFailure::Exited => {
+                    failed.reason = FailureReason::StartFailed;
+                    let said = failed
+                        .stderr
+                        .lines()
+                        .rev()
+                        .find(|line| !line.trim().is_empty())
+                        .map(str::trim)
+                        .unwrap_or("it exited before answering initialize");
+                    failed.message = format!("codex app-server did not start: {said}");
+                }
+                OpenFailure::Refused(message) => {
+                    failed.reason = FailureReason::StartFailed;
+                    failed.message = message;
+                }
+                OpenFailure::Lost(message) => {
+                    failed.reason = FailureReason::SessionLost;
+                    failed.message = message;
+                }
+            }
+        }
+        terminal
+    }
+}
+
+impl LiveSession for AppServerSession {
+    fn serves(&mut self, session: &SessionRef) -> bool {
+        if !self.process.is_running() {
+            return false;
+        }
+        // `--continue` names the thread this process resumed for as long as it runs.
+        if *session == self.started_for
+            && (!self.prompted || *session == SessionRef::ContinueLatest)
+        {
+            return true;
+        }
+        matches!(session, SessionRef::Resume(id) if *id == self.thread_id)
+    }
+
+    /// `thread/start` in the running app-server: a new conversation, or a retry of a first
+    /// turn, costs no cold start.
+    async fn open_new(&mut self, request: &AttemptRequest) -> bool {
+        if !self.process.is_running() {
+            return false;
+        }
+        let request = AttemptRequest {
+            cwd: request.cwd.clone().or_else(|| self.request.cwd.clone()),
+            ..request.clone()
+        };
+        match self.new_thread(&request).await {
+            Ok(()) => {
+                tracing::info!(thread = %self.thread_id, "a new Codex thread in the running app-server");
+                self.started_for = request.session.clone();
+                self.prompted = false;
+                self.process.forget_stderr();
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    async fn close(self) {
+        let Self {
+            connection,
+            process,
+            shared,
+            ..
+        } = self;
+        shared.forget_connection();
+        if let Ok(mut waiters) = connection.waiters.lock() {
+            waiters.clear();
+        }
+        drop(connection);
+        process.close(EXIT_AFTER_CLOSE).await;
+    }
+}
+
+/// Why opening the thread failed.
+enum OpenFailure {
+    /// The process ended first.
+    Exited,
+    /// Codex answered with an error (or not at all).
+    Refused(String),
+    /// Codex cannot continue the thread asked for.
+    Lost(String),
+}
+
+/// The working directory a thread is opened in: the request's, else agentty's own.
+fn session_cwd(request: &AttemptRequest) -> String {
+    request
+        .cwd
+        .clone()
+        .or_else(|| std::env::current_dir().ok())
+        .unwrap_or_else(|| Path::new("/").to_path_buf())
+        .display()
+        .to_string()
+}

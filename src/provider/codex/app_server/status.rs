@@ -1,0 +1,301 @@
+//! What the app-server provider keeps between turns and shares with the UI: the model,
+//! reasoning effort and approval preset (Codex's `model/list`, the thread's settings, the
+//! user's choice, sent with the next `turn/start`), the messages given mid-turn waiting to reach the model, the warnings
+//! already shown, and the way to the live thread for steering.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Value};
+use tokio::sync::watch;
+
+use super::session::{settled, Connection, REQUEST_TIMEOUT};
+use crate::provider::AgentSetting;
+use crate::provider::{AgentQueue, AgentStatus, ModeChoice, ModelChoice};
+
+/// The user's choices, sent with every `turn/start` (Codex keeps them for later turns too).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(super) struct Overrides {
+    pub(super) model: Option<String>,
+    pub(super) effort: Option<String>,
+    /// One of [`PRESETS`], by id.
+    pub(super) mode: Option<String>,
+}
+
+/// Codex's approval presets (its TUI's `/approvals`), the modes Shift+Tab cycles: id, name,
+/// approval policy, sandbox policy.
+const PRESETS: [(&str, &str, &str, &str); 3] = [
+    ("read-only", "read only", "on-request", "readOnly"),
+    ("auto", "auto", "on-request", "workspaceWrite"),
+    ("full-access", "full access", "never", "dangerFullAccess"),
+];
+
+/// The `approvalPolicy` and `sandboxPolicy` of preset `id` for `turn/start`.
+pub(super) fn preset_policies(id: &str) -> Option<(Value, Value)> {
+    PRESETS
+        .iter()
+        .find(|preset| preset.0 == id)
+        .map(|(_, _, approval, sandbox)| (json!(approval), json!({"type": sandbox})))
+}
+
+/// The preset a thread's approval policy and sandbox are (`None`: a mix of the user's own).
+fn preset_of(approval: &Value, sandbox: &Value) -> Option<String> {
+    PRESETS
+        .iter()
+        .find(|preset| approval == preset.2 && sandbox["type"] == preset.3)
+        .map(|preset| preset.0.to_owned())
+}
+
+/// The live thread and its running turn, for messages given mid-turn.
+#[derive(Default)]
+struct Live {
+    connection: Option<Connection>,
+    thread_id: String,
+    turn_id: Option<String>,
+}
+
+#[derive(Clone)]
+pub(super) struct Shared {
+    status: watch::Sender<AgentStatus>,
+    queue: watch::Sender<AgentQueue>,
+    live: Arc<Mutex<Live>>,
+    overrides: Arc<Mutex<Overrides>>,
+    /// Codex's `model/list` entries (for each model's reasoning efforts).
+    models: Arc<Mutex<Vec<Value>>>,
+    /// Warnings shown once already (Codex repeats "Model metadata … not found" every turn).
+    warned: Arc<Mutex<HashSet<String>>>,
+}
+
+impl Shared {
+    pub(super) fn new() -> Self {
+        Self {
+            status: watch::Sender::new(AgentStatus::default()),
+            queue: watch::Sender::new(AgentQueue::default()),
+            live: Arc::new(Mutex::new(Live::default())),
+            overrides: Arc::new(Mutex::new(Overrides::default())),
+            models: Arc::new(Mutex::new(Vec::new())),
+            warned: Arc::new(Mutex::new(HashSet::new())),
+        }
+    }
+
+    pub(super) fn status(&self) -> watch::Receiver<AgentStatus> {
+        self.status.subscribe()
+    }
+
+    pub(super) fn queue(&self) -> watch::Receiver<AgentQueue> {
+        self.queue.subscribe()
+    }
+
+    pub(super) fn overrides(&self) -> Overrides {
+        self.overrides
+            .lock()
+            .map(|overrides| overrides.clone())
+            .unwrap_or_default()
+    }
+
+    /// True the first time `warning` is seen by this provider.
+    pub(super) fn first_warning(&self, warning: &str) -> bool {
+        self.warned
+            .lock()
+            .map(|mut warned| warned.insert(warning.to_owned()))
+            .unwrap_or(true)
+    }
+
+    /// Asks Codex for its models (in the background: the first prompt does not wait).
+    pub(super) fn list_models(&self, connection: Connection) {
+        let shared = self.clone();
+        let listed = connection.request("model/list", json!({}));
+        tokio::spawn(async move {
+            match settled(listed, REQUEST_TIMEOUT).await {
+                Ok(answer) => {
+                    let models = answer["data"].as_array().cloned().unwrap_or_default();
+                    if let Ok(mut kept) = shared.models.lock() {
+                        kept.clone_from(&models);
+                    }
+                    shared.status.send_modify(|status| {
+                        status.models = models.iter().filter_map(choice_of).collect();
+                    });
+                    shared.refresh_levels();
+                }
+                Err(error) => tracing::warn!(%error, "Codex did not list its models"),
+            }
+        });
+    }
+
+    /// A thread is open on `connection`: Codex's model, effort, approval policy and sandbox
+    /// for it are in `answer` (of `thread/start` or `thread/resume`).
+    pub(super) fn saw_thread(&self, connection: &Connection, thread_id: &str, answer: &Value) {
+        if let Ok(mut live) = self.live.lock() {
+            live.connection = Some(connection.clone());
+            thread_id.clone_into(&mut live.thread_id);
+            live.turn_id = None;
+        }
+        let overrides = self.overrides();
+        let text = |key: &str| answer[key].as_str().map(str::to_owned);
+        self.status.send_modify(|status| {
+            status.model = overrides.model.or(text("model"));
+            status.thinking_level = overrides.effort.or(text("reasoningEffort"));
+            status.mode = overrides
+                .mode
+                .or_else(|| preset_of(&answer["approvalPolicy"], &answer["sandbox"]));
+            status.modes = PRESETS
+                .iter()
+                .map(|(id, name, ..)| ModeChoice {
+                    id: (*id).to_owned(),
+                    name: (*name).to_owned(),
+                })
+                .collect();
+        });
+        self.refresh_levels();
+    }
+
+    /// The process is going away: nothing is sent to it any more.
+    pub(super) fn forget_connection(&self) {
+        if let Ok(mut live) = self.live.lock() {
+            *live = Live::default();
+        }
+    }
+
+    /// The turn now running (or none), for steering.
+    pub(super) fn set_turn(&self, turn_id: Option<String>) {
+        if let Ok(mut live) = self.live.lock() {
+            live.turn_id = turn_id;
+        }
+    }
+
+    /// The current model's reasoning efforts, and its default effort when none is chosen.
+    fn refresh_levels(&self) {
+        let Ok(models) = self.models.lock() else {
+            return;
+        };
+        self.status.send_modify(|status| {
+            let current = models.iter().find(|model| {
+                status.model.as_deref().is_some_and(|id| {
+                    model["id"].as_str() == Some(id) || model["model"].as_str() == Some(id)
+                })
+            });
+            status.thinking_levels = current
+                .and_then(|model| model["supportedReasoningEfforts"].as_array())
+                .map(|efforts| {
+                    efforts
+                        .iter()
+                        .filter_map(|effort| effort["reasoningEffort"].as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default();
+            if status.thinking_level.is_none() {
+                status.thinking_level = current
+                    .and_then(|model| model["defaultReasoningEffort"].as_str())
+                    .map(str::to_owned);
+            }
+        });
+    }
+
+    /// The user chose a model or an effort: it goes with the next `turn/start`, and holds for
+    /// the rest of the conversation.
+    pub(super) fn change(&self, setting: AgentSetting) -> bool {
+        let Ok(mut overrides) = self.overrides.lock() else {
+            return false;
+        };
+        match setting {
+            AgentSetting::Model(id) => {
+                overrides.model = Some(id.clone());
+                // A model's efforts differ: its own default until the user picks one again.
+                overrides.effort = None;
+                drop(overrides);
+                self.status.send_modify(|status| {
+                    status.model = Some(id);
+                    status.thinking_level = None;
+                });
+                self.refresh_levels();
+            }
+            AgentSetting::ThinkingLevel(level) => {
+                overrides.effort = Some(level.clone());
+                drop(overrides);
+                self.status
+                    .send_modify(|status| status.thinking_level = Some(level));
+            }
+            AgentSetting::Mode(id) => {
+                if preset_policies(&id).is_none() {
+                    return false;
+                }
+                overrides.mode = Some(id.clone());
+                drop(overrides);
+                self.status.send_modify(|status| status.mode = Some(id));
+            }
+        }
+        true
+    }
+
+    /// The conversation's settings (the config's start, the choices of a resumed conversation)
+    /// for each kind the user has not chosen in this run; they go with every `turn/start`.
+    pub(super) fn adopt(&self, settings: &[AgentSetting]) {
+        for setting in settings {
+            let unset = self.overrides.lock().is_ok_and(|overrides| match setting {
+                AgentSetting::Model(_) => overrides.model.is_none(),
+                AgentSetting::ThinkingLevel(_) => overrides.effort.is_none(),
+                AgentSetting::Mode(_) => overrides.mode.is_none(),
+            });
+            if unset {
+                self.change(setting.clone());
+            }
+        }
+    }
+
+    /// Hands `text` to the running turn (`turn/steer`); false when no turn runs.
+    pub(super) fn steer(&self, text: &str) -> bool {
+        let Ok(live) = self.live.lock() else {
+            return false;
+        };
+        let (Some(connection), Some(turn_id)) = (&live.connection, &live.turn_id) else {
+            return false;
+        };
+        let steered = connection.request(
+            "turn/steer",
+            json!({
+                "threadId": live.thread_id,
+                "expectedTurnId": turn_id,
+                "input": [{"type": "text", "text": text}],
+            }),
+        );
+        self.queue
+            .send_modify(|queue| queue.steering.push(text.to_owned()));
+        tokio::spawn(async move {
+            // The turn ended meanwhile: the attempt says what did not reach the model.
+            if let Err(error) = settled(steered, REQUEST_TIMEOUT).await {
+                tracing::warn!(%error, "Codex did not take the message mid-turn");
+            }
+        });
+        true
+    }
+
+    /// A message given mid-turn reached the model.
+    pub(super) fn delivered(&self, text: &str) {
+        self.queue.send_modify(|queue| {
+            if let Some(at) = queue.steering.iter().position(|queued| queued == text) {
+                queue.steering.remove(at);
+            }
+        });
+    }
+
+    /// The turn is over: the messages that did not reach the model.
+    pub(super) fn undelivered(&self) -> Vec<String> {
+        std::mem::take(&mut self.queue.send_replace(AgentQueue::default()).steering)
+    }
+}
+
+/// A `model/list` entry as a choice in `/model`.
+fn choice_of(model: &Value) -> Option<ModelChoice> {
+    let id = model["id"].as_str()?.to_owned();
+    if model["hidden"] == true {
+        return None;
+    }
+    Some(ModelChoice {
+        name: model["displayName"].as_str().unwrap_or(&id).to_owned(),
+        provider: None,
+        reasoning: model["supportedReasoningEfforts"]
+            .as_array()
+            .is_some_and(|efforts| !efforts.is_empty()),
+        id,
+    })
+}
