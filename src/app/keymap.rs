@@ -205,7 +205,7 @@ const HELP: &[HelpRow] = &[
     key("Alt+Up", "pull the last queued prompt back into the editor"),
     key(
         "Shift+Tab",
-        "the agent's next mode where it has modes (ACP), else its next thinking level (pi); /model picks the model",
+        "the agent's next mode where it has modes, else its next thinking level; /model picks the model",
     ),
     key(
         "1-9 / y A n N",
