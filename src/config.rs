@@ -73,6 +73,9 @@ pub enum Transport {
     Rpc,
     /// One long-lived process per conversation speaking the Agent Client Protocol.
     Acp,
+    /// One long-lived process per conversation in Claude Code's stream-json mode with its
+    /// control protocol.
+    Stream,
 }
 
 impl Transport {
@@ -82,6 +85,7 @@ impl Transport {
             Transport::Json => "json",
             Transport::Rpc => "rpc",
             Transport::Acp => "acp",
+            Transport::Stream => "stream",
         }
     }
 
@@ -91,6 +95,7 @@ impl Transport {
             Transport::Json => "one process per turn (JSON mode)",
             Transport::Rpc => "one long-lived process (RPC mode)",
             Transport::Acp => "one long-lived process (Agent Client Protocol)",
+            Transport::Stream => "one long-lived process (stream-json control protocol)",
         }
     }
 }

@@ -61,11 +61,17 @@ pub fn run(agent: AgentArgs, args: RunArgs) -> i32 {
     ) {
         return usage_error(&message);
     }
-    // One-shot by default: a single prompt gains nothing from a long-lived process.
+    // One-shot by default (a single prompt gains nothing from a long-lived process), except
+    // where only a two-way transport can honour `--permissions` (Claude Code).
     let transport = choice
         .settings
         .chosen_transport()
-        .unwrap_or(provider::Transport::Json);
+        .unwrap_or_else(|| provider::default_headless_transport(&choice.name, &choice.settings));
+    if let Some(message) =
+        provider::permissions_not_honoured(&choice.name, transport, args.permissions.is_some())
+    {
+        return usage_error(&message);
+    }
     let mut settings = choice.settings.clone();
     settings.permissions = Some(cli::HeadlessPermissions::policy(
         args.permissions,

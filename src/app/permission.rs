@@ -269,6 +269,11 @@ pub(crate) fn standing_answers_notice<'a>(
              conversation (/new): the new agent session asks again. An answer the agent saved \
              beyond the session is in the agent's own settings; change it there."
         }
+        Some(Transport::Stream) => {
+            "To take an \"always\" answer back: Claude Code holds it for this session only \
+             (agentty never writes it to your settings files). Start a new conversation (/new): \
+             the new session asks again."
+        }
         Some(Transport::Json | Transport::Rpc) | None => {
             "Over this transport the agent does not ask agentty for permission: its own settings \
              decide what it may do."

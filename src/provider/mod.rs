@@ -129,6 +129,12 @@ pub trait Backend: Send + Sync + 'static {
         let _ = request;
         None
     }
+    /// How to start the CLI in Claude Code's long-lived stream-json mode with the control
+    /// protocol on stdio; `None`: this backend has no such mode.
+    fn stream_spawn_spec(&self, request: &AttemptRequest) -> Option<SpawnSpec> {
+        let _ = request;
+        None
+    }
     /// How to start the agent speaking the Agent Client Protocol (`gemini --acp`, an ACP
     /// adapter); `None`: this backend has no ACP agent (or its adapter is not installed).
     fn acp_spawn_spec(&self, request: &AttemptRequest) -> Option<SpawnSpec> {
@@ -165,6 +171,8 @@ pub enum AgentSetting {
     Model(String),
     /// The thinking level (reasoning effort), one of the levels the model takes.
     ThinkingLevel(String),
+    /// The agent's mode (Claude Code's permission mode), one of the modes it offers.
+    Mode(String),
 }
 
 /// The transport the chat uses for `name` unless told otherwise: the best the backend has.
@@ -178,6 +186,8 @@ pub(crate) fn default_chat_transport(name: &str, settings: &ProviderSettings) ->
     match ProviderKind::from_name(name) {
         Some(ProviderKind::Pi) => Transport::Rpc,
         Some(ProviderKind::Gemini) => Transport::Acp,
+        // Claude Code's own two-way mode, unless the user configured its ACP adapter.
+        Some(ProviderKind::Claude) if settings.acp_command.is_none() => Transport::Stream,
         Some(ProviderKind::Claude | ProviderKind::Codex) => {
             let has_adapter = build_backend(name, settings).is_some_and(|backend| {
                 backend.acp_spawn_spec(&AttemptRequest::default()).is_some()
@@ -190,6 +200,33 @@ pub(crate) fn default_chat_transport(name: &str, settings: &ProviderSettings) ->
         }
         Some(ProviderKind::Demo) | None => Transport::Json,
     }
+}
+
+/// The transport `agentty run` uses for `name` unless told otherwise: one that can honour
+/// `--permissions` where the CLI has permission prompts (its one-shot mode cannot ask).
+pub(crate) fn default_headless_transport(name: &str, settings: &ProviderSettings) -> Transport {
+    match ProviderKind::from_name(name) {
+        Some(ProviderKind::Claude) => default_chat_transport(name, settings),
+        _ => settings.protocol.unwrap_or(Transport::Json),
+    }
+}
+
+/// Why `--permissions` cannot be honoured on `transport` for `name` (a one-shot mode of a CLI
+/// that has permission prompts and cannot ask agentty), when the user gave it; `None`: fine.
+pub(crate) fn permissions_not_honoured(
+    name: &str,
+    transport: Transport,
+    permissions_given: bool,
+) -> Option<String> {
+    let claude_one_shot =
+        ProviderKind::from_name(name) == Some(ProviderKind::Claude) && transport == Transport::Json;
+    (permissions_given && claude_one_shot).then(|| {
+        "--permissions cannot be honoured with --transport json: Claude Code's one-shot mode \
+         cannot ask agentty, it refuses every tool that needs permission. Use --transport stream \
+         (the default for claude), or allow tools with Claude Code's own flags in \
+         [providers.claude] args (for example --allowedTools or --permission-mode acceptEdits)."
+            .to_owned()
+    })
 }
 
 /// One agent CLI, behind the single-attempt contract.
@@ -417,6 +454,20 @@ pub fn provider_on(
                 return Err(backend.acp_unavailable());
             }
             Ok(Arc::new(acp::AcpProvider::new(backend, policy)))
+        }
+        Transport::Stream => {
+            if backend
+                .stream_spawn_spec(&AttemptRequest::default())
+                .is_none()
+            {
+                return Err(format!(
+                    "the {name} provider has no stream transport (Claude Code's stream-json \
+                     mode; use --transport json)"
+                ));
+            }
+            Ok(Arc::new(claude::stream::StreamProvider::new(
+                backend, policy,
+            )))
         }
     }
 }

@@ -68,6 +68,13 @@ pub(crate) fn render_status(state: &AppState, area: Rect, buf: &mut Buffer, now:
             .as_ref()
             .map(|level| format!(" · thinking {level}"))
             .unwrap_or_default();
+        let mode = state
+            .agent_status
+            .mode
+            .as_ref()
+            .map(|mode| format!(" · mode {mode}"))
+            .unwrap_or_default();
+        let thinking = format!("{thinking}{mode}");
         segments.push(Segment {
             drop_order: 3,
             right: false,

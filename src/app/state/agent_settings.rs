@@ -1,5 +1,5 @@
 //! The agent's settings in the user's hands: `/model` (the agent's own list of models) and
-//! Shift+Tab (its next thinking level). A change is asked of the agent (`ChangeSetting`) and
+//! Shift+Tab (its next mode where it has modes, else its next thinking level). A change is asked of the agent (`ChangeSetting`) and
 //! shown once the agent confirms it in its status; a refusal is shown as the agent worded it.
 //! Where the agent lists nothing, the picker says so instead of offering nothing.
 
@@ -56,7 +56,18 @@ impl AppState {
         }
     }
 
-    /// Shift+Tab: the current model's next thinking level; where there is none, it says so.
+    /// Shift+Tab: the agent's next mode where it has modes (Claude Code's permission modes),
+    /// else the current model's next thinking level; where there is neither, it says so.
+    pub(super) fn cycle_mode_or_thinking_level(&mut self) -> Vec<AppEffect> {
+        let status = &self.agent_status;
+        match next_level(&status.modes, status.mode.as_deref()) {
+            // The mode names go back to the agent as it listed them.
+            Some(mode) => self.ask_setting(AgentSetting::Mode(mode)),
+            None => self.cycle_thinking_level(),
+        }
+    }
+
+    /// The current model's next thinking level; where there is none, it says so.
     pub(super) fn cycle_thinking_level(&mut self) -> Vec<AppEffect> {
         let status = &self.agent_status;
         let Some(level) = next_level(&status.thinking_levels, status.thinking_level.as_deref())
@@ -87,6 +98,7 @@ impl AppState {
         self.agent_status = AgentStatus {
             model: status.model.map(|model| untrusted_owned(&model)),
             thinking_level: status.thinking_level.map(|level| untrusted_owned(&level)),
+            mode: status.mode.map(|mode| untrusted_owned(&mode)),
             models: status
                 .models
                 .into_iter()
@@ -125,6 +137,12 @@ impl AppState {
                 .as_ref()
                 .filter(|current| *current == level)
                 .map(|level| format!("Thinking level: {level}")),
+            Some(AgentSetting::Mode(mode)) => self
+                .agent_status
+                .mode
+                .as_ref()
+                .filter(|current| *current == mode)
+                .map(|mode| format!("Mode: {mode}")),
             None => None,
         };
         if let Some(done) = done {

@@ -130,8 +130,8 @@ impl AppState {
                 self.composer.recall_newer();
                 Vec::new()
             }
-            // Shift+Tab: the agent's next thinking level.
-            KeyCode::BackTab => self.cycle_thinking_level(),
+            // Shift+Tab: the agent's next mode, else its next thinking level.
+            KeyCode::BackTab => self.cycle_mode_or_thinking_level(),
             // Tab with no popup: nothing to complete (no tab characters in prompts).
             KeyCode::Tab => Vec::new(),
             _ => {

@@ -14,6 +14,8 @@
 //!   processes and still print its `result`.
 
 pub mod mapper;
+mod permission;
+pub(crate) mod stream;
 mod wire;
 
 use std::path::PathBuf;
@@ -30,6 +32,20 @@ pub(crate) const MAX_RETRIES_VAR: &str = "CLAUDE_CODE_MAX_RETRIES";
 const SANDBOX_VAR: &str = "IS_SANDBOX";
 /// The Claude Code ACP adapter's executable (`@zed-industries/claude-agent-acp`).
 pub(crate) const ACP_ADAPTER: &str = "claude-agent-acp";
+
+/// Claude Code's long-lived stream-json mode with its control protocol on stdio.
+pub(crate) const STREAM_ARGS: [&str; 10] = [
+    "-p",
+    "--input-format",
+    "stream-json",
+    "--output-format",
+    "stream-json",
+    "--verbose",
+    "--include-partial-messages",
+    "--replay-user-messages",
+    "--permission-prompt-tool",
+    "stdio",
+];
 
 pub struct ClaudeBackend {
     settings: ProviderSettings,
@@ -83,6 +99,30 @@ impl Backend for ClaudeBackend {
         }
         spec.cwd = request.cwd.clone();
         spec.arg("--").arg(&request.prompt)
+    }
+
+    /// Claude Code's own long-lived mode (`--transport stream`): stream-json in and out, the
+    /// control protocol on stdio (`--permission-prompt-tool stdio`), each user line echoed when
+    /// the CLI takes it (`--replay-user-messages`, how steering is seen delivered).
+    fn stream_spawn_spec(&self, request: &AttemptRequest) -> Option<SpawnSpec> {
+        let program = self
+            .settings
+            .command
+            .clone()
+            .unwrap_or_else(|| "claude".into());
+        let mut spec = SpawnSpec::new(program).args(STREAM_ARGS);
+        if let Some(model) = &self.settings.model {
+            spec = spec.args(["--model", model.as_str()]);
+        }
+        spec = spec
+            .args(session_args(&request.session))
+            .args(self.settings.args.iter())
+            .env(MAX_RETRIES_VAR, "0");
+        for (key, value) in &self.settings.env {
+            spec = spec.env(key, value);
+        }
+        spec.cwd = request.cwd.clone();
+        Some(spec)
     }
 
     /// Zed's ACP adapter (`claude-agent-acp`, or `acp_command`), which runs Claude Code

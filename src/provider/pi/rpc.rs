@@ -84,6 +84,10 @@ pub struct AgentStatus {
     pub models: Vec<ModelChoice>,
     /// The thinking levels the current model takes (empty: it has none).
     pub thinking_levels: Vec<String>,
+    /// The agent's mode (Claude Code's permission mode), and the modes it offers in the order
+    /// Shift+Tab cycles them (empty: it has none).
+    pub mode: Option<String>,
+    pub modes: Vec<String>,
     /// How many changes the agent refused (or did not answer), and what it said the last time.
     pub refusals: u64,
     pub refusal: Option<String>,
@@ -217,6 +221,7 @@ impl Provider for RpcProvider {
         };
         let status = self.status.clone();
         match setting {
+            AgentSetting::Mode(_) => return false,
             AgentSetting::Model(id) => {
                 let provider = status
                     .borrow()
