@@ -19,6 +19,7 @@
 
 pub(crate) mod acp;
 mod bash;
+mod claude_stream;
 mod player;
 mod rpc;
 mod scenario;
@@ -48,7 +49,8 @@ pub struct DemoAgentArgs {
     #[arg(long)]
     pub scenario: Option<String>,
     /// pi's output mode: `json` (one-shot) or `rpc` (long-lived, commands on stdin); or `acp`,
-    /// a fake Agent Client Protocol agent (see `acp`).
+    /// a fake Agent Client Protocol agent (see `acp`); or `claude-stream`, Claude Code's
+    /// stream-json mode with its control protocol (see `claude_stream`).
     #[arg(long, default_value = "json")]
     pub mode: String,
     /// `--mode acp`: stay alive after stdin closes, like the Claude and Codex ACP adapters.
@@ -76,6 +78,14 @@ pub fn run(args: DemoAgentArgs) -> i32 {
     if args.mode == "acp" {
         return acp::run(args.scenario.as_deref(), args.stay_on_eof, flavour);
     }
+    if args.mode == "claude-stream" {
+        signals::install_pi_handlers();
+        return claude_stream::run(match (args.session, args.continue_latest) {
+            (Some(id), _) => SessionChoice::Resume(id),
+            (None, true) => SessionChoice::ContinueLatest,
+            (None, false) => SessionChoice::New,
+        });
+    }
     if flavour != acp::Flavour::Default {
         eprintln!(
             "Error: --flavour {} is for --mode acp (got --mode {})",
@@ -85,7 +95,7 @@ pub fn run(args: DemoAgentArgs) -> i32 {
     }
     if args.mode != "json" && args.mode != "rpc" {
         eprintln!(
-            "Error: the demo agent speaks --mode json, rpc or acp (got --mode {})",
+            "Error: the demo agent speaks --mode json, rpc, acp or claude-stream (got --mode {})",
             args.mode
         );
         return 1;

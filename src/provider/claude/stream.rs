@@ -748,11 +748,15 @@ impl StreamAttempt {
             .await;
             return;
         }
+        // Asked of the user or answered by policy, the request is on record first.
+        self.sink
+            .send(AgentMessage::PermissionRequest(Box::new(
+                permission.request.clone(),
+            )))
+            .await;
         match self.policy {
             PermissionPolicy::Ask => {
-                let asked = AgentMessage::PermissionRequest(Box::new(permission.request.clone()));
                 open.insert(request_id, permission);
-                self.sink.send(asked).await;
             }
             PermissionPolicy::Allow => {
                 self.resolve(
