@@ -63,6 +63,9 @@ pub(crate) const INTERRUPT_GRACE: Duration = Duration::from_secs(2);
 const START_TIMEOUT: Duration = Duration::from_secs(60);
 /// After a failed attempt, how long the CLI may take to exit once its stdin is closed.
 const EXIT_AFTER_CLOSE: Duration = Duration::from_secs(2);
+/// After a turn's result, how long the CLI may take to begin the turn of steering it did not
+/// take during that turn.
+const QUEUED_TURN_START: Duration = Duration::from_secs(2);
 /// How long the CLI may take to answer a settings request.
 const SETTING_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -607,8 +610,10 @@ impl StreamAttempt {
         let mut mapping = AttemptMapping::new(Box::new(mapper));
         let mut out = Vec::new();
         session.control.user(&request.prompt);
-        // The user lines sent and not yet taken by the CLI: the prompt (false), then steering.
-        let mut untaken: Vec<(String, bool)> = vec![(request.prompt.clone(), false)];
+        // Steering sent and not yet taken by the CLI.
+        let mut untaken: Vec<String> = Vec::new();
+        // After a result with steering untaken: when its own turn must have begun.
+        let mut queued_turn_by: Option<Instant> = None;
         let mut open: HashMap<String, ClaudePermission> = HashMap::new();
         let mut stop = InBandStop::new(
             self.stop.clone(),
@@ -628,11 +633,9 @@ impl StreamAttempt {
                                 continue;
                             }
                             Side::Taken(text) => {
-                                if let Some(at) = untaken.iter().position(|(sent, _)| *sent == text) {
-                                    let (_, steering) = untaken.remove(at);
-                                    if steering {
-                                        self.sink.send(AgentMessage::notice(notice_kind::STEER_DELIVERED, text)).await;
-                                    }
+                                if let Some(at) = untaken.iter().position(|sent| *sent == text) {
+                                    untaken.remove(at);
+                                    self.sink.send(AgentMessage::notice(notice_kind::STEER_DELIVERED, text)).await;
                                 }
                             }
                             Side::Init { session_id, mode } => {
@@ -653,9 +656,14 @@ impl StreamAttempt {
                         mapping.map_line(&line, &mut out);
                         self.sink.flush(&mut out).await;
                         // Steering the CLI has not taken yet runs as a turn of its own after
-                        // this result: the attempt goes on until that turn's result too.
-                        if is_result && (untaken.is_empty() || stop.is_sent()) {
-                            break TurnEnd::Answered;
+                        // this result: the attempt goes on until that turn's result too (if
+                        // that turn begins at all).
+                        queued_turn_by = None;
+                        if is_result {
+                            if untaken.is_empty() || stop.is_sent() {
+                                break TurnEnd::Answered;
+                            }
+                            queued_turn_by = Some(Instant::now() + QUEUED_TURN_START);
                         }
                     }
                     Some(LiveItem::Exited(report)) => {
@@ -668,9 +676,13 @@ impl StreamAttempt {
                     mapping.map_stderr_line(&line, &mut out);
                     self.sink.flush(&mut out).await;
                 }
+                _ = sleep_until_some(queued_turn_by) => {
+                    tracing::warn!(?untaken, "Claude Code did not take the steering after its result");
+                    break TurnEnd::Answered;
+                }
                 Some(text) = steering.recv(), if !stop.is_sent() => {
                     if session.control.user(&text) {
-                        untaken.push((text, true));
+                        untaken.push(text);
                     }
                 }
                 Some((id, option, message)) = answers.recv() => {
@@ -698,13 +710,14 @@ impl StreamAttempt {
             mapping.map_stderr_line(&line, &mut out);
         }
         let stderr = session.process.stderr_text();
-        let stopped_with_steering = stop.is_sent() && !untaken.is_empty();
+        // Untaken steering would run as a turn nobody reads.
+        let stopped_with_steering = !untaken.is_empty();
         let answered_unstopped = !stop.is_sent() && matches!(end, TurnEnd::Answered);
         let (report, ended_by, keep) = stop.outcome(end);
         let terminal = mapping.finish(&report, ended_by, stderr, &mut out);
         self.sink.flush(&mut out).await;
         // A failed attempt stays in the CLI's memory: never continue on it (retry never
-        // duplicates). Steering the CLI took after a stop would run as a turn nobody reads.
+        // duplicates).
         let keep = keep
             && !stopped_with_steering
             && (answered_unstopped || !matches!(terminal, AgentMessage::Failed(_)));
@@ -865,6 +878,13 @@ fn side_line(line: &str) -> Side {
             mode: value["permissionMode"].as_str().map(str::to_owned),
         },
         _ => Side::Turn,
+    }
+}
+
+async fn sleep_until_some(deadline: Option<Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
     }
 }
 
