@@ -66,6 +66,11 @@ const EXIT_AFTER_CLOSE: Duration = Duration::from_secs(2);
 /// After a turn's result, how long the CLI may take to begin the turn of steering it did not
 /// take during that turn.
 const QUEUED_TURN_START: Duration = Duration::from_secs(2);
+/// After a turn, how long Claude Code may take to write its end to the session file (measured:
+/// 50–350 ms after the `result`); a checkpoint taken sooner waits for it, up to this long.
+const SESSION_WRITE_LIMIT: Duration = Duration::from_millis(1500);
+/// The session file is written once its size has stayed the same this long.
+const SESSION_WRITE_QUIET: Duration = Duration::from_millis(80);
 /// How long the CLI may take to answer a settings request.
 const SETTING_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -87,6 +92,36 @@ struct Shared {
     answers: Arc<Mutex<Option<mpsc::UnboundedSender<Answer>>>>,
     /// Where the running attempt takes messages typed during the turn.
     steering: Arc<Mutex<Option<mpsc::UnboundedSender<String>>>>,
+    /// The last turn the live process kept, while it may still be writing it to disk.
+    unwritten: Arc<Mutex<Option<Unwritten>>>,
+}
+
+/// A turn's end that Claude Code writes to the session file after its `result` line.
+struct Unwritten {
+    file: std::path::PathBuf,
+    size_at_end: Option<u64>,
+    ended: std::time::Instant,
+}
+
+impl Unwritten {
+    /// Waits (a short blocking wait: the checkpoint is taken between turns) until the file
+    /// has grown since the turn's end and stays quiet, or the limit passes.
+    fn wait(&self) {
+        let size = || std::fs::metadata(&self.file).ok().map(|meta| meta.len());
+        let mut last = size();
+        let mut quiet_since = std::time::Instant::now();
+        while self.ended.elapsed() < SESSION_WRITE_LIMIT {
+            std::thread::sleep(Duration::from_millis(20));
+            let now = size();
+            if now != last {
+                last = now;
+                quiet_since = std::time::Instant::now();
+            } else if now != self.size_at_end && quiet_since.elapsed() >= SESSION_WRITE_QUIET {
+                return;
+            }
+        }
+        tracing::debug!(file = %self.file.display(), "the session file did not change after the turn");
+    }
 }
 
 /// Claude Code's stream-json transport of a backend (Claude Code, or the demo agent playing it).
@@ -108,6 +143,7 @@ impl StreamProvider {
                 control: Arc::new(Mutex::new(None)),
                 answers: Arc::new(Mutex::new(None)),
                 steering: Arc::new(Mutex::new(None)),
+                unwritten: Arc::new(Mutex::new(None)),
             },
         }
     }
@@ -130,7 +166,14 @@ impl Provider for StreamProvider {
         spawn_attempt(stop.clone(), move |sink| attempt(sink).run(request))
     }
 
+    /// The stored session, once the live process has written the last turn's end: Claude Code
+    /// writes it after the `result` line, and a checkpoint without it would lose that answer
+    /// on a rollback.
     fn checkpoint(&self, request: &AttemptRequest) -> Option<SessionCheckpoint> {
+        let unwritten = self.shared.unwritten.lock().ok().and_then(|mut u| u.take());
+        if let Some(unwritten) = unwritten {
+            unwritten.wait();
+        }
         SessionCheckpoint::of_session(self.backend.as_ref(), request)
     }
 
@@ -340,6 +383,8 @@ impl ResponseRouter for ControlRouter {
 /// One live Claude Code process in stream-json mode.
 struct StreamSession {
     control: Control,
+    /// The provider's handle on this process's control channel (for settings between turns).
+    published: Arc<Mutex<Option<Control>>>,
     process: LiveProcess,
     /// The session's id, once known (`system/init`, or the id agentty chose).
     session_id: Option<String>,
@@ -379,6 +424,7 @@ impl StreamSession {
         };
         let mut session = Self {
             control,
+            published: shared.control.clone(),
             process,
             session_id,
             started_for: request.session.clone(),
@@ -494,12 +540,21 @@ impl LiveSession for StreamSession {
         }
     }
 
+    /// Ends the process and waits for it: stdin closed (the CLI exits once idle, writing the
+    /// end of its session file first), else the three-stage stop after [`EXIT_AFTER_CLOSE`].
     async fn close(self) {
         let Self {
-            control, process, ..
+            control,
+            published,
+            process,
+            ..
         } = self;
         if let Ok(mut pending) = control.pending.lock() {
             pending.clear();
+        }
+        // Every writer must go for stdin to close.
+        if let Ok(mut published) = published.lock() {
+            *published = None;
         }
         drop(control);
         process.close(EXIT_AFTER_CLOSE).await;
@@ -583,6 +638,19 @@ impl StreamAttempt {
         }
         if request.session != SessionRef::New {
             runner::mark_lost_session(&mut terminal, self.backend.lost_session_phrases());
+        }
+        if keep {
+            let file = session
+                .session_id
+                .as_deref()
+                .and_then(|id| self.backend.session_file(id, &request));
+            if let (Some(file), Ok(mut unwritten)) = (file, self.shared.unwritten.lock()) {
+                *unwritten = Some(Unwritten {
+                    size_at_end: std::fs::metadata(&file).ok().map(|meta| meta.len()),
+                    file,
+                    ended: std::time::Instant::now(),
+                });
+            }
         }
         if !keep {
             if let Some(session) = slot.take() {
@@ -712,15 +780,12 @@ impl StreamAttempt {
         let stderr = session.process.stderr_text();
         // Untaken steering would run as a turn nobody reads.
         let stopped_with_steering = !untaken.is_empty();
-        let answered_unstopped = !stop.is_sent() && matches!(end, TurnEnd::Answered);
         let (report, ended_by, keep) = stop.outcome(end);
         let terminal = mapping.finish(&report, ended_by, stderr, &mut out);
         self.sink.flush(&mut out).await;
         // A failed attempt stays in the CLI's memory: never continue on it (retry never
-        // duplicates).
-        let keep = keep
-            && !stopped_with_steering
-            && (answered_unstopped || !matches!(terminal, AgentMessage::Failed(_)));
+        // duplicates); the next attempt loads the session file the orchestrator restored.
+        let keep = keep && !stopped_with_steering && !matches!(terminal, AgentMessage::Failed(_));
         (terminal, keep)
     }
 
