@@ -489,6 +489,14 @@ mod tests {
         assert_eq!(default_chat_transport("pi", &none), Transport::Rpc);
         assert_eq!(default_chat_transport("gemini", &none), Transport::Acp);
         assert_eq!(default_chat_transport("demo", &none), Transport::Json);
+        // Claude Code's own two-way mode, in the chat and in `agentty run`.
+        assert_eq!(default_chat_transport("claude", &none), Transport::Stream);
+        assert_eq!(default_headless_transport("claude", &none), Transport::Stream);
+        assert_eq!(default_headless_transport("pi", &none), Transport::Json);
+        assert!(permissions_not_honoured("claude", Transport::Json, true).is_some());
+        assert!(permissions_not_honoured("claude", Transport::Json, false).is_none());
+        assert!(permissions_not_honoured("claude", Transport::Stream, true).is_none());
+        assert!(permissions_not_honoured("pi", Transport::Json, true).is_none());
         // Claude Code and Codex over their ACP adapters when one is configured (or on PATH).
         for name in ["claude", "codex"] {
             assert_eq!(
