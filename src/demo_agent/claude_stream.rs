@@ -13,7 +13,7 @@
 //! - A prompt with the word `write` asks `can_use_tool` for a `Write` of `demo-claude.txt` in the
 //!   working directory (`write NAME.txt` names the file); allowed, the file is written
 //!   (`updatedPermissions` are remembered for the session: the next write is not asked);
-//!   denied, the tool result is the denial's message.
+//!   denied, the tool result is the denial's message. In `acceptEdits` mode it is not asked.
 //! - `slow`: a word every 300 ms of script time (interruptible); `fail`: the first two tries of
 //!   the prompt fail with the CLI's HTTP 500 result (see `state::flaky_try`).
 //! - `interrupt` mid-turn: `control_response`, the partial `assistant`, `[Request interrupted by
@@ -479,7 +479,9 @@ impl Engine {
         self.assistant(message_id, json!({"type": "tool_use", "id": tool_id, "name": "Write", "input": input}))?;
         self.event(message_id, json!({"type": "content_block_stop", "index": 1}))?;
         self.message_end(message_id, "tool_use")?;
-        let verdict = if self.allowed_always.iter().any(|rule| rule == "Write") {
+        // As Claude Code: `acceptEdits` allows file edits without asking.
+        let accepted = self.mode == "acceptEdits" || self.allowed_always.iter().any(|rule| rule == "Write");
+        let verdict = if accepted {
             Ok(None)
         } else {
             match self.ask(&tool_id, &input, &path)? {

@@ -46,7 +46,7 @@ use crate::process::{ExitReport, Line, StopControl};
 use crate::provider::live_process::{
     InBandStop, LiveItem, LiveProcess, LiveSession, LiveSlot, ResponseRouter, TurnEnd,
 };
-use crate::provider::pi::rpc::{AgentStatus, ModelChoice};
+use crate::provider::pi::rpc::{AgentQueue, AgentStatus, ModelChoice};
 use crate::provider::runner::{self, spawn_attempt, AttemptMapping, AttemptSink, EndedBy};
 use crate::provider::{
     AgentSetting, AgentStream, AttemptRequest, Backend, Interjection, Provider, SessionCheckpoint,
@@ -94,6 +94,8 @@ struct Shared {
     steering: Arc<Mutex<Option<mpsc::UnboundedSender<String>>>>,
     /// The last turn the live process kept, while it may still be writing it to disk.
     unwritten: Arc<Mutex<Option<Unwritten>>>,
+    /// Messages typed during the turn that the CLI has not taken yet (shown as waiting).
+    queue: watch::Sender<AgentQueue>,
 }
 
 /// A turn's end that Claude Code writes to the session file after its `result` line.
@@ -144,6 +146,7 @@ impl StreamProvider {
                 answers: Arc::new(Mutex::new(None)),
                 steering: Arc::new(Mutex::new(None)),
                 unwritten: Arc::new(Mutex::new(None)),
+                queue: watch::channel(AgentQueue::default()).0,
             },
         }
     }
@@ -246,6 +249,10 @@ impl Provider for StreamProvider {
 
     fn agent_status(&self) -> Option<watch::Receiver<AgentStatus>> {
         Some(self.shared.status.subscribe())
+    }
+
+    fn agent_queue(&self) -> Option<watch::Receiver<AgentQueue>> {
+        Some(self.shared.queue.subscribe())
     }
 
     fn session_restored(&self) {
@@ -703,6 +710,7 @@ impl StreamAttempt {
                             Side::Taken(text) => {
                                 if let Some(at) = untaken.iter().position(|sent| *sent == text) {
                                     untaken.remove(at);
+                                    self.shared.queue.send_replace(AgentQueue { steering: untaken.clone(), ..AgentQueue::default() });
                                     self.sink.send(AgentMessage::notice(notice_kind::STEER_DELIVERED, text)).await;
                                 }
                             }
@@ -751,6 +759,7 @@ impl StreamAttempt {
                 Some(text) = steering.recv(), if !stop.is_sent() => {
                     if session.control.user(&text) {
                         untaken.push(text);
+                        self.shared.queue.send_replace(AgentQueue { steering: untaken.clone(), ..AgentQueue::default() });
                     }
                 }
                 Some((id, option, message)) = answers.recv() => {
@@ -778,8 +787,16 @@ impl StreamAttempt {
             mapping.map_stderr_line(&line, &mut out);
         }
         let stderr = session.process.stderr_text();
-        // Untaken steering would run as a turn nobody reads.
+        // Untaken steering would run as a turn nobody reads: the process goes, and the user
+        // is told what did not arrive.
         let stopped_with_steering = !untaken.is_empty();
+        self.shared.queue.send_replace(AgentQueue::default());
+        for text in untaken {
+            out.push(AgentMessage::notice(
+                notice_kind::WARNING,
+                format!("Not delivered to the agent (the turn ended first): {text}"),
+            ));
+        }
         let (report, ended_by, keep) = stop.outcome(end);
         let terminal = mapping.finish(&report, ended_by, stderr, &mut out);
         self.sink.flush(&mut out).await;
