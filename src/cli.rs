@@ -69,7 +69,7 @@ pub struct AgentArgs {
 pub enum CliCommand {
     /// Headless: print the shared stream as JSON lines on stdout.
     Run(RunArgs),
-    /// The built-in scripted agent (speaks pi's JSON and RPC modes, and ACP: --mode json|rpc|acp).
+    /// The built-in scripted agent (speaks pi's JSON and RPC modes, ACP and Claude Code's stream-json: --mode json|rpc|acp|claude-stream).
     DemoAgent(DemoAgentArgs),
     /// Map a saved raw agent log again, printing the shared stream.
     Replay(ReplayArgs),

@@ -37,7 +37,11 @@ impl World {
         Self { demo, provider }
     }
 
-    fn provider(demo: &DemoLauncher, time_scale: &str, policy: PermissionPolicy) -> Arc<dyn Provider> {
+    fn provider(
+        demo: &DemoLauncher,
+        time_scale: &str,
+        policy: PermissionPolicy,
+    ) -> Arc<dyn Provider> {
         let backend = build_backend("demo", &demo.settings(&[], time_scale)).unwrap();
         provider_on(backend, Transport::Stream, policy).unwrap()
     }
@@ -106,8 +110,13 @@ async fn a_write_asked_and_allowed_is_on_disk_and_the_next_turn_uses_the_same_pr
     );
     assert!(text(&first).ends_with("Wrote demo-claude.txt."));
     let id = session_id(&first);
-    let second = world.turn("and hello", SessionRef::Resume(id.clone())).await;
-    assert!(matches!(second.first(), Some(AgentMessage::SessionResumed { .. })));
+    let second = world
+        .turn("and hello", SessionRef::Resume(id.clone()))
+        .await;
+    assert!(matches!(
+        second.first(),
+        Some(AgentMessage::SessionResumed { .. })
+    ));
     assert!(text(&second).contains("messages=3"), "{second:?}");
     assert_eq!(world.starts_len(), 1, "one process for both turns");
 }
@@ -121,7 +130,11 @@ impl World {
 #[tokio::test]
 async fn a_rejection_with_a_note_reaches_the_agent_and_nothing_is_written() {
     let world = World::new("0", PermissionPolicy::Ask);
-    let stream = world.execute("please write other.txt", SessionRef::New, &StopControl::new());
+    let stream = world.execute(
+        "please write other.txt",
+        SessionRef::New,
+        &StopControl::new(),
+    );
     let messages = answering(
         world.provider.as_ref(),
         stream,
@@ -139,7 +152,10 @@ async fn a_rejection_with_a_note_reaches_the_agent_and_nothing_is_written() {
         text(&messages).contains("The user rejected this tool use and said: use notes.md instead"),
         "{messages:?}"
     );
-    assert!(matches!(messages.last(), Some(AgentMessage::Completed { .. })));
+    assert!(matches!(
+        messages.last(),
+        Some(AgentMessage::Completed { .. })
+    ));
 }
 
 #[tokio::test]
@@ -234,7 +250,10 @@ async fn a_message_typed_mid_turn_is_delivered_as_a_user_line() {
         notice_kind::STEER_DELIVERED,
         "also mention bananas"
     )));
-    assert!(text(&rest).contains("Steered by: also mention bananas."), "{rest:?}");
+    assert!(
+        text(&rest).contains("Steered by: also mention bananas."),
+        "{rest:?}"
+    );
     // Between turns there is nothing to steer.
     assert!(!world.provider.interject(Interjection::Steer, "late"));
 }
@@ -292,7 +311,9 @@ async fn a_resumed_conversation_continues_the_stored_session_in_a_new_process() 
         provider: second_provider,
     };
     drop(first.provider);
-    let two = world.turn("what was it?", SessionRef::Resume(id.clone())).await;
+    let two = world
+        .turn("what was it?", SessionRef::Resume(id.clone()))
+        .await;
     assert_eq!(session_id(&two), id);
     assert!(text(&two).contains("messages=3"), "{two:?}");
     assert_eq!(
@@ -336,5 +357,8 @@ async fn model_and_mode_change_through_control_requests() {
         Some("demo-claude-2")
     );
     let settings = std::fs::read_to_string(settings_file(world.demo.state.path())).unwrap();
-    assert!(settings.contains(r#""method":"set_permission_mode","value":"plan""#), "{settings}");
+    assert!(
+        settings.contains(r#""method":"set_permission_mode","value":"plan""#),
+        "{settings}"
+    );
 }

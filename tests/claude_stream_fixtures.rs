@@ -10,8 +10,8 @@ use std::time::Duration;
 use agentty::config::PermissionPolicy;
 use agentty::process::SpawnSpec;
 use agentty::provider::{
-    provider_on, AgentSetting, AttemptRequest, Backend, Interjection, Mapper, Provider,
-    SessionRef, StopControl, Transport,
+    provider_on, AgentSetting, AttemptRequest, Backend, Interjection, Mapper, Provider, SessionRef,
+    StopControl, Transport,
 };
 use agentty::stream::{notice_kind, AgentMessage, PermissionRequest, StopStage};
 use futures::StreamExt;
@@ -159,11 +159,15 @@ fn completed(messages: &[AgentMessage]) -> bool {
 async fn a_permission_answered_allow_sends_the_sdks_allow_with_the_input() {
     let rig = rig("permission_allow", PermissionPolicy::Ask);
     let messages = rig
-        .turn("Touch the marker", SessionRef::New, |message, provider, _| {
-            if let Some(request) = permission_of(message) {
-                assert!(provider.answer_permission(&request.id, Some("allow".into()), None));
-            }
-        })
+        .turn(
+            "Touch the marker",
+            SessionRef::New,
+            |message, provider, _| {
+                if let Some(request) = permission_of(message) {
+                    assert!(provider.answer_permission(&request.id, Some("allow".into()), None));
+                }
+            },
+        )
         .await;
     let request = messages.iter().find_map(permission_of).expect("asked");
     assert_eq!(request.title, "Bash: touch marker.txt");
@@ -187,15 +191,19 @@ async fn a_permission_answered_allow_sends_the_sdks_allow_with_the_input() {
 async fn a_rejection_with_a_note_is_denys_message() {
     let rig = rig("permission_deny", PermissionPolicy::Ask);
     let messages = rig
-        .turn("Touch the marker", SessionRef::New, |message, provider, _| {
-            if let Some(request) = permission_of(message) {
-                assert!(provider.answer_permission(
-                    &request.id,
-                    Some("reject".into()),
-                    Some("just say hi instead".into())
-                ));
-            }
-        })
+        .turn(
+            "Touch the marker",
+            SessionRef::New,
+            |message, provider, _| {
+                if let Some(request) = permission_of(message) {
+                    assert!(provider.answer_permission(
+                        &request.id,
+                        Some("reject".into()),
+                        Some("just say hi instead".into())
+                    ));
+                }
+            },
+        )
         .await;
     let failed = messages.iter().find_map(|message| match message {
         AgentMessage::ToolFailed { error, .. } => Some(error.clone()),
@@ -214,15 +222,19 @@ async fn a_rejection_with_a_note_is_denys_message() {
 async fn always_adds_the_rule_for_the_session_and_the_next_turn_reuses_the_process() {
     let rig = rig("permission_always", PermissionPolicy::Ask);
     let first = rig
-        .turn("Touch the marker", SessionRef::New, |message, provider, _| {
-            if let Some(request) = permission_of(message) {
-                assert!(provider.answer_permission(
-                    &request.id,
-                    Some("allow_always".into()),
-                    None
-                ));
-            }
-        })
+        .turn(
+            "Touch the marker",
+            SessionRef::New,
+            |message, provider, _| {
+                if let Some(request) = permission_of(message) {
+                    assert!(provider.answer_permission(
+                        &request.id,
+                        Some("allow_always".into()),
+                        None
+                    ));
+                }
+            },
+        )
         .await;
     assert!(completed(&first));
     // The same process (the replayer would start from the top otherwise), not asked again.
@@ -231,9 +243,13 @@ async fn always_adds_the_rule_for_the_session_and_the_next_turn_reuses_the_proce
         _ => None,
     });
     let second = rig
-        .turn("Touch again", SessionRef::Resume(session_id.expect("an id")), |message, _, _| {
-            assert!(permission_of(message).is_none(), "asked again: {message:?}");
-        })
+        .turn(
+            "Touch again",
+            SessionRef::Resume(session_id.expect("an id")),
+            |message, _, _| {
+                assert!(permission_of(message).is_none(), "asked again: {message:?}");
+            },
+        )
         .await;
     assert!(matches!(
         second.first(),
@@ -303,15 +319,23 @@ async fn a_message_typed_during_the_turn_is_a_user_line_taken_at_the_tool_bounda
     let rig = rig("steer_at_tool", PermissionPolicy::Ask);
     let mut asked = 0;
     let messages = rig
-        .turn("Touch the marker", SessionRef::New, |message, provider, _| {
-            if let Some(request) = permission_of(message) {
-                asked += 1;
-                if asked == 1 {
-                    assert!(provider.interject(Interjection::Steer, "Steer: also say banana"));
-                    assert!(provider.answer_permission(&request.id, Some("allow".into()), None));
+        .turn(
+            "Touch the marker",
+            SessionRef::New,
+            |message, provider, _| {
+                if let Some(request) = permission_of(message) {
+                    asked += 1;
+                    if asked == 1 {
+                        assert!(provider.interject(Interjection::Steer, "Steer: also say banana"));
+                        assert!(provider.answer_permission(
+                            &request.id,
+                            Some("allow".into()),
+                            None
+                        ));
+                    }
                 }
-            }
-        })
+            },
+        )
         .await;
     assert!(messages.contains(&AgentMessage::notice(
         notice_kind::STEER_DELIVERED,

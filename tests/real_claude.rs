@@ -477,7 +477,8 @@ fn touch() -> Scenario {
 #[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn stream_a_permission_prompt_allowed_writes_the_file_and_rejected_does_not() {
     let test = "stream_a_permission_prompt_allowed_writes_the_file_and_rejected_does_not";
-    let Some(allowed) = stream_rig(test, FakeAnthropic::start(touch()), PermissionPolicy::Ask).await
+    let Some(allowed) =
+        stream_rig(test, FakeAnthropic::start(touch()), PermissionPolicy::Ask).await
     else {
         return;
     };
@@ -494,7 +495,8 @@ async fn stream_a_permission_prompt_allowed_writes_the_file_and_rejected_does_no
     assert!(allowed.rig.work.path().join("marker.txt").exists());
     expect_completed(&messages);
 
-    let Some(rejected) = stream_rig(test, FakeAnthropic::start(touch()), PermissionPolicy::Ask).await
+    let Some(rejected) =
+        stream_rig(test, FakeAnthropic::start(touch()), PermissionPolicy::Ask).await
     else {
         return;
     };
@@ -587,7 +589,12 @@ async fn stream_esc_interrupts_in_band_and_the_next_turn_runs_on_the_same_proces
             Scenario::Text
         }
     };
-    let Some(rig) = stream_rig(test, FakeAnthropic::start_choosing(slow), PermissionPolicy::Ask).await
+    let Some(rig) = stream_rig(
+        test,
+        FakeAnthropic::start_choosing(slow),
+        PermissionPolicy::Ask,
+    )
+    .await
     else {
         return;
     };
@@ -611,7 +618,11 @@ async fn stream_esc_interrupts_in_band_and_the_next_turn_runs_on_the_same_proces
     let id = started_session_id(&seen);
     let next = rig.run("And now?", SessionRef::Resume(id), None).await;
     expect_completed(&next);
-    assert_eq!(rig.claude_pids(), pids, "the same process served the next turn");
+    assert_eq!(
+        rig.claude_pids(),
+        pids,
+        "the same process served the next turn"
+    );
     let last = model_requests(&rig.rig.server).pop().unwrap();
     assert_eq!(occurrences(&last, "Stream slowly"), 1, "{last:#?}");
     assert_eq!(occurrences(&last, "And now?"), 1, "{last:#?}");
@@ -642,11 +653,18 @@ async fn stream_a_retried_turn_reaches_the_model_with_each_prompt_once() {
 #[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn stream_a_resumed_conversation_continues_its_session_in_a_new_process() {
     let test = "stream_a_resumed_conversation_continues_its_session_in_a_new_process";
-    let Some(rig) = stream_rig(test, FakeAnthropic::start(Scenario::Text), PermissionPolicy::Ask).await
+    let Some(rig) = stream_rig(
+        test,
+        FakeAnthropic::start(Scenario::Text),
+        PermissionPolicy::Ask,
+    )
+    .await
     else {
         return;
     };
-    let first = rig.run("Remember the word banana", SessionRef::New, None).await;
+    let first = rig
+        .run("Remember the word banana", SessionRef::New, None)
+        .await;
     let id = started_session_id(&first);
     // agentty quits and comes back (`--resume`): a new provider, so a new process.
     let StreamRig {
@@ -676,7 +694,12 @@ async fn stream_a_resumed_conversation_continues_its_session_in_a_new_process() 
 #[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn stream_enter_to_request_for_three_turns_against_the_one_shot_mode() {
     let test = "stream_enter_to_request_for_three_turns_against_the_one_shot_mode";
-    let Some(rig) = stream_rig(test, FakeAnthropic::start(Scenario::Text), PermissionPolicy::Ask).await
+    let Some(rig) = stream_rig(
+        test,
+        FakeAnthropic::start(Scenario::Text),
+        PermissionPolicy::Ask,
+    )
+    .await
     else {
         return;
     };
@@ -689,7 +712,9 @@ async fn stream_enter_to_request_for_three_turns_against_the_one_shot_mode() {
     for turn in 1..=3 {
         let before = rig.rig.server.message_requests().len();
         let enter = std::time::Instant::now();
-        let messages = rig.run(&format!("turn {turn}"), session.clone(), None).await;
+        let messages = rig
+            .run(&format!("turn {turn}"), session.clone(), None)
+            .await;
         let request = rig.rig.server.message_requests()[before].received_at;
         stream_ms.push(request.duration_since(enter).as_millis());
         session = SessionRef::Resume(any_session_id(&messages));
@@ -700,13 +725,23 @@ async fn stream_enter_to_request_for_three_turns_against_the_one_shot_mode() {
     for turn in 1..=3 {
         let before = rig.rig.server.message_requests().len();
         let enter = std::time::Instant::now();
-        let request = attempt_request(&format!("json turn {turn}"), session.clone(), rig.rig.work.path());
-        let messages = collect(&mut one_shot.execute(request, StopControl::new()), RUN_LIMIT).await;
+        let request = attempt_request(
+            &format!("json turn {turn}"),
+            session.clone(),
+            rig.rig.work.path(),
+        );
+        let messages = collect(
+            &mut one_shot.execute(request, StopControl::new()),
+            RUN_LIMIT,
+        )
+        .await;
         let request = rig.rig.server.message_requests()[before].received_at;
         json_ms.push(request.duration_since(enter).as_millis());
         session = SessionRef::Resume(any_session_id(&messages));
     }
-    eprintln!("Enter -> first model request, turns 1-3: stream {stream_ms:?} ms, json {json_ms:?} ms");
+    eprintln!(
+        "Enter -> first model request, turns 1-3: stream {stream_ms:?} ms, json {json_ms:?} ms"
+    );
     assert!(stream_ms[1] < json_ms[1] && stream_ms[2] < json_ms[2]);
 }
 

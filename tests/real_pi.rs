@@ -110,7 +110,7 @@ impl PiWorld {
         match transport {
             Transport::Json => Arc::new(CliProvider::from_arc(backend)),
             Transport::Rpc => Arc::new(RpcProvider::new(backend)),
-            Transport::Acp => unreachable!("pi has no ACP mode"),
+            Transport::Acp | Transport::Stream => unreachable!("pi has no ACP or stream mode"),
         }
     }
 

@@ -89,7 +89,10 @@ pub(crate) fn run(choice: SessionChoice) -> i32 {
         },
         Input::Eof,
     );
-    let model = session.model.clone().unwrap_or_else(|| MODELS[0].0.to_owned());
+    let model = session
+        .model
+        .clone()
+        .unwrap_or_else(|| MODELS[0].0.to_owned());
     let mut engine = Engine {
         out: Output::stdout(),
         inputs,
@@ -284,7 +287,8 @@ impl Engine {
 
     fn event(&mut self, message_id: &str, event: Value) -> io::Result<()> {
         let _ = message_id;
-        let line = self.stamp(json!({"type": "stream_event", "event": event, "parent_tool_use_id": null}));
+        let line =
+            self.stamp(json!({"type": "stream_event", "event": event, "parent_tool_use_id": null}));
         self.line(&line)
     }
 
@@ -322,12 +326,16 @@ impl Engine {
             self.event(message_id, json!({"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": word}}))?;
         }
         self.assistant(message_id, json!({"type": "text", "text": text}))?;
-        self.event(message_id, json!({"type": "content_block_stop", "index": index}))?;
+        self.event(
+            message_id,
+            json!({"type": "content_block_stop", "index": index}),
+        )?;
         Ok(None)
     }
 
     fn message_start(&mut self, message_id: &str) -> io::Result<()> {
-        let status = self.stamp(json!({"type": "system", "subtype": "status", "status": "requesting"}));
+        let status =
+            self.stamp(json!({"type": "system", "subtype": "status", "status": "requesting"}));
         self.line(&status)?;
         self.event(message_id, json!({"type": "message_start", "message": {
             "id": message_id, "type": "message", "role": "assistant", "model": self.model,
@@ -476,18 +484,22 @@ impl Engine {
         let content = "written by the demo agent\n";
         let input = json!({"file_path": path, "content": content});
         self.event(message_id, json!({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": tool_id, "name": "Write", "input": {}}}))?;
-        self.assistant(message_id, json!({"type": "tool_use", "id": tool_id, "name": "Write", "input": input}))?;
-        self.event(message_id, json!({"type": "content_block_stop", "index": 1}))?;
+        self.assistant(
+            message_id,
+            json!({"type": "tool_use", "id": tool_id, "name": "Write", "input": input}),
+        )?;
+        self.event(
+            message_id,
+            json!({"type": "content_block_stop", "index": 1}),
+        )?;
         self.message_end(message_id, "tool_use")?;
         // As Claude Code: `acceptEdits` allows file edits without asking.
-        let accepted = self.mode == "acceptEdits" || self.allowed_always.iter().any(|rule| rule == "Write");
+        let accepted =
+            self.mode == "acceptEdits" || self.allowed_always.iter().any(|rule| rule == "Write");
         let verdict = if accepted {
             Ok(None)
         } else {
-            match self.ask(&tool_id, &input, &path)? {
-                Ok(verdict) => Ok(verdict),
-                Err(cut) => Err(cut),
-            }
+            self.ask(&tool_id, &input, &path)?
         };
         let (content_text, is_error, said) = match verdict {
             Err(Cut::Interrupted) => {

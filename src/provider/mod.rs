@@ -491,7 +491,10 @@ mod tests {
         assert_eq!(default_chat_transport("demo", &none), Transport::Json);
         // Claude Code's own two-way mode, in the chat and in `agentty run`.
         assert_eq!(default_chat_transport("claude", &none), Transport::Stream);
-        assert_eq!(default_headless_transport("claude", &none), Transport::Stream);
+        assert_eq!(
+            default_headless_transport("claude", &none),
+            Transport::Stream
+        );
         assert_eq!(default_headless_transport("pi", &none), Transport::Json);
         assert!(permissions_not_honoured("claude", Transport::Json, true).is_some());
         assert!(permissions_not_honoured("claude", Transport::Json, false).is_none());

@@ -374,7 +374,11 @@ impl ResponseRouter for ControlRouter {
         let Some(id) = value["response"]["request_id"].as_str() else {
             return false;
         };
-        let waiter = self.0.lock().ok().and_then(|mut pending| pending.remove(id));
+        let waiter = self
+            .0
+            .lock()
+            .ok()
+            .and_then(|mut pending| pending.remove(id));
         match waiter {
             Some(waiter) => {
                 let _ = waiter.send(value["response"].clone());
@@ -452,8 +456,8 @@ impl StreamSession {
                 let mode = configured_flag(&spec, "--permission-mode");
                 shared.status.send_modify(|status| {
                     if status.model.is_none() || session.started_for == SessionRef::New {
-                        status.model = configured
-                            .or_else(|| models.first().map(|model| model.id.clone()));
+                        status.model =
+                            configured.or_else(|| models.first().map(|model| model.id.clone()));
                     }
                     status.models = models;
                     status.thinking_levels = Vec::new();
@@ -778,7 +782,8 @@ impl StreamAttempt {
                     for (_, permission) in open.drain() {
                         self.resolve(session, &mut mapping, &permission, None, PermissionResolver::User, None).await;
                     }
-                    let _ = session.control.request(json!({"subtype": "interrupt"}));
+                    // Its answer (`control_response` success) tells nothing the result will not.
+                    drop(session.control.request(json!({"subtype": "interrupt"})));
                     stop.sent();
                 }
             }
@@ -819,16 +824,20 @@ impl StreamAttempt {
         let request_id = value["request_id"].as_str().unwrap_or_default().to_owned();
         let subtype = value["request"]["subtype"].as_str().unwrap_or_default();
         if subtype != "can_use_tool" {
-            tracing::warn!(subtype, "Claude Code asked for something agentty does not serve");
+            tracing::warn!(
+                subtype,
+                "Claude Code asked for something agentty does not serve"
+            );
             session
                 .control
                 .refuse(&request_id, &format!("agentty does not serve {subtype}"));
             return;
         }
         let Some(permission) = request_of(&request_id, &value["request"]) else {
-            session
-                .control
-                .refuse(&request_id, "agentty could not read this permission request");
+            session.control.refuse(
+                &request_id,
+                "agentty could not read this permission request",
+            );
             return;
         };
         if stopping {
