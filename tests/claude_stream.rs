@@ -362,3 +362,62 @@ async fn model_and_mode_change_through_control_requests() {
         "{settings}"
     );
 }
+
+#[tokio::test]
+async fn a_chosen_model_and_mode_hold_when_the_process_is_started_again() {
+    let world = World::new("0", PermissionPolicy::Ask);
+    let one = world.turn("hi", SessionRef::New).await;
+    let id = session_id(&one);
+    let mut status = world.provider.agent_status().unwrap();
+    assert!(world
+        .provider
+        .change_setting(AgentSetting::Model("demo-claude-2".into())));
+    assert!(world
+        .provider
+        .change_setting(AgentSetting::Mode("acceptEdits".into())));
+    timeout(
+        PATIENCE,
+        status.wait_for(|status| {
+            status.model.as_deref() == Some("demo-claude-2")
+                && status.mode.as_deref() == Some("acceptEdits")
+        }),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    // A failed attempt ends the process; the retry starts another one.
+    let failed = world
+        .turn("this will fail", SessionRef::Resume(id.clone()))
+        .await;
+    assert!(
+        matches!(failed.last(), Some(AgentMessage::Failed(_))),
+        "{failed:?}"
+    );
+    let request = AttemptRequest {
+        prompt: "this will fail".into(),
+        session: SessionRef::Resume(id),
+        cwd: Some(world.demo.state.path().to_path_buf()),
+        attempt: 3,
+        ..AttemptRequest::default()
+    };
+    let retried = collect(world.provider.execute(request, StopControl::new())).await;
+    assert!(
+        matches!(retried.last(), Some(AgentMessage::Completed { .. })),
+        "{retried:?}"
+    );
+    assert_eq!(world.starts_len(), 2);
+    assert_eq!(
+        world.requests().last().unwrap().model.as_deref(),
+        Some("demo-claude-2"),
+        "the new process was told the chosen model"
+    );
+    let settings = std::fs::read_to_string(settings_file(world.demo.state.path())).unwrap();
+    assert_eq!(
+        settings
+            .matches(r#""method":"set_permission_mode","value":"acceptEdits""#)
+            .count(),
+        2,
+        "{settings}"
+    );
+    assert_eq!(status.borrow().mode.as_deref(), Some("acceptEdits"));
+}

@@ -61,13 +61,19 @@ fn a_write_is_asked_allowed_with_one_key_and_on_disk() {
     let asked = pane.wait_armed();
     eprintln!("the prompt at 160x50:\n{asked}");
     assert!(asked.contains("Allow edit: Write "), "{asked}");
-    assert!(asked.contains("+ written by the demo agent"), "the diff:\n{asked}");
+    assert!(
+        asked.contains("+ written by the demo agent"),
+        "the diff:\n{asked}"
+    );
     assert!(asked.contains("1 y  Allow once"), "{asked}");
     assert!(
         asked.contains("A  Always allow in this session (Write)"),
         "{asked}"
     );
-    assert!(asked.contains("· stream"), "the status bar names the transport:\n{asked}");
+    assert!(
+        asked.contains("· stream"),
+        "the status bar names the transport:\n{asked}"
+    );
     pane.pane.keys(&["y"]);
     let done = pane.pane.wait_for_text("Wrote demo-claude.txt.");
     assert!(done.contains("allowed once (you)"), "{done}");

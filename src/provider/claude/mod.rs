@@ -240,6 +240,31 @@ mod tests {
     }
 
     #[test]
+    fn the_stream_mode_takes_prompts_on_stdin_and_asks_over_stdio() {
+        let backend = ClaudeBackend::new(ProviderSettings {
+            args: vec!["--permission-mode".into(), "plan".into()],
+            ..ProviderSettings::default()
+        });
+        let spec = backend
+            .stream_spawn_spec(&request(SessionRef::Resume("abc".into())))
+            .expect("a stream mode");
+        let args = argv(&spec);
+        assert_eq!(args[..STREAM_ARGS.len()], STREAM_ARGS);
+        assert_eq!(
+            args[STREAM_ARGS.len()..],
+            ["--resume", "abc", "--permission-mode", "plan"]
+        );
+        assert!(
+            !args.iter().any(|arg| arg.contains("looks like a flag")),
+            "the prompt goes on stdin, not in argv"
+        );
+        assert!(spec
+            .env
+            .iter()
+            .any(|(key, value)| key == MAX_RETRIES_VAR && value == "0"));
+    }
+
+    #[test]
     fn a_new_session_gets_a_fresh_uuid_and_continue_maps_to_continue() {
         let backend = ClaudeBackend::new(ProviderSettings::default());
         let first = argv(&backend.spawn_spec(&request(SessionRef::New)));

@@ -96,6 +96,15 @@ struct Shared {
     unwritten: Arc<Mutex<Option<Unwritten>>>,
     /// Messages typed during the turn that the CLI has not taken yet (shown as waiting).
     queue: watch::Sender<AgentQueue>,
+    /// The model and mode the user chose in this conversation.
+    chosen: Arc<Mutex<Chosen>>,
+}
+
+/// Settings the user changed (`/model`, Shift+Tab), for processes started later.
+#[derive(Debug, Clone, Default)]
+struct Chosen {
+    model: Option<String>,
+    mode: Option<String>,
 }
 
 /// A turn's end that Claude Code writes to the session file after its `result` line.
@@ -147,6 +156,7 @@ impl StreamProvider {
                 steering: Arc::new(Mutex::new(None)),
                 unwritten: Arc::new(Mutex::new(None)),
                 queue: watch::channel(AgentQueue::default()).0,
+                chosen: Arc::new(Mutex::new(Chosen::default())),
             },
         }
     }
@@ -228,16 +238,27 @@ impl Provider for StreamProvider {
             AgentSetting::ThinkingLevel(_) => return false,
         };
         let answer = control.request(request);
+        let chosen = self.shared.chosen.clone();
         tokio::spawn(async move {
             let answer = settled(answer).await;
             status.send_modify(|status| match answer {
-                Ok(response) => match setting {
-                    AgentSetting::Model(model) => status.model = Some(model),
-                    AgentSetting::Mode(mode) => {
-                        status.mode = response["mode"].as_str().map(str::to_owned).or(Some(mode))
+                Ok(response) => {
+                    let mut chosen = chosen
+                        .lock()
+                        .unwrap_or_else(|poisoned| poisoned.into_inner());
+                    match setting {
+                        AgentSetting::Model(model) => {
+                            chosen.model = Some(model.clone());
+                            status.model = Some(model);
+                        }
+                        AgentSetting::Mode(mode) => {
+                            let mode = response["mode"].as_str().map(str::to_owned).unwrap_or(mode);
+                            chosen.mode = Some(mode.clone());
+                            status.mode = Some(mode);
+                        }
+                        AgentSetting::ThinkingLevel(_) => {}
                     }
-                    AgentSetting::ThinkingLevel(_) => {}
-                },
+                }
                 Err(refusal) => {
                     status.refusals += 1;
                     status.refusal = Some(format!("{describe}: {refusal}"));
@@ -454,17 +475,45 @@ impl StreamSession {
                     .collect();
                 let configured = configured_flag(&spec, "--model");
                 let mode = configured_flag(&spec, "--permission-mode");
-                shared.status.send_modify(|status| {
-                    if status.model.is_none() || session.started_for == SessionRef::New {
-                        status.model =
-                            configured.or_else(|| models.first().map(|model| model.id.clone()));
+                // A model or mode the user chose holds for the conversation: a process started
+                // again (after a failure, a stop or a new session) is told it too.
+                let chosen = shared
+                    .chosen
+                    .lock()
+                    .map(|chosen| chosen.clone())
+                    .unwrap_or_default();
+                let mut model = chosen.model.clone().or(configured);
+                if let Some(wanted) = &chosen.model {
+                    let answer = session
+                        .control
+                        .request(json!({"subtype": "set_model", "model": wanted}));
+                    if session
+                        .await_response(answer, SETTING_TIMEOUT)
+                        .await
+                        .is_err()
+                    {
+                        model = None;
                     }
+                }
+                let mut mode = chosen.mode.clone().or(mode);
+                if let Some(wanted) = &chosen.mode {
+                    let answer = session
+                        .control
+                        .request(json!({"subtype": "set_permission_mode", "mode": wanted}));
+                    if session
+                        .await_response(answer, SETTING_TIMEOUT)
+                        .await
+                        .is_err()
+                    {
+                        mode = None;
+                    }
+                }
+                shared.status.send_modify(|status| {
+                    status.model = model.or_else(|| models.first().map(|model| model.id.clone()));
                     status.models = models;
                     status.thinking_levels = Vec::new();
                     status.modes = PERMISSION_MODES.map(str::to_owned).to_vec();
-                    if status.mode.is_none() || mode.is_some() {
-                        status.mode = mode.or_else(|| Some(PERMISSION_MODES[0].to_owned()));
-                    }
+                    status.mode = mode.or_else(|| Some(PERMISSION_MODES[0].to_owned()));
                 });
                 if let Ok(mut control) = shared.control.lock() {
                     *control = Some(session.control.clone());
@@ -723,6 +772,13 @@ impl StreamAttempt {
                                     session.session_id = session_id;
                                 }
                                 if let Some(mode) = mode {
+                                    // The CLI changed its mode itself (plan mode's exit): that
+                                    // is the choice from now on.
+                                    if let Ok(mut chosen) = self.shared.chosen.lock() {
+                                        if chosen.mode.is_some() {
+                                            chosen.mode = Some(mode.clone());
+                                        }
+                                    }
                                     self.shared.status.send_if_modified(|status| {
                                         let changed = status.mode.as_deref() != Some(mode.as_str());
                                         status.mode = Some(mode);
@@ -986,4 +1042,76 @@ fn is_result_line(line: &str) -> bool {
         kind: std::borrow::Cow<'a, str>,
     }
     serde_json::from_str::<Head>(line).is_ok_and(|head| head.kind == "result")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_user_line_is_the_agent_sdks() {
+        let line: Value = serde_json::from_str(&user_line("hi \"there\"")).unwrap();
+        assert_eq!(
+            line,
+            json!({"type": "user", "message": {"role": "user", "content": "hi \"there\""},
+                   "parent_tool_use_id": null, "session_id": ""})
+        );
+    }
+
+    #[test]
+    fn side_lines_are_told_apart_from_the_turn() {
+        let request =
+            r#"{"type":"control_request","request_id":"r1","request":{"subtype":"can_use_tool"}}"#;
+        assert!(
+            matches!(side_line(request), Side::ControlRequest(value) if value["request_id"] == "r1")
+        );
+        let replay =
+            r#"{"type":"user","message":{"role":"user","content":"go left"},"isReplay":true}"#;
+        assert!(matches!(side_line(replay), Side::Taken(text) if text == "go left"));
+        // A tool result is the turn's, not a replay.
+        let result =
+            r#"{"type":"user","message":{"role":"user","content":[{"type":"tool_result"}]}}"#;
+        assert!(matches!(side_line(result), Side::Turn));
+        let init =
+            r#"{"type":"system","subtype":"init","session_id":"s1","permissionMode":"plan"}"#;
+        assert!(matches!(
+            side_line(init),
+            Side::Init { session_id: Some(id), mode: Some(mode) } if id == "s1" && mode == "plan"
+        ));
+        let status =
+            r#"{"type":"system","subtype":"status","status":null,"permissionMode":"acceptEdits"}"#;
+        assert!(matches!(
+            side_line(status),
+            Side::Init { session_id: None, mode: Some(mode) } if mode == "acceptEdits"
+        ));
+        assert!(matches!(side_line("not json \"isReplay\""), Side::Turn));
+        assert!(is_result_line(r#"{"type":"result","subtype":"success"}"#));
+        assert!(!is_result_line(r#"{"type":"assistant","result":"x"}"#));
+    }
+
+    #[test]
+    fn initialize_models_and_the_users_flags_are_read() {
+        let model = json!({"value": "sonnet", "displayName": "Sonnet", "description": "..."});
+        let choice = model_choice(&model).unwrap();
+        assert_eq!(
+            (choice.id.as_str(), choice.name.as_str()),
+            ("sonnet", "Sonnet")
+        );
+        assert!(model_choice(&json!({"displayName": "no value"})).is_none());
+        let spec = crate::process::SpawnSpec::new("claude").args([
+            "--model",
+            "opus",
+            "--session-id",
+            "abc",
+            "--permission-mode",
+            "plan",
+        ]);
+        assert_eq!(configured_flag(&spec, "--model").as_deref(), Some("opus"));
+        assert_eq!(chosen_session_id(&spec).as_deref(), Some("abc"));
+        assert_eq!(
+            configured_flag(&spec, "--permission-mode").as_deref(),
+            Some("plan")
+        );
+        assert_eq!(configured_flag(&spec, "--effort"), None);
+    }
 }
