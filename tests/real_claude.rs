@@ -756,3 +756,80 @@ fn any_session_id(messages: &[AgentMessage]) -> String {
         })
         .expect("a session id")
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
+async fn stream_a_retried_first_turn_reaches_the_model_with_its_prompt_once() {
+    let test = "stream_a_retried_first_turn_reaches_the_model_with_its_prompt_once";
+    let prompts = three_prompts("claude-stream");
+    let fail = FailFirst::new(2, &prompts[0]);
+    let server = FakeAnthropic::start_failing(Scenario::Text, move |text| fail.take(text));
+    let Some(rig) = stream_rig(test, server, PermissionPolicy::Ask).await else {
+        return;
+    };
+    retried_first_turn_is_sent_once(
+        "claude (stream)",
+        test,
+        rig.provider.clone(),
+        rig.rig.work.path(),
+        &prompts,
+        || model_requests(&rig.rig.server),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
+async fn stream_a_stop_during_a_tool_kills_the_tool_and_keeps_the_process() {
+    let test = "stream_a_stop_during_a_tool_kills_the_tool_and_keeps_the_process";
+    let sleep = Scenario::Tool {
+        command: "sleep 100".into(),
+    };
+    let Some(rig) = stream_rig(test, FakeAnthropic::start(sleep), PermissionPolicy::Allow).await
+    else {
+        return;
+    };
+    let stop = StopControl::new();
+    let mut stream = rig.start("Run sleep", SessionRef::New, stop.clone());
+    let watcher = {
+        let stop = stop.clone();
+        let marker = rig.probe.marker.clone();
+        tokio::spawn(async move {
+            let probe = ProcessProbe {
+                var: RUN_MARKER_VAR,
+                marker,
+            };
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+            while tokio::time::Instant::now() < deadline {
+                let sleeping: Vec<i32> = probe
+                    .live()
+                    .into_iter()
+                    .filter(|(_, command)| command == "sleep 100")
+                    .map(|(pid, _)| pid)
+                    .collect();
+                if !sleeping.is_empty() {
+                    stop.stop();
+                    return sleeping;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Vec::new()
+        })
+    };
+    let messages = collect(&mut stream, RUN_LIMIT).await;
+    let sleeping = watcher.await.expect("watcher");
+    assert!(!sleeping.is_empty(), "sleep 100 ran before the stop");
+    let (stage, elapsed_ms) = cancelled("claude", &messages);
+    eprintln!("stopped at stage {stage:?} after {elapsed_ms} ms");
+    assert_eq!(stage, agentty::stream::StopStage::Cancel);
+    let survivors = real_cli::survivors(sleeping, Duration::from_secs(5)).await;
+    assert!(
+        survivors.is_empty(),
+        "the tool outlived the stop: {survivors:?}"
+    );
+    assert_eq!(
+        rig.claude_pids().len(),
+        1,
+        "Claude Code stays for the next turn"
+    );
+}
