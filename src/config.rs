@@ -26,6 +26,9 @@ pub struct ProviderSettings {
     pub env: BTreeMap<String, String>,
     /// The model, where the CLI takes one (`--model`).
     pub model: Option<String>,
+    /// The agent's mode at the start, where it has modes (Claude Code's permission mode:
+    /// `default`, `acceptEdits`, `plan`; `--permission-mode`).
+    pub mode: Option<String>,
     /// How to talk to the CLI (`json`, `rpc` or `acp`); `None`: the best it has for the chat,
     /// the one-shot JSON mode for `agentty run`.
     pub transport: Option<Transport>,
@@ -860,7 +863,7 @@ mod tests {
             "{warnings:?}"
         );
         assert!(
-            warnings[1].starts_with(&format!("{ORIGIN}, line 6: `providers.pi.comand`: unknown key (known keys: acp_command, args, command, env, model")),
+            warnings[1].starts_with(&format!("{ORIGIN}, line 6: `providers.pi.comand`: unknown key (known keys: acp_command, args, command, env, mode, model")),
             "{warnings:?}"
         );
         assert!(

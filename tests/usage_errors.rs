@@ -88,7 +88,7 @@ fn an_unknown_config_key_is_warned_with_its_line_and_the_rest_applies() {
     assert_eq!(output.status.code(), Some(0), "stderr: {stderr}");
     assert!(
         stderr.contains(
-            ", line 5: `providers.demo.envv`: unknown key (known keys: acp_command, args, command, env, model"
+            ", line 5: `providers.demo.envv`: unknown key (known keys: acp_command, args, command, env, mode, model"
         ),
         "{stderr}"
     );

@@ -90,6 +90,9 @@ impl Backend for ClaudeBackend {
         if let Some(model) = &self.settings.model {
             spec = spec.args(["--model", model.as_str()]);
         }
+        if let Some(mode) = &self.settings.mode {
+            spec = spec.args(["--permission-mode", mode.as_str()]);
+        }
         spec = spec
             .args(session_args(&request.session))
             .args(self.settings.args.iter())
@@ -113,6 +116,9 @@ impl Backend for ClaudeBackend {
         let mut spec = SpawnSpec::new(program).args(STREAM_ARGS);
         if let Some(model) = &self.settings.model {
             spec = spec.args(["--model", model.as_str()]);
+        }
+        if let Some(mode) = &self.settings.mode {
+            spec = spec.args(["--permission-mode", mode.as_str()]);
         }
         spec = spec
             .args(session_args(&request.session))
@@ -237,6 +243,27 @@ mod tests {
             ]
         );
         assert_eq!(spec.stdin, StdinMode::Null);
+    }
+
+    #[test]
+    fn the_configured_mode_is_the_permission_mode_at_the_start() {
+        let backend = ClaudeBackend::new(ProviderSettings {
+            mode: Some("acceptEdits".into()),
+            ..ProviderSettings::default()
+        });
+        for spec in [
+            backend.spawn_spec(&request(SessionRef::New)),
+            backend
+                .stream_spawn_spec(&request(SessionRef::New))
+                .unwrap(),
+        ] {
+            let args = argv(&spec);
+            let at = args
+                .iter()
+                .position(|arg| arg == "--permission-mode")
+                .unwrap();
+            assert_eq!(args[at + 1], "acceptEdits");
+        }
     }
 
     #[test]
