@@ -78,9 +78,15 @@ const SETTING_TIMEOUT: Duration = Duration::from_secs(10);
 /// `bypassPermissions` is left out: it would grant every permission without asking.
 pub(crate) const PERMISSION_MODES: [&str; 3] = ["default", "acceptEdits", "plan"];
 
-/// A permission answer from the user: the request id, the option chosen (`None`: cancelled)
-/// and the user's note with a rejection.
-type Answer = (String, Option<String>, Option<String>);
+/// What the user hands the running turn, in the order given (a message typed before an answer
+/// reaches the CLI before it).
+enum UserInput {
+    /// A message typed during the turn.
+    Steer(String),
+    /// A permission answer: the request id, the option chosen (`None`: cancelled) and the
+    /// user's note with a rejection.
+    Answer(String, Option<String>, Option<String>),
+}
 
 /// What the provider shares with its live process and attempts.
 #[derive(Clone)]
@@ -88,10 +94,8 @@ struct Shared {
     status: watch::Sender<AgentStatus>,
     /// The live process's control channel, between turns too (settings).
     control: Arc<Mutex<Option<Control>>>,
-    /// Where the running attempt takes the user's permission answers.
-    answers: Arc<Mutex<Option<mpsc::UnboundedSender<Answer>>>>,
-    /// Where the running attempt takes messages typed during the turn.
-    steering: Arc<Mutex<Option<mpsc::UnboundedSender<String>>>>,
+    /// Where the running attempt takes the user's messages and permission answers.
+    inputs: Arc<Mutex<Option<mpsc::UnboundedSender<UserInput>>>>,
     /// The last turn the live process kept, while it may still be writing it to disk.
     unwritten: Arc<Mutex<Option<Unwritten>>>,
     /// Messages typed during the turn that the CLI has not taken yet (shown as waiting).
@@ -105,6 +109,18 @@ struct Shared {
 struct Chosen {
     model: Option<String>,
     mode: Option<String>,
+}
+
+impl Shared {
+    /// Hands `input` to the running turn; false when none runs.
+    fn hand_over(&self, input: UserInput) -> bool {
+        let Ok(inputs) = self.inputs.lock() else {
+            return false;
+        };
+        inputs
+            .as_ref()
+            .is_some_and(|inputs| inputs.send(input).is_ok())
+    }
 }
 
 /// A turn's end that Claude Code writes to the session file after its `result` line.
@@ -152,8 +168,7 @@ impl StreamProvider {
             shared: Shared {
                 status: watch::channel(AgentStatus::default()).0,
                 control: Arc::new(Mutex::new(None)),
-                answers: Arc::new(Mutex::new(None)),
-                steering: Arc::new(Mutex::new(None)),
+                inputs: Arc::new(Mutex::new(None)),
                 unwritten: Arc::new(Mutex::new(None)),
                 queue: watch::channel(AgentQueue::default()).0,
                 chosen: Arc::new(Mutex::new(Chosen::default())),
@@ -200,21 +215,12 @@ impl Provider for StreamProvider {
 
     /// A user line mid-turn: the CLI takes it at the next tool boundary, or after the turn.
     fn interject(&self, _kind: Interjection, text: &str) -> bool {
-        let Ok(steering) = self.shared.steering.lock() else {
-            return false;
-        };
-        steering
-            .as_ref()
-            .is_some_and(|steering| steering.send(text.to_owned()).is_ok())
+        self.shared.hand_over(UserInput::Steer(text.to_owned()))
     }
 
     fn answer_permission(&self, id: &str, option: Option<String>, message: Option<String>) -> bool {
-        let Ok(answers) = self.shared.answers.lock() else {
-            return false;
-        };
-        answers
-            .as_ref()
-            .is_some_and(|answers| answers.send((id.to_owned(), option, message)).is_ok())
+        self.shared
+            .hand_over(UserInput::Answer(id.to_owned(), option, message))
     }
 
     fn takes_permission_feedback(&self) -> bool {
@@ -679,22 +685,13 @@ impl StreamAttempt {
             session.process.forget_stderr();
         }
         session.prompted = true;
-        let (answers_tx, answers_rx) = mpsc::unbounded_channel();
-        let (steering_tx, steering_rx) = mpsc::unbounded_channel();
-        if let Ok(mut answers) = self.shared.answers.lock() {
-            *answers = Some(answers_tx);
+        let (inputs_tx, inputs_rx) = mpsc::unbounded_channel();
+        if let Ok(mut inputs) = self.shared.inputs.lock() {
+            *inputs = Some(inputs_tx);
         }
-        if let Ok(mut steering) = self.shared.steering.lock() {
-            *steering = Some(steering_tx);
-        }
-        let (mut terminal, keep) = self
-            .play_turn(session, &request, resumed, answers_rx, steering_rx)
-            .await;
-        if let Ok(mut answers) = self.shared.answers.lock() {
-            *answers = None;
-        }
-        if let Ok(mut steering) = self.shared.steering.lock() {
-            *steering = None;
+        let (mut terminal, keep) = self.play_turn(session, &request, resumed, inputs_rx).await;
+        if let Ok(mut inputs) = self.shared.inputs.lock() {
+            *inputs = None;
         }
         if request.session != SessionRef::New {
             runner::mark_lost_session(&mut terminal, self.backend.lost_session_phrases());
@@ -731,8 +728,7 @@ impl StreamAttempt {
         session: &mut StreamSession,
         request: &AttemptRequest,
         resumed: bool,
-        mut answers: mpsc::UnboundedReceiver<Answer>,
-        mut steering: mpsc::UnboundedReceiver<String>,
+        mut inputs: mpsc::UnboundedReceiver<UserInput>,
     ) -> (AgentMessage, bool) {
         let mapper = ClaudeMapper::for_stream(self.backend.name(), resumed);
         let mut mapping = AttemptMapping::new(Box::new(mapper));
@@ -816,13 +812,16 @@ impl StreamAttempt {
                     tracing::warn!(?untaken, "Claude Code did not take the steering after its result");
                     break TurnEnd::Answered;
                 }
-                Some(text) = steering.recv(), if !stop.is_sent() => {
-                    if session.control.user(&text) {
+                Some(input) = inputs.recv() => match input {
+                UserInput::Steer(text) => {
+                    if stop.is_sent() {
+                        self.sink.send(AgentMessage::notice(notice_kind::WARNING, format!("Not delivered to the agent (the turn is stopping): {text}"))).await;
+                    } else if session.control.user(&text) {
                         untaken.push(text);
                         self.shared.queue.send_replace(AgentQueue { steering: untaken.clone(), ..AgentQueue::default() });
                     }
                 }
-                Some((id, option, message)) = answers.recv() => {
+                UserInput::Answer(id, option, message) => {
                     if let Some(permission) = open.remove(&id) {
                         let valid = option.as_ref().is_none_or(|chosen| permission.request.options.iter().any(|offered| offered.id == *chosen));
                         if valid {
@@ -833,6 +832,7 @@ impl StreamAttempt {
                         }
                     }
                 }
+                },
                 _ = stop.requested(), if !stop.is_sent() => {
                     tracing::info!("stopping the turn in-band (interrupt)");
                     for (_, permission) in open.drain() {
