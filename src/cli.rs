@@ -209,6 +209,13 @@ pub(crate) fn check_scenario(
             "--scenario only applies to the demo agent (add `--provider demo`); the provider is `{provider}`"
         ));
     }
+    if transport == Some(crate::config::Transport::Stream) {
+        return Err(
+            "the demo agent's stream mode (Claude Code's protocol) has no scenarios: \
+                    it acts on words in the prompt (`write [NAME.txt]`, `slow`, `fail`)"
+                .to_owned(),
+        );
+    }
     let known = if transport == Some(crate::config::Transport::Acp) {
         crate::demo_agent::acp_scenario_names()
     } else {

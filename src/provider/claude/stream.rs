@@ -28,6 +28,11 @@
 //! - Retry never duplicates: a failed attempt's process is ended (the CLI holds the failed
 //!   prompt in memory), and the next attempt starts the CLI with `--resume` on the session file
 //!   the orchestrator restored.
+//! - Claude Code writes a turn's end to its session file 50–350 ms after the `result` line: a
+//!   checkpoint taken right after a turn waits for that write (bounded), or a rollback would
+//!   lose the turn's answer.
+//! - A model or mode the user chose holds for the conversation: every process started later
+//!   is told it after `initialize`.
 //! - The process ends when the provider is dropped (stdin closed, then the three-stage stop).
 
 use std::collections::HashMap;
