@@ -71,7 +71,7 @@ pub struct AgentArgs {
 pub enum CliCommand {
     /// Headless: print the shared stream as JSON lines on stdout.
     Run(RunArgs),
-    /// The built-in scripted agent (speaks pi's JSON and RPC modes, and ACP: --mode json|rpc|acp).
+    /// The built-in scripted agent (speaks pi's JSON and RPC modes, ACP and Claude Code's stream-json: --mode json|rpc|acp|claude-stream).
     DemoAgent(DemoAgentArgs),
     /// Map a saved raw agent log again, printing the shared stream.
     Replay(ReplayArgs),
@@ -210,6 +210,13 @@ pub(crate) fn check_scenario(
         return Err(format!(
             "--scenario only applies to the demo agent (add `--provider demo`); the provider is `{provider}`"
         ));
+    }
+    if transport == Some(crate::config::Transport::Stream) {
+        return Err(
+            "the demo agent's stream mode (Claude Code's protocol) has no scenarios: \
+                    it acts on words in the prompt (`write [NAME.txt]`, `slow`, `fail`)"
+                .to_owned(),
+        );
     }
     let known = if transport == Some(crate::config::Transport::Acp) {
         crate::demo_agent::acp_scenario_names()

@@ -27,8 +27,9 @@ pub struct ProviderSettings {
     /// The model, where the CLI takes one (`--model`); on an agent that lists its models (ACP),
     /// the one a conversation starts on.
     pub model: Option<String>,
-    /// The mode a conversation starts in, by the agent's id for it (an ACP session mode such as
-    /// `plan`), where the agent lists modes.
+    /// The mode a conversation starts in, by the agent's id for it, where the agent lists modes
+    /// (an ACP session mode such as `plan`; Claude Code's permission mode `default`,
+    /// `acceptEdits`, `plan`, passed as `--permission-mode`; Codex's approval preset).
     pub mode: Option<String>,
     /// How to talk to the CLI (`json`, `rpc` or `acp`); `None`: the best it has for the chat,
     /// the one-shot JSON mode for `agentty run`.
@@ -81,6 +82,9 @@ pub enum Transport {
     #[serde(rename = "app-server")]
     #[value(name = "app-server")]
     AppServer,
+    /// One long-lived process per conversation in Claude Code's stream-json mode with its
+    /// control protocol.
+    Stream,
 }
 
 impl Transport {
@@ -91,6 +95,7 @@ impl Transport {
             Transport::Rpc => "rpc",
             Transport::Acp => "acp",
             Transport::AppServer => "app-server",
+            Transport::Stream => "stream",
         }
     }
 
@@ -101,6 +106,7 @@ impl Transport {
             Transport::Rpc => "one long-lived process (RPC mode)",
             Transport::Acp => "one long-lived process (Agent Client Protocol)",
             Transport::AppServer => "one long-lived process (Codex app-server)",
+            Transport::Stream => "one long-lived process (stream-json control protocol)",
         }
     }
 }

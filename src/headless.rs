@@ -61,9 +61,14 @@ pub fn run(agent: AgentArgs, args: RunArgs) -> i32 {
     ) {
         return usage_error(&message);
     }
-    // One-shot by default (a single prompt gains nothing from a long-lived process), unless
-    // the CLI's two-way mode is what honours `--permissions` (Codex's app-server).
+    // One-shot by default (a single prompt gains nothing from a long-lived process), except
+    // where only a two-way transport honours `--permissions` (Claude Code, Codex).
     let transport = provider::default_run_transport(&choice.name, &choice.settings);
+    if let Some(message) =
+        provider::permissions_not_honoured(&choice.name, transport, args.permissions.is_some())
+    {
+        return usage_error(&message);
+    }
     let mut settings = choice.settings.clone();
     settings.permissions = Some(cli::HeadlessPermissions::policy(
         args.permissions,

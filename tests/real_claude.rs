@@ -420,3 +420,453 @@ async fn a_retried_first_turn_reaches_the_model_with_its_prompt_once() {
     })
     .await;
 }
+
+// ---- `--transport stream`: Claude Code's own long-lived mode with its control protocol ----
+
+use agentty::config::PermissionPolicy;
+use agentty::provider::{provider_on, AgentStream, Provider, Transport};
+use real_cli::{attempt_request, next_message, occurrences};
+
+/// The real CLI behind the stream transport, against `server`, answering by `policy`.
+struct StreamRig {
+    rig: Rig<FakeAnthropic>,
+    settings: ProviderSettings,
+    provider: Arc<dyn Provider>,
+    probe: ProcessProbe,
+}
+
+async fn stream_rig(
+    test: &str,
+    server: impl std::future::Future<Output = FakeAnthropic>,
+    policy: PermissionPolicy,
+) -> Option<StreamRig> {
+    let (rig, probe, settings) = rig_on(test, server, &[]).await?;
+    let provider = stream_provider(&settings, policy);
+    Some(StreamRig {
+        rig,
+        settings,
+        provider,
+        probe,
+    })
+}
+
+fn stream_provider(settings: &ProviderSettings, policy: PermissionPolicy) -> Arc<dyn Provider> {
+    provider_on(
+        Arc::new(ClaudeBackend::new(settings.clone())),
+        Transport::Stream,
+        policy,
+    )
+    .expect("the stream transport")
+}
+
+impl StreamRig {
+    fn start(&self, prompt: &str, session: SessionRef, stop: StopControl) -> AgentStream {
+        let request = attempt_request(prompt, session, self.rig.work.path());
+        self.provider.execute(request, stop)
+    }
+
+    /// Runs one attempt to its end, answering permission requests with `answer`.
+    async fn run(
+        &self,
+        prompt: &str,
+        session: SessionRef,
+        answer: Option<(&str, Option<&str>)>,
+    ) -> Vec<AgentMessage> {
+        let mut stream = self.start(prompt, session, StopControl::new());
+        let mut seen = Vec::new();
+        while let Some(message) = next_message(&mut stream, RUN_LIMIT).await {
+            if let (AgentMessage::PermissionRequest(request), Some((option, note))) =
+                (&message, answer)
+            {
+                assert!(self.provider.answer_permission(
+                    &request.id,
+                    Some(option.to_owned()),
+                    note.map(str::to_owned)
+                ));
+            }
+            let done = message.is_terminal();
+            seen.push(message);
+            if done {
+                break;
+            }
+        }
+        seen
+    }
+
+    /// The PIDs of the Claude Code processes of this run.
+    fn claude_pids(&self) -> Vec<i32> {
+        self.probe
+            .live()
+            .into_iter()
+            .filter(|(_, command)| command.contains("--input-format stream-json"))
+            .map(|(pid, _)| pid)
+            .collect()
+    }
+}
+
+fn touch() -> Scenario {
+    Scenario::Tool {
+        command: "touch marker.txt".into(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
+async fn stream_a_permission_prompt_allowed_writes_the_file_and_rejected_does_not() {
+    let test = "stream_a_permission_prompt_allowed_writes_the_file_and_rejected_does_not";
+    let Some(allowed) =
+        stream_rig(test, FakeAnthropic::start(touch()), PermissionPolicy::Ask).await
+    else {
+        return;
+    };
+    let messages = allowed
+        .run("Touch the marker", SessionRef::New, Some(("allow", None)))
+        .await;
+    let request = messages.iter().find_map(|message| match message {
+        AgentMessage::PermissionRequest(request) => Some(request.clone()),
+        _ => None,
+    });
+    let request = request.expect("Claude Code asked");
+    eprintln!("permission prompt: {request:#?}");
+    assert_eq!(request.command.as_deref(), Some("touch marker.txt"));
+    assert!(allowed.rig.work.path().join("marker.txt").exists());
+    expect_completed(&messages);
+
+    let Some(rejected) =
+        stream_rig(test, FakeAnthropic::start(touch()), PermissionPolicy::Ask).await
+    else {
+        return;
+    };
+    let messages = rejected
+        .run(
+            "Touch the marker",
+            SessionRef::New,
+            Some(("reject", Some("just say hi"))),
+        )
+        .await;
+    assert!(!rejected.rig.work.path().join("marker.txt").exists());
+    // The model read the note as the tool's result (the fake echoes it).
+    let results = model_requests(&rejected.rig.server);
+    assert!(
+        rejected
+            .rig
+            .server
+            .message_requests()
+            .iter()
+            .any(|request| request
+                .tool_results()
+                .iter()
+                .any(|result| result.contains("just say hi"))),
+        "{results:#?}"
+    );
+    expect_completed(&messages);
+}
+
+/// `agentty run --provider claude` against a fresh fake server: its stdout lines and status.
+fn headless(work: &std::path::Path, env: &ProviderSettings, args: &[&str]) -> (String, i32) {
+    let bin = env.command.clone().expect("the CLI");
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_agentty"))
+        .args(["run", "--provider", "claude", "--agent-bin"])
+        .arg(bin)
+        .args(args)
+        .envs(&env.env)
+        .current_dir(work)
+        .output()
+        .expect("agentty runs");
+    (
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        output.status.code().unwrap_or(-1),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
+async fn stream_headless_permissions_allow_and_deny_are_honoured() {
+    let test = "stream_headless_permissions_allow_and_deny_are_honoured";
+    let Some((rig, _, settings)) = rig_on(test, FakeAnthropic::start(touch()), &[]).await else {
+        return;
+    };
+    let work = rig.work.path();
+    let (out, status) = headless(work, &settings, &["--permissions", "allow", "Touch it"]);
+    assert_eq!(status, 0, "{out}");
+    assert!(work.join("marker.txt").exists(), "{out}");
+    std::fs::remove_file(work.join("marker.txt")).unwrap();
+    let (out, status) = headless(work, &settings, &["--permissions", "deny", "Touch it"]);
+    assert_eq!(status, 0, "{out}");
+    assert!(!work.join("marker.txt").exists());
+    assert!(out.contains(r#""kind":"permission_refused""#), "{out}");
+    // The one-shot mode cannot ask: --permissions there is a usage error, not ignored.
+    let (out, status) = headless(
+        work,
+        &settings,
+        &["--transport", "json", "--permissions", "allow", "Touch it"],
+    );
+    assert_eq!(status, 2, "{out}");
+    // Without --permissions the one-shot mode's refusal says why and how to allow.
+    let (out, status) = headless(work, &settings, &["--transport", "json", "Touch it"]);
+    assert_eq!(status, 0, "{out}");
+    assert!(!work.join("marker.txt").exists());
+    assert!(
+        out.contains("cannot ask you. Use --transport stream"),
+        "{out}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
+async fn stream_esc_interrupts_in_band_and_the_next_turn_runs_on_the_same_process() {
+    let test = "stream_esc_interrupts_in_band_and_the_next_turn_runs_on_the_same_process";
+    let slow = |text: &str| {
+        if text.contains("slowly") {
+            Scenario::Say {
+                text: (0..60).map(|n| format!("tok{n} ")).collect(),
+                pause: Duration::from_millis(200),
+            }
+        } else {
+            Scenario::Text
+        }
+    };
+    let Some(rig) = stream_rig(
+        test,
+        FakeAnthropic::start_choosing(slow),
+        PermissionPolicy::Ask,
+    )
+    .await
+    else {
+        return;
+    };
+    let stop = StopControl::new();
+    let mut stream = rig.start("Stream slowly", SessionRef::New, stop.clone());
+    let mut seen = Vec::new();
+    while let Some(message) = next_message(&mut stream, RUN_LIMIT).await {
+        let delta = matches!(message, AgentMessage::Assistant { .. });
+        seen.push(message);
+        if delta {
+            break;
+        }
+    }
+    let pids = rig.claude_pids();
+    assert_eq!(pids.len(), 1, "{pids:?}");
+    stop.stop();
+    seen.extend(collect(&mut stream, RUN_LIMIT).await);
+    let (stage, elapsed_ms) = cancelled("claude", &seen);
+    eprintln!("stopped at stage {stage:?} after {elapsed_ms} ms");
+    assert_eq!(stage, agentty::stream::StopStage::Cancel);
+    let id = started_session_id(&seen);
+    let next = rig.run("And now?", SessionRef::Resume(id), None).await;
+    expect_completed(&next);
+    assert_eq!(
+        rig.claude_pids(),
+        pids,
+        "the same process served the next turn"
+    );
+    let last = model_requests(&rig.rig.server).pop().unwrap();
+    assert_eq!(occurrences(&last, "Stream slowly"), 1, "{last:#?}");
+    assert_eq!(occurrences(&last, "And now?"), 1, "{last:#?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
+async fn stream_a_retried_turn_reaches_the_model_with_each_prompt_once() {
+    let test = "stream_a_retried_turn_reaches_the_model_with_each_prompt_once";
+    let prompts = three_prompts("claude-stream");
+    let fail = FailFirst::new(2, &prompts[1]);
+    let server = FakeAnthropic::start_failing(Scenario::Text, move |text| fail.take(text));
+    let Some(rig) = stream_rig(test, server, PermissionPolicy::Ask).await else {
+        return;
+    };
+    retried_middle_turn_is_sent_once(
+        "claude (stream)",
+        test,
+        rig.provider.clone(),
+        rig.rig.work.path(),
+        &prompts,
+        || model_requests(&rig.rig.server),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
+async fn stream_a_resumed_conversation_continues_its_session_in_a_new_process() {
+    let test = "stream_a_resumed_conversation_continues_its_session_in_a_new_process";
+    let Some(rig) = stream_rig(
+        test,
+        FakeAnthropic::start(Scenario::Text),
+        PermissionPolicy::Ask,
+    )
+    .await
+    else {
+        return;
+    };
+    let first = rig
+        .run("Remember the word banana", SessionRef::New, None)
+        .await;
+    let id = started_session_id(&first);
+    // agentty quits and comes back (`--resume`): a new provider, so a new process.
+    let StreamRig {
+        rig: inner,
+        settings,
+        provider,
+        probe,
+    } = rig;
+    drop(provider);
+    let rig = StreamRig {
+        provider: stream_provider(&settings, PermissionPolicy::Ask),
+        rig: inner,
+        settings,
+        probe,
+    };
+    let resumed = rig
+        .run("What was the word?", SessionRef::Resume(id.clone()), None)
+        .await;
+    real_cli::assert_resumed(&resumed, "claude", &id);
+    assert_eq!(
+        assistant_text(&resumed),
+        "Hello from the fake server. You said: 'What was the word?'. messages=4."
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
+async fn stream_enter_to_request_for_three_turns_against_the_one_shot_mode() {
+    let test = "stream_enter_to_request_for_three_turns_against_the_one_shot_mode";
+    let Some(rig) = stream_rig(
+        test,
+        FakeAnthropic::start(Scenario::Text),
+        PermissionPolicy::Ask,
+    )
+    .await
+    else {
+        return;
+    };
+    // As the chat does: the process starts when the conversation opens.
+    rig.provider
+        .warm_up(attempt_request("", SessionRef::New, rig.rig.work.path()));
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let mut stream_ms = Vec::new();
+    let mut session = SessionRef::New;
+    for turn in 1..=3 {
+        let before = rig.rig.server.message_requests().len();
+        let enter = std::time::Instant::now();
+        let messages = rig
+            .run(&format!("turn {turn}"), session.clone(), None)
+            .await;
+        let request = rig.rig.server.message_requests()[before].received_at;
+        stream_ms.push(request.duration_since(enter).as_millis());
+        session = SessionRef::Resume(any_session_id(&messages));
+    }
+    let one_shot = CliProvider::new(ClaudeBackend::new(rig.settings.clone()));
+    let mut json_ms = Vec::new();
+    let mut session = SessionRef::New;
+    for turn in 1..=3 {
+        let before = rig.rig.server.message_requests().len();
+        let enter = std::time::Instant::now();
+        let request = attempt_request(
+            &format!("json turn {turn}"),
+            session.clone(),
+            rig.rig.work.path(),
+        );
+        let messages = collect(
+            &mut one_shot.execute(request, StopControl::new()),
+            RUN_LIMIT,
+        )
+        .await;
+        let request = rig.rig.server.message_requests()[before].received_at;
+        json_ms.push(request.duration_since(enter).as_millis());
+        session = SessionRef::Resume(any_session_id(&messages));
+    }
+    eprintln!(
+        "Enter -> first model request, turns 1-3: stream {stream_ms:?} ms, json {json_ms:?} ms"
+    );
+    assert!(stream_ms[1] < json_ms[1] && stream_ms[2] < json_ms[2]);
+}
+
+/// The session id a turn reported (started or resumed).
+fn any_session_id(messages: &[AgentMessage]) -> String {
+    messages
+        .iter()
+        .find_map(|message| match message {
+            AgentMessage::SessionStarted { session_id, .. } => session_id.clone(),
+            AgentMessage::SessionResumed { session_id, .. } => Some(session_id.clone()),
+            _ => None,
+        })
+        .expect("a session id")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
+async fn stream_a_retried_first_turn_reaches_the_model_with_its_prompt_once() {
+    let test = "stream_a_retried_first_turn_reaches_the_model_with_its_prompt_once";
+    let prompts = three_prompts("claude-stream");
+    let fail = FailFirst::new(2, &prompts[0]);
+    let server = FakeAnthropic::start_failing(Scenario::Text, move |text| fail.take(text));
+    let Some(rig) = stream_rig(test, server, PermissionPolicy::Ask).await else {
+        return;
+    };
+    retried_first_turn_is_sent_once(
+        "claude (stream)",
+        test,
+        rig.provider.clone(),
+        rig.rig.work.path(),
+        &prompts,
+        || model_requests(&rig.rig.server),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
+async fn stream_a_stop_during_a_tool_kills_the_tool_and_keeps_the_process() {
+    let test = "stream_a_stop_during_a_tool_kills_the_tool_and_keeps_the_process";
+    let sleep = Scenario::Tool {
+        command: "sleep 100".into(),
+    };
+    let Some(rig) = stream_rig(test, FakeAnthropic::start(sleep), PermissionPolicy::Allow).await
+    else {
+        return;
+    };
+    let stop = StopControl::new();
+    let mut stream = rig.start("Run sleep", SessionRef::New, stop.clone());
+    let watcher = {
+        let stop = stop.clone();
+        let marker = rig.probe.marker.clone();
+        tokio::spawn(async move {
+            let probe = ProcessProbe {
+                var: RUN_MARKER_VAR,
+                marker,
+            };
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+            while tokio::time::Instant::now() < deadline {
+                let sleeping: Vec<i32> = probe
+                    .live()
+                    .into_iter()
+                    .filter(|(_, command)| command == "sleep 100")
+                    .map(|(pid, _)| pid)
+                    .collect();
+                if !sleeping.is_empty() {
+                    stop.stop();
+                    return sleeping;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Vec::new()
+        })
+    };
+    let messages = collect(&mut stream, RUN_LIMIT).await;
+    let sleeping = watcher.await.expect("watcher");
+    assert!(!sleeping.is_empty(), "sleep 100 ran before the stop");
+    let (stage, elapsed_ms) = cancelled("claude", &messages);
+    eprintln!("stopped at stage {stage:?} after {elapsed_ms} ms");
+    assert_eq!(stage, agentty::stream::StopStage::Cancel);
+    let survivors = real_cli::survivors(sleeping, Duration::from_secs(5)).await;
+    assert!(
+        survivors.is_empty(),
+        "the tool outlived the stop: {survivors:?}"
+    );
+    assert_eq!(
+        rig.claude_pids().len(),
+        1,
+        "Claude Code stays for the next turn"
+    );
+}

@@ -274,6 +274,11 @@ pub(crate) fn standing_answers_notice<'a>(
              app-server has no request to revoke it, so agentty cannot. Start a new conversation \
              (/new): the new thread asks again."
         }
+        Some(Transport::Stream) => {
+            "To take an \"always\" answer back: Claude Code holds it for this session only \
+             (agentty never writes it to your settings files). Start a new conversation (/new): \
+             the new session asks again."
+        }
         Some(Transport::Json | Transport::Rpc) | None => {
             "Over this transport the agent does not ask agentty for permission: its own settings \
              decide what it may do."

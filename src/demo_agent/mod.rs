@@ -19,6 +19,7 @@
 
 pub(crate) mod acp;
 mod bash;
+mod claude_stream;
 pub mod codex_app_server;
 mod player;
 mod rpc;
@@ -49,7 +50,8 @@ pub struct DemoAgentArgs {
     #[arg(long)]
     pub scenario: Option<String>,
     /// pi's output mode: `json` (one-shot) or `rpc` (long-lived, commands on stdin); or `acp`,
-    /// a fake Agent Client Protocol agent (see `acp`).
+    /// a fake Agent Client Protocol agent (see `acp`); or `claude-stream`, Claude Code's
+    /// stream-json mode with its control protocol (see `claude_stream`).
     #[arg(long, default_value = "json")]
     pub mode: String,
     /// `--mode acp`: stay alive after stdin closes, like the Claude and Codex ACP adapters.
@@ -80,6 +82,14 @@ pub fn run(args: DemoAgentArgs) -> i32 {
     if args.mode == codex_app_server::MODE {
         return codex_app_server::run(args.scenario.as_deref());
     }
+    if args.mode == "claude-stream" {
+        signals::install_pi_handlers();
+        return claude_stream::run(match (args.session, args.continue_latest) {
+            (Some(id), _) => SessionChoice::Resume(id),
+            (None, true) => SessionChoice::ContinueLatest,
+            (None, false) => SessionChoice::New,
+        });
+    }
     if flavour != acp::Flavour::Default {
         eprintln!(
             "Error: --flavour {} is for --mode acp (got --mode {})",
@@ -89,7 +99,7 @@ pub fn run(args: DemoAgentArgs) -> i32 {
     }
     if args.mode != "json" && args.mode != "rpc" {
         eprintln!(
-            "Error: the demo agent speaks --mode json, rpc, acp or codex-app-server (got --mode {})",
+            "Error: the demo agent speaks --mode json, rpc, acp, codex-app-server or claude-stream (got --mode {})",
             args.mode
         );
         return 1;

@@ -38,6 +38,11 @@ impl Backend for DemoBackend {
         Some(self.spec_in_mode("rpc", request))
     }
 
+    /// The demo agent playing Claude Code's stream-json mode with its control protocol.
+    fn stream_spawn_spec(&self, request: &AttemptRequest) -> Option<SpawnSpec> {
+        Some(self.spec_in_mode("claude-stream", request))
+    }
+
     /// The demo agent's ACP mode: a scripted ACP agent (permission prompts, plans, ...).
     fn acp_spawn_spec(&self, request: &AttemptRequest) -> Option<SpawnSpec> {
         Some(self.spec_in_mode("acp", request))

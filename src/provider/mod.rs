@@ -144,6 +144,12 @@ pub trait Backend: Send + Sync + 'static {
         let _ = request;
         None
     }
+    /// How to start the CLI in Claude Code's long-lived stream-json mode with the control
+    /// protocol on stdio; `None`: this backend has no such mode.
+    fn stream_spawn_spec(&self, request: &AttemptRequest) -> Option<SpawnSpec> {
+        let _ = request;
+        None
+    }
     /// How to start the agent speaking the Agent Client Protocol (`gemini --acp`, an ACP
     /// adapter); `None`: this backend has no ACP agent (or its adapter is not installed).
     fn acp_spawn_spec(&self, request: &AttemptRequest) -> Option<SpawnSpec> {
@@ -192,6 +198,8 @@ pub(crate) fn default_chat_transport(name: &str, settings: &ProviderSettings) ->
         Some(ProviderKind::Gemini) => Transport::Acp,
         // Codex's own two-way mode; its ACP adapter where the user configured one.
         Some(ProviderKind::Codex) if settings.acp_command.is_none() => Transport::AppServer,
+        // Claude Code's own two-way mode, unless the user configured its ACP adapter.
+        Some(ProviderKind::Claude) if settings.acp_command.is_none() => Transport::Stream,
         Some(ProviderKind::Claude | ProviderKind::Codex) => {
             let has_adapter = build_backend(name, settings).is_some_and(|backend| {
                 backend.acp_spawn_spec(&AttemptRequest::default()).is_some()
@@ -207,19 +215,44 @@ pub(crate) fn default_chat_transport(name: &str, settings: &ProviderSettings) ->
 }
 
 /// The transport `agentty run` uses for `name` unless told otherwise: one that can honour
-/// `--permissions` where the CLI has one (Codex's app-server), else the one-shot JSON mode.
+/// `--permissions` where the CLI has one (Claude Code's stream-json mode, Codex's app-server:
+/// their one-shot modes cannot ask), else the one-shot JSON mode (a single prompt gains nothing
+/// from a long-lived process).
 pub(crate) fn default_run_transport(name: &str, settings: &ProviderSettings) -> Transport {
-    match (settings.chosen_transport(), ProviderKind::from_name(name)) {
-        (Some(transport), _) => transport,
-        (None, Some(ProviderKind::Codex)) if settings.acp_command.is_none() => Transport::AppServer,
-        (None, _) => Transport::Json,
+    if let Some(transport) = settings.chosen_transport() {
+        return transport;
+    }
+    match ProviderKind::from_name(name) {
+        Some(ProviderKind::Claude | ProviderKind::Codex) => default_chat_transport(name, settings),
+        _ => Transport::Json,
     }
 }
 
 /// Whether the agent asks agentty before acting over `transport` (so that a permission
 /// policy applies).
 pub(crate) fn asks_permission(transport: Transport) -> bool {
-    matches!(transport, Transport::Acp | Transport::AppServer)
+    matches!(
+        transport,
+        Transport::Acp | Transport::AppServer | Transport::Stream
+    )
+}
+
+/// Why `--permissions` cannot be honoured on `transport` for `name` (a one-shot mode of a CLI
+/// that has permission prompts and cannot ask agentty), when the user gave it; `None`: fine.
+pub(crate) fn permissions_not_honoured(
+    name: &str,
+    transport: Transport,
+    permissions_given: bool,
+) -> Option<String> {
+    let claude_one_shot =
+        ProviderKind::from_name(name) == Some(ProviderKind::Claude) && transport == Transport::Json;
+    (permissions_given && claude_one_shot).then(|| {
+        "--permissions cannot be honoured with --transport json: Claude Code's one-shot mode \
+         cannot ask agentty, it refuses every tool that needs permission. Use --transport stream \
+         (the default for claude), or allow tools with Claude Code's own flags in \
+         [providers.claude] args (for example --allowedTools or --permission-mode acceptEdits)."
+            .to_owned()
+    })
 }
 
 /// One agent CLI, behind the single-attempt contract.
@@ -462,6 +495,20 @@ pub fn provider_on(
                 backend, policy,
             )))
         }
+        Transport::Stream => {
+            if backend
+                .stream_spawn_spec(&AttemptRequest::default())
+                .is_none()
+            {
+                return Err(format!(
+                    "the {name} provider has no stream transport (Claude Code's stream-json \
+                     mode; use --transport json)"
+                ));
+            }
+            Ok(Arc::new(claude::stream::StreamProvider::new(
+                backend, policy,
+            )))
+        }
     }
 }
 
@@ -485,6 +532,13 @@ mod tests {
         assert_eq!(default_chat_transport("codex", &none), Transport::AppServer);
         assert_eq!(default_run_transport("codex", &none), Transport::AppServer);
         assert_eq!(default_run_transport("pi", &none), Transport::Json);
+        // Claude Code's own two-way mode, in the chat and in `agentty run`.
+        assert_eq!(default_chat_transport("claude", &none), Transport::Stream);
+        assert_eq!(default_run_transport("claude", &none), Transport::Stream);
+        assert!(permissions_not_honoured("claude", Transport::Json, true).is_some());
+        assert!(permissions_not_honoured("claude", Transport::Json, false).is_none());
+        assert!(permissions_not_honoured("claude", Transport::Stream, true).is_none());
+        assert!(permissions_not_honoured("pi", Transport::Json, true).is_none());
         // Claude Code and Codex over their ACP adapters when one is configured (or on PATH).
         for name in ["claude", "codex"] {
             assert_eq!(

@@ -52,6 +52,11 @@ const MAX_SALVAGE_TRIES: usize = 4;
 pub struct ClaudeMapper {
     /// The attempt continues an existing session (`--resume` / `--continue`).
     resumed: bool,
+    /// The `provider` its `session.*` messages name (`claude`, or `demo` playing Claude).
+    provider: Option<String>,
+    /// Over the long-lived stream-json transport a refusal was agentty's own answer; in the
+    /// one-shot mode the CLI refused because nobody could be asked, and a notice says so.
+    two_way: bool,
     /// The model `system/init` named, reported with the turn's usage.
     model: Option<String>,
     session: SessionHeader,
@@ -100,6 +105,20 @@ impl ClaudeMapper {
         }
     }
 
+    /// The mapper of one turn over the stream-json transport of the backend `provider`.
+    pub(crate) fn for_stream(provider: &str, resumed: bool) -> Self {
+        Self {
+            resumed,
+            provider: Some(provider.to_owned()),
+            two_way: true,
+            ..Self::default()
+        }
+    }
+
+    fn provider(&self) -> &str {
+        self.provider.as_deref().unwrap_or(PROVIDER)
+    }
+
     fn map_wire(&mut self, line: WireLine<'_>, out: &mut Vec<AgentMessage>) -> LineVerdict {
         let from_sub_agent = line.parent_tool_use_id.is_some();
         match line.kind.as_ref() {
@@ -120,8 +139,12 @@ impl ClaudeMapper {
                     self.model = Some(model.clone());
                 }
                 // With stream-json input every turn repeats `init` for the same session.
-                let header =
-                    session_message(PROVIDER, self.resumed, line.session_id, self.model.clone());
+                let header = session_message(
+                    self.provider(),
+                    self.resumed,
+                    line.session_id,
+                    self.model.clone(),
+                );
                 self.session.announce(header, out);
                 LineVerdict::Event
             }
@@ -348,6 +371,12 @@ impl ClaudeMapper {
 
     fn map_result(&mut self, line: WireLine<'_>, out: &mut Vec<AgentMessage>) -> LineVerdict {
         self.tools.release_thoughts(&mut self.thoughts, out);
+        if !self.two_way && !line.permission_denials.is_empty() {
+            out.push(AgentMessage::notice(
+                notice_kind::PERMISSION_REFUSED,
+                denials_notice(&line.permission_denials),
+            ));
+        }
         let aborted = line
             .terminal_reason
             .as_deref()
@@ -466,6 +495,31 @@ impl Mapper for ClaudeMapper {
             },
         }
     }
+}
+
+/// Why the one-shot mode refused tools, and how to allow them.
+fn denials_notice(denials: &[Value]) -> String {
+    let refused: Vec<String> = denials
+        .iter()
+        .map(|denial| {
+            let tool = denial["tool_name"].as_str().unwrap_or("a tool");
+            let input = &denial["tool_input"];
+            match ["command", "file_path", "notebook_path", "path"]
+                .iter()
+                .find_map(|key| input[*key].as_str())
+            {
+                Some(what) => format!("{tool} ({what})"),
+                None => tool.to_owned(),
+            }
+        })
+        .collect();
+    format!(
+        "Claude Code refused {} for lack of permission: in its one-shot mode (--transport json) \
+         it cannot ask you. Use --transport stream (the default), which asks you before each \
+         tool, or allow the tool with Claude Code's own flags in [providers.claude] args (for \
+         example --allowedTools or --permission-mode acceptEdits).",
+        refused.join(", ")
+    )
 }
 
 fn retry_notice(line: &WireLine<'_>) -> String {

@@ -17,6 +17,8 @@
 //!   processes and still print its `result`.
 
 pub mod mapper;
+mod permission;
+pub(crate) mod stream;
 mod wire;
 
 use std::path::PathBuf;
@@ -42,6 +44,20 @@ pub(crate) fn retries_off(spec: SpawnSpec) -> SpawnSpec {
 const SANDBOX_VAR: &str = "IS_SANDBOX";
 /// The Claude Code ACP adapter's executable (`@zed-industries/claude-agent-acp`).
 pub(crate) const ACP_ADAPTER: &str = "claude-agent-acp";
+
+/// Claude Code's long-lived stream-json mode with its control protocol on stdio.
+pub(crate) const STREAM_ARGS: [&str; 10] = [
+    "-p",
+    "--input-format",
+    "stream-json",
+    "--output-format",
+    "stream-json",
+    "--verbose",
+    "--include-partial-messages",
+    "--replay-user-messages",
+    "--permission-prompt-tool",
+    "stdio",
+];
 
 pub struct ClaudeBackend {
     settings: ProviderSettings,
@@ -86,6 +102,9 @@ impl Backend for ClaudeBackend {
         if let Some(model) = &self.settings.model {
             spec = spec.args(["--model", model.as_str()]);
         }
+        if let Some(mode) = &self.settings.mode {
+            spec = spec.args(["--permission-mode", mode.as_str()]);
+        }
         spec = spec
             .args(session_args(&request.session))
             .args(self.settings.args.iter());
@@ -95,6 +114,33 @@ impl Backend for ClaudeBackend {
         }
         spec.cwd = request.cwd.clone();
         spec.arg("--").arg(&request.prompt)
+    }
+
+    /// Claude Code's own long-lived mode (`--transport stream`): stream-json in and out, the
+    /// control protocol on stdio (`--permission-prompt-tool stdio`), each user line echoed when
+    /// the CLI takes it (`--replay-user-messages`, how steering is seen delivered).
+    fn stream_spawn_spec(&self, request: &AttemptRequest) -> Option<SpawnSpec> {
+        let program = self
+            .settings
+            .command
+            .clone()
+            .unwrap_or_else(|| "claude".into());
+        let mut spec = SpawnSpec::new(program).args(STREAM_ARGS);
+        if let Some(model) = &self.settings.model {
+            spec = spec.args(["--model", model.as_str()]);
+        }
+        if let Some(mode) = &self.settings.mode {
+            spec = spec.args(["--permission-mode", mode.as_str()]);
+        }
+        spec = spec
+            .args(session_args(&request.session))
+            .args(self.settings.args.iter())
+            .env(MAX_RETRIES_VAR, "0");
+        for (key, value) in &self.settings.env {
+            spec = spec.env(key, value);
+        }
+        spec.cwd = request.cwd.clone();
+        Some(spec)
     }
 
     /// Zed's ACP adapter (`claude-agent-acp`, or `acp_command`), which runs Claude Code
@@ -209,6 +255,52 @@ mod tests {
             ]
         );
         assert_eq!(spec.stdin, StdinMode::Null);
+    }
+
+    #[test]
+    fn the_configured_mode_is_the_permission_mode_at_the_start() {
+        let backend = ClaudeBackend::new(ProviderSettings {
+            mode: Some("acceptEdits".into()),
+            ..ProviderSettings::default()
+        });
+        for spec in [
+            backend.spawn_spec(&request(SessionRef::New)),
+            backend
+                .stream_spawn_spec(&request(SessionRef::New))
+                .unwrap(),
+        ] {
+            let args = argv(&spec);
+            let at = args
+                .iter()
+                .position(|arg| arg == "--permission-mode")
+                .unwrap();
+            assert_eq!(args[at + 1], "acceptEdits");
+        }
+    }
+
+    #[test]
+    fn the_stream_mode_takes_prompts_on_stdin_and_asks_over_stdio() {
+        let backend = ClaudeBackend::new(ProviderSettings {
+            args: vec!["--permission-mode".into(), "plan".into()],
+            ..ProviderSettings::default()
+        });
+        let spec = backend
+            .stream_spawn_spec(&request(SessionRef::Resume("abc".into())))
+            .expect("a stream mode");
+        let args = argv(&spec);
+        assert_eq!(args[..STREAM_ARGS.len()], STREAM_ARGS);
+        assert_eq!(
+            args[STREAM_ARGS.len()..],
+            ["--resume", "abc", "--permission-mode", "plan"]
+        );
+        assert!(
+            !args.iter().any(|arg| arg.contains("looks like a flag")),
+            "the prompt goes on stdin, not in argv"
+        );
+        assert!(spec
+            .env
+            .iter()
+            .any(|(key, value)| key == MAX_RETRIES_VAR && value == "0"));
     }
 
     #[test]

@@ -68,6 +68,10 @@ pub(crate) struct WireLine<'a> {
     pub usage: Option<WireUsage>,
     #[serde(default)]
     pub errors: Vec<String>,
+    /// `result`: the tool calls the CLI refused for lack of permission
+    /// (`{tool_name, tool_use_id, tool_input}`).
+    #[serde(default)]
+    pub permission_denials: Vec<Value>,
 }
 
 /// Just the `type` of a line, for lines that did not read as [`WireLine`].
