@@ -15,6 +15,8 @@ pub enum Action {
     ToggleThinking,
     ToggleToolOutput,
     CopyLastAnswer,
+    Diff,
+    Undo,
     Settings,
     StandingPermissions,
     ShowLogPath,
@@ -23,7 +25,7 @@ pub enum Action {
 }
 
 impl Action {
-    pub(crate) const ALL: [Action; 14] = [
+    pub(crate) const ALL: [Action; 16] = [
         Action::RetryLastTurn,
         Action::Stop,
         Action::NewSession,
@@ -33,6 +35,8 @@ impl Action {
         Action::ToggleThinking,
         Action::ToggleToolOutput,
         Action::CopyLastAnswer,
+        Action::Diff,
+        Action::Undo,
         Action::Settings,
         Action::StandingPermissions,
         Action::ShowLogPath,
@@ -51,6 +55,8 @@ impl Action {
             Action::ToggleThinking => "Expand/collapse all thinking",
             Action::ToggleToolOutput => "Expand/collapse all tool output",
             Action::CopyLastAnswer => "Copy last answer",
+            Action::Diff => "Review the agent's changes (diff)",
+            Action::Undo => "Undo the last turn's file changes",
             Action::Settings => "Settings (retry policy)",
             Action::StandingPermissions => "Permissions given always",
             Action::ShowLogPath => "Show log file path",
@@ -71,6 +77,8 @@ impl Action {
             Action::ToggleThinking => "/thinking",
             Action::ToggleToolOutput => "/tools",
             Action::CopyLastAnswer => "/copy",
+            Action::Diff => "/diff",
+            Action::Undo => "/undo",
             Action::Settings => "/settings",
             Action::StandingPermissions => "/permissions",
             Action::ShowLogPath => "/log",
@@ -115,6 +123,10 @@ pub enum Overlay {
     HistorySearch(super::history_search::HistorySearch),
     /// `/model`: the agent's models.
     ModelPicker(super::model_picker::ModelPicker),
+    /// `/diff`: what the agent changed, scrollable.
+    Diff(super::review::DiffView),
+    /// `/undo` found files changed since the turn: overwrite them?
+    ConfirmUndo(super::review::UndoConfirm),
 }
 
 impl Overlay {

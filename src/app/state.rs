@@ -12,6 +12,7 @@ mod agent_settings;
 mod keys;
 mod overlay_keys;
 mod permission_keys;
+mod review;
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
@@ -54,6 +55,8 @@ pub enum AppEffect {
     NewConversation,
     /// List the files under the working directory for `@` mentions (`on_files_listed`).
     ListFiles,
+    /// Read the diffs `/diff` shows (`show_diff`).
+    LoadDiff(super::review::DiffRequest),
     /// Append this prompt to the history file of the working directory.
     SavePrompt(String),
     /// Suspend agentty and its agents (Ctrl+Z); the terminal is restored until `fg`.
@@ -238,6 +241,8 @@ pub struct AppState {
     pub typed_at: Option<Instant>,
     /// The change of the agent's settings the user asked for and the agent has not confirmed.
     pub pending_setting: Option<AgentSetting>,
+    /// The conversation's turns that changed files, oldest first (`/diff`, `/undo`).
+    pub changed_turns: Vec<super::review::ChangedTurn>,
 }
 
 impl AppState {
@@ -276,6 +281,7 @@ impl AppState {
             permission_prompts: VecDeque::new(),
             typed_at: None,
             pending_setting: None,
+            changed_turns: Vec::new(),
         };
         for warning in startup.warnings {
             state.notice(NoticeLevel::Warning, untrusted_owned(&warning));
@@ -319,6 +325,8 @@ impl AppState {
             Action::RetryLastTurn => self.can_retry(),
             Action::Stop => self.is_turn_running(),
             Action::CopyLastAnswer => self.last_answer().is_some(),
+            Action::Diff => !self.changed_turns.is_empty(),
+            Action::Undo => !self.is_turn_running() && self.undoable_turn().is_some(),
             // Both replace the conversation: not while a turn of this one runs.
             Action::ReopenLastSession | Action::NewSession => !self.is_turn_running(),
             Action::SwitchProvider

@@ -56,6 +56,8 @@ enum AppEvent {
     FilesListed(Vec<String>),
     /// A part of a conversation's log cannot be written (told once per part).
     LogNotSaved(String),
+    /// The diffs `/diff` asked for.
+    DiffLoaded(Result<crate::app::review::LoadedDiff, String>),
 }
 
 /// Everything needed to start (or restart, on a provider switch) an orchestrator.
@@ -140,6 +142,16 @@ impl Launch {
         let conversation_id = session_log
             .as_ref()
             .map(|log| log.conversation_id().to_owned());
+        let snapshot_dir = session_log
+            .as_ref()
+            .map(|log| crate::snapshot::dir_for_log(log.path()));
+        let snapshots = snapshot_dir
+            .clone()
+            .map(|dir| crate::snapshot::SnapshotSetup {
+                root: std::env::current_dir().unwrap_or_default(),
+                dir,
+                limits: self.config.snapshots.clone(),
+            });
         let handle = spawn_orchestrator(OrchestratorOptions {
             provider,
             policy,
@@ -148,6 +160,7 @@ impl Launch {
             scenario: self.scenario.clone(),
             session_log: session_log.map(|log| log as Arc<dyn crate::orchestrator::Recorder>),
             first_turn,
+            snapshots,
         });
         Ok(Started {
             handle,
@@ -155,6 +168,7 @@ impl Launch {
             transport,
             model: settings.model,
             conversation_id,
+            snapshot_dir,
         })
     }
 }
@@ -169,6 +183,8 @@ struct Started {
     model: Option<String>,
     /// The conversation it writes to.
     conversation_id: Option<String>,
+    /// Where that conversation's snapshots are kept (`/diff` reads them).
+    snapshot_dir: Option<PathBuf>,
 }
 
 /// The agent session a resumed conversation continues.
@@ -301,6 +317,7 @@ pub fn run(cli: Cli) -> i32 {
         state.agent_transport = Some(started.transport);
         let mut chat = ChatLoop::new(state, started.handle, launch, (app_events, app_inbox));
         chat.conversation_id = started.conversation_id;
+        chat.snapshot_dir = started.snapshot_dir;
         let status = chat.run(guard.terminal()).await;
         guard.restore();
         status
@@ -414,6 +431,8 @@ struct ChatLoop {
     first_frame_logged: bool,
     /// The conversation this chat is in (its log's id).
     conversation_id: Option<String>,
+    /// Where its snapshots are kept.
+    snapshot_dir: Option<PathBuf>,
     exit_status: i32,
     exit: bool,
 }
@@ -442,6 +461,7 @@ impl ChatLoop {
             draw_failures: 0,
             first_frame_logged: false,
             conversation_id: None,
+            snapshot_dir: None,
             exit_status: 0,
             exit: false,
         }
@@ -611,6 +631,7 @@ impl ChatLoop {
                 AppEffect::ResumeConversation(summary) => self.resume_conversation(summary),
                 AppEffect::NewConversation => self.new_conversation(),
                 AppEffect::ListFiles => self.list_files(),
+                AppEffect::LoadDiff(request) => self.load_diff(request),
                 AppEffect::SavePrompt(prompt) => save_prompt(prompt),
                 AppEffect::Suspend => self.suspend(terminal),
                 AppEffect::Exit => self.exit = true,
@@ -691,6 +712,7 @@ impl ChatLoop {
             AppEvent::LogNotSaved(message) => {
                 self.state.show_notice(NoticeLevel::Warning, &message)
             }
+            AppEvent::DiffLoaded(loaded) => self.state.show_diff(loaded),
             AppEvent::FilesListed(files) => {
                 // Refreshing the popup can only ask for another listing.
                 for effect in self.state.on_files_listed(files) {
@@ -700,6 +722,25 @@ impl ChatLoop {
                 }
             }
         }
+    }
+
+    /// Reads the snapshots `/diff` shows, off the loop.
+    fn load_diff(&mut self, request: crate::app::review::DiffRequest) {
+        let events = self.app_events.clone();
+        let dir = self.snapshot_dir.clone();
+        tokio::task::spawn_blocking(move || {
+            let loaded = match dir {
+                Some(dir) => crate::snapshot::load_diffs(&dir, &request.turns, request.last).map(
+                    |(conversation, last_turn)| crate::app::review::LoadedDiff {
+                        conversation,
+                        last_turn,
+                        turns: request.turns.len(),
+                    },
+                ),
+                None => Err("this conversation keeps no snapshots (its log could not be created)".to_owned()),
+            };
+            let _ = events.send(AppEvent::DiffLoaded(loaded));
+        });
     }
 
     /// Walks the working directory for `@` mentions, off the loop.
@@ -770,6 +811,7 @@ impl ChatLoop {
         let previous = std::mem::replace(&mut self.orchestrator, started.handle);
         retire(previous);
         self.conversation_id = started.conversation_id;
+        self.snapshot_dir = started.snapshot_dir;
         self.state.agent_steers = started.steers;
         self.state.agent_transport = Some(started.transport);
         // What the previous agent reported of itself is not the new one's.

@@ -26,6 +26,7 @@ use crate::provider::pi::rpc::{AgentQueue, AgentStatus};
 use crate::provider::{
     AgentStream, AttemptRequest, Provider, SessionCheckpoint, SessionRef, StopControl, StopProgress,
 };
+use crate::snapshot::{SnapshotReply, SnapshotWorker};
 use crate::stream::{notice_kind, AgentMessage, Failure, FailureReason};
 
 /// What the orchestrator starts with.
@@ -42,6 +43,8 @@ pub struct OrchestratorOptions {
     pub session_log: Option<Arc<dyn Recorder>>,
     /// The first turn's id (a resumed conversation numbers its turns on from its log).
     pub first_turn: TurnId,
+    /// Where the working tree's snapshots go (`None`: none are taken, no `turn.changes`).
+    pub snapshots: Option<crate::snapshot::SnapshotSetup>,
 }
 
 impl OrchestratorOptions {
@@ -55,6 +58,7 @@ impl OrchestratorOptions {
             scenario: None,
             session_log: None,
             first_turn: 1,
+            snapshots: None,
         }
     }
 }
@@ -94,6 +98,27 @@ struct PendingRetry {
     due: Instant,
 }
 
+/// What the driver waits for from the snapshot thread before it goes on with the effects it
+/// set aside: the snapshot before a turn's first request, when no baseline could spare the
+/// wait, or the snapshot after a turn, so `turn.changes` comes before `TurnEnded` and the next
+/// turn starts on a settled tree.
+struct Deferred {
+    /// The attempt to start once the snapshot before it is kept.
+    attempt: Option<(TurnId, u32, String, SessionRef)>,
+    effects: VecDeque<Effect>,
+}
+
+/// The snapshot thread and what the driver knows of it.
+struct Snapshots {
+    worker: SnapshotWorker,
+    /// The baseline is taken: a turn's request need not wait for its snapshot.
+    ready: bool,
+    /// The turn whose "before" snapshot was asked for and whose "after" is still to come.
+    open_turn: Option<TurnId>,
+    /// The turn whose "after" snapshot is taken: its `TurnEnded` goes out now.
+    ended_turn: Option<TurnId>,
+}
+
 struct Driver {
     options: OrchestratorOptions,
     machine: Machine,
@@ -114,6 +139,9 @@ struct Driver {
     /// The agent's own steering queue and status, for providers that report them.
     agent_queue: Option<watch::Receiver<AgentQueue>>,
     agent_status: Option<watch::Receiver<AgentStatus>>,
+    snapshots: Option<Snapshots>,
+    /// Effects set aside until the snapshot thread answers; nothing else is taken meanwhile.
+    deferred: Option<Deferred>,
 }
 
 impl Driver {
@@ -123,6 +151,16 @@ impl Driver {
             .with_interjections(options.provider.can_interject());
         let agent_queue = options.provider.agent_queue();
         let agent_status = options.provider.agent_status();
+        let snapshots = options
+            .snapshots
+            .clone()
+            .filter(|setup| setup.limits.enabled)
+            .map(|setup| Snapshots {
+                worker: SnapshotWorker::start(setup.root, setup.dir, setup.limits),
+                ready: false,
+                open_turn: None,
+                ended_turn: None,
+            });
         Self {
             options,
             machine,
@@ -136,6 +174,8 @@ impl Driver {
             receiver_gone: false,
             agent_queue,
             agent_status,
+            snapshots,
+            deferred: None,
         }
     }
 
@@ -151,15 +191,22 @@ impl Driver {
         let mut commands_open = true;
         let mut shutdown_requested = false;
         loop {
-            let input = if let Some(input) = self.feedback.pop_front() {
+            let waiting = self.deferred.is_some();
+            let input = if let Some(input) = self.feedback.pop_front().filter(|_| !waiting) {
                 input
-            } else if self.receiver_gone && !shutdown_requested {
+            } else if self.receiver_gone && !shutdown_requested && !waiting {
                 Input::Command(Command::Shutdown)
             } else {
                 // A sender of its own: the permit it gives must not borrow the driver.
                 let events = self.events.clone();
                 tokio::select! {
-                    command = commands.recv(), if commands_open => match command {
+                    reply = next_snapshot_reply(&mut self.snapshots) => {
+                        if self.on_snapshot_reply(reply) {
+                            break;
+                        }
+                        continue;
+                    }
+                    command = commands.recv(), if commands_open && !waiting => match command {
                         Some(command) => Input::Command(command),
                         None => {
                             commands_open = false;
@@ -173,8 +220,8 @@ impl Driver {
                         }
                         continue;
                     }
-                    input = next_attempt_input(&mut self.live), if self.backlog.is_empty() => input,
-                    input = retry_due(self.retry) => input,
+                    input = next_attempt_input(&mut self.live), if self.backlog.is_empty() && !waiting => input,
+                    input = retry_due(self.retry), if !waiting => input,
                     queue = watch_next(&mut self.agent_queue) => {
                         self.emit(OrchestratorEvent::AgentQueueChanged(queue));
                         continue;
@@ -208,18 +255,50 @@ impl Driver {
         }
     }
 
-    /// Carries out the effects in order; true once the machine has exited.
-    fn perform(&mut self, effects: Vec<Effect>) -> bool {
+    /// Carries out the effects in order; true once the machine has exited. Effects after one
+    /// that must wait for the snapshot thread are set aside ([`Deferred`]).
+    fn perform(&mut self, effects: impl Into<VecDeque<Effect>>) -> bool {
         let mut exit = false;
-        for effect in effects {
+        let mut effects: VecDeque<Effect> = effects.into();
+        while let Some(effect) = effects.pop_front() {
             match effect {
+                Effect::Emit(OrchestratorEvent::TurnEnded { turn, outcome })
+                    if self.snapshot_after(turn) =>
+                {
+                    effects.push_front(Effect::Emit(OrchestratorEvent::TurnEnded { turn, outcome }));
+                    self.deferred = Some(Deferred {
+                        attempt: None,
+                        effects,
+                    });
+                    return exit;
+                }
                 Effect::Emit(event) => self.emit(event),
                 Effect::StartAttempt {
                     turn,
                     attempt,
                     prompt,
                     session,
-                } => self.start_attempt(turn, attempt, prompt, session),
+                } => {
+                    if attempt == 1 && self.snapshot_before(turn) {
+                        self.deferred = Some(Deferred {
+                            attempt: Some((turn, attempt, prompt, session)),
+                            effects,
+                        });
+                        return exit;
+                    }
+                    self.start_attempt(turn, attempt, prompt, session)
+                }
+                Effect::UndoTurn { turn, overwrite } => match &self.snapshots {
+                    Some(snapshots) => snapshots.worker.undo(turn, overwrite),
+                    None => self.emit(OrchestratorEvent::Undone {
+                        turn,
+                        outcome: Err(
+                            "no snapshots are kept ([snapshots] enabled = false in the config, \
+                             or they could not be taken)"
+                                .to_owned(),
+                        ),
+                    }),
+                },
                 Effect::StopAttempt { turn, attempt } => {
                     if let Some(live) = &self.live {
                         if live.turn == turn && live.attempt == attempt {
@@ -300,6 +379,103 @@ impl Driver {
             }
         }
         exit
+    }
+
+    /// Asks for the snapshot before turn `turn`'s first request; true when the request must
+    /// wait for it (no baseline yet, so no earlier snapshot could stand in for what the agent
+    /// writes before this one is done).
+    fn snapshot_before(&mut self, turn: TurnId) -> bool {
+        let Some(snapshots) = self.snapshots.as_mut() else {
+            return false;
+        };
+        snapshots.open_turn = Some(turn);
+        snapshots.ended_turn = None;
+        snapshots.worker.begin(turn, std::time::SystemTime::now());
+        !snapshots.ready
+    }
+
+    /// Asks for the snapshot after turn `turn` unless it is taken; true when `TurnEnded` must
+    /// wait for it.
+    fn snapshot_after(&mut self, turn: TurnId) -> bool {
+        let Some(snapshots) = self.snapshots.as_mut() else {
+            return false;
+        };
+        if snapshots.ended_turn == Some(turn) || snapshots.open_turn != Some(turn) {
+            return false;
+        }
+        snapshots.worker.end(turn);
+        true
+    }
+
+    /// Handles the snapshot thread's answer and goes on with what waited for it; true once
+    /// the machine has exited.
+    fn on_snapshot_reply(&mut self, reply: Option<SnapshotReply>) -> bool {
+        let Some(reply) = reply else {
+            tracing::warn!("the snapshot thread is gone; no more snapshots");
+            self.snapshots = None;
+            return self.resume_deferred();
+        };
+        let Some(snapshots) = self.snapshots.as_mut() else {
+            return false;
+        };
+        match reply {
+            SnapshotReply::Ready => {
+                snapshots.ready = true;
+                false
+            }
+            SnapshotReply::Began { turn, notice } => {
+                snapshots.ready = true;
+                if let Some(message) = notice {
+                    self.emit_snapshot_notice(turn, message);
+                }
+                let waited = self
+                    .deferred
+                    .as_ref()
+                    .is_some_and(|deferred| matches!(deferred.attempt, Some((waiting, ..)) if waiting == turn));
+                waited && self.resume_deferred()
+            }
+            SnapshotReply::Ended {
+                turn,
+                changes,
+                notice,
+            } => {
+                snapshots.ended_turn = Some(turn);
+                snapshots.open_turn = None;
+                if !changes.is_empty() {
+                    self.emit(OrchestratorEvent::TurnChanges {
+                        turn,
+                        files: changes,
+                    });
+                }
+                if let Some(message) = notice {
+                    self.emit_snapshot_notice(turn, message);
+                }
+                self.resume_deferred()
+            }
+            SnapshotReply::Undone { turn, outcome } => {
+                self.emit(OrchestratorEvent::Undone { turn, outcome });
+                false
+            }
+        }
+    }
+
+    fn emit_snapshot_notice(&mut self, turn: TurnId, message: String) {
+        self.emit(OrchestratorEvent::Notice {
+            turn,
+            kind: notice_kind::SNAPSHOT.to_owned(),
+            message,
+        });
+    }
+
+    /// Goes on with the effects set aside; true once the machine has exited.
+    fn resume_deferred(&mut self) -> bool {
+        let Some(deferred) = self.deferred.take() else {
+            return false;
+        };
+        if let Some((turn, attempt, prompt, session)) = deferred.attempt {
+            self.start_attempt(turn, attempt, prompt, session);
+        }
+        self.perform(deferred.effects)
     }
 
     fn emit(&mut self, event: OrchestratorEvent) {
@@ -479,6 +655,14 @@ async fn next_attempt_input(live: &mut Option<LiveAttempt>) -> Input {
                 }
             }
         }
+    }
+}
+
+/// The snapshot thread's next answer; pending for ever without the thread.
+async fn next_snapshot_reply(snapshots: &mut Option<Snapshots>) -> Option<SnapshotReply> {
+    match snapshots.as_mut() {
+        Some(snapshots) => snapshots.worker.next().await,
+        None => std::future::pending().await,
     }
 }
 

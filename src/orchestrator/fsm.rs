@@ -112,6 +112,8 @@ pub(crate) enum Effect {
     /// Ask the agent to change a setting (whatever runs: the agent applies it to its next
     /// request).
     ChangeSetting(AgentSetting),
+    /// Put back the files this turn changed (only asked for while no turn runs).
+    UndoTurn { turn: TurnId, overwrite: bool },
     /// The machine has shut down; nothing follows.
     Exit,
 }
@@ -310,6 +312,20 @@ impl Machine {
                     out.push(Effect::ChangeSetting(setting));
                 }
             }
+            Command::UndoTurn { turn, overwrite } => match &self.state {
+                State::Idle | State::Failed { .. } | State::Cancelled { .. } => {
+                    out.push(Effect::UndoTurn { turn, overwrite });
+                }
+                State::ShutDown => {}
+                State::Running { turn: running, .. }
+                | State::Stopping { turn: running, .. }
+                | State::WaitingToRetry { turn: running, .. } => {
+                    out.push(Effect::Emit(OrchestratorEvent::Undone {
+                        turn: running.id,
+                        outcome: Err("a turn is running; undo once it has ended".to_owned()),
+                    }));
+                }
+            },
             Command::Shutdown => self.shutdown(out),
         }
     }

@@ -76,6 +76,9 @@ pub enum Command {
     /// Change a setting of the agent (its model, its thinking level): for the rest of the
     /// conversation, from the agent's next request on.
     ChangeSetting(AgentSetting),
+    /// Put back the files turn `turn` changed, as they were before it (only while no turn
+    /// runs). A file changed since the turn is left alone and reported, unless `overwrite`.
+    UndoTurn { turn: TurnId, overwrite: bool },
     /// Stop whatever runs and end the orchestrator.
     Shutdown,
 }
@@ -118,6 +121,21 @@ impl OrchestratorEvent {
                 Cow::Owned(AgentMessage::Notice {
                     kind: kind.clone(),
                     message: message.clone(),
+                }),
+            )),
+            OrchestratorEvent::TurnChanges { turn, files } => Some((
+                *turn,
+                0,
+                Cow::Owned(AgentMessage::TurnChanges {
+                    files: files.clone(),
+                }),
+            )),
+            OrchestratorEvent::Undone { turn, outcome } => Some((
+                *turn,
+                0,
+                Cow::Owned(AgentMessage::Notice {
+                    kind: crate::stream::notice_kind::UNDO.to_owned(),
+                    message: crate::snapshot::describe_undo(outcome),
                 }),
             )),
             OrchestratorEvent::TurnStarted { .. }
@@ -220,6 +238,17 @@ pub enum OrchestratorEvent {
         turn: TurnId,
         kind: String,
         message: String,
+    },
+    /// What the turn changed in the working tree (only after a turn that changed files),
+    /// before its `TurnEnded`.
+    TurnChanges {
+        turn: TurnId,
+        files: Vec<crate::stream::FileChange>,
+    },
+    /// What an `UndoTurn` did, or why it could not.
+    Undone {
+        turn: TurnId,
+        outcome: Result<crate::snapshot::UndoOutcome, String>,
     },
     /// The orchestrator has stopped (after `Shutdown`); nothing follows.
     ShutDown,

@@ -304,7 +304,9 @@ impl SessionLogWriter {
             }),
             OrchestratorEvent::Message { .. }
             | OrchestratorEvent::RetryScheduled { .. }
-            | OrchestratorEvent::Notice { .. } => {
+            | OrchestratorEvent::Notice { .. }
+            | OrchestratorEvent::TurnChanges { .. }
+            | OrchestratorEvent::Undone { .. } => {
                 if let Some((turn, attempt, message)) = event.as_stream_message() {
                     self.append(LogEntry::Message {
                         turn,

@@ -28,13 +28,14 @@ mod worker;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use changes::{changed_paths, compose, diff_files, turn_changes};
-pub(crate) use restore::{undo, UndoOutcome};
-pub(crate) use scan::{scan, Guard, ScanReport};
-pub(crate) use store::{Entry, EntryKind, Manifest, Store};
+pub(crate) use changes::{compose, diff_files, turn_changes};
+pub use restore::UndoOutcome;
+pub(crate) use store::{Manifest, Store};
 pub(crate) use worker::{SnapshotReply, SnapshotWorker};
 
 use serde::{Deserialize, Serialize};
+
+pub use crate::stream::{ChangeStatus, FileChange};
 use std::path::{Path, PathBuf};
 
 /// How much a snapshot keeps (`[snapshots]` in the config). 0 turns a limit off.
@@ -84,42 +85,6 @@ fn limit(value: u64, unit: u64) -> u64 {
     }
 }
 
-/// How a file changed in a turn (`turn.changes`' `status`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ChangeStatus {
-    Created,
-    Modified,
-    Deleted,
-    /// A file that is not text, created, changed or deleted: no line counts.
-    Binary,
-}
-
-impl ChangeStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ChangeStatus::Created => "created",
-            ChangeStatus::Modified => "modified",
-            ChangeStatus::Deleted => "deleted",
-            ChangeStatus::Binary => "binary",
-        }
-    }
-}
-
-/// One file a turn changed, with its line counts (0 for a binary file or one not kept).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FileChange {
-    /// Relative to the working directory, `/`-separated.
-    pub path: String,
-    pub status: ChangeStatus,
-    pub added: u64,
-    pub removed: u64,
-    /// Its content before or after was over the snapshot limits: the change is seen, but it
-    /// cannot be shown or undone.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub too_big: bool,
-}
-
 /// One line of a file's unified diff, for the `/diff` view to colour.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DiffLineKind {
@@ -162,4 +127,74 @@ pub(crate) fn before_name(turn: u64) -> String {
 
 pub(crate) fn after_name(turn: u64) -> String {
     format!("{turn}-after")
+}
+
+/// Where an orchestrator keeps the snapshots of which tree.
+#[derive(Debug, Clone)]
+pub struct SnapshotSetup {
+    /// The working tree (the agent's working directory).
+    pub root: PathBuf,
+    /// The conversation's store ([`dir_for_log`]).
+    pub dir: PathBuf,
+    pub limits: SnapshotLimits,
+}
+
+/// What an undo did, in a sentence for the transcript and the log.
+pub fn describe_undo(outcome: &Result<UndoOutcome, String>) -> String {
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(why) => return format!("Nothing undone: {why}."),
+    };
+    let list = |paths: &[String]| paths.join(", ");
+    let mut parts = Vec::new();
+    if !outcome.conflicts.is_empty() && !outcome.changed_anything() && outcome.failed.is_empty() {
+        return format!(
+            "Nothing undone: changed since the turn: {}.",
+            list(&outcome.conflicts)
+        );
+    }
+    if !outcome.restored.is_empty() {
+        parts.push(format!("put back {}", list(&outcome.restored)));
+    }
+    if !outcome.removed.is_empty() {
+        parts.push(format!("removed {} (created by the turn)", list(&outcome.removed)));
+    }
+    if !outcome.failed.is_empty() {
+        let failed: Vec<String> = outcome
+            .failed
+            .iter()
+            .map(|(path, why)| format!("{path} ({why})"))
+            .collect();
+        parts.push(format!("could not put back {}", failed.join(", ")));
+    }
+    if parts.is_empty() {
+        return "Nothing to undo: the files are as before the turn.".to_owned();
+    }
+    format!("Undone: {}.", parts.join("; "))
+}
+
+/// The diffs `/diff` shows, read from the store in `dir`: what the turns `turns` (oldest first)
+/// changed together, and what turn `last` changed alone.
+pub fn load_diffs(
+    dir: &Path,
+    turns: &[u64],
+    last: u64,
+) -> Result<(Vec<FileDiffView>, Vec<FileDiffView>), String> {
+    let store = Store::new(dir);
+    let pair = |turn: u64| -> Result<(Manifest, Manifest), String> {
+        let read = |name: String| {
+            store
+                .manifest(&name)
+                .map_err(|error| format!("the snapshot {name} cannot be read: {error}"))
+        };
+        Ok((read(before_name(turn))?, read(after_name(turn))?))
+    };
+    let pairs = turns
+        .iter()
+        .map(|turn| pair(*turn))
+        .collect::<Result<Vec<_>, String>>()?;
+    let (before, after) = compose(&pairs);
+    let conversation = diff_files(&store, &before, &after);
+    let (before, after) = pair(last)?;
+    Ok((conversation, diff_files(&store, &before, &after)))
 }

@@ -89,6 +89,7 @@ impl Store {
         Self { dir: dir.into() }
     }
 
+    #[cfg(test)]
     pub(crate) fn dir(&self) -> &Path {
         &self.dir
     }

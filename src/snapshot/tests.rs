@@ -2,6 +2,9 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
+use super::restore::undo;
+use super::scan::{scan, Guard, ScanReport};
+use super::store::EntryKind;
 use super::*;
 
 fn write(root: &Path, path: &str, text: &str) {
@@ -453,16 +456,17 @@ fn no_operation_touches_the_user_s_git_state() {
     runtime.block_on(async {
         let mut worker =
             SnapshotWorker::start(root.to_path_buf(), worker_dir.clone(), rig.limits.clone());
+        assert_eq!(worker.next().await, Some(SnapshotReply::Ready));
         worker.begin(1, SystemTime::now());
-        assert!(matches!(worker.next().await, SnapshotReply::Began { turn: 1, .. }));
+        assert!(matches!(worker.next().await, Some(SnapshotReply::Began { turn: 1, .. })));
         write(root, "tracked.txt", "again\n");
         worker.end(1);
-        let SnapshotReply::Ended { changes, .. } = worker.next().await else {
+        let Some(SnapshotReply::Ended { changes, .. }) = worker.next().await else {
             panic!("no end");
         };
         assert_eq!(changes, [change("tracked.txt", ChangeStatus::Modified, 1, 1)]);
         worker.undo(1, false);
-        let SnapshotReply::Undone { outcome, .. } = worker.next().await else {
+        let Some(SnapshotReply::Undone { outcome, .. }) = worker.next().await else {
             panic!("no undo");
         };
         assert_eq!(outcome.unwrap().restored, ["tracked.txt"]);

@@ -31,6 +31,8 @@ enum Job {
 /// What a job found.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum SnapshotReply {
+    /// The baseline is taken: a turn's snapshot now reads only what changed since.
+    Ready,
     /// The snapshot before `turn` is kept; `notice`: what it could not keep.
     Began { turn: Turn, notice: Option<String> },
     Ended {
@@ -67,10 +69,8 @@ impl SnapshotWorker {
             .name("agentty-snapshots".into())
             .spawn(move || {
                 while let Ok(job) = job_rx.recv() {
-                    if let Some(reply) = state.run(job) {
-                        if reply_tx.send(reply).is_err() {
-                            break;
-                        }
+                    if reply_tx.send(state.run(job)).is_err() {
+                        break;
                     }
                 }
             });
@@ -100,12 +100,10 @@ impl SnapshotWorker {
         self.send(Job::Undo { turn, overwrite });
     }
 
-    /// The next reply (pending for ever once the thread is gone).
-    pub(crate) async fn next(&mut self) -> SnapshotReply {
-        match self.replies.recv().await {
-            Some(reply) => reply,
-            None => std::future::pending().await,
-        }
+    /// The next reply; `None` once the thread is gone (it could not start, or panicked):
+    /// no reply will come for what was asked.
+    pub(crate) async fn next(&mut self) -> Option<SnapshotReply> {
+        self.replies.recv().await
     }
 }
 
@@ -121,13 +119,13 @@ struct WorkerState {
 }
 
 impl WorkerState {
-    fn run(&mut self, job: Job) -> Option<SnapshotReply> {
+    fn run(&mut self, job: Job) -> SnapshotReply {
         match job {
             Job::Baseline => {
                 let (manifest, report) = scan(&self.root, &self.store, &self.limits, None, None);
                 tracing::info!(files = manifest.entries.len(), bytes = report.bytes_read, "snapshot baseline taken");
                 self.latest = Some(manifest);
-                None
+                SnapshotReply::Ready
             }
             Job::Begin { turn, since } => {
                 let empty = Manifest::default();
@@ -148,7 +146,7 @@ impl WorkerState {
                 }
                 self.before.insert(turn, manifest.clone());
                 self.latest = Some(manifest);
-                Some(SnapshotReply::Began { turn, notice })
+                SnapshotReply::Began { turn, notice }
             }
             Job::End { turn } => {
                 let before = match self.before.remove(&turn) {
@@ -178,11 +176,11 @@ impl WorkerState {
                     ))
                 };
                 self.latest = Some(after);
-                Some(SnapshotReply::Ended {
+                SnapshotReply::Ended {
                     turn,
                     changes,
                     notice,
-                })
+                }
             }
             Job::Undo { turn, overwrite } => {
                 let outcome = self
@@ -191,7 +189,7 @@ impl WorkerState {
                     .and_then(|before| Ok((before, self.store.manifest(&after_name(turn))?)))
                     .map(|(before, after)| undo(&self.root, &self.store, &before, &after, overwrite))
                     .map_err(|error| format!("the snapshots of that turn cannot be read: {error}"));
-                Some(SnapshotReply::Undone { turn, outcome })
+                SnapshotReply::Undone { turn, outcome }
             }
         }
     }

@@ -7,6 +7,7 @@
 
 pub mod cells;
 pub mod composer;
+pub(crate) mod diff;
 pub(crate) mod highlight;
 pub mod list;
 pub mod markdown;

@@ -33,6 +33,8 @@ pub(crate) fn render_overlay(state: &AppState, overlay: &Overlay, area: Rect, bu
         Overlay::Settings(draft) => render_settings(state, draft, area, buf),
         Overlay::Conversations(picker) => render_conversations(picker, area, buf),
         Overlay::ModelPicker(picker) => render_model_picker(state, picker, area, buf),
+        Overlay::Diff(view) => super::diff::render_diff(view, area, buf),
+        Overlay::ConfirmUndo(confirm) => super::diff::render_confirm_undo(confirm, area, buf),
     }
 }
 
@@ -113,7 +115,7 @@ fn render_model_picker(state: &AppState, picker: &ModelPicker, area: Rect, buf: 
     draw_selectable(&rows, picker.selected, list, buf);
 }
 
-fn centered(area: Rect, width: u16, height: u16) -> Rect {
+pub(crate) fn centered(area: Rect, width: u16, height: u16) -> Rect {
     let width = width.min(area.width);
     let height = height.min(area.height);
     Rect::new(
@@ -124,7 +126,7 @@ fn centered(area: Rect, width: u16, height: u16) -> Rect {
     )
 }
 
-fn frame(title: &str, footer: &str, area: Rect, buf: &mut Buffer) -> Rect {
+pub(crate) fn frame(title: &str, footer: &str, area: Rect, buf: &mut Buffer) -> Rect {
     Clear.render(area, buf);
     let block = Block::default()
         .borders(Borders::ALL)

@@ -166,6 +166,8 @@ impl AppState {
                     self.on_agent_message(AgentMessage::Notice { kind, message }, now);
                 }
             }
+            OrchestratorEvent::TurnChanges { turn, files } => self.on_turn_changes(turn, files),
+            OrchestratorEvent::Undone { turn, outcome } => self.on_undone(turn, outcome),
             OrchestratorEvent::ShutDown => return self.on_orchestrator_gone(),
         }
         Vec::new()
@@ -452,6 +454,12 @@ impl AppState {
                 self.on_permission_resolved(&id, &outcome, by, message.as_deref(), now);
             }
             AgentMessage::Plan { entries } => self.on_plan(&entries),
+            // A resumed log's record of a turn's changes (live ones come as their own event).
+            AgentMessage::TurnChanges { files } => {
+                if let Some(turn) = self.turn.as_ref().map(|turn| turn.id) {
+                    self.on_turn_changes(turn, files);
+                }
+            }
         }
     }
 

@@ -196,6 +196,7 @@ impl AppState {
             CellBody::Notice(notice) => notice.expanded = !notice.expanded,
             CellBody::Permission(permission) => permission.expanded = !permission.expanded,
             CellBody::Plan(plan) => plan.expanded = !plan.expanded,
+            CellBody::Changes(changes) => changes.expanded = !changes.expanded,
             CellBody::User(_) | CellBody::Assistant(_) => {}
         });
         true

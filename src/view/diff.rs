@@ -1,0 +1,166 @@
+//! `/diff` and the `/undo` question, drawn over the chat. The diff takes the whole screen but a
+//! one-cell margin, so it is usable from 40x12 up: long lines are cut at the edge, file headers
+//! stand out, added and context lines are syntax-highlighted by the file's extension.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+
+use super::highlight::CodeHighlighter;
+use super::overlay::{centered, draw_rows, frame};
+use super::wrap::{wrap, RichLine, WrapMode};
+use crate::app::review::{DiffRow, DiffScope, DiffView, UndoConfirm};
+use crate::snapshot::DiffLineKind;
+use crate::stream::ChangeStatus;
+
+/// Below this width the footer names only the keys.
+const NARROW: u16 = 60;
+
+pub(crate) fn render_diff(view: &DiffView, area: Rect, buf: &mut Buffer) {
+    let outer = if area.width > 44 && area.height > 14 {
+        Rect::new(area.x + 1, area.y, area.width - 2, area.height)
+    } else {
+        area
+    };
+    let rows = view.rows();
+    let scope = match view.scope {
+        DiffScope::Conversation if view.turns == 1 => "this conversation (1 turn)".to_owned(),
+        DiffScope::Conversation => format!("this conversation ({} turns)", view.turns),
+        DiffScope::LastTurn => "the last turn".to_owned(),
+    };
+    let files = view.file_count();
+    let title = format!(
+        "Changes · {scope} · {files} file{}",
+        if files == 1 { "" } else { "s" }
+    );
+    let other = match view.scope {
+        DiffScope::Conversation => "last turn",
+        DiffScope::LastTurn => "all turns",
+    };
+    let footer = if outer.width >= NARROW {
+        format!("↑↓ PgUp/PgDn scroll · n/p file · Tab {other} · Esc close")
+    } else {
+        "↑↓ n/p Tab Esc".to_owned()
+    };
+    let inner = frame(&title, &footer, outer, buf);
+    if inner.height == 0 || inner.width == 0 {
+        return;
+    }
+    if rows.is_empty() {
+        draw_rows(
+            &[Line::styled(
+                " The turns' changes cancel out: the files are as before them.",
+                Style::default().add_modifier(Modifier::DIM),
+            )],
+            inner,
+            buf,
+        );
+        return;
+    }
+    let first = view.scroll.min(rows.len().saturating_sub(1));
+    let width = usize::from(inner.width);
+    let lines: Vec<Line<'static>> = rows
+        .iter()
+        .skip(first)
+        .take(usize::from(inner.height))
+        .map(|row| fit(row_line(row), width))
+        .collect();
+    draw_rows(&lines, inner, buf);
+}
+
+/// One row cut to `width`.
+fn fit(line: RichLine, width: usize) -> Line<'static> {
+    wrap(&line.mode(WrapMode::Truncate), width)
+        .into_iter()
+        .next()
+        .unwrap_or_default()
+}
+
+fn row_line(row: &DiffRow) -> RichLine {
+    match row {
+        DiffRow::File {
+            path,
+            status,
+            added,
+            removed,
+        } => {
+            let what = match status {
+                ChangeStatus::Created => format!("created +{added}"),
+                ChangeStatus::Deleted => format!("deleted −{removed}"),
+                ChangeStatus::Modified => format!("+{added} −{removed}"),
+                ChangeStatus::Binary => "binary".to_owned(),
+            };
+            RichLine::new(vec![
+                Span::styled(
+                    format!("━ {path} "),
+                    Style::default()
+                        .fg(Color::Cyan)
+                        .add_modifier(Modifier::BOLD),
+                ),
+                Span::styled(what, Style::default().add_modifier(Modifier::DIM)),
+            ])
+        }
+        DiffRow::Line { kind, text, path } => match kind {
+            DiffLineKind::Hunk => RichLine::text(text.clone(), Style::default().fg(Color::Cyan).add_modifier(Modifier::DIM)),
+            DiffLineKind::Note => RichLine::text(
+                format!("  ({text})"),
+                Style::default().add_modifier(Modifier::DIM | Modifier::ITALIC),
+            ),
+            DiffLineKind::Removed => RichLine::new(vec![
+                Span::styled("-", Style::default().fg(Color::Red).add_modifier(Modifier::BOLD)),
+                Span::styled(text.clone(), Style::default().fg(Color::Red)),
+            ]),
+            DiffLineKind::Added | DiffLineKind::Context => {
+                let sign = if *kind == DiffLineKind::Added {
+                    Span::styled("+", Style::default().fg(Color::Green).add_modifier(Modifier::BOLD))
+                } else {
+                    Span::raw(" ")
+                };
+                let mut spans = vec![sign];
+                spans.extend(highlight(path, text));
+                RichLine::new(spans)
+            }
+        },
+    }
+}
+
+/// `text` highlighted as a line of `path`'s language (plain when it has none). Each line is
+/// highlighted on its own: only the rows on screen are, and a diff's lines are not a whole file.
+fn highlight(path: &str, text: &str) -> Vec<Span<'static>> {
+    let extension = std::path::Path::new(path)
+        .extension()
+        .and_then(|extension| extension.to_str())
+        .unwrap_or("");
+    CodeHighlighter::new(extension).highlight_line(text)
+}
+
+pub(crate) fn render_confirm_undo(confirm: &UndoConfirm, area: Rect, buf: &mut Buffer) {
+    let width = 64.min(area.width);
+    let text_width = usize::from(width.saturating_sub(2)).max(1);
+    let mut rows: Vec<Line<'static>> = Vec::new();
+    let mut add = |text: String, style: Style| {
+        rows.extend(wrap(
+            &RichLine::text(text, style).with_uniform_prefix(vec![Span::raw(" ")]),
+            text_width,
+        ));
+    };
+    add(
+        "Changed since the turn (by you or another program):".to_owned(),
+        Style::default(),
+    );
+    for path in &confirm.conflicts {
+        add(format!("• {path}"), Style::default().fg(Color::Yellow));
+    }
+    add(
+        "Undo anyway and overwrite them with their state before the turn?".to_owned(),
+        Style::default(),
+    );
+    add(
+        "y overwrite · n keep them and undo nothing (default)".to_owned(),
+        Style::default().add_modifier(Modifier::DIM),
+    );
+    let outer = centered(area, width, rows.len() as u16 + 2);
+    let inner = frame("Undo the last turn", "y / n", outer, buf);
+    draw_rows(&rows, inner, buf);
+}
