@@ -24,16 +24,19 @@ pub(crate) fn render_diff(view: &DiffView, area: Rect, buf: &mut Buffer) {
         area
     };
     let rows = view.rows();
-    let scope = match view.scope {
-        DiffScope::Conversation if view.turns == 1 => "this conversation (1 turn)".to_owned(),
-        DiffScope::Conversation => format!("this conversation ({} turns)", view.turns),
-        DiffScope::LastTurn => "the last turn".to_owned(),
-    };
     let files = view.file_count();
-    let title = format!(
-        "Changes · {scope} · {files} file{}",
-        if files == 1 { "" } else { "s" }
-    );
+    let files = format!("{files} file{}", if files == 1 { "" } else { "s" });
+    let turns = if view.turns == 1 {
+        "1 turn".to_owned()
+    } else {
+        format!("{} turns", view.turns)
+    };
+    let title = match (view.scope, outer.width >= NARROW) {
+        (DiffScope::Conversation, true) => format!("Changes · this conversation ({turns}) · {files}"),
+        (DiffScope::LastTurn, true) => format!("Changes · the last turn · {files}"),
+        (DiffScope::Conversation, false) => format!("All {turns} · {files}"),
+        (DiffScope::LastTurn, false) => format!("Last turn · {files}"),
+    };
     let other = match view.scope {
         DiffScope::Conversation => "last turn",
         DiffScope::LastTurn => "all turns",
