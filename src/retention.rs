@@ -1,8 +1,9 @@
 //! Session-log retention: old conversations are deleted so that logs never fill a disk.
 //!
 //! A conversation's files are its log (`<stem>.jsonl`), its raw-line sidecar
-//! (`<stem>.raw.zst`), the torn fragments set aside from it (`<stem>.torn`) and its lock
-//! (`<stem>.lock`); they are kept or deleted together. A conversation goes when it was last
+//! (`<stem>.raw.zst`), the torn fragments set aside from it (`<stem>.torn`), its lock
+//! (`<stem>.lock`) and the folder of its working-tree snapshots (`<stem>.snapshots/`); they are
+//! kept or deleted together, and the snapshots count towards the total. A conversation goes when it was last
 //! written longer ago than `max_age_days`, or, newest first, once the conversations before it
 //! add up to more than `max_total_mb`. The log in use is never deleted (it still counts towards
 //! the total), nor one whose lock another agentty holds, and nothing but those kinds of file
@@ -24,6 +25,8 @@ pub(crate) struct Pruned {
 
 struct Conversation {
     files: Vec<PathBuf>,
+    /// Its snapshot folder, deleted whole.
+    snapshots: Option<PathBuf>,
     bytes: u64,
     last_written: SystemTime,
 }
@@ -74,9 +77,22 @@ pub(crate) fn prune_session_logs(
                 }
             }
         }
+        if let Some(folder) = &conversation.snapshots {
+            // Does not follow links: only the folder's own entries go.
+            if let Err(error) = std::fs::remove_dir_all(folder) {
+                tracing::warn!(%error, folder = %folder.display(), "cannot delete old snapshots");
+            }
+        }
         tracing::info!(log = %stem.display(), too_old, over_total, "old session log deleted");
         pruned.bytes_freed += conversation.bytes;
-        pruned.conversations.push(conversation.files[0].clone());
+        pruned.conversations.push(
+            conversation
+                .files
+                .first()
+                .or(conversation.snapshots.as_ref())
+                .cloned()
+                .unwrap_or(stem),
+        );
     }
     pruned
 }
@@ -95,15 +111,24 @@ fn conversations_in(dir: &Path) -> Vec<(PathBuf, Conversation)> {
         let Ok(metadata) = entry.metadata() else {
             continue;
         };
-        if !metadata.is_file() {
+        let snapshots = metadata.is_dir() && is_snapshots_folder(&path);
+        if !metadata.is_file() && !snapshots {
             continue;
         }
-        let written = metadata.modified().unwrap_or(SystemTime::UNIX_EPOCH);
         let conversation = by_stem.entry(stem).or_insert_with(|| Conversation {
             files: Vec::new(),
+            snapshots: None,
             bytes: 0,
             last_written: SystemTime::UNIX_EPOCH,
         });
+        if snapshots {
+            let (bytes, newest) = folder_usage(&path);
+            conversation.bytes += bytes;
+            conversation.last_written = conversation.last_written.max(newest);
+            conversation.snapshots = Some(path);
+            continue;
+        }
+        let written = metadata.modified().unwrap_or(SystemTime::UNIX_EPOCH);
         conversation.bytes += metadata.len();
         conversation.last_written = conversation.last_written.max(written);
         // The log itself first, so it names the conversation.
@@ -124,11 +149,47 @@ fn conversations_in(dir: &Path) -> Vec<(PathBuf, Conversation)> {
 /// (`session_log::lock`).
 const COMPANION_SUFFIXES: [&str; 3] = [".raw.zst", ".torn", ".lock"];
 
+fn is_snapshots_folder(path: &Path) -> bool {
+    path.file_name()
+        .and_then(|name| name.to_str())
+        .is_some_and(|name| name.ends_with(crate::snapshot::SNAPSHOTS_SUFFIX))
+}
+
+/// The bytes of the files under `folder` and the newest time a file in it was written (links
+/// are counted as themselves, never followed).
+fn folder_usage(folder: &Path) -> (u64, SystemTime) {
+    let mut bytes = 0;
+    let mut newest = SystemTime::UNIX_EPOCH;
+    let mut pending = vec![folder.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let Ok(metadata) = std::fs::symlink_metadata(entry.path()) else {
+                continue;
+            };
+            if metadata.is_dir() {
+                pending.push(entry.path());
+            } else {
+                bytes += metadata.len();
+            }
+            if metadata.is_file() {
+                newest = newest.max(metadata.modified().unwrap_or(SystemTime::UNIX_EPOCH));
+            }
+        }
+    }
+    (bytes, newest)
+}
+
 /// `<stem>` for `<stem>.jsonl` and its companions; `None` for any other file.
 fn log_stem(path: &Path) -> Option<PathBuf> {
     let name = path.file_name()?.to_str()?;
     if name.ends_with(".jsonl") {
         return Some(path.with_extension(""));
+    }
+    if let Some(stem) = name.strip_suffix(crate::snapshot::SNAPSHOTS_SUFFIX) {
+        return Some(path.with_file_name(stem));
     }
     COMPANION_SUFFIXES
         .iter()
@@ -277,6 +338,42 @@ mod tests {
         assert_eq!(kept, Pruned::default());
         let pruned = prune_session_logs(dir.path(), None, &SessionLogRetention::default(), now);
         assert_eq!(pruned.conversations, [dir.path().join("b.jsonl")]);
+    }
+
+    #[test]
+    fn snapshots_go_with_their_conversation_and_count_towards_the_total() {
+        let dir = tempfile::tempdir().unwrap();
+        let now = SystemTime::now();
+        conversation(dir.path(), "1-old", 10, 40 * DAY, now);
+        conversation(dir.path(), "2-new", 10, DAY, now);
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("keep.txt"), "not ours").unwrap();
+        for name in ["1-old", "2-new"] {
+            let blobs = dir.path().join(format!("{name}.snapshots/blobs/ab"));
+            std::fs::create_dir_all(&blobs).unwrap();
+            let blob = blobs.join("cdef");
+            std::fs::write(&blob, vec![b'z'; 100]).unwrap();
+            std::fs::File::options()
+                .write(true)
+                .open(&blob)
+                .unwrap()
+                .set_modified(now - if name == "1-old" { 40 * DAY } else { DAY })
+                .unwrap();
+            // A link out of the folder is deleted as a link, its target left alone.
+            std::os::unix::fs::symlink(outside.path(), blobs.join("link")).unwrap();
+        }
+        let policy = SessionLogRetention {
+            max_age_days: 30,
+            max_total_mb: 0,
+        };
+        let pruned = prune_session_logs(dir.path(), None, &policy, now);
+        assert_eq!(pruned.conversations, [dir.path().join("1-old.jsonl")]);
+        assert!(pruned.bytes_freed >= 120, "{pruned:?}");
+        assert_eq!(
+            names(dir.path()),
+            ["2-new.jsonl", "2-new.raw.zst", "2-new.snapshots"]
+        );
+        assert!(outside.path().join("keep.txt").exists());
     }
 
     #[test]
