@@ -31,7 +31,7 @@ mod tests;
 pub(crate) use changes::{compose, diff_files, turn_changes};
 pub use restore::UndoOutcome;
 pub(crate) use store::{Manifest, Store};
-pub(crate) use worker::{SnapshotReply, SnapshotWorker};
+pub use worker::{SnapshotReply, SnapshotWorker};
 
 use serde::{Deserialize, Serialize};
 

@@ -12,8 +12,8 @@ use super::SnapshotLimits;
 /// same timestamp tick (the kernel's file clock is coarse): its metadata is not trusted.
 const CLOCK_SLACK_NS: i128 = 50_000_000;
 
-/// Folders of version control systems: their insides are the tools' own, never the user's
-/// files, and never something a turn's undo should touch.
+/// Folders of version control systems (and a worktree's `.git` file): the tools' own, never
+/// the user's files, and never something a turn's undo should touch.
 const VCS_DIRS: [&str; 4] = [".git", ".hg", ".svn", ".jj"];
 
 /// For a snapshot taken while an agent may already be working (a turn's request was sent
@@ -69,11 +69,10 @@ pub(crate) fn scan(
         .follow_links(false)
         .sort_by_file_name(|a, b| a.cmp(b))
         .filter_entry(|entry| {
-            !(entry.file_type().is_some_and(|kind| kind.is_dir())
-                && entry
-                    .file_name()
-                    .to_str()
-                    .is_some_and(|name| VCS_DIRS.contains(&name)))
+            !entry
+                .file_name()
+                .to_str()
+                .is_some_and(|name| VCS_DIRS.contains(&name))
         })
         .build();
     for entry in walker {

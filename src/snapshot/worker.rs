@@ -30,7 +30,7 @@ enum Job {
 
 /// What a job found.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum SnapshotReply {
+pub enum SnapshotReply {
     /// The baseline is taken: a turn's snapshot now reads only what changed since.
     Ready,
     /// The snapshot before `turn` is kept; `notice`: what it could not keep.
@@ -46,7 +46,7 @@ pub(crate) enum SnapshotReply {
     },
 }
 
-pub(crate) struct SnapshotWorker {
+pub struct SnapshotWorker {
     jobs: std_mpsc::Sender<Job>,
     replies: mpsc::UnboundedReceiver<SnapshotReply>,
 }
@@ -54,7 +54,7 @@ pub(crate) struct SnapshotWorker {
 impl SnapshotWorker {
     /// Starts the thread for the tree at `root`, keeping its store in `dir`, and takes the
     /// baseline at once (while the user types the first prompt).
-    pub(crate) fn start(root: PathBuf, dir: PathBuf, limits: SnapshotLimits) -> Self {
+    pub fn start(root: PathBuf, dir: PathBuf, limits: SnapshotLimits) -> Self {
         let (jobs, job_rx) = std_mpsc::channel();
         let (reply_tx, replies) = mpsc::unbounded_channel();
         let mut state = WorkerState {
@@ -88,21 +88,21 @@ impl SnapshotWorker {
         let _ = self.jobs.send(job);
     }
 
-    pub(crate) fn begin(&self, turn: Turn, since: SystemTime) {
+    pub fn begin(&self, turn: Turn, since: SystemTime) {
         self.send(Job::Begin { turn, since });
     }
 
-    pub(crate) fn end(&self, turn: Turn) {
+    pub fn end(&self, turn: Turn) {
         self.send(Job::End { turn });
     }
 
-    pub(crate) fn undo(&self, turn: Turn, overwrite: bool) {
+    pub fn undo(&self, turn: Turn, overwrite: bool) {
         self.send(Job::Undo { turn, overwrite });
     }
 
     /// The next reply; `None` once the thread is gone (it could not start, or panicked):
     /// no reply will come for what was asked.
-    pub(crate) async fn next(&mut self) -> Option<SnapshotReply> {
+    pub async fn next(&mut self) -> Option<SnapshotReply> {
         self.replies.recv().await
     }
 }
