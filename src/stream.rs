@@ -232,6 +232,8 @@ pub mod notice_kind {
     pub const FOLLOW_UP_DELIVERED: &str = "follow_up_delivered";
     /// What `/undo` put back (or why it could not).
     pub const UNDO: &str = "undo";
+    /// What `/rewind` took back (the agent's conversation, the files, or both).
+    pub const REWIND: &str = "rewind";
     /// A snapshot of the working tree could not keep something (over the limits).
     pub const SNAPSHOT: &str = "snapshot";
     /// The permission policy refused what the agent asked to do, without asking the user.

@@ -1,7 +1,9 @@
 //! End-to-end in tmux: the demo agent edits files in its working directory (its `edit`
 //! scenario: a real bash child), the transcript sums the turn's changes up, `/diff` shows them
 //! (also at 40x12), and `/undo` puts the last turn's files back, asking before it overwrites a
-//! file changed since. Without tmux these tests fail; `AGENTTY_SKIP_TMUX_TESTS=1` skips them.
+//! file changed since; `/rewind` (and Esc Esc) takes back the conversation and the files to
+//! before an earlier prompt, so the agent's next request no longer carries the prompts taken
+//! back (the demo agent's `requests.jsonl`). Without tmux these tests fail; `AGENTTY_SKIP_TMUX_TESTS=1` skips them.
 
 #[path = "support/tmux.rs"]
 mod tmux;
@@ -12,7 +14,7 @@ use tmux::tmux_available;
 
 struct Session {
     pane: tmux::Pane,
-    _state: tempfile::TempDir,
+    state: tempfile::TempDir,
     work: tempfile::TempDir,
 }
 
@@ -39,11 +41,7 @@ fn start(width: u16, height: u16) -> Option<Session> {
     );
     let pane = tmux::Pane::spawn(tmux::socket_name("agentty-review"), width, height, &command);
     pane.wait_for_text("Ask the agent anything");
-    Some(Session {
-        pane,
-        _state: state,
-        work,
-    })
+    Some(Session { pane, state, work })
 }
 
 fn read(root: &Path, name: &str) -> Option<String> {
@@ -156,4 +154,86 @@ fn the_diff_fits_a_40x12_terminal() {
     pane.wait_for_text("┌ Last turn · 4 files ");
     pane.keys(&["q"]);
     pane.wait_for("the diff closed", |screen| !screen.contains("Last turn ·"));
+}
+
+/// The user messages of each request the demo agent's "model" received.
+fn requests(state: &Path) -> Vec<Vec<String>> {
+    let text = std::fs::read_to_string(agentty::demo_agent::state::requests_file(
+        &state.join("demo"),
+    ))
+    .unwrap_or_default();
+    text.lines()
+        .map(|line| {
+            let request: agentty::demo_agent::state::DemoRequest =
+                serde_json::from_str(line).unwrap();
+            request.messages
+        })
+        .collect()
+}
+
+#[test]
+fn rewind_takes_back_the_conversation_and_the_files_to_an_earlier_prompt() {
+    let Some(session) = start(100, 30) else {
+        return;
+    };
+    let pane = &session.pane;
+    let root = session.work.path();
+    pane.prompt("hello one");
+    pane.wait_for_text("Prompt 1 in session");
+    pane.prompt("please edit the files");
+    pane.wait_for_text("4 files changed");
+    pane.prompt("hello three");
+    pane.wait_for_text("Prompt 3 in session");
+    pane.wait_for_text("│ idle ");
+
+    // Esc Esc on the empty composer opens the picker, newest first. (Two Escs in one write
+    // read as one key: a person's two presses come apart.)
+    pane.keys(&["Escape"]);
+    std::thread::sleep(std::time::Duration::from_millis(150));
+    pane.keys(&["Escape"]);
+    let picker = pane.wait_for_text("Rewind to before");
+    eprintln!("the rewind picker:\n{picker}");
+    let rows: Vec<&str> = picker
+        .lines()
+        .filter(|row| row.contains(" ago · "))
+        .collect();
+    assert_eq!(rows.len(), 3, "{picker}");
+    assert!(rows[0].contains("hello three") && rows[1].contains("4 files · please edit the files"), "{picker}");
+    assert!(rows[2].contains("hello one"), "{picker}");
+
+    // The edit: a preview, and Cancel is where the selection starts.
+    pane.keys(&["Down", "Enter"]);
+    let choices = pane.wait_for_text("Rewind: take back what?");
+    eprintln!("the choices:\n{choices}");
+    assert!(choices.contains("the agent forgets this prompt and the 1 after it"), "{choices}");
+    assert!(
+        choices.contains("Files put back: created.txt, data.bin, doomed.txt, notes.txt."),
+        "{choices}"
+    );
+    pane.keys(&["Enter"]);
+    pane.wait_for("the picker closed", |screen| !screen.contains("take back what?"));
+    assert!(read(root, "created.txt").is_some(), "Cancel took nothing back");
+
+    pane.prompt("/rewind");
+    pane.wait_for_text("Rewind to before");
+    pane.keys(&["Down", "Enter", "Up", "Up", "Up", "Enter"]);
+    let rewound = pane.wait_for_text("Rewound to before turn 2");
+    eprintln!("after the rewind:\n{rewound}");
+    assert!(rewound.contains("files: put back doomed.txt, notes.txt; removed created.txt, data.bin"), "{rewound}");
+    assert_eq!(read(root, "notes.txt").unwrap(), "first line\nsecond line\n");
+    assert_eq!(read(root, "doomed.txt").unwrap(), "bye\n");
+    assert!(read(root, "created.txt").is_none());
+    // The prompt is back in the composer for editing and sending again.
+    let composer = rewound.lines().rev().nth(1).unwrap();
+    assert!(composer.contains("please edit the files"), "{rewound}");
+    pane.keys(&["C-u"]);
+    pane.prompt("hello again");
+    pane.wait_for_text("Prompt 2 in session");
+    let requests = requests(session.state.path());
+    eprintln!("the requests: {requests:?}");
+    assert_eq!(
+        requests.last().unwrap(),
+        &["hello one".to_owned(), "hello again".to_owned()],
+        "the rewound prompts no longer reach the model"
+    );
 }

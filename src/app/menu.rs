@@ -17,6 +17,7 @@ pub enum Action {
     CopyLastAnswer,
     Diff,
     Undo,
+    Rewind,
     Settings,
     StandingPermissions,
     ShowLogPath,
@@ -25,7 +26,7 @@ pub enum Action {
 }
 
 impl Action {
-    pub(crate) const ALL: [Action; 16] = [
+    pub(crate) const ALL: [Action; 17] = [
         Action::RetryLastTurn,
         Action::Stop,
         Action::NewSession,
@@ -37,6 +38,7 @@ impl Action {
         Action::CopyLastAnswer,
         Action::Diff,
         Action::Undo,
+        Action::Rewind,
         Action::Settings,
         Action::StandingPermissions,
         Action::ShowLogPath,
@@ -57,6 +59,7 @@ impl Action {
             Action::CopyLastAnswer => "Copy last answer",
             Action::Diff => "Review the agent's changes (diff)",
             Action::Undo => "Undo the last turn's file changes",
+            Action::Rewind => "Rewind to an earlier prompt",
             Action::Settings => "Settings (retry policy)",
             Action::StandingPermissions => "Permissions given always",
             Action::ShowLogPath => "Show log file path",
@@ -79,6 +82,7 @@ impl Action {
             Action::CopyLastAnswer => "/copy",
             Action::Diff => "/diff",
             Action::Undo => "/undo",
+            Action::Rewind => "/rewind",
             Action::Settings => "/settings",
             Action::StandingPermissions => "/permissions",
             Action::ShowLogPath => "/log",
@@ -127,6 +131,8 @@ pub enum Overlay {
     Diff(super::review::DiffView),
     /// `/undo` found files changed since the turn: overwrite them?
     ConfirmUndo(super::review::UndoConfirm),
+    /// `/rewind`: an earlier prompt, then what to take back.
+    Rewind(super::rewind::RewindPicker),
 }
 
 impl Overlay {

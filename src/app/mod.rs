@@ -23,6 +23,7 @@ pub mod notice_kind;
 pub mod permission;
 pub mod resume;
 pub mod review;
+pub mod rewind;
 pub mod settings;
 pub mod state;
 pub mod transcript;

@@ -176,12 +176,14 @@ fn rows(files: &[FileDiffView]) -> Vec<DiffRow> {
     rows
 }
 
-/// The `/undo` question: these files changed since the turn; overwrite them?
+/// The `/undo` (or `/rewind`) question: these files changed since the turn; overwrite them?
 #[derive(Debug, Clone, PartialEq)]
 pub struct UndoConfirm {
     pub turn: TurnId,
     /// Sanitised paths.
     pub conflicts: Vec<String>,
+    /// A rewind asked it (and whether the conversation goes back too), not an undo.
+    pub rewind: Option<bool>,
 }
 
 /// One line summing up a turn's changes: "3 files changed · +4 −2".

@@ -243,6 +243,12 @@ pub struct AppState {
     pub pending_setting: Option<AgentSetting>,
     /// The conversation's turns that changed files, oldest first (`/diff`, `/undo`).
     pub changed_turns: Vec<super::review::ChangedTurn>,
+    /// The prompts the conversation sent, oldest first (`/rewind`).
+    pub turn_prompts: Vec<super::rewind::PromptRecord>,
+    /// The first Esc of an Esc Esc on an empty, idle composer (opens `/rewind`).
+    pub(crate) esc_at: Option<Instant>,
+    /// The prompt of the rewind asked for: back into the composer once it is done.
+    pub(crate) rewinding_prompt: Option<(TurnId, String)>,
 }
 
 impl AppState {
@@ -282,6 +288,9 @@ impl AppState {
             typed_at: None,
             pending_setting: None,
             changed_turns: Vec::new(),
+            turn_prompts: Vec::new(),
+            esc_at: None,
+            rewinding_prompt: None,
         };
         for warning in startup.warnings {
             state.notice(NoticeLevel::Warning, untrusted_owned(&warning));
@@ -327,6 +336,7 @@ impl AppState {
             Action::CopyLastAnswer => self.last_answer().is_some(),
             Action::Diff => !self.changed_turns.is_empty(),
             Action::Undo => !self.is_turn_running() && self.undoable_turn().is_some(),
+            Action::Rewind => !self.is_turn_running() && !self.turn_prompts.is_empty(),
             // Both replace the conversation: not while a turn of this one runs.
             Action::ReopenLastSession | Action::NewSession => !self.is_turn_running(),
             Action::SwitchProvider

@@ -142,7 +142,15 @@ struct Driver {
     snapshots: Option<Snapshots>,
     /// Effects set aside until the snapshot thread answers; nothing else is taken meanwhile.
     deferred: Option<Deferred>,
+    /// Each recent turn's session and the agent's stored session before it, for `/rewind`.
+    turn_checkpoints: std::collections::BTreeMap<TurnId, (SessionRef, Option<SessionCheckpoint>)>,
+    /// A rewind waiting for its files: the turn, and whether the conversation goes back too.
+    pending_rewind: Option<(TurnId, bool)>,
 }
+
+/// Turns whose session checkpoints are kept for `/rewind` (each holds a copy of the agent's
+/// session file, which grows with the conversation).
+const REWINDABLE_TURNS: usize = 50;
 
 impl Driver {
     fn new(options: OrchestratorOptions, events: mpsc::Sender<OrchestratorEvent>) -> Self {
@@ -176,6 +184,8 @@ impl Driver {
             agent_status,
             snapshots,
             deferred: None,
+            turn_checkpoints: std::collections::BTreeMap::new(),
+            pending_rewind: None,
         }
     }
 
@@ -288,6 +298,33 @@ impl Driver {
                     }
                     self.start_attempt(turn, attempt, prompt, session)
                 }
+                Effect::Rewind {
+                    turn,
+                    conversation,
+                    files,
+                    overwrite,
+                } => match (&self.snapshots, files) {
+                    (Some(snapshots), true) => {
+                        snapshots.worker.rewind(turn, overwrite);
+                        self.pending_rewind = Some((turn, conversation));
+                    }
+                    (None, true) => {
+                        let conversation = conversation.then(|| self.rewind_conversation(turn));
+                        self.emit(OrchestratorEvent::Rewound(super::Rewind {
+                            turn,
+                            conversation,
+                            files: Some(Err("no snapshots of the files are kept".to_owned())),
+                        }));
+                    }
+                    (_, false) => {
+                        let conversation = conversation.then(|| self.rewind_conversation(turn));
+                        self.emit(OrchestratorEvent::Rewound(super::Rewind {
+                            turn,
+                            conversation,
+                            files: None,
+                        }));
+                    }
+                },
                 Effect::UndoTurn { turn, overwrite } => match &self.snapshots {
                     Some(snapshots) => snapshots.worker.undo(turn, overwrite),
                     None => self.emit(OrchestratorEvent::Undone {
@@ -456,7 +493,58 @@ impl Driver {
                 self.emit(OrchestratorEvent::Undone { turn, outcome });
                 false
             }
+            SnapshotReply::Rewound { turn, outcome } => {
+                let conversation = self
+                    .pending_rewind
+                    .take()
+                    .is_some_and(|(pending, conversation)| pending == turn && conversation);
+                let mut rewind = super::Rewind {
+                    turn,
+                    conversation: None,
+                    files: Some(outcome),
+                };
+                // Files changed since stop the whole rewind until the user decides.
+                if conversation && rewind.stopped_by_conflicts().is_none() {
+                    rewind.conversation = Some(self.rewind_conversation(turn));
+                }
+                self.emit(OrchestratorEvent::Rewound(rewind));
+                false
+            }
         }
+    }
+
+    /// Puts the agent's stored session back as it was before turn `turn`, so the model no
+    /// longer receives that turn or any later one.
+    fn rewind_conversation(&mut self, turn: TurnId) -> Result<(), String> {
+        let restored = match self.turn_checkpoints.get(&turn) {
+            // The turn began the agent's session: before it there was none.
+            Some((SessionRef::New, _)) => {
+                self.feedback
+                    .push_back(Input::Command(Command::NewSession));
+                Ok(())
+            }
+            Some((_, Some(checkpoint))) => match checkpoint.restore() {
+                Ok(()) => {
+                    tracing::info!(turn, file = %checkpoint.path().display(), "agent session rewound");
+                    self.options.provider.session_restored();
+                    Ok(())
+                }
+                Err(error) => Err(format!("its session file cannot be written: {error}")),
+            },
+            Some((_, None)) => {
+                Err("the agent's session file was not found when that turn began".to_owned())
+            }
+            None => Err(
+                "agentty keeps the agent's session for the recent turns of this run only"
+                    .to_owned(),
+            ),
+        };
+        if restored.is_ok() {
+            self.turn_checkpoints.retain(|kept, _| *kept <= turn);
+            // A retry of an earlier turn's failure must not bring a later session back.
+            self.checkpoint = None;
+        }
+        restored
     }
 
     fn emit_snapshot_notice(&mut self, turn: TurnId, message: String) {
@@ -604,6 +692,11 @@ impl Driver {
             let checkpoint = self.options.provider.checkpoint(&request);
             if request.session != SessionRef::New && checkpoint.is_none() {
                 tracing::info!(turn, "the agent's session file was not found: no rollback");
+            }
+            self.turn_checkpoints
+                .insert(turn, (request.session.clone(), checkpoint.clone()));
+            while self.turn_checkpoints.len() > REWINDABLE_TURNS {
+                self.turn_checkpoints.pop_first();
             }
             self.checkpoint = Some((turn, checkpoint));
         }

@@ -114,6 +114,13 @@ pub(crate) enum Effect {
     ChangeSetting(AgentSetting),
     /// Put back the files this turn changed (only asked for while no turn runs).
     UndoTurn { turn: TurnId, overwrite: bool },
+    /// Go back to before this turn (only asked for while no turn runs).
+    Rewind {
+        turn: TurnId,
+        conversation: bool,
+        files: bool,
+        overwrite: bool,
+    },
     /// The machine has shut down; nothing follows.
     Exit,
 }
@@ -312,6 +319,33 @@ impl Machine {
                     out.push(Effect::ChangeSetting(setting));
                 }
             }
+            Command::Rewind {
+                turn,
+                conversation,
+                files,
+                overwrite,
+            } => match &self.state {
+                State::Idle | State::Failed { .. } | State::Cancelled { .. } => {
+                    out.push(Effect::Rewind {
+                        turn,
+                        conversation,
+                        files,
+                        overwrite,
+                    });
+                }
+                State::ShutDown => {}
+                State::Running { turn: running, .. }
+                | State::Stopping { turn: running, .. }
+                | State::WaitingToRetry { turn: running, .. } => {
+                    out.push(Effect::Emit(OrchestratorEvent::Rewound(super::Rewind {
+                        turn: running.id,
+                        conversation: conversation
+                            .then(|| Err("a turn is running; rewind once it has ended".to_owned())),
+                        files: files
+                            .then(|| Err("a turn is running; rewind once it has ended".to_owned())),
+                    })));
+                }
+            },
             Command::UndoTurn { turn, overwrite } => match &self.state {
                 State::Idle | State::Failed { .. } | State::Cancelled { .. } => {
                     out.push(Effect::UndoTurn { turn, overwrite });

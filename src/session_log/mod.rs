@@ -306,7 +306,8 @@ impl SessionLogWriter {
             | OrchestratorEvent::RetryScheduled { .. }
             | OrchestratorEvent::Notice { .. }
             | OrchestratorEvent::TurnChanges { .. }
-            | OrchestratorEvent::Undone { .. } => {
+            | OrchestratorEvent::Undone { .. }
+            | OrchestratorEvent::Rewound(_) => {
                 if let Some((turn, attempt, message)) = event.as_stream_message() {
                     self.append(LogEntry::Message {
                         turn,

@@ -144,6 +144,25 @@ impl Store {
         self.dir.join("manifests").join(format!("{name}.json.zst"))
     }
 
+    /// The turns from `first` on with both snapshots kept, in order.
+    pub(crate) fn turns_from(&self, first: u64) -> Vec<u64> {
+        let Ok(entries) = std::fs::read_dir(self.dir.join("manifests")) else {
+            return Vec::new();
+        };
+        let names: Vec<String> = entries
+            .flatten()
+            .filter_map(|entry| entry.file_name().to_str().map(str::to_owned))
+            .collect();
+        let mut turns: Vec<u64> = names
+            .iter()
+            .filter_map(|name| name.strip_suffix("-after.json.zst")?.parse().ok())
+            .filter(|turn| *turn >= first)
+            .filter(|turn| names.contains(&format!("{turn}-before.json.zst")))
+            .collect();
+        turns.sort_unstable();
+        turns
+    }
+
     pub(crate) fn save_manifest(&self, name: &str, manifest: &Manifest) -> io::Result<()> {
         let json = serde_json::to_vec(manifest).map_err(io::Error::other)?;
         let compressed = zstd::bulk::compress(&json, LEVEL)?;

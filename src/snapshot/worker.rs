@@ -26,6 +26,8 @@ enum Job {
     End { turn: Turn },
     /// Put back what turn `turn` changed.
     Undo { turn: Turn, overwrite: bool },
+    /// Put the tree back as it was before turn `turn` (what it and every later turn changed).
+    Rewind { turn: Turn, overwrite: bool },
 }
 
 /// What a job found.
@@ -41,6 +43,10 @@ pub enum SnapshotReply {
         notice: Option<String>,
     },
     Undone {
+        turn: Turn,
+        outcome: Result<UndoOutcome, String>,
+    },
+    Rewound {
         turn: Turn,
         outcome: Result<UndoOutcome, String>,
     },
@@ -98,6 +104,10 @@ impl SnapshotWorker {
 
     pub fn undo(&self, turn: Turn, overwrite: bool) {
         self.send(Job::Undo { turn, overwrite });
+    }
+
+    pub fn rewind(&self, turn: Turn, overwrite: bool) {
+        self.send(Job::Rewind { turn, overwrite });
     }
 
     /// The next reply; `None` once the thread is gone (it could not start, or panicked):
@@ -191,7 +201,30 @@ impl WorkerState {
                     .map_err(|error| format!("the snapshots of that turn cannot be read: {error}"));
                 SnapshotReply::Undone { turn, outcome }
             }
+            Job::Rewind { turn, overwrite } => {
+                let outcome = self.rewind(turn, overwrite);
+                SnapshotReply::Rewound { turn, outcome }
+            }
         }
+    }
+
+    /// Undoes turn `turn` and every later one together: each file as before the first turn
+    /// that changed it, if it is as the last one that changed it left it.
+    fn rewind(&self, turn: Turn, overwrite: bool) -> Result<UndoOutcome, String> {
+        let turns = self.store.turns_from(turn);
+        if turns.first() != Some(&turn) {
+            return Err(format!("no snapshot of the tree before turn {turn} is kept"));
+        }
+        let pairs = turns
+            .iter()
+            .map(|turn| {
+                let before = self.store.manifest(&before_name(*turn))?;
+                Ok((before, self.store.manifest(&after_name(*turn))?))
+            })
+            .collect::<std::io::Result<Vec<_>>>()
+            .map_err(|error| format!("the snapshots cannot be read: {error}"))?;
+        let (before, after) = super::compose(&pairs);
+        Ok(undo(&self.root, &self.store, &before, &after, overwrite))
     }
 
     /// Once per conversation: the snapshot was full, so later files are not kept.

@@ -1,4 +1,4 @@
-//! `/diff` and the `/undo` question, drawn over the chat. The diff takes the whole screen but a
+//! `/diff`, the `/undo` question and the `/rewind` picker, drawn over the chat. The diff takes the whole screen but a
 //! one-cell margin, so it is usable from 40x12 up: long lines are cut at the edge, file headers
 //! stand out, added and context lines are syntax-highlighted by the file's extension.
 
@@ -11,6 +11,7 @@ use super::highlight::CodeHighlighter;
 use super::overlay::{centered, draw_rows, frame};
 use super::wrap::{wrap, RichLine, WrapMode};
 use crate::app::review::{DiffRow, DiffScope, DiffView, UndoConfirm};
+use crate::app::rewind::{RewindChoice, RewindPicker};
 use crate::snapshot::DiffLineKind;
 use crate::stream::ChangeStatus;
 
@@ -149,7 +150,11 @@ pub(crate) fn render_confirm_undo(confirm: &UndoConfirm, area: Rect, buf: &mut B
         ));
     };
     add(
-        "Changed since the turn (by you or another program):".to_owned(),
+        if confirm.rewind.is_some() {
+            "Changed since the last turn (by you or another program):".to_owned()
+        } else {
+            "Changed since the turn (by you or another program):".to_owned()
+        },
         Style::default(),
     );
     for path in &confirm.conflicts {
@@ -164,6 +169,110 @@ pub(crate) fn render_confirm_undo(confirm: &UndoConfirm, area: Rect, buf: &mut B
         Style::default().add_modifier(Modifier::DIM),
     );
     let outer = centered(area, width, rows.len() as u16 + 2);
-    let inner = frame("Undo the last turn", "y / n", outer, buf);
+    let title = if confirm.rewind.is_some() {
+        "Rewind the files"
+    } else {
+        "Undo the last turn"
+    };
+    let inner = frame(title, "y / n", outer, buf);
+    draw_rows(&rows, inner, buf);
+}
+
+/// `/rewind`: the prompts, newest first; once one is chosen, what a rewind to before it takes
+/// back, and the choices (Cancel selected first).
+pub(crate) fn render_rewind(
+    picker: &RewindPicker,
+    area: Rect,
+    buf: &mut Buffer,
+    now: std::time::Instant,
+) {
+    let width = area.width.saturating_sub(4).clamp(20, 100).min(area.width);
+    let text_width = usize::from(width.saturating_sub(2)).max(1);
+    let line = |text: String, style: Style| -> Vec<Line<'static>> {
+        wrap(
+            &RichLine::text(text, style).with_uniform_prefix(vec![Span::raw(" ")]),
+            text_width,
+        )
+    };
+    let dim = Style::default().add_modifier(Modifier::DIM);
+    let selected_style = Style::default().add_modifier(Modifier::REVERSED);
+    let Some(choice) = picker.choosing else {
+        let mut rows: Vec<Line<'static>> = Vec::new();
+        let room = usize::from(area.height.saturating_sub(2)).max(1);
+        let first = picker.selected.saturating_sub(room.saturating_sub(1));
+        for (index, entry) in picker.entries.iter().enumerate().skip(first).take(room) {
+            let when = super::overlay::age(
+                now.saturating_duration_since(entry.sent).as_millis() as u64,
+            );
+            let files = match entry.files.len() {
+                0 => String::new(),
+                1 => " · 1 file".to_owned(),
+                count => format!(" · {count} files"),
+            };
+            let prompt = entry.prompt.lines().next().unwrap_or("");
+            let text = format!(" {when}{files} · {prompt}");
+            let style = if index == picker.selected {
+                selected_style
+            } else {
+                Style::default()
+            };
+            rows.push(fit(RichLine::text(text, style), text_width + 1));
+        }
+        if rows.is_empty() {
+            rows.push(Line::styled(" No prompt to rewind to", dim));
+        }
+        let outer = centered(area, width, rows.len() as u16 + 2);
+        let footer = if width >= NARROW {
+            "↑↓ choose a prompt · Enter · Esc close"
+        } else {
+            "↑↓ Enter Esc"
+        };
+        let inner = frame("Rewind to before", footer, outer, buf);
+        draw_rows(&rows, inner, buf);
+        return;
+    };
+    let Some(entry) = picker.selected_entry() else {
+        return;
+    };
+    let mut rows: Vec<Line<'static>> = Vec::new();
+    rows.extend(line(
+        format!("“{}”", entry.prompt.lines().next().unwrap_or("")),
+        Style::default().add_modifier(Modifier::BOLD),
+    ));
+    let prompts = if entry.prompts_taken_back == 1 {
+        "this prompt".to_owned()
+    } else {
+        format!("this prompt and the {} after it", entry.prompts_taken_back - 1)
+    };
+    rows.extend(line(
+        format!("Conversation: the agent forgets {prompts}; the prompt returns to the input."),
+        dim,
+    ));
+    rows.extend(line(
+        if entry.files_put_back.is_empty() {
+            "Files: no change of these turns to put back.".to_owned()
+        } else {
+            format!("Files put back: {}.", entry.files_put_back.join(", "))
+        },
+        dim,
+    ));
+    for (index, option) in RewindChoice::ALL.iter().enumerate() {
+        let style = if index == choice {
+            selected_style
+        } else {
+            Style::default()
+        };
+        rows.push(fit(
+            RichLine::text(format!(" {}", option.label()), style),
+            text_width + 1,
+        ));
+    }
+    let outer = centered(area, width, rows.len() as u16 + 2);
+    let footer = if width >= NARROW {
+        "↑↓ choose · Enter confirm · Esc back"
+    } else {
+        "↑↓ Enter Esc"
+    };
+    let inner = frame("Rewind: take back what?", footer, outer, buf);
     draw_rows(&rows, inner, buf);
 }

@@ -147,7 +147,7 @@ pub(crate) fn render_to_buffer(
         popup::render_popup(popup, areas.transcript, buf);
     }
     if let Some(overlay) = &state.overlay {
-        overlay::render_overlay(state, overlay, area, buf);
+        overlay::render_overlay(state, overlay, area, buf, now);
     }
 }
 

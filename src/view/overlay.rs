@@ -22,7 +22,13 @@ use crate::view::wrap::{wrap, RichLine, WrapMode};
 /// Width of the keys column of the help when descriptions fit beside it.
 const HELP_KEYS_WIDTH: usize = 24;
 
-pub(crate) fn render_overlay(state: &AppState, overlay: &Overlay, area: Rect, buf: &mut Buffer) {
+pub(crate) fn render_overlay(
+    state: &AppState,
+    overlay: &Overlay,
+    area: Rect,
+    buf: &mut Buffer,
+    now: std::time::Instant,
+) {
     match overlay {
         Overlay::Menu { selected } => render_menu(state, *selected, area, buf),
         Overlay::Help { scroll } => render_help(state, *scroll, area, buf),
@@ -35,6 +41,7 @@ pub(crate) fn render_overlay(state: &AppState, overlay: &Overlay, area: Rect, bu
         Overlay::ModelPicker(picker) => render_model_picker(state, picker, area, buf),
         Overlay::Diff(view) => super::diff::render_diff(view, area, buf),
         Overlay::ConfirmUndo(confirm) => super::diff::render_confirm_undo(confirm, area, buf),
+        Overlay::Rewind(picker) => super::diff::render_rewind(picker, area, buf, now),
     }
 }
 
@@ -469,7 +476,7 @@ fn render_conversations(picker: &ConversationPicker, area: Rect, buf: &mut Buffe
 }
 
 /// "12 s ago", "5 min ago", "3 h ago", "2 days ago".
-fn age(elapsed_ms: u64) -> String {
+pub(crate) fn age(elapsed_ms: u64) -> String {
     let seconds = elapsed_ms / 1000;
     match seconds {
         0..=59 => format!("{seconds} s ago"),

@@ -100,6 +100,10 @@ impl AppState {
                     "Wait for the turn to end (or stop it with Esc) before undoing."
                 }
                 Action::Undo => "No turn's file changes are left to undo.",
+                Action::Rewind if self.is_turn_running() => {
+                    "Wait for the turn to end (or stop it with Esc) before rewinding."
+                }
+                Action::Rewind => "No prompt has been sent yet: nothing to rewind.",
                 Action::ReopenLastSession | Action::NewSession => {
                     "Stop the running turn (Esc) before leaving this conversation."
                 }
@@ -162,6 +166,7 @@ impl AppState {
             }
             Action::Diff => self.request_diff(),
             Action::Undo => self.request_undo(),
+            Action::Rewind => self.open_rewind(),
             Action::CopyLastAnswer => {
                 let answer = self.last_answer().unwrap_or_default();
                 self.notice(

@@ -34,6 +34,7 @@ impl AppState {
     ) -> Vec<AppEffect> {
         match event {
             OrchestratorEvent::TurnStarted { turn, prompt } => {
+                self.record_prompt(turn, &prompt, now);
                 self.transcript.push(CellBody::User(UserCell {
                     text: untrusted_owned(&prompt),
                     retry: std::mem::take(&mut self.retry_asked),
@@ -168,6 +169,7 @@ impl AppState {
             }
             OrchestratorEvent::TurnChanges { turn, files } => self.on_turn_changes(turn, files),
             OrchestratorEvent::Undone { turn, outcome } => self.on_undone(turn, outcome),
+            OrchestratorEvent::Rewound(rewind) => self.on_rewound(rewind),
             OrchestratorEvent::ShutDown => return self.on_orchestrator_gone(),
         }
         Vec::new()

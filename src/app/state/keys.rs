@@ -66,7 +66,10 @@ impl AppState {
             Some(command) => self.run_key_command(command, now),
             None => {
                 self.note_typing(now);
-                self.on_chat_key(key)
+                match self.esc_esc_rewind(key, now) {
+                    Some(effects) => effects,
+                    None => self.on_chat_key(key),
+                }
             }
         };
         if self.overlay.is_none() {

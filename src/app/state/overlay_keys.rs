@@ -27,6 +27,7 @@ impl AppState {
             Overlay::ModelPicker(picker) => self.on_model_picker_key(picker, key),
             Overlay::Diff(view) => self.on_diff_key(view, key),
             Overlay::ConfirmUndo(confirm) => self.on_confirm_undo_key(confirm, key),
+            Overlay::Rewind(picker) => self.on_rewind_key(picker, key),
         }
     }
 

@@ -4,7 +4,11 @@ use crossterm::event::{KeyCode, KeyEvent};
 
 use super::{AppEffect, AppState};
 use crate::app::menu::Overlay;
+use crate::app::menu::Action;
 use crate::app::review::{ChangedTurn, DiffOutcome, DiffRequest, DiffView, LoadedDiff, UndoConfirm};
+use crate::app::rewind::{PromptRecord, RewindEntry, RewindOutcome, RewindPicker};
+use crate::orchestrator::Rewind;
+use std::time::{Duration, Instant};
 use crate::app::transcript::{CellBody, ChangesCell, NoticeLevel};
 use crate::orchestrator::{Command, TurnId};
 use crate::sanitize::untrusted_owned;
@@ -13,6 +17,8 @@ use crate::stream::FileChange;
 
 /// Rows of the diff overlay a page key moves when the screen size is not known here.
 const DIFF_PAGE: usize = 10;
+/// The second Esc of an Esc Esc comes within this.
+const ESC_ESC: Duration = Duration::from_millis(800);
 
 impl AppState {
     /// A turn changed files: a summary cell, and the turn is remembered for `/diff` and `/undo`.
@@ -97,12 +103,18 @@ impl AppState {
     /// `y` overwrites the files changed since the turn; anything else keeps them.
     pub(super) fn on_confirm_undo_key(&mut self, confirm: UndoConfirm, key: KeyEvent) -> Vec<AppEffect> {
         match key.code {
-            KeyCode::Char('y') | KeyCode::Char('Y') => {
-                vec![AppEffect::Command(Command::UndoTurn {
+            KeyCode::Char('y') | KeyCode::Char('Y') => match confirm.rewind {
+                None => vec![AppEffect::Command(Command::UndoTurn {
                     turn: confirm.turn,
                     overwrite: true,
-                })]
-            }
+                })],
+                Some(conversation) => vec![AppEffect::Command(Command::Rewind {
+                    turn: confirm.turn,
+                    conversation,
+                    files: true,
+                    overwrite: true,
+                })],
+            },
             KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc | KeyCode::Enter => {
                 self.notice(
                     NoticeLevel::Info,
@@ -132,6 +144,7 @@ impl AppState {
                         .iter()
                         .map(|path| untrusted_owned(path))
                         .collect(),
+                    rewind: None,
                 }));
                 return;
             }
@@ -154,5 +167,167 @@ impl AppState {
             _ => NoticeLevel::Warning,
         };
         self.notice(level, untrusted_owned(&describe_undo(&outcome)));
+    }
+}
+
+impl AppState {
+    pub(super) fn record_prompt(&mut self, turn: TurnId, prompt: &str, now: Instant) {
+        self.turn_prompts.retain(|record| record.turn != turn);
+        self.turn_prompts.push(PromptRecord {
+            turn,
+            prompt: untrusted_owned(prompt),
+            sent: now,
+        });
+    }
+
+    /// Esc twice on an empty composer while no turn runs opens `/rewind` (Claude Code's habit).
+    pub(super) fn esc_esc_rewind(
+        &mut self,
+        key: KeyEvent,
+        now: Option<Instant>,
+    ) -> Option<Vec<AppEffect>> {
+        let plain_esc = key.code == KeyCode::Esc && key.modifiers.is_empty();
+        let idle_and_empty =
+            !self.is_turn_running() && self.composer.is_empty() && self.permission_prompts.is_empty();
+        let (Some(now), true, true) = (now, plain_esc, idle_and_empty) else {
+            self.esc_at = None;
+            return None;
+        };
+        match self.esc_at.take() {
+            Some(first) if now.saturating_duration_since(first) <= ESC_ESC => {
+                Some(self.perform(Action::Rewind, None))
+            }
+            _ => {
+                self.esc_at = Some(now);
+                None
+            }
+        }
+    }
+
+    pub(super) fn open_rewind(&mut self) -> Vec<AppEffect> {
+        let live_changes: Vec<&ChangedTurn> = self
+            .changed_turns
+            .iter()
+            .filter(|changed| !changed.undone)
+            .collect();
+        let count = self.turn_prompts.len();
+        let entries = self
+            .turn_prompts
+            .iter()
+            .enumerate()
+            .rev()
+            .map(|(index, record)| {
+                let files_of = |turn: TurnId| -> Vec<String> {
+                    live_changes
+                        .iter()
+                        .filter(|changed| changed.turn == turn)
+                        .flat_map(|changed| changed.files.iter().map(|file| file.path.clone()))
+                        .collect()
+                };
+                let mut files_put_back: Vec<String> = live_changes
+                    .iter()
+                    .filter(|changed| changed.turn >= record.turn)
+                    .flat_map(|changed| changed.files.iter().map(|file| file.path.clone()))
+                    .collect();
+                files_put_back.sort();
+                files_put_back.dedup();
+                RewindEntry {
+                    turn: record.turn,
+                    prompt: record.prompt.clone(),
+                    sent: record.sent,
+                    files: files_of(record.turn),
+                    prompts_taken_back: count - index,
+                    files_put_back,
+                }
+            })
+            .collect();
+        self.overlay = Some(Overlay::Rewind(RewindPicker::new(entries)));
+        Vec::new()
+    }
+
+    pub(super) fn on_rewind_key(&mut self, mut picker: RewindPicker, key: KeyEvent) -> Vec<AppEffect> {
+        match picker.on_key(key) {
+            RewindOutcome::Open => {
+                self.overlay = Some(Overlay::Rewind(picker));
+                Vec::new()
+            }
+            RewindOutcome::Close => Vec::new(),
+            RewindOutcome::Rewind {
+                turn,
+                prompt,
+                conversation,
+                files,
+            } => {
+                self.rewinding_prompt = conversation.then_some((turn, prompt));
+                vec![AppEffect::Command(Command::Rewind {
+                    turn,
+                    conversation,
+                    files,
+                    overwrite: false,
+                })]
+            }
+        }
+    }
+
+    /// What a rewind did: a notice; the prompts taken back leave the picker and the first goes
+    /// back into the composer; files put back mark their turns undone. Files changed since
+    /// the last turn ask first.
+    pub(crate) fn on_rewound(&mut self, rewind: Rewind) {
+        if let Some(conflicts) = rewind.stopped_by_conflicts() {
+            let conversation = self
+                .rewinding_prompt
+                .as_ref()
+                .is_some_and(|(turn, _)| *turn == rewind.turn);
+            self.overlay = Some(Overlay::ConfirmUndo(UndoConfirm {
+                turn: rewind.turn,
+                conflicts: conflicts.iter().map(|path| untrusted_owned(path)).collect(),
+                rewind: Some(conversation),
+            }));
+            return;
+        }
+        let prompt = self
+            .rewinding_prompt
+            .take()
+            .filter(|(turn, _)| *turn == rewind.turn)
+            .map(|(_, prompt)| prompt);
+        if matches!(rewind.conversation, Some(Ok(()))) {
+            self.turn_prompts.retain(|record| record.turn < rewind.turn);
+            if let Some(prompt) = prompt {
+                if self.composer.is_empty() {
+                    self.composer.set_text(&prompt);
+                } else {
+                    self.composer.remember(&prompt);
+                }
+            }
+        }
+        if let Some(Ok(done)) = &rewind.files {
+            if done.failed.is_empty() {
+                let cells: Vec<_> = self
+                    .changed_turns
+                    .iter_mut()
+                    .filter(|changed| changed.turn >= rewind.turn && !changed.undone)
+                    .map(|changed| {
+                        changed.undone = true;
+                        changed.cell
+                    })
+                    .collect();
+                for cell in cells {
+                    self.transcript.update(cell, |body| {
+                        if let CellBody::Changes(changes) = body {
+                            changes.undone = true;
+                        }
+                    });
+                }
+            }
+        }
+        let failed = matches!(rewind.conversation, Some(Err(_)))
+            || matches!(&rewind.files, Some(Err(_)))
+            || matches!(&rewind.files, Some(Ok(done)) if !done.failed.is_empty());
+        let level = if failed {
+            NoticeLevel::Warning
+        } else {
+            NoticeLevel::Info
+        };
+        self.notice(level, untrusted_owned(&rewind.describe()));
     }
 }
