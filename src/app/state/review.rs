@@ -331,3 +331,168 @@ impl AppState {
         self.notice(level, untrusted_owned(&rewind.describe()));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::app::state::StartupInfo;
+    use crate::orchestrator::{OrchestratorEvent, TurnOutcome};
+    use crate::snapshot::UndoOutcome;
+    use crate::stream::{ChangeStatus, FileChange};
+    use crossterm::event::KeyModifiers;
+
+    fn esc() -> KeyEvent {
+        KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE)
+    }
+
+    fn changed(path: &str) -> FileChange {
+        FileChange {
+            path: path.into(),
+            status: ChangeStatus::Modified,
+            added: 1,
+            removed: 0,
+            too_big: false,
+        }
+    }
+
+    /// A chat after `turns` turns, turn 2 having changed `b.txt`.
+    fn chat(turns: u64, now: Instant) -> AppState {
+        let mut state = AppState::new(StartupInfo::default());
+        for turn in 1..=turns {
+            state.on_orchestrator_event(
+                OrchestratorEvent::TurnStarted {
+                    turn,
+                    prompt: format!("prompt {turn}"),
+                },
+                now,
+            );
+            if turn == 2 {
+                state.on_orchestrator_event(
+                    OrchestratorEvent::TurnChanges {
+                        turn,
+                        files: vec![changed("b.txt")],
+                    },
+                    now,
+                );
+            }
+            state.on_orchestrator_event(
+                OrchestratorEvent::TurnEnded {
+                    turn,
+                    outcome: TurnOutcome::Completed,
+                },
+                now,
+            );
+        }
+        state
+    }
+
+    #[test]
+    fn esc_esc_opens_the_rewind_picker_only_within_the_window_and_only_when_idle_and_empty() {
+        let start = Instant::now();
+        let mut state = chat(3, start);
+        state.on_key_at(esc(), start);
+        state.on_key_at(esc(), start + Duration::from_millis(900));
+        assert!(state.overlay.is_none(), "too slow: two single Escs");
+        state.on_key_at(esc(), start + Duration::from_millis(1200));
+        let picker = match &state.overlay {
+            Some(Overlay::Rewind(picker)) => picker.clone(),
+            other => panic!("{other:?}"),
+        };
+        let turns: Vec<TurnId> = picker.entries.iter().map(|entry| entry.turn).collect();
+        assert_eq!(turns, [3, 2, 1], "newest first");
+        assert_eq!(picker.entries[1].files, ["b.txt"]);
+        assert_eq!(picker.entries[2].prompts_taken_back, 3);
+        assert_eq!(picker.entries[2].files_put_back, ["b.txt"]);
+        assert!(picker.entries[0].files_put_back.is_empty());
+
+        // With a draft in the composer, Esc Esc is not a rewind.
+        let mut state = chat(1, start);
+        state.composer.set_text("draft");
+        state.on_key_at(esc(), start);
+        state.on_key_at(esc(), start + Duration::from_millis(100));
+        assert!(state.overlay.is_none());
+    }
+
+    #[test]
+    fn the_choice_starts_on_cancel_and_a_confirmed_rewind_is_one_command() {
+        let now = Instant::now();
+        let mut state = chat(2, now);
+        state.perform(Action::Rewind, None);
+        let enter = KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE);
+        let up = KeyEvent::new(KeyCode::Up, KeyModifiers::NONE);
+        assert!(state.on_key_at(enter, now).is_empty());
+        // Enter again: Cancel, nothing sent.
+        assert!(state.on_key_at(enter, now).is_empty());
+        assert!(state.overlay.is_none());
+        state.perform(Action::Rewind, None);
+        state.on_key_at(enter, now);
+        state.on_key_at(up, now);
+        state.on_key_at(up, now);
+        assert_eq!(
+            state.on_key_at(enter, now),
+            [AppEffect::Command(Command::Rewind {
+                turn: 2,
+                conversation: true,
+                files: false,
+                overwrite: false,
+            })]
+        );
+        state.on_orchestrator_event(
+            OrchestratorEvent::Rewound(Rewind {
+                turn: 2,
+                conversation: Some(Ok(())),
+                files: None,
+            }),
+            now,
+        );
+        assert_eq!(state.composer.text(), "prompt 2");
+        assert_eq!(state.turn_prompts.len(), 1);
+    }
+
+    #[test]
+    fn undo_goes_back_turn_by_turn_and_asks_before_overwriting() {
+        let now = Instant::now();
+        let mut state = chat(2, now);
+        assert_eq!(
+            state.perform(Action::Undo, None),
+            [AppEffect::Command(Command::UndoTurn {
+                turn: 2,
+                overwrite: false
+            })]
+        );
+        let conflict = UndoOutcome {
+            conflicts: vec!["b.txt".into()],
+            ..UndoOutcome::default()
+        };
+        state.on_orchestrator_event(
+            OrchestratorEvent::Undone {
+                turn: 2,
+                outcome: Ok(conflict),
+            },
+            now,
+        );
+        assert!(matches!(state.overlay, Some(Overlay::ConfirmUndo(_))));
+        let yes = KeyEvent::new(KeyCode::Char('y'), KeyModifiers::NONE);
+        assert_eq!(
+            state.on_key_at(yes, now),
+            [AppEffect::Command(Command::UndoTurn {
+                turn: 2,
+                overwrite: true
+            })]
+        );
+        state.on_orchestrator_event(
+            OrchestratorEvent::Undone {
+                turn: 2,
+                outcome: Ok(UndoOutcome {
+                    restored: vec!["b.txt".into()],
+                    ..UndoOutcome::default()
+                }),
+            },
+            now,
+        );
+        assert!(state.undoable_turn().is_none());
+        assert!(!state.is_action_enabled(Action::Undo));
+        // /diff has nothing left to show either.
+        assert!(state.perform(Action::Diff, None).is_empty());
+    }
+}
