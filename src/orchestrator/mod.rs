@@ -312,6 +312,13 @@ impl Rewind {
             None => {}
         }
         match &self.files {
+            Some(Ok(outcome))
+                if !outcome.changed_anything()
+                    && outcome.conflicts.is_empty()
+                    && outcome.failed.is_empty() =>
+            {
+                parts.push("the files were already as they were then".to_owned())
+            }
             Some(outcome) => parts.push(format!(
                 "files: {}",
                 crate::snapshot::describe_undo(outcome)
