@@ -26,7 +26,11 @@ fn checkout_copy() -> (tempfile::TempDir, usize, u64) {
         .expect("git ls-files");
     let copy = tempfile::tempdir().unwrap();
     let (mut files, mut bytes) = (0, 0);
-    for name in listed.stdout.split(|byte| *byte == 0).filter(|name| !name.is_empty()) {
+    for name in listed
+        .stdout
+        .split(|byte| *byte == 0)
+        .filter(|name| !name.is_empty())
+    {
         let name = std::str::from_utf8(name).unwrap();
         let from = repo.join(name);
         let Ok(metadata) = std::fs::symlink_metadata(&from) else {
@@ -68,7 +72,11 @@ struct Rig {
 impl Rig {
     fn worker(&self, store: &Path) -> SnapshotWorker {
         let _guard = self.runtime.enter();
-        SnapshotWorker::start(self.tree.clone(), store.to_path_buf(), SnapshotLimits::default())
+        SnapshotWorker::start(
+            self.tree.clone(),
+            store.to_path_buf(),
+            SnapshotLimits::default(),
+        )
     }
 
     fn reply(&self, worker: &mut SnapshotWorker) -> SnapshotReply {
@@ -115,7 +123,9 @@ fn snapshot(c: &mut Criterion) {
         b.iter_custom(|iterations| {
             let mut total = Duration::ZERO;
             for index in 0..iterations {
-                let store = stores.path().join(format!("cold-{index}-{}.snapshots", std::process::id()));
+                let store = stores
+                    .path()
+                    .join(format!("cold-{index}-{}.snapshots", std::process::id()));
                 let started = Instant::now();
                 let mut worker = rig.worker(&store);
                 assert_eq!(rig.reply(&mut worker), SnapshotReply::Ready);
@@ -150,8 +160,10 @@ fn snapshot(c: &mut Criterion) {
     });
 
     let edited = rig.tree.join("src/stream.rs");
-    group.bench_function("a turn's snapshot after, one file changed (+ turn.changes)", |b| {
-        b.iter_custom(|iterations| {
+    group.bench_function(
+        "a turn's snapshot after, one file changed (+ turn.changes)",
+        |b| {
+            b.iter_custom(|iterations| {
             let mut total = Duration::ZERO;
             for _ in 0..iterations {
                 turn += 1;
@@ -171,7 +183,8 @@ fn snapshot(c: &mut Criterion) {
             }
             total
         })
-    });
+        },
+    );
     group.finish();
 }
 

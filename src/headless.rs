@@ -127,11 +127,13 @@ pub fn run(agent: AgentArgs, args: RunArgs) -> i32 {
             }
             Err(error) => tracing::error!(%error, "cannot install signal handlers"),
         }
-        let snapshots = session_log.as_ref().map(|log| crate::snapshot::SnapshotSetup {
-            root: std::env::current_dir().unwrap_or_default(),
-            dir: crate::snapshot::dir_for_log(log.path()),
-            limits: loaded.config.snapshots.clone(),
-        });
+        let snapshots = session_log
+            .as_ref()
+            .map(|log| crate::snapshot::SnapshotSetup {
+                root: std::env::current_dir().unwrap_or_default(),
+                dir: crate::snapshot::dir_for_log(log.path()),
+                limits: loaded.config.snapshots.clone(),
+            });
         let options = OrchestratorOptions {
             policy,
             session,

@@ -87,7 +87,10 @@ fn the_turn_s_changes_are_summed_up_shown_as_a_diff_and_undone() {
     }
     pane.keys(&["Tab"]);
     let last = pane.wait_for_text("Changes · the last turn · 1 file");
-    assert!(last.contains("│ edited by turn 1") && last.contains("│+edited by turn 2"), "{last}");
+    assert!(
+        last.contains("│ edited by turn 1") && last.contains("│+edited by turn 2"),
+        "{last}"
+    );
     assert!(!last.contains("doomed.txt"), "{last}");
     pane.keys(&["Escape"]);
     pane.wait_for("the diff closed", |screen| !screen.contains("Changes ·"));
@@ -95,7 +98,10 @@ fn the_turn_s_changes_are_summed_up_shown_as_a_diff_and_undone() {
     // /undo: the last turn's line goes.
     pane.prompt("/undo");
     let undone = pane.wait_for_text("Undone: put back notes.txt.");
-    assert!(undone.contains("1 file changed · +1 −0 · undone"), "{undone}");
+    assert!(
+        undone.contains("1 file changed · +1 −0 · undone"),
+        "{undone}"
+    );
     assert_eq!(
         read(root, "notes.txt").unwrap(),
         "first line\nsecond line\nedited by turn 1\n"
@@ -118,7 +124,10 @@ fn the_turn_s_changes_are_summed_up_shown_as_a_diff_and_undone() {
     let done = pane.wait_for_text("removed created.txt, data.bin (created by the turn)");
     eprintln!("after the second undo:\n{done}");
     assert!(done.contains("put back doomed.txt, notes.txt"), "{done}");
-    assert_eq!(read(root, "notes.txt").unwrap(), "first line\nsecond line\n");
+    assert_eq!(
+        read(root, "notes.txt").unwrap(),
+        "first line\nsecond line\n"
+    );
     assert_eq!(read(root, "doomed.txt").unwrap(), "bye\n");
     assert!(read(root, "created.txt").is_none() && read(root, "data.bin").is_none());
 
@@ -198,29 +207,46 @@ fn rewind_takes_back_the_conversation_and_the_files_to_an_earlier_prompt() {
         .filter(|row| row.contains(" ago · "))
         .collect();
     assert_eq!(rows.len(), 3, "{picker}");
-    assert!(rows[0].contains("hello three") && rows[1].contains("4 files · please edit the files"), "{picker}");
+    assert!(
+        rows[0].contains("hello three") && rows[1].contains("4 files · please edit the files"),
+        "{picker}"
+    );
     assert!(rows[2].contains("hello one"), "{picker}");
 
     // The edit: a preview, and Cancel is where the selection starts.
     pane.keys(&["Down", "Enter"]);
     let choices = pane.wait_for_text("Rewind: take back what?");
     eprintln!("the choices:\n{choices}");
-    assert!(choices.contains("the agent forgets this prompt and the 1 after it"), "{choices}");
+    assert!(
+        choices.contains("the agent forgets this prompt and the 1 after it"),
+        "{choices}"
+    );
     assert!(
         choices.contains("Files put back: created.txt, data.bin, doomed.txt, notes.txt."),
         "{choices}"
     );
     pane.keys(&["Enter"]);
-    pane.wait_for("the picker closed", |screen| !screen.contains("take back what?"));
-    assert!(read(root, "created.txt").is_some(), "Cancel took nothing back");
+    pane.wait_for("the picker closed", |screen| {
+        !screen.contains("take back what?")
+    });
+    assert!(
+        read(root, "created.txt").is_some(),
+        "Cancel took nothing back"
+    );
 
     pane.prompt("/rewind");
     pane.wait_for_text("Rewind to before");
     pane.keys(&["Down", "Enter", "Up", "Up", "Up", "Enter"]);
     let rewound = pane.wait_for_text("Rewound to before turn 2");
     eprintln!("after the rewind:\n{rewound}");
-    assert!(rewound.contains("files: put back doomed.txt, notes.txt; removed created.txt, data.bin"), "{rewound}");
-    assert_eq!(read(root, "notes.txt").unwrap(), "first line\nsecond line\n");
+    assert!(
+        rewound.contains("files: put back doomed.txt, notes.txt; removed created.txt, data.bin"),
+        "{rewound}"
+    );
+    assert_eq!(
+        read(root, "notes.txt").unwrap(),
+        "first line\nsecond line\n"
+    );
     assert_eq!(read(root, "doomed.txt").unwrap(), "bye\n");
     assert!(read(root, "created.txt").is_none());
     // The prompt is back in the composer for editing and sending again.

@@ -703,7 +703,9 @@ async fn rpc_two_retried_turns_keep_the_conversation() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn rpc_after_a_rewind_the_next_request_no_longer_carries_the_rewound_prompts() {
-    use agentty::orchestrator::{spawn_orchestrator, Command, OrchestratorEvent, OrchestratorOptions};
+    use agentty::orchestrator::{
+        spawn_orchestrator, Command, OrchestratorEvent, OrchestratorOptions,
+    };
 
     let test = "rpc_after_a_rewind_the_next_request_no_longer_carries_the_rewound_prompts";
     let Some(world) = PiWorld::new(test).await else {
@@ -718,7 +720,12 @@ async fn rpc_after_a_rewind_the_next_request_no_longer_carries_the_rewound_promp
         limits: agentty::snapshot::SnapshotLimits::default(),
     });
     let mut chat = spawn_orchestrator(options);
-    let prompts = ["Remember alpha.", "Remember beta.", "Remember gamma.", "What do you remember?"];
+    let prompts = [
+        "Remember alpha.",
+        "Remember beta.",
+        "Remember gamma.",
+        "What do you remember?",
+    ];
     for prompt in &prompts[..3] {
         real_cli::assert_turn(&real_cli::run_turn(&mut chat, prompt).await, 1);
     }
@@ -746,7 +753,16 @@ async fn rpc_after_a_rewind_the_next_request_no_longer_carries_the_rewound_promp
     print_requests(test, &requests);
     assert_eq!(requests.len(), 4, "{requests:#?}");
     let last = requests.last().unwrap();
-    for (prompt, times) in [(prompts[0], 1), (prompts[1], 0), (prompts[2], 0), (prompts[3], 1)] {
-        assert_eq!(real_cli::occurrences(last, prompt), times, "{prompt}: {last:#?}");
+    for (prompt, times) in [
+        (prompts[0], 1),
+        (prompts[1], 0),
+        (prompts[2], 0),
+        (prompts[3], 1),
+    ] {
+        assert_eq!(
+            real_cli::occurrences(last, prompt),
+            times,
+            "{prompt}: {last:#?}"
+        );
     }
 }

@@ -97,7 +97,10 @@ fn agentty_run_reports_what_the_turn_changed_and_leaves_git_alone() {
         Some(&"turn.changes"),
         "turn.changes closes the turn: {types:?}"
     );
-    assert!(completed.is_some_and(|index| index == types.len() - 2), "{types:?}");
+    assert!(
+        completed.is_some_and(|index| index == types.len() - 2),
+        "{types:?}"
+    );
     assert_eq!(
         messages.last().unwrap()["files"],
         json!([
@@ -119,7 +122,10 @@ fn agentty_run_reports_what_the_turn_changed_and_leaves_git_alone() {
     assert!(logged.contains(r#""type":"turn.changes""#), "{logged}");
     let snapshots = log.replace(".jsonl", ".snapshots");
     assert!(names.contains(&snapshots), "{names:?}");
-    assert!(sessions.join(&snapshots).join("manifests/1-before.json.zst").is_file());
+    assert!(sessions
+        .join(&snapshots)
+        .join("manifests/1-before.json.zst")
+        .is_file());
     assert_eq!(git_state(root), before, "the repository is as it was");
     assert_eq!(
         git(root, &["status", "--porcelain"]),
@@ -134,7 +140,9 @@ fn a_turn_that_changes_no_file_reports_nothing() {
     std::fs::write(work.path().join("notes.txt"), "as is\n").unwrap();
     let messages = run(work.path(), state.path(), None, "hello");
     assert!(
-        messages.iter().all(|message| message["type"] != "turn.changes"),
+        messages
+            .iter()
+            .all(|message| message["type"] != "turn.changes"),
         "{messages:#?}"
     );
     assert_eq!(messages.last().unwrap()["type"], "terminal.completed");
@@ -149,7 +157,9 @@ fn snapshots_turned_off_in_the_config_take_none_and_report_nothing() {
     std::fs::write(work.path().join("notes.txt"), "first\n").unwrap();
     let messages = run(work.path(), state.path(), Some(&config), "edit please");
     assert!(
-        messages.iter().all(|message| message["type"] != "turn.changes"),
+        messages
+            .iter()
+            .all(|message| message["type"] != "turn.changes"),
         "{messages:#?}"
     );
     // The agent did edit: only the report is off.

@@ -737,7 +737,10 @@ impl ChatLoop {
                         turns: request.turns.len(),
                     },
                 ),
-                None => Err("this conversation keeps no snapshots (its log could not be created)".to_owned()),
+                None => Err(
+                    "this conversation keeps no snapshots (its log could not be created)"
+                        .to_owned(),
+                ),
             };
             let _ = events.send(AppEvent::DiffLoaded(loaded));
         });

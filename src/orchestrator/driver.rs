@@ -275,7 +275,8 @@ impl Driver {
                 Effect::Emit(OrchestratorEvent::TurnEnded { turn, outcome })
                     if self.snapshot_after(turn) =>
                 {
-                    effects.push_front(Effect::Emit(OrchestratorEvent::TurnEnded { turn, outcome }));
+                    effects
+                        .push_front(Effect::Emit(OrchestratorEvent::TurnEnded { turn, outcome }));
                     self.deferred = Some(Deferred {
                         attempt: None,
                         effects,
@@ -465,10 +466,9 @@ impl Driver {
                 if let Some(message) = notice {
                     self.emit_snapshot_notice(turn, message);
                 }
-                let waited = self
-                    .deferred
-                    .as_ref()
-                    .is_some_and(|deferred| matches!(deferred.attempt, Some((waiting, ..)) if waiting == turn));
+                let waited = self.deferred.as_ref().is_some_and(
+                    |deferred| matches!(deferred.attempt, Some((waiting, ..)) if waiting == turn),
+                );
                 waited && self.resume_deferred()
             }
             SnapshotReply::Ended {
@@ -519,8 +519,7 @@ impl Driver {
         let restored = match self.turn_checkpoints.get(&turn) {
             // The turn began the agent's session: before it there was none.
             Some((SessionRef::New, _)) => {
-                self.feedback
-                    .push_back(Input::Command(Command::NewSession));
+                self.feedback.push_back(Input::Command(Command::NewSession));
                 Ok(())
             }
             Some((_, Some(checkpoint))) => match checkpoint.restore() {

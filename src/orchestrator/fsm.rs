@@ -113,7 +113,10 @@ pub(crate) enum Effect {
     /// request).
     ChangeSetting(AgentSetting),
     /// Put back the files this turn changed (only asked for while no turn runs).
-    UndoTurn { turn: TurnId, overwrite: bool },
+    UndoTurn {
+        turn: TurnId,
+        overwrite: bool,
+    },
     /// Go back to before this turn (only asked for while no turn runs).
     Rewind {
         turn: TurnId,

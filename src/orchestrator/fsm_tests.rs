@@ -1361,10 +1361,12 @@ fn a_permission_answer_reaches_the_running_attempt_only() {
 #[test]
 fn undo_is_asked_for_only_while_no_turn_runs() {
     let mut machine = Machine::new(RetryPolicy::default(), SessionRef::New);
-    let undo = || Input::Command(Command::UndoTurn {
-        turn: 1,
-        overwrite: true,
-    });
+    let undo = || {
+        Input::Command(Command::UndoTurn {
+            turn: 1,
+            overwrite: true,
+        })
+    };
     assert_eq!(
         machine.handle(undo()),
         [Effect::UndoTurn {
@@ -1377,7 +1379,10 @@ fn undo_is_asked_for_only_while_no_turn_runs() {
     assert!(
         matches!(
             refused.as_slice(),
-            [Effect::Emit(OrchestratorEvent::Undone { turn: 1, outcome: Err(_) })]
+            [Effect::Emit(OrchestratorEvent::Undone {
+                turn: 1,
+                outcome: Err(_)
+            })]
         ),
         "{refused:?}"
     );

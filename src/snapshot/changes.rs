@@ -245,7 +245,11 @@ fn hunk_header(group: &[DiffOp]) -> String {
     let new = first.new_range().start..last.new_range().end;
     let range = |range: std::ops::Range<usize>| {
         let len = range.len();
-        let start = if len == 0 { range.start } else { range.start + 1 };
+        let start = if len == 0 {
+            range.start
+        } else {
+            range.start + 1
+        };
         format!("{start},{len}")
     };
     format!("@@ -{} +{} @@", range(old), range(new))

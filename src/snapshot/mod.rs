@@ -157,7 +157,10 @@ pub fn describe_undo(outcome: &Result<UndoOutcome, String>) -> String {
         parts.push(format!("put back {}", list(&outcome.restored)));
     }
     if !outcome.removed.is_empty() {
-        parts.push(format!("removed {} (created by the turn)", list(&outcome.removed)));
+        parts.push(format!(
+            "removed {} (created by the turn)",
+            list(&outcome.removed)
+        ));
     }
     if !outcome.failed.is_empty() {
         let failed: Vec<String> = outcome

@@ -47,9 +47,7 @@ pub(crate) fn scan(
     guard: Option<Guard<'_>>,
 ) -> (Manifest, ScanReport) {
     let taken_at_ns = ns(SystemTime::now());
-    let since_ns = guard
-        .as_ref()
-        .map(|guard| ns(guard.since) - CLOCK_SLACK_NS);
+    let since_ns = guard.as_ref().map(|guard| ns(guard.since) - CLOCK_SLACK_NS);
     let mut manifest = Manifest {
         taken_at_ns,
         ..Manifest::default()
@@ -183,7 +181,10 @@ pub(crate) fn relative_path(root: &Path, path: &Path) -> Option<String> {
     if relative.as_os_str().is_empty() {
         return None;
     }
-    let parts: Option<Vec<&str>> = relative.components().map(|part| part.as_os_str().to_str()).collect();
+    let parts: Option<Vec<&str>> = relative
+        .components()
+        .map(|part| part.as_os_str().to_str())
+        .collect();
     Some(parts?.join("/"))
 }
 
@@ -213,7 +214,10 @@ pub(crate) fn read_entry(path: &Path, kind: EntryKind, limit: u64) -> io::Result
                 .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
                 .open(path)?;
             if !file.metadata()?.is_file() {
-                return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a regular file"));
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "not a regular file",
+                ));
             }
             let mut bytes = Vec::new();
             file.take(limit.saturating_add(1)).read_to_end(&mut bytes)?;

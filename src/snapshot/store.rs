@@ -175,7 +175,8 @@ impl Store {
         zstd::stream::read::Decoder::new(file)?
             .take(MAX_MANIFEST_BYTES)
             .read_to_end(&mut json)?;
-        serde_json::from_slice(&json).map_err(|error| io::Error::new(io::ErrorKind::InvalidData, error))
+        serde_json::from_slice(&json)
+            .map_err(|error| io::Error::new(io::ErrorKind::InvalidData, error))
     }
 }
 
@@ -187,7 +188,9 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
     create_private_dir(parent)?;
     let temporary = parent.join(format!(
         ".{}.{}.tmp",
-        path.file_name().and_then(|name| name.to_str()).unwrap_or("blob"),
+        path.file_name()
+            .and_then(|name| name.to_str())
+            .unwrap_or("blob"),
         std::process::id()
     ));
     let written = (|| {

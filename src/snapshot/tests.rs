@@ -96,7 +96,11 @@ fn ignored_files_and_vcs_folders_are_not_kept_even_outside_git() {
 fn unchanged_files_are_not_read_again_and_cost_no_new_blob() {
     let rig = Rig::new();
     for index in 0..20 {
-        write(rig.root(), &format!("f{index}.txt"), &format!("file {index}\n"));
+        write(
+            rig.root(),
+            &format!("f{index}.txt"),
+            &format!("file {index}\n"),
+        );
     }
     let (first, report) = rig.scan(None);
     assert!(report.bytes_read > 0);
@@ -231,7 +235,10 @@ fn symbolic_links_are_kept_as_links_and_never_followed_out_of_the_tree() {
     assert_eq!(before.entries["out"].kind, EntryKind::Symlink);
     // Only the link's target text was read, not the folder or file behind it.
     let target_len = outside.path().as_os_str().len() as u64;
-    assert_eq!(report.bytes_read, target_len + "secret.txt".len() as u64 + 7);
+    assert_eq!(
+        report.bytes_read,
+        target_len + "secret.txt".len() as u64 + 7
+    );
 
     // The agent swaps the folder for a link out of the tree: undoing removes the link and
     // puts the folder back, inside the tree.
@@ -241,7 +248,9 @@ fn symbolic_links_are_kept_as_links_and_never_followed_out_of_the_tree() {
     let outcome = undo(rig.root(), &rig.store, &before, &after, false);
     assert_eq!(outcome.removed, ["real"]);
     assert_eq!(outcome.restored, ["real/file.txt"]);
-    assert!(std::fs::symlink_metadata(rig.root().join("real")).unwrap().is_dir());
+    assert!(std::fs::symlink_metadata(rig.root().join("real"))
+        .unwrap()
+        .is_dir());
     assert!(!outside.path().join("file.txt").exists());
 
     // The agent deletes the folder, then (after the turn) a link out of the tree appears in
@@ -282,7 +291,10 @@ fn files_over_the_limits_are_seen_changing_but_not_kept() {
     assert!(changes[0].too_big && changes[0].status == ChangeStatus::Modified);
     let outcome = undo(rig.root(), &rig.store, &before, &after, false);
     assert_eq!(outcome.failed.len(), 1);
-    assert_eq!(std::fs::read(rig.root().join("big.txt")).unwrap().len(), 5000);
+    assert_eq!(
+        std::fs::read(rig.root().join("big.txt")).unwrap().len(),
+        5000
+    );
 }
 
 #[test]
@@ -301,8 +313,20 @@ fn a_snapshot_taken_after_the_agent_started_uses_the_baseline_for_what_it_wrote(
         since,
         baseline: &baseline,
     };
-    let (before, _) = scan(rig.root(), &rig.store, &rig.limits, Some(&baseline), Some(guard));
-    assert_eq!(before, Manifest { taken_at_ns: before.taken_at_ns, ..baseline.clone() });
+    let (before, _) = scan(
+        rig.root(),
+        &rig.store,
+        &rig.limits,
+        Some(&baseline),
+        Some(guard),
+    );
+    assert_eq!(
+        before,
+        Manifest {
+            taken_at_ns: before.taken_at_ns,
+            ..baseline.clone()
+        }
+    );
     let (after, _) = rig.scan(Some(&before));
     let statuses: Vec<(String, ChangeStatus)> = rig
         .changes(&before, &after)
@@ -326,7 +350,11 @@ fn the_diff_has_hunks_with_context_and_says_what_it_cannot_show() {
     write(rig.root(), "a.txt", &lines);
     std::fs::write(rig.root().join("b.bin"), [0u8, 1, 2]).unwrap();
     let (before, _) = rig.scan(None);
-    write(rig.root(), "a.txt", &lines.replace("line 10\n", "line ten\n"));
+    write(
+        rig.root(),
+        "a.txt",
+        &lines.replace("line 10\n", "line ten\n"),
+    );
     std::fs::write(rig.root().join("b.bin"), [0u8, 9]).unwrap();
     let (after, _) = rig.scan(Some(&before));
     let files = diff_files(&rig.store, &before, &after);
@@ -351,7 +379,10 @@ fn the_diff_has_hunks_with_context_and_says_what_it_cannot_show() {
         ]
     );
     assert_eq!(files[1].status, ChangeStatus::Binary);
-    assert_eq!(files[1].lines, [(DiffLineKind::Note, "binary file modified".to_owned())]);
+    assert_eq!(
+        files[1].lines,
+        [(DiffLineKind::Note, "binary file modified".to_owned())]
+    );
 }
 
 #[test]
@@ -458,13 +489,19 @@ fn no_operation_touches_the_user_s_git_state() {
             SnapshotWorker::start(root.to_path_buf(), worker_dir.clone(), rig.limits.clone());
         assert_eq!(worker.next().await, Some(SnapshotReply::Ready));
         worker.begin(1, SystemTime::now());
-        assert!(matches!(worker.next().await, Some(SnapshotReply::Began { turn: 1, .. })));
+        assert!(matches!(
+            worker.next().await,
+            Some(SnapshotReply::Began { turn: 1, .. })
+        ));
         write(root, "tracked.txt", "again\n");
         worker.end(1);
         let Some(SnapshotReply::Ended { changes, .. }) = worker.next().await else {
             panic!("no end");
         };
-        assert_eq!(changes, [change("tracked.txt", ChangeStatus::Modified, 1, 1)]);
+        assert_eq!(
+            changes,
+            [change("tracked.txt", ChangeStatus::Modified, 1, 1)]
+        );
         worker.undo(1, false);
         let Some(SnapshotReply::Undone { outcome, .. }) = worker.next().await else {
             panic!("no undo");

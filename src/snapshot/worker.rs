@@ -133,7 +133,11 @@ impl WorkerState {
         match job {
             Job::Baseline => {
                 let (manifest, report) = scan(&self.root, &self.store, &self.limits, None, None);
-                tracing::info!(files = manifest.entries.len(), bytes = report.bytes_read, "snapshot baseline taken");
+                tracing::info!(
+                    files = manifest.entries.len(),
+                    bytes = report.bytes_read,
+                    "snapshot baseline taken"
+                );
                 self.latest = Some(manifest);
                 SnapshotReply::Ready
             }
@@ -197,7 +201,9 @@ impl WorkerState {
                     .store
                     .manifest(&before_name(turn))
                     .and_then(|before| Ok((before, self.store.manifest(&after_name(turn))?)))
-                    .map(|(before, after)| undo(&self.root, &self.store, &before, &after, overwrite))
+                    .map(|(before, after)| {
+                        undo(&self.root, &self.store, &before, &after, overwrite)
+                    })
                     .map_err(|error| format!("the snapshots of that turn cannot be read: {error}"));
                 SnapshotReply::Undone { turn, outcome }
             }
@@ -213,7 +219,9 @@ impl WorkerState {
     fn rewind(&self, turn: Turn, overwrite: bool) -> Result<UndoOutcome, String> {
         let turns = self.store.turns_from(turn);
         if turns.first() != Some(&turn) {
-            return Err(format!("no snapshot of the tree before turn {turn} is kept"));
+            return Err(format!(
+                "no snapshot of the tree before turn {turn} is kept"
+            ));
         }
         let pairs = turns
             .iter()

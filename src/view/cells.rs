@@ -422,14 +422,26 @@ fn changes_lines(changes: &ChangesCell) -> Vec<RichLine> {
     let bar = vec![Span::styled("  │ ", dim())];
     for file in &changes.files[..shown] {
         let (mark, style, what) = match file.status {
-            ChangeStatus::Created => ("A ", Style::default().fg(Color::Green), format!("created · +{}", file.added)),
+            ChangeStatus::Created => (
+                "A ",
+                Style::default().fg(Color::Green),
+                format!("created · +{}", file.added),
+            ),
             ChangeStatus::Modified => (
                 "M ",
                 Style::default().fg(Color::Yellow),
                 format!("+{} −{}", file.added, file.removed),
             ),
-            ChangeStatus::Deleted => ("D ", Style::default().fg(Color::Red), format!("deleted · −{}", file.removed)),
-            ChangeStatus::Binary => ("B ", Style::default().fg(Color::Magenta), "binary".to_owned()),
+            ChangeStatus::Deleted => (
+                "D ",
+                Style::default().fg(Color::Red),
+                format!("deleted · −{}", file.removed),
+            ),
+            ChangeStatus::Binary => (
+                "B ",
+                Style::default().fg(Color::Magenta),
+                "binary".to_owned(),
+            ),
         };
         let what = if file.too_big {
             format!("{} · too big to keep", file.status.as_str())

@@ -33,7 +33,9 @@ pub(crate) fn render_diff(view: &DiffView, area: Rect, buf: &mut Buffer) {
         format!("{} turns", view.turns)
     };
     let title = match (view.scope, outer.width >= NARROW) {
-        (DiffScope::Conversation, true) => format!("Changes · this conversation ({turns}) · {files}"),
+        (DiffScope::Conversation, true) => {
+            format!("Changes · this conversation ({turns}) · {files}")
+        }
         (DiffScope::LastTurn, true) => format!("Changes · the last turn · {files}"),
         (DiffScope::Conversation, false) => format!("All {turns} · {files}"),
         (DiffScope::LastTurn, false) => format!("Last turn · {files}"),
@@ -106,18 +108,29 @@ fn row_line(row: &DiffRow) -> RichLine {
             ])
         }
         DiffRow::Line { kind, text, path } => match kind {
-            DiffLineKind::Hunk => RichLine::text(text.clone(), Style::default().fg(Color::Cyan).add_modifier(Modifier::DIM)),
+            DiffLineKind::Hunk => RichLine::text(
+                text.clone(),
+                Style::default().fg(Color::Cyan).add_modifier(Modifier::DIM),
+            ),
             DiffLineKind::Note => RichLine::text(
                 format!("  ({text})"),
                 Style::default().add_modifier(Modifier::DIM | Modifier::ITALIC),
             ),
             DiffLineKind::Removed => RichLine::new(vec![
-                Span::styled("-", Style::default().fg(Color::Red).add_modifier(Modifier::BOLD)),
+                Span::styled(
+                    "-",
+                    Style::default().fg(Color::Red).add_modifier(Modifier::BOLD),
+                ),
                 Span::styled(text.clone(), Style::default().fg(Color::Red)),
             ]),
             DiffLineKind::Added | DiffLineKind::Context => {
                 let sign = if *kind == DiffLineKind::Added {
-                    Span::styled("+", Style::default().fg(Color::Green).add_modifier(Modifier::BOLD))
+                    Span::styled(
+                        "+",
+                        Style::default()
+                            .fg(Color::Green)
+                            .add_modifier(Modifier::BOLD),
+                    )
                 } else {
                     Span::raw(" ")
                 };
@@ -201,9 +214,8 @@ pub(crate) fn render_rewind(
         let room = usize::from(area.height.saturating_sub(2)).max(1);
         let first = picker.selected.saturating_sub(room.saturating_sub(1));
         for (index, entry) in picker.entries.iter().enumerate().skip(first).take(room) {
-            let when = super::overlay::age(
-                now.saturating_duration_since(entry.sent).as_millis() as u64,
-            );
+            let when =
+                super::overlay::age(now.saturating_duration_since(entry.sent).as_millis() as u64);
             let files = match entry.files.len() {
                 0 => String::new(),
                 1 => " · 1 file".to_owned(),
@@ -242,7 +254,10 @@ pub(crate) fn render_rewind(
     let prompts = if entry.prompts_taken_back == 1 {
         "this prompt".to_owned()
     } else {
-        format!("this prompt and the {} after it", entry.prompts_taken_back - 1)
+        format!(
+            "this prompt and the {} after it",
+            entry.prompts_taken_back - 1
+        )
     };
     rows.extend(line(
         format!("Conversation: the agent forgets {prompts}; the prompt returns to the input."),

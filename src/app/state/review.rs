@@ -3,17 +3,19 @@
 use crossterm::event::{KeyCode, KeyEvent};
 
 use super::{AppEffect, AppState};
-use crate::app::menu::Overlay;
 use crate::app::menu::Action;
-use crate::app::review::{ChangedTurn, DiffOutcome, DiffRequest, DiffView, LoadedDiff, UndoConfirm};
+use crate::app::menu::Overlay;
+use crate::app::review::{
+    ChangedTurn, DiffOutcome, DiffRequest, DiffView, LoadedDiff, UndoConfirm,
+};
 use crate::app::rewind::{PromptRecord, RewindEntry, RewindOutcome, RewindPicker};
-use crate::orchestrator::Rewind;
-use std::time::{Duration, Instant};
 use crate::app::transcript::{CellBody, ChangesCell, NoticeLevel};
+use crate::orchestrator::Rewind;
 use crate::orchestrator::{Command, TurnId};
 use crate::sanitize::untrusted_owned;
 use crate::snapshot::{describe_undo, UndoOutcome};
 use crate::stream::FileChange;
+use std::time::{Duration, Instant};
 
 /// Rows of the diff overlay a page key moves when the screen size is not known here.
 const DIFF_PAGE: usize = 10;
@@ -50,7 +52,10 @@ impl AppState {
 
     /// The latest turn whose changes were not undone.
     pub(crate) fn undoable_turn(&self) -> Option<&ChangedTurn> {
-        self.changed_turns.iter().rev().find(|changed| !changed.undone)
+        self.changed_turns
+            .iter()
+            .rev()
+            .find(|changed| !changed.undone)
     }
 
     pub(super) fn request_diff(&mut self) -> Vec<AppEffect> {
@@ -101,7 +106,11 @@ impl AppState {
     }
 
     /// `y` overwrites the files changed since the turn; anything else keeps them.
-    pub(super) fn on_confirm_undo_key(&mut self, confirm: UndoConfirm, key: KeyEvent) -> Vec<AppEffect> {
+    pub(super) fn on_confirm_undo_key(
+        &mut self,
+        confirm: UndoConfirm,
+        key: KeyEvent,
+    ) -> Vec<AppEffect> {
         match key.code {
             KeyCode::Char('y') | KeyCode::Char('Y') => match confirm.rewind {
                 None => vec![AppEffect::Command(Command::UndoTurn {
@@ -187,8 +196,9 @@ impl AppState {
         now: Option<Instant>,
     ) -> Option<Vec<AppEffect>> {
         let plain_esc = key.code == KeyCode::Esc && key.modifiers.is_empty();
-        let idle_and_empty =
-            !self.is_turn_running() && self.composer.is_empty() && self.permission_prompts.is_empty();
+        let idle_and_empty = !self.is_turn_running()
+            && self.composer.is_empty()
+            && self.permission_prompts.is_empty();
         let (Some(now), true, true) = (now, plain_esc, idle_and_empty) else {
             self.esc_at = None;
             return None;
@@ -245,7 +255,11 @@ impl AppState {
         Vec::new()
     }
 
-    pub(super) fn on_rewind_key(&mut self, mut picker: RewindPicker, key: KeyEvent) -> Vec<AppEffect> {
+    pub(super) fn on_rewind_key(
+        &mut self,
+        mut picker: RewindPicker,
+        key: KeyEvent,
+    ) -> Vec<AppEffect> {
         match picker.on_key(key) {
             RewindOutcome::Open => {
                 self.overlay = Some(Overlay::Rewind(picker));
