@@ -98,21 +98,15 @@ struct PendingRetry {
     due: Instant,
 }
 
-/// What the driver waits for from the snapshot thread before it goes on with the effects it
-/// set aside: the snapshot before a turn's first request, when no baseline could spare the
-/// wait, or the snapshot after a turn, so `turn.changes` comes before `TurnEnded` and the next
-/// turn starts on a settled tree.
+/// What the driver set aside until the snapshot after a turn is taken, so `turn.changes` comes
+/// before `TurnEnded` and the next turn starts on a settled tree.
 struct Deferred {
-    /// The attempt to start once the snapshot before it is kept.
-    attempt: Option<(TurnId, u32, String, SessionRef)>,
     effects: VecDeque<Effect>,
 }
 
 /// The snapshot thread and what the driver knows of it.
 struct Snapshots {
     worker: SnapshotWorker,
-    /// The baseline is taken: a turn's request need not wait for its snapshot.
-    ready: bool,
     /// The turn whose "before" snapshot was asked for and whose "after" is still to come.
     open_turn: Option<TurnId>,
     /// The turn whose "after" snapshot is taken: its `TurnEnded` goes out now.
@@ -165,7 +159,6 @@ impl Driver {
             .filter(|setup| setup.limits.enabled)
             .map(|setup| Snapshots {
                 worker: SnapshotWorker::start(setup.root, setup.dir, setup.limits),
-                ready: false,
                 open_turn: None,
                 ended_turn: None,
             });
@@ -277,10 +270,7 @@ impl Driver {
                 {
                     effects
                         .push_front(Effect::Emit(OrchestratorEvent::TurnEnded { turn, outcome }));
-                    self.deferred = Some(Deferred {
-                        attempt: None,
-                        effects,
-                    });
+                    self.deferred = Some(Deferred { effects });
                     return exit;
                 }
                 Effect::Emit(event) => self.emit(event),
@@ -290,12 +280,8 @@ impl Driver {
                     prompt,
                     session,
                 } => {
-                    if attempt == 1 && self.snapshot_before(turn) {
-                        self.deferred = Some(Deferred {
-                            attempt: Some((turn, attempt, prompt, session)),
-                            effects,
-                        });
-                        return exit;
+                    if attempt == 1 {
+                        self.snapshot_before(turn);
                     }
                     self.start_attempt(turn, attempt, prompt, session)
                 }
@@ -419,17 +405,15 @@ impl Driver {
         exit
     }
 
-    /// Asks for the snapshot before turn `turn`'s first request; true when the request must
-    /// wait for it (no baseline yet, so no earlier snapshot could stand in for what the agent
-    /// writes before this one is done).
-    fn snapshot_before(&mut self, turn: TurnId) -> bool {
-        let Some(snapshots) = self.snapshots.as_mut() else {
-            return false;
-        };
-        snapshots.open_turn = Some(turn);
-        snapshots.ended_turn = None;
-        snapshots.worker.begin(turn, std::time::SystemTime::now());
-        !snapshots.ready
+    /// Asks for the snapshot before turn `turn`'s first request, which goes out at once: the
+    /// snapshot is taken beside it (what the agent writes meanwhile is taken from the previous
+    /// snapshot), so Enter never waits for a walk of the tree.
+    fn snapshot_before(&mut self, turn: TurnId) {
+        if let Some(snapshots) = self.snapshots.as_mut() {
+            snapshots.open_turn = Some(turn);
+            snapshots.ended_turn = None;
+            snapshots.worker.begin(turn, std::time::SystemTime::now());
+        }
     }
 
     /// Asks for the snapshot after turn `turn` unless it is taken; true when `TurnEnded` must
@@ -457,19 +441,12 @@ impl Driver {
             return false;
         };
         match reply {
-            SnapshotReply::Ready => {
-                snapshots.ready = true;
-                false
-            }
+            SnapshotReply::Ready => false,
             SnapshotReply::Began { turn, notice } => {
-                snapshots.ready = true;
                 if let Some(message) = notice {
                     self.emit_snapshot_notice(turn, message);
                 }
-                let waited = self.deferred.as_ref().is_some_and(
-                    |deferred| matches!(deferred.attempt, Some((waiting, ..)) if waiting == turn),
-                );
-                waited && self.resume_deferred()
+                false
             }
             SnapshotReply::Ended {
                 turn,
@@ -559,9 +536,6 @@ impl Driver {
         let Some(deferred) = self.deferred.take() else {
             return false;
         };
-        if let Some((turn, attempt, prompt, session)) = deferred.attempt {
-            self.start_attempt(turn, attempt, prompt, session);
-        }
         self.perform(deferred.effects)
     }
 

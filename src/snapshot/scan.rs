@@ -101,7 +101,16 @@ pub(crate) fn scan(
             if stat.mtime_ns >= since || stat.ctime_ns >= since {
                 // Written since the turn began: as it was before, or not there before.
                 if let Some(before) = guard.baseline.entries.get(&relative) {
-                    manifest.entries.insert(relative, before.clone());
+                    let read_too_late = before.mtime_ns >= since || before.ctime_ns >= since;
+                    let mut before = before.clone();
+                    if read_too_late {
+                        // The baseline itself read it after the agent wrote it (a first turn
+                        // sent before the baseline was done): how it was before is unknown.
+                        // Kept by its metadata only, so it is never "restored" to the agent's
+                        // version.
+                        before.blob = None;
+                    }
+                    manifest.entries.insert(relative, before);
                 }
                 continue;
             }

@@ -488,6 +488,8 @@ fn no_operation_touches_the_user_s_git_state() {
         let mut worker =
             SnapshotWorker::start(root.to_path_buf(), worker_dir.clone(), rig.limits.clone());
         assert_eq!(worker.next().await, Some(SnapshotReply::Ready));
+        // Past the clock slack since the undo above wrote the files.
+        std::thread::sleep(Duration::from_millis(120));
         worker.begin(1, SystemTime::now());
         assert!(matches!(
             worker.next().await,
@@ -526,4 +528,33 @@ fn the_snapshot_folder_sits_beside_the_log() {
         dir_for_log(Path::new("/s/sessions/0001-abcd.jsonl")),
         Path::new("/s/sessions/0001-abcd.snapshots")
     );
+}
+
+#[test]
+fn a_file_the_baseline_read_after_the_agent_wrote_it_is_never_restored_to_the_agent_s_version() {
+    let rig = Rig::new();
+    write(rig.root(), "old.txt", "the user's\n");
+    std::thread::sleep(Duration::from_millis(120));
+    // The first request went out before the baseline walk reached old.txt.
+    let since = SystemTime::now();
+    write(rig.root(), "old.txt", "the agent's, seen by the baseline\n");
+    let (baseline, _) = rig.scan(None);
+    let guard = Guard {
+        since,
+        baseline: &baseline,
+    };
+    let (before, _) = scan(rig.root(), &rig.store, &rig.limits, Some(&baseline), Some(guard));
+    assert_eq!(before.entries["old.txt"].blob, None, "unknown, not the agent's text");
+    write(rig.root(), "old.txt", "the agent's, later\n");
+    let (after, _) = rig.scan(Some(&before));
+    let changes = rig.changes(&before, &after);
+    assert_eq!(changes.len(), 1);
+    assert!(changes[0].too_big, "reported, not restorable: {changes:?}");
+    let outcome = undo(rig.root(), &rig.store, &before, &after, true);
+    assert_eq!(outcome.failed.len(), 1);
+    assert_eq!(read_text(rig.root(), "old.txt"), "the agent's, later\n");
+}
+
+fn read_text(root: &Path, path: &str) -> String {
+    std::fs::read_to_string(root.join(path)).unwrap()
 }

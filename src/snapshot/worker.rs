@@ -33,7 +33,8 @@ enum Job {
 /// What a job found.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SnapshotReply {
-    /// The baseline is taken: a turn's snapshot now reads only what changed since.
+    /// The baseline is taken: a turn's snapshot now reads only what changed since (for
+    /// benchmarks and tests; the orchestrator never waits for it).
     Ready,
     /// The snapshot before `turn` is kept; `notice`: what it could not keep.
     Began { turn: Turn, notice: Option<String> },
