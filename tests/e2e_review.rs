@@ -32,16 +32,27 @@ fn start(width: u16, height: u16) -> Option<Session> {
     let work = tempfile::tempdir().unwrap();
     std::fs::write(work.path().join("notes.txt"), "first line\nsecond line\n").unwrap();
     std::fs::write(work.path().join("doomed.txt"), "bye\n").unwrap();
+    let pane = launch(&state, &work, width, height, "");
+    Some(Session { pane, state, work })
+}
+
+fn launch(
+    state: &tempfile::TempDir,
+    work: &tempfile::TempDir,
+    width: u16,
+    height: u16,
+    extra: &str,
+) -> tmux::Pane {
     let command = format!(
         "cd {work} && AGENTTY_STATE_DIR={state} AGENTTY_DEMO_STATE_DIR={state}/demo \
-         AGENTTY_DEMO_TIME_SCALE=0.1 exec {bin} --provider demo --transport rpc",
+         AGENTTY_DEMO_TIME_SCALE=0.1 exec {bin} --provider demo --transport rpc {extra}",
         work = work.path().display(),
         state = state.path().display(),
         bin = env!("CARGO_BIN_EXE_agentty"),
     );
     let pane = tmux::Pane::spawn(tmux::socket_name("agentty-review"), width, height, &command);
-    pane.wait_for_text("Ask the agent anything");
-    Some(Session { pane, state, work })
+    pane.wait_for_text("demo");
+    pane
 }
 
 fn read(root: &Path, name: &str) -> Option<String> {
@@ -262,4 +273,26 @@ fn rewind_takes_back_the_conversation_and_the_files_to_an_earlier_prompt() {
         &["hello one".to_owned(), "hello again".to_owned()],
         "the rewound prompts no longer reach the model"
     );
+}
+
+#[test]
+fn a_resumed_conversation_shows_its_changes_and_diffs_them() {
+    let Some(session) = start(100, 30) else {
+        return;
+    };
+    session.pane.wait_for_text("Ask the agent anything");
+    session.pane.prompt("please edit the files");
+    session.pane.wait_for_text("4 files changed");
+    session.pane.wait_for_text("│ idle ");
+    session.pane.keys(&["C-c"]);
+    session.pane.keys(&["C-c"]);
+    session.pane.kill_server();
+    let pane = launch(&session.state, &session.work, 100, 30, "--resume");
+    let resumed = pane.wait_for_text("4 files changed · +2 −1");
+    eprintln!("resumed:\n{resumed}");
+    pane.prompt("/diff");
+    let diff = pane.wait_for_text("Changes · this conversation (1 turn) · 4 files");
+    assert!(diff.contains("━ notes.txt +1 −0"), "{diff}");
+    pane.keys(&["Escape"]);
+    pane.kill_server();
 }

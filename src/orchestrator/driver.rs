@@ -98,8 +98,9 @@ struct PendingRetry {
     due: Instant,
 }
 
-/// What the driver set aside until the snapshot after a turn is taken, so `turn.changes` comes
-/// before `TurnEnded` and the next turn starts on a settled tree.
+/// What the driver set aside until the snapshot after a turn is taken: the next turn starts on
+/// a settled tree (its agent cannot write before the last turn's snapshot is done), and the
+/// stream does not end before that turn's `turn.changes`.
 struct Deferred {
     effects: VecDeque<Effect>,
 }
@@ -109,8 +110,8 @@ struct Snapshots {
     worker: SnapshotWorker,
     /// The turn whose "before" snapshot was asked for and whose "after" is still to come.
     open_turn: Option<TurnId>,
-    /// The turn whose "after" snapshot is taken: its `TurnEnded` goes out now.
-    ended_turn: Option<TurnId>,
+    /// The turn whose "after" snapshot was asked for and has not come back.
+    awaiting_end: Option<TurnId>,
 }
 
 struct Driver {
@@ -160,7 +161,7 @@ impl Driver {
             .map(|setup| Snapshots {
                 worker: SnapshotWorker::start(setup.root, setup.dir, setup.limits),
                 open_turn: None,
-                ended_turn: None,
+                awaiting_end: None,
             });
         Self {
             options,
@@ -265,13 +266,18 @@ impl Driver {
         let mut effects: VecDeque<Effect> = effects.into();
         while let Some(effect) = effects.pop_front() {
             match effect {
-                Effect::Emit(OrchestratorEvent::TurnEnded { turn, outcome })
-                    if self.snapshot_after(turn) =>
+                effect @ (Effect::StartAttempt { .. } | Effect::Emit(OrchestratorEvent::ShutDown))
+                    if self.awaiting_snapshot_after() =>
                 {
-                    effects
-                        .push_front(Effect::Emit(OrchestratorEvent::TurnEnded { turn, outcome }));
+                    // The next turn starts (or the stream ends) on a settled tree, after the
+                    // last turn's `turn.changes`.
+                    effects.push_front(effect);
                     self.deferred = Some(Deferred { effects });
                     return exit;
+                }
+                Effect::Emit(OrchestratorEvent::TurnEnded { turn, outcome }) => {
+                    self.snapshot_after(turn);
+                    self.emit(OrchestratorEvent::TurnEnded { turn, outcome });
                 }
                 Effect::Emit(event) => self.emit(event),
                 Effect::StartAttempt {
@@ -411,22 +417,27 @@ impl Driver {
     fn snapshot_before(&mut self, turn: TurnId) {
         if let Some(snapshots) = self.snapshots.as_mut() {
             snapshots.open_turn = Some(turn);
-            snapshots.ended_turn = None;
             snapshots.worker.begin(turn, std::time::SystemTime::now());
         }
     }
 
-    /// Asks for the snapshot after turn `turn` unless it is taken; true when `TurnEnded` must
-    /// wait for it.
-    fn snapshot_after(&mut self, turn: TurnId) -> bool {
-        let Some(snapshots) = self.snapshots.as_mut() else {
-            return false;
-        };
-        if snapshots.ended_turn == Some(turn) || snapshots.open_turn != Some(turn) {
-            return false;
+    /// Asks for the snapshot after turn `turn` (the turn has ended: the UI need not wait for
+    /// it; its `turn.changes` follows).
+    fn snapshot_after(&mut self, turn: TurnId) {
+        if let Some(snapshots) = self.snapshots.as_mut() {
+            if snapshots.open_turn == Some(turn) {
+                snapshots.open_turn = None;
+                snapshots.awaiting_end = Some(turn);
+                snapshots.worker.end(turn);
+            }
         }
-        snapshots.worker.end(turn);
-        true
+    }
+
+    /// The snapshot after the last turn is asked for and not yet taken.
+    fn awaiting_snapshot_after(&self) -> bool {
+        self.snapshots
+            .as_ref()
+            .is_some_and(|snapshots| snapshots.awaiting_end.is_some())
     }
 
     /// Handles the snapshot thread's answer and goes on with what waited for it; true once
@@ -453,8 +464,9 @@ impl Driver {
                 changes,
                 notice,
             } => {
-                snapshots.ended_turn = Some(turn);
-                snapshots.open_turn = None;
+                if snapshots.awaiting_end == Some(turn) {
+                    snapshots.awaiting_end = None;
+                }
                 if !changes.is_empty() {
                     self.emit(OrchestratorEvent::TurnChanges {
                         turn,

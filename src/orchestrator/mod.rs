@@ -258,7 +258,8 @@ pub enum OrchestratorEvent {
         message: String,
     },
     /// What the turn changed in the working tree (only after a turn that changed files),
-    /// before its `TurnEnded`.
+    /// shortly after its `TurnEnded` (the next turn starts, and the orchestrator shuts down,
+    /// only after it).
     TurnChanges {
         turn: TurnId,
         files: Vec<crate::stream::FileChange>,

@@ -66,6 +66,12 @@ impl AppState {
                 }
                 self.on_attempt_started(turn, attempt, max_attempts);
             }
+            // A resumed log's record of a turn's changes, which follows the turn's end.
+            OrchestratorEvent::Message {
+                turn,
+                message: AgentMessage::TurnChanges { files },
+                ..
+            } => self.on_turn_changes(turn, files),
             OrchestratorEvent::Message {
                 turn,
                 attempt: _,
@@ -456,7 +462,7 @@ impl AppState {
                 self.on_permission_resolved(&id, &outcome, by, message.as_deref(), now);
             }
             AgentMessage::Plan { entries } => self.on_plan(&entries),
-            // A resumed log's record of a turn's changes (live ones come as their own event).
+            // Handled with its turn (`on_orchestrator_event`); kept here for the match.
             AgentMessage::TurnChanges { files } => {
                 if let Some(turn) = self.turn.as_ref().map(|turn| turn.id) {
                     self.on_turn_changes(turn, files);
