@@ -266,7 +266,8 @@ impl Driver {
         let mut effects: VecDeque<Effect> = effects.into();
         while let Some(effect) = effects.pop_front() {
             match effect {
-                effect @ (Effect::StartAttempt { .. } | Effect::Emit(OrchestratorEvent::ShutDown))
+                effect @ (Effect::StartAttempt { .. }
+                | Effect::Emit(OrchestratorEvent::ShutDown))
                     if self.awaiting_snapshot_after() =>
                 {
                     // The next turn starts (or the stream ends) on a settled tree, after the

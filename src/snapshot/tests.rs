@@ -543,8 +543,17 @@ fn a_file_the_baseline_read_after_the_agent_wrote_it_is_never_restored_to_the_ag
         since,
         baseline: &baseline,
     };
-    let (before, _) = scan(rig.root(), &rig.store, &rig.limits, Some(&baseline), Some(guard));
-    assert_eq!(before.entries["old.txt"].blob, None, "unknown, not the agent's text");
+    let (before, _) = scan(
+        rig.root(),
+        &rig.store,
+        &rig.limits,
+        Some(&baseline),
+        Some(guard),
+    );
+    assert_eq!(
+        before.entries["old.txt"].blob, None,
+        "unknown, not the agent's text"
+    );
     write(rig.root(), "old.txt", "the agent's, later\n");
     let (after, _) = rig.scan(Some(&before));
     let changes = rig.changes(&before, &after);
