@@ -2,8 +2,10 @@
 //!
 //! A conversation's files are its log (`<stem>.jsonl`), its raw-line sidecar
 //! (`<stem>.raw.zst`), the torn fragments set aside from it (`<stem>.torn`), its lock
-//! (`<stem>.lock`) and the folder of its working-tree snapshots (`<stem>.snapshots/`); they are
-//! kept or deleted together, and the snapshots count towards the total. A conversation goes when it was last
+//! (`<stem>.lock`) and the folder of its working-tree snapshots (`snapshots/<stem>/`, beside the
+//! sessions folder, when that is named `sessions` as in the state dir); they are kept or
+//! deleted together, and the snapshots count towards the total. Snapshots whose log was never
+//! written (a chat closed before its first prompt) go by the same rules. A conversation goes when it was last
 //! written longer ago than `max_age_days`, or, newest first, once the conversations before it
 //! add up to more than `max_total_mb`. The log in use is never deleted (it still counts towards
 //! the total), nor one whose lock another agentty holds, and nothing but those kinds of file
@@ -111,23 +113,10 @@ fn conversations_in(dir: &Path) -> Vec<(PathBuf, Conversation)> {
         let Ok(metadata) = entry.metadata() else {
             continue;
         };
-        let snapshots = metadata.is_dir() && is_snapshots_folder(&path);
-        if !metadata.is_file() && !snapshots {
+        if !metadata.is_file() {
             continue;
         }
-        let conversation = by_stem.entry(stem).or_insert_with(|| Conversation {
-            files: Vec::new(),
-            snapshots: None,
-            bytes: 0,
-            last_written: SystemTime::UNIX_EPOCH,
-        });
-        if snapshots {
-            let (bytes, newest) = folder_usage(&path);
-            conversation.bytes += bytes;
-            conversation.last_written = conversation.last_written.max(newest);
-            conversation.snapshots = Some(path);
-            continue;
-        }
+        let conversation = by_stem.entry(stem).or_insert_with(Conversation::empty);
         let written = metadata.modified().unwrap_or(SystemTime::UNIX_EPOCH);
         conversation.bytes += metadata.len();
         conversation.last_written = conversation.last_written.max(written);
@@ -141,19 +130,44 @@ fn conversations_in(dir: &Path) -> Vec<(PathBuf, Conversation)> {
             conversation.files.push(path);
         }
     }
+    let snapshots_root = (dir.file_name().and_then(|name| name.to_str()) == Some("sessions"))
+        .then(|| crate::snapshot::root_beside(dir));
+    for entry in snapshots_root
+        .and_then(|root| std::fs::read_dir(root).ok())
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        // A link is not a conversation's folder: never followed, never deleted through.
+        if !entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+            continue;
+        }
+        let (bytes, newest) = folder_usage(&entry.path());
+        let conversation = by_stem
+            .entry(dir.join(entry.file_name()))
+            .or_insert_with(Conversation::empty);
+        conversation.bytes += bytes;
+        conversation.last_written = conversation.last_written.max(newest);
+        conversation.snapshots = Some(entry.path());
+    }
     by_stem.into_iter().collect()
+}
+
+impl Conversation {
+    fn empty() -> Self {
+        Self {
+            files: Vec::new(),
+            snapshots: None,
+            bytes: 0,
+            last_written: SystemTime::UNIX_EPOCH,
+        }
+    }
 }
 
 /// The files that belong to a conversation besides its log, by the suffix after its stem: the
 /// raw-line sidecar, the torn fragments set aside (`session_log::torn`) and its lock file
 /// (`session_log::lock`).
 const COMPANION_SUFFIXES: [&str; 3] = [".raw.zst", ".torn", ".lock"];
-
-fn is_snapshots_folder(path: &Path) -> bool {
-    path.file_name()
-        .and_then(|name| name.to_str())
-        .is_some_and(|name| name.ends_with(crate::snapshot::SNAPSHOTS_SUFFIX))
-}
 
 /// The bytes of the files under `folder` and the newest time a file in it was written (links
 /// are counted as themselves, never followed).
@@ -187,9 +201,6 @@ fn log_stem(path: &Path) -> Option<PathBuf> {
     let name = path.file_name()?.to_str()?;
     if name.ends_with(".jsonl") {
         return Some(path.with_extension(""));
-    }
-    if let Some(stem) = name.strip_suffix(crate::snapshot::SNAPSHOTS_SUFFIX) {
-        return Some(path.with_file_name(stem));
     }
     COMPANION_SUFFIXES
         .iter()
@@ -342,14 +353,17 @@ mod tests {
 
     #[test]
     fn snapshots_go_with_their_conversation_and_count_towards_the_total() {
-        let dir = tempfile::tempdir().unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let dir = state.path().join("sessions");
+        std::fs::create_dir(&dir).unwrap();
         let now = SystemTime::now();
-        conversation(dir.path(), "1-old", 10, 40 * DAY, now);
-        conversation(dir.path(), "2-new", 10, DAY, now);
+        conversation(&dir, "1-old", 10, 40 * DAY, now);
+        conversation(&dir, "2-new", 10, DAY, now);
         let outside = tempfile::tempdir().unwrap();
         std::fs::write(outside.path().join("keep.txt"), "not ours").unwrap();
-        for name in ["1-old", "2-new"] {
-            let blobs = dir.path().join(format!("{name}.snapshots/blobs/ab"));
+        // "0-never": a chat closed before its first prompt left snapshots and no log.
+        for (name, age) in [("0-never", 40 * DAY), ("1-old", 40 * DAY), ("2-new", DAY)] {
+            let blobs = state.path().join(format!("snapshots/{name}/blobs/ab"));
             std::fs::create_dir_all(&blobs).unwrap();
             let blob = blobs.join("cdef");
             std::fs::write(&blob, vec![b'z'; 100]).unwrap();
@@ -357,7 +371,7 @@ mod tests {
                 .write(true)
                 .open(&blob)
                 .unwrap()
-                .set_modified(now - if name == "1-old" { 40 * DAY } else { DAY })
+                .set_modified(now - age)
                 .unwrap();
             // A link out of the folder is deleted as a link, its target left alone.
             std::os::unix::fs::symlink(outside.path(), blobs.join("link")).unwrap();
@@ -366,13 +380,17 @@ mod tests {
             max_age_days: 30,
             max_total_mb: 0,
         };
-        let pruned = prune_session_logs(dir.path(), None, &policy, now);
-        assert_eq!(pruned.conversations, [dir.path().join("1-old.jsonl")]);
-        assert!(pruned.bytes_freed >= 120, "{pruned:?}");
+        let pruned = prune_session_logs(&dir, None, &policy, now);
         assert_eq!(
-            names(dir.path()),
-            ["2-new.jsonl", "2-new.raw.zst", "2-new.snapshots"]
+            pruned.conversations,
+            [
+                state.path().join("snapshots/0-never"),
+                dir.join("1-old.jsonl")
+            ]
         );
+        assert!(pruned.bytes_freed >= 220, "{pruned:?}");
+        assert_eq!(names(&dir), ["2-new.jsonl", "2-new.raw.zst"]);
+        assert_eq!(names(&state.path().join("snapshots")), ["2-new"]);
         assert!(outside.path().join("keep.txt").exists());
     }
 

@@ -1,6 +1,6 @@
 //! `turn.changes` from the real binary: `agentty run` on the demo agent's `edit` scenario (a
 //! real bash child editing files in its working directory) reports what the turn changed after
-//! its terminal message, the conversation's log keeps it, the snapshots sit beside the log, and
+//! its terminal message, the conversation's log keeps it, the snapshots sit in the state dir, and
 //! the user's git repository is left exactly as it was.
 
 use std::path::Path;
@@ -111,7 +111,7 @@ fn agentty_run_reports_what_the_turn_changed_and_leaves_git_alone() {
         ])
     );
 
-    // The log keeps it, and the snapshots sit beside the log, never in the repository.
+    // The log keeps it, and the snapshots are in the state dir, never in the repository.
     let sessions = state.path().join("sessions");
     let names: Vec<String> = std::fs::read_dir(&sessions)
         .unwrap()
@@ -120,12 +120,14 @@ fn agentty_run_reports_what_the_turn_changed_and_leaves_git_alone() {
     let log = names.iter().find(|name| name.ends_with(".jsonl")).unwrap();
     let logged = std::fs::read_to_string(sessions.join(log)).unwrap();
     assert!(logged.contains(r#""type":"turn.changes""#), "{logged}");
-    let snapshots = log.replace(".jsonl", ".snapshots");
-    assert!(names.contains(&snapshots), "{names:?}");
-    assert!(sessions
-        .join(&snapshots)
-        .join("manifests/1-before.json.zst")
-        .is_file());
+    let snapshots = state
+        .path()
+        .join("snapshots")
+        .join(log.trim_end_matches(".jsonl"));
+    assert!(
+        snapshots.join("manifests/1-before.json.zst").is_file(),
+        "{snapshots:?}"
+    );
     assert_eq!(git_state(root), before, "the repository is as it was");
     assert_eq!(
         git(root, &["status", "--porcelain"]),
@@ -164,18 +166,10 @@ fn snapshots_turned_off_in_the_config_take_none_and_report_nothing() {
     );
     // The agent did edit: only the report is off.
     assert!(work.path().join("created.txt").exists());
-    let snapshots = std::fs::read_dir(state.path().join("sessions"))
-        .unwrap()
-        .filter(|entry| {
-            entry
-                .as_ref()
-                .unwrap()
-                .file_name()
-                .to_string_lossy()
-                .ends_with(".snapshots")
-        })
-        .count();
-    assert_eq!(snapshots, 0);
+    assert!(
+        !state.path().join("snapshots").exists(),
+        "no snapshot is taken"
+    );
 }
 
 #[test]

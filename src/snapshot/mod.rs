@@ -4,7 +4,7 @@
 //! Invariants:
 //! - The user's tree and repository are only read, never written, except by an undo the user
 //!   asked for: no commit, ref, stash, index change or object in `.git`, no file in the tree.
-//!   Everything is kept next to the conversation's log (`<stem>.snapshots/`), so it follows the
+//!   Everything is kept in the state dir (`snapshots/<the log's stem>/`), so it follows the
 //!   session logs' retention, and it works the same outside a git repository.
 //! - Content-addressed: a file's bytes are stored once per conversation (zstd, named by their
 //!   128-bit XXH3), and a file whose size, times, inode and mode have not changed since the last
@@ -107,18 +107,22 @@ pub struct FileDiffView {
     pub lines: Vec<(DiffLineKind, String)>,
 }
 
-/// Where a conversation's snapshots live: beside its log, so they go with it.
+/// Where a conversation's snapshots live: `<state dir>/snapshots/<its log's stem>`, named after
+/// its log so they go with it (`retention`), and outside the sessions folder so a full disk
+/// there never costs the log its room.
 pub(crate) fn dir_for_log(log: &Path) -> PathBuf {
-    let mut name = log
-        .file_stem()
-        .map(|stem| stem.to_os_string())
-        .unwrap_or_default();
-    name.push(SNAPSHOTS_SUFFIX);
-    log.with_file_name(name)
+    let sessions = log.parent().unwrap_or(Path::new(""));
+    let stem = log.file_stem().unwrap_or_default();
+    root_beside(sessions).join(stem)
 }
 
-/// The suffix of a conversation's snapshot folder after its log's stem.
-pub(crate) const SNAPSHOTS_SUFFIX: &str = ".snapshots";
+/// The folder of every conversation's snapshots, beside the sessions folder.
+pub(crate) fn root_beside(sessions: &Path) -> PathBuf {
+    sessions.with_file_name(SNAPSHOTS_DIR)
+}
+
+/// The name of the snapshots folder in the state dir.
+pub(crate) const SNAPSHOTS_DIR: &str = "snapshots";
 
 /// The manifest names of a turn's two snapshots.
 pub(crate) fn before_name(turn: u64) -> String {

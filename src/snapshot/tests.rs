@@ -523,10 +523,10 @@ fn no_operation_touches_the_user_s_git_state() {
 }
 
 #[test]
-fn the_snapshot_folder_sits_beside_the_log() {
+fn the_snapshot_folder_is_named_after_the_log_beside_the_sessions_folder() {
     assert_eq!(
         dir_for_log(Path::new("/s/sessions/0001-abcd.jsonl")),
-        Path::new("/s/sessions/0001-abcd.snapshots")
+        Path::new("/s/snapshots/0001-abcd")
     );
 }
 
