@@ -391,6 +391,8 @@ pub struct Config {
     /// The palette of highlighted code: for a dark or a light terminal background.
     pub theme: Option<Theme>,
     pub session_logs: SessionLogRetention,
+    /// `[snapshots]`: the working tree's snapshot before each turn (`/diff`, `/undo`).
+    pub snapshots: crate::snapshot::SnapshotLimits,
 }
 
 /// `theme`: the terminal's background, which code highlighting must stay readable on.

@@ -146,12 +146,20 @@ pub fn run(agent: AgentArgs, args: RunArgs) -> i32 {
             }
             Err(error) => tracing::error!(%error, "cannot install signal handlers"),
         }
+        let snapshots = session_log
+            .as_ref()
+            .map(|log| crate::snapshot::SnapshotSetup {
+                root: std::env::current_dir().unwrap_or_default(),
+                dir: crate::snapshot::dir_for_log(log.path()),
+                limits: loaded.config.snapshots.clone(),
+            });
         let options = OrchestratorOptions {
             policy,
             session,
             scenario: agent.scenario.clone(),
             session_log: session_log.map(|log| log as Arc<dyn crate::orchestrator::Recorder>),
             settings: provider::configured_settings(&settings),
+            snapshots,
             ..OrchestratorOptions::new(provider)
         };
         let mut stdout = std::io::stdout().lock();

@@ -1,8 +1,11 @@
 //! Session-log retention: old conversations are deleted so that logs never fill a disk.
 //!
 //! A conversation's files are its log (`<stem>.jsonl`), its raw-line sidecar
-//! (`<stem>.raw.zst`), the torn fragments set aside from it (`<stem>.torn`) and its lock
-//! (`<stem>.lock`); they are kept or deleted together. A conversation goes when it was last
+//! (`<stem>.raw.zst`), the torn fragments set aside from it (`<stem>.torn`), its lock
+//! (`<stem>.lock`) and the folder of its working-tree snapshots (`snapshots/<stem>/`, beside the
+//! sessions folder, when that is named `sessions` as in the state dir); they are kept or
+//! deleted together, and the snapshots count towards the total. Snapshots whose log was never
+//! written (a chat closed before its first prompt) go by the same rules. A conversation goes when it was last
 //! written longer ago than `max_age_days`, or, newest first, once the conversations before it
 //! add up to more than `max_total_mb`. The log in use is never deleted (it still counts towards
 //! the total), nor one whose lock another agentty holds, and nothing but those kinds of file
@@ -24,6 +27,8 @@ pub(crate) struct Pruned {
 
 struct Conversation {
     files: Vec<PathBuf>,
+    /// Its snapshot folder, deleted whole.
+    snapshots: Option<PathBuf>,
     bytes: u64,
     last_written: SystemTime,
 }
@@ -74,9 +79,22 @@ pub(crate) fn prune_session_logs(
                 }
             }
         }
+        if let Some(folder) = &conversation.snapshots {
+            // Does not follow links: only the folder's own entries go.
+            if let Err(error) = std::fs::remove_dir_all(folder) {
+                tracing::warn!(%error, folder = %folder.display(), "cannot delete old snapshots");
+            }
+        }
         tracing::info!(log = %stem.display(), too_old, over_total, "old session log deleted");
         pruned.bytes_freed += conversation.bytes;
-        pruned.conversations.push(conversation.files[0].clone());
+        pruned.conversations.push(
+            conversation
+                .files
+                .first()
+                .or(conversation.snapshots.as_ref())
+                .cloned()
+                .unwrap_or(stem),
+        );
     }
     pruned
 }
@@ -98,12 +116,8 @@ fn conversations_in(dir: &Path) -> Vec<(PathBuf, Conversation)> {
         if !metadata.is_file() {
             continue;
         }
+        let conversation = by_stem.entry(stem).or_insert_with(Conversation::empty);
         let written = metadata.modified().unwrap_or(SystemTime::UNIX_EPOCH);
-        let conversation = by_stem.entry(stem).or_insert_with(|| Conversation {
-            files: Vec::new(),
-            bytes: 0,
-            last_written: SystemTime::UNIX_EPOCH,
-        });
         conversation.bytes += metadata.len();
         conversation.last_written = conversation.last_written.max(written);
         // The log itself first, so it names the conversation.
@@ -116,13 +130,71 @@ fn conversations_in(dir: &Path) -> Vec<(PathBuf, Conversation)> {
             conversation.files.push(path);
         }
     }
+    let snapshots_root = (dir.file_name().and_then(|name| name.to_str()) == Some("sessions"))
+        .then(|| crate::snapshot::root_beside(dir));
+    for entry in snapshots_root
+        .and_then(|root| std::fs::read_dir(root).ok())
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        // A link is not a conversation's folder: never followed, never deleted through.
+        if !entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+            continue;
+        }
+        let (bytes, newest) = folder_usage(&entry.path());
+        let conversation = by_stem
+            .entry(dir.join(entry.file_name()))
+            .or_insert_with(Conversation::empty);
+        conversation.bytes += bytes;
+        conversation.last_written = conversation.last_written.max(newest);
+        conversation.snapshots = Some(entry.path());
+    }
     by_stem.into_iter().collect()
+}
+
+impl Conversation {
+    fn empty() -> Self {
+        Self {
+            files: Vec::new(),
+            snapshots: None,
+            bytes: 0,
+            last_written: SystemTime::UNIX_EPOCH,
+        }
+    }
 }
 
 /// The files that belong to a conversation besides its log, by the suffix after its stem: the
 /// raw-line sidecar, the torn fragments set aside (`session_log::torn`) and its lock file
 /// (`session_log::lock`).
 const COMPANION_SUFFIXES: [&str; 3] = [".raw.zst", ".torn", ".lock"];
+
+/// The bytes of the files under `folder` and the newest time a file in it was written (links
+/// are counted as themselves, never followed).
+fn folder_usage(folder: &Path) -> (u64, SystemTime) {
+    let mut bytes = 0;
+    let mut newest = SystemTime::UNIX_EPOCH;
+    let mut pending = vec![folder.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let Ok(metadata) = std::fs::symlink_metadata(entry.path()) else {
+                continue;
+            };
+            if metadata.is_dir() {
+                pending.push(entry.path());
+            } else {
+                bytes += metadata.len();
+            }
+            if metadata.is_file() {
+                newest = newest.max(metadata.modified().unwrap_or(SystemTime::UNIX_EPOCH));
+            }
+        }
+    }
+    (bytes, newest)
+}
 
 /// `<stem>` for `<stem>.jsonl` and its companions; `None` for any other file.
 fn log_stem(path: &Path) -> Option<PathBuf> {
@@ -277,6 +349,49 @@ mod tests {
         assert_eq!(kept, Pruned::default());
         let pruned = prune_session_logs(dir.path(), None, &SessionLogRetention::default(), now);
         assert_eq!(pruned.conversations, [dir.path().join("b.jsonl")]);
+    }
+
+    #[test]
+    fn snapshots_go_with_their_conversation_and_count_towards_the_total() {
+        let state = tempfile::tempdir().unwrap();
+        let dir = state.path().join("sessions");
+        std::fs::create_dir(&dir).unwrap();
+        let now = SystemTime::now();
+        conversation(&dir, "1-old", 10, 40 * DAY, now);
+        conversation(&dir, "2-new", 10, DAY, now);
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("keep.txt"), "not ours").unwrap();
+        // "0-never": a chat closed before its first prompt left snapshots and no log.
+        for (name, age) in [("0-never", 40 * DAY), ("1-old", 40 * DAY), ("2-new", DAY)] {
+            let blobs = state.path().join(format!("snapshots/{name}/blobs/ab"));
+            std::fs::create_dir_all(&blobs).unwrap();
+            let blob = blobs.join("cdef");
+            std::fs::write(&blob, vec![b'z'; 100]).unwrap();
+            std::fs::File::options()
+                .write(true)
+                .open(&blob)
+                .unwrap()
+                .set_modified(now - age)
+                .unwrap();
+            // A link out of the folder is deleted as a link, its target left alone.
+            std::os::unix::fs::symlink(outside.path(), blobs.join("link")).unwrap();
+        }
+        let policy = SessionLogRetention {
+            max_age_days: 30,
+            max_total_mb: 0,
+        };
+        let pruned = prune_session_logs(&dir, None, &policy, now);
+        assert_eq!(
+            pruned.conversations,
+            [
+                state.path().join("snapshots/0-never"),
+                dir.join("1-old.jsonl")
+            ]
+        );
+        assert!(pruned.bytes_freed >= 220, "{pruned:?}");
+        assert_eq!(names(&dir), ["2-new.jsonl", "2-new.raw.zst"]);
+        assert_eq!(names(&state.path().join("snapshots")), ["2-new"]);
+        assert!(outside.path().join("keep.txt").exists());
     }
 
     #[test]

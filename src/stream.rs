@@ -89,6 +89,10 @@ pub enum AgentMessage {
     /// The agent's current plan, replacing the previous one.
     #[serde(rename = "plan")]
     Plan { entries: Vec<PlanEntry> },
+    /// Orchestrator level, after a turn that changed files (whatever changed them): what it
+    /// changed in the working tree, from agentty's snapshot before the turn.
+    #[serde(rename = "turn.changes")]
+    TurnChanges { files: Vec<FileChange> },
 }
 
 /// What the agent wants to do and the answers it offers.
@@ -176,6 +180,42 @@ pub struct PlanEntry {
     pub priority: String,
 }
 
+/// How a file changed in a turn (`turn.changes`' `status`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChangeStatus {
+    Created,
+    Modified,
+    Deleted,
+    /// A file that is not text, created, changed or deleted: no line counts.
+    Binary,
+}
+
+impl ChangeStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChangeStatus::Created => "created",
+            ChangeStatus::Modified => "modified",
+            ChangeStatus::Deleted => "deleted",
+            ChangeStatus::Binary => "binary",
+        }
+    }
+}
+
+/// One file a turn changed, with its line counts (0 for a binary file or one not kept).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileChange {
+    /// Relative to the working directory, `/`-separated.
+    pub path: String,
+    pub status: ChangeStatus,
+    pub added: u64,
+    pub removed: u64,
+    /// Its content before or after was over the snapshot limits: the change is seen, but it
+    /// cannot be shown or undone.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub too_big: bool,
+}
+
 /// Notice kinds the UI treats specially; any other string is shown as-is.
 pub mod notice_kind {
     /// The agent CLI retried on its own: assistant text after it starts afresh.
@@ -190,6 +230,12 @@ pub mod notice_kind {
     /// call) or a follow-up (after the turn). The text is the message.
     pub const STEER_DELIVERED: &str = "steer_delivered";
     pub const FOLLOW_UP_DELIVERED: &str = "follow_up_delivered";
+    /// What `/undo` put back (or why it could not).
+    pub const UNDO: &str = "undo";
+    /// What `/rewind` took back (the agent's conversation, the files, or both).
+    pub const REWIND: &str = "rewind";
+    /// A snapshot of the working tree could not keep something (over the limits).
+    pub const SNAPSHOT: &str = "snapshot";
     /// The permission policy refused what the agent asked to do, without asking the user.
     pub const PERMISSION_REFUSED: &str = "permission_refused";
     /// The agent changed its own mode (Gemini's approval mode); the text says to what.
@@ -504,6 +550,33 @@ mod tests {
                 }],
             },
             json!({"type":"plan","entries":[{"content":"read","status":"pending","priority":"high"}]}),
+        );
+    }
+
+    #[test]
+    fn turn_changes_shape_matches_the_design_table() {
+        round_trip(
+            AgentMessage::TurnChanges {
+                files: vec![
+                    FileChange {
+                        path: "src/a.rs".into(),
+                        status: ChangeStatus::Modified,
+                        added: 3,
+                        removed: 1,
+                        too_big: false,
+                    },
+                    FileChange {
+                        path: "big.bin".into(),
+                        status: ChangeStatus::Created,
+                        added: 0,
+                        removed: 0,
+                        too_big: true,
+                    },
+                ],
+            },
+            json!({"type":"turn.changes","files":[
+                {"path":"src/a.rs","status":"modified","added":3,"removed":1},
+                {"path":"big.bin","status":"created","added":0,"removed":0,"too_big":true}]}),
         );
     }
 

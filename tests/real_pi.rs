@@ -715,3 +715,75 @@ async fn a_stopped_first_turn_stays_in_the_conversation() {
     )
     .await;
 }
+
+// ---- /rewind: the agent's conversation goes back to before an earlier prompt ----
+
+/// Three turns in one pi session (over RPC, as the chat runs it), a rewind of the conversation
+/// (and the files) to before the second, then a fourth prompt: the request pi sends for it
+/// carries the first prompt and the fourth, not the two rewound away.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
+async fn rpc_after_a_rewind_the_next_request_no_longer_carries_the_rewound_prompts() {
+    use agentty::orchestrator::{
+        spawn_orchestrator, Command, OrchestratorEvent, OrchestratorOptions,
+    };
+
+    let test = "rpc_after_a_rewind_the_next_request_no_longer_carries_the_rewound_prompts";
+    let Some(world) = PiWorld::new(test).await else {
+        return;
+    };
+    let mut options =
+        OrchestratorOptions::new(world.provider_on("session", Transport::Rpc, &world.pi));
+    options.cwd = Some(world.work_dir());
+    options.snapshots = Some(agentty::snapshot::SnapshotSetup {
+        root: world.work_dir(),
+        dir: world.state_dir().join("rewind.snapshots"),
+        limits: agentty::snapshot::SnapshotLimits::default(),
+    });
+    let mut chat = spawn_orchestrator(options);
+    let prompts = [
+        "Remember alpha.",
+        "Remember beta.",
+        "Remember gamma.",
+        "What do you remember?",
+    ];
+    for prompt in &prompts[..3] {
+        real_cli::assert_turn(&real_cli::run_turn(&mut chat, prompt).await, 1);
+    }
+    chat.commands
+        .send(Command::Rewind {
+            turn: 2,
+            conversation: true,
+            files: true,
+            overwrite: false,
+        })
+        .unwrap();
+    let rewind = loop {
+        let event = tokio::time::timeout(RUN_LIMIT, chat.events.recv())
+            .await
+            .expect("the rewind is answered")
+            .expect("the orchestrator runs");
+        if let OrchestratorEvent::Rewound(rewind) = event {
+            break rewind;
+        }
+    };
+    eprintln!("{}", rewind.describe());
+    assert_eq!(rewind.conversation, Some(Ok(())), "{rewind:?}");
+    real_cli::assert_turn(&real_cli::run_turn(&mut chat, prompts[3]).await, 1);
+    let requests = world.fake.user_texts_per_request();
+    print_requests(test, &requests);
+    assert_eq!(requests.len(), 4, "{requests:#?}");
+    let last = requests.last().unwrap();
+    for (prompt, times) in [
+        (prompts[0], 1),
+        (prompts[1], 0),
+        (prompts[2], 0),
+        (prompts[3], 1),
+    ] {
+        assert_eq!(
+            real_cli::occurrences(last, prompt),
+            times,
+            "{prompt}: {last:#?}"
+        );
+    }
+}

@@ -199,7 +199,7 @@ mod tests {
     fn slash_items_filter_by_prefix() {
         let items = slash_items("/re");
         let labels: Vec<&str> = items.iter().map(|item| item.label.as_str()).collect();
-        assert_eq!(labels, ["/retry", "/resume"]);
+        assert_eq!(labels, ["/retry", "/resume", "/rewind"]);
         assert_eq!(slash_items("/").len(), Action::ALL.len());
         assert!(slash_items("/zz").is_empty());
     }

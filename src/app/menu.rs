@@ -15,6 +15,9 @@ pub enum Action {
     ToggleThinking,
     ToggleToolOutput,
     CopyLastAnswer,
+    Diff,
+    Undo,
+    Rewind,
     Settings,
     StandingPermissions,
     ShowLogPath,
@@ -23,7 +26,7 @@ pub enum Action {
 }
 
 impl Action {
-    pub(crate) const ALL: [Action; 14] = [
+    pub(crate) const ALL: [Action; 17] = [
         Action::RetryLastTurn,
         Action::Stop,
         Action::NewSession,
@@ -33,6 +36,9 @@ impl Action {
         Action::ToggleThinking,
         Action::ToggleToolOutput,
         Action::CopyLastAnswer,
+        Action::Diff,
+        Action::Undo,
+        Action::Rewind,
         Action::Settings,
         Action::StandingPermissions,
         Action::ShowLogPath,
@@ -51,6 +57,9 @@ impl Action {
             Action::ToggleThinking => "Expand/collapse all thinking",
             Action::ToggleToolOutput => "Expand/collapse all tool output",
             Action::CopyLastAnswer => "Copy last answer",
+            Action::Diff => "Review the agent's changes (diff)",
+            Action::Undo => "Undo the last turn's file changes",
+            Action::Rewind => "Rewind to an earlier prompt",
             Action::Settings => "Settings (retry policy)",
             Action::StandingPermissions => "Permissions given always",
             Action::ShowLogPath => "Show log file path",
@@ -71,6 +80,9 @@ impl Action {
             Action::ToggleThinking => "/thinking",
             Action::ToggleToolOutput => "/tools",
             Action::CopyLastAnswer => "/copy",
+            Action::Diff => "/diff",
+            Action::Undo => "/undo",
+            Action::Rewind => "/rewind",
             Action::Settings => "/settings",
             Action::StandingPermissions => "/permissions",
             Action::ShowLogPath => "/log",
@@ -115,6 +127,12 @@ pub enum Overlay {
     HistorySearch(super::history_search::HistorySearch),
     /// `/model`: the agent's models.
     ModelPicker(super::model_picker::ModelPicker),
+    /// `/diff`: what the agent changed, scrollable.
+    Diff(super::review::DiffView),
+    /// `/undo` found files changed since the turn: overwrite them?
+    ConfirmUndo(super::review::UndoConfirm),
+    /// `/rewind`: an earlier prompt, then what to take back.
+    Rewind(super::rewind::RewindPicker),
 }
 
 impl Overlay {

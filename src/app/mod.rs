@@ -22,6 +22,8 @@ pub mod model_picker;
 pub mod notice_kind;
 pub mod permission;
 pub mod resume;
+pub mod review;
+pub mod rewind;
 pub mod settings;
 pub mod state;
 pub mod transcript;

@@ -12,6 +12,7 @@ mod agent_settings;
 mod keys;
 mod overlay_keys;
 mod permission_keys;
+mod review;
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
@@ -54,6 +55,8 @@ pub enum AppEffect {
     NewConversation,
     /// List the files under the working directory for `@` mentions (`on_files_listed`).
     ListFiles,
+    /// Read the diffs `/diff` shows (`show_diff`).
+    LoadDiff(super::review::DiffRequest),
     /// Append this prompt to the history file of the working directory.
     SavePrompt(String),
     /// Suspend agentty and its agents (Ctrl+Z); the terminal is restored until `fg`.
@@ -238,6 +241,14 @@ pub struct AppState {
     pub typed_at: Option<Instant>,
     /// The change of the agent's settings the user asked for and the agent has not confirmed.
     pub pending_setting: Option<AgentSetting>,
+    /// The conversation's turns that changed files, oldest first (`/diff`, `/undo`).
+    pub changed_turns: Vec<super::review::ChangedTurn>,
+    /// The prompts the conversation sent, oldest first (`/rewind`).
+    pub turn_prompts: Vec<super::rewind::PromptRecord>,
+    /// The first Esc of an Esc Esc on an empty, idle composer (opens `/rewind`).
+    pub(crate) esc_at: Option<Instant>,
+    /// The prompt of the rewind asked for: back into the composer once it is done.
+    pub(crate) rewinding_prompt: Option<(TurnId, String)>,
 }
 
 impl AppState {
@@ -276,6 +287,10 @@ impl AppState {
             permission_prompts: VecDeque::new(),
             typed_at: None,
             pending_setting: None,
+            changed_turns: Vec::new(),
+            turn_prompts: Vec::new(),
+            esc_at: None,
+            rewinding_prompt: None,
         };
         for warning in startup.warnings {
             state.notice(NoticeLevel::Warning, untrusted_owned(&warning));
@@ -319,6 +334,9 @@ impl AppState {
             Action::RetryLastTurn => self.can_retry(),
             Action::Stop => self.is_turn_running(),
             Action::CopyLastAnswer => self.last_answer().is_some(),
+            Action::Diff => !self.changed_turns.is_empty(),
+            Action::Undo => !self.is_turn_running() && self.undoable_turn().is_some(),
+            Action::Rewind => !self.is_turn_running() && !self.turn_prompts.is_empty(),
             // Both replace the conversation: not while a turn of this one runs.
             Action::ReopenLastSession | Action::NewSession => !self.is_turn_running(),
             Action::SwitchProvider

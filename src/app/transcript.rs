@@ -29,7 +29,22 @@ pub enum CellBody {
     Notice(NoticeCell),
     Permission(PermissionCell),
     Plan(PlanCell),
+    /// What a turn changed in the working tree (`turn.changes`).
+    Changes(ChangesCell),
 }
+
+/// A turn's changed files, collapsed to its first few like a tool's output.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChangesCell {
+    /// Paths sanitised.
+    pub files: Vec<crate::stream::FileChange>,
+    pub expanded: bool,
+    /// `/undo` put these files back.
+    pub undone: bool,
+}
+
+/// Files a collapsed changes cell lists.
+pub const COLLAPSED_CHANGED_FILES: usize = 4;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct UserCell {
@@ -325,7 +340,8 @@ impl CellBody {
             | CellBody::Assistant(_)
             | CellBody::Thought(_)
             | CellBody::Permission(_)
-            | CellBody::Plan(_) => false,
+            | CellBody::Plan(_)
+            | CellBody::Changes(_) => false,
         }
     }
 
@@ -338,6 +354,7 @@ impl CellBody {
             CellBody::Permission(permission) => permission.has_details(),
             // The current plan is always shown whole; an earlier one collapses.
             CellBody::Plan(plan) => plan.superseded,
+            CellBody::Changes(changes) => changes.files.len() > COLLAPSED_CHANGED_FILES,
             CellBody::User(_) | CellBody::Assistant(_) => false,
         }
     }

@@ -59,6 +59,8 @@ enum AppEvent {
     FilesListed(Vec<String>),
     /// A part of a conversation's log cannot be written (told once per part).
     LogNotSaved(String),
+    /// The diffs `/diff` asked for.
+    DiffLoaded(Result<crate::app::review::LoadedDiff, String>),
 }
 
 /// Everything needed to start (or restart, on a provider switch) an orchestrator.
@@ -149,6 +151,16 @@ impl Launch {
         let conversation_id = session_log
             .as_ref()
             .map(|log| log.conversation_id().to_owned());
+        let snapshot_dir = session_log
+            .as_ref()
+            .map(|log| crate::snapshot::dir_for_log(log.path()));
+        let snapshots = snapshot_dir
+            .clone()
+            .map(|dir| crate::snapshot::SnapshotSetup {
+                root: std::env::current_dir().unwrap_or_default(),
+                dir,
+                limits: self.config.snapshots.clone(),
+            });
         let handle = spawn_orchestrator(OrchestratorOptions {
             provider,
             policy,
@@ -158,6 +170,7 @@ impl Launch {
             session_log: session_log.map(|log| log as Arc<dyn crate::orchestrator::Recorder>),
             first_turn,
             settings: conversation_settings,
+            snapshots,
         });
         Ok(Started {
             handle,
@@ -165,6 +178,7 @@ impl Launch {
             transport,
             model: settings.model,
             conversation_id,
+            snapshot_dir,
         })
     }
 }
@@ -179,6 +193,8 @@ struct Started {
     model: Option<String>,
     /// The conversation it writes to.
     conversation_id: Option<String>,
+    /// Where that conversation's snapshots are kept (`/diff` reads them).
+    snapshot_dir: Option<PathBuf>,
 }
 
 /// The agent session a resumed conversation continues.
@@ -311,6 +327,7 @@ pub fn run(cli: Cli) -> i32 {
         state.agent_transport = Some(started.transport);
         let mut chat = ChatLoop::new(state, started.handle, launch, (app_events, app_inbox));
         chat.conversation_id = started.conversation_id;
+        chat.snapshot_dir = started.snapshot_dir;
         let status = chat.run(guard.terminal()).await;
         guard.restore();
         status
@@ -424,6 +441,8 @@ struct ChatLoop {
     first_frame_logged: bool,
     /// The conversation this chat is in (its log's id).
     conversation_id: Option<String>,
+    /// Where its snapshots are kept.
+    snapshot_dir: Option<PathBuf>,
     exit_status: i32,
     exit: bool,
 }
@@ -452,6 +471,7 @@ impl ChatLoop {
             draw_failures: 0,
             first_frame_logged: false,
             conversation_id: None,
+            snapshot_dir: None,
             exit_status: 0,
             exit: false,
         }
@@ -621,6 +641,7 @@ impl ChatLoop {
                 AppEffect::ResumeConversation(summary) => self.resume_conversation(summary),
                 AppEffect::NewConversation => self.new_conversation(),
                 AppEffect::ListFiles => self.list_files(),
+                AppEffect::LoadDiff(request) => self.load_diff(request),
                 AppEffect::SavePrompt(prompt) => save_prompt(prompt),
                 AppEffect::Suspend => self.suspend(terminal),
                 AppEffect::Exit => self.exit = true,
@@ -701,6 +722,7 @@ impl ChatLoop {
             AppEvent::LogNotSaved(message) => {
                 self.state.show_notice(NoticeLevel::Warning, &message)
             }
+            AppEvent::DiffLoaded(loaded) => self.state.show_diff(loaded),
             AppEvent::FilesListed(files) => {
                 // Refreshing the popup can only ask for another listing.
                 for effect in self.state.on_files_listed(files) {
@@ -710,6 +732,28 @@ impl ChatLoop {
                 }
             }
         }
+    }
+
+    /// Reads the snapshots `/diff` shows, off the loop.
+    fn load_diff(&mut self, request: crate::app::review::DiffRequest) {
+        let events = self.app_events.clone();
+        let dir = self.snapshot_dir.clone();
+        tokio::task::spawn_blocking(move || {
+            let loaded = match dir {
+                Some(dir) => crate::snapshot::load_diffs(&dir, &request.turns, request.last).map(
+                    |(conversation, last_turn)| crate::app::review::LoadedDiff {
+                        conversation,
+                        last_turn,
+                        turns: request.turns.len(),
+                    },
+                ),
+                None => Err(
+                    "this conversation keeps no snapshots (its log could not be created)"
+                        .to_owned(),
+                ),
+            };
+            let _ = events.send(AppEvent::DiffLoaded(loaded));
+        });
     }
 
     /// Walks the working directory for `@` mentions, off the loop.
@@ -780,6 +824,7 @@ impl ChatLoop {
         let previous = std::mem::replace(&mut self.orchestrator, started.handle);
         retire(previous);
         self.conversation_id = started.conversation_id;
+        self.snapshot_dir = started.snapshot_dir;
         self.state.agent_steers = started.steers;
         self.state.agent_transport = Some(started.transport);
         // What the previous agent reported of itself is not the new one's.

@@ -18,6 +18,7 @@ const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../../assets/scenarios/thinking.toml"),
     ),
     ("tool", include_str!("../../assets/scenarios/tool.toml")),
+    ("edit", include_str!("../../assets/scenarios/edit.toml")),
     (
         "sleep-tool",
         include_str!("../../assets/scenarios/sleep-tool.toml"),

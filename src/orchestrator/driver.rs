@@ -26,6 +26,7 @@ use crate::provider::{settings_overridden, AgentQueue, AgentSetting, AgentStatus
 use crate::provider::{
     AgentStream, AttemptRequest, Provider, SessionCheckpoint, SessionRef, StopControl, StopProgress,
 };
+use crate::snapshot::{SnapshotReply, SnapshotWorker};
 use crate::stream::{notice_kind, AgentMessage, Failure, FailureReason};
 
 /// What the orchestrator starts with.
@@ -45,6 +46,8 @@ pub struct OrchestratorOptions {
     /// The settings the conversation runs with (the config's start, then what the user chose
     /// in a resumed conversation): every attempt carries them, with the user's later choices.
     pub settings: Vec<AgentSetting>,
+    /// Where the working tree's snapshots go (`None`: none are taken, no `turn.changes`).
+    pub snapshots: Option<crate::snapshot::SnapshotSetup>,
 }
 
 impl OrchestratorOptions {
@@ -59,6 +62,7 @@ impl OrchestratorOptions {
             session_log: None,
             first_turn: 1,
             settings: Vec::new(),
+            snapshots: None,
         }
     }
 }
@@ -98,6 +102,22 @@ struct PendingRetry {
     due: Instant,
 }
 
+/// What the driver set aside until the snapshot after a turn is taken: the next turn starts on
+/// a settled tree (its agent cannot write before the last turn's snapshot is done), and the
+/// stream does not end before that turn's `turn.changes`.
+struct Deferred {
+    effects: VecDeque<Effect>,
+}
+
+/// The snapshot thread and what the driver knows of it.
+struct Snapshots {
+    worker: SnapshotWorker,
+    /// The turn whose "before" snapshot was asked for and whose "after" is still to come.
+    open_turn: Option<TurnId>,
+    /// The turn whose "after" snapshot was asked for and has not come back.
+    awaiting_end: Option<TurnId>,
+}
+
 struct Driver {
     options: OrchestratorOptions,
     machine: Machine,
@@ -124,7 +144,18 @@ struct Driver {
     settings_asked: Vec<AgentSetting>,
     /// The agent's count of refused changes, as last seen.
     refusals_seen: u64,
+    snapshots: Option<Snapshots>,
+    /// Effects set aside until the snapshot thread answers; nothing else is taken meanwhile.
+    deferred: Option<Deferred>,
+    /// Each recent turn's session and the agent's stored session before it, for `/rewind`.
+    turn_checkpoints: std::collections::BTreeMap<TurnId, (SessionRef, Option<SessionCheckpoint>)>,
+    /// A rewind waiting for its files: the turn, and whether the conversation goes back too.
+    pending_rewind: Option<(TurnId, bool)>,
 }
+
+/// Turns whose session checkpoints are kept for `/rewind` (each holds a copy of the agent's
+/// session file, which grows with the conversation).
+const REWINDABLE_TURNS: usize = 50;
 
 impl Driver {
     fn new(options: OrchestratorOptions, events: mpsc::Sender<OrchestratorEvent>) -> Self {
@@ -134,6 +165,15 @@ impl Driver {
         let agent_queue = options.provider.agent_queue();
         let agent_status = options.provider.agent_status();
         let settings = options.settings.clone();
+        let snapshots = options
+            .snapshots
+            .clone()
+            .filter(|setup| setup.limits.enabled)
+            .map(|setup| Snapshots {
+                worker: SnapshotWorker::start(setup.root, setup.dir, setup.limits),
+                open_turn: None,
+                awaiting_end: None,
+            });
         Self {
             options,
             machine,
@@ -150,6 +190,10 @@ impl Driver {
             settings,
             settings_asked: Vec::new(),
             refusals_seen: 0,
+            snapshots,
+            deferred: None,
+            turn_checkpoints: std::collections::BTreeMap::new(),
+            pending_rewind: None,
         }
     }
 
@@ -184,15 +228,22 @@ impl Driver {
         let mut commands_open = true;
         let mut shutdown_requested = false;
         loop {
-            let input = if let Some(input) = self.feedback.pop_front() {
+            let waiting = self.deferred.is_some();
+            let input = if let Some(input) = self.feedback.pop_front().filter(|_| !waiting) {
                 input
-            } else if self.receiver_gone && !shutdown_requested {
+            } else if self.receiver_gone && !shutdown_requested && !waiting {
                 Input::Command(Command::Shutdown)
             } else {
                 // A sender of its own: the permit it gives must not borrow the driver.
                 let events = self.events.clone();
                 tokio::select! {
-                    command = commands.recv(), if commands_open => match command {
+                    reply = next_snapshot_reply(&mut self.snapshots) => {
+                        if self.on_snapshot_reply(reply) {
+                            break;
+                        }
+                        continue;
+                    }
+                    command = commands.recv(), if commands_open && !waiting => match command {
                         Some(command) => Input::Command(command),
                         None => {
                             commands_open = false;
@@ -206,8 +257,8 @@ impl Driver {
                         }
                         continue;
                     }
-                    input = next_attempt_input(&mut self.live), if self.backlog.is_empty() => input,
-                    input = retry_due(self.retry) => input,
+                    input = next_attempt_input(&mut self.live), if self.backlog.is_empty() && !waiting => input,
+                    input = retry_due(self.retry), if !waiting => input,
                     queue = watch_next(&mut self.agent_queue) => {
                         self.emit(OrchestratorEvent::AgentQueueChanged(queue));
                         continue;
@@ -242,18 +293,77 @@ impl Driver {
         }
     }
 
-    /// Carries out the effects in order; true once the machine has exited.
-    fn perform(&mut self, effects: Vec<Effect>) -> bool {
+    /// Carries out the effects in order; true once the machine has exited. Effects after one
+    /// that must wait for the snapshot thread are set aside ([`Deferred`]).
+    fn perform(&mut self, effects: impl Into<VecDeque<Effect>>) -> bool {
         let mut exit = false;
-        for effect in effects {
+        let mut effects: VecDeque<Effect> = effects.into();
+        while let Some(effect) = effects.pop_front() {
             match effect {
+                effect @ (Effect::StartAttempt { .. }
+                | Effect::Emit(OrchestratorEvent::ShutDown))
+                    if self.awaiting_snapshot_after() =>
+                {
+                    // The next turn starts (or the stream ends) on a settled tree, after the
+                    // last turn's `turn.changes`.
+                    effects.push_front(effect);
+                    self.deferred = Some(Deferred { effects });
+                    return exit;
+                }
+                Effect::Emit(OrchestratorEvent::TurnEnded { turn, outcome }) => {
+                    self.snapshot_after(turn);
+                    self.emit(OrchestratorEvent::TurnEnded { turn, outcome });
+                }
                 Effect::Emit(event) => self.emit(event),
                 Effect::StartAttempt {
                     turn,
                     attempt,
                     prompt,
                     session,
-                } => self.start_attempt(turn, attempt, prompt, session),
+                } => {
+                    if attempt == 1 {
+                        self.snapshot_before(turn);
+                    }
+                    self.start_attempt(turn, attempt, prompt, session)
+                }
+                Effect::Rewind {
+                    turn,
+                    conversation,
+                    files,
+                    overwrite,
+                } => match (&self.snapshots, files) {
+                    (Some(snapshots), true) => {
+                        snapshots.worker.rewind(turn, overwrite);
+                        self.pending_rewind = Some((turn, conversation));
+                    }
+                    (None, true) => {
+                        let conversation = conversation.then(|| self.rewind_conversation(turn));
+                        self.emit(OrchestratorEvent::Rewound(super::Rewind {
+                            turn,
+                            conversation,
+                            files: Some(Err("no snapshots of the files are kept".to_owned())),
+                        }));
+                    }
+                    (_, false) => {
+                        let conversation = conversation.then(|| self.rewind_conversation(turn));
+                        self.emit(OrchestratorEvent::Rewound(super::Rewind {
+                            turn,
+                            conversation,
+                            files: None,
+                        }));
+                    }
+                },
+                Effect::UndoTurn { turn, overwrite } => match &self.snapshots {
+                    Some(snapshots) => snapshots.worker.undo(turn, overwrite),
+                    None => self.emit(OrchestratorEvent::Undone {
+                        turn,
+                        outcome: Err(
+                            "no snapshots are kept ([snapshots] enabled = false in the config, \
+                             or they could not be taken)"
+                                .to_owned(),
+                        ),
+                    }),
+                },
                 Effect::StopAttempt { turn, attempt } => {
                     if let Some(live) = &self.live {
                         if live.turn == turn && live.attempt == attempt {
@@ -337,6 +447,146 @@ impl Driver {
             }
         }
         exit
+    }
+
+    /// Asks for the snapshot before turn `turn`'s first request, which goes out at once: the
+    /// snapshot is taken beside it (what the agent writes meanwhile is taken from the previous
+    /// snapshot), so Enter never waits for a walk of the tree.
+    fn snapshot_before(&mut self, turn: TurnId) {
+        if let Some(snapshots) = self.snapshots.as_mut() {
+            snapshots.open_turn = Some(turn);
+            snapshots.worker.begin(turn, std::time::SystemTime::now());
+        }
+    }
+
+    /// Asks for the snapshot after turn `turn` (the turn has ended: the UI need not wait for
+    /// it; its `turn.changes` follows).
+    fn snapshot_after(&mut self, turn: TurnId) {
+        if let Some(snapshots) = self.snapshots.as_mut() {
+            if snapshots.open_turn == Some(turn) {
+                snapshots.open_turn = None;
+                snapshots.awaiting_end = Some(turn);
+                snapshots.worker.end(turn);
+            }
+        }
+    }
+
+    /// The snapshot after the last turn is asked for and not yet taken.
+    fn awaiting_snapshot_after(&self) -> bool {
+        self.snapshots
+            .as_ref()
+            .is_some_and(|snapshots| snapshots.awaiting_end.is_some())
+    }
+
+    /// Handles the snapshot thread's answer and goes on with what waited for it; true once
+    /// the machine has exited.
+    fn on_snapshot_reply(&mut self, reply: Option<SnapshotReply>) -> bool {
+        let Some(reply) = reply else {
+            tracing::warn!("the snapshot thread is gone; no more snapshots");
+            self.snapshots = None;
+            return self.resume_deferred();
+        };
+        let Some(snapshots) = self.snapshots.as_mut() else {
+            return false;
+        };
+        match reply {
+            SnapshotReply::Ready => false,
+            SnapshotReply::Began { turn, notice } => {
+                if let Some(message) = notice {
+                    self.emit_snapshot_notice(turn, message);
+                }
+                false
+            }
+            SnapshotReply::Ended {
+                turn,
+                changes,
+                notice,
+            } => {
+                if snapshots.awaiting_end == Some(turn) {
+                    snapshots.awaiting_end = None;
+                }
+                if !changes.is_empty() {
+                    self.emit(OrchestratorEvent::TurnChanges {
+                        turn,
+                        files: changes,
+                    });
+                }
+                if let Some(message) = notice {
+                    self.emit_snapshot_notice(turn, message);
+                }
+                self.resume_deferred()
+            }
+            SnapshotReply::Undone { turn, outcome } => {
+                self.emit(OrchestratorEvent::Undone { turn, outcome });
+                false
+            }
+            SnapshotReply::Rewound { turn, outcome } => {
+                let conversation = self
+                    .pending_rewind
+                    .take()
+                    .is_some_and(|(pending, conversation)| pending == turn && conversation);
+                let mut rewind = super::Rewind {
+                    turn,
+                    conversation: None,
+                    files: Some(outcome),
+                };
+                // Files changed since stop the whole rewind until the user decides.
+                if conversation && rewind.stopped_by_conflicts().is_none() {
+                    rewind.conversation = Some(self.rewind_conversation(turn));
+                }
+                self.emit(OrchestratorEvent::Rewound(rewind));
+                false
+            }
+        }
+    }
+
+    /// Puts the agent's stored session back as it was before turn `turn`, so the model no
+    /// longer receives that turn or any later one.
+    fn rewind_conversation(&mut self, turn: TurnId) -> Result<(), String> {
+        let restored = match self.turn_checkpoints.get(&turn) {
+            // The turn began the agent's session: before it there was none.
+            Some((SessionRef::New, _)) => {
+                self.feedback.push_back(Input::Command(Command::NewSession));
+                Ok(())
+            }
+            Some((_, Some(checkpoint))) => match checkpoint.restore() {
+                Ok(()) => {
+                    tracing::info!(turn, file = %checkpoint.path().display(), "agent session rewound");
+                    self.options.provider.session_restored();
+                    Ok(())
+                }
+                Err(error) => Err(format!("its session file cannot be written: {error}")),
+            },
+            Some((_, None)) => {
+                Err("the agent's session file was not found when that turn began".to_owned())
+            }
+            None => Err(
+                "agentty keeps the agent's session for the recent turns of this run only"
+                    .to_owned(),
+            ),
+        };
+        if restored.is_ok() {
+            self.turn_checkpoints.retain(|kept, _| *kept <= turn);
+            // A retry of an earlier turn's failure must not bring a later session back.
+            self.checkpoint = None;
+        }
+        restored
+    }
+
+    fn emit_snapshot_notice(&mut self, turn: TurnId, message: String) {
+        self.emit(OrchestratorEvent::Notice {
+            turn,
+            kind: notice_kind::SNAPSHOT.to_owned(),
+            message,
+        });
+    }
+
+    /// Goes on with the effects set aside; true once the machine has exited.
+    fn resume_deferred(&mut self) -> bool {
+        let Some(deferred) = self.deferred.take() else {
+            return false;
+        };
+        self.perform(deferred.effects)
     }
 
     fn emit(&mut self, event: OrchestratorEvent) {
@@ -467,6 +717,11 @@ impl Driver {
             if request.session != SessionRef::New && checkpoint.is_none() {
                 tracing::info!(turn, "the agent's session file was not found: no rollback");
             }
+            self.turn_checkpoints
+                .insert(turn, (request.session.clone(), checkpoint.clone()));
+            while self.turn_checkpoints.len() > REWINDABLE_TURNS {
+                self.turn_checkpoints.pop_first();
+            }
             self.checkpoint = Some((turn, checkpoint));
         }
         let stream = self.options.provider.execute(request, stop.clone());
@@ -517,6 +772,14 @@ async fn next_attempt_input(live: &mut Option<LiveAttempt>) -> Input {
                 }
             }
         }
+    }
+}
+
+/// The snapshot thread's next answer; pending for ever without the thread.
+async fn next_snapshot_reply(snapshots: &mut Option<Snapshots>) -> Option<SnapshotReply> {
+    match snapshots.as_mut() {
+        Some(snapshots) => snapshots.worker.next().await,
+        None => std::future::pending().await,
     }
 }
 

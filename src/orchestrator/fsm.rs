@@ -112,6 +112,18 @@ pub(crate) enum Effect {
     /// Ask the agent to change a setting (whatever runs: the agent applies it to its next
     /// request).
     ChangeSetting(AgentSetting),
+    /// Put back the files this turn changed (only asked for while no turn runs).
+    UndoTurn {
+        turn: TurnId,
+        overwrite: bool,
+    },
+    /// Go back to before this turn (only asked for while no turn runs).
+    Rewind {
+        turn: TurnId,
+        conversation: bool,
+        files: bool,
+        overwrite: bool,
+    },
     /// The machine has shut down; nothing follows.
     Exit,
 }
@@ -310,6 +322,47 @@ impl Machine {
                     out.push(Effect::ChangeSetting(setting));
                 }
             }
+            Command::Rewind {
+                turn,
+                conversation,
+                files,
+                overwrite,
+            } => match &self.state {
+                State::Idle | State::Failed { .. } | State::Cancelled { .. } => {
+                    out.push(Effect::Rewind {
+                        turn,
+                        conversation,
+                        files,
+                        overwrite,
+                    });
+                }
+                State::ShutDown => {}
+                State::Running { turn: running, .. }
+                | State::Stopping { turn: running, .. }
+                | State::WaitingToRetry { turn: running, .. } => {
+                    out.push(Effect::Emit(OrchestratorEvent::Rewound(super::Rewind {
+                        turn: running.id,
+                        conversation: conversation
+                            .then(|| Err("a turn is running; rewind once it has ended".to_owned())),
+                        files: files
+                            .then(|| Err("a turn is running; rewind once it has ended".to_owned())),
+                    })));
+                }
+            },
+            Command::UndoTurn { turn, overwrite } => match &self.state {
+                State::Idle | State::Failed { .. } | State::Cancelled { .. } => {
+                    out.push(Effect::UndoTurn { turn, overwrite });
+                }
+                State::ShutDown => {}
+                State::Running { turn: running, .. }
+                | State::Stopping { turn: running, .. }
+                | State::WaitingToRetry { turn: running, .. } => {
+                    out.push(Effect::Emit(OrchestratorEvent::Undone {
+                        turn: running.id,
+                        outcome: Err("a turn is running; undo once it has ended".to_owned()),
+                    }));
+                }
+            },
             Command::Shutdown => self.shutdown(out),
         }
     }

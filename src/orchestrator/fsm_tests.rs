@@ -1007,6 +1007,7 @@ mod properties {
         EditQueued(usize),
         Policy(bool, u32),
         AnswerPermission,
+        Undo,
         Shutdown,
         /// A message for the live attempt (if any), or for a stale one.
         Agent {
@@ -1031,6 +1032,7 @@ mod properties {
             1 => (any::<bool>(), 1u32..5).prop_map(|(on, max)| Step::Policy(on, max)),
             1 => Just(Step::Shutdown),
             1 => Just(Step::AnswerPermission),
+            1 => Just(Step::Undo),
             8 => (any::<bool>(), 0u8..7).prop_map(|(live, kind)| Step::Agent { live, kind }),
             1 => (0u8..5).prop_map(Step::Progress),
             3 => any::<bool>().prop_map(|pending| Step::RetryDue { pending }),
@@ -1095,6 +1097,10 @@ mod properties {
                     Effect::Interject { turn, attempt, .. }
                     | Effect::AnswerPermission { turn, attempt, .. } => {
                         prop_assert_eq!(self.live, Some((*turn, *attempt)));
+                    }
+                    Effect::UndoTurn { .. } | Effect::Rewind { .. } => {
+                        prop_assert!(self.live.is_none(), "undo while an attempt runs");
+                        prop_assert!(self.pending_retry.is_none(), "undo with a retry pending");
                     }
                     Effect::Rollback { turn } => {
                         prop_assert!(self.live.is_none(), "rollback while an attempt runs");
@@ -1162,6 +1168,7 @@ mod properties {
                         option: Some("allow".into()),
                         message: None,
                     }),
+                    Step::Undo => Input::Command(Command::UndoTurn { turn: 1, overwrite: false }),
                     Step::Agent { live, kind } => {
                         let (turn, attempt) = match observer.live {
                             Some(current) if live => current,
@@ -1348,5 +1355,35 @@ fn a_permission_answer_reaches_the_running_attempt_only() {
     assert!(
         matches!(&effects[..], [Effect::AnswerPermission { turn: 1, attempt: 1, id, option: Some(option), message: Some(message) }] if id == "0" && option == "reject" && message == "use mkdir"),
         "{effects:?}"
+    );
+}
+
+#[test]
+fn undo_is_asked_for_only_while_no_turn_runs() {
+    let mut machine = Machine::new(RetryPolicy::default(), SessionRef::New);
+    let undo = || {
+        Input::Command(Command::UndoTurn {
+            turn: 1,
+            overwrite: true,
+        })
+    };
+    assert_eq!(
+        machine.handle(undo()),
+        [Effect::UndoTurn {
+            turn: 1,
+            overwrite: true
+        }]
+    );
+    machine.handle(Input::Command(Command::Submit("edit".into())));
+    let refused = machine.handle(undo());
+    assert!(
+        matches!(
+            refused.as_slice(),
+            [Effect::Emit(OrchestratorEvent::Undone {
+                turn: 1,
+                outcome: Err(_)
+            })]
+        ),
+        "{refused:?}"
     );
 }

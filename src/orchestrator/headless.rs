@@ -42,7 +42,8 @@ pub async fn run_headless_turn(
             event = events.recv() => match event {
                 Some(event @ (OrchestratorEvent::Message { .. }
                 | OrchestratorEvent::RetryScheduled { .. }
-                | OrchestratorEvent::Notice { .. })) => {
+                | OrchestratorEvent::Notice { .. }
+                | OrchestratorEvent::TurnChanges { .. })) => {
                     if let Some((_, _, message)) = event.as_stream_message() {
                         on_message(&message);
                     }

@@ -76,6 +76,19 @@ pub enum Command {
     /// Change a setting of the agent (its model, its thinking level): for the rest of the
     /// conversation, from the agent's next request on.
     ChangeSetting(AgentSetting),
+    /// Put back the files turn `turn` changed, as they were before it (only while no turn
+    /// runs). A file changed since the turn is left alone and reported, unless `overwrite`.
+    UndoTurn { turn: TurnId, overwrite: bool },
+    /// Go back to before turn `turn` (only while no turn runs): the agent's conversation (its
+    /// stored session as it was then, so later prompts no longer reach the model), the files
+    /// (as they were before it; a file changed since the last turn is left alone and reported
+    /// unless `overwrite`, and then nothing is rewound), or both.
+    Rewind {
+        turn: TurnId,
+        conversation: bool,
+        files: bool,
+        overwrite: bool,
+    },
     /// Stop whatever runs and end the orchestrator.
     Shutdown,
 }
@@ -118,6 +131,29 @@ impl OrchestratorEvent {
                 Cow::Owned(AgentMessage::Notice {
                     kind: kind.clone(),
                     message: message.clone(),
+                }),
+            )),
+            OrchestratorEvent::TurnChanges { turn, files } => Some((
+                *turn,
+                0,
+                Cow::Owned(AgentMessage::TurnChanges {
+                    files: files.clone(),
+                }),
+            )),
+            OrchestratorEvent::Undone { turn, outcome } => Some((
+                *turn,
+                0,
+                Cow::Owned(AgentMessage::Notice {
+                    kind: crate::stream::notice_kind::UNDO.to_owned(),
+                    message: crate::snapshot::describe_undo(outcome),
+                }),
+            )),
+            OrchestratorEvent::Rewound(rewind) => Some((
+                rewind.turn,
+                0,
+                Cow::Owned(AgentMessage::Notice {
+                    kind: crate::stream::notice_kind::REWIND.to_owned(),
+                    message: rewind.describe(),
                 }),
             )),
             OrchestratorEvent::TurnStarted { .. }
@@ -225,6 +261,77 @@ pub enum OrchestratorEvent {
         kind: String,
         message: String,
     },
+    /// What the turn changed in the working tree (only after a turn that changed files),
+    /// shortly after its `TurnEnded` (the next turn starts, and the orchestrator shuts down,
+    /// only after it).
+    TurnChanges {
+        turn: TurnId,
+        files: Vec<crate::stream::FileChange>,
+    },
+    /// What an `UndoTurn` did, or why it could not.
+    Undone {
+        turn: TurnId,
+        outcome: Result<crate::snapshot::UndoOutcome, String>,
+    },
+    /// What a `Rewind` did.
+    Rewound(Rewind),
     /// The orchestrator has stopped (after `Shutdown`); nothing follows.
     ShutDown,
+}
+
+/// What a rewind to before turn `turn` did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rewind {
+    pub turn: TurnId,
+    /// The agent's conversation: `None` not asked; `Ok` rewound; `Err` why not.
+    pub conversation: Option<Result<(), String>>,
+    /// The files: `None` not asked.
+    pub files: Option<Result<crate::snapshot::UndoOutcome, String>>,
+}
+
+impl Rewind {
+    /// Files changed since the last turn stopped it: nothing was rewound, the user decides.
+    pub fn stopped_by_conflicts(&self) -> Option<&[String]> {
+        match &self.files {
+            Some(Ok(outcome))
+                if !outcome.conflicts.is_empty()
+                    && !outcome.changed_anything()
+                    && outcome.failed.is_empty()
+                    && self.conversation.as_ref().is_none_or(|done| done.is_err()) =>
+            {
+                Some(&outcome.conflicts)
+            }
+            _ => None,
+        }
+    }
+
+    /// What it did, in a sentence for the transcript and the log.
+    pub fn describe(&self) -> String {
+        let mut parts = vec![format!("Rewound to before turn {}", self.turn)];
+        match &self.conversation {
+            Some(Ok(())) => parts.push(
+                "the agent's conversation is as it was then (later prompts no longer reach it)"
+                    .to_owned(),
+            ),
+            Some(Err(why)) => parts.push(format!("the agent's conversation could not be: {why}")),
+            None => {}
+        }
+        match &self.files {
+            Some(Ok(outcome))
+                if !outcome.changed_anything()
+                    && outcome.conflicts.is_empty()
+                    && outcome.failed.is_empty() =>
+            {
+                parts.push("the files were already as they were then".to_owned())
+            }
+            Some(outcome) => parts.push(format!(
+                "files: {}",
+                crate::snapshot::describe_undo(outcome)
+                    .trim_end_matches('.')
+                    .replace("Undone: ", "")
+            )),
+            None => {}
+        }
+        format!("{}.", parts.join("; "))
+    }
 }

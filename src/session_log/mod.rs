@@ -312,7 +312,10 @@ impl SessionLogWriter {
             }),
             OrchestratorEvent::Message { .. }
             | OrchestratorEvent::RetryScheduled { .. }
-            | OrchestratorEvent::Notice { .. } => {
+            | OrchestratorEvent::Notice { .. }
+            | OrchestratorEvent::TurnChanges { .. }
+            | OrchestratorEvent::Undone { .. }
+            | OrchestratorEvent::Rewound(_) => {
                 if let Some((turn, attempt, message)) = event.as_stream_message() {
                     self.append(LogEntry::Message {
                         turn,

@@ -20,7 +20,8 @@ use crate::app::transcript::{
     AssistantCell, Cell, CellBody, DiffLine, NoticeCell, NoticeLevel, PermissionCell,
     PermissionOutcome, PlanCell, PlanStatus, ThoughtCell, ToolCell, ToolStatus,
 };
-use crate::stream::{PermissionOptionKind, PermissionResolver};
+use crate::app::transcript::{ChangesCell, COLLAPSED_CHANGED_FILES};
+use crate::stream::{ChangeStatus, PermissionOptionKind, PermissionResolver};
 
 /// Tool output lines shown while collapsed (head and tail around an elision).
 const COLLAPSED_TOOL_LINES: usize = 5;
@@ -92,6 +93,7 @@ impl CellCache {
             CellBody::Notice(notice) => notice_lines(notice, now),
             CellBody::Permission(permission) => permission_lines(permission),
             CellBody::Plan(plan) => plan_lines(plan),
+            CellBody::Changes(changes) => changes_lines(changes),
         };
         for line in &rich {
             wrap_into(line, width, &mut self.body);
@@ -387,6 +389,81 @@ fn tool_lines(tool: &ToolCell, now: Instant) -> Vec<RichLine> {
             RichLine::text(*line, output_style)
                 .with_uniform_prefix(bar.clone())
                 .mode(WrapMode::Truncate),
+        );
+    }
+    lines
+}
+
+/// A turn's changed files: a header with the totals, then one row per file (the first few
+/// while collapsed), each saying created, deleted or binary as such.
+fn changes_lines(changes: &ChangesCell) -> Vec<RichLine> {
+    let accent = Style::default().fg(Color::Cyan);
+    let mut header = vec![
+        Span::styled("± ", accent),
+        Span::styled(
+            crate::app::review::changes_summary(&changes.files),
+            Style::default().add_modifier(Modifier::BOLD),
+        ),
+    ];
+    header.push(Span::styled(
+        if changes.undone {
+            " · undone"
+        } else {
+            " · /diff review · /undo revert"
+        },
+        dim(),
+    ));
+    let mut lines = vec![RichLine::new(header).mode(WrapMode::Truncate)];
+    let shown = if changes.expanded {
+        changes.files.len()
+    } else {
+        changes.files.len().min(COLLAPSED_CHANGED_FILES)
+    };
+    let bar = vec![Span::styled("  │ ", dim())];
+    for file in &changes.files[..shown] {
+        let (mark, style, what) = match file.status {
+            ChangeStatus::Created => (
+                "A ",
+                Style::default().fg(Color::Green),
+                format!("created · +{}", file.added),
+            ),
+            ChangeStatus::Modified => (
+                "M ",
+                Style::default().fg(Color::Yellow),
+                format!("+{} −{}", file.added, file.removed),
+            ),
+            ChangeStatus::Deleted => (
+                "D ",
+                Style::default().fg(Color::Red),
+                format!("deleted · −{}", file.removed),
+            ),
+            ChangeStatus::Binary => (
+                "B ",
+                Style::default().fg(Color::Magenta),
+                "binary".to_owned(),
+            ),
+        };
+        let what = if file.too_big {
+            format!("{} · too big to keep", file.status.as_str())
+        } else {
+            what
+        };
+        let mut spans = bar.clone();
+        spans.push(Span::styled(mark, style));
+        spans.push(Span::raw(file.path.clone()));
+        spans.push(Span::styled(format!("  {what}"), dim()));
+        lines.push(RichLine::new(spans).mode(WrapMode::Truncate));
+    }
+    if shown < changes.files.len() {
+        lines.push(
+            RichLine::text(
+                format!(
+                    "… {} more files ({TOOLS_KEY} or click to expand)",
+                    changes.files.len() - shown
+                ),
+                dim().add_modifier(Modifier::ITALIC),
+            )
+            .with_uniform_prefix(bar),
         );
     }
     lines

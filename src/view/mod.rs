@@ -7,6 +7,7 @@
 
 pub mod cells;
 pub mod composer;
+pub(crate) mod diff;
 pub(crate) mod highlight;
 pub mod list;
 pub mod markdown;
@@ -146,7 +147,7 @@ pub(crate) fn render_to_buffer(
         popup::render_popup(popup, areas.transcript, buf);
     }
     if let Some(overlay) = &state.overlay {
-        overlay::render_overlay(state, overlay, area, buf);
+        overlay::render_overlay(state, overlay, area, buf, now);
     }
 }
 

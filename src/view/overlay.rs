@@ -22,7 +22,13 @@ use crate::view::wrap::{wrap, RichLine, WrapMode};
 /// Width of the keys column of the help when descriptions fit beside it.
 const HELP_KEYS_WIDTH: usize = 24;
 
-pub(crate) fn render_overlay(state: &AppState, overlay: &Overlay, area: Rect, buf: &mut Buffer) {
+pub(crate) fn render_overlay(
+    state: &AppState,
+    overlay: &Overlay,
+    area: Rect,
+    buf: &mut Buffer,
+    now: std::time::Instant,
+) {
     match overlay {
         Overlay::Menu { selected } => render_menu(state, *selected, area, buf),
         Overlay::Help { scroll } => render_help(state, *scroll, area, buf),
@@ -33,6 +39,9 @@ pub(crate) fn render_overlay(state: &AppState, overlay: &Overlay, area: Rect, bu
         Overlay::Settings(draft) => render_settings(state, draft, area, buf),
         Overlay::Conversations(picker) => render_conversations(picker, area, buf),
         Overlay::ModelPicker(picker) => render_model_picker(state, picker, area, buf),
+        Overlay::Diff(view) => super::diff::render_diff(view, area, buf),
+        Overlay::ConfirmUndo(confirm) => super::diff::render_confirm_undo(confirm, area, buf),
+        Overlay::Rewind(picker) => super::diff::render_rewind(picker, area, buf, now),
     }
 }
 
@@ -113,7 +122,7 @@ fn render_model_picker(state: &AppState, picker: &ModelPicker, area: Rect, buf: 
     draw_selectable(&rows, picker.selected, list, buf);
 }
 
-fn centered(area: Rect, width: u16, height: u16) -> Rect {
+pub(crate) fn centered(area: Rect, width: u16, height: u16) -> Rect {
     let width = width.min(area.width);
     let height = height.min(area.height);
     Rect::new(
@@ -124,7 +133,7 @@ fn centered(area: Rect, width: u16, height: u16) -> Rect {
     )
 }
 
-fn frame(title: &str, footer: &str, area: Rect, buf: &mut Buffer) -> Rect {
+pub(crate) fn frame(title: &str, footer: &str, area: Rect, buf: &mut Buffer) -> Rect {
     Clear.render(area, buf);
     let block = Block::default()
         .borders(Borders::ALL)
@@ -467,7 +476,7 @@ fn render_conversations(picker: &ConversationPicker, area: Rect, buf: &mut Buffe
 }
 
 /// "12 s ago", "5 min ago", "3 h ago", "2 days ago".
-fn age(elapsed_ms: u64) -> String {
+pub(crate) fn age(elapsed_ms: u64) -> String {
     let seconds = elapsed_ms / 1000;
     match seconds {
         0..=59 => format!("{seconds} s ago"),

@@ -95,6 +95,15 @@ impl AppState {
                 Action::RetryLastTurn => "Retry is available after a failed or stopped turn.",
                 Action::Stop => "No turn is running.",
                 Action::CopyLastAnswer => "There is no answer to copy yet.",
+                Action::Diff => "No turn has changed files yet: nothing to review.",
+                Action::Undo if self.is_turn_running() => {
+                    "Wait for the turn to end (or stop it with Esc) before undoing."
+                }
+                Action::Undo => "No turn's file changes are left to undo.",
+                Action::Rewind if self.is_turn_running() => {
+                    "Wait for the turn to end (or stop it with Esc) before rewinding."
+                }
+                Action::Rewind => "No prompt has been sent yet: nothing to rewind.",
                 Action::ReopenLastSession | Action::NewSession => {
                     "Stop the running turn (Esc) before leaving this conversation."
                 }
@@ -147,10 +156,17 @@ impl AppState {
                         permission.expanded = expand;
                         true
                     }
+                    CellBody::Changes(changes) if changes.expanded != expand => {
+                        changes.expanded = expand;
+                        true
+                    }
                     _ => false,
                 });
                 Vec::new()
             }
+            Action::Diff => self.request_diff(),
+            Action::Undo => self.request_undo(),
+            Action::Rewind => self.open_rewind(),
             Action::CopyLastAnswer => {
                 let answer = self.last_answer().unwrap_or_default();
                 self.notice(

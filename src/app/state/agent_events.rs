@@ -34,6 +34,7 @@ impl AppState {
     ) -> Vec<AppEffect> {
         match event {
             OrchestratorEvent::TurnStarted { turn, prompt } => {
+                self.record_prompt(turn, &prompt, now);
                 self.transcript.push(CellBody::User(UserCell {
                     text: untrusted_owned(&prompt),
                     retry: std::mem::take(&mut self.retry_asked),
@@ -65,6 +66,12 @@ impl AppState {
                 }
                 self.on_attempt_started(turn, attempt, max_attempts);
             }
+            // A resumed log's record of a turn's changes, which follows the turn's end.
+            OrchestratorEvent::Message {
+                turn,
+                message: AgentMessage::TurnChanges { files },
+                ..
+            } => self.on_turn_changes(turn, files),
             OrchestratorEvent::Message {
                 turn,
                 attempt: _,
@@ -168,6 +175,9 @@ impl AppState {
                     self.on_agent_message(AgentMessage::Notice { kind, message }, now);
                 }
             }
+            OrchestratorEvent::TurnChanges { turn, files } => self.on_turn_changes(turn, files),
+            OrchestratorEvent::Undone { turn, outcome } => self.on_undone(turn, outcome),
+            OrchestratorEvent::Rewound(rewind) => self.on_rewound(rewind),
             OrchestratorEvent::ShutDown => return self.on_orchestrator_gone(),
         }
         Vec::new()
@@ -454,6 +464,12 @@ impl AppState {
                 self.on_permission_resolved(&id, &outcome, by, message.as_deref(), now);
             }
             AgentMessage::Plan { entries } => self.on_plan(&entries),
+            // Handled with its turn (`on_orchestrator_event`); kept here for the match.
+            AgentMessage::TurnChanges { files } => {
+                if let Some(turn) = self.turn.as_ref().map(|turn| turn.id) {
+                    self.on_turn_changes(turn, files);
+                }
+            }
         }
     }
 

@@ -66,7 +66,10 @@ impl AppState {
             Some(command) => self.run_key_command(command, now),
             None => {
                 self.note_typing(now);
-                self.on_chat_key(key)
+                match self.esc_esc_rewind(key, now) {
+                    Some(effects) => effects,
+                    None => self.on_chat_key(key),
+                }
             }
         };
         if self.overlay.is_none() {
@@ -196,6 +199,7 @@ impl AppState {
             CellBody::Notice(notice) => notice.expanded = !notice.expanded,
             CellBody::Permission(permission) => permission.expanded = !permission.expanded,
             CellBody::Plan(plan) => plan.expanded = !plan.expanded,
+            CellBody::Changes(changes) => changes.expanded = !changes.expanded,
             CellBody::User(_) | CellBody::Assistant(_) => {}
         });
         true

@@ -25,6 +25,9 @@ impl AppState {
             Overlay::Conversations(picker) => self.on_conversations_key(picker, key),
             Overlay::Settings(draft) => self.on_settings_key(draft, key),
             Overlay::ModelPicker(picker) => self.on_model_picker_key(picker, key),
+            Overlay::Diff(view) => self.on_diff_key(view, key),
+            Overlay::ConfirmUndo(confirm) => self.on_confirm_undo_key(confirm, key),
+            Overlay::Rewind(picker) => self.on_rewind_key(picker, key),
         }
     }
 

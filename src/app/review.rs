@@ -1,0 +1,199 @@
+//! Reviewing what the agent changed in the tree: the turns that changed files, the `/diff`
+//! overlay's state and keys, and the `/undo` confirmation. Pure state; the snapshots are read
+//! by the event loop (`snapshot::load_diffs`) and written back by the orchestrator (`UndoTurn`).
+
+use crossterm::event::{KeyCode, KeyEvent};
+
+use crate::app::list::PAGE;
+use crate::orchestrator::TurnId;
+use crate::sanitize::untrusted_owned;
+use crate::snapshot::{DiffLineKind, FileDiffView};
+use crate::stream::{ChangeStatus, FileChange};
+
+/// A turn that changed files, as `turn.changes` reported it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChangedTurn {
+    pub turn: TurnId,
+    pub files: Vec<FileChange>,
+    /// `/undo` put its files back.
+    pub undone: bool,
+    /// The transcript cell that shows it.
+    pub cell: crate::app::transcript::CellId,
+}
+
+/// What `/diff` asks the event loop to read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DiffRequest {
+    /// The conversation's turns that changed files and were not undone, oldest first.
+    pub turns: Vec<TurnId>,
+    /// The last of them.
+    pub last: TurnId,
+}
+
+/// What the event loop read for `/diff`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadedDiff {
+    pub conversation: Vec<FileDiffView>,
+    pub last_turn: Vec<FileDiffView>,
+    pub turns: usize,
+}
+
+/// Which changes `/diff` shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DiffScope {
+    Conversation,
+    LastTurn,
+}
+
+/// One row of the diff overlay.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DiffRow {
+    /// A file's header: its path, status and line counts.
+    File {
+        path: String,
+        status: ChangeStatus,
+        added: u64,
+        removed: u64,
+    },
+    /// A line of that file's diff; `path` names the file (for highlighting).
+    Line {
+        kind: DiffLineKind,
+        text: String,
+        path: String,
+    },
+}
+
+/// The `/diff` overlay: the two diffs (sanitised) and how far it is scrolled.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DiffView {
+    pub scope: DiffScope,
+    conversation: Vec<DiffRow>,
+    last_turn: Vec<DiffRow>,
+    pub turns: usize,
+    pub scroll: usize,
+}
+
+/// What a key did to the diff overlay.
+pub(crate) enum DiffOutcome {
+    Open,
+    Close,
+}
+
+impl DiffView {
+    pub fn new(loaded: LoadedDiff) -> Self {
+        Self {
+            // With one turn the two are the same; the conversation's is the useful default.
+            scope: DiffScope::Conversation,
+            conversation: rows(&loaded.conversation),
+            last_turn: rows(&loaded.last_turn),
+            turns: loaded.turns,
+            scroll: 0,
+        }
+    }
+
+    pub fn rows(&self) -> &[DiffRow] {
+        match self.scope {
+            DiffScope::Conversation => &self.conversation,
+            DiffScope::LastTurn => &self.last_turn,
+        }
+    }
+
+    /// How many files the shown diff has.
+    pub fn file_count(&self) -> usize {
+        self.rows()
+            .iter()
+            .filter(|row| matches!(row, DiffRow::File { .. }))
+            .count()
+    }
+
+    /// Scrolling (↑↓, PgUp/PgDn, Home/End, Space), `n`/`p` the next or previous file, Tab the
+    /// other scope, Esc or `q` closes. `height` is the rows shown, for paging.
+    pub(crate) fn on_key(&mut self, key: KeyEvent, height: usize) -> DiffOutcome {
+        let last = self.rows().len().saturating_sub(1);
+        let page = height.max(PAGE);
+        match key.code {
+            KeyCode::Esc | KeyCode::Char('q') => return DiffOutcome::Close,
+            KeyCode::Up | KeyCode::Char('k') => self.scroll = self.scroll.saturating_sub(1),
+            KeyCode::Down | KeyCode::Char('j') => self.scroll = (self.scroll + 1).min(last),
+            KeyCode::PageUp => self.scroll = self.scroll.saturating_sub(page),
+            KeyCode::PageDown | KeyCode::Char(' ') => self.scroll = (self.scroll + page).min(last),
+            KeyCode::Home | KeyCode::Char('g') => self.scroll = 0,
+            KeyCode::End | KeyCode::Char('G') => self.scroll = last,
+            KeyCode::Char('n') => {
+                let scroll = self.scroll;
+                let next = self.file_rows().find(|row| *row > scroll);
+                if let Some(next) = next {
+                    self.scroll = next;
+                }
+            }
+            KeyCode::Char('p') => {
+                let scroll = self.scroll;
+                let previous = self.file_rows().filter(|row| *row < scroll).last();
+                if let Some(previous) = previous {
+                    self.scroll = previous;
+                }
+            }
+            KeyCode::Tab | KeyCode::BackTab => {
+                self.scope = match self.scope {
+                    DiffScope::Conversation => DiffScope::LastTurn,
+                    DiffScope::LastTurn => DiffScope::Conversation,
+                };
+                self.scroll = 0;
+            }
+            _ => {}
+        }
+        DiffOutcome::Open
+    }
+
+    fn file_rows(&self) -> impl Iterator<Item = usize> + '_ {
+        self.rows()
+            .iter()
+            .enumerate()
+            .filter(|(_, row)| matches!(row, DiffRow::File { .. }))
+            .map(|(index, _)| index)
+    }
+}
+
+/// The files' rows, their text made inert (it is whatever the agent wrote).
+fn rows(files: &[FileDiffView]) -> Vec<DiffRow> {
+    let mut rows = Vec::new();
+    for file in files {
+        let path = untrusted_owned(&file.path);
+        rows.push(DiffRow::File {
+            path: path.clone(),
+            status: file.status,
+            added: file.added,
+            removed: file.removed,
+        });
+        for (kind, text) in &file.lines {
+            rows.push(DiffRow::Line {
+                kind: *kind,
+                text: untrusted_owned(text),
+                path: path.clone(),
+            });
+        }
+    }
+    rows
+}
+
+/// The `/undo` (or `/rewind`) question: these files changed since the turn; overwrite them?
+#[derive(Debug, Clone, PartialEq)]
+pub struct UndoConfirm {
+    pub turn: TurnId,
+    /// Sanitised paths.
+    pub conflicts: Vec<String>,
+    /// A rewind asked it (and whether the conversation goes back too), not an undo.
+    pub rewind: Option<bool>,
+}
+
+/// One line summing up a turn's changes: "3 files changed · +4 −2".
+pub fn changes_summary(files: &[FileChange]) -> String {
+    let added: u64 = files.iter().map(|file| file.added).sum();
+    let removed: u64 = files.iter().map(|file| file.removed).sum();
+    let count = if files.len() == 1 {
+        "1 file changed".to_owned()
+    } else {
+        format!("{} files changed", files.len())
+    };
+    format!("{count} · +{added} −{removed}")
+}

@@ -1,0 +1,569 @@
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::time::{Duration, SystemTime};
+
+use super::restore::undo;
+use super::scan::{scan, Guard, ScanReport};
+use super::store::EntryKind;
+use super::*;
+
+fn write(root: &Path, path: &str, text: &str) {
+    let full = root.join(path);
+    std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+    std::fs::write(full, text).unwrap();
+}
+
+/// A tree and a store in separate temporary folders.
+struct Rig {
+    tree: tempfile::TempDir,
+    state: tempfile::TempDir,
+    store: Store,
+    limits: SnapshotLimits,
+}
+
+impl Rig {
+    fn new() -> Self {
+        let state = tempfile::tempdir().unwrap();
+        let store = Store::new(state.path().join("s.snapshots"));
+        Self {
+            tree: tempfile::tempdir().unwrap(),
+            state,
+            store,
+            limits: SnapshotLimits::default(),
+        }
+    }
+
+    fn root(&self) -> &Path {
+        self.tree.path()
+    }
+
+    fn scan(&self, cache: Option<&Manifest>) -> (Manifest, ScanReport) {
+        scan(self.root(), &self.store, &self.limits, cache, None)
+    }
+
+    fn changes(&self, before: &Manifest, after: &Manifest) -> Vec<FileChange> {
+        turn_changes(&self.store, before, after)
+    }
+}
+
+fn change(path: &str, status: ChangeStatus, added: u64, removed: u64) -> FileChange {
+    FileChange {
+        path: path.into(),
+        status,
+        added,
+        removed,
+        too_big: false,
+    }
+}
+
+#[test]
+fn a_turn_s_changes_are_counted_by_lines_and_named_by_status() {
+    let rig = Rig::new();
+    write(rig.root(), "notes.txt", "one\ntwo\nthree\n");
+    write(rig.root(), "doomed.txt", "a\nb\n");
+    write(rig.root(), "same.txt", "unchanged\n");
+    let (before, _) = rig.scan(None);
+    write(rig.root(), "notes.txt", "one\n2\nthree\nfour\n");
+    std::fs::remove_file(rig.root().join("doomed.txt")).unwrap();
+    write(rig.root(), "src/new.rs", "fn main() {}\n");
+    let (after, _) = rig.scan(Some(&before));
+    assert_eq!(
+        rig.changes(&before, &after),
+        [
+            change("doomed.txt", ChangeStatus::Deleted, 0, 2),
+            change("notes.txt", ChangeStatus::Modified, 2, 1),
+            change("src/new.rs", ChangeStatus::Created, 1, 0),
+        ]
+    );
+}
+
+#[test]
+fn ignored_files_and_vcs_folders_are_not_kept_even_outside_git() {
+    let rig = Rig::new();
+    // No `.git` here: .gitignore applies all the same.
+    write(rig.root(), ".gitignore", "target/\n*.log\n");
+    write(rig.root(), "target/debug/big", "build output");
+    write(rig.root(), "run.log", "noise");
+    write(rig.root(), ".hg/store", "another tool's insides");
+    write(rig.root(), ".env", "hidden but the user's");
+    write(rig.root(), "src/lib.rs", "pub fn f() {}\n");
+    let (manifest, _) = rig.scan(None);
+    let paths: Vec<&str> = manifest.entries.keys().map(String::as_str).collect();
+    assert_eq!(paths, [".env", ".gitignore", "src/lib.rs"]);
+}
+
+#[test]
+fn unchanged_files_are_not_read_again_and_cost_no_new_blob() {
+    let rig = Rig::new();
+    for index in 0..20 {
+        write(
+            rig.root(),
+            &format!("f{index}.txt"),
+            &format!("file {index}\n"),
+        );
+    }
+    let (first, report) = rig.scan(None);
+    assert!(report.bytes_read > 0);
+    // Past the clock slack, the metadata is trusted.
+    std::thread::sleep(Duration::from_millis(120));
+    let (second, report) = rig.scan(Some(&first));
+    // The first scan's files were written just before it: read once more, then trusted.
+    let (third, third_report) = rig.scan(Some(&second));
+    assert_eq!(third_report.bytes_read, 0, "{report:?}");
+    assert_eq!(first.entries.len(), third.entries.len());
+    let blobs = walk_count(&rig.store.dir().join("blobs"));
+    assert_eq!(blobs, 20, "each distinct content stored once");
+}
+
+fn walk_count(dir: &Path) -> usize {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|entry| {
+                    if entry.file_type().unwrap().is_dir() {
+                        walk_count(&entry.path())
+                    } else {
+                        1
+                    }
+                })
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+#[test]
+fn binary_files_are_said_binary_and_undone_byte_for_byte() {
+    let rig = Rig::new();
+    let image: Vec<u8> = (0..=255u8).cycle().take(4000).collect();
+    std::fs::write(rig.root().join("logo.png"), &image).unwrap();
+    let (before, _) = rig.scan(None);
+    std::fs::write(rig.root().join("logo.png"), b"\x89PNG\0\0changed").unwrap();
+    let (after, _) = rig.scan(Some(&before));
+    assert_eq!(
+        rig.changes(&before, &after),
+        [change("logo.png", ChangeStatus::Binary, 0, 0)]
+    );
+    let outcome = undo(rig.root(), &rig.store, &before, &after, false);
+    assert_eq!(outcome.restored, ["logo.png"]);
+    assert_eq!(std::fs::read(rig.root().join("logo.png")).unwrap(), image);
+}
+
+#[test]
+fn undo_recreates_deleted_files_removes_created_ones_and_restores_permissions() {
+    let rig = Rig::new();
+    write(rig.root(), "keep/doomed.sh", "#!/bin/sh\necho hi\n");
+    let script = rig.root().join("keep/doomed.sh");
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o750)).unwrap();
+    write(rig.root(), "mode.txt", "text\n");
+    let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    let original_mode = mode(&rig.root().join("mode.txt"));
+    let (before, _) = rig.scan(None);
+    std::fs::remove_dir_all(rig.root().join("keep")).unwrap();
+    write(rig.root(), "created.txt", "new\n");
+    std::fs::set_permissions(
+        rig.root().join("mode.txt"),
+        std::fs::Permissions::from_mode(0o600),
+    )
+    .unwrap();
+    let (after, _) = rig.scan(Some(&before));
+    let changes = rig.changes(&before, &after);
+    assert_eq!(
+        changes,
+        [
+            change("created.txt", ChangeStatus::Created, 1, 0),
+            change("keep/doomed.sh", ChangeStatus::Deleted, 0, 2),
+            change("mode.txt", ChangeStatus::Modified, 0, 0),
+        ]
+    );
+    let outcome = undo(rig.root(), &rig.store, &before, &after, false);
+    assert_eq!(outcome.restored, ["keep/doomed.sh", "mode.txt"]);
+    assert_eq!(outcome.removed, ["created.txt"]);
+    assert!(outcome.conflicts.is_empty() && outcome.failed.is_empty());
+    assert_eq!(
+        std::fs::read_to_string(&script).unwrap(),
+        "#!/bin/sh\necho hi\n"
+    );
+    assert_eq!(mode(&script), 0o750);
+    assert_eq!(mode(&rig.root().join("mode.txt")), original_mode);
+    assert!(!rig.root().join("created.txt").exists());
+    // The tree is as before the turn: another snapshot sees no change.
+    let (again, _) = rig.scan(Some(&after));
+    assert!(rig.changes(&before, &again).is_empty());
+}
+
+#[test]
+fn a_file_changed_since_the_turn_is_not_overwritten_unless_asked() {
+    let rig = Rig::new();
+    write(rig.root(), "a.txt", "v1\n");
+    write(rig.root(), "b.txt", "b1\n");
+    let (before, _) = rig.scan(None);
+    write(rig.root(), "a.txt", "v2 by the agent\n");
+    write(rig.root(), "b.txt", "b2 by the agent\n");
+    let (after, _) = rig.scan(Some(&before));
+    write(rig.root(), "a.txt", "v3 by the user\n");
+    let outcome = undo(rig.root(), &rig.store, &before, &after, false);
+    assert_eq!(outcome.conflicts, ["a.txt"]);
+    assert!(!outcome.changed_anything(), "nothing is undone half-way");
+    assert_eq!(
+        std::fs::read_to_string(rig.root().join("a.txt")).unwrap(),
+        "v3 by the user\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(rig.root().join("b.txt")).unwrap(),
+        "b2 by the agent\n"
+    );
+    let outcome = undo(rig.root(), &rig.store, &before, &after, true);
+    assert_eq!(outcome.restored, ["a.txt", "b.txt"]);
+    assert_eq!(
+        std::fs::read_to_string(rig.root().join("a.txt")).unwrap(),
+        "v1\n"
+    );
+}
+
+#[test]
+fn symbolic_links_are_kept_as_links_and_never_followed_out_of_the_tree() {
+    let rig = Rig::new();
+    let outside = tempfile::tempdir().unwrap();
+    write(outside.path(), "secret.txt", "outside the tree\n");
+    std::os::unix::fs::symlink(outside.path(), rig.root().join("out")).unwrap();
+    std::os::unix::fs::symlink("secret.txt", rig.root().join("link.txt")).unwrap();
+    write(rig.root(), "real/file.txt", "inside\n");
+    let (before, report) = rig.scan(None);
+    let paths: Vec<&str> = before.entries.keys().map(String::as_str).collect();
+    assert_eq!(paths, ["link.txt", "out", "real/file.txt"]);
+    assert_eq!(before.entries["out"].kind, EntryKind::Symlink);
+    // Only the link's target text was read, not the folder or file behind it.
+    let target_len = outside.path().as_os_str().len() as u64;
+    assert_eq!(
+        report.bytes_read,
+        target_len + "secret.txt".len() as u64 + 7
+    );
+
+    // The agent swaps the folder for a link out of the tree: undoing removes the link and
+    // puts the folder back, inside the tree.
+    std::fs::remove_dir_all(rig.root().join("real")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), rig.root().join("real")).unwrap();
+    let (after, _) = rig.scan(Some(&before));
+    let outcome = undo(rig.root(), &rig.store, &before, &after, false);
+    assert_eq!(outcome.removed, ["real"]);
+    assert_eq!(outcome.restored, ["real/file.txt"]);
+    assert!(std::fs::symlink_metadata(rig.root().join("real"))
+        .unwrap()
+        .is_dir());
+    assert!(!outside.path().join("file.txt").exists());
+
+    // The agent deletes the folder, then (after the turn) a link out of the tree appears in
+    // its place: putting the file back must not write through it, even when told to overwrite.
+    let (before, _) = rig.scan(Some(&after));
+    std::fs::remove_dir_all(rig.root().join("real")).unwrap();
+    let (after, _) = rig.scan(Some(&before));
+    std::os::unix::fs::symlink(outside.path(), rig.root().join("real")).unwrap();
+    let outcome = undo(rig.root(), &rig.store, &before, &after, true);
+    assert_eq!(
+        outcome
+            .failed
+            .iter()
+            .map(|(path, _)| path.as_str())
+            .collect::<Vec<_>>(),
+        ["real/file.txt"]
+    );
+    assert!(!outside.path().join("file.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(outside.path().join("secret.txt")).unwrap(),
+        "outside the tree\n"
+    );
+}
+
+#[test]
+fn files_over_the_limits_are_seen_changing_but_not_kept() {
+    let mut rig = Rig::new();
+    rig.limits.max_file_kb = 1;
+    write(rig.root(), "big.txt", &"x".repeat(4096));
+    write(rig.root(), "small.txt", "s\n");
+    let (before, report) = rig.scan(None);
+    assert_eq!(report.too_big, ["big.txt"]);
+    assert_eq!(before.entries["big.txt"].blob, None);
+    write(rig.root(), "big.txt", &"y".repeat(5000));
+    let (after, _) = rig.scan(Some(&before));
+    let changes = rig.changes(&before, &after);
+    assert_eq!(changes.len(), 1);
+    assert!(changes[0].too_big && changes[0].status == ChangeStatus::Modified);
+    let outcome = undo(rig.root(), &rig.store, &before, &after, false);
+    assert_eq!(outcome.failed.len(), 1);
+    assert_eq!(
+        std::fs::read(rig.root().join("big.txt")).unwrap().len(),
+        5000
+    );
+}
+
+#[test]
+fn a_snapshot_taken_after_the_agent_started_uses_the_baseline_for_what_it_wrote() {
+    let rig = Rig::new();
+    write(rig.root(), "early.txt", "before the turn\n");
+    write(rig.root(), "gone.txt", "deleted by the agent\n");
+    let (baseline, _) = rig.scan(None);
+    std::thread::sleep(Duration::from_millis(120));
+    let since = SystemTime::now();
+    // The agent is quicker than the snapshot.
+    write(rig.root(), "early.txt", "the agent's\n");
+    write(rig.root(), "fresh.txt", "created by the agent\n");
+    std::fs::remove_file(rig.root().join("gone.txt")).unwrap();
+    let guard = Guard {
+        since,
+        baseline: &baseline,
+    };
+    let (before, _) = scan(
+        rig.root(),
+        &rig.store,
+        &rig.limits,
+        Some(&baseline),
+        Some(guard),
+    );
+    assert_eq!(
+        before,
+        Manifest {
+            taken_at_ns: before.taken_at_ns,
+            ..baseline.clone()
+        }
+    );
+    let (after, _) = rig.scan(Some(&before));
+    let statuses: Vec<(String, ChangeStatus)> = rig
+        .changes(&before, &after)
+        .into_iter()
+        .map(|change| (change.path, change.status))
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            ("early.txt".to_owned(), ChangeStatus::Modified),
+            ("fresh.txt".to_owned(), ChangeStatus::Created),
+            ("gone.txt".to_owned(), ChangeStatus::Deleted),
+        ]
+    );
+}
+
+#[test]
+fn the_diff_has_hunks_with_context_and_says_what_it_cannot_show() {
+    let rig = Rig::new();
+    let lines: String = (1..=20).map(|line| format!("line {line}\n")).collect();
+    write(rig.root(), "a.txt", &lines);
+    std::fs::write(rig.root().join("b.bin"), [0u8, 1, 2]).unwrap();
+    let (before, _) = rig.scan(None);
+    write(
+        rig.root(),
+        "a.txt",
+        &lines.replace("line 10\n", "line ten\n"),
+    );
+    std::fs::write(rig.root().join("b.bin"), [0u8, 9]).unwrap();
+    let (after, _) = rig.scan(Some(&before));
+    let files = diff_files(&rig.store, &before, &after);
+    assert_eq!(files[0].path, "a.txt");
+    let text: Vec<String> = files[0]
+        .lines
+        .iter()
+        .map(|(kind, text)| format!("{kind:?} {text}"))
+        .collect();
+    assert_eq!(
+        text,
+        [
+            "Hunk @@ -7,7 +7,7 @@",
+            "Context line 7",
+            "Context line 8",
+            "Context line 9",
+            "Removed line 10",
+            "Added line ten",
+            "Context line 11",
+            "Context line 12",
+            "Context line 13",
+        ]
+    );
+    assert_eq!(files[1].status, ChangeStatus::Binary);
+    assert_eq!(
+        files[1].lines,
+        [(DiffLineKind::Note, "binary file modified".to_owned())]
+    );
+}
+
+#[test]
+fn the_conversation_s_diff_spans_its_turns_per_file() {
+    let rig = Rig::new();
+    write(rig.root(), "a.txt", "1\n");
+    let (b1, _) = rig.scan(None);
+    write(rig.root(), "a.txt", "1\n2\n");
+    let (a1, _) = rig.scan(Some(&b1));
+    write(rig.root(), "b.txt", "b\n");
+    let (b2, _) = rig.scan(Some(&a1));
+    write(rig.root(), "a.txt", "1\n2\n3\n");
+    let (a2, _) = rig.scan(Some(&b2));
+    let (before, after) = compose(&[(b1, a1), (b2, a2)]);
+    // b.txt came between the turns (the user's): not the conversation's change.
+    assert_eq!(
+        rig.changes(&before, &after),
+        [change("a.txt", ChangeStatus::Modified, 2, 0)]
+    );
+}
+
+/// Runs git in `dir` and returns its output.
+fn git(dir: &Path, args: &[&str]) -> String {
+    let output = std::process::Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        .output()
+        .expect("git runs");
+    assert!(output.status.success(), "git {args:?}: {output:?}");
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// Everything of `.git` a snapshot store must never change: HEAD, refs, stash, the index,
+/// the objects, and the list of its files with their contents' hashes.
+fn git_state(root: &Path) -> Vec<String> {
+    let mut state = vec![
+        git(root, &["rev-parse", "HEAD"]),
+        git(root, &["for-each-ref"]),
+        git(root, &["stash", "list"]),
+        git(root, &["count-objects", "-v"]),
+        format!("{:?}", std::fs::read(root.join(".git/index")).unwrap()),
+    ];
+    let mut files = Vec::new();
+    list_files(&root.join(".git"), &mut files);
+    files.sort();
+    state.extend(files);
+    state
+}
+
+fn list_files(dir: &Path, out: &mut Vec<String>) {
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if entry.file_type().unwrap().is_dir() {
+            list_files(&path, out);
+        } else {
+            let bytes = std::fs::read(&path).unwrap();
+            out.push(format!(
+                "{} {:x}",
+                path.display(),
+                xxhash_rust::xxh3::xxh3_64(&bytes)
+            ));
+        }
+    }
+}
+
+#[test]
+fn no_operation_touches_the_user_s_git_state() {
+    let rig = Rig::new();
+    let root = rig.root();
+    git(root, &["init", "-q", "-b", "main"]);
+    write(root, "tracked.txt", "v1\n");
+    write(root, ".gitignore", "ignored/\n");
+    git(root, &["add", "."]);
+    git(root, &["commit", "-q", "-m", "first"]);
+    write(root, "tracked.txt", "stashed change\n");
+    git(root, &["stash", "-q"]);
+    write(root, "staged.txt", "in the index\n");
+    git(root, &["add", "staged.txt"]);
+    write(root, "ignored/x", "ignored\n");
+    let git_before = git_state(root);
+
+    let worker_dir = rig.state.path().join("w.snapshots");
+    let (before, _) = scan(root, &rig.store, &rig.limits, None, None);
+    write(root, "tracked.txt", "the agent's\n");
+    write(root, "new.txt", "new\n");
+    std::fs::remove_file(root.join("staged.txt")).unwrap();
+    let (after, _) = rig.scan(Some(&before));
+    assert_eq!(rig.changes(&before, &after).len(), 3);
+    let _ = diff_files(&rig.store, &before, &after);
+    let outcome = undo(root, &rig.store, &before, &after, false);
+    assert!(outcome.changed_anything() && outcome.failed.is_empty());
+    // The worker as the orchestrator runs it, too.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let mut worker =
+            SnapshotWorker::start(root.to_path_buf(), worker_dir.clone(), rig.limits.clone());
+        assert_eq!(worker.next().await, Some(SnapshotReply::Ready));
+        // Past the clock slack since the undo above wrote the files.
+        std::thread::sleep(Duration::from_millis(120));
+        worker.begin(1, SystemTime::now());
+        assert!(matches!(
+            worker.next().await,
+            Some(SnapshotReply::Began { turn: 1, .. })
+        ));
+        write(root, "tracked.txt", "again\n");
+        worker.end(1);
+        let Some(SnapshotReply::Ended { changes, .. }) = worker.next().await else {
+            panic!("no end");
+        };
+        assert_eq!(
+            changes,
+            [change("tracked.txt", ChangeStatus::Modified, 1, 1)]
+        );
+        worker.undo(1, false);
+        let Some(SnapshotReply::Undone { outcome, .. }) = worker.next().await else {
+            panic!("no undo");
+        };
+        assert_eq!(outcome.unwrap().restored, ["tracked.txt"]);
+    });
+
+    // The tree is as the user left it, and so is git's every file.
+    assert_eq!(
+        std::fs::read_to_string(root.join("staged.txt")).unwrap(),
+        "in the index\n"
+    );
+    assert!(!root.join("new.txt").exists());
+    assert_eq!(git_state(root), git_before);
+    assert_eq!(git(root, &["status", "--porcelain"]), "A  staged.txt\n");
+    assert!(worker_dir.join("manifests/1-before.json.zst").exists());
+}
+
+#[test]
+fn the_snapshot_folder_is_named_after_the_log_beside_the_sessions_folder() {
+    assert_eq!(
+        dir_for_log(Path::new("/s/sessions/0001-abcd.jsonl")),
+        Path::new("/s/snapshots/0001-abcd")
+    );
+}
+
+#[test]
+fn a_file_the_baseline_read_after_the_agent_wrote_it_is_never_restored_to_the_agent_s_version() {
+    let rig = Rig::new();
+    write(rig.root(), "old.txt", "the user's\n");
+    std::thread::sleep(Duration::from_millis(120));
+    // The first request went out before the baseline walk reached old.txt.
+    let since = SystemTime::now();
+    write(rig.root(), "old.txt", "the agent's, seen by the baseline\n");
+    let (baseline, _) = rig.scan(None);
+    let guard = Guard {
+        since,
+        baseline: &baseline,
+    };
+    let (before, _) = scan(
+        rig.root(),
+        &rig.store,
+        &rig.limits,
+        Some(&baseline),
+        Some(guard),
+    );
+    assert_eq!(
+        before.entries["old.txt"].blob, None,
+        "unknown, not the agent's text"
+    );
+    write(rig.root(), "old.txt", "the agent's, later\n");
+    let (after, _) = rig.scan(Some(&before));
+    let changes = rig.changes(&before, &after);
+    assert_eq!(changes.len(), 1);
+    assert!(changes[0].too_big, "reported, not restorable: {changes:?}");
+    let outcome = undo(rig.root(), &rig.store, &before, &after, true);
+    assert_eq!(outcome.failed.len(), 1);
+    assert_eq!(read_text(rig.root(), "old.txt"), "the agent's, later\n");
+}
+
+fn read_text(root: &Path, path: &str) -> String {
+    std::fs::read_to_string(root.join(path)).unwrap()
+}

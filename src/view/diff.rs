@@ -1,0 +1,293 @@
+//! `/diff`, the `/undo` question and the `/rewind` picker, drawn over the chat. The diff takes the whole screen but a
+//! one-cell margin, so it is usable from 40x12 up: long lines are cut at the edge, file headers
+//! stand out, added and context lines are syntax-highlighted by the file's extension.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+
+use super::highlight::CodeHighlighter;
+use super::overlay::{centered, draw_rows, frame};
+use super::wrap::{wrap, RichLine, WrapMode};
+use crate::app::review::{DiffRow, DiffScope, DiffView, UndoConfirm};
+use crate::app::rewind::{RewindChoice, RewindPicker};
+use crate::snapshot::DiffLineKind;
+use crate::stream::ChangeStatus;
+
+/// Below this width the footer names only the keys.
+const NARROW: u16 = 60;
+
+pub(crate) fn render_diff(view: &DiffView, area: Rect, buf: &mut Buffer) {
+    let outer = if area.width > 44 && area.height > 14 {
+        Rect::new(area.x + 1, area.y, area.width - 2, area.height)
+    } else {
+        area
+    };
+    let rows = view.rows();
+    let files = view.file_count();
+    let files = format!("{files} file{}", if files == 1 { "" } else { "s" });
+    let turns = if view.turns == 1 {
+        "1 turn".to_owned()
+    } else {
+        format!("{} turns", view.turns)
+    };
+    let title = match (view.scope, outer.width >= NARROW) {
+        (DiffScope::Conversation, true) => {
+            format!("Changes · this conversation ({turns}) · {files}")
+        }
+        (DiffScope::LastTurn, true) => format!("Changes · the last turn · {files}"),
+        (DiffScope::Conversation, false) => format!("All {turns} · {files}"),
+        (DiffScope::LastTurn, false) => format!("Last turn · {files}"),
+    };
+    let other = match view.scope {
+        DiffScope::Conversation => "last turn",
+        DiffScope::LastTurn => "all turns",
+    };
+    let footer = if outer.width >= NARROW {
+        format!("↑↓ PgUp/PgDn scroll · n/p file · Tab {other} · Esc close")
+    } else {
+        "↑↓ n/p Tab Esc".to_owned()
+    };
+    let inner = frame(&title, &footer, outer, buf);
+    if inner.height == 0 || inner.width == 0 {
+        return;
+    }
+    if rows.is_empty() {
+        draw_rows(
+            &[Line::styled(
+                " The turns' changes cancel out: the files are as before them.",
+                Style::default().add_modifier(Modifier::DIM),
+            )],
+            inner,
+            buf,
+        );
+        return;
+    }
+    let first = view.scroll.min(rows.len().saturating_sub(1));
+    let width = usize::from(inner.width);
+    let lines: Vec<Line<'static>> = rows
+        .iter()
+        .skip(first)
+        .take(usize::from(inner.height))
+        .map(|row| fit(row_line(row), width))
+        .collect();
+    draw_rows(&lines, inner, buf);
+}
+
+/// One row cut to `width`.
+fn fit(line: RichLine, width: usize) -> Line<'static> {
+    wrap(&line.mode(WrapMode::Truncate), width)
+        .into_iter()
+        .next()
+        .unwrap_or_default()
+}
+
+fn row_line(row: &DiffRow) -> RichLine {
+    match row {
+        DiffRow::File {
+            path,
+            status,
+            added,
+            removed,
+        } => {
+            let what = match status {
+                ChangeStatus::Created => format!("created +{added}"),
+                ChangeStatus::Deleted => format!("deleted −{removed}"),
+                ChangeStatus::Modified => format!("+{added} −{removed}"),
+                ChangeStatus::Binary => "binary".to_owned(),
+            };
+            RichLine::new(vec![
+                Span::styled(
+                    format!("━ {path} "),
+                    Style::default()
+                        .fg(Color::Cyan)
+                        .add_modifier(Modifier::BOLD),
+                ),
+                Span::styled(what, Style::default().add_modifier(Modifier::DIM)),
+            ])
+        }
+        DiffRow::Line { kind, text, path } => match kind {
+            DiffLineKind::Hunk => RichLine::text(
+                text.clone(),
+                Style::default().fg(Color::Cyan).add_modifier(Modifier::DIM),
+            ),
+            DiffLineKind::Note => RichLine::text(
+                format!("  ({text})"),
+                Style::default().add_modifier(Modifier::DIM | Modifier::ITALIC),
+            ),
+            DiffLineKind::Removed => RichLine::new(vec![
+                Span::styled(
+                    "-",
+                    Style::default().fg(Color::Red).add_modifier(Modifier::BOLD),
+                ),
+                Span::styled(text.clone(), Style::default().fg(Color::Red)),
+            ]),
+            DiffLineKind::Added | DiffLineKind::Context => {
+                let sign = if *kind == DiffLineKind::Added {
+                    Span::styled(
+                        "+",
+                        Style::default()
+                            .fg(Color::Green)
+                            .add_modifier(Modifier::BOLD),
+                    )
+                } else {
+                    Span::raw(" ")
+                };
+                let mut spans = vec![sign];
+                spans.extend(highlight(path, text));
+                RichLine::new(spans)
+            }
+        },
+    }
+}
+
+/// `text` highlighted as a line of `path`'s language (plain when it has none). Each line is
+/// highlighted on its own: only the rows on screen are, and a diff's lines are not a whole file.
+fn highlight(path: &str, text: &str) -> Vec<Span<'static>> {
+    let extension = std::path::Path::new(path)
+        .extension()
+        .and_then(|extension| extension.to_str())
+        .unwrap_or("");
+    CodeHighlighter::new(extension).highlight_line(text)
+}
+
+pub(crate) fn render_confirm_undo(confirm: &UndoConfirm, area: Rect, buf: &mut Buffer) {
+    let width = 64.min(area.width);
+    let text_width = usize::from(width.saturating_sub(2)).max(1);
+    let mut rows: Vec<Line<'static>> = Vec::new();
+    let mut add = |text: String, style: Style| {
+        rows.extend(wrap(
+            &RichLine::text(text, style).with_uniform_prefix(vec![Span::raw(" ")]),
+            text_width,
+        ));
+    };
+    add(
+        if confirm.rewind.is_some() {
+            "Changed since the last turn (by you or another program):".to_owned()
+        } else {
+            "Changed since the turn (by you or another program):".to_owned()
+        },
+        Style::default(),
+    );
+    for path in &confirm.conflicts {
+        add(format!("• {path}"), Style::default().fg(Color::Yellow));
+    }
+    add(
+        "Undo anyway and overwrite them with their state before the turn?".to_owned(),
+        Style::default(),
+    );
+    add(
+        "y overwrite · n keep them and undo nothing (default)".to_owned(),
+        Style::default().add_modifier(Modifier::DIM),
+    );
+    let outer = centered(area, width, rows.len() as u16 + 2);
+    let title = if confirm.rewind.is_some() {
+        "Rewind the files"
+    } else {
+        "Undo the last turn"
+    };
+    let inner = frame(title, "y / n", outer, buf);
+    draw_rows(&rows, inner, buf);
+}
+
+/// `/rewind`: the prompts, newest first; once one is chosen, what a rewind to before it takes
+/// back, and the choices (Cancel selected first).
+pub(crate) fn render_rewind(
+    picker: &RewindPicker,
+    area: Rect,
+    buf: &mut Buffer,
+    now: std::time::Instant,
+) {
+    let width = area.width.saturating_sub(4).clamp(20, 100).min(area.width);
+    let text_width = usize::from(width.saturating_sub(2)).max(1);
+    let line = |text: String, style: Style| -> Vec<Line<'static>> {
+        wrap(
+            &RichLine::text(text, style).with_uniform_prefix(vec![Span::raw(" ")]),
+            text_width,
+        )
+    };
+    let dim = Style::default().add_modifier(Modifier::DIM);
+    let selected_style = Style::default().add_modifier(Modifier::REVERSED);
+    let Some(choice) = picker.choosing else {
+        let mut rows: Vec<Line<'static>> = Vec::new();
+        let room = usize::from(area.height.saturating_sub(2)).max(1);
+        let first = picker.selected.saturating_sub(room.saturating_sub(1));
+        for (index, entry) in picker.entries.iter().enumerate().skip(first).take(room) {
+            let when =
+                super::overlay::age(now.saturating_duration_since(entry.sent).as_millis() as u64);
+            let files = match entry.files.len() {
+                0 => String::new(),
+                1 => " · 1 file".to_owned(),
+                count => format!(" · {count} files"),
+            };
+            let prompt = entry.prompt.lines().next().unwrap_or("");
+            let text = format!(" {when}{files} · {prompt}");
+            let style = if index == picker.selected {
+                selected_style
+            } else {
+                Style::default()
+            };
+            rows.push(fit(RichLine::text(text, style), text_width + 1));
+        }
+        if rows.is_empty() {
+            rows.push(Line::styled(" No prompt to rewind to", dim));
+        }
+        let outer = centered(area, width, rows.len() as u16 + 2);
+        let footer = if width >= NARROW {
+            "↑↓ choose a prompt · Enter · Esc close"
+        } else {
+            "↑↓ Enter Esc"
+        };
+        let inner = frame("Rewind to before", footer, outer, buf);
+        draw_rows(&rows, inner, buf);
+        return;
+    };
+    let Some(entry) = picker.selected_entry() else {
+        return;
+    };
+    let mut rows: Vec<Line<'static>> = Vec::new();
+    rows.extend(line(
+        format!("“{}”", entry.prompt.lines().next().unwrap_or("")),
+        Style::default().add_modifier(Modifier::BOLD),
+    ));
+    let prompts = if entry.prompts_taken_back == 1 {
+        "this prompt".to_owned()
+    } else {
+        format!(
+            "this prompt and the {} after it",
+            entry.prompts_taken_back - 1
+        )
+    };
+    rows.extend(line(
+        format!("Conversation: the agent forgets {prompts}; the prompt returns to the input."),
+        dim,
+    ));
+    rows.extend(line(
+        if entry.files_put_back.is_empty() {
+            "Files: no change of these turns to put back.".to_owned()
+        } else {
+            format!("Files put back: {}.", entry.files_put_back.join(", "))
+        },
+        dim,
+    ));
+    for (index, option) in RewindChoice::ALL.iter().enumerate() {
+        let style = if index == choice {
+            selected_style
+        } else {
+            Style::default()
+        };
+        rows.push(fit(
+            RichLine::text(format!(" {}", option.label()), style),
+            text_width + 1,
+        ));
+    }
+    let outer = centered(area, width, rows.len() as u16 + 2);
+    let footer = if width >= NARROW {
+        "↑↓ choose · Enter confirm · Esc back"
+    } else {
+        "↑↓ Enter Esc"
+    };
+    let inner = frame("Rewind: take back what?", footer, outer, buf);
+    draw_rows(&rows, inner, buf);
+}

@@ -1,0 +1,203 @@
+//! `turn.changes` from the real binary: `agentty run` on the demo agent's `edit` scenario (a
+//! real bash child editing files in its working directory) reports what the turn changed after
+//! its terminal message, the conversation's log keeps it, the snapshots sit in the state dir, and
+//! the user's git repository is left exactly as it was.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::{json, Value};
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let output = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        .output()
+        .expect("git runs");
+    assert!(output.status.success(), "git {args:?}: {output:?}");
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// Every file under `.git` with its bytes, and what git says of HEAD, refs, stash and index.
+fn git_state(root: &Path) -> Vec<String> {
+    fn walk(dir: &Path, out: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            if entry.file_type().unwrap().is_dir() {
+                walk(&entry.path(), out);
+            } else {
+                let bytes = std::fs::read(entry.path()).unwrap();
+                out.push(format!("{} {bytes:?}", entry.path().display()));
+            }
+        }
+    }
+    let mut state = vec![
+        git(root, &["rev-parse", "HEAD"]),
+        git(root, &["for-each-ref"]),
+        git(root, &["stash", "list"]),
+    ];
+    let mut files = Vec::new();
+    walk(&root.join(".git"), &mut files);
+    files.sort();
+    state.extend(files);
+    state
+}
+
+fn run(work: &Path, state: &Path, config: Option<&Path>, prompt: &str) -> Vec<Value> {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_agentty"));
+    command
+        .current_dir(work)
+        .env("AGENTTY_STATE_DIR", state)
+        .env("AGENTTY_DEMO_STATE_DIR", state.join("demo"))
+        .env("AGENTTY_DEMO_TIME_SCALE", "0.1")
+        .args(["run", "--provider", "demo"]);
+    if let Some(config) = config {
+        command.arg("--config").arg(config);
+    }
+    let output = command.arg(prompt).output().expect("agentty runs");
+    assert!(output.status.success(), "{output:?}");
+    String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+#[test]
+fn agentty_run_reports_what_the_turn_changed_and_leaves_git_alone() {
+    let work = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let root = work.path();
+    std::fs::write(root.join("notes.txt"), "first\nsecond\n").unwrap();
+    std::fs::write(root.join("doomed.txt"), "bye\n").unwrap();
+    std::fs::write(root.join(".gitignore"), "build/\n").unwrap();
+    git(root, &["init", "-q", "-b", "main"]);
+    git(root, &["add", "."]);
+    git(root, &["commit", "-q", "-m", "first"]);
+    std::fs::write(root.join("notes.txt"), "stashed\n").unwrap();
+    git(root, &["stash", "-q"]);
+    std::fs::write(root.join("staged.txt"), "in the index\n").unwrap();
+    git(root, &["add", "staged.txt"]);
+    std::fs::create_dir(root.join("build")).unwrap();
+    std::fs::write(root.join("build/out.o"), "ignored").unwrap();
+    let before = git_state(root);
+
+    let messages = run(root, state.path(), None, "please edit the files");
+    let types: Vec<&str> = messages
+        .iter()
+        .map(|message| message["type"].as_str().unwrap())
+        .collect();
+    let completed = types.iter().position(|kind| *kind == "terminal.completed");
+    assert_eq!(
+        types.last(),
+        Some(&"turn.changes"),
+        "turn.changes closes the turn: {types:?}"
+    );
+    assert!(
+        completed.is_some_and(|index| index == types.len() - 2),
+        "{types:?}"
+    );
+    assert_eq!(
+        messages.last().unwrap()["files"],
+        json!([
+            {"path": "created.txt", "status": "created", "added": 1, "removed": 0},
+            {"path": "data.bin", "status": "binary", "added": 0, "removed": 0},
+            {"path": "doomed.txt", "status": "deleted", "added": 0, "removed": 1},
+            {"path": "notes.txt", "status": "modified", "added": 1, "removed": 0},
+        ])
+    );
+
+    // The log keeps it, and the snapshots are in the state dir, never in the repository.
+    let sessions = state.path().join("sessions");
+    let names: Vec<String> = std::fs::read_dir(&sessions)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let log = names.iter().find(|name| name.ends_with(".jsonl")).unwrap();
+    let logged = std::fs::read_to_string(sessions.join(log)).unwrap();
+    assert!(logged.contains(r#""type":"turn.changes""#), "{logged}");
+    let snapshots = state
+        .path()
+        .join("snapshots")
+        .join(log.trim_end_matches(".jsonl"));
+    assert!(
+        snapshots.join("manifests/1-before.json.zst").is_file(),
+        "{snapshots:?}"
+    );
+    assert_eq!(git_state(root), before, "the repository is as it was");
+    assert_eq!(
+        git(root, &["status", "--porcelain"]),
+        " D doomed.txt\n M notes.txt\nA  staged.txt\n?? created.txt\n?? data.bin\n"
+    );
+}
+
+#[test]
+fn a_turn_that_changes_no_file_reports_nothing() {
+    let work = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    std::fs::write(work.path().join("notes.txt"), "as is\n").unwrap();
+    let messages = run(work.path(), state.path(), None, "hello");
+    assert!(
+        messages
+            .iter()
+            .all(|message| message["type"] != "turn.changes"),
+        "{messages:#?}"
+    );
+    assert_eq!(messages.last().unwrap()["type"], "terminal.completed");
+}
+
+#[test]
+fn snapshots_turned_off_in_the_config_take_none_and_report_nothing() {
+    let work = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let config = state.path().join("config.toml");
+    std::fs::write(&config, "[snapshots]\nenabled = false\n").unwrap();
+    std::fs::write(work.path().join("notes.txt"), "first\n").unwrap();
+    let messages = run(work.path(), state.path(), Some(&config), "edit please");
+    assert!(
+        messages
+            .iter()
+            .all(|message| message["type"] != "turn.changes"),
+        "{messages:#?}"
+    );
+    // The agent did edit: only the report is off.
+    assert!(work.path().join("created.txt").exists());
+    assert!(
+        !state.path().join("snapshots").exists(),
+        "no snapshot is taken"
+    );
+}
+
+#[test]
+fn a_file_over_the_limit_is_reported_as_too_big_to_keep() {
+    let work = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let config = state.path().join("config.toml");
+    // notes.txt grows past 1 KB in the turn.
+    std::fs::write(&config, "[snapshots]\nmax_file_kb = 1\n").unwrap();
+    std::fs::write(work.path().join("notes.txt"), "x".repeat(1020)).unwrap();
+    let messages = run(work.path(), state.path(), Some(&config), "edit please");
+    let changes = messages
+        .iter()
+        .find(|message| message["type"] == "turn.changes")
+        .expect("turn.changes");
+    let notes = changes["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|file| file["path"] == "notes.txt")
+        .unwrap();
+    assert_eq!(notes["too_big"], true, "{changes}");
+    let notice = messages
+        .iter()
+        .find(|message| message["type"] == "notice" && message["kind"] == "snapshot")
+        .expect("a notice says so");
+    assert!(
+        notice["message"].as_str().unwrap().contains("notes.txt"),
+        "{notice}"
+    );
+}
