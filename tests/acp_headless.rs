@@ -84,10 +84,10 @@ fn an_acp_agent_defined_in_the_config_runs_with_its_name() {
         "{messages:?}"
     );
     assert!(!agentty::stream::assistant_text(&messages).is_empty());
-    assert!(matches!(
-        messages.last(),
-        Some(AgentMessage::Completed { .. })
-    ));
+    assert!(
+        matches!(messages.last(), Some(AgentMessage::Completed { .. })),
+        "{messages:#?}"
+    );
 }
 
 #[test]

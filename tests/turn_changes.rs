@@ -94,15 +94,17 @@ fn agentty_run_reports_what_the_turn_changed_and_leaves_git_alone() {
     let completed = types.iter().position(|kind| *kind == "terminal.completed");
     assert_eq!(
         types.last(),
-        Some(&"turn.changes"),
-        "turn.changes closes the turn: {types:?}"
+        Some(&"terminal.completed"),
+        "the stream still ends with the terminal message: {types:?}"
     );
+    let changes = types.iter().position(|kind| *kind == "turn.changes");
+    let last_answer = types.iter().rposition(|kind| *kind == "assistant");
     assert!(
-        completed.is_some_and(|index| index == types.len() - 2),
-        "{types:?}"
+        changes > last_answer && changes < completed,
+        "turn.changes comes after the answer, before the terminal message: {types:?}"
     );
     assert_eq!(
-        messages.last().unwrap()["files"],
+        messages[changes.unwrap()]["files"],
         json!([
             {"path": "created.txt", "status": "created", "added": 1, "removed": 0},
             {"path": "data.bin", "status": "binary", "added": 0, "removed": 0},

@@ -116,7 +116,16 @@ struct Snapshots {
     open_turn: Option<TurnId>,
     /// The turn whose "after" snapshot was asked for and has not come back.
     awaiting_end: Option<TurnId>,
+    /// The baseline (taken when the conversation opens) is not done yet. A first prompt sent
+    /// before it (`agentty run`, a prompt given on the command line) waits for it: without
+    /// it, what the agent changes at once could not be told from how the tree was. Not past
+    /// `baseline_deadline`: a huge tree must not hold the first prompt (nor a stop) long.
+    baseline_pending: bool,
+    baseline_deadline: Instant,
 }
+
+/// The longest a first prompt waits for the baseline snapshot.
+const BASELINE_WAIT: Duration = Duration::from_secs(2);
 
 struct Driver {
     options: OrchestratorOptions,
@@ -173,6 +182,8 @@ impl Driver {
                 worker: SnapshotWorker::start(setup.root, setup.dir, setup.limits),
                 open_turn: None,
                 awaiting_end: None,
+                baseline_pending: true,
+                baseline_deadline: Instant::now() + BASELINE_WAIT,
             });
         Self {
             options,
@@ -236,9 +247,24 @@ impl Driver {
             } else {
                 // A sender of its own: the permit it gives must not borrow the driver.
                 let events = self.events.clone();
+                let baseline_deadline = self
+                    .snapshots
+                    .as_ref()
+                    .filter(|snapshots| snapshots.baseline_pending)
+                    .map(|snapshots| snapshots.baseline_deadline);
                 tokio::select! {
                     reply = next_snapshot_reply(&mut self.snapshots) => {
                         if self.on_snapshot_reply(reply) {
+                            break;
+                        }
+                        continue;
+                    }
+                    _ = sleep_until_opt(baseline_deadline), if waiting && baseline_deadline.is_some() => {
+                        tracing::warn!("the baseline snapshot is slow; the first prompt goes without it");
+                        if let Some(snapshots) = self.snapshots.as_mut() {
+                            snapshots.baseline_pending = false;
+                        }
+                        if self.resume_deferred() {
                             break;
                         }
                         continue;
@@ -300,6 +326,11 @@ impl Driver {
         let mut effects: VecDeque<Effect> = effects.into();
         while let Some(effect) = effects.pop_front() {
             match effect {
+                effect @ Effect::StartAttempt { .. } if self.awaiting_baseline() => {
+                    effects.push_front(effect);
+                    self.deferred = Some(Deferred { effects });
+                    return exit;
+                }
                 effect @ (Effect::StartAttempt { .. }
                 | Effect::Emit(OrchestratorEvent::ShutDown))
                     if self.awaiting_snapshot_after() =>
@@ -471,6 +502,13 @@ impl Driver {
         }
     }
 
+    /// The baseline snapshot is still being taken.
+    fn awaiting_baseline(&self) -> bool {
+        self.snapshots
+            .as_ref()
+            .is_some_and(|snapshots| snapshots.baseline_pending)
+    }
+
     /// The snapshot after the last turn is asked for and not yet taken.
     fn awaiting_snapshot_after(&self) -> bool {
         self.snapshots
@@ -490,7 +528,10 @@ impl Driver {
             return false;
         };
         match reply {
-            SnapshotReply::Ready => false,
+            SnapshotReply::Ready => {
+                snapshots.baseline_pending = false;
+                self.resume_deferred()
+            }
             SnapshotReply::Began { turn, notice } => {
                 if let Some(message) = notice {
                     self.emit_snapshot_notice(turn, message);
@@ -818,3 +859,11 @@ fn missing_terminal() -> AgentMessage {
 #[cfg(test)]
 #[path = "driver_tests.rs"]
 mod tests;
+
+/// Sleeps until `deadline`, or for ever without one.
+async fn sleep_until_opt(deadline: Option<Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
+    }
+}

@@ -35,6 +35,10 @@ pub async fn run_headless_turn(
     // means it has already ended; the loop below then sees the channel close.
     let _ = commands.send(Command::Submit(prompt));
     let mut outcome = None;
+    // An attempt's terminal message waits for what follows it: the turn's file changes, which
+    // are known only once the turn ended, go before it, so that the stream still ends with it.
+    let mut held_terminal: Option<AgentMessage> = None;
+    let mut turn_ended = false;
     let mut stop_forwarded = false;
     let mut kill_forwarded = false;
     loop {
@@ -45,15 +49,34 @@ pub async fn run_headless_turn(
                 | OrchestratorEvent::Notice { .. }
                 | OrchestratorEvent::TurnChanges { .. })) => {
                     if let Some((_, _, message)) = event.as_stream_message() {
-                        on_message(&message);
+                        let message = message.into_owned();
+                        // Before the turn ended, what follows a terminal message is the next
+                        // attempt's (a retry): the terminal goes first. After, it is the turn's
+                        // closing report (its file changes), which goes before the terminal.
+                        if !turn_ended {
+                            if let Some(terminal) = held_terminal.take() {
+                                on_message(&terminal);
+                            }
+                        }
+                        if message.is_terminal() {
+                            held_terminal = Some(message);
+                        } else {
+                            on_message(&message);
+                        }
                     }
                 }
                 Some(OrchestratorEvent::StopProgress { progress, .. }) => stop.set_progress(progress),
                 Some(OrchestratorEvent::TurnEnded { outcome: ended, .. }) => {
+                    turn_ended = true;
                     outcome = Some(ended);
                     let _ = commands.send(Command::Shutdown);
                 }
-                Some(OrchestratorEvent::ShutDown) | None => break,
+                Some(OrchestratorEvent::ShutDown) | None => {
+                    if let Some(terminal) = held_terminal.take() {
+                        on_message(&terminal);
+                    }
+                    break;
+                }
                 Some(_) => {}
             },
             () = stop.stop_token().cancelled(), if !stop_forwarded => {

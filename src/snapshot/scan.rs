@@ -22,6 +22,10 @@ const VCS_DIRS: [&str; 4] = [".git", ".hg", ".svn", ".jj"];
 pub(crate) struct Guard<'a> {
     pub since: SystemTime,
     pub baseline: &'a Manifest,
+    /// When the baseline's walk ended, if it was taken between turns: when that is before
+    /// `since`, what it read is how the tree was before the turn, however recent a file's
+    /// times (the user may have saved it a moment before sending).
+    pub baseline_done: Option<SystemTime>,
 }
 
 /// What a snapshot could not keep.
@@ -55,6 +59,13 @@ pub(crate) fn scan(
     let mut report = ScanReport::default();
     let mut kept_bytes: u64 = 0;
     let mut kept_files: u64 = 0;
+    // agentty's own state (logs, these snapshots) when it lies inside the tree: never the
+    // agent's change, and a snapshot must not hold itself.
+    let state_dir = crate::logging::state_dir();
+    let private: Vec<std::path::PathBuf> = [state_dir.canonicalize().ok(), Some(state_dir)]
+        .into_iter()
+        .flatten()
+        .collect();
     let walker = ignore::WalkBuilder::new(root)
         .hidden(false)
         .parents(true)
@@ -66,11 +77,12 @@ pub(crate) fn scan(
         .require_git(false)
         .follow_links(false)
         .sort_by_file_name(|a, b| a.cmp(b))
-        .filter_entry(|entry| {
-            !entry
+        .filter_entry(move |entry| {
+            let vcs = entry
                 .file_name()
                 .to_str()
-                .is_some_and(|name| VCS_DIRS.contains(&name))
+                .is_some_and(|name| VCS_DIRS.contains(&name));
+            !vcs && !private.iter().any(|dir| entry.path() == dir)
         })
         .build();
     for entry in walker {
@@ -101,7 +113,10 @@ pub(crate) fn scan(
             if stat.mtime_ns >= since || stat.ctime_ns >= since {
                 // Written since the turn began: as it was before, or not there before.
                 if let Some(before) = guard.baseline.entries.get(&relative) {
-                    let read_too_late = before.mtime_ns >= since || before.ctime_ns >= since;
+                    let read_before_the_turn =
+                        guard.baseline_done.is_some_and(|done| done <= guard.since);
+                    let read_too_late = !read_before_the_turn
+                        && (before.mtime_ns >= since || before.ctime_ns >= since);
                     let mut before = before.clone();
                     if read_too_late {
                         // The baseline itself read it after the agent wrote it (a first turn

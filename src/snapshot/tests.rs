@@ -312,6 +312,7 @@ fn a_snapshot_taken_after_the_agent_started_uses_the_baseline_for_what_it_wrote(
     let guard = Guard {
         since,
         baseline: &baseline,
+        baseline_done: None,
     };
     let (before, _) = scan(
         rig.root(),
@@ -542,6 +543,7 @@ fn a_file_the_baseline_read_after_the_agent_wrote_it_is_never_restored_to_the_ag
     let guard = Guard {
         since,
         baseline: &baseline,
+        baseline_done: None,
     };
     let (before, _) = scan(
         rig.root(),
@@ -566,4 +568,41 @@ fn a_file_the_baseline_read_after_the_agent_wrote_it_is_never_restored_to_the_ag
 
 fn read_text(root: &Path, path: &str) -> String {
     std::fs::read_to_string(root.join(path)).unwrap()
+}
+
+#[test]
+fn a_file_saved_just_before_the_prompt_is_kept_as_the_baseline_read_it() {
+    let rig = Rig::new();
+    // The user saves a file and sends the prompt at once: its times are after `since`'s slack.
+    write(rig.root(), "notes.txt", "the user's, just saved\n");
+    let (baseline, _) = rig.scan(None);
+    let baseline_done = SystemTime::now();
+    let since = SystemTime::now();
+    write(rig.root(), "notes.txt", "the agent's\n");
+    let guard = Guard {
+        since,
+        baseline: &baseline,
+        baseline_done: Some(baseline_done),
+    };
+    let (before, _) = scan(
+        rig.root(),
+        &rig.store,
+        &rig.limits,
+        Some(&baseline),
+        Some(guard),
+    );
+    assert!(
+        before.entries["notes.txt"].blob.is_some(),
+        "the baseline was read before the request: its copy is how the file was"
+    );
+    let (after, _) = rig.scan(Some(&before));
+    let changes = rig.changes(&before, &after);
+    assert_eq!(changes.len(), 1);
+    assert!(!changes[0].too_big, "{changes:?}");
+    let outcome = undo(rig.root(), &rig.store, &before, &after, true);
+    assert!(outcome.failed.is_empty(), "{outcome:?}");
+    assert_eq!(
+        read_text(rig.root(), "notes.txt"),
+        "the user's, just saved\n"
+    );
 }

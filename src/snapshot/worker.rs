@@ -69,6 +69,7 @@ impl SnapshotWorker {
             store: Store::new(dir),
             limits,
             latest: None,
+            latest_done: None,
             before: HashMap::new(),
             told_over_total: false,
         };
@@ -124,6 +125,9 @@ struct WorkerState {
     limits: SnapshotLimits,
     /// The last snapshot taken: the cache of the next.
     latest: Option<Manifest>,
+    /// When the walk of `latest` ended, for a snapshot taken between turns (the baseline, a
+    /// turn's "after"): what it read then predates a request sent later.
+    latest_done: Option<SystemTime>,
     /// The snapshot before each turn still running.
     before: HashMap<Turn, Manifest>,
     told_over_total: bool,
@@ -140,6 +144,7 @@ impl WorkerState {
                     "snapshot baseline taken"
                 );
                 self.latest = Some(manifest);
+                self.latest_done = Some(SystemTime::now());
                 SnapshotReply::Ready
             }
             Job::Begin { turn, since } => {
@@ -153,6 +158,7 @@ impl WorkerState {
                     Some(Guard {
                         since,
                         baseline: baseline.as_ref().unwrap_or(&empty),
+                        baseline_done: self.latest_done.take(),
                     }),
                 );
                 let notice = self.limits_notice(&report);
@@ -191,6 +197,7 @@ impl WorkerState {
                     ))
                 };
                 self.latest = Some(after);
+                self.latest_done = Some(SystemTime::now());
                 SnapshotReply::Ended {
                     turn,
                     changes,
