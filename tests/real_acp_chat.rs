@@ -338,8 +338,12 @@ async fn permission_then_second_turn(cli: Cli, test: &str) {
 
     // Turn 1: the agent asks to run `touch`.
     let (before_enter1, entered1) = chat.send(&format!("create-file please {}", token()));
+    // The whole prompt, down to its bottom line (a capture can land mid-draw).
     let asked = chat.wait_for("\"Permission needed\"", |screen| {
-        screen.contains("Permission needed")
+        screen
+            .lines()
+            .skip_while(|line| !line.contains("Permission needed"))
+            .any(|line| line.starts_with('└'))
     });
     chat.print_screen("permission prompt", &asked);
     assert!(

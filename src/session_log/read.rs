@@ -206,23 +206,8 @@ pub(crate) struct LogHeader {
 /// gives what its fields still say, each read on its own; without a provider and a working
 /// directory it is not a session log (a conversation is resumed only under both).
 pub(crate) fn parse_header(line: &[u8], path: &Path) -> Option<LogHeader> {
-    if let Some(LogEntry::Header {
-        version,
-        provider,
-        started_at_ms,
-        cwd,
-        conversation_id,
-        origin,
-    }) = parse_whole(line)
-    {
-        return Some(LogHeader {
-            version,
-            provider,
-            started_at_ms,
-            cwd,
-            conversation_id,
-            origin,
-        });
+    if let Some(header) = parse_whole(line).and_then(as_header) {
+        return Some(header);
     }
     let text = String::from_utf8_lossy(line);
     // Some trace of a log entry, so that a raw agent log is not taken for a damaged one.
