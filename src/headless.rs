@@ -160,6 +160,8 @@ pub fn run(agent: AgentArgs, args: RunArgs) -> i32 {
             session_log: session_log.map(|log| log as Arc<dyn crate::orchestrator::Recorder>),
             settings: provider::configured_settings(&settings),
             snapshots,
+            // The prompt goes as the conversation opens: the tree as it was comes first.
+            baseline_before_first_turn: true,
             ..OrchestratorOptions::new(provider)
         };
         let mut stdout = std::io::stdout().lock();

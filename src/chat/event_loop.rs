@@ -171,6 +171,7 @@ impl Launch {
             first_turn,
             settings: conversation_settings,
             snapshots,
+            baseline_before_first_turn: false,
         });
         Ok(Started {
             handle,

@@ -48,6 +48,10 @@ pub struct OrchestratorOptions {
     pub settings: Vec<AgentSetting>,
     /// Where the working tree's snapshots go (`None`: none are taken, no `turn.changes`).
     pub snapshots: Option<crate::snapshot::SnapshotSetup>,
+    /// The first turn waits (at most [`BASELINE_WAIT`]) for the baseline snapshot: for a prompt
+    /// sent as the conversation opens (`agentty run`). The chat takes the baseline while the
+    /// user types and never holds a prompt (nor a stop) for it.
+    pub baseline_before_first_turn: bool,
 }
 
 impl OrchestratorOptions {
@@ -63,6 +67,7 @@ impl OrchestratorOptions {
             first_turn: 1,
             settings: Vec::new(),
             snapshots: None,
+            baseline_before_first_turn: false,
         }
     }
 }
@@ -182,7 +187,7 @@ impl Driver {
                 worker: SnapshotWorker::start(setup.root, setup.dir, setup.limits),
                 open_turn: None,
                 awaiting_end: None,
-                baseline_pending: true,
+                baseline_pending: options.baseline_before_first_turn,
                 baseline_deadline: Instant::now() + BASELINE_WAIT,
             });
         Self {
