@@ -37,6 +37,23 @@ fn start_on(transport: &str, width: u16, height: u16) -> Option<Session> {
     })
 }
 
+/// A pane whose tmux server ends with it, a failed assertion included.
+struct Killed(tmux::Pane);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        self.0.kill_server();
+    }
+}
+
+impl std::ops::Deref for Killed {
+    type Target = tmux::Pane;
+
+    fn deref(&self) -> &tmux::Pane {
+        &self.0
+    }
+}
+
 /// agentty on the demo agent over `transport` in `work`, with its state in `state` and `args`.
 fn launch(
     state: &std::path::Path,
@@ -126,7 +143,7 @@ fn a_chosen_mode_holds_across_resume_and_the_config_sets_the_start() {
     }
     let state = tempfile::tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
-    let pane = launch(state.path(), work.path(), "acp", "", 100, 20).unwrap();
+    let pane = Killed(launch(state.path(), work.path(), "acp", "", 100, 20).unwrap());
     pane.wait_for_text("· mode Default");
     pane.keys(&["BTab"]);
     pane.wait_for_text("Mode: Accept edits");
@@ -136,7 +153,7 @@ fn a_chosen_mode_holds_across_resume_and_the_config_sets_the_start() {
     pane.keys(&["C-c", "C-c"]);
     pane.kill_server();
 
-    let pane = launch(state.path(), work.path(), "acp", "--resume", 100, 20).unwrap();
+    let pane = Killed(launch(state.path(), work.path(), "acp", "--resume", 100, 20).unwrap());
     let resumed = pane.wait_for_text("· mode Accept edits");
     eprintln!("resumed:\n{resumed}");
     let logged = std::fs::read_to_string(state.path().join("demo/settings.jsonl")).unwrap();
@@ -153,7 +170,7 @@ fn a_chosen_mode_holds_across_resume_and_the_config_sets_the_start() {
     std::fs::write(&config, "[providers.demo]\nmode = \"accept-edits\"\n").unwrap();
     let fresh = tempfile::tempdir().unwrap();
     let args = format!("--config {}", config.display());
-    let pane = launch(state.path(), fresh.path(), "acp", &args, 100, 20).unwrap();
+    let pane = Killed(launch(state.path(), fresh.path(), "acp", &args, 100, 20).unwrap());
     pane.wait_for_text("· mode Accept edits");
     pane.kill_server();
 }
