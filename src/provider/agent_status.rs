@@ -105,6 +105,11 @@ impl AgentSetting {
         }
     }
 
+    /// Setting it means asking the agent: it lists the value and runs another.
+    pub fn needs_asking(&self, status: &AgentStatus) -> bool {
+        self.is_offered_by(status) && !self.is_held_by(status)
+    }
+
     fn value(&self) -> &str {
         match self {
             AgentSetting::Model(value)

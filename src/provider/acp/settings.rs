@@ -140,11 +140,9 @@ impl AcpShared {
         settings: &[AgentSetting],
     ) {
         for setting in settings {
-            let wanted = {
-                let status = self.status.borrow();
-                setting.is_offered_by(&status) && !setting.is_held_by(&status)
-            };
-            if wanted && !matches!(setting, AgentSetting::ThinkingLevel(_)) {
+            // Read before each: a model's answer changes what the next setting finds.
+            let needed = setting.needs_asking(&self.status.borrow());
+            if needed {
                 ask(connection, session_id, setting.clone(), &self.status).await;
             }
         }

@@ -380,11 +380,8 @@ impl RpcSession {
                 // The conversation's settings (a `--model` from the config would otherwise
                 // win over the model the user chose), in order: a model before its level.
                 for setting in &request.settings {
-                    let wanted = {
-                        let status = status.borrow();
-                        setting.is_offered_by(&status) && !setting.is_held_by(&status)
-                    };
-                    if wanted {
+                    let needed = setting.needs_asking(&status.borrow());
+                    if needed {
                         ask(&session.writer, setting.clone(), status).await;
                     }
                 }
