@@ -179,3 +179,125 @@ fn describe(graph: &Graph) -> String {
         .map(|(module, targets)| format!("{module} -> {targets:?}\n"))
         .collect()
 }
+
+/// Inside `app` and `view`, no file (a module's file and its subfolder count as one) names,
+/// directly or through others, a sibling that names it: a circle between the files of one
+/// folder is a knot a reader cannot start from.
+#[test]
+fn files_of_one_folder_have_no_circle() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    for folder in ["app", "view"] {
+        let graph = folder_graph(&src.join(folder), folder);
+        assert!(
+            graph.len() > 5,
+            "the {folder} folder graph misses files: {graph:#?}"
+        );
+        let circles = cycles(&graph);
+        assert!(
+            circles.is_empty(),
+            "circles between the files of src/{folder}: {circles:?}\n{}",
+            describe(&graph)
+        );
+    }
+}
+
+#[test]
+fn sibling_references_include_grouped_and_parent_paths() {
+    let siblings = BTreeSet::from(["a".to_string(), "b".to_string(), "c".to_string()]);
+    let top = "use super::{a::X, b};\nuse crate::app::c::Y; // super::d\n";
+    assert_eq!(
+        sibling_references(top, "app", 0, &siblings),
+        BTreeSet::from(["a".to_string(), "b".to_string(), "c".to_string()])
+    );
+    let nested = "use super::c;\nuse super::super::a::Z;\n#[cfg(test)]\nuse super::super::b;\n";
+    assert_eq!(
+        sibling_references(nested, "app", 1, &siblings),
+        BTreeSet::from(["a".to_string()]),
+        "one level down, `super` is the file's own module"
+    );
+}
+
+/// File-level module of `folder` (a file, with its subfolder) -> the siblings it names.
+fn folder_graph(folder: &Path, module: &str) -> Graph {
+    let mut files = Vec::new();
+    collect_rust_files(folder, &mut files);
+    let top_of = |file: &Path| -> (String, usize) {
+        let relative = file.strip_prefix(folder).expect("file under the folder");
+        let first = relative.components().next().expect("non-empty path");
+        let name = first.as_os_str().to_string_lossy();
+        let depth = relative.components().count() - 1;
+        (name.strip_suffix(".rs").unwrap_or(&name).to_string(), depth)
+    };
+    let siblings: BTreeSet<String> = files
+        .iter()
+        .map(|file| top_of(file).0)
+        .filter(|name| name != "mod")
+        .collect();
+    let mut graph: Graph = siblings
+        .iter()
+        .map(|name| (name.clone(), BTreeSet::new()))
+        .collect();
+    for file in &files {
+        let (name, depth) = top_of(file);
+        if name == "mod" {
+            continue;
+        }
+        let source = fs::read_to_string(file).expect("readable source file");
+        let targets = sibling_references(&source, module, depth, &siblings);
+        graph
+            .get_mut(&name)
+            .expect("a sibling")
+            .extend(targets.into_iter().filter(|target| *target != name));
+    }
+    graph
+}
+
+/// The siblings that non-test code of a file `depth` folders below `crate::module` names, by
+/// `crate::module::name`, `super::name` (`super::super::` one folder down) or in a group
+/// (`super::{a, b}`).
+fn sibling_references(
+    source: &str,
+    module: &str,
+    depth: usize,
+    siblings: &BTreeSet<String>,
+) -> BTreeSet<String> {
+    let code = source.split("#[cfg(test)]").next().unwrap_or_default();
+    let parent = format!("{}::", vec!["super"; depth + 1].join("::"));
+    let absolute = format!("crate::{module}::");
+    let mut names = BTreeSet::new();
+    let code: String = code
+        .lines()
+        .map(|line| line.split("//").next().unwrap_or_default())
+        .collect::<Vec<_>>()
+        .join("\n");
+    for prefix in [parent.as_str(), absolute.as_str()] {
+        for (index, _) in code.match_indices(prefix) {
+            // `super::super::x` read with the prefix `super::` names the parent folder's `super`.
+            let before = &code[..index];
+            if before.ends_with("super::") || before.ends_with("crate::") {
+                continue;
+            }
+            let rest = &code[index + prefix.len()..];
+            let named: Vec<&str> = match rest.strip_prefix('{') {
+                Some(group) => group
+                    .split('}')
+                    .next()
+                    .unwrap_or_default()
+                    .split(',')
+                    .collect(),
+                None => vec![rest],
+            };
+            for item in named {
+                let name: String = item
+                    .trim()
+                    .chars()
+                    .take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '_')
+                    .collect();
+                if siblings.contains(&name) {
+                    names.insert(name);
+                }
+            }
+        }
+    }
+    names
+}

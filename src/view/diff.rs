@@ -7,8 +7,8 @@ use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
+use super::frame::{age, centered, draw_rows, frame};
 use super::highlight::CodeHighlighter;
-use super::overlay::{centered, draw_rows, frame};
 use super::wrap::{wrap, RichLine, WrapMode};
 use crate::app::review::{DiffRow, DiffScope, DiffView, UndoConfirm};
 use crate::app::rewind::{RewindChoice, RewindPicker};
@@ -214,8 +214,7 @@ pub(crate) fn render_rewind(
         let room = usize::from(area.height.saturating_sub(2)).max(1);
         let first = picker.selected.saturating_sub(room.saturating_sub(1));
         for (index, entry) in picker.entries.iter().enumerate().skip(first).take(room) {
-            let when =
-                super::overlay::age(now.saturating_duration_since(entry.sent).as_millis() as u64);
+            let when = age(now.saturating_duration_since(entry.sent).as_millis() as u64);
             let files = match entry.files.len() {
                 0 => String::new(),
                 1 => " · 1 file".to_owned(),

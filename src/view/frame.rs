@@ -1,0 +1,66 @@
+//! The box every overlay draws in: centred over the chat, a cyan border with a title and a
+//! footer of keys, rows clipped to it, and the selectable row style the lists share.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Widget};
+
+pub(crate) fn centered(area: Rect, width: u16, height: u16) -> Rect {
+    let width = width.min(area.width);
+    let height = height.min(area.height);
+    Rect::new(
+        area.x + (area.width - width) / 2,
+        area.y + (area.height - height) / 2,
+        width,
+        height,
+    )
+}
+
+pub(crate) fn frame(title: &str, footer: &str, area: Rect, buf: &mut Buffer) -> Rect {
+    Clear.render(area, buf);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(Style::default().fg(Color::Cyan))
+        .title(Span::styled(
+            format!(" {title} "),
+            Style::default().add_modifier(Modifier::BOLD),
+        ))
+        .title_bottom(Span::styled(
+            format!(" {footer} "),
+            Style::default().add_modifier(Modifier::DIM),
+        ));
+    let inner = block.inner(area);
+    block.render(area, buf);
+    inner
+}
+
+pub(crate) fn draw_rows(rows: &[Line<'_>], inner: Rect, buf: &mut Buffer) {
+    for (index, row) in rows.iter().take(usize::from(inner.height)).enumerate() {
+        buf.set_line(inner.x, inner.y + index as u16, row, inner.width);
+    }
+}
+
+pub(crate) fn selectable(text: String, selected: bool, enabled: bool, width: u16) -> Line<'static> {
+    let mut style = Style::default();
+    if !enabled {
+        style = style.add_modifier(Modifier::DIM);
+    }
+    if selected {
+        style = style.add_modifier(Modifier::REVERSED);
+    }
+    let padded = format!("{text:<width$}", width = usize::from(width));
+    Line::styled(padded, style)
+}
+
+/// "12 s ago", "5 min ago", "3 h ago", "2 days ago".
+pub(crate) fn age(elapsed_ms: u64) -> String {
+    let seconds = elapsed_ms / 1000;
+    match seconds {
+        0..=59 => format!("{seconds} s ago"),
+        60..=3599 => format!("{} min ago", seconds / 60),
+        3600..=86_399 => format!("{} h ago", seconds / 3600),
+        _ => format!("{} days ago", seconds / 86_400),
+    }
+}
