@@ -1,8 +1,11 @@
 //! The `/resume` picker: this directory's conversations, newest first, filtered as the user types.
 
+use std::time::Instant;
+
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::list::ListSelection;
+use super::pane::{OverlayPane, Step};
 use crate::session_log::ConversationSummary;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -14,14 +17,6 @@ pub struct ConversationPicker {
     pub selected: usize,
     /// The conversation the chat is in now (marked, and not reopened).
     pub current: Option<String>,
-}
-
-/// What a key did to the picker.
-#[derive(Debug, Clone, PartialEq)]
-pub enum PickerOutcome {
-    Open,
-    Close,
-    Chosen(Box<ConversationSummary>),
 }
 
 impl ConversationPicker {
@@ -46,16 +41,26 @@ impl ConversationPicker {
             })
             .collect()
     }
+}
 
-    pub fn on_key(&mut self, key: KeyEvent) -> PickerOutcome {
+impl OverlayPane for ConversationPicker {
+    type Input<'a> = ();
+    type Request = Box<ConversationSummary>;
+
+    fn on_key(
+        &mut self,
+        key: KeyEvent,
+        _now: Option<Instant>,
+        _input: Self::Input<'_>,
+    ) -> Step<Self::Request> {
         let control = key.modifiers.contains(KeyModifiers::CONTROL);
         let count = self.visible().len();
         match key.code {
-            KeyCode::Esc => return PickerOutcome::Close,
+            KeyCode::Esc => return Step::Close,
             KeyCode::Enter => {
                 return match self.visible().get(self.selected) {
-                    Some(summary) => PickerOutcome::Chosen(Box::new((*summary).clone())),
-                    None => PickerOutcome::Open,
+                    Some(summary) => Step::Done(Box::new((*summary).clone())),
+                    None => Step::Open,
                 }
             }
             KeyCode::Backspace => {
@@ -72,7 +77,7 @@ impl ConversationPicker {
                 self.selected = list.selected;
             }
         }
-        PickerOutcome::Open
+        Step::Open
     }
 }
 
@@ -114,23 +119,23 @@ mod tests {
         );
         assert_eq!(picker.visible().len(), 3);
         for typed in "parser".chars() {
-            picker.on_key(key(KeyCode::Char(typed)));
+            picker.on_key(key(KeyCode::Char(typed)), None, ());
         }
         let ids: Vec<_> = picker.visible().iter().map(|s| s.id.clone()).collect();
         assert_eq!(ids, ["aaa", "ccc"]);
-        picker.on_key(key(KeyCode::Down));
+        picker.on_key(key(KeyCode::Down), None, ());
         assert_eq!(
-            picker.on_key(key(KeyCode::Enter)),
-            PickerOutcome::Chosen(Box::new(summary("ccc", "pi", "Parser docs")))
+            picker.on_key(key(KeyCode::Enter), None, ()),
+            Step::Done(Box::new(summary("ccc", "pi", "Parser docs")))
         );
-        picker.on_key(key(KeyCode::Down));
+        picker.on_key(key(KeyCode::Down), None, ());
         assert_eq!(picker.selected, 0, "wraps around");
         for _ in 0..6 {
-            picker.on_key(key(KeyCode::Backspace));
+            picker.on_key(key(KeyCode::Backspace), None, ());
         }
-        picker.on_key(key(KeyCode::Char('c')));
-        picker.on_key(key(KeyCode::Char('l')));
+        picker.on_key(key(KeyCode::Char('c')), None, ());
+        picker.on_key(key(KeyCode::Char('l')), None, ());
         assert_eq!(picker.visible().len(), 1, "matches the provider");
-        assert_eq!(picker.on_key(key(KeyCode::Esc)), PickerOutcome::Close);
+        assert_eq!(picker.on_key(key(KeyCode::Esc), None, ()), Step::Close);
     }
 }

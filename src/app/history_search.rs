@@ -1,9 +1,12 @@
 //! Ctrl+R: the earlier prompts matching a typed query, best first, and its keys.
 
+use std::time::Instant;
+
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::keymap::{command_for, KeyCommand};
 use super::list::ListSelection;
+use super::pane::{OverlayPane, Step};
 
 /// The search as typed so far.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -13,24 +16,25 @@ pub struct HistorySearch {
     pub selected: usize,
 }
 
-/// What a key did to the search.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum HistorySearchOutcome {
-    Open,
-    Close,
-    /// This prompt goes into the editor.
-    Chosen(String),
-}
+impl HistorySearch {}
 
-impl HistorySearch {
+impl OverlayPane for HistorySearch {
+    type Input<'a> = &'a [String];
+    type Request = String;
+
     /// A key; `matches` are the prompts matching the query as it was before the key.
-    pub(crate) fn on_key(&mut self, key: KeyEvent, matches: &[String]) -> HistorySearchOutcome {
+    fn on_key(
+        &mut self,
+        key: KeyEvent,
+        _now: Option<Instant>,
+        matches: Self::Input<'_>,
+    ) -> Step<Self::Request> {
         match key.code {
-            KeyCode::Esc => return HistorySearchOutcome::Close,
+            KeyCode::Esc => return Step::Close,
             KeyCode::Enter | KeyCode::Tab => {
                 return match matches.get(self.selected) {
-                    Some(prompt) => HistorySearchOutcome::Chosen(prompt.clone()),
-                    None => HistorySearchOutcome::Close,
+                    Some(prompt) => Step::Done(prompt.clone()),
+                    None => Step::Close,
                 }
             }
             // The search key again: the next older match, as in a shell.
@@ -55,7 +59,7 @@ impl HistorySearch {
                 self.selected = list.selected;
             }
         }
-        HistorySearchOutcome::Open
+        Step::Open
     }
 }
 
@@ -73,28 +77,36 @@ mod tests {
         let mut search = HistorySearch::default();
         let ctrl_r = press(KeyCode::Char('r'), KeyModifiers::CONTROL);
         for _ in 0..5 {
-            assert_eq!(search.on_key(ctrl_r, &matches), HistorySearchOutcome::Open);
+            assert_eq!(search.on_key(ctrl_r, None, &matches), Step::Open);
         }
         assert_eq!(search.selected, 2, "stops at the oldest match");
         assert_eq!(
-            search.on_key(press(KeyCode::Up, KeyModifiers::NONE), &matches),
-            HistorySearchOutcome::Open
+            search.on_key(press(KeyCode::Up, KeyModifiers::NONE), None, &matches),
+            Step::Open
         );
         assert_eq!(
-            search.on_key(press(KeyCode::Enter, KeyModifiers::NONE), &matches),
-            HistorySearchOutcome::Chosen("older".to_owned())
+            search.on_key(press(KeyCode::Enter, KeyModifiers::NONE), None, &matches),
+            Step::Done("older".to_owned())
         );
-        search.on_key(press(KeyCode::Char('o'), KeyModifiers::NONE), &matches);
+        search.on_key(
+            press(KeyCode::Char('o'), KeyModifiers::NONE),
+            None,
+            &matches,
+        );
         assert_eq!((search.query.as_str(), search.selected), ("o", 0));
-        search.on_key(press(KeyCode::Backspace, KeyModifiers::NONE), &matches);
+        search.on_key(
+            press(KeyCode::Backspace, KeyModifiers::NONE),
+            None,
+            &matches,
+        );
         assert_eq!(search.query, "");
         assert_eq!(
-            search.on_key(press(KeyCode::Enter, KeyModifiers::NONE), &[]),
-            HistorySearchOutcome::Close
+            search.on_key(press(KeyCode::Enter, KeyModifiers::NONE), None, &[]),
+            Step::Close
         );
         assert_eq!(
-            search.on_key(press(KeyCode::Esc, KeyModifiers::NONE), &matches),
-            HistorySearchOutcome::Close
+            search.on_key(press(KeyCode::Esc, KeyModifiers::NONE), None, &matches),
+            Step::Close
         );
     }
 }

@@ -9,7 +9,7 @@ use std::borrow::Cow;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-use super::menu::Action;
+use super::action::Action;
 
 /// The chord that opens the action menu (besides F2).
 pub(crate) const MENU_KEY: &str = "Ctrl+X";
@@ -21,6 +21,11 @@ pub(crate) const STOP_KEY: &str = "Esc";
 pub(crate) const TOOLS_KEY: &str = "Ctrl+O";
 /// The key that clears the prompt, stops the turn, or (twice) quits.
 pub(crate) const QUIT_KEY: &str = "Ctrl+C";
+/// The composer's keys its hints name: send (or queue, or steer) the prompt, a new line (or a
+/// follow-up), the last queued prompt back into the editor.
+pub(crate) const SEND_KEY: &str = "Enter";
+pub(crate) const NEWLINE_KEY: &str = "Alt+Enter";
+pub(crate) const UNQUEUE_KEY: &str = "Alt+Up";
 /// How long "Ctrl+C again to quit" stays armed.
 pub(crate) const QUIT_CONFIRM_SECS: u64 = 2;
 
@@ -138,8 +143,9 @@ fn keys_of(command: KeyCommand) -> impl Iterator<Item = &'static str> {
 enum HelpKeys {
     /// Every key bound to the command, as " / "-separated names.
     Bound(KeyCommand),
-    /// Keys the composer, the transcript or the terminal handle (described, not dispatched).
-    Text(&'static str),
+    /// Keys the composer, the transcript or the terminal handle (described, not dispatched),
+    /// shown " / "-separated.
+    Text(&'static [&'static str]),
 }
 
 /// One row of the help: the keys and what they do.
@@ -149,7 +155,7 @@ struct HelpRow {
     what: &'static str,
 }
 
-const fn key(keys: &'static str, what: &'static str) -> HelpRow {
+const fn key(keys: &'static [&'static str], what: &'static str) -> HelpRow {
     HelpRow {
         keys: HelpKeys::Text(keys),
         what,
@@ -167,7 +173,8 @@ const fn bound(command: KeyCommand, what: &'static str) -> HelpRow {
 pub(crate) fn help() -> impl Iterator<Item = (Cow<'static, str>, &'static str)> {
     HELP.iter().map(|row| {
         let keys = match row.keys {
-            HelpKeys::Text(keys) => Cow::Borrowed(keys),
+            HelpKeys::Text([keys]) => Cow::Borrowed(*keys),
+            HelpKeys::Text(keys) => Cow::Owned(keys.join(" / ")),
             HelpKeys::Bound(command) => {
                 Cow::Owned(keys_of(command).collect::<Vec<_>>().join(" / "))
             }
@@ -183,17 +190,17 @@ pub(crate) fn help_len() -> usize {
 
 /// Every key, in the order the help shows them.
 const HELP: &[HelpRow] = &[
-    key("Enter", "send the prompt (queue it while a turn runs)"),
-    key("Alt+Enter / Shift+Enter", "new line in the prompt"),
+    key(&[SEND_KEY], "send the prompt (queue it while a turn runs)"),
+    key(&[NEWLINE_KEY, "Shift+Enter"], "new line in the prompt"),
     key(
-        "Tab",
+        &["Tab"],
         "complete the / command or @ file shown above the prompt",
     ),
     key(
-        "@",
+        &["@"],
         "mention a file (fuzzy search here); @file:10-20 adds lines",
     ),
-    key("Up / Down", "earlier prompts (on an empty prompt)"),
+    key(&["Up", "Down"], "earlier prompts (on an empty prompt)"),
     bound(
         KeyCommand::SearchHistory,
         "search earlier prompts (also from earlier launches)",
@@ -202,25 +209,25 @@ const HELP: &[HelpRow] = &[
         KeyCommand::Run(Action::Stop),
         "stop the turn, queued prompts back to the editor; again: kill",
     ),
-    key("Alt+Up", "pull the last queued prompt back into the editor"),
+    key(&[UNQUEUE_KEY], "pull the last queued prompt back into the editor"),
     key(
-        "Shift+Tab",
+        &["Shift+Tab"],
         "the agent's next mode where it has modes, else its next thinking level; /model picks the model",
     ),
     key(
-        "1-9 / y A n N",
+        &["1-9", "y A n N"],
         "permission prompt (armed after a pause in typing): a once-only option by number, or allow once / allow always / reject / reject always",
     ),
     key(
-        "↑↓ Enter",
+        &["↑↓ Enter"],
         "permission prompt: the highlighted option (at first the agent's allow-once)",
     ),
     key(
-        "r (permission)",
+        &["r (permission)"],
         "reject and say what to do instead: a line to write, Enter sends, Esc goes back",
     ),
     key(
-        "Esc (permission)",
+        &["Esc (permission)"],
         "reject the request (the turn goes on; Esc again stops it)",
     ),
     bound(
@@ -233,16 +240,16 @@ const HELP: &[HelpRow] = &[
         KeyCommand::Suspend,
         "suspend agentty and the agent (fg resumes)",
     ),
-    key("Ctrl+A / Ctrl+E", "start / end of the line"),
-    key("Ctrl+B / Ctrl+F", "back / forward one character"),
-    key("Alt+B / Alt+F", "back / forward one word"),
-    key("Ctrl+K / Ctrl+U", "delete to the end / start of the line"),
+    key(&["Ctrl+A", "Ctrl+E"], "start / end of the line"),
+    key(&["Ctrl+B", "Ctrl+F"], "back / forward one character"),
+    key(&["Alt+B", "Alt+F"], "back / forward one word"),
+    key(&["Ctrl+K", "Ctrl+U"], "delete to the end / start of the line"),
     key(
-        "Ctrl+W / Alt+D",
+        &["Ctrl+W", "Alt+D"],
         "delete the word before / after the cursor",
     ),
-    key("Ctrl+Y", "paste what was deleted last"),
-    key("Ctrl+_", "undo the last edit"),
+    key(&["Ctrl+Y"], "paste what was deleted last"),
+    key(&["Ctrl+_"], "undo the last edit"),
     bound(
         KeyCommand::Run(Action::ToggleThinking),
         "expand/collapse all thinking",
@@ -252,29 +259,29 @@ const HELP: &[HelpRow] = &[
         "expand/collapse all tool output and diagnostics",
     ),
     key(
-        "Click",
+        &["Click"],
         "expand/collapse one thinking block, tool or notice",
     ),
-    key("PgUp / PgDn", "scroll the transcript a page"),
-    key("Mouse wheel", "scroll the transcript"),
-    key("Home / End", "top / bottom (when the prompt is empty)"),
-    key("Ctrl+Home / Ctrl+End", "top / bottom (always)"),
-    key("/retry /stop /new", "retry last turn · stop · new session"),
+    key(&["PgUp", "PgDn"], "scroll the transcript a page"),
+    key(&["Mouse wheel"], "scroll the transcript"),
+    key(&["Home", "End"], "top / bottom (when the prompt is empty)"),
+    key(&["Ctrl+Home", "Ctrl+End"], "top / bottom (always)"),
+    key(&["/retry /stop /new"], "retry last turn · stop · new session"),
     key(
-        "/provider [NAME]",
+        &["/provider [NAME]"],
         "switch provider (pi claude codex gemini demo)",
     ),
     key(
-        "/thinking /tools",
+        &["/thinking /tools"],
         "expand/collapse all thinking / tool output",
     ),
     key(
-        "/copy /settings /log",
+        &["/copy /settings /log"],
         "copy last answer · retry policy · log path",
     ),
-    key("/help /quit", "this help · quit"),
+    key(&["/help /quit"], "this help · quit"),
     key(
-        "Shift+drag",
+        &["Shift+drag"],
         "select text with the mouse (terminal selection)",
     ),
 ];

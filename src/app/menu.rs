@@ -1,126 +1,21 @@
-//! The action menu, its `/` commands, and the overlays stacked over the chat (menu, help,
-//! provider picker, settings in `settings`, conversations, history search). Every item names an [`Action`]; the menu and the `/` command of
-//! an action run the same code in `AppState::perform`.
+//! The overlays stacked over the chat, which one is open and its state (one type per overlay,
+//! each keeping the contract of [`super::pane`]), and the first of them: the action menu.
 
-use crate::provider::PROVIDER_NAMES;
+use std::time::Instant;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Action {
-    RetryLastTurn,
-    Stop,
-    NewSession,
-    ReopenLastSession,
-    SwitchProvider,
-    ChooseModel,
-    ToggleThinking,
-    ToggleToolOutput,
-    CopyLastAnswer,
-    Diff,
-    Undo,
-    Rewind,
-    Settings,
-    StandingPermissions,
-    ShowLogPath,
-    Help,
-    Quit,
-}
+use crossterm::event::{KeyCode, KeyEvent};
 
-impl Action {
-    pub(crate) const ALL: [Action; 17] = [
-        Action::RetryLastTurn,
-        Action::Stop,
-        Action::NewSession,
-        Action::ReopenLastSession,
-        Action::SwitchProvider,
-        Action::ChooseModel,
-        Action::ToggleThinking,
-        Action::ToggleToolOutput,
-        Action::CopyLastAnswer,
-        Action::Diff,
-        Action::Undo,
-        Action::Rewind,
-        Action::Settings,
-        Action::StandingPermissions,
-        Action::ShowLogPath,
-        Action::Help,
-        Action::Quit,
-    ];
-
-    pub fn label(self) -> &'static str {
-        match self {
-            Action::RetryLastTurn => "Retry last turn",
-            Action::Stop => "Stop the running turn",
-            Action::NewSession => "New conversation",
-            Action::ReopenLastSession => "Resume a conversation",
-            Action::SwitchProvider => "Switch provider",
-            Action::ChooseModel => "Choose the model",
-            Action::ToggleThinking => "Expand/collapse all thinking",
-            Action::ToggleToolOutput => "Expand/collapse all tool output",
-            Action::CopyLastAnswer => "Copy last answer",
-            Action::Diff => "Review the agent's changes (diff)",
-            Action::Undo => "Undo the last turn's file changes",
-            Action::Rewind => "Rewind to an earlier prompt",
-            Action::Settings => "Settings (retry policy)",
-            Action::StandingPermissions => "Permissions given always",
-            Action::ShowLogPath => "Show log file path",
-            Action::Help => "Help: all keys",
-            Action::Quit => "Quit",
-        }
-    }
-
-    /// The `/` command that runs this action.
-    pub fn slash(self) -> &'static str {
-        match self {
-            Action::RetryLastTurn => "/retry",
-            Action::Stop => "/stop",
-            Action::NewSession => "/new",
-            Action::ReopenLastSession => "/resume",
-            Action::SwitchProvider => "/provider",
-            Action::ChooseModel => "/model",
-            Action::ToggleThinking => "/thinking",
-            Action::ToggleToolOutput => "/tools",
-            Action::CopyLastAnswer => "/copy",
-            Action::Diff => "/diff",
-            Action::Undo => "/undo",
-            Action::Rewind => "/rewind",
-            Action::Settings => "/settings",
-            Action::StandingPermissions => "/permissions",
-            Action::ShowLogPath => "/log",
-            Action::Help => "/help",
-            Action::Quit => "/quit",
-        }
-    }
-}
-
-/// A parsed `/` command: the action and its argument (`/provider claude`).
-pub(crate) fn parse_slash(input: &str) -> Option<(Action, Option<String>)> {
-    let input = input.trim();
-    let mut words = input.splitn(2, char::is_whitespace);
-    let command = words.next()?;
-    let argument = words
-        .next()
-        .map(str::trim)
-        .filter(|argument| !argument.is_empty())
-        .map(str::to_owned);
-    let action = Action::ALL.into_iter().find(|action| {
-        action.slash() == command || (command == "/exit" && *action == Action::Quit)
-    })?;
-    Some((action, argument))
-}
+use super::action::Action;
+use super::list::ListSelection;
+use super::pane::{OverlayPane, Step};
 
 /// What sits over the chat and takes the keys.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Overlay {
-    Menu {
-        selected: usize,
-    },
-    /// The key help, scrolled down `scroll` rows.
-    Help {
-        scroll: usize,
-    },
-    ProviderPicker {
-        selected: usize,
-    },
+    Menu(ActionMenu),
+    /// F1: the keys.
+    Help(super::help::KeyHelp),
+    ProviderPicker(super::provider_picker::ProviderPicker),
     Settings(super::settings::SettingsDraft),
     Conversations(super::conversation_picker::ConversationPicker),
     /// Ctrl+R: earlier prompts matching a query.
@@ -135,32 +30,34 @@ pub enum Overlay {
     Rewind(super::rewind::RewindPicker),
 }
 
-impl Overlay {
-    pub(crate) fn provider_picker(current: &str) -> Overlay {
-        Overlay::ProviderPicker {
-            selected: PROVIDER_NAMES
-                .iter()
-                .position(|name| *name == current)
-                .unwrap_or(0),
-        }
-    }
+/// The action menu: every [`Action`], in `Action::ALL`'s order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ActionMenu {
+    pub selected: usize,
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+impl ActionMenu {
+    /// The hint of its keys (beside them, so they cannot drift apart).
+    pub(crate) const KEYS_HINT: &'static str = "↑↓ choose · Enter run · Esc close";
+}
 
-    #[test]
-    fn slash_commands_name_actions() {
-        assert_eq!(parse_slash("/retry"), Some((Action::RetryLastTurn, None)));
-        assert_eq!(
-            parse_slash("/provider  claude "),
-            Some((Action::SwitchProvider, Some("claude".into())))
-        );
-        assert_eq!(parse_slash("/exit"), Some((Action::Quit, None)));
-        assert_eq!(parse_slash("/nope"), None);
-        for action in Action::ALL {
-            assert_eq!(parse_slash(action.slash()).map(|(a, _)| a), Some(action));
+impl OverlayPane for ActionMenu {
+    type Input<'a> = ();
+    /// The action to run.
+    type Request = Action;
+
+    /// Enter runs the selected action.
+    fn on_key(&mut self, key: KeyEvent, _now: Option<Instant>, _input: ()) -> Step<Action> {
+        let count = Action::ALL.len();
+        match key.code {
+            KeyCode::Esc => Step::Close,
+            KeyCode::Enter => Step::Done(Action::ALL[self.selected.min(count - 1)]),
+            _ => {
+                let mut list = ListSelection::at(self.selected);
+                list.on_key(key, count);
+                self.selected = list.selected;
+                Step::Open
+            }
         }
     }
 }

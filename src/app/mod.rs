@@ -6,13 +6,16 @@
 //! sequences) that returns effects; `crate::chat` owns the terminal, performs those effects and
 //! draws the state with `crate::view`.
 
+pub mod action;
 pub(crate) mod activity;
 pub mod completion;
 pub mod composer;
 pub(crate) mod conversation_picker;
 pub(crate) mod failure_text;
+pub mod help;
 pub mod history;
 pub mod history_search;
+pub mod inert;
 pub(crate) mod keymap;
 pub mod list;
 pub(crate) mod live_thinking;
@@ -20,7 +23,9 @@ pub mod mentions;
 pub mod menu;
 pub mod model_picker;
 pub mod notice_kind;
+pub(crate) mod pane;
 pub mod permission;
+pub mod provider_picker;
 pub mod resume;
 pub mod review;
 pub mod rewind;

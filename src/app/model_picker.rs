@@ -3,9 +3,12 @@
 //! the current model. The picker keeps only the query and the selection: the list is the
 //! agent's, read from the state each time.
 
+use std::time::Instant;
+
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::list::ListSelection;
+use super::pane::{OverlayPane, Step};
 use crate::provider::ModelChoice;
 
 /// The picker as typed so far.
@@ -16,14 +19,12 @@ pub struct ModelPicker {
     pub selected: usize,
 }
 
-/// What a key did to the picker.
+/// What the picker asks of the chat.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum ModelPickerOutcome {
-    Open,
-    Close,
+pub(crate) enum ModelRequest {
     /// The model with this id was chosen.
-    Chosen(String),
-    /// The next thinking level, please.
+    Choose(String),
+    /// The next thinking level, please (the picker stays open).
     NextThinkingLevel,
 }
 
@@ -56,19 +57,29 @@ impl ModelPicker {
             })
             .collect()
     }
+}
+
+impl OverlayPane for ModelPicker {
+    type Input<'a> = &'a [ModelChoice];
+    type Request = ModelRequest;
 
     /// A key; `models` are the agent's.
-    pub(crate) fn on_key(&mut self, key: KeyEvent, models: &[ModelChoice]) -> ModelPickerOutcome {
+    fn on_key(
+        &mut self,
+        key: KeyEvent,
+        _now: Option<Instant>,
+        models: Self::Input<'_>,
+    ) -> Step<Self::Request> {
         let matches = self.matches(models);
         match key.code {
-            KeyCode::Esc => return ModelPickerOutcome::Close,
+            KeyCode::Esc => return Step::Close,
             KeyCode::Enter => {
                 return match matches.get(self.selected) {
-                    Some(model) => ModelPickerOutcome::Chosen(model.id.clone()),
-                    None => ModelPickerOutcome::Open,
+                    Some(model) => Step::Done(ModelRequest::Choose(model.id.clone())),
+                    None => Step::Open,
                 }
             }
-            KeyCode::BackTab => return ModelPickerOutcome::NextThinkingLevel,
+            KeyCode::BackTab => return Step::Ask(ModelRequest::NextThinkingLevel),
             KeyCode::Backspace => {
                 self.query.pop();
                 self.selected = 0;
@@ -87,7 +98,7 @@ impl ModelPicker {
                 self.selected = list.selected;
             }
         }
-        ModelPickerOutcome::Open
+        Step::Open
     }
 }
 
@@ -128,34 +139,34 @@ mod tests {
         let mut picker = ModelPicker::new(&models, Some("m-2"));
         assert_eq!(picker.selected, 1, "the current model is selected");
         for ch in "LAR".chars() {
-            picker.on_key(press(KeyCode::Char(ch)), &models);
+            picker.on_key(press(KeyCode::Char(ch)), None, &models);
         }
         assert_eq!(picker.matches(&models), [&models[1]]);
-        picker.on_key(press(KeyCode::Backspace), &models);
-        picker.on_key(press(KeyCode::Backspace), &models);
-        picker.on_key(press(KeyCode::Backspace), &models);
+        picker.on_key(press(KeyCode::Backspace), None, &models);
+        picker.on_key(press(KeyCode::Backspace), None, &models);
+        picker.on_key(press(KeyCode::Backspace), None, &models);
         // "m-" matches two by id; Down moves to the second.
-        picker.on_key(press(KeyCode::Char('m')), &models);
-        picker.on_key(press(KeyCode::Char('-')), &models);
+        picker.on_key(press(KeyCode::Char('m')), None, &models);
+        picker.on_key(press(KeyCode::Char('-')), None, &models);
         assert_eq!(picker.matches(&models).len(), 2);
-        picker.on_key(press(KeyCode::Down), &models);
+        picker.on_key(press(KeyCode::Down), None, &models);
         assert_eq!(
-            picker.on_key(press(KeyCode::Enter), &models),
-            ModelPickerOutcome::Chosen("m-2".into())
+            picker.on_key(press(KeyCode::Enter), None, &models),
+            Step::Done(ModelRequest::Choose("m-2".into()))
         );
-        picker.on_key(press(KeyCode::Char('z')), &models);
+        picker.on_key(press(KeyCode::Char('z')), None, &models);
         assert_eq!(
-            picker.on_key(press(KeyCode::Enter), &models),
-            ModelPickerOutcome::Open,
+            picker.on_key(press(KeyCode::Enter), None, &models),
+            Step::Open,
             "nothing matches: nothing is chosen"
         );
         assert_eq!(
-            picker.on_key(press(KeyCode::BackTab), &models),
-            ModelPickerOutcome::NextThinkingLevel
+            picker.on_key(press(KeyCode::BackTab), None, &models),
+            Step::Ask(ModelRequest::NextThinkingLevel)
         );
         assert_eq!(
-            picker.on_key(press(KeyCode::Esc), &models),
-            ModelPickerOutcome::Close
+            picker.on_key(press(KeyCode::Esc), None, &models),
+            Step::Close
         );
     }
 

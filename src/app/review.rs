@@ -2,9 +2,12 @@
 //! overlay's state and keys, and the `/undo` confirmation. Pure state; the snapshots are read
 //! by the event loop (`snapshot::load_diffs`) and written back by the orchestrator (`UndoTurn`).
 
+use std::time::Instant;
+
 use crossterm::event::{KeyCode, KeyEvent};
 
 use crate::app::list::PAGE;
+use crate::app::pane::{OverlayPane, Step};
 use crate::orchestrator::TurnId;
 use crate::sanitize::untrusted_owned;
 use crate::snapshot::{DiffLineKind, FileDiffView};
@@ -73,12 +76,6 @@ pub struct DiffView {
     pub scroll: usize,
 }
 
-/// What a key did to the diff overlay.
-pub(crate) enum DiffOutcome {
-    Open,
-    Close,
-}
-
 impl DiffView {
     pub fn new(loaded: LoadedDiff) -> Self {
         Self {
@@ -106,13 +103,31 @@ impl DiffView {
             .count()
     }
 
+    fn file_rows(&self) -> impl Iterator<Item = usize> + '_ {
+        self.rows()
+            .iter()
+            .enumerate()
+            .filter(|(_, row)| matches!(row, DiffRow::File { .. }))
+            .map(|(index, _)| index)
+    }
+}
+
+impl OverlayPane for DiffView {
+    type Input<'a> = usize;
+    type Request = std::convert::Infallible;
+
     /// Scrolling (↑↓, PgUp/PgDn, Home/End, Space), `n`/`p` the next or previous file, Tab the
     /// other scope, Esc or `q` closes. `height` is the rows shown, for paging.
-    pub(crate) fn on_key(&mut self, key: KeyEvent, height: usize) -> DiffOutcome {
+    fn on_key(
+        &mut self,
+        key: KeyEvent,
+        _now: Option<Instant>,
+        height: Self::Input<'_>,
+    ) -> Step<Self::Request> {
         let last = self.rows().len().saturating_sub(1);
         let page = height.max(PAGE);
         match key.code {
-            KeyCode::Esc | KeyCode::Char('q') => return DiffOutcome::Close,
+            KeyCode::Esc | KeyCode::Char('q') => return Step::Close,
             KeyCode::Up | KeyCode::Char('k') => self.scroll = self.scroll.saturating_sub(1),
             KeyCode::Down | KeyCode::Char('j') => self.scroll = (self.scroll + 1).min(last),
             KeyCode::PageUp => self.scroll = self.scroll.saturating_sub(page),
@@ -142,15 +157,7 @@ impl DiffView {
             }
             _ => {}
         }
-        DiffOutcome::Open
-    }
-
-    fn file_rows(&self) -> impl Iterator<Item = usize> + '_ {
-        self.rows()
-            .iter()
-            .enumerate()
-            .filter(|(_, row)| matches!(row, DiffRow::File { .. }))
-            .map(|(index, _)| index)
+        Step::Open
     }
 }
 
@@ -184,6 +191,31 @@ pub struct UndoConfirm {
     pub conflicts: Vec<String>,
     /// A rewind asked it (and whether the conversation goes back too), not an undo.
     pub rewind: Option<bool>,
+}
+
+/// The answer to the question.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum UndoAnswer {
+    /// `y`: overwrite the files changed since the turn.
+    Overwrite,
+    /// `n`, Esc or Enter: keep them (nothing is undone).
+    Keep,
+}
+
+impl OverlayPane for UndoConfirm {
+    type Input<'a> = ();
+    type Request = UndoAnswer;
+
+    /// `y` overwrites; `n`, Esc and Enter keep the files; other keys wait for one of those.
+    fn on_key(&mut self, key: KeyEvent, _now: Option<Instant>, _input: ()) -> Step<UndoAnswer> {
+        match key.code {
+            KeyCode::Char('y') | KeyCode::Char('Y') => Step::Done(UndoAnswer::Overwrite),
+            KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc | KeyCode::Enter => {
+                Step::Done(UndoAnswer::Keep)
+            }
+            _ => Step::Open,
+        }
+    }
 }
 
 /// One line summing up a turn's changes: "3 files changed · +4 −2".

@@ -9,6 +9,7 @@ use std::time::Instant;
 use crossterm::event::{KeyCode, KeyEvent};
 
 use crate::app::list::ListSelection;
+use crate::app::pane::{OverlayPane, Step};
 use crate::orchestrator::TurnId;
 
 /// A prompt the conversation sent (text sanitised).
@@ -68,17 +69,13 @@ pub struct RewindPicker {
     pub choosing: Option<usize>,
 }
 
-/// What a key did to the picker.
-pub(crate) enum RewindOutcome {
-    Open,
-    Close,
-    /// Take back to before this turn.
-    Rewind {
-        turn: TurnId,
-        prompt: String,
-        conversation: bool,
-        files: bool,
-    },
+/// What the picker asks: take back to before this turn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RewindRequest {
+    pub(crate) turn: TurnId,
+    pub(crate) prompt: String,
+    pub(crate) conversation: bool,
+    pub(crate) files: bool,
 }
 
 impl RewindPicker {
@@ -93,49 +90,59 @@ impl RewindPicker {
     pub fn selected_entry(&self) -> Option<&RewindEntry> {
         self.entries.get(self.selected)
     }
+}
 
-    pub(crate) fn on_key(&mut self, key: KeyEvent) -> RewindOutcome {
+impl OverlayPane for RewindPicker {
+    type Input<'a> = ();
+    type Request = RewindRequest;
+
+    fn on_key(
+        &mut self,
+        key: KeyEvent,
+        _now: Option<Instant>,
+        _input: Self::Input<'_>,
+    ) -> Step<Self::Request> {
         match self.choosing {
             None => match key.code {
-                KeyCode::Esc => RewindOutcome::Close,
+                KeyCode::Esc => Step::Close,
                 KeyCode::Enter if !self.entries.is_empty() => {
                     self.choosing = Some(RewindChoice::ALL.len() - 1);
-                    RewindOutcome::Open
+                    Step::Open
                 }
                 _ => {
                     let mut list = ListSelection::at(self.selected);
                     list.on_key(key, self.entries.len());
                     self.selected = list.selected;
-                    RewindOutcome::Open
+                    Step::Open
                 }
             },
             Some(choice) => match key.code {
                 KeyCode::Esc => {
                     self.choosing = None;
-                    RewindOutcome::Open
+                    Step::Open
                 }
                 KeyCode::Enter => {
                     let Some(entry) = self.selected_entry() else {
-                        return RewindOutcome::Close;
+                        return Step::Close;
                     };
                     let (conversation, files) = match RewindChoice::ALL[choice] {
                         RewindChoice::Both => (true, true),
                         RewindChoice::ConversationOnly => (true, false),
                         RewindChoice::FilesOnly => (false, true),
-                        RewindChoice::Cancel => return RewindOutcome::Close,
+                        RewindChoice::Cancel => return Step::Close,
                     };
-                    RewindOutcome::Rewind {
+                    Step::Done(RewindRequest {
                         turn: entry.turn,
                         prompt: entry.prompt.clone(),
                         conversation,
                         files,
-                    }
+                    })
                 }
                 _ => {
                     let mut list = ListSelection::at(choice);
                     list.on_key(key, RewindChoice::ALL.len());
                     self.choosing = Some(list.selected);
-                    RewindOutcome::Open
+                    Step::Open
                 }
             },
         }

@@ -1,19 +1,13 @@
 //! The settings overlay: the retry policy as a draft, edited with arrows and typed numbers,
 //! checked with the config file's rules, and its keys.
 
+use std::time::Instant;
+
 use crossterm::event::{KeyCode, KeyEvent};
 
 use super::list::ListSelection;
+use super::pane::{OverlayPane, Step};
 use crate::config::{Backoff, RetryPolicy, MAX_ATTEMPTS_LIMIT, MAX_DELAY_LIMIT_MS};
-
-/// What a key did to the settings.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum SettingsOutcome {
-    Open,
-    Close,
-    /// Enter on a valid policy: apply and save it.
-    Save(RetryPolicy),
-}
 
 /// The retry policy being edited in the settings overlay.
 #[derive(Debug, Clone, PartialEq)]
@@ -73,47 +67,6 @@ fn format_ms(ms: u64) -> String {
 }
 
 impl SettingsDraft {
-    /// A key while the settings are open.
-    pub(crate) fn on_key(&mut self, key: KeyEvent) -> SettingsOutcome {
-        match key.code {
-            KeyCode::Esc if self.typing.is_some() => {
-                self.typing = None;
-                self.problem = None;
-            }
-            KeyCode::Esc => return SettingsOutcome::Close,
-            KeyCode::Enter if self.typing.is_some() => {
-                // Enter ends the typing; a second Enter saves.
-                self.commit_typing();
-            }
-            KeyCode::Enter => match self.policy.validate() {
-                Ok(()) => return SettingsOutcome::Save(self.policy.clone()),
-                Err(problems) => {
-                    self.problem = Some(
-                        problems
-                            .iter()
-                            .map(ToString::to_string)
-                            .collect::<Vec<_>>()
-                            .join("; "),
-                    );
-                }
-            },
-            KeyCode::Backspace if self.typing.is_some() => self.backspace(),
-            KeyCode::Char(ch) if self.type_char(ch) => {}
-            KeyCode::Left | KeyCode::Char('-') => {
-                self.typing = None;
-                self.adjust(false);
-            }
-            KeyCode::Right | KeyCode::Char('+') | KeyCode::Char(' ') => {
-                self.typing = None;
-                self.adjust(true);
-            }
-            _ => {
-                self.on_navigation_key(key);
-            }
-        }
-        SettingsOutcome::Open
-    }
-
     pub fn new(policy: RetryPolicy) -> Self {
         Self {
             policy,
@@ -258,6 +211,57 @@ impl SettingsDraft {
     }
 }
 
+impl OverlayPane for SettingsDraft {
+    type Input<'a> = ();
+    type Request = RetryPolicy;
+
+    /// A key while the settings are open.
+    fn on_key(
+        &mut self,
+        key: KeyEvent,
+        _now: Option<Instant>,
+        _input: Self::Input<'_>,
+    ) -> Step<Self::Request> {
+        match key.code {
+            KeyCode::Esc if self.typing.is_some() => {
+                self.typing = None;
+                self.problem = None;
+            }
+            KeyCode::Esc => return Step::Close,
+            KeyCode::Enter if self.typing.is_some() => {
+                // Enter ends the typing; a second Enter saves.
+                self.commit_typing();
+            }
+            KeyCode::Enter => match self.policy.validate() {
+                Ok(()) => return Step::Done(self.policy.clone()),
+                Err(problems) => {
+                    self.problem = Some(
+                        problems
+                            .iter()
+                            .map(ToString::to_string)
+                            .collect::<Vec<_>>()
+                            .join("; "),
+                    );
+                }
+            },
+            KeyCode::Backspace if self.typing.is_some() => self.backspace(),
+            KeyCode::Char(ch) if self.type_char(ch) => {}
+            KeyCode::Left | KeyCode::Char('-') => {
+                self.typing = None;
+                self.adjust(false);
+            }
+            KeyCode::Right | KeyCode::Char('+') | KeyCode::Char(' ') => {
+                self.typing = None;
+                self.adjust(true);
+            }
+            _ => {
+                self.on_navigation_key(key);
+            }
+        }
+        Step::Open
+    }
+}
+
 /// Seconds as typed (`2`, `0.5`, `1.25`) in whole milliseconds.
 fn parse_seconds(text: &str) -> Option<u64> {
     let seconds: f64 = text.parse().ok()?;
@@ -303,7 +307,7 @@ mod tests {
             draft.adjust(false);
         }
         assert_eq!(draft.policy.max_attempts, 1);
-        assert_eq!(draft.on_key(press(KeyCode::Up)), SettingsOutcome::Open);
+        assert_eq!(draft.on_key(press(KeyCode::Up), None, ()), Step::Open);
         assert_eq!(draft.field, SettingsField::Enabled);
         draft.adjust(true);
         assert!(draft.policy.enabled);
@@ -353,22 +357,22 @@ mod tests {
     #[test]
     fn keys_type_commit_and_save_the_policy() {
         let mut draft = SettingsDraft::new(RetryPolicy::default());
-        assert_eq!(draft.on_key(press(KeyCode::Down)), SettingsOutcome::Open);
+        assert_eq!(draft.on_key(press(KeyCode::Down), None, ()), Step::Open);
         assert_eq!(draft.field, SettingsField::MaxAttempts);
         assert_eq!(
-            draft.on_key(press(KeyCode::Char('4'))),
-            SettingsOutcome::Open
+            draft.on_key(press(KeyCode::Char('4')), None, ()),
+            Step::Open
         );
         // The first Enter ends the typing, the second saves.
-        assert_eq!(draft.on_key(press(KeyCode::Enter)), SettingsOutcome::Open);
+        assert_eq!(draft.on_key(press(KeyCode::Enter), None, ()), Step::Open);
         let saved = RetryPolicy {
             max_attempts: 4,
             ..RetryPolicy::default()
         };
         assert_eq!(
-            draft.on_key(press(KeyCode::Enter)),
-            SettingsOutcome::Save(saved)
+            draft.on_key(press(KeyCode::Enter), None, ()),
+            Step::Done(saved)
         );
-        assert_eq!(draft.on_key(press(KeyCode::Esc)), SettingsOutcome::Close);
+        assert_eq!(draft.on_key(press(KeyCode::Esc), None, ()), Step::Close);
     }
 }

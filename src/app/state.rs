@@ -12,12 +12,14 @@ mod agent_settings;
 mod keys;
 mod overlay_keys;
 mod permission_keys;
+mod popup_keys;
 mod review;
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use super::action::Action;
 use super::activity::{AgentPhase, PhaseTracker, UsageBook};
 use super::completion::Popup;
 use super::composer::Composer;
@@ -25,14 +27,14 @@ use super::conversation_picker::ConversationPicker;
 use super::keymap::QUIT_CONFIRM_SECS;
 use super::live_thinking::LiveThinking;
 use super::mentions::{self, FileIndex};
-use super::menu::{Action, Overlay};
+use super::menu::Overlay;
 use super::permission::PermissionPrompt;
-use super::transcript::{CellBody, CellId, NoticeCell, NoticeLevel, Transcript};
+use super::transcript::{CellBody, CellId, InertText, NoticeCell, NoticeLevel, Transcript};
 use crate::config::RetryPolicy;
 use crate::orchestrator::{Command, TurnId, TurnOutcome};
 use crate::provider::{AgentQueue, AgentStatus};
 use crate::provider::{AgentSetting, StopProgress};
-use crate::sanitize::{for_clipboard, untrusted_owned};
+use crate::sanitize::for_clipboard;
 use crate::session_log::ConversationSummary;
 use crate::stream::PermissionOption;
 
@@ -63,6 +65,14 @@ pub enum AppEffect {
     Suspend,
     /// Leave the event loop (the orchestrator has shut down, or never ran).
     Exit,
+}
+
+/// What the frame just drawn laid out that keys depend on: only the view knows how text wraps,
+/// so the chat hands this in after each draw (`AppState::on_drawn`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Drawn {
+    /// The largest useful scroll offset of the open help.
+    pub help_scroll_limit: Option<usize>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -210,10 +220,6 @@ pub struct AppState {
     pub files: FileIndex,
     /// Why this provider runs (the first-start screen says it).
     pub provider_reason: Option<String>,
-    /// The largest useful scroll offset of the help at the size last drawn. Written by the view
-    /// (only it knows how the help wraps), read by the keys so End and Up stay in step with what
-    /// is shown.
-    pub help_scroll_limit: std::cell::Cell<usize>,
     pub quitting: bool,
     /// False once the orchestrator has shut down (or its channel closed).
     pub orchestrator_alive: bool,
@@ -273,7 +279,6 @@ impl AppState {
             popup_dismissed_for: None,
             files: FileIndex::default(),
             provider_reason: None,
-            help_scroll_limit: std::cell::Cell::new(usize::MAX),
             quitting: false,
             orchestrator_alive: true,
             expand_thinking: false,
@@ -293,7 +298,7 @@ impl AppState {
             rewinding_prompt: None,
         };
         for warning in startup.warnings {
-            state.notice(NoticeLevel::Warning, untrusted_owned(&warning));
+            state.notice(NoticeLevel::Warning, warning);
         }
         state
     }
@@ -450,7 +455,7 @@ impl AppState {
 
     /// Adds a notice below everything so far. A streaming answer stays open: its next deltas
     /// go on in the same block (above the notice), so a notice never cuts an answer in two.
-    fn notice(&mut self, level: NoticeLevel, message: impl Into<String>) -> CellId {
+    fn notice(&mut self, level: NoticeLevel, message: impl Into<InertText>) -> CellId {
         self.transcript
             .push(CellBody::Notice(NoticeCell::new(level, message)))
     }
@@ -473,6 +478,15 @@ impl AppState {
         )));
     }
 
+    /// A frame was drawn: the overlays that scroll learn how far they can.
+    pub fn on_drawn(&mut self, drawn: Drawn) {
+        if let (Some(Overlay::Help(help)), Some(limit)) =
+            (self.overlay.as_mut(), drawn.help_scroll_limit)
+        {
+            help.laid_out(limit);
+        }
+    }
+
     /// Earlier prompts matching `query` (fuzzy), best first; all of them newest first when the
     /// query is empty.
     pub(crate) fn history_matches(&self, query: &str) -> Vec<String> {
@@ -489,18 +503,13 @@ impl AppState {
             Ok(path) => {
                 self.notice(
                     NoticeLevel::Info,
-                    untrusted_owned(&format!(
-                        "Retry policy saved to {} (in use now)",
-                        path.display()
-                    )),
+                    format!("Retry policy saved to {} (in use now)", path.display()),
                 );
             }
             Err(error) => {
                 self.notice(
                     NoticeLevel::Warning,
-                    untrusted_owned(&format!(
-                        "Retry policy in use for this run, but not saved: {error}"
-                    )),
+                    format!("Retry policy in use for this run, but not saved: {error}"),
                 );
             }
         }
@@ -508,7 +517,7 @@ impl AppState {
 
     /// Shows a message from the event loop (signals, provider errors, ...).
     pub(crate) fn show_notice(&mut self, level: NoticeLevel, message: &str) {
-        self.notice(level, untrusted_owned(message));
+        self.notice(level, message);
     }
 }
 

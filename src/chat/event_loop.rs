@@ -577,7 +577,9 @@ impl ChatLoop {
         }
         let result = terminal.draw(|frame| view::render(frame, &self.state, &mut self.view, now));
         match result {
-            Ok(_) => {
+            Ok(frame) => {
+                let drawn = view::drawn(&self.state, frame.area);
+                self.state.on_drawn(drawn);
                 self.draw_failures = 0;
                 if !self.first_frame_logged {
                     self.first_frame_logged = true;

@@ -8,6 +8,7 @@
 pub mod cells;
 pub mod composer;
 pub(crate) mod diff;
+pub(crate) mod frame;
 pub(crate) mod highlight;
 pub mod list;
 pub mod markdown;
@@ -28,8 +29,9 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Widget};
 use ratatui::Frame;
 
-use crate::app::keymap::{QUIT_KEY, STOP_KEY};
-use crate::app::state::AppState;
+use crate::app::keymap::{NEWLINE_KEY, QUIT_KEY, SEND_KEY, STOP_KEY, UNQUEUE_KEY};
+use crate::app::menu::Overlay;
+use crate::app::state::{AppState, Drawn};
 pub use transcript::TranscriptView;
 
 /// Rows the input grows to before it scrolls.
@@ -151,6 +153,17 @@ pub(crate) fn render_to_buffer(
     }
 }
 
+/// What the frame drawn on `area` laid out that the state's keys depend on (handed to
+/// `AppState::on_drawn`).
+pub fn drawn(state: &AppState, area: Rect) -> Drawn {
+    Drawn {
+        help_scroll_limit: match &state.overlay {
+            Some(Overlay::Help(_)) => Some(overlay::help_scroll_limit(state, area)),
+            _ => None,
+        },
+    }
+}
+
 /// What waits to reach the agent, in delivery order: the steering messages the agent holds
 /// (after the current tool call), its follow-ups (after the turn), then agentty's own queue.
 fn waiting_prompts(state: &AppState) -> Vec<(String, &str)> {
@@ -222,15 +235,15 @@ fn render_composer(
     } else if !state.orchestrator_alive {
         format!(" the agent runner stopped · {QUIT_KEY} twice quits ")
     } else if state.is_turn_running() && state.agent_steers {
-        format!(" Enter steers · Alt+Enter follows up · {STOP_KEY} stops the turn ")
+        format!(" {SEND_KEY} steers · {NEWLINE_KEY} follows up · {STOP_KEY} stops the turn ")
     } else if state.is_turn_running() && !state.queued.is_empty() {
-        format!(" Enter queues · {STOP_KEY} stops, queue to editor · Alt+↑ edit ")
+        format!(" {SEND_KEY} queues · {STOP_KEY} stops, queue to editor · {UNQUEUE_KEY} edit ")
     } else if state.is_turn_running() {
-        format!(" Enter queues · {STOP_KEY} stops the turn ")
+        format!(" {SEND_KEY} queues · {STOP_KEY} stops the turn ")
     } else if state.composer.line_count() > 1 || state.composer.text().chars().count() > 40 {
-        format!(" Enter sends · Alt+Enter new line · {QUIT_KEY} clears ")
+        format!(" {SEND_KEY} sends · {NEWLINE_KEY} new line · {QUIT_KEY} clears ")
     } else {
-        " Enter sends · Alt+Enter new line ".to_owned()
+        format!(" {SEND_KEY} sends · {NEWLINE_KEY} new line ")
     };
     if area.height == 1 {
         // No room for the hint: the input row alone.

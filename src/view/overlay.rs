@@ -1,47 +1,124 @@
 //! Overlays drawn over the chat: the action menu, help, the provider picker, settings, prompt
-//! search. Each fits any screen from 40x12 up: lists keep their selection in view, the help
-//! scrolls and puts descriptions under their keys when the screen is narrow.
+//! search, conversations, models, and (in `diff`) review and rewind. Each fits any screen from
+//! 40x12 up: lists keep their selection in view, the help scrolls and puts descriptions under
+//! their keys when the screen is narrow.
+//!
+//! Each overlay is one type of `crate::app` (its state and keys, see `crate::app::pane`); its
+//! drawing is that type's [`DrawOverlay`] here, so the app stays free of rendering and the view
+//! only reads the state.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Clear, Widget};
 
+use std::time::Instant;
+
+use crate::app::action::Action;
 use crate::app::conversation_picker::ConversationPicker;
+use crate::app::help::KeyHelp;
+use crate::app::history_search::HistorySearch;
 use crate::app::keymap::{self, key_hint};
-use crate::app::menu::{Action, Overlay};
+use crate::app::menu::{ActionMenu, Overlay};
 use crate::app::model_picker::ModelPicker;
+use crate::app::provider_picker::ProviderPicker;
+use crate::app::review::{DiffView, UndoConfirm};
+use crate::app::rewind::RewindPicker;
 use crate::app::settings::{SettingsDraft, SettingsField};
 use crate::app::state::AppState;
 use crate::provider::PROVIDER_NAMES;
 use crate::sanitize::untrusted_owned;
+use crate::view::frame::{age, centered, draw_rows, frame, selectable};
 use crate::view::list::{draw_scrolled, draw_selectable};
 use crate::view::wrap::{wrap, RichLine, WrapMode};
 
 /// Width of the keys column of the help when descriptions fit beside it.
 const HELP_KEYS_WIDTH: usize = 24;
 
+/// One overlay's drawing over the chat's `area`, from its own state and the chat's.
+pub(crate) trait DrawOverlay {
+    fn draw(&self, state: &AppState, area: Rect, buf: &mut Buffer, now: Instant);
+}
+
 pub(crate) fn render_overlay(
     state: &AppState,
     overlay: &Overlay,
     area: Rect,
     buf: &mut Buffer,
-    now: std::time::Instant,
+    now: Instant,
 ) {
-    match overlay {
-        Overlay::Menu { selected } => render_menu(state, *selected, area, buf),
-        Overlay::Help { scroll } => render_help(state, *scroll, area, buf),
-        Overlay::HistorySearch(search) => {
-            render_history_search(state, &search.query, search.selected, area, buf)
-        }
-        Overlay::ProviderPicker { selected } => render_picker(state, *selected, area, buf),
-        Overlay::Settings(draft) => render_settings(state, draft, area, buf),
-        Overlay::Conversations(picker) => render_conversations(picker, area, buf),
-        Overlay::ModelPicker(picker) => render_model_picker(state, picker, area, buf),
-        Overlay::Diff(view) => super::diff::render_diff(view, area, buf),
-        Overlay::ConfirmUndo(confirm) => super::diff::render_confirm_undo(confirm, area, buf),
-        Overlay::Rewind(picker) => super::diff::render_rewind(picker, area, buf, now),
+    let pane: &dyn DrawOverlay = match overlay {
+        Overlay::Menu(menu) => menu,
+        Overlay::Help(help) => help,
+        Overlay::HistorySearch(search) => search,
+        Overlay::ProviderPicker(picker) => picker,
+        Overlay::Settings(draft) => draft,
+        Overlay::Conversations(picker) => picker,
+        Overlay::ModelPicker(picker) => picker,
+        Overlay::Diff(view) => view,
+        Overlay::ConfirmUndo(confirm) => confirm,
+        Overlay::Rewind(picker) => picker,
+    };
+    pane.draw(state, area, buf, now);
+}
+
+impl DrawOverlay for ActionMenu {
+    fn draw(&self, state: &AppState, area: Rect, buf: &mut Buffer, _now: Instant) {
+        render_menu(state, self.selected, area, buf);
+    }
+}
+
+impl DrawOverlay for KeyHelp {
+    fn draw(&self, state: &AppState, area: Rect, buf: &mut Buffer, _now: Instant) {
+        render_help(state, self.scroll, area, buf);
+    }
+}
+
+impl DrawOverlay for HistorySearch {
+    fn draw(&self, state: &AppState, area: Rect, buf: &mut Buffer, _now: Instant) {
+        render_history_search(state, &self.query, self.selected, area, buf);
+    }
+}
+
+impl DrawOverlay for ProviderPicker {
+    fn draw(&self, state: &AppState, area: Rect, buf: &mut Buffer, _now: Instant) {
+        render_picker(state, self.selected, area, buf);
+    }
+}
+
+impl DrawOverlay for SettingsDraft {
+    fn draw(&self, state: &AppState, area: Rect, buf: &mut Buffer, _now: Instant) {
+        render_settings(state, self, area, buf);
+    }
+}
+
+impl DrawOverlay for ConversationPicker {
+    fn draw(&self, _state: &AppState, area: Rect, buf: &mut Buffer, _now: Instant) {
+        render_conversations(self, area, buf);
+    }
+}
+
+impl DrawOverlay for ModelPicker {
+    fn draw(&self, state: &AppState, area: Rect, buf: &mut Buffer, _now: Instant) {
+        render_model_picker(state, self, area, buf);
+    }
+}
+
+impl DrawOverlay for DiffView {
+    fn draw(&self, _state: &AppState, area: Rect, buf: &mut Buffer, _now: Instant) {
+        super::diff::render_diff(self, area, buf);
+    }
+}
+
+impl DrawOverlay for UndoConfirm {
+    fn draw(&self, _state: &AppState, area: Rect, buf: &mut Buffer, _now: Instant) {
+        super::diff::render_confirm_undo(self, area, buf);
+    }
+}
+
+impl DrawOverlay for RewindPicker {
+    fn draw(&self, _state: &AppState, area: Rect, buf: &mut Buffer, now: Instant) {
+        super::diff::render_rewind(self, area, buf, now);
     }
 }
 
@@ -122,56 +199,9 @@ fn render_model_picker(state: &AppState, picker: &ModelPicker, area: Rect, buf: 
     draw_selectable(&rows, picker.selected, list, buf);
 }
 
-pub(crate) fn centered(area: Rect, width: u16, height: u16) -> Rect {
-    let width = width.min(area.width);
-    let height = height.min(area.height);
-    Rect::new(
-        area.x + (area.width - width) / 2,
-        area.y + (area.height - height) / 2,
-        width,
-        height,
-    )
-}
-
-pub(crate) fn frame(title: &str, footer: &str, area: Rect, buf: &mut Buffer) -> Rect {
-    Clear.render(area, buf);
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .border_style(Style::default().fg(Color::Cyan))
-        .title(Span::styled(
-            format!(" {title} "),
-            Style::default().add_modifier(Modifier::BOLD),
-        ))
-        .title_bottom(Span::styled(
-            format!(" {footer} "),
-            Style::default().add_modifier(Modifier::DIM),
-        ));
-    let inner = block.inner(area);
-    block.render(area, buf);
-    inner
-}
-
-pub(crate) fn draw_rows(rows: &[Line<'_>], inner: Rect, buf: &mut Buffer) {
-    for (index, row) in rows.iter().take(usize::from(inner.height)).enumerate() {
-        buf.set_line(inner.x, inner.y + index as u16, row, inner.width);
-    }
-}
-
-fn selectable(text: String, selected: bool, enabled: bool, width: u16) -> Line<'static> {
-    let mut style = Style::default();
-    if !enabled {
-        style = style.add_modifier(Modifier::DIM);
-    }
-    if selected {
-        style = style.add_modifier(Modifier::REVERSED);
-    }
-    let padded = format!("{text:<width$}", width = usize::from(width));
-    Line::styled(padded, style)
-}
-
 fn render_menu(state: &AppState, selected: usize, area: Rect, buf: &mut Buffer) {
     let outer = centered(area, 60, Action::ALL.len() as u16 + 2);
-    let inner = frame("Actions", "↑↓ choose · Enter run · Esc close", outer, buf);
+    let inner = frame("Actions", ActionMenu::KEYS_HINT, outer, buf);
     let rows: Vec<Line<'_>> = Action::ALL
         .iter()
         .enumerate()
@@ -234,7 +264,22 @@ pub(crate) fn help_rows(width: u16) -> Vec<Line<'static>> {
     rows
 }
 
+/// How far the help can scroll on a screen of `area`: its rows past those its box shows.
+pub(crate) fn help_scroll_limit(state: &AppState, area: Rect) -> usize {
+    let (rows, outer) = help_box(state, area);
+    // The box's border takes a row above and below.
+    rows.len()
+        .saturating_sub(usize::from(outer.height.saturating_sub(2)))
+}
+
 fn render_help(state: &AppState, scroll: usize, area: Rect, buf: &mut Buffer) {
+    let (rows, outer) = help_box(state, area);
+    let inner = frame("Keys", KeyHelp::KEYS_HINT, outer, buf);
+    draw_scrolled(&rows, scroll, inner, buf);
+}
+
+/// The help's rows and its box on a screen of `area`.
+fn help_box(state: &AppState, area: Rect) -> (Vec<Line<'static>>, Rect) {
     let width = 80.min(area.width);
     // What the status bar may shorten: the agent and its whole session id.
     let mut agent = vec![
@@ -257,16 +302,12 @@ fn render_help(state: &AppState, scroll: usize, area: Rect, buf: &mut Buffer) {
     rows.push(Line::raw(""));
     rows.extend(help_rows(width.saturating_sub(2)));
     let outer = centered(area, width, rows.len() as u16 + 2);
-    let inner = frame("Keys", "↑↓ PgUp PgDn scroll · Esc close", outer, buf);
-    state
-        .help_scroll_limit
-        .set(rows.len().saturating_sub(usize::from(inner.height)));
-    draw_scrolled(&rows, scroll, inner, buf);
+    (rows, outer)
 }
 
 fn render_picker(state: &AppState, selected: usize, area: Rect, buf: &mut Buffer) {
     let outer = centered(area, 40, PROVIDER_NAMES.len() as u16 + 2);
-    let inner = frame("Switch provider", "Enter switch · Esc close", outer, buf);
+    let inner = frame("Switch provider", ProviderPicker::KEYS_HINT, outer, buf);
     let rows: Vec<Line<'_>> = PROVIDER_NAMES
         .iter()
         .enumerate()
@@ -473,15 +514,4 @@ fn render_conversations(picker: &ConversationPicker, area: Rect, buf: &mut Buffe
         ));
     }
     draw_rows(&rows, inner, buf);
-}
-
-/// "12 s ago", "5 min ago", "3 h ago", "2 days ago".
-pub(crate) fn age(elapsed_ms: u64) -> String {
-    let seconds = elapsed_ms / 1000;
-    match seconds {
-        0..=59 => format!("{seconds} s ago"),
-        60..=3599 => format!("{} min ago", seconds / 60),
-        3600..=86_399 => format!("{} h ago", seconds / 3600),
-        _ => format!("{} days ago", seconds / 86_400),
-    }
 }

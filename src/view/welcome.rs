@@ -7,7 +7,7 @@ use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
-use crate::app::keymap::{HELP_KEY, MENU_KEY, QUIT_KEY, STOP_KEY};
+use crate::app::keymap::{HELP_KEY, MENU_KEY, QUIT_KEY, SEND_KEY, STOP_KEY};
 use crate::app::state::AppState;
 use crate::view::wrap::{wrap, RichLine};
 
@@ -59,7 +59,7 @@ fn welcome_lines(state: &AppState, roomy: bool) -> Vec<RichLine> {
     gap(&mut lines);
     let quit_twice = format!("{QUIT_KEY} {QUIT_KEY}");
     let keys = [
-        ("Enter", "send"),
+        (SEND_KEY, "send"),
         (STOP_KEY, "stop"),
         ("@", "file"),
         ("/", "command"),

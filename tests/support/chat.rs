@@ -177,9 +177,12 @@ impl Chat {
     pub fn terminal(&mut self, width: u16, height: u16, ms: u64) -> Terminal<TestBackend> {
         let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
         let now = self.at(ms);
-        terminal
+        let area = terminal
             .draw(|frame| view::render(frame, &self.state, &mut self.view, now))
-            .unwrap();
+            .unwrap()
+            .area;
+        // As the chat does after each frame.
+        self.state.on_drawn(view::drawn(&self.state, area));
         terminal
     }
 

@@ -1,16 +1,18 @@
 //! Menu actions and `/` commands (both run `perform`), sending a prompt, stopping and leaving.
 
 use super::{plural, AppEffect, AppState};
+use crate::app::action::{parse_slash, Action};
 use crate::app::activity::UsageBook;
+use crate::app::help::KeyHelp;
 use crate::app::mentions;
-use crate::app::menu::{parse_slash, Action, Overlay};
+use crate::app::menu::Overlay;
 use crate::app::permission::standing_answers_notice;
+use crate::app::provider_picker::ProviderPicker;
 use crate::app::settings::SettingsDraft;
 use crate::app::transcript::{CellBody, NoticeLevel};
 use crate::orchestrator::Command;
 use crate::provider::Interjection;
 use crate::provider::PROVIDER_NAMES;
-use crate::sanitize::untrusted_owned;
 
 impl AppState {
     pub(super) fn request_stop(&mut self) -> Vec<AppEffect> {
@@ -62,7 +64,7 @@ impl AppState {
                         NoticeLevel::Warning,
                         format!(
                             "Unknown command {}; commands: {}",
-                            untrusted_owned(text.split_whitespace().next().unwrap_or("")),
+                            text.split_whitespace().next().unwrap_or(""),
                             commands.join(" ")
                         ),
                     );
@@ -122,7 +124,9 @@ impl AppState {
             Action::ReopenLastSession => vec![AppEffect::ListConversations],
             Action::SwitchProvider => match argument {
                 Some(name) => self.switch_provider(&name),
-                None => self.open_overlay(Overlay::provider_picker(&self.provider)),
+                None => {
+                    self.open_overlay(Overlay::ProviderPicker(ProviderPicker::new(&self.provider)))
+                }
             },
             Action::ToggleThinking => {
                 self.expand_thinking = !self.expand_thinking;
@@ -198,13 +202,10 @@ impl AppState {
             ))),
             Action::ShowLogPath => {
                 let path = crate::logging::current_log_file();
-                self.notice(
-                    NoticeLevel::Info,
-                    untrusted_owned(&format!("Log file: {}", path.display())),
-                );
+                self.notice(NoticeLevel::Info, format!("Log file: {}", path.display()));
                 Vec::new()
             }
-            Action::Help => self.open_overlay(Overlay::Help { scroll: 0 }),
+            Action::Help => self.open_overlay(Overlay::Help(KeyHelp::default())),
             Action::Quit => self.begin_quit(),
         }
     }
@@ -215,7 +216,7 @@ impl AppState {
                 NoticeLevel::Warning,
                 format!(
                     "Unknown provider {}; choose one of {}",
-                    untrusted_owned(name),
+                    name,
                     PROVIDER_NAMES.join(", ")
                 ),
             );

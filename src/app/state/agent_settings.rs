@@ -3,11 +3,9 @@
 //! shown once the agent confirms it in its status; a refusal is shown as the agent worded it.
 //! Where the agent lists nothing, the picker says so instead of offering nothing.
 
-use crossterm::event::KeyEvent;
-
 use super::{AppEffect, AppState};
 use crate::app::menu::Overlay;
-use crate::app::model_picker::{next_level, ModelPicker, ModelPickerOutcome};
+use crate::app::model_picker::{next_level, ModelPicker, ModelRequest};
 use crate::app::transcript::NoticeLevel;
 use crate::orchestrator::Command;
 use crate::provider::AgentSetting;
@@ -31,28 +29,18 @@ impl AppState {
             .find(|model| untrusted_owned(&model.id) == current)
     }
 
-    pub(super) fn on_model_picker_key(
-        &mut self,
-        mut picker: ModelPicker,
-        key: KeyEvent,
-    ) -> Vec<AppEffect> {
-        match picker.on_key(key, &self.agent_status.models) {
-            ModelPickerOutcome::Open => {
-                self.overlay = Some(Overlay::ModelPicker(picker));
-                Vec::new()
-            }
-            ModelPickerOutcome::Close => Vec::new(),
-            ModelPickerOutcome::Chosen(id) => {
+    /// What the model picker asks: a model (the picker closed), or the next thinking level (it
+    /// stays open).
+    pub(super) fn on_model_request(&mut self, request: ModelRequest) -> Vec<AppEffect> {
+        match request {
+            ModelRequest::Choose(id) => {
                 let current = self.current_model_choice().map(|model| model.id.clone());
                 if current.as_deref() == Some(id.as_str()) {
                     return Vec::new();
                 }
                 self.ask_setting(AgentSetting::Model(id))
             }
-            ModelPickerOutcome::NextThinkingLevel => {
-                self.overlay = Some(Overlay::ModelPicker(picker));
-                self.cycle_thinking_level()
-            }
+            ModelRequest::NextThinkingLevel => self.cycle_thinking_level(),
         }
     }
 

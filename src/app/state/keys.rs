@@ -8,7 +8,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use super::{AppEffect, AppState, ScrollAction};
 use crate::app::history_search::HistorySearch;
 use crate::app::keymap::{command_for, KeyCommand};
-use crate::app::menu::Overlay;
+use crate::app::menu::{ActionMenu, Overlay};
 use crate::app::transcript::{CellBody, CellId};
 use crate::orchestrator::Command;
 use crate::provider::Interjection;
@@ -41,7 +41,7 @@ impl AppState {
             return self.run_key_command(command, now);
         }
         if self.overlay.is_some() {
-            return self.on_overlay_key(key);
+            return self.on_overlay_key(key, now);
         }
         // An open permission prompt comes after the chat's chords (help, menu, ...). Armed, it
         // takes the keys it answers to (Esc rejects rather than stopping the turn); any other
@@ -83,7 +83,7 @@ impl AppState {
         match command {
             KeyCommand::Interrupt => self.on_ctrl_c(now),
             KeyCommand::Suspend => vec![AppEffect::Suspend],
-            KeyCommand::OpenMenu => self.open_overlay(Overlay::Menu { selected: 0 }),
+            KeyCommand::OpenMenu => self.open_overlay(Overlay::Menu(ActionMenu::default())),
             KeyCommand::SearchHistory => {
                 self.open_overlay(Overlay::HistorySearch(HistorySearch::default()))
             }

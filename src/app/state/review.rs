@@ -3,12 +3,10 @@
 use crossterm::event::{KeyCode, KeyEvent};
 
 use super::{AppEffect, AppState};
-use crate::app::menu::Action;
+use crate::app::action::Action;
 use crate::app::menu::Overlay;
-use crate::app::review::{
-    ChangedTurn, DiffOutcome, DiffRequest, DiffView, LoadedDiff, UndoConfirm,
-};
-use crate::app::rewind::{PromptRecord, RewindEntry, RewindOutcome, RewindPicker};
+use crate::app::review::{ChangedTurn, DiffRequest, DiffView, LoadedDiff, UndoAnswer, UndoConfirm};
+use crate::app::rewind::{PromptRecord, RewindEntry, RewindPicker, RewindRequest};
 use crate::app::transcript::{CellBody, ChangesCell, NoticeLevel};
 use crate::orchestrator::Rewind;
 use crate::orchestrator::{Command, TurnId};
@@ -18,7 +16,7 @@ use crate::stream::FileChange;
 use std::time::{Duration, Instant};
 
 /// Rows of the diff overlay a page key moves when the screen size is not known here.
-const DIFF_PAGE: usize = 10;
+pub(super) const DIFF_PAGE: usize = 10;
 /// The second Esc of an Esc Esc comes within this.
 const ESC_ESC: Duration = Duration::from_millis(800);
 
@@ -80,19 +78,9 @@ impl AppState {
         match loaded {
             Ok(loaded) => self.overlay = Some(Overlay::Diff(DiffView::new(loaded))),
             Err(why) => {
-                self.notice(
-                    NoticeLevel::Warning,
-                    untrusted_owned(&format!("Cannot show the diff: {why}")),
-                );
+                self.notice(NoticeLevel::Warning, format!("Cannot show the diff: {why}"));
             }
         }
-    }
-
-    pub(super) fn on_diff_key(&mut self, mut view: DiffView, key: KeyEvent) -> Vec<AppEffect> {
-        if let DiffOutcome::Open = view.on_key(key, DIFF_PAGE) {
-            self.overlay = Some(Overlay::Diff(view));
-        }
-        Vec::new()
     }
 
     pub(super) fn request_undo(&mut self) -> Vec<AppEffect> {
@@ -105,14 +93,15 @@ impl AppState {
         }
     }
 
-    /// `y` overwrites the files changed since the turn; anything else keeps them.
-    pub(super) fn on_confirm_undo_key(
+    /// The answer to the `/undo` (or `/rewind`) question: overwrite the files changed since the
+    /// turn, or keep them.
+    pub(super) fn on_undo_answer(
         &mut self,
         confirm: UndoConfirm,
-        key: KeyEvent,
+        answer: UndoAnswer,
     ) -> Vec<AppEffect> {
-        match key.code {
-            KeyCode::Char('y') | KeyCode::Char('Y') => match confirm.rewind {
+        match answer {
+            UndoAnswer::Overwrite => match confirm.rewind {
                 None => vec![AppEffect::Command(Command::UndoTurn {
                     turn: confirm.turn,
                     overwrite: true,
@@ -124,7 +113,7 @@ impl AppState {
                     overwrite: true,
                 })],
             },
-            KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc | KeyCode::Enter => {
+            UndoAnswer::Keep => {
                 self.notice(
                     NoticeLevel::Info,
                     format!(
@@ -132,10 +121,6 @@ impl AppState {
                         confirm.conflicts.join(", ")
                     ),
                 );
-                Vec::new()
-            }
-            _ => {
-                self.overlay = Some(Overlay::ConfirmUndo(confirm));
                 Vec::new()
             }
         }
@@ -175,7 +160,7 @@ impl AppState {
             Ok(done) if done.failed.is_empty() => NoticeLevel::Info,
             _ => NoticeLevel::Warning,
         };
-        self.notice(level, untrusted_owned(&describe_undo(&outcome)));
+        self.notice(level, describe_undo(&outcome));
     }
 }
 
@@ -255,32 +240,21 @@ impl AppState {
         Vec::new()
     }
 
-    pub(super) fn on_rewind_key(
-        &mut self,
-        mut picker: RewindPicker,
-        key: KeyEvent,
-    ) -> Vec<AppEffect> {
-        match picker.on_key(key) {
-            RewindOutcome::Open => {
-                self.overlay = Some(Overlay::Rewind(picker));
-                Vec::new()
-            }
-            RewindOutcome::Close => Vec::new(),
-            RewindOutcome::Rewind {
-                turn,
-                prompt,
-                conversation,
-                files,
-            } => {
-                self.rewinding_prompt = conversation.then_some((turn, prompt));
-                vec![AppEffect::Command(Command::Rewind {
-                    turn,
-                    conversation,
-                    files,
-                    overwrite: false,
-                })]
-            }
-        }
+    /// The rewind picker's choice: take back to before that turn.
+    pub(super) fn on_rewind_request(&mut self, request: RewindRequest) -> Vec<AppEffect> {
+        let RewindRequest {
+            turn,
+            prompt,
+            conversation,
+            files,
+        } = request;
+        self.rewinding_prompt = conversation.then_some((turn, prompt));
+        vec![AppEffect::Command(Command::Rewind {
+            turn,
+            conversation,
+            files,
+            overwrite: false,
+        })]
     }
 
     /// What a rewind did: a notice; the prompts taken back leave the picker and the first goes
@@ -342,7 +316,7 @@ impl AppState {
         } else {
             NoticeLevel::Info
         };
-        self.notice(level, untrusted_owned(&rewind.describe()));
+        self.notice(level, rewind.describe());
     }
 }
 
