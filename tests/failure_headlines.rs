@@ -102,7 +102,7 @@ fn chat_headline(failure: &Failure) -> String {
         })
         .expect("a failure notice");
     if notice.details_summary.is_empty() {
-        notice.message
+        notice.message.to_string()
     } else {
         format!(
             "{} [diagnostics: {}]",

@@ -9,7 +9,7 @@
 use std::collections::VecDeque;
 
 use super::notice_kind::NoticeKind;
-use super::transcript::{CellBody, CellId, ThoughtCell, Transcript};
+use super::transcript::{CellBody, CellId, InertText, ThoughtCell, Transcript};
 use crate::stream::AgentMessage;
 
 #[derive(Debug, Default)]
@@ -58,7 +58,7 @@ impl LiveThinking {
             });
             return;
         }
-        let mut thought = ThoughtCell::new(String::new(), expanded);
+        let mut thought = ThoughtCell::new(InertText::default(), expanded);
         thought.live = true;
         append_thinking(&mut thought, delta);
         self.panes
@@ -68,7 +68,7 @@ impl LiveThinking {
 
     /// Completes the oldest waiting pane with the whole thought; false when no pane waits (the
     /// agent streamed no thinking for it), so the caller shows the thought as a new cell.
-    pub fn complete(&mut self, transcript: &mut Transcript, text: String) -> bool {
+    pub fn complete(&mut self, transcript: &mut Transcript, text: InertText) -> bool {
         // The thought is whole: thinking that follows belongs to a new block.
         let Some(pane) = self.panes.pop_front() else {
             return false;

@@ -2,13 +2,16 @@
 //! block, a tool call, a notice, a permission request with its outcome, or the agent's plan.
 //!
 //! Invariants: every string in a cell is already sanitised (see `crate::sanitize`), so the view can
-//! turn it into spans as it is; every change to a cell goes through [`Transcript::update`], which
+//! turn it into spans as it is (the agent's text is held as [`InertText`], which only sanitising
+//! makes); every change to a cell goes through [`Transcript::update`], which
 //! bumps the cell's `revision` and the transcript's `version` (the view caches rendered lines per
 //! revision and uses the version for its "new output" indicator). Cell ids never change, while
 //! positions may shift when a thinking block is placed before its answer.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
+
+pub use super::inert::InertText;
 
 /// A cell's identity, stable for the life of the transcript.
 pub(crate) type CellId = u64;
@@ -48,7 +51,7 @@ pub const COLLAPSED_CHANGED_FILES: usize = 4;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct UserCell {
-    pub text: String,
+    pub text: InertText,
     /// The prompt is sent again by a retry (the failed attempt was undone first, so the agent
     /// receives it once).
     pub retry: bool,
@@ -64,7 +67,7 @@ pub const MAX_CELL_TEXT: usize = 512 * 1024;
 pub struct AssistantCell {
     /// Markdown source, sanitised for display; only ever appended to, up to
     /// [`MAX_CELL_TEXT`].
-    pub text: String,
+    pub text: InertText,
     /// The source as the agent wrote it (tabs kept, for copying), where it differs from `text`;
     /// kept only then, so plain answers are not held twice.
     pub source: Option<String>,
@@ -75,31 +78,31 @@ pub struct AssistantCell {
 }
 
 impl AssistantCell {
-    /// Appends an agent delta: `shown` is its sanitised form. Once the text would pass
+    /// Appends an agent delta (`shown`: its sanitised form). Once the text would pass
     /// [`MAX_CELL_TEXT`], deltas are only counted.
-    pub(crate) fn append(&mut self, delta: &str, shown: &str) {
+    pub(crate) fn append(&mut self, delta: &str, shown: &InertText) {
         if self.folded > 0 || self.text.len() + shown.len() > MAX_CELL_TEXT {
             self.folded += delta.len();
             return;
         }
-        if self.source.is_none() && delta != shown {
-            self.source = Some(self.text.clone());
+        if self.source.is_none() && delta != shown.as_str() {
+            self.source = Some(self.text.to_string());
         }
         if let Some(source) = self.source.as_mut() {
             source.push_str(delta);
         }
-        self.text.push_str(shown);
+        self.text.push(shown);
     }
 
     /// The text to copy.
     pub fn source(&self) -> &str {
-        self.source.as_deref().unwrap_or(&self.text)
+        self.source.as_deref().unwrap_or(self.text.as_str())
     }
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ThoughtCell {
-    pub text: String,
+    pub text: InertText,
     pub words: usize,
     pub expanded: bool,
     /// Still streaming (`assistant.thinking`); the complete `assistant.thought` ends it.
@@ -108,7 +111,7 @@ pub struct ThoughtCell {
 
 impl ThoughtCell {
     /// A thought of `text`; past [`MAX_CELL_TEXT`] only its words are counted.
-    pub fn new(mut text: String, expanded: bool) -> Self {
+    pub fn new(mut text: InertText, expanded: bool) -> Self {
         let words = text.split_whitespace().count();
         if text.len() > MAX_CELL_TEXT {
             let mut end = MAX_CELL_TEXT;
@@ -129,11 +132,11 @@ impl ThoughtCell {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolCell {
     pub call_id: String,
-    pub name: String,
+    pub name: InertText,
     /// One line describing the arguments.
-    pub summary: String,
+    pub summary: InertText,
     pub status: ToolStatus,
-    pub output: String,
+    pub output: InertText,
     pub expanded: bool,
 }
 
@@ -171,16 +174,16 @@ pub enum NoticeLevel {
 /// A titled block of diagnostic lines (stderr tail, invalid output lines, ...).
 #[derive(Debug, Clone, PartialEq)]
 pub struct DetailSection {
-    pub title: String,
-    pub lines: Vec<String>,
+    pub title: InertText,
+    pub lines: Vec<InertText>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct NoticeCell {
     pub level: NoticeLevel,
-    pub message: String,
+    pub message: InertText,
     /// A one-line summary of the details, shown while collapsed.
-    pub details_summary: String,
+    pub details_summary: InertText,
     pub details: Vec<DetailSection>,
     pub expanded: bool,
     /// A countdown shown live while the retry waits.
@@ -192,15 +195,15 @@ pub struct RetryCountdown {
     pub deadline: Instant,
     pub attempt: u32,
     pub max_attempts: u32,
-    pub reason: String,
+    pub reason: InertText,
 }
 
 impl NoticeCell {
-    pub fn new(level: NoticeLevel, message: impl Into<String>) -> Self {
+    pub fn new(level: NoticeLevel, message: impl Into<InertText>) -> Self {
         Self {
             level,
             message: message.into(),
-            details_summary: String::new(),
+            details_summary: InertText::default(),
             details: Vec::new(),
             expanded: false,
             countdown: None,
@@ -278,10 +281,10 @@ pub struct PlanCell {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlanItem {
-    pub content: String,
+    pub content: InertText,
     pub status: PlanStatus,
     /// `high`, `medium`, `low` (as the agent wrote it).
-    pub priority: String,
+    pub priority: InertText,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -290,7 +293,7 @@ pub enum PlanStatus {
     InProgress,
     Completed,
     /// A status this version does not know, as the agent wrote it.
-    Other(String),
+    Other(InertText),
 }
 
 impl PlanCell {
@@ -485,17 +488,18 @@ mod tests {
     fn a_cell_keeps_text_up_to_its_limit_and_counts_the_rest() {
         let mut answer = AssistantCell::default();
         let delta = "x".repeat(4096);
+        let shown = InertText::new(&delta);
         for _ in 0..200 {
-            answer.append(&delta, &delta);
+            answer.append(&delta, &shown);
         }
         assert_eq!(answer.text.len(), MAX_CELL_TEXT);
         assert_eq!(answer.folded, 200 * 4096 - MAX_CELL_TEXT);
         // Once folding, even a small delta that would fit is counted, so nothing has a gap.
-        answer.append("y", "y");
+        answer.append("y", &InertText::new("y"));
         assert_eq!(answer.folded, 200 * 4096 - MAX_CELL_TEXT + 1);
         assert!(!answer.text.contains('y'));
 
-        let thought = ThoughtCell::new("é ".repeat(MAX_CELL_TEXT), false);
+        let thought = ThoughtCell::new("é ".repeat(MAX_CELL_TEXT).into(), false);
         assert!(thought.text.len() <= MAX_CELL_TEXT);
         assert_eq!(thought.words, MAX_CELL_TEXT, "every word counted");
     }

@@ -487,7 +487,7 @@ fn notice_lines(notice: &NoticeCell, now: Instant) -> Vec<RichLine> {
                 countdown.attempt, countdown.max_attempts, countdown.reason
             )
         }
-        None => notice.message.clone(),
+        None => notice.message.to_string(),
     };
     let mut lines = Vec::new();
     for (index, line) in message.split('\n').enumerate() {

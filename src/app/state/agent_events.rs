@@ -14,8 +14,9 @@ use crate::app::permission::{
     permission_cell, resolved_outcome, unseen_request_cell, PermissionPrompt,
 };
 use crate::app::transcript::{
-    AssistantCell, CellBody, CellId, DetailSection, NoticeCell, NoticeLevel, PermissionOutcome,
-    PlanCell, PlanItem, PlanStatus, RetryCountdown, ThoughtCell, ToolCell, ToolStatus, UserCell,
+    AssistantCell, CellBody, CellId, DetailSection, InertText, NoticeCell, NoticeLevel,
+    PermissionOutcome, PlanCell, PlanItem, PlanStatus, RetryCountdown, ThoughtCell, ToolCell,
+    ToolStatus, UserCell,
 };
 use crate::orchestrator::{Command, OrchestratorEvent, TurnId, TurnOutcome};
 use crate::provider::AgentQueue;
@@ -36,7 +37,7 @@ impl AppState {
             OrchestratorEvent::TurnStarted { turn, prompt } => {
                 self.record_prompt(turn, &prompt, now);
                 self.transcript.push(CellBody::User(UserCell {
-                    text: untrusted_owned(&prompt),
+                    text: InertText::new(&prompt),
                     retry: std::mem::take(&mut self.retry_asked),
                 }));
                 self.phase = Some(PhaseTracker::new(now));
@@ -109,7 +110,7 @@ impl AppState {
                         deadline,
                         attempt,
                         max_attempts,
-                        reason: untrusted_owned(&reason),
+                        reason: InertText::new(&reason),
                     });
                     self.close_assistant();
                     let id = self.transcript.push(CellBody::Notice(notice));
@@ -129,7 +130,8 @@ impl AppState {
                                     notice.message = format!(
                                         "Retry cancelled: attempt {} of {} was not started",
                                         countdown.attempt, countdown.max_attempts
-                                    );
+                                    )
+                                    .into();
                                 }
                             }
                         });
@@ -229,7 +231,8 @@ impl AppState {
                         notice.message = format!(
                             "Retried: attempt {} of {} · {}",
                             countdown.attempt, countdown.max_attempts, countdown.reason
-                        );
+                        )
+                        .into();
                     }
                 }
             });
@@ -273,17 +276,17 @@ impl AppState {
                 }
                 self.live_thinking.push_delta(
                     &mut self.transcript,
-                    &untrusted_owned(&delta),
+                    &InertText::new(&delta),
                     self.expand_thinking,
                 );
             }
             AgentMessage::Thought { text } if self.live_thinking.is_waiting() => {
                 self.live_thinking
-                    .complete(&mut self.transcript, untrusted_owned(&text));
+                    .complete(&mut self.transcript, InertText::new(&text));
             }
             AgentMessage::Thought { text } => {
                 let cell = CellBody::Thought(ThoughtCell::new(
-                    untrusted_owned(&text),
+                    InertText::new(&text),
                     self.expand_thinking,
                 ));
                 // Thinking is released after the message it belongs to: show it before that
@@ -299,18 +302,18 @@ impl AppState {
             }
             AgentMessage::ToolCall { id, name, input } => {
                 self.close_assistant();
-                let name = untrusted_owned(&name);
-                let mut summary = summarize_tool_input(&input);
+                let name = InertText::new(&name);
+                let mut summary = InertText::from(summarize_tool_input(&input));
                 if summary == name {
                     // The agent named the call by its command (ACP titles): say it once.
-                    summary.clear();
+                    summary = InertText::default();
                 }
                 let cell = self.transcript.push(CellBody::Tool(ToolCell {
                     call_id: untrusted_owned(&id),
                     name,
                     summary,
                     status: ToolStatus::Running { since: now },
-                    output: String::new(),
+                    output: InertText::default(),
                     expanded: self.expand_tools,
                 }));
                 if let Some(turn) = self.turn.as_mut() {
@@ -318,13 +321,13 @@ impl AppState {
                 }
             }
             AgentMessage::ToolUpdate { id, output } => {
-                self.update_tool(&id, |tool| tool.output = untrusted_owned(&output));
+                self.update_tool(&id, |tool| tool.output = InertText::new(&output));
             }
             AgentMessage::ToolCompleted { id, output } => {
                 self.update_tool(&id, |tool| {
                     // The final output is authoritative, unless it is empty and some streamed.
                     if !output.is_empty() || tool.output.is_empty() {
-                        tool.output = untrusted_owned(&output);
+                        tool.output = InertText::new(&output);
                     }
                     tool.status = ToolStatus::Done {
                         elapsed: running_for(tool.status, now),
@@ -334,12 +337,12 @@ impl AppState {
             AgentMessage::ToolFailed { id, error } => {
                 self.update_tool(&id, |tool| {
                     // What the tool had shown stays; the failure is added to it.
-                    let error = untrusted_owned(&error);
+                    let error = InertText::new(&error);
                     if tool.output.is_empty() || tool.output.ends_with(error.as_str()) {
                         tool.output = error;
                     } else if !error.is_empty() {
-                        tool.output.push('\n');
-                        tool.output.push_str(&error);
+                        tool.output.push_str("\n");
+                        tool.output.push(&error);
                     }
                     tool.status = ToolStatus::Failed {
                         elapsed: running_for(tool.status, now),
@@ -364,7 +367,7 @@ impl AppState {
                         NoticeLevel::Warning,
                         format!(
                             "The answer was cut off: the agent reached its output limit ({})",
-                            untrusted_owned(&stop_reason)
+                            stop_reason
                         ),
                     );
                 }
@@ -405,7 +408,6 @@ impl AppState {
                 }
             }
             AgentMessage::Notice { kind, message } => {
-                let message = untrusted_owned(&message);
                 match NoticeKind::from_wire(&kind) {
                     NoticeKind::AgentRetry => {
                         self.supersede_attempt_text();
@@ -445,10 +447,7 @@ impl AppState {
                         self.notice(NoticeLevel::Warning, message);
                     }
                     NoticeKind::Other(other) => {
-                        self.notice(
-                            NoticeLevel::Info,
-                            format!("{}: {message}", untrusted_owned(&other)),
-                        );
+                        self.notice(NoticeLevel::Info, format!("{other}: {message}"));
                     }
                 }
             }
@@ -635,14 +634,14 @@ impl AppState {
         let entries: Vec<PlanItem> = entries
             .iter()
             .map(|entry| PlanItem {
-                content: untrusted_owned(&entry.content),
+                content: InertText::new(&entry.content),
                 status: match entry.status.as_str() {
                     "pending" => PlanStatus::Pending,
                     "in_progress" => PlanStatus::InProgress,
                     "completed" => PlanStatus::Completed,
-                    other => PlanStatus::Other(untrusted_owned(other)),
+                    other => PlanStatus::Other(InertText::new(other)),
                 },
-                priority: untrusted_owned(&entry.priority),
+                priority: InertText::new(&entry.priority),
             })
             .collect();
         let cells = self.transcript.cells();
@@ -677,7 +676,7 @@ impl AppState {
     }
 
     fn append_assistant(&mut self, delta: &str) {
-        let shown = untrusted_owned(delta);
+        let shown = InertText::new(delta);
         if shown.is_empty() {
             return;
         }
@@ -756,14 +755,14 @@ impl AppState {
     fn push_failure(&mut self, failure: &Failure) {
         let mut facts = failure_facts(failure);
         let mut sections = Vec::new();
-        let stderr: Vec<String> = untrusted_owned(&failure.stderr)
+        let stderr: Vec<InertText> = InertText::new(&failure.stderr)
             .lines()
-            .map(str::to_owned)
+            .map(InertText::from)
             .collect();
         if !stderr.is_empty() {
             facts.push(plural(stderr.len(), "stderr line"));
             sections.push(DetailSection {
-                title: "stderr (last lines)".to_owned(),
+                title: "stderr (last lines)".into(),
                 lines: stderr,
             });
         }
@@ -773,14 +772,14 @@ impl AppState {
                 "invalid output line",
             ));
             sections.push(DetailSection {
-                title: "output lines that did not parse".to_owned(),
+                title: "output lines that did not parse".into(),
                 lines: failure
                     .invalid_output_lines
                     .iter()
                     .flat_map(|line| {
-                        untrusted_owned(line)
+                        InertText::new(line)
                             .lines()
-                            .map(str::to_owned)
+                            .map(InertText::from)
                             .collect::<Vec<_>>()
                     })
                     .collect(),
@@ -788,7 +787,7 @@ impl AppState {
         }
         let mut notice = NoticeCell::new(
             NoticeLevel::Error,
-            failure_headline(failure.reason.as_str(), &untrusted_owned(&failure.message)),
+            failure_headline(failure.reason.as_str(), &failure.message),
         );
         if sections.is_empty() {
             if !facts.is_empty() {
@@ -797,7 +796,7 @@ impl AppState {
                     .push_str(&format!(" · {}", facts.join(" · ")));
             }
         } else {
-            notice.details_summary = facts.join(" · ");
+            notice.details_summary = facts.join(" · ").into();
             notice.details = sections;
         }
         let (attempt, max_attempts) = self
@@ -829,7 +828,7 @@ impl AppState {
             self.transcript.update(id, |body| {
                 if let CellBody::Notice(notice) = body {
                     notice.countdown = None;
-                    notice.message = "Retry abandoned".to_owned();
+                    notice.message = "Retry abandoned".into();
                 }
             });
         }

@@ -1,0 +1,144 @@
+//! Text made inert once, where it enters the app: the transcript's cells hold [`InertText`],
+//! and the only ways to make one sanitise (see [`crate::sanitize`]), so a new cell field cannot
+//! forget to. The view turns it into spans as it is.
+
+use std::fmt;
+use std::ops::Deref;
+
+use crate::sanitize::untrusted;
+
+/// Text with no control character but `\n`, no bidirectional control: safe to hand to the
+/// terminal.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct InertText(String);
+
+impl InertText {
+    /// `text` made inert.
+    pub fn new(text: &str) -> Self {
+        Self(untrusted(text).into_owned())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Appends `text`, made inert (sanitising works a character at a time, so pieces can be
+    /// sanitised as they arrive).
+    pub fn push_str(&mut self, text: &str) {
+        self.0.push_str(&untrusted(text));
+    }
+
+    /// Appends text already inert.
+    pub fn push(&mut self, more: &InertText) {
+        self.0.push_str(&more.0);
+    }
+
+    /// Keeps the first `len` bytes (`len` on a character boundary).
+    pub fn truncate(&mut self, len: usize) {
+        self.0.truncate(len);
+    }
+
+    pub fn into_string(self) -> String {
+        self.0
+    }
+}
+
+impl Deref for InertText {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl AsRef<str> for InertText {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for InertText {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(&self.0)
+    }
+}
+
+impl From<&str> for InertText {
+    fn from(text: &str) -> Self {
+        Self::new(text)
+    }
+}
+
+impl From<String> for InertText {
+    fn from(text: String) -> Self {
+        match untrusted(&text) {
+            std::borrow::Cow::Borrowed(_) => Self(text),
+            std::borrow::Cow::Owned(clean) => Self(clean),
+        }
+    }
+}
+
+impl From<&String> for InertText {
+    fn from(text: &String) -> Self {
+        Self::new(text)
+    }
+}
+
+/// Out of the type, for display (a span's text).
+impl From<InertText> for String {
+    fn from(text: InertText) -> Self {
+        text.0
+    }
+}
+
+impl From<InertText> for std::borrow::Cow<'_, str> {
+    fn from(text: InertText) -> Self {
+        std::borrow::Cow::Owned(text.0)
+    }
+}
+
+impl PartialEq<str> for InertText {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+
+impl PartialEq<&str> for InertText {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+
+impl PartialEq<String> for InertText {
+    fn eq(&self, other: &String) -> bool {
+        &self.0 == other
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_way_in_sanitises() {
+        let hostile = "a\u{1b}]52;c;x\u{7}\r\tb\u{202e}";
+        let made = [
+            InertText::new(hostile),
+            InertText::from(hostile),
+            InertText::from(hostile.to_owned()),
+            {
+                let mut pushed = InertText::default();
+                for piece in ["a\u{1b}]52;c;", "x\u{7}\r", "\tb\u{202e}"] {
+                    pushed.push_str(piece);
+                }
+                pushed
+            },
+        ];
+        for text in made {
+            assert!(crate::sanitize::is_inert(&text), "{text:?}");
+            assert_eq!(text, "a␛]52;c;x␇    b");
+        }
+        let clean = InertText::from("plain\ntext".to_owned());
+        assert_eq!(clean.as_str(), "plain\ntext");
+    }
+}
