@@ -20,7 +20,9 @@
 
 use std::time::{Duration, Instant};
 
-use super::transcript::{CellId, DiffLine, PermissionCell, PermissionOutcome, ShownOption};
+use super::transcript::{
+    CellId, DiffLine, InertText, PermissionCell, PermissionOutcome, ShownOption,
+};
 use crate::config::Transport;
 use crate::orchestrator::TurnId;
 use crate::sanitize::untrusted_owned;
@@ -209,14 +211,18 @@ pub(crate) fn key_summary(kinds: &[PermissionOptionKind]) -> String {
 pub(crate) fn permission_cell(request: &PermissionRequest, expanded: bool) -> PermissionCell {
     let (diff, diff_hidden) = diff_lines(&request.diffs, MAX_DIFF_LINES);
     PermissionCell {
-        kind: untrusted_owned(&request.kind),
-        title: one_line(&request.title),
+        kind: InertText::new(&request.kind),
+        title: one_line(&request.title).into(),
         command: request
             .command
             .as_deref()
             .filter(|command| !command.trim().is_empty())
-            .map(untrusted_owned),
-        paths: request.paths.iter().map(|path| one_line(path)).collect(),
+            .map(InertText::new),
+        paths: request
+            .paths
+            .iter()
+            .map(|path| one_line(path).into())
+            .collect(),
         diff,
         diff_hidden,
         options: request
@@ -224,7 +230,7 @@ pub(crate) fn permission_cell(request: &PermissionRequest, expanded: bool) -> Pe
             .iter()
             .map(|option| ShownOption {
                 kind: option.kind,
-                name: one_line(&option.name),
+                name: one_line(&option.name).into(),
             })
             .collect(),
         outcome: PermissionOutcome::Waiting,
@@ -293,8 +299,8 @@ pub(crate) fn standing_answers_notice<'a>(
 /// A cell for a request the chat never saw asked (a policy answered it before any prompt).
 pub(crate) fn unseen_request_cell(outcome: PermissionOutcome) -> PermissionCell {
     PermissionCell {
-        kind: String::new(),
-        title: String::new(),
+        kind: InertText::default(),
+        title: InertText::default(),
         command: None,
         paths: Vec::new(),
         diff: Vec::new(),

@@ -216,18 +216,18 @@ impl NoticeCell {
 #[derive(Debug, Clone, PartialEq)]
 pub struct PermissionCell {
     /// The tool's kind as the agent names it (`execute`, `edit`, ...); may be empty.
-    pub kind: String,
-    pub title: String,
-    pub command: Option<String>,
-    pub paths: Vec<String>,
+    pub kind: InertText,
+    pub title: InertText,
+    pub command: Option<InertText>,
+    pub paths: Vec<InertText>,
     /// The edits, as diff lines (bounded; `diff_hidden` more were left out).
     pub diff: Vec<DiffLine>,
     pub diff_hidden: usize,
     /// The answers the agent offered, in its order (names as the agent wrote them).
     pub options: Vec<ShownOption>,
     pub outcome: PermissionOutcome,
-    /// What the user said to do instead, with a rejection (sanitised).
-    pub feedback: Option<String>,
+    /// What the user said to do instead, with a rejection.
+    pub feedback: Option<InertText>,
     pub expanded: bool,
 }
 
@@ -235,7 +235,7 @@ pub struct PermissionCell {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ShownOption {
     pub kind: crate::stream::PermissionOptionKind,
-    pub name: String,
+    pub name: InertText,
 }
 
 /// How a permission request ended, as far as the chat knows.

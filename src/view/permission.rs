@@ -139,7 +139,7 @@ fn option_rows(
                 }
             };
             let marker = if selected { " › " } else { "   " };
-            let mut line = row(marker, keys, option.name.clone(), base, name_style);
+            let mut line = row(marker, keys, option.name.to_string(), base, name_style);
             if selected {
                 // The highlight spans the row.
                 let used = line.width();

@@ -568,7 +568,7 @@ impl AppState {
                     if let CellBody::Permission(permission) = body {
                         permission.outcome = outcome;
                         if let Some(note) = message {
-                            permission.feedback = Some(untrusted_owned(note));
+                            permission.feedback = Some(InertText::new(note));
                         }
                         question = Some(permission.question());
                     }

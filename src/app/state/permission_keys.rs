@@ -13,7 +13,7 @@ use super::{AppEffect, AppState, ScrollAction};
 use unicode_segmentation::UnicodeSegmentation;
 
 use crate::app::permission::{choice_for_char, chosen, reject_choice, FEEDBACK_KEY};
-use crate::app::transcript::{CellBody, PermissionOutcome};
+use crate::app::transcript::{CellBody, InertText, PermissionOutcome};
 use crate::orchestrator::Command;
 use crate::sanitize::untrusted_owned;
 use crate::stream::PermissionResolver;
@@ -147,7 +147,7 @@ impl AppState {
             return Vec::new();
         };
         if let Some(note) = &message {
-            let note = untrusted_owned(note);
+            let note = InertText::new(note);
             self.transcript.update(prompt.cell, |body| {
                 if let CellBody::Permission(permission) = body {
                     permission.feedback = Some(note);
