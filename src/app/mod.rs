@@ -7,6 +7,7 @@
 //! draws the state with `crate::view`.
 
 pub(crate) mod activity;
+pub mod attention;
 pub mod completion;
 pub mod composer;
 pub(crate) mod conversation_picker;

@@ -130,6 +130,20 @@ impl AppState {
             SettingsOutcome::Open => self.overlay = Some(Overlay::Settings(draft)),
             SettingsOutcome::Close => {}
             SettingsOutcome::Save(policy) => {
+                let mut effects = Vec::new();
+                if draft.notify != self.notify {
+                    self.notify = draft.notify;
+                    self.notice(
+                        NoticeLevel::Info,
+                        format!("Notifications: {}", notify_label(draft.notify)),
+                    );
+                    if self.config_path.is_some() {
+                        effects.push(AppEffect::SaveNotify(draft.notify));
+                    }
+                }
+                if policy == self.retry_policy {
+                    return effects;
+                }
                 self.retry_policy = policy.clone();
                 let command = AppEffect::Command(Command::SetRetryPolicy(policy.clone()));
                 if self.config_path.is_none() {
@@ -138,11 +152,18 @@ impl AppState {
                         NoticeLevel::Info,
                         "Retry policy changed for this run (no config file location is known)",
                     );
-                    return vec![command];
+                    effects.push(command);
+                    return effects;
                 }
-                return vec![command, AppEffect::SaveRetryPolicy(policy)];
+                effects.extend([command, AppEffect::SaveRetryPolicy(policy)]);
+                return effects;
             }
         }
         Vec::new()
     }
+}
+
+/// What the settings call a notification mode.
+fn notify_label(mode: crate::config::NotifyMode) -> &'static str {
+    crate::app::settings::SettingsField::notify_value(mode)
 }
