@@ -199,15 +199,17 @@ pub(crate) fn headline(cause: &str, message: &str) -> String {
         .map(str::trim)
         .find(|line| !line.is_empty())
         .unwrap_or("");
-    // The same cause, or its words without the status ("server overloaded" for "server
-    // overloaded (HTTP 529)").
+    // Only a status is said twice ("HTTP 429: rate limited: 429 ..."); words that name the
+    // cause ("network error: fetch failed") still say what happened. The same cause, or its
+    // words without the status ("server overloaded" for "server overloaded (HTTP 529)").
     let restates = |text: &str| {
-        classify_text(text, StatusSource::ErrorMessage)
-            .is_some_and(|found| cause.starts_with(found.cause))
+        cause.contains("(HTTP ")
+            && classify_text(text, StatusSource::ErrorMessage)
+                .is_some_and(|found| cause.starts_with(found.cause))
     };
     let detail = match first_line.split_once(": ") {
-        _ if restates(first_line) && first_line.chars().count() <= 40 => "",
         Some((head, rest)) if restates(head) => rest.trim(),
+        _ if restates(first_line) && first_line.chars().count() <= 40 => "",
         _ => first_line,
     };
     if detail.is_empty() {
@@ -641,6 +643,11 @@ mod tests {
             "not authenticated (HTTP 401): Invalid API key · Fix external API key"
         );
         assert_eq!(headline("unrecognised failure", ""), "unrecognised failure");
+        // Without a status nothing is said twice: the message's words stay.
+        assert_eq!(
+            headline("network error", "fetch failed"),
+            "network error: fetch failed"
+        );
         let long = "x".repeat(300);
         assert_eq!(
             headline("server error (HTTP 500)", &long),
