@@ -1177,4 +1177,3 @@ model = "opus"
         assert!(loaded.config.provider_error_auto_retry.enabled);
     }
 }
-

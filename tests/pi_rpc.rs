@@ -618,8 +618,15 @@ async fn a_steer_still_queued_when_the_turn_is_stopped_is_not_delivered_into_the
             if kind == notice_kind::WARNING
                 && message == "Not delivered to the agent (the turn ended first): my steer")
     });
-    assert!(warned, "the user is told the steer did not arrive: {rest:?}");
-    assert_eq!(*queue.borrow(), Default::default(), "nothing is left queued");
+    assert!(
+        warned,
+        "the user is told the steer did not arrive: {rest:?}"
+    );
+    assert_eq!(
+        *queue.borrow(),
+        Default::default(),
+        "nothing is left queued"
+    );
 
     let next = world.turn("hello", SessionRef::Resume(id.clone())).await;
     assert_eq!(session_id(&next), id, "the conversation goes on");

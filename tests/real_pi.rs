@@ -828,7 +828,11 @@ async fn rpc_a_steer_left_queued_by_a_stop_does_not_reach_the_next_request() {
     let id = session_id(&messages);
     let next = collect(
         &mut provider.execute(
-            rpc_request("And now?", SessionRef::Resume(id.clone()), &world.work_dir()),
+            rpc_request(
+                "And now?",
+                SessionRef::Resume(id.clone()),
+                &world.work_dir(),
+            ),
             StopControl::new(),
         ),
         RUN_LIMIT,

@@ -263,7 +263,10 @@ mod tests {
             !title.chars().any(char::is_control),
             "a control character in {title:?}"
         );
-        assert!(title.starts_with("agentty · evil␛]0;pwned␇ name"), "{title}");
+        assert!(
+            title.starts_with("agentty · evil␛]0;pwned␇ name"),
+            "{title}"
+        );
     }
 
     #[test]

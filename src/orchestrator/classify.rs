@@ -635,11 +635,17 @@ mod tests {
         );
         // What the message adds is kept whole; more lines are marked.
         assert_eq!(
-            headline("server overloaded (HTTP 529)", "Overloaded: try again later\nat x"),
+            headline(
+                "server overloaded (HTTP 529)",
+                "Overloaded: try again later\nat x"
+            ),
             "server overloaded (HTTP 529): try again later…"
         );
         assert_eq!(
-            headline("not authenticated (HTTP 401)", "Invalid API key · Fix external API key"),
+            headline(
+                "not authenticated (HTTP 401)",
+                "Invalid API key · Fix external API key"
+            ),
             "not authenticated (HTTP 401): Invalid API key · Fix external API key"
         );
         assert_eq!(headline("unrecognised failure", ""), "unrecognised failure");

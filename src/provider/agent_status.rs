@@ -49,8 +49,8 @@ impl ContextUse {
 
     /// The share used, in whole percent (rounded to nearest, at most 100).
     pub fn percent(self) -> u64 {
-        let percent = (u128::from(self.tokens) * 100 + u128::from(self.window) / 2)
-            / u128::from(self.window);
+        let percent =
+            (u128::from(self.tokens) * 100 + u128::from(self.window) / 2) / u128::from(self.window);
         percent.min(100) as u64
     }
 }

@@ -151,7 +151,10 @@ mod tests {
             write_effects(&mut out, &effects, desktop).unwrap();
             String::from_utf8(out).unwrap()
         };
-        assert_eq!(written(NotifyMode::Off, Some(DesktopNotification::Osc9)), "");
+        assert_eq!(
+            written(NotifyMode::Off, Some(DesktopNotification::Osc9)),
+            ""
+        );
         assert_eq!(
             written(NotifyMode::Bell, Some(DesktopNotification::Osc9)),
             "\x07"

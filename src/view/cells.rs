@@ -114,11 +114,8 @@ impl CellCache {
                 "(superseded: the agent replaced this text)"
             };
             wrap_into(
-                &RichLine::text(
-                    why,
-                    dim().add_modifier(Modifier::ITALIC),
-                )
-                .with_uniform_prefix(vec![Span::raw(MARGIN)]),
+                &RichLine::text(why, dim().add_modifier(Modifier::ITALIC))
+                    .with_uniform_prefix(vec![Span::raw(MARGIN)]),
                 width,
                 &mut self.head,
             );

@@ -453,4 +453,3 @@ mod tests {
         assert!(line.contains(&footer_hint()), "{line}");
     }
 }
-

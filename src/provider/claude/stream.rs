@@ -1167,10 +1167,14 @@ mod tests {
         assert_eq!(context.observe(&assistant(99_000, 1)), None);
         let result = r#"{"type":"result","subtype":"success","usage":{"input_tokens":100234},"modelUsage":{"claude-opus-4-8[1m]":{"inputTokens":100234,"contextWindow":1000000}}}"#;
         let found = context.observe(result).expect("a context");
-        assert_eq!(found, crate::provider::ContextUse::new(100_001, 1_000_000).unwrap());
+        assert_eq!(
+            found,
+            crate::provider::ContextUse::new(100_001, 1_000_000).unwrap()
+        );
         assert_eq!(found.percent(), 10);
         // A result that names no window (a stopped turn's `modelUsage: {}`) tells nothing.
-        let stopped = r#"{"type":"result","subtype":"error_during_execution","usage":{},"modelUsage":{}}"#;
+        let stopped =
+            r#"{"type":"result","subtype":"error_during_execution","usage":{},"modelUsage":{}}"#;
         assert_eq!(context.observe(stopped), None);
     }
 

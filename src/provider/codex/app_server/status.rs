@@ -105,8 +105,12 @@ impl Shared {
         let usage = &value["params"]["tokenUsage"];
         let tokens = usage["last"]["totalTokens"].as_u64();
         let window = usage["modelContextWindow"].as_u64();
-        if let Some(context) = tokens.zip(window).and_then(|(tokens, window)| ContextUse::new(tokens, window)) {
-            self.status.send_modify(|status| status.context = Some(context));
+        if let Some(context) = tokens
+            .zip(window)
+            .and_then(|(tokens, window)| ContextUse::new(tokens, window))
+        {
+            self.status
+                .send_modify(|status| status.context = Some(context));
         }
     }
 
