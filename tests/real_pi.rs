@@ -788,9 +788,15 @@ async fn rpc_after_a_rewind_the_next_request_no_longer_carries_the_rewound_promp
     }
 }
 
-/// pi keeps its steering queue across `abort`, and its RPC has no command that clears it: a
-/// steer still queued when the user stops the turn must not reach the model with the next
+/// A steer sent during a tool that the user then stops must not reach the model with the next
 /// prompt (the fake server's request log shows what pi sent).
+///
+/// FAILS TODAY (pi 0.x, measured): on `abort` pi takes the steer off its queue (`queue_update`
+/// empty, so agentty says "steered") and writes it into the stopped turn's messages, where the
+/// next request carries it: `["Sleep ...", "Steer: my steer.", "And now?"]`. agentty's fix
+/// (dropping the process when a steer is still queued at the end) covers the demo agent's
+/// behaviour, not this one; what is left is to roll the session back past a steer taken after
+/// the stop was asked for.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
 async fn rpc_a_steer_left_queued_by_a_stop_does_not_reach_the_next_request() {
@@ -822,9 +828,11 @@ async fn rpc_a_steer_left_queued_by_a_stop_does_not_reach_the_next_request() {
         matches!(messages.last(), Some(AgentMessage::Cancelled { .. })),
         "{messages:#?}"
     );
-    assert!(messages.iter().any(|message| matches!(message,
-        AgentMessage::Notice { message, .. }
-            if message == "Not delivered to the agent (the turn ended first): Steer: my steer.")));
+    let notices: Vec<&AgentMessage> = messages
+        .iter()
+        .filter(|message| matches!(message, AgentMessage::Notice { .. }))
+        .collect();
+    eprintln!("notices of the stopped turn: {notices:?}");
     let id = session_id(&messages);
     let next = collect(
         &mut provider.execute(
