@@ -393,6 +393,23 @@ pub struct Config {
     pub session_logs: SessionLogRetention,
     /// `[snapshots]`: the working tree's snapshot before each turn (`/diff`, `/undo`).
     pub snapshots: crate::snapshot::SnapshotLimits,
+    /// `notify`: how agentty calls the user back when a turn ends or a permission prompt
+    /// waits while the terminal is not focused.
+    pub notify: Option<NotifyMode>,
+}
+
+/// `notify`: the call back when agentty needs the user and its terminal is not focused.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NotifyMode {
+    /// Nothing.
+    Off,
+    /// The terminal bell (BEL) only.
+    Bell,
+    /// The bell, plus a desktop notification (OSC 9 or OSC 777) where the terminal is known to
+    /// show one.
+    #[default]
+    Osc,
 }
 
 /// `theme`: the terminal's background, which code highlighting must stay readable on.
@@ -616,6 +633,46 @@ pub(crate) fn save_retry_policy(path: &Path, policy: &RetryPolicy) -> Result<(),
     }
     if let Some(table) = section.as_table_like_mut() {
         write_policy(table, policy);
+    }
+    write_atomically(path, document.to_string().as_bytes()).map_err(|source| SaveError::Write {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Writes `notify = "<mode>"` into the config file at `path` (created if needed); comments,
+/// formatting and every other key stay as they were.
+pub(crate) fn save_notify(path: &Path, mode: NotifyMode) -> Result<(), SaveError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(source) => {
+            return Err(SaveError::Read {
+                path: path.to_path_buf(),
+                source,
+            })
+        }
+    };
+    let mut document = text
+        .parse::<DocumentMut>()
+        .map_err(|error| SaveError::NotToml {
+            path: path.to_path_buf(),
+            message: error.message().trim().to_owned(),
+        })?;
+    let name = match mode {
+        NotifyMode::Off => "off",
+        NotifyMode::Bell => "bell",
+        NotifyMode::Osc => "osc",
+    };
+    let mut value = toml_edit::Value::from(name);
+    match document.get_mut("notify").and_then(Item::as_value_mut) {
+        Some(existing) => {
+            *value.decor_mut() = existing.decor().clone();
+            *existing = value;
+        }
+        None => {
+            document.insert("notify", Item::Value(value));
+        }
     }
     write_atomically(path, document.to_string().as_bytes()).map_err(|source| SaveError::Write {
         path: path.to_path_buf(),
@@ -1090,5 +1147,33 @@ model = "opus"
             .file_type()
             .is_symlink());
         assert_eq!(load(Some(&target)).config.provider_error_auto_retry, wanted);
+    }
+
+    #[test]
+    fn notify_is_read_and_saved_beside_the_other_keys() {
+        let (config, warnings) = parse_text("notify = \"bell\"\n");
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(config.notify, Some(NotifyMode::Bell));
+        let (config, warnings) = parse_text("notify = \"loud\"\ntheme = \"light\"\n");
+        assert_eq!(config.notify, None);
+        assert_eq!(config.theme, Some(Theme::Light), "the rest still applies");
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        std::fs::write(
+            &path,
+            "# mine\ntheme = \"dark\"\n\n[provider_error_auto_retry]\nenabled = true\n",
+        )
+        .unwrap();
+        save_notify(&path, NotifyMode::Off).unwrap();
+        save_notify(&path, NotifyMode::Bell).unwrap();
+        let saved = std::fs::read_to_string(&path).unwrap();
+        assert!(saved.starts_with("# mine\ntheme = \"dark\"\n"), "{saved}");
+        assert_eq!(saved.matches("notify").count(), 1, "{saved}");
+        let loaded = load(Some(&path));
+        assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+        assert_eq!(loaded.config.notify, Some(NotifyMode::Bell));
+        assert!(loaded.config.provider_error_auto_retry.enabled);
     }
 }

@@ -116,3 +116,47 @@ fn esc_stops_in_band_and_the_same_agent_answers_the_next_prompt() {
     pane.wait_for("Prompt 2 in session");
     assert_eq!(pane.agents(), agents, "the same agent answered");
 }
+
+/// pi keeps a steer queued across `abort`: Esc must not leave it to be delivered into the next
+/// prompt's turn. The user is told it did not arrive, and the next answer knows nothing of it.
+#[test]
+fn a_steer_still_queued_at_esc_is_not_delivered_into_the_next_turn() {
+    // Full time: the slow answer's one step lasts about 30 s, so the steer is still queued.
+    let Some(pane) = Pane::start("esc-steer", "1") else {
+        return;
+    };
+    pane.wait_for("demo · demo-1");
+    pane.type_text("be slow please");
+    pane.key("Enter");
+    pane.wait_for("Enter steers");
+    pane.type_text("my steer");
+    pane.key("Enter");
+    pane.wait_for("↳ steer: my steer");
+    pane.key("Escape");
+    let stopped = pane.wait_for("Not delivered to the agent (the turn ended first): my steer");
+    eprintln!("after Esc:\n{stopped}");
+    pane.wait_for("Enter sends");
+    assert!(
+        !pane.pane.screen().contains("↳ steer: my steer"),
+        "no steer is left pending"
+    );
+    pane.type_text("hello");
+    pane.key("Enter");
+    let after = pane.wait_for("Prompt 2 in session");
+    eprintln!("the next turn:\n{after}");
+    assert!(!after.contains("You steered me"), "{after}");
+}
+
+/// The status bar shows how full the model's context window is once pi has said so.
+#[test]
+fn the_status_bar_shows_the_share_of_the_context_window() {
+    let Some(pane) = Pane::start("context", "0") else {
+        return;
+    };
+    pane.wait_for("demo · demo-1");
+    assert!(!pane.pane.screen().contains("ctx "));
+    pane.type_text("hi");
+    pane.key("Enter");
+    let screen = pane.wait_for("ctx 1%");
+    eprintln!("after the turn:\n{screen}");
+}

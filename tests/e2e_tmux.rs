@@ -480,7 +480,6 @@ fn hostile_escape_sequences_neither_retitle_nor_clear_the_terminal() {
     session.wait_until_ready();
     // Let applications write tmux's clipboard, so that a leaked OSC 52 would show as a buffer.
     session.tmux(&["set", "-g", "set-clipboard", "on"]);
-    let title_before = session.pane_flag("#{pane_title}");
     session.prompt("show me something hostile");
     let screen = session.wait_for_text("end of answer");
     // The sequences are shown as visible control pictures, and the screen around them intact.
@@ -492,11 +491,8 @@ fn hostile_escape_sequences_neither_retitle_nor_clear_the_terminal() {
     session.keys(&["C-o"]);
     let expanded = session.screen();
     assert!(!expanded.contains("pwned-title\u{7}"), "{expanded}");
-    assert_eq!(
-        session.pane_flag("#{pane_title}"),
-        title_before,
-        "an agent changed the title"
-    );
+    // The title is agentty's own, whatever the agent wrote.
+    wait_for_title(&session, "agentty · demo · idle");
     // tmux keeps a pane's clipboard writes as paste buffers: none may appear.
     assert_eq!(
         session.tmux(&["list-buffers"]).trim(),
@@ -755,4 +751,83 @@ fn orphans_that_exit_on_their_own_are_reaped_not_left_as_zombies() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// Waits until the pane's title is `title`.
+fn wait_for_title(session: &Session, title: &str) {
+    let started = Instant::now();
+    loop {
+        let shown = session.pane_flag("#{pane_title}");
+        if shown == title {
+            return;
+        }
+        if started.elapsed() > WAIT {
+            panic!("the title is {shown:?}, not {title:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// What agentty wrote to the terminal since `pipe-pane` started copying it to `file`.
+fn written(file: &Path) -> String {
+    String::from_utf8_lossy(&std::fs::read(file).unwrap_or_default()).into_owned()
+}
+
+/// The title names agentty, the agent and its state; a turn that ends while the terminal is
+/// not focused rings the bell and posts the desktop notification the terminal shows (OSC 9 for
+/// iTerm2), and none while it is focused; the terminal's own title comes back on exit.
+#[test]
+fn the_title_follows_the_turn_and_an_unfocused_terminal_is_called_back() {
+    let Some(session) = Session::start_with_env(
+        &[
+            ("TERM_PROGRAM", "iTerm.app"),
+            ("AGENTTY_DEMO_TIME_SCALE", "0.3"),
+        ],
+        &["--provider", "demo"],
+    ) else {
+        return;
+    };
+    session.wait_until_ready();
+    wait_for_title(&session, "agentty · demo · idle");
+    let raw = session.state_dir.path().join("written");
+    session.tmux(&[
+        "pipe-pane",
+        "-o",
+        "-t",
+        "e2e",
+        &format!("cat >> {}", shell_quote(raw.to_str().unwrap())),
+    ]);
+    // The terminal reports that it lost the focus (CSI O).
+    session.tmux(&["send-keys", "-t", "e2e", "-H", "1b", "5b", "4f"]);
+    session.prompt("be slow please");
+    wait_for_title(&session, "agentty · demo · working");
+    let screen = session.wait_for_text("Enter sends");
+    eprintln!("after the turn:\n{screen}");
+    wait_for_title(&session, "agentty · demo · idle");
+    let notification = "\x1b]9;demo finished its turn\x07\x07";
+    let started = Instant::now();
+    while !written(&raw).contains(notification) {
+        assert!(
+            started.elapsed() < WAIT,
+            "no notification was written: {:?}",
+            written(&raw)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Focused again (CSI I): the next turn ends without a call back.
+    session.tmux(&["send-keys", "-t", "e2e", "-H", "1b", "5b", "49"]);
+    session.prompt("hi");
+    session.wait_for_text("Prompt 2 in session");
+    wait_for_title(&session, "agentty · demo · idle");
+    assert_eq!(
+        written(&raw).matches("\x1b]9;").count(),
+        1,
+        "{:?}",
+        written(&raw)
+    );
+    session.keys(&["C-c"]);
+    session.keys(&["C-c"]);
+    session.assert_terminal_restored("0");
+    let title = session.pane_flag("#{pane_title}");
+    assert!(!title.contains("agentty"), "the title was left: {title:?}");
 }

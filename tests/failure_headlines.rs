@@ -170,7 +170,7 @@ fn claude_401_is_headed_by_claudes_result_and_is_not_retried() {
     assert_eq!(
         chat_headline(&failure),
         "Failed: Invalid API key · Fix external API key · not retried automatically: \
-         HTTP 401: not authenticated · Ctrl+X → Retry or /retry to try again \
+         not authenticated (HTTP 401) · Ctrl+X → Retry or /retry to try again \
          [diagnostics: HTTP 401 · exit code 1 · 1 invalid output line]"
     );
 }

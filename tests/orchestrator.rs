@@ -282,7 +282,7 @@ async fn a_retryable_failure_then_success_spawns_twice() {
             attempt: 2,
             max_attempts: 3,
             delay_ms: 50,
-            reason: "HTTP 429: rate limited: 429 Too Many Requests".into()
+            reason: "rate limited (HTTP 429)".into()
         }
     );
     tokio::time::sleep(QUIET_PERIOD).await;

@@ -588,3 +588,92 @@ async fn the_models_pi_offers_are_listed_and_set_model_switches_the_next_request
     assert_eq!(models, [None, Some("demo-2")], "{requests:#?}");
     assert_eq!(world.starts().len(), 1, "one pi all along");
 }
+
+/// pi keeps its steering queue across `abort` (and RPC has no command that clears it): a steer
+/// still queued when the user stops the turn must not be delivered into the next prompt's turn.
+#[tokio::test]
+async fn a_steer_still_queued_when_the_turn_is_stopped_is_not_delivered_into_the_next_turn() {
+    let world = RpcWorld::new("0.1");
+    let mut queue = world.provider.agent_queue().expect("rpc has a queue");
+    let stop = StopControl::new();
+    let mut stream = world.execute("be slow please", SessionRef::New, &stop);
+    let seen = read_until(&mut stream, |message| {
+        matches!(message, AgentMessage::Assistant { .. })
+    })
+    .await;
+    let id = session_id(&seen);
+    assert!(world.provider.interject(Interjection::Steer, "my steer"));
+    timeout(PATIENCE, queue.wait_for(|queue| !queue.steering.is_empty()))
+        .await
+        .expect("a queue update in time")
+        .unwrap();
+    stop.stop();
+    let rest = collect(stream).await;
+    assert!(
+        matches!(terminals(&rest)[..], [AgentMessage::Cancelled { .. }]),
+        "{rest:?}"
+    );
+    let warned = rest.iter().any(|message| {
+        matches!(message, AgentMessage::Notice { kind, message }
+            if kind == notice_kind::WARNING
+                && message == "Not delivered to the agent (the turn ended first): my steer")
+    });
+    assert!(
+        warned,
+        "the user is told the steer did not arrive: {rest:?}"
+    );
+    assert_eq!(
+        *queue.borrow(),
+        Default::default(),
+        "nothing is left queued"
+    );
+
+    let next = world.turn("hello", SessionRef::Resume(id.clone())).await;
+    assert_eq!(session_id(&next), id, "the conversation goes on");
+    assert!(matches!(
+        terminals(&next)[..],
+        [AgentMessage::Completed { .. }]
+    ));
+    let answer = text(&next);
+    assert!(!answer.contains("my steer"), "{answer}");
+    assert!(!answer.contains("You steered me"), "{answer}");
+    let requests = demo_requests(&world);
+    assert!(
+        requests
+            .iter()
+            .all(|request| !request.messages.iter().any(|text| text == "my steer")),
+        "{requests:#?}"
+    );
+    assert_eq!(
+        requests.last().unwrap().messages.last().map(String::as_str),
+        Some("hello")
+    );
+}
+
+/// After each turn pi is asked how full the model's context window is (`get_session_stats`).
+#[tokio::test]
+async fn after_a_turn_the_status_tells_how_full_the_context_window_is() {
+    let world = RpcWorld::new("0");
+    let mut status = world.provider.agent_status().expect("rpc has a status");
+    assert_eq!(status.borrow().context, None);
+    let first = world.turn("hi", SessionRef::New).await;
+    let context = timeout(PATIENCE, status.wait_for(|status| status.context.is_some()))
+        .await
+        .expect("pi answered get_session_stats in time")
+        .unwrap()
+        .context;
+    // The demo agent counts 1,290 tokens a prompt, of a 200k window.
+    assert_eq!(context, agentty::provider::ContextUse::new(1290, 200_000));
+    world
+        .turn("hi again", SessionRef::Resume(session_id(&first)))
+        .await;
+    let context = timeout(
+        PATIENCE,
+        status.wait_for(|status| status.context.is_some_and(|context| context.tokens == 2580)),
+    )
+    .await
+    .expect("the second turn's figure in time")
+    .unwrap()
+    .context;
+    assert_eq!(context.map(|context| context.percent()), Some(1));
+}

@@ -879,3 +879,32 @@ fn help_shows_the_whole_session_id_the_status_bar_may_shorten() {
         "{screen}"
     );
 }
+
+#[test]
+fn settings_choose_how_an_unfocused_terminal_is_called_back() {
+    use agentty::config::NotifyMode;
+    let mut chat = Chat::new();
+    assert_eq!(chat.state.notify, NotifyMode::Osc, "the default");
+    chat.type_text("/settings");
+    chat.press(KeyCode::Enter);
+    chat.press(KeyCode::End);
+    chat.press(KeyCode::Left); // bell + desktop -> bell
+    let screen = chat.screen(70, 16, 0);
+    assert!(
+        screen.contains("Call me back when unfocused") && screen.contains("bell "),
+        "{screen}"
+    );
+    assert!(screen.contains("Not saved yet"), "{screen}");
+    let effects = chat.press(KeyCode::Enter);
+    // Only what changed is saved: the retry policy is left as it was.
+    assert_eq!(effects, vec![AppEffect::SaveNotify(NotifyMode::Bell)]);
+    assert_eq!(chat.state.notify, NotifyMode::Bell);
+    assert_eq!(chat.state.retry_policy, RetryPolicy::default());
+    // Opened again, the settings start from the mode in use.
+    chat.type_text("/settings");
+    chat.press(KeyCode::Enter);
+    chat.press(KeyCode::End);
+    chat.press(KeyCode::Left); // bell -> off
+    chat.press(KeyCode::Enter);
+    assert_eq!(chat.state.notify, NotifyMode::Off);
+}

@@ -95,7 +95,7 @@ mod tests {
         );
         assert_eq!(
             step.as_deref(),
-            Some("not retried automatically: HTTP 401: not authenticated · Ctrl+X → Retry or /retry to try again")
+            Some("not retried automatically: not authenticated (HTTP 401) · Ctrl+X → Retry or /retry to try again")
         );
     }
 

@@ -8,6 +8,7 @@
 
 pub mod action;
 pub(crate) mod activity;
+pub mod attention;
 pub mod completion;
 pub mod composer;
 pub(crate) mod conversation_picker;

@@ -1,5 +1,6 @@
 //! The settings overlay: the retry policy as a draft, edited with arrows and typed numbers,
-//! checked with the config file's rules, and its keys.
+//! checked with the config file's rules, how agentty calls the user back (`notify`), and its
+//! keys.
 
 use std::time::Instant;
 
@@ -7,12 +8,14 @@ use crossterm::event::{KeyCode, KeyEvent};
 
 use super::list::ListSelection;
 use super::pane::{OverlayPane, Step};
-use crate::config::{Backoff, RetryPolicy, MAX_ATTEMPTS_LIMIT, MAX_DELAY_LIMIT_MS};
+use crate::config::{Backoff, NotifyMode, RetryPolicy, MAX_ATTEMPTS_LIMIT, MAX_DELAY_LIMIT_MS};
 
 /// The retry policy being edited in the settings overlay.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SettingsDraft {
     pub policy: RetryPolicy,
+    /// How agentty calls the user back when the terminal is not focused.
+    pub notify: NotifyMode,
     pub field: SettingsField,
     /// A value being typed into the selected number field.
     pub typing: Option<String>,
@@ -27,15 +30,17 @@ pub enum SettingsField {
     RetryDelay,
     Backoff,
     MaxDelay,
+    Notify,
 }
 
 impl SettingsField {
-    pub(crate) const ALL: [SettingsField; 5] = [
+    pub(crate) const ALL: [SettingsField; 6] = [
         SettingsField::Enabled,
         SettingsField::MaxAttempts,
         SettingsField::RetryDelay,
         SettingsField::Backoff,
         SettingsField::MaxDelay,
+        SettingsField::Notify,
     ];
 
     pub fn label(self) -> &'static str {
@@ -45,6 +50,16 @@ impl SettingsField {
             SettingsField::RetryDelay => "First retry delay",
             SettingsField::Backoff => "Backoff",
             SettingsField::MaxDelay => "Longest wait (cap)",
+            SettingsField::Notify => "Call me back when unfocused",
+        }
+    }
+
+    /// What the settings show for a notification mode.
+    pub(crate) fn notify_value(mode: NotifyMode) -> &'static str {
+        match mode {
+            NotifyMode::Off => "off",
+            NotifyMode::Bell => "bell",
+            NotifyMode::Osc => "bell + desktop",
         }
     }
 
@@ -58,6 +73,8 @@ impl SettingsField {
                 Backoff::Exponential => "exponential".to_owned(),
             },
             SettingsField::MaxDelay => format_ms(policy.max_delay_ms),
+            // Not a part of the policy: see `SettingsDraft::value_of`.
+            SettingsField::Notify => String::new(),
         }
     }
 }
@@ -67,9 +84,24 @@ fn format_ms(ms: u64) -> String {
 }
 
 impl SettingsDraft {
+    /// The value the draft shows for `field`.
+    pub fn value_of(&self, field: SettingsField) -> String {
+        match field {
+            SettingsField::Notify => SettingsField::notify_value(self.notify).to_owned(),
+            field => field.value(&self.policy),
+        }
+    }
+
+    /// The draft, starting from the notification mode in use.
+    pub fn with_notify(mut self, notify: NotifyMode) -> Self {
+        self.notify = notify;
+        self
+    }
+
     pub fn new(policy: RetryPolicy) -> Self {
         Self {
             policy,
+            notify: NotifyMode::default(),
             field: SettingsField::Enabled,
             typing: None,
             problem: None,
@@ -158,7 +190,7 @@ impl SettingsDraft {
                 }
                 None => Err(format!("{typed:?} is not a number of seconds")),
             },
-            SettingsField::Enabled | SettingsField::Backoff => Ok(()),
+            SettingsField::Enabled | SettingsField::Backoff | SettingsField::Notify => Ok(()),
         };
         let checked = parsed.and_then(|()| {
             candidate.validate().map_err(|problems| {
@@ -207,13 +239,21 @@ impl SettingsDraft {
                     step_u64(policy.max_delay_ms, up, 1000, 1000, MAX_DELAY_LIMIT_MS)
                         .max(policy.retry_delay_ms);
             }
+            SettingsField::Notify => {
+                const MODES: [NotifyMode; 3] = [NotifyMode::Off, NotifyMode::Bell, NotifyMode::Osc];
+                let at = MODES.iter().position(|mode| *mode == self.notify);
+                let at = at.unwrap_or(0);
+                let next = if up { at + 1 } else { at + MODES.len() - 1 };
+                self.notify = MODES[next % MODES.len()];
+            }
         }
     }
 }
 
 impl OverlayPane for SettingsDraft {
     type Input<'a> = ();
-    type Request = RetryPolicy;
+    /// Enter on a valid policy: apply and save it, with the notification mode.
+    type Request = (RetryPolicy, NotifyMode);
 
     /// A key while the settings are open.
     fn on_key(
@@ -233,7 +273,7 @@ impl OverlayPane for SettingsDraft {
                 self.commit_typing();
             }
             KeyCode::Enter => match self.policy.validate() {
-                Ok(()) => return Step::Done(self.policy.clone()),
+                Ok(()) => return Step::Done((self.policy.clone(), self.notify)),
                 Err(problems) => {
                     self.problem = Some(
                         problems

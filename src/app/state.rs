@@ -47,6 +47,8 @@ pub enum AppEffect {
     Copy(String),
     /// Write the retry policy to the config file.
     SaveRetryPolicy(RetryPolicy),
+    /// Write how agentty calls the user back (`notify`) to the config file.
+    SaveNotify(crate::config::NotifyMode),
     /// Replace the orchestrator with one for this provider.
     SwitchProvider(String),
     /// List this directory's conversations for the `/resume` picker.
@@ -255,6 +257,8 @@ pub struct AppState {
     pub(crate) esc_at: Option<Instant>,
     /// The prompt of the rewind asked for: back into the composer once it is done.
     pub(crate) rewinding_prompt: Option<(TurnId, String)>,
+    /// How agentty calls the user back when the terminal is not focused (`app::attention`).
+    pub notify: crate::config::NotifyMode,
 }
 
 impl AppState {
@@ -296,6 +300,7 @@ impl AppState {
             turn_prompts: Vec::new(),
             esc_at: None,
             rewinding_prompt: None,
+            notify: crate::config::NotifyMode::default(),
         };
         for warning in startup.warnings {
             state.notice(NoticeLevel::Warning, warning);

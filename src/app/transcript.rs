@@ -73,6 +73,8 @@ pub struct AssistantCell {
     pub source: Option<String>,
     /// The agent replaced this text (its own retry, or an authoritative final answer).
     pub superseded: bool,
+    /// It was superseded because its attempt failed and agentty retried the turn.
+    pub retried: bool,
     /// Bytes of the answer past [`MAX_CELL_TEXT`], not kept.
     pub folded: usize,
 }

@@ -326,6 +326,7 @@ pub fn run(cli: Cli) -> i32 {
         }
         state.agent_steers = started.steers;
         state.agent_transport = Some(started.transport);
+        state.notify = launch.config.notify.unwrap_or_default();
         let mut chat = ChatLoop::new(state, started.handle, launch, (app_events, app_inbox));
         chat.conversation_id = started.conversation_id;
         chat.snapshot_dir = started.snapshot_dir;
@@ -446,6 +447,9 @@ struct ChatLoop {
     snapshot_dir: Option<PathBuf>,
     exit_status: i32,
     exit: bool,
+    /// The window title and the call backs when the terminal is not focused.
+    attention: crate::app::attention::Attention,
+    desktop_notification: Option<tui::attention::DesktopNotification>,
 }
 
 impl ChatLoop {
@@ -466,7 +470,6 @@ impl ChatLoop {
             orchestrator_open: true,
             app_events,
             app_inbox,
-            launch,
             shutdown_deadline: None,
             terminal_lost: false,
             draw_failures: 0,
@@ -475,6 +478,9 @@ impl ChatLoop {
             snapshot_dir: None,
             exit_status: 0,
             exit: false,
+            attention: crate::app::attention::Attention::default(),
+            launch,
+            desktop_notification: tui::attention::DesktopNotification::detect(),
         }
     }
 
@@ -521,6 +527,7 @@ impl ChatLoop {
             }
             let now = Instant::now();
             self.state.on_clock(now);
+            self.tell_attention(terminal);
             if self.state.quitting && self.shutdown_deadline.is_none() {
                 self.shutdown_deadline = Some(now + SHUTDOWN_LIMIT);
             }
@@ -619,7 +626,10 @@ impl ChatLoop {
                 _ => return false,
             },
             Event::Resize(_, _) => Vec::new(),
-            Event::FocusGained | Event::FocusLost => return false,
+            Event::FocusGained | Event::FocusLost => {
+                self.attention.on_focus(event == Event::FocusGained);
+                return false;
+            }
         };
         self.apply(effects, terminal);
         true
@@ -639,6 +649,7 @@ impl ChatLoop {
                 }
                 AppEffect::Copy(text) => self.copy_to_clipboard(&text, terminal),
                 AppEffect::SaveRetryPolicy(policy) => self.save_retry_policy(policy),
+                AppEffect::SaveNotify(mode) => self.save_notify(mode),
                 AppEffect::SwitchProvider(name) => self.switch_provider(&name),
                 AppEffect::ListConversations => self.list_conversations(),
                 AppEffect::ResumeConversation(summary) => self.resume_conversation(summary),
@@ -779,8 +790,28 @@ impl ChatLoop {
             self.on_terminal_lost(&error.to_string(), terminal);
             return;
         }
+        self.attention.forget_title();
         if let Err(error) = terminal.clear().and_then(|()| terminal.hide_cursor()) {
             tracing::warn!(%error, "clearing the screen after a resume failed");
+        }
+    }
+
+    /// Sets the window title and calls the user back, as the chat's state asks for.
+    fn tell_attention(&mut self, terminal: &mut ChatTerminal) {
+        if self.terminal_lost {
+            return;
+        }
+        let effects = self.attention.observe(&self.state);
+        if effects.is_empty() {
+            return;
+        }
+        let written = tui::attention::write_effects(
+            terminal.backend_mut(),
+            &effects,
+            self.desktop_notification,
+        );
+        if let Err(error) = written {
+            tracing::warn!(%error, "writing the title or a notification failed");
         }
     }
 
@@ -806,6 +837,22 @@ impl ChatLoop {
         tokio::task::spawn_blocking(move || {
             let result = persist_retry_policy(&path, &policy).map(|()| path);
             let _ = events.send(AppEvent::ConfigSaved(result));
+        });
+    }
+
+    /// Writes the notification mode into the config file, off the loop; only a failure is told
+    /// (the change itself was).
+    fn save_notify(&mut self, mode: crate::config::NotifyMode) {
+        let Some(path) = self.state.config_path.clone() else {
+            return;
+        };
+        let events = self.app_events.clone();
+        tokio::task::spawn_blocking(move || {
+            if let Err(error) = persist_notify(&path, mode) {
+                let _ = events.send(AppEvent::LogNotSaved(format!(
+                    "The notification setting is in use for this run, but not saved: {error}"
+                )));
+            }
         });
     }
 
@@ -848,13 +895,15 @@ impl ChatLoop {
     /// A fresh chat for `provider`: a new transcript (with `notice`) and, started by the caller,
     /// a new orchestrator.
     fn fresh_state(&self, provider: &str, model: Option<String>) -> AppState {
-        AppState::new(StartupInfo {
+        let mut state = AppState::new(StartupInfo {
             provider: provider.to_owned(),
             model,
             retry_policy: self.state.retry_policy.clone(),
             config_path: self.state.config_path.clone(),
             warnings: Vec::new(),
-        })
+        });
+        state.notify = self.state.notify;
+        state
     }
 
     /// Starts a new conversation on the current provider: empty transcript, new agent
@@ -989,6 +1038,21 @@ fn persist_retry_policy(path: &Path, policy: &RetryPolicy) -> Result<(), String>
         }
     }
     config::save_retry_policy(path, policy).map_err(|error| error.to_string())
+}
+
+/// Writes `notify` into the config file (keeping the user's comments and other keys), which
+/// starts as the commented example when it does not exist yet.
+fn persist_notify(path: &Path, mode: crate::config::NotifyMode) -> Result<(), String> {
+    if !path.exists() {
+        let created = path
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| std::fs::write(path, CONFIG_TEMPLATE));
+        if let Err(error) = created {
+            return Err(format!("cannot create {}: {error}", path.display()));
+        }
+    }
+    config::save_notify(path, mode).map_err(|error| error.to_string())
 }
 
 /// The commented example config, the start of a config file agentty creates.

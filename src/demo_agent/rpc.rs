@@ -243,6 +243,12 @@ impl Engine {
                     "totalMessages": prompts * 2,
                     "tokens": {"input": prompts * 1234, "output": prompts * 56, "cacheRead": 0, "cacheWrite": 0, "total": prompts * 1290},
                     "cost": 0,
+                    // pi's estimate of the context: here 1,290 tokens a prompt of 200k.
+                    "contextUsage": {
+                        "tokens": prompts * 1290,
+                        "contextWindow": 200_000,
+                        "percent": (prompts * 1290) as f64 / 2000.0,
+                    },
                 });
             }
             "set_auto_retry" | "abort" | "set_steering_mode" | "set_follow_up_mode" => {}

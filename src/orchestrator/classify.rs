@@ -168,25 +168,59 @@ fn classify_text(text: &str, source: StatusSource) -> Option<Classification> {
 fn status_classification(status: u16) -> Option<Classification> {
     use Retryability::{NotRetryable, Retryable};
     let (retryability, cause) = match status {
-        429 => (Retryable, "HTTP 429: rate limited"),
-        408 => (Retryable, "HTTP 408: request timeout"),
-        529 => (Retryable, "HTTP 529: server overloaded"),
-        500 => (Retryable, "HTTP 500: server error"),
-        502 => (Retryable, "HTTP 502: bad gateway"),
-        503 => (Retryable, "HTTP 503: service unavailable"),
-        504 => (Retryable, "HTTP 504: gateway timeout"),
-        501..=599 => (Retryable, "HTTP 5xx: server error"),
-        401 => (NotRetryable, "HTTP 401: not authenticated"),
-        403 => (NotRetryable, "HTTP 403: forbidden"),
-        404 => (NotRetryable, "HTTP 404: not found"),
-        400 => (NotRetryable, "HTTP 400: invalid request"),
-        402..=499 => (NotRetryable, "HTTP 4xx: request refused"),
+        429 => (Retryable, "rate limited (HTTP 429)"),
+        408 => (Retryable, "request timed out (HTTP 408)"),
+        529 => (Retryable, "server overloaded (HTTP 529)"),
+        500 => (Retryable, "server error (HTTP 500)"),
+        502 => (Retryable, "bad gateway (HTTP 502)"),
+        503 => (Retryable, "service unavailable (HTTP 503)"),
+        504 => (Retryable, "gateway timeout (HTTP 504)"),
+        501..=599 => (Retryable, "server error (HTTP 5xx)"),
+        401 => (NotRetryable, "not authenticated (HTTP 401)"),
+        403 => (NotRetryable, "forbidden (HTTP 403)"),
+        404 => (NotRetryable, "not found (HTTP 404)"),
+        400 => (NotRetryable, "invalid request (HTTP 400)"),
+        402..=499 => (NotRetryable, "request refused (HTTP 4xx)"),
         _ => return None,
     };
     Some(Classification {
         retryability,
         cause,
     })
+}
+
+/// One plain line for a failure: its `cause`, then what the first line of `message` adds. A
+/// message that opens by restating the cause (`429 rate limit exceeded: ...` after "rate
+/// limited (HTTP 429)") loses that opening, so nothing is said twice.
+pub(crate) fn headline(cause: &str, message: &str) -> String {
+    const MAX_DETAIL_CHARS: usize = 200;
+    let first_line = message
+        .lines()
+        .map(str::trim)
+        .find(|line| !line.is_empty())
+        .unwrap_or("");
+    // Only a status is said twice ("HTTP 429: rate limited: 429 ..."); words that name the
+    // cause ("network error: fetch failed") still say what happened. The same cause, or its
+    // words without the status ("server overloaded" for "server overloaded (HTTP 529)").
+    let restates = |text: &str| {
+        cause.contains("(HTTP ")
+            && classify_text(text, StatusSource::ErrorMessage)
+                .is_some_and(|found| cause.starts_with(found.cause))
+    };
+    let detail = match first_line.split_once(": ") {
+        Some((head, rest)) if restates(head) => rest.trim(),
+        _ if restates(first_line) && first_line.chars().count() <= 40 => "",
+        _ => first_line,
+    };
+    if detail.is_empty() {
+        return cause.to_owned();
+    }
+    let mut shown: String = detail.chars().take(MAX_DETAIL_CHARS).collect();
+    let more_lines = message.trim().len() > first_line.len();
+    if more_lines || detail.chars().count() > MAX_DETAIL_CHARS {
+        shown.push('…');
+    }
+    format!("{cause}: {shown}")
 }
 
 /// The last few KiB of stderr: the error is at the end, and old noise should not decide.
@@ -588,13 +622,53 @@ mod tests {
     }
 
     #[test]
+    fn a_headline_says_the_cause_once() {
+        let cause = "rate limited (HTTP 429)";
+        assert_eq!(headline(cause, "429 Too Many Requests"), cause);
+        assert_eq!(headline(cause, "429 rate limit exceeded"), cause);
+        assert_eq!(
+            headline(
+                cause,
+                "429 rate limit exceeded: the demo model allows 3 requests per minute"
+            ),
+            "rate limited (HTTP 429): the demo model allows 3 requests per minute"
+        );
+        // What the message adds is kept whole; more lines are marked.
+        assert_eq!(
+            headline(
+                "server overloaded (HTTP 529)",
+                "Overloaded: try again later\nat x"
+            ),
+            "server overloaded (HTTP 529): try again later…"
+        );
+        assert_eq!(
+            headline(
+                "not authenticated (HTTP 401)",
+                "Invalid API key · Fix external API key"
+            ),
+            "not authenticated (HTTP 401): Invalid API key · Fix external API key"
+        );
+        assert_eq!(headline("unrecognised failure", ""), "unrecognised failure");
+        // Without a status nothing is said twice: the message's words stay.
+        assert_eq!(
+            headline("network error", "fetch failed"),
+            "network error: fetch failed"
+        );
+        let long = "x".repeat(300);
+        assert_eq!(
+            headline("server error (HTTP 500)", &long),
+            format!("server error (HTTP 500): {}…", "x".repeat(200))
+        );
+    }
+
+    #[test]
     fn causes_are_specific() {
         assert_eq!(
             classify_failure(&agent_error(
                 "exceeded retry limit, last status: 429 Too Many Requests"
             ))
             .cause,
-            "HTTP 429: rate limited"
+            "rate limited (HTTP 429)"
         );
         assert_eq!(
             classify_failure(&agent_error("terminated")).cause,

@@ -885,23 +885,9 @@ fn failed_outcome(failure: Failure) -> TurnOutcome {
     }
 }
 
-/// The countdown's one-line reason: the classifier's cause and the first line of the message.
+/// The countdown's one-line reason: the classifier's cause and what the message adds.
 fn retry_reason(failure: &Failure, cause: &str) -> String {
-    const MAX_DETAIL_CHARS: usize = 200;
-    let detail = failure
-        .message
-        .lines()
-        .map(str::trim)
-        .find(|line| !line.is_empty())
-        .unwrap_or("");
-    if detail.is_empty() {
-        return cause.to_owned();
-    }
-    let mut detail: String = detail.chars().take(MAX_DETAIL_CHARS).collect();
-    if failure.message.trim().chars().count() > detail.chars().count() {
-        detail.push('…');
-    }
-    format!("{cause}: {detail}")
+    super::classify::headline(cause, &failure.message)
 }
 
 #[cfg(test)]

@@ -240,7 +240,7 @@ fn a_retryable_failure_schedules_the_next_attempt() {
                 attempt: 2,
                 max_attempts: 3,
                 delay_ms: 2000,
-                reason: "HTTP 429: rate limited: 429 Too Many Requests".into()
+                reason: "rate limited (HTTP 429)".into()
             }),
             Effect::ScheduleRetry {
                 turn: 1,

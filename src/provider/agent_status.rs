@@ -29,6 +29,30 @@ pub struct AgentStatus {
     /// How many changes the agent refused (or did not answer), and what it said the last time.
     pub refusals: u64,
     pub refusal: Option<String>,
+    /// How full the model's context window is, as the agent last reported it.
+    pub context: Option<ContextUse>,
+}
+
+/// The tokens in the model's context window and its size, as the agent reports them (pi's
+/// `get_session_stats`, Codex's `thread/tokenUsage/updated`, Claude's `result`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ContextUse {
+    pub tokens: u64,
+    pub window: u64,
+}
+
+impl ContextUse {
+    /// `None` for a window of no size (nothing to divide by).
+    pub fn new(tokens: u64, window: u64) -> Option<ContextUse> {
+        (window > 0).then_some(ContextUse { tokens, window })
+    }
+
+    /// The share used, in whole percent (rounded to nearest, at most 100).
+    pub fn percent(self) -> u64 {
+        let percent =
+            (u128::from(self.tokens) * 100 + u128::from(self.window) / 2) / u128::from(self.window);
+        percent.min(100) as u64
+    }
 }
 
 impl AgentStatus {

@@ -36,8 +36,8 @@ use crate::process::SpawnSpec;
 pub use crate::process::{StopControl, StopProgress};
 use crate::stream::AgentMessage;
 pub use agent_status::{
-    configured_settings, settings_overridden, AgentQueue, AgentSetting, AgentStatus, ModeChoice,
-    ModelChoice,
+    configured_settings, settings_overridden, AgentQueue, AgentSetting, AgentStatus, ContextUse,
+    ModeChoice, ModelChoice,
 };
 pub use checkpoint::SessionCheckpoint;
 pub use mapper::{AgentOutcome, ExitFacts, LineVerdict, Mapper};

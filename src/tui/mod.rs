@@ -8,6 +8,7 @@
 //! does the terminal leave the alternate screen and raw mode and show the cursor again, so no
 //! stray report lands in the user's shell.
 
+pub mod attention;
 pub mod frame;
 
 use std::fmt;
@@ -16,8 +17,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crossterm::event::{
-    DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, KeyboardEnhancementFlags,
-    PopKeyboardEnhancementFlags, PushKeyboardEnhancementFlags,
+    DisableBracketedPaste, DisableFocusChange, DisableMouseCapture, EnableBracketedPaste,
+    EnableFocusChange, KeyboardEnhancementFlags, PopKeyboardEnhancementFlags,
+    PushKeyboardEnhancementFlags,
 };
 use crossterm::terminal::{
     disable_raw_mode, enable_raw_mode, supports_keyboard_enhancement, EnterAlternateScreen,
@@ -97,7 +99,10 @@ fn enter_modes() -> io::Result<()> {
         stdout,
         EnterAlternateScreen,
         EnableClickAndWheelReports,
-        EnableBracketedPaste
+        EnableBracketedPaste,
+        // Focus reports tell when a call back is wanted (`app::attention`).
+        EnableFocusChange,
+        attention::SaveTitle
     )?;
     if supports_keyboard_enhancement().unwrap_or(false) {
         execute!(
@@ -131,7 +136,13 @@ pub fn restore_terminal() {
     if KEYBOARD_FLAGS_PUSHED.swap(false, Ordering::SeqCst) {
         let _ = execute!(stdout, PopKeyboardEnhancementFlags);
     }
-    let _ = execute!(stdout, DisableMouseCapture, DisableBracketedPaste);
+    let _ = execute!(
+        stdout,
+        DisableMouseCapture,
+        DisableBracketedPaste,
+        DisableFocusChange,
+        attention::RestoreTitle
+    );
     let _ = stdout.flush();
     drain_pending_input(Duration::from_millis(50), Duration::from_millis(250));
     let _ = execute!(stdout, LeaveAlternateScreen, cursor::Show);

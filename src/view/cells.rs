@@ -107,12 +107,15 @@ impl CellCache {
             .superseded
             .then(|| dim().add_modifier(Modifier::CROSSED_OUT));
         if answer.superseded {
+            // Who replaced it: agentty, retrying a failed attempt, or the agent itself.
+            let why = if answer.retried {
+                "(this attempt failed; agentty tried again, the new answer follows)"
+            } else {
+                "(superseded: the agent replaced this text)"
+            };
             wrap_into(
-                &RichLine::text(
-                    "(superseded: the agent replaced this text)",
-                    dim().add_modifier(Modifier::ITALIC),
-                )
-                .with_uniform_prefix(vec![Span::raw(MARGIN)]),
+                &RichLine::text(why, dim().add_modifier(Modifier::ITALIC))
+                    .with_uniform_prefix(vec![Span::raw(MARGIN)]),
                 width,
                 &mut self.head,
             );

@@ -392,7 +392,7 @@ fn render_settings(state: &AppState, draft: &SettingsDraft, area: Rect, buf: &mu
     let width = 64.min(area.width);
     let note_style = Style::default().add_modifier(Modifier::DIM);
     // What Enter will do, said before it is done.
-    let save_note = if draft.policy == state.retry_policy {
+    let save_note = if draft.policy == state.retry_policy && draft.notify == state.notify {
         "Unchanged.".to_owned()
     } else {
         match &state.config_path {
@@ -420,7 +420,7 @@ fn render_settings(state: &AppState, draft: &SettingsDraft, area: Rect, buf: &mu
         (true, false) => "↑↓ ←→ or type · Enter save · Esc",
         (false, false) => "↑↓ ←→ · Enter save · Esc cancel",
     };
-    let inner = frame("Settings: retry policy", footer, outer, buf);
+    let inner = frame("Settings", footer, outer, buf);
     let mut rows: Vec<Line<'_>> = fields
         .iter()
         .map(|field| {
@@ -428,7 +428,7 @@ fn render_settings(state: &AppState, draft: &SettingsDraft, area: Rect, buf: &mu
             let value = match (&draft.typing, *field == draft.field) {
                 (Some(typed), true) if *field == SettingsField::MaxAttempts => format!("{typed}▏"),
                 (Some(typed), true) => format!("{typed}▏ s"),
-                _ => field.value(&draft.policy),
+                _ => draft.value_of(*field),
             };
             let gap = usize::from(inner.width)
                 .saturating_sub(label.chars().count() + value.chars().count() + 3);

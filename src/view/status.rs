@@ -26,7 +26,9 @@ const SHORT_SESSION: usize = 16;
 const SESSION_HEAD: usize = 8;
 const SESSION_TAIL: usize = 4;
 
-/// A part of the status bar; when space is short, the highest `drop_order` goes first.
+/// A part of the status bar; when space is short, the highest `drop_order` goes first: the
+/// transport, the session, the usage, the model and settings, then the key hints (the way to
+/// every other action), and last the provider and what is happening.
 struct Segment {
     drop_order: u8,
     right: bool,
@@ -84,14 +86,16 @@ pub(crate) fn render_status(state: &AppState, area: Rect, buf: &mut Buffer, now:
             spans: vec![Span::styled(settings, base)],
         });
     }
-    // The whole id when everything fits (to copy into `--session`), else head and tail.
-    let session_index = segments.len();
+    // One stable form, head and tail, whatever else the bar holds (the whole id is in the
+    // `/resume` list and the session log).
     if let Some(session) = &state.session_id {
-        let short = session.clone();
         segments.push(Segment {
-            drop_order: 4,
+            drop_order: 5,
             right: false,
-            spans: vec![Span::styled(format!(" · session {short}"), base)],
+            spans: vec![Span::styled(
+                format!(" · session {}", short_session_id(session)),
+                base,
+            )],
         });
     }
     // How agentty talks to the agent, when it is not the one-shot JSON mode.
@@ -112,10 +116,24 @@ pub(crate) fn render_status(state: &AppState, area: Rect, buf: &mut Buffer, now:
         right: false,
         spans: activity,
     });
+    // How full the model's context window is, where the agent reports it.
+    if let Some(context) = state.agent_status.context {
+        let percent = context.percent();
+        let colour = match percent {
+            90.. => Color::LightRed,
+            75.. => Color::Yellow,
+            _ => Color::White,
+        };
+        segments.push(Segment {
+            drop_order: 3,
+            right: true,
+            spans: vec![Span::styled(format!("│ ctx {percent}% "), base.fg(colour))],
+        });
+    }
     let usage = usage_segment(state);
     if !usage.is_empty() {
         segments.push(Segment {
-            drop_order: 2,
+            drop_order: 4,
             right: true,
             spans: vec![Span::styled(format!("│ {usage} "), base)],
         });
@@ -131,7 +149,7 @@ pub(crate) fn render_status(state: &AppState, area: Rect, buf: &mut Buffer, now:
         }
     } else {
         Segment {
-            drop_order: 5,
+            drop_order: 2,
             right: true,
             spans: vec![Span::styled(format!("│ {} ", footer_hint()), base)],
         }
@@ -139,13 +157,6 @@ pub(crate) fn render_status(state: &AppState, area: Rect, buf: &mut Buffer, now:
 
     // Drop the least important parts until everything fits with a space between the sides.
     let width = usize::from(area.width);
-    let fits = |segments: &[Segment]| segments.iter().map(Segment::width).sum::<usize>() < width;
-    if let Some(session) = state.session_id.as_ref().filter(|_| !fits(&segments)) {
-        segments[session_index].spans = vec![Span::styled(
-            format!(" · session {}", short_session_id(session)),
-            base,
-        )];
-    }
     while segments.iter().map(Segment::width).sum::<usize>() + 1 > width {
         let Some((index, _)) = segments
             .iter()
@@ -367,5 +378,78 @@ mod tests {
         assert_eq!(first, "01a22b08…8754");
         assert_eq!(second, "01a22b08…9207");
         assert_eq!(short_session_id("sess-42"), "sess-42");
+    }
+
+    fn status_line(state: &AppState, width: u16) -> String {
+        let area = Rect::new(0, 0, width, 1);
+        let mut buf = Buffer::empty(area);
+        render_status(state, area, &mut buf, Instant::now());
+        (0..width)
+            .map(|x| buf[(x, 0)].symbol().to_owned())
+            .collect::<String>()
+    }
+
+    fn busy_state() -> AppState {
+        let mut state = AppState::new(crate::app::state::StartupInfo {
+            provider: "pi".into(),
+            model: Some("claude-sonnet-4-5".into()),
+            retry_policy: Default::default(),
+            config_path: None,
+            warnings: Vec::new(),
+        });
+        state.session_id = Some("01a22b08-d5ab-77d5-9c75-0a50cd618754".into());
+        state.agent_transport = Some(Transport::Rpc);
+        let usage = Usage {
+            input_tokens: Some(12_345),
+            output_tokens: Some(678),
+            cost_usd: Some(0.0123),
+            ..Usage::default()
+        };
+        state.usage_book.turn = Some(usage);
+        state
+    }
+
+    #[test]
+    fn the_session_id_has_one_short_form_at_every_width() {
+        let state = busy_state();
+        for width in [240, 160, 120, 100] {
+            let line = status_line(&state, width);
+            if line.contains("session") {
+                assert!(line.contains("session 01a22b08…8754 "), "{width}: {line}");
+            }
+            assert!(!line.contains("0a50cd618754"), "{width}: {line}");
+        }
+        assert!(status_line(&state, 240).contains("session 01a22b08…8754"));
+    }
+
+    #[test]
+    fn the_key_hints_stay_visible_down_to_a_narrow_bar() {
+        let state = busy_state();
+        for width in [160, 100, 80, 60, 45] {
+            let line = status_line(&state, width);
+            assert!(
+                line.contains(&footer_hint()),
+                "the key hints are gone at {width} columns: {line}"
+            );
+            assert!(line.contains(" pi "), "{width}: {line}");
+            assert!(line.contains("idle"), "{width}: {line}");
+        }
+        // The lower-priority parts went first.
+        let line = status_line(&state, 60);
+        assert!(!line.contains("session"), "{line}");
+        assert!(!line.contains("12.3k in"), "{line}");
+    }
+
+    #[test]
+    fn the_share_of_the_context_window_is_shown_where_the_agent_reports_it() {
+        let mut state = busy_state();
+        assert!(!status_line(&state, 160).contains("ctx"));
+        state.agent_status.context = crate::provider::ContextUse::new(84_000, 200_000);
+        let line = status_line(&state, 160);
+        assert!(line.contains("│ ctx 42% "), "{line}");
+        // It goes before the key hints when the bar is narrow.
+        let line = status_line(&state, 45);
+        assert!(!line.contains("ctx"), "{line}");
+        assert!(line.contains(&footer_hint()), "{line}");
     }
 }

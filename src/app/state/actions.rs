@@ -197,9 +197,9 @@ impl AppState {
                 self.notice(NoticeLevel::Info, message);
                 Vec::new()
             }
-            Action::Settings => self.open_overlay(Overlay::Settings(SettingsDraft::new(
-                self.retry_policy.clone(),
-            ))),
+            Action::Settings => self.open_overlay(Overlay::Settings(
+                SettingsDraft::new(self.retry_policy.clone()).with_notify(self.notify),
+            )),
             Action::ShowLogPath => {
                 let path = crate::logging::current_log_file();
                 self.notice(NoticeLevel::Info, format!("Log file: {}", path.display()));

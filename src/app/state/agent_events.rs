@@ -220,6 +220,7 @@ impl AppState {
                 self.transcript.update(id, |body| {
                     if let CellBody::Assistant(answer) = body {
                         answer.superseded = true;
+                        answer.retried = true;
                     }
                 });
             }

@@ -10,7 +10,7 @@ use super::{AppEffect, AppState};
 use crate::app::menu::Overlay;
 use crate::app::pane::{OverlayPane, Step};
 use crate::app::transcript::NoticeLevel;
-use crate::config::RetryPolicy;
+use crate::config::{NotifyMode, RetryPolicy};
 use crate::orchestrator::Command;
 
 impl AppState {
@@ -61,7 +61,7 @@ impl AppState {
             Overlay::Settings(mut draft) => {
                 let step = draft.on_key(key, now, ());
                 match self.settle(step, draft, Overlay::Settings) {
-                    Some(policy) => self.save_retry_policy(policy),
+                    Some((policy, notify)) => self.save_settings(policy, notify),
                     None => Vec::new(),
                 }
             }
@@ -114,17 +114,40 @@ impl AppState {
 
     /// Enter in the settings: the retry policy applies now, and is saved where a config file is
     /// known.
-    fn save_retry_policy(&mut self, policy: RetryPolicy) -> Vec<AppEffect> {
+    /// Applies and saves what the settings chose: the notification mode and the retry policy,
+    /// each only when it changed.
+    fn save_settings(&mut self, policy: RetryPolicy, notify: NotifyMode) -> Vec<AppEffect> {
+        let mut effects = Vec::new();
+        if notify != self.notify {
+            self.notify = notify;
+            self.notice(
+                NoticeLevel::Info,
+                format!("Notifications: {}", notify_label(notify)),
+            );
+            if self.config_path.is_some() {
+                effects.push(AppEffect::SaveNotify(notify));
+            }
+        }
+        if policy == self.retry_policy {
+            return effects;
+        }
         self.retry_policy = policy.clone();
         let command = AppEffect::Command(Command::SetRetryPolicy(policy.clone()));
+        effects.push(command);
         if self.config_path.is_none() {
             // One notice per save: here, or from the save's result.
             self.notice(
                 NoticeLevel::Info,
                 "Retry policy changed for this run (no config file location is known)",
             );
-            return vec![command];
+            return effects;
         }
-        vec![command, AppEffect::SaveRetryPolicy(policy)]
+        effects.push(AppEffect::SaveRetryPolicy(policy));
+        effects
     }
+}
+
+/// What the settings call a notification mode.
+fn notify_label(mode: NotifyMode) -> &'static str {
+    crate::app::settings::SettingsField::notify_value(mode)
 }

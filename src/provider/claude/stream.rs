@@ -786,6 +786,7 @@ impl StreamAttempt {
         let mut untaken: Vec<String> = Vec::new();
         // After a result with steering untaken: when its own turn must have begun.
         let mut queued_turn_by: Option<Instant> = None;
+        let mut context = ContextCount::default();
         let mut open: HashMap<String, ClaudePermission> = HashMap::new();
         let mut stop = InBandStop::new(
             self.stop.clone(),
@@ -833,6 +834,9 @@ impl StreamAttempt {
                             Side::Turn => {}
                         }
                         let is_result = line.text.contains("\"result\"") && is_result_line(&line.text);
+                        if let Some(context) = context.observe(&line.text) {
+                            self.shared.status.send_modify(|status| status.context = Some(context));
+                        }
                         mapping.map_line(&line, &mut out);
                         self.sink.flush(&mut out).await;
                         // Steering the CLI has not taken yet runs as a turn of its own after
@@ -1083,6 +1087,51 @@ async fn sleep_until_some(deadline: Option<Instant>) {
     }
 }
 
+/// How full the model's context window is: the tokens of the last model request (an
+/// `assistant` line's `usage`: input, cache and output), of the window the `result` line's
+/// `modelUsage` names.
+#[derive(Debug, Default)]
+struct ContextCount {
+    last_request: Option<u64>,
+}
+
+impl ContextCount {
+    /// Reads one line; returns the context once a `result` line tells the window.
+    fn observe(&mut self, line: &str) -> Option<crate::provider::ContextUse> {
+        if !line.contains("\"usage\"") {
+            return None;
+        }
+        let value: Value = serde_json::from_str(line).ok()?;
+        match value["type"].as_str()? {
+            "assistant" => {
+                let usage = &value["message"]["usage"];
+                let tokens = [
+                    "input_tokens",
+                    "cache_creation_input_tokens",
+                    "cache_read_input_tokens",
+                    "output_tokens",
+                ]
+                .iter()
+                .filter_map(|key| usage[key].as_u64())
+                .sum::<u64>();
+                if tokens > 0 {
+                    self.last_request = Some(tokens);
+                }
+                None
+            }
+            "result" => {
+                let window = value["modelUsage"]
+                    .as_object()?
+                    .values()
+                    .filter_map(|model| model["contextWindow"].as_u64())
+                    .max()?;
+                crate::provider::ContextUse::new(self.last_request?, window)
+            }
+            _ => None,
+        }
+    }
+}
+
 fn is_result_line(line: &str) -> bool {
     #[derive(serde::Deserialize)]
     struct Head<'a> {
@@ -1104,6 +1153,29 @@ mod tests {
             json!({"type": "user", "message": {"role": "user", "content": "hi \"there\""},
                    "parent_tool_use_id": null, "session_id": ""})
         );
+    }
+
+    #[test]
+    fn the_context_is_the_last_requests_tokens_of_the_results_window() {
+        let mut context = super::ContextCount::default();
+        let assistant = |input: u64, output: u64| {
+            format!(
+                r#"{{"type":"assistant","message":{{"usage":{{"input_tokens":{input},"cache_creation_input_tokens":0,"cache_read_input_tokens":1000,"output_tokens":{output}}}}}}}"#
+            )
+        };
+        assert_eq!(context.observe(&assistant(1234, 1)), None);
+        assert_eq!(context.observe(&assistant(99_000, 1)), None);
+        let result = r#"{"type":"result","subtype":"success","usage":{"input_tokens":100234},"modelUsage":{"claude-opus-4-8[1m]":{"inputTokens":100234,"contextWindow":1000000}}}"#;
+        let found = context.observe(result).expect("a context");
+        assert_eq!(
+            found,
+            crate::provider::ContextUse::new(100_001, 1_000_000).unwrap()
+        );
+        assert_eq!(found.percent(), 10);
+        // A result that names no window (a stopped turn's `modelUsage: {}`) tells nothing.
+        let stopped =
+            r#"{"type":"result","subtype":"error_during_execution","usage":{},"modelUsage":{}}"#;
+        assert_eq!(context.observe(stopped), None);
     }
 
     #[test]

@@ -37,8 +37,8 @@ use tokio::time::Instant;
 use crate::process::{ExitReport, Line, StopControl};
 use crate::provider::runner::{self, AttemptMapping, EndedBy};
 use crate::provider::{
-    AgentQueue, AgentSetting, AgentStatus, AgentStream, AttemptRequest, Backend, Interjection,
-    ModelChoice, Provider, SessionCheckpoint, SessionRef,
+    AgentQueue, AgentSetting, AgentStatus, AgentStream, AttemptRequest, Backend, ContextUse,
+    Interjection, ModelChoice, Provider, SessionCheckpoint, SessionRef,
 };
 use crate::stream::{notice_kind, AgentMessage, Failure, FailureReason};
 
@@ -238,6 +238,25 @@ async fn ask(writer: &CommandWriter, setting: AgentSetting, status: &watch::Send
             });
         }
     }
+}
+
+/// Asks pi how full the model's context window is (`get_session_stats`'s `contextUsage`), in
+/// the background, for the status bar. pi does not know it right after a compaction (`tokens`
+/// is null): then nothing is shown rather than an old figure.
+fn ask_context(writer: &CommandWriter, status: &watch::Sender<AgentStatus>) {
+    let response = writer.request("stats", json!({"type": "get_session_stats"}));
+    let status = status.clone();
+    tokio::spawn(async move {
+        let Ok(data) = settled(response).await else {
+            return;
+        };
+        let usage = &data["contextUsage"];
+        let context = match (usage["tokens"].as_u64(), usage["contextWindow"].as_u64()) {
+            (Some(tokens), Some(window)) => ContextUse::new(tokens, window),
+            _ => None,
+        };
+        status.send_modify(|status| status.context = context);
+    });
 }
 
 /// A settings command's answer: its `data`, or why it did not succeed.
@@ -607,6 +626,9 @@ impl RpcAttempt {
         if let Ok(mut commands) = self.commands.lock() {
             *commands = None;
         }
+        if keep {
+            ask_context(&session.writer, &self.status);
+        }
         if !keep {
             // A new pi starts with an empty queue; what this one held is lost with it.
             self.queue.send_replace(AgentQueue::default());
@@ -701,6 +723,18 @@ impl RpcAttempt {
             );
         }
         let answered_unstopped = !stop.is_sent() && matches!(end, TurnEnd::Answered);
+        // What is still in pi's queue when the turn ends (an abort does not clear it, and RPC
+        // has no command that does) would be delivered into the next prompt's turn: the
+        // process goes with it, and the user is told what did not arrive.
+        let undelivered = self.queue.send_replace(AgentQueue::default());
+        for text in undelivered.steering.iter().chain(&undelivered.follow_up) {
+            out.push(AgentMessage::notice(
+                notice_kind::WARNING,
+                format!("Not delivered to the agent (the turn ended first): {text}"),
+            ));
+        }
+        let stopped_with_queue =
+            !undelivered.steering.is_empty() || !undelivered.follow_up.is_empty();
         let (report, ended_by, keep) = stop.outcome(end);
         let terminal = mapping.finish(&report, ended_by, stderr, &mut out);
         self.sink.flush(&mut out).await;
@@ -708,7 +742,9 @@ impl RpcAttempt {
         // duplicates). A turn that pi ended itself (`agent_end`) leaves pi idle with its
         // session written: the process stays, and the orchestrator's rollback makes it re-read
         // the restored file (`switch_session`, see `reload`) or open a new session.
-        let keep = keep && (answered_unstopped || !matches!(terminal, AgentMessage::Failed(_)));
+        let keep = keep
+            && !stopped_with_queue
+            && (answered_unstopped || !matches!(terminal, AgentMessage::Failed(_)));
         (terminal, keep)
     }
 

@@ -396,6 +396,7 @@ impl AppServerAttempt {
                             tap.record(&line.text).await;
                         }
                         mapping.map_line(&line, &mut out);
+                        self.shared.observe_context(&line.text);
                         self.keep_new_warnings(&mut out);
                         if let Some((rpc_id, method, params)) = agent_request_of(&line.text) {
                             if method == COMMAND_APPROVAL || method == FILE_CHANGE_APPROVAL {

@@ -11,7 +11,7 @@ use tokio::sync::watch;
 
 use super::session::{settled, Connection, REQUEST_TIMEOUT};
 use crate::provider::AgentSetting;
-use crate::provider::{AgentQueue, AgentStatus, ModeChoice, ModelChoice};
+use crate::provider::{AgentQueue, AgentStatus, ContextUse, ModeChoice, ModelChoice};
 
 /// The user's choices, sent with every `turn/start` (Codex keeps them for later turns too).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -91,6 +91,27 @@ impl Shared {
             .lock()
             .map(|overrides| overrides.clone())
             .unwrap_or_default()
+    }
+
+    /// `thread/tokenUsage/updated`: the last model request's tokens are what fills the model's
+    /// context window (`modelContextWindow`), as Codex's own TUI counts it.
+    pub(super) fn observe_context(&self, line: &str) {
+        if !line.contains("thread/tokenUsage/updated") {
+            return;
+        }
+        let Ok(value) = serde_json::from_str::<Value>(line) else {
+            return;
+        };
+        let usage = &value["params"]["tokenUsage"];
+        let tokens = usage["last"]["totalTokens"].as_u64();
+        let window = usage["modelContextWindow"].as_u64();
+        if let Some(context) = tokens
+            .zip(window)
+            .and_then(|(tokens, window)| ContextUse::new(tokens, window))
+        {
+            self.status
+                .send_modify(|status| status.context = Some(context));
+        }
     }
 
     /// True the first time `warning` is seen by this provider.
@@ -298,4 +319,24 @@ fn choice_of(model: &Value) -> Option<ModelChoice> {
             .is_some_and(|efforts| !efforts.is_empty()),
         id,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_context_is_the_last_requests_tokens_of_codexs_window() {
+        let shared = Shared::new();
+        // As Codex 0.1xx sends it (protocols/codex/captures/appserver_text.appserver.jsonl).
+        let line = r#"{"method": "thread/tokenUsage/updated", "params": {"threadId": "t", "turnId": "u", "tokenUsage": {"total": {"totalTokens": 51680, "inputTokens": 50000, "outputTokens": 1680}, "last": {"totalTokens": 25840, "inputTokens": 25000, "cachedInputTokens": 0, "cacheWriteInputTokens": 0, "outputTokens": 840, "reasoningOutputTokens": 3}, "modelContextWindow": 258400}}}"#;
+        shared.observe_context(line);
+        let context = shared.status().borrow().context.expect("a context");
+        assert_eq!(context, ContextUse::new(25840, 258400).unwrap());
+        assert_eq!(context.percent(), 10);
+        // No window (the demo agent, an old Codex): nothing is made up.
+        let shared = Shared::new();
+        shared.observe_context(&line.replace("258400", "null"));
+        assert_eq!(shared.status().borrow().context, None);
+    }
 }
