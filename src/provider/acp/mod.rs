@@ -50,9 +50,8 @@ use crate::stream::{
 };
 
 /// Stage 0 of the stop: how long a `session/cancel` may take to end the turn.
-pub(crate) const CANCEL_GRACE: Duration = Duration::from_secs(2);
-/// How long the tools a stopped turn left behind may take to die.
-const STRAY_KILL_DEADLINE: Duration = Duration::from_secs(2);
+pub(crate) const CANCEL_GRACE: Duration = crate::process::timings::IN_BAND_CANCEL_GRACE;
+use crate::process::timings::STRAY_KILL_DEADLINE;
 /// JSON-RPC's "method not found".
 const METHOD_NOT_FOUND: i64 = -32601;
 

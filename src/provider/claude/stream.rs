@@ -63,11 +63,11 @@ use crate::stream::{
 };
 
 /// Stage 0 of the stop: how long an `interrupt` may take to end the turn (measured: ~5 ms).
-pub(crate) const INTERRUPT_GRACE: Duration = Duration::from_secs(2);
+pub(crate) const INTERRUPT_GRACE: Duration = crate::process::timings::IN_BAND_CANCEL_GRACE;
 /// How long a starting CLI may take to answer `initialize` (a cold start is about 1.1 s).
 const START_TIMEOUT: Duration = Duration::from_secs(60);
-/// After a failed attempt, how long the CLI may take to exit once its stdin is closed.
-const EXIT_AFTER_CLOSE: Duration = Duration::from_secs(2);
+// After a failed attempt, how long the CLI may take to exit once its stdin is closed.
+use crate::process::timings::EXIT_AFTER_CLOSE;
 /// After a turn's result, how long the CLI may take to begin the turn of steering it did not
 /// take during that turn.
 const QUEUED_TURN_START: Duration = Duration::from_secs(2);

@@ -43,14 +43,14 @@ use crate::provider::{
 use crate::stream::{notice_kind, AgentMessage, Failure, FailureReason};
 
 /// Stage 0 of the stop: how long an `abort` may take to end the turn.
-pub(crate) const ABORT_GRACE: Duration = Duration::from_secs(2);
+pub(crate) const ABORT_GRACE: Duration = crate::process::timings::IN_BAND_CANCEL_GRACE;
 /// How long a starting pi may take to answer `get_state` (a cold start is about 1.2 s).
 const START_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long pi may take to switch to (or open) a session in the running process; a pi that
 /// does not know the command answers without the id, so the wait ends here and pi restarts.
 const SWITCH_TIMEOUT: Duration = Duration::from_secs(5);
-/// After a failed attempt, how long pi may take to exit once its stdin is closed.
-const EXIT_AFTER_CLOSE: Duration = Duration::from_secs(2);
+// After a failed attempt, how long pi may take to exit once its stdin is closed.
+use crate::process::timings::EXIT_AFTER_CLOSE;
 
 /// The RPC transport of a pi-speaking backend (pi itself, or the demo agent).
 pub struct RpcProvider {

@@ -55,11 +55,10 @@ use crate::stream::{
 };
 
 /// Stage 0 of the stop: how long a `turn/interrupt` may take to end the turn.
-pub(crate) const INTERRUPT_GRACE: Duration = Duration::from_secs(2);
+pub(crate) const INTERRUPT_GRACE: Duration = crate::process::timings::IN_BAND_CANCEL_GRACE;
 /// JSON-RPC's "method not found".
 const METHOD_NOT_FOUND: i64 = -32601;
-/// How long the tools a stopped turn left behind may take to die.
-const STRAY_KILL_DEADLINE: Duration = Duration::from_secs(2);
+use crate::process::timings::STRAY_KILL_DEADLINE;
 
 /// A permission answer from the user: request id, option chosen (`None`: cancelled), note.
 type Answer = (String, Option<String>, Option<String>);
