@@ -19,7 +19,6 @@ pub(crate) mod live_thinking;
 pub mod mentions;
 pub mod menu;
 pub mod model_picker;
-pub mod notice_kind;
 pub mod permission;
 pub mod resume;
 pub mod review;

@@ -31,7 +31,7 @@ use super::classify::{classify_failure, Retryability};
 use super::{Command, OrchestratorEvent, TurnId, TurnOutcome};
 use crate::config::RetryPolicy;
 use crate::provider::{AgentSetting, Interjection, SessionRef, StopProgress};
-use crate::stream::{notice_kind, AgentMessage, Failure};
+use crate::stream::{AgentMessage, Failure, NoticeKind};
 
 /// What happens to the machine.
 #[derive(Debug, Clone, PartialEq)]
@@ -673,7 +673,7 @@ impl Machine {
         let detail = failure.message.lines().next().unwrap_or("").trim();
         out.push(Effect::Emit(OrchestratorEvent::Notice {
             turn: turn.id,
-            kind: notice_kind::FRESH_SESSION.to_owned(),
+            kind: NoticeKind::FreshSession.wire().to_owned(),
             message: format!(
                 "The agent could not find {lost} ({detail}); continuing in a fresh agent session. \
                  The transcript stays here, but the agent does not remember the earlier turns."

@@ -1284,7 +1284,7 @@ fn a_lost_session_goes_on_at_once_in_a_fresh_one_with_a_notice() {
         })
         .collect();
     assert_eq!(notices.len(), 1);
-    assert_eq!(notices[0].0, notice_kind::FRESH_SESSION);
+    assert_eq!(notices[0].0, NoticeKind::FreshSession.wire());
     assert!(notices[0].1.contains("s-1"), "{}", notices[0].1);
     assert!(events(&effects).contains(&Ev::SessionChanged { session_id: None }));
     // The fresh session's id is carried once the attempt completes.

@@ -144,7 +144,7 @@ impl OrchestratorEvent {
                 *turn,
                 0,
                 Cow::Owned(AgentMessage::Notice {
-                    kind: crate::stream::notice_kind::UNDO.to_owned(),
+                    kind: crate::stream::NoticeKind::Undo.wire().to_owned(),
                     message: crate::snapshot::describe_undo(outcome),
                 }),
             )),
@@ -152,7 +152,7 @@ impl OrchestratorEvent {
                 rewind.turn,
                 0,
                 Cow::Owned(AgentMessage::Notice {
-                    kind: crate::stream::notice_kind::REWIND.to_owned(),
+                    kind: crate::stream::NoticeKind::Rewind.wire().to_owned(),
                     message: rewind.describe(),
                 }),
             )),

@@ -9,7 +9,6 @@ use serde_json::Value;
 use super::{plural, AppEffect, AppState, AskedPermission, StopState, TurnState};
 use crate::app::activity::PhaseTracker;
 use crate::app::failure_text::{failure_facts, failure_headline, next_step};
-use crate::app::notice_kind::NoticeKind;
 use crate::app::permission::{
     permission_cell, resolved_outcome, unseen_request_cell, PermissionPrompt,
 };
@@ -21,6 +20,7 @@ use crate::orchestrator::{Command, OrchestratorEvent, TurnId, TurnOutcome};
 use crate::provider::AgentQueue;
 use crate::provider::StopProgress;
 use crate::sanitize::untrusted_owned;
+use crate::stream::NoticeKind;
 use crate::stream::{
     AgentMessage, Failure, PermissionOptionKind, PermissionRequest, PermissionResolver, PlanEntry,
     StopStage,
@@ -444,10 +444,11 @@ impl AppState {
                     NoticeKind::Warning | NoticeKind::FreshSession => {
                         self.notice(NoticeLevel::Warning, message);
                     }
-                    NoticeKind::Other(other) => {
+                    // Shown with its kind (an unknown one as it arrived, made inert).
+                    other => {
                         self.notice(
                             NoticeLevel::Info,
-                            format!("{}: {message}", untrusted_owned(&other)),
+                            format!("{}: {message}", untrusted_owned(other.wire())),
                         );
                     }
                 }

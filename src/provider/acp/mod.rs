@@ -45,7 +45,7 @@ use crate::provider::live_process::{InBandStop, LiveItem, LiveSession, LiveSlot,
 use crate::provider::runner::{spawn_attempt, AttemptMapping, AttemptSink};
 use crate::provider::{AgentStream, AttemptRequest, Backend, Provider, SessionCheckpoint};
 use crate::stream::{
-    notice_kind, AgentMessage, PermissionOptionKind, PermissionRequest, PermissionResolver,
+    AgentMessage, NoticeKind, PermissionOptionKind, PermissionRequest, PermissionResolver,
     PERMISSION_CANCELLED,
 };
 
@@ -421,7 +421,7 @@ impl AcpAttempt {
                 if self.policy == PermissionPolicy::Deny {
                     self.sink
                         .send(AgentMessage::notice(
-                            notice_kind::PERMISSION_REFUSED,
+                            NoticeKind::PermissionRefused.wire(),
                             format!(
                                 "Refused without asking: {} ({}). The {} provider's permission \
                                  policy is deny; allow it with `--permissions allow`, or \

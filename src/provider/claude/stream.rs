@@ -58,7 +58,7 @@ use crate::provider::{
     SessionRef, Transport,
 };
 use crate::stream::{
-    notice_kind, AgentMessage, FailureReason, PermissionOptionKind, PermissionResolver,
+    AgentMessage, FailureReason, NoticeKind, PermissionOptionKind, PermissionResolver,
     PERMISSION_CANCELLED,
 };
 
@@ -808,7 +808,7 @@ impl StreamAttempt {
                                 if let Some(at) = untaken.iter().position(|sent| *sent == text) {
                                     untaken.remove(at);
                                     self.shared.queue.send_replace(AgentQueue { steering: untaken.clone(), ..AgentQueue::default() });
-                                    self.sink.send(AgentMessage::notice(notice_kind::STEER_DELIVERED, text)).await;
+                                    self.sink.send(AgentMessage::notice(NoticeKind::SteerDelivered.wire(), text)).await;
                                 }
                             }
                             Side::Init { session_id, mode } => {
@@ -863,7 +863,7 @@ impl StreamAttempt {
                 Some(input) = inputs.recv() => match input {
                 UserInput::Steer(text) => {
                     if stop.is_sent() {
-                        self.sink.send(AgentMessage::notice(notice_kind::WARNING, format!("Not delivered to the agent (the turn is stopping): {text}"))).await;
+                        self.sink.send(AgentMessage::notice(NoticeKind::Warning.wire(), format!("Not delivered to the agent (the turn is stopping): {text}"))).await;
                     } else if session.control.user(&text) {
                         untaken.push(text);
                         self.shared.queue.send_replace(AgentQueue { steering: untaken.clone(), ..AgentQueue::default() });
@@ -902,7 +902,7 @@ impl StreamAttempt {
         self.shared.queue.send_replace(AgentQueue::default());
         for text in untaken {
             out.push(AgentMessage::notice(
-                notice_kind::WARNING,
+                NoticeKind::Warning.wire(),
                 format!("Not delivered to the agent (the turn ended first): {text}"),
             ));
         }
@@ -981,7 +981,7 @@ impl StreamAttempt {
                 let name = self.backend.name().to_owned();
                 self.sink
                     .send(AgentMessage::notice(
-                        notice_kind::PERMISSION_REFUSED,
+                        NoticeKind::PermissionRefused.wire(),
                         format!(
                             "Refused without asking: {} ({}). The {name} provider's permission \
                              policy is deny; allow it with `--permissions allow`, or \

@@ -40,7 +40,7 @@ use crate::provider::{
     AgentQueue, AgentSetting, AgentStatus, AgentStream, AttemptRequest, Backend, Interjection,
     ModelChoice, Provider, SessionCheckpoint, SessionRef,
 };
-use crate::stream::{notice_kind, AgentMessage, Failure, FailureReason};
+use crate::stream::{AgentMessage, Failure, FailureReason, NoticeKind};
 
 /// Stage 0 of the stop: how long an `abort` may take to end the turn.
 pub(crate) const ABORT_GRACE: Duration = crate::process::timings::IN_BAND_CANCEL_GRACE;
@@ -742,12 +742,12 @@ impl RpcAttempt {
                 // What left pi's queue was delivered (abort does not clear it).
                 for (kind, was, is) in [
                     (
-                        notice_kind::STEER_DELIVERED,
+                        NoticeKind::SteerDelivered.wire(),
                         &before.steering,
                         &now.steering,
                     ),
                     (
-                        notice_kind::FOLLOW_UP_DELIVERED,
+                        NoticeKind::FollowUpDelivered.wire(),
                         &before.follow_up,
                         &now.follow_up,
                     ),
@@ -764,7 +764,7 @@ impl RpcAttempt {
                     let error = value["error"].as_str().unwrap_or("no reason given");
                     self.sink
                         .send(AgentMessage::notice(
-                            notice_kind::WARNING,
+                            NoticeKind::Warning.wire(),
                             format!("pi refused `{command}`: {error}"),
                         ))
                         .await;

@@ -50,7 +50,7 @@ use crate::provider::{
     SessionRef, Transport,
 };
 use crate::stream::{
-    notice_kind, AgentMessage, PermissionOptionKind, PermissionRequest, PermissionResolver,
+    AgentMessage, NoticeKind, PermissionOptionKind, PermissionRequest, PermissionResolver,
     PERMISSION_CANCELLED,
 };
 
@@ -250,7 +250,7 @@ impl AppServerAttempt {
         for text in self.shared.undelivered() {
             self.sink
                 .send(AgentMessage::notice(
-                    notice_kind::WARNING,
+                    NoticeKind::Warning.wire(),
                     format!("This message did not reach Codex before the turn ended: {text}"),
                 ))
                 .await;
@@ -303,7 +303,7 @@ impl AppServerAttempt {
                 let opened = session.open_new(&fresh).await;
                 self.sink
                     .send(AgentMessage::notice(
-                        notice_kind::FRESH_SESSION,
+                        NoticeKind::FreshSession.wire(),
                         if opened {
                             format!(
                                 "Codex could not undo the failed attempt ({error}), so this \
@@ -496,10 +496,10 @@ impl AppServerAttempt {
     /// Drops the warnings this provider showed already (Codex repeats some every turn).
     fn keep_new_warnings(&self, out: &mut Vec<AgentMessage>) {
         out.retain(|message| match message {
-            AgentMessage::Notice { kind, message } if kind == notice_kind::WARNING => {
+            AgentMessage::Notice { kind, message } if kind == NoticeKind::Warning.wire() => {
                 self.shared.first_warning(message)
             }
-            AgentMessage::Notice { kind, message } if kind == notice_kind::STEER_DELIVERED => {
+            AgentMessage::Notice { kind, message } if kind == NoticeKind::SteerDelivered.wire() => {
                 self.shared.delivered(message);
                 true
             }
@@ -550,7 +550,7 @@ impl AppServerAttempt {
             let name = self.backend.name();
             self.sink
                 .send(AgentMessage::notice(
-                    notice_kind::PERMISSION_REFUSED,
+                    NoticeKind::PermissionRefused.wire(),
                     format!(
                         "Refused without asking: {} ({}). The {name} provider's permission policy \
                          is deny; allow it with `--permissions allow`, or `permissions = \"ask\"` \
