@@ -54,6 +54,7 @@ impl AppState {
                     permissions: HashMap::new(),
                     last_rejection: None,
                     end_shown: false,
+                    failure_notice: None,
                 });
             }
             OrchestratorEvent::AttemptStarted {
@@ -93,6 +94,20 @@ impl AppState {
                             since: now,
                         }),
                     };
+                }
+            }
+            OrchestratorEvent::FailureJudged { turn, verdict, .. } => {
+                let notice = self
+                    .turn
+                    .as_mut()
+                    .filter(|running| running.id == turn)
+                    .and_then(|running| running.failure_notice.take());
+                if let (Some(id), Some(step)) = (notice, next_step(&verdict)) {
+                    self.transcript.update(id, |body| {
+                        if let CellBody::Notice(notice) = body {
+                            notice.message.push_str(&format!(" · {step}"));
+                        }
+                    });
                 }
             }
             OrchestratorEvent::RetryScheduled {
@@ -801,17 +816,11 @@ impl AppState {
             notice.details_summary = facts.join(" · ");
             notice.details = sections;
         }
-        let (attempt, max_attempts) = self
-            .turn
-            .as_ref()
-            .map_or((1, 1), |turn| (turn.attempt, turn.max_attempts));
-        if let Some(step) = next_step(failure, &self.retry_policy, attempt, max_attempts) {
-            notice.message.push_str(&format!(" · {step}"));
-        }
         self.close_assistant();
-        self.transcript.push(CellBody::Notice(notice));
+        let id = self.transcript.push(CellBody::Notice(notice));
         if let Some(turn) = self.turn.as_mut() {
             turn.end_shown = true;
+            turn.failure_notice = Some(id);
         }
     }
 
