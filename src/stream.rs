@@ -216,33 +216,83 @@ pub struct FileChange {
     pub too_big: bool,
 }
 
-/// Notice kinds the UI treats specially; any other string is shown as-is.
-pub mod notice_kind {
+/// What a `notice` message is about. On the wire its `kind` stays an open string (`wire`); the
+/// kinds agentty writes or treats specially are named here, once, and any other is kept as it
+/// arrived (`Other`, unsanitised).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NoticeKind {
     /// The agent CLI retried on its own: assistant text after it starts afresh.
-    pub const AGENT_RETRY: &str = "agent_retry";
-    pub const WARNING: &str = "warning";
+    AgentRetry,
+    Warning,
     /// The agent's partial text so far was replaced by an authoritative final answer.
-    pub const SUPERSEDED: &str = "superseded";
+    Superseded,
     /// The orchestrator continues in a fresh agent session (the CLI lost its own, or a failed
     /// attempt could not be undone in it).
-    pub const FRESH_SESSION: &str = "fresh_session";
+    FreshSession,
     /// A message the user typed during the turn reached the agent: steering (after a tool
     /// call) or a follow-up (after the turn). The text is the message.
-    pub const STEER_DELIVERED: &str = "steer_delivered";
-    pub const FOLLOW_UP_DELIVERED: &str = "follow_up_delivered";
+    SteerDelivered,
+    FollowUpDelivered,
     /// What `/undo` put back (or why it could not).
-    pub const UNDO: &str = "undo";
+    Undo,
     /// What `/rewind` took back (the agent's conversation, the files, or both).
-    pub const REWIND: &str = "rewind";
+    Rewind,
     /// A snapshot of the working tree could not keep something (over the limits).
-    pub const SNAPSHOT: &str = "snapshot";
+    Snapshot,
     /// The permission policy refused what the agent asked to do, without asking the user.
-    pub const PERMISSION_REFUSED: &str = "permission_refused";
+    PermissionRefused,
     /// The agent changed its own mode (Gemini's approval mode); the text says to what.
-    pub const MODE_CHANGED: &str = "mode_changed";
+    ModeChanged,
     /// The user rejected a request and said what to do instead; the transport cannot send that
     /// with the rejection, so it goes to the agent as the next prompt. The text is the note.
-    pub const PERMISSION_FEEDBACK: &str = "permission_feedback";
+    PermissionFeedback,
+    /// A kind agentty has no name for, as it arrived.
+    Other(String),
+}
+
+impl NoticeKind {
+    /// Every kind agentty names.
+    const KNOWN: [NoticeKind; 12] = [
+        NoticeKind::AgentRetry,
+        NoticeKind::Warning,
+        NoticeKind::Superseded,
+        NoticeKind::FreshSession,
+        NoticeKind::SteerDelivered,
+        NoticeKind::FollowUpDelivered,
+        NoticeKind::Undo,
+        NoticeKind::Rewind,
+        NoticeKind::Snapshot,
+        NoticeKind::PermissionRefused,
+        NoticeKind::ModeChanged,
+        NoticeKind::PermissionFeedback,
+    ];
+
+    /// The `kind` string on the wire.
+    pub fn wire(&self) -> &str {
+        match self {
+            NoticeKind::AgentRetry => "agent_retry",
+            NoticeKind::Warning => "warning",
+            NoticeKind::Superseded => "superseded",
+            NoticeKind::FreshSession => "fresh_session",
+            NoticeKind::SteerDelivered => "steer_delivered",
+            NoticeKind::FollowUpDelivered => "follow_up_delivered",
+            NoticeKind::Undo => "undo",
+            NoticeKind::Rewind => "rewind",
+            NoticeKind::Snapshot => "snapshot",
+            NoticeKind::PermissionRefused => "permission_refused",
+            NoticeKind::ModeChanged => "mode_changed",
+            NoticeKind::PermissionFeedback => "permission_feedback",
+            NoticeKind::Other(kind) => kind,
+        }
+    }
+
+    /// The kind the wire string `kind` names.
+    pub fn from_wire(kind: &str) -> Self {
+        Self::KNOWN
+            .into_iter()
+            .find(|known| known.wire() == kind)
+            .unwrap_or_else(|| NoticeKind::Other(kind.to_owned()))
+    }
 }
 
 /// Why an attempt failed, with every diagnostic passed through whole.
@@ -591,5 +641,21 @@ mod tests {
             delta: String::new()
         }
         .is_terminal());
+    }
+
+    #[test]
+    fn every_notice_kind_reads_back_from_its_wire_string_and_others_are_kept() {
+        for kind in NoticeKind::KNOWN {
+            assert_eq!(NoticeKind::from_wire(kind.wire()), kind);
+        }
+        assert_eq!(NoticeKind::from_wire("agent_retry"), NoticeKind::AgentRetry);
+        assert_eq!(
+            NoticeKind::from_wire("permission_denied"),
+            NoticeKind::Other("permission_denied".to_owned())
+        );
+        assert_eq!(
+            NoticeKind::from_wire("permission_denied").wire(),
+            "permission_denied"
+        );
     }
 }

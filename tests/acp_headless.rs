@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use agent_stream::resolutions;
-use agentty::stream::{notice_kind, AgentMessage, PermissionResolver};
+use agentty::stream::{AgentMessage, NoticeKind, PermissionResolver};
 
 struct Scratch {
     dir: tempfile::TempDir,
@@ -110,7 +110,7 @@ fn headless_denies_by_default_and_says_how_to_allow() {
     );
     assert!(messages.iter().any(|message| matches!(
         message,
-        AgentMessage::Notice { kind, message } if kind == notice_kind::PERMISSION_REFUSED
+        AgentMessage::Notice { kind, message } if kind == NoticeKind::PermissionRefused.wire()
             && message.contains("--permissions allow")
     )));
     assert!(!scratch.path().join("agentty-demo.txt").exists());

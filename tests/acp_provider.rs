@@ -26,7 +26,7 @@ use agentty::provider::{
     build_provider_with, AgentStream, AttemptRequest, Provider, SessionRef, StopControl, Transport,
 };
 use agentty::stream::{
-    notice_kind, AgentMessage, FailureReason, PermissionRequest, PermissionResolver, StopStage,
+    AgentMessage, FailureReason, NoticeKind, PermissionRequest, PermissionResolver, StopStage,
     PERMISSION_CANCELLED,
 };
 
@@ -254,7 +254,9 @@ async fn a_deny_policy_refuses_without_asking_and_says_how_to_allow() {
     let notice = messages
         .iter()
         .find_map(|message| match message {
-            AgentMessage::Notice { kind, message } if kind == notice_kind::PERMISSION_REFUSED => {
+            AgentMessage::Notice { kind, message }
+                if kind == NoticeKind::PermissionRefused.wire() =>
+            {
                 Some(message.clone())
             }
             _ => None,

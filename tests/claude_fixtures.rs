@@ -19,7 +19,7 @@ use std::collections::BTreeSet;
 
 use agentty::provider::claude::mapper::ClaudeMapper;
 use agentty::provider::{AgentOutcome, LineVerdict};
-use agentty::stream::{notice_kind, AgentMessage};
+use agentty::stream::{AgentMessage, NoticeKind};
 use captures::{capture_names, RecordedRun};
 use replay::{capture_tests, replay, Replay};
 use serde_json::{json, Value};
@@ -58,8 +58,8 @@ fn text_without_superseded(messages: &[AgentMessage]) -> String {
     for message in messages {
         match message {
             AgentMessage::Assistant { delta } => run.push_str(delta),
-            _ if is_notice(message, notice_kind::SUPERSEDED)
-                || is_notice(message, notice_kind::AGENT_RETRY) =>
+            _ if is_notice(message, NoticeKind::Superseded.wire())
+                || is_notice(message, NoticeKind::AgentRetry.wire()) =>
             {
                 run.clear()
             }
@@ -267,7 +267,7 @@ fn a_reset_stream_is_superseded_by_the_fallback_reply() {
     let messages = &replay.messages;
     let notice = messages
         .iter()
-        .position(|message| is_notice(message, notice_kind::SUPERSEDED))
+        .position(|message| is_notice(message, NoticeKind::Superseded.wire()))
         .expect("superseded notice");
     assert_eq!(deltas(&messages[..notice]), ["This stream will", " be cut"]);
     assert_eq!(
@@ -342,7 +342,7 @@ fn api_errors_fail_with_the_status_and_never_show_the_synthetic_message() {
             }
             other => panic!("{name}: {other:?}"),
         }
-        let retries = replay.notice_count(notice_kind::AGENT_RETRY);
+        let retries = replay.notice_count(NoticeKind::AgentRetry.wire());
         let retry_lines = replay
             .stdout_lines()
             .filter(|line| line.contains(r#""subtype":"api_retry""#))

@@ -14,7 +14,7 @@ use agentty::provider::{
     build_backend, provider_on, AgentSetting, AgentStream, AttemptRequest, Interjection, Provider,
     SessionRef, StopControl, Transport,
 };
-use agentty::stream::{notice_kind, AgentMessage, StopStage};
+use agentty::stream::{AgentMessage, NoticeKind, StopStage};
 
 #[path = "support/agent_stream.rs"]
 mod agent_stream;
@@ -171,7 +171,7 @@ async fn policies_answer_without_asking_and_a_refusal_says_how_to_allow() {
     let messages = deny.turn("write it", SessionRef::New).await;
     assert!(!deny.demo.state.path().join("demo-claude.txt").exists());
     let notice = messages.iter().find_map(|message| match message {
-        AgentMessage::Notice { kind, message } if kind == notice_kind::PERMISSION_REFUSED => {
+        AgentMessage::Notice { kind, message } if kind == NoticeKind::PermissionRefused.wire() => {
             Some(message.clone())
         }
         _ => None,
@@ -247,7 +247,7 @@ async fn a_message_typed_mid_turn_is_delivered_as_a_user_line() {
         .answer_permission(&request.id, Some("allow".into()), None));
     let rest = collect(stream).await;
     assert!(rest.contains(&AgentMessage::notice(
-        notice_kind::STEER_DELIVERED,
+        NoticeKind::SteerDelivered.wire(),
         "also mention bananas"
     )));
     assert!(

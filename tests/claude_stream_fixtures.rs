@@ -13,7 +13,7 @@ use agentty::provider::{
     provider_on, AgentSetting, AttemptRequest, Backend, Interjection, Mapper, Provider, SessionRef,
     StopControl, Transport,
 };
-use agentty::stream::{notice_kind, AgentMessage, PermissionRequest, StopStage};
+use agentty::stream::{AgentMessage, NoticeKind, PermissionRequest, StopStage};
 use futures::StreamExt;
 use serde_json::Value;
 
@@ -339,7 +339,7 @@ async fn a_message_typed_during_the_turn_is_a_user_line_taken_at_the_tool_bounda
         )
         .await;
     assert!(messages.contains(&AgentMessage::notice(
-        notice_kind::STEER_DELIVERED,
+        NoticeKind::SteerDelivered.wire(),
         "Steer: also say banana"
     )));
     assert!(completed(&messages), "{messages:?}");

@@ -15,7 +15,7 @@ use agentty::orchestrator::{
     TurnOutcome,
 };
 use agentty::provider::{build_provider, SessionRef};
-use agentty::stream::notice_kind;
+use agentty::stream::NoticeKind;
 
 const PATIENCE: Duration = Duration::from_secs(30);
 
@@ -255,7 +255,7 @@ async fn a_lost_agent_session_goes_on_in_a_fresh_one_with_a_notice() {
     let notice = events
         .iter()
         .find_map(|event| match event {
-            Ev::Notice { kind, message, .. } if kind == notice_kind::FRESH_SESSION => {
+            Ev::Notice { kind, message, .. } if kind == NoticeKind::FreshSession.wire() => {
                 Some(message.clone())
             }
             _ => None,

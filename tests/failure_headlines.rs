@@ -12,6 +12,8 @@ use std::time::Instant;
 use agentty::app::state::{AppState, StartupInfo};
 use agentty::app::transcript::CellBody;
 use agentty::config::ProviderSettings;
+use agentty::config::RetryPolicy;
+use agentty::orchestrator::verdict::FailureVerdict;
 use agentty::orchestrator::OrchestratorEvent;
 use agentty::process::{ExitReport, Line};
 use agentty::provider::runner::{AttemptMapping, EndedBy};
@@ -69,7 +71,8 @@ fn capture_terminal(cli: &str, name: &str) -> Failure {
     terminal_for(cli, &stdout, &stderr, run.exit.exit_code.unwrap_or(0))
 }
 
-/// The failure notice the chat shows for `failure` (automatic retry off, the default): its
+/// The failure notice the chat shows for `failure`, judged as the orchestrator judges it
+/// (automatic retry off, the default): its
 /// headline, and the one-line summary of its folded diagnostics.
 fn chat_headline(failure: &Failure) -> String {
     let now = Instant::now();
@@ -88,6 +91,11 @@ fn chat_headline(failure: &Failure) -> String {
             turn: 1,
             attempt: 1,
             message: AgentMessage::Failed(failure.clone()),
+        },
+        OrchestratorEvent::FailureJudged {
+            turn: 1,
+            attempt: 1,
+            verdict: FailureVerdict::judge(&RetryPolicy::default(), 1, failure, false),
         },
     ] {
         state.on_orchestrator_event(event, now);

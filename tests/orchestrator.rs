@@ -512,7 +512,7 @@ async fn without_a_session_file_to_roll_back_the_retry_starts_a_fresh_session_an
     assert_eq!(
         count(&events, |event| matches!(
             event,
-            Ev::Notice { kind, .. } if kind == agentty::stream::notice_kind::FRESH_SESSION
+            Ev::Notice { kind, .. } if kind == agentty::stream::NoticeKind::FreshSession.wire()
         )),
         1
     );

@@ -24,7 +24,7 @@ use std::collections::BTreeSet;
 
 use agentty::provider::pi::mapper::PiMapper;
 use agentty::provider::{AgentOutcome, LineVerdict};
-use agentty::stream::{notice_kind, AgentMessage};
+use agentty::stream::{AgentMessage, NoticeKind};
 use captures::{capture_names, RecordedRun};
 use replay::{capture_tests, replay, Replay};
 use serde_json::{json, Value};
@@ -363,7 +363,7 @@ fn older_pi_replay_after_a_tool_turn_is_not_shown_twice() {
         assert!(
             !from_older.messages.iter().any(|message| matches!(
                 message,
-                AgentMessage::Notice { kind, .. } if kind == notice_kind::SUPERSEDED
+                AgentMessage::Notice { kind, .. } if kind == NoticeKind::Superseded.wire()
             )),
             "{name}: a replay is not a contradiction"
         );

@@ -11,7 +11,7 @@ use agentty::provider::{
     build_provider_with, AgentStream, AttemptRequest, Interjection, Provider, SessionRef,
     StopControl, Transport,
 };
-use agentty::stream::{notice_kind, AgentMessage, FailureReason, StopStage};
+use agentty::stream::{AgentMessage, FailureReason, NoticeKind, StopStage};
 
 #[path = "support/agent_stream.rs"]
 mod agent_stream;
@@ -134,8 +134,8 @@ async fn steer_and_follow_up_reach_the_running_turn() {
     assert_eq!(
         delivered,
         [
-            (notice_kind::STEER_DELIVERED, "go left"),
-            (notice_kind::FOLLOW_UP_DELIVERED, "then right")
+            (NoticeKind::SteerDelivered.wire(), "go left"),
+            (NoticeKind::FollowUpDelivered.wire(), "then right")
         ]
     );
     assert!(matches!(
@@ -383,7 +383,7 @@ async fn through_the_orchestrator_a_steer_reaches_the_running_turn() {
     ));
     assert!(seen.iter().any(|event| matches!(event,
         Ev::Message { message: AgentMessage::Notice { kind, message }, .. }
-            if kind == notice_kind::STEER_DELIVERED && message == "go left")));
+            if kind == NoticeKind::SteerDelivered.wire() && message == "go left")));
     assert!(seen.iter().any(|event| matches!(event,
         Ev::AgentQueueChanged(queue) if queue.steering == ["go left"])));
     assert!(
@@ -615,7 +615,7 @@ async fn a_steer_still_queued_when_the_turn_is_stopped_is_not_delivered_into_the
     );
     let warned = rest.iter().any(|message| {
         matches!(message, AgentMessage::Notice { kind, message }
-            if kind == notice_kind::WARNING
+            if kind == NoticeKind::Warning.wire()
                 && message == "Not delivered to the agent (the turn ended first): my steer")
     });
     assert!(

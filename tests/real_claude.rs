@@ -18,7 +18,7 @@ use std::time::Duration;
 use agentty::config::ProviderSettings;
 use agentty::provider::claude::ClaudeBackend;
 use agentty::provider::{CliProvider, SessionRef, StopControl};
-use agentty::stream::{notice_kind, AgentMessage, FailureReason};
+use agentty::stream::{AgentMessage, FailureReason, NoticeKind};
 use fake_anthropic::{FakeAnthropic, Scenario};
 use real_cli::{
     assistant_text, cancelled, collect, expect_completed, expect_failed, is_alive, notices,
@@ -250,7 +250,7 @@ async fn an_http_500_fails_after_exactly_one_request() {
         "",
         "the CLI's error message is not assistant text"
     );
-    assert_eq!(notices(&messages, notice_kind::AGENT_RETRY), 0);
+    assert_eq!(notices(&messages, NoticeKind::AgentRetry.wire()), 0);
     let failure = expect_failed(&messages);
     assert_eq!(failure.reason, FailureReason::AgentError);
     assert_eq!(failure.http_status, Some(500));

@@ -24,7 +24,7 @@ use agentty::provider::pi::PiBackend;
 use agentty::provider::{
     AgentStream, CliProvider, Interjection, Provider, SessionRef, StopControl, Transport,
 };
-use agentty::stream::{notice_kind, AgentMessage, FailureReason, StopStage};
+use agentty::stream::{AgentMessage, FailureReason, NoticeKind, StopStage};
 use fake_openai::FakeOpenAi;
 use real_cli::{
     assert_single_terminal_last, assistant_text, attempt_request, collect, command_line,
@@ -340,7 +340,7 @@ async fn http_500_fails_after_exactly_one_request() {
     assert_eq!(failure.message, format!("500 {}", fake_openai::ERROR_500));
     assert_eq!(failure.http_status, Some(500));
     assert_eq!(failure.exit_code, Some(0), "pi exits 0 after an API error");
-    assert_eq!(notices(&messages, notice_kind::AGENT_RETRY), 0);
+    assert_eq!(notices(&messages, NoticeKind::AgentRetry.wire()), 0);
     let requests = world.fake.completion_requests();
     assert_eq!(requests.len(), 1, "pi and its SDK did not retry");
     assert_eq!(

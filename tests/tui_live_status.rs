@@ -5,7 +5,7 @@
 use serde_json::json;
 
 use agentty::orchestrator::{OrchestratorEvent, TurnOutcome};
-use agentty::stream::{notice_kind, AgentMessage, Failure, Usage};
+use agentty::stream::{AgentMessage, Failure, NoticeKind, Usage};
 
 #[path = "support/chat.rs"]
 mod chat;
@@ -103,7 +103,7 @@ fn status_while_the_agent_retries_on_its_own() {
     chat.message(
         1_000,
         AgentMessage::notice(
-            notice_kind::AGENT_RETRY,
+            NoticeKind::AgentRetry.wire(),
             "pi is retrying on its own after \"500 fake internal server error\" (retry 1 of 3, in 2000 ms); the reply starts afresh",
         ),
     );

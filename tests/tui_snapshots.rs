@@ -10,6 +10,7 @@ use serde_json::json;
 
 use agentty::app::state::{AppEffect, ScrollAction, StartupInfo};
 use agentty::config::RetryPolicy;
+use agentty::orchestrator::verdict::FailureVerdict;
 use agentty::orchestrator::{Command, OrchestratorEvent, TurnOutcome};
 use agentty::provider::StopProgress;
 use agentty::stream::{AgentMessage, Failure, StopStage, Usage};
@@ -238,12 +239,28 @@ fn stopping_interrupting_status() {
     insta::assert_snapshot!(chat.screen(60, 6, 1_100));
 }
 
+/// Attempt 1 of turn 1 fails with `failure`, judged as the orchestrator judges it with
+/// automatic retry off (the default).
+fn fail_attempt(chat: &mut Chat, ms: u64, failure: Failure) {
+    let verdict = FailureVerdict::judge(&RetryPolicy::default(), 1, &failure, false);
+    chat.message(ms, AgentMessage::Failed(failure));
+    chat.event(
+        ms,
+        OrchestratorEvent::FailureJudged {
+            turn: 1,
+            attempt: 1,
+            verdict,
+        },
+    );
+}
+
 fn failed_turn(chat: &mut Chat) {
     chat.start_turn(0, "Do the thing");
     chat.delta(100, "Working on it");
-    chat.message(
+    fail_attempt(
+        chat,
         900,
-        AgentMessage::Failed(Failure {
+        Failure {
             reason: agentty::stream::FailureReason::ExitNonzero,
             message: "the agent exited with status 1".into(),
             exit_code: Some(1),
@@ -251,7 +268,7 @@ fn failed_turn(chat: &mut Chat) {
             stderr: "Error: connection reset\n    at fetch (net.js:42)\n".into(),
             invalid_output_lines: vec!["not json at all".into()],
             ..Failure::default()
-        }),
+        },
     );
     chat.end(
         900,
@@ -415,15 +432,16 @@ fn escape_sequences_neutralised() {
             output: format!("out {HOSTILE}"),
         },
     );
-    chat.message(
+    fail_attempt(
+        &mut chat,
         50,
-        AgentMessage::Failed(Failure {
+        Failure {
             reason: agentty::stream::FailureReason::ExitNonzero,
             message: format!("msg {HOSTILE}"),
             stderr: format!("err {HOSTILE}"),
             invalid_output_lines: vec![format!("bad {HOSTILE}")],
             ..Failure::default()
-        }),
+        },
     );
     chat.message(
         60,

@@ -5,8 +5,8 @@
 
 use std::time::{Duration, Instant};
 
-use super::notice_kind::NoticeKind;
 use crate::sanitize::untrusted_owned;
+use crate::stream::NoticeKind;
 use crate::stream::{AgentMessage, Usage};
 
 /// The agent's phase within an attempt.
@@ -213,7 +213,10 @@ mod tests {
                 id: "a".into(),
                 error: String::new(),
             },
-            AgentMessage::notice(crate::stream::notice_kind::AGENT_RETRY, "pi is retrying"),
+            AgentMessage::notice(
+                crate::stream::NoticeKind::AgentRetry.wire(),
+                "pi is retrying",
+            ),
         ];
         for (index, message) in messages.iter().enumerate() {
             tracker.observe(message, at(start, 100 * index as u64));

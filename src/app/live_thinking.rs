@@ -8,9 +8,9 @@
 
 use std::collections::VecDeque;
 
-use super::notice_kind::NoticeKind;
 use super::transcript::{CellBody, CellId, InertText, ThoughtCell, Transcript};
 use crate::stream::AgentMessage;
+use crate::stream::NoticeKind;
 
 #[derive(Debug, Default)]
 pub struct LiveThinking {

@@ -23,7 +23,6 @@ pub(crate) mod live_thinking;
 pub mod mentions;
 pub mod menu;
 pub mod model_picker;
-pub mod notice_kind;
 pub(crate) mod pane;
 pub mod permission;
 pub mod provider_picker;

@@ -411,7 +411,7 @@ mod tests {
         };
         assert_eq!(
             draft.on_key(press(KeyCode::Enter), None, ()),
-            Step::Done(saved)
+            Step::Done((saved, NotifyMode::default()))
         );
         assert_eq!(draft.on_key(press(KeyCode::Esc), None, ()), Step::Close);
     }

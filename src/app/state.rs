@@ -128,6 +128,8 @@ pub struct TurnState {
     last_rejection: Option<String>,
     /// A notice for how the turn ended is already in the transcript.
     end_shown: bool,
+    /// The last failed attempt's notice, which the orchestrator's verdict completes.
+    failure_notice: Option<CellId>,
 }
 
 /// A permission request of the running turn, as asked.

@@ -44,9 +44,8 @@ use crate::view::{self, ChatView};
 
 /// Redraw period while something time-based is visible.
 const CLOCK_PERIOD: Duration = Duration::from_millis(250);
-/// Longest wait for the orchestrator to stop the agent when leaving (2 s grace + 5 s kill, and
-/// some slack).
-const SHUTDOWN_LIMIT: Duration = Duration::from_secs(10);
+// Longest wait for the orchestrator to stop the agent when leaving.
+use crate::process::timings::SHUTDOWN_LIMIT;
 /// The longest the loop spends on queued agent events before it looks at keys and frames.
 const EVENT_BATCH: Duration = Duration::from_millis(4);
 /// Consecutive draw failures after which the terminal is considered gone.

@@ -17,7 +17,7 @@ use crate::stream::{Failure, FailureReason};
 
 /// Whether a failed attempt is worth another try.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Retryability {
+pub enum Retryability {
     Retryable,
     NotRetryable,
     /// The agent lost the session it was asked to continue: go on in a fresh one, once.
@@ -26,7 +26,7 @@ pub(crate) enum Retryability {
 
 /// The verdict and a short human cause (shown in the retry countdown).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Classification {
+pub struct Classification {
     pub retryability: Retryability,
     pub cause: &'static str,
 }

@@ -27,7 +27,7 @@ use crate::provider::{
     AgentStream, AttemptRequest, Provider, SessionCheckpoint, SessionRef, StopControl, StopProgress,
 };
 use crate::snapshot::{SnapshotReply, SnapshotWorker};
-use crate::stream::{notice_kind, AgentMessage, Failure, FailureReason};
+use crate::stream::{AgentMessage, Failure, FailureReason, NoticeKind};
 
 /// What the orchestrator starts with.
 pub struct OrchestratorOptions {
@@ -464,7 +464,7 @@ impl Driver {
                         // user is told so.
                         self.emit(OrchestratorEvent::Notice {
                             turn,
-                            kind: notice_kind::PERMISSION_FEEDBACK.to_owned(),
+                            kind: NoticeKind::PermissionFeedback.wire().to_owned(),
                             message: message.clone(),
                         });
                         self.feedback
@@ -622,7 +622,7 @@ impl Driver {
     fn emit_snapshot_notice(&mut self, turn: TurnId, message: String) {
         self.emit(OrchestratorEvent::Notice {
             turn,
-            kind: notice_kind::SNAPSHOT.to_owned(),
+            kind: NoticeKind::Snapshot.wire().to_owned(),
             message,
         });
     }
@@ -720,7 +720,7 @@ impl Driver {
         self.fresh_session_next = false;
         self.emit(OrchestratorEvent::Notice {
             turn,
-            kind: notice_kind::FRESH_SESSION.to_owned(),
+            kind: NoticeKind::FreshSession.wire().to_owned(),
             message: "The failed attempt could not be undone in the agent's own session, so \
                       this attempt starts a fresh agent session (the agent does not remember \
                       the earlier turns; the transcript stays here)."

@@ -27,11 +27,11 @@
 //! - The machine has no clock: `ScheduleRetry` asks the driver for a timer that comes back as
 //!   `RetryDue`, which counts only if it names the retry still pending.
 
-use super::classify::{classify_failure, Retryability};
+use super::verdict::{FailureVerdict, NextStep};
 use super::{Command, OrchestratorEvent, TurnId, TurnOutcome};
 use crate::config::RetryPolicy;
 use crate::provider::{AgentSetting, Interjection, SessionRef, StopProgress};
-use crate::stream::{notice_kind, AgentMessage, Failure};
+use crate::stream::{AgentMessage, Failure, NoticeKind};
 
 /// What happens to the machine.
 #[derive(Debug, Clone, PartialEq)]
@@ -629,7 +629,12 @@ impl Machine {
                 }
                 AttemptEnd::Failed(failure) => self.after_failure(turn, attempt, failure, out),
             },
-            State::Stopping { turn, then, .. } => {
+            State::Stopping {
+                turn,
+                attempt,
+                then,
+                ..
+            } => {
                 // The user asked for a stop, so a failure that raced it is not retried.
                 let outcome = match end {
                     AttemptEnd::Completed => {
@@ -641,6 +646,11 @@ impl Machine {
                         TurnOutcome::Cancelled
                     }
                     AttemptEnd::Failed(failure) => {
+                        out.push(Effect::Emit(OrchestratorEvent::FailureJudged {
+                            turn: turn.id,
+                            attempt,
+                            verdict: FailureVerdict::stopped(&failure),
+                        }));
                         self.roll_back(&turn, out);
                         failed_outcome(failure)
                     }
@@ -673,7 +683,7 @@ impl Machine {
         let detail = failure.message.lines().next().unwrap_or("").trim();
         out.push(Effect::Emit(OrchestratorEvent::Notice {
             turn: turn.id,
-            kind: notice_kind::FRESH_SESSION.to_owned(),
+            kind: NoticeKind::FreshSession.wire().to_owned(),
             message: format!(
                 "The agent could not find {lost} ({detail}); continuing in a fresh agent session. \
                  The transcript stays here, but the agent does not remember the earlier turns."
@@ -712,42 +722,53 @@ impl Machine {
     }
 
     fn after_failure(&mut self, turn: Turn, attempt: u32, failure: Failure, out: &mut Vec<Effect>) {
-        let classification = classify_failure(&failure);
-        if classification.retryability == Retryability::FreshSession
-            && turn.session != SessionRef::New
-        {
-            self.continue_in_fresh_session(turn, attempt, &failure, out);
-            return;
-        }
-        self.roll_back(&turn, out);
-        let next_attempt = attempt + 1;
-        let retry = self.policy.enabled
-            && next_attempt <= self.policy.max_attempts
-            && classification.retryability == Retryability::Retryable;
-        if !retry {
-            self.end_turn(turn, failed_outcome(failure), AfterStop::Continue, out);
-            return;
-        }
-        let delay_ms = self.policy.delay_after_attempt_ms(attempt);
-        out.push(Effect::Emit(OrchestratorEvent::RetryScheduled {
+        let verdict = FailureVerdict::judge(
+            &self.policy,
+            attempt,
+            &failure,
+            turn.session != SessionRef::New,
+        );
+        out.push(Effect::Emit(OrchestratorEvent::FailureJudged {
             turn: turn.id,
-            attempt: next_attempt,
-            max_attempts: self.policy.max_attempts,
-            delay_ms,
-            reason: retry_reason(&failure, classification.cause),
+            attempt,
+            verdict: verdict.clone(),
         }));
-        out.push(Effect::ScheduleRetry {
-            turn: turn.id,
-            attempt: next_attempt,
-            delay_ms,
-        });
-        self.state = State::WaitingToRetry {
-            turn,
-            failed_attempt: attempt,
-            next_attempt,
-            delay_ms,
-            failure,
-        };
+        match verdict.next {
+            NextStep::FreshSession => self.continue_in_fresh_session(turn, attempt, &failure, out),
+            NextStep::RetryIn {
+                attempt: next_attempt,
+                max_attempts,
+                delay_ms,
+            } => {
+                self.roll_back(&turn, out);
+                out.push(Effect::Emit(OrchestratorEvent::RetryScheduled {
+                    turn: turn.id,
+                    attempt: next_attempt,
+                    max_attempts,
+                    delay_ms,
+                    reason: retry_reason(&failure, verdict.classification.cause),
+                }));
+                out.push(Effect::ScheduleRetry {
+                    turn: turn.id,
+                    attempt: next_attempt,
+                    delay_ms,
+                });
+                self.state = State::WaitingToRetry {
+                    turn,
+                    failed_attempt: attempt,
+                    next_attempt,
+                    delay_ms,
+                    failure,
+                };
+            }
+            NextStep::NotRetryable
+            | NextStep::RetryOff
+            | NextStep::GaveUp { .. }
+            | NextStep::Stopped => {
+                self.roll_back(&turn, out);
+                self.end_turn(turn, failed_outcome(failure), AfterStop::Continue, out);
+            }
+        }
     }
 
     fn retry_due(&mut self, turn_id: TurnId, attempt: u32, out: &mut Vec<Effect>) {

@@ -235,6 +235,21 @@ fn a_retryable_failure_schedules_the_next_attempt() {
                 attempt: 1,
                 message: rate_limited()
             }),
+            Effect::Emit(Ev::FailureJudged {
+                turn: 1,
+                attempt: 1,
+                verdict: FailureVerdict {
+                    classification: crate::orchestrator::classify::Classification {
+                        retryability: crate::orchestrator::classify::Retryability::Retryable,
+                        cause: "HTTP 429: rate limited",
+                    },
+                    next: NextStep::RetryIn {
+                        attempt: 2,
+                        max_attempts: 3,
+                        delay_ms: 2000
+                    },
+                },
+            }),
             Effect::Emit(Ev::RetryScheduled {
                 turn: 1,
                 attempt: 2,
@@ -366,8 +381,14 @@ fn a_non_retryable_failure_ends_the_turn_even_with_retry_on() {
     let mut machine = machine();
     submit(&mut machine, "hi");
     let effects = agent(&mut machine, 1, 1, unauthorised());
+    assert!(matches!(
+        &events(&effects)[1],
+        Ev::FailureJudged { turn: 1, attempt: 1, verdict }
+            if verdict.next == NextStep::NotRetryable
+                && verdict.classification.cause == "HTTP 401: not authenticated"
+    ));
     assert_eq!(
-        events(&effects)[1],
+        events(&effects)[2],
         ended(1, failed_outcome("401 Incorrect API key provided"))
     );
     assert!(actions(&effects).is_empty());
@@ -384,8 +405,12 @@ fn with_retry_off_a_turn_has_one_attempt() {
         max_attempts: 1
     })));
     let effects = agent(&mut machine, 1, 1, rate_limited());
+    assert!(matches!(
+        &events(&effects)[1],
+        Ev::FailureJudged { verdict, .. } if verdict.next == NextStep::RetryOff
+    ));
     assert_eq!(
-        events(&effects)[1],
+        events(&effects)[2],
         ended(1, failed_outcome("429 Too Many Requests"))
     );
     assert!(actions(&effects).is_empty());
@@ -458,8 +483,12 @@ fn a_failure_racing_a_user_stop_is_not_retried() {
     submit(&mut machine, "hi");
     command(&mut machine, Command::Stop);
     let effects = agent(&mut machine, 1, 1, rate_limited());
+    assert!(matches!(
+        &events(&effects)[1],
+        Ev::FailureJudged { verdict, .. } if verdict.next == NextStep::Stopped
+    ));
     assert_eq!(
-        events(&effects)[1],
+        events(&effects)[2],
         ended(1, failed_outcome("429 Too Many Requests"))
     );
     assert!(actions(&effects).is_empty());
@@ -1284,7 +1313,7 @@ fn a_lost_session_goes_on_at_once_in_a_fresh_one_with_a_notice() {
         })
         .collect();
     assert_eq!(notices.len(), 1);
-    assert_eq!(notices[0].0, notice_kind::FRESH_SESSION);
+    assert_eq!(notices[0].0, NoticeKind::FreshSession.wire());
     assert!(notices[0].1.contains("s-1"), "{}", notices[0].1);
     assert!(events(&effects).contains(&Ev::SessionChanged { session_id: None }));
     // The fresh session's id is carried once the attempt completes.

@@ -3,8 +3,9 @@
 //! It is the only place that retries. `fsm` is a pure state machine (events in, effects out, no
 //! IO, no clock); `driver` performs the effects (provider attempts, stop requests, retry timers)
 //! on a background task and talks to the UI or the headless runner through the typed channels
-//! below. `classify` decides which failures are worth a retry; `headless` runs one turn for
-//! `agentty run` with the same policy.
+//! below. `classify` decides which failures are worth a retry, `verdict` turns that and the
+//! policy into the one judgement of each failure (reported as `FailureJudged`, which the chat only
+//! renders); `headless` runs one turn for `agentty run` with the same policy.
 //!
 //! Behaviour the UI can rely on:
 //! - Each `Submit` is a turn (`TurnStarted`); each attempt is exactly one provider call
@@ -22,6 +23,7 @@ pub mod classify;
 pub mod driver;
 pub mod fsm;
 pub mod headless;
+pub mod verdict;
 
 use crate::config::RetryPolicy;
 use crate::provider::{AgentQueue, AgentStatus};
@@ -144,7 +146,7 @@ impl OrchestratorEvent {
                 *turn,
                 0,
                 Cow::Owned(AgentMessage::Notice {
-                    kind: crate::stream::notice_kind::UNDO.to_owned(),
+                    kind: crate::stream::NoticeKind::Undo.wire().to_owned(),
                     message: crate::snapshot::describe_undo(outcome),
                 }),
             )),
@@ -152,13 +154,14 @@ impl OrchestratorEvent {
                 rewind.turn,
                 0,
                 Cow::Owned(AgentMessage::Notice {
-                    kind: crate::stream::notice_kind::REWIND.to_owned(),
+                    kind: crate::stream::NoticeKind::Rewind.wire().to_owned(),
                     message: rewind.describe(),
                 }),
             )),
             OrchestratorEvent::TurnStarted { .. }
             | OrchestratorEvent::AttemptStarted { .. }
             | OrchestratorEvent::StopProgress { .. }
+            | OrchestratorEvent::FailureJudged { .. }
             | OrchestratorEvent::RetryCancelled { .. }
             | OrchestratorEvent::TurnEnded { .. }
             | OrchestratorEvent::QueueChanged { .. }
@@ -224,6 +227,15 @@ pub enum OrchestratorEvent {
     StopProgress {
         turn: TurnId,
         progress: StopProgress,
+    },
+    /// What the orchestrator decided about attempt `attempt`, which just failed (right after
+    /// its `terminal.failed` message, before the retry, fresh session or turn end it leads to).
+    /// The UI renders it; it is not part of the shared stream (`retry.scheduled` and the turn's
+    /// end carry what follows).
+    FailureJudged {
+        turn: TurnId,
+        attempt: u32,
+        verdict: verdict::FailureVerdict,
     },
     /// The next attempt starts after `delay_ms`, unless the user stops it.
     RetryScheduled {

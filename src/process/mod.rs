@@ -11,6 +11,7 @@ pub mod lines;
 pub mod orphans;
 mod redact;
 pub mod stop;
+pub mod timings;
 pub mod tree;
 
 use std::ffi::OsString;

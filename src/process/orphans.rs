@@ -23,8 +23,7 @@ use super::tree::{self, TreeIdentity};
 /// Where this agentty records its agents' markers (set once by the binary).
 static RECORDS: OnceLock<PathBuf> = OnceLock::new();
 
-/// How long a launch spends ending what a predecessor left.
-const REAP_LIMIT: Duration = Duration::from_secs(2);
+use super::timings::REAP_LIMIT;
 
 /// What a launch ended.
 #[derive(Debug, Default, PartialEq, Eq)]

@@ -4,6 +4,8 @@
 //! 2. Grace: up to 2 s (from the interrupt) for the agent to exit on its own.
 //! 3. Kill: SIGKILL the whole tree, then up to 5 s to confirm it is gone.
 //!
+//! The durations are in `super::timings`.
+//!
 //! A second stop request skips the rest of the grace. Whatever ended the agent, the tree is
 //! killed afterwards, so nothing it started survives it.
 
@@ -16,16 +18,12 @@ use tokio::process::{Child, ChildStdin};
 use tokio::sync::oneshot;
 
 use super::control::{StopControl, StopProgress};
+use super::timings::TREE_KILL_DEADLINE;
 use super::tree::{self, TreeIdentity};
 use super::ExitReport;
 use crate::stream::StopStage;
 
-/// An agent that exits within this window after the interrupt counts as having honoured it.
-pub(crate) const INTERRUPT_WINDOW: Duration = Duration::from_millis(250);
-/// How long the agent may take to exit after the interrupt before it is killed.
-pub(crate) const GRACE_PERIOD: Duration = Duration::from_secs(2);
-/// How long to wait for the kill to be confirmed.
-pub(crate) const KILL_CONFIRM: Duration = Duration::from_secs(5);
+use super::timings::{INTERRUPT_WINDOW, KILL_CONFIRM, STOP_GRACE};
 /// The Ctrl+C byte.
 const INTERRUPT_BYTE: u8 = 0x03;
 
@@ -38,7 +36,7 @@ struct TreeGuard {
 impl Drop for TreeGuard {
     fn drop(&mut self) {
         if self.armed {
-            tree::kill_tree(&self.tree, Instant::now() + Duration::from_secs(2));
+            tree::kill_tree(&self.tree, Instant::now() + TREE_KILL_DEADLINE);
             tree::unregister(&self.tree);
         }
     }
@@ -117,7 +115,7 @@ async fn three_stage_stop(
         return (status, StopStage::Interrupt);
     }
     stop.set_progress(StopProgress::Waiting);
-    if let Some(status) = wait_exit(child, stop, started + GRACE_PERIOD).await {
+    if let Some(status) = wait_exit(child, stop, started + STOP_GRACE).await {
         return (status, StopStage::Grace);
     }
 

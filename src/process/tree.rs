@@ -263,7 +263,7 @@ pub fn kill_all_trees_now() -> usize {
         Ok(trees) => trees.clone(),
         Err(poisoned) => poisoned.into_inner().clone(),
     };
-    let deadline = Instant::now() + Duration::from_secs(2);
+    let deadline = Instant::now() + super::timings::TREE_KILL_DEADLINE;
     trees.iter().map(|tree| kill_tree(tree, deadline)).sum()
 }
 

@@ -27,7 +27,7 @@ impl DemoBackend {
 
 impl Backend for DemoBackend {
     fn name(&self) -> &'static str {
-        "demo"
+        crate::provider::ProviderKind::Demo.name()
     }
 
     fn spawn_spec(&self, request: &AttemptRequest) -> SpawnSpec {
@@ -63,7 +63,10 @@ impl Backend for DemoBackend {
     }
 
     fn mapper(&self, request: &AttemptRequest) -> Box<dyn Mapper> {
-        Box::new(PiMapper::new("demo", request.session != SessionRef::New))
+        Box::new(PiMapper::new(
+            crate::provider::ProviderKind::Demo.name(),
+            request.session != SessionRef::New,
+        ))
     }
 
     fn lost_session_phrases(&self) -> &'static [&'static str] {

@@ -13,7 +13,8 @@ use tokio::time::Instant;
 
 use super::errors;
 use super::{
-    AgentOutcome, AgentStream, AttemptRequest, Backend, ExitFacts, LineVerdict, Mapper, StopControl,
+    AgentOutcome, AgentStream, AttemptRequest, Backend, ExitFacts, LineVerdict, Mapper, Provider,
+    SessionCheckpoint, StopControl,
 };
 use crate::process::{self, ExitReport, Line, LineRef};
 use crate::stream::{AgentMessage, Failure, FailureReason, StopStage};
@@ -478,4 +479,36 @@ fn signal_name(signal: i32) -> &'static str {
     nix::sys::signal::Signal::try_from(signal)
         .map(|signal| signal.as_str())
         .unwrap_or("unknown signal")
+}
+
+/// The provider for any backend: spawn, map, end with exactly one terminal message.
+pub struct CliProvider {
+    backend: Arc<dyn Backend>,
+}
+
+impl CliProvider {
+    pub fn new(backend: impl Backend) -> Self {
+        Self {
+            backend: Arc::new(backend),
+        }
+    }
+
+    /// The provider for a backend that is shared (with an RPC provider, say).
+    pub fn from_arc(backend: Arc<dyn Backend>) -> Self {
+        Self { backend }
+    }
+}
+
+impl Provider for CliProvider {
+    fn name(&self) -> &str {
+        self.backend.name()
+    }
+
+    fn execute(&self, request: AttemptRequest, stop: StopControl) -> AgentStream {
+        run_attempt(self.backend.clone(), request, stop)
+    }
+
+    fn checkpoint(&self, request: &AttemptRequest) -> Option<SessionCheckpoint> {
+        SessionCheckpoint::of_session(self.backend.as_ref(), request)
+    }
 }

@@ -343,6 +343,7 @@ impl SessionLogWriter {
             OrchestratorEvent::ShutDown => self.flush(),
             OrchestratorEvent::AttemptStarted { .. }
             | OrchestratorEvent::StopProgress { .. }
+            | OrchestratorEvent::FailureJudged { .. }
             | OrchestratorEvent::RetryCancelled { .. }
             | OrchestratorEvent::QueueChanged { .. }
             | OrchestratorEvent::AgentQueueChanged(_)

@@ -21,7 +21,7 @@ use agentty::orchestrator::{
 use agentty::provider::{
     AgentStream, AttemptRequest, CliProvider, Provider, SessionRef, StopControl,
 };
-use agentty::stream::{notice_kind, AgentMessage, Failure, StopStage, Usage};
+use agentty::stream::{AgentMessage, Failure, NoticeKind, StopStage, Usage};
 use futures::StreamExt;
 use serde_json::Value;
 use tempfile::TempDir;
@@ -512,7 +512,7 @@ pub fn assert_turn(events: &[OrchestratorEvent], attempts: usize) -> Vec<Option<
     let fresh: Vec<&OrchestratorEvent> = events
         .iter()
         .filter(|event| {
-            matches!(event, OrchestratorEvent::Notice { kind, .. } if kind == notice_kind::FRESH_SESSION)
+            matches!(event, OrchestratorEvent::Notice { kind, .. } if kind == NoticeKind::FreshSession.wire())
         })
         .collect();
     assert!(fresh.is_empty(), "no fresh-session fallback: {fresh:#?}");

@@ -6,7 +6,7 @@
 #![allow(dead_code, unused_macros)]
 
 use agentty::provider::{AgentOutcome, ExitFacts, LineVerdict, Mapper};
-use agentty::stream::{notice_kind, AgentMessage};
+use agentty::stream::{AgentMessage, NoticeKind};
 
 use crate::captures::{Channel, RecordedRun};
 
@@ -155,7 +155,9 @@ pub fn stream_violations(messages: &[AgentMessage]) -> Vec<String> {
     for message in messages {
         match message {
             AgentMessage::Assistant { delta } => text.push_str(delta),
-            AgentMessage::Notice { kind, .. } if kind == notice_kind::AGENT_RETRY => text.clear(),
+            AgentMessage::Notice { kind, .. } if kind == NoticeKind::AgentRetry.wire() => {
+                text.clear()
+            }
             _ => {}
         }
     }

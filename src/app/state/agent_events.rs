@@ -9,7 +9,6 @@ use serde_json::Value;
 use super::{plural, AppEffect, AppState, AskedPermission, StopState, TurnState};
 use crate::app::activity::PhaseTracker;
 use crate::app::failure_text::{failure_facts, failure_headline, next_step};
-use crate::app::notice_kind::NoticeKind;
 use crate::app::permission::{
     permission_cell, resolved_outcome, unseen_request_cell, PermissionPrompt,
 };
@@ -22,6 +21,7 @@ use crate::orchestrator::{Command, OrchestratorEvent, TurnId, TurnOutcome};
 use crate::provider::AgentQueue;
 use crate::provider::StopProgress;
 use crate::sanitize::untrusted_owned;
+use crate::stream::NoticeKind;
 use crate::stream::{
     AgentMessage, Failure, PermissionOptionKind, PermissionRequest, PermissionResolver, PlanEntry,
     StopStage,
@@ -55,6 +55,7 @@ impl AppState {
                     permissions: HashMap::new(),
                     last_rejection: None,
                     end_shown: false,
+                    failure_notice: None,
                 });
             }
             OrchestratorEvent::AttemptStarted {
@@ -94,6 +95,20 @@ impl AppState {
                             since: now,
                         }),
                     };
+                }
+            }
+            OrchestratorEvent::FailureJudged { turn, verdict, .. } => {
+                let notice = self
+                    .turn
+                    .as_mut()
+                    .filter(|running| running.id == turn)
+                    .and_then(|running| running.failure_notice.take());
+                if let (Some(id), Some(step)) = (notice, next_step(&verdict)) {
+                    self.transcript.update(id, |body| {
+                        if let CellBody::Notice(notice) = body {
+                            notice.message.push_str(&format!(" · {step}"));
+                        }
+                    });
                 }
             }
             OrchestratorEvent::RetryScheduled {
@@ -447,8 +462,9 @@ impl AppState {
                     NoticeKind::Warning | NoticeKind::FreshSession => {
                         self.notice(NoticeLevel::Warning, message);
                     }
-                    NoticeKind::Other(other) => {
-                        self.notice(NoticeLevel::Info, format!("{other}: {message}"));
+                    // Shown with its kind (an unknown one as it arrived; the notice makes it inert).
+                    other => {
+                        self.notice(NoticeLevel::Info, format!("{}: {message}", other.wire()));
                     }
                 }
             }
@@ -800,17 +816,11 @@ impl AppState {
             notice.details_summary = facts.join(" · ").into();
             notice.details = sections;
         }
-        let (attempt, max_attempts) = self
-            .turn
-            .as_ref()
-            .map_or((1, 1), |turn| (turn.attempt, turn.max_attempts));
-        if let Some(step) = next_step(failure, &self.retry_policy, attempt, max_attempts) {
-            notice.message.push_str(&format!(" · {step}"));
-        }
         self.close_assistant();
-        self.transcript.push(CellBody::Notice(notice));
+        let id = self.transcript.push(CellBody::Notice(notice));
         if let Some(turn) = self.turn.as_mut() {
             turn.end_shown = true;
+            turn.failure_notice = Some(id);
         }
     }
 

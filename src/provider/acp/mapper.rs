@@ -193,7 +193,7 @@ impl AcpMapper {
                 {
                     // Gemini CLI says its approval mode changed as answer text; it is not.
                     out.push(AgentMessage::Notice {
-                        kind: crate::stream::notice_kind::MODE_CHANGED.to_owned(),
+                        kind: crate::stream::NoticeKind::ModeChanged.wire().to_owned(),
                         message: format!("The agent is now in {} mode", mode.trim()),
                     });
                     return LineVerdict::Event;

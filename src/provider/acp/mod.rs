@@ -45,14 +45,13 @@ use crate::provider::live_process::{InBandStop, LiveItem, LiveSession, LiveSlot,
 use crate::provider::runner::{spawn_attempt, AttemptMapping, AttemptSink};
 use crate::provider::{AgentStream, AttemptRequest, Backend, Provider, SessionCheckpoint};
 use crate::stream::{
-    notice_kind, AgentMessage, PermissionOptionKind, PermissionRequest, PermissionResolver,
+    AgentMessage, NoticeKind, PermissionOptionKind, PermissionRequest, PermissionResolver,
     PERMISSION_CANCELLED,
 };
 
 /// Stage 0 of the stop: how long a `session/cancel` may take to end the turn.
-pub(crate) const CANCEL_GRACE: Duration = Duration::from_secs(2);
-/// How long the tools a stopped turn left behind may take to die.
-const STRAY_KILL_DEADLINE: Duration = Duration::from_secs(2);
+pub(crate) const CANCEL_GRACE: Duration = crate::process::timings::IN_BAND_CANCEL_GRACE;
+use crate::process::timings::STRAY_KILL_DEADLINE;
 /// JSON-RPC's "method not found".
 const METHOD_NOT_FOUND: i64 = -32601;
 
@@ -422,7 +421,7 @@ impl AcpAttempt {
                 if self.policy == PermissionPolicy::Deny {
                     self.sink
                         .send(AgentMessage::notice(
-                            notice_kind::PERMISSION_REFUSED,
+                            NoticeKind::PermissionRefused.wire(),
                             format!(
                                 "Refused without asking: {} ({}). The {} provider's permission \
                                  policy is deny; allow it with `--permissions allow`, or \

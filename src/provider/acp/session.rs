@@ -28,9 +28,6 @@ use crate::stream::{AgentMessage, FailureReason};
 /// How long a starting agent may take to answer `initialize` and open its session (the Claude
 /// adapter starts Claude Code inside `session/new`: about 1.2 s here, far more on a cold disk).
 const START_TIMEOUT: Duration = Duration::from_secs(60);
-/// After stdin closes, how long the agent may take to exit before it is stopped (the Claude
-/// and Codex adapters never exit on EOF).
-const EXIT_AFTER_CLOSE: Duration = Duration::from_millis(500);
 /// After `session/load`, how long the agent must be quiet before its history replay counts
 /// as over (Gemini CLI replays a long session in a few milliseconds).
 const HISTORY_QUIET: Duration = Duration::from_millis(100);
@@ -488,7 +485,9 @@ impl LiveSession for AcpSession {
             ..
         } = self;
         drop(connection);
-        process.close(EXIT_AFTER_CLOSE).await;
+        process
+            .close(crate::process::timings::EXIT_AFTER_CLOSE_ACP)
+            .await;
     }
 }
 

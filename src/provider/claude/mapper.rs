@@ -36,10 +36,10 @@ use crate::provider::reconcile::{SnapshotDelta, SnapshotReconciler};
 use crate::provider::session_header::SessionHeader;
 use crate::provider::tool_calls::{ToolCalls, ToolEnding};
 use crate::provider::{AgentOutcome, ExitFacts, LineVerdict, Mapper};
-use crate::stream::{notice_kind, AgentMessage, FailureReason, Usage};
+use crate::stream::{AgentMessage, FailureReason, NoticeKind, Usage};
 
 /// The `provider` named in `session.*` messages.
-const PROVIDER: &str = "claude";
+const PROVIDER: &str = crate::provider::ProviderKind::Claude.name();
 /// The model name of the CLI's own error messages.
 const SYNTHETIC_MODEL: &str = "<synthetic>";
 const TOOL_USE_STOP: &str = "tool_use";
@@ -150,7 +150,7 @@ impl ClaudeMapper {
             }
             Some("api_retry") => {
                 out.push(AgentMessage::notice(
-                    notice_kind::AGENT_RETRY,
+                    NoticeKind::AgentRetry.wire(),
                     retry_notice(&line),
                 ));
                 LineVerdict::Event
@@ -291,7 +291,7 @@ impl ClaudeMapper {
             // Shorter than what was streamed, or different: the complete block wins.
             SnapshotDelta::Unchanged | SnapshotDelta::Diverged { .. } => {
                 out.push(AgentMessage::notice(
-                    notice_kind::SUPERSEDED,
+                    NoticeKind::Superseded.wire(),
                     "Claude Code's final reply differs from the text streamed so far \
                      (the stream was cut or lines were lost); the final reply follows",
                 ));
@@ -311,7 +311,7 @@ impl ClaudeMapper {
         };
         if !pending.shown.shown().is_empty() {
             out.push(AgentMessage::notice(
-                notice_kind::SUPERSEDED,
+                NoticeKind::Superseded.wire(),
                 "Claude Code gave up the reply it was streaming (the stream was cut); \
                  that text is not part of the answer",
             ));
@@ -373,7 +373,7 @@ impl ClaudeMapper {
         self.tools.release_thoughts(&mut self.thoughts, out);
         if !self.two_way && !line.permission_denials.is_empty() {
             out.push(AgentMessage::notice(
-                notice_kind::PERMISSION_REFUSED,
+                NoticeKind::PermissionRefused.wire(),
                 denials_notice(&line.permission_denials),
             ));
         }
@@ -742,7 +742,7 @@ mod tests {
             ],
         );
         assert!(
-            matches!(&out[1], AgentMessage::Notice { kind, .. } if kind == notice_kind::SUPERSEDED)
+            matches!(&out[1], AgentMessage::Notice { kind, .. } if kind == NoticeKind::Superseded.wire())
         );
         assert_eq!(
             out[2],
@@ -771,7 +771,7 @@ mod tests {
         );
         assert_eq!(out.len(), 3);
         assert!(
-            matches!(&out[1], AgentMessage::Notice { kind, .. } if kind == notice_kind::SUPERSEDED)
+            matches!(&out[1], AgentMessage::Notice { kind, .. } if kind == NoticeKind::Superseded.wire())
         );
         assert_eq!(
             out[2],

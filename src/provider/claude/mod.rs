@@ -83,7 +83,7 @@ pub(crate) fn session_args(session: &SessionRef) -> Vec<String> {
 
 impl Backend for ClaudeBackend {
     fn name(&self) -> &'static str {
-        "claude"
+        crate::provider::ProviderKind::Claude.name()
     }
 
     fn spawn_spec(&self, request: &AttemptRequest) -> SpawnSpec {

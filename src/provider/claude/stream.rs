@@ -58,16 +58,16 @@ use crate::provider::{
     SessionRef, Transport,
 };
 use crate::stream::{
-    notice_kind, AgentMessage, FailureReason, PermissionOptionKind, PermissionResolver,
+    AgentMessage, FailureReason, NoticeKind, PermissionOptionKind, PermissionResolver,
     PERMISSION_CANCELLED,
 };
 
 /// Stage 0 of the stop: how long an `interrupt` may take to end the turn (measured: ~5 ms).
-pub(crate) const INTERRUPT_GRACE: Duration = Duration::from_secs(2);
+pub(crate) const INTERRUPT_GRACE: Duration = crate::process::timings::IN_BAND_CANCEL_GRACE;
 /// How long a starting CLI may take to answer `initialize` (a cold start is about 1.1 s).
 const START_TIMEOUT: Duration = Duration::from_secs(60);
-/// After a failed attempt, how long the CLI may take to exit once its stdin is closed.
-const EXIT_AFTER_CLOSE: Duration = Duration::from_secs(2);
+// After a failed attempt, how long the CLI may take to exit once its stdin is closed.
+use crate::process::timings::EXIT_AFTER_CLOSE;
 /// After a turn's result, how long the CLI may take to begin the turn of steering it did not
 /// take during that turn.
 const QUEUED_TURN_START: Duration = Duration::from_secs(2);
@@ -809,7 +809,7 @@ impl StreamAttempt {
                                 if let Some(at) = untaken.iter().position(|sent| *sent == text) {
                                     untaken.remove(at);
                                     self.shared.queue.send_replace(AgentQueue { steering: untaken.clone(), ..AgentQueue::default() });
-                                    self.sink.send(AgentMessage::notice(notice_kind::STEER_DELIVERED, text)).await;
+                                    self.sink.send(AgentMessage::notice(NoticeKind::SteerDelivered.wire(), text)).await;
                                 }
                             }
                             Side::Init { session_id, mode } => {
@@ -867,7 +867,7 @@ impl StreamAttempt {
                 Some(input) = inputs.recv() => match input {
                 UserInput::Steer(text) => {
                     if stop.is_sent() {
-                        self.sink.send(AgentMessage::notice(notice_kind::WARNING, format!("Not delivered to the agent (the turn is stopping): {text}"))).await;
+                        self.sink.send(AgentMessage::notice(NoticeKind::Warning.wire(), format!("Not delivered to the agent (the turn is stopping): {text}"))).await;
                     } else if session.control.user(&text) {
                         untaken.push(text);
                         self.shared.queue.send_replace(AgentQueue { steering: untaken.clone(), ..AgentQueue::default() });
@@ -906,7 +906,7 @@ impl StreamAttempt {
         self.shared.queue.send_replace(AgentQueue::default());
         for text in untaken {
             out.push(AgentMessage::notice(
-                notice_kind::WARNING,
+                NoticeKind::Warning.wire(),
                 format!("Not delivered to the agent (the turn ended first): {text}"),
             ));
         }
@@ -985,7 +985,7 @@ impl StreamAttempt {
                 let name = self.backend.name().to_owned();
                 self.sink
                     .send(AgentMessage::notice(
-                        notice_kind::PERMISSION_REFUSED,
+                        NoticeKind::PermissionRefused.wire(),
                         format!(
                             "Refused without asking: {} ({}). The {name} provider's permission \
                              policy is deny; allow it with `--permissions allow`, or \

@@ -22,9 +22,9 @@ use crate::provider::http_status::http_status_in;
 use crate::provider::session_header::SessionHeader;
 use crate::provider::tool_calls::{ToolCalls, ToolEnding};
 use crate::provider::{AgentOutcome, ExitFacts, LineVerdict, Mapper};
-use crate::stream::{notice_kind, AgentMessage, FailureReason, Usage};
+use crate::stream::{AgentMessage, FailureReason, NoticeKind, Usage};
 
-const PROVIDER: &str = "codex";
+const PROVIDER: &str = crate::provider::ProviderKind::Codex.name();
 /// The stop reason of a turn Codex reports as `turn.completed` (it gives none of its own).
 const TURN_COMPLETED: &str = "completed";
 /// How Codex's own stream retries announce themselves: `Reconnecting... 2/5 (<reason>)`.
@@ -250,7 +250,7 @@ impl CodexMapper {
                 let message = text_or_empty(&event.message);
                 if message.starts_with(RECONNECTING_PREFIX) {
                     out.push(AgentMessage::notice(
-                        notice_kind::AGENT_RETRY,
+                        NoticeKind::AgentRetry.wire(),
                         format!("Codex: {message}"),
                     ));
                 } else {
@@ -300,7 +300,7 @@ impl CodexMapper {
             }
             ("error", ItemPhase::Completed) => {
                 out.push(AgentMessage::notice(
-                    notice_kind::WARNING,
+                    NoticeKind::Warning.wire(),
                     format!("Codex: {}", text_or_empty(&item.message)),
                 ));
                 LineVerdict::Event

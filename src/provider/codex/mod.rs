@@ -107,7 +107,7 @@ impl CodexBackend {
 
 impl Backend for CodexBackend {
     fn name(&self) -> &'static str {
-        "codex"
+        crate::provider::ProviderKind::Codex.name()
     }
 
     fn spawn_spec(&self, request: &AttemptRequest) -> SpawnSpec {

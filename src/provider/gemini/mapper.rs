@@ -29,9 +29,9 @@ use crate::provider::http_status::http_status_in;
 use crate::provider::session_header::SessionHeader;
 use crate::provider::tool_calls::{ToolCalls, ToolEnding};
 use crate::provider::{AgentOutcome, ExitFacts, LineVerdict, Mapper};
-use crate::stream::{notice_kind, AgentMessage, FailureReason, Usage};
+use crate::stream::{AgentMessage, FailureReason, NoticeKind, Usage};
 
-const PROVIDER: &str = "gemini";
+const PROVIDER: &str = crate::provider::ProviderKind::Gemini.name();
 /// The stop reason of a run whose `result` says `success`.
 const RESULT_SUCCESS: &str = "success";
 /// The `result` error type of a run cancelled by Ctrl+C on a terminal: the agent confirming
@@ -134,7 +134,7 @@ impl Mapper for GeminiMapper {
     fn map_stderr_line(&mut self, line: &str, out: &mut Vec<AgentMessage>) {
         if let Some(retry) = retry_announcement(line) {
             out.push(AgentMessage::notice(
-                notice_kind::AGENT_RETRY,
+                NoticeKind::AgentRetry.wire(),
                 format!("Gemini CLI: {retry}"),
             ));
         }
@@ -214,7 +214,7 @@ impl GeminiMapper {
                 let message = text_or_empty(&event.message);
                 if event.severity.as_ref().map(Text::as_str) == Some("warning") {
                     out.push(AgentMessage::notice(
-                        notice_kind::WARNING,
+                        NoticeKind::Warning.wire(),
                         format!("Gemini CLI: {message}"),
                     ));
                 } else {

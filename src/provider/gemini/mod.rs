@@ -89,7 +89,7 @@ impl GeminiBackend {
 
 impl Backend for GeminiBackend {
     fn name(&self) -> &'static str {
-        "gemini"
+        crate::provider::ProviderKind::Gemini.name()
     }
 
     fn spawn_spec(&self, request: &AttemptRequest) -> SpawnSpec {

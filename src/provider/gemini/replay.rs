@@ -27,7 +27,7 @@
 //! ever repeats the response being streamed.
 
 use crate::provider::reconcile::{SnapshotDelta, SnapshotReconciler};
-use crate::stream::{notice_kind, AgentMessage};
+use crate::stream::{AgentMessage, NoticeKind};
 
 /// How many deltas a pass must repeat before it is taken for a retry rather than for ordinary
 /// text that repeats the response's first words.
@@ -103,7 +103,7 @@ impl ReplayGuard {
                     pass.text.push_str(delta);
                     self.retries += 1;
                     out.push(AgentMessage::notice(
-                        notice_kind::AGENT_RETRY,
+                        NoticeKind::AgentRetry.wire(),
                         format!(
                             "Gemini CLI lost the response stream and retried (retry {}); \
                              the new answer differs and replaces the partial one",
@@ -186,7 +186,7 @@ impl ReplayGuard {
     fn confirm_replay(&mut self, out: &mut Vec<AgentMessage>) {
         self.retries += 1;
         out.push(AgentMessage::notice(
-            notice_kind::WARNING,
+            NoticeKind::Warning.wire(),
             format!(
                 "Gemini CLI lost the response stream and retried (retry {}); \
                  the text it sent again is shown once",

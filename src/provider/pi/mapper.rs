@@ -37,7 +37,7 @@ use crate::provider::reconcile::{ShownDigest, SnapshotDelta, SnapshotReconciler}
 use crate::provider::session_header::SessionHeader;
 use crate::provider::tool_calls::{ToolCalls, ToolEnding};
 use crate::provider::{AgentOutcome, ExitFacts, LineVerdict, Mapper};
-use crate::stream::{notice_kind, AgentMessage, FailureReason, Usage};
+use crate::stream::{AgentMessage, FailureReason, NoticeKind, Usage};
 
 /// pi's `stopReason` for a message that asked for tools (the turn goes on).
 const STOP_TOOL_USE: &str = "toolUse";
@@ -237,7 +237,7 @@ impl PiMapper {
             "auto_retry_start" => {
                 let event: RetryStart = serde_json::from_str(line)?;
                 out.push(AgentMessage::notice(
-                    notice_kind::AGENT_RETRY,
+                    NoticeKind::AgentRetry.wire(),
                     event.describe(),
                 ));
                 // The failed try is being retried: it is neither the outcome nor a base for text.
@@ -465,7 +465,7 @@ impl PiMapper {
 
 fn supersede(block: &mut TextBlock, authoritative: &str, out: &mut Vec<AgentMessage>) {
     out.push(AgentMessage::notice(
-        notice_kind::SUPERSEDED,
+        NoticeKind::Superseded.wire(),
         "pi's final text for this reply differs from what was streamed; the final text follows",
     ));
     block.shown.replace(authoritative);
@@ -946,7 +946,7 @@ mod tests {
             out[1..],
             [
                 AgentMessage::notice(
-                    notice_kind::SUPERSEDED,
+                    NoticeKind::Superseded.wire(),
                     "pi's final text for this reply differs from what was streamed; the final text follows"
                 ),
                 AgentMessage::Assistant {
@@ -968,7 +968,7 @@ mod tests {
                 ],
             );
             assert!(
-                matches!(&out[2], AgentMessage::Notice { kind, .. } if kind == notice_kind::SUPERSEDED),
+                matches!(&out[2], AgentMessage::Notice { kind, .. } if kind == NoticeKind::Superseded.wire()),
                 "{contradicting}: {out:?}"
             );
             assert_eq!(out[3].assistant_delta(), Some(contradicting));
@@ -984,7 +984,7 @@ mod tests {
             ],
         );
         assert!(
-            matches!(&out[1], AgentMessage::Notice { kind, .. } if kind == notice_kind::SUPERSEDED)
+            matches!(&out[1], AgentMessage::Notice { kind, .. } if kind == NoticeKind::Superseded.wire())
         );
         assert_eq!(
             out[2],
@@ -1294,7 +1294,7 @@ mod tests {
         assert_eq!(
             out[0],
             AgentMessage::notice(
-                notice_kind::AGENT_RETRY,
+                NoticeKind::AgentRetry.wire(),
                 "pi is retrying on its own after \"429 rate limited\" (retry 1 of 3, in 2000 ms); the reply starts afresh"
             )
         );
@@ -1426,7 +1426,7 @@ mod tests {
             ]
         );
         assert!(
-            matches!(&out[2], AgentMessage::Notice { kind, .. } if kind == notice_kind::SUPERSEDED)
+            matches!(&out[2], AgentMessage::Notice { kind, .. } if kind == NoticeKind::Superseded.wire())
         );
         assert_eq!(
             out[3..],

@@ -103,7 +103,7 @@ fn prompt_argument(prompt: &str) -> OsString {
 
 impl Backend for PiBackend {
     fn name(&self) -> &'static str {
-        "pi"
+        crate::provider::ProviderKind::Pi.name()
     }
 
     fn spawn_spec(&self, request: &AttemptRequest) -> SpawnSpec {
@@ -117,7 +117,7 @@ impl Backend for PiBackend {
 
     fn mapper(&self, request: &AttemptRequest) -> Box<dyn Mapper> {
         Box::new(mapper::PiMapper::new(
-            "pi",
+            crate::provider::ProviderKind::Pi.name(),
             request.session != SessionRef::New,
         ))
     }

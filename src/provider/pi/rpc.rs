@@ -40,17 +40,17 @@ use crate::provider::{
     AgentQueue, AgentSetting, AgentStatus, AgentStream, AttemptRequest, Backend, ContextUse,
     Interjection, ModelChoice, Provider, SessionCheckpoint, SessionRef,
 };
-use crate::stream::{notice_kind, AgentMessage, Failure, FailureReason};
+use crate::stream::{AgentMessage, Failure, FailureReason, NoticeKind};
 
 /// Stage 0 of the stop: how long an `abort` may take to end the turn.
-pub(crate) const ABORT_GRACE: Duration = Duration::from_secs(2);
+pub(crate) const ABORT_GRACE: Duration = crate::process::timings::IN_BAND_CANCEL_GRACE;
 /// How long a starting pi may take to answer `get_state` (a cold start is about 1.2 s).
 const START_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long pi may take to switch to (or open) a session in the running process; a pi that
 /// does not know the command answers without the id, so the wait ends here and pi restarts.
 const SWITCH_TIMEOUT: Duration = Duration::from_secs(5);
-/// After a failed attempt, how long pi may take to exit once its stdin is closed.
-const EXIT_AFTER_CLOSE: Duration = Duration::from_secs(2);
+// After a failed attempt, how long pi may take to exit once its stdin is closed.
+use crate::process::timings::EXIT_AFTER_CLOSE;
 
 /// The RPC transport of a pi-speaking backend (pi itself, or the demo agent).
 pub struct RpcProvider {
@@ -729,7 +729,7 @@ impl RpcAttempt {
         let undelivered = self.queue.send_replace(AgentQueue::default());
         for text in undelivered.steering.iter().chain(&undelivered.follow_up) {
             out.push(AgentMessage::notice(
-                notice_kind::WARNING,
+                NoticeKind::Warning.wire(),
                 format!("Not delivered to the agent (the turn ended first): {text}"),
             ));
         }
@@ -778,12 +778,12 @@ impl RpcAttempt {
                 // What left pi's queue was delivered (abort does not clear it).
                 for (kind, was, is) in [
                     (
-                        notice_kind::STEER_DELIVERED,
+                        NoticeKind::SteerDelivered.wire(),
                         &before.steering,
                         &now.steering,
                     ),
                     (
-                        notice_kind::FOLLOW_UP_DELIVERED,
+                        NoticeKind::FollowUpDelivered.wire(),
                         &before.follow_up,
                         &now.follow_up,
                     ),
@@ -800,7 +800,7 @@ impl RpcAttempt {
                     let error = value["error"].as_str().unwrap_or("no reason given");
                     self.sink
                         .send(AgentMessage::notice(
-                            notice_kind::WARNING,
+                            NoticeKind::Warning.wire(),
                             format!("pi refused `{command}`: {error}"),
                         ))
                         .await;

@@ -28,7 +28,7 @@ use serde_json::{json, Value};
 use crate::provider::mapper::{AgentOutcome, ExitFacts, LineVerdict, Mapper};
 use crate::provider::tool_calls::{ToolCalls, ToolEnding};
 use crate::stream::{
-    notice_kind, AgentMessage, FailureReason, FileDiff, PermissionOption, PermissionOptionKind,
+    AgentMessage, FailureReason, FileDiff, NoticeKind, PermissionOption, PermissionOptionKind,
     PermissionRequest, Usage,
 };
 
@@ -169,12 +169,12 @@ impl AppServerMapper {
                     .as_str()
                     .or_else(|| params["summary"].as_str())
                     .unwrap_or("Codex warned without saying why");
-                out.push(AgentMessage::notice(notice_kind::WARNING, message));
+                out.push(AgentMessage::notice(NoticeKind::Warning.wire(), message));
             }
             "error" => {
                 let message = params["error"]["message"].as_str().unwrap_or("error");
                 if params["willRetry"] == true {
-                    out.push(AgentMessage::notice(notice_kind::AGENT_RETRY, message));
+                    out.push(AgentMessage::notice(NoticeKind::AgentRetry.wire(), message));
                 }
             }
             "turn/completed" => self.turn_completed(&params["turn"], out),
@@ -196,7 +196,10 @@ impl AppServerMapper {
                     self.prompt = text;
                 } else if !text.is_empty() && text != self.prompt {
                     // A message given mid-turn (`turn/steer`) reached the model.
-                    out.push(AgentMessage::notice(notice_kind::STEER_DELIVERED, text));
+                    out.push(AgentMessage::notice(
+                        NoticeKind::SteerDelivered.wire(),
+                        text,
+                    ));
                 }
             }
             kind => {
@@ -247,7 +250,7 @@ impl AppServerMapper {
             // The user's refusal ended the turn (not a stop): the turn is over, and says why.
             "interrupted" if self.refused_and_stopped => {
                 out.push(AgentMessage::notice(
-                    notice_kind::WARNING,
+                    NoticeKind::Warning.wire(),
                     "Codex stopped the turn: you refused what it asked to do.",
                 ));
                 AgentOutcome::Completed {

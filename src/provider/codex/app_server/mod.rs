@@ -50,16 +50,15 @@ use crate::provider::{
     SessionRef, Transport,
 };
 use crate::stream::{
-    notice_kind, AgentMessage, PermissionOptionKind, PermissionRequest, PermissionResolver,
+    AgentMessage, NoticeKind, PermissionOptionKind, PermissionRequest, PermissionResolver,
     PERMISSION_CANCELLED,
 };
 
 /// Stage 0 of the stop: how long a `turn/interrupt` may take to end the turn.
-pub(crate) const INTERRUPT_GRACE: Duration = Duration::from_secs(2);
+pub(crate) const INTERRUPT_GRACE: Duration = crate::process::timings::IN_BAND_CANCEL_GRACE;
 /// JSON-RPC's "method not found".
 const METHOD_NOT_FOUND: i64 = -32601;
-/// How long the tools a stopped turn left behind may take to die.
-const STRAY_KILL_DEADLINE: Duration = Duration::from_secs(2);
+use crate::process::timings::STRAY_KILL_DEADLINE;
 
 /// A permission answer from the user: request id, option chosen (`None`: cancelled), note.
 type Answer = (String, Option<String>, Option<String>);
@@ -251,7 +250,7 @@ impl AppServerAttempt {
         for text in self.shared.undelivered() {
             self.sink
                 .send(AgentMessage::notice(
-                    notice_kind::WARNING,
+                    NoticeKind::Warning.wire(),
                     format!("This message did not reach Codex before the turn ended: {text}"),
                 ))
                 .await;
@@ -304,7 +303,7 @@ impl AppServerAttempt {
                 let opened = session.open_new(&fresh).await;
                 self.sink
                     .send(AgentMessage::notice(
-                        notice_kind::FRESH_SESSION,
+                        NoticeKind::FreshSession.wire(),
                         if opened {
                             format!(
                                 "Codex could not undo the failed attempt ({error}), so this \
@@ -498,10 +497,10 @@ impl AppServerAttempt {
     /// Drops the warnings this provider showed already (Codex repeats some every turn).
     fn keep_new_warnings(&self, out: &mut Vec<AgentMessage>) {
         out.retain(|message| match message {
-            AgentMessage::Notice { kind, message } if kind == notice_kind::WARNING => {
+            AgentMessage::Notice { kind, message } if kind == NoticeKind::Warning.wire() => {
                 self.shared.first_warning(message)
             }
-            AgentMessage::Notice { kind, message } if kind == notice_kind::STEER_DELIVERED => {
+            AgentMessage::Notice { kind, message } if kind == NoticeKind::SteerDelivered.wire() => {
                 self.shared.delivered(message);
                 true
             }
@@ -552,7 +551,7 @@ impl AppServerAttempt {
             let name = self.backend.name();
             self.sink
                 .send(AgentMessage::notice(
-                    notice_kind::PERMISSION_REFUSED,
+                    NoticeKind::PermissionRefused.wire(),
                     format!(
                         "Refused without asking: {} ({}). The {name} provider's permission policy \
                          is deny; allow it with `--permissions allow`, or `permissions = \"ask\"` \

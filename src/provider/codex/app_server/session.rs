@@ -28,8 +28,7 @@ use crate::stream::{AgentMessage, FailureReason};
 const START_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long Codex may take to answer a request during a session (`thread/revert`, ...).
 pub(super) const REQUEST_TIMEOUT: Duration = Duration::from_secs(20);
-/// After stdin closes, how long the app-server may take to exit before it is stopped.
-const EXIT_AFTER_CLOSE: Duration = Duration::from_millis(1000);
+use crate::process::timings::EXIT_AFTER_CLOSE;
 /// The approval policy every thread runs with: Codex asks before anything its sandbox does
 /// not allow, and agentty's permission prompt (or policy) answers.
 const APPROVAL_POLICY: &str = "on-request";

@@ -1,0 +1,273 @@
+//! The contract between the orchestrator and every backend: what one attempt is asked
+//! ([`AttemptRequest`]), what it gives back ([`AgentStream`]), the traits a backend
+//! ([`Backend`]) and a transport ([`Provider`]) implement, the messages for a running turn
+//! ([`Interjection`]) and the names of the agent CLIs ([`ProviderKind`]). The shared status
+//! types beside it are in `agent_status`. Every backend imports this; this imports no backend
+//! (the factory is `super::registry`).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use futures::stream::BoxStream;
+
+use super::acp::AcpQuirks;
+use super::agent_status::{AgentQueue, AgentSetting, AgentStatus};
+use super::checkpoint::SessionCheckpoint;
+use super::mapper::Mapper;
+use crate::config::Transport;
+use crate::process::{SpawnSpec, StopControl};
+use crate::stream::AgentMessage;
+
+/// The stream of one attempt. It ends with exactly one terminal message.
+pub type AgentStream = BoxStream<'static, AgentMessage>;
+
+/// Which agent session an attempt belongs to.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum SessionRef {
+    /// Start a new agent session.
+    #[default]
+    New,
+    /// Continue the agent CLI's most recent session (`--continue`).
+    ContinueLatest,
+    /// Continue the given session (an id, or for pi also a session file path).
+    Resume(String),
+}
+
+/// Everything one attempt needs to know.
+#[derive(Debug, Clone, Default)]
+pub struct AttemptRequest {
+    pub prompt: String,
+    pub session: SessionRef,
+    /// The agent's working directory; `None` means agentty's own.
+    pub cwd: Option<PathBuf>,
+    /// The conversation's settings (model, mode, thinking level) a long-lived agent is set to
+    /// whenever its session opens (a new process, a reload), where it lists them.
+    pub settings: Vec<AgentSetting>,
+    /// 1-based attempt number within the turn (the demo agent's `flaky` scenario reads it).
+    pub attempt: u32,
+    /// Demo scenario name (only the demo provider uses it).
+    pub scenario: Option<String>,
+    /// Receives every raw stdout line of the agent (for the session log).
+    pub raw_line_tap: Option<RawLineTap>,
+}
+
+/// A sink for the agent's raw stdout lines (the session log). The attempt awaits each record,
+/// so a sink that bounds its buffer slows the reading of the agent instead of growing memory.
+/// The line is lent: a sink that keeps it copies it (into a buffer it can reuse).
+#[derive(Clone)]
+pub struct RawLineTap(Arc<RecordRawLine>);
+
+type RecordRawLine = dyn for<'a> Fn(&'a str) -> BoxFuture<'a, ()> + Send + Sync;
+
+impl RawLineTap {
+    pub fn new<F>(tap: F) -> Self
+    where
+        F: for<'a> Fn(&'a str) -> BoxFuture<'a, ()> + Send + Sync + 'static,
+    {
+        Self(Arc::new(tap))
+    }
+
+    pub async fn record(&self, line: &str) {
+        (self.0)(line).await;
+    }
+}
+
+impl std::fmt::Debug for RawLineTap {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("RawLineTap")
+    }
+}
+
+/// A backend knows how to start its CLI and how to read it; the runner does the rest.
+pub trait Backend: Send + Sync + 'static {
+    /// The `--provider` name (`pi`, `claude`, ...).
+    fn name(&self) -> &str;
+    fn spawn_spec(&self, request: &AttemptRequest) -> SpawnSpec;
+    fn mapper(&self, request: &AttemptRequest) -> Box<dyn Mapper>;
+    /// Where the CLI keeps the stored session `session_id` for this request, if this backend
+    /// knows (see [`super::checkpoint`]). `None` means a failed attempt cannot be undone, so a retry
+    /// runs in a fresh agent session.
+    fn session_file(&self, session_id: &str, request: &AttemptRequest) -> Option<PathBuf> {
+        let _ = (session_id, request);
+        None
+    }
+    /// Files the CLI updates along with a session, restored with it (see [`super::checkpoint`]).
+    fn session_companions(&self, request: &AttemptRequest) -> Vec<PathBuf> {
+        let _ = request;
+        Vec::new()
+    }
+    /// A new process is about to load the stored session `session_id` (a long-lived
+    /// transport's restart after a stop, a failure or a resume): put its files the way that
+    /// process loads them whole. Nothing to do for most CLIs.
+    fn prepare_session_load(&self, session_id: &str, request: &AttemptRequest) {
+        let _ = (session_id, request);
+    }
+    /// The user stopped an attempt that ran in the stored session `session_id`: make sure the
+    /// session keeps the stopped prompt, as the CLI keeps it when stopped in a later turn, so
+    /// that the next turn's request carries it (pi writes nothing before the model's first
+    /// answer). Nothing to do for most CLIs.
+    fn keep_stopped_prompt(&self, session_id: &str, request: &AttemptRequest) {
+        let _ = (session_id, request);
+    }
+    /// What the CLI prints when it cannot find the session it was asked to continue; a failure
+    /// that says so is reported as `session_lost`.
+    fn lost_session_phrases(&self) -> &'static [&'static str] {
+        &[]
+    }
+    /// How to start the CLI as a long-lived process that takes commands on stdin (pi's
+    /// `--mode rpc`), for `request.session`; `None`: this backend has no such mode.
+    fn rpc_spawn_spec(&self, request: &AttemptRequest) -> Option<SpawnSpec> {
+        let _ = request;
+        None
+    }
+    /// How to start the CLI in Claude Code's long-lived stream-json mode with the control
+    /// protocol on stdio; `None`: this backend has no such mode.
+    fn stream_spawn_spec(&self, request: &AttemptRequest) -> Option<SpawnSpec> {
+        let _ = request;
+        None
+    }
+    /// How to start the agent speaking the Agent Client Protocol (`gemini --acp`, an ACP
+    /// adapter); `None`: this backend has no ACP agent (or its adapter is not installed).
+    fn acp_spawn_spec(&self, request: &AttemptRequest) -> Option<SpawnSpec> {
+        let _ = request;
+        None
+    }
+    /// How to start Codex's `app-server` (JSON-RPC over stdio) for `request`; `None`: this
+    /// backend has no such mode.
+    fn app_server_spawn_spec(&self, request: &AttemptRequest) -> Option<SpawnSpec> {
+        let _ = request;
+        None
+    }
+    /// Why there is no ACP agent to run (see [`Backend::acp_spawn_spec`]), and the way out.
+    fn acp_unavailable(&self) -> String {
+        format!(
+            "the {} provider has no ACP transport (use --transport json)",
+            self.name()
+        )
+    }
+    /// How this backend's ACP agent departs from the protocol.
+    fn acp_quirks(&self, request: &AttemptRequest) -> AcpQuirks {
+        let _ = request;
+        AcpQuirks::default()
+    }
+}
+
+/// A message for the agent while its turn runs (long-lived transports only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Interjection {
+    /// Delivered after the current tool call (pi `steer`).
+    Steer,
+    /// Delivered after the turn (pi `follow_up`).
+    FollowUp,
+}
+
+/// One agent CLI, behind the single-attempt contract.
+pub trait Provider: Send + Sync {
+    fn name(&self) -> &str;
+    /// Starts one attempt. Never fails: every failure is the stream's terminal message.
+    fn execute(&self, request: AttemptRequest, stop: StopControl) -> AgentStream;
+    /// The agent's stored session that `request` continues, as it is now; `None` when it cannot
+    /// be found (a new session has nothing to undo, and the orchestrator knows that).
+    fn checkpoint(&self, request: &AttemptRequest) -> Option<SessionCheckpoint> {
+        let _ = request;
+        None
+    }
+    /// How this provider talks to its agent (for the status bar and help).
+    fn transport(&self) -> Transport {
+        Transport::Json
+    }
+    /// Whether [`Provider::interject`] can reach a running turn (else prompts wait in the queue).
+    fn can_interject(&self) -> bool {
+        false
+    }
+    /// Hands `text` to the running turn; false when there is none or the transport cannot.
+    fn interject(&self, kind: Interjection, text: &str) -> bool {
+        let _ = (kind, text);
+        false
+    }
+    /// The user's answer to permission request `id` of the running attempt (an option id it
+    /// offered, or `None` for cancelled), with what to do instead when the user said (sent with
+    /// the answer when [`Provider::takes_permission_feedback`]); false when no such request
+    /// waits.
+    fn answer_permission(&self, id: &str, option: Option<String>, message: Option<String>) -> bool {
+        let _ = (id, option, message);
+        false
+    }
+    /// Asks the agent to change `setting`; false when this transport cannot (or no agent runs
+    /// to ask). The outcome arrives in [`Provider::agent_status`]: the new value, or the
+    /// agent's refusal.
+    fn change_setting(&self, setting: AgentSetting) -> bool {
+        let _ = setting;
+        false
+    }
+    /// Whether the protocol carries the user's note with a rejection (else the orchestrator
+    /// sends it as the next prompt).
+    fn takes_permission_feedback(&self) -> bool {
+        false
+    }
+    /// The orchestrator restored the agent's stored session from a checkpoint: whatever the
+    /// provider holds of it in memory is out of date.
+    fn session_restored(&self) {}
+    /// The conversation is open and will send `request`'s session its first prompt: a
+    /// long-lived transport may start its process now, so that the prompt finds it running.
+    fn warm_up(&self, request: AttemptRequest) {
+        let _ = request;
+    }
+    /// The agent's own queue of steering / follow-up messages, for transports that have one.
+    fn agent_queue(&self) -> Option<tokio::sync::watch::Receiver<AgentQueue>> {
+        None
+    }
+    /// The agent's model, thinking level, cost and tokens, for transports that report them.
+    fn agent_status(&self) -> Option<tokio::sync::watch::Receiver<AgentStatus>> {
+        None
+    }
+}
+
+/// The agent CLIs agentty has a backend for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum ProviderKind {
+    Pi,
+    Claude,
+    Codex,
+    Gemini,
+    Demo,
+}
+
+impl ProviderKind {
+    pub(crate) const ALL: [ProviderKind; 5] = [
+        ProviderKind::Pi,
+        ProviderKind::Claude,
+        ProviderKind::Codex,
+        ProviderKind::Gemini,
+        ProviderKind::Demo,
+    ];
+
+    /// The `--provider` name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            ProviderKind::Pi => "pi",
+            ProviderKind::Claude => "claude",
+            ProviderKind::Codex => "codex",
+            ProviderKind::Gemini => "gemini",
+            ProviderKind::Demo => "demo",
+        }
+    }
+
+    pub(crate) fn from_name(name: &str) -> Option<ProviderKind> {
+        ProviderKind::ALL
+            .into_iter()
+            .find(|kind| kind.name() == name)
+    }
+}
+
+/// Names accepted by `--provider` (besides providers defined in the config).
+pub(crate) const PROVIDER_NAMES: [&str; 5] = {
+    let mut names = [""; 5];
+    let mut index = 0;
+    while index < names.len() {
+        names[index] = ProviderKind::ALL[index].name();
+        index += 1;
+    }
+    names
+};
