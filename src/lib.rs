@@ -19,6 +19,7 @@ pub mod retention;
 pub mod sanitize;
 pub mod session_log;
 pub mod signals;
+pub(crate) mod startup;
 pub mod snapshot;
 pub mod stream;
 pub mod tui;
