@@ -57,7 +57,7 @@ fn completions_are_printed_for_bash_zsh_and_fish() {
         let script = String::from_utf8_lossy(&output.stdout);
         assert!(script.contains(marker), "{shell}: {script}");
         // The subcommands and flags are in it.
-        for word in ["run", "--provider", "--resume"] {
+        for word in ["run", "provider", "resume", "completions"] {
             assert!(script.contains(word), "{shell} lacks {word}");
         }
     }

@@ -8,6 +8,7 @@
 
 pub(crate) mod activity;
 pub mod completion;
+pub(crate) mod export;
 pub mod composer;
 pub(crate) mod conversation_picker;
 pub(crate) mod failure_text;

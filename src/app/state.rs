@@ -61,6 +61,12 @@ pub enum AppEffect {
     SavePrompt(String),
     /// Suspend agentty and its agents (Ctrl+Z); the terminal is restored until `fg`.
     Suspend,
+    /// `/export [FILE]`: write the conversation, as Markdown, to FILE (else the default name
+    /// in the working directory), never over an existing file (`on_exported`).
+    Export {
+        markdown: String,
+        file: Option<String>,
+    },
     /// Leave the event loop (the orchestrator has shut down, or never ran).
     Exit,
 }
@@ -249,6 +255,9 @@ pub struct AppState {
     pub(crate) esc_at: Option<Instant>,
     /// The prompt of the rewind asked for: back into the composer once it is done.
     pub(crate) rewinding_prompt: Option<(TurnId, String)>,
+    /// The real agent CLIs that are installed, when that was checked (the chat does at start):
+    /// the welcome offers to install only the others, `/provider` marks them.
+    pub(crate) installed_agents: Option<Vec<String>>,
 }
 
 impl AppState {
@@ -291,6 +300,7 @@ impl AppState {
             turn_prompts: Vec::new(),
             esc_at: None,
             rewinding_prompt: None,
+            installed_agents: None,
         };
         for warning in startup.warnings {
             state.notice(NoticeLevel::Warning, untrusted_owned(&warning));
@@ -329,6 +339,16 @@ impl AppState {
             )
     }
 
+    /// Whether the real agent CLI `name` is installed; `None` when not known (not checked, or
+    /// not one of them).
+    pub(crate) fn agent_installed(&self, name: &str) -> Option<bool> {
+        let installed = self.installed_agents.as_ref()?;
+        crate::provider::INSTALL_COMMANDS
+            .iter()
+            .any(|(cli, _)| *cli == name)
+            .then(|| installed.iter().any(|agent| agent == name))
+    }
+
     pub(crate) fn is_action_enabled(&self, action: Action) -> bool {
         match action {
             Action::RetryLastTurn => self.can_retry(),
@@ -337,6 +357,11 @@ impl AppState {
             Action::Diff => !self.changed_turns.is_empty(),
             Action::Undo => !self.is_turn_running() && self.undoable_turn().is_some(),
             Action::Rewind => !self.is_turn_running() && !self.turn_prompts.is_empty(),
+            Action::Export => self
+                .transcript
+                .cells()
+                .iter()
+                .any(|cell| matches!(cell.body, CellBody::User(_))),
             // Both replace the conversation: not while a turn of this one runs.
             Action::ReopenLastSession | Action::NewSession => !self.is_turn_running(),
             Action::SwitchProvider
