@@ -29,7 +29,10 @@ pub(crate) fn load_config(agent: &AgentArgs) -> Result<LoadedConfig, String> {
 }
 
 /// The provider to run (see `launch::resolve_provider`), with `--scenario` checked against it.
-pub(crate) fn choose_provider(agent: &AgentArgs, config: &Config) -> Result<ProviderChoice, String> {
+pub(crate) fn choose_provider(
+    agent: &AgentArgs,
+    config: &Config,
+) -> Result<ProviderChoice, String> {
     let choice = resolve_provider(agent, config)?;
     crate::cli::check_scenario(
         agent.scenario.as_deref(),

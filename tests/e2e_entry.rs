@@ -79,8 +79,7 @@ fn leaving_a_conversation_with_turns_prints_how_to_come_back() {
 fn leaving_a_chat_without_turns_prints_no_hint() {
     let state = StateDir::new();
     let cwd = tempfile::tempdir().unwrap();
-    let Some(chat) = ChatPane::launch(&state, cwd.path(), "", &["--provider", "demo"], SIZE)
-    else {
+    let Some(chat) = ChatPane::launch(&state, cwd.path(), "", &["--provider", "demo"], SIZE) else {
         return;
     };
     chat.wait_until_ready();
@@ -100,13 +99,8 @@ fn an_agent_cli_that_is_not_installed_is_said_at_once() {
         "PATH={}:/usr/bin:/bin;",
         tmux::shell_quote(empty_bin.path().to_str().unwrap())
     );
-    let Some(chat) = ChatPane::launch(
-        &state,
-        cwd.path(),
-        &prefix,
-        &["--provider", "claude"],
-        SIZE,
-    ) else {
+    let Some(chat) = ChatPane::launch(&state, cwd.path(), &prefix, &["--provider", "claude"], SIZE)
+    else {
         return;
     };
     if std::path::Path::new("/usr/bin/claude").exists() {
@@ -131,8 +125,7 @@ fn an_agent_cli_that_is_not_installed_is_said_at_once() {
 fn export_writes_the_conversation_as_markdown_and_never_overwrites() {
     let state = StateDir::new();
     let cwd = tempfile::tempdir().unwrap();
-    let Some(chat) = ChatPane::launch(&state, cwd.path(), "", &["--provider", "demo"], SIZE)
-    else {
+    let Some(chat) = ChatPane::launch(&state, cwd.path(), "", &["--provider", "demo"], SIZE) else {
         return;
     };
     chat.wait_until_ready();
@@ -140,7 +133,8 @@ fn export_writes_the_conversation_as_markdown_and_never_overwrites() {
     chat.wait_for("the first answer", |screen| screen.contains("│ idle"));
     chat.prompt("now use a tool");
     chat.wait_for("the tool turn", |screen| {
-        screen.contains("Prompt 2 in") || (screen.contains("│ idle") && screen.contains("now use a tool"))
+        screen.contains("Prompt 2 in")
+            || (screen.contains("│ idle") && screen.contains("now use a tool"))
     });
     chat.wait_for("the second turn to end", |screen| screen.contains("│ idle"));
     chat.prompt("/export");
@@ -149,10 +143,22 @@ fn export_writes_the_conversation_as_markdown_and_never_overwrites() {
     let path = cwd.path().join(format!("agentty-{}.md", &id[..8]));
     let markdown = std::fs::read_to_string(&path)
         .unwrap_or_else(|error| panic!("{}: {error}\n{screen}", path.display()));
-    assert!(markdown.starts_with("# Conversation with demo\n"), "{markdown}");
-    assert!(markdown.contains("## Prompt 1\n\n> a thinking question\n"), "{markdown}");
-    assert!(markdown.contains("## Prompt 2\n\n> now use a tool\n"), "{markdown}");
-    assert!(markdown.contains("<details><summary>Thinking</summary>"), "{markdown}");
+    assert!(
+        markdown.starts_with("# Conversation with demo\n"),
+        "{markdown}"
+    );
+    assert!(
+        markdown.contains("## Prompt 1\n\n> a thinking question\n"),
+        "{markdown}"
+    );
+    assert!(
+        markdown.contains("## Prompt 2\n\n> now use a tool\n"),
+        "{markdown}"
+    );
+    assert!(
+        markdown.contains("<details><summary>Thinking</summary>"),
+        "{markdown}"
+    );
     assert!(markdown.contains("<details><summary>Tool: "), "{markdown}");
     assert!(!markdown.contains('\u{1b}'), "{markdown}");
     // Again: the file is there, and stays as it is.

@@ -23,7 +23,10 @@ fn the_welcome_offers_to_install_only_what_is_missing() {
     let screen = chat.screen(SIZE.0, SIZE.1, 0);
     assert!(screen.contains("@anthropic-ai/claude-code"), "{screen}");
     assert!(screen.contains("@google/gemini-cli"), "{screen}");
-    assert!(!screen.contains("@mariozechner/pi-coding-agent"), "{screen}");
+    assert!(
+        !screen.contains("@mariozechner/pi-coding-agent"),
+        "{screen}"
+    );
     assert!(!screen.contains("@openai/codex"), "{screen}");
 
     let mut all_there = chat_with_installed(&["pi", "claude", "codex", "gemini"]);

@@ -36,9 +36,7 @@ pub(crate) fn conversation_markdown(transcript: &Transcript, provider: &str) -> 
                     ToolStatus::Done { .. } => "",
                     ToolStatus::Failed { .. } => " (failed)",
                     ToolStatus::Interrupted { .. } => " (interrupted)",
-                    ToolStatus::Running { .. } | ToolStatus::WaitingForYou { .. } => {
-                        " (running)"
-                    }
+                    ToolStatus::Running { .. } | ToolStatus::WaitingForYou { .. } => " (running)",
                 };
                 out.push_str(&format!(
                     "\n<details><summary>Tool: {}{how}</summary>\n\n",
@@ -55,11 +53,7 @@ pub(crate) fn conversation_markdown(transcript: &Transcript, provider: &str) -> 
 
 /// `text` in a code fence longer than any run of backticks inside it.
 fn fenced(text: &str) -> String {
-    let longest = text
-        .split(|ch| ch != '`')
-        .map(str::len)
-        .max()
-        .unwrap_or(0);
+    let longest = text.split(|ch| ch != '`').map(str::len).max().unwrap_or(0);
     let fence = "`".repeat(longest.max(2) + 1);
     format!("{fence}\n{}\n{fence}\n", text.trim_end())
 }

@@ -8,9 +8,9 @@
 
 pub(crate) mod activity;
 pub mod completion;
-pub(crate) mod export;
 pub mod composer;
 pub(crate) mod conversation_picker;
+pub(crate) mod export;
 pub(crate) mod failure_text;
 pub mod history;
 pub mod history_search;

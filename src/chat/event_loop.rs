@@ -35,10 +35,10 @@ use crate::provider::{
 };
 use crate::session_log::lock::ConversationLock;
 use crate::session_log::{sessions_dir, ConversationSummary, Origin};
-use crate::startup::{self, LogTarget};
 use crate::signals::{
     JobControlEvent, ShutdownSignal, SignalEvent, SignalHandler, SignalHandlerKind,
 };
+use crate::startup::{self, LogTarget};
 use crate::tui::{self, ChatTerminal, FrameScheduler, TerminalGuard};
 use crate::view::{self, ChatView};
 
@@ -201,7 +201,9 @@ struct Conversation {
 impl Conversation {
     /// The id `/resume` and `--resume` compare.
     fn id(conversation: &Option<Conversation>) -> Option<String> {
-        conversation.as_ref().map(|conversation| conversation.id.clone())
+        conversation
+            .as_ref()
+            .map(|conversation| conversation.id.clone())
     }
 }
 

@@ -291,4 +291,3 @@ impl AppState {
         self.orchestrator_alive = true;
     }
 }
-
