@@ -40,7 +40,7 @@ pub(crate) fn conversation_markdown(transcript: &Transcript, provider: &str) -> 
                 };
                 out.push_str(&format!(
                     "\n<details><summary>Tool: {}{how}</summary>\n\n",
-                    html_inert(&format!("{} {}", tool.name, tool.summary).trim_end())
+                    html_inert(format!("{} {}", tool.name, tool.summary).trim_end())
                 ));
                 out.push_str(&fenced(&tool.output));
                 out.push_str("\n</details>\n");
