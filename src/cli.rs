@@ -1,5 +1,6 @@
 //! The command line (a contract, like the message fields: see DESIGN.md).
 
+use std::io::Read;
 use std::path::PathBuf;
 
 use std::ffi::OsStr;
@@ -32,6 +33,17 @@ pub struct Cli {
     /// or the one whose id starts with ID.
     #[arg(long, value_name = "ID", num_args = 0..=1)]
     pub resume: Option<Option<String>>,
+    /// A first prompt, sent as the chat opens (`agentty "fix the tests"`).
+    #[arg(value_name = "PROMPT")]
+    pub prompt: Vec<String>,
+}
+
+impl Cli {
+    /// The prompt the chat sends as it opens, if one was given.
+    pub(crate) fn first_prompt(&self) -> Option<String> {
+        let prompt = self.prompt.join(" ");
+        (!prompt.trim().is_empty()).then_some(prompt)
+    }
 }
 
 /// Which agent to run and how; shared by the chat and `run`.
@@ -75,6 +87,32 @@ pub enum CliCommand {
     DemoAgent(DemoAgentArgs),
     /// Map a saved raw agent log again, printing the shared stream.
     Replay(ReplayArgs),
+    /// Print a shell completion script (`agentty completions bash > ...`).
+    Completions(CompletionsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell the script is for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+/// Prints the completion script for `shell` on stdout.
+pub fn print_completions(shell: clap_complete::Shell) {
+    use clap::CommandFactory;
+    let mut command = Cli::command();
+    clap_complete::generate(shell, &mut command, "agentty", &mut std::io::stdout());
+}
+
+/// How `agentty run` prints the turn.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum RunFormat {
+    /// The shared stream, one JSON message a line (DESIGN.md's table).
+    #[default]
+    Json,
+    /// The answer as plain text; notices, retries and errors on stderr.
+    Text,
 }
 
 #[derive(Debug, Args)]
@@ -92,7 +130,10 @@ pub struct RunArgs {
     /// anyone. Default: deny, unless the provider's config says `permissions = "allow"`.
     #[arg(long, value_enum)]
     pub permissions: Option<HeadlessPermissions>,
-    /// The prompt.
+    /// How the turn is printed on stdout.
+    #[arg(long, value_enum, default_value_t = RunFormat::Json)]
+    pub format: RunFormat,
+    /// The prompt; `-` reads it from stdin.
     #[arg(required = true)]
     pub prompt: Vec<String>,
 }
@@ -183,9 +224,18 @@ impl TypedValueParser for ProviderNameParser {
     }
 }
 
-/// The prompt of `agentty run`, or the usage error for one that says nothing.
-pub(crate) fn run_prompt(words: &[String]) -> Result<String, String> {
-    let prompt = words.join(" ");
+/// The prompt of `agentty run` (`-`: all of `stdin`), or the usage error for one that says
+/// nothing.
+pub(crate) fn run_prompt(words: &[String], stdin: impl std::io::Read) -> Result<String, String> {
+    let prompt = if words == ["-"] {
+        let mut text = String::new();
+        std::io::BufReader::new(stdin)
+            .read_to_string(&mut text)
+            .map_err(|error| format!("cannot read the prompt from stdin (`-`): {error}"))?;
+        text
+    } else {
+        words.join(" ")
+    };
     if prompt.trim().is_empty() {
         return Err(
             "empty prompt: say what the agent should do, e.g. `agentty run \"list the files\"`"

@@ -1,28 +1,30 @@
 //! `agentty run` (the shared stream as JSON lines on stdout) and `agentty replay`.
 //!
-//! Exit status: 0 after `terminal.completed`, 1 after `terminal.failed`, 130 after
-//! `terminal.cancelled`, 2 for a usage error. SIGINT, SIGTERM or SIGHUP start the three-stage
-//! stop; the terminal line is still printed.
+//! Exit status (`orchestrator::exit_status`): 0 after `terminal.completed`, 1 after
+//! `terminal.failed` (the failure also said in one line on stderr), 130 after
+//! `terminal.cancelled`, 141 when the reader closed stdout (the agent is stopped), 2 for a
+//! usage error. SIGINT, SIGTERM or SIGHUP start the three-stage stop; the terminal line is
+//! still printed. `--format text` prints the answer alone, everything else on stderr.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::cli::{self, AgentArgs, ReplayArgs, RunArgs};
+use crate::cli::{self, AgentArgs, ReplayArgs, RunArgs, RunFormat};
 use crate::config;
-use crate::launch::resolve_provider;
-use crate::orchestrator::{headless::run_headless_turn, OrchestratorOptions};
+use crate::orchestrator::{headless::run_headless_turn, OrchestratorOptions, TurnOutcome};
 use crate::process::{ExitReport, Line};
 use crate::provider::runner::{AttemptMapping, EndedBy};
 use crate::provider::{self, AttemptRequest, SessionRef, StopControl};
 use crate::session_log::raw as raw_log;
-use crate::session_log::{sessions_dir, NewConversation, Origin, SessionLogWriter};
-use crate::signals::{JobControlEvent, SignalEvent, SignalHandler, SignalHandlerKind};
+use crate::session_log::Origin;
+use crate::signals::{SignalEvent, SignalHandler, SignalHandlerKind};
+use crate::startup;
 use crate::stream::AgentMessage;
 
 use crate::orchestrator::exit_status::{
     CANCELLED as EXIT_CANCELLED, COMPLETED as EXIT_COMPLETED, FAILED as EXIT_FAILED,
-    USAGE as EXIT_USAGE,
+    OUTPUT_CLOSED as EXIT_OUTPUT_CLOSED, USAGE as EXIT_USAGE,
 };
 
 /// The exit status for a terminal message.
@@ -35,32 +37,21 @@ pub fn exit_status(terminal: &AgentMessage) -> i32 {
 }
 
 pub fn run(agent: AgentArgs, args: RunArgs) -> i32 {
-    let prompt = match cli::run_prompt(&args.prompt) {
+    let prompt = match cli::run_prompt(&args.prompt, std::io::stdin()) {
         Ok(prompt) => prompt,
         Err(message) => return usage_error(&message),
     };
-    let loaded = match config::load_checked(agent.config.as_deref()) {
+    let loaded = match startup::load_config(&agent) {
         Ok(loaded) => loaded,
         Err(message) => return usage_error(&message),
     };
     for warning in &loaded.warnings {
         eprintln!("agentty: {warning}");
     }
-    let reaped = crate::process::orphans::reap_and_record_in(&crate::logging::agents_dir());
-    if let Some(notice) = reaped.notice() {
-        eprintln!("agentty: {notice}");
-    }
-    let choice = match resolve_provider(&agent, &loaded.config) {
+    let choice = match startup::choose_provider(&agent, &loaded.config) {
         Ok(choice) => choice,
         Err(message) => return usage_error(&message),
     };
-    if let Err(message) = cli::check_scenario(
-        agent.scenario.as_deref(),
-        &choice.name,
-        choice.settings.chosen_transport(),
-    ) {
-        return usage_error(&message);
-    }
     // One-shot by default (a single prompt gains nothing from a long-lived process), except
     // where only a two-way transport honours `--permissions` (Claude Code, Codex).
     let transport = provider::default_run_transport(&choice.name, &choice.settings);
@@ -114,30 +105,14 @@ pub fn run(agent: AgentArgs, args: RunArgs) -> i32 {
         return EXIT_FAILED;
     };
     // A headless run is a conversation of its own: the chat's `--resume` does not pick it up.
-    let session_log = SessionLogWriter::start(
-        &sessions_dir(),
-        NewConversation {
+    let session_log = startup::open_session_log(
+        startup::LogTarget::New {
             provider: choice.name.clone(),
-            cwd: std::env::current_dir().unwrap_or_default(),
             origin: Origin::Headless,
         },
-    )
-    .map_err(|error| tracing::warn!(%error, "no session log"))
-    .ok()
-    .map(|writer| {
-        writer.report_failures_to(Box::new(|failure| {
-            eprintln!("agentty: {}", failure.message());
-        }))
-    })
-    .map(Arc::new);
-    if let Some(log) = &session_log {
-        crate::retention::prune_session_logs(
-            &sessions_dir(),
-            Some(log.path()),
-            &loaded.config.session_logs,
-            std::time::SystemTime::now(),
-        );
-    }
+        &loaded.config,
+        Box::new(|failure| eprintln!("agentty: {}", failure.message())),
+    );
     runtime.block_on(async move {
         let stop = StopControl::new();
         match SignalHandler::new(SignalHandlerKind::Standard) {
@@ -164,31 +139,123 @@ pub fn run(agent: AgentArgs, args: RunArgs) -> i32 {
             baseline_before_first_turn: true,
             ..OrchestratorOptions::new(provider)
         };
-        let mut stdout = std::io::stdout().lock();
-        let mut reader_gone = false;
+        let mut printer = Printer::new(args.format);
         let outcome = run_headless_turn(options, prompt, stop.clone(), |message| {
-            let written =
-                writeln!(stdout, "{}", message.to_json_line()).and_then(|()| stdout.flush());
-            if written.is_err() && !reader_gone {
+            if printer.print(message).is_err() && !printer.reader_gone {
                 // Nobody reads our output any more: stop the agent; the stop still completes.
-                reader_gone = true;
+                printer.reader_gone = true;
+                tracing::info!("stdout was closed: stopping the agent");
                 stop.stop();
             }
         })
         .await;
+        if printer.reader_gone {
+            return EXIT_OUTPUT_CLOSED;
+        }
+        if let TurnOutcome::Failed { reason, message } = &outcome {
+            eprintln!("agentty: {}", failed_line(reason.as_str(), message));
+        }
         outcome.exit_status()
     })
 }
 
+/// A failed turn, said in one line for stderr: the reason and the agent's message, made inert
+/// (stderr is a terminal too) and its lines joined.
+fn failed_line(reason: &str, message: &str) -> String {
+    let message = message.split_whitespace().collect::<Vec<_>>().join(" ");
+    let message = crate::sanitize::untrusted(&message);
+    if message.is_empty() {
+        format!("the turn failed ({reason})")
+    } else {
+        format!("the turn failed ({reason}): {message}")
+    }
+}
+
+/// Prints a turn's messages on stdout in the chosen `--format`.
+struct Printer {
+    format: RunFormat,
+    stdout: std::io::Stdout,
+    /// `--format text`: the answer of the attempt under way, printed once it completes (a
+    /// failed attempt's text is dropped with it when the turn is retried).
+    answer: String,
+    /// A write failed: the reader is gone.
+    reader_gone: bool,
+}
+
+impl Printer {
+    fn new(format: RunFormat) -> Self {
+        Self {
+            format,
+            stdout: std::io::stdout(),
+            answer: String::new(),
+            reader_gone: false,
+        }
+    }
+
+    fn print(&mut self, message: &AgentMessage) -> std::io::Result<()> {
+        if self.reader_gone {
+            return Ok(());
+        }
+        let mut stdout = self.stdout.lock();
+        match self.format {
+            RunFormat::Json => writeln!(stdout, "{}", message.to_json_line())?,
+            RunFormat::Text => match message {
+                AgentMessage::Assistant { delta } => self.answer.push_str(delta),
+                AgentMessage::Completed { .. } => {
+                    let answer = std::mem::take(&mut self.answer);
+                    // The agent's text, inert: stdout may be a terminal.
+                    let answer = crate::sanitize::for_clipboard(&answer);
+                    let answer = answer.trim_end_matches('\n');
+                    if !answer.is_empty() {
+                        writeln!(stdout, "{answer}")?;
+                    }
+                }
+                AgentMessage::RetryScheduled { .. } | AgentMessage::Failed(_) => {
+                    if let Some(line) = text_mode_status(message) {
+                        eprintln!("agentty: {line}");
+                    }
+                    self.answer.clear();
+                }
+                AgentMessage::Notice { .. } => {
+                    if let Some(line) = text_mode_status(message) {
+                        eprintln!("agentty: {line}");
+                    }
+                }
+                _ => {}
+            },
+        }
+        stdout.flush()
+    }
+}
+
+/// What `--format text` says on stderr about a message that is not the answer: a retry or a
+/// notice (the turn's final failure is said once, at the end).
+fn text_mode_status(message: &AgentMessage) -> Option<String> {
+    let inert = |text: &str| crate::sanitize::untrusted_owned(text.trim());
+    match message {
+        AgentMessage::RetryScheduled {
+            attempt,
+            max_attempts,
+            delay_ms,
+            reason,
+        } => Some(format!(
+            "retrying (attempt {attempt} of {max_attempts}) in {:.1} s: {}",
+            *delay_ms as f64 / 1000.0,
+            inert(reason)
+        )),
+        AgentMessage::Notice { message, .. } => Some(inert(message)),
+        _ => None,
+    }
+}
+
 /// Prints a usage error as one line and gives the usage exit status.
 fn usage_error(message: &str) -> i32 {
-    eprintln!("agentty: {message}");
-    EXIT_USAGE
+    startup::usage_error(message)
 }
 
 /// SIGINT, SIGTERM, SIGHUP and SIGQUIT start the three-stage stop; a second one skips to the
-/// kill. SIGTSTP suspends the agents and agentty; SIGCONT (sent by the shell on `fg`/`bg`, or by
-/// hand) continues the agents. Runs until the runtime ends.
+/// kill. Job control is `JobControlEvent::act`'s (no terminal to give back here). Runs until
+/// the runtime ends.
 async fn handle_signals(mut signals: SignalHandler, stop: StopControl) {
     loop {
         match signals.recv().await {
@@ -199,13 +266,7 @@ async fn handle_signals(mut signals: SignalHandler, stop: StopControl) {
                 );
                 stop.stop();
             }
-            SignalEvent::JobControl(JobControlEvent::Stop) => {
-                tracing::info!("SIGTSTP: suspending the agent and agentty");
-                crate::process::job_control::suspend_with_agents();
-            }
-            SignalEvent::JobControl(JobControlEvent::Continue) => {
-                crate::process::tree::signal_all_groups(nix::sys::signal::Signal::SIGCONT);
-            }
+            SignalEvent::JobControl(event) => event.act(|| {}),
         }
     }
 }

@@ -20,6 +20,7 @@ pub mod sanitize;
 pub mod session_log;
 pub mod signals;
 pub mod snapshot;
+pub(crate) mod startup;
 pub mod stream;
 pub mod tui;
 pub mod view;

@@ -3,6 +3,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use agentty::cli::{Cli, CliCommand};
+use agentty::orchestrator::exit_status;
 
 fn main() -> ExitCode {
     agentty::logging::mark_launch();
@@ -13,12 +14,20 @@ fn main() -> ExitCode {
         Err(error) => {
             let _ = error.print();
             // Help and version exit 0; usage errors exit 2 (DESIGN.md).
-            return ExitCode::from(if error.use_stderr() { 2 } else { 0 });
+            return ExitCode::from(if error.use_stderr() {
+                exit_status::USAGE as u8
+            } else {
+                exit_status::COMPLETED as u8
+            });
         }
     };
     let status = match cli.command {
         Some(CliCommand::DemoAgent(args)) => agentty::demo_agent::run(args),
         Some(CliCommand::Replay(args)) => agentty::headless::replay(cli.agent, args),
+        Some(CliCommand::Completions(args)) => {
+            agentty::cli::print_completions(args.shell);
+            exit_status::COMPLETED
+        }
         Some(CliCommand::Run(args)) => {
             let _log_guard = agentty::logging::init();
             guard_agent_trees();

@@ -52,6 +52,26 @@ pub(crate) enum JobControlEvent {
     Continue,
 }
 
+impl JobControlEvent {
+    /// Does what job control means for agentty, decided here once for the chat (SIGTSTP, or
+    /// Ctrl+Z, which arrives as a key in raw mode) and `agentty run`: `Stop` suspends the agents
+    /// and then agentty itself, once `give_back_terminal` has restored the terminal, and returns
+    /// when the shell continues agentty (`fg`, `bg`), the agents continued with it; `Continue`
+    /// (sent by the shell, or `kill -CONT` by hand while the agents are stopped) continues them.
+    pub(crate) fn act(self, give_back_terminal: impl FnOnce()) {
+        match self {
+            JobControlEvent::Stop => {
+                tracing::info!("suspending the agents and agentty");
+                give_back_terminal();
+                crate::process::job_control::suspend_with_agents();
+            }
+            JobControlEvent::Continue => {
+                crate::process::tree::signal_all_groups(nix::sys::signal::Signal::SIGCONT)
+            }
+        }
+    }
+}
+
 /// One signal received.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum SignalEvent {

@@ -18,13 +18,14 @@ pub enum Action {
     Rewind,
     Settings,
     StandingPermissions,
+    Export,
     ShowLogPath,
     Help,
     Quit,
 }
 
 impl Action {
-    pub(crate) const ALL: [Action; 17] = [
+    pub(crate) const ALL: [Action; 18] = [
         Action::RetryLastTurn,
         Action::Stop,
         Action::NewSession,
@@ -39,6 +40,7 @@ impl Action {
         Action::Rewind,
         Action::Settings,
         Action::StandingPermissions,
+        Action::Export,
         Action::ShowLogPath,
         Action::Help,
         Action::Quit,
@@ -60,6 +62,7 @@ impl Action {
             Action::Rewind => "Rewind to an earlier prompt",
             Action::Settings => "Settings (retry policy)",
             Action::StandingPermissions => "Permissions given always",
+            Action::Export => "Export the conversation (Markdown)",
             Action::ShowLogPath => "Show log file path",
             Action::Help => "Help: all keys",
             Action::Quit => "Quit",
@@ -83,6 +86,7 @@ impl Action {
             Action::Rewind => "/rewind",
             Action::Settings => "/settings",
             Action::StandingPermissions => "/permissions",
+            Action::Export => "/export",
             Action::ShowLogPath => "/log",
             Action::Help => "/help",
             Action::Quit => "/quit",

@@ -12,6 +12,7 @@ pub mod attention;
 pub mod completion;
 pub mod composer;
 pub(crate) mod conversation_picker;
+pub(crate) mod export;
 pub(crate) mod failure_text;
 pub mod help;
 pub mod history;

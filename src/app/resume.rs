@@ -9,6 +9,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use super::state::AppState;
+use super::transcript::NoticeLevel;
 use crate::orchestrator::{OrchestratorEvent, TurnOutcome};
 use crate::session_log::lock::{ConversationLock, LockError};
 use crate::session_log::{
@@ -239,6 +240,45 @@ pub(crate) fn replay_into(state: &mut AppState, events: Vec<(OrchestratorEvent, 
         last = now;
         state.on_orchestrator_event(event, now);
     }
+}
+
+/// Rebuilds a reopened conversation's transcript in `state` and says what the next prompt
+/// continues.
+pub(crate) fn show_resumed(state: &mut AppState, resumed: ResumedConversation) {
+    replay_into(state, resumed.events);
+    state.session_id = resumed
+        .summary
+        .session_id
+        .as_deref()
+        .map(crate::sanitize::untrusted_owned);
+    state.show_notice(NoticeLevel::Info, &resumed_notice(&resumed.summary));
+}
+
+/// Shows a conversation that another agentty writes, and says that the next prompt starts a
+/// new one.
+pub(crate) fn show_read_only(state: &mut AppState, resumed: ResumedConversation, pid: Option<u32>) {
+    replay_into(state, resumed.events);
+    // The replay named the other agentty's agent session; this chat's next prompt starts its own.
+    state.session_id = None;
+    state.show_notice(
+        NoticeLevel::Warning,
+        &read_only_notice(&resumed.summary, pid),
+    );
+}
+
+/// What the chat says when it reopens a conversation.
+fn resumed_notice(summary: &ConversationSummary) -> String {
+    let session = match &summary.session_id {
+        Some(id) => format!("continues agent session {id}"),
+        None => "starts a fresh agent session (none was completed before)".to_owned(),
+    };
+    format!(
+        "Resumed conversation {} ({}, {} {}); the next prompt {session}",
+        short(&summary.id),
+        summary.provider,
+        summary.turns,
+        if summary.turns == 1 { "turn" } else { "turns" },
+    )
 }
 
 /// The first characters of an id, enough to tell conversations apart in a message.

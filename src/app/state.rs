@@ -65,6 +65,12 @@ pub enum AppEffect {
     SavePrompt(String),
     /// Suspend agentty and its agents (Ctrl+Z); the terminal is restored until `fg`.
     Suspend,
+    /// `/export [FILE]`: write the conversation, as Markdown, to FILE (else the default name
+    /// in the working directory), never over an existing file (`on_exported`).
+    Export {
+        markdown: String,
+        file: Option<String>,
+    },
     /// Leave the event loop (the orchestrator has shut down, or never ran).
     Exit,
 }
@@ -261,6 +267,9 @@ pub struct AppState {
     pub(crate) rewinding_prompt: Option<(TurnId, String)>,
     /// How agentty calls the user back when the terminal is not focused (`app::attention`).
     pub notify: crate::config::NotifyMode,
+    /// The real agent CLIs that are installed, when that was checked (the chat does at start):
+    /// the welcome offers to install only the others, `/provider` marks them.
+    pub(crate) installed_agents: Option<Vec<String>>,
 }
 
 impl AppState {
@@ -303,6 +312,7 @@ impl AppState {
             esc_at: None,
             rewinding_prompt: None,
             notify: crate::config::NotifyMode::default(),
+            installed_agents: None,
         };
         for warning in startup.warnings {
             state.notice(NoticeLevel::Warning, warning);
@@ -341,6 +351,16 @@ impl AppState {
             )
     }
 
+    /// Whether the real agent CLI `name` is installed; `None` when not known (not checked, or
+    /// not one of them).
+    pub(crate) fn agent_installed(&self, name: &str) -> Option<bool> {
+        let installed = self.installed_agents.as_ref()?;
+        crate::provider::INSTALL_COMMANDS
+            .iter()
+            .any(|(cli, _)| *cli == name)
+            .then(|| installed.iter().any(|agent| agent == name))
+    }
+
     pub(crate) fn is_action_enabled(&self, action: Action) -> bool {
         match action {
             Action::RetryLastTurn => self.can_retry(),
@@ -349,6 +369,11 @@ impl AppState {
             Action::Diff => !self.changed_turns.is_empty(),
             Action::Undo => !self.is_turn_running() && self.undoable_turn().is_some(),
             Action::Rewind => !self.is_turn_running() && !self.turn_prompts.is_empty(),
+            Action::Export => self
+                .transcript
+                .cells()
+                .iter()
+                .any(|cell| matches!(cell.body, CellBody::User(_))),
             // Both replace the conversation: not while a turn of this one runs.
             Action::ReopenLastSession | Action::NewSession => !self.is_turn_running(),
             Action::SwitchProvider
@@ -462,6 +487,11 @@ impl AppState {
 
     /// Adds a notice below everything so far. A streaming answer stays open: its next deltas
     /// go on in the same block (above the notice), so a notice never cuts an answer in two.
+    /// How agentty calls the user back when the terminal is not focused, from the config.
+    pub fn set_notify(&mut self, notify: crate::config::NotifyMode) {
+        self.notify = notify;
+    }
+
     fn notice(&mut self, level: NoticeLevel, message: impl Into<InertText>) -> CellId {
         self.transcript
             .push(CellBody::Notice(NoticeCell::new(level, message)))

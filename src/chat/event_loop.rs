@@ -21,10 +21,11 @@ use tokio::time::sleep_until;
 
 use crate::app::state::{AppEffect, AppState, StartupInfo};
 use crate::app::transcript::NoticeLevel;
-use crate::app::{history, mentions, resume};
+use crate::app::{export, history, mentions, resume};
 use crate::cli::{AgentArgs, Cli};
 use crate::config::{self, Config, RetryPolicy};
 use crate::launch::resolve_provider;
+use crate::orchestrator::exit_status;
 use crate::orchestrator::{
     spawn_orchestrator, Command, OrchestratorEvent, OrchestratorHandle, OrchestratorOptions,
 };
@@ -33,12 +34,11 @@ use crate::provider::{
     SessionRef,
 };
 use crate::session_log::lock::ConversationLock;
-use crate::session_log::{
-    sessions_dir, ConversationSummary, NewConversation, Origin, SessionLogWriter,
-};
+use crate::session_log::{sessions_dir, ConversationSummary, Origin};
 use crate::signals::{
     JobControlEvent, ShutdownSignal, SignalEvent, SignalHandler, SignalHandlerKind,
 };
+use crate::startup::{self, LogTarget};
 use crate::tui::{self, ChatTerminal, FrameScheduler, TerminalGuard};
 use crate::view::{self, ChatView};
 
@@ -60,6 +60,12 @@ enum AppEvent {
     LogNotSaved(String),
     /// The diffs `/diff` asked for.
     DiffLoaded(Result<crate::app::review::LoadedDiff, String>),
+    /// Where `/export` wrote the conversation, or why it could not.
+    Exported(Result<PathBuf, String>),
+    /// This directory's conversations, for the `/resume` picker.
+    ConversationsListed(Vec<ConversationSummary>),
+    /// The conversation `/resume` picked, read from its log.
+    ConversationReopened(Box<Result<(resume::ResumedConversation, resume::Access), String>>),
 }
 
 /// Everything needed to start (or restart, on a provider switch) an orchestrator.
@@ -107,49 +113,35 @@ impl Launch {
             ConversationLog::New => Vec::new(),
         };
         let conversation_settings = settings_overridden(configured_settings(&settings), chosen);
-        let (writer, first_turn) = match conversation {
+        let (target, first_turn) = match conversation {
             ConversationLog::New => (
-                SessionLogWriter::start(
-                    &sessions_dir(),
-                    NewConversation {
-                        provider: name.to_owned(),
-                        cwd: std::env::current_dir().unwrap_or_default(),
-                        origin: Origin::Chat,
-                    },
-                ),
+                LogTarget::New {
+                    provider: name.to_owned(),
+                    origin: Origin::Chat,
+                },
                 1,
             ),
             ConversationLog::Resume(summary, lock) => (
-                SessionLogWriter::resume(&summary.path, &summary.id, lock),
+                LogTarget::Resume {
+                    path: summary.path.clone(),
+                    id: summary.id.clone(),
+                    lock,
+                },
                 summary.last_turn + 1,
             ),
         };
         let app_events = self.app_events.clone();
-        let session_log = writer
-            .map_err(|error| tracing::warn!(%error, "no session log"))
-            .ok()
-            .map(|writer| {
-                writer.report_failures_to(Box::new(move |failure| {
-                    let _ = app_events.send(AppEvent::LogNotSaved(failure.message()));
-                }))
-            })
-            .map(Arc::new);
-        if let Some(log) = &session_log {
-            // Old conversations go (never this one), off the UI's path.
-            let in_use = log.path().to_path_buf();
-            let policy = self.config.session_logs.clone();
-            std::thread::spawn(move || {
-                crate::retention::prune_session_logs(
-                    &sessions_dir(),
-                    Some(&in_use),
-                    &policy,
-                    std::time::SystemTime::now(),
-                )
-            });
-        }
-        let conversation_id = session_log
-            .as_ref()
-            .map(|log| log.conversation_id().to_owned());
+        let session_log = startup::open_session_log(
+            target,
+            &self.config,
+            Box::new(move |failure| {
+                let _ = app_events.send(AppEvent::LogNotSaved(failure.message()));
+            }),
+        );
+        let conversation = session_log.as_ref().map(|log| Conversation {
+            id: log.conversation_id().to_owned(),
+            log: log.path().to_path_buf(),
+        });
         let snapshot_dir = session_log
             .as_ref()
             .map(|log| crate::snapshot::dir_for_log(log.path()));
@@ -177,7 +169,7 @@ impl Launch {
             steers,
             transport,
             model: settings.model,
-            conversation_id,
+            conversation,
             snapshot_dir,
         })
     }
@@ -192,9 +184,26 @@ struct Started {
     transport: crate::config::Transport,
     model: Option<String>,
     /// The conversation it writes to.
-    conversation_id: Option<String>,
+    conversation: Option<Conversation>,
     /// Where that conversation's snapshots are kept (`/diff` reads them).
     snapshot_dir: Option<PathBuf>,
+}
+
+/// The conversation a chat writes.
+#[derive(Debug, Clone)]
+struct Conversation {
+    id: String,
+    /// Its session log (it appears with the first prompt).
+    log: PathBuf,
+}
+
+impl Conversation {
+    /// The id `/resume` and `--resume` compare.
+    fn id(conversation: &Option<Conversation>) -> Option<String> {
+        conversation
+            .as_ref()
+            .map(|conversation| conversation.id.clone())
+    }
 }
 
 /// The agent session a resumed conversation continues.
@@ -207,19 +216,12 @@ fn session_of(summary: &ConversationSummary) -> SessionRef {
 
 /// Runs the chat (see `chat::run`).
 pub fn run(cli: Cli) -> i32 {
-    let loaded = match config::load_checked(cli.agent.config.as_deref()) {
+    let loaded = match startup::load_config(&cli.agent) {
         Ok(loaded) => loaded,
-        Err(message) => {
-            eprintln!("agentty: {message}");
-            return 2;
-        }
+        Err(message) => return startup::usage_error(&message),
     };
     let mut cli = cli;
     let mut warnings = loaded.warnings.clone();
-    // What an agentty that died without stopping its agents left running goes now.
-    warnings.extend(
-        crate::process::orphans::reap_and_record_in(&crate::logging::agents_dir()).notice(),
-    );
     // `--resume [ID]`: the conversation's transcript is shown again and its agent session
     // continued, on its own provider; one from another directory or provider is refused, and
     // one that another agentty writes is shown read-only.
@@ -238,29 +240,19 @@ pub fn run(cli: Cli) -> i32 {
                         .get_or_insert_with(|| resumed.summary.provider.clone());
                     Some(Reopened::new(resumed, access))
                 }
-                Err(message) => {
-                    eprintln!("agentty: --resume: {message}");
-                    return 2;
-                }
+                Err(message) => return startup::usage_error(&format!("--resume: {message}")),
             }
         }
     };
     crate::view::highlight::use_theme(loaded.config.theme.unwrap_or_default());
-    let (provider_name, settings) = match resolve_provider(&cli.agent, &loaded.config) {
+    let (provider_name, settings) = match startup::choose_provider(&cli.agent, &loaded.config) {
         Ok(choice) => (choice.name, choice.settings),
-        Err(message) => {
-            eprintln!("agentty: {message}");
-            return 2;
-        }
+        Err(message) => return startup::usage_error(&message),
     };
-    if let Err(message) = crate::cli::check_scenario(
-        cli.agent.scenario.as_deref(),
-        &provider_name,
-        settings.chosen_transport(),
-    ) {
-        eprintln!("agentty: {message}");
-        return 2;
-    }
+    // An agent that is not installed is said at once, with how to install it, not at the
+    // first prompt.
+    warnings.extend(crate::provider::not_installed(&provider_name, &settings));
+    let installed_agents = installed_agents(&loaded.config);
     let session = if cli.continue_latest {
         SessionRef::ContinueLatest
     } else if let Some(id) = &cli.session {
@@ -270,8 +262,9 @@ pub fn run(cli: Cli) -> i32 {
     } else {
         SessionRef::New
     };
+    let first_prompt = cli.first_prompt();
     let Some(runtime) = crate::async_runtime() else {
-        return 1;
+        return exit_status::FAILED;
     };
     crate::process::tree::become_subreaper();
     let (app_events, app_inbox) = mpsc::unbounded_channel();
@@ -288,12 +281,12 @@ pub fn run(cli: Cli) -> i32 {
         config_path: loaded.path.clone(),
         warnings,
     };
-    let status = runtime.block_on(async move {
+    let (status, left) = runtime.block_on(async move {
         let mut guard = match TerminalGuard::enter() {
             Ok(guard) => guard,
             Err(error) => {
                 eprintln!("agentty: cannot set up the terminal: {error}");
-                return 1;
+                return (exit_status::FAILED, None);
             }
         };
         tui::install_panic_hook();
@@ -310,8 +303,7 @@ pub fn run(cli: Cli) -> i32 {
             Ok(started) => started,
             Err(error) => {
                 guard.restore();
-                eprintln!("agentty: {error}");
-                return 2;
+                return (startup::usage_error(&error), None);
             }
         };
         let mut state = AppState::new(startup);
@@ -320,18 +312,18 @@ pub fn run(cli: Cli) -> i32 {
         state.provider_reason = Some(crate::sanitize::untrusted_owned(
             &crate::launch::choice_reason(&launch.agent, &launch.config),
         ));
+        state.on_agents_checked(installed_agents);
         if let Some(shown) = shown {
             shown.show(&mut state);
         }
-        state.agent_steers = started.steers;
-        state.agent_transport = Some(started.transport);
-        state.notify = launch.config.notify.unwrap_or_default();
+        state.on_agent_started(started.steers, started.transport, started.model);
+        state.set_notify(launch.config.notify.unwrap_or_default());
         let mut chat = ChatLoop::new(state, started.handle, launch, (app_events, app_inbox));
-        chat.conversation_id = started.conversation_id;
+        chat.conversation = started.conversation;
         chat.snapshot_dir = started.snapshot_dir;
-        let status = chat.run(guard.terminal()).await;
+        let status = chat.run(guard.terminal(), first_prompt).await;
         guard.restore();
-        status
+        (status, chat.conversation_to_come_back_to())
     });
     // The orchestrator stopped its agent, unless it ran out of time: nothing may survive us.
     let killed = crate::process::tree::kill_all_trees_now();
@@ -342,7 +334,27 @@ pub fn run(cli: Cli) -> i32 {
         );
     }
     runtime.shutdown_timeout(Duration::from_secs(1));
+    if let Some(id) = left {
+        println!("{}", come_back_hint(&id));
+    }
     status
+}
+
+/// The real agent CLIs that are installed, as the config would start them.
+fn installed_agents(config: &Config) -> Vec<String> {
+    crate::provider::INSTALL_COMMANDS
+        .iter()
+        .map(|(name, _)| *name)
+        .filter(|name| {
+            crate::provider::not_installed(name, &config.provider_settings(name)).is_none()
+        })
+        .map(str::to_owned)
+        .collect()
+}
+
+/// What the chat prints as it leaves a conversation that has turns: how to come back to it.
+fn come_back_hint(id: &str) -> String {
+    format!("To continue this conversation: agentty --resume {id}")
 }
 
 /// A reopened conversation, as the chat shows it.
@@ -380,49 +392,18 @@ impl Reopened {
 
     fn show(self, state: &mut AppState) {
         match self {
-            Reopened::Continued(resumed) => show_resumed(state, resumed),
-            Reopened::ReadOnly(resumed, pid) => show_read_only(state, resumed, pid),
+            Reopened::Continued(resumed) => resume::show_resumed(state, resumed),
+            Reopened::ReadOnly(resumed, pid) => resume::show_read_only(state, resumed, pid),
         }
     }
 }
 
-/// Rebuilds a reopened conversation's transcript in `state` and says what the next prompt
-/// continues.
-fn show_resumed(state: &mut AppState, resumed: resume::ResumedConversation) {
-    resume::replay_into(state, resumed.events);
-    state.session_id = resumed
-        .summary
-        .session_id
-        .as_deref()
-        .map(crate::sanitize::untrusted_owned);
-    state.show_notice(NoticeLevel::Info, &resumed_notice(&resumed.summary));
-}
-
-/// Shows a conversation that another agentty writes, and says that the next prompt starts a
-/// new one.
-fn show_read_only(state: &mut AppState, resumed: resume::ResumedConversation, pid: Option<u32>) {
-    resume::replay_into(state, resumed.events);
-    // The replay named the other agentty's agent session; this chat's next prompt starts its own.
-    state.session_id = None;
-    state.show_notice(
-        NoticeLevel::Warning,
-        &resume::read_only_notice(&resumed.summary, pid),
-    );
-}
-
-/// What the chat says when it reopens a conversation.
-fn resumed_notice(summary: &ConversationSummary) -> String {
-    let session = match &summary.session_id {
-        Some(id) => format!("continues agent session {id}"),
-        None => "starts a fresh agent session (none was completed before)".to_owned(),
-    };
-    format!(
-        "Resumed conversation {} ({}, {} {}); the next prompt {session}",
-        resume::short(&summary.id),
-        summary.provider,
-        summary.turns,
-        if summary.turns == 1 { "turn" } else { "turns" },
-    )
+/// Why the chat leaves without the quit key.
+enum Leaving {
+    /// SIGINT, SIGTERM, SIGHUP or SIGQUIT.
+    Signal(ShutdownSignal),
+    /// The terminal cannot be read or drawn on any more.
+    TerminalLost(String),
 }
 
 struct ChatLoop {
@@ -440,8 +421,8 @@ struct ChatLoop {
     terminal_lost: bool,
     draw_failures: u32,
     first_frame_logged: bool,
-    /// The conversation this chat is in (its log's id).
-    conversation_id: Option<String>,
+    /// The conversation this chat is in.
+    conversation: Option<Conversation>,
     /// Where its snapshots are kept.
     snapshot_dir: Option<PathBuf>,
     exit_status: i32,
@@ -473,9 +454,9 @@ impl ChatLoop {
             terminal_lost: false,
             draw_failures: 0,
             first_frame_logged: false,
-            conversation_id: None,
+            conversation: None,
             snapshot_dir: None,
-            exit_status: 0,
+            exit_status: exit_status::COMPLETED,
             exit: false,
             attention: crate::app::attention::Attention::default(),
             launch,
@@ -483,7 +464,9 @@ impl ChatLoop {
         }
     }
 
-    async fn run(&mut self, terminal: &mut ChatTerminal) -> i32 {
+    /// Runs until the user leaves, `first_prompt` (`agentty "fix the tests"`) sent first as if
+    /// typed; returns the exit status.
+    async fn run(&mut self, terminal: &mut ChatTerminal, first_prompt: Option<String>) -> i32 {
         let mut input = EventStream::new();
         // SIGTSTP from outside (`kill -TSTP`; the terminal's Ctrl+Z arrives as a key in raw
         // mode) suspends the same way as Ctrl+Z: terminal restored, agents stopped too.
@@ -494,6 +477,10 @@ impl ChatLoop {
                 return 1;
             }
         };
+        if let Some(prompt) = first_prompt {
+            let effects = self.state.submit_first_prompt(&prompt);
+            self.apply(effects, terminal);
+        }
         self.frames.request(Instant::now());
         while !self.exit {
             let draw_at = self.frames.deadline();
@@ -515,8 +502,8 @@ impl ChatLoop {
                 // from typing, or from stopping it.
                 input_event = input.next(), if !self.terminal_lost => match input_event {
                     Some(Ok(event)) => redraw = self.on_terminal_event(event, terminal),
-                    Some(Err(error)) => self.on_terminal_lost(&error.to_string(), terminal),
-                    None => self.on_terminal_lost("input closed", terminal),
+                    Some(Err(error)) => self.on_terminal_lost(&error.to_string()),
+                    None => self.on_terminal_lost("input closed"),
                 },
                 event = self.orchestrator.events.recv(), if self.orchestrator_open => {
                     self.on_orchestrator_event(event, terminal);
@@ -599,7 +586,7 @@ impl ChatLoop {
                 self.draw_failures += 1;
                 tracing::warn!(%error, "drawing failed");
                 if self.draw_failures >= MAX_DRAW_FAILURES {
-                    self.on_terminal_lost(&error.to_string(), terminal);
+                    self.on_terminal_lost(&error.to_string());
                 }
             }
         }
@@ -657,6 +644,7 @@ impl ChatLoop {
                 AppEffect::LoadDiff(request) => self.load_diff(request),
                 AppEffect::SavePrompt(prompt) => save_prompt(prompt),
                 AppEffect::Suspend => self.suspend(terminal),
+                AppEffect::Export { markdown, file } => self.export(markdown, file),
                 AppEffect::Exit => self.exit = true,
             }
         }
@@ -672,36 +660,55 @@ impl ChatLoop {
 
     fn on_signal(&mut self, signal: SignalEvent, terminal: &mut ChatTerminal) {
         match signal {
-            SignalEvent::Shutdown(signal) => self.on_shutdown_signal(signal),
+            SignalEvent::Shutdown(signal) => self.leave(Leaving::Signal(signal)),
+            // SIGTSTP from outside (`kill -TSTP`; the terminal's Ctrl+Z arrives as a key in
+            // raw mode) suspends the same way as Ctrl+Z.
             SignalEvent::JobControl(JobControlEvent::Stop) => {
                 if !self.terminal_lost {
                     self.suspend(terminal);
                 }
             }
-            // `kill -CONT` by hand while the agents are stopped: they go on with agentty.
-            SignalEvent::JobControl(JobControlEvent::Continue) => {
-                crate::process::tree::signal_all_groups(nix::sys::signal::Signal::SIGCONT)
-            }
+            SignalEvent::JobControl(event) => event.act(|| {}),
         }
     }
 
-    fn on_shutdown_signal(&mut self, signal: ShutdownSignal) {
-        let (number, name) = (signal.number(), signal.name());
-        tracing::info!(signal = name, "signal received");
-        if signal == ShutdownSignal::Hangup {
-            self.terminal_lost = true;
+    fn on_terminal_lost(&mut self, why: &str) {
+        self.leave(Leaving::TerminalLost(why.to_owned()));
+    }
+
+    /// The one way out for what ends the chat from outside; the quit key goes the same way
+    /// through the reducers (`begin_quit`). The orchestrator is asked to shut down (stopping
+    /// the agent), and its `ShutDown` ends the loop, or `SHUTDOWN_LIMIT` does; a second request
+    /// to leave does not wait for the agent any longer.
+    fn leave(&mut self, why: Leaving) {
+        match &why {
+            Leaving::Signal(signal) => {
+                tracing::info!(signal = signal.name(), "signal received");
+                if *signal == ShutdownSignal::Hangup {
+                    self.terminal_lost = true;
+                }
+                if self.state.quitting {
+                    crate::process::tree::kill_all_trees_now();
+                    self.exit = true;
+                    return;
+                }
+                self.exit_status = exit_status::for_signal(signal.number());
+                self.state.show_notice(
+                    NoticeLevel::Stopped,
+                    &format!("{} received: stopping the agent and leaving", signal.name()),
+                );
+            }
+            Leaving::TerminalLost(why) => {
+                tracing::error!(why, "the terminal is gone; leaving");
+                self.terminal_lost = true;
+                if self.exit_status == exit_status::COMPLETED {
+                    self.exit_status = exit_status::FAILED;
+                }
+                if self.state.quitting {
+                    return;
+                }
+            }
         }
-        if self.state.quitting {
-            // A second request to leave: do not wait for the agent any longer.
-            crate::process::tree::kill_all_trees_now();
-            self.exit = true;
-            return;
-        }
-        self.exit_status = 128 + number;
-        self.state.show_notice(
-            NoticeLevel::Stopped,
-            &format!("{name} received: stopping the agent and leaving"),
-        );
         let effects = self.state.begin_quit();
         // Leaving needs no terminal writes: only the shutdown command, or the exit itself.
         for effect in effects {
@@ -716,19 +723,6 @@ impl ChatLoop {
         }
     }
 
-    fn on_terminal_lost(&mut self, why: &str, terminal: &mut ChatTerminal) {
-        tracing::error!(why, "the terminal is gone; leaving");
-        self.terminal_lost = true;
-        if self.exit_status == 0 {
-            self.exit_status = 1;
-        }
-        if self.state.quitting {
-            return;
-        }
-        let effects = self.state.begin_quit();
-        self.apply(effects, terminal);
-    }
-
     fn on_app_event(&mut self, event: AppEvent) {
         match event {
             AppEvent::ConfigSaved(result) => self.state.on_config_saved(result),
@@ -736,6 +730,11 @@ impl ChatLoop {
                 self.state.show_notice(NoticeLevel::Warning, &message)
             }
             AppEvent::DiffLoaded(loaded) => self.state.show_diff(loaded),
+            AppEvent::ConversationsListed(conversations) => self
+                .state
+                .show_conversations(conversations, Conversation::id(&self.conversation)),
+            AppEvent::ConversationReopened(reopened) => self.continue_reopened(*reopened),
+            AppEvent::Exported(result) => self.state.on_exported(result),
             AppEvent::FilesListed(files) => {
                 // Refreshing the popup can only ask for another listing.
                 for effect in self.state.on_files_listed(files) {
@@ -769,6 +768,17 @@ impl ChatLoop {
         });
     }
 
+    /// Writes `/export`'s Markdown, off the loop.
+    fn export(&mut self, markdown: String, file: Option<String>) {
+        let events = self.app_events.clone();
+        let conversation = Conversation::id(&self.conversation);
+        tokio::task::spawn_blocking(move || {
+            let cwd = std::env::current_dir().unwrap_or_default();
+            let path = export::export_path(&cwd, file.as_deref(), conversation.as_deref());
+            let _ = events.send(AppEvent::Exported(export::write_export(&path, &markdown)));
+        });
+    }
+
     /// Walks the working directory for `@` mentions, off the loop.
     fn list_files(&mut self) {
         let events = self.app_events.clone();
@@ -783,10 +793,9 @@ impl ChatLoop {
     /// Ctrl+Z: the terminal is restored, the agents and agentty stop; on `fg` everything comes
     /// back and the screen is drawn whole again.
     fn suspend(&mut self, terminal: &mut ChatTerminal) {
-        tui::restore_terminal();
-        crate::process::job_control::suspend_with_agents();
+        JobControlEvent::Stop.act(tui::restore_terminal);
         if let Err(error) = tui::reenter_terminal() {
-            self.on_terminal_lost(&error.to_string(), terminal);
+            self.on_terminal_lost(&error.to_string());
             return;
         }
         self.attention.forget_title();
@@ -861,10 +870,7 @@ impl ChatLoop {
             .launch
             .orchestrator(name, policy, SessionRef::New, ConversationLog::New)
         {
-            Ok(started) => {
-                self.state.model = started.model.clone();
-                self.replace_orchestrator(started);
-            }
+            Ok(started) => self.replace_orchestrator(started),
             Err(error) => self.state.show_notice(NoticeLevel::Error, &error),
         }
     }
@@ -872,23 +878,29 @@ impl ChatLoop {
     fn replace_orchestrator(&mut self, started: Started) {
         let previous = std::mem::replace(&mut self.orchestrator, started.handle);
         retire(previous);
-        self.conversation_id = started.conversation_id;
+        self.conversation = started.conversation;
         self.snapshot_dir = started.snapshot_dir;
-        self.state.agent_steers = started.steers;
-        self.state.agent_transport = Some(started.transport);
-        // What the previous agent reported of itself is not the new one's.
-        self.state.agent_queue = Default::default();
-        self.state.agent_status = Default::default();
         self.orchestrator_open = true;
-        self.state.orchestrator_alive = true;
+        self.state
+            .on_agent_started(started.steers, started.transport, started.model);
     }
 
-    /// Opens the `/resume` picker on this directory's conversations.
+    /// Reads this directory's conversations for the `/resume` picker, off the loop.
     fn list_conversations(&mut self) {
-        let cwd = std::env::current_dir().unwrap_or_default();
-        let conversations = resume::conversations_here(&sessions_dir(), &cwd);
-        self.state
-            .show_conversations(conversations, self.conversation_id.clone());
+        let events = self.app_events.clone();
+        tokio::task::spawn_blocking(move || {
+            let cwd = std::env::current_dir().unwrap_or_default();
+            let conversations = resume::conversations_here(&sessions_dir(), &cwd);
+            let _ = events.send(AppEvent::ConversationsListed(conversations));
+        });
+    }
+
+    /// The conversation to print the way back to as the chat ends: this one, once it has
+    /// turns and its log exists (a new conversation's log appears with its first prompt).
+    fn conversation_to_come_back_to(&self) -> Option<String> {
+        let conversation = self.conversation.as_ref()?;
+        (!self.state.turn_prompts.is_empty() && conversation.log.exists())
+            .then(|| conversation.id.clone())
     }
 
     /// A fresh chat for `provider`: a new transcript (with `notice`) and, started by the caller,
@@ -901,7 +913,10 @@ impl ChatLoop {
             config_path: self.state.config_path.clone(),
             warnings: Vec::new(),
         });
-        state.notify = self.state.notify;
+        state.set_notify(self.state.notify);
+        if let Some(installed) = self.state.installed_agents.clone() {
+            state.on_agents_checked(installed);
+        }
         state
     }
 
@@ -931,7 +946,20 @@ impl ChatLoop {
     /// provider it ran on; one that another agentty writes is shown read-only, and the next
     /// prompt starts a new conversation.
     fn resume_conversation(&mut self, summary: ConversationSummary) {
-        let (resumed, access) = match resume::reopen(summary) {
+        // Reading the log (and taking its lock) is disk work: off the loop.
+        let events = self.app_events.clone();
+        tokio::task::spawn_blocking(move || {
+            let reopened = resume::reopen(summary);
+            let _ = events.send(AppEvent::ConversationReopened(Box::new(reopened)));
+        });
+    }
+
+    /// Goes on with the conversation `/resume` reopened (see [`Self::resume_conversation`]).
+    fn continue_reopened(
+        &mut self,
+        reopened: Result<(resume::ResumedConversation, resume::Access), String>,
+    ) {
+        let (resumed, access) = match reopened {
             Ok(reopened) => reopened,
             Err(message) => {
                 self.state.show_notice(NoticeLevel::Warning, &message);

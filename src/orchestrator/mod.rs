@@ -186,12 +186,28 @@ pub enum TurnOutcome {
     Cancelled,
 }
 
-/// `agentty run`'s exit statuses (DESIGN.md's command-line contract).
+/// agentty's exit statuses, the chat's and `agentty run`'s (DESIGN.md's command-line contract):
+/// the one place they are written.
 pub mod exit_status {
+    /// The turn completed; the chat was left normally.
     pub const COMPLETED: i32 = 0;
-    pub(crate) const FAILED: i32 = 1;
-    pub(crate) const USAGE: i32 = 2;
-    pub(crate) const CANCELLED: i32 = 130;
+    /// The turn failed, or agentty could not run (no runtime, no terminal).
+    pub const FAILED: i32 = 1;
+    /// A usage error: a bad flag, config, provider or scenario, said in one line on stderr.
+    pub const USAGE: i32 = 2;
+    /// The turn was cancelled (Ctrl+C, SIGINT): 128 + SIGINT, as shells report it.
+    pub const CANCELLED: i32 = 130;
+    /// `agentty run`'s reader closed stdout (`| head -2`): the agent was stopped and agentty
+    /// exits as a program killed by SIGPIPE does (128 + 13), like `cat`, `grep` or `git log`
+    /// in the same pipe, so that `set -o pipefail` scripts treat it like every other tool,
+    /// and never as a completed (0) or cancelled (130) turn.
+    pub const OUTPUT_CLOSED: i32 = 128 + 13;
+
+    /// Leaving because of `signal` (SIGTERM, SIGHUP, ...): 128 + its number, as shells report
+    /// a process the signal ended.
+    pub(crate) fn for_signal(number: i32) -> i32 {
+        128 + number
+    }
 }
 
 impl TurnOutcome {

@@ -42,7 +42,8 @@ pub use contract::{
 pub(crate) use contract::{ProviderKind, PROVIDER_NAMES};
 pub use mapper::{AgentOutcome, ExitFacts, LineVerdict, Mapper};
 pub(crate) use registry::{
-    asks_permission, default_chat_transport, default_run_transport, permissions_not_honoured,
+    asks_permission, default_chat_transport, default_run_transport, not_installed,
+    permissions_not_honoured, INSTALL_COMMANDS,
 };
 pub use registry::{build_backend, build_provider, build_provider_with, provider_on};
 pub use runner::CliProvider;

@@ -314,6 +314,8 @@ fn render_picker(state: &AppState, selected: usize, area: Rect, buf: &mut Buffer
         .map(|(index, name)| {
             let current = if *name == state.provider {
                 " (current)"
+            } else if state.agent_installed(name) == Some(false) {
+                " (not installed)"
             } else {
                 ""
             };

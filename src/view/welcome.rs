@@ -11,13 +11,7 @@ use crate::app::keymap::{HELP_KEY, MENU_KEY, QUIT_KEY, SEND_KEY, STOP_KEY};
 use crate::app::state::AppState;
 use crate::view::wrap::{wrap, RichLine};
 
-/// The npm package of each real agent CLI.
-const INSTALL: [(&str, &str); 4] = [
-    ("pi", "npm install -g @mariozechner/pi-coding-agent"),
-    ("claude", "npm install -g @anthropic-ai/claude-code"),
-    ("codex", "npm install -g @openai/codex"),
-    ("gemini", "npm install -g @google/gemini-cli"),
-];
+use crate::provider::INSTALL_COMMANDS as INSTALL;
 
 fn welcome_lines(state: &AppState, roomy: bool) -> Vec<RichLine> {
     let bold = Style::default().add_modifier(Modifier::BOLD);
@@ -76,12 +70,20 @@ fn welcome_lines(state: &AppState, roomy: bool) -> Vec<RichLine> {
         spans.push(Span::raw(format!(" {what}")));
     }
     lines.push(RichLine::new(spans).with_prefix(Vec::new(), indent()));
+    // Only the agent CLIs that are not installed (all of them when that was not checked).
+    let to_install: Vec<_> = INSTALL
+        .iter()
+        .filter(|(name, _)| state.agent_installed(name) != Some(true))
+        .collect();
+    if to_install.is_empty() {
+        return lines;
+    }
     gap(&mut lines);
     lines.push(RichLine::new(vec![
         Span::styled("Real agents: ", bold),
         Span::raw("install one, then /provider NAME (or restart)"),
     ]));
-    for (name, command) in INSTALL {
+    for &(name, command) in to_install {
         lines.push(
             RichLine::new(vec![
                 Span::styled(format!("{name:<7}"), key),

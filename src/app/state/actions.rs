@@ -106,6 +106,7 @@ impl AppState {
                     "Wait for the turn to end (or stop it with Esc) before rewinding."
                 }
                 Action::Rewind => "No prompt has been sent yet: nothing to rewind.",
+                Action::Export => "No prompt has been sent yet: nothing to export.",
                 Action::ReopenLastSession | Action::NewSession => {
                     "Stop the running turn (Esc) before leaving this conversation."
                 }
@@ -205,6 +206,13 @@ impl AppState {
                 self.notice(NoticeLevel::Info, format!("Log file: {}", path.display()));
                 Vec::new()
             }
+            Action::Export => vec![AppEffect::Export {
+                markdown: crate::app::export::conversation_markdown(
+                    &self.transcript,
+                    &self.provider,
+                ),
+                file: argument,
+            }],
             Action::Help => self.open_overlay(Overlay::Help(KeyHelp::default())),
             Action::Quit => self.begin_quit(),
         }
@@ -239,5 +247,48 @@ impl AppState {
             format!("Switched to {name}: the next prompt starts a new session"),
         );
         vec![AppEffect::SwitchProvider(name.to_owned())]
+    }
+}
+
+impl AppState {
+    /// Sends `prompt` as though typed and sent with Enter: the chat's first prompt
+    /// (`agentty "fix the tests"`).
+    pub(crate) fn submit_first_prompt(&mut self, prompt: &str) -> Vec<AppEffect> {
+        self.composer.set_text(prompt);
+        self.submit()
+    }
+
+    /// Which real agent CLIs are installed (checked by the chat as it starts).
+    pub fn on_agents_checked(&mut self, installed: Vec<String>) {
+        self.installed_agents = Some(installed);
+    }
+
+    /// `/export` wrote the conversation (the path), or could not (why).
+    pub(crate) fn on_exported(&mut self, result: Result<std::path::PathBuf, String>) {
+        let (level, message) = match result {
+            Ok(path) => (
+                NoticeLevel::Info,
+                format!("Exported the conversation to {}", path.display()),
+            ),
+            Err(why) => (NoticeLevel::Warning, format!("Not exported: {why}")),
+        };
+        self.notice(level, message);
+    }
+
+    /// A new orchestrator runs the agent (at startup, or after `/provider`, `/new` or
+    /// `/resume`): what the chat shows of it is that agent's, and nothing the previous one
+    /// reported of itself carries over.
+    pub(crate) fn on_agent_started(
+        &mut self,
+        steers: bool,
+        transport: crate::config::Transport,
+        model: Option<String>,
+    ) {
+        self.agent_steers = steers;
+        self.agent_transport = Some(transport);
+        self.model = model;
+        self.agent_queue = Default::default();
+        self.agent_status = Default::default();
+        self.orchestrator_alive = true;
     }
 }
