@@ -53,7 +53,11 @@ fn an_unknown_slash_word_is_kept_and_a_second_enter_sends_it_as_a_message() {
     // Ctrl+R offers it (once).
     chat.ctrl('r');
     let screen = chat.screen(100, 20, 0);
-    assert_eq!(screen.matches("/etc/hosts looks wrong").count(), 1, "{screen}");
+    assert_eq!(
+        screen.matches("/etc/hosts looks wrong").count(),
+        1,
+        "{screen}"
+    );
 }
 
 #[test]
@@ -71,7 +75,8 @@ fn an_edited_unknown_command_is_warned_about_again() {
 #[test]
 fn up_walks_the_history_past_a_prompt_ending_in_a_mention() {
     let mut chat = chat();
-    chat.state.on_files_listed(vec!["src/main.rs".into(), "README.md".into()]);
+    chat.state
+        .on_files_listed(vec!["src/main.rs".into(), "README.md".into()]);
     chat.state.composer.load_history(vec![
         "first".into(),
         "explain @src/main.rs".into(),
@@ -80,7 +85,10 @@ fn up_walks_the_history_past_a_prompt_ending_in_a_mention() {
     chat.press(KeyCode::Up);
     chat.press(KeyCode::Up);
     assert_eq!(chat.state.composer.text(), "explain @src/main.rs");
-    assert!(chat.state.popup.is_none(), "a recalled mention opens no popup");
+    assert!(
+        chat.state.popup.is_none(),
+        "a recalled mention opens no popup"
+    );
     chat.press(KeyCode::Up);
     assert_eq!(chat.state.composer.text(), "first", "Up goes on walking");
     chat.press(KeyCode::Down);
@@ -171,7 +179,11 @@ fn alt_up_with_a_draft_keeps_the_two_prompts_apart() {
     chat.end(20, TurnOutcome::Completed);
     let effects = chat.press(KeyCode::Enter);
     assert_eq!(submitted(&effects).as_deref(), Some("queued one"));
-    assert_eq!(chat.state.composer.text(), "my draft", "the draft comes next");
+    assert_eq!(
+        chat.state.composer.text(),
+        "my draft",
+        "the draft comes next"
+    );
 }
 
 #[test]
@@ -237,8 +249,11 @@ fn a_bang_command_runs_here_and_its_output_is_shown_inert() {
         })
     );
     assert_eq!(submitted(&effects), None, "nothing goes to the agent");
-    chat.state
-        .on_shell_done(shell_output("ls -a", false, "Cargo.toml\n\u{1b}]0;pwned\u{7}src\n"));
+    chat.state.on_shell_done(shell_output(
+        "ls -a",
+        false,
+        "Cargo.toml\n\u{1b}]0;pwned\u{7}src\n",
+    ));
     let screen = chat.screen(100, 20, 0);
     assert!(screen.contains("$ ls -a · exit 0"), "{screen}");
     assert!(screen.contains("Cargo.toml"), "{screen}");
@@ -253,7 +268,10 @@ fn a_bang_command_runs_here_and_its_output_is_shown_inert() {
             _ => None,
         })
         .unwrap();
-    assert!(notice.details[0].lines.iter().all(|line| !line.contains('\u{1b}')));
+    assert!(notice.details[0]
+        .lines
+        .iter()
+        .all(|line| !line.contains('\u{1b}')));
 }
 
 #[test]
@@ -285,10 +303,19 @@ fn the_terminals_cursor_is_placed_on_the_composers_and_hidden_under_an_overlay()
     let position = terminal.backend_mut().get_cursor_position().unwrap();
     let screen = terminal.backend().to_string();
     let row: Vec<&str> = screen.lines().collect();
-    assert!(row[position.y as usize].contains("hi \u{1F44D}\u{1F3FD}"), "{screen}");
-    assert_eq!(position.x, 5, "after two letters, a space and a two-column emoji");
+    assert!(
+        row[position.y as usize].contains("hi \u{1F44D}\u{1F3FD}"),
+        "{screen}"
+    );
+    assert_eq!(
+        position.x, 5,
+        "after two letters, a space and a two-column emoji"
+    );
     chat.ctrl('r');
-    assert!(matches!(chat.state.overlay, Some(Overlay::HistorySearch(_))));
+    assert!(matches!(
+        chat.state.overlay,
+        Some(Overlay::HistorySearch(_))
+    ));
 }
 
 #[test]
@@ -302,7 +329,10 @@ fn a_long_prompt_is_folded_in_the_transcript_and_a_click_expands_it() {
     let screen = chat.screen(100, 30, 0);
     assert!(screen.contains("pasted row 3"), "{screen}");
     assert!(!screen.contains("pasted row 4"), "{screen}");
-    assert!(screen.contains("▸ 197 more lines · click to expand"), "{screen}");
+    assert!(
+        screen.contains("▸ 197 more lines · click to expand"),
+        "{screen}"
+    );
     let id = chat
         .state
         .transcript

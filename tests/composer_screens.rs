@@ -321,7 +321,10 @@ fn the_mention_popup_lists_files_and_the_agent_gets_the_path() {
     insta::assert_snapshot!("mention_popup_40x12", chat.draw(SMALL));
     chat.press(KeyCode::Tab);
     assert_eq!(chat.state.composer.text(), "explain @src/app/state.rs");
-    assert!(chat.state.popup.is_none(), "the file is chosen: Enter sends");
+    assert!(
+        chat.state.popup.is_none(),
+        "the file is chosen: Enter sends"
+    );
     let effects = chat.type_text(" and @design");
     assert_eq!(
         effects,

@@ -57,7 +57,11 @@ fn ctrl_g_edits_the_prompt_in_the_editor_and_without_one_says_so() {
     chat.keys(&["C-g"]);
     let screen = chat.wait_for_text("my final prompt");
     assert!(!screen.contains("my draft"), "{screen}");
-    assert_eq!(chat.pane_flag("#{alternate_on}"), "1", "back in full screen");
+    assert_eq!(
+        chat.pane_flag("#{alternate_on}"),
+        "1",
+        "back in full screen"
+    );
     chat.keys(&["C-c"]);
     chat.quit();
     drop(chat);
@@ -88,7 +92,11 @@ fn a_bang_command_runs_in_the_working_dir_and_shows_its_output() {
     assert!(screen.contains("$ ls;"), "{screen}");
     // Nothing went to the agent: no turn ran.
     assert!(!screen.contains("› !ls"), "{screen}");
-    assert_ne!(chat.pane_flag("#{pane_title}"), "pwned", "the output is inert");
+    assert_ne!(
+        chat.pane_flag("#{pane_title}"),
+        "pwned",
+        "the output is inert"
+    );
     chat.quit();
 }
 

@@ -1069,7 +1069,10 @@ fn slash_permissions_lists_the_always_answers_and_how_to_take_them_back() {
 fn at_40x12_the_change_being_approved_scrolls_into_view_and_no_scroll_key_answers() {
     let mut chat = Chat::asked(edit_request());
     let options = chat.draw(SMALL);
-    assert!(options.contains("PgDn diff"), "the key is shown:\n{options}");
+    assert!(
+        options.contains("PgDn diff"),
+        "the key is shown:\n{options}"
+    );
     let mut seen = String::new();
     for _ in 0..80 {
         assert!(chat.press(KeyCode::PageDown).is_empty(), "never an answer");
@@ -1091,6 +1094,13 @@ fn at_40x12_the_change_being_approved_scrolls_into_view_and_no_scroll_key_answer
         assert!(chat.press(KeyCode::PageUp).is_empty());
     }
     let back = chat.draw(SMALL);
-    assert!(back.contains("Allow always"), "PgUp at the top: the options\n{back}");
-    assert_eq!(chat.permission_cells()[0].outcome, PermissionOutcome::Waiting, "unanswered");
+    assert!(
+        back.contains("Allow always"),
+        "PgUp at the top: the options\n{back}"
+    );
+    assert_eq!(
+        chat.permission_cells()[0].outcome,
+        PermissionOutcome::Waiting,
+        "unanswered"
+    );
 }

@@ -492,7 +492,11 @@ mod tests {
         composer.input(key(KeyCode::Left));
         assert_eq!(composer.cursor(), (0, 6), "one step over e + accent");
         composer.input(key(KeyCode::Left));
-        assert_eq!(composer.cursor(), (0, 4), "one step over the thumb and its tone");
+        assert_eq!(
+            composer.cursor(),
+            (0, 4),
+            "one step over the thumb and its tone"
+        );
         composer.input(key(KeyCode::Backspace));
         assert_eq!(
             composer.text(),
@@ -539,7 +543,11 @@ mod tests {
         composer.input(alt_f);
         assert_eq!(composer.cursor(), (0, 5), "the end of this word");
         composer.input(alt_f);
-        assert_eq!(composer.cursor(), (0, 12), "past the gap, the end of the next");
+        assert_eq!(
+            composer.cursor(),
+            (0, 12),
+            "past the gap, the end of the next"
+        );
         composer.input(alt_f);
         assert_eq!(composer.cursor(), (0, 18));
         composer.input(KeyEvent::new(KeyCode::Char('b'), KeyModifiers::ALT));
@@ -568,10 +576,7 @@ mod tests {
         // Two pastes of the same size get distinct labels.
         composer.paste(&big);
         composer.paste(&big);
-        assert_eq!(
-            composer.text(),
-            "[Pasted 200 lines][Pasted 200 lines #2]"
-        );
+        assert_eq!(composer.text(), "[Pasted 200 lines][Pasted 200 lines #2]");
         assert_eq!(composer.expanded_text(), format!("{big}{big}"));
     }
 
@@ -596,6 +601,9 @@ mod tests {
         assert!(!composer.confirm_unknown_command("/etc/hosts is wrong"));
         assert!(!composer.confirm_unknown_command("/etc/hosts is odd"));
         assert!(composer.confirm_unknown_command("/etc/hosts is odd"));
-        assert!(!composer.confirm_unknown_command("/etc/hosts is odd"), "once");
+        assert!(
+            !composer.confirm_unknown_command("/etc/hosts is odd"),
+            "once"
+        );
     }
 }

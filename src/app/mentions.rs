@@ -275,10 +275,22 @@ mod tests {
         std::fs::write(root.join(".git/HEAD"), "").unwrap();
         std::fs::write(root.join(".cache/blob"), "").unwrap();
         let listed = list_files(root, MAX_FILES);
-        assert!(listed.contains(&".github/workflows/ci.yml".to_owned()), "{listed:?}");
-        assert!(listed.contains(&".github/workflows/".to_owned()), "{listed:?}");
-        assert!(listed.iter().all(|path| !path.starts_with(".git/")), "{listed:?}");
-        assert!(listed.iter().all(|path| !path.starts_with(".cache")), "{listed:?}");
+        assert!(
+            listed.contains(&".github/workflows/ci.yml".to_owned()),
+            "{listed:?}"
+        );
+        assert!(
+            listed.contains(&".github/workflows/".to_owned()),
+            "{listed:?}"
+        );
+        assert!(
+            listed.iter().all(|path| !path.starts_with(".git/")),
+            "{listed:?}"
+        );
+        assert!(
+            listed.iter().all(|path| !path.starts_with(".cache")),
+            "{listed:?}"
+        );
         assert_eq!(rank("ci.yml", &listed, 1), [".github/workflows/ci.yml"]);
         // A mentioned folder reaches the agent as its bare path.
         assert_eq!(

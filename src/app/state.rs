@@ -483,7 +483,8 @@ impl AppState {
     /// Earlier prompts matching `query` (fuzzy), each once, best first; all of them newest
     /// first when the query is empty.
     pub(crate) fn history_matches(&self, query: &str) -> Vec<String> {
-        let newest_first = crate::app::history_search::distinct_newest_first(self.composer.history());
+        let newest_first =
+            crate::app::history_search::distinct_newest_first(self.composer.history());
         if query.is_empty() {
             return newest_first;
         }

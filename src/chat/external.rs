@@ -210,7 +210,10 @@ mod tests {
     #[test]
     fn a_command_past_its_time_is_killed_with_what_it_started() {
         let started = Instant::now();
-        let output = shell("echo before; sleep 30 & sleep 30", Duration::from_millis(300));
+        let output = shell(
+            "echo before; sleep 30 & sleep 30",
+            Duration::from_millis(300),
+        );
         assert_eq!(output.ended, "killed after 300ms");
         assert_eq!(output.text, "before\n");
         assert!(started.elapsed() < Duration::from_secs(10));

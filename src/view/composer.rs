@@ -280,18 +280,36 @@ mod tests {
     #[test]
     fn graphemes_are_drawn_whole_and_the_cursor_counts_their_columns() {
         let input = composer("a\u{1F44D}\u{1F3FD}b");
-        assert_eq!(wrap_input(&input, 20).cursor, (0, 4), "a, a two-column thumb, b");
+        assert_eq!(
+            wrap_input(&input, 20).cursor,
+            (0, 4),
+            "a, a two-column thumb, b"
+        );
         let mut buf = Buffer::empty(Rect::new(0, 0, 20, 1));
         let mut scroll = 0;
         let placed = render_input(&input, Rect::new(0, 0, 20, 1), &mut buf, &mut scroll);
-        assert_eq!(placed, Some((4, 0)), "the terminal's cursor goes where it is drawn");
-        assert_eq!(buf[(1, 0)].symbol(), "\u{1F44D}\u{1F3FD}", "the tone is kept");
+        assert_eq!(
+            placed,
+            Some((4, 0)),
+            "the terminal's cursor goes where it is drawn"
+        );
+        assert_eq!(
+            buf[(1, 0)].symbol(),
+            "\u{1F44D}\u{1F3FD}",
+            "the tone is kept"
+        );
         assert_eq!(buf[(3, 0)].symbol(), "b");
         // A ZWJ sequence and a combining accent are one cell group each, never split by a
         // row break.
         let input = composer("ab\u{1F469}\u{200D}\u{1F467}e\u{301}");
-        assert_eq!(rows(&input, 4), ["ab\u{1F469}\u{200D}\u{1F467}", "e\u{301}"]);
+        assert_eq!(
+            rows(&input, 4),
+            ["ab\u{1F469}\u{200D}\u{1F467}", "e\u{301}"]
+        );
         assert_eq!(wrap_input(&input, 4).cursor, (1, 1));
-        assert_eq!(rows(&input, 3), ["ab", "\u{1F469}\u{200D}\u{1F467}e\u{301}", ""]);
+        assert_eq!(
+            rows(&input, 3),
+            ["ab", "\u{1F469}\u{200D}\u{1F467}e\u{301}", ""]
+        );
     }
 }

@@ -96,7 +96,10 @@ impl AppState {
             self.popup_dismissed_for = Some(self.composer.text());
             self.notice(
                 NoticeLevel::Info,
-                format!("$ {command} · {}: its output is in the prompt", output.ended),
+                format!(
+                    "$ {command} · {}: its output is in the prompt",
+                    output.ended
+                ),
             );
             return;
         }
