@@ -79,7 +79,8 @@ fn benches(c: &mut Criterion) {
     let mut state = chat();
     let words = "wrap this prompt over many rows of the input ";
     let long: String = words.repeat(2_000 / words.len() + 1);
-    state.on_paste(&long[..2_000]);
+    // Typed in, not pasted: a paste this large would be folded to one short label.
+    state.composer.set_text(&long[..2_000]);
     type_frame_erase(
         c,
         "type + frame + erase, 2,000-char wrapped prompt, 160x50",

@@ -210,11 +210,18 @@ fn a_stopped_turn_gives_the_queue_back_to_the_editor() {
             AppEffect::Command(Command::RemoveQueued(0)),
         ]
     );
-    assert_eq!(chat.state.composer.text(), "second\nthird\ndraft");
+    // Each comes back as its own prompt, one at a time, the draft after them.
+    assert_eq!(chat.state.composer.text(), "second");
     assert!(chat.state.queued.is_empty());
     assert!(chat
         .draw((80, 12))
         .contains("2 queued prompts back in the editor"));
+    chat.ctrl('c');
+    assert_eq!(chat.state.composer.text(), "third");
+    chat.ctrl('c');
+    assert_eq!(chat.state.composer.text(), "draft");
+    chat.ctrl('c');
+    assert_eq!(chat.state.composer.text(), "");
 }
 
 #[test]
@@ -313,8 +320,12 @@ fn the_mention_popup_lists_files_and_the_agent_gets_the_path() {
     insta::assert_snapshot!("mention_popup_160x50", chat.draw(BIG));
     insta::assert_snapshot!("mention_popup_40x12", chat.draw(SMALL));
     chat.press(KeyCode::Tab);
-    assert_eq!(chat.state.composer.text(), "explain @src/app/state.rs ");
-    let effects = chat.type_text("and @design");
+    assert_eq!(chat.state.composer.text(), "explain @src/app/state.rs");
+    assert!(
+        chat.state.popup.is_none(),
+        "the file is chosen: Enter sends"
+    );
+    let effects = chat.type_text(" and @design");
     assert_eq!(
         effects,
         vec![AppEffect::ListFiles],
@@ -323,13 +334,13 @@ fn the_mention_popup_lists_files_and_the_agent_gets_the_path() {
     chat.press(KeyCode::Enter);
     assert_eq!(
         chat.state.composer.text(),
-        "explain @src/app/state.rs and @\"docs/design notes.md\" "
+        "explain @src/app/state.rs and @\"docs/design notes.md\""
     );
     let effects = chat.press(KeyCode::Enter);
     assert_eq!(
         effects[0],
         AppEffect::Command(Command::Submit(
-            "explain src/app/state.rs and \"docs/design notes.md\" ".into()
+            "explain src/app/state.rs and \"docs/design notes.md\"".into()
         ))
     );
 }

@@ -1064,3 +1064,43 @@ fn slash_permissions_lists_the_always_answers_and_how_to_take_them_back() {
     }
     assert!(!screen.contains("ls — Allow (you)"), "{screen}");
 }
+
+#[test]
+fn at_40x12_the_change_being_approved_scrolls_into_view_and_no_scroll_key_answers() {
+    let mut chat = Chat::asked(edit_request());
+    let options = chat.draw(SMALL);
+    assert!(
+        options.contains("PgDn diff"),
+        "the key is shown:\n{options}"
+    );
+    let mut seen = String::new();
+    for _ in 0..80 {
+        assert!(chat.press(KeyCode::PageDown).is_empty(), "never an answer");
+        let screen = chat.draw(SMALL);
+        seen.push_str(&screen);
+        if screen.contains("pub fn new() {}") {
+            break;
+        }
+    }
+    eprintln!("the change at 40x12:\n{}", chat.draw(SMALL));
+    for row in ["line five", "line thirty-one and a half", "pub fn new() {}"] {
+        assert!(seen.contains(row), "{row} never came into view:\n{seen}");
+    }
+    let screen = chat.draw(SMALL);
+    assert!(screen.contains("PgUp"), "{screen}");
+    assert!(screen.contains("Esc rejects"), "Esc stays named:\n{screen}");
+    assert!(chat.state.permission_prompt().is_some(), "still open");
+    for _ in 0..80 {
+        assert!(chat.press(KeyCode::PageUp).is_empty());
+    }
+    let back = chat.draw(SMALL);
+    assert!(
+        back.contains("Allow always"),
+        "PgUp at the top: the options\n{back}"
+    );
+    assert_eq!(
+        chat.permission_cells()[0].outcome,
+        PermissionOutcome::Waiting,
+        "unanswered"
+    );
+}

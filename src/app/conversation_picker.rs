@@ -11,7 +11,8 @@ use crate::session_log::ConversationSummary;
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConversationPicker {
     pub conversations: Vec<ConversationSummary>,
-    /// Typed text: a conversation is shown when its first prompt, provider or id contains it.
+    /// Typed text: a conversation is shown when one of its prompts, its provider or id contains
+    /// it.
     pub filter: String,
     /// Index into [`ConversationPicker::visible`].
     pub selected: usize,
@@ -35,7 +36,9 @@ impl ConversationPicker {
             .iter()
             .filter(|summary| {
                 filter.is_empty()
-                    || summary.first_prompt.to_lowercase().contains(&filter)
+                    || std::iter::once(&summary.first_prompt)
+                        .chain(&summary.later_prompts)
+                        .any(|prompt| prompt.to_lowercase().contains(&filter))
                     || summary.provider.to_lowercase().contains(&filter)
                     || summary.id.starts_with(&filter)
             })
@@ -96,6 +99,7 @@ mod tests {
             started_at_ms: 0,
             last_active_ms: 0,
             first_prompt: prompt.into(),
+            later_prompts: Vec::new(),
             turns: 1,
             last_turn: 1,
             session_id: None,
@@ -137,5 +141,18 @@ mod tests {
         picker.on_key(key(KeyCode::Char('l')), None, ());
         assert_eq!(picker.visible().len(), 1, "matches the provider");
         assert_eq!(picker.on_key(key(KeyCode::Esc), None, ()), Step::Close);
+    }
+
+    #[test]
+    fn the_filter_finds_a_conversation_by_any_of_its_prompts() {
+        let mut later = summary("ddd", "pi", "Fix the parser");
+        later.later_prompts = vec!["now the lexer".into(), "and the tokenizer".into()];
+        let mut picker =
+            ConversationPicker::new(vec![summary("aaa", "pi", "Write tests"), later], None);
+        for typed in "tokenizer".chars() {
+            picker.on_key(key(KeyCode::Char(typed)), None, ());
+        }
+        let ids: Vec<_> = picker.visible().iter().map(|s| s.id.clone()).collect();
+        assert_eq!(ids, ["ddd"]);
     }
 }

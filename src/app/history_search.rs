@@ -16,7 +16,17 @@ pub struct HistorySearch {
     pub selected: usize,
 }
 
-impl HistorySearch {}
+/// The prompts of `history` (oldest first), newest first and each only once (where it was
+/// sent last): a prompt sent three times is one match, not three.
+pub(crate) fn distinct_newest_first(history: &[String]) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    history
+        .iter()
+        .rev()
+        .filter(|prompt| seen.insert(prompt.as_str()))
+        .cloned()
+        .collect()
+}
 
 impl OverlayPane for HistorySearch {
     type Input<'a> = &'a [String];
@@ -107,6 +117,15 @@ mod tests {
         assert_eq!(
             search.on_key(press(KeyCode::Esc, KeyModifiers::NONE), None, &matches),
             Step::Close
+        );
+    }
+
+    #[test]
+    fn each_prompt_is_offered_once_where_it_was_sent_last() {
+        let history = ["fix it", "run the tests", "fix it", "explain", "fix it"].map(String::from);
+        assert_eq!(
+            distinct_newest_first(&history),
+            ["fix it", "explain", "run the tests"]
         );
     }
 }

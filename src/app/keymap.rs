@@ -39,6 +39,8 @@ pub(crate) enum KeyCommand {
     OpenMenu,
     /// Ctrl+R: search earlier prompts.
     SearchHistory,
+    /// Ctrl+G: edit the prompt in `$VISUAL` / `$EDITOR`.
+    EditPrompt,
     Run(Action),
 }
 
@@ -97,6 +99,7 @@ pub(crate) const BINDINGS: &[Binding] = &[
         KeyCode::Char('r'),
         KeyCommand::SearchHistory,
     ),
+    bind("Ctrl+G", CTRL, KeyCode::Char('g'), KeyCommand::EditPrompt),
     bind(
         "Ctrl+T",
         CTRL,
@@ -191,16 +194,28 @@ pub(crate) fn help_len() -> usize {
 /// Every key, in the order the help shows them.
 const HELP: &[HelpRow] = &[
     key(&[SEND_KEY], "send the prompt (queue it while a turn runs)"),
-    key(&[NEWLINE_KEY, "Shift+Enter"], "new line in the prompt"),
+    key(&[NEWLINE_KEY, "Shift+Enter", "Ctrl+J"], "new line in the prompt"),
     key(
         &["Tab"],
         "complete the / command or @ file shown above the prompt",
     ),
     key(
         &["@"],
-        "mention a file (fuzzy search here); @file:10-20 adds lines",
+        "mention a file or folder (fuzzy search here, hidden files too); @file:10-20 adds lines (Tab adds no space, unlike some tools, so :10-20 can follow)",
     ),
     key(&["Up", "Down"], "earlier prompts (on an empty prompt)"),
+    bound(
+        KeyCommand::EditPrompt,
+        "edit the prompt in $VISUAL / $EDITOR",
+    ),
+    key(
+        &["!cmd", "!!cmd"],
+        "run a shell command here (30 s at most): output in the transcript / in the prompt, to send (a message starting with ! : type a space first)",
+    ),
+    key(
+        &["/word Enter Enter"],
+        "not a command: the first Enter warns, the second sends it as a message",
+    ),
     bound(
         KeyCommand::SearchHistory,
         "search earlier prompts (also from earlier launches)",
@@ -227,6 +242,10 @@ const HELP: &[HelpRow] = &[
         "reject and say what to do instead: a line to write, Enter sends, Esc goes back",
     ),
     key(
+        &["PgUp", "PgDn"],
+        "(permission) scroll the change being approved when it does not fit (never an answer)",
+    ),
+    key(
         &["Esc (permission)"],
         "reject the request (the turn goes on; Esc again stops it)",
     ),
@@ -242,7 +261,11 @@ const HELP: &[HelpRow] = &[
     ),
     key(&["Ctrl+A", "Ctrl+E"], "start / end of the line"),
     key(&["Ctrl+B", "Ctrl+F"], "back / forward one character"),
-    key(&["Alt+B", "Alt+F"], "back / forward one word"),
+    key(&["Alt+B", "Alt+F"], "back one word / to the end of the word"),
+    key(
+        &["Ctrl+D"],
+        "delete the character under the cursor; on an empty prompt, quit",
+    ),
     key(&["Ctrl+K", "Ctrl+U"], "delete to the end / start of the line"),
     key(
         &["Ctrl+W", "Alt+D"],

@@ -2,8 +2,10 @@
 //! reaches the agent.
 //!
 //! The list is walked once per chat (in the background, on the first `@`) from the working
-//! directory with ripgrep's `ignore` walker, so `.gitignore`d and hidden files stay out, and is
-//! bounded. Ranking uses nucleo's matcher (Helix's) in its path mode. A completed mention is
+//! directory with ripgrep's `ignore` walker, so `.gitignore`d files stay out, and is bounded.
+//! Hidden files that are not ignored are listed (`.github/workflows/ci.yml` is often what the
+//! user means), except the `.git` directory itself; folders are listed too, with a trailing
+//! `/`, so a mention can name one and Tab on one goes on into it. Ranking uses nucleo's matcher (Helix's) in its path mode. A completed mention is
 //! shown as `@path`; the agent receives the bare relative path, which every CLI understands
 //! because it runs in the same working directory and reads files itself.
 
@@ -36,30 +38,39 @@ impl FileIndex {
     }
 }
 
-/// Walks `root` for files (respecting `.gitignore`, `.ignore` and hidden files, even outside a
-/// git repository), shallow paths first, at most `limit` of them.
+/// Walks `root` for files and folders (respecting `.gitignore` and `.ignore`, even outside a
+/// git repository; hidden ones included, `.git` not), shallow paths first, at most `limit` of
+/// them. A folder is listed as `path/`.
 pub(crate) fn list_files(root: &Path, limit: usize) -> Vec<String> {
     let mut files: Vec<String> = ignore::WalkBuilder::new(root)
         .require_git(false)
+        .hidden(false)
+        .filter_entry(|entry| entry.file_name() != ".git")
         .build()
         .filter_map(Result::ok)
-        .filter(|entry| entry.file_type().is_some_and(|kind| kind.is_file()))
+        .filter(|entry| entry.depth() > 0)
         .filter_map(|entry| {
+            let kind = entry.file_type()?;
+            let folder = kind.is_dir();
+            if !folder && !kind.is_file() {
+                return None;
+            }
             let relative = entry.path().strip_prefix(root).ok()?;
             let parts: Vec<&str> = relative
                 .components()
                 .map(|part| part.as_os_str().to_str())
                 .collect::<Option<_>>()?;
-            Some(parts.join("/"))
+            let path = parts.join("/");
+            Some(if folder { path + "/" } else { path })
         })
         // A name with control characters (an escape sequence in a file name) is not offered:
         // shown inert it would no longer name the file.
         .filter(|path| crate::sanitize::is_inert(path))
         .take(limit)
         .collect();
-    files.sort_by(|a, b| {
-        (a.matches('/').count(), a.as_str()).cmp(&(b.matches('/').count(), b.as_str()))
-    });
+    // Shallow first (a folder's own slash does not count).
+    let depth = |path: &str| path.trim_end_matches('/').matches('/').count();
+    files.sort_by(|a, b| (depth(a), a.as_str()).cmp(&(depth(b), b.as_str())));
     files
 }
 
@@ -84,13 +95,18 @@ pub(crate) fn mention_before_cursor(before_cursor: &str) -> Option<&str> {
 }
 
 /// How `path` is written in the input when a mention completes (a path with spaces is quoted so
-/// that it stays one word).
+/// that it stays one word). No space follows, so `:10-20` can be typed right after it.
 pub(crate) fn mention_text(path: &str) -> String {
     if path.contains(char::is_whitespace) {
-        format!("@\"{path}\" ")
+        format!("@\"{path}\"")
     } else {
-        format!("@{path} ")
+        format!("@{path}")
     }
+}
+
+/// Whether a listed path is a folder (a mention of one goes on into it).
+pub(crate) fn is_folder(path: &str) -> bool {
+    path.ends_with('/')
 }
 
 /// The prompt as the agent receives it: every `@path` (or `@"path"`) that names a listed file
@@ -215,7 +231,7 @@ mod tests {
     }
 
     #[test]
-    fn listing_respects_gitignore_and_hidden_files_and_skips_hostile_names() {
+    fn listing_respects_gitignore_and_skips_hostile_names() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
         std::fs::create_dir_all(root.join("src/deep")).unwrap();
@@ -234,8 +250,59 @@ mod tests {
         }
         assert_eq!(
             list_files(root, MAX_FILES),
-            ["a.txt", "src/lib.rs", "src/deep/x.rs"]
+            [
+                ".gitignore",
+                ".secret",
+                "a.txt",
+                "src/",
+                "src/deep/",
+                "src/lib.rs",
+                "src/deep/x.rs"
+            ]
         );
         assert_eq!(list_files(root, 1).len(), 1);
+    }
+
+    #[test]
+    fn hidden_files_that_are_not_ignored_and_folders_are_listed_but_not_git_itself() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join(".github/workflows")).unwrap();
+        std::fs::create_dir_all(root.join(".git/objects")).unwrap();
+        std::fs::create_dir_all(root.join(".cache")).unwrap();
+        std::fs::write(root.join(".gitignore"), ".cache/\n").unwrap();
+        std::fs::write(root.join(".github/workflows/ci.yml"), "").unwrap();
+        std::fs::write(root.join(".git/HEAD"), "").unwrap();
+        std::fs::write(root.join(".cache/blob"), "").unwrap();
+        let listed = list_files(root, MAX_FILES);
+        assert!(
+            listed.contains(&".github/workflows/ci.yml".to_owned()),
+            "{listed:?}"
+        );
+        assert!(
+            listed.contains(&".github/workflows/".to_owned()),
+            "{listed:?}"
+        );
+        assert!(
+            listed.iter().all(|path| !path.starts_with(".git/")),
+            "{listed:?}"
+        );
+        assert!(
+            listed.iter().all(|path| !path.starts_with(".cache")),
+            "{listed:?}"
+        );
+        assert_eq!(rank("ci.yml", &listed, 1), [".github/workflows/ci.yml"]);
+        // A mentioned folder reaches the agent as its bare path.
+        assert_eq!(
+            resolve_mentions("look in @.github/workflows/ please", &listed),
+            "look in .github/workflows/ please"
+        );
+    }
+
+    #[test]
+    fn a_completed_mention_ends_at_the_path_so_a_line_range_can_follow() {
+        assert_eq!(mention_text("src/main.rs"), "@src/main.rs");
+        assert_eq!(mention_text("my notes.txt"), "@\"my notes.txt\"");
+        assert!(is_folder("src/") && !is_folder("src/main.rs"));
     }
 }

@@ -59,6 +59,9 @@ pub struct PermissionPrompt {
     /// The line being written after [`FEEDBACK_KEY`]: what the agent should do instead, sent
     /// with the rejection.
     pub feedback: Option<String>,
+    /// 0: the options; n > 0: the change being approved shown from its row n - 1 (PgDn/PgUp,
+    /// when the prompt cannot show the whole change; the view clamps it to what there is).
+    pub diff_scroll: usize,
 }
 
 impl PermissionPrompt {
@@ -79,6 +82,7 @@ impl PermissionPrompt {
             cell,
             shown_at,
             feedback: None,
+            diff_scroll: 0,
         }
     }
 

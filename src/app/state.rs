@@ -9,6 +9,7 @@
 mod actions;
 mod agent_events;
 mod agent_settings;
+mod external;
 mod keys;
 mod overlay_keys;
 mod permission_keys;
@@ -37,6 +38,8 @@ use crate::provider::{AgentSetting, StopProgress};
 use crate::sanitize::for_clipboard;
 use crate::session_log::ConversationSummary;
 use crate::stream::PermissionOption;
+
+pub use external::{ShellOutput, ShellRequest};
 
 /// What the event loop must do after a state change.
 #[derive(Debug, Clone, PartialEq)]
@@ -71,6 +74,10 @@ pub enum AppEffect {
         markdown: String,
         file: Option<String>,
     },
+    /// Edit this prompt in the user's editor (Ctrl+G); the result goes to `on_prompt_edited`.
+    EditPrompt(String),
+    /// Run a shell command (`!command`); the result goes to `on_shell_done`.
+    RunShell(ShellRequest),
     /// Leave the event loop (the orchestrator has shut down, or never ran).
     Exit,
 }
@@ -524,10 +531,11 @@ impl AppState {
         }
     }
 
-    /// Earlier prompts matching `query` (fuzzy), best first; all of them newest first when the
-    /// query is empty.
+    /// Earlier prompts matching `query` (fuzzy), each once, best first; all of them newest
+    /// first when the query is empty.
     pub(crate) fn history_matches(&self, query: &str) -> Vec<String> {
-        let newest_first: Vec<String> = self.composer.history().iter().rev().cloned().collect();
+        let newest_first =
+            crate::app::history_search::distinct_newest_first(self.composer.history());
         if query.is_empty() {
             return newest_first;
         }

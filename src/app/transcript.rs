@@ -55,6 +55,28 @@ pub struct UserCell {
     /// The prompt is sent again by a retry (the failed attempt was undone first, so the agent
     /// receives it once).
     pub retry: bool,
+    /// A long prompt (a large paste) is shown folded until clicked.
+    pub expanded: bool,
+}
+
+/// Lines of a folded prompt that are shown.
+pub(crate) const FOLDED_PROMPT_LINES: usize = 3;
+
+impl UserCell {
+    pub fn new(text: InertText, retry: bool) -> Self {
+        Self {
+            text,
+            retry,
+            expanded: false,
+        }
+    }
+
+    /// Whether the prompt is long enough to fold in the transcript (as a paste that long is
+    /// folded in the composer).
+    pub(crate) fn folds(&self) -> bool {
+        self.text.lines().count() > crate::app::composer::FOLD_PASTE_LINES
+            || self.text.chars().count() > crate::app::composer::FOLD_PASTE_CHARS
+    }
 }
 
 /// The most text one cell keeps for display. An agent that prints without end (a flood) must
@@ -360,7 +382,8 @@ impl CellBody {
             // The current plan is always shown whole; an earlier one collapses.
             CellBody::Plan(plan) => plan.superseded,
             CellBody::Changes(changes) => changes.files.len() > COLLAPSED_CHANGED_FILES,
-            CellBody::User(_) | CellBody::Assistant(_) => false,
+            CellBody::User(user) => user.folds(),
+            CellBody::Assistant(_) => false,
         }
     }
 }
@@ -507,10 +530,7 @@ mod tests {
     }
 
     fn user(text: &str) -> CellBody {
-        CellBody::User(UserCell {
-            text: text.into(),
-            retry: false,
-        })
+        CellBody::User(UserCell::new(text.into(), false))
     }
 
     #[test]

@@ -66,6 +66,8 @@ enum AppEvent {
     ConversationsListed(Vec<ConversationSummary>),
     /// The conversation `/resume` picked, read from its log.
     ConversationReopened(Box<Result<(resume::ResumedConversation, resume::Access), String>>),
+    /// A `!command` ended.
+    ShellDone(crate::app::state::ShellOutput),
 }
 
 /// Everything needed to start (or restart, on a provider switch) an orchestrator.
@@ -645,6 +647,8 @@ impl ChatLoop {
                 AppEffect::SavePrompt(prompt) => save_prompt(prompt),
                 AppEffect::Suspend => self.suspend(terminal),
                 AppEffect::Export { markdown, file } => self.export(markdown, file),
+                AppEffect::EditPrompt(text) => self.edit_prompt(&text, terminal),
+                AppEffect::RunShell(request) => self.run_shell(request),
                 AppEffect::Exit => self.exit = true,
             }
         }
@@ -735,6 +739,7 @@ impl ChatLoop {
                 .show_conversations(conversations, Conversation::id(&self.conversation)),
             AppEvent::ConversationReopened(reopened) => self.continue_reopened(*reopened),
             AppEvent::Exported(result) => self.state.on_exported(result),
+            AppEvent::ShellDone(output) => self.state.on_shell_done(output),
             AppEvent::FilesListed(files) => {
                 // Refreshing the popup can only ask for another listing.
                 for effect in self.state.on_files_listed(files) {
@@ -787,6 +792,39 @@ impl ChatLoop {
                 .map(|cwd| mentions::list_files(&cwd, mentions::MAX_FILES))
                 .unwrap_or_default();
             let _ = events.send(AppEvent::FilesListed(files));
+        });
+    }
+
+    /// Ctrl+G: the terminal is the editor's until it closes (the agent goes on meanwhile);
+    /// then the screen is drawn whole again.
+    fn edit_prompt(&mut self, text: &str, terminal: &mut ChatTerminal) {
+        let editor = super::external::chosen_editor();
+        if editor.is_none() {
+            // Nothing to hand the terminal to.
+            self.state
+                .on_prompt_edited(super::external::edit_text(None, text));
+            return;
+        }
+        tui::restore_terminal();
+        let result = super::external::edit_text(editor, text);
+        if let Err(error) = tui::reenter_terminal() {
+            self.on_terminal_lost(&error.to_string());
+            return;
+        }
+        if let Err(error) = terminal.clear() {
+            tracing::warn!(%error, "clearing the screen after the editor failed");
+        }
+        self.state.on_prompt_edited(result);
+    }
+
+    /// `!command`: run off the loop, in the working directory; the output comes back as an
+    /// app event.
+    fn run_shell(&mut self, request: crate::app::state::ShellRequest) {
+        let events = self.app_events.clone();
+        tokio::task::spawn_blocking(move || {
+            let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+            let output = super::external::run_shell(request, &cwd, super::external::SHELL_LIMIT);
+            let _ = events.send(AppEvent::ShellDone(output));
         });
     }
 

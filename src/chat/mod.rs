@@ -6,6 +6,7 @@
 //! state), so neither of them depends on the other's driver and the module graph stays acyclic.
 
 mod event_loop;
+mod external;
 
 use crate::cli::Cli;
 

@@ -42,6 +42,8 @@ pub struct ConversationSummary {
     /// When the log was last written.
     pub last_active_ms: u64,
     pub first_prompt: String,
+    /// The prompts after the first (at most `MAX_SEARCHED_PROMPTS`), for `/resume`'s filter.
+    pub later_prompts: Vec<String>,
     pub turns: usize,
     /// The highest turn id in the log, in any line that names one (a resumed conversation
     /// numbers its turns on from it).
@@ -51,6 +53,9 @@ pub struct ConversationSummary {
     /// The settings the user chose in the conversation (the last of each kind), to set again.
     pub settings: Vec<AgentSetting>,
 }
+
+/// Prompts of a conversation kept for `/resume`'s filter (a long conversation stays cheap).
+const MAX_SEARCHED_PROMPTS: usize = 200;
 
 impl ConversationSummary {
     /// Whether `query` names this conversation (a prefix of its id or of its file name).
@@ -354,6 +359,7 @@ pub(crate) fn summarise<R: BufRead>(
         started_at_ms: header.started_at_ms,
         last_active_ms,
         first_prompt: String::new(),
+        later_prompts: Vec::new(),
         turns: 0,
         last_turn: 0,
         session_id: None,
@@ -372,6 +378,8 @@ pub(crate) fn summarise<R: BufRead>(
         if let LogEntry::Turn { prompt, .. } = &entry {
             if summary.turns == 0 {
                 summary.first_prompt = prompt.clone();
+            } else if summary.later_prompts.len() < MAX_SEARCHED_PROMPTS {
+                summary.later_prompts.push(prompt.clone());
             }
             summary.turns += 1;
         }

@@ -21,6 +21,7 @@ use crate::app::transcript::{
     PermissionOutcome, PlanCell, PlanStatus, ThoughtCell, ToolCell, ToolStatus,
 };
 use crate::app::transcript::{ChangesCell, COLLAPSED_CHANGED_FILES};
+use crate::app::transcript::{UserCell, FOLDED_PROMPT_LINES};
 use crate::stream::{ChangeStatus, PermissionOptionKind, PermissionResolver};
 
 /// Tool output lines shown while collapsed (head and tail around an elision).
@@ -87,7 +88,7 @@ impl CellCache {
                 self.render_assistant(answer, width);
                 return;
             }
-            CellBody::User(user) => user_lines(&user.text, user.retry),
+            CellBody::User(user) => user_lines(user),
             CellBody::Thought(thought) => thought_lines(thought, width),
             CellBody::Tool(tool) => tool_lines(tool, now),
             CellBody::Notice(notice) => notice_lines(notice, now),
@@ -182,11 +183,18 @@ fn wrap_with_margin(
 }
 
 /// A prompt; a retried one is marked `↻` (sent again, once: the failed attempt was undone).
-fn user_lines(text: &str, retry: bool) -> Vec<RichLine> {
+fn user_lines(user: &UserCell) -> Vec<RichLine> {
+    let (text, retry) = (&user.text, user.retry);
     let marker = Style::default()
         .fg(Color::Cyan)
         .add_modifier(Modifier::BOLD);
-    text.split('\n')
+    // A long prompt (a large paste) folds to its first lines, like a tool's output.
+    let folded = user.folds() && !user.expanded;
+    let total = text.split('\n').count();
+    let shown = if folded { FOLDED_PROMPT_LINES } else { total };
+    let mut lines: Vec<RichLine> = text
+        .split('\n')
+        .take(shown)
         .enumerate()
         .map(|(index, line)| {
             let first = if index == 0 {
@@ -197,7 +205,20 @@ fn user_lines(text: &str, retry: bool) -> Vec<RichLine> {
             RichLine::text(line, Style::default().add_modifier(Modifier::BOLD))
                 .with_prefix(vec![first], vec![Span::raw(MARGIN)])
         })
-        .collect()
+        .collect();
+    if user.folds() {
+        let note = if folded {
+            format!(
+                "{}{} more lines · click to expand",
+                toggle_marker(false),
+                total.saturating_sub(shown)
+            )
+        } else {
+            format!("{}click to fold", toggle_marker(true))
+        };
+        lines.push(RichLine::text(note, dim()).with_uniform_prefix(vec![Span::raw(MARGIN)]));
+    }
+    lines
 }
 
 fn toggle_marker(expanded: bool) -> &'static str {

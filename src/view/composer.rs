@@ -9,7 +9,8 @@
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
-use unicode_width::UnicodeWidthChar;
+use unicode_segmentation::UnicodeSegmentation;
+use unicode_width::UnicodeWidthStr;
 
 use crate::app::composer::Composer;
 
@@ -38,32 +39,56 @@ impl WrappedInput {
     }
 }
 
-fn char_width(ch: char) -> usize {
-    ch.width().unwrap_or(0)
+/// One grapheme cluster of a line: where it starts (in chars), how many chars it has and how
+/// many columns it takes. Rows break only between graphemes, so a ZWJ emoji or a letter with a
+/// combining accent is never split, and the cursor is never drawn inside one.
+#[derive(Debug, Clone, Copy)]
+struct Grapheme {
+    start: usize,
+    chars: usize,
+    width: usize,
+    space: bool,
 }
 
-/// Splits one logical line into row segments (char ranges) no wider than `width`.
-fn wrap_line(chars: &[char], width: usize) -> Vec<(usize, usize)> {
+fn graphemes(line: &str) -> Vec<Grapheme> {
+    let mut start = 0;
+    line.graphemes(true)
+        .map(|grapheme| {
+            let chars = grapheme.chars().count();
+            let unit = Grapheme {
+                start,
+                chars,
+                width: grapheme.width(),
+                space: grapheme == " ",
+            };
+            start += chars;
+            unit
+        })
+        .collect()
+}
+
+/// Splits one logical line into row segments (grapheme index ranges) no wider than `width`.
+fn wrap_line(units: &[Grapheme], width: usize) -> Vec<(usize, usize)> {
     let width = width.max(1);
     let mut segments = Vec::new();
     let mut start = 0;
     loop {
         let mut used = 0;
         let mut end = start;
-        while end < chars.len() && used + char_width(chars[end]) <= width {
-            used += char_width(chars[end]);
+        while end < units.len() && used + units[end].width <= width {
+            used += units[end].width;
             end += 1;
         }
-        if end == chars.len() {
+        if end == units.len() {
             segments.push((start, end));
             return segments;
         }
         if end == start {
             // A character wider than the row: it gets a row of its own.
             end = start + 1;
-        } else if let Some(space) = (start + 1..end).rev().find(|&i| chars[i - 1] == ' ') {
+        } else if let Some(space) = (start + 1..end).rev().find(|&i| units[i - 1].space) {
             end = space;
-        } else if chars[end] == ' ' {
+        } else if units[end].space {
             // The space that did not fit ends this row (a blank at a row end is invisible).
             end += 1;
         }
@@ -79,19 +104,23 @@ pub(crate) fn wrap_input(composer: &Composer, width: u16) -> WrappedInput {
     let mut rows = Vec::new();
     let mut cursor = (0, 0);
     for (index, line) in composer.lines().iter().enumerate() {
-        let chars: Vec<char> = line.chars().collect();
-        let segments = wrap_line(&chars, width);
+        let units = graphemes(line);
+        let line_chars = units.last().map_or(0, |unit| unit.start + unit.chars);
+        let char_at = |unit: usize| units.get(unit).map_or(line_chars, |unit| unit.start);
+        let segments = wrap_line(&units, width);
         let last = segments.len() - 1;
-        for (number, &(start, end)) in segments.iter().enumerate() {
+        for (number, &(first, after)) in segments.iter().enumerate() {
+            let (start, end) = (char_at(first), char_at(after));
             let on_cursor_line = index == cursor_line;
             let holds_cursor = on_cursor_line
                 && cursor_col >= start
                 && (cursor_col < end || (number == last && cursor_col == end));
             if holds_cursor {
-                let column: usize = chars[start..cursor_col]
+                // A cursor inside a grapheme (left there by Up/Down) is drawn at its start.
+                let column: usize = units[first..after]
                     .iter()
-                    .copied()
-                    .map(char_width)
+                    .take_while(|unit| unit.start + unit.chars <= cursor_col)
+                    .map(|unit| unit.width)
                     .sum();
                 if column >= width {
                     // The cursor after a full last row: it goes to a row of its own.
@@ -121,10 +150,16 @@ pub(crate) fn wrap_input(composer: &Composer, width: u16) -> WrappedInput {
 }
 
 /// Draws the input into `area`; `scroll` (the first row shown) is kept between frames so the
-/// view moves only as far as the cursor needs.
-pub(crate) fn render_input(composer: &Composer, area: Rect, buf: &mut Buffer, scroll: &mut usize) {
+/// view moves only as far as the cursor needs. Returns where the cursor is drawn, for the
+/// terminal's own cursor (an input method places its window there).
+pub(crate) fn render_input(
+    composer: &Composer,
+    area: Rect,
+    buf: &mut Buffer,
+    scroll: &mut usize,
+) -> Option<(u16, u16)> {
     if area.height == 0 || area.width == 0 {
-        return;
+        return None;
     }
     let cursor_style = Style::default().add_modifier(Modifier::REVERSED);
     if composer.is_empty() {
@@ -138,7 +173,7 @@ pub(crate) fn render_input(composer: &Composer, area: Rect, buf: &mut Buffer, sc
         );
         buf[(area.x, area.y)].set_style(cursor_style);
         *scroll = 0;
-        return;
+        return Some((area.x, area.y));
     }
     let wrapped = wrap_input(composer, area.width);
     let height = usize::from(area.height);
@@ -150,6 +185,7 @@ pub(crate) fn render_input(composer: &Composer, area: Rect, buf: &mut Buffer, sc
     }
     *scroll = (*scroll).min(wrapped.rows.len().saturating_sub(height));
     let lines = composer.lines();
+    let mut placed = None;
     for (offset, row) in wrapped.rows.iter().skip(*scroll).take(height).enumerate() {
         let text: String = lines[row.line]
             .chars()
@@ -161,8 +197,10 @@ pub(crate) fn render_input(composer: &Composer, area: Rect, buf: &mut Buffer, sc
         if *scroll + offset == cursor_row {
             let x = area.x + (cursor_col as u16).min(area.width - 1);
             buf[(x, y)].set_style(cursor_style);
+            placed = Some((x, y));
         }
     }
+    placed
 }
 
 #[cfg(test)]
@@ -237,5 +275,41 @@ mod tests {
         assert_eq!(scroll, 3);
         let shown: String = (0..10).map(|x| buf[(x, 1)].symbol().to_owned()).collect();
         assert!(shown.starts_with("five"), "{shown:?}");
+    }
+
+    #[test]
+    fn graphemes_are_drawn_whole_and_the_cursor_counts_their_columns() {
+        let input = composer("a\u{1F44D}\u{1F3FD}b");
+        assert_eq!(
+            wrap_input(&input, 20).cursor,
+            (0, 4),
+            "a, a two-column thumb, b"
+        );
+        let mut buf = Buffer::empty(Rect::new(0, 0, 20, 1));
+        let mut scroll = 0;
+        let placed = render_input(&input, Rect::new(0, 0, 20, 1), &mut buf, &mut scroll);
+        assert_eq!(
+            placed,
+            Some((4, 0)),
+            "the terminal's cursor goes where it is drawn"
+        );
+        assert_eq!(
+            buf[(1, 0)].symbol(),
+            "\u{1F44D}\u{1F3FD}",
+            "the tone is kept"
+        );
+        assert_eq!(buf[(3, 0)].symbol(), "b");
+        // A ZWJ sequence and a combining accent are one cell group each, never split by a
+        // row break.
+        let input = composer("ab\u{1F469}\u{200D}\u{1F467}e\u{301}");
+        assert_eq!(
+            rows(&input, 4),
+            ["ab\u{1F469}\u{200D}\u{1F467}", "e\u{301}"]
+        );
+        assert_eq!(wrap_input(&input, 4).cursor, (1, 1));
+        assert_eq!(
+            rows(&input, 3),
+            ["ab", "\u{1F469}\u{200D}\u{1F467}e\u{301}", ""]
+        );
     }
 }

@@ -47,6 +47,8 @@ pub struct ChatView {
     pub transcript: TranscriptView,
     /// The first input row shown when the prompt is taller than its area.
     pub composer_scroll: usize,
+    /// Where the last frame drew the composer's cursor (the terminal's cursor goes there).
+    pub composer_cursor: Option<(u16, u16)>,
 }
 
 /// The screen areas of one frame.
@@ -125,6 +127,14 @@ pub fn layout(state: &AppState, area: Rect) -> ChatLayout {
 pub fn render(frame: &mut Frame<'_>, state: &AppState, view: &mut ChatView, now: Instant) {
     let area = frame.area();
     render_to_buffer(state, view, area, frame.buffer_mut(), now);
+    // The terminal's own cursor sits on the composer's, so an input method's window opens
+    // there; hidden while an overlay or a permission note has the keys.
+    let note_open = state
+        .permission_prompt()
+        .is_some_and(|prompt| prompt.feedback.is_some());
+    if let (Some(position), None, false) = (view.composer_cursor, &state.overlay, note_open) {
+        frame.set_cursor_position(position);
+    }
 }
 
 pub(crate) fn render_to_buffer(
@@ -141,7 +151,8 @@ pub(crate) fn render_to_buffer(
         welcome::render_welcome(state, areas.transcript, buf);
     }
     render_queued(state, areas.queued, buf);
-    render_composer(state, areas.composer, buf, &mut view.composer_scroll, now);
+    view.composer_cursor =
+        render_composer(state, areas.composer, buf, &mut view.composer_scroll, now);
     permission::render_permission_prompt(state, areas.permission, buf, now);
     status::render_status(state, areas.status, buf, now);
     let prompt_open = state.permission_prompt().is_some();
@@ -218,9 +229,9 @@ fn render_composer(
     buf: &mut Buffer,
     scroll: &mut usize,
     now: Instant,
-) {
+) -> Option<(u16, u16)> {
     if area.height == 0 {
-        return;
+        return None;
     }
     let prompt_open = state.permission_prompt().is_some();
     let writing_note = state
@@ -232,6 +243,12 @@ fn render_composer(
         " keys not for the prompt type here ".to_owned()
     } else if prompt_open {
         " typing goes here until you pause ".to_owned()
+    } else if state.composer.held_count() > 0 {
+        // Prompts brought back one at a time: say that more follow.
+        format!(
+            " Enter sends · {} more after this one · {QUIT_KEY} drops it ",
+            state.composer.held_count()
+        )
     } else if !state.orchestrator_alive {
         format!(" the agent runner stopped · {QUIT_KEY} twice quits ")
     } else if state.is_turn_running() && state.agent_steers {
@@ -247,8 +264,7 @@ fn render_composer(
     };
     if area.height == 1 {
         // No room for the hint: the input row alone.
-        composer::render_input(&state.composer, area, buf, scroll);
-        return;
+        return composer::render_input(&state.composer, area, buf, scroll);
     }
     let block = Block::default()
         .borders(Borders::TOP)
@@ -259,5 +275,5 @@ fn render_composer(
         ));
     let inner = block.inner(area);
     block.render(area, buf);
-    composer::render_input(&state.composer, inner, buf, scroll);
+    composer::render_input(&state.composer, inner, buf, scroll)
 }

@@ -76,11 +76,9 @@ fn prompt_rows(
         line.rest_prefix.insert(0, Span::raw(" "));
         wrap_into(&line, width, &mut diff);
     }
-    let mut diff_more = cell.diff_hidden;
-    if diff.len() > MAX_DIFF_ROWS {
-        diff_more += diff.len() - MAX_DIFF_ROWS;
-        diff.truncate(MAX_DIFF_ROWS);
-    }
+    // Every row the cell kept: the prompt asks for at most `MAX_DIFF_ROWS` of them
+    // (`desired_height`), and PgDn scrolls to the rest.
+    let diff_more = cell.diff_hidden;
     let options = match &prompt.feedback {
         Some(note) => feedback_rows(note, width),
         None => option_rows(prompt, cell, width, armed),
@@ -201,17 +199,35 @@ pub(crate) fn desired_height(state: &AppState, width: u16) -> u16 {
         return 0;
     };
     let rows = prompt_rows(prompt, cell, usize::from(width.saturating_sub(2)), true);
-    let diff = rows.diff.len() + usize::from(rows.diff_more > 0);
+    let diff = rows.diff.len().min(MAX_DIFF_ROWS)
+        + usize::from(rows.diff_more > 0 || rows.diff.len() > MAX_DIFF_ROWS);
     let total = rows.title.len() + rows.details.len() + diff + 1 + rows.options.len().max(1) + 2;
     u16::try_from(total).unwrap_or(u16::MAX)
 }
 
 /// The rows that fit `height`: the options before all else, then the question and the
-/// details, then as much of the diff as fits (summarised when cut), then a blank row above the
-/// options when there is room for it.
-fn fit(rows: PromptRows, height: usize, diff_note: &str) -> Vec<Line<'static>> {
+/// details, then as much of the diff as fits (what is cut is summarised, with the key that
+/// shows it), then a blank row above the options when there is room. With `scroll` > 0 and a
+/// diff that does not fit, the diff itself, from row `scroll - 1` on ([`diff_view`]).
+fn fit(
+    rows: PromptRows,
+    height: usize,
+    diff_note: &str,
+    scroll: usize,
+) -> (Vec<Line<'static>>, DiffShown) {
     let options = rows.options.len().min(height);
     let mut room = height - options;
+    let head_rows = (rows.title.len() + rows.details.len()).min(room);
+    let diff_room = room - head_rows;
+    let diff_fits = rows.diff_more == 0 && rows.diff.len() <= diff_room;
+    if scroll > 0 && !rows.diff.is_empty() && !diff_fits {
+        return (diff_view(rows, height, scroll - 1), DiffShown::Scrolled);
+    }
+    let shown = if rows.diff.is_empty() || diff_fits {
+        DiffShown::Whole
+    } else {
+        DiffShown::Cut
+    };
     let mut head: Vec<Line<'static>> = rows
         .title
         .into_iter()
@@ -232,9 +248,9 @@ fn fit(rows: PromptRows, height: usize, diff_note: &str) -> Vec<Line<'static>> {
         head.extend(rows.diff.into_iter().take(shown));
         if more > 0 {
             let note = if shown == 0 {
-                format!(" diff: {diff_note}")
+                format!(" diff: {diff_note} · PgDn shows it")
             } else {
-                format!(" … {more} more lines · {diff_note}")
+                format!(" … {more} more lines · PgDn · {diff_note}")
             };
             head.push(Line::styled(
                 note,
@@ -247,7 +263,41 @@ fn fit(rows: PromptRows, height: usize, diff_note: &str) -> Vec<Line<'static>> {
         head.push(Line::raw(""));
     }
     head.extend(rows.options.into_iter().take(options));
-    head
+    (head, shown)
+}
+
+/// How much of the change being approved the prompt shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum DiffShown {
+    /// All of it (or there is none).
+    Whole,
+    /// Some or none of it, the options shown: PgDn shows it.
+    Cut,
+    /// The change in place of the options: PgUp/PgDn move it.
+    Scrolled,
+}
+
+/// The change being approved, in place of the options (their keys still answer, and the
+/// footer names them): the question's first row, the diff from row `skip` on, and a row that
+/// says where the view is and how to move it. PgUp at the top brings the options back.
+fn diff_view(rows: PromptRows, height: usize, skip: usize) -> Vec<Line<'static>> {
+    let note_style = Style::default().add_modifier(Modifier::DIM | Modifier::ITALIC);
+    let total = rows.diff.len();
+    let mut view: Vec<Line<'static>> = rows.title.into_iter().take(1).collect();
+    let room = height.saturating_sub(view.len() + 1).max(1);
+    let skip = skip.min(total.saturating_sub(room));
+    let shown = room.min(total - skip);
+    view.extend(rows.diff.into_iter().skip(skip).take(shown));
+    let below = total - skip - shown + rows.diff_more;
+    let note = match (skip, below) {
+        (0, 0) => " the whole change · PgUp: the options".to_owned(),
+        (0, below) => format!(" … {below} more · PgDn · PgUp: the options"),
+        (skip, 0) => format!(" ↑ {skip} above · PgUp"),
+        (skip, below) => format!(" ↑ {skip} · … {below} more · PgUp/PgDn"),
+    };
+    view.push(Line::styled(note, note_style));
+    view.truncate(height);
+    view
 }
 
 /// The prompt's title at a width: what it asks, and whether it takes keys yet.
@@ -324,10 +374,29 @@ pub(crate) fn render_permission_prompt(
             format!(" {esc} "),
         ]
     };
-    let footer = footers
-        .into_iter()
-        .find(|footer| footer.chars().count() <= room)
-        .unwrap_or_default();
+    // The rows first: whether the change is cut decides whether the footer names PgDn.
+    let inner = Block::default().borders(Borders::ALL).inner(area);
+    let rows = prompt_rows(prompt, cell, usize::from(inner.width), armed);
+    let (_, added, removed) = diff_counts(&cell.diff);
+    let note = format!("+{added} -{removed} in all");
+    let (lines, shown) = fit(rows, usize::from(inner.height), &note, prompt.diff_scroll);
+    let scroll_keys = match shown {
+        DiffShown::Whole => None,
+        DiffShown::Cut => Some("PgDn diff"),
+        DiffShown::Scrolled => Some("PgUp/PgDn"),
+    };
+    // With a cut change the footer names the key that shows it, dropping the answer keys
+    // before Esc when room is short (the options name their own keys).
+    let fits = |footer: &String| footer.chars().count() <= room;
+    let footer = match scroll_keys.filter(|_| !writing) {
+        Some(keys) => footers
+            .iter()
+            .map(|full| format!("{} · {keys} ", full.trim_end()))
+            .chain([format!(" {esc} · {keys} "), format!(" {keys} ")])
+            .find(fits),
+        None => footers.into_iter().find(fits),
+    }
+    .unwrap_or_default();
     let border = if armed || writing {
         Style::default().fg(Color::Yellow)
     } else {
@@ -343,18 +412,11 @@ pub(crate) fn render_permission_prompt(
             footer,
             Style::default().add_modifier(Modifier::DIM),
         ));
-    let inner = block.inner(area);
     block.render(area, buf);
     if inner.height == 0 || inner.width == 0 {
         return;
     }
-    let rows = prompt_rows(prompt, cell, usize::from(inner.width), armed);
-    let (_, added, removed) = diff_counts(&cell.diff);
-    let note = format!("+{added} -{removed} in all");
-    for (index, line) in fit(rows, usize::from(inner.height), &note)
-        .iter()
-        .enumerate()
-    {
+    for (index, line) in lines.iter().enumerate() {
         buf.set_line(inner.x, inner.y + index as u16, line, inner.width);
     }
 }

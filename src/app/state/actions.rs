@@ -54,23 +54,35 @@ impl AppState {
             return Vec::new();
         }
         if text.starts_with('/') && !text.contains('\n') {
-            self.composer.take();
-            return match parse_slash(&text) {
-                Some((action, argument)) => self.perform(action, argument),
+            match parse_slash(&text) {
+                Some((action, argument)) => {
+                    self.composer.take();
+                    return self.perform(action, argument);
+                }
+                // Enter again on the same text: the user means it as a message.
+                None if self.composer.confirm_unknown_command(&text) => {}
                 None => {
+                    // Nothing is thrown away: the text stays, and Up / Ctrl+R find it.
+                    self.composer.remember(&text);
                     let commands: Vec<&str> =
                         Action::ALL.iter().map(|action| action.slash()).collect();
                     self.notice(
                         NoticeLevel::Warning,
                         format!(
-                            "Unknown command {}; commands: {}",
+                            "Unknown command {}: Enter again sends it as a message; commands: {}",
                             text.split_whitespace().next().unwrap_or(""),
                             commands.join(" ")
                         ),
                     );
-                    Vec::new()
+                    return Vec::new();
                 }
-            };
+            }
+        }
+        if let Some(request) = super::ShellRequest::parse(&text) {
+            // A shell command is the user's own: it runs here, whether or not an agent does.
+            let text = self.composer.take();
+            self.composer.remember(&text);
+            return vec![AppEffect::RunShell(request), AppEffect::SavePrompt(text)];
         }
         if !self.orchestrator_alive {
             self.notice(
@@ -79,7 +91,8 @@ impl AppState {
             );
             return Vec::new();
         }
-        self.composer.take();
+        // Folded pastes go out whole.
+        let text = self.composer.take();
         self.composer.remember(&text);
         let prompt = mentions::resolve_mentions(&text, self.files.files());
         let command = match interjection {

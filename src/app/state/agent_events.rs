@@ -36,10 +36,10 @@ impl AppState {
         match event {
             OrchestratorEvent::TurnStarted { turn, prompt } => {
                 self.record_prompt(turn, &prompt, now);
-                self.transcript.push(CellBody::User(UserCell {
-                    text: InertText::new(&prompt),
-                    retry: std::mem::take(&mut self.retry_asked),
-                }));
+                self.transcript.push(CellBody::User(UserCell::new(
+                    InertText::new(&prompt),
+                    std::mem::take(&mut self.retry_asked),
+                )));
                 self.phase = Some(PhaseTracker::new(now));
                 self.turn = Some(TurnState {
                     id: turn,
@@ -869,17 +869,17 @@ impl AppState {
             return Vec::new();
         }
         let queued = std::mem::take(&mut self.queued);
-        let mut text = queued.join("\n");
-        let draft = self.composer.text();
-        if !draft.trim().is_empty() {
-            text.push('\n');
-            text.push_str(&draft);
-        }
-        self.composer.set_text(&text);
+        // One prompt at a time, each still its own prompt (a draft comes after them).
+        self.composer.bring_back(queued.clone());
+        let how = if queued.len() > 1 {
+            "one at a time: Enter sends, Ctrl+C clears, and the next comes in"
+        } else {
+            "Enter sends, Ctrl+C clears"
+        };
         self.notice(
             NoticeLevel::Info,
             format!(
-                "{} back in the editor: Enter sends, Ctrl+C clears",
+                "{} back in the editor, {how}",
                 plural(queued.len(), "queued prompt")
             ),
         );

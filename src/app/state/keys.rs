@@ -8,6 +8,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use super::{AppEffect, AppState, ScrollAction};
 use crate::app::history_search::HistorySearch;
 use crate::app::keymap::{command_for, KeyCommand};
+use crate::app::action::Action;
 use crate::app::menu::{ActionMenu, Overlay};
 use crate::app::transcript::{CellBody, CellId};
 use crate::orchestrator::Command;
@@ -87,6 +88,7 @@ impl AppState {
             KeyCommand::SearchHistory => {
                 self.open_overlay(Overlay::HistorySearch(HistorySearch::default()))
             }
+            KeyCommand::EditPrompt => self.edit_prompt_in_editor(),
             KeyCommand::Run(action) => self.perform(action, None),
         }
     }
@@ -127,11 +129,18 @@ impl AppState {
             KeyCode::Enter if !ctrl => self.submit(),
             KeyCode::Up if !ctrl && self.composer.browsing_allowed() => {
                 self.composer.recall_older();
+                self.keep_popup_closed_for_recalled();
                 Vec::new()
             }
             KeyCode::Down if !ctrl && !alt && self.composer.browsing_allowed() => {
                 self.composer.recall_newer();
+                self.keep_popup_closed_for_recalled();
                 Vec::new()
+            }
+            // Ctrl+D on an empty prompt leaves, as in a shell (the same path as /quit); on text it
+            // deletes the character under the cursor.
+            KeyCode::Char('d') if ctrl && !alt && self.composer.is_empty() => {
+                self.perform(Action::Quit, None)
             }
             // Shift+Tab: the agent's next mode, or thinking level.
             KeyCode::BackTab => self.cycle_mode_or_thinking_level(),
@@ -154,6 +163,13 @@ impl AppState {
         self.paste(text, Some(now));
     }
 
+    /// A recalled prompt is not being typed: an `@path` at its end opens no popup (which would
+    /// take Up and Down from the history walk).
+    fn keep_popup_closed_for_recalled(&mut self) {
+        self.popup = None;
+        self.popup_dismissed_for = Some(self.composer.text());
+    }
+
     /// The user typed at `now`: an open prompt waits for the next pause before it arms.
     fn note_typing(&mut self, now: Option<Instant>) {
         if now.is_some() {
@@ -170,7 +186,7 @@ impl AppState {
         // Pasted text is the user's own, but a stray escape sequence in it would still reach
         // the terminal when the input is drawn.
         let text = text.replace("\r\n", "\n").replace('\r', "\n");
-        self.composer.insert_str(&untrusted_owned(&text));
+        self.composer.paste(&untrusted_owned(&text));
         // A pasted `@path` or `/command` is not being typed: no popup for it.
         self.popup = None;
         self.popup_dismissed_for = Some(self.composer.text());
@@ -200,7 +216,8 @@ impl AppState {
             CellBody::Permission(permission) => permission.expanded = !permission.expanded,
             CellBody::Plan(plan) => plan.expanded = !plan.expanded,
             CellBody::Changes(changes) => changes.expanded = !changes.expanded,
-            CellBody::User(_) | CellBody::Assistant(_) => {}
+            CellBody::User(user) => user.expanded = !user.expanded,
+            CellBody::Assistant(_) => {}
         });
         true
     }
@@ -233,19 +250,14 @@ impl AppState {
         Vec::new()
     }
 
-    /// Alt+Up: the last queued prompt back into the editor (before any draft).
+    /// Alt+Up: the last queued prompt back into the editor (any draft comes back after it).
     fn pull_back_last_queued(&mut self) -> Vec<AppEffect> {
         let Some(prompt) = self.queued.pop() else {
             return Vec::new();
         };
         let index = self.queued.len();
-        let draft = self.composer.text();
-        let text = if draft.trim().is_empty() {
-            prompt
-        } else {
-            format!("{prompt}\n{draft}")
-        };
-        self.composer.set_text(&text);
+        // A draft waits its turn after the prompt rather than merging into it.
+        self.composer.bring_back(vec![prompt]);
         vec![AppEffect::Command(Command::RemoveQueued(index))]
     }
 }

@@ -32,6 +32,9 @@ impl AppState {
         {
             return Some(self.on_feedback_key(key, now));
         }
+        if let Some(effects) = self.scroll_permission_diff(key) {
+            return Some(effects);
+        }
         if !self.permission_armed(now) {
             return None;
         }
@@ -71,6 +74,28 @@ impl AppState {
             _ => return None,
         };
         Some(self.answer_permission(Some(choice), now))
+    }
+
+    /// PgUp/PgDn over a prompt whose request carries a diff: PgDn shows the change in place of
+    /// the options and scrolls it a row at a time (on a small screen only a few rows show, and
+    /// none may be skipped); PgUp scrolls back, and at the top brings the options back. Armed
+    /// or not: they are neither typing nor an answer.
+    fn scroll_permission_diff(&mut self, key: KeyEvent) -> Option<Vec<AppEffect>> {
+        let prompt = self.permission_prompts.front()?;
+        let rows = match &self.transcript.get(prompt.cell)?.body {
+            CellBody::Permission(cell) => cell.diff.len(),
+            _ => 0,
+        };
+        if rows == 0 {
+            return None;
+        }
+        let prompt = self.permission_prompts.front_mut()?;
+        match key.code {
+            KeyCode::PageUp => prompt.diff_scroll = prompt.diff_scroll.saturating_sub(1),
+            KeyCode::PageDown => prompt.diff_scroll = (prompt.diff_scroll + 1).min(rows + 1),
+            _ => return None,
+        }
+        Some(Vec::new())
     }
 
     /// A key for the line after `r`: it is text, Enter rejects with it, Esc goes back to the

@@ -45,8 +45,11 @@ impl AppState {
                 FileIndex::Listed(_) if mention_starts => effects.push(AppEffect::ListFiles),
                 FileIndex::Listed(_) | FileIndex::Listing => {}
             }
-            let items = mentions::rank(query, self.files.files(), mentions::MAX_SUGGESTIONS)
+            let items = mentions::rank(query, self.files.files(), mentions::MAX_SUGGESTIONS + 1)
                 .into_iter()
+                // The folder just completed is not offered again: what is in it is.
+                .filter(|path| path != query)
+                .take(mentions::MAX_SUGGESTIONS)
                 .map(|path| PopupItem {
                     completion: mentions::mention_text(&path),
                     label: path,
@@ -133,7 +136,16 @@ impl AppState {
                 self.composer.set_text("");
                 self.perform(action, None)
             }
+            (PopupKind::Mention, _) if !mentions::is_folder(&item.label) => {
+                self.composer
+                    .replace_before_cursor(popup.replaces, &item.completion);
+                // The file is chosen: the popup stays shut (Enter now sends) until the text
+                // changes; `:10-20` or a space can follow the path directly.
+                self.popup_dismissed_for = Some(self.composer.text());
+                Vec::new()
+            }
             _ => {
+                // A `/command`, or a folder: the popup goes on (into the folder).
                 self.composer
                     .replace_before_cursor(popup.replaces, &item.completion);
                 self.refresh_popup()
