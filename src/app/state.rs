@@ -249,6 +249,8 @@ pub struct AppState {
     pub(crate) esc_at: Option<Instant>,
     /// The prompt of the rewind asked for: back into the composer once it is done.
     pub(crate) rewinding_prompt: Option<(TurnId, String)>,
+    /// The last rewind, while it can be undone (until the next prompt).
+    pub(crate) last_rewind: Option<super::rewind::LastRewind>,
 }
 
 impl AppState {
@@ -291,6 +293,7 @@ impl AppState {
             turn_prompts: Vec::new(),
             esc_at: None,
             rewinding_prompt: None,
+            last_rewind: None,
         };
         for warning in startup.warnings {
             state.notice(NoticeLevel::Warning, untrusted_owned(&warning));
@@ -336,7 +339,10 @@ impl AppState {
             Action::CopyLastAnswer => self.last_answer().is_some(),
             Action::Diff => !self.changed_turns.is_empty(),
             Action::Undo => !self.is_turn_running() && self.undoable_turn().is_some(),
-            Action::Rewind => !self.is_turn_running() && !self.turn_prompts.is_empty(),
+            Action::Rewind => {
+                !self.is_turn_running()
+                    && (!self.turn_prompts.is_empty() || self.last_rewind.is_some())
+            }
             // Both replace the conversation: not while a turn of this one runs.
             Action::ReopenLastSession | Action::NewSession => !self.is_turn_running(),
             Action::SwitchProvider

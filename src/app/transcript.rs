@@ -52,6 +52,8 @@ pub struct UserCell {
     /// The prompt is sent again by a retry (the failed attempt was undone first, so the agent
     /// receives it once).
     pub retry: bool,
+    /// `/rewind` took this turn back: the agent no longer has it (shown dimmed, labelled).
+    pub rewound: bool,
 }
 
 /// The most text one cell keeps for display. An agent that prints without end (a flood) must
@@ -502,6 +504,7 @@ mod tests {
 
     fn user(text: &str) -> CellBody {
         CellBody::User(UserCell {
+            rewound: false,
             text: text.into(),
             retry: false,
         })

@@ -87,7 +87,7 @@ impl CellCache {
                 self.render_assistant(answer, width);
                 return;
             }
-            CellBody::User(user) => user_lines(&user.text, user.retry),
+            CellBody::User(user) => user_lines(&user.text, user.retry, user.rewound),
             CellBody::Thought(thought) => thought_lines(thought, width),
             CellBody::Tool(tool) => tool_lines(tool, now),
             CellBody::Notice(notice) => notice_lines(notice, now),
@@ -179,11 +179,21 @@ fn wrap_with_margin(
 }
 
 /// A prompt; a retried one is marked `↻` (sent again, once: the failed attempt was undone).
-fn user_lines(text: &str, retry: bool) -> Vec<RichLine> {
-    let marker = Style::default()
-        .fg(Color::Cyan)
-        .add_modifier(Modifier::BOLD);
-    text.split('\n')
+/// A prompt; one that `/rewind` took back is dimmed and says so (its turn stays on screen,
+/// but the agent no longer has it).
+fn user_lines(text: &str, retry: bool, rewound: bool) -> Vec<RichLine> {
+    let (marker, style) = if rewound {
+        (dim(), dim().add_modifier(Modifier::CROSSED_OUT))
+    } else {
+        (
+            Style::default()
+                .fg(Color::Cyan)
+                .add_modifier(Modifier::BOLD),
+            Style::default().add_modifier(Modifier::BOLD),
+        )
+    };
+    let mut lines: Vec<RichLine> = text
+        .split('\n')
         .enumerate()
         .map(|(index, line)| {
             let first = if index == 0 {
@@ -191,10 +201,19 @@ fn user_lines(text: &str, retry: bool) -> Vec<RichLine> {
             } else {
                 Span::raw(MARGIN)
             };
-            RichLine::text(line, Style::default().add_modifier(Modifier::BOLD))
-                .with_prefix(vec![first], vec![Span::raw(MARGIN)])
+            RichLine::text(line, style).with_prefix(vec![first], vec![Span::raw(MARGIN)])
         })
-        .collect()
+        .collect();
+    if rewound {
+        lines.push(
+            RichLine::text(
+                "↶ rewound: the agent no longer has this turn",
+                dim().add_modifier(Modifier::ITALIC),
+            )
+            .with_uniform_prefix(vec![Span::raw(MARGIN)]),
+        );
+    }
+    lines
 }
 
 fn toggle_marker(expanded: bool) -> &'static str {

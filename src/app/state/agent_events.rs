@@ -34,11 +34,12 @@ impl AppState {
     ) -> Vec<AppEffect> {
         match event {
             OrchestratorEvent::TurnStarted { turn, prompt } => {
-                self.record_prompt(turn, &prompt, now);
-                self.transcript.push(CellBody::User(UserCell {
+                let cell = self.transcript.push(CellBody::User(UserCell {
                     text: untrusted_owned(&prompt),
                     retry: std::mem::take(&mut self.retry_asked),
+                    rewound: false,
                 }));
+                self.record_prompt(turn, &prompt, cell, now);
                 self.phase = Some(PhaseTracker::new(now));
                 self.turn = Some(TurnState {
                     id: turn,
