@@ -814,6 +814,9 @@ async fn rpc_a_bash_edit_is_summed_up_and_undone() {
         dir: world.state_dir().join("edit.snapshots"),
         limits: agentty::snapshot::SnapshotLimits::default(),
     });
+    // The prompt goes out as the conversation opens (as `agentty run` sends it): the first turn
+    // waits for the baseline, or pi's edit could come before the tree was first read.
+    options.baseline_before_first_turn = true;
     let mut chat = spawn_orchestrator(options);
     let events = real_cli::run_turn(&mut chat, "Write v2 into notes.txt").await;
     real_cli::assert_turn(&events, 1);
@@ -826,24 +829,26 @@ async fn rpc_a_bash_edit_is_summed_up_and_undone() {
         "pi ran the bash call: {events:#?}"
     );
     assert_eq!(std::fs::read_to_string(&notes).unwrap(), "v2\n");
-    let changes: Vec<&Vec<FileChange>> = events
-        .iter()
-        .filter_map(|event| match event {
-            OrchestratorEvent::TurnChanges { files, .. } => Some(files),
-            _ => None,
-        })
-        .collect();
+    // The snapshot after the turn is taken once it has ended: `turn.changes` follows.
+    let changes = loop {
+        let event = tokio::time::timeout(RUN_LIMIT, chat.events.recv())
+            .await
+            .expect("turn.changes comes")
+            .expect("the orchestrator runs");
+        if let OrchestratorEvent::TurnChanges { files, .. } = event {
+            break files;
+        }
+    };
     eprintln!("turn.changes: {changes:?}");
     assert_eq!(
         changes,
-        [&vec![FileChange {
+        [FileChange {
             path: "notes.txt".into(),
             status: ChangeStatus::Modified,
             added: 1,
             removed: 1,
             too_big: false,
-        }]],
-        "{events:#?}"
+        }],
     );
     let turn = match events.last() {
         Some(OrchestratorEvent::TurnEnded { turn, .. }) => *turn,
