@@ -347,12 +347,21 @@ impl Rewind {
                     "the files were already as they were then".to_owned()
                 })
             }
-            Some(outcome) => parts.push(format!(
-                "files: {}",
-                crate::snapshot::describe_undo(outcome)
+            Some(outcome) => {
+                let files = crate::snapshot::describe_undo(outcome)
                     .trim_end_matches('.')
-                    .replace("Undone: ", "")
-            )),
+                    .replace("Undone: ", "");
+                // Undoing a rewind removes what the turns taken back had deleted.
+                let files = if self.undone {
+                    files.replace(
+                        "(created by the turn)",
+                        "(deleted by the turns brought back)",
+                    )
+                } else {
+                    files
+                };
+                parts.push(format!("files: {files}"))
+            }
             None => {}
         }
         format!("{}.", parts.join("; "))
