@@ -10,6 +10,11 @@
 //! Not a criterion bench: it drives real binaries in a real terminal and prints a table.
 //! Run: `cargo bench --bench enter_to_request` (needs tmux and pi 0.73.1: `AGENTTY_PI_BIN`,
 //! else /tmp/pi-cli/node_modules/.bin/pi).
+//!
+//! With `AGENTTY_BENCH_TREE=checkout` the working directory is a copy of agentty's own checkout
+//! (the files git tracks) and the clients are agentty over RPC with its working-tree snapshots
+//! on (the default) and off (`[snapshots] enabled = false`): what a snapshot before each turn
+//! costs at Enter (issue 29).
 
 #[path = "../tests/support/http.rs"]
 mod http;
@@ -108,6 +113,8 @@ enum Client {
     AgenttyRpc,
     AgenttyJson,
     PiTui,
+    /// Over RPC, with the working tree's snapshots turned off.
+    AgenttyRpcNoSnapshots,
 }
 
 impl Client {
@@ -116,12 +123,15 @@ impl Client {
             Client::AgenttyRpc => "agentty, pi over RPC",
             Client::AgenttyJson => "agentty, pi --mode json",
             Client::PiTui => "pi's own TUI",
+            Client::AgenttyRpcNoSnapshots => "agentty, RPC, no snapshots",
         }
     }
 
     fn ready_marker(self) -> &'static str {
         match self {
-            Client::AgenttyRpc | Client::AgenttyJson => "Ask the agent anything",
+            Client::AgenttyRpc | Client::AgenttyJson | Client::AgenttyRpcNoSnapshots => {
+                "Ask the agent anything"
+            }
             Client::PiTui => "(auto)",
         }
     }
@@ -138,6 +148,14 @@ impl World {
         let agent_dir = root.path().join("home/.pi/agent");
         std::fs::create_dir_all(&agent_dir).unwrap();
         std::fs::create_dir_all(root.path().join("work")).unwrap();
+        std::fs::write(
+            root.path().join("no-snapshots.toml"),
+            "[snapshots]\nenabled = false\n",
+        )
+        .unwrap();
+        if checkout_tree() {
+            copy_checkout(&root.path().join("work"));
+        }
         let models = json!({"providers": {"fake": {
             "baseUrl": format!("{base_url}/v1"), "api": "openai-completions", "apiKey": "fake-key",
             "compat": {"supportsDeveloperRole": false, "supportsReasoningEffort": false,
@@ -161,14 +179,19 @@ impl World {
         let work = self.path("work");
         let program = match client {
             Client::PiTui => format!("{} --provider fake --model session", self.pi.display()),
-            Client::AgenttyRpc | Client::AgenttyJson => format!(
-                "{} --provider pi --agent-bin {} --model fake/session --transport {}",
+            Client::AgenttyRpc | Client::AgenttyJson | Client::AgenttyRpcNoSnapshots => format!(
+                "{} --provider pi --agent-bin {} --model fake/session --transport {}{}",
                 env!("CARGO_BIN_EXE_agentty"),
                 self.pi.display(),
-                if client == Client::AgenttyRpc {
-                    "rpc"
-                } else {
+                if client == Client::AgenttyJson {
                     "json"
+                } else {
+                    "rpc"
+                },
+                if client == Client::AgenttyRpcNoSnapshots {
+                    format!(" --config {}", self.path("no-snapshots.toml").display())
+                } else {
+                    String::new()
                 }
             ),
         };
@@ -238,6 +261,34 @@ fn pi_bin() -> Option<PathBuf> {
     Path::new(&path).is_file().then_some(path)
 }
 
+/// `AGENTTY_BENCH_TREE=checkout`: the working directory holds agentty's checkout.
+fn checkout_tree() -> bool {
+    std::env::var("AGENTTY_BENCH_TREE").as_deref() == Ok("checkout")
+}
+
+/// Copies the files git tracks in agentty's checkout into `work`.
+fn copy_checkout(work: &Path) {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let listed = std::process::Command::new("git")
+        .args(["ls-files", "-z"])
+        .current_dir(repo)
+        .output()
+        .expect("git ls-files");
+    for name in listed.stdout.split(|byte| *byte == 0) {
+        let Ok(name) = std::str::from_utf8(name) else {
+            continue;
+        };
+        let from = repo.join(name);
+        let is_file = std::fs::symlink_metadata(&from).is_ok_and(|meta| meta.is_file());
+        if name.is_empty() || !is_file {
+            continue;
+        }
+        let to = work.join(name);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(&from, &to).unwrap();
+    }
+}
+
 fn main() {
     // `cargo bench` passes `--bench`; `cargo test --benches` runs this with no such flag.
     if !std::env::args().any(|arg| arg == "--bench") {
@@ -254,7 +305,11 @@ fn main() {
         .unwrap();
     let model = runtime.block_on(FakeModel::start());
     let base_url = model.server.base_url();
-    let clients = [Client::AgenttyRpc, Client::PiTui, Client::AgenttyJson];
+    let clients: &[Client] = if checkout_tree() {
+        &[Client::AgenttyRpc, Client::AgenttyRpcNoSnapshots]
+    } else {
+        &[Client::AgenttyRpc, Client::PiTui, Client::AgenttyJson]
+    };
     let mut results: Vec<(Client, Vec<Vec<Duration>>)> =
         clients.iter().map(|client| (*client, Vec::new())).collect();
     // Interleaved, so that a noisy moment on the shared machine hits every client alike.

@@ -296,3 +296,159 @@ fn a_resumed_conversation_shows_its_changes_and_diffs_them() {
     pane.keys(&["Escape"]);
     pane.kill_server();
 }
+
+/// Undo and rewind survive `--resume`: the log replays them (the turn undone is not offered
+/// again, the prompts taken back stay marked and leave the picker), the agent resumed continues
+/// from the rewound point, and an earlier turn of the first run can still be rewound: its
+/// checkpoint of the agent's session was kept on disk beside the snapshots.
+#[test]
+fn undo_and_rewind_survive_a_resume_and_the_agent_continues_from_the_rewound_point() {
+    let Some(session) = start(100, 30) else {
+        return;
+    };
+    let root = session.work.path();
+    let pane = &session.pane;
+    pane.prompt("hello one");
+    pane.wait_for_text("Prompt 1 in session");
+    pane.prompt("please edit the files");
+    pane.wait_for_text("4 files changed");
+    pane.prompt("hello three");
+    pane.wait_for_text("Prompt 3 in session");
+    pane.wait_for_text("│ idle ");
+    pane.prompt("/undo");
+    pane.wait_for_text("Undone: put back");
+    assert_eq!(read(root, "doomed.txt").unwrap(), "bye\n");
+
+    // Rewind the conversation to before "hello three" (the newest row).
+    pane.prompt("/rewind");
+    pane.wait_for_text("Rewind to before");
+    pane.keys(&["Enter", "Up", "Up", "Enter"]);
+    let rewound = pane.wait_for_text("Rewound to before turn 3");
+    eprintln!("rewound in the first run:\n{rewound}");
+    assert!(
+        rewound.contains("↶ rewound: the agent no longer has this turn"),
+        "the turn taken back is marked, not deleted:\n{rewound}"
+    );
+    assert!(rewound.contains("hello three"), "{rewound}");
+    pane.keys(&["C-u"]);
+    pane.keys(&["C-c"]);
+    pane.keys(&["C-c"]);
+    pane.kill_server();
+
+    let pane = launch(&session.state, &session.work, 100, 30, "--resume");
+    let resumed = pane.wait_for_text("Rewound to before turn 3");
+    eprintln!("resumed:\n{resumed}");
+    assert!(
+        resumed.contains("↶ rewound: the agent no longer has this turn"),
+        "{resumed}"
+    );
+    pane.prompt("/undo");
+    pane.wait_for_text("No turn's file changes are left to undo.");
+
+    // The resumed agent continues from the rewound point.
+    pane.prompt("after resume");
+    pane.wait_for_text("Prompt 3 in session");
+    pane.wait_for_text("│ idle ");
+    assert_eq!(
+        requests(session.state.path()).last().unwrap(),
+        &["hello one", "please edit the files", "after resume"].map(str::to_owned),
+        "the prompt rewound away before the resume no longer reaches the model"
+    );
+
+    // The picker no longer offers the prompt taken back; turn 2 of the first run can still
+    // be rewound (conversation only).
+    pane.prompt("/rewind");
+    let picker = pane.wait_for_text("Rewind to before");
+    eprintln!("the picker after the resume:\n{picker}");
+    let rows: Vec<&str> = picker
+        .lines()
+        .filter(|row| row.contains(" ago · "))
+        .collect();
+    assert_eq!(rows.len(), 3, "{picker}");
+    assert!(rows[0].contains("after resume"), "{picker}");
+    assert!(rows[1].contains("please edit the files"), "{picker}");
+    assert!(rows[2].contains("hello one"), "{picker}");
+    pane.keys(&["Down", "Enter", "Up", "Up", "Enter"]);
+    let again = pane.wait_for_text("Rewound to before turn 2");
+    eprintln!("rewound after the resume:\n{again}");
+    assert!(
+        again.contains("the agent's conversation is as it was then"),
+        "{again}"
+    );
+    pane.keys(&["C-u"]);
+    pane.prompt("hello again");
+    pane.wait_for_text("Prompt 2 in session");
+    assert_eq!(
+        requests(session.state.path()).last().unwrap(),
+        &["hello one", "hello again"].map(str::to_owned),
+    );
+    pane.kill_server();
+}
+
+/// What a rewind took back stays recoverable: `/rewind` offers "Undo the last rewind" first
+/// (until the next prompt), also after `--resume`; undoing it brings the files back as the
+/// rewind found them and the agent's conversation as it was, so the next request carries
+/// every prompt again.
+#[test]
+fn a_rewind_can_be_undone_after_a_resume_and_the_agent_has_every_prompt_again() {
+    let Some(session) = start(100, 30) else {
+        return;
+    };
+    let root = session.work.path();
+    let pane = &session.pane;
+    pane.prompt("hello one");
+    pane.wait_for_text("Prompt 1 in session");
+    pane.prompt("please edit the files");
+    pane.wait_for_text("4 files changed");
+    pane.wait_for_text("│ idle ");
+    let edited = read(root, "notes.txt").unwrap();
+
+    // Conversation and files, to before the edit (the newest row).
+    pane.prompt("/rewind");
+    pane.wait_for_text("Rewind to before");
+    pane.keys(&["Enter", "Up", "Up", "Up", "Enter"]);
+    pane.wait_for_text("Rewound to before turn 2");
+    assert_eq!(
+        read(root, "notes.txt").unwrap(),
+        "first line\nsecond line\n"
+    );
+    assert!(read(root, "created.txt").is_none());
+    pane.keys(&["C-u"]);
+    pane.keys(&["C-c"]);
+    pane.keys(&["C-c"]);
+    pane.kill_server();
+
+    let pane = launch(&session.state, &session.work, 100, 30, "--resume");
+    pane.wait_for_text("Rewound to before turn 2");
+    pane.prompt("/rewind");
+    let picker = pane.wait_for_text("Rewind to before");
+    eprintln!("the picker with the undo:\n{picker}");
+    assert!(
+        picker.contains("↷ Undo the last rewind (to before turn 2)"),
+        "{picker}"
+    );
+    pane.keys(&["Enter"]);
+    let preview = pane.wait_for_text("Undo the last rewind?");
+    eprintln!("the undo's preview:\n{preview}");
+    assert!(
+        preview.contains("the agent has the prompt taken back again"),
+        "{preview}"
+    );
+    pane.keys(&["Up", "Enter"]);
+    let undone = pane.wait_for_text("Undid the rewind to before turn 2");
+    eprintln!("after the undo:\n{undone}");
+    assert!(
+        !undone.contains("↶ rewound"),
+        "the turn is no longer marked:\n{undone}"
+    );
+    assert_eq!(read(root, "notes.txt").unwrap(), edited);
+    assert!(read(root, "created.txt").is_some());
+    assert!(read(root, "doomed.txt").is_none());
+    pane.prompt("and now");
+    pane.wait_for_text("Prompt 3 in session");
+    assert_eq!(
+        requests(session.state.path()).last().unwrap(),
+        &["hello one", "please edit the files", "and now"].map(str::to_owned),
+    );
+    pane.kill_server();
+}

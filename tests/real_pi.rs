@@ -862,3 +862,89 @@ async fn rpc_a_steer_left_queued_by_a_stop_does_not_reach_the_next_request() {
         "the steer reached the model: {requests:?}"
     );
 }
+
+// ---- what a turn changed, and /undo, with pi's own bash tool ----
+
+/// pi's bash tool runs `printf 'v2\n' > notes.txt` (over RPC, as the chat runs it): the turn's
+/// `turn.changes` names notes.txt modified (+1 −1), and `/undo` puts "v1" back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
+async fn rpc_a_bash_edit_is_summed_up_and_undone() {
+    use agentty::orchestrator::{
+        spawn_orchestrator, Command, OrchestratorEvent, OrchestratorOptions,
+    };
+    use agentty::stream::{ChangeStatus, FileChange};
+
+    let test = "rpc_a_bash_edit_is_summed_up_and_undone";
+    let Some(world) = PiWorld::new(test).await else {
+        return;
+    };
+    let notes = world.work_dir().join("notes.txt");
+    std::fs::write(&notes, "v1\n").unwrap();
+    let mut options =
+        OrchestratorOptions::new(world.provider_on("edit", Transport::Rpc, &world.pi));
+    options.cwd = Some(world.work_dir());
+    options.snapshots = Some(agentty::snapshot::SnapshotSetup {
+        root: world.work_dir(),
+        dir: world.state_dir().join("edit.snapshots"),
+        limits: agentty::snapshot::SnapshotLimits::default(),
+    });
+    // The prompt goes out as the conversation opens (as `agentty run` sends it): the first turn
+    // waits for the baseline, or pi's edit could come before the tree was first read.
+    options.baseline_before_first_turn = true;
+    let mut chat = spawn_orchestrator(options);
+    let events = real_cli::run_turn(&mut chat, "Write v2 into notes.txt").await;
+    real_cli::assert_turn(&events, 1);
+    assert!(
+        events.iter().any(|event| matches!(
+            event,
+            OrchestratorEvent::Message { message: AgentMessage::ToolCall { name, input, .. }, .. }
+                if name == "bash" && input["command"] == fake_openai::EDIT_COMMAND
+        )),
+        "pi ran the bash call: {events:#?}"
+    );
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "v2\n");
+    // The snapshot after the turn is taken once it has ended: `turn.changes` follows.
+    let changes = loop {
+        let event = tokio::time::timeout(RUN_LIMIT, chat.events.recv())
+            .await
+            .expect("turn.changes comes")
+            .expect("the orchestrator runs");
+        if let OrchestratorEvent::TurnChanges { files, .. } = event {
+            break files;
+        }
+    };
+    eprintln!("turn.changes: {changes:?}");
+    assert_eq!(
+        changes,
+        [FileChange {
+            path: "notes.txt".into(),
+            status: ChangeStatus::Modified,
+            added: 1,
+            removed: 1,
+            too_big: false,
+        }],
+    );
+    let turn = match events.last() {
+        Some(OrchestratorEvent::TurnEnded { turn, .. }) => *turn,
+        other => panic!("{other:?}"),
+    };
+    chat.commands
+        .send(Command::UndoTurn {
+            turn,
+            overwrite: false,
+        })
+        .unwrap();
+    let outcome = loop {
+        let event = tokio::time::timeout(RUN_LIMIT, chat.events.recv())
+            .await
+            .expect("the undo is answered")
+            .expect("the orchestrator runs");
+        if let OrchestratorEvent::Undone { outcome, .. } = event {
+            break outcome;
+        }
+    };
+    eprintln!("{}", agentty::snapshot::describe_undo(&outcome));
+    assert_eq!(outcome.unwrap().restored, ["notes.txt"]);
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "v1\n");
+}

@@ -193,7 +193,21 @@ pub fn load(summary: ConversationSummary) -> Result<ResumedConversation, String>
                     at_ms,
                 ))
             }
-            LogEntry::TurnEnded { .. }
+            // What the user answered to a conflict (asked again only in the run that met it)
+            // is not replayed: only what was done.
+            LogEntry::Undone {
+                turn,
+                outcome,
+                at_ms,
+            } if !stopped_by_conflicts(&outcome) => {
+                Some((OrchestratorEvent::Undone { turn, outcome }, at_ms))
+            }
+            LogEntry::Rewound { rewind, at_ms } if rewind.stopped_by_conflicts().is_none() => {
+                Some((OrchestratorEvent::Rewound(rewind), at_ms))
+            }
+            LogEntry::Undone { .. }
+            | LogEntry::Rewound { .. }
+            | LogEntry::TurnEnded { .. }
             | LogEntry::Header { .. }
             | LogEntry::Raw { .. }
             | LogEntry::Session { .. }
@@ -213,6 +227,11 @@ pub fn load(summary: ConversationSummary) -> Result<ResumedConversation, String>
         ));
     }
     Ok(ResumedConversation { summary, events })
+}
+
+/// An undo that did nothing because files changed since the turn: the user was asked.
+fn stopped_by_conflicts(outcome: &Result<crate::snapshot::UndoOutcome, String>) -> bool {
+    matches!(outcome, Ok(done) if done.stopped_by_conflicts())
 }
 
 /// The end given to a turn whose end the log lacks.

@@ -189,8 +189,16 @@ pub struct UndoConfirm {
     pub turn: TurnId,
     /// Sanitised paths.
     pub conflicts: Vec<String>,
-    /// A rewind asked it (and whether the conversation goes back too), not an undo.
-    pub rewind: Option<bool>,
+    pub asked_by: ConfirmFor,
+}
+
+/// What asked the overwrite question (and, for a rewind or its undo, whether the conversation
+/// goes too once the files may be written).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfirmFor {
+    Undo,
+    Rewind { conversation: bool },
+    UndoRewind { conversation: bool },
 }
 
 /// The answer to the question.

@@ -3,6 +3,10 @@
 //! back — the conversation and the files, the conversation only, the files only — with a
 //! preview, confirmed by Enter on a choice. The selection starts on Cancel: nothing is taken
 //! back by a stray Enter.
+//!
+//! What a rewind took back stays recoverable: until the next prompt is sent, the picker's
+//! first row undoes the last rewind (the prompts and the agent's conversation as they were
+//! before it, the files it put back as they were), after `--resume` too.
 
 use std::time::Instant;
 
@@ -18,6 +22,8 @@ pub struct PromptRecord {
     pub turn: TurnId,
     pub prompt: String,
     pub sent: Instant,
+    /// Its cell in the transcript (marked when a rewind takes the turn back).
+    pub cell: crate::app::transcript::CellId,
 }
 
 /// One row of the picker.
@@ -34,12 +40,31 @@ pub struct RewindEntry {
     pub files_put_back: Vec<String>,
 }
 
+/// The last rewind, while it can be undone (until the next prompt).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LastRewind {
+    /// It went back to before this turn.
+    pub turn: TurnId,
+    /// The agent's conversation went back.
+    pub conversation: bool,
+    /// The files went back.
+    pub files: bool,
+    /// The prompts it took back, oldest first (their cells are marked).
+    pub prompts: Vec<PromptRecord>,
+    /// The turns whose changes it put back (their summaries are marked undone).
+    pub changed_turns: Vec<TurnId>,
+    /// The files it put back or removed, sanitised.
+    pub files_back: Vec<String>,
+}
+
 /// What to take back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RewindChoice {
     Both,
     ConversationOnly,
     FilesOnly,
+    /// Bring back what the last rewind took (its own row).
+    UndoRewind,
     Cancel,
 }
 
@@ -51,11 +76,15 @@ impl RewindChoice {
         RewindChoice::Cancel,
     ];
 
+    /// The choices of the "undo the last rewind" row.
+    pub const UNDO: [RewindChoice; 2] = [RewindChoice::UndoRewind, RewindChoice::Cancel];
+
     pub fn label(self) -> &'static str {
         match self {
             RewindChoice::Both => "Conversation and files",
             RewindChoice::ConversationOnly => "Conversation only (files stay)",
             RewindChoice::FilesOnly => "Files only (the agent remembers)",
+            RewindChoice::UndoRewind => "Undo the rewind",
             RewindChoice::Cancel => "Cancel",
         }
     }
@@ -64,31 +93,63 @@ impl RewindChoice {
 #[derive(Debug, Clone, PartialEq)]
 pub struct RewindPicker {
     pub entries: Vec<RewindEntry>,
+    /// The last rewind, offered first while it can be undone.
+    pub undo: Option<LastRewind>,
+    /// The row selected: the undo row first (if any), then `entries`.
     pub selected: usize,
-    /// The choice being made for the selected prompt, once one was picked.
+    /// The choice being made for the selected row, once one was picked.
     pub choosing: Option<usize>,
 }
 
-/// What the picker asks: take back to before this turn.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct RewindRequest {
-    pub(crate) turn: TurnId,
-    pub(crate) prompt: String,
-    pub(crate) conversation: bool,
-    pub(crate) files: bool,
+/// What the picker asks.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum RewindRequest {
+    /// Take back to before this turn.
+    Rewind {
+        turn: TurnId,
+        prompt: String,
+        conversation: bool,
+        files: bool,
+    },
+    /// Undo the last rewind.
+    UndoRewind(LastRewind),
 }
 
 impl RewindPicker {
-    pub fn new(entries: Vec<RewindEntry>) -> Self {
+    pub fn new(entries: Vec<RewindEntry>, undo: Option<LastRewind>) -> Self {
         Self {
             entries,
+            undo,
             selected: 0,
             choosing: None,
         }
     }
 
+    fn undo_rows(&self) -> usize {
+        usize::from(self.undo.is_some())
+    }
+
+    fn rows(&self) -> usize {
+        self.undo_rows() + self.entries.len()
+    }
+
+    /// The undo row is selected.
+    pub fn on_undo_row(&self) -> bool {
+        self.undo.is_some() && self.selected == 0
+    }
+
     pub fn selected_entry(&self) -> Option<&RewindEntry> {
-        self.entries.get(self.selected)
+        self.entries
+            .get(self.selected.checked_sub(self.undo_rows())?)
+    }
+
+    /// The choices for the selected row.
+    pub fn choices(&self) -> &'static [RewindChoice] {
+        if self.on_undo_row() {
+            &RewindChoice::UNDO
+        } else {
+            &RewindChoice::ALL
+        }
     }
 }
 
@@ -105,13 +166,13 @@ impl OverlayPane for RewindPicker {
         match self.choosing {
             None => match key.code {
                 KeyCode::Esc => Step::Close,
-                KeyCode::Enter if !self.entries.is_empty() => {
-                    self.choosing = Some(RewindChoice::ALL.len() - 1);
+                KeyCode::Enter if self.rows() > 0 => {
+                    self.choosing = Some(self.choices().len() - 1);
                     Step::Open
                 }
                 _ => {
                     let mut list = ListSelection::at(self.selected);
-                    list.on_key(key, self.entries.len());
+                    list.on_key(key, self.rows());
                     self.selected = list.selected;
                     Step::Open
                 }
@@ -122,16 +183,23 @@ impl OverlayPane for RewindPicker {
                     Step::Open
                 }
                 KeyCode::Enter => {
+                    let picked = self.choices()[choice];
+                    if picked == RewindChoice::UndoRewind {
+                        return match self.undo.take() {
+                            Some(last) => Step::Done(RewindRequest::UndoRewind(last)),
+                            None => Step::Close,
+                        };
+                    }
                     let Some(entry) = self.selected_entry() else {
                         return Step::Close;
                     };
-                    let (conversation, files) = match RewindChoice::ALL[choice] {
+                    let (conversation, files) = match picked {
                         RewindChoice::Both => (true, true),
                         RewindChoice::ConversationOnly => (true, false),
                         RewindChoice::FilesOnly => (false, true),
-                        RewindChoice::Cancel => return Step::Close,
+                        RewindChoice::UndoRewind | RewindChoice::Cancel => return Step::Close,
                     };
-                    Step::Done(RewindRequest {
+                    Step::Done(RewindRequest::Rewind {
                         turn: entry.turn,
                         prompt: entry.prompt.clone(),
                         conversation,
@@ -140,7 +208,7 @@ impl OverlayPane for RewindPicker {
                 }
                 _ => {
                     let mut list = ListSelection::at(choice);
-                    list.on_key(key, RewindChoice::ALL.len());
+                    list.on_key(key, self.choices().len());
                     self.choosing = Some(list.selected);
                     Step::Open
                 }

@@ -277,6 +277,8 @@ pub struct AppState {
     /// The real agent CLIs that are installed, when that was checked (the chat does at start):
     /// the welcome offers to install only the others, `/provider` marks them.
     pub(crate) installed_agents: Option<Vec<String>>,
+    /// The last rewind, while it can be undone (until the next prompt).
+    pub(crate) last_rewind: Option<super::rewind::LastRewind>,
 }
 
 impl AppState {
@@ -320,6 +322,7 @@ impl AppState {
             rewinding_prompt: None,
             notify: crate::config::NotifyMode::default(),
             installed_agents: None,
+            last_rewind: None,
         };
         for warning in startup.warnings {
             state.notice(NoticeLevel::Warning, warning);
@@ -375,7 +378,10 @@ impl AppState {
             Action::CopyLastAnswer => self.last_answer().is_some(),
             Action::Diff => !self.changed_turns.is_empty(),
             Action::Undo => !self.is_turn_running() && self.undoable_turn().is_some(),
-            Action::Rewind => !self.is_turn_running() && !self.turn_prompts.is_empty(),
+            Action::Rewind => {
+                !self.is_turn_running()
+                    && (!self.turn_prompts.is_empty() || self.last_rewind.is_some())
+            }
             Action::Export => self
                 .transcript
                 .cells()

@@ -57,6 +57,8 @@ pub struct UserCell {
     pub retry: bool,
     /// A long prompt (a large paste) is shown folded until clicked.
     pub expanded: bool,
+    /// `/rewind` took this turn back: the agent no longer has it (shown dimmed, labelled).
+    pub rewound: bool,
 }
 
 /// Lines of a folded prompt that are shown.
@@ -68,6 +70,7 @@ impl UserCell {
             text,
             retry,
             expanded: false,
+            rewound: false,
         }
     }
 

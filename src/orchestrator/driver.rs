@@ -22,6 +22,7 @@ use tokio::time::Instant;
 use super::fsm::{Effect, Input, Machine};
 use super::{Command, OrchestratorEvent, Recorder, TurnId};
 use crate::config::RetryPolicy;
+use crate::provider::checkpoint::CheckpointStore;
 use crate::provider::{settings_overridden, AgentQueue, AgentSetting, AgentStatus};
 use crate::provider::{
     AgentStream, AttemptRequest, Provider, SessionCheckpoint, SessionRef, StopControl, StopProgress,
@@ -165,11 +166,24 @@ struct Driver {
     turn_checkpoints: std::collections::BTreeMap<TurnId, (SessionRef, Option<SessionCheckpoint>)>,
     /// A rewind waiting for its files: the turn, and whether the conversation goes back too.
     pending_rewind: Option<(TurnId, bool)>,
+    /// `turn_checkpoints` on disk, beside the snapshots: `/rewind` after `--resume`.
+    checkpoint_store: Option<CheckpointStore>,
+    /// The agent's session as it was before each rewind of the conversation (by the turn
+    /// rewound to), so the rewind can be undone; also on disk.
+    rewound_sessions: std::collections::BTreeMap<TurnId, (SessionRef, Option<SessionCheckpoint>)>,
+    /// An undo of a rewind waiting for its files: the turn, and whether the conversation
+    /// comes back too.
+    pending_undo_rewind: Option<(TurnId, bool)>,
+    /// The agent session the next turn continues, as the machine last reported it.
+    agent_session: SessionRef,
 }
 
 /// Turns whose session checkpoints are kept for `/rewind` (each holds a copy of the agent's
 /// session file, which grows with the conversation).
 const REWINDABLE_TURNS: usize = 50;
+
+/// The folder of the conversation's snapshot store that keeps its turns' session checkpoints.
+const CHECKPOINTS_DIR: &str = "checkpoints";
 
 impl Driver {
     fn new(options: OrchestratorOptions, events: mpsc::Sender<OrchestratorEvent>) -> Self {
@@ -190,6 +204,11 @@ impl Driver {
                 baseline_pending: options.baseline_before_first_turn,
                 baseline_deadline: Instant::now() + BASELINE_WAIT,
             });
+        let checkpoint_store = options
+            .snapshots
+            .as_ref()
+            .map(|setup| CheckpointStore::new(setup.dir.join(CHECKPOINTS_DIR)));
+        let agent_session = options.session.clone();
         Self {
             options,
             machine,
@@ -210,6 +229,10 @@ impl Driver {
             deferred: None,
             turn_checkpoints: std::collections::BTreeMap::new(),
             pending_rewind: None,
+            checkpoint_store,
+            rewound_sessions: std::collections::BTreeMap::new(),
+            pending_undo_rewind: None,
+            agent_session,
         }
     }
 
@@ -378,6 +401,7 @@ impl Driver {
                             turn,
                             conversation,
                             files: Some(Err("no snapshots of the files are kept".to_owned())),
+                            undone: false,
                         }));
                     }
                     (_, false) => {
@@ -386,6 +410,30 @@ impl Driver {
                             turn,
                             conversation,
                             files: None,
+                            undone: false,
+                        }));
+                    }
+                },
+                Effect::UndoRewind {
+                    turn,
+                    conversation,
+                    files,
+                    overwrite,
+                } => match (&self.snapshots, files) {
+                    (Some(snapshots), true) => {
+                        snapshots.worker.undo_rewind(turn, overwrite);
+                        self.pending_undo_rewind = Some((turn, conversation));
+                    }
+                    (snapshots, _) => {
+                        let no_snapshots = files && snapshots.is_none();
+                        let conversation =
+                            conversation.then(|| self.undo_rewind_conversation(turn));
+                        self.emit(OrchestratorEvent::Rewound(super::Rewind {
+                            turn,
+                            conversation,
+                            files: no_snapshots
+                                .then(|| Err("no snapshots of the files are kept".to_owned())),
+                            undone: true,
                         }));
                     }
                 },
@@ -575,6 +623,7 @@ impl Driver {
                     turn,
                     conversation: None,
                     files: Some(outcome),
+                    undone: false,
                 };
                 // Files changed since stop the whole rewind until the user decides.
                 if conversation && rewind.stopped_by_conflicts().is_none() {
@@ -583,18 +632,57 @@ impl Driver {
                 self.emit(OrchestratorEvent::Rewound(rewind));
                 false
             }
+            SnapshotReply::RewindUndone { turn, outcome } => {
+                let conversation = self
+                    .pending_undo_rewind
+                    .take()
+                    .is_some_and(|(pending, conversation)| pending == turn && conversation);
+                let mut undone = super::Rewind {
+                    turn,
+                    conversation: None,
+                    files: Some(outcome),
+                    undone: true,
+                };
+                if conversation && undone.stopped_by_conflicts().is_none() {
+                    undone.conversation = Some(self.undo_rewind_conversation(turn));
+                }
+                self.emit(OrchestratorEvent::Rewound(undone));
+                false
+            }
         }
     }
 
     /// Puts the agent's stored session back as it was before turn `turn`, so the model no
     /// longer receives that turn or any later one.
     fn rewind_conversation(&mut self, turn: TurnId) -> Result<(), String> {
+        if !self.turn_checkpoints.contains_key(&turn) {
+            // A turn of an earlier run (`--resume`): its checkpoint was kept on disk.
+            let name = CheckpointStore::turn_name(turn);
+            match self
+                .checkpoint_store
+                .as_ref()
+                .map(|store| store.load(&name))
+            {
+                Some(Ok(kept)) => {
+                    self.turn_checkpoints.insert(turn, kept);
+                }
+                Some(Err(error)) => {
+                    tracing::info!(turn, %error, "no stored checkpoint of that turn")
+                }
+                None => {}
+            }
+        }
+        let before_rewind = self.current_session_checkpoint();
         let restored = match self.turn_checkpoints.get(&turn) {
             // The turn began the agent's session: before it there was none.
             Some((SessionRef::New, _)) => {
                 self.feedback.push_back(Input::Command(Command::NewSession));
                 Ok(())
             }
+            Some((_, Some(checkpoint))) if checkpoint.is_held_by_agent() => Err(format!(
+                "{} is kept by the agent, which undoes only a turn that did not complete",
+                checkpoint.path().display()
+            )),
             Some((_, Some(checkpoint))) => match checkpoint.restore() {
                 Ok(()) => {
                     tracing::info!(turn, file = %checkpoint.path().display(), "agent session rewound");
@@ -606,17 +694,79 @@ impl Driver {
             Some((_, None)) => {
                 Err("the agent's session file was not found when that turn began".to_owned())
             }
-            None => Err(
-                "agentty keeps the agent's session for the recent turns of this run only"
-                    .to_owned(),
-            ),
+            None => Err(format!(
+                "agentty keeps the agent's session for the last {REWINDABLE_TURNS} turns only"
+            )),
         };
         if restored.is_ok() {
             self.turn_checkpoints.retain(|kept, _| *kept <= turn);
             // A retry of an earlier turn's failure must not bring a later session back.
             self.checkpoint = None;
+            if let Some(store) = &self.checkpoint_store {
+                let (session, checkpoint) = &before_rewind;
+                let name = CheckpointStore::rewind_name(turn);
+                if let Err(error) = store.save(&name, session, checkpoint.as_ref()) {
+                    tracing::warn!(turn, %error, "cannot keep the session from before the rewind");
+                }
+            }
+            self.rewound_sessions.insert(turn, before_rewind);
         }
         restored
+    }
+
+    /// The agent's stored session as it is now (what a rewind takes away).
+    fn current_session_checkpoint(&self) -> (SessionRef, Option<SessionCheckpoint>) {
+        let request = AttemptRequest {
+            prompt: String::new(),
+            session: self.agent_session.clone(),
+            cwd: self.options.cwd.clone(),
+            attempt: 1,
+            scenario: self.options.scenario.clone(),
+            settings: self.settings.clone(),
+            raw_line_tap: None,
+        };
+        let checkpoint = self.options.provider.checkpoint(&request);
+        (self.agent_session.clone(), checkpoint)
+    }
+
+    /// Puts the agent's stored session back as it was before the rewind to before `turn`, and
+    /// the next turn continues it.
+    fn undo_rewind_conversation(&mut self, turn: TurnId) -> Result<(), String> {
+        let name = CheckpointStore::rewind_name(turn);
+        let kept = match self.rewound_sessions.remove(&turn) {
+            Some(kept) => Some(kept),
+            None => self
+                .checkpoint_store
+                .as_ref()
+                .and_then(|store| store.load(&name).ok()),
+        };
+        let Some((session, checkpoint)) = kept else {
+            return Err("the agent's session from before that rewind is not kept".to_owned());
+        };
+        match (&session, &checkpoint) {
+            // The agent keeps that session itself, untouched by the rewind (which started a
+            // new one): going back to it is enough.
+            (_, Some(checkpoint)) if checkpoint.is_held_by_agent() => {}
+            (_, Some(checkpoint)) => {
+                checkpoint
+                    .restore()
+                    .map_err(|error| format!("its session file cannot be written: {error}"))?;
+                tracing::info!(turn, file = %checkpoint.path().display(), "rewind undone in the agent session");
+                self.options.provider.session_restored();
+            }
+            (SessionRef::New, None) => {}
+            (_, None) => {
+                return Err(
+                    "the agent's session file was not found when the rewind was made".to_owned(),
+                )
+            }
+        }
+        self.feedback.push_back(Input::SessionRestored(session));
+        self.checkpoint = None;
+        if let Some(store) = &self.checkpoint_store {
+            store.remove(&name);
+        }
+        Ok(())
     }
 
     fn emit_snapshot_notice(&mut self, turn: TurnId, message: String) {
@@ -638,6 +788,11 @@ impl Driver {
     fn emit(&mut self, event: OrchestratorEvent) {
         if let OrchestratorEvent::TurnEnded { turn, outcome } = &event {
             tracing::info!(turn, ?outcome, "turn ended");
+        }
+        if let OrchestratorEvent::SessionChanged { session_id } = &event {
+            self.agent_session = session_id
+                .clone()
+                .map_or(SessionRef::New, SessionRef::Resume);
         }
         if let Some(log) = &self.options.session_log {
             log.record_event(&event);
@@ -767,6 +922,22 @@ impl Driver {
                 .insert(turn, (request.session.clone(), checkpoint.clone()));
             while self.turn_checkpoints.len() > REWINDABLE_TURNS {
                 self.turn_checkpoints.pop_first();
+            }
+            if let Some(store) = self.checkpoint_store.clone() {
+                // Written on a thread of its own while the request goes out: a session file
+                // grows with the conversation, and Enter must not wait for its copy.
+                let session = request.session.clone();
+                let checkpoint = checkpoint.clone();
+                tokio::task::spawn_blocking(move || {
+                    let name = CheckpointStore::turn_name(turn);
+                    if let Err(error) = store.save(&name, &session, checkpoint.as_ref()) {
+                        tracing::warn!(turn, %error, "cannot keep the session checkpoint on disk");
+                    }
+                    // Turns are numbered one after another, also across `--resume`.
+                    if let Some(old) = turn.checked_sub(REWINDABLE_TURNS as TurnId) {
+                        store.remove(&CheckpointStore::turn_name(old));
+                    }
+                });
             }
             self.checkpoint = Some((turn, checkpoint));
         }

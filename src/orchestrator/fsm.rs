@@ -60,6 +60,8 @@ pub(crate) enum Input {
     SessionReset {
         turn: TurnId,
     },
+    /// The undo of a rewind put the agent's session back: the next turn continues it.
+    SessionRestored(SessionRef),
 }
 
 /// What the driver must do, in order.
@@ -119,6 +121,13 @@ pub(crate) enum Effect {
     },
     /// Go back to before this turn (only asked for while no turn runs).
     Rewind {
+        turn: TurnId,
+        conversation: bool,
+        files: bool,
+        overwrite: bool,
+    },
+    /// Undo the rewind to before this turn (only asked for while no turn runs).
+    UndoRewind {
         turn: TurnId,
         conversation: bool,
         files: bool,
@@ -273,6 +282,19 @@ impl Machine {
             } => self.stop_progress(turn, attempt, progress, &mut out),
             Input::RetryDue { turn, attempt } => self.retry_due(turn, attempt, &mut out),
             Input::SessionReset { turn } => self.session_reset(turn, &mut out),
+            Input::SessionRestored(session) => {
+                if self.session != session {
+                    let session_id = match &session {
+                        SessionRef::Resume(id) => Some(id.clone()),
+                        SessionRef::New | SessionRef::ContinueLatest => None,
+                    };
+                    self.session = session;
+                    self.session_epoch += 1;
+                    out.push(Effect::Emit(OrchestratorEvent::SessionChanged {
+                        session_id,
+                    }));
+                }
+            }
         }
         out
     }
@@ -346,6 +368,35 @@ impl Machine {
                             .then(|| Err("a turn is running; rewind once it has ended".to_owned())),
                         files: files
                             .then(|| Err("a turn is running; rewind once it has ended".to_owned())),
+                        undone: false,
+                    })));
+                }
+            },
+            Command::UndoRewind {
+                turn,
+                conversation,
+                files,
+                overwrite,
+            } => match &self.state {
+                State::Idle | State::Failed { .. } | State::Cancelled { .. } => {
+                    out.push(Effect::UndoRewind {
+                        turn,
+                        conversation,
+                        files,
+                        overwrite,
+                    });
+                }
+                State::ShutDown => {}
+                State::Running { .. } | State::Stopping { .. } | State::WaitingToRetry { .. } => {
+                    out.push(Effect::Emit(OrchestratorEvent::Rewound(super::Rewind {
+                        turn,
+                        conversation: conversation.then(|| {
+                            Err("a turn is running; undo the rewind once it has ended".to_owned())
+                        }),
+                        files: files.then(|| {
+                            Err("a turn is running; undo the rewind once it has ended".to_owned())
+                        }),
+                        undone: true,
                     })));
                 }
             },

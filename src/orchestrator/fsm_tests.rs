@@ -1127,7 +1127,7 @@ mod properties {
                     | Effect::AnswerPermission { turn, attempt, .. } => {
                         prop_assert_eq!(self.live, Some((*turn, *attempt)));
                     }
-                    Effect::UndoTurn { .. } | Effect::Rewind { .. } => {
+                    Effect::UndoTurn { .. } | Effect::Rewind { .. } | Effect::UndoRewind { .. } => {
                         prop_assert!(self.live.is_none(), "undo while an attempt runs");
                         prop_assert!(self.pending_retry.is_none(), "undo with a retry pending");
                     }

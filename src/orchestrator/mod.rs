@@ -91,6 +91,16 @@ pub enum Command {
         files: bool,
         overwrite: bool,
     },
+    /// Undo the rewind to before turn `turn` (only while no turn runs): what it took back
+    /// comes back, the agent's conversation as it was before the rewind and the files it put
+    /// back as they were (a file changed since the rewind is left alone and reported unless
+    /// `overwrite`, and then nothing is brought back).
+    UndoRewind {
+        turn: TurnId,
+        conversation: bool,
+        files: bool,
+        overwrite: bool,
+    },
     /// Stop whatever runs and end the orchestrator.
     Shutdown,
 }
@@ -307,14 +317,17 @@ pub enum OrchestratorEvent {
     ShutDown,
 }
 
-/// What a rewind to before turn `turn` did.
-#[derive(Debug, Clone, PartialEq)]
+/// What a rewind to before turn `turn` did (logged as it is: `--resume` replays it).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Rewind {
     pub turn: TurnId,
     /// The agent's conversation: `None` not asked; `Ok` rewound; `Err` why not.
     pub conversation: Option<Result<(), String>>,
     /// The files: `None` not asked.
     pub files: Option<Result<crate::snapshot::UndoOutcome, String>>,
+    /// This undid the rewind to before `turn` (what it took back came back).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub undone: bool,
 }
 
 impl Rewind {
@@ -322,9 +335,7 @@ impl Rewind {
     pub fn stopped_by_conflicts(&self) -> Option<&[String]> {
         match &self.files {
             Some(Ok(outcome))
-                if !outcome.conflicts.is_empty()
-                    && !outcome.changed_anything()
-                    && outcome.failed.is_empty()
+                if outcome.stopped_by_conflicts()
                     && self.conversation.as_ref().is_none_or(|done| done.is_err()) =>
             {
                 Some(&outcome.conflicts)
@@ -335,14 +346,22 @@ impl Rewind {
 
     /// What it did, in a sentence for the transcript and the log.
     pub fn describe(&self) -> String {
-        let mut parts = vec![format!("Rewound to before turn {}", self.turn)];
-        match &self.conversation {
-            Some(Ok(())) => parts.push(
+        let mut parts = vec![if self.undone {
+            format!("Undid the rewind to before turn {}", self.turn)
+        } else {
+            format!("Rewound to before turn {}", self.turn)
+        }];
+        match (&self.conversation, self.undone) {
+            (Some(Ok(())), false) => parts.push(
                 "the agent's conversation is as it was then (later prompts no longer reach it)"
                     .to_owned(),
             ),
-            Some(Err(why)) => parts.push(format!("the agent's conversation could not be: {why}")),
-            None => {}
+            (Some(Ok(())), true) => parts
+                .push("the agent's conversation is back as it was before the rewind".to_owned()),
+            (Some(Err(why)), _) => {
+                parts.push(format!("the agent's conversation could not be: {why}"))
+            }
+            (None, _) => {}
         }
         match &self.files {
             Some(Ok(outcome))
@@ -350,14 +369,27 @@ impl Rewind {
                     && outcome.conflicts.is_empty()
                     && outcome.failed.is_empty() =>
             {
-                parts.push("the files were already as they were then".to_owned())
+                parts.push(if self.undone {
+                    "the files were already as before the rewind".to_owned()
+                } else {
+                    "the files were already as they were then".to_owned()
+                })
             }
-            Some(outcome) => parts.push(format!(
-                "files: {}",
-                crate::snapshot::describe_undo(outcome)
+            Some(outcome) => {
+                let files = crate::snapshot::describe_undo(outcome)
                     .trim_end_matches('.')
-                    .replace("Undone: ", "")
-            )),
+                    .replace("Undone: ", "");
+                // Undoing a rewind removes what the turns taken back had deleted.
+                let files = if self.undone {
+                    files.replace(
+                        "(created by the turn)",
+                        "(deleted by the turns brought back)",
+                    )
+                } else {
+                    files
+                };
+                parts.push(format!("files: {files}"))
+            }
             None => {}
         }
         format!("{}.", parts.join("; "))

@@ -12,12 +12,20 @@
 //!
 //! Each backend says where its CLI keeps a session ([`super::Backend::session_file`]); this module
 //! only captures and restores bytes.
+//!
+//! `/rewind` needs a checkpoint per turn, also after `--resume`: [`CheckpointStore`] keeps each
+//! turn's on disk in the conversation's snapshot folder (`checkpoints/<turn>.zst`), so they are
+//! deleted with its log (retention), never in the agent's own store.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::SessionRef;
 
 /// The bytes of a session's files at one moment: the session file first, then the files the CLI
 /// updates along with it (Codex's thread-history database).
@@ -95,6 +103,12 @@ impl SessionCheckpoint {
         }
     }
 
+    /// The agent undoes this session itself; only a turn that did not complete can be undone
+    /// that way (Codex's `thread/revert` of its unfinished turn), not a rewind to any turn.
+    pub(crate) fn is_held_by_agent(&self) -> bool {
+        self.files.is_empty()
+    }
+
     /// The session file (or the session's name when the agent holds it).
     pub fn path(&self) -> &Path {
         &self.name
@@ -103,6 +117,168 @@ impl SessionCheckpoint {
     /// Puts every file back as it was.
     pub(crate) fn restore(&self) -> io::Result<()> {
         self.files.iter().try_for_each(FileSnapshot::restore)
+    }
+}
+
+/// Each turn's session before it, kept on disk (`<dir>/<turn>.zst`: zstd of a JSON header
+/// line, then the checkpoint's files' bytes one after another), so `/rewind` reaches turns of
+/// an earlier run.
+#[derive(Debug, Clone)]
+pub(crate) struct CheckpointStore {
+    dir: PathBuf,
+}
+
+/// The header of a turn's file.
+#[derive(Serialize, Deserialize)]
+struct StoredTurn {
+    session: StoredSession,
+    checkpoint: Option<StoredCheckpoint>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct StoredCheckpoint {
+    name: PathBuf,
+    /// Each file and how many of the bytes after the header are its (`None`: it did not exist).
+    files: Vec<(PathBuf, Option<u64>)>,
+}
+
+/// [`SessionRef`] as stored.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum StoredSession {
+    New,
+    ContinueLatest,
+    Resume(String),
+}
+
+/// zstd level of a stored checkpoint: session files are JSON lines, which compress well fast.
+const STORE_LEVEL: i32 = 3;
+
+impl CheckpointStore {
+    pub(crate) fn new(dir: PathBuf) -> Self {
+        Self { dir }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.join(format!("{name}.zst"))
+    }
+
+    /// The name of turn `turn`'s checkpoint (the session before it).
+    pub(crate) fn turn_name(turn: u64) -> String {
+        turn.to_string()
+    }
+
+    /// The name of the session as it was before the rewind to before turn `turn`.
+    pub(crate) fn rewind_name(turn: u64) -> String {
+        format!("rewind-{turn}")
+    }
+
+    /// Keeps a session and its checkpoint as `name` (written beside, then renamed into place).
+    pub(crate) fn save(
+        &self,
+        name: &str,
+        session: &SessionRef,
+        checkpoint: Option<&SessionCheckpoint>,
+    ) -> io::Result<()> {
+        let stored = StoredTurn {
+            session: match session {
+                SessionRef::New => StoredSession::New,
+                SessionRef::ContinueLatest => StoredSession::ContinueLatest,
+                SessionRef::Resume(id) => StoredSession::Resume(id.clone()),
+            },
+            checkpoint: checkpoint.map(|checkpoint| StoredCheckpoint {
+                name: checkpoint.name.clone(),
+                files: checkpoint
+                    .files
+                    .iter()
+                    .map(|file| {
+                        let length = file.contents.as_ref().map(|bytes| bytes.len() as u64);
+                        (file.path.clone(), length)
+                    })
+                    .collect(),
+            }),
+        };
+        let mut plain = serde_json::to_vec(&stored).map_err(io::Error::other)?;
+        plain.push(b'\n');
+        for file in checkpoint.iter().flat_map(|checkpoint| &checkpoint.files) {
+            plain.extend_from_slice(file.contents.as_deref().unwrap_or_default());
+        }
+        let compressed = zstd::bulk::compress(&plain, STORE_LEVEL)?;
+        {
+            use std::os::unix::fs::DirBuilderExt;
+            fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(&self.dir)?;
+        }
+        let path = self.path(name);
+        let temporary = self.dir.join(format!(".{name}.{}.tmp", std::process::id()));
+        let written = (|| {
+            use std::io::Write;
+            let mut file = crate::files::no_follow()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .open(&temporary)?;
+            file.write_all(&compressed)?;
+            fs::rename(&temporary, &path)
+        })();
+        if written.is_err() {
+            let _ = fs::remove_file(&temporary);
+        }
+        written
+    }
+
+    /// The session and checkpoint kept as `name`.
+    pub(crate) fn load(&self, name: &str) -> io::Result<(SessionRef, Option<SessionCheckpoint>)> {
+        let file = crate::files::open_regular(&self.path(name))?;
+        let plain = zstd::stream::decode_all(file)?;
+        let damaged = || io::Error::new(io::ErrorKind::InvalidData, "a damaged checkpoint");
+        let header_end = memchr::memchr(b'\n', &plain).ok_or_else(damaged)?;
+        let stored: StoredTurn =
+            serde_json::from_slice(&plain[..header_end]).map_err(io::Error::other)?;
+        let session = match stored.session {
+            StoredSession::New => SessionRef::New,
+            StoredSession::ContinueLatest => SessionRef::ContinueLatest,
+            StoredSession::Resume(id) => SessionRef::Resume(id),
+        };
+        let mut rest = &plain[header_end + 1..];
+        let checkpoint = match stored.checkpoint {
+            None => None,
+            Some(stored) => {
+                let mut files = Vec::with_capacity(stored.files.len());
+                for (path, length) in stored.files {
+                    let contents = match length {
+                        None => None,
+                        Some(length) => {
+                            let length = usize::try_from(length).map_err(|_| damaged())?;
+                            if length > rest.len() {
+                                return Err(damaged());
+                            }
+                            let (bytes, after) = rest.split_at(length);
+                            rest = after;
+                            Some(bytes.to_vec())
+                        }
+                    };
+                    files.push(FileSnapshot { path, contents });
+                }
+                Some(SessionCheckpoint {
+                    files,
+                    name: stored.name,
+                })
+            }
+        };
+        Ok((session, checkpoint))
+    }
+
+    /// Forgets the checkpoint kept as `name`.
+    pub(crate) fn remove(&self, name: &str) {
+        match fs::remove_file(self.path(name)) {
+            Err(error) if error.kind() != io::ErrorKind::NotFound => {
+                tracing::warn!(name, %error, "cannot remove a session checkpoint")
+            }
+            _ => {}
+        }
     }
 }
 
@@ -199,6 +375,48 @@ mod tests {
         assert!(!dir.path().join("new.jsonl").exists());
         // Restoring twice is harmless.
         absent.restore().unwrap();
+    }
+
+    #[test]
+    fn a_stored_checkpoint_comes_back_as_it_was_and_restores_the_same_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let session = dir.path().join("s.jsonl");
+        fs::write(&session, "{\"prompt\":\"one\"}\n").unwrap();
+        let missing = dir.path().join("companion.db");
+        let checkpoint =
+            SessionCheckpoint::capture(session.clone(), vec![missing.clone()]).unwrap();
+        let store = CheckpointStore::new(dir.path().join("checkpoints"));
+        store
+            .save("2", &SessionRef::Resume("abc".into()), Some(&checkpoint))
+            .unwrap();
+        store.save("1", &SessionRef::New, None).unwrap();
+
+        // A later run (a new store on the same folder) reads them back.
+        let store = CheckpointStore::new(dir.path().join("checkpoints"));
+        let (kept_session, kept) = store.load("2").unwrap();
+        assert_eq!(kept_session, SessionRef::Resume("abc".into()));
+        assert_eq!(kept.as_ref(), Some(&checkpoint));
+        assert_eq!(store.load("1").unwrap(), (SessionRef::New, None));
+        assert!(store.load("3").is_err(), "a turn never kept is not made up");
+
+        fs::write(&session, "{\"prompt\":\"one\"}\n{\"prompt\":\"two\"}\n").unwrap();
+        fs::write(&missing, "x").unwrap();
+        kept.unwrap().restore().unwrap();
+        assert_eq!(
+            fs::read_to_string(&session).unwrap(),
+            "{\"prompt\":\"one\"}\n"
+        );
+        assert!(!missing.exists());
+
+        store.remove("2");
+        store.remove("2");
+        assert!(store.load("2").is_err());
+        // Nothing but the stored turns is left in the folder (no temporary files).
+        let left: Vec<_> = fs::read_dir(dir.path().join("checkpoints"))
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name())
+            .collect();
+        assert_eq!(left, [std::ffi::OsString::from("1.zst")]);
     }
 
     #[test]

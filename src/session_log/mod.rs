@@ -98,6 +98,22 @@ pub enum LogEntry {
     },
     /// The agent session the next turn continues.
     Session { session_id: Option<String> },
+    /// `/undo` of turn `turn`: what it put back (replayed by `--resume`, so a turn undone is
+    /// not offered again).
+    Undone {
+        turn: TurnId,
+        outcome: Result<crate::snapshot::UndoOutcome, String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at_ms: Option<u64>,
+    },
+    /// `/rewind` to before turn `turn`: what went back (replayed by `--resume`: the prompts
+    /// taken back are marked and no longer offered).
+    Rewound {
+        #[serde(flatten)]
+        rewind: crate::orchestrator::Rewind,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at_ms: Option<u64>,
+    },
     /// A setting the user chose (model, mode, thinking level), set again on resume.
     Setting {
         #[serde(flatten)]
@@ -313,9 +329,7 @@ impl SessionLogWriter {
             OrchestratorEvent::Message { .. }
             | OrchestratorEvent::RetryScheduled { .. }
             | OrchestratorEvent::Notice { .. }
-            | OrchestratorEvent::TurnChanges { .. }
-            | OrchestratorEvent::Undone { .. }
-            | OrchestratorEvent::Rewound(_) => {
+            | OrchestratorEvent::TurnChanges { .. } => {
                 if let Some((turn, attempt, message)) = event.as_stream_message() {
                     self.append(LogEntry::Message {
                         turn,
@@ -333,6 +347,15 @@ impl SessionLogWriter {
                 });
                 self.flush();
             }
+            OrchestratorEvent::Undone { turn, outcome } => self.append(LogEntry::Undone {
+                turn: *turn,
+                outcome: outcome.clone(),
+                at_ms: Some(now_ms()),
+            }),
+            OrchestratorEvent::Rewound(rewind) => self.append(LogEntry::Rewound {
+                rewind: rewind.clone(),
+                at_ms: Some(now_ms()),
+            }),
             OrchestratorEvent::SessionChanged { session_id } => self.append(LogEntry::Session {
                 session_id: session_id.clone(),
             }),

@@ -191,7 +191,9 @@ fn turn_of(entry: &LogEntry) -> Option<TurnId> {
         LogEntry::Turn { turn, .. }
         | LogEntry::Message { turn, .. }
         | LogEntry::Raw { turn, .. }
-        | LogEntry::TurnEnded { turn, .. } => Some(*turn),
+        | LogEntry::TurnEnded { turn, .. }
+        | LogEntry::Undone { turn, .. } => Some(*turn),
+        LogEntry::Rewound { rewind, .. } => Some(rewind.turn),
         LogEntry::Header { .. } | LogEntry::Session { .. } | LogEntry::Setting { .. } => None,
     }
 }

@@ -169,7 +169,9 @@ fn turn_of(entry: &LogEntry) -> u64 {
         LogEntry::Turn { turn, .. }
         | LogEntry::Message { turn, .. }
         | LogEntry::Raw { turn, .. }
-        | LogEntry::TurnEnded { turn, .. } => *turn,
+        | LogEntry::TurnEnded { turn, .. }
+        | LogEntry::Undone { turn, .. } => *turn,
+        LogEntry::Rewound { rewind, .. } => rewind.turn,
         LogEntry::Header { .. } | LogEntry::Session { .. } | LogEntry::Setting { .. } => 0,
     }
 }

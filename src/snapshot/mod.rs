@@ -151,7 +151,7 @@ pub fn describe_undo(outcome: &Result<UndoOutcome, String>) -> String {
     };
     let list = |paths: &[String]| paths.join(", ");
     let mut parts = Vec::new();
-    if !outcome.conflicts.is_empty() && !outcome.changed_anything() && outcome.failed.is_empty() {
+    if outcome.stopped_by_conflicts() {
         return format!(
             "Nothing undone: changed since the turn: {}.",
             list(&outcome.conflicts)

@@ -18,7 +18,8 @@ use super::store::{Entry, EntryKind, Manifest, Store};
 const COMPARE_LIMIT: u64 = 256 * 1024 * 1024;
 
 /// What an undo did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct UndoOutcome {
     /// Put back as before the turn (recreated or rewritten).
     pub restored: Vec<String>,
@@ -34,6 +35,11 @@ pub struct UndoOutcome {
 impl UndoOutcome {
     pub fn changed_anything(&self) -> bool {
         !(self.restored.is_empty() && self.removed.is_empty())
+    }
+
+    /// Files changed since the turn stopped it: nothing was written, the user is asked.
+    pub fn stopped_by_conflicts(&self) -> bool {
+        !self.conflicts.is_empty() && !self.changed_anything() && self.failed.is_empty()
     }
 }
 

@@ -144,7 +144,55 @@ impl Store {
         self.dir.join("manifests").join(format!("{name}.json.zst"))
     }
 
-    /// The turns from `first` on with both snapshots kept, in order.
+    /// The marker of a turn whose changes were taken back (`/undo`, `/rewind`): a later rewind
+    /// does not count them again.
+    fn taken_back_path(&self, turn: u64) -> PathBuf {
+        self.dir
+            .join("manifests")
+            .join(format!("{turn}-taken-back"))
+    }
+
+    /// Marks turns' changes as taken back (`true`) or brought back (`false`).
+    pub(crate) fn mark_taken_back(&self, turns: &[u64], taken_back: bool) -> io::Result<()> {
+        for turn in turns {
+            let path = self.taken_back_path(*turn);
+            if taken_back {
+                write_atomically(&path, b"")?;
+            } else {
+                match std::fs::remove_file(&path) {
+                    Err(error) if error.kind() != io::ErrorKind::NotFound => return Err(error),
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn rewind_record_path(&self, turn: u64) -> PathBuf {
+        self.dir
+            .join("manifests")
+            .join(format!("rewind-{turn}.json"))
+    }
+
+    /// Keeps which turns a rewind to before `turn` took back, so it can be undone.
+    pub(crate) fn save_rewind(&self, turn: u64, turns: &[u64]) -> io::Result<()> {
+        let json = serde_json::to_vec(turns).map_err(io::Error::other)?;
+        write_atomically(&self.rewind_record_path(turn), &json)
+    }
+
+    /// The turns the rewind to before `turn` took back.
+    pub(crate) fn rewind_record(&self, turn: u64) -> io::Result<Vec<u64>> {
+        let json = crate::files::read_limited(&self.rewind_record_path(turn), 1024 * 1024)?;
+        serde_json::from_slice(&json)
+            .map_err(|error| io::Error::new(io::ErrorKind::InvalidData, error))
+    }
+
+    pub(crate) fn forget_rewind(&self, turn: u64) {
+        let _ = std::fs::remove_file(self.rewind_record_path(turn));
+    }
+
+    /// The turns from `first` on with both snapshots kept and their changes not taken back,
+    /// in order.
     pub(crate) fn turns_from(&self, first: u64) -> Vec<u64> {
         let Ok(entries) = std::fs::read_dir(self.dir.join("manifests")) else {
             return Vec::new();
@@ -158,6 +206,7 @@ impl Store {
             .filter_map(|name| name.strip_suffix("-after.json.zst")?.parse().ok())
             .filter(|turn| *turn >= first)
             .filter(|turn| names.contains(&format!("{turn}-before.json.zst")))
+            .filter(|turn| !names.contains(&format!("{turn}-taken-back")))
             .collect();
         turns.sort_unstable();
         turns

@@ -606,3 +606,107 @@ fn a_file_saved_just_before_the_prompt_is_kept_as_the_baseline_read_it() {
         "the user's, just saved\n"
     );
 }
+
+/// A turn taken back (by `/undo` or a rewind) no longer counts for a later rewind, and a
+/// rewind can be undone: the files come back as the turns taken back left them, unless
+/// changed since (then nothing is written until the user says so).
+#[test]
+fn a_rewind_skips_undone_turns_and_can_itself_be_undone() {
+    let rig = Rig::new();
+    let root = rig.root().to_path_buf();
+    write(&root, "a.txt", "a0\n");
+    write(&root, "b.txt", "b0\n");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let mut worker = SnapshotWorker::start(
+            root.clone(),
+            rig.state.path().join("w.snapshots"),
+            rig.limits.clone(),
+        );
+        assert_eq!(worker.next().await, Some(SnapshotReply::Ready));
+        let turns: [(u64, &[(&str, &str)]); 3] = [
+            (1, &[("a.txt", "a1\n")]),
+            (2, &[("b.txt", "b2\n")]),
+            (3, &[("a.txt", "a3\n"), ("c.txt", "c3\n")]),
+        ];
+        for (number, edit) in turns {
+            // Past the clock slack since the last write.
+            std::thread::sleep(Duration::from_millis(120));
+            worker.begin(number, SystemTime::now());
+            assert!(matches!(
+                worker.next().await,
+                Some(SnapshotReply::Began { .. })
+            ));
+            for (path, text) in edit {
+                write(&root, path, text);
+            }
+            worker.end(number);
+            assert!(matches!(
+                worker.next().await,
+                Some(SnapshotReply::Ended { .. })
+            ));
+        }
+        // Turn 2 undone: b.txt is as before it.
+        worker.undo(2, false);
+        let Some(SnapshotReply::Undone { outcome, .. }) = worker.next().await else {
+            panic!("no undo");
+        };
+        assert_eq!(outcome.unwrap().restored, ["b.txt"]);
+
+        // A rewind to before turn 2 counts turn 3 only: no conflict on b.txt.
+        worker.rewind(2, false);
+        let Some(SnapshotReply::Rewound { turn: 2, outcome }) = worker.next().await else {
+            panic!("no rewind");
+        };
+        let outcome = outcome.unwrap();
+        assert_eq!(
+            (outcome.restored, outcome.removed),
+            (vec!["a.txt".to_owned()], vec!["c.txt".to_owned()])
+        );
+        assert!(outcome.conflicts.is_empty());
+        assert_eq!(read_text(&root, "a.txt"), "a1\n");
+        assert!(!root.join("c.txt").exists());
+
+        // Undoing the rewind brings turn 3's files back, not turn 2's (undone before).
+        write(&root, "a.txt", "the user's\n");
+        worker.undo_rewind(2, false);
+        let Some(SnapshotReply::RewindUndone { outcome, .. }) = worker.next().await else {
+            panic!("no undo of the rewind");
+        };
+        let outcome = outcome.unwrap();
+        assert_eq!(
+            outcome.conflicts,
+            ["a.txt"],
+            "changed since the rewind: asked first"
+        );
+        assert!(!root.join("c.txt").exists(), "nothing written while asking");
+        worker.undo_rewind(2, true);
+        let Some(SnapshotReply::RewindUndone { outcome, .. }) = worker.next().await else {
+            panic!("no undo of the rewind");
+        };
+        let outcome = outcome.unwrap();
+        assert_eq!(outcome.restored, ["a.txt", "c.txt"]);
+        assert_eq!(read_text(&root, "a.txt"), "a3\n");
+        assert_eq!(read_text(&root, "c.txt"), "c3\n");
+        assert_eq!(read_text(&root, "b.txt"), "b0\n");
+        // Done once: the record is gone.
+        worker.undo_rewind(2, false);
+        assert!(matches!(
+            worker.next().await,
+            Some(SnapshotReply::RewindUndone {
+                outcome: Err(_),
+                ..
+            })
+        ));
+        // Turn 3 counts again for a later rewind.
+        worker.rewind(3, false);
+        let Some(SnapshotReply::Rewound { outcome, .. }) = worker.next().await else {
+            panic!("no rewind");
+        };
+        assert_eq!(read_text(&root, "a.txt"), "a1\n");
+        assert_eq!(outcome.unwrap().removed, ["c.txt"]);
+    });
+}

@@ -28,6 +28,8 @@ enum Job {
     Undo { turn: Turn, overwrite: bool },
     /// Put the tree back as it was before turn `turn` (what it and every later turn changed).
     Rewind { turn: Turn, overwrite: bool },
+    /// Bring back what the rewind to before turn `turn` put back.
+    UndoRewind { turn: Turn, overwrite: bool },
 }
 
 /// What a job found.
@@ -48,6 +50,10 @@ pub enum SnapshotReply {
         outcome: Result<UndoOutcome, String>,
     },
     Rewound {
+        turn: Turn,
+        outcome: Result<UndoOutcome, String>,
+    },
+    RewindUndone {
         turn: Turn,
         outcome: Result<UndoOutcome, String>,
     },
@@ -110,6 +116,10 @@ impl SnapshotWorker {
 
     pub fn rewind(&self, turn: Turn, overwrite: bool) {
         self.send(Job::Rewind { turn, overwrite });
+    }
+
+    pub fn undo_rewind(&self, turn: Turn, overwrite: bool) {
+        self.send(Job::UndoRewind { turn, overwrite });
     }
 
     /// The next reply; `None` once the thread is gone (it could not start, or panicked):
@@ -213,11 +223,18 @@ impl WorkerState {
                         undo(&self.root, &self.store, &before, &after, overwrite)
                     })
                     .map_err(|error| format!("the snapshots of that turn cannot be read: {error}"));
+                if matches!(&outcome, Ok(done) if !done.stopped_by_conflicts()) {
+                    self.keep_taken_back(&[turn]);
+                }
                 SnapshotReply::Undone { turn, outcome }
             }
             Job::Rewind { turn, overwrite } => {
                 let outcome = self.rewind(turn, overwrite);
                 SnapshotReply::Rewound { turn, outcome }
+            }
+            Job::UndoRewind { turn, overwrite } => {
+                let outcome = self.undo_rewind(turn, overwrite);
+                SnapshotReply::RewindUndone { turn, outcome }
             }
         }
     }
@@ -225,8 +242,9 @@ impl WorkerState {
     /// Undoes turn `turn` and every later one together: each file as before the first turn
     /// that changed it, if it is as the last one that changed it left it.
     fn rewind(&self, turn: Turn, overwrite: bool) -> Result<UndoOutcome, String> {
+        // Turns already undone are left out (their files are as before them).
         let turns = self.store.turns_from(turn);
-        if turns.first() != Some(&turn) {
+        if self.store.manifest(&before_name(turn)).is_err() {
             return Err(format!(
                 "no snapshot of the tree before turn {turn} is kept"
             ));
@@ -240,7 +258,48 @@ impl WorkerState {
             .collect::<std::io::Result<Vec<_>>>()
             .map_err(|error| format!("the snapshots cannot be read: {error}"))?;
         let (before, after) = super::compose(&pairs);
-        Ok(undo(&self.root, &self.store, &before, &after, overwrite))
+        let outcome = undo(&self.root, &self.store, &before, &after, overwrite);
+        if !outcome.stopped_by_conflicts() {
+            // Kept so the rewind can be undone; its turns no longer count for a later one.
+            if let Err(error) = self.store.save_rewind(turn, &turns) {
+                tracing::warn!(%error, "cannot keep what a rewind took back");
+            }
+            self.keep_taken_back(&turns);
+        }
+        Ok(outcome)
+    }
+
+    /// Undoes the rewind to before `turn`: each file it put back as the last of its turns
+    /// left it, if it is still as the rewind left it.
+    fn undo_rewind(&self, turn: Turn, overwrite: bool) -> Result<UndoOutcome, String> {
+        let turns = self
+            .store
+            .rewind_record(turn)
+            .map_err(|error| format!("what the rewind took back is not kept ({error})"))?;
+        let pairs = turns
+            .iter()
+            .map(|turn| {
+                let before = self.store.manifest(&before_name(*turn))?;
+                Ok((before, self.store.manifest(&after_name(*turn))?))
+            })
+            .collect::<std::io::Result<Vec<_>>>()
+            .map_err(|error| format!("the snapshots cannot be read: {error}"))?;
+        let (before, after) = super::compose(&pairs);
+        // The rewind's undo, the other way round: from "before" back to "after".
+        let outcome = undo(&self.root, &self.store, &after, &before, overwrite);
+        if !outcome.stopped_by_conflicts() {
+            self.store.forget_rewind(turn);
+            if let Err(error) = self.store.mark_taken_back(&turns, false) {
+                tracing::warn!(%error, "cannot mark turns brought back");
+            }
+        }
+        Ok(outcome)
+    }
+
+    fn keep_taken_back(&self, turns: &[Turn]) {
+        if let Err(error) = self.store.mark_taken_back(turns, true) {
+            tracing::warn!(%error, "cannot mark turns taken back");
+        }
     }
 
     /// Once per conversation: the snapshot was full, so later files are not kept.

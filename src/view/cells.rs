@@ -183,11 +183,20 @@ fn wrap_with_margin(
 }
 
 /// A prompt; a retried one is marked `↻` (sent again, once: the failed attempt was undone).
+/// A prompt; one that `/rewind` took back is dimmed and says so (its turn stays on screen,
+/// but the agent no longer has it).
 fn user_lines(user: &UserCell) -> Vec<RichLine> {
-    let (text, retry) = (&user.text, user.retry);
-    let marker = Style::default()
-        .fg(Color::Cyan)
-        .add_modifier(Modifier::BOLD);
+    let (text, retry, rewound) = (&user.text, user.retry, user.rewound);
+    let (marker, style) = if rewound {
+        (dim(), dim().add_modifier(Modifier::CROSSED_OUT))
+    } else {
+        (
+            Style::default()
+                .fg(Color::Cyan)
+                .add_modifier(Modifier::BOLD),
+            Style::default().add_modifier(Modifier::BOLD),
+        )
+    };
     // A long prompt (a large paste) folds to its first lines, like a tool's output.
     let folded = user.folds() && !user.expanded;
     let total = text.split('\n').count();
@@ -202,8 +211,7 @@ fn user_lines(user: &UserCell) -> Vec<RichLine> {
             } else {
                 Span::raw(MARGIN)
             };
-            RichLine::text(line, Style::default().add_modifier(Modifier::BOLD))
-                .with_prefix(vec![first], vec![Span::raw(MARGIN)])
+            RichLine::text(line, style).with_prefix(vec![first], vec![Span::raw(MARGIN)])
         })
         .collect();
     if user.folds() {
@@ -217,6 +225,15 @@ fn user_lines(user: &UserCell) -> Vec<RichLine> {
             format!("{}click to fold", toggle_marker(true))
         };
         lines.push(RichLine::text(note, dim()).with_uniform_prefix(vec![Span::raw(MARGIN)]));
+    }
+    if rewound {
+        lines.push(
+            RichLine::text(
+                "↶ rewound: the agent no longer has this turn",
+                dim().add_modifier(Modifier::ITALIC),
+            )
+            .with_uniform_prefix(vec![Span::raw(MARGIN)]),
+        );
     }
     lines
 }

@@ -10,8 +10,8 @@ use ratatui::text::{Line, Span};
 use super::frame::{age, centered, draw_rows, frame};
 use super::highlight::CodeHighlighter;
 use super::wrap::{wrap, RichLine, WrapMode};
-use crate::app::review::{DiffRow, DiffScope, DiffView, UndoConfirm};
-use crate::app::rewind::{RewindChoice, RewindPicker};
+use crate::app::review::{ConfirmFor, DiffRow, DiffScope, DiffView, UndoConfirm};
+use crate::app::rewind::{LastRewind, RewindPicker};
 use crate::snapshot::DiffLineKind;
 use crate::stream::ChangeStatus;
 
@@ -163,18 +163,27 @@ pub(crate) fn render_confirm_undo(confirm: &UndoConfirm, area: Rect, buf: &mut B
         ));
     };
     add(
-        if confirm.rewind.is_some() {
-            "Changed since the last turn (by you or another program):".to_owned()
-        } else {
-            "Changed since the turn (by you or another program):".to_owned()
-        },
+        match confirm.asked_by {
+            ConfirmFor::Undo => "Changed since the turn (by you or another program):",
+            ConfirmFor::Rewind { .. } => "Changed since the last turn (by you or another program):",
+            ConfirmFor::UndoRewind { .. } => {
+                "Changed since the rewind (by you or another program):"
+            }
+        }
+        .to_owned(),
         Style::default(),
     );
     for path in &confirm.conflicts {
         add(format!("• {path}"), Style::default().fg(Color::Yellow));
     }
     add(
-        "Undo anyway and overwrite them with their state before the turn?".to_owned(),
+        match confirm.asked_by {
+            ConfirmFor::UndoRewind { .. } => {
+                "Undo the rewind anyway and overwrite them with their state before it?"
+            }
+            _ => "Undo anyway and overwrite them with their state before the turn?",
+        }
+        .to_owned(),
         Style::default(),
     );
     add(
@@ -182,10 +191,10 @@ pub(crate) fn render_confirm_undo(confirm: &UndoConfirm, area: Rect, buf: &mut B
         Style::default().add_modifier(Modifier::DIM),
     );
     let outer = centered(area, width, rows.len() as u16 + 2);
-    let title = if confirm.rewind.is_some() {
-        "Rewind the files"
-    } else {
-        "Undo the last turn"
+    let title = match confirm.asked_by {
+        ConfirmFor::Undo => "Undo the last turn",
+        ConfirmFor::Rewind { .. } => "Rewind the files",
+        ConfirmFor::UndoRewind { .. } => "Undo the rewind",
     };
     let inner = frame(title, "y / n", outer, buf);
     draw_rows(&rows, inner, buf);
@@ -213,7 +222,11 @@ pub(crate) fn render_rewind(
         let mut rows: Vec<Line<'static>> = Vec::new();
         let room = usize::from(area.height.saturating_sub(2)).max(1);
         let first = picker.selected.saturating_sub(room.saturating_sub(1));
-        for (index, entry) in picker.entries.iter().enumerate().skip(first).take(room) {
+        let undo_row = picker
+            .undo
+            .as_ref()
+            .map(|last| format!(" ↷ Undo the last rewind (to before turn {})", last.turn));
+        let prompt_rows = picker.entries.iter().map(|entry| {
             let when = age(now.saturating_duration_since(entry.sent).as_millis() as u64);
             let files = match entry.files.len() {
                 0 => String::new(),
@@ -221,7 +234,15 @@ pub(crate) fn render_rewind(
                 count => format!(" · {count} files"),
             };
             let prompt = entry.prompt.lines().next().unwrap_or("");
-            let text = format!(" {when}{files} · {prompt}");
+            format!(" {when}{files} · {prompt}")
+        });
+        for (index, text) in undo_row
+            .into_iter()
+            .chain(prompt_rows)
+            .enumerate()
+            .skip(first)
+            .take(room)
+        {
             let style = if index == picker.selected {
                 selected_style
             } else {
@@ -242,10 +263,72 @@ pub(crate) fn render_rewind(
         draw_rows(&rows, inner, buf);
         return;
     };
-    let Some(entry) = picker.selected_entry() else {
-        return;
-    };
     let mut rows: Vec<Line<'static>> = Vec::new();
+    let title = match (&picker.undo, picker.selected_entry()) {
+        (Some(last), _) if picker.on_undo_row() => {
+            undo_rewind_preview(last, &line, dim, &mut rows);
+            "Undo the last rewind?"
+        }
+        (_, Some(entry)) => {
+            rewind_preview(entry, &line, dim, &mut rows);
+            "Rewind: take back what?"
+        }
+        _ => return,
+    };
+    for (index, option) in picker.choices().iter().enumerate() {
+        let style = if index == choice {
+            selected_style
+        } else {
+            Style::default()
+        };
+        rows.push(fit(
+            RichLine::text(format!(" {}", option.label()), style),
+            text_width + 1,
+        ));
+    }
+    let outer = centered(area, width, rows.len() as u16 + 2);
+    let footer = if width >= NARROW {
+        "↑↓ choose · Enter confirm · Esc back"
+    } else {
+        "↑↓ Enter Esc"
+    };
+    let inner = frame(title, footer, outer, buf);
+    draw_rows(&rows, inner, buf);
+}
+
+/// What undoing the last rewind brings back.
+fn undo_rewind_preview(
+    last: &LastRewind,
+    line: &dyn Fn(String, Style) -> Vec<Line<'static>>,
+    dim: Style,
+    rows: &mut Vec<Line<'static>>,
+) {
+    let prompts = match last.prompts.len() {
+        _ if !last.conversation => "Conversation: unchanged (the rewind left it).".to_owned(),
+        1 => "Conversation: the agent has the prompt taken back again.".to_owned(),
+        count => format!("Conversation: the agent has the {count} prompts taken back again."),
+    };
+    rows.extend(line(prompts, dim));
+    rows.extend(line(
+        if !last.files || last.files_back.is_empty() {
+            "Files: nothing to bring back.".to_owned()
+        } else {
+            format!(
+                "Files brought back as the rewind found them: {}.",
+                last.files_back.join(", ")
+            )
+        },
+        dim,
+    ));
+}
+
+/// What a rewind to before `entry` takes back.
+fn rewind_preview(
+    entry: &crate::app::rewind::RewindEntry,
+    line: &dyn Fn(String, Style) -> Vec<Line<'static>>,
+    dim: Style,
+    rows: &mut Vec<Line<'static>>,
+) {
     rows.extend(line(
         format!("“{}”", entry.prompt.lines().next().unwrap_or("")),
         Style::default().add_modifier(Modifier::BOLD),
@@ -270,23 +353,4 @@ pub(crate) fn render_rewind(
         },
         dim,
     ));
-    for (index, option) in RewindChoice::ALL.iter().enumerate() {
-        let style = if index == choice {
-            selected_style
-        } else {
-            Style::default()
-        };
-        rows.push(fit(
-            RichLine::text(format!(" {}", option.label()), style),
-            text_width + 1,
-        ));
-    }
-    let outer = centered(area, width, rows.len() as u16 + 2);
-    let footer = if width >= NARROW {
-        "↑↓ choose · Enter confirm · Esc back"
-    } else {
-        "↑↓ Enter Esc"
-    };
-    let inner = frame("Rewind: take back what?", footer, outer, buf);
-    draw_rows(&rows, inner, buf);
 }

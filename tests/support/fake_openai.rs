@@ -7,7 +7,8 @@
 //! then text), `err500` (HTTP 500), `sleep` (a bash call that writes its PID to the file named
 //! by the prompt's last word, then sleeps 100 s), `session` (says how many user messages it got),
 //! `nap` (a bash call `sleep 3`, then says how many user messages it got: steering lands there);
-//! a `session` answer to a prompt saying "slow please" streams slowly.
+//! a `session` answer to a prompt saying "slow please" streams slowly; `edit` (a bash call
+//! `printf 'v2\n' > notes.txt`, then text).
 
 #![allow(dead_code)]
 
@@ -24,9 +25,12 @@ pub const THINK_ANSWER: &str = "Hello! Nice to meet you, how can I help today?";
 pub const TOOL_INTRO: &str = "I will run echo hi now.";
 pub const TOOL_ANSWER: &str = "The command printed hi, so the shell works fine.";
 pub const ERROR_500: &str = "fake internal server error";
-pub const SCENARIOS: [&str; 7] = [
-    "plain", "think", "tool", "err500", "sleep", "session", "nap",
+pub const SCENARIOS: [&str; 8] = [
+    "plain", "think", "tool", "err500", "sleep", "session", "nap", "edit",
 ];
+/// The `edit` scenario's command and its answer once the command ran.
+pub const EDIT_COMMAND: &str = "printf 'v2\\n' > notes.txt";
+pub const EDIT_ANSWER: &str = "notes.txt now says v2.";
 
 const DELAY: Duration = Duration::from_millis(20);
 
@@ -153,6 +157,18 @@ fn respond(request: &HttpRequest) -> HttpResponse {
                 .chain(text_deltas(TOOL_INTRO))
                 .chain(tool_call("call_echo_1", &json!({"command": "echo hi"}))),
             "tool_calls",
+        ),
+        ("edit", 0) => stream(
+            &model,
+            [first]
+                .into_iter()
+                .chain(tool_call("call_edit_1", &json!({"command": EDIT_COMMAND}))),
+            "tool_calls",
+        ),
+        ("edit", _) => stream(
+            &model,
+            [first].into_iter().chain(text_deltas(EDIT_ANSWER)),
+            "stop",
         ),
         ("tool", _) => stream(
             &model,

@@ -35,11 +35,11 @@ impl AppState {
     ) -> Vec<AppEffect> {
         match event {
             OrchestratorEvent::TurnStarted { turn, prompt } => {
-                self.record_prompt(turn, &prompt, now);
-                self.transcript.push(CellBody::User(UserCell::new(
+                let cell = self.transcript.push(CellBody::User(UserCell::new(
                     InertText::new(&prompt),
                     std::mem::take(&mut self.retry_asked),
                 )));
+                self.record_prompt(turn, &prompt, cell, now);
                 self.phase = Some(PhaseTracker::new(now));
                 self.turn = Some(TurnState {
                     id: turn,

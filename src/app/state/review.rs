@@ -5,8 +5,10 @@ use crossterm::event::{KeyCode, KeyEvent};
 use super::{AppEffect, AppState};
 use crate::app::action::Action;
 use crate::app::menu::Overlay;
-use crate::app::review::{ChangedTurn, DiffRequest, DiffView, LoadedDiff, UndoAnswer, UndoConfirm};
-use crate::app::rewind::{PromptRecord, RewindEntry, RewindPicker, RewindRequest};
+use crate::app::review::{
+    ChangedTurn, ConfirmFor, DiffRequest, DiffView, LoadedDiff, UndoAnswer, UndoConfirm,
+};
+use crate::app::rewind::{LastRewind, PromptRecord, RewindEntry, RewindPicker, RewindRequest};
 use crate::app::transcript::{CellBody, ChangesCell, NoticeLevel};
 use crate::orchestrator::Rewind;
 use crate::orchestrator::{Command, TurnId};
@@ -101,23 +103,35 @@ impl AppState {
         answer: UndoAnswer,
     ) -> Vec<AppEffect> {
         match answer {
-            UndoAnswer::Overwrite => match confirm.rewind {
-                None => vec![AppEffect::Command(Command::UndoTurn {
+            UndoAnswer::Overwrite => match confirm.asked_by {
+                ConfirmFor::Undo => vec![AppEffect::Command(Command::UndoTurn {
                     turn: confirm.turn,
                     overwrite: true,
                 })],
-                Some(conversation) => vec![AppEffect::Command(Command::Rewind {
+                ConfirmFor::Rewind { conversation } => vec![AppEffect::Command(Command::Rewind {
                     turn: confirm.turn,
                     conversation,
                     files: true,
                     overwrite: true,
                 })],
+                ConfirmFor::UndoRewind { conversation } => {
+                    vec![AppEffect::Command(Command::UndoRewind {
+                        turn: confirm.turn,
+                        conversation,
+                        files: true,
+                        overwrite: true,
+                    })]
+                }
             },
             UndoAnswer::Keep => {
+                let since = match confirm.asked_by {
+                    ConfirmFor::UndoRewind { .. } => "the rewind",
+                    ConfirmFor::Undo | ConfirmFor::Rewind { .. } => "the turn",
+                };
                 self.notice(
                     NoticeLevel::Info,
                     format!(
-                        "Nothing undone: {} kept as changed since the turn.",
+                        "Nothing undone: {} kept as changed since {since}.",
                         confirm.conflicts.join(", ")
                     ),
                 );
@@ -130,7 +144,7 @@ impl AppState {
     /// the question whether to overwrite them.
     pub(crate) fn on_undone(&mut self, turn: TurnId, outcome: Result<UndoOutcome, String>) {
         if let Ok(done) = &outcome {
-            if !done.conflicts.is_empty() && !done.changed_anything() && done.failed.is_empty() {
+            if done.stopped_by_conflicts() {
                 self.overlay = Some(Overlay::ConfirmUndo(UndoConfirm {
                     turn,
                     conflicts: done
@@ -138,7 +152,7 @@ impl AppState {
                         .iter()
                         .map(|path| untrusted_owned(path))
                         .collect(),
-                    rewind: None,
+                    asked_by: ConfirmFor::Undo,
                 }));
                 return;
             }
@@ -165,12 +179,21 @@ impl AppState {
 }
 
 impl AppState {
-    pub(super) fn record_prompt(&mut self, turn: TurnId, prompt: &str, now: Instant) {
+    pub(super) fn record_prompt(
+        &mut self,
+        turn: TurnId,
+        prompt: &str,
+        cell: crate::app::transcript::CellId,
+        now: Instant,
+    ) {
+        // A new prompt goes on from here: the last rewind is no longer undone.
+        self.last_rewind = None;
         self.turn_prompts.retain(|record| record.turn != turn);
         self.turn_prompts.push(PromptRecord {
             turn,
             prompt: untrusted_owned(prompt),
             sent: now,
+            cell,
         });
     }
 
@@ -236,77 +259,71 @@ impl AppState {
                 }
             })
             .collect();
-        self.overlay = Some(Overlay::Rewind(RewindPicker::new(entries)));
+        self.overlay = Some(Overlay::Rewind(RewindPicker::new(
+            entries,
+            self.last_rewind.clone(),
+        )));
         Vec::new()
     }
 
-    /// The rewind picker's choice: take back to before that turn.
+    /// The rewind picker's choice: take back to before that turn, or undo the last rewind.
     pub(super) fn on_rewind_request(&mut self, request: RewindRequest) -> Vec<AppEffect> {
-        let RewindRequest {
-            turn,
-            prompt,
-            conversation,
-            files,
-        } = request;
-        self.rewinding_prompt = conversation.then_some((turn, prompt));
-        vec![AppEffect::Command(Command::Rewind {
-            turn,
-            conversation,
-            files,
-            overwrite: false,
-        })]
+        match request {
+            RewindRequest::UndoRewind(last) => vec![AppEffect::Command(Command::UndoRewind {
+                turn: last.turn,
+                conversation: last.conversation,
+                files: last.files,
+                overwrite: false,
+            })],
+            RewindRequest::Rewind {
+                turn,
+                prompt,
+                conversation,
+                files,
+            } => {
+                self.rewinding_prompt = conversation.then_some((turn, prompt));
+                vec![AppEffect::Command(Command::Rewind {
+                    turn,
+                    conversation,
+                    files,
+                    overwrite: false,
+                })]
+            }
+        }
     }
 
-    /// What a rewind did: a notice; the prompts taken back leave the picker and the first goes
-    /// back into the composer; files put back mark their turns undone. Files changed since
-    /// the last turn ask first.
+    /// What a rewind did: a notice; the prompts taken back leave the picker (their cells are
+    /// marked) and the first goes back into the composer; files put back mark their turns
+    /// undone. Files changed since the last turn ask first. Until the next prompt, the rewind
+    /// can be undone.
     pub(crate) fn on_rewound(&mut self, rewind: Rewind) {
         if let Some(conflicts) = rewind.stopped_by_conflicts() {
-            let conversation = self
-                .rewinding_prompt
-                .as_ref()
-                .is_some_and(|(turn, _)| *turn == rewind.turn);
+            let asked_by = if rewind.undone {
+                ConfirmFor::UndoRewind {
+                    conversation: self
+                        .last_rewind
+                        .as_ref()
+                        .is_some_and(|last| last.turn == rewind.turn && last.conversation),
+                }
+            } else {
+                ConfirmFor::Rewind {
+                    conversation: self
+                        .rewinding_prompt
+                        .as_ref()
+                        .is_some_and(|(turn, _)| *turn == rewind.turn),
+                }
+            };
             self.overlay = Some(Overlay::ConfirmUndo(UndoConfirm {
                 turn: rewind.turn,
                 conflicts: conflicts.iter().map(|path| untrusted_owned(path)).collect(),
-                rewind: Some(conversation),
+                asked_by,
             }));
             return;
         }
-        let prompt = self
-            .rewinding_prompt
-            .take()
-            .filter(|(turn, _)| *turn == rewind.turn)
-            .map(|(_, prompt)| prompt);
-        if matches!(rewind.conversation, Some(Ok(()))) {
-            self.turn_prompts.retain(|record| record.turn < rewind.turn);
-            if let Some(prompt) = prompt {
-                if self.composer.is_empty() {
-                    self.composer.set_text(&prompt);
-                } else {
-                    self.composer.remember(&prompt);
-                }
-            }
-        }
-        if let Some(Ok(done)) = &rewind.files {
-            if done.failed.is_empty() {
-                let cells: Vec<_> = self
-                    .changed_turns
-                    .iter_mut()
-                    .filter(|changed| changed.turn >= rewind.turn && !changed.undone)
-                    .map(|changed| {
-                        changed.undone = true;
-                        changed.cell
-                    })
-                    .collect();
-                for cell in cells {
-                    self.transcript.update(cell, |body| {
-                        if let CellBody::Changes(changes) = body {
-                            changes.undone = true;
-                        }
-                    });
-                }
-            }
+        if rewind.undone {
+            self.rewind_undone(&rewind);
+        } else {
+            self.rewound(&rewind);
         }
         let failed = matches!(rewind.conversation, Some(Err(_)))
             || matches!(&rewind.files, Some(Err(_)))
@@ -317,6 +334,117 @@ impl AppState {
             NoticeLevel::Info
         };
         self.notice(level, rewind.describe());
+    }
+
+    fn rewound(&mut self, rewind: &Rewind) {
+        let prompt = self
+            .rewinding_prompt
+            .take()
+            .filter(|(turn, _)| *turn == rewind.turn)
+            .map(|(_, prompt)| prompt);
+        let mut last = LastRewind {
+            turn: rewind.turn,
+            conversation: false,
+            files: false,
+            prompts: Vec::new(),
+            changed_turns: Vec::new(),
+            files_back: Vec::new(),
+        };
+        if matches!(rewind.conversation, Some(Ok(()))) {
+            let (kept, taken_back): (Vec<_>, Vec<_>) = std::mem::take(&mut self.turn_prompts)
+                .into_iter()
+                .partition(|record| record.turn < rewind.turn);
+            self.turn_prompts = kept;
+            for record in &taken_back {
+                self.mark_rewound(record.cell, true);
+            }
+            last.conversation = true;
+            last.prompts = taken_back;
+            if let Some(prompt) = prompt {
+                if self.composer.is_empty() {
+                    self.composer.set_text(&prompt);
+                } else {
+                    self.composer.remember(&prompt);
+                }
+            }
+        }
+        if let Some(Ok(done)) = &rewind.files {
+            last.files = true;
+            last.files_back = done
+                .restored
+                .iter()
+                .chain(&done.removed)
+                .map(|path| untrusted_owned(path))
+                .collect();
+            last.files_back.sort();
+            if done.failed.is_empty() {
+                let turns: Vec<TurnId> = self
+                    .changed_turns
+                    .iter()
+                    .filter(|changed| changed.turn >= rewind.turn && !changed.undone)
+                    .map(|changed| changed.turn)
+                    .collect();
+                self.mark_changes_undone(&turns, true);
+                last.changed_turns = turns;
+            }
+        }
+        if last.conversation || last.files {
+            self.last_rewind = Some(last);
+        }
+    }
+
+    /// The last rewind was undone: what it took back is back.
+    fn rewind_undone(&mut self, undone: &Rewind) {
+        let Some(last) = self
+            .last_rewind
+            .take()
+            .filter(|last| last.turn == undone.turn)
+        else {
+            return;
+        };
+        if matches!(undone.conversation, Some(Ok(()))) {
+            // The prompt the rewind put into the composer goes, unless edited since.
+            if let Some(first) = last.prompts.first() {
+                if self.composer.text() == first.prompt {
+                    self.composer.set_text("");
+                }
+            }
+            for record in &last.prompts {
+                self.mark_rewound(record.cell, false);
+            }
+            self.turn_prompts.extend(last.prompts.iter().cloned());
+            self.turn_prompts.sort_by_key(|record| record.turn);
+        }
+        if matches!(&undone.files, Some(Ok(done)) if done.failed.is_empty()) {
+            self.mark_changes_undone(&last.changed_turns, false);
+        }
+    }
+
+    fn mark_rewound(&mut self, cell: crate::app::transcript::CellId, rewound: bool) {
+        self.transcript.update(cell, |body| {
+            if let CellBody::User(user) = body {
+                user.rewound = rewound;
+            }
+        });
+    }
+
+    fn mark_changes_undone(&mut self, turns: &[TurnId], undone: bool) {
+        let cells: Vec<_> = self
+            .changed_turns
+            .iter_mut()
+            .filter(|changed| turns.contains(&changed.turn))
+            .map(|changed| {
+                changed.undone = undone;
+                changed.cell
+            })
+            .collect();
+        for cell in cells {
+            self.transcript.update(cell, |body| {
+                if let CellBody::Changes(changes) = body {
+                    changes.undone = undone;
+                }
+            });
+        }
     }
 }
 
@@ -430,6 +558,7 @@ mod tests {
                 turn: 2,
                 conversation: Some(Ok(())),
                 files: None,
+                undone: false,
             }),
             now,
         );
@@ -482,5 +611,133 @@ mod tests {
         assert!(!state.is_action_enabled(Action::Undo));
         // /diff has nothing left to show either.
         assert!(state.perform(Action::Diff, None).is_empty());
+    }
+
+    fn user_cell_rewound(state: &AppState, prompt: &str) -> bool {
+        state
+            .transcript
+            .cells()
+            .iter()
+            .find_map(|cell| match &cell.body {
+                CellBody::User(user) if user.text == prompt => Some(user.rewound),
+                _ => None,
+            })
+            .unwrap()
+    }
+
+    #[test]
+    fn a_rewind_marks_the_turns_it_took_back_and_can_be_undone_until_the_next_prompt() {
+        let now = Instant::now();
+        let mut state = chat(3, now);
+        state.rewinding_prompt = Some((2, "prompt 2".into()));
+        state.on_orchestrator_event(
+            OrchestratorEvent::Rewound(Rewind {
+                turn: 2,
+                conversation: Some(Ok(())),
+                files: Some(Ok(UndoOutcome {
+                    restored: vec!["b.txt".into()],
+                    ..UndoOutcome::default()
+                })),
+                undone: false,
+            }),
+            now,
+        );
+        // Marked, not deleted; the turn's changes are marked undone.
+        assert!(!user_cell_rewound(&state, "prompt 1"));
+        assert!(user_cell_rewound(&state, "prompt 2"));
+        assert!(user_cell_rewound(&state, "prompt 3"));
+        assert!(state.undoable_turn().is_none());
+        assert_eq!(state.composer.text(), "prompt 2");
+
+        // The picker offers the undo first, and its choices start on Cancel.
+        state.perform(Action::Rewind, None);
+        let Some(Overlay::Rewind(picker)) = &state.overlay else {
+            panic!("no picker");
+        };
+        assert!(picker.on_undo_row());
+        assert_eq!(picker.entries.len(), 1, "prompt 1 only");
+        let enter = KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE);
+        let up = KeyEvent::new(KeyCode::Up, KeyModifiers::NONE);
+        state.on_key_at(enter, now);
+        state.on_key_at(up, now);
+        assert_eq!(
+            state.on_key_at(enter, now),
+            [AppEffect::Command(Command::UndoRewind {
+                turn: 2,
+                conversation: true,
+                files: true,
+                overwrite: false,
+            })]
+        );
+        // Files changed since the rewind: asked first.
+        state.on_orchestrator_event(
+            OrchestratorEvent::Rewound(Rewind {
+                turn: 2,
+                conversation: None,
+                files: Some(Ok(UndoOutcome {
+                    conflicts: vec!["b.txt".into()],
+                    ..UndoOutcome::default()
+                })),
+                undone: true,
+            }),
+            now,
+        );
+        let yes = KeyEvent::new(KeyCode::Char('y'), KeyModifiers::NONE);
+        assert_eq!(
+            state.on_key_at(yes, now),
+            [AppEffect::Command(Command::UndoRewind {
+                turn: 2,
+                conversation: true,
+                files: true,
+                overwrite: true,
+            })]
+        );
+        state.on_orchestrator_event(
+            OrchestratorEvent::Rewound(Rewind {
+                turn: 2,
+                conversation: Some(Ok(())),
+                files: Some(Ok(UndoOutcome {
+                    restored: vec!["b.txt".into()],
+                    ..UndoOutcome::default()
+                })),
+                undone: true,
+            }),
+            now,
+        );
+        assert!(!user_cell_rewound(&state, "prompt 2"));
+        assert!(!user_cell_rewound(&state, "prompt 3"));
+        assert_eq!(state.undoable_turn().map(|changed| changed.turn), Some(2));
+        let turns: Vec<TurnId> = state
+            .turn_prompts
+            .iter()
+            .map(|record| record.turn)
+            .collect();
+        assert_eq!(turns, [1, 2, 3]);
+        assert!(
+            state.composer.is_empty(),
+            "the prompt the rewind put back is gone"
+        );
+        assert!(state.last_rewind.is_none());
+
+        // Rewound again, then a new prompt: the rewind can no longer be undone.
+        state.on_orchestrator_event(
+            OrchestratorEvent::Rewound(Rewind {
+                turn: 3,
+                conversation: Some(Ok(())),
+                files: None,
+                undone: false,
+            }),
+            now,
+        );
+        assert!(state.last_rewind.is_some());
+        state.on_orchestrator_event(
+            OrchestratorEvent::TurnStarted {
+                turn: 4,
+                prompt: "prompt 4".into(),
+            },
+            now,
+        );
+        assert!(state.last_rewind.is_none());
+        assert!(user_cell_rewound(&state, "prompt 3"), "still marked");
     }
 }
