@@ -578,7 +578,7 @@ impl ChatLoop {
         let result = terminal.draw(|frame| view::render(frame, &self.state, &mut self.view, now));
         match result {
             Ok(frame) => {
-                let drawn = view::drawn(&self.state, frame.area);
+                let drawn = view::drawn(&self.state, &self.view, frame.area);
                 self.state.on_drawn(drawn);
                 self.draw_failures = 0;
                 if !self.first_frame_logged {
@@ -631,11 +631,6 @@ impl ChatLoop {
                 AppEffect::Command(command) => {
                     panic_if_asked_to_by_a_test(&command);
                     self.send(command, terminal);
-                }
-                AppEffect::Scroll(action) => {
-                    self.view
-                        .transcript
-                        .scroll(&self.state.transcript, action, Instant::now());
                 }
                 AppEffect::Copy(text) => self.copy_to_clipboard(&text, terminal),
                 AppEffect::SaveRetryPolicy(policy) => self.save_retry_policy(policy),

@@ -18,12 +18,22 @@ use crate::stream::ChangeStatus;
 /// Below this width the footer names only the keys.
 const NARROW: u16 = 60;
 
-pub(crate) fn render_diff(view: &DiffView, area: Rect, buf: &mut Buffer) {
-    let outer = if area.width > 44 && area.height > 14 {
+/// The diff's box on a screen of `area`.
+fn diff_box(area: Rect) -> Rect {
+    if area.width > 44 && area.height > 14 {
         Rect::new(area.x + 1, area.y, area.width - 2, area.height)
     } else {
         area
-    };
+    }
+}
+
+/// The rows of the diff a screen of `area` shows (inside its box's border): a page of it.
+pub(crate) fn diff_page(area: Rect) -> usize {
+    usize::from(diff_box(area).height.saturating_sub(2))
+}
+
+pub(crate) fn render_diff(view: &DiffView, area: Rect, buf: &mut Buffer) {
+    let outer = diff_box(area);
     let rows = view.rows();
     let files = view.file_count();
     let files = format!("{files} file{}", if files == 1 { "" } else { "s" });
