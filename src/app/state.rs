@@ -23,7 +23,7 @@ use super::action::Action;
 use super::activity::{AgentPhase, PhaseTracker, UsageBook};
 use super::completion::Popup;
 use super::composer::Composer;
-use super::conversation_picker::ConversationPicker;
+use super::conversation_picker::{ConversationPicker, WallClock};
 use super::keymap::QUIT_CONFIRM_SECS;
 use super::live_thinking::LiveThinking;
 use super::mentions::{self, FileIndex};
@@ -470,10 +470,12 @@ impl AppState {
         &mut self,
         conversations: Vec<ConversationSummary>,
         current: Option<String>,
+        listed: WallClock,
     ) {
         self.overlay = Some(Overlay::Conversations(ConversationPicker::new(
             conversations,
             current,
+            listed,
         )));
     }
 

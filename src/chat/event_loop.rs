@@ -19,6 +19,7 @@ use futures::StreamExt;
 use tokio::sync::mpsc;
 use tokio::time::sleep_until;
 
+use crate::app::conversation_picker::WallClock;
 use crate::app::state::{AppEffect, AppState, StartupInfo};
 use crate::app::transcript::NoticeLevel;
 use crate::app::{history, mentions, resume};
@@ -836,8 +837,12 @@ impl ChatLoop {
     fn list_conversations(&mut self) {
         let cwd = std::env::current_dir().unwrap_or_default();
         let conversations = resume::conversations_here(&sessions_dir(), &cwd);
+        let listed = WallClock {
+            ms: crate::session_log::now_ms(),
+            at: Instant::now(),
+        };
         self.state
-            .show_conversations(conversations, self.conversation_id.clone());
+            .show_conversations(conversations, self.conversation_id.clone(), listed);
     }
 
     /// A fresh chat for `provider`: a new transcript (with `notice`) and, started by the caller,

@@ -93,8 +93,8 @@ impl DrawOverlay for SettingsDraft {
 }
 
 impl DrawOverlay for ConversationPicker {
-    fn draw(&self, _state: &AppState, area: Rect, buf: &mut Buffer, _now: Instant) {
-        render_conversations(self, area, buf);
+    fn draw(&self, _state: &AppState, area: Rect, buf: &mut Buffer, now: Instant) {
+        render_conversations(self, area, buf, now);
     }
 }
 
@@ -445,7 +445,7 @@ fn render_settings(state: &AppState, draft: &SettingsDraft, area: Rect, buf: &mu
     draw_rows(&rows, inner, buf);
 }
 
-fn render_conversations(picker: &ConversationPicker, area: Rect, buf: &mut Buffer) {
+fn render_conversations(picker: &ConversationPicker, area: Rect, buf: &mut Buffer, now: Instant) {
     let visible = picker.visible();
     let height = (visible.len().max(1) as u16 + 4).min(area.height);
     let outer = centered(area, area.width.saturating_sub(4).clamp(20, 110), height);
@@ -455,7 +455,7 @@ fn render_conversations(picker: &ConversationPicker, area: Rect, buf: &mut Buffe
         outer,
         buf,
     );
-    let now_ms = crate::session_log::now_ms();
+    let now_ms = picker.listed.ms_at(now);
     let mut rows = vec![Line::from(vec![
         Span::styled(" Filter: ", Style::default().add_modifier(Modifier::DIM)),
         Span::raw(untrusted_owned(&picker.filter)),
@@ -514,4 +514,61 @@ fn render_conversations(picker: &ConversationPicker, area: Rect, buf: &mut Buffe
         ));
     }
     draw_rows(&rows, inner, buf);
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use ratatui::buffer::Buffer;
+    use ratatui::layout::Rect;
+
+    use super::render_conversations;
+    use crate::app::conversation_picker::{ConversationPicker, WallClock};
+    use crate::session_log::{ConversationSummary, Origin};
+
+    #[test]
+    fn the_conversation_picker_tells_ages_from_the_now_it_is_given() {
+        let listed_at = Instant::now();
+        let summary = ConversationSummary {
+            path: "/s/aaa.jsonl".into(),
+            id: "aaa".into(),
+            provider: "pi".into(),
+            cwd: "/p".into(),
+            origin: Origin::Chat,
+            started_at_ms: 0,
+            last_active_ms: 1_000_000,
+            first_prompt: "Fix the parser".into(),
+            turns: 2,
+            last_turn: 2,
+            session_id: None,
+            settings: Vec::new(),
+        };
+        // Listed 3 minutes after the conversation's last write.
+        let picker = ConversationPicker::new(
+            vec![summary],
+            None,
+            WallClock {
+                ms: 1_000_000 + 180_000,
+                at: listed_at,
+            },
+        );
+        let area = Rect::new(0, 0, 100, 10);
+        let screen = |now: Instant| {
+            let mut buf = Buffer::empty(area);
+            render_conversations(&picker, area, &mut buf, now);
+            (0..area.height)
+                .map(|row| {
+                    (0..area.width)
+                        .map(|column| buf[(column, row)].symbol())
+                        .collect::<String>()
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        assert!(screen(listed_at).contains("3 min ago"));
+        // The same picker drawn two hours on: the frame's now, not the clock, ages it.
+        let later = screen(listed_at + Duration::from_secs(2 * 3600));
+        assert!(later.contains("2 h ago"), "{later}");
+    }
 }
