@@ -191,7 +191,8 @@ impl StopStatus {
 pub struct AppState {
     pub provider: String,
     pub model: Option<String>,
-    pub session_id: Option<String>,
+    /// The agent session, as the agent named it (made inert where it arrives).
+    pub session_id: Option<InertText>,
     pub transcript: Transcript,
     /// Where the transcript view looks (laid out by each frame, see `on_drawn`).
     pub transcript_scroll: TranscriptScroll,

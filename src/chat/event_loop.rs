@@ -395,7 +395,7 @@ fn show_resumed(state: &mut AppState, resumed: resume::ResumedConversation) {
         .summary
         .session_id
         .as_deref()
-        .map(crate::sanitize::untrusted_owned);
+        .map(crate::app::inert::InertText::new);
     state.show_notice(NoticeLevel::Info, &resumed_notice(&resumed.summary));
 }
 

@@ -296,7 +296,7 @@ fn help_box(state: &AppState, area: Rect) -> (Vec<Line<'static>>, Rect) {
     if let Some(id) = &state.session_id {
         rows.push(Line::from(vec![
             Span::styled(" Session ", Style::default().add_modifier(Modifier::DIM)),
-            Span::raw(id.clone()),
+            Span::raw(id.to_string()),
         ]));
     }
     rows.push(Line::raw(""));

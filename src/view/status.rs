@@ -87,7 +87,7 @@ pub(crate) fn render_status(state: &AppState, area: Rect, buf: &mut Buffer, now:
     // The whole id when everything fits (to copy into `--session`), else head and tail.
     let session_index = segments.len();
     if let Some(session) = &state.session_id {
-        let short = session.clone();
+        let short = session.to_string();
         segments.push(Segment {
             drop_order: 4,
             right: false,
