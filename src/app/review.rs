@@ -92,6 +92,19 @@ impl DiffView {
         }
     }
 
+    /// The keys' names alone, for a narrow screen.
+    pub(crate) const KEYS_HINT_NARROW: &'static str = "↑↓ n/p Tab Esc";
+
+    /// The hint of its keys (beside them, so they cannot drift apart): Tab names the other
+    /// scope.
+    pub(crate) fn keys_hint(&self) -> String {
+        let other = match self.scope {
+            DiffScope::Conversation => "last turn",
+            DiffScope::LastTurn => "all turns",
+        };
+        format!("↑↓ PgUp/PgDn scroll · n/p file · Tab {other} · Esc close")
+    }
+
     /// The frame just drawn showed `rows` of the diff.
     pub(crate) fn laid_out(&mut self, rows: usize) {
         self.page = rows.max(1);

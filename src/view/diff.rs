@@ -50,14 +50,10 @@ pub(crate) fn render_diff(view: &DiffView, area: Rect, buf: &mut Buffer) {
         (DiffScope::Conversation, false) => format!("All {turns} · {files}"),
         (DiffScope::LastTurn, false) => format!("Last turn · {files}"),
     };
-    let other = match view.scope {
-        DiffScope::Conversation => "last turn",
-        DiffScope::LastTurn => "all turns",
-    };
     let footer = if outer.width >= NARROW {
-        format!("↑↓ PgUp/PgDn scroll · n/p file · Tab {other} · Esc close")
+        view.keys_hint()
     } else {
-        "↑↓ n/p Tab Esc".to_owned()
+        DiffView::KEYS_HINT_NARROW.to_owned()
     };
     let inner = frame(&title, &footer, outer, buf);
     if inner.height == 0 || inner.width == 0 {
@@ -244,9 +240,9 @@ pub(crate) fn render_rewind(
         }
         let outer = centered(area, width, rows.len() as u16 + 2);
         let footer = if width >= NARROW {
-            "↑↓ choose a prompt · Enter · Esc close"
+            RewindPicker::KEYS_HINT
         } else {
-            "↑↓ Enter Esc"
+            RewindPicker::KEYS_HINT_NARROW
         };
         let inner = frame("Rewind to before", footer, outer, buf);
         draw_rows(&rows, inner, buf);

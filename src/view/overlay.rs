@@ -142,17 +142,17 @@ fn render_model_picker(state: &AppState, picker: &ModelPicker, area: Rect, buf: 
             usize::from(width.saturating_sub(2)),
         );
         let outer = centered(area, width, rows.len() as u16 + 2);
-        let inner = frame("Model", "Esc close", outer, buf);
+        let inner = frame("Model", ModelPicker::EMPTY_KEYS_HINT, outer, buf);
         draw_rows(&rows, inner, buf);
         return;
     }
     let matches = picker.matches(&status.models);
     let current = state.current_model_choice().map(|model| model.id.as_str());
-    let thinking = match (&status.thinking_level, status.thinking_levels.is_empty()) {
-        (Some(level), false) => format!(" · Shift+Tab thinking: {level}"),
-        _ => String::new(),
-    };
-    let footer = format!("type to filter · Enter choose{thinking} · Esc close");
+    let thinking = status
+        .thinking_level
+        .as_deref()
+        .filter(|_| !status.thinking_levels.is_empty());
+    let footer = ModelPicker::keys_hint(thinking);
     let outer = centered(area, width, matches.len().max(1) as u16 + 3);
     let inner = frame("Model", &footer, outer, buf);
     if inner.height == 0 {
@@ -414,12 +414,7 @@ fn render_settings(state: &AppState, draft: &SettingsDraft, area: Rect, buf: &mu
         .with_uniform_prefix(vec![Span::raw(" ")]);
     notes.extend(wrap(&line, note_width));
     let outer = centered(area, width, (fields.len() + 1 + notes.len()) as u16 + 2);
-    let footer = match (draft.takes_numbers(), width >= 56) {
-        (true, true) => "↑↓ field · ←→ or type a value · Enter save · Esc",
-        (false, true) => "↑↓ field · ←→ change · Enter save · Esc cancel",
-        (true, false) => "↑↓ ←→ or type · Enter save · Esc",
-        (false, false) => "↑↓ ←→ · Enter save · Esc cancel",
-    };
+    let footer = draft.keys_hint(width >= 56);
     let inner = frame("Settings: retry policy", footer, outer, buf);
     let mut rows: Vec<Line<'_>> = fields
         .iter()
@@ -451,7 +446,7 @@ fn render_conversations(picker: &ConversationPicker, area: Rect, buf: &mut Buffe
     let outer = centered(area, area.width.saturating_sub(4).clamp(20, 110), height);
     let inner = frame(
         "Resume a conversation",
-        "type to filter · ↑↓ choose · Enter open · Esc close",
+        ConversationPicker::KEYS_HINT,
         outer,
         buf,
     );
