@@ -148,28 +148,34 @@ impl TranscriptView {
         height: usize,
         now: Instant,
     ) -> Top {
-        let (bottom_index, bottom_skip) = self.bottom_top(transcript, width, height, now);
-        let following = Top {
-            index: bottom_index,
-            skip: bottom_skip,
-            follows: true,
+        // Laid out only when needed: a view scrolled up does not measure the tail.
+        let following = |view: &mut Self| {
+            let (index, skip) = view.bottom_top(transcript, width, height, now);
+            Top {
+                index,
+                skip,
+                follows: true,
+            }
         };
         let (index, skip) = match scroll.top() {
-            TopRow::Follow => return following,
-            TopRow::AboveFollow(rows) => self.settle(
-                transcript,
-                bottom_index,
-                bottom_skip as isize - rows as isize,
-                width,
-                now,
-            ),
+            TopRow::Follow => return following(self),
+            TopRow::AboveFollow(rows) => {
+                let bottom = following(self);
+                self.settle(
+                    transcript,
+                    bottom.index,
+                    bottom.skip as isize - rows as isize,
+                    width,
+                    now,
+                )
+            }
             TopRow::Cell {
                 id,
                 mut skip,
                 width: counted_at,
             } => {
                 let Some(index) = transcript.position(id) else {
-                    return following;
+                    return following(self);
                 };
                 if counted_at != width && counted_at > 0 && skip > 0 {
                     let before = self.height_of(transcript, index, counted_at, now) as isize;
@@ -190,7 +196,7 @@ impl TranscriptView {
                 follows: false,
             }
         } else {
-            following
+            following(self)
         }
     }
 
