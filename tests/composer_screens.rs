@@ -426,9 +426,7 @@ fn the_scrolled_view_keeps_its_text_across_a_resize() {
     chat.draw((100, 20));
     // Into the middle of the long answer (one cell: the row within it is what must carry over).
     for _ in 0..2 {
-        chat.view
-            .transcript
-            .scroll(&chat.state.transcript, ScrollAction::PageUp, chat.at(30));
+        chat.state.scroll_transcript(ScrollAction::PageUp);
     }
     let first_number = |screen: &str| -> u32 {
         let word = screen

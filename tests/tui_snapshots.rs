@@ -580,9 +580,9 @@ fn scrolling_down_to_the_end_resumes_following() {
     long_transcript(&mut chat, 10);
     chat.screen(40, 10, 0);
     chat.scroll(ScrollAction::Lines(-6), 0);
-    assert!(!chat.view.transcript.viewport.follow);
+    assert!(!chat.state.transcript_scroll.follows());
     chat.scroll(ScrollAction::Lines(6), 0);
-    assert!(chat.view.transcript.viewport.follow);
+    assert!(chat.state.transcript_scroll.follows());
     chat.scroll(ScrollAction::Top, 0);
     let top = chat.screen(40, 10, 0);
     assert!(top.contains("question 0"), "{top}");

@@ -18,15 +18,42 @@ pub struct ConversationPicker {
     pub selected: usize,
     /// The conversation the chat is in now (marked, and not reopened).
     pub current: Option<String>,
+    /// When the list was read, against which the view tells each conversation's age.
+    pub listed: WallClock,
+}
+
+/// The wall-clock time (ms since the epoch) at one instant: a later "now" (an `Instant`, as
+/// every reducer and frame gets) reads as wall time without reading the clock again.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WallClock {
+    pub ms: u64,
+    pub at: Instant,
+}
+
+impl WallClock {
+    pub fn ms_at(&self, now: Instant) -> u64 {
+        let since = now.saturating_duration_since(self.at).as_millis();
+        self.ms
+            .saturating_add(u64::try_from(since).unwrap_or(u64::MAX))
+    }
 }
 
 impl ConversationPicker {
-    pub fn new(conversations: Vec<ConversationSummary>, current: Option<String>) -> Self {
+    /// The hint of its keys (beside them, so they cannot drift apart).
+    pub(crate) const KEYS_HINT: &'static str =
+        "type to filter · ↑↓ choose · Enter open · Esc close";
+
+    pub fn new(
+        conversations: Vec<ConversationSummary>,
+        current: Option<String>,
+        listed: WallClock,
+    ) -> Self {
         Self {
             conversations,
             filter: String::new(),
             selected: 0,
             current,
+            listed,
         }
     }
 
@@ -112,6 +139,22 @@ mod tests {
     }
 
     #[test]
+    fn the_wall_clock_moves_with_the_instant_it_is_read_at() {
+        let at = Instant::now();
+        let listed = WallClock { ms: 5_000, at };
+        assert_eq!(listed.ms_at(at), 5_000);
+        assert_eq!(
+            listed.ms_at(at + std::time::Duration::from_secs(90)),
+            95_000
+        );
+        // An instant before the list was read is the moment it was read.
+        assert_eq!(
+            listed.ms_at(at.checked_sub(std::time::Duration::from_secs(1)).unwrap()),
+            5_000
+        );
+    }
+
+    #[test]
     fn typing_filters_arrows_move_and_enter_chooses() {
         let mut picker = ConversationPicker::new(
             vec![
@@ -120,6 +163,10 @@ mod tests {
                 summary("ccc", "pi", "Parser docs"),
             ],
             None,
+            WallClock {
+                ms: 0,
+                at: Instant::now(),
+            },
         );
         assert_eq!(picker.visible().len(), 3);
         for typed in "parser".chars() {
@@ -147,8 +194,15 @@ mod tests {
     fn the_filter_finds_a_conversation_by_any_of_its_prompts() {
         let mut later = summary("ddd", "pi", "Fix the parser");
         later.later_prompts = vec!["now the lexer".into(), "and the tokenizer".into()];
-        let mut picker =
-            ConversationPicker::new(vec![summary("aaa", "pi", "Write tests"), later], None);
+        let listed = WallClock {
+            ms: 5_000,
+            at: Instant::now(),
+        };
+        let mut picker = ConversationPicker::new(
+            vec![summary("aaa", "pi", "Write tests"), later],
+            None,
+            listed,
+        );
         for typed in "tokenizer".chars() {
             picker.on_key(key(KeyCode::Char(typed)), None, ());
         }

@@ -30,6 +30,7 @@ pub mod provider_picker;
 pub mod resume;
 pub mod review;
 pub mod rewind;
+pub mod scroll;
 pub mod settings;
 pub mod state;
 pub mod transcript;

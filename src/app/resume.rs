@@ -269,7 +269,7 @@ pub(crate) fn show_resumed(state: &mut AppState, resumed: ResumedConversation) {
         .summary
         .session_id
         .as_deref()
-        .map(crate::sanitize::untrusted_owned);
+        .map(crate::app::inert::InertText::new);
     state.show_notice(NoticeLevel::Info, &resumed_notice(&resumed.summary));
 }
 

@@ -74,6 +74,9 @@ pub struct DiffView {
     last_turn: Vec<DiffRow>,
     pub turns: usize,
     pub scroll: usize,
+    /// The rows the last frame showed, which a page key moves (the view passes it in after
+    /// each frame, see `AppState::on_drawn`).
+    page: usize,
 }
 
 impl DiffView {
@@ -85,7 +88,26 @@ impl DiffView {
             last_turn: rows(&loaded.last_turn),
             turns: loaded.turns,
             scroll: 0,
+            page: PAGE,
         }
+    }
+
+    /// The keys' names alone, for a narrow screen.
+    pub(crate) const KEYS_HINT_NARROW: &'static str = "↑↓ n/p Tab Esc";
+
+    /// The hint of its keys (beside them, so they cannot drift apart): Tab names the other
+    /// scope.
+    pub(crate) fn keys_hint(&self) -> String {
+        let other = match self.scope {
+            DiffScope::Conversation => "last turn",
+            DiffScope::LastTurn => "all turns",
+        };
+        format!("↑↓ PgUp/PgDn scroll · n/p file · Tab {other} · Esc close")
+    }
+
+    /// The frame just drawn showed `rows` of the diff.
+    pub(crate) fn laid_out(&mut self, rows: usize) {
+        self.page = rows.max(1);
     }
 
     pub fn rows(&self) -> &[DiffRow] {
@@ -113,19 +135,14 @@ impl DiffView {
 }
 
 impl OverlayPane for DiffView {
-    type Input<'a> = usize;
+    type Input<'a> = ();
     type Request = std::convert::Infallible;
 
-    /// Scrolling (↑↓, PgUp/PgDn, Home/End, Space), `n`/`p` the next or previous file, Tab the
-    /// other scope, Esc or `q` closes. `height` is the rows shown, for paging.
-    fn on_key(
-        &mut self,
-        key: KeyEvent,
-        _now: Option<Instant>,
-        height: Self::Input<'_>,
-    ) -> Step<Self::Request> {
+    /// Scrolling (↑↓, PgUp/PgDn a page of the rows shown, Home/End, Space), `n`/`p` the next
+    /// or previous file, Tab the other scope, Esc or `q` closes.
+    fn on_key(&mut self, key: KeyEvent, _now: Option<Instant>, _input: ()) -> Step<Self::Request> {
         let last = self.rows().len().saturating_sub(1);
-        let page = height.max(PAGE);
+        let page = self.page;
         match key.code {
             KeyCode::Esc | KeyCode::Char('q') => return Step::Close,
             KeyCode::Up | KeyCode::Char('k') => self.scroll = self.scroll.saturating_sub(1),

@@ -116,6 +116,10 @@ pub(crate) enum RewindRequest {
 }
 
 impl RewindPicker {
+    /// The hints of its keys (beside them, so they cannot drift apart), wide and narrow.
+    pub(crate) const KEYS_HINT: &'static str = "↑↓ choose a prompt · Enter · Esc close";
+    pub(crate) const KEYS_HINT_NARROW: &'static str = "↑↓ Enter Esc";
+
     pub fn new(entries: Vec<RewindEntry>, undo: Option<LastRewind>) -> Self {
         Self {
             entries,

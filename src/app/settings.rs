@@ -98,6 +98,17 @@ impl SettingsDraft {
         self
     }
 
+    /// The hint of its keys (beside them, so they cannot drift apart), for the field being
+    /// edited; `wide` names what each key does.
+    pub(crate) fn keys_hint(&self, wide: bool) -> &'static str {
+        match (self.takes_numbers(), wide) {
+            (true, true) => "↑↓ field · ←→ or type a value · Enter save · Esc",
+            (false, true) => "↑↓ field · ←→ change · Enter save · Esc cancel",
+            (true, false) => "↑↓ ←→ or type · Enter save · Esc",
+            (false, false) => "↑↓ ←→ · Enter save · Esc cancel",
+        }
+    }
+
     pub fn new(policy: RetryPolicy) -> Self {
         Self {
             policy,

@@ -24,12 +24,14 @@ use super::action::Action;
 use super::activity::{AgentPhase, PhaseTracker, UsageBook};
 use super::completion::Popup;
 use super::composer::Composer;
-use super::conversation_picker::ConversationPicker;
+use super::conversation_picker::{ConversationPicker, WallClock};
 use super::keymap::QUIT_CONFIRM_SECS;
 use super::live_thinking::LiveThinking;
 use super::mentions::{self, FileIndex};
 use super::menu::Overlay;
 use super::permission::PermissionPrompt;
+pub use super::scroll::ScrollAction;
+use super::scroll::{TranscriptLayout, TranscriptScroll};
 use super::transcript::{CellBody, CellId, InertText, NoticeCell, NoticeLevel, Transcript};
 use crate::config::RetryPolicy;
 use crate::orchestrator::{Command, TurnId, TurnOutcome};
@@ -45,7 +47,6 @@ pub use external::{ShellOutput, ShellRequest};
 #[derive(Debug, Clone, PartialEq)]
 pub enum AppEffect {
     Command(Command),
-    Scroll(ScrollAction),
     /// Put this text on the clipboard (OSC 52).
     Copy(String),
     /// Write the retry policy to the config file.
@@ -88,15 +89,10 @@ pub enum AppEffect {
 pub struct Drawn {
     /// The largest useful scroll offset of the open help.
     pub help_scroll_limit: Option<usize>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ScrollAction {
-    Lines(isize),
-    PageUp,
-    PageDown,
-    Top,
-    Bottom,
+    /// Where the transcript's top was laid out (`None` when the frame had no room for it).
+    pub transcript: Option<TranscriptLayout>,
+    /// The rows the open `/diff` shows, a page of it.
+    pub diff_page: Option<usize>,
 }
 
 /// What the chat starts with.
@@ -212,8 +208,11 @@ impl StopStatus {
 pub struct AppState {
     pub provider: String,
     pub model: Option<String>,
-    pub session_id: Option<String>,
+    /// The agent session, as the agent named it (made inert where it arrives).
+    pub session_id: Option<InertText>,
     pub transcript: Transcript,
+    /// Where the transcript view looks (laid out by each frame, see `on_drawn`).
+    pub transcript_scroll: TranscriptScroll,
     pub turn: Option<TurnState>,
     pub last_outcome: Option<TurnOutcome>,
     pub queued: Vec<String>,
@@ -288,6 +287,7 @@ impl AppState {
             model: startup.model,
             session_id: None,
             transcript: Transcript::default(),
+            transcript_scroll: TranscriptScroll::default(),
             turn: None,
             last_outcome: None,
             queued: Vec::new(),
@@ -521,20 +521,35 @@ impl AppState {
         &mut self,
         conversations: Vec<ConversationSummary>,
         current: Option<String>,
+        listed: WallClock,
     ) {
         self.overlay = Some(Overlay::Conversations(ConversationPicker::new(
             conversations,
             current,
+            listed,
         )));
     }
 
-    /// A frame was drawn: the overlays that scroll learn how far they can.
+    /// A frame was drawn: the transcript keeps where its top was laid out, the overlays that
+    /// scroll learn how far they can.
     pub fn on_drawn(&mut self, drawn: Drawn) {
-        if let (Some(Overlay::Help(help)), Some(limit)) =
-            (self.overlay.as_mut(), drawn.help_scroll_limit)
-        {
-            help.laid_out(limit);
+        if let Some(layout) = drawn.transcript {
+            self.transcript_scroll.laid_out(layout);
         }
+        match (
+            self.overlay.as_mut(),
+            drawn.help_scroll_limit,
+            drawn.diff_page,
+        ) {
+            (Some(Overlay::Help(help)), Some(limit), _) => help.laid_out(limit),
+            (Some(Overlay::Diff(diff)), _, Some(page)) => diff.laid_out(page),
+            _ => {}
+        }
+    }
+
+    /// Scrolls the transcript (keys, the mouse wheel).
+    pub fn scroll_transcript(&mut self, action: ScrollAction) {
+        self.transcript_scroll.scroll(&self.transcript, action);
     }
 
     /// Earlier prompts matching `query` (fuzzy), each once, best first; all of them newest

@@ -158,7 +158,7 @@ impl ThoughtCell {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolCell {
-    pub call_id: String,
+    pub call_id: InertText,
     pub name: InertText,
     /// One line describing the arguments.
     pub summary: InertText,

@@ -19,6 +19,7 @@ use futures::StreamExt;
 use tokio::sync::mpsc;
 use tokio::time::sleep_until;
 
+use crate::app::conversation_picker::WallClock;
 use crate::app::state::{AppEffect, AppState, StartupInfo};
 use crate::app::transcript::NoticeLevel;
 use crate::app::{export, history, mentions, resume};
@@ -573,7 +574,7 @@ impl ChatLoop {
         let result = terminal.draw(|frame| view::render(frame, &self.state, &mut self.view, now));
         match result {
             Ok(frame) => {
-                let drawn = view::drawn(&self.state, frame.area);
+                let drawn = view::drawn(&self.state, &self.view, frame.area);
                 self.state.on_drawn(drawn);
                 self.draw_failures = 0;
                 if !self.first_frame_logged {
@@ -629,11 +630,6 @@ impl ChatLoop {
                 AppEffect::Command(command) => {
                     panic_if_asked_to_by_a_test(&command);
                     self.send(command, terminal);
-                }
-                AppEffect::Scroll(action) => {
-                    self.view
-                        .transcript
-                        .scroll(&self.state.transcript, action, Instant::now());
                 }
                 AppEffect::Copy(text) => self.copy_to_clipboard(&text, terminal),
                 AppEffect::SaveRetryPolicy(policy) => self.save_retry_policy(policy),
@@ -734,9 +730,17 @@ impl ChatLoop {
                 self.state.show_notice(NoticeLevel::Warning, &message)
             }
             AppEvent::DiffLoaded(loaded) => self.state.show_diff(loaded),
-            AppEvent::ConversationsListed(conversations) => self
-                .state
-                .show_conversations(conversations, Conversation::id(&self.conversation)),
+            AppEvent::ConversationsListed(conversations) => {
+                let listed = WallClock {
+                    ms: crate::session_log::now_ms(),
+                    at: Instant::now(),
+                };
+                self.state.show_conversations(
+                    conversations,
+                    Conversation::id(&self.conversation),
+                    listed,
+                )
+            }
             AppEvent::ConversationReopened(reopened) => self.continue_reopened(*reopened),
             AppEvent::Exported(result) => self.state.on_exported(result),
             AppEvent::ShellDone(output) => self.state.on_shell_done(output),

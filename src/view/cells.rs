@@ -15,7 +15,7 @@ use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 use super::markdown::MarkdownStream;
 use super::wrap::{wrap_into, RichLine, WrapMode};
-use crate::app::keymap::TOOLS_KEY;
+use crate::app::keymap::{STOP_KEY, TOOLS_KEY};
 use crate::app::transcript::{
     AssistantCell, Cell, CellBody, DiffLine, NoticeCell, NoticeLevel, PermissionCell,
     PermissionOutcome, PlanCell, PlanStatus, ThoughtCell, ToolCell, ToolStatus,
@@ -524,7 +524,7 @@ fn notice_lines(notice: &NoticeCell, now: Instant) -> Vec<RichLine> {
             // Round up: "in 0 s" would read as if it had already started.
             let seconds = remaining.as_millis().div_ceil(1000);
             format!(
-                "Retrying in {seconds} s (attempt {} of {}): {} · Esc cancels",
+                "Retrying in {seconds} s (attempt {} of {}): {} · {STOP_KEY} cancels",
                 countdown.attempt, countdown.max_attempts, countdown.reason
             )
         }

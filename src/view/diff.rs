@@ -18,12 +18,22 @@ use crate::stream::ChangeStatus;
 /// Below this width the footer names only the keys.
 const NARROW: u16 = 60;
 
-pub(crate) fn render_diff(view: &DiffView, area: Rect, buf: &mut Buffer) {
-    let outer = if area.width > 44 && area.height > 14 {
+/// The diff's box on a screen of `area`.
+fn diff_box(area: Rect) -> Rect {
+    if area.width > 44 && area.height > 14 {
         Rect::new(area.x + 1, area.y, area.width - 2, area.height)
     } else {
         area
-    };
+    }
+}
+
+/// The rows of the diff a screen of `area` shows (inside its box's border): a page of it.
+pub(crate) fn diff_page(area: Rect) -> usize {
+    usize::from(diff_box(area).height.saturating_sub(2))
+}
+
+pub(crate) fn render_diff(view: &DiffView, area: Rect, buf: &mut Buffer) {
+    let outer = diff_box(area);
     let rows = view.rows();
     let files = view.file_count();
     let files = format!("{files} file{}", if files == 1 { "" } else { "s" });
@@ -40,14 +50,10 @@ pub(crate) fn render_diff(view: &DiffView, area: Rect, buf: &mut Buffer) {
         (DiffScope::Conversation, false) => format!("All {turns} · {files}"),
         (DiffScope::LastTurn, false) => format!("Last turn · {files}"),
     };
-    let other = match view.scope {
-        DiffScope::Conversation => "last turn",
-        DiffScope::LastTurn => "all turns",
-    };
     let footer = if outer.width >= NARROW {
-        format!("↑↓ PgUp/PgDn scroll · n/p file · Tab {other} · Esc close")
+        view.keys_hint()
     } else {
-        "↑↓ n/p Tab Esc".to_owned()
+        DiffView::KEYS_HINT_NARROW.to_owned()
     };
     let inner = frame(&title, &footer, outer, buf);
     if inner.height == 0 || inner.width == 0 {
@@ -255,9 +261,9 @@ pub(crate) fn render_rewind(
         }
         let outer = centered(area, width, rows.len() as u16 + 2);
         let footer = if width >= NARROW {
-            "↑↓ choose a prompt · Enter · Esc close"
+            RewindPicker::KEYS_HINT
         } else {
-            "↑↓ Enter Esc"
+            RewindPicker::KEYS_HINT_NARROW
         };
         let inner = frame("Rewind to before", footer, outer, buf);
         draw_rows(&rows, inner, buf);

@@ -2,8 +2,10 @@
 //!
 //! Nothing here changes the state or reads the clock: "now" is passed in, so a frame is a
 //! function of (state, now, size) and snapshots are deterministic. [`ChatView`] holds only what
-//! rendering remembers between frames: per-cell caches and the scroll position. Every string that
-//! reaches a span came from the state, which stores agent text sanitised (see [`crate::sanitize`]).
+//! rendering remembers between frames: per-cell caches and what the last frame showed; where
+//! the transcript is scrolled is the state's, laid out by each frame and handed back through
+//! [`drawn`]. Every string that reaches a span came from the state, which stores agent text
+//! sanitised (see [`crate::sanitize`]).
 
 pub mod cells;
 pub mod composer;
@@ -145,8 +147,13 @@ pub(crate) fn render_to_buffer(
     now: Instant,
 ) {
     let areas = layout(state, area);
-    view.transcript
-        .render(&state.transcript, areas.transcript, buf, now);
+    view.transcript.render(
+        &state.transcript,
+        &state.transcript_scroll,
+        areas.transcript,
+        buf,
+        now,
+    );
     if state.transcript.cells().is_empty() {
         welcome::render_welcome(state, areas.transcript, buf);
     }
@@ -166,10 +173,15 @@ pub(crate) fn render_to_buffer(
 
 /// What the frame drawn on `area` laid out that the state's keys depend on (handed to
 /// `AppState::on_drawn`).
-pub fn drawn(state: &AppState, area: Rect) -> Drawn {
+pub fn drawn(state: &AppState, view: &ChatView, area: Rect) -> Drawn {
     Drawn {
         help_scroll_limit: match &state.overlay {
             Some(Overlay::Help(_)) => Some(overlay::help_scroll_limit(state, area)),
+            _ => None,
+        },
+        transcript: view.transcript.laid_out(),
+        diff_page: match &state.overlay {
+            Some(Overlay::Diff(_)) => Some(diff::diff_page(area)),
             _ => None,
         },
     }

@@ -93,8 +93,8 @@ impl DrawOverlay for SettingsDraft {
 }
 
 impl DrawOverlay for ConversationPicker {
-    fn draw(&self, _state: &AppState, area: Rect, buf: &mut Buffer, _now: Instant) {
-        render_conversations(self, area, buf);
+    fn draw(&self, _state: &AppState, area: Rect, buf: &mut Buffer, now: Instant) {
+        render_conversations(self, area, buf, now);
     }
 }
 
@@ -142,17 +142,17 @@ fn render_model_picker(state: &AppState, picker: &ModelPicker, area: Rect, buf: 
             usize::from(width.saturating_sub(2)),
         );
         let outer = centered(area, width, rows.len() as u16 + 2);
-        let inner = frame("Model", "Esc close", outer, buf);
+        let inner = frame("Model", ModelPicker::EMPTY_KEYS_HINT, outer, buf);
         draw_rows(&rows, inner, buf);
         return;
     }
     let matches = picker.matches(&status.models);
     let current = state.current_model_choice().map(|model| model.id.as_str());
-    let thinking = match (&status.thinking_level, status.thinking_levels.is_empty()) {
-        (Some(level), false) => format!(" · Shift+Tab thinking: {level}"),
-        _ => String::new(),
-    };
-    let footer = format!("type to filter · Enter choose{thinking} · Esc close");
+    let thinking = status
+        .thinking_level
+        .as_deref()
+        .filter(|_| !status.thinking_levels.is_empty());
+    let footer = ModelPicker::keys_hint(thinking);
     let outer = centered(area, width, matches.len().max(1) as u16 + 3);
     let inner = frame("Model", &footer, outer, buf);
     if inner.height == 0 {
@@ -296,7 +296,7 @@ fn help_box(state: &AppState, area: Rect) -> (Vec<Line<'static>>, Rect) {
     if let Some(id) = &state.session_id {
         rows.push(Line::from(vec![
             Span::styled(" Session ", Style::default().add_modifier(Modifier::DIM)),
-            Span::raw(id.clone()),
+            Span::raw(id.to_string()),
         ]));
     }
     rows.push(Line::raw(""));
@@ -416,12 +416,7 @@ fn render_settings(state: &AppState, draft: &SettingsDraft, area: Rect, buf: &mu
         .with_uniform_prefix(vec![Span::raw(" ")]);
     notes.extend(wrap(&line, note_width));
     let outer = centered(area, width, (fields.len() + 1 + notes.len()) as u16 + 2);
-    let footer = match (draft.takes_numbers(), width >= 56) {
-        (true, true) => "↑↓ field · ←→ or type a value · Enter save · Esc",
-        (false, true) => "↑↓ field · ←→ change · Enter save · Esc cancel",
-        (true, false) => "↑↓ ←→ or type · Enter save · Esc",
-        (false, false) => "↑↓ ←→ · Enter save · Esc cancel",
-    };
+    let footer = draft.keys_hint(width >= 56);
     let inner = frame("Settings", footer, outer, buf);
     let mut rows: Vec<Line<'_>> = fields
         .iter()
@@ -447,17 +442,17 @@ fn render_settings(state: &AppState, draft: &SettingsDraft, area: Rect, buf: &mu
     draw_rows(&rows, inner, buf);
 }
 
-fn render_conversations(picker: &ConversationPicker, area: Rect, buf: &mut Buffer) {
+fn render_conversations(picker: &ConversationPicker, area: Rect, buf: &mut Buffer, now: Instant) {
     let visible = picker.visible();
     let height = (visible.len().max(1) as u16 + 4).min(area.height);
     let outer = centered(area, area.width.saturating_sub(4).clamp(20, 110), height);
     let inner = frame(
         "Resume a conversation",
-        "type to filter · ↑↓ choose · Enter open · Esc close",
+        ConversationPicker::KEYS_HINT,
         outer,
         buf,
     );
-    let now_ms = crate::session_log::now_ms();
+    let now_ms = picker.listed.ms_at(now);
     let mut rows = vec![Line::from(vec![
         Span::styled(" Filter: ", Style::default().add_modifier(Modifier::DIM)),
         Span::raw(untrusted_owned(&picker.filter)),
@@ -516,4 +511,62 @@ fn render_conversations(picker: &ConversationPicker, area: Rect, buf: &mut Buffe
         ));
     }
     draw_rows(&rows, inner, buf);
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use ratatui::buffer::Buffer;
+    use ratatui::layout::Rect;
+
+    use super::render_conversations;
+    use crate::app::conversation_picker::{ConversationPicker, WallClock};
+    use crate::session_log::{ConversationSummary, Origin};
+
+    #[test]
+    fn the_conversation_picker_tells_ages_from_the_now_it_is_given() {
+        let listed_at = Instant::now();
+        let summary = ConversationSummary {
+            path: "/s/aaa.jsonl".into(),
+            id: "aaa".into(),
+            provider: "pi".into(),
+            cwd: "/p".into(),
+            origin: Origin::Chat,
+            started_at_ms: 0,
+            last_active_ms: 1_000_000,
+            first_prompt: "Fix the parser".into(),
+            turns: 2,
+            last_turn: 2,
+            session_id: None,
+            settings: Vec::new(),
+            later_prompts: Vec::new(),
+        };
+        // Listed 3 minutes after the conversation's last write.
+        let picker = ConversationPicker::new(
+            vec![summary],
+            None,
+            WallClock {
+                ms: 1_000_000 + 180_000,
+                at: listed_at,
+            },
+        );
+        let area = Rect::new(0, 0, 100, 10);
+        let screen = |now: Instant| {
+            let mut buf = Buffer::empty(area);
+            render_conversations(&picker, area, &mut buf, now);
+            (0..area.height)
+                .map(|row| {
+                    (0..area.width)
+                        .map(|column| buf[(column, row)].symbol())
+                        .collect::<String>()
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        assert!(screen(listed_at).contains("3 min ago"));
+        // The same picker drawn two hours on: the frame's now, not the clock, ages it.
+        let later = screen(listed_at + Duration::from_secs(2 * 3600));
+        assert!(later.contains("2 h ago"), "{later}");
+    }
 }

@@ -15,36 +15,11 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::Line;
 
 use super::cells::CellCache;
-use crate::app::state::ScrollAction;
+use crate::app::scroll::{TopRow, TranscriptLayout, TranscriptScroll};
 use crate::app::transcript::{CellId, Transcript};
 
 /// Blank rows after each cell.
 const CELL_GAP: usize = 1;
-
-/// Where the transcript view looks.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Viewport {
-    /// Stick to the newest output.
-    pub follow: bool,
-    /// The cell at the top of the view and how many of its rows are scrolled past.
-    anchor: Option<(CellId, usize)>,
-    /// The width the anchor's row count was measured at: after a resize it is rescaled, so the
-    /// same text stays at the top instead of whatever row now has that number.
-    anchor_width: u16,
-    /// The transcript's output version when the user scrolled away from the bottom.
-    seen_output: u64,
-}
-
-impl Default for Viewport {
-    fn default() -> Self {
-        Self {
-            follow: true,
-            anchor: None,
-            anchor_width: 0,
-            seen_output: 0,
-        }
-    }
-}
 
 /// One drawn cell: its id and the screen rows it covers (relative to the transcript area).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,12 +29,23 @@ struct PlacedCell {
     bottom: u16,
 }
 
+/// The top of one frame's view: a cell's index, its rows skipped, and whether the view shows
+/// the newest output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Top {
+    index: usize,
+    skip: usize,
+    follows: bool,
+}
+
+/// What drawing the transcript remembers between frames: per-cell rows and what the last frame
+/// showed. Where it looks is the app's ([`TranscriptScroll`]).
 #[derive(Default)]
 pub struct TranscriptView {
     caches: HashMap<CellId, CellCache>,
-    pub viewport: Viewport,
     placed: Vec<PlacedCell>,
     area: Rect,
+    laid_out: Option<TranscriptLayout>,
 }
 
 impl TranscriptView {
@@ -75,9 +61,10 @@ impl TranscriptView {
         cache.lines(cell, width, now).len() + CELL_GAP
     }
 
-    /// Whether new output arrived while the user was scrolled up.
-    pub(crate) fn has_unseen_output(&self, transcript: &Transcript) -> bool {
-        !self.viewport.follow && transcript.output_version() > self.viewport.seen_output
+    /// Where the last frame put the top of the transcript (`None` when it had no room), for
+    /// `AppState::on_drawn`.
+    pub fn laid_out(&self) -> Option<TranscriptLayout> {
+        self.laid_out
     }
 
     /// The top cell index and rows skipped in it when following the bottom.
@@ -122,71 +109,16 @@ impl TranscriptView {
         rows
     }
 
-    /// The top of the view as (cell index, rows skipped), switching to follow when the anchor
-    /// is gone or the content below it no longer fills the view.
-    fn top(
+    /// Moves (index, offset) by whole cells until the offset lies inside its cell (or the
+    /// transcript ends either way).
+    fn settle(
         &mut self,
         transcript: &Transcript,
+        mut index: usize,
+        mut offset: isize,
         width: u16,
-        height: usize,
         now: Instant,
     ) -> (usize, usize) {
-        if !self.viewport.follow {
-            if let Some((id, mut skip)) = self.viewport.anchor {
-                if let Some(index) = transcript.position(id) {
-                    if self.viewport.anchor_width != width && skip > 0 {
-                        let before =
-                            self.height_of(transcript, index, self.viewport.anchor_width, now);
-                        let after = self.height_of(transcript, index, width, now);
-                        skip = skip * after / before.max(1);
-                        self.viewport.anchor = Some((id, skip));
-                    }
-                    self.viewport.anchor_width = width;
-                    let cell_height = self.height_of(transcript, index, width, now);
-                    let skip = skip.min(cell_height.saturating_sub(1));
-                    if self.rows_below(transcript, index, skip, width, height, now) > height {
-                        return (index, skip);
-                    }
-                }
-            }
-            self.viewport.follow = true;
-            self.viewport.anchor = None;
-        }
-        self.bottom_top(transcript, width, height, now)
-    }
-
-    pub fn scroll(&mut self, transcript: &Transcript, action: ScrollAction, now: Instant) {
-        let width = self.area.width.max(1);
-        let height = usize::from(self.area.height.max(1));
-        if transcript.is_empty() {
-            return;
-        }
-        let delta: isize = match action {
-            ScrollAction::Bottom => {
-                self.viewport.follow = true;
-                self.viewport.anchor = None;
-                return;
-            }
-            ScrollAction::Top => {
-                self.leave_follow(transcript);
-                self.viewport.anchor = Some((transcript.cells()[0].id, 0));
-                self.viewport.anchor_width = width;
-                // A short transcript that fits is already at the top: follow instead.
-                self.top(transcript, width, height, now);
-                return;
-            }
-            ScrollAction::Lines(lines) => lines,
-            ScrollAction::PageUp => -(height.saturating_sub(2).max(1) as isize),
-            ScrollAction::PageDown => height.saturating_sub(2).max(1) as isize,
-        };
-        let (mut index, skip) = self.top(transcript, width, height, now);
-        if self.viewport.follow {
-            if delta >= 0 {
-                return;
-            }
-            self.leave_follow(transcript);
-        }
-        let mut offset = skip as isize + delta;
         while offset < 0 {
             if index == 0 {
                 offset = 0;
@@ -203,16 +135,68 @@ impl TranscriptView {
             offset -= cell_height;
             index += 1;
         }
-        self.viewport.anchor = Some((transcript.cells()[index].id, offset.max(0) as usize));
-        self.viewport.anchor_width = width;
-        // Scrolled down to the end: follow the stream again.
-        self.top(transcript, width, height, now);
+        (index, offset.max(0) as usize)
     }
 
-    fn leave_follow(&mut self, transcript: &Transcript) {
-        if self.viewport.follow {
-            self.viewport.follow = false;
-            self.viewport.seen_output = transcript.output_version();
+    /// Lays out the top of the view where the app's scroll puts it; it follows the newest
+    /// output when its cell is gone or the content below it no longer fills the view.
+    fn top(
+        &mut self,
+        transcript: &Transcript,
+        scroll: &TranscriptScroll,
+        width: u16,
+        height: usize,
+        now: Instant,
+    ) -> Top {
+        // Laid out only when needed: a view scrolled up does not measure the tail.
+        let following = |view: &mut Self| {
+            let (index, skip) = view.bottom_top(transcript, width, height, now);
+            Top {
+                index,
+                skip,
+                follows: true,
+            }
+        };
+        let (index, skip) = match scroll.top() {
+            TopRow::Follow => return following(self),
+            TopRow::AboveFollow(rows) => {
+                let bottom = following(self);
+                self.settle(
+                    transcript,
+                    bottom.index,
+                    bottom.skip as isize - rows as isize,
+                    width,
+                    now,
+                )
+            }
+            TopRow::Cell {
+                id,
+                mut skip,
+                width: counted_at,
+            } => {
+                let Some(index) = transcript.position(id) else {
+                    return following(self);
+                };
+                if counted_at != width && counted_at > 0 && skip > 0 {
+                    let before = self.height_of(transcript, index, counted_at, now) as isize;
+                    if skip < before {
+                        let after = self.height_of(transcript, index, width, now) as isize;
+                        skip = skip * after / before.max(1);
+                    }
+                }
+                self.settle(transcript, index, skip, width, now)
+            }
+        };
+        let cell_height = self.height_of(transcript, index, width, now);
+        let skip = skip.min(cell_height.saturating_sub(1));
+        if self.rows_below(transcript, index, skip, width, height, now) > height {
+            Top {
+                index,
+                skip,
+                follows: false,
+            }
+        } else {
+            following(self)
         }
     }
 
@@ -228,15 +212,30 @@ impl TranscriptView {
             .map(|placed| placed.id)
     }
 
-    /// Draws the visible part of the transcript into `area`.
-    pub fn render(&mut self, transcript: &Transcript, area: Rect, buf: &mut Buffer, now: Instant) {
+    /// Draws the visible part of the transcript into `area`, scrolled as `scroll` says.
+    pub fn render(
+        &mut self,
+        transcript: &Transcript,
+        scroll: &TranscriptScroll,
+        area: Rect,
+        buf: &mut Buffer,
+        now: Instant,
+    ) {
         self.area = area;
         self.placed.clear();
+        self.laid_out = None;
         if area.width == 0 || area.height == 0 {
             return;
         }
         let height = usize::from(area.height);
-        let (top_index, mut skip) = self.top(transcript, area.width, height, now);
+        let top = self.top(transcript, scroll, area.width, height, now);
+        self.laid_out = Some(TranscriptLayout {
+            anchor: (!top.follows && top.index < transcript.len())
+                .then(|| (transcript.cells()[top.index].id, top.skip)),
+            width: area.width,
+            height: area.height,
+        });
+        let (top_index, mut skip) = (top.index, top.skip);
         let mut row = 0usize;
         for cell in &transcript.cells()[top_index.min(transcript.len())..] {
             if row >= height {
@@ -262,7 +261,7 @@ impl TranscriptView {
             });
             skip = 0;
         }
-        if self.has_unseen_output(transcript) {
+        if !top.follows && scroll.has_unseen_output(transcript) {
             let indicator = Line::styled(
                 " ↓ new output below · End to follow ",
                 Style::default()

@@ -167,11 +167,8 @@ impl Chat {
         effects
     }
 
-    pub fn scroll(&mut self, action: ScrollAction, ms: u64) {
-        let now = self.at(ms);
-        self.view
-            .transcript
-            .scroll(&self.state.transcript, action, now);
+    pub fn scroll(&mut self, action: ScrollAction, _ms: u64) {
+        self.state.scroll_transcript(action);
     }
 
     pub fn terminal(&mut self, width: u16, height: u16, ms: u64) -> Terminal<TestBackend> {
@@ -182,7 +179,8 @@ impl Chat {
             .unwrap()
             .area;
         // As the chat does after each frame.
-        self.state.on_drawn(view::drawn(&self.state, area));
+        self.state
+            .on_drawn(view::drawn(&self.state, &self.view, area));
         terminal
     }
 

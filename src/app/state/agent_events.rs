@@ -169,7 +169,7 @@ impl AppState {
                     .collect();
             }
             OrchestratorEvent::SessionChanged { session_id } => {
-                self.session_id = session_id.map(|id| untrusted_owned(&id));
+                self.session_id = session_id.as_deref().map(InertText::new);
             }
             OrchestratorEvent::AgentQueueChanged(queue) => {
                 let clean = |items: &[String]| -> Vec<String> {
@@ -279,11 +279,11 @@ impl AppState {
         match message {
             AgentMessage::SessionStarted { session_id, .. } => {
                 if let Some(id) = session_id {
-                    self.session_id = Some(untrusted_owned(&id));
+                    self.session_id = Some(InertText::new(&id));
                 }
             }
             AgentMessage::SessionResumed { session_id, .. } => {
-                self.session_id = Some(untrusted_owned(&session_id));
+                self.session_id = Some(InertText::new(&session_id));
             }
             AgentMessage::Assistant { delta } => self.append_assistant(&delta),
             AgentMessage::Thinking { delta } => {
@@ -325,7 +325,7 @@ impl AppState {
                     summary = InertText::default();
                 }
                 let cell = self.transcript.push(CellBody::Tool(ToolCell {
-                    call_id: untrusted_owned(&id),
+                    call_id: InertText::new(&id),
                     name,
                     summary,
                     status: ToolStatus::Running { since: now },
@@ -957,5 +957,24 @@ mod tests {
         );
         assert_eq!(summarize_tool_input(&json!({})), "");
         assert_eq!(summarize_tool_input(&json!({"other": 1})), r#"{"other":1}"#);
+    }
+
+    #[test]
+    fn a_session_id_is_made_inert_where_it_arrives() {
+        use crate::app::state::{AppState, StartupInfo};
+        use crate::orchestrator::OrchestratorEvent;
+        let mut state = AppState::new(StartupInfo::default());
+        state.on_orchestrator_event(
+            OrchestratorEvent::SessionChanged {
+                session_id: Some("s-1\u{1b}]0;owned\u{7}\u{202e}".into()),
+            },
+            std::time::Instant::now(),
+        );
+        let id = state.session_id.as_deref().expect("the session id");
+        assert!(id.starts_with("s-1"), "{id:?}");
+        assert!(
+            !id.chars().any(|c| c.is_control() || c == '\u{202e}'),
+            "{id:?}"
+        );
     }
 }

@@ -107,14 +107,10 @@ impl AppState {
                 }
             }
             KeyCode::Up if alt => self.pull_back_last_queued(),
-            KeyCode::PageUp => vec![AppEffect::Scroll(ScrollAction::PageUp)],
-            KeyCode::PageDown => vec![AppEffect::Scroll(ScrollAction::PageDown)],
-            KeyCode::Home if ctrl || self.composer.is_empty() => {
-                vec![AppEffect::Scroll(ScrollAction::Top)]
-            }
-            KeyCode::End if ctrl || self.composer.is_empty() => {
-                vec![AppEffect::Scroll(ScrollAction::Bottom)]
-            }
+            KeyCode::PageUp => self.scrolled(ScrollAction::PageUp),
+            KeyCode::PageDown => self.scrolled(ScrollAction::PageDown),
+            KeyCode::Home if ctrl || self.composer.is_empty() => self.scrolled(ScrollAction::Top),
+            KeyCode::End if ctrl || self.composer.is_empty() => self.scrolled(ScrollAction::Bottom),
             // pi's keys while a turn runs: Alt+Enter queues a follow-up, Enter steers.
             KeyCode::Enter if alt && self.agent_steers && self.is_turn_running() => {
                 self.submit_as(Some(Interjection::FollowUp))
@@ -193,11 +189,17 @@ impl AppState {
     }
 
     pub(crate) fn on_mouse_wheel(&mut self, up: bool) -> Vec<AppEffect> {
-        vec![AppEffect::Scroll(ScrollAction::Lines(if up {
+        self.scrolled(ScrollAction::Lines(if up {
             -WHEEL_LINES
         } else {
             WHEEL_LINES
-        }))]
+        }))
+    }
+
+    /// Scrolls the transcript; nothing for the event loop to do.
+    pub(super) fn scrolled(&mut self, action: ScrollAction) -> Vec<AppEffect> {
+        self.scroll_transcript(action);
+        Vec::new()
     }
 
     /// Toggles a cell's collapsed/expanded form (a click on it).

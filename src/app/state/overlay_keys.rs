@@ -5,7 +5,6 @@ use std::time::Instant;
 
 use crossterm::event::KeyEvent;
 
-use super::review::DIFF_PAGE;
 use super::{AppEffect, AppState};
 use crate::app::menu::Overlay;
 use crate::app::pane::{OverlayPane, Step};
@@ -73,7 +72,7 @@ impl AppState {
                 }
             }
             Overlay::Diff(mut view) => {
-                let step = view.on_key(key, now, DIFF_PAGE);
+                let step = view.on_key(key, now, ());
                 match self.settle(step, view, Overlay::Diff) {
                     Some(never) => match never {},
                     None => Vec::new(),

@@ -55,8 +55,8 @@ impl AppState {
                 prompt.selected = Some(prompt.selected.map_or(0, |from| (from + 1) % count));
                 return Some(Vec::new());
             }
-            KeyCode::PageUp => return Some(vec![AppEffect::Scroll(ScrollAction::PageUp)]),
-            KeyCode::PageDown => return Some(vec![AppEffect::Scroll(ScrollAction::PageDown)]),
+            KeyCode::PageUp => return Some(self.scrolled(ScrollAction::PageUp)),
+            KeyCode::PageDown => return Some(self.scrolled(ScrollAction::PageDown)),
             KeyCode::Enter if plain && count > 0 => match prompt.selected {
                 Some(index) => index.min(count - 1),
                 None => {

@@ -17,8 +17,6 @@ use crate::snapshot::{describe_undo, UndoOutcome};
 use crate::stream::FileChange;
 use std::time::{Duration, Instant};
 
-/// Rows of the diff overlay a page key moves when the screen size is not known here.
-pub(super) const DIFF_PAGE: usize = 10;
 /// The second Esc of an Esc Esc comes within this.
 const ESC_ESC: Duration = Duration::from_millis(800);
 
@@ -739,5 +737,88 @@ mod tests {
         );
         assert!(state.last_rewind.is_none());
         assert!(user_cell_rewound(&state, "prompt 3"), "still marked");
+    }
+
+    #[test]
+    fn diff_pages_by_the_rows_the_last_frame_showed() {
+        use crate::app::state::Drawn;
+        use crate::snapshot::{DiffLineKind, FileDiffView};
+        let start = Instant::now();
+        let mut state = chat(2, start);
+        let file = FileDiffView {
+            path: "b.txt".into(),
+            status: ChangeStatus::Modified,
+            added: 100,
+            removed: 0,
+            lines: (0..100)
+                .map(|n| (DiffLineKind::Added, format!("line {n}")))
+                .collect(),
+        };
+        state.show_diff(Ok(LoadedDiff {
+            conversation: vec![file.clone()],
+            last_turn: vec![file],
+            turns: 1,
+        }));
+        let page_down = KeyEvent::new(KeyCode::PageDown, KeyModifiers::NONE);
+        let scroll = |state: &AppState| match &state.overlay {
+            Some(Overlay::Diff(view)) => view.scroll,
+            other => panic!("the diff closed: {other:?}"),
+        };
+        state.on_drawn(Drawn {
+            diff_page: Some(37),
+            ..Drawn::default()
+        });
+        state.on_key_at(page_down, start);
+        assert_eq!(scroll(&state), 37);
+        // A smaller screen, a smaller page.
+        state.on_drawn(Drawn {
+            diff_page: Some(5),
+            ..Drawn::default()
+        });
+        state.on_key_at(page_down, start);
+        assert_eq!(scroll(&state), 42);
+    }
+
+    #[test]
+    fn page_keys_scroll_the_transcript_in_the_state_and_a_frame_lays_it_out() {
+        use crate::app::scroll::{TopRow, TranscriptLayout};
+        use crate::app::state::Drawn;
+        let start = Instant::now();
+        let mut state = chat(3, start);
+        let page_up = KeyEvent::new(KeyCode::PageUp, KeyModifiers::NONE);
+        assert!(state.on_key_at(page_up, start).is_empty());
+        assert_eq!(state.transcript_scroll.top(), TopRow::AboveFollow(1));
+        let id = state.transcript.cells()[1].id;
+        state.on_drawn(Drawn {
+            transcript: Some(TranscriptLayout {
+                anchor: Some((id, 2)),
+                width: 30,
+                height: 10,
+            }),
+            ..Drawn::default()
+        });
+        // A frame without room for the transcript keeps where it was.
+        state.on_drawn(Drawn::default());
+        assert_eq!(
+            state.transcript_scroll.top(),
+            TopRow::Cell {
+                id,
+                skip: 2,
+                width: 30
+            }
+        );
+        state.on_key_at(page_up, start);
+        assert_eq!(
+            state.transcript_scroll.top(),
+            TopRow::Cell {
+                id,
+                skip: -6,
+                width: 30
+            }
+        );
+        state.on_mouse_wheel(false);
+        let end = KeyEvent::new(KeyCode::End, KeyModifiers::CONTROL);
+        state.on_key_at(end, start);
+        assert!(state.transcript_scroll.follows());
     }
 }
