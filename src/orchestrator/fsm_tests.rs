@@ -241,7 +241,7 @@ fn a_retryable_failure_schedules_the_next_attempt() {
                 verdict: FailureVerdict {
                     classification: crate::orchestrator::classify::Classification {
                         retryability: crate::orchestrator::classify::Retryability::Retryable,
-                        cause: "HTTP 429: rate limited",
+                        cause: "rate limited (HTTP 429)",
                     },
                     next: NextStep::RetryIn {
                         attempt: 2,
@@ -385,7 +385,7 @@ fn a_non_retryable_failure_ends_the_turn_even_with_retry_on() {
         &events(&effects)[1],
         Ev::FailureJudged { turn: 1, attempt: 1, verdict }
             if verdict.next == NextStep::NotRetryable
-                && verdict.classification.cause == "HTTP 401: not authenticated"
+                && verdict.classification.cause == "not authenticated (HTTP 401)"
     ));
     assert_eq!(
         events(&effects)[2],

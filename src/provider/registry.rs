@@ -197,6 +197,37 @@ pub(crate) fn permissions_not_honoured(
     })
 }
 
+/// How each real agent CLI is installed.
+pub(crate) const INSTALL_COMMANDS: [(&str, &str); 4] = [
+    ("pi", "npm install -g @mariozechner/pi-coding-agent"),
+    ("claude", "npm install -g @anthropic-ai/claude-code"),
+    ("codex", "npm install -g @openai/codex"),
+    ("gemini", "npm install -g @google/gemini-cli"),
+];
+
+/// Why the built-in agent CLI `name` cannot run, and how to install it, when the program its
+/// settings start (`command`, else the CLI's own name) is neither on PATH nor an executable
+/// file; `None` when it is there (or `name` is not one of the real CLIs).
+pub(crate) fn not_installed(name: &str, settings: &ProviderSettings) -> Option<String> {
+    let (_, install) = INSTALL_COMMANDS.iter().find(|(cli, _)| *cli == name)?;
+    let program = build_backend(name, settings)?
+        .spawn_spec(&AttemptRequest::default())
+        .program;
+    let path = std::path::Path::new(&program);
+    let found = if path.components().count() > 1 {
+        crate::process::is_executable(path)
+    } else {
+        crate::process::find_on_path(&program.to_string_lossy()).is_some()
+    };
+    (!found).then(|| {
+        format!(
+            "{name} is not installed: `{}` is not on PATH. Install it with `{install}`, then \
+             restart agentty or pick it again with /provider; /provider switches to another agent",
+            program.to_string_lossy()
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -283,33 +314,3 @@ mod tests {
     }
 }
 
-/// How each real agent CLI is installed.
-pub(crate) const INSTALL_COMMANDS: [(&str, &str); 4] = [
-    ("pi", "npm install -g @mariozechner/pi-coding-agent"),
-    ("claude", "npm install -g @anthropic-ai/claude-code"),
-    ("codex", "npm install -g @openai/codex"),
-    ("gemini", "npm install -g @google/gemini-cli"),
-];
-
-/// Why the built-in agent CLI `name` cannot run, and how to install it, when the program its
-/// settings start (`command`, else the CLI's own name) is neither on PATH nor an executable
-/// file; `None` when it is there (or `name` is not one of the real CLIs).
-pub(crate) fn not_installed(name: &str, settings: &ProviderSettings) -> Option<String> {
-    let (_, install) = INSTALL_COMMANDS.iter().find(|(cli, _)| *cli == name)?;
-    let program = build_backend(name, settings)?
-        .spawn_spec(&AttemptRequest::default())
-        .program;
-    let path = std::path::Path::new(&program);
-    let found = if path.components().count() > 1 {
-        crate::process::is_executable(path)
-    } else {
-        crate::process::find_on_path(&program.to_string_lossy()).is_some()
-    };
-    (!found).then(|| {
-        format!(
-            "{name} is not installed: `{}` is not on PATH. Install it with `{install}`, then \
-             restart agentty or pick it again with /provider; /provider switches to another agent",
-            program.to_string_lossy()
-        )
-    })
-}
