@@ -9,8 +9,6 @@
 //! `nap` (a bash call `sleep 3`, then says how many user messages it got: steering lands there);
 //! a `session` answer to a prompt saying "slow please" streams slowly.
 
-#![allow(dead_code)]
-
 use std::time::Duration;
 
 use serde_json::{json, Value};

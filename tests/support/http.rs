@@ -6,8 +6,6 @@
 //! Every request is recorded, so a test can assert how many reached the server. The server
 //! stops when dropped.
 
-#![allow(dead_code)]
-
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -129,10 +127,6 @@ impl FakeHttpServer {
             requests,
             accept_task,
         })
-    }
-
-    pub fn port(&self) -> u16 {
-        self.port
     }
 
     /// `http://127.0.0.1:PORT`

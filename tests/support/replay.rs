@@ -1,14 +1,10 @@
 //! A [`RecordedRun`] fed through a mapper exactly as the runner feeds it, and the shared
 //! stream's rules ([`stream_violations`]) that every mapper keeps on every capture.
-//!
-//! Needs `#[path = "support/captures.rs"] mod captures;` beside it in the test crate.
-// Each test crate uses only some of these helpers.
-#![allow(dead_code, unused_macros)]
 
 use agentty::provider::{AgentOutcome, ExitFacts, LineVerdict, Mapper};
 use agentty::stream::{notice_kind, AgentMessage};
 
-use crate::captures::{Channel, RecordedRun};
+use super::captures::{Channel, RecordedRun};
 
 /// One `#[test]` per capture, named after it, that runs `$check("<name>")` (or, with
 /// `<name> => <arg>`, `$check("<name>", <arg>)`); and `CAPTURES`, every name in order, for
@@ -24,7 +20,6 @@ macro_rules! capture_tests {
         )*
     };
 }
-#[allow(unused_imports)]
 pub(crate) use capture_tests;
 
 /// What a mapper made of a recorded run.

@@ -2,7 +2,6 @@
 //! keys and read back as text. Each test has its own tmux server (`-L <socket>`), so tests run
 //! in parallel. Without tmux the tests fail (CI installs it); `AGENTTY_SKIP_TMUX_TESTS=1` skips
 //! them on purpose, with a note.
-#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -132,7 +131,6 @@ impl Pane {
 }
 
 /// `impl Deref<Target = Pane>` for a session type that has its pane in a field `pane`.
-#[allow(unused_macros)]
 macro_rules! deref_to_pane {
     ($session:ty) => {
         impl std::ops::Deref for $session {
@@ -144,7 +142,6 @@ macro_rules! deref_to_pane {
         }
     };
 }
-#[allow(unused_imports)]
 pub(crate) use deref_to_pane;
 
 /// (pid, command line) of live processes whose environment holds `AGENTTY_STATE_DIR=dir`: the
