@@ -1,10 +1,13 @@
 //! Structured fuzzing of every mapper with proptest: real capture streams, with lines mutated
 //! (wrong types for known fields, missing fields, other event types, huge numbers, deep nesting,
-//! cut lines, flipped bytes), dropped or repeated, run as one attempt each. Every case must keep
-//! the shared stream's structure (`support/replay.rs`): a session header at most once and first,
-//! every tool call announced once and ended once, no update or result for a call that is not
-//! open, no thought inside a tool call, no terminal message from the mapper; and the attempt
-//! ends with exactly one terminal message. A failing case is shrunk to a small one.
+//! cut lines, flipped bytes), dropped or repeated, run as one attempt each. Every attempt, its
+//! terminal message included, must keep the shared stream's contract
+//! (`support/replay.rs`, `attempt_violations`): exactly one terminal message, last; a session
+//! header at most once and first; every tool call announced once and ended once, no update or
+//! result for a call that is not open, no thought inside a tool call; a `terminal.failed` text
+//! that is exactly the assistant deltas; every message's wire line one inert line that reads
+//! back as the message. A failing case is shrunk to a small one. The checks' own tests below
+//! show each of them failing on a broken stream.
 //!
 //! `AGENTTY_FUZZ_CASES` attempts per mapper (default 20,000: about 1.4 million mapped lines
 //! over the five mappers, some 25–35 s for this file in a debug build on a shared 2-core
@@ -26,7 +29,7 @@ use agentty::process::{ExitReport, Line};
 use agentty::provider::runner::{AttemptMapping, EndedBy};
 use agentty::provider::{build_backend, AttemptRequest};
 use agentty::stream::{AgentMessage, StopStage};
-use replay::structure_violations;
+use replay::{attempt_violations, wire_line_violations};
 
 /// What happens to one line of a capture stream.
 #[derive(Debug, Clone)]
@@ -270,10 +273,11 @@ fn run_case(
         !stopped || matches!(terminal, AgentMessage::Cancelled { .. }),
         "{provider}: a stopped attempt ended {terminal:?}"
     );
-    let violations = structure_violations(&out);
+    out.push(terminal);
+    let violations = attempt_violations(&out);
     prop_assert!(
         violations.is_empty(),
-        "{provider}: the stream breaks the shared stream's structure: {violations:#?}\nstream: {out:#?}"
+        "{provider}: the attempt breaks the shared stream's contract: {violations:#?}\nstream: {out:#?}"
     );
     Ok(mapped)
 }
@@ -381,4 +385,115 @@ fn the_acp_mapper_keeps_the_stream_rules_on_mutated_captures() {
         ..ProviderSettings::default()
     };
     fuzz_streams("any-acp-agent", &settings, &streams);
+}
+
+// ---- The checks fail on broken attempts ----
+
+fn completed() -> AgentMessage {
+    AgentMessage::Completed {
+        stop_reason: "stop".into(),
+        usage: None,
+    }
+}
+
+fn delta(text: &str) -> AgentMessage {
+    AgentMessage::Assistant { delta: text.into() }
+}
+
+fn failed(text: &str) -> AgentMessage {
+    AgentMessage::Failed(agentty::stream::Failure {
+        text: text.into(),
+        ..agentty::stream::Failure::default()
+    })
+}
+
+#[test]
+fn a_sound_attempt_passes_the_checks() {
+    let tool = AgentMessage::ToolCall {
+        id: "t1".into(),
+        name: "bash".into(),
+        input: serde_json::json!({"command": "printf '\\033[2J'"}),
+    };
+    let done = AgentMessage::ToolCompleted {
+        id: "t1".into(),
+        output: "\u{1b}[2J\u{7}".into(),
+    };
+    let attempt = [
+        delta("a\u{1b}]0;x\u{7}"),
+        tool,
+        done,
+        delta("b"),
+        failed("a\u{1b}]0;x\u{7}b"),
+    ];
+    assert_eq!(attempt_violations(&attempt), Vec::<String>::new());
+}
+
+#[test]
+fn an_attempt_without_a_terminal_message_fails_the_checks() {
+    assert_eq!(attempt_violations(&[delta("a")]), ["no terminal message"]);
+}
+
+#[test]
+fn a_terminal_message_that_is_not_last_fails_the_checks() {
+    assert_eq!(
+        attempt_violations(&[completed(), delta("a")]),
+        ["terminal message at position 0 of 2, not last"]
+    );
+}
+
+#[test]
+fn two_terminal_messages_fail_the_checks() {
+    assert_eq!(
+        attempt_violations(&[delta("a"), completed(), completed()]),
+        ["2 terminal messages: [1, 2]"]
+    );
+}
+
+#[test]
+fn a_failure_text_other_than_the_deltas_fails_the_checks() {
+    assert_eq!(
+        attempt_violations(&[delta("one "), delta("two"), failed("one")]),
+        ["terminal.failed text \"one\" is not the assistant deltas \"one two\""]
+    );
+}
+
+#[test]
+fn a_structure_break_before_the_terminal_fails_the_checks() {
+    let update = AgentMessage::ToolUpdate {
+        id: "t9".into(),
+        output: "x".into(),
+    };
+    assert_eq!(
+        attempt_violations(&[update, completed()]),
+        ["update of tool call t9, which is not open"]
+    );
+}
+
+#[test]
+fn a_wire_line_with_raw_control_bytes_or_another_message_fails_the_checks() {
+    let message = delta("\u{1b}[2J");
+    assert_eq!(
+        wire_line_violations(&message.to_json_line(), &message),
+        Vec::<String>::new()
+    );
+    let raw = "{\"type\":\"assistant\",\"delta\":\"\u{1b}[2J\"}";
+    let violations = wire_line_violations(raw, &message);
+    assert_eq!(
+        violations[0],
+        format!("raw control character '\\u{{1b}}' in the wire line {raw:?}")
+    );
+    // JSON does not allow it either.
+    assert!(
+        violations[1].contains("does not read back"),
+        "{violations:?}"
+    );
+    assert_eq!(violations.len(), 2);
+    let other = r#"{"type":"assistant","delta":"[2J"}"#;
+    assert_eq!(
+        wire_line_violations(other, &message),
+        [format!(
+            "the wire line {other:?} reads back as {:?}",
+            delta("[2J")
+        )]
+    );
 }

@@ -221,3 +221,65 @@ fn repeated_passage(text: &str) -> Option<String> {
             .map(|len| String::from_utf8_lossy(&bytes[start..start + len]).into_owned())
     })
 }
+
+/// Ways one whole attempt (`attempt`: every message, the terminal one included) breaks the
+/// shared stream's contract, beyond [`structure_violations`] of what precedes the terminal:
+/// - exactly one terminal message, and it is the last;
+/// - a `terminal.failed`'s `text` is exactly the attempt's assistant deltas, concatenated (the
+///   text the user saw is the text the failure reports);
+/// - every message's wire line ([`wire_line_violations`]) is one inert line that reads back as
+///   the message.
+pub fn attempt_violations(attempt: &[AgentMessage]) -> Vec<String> {
+    let terminals: Vec<usize> = attempt
+        .iter()
+        .enumerate()
+        .filter(|(_, message)| message.is_terminal())
+        .map(|(index, _)| index)
+        .collect();
+    let mut violations = Vec::new();
+    match terminals.as_slice() {
+        [] => violations.push("no terminal message".to_string()),
+        [last] if *last + 1 == attempt.len() => {}
+        [at] => violations.push(format!(
+            "terminal message at position {at} of {}, not last",
+            attempt.len()
+        )),
+        several => violations.push(format!("{} terminal messages: {several:?}", several.len())),
+    }
+    let before_terminal = terminals.first().map_or(attempt, |&at| &attempt[..at]);
+    violations.extend(structure_violations(before_terminal));
+    if let Some(AgentMessage::Failed(failure)) = attempt.last() {
+        let deltas = agentty::stream::assistant_text(before_terminal);
+        if failure.text != deltas {
+            violations.push(format!(
+                "terminal.failed text {:?} is not the assistant deltas {deltas:?}",
+                failure.text
+            ));
+        }
+    }
+    for message in attempt {
+        violations.extend(wire_line_violations(&message.to_json_line(), message));
+    }
+    violations
+}
+
+/// Ways `line`, the wire form of `message` (headless output, session logs), is not one inert
+/// line that reads back as `message`: a raw C0 control character (a newline would split the
+/// line, an ESC or BEL would act on the terminal `agentty run` prints to) or DEL, or a line
+/// that parses as something else.
+pub fn wire_line_violations(line: &str, message: &AgentMessage) -> Vec<String> {
+    let mut violations = Vec::new();
+    if let Some(raw) = line.chars().find(|c| c.is_ascii_control()) {
+        violations.push(format!(
+            "raw control character {raw:?} in the wire line {line:?}"
+        ));
+    }
+    match AgentMessage::from_json_line(line) {
+        Ok(read) if read == *message => {}
+        Ok(read) => violations.push(format!("the wire line {line:?} reads back as {read:?}")),
+        Err(error) => violations.push(format!(
+            "the wire line {line:?} does not read back: {error}"
+        )),
+    }
+    violations
+}
