@@ -426,12 +426,35 @@ fn stopping_leaves_no_grandchild_behind() {
     session.wait_for_no_agents();
 }
 
+/// Clear screen, cursor home, window title (OSC 0), clipboard write (OSC 52), bracketed-paste
+/// end, cursor move: what a hostile agent puts in its text.
+const HOSTILE: &str =
+    "A\u{1b}[2J\u{1b}[H\u{1b}]0;pwned-title\u{7}\u{1b}]52;c;cHduZWQ=\u{7}\u{1b}[201~\u{1b}[10;10HZ";
+
+/// Which of [`HOSTILE`]'s sequences appear raw in `written` (bytes sent to the terminal).
+/// agentty itself writes no BEL and no OSC unless the user copies (OSC 52), which these tests
+/// never do.
+fn leaked_sequences(written: &[u8]) -> Vec<&'static str> {
+    const SEQUENCES: &[(&str, &[u8])] = &[
+        ("BEL", b"\x07"),
+        ("OSC (title, clipboard)", b"\x1b]"),
+        ("clear screen after the agent's A", b"A\x1b[2J"),
+        ("bracketed-paste end", b"\x1b[201~"),
+        ("cursor move before the agent's Z", b"\x1b[10;10HZ"),
+    ];
+    SEQUENCES
+        .iter()
+        .filter(|(_, bytes)| written.windows(bytes.len()).any(|window| window == *bytes))
+        .map(|(name, _)| *name)
+        .collect()
+}
+
 /// A pi `--mode json` stream whose text, thinking and tool output carry hostile escape
 /// sequences: clear screen, window title (OSC 0), clipboard write (OSC 52), bracketed-paste end,
 /// cursor moves.
 fn hostile_pi_stream() -> String {
     use serde_json::json;
-    let hostile = "A\u{1b}[2J\u{1b}[H\u{1b}]0;pwned-title\u{7}\u{1b}]52;c;cHduZWQ=\u{7}\u{1b}[201~\u{1b}[10;10HZ";
+    let hostile = HOSTILE;
     let text = format!("Escapes ahead: {hostile} end of answer");
     let usage = json!({"input":1,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":2,
         "cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}});
@@ -476,6 +499,8 @@ fn hostile_escape_sequences_neither_retitle_nor_clear_the_terminal() {
         return;
     };
     session.wait_until_ready();
+    let recording = dir.path().join("terminal.bytes");
+    session.record_output(&recording);
     // Let applications write tmux's clipboard, so that a leaked OSC 52 would show as a buffer.
     session.tmux(&["set", "-g", "set-clipboard", "on"]);
     let title_before = session.pane_flag("#{pane_title}");
@@ -488,8 +513,21 @@ fn hostile_escape_sequences_neither_retitle_nor_clear_the_terminal() {
         "the prompt is still on screen:\n{screen}"
     );
     session.keys(&["C-o"]);
-    let expanded = session.screen();
-    assert!(!expanded.contains("pwned-title\u{7}"), "{expanded}");
+    // What agentty wrote to the terminal, read where the screen cannot show it: the agent's
+    // sequences arrived as text (␛ pictures), none as bytes the terminal would act on.
+    // The words of the answer's last line arrive as separate writes (ratatui skips the
+    // unchanged spaces between them).
+    let written = tmux::recorded_until(&recording, b"answer");
+    assert!(
+        written.windows(3).any(|window| window == "␛".as_bytes()),
+        "the recording holds the agent's text"
+    );
+    let leaked = leaked_sequences(&written);
+    assert!(
+        leaked.is_empty(),
+        "the agent's {leaked:?} reached the terminal:\n{}",
+        String::from_utf8_lossy(&written).escape_debug()
+    );
     assert_eq!(
         session.pane_flag("#{pane_title}"),
         title_before,
@@ -753,4 +791,43 @@ fn orphans_that_exit_on_their_own_are_reaped_not_left_as_zombies() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// The recording of [`hostile_escape_sequences_neither_retitle_nor_clear_the_terminal`] sees
+/// sequences that do reach the terminal: a program that prints [`HOSTILE`] raw leaks them all.
+#[test]
+fn the_terminal_recording_catches_sequences_a_program_prints_raw() {
+    if !tmux_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let raw = dir.path().join("raw.txt");
+    std::fs::write(&raw, HOSTILE).unwrap();
+    let recording = dir.path().join("terminal.bytes");
+    // Prints only once told to (Enter), after the recorder is attached.
+    let pane = Pane::spawn(
+        socket_name("agentty-raw"),
+        80,
+        24,
+        &format!(
+            "read go; cat {}; echo; echo raw-done; sleep 600",
+            shell_quote(raw.to_str().unwrap())
+        ),
+    );
+    pane.record_output(&recording);
+    pane.keys(&["Enter"]);
+    let written = tmux::recorded_until(&recording, b"raw-done");
+    pane.kill_server();
+    assert_eq!(
+        leaked_sequences(&written),
+        [
+            "BEL",
+            "OSC (title, clipboard)",
+            "clear screen after the agent's A",
+            "bracketed-paste end",
+            "cursor move before the agent's Z",
+        ],
+        "{}",
+        String::from_utf8_lossy(&written).escape_debug()
+    );
 }

@@ -194,3 +194,36 @@ pub fn processes_with_variable(marker: &str) -> Vec<(i32, String)> {
     }
     found
 }
+
+impl Pane {
+    /// Copies every byte the program in the pane writes to its terminal into `file`, from now
+    /// on (`tmux pipe-pane`): what the terminal is told to do, escape sequences and BELs
+    /// included, which a capture (the resulting screen) never shows.
+    pub fn record_output(&self, file: &Path) {
+        let command = format!(
+            "cat >> {}",
+            shell_quote(file.to_str().expect("a UTF-8 path"))
+        );
+        self.tmux(&["pipe-pane", "-o", "-t", self.target, &command]);
+    }
+}
+
+/// The bytes recorded in `file` (by [`Pane::record_output`]) once they hold `needle`: the
+/// recorder runs behind the pane.
+pub fn recorded_until(file: &Path, needle: &[u8]) -> Vec<u8> {
+    let started = Instant::now();
+    loop {
+        let written = std::fs::read(file).unwrap_or_default();
+        if written.windows(needle.len()).any(|window| window == needle) {
+            return written;
+        }
+        if started.elapsed() > WAIT {
+            panic!(
+                "timed out waiting for {:?} in the recorded output:\n{}",
+                String::from_utf8_lossy(needle),
+                String::from_utf8_lossy(&written).escape_debug()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
