@@ -625,10 +625,8 @@ fn parse(source: &str, module: &[String]) -> Parsed {
             Token::Ident(word)
                 if word == "mod" && tokens.get(at + 2) == Some(&Token::Punct(';')) =>
             {
-                if in_test {
-                    if let Some(name) = ident(at + 1) {
-                        parsed.test_children.push(name.to_string());
-                    }
+                if let Some(name) = ident(at + 1).filter(|_| in_test) {
+                    parsed.test_children.push(name.to_string());
                 }
             }
             Token::Ident(word) => {
