@@ -72,7 +72,7 @@ pub(crate) fn export_path(cwd: &Path, file: Option<&str>, conversation: Option<&
         Some(file) => cwd.join(file),
         None => cwd.join(format!(
             "agentty-{}.md",
-            conversation.map_or("conversation", super::resume::short)
+            conversation.map_or("conversation", crate::session_log::short_conversation_id)
         )),
     }
 }

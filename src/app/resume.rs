@@ -301,9 +301,7 @@ fn resumed_notice(summary: &ConversationSummary) -> String {
 }
 
 /// The first characters of an id, enough to tell conversations apart in a message.
-pub fn short(id: &str) -> &str {
-    id.get(..8).unwrap_or(id)
-}
+pub use crate::session_log::short_conversation_id as short;
 
 #[cfg(test)]
 mod tests {

@@ -313,4 +313,3 @@ mod tests {
         assert!(checked > 20, "only {checked} files were read");
     }
 }
-

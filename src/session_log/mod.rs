@@ -25,6 +25,11 @@ pub mod failure;
 pub mod lock;
 pub mod raw;
 mod read;
+/// A conversation id's short form, as the chat names it (the whole id is in the log).
+pub fn short_conversation_id(id: &str) -> &str {
+    id.get(..8).unwrap_or(id)
+}
+
 #[cfg(test)]
 mod read_fuzz;
 pub(crate) mod torn;

@@ -3,12 +3,11 @@
 //! CLI's environment and an agentty config that points the provider at them (`command` /
 //! `acp_command` and `env` in `[providers.gemini|claude|codex]`), what the model received
 //! ([`Server::model_requests`]) and the processes of the run ([`AcpRig::probe`]). Shared by
-//! `tests/real_acp.rs` (headless `agentty run`) and `tests/real_acp_chat.rs` (the full-screen
-//! chat in tmux); the installs are listed in `tests/real_acp.rs`.
+//! `tests/suite/real_acp.rs` (headless `agentty run`) and `tests/suite/real_acp_chat.rs` (the full-screen
+//! chat in tmux); the installs are listed in `tests/suite/real_acp.rs`.
 //!
 //! The test crate declares the modules this one uses: `fake_anthropic`, `fake_codex_server`,
 //! `fake_gemini_server`, `headless_run` and `real_cli`.
-#![allow(dead_code)]
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -19,12 +18,12 @@ use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
 
-use crate::fake_anthropic::{self, FakeAnthropic, Scenario as ClaudeScenario};
-use crate::fake_codex_server::shared::FakeServer;
-use crate::fake_codex_server::{self, CodexScenario};
-use crate::fake_gemini_server::{self, GeminiScenario, STREAM_PATH};
-use crate::headless_run::{Finished, HeadlessRun};
-use crate::real_cli::{real_cli, ProcessProbe};
+use super::fake_anthropic::{self, FakeAnthropic, Scenario as ClaudeScenario};
+use super::fake_codex_server::shared::FakeServer;
+use super::fake_codex_server::{self, CodexScenario};
+use super::fake_gemini_server::{self, GeminiScenario, STREAM_PATH};
+use super::headless_run::{Finished, HeadlessRun};
+use super::real_cli::{real_cli, ProcessProbe};
 
 pub const GEMINI_BIN: &str = "/tmp/gemini-cli/node_modules/.bin/gemini";
 pub const CLAUDE_ACP_BIN: &str = "/tmp/claude-acp/node_modules/.bin/claude-agent-acp";

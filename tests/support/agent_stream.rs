@@ -1,5 +1,4 @@
 //! Reading a provider's stream in process tests, and watching the processes it leaves.
-#![allow(dead_code)]
 
 use std::time::{Duration, Instant};
 

@@ -5,7 +5,6 @@
 //! have seen: the output lines in arrival order and how the CLI ended. Each CLI's captures
 //! were recorded by its own harness, so the meta files differ in how they write a stop; the
 //! one parser here knows all of them (see [`RecordedRun::parse`]).
-#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 

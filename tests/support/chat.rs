@@ -1,7 +1,6 @@
 //! The chat on ratatui's `TestBackend`: an [`AppState`] and its [`ChatView`] driven by hand-made
 //! orchestrator events and keys with an injected clock (milliseconds after `t0`), drawn to a
 //! string for insta snapshots.
-#![allow(dead_code)]
 
 use std::time::{Duration, Instant};
 

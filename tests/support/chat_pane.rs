@@ -3,7 +3,6 @@
 //! `AGENTTY_STATE_DIR=<dir>` in its environment, which is how leftovers are found and killed
 //! when the state dir is dropped. The pane prints agentty's exit status and the terminal modes
 //! after it ends, so a test can see that the terminal was restored.
-#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

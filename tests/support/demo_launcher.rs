@@ -1,6 +1,5 @@
 //! The demo agent behind a launcher script that records the PID of every start, with a state
 //! dir of its own: the stand-in agent of the long-lived transport tests.
-#![allow(dead_code)]
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

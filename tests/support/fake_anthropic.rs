@@ -8,7 +8,6 @@
 //! `tools` are the conversation ("main" requests); the others get a short "ok".
 //! Every request is logged for the test to inspect. Keep-alive connections are served until
 //! the client closes them; the server stops when dropped.
-#![allow(dead_code)]
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

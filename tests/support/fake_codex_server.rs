@@ -3,7 +3,6 @@
 //! events Codex builds its items from.
 //!
 //! [`shared`] holds the HTTP plumbing, which the Gemini fake server uses as well.
-#![allow(dead_code)]
 
 use std::time::Duration;
 
@@ -21,7 +20,6 @@ pub mod shared {
     /// One HTTP request the fake server received.
     #[derive(Debug, Clone)]
     pub struct Request {
-        pub method: String,
         pub path: String,
         pub body: Vec<u8>,
         /// When the request's body had been read (to time a CLI's start-up from outside).
@@ -69,11 +67,6 @@ pub mod shared {
             };
             self.stream.write_all(text.as_bytes())?;
             self.stream.flush()
-        }
-
-        /// Cuts the connection mid-answer.
-        pub fn drop_connection(self) {
-            let _ = self.stream.shutdown(std::net::Shutdown::Both);
         }
     }
 
@@ -126,9 +119,12 @@ pub mod shared {
         if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
             return;
         }
-        let mut parts = request_line.split_whitespace();
-        let method = parts.next().unwrap_or_default().to_owned();
-        let path = parts.next().unwrap_or_default().to_owned();
+        // "METHOD PATH VERSION": the method is not needed.
+        let path = request_line
+            .split_whitespace()
+            .nth(1)
+            .unwrap_or_default()
+            .to_owned();
         let mut content_length = 0;
         loop {
             let mut header = String::new();
@@ -146,7 +142,6 @@ pub mod shared {
             return;
         }
         let request = Request {
-            method,
             path,
             body,
             received_at: std::time::Instant::now(),

@@ -3,13 +3,12 @@
 //! scenario, side calls (`…:generateContent`, which ask for JSON by schema) answered with a
 //! value filled from the schema, `…:countTokens` with a count. Built on the HTTP plumbing in
 //! `fake_codex_server::shared`.
-#![allow(dead_code)]
 
 use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
-use crate::fake_codex_server::shared::{Exchange, FakeServer, Request};
+use super::fake_codex_server::shared::{Exchange, FakeServer, Request};
 
 /// What the fake Gemini API streams for the main turn.
 #[derive(Debug, Clone)]

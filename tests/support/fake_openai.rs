@@ -10,8 +10,6 @@
 //! a `session` answer to a prompt saying "slow please" streams slowly; `edit` (a bash call
 //! `printf 'v2\n' > notes.txt`, then text).
 
-#![allow(dead_code)]
-
 use std::time::Duration;
 
 use serde_json::{json, Value};

@@ -3,7 +3,6 @@
 //! stderr is kept, which can be sent SIGINT, and whose end is awaited with a limit. The
 //! messages stay `serde_json::Value`s: the field names of DESIGN.md's table are the contract
 //! checked here, not the crate's own types.
-#![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -97,20 +96,6 @@ impl HeadlessRun {
     pub fn messages(&self) -> Vec<Value> {
         let lines = self.lines.lock().unwrap();
         lines.iter().map(|(_, value)| value.clone()).collect()
-    }
-
-    /// Waits up to `limit` for the messages so far to satisfy `ready`; whether they did.
-    pub async fn wait_for(&self, limit: Duration, ready: impl Fn(&[Value]) -> bool) -> bool {
-        let deadline = Instant::now() + limit;
-        loop {
-            if ready(&self.messages()) {
-                return true;
-            }
-            if Instant::now() > deadline {
-                return false;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
     }
 
     /// SIGINT to agentty (what Ctrl-C in a terminal does), which starts the three-stage stop.

@@ -5,7 +5,7 @@
 //!
 //! Every request is recorded, so a test can assert how many reached the server. The server
 //! stops when dropped.
-
+// benches/enter_to_request.rs includes this file by #[path] as well and uses only part of it.
 #![allow(dead_code)]
 
 use std::sync::{Arc, Mutex};
@@ -129,10 +129,6 @@ impl FakeHttpServer {
             requests,
             accept_task,
         })
-    }
-
-    pub fn port(&self) -> u16 {
-        self.port
     }
 
     /// `http://127.0.0.1:PORT`

@@ -1,4 +1,4 @@
-//! What the real-CLI tests (`tests/real_*.rs`) share: the opt-in switch and finding the CLI,
+//! What the real-CLI tests (`tests/suite/real_*.rs`) share: the opt-in switch and finding the CLI,
 //! a provider for it in a throwaway home and working directory ([`Rig`]), running an attempt
 //! to its terminal message, finding the processes an attempt started, and whole conversations
 //! through the real orchestrator whose retried turns are checked against what the model
@@ -6,7 +6,6 @@
 //!
 //! An attempt read with [`collect`] has been checked to end, with exactly one terminal
 //! message, last.
-#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -32,7 +31,7 @@ pub const RUN_LIMIT: Duration = Duration::from_secs(120);
 
 /// The CLI to test: the path in `override_var`, else `default_path` (where the npm install
 /// the test file names puts it), else the program of that name on PATH. The real-CLI tests are
-/// `#[ignore]`d (`cargo test --test real_pi -- --ignored` runs them): once run, a missing CLI
+/// `#[ignore]`d (`cargo test --test suite -- --ignored real_pi::` runs pi's): once run, a missing CLI
 /// is a failure, never a skip. (`Option` for the callers' `let … else`; never `None`.)
 pub fn real_cli(test: &str, override_var: &str, default_path: &str) -> Option<PathBuf> {
     eprintln!("{test}: against the real CLI");

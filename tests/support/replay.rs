@@ -1,14 +1,10 @@
 //! A [`RecordedRun`] fed through a mapper exactly as the runner feeds it, and the shared
 //! stream's rules ([`stream_violations`]) that every mapper keeps on every capture.
-//!
-//! Needs `#[path = "support/captures.rs"] mod captures;` beside it in the test crate.
-// Each test crate uses only some of these helpers.
-#![allow(dead_code, unused_macros)]
 
 use agentty::provider::{AgentOutcome, ExitFacts, LineVerdict, Mapper};
 use agentty::stream::{AgentMessage, NoticeKind};
 
-use crate::captures::{Channel, RecordedRun};
+use super::captures::{Channel, RecordedRun};
 
 /// One `#[test]` per capture, named after it, that runs `$check("<name>")` (or, with
 /// `<name> => <arg>`, `$check("<name>", <arg>)`); and `CAPTURES`, every name in order, for
@@ -24,7 +20,6 @@ macro_rules! capture_tests {
         )*
     };
 }
-#[allow(unused_imports)]
 pub(crate) use capture_tests;
 
 /// What a mapper made of a recorded run.
@@ -227,4 +222,67 @@ fn repeated_passage(text: &str) -> Option<String> {
             .find(|len| bytes[start..start + len] == bytes[start + len..start + 2 * len])
             .map(|len| String::from_utf8_lossy(&bytes[start..start + len]).into_owned())
     })
+}
+
+/// Ways one whole attempt (`attempt`: every message, the terminal one included) breaks the
+/// shared stream's contract, beyond [`structure_violations`] of what precedes the terminal:
+/// - exactly one terminal message, and it is the last;
+/// - a `terminal.failed`'s `text` is exactly the attempt's assistant deltas, concatenated (the
+///   text the user saw is the text the failure reports);
+/// - every message's wire line ([`wire_line_violations`]) is one inert line that reads back as
+///   the message.
+pub fn attempt_violations(attempt: &[AgentMessage]) -> Vec<String> {
+    let terminals: Vec<usize> = attempt
+        .iter()
+        .enumerate()
+        .filter(|(_, message)| message.is_terminal())
+        .map(|(index, _)| index)
+        .collect();
+    let mut violations = Vec::new();
+    match terminals.as_slice() {
+        [] => violations.push("no terminal message".to_string()),
+        [last] if *last + 1 == attempt.len() => {}
+        [at] => violations.push(format!(
+            "terminal message at position {at} of {}, not last",
+            attempt.len()
+        )),
+        several => violations.push(format!("{} terminal messages: {several:?}", several.len())),
+    }
+    let before_terminal = terminals.first().map_or(attempt, |&at| &attempt[..at]);
+    violations.extend(structure_violations(before_terminal));
+    if let Some(AgentMessage::Failed(failure)) = attempt.last() {
+        let deltas = agentty::stream::assistant_text(before_terminal);
+        if failure.text != deltas {
+            violations.push(format!(
+                "terminal.failed text {:?} is not the assistant deltas {deltas:?}",
+                failure.text
+            ));
+        }
+    }
+    for message in attempt {
+        violations.extend(wire_line_violations(&message.to_json_line(), message));
+    }
+    violations
+}
+
+/// Ways `line`, the wire form of `message` (headless output, session logs), is not one inert
+/// line that reads back as `message`: a raw C0 control character (a newline would split the
+/// line, an ESC or BEL would act on the terminal `agentty run` prints to), or a line that
+/// parses as something else. (DEL and C1 controls pass JSON raw; terminals do not act on
+/// DEL, and the fuzz's edits do not make C1.)
+pub fn wire_line_violations(line: &str, message: &AgentMessage) -> Vec<String> {
+    let mut violations = Vec::new();
+    if let Some(raw) = line.chars().find(|c| *c < ' ') {
+        violations.push(format!(
+            "raw control character {raw:?} in the wire line {line:?}"
+        ));
+    }
+    match AgentMessage::from_json_line(line) {
+        Ok(read) if read == *message => {}
+        Ok(read) => violations.push(format!("the wire line {line:?} reads back as {read:?}")),
+        Err(error) => violations.push(format!(
+            "the wire line {line:?} does not read back: {error}"
+        )),
+    }
+    violations
 }

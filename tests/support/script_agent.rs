@@ -2,7 +2,6 @@
 //! stream itself: each stdout line is an `AgentMessage` JSON line, and a `terminal.completed`
 //! or `terminal.failed` line is the agent saying how it ended. This exercises the real process
 //! layer and runner with real child processes; only the JSON dialect is simplified.
-#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -155,7 +154,8 @@ pub fn process_gone(pid: i32) -> bool {
 pub struct PidScript {
     pub script: PathBuf,
     pub pid_file: PathBuf,
-    pub dir: TempDir,
+    /// The folder, deleted when the script is dropped.
+    _dir: TempDir,
 }
 
 /// Writes the agent script `body(pid_file)`, where `pid_file` is the path for its PIDs (one
@@ -167,7 +167,7 @@ pub fn pid_script(body: impl FnOnce(&str) -> String) -> PidScript {
     PidScript {
         script,
         pid_file,
-        dir,
+        _dir: dir,
     }
 }
 

@@ -2,7 +2,6 @@
 //! keys and read back as text. Each test has its own tmux server (`-L <socket>`), so tests run
 //! in parallel. Without tmux the tests fail (CI installs it); `AGENTTY_SKIP_TMUX_TESTS=1` skips
 //! them on purpose, with a note.
-#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -132,7 +131,6 @@ impl Pane {
 }
 
 /// `impl Deref<Target = Pane>` for a session type that has its pane in a field `pane`.
-#[allow(unused_macros)]
 macro_rules! deref_to_pane {
     ($session:ty) => {
         impl std::ops::Deref for $session {
@@ -144,7 +142,6 @@ macro_rules! deref_to_pane {
         }
     };
 }
-#[allow(unused_imports)]
 pub(crate) use deref_to_pane;
 
 /// (pid, command line) of live processes whose environment holds `AGENTTY_STATE_DIR=dir`: the
@@ -196,4 +193,37 @@ pub fn processes_with_variable(marker: &str) -> Vec<(i32, String)> {
         found.push((pid, command));
     }
     found
+}
+
+impl Pane {
+    /// Copies every byte the program in the pane writes to its terminal into `file`, from now
+    /// on (`tmux pipe-pane`): what the terminal is told to do, escape sequences and BELs
+    /// included, which a capture (the resulting screen) never shows.
+    pub fn record_output(&self, file: &Path) {
+        let command = format!(
+            "cat >> {}",
+            shell_quote(file.to_str().expect("a UTF-8 path"))
+        );
+        self.tmux(&["pipe-pane", "-o", "-t", self.target, &command]);
+    }
+}
+
+/// The bytes recorded in `file` (by [`Pane::record_output`]) once they hold `needle`: the
+/// recorder runs behind the pane.
+pub fn recorded_until(file: &Path, needle: &[u8]) -> Vec<u8> {
+    let started = Instant::now();
+    loop {
+        let written = std::fs::read(file).unwrap_or_default();
+        if written.windows(needle.len()).any(|window| window == needle) {
+            return written;
+        }
+        if started.elapsed() > WAIT {
+            panic!(
+                "timed out waiting for {:?} in the recorded output:\n{}",
+                String::from_utf8_lossy(needle),
+                String::from_utf8_lossy(&written).escape_debug()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }

@@ -939,7 +939,26 @@ fn summarize_tool_input(input: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::summarize_tool_input;
+    use crate::config::RetryPolicy;
+    use crate::stream::Failure;
     use serde_json::json;
+
+    fn failure(message: &str, http_status: Option<u16>) -> Failure {
+        Failure {
+            reason: crate::stream::FailureReason::AgentError,
+            message: message.into(),
+            exit_code: Some(0),
+            http_status,
+            ..Failure::default()
+        }
+    }
+
+    fn enabled() -> RetryPolicy {
+        RetryPolicy {
+            enabled: true,
+            ..RetryPolicy::default()
+        }
+    }
 
     #[test]
     fn a_tool_input_is_summarised_by_what_it_runs() {
@@ -976,5 +995,93 @@ mod tests {
             !id.chars().any(|c| c.is_control() || c == '\u{202e}'),
             "{id:?}"
         );
+    }
+
+    /// The chat's failure notice and whether a countdown follows, when the orchestrator's
+    /// machine (holding `machine_policy`) and the chat (holding `chat_policy`) see a retryable
+    /// failure of attempt 1, after `switch_to` was set mid-turn (if any).
+    fn notice_after_failure(
+        machine_policy: RetryPolicy,
+        chat_policy: RetryPolicy,
+        switch_to: Option<RetryPolicy>,
+    ) -> (String, bool) {
+        use crate::app::state::{AppState, StartupInfo};
+        use crate::app::transcript::CellBody;
+        use crate::orchestrator::fsm::{Effect, Input, Machine};
+        use crate::orchestrator::{Command, OrchestratorEvent};
+        use crate::provider::SessionRef;
+        use crate::stream::AgentMessage;
+
+        let now = std::time::Instant::now();
+        let mut machine = Machine::new(machine_policy, SessionRef::New);
+        let mut chat = AppState::new(StartupInfo {
+            retry_policy: chat_policy,
+            ..StartupInfo::default()
+        });
+        let feed = |effects: Vec<Effect>, chat: &mut AppState| {
+            for effect in effects {
+                if let Effect::Emit(event) = effect {
+                    chat.on_orchestrator_event(event, now);
+                }
+            }
+        };
+        let effects = machine.handle(Input::Command(Command::Submit("hi".into())));
+        feed(effects, &mut chat);
+        if let Some(policy) = switch_to {
+            let effects = machine.handle(Input::Command(Command::SetRetryPolicy(policy)));
+            feed(effects, &mut chat);
+        }
+        let effects = machine.handle(Input::Agent {
+            turn: 1,
+            attempt: 1,
+            message: AgentMessage::Failed(failure("500 fake internal server error", Some(500))),
+        });
+        let retry_scheduled = effects.iter().any(|effect| {
+            matches!(
+                effect,
+                Effect::Emit(OrchestratorEvent::RetryScheduled { .. })
+            )
+        });
+        feed(effects, &mut chat);
+        let notices: Vec<_> = chat
+            .transcript
+            .cells()
+            .iter()
+            .filter_map(|cell| match &cell.body {
+                CellBody::Notice(notice) => Some(notice.clone()),
+                _ => None,
+            })
+            .collect();
+        let countdown = notices.iter().any(|notice| notice.countdown.is_some());
+        assert_eq!(
+            countdown, retry_scheduled,
+            "the countdown follows the machine"
+        );
+        (notices[0].message.as_str().to_owned(), countdown)
+    }
+
+    #[test]
+    fn the_notice_says_what_the_machine_decided_even_when_the_policy_changed_mid_turn() {
+        // Retry was on when the turn started and turned off during it: the machine does not
+        // retry, and the notice says retry is off (the attempt count of the turn said 3).
+        let (message, countdown) =
+            notice_after_failure(enabled(), enabled(), Some(RetryPolicy::default()));
+        assert!(!countdown);
+        assert!(
+            message.ends_with("automatic retry is off (Ctrl+X → Settings) · Ctrl+X → Retry or /retry to try again"),
+            "{message}"
+        );
+        // Turned on during the turn: the machine retries, and the notice promises nothing else.
+        let (message, countdown) = notice_after_failure(
+            RetryPolicy::default(),
+            RetryPolicy::default(),
+            Some(enabled()),
+        );
+        assert!(countdown);
+        assert_eq!(message, "Failed: 500 fake internal server error · HTTP 500");
+        // The chat's own copy of the policy plays no part: the machine's verdict is rendered.
+        let (message, countdown) = notice_after_failure(enabled(), RetryPolicy::default(), None);
+        assert!(countdown);
+        assert_eq!(message, "Failed: 500 fake internal server error · HTTP 500");
     }
 }

@@ -6,9 +6,9 @@ use std::time::Instant;
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 use super::{AppEffect, AppState, ScrollAction};
+use crate::app::action::Action;
 use crate::app::history_search::HistorySearch;
 use crate::app::keymap::{command_for, KeyCommand};
-use crate::app::action::Action;
 use crate::app::menu::{ActionMenu, Overlay};
 use crate::app::transcript::{CellBody, CellId};
 use crate::orchestrator::Command;

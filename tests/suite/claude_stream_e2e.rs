@@ -1,0 +1,139 @@
+//! End-to-end in tmux: the chat on the demo agent playing Claude Code's stream-json control
+//! protocol (`--transport stream`). The agent asks before it writes a file; one key allows it
+//! and the file is on disk; `r` rejects with a note the agent receives; Shift+Tab cycles
+//! Claude Code's permission modes and `/model` switches the model, both shown in the status
+//! bar. Without tmux these tests fail; `AGENTTY_SKIP_TMUX_TESTS=1` skips them on purpose.
+
+use crate::support::tmux;
+
+use tmux::tmux_available;
+
+struct Pane {
+    pane: tmux::Pane,
+    state: tempfile::TempDir,
+    work: tempfile::TempDir,
+}
+
+impl Pane {
+    fn start(name: &str, width: u16, height: u16) -> Option<Pane> {
+        if !tmux_available() {
+            return None;
+        }
+        let state = tempfile::tempdir().unwrap();
+        let work = tempfile::tempdir().unwrap();
+        let socket = format!("agentty-cstream-{}-{name}", std::process::id());
+        let command = format!(
+            "cd {work} && AGENTTY_STATE_DIR={state} AGENTTY_DEMO_STATE_DIR={state}/demo \
+             AGENTTY_DEMO_TIME_SCALE=0.1 exec {bin} --provider demo --transport stream",
+            work = work.path().display(),
+            state = state.path().display(),
+            bin = env!("CARGO_BIN_EXE_agentty"),
+        );
+        let pane = Pane {
+            pane: tmux::Pane::spawn(socket, width, height, &command),
+            state,
+            work,
+        };
+        pane.pane.wait_for_text("Ask the agent anything");
+        Some(pane)
+    }
+
+    /// The prompt is armed once typing has paused.
+    fn wait_armed(&self) -> String {
+        self.pane.wait_for_text("press a key to answer")
+    }
+}
+
+impl Drop for Pane {
+    fn drop(&mut self) {
+        self.pane.kill_server();
+        let _ = &self.state;
+    }
+}
+
+#[test]
+fn a_write_is_asked_allowed_with_one_key_and_on_disk() {
+    let Some(pane) = Pane::start("allow", 160, 50) else {
+        return;
+    };
+    pane.pane.prompt("please write it");
+    let asked = pane.wait_armed();
+    eprintln!("the prompt at 160x50:\n{asked}");
+    assert!(asked.contains("Allow edit: Write "), "{asked}");
+    assert!(
+        asked.contains("+ written by the demo agent"),
+        "the diff:\n{asked}"
+    );
+    assert!(asked.contains("1 y  Allow once"), "{asked}");
+    assert!(
+        asked.contains("A  Always allow in this session (Write)"),
+        "{asked}"
+    );
+    assert!(
+        asked.contains("· stream"),
+        "the status bar names the transport:\n{asked}"
+    );
+    pane.pane.keys(&["y"]);
+    let done = pane.pane.wait_for_text("Wrote demo-claude.txt.");
+    assert!(done.contains("allowed once (you)"), "{done}");
+    assert_eq!(
+        std::fs::read_to_string(pane.work.path().join("demo-claude.txt")).unwrap(),
+        "written by the demo agent\n"
+    );
+}
+
+#[test]
+fn a_rejection_with_a_note_reaches_the_agent() {
+    let Some(pane) = Pane::start("note", 100, 30) else {
+        return;
+    };
+    pane.pane.prompt("write other.txt please");
+    pane.wait_armed();
+    pane.pane.keys(&["r"]);
+    pane.pane.wait_for_text("What should the agent do instead?");
+    pane.pane.type_text("put it in notes.md");
+    pane.pane.keys(&["Enter"]);
+    let done = pane
+        .pane
+        .wait_for_text("Not written: The user rejected this tool use and said: put it in");
+    assert!(done.contains("rejected (you)"), "{done}");
+    assert!(!pane.work.path().join("other.txt").exists());
+}
+
+#[test]
+fn shift_tab_cycles_the_permission_mode_and_model_switches_the_model() {
+    let Some(pane) = Pane::start("mode", 160, 40) else {
+        return;
+    };
+    let first = pane.pane.wait_for_text("mode default");
+    assert!(first.contains("· default · mode default"), "{first}");
+    pane.pane.keys(&["BTab"]);
+    let accept = pane.pane.wait_for_text("mode accept edits");
+    assert!(accept.contains("Mode: accept edits"), "{accept}");
+    // In acceptEdits Claude Code writes without asking.
+    pane.pane.prompt("please write it");
+    let done = pane.pane.wait_for_text("Wrote demo-claude.txt.");
+    assert!(!done.contains("Permission needed"), "{done}");
+    pane.pane.keys(&["BTab"]);
+    pane.pane.wait_for_text("mode plan");
+    pane.pane.prompt("/model");
+    let picker = pane.pane.wait_for_text("Demo Claude Two");
+    assert!(picker.contains("● Default (demo-claude-1)"), "{picker}");
+    pane.pane.keys(&["Down", "Enter"]);
+    let switched = pane.pane.wait_for_text("· demo-claude-2 · mode plan");
+    assert!(switched.contains("Model: Demo Claude Two"), "{switched}");
+}
+
+#[test]
+fn the_prompt_fits_a_small_terminal() {
+    let Some(pane) = Pane::start("small", 60, 18) else {
+        return;
+    };
+    pane.pane.prompt("please write it");
+    let asked = pane.wait_armed();
+    eprintln!("the prompt at 60x18:\n{asked}");
+    assert!(asked.contains("Allow once"), "{asked}");
+    pane.pane.keys(&["y"]);
+    pane.pane.wait_for_text("Wrote demo-claude.txt.");
+    assert!(pane.work.path().join("demo-claude.txt").exists());
+}

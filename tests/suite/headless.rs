@@ -1,0 +1,118 @@
+//! `agentty run` as scripts use it: JSON lines on stdout, exit statuses, and signals to agentty
+//! that stop the agent's whole tree.
+
+use crate::support::script_agent;
+
+use std::process::{Command, Stdio};
+
+use agentty::stream::{AgentMessage, StopStage};
+use script_agent::{assert_all_gone, pid_script, read_pids_blocking};
+
+fn agentty() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_agentty"));
+    command.env(
+        "AGENTTY_STATE_DIR",
+        std::env::temp_dir().join("agentty-test-state"),
+    );
+    command
+}
+
+fn parse_stream(stdout: &[u8]) -> Vec<AgentMessage> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .map(|line| {
+            AgentMessage::from_json_line(line)
+                .unwrap_or_else(|error| panic!("bad line {line:?}: {error}"))
+        })
+        .collect()
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let no_prompt = agentty().arg("run").output().unwrap();
+    assert_eq!(no_prompt.status.code(), Some(2));
+    let bad_provider = agentty()
+        .args(["run", "--provider", "nope", "hi"])
+        .output()
+        .unwrap();
+    assert_eq!(bad_provider.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad_provider.stderr).contains("unknown provider `nope`"));
+}
+
+#[test]
+fn a_missing_agent_binary_prints_start_failed_and_exits_1() {
+    let output = agentty()
+        .args([
+            "run",
+            "--provider",
+            "pi",
+            "--agent-bin",
+            "/nonexistent/pi",
+            "hi",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let messages = parse_stream(&output.stdout);
+    let [AgentMessage::Failed(failure)] = messages.as_slice() else {
+        panic!("expected one terminal.failed line, got {messages:?}");
+    };
+    assert_eq!(failure.reason, "start_failed");
+}
+
+/// Runs `agentty run` on an agent script that starts a setsid'd tool child and a grandchild
+/// in its group, sends `signal` to agentty, and checks the stream, the exit status and that
+/// no process is left.
+fn signal_mid_turn_leaves_nothing_behind(signal: nix::sys::signal::Signal) {
+    let agent = pid_script(|pids| {
+        format!(
+            "setsid sleep 300 &\ntool=$!\nsleep 300 &\necho \"$$ $tool $!\" > '{pids}'\nwhile :; do sleep 0.05; done"
+        )
+    });
+    let child = agentty()
+        .args(["run", "--provider", "demo", "--agent-bin"])
+        .arg(&agent.script)
+        .arg("hello")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pids = read_pids_blocking(&agent.pid_file);
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), signal).unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(130));
+    let messages = parse_stream(&output.stdout);
+    assert!(
+        matches!(
+            messages.last(),
+            Some(AgentMessage::Cancelled {
+                stop_stage: StopStage::Interrupt,
+                ..
+            })
+        ),
+        "{messages:?}"
+    );
+    assert_eq!(pids.len(), 3);
+    assert_all_gone(&pids, &format!("agentty's {signal}"));
+}
+
+#[test]
+fn sigterm_to_agentty_mid_turn_stops_the_agent_tree() {
+    signal_mid_turn_leaves_nothing_behind(nix::sys::signal::Signal::SIGTERM);
+}
+
+#[test]
+fn sigint_to_agentty_mid_turn_stops_the_agent_tree() {
+    signal_mid_turn_leaves_nothing_behind(nix::sys::signal::Signal::SIGINT);
+}
+
+#[test]
+fn sighup_to_agentty_mid_turn_stops_the_agent_tree() {
+    signal_mid_turn_leaves_nothing_behind(nix::sys::signal::Signal::SIGHUP);
+}
+
+/// SIGQUIT's default action would dump core and leave the agent running.
+#[test]
+fn sigquit_to_agentty_mid_turn_stops_the_agent_tree() {
+    signal_mid_turn_leaves_nothing_behind(nix::sys::signal::Signal::SIGQUIT);
+}
