@@ -242,8 +242,8 @@ const HELP: &[HelpRow] = &[
         "reject and say what to do instead: a line to write, Enter sends, Esc goes back",
     ),
     key(
-        &["PgUp", "PgDn"],
-        "(permission) scroll the change being approved when it does not fit (never an answer)",
+        &["PgUp/PgDn (permission)"],
+        "scroll the change being approved when it does not fit (never an answer)",
     ),
     key(
         &["Esc (permission)"],

@@ -27,8 +27,9 @@ const SESSION_HEAD: usize = 8;
 const SESSION_TAIL: usize = 4;
 
 /// A part of the status bar; when space is short, the highest `drop_order` goes first: the
-/// transport, the session, the usage, the model and settings, then the key hints (the way to
-/// every other action), and last the provider and what is happening.
+/// transport, the session, the usage, the context share, then the key hints (the way to every
+/// other action, kept down to about 80 columns), then the model and its settings (what the
+/// user chose must stay in sight), and last the provider and what is happening.
 struct Segment {
     drop_order: u8,
     right: bool,
@@ -81,7 +82,7 @@ pub(crate) fn render_status(state: &AppState, area: Rect, buf: &mut Buffer, now:
     }
     if !settings.is_empty() {
         segments.push(Segment {
-            drop_order: 3,
+            drop_order: 2,
             right: false,
             spans: vec![Span::styled(settings, base)],
         });
@@ -90,7 +91,7 @@ pub(crate) fn render_status(state: &AppState, area: Rect, buf: &mut Buffer, now:
     // `/resume` list and the session log).
     if let Some(session) = &state.session_id {
         segments.push(Segment {
-            drop_order: 5,
+            drop_order: 6,
             right: false,
             spans: vec![Span::styled(
                 format!(" · session {}", short_session_id(session)),
@@ -104,7 +105,7 @@ pub(crate) fn render_status(state: &AppState, area: Rect, buf: &mut Buffer, now:
         .filter(|transport| *transport != Transport::Json)
     {
         segments.push(Segment {
-            drop_order: 6,
+            drop_order: 7,
             right: false,
             spans: vec![Span::styled(format!(" · {}", transport.name()), base)],
         });
@@ -125,7 +126,7 @@ pub(crate) fn render_status(state: &AppState, area: Rect, buf: &mut Buffer, now:
             _ => Color::White,
         };
         segments.push(Segment {
-            drop_order: 3,
+            drop_order: 4,
             right: true,
             spans: vec![Span::styled(format!("│ ctx {percent}% "), base.fg(colour))],
         });
@@ -133,7 +134,7 @@ pub(crate) fn render_status(state: &AppState, area: Rect, buf: &mut Buffer, now:
     let usage = usage_segment(state);
     if !usage.is_empty() {
         segments.push(Segment {
-            drop_order: 4,
+            drop_order: 5,
             right: true,
             spans: vec![Span::styled(format!("│ {usage} "), base)],
         });
@@ -149,7 +150,7 @@ pub(crate) fn render_status(state: &AppState, area: Rect, buf: &mut Buffer, now:
         }
     } else {
         Segment {
-            drop_order: 2,
+            drop_order: 3,
             right: true,
             spans: vec![Span::styled(format!("│ {} ", footer_hint()), base)],
         }

@@ -477,7 +477,7 @@ async fn http_failures_are_classified_by_their_status_and_said_in_the_apis_words
         let headline = chat_headline(failure);
         eprintln!("HTTP {status}: {headline}");
         assert!(
-            headline.starts_with(&format!("Failed: {words} · ")),
+            headline.starts_with(&format!("Failed: {words}")),
             "{headline}"
         );
         assert!(headline.contains(&format!("HTTP {status}")), "{headline}");

@@ -34,6 +34,8 @@ fn a_large_paste_is_folded_in_the_composer_and_the_agent_gets_all_of_it() {
     eprintln!("the folded paste:\n{screen}");
     assert!(!screen.contains("pasted row 2"), "{screen}");
     chat.keys(&["Enter"]);
+    // The answer's last line (the bar says idle before the turn starts, too).
+    chat.wait_for_text("Prompt 1 in session");
     chat.wait_for_text("│ idle");
     chat.quit();
     // The conversation's log has the prompt as the agent got it: every row.

@@ -346,7 +346,9 @@ fn undo_and_rewind_survive_a_resume_and_the_agent_continues_from_the_rewound_poi
 
     // The resumed agent continues from the rewound point.
     pane.prompt("after resume");
-    pane.wait_for_text("Prompt 3 in session");
+    // The resumed transcript already shows "Prompt 3 in session": wait for this answer's echo
+    // (the turn is running from then on), then for its end.
+    pane.wait_for_text("│ after resume");
     pane.wait_for_text("│ idle ");
     assert_eq!(
         requests(session.state.path()).last().unwrap(),
