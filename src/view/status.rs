@@ -426,7 +426,7 @@ mod tests {
     #[test]
     fn the_key_hints_stay_visible_down_to_a_narrow_bar() {
         let state = busy_state();
-        for width in [160, 100, 80, 60, 45] {
+        for width in [160, 100, 80] {
             let line = status_line(&state, width);
             assert!(
                 line.contains(&footer_hint()),
@@ -439,6 +439,10 @@ mod tests {
         let line = status_line(&state, 60);
         assert!(!line.contains("session"), "{line}");
         assert!(!line.contains("12.3k in"), "{line}");
+        // Narrower still, the model the user chose outranks the hints.
+        let line = status_line(&state, 45);
+        assert!(line.contains("claude-sonnet-4-5"), "{line}");
+        assert!(!line.contains(&footer_hint()), "{line}");
     }
 
     #[test]
@@ -449,7 +453,7 @@ mod tests {
         let line = status_line(&state, 160);
         assert!(line.contains("│ ctx 42% "), "{line}");
         // It goes before the key hints when the bar is narrow.
-        let line = status_line(&state, 45);
+        let line = status_line(&state, 60);
         assert!(!line.contains("ctx"), "{line}");
         assert!(line.contains(&footer_hint()), "{line}");
     }
