@@ -894,7 +894,7 @@ async fn rewound(
 /// fake server's request log). The rewind undone, the next request carries all of them again;
 /// rewound once more, they are gone again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_claude:: (README, Tests)"]
 async fn stream_after_a_rewind_the_next_request_no_longer_carries_the_rewound_prompts() {
     use agentty::orchestrator::{spawn_orchestrator, Command, OrchestratorOptions};
 

@@ -794,7 +794,7 @@ async fn rpc_after_a_rewind_the_next_request_no_longer_carries_the_rewound_promp
 /// behaviour, not this one; what is left is to roll the session back past a steer taken after
 /// the stop was asked for.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
+#[ignore = "FAILS TODAY with pi 0.73.1 (issue 28, see above); needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_pi:: (README, Tests)"]
 async fn rpc_a_steer_left_queued_by_a_stop_does_not_reach_the_next_request() {
     let Some(world) = PiWorld::new("rpc_a_steer_left_queued_by_a_stop").await else {
         return;
@@ -864,7 +864,7 @@ async fn rpc_a_steer_left_queued_by_a_stop_does_not_reach_the_next_request() {
 /// pi's bash tool runs `printf 'v2\n' > notes.txt` (over RPC, as the chat runs it): the turn's
 /// `turn.changes` names notes.txt modified (+1 −1), and `/undo` puts "v1" back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the real CLI and a fake model server: cargo test --test <name> -- --ignored (README, Tests)"]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_pi:: (README, Tests)"]
 async fn rpc_a_bash_edit_is_summed_up_and_undone() {
     use agentty::orchestrator::{
         spawn_orchestrator, Command, OrchestratorEvent, OrchestratorOptions,
