@@ -1,5 +1,5 @@
 //! The driver with a scripted in-process provider: timers on a paused clock, no processes.
-//! (Real agent processes are exercised in tests/orchestrator.rs.)
+//! (Real agent processes are exercised in tests/suite/orchestrator.rs.)
 
 use std::collections::VecDeque;
 use std::sync::Mutex;

@@ -664,7 +664,7 @@ fn write_raw_inline(
 /// panic hook exits the process) loses at most what was still queued (and text deltas joined
 /// in the last moment, see [`Coalesced`]). Raw lines go to the compressed sidecar as they are,
 /// never escaped again. A flush there ends a compressed block; flushing the sidecar only at
-/// turn ends was tried and stored more (the 30 kB echo of `tests/session_log_replay.rs`:
+/// turn ends was tried and stored more (the 30 kB echo of `tests/suite/session_log_replay.rs`:
 /// 1.6 MB of sidecar against 0.7 MB). Each part's first write failure is reported (see
 /// `failure`), and that part given up.
 fn write_loop(

@@ -223,7 +223,7 @@ impl Backend for CodexBackend {
     /// Codex keeps a thread as `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<thread id>.jsonl`.
     ///
     /// The rollout is canonical: `exec resume` rebuilds the model's history from it, so
-    /// restoring it undoes a failed attempt for the model (tests/real_codex.rs). Codex 0.171 also
+    /// restoring it undoes a failed attempt for the model (tests/suite/real_codex.rs). Codex 0.171 also
     /// projects it, by byte offset, into `$CODEX_HOME/thread_history_1.sqlite` (the turns and
     /// items its own thread views show); a restored, shorter rollout alone would leave that
     /// projection stale (measured: it kept the failed attempt and skipped what followed), so the

@@ -11,7 +11,7 @@
 //! pi takes such a file as its own. Because it holds no answer yet, pi writes its entries again
 //! when the next answer arrives (the header and the stopped prompt appear twice in the file,
 //! with the same ids); pi reads that back as one path, and the model receives the stopped
-//! prompt once (checked against pi 0.73.1 and a fake model server: `tests/real_pi.rs`).
+//! prompt once (checked against pi 0.73.1 and a fake model server: `tests/suite/real_pi.rs`).
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
