@@ -64,11 +64,12 @@ pub(crate) fn next_step(verdict: &FailureVerdict) -> Option<String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::config::RetryPolicy;
 
-    fn failure(message: &str, http_status: Option<u16>) -> Failure {
+    /// A failure of the agent's own (exit 0), with its HTTP status; also for the state's tests.
+    pub(crate) fn failure(message: &str, http_status: Option<u16>) -> Failure {
         Failure {
             reason: crate::stream::FailureReason::AgentError,
             message: message.into(),
@@ -78,7 +79,8 @@ mod tests {
         }
     }
 
-    fn enabled() -> RetryPolicy {
+    /// The default retry policy, turned on.
+    pub(crate) fn enabled() -> RetryPolicy {
         RetryPolicy {
             enabled: true,
             ..RetryPolicy::default()

@@ -939,26 +939,9 @@ fn summarize_tool_input(input: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::summarize_tool_input;
+    use crate::app::failure_text::tests::{enabled, failure};
     use crate::config::RetryPolicy;
-    use crate::stream::Failure;
     use serde_json::json;
-
-    fn failure(message: &str, http_status: Option<u16>) -> Failure {
-        Failure {
-            reason: crate::stream::FailureReason::AgentError,
-            message: message.into(),
-            exit_code: Some(0),
-            http_status,
-            ..Failure::default()
-        }
-    }
-
-    fn enabled() -> RetryPolicy {
-        RetryPolicy {
-            enabled: true,
-            ..RetryPolicy::default()
-        }
-    }
 
     #[test]
     fn a_tool_input_is_summarised_by_what_it_runs() {
