@@ -202,6 +202,16 @@ pub fn load(summary: ConversationSummary) -> Result<ResumedConversation, String>
             } if !stopped_by_conflicts(&outcome) => {
                 Some((OrchestratorEvent::Undone { turn, outcome }, at_ms))
             }
+            LogEntry::TurnCheckpointed {
+                turn,
+                conversation_rewind,
+            } => Some((
+                OrchestratorEvent::TurnCheckpointed {
+                    turn,
+                    conversation_rewind,
+                },
+                None,
+            )),
             LogEntry::Rewound { rewind, at_ms } if rewind.stopped_by_conflicts().is_none() => {
                 Some((OrchestratorEvent::Rewound(rewind), at_ms))
             }

@@ -24,6 +24,8 @@ pub struct PromptRecord {
     pub sent: Instant,
     /// Its cell in the transcript (marked when a rewind takes the turn back).
     pub cell: crate::app::transcript::CellId,
+    /// Whether the agent's conversation can go back to before it, and why not (sanitised).
+    pub conversation_rewind: Result<(), String>,
 }
 
 /// One row of the picker.
@@ -38,6 +40,9 @@ pub struct RewindEntry {
     pub prompts_taken_back: usize,
     /// The files a rewind of the files to here puts back (this turn's and every later one's).
     pub files_put_back: Vec<String>,
+    /// Whether the agent's conversation can go back to before this prompt, and why not
+    /// (then only the files are offered).
+    pub conversation_rewind: Result<(), String>,
 }
 
 /// The last rewind, while it can be undone (until the next prompt).
@@ -78,6 +83,9 @@ impl RewindChoice {
 
     /// The choices of the "undo the last rewind" row.
     pub const UNDO: [RewindChoice; 2] = [RewindChoice::UndoRewind, RewindChoice::Cancel];
+
+    /// The choices where the agent's conversation cannot go back.
+    pub const FILES_ONLY: [RewindChoice; 2] = [RewindChoice::FilesOnly, RewindChoice::Cancel];
 
     pub fn label(self) -> &'static str {
         match self {
@@ -151,6 +159,11 @@ impl RewindPicker {
     pub fn choices(&self) -> &'static [RewindChoice] {
         if self.on_undo_row() {
             &RewindChoice::UNDO
+        } else if self
+            .selected_entry()
+            .is_some_and(|entry| entry.conversation_rewind.is_err())
+        {
+            &RewindChoice::FILES_ONLY
         } else {
             &RewindChoice::ALL
         }

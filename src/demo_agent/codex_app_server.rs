@@ -230,6 +230,8 @@ impl Server {
             }
             "thread/list" => respond(id, json!({"data": latest_thread(params["cwd"].as_str())})),
             "thread/revert" => self.revert(id, params),
+            "thread/fork" => self.fork(id, params),
+            "thread/turns/list" => self.list_turns(id, params),
             "turn/start" => self.turn(id, params),
             "turn/interrupt" | "turn/steer" => {
                 respond_error(id, -32600, "no active turn to interrupt or steer")
@@ -268,6 +270,56 @@ impl Server {
         thread.save();
         respond(id, json!({"thread": thread.json()}));
         notify("thread/reverted", json!({"threadId": thread.id}));
+    }
+
+    /// A new thread with the turns of a stored one through `lastTurnId`, open in its place.
+    fn fork(&mut self, id: &Value, params: &Value) {
+        let wanted = params["threadId"].as_str().unwrap_or_default();
+        let Some(mut history) = Thread::load(wanted) else {
+            respond_error(
+                id,
+                -32600,
+                &format!("no rollout found for thread id {wanted}"),
+            );
+            return;
+        };
+        if let Some(last) = params["lastTurnId"].as_str() {
+            let Some(at) = history.turns.iter().position(|turn| turn.id == last) else {
+                respond_error(id, -32600, &format!("no turn {last} in the thread"));
+                return;
+            };
+            history.turns.truncate(at + 1);
+        }
+        let fork = Thread {
+            id: uuid_v7(now_ms()),
+            ..history
+        };
+        fork.save();
+        self.open(id, fork);
+    }
+
+    /// The stored thread's turns, newest first (the only order agentty asks for).
+    fn list_turns(&mut self, id: &Value, params: &Value) {
+        let wanted = params["threadId"].as_str().unwrap_or_default();
+        let Some(thread) = Thread::load(wanted) else {
+            respond_error(
+                id,
+                -32600,
+                &format!("no rollout found for thread id {wanted}"),
+            );
+            return;
+        };
+        let limit = params["limit"]
+            .as_u64()
+            .map_or(usize::MAX, |limit| limit as usize);
+        let data: Vec<Value> = thread
+            .turns
+            .iter()
+            .rev()
+            .take(limit)
+            .map(|turn| json!({"id": turn.id, "status": "completed", "items": []}))
+            .collect();
+        respond(id, json!({"data": data, "nextCursor": null}));
     }
 
     fn turn(&mut self, id: &Value, params: &Value) {

@@ -178,6 +178,28 @@ struct Driver {
     agent_session: SessionRef,
 }
 
+/// Whether the agent's conversation can go back to before a turn, from what was kept of its
+/// session when the turn began: nothing to keep (a new session), its files, or the point where
+/// the agent that holds its session can branch it.
+fn conversation_rewind(
+    session: &SessionRef,
+    checkpoint: Option<&SessionCheckpoint>,
+) -> Result<(), String> {
+    match checkpoint {
+        _ if *session == SessionRef::New => Ok(()),
+        None => Err("the agent's session file was not found when that turn began".to_owned()),
+        Some(checkpoint)
+            if checkpoint.is_held_by_agent() && checkpoint.branch_point().is_none() =>
+        {
+            Err(format!(
+                "where {} stood when that turn began is not known",
+                checkpoint.path().display()
+            ))
+        }
+        Some(_) => Ok(()),
+    }
+}
+
 /// Turns whose session checkpoints are kept for `/rewind` (each holds a copy of the agent's
 /// session file, which grows with the conversation).
 const REWINDABLE_TURNS: usize = 50;
@@ -674,29 +696,41 @@ impl Driver {
         }
         let before_rewind = self.current_session_checkpoint();
         let restored = match self.turn_checkpoints.get(&turn) {
-            // The turn began the agent's session: before it there was none.
-            Some((SessionRef::New, _)) => {
-                self.feedback.push_back(Input::Command(Command::NewSession));
-                Ok(())
-            }
-            Some((_, Some(checkpoint))) if checkpoint.is_held_by_agent() => Err(format!(
-                "{} is kept by the agent, which undoes only a turn that did not complete",
-                checkpoint.path().display()
-            )),
-            Some((_, Some(checkpoint))) => match checkpoint.restore() {
-                Ok(()) => {
-                    tracing::info!(turn, file = %checkpoint.path().display(), "agent session rewound");
-                    self.options.provider.session_restored();
-                    Ok(())
-                }
-                Err(error) => Err(format!("its session file cannot be written: {error}")),
-            },
-            Some((_, None)) => {
-                Err("the agent's session file was not found when that turn began".to_owned())
-            }
             None => Err(format!(
                 "agentty keeps the agent's session for the last {REWINDABLE_TURNS} turns only"
             )),
+            Some((session, checkpoint)) => {
+                conversation_rewind(session, checkpoint.as_ref()).and_then(|()| match checkpoint {
+                    // The turn began the agent's session: before it there was none.
+                    _ if *session == SessionRef::New => {
+                        self.feedback.push_back(Input::Command(Command::NewSession));
+                        Ok(())
+                    }
+                    // The agent branches its own history there; its history as it is now stays
+                    // whole.
+                    Some(checkpoint) if checkpoint.is_held_by_agent() => {
+                        let point = checkpoint.branch_point();
+                        if self.options.provider.branch_session(point) {
+                            tracing::info!(turn, ?point, "agent session branched back");
+                            Ok(())
+                        } else {
+                            Err(format!(
+                                "{} is kept by the agent, which cannot branch it",
+                                checkpoint.path().display()
+                            ))
+                        }
+                    }
+                    Some(checkpoint) => match checkpoint.restore() {
+                        Ok(()) => {
+                            tracing::info!(turn, file = %checkpoint.path().display(), "agent session rewound");
+                            self.options.provider.session_restored();
+                            Ok(())
+                        }
+                        Err(error) => Err(format!("its session file cannot be written: {error}")),
+                    },
+                    None => Ok(()),
+                })
+            }
         };
         if restored.is_ok() {
             self.turn_checkpoints.retain(|kept, _| *kept <= turn);
@@ -745,8 +779,11 @@ impl Driver {
         };
         match (&session, &checkpoint) {
             // The agent keeps that session itself, untouched by the rewind (which started a
-            // new one): going back to it is enough.
-            (_, Some(checkpoint)) if checkpoint.is_held_by_agent() => {}
+            // new one or branched it): going back to it is enough, and a branch not yet made
+            // is not made.
+            (_, Some(checkpoint)) if checkpoint.is_held_by_agent() => {
+                self.options.provider.branch_session(None);
+            }
             (_, Some(checkpoint)) => {
                 checkpoint
                     .restore()
@@ -918,6 +955,10 @@ impl Driver {
             if request.session != SessionRef::New && checkpoint.is_none() {
                 tracing::info!(turn, "the agent's session file was not found: no rollback");
             }
+            self.emit(OrchestratorEvent::TurnCheckpointed {
+                turn,
+                conversation_rewind: conversation_rewind(&request.session, checkpoint.as_ref()),
+            });
             self.turn_checkpoints
                 .insert(turn, (request.session.clone(), checkpoint.clone()));
             while self.turn_checkpoints.len() > REWINDABLE_TURNS {

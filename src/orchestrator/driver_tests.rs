@@ -715,3 +715,54 @@ async fn an_agent_that_floods_waits_for_the_reader_instead_of_memory_growing() {
     let expected: String = (0..20_000).map(|index| format!("{index} ")).collect();
     assert!(text_read == expected, "the text comes whole and in order");
 }
+
+/// What the rewind picker says before anything is chosen comes from the same judgement as the
+/// rewind itself: a turn that began a session can go back, one whose session was not kept
+/// cannot, and a rewind to it says the same reason.
+#[tokio::test]
+async fn each_turn_says_whether_its_conversation_can_go_back_and_the_rewind_agrees() {
+    let session_started = AgentMessage::SessionStarted {
+        provider: "scripted".into(),
+        session_id: Some("s-1".into()),
+        model: None,
+    };
+    let provider = ScriptedProvider::new([
+        Script::Messages(vec![session_started, completed()]),
+        Script::Messages(vec![completed()]),
+    ]);
+    let mut handle = spawn_orchestrator(options(&provider, RetryPolicy::default()));
+    let mut said = Vec::new();
+    for prompt in ["one", "two"] {
+        handle
+            .commands
+            .send(Command::Submit(prompt.into()))
+            .unwrap();
+        for event in only_events(&events_until(&mut handle, turn_ended).await) {
+            if let Ev::TurnCheckpointed {
+                turn,
+                conversation_rewind,
+            } = event
+            {
+                said.push((turn, conversation_rewind));
+            }
+        }
+    }
+    // The scripted provider keeps no session file.
+    let not_kept = Err("the agent's session file was not found when that turn began".to_owned());
+    assert_eq!(said, [(1, Ok(())), (2, not_kept.clone())]);
+
+    handle
+        .commands
+        .send(Command::Rewind {
+            turn: 2,
+            conversation: true,
+            files: false,
+            overwrite: false,
+        })
+        .unwrap();
+    let rewound = events_until(&mut handle, |event| matches!(event, Ev::Rewound(_))).await;
+    let Some(Ev::Rewound(rewind)) = only_events(&rewound).pop() else {
+        panic!("{rewound:?}");
+    };
+    assert_eq!(rewind.conversation, Some(not_kept));
+}

@@ -170,6 +170,7 @@ impl OrchestratorEvent {
             )),
             OrchestratorEvent::TurnStarted { .. }
             | OrchestratorEvent::AttemptStarted { .. }
+            | OrchestratorEvent::TurnCheckpointed { .. }
             | OrchestratorEvent::StopProgress { .. }
             | OrchestratorEvent::FailureJudged { .. }
             | OrchestratorEvent::RetryCancelled { .. }
@@ -242,6 +243,13 @@ pub enum OrchestratorEvent {
         turn: TurnId,
         attempt: u32,
         max_attempts: u32,
+    },
+    /// Whether `/rewind` can take the agent's conversation back to before turn `turn` (the
+    /// agent's session was kept as it was before it), and why not; said when the turn's first
+    /// attempt starts, so the rewind picker can say it before anything is chosen.
+    TurnCheckpointed {
+        turn: TurnId,
+        conversation_rewind: Result<(), String>,
     },
     /// One message of the current attempt's shared stream (terminal messages included).
     Message {

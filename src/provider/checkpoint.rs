@@ -34,6 +34,18 @@ pub struct SessionCheckpoint {
     files: Vec<FileSnapshot>,
     /// The session file, or what names the session when the agent undoes it itself.
     name: PathBuf,
+    /// Where the agent's own history stood, when the agent holds the session and can branch it.
+    branch: Option<BranchPoint>,
+}
+
+/// Where an agent that holds its session itself stood when a checkpoint was taken: its thread
+/// and the last turn in it (`None`: no turn yet). Such an agent branches its history there
+/// (Codex app-server's `thread/fork` through that turn), which is how a conversation goes back
+/// to before any finished turn; the thread itself stays as it was, so the rewind can be undone.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BranchPoint {
+    pub thread: String,
+    pub after_turn: Option<String>,
 }
 
 /// One file's bytes (`None`: it did not exist).
@@ -91,22 +103,30 @@ impl SessionCheckpoint {
         Ok(Self {
             name: files_name(&files),
             files,
+            branch: None,
         })
     }
 
-    /// A session the agent undoes in itself (Codex app-server's `thread/revert`): there are no
-    /// files to put back; the provider's `session_restored` does the undoing.
-    pub(crate) fn held_by_agent(name: impl Into<PathBuf>) -> Self {
+    /// A session the agent undoes in itself (Codex app-server's `thread/revert` of a turn that
+    /// did not complete, `thread/fork` to go back further): there are no files to put back.
+    /// `branch` is where its history stood, when the provider knows it.
+    pub(crate) fn held_by_agent(name: impl Into<PathBuf>, branch: Option<BranchPoint>) -> Self {
         Self {
             files: Vec::new(),
             name: name.into(),
+            branch,
         }
     }
 
-    /// The agent undoes this session itself; only a turn that did not complete can be undone
-    /// that way (Codex's `thread/revert` of its unfinished turn), not a rewind to any turn.
+    /// The agent undoes this session itself: a turn that did not complete through the
+    /// provider's `session_restored`, any earlier point through [`Self::branch_point`].
     pub(crate) fn is_held_by_agent(&self) -> bool {
         self.files.is_empty()
+    }
+
+    /// Where the agent can branch its history back to this checkpoint (held sessions only).
+    pub(crate) fn branch_point(&self) -> Option<&BranchPoint> {
+        self.branch.as_ref()
     }
 
     /// The session file (or the session's name when the agent holds it).
@@ -140,6 +160,9 @@ struct StoredCheckpoint {
     name: PathBuf,
     /// Each file and how many of the bytes after the header are its (`None`: it did not exist).
     files: Vec<(PathBuf, Option<u64>)>,
+    /// Absent in checkpoints written before agents could branch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    branch: Option<BranchPoint>,
 }
 
 /// [`SessionRef`] as stored.
@@ -196,6 +219,7 @@ impl CheckpointStore {
                         (file.path.clone(), length)
                     })
                     .collect(),
+                branch: checkpoint.branch.clone(),
             }),
         };
         let mut plain = serde_json::to_vec(&stored).map_err(io::Error::other)?;
@@ -265,6 +289,7 @@ impl CheckpointStore {
                 Some(SessionCheckpoint {
                     files,
                     name: stored.name,
+                    branch: stored.branch,
                 })
             }
         };
@@ -417,6 +442,29 @@ mod tests {
             .map(|entry| entry.unwrap().file_name())
             .collect();
         assert_eq!(left, [std::ffi::OsString::from("1.zst")]);
+    }
+
+    #[test]
+    fn a_branch_point_of_a_session_the_agent_holds_survives_the_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = CheckpointStore::new(dir.path().join("checkpoints"));
+        let after_a_turn = SessionCheckpoint::held_by_agent(
+            "codex thread t1",
+            Some(BranchPoint {
+                thread: "t1".into(),
+                after_turn: Some("turn-1".into()),
+            }),
+        );
+        let unknown = SessionCheckpoint::held_by_agent("codex thread t1", None);
+        let session = SessionRef::Resume("t1".into());
+        store.save("4", &session, Some(&after_a_turn)).unwrap();
+        store.save("5", &session, Some(&unknown)).unwrap();
+
+        let (_, kept) = store.load("4").unwrap();
+        let kept = kept.unwrap();
+        assert!(kept.is_held_by_agent());
+        assert_eq!(kept.branch_point(), after_a_turn.branch_point());
+        assert_eq!(store.load("5").unwrap().1.unwrap().branch_point(), None);
     }
 
     #[test]

@@ -13,7 +13,7 @@ use futures::stream::BoxStream;
 
 use super::acp::AcpQuirks;
 use super::agent_status::{AgentQueue, AgentSetting, AgentStatus};
-use super::checkpoint::SessionCheckpoint;
+use super::checkpoint::{BranchPoint, SessionCheckpoint};
 use super::mapper::Mapper;
 use crate::config::Transport;
 use crate::process::{SpawnSpec, StopControl};
@@ -209,6 +209,13 @@ pub trait Provider: Send + Sync {
     /// The orchestrator restored the agent's stored session from a checkpoint: whatever the
     /// provider holds of it in memory is out of date.
     fn session_restored(&self) {}
+    /// The conversation goes back to `point` (a checkpoint the agent holds itself): the next
+    /// attempt continues the agent's history branched there, the history as it is now kept
+    /// unchanged. `None` drops a branch not yet made (the rewind was undone). False where the
+    /// agent cannot branch its history.
+    fn branch_session(&self, _point: Option<&BranchPoint>) -> bool {
+        false
+    }
     /// The conversation is open and will send `request`'s session its first prompt: a
     /// long-lived transport may start its process now, so that the prompt finds it running.
     fn warm_up(&self, request: AttemptRequest) {

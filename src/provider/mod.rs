@@ -35,7 +35,7 @@ pub use agent_status::{
     configured_settings, settings_overridden, AgentQueue, AgentSetting, AgentStatus, ContextUse,
     ModeChoice, ModelChoice,
 };
-pub use checkpoint::SessionCheckpoint;
+pub use checkpoint::{BranchPoint, SessionCheckpoint};
 pub use contract::{
     AgentStream, AttemptRequest, Backend, Interjection, Provider, RawLineTap, SessionRef,
 };

@@ -119,6 +119,12 @@ pub enum LogEntry {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         at_ms: Option<u64>,
     },
+    /// Whether the agent's conversation can be rewound to before turn `turn` (replayed by
+    /// `--resume`, so the rewind picker says it for earlier runs' turns too).
+    TurnCheckpointed {
+        turn: TurnId,
+        conversation_rewind: Result<(), String>,
+    },
     /// A setting the user chose (model, mode, thinking level), set again on resume.
     Setting {
         #[serde(flatten)]
@@ -356,6 +362,13 @@ impl SessionLogWriter {
                 turn: *turn,
                 outcome: outcome.clone(),
                 at_ms: Some(now_ms()),
+            }),
+            OrchestratorEvent::TurnCheckpointed {
+                turn,
+                conversation_rewind,
+            } => self.append(LogEntry::TurnCheckpointed {
+                turn: *turn,
+                conversation_rewind: conversation_rewind.clone(),
             }),
             OrchestratorEvent::Rewound(rewind) => self.append(LogEntry::Rewound {
                 rewind: rewind.clone(),

@@ -240,7 +240,13 @@ pub(crate) fn render_rewind(
                 count => format!(" · {count} files"),
             };
             let prompt = entry.prompt.lines().next().unwrap_or("");
-            format!(" {when}{files} · {prompt}")
+            // Said before anything is chosen: only the files can go back to here.
+            let files_only = if entry.conversation_rewind.is_err() {
+                " · files only"
+            } else {
+                ""
+            };
+            format!(" {when}{files}{files_only} · {prompt}")
         });
         for (index, text) in undo_row
             .into_iter()
@@ -348,7 +354,12 @@ fn rewind_preview(
         )
     };
     rows.extend(line(
-        format!("Conversation: the agent forgets {prompts}; the prompt returns to the input."),
+        match &entry.conversation_rewind {
+            Ok(()) => format!(
+                "Conversation: the agent forgets {prompts}; the prompt returns to the input."
+            ),
+            Err(why) => format!("Conversation: cannot go back ({why}); only files can."),
+        },
         dim,
     ));
     rows.extend(line(

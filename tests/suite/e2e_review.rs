@@ -453,3 +453,78 @@ fn a_rewind_can_be_undone_after_a_resume_and_the_agent_has_every_prompt_again() 
     );
     pane.kill_server();
 }
+
+/// The demo agent playing Codex's app-server, whose session Codex holds itself: a rewind to a
+/// finished turn forks its thread (`thread/fork`), before and after `--resume`, and the next
+/// request carries only the prompts before the turn rewound to.
+#[test]
+fn on_codex_s_app_server_a_rewind_to_a_finished_turn_forks_the_thread_also_after_a_resume() {
+    if !tmux_available() {
+        return;
+    }
+    let state = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let start = |resume: &str| {
+        let command = format!(
+            "cd {work} && AGENTTY_STATE_DIR={state} AGENTTY_DEMO_STATE_DIR={state}/demo \
+             AGENTTY_DEMO_TIME_SCALE=0.1 exec {bin} --provider demo --transport app-server {resume}",
+            work = work.path().display(),
+            state = state.path().display(),
+            bin = env!("CARGO_BIN_EXE_agentty"),
+        );
+        let pane = tmux::Pane::spawn(tmux::socket_name("agentty-review-codex"), 100, 30, &command);
+        pane.wait_for_text("demo");
+        pane
+    };
+    let requests = || -> Vec<Vec<String>> {
+        let log = agentty::demo_agent::codex_app_server::requests_file(&state.path().join("demo"));
+        std::fs::read_to_string(log)
+            .unwrap_or_default()
+            .lines()
+            .map(|line| {
+                let request: serde_json::Value = serde_json::from_str(line).unwrap();
+                serde_json::from_value(request["users"].clone()).unwrap()
+            })
+            .collect()
+    };
+    let pane = start("");
+    for (number, prompt) in ["hello one", "hello two", "hello three"].iter().enumerate() {
+        pane.prompt(prompt);
+        pane.wait_for(&format!("answer {}", number + 1), |_| {
+            requests().len() == number + 1
+        });
+        pane.wait_for_text("│ idle ");
+    }
+    let rewind_to = |pane: &tmux::Pane, row: usize, expected: &str| {
+        pane.prompt("/rewind");
+        let picker = pane.wait_for_text("Rewind to before");
+        assert!(
+            !picker.contains("files only"),
+            "Codex's conversation can go back: {picker}"
+        );
+        let mut keys = vec!["Down"; row];
+        keys.push("Enter");
+        pane.keys(&keys);
+        pane.wait_for_text("Rewind: take back what?");
+        // Up from Cancel: "Conversation only (files stay)".
+        pane.keys(&["Up", "Up", "Enter"]);
+        pane.wait_for_text(expected);
+        pane.keys(&["C-u"]);
+    };
+    rewind_to(&pane, 1, "Rewound to before turn 2");
+    pane.prompt("hello again");
+    pane.wait_for("the request after the rewind", |_| requests().len() == 4);
+    assert_eq!(requests()[3], ["hello one", "hello again"]);
+    pane.wait_for_text("│ idle ");
+    pane.kill_server();
+
+    // After --resume: back to before turn 4 ("hello again"), in a new app-server.
+    let pane = start("--resume");
+    rewind_to(&pane, 0, "Rewound to before turn 4");
+    pane.prompt("hello five");
+    pane.wait_for("the request after the resumed rewind", |_| {
+        requests().len() == 5
+    });
+    assert_eq!(requests()[4], ["hello one", "hello five"]);
+    pane.kill_server();
+}

@@ -871,24 +871,6 @@ async fn stream_a_stop_during_a_tool_kills_the_tool_and_keeps_the_process() {
 
 // ---- /rewind on Claude Code's stream transport (its default chat transport) ----
 
-/// Sends `command` and returns the orchestrator's `Rewound` answer.
-async fn rewound(
-    chat: &mut agentty::orchestrator::OrchestratorHandle,
-    command: agentty::orchestrator::Command,
-) -> agentty::orchestrator::Rewind {
-    chat.commands.send(command).unwrap();
-    loop {
-        let event = tokio::time::timeout(RUN_LIMIT, chat.events.recv())
-            .await
-            .expect("the rewind is answered")
-            .expect("the orchestrator runs");
-        if let agentty::orchestrator::OrchestratorEvent::Rewound(rewind) = event {
-            eprintln!("{}", rewind.describe());
-            return rewind;
-        }
-    }
-}
-
 /// Three turns in one Claude session over the stream transport, a rewind of the conversation
 /// to before the second: the next request carries the first prompt and the new one only (the
 /// fake server's request log). The rewind undone, the next request carries all of them again;
@@ -921,7 +903,7 @@ async fn stream_after_a_rewind_the_next_request_no_longer_carries_the_rewound_pr
     for prompt in prompts {
         real_cli::assert_turn(&real_cli::run_turn(&mut chat, prompt).await, 1);
     }
-    let done = rewound(
+    let done = real_cli::rewound(
         &mut chat,
         Command::Rewind {
             turn: 2,
@@ -953,7 +935,7 @@ async fn stream_after_a_rewind_the_next_request_no_longer_carries_the_rewound_pr
 
     // Rewind to before turn 5 ("What do you remember?" was turn 4): then undo that rewind,
     // and the agent has turn 4 again.
-    let done = rewound(
+    let done = real_cli::rewound(
         &mut chat,
         Command::Rewind {
             turn: 4,
@@ -964,7 +946,7 @@ async fn stream_after_a_rewind_the_next_request_no_longer_carries_the_rewound_pr
     )
     .await;
     assert_eq!(done.conversation, Some(Ok(())), "{done:?}");
-    let undone = rewound(
+    let undone = real_cli::rewound(
         &mut chat,
         Command::UndoRewind {
             turn: 4,

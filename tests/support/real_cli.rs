@@ -1004,3 +1004,21 @@ pub async fn a_stopped_first_turn_stays_in_the_conversation(
         assert_eq!(occurrences(last, prompt), 1, "{last:#?}");
     }
 }
+
+/// Sends a rewind (or its undo) and waits for the orchestrator's answer.
+pub async fn rewound(
+    chat: &mut agentty::orchestrator::OrchestratorHandle,
+    command: agentty::orchestrator::Command,
+) -> agentty::orchestrator::Rewind {
+    chat.commands.send(command).unwrap();
+    loop {
+        let event = tokio::time::timeout(RUN_LIMIT, chat.events.recv())
+            .await
+            .expect("the rewind is answered")
+            .expect("the orchestrator runs");
+        if let agentty::orchestrator::OrchestratorEvent::Rewound(rewind) = event {
+            eprintln!("{}", rewind.describe());
+            return rewind;
+        }
+    }
+}

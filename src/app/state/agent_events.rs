@@ -195,6 +195,10 @@ impl AppState {
             OrchestratorEvent::TurnChanges { turn, files } => self.on_turn_changes(turn, files),
             OrchestratorEvent::Undone { turn, outcome } => self.on_undone(turn, outcome),
             OrchestratorEvent::Rewound(rewind) => self.on_rewound(rewind),
+            OrchestratorEvent::TurnCheckpointed {
+                turn,
+                conversation_rewind,
+            } => self.on_turn_checkpointed(turn, conversation_rewind),
             OrchestratorEvent::ShutDown => return self.on_orchestrator_gone(),
         }
         Vec::new()

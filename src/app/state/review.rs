@@ -192,7 +192,23 @@ impl AppState {
             prompt: untrusted_owned(prompt),
             sent: now,
             cell,
+            conversation_rewind: Ok(()),
         });
+    }
+
+    /// The orchestrator kept (or could not keep) the agent's session as it was before `turn`.
+    pub(super) fn on_turn_checkpointed(
+        &mut self,
+        turn: TurnId,
+        conversation_rewind: Result<(), String>,
+    ) {
+        if let Some(record) = self
+            .turn_prompts
+            .iter_mut()
+            .find(|record| record.turn == turn)
+        {
+            record.conversation_rewind = conversation_rewind.map_err(|why| untrusted_owned(&why));
+        }
     }
 
     /// Esc twice on an empty composer while no turn runs opens `/rewind` (Claude Code's habit).
@@ -254,6 +270,7 @@ impl AppState {
                     files: files_of(record.turn),
                     prompts_taken_back: count - index,
                     files_put_back,
+                    conversation_rewind: record.conversation_rewind.clone(),
                 }
             })
             .collect();
@@ -562,6 +579,49 @@ mod tests {
         );
         assert_eq!(state.composer.text(), "prompt 2");
         assert_eq!(state.turn_prompts.len(), 1);
+    }
+
+    #[test]
+    fn a_turn_whose_conversation_cannot_go_back_offers_its_files_only_and_says_why() {
+        let now = Instant::now();
+        let mut state = chat(2, now);
+        state.on_orchestrator_event(
+            OrchestratorEvent::TurnCheckpointed {
+                turn: 2,
+                conversation_rewind: Err("no session \u{1b}[31mfile".into()),
+            },
+            now,
+        );
+        state.perform(Action::Rewind, None);
+        let Some(Overlay::Rewind(picker)) = &state.overlay else {
+            panic!("{:?}", state.overlay);
+        };
+        let why = picker.entries[0].conversation_rewind.clone().unwrap_err();
+        assert!(
+            why.starts_with("no session") && !why.contains('\u{1b}'),
+            "{why}"
+        );
+        assert_eq!(picker.entries[1].conversation_rewind, Ok(()));
+        let enter = KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE);
+        let up = KeyEvent::new(KeyCode::Up, KeyModifiers::NONE);
+        state.on_key_at(enter, now);
+        let Some(Overlay::Rewind(picker)) = &state.overlay else {
+            panic!("{:?}", state.overlay);
+        };
+        assert_eq!(
+            picker.choices(),
+            crate::app::rewind::RewindChoice::FILES_ONLY
+        );
+        state.on_key_at(up, now);
+        assert_eq!(
+            state.on_key_at(enter, now),
+            [AppEffect::Command(Command::Rewind {
+                turn: 2,
+                conversation: false,
+                files: true,
+                overwrite: false,
+            })]
+        );
     }
 
     #[test]

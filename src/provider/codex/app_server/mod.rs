@@ -23,6 +23,7 @@
 //!   its next request); its arrival in the thread is said as pi's steering is.
 //! - A warning Codex repeats every turn ("Model metadata … not found") is shown once.
 
+mod history;
 mod mapper;
 mod session;
 mod status;
@@ -46,8 +47,8 @@ use crate::provider::live_process::{InBandStop, LiveItem, LiveSession, LiveSlot,
 use crate::provider::runner::{spawn_attempt, AttemptMapping, AttemptSink};
 use crate::provider::{AgentQueue, AgentStatus};
 use crate::provider::{
-    AgentSetting, AgentStream, AttemptRequest, Backend, Interjection, Provider, SessionCheckpoint,
-    SessionRef, Transport,
+    AgentSetting, AgentStream, AttemptRequest, Backend, BranchPoint, Interjection, Provider,
+    SessionCheckpoint, SessionRef, Transport,
 };
 use crate::stream::{
     AgentMessage, NoticeKind, PermissionOptionKind, PermissionRequest, PermissionResolver,
@@ -79,6 +80,8 @@ pub(crate) struct AppServerProvider {
     live: LiveSlot<AppServerSession>,
     answers: Arc<Mutex<Option<mpsc::UnboundedSender<Answer>>>>,
     unfinished: Arc<Mutex<Option<Unfinished>>>,
+    /// Where the orchestrator rewound the conversation to: the next attempt branches there.
+    branch: Arc<Mutex<Option<BranchPoint>>>,
     shared: Shared,
 }
 
@@ -90,6 +93,7 @@ impl AppServerProvider {
             live: LiveSlot::new(),
             answers: Arc::new(Mutex::new(None)),
             unfinished: Arc::new(Mutex::new(None)),
+            branch: Arc::new(Mutex::new(None)),
             shared: Shared::new(),
         }
     }
@@ -108,6 +112,7 @@ impl Provider for AppServerProvider {
             live: self.live.clone(),
             answers: self.answers.clone(),
             unfinished: self.unfinished.clone(),
+            branch: self.branch.clone(),
             shared: self.shared.clone(),
             sink,
             stop: stop.clone(),
@@ -115,16 +120,33 @@ impl Provider for AppServerProvider {
         spawn_attempt(stop.clone(), move |sink| attempt(sink).run(request))
     }
 
-    /// Codex undoes a turn itself (`thread/revert`): the checkpoint holds no files.
+    /// Codex undoes a turn itself (`thread/revert`) and branches its thread back to where it
+    /// stands now (`thread/fork`): the checkpoint holds no files, only that point.
+    /// A rewind not yet carried out is where the next turn starts from.
     fn checkpoint(&self, request: &AttemptRequest) -> Option<SessionCheckpoint> {
+        let pending = self.branch.lock().ok().and_then(|branch| branch.clone());
         match &request.session {
-            SessionRef::Resume(thread_id) => Some(SessionCheckpoint::held_by_agent(format!(
-                "codex thread {thread_id}"
-            ))),
-            SessionRef::ContinueLatest => {
-                Some(SessionCheckpoint::held_by_agent("the latest codex thread"))
-            }
+            SessionRef::Resume(thread_id) => Some(SessionCheckpoint::held_by_agent(
+                format!("codex thread {thread_id}"),
+                pending.or_else(|| self.shared.history.branch_point(Some(thread_id))),
+            )),
+            SessionRef::ContinueLatest => Some(SessionCheckpoint::held_by_agent(
+                "the latest codex thread",
+                pending.or_else(|| self.shared.history.branch_point(None)),
+            )),
             SessionRef::New => None,
+        }
+    }
+
+    /// The next attempt forks the thread through the point's turn (the thread itself is kept,
+    /// so the rewind can be undone by resuming it).
+    fn branch_session(&self, point: Option<&BranchPoint>) -> bool {
+        match self.branch.lock() {
+            Ok(mut branch) => {
+                *branch = point.cloned();
+                true
+            }
+            Err(_) => false,
         }
     }
 
@@ -195,6 +217,7 @@ struct AppServerAttempt {
     live: LiveSlot<AppServerSession>,
     answers: Arc<Mutex<Option<mpsc::UnboundedSender<Answer>>>>,
     unfinished: Arc<Mutex<Option<Unfinished>>>,
+    branch: Arc<Mutex<Option<BranchPoint>>>,
     shared: Shared,
     sink: AttemptSink,
     stop: StopControl,
@@ -223,6 +246,7 @@ impl AppServerAttempt {
         let Some(session) = slot.as_mut() else {
             return;
         };
+        self.branch_if_due(session).await;
         self.revert_if_due(session).await;
         let resumed = session.prompted || session.resumed;
         if session.prompted {
@@ -275,6 +299,59 @@ impl AppServerAttempt {
         self.sink.send(terminal).await;
     }
 
+    /// The orchestrator rewound the conversation: the thread is forked through the turn it
+    /// rewound to (a thread with no turn before it: a new thread), and this attempt continues
+    /// the fork; where Codex refuses, a fresh thread, said in a notice.
+    async fn branch_if_due(&mut self, session: &mut AppServerSession) {
+        let Some(point) = self.branch.lock().ok().and_then(|mut branch| branch.take()) else {
+            return;
+        };
+        let branched = match &point.after_turn {
+            Some(turn) => session.fork(&point.thread, turn).await,
+            None => {
+                let fresh = AttemptRequest {
+                    session: SessionRef::New,
+                    ..AttemptRequest::default()
+                };
+                if session.open_new(&fresh).await {
+                    Ok(())
+                } else {
+                    Err("Codex did not open a new thread".to_owned())
+                }
+            }
+        };
+        match branched {
+            Ok(()) => {
+                tracing::info!(from = %point.thread, after = ?point.after_turn, thread = %session.thread_id, "Codex thread branched for a rewind");
+            }
+            Err(error) => {
+                tracing::warn!(%error, "Codex did not branch the thread for the rewind");
+                let fresh = AttemptRequest {
+                    session: SessionRef::New,
+                    ..AttemptRequest::default()
+                };
+                let opened = session.open_new(&fresh).await;
+                self.sink
+                    .send(AgentMessage::notice(
+                        NoticeKind::FreshSession.wire(),
+                        if opened {
+                            format!(
+                                "Codex could not go back to the turn you rewound to ({error}), \
+                                 so this prompt starts a fresh thread (Codex does not remember \
+                                 the earlier turns; the transcript stays here)."
+                            )
+                        } else {
+                            format!(
+                                "Codex could not go back to the turn you rewound to ({error}); \
+                                 the rewound turns may still reach the model."
+                            )
+                        },
+                    ))
+                    .await;
+            }
+        }
+    }
+
     /// The orchestrator rolled back the turn that did not complete: Codex forgets it
     /// (`thread/revert`) before the next prompt; where Codex refuses, a fresh thread.
     async fn revert_if_due(&mut self, session: &mut AppServerSession) {
@@ -292,6 +369,7 @@ impl AppServerAttempt {
         }
         match session.revert(&due.turn_id).await {
             Ok(()) => {
+                self.shared.history.reverted(&due.thread_id, &due.turn_id);
                 tracing::info!(thread = %due.thread_id, turn = %due.turn_id, "Codex reverted the turn that did not complete");
             }
             Err(error) => {
@@ -376,6 +454,9 @@ impl AppServerAttempt {
                     match answer {
                         Ok(Ok(result)) => {
                             turn_id = result["turn"]["id"].as_str().map(str::to_owned);
+                            if let Some(turn) = &turn_id {
+                                self.shared.history.turn_started(&session.thread_id, turn);
+                            }
                             self.shared.set_turn(turn_id.clone());
                             if interrupt_pending {
                                 self.interrupt(session, turn_id.as_deref());

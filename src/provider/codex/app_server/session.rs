@@ -225,6 +225,7 @@ impl AppServerSession {
         );
         let started = self.await_result("thread/start", started).await?;
         self.adopt_thread(&started)?;
+        self.shared.history.opened(&self.thread_id, Ok(None));
         self.resumed = false;
         Ok(())
     }
@@ -238,6 +239,8 @@ impl AppServerSession {
             Ok(resumed) => {
                 self.adopt_thread(&resumed)?;
                 self.resumed = true;
+                let newest = self.newest_turn().await;
+                self.shared.history.opened(&self.thread_id, newest);
                 Ok(())
             }
             Err(OpenFailure::Refused(error)) => Err(OpenFailure::Lost(error)),
@@ -267,6 +270,44 @@ impl AppServerSession {
         };
         self.thread_id = id.to_owned();
         self.shared.saw_thread(&self.connection, id, answer);
+        Ok(())
+    }
+
+    /// The newest turn of the open thread (`thread/turns/list`, newest first), where a rewind
+    /// to before the next turn branches.
+    async fn newest_turn(&mut self) -> Result<Option<String>, String> {
+        let listed = self.connection.request(
+            "thread/turns/list",
+            json!({"threadId": self.thread_id, "limit": 1, "sortDirection": "desc"}),
+        );
+        match self.await_result("thread/turns/list", listed).await {
+            Ok(listed) => Ok(listed["data"][0]["id"].as_str().map(str::to_owned)),
+            Err(OpenFailure::Exited) => Err("Codex ended".to_owned()),
+            Err(OpenFailure::Refused(error) | OpenFailure::Lost(error)) => Err(error),
+        }
+    }
+
+    /// `thread/fork` of `thread` through `last_turn`: a new thread with that history, open in
+    /// this process; `thread` itself stays as it is.
+    pub(super) async fn fork(&mut self, thread: &str, last_turn: &str) -> Result<(), String> {
+        let forked = self.connection.request(
+            "thread/fork",
+            json!({"threadId": thread, "lastTurnId": last_turn,
+                   "approvalPolicy": APPROVAL_POLICY, "excludeTurns": true}),
+        );
+        let failed = |failure| match failure {
+            OpenFailure::Exited => "Codex ended".to_owned(),
+            OpenFailure::Refused(error) | OpenFailure::Lost(error) => error,
+        };
+        let forked = self
+            .await_result("thread/fork", forked)
+            .await
+            .map_err(failed)?;
+        self.adopt_thread(&forked).map_err(failed)?;
+        self.shared
+            .history
+            .opened(&self.thread_id, Ok(Some(last_turn.to_owned())));
+        self.resumed = true;
         Ok(())
     }
 

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{json, Value};
 use tokio::sync::watch;
 
+use super::history::ThreadHistory;
 use super::session::{settled, Connection, REQUEST_TIMEOUT};
 use crate::provider::AgentSetting;
 use crate::provider::{AgentQueue, AgentStatus, ContextUse, ModeChoice, ModelChoice};
@@ -64,6 +65,8 @@ pub(super) struct Shared {
     models: Arc<Mutex<Vec<Value>>>,
     /// Warnings shown once already (Codex repeats "Model metadata … not found" every turn).
     warned: Arc<Mutex<HashSet<String>>>,
+    /// The thread's turns, for the point each checkpoint branches back to.
+    pub(super) history: ThreadHistory,
 }
 
 impl Shared {
@@ -75,6 +78,7 @@ impl Shared {
             overrides: Arc::new(Mutex::new(Overrides::default())),
             models: Arc::new(Mutex::new(Vec::new())),
             warned: Arc::new(Mutex::new(HashSet::new())),
+            history: ThreadHistory::default(),
         }
     }
 
