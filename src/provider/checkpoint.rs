@@ -22,6 +22,7 @@ use std::ffi::OsString;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
@@ -137,6 +138,57 @@ impl SessionCheckpoint {
     /// Puts every file back as it was.
     pub(crate) fn restore(&self) -> io::Result<()> {
         self.files.iter().try_for_each(FileSnapshot::restore)
+    }
+}
+
+/// After a turn, how long an agent that writes the turn to its session file after reporting
+/// its end may take (Claude Code drains its transcript queue every 100 ms; measured 50–350 ms
+/// after the `result`, also under the ACP adapter); a checkpoint taken sooner waits for it, up
+/// to this long.
+const SESSION_WRITE_LIMIT: Duration = Duration::from_millis(1500);
+/// The session file is written once its size has stayed the same this long.
+const SESSION_WRITE_QUIET: Duration = Duration::from_millis(80);
+
+/// A turn's end that the agent may still be writing to its session file: a checkpoint taken
+/// before it is written would lose that turn's end on a rollback or rewind.
+pub(crate) struct UnwrittenTurn {
+    /// Finds the session file (the agent may create it only with the first turn's write).
+    locate: Box<dyn Fn() -> Option<PathBuf> + Send>,
+    size_at_end: Option<u64>,
+    ended: Instant,
+}
+
+impl UnwrittenTurn {
+    /// The turn ended now; `locate` finds the session file the agent writes it to.
+    pub(crate) fn at_turn_end(locate: impl Fn() -> Option<PathBuf> + Send + 'static) -> Self {
+        Self {
+            size_at_end: Self::size(&locate),
+            locate: Box::new(locate),
+            ended: Instant::now(),
+        }
+    }
+
+    fn size(locate: &dyn Fn() -> Option<PathBuf>) -> Option<u64> {
+        locate().and_then(|file| fs::metadata(file).ok().map(|meta| meta.len()))
+    }
+
+    /// Waits (a short blocking wait: the checkpoint is taken between turns) until the file
+    /// has grown since the turn's end and stays quiet, or the limit passes.
+    pub(crate) fn wait(&self) {
+        let size = || Self::size(&self.locate);
+        let mut last = size();
+        let mut quiet_since = Instant::now();
+        while self.ended.elapsed() < SESSION_WRITE_LIMIT {
+            std::thread::sleep(Duration::from_millis(20));
+            let now = size();
+            if now != last {
+                last = now;
+                quiet_since = Instant::now();
+            } else if now != self.size_at_end && quiet_since.elapsed() >= SESSION_WRITE_QUIET {
+                return;
+            }
+        }
+        tracing::debug!(file = ?(self.locate)(), "the session file did not change after the turn");
     }
 }
 

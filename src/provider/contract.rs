@@ -92,6 +92,11 @@ pub trait Backend: Send + Sync + 'static {
         let _ = (session_id, request);
         None
     }
+    /// Whether the CLI writes a turn to its session file only after reporting the turn's end
+    /// (Claude Code, also under its ACP adapter): a checkpoint right after waits for the write.
+    fn writes_session_after_turn(&self) -> bool {
+        false
+    }
     /// Files the CLI updates along with a session, restored with it (see [`super::checkpoint`]).
     fn session_companions(&self, request: &AttemptRequest) -> Vec<PathBuf> {
         let _ = request;

@@ -695,3 +695,56 @@ async fn codex_acp_a_stop_then_retry_keep_the_conversation() {
     )
     .await;
 }
+
+// ---------------------------------------------------------------------------------------------
+// (h) /rewind of the conversation to a finished turn on the long-lived process (the adapter's
+// session file put back, the session loaded again), and its undo: what the model received.
+
+async fn a_rewind_takes_the_later_prompts_away_from_the_model(cli: Cli, test: &str) {
+    let Some(rig) = rig(cli, test, Plan::Text).await else {
+        return;
+    };
+    real_cli::after_a_rewind_the_next_request_no_longer_carries_the_rewound_prompts(
+        test,
+        rig.provider(),
+        rig.work.path(),
+        || {
+            rig.server
+                .model_requests()
+                .into_iter()
+                .map(|request| request.user_texts)
+                .collect()
+        },
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)"]
+async fn gemini_acp_a_rewind_takes_the_later_prompts_away_from_the_model() {
+    a_rewind_takes_the_later_prompts_away_from_the_model(
+        Cli::Gemini,
+        "gemini_acp_a_rewind_takes_the_later_prompts_away_from_the_model",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)"]
+async fn claude_acp_a_rewind_takes_the_later_prompts_away_from_the_model() {
+    a_rewind_takes_the_later_prompts_away_from_the_model(
+        Cli::Claude,
+        "claude_acp_a_rewind_takes_the_later_prompts_away_from_the_model",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)"]
+async fn codex_acp_a_rewind_takes_the_later_prompts_away_from_the_model() {
+    a_rewind_takes_the_later_prompts_away_from_the_model(
+        Cli::Codex,
+        "codex_acp_a_rewind_takes_the_later_prompts_away_from_the_model",
+    )
+    .await;
+}

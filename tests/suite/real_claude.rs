@@ -878,8 +878,6 @@ async fn stream_a_stop_during_a_tool_kills_the_tool_and_keeps_the_process() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_claude:: (README, Tests)"]
 async fn stream_after_a_rewind_the_next_request_no_longer_carries_the_rewound_prompts() {
-    use agentty::orchestrator::{spawn_orchestrator, Command, OrchestratorOptions};
-
     let test = "stream_after_a_rewind_the_next_request_no_longer_carries_the_rewound_prompts";
     let Some(rig) = stream_rig(
         test,
@@ -890,87 +888,11 @@ async fn stream_after_a_rewind_the_next_request_no_longer_carries_the_rewound_pr
     else {
         return;
     };
-    let state = tempfile::tempdir().unwrap();
-    let mut options = OrchestratorOptions::new(rig.provider.clone());
-    options.cwd = Some(rig.rig.work.path().to_path_buf());
-    options.snapshots = Some(agentty::snapshot::SnapshotSetup {
-        root: rig.rig.work.path().to_path_buf(),
-        dir: state.path().join("rewind.snapshots"),
-        limits: agentty::snapshot::SnapshotLimits::default(),
-    });
-    let mut chat = spawn_orchestrator(options);
-    let prompts = ["Remember alpha.", "Remember beta.", "Remember gamma."];
-    for prompt in prompts {
-        real_cli::assert_turn(&real_cli::run_turn(&mut chat, prompt).await, 1);
-    }
-    let done = real_cli::rewound(
-        &mut chat,
-        Command::Rewind {
-            turn: 2,
-            conversation: true,
-            files: true,
-            overwrite: false,
-        },
+    real_cli::after_a_rewind_the_next_request_no_longer_carries_the_rewound_prompts(
+        test,
+        rig.provider.clone(),
+        rig.rig.work.path(),
+        || model_requests(&rig.rig.server),
     )
     .await;
-    assert_eq!(done.conversation, Some(Ok(())), "{done:?}");
-    real_cli::assert_turn(
-        &real_cli::run_turn(&mut chat, "What do you remember?").await,
-        1,
-    );
-    let after_rewind = model_requests(&rig.rig.server).last().cloned().unwrap();
-    eprintln!("the request after the rewind: {after_rewind:#?}");
-    for (prompt, times) in [
-        ("Remember alpha.", 1),
-        ("Remember beta.", 0),
-        ("Remember gamma.", 0),
-        ("What do you remember?", 1),
-    ] {
-        assert_eq!(
-            occurrences(&after_rewind, prompt),
-            times,
-            "{prompt}: {after_rewind:#?}"
-        );
-    }
-
-    // Rewind to before turn 5 ("What do you remember?" was turn 4): then undo that rewind,
-    // and the agent has turn 4 again.
-    let done = real_cli::rewound(
-        &mut chat,
-        Command::Rewind {
-            turn: 4,
-            conversation: true,
-            files: true,
-            overwrite: false,
-        },
-    )
-    .await;
-    assert_eq!(done.conversation, Some(Ok(())), "{done:?}");
-    let undone = real_cli::rewound(
-        &mut chat,
-        Command::UndoRewind {
-            turn: 4,
-            conversation: true,
-            files: true,
-            overwrite: false,
-        },
-    )
-    .await;
-    assert!(undone.undone, "{undone:?}");
-    assert_eq!(undone.conversation, Some(Ok(())), "{undone:?}");
-    real_cli::assert_turn(&real_cli::run_turn(&mut chat, "And now?").await, 1);
-    let after_undo = model_requests(&rig.rig.server).last().cloned().unwrap();
-    eprintln!("the request after the rewind was undone: {after_undo:#?}");
-    for (prompt, times) in [
-        ("Remember alpha.", 1),
-        ("Remember beta.", 0),
-        ("What do you remember?", 1),
-        ("And now?", 1),
-    ] {
-        assert_eq!(
-            occurrences(&after_undo, prompt),
-            times,
-            "{prompt}: {after_undo:#?}"
-        );
-    }
 }

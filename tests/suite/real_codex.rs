@@ -717,8 +717,6 @@ async fn codex_app_server_stop_during_a_sleep_tool_leaves_no_tool_process() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_codex:: (README, Tests)"]
 async fn codex_app_server_after_a_rewind_the_next_request_no_longer_carries_the_rewound_prompts() {
-    use agentty::orchestrator::{spawn_orchestrator, Command, OrchestratorOptions};
-
     let test =
         "codex_app_server_after_a_rewind_the_next_request_no_longer_carries_the_rewound_prompts";
     let Some(rig) = AppServerRig::start(
@@ -728,68 +726,13 @@ async fn codex_app_server_after_a_rewind_the_next_request_no_longer_carries_the_
     ) else {
         return;
     };
-    let mut options = OrchestratorOptions::new(rig.provider.clone());
-    options.cwd = Some(rig.work.path().to_path_buf());
-    let mut chat = spawn_orchestrator(options);
-    for prompt in ["Remember alpha.", "Remember beta.", "Remember gamma."] {
-        real_cli::assert_turn(&real_cli::run_turn(&mut chat, prompt).await, 1);
-    }
-    let rewind = |turn| Command::Rewind {
-        turn,
-        conversation: true,
-        files: false,
-        overwrite: false,
-    };
-    let done = real_cli::rewound(&mut chat, rewind(2)).await;
-    assert_eq!(done.conversation, Some(Ok(())), "{done:?}");
-    real_cli::assert_turn(
-        &real_cli::run_turn(&mut chat, "What do you remember?").await,
-        1,
-    );
-    let after_rewind = model_requests(&rig.server).last().cloned().unwrap();
-    eprintln!("the request after the rewind: {after_rewind:#?}");
-    for (prompt, times) in [
-        ("Remember alpha.", 1),
-        ("Remember beta.", 0),
-        ("Remember gamma.", 0),
-        ("What do you remember?", 1),
-    ] {
-        assert_eq!(
-            real_cli::occurrences(&after_rewind, prompt),
-            times,
-            "{prompt}: {after_rewind:#?}"
-        );
-    }
-
-    // Rewind to before turn 4 ("What do you remember?"), undo it: the agent has turn 4 again.
-    let done = real_cli::rewound(&mut chat, rewind(4)).await;
-    assert_eq!(done.conversation, Some(Ok(())), "{done:?}");
-    let undone = real_cli::rewound(
-        &mut chat,
-        Command::UndoRewind {
-            turn: 4,
-            conversation: true,
-            files: false,
-            overwrite: false,
-        },
+    real_cli::after_a_rewind_the_next_request_no_longer_carries_the_rewound_prompts(
+        test,
+        rig.provider.clone(),
+        rig.work.path(),
+        || model_requests(&rig.server),
     )
     .await;
-    assert_eq!(undone.conversation, Some(Ok(())), "{undone:?}");
-    real_cli::assert_turn(&real_cli::run_turn(&mut chat, "And now?").await, 1);
-    let after_undo = model_requests(&rig.server).last().cloned().unwrap();
-    eprintln!("the request after the rewind was undone: {after_undo:#?}");
-    for (prompt, times) in [
-        ("Remember alpha.", 1),
-        ("Remember beta.", 0),
-        ("What do you remember?", 1),
-        ("And now?", 1),
-    ] {
-        assert_eq!(
-            real_cli::occurrences(&after_undo, prompt),
-            times,
-            "{prompt}: {after_undo:#?}"
-        );
-    }
     assert_eq!(
         rig.processes().len(),
         before_len(&rig),

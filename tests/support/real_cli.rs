@@ -1022,3 +1022,78 @@ pub async fn rewound(
         }
     }
 }
+
+/// Three turns, a rewind of the conversation to before the second (a finished turn): the next
+/// request carries the first prompt and the new one only. Then a rewind to before that turn
+/// undone before the next prompt: the request after it carries that turn again. `requests` is
+/// the fake model server's log, one entry per model request.
+pub async fn after_a_rewind_the_next_request_no_longer_carries_the_rewound_prompts(
+    test: &str,
+    provider: Arc<dyn Provider>,
+    cwd: &Path,
+    requests: impl Fn() -> Vec<UserTexts>,
+) {
+    use agentty::orchestrator::{spawn_orchestrator, Command, OrchestratorOptions};
+
+    let mut options = OrchestratorOptions::new(provider);
+    options.cwd = Some(cwd.to_path_buf());
+    let mut chat = spawn_orchestrator(options);
+    for prompt in ["Remember alpha.", "Remember beta.", "Remember gamma."] {
+        assert_turn(&run_turn(&mut chat, prompt).await, 1);
+    }
+    let rewind = |turn| Command::Rewind {
+        turn,
+        conversation: true,
+        files: false,
+        overwrite: false,
+    };
+    let last_request = |after: &str| {
+        let request = requests().last().cloned().unwrap();
+        eprintln!("{test}: the request {after}: {request:#?}");
+        request
+    };
+    let done = rewound(&mut chat, rewind(2)).await;
+    assert_eq!(done.conversation, Some(Ok(())), "{done:?}");
+    assert_turn(&run_turn(&mut chat, "What do you remember?").await, 1);
+    let after_rewind = last_request("after the rewind");
+    for (prompt, times) in [
+        ("Remember alpha.", 1),
+        ("Remember beta.", 0),
+        ("Remember gamma.", 0),
+        ("What do you remember?", 1),
+    ] {
+        assert_eq!(
+            occurrences(&after_rewind, prompt),
+            times,
+            "{prompt}: {after_rewind:#?}"
+        );
+    }
+
+    let done = rewound(&mut chat, rewind(4)).await;
+    assert_eq!(done.conversation, Some(Ok(())), "{done:?}");
+    let undone = rewound(
+        &mut chat,
+        Command::UndoRewind {
+            turn: 4,
+            conversation: true,
+            files: false,
+            overwrite: false,
+        },
+    )
+    .await;
+    assert_eq!(undone.conversation, Some(Ok(())), "{undone:?}");
+    assert_turn(&run_turn(&mut chat, "And now?").await, 1);
+    let after_undo = last_request("after the rewind was undone");
+    for (prompt, times) in [
+        ("Remember alpha.", 1),
+        ("Remember beta.", 0),
+        ("What do you remember?", 1),
+        ("And now?", 1),
+    ] {
+        assert_eq!(
+            occurrences(&after_undo, prompt),
+            times,
+            "{prompt}: {after_undo:#?}"
+        );
+    }
+}

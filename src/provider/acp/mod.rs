@@ -40,6 +40,7 @@ use self::mapper::{id_key, REQUEST_PERMISSION};
 use self::session::AcpSession;
 use crate::config::PermissionPolicy;
 use crate::process::StopControl;
+use crate::provider::checkpoint::UnwrittenTurn;
 use crate::provider::common::session_message;
 use crate::provider::live_process::{InBandStop, LiveItem, LiveSession, LiveSlot, TurnEnd};
 use crate::provider::runner::{spawn_attempt, AttemptMapping, AttemptSink};
@@ -88,6 +89,8 @@ pub(crate) struct AcpProvider {
     /// The last attempt failed and left nothing in the agent's session: a rollback of the
     /// stored session changes nothing the live process holds.
     failed_clean: Arc<AtomicBool>,
+    /// The last turn the live process kept, while the agent may still be writing it to disk.
+    unwritten: Arc<Mutex<Option<UnwrittenTurn>>>,
     /// The agent's models for the status bar and `/model`.
     shared: settings::AcpShared,
 }
@@ -100,6 +103,7 @@ impl AcpProvider {
             live: LiveSlot::new(),
             answers: Arc::new(Mutex::new(None)),
             failed_clean: Arc::new(AtomicBool::new(false)),
+            unwritten: Arc::new(Mutex::new(None)),
             shared: settings::AcpShared::new(),
         }
     }
@@ -117,6 +121,7 @@ impl Provider for AcpProvider {
             live: self.live.clone(),
             answers: self.answers.clone(),
             failed_clean: self.failed_clean.clone(),
+            unwritten: self.unwritten.clone(),
             shared: self.shared.clone(),
             sink,
             stop: stop.clone(),
@@ -124,7 +129,13 @@ impl Provider for AcpProvider {
         spawn_attempt(stop.clone(), move |sink| attempt(sink).run(request))
     }
 
+    /// The stored session, once the agent has written the last turn's end (Claude Code writes
+    /// it after answering the prompt).
     fn checkpoint(&self, request: &AttemptRequest) -> Option<SessionCheckpoint> {
+        let unwritten = self.unwritten.lock().ok().and_then(|mut u| u.take());
+        if let Some(unwritten) = unwritten {
+            unwritten.wait();
+        }
         SessionCheckpoint::of_session(self.backend.as_ref(), request)
     }
 
@@ -180,6 +191,7 @@ struct AcpAttempt {
     live: LiveSlot<AcpSession>,
     answers: Arc<Mutex<Option<mpsc::UnboundedSender<Answer>>>>,
     failed_clean: Arc<AtomicBool>,
+    unwritten: Arc<Mutex<Option<UnwrittenTurn>>>,
     shared: settings::AcpShared,
     sink: AttemptSink,
     stop: StopControl,
@@ -227,6 +239,18 @@ impl AcpAttempt {
             *answers = Some(answers_tx);
         }
         let (mut terminal, keep) = self.play_turn(session, &request, answers_rx).await;
+        if keep && self.backend.writes_session_after_turn() {
+            let (backend, id, request) = (
+                self.backend.clone(),
+                session.session_id.clone(),
+                request.clone(),
+            );
+            if let Ok(mut unwritten) = self.unwritten.lock() {
+                *unwritten = Some(UnwrittenTurn::at_turn_end(move || {
+                    backend.session_file(&id, &request)
+                }));
+            }
+        }
         let failed = matches!(terminal, AgentMessage::Failed(_));
         self.failed_clean.store(failed && keep, Ordering::SeqCst);
         if let Ok(mut answers) = self.answers.lock() {

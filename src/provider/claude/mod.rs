@@ -192,6 +192,11 @@ impl Backend for ClaudeBackend {
         &["No conversation found with session ID"]
     }
 
+    /// Claude Code queues its transcript and writes it every 100 ms, after the turn's `result`.
+    fn writes_session_after_turn(&self) -> bool {
+        true
+    }
+
     /// Claude keeps a session as `<config dir>/projects/<cwd, / as ->/<id>.jsonl`, the config dir
     /// being `$CLAUDE_CONFIG_DIR` or `~/.claude`.
     fn session_file(&self, session_id: &str, _request: &AttemptRequest) -> Option<PathBuf> {

@@ -48,6 +48,7 @@ use super::mapper::ClaudeMapper;
 use super::permission::{request_of, ClaudePermission, ALLOW_ALWAYS, ALLOW_ONCE};
 use crate::config::PermissionPolicy;
 use crate::process::{ExitReport, Line, StopControl};
+use crate::provider::checkpoint::UnwrittenTurn;
 use crate::provider::live_process::{
     InBandStop, LiveItem, LiveProcess, LiveSession, LiveSlot, ResponseRouter, TurnEnd,
 };
@@ -71,11 +72,6 @@ use crate::process::timings::EXIT_AFTER_CLOSE;
 /// After a turn's result, how long the CLI may take to begin the turn of steering it did not
 /// take during that turn.
 const QUEUED_TURN_START: Duration = Duration::from_secs(2);
-/// After a turn, how long Claude Code may take to write its end to the session file (measured:
-/// 50–350 ms after the `result`); a checkpoint taken sooner waits for it, up to this long.
-const SESSION_WRITE_LIMIT: Duration = Duration::from_millis(1500);
-/// The session file is written once its size has stayed the same this long.
-const SESSION_WRITE_QUIET: Duration = Duration::from_millis(80);
 /// How long the CLI may take to answer a settings request.
 const SETTING_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -106,7 +102,7 @@ struct Shared {
     /// Where the running attempt takes the user's messages and permission answers.
     inputs: Arc<Mutex<Option<mpsc::UnboundedSender<UserInput>>>>,
     /// The last turn the live process kept, while it may still be writing it to disk.
-    unwritten: Arc<Mutex<Option<Unwritten>>>,
+    unwritten: Arc<Mutex<Option<UnwrittenTurn>>>,
     /// Messages typed during the turn that the CLI has not taken yet (shown as waiting).
     queue: watch::Sender<AgentQueue>,
     /// The model and mode the user chose in this conversation.
@@ -150,34 +146,6 @@ impl Shared {
         inputs
             .as_ref()
             .is_some_and(|inputs| inputs.send(input).is_ok())
-    }
-}
-
-/// A turn's end that Claude Code writes to the session file after its `result` line.
-struct Unwritten {
-    file: std::path::PathBuf,
-    size_at_end: Option<u64>,
-    ended: std::time::Instant,
-}
-
-impl Unwritten {
-    /// Waits (a short blocking wait: the checkpoint is taken between turns) until the file
-    /// has grown since the turn's end and stays quiet, or the limit passes.
-    fn wait(&self) {
-        let size = || std::fs::metadata(&self.file).ok().map(|meta| meta.len());
-        let mut last = size();
-        let mut quiet_since = std::time::Instant::now();
-        while self.ended.elapsed() < SESSION_WRITE_LIMIT {
-            std::thread::sleep(Duration::from_millis(20));
-            let now = size();
-            if now != last {
-                last = now;
-                quiet_since = std::time::Instant::now();
-            } else if now != self.size_at_end && quiet_since.elapsed() >= SESSION_WRITE_QUIET {
-                return;
-            }
-        }
-        tracing::debug!(file = %self.file.display(), "the session file did not change after the turn");
     }
 }
 
@@ -750,11 +718,7 @@ impl StreamAttempt {
                 .as_deref()
                 .and_then(|id| self.backend.session_file(id, &request));
             if let (Some(file), Ok(mut unwritten)) = (file, self.shared.unwritten.lock()) {
-                *unwritten = Some(Unwritten {
-                    size_at_end: std::fs::metadata(&file).ok().map(|meta| meta.len()),
-                    file,
-                    ended: std::time::Instant::now(),
-                });
+                *unwritten = Some(UnwrittenTurn::at_turn_end(move || Some(file.clone())));
             }
         }
         if !keep {
