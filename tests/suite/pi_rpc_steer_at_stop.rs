@@ -274,3 +274,39 @@ async fn a_steer_delivered_before_the_stop_stays_in_the_conversation() {
         "{requests:#?}"
     );
 }
+
+/// The chat's side: a `not_delivered` message comes back into the editor (made inert, as any
+/// text from the agent's side), and the transcript says so; nothing the user typed is lost.
+#[test]
+fn a_message_not_delivered_comes_back_into_the_editor() {
+    use crate::support::chat;
+    use agentty::orchestrator::TurnOutcome;
+    use agentty::stream::StopStage;
+    use chat::{startup, Chat};
+
+    let mut chat = Chat::with_startup(startup("pi", None, None));
+    chat.start_turn(0, "run the sleep-tool");
+    chat.message(
+        10,
+        AgentMessage::notice(
+            NoticeKind::NotDelivered.wire(),
+            "my steer\u{1b}]0;owned\u{7}",
+        ),
+    );
+    chat.message(
+        20,
+        AgentMessage::Cancelled {
+            stop_stage: StopStage::Cancel,
+            elapsed_ms: 20,
+        },
+    );
+    chat.end(20, TurnOutcome::Cancelled);
+    let text = chat.state.composer.text();
+    assert!(text.starts_with("my steer"), "{text:?}");
+    assert!(!text.chars().any(|c| c.is_control()), "{text:?}");
+    let screen = chat.screen(100, 24, 30);
+    assert!(
+        screen.contains("Not delivered to the agent (the turn ended first), back in the editor:"),
+        "{screen}"
+    );
+}
