@@ -310,3 +310,67 @@ fn a_message_not_delivered_comes_back_into_the_editor() {
         "{screen}"
     );
 }
+
+/// In tmux, as a user: Esc while the demo agent's tool runs and a steer waits above the
+/// composer. The steer comes back into the editor, nothing is left pending, and Enter sends it
+/// as the next prompt, once: the agent's answer is to it, not to a steer from the stopped turn.
+#[test]
+fn esc_during_a_tool_with_a_steer_waiting_puts_it_back_into_the_editor() {
+    use crate::support::tmux;
+    if !tmux::tmux_available() {
+        return;
+    }
+    let state = tempfile::tempdir().unwrap();
+    let command = format!(
+        "AGENTTY_STATE_DIR={state} AGENTTY_DEMO_STATE_DIR={state}/demo \
+         AGENTTY_DEMO_TIME_SCALE=0 exec {bin} --provider demo --transport rpc",
+        state = state.path().display(),
+        bin = env!("CARGO_BIN_EXE_agentty"),
+    );
+    /// The tmux server goes with the test, also when it fails.
+    struct Guard(tmux::Pane);
+    impl Drop for Guard {
+        fn drop(&mut self) {
+            self.0.kill_server();
+        }
+    }
+    let guard = Guard(tmux::Pane::spawn(
+        tmux::socket_name("steer-at-stop"),
+        100,
+        30,
+        &command,
+    ));
+    let pane = &guard.0;
+    pane.wait_for_text("Ask the agent anything");
+    pane.type_text("run the sleep-tool");
+    pane.keys(&["Enter"]);
+    pane.wait_for_text("Enter steers");
+    pane.wait_for_text("pid ");
+    pane.type_text("my steer");
+    pane.keys(&["Enter"]);
+    pane.wait_for_text("↳ steer: my steer");
+    pane.keys(&["Escape"]);
+    let stopped = pane.wait_for_text("back in the editor: my steer");
+    eprintln!("after Esc:\n{stopped}");
+    let screen = pane.wait_for_text("Enter sends");
+    assert!(!screen.contains("↳ steer: my steer"), "{screen}");
+    assert!(
+        screen.lines().any(|line| line.trim_end() == "my steer"),
+        "the steer is back in the editor: {screen}"
+    );
+    pane.keys(&["Enter"]);
+    let after = pane.wait_for_text("Prompt 2 in session");
+    eprintln!("the next turn:\n{after}");
+    assert!(!after.contains("You steered me"), "{after}");
+    let requests: Vec<Vec<String>> =
+        std::fs::read_to_string(requests_file(&state.path().join("demo")))
+            .unwrap()
+            .lines()
+            .map(|line| serde_json::from_str::<DemoRequest>(line).unwrap().messages)
+            .collect();
+    assert_eq!(
+        requests.last().unwrap(),
+        &["run the sleep-tool", "my steer"],
+        "the steer reached the agent once, as the prompt the user sent: {requests:#?}"
+    );
+}

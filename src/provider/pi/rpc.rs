@@ -899,14 +899,17 @@ fn is_agent_end(line: &str) -> bool {
 
 /// Whether `line` is pi's event `kind`.
 fn is_event(line: &str, kind: &str) -> bool {
-    // A cheap look first: most lines are other events.
-    line.contains(kind)
+    // A cheap look for `"kind"` first: most lines are other events.
+    let quoted = |(at, _): (usize, &str)| {
+        line[..at].ends_with('"') && line[at + kind.len()..].starts_with('"')
+    };
+    line.match_indices(kind).any(quoted)
         && serde_json::from_str::<ResponseHead>(line).is_ok_and(|head| head.kind == kind)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::delivered;
+    use super::{delivered, is_event};
 
     fn texts(items: &[&str]) -> Vec<String> {
         items.iter().map(|item| (*item).to_owned()).collect()
@@ -918,5 +921,19 @@ mod tests {
         assert_eq!(delivered(&texts(&["a", "a"]), &texts(&["a"])), ["a"]);
         assert!(delivered(&texts(&["a"]), &texts(&["a", "c"])).is_empty());
         assert!(delivered(&[], &[]).is_empty());
+    }
+
+    #[test]
+    fn an_event_is_known_by_its_type_not_by_text_that_names_it() {
+        assert!(is_event(
+            r#"{"type":"agent_end","messages":[]}"#,
+            "agent_end"
+        ));
+        assert!(!is_event(
+            r#"{"type":"message_update","delta":"\"agent_end\""}"#,
+            "agent_end"
+        ));
+        assert!(!is_event(r#"{"type":"agent_ending"}"#, "agent_end"));
+        assert!(!is_event("not json agent_end", "agent_end"));
     }
 }
