@@ -233,6 +233,9 @@ pub enum NoticeKind {
     /// call) or a follow-up (after the turn). The text is the message.
     SteerDelivered,
     FollowUpDelivered,
+    /// A message the user typed during the turn did not reach the agent (the turn ended, or was
+    /// stopped, first): it goes back to the user. The text is the message.
+    NotDelivered,
     /// What `/undo` put back (or why it could not).
     Undo,
     /// What `/rewind` took back (the agent's conversation, the files, or both).
@@ -252,13 +255,14 @@ pub enum NoticeKind {
 
 impl NoticeKind {
     /// Every kind agentty names.
-    const KNOWN: [NoticeKind; 12] = [
+    const KNOWN: [NoticeKind; 13] = [
         NoticeKind::AgentRetry,
         NoticeKind::Warning,
         NoticeKind::Superseded,
         NoticeKind::FreshSession,
         NoticeKind::SteerDelivered,
         NoticeKind::FollowUpDelivered,
+        NoticeKind::NotDelivered,
         NoticeKind::Undo,
         NoticeKind::Rewind,
         NoticeKind::Snapshot,
@@ -276,6 +280,7 @@ impl NoticeKind {
             NoticeKind::FreshSession => "fresh_session",
             NoticeKind::SteerDelivered => "steer_delivered",
             NoticeKind::FollowUpDelivered => "follow_up_delivered",
+            NoticeKind::NotDelivered => "not_delivered",
             NoticeKind::Undo => "undo",
             NoticeKind::Rewind => "rewind",
             NoticeKind::Snapshot => "snapshot",

@@ -258,6 +258,9 @@ fn interrupted(turn: crate::orchestrator::TurnId, why: &str) -> OrchestratorEven
 /// Rebuilds the transcript in `state`. Logged times become instants at the same distances from
 /// one another, so tool durations and stop times read as they did.
 pub(crate) fn replay_into(state: &mut AppState, events: Vec<(OrchestratorEvent, Option<u64>)>) {
+    // The editor stays the user's: a message a logged turn gave back (`not_delivered`) was
+    // given back then, not now.
+    let editor = std::mem::take(&mut state.composer);
     let base = Instant::now();
     let first_at = events.iter().find_map(|(_, at_ms)| *at_ms);
     let mut last = base;
@@ -269,6 +272,7 @@ pub(crate) fn replay_into(state: &mut AppState, events: Vec<(OrchestratorEvent, 
         last = now;
         state.on_orchestrator_event(event, now);
     }
+    state.composer = editor;
 }
 
 /// Rebuilds a reopened conversation's transcript in `state` and says what the next prompt
@@ -672,5 +676,41 @@ mod tests {
             .cells()
             .iter()
             .any(|cell| matches!(&cell.body, CellBody::Plan(plan) if plan.entries.len() == 1)));
+    }
+
+    #[test]
+    fn a_message_given_back_in_a_logged_turn_stays_out_of_the_editor_on_a_resume() {
+        use crate::app::state::StartupInfo;
+        let events = vec![
+            (
+                OrchestratorEvent::TurnStarted {
+                    turn: 1,
+                    prompt: "run the sleep-tool".into(),
+                },
+                Some(0),
+            ),
+            (
+                OrchestratorEvent::Message {
+                    turn: 1,
+                    attempt: 1,
+                    message: AgentMessage::notice(
+                        crate::stream::NoticeKind::NotDelivered.wire(),
+                        "my steer",
+                    ),
+                },
+                Some(10),
+            ),
+            (
+                OrchestratorEvent::TurnEnded {
+                    turn: 1,
+                    outcome: TurnOutcome::Cancelled,
+                },
+                Some(20),
+            ),
+        ];
+        let mut state = AppState::new(StartupInfo::default());
+        state.composer.set_text("my draft");
+        replay_into(&mut state, events);
+        assert_eq!(state.composer.text(), "my draft");
     }
 }

@@ -11,8 +11,10 @@
 //!   `agent_start … agent_end`, as pi-agent-core's loop does.
 //! - `abort` ends the turn at once: while streaming, the message ends with `stopReason:
 //!   "aborted"`; during a tool, the tool's process group is killed, the tool fails with
-//!   "Command aborted", and an empty aborted assistant message follows. The response comes
-//!   after `agent_end`. The `ignore-sigint` scenario ignores `abort` (and SIGINT/SIGTERM).
+//!   "Command aborted", and an empty aborted assistant message follows. As pi's loop polls its
+//!   steering queue after the tool step even then, a steer still queued is taken first (a
+//!   `queue_update`, the user message): it goes into the session, which the next request
+//!   carries, with no request of its own. The response comes after `agent_end`. The `ignore-sigint` scenario ignores `abort` (and SIGINT/SIGTERM).
 //! - Two models (`get_available_models`: `demo/demo-1`, and `demo/demo-2`, which takes a
 //!   thinking level); `set_model {provider, modelId}` switches (an unknown one is refused with
 //!   pi's "Model not found"), and each later prompt's line in `requests.jsonl` names the model;
@@ -252,8 +254,11 @@ impl Engine {
                 });
             }
             "set_auto_retry" | "abort" | "set_steering_mode" | "set_follow_up_mode" => {}
-            // pi re-reads a session file (one the client restored) in the running process.
+            // pi re-reads a session file (one the client restored) in the running process,
+            // in a new runtime: what its queues held is left behind.
             "switch_session" => {
+                self.steering.clear();
+                self.follow_up.clear();
                 let path = Path::new(command["sessionPath"].as_str().unwrap_or_default());
                 let loaded = path
                     .file_stem()
@@ -269,6 +274,8 @@ impl Engine {
                 }
             }
             "new_session" => {
+                self.steering.clear();
+                self.follow_up.clear();
                 let cwd = self.session.header.cwd.clone();
                 match Session::open(&SessionChoice::New, &cwd) {
                     Ok(session) => self.session = session,
@@ -605,6 +612,11 @@ impl Engine {
                     tool_results: &results,
                 })?;
                 self.out.event(&Event::TurnStart)?;
+                if let Some(steer) = self.steering.pop_front() {
+                    self.queue_update()?;
+                    self.session.record_unanswered(&steer);
+                    self.out.user_message(&steer)?;
+                }
                 let mut empty = AssistantMessage::started(now_ms());
                 empty.stop_reason = StopReason::Aborted;
                 empty.error_message = Some("Request was aborted.".into());

@@ -232,6 +232,50 @@ impl Session {
     }
 }
 
+impl Session {
+    /// Records a message the agent took into the session without making a request with it:
+    /// pi's steer taken off its queue at an `abort`, whose request is aborted before it is made
+    /// (the next request carries it).
+    pub(crate) fn record_unanswered(&mut self, text: &str) {
+        self.history.push(text.to_owned());
+        let Ok(mut file) = fs::OpenOptions::new().append(true).open(&self.file) else {
+            return;
+        };
+        let line = serde_json::to_string(text).unwrap_or_default();
+        let _ = writeln!(file, "{line}");
+    }
+}
+
+/// Takes the prompts `texts` (each counted once) out of the end of session file `file`, the
+/// lines a stopped turn left unanswered; returns how many it took out. The demo's side of
+/// `Backend::take_back_unanswered`.
+pub(crate) fn take_back_unanswered(file: &Path, texts: &[String]) -> std::io::Result<usize> {
+    let contents = fs::read_to_string(file)?;
+    let mut lines: Vec<&str> = contents.lines().collect();
+    let mut wanted: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let mut taken = 0;
+    // Line 1 is the header, never a prompt.
+    while lines.len() > 1 {
+        let Some(prompt) = lines
+            .last()
+            .and_then(|line| serde_json::from_str::<String>(line).ok())
+        else {
+            break;
+        };
+        let Some(index) = wanted.iter().position(|text| *text == prompt) else {
+            break;
+        };
+        wanted.remove(index);
+        lines.pop();
+        taken += 1;
+    }
+    if taken > 0 {
+        let kept: String = lines.iter().map(|line| format!("{line}\n")).collect();
+        fs::write(file, kept)?;
+    }
+    Ok(taken)
+}
+
 /// Appends `request` to `requests.jsonl` (what the model would receive).
 pub(crate) fn log_request(request: &DemoRequest) {
     let dir = state_dir();
@@ -423,6 +467,38 @@ mod tests {
         assert_eq!(parsed.get_version_num(), 7);
         assert_eq!(parsed.get_variant(), uuid::Variant::RFC4122);
         assert_ne!(uuid_v7(1), uuid_v7(1));
+    }
+
+    #[test]
+    fn unanswered_prompts_are_taken_from_the_end_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("s.jsonl");
+        fs::write(
+            &file,
+            "{\"type\":\"session\"}\n\"hi\"\n\"steer\"\n\"steer\"\n",
+        )
+        .unwrap();
+        let texts = |items: &[&str]| {
+            items
+                .iter()
+                .map(|item| (*item).to_owned())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(take_back_unanswered(&file, &texts(&["steer"])).unwrap(), 1);
+        assert_eq!(
+            fs::read_to_string(&file).unwrap(),
+            "{\"type\":\"session\"}\n\"hi\"\n\"steer\"\n"
+        );
+        // "hi" is not at the end: nothing changes.
+        assert_eq!(take_back_unanswered(&file, &texts(&["hi"])).unwrap(), 0);
+        assert_eq!(
+            take_back_unanswered(&file, &texts(&["steer", "hi"])).unwrap(),
+            2
+        );
+        assert_eq!(
+            fs::read_to_string(&file).unwrap(),
+            "{\"type\":\"session\"}\n"
+        );
     }
 
     #[test]

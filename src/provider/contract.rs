@@ -5,7 +5,8 @@
 //! types beside it are in `agent_status`. Every backend imports this; this imports no backend
 //! (the factory is `super::registry`).
 
-use std::path::PathBuf;
+use std::io;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
@@ -155,6 +156,13 @@ pub trait Backend: Send + Sync + 'static {
     fn acp_quirks(&self, request: &AttemptRequest) -> AcpQuirks {
         let _ = request;
         AcpQuirks::default()
+    }
+    /// The user stopped a turn after the agent had written `texts` (steering it took from its
+    /// queue but never answered) into its session file `session_file`: take them out, so that
+    /// no later request carries them. Returns how many it took out. Nothing to do for most CLIs.
+    fn take_back_unanswered(&self, session_file: &Path, texts: &[String]) -> io::Result<usize> {
+        let _ = (session_file, texts);
+        Ok(0)
     }
 }
 

@@ -73,6 +73,15 @@ impl Backend for DemoBackend {
         crate::provider::pi::LOST_SESSION_PHRASES
     }
 
+    /// The demo agent's RPC mode writes a steer taken at a stop into its session as pi does.
+    fn take_back_unanswered(
+        &self,
+        session_file: &std::path::Path,
+        texts: &[String],
+    ) -> std::io::Result<usize> {
+        demo_state::take_back_unanswered(session_file, texts)
+    }
+
     fn session_file(&self, session_id: &str, _request: &AttemptRequest) -> Option<PathBuf> {
         let state_dir =
             demo_state::state_dir_from(agent_env(&self.settings.env, demo_state::STATE_DIR_VAR));

@@ -117,7 +117,8 @@ fn esc_stops_in_band_and_the_same_agent_answers_the_next_prompt() {
 }
 
 /// pi keeps a steer queued across `abort`: Esc must not leave it to be delivered into the next
-/// prompt's turn. The user is told it did not arrive, and the next answer knows nothing of it.
+/// prompt's turn. The user is told it did not arrive, it comes back into the editor, and the
+/// next answer knows nothing of it.
 #[test]
 fn a_steer_still_queued_at_esc_is_not_delivered_into_the_next_turn() {
     // Full time: the slow answer's one step lasts about 30 s, so the steer is still queued.
@@ -132,13 +133,20 @@ fn a_steer_still_queued_at_esc_is_not_delivered_into_the_next_turn() {
     pane.key("Enter");
     pane.wait_for("↳ steer: my steer");
     pane.key("Escape");
-    let stopped = pane.wait_for("Not delivered to the agent (the turn ended first): my steer");
+    let stopped = pane.wait_for("back in the editor: my steer");
     eprintln!("after Esc:\n{stopped}");
     pane.wait_for("Enter sends");
     assert!(
         !pane.pane.screen().contains("↳ steer: my steer"),
         "no steer is left pending"
     );
+    let screen = pane.pane.screen();
+    assert!(
+        screen.lines().any(|line| line.trim_end() == "my steer"),
+        "the steer is back in the editor: {screen}"
+    );
+    // Not sent again: the user clears it and asks something else.
+    pane.key("C-c");
     pane.type_text("hello");
     pane.key("Enter");
     let after = pane.wait_for("Prompt 2 in session");

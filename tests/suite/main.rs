@@ -55,6 +55,7 @@ mod layering;
 mod orchestrator;
 mod pi_fixtures;
 mod pi_rpc;
+mod pi_rpc_steer_at_stop;
 mod process;
 mod real_acp;
 mod real_acp_chat;

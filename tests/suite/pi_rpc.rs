@@ -613,8 +613,7 @@ async fn a_steer_still_queued_when_the_turn_is_stopped_is_not_delivered_into_the
     );
     let warned = rest.iter().any(|message| {
         matches!(message, AgentMessage::Notice { kind, message }
-            if kind == NoticeKind::Warning.wire()
-                && message == "Not delivered to the agent (the turn ended first): my steer")
+            if kind == NoticeKind::NotDelivered.wire() && message == "my steer")
     });
     assert!(
         warned,

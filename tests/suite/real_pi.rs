@@ -787,19 +787,20 @@ async fn rpc_after_a_rewind_the_next_request_no_longer_carries_the_rewound_promp
 /// A steer sent during a tool that the user then stops must not reach the model with the next
 /// prompt (the fake server's request log shows what pi sent).
 ///
-/// FAILS TODAY (pi 0.x, measured): on `abort` pi takes the steer off its queue (`queue_update`
-/// empty, so agentty says "steered") and writes it into the stopped turn's messages, where the
-/// next request carries it: `["Sleep ...", "Steer: my steer.", "And now?"]`. agentty's fix
-/// (dropping the process when a steer is still queued at the end) covers the demo agent's
-/// behaviour, not this one; what is left is to roll the session back past a steer taken after
-/// the stop was asked for.
+/// pi 0.73.1 polls its steering queue after the aborted tool step: it takes the steer off its
+/// queue and writes it into the stopped turn's session, where the next request would carry it
+/// (`["Sleep ...", "Steer: my steer.", "And now?"]`). agentty takes it back: out of the session
+/// file, which the same pi re-reads (`switch_session`, no cold start), and back to the user as
+/// `not_delivered`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "FAILS TODAY with pi 0.73.1 (issue 28, see above); needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_pi:: (README, Tests)"]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_pi:: (README, Tests)"]
 async fn rpc_a_steer_left_queued_by_a_stop_does_not_reach_the_next_request() {
     let Some(world) = PiWorld::new("rpc_a_steer_left_queued_by_a_stop").await else {
         return;
     };
-    let provider = world.provider_on("sleep", Transport::Rpc, &world.pi);
+    let starts_file = world.root.path().join("starts");
+    let launcher = world.counting_launcher(&starts_file);
+    let provider = world.provider_on("sleep", Transport::Rpc, &launcher);
     let mut queue = provider.agent_queue().expect("rpc has a queue");
     let pid_file = world.root.path().join("sleep.pid");
     let stop = StopControl::new();
@@ -829,6 +830,14 @@ async fn rpc_a_steer_left_queued_by_a_stop_does_not_reach_the_next_request() {
         .filter(|message| matches!(message, AgentMessage::Notice { .. }))
         .collect();
     eprintln!("notices of the stopped turn: {notices:?}");
+    assert_eq!(
+        notices,
+        [&AgentMessage::notice(
+            NoticeKind::NotDelivered.wire(),
+            "Steer: my steer."
+        )],
+        "given back, never said delivered"
+    );
     let id = session_id(&messages);
     let next = collect(
         &mut provider.execute(
@@ -857,6 +866,7 @@ async fn rpc_a_steer_left_queued_by_a_stop_does_not_reach_the_next_request() {
             .all(|users| !users.iter().any(|text| text.contains("my steer"))),
         "the steer reached the model: {requests:?}"
     );
+    assert_eq!(starts(&starts_file).len(), 1, "the same pi went on");
 }
 
 // ---- what a turn changed, and /undo, with pi's own bash tool ----
@@ -943,4 +953,142 @@ async fn rpc_a_bash_edit_is_summed_up_and_undone() {
     eprintln!("{}", agentty::snapshot::describe_undo(&outcome));
     assert_eq!(outcome.unwrap().restored, ["notes.txt"]);
     assert_eq!(std::fs::read_to_string(&notes).unwrap(), "v1\n");
+}
+
+// ---- steering and the stop (issue 28): what reaches the model after Esc ----
+
+/// The messages of `stream` up to and including the first that `wanted` accepts, within
+/// [`RUN_LIMIT`].
+async fn messages_until(
+    stream: &mut AgentStream,
+    wanted: impl Fn(&AgentMessage) -> bool,
+) -> Vec<AgentMessage> {
+    use futures::StreamExt;
+    let mut messages = Vec::new();
+    loop {
+        match tokio::time::timeout(RUN_LIMIT, stream.next()).await {
+            Ok(Some(message)) => {
+                let found = wanted(&message);
+                messages.push(message);
+                if found {
+                    return messages;
+                }
+            }
+            other => panic!("not seen ({other:?}): {messages:#?}"),
+        }
+    }
+}
+
+/// A steer pi delivered before the stop (the model's request carried it and the model began
+/// to answer) stays: it is not given back, and the next request carries it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_pi:: (README, Tests)"]
+async fn rpc_a_steer_delivered_before_a_stop_stays_in_the_conversation() {
+    let Some(world) = PiWorld::new("rpc_a_steer_delivered_before_a_stop").await else {
+        return;
+    };
+    let provider = world.provider_on("nap", Transport::Rpc, &world.pi);
+    let stop = StopControl::new();
+    let mut stream = provider.execute(
+        rpc_request("Take a nap.", SessionRef::New, &world.work_dir()),
+        stop.clone(),
+    );
+    let mut messages = messages_until_tool_call(&mut stream, RUN_LIMIT).await;
+    // The steer asks the fake model to answer slowly, so the stop lands mid-answer.
+    let steer = format!("Steer: {}.", fake_openai::SLOW_PLEASE);
+    assert!(provider.interject(Interjection::Steer, &steer));
+    messages.extend(
+        messages_until(&mut stream, |message| {
+            matches!(message, AgentMessage::Assistant { .. })
+        })
+        .await,
+    );
+    stop.stop();
+    messages.extend(collect(&mut stream, RUN_LIMIT).await);
+    assert!(
+        matches!(messages.last(), Some(AgentMessage::Cancelled { .. })),
+        "{messages:#?}"
+    );
+    assert_eq!(notices(&messages, NoticeKind::SteerDelivered.wire()), 1);
+    assert_eq!(notices(&messages, NoticeKind::NotDelivered.wire()), 0);
+    let id = session_id(&messages);
+    let next = collect(
+        &mut provider.execute(
+            rpc_request("And now?", SessionRef::Resume(id), &world.work_dir()),
+            StopControl::new(),
+        ),
+        RUN_LIMIT,
+    )
+    .await;
+    expect_completed(&next);
+    let requests = world.fake.user_texts_per_request();
+    print_requests("pi rpc, steer delivered before a stop", &requests);
+    assert_eq!(
+        requests.last().unwrap(),
+        &["Take a nap.", steer.as_str(), "And now?"],
+        "the delivered steer is part of the conversation"
+    );
+}
+
+/// A steer still in pi's queue when the user stops a streaming answer (pi takes steering only
+/// after a step, and an aborted answer ends the loop): given back, and the same pi re-reads
+/// its session, which leaves its queue behind: the next request carries no steer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_pi:: (README, Tests)"]
+async fn rpc_a_steer_queued_during_a_stopped_answer_does_not_reach_the_next_request() {
+    let Some(world) = PiWorld::new("rpc_a_steer_queued_during_a_stopped_answer").await else {
+        return;
+    };
+    let starts_file = world.root.path().join("starts");
+    let launcher = world.counting_launcher(&starts_file);
+    let provider = world.provider_on("session", Transport::Rpc, &launcher);
+    let mut queue = provider.agent_queue().expect("rpc has a queue");
+    let stop = StopControl::new();
+    let prompt = format!("Count, {}.", fake_openai::SLOW_PLEASE);
+    let mut stream = provider.execute(
+        rpc_request(&prompt, SessionRef::New, &world.work_dir()),
+        stop.clone(),
+    );
+    let mut messages = messages_until(&mut stream, |message| {
+        matches!(message, AgentMessage::Assistant { .. })
+    })
+    .await;
+    assert!(provider.interject(Interjection::Steer, "Steer: my steer."));
+    tokio::time::timeout(
+        Duration::from_secs(10),
+        queue.wait_for(|queue| !queue.steering.is_empty()),
+    )
+    .await
+    .expect("pi queued the steer")
+    .unwrap();
+    stop.stop();
+    messages.extend(collect(&mut stream, RUN_LIMIT).await);
+    assert!(
+        matches!(messages.last(), Some(AgentMessage::Cancelled { .. })),
+        "{messages:#?}"
+    );
+    assert_eq!(notices(&messages, NoticeKind::NotDelivered.wire()), 1);
+    let id = session_id(&messages);
+    let next = collect(
+        &mut provider.execute(
+            rpc_request(
+                "And now?",
+                SessionRef::Resume(id.clone()),
+                &world.work_dir(),
+            ),
+            StopControl::new(),
+        ),
+        RUN_LIMIT,
+    )
+    .await;
+    expect_completed(&next);
+    assert_eq!(session_id(&next), id, "the conversation goes on");
+    let requests = world.fake.user_texts_per_request();
+    print_requests("pi rpc, steer queued during a stopped answer", &requests);
+    assert_eq!(
+        requests.last().unwrap(),
+        &[prompt.as_str(), "And now?"],
+        "{requests:?}"
+    );
+    assert_eq!(starts(&starts_file).len(), 1, "the same pi went on");
 }

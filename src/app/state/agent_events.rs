@@ -453,6 +453,18 @@ impl AppState {
                         };
                         self.notice(NoticeLevel::Info, format!("↳ {how}: {message}"));
                     }
+                    NoticeKind::NotDelivered => {
+                        // Nothing the user typed is lost: it comes back into the editor.
+                        let text = untrusted_owned(&message);
+                        self.composer.bring_back(vec![text.clone()]);
+                        self.notice(
+                            NoticeLevel::Warning,
+                            format!(
+                                "Not delivered to the agent (the turn ended first), back in the \
+                                 editor: {text}"
+                            ),
+                        );
+                    }
                     NoticeKind::PermissionFeedback => {
                         self.notice(
                             NoticeLevel::Info,

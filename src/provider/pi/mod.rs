@@ -12,6 +12,7 @@
 pub(crate) mod agent_dir;
 pub mod mapper;
 pub mod rpc;
+mod rpc_take_back;
 mod stopped_prompt;
 
 use std::ffi::OsString;
@@ -128,6 +129,14 @@ impl Backend for PiBackend {
 
     fn session_file(&self, session_id: &str, request: &AttemptRequest) -> Option<PathBuf> {
         session_file(&self.settings.env, session_id, request.cwd.as_deref())
+    }
+
+    fn take_back_unanswered(
+        &self,
+        session_file: &std::path::Path,
+        texts: &[String],
+    ) -> std::io::Result<usize> {
+        rpc_take_back::take_back_unanswered(session_file, texts)
     }
 
     fn keep_stopped_prompt(&self, session_id: &str, request: &AttemptRequest) {

@@ -128,6 +128,7 @@ impl Provider for RpcProvider {
             status: self.status.clone(),
             sink,
             stop: stop.clone(),
+            taken_at_stop: Vec::new(),
         };
         spawn_attempt(stop.clone(), move |sink| attempt(sink).run(request))
     }
@@ -472,6 +473,19 @@ impl RpcSession {
     }
 }
 
+impl RpcSession {
+    /// Has pi re-read its session file (`switch_session`), which leaves behind its queue and
+    /// whatever it held in memory only; false when pi has no file yet (switching to it would
+    /// start a new session) or did not switch.
+    async fn drop_held(&mut self, request: &AttemptRequest) -> bool {
+        let written = self
+            .session_file
+            .as_deref()
+            .is_some_and(|file| std::path::Path::new(file).is_file());
+        written && self.reload(request).await
+    }
+}
+
 impl LiveSession for RpcSession {
     /// Does this live process hold the session `session` names (and is it still running)?
     fn serves(&mut self, session: &SessionRef) -> bool {
@@ -590,6 +604,9 @@ struct RpcAttempt {
     status: watch::Sender<AgentStatus>,
     sink: AttemptSink,
     stop: StopControl,
+    /// Messages pi took off its queue after the `abort` went out: delivered only if the model
+    /// then answers (see [`RpcAttempt::confirm_taken`]), else taken back when the turn ends.
+    taken_at_stop: Vec<(NoticeKind, String)>,
 }
 
 impl RpcAttempt {
@@ -669,8 +686,12 @@ impl RpcAttempt {
                         if let Some(tap) = &request.raw_line_tap {
                             tap.record(&line.text).await;
                         }
-                        if self.side_line(&line, session).await {
+                        if self.side_line(&line, session, stop.is_sent()).await {
                             continue;
+                        }
+                        let taken = !self.taken_at_stop.is_empty();
+                        if taken && is_event(&line.text, "message_update") {
+                            self.confirm_taken().await;
                         }
                         mapping.map_line(&line, &mut out);
                         self.sink.flush(&mut out).await;
@@ -723,18 +744,7 @@ impl RpcAttempt {
             );
         }
         let answered_unstopped = !stop.is_sent() && matches!(end, TurnEnd::Answered);
-        // What is still in pi's queue when the turn ends (an abort does not clear it, and RPC
-        // has no command that does) would be delivered into the next prompt's turn: the
-        // process goes with it, and the user is told what did not arrive.
-        let undelivered = self.queue.send_replace(AgentQueue::default());
-        for text in undelivered.steering.iter().chain(&undelivered.follow_up) {
-            out.push(AgentMessage::notice(
-                NoticeKind::Warning.wire(),
-                format!("Not delivered to the agent (the turn ended first): {text}"),
-            ));
-        }
-        let stopped_with_queue =
-            !undelivered.steering.is_empty() || !undelivered.follow_up.is_empty();
+        let undelivered = self.take_back_undelivered(session, &mut out);
         let (report, ended_by, keep) = stop.outcome(end);
         let terminal = mapping.finish(&report, ended_by, stderr, &mut out);
         self.sink.flush(&mut out).await;
@@ -742,15 +752,66 @@ impl RpcAttempt {
         // duplicates). A turn that pi ended itself (`agent_end`) leaves pi idle with its
         // session written: the process stays, and the orchestrator's rollback makes it re-read
         // the restored file (`switch_session`, see `reload`) or open a new session.
-        let keep = keep
-            && !stopped_with_queue
-            && (answered_unstopped || !matches!(terminal, AgentMessage::Failed(_)));
+        let keep = keep && (answered_unstopped || !matches!(terminal, AgentMessage::Failed(_)));
+        // pi still holds what did not arrive (its queue; a steer in memory): it re-reads the
+        // session file, which drops both, or the process goes with them.
+        let keep = keep && (!undelivered || session.drop_held(request).await);
         (terminal, keep)
     }
 
+    /// What the user typed during the turn and the agent never answered: steering pi took off
+    /// its queue after the `abort` (it wrote it into the session, which the next request would
+    /// carry: taken out of the file here), and what is still in its queue (an abort does not
+    /// clear it, and RPC has no command that does). Each goes back to the user
+    /// (`not_delivered`). True when there was any: pi must then drop what it holds.
+    fn take_back_undelivered(&mut self, session: &RpcSession, out: &mut Vec<AgentMessage>) -> bool {
+        let queued = self.queue.send_replace(AgentQueue::default());
+        let taken: Vec<String> = std::mem::take(&mut self.taken_at_stop)
+            .into_iter()
+            .map(|(_, text)| text)
+            .collect();
+        if let (false, Some(file)) = (taken.is_empty(), session.session_file.as_deref()) {
+            match self
+                .backend
+                .take_back_unanswered(std::path::Path::new(file), &taken)
+            {
+                Ok(count) => tracing::info!(count, "took unanswered steering out of pi's session"),
+                Err(error) => out.push(AgentMessage::notice(
+                    NoticeKind::Warning.wire(),
+                    format!(
+                        "Could not take your unanswered message out of pi's session ({error}): \
+                         the agent may still see it"
+                    ),
+                )),
+            }
+        }
+        let undelivered: Vec<String> = taken
+            .into_iter()
+            .chain(queued.steering)
+            .chain(queued.follow_up)
+            .collect();
+        for text in &undelivered {
+            out.push(AgentMessage::notice(
+                NoticeKind::NotDelivered.wire(),
+                text.clone(),
+            ));
+        }
+        !undelivered.is_empty()
+    }
+
+    /// The model answers after pi took steering at the stop: the model saw it, so it was
+    /// delivered after all.
+    async fn confirm_taken(&mut self) {
+        for (kind, text) in std::mem::take(&mut self.taken_at_stop) {
+            self.sink
+                .send(AgentMessage::notice(kind.wire(), text))
+                .await;
+        }
+    }
+
     /// Lines that are not the turn's events: pi's queue, and responses nobody waited for.
-    /// Returns true when the line was handled here.
-    async fn side_line(&mut self, line: &Line, session: &RpcSession) -> bool {
+    /// Returns true when the line was handled here. `stopping`: the `abort` has gone out.
+    async fn side_line(&mut self, line: &Line, session: &RpcSession, stopping: bool) -> bool {
         if !line.text.contains("\"queue_update\"") && !line.text.contains("\"response\"") {
             return false;
         }
@@ -775,21 +836,24 @@ impl RpcAttempt {
                     follow_up: strings("followUp"),
                 };
                 let before = self.queue.send_replace(now.clone());
-                // What left pi's queue was delivered (abort does not clear it).
+                // What left pi's queue was delivered (abort does not clear it); what left it
+                // after the abort went out is delivered only if the model answers it.
                 for (kind, was, is) in [
+                    (NoticeKind::SteerDelivered, &before.steering, &now.steering),
                     (
-                        NoticeKind::SteerDelivered.wire(),
-                        &before.steering,
-                        &now.steering,
-                    ),
-                    (
-                        NoticeKind::FollowUpDelivered.wire(),
+                        NoticeKind::FollowUpDelivered,
                         &before.follow_up,
                         &now.follow_up,
                     ),
                 ] {
                     for text in delivered(was, is) {
-                        self.sink.send(AgentMessage::notice(kind, text)).await;
+                        if stopping {
+                            self.taken_at_stop.push((kind.clone(), text));
+                        } else {
+                            self.sink
+                                .send(AgentMessage::notice(kind.wire(), text))
+                                .await;
+                        }
                     }
                 }
                 true
@@ -830,13 +894,22 @@ fn delivered(was: &[String], is: &[String]) -> Vec<String> {
 }
 
 fn is_agent_end(line: &str) -> bool {
-    line.contains("\"agent_end\"")
-        && serde_json::from_str::<ResponseHead>(line).is_ok_and(|head| head.kind == "agent_end")
+    is_event(line, "agent_end")
+}
+
+/// Whether `line` is pi's event `kind`.
+fn is_event(line: &str, kind: &str) -> bool {
+    // A cheap look for `"kind"` first: most lines are other events.
+    let quoted = |(at, _): (usize, &str)| {
+        line[..at].ends_with('"') && line[at + kind.len()..].starts_with('"')
+    };
+    line.match_indices(kind).any(quoted)
+        && serde_json::from_str::<ResponseHead>(line).is_ok_and(|head| head.kind == kind)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::delivered;
+    use super::{delivered, is_event};
 
     fn texts(items: &[&str]) -> Vec<String> {
         items.iter().map(|item| (*item).to_owned()).collect()
@@ -848,5 +921,19 @@ mod tests {
         assert_eq!(delivered(&texts(&["a", "a"]), &texts(&["a"])), ["a"]);
         assert!(delivered(&texts(&["a"]), &texts(&["a", "c"])).is_empty());
         assert!(delivered(&[], &[]).is_empty());
+    }
+
+    #[test]
+    fn an_event_is_known_by_its_type_not_by_text_that_names_it() {
+        assert!(is_event(
+            r#"{"type":"agent_end","messages":[]}"#,
+            "agent_end"
+        ));
+        assert!(!is_event(
+            r#"{"type":"message_update","delta":"\"agent_end\""}"#,
+            "agent_end"
+        ));
+        assert!(!is_event(r#"{"type":"agent_ending"}"#, "agent_end"));
+        assert!(!is_event("not json agent_end", "agent_end"));
     }
 }
