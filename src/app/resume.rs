@@ -205,6 +205,9 @@ pub fn load(summary: ConversationSummary) -> Result<ResumedConversation, String>
             LogEntry::Rewound { rewind, at_ms } if rewind.stopped_by_conflicts().is_none() => {
                 Some((OrchestratorEvent::Rewound(rewind), at_ms))
             }
+            LogEntry::Images { turn, images } => {
+                Some((OrchestratorEvent::ImagesAttached { turn, images }, last_at))
+            }
             LogEntry::Undone { .. }
             | LogEntry::Rewound { .. }
             | LogEntry::TurnEnded { .. }

@@ -140,6 +140,10 @@ impl Provider for RpcProvider {
         crate::provider::Transport::Rpc
     }
 
+    fn accepts_images(&self) -> bool {
+        true
+    }
+
     fn can_interject(&self) -> bool {
         true
     }
@@ -648,10 +652,7 @@ impl RpcAttempt {
     ) -> (AgentMessage, bool) {
         let mut mapping = AttemptMapping::new(self.backend.mapper(request));
         let mut out = Vec::new();
-        let mut prompt_response = session.writer.request(
-            "prompt",
-            json!({"type": "prompt", "message": request.prompt}),
-        );
+        let mut prompt_response = session.writer.request("prompt", prompt_command(request));
         if let Ok(mut commands) = self.commands.lock() {
             *commands = Some(session.writer.clone());
         }
@@ -832,6 +833,22 @@ fn delivered(was: &[String], is: &[String]) -> Vec<String> {
 fn is_agent_end(line: &str) -> bool {
     line.contains("\"agent_end\"")
         && serde_json::from_str::<ResponseHead>(line).is_ok_and(|head| head.kind == "agent_end")
+}
+
+/// pi's `prompt` command for `request`: the message, and its images as pi's `ImageContent`
+/// (`{type: "image", data, mimeType}`).
+pub(crate) fn prompt_command(request: &AttemptRequest) -> Value {
+    let mut command = json!({"type": "prompt", "message": request.prompt});
+    if !request.images.is_empty() {
+        command["images"] = request
+            .images
+            .iter()
+            .map(|image| {
+                json!({"type": "image", "data": image.base64(), "mimeType": image.mime.media_type()})
+            })
+            .collect();
+    }
+    command
 }
 
 #[cfg(test)]

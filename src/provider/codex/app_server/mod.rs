@@ -140,6 +140,10 @@ impl Provider for AppServerProvider {
         Transport::AppServer
     }
 
+    fn accepts_images(&self) -> bool {
+        true
+    }
+
     fn can_interject(&self) -> bool {
         true
     }
@@ -335,7 +339,7 @@ impl AppServerAttempt {
         let overrides = self.shared.overrides();
         let mut params = json!({
             "threadId": session.thread_id,
-            "input": [{"type": "text", "text": request.prompt}],
+            "input": turn_input(request),
         });
         if let Some(model) = overrides.model {
             params["model"] = Value::String(model);
@@ -629,4 +633,17 @@ fn agent_request_of(line: &str) -> Option<(Value, String, Value)> {
     let id = message.get("id").filter(|id| !id.is_null())?.clone();
     let method = message["method"].as_str()?.to_owned();
     Some((id, method, message["params"].take()))
+}
+
+/// `turn/start`'s `input` for `request`: the text, then each image as a `data:` URL (the bytes
+/// agentty read and showed, not the file as it may be by now).
+pub(crate) fn turn_input(request: &AttemptRequest) -> Value {
+    let mut input = vec![json!({"type": "text", "text": request.prompt})];
+    input.extend(
+        request
+            .images
+            .iter()
+            .map(|image| json!({"type": "image", "url": image.data_url()})),
+    );
+    Value::Array(input)
 }
