@@ -20,6 +20,7 @@
 pub(crate) mod acp;
 mod bash;
 mod claude_stream;
+mod images;
 pub mod codex_app_server;
 mod player;
 mod rpc;
