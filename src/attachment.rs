@@ -101,7 +101,7 @@ impl ImageAttachment {
     pub fn from_bytes(path: PathBuf, bytes: Vec<u8>) -> Result<ImageAttachment, String> {
         let mime = ImageMime::sniff(&bytes).ok_or_else(|| {
             format!(
-                "{} is not a PNG, JPEG, GIF or WebP image; nothing was attached",
+                "{} is not a PNG, JPEG, GIF or WebP image",
                 file_name(&path)
             )
         })?;
@@ -268,6 +268,14 @@ pub fn human_size(bytes: u64) -> String {
     } else {
         format!("{:.1} MB", bytes as f64 / MB as f64)
     }
+}
+
+/// An 11-byte PNG (its signature and `img`), base64 `iVBORw0KGgppbWc=`: what request-building
+/// tests send.
+#[cfg(test)]
+pub(crate) fn sample_png() -> ImageAttachment {
+    ImageAttachment::from_bytes("/work/shot.png".into(), b"\x89PNG\r\n\x1a\nimg".to_vec())
+        .expect("a PNG signature")
 }
 
 #[cfg(test)]

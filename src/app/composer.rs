@@ -171,7 +171,7 @@ impl Composer {
     }
 
     /// The images whose label is still in the input, in the order they appear.
-    pub(crate) fn attached_images(&self) -> Vec<crate::attachment::ImageAttachment> {
+    pub fn attached_images(&self) -> Vec<crate::attachment::ImageAttachment> {
         let text = self.text();
         let mut shown: Vec<(usize, &crate::attachment::ImageAttachment)> = self
             .images

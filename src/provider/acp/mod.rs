@@ -561,3 +561,24 @@ pub(crate) fn prompt_blocks(request: &AttemptRequest) -> Value {
     }));
     serde_json::to_value(blocks).unwrap_or_else(|_| json!([{"type": "text", "text": request.prompt}]))
 }
+
+#[cfg(test)]
+mod image_prompt_tests {
+    use super::*;
+
+    #[test]
+    fn session_prompt_carries_the_image_as_an_acp_image_block() {
+        let request = AttemptRequest {
+            prompt: "look".into(),
+            images: vec![crate::attachment::sample_png()],
+            ..AttemptRequest::default()
+        };
+        assert_eq!(
+            prompt_blocks(&request),
+            json!([
+                {"type": "text", "text": "look"},
+                {"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgppbWc="}
+            ])
+        );
+    }
+}

@@ -1279,3 +1279,28 @@ mod tests {
         assert_eq!(configured_flag(&spec, "--effort"), None);
     }
 }
+
+#[cfg(test)]
+mod image_prompt_tests {
+    use super::*;
+
+    #[test]
+    fn a_user_message_with_an_image_carries_a_base64_image_block_before_the_text() {
+        let line = user_line_with_images("look", &[crate::attachment::sample_png()]);
+        assert_eq!(
+            serde_json::from_str::<Value>(&line).unwrap(),
+            json!({
+                "type": "user",
+                "message": {"role": "user", "content": [
+                    {"type": "image", "source": {
+                        "type": "base64", "media_type": "image/png", "data": "iVBORw0KGgppbWc="
+                    }},
+                    {"type": "text", "text": "look"}
+                ]},
+                "parent_tool_use_id": null,
+                "session_id": ""
+            })
+        );
+        assert_eq!(user_line_with_images("hi", &[]), user_line("hi"));
+    }
+}

@@ -867,3 +867,31 @@ mod tests {
         assert!(delivered(&[], &[]).is_empty());
     }
 }
+
+#[cfg(test)]
+mod image_prompt_tests {
+    use super::*;
+
+    #[test]
+    fn a_prompt_with_an_image_carries_it_as_pi_image_content() {
+        let request = AttemptRequest {
+            prompt: "look".into(),
+            images: vec![crate::attachment::sample_png()],
+            ..AttemptRequest::default()
+        };
+        assert_eq!(
+            prompt_command(&request),
+            json!({"type": "prompt", "message": "look", "images": [
+                {"type": "image", "data": "iVBORw0KGgppbWc=", "mimeType": "image/png"}
+            ]})
+        );
+        let plain = AttemptRequest {
+            prompt: "hi".into(),
+            ..AttemptRequest::default()
+        };
+        assert_eq!(
+            prompt_command(&plain),
+            json!({"type": "prompt", "message": "hi"})
+        );
+    }
+}

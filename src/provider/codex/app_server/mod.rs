@@ -647,3 +647,24 @@ pub(crate) fn turn_input(request: &AttemptRequest) -> Value {
     );
     Value::Array(input)
 }
+
+#[cfg(test)]
+mod image_prompt_tests {
+    use super::*;
+
+    #[test]
+    fn turn_start_input_carries_the_image_as_a_data_url_after_the_text() {
+        let request = AttemptRequest {
+            prompt: "look".into(),
+            images: vec![crate::attachment::sample_png()],
+            ..AttemptRequest::default()
+        };
+        assert_eq!(
+            turn_input(&request),
+            json!([
+                {"type": "text", "text": "look"},
+                {"type": "image", "url": "data:image/png;base64,iVBORw0KGgppbWc="}
+            ])
+        );
+    }
+}
