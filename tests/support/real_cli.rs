@@ -1004,3 +1004,16 @@ pub async fn a_stopped_first_turn_stays_in_the_conversation(
         assert_eq!(occurrences(last, prompt), 1, "{last:#?}");
     }
 }
+
+/// A real 1×1 PNG (a CLI may decode what it sends), written to `dir` and attached from there
+/// as the chat attaches it; the request-log assertions compare against its base64.
+pub fn one_pixel_png(dir: &Path) -> agentty::attachment::ImageAttachment {
+    use base64::Engine;
+    const PIXEL: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
+    let path = dir.join("pixel.png");
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(PIXEL)
+        .unwrap();
+    std::fs::write(&path, bytes).unwrap();
+    agentty::attachment::load(&path, agentty::attachment::DEFAULT_MAX_BYTES).unwrap()
+}
