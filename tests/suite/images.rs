@@ -324,3 +324,35 @@ async fn the_retry_of_a_failed_attempt_sends_the_same_image_again() {
     assert_eq!(recorded[0].path, path.display().to_string());
     handle.commands.send(Command::Shutdown).unwrap();
 }
+
+/// Whether the demo ACP agent started with `args` says it takes images, as its provider reads
+/// `initialize` (after a first turn, so that the agent has been initialised).
+async fn acp_accepts_images(args: &[&str]) -> Option<bool> {
+    let demo = DemoLauncher::new();
+    let settings = agentty::config::ProviderSettings {
+        permissions: Some(PermissionPolicy::Allow),
+        ..demo.settings(args, "0")
+    };
+    let provider = build_provider_with("demo", &settings, Transport::Acp).unwrap();
+    assert!(!provider.accepts_images(), "an ACP agent says so itself");
+    let status = provider.agent_status().expect("ACP reports a status");
+    let request = AttemptRequest {
+        prompt: "hi".into(),
+        cwd: Some(demo.state.path().to_path_buf()),
+        attempt: 1,
+        ..AttemptRequest::default()
+    };
+    let messages = collect(provider.execute(request, StopControl::new())).await;
+    assert!(matches!(messages.last(), Some(AgentMessage::Completed { .. })));
+    let accepts = status.borrow().accepts_images;
+    accepts
+}
+
+#[tokio::test]
+async fn an_acp_agent_takes_images_only_when_its_initialize_announces_them() {
+    assert_eq!(acp_accepts_images(&[]).await, Some(false));
+    assert_eq!(
+        acp_accepts_images(&["--flavour", "gemini"]).await,
+        Some(true)
+    );
+}
