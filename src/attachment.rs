@@ -99,12 +99,8 @@ pub struct ImageRecord {
 impl ImageAttachment {
     /// An image from bytes already in hand (`path` is where they came from).
     pub fn from_bytes(path: PathBuf, bytes: Vec<u8>) -> Result<ImageAttachment, String> {
-        let mime = ImageMime::sniff(&bytes).ok_or_else(|| {
-            format!(
-                "{} is not a PNG, JPEG, GIF or WebP image",
-                file_name(&path)
-            )
-        })?;
+        let mime = ImageMime::sniff(&bytes)
+            .ok_or_else(|| format!("{} is not a PNG, JPEG, GIF or WebP image", file_name(&path)))?;
         let hash = format!("{:032x}", xxhash_rust::xxh3::xxh3_128(&bytes));
         Ok(ImageAttachment {
             path,
@@ -297,7 +293,10 @@ mod tests {
             Some(ImageMime::Jpeg)
         );
         assert_eq!(ImageMime::sniff(b"GIF89a...."), Some(ImageMime::Gif));
-        assert_eq!(ImageMime::sniff(b"RIFF\0\0\0\0WEBPVP8 "), Some(ImageMime::Webp));
+        assert_eq!(
+            ImageMime::sniff(b"RIFF\0\0\0\0WEBPVP8 "),
+            Some(ImageMime::Webp)
+        );
         assert_eq!(ImageMime::sniff(b"RIFF\0\0\0\0WAVEfmt "), None);
         assert_eq!(ImageMime::sniff(b"hello"), None);
 
@@ -305,7 +304,10 @@ mod tests {
         let fake = dir.path().join("fake.png");
         std::fs::write(&fake, "not an image").unwrap();
         let why = load(&fake, DEFAULT_MAX_BYTES).unwrap_err();
-        assert!(why.contains("fake.png is not a PNG, JPEG, GIF or WebP"), "{why}");
+        assert!(
+            why.contains("fake.png is not a PNG, JPEG, GIF or WebP"),
+            "{why}"
+        );
         let real = dir.path().join("shot.dat");
         std::fs::write(&real, png_bytes(1234)).unwrap();
         let image = load(&real, DEFAULT_MAX_BYTES).unwrap();

@@ -156,7 +156,8 @@ impl Composer {
     /// Puts `image` in at the cursor, as its label (numbered when the same label is already
     /// there) and a space.
     pub(crate) fn attach_image(&mut self, image: crate::attachment::ImageAttachment) {
-        let base = image.label();
+        // The file's name is drawn: inert like any text from outside.
+        let base = crate::sanitize::untrusted_owned(&image.label());
         let shown = self.text();
         let label = (1..)
             .map(|n| match n {

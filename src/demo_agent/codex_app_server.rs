@@ -298,13 +298,16 @@ impl Server {
             users: vec![prompt.clone()],
         });
         self.user_item(&at, &prompt);
-        let seen_images =
-            super::images::acknowledge(params["input"].as_array().into_iter().flatten().filter_map(
-                |input| match input["type"].as_str() {
+        let seen_images = super::images::acknowledge(
+            params["input"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|input| match input["type"].as_str() {
                     Some("image") => super::images::data_url(input["url"].as_str()?),
                     _ => None,
-                },
-            ));
+                }),
+        );
         if let Some(seen) = seen_images {
             self.say(&at, &seen);
         }

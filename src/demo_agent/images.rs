@@ -8,7 +8,9 @@ use base64::Engine;
 use crate::attachment::ImageMime;
 
 /// One sentence per image, `(declared media type, base64 data)`; `None` when there are none.
-pub(crate) fn acknowledge<'a>(images: impl IntoIterator<Item = (&'a str, &'a str)>) -> Option<String> {
+pub(crate) fn acknowledge<'a>(
+    images: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> Option<String> {
     let sentences: Vec<String> = images
         .into_iter()
         .map(|(declared, data)| {

@@ -20,8 +20,8 @@
 pub(crate) mod acp;
 mod bash;
 mod claude_stream;
-mod images;
 pub mod codex_app_server;
+mod images;
 mod player;
 mod rpc;
 mod scenario;

@@ -193,12 +193,16 @@ impl Engine {
                         let id = command.get("id").cloned();
                         let message = command["message"].as_str().unwrap_or_default().to_owned();
                         self.seen_images = super::images::acknowledge(
-                            command["images"].as_array().into_iter().flatten().map(|image| {
-                                (
-                                    image["mimeType"].as_str().unwrap_or_default(),
-                                    image["data"].as_str().unwrap_or_default(),
-                                )
-                            }),
+                            command["images"]
+                                .as_array()
+                                .into_iter()
+                                .flatten()
+                                .map(|image| {
+                                    (
+                                        image["mimeType"].as_str().unwrap_or_default(),
+                                        image["data"].as_str().unwrap_or_default(),
+                                    )
+                                }),
                         );
                         self.line(&response(id.as_ref(), "prompt", true))?;
                         if let Some(Interrupt::Exit) = self.turn(message)? {

@@ -1418,7 +1418,9 @@ fn undo_is_asked_for_only_while_no_turn_runs() {
     );
 }
 
-fn started_images(effects: &[Effect]) -> Option<(TurnId, u32, Vec<crate::attachment::ImageAttachment>)> {
+fn started_images(
+    effects: &[Effect],
+) -> Option<(TurnId, u32, Vec<crate::attachment::ImageAttachment>)> {
     effects.iter().find_map(|effect| match effect {
         Effect::StartAttempt {
             turn,

@@ -72,8 +72,13 @@ fn a_pasted_image_path_becomes_a_chip_that_is_sent_with_the_prompt_and_shown_in_
     let effects = chat.state.on_paste(&pasted);
     let request = attach_request(&effects).expect("the paste asks for the image");
     assert_eq!(request.path, path.display().to_string());
-    assert_eq!(chat.state.composer.text(), "what is in ", "not pasted as text");
-    chat.state.on_image_loaded(Ok(image(&path)), &request.fallback);
+    assert_eq!(
+        chat.state.composer.text(),
+        "what is in ",
+        "not pasted as text"
+    );
+    chat.state
+        .on_image_loaded(Ok(image(&path)), &request.fallback);
     assert_eq!(
         chat.state.composer.text(),
         "what is in [image: shot.png 1 KB] "
@@ -103,7 +108,11 @@ fn backspace_removes_the_chip_as_one_unit_and_the_image_with_it() {
     chat.press(KeyCode::Backspace);
     assert_eq!(chat.state.composer.attached_images().len(), 1);
     chat.press(KeyCode::Backspace);
-    assert_eq!(chat.state.composer.text(), "see", "the chip went in one key");
+    assert_eq!(
+        chat.state.composer.text(),
+        "see",
+        "the chip went in one key"
+    );
     assert!(chat.state.composer.attached_images().is_empty());
     let effects = chat.press(KeyCode::Enter);
     assert_eq!(sent(&effects), Some(("see".to_owned(), Vec::new())));
@@ -174,7 +183,10 @@ fn an_image_is_refused_before_sending_to_an_agent_that_takes_none_and_the_prompt
     chat.state.on_image_loaded(Ok(image(&path)), "");
     let effects = chat.press(KeyCode::Enter);
     assert_eq!(sent(&effects), None, "nothing sent");
-    assert_eq!(chat.state.composer.text(), "what is it [image: shot.png 100 B] ");
+    assert_eq!(
+        chat.state.composer.text(),
+        "what is it [image: shot.png 100 B] "
+    );
     assert_eq!(chat.state.composer.attached_images().len(), 1);
     let screen = chat.screen(120, 12, 0);
     assert!(
@@ -216,7 +228,10 @@ fn an_oversized_or_fake_image_is_refused_with_one_clear_notice() {
     let fake = dir.path().join("fake.png");
     std::fs::write(&fake, "GIF? no, text").unwrap();
     let why = attachment::load(&fake, DEFAULT_MAX_BYTES).unwrap_err();
-    assert!(why.contains("is not a PNG, JPEG, GIF or WebP image"), "{why}");
+    assert!(
+        why.contains("is not a PNG, JPEG, GIF or WebP image"),
+        "{why}"
+    );
     let mut chat = chat_taking_images();
     chat.state.on_image_loaded(Err(why), "fake.png");
     assert_eq!(chat.state.composer.text(), "fake.png");
@@ -249,7 +264,10 @@ async fn the_image_reaches_the_demo_agent_over_pi_rpc() {
         text(&messages).starts_with("I see an image (png, 1234 bytes)."),
         "{messages:?}"
     );
-    assert!(matches!(messages.last(), Some(AgentMessage::Completed { .. })));
+    assert!(matches!(
+        messages.last(),
+        Some(AgentMessage::Completed { .. })
+    ));
 }
 
 #[tokio::test]
@@ -269,7 +287,10 @@ async fn the_image_reaches_the_demo_agent_over_the_codex_app_server() {
         text(&messages).contains("I see an image (png, 777 bytes)."),
         "{messages:?}"
     );
-    assert!(matches!(messages.last(), Some(AgentMessage::Completed { .. })));
+    assert!(matches!(
+        messages.last(),
+        Some(AgentMessage::Completed { .. })
+    ));
 }
 
 #[tokio::test]
@@ -305,14 +326,20 @@ async fn the_retry_of_a_failed_attempt_sends_the_same_image_again() {
                 attempt,
                 message: AgentMessage::Assistant { delta },
                 ..
-            } => answer_by_attempt.entry(attempt).or_default().push_str(&delta),
+            } => answer_by_attempt
+                .entry(attempt)
+                .or_default()
+                .push_str(&delta),
             Ev::TurnEnded { outcome, .. } => break outcome,
             _ => {}
         }
     };
     assert_eq!(outcome, TurnOutcome::Completed);
     let last = answer_by_attempt.iter().next_back().expect("an answer");
-    assert!(*last.0 >= 2, "the answer came from a retry: {answer_by_attempt:?}");
+    assert!(
+        *last.0 >= 2,
+        "the answer came from a retry: {answer_by_attempt:?}"
+    );
     assert!(
         last.1.starts_with("I see an image (png, 4321 bytes)."),
         "{answer_by_attempt:?}"
@@ -343,7 +370,10 @@ async fn acp_accepts_images(args: &[&str]) -> Option<bool> {
         ..AttemptRequest::default()
     };
     let messages = collect(provider.execute(request, StopControl::new())).await;
-    assert!(matches!(messages.last(), Some(AgentMessage::Completed { .. })));
+    assert!(matches!(
+        messages.last(),
+        Some(AgentMessage::Completed { .. })
+    ));
     let accepts = status.borrow().accepts_images;
     accepts
 }

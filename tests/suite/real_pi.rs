@@ -964,7 +964,11 @@ async fn rpc_an_attached_image_reaches_the_model_as_an_image_url() {
     let provider = world.provider_on("plain", Transport::Rpc, &world.pi);
     let mut request = rpc_request("What is in this image?", SessionRef::New, &world.work_dir());
     request.images = vec![image.clone()];
-    let messages = collect(&mut provider.execute(request, StopControl::new()), RUN_LIMIT).await;
+    let messages = collect(
+        &mut provider.execute(request, StopControl::new()),
+        RUN_LIMIT,
+    )
+    .await;
     expect_completed(&messages);
     let requests = world.fake.completion_requests();
     assert_eq!(requests.len(), 1);

@@ -559,7 +559,8 @@ pub(crate) fn prompt_blocks(request: &AttemptRequest) -> Value {
             image.mime.media_type(),
         ))
     }));
-    serde_json::to_value(blocks).unwrap_or_else(|_| json!([{"type": "text", "text": request.prompt}]))
+    serde_json::to_value(blocks)
+        .unwrap_or_else(|_| json!([{"type": "text", "text": request.prompt}]))
 }
 
 #[cfg(test)]

@@ -53,9 +53,9 @@ impl AcpShared {
     /// `initialize` answer; absent: it does not).
     pub(super) fn saw_prompt_capabilities(&self, initialized: &Value) {
         let capabilities = initialized["agentCapabilities"]["promptCapabilities"].clone();
-        let image = serde_json::from_value::<
-            agent_client_protocol_schema::v1::PromptCapabilities,
-        >(capabilities)
+        let image = serde_json::from_value::<agent_client_protocol_schema::v1::PromptCapabilities>(
+            capabilities,
+        )
         .is_ok_and(|capabilities| capabilities.image);
         self.status
             .send_modify(|status| status.accepts_images = Some(image));
