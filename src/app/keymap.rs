@@ -273,11 +273,7 @@ const HELP: &[HelpRow] = &[
     ),
     key(&["Ctrl+Y"], "paste what was deleted last"),
     key(&["Ctrl+_"], "undo the last edit"),
-    key(
-        &["Ctrl+V"],
-        "attach the image whose path is before the cursor (a pasted image path, or @ and an \
-         image file, attaches too; Backspace removes it)",
-    ),
+    key(&["Ctrl+V"], "attach the image whose path is before the cursor"),
     bound(
         KeyCommand::Run(Action::ToggleThinking),
         "expand/collapse all thinking",

@@ -386,3 +386,25 @@ async fn an_acp_agent_takes_images_only_when_its_initialize_announces_them() {
         Some(true)
     );
 }
+
+#[tokio::test]
+async fn the_image_reaches_the_demo_agent_over_claude_s_stream_json() {
+    let (_dir, path) = png_file("shot.png", 640);
+    let demo = DemoLauncher::new();
+    let backend = build_backend("demo", &demo.settings(&[], "0")).unwrap();
+    let provider = provider_on(backend, Transport::Stream, PermissionPolicy::Allow).unwrap();
+    assert!(provider.accepts_images());
+    let messages = collect(provider.execute(
+        demo_request(&demo, "what is this?", &image(&path)),
+        StopControl::new(),
+    ))
+    .await;
+    assert!(
+        text(&messages).starts_with("I see an image (png, 640 bytes). Demo (claude stream) heard"),
+        "{messages:?}"
+    );
+    assert!(matches!(
+        messages.last(),
+        Some(AgentMessage::Completed { .. })
+    ));
+}
