@@ -83,6 +83,9 @@ pub enum AppEffect {
     RunShell(ShellRequest),
     /// Read the image the user named; the result goes to `on_image_loaded`.
     AttachImage(ImageRequest),
+    /// Read the image on the system clipboard (or the image file whose path it holds); the
+    /// result goes to `on_image_loaded`.
+    AttachClipboardImage,
     /// Leave the event loop (the orchestrator has shut down, or never ran).
     Exit,
 }

@@ -650,6 +650,7 @@ impl ChatLoop {
                 AppEffect::EditPrompt(text) => self.edit_prompt(&text, terminal),
                 AppEffect::RunShell(request) => self.run_shell(request),
                 AppEffect::AttachImage(request) => self.attach_image(request),
+                AppEffect::AttachClipboardImage => self.attach_clipboard_image(),
                 AppEffect::Exit => self.exit = true,
             }
         }
@@ -843,6 +844,30 @@ impl ChatLoop {
             let path = crate::attachment::resolve(&request.path, &cwd, home.as_deref());
             let result = crate::attachment::load(&path, max_bytes);
             let _ = events.send(AppEvent::ImageLoaded(result, request.fallback));
+        });
+    }
+
+    /// Ctrl+V with no path typed: the clipboard's image, off the loop.
+    fn attach_clipboard_image(&mut self) {
+        let events = self.app_events.clone();
+        let max_bytes = self
+            .launch
+            .config
+            .image_max_bytes
+            .unwrap_or(crate::attachment::DEFAULT_MAX_BYTES);
+        tokio::task::spawn_blocking(move || {
+            let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+            let home = std::env::var_os("HOME").map(PathBuf::from);
+            let path_var = std::env::var_os("PATH").unwrap_or_default();
+            let save_dir = crate::logging::state_dir().join("images");
+            let result = super::clipboard::clipboard_image(
+                &path_var,
+                &save_dir,
+                &cwd,
+                home.as_deref(),
+                max_bytes,
+            );
+            let _ = events.send(AppEvent::ImageLoaded(result, String::new()));
         });
     }
 

@@ -145,11 +145,10 @@ fn ctrl_v_attaches_the_path_before_the_cursor_and_a_missing_file_costs_one_notic
     let screen = chat.screen(100, 12, 0);
     assert_eq!(screen.matches("No image attached").count(), 1, "{screen}");
     assert!(screen.contains("there is no file"), "{screen}");
-    // Ctrl+V with no image path before the cursor says what it does.
+    // Ctrl+V with no image path before the cursor: the clipboard's image.
     chat.type_text(" and");
-    assert_eq!(attach_request(&chat.ctrl('v')), None);
-    let screen = chat.screen(100, 12, 0);
-    assert!(screen.contains("Ctrl+V attaches the image"), "{screen}");
+    assert_eq!(chat.ctrl('v'), [AppEffect::AttachClipboardImage]);
+    assert_eq!(chat.state.composer.text(), "look at ~/nothing-here.png and");
 }
 
 #[test]

@@ -1,5 +1,5 @@
-//! Images attached to the prompt: the three ways the user names one (a pasted path, Ctrl+V on
-//! a path before the cursor, an `@` mention of an image file), what comes back once the event
+//! Images attached to the prompt: the ways the user names one (a pasted path, Ctrl+V on a
+//! path before the cursor or on the clipboard's image, an `@` mention of an image file), what comes back once the event
 //! loop has read it, and the refusal before sending to an agent that does not take images.
 //!
 //! The reducers read no file: they hand the path to the event loop (`AppEffect::AttachImage`),
@@ -33,7 +33,7 @@ impl AppState {
     }
 
     /// Ctrl+V: the path just typed or pasted before the cursor (an `@` in front of it or not)
-    /// becomes an attachment.
+    /// becomes an attachment; with none, the image on the clipboard.
     pub(super) fn attach_path_before_cursor(&mut self) -> Vec<AppEffect> {
         let before = self.composer.before_cursor();
         let word = before
@@ -43,12 +43,8 @@ impl AppState {
             .to_owned();
         let path = word.strip_prefix('@').unwrap_or(&word);
         if path.is_empty() || !attachment::has_image_name(path) {
-            self.notice(
-                NoticeLevel::Info,
-                "Ctrl+V attaches the image whose path is just before the cursor (a .png, .jpg, \
-                 .gif or .webp file); pasting an image's path, or @ and its name, attaches it too.",
-            );
-            return Vec::new();
+            // No path typed: the clipboard's image, or the image file it names.
+            return vec![AppEffect::AttachClipboardImage];
         }
         let path = path.to_owned();
         self.composer
