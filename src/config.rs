@@ -396,6 +396,8 @@ pub struct Config {
     /// `notify`: how agentty calls the user back when a turn ends or a permission prompt
     /// waits while the terminal is not focused.
     pub notify: Option<NotifyMode>,
+    /// `image_max_bytes`: the largest image a prompt may carry (default 5 MiB).
+    pub image_max_bytes: Option<u64>,
 }
 
 /// `notify`: the call back when agentty needs the user and its terminal is not focused.

@@ -4,6 +4,7 @@
 //! `provider`, `stream` and `orchestrator` never touch the terminal.
 
 pub mod app;
+pub mod attachment;
 pub mod chat;
 pub mod cli;
 pub mod config;

@@ -12,7 +12,9 @@
 //! (tui-textarea's unit); only these keys look at graphemes, so typing costs nothing more.
 //!
 //! A large paste is folded: the input shows `[Pasted 200 lines]` and keeps the text aside;
-//! [`Composer::expanded_text`] puts it back for sending.
+//! [`Composer::expanded_text`] puts it back for sending. An attached image shows as its label
+//! (`[image: shot.png 120 KB]`), which stays in the text sent; [`Composer::attached_images`]
+//! are the images whose label is still there. Backspace takes a label as a whole.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use tui_textarea::{CursorMove, TextArea};
@@ -39,6 +41,8 @@ pub struct Composer {
     recalled: Option<(usize, String)>,
     /// Pastes folded in the input, in the order they were pasted.
     pastes: Vec<FoldedPaste>,
+    /// Images attached, each with the label that stands for it in the input.
+    images: Vec<(String, crate::attachment::ImageAttachment)>,
     /// Prompts waiting their turn in the editor (queued prompts brought back, one at a time).
     held: std::collections::VecDeque<String>,
     /// An unknown `/command` the user was warned about: Enter on the same text sends it.
@@ -58,6 +62,7 @@ impl Composer {
             history: Vec::new(),
             recalled: None,
             pastes: Vec::new(),
+            images: Vec::new(),
             held: std::collections::VecDeque::new(),
             warned_command: None,
         }
@@ -145,6 +150,37 @@ impl Composer {
         self.textarea.insert_str(text);
         self.recalled = None;
         self.pastes.clear();
+        self.images.clear();
+    }
+
+    /// Puts `image` in at the cursor, as its label (numbered when the same label is already
+    /// there) and a space.
+    pub(crate) fn attach_image(&mut self, image: crate::attachment::ImageAttachment) {
+        // The file's name is drawn: inert like any text from outside.
+        let base = crate::sanitize::untrusted_owned(&image.label());
+        let shown = self.text();
+        let label = (1..)
+            .map(|n| match n {
+                1 => base.clone(),
+                n => format!("{} #{n}]", base.trim_end_matches(']')),
+            })
+            .find(|label| !shown.contains(label.as_str()))
+            .unwrap_or_default();
+        self.textarea.insert_str(format!("{label} "));
+        self.recalled = None;
+        self.images.push((label, image));
+    }
+
+    /// The images whose label is still in the input, in the order they appear.
+    pub fn attached_images(&self) -> Vec<crate::attachment::ImageAttachment> {
+        let text = self.text();
+        let mut shown: Vec<(usize, &crate::attachment::ImageAttachment)> = self
+            .images
+            .iter()
+            .filter_map(|(label, image)| text.find(label.as_str()).map(|at| (at, image)))
+            .collect();
+        shown.sort_by_key(|(at, _)| *at);
+        shown.into_iter().map(|(_, image)| image.clone()).collect()
     }
 
     /// Prompts back into the editor one at a time: the first now, the others (then what was in
@@ -256,13 +292,15 @@ impl Composer {
     /// Chars in the grapheme before the cursor (0 at a line start).
     fn grapheme_before(&self) -> usize {
         let (line, byte) = self.cursor_line();
-        // A folded paste's label goes as a whole.
-        if let Some(paste) = self
+        // A folded paste's label goes as a whole, and so does an image's.
+        if let Some(label) = self
             .pastes
             .iter()
-            .find(|paste| line[..byte].ends_with(&paste.label))
+            .map(|paste| &paste.label)
+            .chain(self.images.iter().map(|(label, _)| label))
+            .find(|label| line[..byte].ends_with(label.as_str()))
         {
-            return paste.label.chars().count();
+            return label.chars().count();
         }
         line[..byte]
             .graphemes(true)

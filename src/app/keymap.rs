@@ -273,6 +273,7 @@ const HELP: &[HelpRow] = &[
     ),
     key(&["Ctrl+Y"], "paste what was deleted last"),
     key(&["Ctrl+_"], "undo the last edit"),
+    key(&["Ctrl+V"], "attach the typed image path, else the clipboard's"),
     bound(
         KeyCommand::Run(Action::ToggleThinking),
         "expand/collapse all thinking",

@@ -215,6 +215,9 @@ pub fn load(summary: ConversationSummary) -> Result<ResumedConversation, String>
             LogEntry::Rewound { rewind, at_ms } if rewind.stopped_by_conflicts().is_none() => {
                 Some((OrchestratorEvent::Rewound(rewind), at_ms))
             }
+            LogEntry::Images { turn, images } => {
+                Some((OrchestratorEvent::ImagesAttached { turn, images }, last_at))
+            }
             LogEntry::Undone { .. }
             | LogEntry::Rewound { .. }
             | LogEntry::TurnEnded { .. }
@@ -712,5 +715,53 @@ mod tests {
         state.composer.set_text("my draft");
         replay_into(&mut state, events);
         assert_eq!(state.composer.text(), "my draft");
+    }
+
+    #[test]
+    fn a_prompt_s_images_are_logged_without_their_bytes_and_come_back_on_resume() {
+        let sessions = tempfile::tempdir().unwrap();
+        let writer = SessionLogWriter::start(
+            sessions.path(),
+            NewConversation {
+                provider: "demo".into(),
+                cwd: "/p".into(),
+                origin: Origin::Chat,
+            },
+        )
+        .unwrap();
+        let image = crate::attachment::sample_png();
+        let prompt = "what is [image: shot.png 11 B] ?";
+        writer.record_event(&OrchestratorEvent::TurnStarted {
+            turn: 1,
+            prompt: prompt.into(),
+        });
+        writer.record_event(&OrchestratorEvent::ImagesAttached {
+            turn: 1,
+            images: vec![image.record()],
+        });
+        writer.record_event(&OrchestratorEvent::TurnEnded {
+            turn: 1,
+            outcome: TurnOutcome::Completed,
+        });
+        let id = writer.conversation_id().to_owned();
+        drop(writer);
+        let summary = find(sessions.path(), Path::new("/p"), Some(&id)).unwrap();
+        let text = std::fs::read_to_string(&summary.path).unwrap();
+        assert!(text.contains(&image.hash), "{text}");
+        assert!(text.contains(r#""path":"/work/shot.png""#), "{text}");
+        assert!(!text.contains(&image.base64()), "never the bytes: {text}");
+        let resumed = load(summary).unwrap();
+        let events: Vec<_> = resumed.events.iter().map(|(event, _)| event).collect();
+        assert!(
+            matches!(events[0], OrchestratorEvent::TurnStarted { prompt: shown, .. } if shown == prompt),
+            "the transcript shows the prompt with its chip: {events:?}"
+        );
+        assert_eq!(
+            events[1],
+            &OrchestratorEvent::ImagesAttached {
+                turn: 1,
+                images: vec![image.record()],
+            }
+        );
     }
 }

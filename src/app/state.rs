@@ -10,6 +10,7 @@ mod actions;
 mod agent_events;
 mod agent_settings;
 mod external;
+mod images;
 mod keys;
 mod overlay_keys;
 mod permission_keys;
@@ -42,6 +43,7 @@ use crate::session_log::ConversationSummary;
 use crate::stream::PermissionOption;
 
 pub use external::{ShellOutput, ShellRequest};
+pub use images::ImageRequest;
 
 /// What the event loop must do after a state change.
 #[derive(Debug, Clone, PartialEq)]
@@ -79,6 +81,11 @@ pub enum AppEffect {
     EditPrompt(String),
     /// Run a shell command (`!command`); the result goes to `on_shell_done`.
     RunShell(ShellRequest),
+    /// Read the image the user named; the result goes to `on_image_loaded`.
+    AttachImage(ImageRequest),
+    /// Read the image on the system clipboard (or the image file whose path it holds); the
+    /// result goes to `on_image_loaded`.
+    AttachClipboardImage,
     /// Leave the event loop (the orchestrator has shut down, or never ran).
     Exit,
 }
@@ -278,6 +285,8 @@ pub struct AppState {
     pub(crate) installed_agents: Option<Vec<String>>,
     /// The last rewind, while it can be undone (until the next prompt).
     pub(crate) last_rewind: Option<super::rewind::LastRewind>,
+    /// The provider's transport sends images (`set_accepts_images`).
+    pub(crate) accepts_images: bool,
 }
 
 impl AppState {
@@ -323,6 +332,7 @@ impl AppState {
             notify: crate::config::NotifyMode::default(),
             installed_agents: None,
             last_rewind: None,
+            accepts_images: false,
         };
         for warning in startup.warnings {
             state.notice(NoticeLevel::Warning, warning);

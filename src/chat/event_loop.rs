@@ -69,6 +69,8 @@ enum AppEvent {
     ConversationReopened(Box<Result<(resume::ResumedConversation, resume::Access), String>>),
     /// A `!command` ended.
     ShellDone(crate::app::state::ShellOutput),
+    /// The image the user named was read (or why not), and the text to put back if not.
+    ImageLoaded(Result<crate::attachment::ImageAttachment, String>, String),
 }
 
 /// Everything needed to start (or restart, on a provider switch) an orchestrator.
@@ -109,6 +111,7 @@ impl Launch {
             .unwrap_or_else(|| default_chat_transport(name, &settings));
         let provider = build_provider_with(name, &settings, transport)?;
         let steers = provider.can_interject();
+        let accepts_images = provider.accepts_images();
         let transport = provider.transport();
         // The config's start, then what the user chose in the conversation being resumed.
         let chosen = match &conversation {
@@ -170,6 +173,7 @@ impl Launch {
         Ok(Started {
             handle,
             steers,
+            accepts_images,
             transport,
             model: settings.model,
             conversation,
@@ -183,6 +187,8 @@ struct Started {
     handle: OrchestratorHandle,
     /// The provider can steer a running turn (Enter steers, Alt+Enter follows up).
     steers: bool,
+    /// The provider's transport sends images with a prompt.
+    accepts_images: bool,
     /// How the provider talks to its agent.
     transport: crate::config::Transport,
     model: Option<String>,
@@ -320,6 +326,7 @@ pub fn run(cli: Cli) -> i32 {
             shown.show(&mut state);
         }
         state.on_agent_started(started.steers, started.transport, started.model);
+        state.set_accepts_images(started.accepts_images);
         state.set_notify(launch.config.notify.unwrap_or_default());
         let mut chat = ChatLoop::new(state, started.handle, launch, (app_events, app_inbox));
         chat.conversation = started.conversation;
@@ -599,10 +606,7 @@ impl ChatLoop {
     fn on_terminal_event(&mut self, event: Event, terminal: &mut ChatTerminal) -> bool {
         let effects = match event {
             Event::Key(key) => self.state.on_key_at(key, Instant::now()),
-            Event::Paste(text) => {
-                self.state.on_paste_at(&text, Instant::now());
-                Vec::new()
-            }
+            Event::Paste(text) => self.state.on_paste_at(&text, Instant::now()),
             Event::Mouse(mouse) => match mouse.kind {
                 MouseEventKind::ScrollUp => self.state.on_mouse_wheel(true),
                 MouseEventKind::ScrollDown => self.state.on_mouse_wheel(false),
@@ -645,6 +649,8 @@ impl ChatLoop {
                 AppEffect::Export { markdown, file } => self.export(markdown, file),
                 AppEffect::EditPrompt(text) => self.edit_prompt(&text, terminal),
                 AppEffect::RunShell(request) => self.run_shell(request),
+                AppEffect::AttachImage(request) => self.attach_image(request),
+                AppEffect::AttachClipboardImage => self.attach_clipboard_image(),
                 AppEffect::Exit => self.exit = true,
             }
         }
@@ -744,6 +750,9 @@ impl ChatLoop {
             AppEvent::ConversationReopened(reopened) => self.continue_reopened(*reopened),
             AppEvent::Exported(result) => self.state.on_exported(result),
             AppEvent::ShellDone(output) => self.state.on_shell_done(output),
+            AppEvent::ImageLoaded(result, fallback) => {
+                self.state.on_image_loaded(result, &fallback)
+            }
             AppEvent::FilesListed(files) => {
                 // Refreshing the popup can only ask for another listing.
                 for effect in self.state.on_files_listed(files) {
@@ -819,6 +828,47 @@ impl ChatLoop {
             tracing::warn!(%error, "clearing the screen after the editor failed");
         }
         self.state.on_prompt_edited(result);
+    }
+
+    /// Reads the image the user named (a paste, Ctrl+V, an `@` mention), off the loop.
+    fn attach_image(&mut self, request: crate::app::state::ImageRequest) {
+        let events = self.app_events.clone();
+        let max_bytes = self
+            .launch
+            .config
+            .image_max_bytes
+            .unwrap_or(crate::attachment::DEFAULT_MAX_BYTES);
+        tokio::task::spawn_blocking(move || {
+            let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+            let home = std::env::var_os("HOME").map(PathBuf::from);
+            let path = crate::attachment::resolve(&request.path, &cwd, home.as_deref());
+            let result = crate::attachment::load(&path, max_bytes);
+            let _ = events.send(AppEvent::ImageLoaded(result, request.fallback));
+        });
+    }
+
+    /// Ctrl+V with no path typed: the clipboard's image, off the loop.
+    fn attach_clipboard_image(&mut self) {
+        let events = self.app_events.clone();
+        let max_bytes = self
+            .launch
+            .config
+            .image_max_bytes
+            .unwrap_or(crate::attachment::DEFAULT_MAX_BYTES);
+        tokio::task::spawn_blocking(move || {
+            let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+            let home = std::env::var_os("HOME").map(PathBuf::from);
+            let path_var = std::env::var_os("PATH").unwrap_or_default();
+            let save_dir = crate::logging::state_dir().join("images");
+            let result = super::clipboard::clipboard_image(
+                &path_var,
+                &save_dir,
+                &cwd,
+                home.as_deref(),
+                max_bytes,
+            );
+            let _ = events.send(AppEvent::ImageLoaded(result, String::new()));
+        });
     }
 
     /// `!command`: run off the loop, in the working directory; the output comes back as an
@@ -925,6 +975,7 @@ impl ChatLoop {
         self.orchestrator_open = true;
         self.state
             .on_agent_started(started.steers, started.transport, started.model);
+        self.state.set_accepts_images(started.accepts_images);
     }
 
     /// Reads this directory's conversations for the `/resume` picker, off the loop.

@@ -5,6 +5,7 @@
 //! It sits above both `app` (state and reducers, no IO) and `view` (pure rendering of that
 //! state), so neither of them depends on the other's driver and the module graph stays acyclic.
 
+mod clipboard;
 mod event_loop;
 mod external;
 

@@ -66,6 +66,8 @@ struct Engine {
     /// Tools allowed for the session (`updatedPermissions`).
     allowed_always: Vec<String>,
     next_id: u64,
+    /// What the prompt being answered carried as images, said first in the answer.
+    seen_images: Option<String>,
 }
 
 /// Runs the mode until stdin closes; returns the exit status.
@@ -103,12 +105,31 @@ pub(crate) fn run(choice: SessionChoice) -> i32 {
         mode: "default".to_owned(),
         queued: VecDeque::new(),
         allowed_always: Vec::new(),
+        seen_images: None,
         next_id: 1,
     };
     match engine.serve() {
         Ok(()) => 0,
         Err(_) => 1,
     }
+}
+
+/// The demo's words for the image blocks of a user line (`{type: "image", source: {type:
+/// "base64", media_type, data}}`), if it has any.
+fn seen_images(line: &Value) -> Option<String> {
+    super::images::acknowledge(
+        line["message"]["content"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|block| block["type"] == "image" && block["source"]["type"] == "base64")
+            .map(|block| {
+                (
+                    block["source"]["media_type"].as_str().unwrap_or_default(),
+                    block["source"]["data"].as_str().unwrap_or_default(),
+                )
+            }),
+    )
 }
 
 fn user_text(line: &Value) -> String {
@@ -134,6 +155,7 @@ impl Engine {
             }
             match self.inputs.recv() {
                 Ok(Input::Line(line)) if line["type"] == "user" => {
+                    self.seen_images = seen_images(&line);
                     if let Some(Cut::Exit) = self.turn(user_text(&line))? {
                         return Ok(());
                     }
@@ -393,8 +415,13 @@ impl Engine {
             let words: Vec<String> = (0..40).map(|n| format!("word{n}")).collect();
             (words.join(" "), 300)
         } else {
+            let seen = self
+                .seen_images
+                .take()
+                .map(|seen| format!("{seen} "))
+                .unwrap_or_default();
             (
-                format!("Demo (claude stream) heard: '{prompt}'. messages={count}."),
+                format!("{seen}Demo (claude stream) heard: '{prompt}'. messages={count}."),
                 30,
             )
         };

@@ -350,6 +350,19 @@ impl Server {
             users: vec![prompt.clone()],
         });
         self.user_item(&at, &prompt);
+        let seen_images = super::images::acknowledge(
+            params["input"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|input| match input["type"].as_str() {
+                    Some("image") => super::images::data_url(input["url"].as_str()?),
+                    _ => None,
+                }),
+        );
+        if let Some(seen) = seen_images {
+            self.say(&at, &seen);
+        }
         let scenario = self.scenario_for(&prompt);
         if let Some(approval) = params["approvalPolicy"].as_str() {
             approval.clone_into(&mut self.approval);

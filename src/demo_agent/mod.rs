@@ -21,6 +21,7 @@ pub(crate) mod acp;
 mod bash;
 mod claude_stream;
 pub mod codex_app_server;
+mod images;
 mod player;
 mod rpc;
 mod scenario;

@@ -78,6 +78,8 @@ struct Engine {
     /// The model in use: an index into [`MODELS`].
     model: usize,
     thinking_level: String,
+    /// What the running prompt's images are, said before its answer.
+    seen_images: Option<String>,
 }
 
 /// The models the demo offers: (id, name, takes a thinking level).
@@ -119,6 +121,7 @@ pub(crate) fn run(forced: Option<Scenario>, session: Session) -> i32 {
         streaming: false,
         model: 0,
         thinking_level: "off".to_owned(),
+        seen_images: None,
     };
     match engine.serve() {
         Ok(()) => 0,
@@ -191,6 +194,18 @@ impl Engine {
                     if command["type"] == "prompt" {
                         let id = command.get("id").cloned();
                         let message = command["message"].as_str().unwrap_or_default().to_owned();
+                        self.seen_images = super::images::acknowledge(
+                            command["images"]
+                                .as_array()
+                                .into_iter()
+                                .flatten()
+                                .map(|image| {
+                                    (
+                                        image["mimeType"].as_str().unwrap_or_default(),
+                                        image["data"].as_str().unwrap_or_default(),
+                                    )
+                                }),
+                        );
                         self.line(&response(id.as_ref(), "prompt", true))?;
                         if let Some(Interrupt::Exit) = self.turn(message)? {
                             return Ok(());
@@ -480,6 +495,21 @@ impl Engine {
         placeholders.set("attempt", "1");
         placeholders.set("pid", std::process::id().to_string());
         let mut script: VecDeque<Response> = scenario.responses.iter().cloned().collect();
+        if let Some(seen) = self.seen_images.take() {
+            // The images are acknowledged first, in the answer's first message.
+            if script.is_empty() {
+                script.push_back(Response::default());
+            }
+            if let Some(first) = script.front_mut() {
+                first.steps.insert(
+                    0,
+                    Step::Text {
+                        text: format!("{seen}\n\n"),
+                        repeat: 1,
+                    },
+                );
+            }
+        }
         loop {
             // One LLM call and its tools.
             let response = script.pop_front().unwrap_or_default();

@@ -400,12 +400,13 @@ impl Driver {
                     turn,
                     attempt,
                     prompt,
+                    images,
                     session,
                 } => {
                     if attempt == 1 {
                         self.snapshot_before(turn);
                     }
-                    self.start_attempt(turn, attempt, prompt, session)
+                    self.start_attempt(turn, attempt, prompt, images, session)
                 }
                 Effect::Rewind {
                     turn,
@@ -758,6 +759,7 @@ impl Driver {
             scenario: self.options.scenario.clone(),
             settings: self.settings.clone(),
             raw_line_tap: None,
+            ..AttemptRequest::default()
         };
         let checkpoint = self.options.provider.checkpoint(&request);
         (self.agent_session.clone(), checkpoint)
@@ -922,7 +924,14 @@ impl Driver {
         SessionRef::New
     }
 
-    fn start_attempt(&mut self, turn: TurnId, attempt: u32, prompt: String, session: SessionRef) {
+    fn start_attempt(
+        &mut self,
+        turn: TurnId,
+        attempt: u32,
+        prompt: String,
+        images: Vec<crate::attachment::ImageAttachment>,
+        session: SessionRef,
+    ) {
         let session = self.session_for_attempt(turn, session);
         if let Some(previous) = self.live.take() {
             // The machine never starts an attempt while one is live; if it did, the old one
@@ -938,6 +947,7 @@ impl Driver {
         let stop = StopControl::new();
         let request = AttemptRequest {
             prompt,
+            images,
             session,
             cwd: self.options.cwd.clone(),
             attempt,

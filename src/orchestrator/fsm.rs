@@ -73,6 +73,7 @@ pub(crate) enum Effect {
         turn: TurnId,
         attempt: u32,
         prompt: String,
+        images: Vec<crate::attachment::ImageAttachment>,
         session: SessionRef,
     },
     /// Start the three-stage stop of this attempt; asked again, skip to the kill.
@@ -142,6 +143,8 @@ pub(crate) enum Effect {
 pub struct Turn {
     pub id: TurnId,
     pub prompt: String,
+    /// The images every attempt of this turn sends.
+    pub images: Vec<crate::attachment::ImageAttachment>,
     /// The session every attempt of this turn uses.
     pub session: SessionRef,
     /// `NewSession` requests seen before this turn began.
@@ -302,6 +305,9 @@ impl Machine {
     fn command(&mut self, command: Command, out: &mut Vec<Effect>) {
         match command {
             Command::Submit(prompt) => self.submit(prompt, out),
+            Command::SubmitWithImages(prompt, images) => {
+                self.submit_with_images(prompt, images, out)
+            }
             Command::Stop => self.stop(out),
             Command::RetryLastTurn => self.retry_last_turn(out),
             Command::NewSession => self.new_session(out),
@@ -449,6 +455,30 @@ impl Machine {
         }
     }
 
+    /// A prompt with images starts a turn now or not at all: the queue holds text only.
+    fn submit_with_images(
+        &mut self,
+        prompt: String,
+        images: Vec<crate::attachment::ImageAttachment>,
+        out: &mut Vec<Effect>,
+    ) {
+        let idle = matches!(
+            self.state,
+            State::Idle | State::Failed { .. } | State::Cancelled { .. }
+        );
+        if idle && self.queue.is_empty() {
+            self.start_turn_with_images(prompt, images, None, out);
+        } else if !matches!(self.state, State::ShutDown) {
+            out.push(Effect::Emit(OrchestratorEvent::Notice {
+                turn: self.next_turn.saturating_sub(1),
+                kind: "warning".to_owned(),
+                message: "The prompt with images was not sent: another prompt went first. \
+                          Attach the images again once the agent is done."
+                    .to_owned(),
+            }));
+        }
+    }
+
     fn interject(&mut self, kind: Interjection, text: String, out: &mut Vec<Effect>) {
         if text.trim().is_empty() {
             return;
@@ -487,7 +517,7 @@ impl Machine {
                 } else {
                     self.session.clone()
                 };
-                self.start_turn(turn.prompt, Some(session), out);
+                self.start_turn_with_images(turn.prompt, turn.images, Some(session), out);
             }
             State::WaitingToRetry {
                 turn, next_attempt, ..
@@ -860,9 +890,20 @@ impl Machine {
     }
 
     fn start_turn(&mut self, prompt: String, session: Option<SessionRef>, out: &mut Vec<Effect>) {
+        self.start_turn_with_images(prompt, Vec::new(), session, out);
+    }
+
+    fn start_turn_with_images(
+        &mut self,
+        prompt: String,
+        images: Vec<crate::attachment::ImageAttachment>,
+        session: Option<SessionRef>,
+        out: &mut Vec<Effect>,
+    ) {
         let turn = Turn {
             id: self.next_turn,
             prompt,
+            images,
             session: session.unwrap_or_else(|| self.session.clone()),
             session_epoch: self.session_epoch,
             reported_session: None,
@@ -872,6 +913,12 @@ impl Machine {
             turn: turn.id,
             prompt: turn.prompt.clone(),
         }));
+        if !turn.images.is_empty() {
+            out.push(Effect::Emit(OrchestratorEvent::ImagesAttached {
+                turn: turn.id,
+                images: turn.images.iter().map(|image| image.record()).collect(),
+            }));
+        }
         self.start_attempt(turn, 1, out);
     }
 
@@ -886,6 +933,7 @@ impl Machine {
             turn: turn.id,
             attempt,
             prompt: turn.prompt.clone(),
+            images: turn.images.clone(),
             session: turn.session.clone(),
         });
         self.state = State::Running { turn, attempt };

@@ -102,6 +102,7 @@ fn start(turn: TurnId, attempt: u32, prompt: &str, session: SessionRef) -> Effec
         turn,
         attempt,
         prompt: prompt.into(),
+        images: Vec::new(),
         session,
     }
 }
@@ -1415,4 +1416,59 @@ fn undo_is_asked_for_only_while_no_turn_runs() {
         ),
         "{refused:?}"
     );
+}
+
+fn started_images(
+    effects: &[Effect],
+) -> Option<(TurnId, u32, Vec<crate::attachment::ImageAttachment>)> {
+    effects.iter().find_map(|effect| match effect {
+        Effect::StartAttempt {
+            turn,
+            attempt,
+            images,
+            ..
+        } => Some((*turn, *attempt, images.clone())),
+        _ => None,
+    })
+}
+
+#[test]
+fn a_prompt_with_images_sends_them_on_every_attempt_and_on_its_retry() {
+    let image = crate::attachment::ImageAttachment::from_bytes(
+        "/work/shot.png".into(),
+        b"\x89PNG\r\n\x1a\nbytes".to_vec(),
+    )
+    .unwrap();
+    let mut machine = Machine::new(enabled_policy(2), SessionRef::New);
+    let effects = command(
+        &mut machine,
+        Command::SubmitWithImages("look".into(), vec![image.clone()]),
+    );
+    assert!(
+        events(&effects).contains(&Ev::ImagesAttached {
+            turn: 1,
+            images: vec![image.record()],
+        }),
+        "the log is told what the turn carries"
+    );
+    assert_eq!(started_images(&effects), Some((1, 1, vec![image.clone()])));
+    // A second prompt with images while this one runs is refused, not queued without them.
+    let refused = command(
+        &mut machine,
+        Command::SubmitWithImages("another".into(), vec![image.clone()]),
+    );
+    assert!(
+        matches!(&events(&refused)[..], [Ev::Notice { message, .. }] if message.contains("was not sent")),
+        "{refused:?}"
+    );
+    agent(&mut machine, 1, 1, rate_limited());
+    let retried = machine.handle(Input::RetryDue {
+        turn: 1,
+        attempt: 2,
+    });
+    assert_eq!(started_images(&retried), Some((1, 2, vec![image.clone()])));
+    agent(&mut machine, 1, 2, rate_limited());
+    assert!(matches!(machine.state(), State::Failed { .. }));
+    let again = command(&mut machine, Command::RetryLastTurn);
+    assert_eq!(started_images(&again), Some((2, 1, vec![image])));
 }

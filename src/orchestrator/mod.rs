@@ -50,6 +50,10 @@ pub trait Recorder: Send + Sync {
 pub enum Command {
     /// A user prompt: starts a turn, or is queued while one runs.
     Submit(String),
+    /// A user prompt with images: starts a turn whose every attempt sends them. Only while no
+    /// turn runs and nothing is queued (the chat keeps such a prompt in the composer until
+    /// then); otherwise it is refused with a notice.
+    SubmitWithImages(String, Vec<crate::attachment::ImageAttachment>),
     /// Stop the running turn (three-stage stop), or cancel a pending retry. Repeated: kill.
     Stop,
     /// Re-send the last failed or cancelled turn's prompt in the same session.
@@ -169,6 +173,7 @@ impl OrchestratorEvent {
                 }),
             )),
             OrchestratorEvent::TurnStarted { .. }
+            | OrchestratorEvent::ImagesAttached { .. }
             | OrchestratorEvent::AttemptStarted { .. }
             | OrchestratorEvent::TurnCheckpointed { .. }
             | OrchestratorEvent::StopProgress { .. }
@@ -238,6 +243,12 @@ pub enum OrchestratorEvent {
     TurnStarted {
         turn: TurnId,
         prompt: String,
+    },
+    /// The images turn `turn`'s prompt carries (right after its `TurnStarted`): what the
+    /// session log keeps of them.
+    ImagesAttached {
+        turn: TurnId,
+        images: Vec<crate::attachment::ImageRecord>,
     },
     AttemptStarted {
         turn: TurnId,

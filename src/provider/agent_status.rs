@@ -31,6 +31,9 @@ pub struct AgentStatus {
     pub refusal: Option<String>,
     /// How full the model's context window is, as the agent last reported it.
     pub context: Option<ContextUse>,
+    /// Whether the agent takes images in a prompt, where it says (ACP's
+    /// `promptCapabilities.image`); `None`: the transport decides.
+    pub accepts_images: Option<bool>,
 }
 
 /// The tokens in the model's context window and its size, as the agent reports them (pi's

@@ -39,6 +39,9 @@ pub enum SessionRef {
 #[derive(Debug, Clone, Default)]
 pub struct AttemptRequest {
     pub prompt: String,
+    /// Images sent with the prompt (only to transports that take them; the app refuses the
+    /// others before sending). Every attempt of the turn sends the same ones.
+    pub images: Vec<crate::attachment::ImageAttachment>,
     pub session: SessionRef,
     /// The agent's working directory; `None` means agentty's own.
     pub cwd: Option<PathBuf>,
@@ -189,6 +192,11 @@ pub trait Provider: Send + Sync {
     /// How this provider talks to its agent (for the status bar and help).
     fn transport(&self) -> Transport {
         Transport::Json
+    }
+    /// Whether the transport sends images with a prompt (an ACP agent says so itself, in
+    /// [`AgentStatus::accepts_images`], once it is initialised).
+    fn accepts_images(&self) -> bool {
+        false
     }
     /// Whether [`Provider::interject`] can reach a running turn (else prompts wait in the queue).
     fn can_interject(&self) -> bool {

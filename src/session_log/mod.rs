@@ -82,6 +82,11 @@ pub enum LogEntry {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         at_ms: Option<u64>,
     },
+    /// The images turn `turn`'s prompt carried: path, type, size and hash, never the bytes.
+    Images {
+        turn: TurnId,
+        images: Vec<crate::attachment::ImageRecord>,
+    },
     Message {
         turn: TurnId,
         attempt: u32,
@@ -358,6 +363,10 @@ impl SessionLogWriter {
                 });
                 self.flush();
             }
+            OrchestratorEvent::ImagesAttached { turn, images } => self.append(LogEntry::Images {
+                turn: *turn,
+                images: images.clone(),
+            }),
             OrchestratorEvent::Undone { turn, outcome } => self.append(LogEntry::Undone {
                 turn: *turn,
                 outcome: outcome.clone(),

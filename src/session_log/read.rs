@@ -189,6 +189,7 @@ fn turn_named_in(line: &[u8]) -> Option<TurnId> {
 fn turn_of(entry: &LogEntry) -> Option<TurnId> {
     match entry {
         LogEntry::Turn { turn, .. }
+        | LogEntry::Images { turn, .. }
         | LogEntry::Message { turn, .. }
         | LogEntry::Raw { turn, .. }
         | LogEntry::TurnEnded { turn, .. }

@@ -167,6 +167,7 @@ fn build(entries: &[LogEntry], damages: &[Damage]) -> (Vec<u8>, Vec<LogEntry>) {
 fn turn_of(entry: &LogEntry) -> u64 {
     match entry {
         LogEntry::Turn { turn, .. }
+        | LogEntry::Images { turn, .. }
         | LogEntry::Message { turn, .. }
         | LogEntry::Raw { turn, .. }
         | LogEntry::TurnEnded { turn, .. }

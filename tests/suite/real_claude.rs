@@ -896,3 +896,48 @@ async fn stream_after_a_rewind_the_next_request_no_longer_carries_the_rewound_pr
     )
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_claude:: (README, Tests)"]
+async fn stream_an_attached_image_reaches_the_model_as_a_base64_image_block() {
+    let test = "stream_an_attached_image_reaches_the_model_as_a_base64_image_block";
+    let Some(stream) = stream_rig(
+        test,
+        FakeAnthropic::start(Scenario::Text),
+        PermissionPolicy::Deny,
+    )
+    .await
+    else {
+        return;
+    };
+    let image = real_cli::one_pixel_png(stream.rig.work.path());
+    let mut request = attempt_request(
+        "What is in this image?",
+        SessionRef::New,
+        stream.rig.work.path(),
+    );
+    request.images = vec![image.clone()];
+    let messages = collect(
+        &mut stream.provider.execute(request, StopControl::new()),
+        RUN_LIMIT,
+    )
+    .await;
+    expect_completed(&messages);
+    let requests = stream.rig.server.message_requests();
+    let main = requests
+        .iter()
+        .rfind(|request| request.main)
+        .expect("the conversation's request");
+    let images: Vec<&serde_json::Value> = main.body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|message| message["role"] == "user")
+        .flat_map(|message| message["content"].as_array().into_iter().flatten())
+        .filter(|block| block["type"] == "image")
+        .collect();
+    assert_eq!(images.len(), 1, "{}", main.body);
+    assert_eq!(images[0]["source"]["type"], "base64");
+    assert_eq!(images[0]["source"]["media_type"], "image/png");
+    assert_eq!(images[0]["source"]["data"], image.base64().as_str());
+}

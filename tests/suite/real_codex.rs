@@ -739,3 +739,42 @@ async fn codex_app_server_after_a_rewind_the_next_request_no_longer_carries_the_
         "forks, not restarts"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_codex:: (README, Tests)"]
+async fn codex_app_server_an_attached_image_reaches_the_model_as_an_input_image() {
+    let test = "codex_app_server_an_attached_image_reaches_the_model";
+    let Some(rig) = AppServerRig::start(
+        test,
+        || fake_codex_server::start(CodexScenario::Text),
+        PermissionPolicy::Deny,
+    ) else {
+        return;
+    };
+    let image = real_cli::one_pixel_png(rig.work.path());
+    let mut request = rig.request("What is in this image?", SessionRef::New);
+    request.images = vec![image.clone()];
+    let mut stream = rig.provider.execute(request, StopControl::new());
+    let messages = real_cli::collect(&mut stream, real_cli::RUN_LIMIT).await;
+    real_cli::expect_completed(&messages);
+    let requests = rig.server.requests();
+    let model_request = requests
+        .iter()
+        .rfind(|request| request.path.contains("/responses"))
+        .expect("a model request");
+    let body = model_request.json().unwrap();
+    let urls: Vec<String> = body["input"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|item| item["role"] == "user")
+        .flat_map(|item| item["content"].as_array().cloned().unwrap_or_default())
+        .filter(|part| part["type"] == "input_image")
+        .filter_map(|part| part["image_url"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(
+        urls,
+        [format!("data:image/png;base64,{}", image.base64())],
+        "{body}"
+    );
+}

@@ -1092,3 +1092,51 @@ async fn rpc_a_steer_queued_during_a_stopped_answer_does_not_reach_the_next_requ
     );
     assert_eq!(starts(&starts_file).len(), 1, "the same pi went on");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_pi:: (README, Tests)"]
+async fn rpc_an_attached_image_reaches_the_model_as_an_image_url() {
+    let Some(world) = PiWorld::new("rpc_an_attached_image_reaches_the_model").await else {
+        return;
+    };
+    // pi sends images only to a model that takes them (else a placeholder text).
+    let mut models = world.fake.pi_models_json();
+    for model in models["providers"]["fake"]["models"]
+        .as_array_mut()
+        .unwrap()
+    {
+        model["input"] = serde_json::json!(["text", "image"]);
+    }
+    std::fs::write(world.agent_dir().join("models.json"), models.to_string()).unwrap();
+    let image = real_cli::one_pixel_png(&world.work_dir());
+    let provider = world.provider_on("plain", Transport::Rpc, &world.pi);
+    let mut request = rpc_request("What is in this image?", SessionRef::New, &world.work_dir());
+    request.images = vec![image.clone()];
+    let messages = collect(
+        &mut provider.execute(request, StopControl::new()),
+        RUN_LIMIT,
+    )
+    .await;
+    expect_completed(&messages);
+    let requests = world.fake.completion_requests();
+    assert_eq!(requests.len(), 1);
+    let body = requests[0].json().unwrap();
+    let user = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rfind(|message| message["role"] == "user")
+        .unwrap()
+        .clone();
+    let urls: Vec<&str> = user["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|part| part["image_url"]["url"].as_str())
+        .collect();
+    assert_eq!(
+        urls,
+        [format!("data:image/png;base64,{}", image.base64())],
+        "{user}"
+    );
+}

@@ -1097,3 +1097,16 @@ pub async fn after_a_rewind_the_next_request_no_longer_carries_the_rewound_promp
         );
     }
 }
+
+/// A real 1×1 PNG (a CLI may decode what it sends), written to `dir` and attached from there
+/// as the chat attaches it; the request-log assertions compare against its base64.
+pub fn one_pixel_png(dir: &Path) -> agentty::attachment::ImageAttachment {
+    use base64::Engine;
+    const PIXEL: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
+    let path = dir.join("pixel.png");
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(PIXEL)
+        .unwrap();
+    std::fs::write(&path, bytes).unwrap();
+    agentty::attachment::load(&path, agentty::attachment::DEFAULT_MAX_BYTES).unwrap()
+}

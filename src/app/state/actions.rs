@@ -91,11 +91,20 @@ impl AppState {
             );
             return Vec::new();
         }
+        let images = self.composer.attached_images();
+        if !images.is_empty() {
+            if let Some(why) = self.images_refused(interjection.is_some()) {
+                // Nothing is lost: the prompt and its images stay in the composer.
+                self.notice(NoticeLevel::Warning, why);
+                return Vec::new();
+            }
+        }
         // Folded pastes go out whole.
         let text = self.composer.take();
         self.composer.remember(&text);
         let prompt = mentions::resolve_mentions(&text, self.files.files());
         let command = match interjection {
+            _ if !images.is_empty() => Command::SubmitWithImages(prompt, images),
             Some(kind) => Command::Interject(kind, prompt),
             None => Command::Submit(prompt),
         };

@@ -58,6 +58,8 @@ impl AppState {
                     failure_notice: None,
                 });
             }
+            // The prompt's text shows its images (`[image: shot.png 120 KB]`); the log keeps them.
+            OrchestratorEvent::ImagesAttached { .. } => {}
             OrchestratorEvent::AttemptStarted {
                 turn,
                 attempt,

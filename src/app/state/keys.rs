@@ -142,6 +142,8 @@ impl AppState {
             KeyCode::BackTab => self.cycle_mode_or_thinking_level(),
             // Tab with no popup: nothing to complete (no tab characters in prompts).
             KeyCode::Tab => Vec::new(),
+            // Ctrl+V: the image path before the cursor becomes an attachment.
+            KeyCode::Char('v') if ctrl && !alt => self.attach_path_before_cursor(),
             _ => {
                 self.composer.input(key);
                 Vec::new()
@@ -150,13 +152,13 @@ impl AppState {
     }
 
     /// A paste, with no clock.
-    pub fn on_paste(&mut self, text: &str) {
-        self.paste(text, None);
+    pub fn on_paste(&mut self, text: &str) -> Vec<AppEffect> {
+        self.paste(text, None)
     }
 
     /// A paste at `now` (the event loop's entry point): like a key, it is typing.
-    pub fn on_paste_at(&mut self, text: &str, now: Instant) {
-        self.paste(text, Some(now));
+    pub fn on_paste_at(&mut self, text: &str, now: Instant) -> Vec<AppEffect> {
+        self.paste(text, Some(now))
     }
 
     /// A recalled prompt is not being typed: an `@path` at its end opens no popup (which would
@@ -173,12 +175,16 @@ impl AppState {
         }
     }
 
-    fn paste(&mut self, text: &str, now: Option<Instant>) {
+    fn paste(&mut self, text: &str, now: Option<Instant>) -> Vec<AppEffect> {
         if self.overlay.is_some() || self.paste_feedback(text) {
-            return;
+            return Vec::new();
         }
         // Never an answer: pasted text goes to the composer, whatever the prompt's state.
         self.note_typing(now);
+        // One path to an image file: an attachment (the text comes back if it is none).
+        if let Some(effects) = self.pasted_image(&untrusted_owned(text)) {
+            return effects;
+        }
         // Pasted text is the user's own, but a stray escape sequence in it would still reach
         // the terminal when the input is drawn.
         let text = text.replace("\r\n", "\n").replace('\r', "\n");
@@ -186,6 +192,7 @@ impl AppState {
         // A pasted `@path` or `/command` is not being typed: no popup for it.
         self.popup = None;
         self.popup_dismissed_for = Some(self.composer.text());
+        Vec::new()
     }
 
     pub(crate) fn on_mouse_wheel(&mut self, up: bool) -> Vec<AppEffect> {

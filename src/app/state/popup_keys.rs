@@ -136,6 +136,10 @@ impl AppState {
                 self.composer.set_text("");
                 self.perform(action, None)
             }
+            // An image file is attached rather than mentioned.
+            (PopupKind::Mention, _) if crate::attachment::has_image_name(&item.label) => {
+                self.attach_mentioned(popup.replaces, &item.label, &item.completion)
+            }
             (PopupKind::Mention, _) if !mentions::is_folder(&item.label) => {
                 self.composer
                     .replace_before_cursor(popup.replaces, &item.completion);

@@ -286,7 +286,7 @@ impl AcpAttempt {
             "session/prompt",
             json!({
                 "sessionId": session.session_id,
-                "prompt": [{"type": "text", "text": request.prompt}]
+                "prompt": prompt_blocks(request)
             }),
         );
         // The helpers the agent runs between turns are its own; what the turn adds is the
@@ -567,5 +567,43 @@ pub(crate) fn acp_adapter(
     match &settings.acp_command {
         Some(command) => Some(command.clone()),
         None => crate::process::find_on_path(default),
+    }
+}
+
+/// `session/prompt`'s `prompt` for `request`: the text, then each image as an ACP image block
+/// (only sent to an agent that announced `promptCapabilities.image`: the chat refuses first).
+pub(crate) fn prompt_blocks(request: &AttemptRequest) -> Value {
+    use agent_client_protocol_schema::v1 as acp;
+    let mut blocks = vec![acp::ContentBlock::Text(acp::TextContent::new(
+        request.prompt.clone(),
+    ))];
+    blocks.extend(request.images.iter().map(|image| {
+        acp::ContentBlock::Image(acp::ImageContent::new(
+            image.base64(),
+            image.mime.media_type(),
+        ))
+    }));
+    serde_json::to_value(blocks)
+        .unwrap_or_else(|_| json!([{"type": "text", "text": request.prompt}]))
+}
+
+#[cfg(test)]
+mod image_prompt_tests {
+    use super::*;
+
+    #[test]
+    fn session_prompt_carries_the_image_as_an_acp_image_block() {
+        let request = AttemptRequest {
+            prompt: "look".into(),
+            images: vec![crate::attachment::sample_png()],
+            ..AttemptRequest::default()
+        };
+        assert_eq!(
+            prompt_blocks(&request),
+            json!([
+                {"type": "text", "text": "look"},
+                {"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgppbWc="}
+            ])
+        );
     }
 }

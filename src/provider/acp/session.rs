@@ -259,6 +259,7 @@ impl AcpSession {
         );
         let initialized = self.await_result("initialize", initialize).await?;
         let can_load = initialized["agentCapabilities"]["loadSession"] == Value::Bool(true);
+        self.shared.saw_prompt_capabilities(&initialized);
         let cwd = session_cwd(request);
         match &request.session {
             SessionRef::Resume(id) if can_load => self.load_session(id, &cwd).await,

@@ -49,6 +49,18 @@ impl AcpShared {
         }
     }
 
+    /// Whether the agent takes images (`agentCapabilities.promptCapabilities.image` of its
+    /// `initialize` answer; absent: it does not).
+    pub(super) fn saw_prompt_capabilities(&self, initialized: &Value) {
+        let capabilities = initialized["agentCapabilities"]["promptCapabilities"].clone();
+        let image = serde_json::from_value::<agent_client_protocol_schema::v1::PromptCapabilities>(
+            capabilities,
+        )
+        .is_ok_and(|capabilities| capabilities.image);
+        self.status
+            .send_modify(|status| status.accepts_images = Some(image));
+    }
+
     /// The `models` and `modes` of a `session/new` or `session/load` answer, when it has them.
     pub(super) fn saw_choices(&self, answer: &Value) {
         self.saw_models(answer);

@@ -208,6 +208,10 @@ impl Provider for StreamProvider {
         Transport::Stream
     }
 
+    fn accepts_images(&self) -> bool {
+        true
+    }
+
     fn can_interject(&self) -> bool {
         true
     }
@@ -367,6 +371,11 @@ impl Control {
         let _ = self.lines.send(line.to_string());
     }
 
+    /// A line of its own making (a user message with images).
+    fn send_line(&self, line: String) -> bool {
+        self.lines.send(line).is_ok()
+    }
+
     /// A user message: starts a turn, or joins the running one.
     fn user(&self, text: &str) -> bool {
         self.lines.send(user_line(text)).is_ok()
@@ -378,6 +387,39 @@ pub(crate) fn user_line(text: &str) -> String {
     json!({
         "type": "user",
         "message": {"role": "user", "content": text},
+        "parent_tool_use_id": null,
+        "session_id": ""
+    })
+    .to_string()
+}
+
+/// The stdin line of a user message with images: the Messages API's content blocks, the images
+/// (`{type: "image", source: {type: "base64", media_type, data}}`) before the text, as
+/// Anthropic advises. Without images, the plain [`user_line`].
+pub(crate) fn user_line_with_images(
+    text: &str,
+    images: &[crate::attachment::ImageAttachment],
+) -> String {
+    if images.is_empty() {
+        return user_line(text);
+    }
+    let mut content: Vec<Value> = images
+        .iter()
+        .map(|image| {
+            json!({
+                "type": "image",
+                "source": {
+                    "type": "base64",
+                    "media_type": image.mime.media_type(),
+                    "data": image.base64()
+                }
+            })
+        })
+        .collect();
+    content.push(json!({"type": "text", "text": text}));
+    json!({
+        "type": "user",
+        "message": {"role": "user", "content": content},
         "parent_tool_use_id": null,
         "session_id": ""
     })
@@ -745,7 +787,9 @@ impl StreamAttempt {
         let mapper = ClaudeMapper::for_stream(self.backend.name(), resumed);
         let mut mapping = AttemptMapping::new(Box::new(mapper));
         let mut out = Vec::new();
-        session.control.user(&request.prompt);
+        session
+            .control
+            .send_line(user_line_with_images(&request.prompt, &request.images));
         // Steering sent and not yet taken by the CLI.
         let mut untaken: Vec<String> = Vec::new();
         // After a result with steering untaken: when its own turn must have begun.
@@ -1197,5 +1241,30 @@ mod tests {
             Some("plan")
         );
         assert_eq!(configured_flag(&spec, "--effort"), None);
+    }
+}
+
+#[cfg(test)]
+mod image_prompt_tests {
+    use super::*;
+
+    #[test]
+    fn a_user_message_with_an_image_carries_a_base64_image_block_before_the_text() {
+        let line = user_line_with_images("look", &[crate::attachment::sample_png()]);
+        assert_eq!(
+            serde_json::from_str::<Value>(&line).unwrap(),
+            json!({
+                "type": "user",
+                "message": {"role": "user", "content": [
+                    {"type": "image", "source": {
+                        "type": "base64", "media_type": "image/png", "data": "iVBORw0KGgppbWc="
+                    }},
+                    {"type": "text", "text": "look"}
+                ]},
+                "parent_tool_use_id": null,
+                "session_id": ""
+            })
+        );
+        assert_eq!(user_line_with_images("hi", &[]), user_line("hi"));
     }
 }

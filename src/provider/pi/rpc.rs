@@ -141,6 +141,10 @@ impl Provider for RpcProvider {
         crate::provider::Transport::Rpc
     }
 
+    fn accepts_images(&self) -> bool {
+        true
+    }
+
     fn can_interject(&self) -> bool {
         true
     }
@@ -665,10 +669,7 @@ impl RpcAttempt {
     ) -> (AgentMessage, bool) {
         let mut mapping = AttemptMapping::new(self.backend.mapper(request));
         let mut out = Vec::new();
-        let mut prompt_response = session.writer.request(
-            "prompt",
-            json!({"type": "prompt", "message": request.prompt}),
-        );
+        let mut prompt_response = session.writer.request("prompt", prompt_command(request));
         if let Ok(mut commands) = self.commands.lock() {
             *commands = Some(session.writer.clone());
         }
@@ -907,6 +908,22 @@ fn is_event(line: &str, kind: &str) -> bool {
         && serde_json::from_str::<ResponseHead>(line).is_ok_and(|head| head.kind == kind)
 }
 
+/// pi's `prompt` command for `request`: the message, and its images as pi's `ImageContent`
+/// (`{type: "image", data, mimeType}`).
+pub(crate) fn prompt_command(request: &AttemptRequest) -> Value {
+    let mut command = json!({"type": "prompt", "message": request.prompt});
+    if !request.images.is_empty() {
+        command["images"] = request
+            .images
+            .iter()
+            .map(|image| {
+                json!({"type": "image", "data": image.base64(), "mimeType": image.mime.media_type()})
+            })
+            .collect();
+    }
+    command
+}
+
 #[cfg(test)]
 mod tests {
     use super::{delivered, is_event};
@@ -935,5 +952,33 @@ mod tests {
         ));
         assert!(!is_event(r#"{"type":"agent_ending"}"#, "agent_end"));
         assert!(!is_event("not json agent_end", "agent_end"));
+    }
+}
+
+#[cfg(test)]
+mod image_prompt_tests {
+    use super::*;
+
+    #[test]
+    fn a_prompt_with_an_image_carries_it_as_pi_image_content() {
+        let request = AttemptRequest {
+            prompt: "look".into(),
+            images: vec![crate::attachment::sample_png()],
+            ..AttemptRequest::default()
+        };
+        assert_eq!(
+            prompt_command(&request),
+            json!({"type": "prompt", "message": "look", "images": [
+                {"type": "image", "data": "iVBORw0KGgppbWc=", "mimeType": "image/png"}
+            ]})
+        );
+        let plain = AttemptRequest {
+            prompt: "hi".into(),
+            ..AttemptRequest::default()
+        };
+        assert_eq!(
+            prompt_command(&plain),
+            json!({"type": "prompt", "message": "hi"})
+        );
     }
 }

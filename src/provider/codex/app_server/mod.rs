@@ -162,6 +162,10 @@ impl Provider for AppServerProvider {
         Transport::AppServer
     }
 
+    fn accepts_images(&self) -> bool {
+        true
+    }
+
     fn can_interject(&self) -> bool {
         true
     }
@@ -413,7 +417,7 @@ impl AppServerAttempt {
         let overrides = self.shared.overrides();
         let mut params = json!({
             "threadId": session.thread_id,
-            "input": [{"type": "text", "text": request.prompt}],
+            "input": turn_input(request),
         });
         if let Some(model) = overrides.model {
             params["model"] = Value::String(model);
@@ -710,4 +714,38 @@ fn agent_request_of(line: &str) -> Option<(Value, String, Value)> {
     let id = message.get("id").filter(|id| !id.is_null())?.clone();
     let method = message["method"].as_str()?.to_owned();
     Some((id, method, message["params"].take()))
+}
+
+/// `turn/start`'s `input` for `request`: the text, then each image as a `data:` URL (the bytes
+/// agentty read and showed, not the file as it may be by now).
+pub(crate) fn turn_input(request: &AttemptRequest) -> Value {
+    let mut input = vec![json!({"type": "text", "text": request.prompt})];
+    input.extend(
+        request
+            .images
+            .iter()
+            .map(|image| json!({"type": "image", "url": image.data_url()})),
+    );
+    Value::Array(input)
+}
+
+#[cfg(test)]
+mod image_prompt_tests {
+    use super::*;
+
+    #[test]
+    fn turn_start_input_carries_the_image_as_a_data_url_after_the_text() {
+        let request = AttemptRequest {
+            prompt: "look".into(),
+            images: vec![crate::attachment::sample_png()],
+            ..AttemptRequest::default()
+        };
+        assert_eq!(
+            turn_input(&request),
+            json!([
+                {"type": "text", "text": "look"},
+                {"type": "image", "url": "data:image/png;base64,iVBORw0KGgppbWc="}
+            ])
+        );
+    }
 }
