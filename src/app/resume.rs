@@ -166,6 +166,22 @@ pub fn load(summary: ConversationSummary) -> Result<ResumedConversation, String>
                 }
                 Some((OrchestratorEvent::TurnStarted { turn, prompt }, at_ms))
             }
+            LogEntry::Compaction {
+                turn,
+                instructions,
+                at_ms,
+            } => {
+                if let Some(unended) = open_turn.replace(turn) {
+                    events.push((
+                        interrupted(unended, "the log does not say how this turn ended"),
+                        last_at,
+                    ));
+                }
+                Some((
+                    OrchestratorEvent::CompactionStarted { turn, instructions },
+                    at_ms,
+                ))
+            }
             LogEntry::Message {
                 turn,
                 attempt,

@@ -192,7 +192,8 @@ fn turn_of(entry: &LogEntry) -> Option<TurnId> {
         | LogEntry::Message { turn, .. }
         | LogEntry::Raw { turn, .. }
         | LogEntry::TurnEnded { turn, .. }
-        | LogEntry::Undone { turn, .. } => Some(*turn),
+        | LogEntry::Undone { turn, .. }
+        | LogEntry::Compaction { turn, .. } => Some(*turn),
         LogEntry::Rewound { rewind, .. } => Some(rewind.turn),
         LogEntry::Header { .. } | LogEntry::Session { .. } | LogEntry::Setting { .. } => None,
     }

@@ -1,0 +1,109 @@
+//! `/compact`: what every transport shares when it compacts the agent's conversation (pi RPC's
+//! `compact`, Claude's `/compact` slash command, Codex's `thread/compact/start`, an ACP agent's
+//! `compact` command): the notice that says the result, the slash command sent as a prompt,
+//! and the answer of a transport that cannot.
+
+use crate::config::Transport;
+use crate::stream::{AgentMessage, Failure, FailureReason, NoticeKind};
+
+use super::contract::{AgentStream, AttemptRequest};
+
+/// The slash command that compacts agents which take it as a prompt (Claude Code, the ACP
+/// agents that announce it), with the user's instructions for the summary.
+pub fn slash_command(instructions: Option<&str>) -> String {
+    match instructions.map(str::trim).filter(|text| !text.is_empty()) {
+        Some(text) => format!("/compact {text}"),
+        None => "/compact".to_owned(),
+    }
+}
+
+/// The `compacted` notice: the context's size before and after, where the agent says.
+pub fn compacted_notice(before: Option<u64>, after: Option<u64>) -> AgentMessage {
+    let message = match (before, after) {
+        (Some(before), Some(after)) => format!(
+            "Conversation compacted: {} → {} tokens",
+            thousands(before),
+            thousands(after)
+        ),
+        (Some(before), None) => format!(
+            "Conversation compacted: {} tokens summarised",
+            thousands(before)
+        ),
+        _ => "Conversation compacted".to_owned(),
+    };
+    AgentMessage::notice(NoticeKind::Compacted.wire(), message)
+}
+
+/// Why `/compact` does nothing here, for the user: nothing was sent to the agent.
+pub fn unavailable_reason(provider: &str, transport: Transport) -> String {
+    format!(
+        "/compact is not available with {provider} over {}: nothing was sent. Compaction works \
+         with pi over rpc, claude over stream, codex over app-server, and ACP agents that offer \
+         a compact command.",
+        transport.name()
+    )
+}
+
+/// The stream of a compaction asked of a transport that has none (the orchestrator asks first,
+/// so this is a safety net): one `terminal.failed` that says so.
+pub(crate) fn unavailable_stream(
+    provider: &str,
+    transport: Transport,
+    request: &AttemptRequest,
+) -> AgentStream {
+    let _ = request;
+    let failure = AgentMessage::Failed(Failure {
+        reason: FailureReason::AgentError,
+        message: unavailable_reason(provider, transport),
+        ..Failure::default()
+    });
+    Box::pin(futures::stream::iter([failure]))
+}
+
+/// 12345 as "12,345".
+fn thousands(count: u64) -> String {
+    let digits = count.to_string();
+    let mut out = String::new();
+    for (index, digit) in digits.chars().enumerate() {
+        if index > 0 && (digits.len() - index) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_notice_says_the_figures_the_agent_gave() {
+        let text = |message: AgentMessage| match message {
+            AgentMessage::Notice { kind, message } => {
+                assert_eq!(kind, "compacted");
+                message
+            }
+            other => panic!("not a notice: {other:?}"),
+        };
+        assert_eq!(
+            text(compacted_notice(Some(123_456), Some(7_890))),
+            "Conversation compacted: 123,456 → 7,890 tokens"
+        );
+        assert_eq!(
+            text(compacted_notice(Some(999), None)),
+            "Conversation compacted: 999 tokens summarised"
+        );
+        assert_eq!(text(compacted_notice(None, None)), "Conversation compacted");
+    }
+
+    #[test]
+    fn the_slash_command_carries_the_instructions() {
+        assert_eq!(slash_command(None), "/compact");
+        assert_eq!(slash_command(Some("  ")), "/compact");
+        assert_eq!(
+            slash_command(Some(" keep the API notes ")),
+            "/compact keep the API notes"
+        );
+    }
+}
