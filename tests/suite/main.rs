@@ -71,3 +71,4 @@ mod tui_snapshots;
 mod tui_steering;
 mod turn_changes;
 mod usage_errors;
+mod compaction;

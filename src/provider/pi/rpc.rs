@@ -111,6 +111,30 @@ impl RpcProvider {
     pub fn status(&self) -> watch::Receiver<AgentStatus> {
         self.status.subscribe()
     }
+
+    /// An attempt on the live process, once it has its sink (a compaction's).
+    fn attempt(&self, stop: StopControl) -> impl FnOnce(AttemptSink) -> RpcAttempt {
+        let (backend, live, commands) = (
+            self.backend.clone(),
+            self.live.clone(),
+            self.commands.clone(),
+        );
+        let (control, queue, status) = (
+            self.control.clone(),
+            self.queue.clone(),
+            self.status.clone(),
+        );
+        move |sink| RpcAttempt {
+            backend,
+            live,
+            commands,
+            control,
+            queue,
+            status,
+            sink,
+            stop,
+        }
+    }
 }
 
 impl Provider for RpcProvider {
@@ -191,6 +215,20 @@ impl Provider for RpcProvider {
 
     fn agent_status(&self) -> Option<watch::Receiver<AgentStatus>> {
         Some(self.status())
+    }
+
+    fn can_compact(&self) -> bool {
+        true
+    }
+
+    fn compact(
+        &self,
+        request: AttemptRequest,
+        instructions: Option<String>,
+        stop: StopControl,
+    ) -> AgentStream {
+        let attempt = self.attempt(stop.clone());
+        spawn_attempt(stop, move |sink| attempt(sink).compact(request, instructions))
     }
 }
 
@@ -833,6 +871,9 @@ fn is_agent_end(line: &str) -> bool {
     line.contains("\"agent_end\"")
         && serde_json::from_str::<ResponseHead>(line).is_ok_and(|head| head.kind == "agent_end")
 }
+
+#[path = "rpc_compact.rs"]
+mod compact;
 
 #[cfg(test)]
 mod tests {
