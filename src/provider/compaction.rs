@@ -60,6 +60,43 @@ pub(crate) fn unavailable_stream(
     Box::pin(futures::stream::iter([failure]))
 }
 
+/// The stream of a compaction asked as a slash command (`stream` is the prompt's attempt):
+/// it compacted only if the agent said so (a `compacted` notice, which its mapper makes of the
+/// agent's own event). The agent's text is what it says when it did not ("Not enough messages
+/// to compact."): held back, and the completion without a compaction becomes a failure that
+/// says it, so the user reads one clear notice.
+pub(crate) fn by_slash_command(stream: AgentStream, agent: &'static str) -> AgentStream {
+    use futures::StreamExt;
+    let mut compacted = false;
+    let mut said = String::new();
+    Box::pin(stream.filter_map(move |message| {
+        let passed = match message {
+            AgentMessage::Assistant { delta } => {
+                said.push_str(&delta);
+                None
+            }
+            AgentMessage::Notice { ref kind, .. } if kind == NoticeKind::Compacted.wire() => {
+                compacted = true;
+                Some(message)
+            }
+            AgentMessage::Completed { .. } if !compacted => {
+                let why = match said.trim() {
+                    "" => "it said nothing about it".to_owned(),
+                    text => text.to_owned(),
+                };
+                Some(AgentMessage::Failed(Failure {
+                    reason: FailureReason::AgentError,
+                    message: format!("{agent} did not compact the conversation: {why}"),
+                    text: std::mem::take(&mut said),
+                    ..Failure::default()
+                }))
+            }
+            other => Some(other),
+        };
+        futures::future::ready(passed)
+    }))
+}
+
 /// 12345 as "12,345".
 fn thousands(count: u64) -> String {
     let digits = count.to_string();
@@ -76,6 +113,45 @@ fn thousands(count: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use futures::StreamExt;
+
+    fn completed() -> AgentMessage {
+        AgentMessage::Completed {
+            stop_reason: "end_turn".to_owned(),
+            usage: None,
+        }
+    }
+
+    async fn through_slash_command(messages: Vec<AgentMessage>) -> Vec<AgentMessage> {
+        by_slash_command(Box::pin(futures::stream::iter(messages)), "Claude")
+            .collect()
+            .await
+    }
+
+    #[tokio::test]
+    async fn a_slash_command_compacted_only_when_the_agent_says_so() {
+        let compacted = compacted_notice(Some(1259), Some(614));
+        let out = through_slash_command(vec![compacted.clone(), completed()]).await;
+        assert_eq!(out, [compacted, completed()]);
+
+        let out = through_slash_command(vec![
+            AgentMessage::Assistant {
+                delta: "Not enough messages ".to_owned(),
+            },
+            AgentMessage::Assistant {
+                delta: "to compact.".to_owned(),
+            },
+            completed(),
+        ])
+        .await;
+        match &out[..] {
+            [AgentMessage::Failed(failure)] => assert_eq!(
+                failure.message,
+                "Claude did not compact the conversation: Not enough messages to compact."
+            ),
+            other => panic!("one failure, not {other:?}"),
+        }
+    }
 
     #[test]
     fn the_notice_says_the_figures_the_agent_gave() {

@@ -51,6 +51,7 @@ use crate::process::{ExitReport, Line, StopControl};
 use crate::provider::live_process::{
     InBandStop, LiveItem, LiveProcess, LiveSession, LiveSlot, ResponseRouter, TurnEnd,
 };
+use crate::provider::compaction;
 use crate::provider::runner::{self, spawn_attempt, AttemptMapping, AttemptSink, EndedBy};
 use crate::provider::{AgentQueue, AgentStatus, ModeChoice, ModelChoice};
 use crate::provider::{
@@ -242,6 +243,23 @@ impl Provider for StreamProvider {
 
     fn can_interject(&self) -> bool {
         true
+    }
+
+    fn can_compact(&self) -> bool {
+        true
+    }
+
+    /// Claude Code takes `/compact` as a user message in stream-json input (checked against
+    /// 2.1.197: `compact_boundary`, then a `result` with no text).
+    fn compact(
+        &self,
+        request: AttemptRequest,
+        instructions: Option<String>,
+        stop: StopControl,
+    ) -> AgentStream {
+        let prompt = compaction::slash_command(instructions.as_deref());
+        let stream = self.execute(AttemptRequest { prompt, ..request }, stop);
+        compaction::by_slash_command(stream, "Claude")
     }
 
     /// A user line mid-turn: the CLI takes it at the next tool boundary, or after the turn.
