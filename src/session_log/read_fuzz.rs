@@ -170,7 +170,8 @@ fn turn_of(entry: &LogEntry) -> u64 {
         | LogEntry::Message { turn, .. }
         | LogEntry::Raw { turn, .. }
         | LogEntry::TurnEnded { turn, .. }
-        | LogEntry::Undone { turn, .. } => *turn,
+        | LogEntry::Undone { turn, .. }
+        | LogEntry::Compaction { turn, .. } => *turn,
         LogEntry::Rewound { rewind, .. } => rewind.turn,
         LogEntry::Header { .. } | LogEntry::Session { .. } | LogEntry::Setting { .. } => 0,
     }
