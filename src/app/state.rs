@@ -396,6 +396,12 @@ impl AppState {
             .then(|| installed.iter().any(|agent| agent == name))
     }
 
+    /// Enter steers the running turn (Alt+Enter follows up): the provider can, and the turn is
+    /// a prompt's (a compaction takes no steering: what is typed meanwhile waits in the queue).
+    pub(crate) fn can_steer(&self) -> bool {
+        self.agent_steers && self.turn.as_ref().is_some_and(|turn| !turn.compaction)
+    }
+
     pub(crate) fn is_action_enabled(&self, action: Action) -> bool {
         match action {
             Action::RetryLastTurn => self.can_retry(),

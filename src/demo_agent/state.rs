@@ -261,9 +261,15 @@ impl Session {
         );
         self.history = vec![summary.clone()];
         let line = serde_json::to_string(&summary).unwrap_or_default();
-        let _ = fs::write(&self.file, format!("{}
+        let _ = fs::write(
+            &self.file,
+            format!(
+                "{}
 {line}
-", self.header_line()));
+",
+                self.header_line()
+            ),
+        );
         Ok(summary)
     }
 }

@@ -973,10 +973,11 @@ impl Driver {
             self.checkpoint = Some((turn, checkpoint));
         }
         let stream = match compaction {
-            Some(instructions) => self
-                .options
-                .provider
-                .compact(request, instructions, stop.clone()),
+            Some(instructions) => {
+                self.options
+                    .provider
+                    .compact(request, instructions, stop.clone())
+            }
             None => self.options.provider.execute(request, stop.clone()),
         };
         let progress = stop.subscribe();

@@ -1434,7 +1434,9 @@ mod compaction {
 
     fn refused(effects: &[Effect]) -> Option<&str> {
         effects.iter().find_map(|effect| match effect {
-            Effect::Emit(OrchestratorEvent::CompactionRefused { message }) => Some(message.as_str()),
+            Effect::Emit(OrchestratorEvent::CompactionRefused { message }) => {
+                Some(message.as_str())
+            }
             _ => None,
         })
     }
@@ -1443,7 +1445,9 @@ mod compaction {
     fn a_new_session_has_nothing_to_compact() {
         let mut machine = Machine::new(retrying(), SessionRef::New);
         let effects = machine.handle(Input::Command(Command::Compact(None)));
-        assert!(refused(&effects).unwrap().starts_with("Nothing to compact yet"));
+        assert!(refused(&effects)
+            .unwrap()
+            .starts_with("Nothing to compact yet"));
         assert_eq!(machine.state(), &State::Idle);
     }
 

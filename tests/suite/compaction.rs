@@ -8,9 +8,7 @@ use std::time::Duration;
 
 use tokio::time::timeout;
 
-use agentty::demo_agent::state::{
-    requests_file, DemoRequest, COMPACTION_REQUEST, SUMMARY_PREFIX,
-};
+use agentty::demo_agent::state::{requests_file, DemoRequest, COMPACTION_REQUEST, SUMMARY_PREFIX};
 use agentty::orchestrator::{
     spawn_orchestrator, Command, OrchestratorEvent as Ev, OrchestratorHandle, OrchestratorOptions,
     TurnOutcome,
@@ -119,7 +117,9 @@ async fn pi_rpc_compaction_replaces_the_earlier_turns_with_a_summary() {
         "{events:?}"
     );
     assert!(
-        !events.iter().any(|event| matches!(event, Ev::TurnStarted { .. })),
+        !events
+            .iter()
+            .any(|event| matches!(event, Ev::TurnStarted { .. })),
         "a compaction is no prompt: {events:?}"
     );
     assert_eq!(outcome(&events), &TurnOutcome::Completed);
@@ -153,7 +153,9 @@ async fn nothing_to_compact_before_the_first_prompt() {
     let events = world
         .until(|event| matches!(event, Ev::CompactionRefused { .. }))
         .await;
-    assert!(refusal(&events).unwrap().starts_with("Nothing to compact yet"));
+    assert!(refusal(&events)
+        .unwrap()
+        .starts_with("Nothing to compact yet"));
     assert!(world.requests().is_empty(), "nothing was sent");
 }
 
@@ -233,6 +235,14 @@ async fn a_stopped_compaction_leaves_the_conversation_whole() {
     let events = world.turn(Command::Submit("two".into())).await;
     assert_eq!(outcome(&events), &TurnOutcome::Completed);
     let last = world.requests().pop().unwrap();
-    assert_eq!(last.messages, ["one", "two"], "the session was not compacted");
-    assert_eq!(world.demo.starts().len(), 2, "pi was stopped and started again");
+    assert_eq!(
+        last.messages,
+        ["one", "two"],
+        "the session was not compacted"
+    );
+    assert_eq!(
+        world.demo.starts().len(),
+        2,
+        "pi was stopped and started again"
+    );
 }

@@ -851,6 +851,14 @@ impl AppState {
                         ..Failure::default()
                     });
                 }
+                TurnOutcome::Cancelled
+                    if self.turn.as_ref().is_some_and(|turn| turn.compaction) =>
+                {
+                    self.notice(
+                        NoticeLevel::Stopped,
+                        "Compaction stopped · the conversation stays as it was",
+                    );
+                }
                 TurnOutcome::Cancelled => {
                     self.notice(NoticeLevel::Stopped, "Stopped · what was shown stays");
                 }

@@ -48,10 +48,10 @@ use super::mapper::ClaudeMapper;
 use super::permission::{request_of, ClaudePermission, ALLOW_ALWAYS, ALLOW_ONCE};
 use crate::config::PermissionPolicy;
 use crate::process::{ExitReport, Line, StopControl};
+use crate::provider::compaction;
 use crate::provider::live_process::{
     InBandStop, LiveItem, LiveProcess, LiveSession, LiveSlot, ResponseRouter, TurnEnd,
 };
-use crate::provider::compaction;
 use crate::provider::runner::{self, spawn_attempt, AttemptMapping, AttemptSink, EndedBy};
 use crate::provider::{AgentQueue, AgentStatus, ModeChoice, ModelChoice};
 use crate::provider::{

@@ -228,7 +228,9 @@ impl Provider for RpcProvider {
         stop: StopControl,
     ) -> AgentStream {
         let attempt = self.attempt(stop.clone());
-        spawn_attempt(stop, move |sink| attempt(sink).compact(request, instructions))
+        spawn_attempt(stop, move |sink| {
+            attempt(sink).compact(request, instructions)
+        })
     }
 }
 

@@ -138,8 +138,7 @@ impl RpcAttempt {
                 let mapping = AttemptMapping::new(self.backend.mapper(request));
                 let terminal = match mapping.finish(&report, ended_by, stderr, &mut out) {
                     AgentMessage::Failed(mut failure) => {
-                        failure.message =
-                            format!("pi ended while compacting: {}", failure.message);
+                        failure.message = format!("pi ended while compacting: {}", failure.message);
                         AgentMessage::Failed(failure)
                     }
                     other => other,
