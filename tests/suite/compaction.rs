@@ -246,3 +246,54 @@ async fn a_stopped_compaction_leaves_the_conversation_whole() {
         "pi was stopped and started again"
     );
 }
+
+/// The demo agent as Codex's app-server, behind the real app-server provider.
+fn codex_world() -> World {
+    use agentty::config::PermissionPolicy;
+    use agentty::provider::{build_backend, provider_on};
+    let demo = DemoLauncher::new();
+    let backend = build_backend("demo", &demo.settings(&[], "0")).unwrap();
+    let provider = provider_on(backend, Transport::AppServer, PermissionPolicy::Ask).unwrap();
+    let mut options = OrchestratorOptions::new(provider);
+    options.cwd = Some(demo.state.path().to_path_buf());
+    let handle = spawn_orchestrator(options);
+    World { demo, handle }
+}
+
+/// The users of each request the demo app-server made, oldest first.
+fn codex_requests(world: &World) -> Vec<Vec<String>> {
+    let file = agentty::demo_agent::codex_app_server::requests_file(world.demo.state.path());
+    std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .lines()
+        .map(|line| {
+            let request: serde_json::Value = serde_json::from_str(line).unwrap();
+            serde_json::from_value(request["users"].clone()).unwrap()
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn codex_app_server_compaction_replaces_the_earlier_turns_with_a_summary() {
+    let mut world = codex_world();
+    for prompt in ["first prompt", "second prompt"] {
+        let events = world.turn(Command::Submit(prompt.into())).await;
+        assert_eq!(outcome(&events), &TurnOutcome::Completed, "{events:?}");
+    }
+    let events = world.turn(Command::Compact(None)).await;
+    assert_eq!(outcome(&events), &TurnOutcome::Completed, "{events:?}");
+    assert_eq!(compacted_notices(&events), ["Conversation compacted"]);
+    let summarise = codex_requests(&world).pop().unwrap();
+    assert_eq!(
+        summarise,
+        ["first prompt", "second prompt", COMPACTION_REQUEST]
+    );
+
+    let events = world.turn(Command::Submit("third prompt".into())).await;
+    assert_eq!(outcome(&events), &TurnOutcome::Completed);
+    let next = codex_requests(&world).pop().unwrap();
+    assert_eq!(next.len(), 2, "{next:?}");
+    assert!(next[0].starts_with(SUMMARY_PREFIX), "{next:?}");
+    assert_eq!(next[1], "third prompt");
+    assert_eq!(world.demo.starts().len(), 1, "one app-server throughout");
+}
