@@ -6,7 +6,9 @@
 use crate::config::Transport;
 use crate::stream::{AgentMessage, Failure, FailureReason, NoticeKind};
 
-use super::contract::{AgentStream, AttemptRequest};
+/// An attempt's stream (the contract's `AgentStream`, named here without importing it: the
+/// contract's default `compact` uses this module).
+type AgentStream = futures::stream::BoxStream<'static, AgentMessage>;
 
 /// The slash command that compacts agents which take it as a prompt (Claude Code, the ACP
 /// agents that announce it), with the user's instructions for the summary.
@@ -46,12 +48,7 @@ pub fn unavailable_reason(provider: &str, transport: Transport) -> String {
 
 /// The stream of a compaction asked of a transport that has none (the orchestrator asks first,
 /// so this is a safety net): one `terminal.failed` that says so.
-pub(crate) fn unavailable_stream(
-    provider: &str,
-    transport: Transport,
-    request: &AttemptRequest,
-) -> AgentStream {
-    let _ = request;
+pub(crate) fn unavailable_stream(provider: &str, transport: Transport) -> AgentStream {
     let failure = AgentMessage::Failed(Failure {
         reason: FailureReason::AgentError,
         message: unavailable_reason(provider, transport),

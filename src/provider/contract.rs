@@ -237,8 +237,8 @@ pub trait Provider: Send + Sync {
         instructions: Option<String>,
         stop: StopControl,
     ) -> AgentStream {
-        let _ = (instructions, stop);
-        super::compaction::unavailable_stream(self.name(), self.transport(), &request)
+        let _ = (request, instructions, stop);
+        super::compaction::unavailable_stream(self.name(), self.transport())
     }
 }
 
