@@ -1,6 +1,5 @@
 //! `/compact`: what every transport shares when it compacts the agent's conversation (pi RPC's
-//! `compact`, Claude's `/compact` slash command, Codex's `thread/compact/start`, an ACP agent's
-//! `compact` command): the notice that says the result, the slash command sent as a prompt,
+//! `compact`, Claude's `/compact` slash command, Codex's `thread/compact/start`): the notice that says the result, the slash command sent as a prompt,
 //! and the answer of a transport that cannot.
 
 use crate::config::Transport;
@@ -10,8 +9,8 @@ use crate::stream::{AgentMessage, Failure, FailureReason, NoticeKind};
 /// contract's default `compact` uses this module).
 type AgentStream = futures::stream::BoxStream<'static, AgentMessage>;
 
-/// The slash command that compacts agents which take it as a prompt (Claude Code, the ACP
-/// agents that announce it), with the user's instructions for the summary.
+/// The slash command that compacts agents which take it as a prompt (Claude Code), with the
+/// user's instructions for the summary.
 pub fn slash_command(instructions: Option<&str>) -> String {
     match instructions.map(str::trim).filter(|text| !text.is_empty()) {
         Some(text) => format!("/compact {text}"),
@@ -40,8 +39,7 @@ pub fn compacted_notice(before: Option<u64>, after: Option<u64>) -> AgentMessage
 pub fn unavailable_reason(provider: &str, transport: Transport) -> String {
     format!(
         "/compact is not available with {provider} over {}: nothing was sent. Compaction works \
-         with pi over rpc, claude over stream, codex over app-server, and ACP agents that offer \
-         a compact command.",
+         with pi over rpc, claude over stream and codex over app-server.",
         transport.name()
     )
 }

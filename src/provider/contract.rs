@@ -222,8 +222,8 @@ pub trait Provider: Send + Sync {
     fn agent_status(&self) -> Option<tokio::sync::watch::Receiver<AgentStatus>> {
         None
     }
-    /// Whether [`Provider::compact`] can compact the agent's conversation now (an ACP agent
-    /// says so only once its session announces the command).
+    /// Whether [`Provider::compact`] can compact the agent's conversation now (asked when the
+    /// user asks, so an agent that announces its commands later can say so then).
     fn can_compact(&self) -> bool {
         false
     }

@@ -997,8 +997,9 @@ async fn rpc_compact_summarises_and_the_next_prompt_carries_the_summary() {
         .collect();
     assert!(!summarising.is_empty(), "a summarisation request was made");
     assert!(
-        summarising.iter().any(|text| text.contains("Keep the words.")
-            && text.contains("Remember alpha.")),
+        summarising
+            .iter()
+            .any(|text| text.contains("Keep the words.") && text.contains("Remember alpha.")),
         "{summarising:#?}"
     );
 
