@@ -1,9 +1,10 @@
 //! `/compact` over Codex's app-server: `thread/compact/start {threadId}` on the live process,
 //! an attempt like a prompt's (the same claim of the process, the same stop, the same terminal
-//! messages). Checked against codex-cli 0.x's app-server: the request is answered `{}`, then
-//! Codex runs the compaction as a turn of its own (`turn/started`, a `contextCompaction` item
-//! started and completed, token usage, `turn/completed`), and the next turn's request carries
-//! the summary instead of the earlier turns. Codex takes no instructions for the summary.
+//! messages). Checked against the real app-server (`real_codex::codex_app_server_compact_*`):
+//! the request is answered `{}`, then Codex runs the compaction as a turn of its own
+//! (`turn/started`, a `contextCompaction` item started and completed, token usage,
+//! `turn/completed`); the next turn's request keeps the user's own messages and carries the
+//! summary instead of the rest (answers, tools). Codex takes no instructions for the summary.
 
 use serde_json::{json, Value};
 
