@@ -577,7 +577,8 @@ impl LogFile {
             return Ok(());
         }
         if self.file.is_none() {
-            if !matches!(entry, LogEntry::Turn { .. }) {
+            // A compaction is the first thing a resumed launch may do: it opens the log too.
+            if !matches!(entry, LogEntry::Turn { .. } | LogEntry::Compaction { .. }) {
                 self.before_first_turn.push(entry.clone());
                 return Ok(());
             }
