@@ -249,13 +249,15 @@ pub enum NoticeKind {
     /// The user rejected a request and said what to do instead; the transport cannot send that
     /// with the rejection, so it goes to the agent as the next prompt. The text is the note.
     PermissionFeedback,
+    /// The agent's conversation was compacted (`/compact`); the text says by how much.
+    Compacted,
     /// A kind agentty has no name for, as it arrived.
     Other(String),
 }
 
 impl NoticeKind {
     /// Every kind agentty names.
-    const KNOWN: [NoticeKind; 13] = [
+    const KNOWN: [NoticeKind; 14] = [
         NoticeKind::AgentRetry,
         NoticeKind::Warning,
         NoticeKind::Superseded,
@@ -269,6 +271,7 @@ impl NoticeKind {
         NoticeKind::PermissionRefused,
         NoticeKind::ModeChanged,
         NoticeKind::PermissionFeedback,
+        NoticeKind::Compacted,
     ];
 
     /// The `kind` string on the wire.
@@ -287,6 +290,7 @@ impl NoticeKind {
             NoticeKind::PermissionRefused => "permission_refused",
             NoticeKind::ModeChanged => "mode_changed",
             NoticeKind::PermissionFeedback => "permission_feedback",
+            NoticeKind::Compacted => "compacted",
             NoticeKind::Other(kind) => kind,
         }
     }

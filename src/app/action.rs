@@ -16,6 +16,7 @@ pub enum Action {
     Diff,
     Undo,
     Rewind,
+    Compact,
     Settings,
     StandingPermissions,
     Export,
@@ -25,7 +26,7 @@ pub enum Action {
 }
 
 impl Action {
-    pub(crate) const ALL: [Action; 18] = [
+    pub(crate) const ALL: [Action; 19] = [
         Action::RetryLastTurn,
         Action::Stop,
         Action::NewSession,
@@ -38,6 +39,7 @@ impl Action {
         Action::Diff,
         Action::Undo,
         Action::Rewind,
+        Action::Compact,
         Action::Settings,
         Action::StandingPermissions,
         Action::Export,
@@ -60,6 +62,7 @@ impl Action {
             Action::Diff => "Review the agent's changes (diff)",
             Action::Undo => "Undo the last turn's file changes",
             Action::Rewind => "Rewind to an earlier prompt",
+            Action::Compact => "Compact the agent's conversation",
             Action::Settings => "Settings (retry policy)",
             Action::StandingPermissions => "Permissions given always",
             Action::Export => "Export the conversation (Markdown)",
@@ -84,6 +87,7 @@ impl Action {
             Action::Diff => "/diff",
             Action::Undo => "/undo",
             Action::Rewind => "/rewind",
+            Action::Compact => "/compact",
             Action::Settings => "/settings",
             Action::StandingPermissions => "/permissions",
             Action::Export => "/export",

@@ -23,6 +23,8 @@ pub enum AgentPhase {
     /// The agent CLI announced that it retries on its own (pi `auto_retry_start`, Gemini's
     /// `Attempt N failed` lines, Claude's `api_retry`).
     AgentRetrying,
+    /// The agent compacts its conversation (`/compact`).
+    Compacting,
 }
 
 /// The phase and since when it holds.

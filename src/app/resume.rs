@@ -166,6 +166,22 @@ pub fn load(summary: ConversationSummary) -> Result<ResumedConversation, String>
                 }
                 Some((OrchestratorEvent::TurnStarted { turn, prompt }, at_ms))
             }
+            LogEntry::Compaction {
+                turn,
+                instructions,
+                at_ms,
+            } => {
+                if let Some(unended) = open_turn.replace(turn) {
+                    events.push((
+                        interrupted(unended, "the log does not say how this turn ended"),
+                        last_at,
+                    ));
+                }
+                Some((
+                    OrchestratorEvent::CompactionStarted { turn, instructions },
+                    at_ms,
+                ))
+            }
             LogEntry::Message {
                 turn,
                 attempt,
@@ -763,5 +779,62 @@ mod tests {
                 images: vec![image.record()],
             }
         );
+    }
+
+    #[test]
+    fn a_compaction_is_replayed_without_a_prompt_and_resume_continues_its_session() {
+        use crate::app::state::StartupInfo;
+        use crate::app::transcript::CellBody;
+        let sessions = tempfile::tempdir().unwrap();
+        let id = conversation(sessions.path(), "/p", "pi", Origin::Chat, "hi");
+        let summary = find(sessions.path(), Path::new("/p"), Some(&id)).unwrap();
+        let writer = SessionLogWriter::resume(&summary.path, &id, None).unwrap();
+        writer.record_event(&OrchestratorEvent::CompactionStarted {
+            turn: 2,
+            instructions: Some("keep it".into()),
+        });
+        writer.record_event(&OrchestratorEvent::Message {
+            turn: 2,
+            attempt: 1,
+            message: crate::provider::compaction::compacted_notice(Some(5_000), Some(700)),
+        });
+        writer.record_event(&OrchestratorEvent::TurnEnded {
+            turn: 2,
+            outcome: TurnOutcome::Completed,
+        });
+        writer.record_event(&OrchestratorEvent::SessionChanged {
+            session_id: Some("compacted-session".into()),
+        });
+        drop(writer);
+        let summary = find(sessions.path(), Path::new("/p"), Some(&id)).unwrap();
+        assert_eq!(summary.session_id.as_deref(), Some("compacted-session"));
+        assert_eq!(summary.last_turn, 2, "the next turn is numbered after it");
+        assert_eq!(summary.later_prompts, Vec::<String>::new(), "no prompt");
+        let resumed = load(summary).unwrap();
+        let mut state = AppState::new(StartupInfo::default());
+        replay_into(&mut state, resumed.events);
+        let texts: Vec<String> = state
+            .transcript
+            .cells()
+            .iter()
+            .filter_map(|cell| match &cell.body {
+                CellBody::Notice(notice) => Some(notice.message.to_string()),
+                _ => None,
+            })
+            .collect();
+        assert!(
+            texts
+                .iter()
+                .any(|text| text.contains("Conversation compacted: 5,000 → 700 tokens")),
+            "{texts:?}"
+        );
+        let users = state
+            .transcript
+            .cells()
+            .iter()
+            .filter(|cell| matches!(cell.body, CellBody::User(_)))
+            .count();
+        assert_eq!(users, 1, "only the real prompt");
+        assert!(state.turn.is_none(), "the compaction ended");
     }
 }

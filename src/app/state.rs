@@ -146,6 +146,31 @@ pub struct TurnState {
     end_shown: bool,
     /// The last failed attempt's notice, which the orchestrator's verdict completes.
     failure_notice: Option<CellId>,
+    /// A compaction of the agent's conversation (`/compact`), not a prompt's turn.
+    pub compaction: bool,
+}
+
+impl TurnState {
+    /// Turn `id`, starting `now` with its first attempt.
+    fn starting(id: TurnId, now: Instant) -> Self {
+        Self {
+            id,
+            started: now,
+            attempt: 1,
+            max_attempts: 1,
+            stop_requested: false,
+            stop: None,
+            retry: None,
+            open_assistant: None,
+            attempt_assistant_cells: Vec::new(),
+            tools: HashMap::new(),
+            permissions: HashMap::new(),
+            last_rejection: None,
+            end_shown: false,
+            failure_notice: None,
+            compaction: false,
+        }
+    }
 }
 
 /// A permission request of the running turn, as asked.
@@ -381,6 +406,12 @@ impl AppState {
             .then(|| installed.iter().any(|agent| agent == name))
     }
 
+    /// Enter steers the running turn (Alt+Enter follows up): the provider can, and the turn is
+    /// a prompt's (a compaction takes no steering: what is typed meanwhile waits in the queue).
+    pub(crate) fn can_steer(&self) -> bool {
+        self.agent_steers && self.turn.as_ref().is_some_and(|turn| !turn.compaction)
+    }
+
     pub(crate) fn is_action_enabled(&self, action: Action) -> bool {
         match action {
             Action::RetryLastTurn => self.can_retry(),
@@ -388,6 +419,7 @@ impl AppState {
             Action::CopyLastAnswer => self.last_answer().is_some(),
             Action::Diff => !self.changed_turns.is_empty(),
             Action::Undo => !self.is_turn_running() && self.undoable_turn().is_some(),
+            Action::Compact => !self.is_turn_running(),
             Action::Rewind => {
                 !self.is_turn_running()
                     && (!self.turn_prompts.is_empty() || self.last_rewind.is_some())
@@ -445,6 +477,7 @@ impl AppState {
             };
         }
         let (phase, elapsed) = match &self.phase {
+            Some(tracker) if turn.compaction => (AgentPhase::Compacting, tracker.current(now).1),
             Some(tracker) => {
                 let (phase, elapsed) = tracker.current(now);
                 (phase.clone(), elapsed)

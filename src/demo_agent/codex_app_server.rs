@@ -233,6 +233,7 @@ impl Server {
             "thread/fork" => self.fork(id, params),
             "thread/turns/list" => self.list_turns(id, params),
             "turn/start" => self.turn(id, params),
+            "thread/compact/start" => self.compact(id),
             "turn/interrupt" | "turn/steer" => {
                 respond_error(id, -32600, "no active turn to interrupt or steer")
             }
@@ -423,6 +424,51 @@ impl Server {
             .find(|word| SCENARIOS.contains(word))
             .unwrap_or("hello")
             .to_owned()
+    }
+
+    /// `thread/compact/start` as Codex answers it: `{}`, then a turn of its own with a
+    /// `contextCompaction` item. The summarisation request (the thread's user messages and
+    /// [`COMPACTION_REQUEST`](state::COMPACTION_REQUEST)) is logged, and the thread's turns
+    /// are replaced by one summary, which the next turn's request carries instead of them.
+    fn compact(&mut self, id: &Value) {
+        let Some(mut thread) = self.thread.take() else {
+            respond_error(id, -32600, "no thread: thread/start or thread/resume first");
+            return;
+        };
+        respond(id, json!({}));
+        let turn_id = uuid_v7(now_ms());
+        let at = json!({"threadId": thread.id, "turnId": turn_id});
+        notify(
+            "turn/started",
+            json!({"threadId": thread.id, "turn": {"id": turn_id, "status": "inProgress"}}),
+        );
+        let item = json!({"type": "contextCompaction", "id": uuid_v7(now_ms())});
+        self.item(&at, "item/started", item.clone());
+        let users = thread.users();
+        let mut request = thread.clone();
+        request.turns.push(Turn {
+            id: turn_id.clone(),
+            users: vec![state::COMPACTION_REQUEST.to_owned()],
+        });
+        log_request(&request, &self.settings);
+        let summary = format!(
+            "{} {} earlier prompts: {}",
+            state::SUMMARY_PREFIX,
+            users.len(),
+            users.join(" | ")
+        );
+        thread.turns = vec![Turn {
+            id: turn_id.clone(),
+            users: vec![summary],
+        }];
+        thread.save();
+        self.usage(&at);
+        self.item(&at, "item/completed", item);
+        notify(
+            "turn/completed",
+            json!({"threadId": thread.id, "turn": {"id": turn_id, "items": [], "status": "completed", "error": null}}),
+        );
+        self.thread = Some(thread);
     }
 
     fn user_item(&self, at: &Value, text: &str) {

@@ -327,6 +327,7 @@ impl Engine {
                     }
                 }
             }
+            "compact" => return self.compact(command),
             "set_thinking_level" => {
                 let level = command["level"].as_str().unwrap_or_default();
                 self.thinking_level = level.to_owned();
@@ -346,6 +347,44 @@ impl Engine {
                 let mut unknown = response(None, kind, false);
                 unknown["error"] = Value::String(format!("Unknown command: {kind}"));
                 return self.line(&unknown);
+            }
+        }
+        self.line(&answer)
+    }
+
+    /// `compact{customInstructions?}` as pi 0.73.1 does it: `compaction_start`, the summary
+    /// request, `compaction_end` with the result (or the error), then the response. An
+    /// instruction that says `slow` takes 30 s (for stop tests; pi's `abort` does not reach a
+    /// compaction, so only a signal ends it early).
+    fn compact(&mut self, command: &Value) -> io::Result<()> {
+        let id = command.get("id");
+        let instructions = command["customInstructions"].as_str();
+        self.line(&json!({"type": "compaction_start", "reason": "manual"}))?;
+        if instructions.is_some_and(|text| text.contains("slow")) {
+            std::thread::sleep(self.pace.scaled(30_000));
+        }
+        let tokens_before = self.session.history.len() as u64 * 1290;
+        let mut answer = response(id, "compact", true);
+        match self.session.compact(instructions) {
+            Ok(summary) => {
+                let result = json!({
+                    "summary": summary,
+                    "firstKeptEntryId": "demo-kept",
+                    "tokensBefore": tokens_before,
+                });
+                self.line(&json!({
+                    "type": "compaction_end", "reason": "manual", "result": result,
+                    "aborted": false, "willRetry": false,
+                }))?;
+                answer["data"] = result;
+            }
+            Err(error) => {
+                self.line(&json!({
+                    "type": "compaction_end", "reason": "manual", "aborted": false,
+                    "willRetry": false, "errorMessage": format!("Compaction failed: {error}"),
+                }))?;
+                answer = response(id, "compact", false);
+                answer["error"] = Value::String(error);
             }
         }
         self.line(&answer)

@@ -244,7 +244,52 @@ impl Session {
         let line = serde_json::to_string(text).unwrap_or_default();
         let _ = writeln!(file, "{line}");
     }
+
+    /// Compacts the session as an agent does: the summarisation request (the session's
+    /// prompts and the instruction to summarise) goes to `requests.jsonl`, and the session's
+    /// prompts are replaced by one summary, which later requests carry instead of them.
+    /// Returns the summary; `Err` when there is nothing to compact (pi's words).
+    pub(crate) fn compact(&mut self, instructions: Option<&str>) -> Result<String, String> {
+        if self.history.is_empty() {
+            return Err("Nothing to compact (session too small)".to_owned());
+        }
+        if self.history.len() == 1 && self.history[0].starts_with(SUMMARY_PREFIX) {
+            return Err("Already compacted".to_owned());
+        }
+        let mut messages = self.history.clone();
+        messages.push(match instructions {
+            Some(text) => format!("{COMPACTION_REQUEST} Focus: {text}"),
+            None => COMPACTION_REQUEST.to_owned(),
+        });
+        log_request(&DemoRequest {
+            session_id: self.header.id.clone(),
+            messages,
+            model: self.model.clone(),
+        });
+        let summary = format!(
+            "{SUMMARY_PREFIX} {} earlier prompts: {}",
+            self.history.len(),
+            self.history.join(" | ")
+        );
+        self.history = vec![summary.clone()];
+        let line = serde_json::to_string(&summary).unwrap_or_default();
+        let _ = fs::write(
+            &self.file,
+            format!(
+                "{}
+{line}
+",
+                self.header_line()
+            ),
+        );
+        Ok(summary)
+    }
 }
+
+/// The last message of a compaction's request in `requests.jsonl`.
+pub const COMPACTION_REQUEST: &str = "Summarise the conversation so far.";
+/// How the summary that replaces a compacted session's prompts begins.
+pub const SUMMARY_PREFIX: &str = "[compacted] Summary of";
 
 /// Takes the prompts `texts` (each counted once) out of the end of session file `file`, the
 /// lines a stopped turn left unanswered; returns how many it took out. The demo's side of

@@ -355,6 +355,17 @@ impl Driver {
                 }
                 Input::Agent { message, .. } if message.is_terminal() => self.live = None,
                 Input::RetryDue { .. } => self.retry = None,
+                // Whether the agent can compact is the provider's to say, at this moment (an
+                // ACP agent announces its commands once its session is open).
+                Input::Command(Command::Compact(_)) if !self.options.provider.can_compact() => {
+                    let provider = &self.options.provider;
+                    let message = crate::provider::compaction::unavailable_reason(
+                        provider.name(),
+                        provider.transport(),
+                    );
+                    self.emit(OrchestratorEvent::CompactionRefused { message });
+                    continue;
+                }
                 _ => {}
             }
             let effects = self.machine.handle(input);
@@ -382,6 +393,7 @@ impl Driver {
                     return exit;
                 }
                 effect @ (Effect::StartAttempt { .. }
+                | Effect::StartCompaction { .. }
                 | Effect::Emit(OrchestratorEvent::ShutDown))
                     if self.awaiting_snapshot_after() =>
                 {
@@ -408,6 +420,20 @@ impl Driver {
                     }
                     self.start_attempt(turn, attempt, prompt, images, session)
                 }
+                // No snapshot: a compaction changes no file.
+                Effect::StartCompaction {
+                    turn,
+                    attempt,
+                    instructions,
+                    session,
+                } => self.start_agent(
+                    turn,
+                    attempt,
+                    String::new(),
+                    Vec::new(),
+                    session,
+                    Some(instructions),
+                ),
                 Effect::Rewind {
                     turn,
                     conversation,
@@ -932,6 +958,19 @@ impl Driver {
         images: Vec<crate::attachment::ImageAttachment>,
         session: SessionRef,
     ) {
+        self.start_agent(turn, attempt, prompt, images, session, None);
+    }
+
+    /// Starts one attempt: the prompt's, or with `compaction` (its instructions) a compaction.
+    fn start_agent(
+        &mut self,
+        turn: TurnId,
+        attempt: u32,
+        prompt: String,
+        images: Vec<crate::attachment::ImageAttachment>,
+        session: SessionRef,
+        compaction: Option<Option<String>>,
+    ) {
         let session = self.session_for_attempt(turn, session);
         if let Some(previous) = self.live.take() {
             // The machine never starts an attempt while one is live; if it did, the old one
@@ -992,7 +1031,14 @@ impl Driver {
             }
             self.checkpoint = Some((turn, checkpoint));
         }
-        let stream = self.options.provider.execute(request, stop.clone());
+        let stream = match compaction {
+            Some(instructions) => {
+                self.options
+                    .provider
+                    .compact(request, instructions, stop.clone())
+            }
+            None => self.options.provider.execute(request, stop.clone()),
+        };
         let progress = stop.subscribe();
         self.live = Some(LiveAttempt {
             turn,

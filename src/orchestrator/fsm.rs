@@ -76,6 +76,14 @@ pub(crate) enum Effect {
         images: Vec<crate::attachment::ImageAttachment>,
         session: SessionRef,
     },
+    /// Exactly one `Provider::compact` (a compaction turn's attempt; `instructions`: what the
+    /// summary should keep).
+    StartCompaction {
+        turn: TurnId,
+        attempt: u32,
+        instructions: Option<String>,
+        session: SessionRef,
+    },
     /// Start the three-stage stop of this attempt; asked again, skip to the kill.
     StopAttempt {
         turn: TurnId,
@@ -152,6 +160,9 @@ pub struct Turn {
     /// The session id the current attempt reported; carried on only if the attempt completes
     /// or is stopped by the user.
     pub(crate) reported_session: Option<String>,
+    /// A compaction of the agent's conversation (`/compact`, `prompt` its instructions), not a
+    /// prompt: never retried, never steered.
+    pub(crate) compaction: bool,
 }
 
 /// What a turn's end leads to once its attempt has stopped.
@@ -420,7 +431,49 @@ impl Machine {
                     }));
                 }
             },
+            Command::Compact(instructions) => self.compact(instructions, out),
             Command::Shutdown => self.shutdown(out),
+        }
+    }
+
+    /// `/compact`: a turn of its own when no turn runs and there is a conversation to compact
+    /// (the driver has asked the provider whether it can); otherwise one notice says why not.
+    fn compact(&mut self, instructions: Option<String>, out: &mut Vec<Effect>) {
+        let refused = |message: &str| {
+            Effect::Emit(OrchestratorEvent::CompactionRefused {
+                message: message.to_owned(),
+            })
+        };
+        match &self.state {
+            State::Idle | State::Failed { .. } | State::Cancelled { .. } => {
+                if self.session == SessionRef::New {
+                    out.push(refused(
+                        "Nothing to compact yet: the agent has no conversation (send a prompt first).",
+                    ));
+                    return;
+                }
+                let turn = Turn {
+                    id: self.next_turn,
+                    prompt: instructions.unwrap_or_default(),
+                    images: Vec::new(),
+                    session: self.session.clone(),
+                    session_epoch: self.session_epoch,
+                    reported_session: None,
+                    compaction: true,
+                };
+                self.next_turn += 1;
+                out.push(Effect::Emit(OrchestratorEvent::CompactionStarted {
+                    turn: turn.id,
+                    instructions: Some(turn.prompt.clone()).filter(|text| !text.is_empty()),
+                }));
+                self.start_attempt(turn, 1, out);
+            }
+            State::Running { .. } | State::Stopping { .. } | State::WaitingToRetry { .. } => {
+                out.push(refused(
+                    "A turn is running: compact the conversation once it has ended.",
+                ));
+            }
+            State::ShutDown => {}
         }
     }
 
@@ -484,7 +537,7 @@ impl Machine {
             return;
         }
         match &self.state {
-            State::Running { turn, attempt } if self.interjections => {
+            State::Running { turn, attempt } if self.interjections && !turn.compaction => {
                 out.push(Effect::Interject {
                     turn: turn.id,
                     attempt: *attempt,
@@ -503,6 +556,14 @@ impl Machine {
     fn retry_last_turn(&mut self, out: &mut Vec<Effect>) {
         let was_cancelled = matches!(self.state, State::Cancelled { .. });
         match std::mem::replace(&mut self.state, State::Idle) {
+            // A compaction is not retried: `/compact` again asks for another.
+            State::Failed { turn } | State::Cancelled { turn } if turn.compaction => {
+                self.state = if was_cancelled {
+                    State::Cancelled { turn }
+                } else {
+                    State::Failed { turn }
+                };
+            }
             State::Failed { turn } | State::Cancelled { turn } => {
                 // A stopped turn's attempt stayed in the agent's session (what was shown
                 // stands); its retry must not add the prompt a second time. A failed turn was
@@ -744,7 +805,8 @@ impl Machine {
 
     /// Asks for the failed or stopped attempts of `turn` to be undone in the agent's session.
     fn roll_back(&self, turn: &Turn, out: &mut Vec<Effect>) {
-        if turn.session != SessionRef::New {
+        // A compaction adds no prompt to the session: there is nothing of it to undo.
+        if turn.session != SessionRef::New && !turn.compaction {
             out.push(Effect::Rollback { turn: turn.id });
         }
     }
@@ -803,6 +865,11 @@ impl Machine {
     }
 
     fn after_failure(&mut self, turn: Turn, attempt: u32, failure: Failure, out: &mut Vec<Effect>) {
+        if turn.compaction {
+            // Not a prompt: nothing to retry, nothing of it to undo in the agent's session.
+            self.end_turn(turn, failed_outcome(failure), AfterStop::Continue, out);
+            return;
+        }
         let verdict = FailureVerdict::judge(
             &self.policy,
             attempt,
@@ -907,6 +974,7 @@ impl Machine {
             session: session.unwrap_or_else(|| self.session.clone()),
             session_epoch: self.session_epoch,
             reported_session: None,
+            compaction: false,
         };
         self.next_turn += 1;
         out.push(Effect::Emit(OrchestratorEvent::TurnStarted {
@@ -929,12 +997,21 @@ impl Machine {
             attempt,
             max_attempts: self.policy.attempts_per_turn().max(attempt),
         }));
-        out.push(Effect::StartAttempt {
-            turn: turn.id,
-            attempt,
-            prompt: turn.prompt.clone(),
-            images: turn.images.clone(),
-            session: turn.session.clone(),
+        out.push(if turn.compaction {
+            Effect::StartCompaction {
+                turn: turn.id,
+                attempt,
+                instructions: Some(turn.prompt.clone()).filter(|text| !text.is_empty()),
+                session: turn.session.clone(),
+            }
+        } else {
+            Effect::StartAttempt {
+                turn: turn.id,
+                attempt,
+                prompt: turn.prompt.clone(),
+                images: turn.images.clone(),
+                session: turn.session.clone(),
+            }
         });
         self.state = State::Running { turn, attempt };
     }

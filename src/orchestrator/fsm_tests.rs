@@ -1107,7 +1107,8 @@ mod properties {
             prop_assert!(!self.exited || effects.is_empty(), "effects after Exit");
             for effect in effects {
                 match effect {
-                    Effect::StartAttempt { turn, attempt, .. } => {
+                    Effect::StartAttempt { turn, attempt, .. }
+                    | Effect::StartCompaction { turn, attempt, .. } => {
                         prop_assert!(self.live.is_none(), "two live attempts");
                         prop_assert!(self.pending_retry.is_none(), "start with a timer pending");
                         prop_assert!(!self.ended_turns.contains(turn), "attempt of an ended turn");
@@ -1471,4 +1472,81 @@ fn a_prompt_with_images_sends_them_on_every_attempt_and_on_its_retry() {
     assert!(matches!(machine.state(), State::Failed { .. }));
     let again = command(&mut machine, Command::RetryLastTurn);
     assert_eq!(started_images(&again), Some((2, 1, vec![image])));
+}
+
+/// `/compact` is a turn of its own: no prompt, not retried, not steered, refused while a
+/// turn runs or before there is a conversation.
+mod compaction {
+    use super::super::*;
+    use crate::stream::{Failure, FailureReason};
+
+    fn retrying() -> RetryPolicy {
+        RetryPolicy {
+            enabled: true,
+            max_attempts: 3,
+            ..RetryPolicy::default()
+        }
+    }
+
+    fn refused(effects: &[Effect]) -> Option<&str> {
+        effects.iter().find_map(|effect| match effect {
+            Effect::Emit(OrchestratorEvent::CompactionRefused { message }) => {
+                Some(message.as_str())
+            }
+            _ => None,
+        })
+    }
+
+    #[test]
+    fn a_new_session_has_nothing_to_compact() {
+        let mut machine = Machine::new(retrying(), SessionRef::New);
+        let effects = machine.handle(Input::Command(Command::Compact(None)));
+        assert!(refused(&effects)
+            .unwrap()
+            .starts_with("Nothing to compact yet"));
+        assert_eq!(machine.state(), &State::Idle);
+    }
+
+    #[test]
+    fn a_failed_compaction_is_not_retried_nor_rolled_back() {
+        let session = SessionRef::Resume("s1".into());
+        let mut machine = Machine::new(retrying(), session.clone()).with_interjections(true);
+        let effects = machine.handle(Input::Command(Command::Compact(Some("keep it".into()))));
+        assert!(effects.contains(&Effect::StartCompaction {
+            turn: 1,
+            attempt: 1,
+            instructions: Some("keep it".into()),
+            session,
+        }));
+        // While it runs: a prompt waits (no steering into a compaction), `/compact` is refused.
+        let effects = machine.handle(Input::Command(Command::Interject(
+            Interjection::Steer,
+            "next".into(),
+        )));
+        assert!(!effects
+            .iter()
+            .any(|effect| matches!(effect, Effect::Interject { .. })));
+        assert_eq!(machine.queue(), ["next".to_owned()]);
+        let effects = machine.handle(Input::Command(Command::Compact(None)));
+        assert!(refused(&effects).unwrap().starts_with("A turn is running"));
+        // A retryable failure (HTTP 503) still ends it: no retry, no rollback.
+        let effects = machine.handle(Input::Agent {
+            turn: 1,
+            attempt: 1,
+            message: AgentMessage::Failed(Failure {
+                reason: FailureReason::AgentError,
+                message: "HTTP 503 service unavailable".into(),
+                http_status: Some(503),
+                ..Failure::default()
+            }),
+        });
+        assert!(!effects.iter().any(|effect| matches!(
+            effect,
+            Effect::ScheduleRetry { .. } | Effect::Rollback { .. }
+        )));
+        assert!(matches!(machine.state(), State::Failed { .. }));
+        // Retry means a prompt's turn: it does not compact again.
+        let effects = machine.handle(Input::Command(Command::RetryLastTurn));
+        assert!(effects.is_empty(), "{effects:?}");
+    }
 }

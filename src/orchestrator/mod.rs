@@ -105,6 +105,9 @@ pub enum Command {
         files: bool,
         overwrite: bool,
     },
+    /// Compact the agent's conversation (`/compact`, with what the summary should keep), as a
+    /// turn of its own when no turn runs and the provider can; else `CompactionRefused`.
+    Compact(Option<String>),
     /// Stop whatever runs and end the orchestrator.
     Shutdown,
 }
@@ -185,6 +188,8 @@ impl OrchestratorEvent {
             | OrchestratorEvent::AgentQueueChanged(_)
             | OrchestratorEvent::AgentStatusChanged(_)
             | OrchestratorEvent::SettingChosen(_)
+            | OrchestratorEvent::CompactionStarted { .. }
+            | OrchestratorEvent::CompactionRefused { .. }
             | OrchestratorEvent::ShutDown => None,
         }
     }
@@ -332,6 +337,16 @@ pub enum OrchestratorEvent {
     },
     /// What a `Rewind` did.
     Rewound(Rewind),
+    /// A compaction of the agent's conversation began (`Compact`): a turn like a prompt's
+    /// (attempt, messages, stop, end), with no prompt; its result is a `compacted` notice.
+    CompactionStarted {
+        turn: TurnId,
+        instructions: Option<String>,
+    },
+    /// `Compact` could not start; the message says why (nothing was sent to the agent).
+    CompactionRefused {
+        message: String,
+    },
     /// The orchestrator has stopped (after `Shutdown`); nothing follows.
     ShutDown,
 }

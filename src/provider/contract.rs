@@ -250,6 +250,24 @@ pub trait Provider: Send + Sync {
     fn agent_status(&self) -> Option<tokio::sync::watch::Receiver<AgentStatus>> {
         None
     }
+    /// Whether [`Provider::compact`] can compact the agent's conversation now (asked when the
+    /// user asks, so an agent that announces its commands later can say so then).
+    fn can_compact(&self) -> bool {
+        false
+    }
+    /// Compacts the agent's conversation in `request.session` (`instructions`: what the
+    /// summary should keep): an attempt like [`Provider::execute`]'s, its stream ending with
+    /// one terminal message, the result said in a `compacted` notice (see
+    /// [`super::compaction`]). Only called when [`Provider::can_compact`].
+    fn compact(
+        &self,
+        request: AttemptRequest,
+        instructions: Option<String>,
+        stop: StopControl,
+    ) -> AgentStream {
+        let _ = (request, instructions, stop);
+        super::compaction::unavailable_stream(self.name(), self.transport())
+    }
 }
 
 /// The agent CLIs agentty has a backend for.

@@ -13,6 +13,7 @@ pub mod checkpoint;
 pub mod claude;
 pub mod codex;
 pub(crate) mod common;
+pub mod compaction;
 pub(crate) mod config_mirror;
 pub(crate) mod configured;
 pub mod contract;

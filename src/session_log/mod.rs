@@ -108,6 +108,15 @@ pub enum LogEntry {
     },
     /// The agent session the next turn continues.
     Session { session_id: Option<String> },
+    /// A compaction of the agent's conversation (`/compact`) began as turn `turn`: its
+    /// messages and end follow as a prompt's do (replayed by `--resume` without a prompt).
+    Compaction {
+        turn: TurnId,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        instructions: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at_ms: Option<u64>,
+    },
     /// `/undo` of turn `turn`: what it put back (replayed by `--resume`, so a turn undone is
     /// not offered again).
     Undone {
@@ -390,6 +399,13 @@ impl SessionLogWriter {
                 setting: setting.clone(),
                 at_ms: Some(now_ms()),
             }),
+            OrchestratorEvent::CompactionStarted { turn, instructions } => {
+                self.append(LogEntry::Compaction {
+                    turn: *turn,
+                    instructions: instructions.clone(),
+                    at_ms: Some(now_ms()),
+                })
+            }
             OrchestratorEvent::ShutDown => self.flush(),
             OrchestratorEvent::AttemptStarted { .. }
             | OrchestratorEvent::StopProgress { .. }
@@ -397,7 +413,8 @@ impl SessionLogWriter {
             | OrchestratorEvent::RetryCancelled { .. }
             | OrchestratorEvent::QueueChanged { .. }
             | OrchestratorEvent::AgentQueueChanged(_)
-            | OrchestratorEvent::AgentStatusChanged(_) => {}
+            | OrchestratorEvent::AgentStatusChanged(_)
+            | OrchestratorEvent::CompactionRefused { .. } => {}
         }
     }
 
@@ -582,7 +599,8 @@ impl LogFile {
             return Ok(());
         }
         if self.file.is_none() {
-            if !matches!(entry, LogEntry::Turn { .. }) {
+            // A compaction is the first thing a resumed launch may do: it opens the log too.
+            if !matches!(entry, LogEntry::Turn { .. } | LogEntry::Compaction { .. }) {
                 self.before_first_turn.push(entry.clone());
                 return Ok(());
             }

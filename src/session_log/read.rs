@@ -194,7 +194,8 @@ fn turn_of(entry: &LogEntry) -> Option<TurnId> {
         | LogEntry::Raw { turn, .. }
         | LogEntry::TurnEnded { turn, .. }
         | LogEntry::Undone { turn, .. }
-        | LogEntry::TurnCheckpointed { turn, .. } => Some(*turn),
+        | LogEntry::TurnCheckpointed { turn, .. }
+        | LogEntry::Compaction { turn, .. } => Some(*turn),
         LogEntry::Rewound { rewind, .. } => Some(rewind.turn),
         LogEntry::Header { .. } | LogEntry::Session { .. } | LogEntry::Setting { .. } => None,
     }

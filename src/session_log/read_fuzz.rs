@@ -172,7 +172,8 @@ fn turn_of(entry: &LogEntry) -> u64 {
         | LogEntry::Raw { turn, .. }
         | LogEntry::TurnEnded { turn, .. }
         | LogEntry::Undone { turn, .. }
-        | LogEntry::TurnCheckpointed { turn, .. } => *turn,
+        | LogEntry::TurnCheckpointed { turn, .. }
+        | LogEntry::Compaction { turn, .. } => *turn,
         LogEntry::Rewound { rewind, .. } => rewind.turn,
         LogEntry::Header { .. } | LogEntry::Session { .. } | LogEntry::Setting { .. } => 0,
     }

@@ -263,7 +263,7 @@ fn render_composer(
         )
     } else if !state.orchestrator_alive {
         format!(" the agent runner stopped · {QUIT_KEY} twice quits ")
-    } else if state.is_turn_running() && state.agent_steers {
+    } else if state.can_steer() {
         format!(" {SEND_KEY} steers · {NEWLINE_KEY} follows up · {STOP_KEY} stops the turn ")
     } else if state.is_turn_running() && !state.queued.is_empty() {
         format!(" {SEND_KEY} queues · {STOP_KEY} stops, queue to editor · {UNQUEUE_KEY} edit ")

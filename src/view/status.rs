@@ -273,6 +273,7 @@ fn phase_text(phase: &AgentPhase, elapsed: std::time::Duration) -> (String, Colo
         AgentPhase::RunningTool { name } => {
             (format!("⚙ running {name} {elapsed}"), Color::LightCyan)
         }
+        AgentPhase::Compacting => (format!("● compacting {elapsed}"), Color::LightBlue),
         AgentPhase::AgentRetrying => (
             format!("↻ waiting for the agent's own retry {elapsed}"),
             Color::LightMagenta,

@@ -27,6 +27,8 @@ mod codex_app_server_modes;
 mod codex_app_server_tmux;
 mod codex_fixtures;
 mod command_line;
+mod compaction;
+mod compaction_chat;
 mod composer_keys;
 mod composer_screens;
 mod conversation;

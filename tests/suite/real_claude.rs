@@ -941,3 +941,75 @@ async fn stream_an_attached_image_reaches_the_model_as_a_base64_image_block() {
     assert_eq!(images[0]["source"]["media_type"], "image/png");
     assert_eq!(images[0]["source"]["data"], image.base64().as_str());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_claude:: (README, Tests)"]
+async fn stream_compact_summarises_and_the_next_prompt_carries_the_summary() {
+    let test = "stream_compact_summarises_and_the_next_prompt_carries_the_summary";
+    let Some(rig) = stream_rig(
+        test,
+        FakeAnthropic::start(Scenario::Text),
+        PermissionPolicy::Ask,
+    )
+    .await
+    else {
+        return;
+    };
+    let first = rig.run("Remember banana", SessionRef::New, None).await;
+    let id = started_session_id(&first);
+    let session = || SessionRef::Resume(id.clone());
+    // Claude Code refuses to compact a conversation this short ("Not enough messages").
+    for prompt in ["Remember apple", "Remember cherry"] {
+        rig.run(prompt, session(), None).await;
+    }
+    let before = rig.rig.server.message_requests().len();
+    assert!(rig.provider.can_compact());
+    let request = attempt_request("", session(), rig.rig.work.path());
+    let compacted = collect(
+        &mut rig
+            .provider
+            .compact(request, Some("keep the fruit".into()), StopControl::new()),
+        RUN_LIMIT,
+    )
+    .await;
+    expect_completed(&compacted);
+    let notice = compacted
+        .iter()
+        .find_map(|message| match message {
+            AgentMessage::Notice { kind, message } if kind == "compacted" => Some(message.clone()),
+            _ => None,
+        })
+        .expect("the compacted notice");
+    assert!(
+        notice.starts_with("Conversation compacted: ") && notice.contains(" → "),
+        "{notice}"
+    );
+    let requests = rig.rig.server.message_requests();
+    assert!(requests.len() > before, "a summarisation request was made");
+    let summarising = requests[before..]
+        .iter()
+        .flat_map(|request| request.user_texts())
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(summarising.contains("keep the fruit"), "{summarising}");
+
+    let next = rig.run("What was the word?", session(), None).await;
+    expect_completed(&next);
+    let users = rig
+        .rig
+        .server
+        .message_requests()
+        .last()
+        .unwrap()
+        .user_texts();
+    eprintln!("after the compaction the model received: {users:#?}");
+    assert!(
+        users[0].contains("continued from a previous conversation"),
+        "the summary comes first: {users:?}"
+    );
+    assert!(
+        !users.iter().any(|text| text.contains("Remember banana")),
+        "the earliest prompt is summarised, not sent again: {users:?}"
+    );
+    assert!(users.last().unwrap().ends_with("What was the word?"));
+}

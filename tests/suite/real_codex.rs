@@ -778,3 +778,48 @@ async fn codex_app_server_an_attached_image_reaches_the_model_as_an_input_image(
         "{body}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_codex:: (README, Tests)"]
+async fn codex_app_server_compact_summarises_and_the_next_prompt_carries_the_summary() {
+    let test = "codex_app_server_compact_summarises";
+    let Some(rig) = AppServerRig::start(
+        test,
+        || fake_codex_server::start(CodexScenario::Text),
+        PermissionPolicy::Ask,
+    ) else {
+        return;
+    };
+    let first = rig.run("first prompt: remember 42", SessionRef::New).await;
+    let thread = started_session_id(&first);
+    let session = || SessionRef::Resume(thread.clone());
+    expect_completed(&rig.run("second prompt: remember 43", session()).await);
+    let before = model_requests(&rig.server).len();
+    assert!(rig.provider.can_compact());
+    let mut stream = rig
+        .provider
+        .compact(rig.request("", session()), None, StopControl::new());
+    let compacted = real_cli::collect(&mut stream, real_cli::RUN_LIMIT).await;
+    expect_completed(&compacted);
+    assert_eq!(notices(&compacted, "compacted"), 1, "{compacted:?}");
+    let requests = model_requests(&rig.server);
+    assert!(requests.len() > before, "a summarisation request was made");
+    eprintln!("the summarisation request: {:#?}", &requests[before..]);
+
+    expect_completed(&rig.run("third prompt", session()).await);
+    let requests = model_requests(&rig.server);
+    let last = requests.last().unwrap();
+    eprintln!("after the compaction the model received: {last:#?}");
+    // Codex's compaction keeps the user's own messages and replaces the rest of the history
+    // (answers, tools) by the summary, which comes right before the new prompt.
+    let summary = last
+        .iter()
+        .position(|text| text.contains("Here is the summary produced by the other language model"))
+        .expect("the summary is carried");
+    assert!(
+        last[summary].ends_with("Hello from the fake server."),
+        "{last:#?}"
+    );
+    assert_eq!(last.last().map(String::as_str), Some("third prompt"));
+    assert_eq!(summary, last.len() - 2, "{last:#?}");
+}

@@ -1140,3 +1140,79 @@ async fn rpc_an_attached_image_reaches_the_model_as_an_image_url() {
         "{user}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_pi:: (README, Tests)"]
+async fn rpc_compact_summarises_and_the_next_prompt_carries_the_summary() {
+    let Some(world) = PiWorld::new("rpc_compact_summarises").await else {
+        return;
+    };
+    // Keep no recent turn whole: everything before the compaction is summarised.
+    std::fs::write(
+        world.agent_dir().join("settings.json"),
+        r#"{"compaction": {"keepRecentTokens": 1}}"#,
+    )
+    .unwrap();
+    let provider = world.provider_on("session", Transport::Rpc, &world.pi);
+    let first = collect(
+        &mut provider.execute(
+            rpc_request("Remember alpha.", SessionRef::New, &world.work_dir()),
+            StopControl::new(),
+        ),
+        RUN_LIMIT,
+    )
+    .await;
+    let id = session_id(&first);
+    let session = || SessionRef::Resume(id.clone());
+    collect(
+        &mut provider.execute(
+            rpc_request("And beta.", session(), &world.work_dir()),
+            StopControl::new(),
+        ),
+        RUN_LIMIT,
+    )
+    .await;
+    assert!(provider.can_compact());
+    let compacted = collect(
+        &mut provider.compact(
+            rpc_request("", session(), &world.work_dir()),
+            Some("Keep the words.".into()),
+            StopControl::new(),
+        ),
+        RUN_LIMIT,
+    )
+    .await;
+    assert_single_terminal_last(&compacted);
+    expect_completed(&compacted);
+    assert_eq!(notices(&compacted, "compacted"), 1, "{compacted:?}");
+    // Two prompts, then pi's summarisation request(s) (pi 0.73.1 makes two when the cut
+    // splits a turn: the history's summary and the turn prefix's).
+    let summarising: Vec<String> = world.fake.user_texts_per_request()[2..]
+        .iter()
+        .map(|texts| texts.join("\n"))
+        .collect();
+    assert!(!summarising.is_empty(), "a summarisation request was made");
+    assert!(
+        summarising
+            .iter()
+            .any(|text| text.contains("Keep the words.") && text.contains("Remember alpha.")),
+        "{summarising:#?}"
+    );
+
+    let next = collect(
+        &mut provider.execute(
+            rpc_request("And gamma.", session(), &world.work_dir()),
+            StopControl::new(),
+        ),
+        RUN_LIMIT,
+    )
+    .await;
+    expect_completed(&next);
+    let users = world.fake.user_texts_per_request().pop().unwrap();
+    eprintln!("after the compaction the model received: {users:#?}");
+    assert!(
+        !users.iter().any(|text| text == "Remember alpha."),
+        "the earlier prompt is summarised, not sent again: {users:?}"
+    );
+    assert_eq!(users.last().map(String::as_str), Some("And gamma."));
+}

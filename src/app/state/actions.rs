@@ -129,6 +129,9 @@ impl AppState {
                 }
                 Action::Rewind => "No prompt has been sent yet: nothing to rewind.",
                 Action::Export => "No prompt has been sent yet: nothing to export.",
+                Action::Compact => {
+                    "Wait for the turn to end (or stop it with Esc) before compacting."
+                }
                 Action::ReopenLastSession | Action::NewSession => {
                     "Stop the running turn (Esc) before leaving this conversation."
                 }
@@ -235,6 +238,8 @@ impl AppState {
                 ),
                 file: argument,
             }],
+            // Whether the agent can, and has a conversation to compact, the orchestrator says.
+            Action::Compact => vec![AppEffect::Command(Command::Compact(argument))],
             Action::Help => self.open_overlay(Overlay::Help(KeyHelp::default())),
             Action::Quit => self.begin_quit(),
         }

@@ -1,7 +1,6 @@
 //! Orchestrator events into the transcript: turns, attempts, the agent's shared-stream messages
 //! (text, thinking, tool calls, notices, how the attempt ended) and the turn's end.
 
-use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -41,25 +40,21 @@ impl AppState {
                 )));
                 self.record_prompt(turn, &prompt, cell, now);
                 self.phase = Some(PhaseTracker::new(now));
+                self.turn = Some(TurnState::starting(turn, now));
+            }
+            // A turn with no prompt: the status bar says it compacts, its notice the result.
+            OrchestratorEvent::CompactionStarted { turn, .. } => {
+                self.phase = Some(PhaseTracker::new(now));
                 self.turn = Some(TurnState {
-                    id: turn,
-                    started: now,
-                    attempt: 1,
-                    max_attempts: 1,
-                    stop_requested: false,
-                    stop: None,
-                    retry: None,
-                    open_assistant: None,
-                    attempt_assistant_cells: Vec::new(),
-                    tools: HashMap::new(),
-                    permissions: HashMap::new(),
-                    last_rejection: None,
-                    end_shown: false,
-                    failure_notice: None,
+                    compaction: true,
+                    ..TurnState::starting(turn, now)
                 });
             }
             // The prompt's text shows its images (`[image: shot.png 120 KB]`); the log keeps them.
             OrchestratorEvent::ImagesAttached { .. } => {}
+            OrchestratorEvent::CompactionRefused { message } => {
+                self.notice(NoticeLevel::Info, message);
+            }
             OrchestratorEvent::AttemptStarted {
                 turn,
                 attempt,
@@ -477,6 +472,9 @@ impl AppState {
                             ),
                         );
                     }
+                    NoticeKind::Compacted => {
+                        self.notice(NoticeLevel::Info, message);
+                    }
                     NoticeKind::Warning | NoticeKind::FreshSession => {
                         self.notice(NoticeLevel::Warning, message);
                     }
@@ -871,13 +869,23 @@ impl AppState {
                         ..Failure::default()
                     });
                 }
+                TurnOutcome::Cancelled
+                    if self.turn.as_ref().is_some_and(|turn| turn.compaction) =>
+                {
+                    self.notice(
+                        NoticeLevel::Stopped,
+                        "Compaction stopped · the conversation stays as it was",
+                    );
+                }
                 TurnOutcome::Cancelled => {
                     self.notice(NoticeLevel::Stopped, "Stopped · what was shown stays");
                 }
             }
         }
-        self.turn = None;
-        self.last_outcome = Some(outcome);
+        // A compaction is not retried: `/retry` still means the last prompt's turn.
+        if !self.turn.take().is_some_and(|turn| turn.compaction) {
+            self.last_outcome = Some(outcome);
+        }
     }
 
     /// After a stopped turn the orchestrator keeps the queue waiting: its prompts come back into

@@ -112,14 +112,14 @@ impl AppState {
             KeyCode::Home if ctrl || self.composer.is_empty() => self.scrolled(ScrollAction::Top),
             KeyCode::End if ctrl || self.composer.is_empty() => self.scrolled(ScrollAction::Bottom),
             // pi's keys while a turn runs: Alt+Enter queues a follow-up, Enter steers.
-            KeyCode::Enter if alt && self.agent_steers && self.is_turn_running() => {
+            KeyCode::Enter if alt && self.can_steer() => {
                 self.submit_as(Some(Interjection::FollowUp))
             }
             KeyCode::Enter if shift || alt => {
                 self.composer.insert_newline();
                 Vec::new()
             }
-            KeyCode::Enter if !ctrl && self.agent_steers && self.is_turn_running() => {
+            KeyCode::Enter if !ctrl && self.can_steer() => {
                 self.submit_as(Some(Interjection::Steer))
             }
             KeyCode::Enter if !ctrl => self.submit(),

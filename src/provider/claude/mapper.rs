@@ -155,7 +155,17 @@ impl ClaudeMapper {
                 ));
                 LineVerdict::Event
             }
-            // `status`, `thinking_tokens`, hooks, compaction, ...: nothing the user reads.
+            // The conversation was compacted (`/compact`, or Claude's own when the context is
+            // full): the transcript says by how much.
+            Some("compact_boundary") => {
+                let metadata = line.compact_metadata.unwrap_or_default();
+                out.push(crate::provider::compaction::compacted_notice(
+                    metadata["pre_tokens"].as_u64(),
+                    metadata["post_tokens"].as_u64(),
+                ));
+                LineVerdict::Event
+            }
+            // `status`, `thinking_tokens`, hooks, ...: nothing the user reads.
             _ => LineVerdict::Ignored,
         }
     }

@@ -49,6 +49,7 @@ use super::permission::{request_of, ClaudePermission, ALLOW_ALWAYS, ALLOW_ONCE};
 use crate::config::PermissionPolicy;
 use crate::process::{ExitReport, Line, StopControl};
 use crate::provider::checkpoint::UnwrittenTurn;
+use crate::provider::compaction;
 use crate::provider::live_process::{
     InBandStop, LiveItem, LiveProcess, LiveSession, LiveSlot, ResponseRouter, TurnEnd,
 };
@@ -214,6 +215,23 @@ impl Provider for StreamProvider {
 
     fn can_interject(&self) -> bool {
         true
+    }
+
+    fn can_compact(&self) -> bool {
+        true
+    }
+
+    /// Claude Code takes `/compact` as a user message in stream-json input (checked against
+    /// 2.1.197: `compact_boundary`, then a `result` with no text).
+    fn compact(
+        &self,
+        request: AttemptRequest,
+        instructions: Option<String>,
+        stop: StopControl,
+    ) -> AgentStream {
+        let prompt = compaction::slash_command(instructions.as_deref());
+        let stream = self.execute(AttemptRequest { prompt, ..request }, stop);
+        compaction::by_slash_command(stream, "Claude")
     }
 
     /// A user line mid-turn: the CLI takes it at the next tool boundary, or after the turn.

@@ -39,6 +39,11 @@ pub(crate) struct WireLine<'a> {
     #[serde(default)]
     pub tool_use_result: Option<Value>,
 
+    /// `system/compact_boundary`: the context's size before and after (`pre_tokens`,
+    /// `post_tokens`).
+    #[serde(default)]
+    pub compact_metadata: Option<Value>,
+
     /// `system/api_retry`.
     #[serde(default)]
     pub attempt: Option<u64>,

@@ -111,6 +111,31 @@ impl RpcProvider {
     pub fn status(&self) -> watch::Receiver<AgentStatus> {
         self.status.subscribe()
     }
+
+    /// An attempt on the live process, once it has its sink (a compaction's).
+    fn attempt(&self, stop: StopControl) -> impl FnOnce(AttemptSink) -> RpcAttempt {
+        let (backend, live, commands) = (
+            self.backend.clone(),
+            self.live.clone(),
+            self.commands.clone(),
+        );
+        let (control, queue, status) = (
+            self.control.clone(),
+            self.queue.clone(),
+            self.status.clone(),
+        );
+        move |sink| RpcAttempt {
+            backend,
+            live,
+            commands,
+            control,
+            queue,
+            status,
+            sink,
+            stop,
+            taken_at_stop: Vec::new(),
+        }
+    }
 }
 
 impl Provider for RpcProvider {
@@ -196,6 +221,22 @@ impl Provider for RpcProvider {
 
     fn agent_status(&self) -> Option<watch::Receiver<AgentStatus>> {
         Some(self.status())
+    }
+
+    fn can_compact(&self) -> bool {
+        true
+    }
+
+    fn compact(
+        &self,
+        request: AttemptRequest,
+        instructions: Option<String>,
+        stop: StopControl,
+    ) -> AgentStream {
+        let attempt = self.attempt(stop.clone());
+        spawn_attempt(stop, move |sink| {
+            attempt(sink).compact(request, instructions)
+        })
     }
 }
 
@@ -923,6 +964,9 @@ pub(crate) fn prompt_command(request: &AttemptRequest) -> Value {
     }
     command
 }
+
+#[path = "rpc_compact.rs"]
+mod compact;
 
 #[cfg(test)]
 mod tests {

@@ -23,6 +23,7 @@
 //!   its next request); its arrival in the thread is said as pi's steering is.
 //! - A warning Codex repeats every turn ("Model metadata … not found") is shown once.
 
+mod compact;
 mod history;
 mod mapper;
 mod session;
@@ -168,6 +169,33 @@ impl Provider for AppServerProvider {
 
     fn can_interject(&self) -> bool {
         true
+    }
+
+    fn can_compact(&self) -> bool {
+        true
+    }
+
+    /// `thread/compact/start` (see `compact`).
+    fn compact(
+        &self,
+        request: AttemptRequest,
+        instructions: Option<String>,
+        stop: StopControl,
+    ) -> AgentStream {
+        let attempt = |sink| AppServerAttempt {
+            backend: self.backend.clone(),
+            policy: self.policy,
+            live: self.live.clone(),
+            answers: self.answers.clone(),
+            unfinished: self.unfinished.clone(),
+            branch: self.branch.clone(),
+            shared: self.shared.clone(),
+            sink,
+            stop: stop.clone(),
+        };
+        spawn_attempt(stop.clone(), move |sink| {
+            attempt(sink).compact(request, instructions)
+        })
     }
 
     /// Steering goes to the running turn; a follow-up waits in agentty's queue (Codex has no
