@@ -79,7 +79,11 @@ pub enum AppEffect {
     EditPrompt(String),
     /// Run a shell command (`!command`); the result goes to `on_shell_done`.
     RunShell(ShellRequest),
-    /// Leave the event loop (the orchestrator has shut down, or never ran).
+    /// The user asks to leave (Ctrl+C twice, Ctrl+D, `/quit`; asked again while leaving: do
+    /// not wait for the agent any longer). The chat leaves through its one way out, as for a
+    /// signal or a lost terminal, which calls [`AppState::begin_quit`].
+    Leave,
+    /// Leave the event loop now (the orchestrator has shut down, or never ran).
     Exit,
 }
 

@@ -20,7 +20,7 @@ use crate::signals::JobControlEvent;
 use crate::tui::{self, ChatTerminal};
 
 use super::conversation::Conversation;
-use super::event_loop::ChatLoop;
+use super::event_loop::{ChatLoop, Exit};
 
 /// Results of background work, sent back to the loop.
 #[derive(Debug)]
@@ -63,6 +63,7 @@ impl ChatLoop {
                 AppEffect::Export { markdown, file } => self.export(markdown, file),
                 AppEffect::EditPrompt(text) => self.edit_prompt(&text, terminal),
                 AppEffect::RunShell(request) => self.run_shell(request),
+                AppEffect::Leave => self.leave(Exit::QuitKey),
                 AppEffect::Exit => self.exit = true,
             }
         }

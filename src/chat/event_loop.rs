@@ -39,12 +39,33 @@ const EVENT_BATCH: Duration = Duration::from_millis(4);
 /// Consecutive draw failures after which the terminal is considered gone.
 const MAX_DRAW_FAILURES: u32 = 3;
 
-/// Why the chat leaves without the quit key.
-enum Leaving {
+/// Why the chat leaves: every way out is one of these, and all of them go through
+/// [`ChatLoop::leave`], so the shutdown (the turn stopped, the log flushed, the terminal
+/// restored, the way back printed) is written once.
+pub(super) enum Exit {
+    /// The quit key: Ctrl+C twice, Ctrl+D, `/quit` (`AppEffect::Leave`).
+    QuitKey,
     /// SIGINT, SIGTERM, SIGHUP or SIGQUIT.
     Signal(ShutdownSignal),
     /// The terminal cannot be read or drawn on any more.
     TerminalLost(String),
+}
+
+impl Exit {
+    /// How the log names it.
+    fn reason(&self) -> &'static str {
+        match self {
+            Exit::QuitKey => "quit key",
+            Exit::Signal(signal) => signal.name(),
+            Exit::TerminalLost(_) => "terminal lost",
+        }
+    }
+
+    /// Asked again while leaving: stop waiting for the agent. A lost terminal asks nothing
+    /// of the kind: the agent still gets its stop.
+    fn hurries(&self) -> bool {
+        !matches!(self, Exit::TerminalLost(_))
+    }
 }
 
 pub(super) struct ChatLoop {
@@ -268,7 +289,7 @@ impl ChatLoop {
 
     fn on_signal(&mut self, signal: SignalEvent, terminal: &mut ChatTerminal) {
         match signal {
-            SignalEvent::Shutdown(signal) => self.leave(Leaving::Signal(signal)),
+            SignalEvent::Shutdown(signal) => self.leave(Exit::Signal(signal)),
             // SIGTSTP from outside (`kill -TSTP`; the terminal's Ctrl+Z arrives as a key in
             // raw mode) suspends the same way as Ctrl+Z.
             SignalEvent::JobControl(JobControlEvent::Stop) => {
@@ -281,41 +302,40 @@ impl ChatLoop {
     }
 
     pub(super) fn on_terminal_lost(&mut self, why: &str) {
-        self.leave(Leaving::TerminalLost(why.to_owned()));
+        self.leave(Exit::TerminalLost(why.to_owned()));
     }
 
-    /// The one way out for what ends the chat from outside; the quit key goes the same way
-    /// through the reducers (`begin_quit`). The orchestrator is asked to shut down (stopping
-    /// the agent), and its `ShutDown` ends the loop, or `SHUTDOWN_LIMIT` does; a second request
-    /// to leave does not wait for the agent any longer.
-    fn leave(&mut self, why: Leaving) {
-        match &why {
-            Leaving::Signal(signal) => {
-                tracing::info!(signal = signal.name(), "signal received");
-                if *signal == ShutdownSignal::Hangup {
-                    self.terminal_lost = true;
-                }
-                if self.state.quitting {
-                    crate::process::tree::kill_all_trees_now();
-                    self.exit = true;
-                    return;
-                }
-                self.exit_status = exit_status::for_signal(signal.number());
-                self.state.show_notice(
-                    NoticeLevel::Stopped,
-                    &format!("{} received: stopping the agent and leaving", signal.name()),
-                );
-            }
-            Leaving::TerminalLost(why) => {
-                tracing::error!(why, "the terminal is gone; leaving");
+    /// The one way out, whatever ends the chat (see [`Exit`]). The orchestrator is asked to
+    /// shut down (stopping the agent and flushing the log), and its `ShutDown` ends the loop,
+    /// or `SHUTDOWN_LIMIT` does; asked again by the user or a signal, it does not wait for the
+    /// agent any longer. `chat::run` restores the terminal and prints the way back after it.
+    pub(super) fn leave(&mut self, exit: Exit) {
+        tracing::info!(reason = exit.reason(), "leaving");
+        // What the way out says about the terminal holds even while already leaving.
+        match &exit {
+            Exit::Signal(ShutdownSignal::Hangup) => self.terminal_lost = true,
+            Exit::TerminalLost(why) => {
+                tracing::error!(why, "the terminal is gone");
                 self.terminal_lost = true;
                 if self.exit_status == exit_status::COMPLETED {
                     self.exit_status = exit_status::FAILED;
                 }
-                if self.state.quitting {
-                    return;
-                }
             }
+            Exit::QuitKey | Exit::Signal(_) => {}
+        }
+        if self.state.quitting {
+            if exit.hurries() {
+                crate::process::tree::kill_all_trees_now();
+                self.exit = true;
+            }
+            return;
+        }
+        if let Exit::Signal(signal) = &exit {
+            self.exit_status = exit_status::for_signal(signal.number());
+            self.state.show_notice(
+                NoticeLevel::Stopped,
+                &format!("{} received: stopping the agent and leaving", signal.name()),
+            );
         }
         let effects = self.state.begin_quit();
         // Leaving needs no terminal writes: only the shutdown command, or the exit itself.

@@ -38,6 +38,7 @@ mod demo_provider;
 mod e2e_composer;
 mod e2e_composer_keys;
 mod e2e_entry;
+mod e2e_exit;
 mod e2e_model;
 mod e2e_permissions;
 mod e2e_review;

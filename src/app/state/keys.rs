@@ -228,8 +228,9 @@ impl AppState {
         self.overlay = None;
         self.popup = None;
         if self.quitting {
-            // Already leaving and asked again: stop waiting for the agent (the loop kills it).
-            return vec![AppEffect::Exit];
+            // Already leaving and asked again: the way out stops waiting for the agent (and
+            // kills it).
+            return vec![AppEffect::Leave];
         }
         if !self.composer.is_empty() {
             // The draft goes, but Up brings it back.
@@ -245,7 +246,7 @@ impl AppState {
             return self.request_stop();
         }
         if self.quit_armed {
-            return self.begin_quit();
+            return vec![AppEffect::Leave];
         }
         self.quit_armed = true;
         self.quit_armed_at = now;
