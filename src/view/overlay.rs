@@ -18,7 +18,7 @@ use crate::app::action::Action;
 use crate::app::conversation_picker::ConversationPicker;
 use crate::app::help::KeyHelp;
 use crate::app::history_search::HistorySearch;
-use crate::app::keymap::{self, key_hint};
+use crate::app::keymap::{self, key_hint, pane_hint, HISTORY_SEARCH_KEYS};
 use crate::app::menu::{ActionMenu, Overlay};
 use crate::app::model_picker::ModelPicker;
 use crate::app::provider_picker::ProviderPicker;
@@ -338,12 +338,11 @@ fn render_history_search(
     buf: &mut Buffer,
 ) {
     let outer = centered(area, 80, 14);
-    let footer = if outer.width >= 44 {
-        "type to filter · Enter use · Esc close"
-    } else {
-        "type · Enter use · Esc close"
-    };
-    let inner = frame("Search earlier prompts", footer, outer, buf);
+    let footer = pane_hint(
+        HISTORY_SEARCH_KEYS,
+        usize::from(outer.width.saturating_sub(2)),
+    );
+    let inner = frame("Search earlier prompts", footer.trim(), outer, buf);
     if inner.height == 0 {
         return;
     }
