@@ -519,11 +519,11 @@ pub(crate) fn diff_lines(diffs: &[FileDiff], limit: usize) -> (Vec<DiffLine>, us
         }
     };
     for diff in diffs {
-        emit(DiffLine::File(one_line(&diff.path)));
+        emit(DiffLine::File(one_line(&diff.path).into()));
         let new: Vec<&str> = diff.new_text.lines().collect();
         let Some(old_text) = &diff.old_text else {
             for line in new {
-                emit(DiffLine::Added(untrusted_owned(line)));
+                emit(DiffLine::Added(InertText::new(line)));
             }
             continue;
         };
@@ -553,7 +553,7 @@ fn emit_with_context(old: &[&str], new: &[&str], emit: &mut impl FnMut(DiffLine)
         }
         for op in &group {
             for change in op.iter_changes(old, new) {
-                let line = untrusted_owned(change.value());
+                let line = InertText::new(change.value());
                 emit(match change.tag() {
                     similar::ChangeTag::Equal => DiffLine::Context(line),
                     similar::ChangeTag::Delete => DiffLine::Removed(line),

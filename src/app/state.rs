@@ -43,6 +43,25 @@ use crate::stream::PermissionOption;
 
 pub use external::{ShellOutput, ShellRequest};
 
+/// The agent's own queue (a `provider::AgentQueue`) as the chat shows it: inert.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ShownAgentQueue {
+    /// Steering messages waiting for the agent's next step.
+    pub steering: Vec<InertText>,
+    /// Follow-up messages waiting for the turn's end.
+    pub follow_up: Vec<InertText>,
+}
+
+impl From<&AgentQueue> for ShownAgentQueue {
+    fn from(queue: &AgentQueue) -> Self {
+        let shown = |items: &[String]| items.iter().map(|item| InertText::new(item)).collect();
+        Self {
+            steering: shown(&queue.steering),
+            follow_up: shown(&queue.follow_up),
+        }
+    }
+}
+
 /// What the event loop must do after a state change.
 #[derive(Debug, Clone, PartialEq)]
 pub enum AppEffect {
@@ -219,7 +238,7 @@ pub struct AppState {
     pub transcript_scroll: TranscriptScroll,
     pub turn: Option<TurnState>,
     pub last_outcome: Option<TurnOutcome>,
-    pub queued: Vec<String>,
+    pub queued: Vec<InertText>,
     /// Token figures of the last turn and of the conversation, and the model the CLI reported.
     pub usage_book: UsageBook,
     /// What the running attempt's agent is doing.
@@ -256,7 +275,7 @@ pub struct AppState {
     /// How the provider talks to its agent (`None` before it is started).
     pub agent_transport: Option<crate::config::Transport>,
     /// The agent's own queue of steering / follow-up messages, as it reports it.
-    pub agent_queue: AgentQueue,
+    pub agent_queue: ShownAgentQueue,
     /// The agent's model, thinking level, session cost and tokens, as it reports them.
     pub agent_status: AgentStatus,
     /// Permission requests waiting for the user's answer, oldest first; the first is the open
@@ -315,7 +334,7 @@ impl AppState {
             live_thinking: LiveThinking::default(),
             agent_steers: false,
             agent_transport: None,
-            agent_queue: AgentQueue::default(),
+            agent_queue: ShownAgentQueue::default(),
             agent_status: AgentStatus::default(),
             permission_prompts: VecDeque::new(),
             typed_at: None,

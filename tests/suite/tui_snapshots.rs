@@ -938,3 +938,21 @@ fn settings_choose_how_an_unfocused_terminal_is_called_back() {
     chat.press(KeyCode::Enter);
     assert_eq!(chat.state.notify, NotifyMode::Off);
 }
+
+#[test]
+fn a_hostile_session_id_reaches_the_status_bar_visible_and_inert() {
+    let mut chat = Chat::new();
+    chat.event(
+        0,
+        OrchestratorEvent::SessionChanged {
+            session_id: Some("s\u{1b}[2J\u{202e}".into()),
+        },
+    );
+    let terminal = chat.terminal(160, 8, 10);
+    // ratatui drops a raw ESC by itself: the picture shows that agentty neutralised it, and
+    // that the id is on screen at all.
+    let screen = terminal.backend().to_string();
+    assert!(screen.contains("session s\u{241b}[2J"), "{screen}");
+    assert!(!screen.contains('\u{202e}'), "{screen}");
+    assert_no_control_character(&terminal);
+}

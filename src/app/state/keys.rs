@@ -260,7 +260,7 @@ impl AppState {
         };
         let index = self.queued.len();
         // A draft waits its turn after the prompt rather than merging into it.
-        self.composer.bring_back(vec![prompt]);
+        self.composer.bring_back(vec![prompt.into_string()]);
         vec![AppEffect::Command(Command::RemoveQueued(index))]
     }
 }
