@@ -258,7 +258,7 @@ pub struct AppState {
     /// Files `@` mentions can name.
     pub files: FileIndex,
     /// Why this provider runs (the first-start screen says it).
-    pub provider_reason: Option<String>,
+    pub provider_reason: Option<InertText>,
     pub quitting: bool,
     /// False once the orchestrator has shut down (or its channel closed).
     pub orchestrator_alive: bool,

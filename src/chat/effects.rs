@@ -15,31 +15,13 @@ use crate::app::transcript::NoticeLevel;
 use crate::app::{export, history, mentions, resume};
 use crate::config::{self, RetryPolicy};
 use crate::orchestrator::Command;
-use crate::session_log::{sessions_dir, ConversationSummary};
+use crate::session_log::sessions_dir;
 use crate::signals::JobControlEvent;
 use crate::tui::{self, ChatTerminal};
 
+use super::app_event::AppEvent;
 use super::conversation::Conversation;
 use super::event_loop::{ChatLoop, Exit};
-
-/// Results of background work, sent back to the loop.
-#[derive(Debug)]
-pub(super) enum AppEvent {
-    ConfigSaved(Result<PathBuf, String>),
-    FilesListed(Vec<String>),
-    /// A part of a conversation's log cannot be written (told once per part).
-    LogNotSaved(String),
-    /// The diffs `/diff` asked for.
-    DiffLoaded(Result<crate::app::review::LoadedDiff, String>),
-    /// Where `/export` wrote the conversation, or why it could not.
-    Exported(Result<PathBuf, String>),
-    /// This directory's conversations, for the `/resume` picker.
-    ConversationsListed(Vec<ConversationSummary>),
-    /// The conversation `/resume` picked, read from its log.
-    ConversationReopened(Box<Result<(resume::ResumedConversation, resume::Access), String>>),
-    /// A `!command` ended.
-    ShellDone(crate::app::state::ShellOutput),
-}
 
 impl ChatLoop {
     pub(super) fn apply(&mut self, effects: Vec<AppEffect>, terminal: &mut ChatTerminal) {

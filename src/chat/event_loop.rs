@@ -27,8 +27,8 @@ use crate::signals::{
 use crate::tui::{self, ChatTerminal, FrameScheduler};
 use crate::view::{self, ChatView};
 
+use super::app_event::AppEvent;
 use super::conversation::{Conversation, Launch};
-use super::effects::AppEvent;
 // Longest wait for the orchestrator to stop the agent when leaving.
 use crate::process::timings::SHUTDOWN_LIMIT;
 

@@ -4,22 +4,26 @@
 //!
 //! Rooms: `run` here goes from the command line to the loop and back out (the terminal
 //! restored, the way back printed); `event_loop` only loops; `effects` carries out what the
-//! reducers ask; `conversation` starts and replaces orchestrators; `external` runs the editor
-//! and `!commands`.
+//! reducers ask, and `app_event` is what its background work sends back; `conversation` starts
+//! orchestrators and `switching` replaces them (provider switch, `/new`, `/resume`); `external`
+//! runs the editor and `!commands`.
 //!
 //! It sits above both `app` (state and reducers, no IO) and `view` (pure rendering of that
 //! state), so neither of them depends on the other's driver and the module graph stays acyclic.
 
+mod app_event;
 mod conversation;
 mod effects;
 mod event_loop;
 mod external;
+mod switching;
 
 use std::time::Duration;
 
 use tokio::sync::mpsc;
 
 use crate::app::state::{AppState, StartupInfo};
+use crate::app::transcript::InertText;
 use crate::app::{history, resume};
 use crate::cli::Cli;
 use crate::config::Config;
@@ -128,9 +132,10 @@ pub fn run(cli: Cli) -> i32 {
         let mut state = AppState::new(startup);
         state.composer.load_history(history::load(&history_path()));
         // It may quote PATH: shown inert like everything from outside.
-        state.provider_reason = Some(crate::sanitize::untrusted_owned(
-            &crate::launch::choice_reason(&launch.agent, &launch.config),
-        ));
+        state.provider_reason = Some(InertText::new(&crate::launch::choice_reason(
+            &launch.agent,
+            &launch.config,
+        )));
         state.on_agents_checked(installed_agents);
         if let Some(shown) = shown {
             shown.show(&mut state);
