@@ -6,20 +6,41 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::list::ListSelection;
 use super::pane::{OverlayPane, Step};
+use super::transcript::InertText;
 use crate::session_log::ConversationSummary;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConversationPicker {
-    pub conversations: Vec<ConversationSummary>,
+    pub conversations: Vec<ListedConversation>,
     /// Typed text: a conversation is shown when one of its prompts, its provider or id contains
     /// it.
-    pub filter: String,
+    pub filter: InertText,
     /// Index into [`ConversationPicker::visible`].
     pub selected: usize,
     /// The conversation the chat is in now (marked, and not reopened).
     pub current: Option<String>,
     /// When the list was read, against which the view tells each conversation's age.
     pub listed: WallClock,
+}
+
+/// A conversation as the picker lists it: what it shows of the log made inert once, as it is
+/// listed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListedConversation {
+    pub summary: ConversationSummary,
+    /// The first line of its first prompt.
+    pub first_line: InertText,
+    pub provider: InertText,
+}
+
+impl From<ConversationSummary> for ListedConversation {
+    fn from(summary: ConversationSummary) -> Self {
+        Self {
+            first_line: InertText::new(summary.first_prompt.lines().next().unwrap_or("")),
+            provider: InertText::new(&summary.provider),
+            summary,
+        }
+    }
 }
 
 /// The wall-clock time (ms since the epoch) at one instant: a later "now" (an `Instant`, as
@@ -49,19 +70,20 @@ impl ConversationPicker {
         listed: WallClock,
     ) -> Self {
         Self {
-            conversations,
-            filter: String::new(),
+            conversations: conversations.into_iter().map(Into::into).collect(),
+            filter: InertText::default(),
             selected: 0,
             current,
             listed,
         }
     }
 
-    pub fn visible(&self) -> Vec<&ConversationSummary> {
+    pub fn visible(&self) -> Vec<&ListedConversation> {
         let filter = self.filter.to_lowercase();
         self.conversations
             .iter()
-            .filter(|summary| {
+            .filter(|listed| {
+                let summary = &listed.summary;
                 filter.is_empty()
                     || std::iter::once(&summary.first_prompt)
                         .chain(&summary.later_prompts)
@@ -89,7 +111,7 @@ impl OverlayPane for ConversationPicker {
             KeyCode::Esc => return Step::Close,
             KeyCode::Enter => {
                 return match self.visible().get(self.selected) {
-                    Some(summary) => Step::Done(Box::new((*summary).clone())),
+                    Some(listed) => Step::Done(Box::new(listed.summary.clone())),
                     None => Step::Open,
                 }
             }
@@ -98,7 +120,7 @@ impl OverlayPane for ConversationPicker {
                 self.selected = 0;
             }
             KeyCode::Char(typed) if !control => {
-                self.filter.push(typed);
+                self.filter.push_str(typed.encode_utf8(&mut [0; 4]));
                 self.selected = 0;
             }
             _ => {
@@ -172,7 +194,11 @@ mod tests {
         for typed in "parser".chars() {
             picker.on_key(key(KeyCode::Char(typed)), None, ());
         }
-        let ids: Vec<_> = picker.visible().iter().map(|s| s.id.clone()).collect();
+        let ids: Vec<_> = picker
+            .visible()
+            .iter()
+            .map(|s| s.summary.id.clone())
+            .collect();
         assert_eq!(ids, ["aaa", "ccc"]);
         picker.on_key(key(KeyCode::Down), None, ());
         assert_eq!(
@@ -206,7 +232,11 @@ mod tests {
         for typed in "tokenizer".chars() {
             picker.on_key(key(KeyCode::Char(typed)), None, ());
         }
-        let ids: Vec<_> = picker.visible().iter().map(|s| s.id.clone()).collect();
+        let ids: Vec<_> = picker
+            .visible()
+            .iter()
+            .map(|s| s.summary.id.clone())
+            .collect();
         assert_eq!(ids, ["ddd"]);
     }
 }

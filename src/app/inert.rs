@@ -9,7 +9,7 @@ use crate::sanitize::untrusted;
 
 /// Text with no control character but `\n`, no bidirectional control: safe to hand to the
 /// terminal.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct InertText(String);
 
 impl InertText {
@@ -33,6 +33,11 @@ impl InertText {
         self.0.push_str(&more.0);
     }
 
+    /// Takes its last character off.
+    pub fn pop(&mut self) -> Option<char> {
+        self.0.pop()
+    }
+
     /// Keeps the first `len` bytes (`len` on a character boundary).
     pub fn truncate(&mut self, len: usize) {
         self.0.truncate(len);
@@ -47,6 +52,13 @@ impl Deref for InertText {
     type Target = str;
 
     fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Its `Eq` and `Hash` are the text's, so it may stand for a `str` (`join`, lookups).
+impl std::borrow::Borrow<str> for InertText {
+    fn borrow(&self) -> &str {
         &self.0
     }
 }

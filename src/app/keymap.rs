@@ -134,6 +134,81 @@ pub(crate) fn footer_hint() -> String {
     format!("{MENU_KEY} actions · {HELP_KEY} help")
 }
 
+/// One key of a pane's footer (the `/` and `@` popup, Ctrl+R's search, the permission prompt):
+/// the key's name and what it does there; `what` may be empty for keys the footer only names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PaneKey {
+    pub(crate) keys: &'static str,
+    pub(crate) what: &'static str,
+}
+
+const fn pane_key(keys: &'static str, what: &'static str) -> PaneKey {
+    PaneKey { keys, what }
+}
+
+/// The `/` command and `@` file popup's keys (`state/popup_keys.rs` answers them).
+pub(crate) const POPUP_KEYS: &[PaneKey] = &[
+    pane_key("Tab", "complete"),
+    pane_key(SEND_KEY, "choose"),
+    pane_key(STOP_KEY, "hide"),
+];
+
+/// Ctrl+R's search keys (`history_search.rs` answers them).
+pub(crate) const HISTORY_SEARCH_KEYS: &[PaneKey] = &[
+    pane_key("type", "to filter"),
+    pane_key(SEND_KEY, "use"),
+    pane_key(STOP_KEY, "close"),
+];
+
+/// The permission prompt's keys besides its options' own numbers and letters
+/// (`state/permission_keys.rs` answers them): the highlighted option, the line of feedback
+/// with a rejection, and the change being approved when it does not fit.
+pub(crate) const PERMISSION_SELECT_KEY: PaneKey = pane_key("↑↓ Enter", "");
+pub(crate) const PERMISSION_NOTE_KEY: PaneKey = pane_key("r", "note");
+pub(crate) const PERMISSION_DIFF_DOWN_KEY: PaneKey = pane_key("PgDn", "diff");
+pub(crate) const PERMISSION_DIFF_SCROLL_KEY: PaneKey = pane_key("PgUp/PgDn", "");
+/// While the feedback line is written: Enter sends it with the rejection, Esc goes back.
+pub(crate) const PERMISSION_NOTE_KEYS: &[PaneKey] = &[
+    pane_key(SEND_KEY, "rejects with this note"),
+    pane_key(STOP_KEY, "back to the options"),
+];
+pub(crate) const PERMISSION_NOTE_KEYS_SHORT: &[PaneKey] =
+    &[pane_key(SEND_KEY, "rejects"), pane_key(STOP_KEY, "back")];
+
+impl PaneKey {
+    /// "Enter use", or the bare name when nothing is said of it.
+    pub(crate) fn hint(&self) -> String {
+        if self.what.is_empty() {
+            self.keys.to_owned()
+        } else {
+            format!("{} {}", self.keys, self.what)
+        }
+    }
+}
+
+/// A footer naming `keys` in at most `room` columns, with a space either side: each key with
+/// what it does, else the first keys by name only, one more at a time (the last, what closes
+/// the pane, always keeps its meaning); "" when not even that fits.
+pub(crate) fn pane_hint(keys: &[PaneKey], room: usize) -> String {
+    (0..keys.len().max(1))
+        .map(|bare| {
+            let parts: Vec<String> = keys
+                .iter()
+                .enumerate()
+                .map(|(index, key)| {
+                    if index < bare {
+                        key.keys.to_owned()
+                    } else {
+                        key.hint()
+                    }
+                })
+                .collect();
+            format!(" {} ", parts.join(" · "))
+        })
+        .find(|footer| footer.chars().count() <= room)
+        .unwrap_or_default()
+}
+
 fn keys_of(command: KeyCommand) -> impl Iterator<Item = &'static str> {
     BINDINGS
         .iter()
@@ -368,6 +443,27 @@ mod tests {
         assert_eq!(
             command_for(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL)),
             Some(KeyCommand::Interrupt)
+        );
+    }
+
+    #[test]
+    fn pane_footers_drop_what_keys_do_from_the_first_one_at_a_time() {
+        assert_eq!(
+            pane_hint(POPUP_KEYS, 80),
+            " Tab complete · Enter choose · Esc hide "
+        );
+        assert_eq!(
+            pane_hint(HISTORY_SEARCH_KEYS, 36),
+            " type · Enter use · Esc close "
+        );
+        assert_eq!(pane_hint(POPUP_KEYS, 24), " Tab · Enter · Esc hide ");
+        assert_eq!(pane_hint(POPUP_KEYS, 10), "");
+        // The names are the keys the chat answers to.
+        assert_eq!(POPUP_KEYS[1].keys, SEND_KEY);
+        assert_eq!(HISTORY_SEARCH_KEYS[2].keys, STOP_KEY);
+        assert_eq!(
+            PERMISSION_NOTE_KEY.keys,
+            crate::app::permission::FEEDBACK_KEY.to_string()
         );
     }
 }

@@ -9,12 +9,13 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::list::ListSelection;
 use super::pane::{OverlayPane, Step};
+use super::transcript::InertText;
 use crate::provider::ModelChoice;
 
 /// The picker as typed so far.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ModelPicker {
-    pub query: String,
+    pub query: InertText,
     /// Index into the matches of `query`.
     pub selected: usize,
 }
@@ -47,7 +48,7 @@ impl ModelPicker {
             .and_then(|current| models.iter().position(|model| model.id == current))
             .unwrap_or(0);
         Self {
-            query: String::new(),
+            query: InertText::default(),
             selected,
         }
     }
@@ -101,7 +102,7 @@ impl OverlayPane for ModelPicker {
                     .modifiers
                     .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT) =>
             {
-                self.query.push(ch);
+                self.query.push_str(ch.encode_utf8(&mut [0; 4]));
                 self.selected = 0;
             }
             _ => {

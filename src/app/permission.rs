@@ -1,5 +1,6 @@
-//! Permission requests: the prompt that asks the user, the one-key answers, and the request
-//! turned into what the transcript keeps.
+//! Permission requests: the prompt that asks the user (an overlay pane, [`OverlayPane`]: it
+//! owns its keys, `view::permission` draws it), the one-key answers, and the request turned
+//! into what the transcript keeps.
 //!
 //! Invariants: a prompt keeps the request's id and option ids exactly as the agent sent them (the
 //! answer must carry them back unchanged), while everything shown (title, command, paths, diff,
@@ -19,6 +20,12 @@
 //! cancelled).
 
 use std::time::{Duration, Instant};
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use unicode_segmentation::UnicodeSegmentation;
+
+use super::pane::{OverlayPane, Step};
+use super::scroll::ScrollAction;
 
 use super::transcript::{
     CellId, DiffLine, InertText, PermissionCell, PermissionOutcome, ShownOption,
@@ -104,6 +111,152 @@ impl PermissionPrompt {
             (Some(now), Some(arms_at)) => now >= arms_at,
             _ => true,
         }
+    }
+}
+
+/// What the prompt reads from the chat to answer a key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PermissionInput {
+    /// Whether it takes keys now (see [`PermissionPrompt::arms_at`]).
+    pub(crate) armed: bool,
+    /// Rows of the change being approved (0: the request carries none).
+    pub(crate) diff_rows: usize,
+}
+
+/// What the prompt asks of the chat.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum PermissionAsk {
+    /// Answer with option `index` (`None`: cancelled) and the user's note.
+    Answer {
+        index: Option<usize>,
+        note: Option<String>,
+    },
+    /// Scroll the transcript (PgUp/PgDn over a prompt with no change to show).
+    Scroll(ScrollAction),
+    /// Not the prompt's key: the chat handles it as typing (before the prompt arms, or a key
+    /// it has no use for).
+    Pass,
+}
+
+impl OverlayPane for PermissionPrompt {
+    type Input<'a> = PermissionInput;
+    type Request = PermissionAsk;
+
+    /// A number or a letter chooses one of the agent's options, ↑/↓ and Enter the highlighted
+    /// one, Esc rejects, `r` opens the line of feedback (which then takes every key until Enter
+    /// sends or Esc goes back); PgUp/PgDn scroll the change, armed or not (they are neither
+    /// typing nor an answer). Anything else, and every key before it arms, is `Pass`.
+    fn on_key(
+        &mut self,
+        key: KeyEvent,
+        _now: Option<Instant>,
+        input: PermissionInput,
+    ) -> Step<PermissionAsk> {
+        if self.feedback.is_some() {
+            return self.on_feedback_key(key);
+        }
+        if let Some(step) = self.scroll_diff(key, input.diff_rows) {
+            return step;
+        }
+        if !input.armed {
+            return Step::Ask(PermissionAsk::Pass);
+        }
+        let count = self.options.len();
+        let kinds = self.kinds();
+        let plain = !key
+            .modifiers
+            .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT);
+        let answer = |index| Step::Done(PermissionAsk::Answer { index, note: None });
+        match key.code {
+            KeyCode::Esc => answer(reject_choice(&kinds)),
+            KeyCode::Up | KeyCode::BackTab if count > 0 => {
+                let from = self.selected.unwrap_or(0);
+                self.selected = Some((from + count - 1) % count);
+                Step::Open
+            }
+            KeyCode::Down | KeyCode::Tab if count > 0 => {
+                self.selected = Some(self.selected.map_or(0, |from| (from + 1) % count));
+                Step::Open
+            }
+            KeyCode::PageUp => Step::Ask(PermissionAsk::Scroll(ScrollAction::PageUp)),
+            KeyCode::PageDown => Step::Ask(PermissionAsk::Scroll(ScrollAction::PageDown)),
+            KeyCode::Enter if plain && count > 0 => match self.selected {
+                Some(index) => answer(Some(index.min(count - 1))),
+                None => {
+                    // Nothing safe to preselect (only "always" answers): Enter highlights the
+                    // first option, and a second, deliberate Enter chooses it.
+                    self.selected = Some(0);
+                    Step::Open
+                }
+            },
+            KeyCode::Char(FEEDBACK_KEY) if plain && reject_choice(&kinds).is_some() => {
+                self.feedback = Some(String::new());
+                Step::Open
+            }
+            KeyCode::Char(ch) if plain => match choice_for_char(&kinds, ch) {
+                Some(index) => answer(Some(index)),
+                None => Step::Ask(PermissionAsk::Pass),
+            },
+            _ => Step::Ask(PermissionAsk::Pass),
+        }
+    }
+}
+
+impl PermissionPrompt {
+    /// PgUp/PgDn over a request that carries a diff: PgDn shows the change in place of the
+    /// options and scrolls it a row at a time (on a small screen only a few rows show, and none
+    /// may be skipped); PgUp scrolls back, and at the top brings the options back.
+    fn scroll_diff(&mut self, key: KeyEvent, rows: usize) -> Option<Step<PermissionAsk>> {
+        if rows == 0 {
+            return None;
+        }
+        match key.code {
+            KeyCode::PageUp => self.diff_scroll = self.diff_scroll.saturating_sub(1),
+            KeyCode::PageDown => self.diff_scroll = (self.diff_scroll + 1).min(rows + 1),
+            _ => return None,
+        }
+        Some(Step::Open)
+    }
+
+    /// A key for the line after `r`: it is text, Enter rejects with it, Esc goes back to the
+    /// options (nothing sent).
+    fn on_feedback_key(&mut self, key: KeyEvent) -> Step<PermissionAsk> {
+        let reject = reject_choice(&self.kinds());
+        let Some(note) = self.feedback.as_mut() else {
+            return Step::Open;
+        };
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        let alt = key.modifiers.contains(KeyModifiers::ALT);
+        match key.code {
+            KeyCode::Esc => self.feedback = None,
+            KeyCode::Enter => {
+                let note = note.trim().to_owned();
+                return Step::Done(PermissionAsk::Answer {
+                    index: reject,
+                    note: (!note.is_empty()).then_some(note),
+                });
+            }
+            KeyCode::Backspace => {
+                if let Some((last, _)) = note.grapheme_indices(true).next_back() {
+                    note.truncate(last);
+                }
+            }
+            KeyCode::Char('u') if ctrl => note.clear(),
+            KeyCode::Char(ch) if !ctrl && !alt => note.push(ch),
+            // The line has no cursor to move: other keys do nothing to it.
+            _ => {}
+        }
+        Step::Open
+    }
+
+    /// A paste into the line after `r`, if it is open (on one line, made inert); whether it
+    /// took it.
+    pub(crate) fn paste(&mut self, text: &str) -> bool {
+        let Some(note) = self.feedback.as_mut() else {
+            return false;
+        };
+        note.push_str(&untrusted_owned(&text.replace(['\r', '\n'], " ")));
+        true
     }
 }
 
@@ -366,11 +519,11 @@ pub(crate) fn diff_lines(diffs: &[FileDiff], limit: usize) -> (Vec<DiffLine>, us
         }
     };
     for diff in diffs {
-        emit(DiffLine::File(one_line(&diff.path)));
+        emit(DiffLine::File(one_line(&diff.path).into()));
         let new: Vec<&str> = diff.new_text.lines().collect();
         let Some(old_text) = &diff.old_text else {
             for line in new {
-                emit(DiffLine::Added(untrusted_owned(line)));
+                emit(DiffLine::Added(InertText::new(line)));
             }
             continue;
         };
@@ -400,7 +553,7 @@ fn emit_with_context(old: &[&str], new: &[&str], emit: &mut impl FnMut(DiffLine)
         }
         for op in &group {
             for change in op.iter_changes(old, new) {
-                let line = untrusted_owned(change.value());
+                let line = InertText::new(change.value());
                 emit(match change.tag() {
                     similar::ChangeTag::Equal => DiffLine::Context(line),
                     similar::ChangeTag::Delete => DiffLine::Removed(line),
@@ -559,5 +712,72 @@ mod tests {
             ]
         );
         assert_eq!(hidden, 2);
+    }
+
+    #[test]
+    fn the_prompt_as_a_pane_passes_keys_until_armed_and_answers_one_deliberate_key() {
+        let option = |id: &str, kind| PermissionOption {
+            id: id.into(),
+            kind,
+            name: id.into(),
+        };
+        let mut prompt = PermissionPrompt::new(
+            1,
+            "req".into(),
+            vec![
+                option("ok", AllowOnce),
+                option("always", AllowAlways),
+                option("no", RejectOnce),
+            ],
+            0,
+            None,
+        );
+        let key = |code| KeyEvent::new(code, KeyModifiers::NONE);
+        let idle = PermissionInput {
+            armed: false,
+            diff_rows: 0,
+        };
+        let armed = PermissionInput {
+            armed: true,
+            ..idle
+        };
+        // Before it arms every key is typing, Enter and `y` included.
+        for code in [KeyCode::Enter, KeyCode::Char('y'), KeyCode::Esc] {
+            assert_eq!(
+                prompt.on_key(key(code), None, idle),
+                Step::Ask(PermissionAsk::Pass)
+            );
+        }
+        // Armed: a letter it has no use for is still typing; `A` is the "always" answer's own key.
+        assert_eq!(
+            prompt.on_key(key(KeyCode::Char('q')), None, armed),
+            Step::Ask(PermissionAsk::Pass)
+        );
+        assert_eq!(
+            prompt.on_key(key(KeyCode::Char('A')), None, armed),
+            Step::Done(PermissionAsk::Answer {
+                index: Some(1),
+                note: None
+            })
+        );
+        // `r` opens the note, which takes every key; Enter rejects with it.
+        assert_eq!(
+            prompt.on_key(key(KeyCode::Char(FEEDBACK_KEY)), None, armed),
+            Step::Open
+        );
+        for ch in "use git".chars() {
+            assert_eq!(
+                prompt.on_key(key(KeyCode::Char(ch)), None, armed),
+                Step::Open
+            );
+        }
+        assert!(prompt.paste(" mv\n"));
+        assert_eq!(
+            prompt.on_key(key(KeyCode::Enter), None, idle),
+            Step::Done(PermissionAsk::Answer {
+                index: Some(2),
+                note: Some("use git mv".into())
+            })
+        );
     }
 }

@@ -8,16 +8,16 @@ use crossterm::event::{KeyCode, KeyEvent};
 
 use crate::app::list::PAGE;
 use crate::app::pane::{OverlayPane, Step};
+use crate::app::transcript::{ChangedFile, InertText};
 use crate::orchestrator::TurnId;
-use crate::sanitize::untrusted_owned;
 use crate::snapshot::{DiffLineKind, FileDiffView};
-use crate::stream::{ChangeStatus, FileChange};
+use crate::stream::ChangeStatus;
 
 /// A turn that changed files, as `turn.changes` reported it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChangedTurn {
     pub turn: TurnId,
-    pub files: Vec<FileChange>,
+    pub files: Vec<ChangedFile>,
     /// `/undo` put its files back.
     pub undone: bool,
     /// The transcript cell that shows it.
@@ -53,7 +53,7 @@ pub enum DiffScope {
 pub enum DiffRow {
     /// A file's header: its path, status and line counts.
     File {
-        path: String,
+        path: InertText,
         status: ChangeStatus,
         added: u64,
         removed: u64,
@@ -61,8 +61,8 @@ pub enum DiffRow {
     /// A line of that file's diff; `path` names the file (for highlighting).
     Line {
         kind: DiffLineKind,
-        text: String,
-        path: String,
+        text: InertText,
+        path: InertText,
     },
 }
 
@@ -182,7 +182,7 @@ impl OverlayPane for DiffView {
 fn rows(files: &[FileDiffView]) -> Vec<DiffRow> {
     let mut rows = Vec::new();
     for file in files {
-        let path = untrusted_owned(&file.path);
+        let path = InertText::new(&file.path);
         rows.push(DiffRow::File {
             path: path.clone(),
             status: file.status,
@@ -192,7 +192,7 @@ fn rows(files: &[FileDiffView]) -> Vec<DiffRow> {
         for (kind, text) in &file.lines {
             rows.push(DiffRow::Line {
                 kind: *kind,
-                text: untrusted_owned(text),
+                text: InertText::new(text),
                 path: path.clone(),
             });
         }
@@ -204,8 +204,7 @@ fn rows(files: &[FileDiffView]) -> Vec<DiffRow> {
 #[derive(Debug, Clone, PartialEq)]
 pub struct UndoConfirm {
     pub turn: TurnId,
-    /// Sanitised paths.
-    pub conflicts: Vec<String>,
+    pub conflicts: Vec<InertText>,
     pub asked_by: ConfirmFor,
 }
 
@@ -244,7 +243,7 @@ impl OverlayPane for UndoConfirm {
 }
 
 /// One line summing up a turn's changes: "3 files changed · +4 −2".
-pub fn changes_summary(files: &[FileChange]) -> String {
+pub fn changes_summary(files: &[ChangedFile]) -> String {
     let added: u64 = files.iter().map(|file| file.added).sum();
     let removed: u64 = files.iter().map(|file| file.removed).sum();
     let count = if files.len() == 1 {

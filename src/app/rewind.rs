@@ -14,35 +14,36 @@ use crossterm::event::{KeyCode, KeyEvent};
 
 use crate::app::list::ListSelection;
 use crate::app::pane::{OverlayPane, Step};
+use crate::app::transcript::InertText;
 use crate::orchestrator::TurnId;
 
 /// A prompt the conversation sent (text sanitised).
 #[derive(Debug, Clone, PartialEq)]
 pub struct PromptRecord {
     pub turn: TurnId,
-    pub prompt: String,
+    pub prompt: InertText,
     pub sent: Instant,
     /// Its cell in the transcript (marked when a rewind takes the turn back).
     pub cell: crate::app::transcript::CellId,
-    /// Whether the agent's conversation can go back to before it, and why not (sanitised).
-    pub conversation_rewind: Result<(), String>,
+    /// Whether the agent's conversation can go back to before it, and why not.
+    pub conversation_rewind: Result<(), InertText>,
 }
 
 /// One row of the picker.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RewindEntry {
     pub turn: TurnId,
-    pub prompt: String,
+    pub prompt: InertText,
     pub sent: Instant,
-    /// The files this turn changed (not undone since), sanitised.
-    pub files: Vec<String>,
+    /// The files this turn changed (not undone since).
+    pub files: Vec<InertText>,
     /// The prompts a rewind to here takes back (this one and every later one).
     pub prompts_taken_back: usize,
     /// The files a rewind of the files to here puts back (this turn's and every later one's).
-    pub files_put_back: Vec<String>,
+    pub files_put_back: Vec<InertText>,
     /// Whether the agent's conversation can go back to before this prompt, and why not
     /// (then only the files are offered).
-    pub conversation_rewind: Result<(), String>,
+    pub conversation_rewind: Result<(), InertText>,
 }
 
 /// The last rewind, while it can be undone (until the next prompt).
@@ -58,8 +59,8 @@ pub struct LastRewind {
     pub prompts: Vec<PromptRecord>,
     /// The turns whose changes it put back (their summaries are marked undone).
     pub changed_turns: Vec<TurnId>,
-    /// The files it put back or removed, sanitised.
-    pub files_back: Vec<String>,
+    /// The files it put back or removed.
+    pub files_back: Vec<InertText>,
 }
 
 /// What to take back.
@@ -218,7 +219,8 @@ impl OverlayPane for RewindPicker {
                     };
                     Step::Done(RewindRequest::Rewind {
                         turn: entry.turn,
-                        prompt: entry.prompt.clone(),
+                        // Back into the composer, to be edited.
+                        prompt: entry.prompt.to_string(),
                         conversation,
                         files,
                     })

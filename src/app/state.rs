@@ -45,6 +45,25 @@ use crate::stream::PermissionOption;
 pub use external::{ShellOutput, ShellRequest};
 pub use images::ImageRequest;
 
+/// The agent's own queue (a `provider::AgentQueue`) as the chat shows it: inert.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ShownAgentQueue {
+    /// Steering messages waiting for the agent's next step.
+    pub steering: Vec<InertText>,
+    /// Follow-up messages waiting for the turn's end.
+    pub follow_up: Vec<InertText>,
+}
+
+impl From<&AgentQueue> for ShownAgentQueue {
+    fn from(queue: &AgentQueue) -> Self {
+        let shown = |items: &[String]| items.iter().map(|item| InertText::new(item)).collect();
+        Self {
+            steering: shown(&queue.steering),
+            follow_up: shown(&queue.follow_up),
+        }
+    }
+}
+
 /// What the event loop must do after a state change.
 #[derive(Debug, Clone, PartialEq)]
 pub enum AppEffect {
@@ -86,7 +105,11 @@ pub enum AppEffect {
     /// Read the image on the system clipboard (or the image file whose path it holds); the
     /// result goes to `on_image_loaded`.
     AttachClipboardImage,
-    /// Leave the event loop (the orchestrator has shut down, or never ran).
+    /// The user asks to leave (Ctrl+C twice, Ctrl+D, `/quit`; asked again while leaving: do
+    /// not wait for the agent any longer). The chat leaves through its one way out, as for a
+    /// signal or a lost terminal, which calls [`AppState::begin_quit`].
+    Leave,
+    /// Leave the event loop now (the orchestrator has shut down, or never ran).
     Exit,
 }
 
@@ -247,7 +270,7 @@ pub struct AppState {
     pub transcript_scroll: TranscriptScroll,
     pub turn: Option<TurnState>,
     pub last_outcome: Option<TurnOutcome>,
-    pub queued: Vec<String>,
+    pub queued: Vec<InertText>,
     /// Token figures of the last turn and of the conversation, and the model the CLI reported.
     pub usage_book: UsageBook,
     /// What the running attempt's agent is doing.
@@ -267,7 +290,7 @@ pub struct AppState {
     /// Files `@` mentions can name.
     pub files: FileIndex,
     /// Why this provider runs (the first-start screen says it).
-    pub provider_reason: Option<String>,
+    pub provider_reason: Option<InertText>,
     pub quitting: bool,
     /// False once the orchestrator has shut down (or its channel closed).
     pub orchestrator_alive: bool,
@@ -284,7 +307,7 @@ pub struct AppState {
     /// How the provider talks to its agent (`None` before it is started).
     pub agent_transport: Option<crate::config::Transport>,
     /// The agent's own queue of steering / follow-up messages, as it reports it.
-    pub agent_queue: AgentQueue,
+    pub agent_queue: ShownAgentQueue,
     /// The agent's model, thinking level, session cost and tokens, as it reports them.
     pub agent_status: AgentStatus,
     /// Permission requests waiting for the user's answer, oldest first; the first is the open
@@ -345,7 +368,7 @@ impl AppState {
             live_thinking: LiveThinking::default(),
             agent_steers: false,
             agent_transport: None,
-            agent_queue: AgentQueue::default(),
+            agent_queue: ShownAgentQueue::default(),
             agent_status: AgentStatus::default(),
             permission_prompts: VecDeque::new(),
             typed_at: None,

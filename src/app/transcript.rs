@@ -39,11 +39,33 @@ pub enum CellBody {
 /// A turn's changed files, collapsed to its first few like a tool's output.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChangesCell {
-    /// Paths sanitised.
-    pub files: Vec<crate::stream::FileChange>,
+    pub files: Vec<ChangedFile>,
     pub expanded: bool,
     /// `/undo` put these files back.
     pub undone: bool,
+}
+
+/// A file a turn changed (a `stream::FileChange`), as the app keeps it: its path inert.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChangedFile {
+    pub path: InertText,
+    pub status: crate::stream::ChangeStatus,
+    pub added: u64,
+    pub removed: u64,
+    /// Over the snapshot limits: seen, but it cannot be shown or undone.
+    pub too_big: bool,
+}
+
+impl From<crate::stream::FileChange> for ChangedFile {
+    fn from(file: crate::stream::FileChange) -> Self {
+        Self {
+            path: file.path.into(),
+            status: file.status,
+            added: file.added,
+            removed: file.removed,
+            too_big: file.too_big,
+        }
+    }
 }
 
 /// Files a collapsed changes cell lists.
@@ -289,10 +311,10 @@ pub enum PermissionOutcome {
 /// One row of a diff: a file's header, an unchanged line, a removed or an added one.
 #[derive(Debug, Clone, PartialEq)]
 pub enum DiffLine {
-    File(String),
-    Context(String),
-    Removed(String),
-    Added(String),
+    File(InertText),
+    Context(InertText),
+    Removed(InertText),
+    Added(InertText),
     /// "… n unchanged lines" between two changes.
     Gap(usize),
 }

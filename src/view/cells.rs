@@ -491,7 +491,7 @@ fn changes_lines(changes: &ChangesCell) -> Vec<RichLine> {
         };
         let mut spans = bar.clone();
         spans.push(Span::styled(mark, style));
-        spans.push(Span::raw(file.path.clone()));
+        spans.push(Span::raw(file.path.to_string()));
         spans.push(Span::styled(format!("  {what}"), dim()));
         lines.push(RichLine::new(spans).mode(WrapMode::Truncate));
     }
@@ -768,7 +768,7 @@ pub(crate) fn diff_rich_lines(diff: &[DiffLine]) -> Vec<RichLine> {
             let (mark, text, style) = match line {
                 DiffLine::File(path) => {
                     return RichLine::text(
-                        path.clone(),
+                        path.to_string(),
                         Style::default().add_modifier(Modifier::BOLD),
                     )
                     .mode(WrapMode::Truncate);
@@ -784,7 +784,7 @@ pub(crate) fn diff_rich_lines(diff: &[DiffLine]) -> Vec<RichLine> {
                 DiffLine::Removed(text) => ("- ", text, Style::default().fg(Color::Red)),
                 DiffLine::Added(text) => ("+ ", text, Style::default().fg(Color::Green)),
             };
-            RichLine::text(text.clone(), style)
+            RichLine::text(text.to_string(), style)
                 .with_prefix(vec![Span::styled(mark, style)], vec![Span::raw("  ")])
                 .mode(WrapMode::Truncate)
         })

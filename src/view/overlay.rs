@@ -18,7 +18,7 @@ use crate::app::action::Action;
 use crate::app::conversation_picker::ConversationPicker;
 use crate::app::help::KeyHelp;
 use crate::app::history_search::HistorySearch;
-use crate::app::keymap::{self, key_hint};
+use crate::app::keymap::{self, key_hint, pane_hint, HISTORY_SEARCH_KEYS};
 use crate::app::menu::{ActionMenu, Overlay};
 use crate::app::model_picker::ModelPicker;
 use crate::app::provider_picker::ProviderPicker;
@@ -27,7 +27,6 @@ use crate::app::rewind::RewindPicker;
 use crate::app::settings::{SettingsDraft, SettingsField};
 use crate::app::state::AppState;
 use crate::provider::PROVIDER_NAMES;
-use crate::sanitize::untrusted_owned;
 use crate::view::frame::{age, centered, draw_rows, frame, selectable};
 use crate::view::list::{draw_scrolled, draw_selectable};
 use crate::view::wrap::{wrap, RichLine, WrapMode};
@@ -160,7 +159,7 @@ fn render_model_picker(state: &AppState, picker: &ModelPicker, area: Rect, buf: 
     }
     let filter = Line::from(vec![
         Span::styled(" Filter: ", Style::default().add_modifier(Modifier::DIM)),
-        Span::raw(untrusted_owned(&picker.query)),
+        Span::raw(picker.query.to_string()),
         Span::styled(" ", Style::default().add_modifier(Modifier::REVERSED)),
     ]);
     buf.set_line(inner.x, inner.y, &filter, inner.width);
@@ -338,12 +337,11 @@ fn render_history_search(
     buf: &mut Buffer,
 ) {
     let outer = centered(area, 80, 14);
-    let footer = if outer.width >= 44 {
-        "type to filter · Enter use · Esc close"
-    } else {
-        "type · Enter use · Esc close"
-    };
-    let inner = frame("Search earlier prompts", footer, outer, buf);
+    let footer = pane_hint(
+        HISTORY_SEARCH_KEYS,
+        usize::from(outer.width.saturating_sub(2)),
+    );
+    let inner = frame("Search earlier prompts", footer.trim(), outer, buf);
     if inner.height == 0 {
         return;
     }
@@ -455,7 +453,7 @@ fn render_conversations(picker: &ConversationPicker, area: Rect, buf: &mut Buffe
     let now_ms = picker.listed.ms_at(now);
     let mut rows = vec![Line::from(vec![
         Span::styled(" Filter: ", Style::default().add_modifier(Modifier::DIM)),
-        Span::raw(untrusted_owned(&picker.filter)),
+        Span::raw(picker.filter.to_string()),
         Span::styled("▏", Style::default().fg(Color::Cyan)),
     ])];
     if visible.is_empty() {
@@ -471,19 +469,20 @@ fn render_conversations(picker: &ConversationPicker, area: Rect, buf: &mut Buffe
     // Keep the selection on screen: scroll by whole rows.
     let room = usize::from(inner.height.saturating_sub(1)).max(1);
     let first = picker.selected.saturating_sub(room - 1);
-    for (index, summary) in visible.iter().enumerate().skip(first).take(room) {
+    for (index, listed) in visible.iter().enumerate().skip(first).take(room) {
+        let summary = &listed.summary;
         let current = if picker.current.as_deref() == Some(summary.id.as_str()) {
             " (this one)"
         } else {
             ""
         };
-        let prompt = untrusted_owned(summary.first_prompt.lines().next().unwrap_or(""));
+        let prompt = &listed.first_line;
         let when = age(now_ms.saturating_sub(summary.last_active_ms));
         // Narrow screens keep what tells conversations apart: when, and the first prompt.
         let text = if inner.width >= 60 {
             format!(
                 " {when:>9} · {:<7} · {:>3} {} · {prompt}{current}",
-                untrusted_owned(&summary.provider),
+                listed.provider.as_str(),
                 summary.turns,
                 if summary.turns == 1 { "turn " } else { "turns" },
             )

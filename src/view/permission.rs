@@ -15,7 +15,10 @@ use ratatui::widgets::{Block, Borders, Clear, Widget};
 
 use super::cells::{diff_counts, diff_rich_lines, permission_details};
 use super::wrap::{wrap, wrap_into, RichLine, WrapMode};
-use crate::app::keymap::STOP_KEY;
+use crate::app::keymap::{
+    pane_hint, PERMISSION_DIFF_DOWN_KEY, PERMISSION_DIFF_SCROLL_KEY, PERMISSION_NOTE_KEY,
+    PERMISSION_NOTE_KEYS, PERMISSION_NOTE_KEYS_SHORT, PERMISSION_SELECT_KEY, STOP_KEY,
+};
 use crate::app::permission::{
     esc_action, key_summary, option_keys, reject_choice, PermissionPrompt, FEEDBACK_KEY,
 };
@@ -355,20 +358,23 @@ pub(crate) fn render_permission_prompt(
     let keys = key_summary(&kinds);
     let esc = format!("{STOP_KEY} {}", esc_action(&kinds));
     let with_note = if reject_choice(&kinds).is_some() {
-        format!(" · {FEEDBACK_KEY} note")
+        format!(" · {}", PERMISSION_NOTE_KEY.hint())
     } else {
         String::new()
     };
     let footers = if writing {
         [
-            format!(" Enter rejects with this note · {STOP_KEY} back to the options "),
-            format!(" Enter rejects · {STOP_KEY} back "),
+            pane_hint(PERMISSION_NOTE_KEYS, usize::MAX),
+            pane_hint(PERMISSION_NOTE_KEYS_SHORT, usize::MAX),
             String::new(),
             String::new(),
         ]
     } else {
         [
-            format!(" {keys} · ↑↓ Enter{with_note} · {esc} "),
+            format!(
+                " {keys} · {}{with_note} · {esc} ",
+                PERMISSION_SELECT_KEY.hint()
+            ),
             format!(" {keys}{with_note} · {esc} "),
             format!(" {keys} · {esc} "),
             format!(" {esc} "),
@@ -382,8 +388,8 @@ pub(crate) fn render_permission_prompt(
     let (lines, shown) = fit(rows, usize::from(inner.height), &note, prompt.diff_scroll);
     let scroll_keys = match shown {
         DiffShown::Whole => None,
-        DiffShown::Cut => Some("PgDn diff"),
-        DiffShown::Scrolled => Some("PgUp/PgDn"),
+        DiffShown::Cut => Some(PERMISSION_DIFF_DOWN_KEY.hint()),
+        DiffShown::Scrolled => Some(PERMISSION_DIFF_SCROLL_KEY.hint()),
     };
     // With a cut change the footer names the key that shows it, dropping the answer keys
     // before Esc when room is short (the options name their own keys).

@@ -8,6 +8,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Widget};
 
 use crate::app::completion::{Popup, PopupKind};
+use crate::app::keymap::{pane_hint, POPUP_KEYS};
 use crate::view::list::draw_selectable;
 
 /// Rows of suggestions shown at most.
@@ -33,11 +34,7 @@ pub(crate) fn render_popup(popup: &Popup, above: Rect, buf: &mut Buffer) {
             Style::default().add_modifier(Modifier::BOLD),
         ))
         .title_bottom(Span::styled(
-            if above.width >= 50 {
-                " Tab complete · Enter choose · Esc hide "
-            } else {
-                " Tab · Enter · Esc hide "
-            },
+            pane_hint(POPUP_KEYS, usize::from(above.width.saturating_sub(2))),
             Style::default().add_modifier(Modifier::DIM),
         ));
     let inner = block.inner(area);

@@ -197,8 +197,13 @@ fn ctrl_d_quits_on_an_empty_prompt_and_deletes_otherwise() {
     assert!(!chat.state.quitting);
     assert_eq!(
         chat.ctrl('d'),
-        vec![AppEffect::Command(Command::Shutdown)],
+        vec![AppEffect::Leave],
         "the same path as /quit"
+    );
+    // The chat's way out asks the orchestrator to shut down.
+    assert_eq!(
+        chat.state.begin_quit(),
+        vec![AppEffect::Command(Command::Shutdown)]
     );
     assert!(chat.state.quitting);
 }

@@ -176,7 +176,7 @@ fn the_quit_confirmation_expires() {
     assert!(chat.state.on_key_at(ctrl_c, chat.at(3_000)).is_empty());
     assert_eq!(
         chat.state.on_key_at(ctrl_c, chat.at(3_500)),
-        vec![AppEffect::Command(Command::Shutdown)]
+        vec![AppEffect::Leave]
     );
 }
 

@@ -40,6 +40,7 @@ mod demo_provider;
 mod e2e_composer;
 mod e2e_composer_keys;
 mod e2e_entry;
+mod e2e_exit;
 mod e2e_images;
 mod e2e_model;
 mod e2e_permissions;

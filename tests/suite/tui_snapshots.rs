@@ -640,7 +640,12 @@ fn keys_drive_the_orchestrator() {
     chat.end(10, TurnOutcome::Cancelled);
     assert!(chat.ctrl('c').is_empty());
     assert!(chat.screen(60, 8, 10).contains("Ctrl+C again to quit"));
-    assert_eq!(chat.ctrl('c'), vec![AppEffect::Command(Command::Shutdown)]);
+    assert_eq!(chat.ctrl('c'), vec![AppEffect::Leave]);
+    // The chat's way out (the same for a signal or a lost terminal) asks for the shutdown.
+    assert_eq!(
+        chat.state.begin_quit(),
+        vec![AppEffect::Command(Command::Shutdown)]
+    );
     assert!(chat.state.quitting);
     // The orchestrator's ShutDown ends the loop.
     assert_eq!(
@@ -713,7 +718,9 @@ fn orchestrator_gone_is_shown_and_quit_exits_at_once() {
     assert!(chat.ctrl('c').is_empty());
     assert_eq!(chat.state.composer.text(), "");
     chat.ctrl('c');
-    assert_eq!(chat.ctrl('c'), vec![AppEffect::Exit]);
+    assert_eq!(chat.ctrl('c'), vec![AppEffect::Leave]);
+    // With no orchestrator to wait for, the way out ends the loop at once.
+    assert_eq!(chat.state.begin_quit(), vec![AppEffect::Exit]);
 }
 
 #[test]
@@ -731,15 +738,16 @@ fn ctrl_c_while_quitting_leaves_at_once() {
     let mut chat = Chat::new();
     chat.start_turn(0, "long job");
     chat.type_text("/quit");
+    assert_eq!(chat.press(KeyCode::Enter), vec![AppEffect::Leave]);
     assert_eq!(
-        chat.press(KeyCode::Enter),
+        chat.state.begin_quit(),
         vec![AppEffect::Command(Command::Shutdown)]
     );
     assert!(chat
         .screen(60, 6, 100)
         .contains("quitting: stopping the agent"));
-    // Impatient: the loop stops waiting (and kills whatever is left on the way out).
-    assert_eq!(chat.ctrl('c'), vec![AppEffect::Exit]);
+    // Impatient: the way out is asked again, and stops waiting (killing whatever is left).
+    assert_eq!(chat.ctrl('c'), vec![AppEffect::Leave]);
 }
 
 // ---- the transcript never splits a live block ----
@@ -929,4 +937,22 @@ fn settings_choose_how_an_unfocused_terminal_is_called_back() {
     chat.press(KeyCode::Left); // bell -> off
     chat.press(KeyCode::Enter);
     assert_eq!(chat.state.notify, NotifyMode::Off);
+}
+
+#[test]
+fn a_hostile_session_id_reaches_the_status_bar_visible_and_inert() {
+    let mut chat = Chat::new();
+    chat.event(
+        0,
+        OrchestratorEvent::SessionChanged {
+            session_id: Some("s\u{1b}[2J\u{202e}".into()),
+        },
+    );
+    let terminal = chat.terminal(160, 8, 10);
+    // ratatui drops a raw ESC by itself: the picture shows that agentty neutralised it, and
+    // that the id is on screen at all.
+    let screen = terminal.backend().to_string();
+    assert!(screen.contains("session s\u{241b}[2J"), "{screen}");
+    assert!(!screen.contains('\u{202e}'), "{screen}");
+    assert_no_control_character(&terminal);
 }

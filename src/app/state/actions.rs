@@ -23,7 +23,9 @@ impl AppState {
     }
 
     /// Starts leaving: the orchestrator stops the agent and shuts down, then the loop exits.
-    pub(crate) fn begin_quit(&mut self) -> Vec<AppEffect> {
+    /// Called by the chat's one way out, whatever asked to leave (`AppEffect::Leave`, a signal,
+    /// a lost terminal).
+    pub fn begin_quit(&mut self) -> Vec<AppEffect> {
         self.overlay = None;
         if !self.orchestrator_alive {
             self.quitting = true;
@@ -241,7 +243,7 @@ impl AppState {
             // Whether the agent can, and has a conversation to compact, the orchestrator says.
             Action::Compact => vec![AppEffect::Command(Command::Compact(argument))],
             Action::Help => self.open_overlay(Overlay::Help(KeyHelp::default())),
-            Action::Quit => self.begin_quit(),
+            Action::Quit => vec![AppEffect::Leave],
         }
     }
 

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::{plural, AppEffect, AppState, AskedPermission, StopState, TurnState};
+use super::{plural, AppEffect, AppState, AskedPermission, ShownAgentQueue, StopState, TurnState};
 use crate::app::activity::PhaseTracker;
 use crate::app::failure_text::{failure_facts, failure_headline, next_step};
 use crate::app::permission::{
@@ -17,7 +17,6 @@ use crate::app::transcript::{
     ToolStatus, UserCell,
 };
 use crate::orchestrator::{Command, OrchestratorEvent, TurnId, TurnOutcome};
-use crate::provider::AgentQueue;
 use crate::provider::StopProgress;
 use crate::sanitize::untrusted_owned;
 use crate::stream::NoticeKind;
@@ -160,22 +159,13 @@ impl AppState {
                 }
             }
             OrchestratorEvent::QueueChanged { queued } => {
-                self.queued = queued
-                    .iter()
-                    .map(|prompt| untrusted_owned(prompt))
-                    .collect();
+                self.queued = queued.iter().map(|prompt| InertText::new(prompt)).collect();
             }
             OrchestratorEvent::SessionChanged { session_id } => {
                 self.session_id = session_id.as_deref().map(InertText::new);
             }
             OrchestratorEvent::AgentQueueChanged(queue) => {
-                let clean = |items: &[String]| -> Vec<String> {
-                    items.iter().map(|item| untrusted_owned(item)).collect()
-                };
-                self.agent_queue = AgentQueue {
-                    steering: clean(&queue.steering),
-                    follow_up: clean(&queue.follow_up),
-                };
+                self.agent_queue = ShownAgentQueue::from(&queue);
             }
             OrchestratorEvent::AgentStatusChanged(status) => self.on_agent_status(status),
             // Said when the status showed it (`on_agent_status`); the log keeps it.
@@ -896,7 +886,8 @@ impl AppState {
         }
         let queued = std::mem::take(&mut self.queued);
         // One prompt at a time, each still its own prompt (a draft comes after them).
-        self.composer.bring_back(queued.clone());
+        self.composer
+            .bring_back(queued.iter().map(ToString::to_string).collect());
         let how = if queued.len() > 1 {
             "one at a time: Enter sends, Ctrl+C clears, and the next comes in"
         } else {
@@ -998,12 +989,11 @@ mod tests {
             },
             std::time::Instant::now(),
         );
+        // Its controls are shown as their pictures and the bidi override is gone: the id is
+        // kept, inert, not dropped (an `InertText` holds no control by construction, so only
+        // its exact text says that this one was made from the agent's).
         let id = state.session_id.as_deref().expect("the session id");
-        assert!(id.starts_with("s-1"), "{id:?}");
-        assert!(
-            !id.chars().any(|c| c.is_control() || c == '\u{202e}'),
-            "{id:?}"
-        );
+        assert_eq!(id, "s-1\u{241b}]0;owned\u{2407}");
     }
 
     /// The chat's failure notice and whether a countdown follows, when the orchestrator's

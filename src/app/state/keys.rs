@@ -235,8 +235,9 @@ impl AppState {
         self.overlay = None;
         self.popup = None;
         if self.quitting {
-            // Already leaving and asked again: stop waiting for the agent (the loop kills it).
-            return vec![AppEffect::Exit];
+            // Already leaving and asked again: the way out stops waiting for the agent (and
+            // kills it).
+            return vec![AppEffect::Leave];
         }
         if !self.composer.is_empty() {
             // The draft goes, but Up brings it back.
@@ -252,7 +253,7 @@ impl AppState {
             return self.request_stop();
         }
         if self.quit_armed {
-            return self.begin_quit();
+            return vec![AppEffect::Leave];
         }
         self.quit_armed = true;
         self.quit_armed_at = now;
@@ -266,7 +267,7 @@ impl AppState {
         };
         let index = self.queued.len();
         // A draft waits its turn after the prompt rather than merging into it.
-        self.composer.bring_back(vec![prompt]);
+        self.composer.bring_back(vec![prompt.into_string()]);
         vec![AppEffect::Command(Command::RemoveQueued(index))]
     }
 }

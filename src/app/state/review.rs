@@ -9,10 +9,9 @@ use crate::app::review::{
     ChangedTurn, ConfirmFor, DiffRequest, DiffView, LoadedDiff, UndoAnswer, UndoConfirm,
 };
 use crate::app::rewind::{LastRewind, PromptRecord, RewindEntry, RewindPicker, RewindRequest};
-use crate::app::transcript::{CellBody, ChangesCell, NoticeLevel};
+use crate::app::transcript::{CellBody, ChangedFile, ChangesCell, InertText, NoticeLevel};
 use crate::orchestrator::Rewind;
 use crate::orchestrator::{Command, TurnId};
-use crate::sanitize::untrusted_owned;
 use crate::snapshot::{describe_undo, UndoOutcome};
 use crate::stream::FileChange;
 use std::time::{Duration, Instant};
@@ -26,13 +25,7 @@ impl AppState {
         if files.is_empty() {
             return;
         }
-        let files: Vec<FileChange> = files
-            .into_iter()
-            .map(|file| FileChange {
-                path: untrusted_owned(&file.path),
-                ..file
-            })
-            .collect();
+        let files: Vec<ChangedFile> = files.into_iter().map(ChangedFile::from).collect();
         self.close_assistant();
         let cell = self.transcript.push(CellBody::Changes(ChangesCell {
             files: files.clone(),
@@ -148,7 +141,7 @@ impl AppState {
                     conflicts: done
                         .conflicts
                         .iter()
-                        .map(|path| untrusted_owned(path))
+                        .map(|path| InertText::new(path))
                         .collect(),
                     asked_by: ConfirmFor::Undo,
                 }));
@@ -189,7 +182,7 @@ impl AppState {
         self.turn_prompts.retain(|record| record.turn != turn);
         self.turn_prompts.push(PromptRecord {
             turn,
-            prompt: untrusted_owned(prompt),
+            prompt: InertText::new(prompt),
             sent: now,
             cell,
             conversation_rewind: Ok(()),
@@ -207,7 +200,7 @@ impl AppState {
             .iter_mut()
             .find(|record| record.turn == turn)
         {
-            record.conversation_rewind = conversation_rewind.map_err(|why| untrusted_owned(&why));
+            record.conversation_rewind = conversation_rewind.map_err(|why| InertText::new(&why));
         }
     }
 
@@ -249,14 +242,14 @@ impl AppState {
             .enumerate()
             .rev()
             .map(|(index, record)| {
-                let files_of = |turn: TurnId| -> Vec<String> {
+                let files_of = |turn: TurnId| -> Vec<InertText> {
                     live_changes
                         .iter()
                         .filter(|changed| changed.turn == turn)
                         .flat_map(|changed| changed.files.iter().map(|file| file.path.clone()))
                         .collect()
                 };
-                let mut files_put_back: Vec<String> = live_changes
+                let mut files_put_back: Vec<InertText> = live_changes
                     .iter()
                     .filter(|changed| changed.turn >= record.turn)
                     .flat_map(|changed| changed.files.iter().map(|file| file.path.clone()))
@@ -330,7 +323,7 @@ impl AppState {
             };
             self.overlay = Some(Overlay::ConfirmUndo(UndoConfirm {
                 turn: rewind.turn,
-                conflicts: conflicts.iter().map(|path| untrusted_owned(path)).collect(),
+                conflicts: conflicts.iter().map(|path| InertText::new(path)).collect(),
                 asked_by,
             }));
             return;
@@ -389,7 +382,7 @@ impl AppState {
                 .restored
                 .iter()
                 .chain(&done.removed)
-                .map(|path| untrusted_owned(path))
+                .map(|path| InertText::new(path))
                 .collect();
             last.files_back.sort();
             if done.failed.is_empty() {
@@ -420,7 +413,7 @@ impl AppState {
         if matches!(undone.conversation, Some(Ok(()))) {
             // The prompt the rewind put into the composer goes, unless edited since.
             if let Some(first) = last.prompts.first() {
-                if self.composer.text() == first.prompt {
+                if first.prompt == self.composer.text() {
                     self.composer.set_text("");
                 }
             }
@@ -597,10 +590,7 @@ mod tests {
             panic!("{:?}", state.overlay);
         };
         let why = picker.entries[0].conversation_rewind.clone().unwrap_err();
-        assert!(
-            why.starts_with("no session") && !why.contains('\u{1b}'),
-            "{why}"
-        );
+        assert_eq!(why.as_str(), "no session ␛[31mfile");
         assert_eq!(picker.entries[1].conversation_rewind, Ok(()));
         let enter = KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE);
         let up = KeyEvent::new(KeyCode::Up, KeyModifiers::NONE);

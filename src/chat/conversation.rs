@@ -1,0 +1,236 @@
+//! Starting an orchestrator for a conversation (new, or one `--resume` / `/resume` reopened:
+//! the transcript shown again, the agent session continued), and retiring the one it replaces
+//! (the replacing is `switching`'s).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use tokio::sync::mpsc;
+
+use crate::app::resume;
+use crate::app::state::AppState;
+use crate::cli::AgentArgs;
+use crate::config::{Config, RetryPolicy};
+use crate::launch::resolve_provider;
+use crate::orchestrator::{
+    spawn_orchestrator, Command, OrchestratorEvent, OrchestratorHandle, OrchestratorOptions,
+};
+use crate::process::timings::SHUTDOWN_LIMIT;
+use crate::provider::{
+    build_provider_with, configured_settings, default_chat_transport, settings_overridden,
+    SessionRef,
+};
+use crate::session_log::lock::ConversationLock;
+use crate::session_log::{ConversationSummary, Origin};
+use crate::startup::{self, LogTarget};
+
+use super::app_event::AppEvent;
+
+/// Everything needed to start (or restart, on a provider switch) an orchestrator.
+pub(super) struct Launch {
+    pub(super) config: Config,
+    pub(super) agent: AgentArgs,
+    pub(super) scenario: Option<String>,
+    /// Where a session log's write failures are told.
+    pub(super) app_events: mpsc::UnboundedSender<AppEvent>,
+}
+
+/// Which conversation an orchestrator writes to.
+pub(super) enum ConversationLog {
+    /// A new conversation (its log appears with its first prompt).
+    New,
+    /// A conversation being resumed: its log is appended to (under its lock, when it could be
+    /// taken), its turns numbered on.
+    Resume(Box<ConversationSummary>, Option<ConversationLock>),
+}
+
+impl Launch {
+    /// Starts an orchestrator for provider `name`, writing the conversation's log.
+    pub(super) fn orchestrator(
+        &self,
+        name: &str,
+        policy: RetryPolicy,
+        session: SessionRef,
+        conversation: ConversationLog,
+    ) -> Result<Started, String> {
+        // The command-line overrides (--agent-bin, --model, ...) belong to the provider they
+        // were given for; another provider gets its configured settings.
+        let settings = match resolve_provider(&self.agent, &self.config) {
+            Ok(choice) if choice.name == name => choice.settings,
+            _ => self.config.provider_settings(name),
+        };
+        let transport = settings
+            .chosen_transport()
+            .unwrap_or_else(|| default_chat_transport(name, &settings));
+        let provider = build_provider_with(name, &settings, transport)?;
+        let steers = provider.can_interject();
+        let accepts_images = provider.accepts_images();
+        let transport = provider.transport();
+        // The config's start, then what the user chose in the conversation being resumed.
+        let chosen = match &conversation {
+            ConversationLog::Resume(summary, _) => summary.settings.clone(),
+            ConversationLog::New => Vec::new(),
+        };
+        let conversation_settings = settings_overridden(configured_settings(&settings), chosen);
+        let (target, first_turn) = match conversation {
+            ConversationLog::New => (
+                LogTarget::New {
+                    provider: name.to_owned(),
+                    origin: Origin::Chat,
+                },
+                1,
+            ),
+            ConversationLog::Resume(summary, lock) => (
+                LogTarget::Resume {
+                    path: summary.path.clone(),
+                    id: summary.id.clone(),
+                    lock,
+                },
+                summary.last_turn + 1,
+            ),
+        };
+        let app_events = self.app_events.clone();
+        let session_log = startup::open_session_log(
+            target,
+            &self.config,
+            Box::new(move |failure| {
+                let _ = app_events.send(AppEvent::LogNotSaved(failure.message()));
+            }),
+        );
+        let conversation = session_log.as_ref().map(|log| Conversation {
+            id: log.conversation_id().to_owned(),
+            log: log.path().to_path_buf(),
+        });
+        let snapshot_dir = session_log
+            .as_ref()
+            .map(|log| crate::snapshot::dir_for_log(log.path()));
+        let snapshots = snapshot_dir
+            .clone()
+            .map(|dir| crate::snapshot::SnapshotSetup {
+                root: std::env::current_dir().unwrap_or_default(),
+                dir,
+                limits: self.config.snapshots.clone(),
+            });
+        let handle = spawn_orchestrator(OrchestratorOptions {
+            provider,
+            policy,
+            session,
+            cwd: None,
+            scenario: self.scenario.clone(),
+            session_log: session_log.map(|log| log as Arc<dyn crate::orchestrator::Recorder>),
+            first_turn,
+            settings: conversation_settings,
+            snapshots,
+            baseline_before_first_turn: false,
+        });
+        Ok(Started {
+            handle,
+            steers,
+            accepts_images,
+            transport,
+            model: settings.model,
+            conversation,
+            snapshot_dir,
+        })
+    }
+}
+
+/// A started orchestrator, with what the chat shows about it.
+pub(super) struct Started {
+    pub(super) handle: OrchestratorHandle,
+    /// The provider can steer a running turn (Enter steers, Alt+Enter follows up).
+    pub(super) steers: bool,
+    /// The provider's transport sends images with a prompt.
+    pub(super) accepts_images: bool,
+    /// How the provider talks to its agent.
+    pub(super) transport: crate::config::Transport,
+    pub(super) model: Option<String>,
+    /// The conversation it writes to.
+    pub(super) conversation: Option<Conversation>,
+    /// Where that conversation's snapshots are kept (`/diff` reads them).
+    pub(super) snapshot_dir: Option<PathBuf>,
+}
+
+/// The conversation a chat writes.
+#[derive(Debug, Clone)]
+pub(super) struct Conversation {
+    pub(super) id: String,
+    /// Its session log (it appears with the first prompt).
+    pub(super) log: PathBuf,
+}
+
+impl Conversation {
+    /// The id `/resume` and `--resume` compare.
+    pub(super) fn id(conversation: &Option<Conversation>) -> Option<String> {
+        conversation
+            .as_ref()
+            .map(|conversation| conversation.id.clone())
+    }
+}
+
+/// The agent session a resumed conversation continues.
+pub(super) fn session_of(summary: &ConversationSummary) -> SessionRef {
+    summary
+        .session_id
+        .clone()
+        .map_or(SessionRef::New, SessionRef::Resume)
+}
+
+/// A reopened conversation, as the chat shows it.
+pub(super) enum Reopened {
+    /// This chat continues it: appends to its log, continues its agent session.
+    Continued(resume::ResumedConversation),
+    /// Another agentty (pid) writes it: shown read-only; the next prompt starts a new one.
+    ReadOnly(resume::ResumedConversation, Option<u32>),
+}
+
+impl Reopened {
+    /// How the chat goes on with a conversation reopened with `access`: what it shows, the
+    /// log it writes, and the agent session its next prompt continues.
+    pub(super) fn new(
+        resumed: resume::ResumedConversation,
+        access: resume::Access,
+    ) -> (Reopened, ConversationLog, SessionRef) {
+        match access {
+            resume::Access::Append(lock) => {
+                let summary = resumed.summary.clone();
+                let session = session_of(&summary);
+                (
+                    Reopened::Continued(resumed),
+                    ConversationLog::Resume(Box::new(summary), lock),
+                    session,
+                )
+            }
+            resume::Access::ReadOnly { pid } => (
+                Reopened::ReadOnly(resumed, pid),
+                ConversationLog::New,
+                SessionRef::New,
+            ),
+        }
+    }
+
+    pub(super) fn show(self, state: &mut AppState) {
+        match self {
+            Reopened::Continued(resumed) => resume::show_resumed(state, resumed),
+            Reopened::ReadOnly(resumed, pid) => resume::show_read_only(state, resumed, pid),
+        }
+    }
+}
+
+/// Shuts an orchestrator down in the background, draining its events until it is gone.
+pub(super) fn retire(mut orchestrator: OrchestratorHandle) {
+    let _ = orchestrator.commands.send(Command::Shutdown);
+    tokio::spawn(async move {
+        let drained = tokio::time::timeout(SHUTDOWN_LIMIT, async {
+            while let Some(event) = orchestrator.events.recv().await {
+                if event == OrchestratorEvent::ShutDown {
+                    break;
+                }
+            }
+        })
+        .await;
+        if drained.is_err() {
+            tracing::warn!("the previous orchestrator did not shut down in time");
+        }
+    });
+}
