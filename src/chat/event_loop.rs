@@ -247,7 +247,6 @@ pub fn run(cli: Cli) -> i32 {
             }
         }
     };
-    crate::view::highlight::use_theme(loaded.config.theme.unwrap_or_default());
     let (provider_name, settings) = match startup::choose_provider(&cli.agent, &loaded.config) {
         Ok(choice) => (choice.name, choice.settings),
         Err(message) => return startup::usage_error(&message),
@@ -321,6 +320,10 @@ pub fn run(cli: Cli) -> i32 {
         }
         state.on_agent_started(started.steers, started.transport, started.model);
         state.set_notify(launch.config.notify.unwrap_or_default());
+        let terminal_background = std::env::var("COLORFGBG")
+            .ok()
+            .and_then(|value| config::background_from_colorfgbg(&value));
+        state.set_theme(launch.config.theme.unwrap_or_default(), terminal_background);
         let mut chat = ChatLoop::new(state, started.handle, launch, (app_events, app_inbox));
         chat.conversation = started.conversation;
         chat.snapshot_dir = started.snapshot_dir;
@@ -634,6 +637,7 @@ impl ChatLoop {
                 AppEffect::Copy(text) => self.copy_to_clipboard(&text, terminal),
                 AppEffect::SaveRetryPolicy(policy) => self.save_retry_policy(policy),
                 AppEffect::SaveNotify(mode) => self.save_notify(mode),
+                AppEffect::SaveTheme(theme) => self.save_theme(theme),
                 AppEffect::SwitchProvider(name) => self.switch_provider(&name),
                 AppEffect::ListConversations => self.list_conversations(),
                 AppEffect::ResumeConversation(summary) => self.resume_conversation(summary),
@@ -906,6 +910,21 @@ impl ChatLoop {
         });
     }
 
+    /// Writes the theme into the config file, off the loop; only a failure is told.
+    fn save_theme(&mut self, theme: crate::config::Theme) {
+        let Some(path) = self.state.config_path.clone() else {
+            return;
+        };
+        let events = self.app_events.clone();
+        tokio::task::spawn_blocking(move || {
+            if let Err(error) = persist_theme(&path, theme) {
+                let _ = events.send(AppEvent::LogNotSaved(format!(
+                    "The colours are in use for this run, but not saved: {error}"
+                )));
+            }
+        });
+    }
+
     fn switch_provider(&mut self, name: &str) {
         let policy = self.state.retry_policy.clone();
         match self
@@ -956,6 +975,7 @@ impl ChatLoop {
             warnings: Vec::new(),
         });
         state.set_notify(self.state.notify);
+        state.set_theme(self.state.theme, self.state.terminal_background);
         if let Some(installed) = self.state.installed_agents.clone() {
             state.on_agents_checked(installed);
         }
@@ -1112,6 +1132,20 @@ fn persist_retry_policy(path: &Path, policy: &RetryPolicy) -> Result<(), String>
 /// Writes `notify` into the config file (keeping the user's comments and other keys), which
 /// starts as the commented example when it does not exist yet.
 fn persist_notify(path: &Path, mode: crate::config::NotifyMode) -> Result<(), String> {
+    persist_top_level(path, |path| config::save_notify(path, mode))
+}
+
+/// Writes `theme` into the config file, as [`persist_notify`] does.
+fn persist_theme(path: &Path, theme: crate::config::Theme) -> Result<(), String> {
+    persist_top_level(path, |path| config::save_theme(path, theme))
+}
+
+/// Writes one top-level key with `save` into the config file, which starts as the commented
+/// example when it does not exist yet.
+fn persist_top_level(
+    path: &Path,
+    save: impl FnOnce(&Path) -> Result<(), config::SaveError>,
+) -> Result<(), String> {
     if !path.exists() {
         let created = path
             .parent()
@@ -1121,7 +1155,7 @@ fn persist_notify(path: &Path, mode: crate::config::NotifyMode) -> Result<(), St
             return Err(format!("cannot create {}: {error}", path.display()));
         }
     }
-    config::save_notify(path, mode).map_err(|error| error.to_string())
+    save(path).map_err(|error| error.to_string())
 }
 
 /// The commented example config, the start of a config file agentty creates.

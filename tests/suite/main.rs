@@ -64,6 +64,7 @@ mod real_gemini;
 mod real_pi;
 mod secrets;
 mod session_log_replay;
+mod theme_light;
 mod tui_live_status;
 mod tui_model;
 mod tui_permissions;
