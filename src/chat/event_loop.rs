@@ -228,6 +228,10 @@ pub fn run(cli: Cli) -> i32 {
     // `--resume [ID]`: the conversation's transcript is shown again and its agent session
     // continued, on its own provider; one from another directory or provider is refused, and
     // one that another agentty writes is shown read-only.
+    if cli.resume.is_some() {
+        let conversations = crate::session_log::list_conversations(&sessions_dir());
+        cli.settle_resume_word(|word| conversations.iter().any(|found| found.is_named(word)));
+    }
     let reopened = match &cli.resume {
         None => None,
         Some(query) => {

@@ -62,6 +62,7 @@ mod real_claude;
 mod real_codex;
 mod real_gemini;
 mod real_pi;
+mod resume_word;
 mod secrets;
 mod session_log_replay;
 mod theme_light;
