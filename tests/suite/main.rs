@@ -39,6 +39,7 @@ mod e2e_composer;
 mod e2e_composer_keys;
 mod e2e_entry;
 mod e2e_model;
+mod e2e_permission_diff;
 mod e2e_permissions;
 mod e2e_review;
 mod e2e_steering;
