@@ -30,7 +30,10 @@ pub struct Cli {
     #[arg(long, conflicts_with = "resume")]
     pub session: Option<String>,
     /// Reopen a conversation and continue its agent session: the last one of this directory,
-    /// or the one whose id starts with ID.
+    /// or the one whose id starts with ID. The word after --resume is an ID only when it looks
+    /// like one (hex digits and hyphens, with a digit) and names a conversation; any other word
+    /// starts the PROMPT, sent to the last conversation (`agentty --resume "fix the tests"`). An
+    /// ID-like word that names none is refused; `--resume -- PROMPT` always reads a prompt.
     #[arg(long, value_name = "ID", num_args = 0..=1)]
     pub resume: Option<Option<String>>,
     /// A first prompt, sent as the chat opens (`agentty "fix the tests"`).
@@ -43,6 +46,48 @@ impl Cli {
     pub(crate) fn first_prompt(&self) -> Option<String> {
         let prompt = self.prompt.join(" ");
         (!prompt.trim().is_empty()).then_some(prompt)
+    }
+
+    /// Settles what the word after `--resume` is ([`resume_word`]), given whether a word names
+    /// an existing conversation: an ID stays, the start of a prompt moves to `prompt` (and the
+    /// last conversation resumes).
+    pub(crate) fn settle_resume_word(&mut self, names_a_conversation: impl Fn(&str) -> bool) {
+        let Some(Some(word)) = &self.resume else {
+            return;
+        };
+        if resume_word(word, names_a_conversation(word)) == ResumeWord::Prompt {
+            let word = word.clone();
+            self.prompt.insert(0, word);
+            self.resume = Some(None);
+        }
+    }
+}
+
+/// What the word after `--resume` is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ResumeWord {
+    /// The id of a conversation, or the start of one.
+    Conversation,
+    /// The start of the first prompt.
+    Prompt,
+}
+
+/// The word after `--resume`: a conversation's id (or its start) when it has an id's shape
+/// (hex digits and hyphens, with a digit or eight characters long: `01a23569`, `01a2`, the
+/// log's `0001733…-01a23569`; not words such as `add` or `cafe`) and names a conversation
+/// (`names_a_conversation`); also when it has that shape, six characters or more and a digit
+/// but names none (a mistyped id is refused, never sent to the agent: no one writes a prompt
+/// like `0b1e7c`). Anything else, `fix the tests` or `add`, is a prompt.
+pub(crate) fn resume_word(word: &str, names_a_conversation: bool) -> ResumeWord {
+    let length = word.chars().count();
+    let digit = word.chars().any(|ch| ch.is_ascii_digit());
+    let id_shaped =
+        word.chars().all(|ch| ch.is_ascii_hexdigit() || ch == '-') && (digit || length >= 8);
+    let surely_an_id = id_shaped && length >= 6 && digit;
+    if id_shaped && (names_a_conversation || surely_an_id) {
+        ResumeWord::Conversation
+    } else {
+        ResumeWord::Prompt
     }
 }
 
@@ -315,6 +360,57 @@ mod tests {
                 Some(PermissionPolicy::Deny)
             ),
             PermissionPolicy::Allow
+        );
+    }
+
+    #[test]
+    fn the_word_after_resume_is_an_id_only_when_it_looks_like_one() {
+        use super::{resume_word, Cli, ResumeWord};
+        use clap::Parser;
+        for (word, exists, expected) in [
+            ("01a23569", true, ResumeWord::Conversation),
+            ("01a2", true, ResumeWord::Conversation),
+            ("01a23569-5c3e-4f00", true, ResumeWord::Conversation),
+            ("0001764658000123-01a23569", true, ResumeWord::Conversation),
+            ("abcdefab", true, ResumeWord::Conversation),
+            ("add", true, ResumeWord::Prompt),
+            ("", true, ResumeWord::Prompt),
+            // A mistyped id is refused (as an id that names nothing), never sent as a prompt.
+            ("0b1e7c", false, ResumeWord::Conversation),
+            ("add", false, ResumeWord::Prompt),
+            ("cafe", false, ResumeWord::Prompt),
+            ("fix the tests", true, ResumeWord::Prompt),
+            ("fix", false, ResumeWord::Prompt),
+            ("zzzzzz", false, ResumeWord::Prompt),
+            ("01a2 explain", true, ResumeWord::Prompt),
+        ] {
+            assert_eq!(resume_word(word, exists), expected, "{word:?} {exists}");
+        }
+        let settled = |args: &[&str], exists: bool| {
+            let mut cli = Cli::try_parse_from(args).unwrap();
+            cli.settle_resume_word(|_| exists);
+            (cli.resume.clone(), cli.first_prompt())
+        };
+        assert_eq!(
+            settled(&["agentty", "--resume", "fix the tests"], false),
+            (Some(None), Some("fix the tests".to_owned()))
+        );
+        assert_eq!(
+            settled(&["agentty", "--resume", "fix", "the", "tests"], false),
+            (Some(None), Some("fix the tests".to_owned()))
+        );
+        assert_eq!(
+            settled(&["agentty", "--resume", "01a23569", "go", "on"], true),
+            (Some(Some("01a23569".to_owned())), Some("go on".to_owned()))
+        );
+        assert_eq!(
+            settled(&["agentty", "--resume", "--", "01a23569"], true),
+            (Some(None), Some("01a23569".to_owned()))
+        );
+        assert_eq!(settled(&["agentty", "--resume"], true), (Some(None), None));
+        assert_eq!(
+            settled(&["agentty", "hi"], true),
+            (None, Some("hi".to_owned()))
         );
     }
 }

@@ -388,7 +388,7 @@ pub struct Config {
     pub default_provider: Option<String>,
     pub providers: BTreeMap<String, ProviderSettings>,
     pub provider_error_auto_retry: RetryPolicy,
-    /// The palette of highlighted code: for a dark or a light terminal background.
+    /// The colours: for a dark or a light terminal background, or as the terminal says.
     pub theme: Option<Theme>,
     pub session_logs: SessionLogRetention,
     /// `[snapshots]`: the working tree's snapshot before each turn (`/diff`, `/undo`).
@@ -414,13 +414,58 @@ pub enum NotifyMode {
     Osc,
 }
 
-/// `theme`: the terminal's background, which code highlighting must stay readable on.
+/// `theme`: the terminal's background, which every colour agentty draws with must stay readable
+/// on.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Theme {
+    /// As the terminal says (`COLORFGBG`), dark when it says nothing.
+    #[default]
+    Auto,
+    Dark,
+    Light,
+}
+
+/// A terminal background, as a theme is drawn for it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Background {
     #[default]
     Dark,
     Light,
+}
+
+impl Theme {
+    pub(crate) const ALL: [Theme; 3] = [Theme::Auto, Theme::Dark, Theme::Light];
+
+    /// Its name in the config file.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Theme::Auto => "auto",
+            Theme::Dark => "dark",
+            Theme::Light => "light",
+        }
+    }
+
+    /// The background to draw for, given what the terminal said about its own (`terminal`).
+    pub fn background(self, terminal: Option<Background>) -> Background {
+        match self {
+            Theme::Auto => terminal.unwrap_or_default(),
+            Theme::Dark => Background::Dark,
+            Theme::Light => Background::Light,
+        }
+    }
+}
+
+/// The background a terminal announces in `COLORFGBG` (`"15;0"`, `"0;default;15"`: the last
+/// field is the background's ANSI colour; rxvt, Konsole, iTerm2 and others set it). ANSI 7 and
+/// 9-15 are light; 0-6 and 8 dark; anything else says nothing.
+pub fn background_from_colorfgbg(value: &str) -> Option<Background> {
+    let colour: u8 = value.rsplit(';').next()?.trim().parse().ok()?;
+    match colour {
+        0..=6 | 8 => Some(Background::Dark),
+        7 | 9..=15 => Some(Background::Light),
+        _ => None,
+    }
 }
 
 impl Config {
@@ -645,6 +690,22 @@ pub(crate) fn save_retry_policy(path: &Path, policy: &RetryPolicy) -> Result<(),
 /// Writes `notify = "<mode>"` into the config file at `path` (created if needed); comments,
 /// formatting and every other key stay as they were.
 pub(crate) fn save_notify(path: &Path, mode: NotifyMode) -> Result<(), SaveError> {
+    let name = match mode {
+        NotifyMode::Off => "off",
+        NotifyMode::Bell => "bell",
+        NotifyMode::Osc => "osc",
+    };
+    save_top_level(path, "notify", name)
+}
+
+/// Writes `theme = "<theme>"` into the config file at `path`, as [`save_notify`] does.
+pub(crate) fn save_theme(path: &Path, theme: Theme) -> Result<(), SaveError> {
+    save_top_level(path, "theme", theme.name())
+}
+
+/// Writes `key = "<value>"` at the top of the config file at `path` (created if needed),
+/// keeping the comments, formatting and every other key.
+fn save_top_level(path: &Path, key: &str, name: &str) -> Result<(), SaveError> {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
@@ -661,19 +722,14 @@ pub(crate) fn save_notify(path: &Path, mode: NotifyMode) -> Result<(), SaveError
             path: path.to_path_buf(),
             message: error.message().trim().to_owned(),
         })?;
-    let name = match mode {
-        NotifyMode::Off => "off",
-        NotifyMode::Bell => "bell",
-        NotifyMode::Osc => "osc",
-    };
     let mut value = toml_edit::Value::from(name);
-    match document.get_mut("notify").and_then(Item::as_value_mut) {
+    match document.get_mut(key).and_then(Item::as_value_mut) {
         Some(existing) => {
             *value.decor_mut() = existing.decor().clone();
             *existing = value;
         }
         None => {
-            document.insert("notify", Item::Value(value));
+            document.insert(key, Item::Value(value));
         }
     }
     write_atomically(path, document.to_string().as_bytes()).map_err(|source| SaveError::Write {
@@ -1177,5 +1233,62 @@ model = "opus"
         assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
         assert_eq!(loaded.config.notify, Some(NotifyMode::Bell));
         assert!(loaded.config.provider_error_auto_retry.enabled);
+    }
+
+    #[test]
+    fn theme_is_auto_dark_or_light_and_saved_beside_the_other_keys() {
+        for (line, theme) in [
+            ("theme = \"auto\"\n", Theme::Auto),
+            ("theme = \"dark\"\n", Theme::Dark),
+            ("theme = \"light\"\n", Theme::Light),
+        ] {
+            let (config, warnings) = parse_text(line);
+            assert!(warnings.is_empty(), "{warnings:?}");
+            assert_eq!(config.theme, Some(theme), "{line}");
+        }
+        let (config, warnings) = parse_text("theme = \"solarized\"\nnotify = \"bell\"\n");
+        assert_eq!(config.theme, None);
+        assert_eq!(
+            config.notify,
+            Some(NotifyMode::Bell),
+            "the rest still applies"
+        );
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        std::fs::write(
+            &path,
+            "# mine\ntheme = \"dark\"  # for my terminal\nnotify = \"bell\"\n",
+        )
+        .unwrap();
+        save_theme(&path, Theme::Light).unwrap();
+        let saved = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(
+            saved,
+            "# mine\ntheme = \"light\"  # for my terminal\nnotify = \"bell\"\n"
+        );
+        let fresh = dir.path().join("new.toml");
+        save_theme(&fresh, Theme::Auto).unwrap();
+        assert_eq!(load(Some(&fresh)).config.theme, Some(Theme::Auto));
+    }
+
+    #[test]
+    fn auto_follows_colorfgbg_and_is_dark_when_the_terminal_says_nothing() {
+        assert_eq!(background_from_colorfgbg("0;15"), Some(Background::Light));
+        assert_eq!(
+            background_from_colorfgbg("0;default;7"),
+            Some(Background::Light)
+        );
+        assert_eq!(background_from_colorfgbg("15;0"), Some(Background::Dark));
+        assert_eq!(background_from_colorfgbg("7;8"), Some(Background::Dark));
+        assert_eq!(background_from_colorfgbg("15;default"), None);
+        assert_eq!(background_from_colorfgbg(""), None);
+        assert_eq!(background_from_colorfgbg("0;200"), None);
+        let light = Some(Background::Light);
+        assert_eq!(Theme::Auto.background(light), Background::Light);
+        assert_eq!(Theme::Auto.background(None), Background::Dark);
+        assert_eq!(Theme::Dark.background(light), Background::Dark);
+        assert_eq!(Theme::Light.background(None), Background::Light);
     }
 }

@@ -3,9 +3,14 @@
 //! retry (its countdown follows), or the keys that retry by hand and, when agentty will not
 //! retry on its own, why not. What happens next is the orchestrator's verdict
 //! (`orchestrator::verdict`), rendered here and never re-derived.
+//!
+//! An HTTP status is said once: in the agent's own words when its message names it
+//! (`Request rejected (429)`), else as a fact (`HTTP 429`); the reason it is not retried says
+//! the cause in words alone (`not authenticated`).
 
 use super::keymap::MENU_KEY;
 use crate::orchestrator::verdict::{FailureVerdict, NextStep};
+use crate::provider::http_status::{http_statuses_in, StatusSource};
 use crate::stream::Failure;
 
 /// The keys that retry a failed turn by hand.
@@ -23,10 +28,13 @@ pub(crate) fn failure_headline(reason: &str, message: &str) -> String {
 }
 
 /// The facts worth a glance: an exit code other than 0 (pi and Gemini exit 0 or encode other
-/// things in it), a signal, an HTTP status.
+/// things in it), a signal, an HTTP status the agent's message does not already name.
 pub(crate) fn failure_facts(failure: &Failure) -> Vec<String> {
     let mut facts = Vec::new();
-    if let Some(status) = failure.http_status {
+    let named = |status: &u16| {
+        http_statuses_in(&failure.message, StatusSource::ErrorMessage).contains(status)
+    };
+    if let Some(status) = failure.http_status.filter(|status| !named(status)) {
         facts.push(format!("HTTP {status}"));
     }
     if let Some(code) = failure.exit_code.filter(|code| *code != 0) {
@@ -45,7 +53,7 @@ pub(crate) fn next_step(verdict: &FailureVerdict) -> Option<String> {
         NextStep::RetryIn { .. } | NextStep::FreshSession => None,
         NextStep::NotRetryable => Some(format!(
             "not retried automatically: {} · {}",
-            verdict.classification.cause,
+            cause_in_words(verdict.classification.cause),
             retry_keys()
         )),
         NextStep::RetryOff => Some(format!(
@@ -61,6 +69,12 @@ pub(crate) fn next_step(verdict: &FailureVerdict) -> Option<String> {
             retry_keys()
         )),
     }
+}
+
+/// A classifier's cause without the status it names (`not authenticated (HTTP 401)`: `not
+/// authenticated`), which the line says already.
+fn cause_in_words(cause: &str) -> &str {
+    cause.split(" (HTTP ").next().unwrap_or(cause)
 }
 
 #[cfg(test)]
@@ -93,7 +107,7 @@ pub(crate) mod tests {
         let step = next_step(&FailureVerdict::judge(&enabled(), 1, &auth, false));
         assert_eq!(
             step.as_deref(),
-            Some("not retried automatically: not authenticated (HTTP 401) · Ctrl+X → Retry or /retry to try again")
+            Some("not retried automatically: not authenticated · Ctrl+X → Retry or /retry to try again")
         );
     }
 
@@ -124,6 +138,20 @@ pub(crate) mod tests {
     fn exit_code_zero_is_not_a_fact() {
         assert_eq!(
             failure_facts(&failure("x", Some(500))),
+            ["HTTP 500".to_owned()]
+        );
+        // A status the agent's message names is not said again.
+        for message in [
+            "500 fake internal server error",
+            "API Error: Request rejected (429) · Number of request tokens has exceeded your rate limit",
+            "exceeded retry limit, last status: 429 Too Many Requests",
+        ] {
+            let status = if message.contains("500") { 500 } else { 429 };
+            assert_eq!(failure_facts(&failure(message, Some(status))), Vec::<String>::new());
+        }
+        // Another status than the message names still is.
+        assert_eq!(
+            failure_facts(&failure("status 429", Some(500))),
             ["HTTP 500".to_owned()]
         );
         let crashed = Failure {

@@ -46,6 +46,12 @@ impl InertText {
     pub fn into_string(self) -> String {
         self.0
     }
+
+    /// Its lines, each inert already (a part of inert text is inert: nothing is sanitised
+    /// again).
+    pub fn inert_lines(&self) -> impl Iterator<Item = InertText> + '_ {
+        self.0.lines().map(|line| Self(line.to_owned()))
+    }
 }
 
 impl Deref for InertText {
@@ -152,5 +158,19 @@ mod tests {
         }
         let clean = InertText::from("plain\ntext".to_owned());
         assert_eq!(clean.as_str(), "plain\ntext");
+    }
+
+    proptest::proptest! {
+        /// What `inert_lines` relies on: every line of inert text needs no sanitising.
+        #[test]
+        fn the_lines_of_inert_text_are_inert(text in "(\\PC|[\\x00-\\x1f\\x7f-\\x9f\\u{202a}-\\u{202e}\\u{2066}-\\u{2069}\\r\\n])*") {
+            let inert = InertText::new(&text);
+            let lines: Vec<InertText> = inert.inert_lines().collect();
+            proptest::prop_assert_eq!(lines.len(), inert.lines().count());
+            for line in lines {
+                proptest::prop_assert!(crate::sanitize::is_inert(&line), "{:?}", line);
+                proptest::prop_assert!(matches!(untrusted(&line), std::borrow::Cow::Borrowed(_)));
+            }
+        }
     }
 }

@@ -1,6 +1,6 @@
 //! The settings overlay: the retry policy as a draft, edited with arrows and typed numbers,
-//! checked with the config file's rules, how agentty calls the user back (`notify`), and its
-//! keys.
+//! checked with the config file's rules, how agentty calls the user back (`notify`), the colours
+//! (`theme`), and its keys.
 
 use std::time::Instant;
 
@@ -8,7 +8,9 @@ use crossterm::event::{KeyCode, KeyEvent};
 
 use super::list::ListSelection;
 use super::pane::{OverlayPane, Step};
-use crate::config::{Backoff, NotifyMode, RetryPolicy, MAX_ATTEMPTS_LIMIT, MAX_DELAY_LIMIT_MS};
+use crate::config::{
+    Backoff, NotifyMode, RetryPolicy, Theme, MAX_ATTEMPTS_LIMIT, MAX_DELAY_LIMIT_MS,
+};
 
 /// The retry policy being edited in the settings overlay.
 #[derive(Debug, Clone, PartialEq)]
@@ -16,6 +18,8 @@ pub struct SettingsDraft {
     pub policy: RetryPolicy,
     /// How agentty calls the user back when the terminal is not focused.
     pub notify: NotifyMode,
+    /// The colours, for the terminal's background.
+    pub theme: Theme,
     pub field: SettingsField,
     /// A value being typed into the selected number field.
     pub typing: Option<String>,
@@ -30,16 +34,26 @@ pub enum SettingsField {
     RetryDelay,
     Backoff,
     MaxDelay,
+    Theme,
     Notify,
 }
 
+/// What Enter in the settings saves.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SettingsChoice {
+    pub policy: RetryPolicy,
+    pub notify: NotifyMode,
+    pub theme: Theme,
+}
+
 impl SettingsField {
-    pub(crate) const ALL: [SettingsField; 6] = [
+    pub(crate) const ALL: [SettingsField; 7] = [
         SettingsField::Enabled,
         SettingsField::MaxAttempts,
         SettingsField::RetryDelay,
         SettingsField::Backoff,
         SettingsField::MaxDelay,
+        SettingsField::Theme,
         SettingsField::Notify,
     ];
 
@@ -51,6 +65,16 @@ impl SettingsField {
             SettingsField::Backoff => "Backoff",
             SettingsField::MaxDelay => "Longest wait (cap)",
             SettingsField::Notify => "Call me back when unfocused",
+            SettingsField::Theme => "Terminal background",
+        }
+    }
+
+    /// What the settings show for a theme.
+    pub(crate) fn theme_value(theme: Theme) -> &'static str {
+        match theme {
+            Theme::Auto => "auto (as the terminal says)",
+            Theme::Dark => "dark",
+            Theme::Light => "light",
         }
     }
 
@@ -74,7 +98,7 @@ impl SettingsField {
             },
             SettingsField::MaxDelay => format_ms(policy.max_delay_ms),
             // Not a part of the policy: see `SettingsDraft::value_of`.
-            SettingsField::Notify => String::new(),
+            SettingsField::Notify | SettingsField::Theme => String::new(),
         }
     }
 }
@@ -88,6 +112,7 @@ impl SettingsDraft {
     pub fn value_of(&self, field: SettingsField) -> String {
         match field {
             SettingsField::Notify => SettingsField::notify_value(self.notify).to_owned(),
+            SettingsField::Theme => SettingsField::theme_value(self.theme).to_owned(),
             field => field.value(&self.policy),
         }
     }
@@ -95,6 +120,12 @@ impl SettingsDraft {
     /// The draft, starting from the notification mode in use.
     pub fn with_notify(mut self, notify: NotifyMode) -> Self {
         self.notify = notify;
+        self
+    }
+
+    /// The draft, starting from the theme in use.
+    pub fn with_theme(mut self, theme: Theme) -> Self {
+        self.theme = theme;
         self
     }
 
@@ -113,6 +144,7 @@ impl SettingsDraft {
         Self {
             policy,
             notify: NotifyMode::default(),
+            theme: Theme::default(),
             field: SettingsField::Enabled,
             typing: None,
             problem: None,
@@ -201,7 +233,10 @@ impl SettingsDraft {
                 }
                 None => Err(format!("{typed:?} is not a number of seconds")),
             },
-            SettingsField::Enabled | SettingsField::Backoff | SettingsField::Notify => Ok(()),
+            SettingsField::Enabled
+            | SettingsField::Backoff
+            | SettingsField::Notify
+            | SettingsField::Theme => Ok(()),
         };
         let checked = parsed.and_then(|()| {
             candidate.validate().map_err(|problems| {
@@ -257,14 +292,21 @@ impl SettingsDraft {
                 let next = if up { at + 1 } else { at + MODES.len() - 1 };
                 self.notify = MODES[next % MODES.len()];
             }
+            SettingsField::Theme => {
+                let themes = Theme::ALL;
+                let at = themes.iter().position(|theme| *theme == self.theme);
+                let at = at.unwrap_or(0);
+                let next = if up { at + 1 } else { at + themes.len() - 1 };
+                self.theme = themes[next % themes.len()];
+            }
         }
     }
 }
 
 impl OverlayPane for SettingsDraft {
     type Input<'a> = ();
-    /// Enter on a valid policy: apply and save it, with the notification mode.
-    type Request = (RetryPolicy, NotifyMode);
+    /// Enter on a valid policy: apply and save it, with the notification mode and the theme.
+    type Request = SettingsChoice;
 
     /// A key while the settings are open.
     fn on_key(
@@ -284,7 +326,13 @@ impl OverlayPane for SettingsDraft {
                 self.commit_typing();
             }
             KeyCode::Enter => match self.policy.validate() {
-                Ok(()) => return Step::Done((self.policy.clone(), self.notify)),
+                Ok(()) => {
+                    return Step::Done(SettingsChoice {
+                        policy: self.policy.clone(),
+                        notify: self.notify,
+                        theme: self.theme,
+                    })
+                }
                 Err(problems) => {
                     self.problem = Some(
                         problems
@@ -422,8 +470,39 @@ mod tests {
         };
         assert_eq!(
             draft.on_key(press(KeyCode::Enter), None, ()),
-            Step::Done((saved, NotifyMode::default()))
+            Step::Done(SettingsChoice {
+                policy: saved,
+                notify: NotifyMode::default(),
+                theme: Theme::default(),
+            })
         );
         assert_eq!(draft.on_key(press(KeyCode::Esc), None, ()), Step::Close);
+    }
+
+    #[test]
+    fn the_theme_steps_through_auto_dark_and_light_and_is_saved() {
+        let mut draft = SettingsDraft::new(RetryPolicy::default()).with_theme(Theme::Dark);
+        assert_eq!(draft.value_of(SettingsField::Theme), "dark");
+        while draft.field != SettingsField::Theme {
+            assert_eq!(draft.on_key(press(KeyCode::Down), None, ()), Step::Open);
+        }
+        draft.on_key(press(KeyCode::Right), None, ());
+        assert_eq!(draft.theme, Theme::Light);
+        draft.on_key(press(KeyCode::Right), None, ());
+        assert_eq!(draft.theme, Theme::Auto);
+        assert_eq!(
+            draft.value_of(SettingsField::Theme),
+            "auto (as the terminal says)"
+        );
+        draft.on_key(press(KeyCode::Left), None, ());
+        assert_eq!(draft.theme, Theme::Light);
+        assert_eq!(
+            draft.on_key(press(KeyCode::Enter), None, ()),
+            Step::Done(SettingsChoice {
+                policy: RetryPolicy::default(),
+                notify: NotifyMode::default(),
+                theme: Theme::Light,
+            })
+        );
     }
 }

@@ -74,6 +74,8 @@ pub enum AppEffect {
     SaveRetryPolicy(RetryPolicy),
     /// Write how agentty calls the user back (`notify`) to the config file.
     SaveNotify(crate::config::NotifyMode),
+    /// Write the colours chosen (`theme`) to the config file.
+    SaveTheme(crate::config::Theme),
     /// Replace the orchestrator with one for this provider.
     SwitchProvider(String),
     /// List this directory's conversations for the `/resume` picker.
@@ -335,6 +337,10 @@ pub struct AppState {
     pub(crate) last_rewind: Option<super::rewind::LastRewind>,
     /// The provider's transport sends images (`set_accepts_images`).
     pub(crate) accepts_images: bool,
+    /// The colours chosen (`theme` in the config, `/settings`).
+    pub theme: crate::config::Theme,
+    /// The background the terminal announced (`COLORFGBG`), for `theme = "auto"`.
+    pub(crate) terminal_background: Option<crate::config::Background>,
 }
 
 impl AppState {
@@ -381,6 +387,8 @@ impl AppState {
             installed_agents: None,
             last_rewind: None,
             accepts_images: false,
+            theme: crate::config::Theme::default(),
+            terminal_background: None,
         };
         for warning in startup.warnings {
             state.notice(NoticeLevel::Warning, warning);
@@ -569,6 +577,21 @@ impl AppState {
     /// How agentty calls the user back when the terminal is not focused, from the config.
     pub fn set_notify(&mut self, notify: crate::config::NotifyMode) {
         self.notify = notify;
+    }
+
+    /// The colours chosen in the config, and what the terminal said about its background.
+    pub fn set_theme(
+        &mut self,
+        theme: crate::config::Theme,
+        terminal: Option<crate::config::Background>,
+    ) {
+        self.theme = theme;
+        self.terminal_background = terminal;
+    }
+
+    /// The background the view draws for.
+    pub fn background(&self) -> crate::config::Background {
+        self.theme.background(self.terminal_background)
     }
 
     fn notice(&mut self, level: NoticeLevel, message: impl Into<InertText>) -> CellId {

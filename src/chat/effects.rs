@@ -34,6 +34,7 @@ impl ChatLoop {
                 AppEffect::Copy(text) => self.copy_to_clipboard(&text, terminal),
                 AppEffect::SaveRetryPolicy(policy) => self.save_retry_policy(policy),
                 AppEffect::SaveNotify(mode) => self.save_notify(mode),
+                AppEffect::SaveTheme(theme) => self.save_theme(theme),
                 AppEffect::SwitchProvider(name) => self.switch_provider(&name),
                 AppEffect::ListConversations => self.list_conversations(),
                 AppEffect::ResumeConversation(summary) => self.resume_conversation(summary),
@@ -269,6 +270,21 @@ impl ChatLoop {
         });
     }
 
+    /// Writes the theme into the config file, off the loop; only a failure is told.
+    fn save_theme(&mut self, theme: crate::config::Theme) {
+        let Some(path) = self.state.config_path.clone() else {
+            return;
+        };
+        let events = self.app_events.clone();
+        tokio::task::spawn_blocking(move || {
+            if let Err(error) = persist_theme(&path, theme) {
+                let _ = events.send(AppEvent::LogNotSaved(format!(
+                    "The colours are in use for this run, but not saved: {error}"
+                )));
+            }
+        });
+    }
+
     /// Reads this directory's conversations for the `/resume` picker, off the loop.
     fn list_conversations(&mut self) {
         let events = self.app_events.clone();
@@ -329,6 +345,20 @@ fn persist_retry_policy(path: &Path, policy: &RetryPolicy) -> Result<(), String>
 /// Writes `notify` into the config file (keeping the user's comments and other keys), which
 /// starts as the commented example when it does not exist yet.
 fn persist_notify(path: &Path, mode: crate::config::NotifyMode) -> Result<(), String> {
+    persist_top_level(path, |path| config::save_notify(path, mode))
+}
+
+/// Writes `theme` into the config file, as [`persist_notify`] does.
+fn persist_theme(path: &Path, theme: crate::config::Theme) -> Result<(), String> {
+    persist_top_level(path, |path| config::save_theme(path, theme))
+}
+
+/// Writes one top-level key with `save` into the config file, which starts as the commented
+/// example when it does not exist yet.
+fn persist_top_level(
+    path: &Path,
+    save: impl FnOnce(&Path) -> Result<(), config::SaveError>,
+) -> Result<(), String> {
     if !path.exists() {
         let created = path
             .parent()
@@ -338,7 +368,7 @@ fn persist_notify(path: &Path, mode: crate::config::NotifyMode) -> Result<(), St
             return Err(format!("cannot create {}: {error}", path.display()));
         }
     }
-    config::save_notify(path, mode).map_err(|error| error.to_string())
+    save(path).map_err(|error| error.to_string())
 }
 
 /// The commented example config, the start of a config file agentty creates.

@@ -49,6 +49,10 @@ pub fn run(cli: Cli) -> i32 {
     // `--resume [ID]`: the conversation's transcript is shown again and its agent session
     // continued, on its own provider; one from another directory or provider is refused, and
     // one that another agentty writes is shown read-only.
+    if cli.resume.is_some() {
+        let conversations = crate::session_log::list_conversations(&sessions_dir());
+        cli.settle_resume_word(|word| conversations.iter().any(|found| found.is_named(word)));
+    }
     let reopened = match &cli.resume {
         None => None,
         Some(query) => {
@@ -68,7 +72,6 @@ pub fn run(cli: Cli) -> i32 {
             }
         }
     };
-    crate::view::highlight::use_theme(loaded.config.theme.unwrap_or_default());
     let (provider_name, settings) = match startup::choose_provider(&cli.agent, &loaded.config) {
         Ok(choice) => (choice.name, choice.settings),
         Err(message) => return startup::usage_error(&message),
@@ -144,6 +147,10 @@ pub fn run(cli: Cli) -> i32 {
         state.on_agent_started(started.steers, started.transport, started.model);
         state.set_accepts_images(started.accepts_images);
         state.set_notify(launch.config.notify.unwrap_or_default());
+        let terminal_background = std::env::var("COLORFGBG")
+            .ok()
+            .and_then(|value| crate::config::background_from_colorfgbg(&value));
+        state.set_theme(launch.config.theme.unwrap_or_default(), terminal_background);
         let mut chat = ChatLoop::new(state, started.handle, launch, (app_events, app_inbox));
         chat.conversation = started.conversation;
         chat.snapshot_dir = started.snapshot_dir;

@@ -47,6 +47,7 @@ impl ChatLoop {
             warnings: Vec::new(),
         });
         state.set_notify(self.state.notify);
+        state.set_theme(self.state.theme, self.state.terminal_background);
         if let Some(installed) = self.state.installed_agents.clone() {
             state.on_agents_checked(installed);
         }

@@ -220,6 +220,21 @@ pub(crate) fn headline(cause: &str, message: &str) -> String {
     if more_lines || detail.chars().count() > MAX_DETAIL_CHARS {
         shown.push('…');
     }
+    // A detail that names the cause's status (`Request rejected (429)`) says it: the cause
+    // keeps its words alone.
+    let cause = match cause.split_once(" (HTTP ") {
+        Some((words, status))
+            if status
+                .trim_end_matches(')')
+                .parse::<u16>()
+                .is_ok_and(|status| {
+                    http_statuses_in(detail, StatusSource::ErrorMessage).contains(&status)
+                }) =>
+        {
+            words
+        }
+        _ => cause,
+    };
     format!("{cause}: {shown}")
 }
 
@@ -649,6 +664,21 @@ mod tests {
             "not authenticated (HTTP 401): Invalid API key · Fix external API key"
         );
         assert_eq!(headline("unrecognised failure", ""), "unrecognised failure");
+        // A detail that names the status says it; the cause does not say it again.
+        assert_eq!(
+            headline(
+                cause,
+                "API Error: Request rejected (429) · Number of request tokens has exceeded your rate limit (fake)"
+            ),
+            "rate limited: API Error: Request rejected (429) · Number of request tokens has exceeded your rate limit (fake)"
+        );
+        assert_eq!(
+            headline(
+                "server error (HTTP 500)",
+                "API Error: 500 Internal server error (fake). This is a server-side issue"
+            ),
+            "server error: API Error: 500 Internal server error (fake). This is a server-side issue"
+        );
         // Without a status nothing is said twice: the message's words stay.
         assert_eq!(
             headline("network error", "fetch failed"),

@@ -9,11 +9,12 @@
 
 use std::time::{Duration, Instant};
 
-use ratatui::style::{Color, Modifier, Style};
+use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 use super::markdown::MarkdownStream;
+use super::theme::palette;
 use super::wrap::{wrap_into, RichLine, WrapMode};
 use crate::app::keymap::{STOP_KEY, TOOLS_KEY};
 use crate::app::transcript::{
@@ -29,7 +30,7 @@ const COLLAPSED_TOOL_LINES: usize = 5;
 const MARGIN: &str = "  ";
 
 fn dim() -> Style {
-    Style::default().add_modifier(Modifier::DIM)
+    palette().dim
 }
 
 /// The rendered rows of one cell, in up to three parts (no copying of big cached parts).
@@ -192,7 +193,7 @@ fn user_lines(user: &UserCell) -> Vec<RichLine> {
     } else {
         (
             Style::default()
-                .fg(Color::Cyan)
+                .fg(palette().accent)
                 .add_modifier(Modifier::BOLD),
             Style::default().add_modifier(Modifier::BOLD),
         )
@@ -330,7 +331,7 @@ fn tool_lines(tool: &ToolCell, now: Instant) -> Vec<RichLine> {
     let (icon, icon_style, status) = match tool.status {
         ToolStatus::Running { since } => (
             "⋯ ",
-            Style::default().fg(Color::Yellow),
+            Style::default().fg(palette().warning),
             format!(
                 "running {}",
                 format_elapsed(now.saturating_duration_since(since))
@@ -339,23 +340,23 @@ fn tool_lines(tool: &ToolCell, now: Instant) -> Vec<RichLine> {
         ToolStatus::WaitingForYou { .. } => (
             "? ",
             Style::default()
-                .fg(Color::Yellow)
+                .fg(palette().warning)
                 .add_modifier(Modifier::BOLD),
             "waiting for you".to_owned(),
         ),
         ToolStatus::Done { elapsed } => (
             "✓ ",
-            Style::default().fg(Color::Green),
+            Style::default().fg(palette().success),
             format!("done {}", format_elapsed(elapsed)),
         ),
         ToolStatus::Failed { elapsed } => (
             "✗ ",
-            Style::default().fg(Color::Red),
+            Style::default().fg(palette().error),
             format!("failed {}", format_elapsed(elapsed)),
         ),
         ToolStatus::Interrupted { elapsed } => (
             "■ ",
-            Style::default().fg(Color::Yellow),
+            Style::default().fg(palette().warning),
             format!("no result {}", format_elapsed(elapsed)),
         ),
     };
@@ -385,9 +386,9 @@ fn tool_lines(tool: &ToolCell, now: Instant) -> Vec<RichLine> {
     }
     let bar = vec![Span::styled("  │ ", dim())];
     let output_style = if matches!(tool.status, ToolStatus::Failed { .. }) {
-        Style::default().fg(Color::Red)
+        Style::default().fg(palette().error)
     } else {
-        Style::default().fg(Color::Gray)
+        Style::default().fg(palette().output)
     };
     let all: Vec<&str> = output.split('\n').collect();
     if tool.expanded || all.len() <= COLLAPSED_TOOL_LINES {
@@ -438,7 +439,7 @@ fn tool_lines(tool: &ToolCell, now: Instant) -> Vec<RichLine> {
 /// A turn's changed files: a header with the totals, then one row per file (the first few
 /// while collapsed), each saying created, deleted or binary as such.
 fn changes_lines(changes: &ChangesCell) -> Vec<RichLine> {
-    let accent = Style::default().fg(Color::Cyan);
+    let accent = Style::default().fg(palette().accent);
     let mut header = vec![
         Span::styled("± ", accent),
         Span::styled(
@@ -465,22 +466,22 @@ fn changes_lines(changes: &ChangesCell) -> Vec<RichLine> {
         let (mark, style, what) = match file.status {
             ChangeStatus::Created => (
                 "A ",
-                Style::default().fg(Color::Green),
+                Style::default().fg(palette().success),
                 format!("created · +{}", file.added),
             ),
             ChangeStatus::Modified => (
                 "M ",
-                Style::default().fg(Color::Yellow),
+                Style::default().fg(palette().warning),
                 format!("+{} −{}", file.added, file.removed),
             ),
             ChangeStatus::Deleted => (
                 "D ",
-                Style::default().fg(Color::Red),
+                Style::default().fg(palette().error),
                 format!("deleted · −{}", file.removed),
             ),
             ChangeStatus::Binary => (
                 "B ",
-                Style::default().fg(Color::Magenta),
+                Style::default().fg(palette().retry),
                 "binary".to_owned(),
             ),
         };
@@ -513,10 +514,10 @@ fn changes_lines(changes: &ChangesCell) -> Vec<RichLine> {
 fn notice_lines(notice: &NoticeCell, now: Instant) -> Vec<RichLine> {
     let (icon, style) = match notice.level {
         NoticeLevel::Info => ("• ", dim()),
-        NoticeLevel::Warning => ("⚠ ", Style::default().fg(Color::Yellow)),
-        NoticeLevel::Error => ("✗ ", Style::default().fg(Color::Red)),
-        NoticeLevel::Stopped => ("■ ", Style::default().fg(Color::Yellow)),
-        NoticeLevel::Retry => ("↻ ", Style::default().fg(Color::Magenta)),
+        NoticeLevel::Warning => ("⚠ ", Style::default().fg(palette().warning)),
+        NoticeLevel::Error => ("✗ ", Style::default().fg(palette().error)),
+        NoticeLevel::Stopped => ("■ ", Style::default().fg(palette().warning)),
+        NoticeLevel::Retry => ("↻ ", Style::default().fg(palette().retry)),
     };
     let message = match &notice.countdown {
         Some(countdown) => {
@@ -572,7 +573,7 @@ fn notice_lines(notice: &NoticeCell, now: Instant) -> Vec<RichLine> {
             );
             for line in &section.lines {
                 lines.push(
-                    RichLine::text(line.clone(), Style::default().fg(Color::Gray))
+                    RichLine::text(line.clone(), Style::default().fg(palette().output))
                         .with_uniform_prefix(bar.clone())
                         .mode(WrapMode::Chars),
                 );
@@ -588,16 +589,18 @@ fn permission_icon(outcome: &PermissionOutcome) -> (&'static str, Style) {
         PermissionOutcome::Waiting => (
             "? ",
             Style::default()
-                .fg(Color::Yellow)
+                .fg(palette().warning)
                 .add_modifier(Modifier::BOLD),
         ),
         PermissionOutcome::Chosen {
             kind: Some(kind), ..
-        } if kind.allows() => ("✓ ", Style::default().fg(Color::Green)),
-        PermissionOutcome::Chosen { kind: Some(_), .. } => ("✗ ", Style::default().fg(Color::Red)),
+        } if kind.allows() => ("✓ ", Style::default().fg(palette().success)),
+        PermissionOutcome::Chosen { kind: Some(_), .. } => {
+            ("✗ ", Style::default().fg(palette().error))
+        }
         PermissionOutcome::Chosen { kind: None, .. } => ("• ", dim()),
         PermissionOutcome::Cancelled { .. } | PermissionOutcome::Unanswered => {
-            ("■ ", Style::default().fg(Color::Yellow))
+            ("■ ", Style::default().fg(palette().warning))
         }
     }
 }
@@ -716,7 +719,7 @@ pub(crate) fn permission_details(permission: &PermissionCell) -> Vec<RichLine> {
         for (index, line) in command.split('\n').enumerate() {
             let first = if index == 0 { "$ " } else { "  " };
             lines.push(
-                RichLine::text(line, Style::default().fg(Color::Cyan))
+                RichLine::text(line, Style::default().fg(palette().accent))
                     .with_prefix(vec![Span::styled(first, dim())], vec![Span::raw("  ")])
                     .mode(WrapMode::Chars),
             );
@@ -781,8 +784,8 @@ pub(crate) fn diff_rich_lines(diff: &[DiffLine]) -> Vec<RichLine> {
                     .mode(WrapMode::Truncate);
                 }
                 DiffLine::Context(text) => ("  ", text, dim()),
-                DiffLine::Removed(text) => ("- ", text, Style::default().fg(Color::Red)),
-                DiffLine::Added(text) => ("+ ", text, Style::default().fg(Color::Green)),
+                DiffLine::Removed(text) => ("- ", text, Style::default().fg(palette().removed)),
+                DiffLine::Added(text) => ("+ ", text, Style::default().fg(palette().added)),
             };
             RichLine::text(text.to_string(), style)
                 .with_prefix(vec![Span::styled(mark, style)], vec![Span::raw("  ")])
@@ -823,14 +826,14 @@ fn plan_lines(plan: &PlanCell) -> Vec<RichLine> {
         let (mark, mark_style, text_style) = match &entry.status {
             PlanStatus::Completed => (
                 "✔ ".to_owned(),
-                Style::default().fg(Color::Green),
+                Style::default().fg(palette().success),
                 dim().add_modifier(Modifier::CROSSED_OUT),
             ),
             PlanStatus::InProgress => (
                 "◐ ".to_owned(),
-                Style::default().fg(Color::Cyan),
+                Style::default().fg(palette().accent),
                 Style::default()
-                    .fg(Color::Cyan)
+                    .fg(palette().accent)
                     .add_modifier(Modifier::BOLD),
             ),
             PlanStatus::Pending => ("□ ".to_owned(), dim(), Style::default()),

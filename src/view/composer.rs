@@ -14,6 +14,8 @@ use unicode_width::UnicodeWidthStr;
 
 use crate::app::composer::Composer;
 
+use super::theme::palette;
+
 /// The placeholder of an empty input.
 const PLACEHOLDER: &str = "Ask the agent anything · / commands · @ files";
 
@@ -169,7 +171,7 @@ pub(crate) fn render_input(
             area.y,
             PLACEHOLDER,
             usize::from(area.width - 1),
-            Style::default().add_modifier(Modifier::DIM),
+            palette().dim,
         );
         buf[(area.x, area.y)].set_style(cursor_style);
         *scroll = 0;

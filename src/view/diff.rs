@@ -4,11 +4,12 @@
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
-use ratatui::style::{Color, Modifier, Style};
+use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 
 use super::frame::{age, centered, draw_rows, frame};
 use super::highlight::CodeHighlighter;
+use super::theme::palette;
 use super::wrap::{wrap, RichLine, WrapMode};
 use crate::app::review::{ConfirmFor, DiffRow, DiffScope, DiffView, UndoConfirm};
 use crate::app::rewind::{LastRewind, RewindPicker};
@@ -63,7 +64,7 @@ pub(crate) fn render_diff(view: &DiffView, area: Rect, buf: &mut Buffer) {
         draw_rows(
             &[Line::styled(
                 " The turns' changes cancel out: the files are as before them.",
-                Style::default().add_modifier(Modifier::DIM),
+                palette().dim,
             )],
             inner,
             buf,
@@ -107,34 +108,38 @@ fn row_line(row: &DiffRow) -> RichLine {
                 Span::styled(
                     format!("━ {path} "),
                     Style::default()
-                        .fg(Color::Cyan)
+                        .fg(palette().accent)
                         .add_modifier(Modifier::BOLD),
                 ),
-                Span::styled(what, Style::default().add_modifier(Modifier::DIM)),
+                Span::styled(what, palette().dim),
             ])
         }
         DiffRow::Line { kind, text, path } => match kind {
             DiffLineKind::Hunk => RichLine::text(
                 text.clone(),
-                Style::default().fg(Color::Cyan).add_modifier(Modifier::DIM),
+                Style::default()
+                    .fg(palette().accent)
+                    .add_modifier(Modifier::DIM),
             ),
             DiffLineKind::Note => RichLine::text(
                 format!("  ({text})"),
-                Style::default().add_modifier(Modifier::DIM | Modifier::ITALIC),
+                palette().dim.add_modifier(Modifier::ITALIC),
             ),
             DiffLineKind::Removed => RichLine::new(vec![
                 Span::styled(
                     "-",
-                    Style::default().fg(Color::Red).add_modifier(Modifier::BOLD),
+                    Style::default()
+                        .fg(palette().removed)
+                        .add_modifier(Modifier::BOLD),
                 ),
-                Span::styled(text.clone(), Style::default().fg(Color::Red)),
+                Span::styled(text.clone(), Style::default().fg(palette().removed)),
             ]),
             DiffLineKind::Added | DiffLineKind::Context => {
                 let sign = if *kind == DiffLineKind::Added {
                     Span::styled(
                         "+",
                         Style::default()
-                            .fg(Color::Green)
+                            .fg(palette().added)
                             .add_modifier(Modifier::BOLD),
                     )
                 } else {
@@ -180,7 +185,7 @@ pub(crate) fn render_confirm_undo(confirm: &UndoConfirm, area: Rect, buf: &mut B
         Style::default(),
     );
     for path in &confirm.conflicts {
-        add(format!("• {path}"), Style::default().fg(Color::Yellow));
+        add(format!("• {path}"), Style::default().fg(palette().warning));
     }
     add(
         match confirm.asked_by {
@@ -194,7 +199,7 @@ pub(crate) fn render_confirm_undo(confirm: &UndoConfirm, area: Rect, buf: &mut B
     );
     add(
         "y overwrite · n keep them and undo nothing (default)".to_owned(),
-        Style::default().add_modifier(Modifier::DIM),
+        palette().dim,
     );
     let outer = centered(area, width, rows.len() as u16 + 2);
     let title = match confirm.asked_by {
@@ -222,7 +227,7 @@ pub(crate) fn render_rewind(
             text_width,
         )
     };
-    let dim = Style::default().add_modifier(Modifier::DIM);
+    let dim = palette().dim;
     let selected_style = Style::default().add_modifier(Modifier::REVERSED);
     let Some(choice) = picker.choosing else {
         let mut rows: Vec<Line<'static>> = Vec::new();

@@ -3,9 +3,11 @@
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
-use ratatui::style::{Color, Modifier, Style};
+use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Widget};
+
+use super::theme::palette;
 
 pub(crate) fn centered(area: Rect, width: u16, height: u16) -> Rect {
     let width = width.min(area.width);
@@ -22,15 +24,12 @@ pub(crate) fn frame(title: &str, footer: &str, area: Rect, buf: &mut Buffer) -> 
     Clear.render(area, buf);
     let block = Block::default()
         .borders(Borders::ALL)
-        .border_style(Style::default().fg(Color::Cyan))
+        .border_style(Style::default().fg(palette().accent))
         .title(Span::styled(
             format!(" {title} "),
             Style::default().add_modifier(Modifier::BOLD),
         ))
-        .title_bottom(Span::styled(
-            format!(" {footer} "),
-            Style::default().add_modifier(Modifier::DIM),
-        ));
+        .title_bottom(Span::styled(format!(" {footer} "), palette().dim));
     let inner = block.inner(area);
     block.render(area, buf);
     inner
@@ -45,7 +44,7 @@ pub(crate) fn draw_rows(rows: &[Line<'_>], inner: Rect, buf: &mut Buffer) {
 pub(crate) fn selectable(text: String, selected: bool, enabled: bool, width: u16) -> Line<'static> {
     let mut style = Style::default();
     if !enabled {
-        style = style.add_modifier(Modifier::DIM);
+        style = style.patch(palette().dim);
     }
     if selected {
         style = style.add_modifier(Modifier::REVERSED);

@@ -12,24 +12,29 @@ use syntect::easy::HighlightLines;
 use syntect::highlighting::{FontStyle, Theme, ThemeSet};
 use syntect::parsing::{SyntaxReference, SyntaxSet};
 
+use crate::config::Background;
+
 struct Assets {
     syntaxes: SyntaxSet,
-    theme: Theme,
+    dark: Theme,
+    light: Theme,
 }
 
-/// The configured theme, set once at start (before the first code block loads the assets).
-static THEME: OnceLock<crate::config::Theme> = OnceLock::new();
-
-/// Highlights code for `theme` from now on; only the first call counts.
-pub(crate) fn use_theme(theme: crate::config::Theme) {
-    let _ = THEME.set(theme);
+impl Assets {
+    /// syntect's palette for the frame's background (see [`super::theme`]).
+    fn theme(&self) -> &Theme {
+        match super::theme::background() {
+            Background::Dark => &self.dark,
+            Background::Light => &self.light,
+        }
+    }
 }
 
 /// syntect's palette for a terminal background.
-fn palette(theme: crate::config::Theme) -> &'static str {
-    match theme {
-        crate::config::Theme::Dark => "base16-ocean.dark",
-        crate::config::Theme::Light => "InspiredGitHub",
+fn palette(background: Background) -> &'static str {
+    match background {
+        Background::Dark => "base16-ocean.dark",
+        Background::Light => "InspiredGitHub",
     }
 }
 
@@ -38,19 +43,26 @@ fn assets() -> &'static Assets {
     ASSETS.get_or_init(|| {
         let syntaxes = SyntaxSet::load_defaults_newlines();
         let mut themes = ThemeSet::load_defaults();
-        let name = palette(THEME.get().copied().unwrap_or_default());
-        let theme = themes
-            .themes
-            .remove(name)
-            .or_else(|| themes.themes.into_values().next())
-            .unwrap_or_default();
-        Assets { syntaxes, theme }
+        let mut take = |background| {
+            themes
+                .themes
+                .remove(palette(background))
+                .or_else(|| themes.themes.values().next().cloned())
+                .unwrap_or_default()
+        };
+        let dark = take(Background::Dark);
+        let light = take(Background::Light);
+        Assets {
+            syntaxes,
+            dark,
+            light,
+        }
     })
 }
 
 /// The style of code with no known language.
 pub(crate) fn plain_code_style() -> Style {
-    Style::default().fg(Color::Gray)
+    Style::default().fg(super::theme::palette().output)
 }
 
 /// Highlights one code block line by line.
@@ -71,7 +83,7 @@ impl CodeHighlighter {
             .find_syntax_by_token(token)
             .or_else(|| assets.syntaxes.find_syntax_by_extension(token));
         Self {
-            inner: syntax.map(|syntax| HighlightLines::new(syntax, &assets.theme)),
+            inner: syntax.map(|syntax| HighlightLines::new(syntax, assets.theme())),
         }
     }
 
@@ -114,7 +126,7 @@ mod palette_tests {
     #[test]
     fn each_theme_names_a_palette_syntect_ships() {
         let shipped = ThemeSet::load_defaults();
-        for theme in [crate::config::Theme::Dark, crate::config::Theme::Light] {
+        for theme in [Background::Dark, Background::Light] {
             assert!(shipped.themes.contains_key(palette(theme)), "{theme:?}");
         }
     }

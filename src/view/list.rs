@@ -4,8 +4,9 @@
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
-use ratatui::style::{Modifier, Style};
 use ratatui::text::Line;
+
+use super::theme::palette;
 
 /// The first row to show so that `selected` is visible in `height` rows (kept near the middle
 /// once the list scrolls).
@@ -32,7 +33,7 @@ pub(crate) fn draw_scrolled(
     for (index, row) in rows.iter().skip(offset).take(height).enumerate() {
         buf.set_line(area.x, area.y + index as u16, row, area.width);
     }
-    let marker = Style::default().add_modifier(Modifier::DIM);
+    let marker = palette().dim;
     let right = area.x + area.width - 1;
     if offset > 0 {
         buf.set_string(right, area.y, "↑", marker);

@@ -9,23 +9,24 @@
 //! so the same text always renders the same. Input must already be sanitised.
 
 use pulldown_cmark::{Alignment, CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
-use ratatui::style::{Color, Modifier, Style};
+use ratatui::style::{Modifier, Style};
 use ratatui::text::Span;
 use unicode_width::UnicodeWidthStr;
 
 use super::highlight::{plain_code_style, CodeHighlighter};
+use super::theme::palette;
 use super::wrap::{spans_width, RichLine, WrapMode};
 
 fn fence_style() -> Style {
-    Style::default().fg(Color::DarkGray)
+    Style::default().fg(palette().muted)
 }
 
 fn inline_code_style() -> Style {
-    Style::default().fg(Color::Cyan)
+    Style::default().fg(palette().accent)
 }
 
 fn quote_bar() -> Span<'static> {
-    Span::styled("│ ", Style::default().fg(Color::Green))
+    Span::styled("│ ", Style::default().fg(palette().success))
 }
 
 fn fence_line(text: String) -> RichLine {
@@ -108,7 +109,7 @@ impl Renderer {
                     } else {
                         first.push(Span::styled(
                             marker.clone(),
-                            Style::default().fg(Color::Yellow),
+                            Style::default().fg(palette().warning),
                         ));
                         if consume_markers {
                             *marker_shown = true;
@@ -225,14 +226,14 @@ impl Renderer {
             Event::Rule => {
                 self.start_block();
                 self.push_line(
-                    vec![Span::styled("─", Style::default().fg(Color::DarkGray))],
+                    vec![Span::styled("─", Style::default().fg(palette().muted))],
                     WrapMode::Rule,
                 );
                 self.needs_blank = true;
             }
             Event::TaskListMarker(checked) => {
                 let marker = if checked { "[x] " } else { "[ ] " };
-                self.push_text(marker, Style::default().fg(Color::Yellow));
+                self.push_text(marker, Style::default().fg(palette().warning));
             }
         }
     }
@@ -337,7 +338,7 @@ impl Renderer {
                 });
                 self.styles.push(
                     Style::default()
-                        .fg(Color::Blue)
+                        .fg(palette().link)
                         .add_modifier(Modifier::UNDERLINED),
                 );
             }
@@ -411,7 +412,7 @@ impl Renderer {
                     if !shows_destination {
                         self.push_text(
                             &format!(" ({})", link.destination),
-                            style.patch(Style::default().fg(Color::DarkGray)),
+                            style.patch(Style::default().fg(palette().muted)),
                         );
                     }
                 }
@@ -460,7 +461,7 @@ impl Renderer {
                 widths[column] = widths[column].max(spans_width(cell));
             }
         }
-        let separator = Style::default().fg(Color::DarkGray);
+        let separator = Style::default().fg(palette().muted);
         let headers: Vec<Vec<Span<'static>>> = if table.header_rows > 0 {
             table.rows[0].clone()
         } else {
@@ -533,7 +534,7 @@ fn record_lines(
     row: &[Vec<Span<'static>>],
     container_prefix: &[Span<'static>],
 ) -> Vec<RichLine> {
-    let marker = Style::default().fg(Color::DarkGray);
+    let marker = Style::default().fg(palette().muted);
     row.iter()
         .enumerate()
         .map(|(column, cell)| {

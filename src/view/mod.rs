@@ -18,6 +18,7 @@ pub mod overlay;
 pub(crate) mod permission;
 pub mod popup;
 pub mod status;
+pub(crate) mod theme;
 pub mod transcript;
 pub(crate) mod welcome;
 pub mod wrap;
@@ -26,7 +27,6 @@ use std::time::Instant;
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
-use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Widget};
 use ratatui::Frame;
@@ -34,6 +34,7 @@ use ratatui::Frame;
 use crate::app::keymap::{NEWLINE_KEY, QUIT_KEY, SEND_KEY, STOP_KEY, UNQUEUE_KEY};
 use crate::app::menu::Overlay;
 use crate::app::state::{AppState, Drawn};
+use theme::palette;
 pub use transcript::TranscriptView;
 
 /// Rows the input grows to before it scrolls.
@@ -51,6 +52,8 @@ pub struct ChatView {
     pub composer_scroll: usize,
     /// Where the last frame drew the composer's cursor (the terminal's cursor goes there).
     pub composer_cursor: Option<(u16, u16)>,
+    /// The background the cached cells were drawn for: another one draws them again.
+    background: crate::config::Background,
 }
 
 /// The screen areas of one frame.
@@ -146,6 +149,13 @@ pub(crate) fn render_to_buffer(
     buf: &mut Buffer,
     now: Instant,
 ) {
+    let background = state.background();
+    theme::use_for_frame(background);
+    if view.background != background {
+        // The cached rows carry the old colours.
+        view.transcript = TranscriptView::default();
+        view.background = background;
+    }
     let areas = layout(state, area);
     view.transcript.render(
         &state.transcript,
@@ -211,7 +221,7 @@ fn render_queued(state: &AppState, area: Rect, buf: &mut Buffer) {
     if area.height == 0 {
         return;
     }
-    let style = Style::default().add_modifier(Modifier::DIM);
+    let style = palette().dim;
     let waiting = waiting_prompts(state);
     let mut rows: Vec<Line<'_>> = waiting
         .iter()
@@ -280,11 +290,8 @@ fn render_composer(
     }
     let block = Block::default()
         .borders(Borders::TOP)
-        .border_style(Style::default().add_modifier(Modifier::DIM))
-        .title(Span::styled(
-            hint,
-            Style::default().add_modifier(Modifier::DIM),
-        ));
+        .border_style(palette().dim)
+        .title(Span::styled(hint, palette().dim));
     let inner = block.inner(area);
     block.render(area, buf);
     composer::render_input(&state.composer, inner, buf, scroll)

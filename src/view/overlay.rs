@@ -9,7 +9,7 @@
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
-use ratatui::style::{Color, Modifier, Style};
+use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 
 use std::time::Instant;
@@ -30,6 +30,8 @@ use crate::provider::PROVIDER_NAMES;
 use crate::view::frame::{age, centered, draw_rows, frame, selectable};
 use crate::view::list::{draw_scrolled, draw_selectable};
 use crate::view::wrap::{wrap, RichLine, WrapMode};
+
+use super::theme::palette;
 
 /// Width of the keys column of the help when descriptions fit beside it.
 const HELP_KEYS_WIDTH: usize = 24;
@@ -158,17 +160,14 @@ fn render_model_picker(state: &AppState, picker: &ModelPicker, area: Rect, buf: 
         return;
     }
     let filter = Line::from(vec![
-        Span::styled(" Filter: ", Style::default().add_modifier(Modifier::DIM)),
+        Span::styled(" Filter: ", palette().dim),
         Span::raw(picker.query.to_string()),
         Span::styled(" ", Style::default().add_modifier(Modifier::REVERSED)),
     ]);
     buf.set_line(inner.x, inner.y, &filter, inner.width);
     let list = Rect::new(inner.x, inner.y + 1, inner.width, inner.height - 1);
     if matches.is_empty() {
-        let none = Line::styled(
-            " no model matches",
-            Style::default().add_modifier(Modifier::DIM),
-        );
+        let none = Line::styled(" no model matches", palette().dim);
         buf.set_line(list.x, list.y, &none, list.width);
         return;
     }
@@ -240,7 +239,7 @@ fn render_menu(state: &AppState, selected: usize, area: Rect, buf: &mut Buffer) 
 /// wrapped under its keys.
 pub(crate) fn help_rows(width: u16) -> Vec<Line<'static>> {
     let key_style = Style::default()
-        .fg(Color::Cyan)
+        .fg(palette().accent)
         .add_modifier(Modifier::BOLD);
     let width = usize::from(width);
     let side_by_side = width >= HELP_KEYS_WIDTH + 30;
@@ -282,19 +281,19 @@ fn help_box(state: &AppState, area: Rect) -> (Vec<Line<'static>>, Rect) {
     let width = 80.min(area.width);
     // What the status bar may shorten: the agent and its whole session id.
     let mut agent = vec![
-        Span::styled(" Agent ", Style::default().add_modifier(Modifier::DIM)),
+        Span::styled(" Agent ", palette().dim),
         Span::raw(state.provider.clone()),
     ];
     if let Some(transport) = state.agent_transport {
         agent.push(Span::styled(
             format!(" · {} · {}", transport.name(), transport.describe()),
-            Style::default().add_modifier(Modifier::DIM),
+            palette().dim,
         ));
     }
     let mut rows = vec![Line::from(agent)];
     if let Some(id) = &state.session_id {
         rows.push(Line::from(vec![
-            Span::styled(" Session ", Style::default().add_modifier(Modifier::DIM)),
+            Span::styled(" Session ", palette().dim),
             Span::raw(id.to_string()),
         ]));
     }
@@ -346,7 +345,7 @@ fn render_history_search(
         return;
     }
     let prompt_line = Line::from(vec![
-        Span::styled(" search: ", Style::default().add_modifier(Modifier::DIM)),
+        Span::styled(" search: ", palette().dim),
         Span::raw(query.to_owned()),
         Span::styled(" ", Style::default().add_modifier(Modifier::REVERSED)),
     ]);
@@ -359,15 +358,7 @@ fn render_history_search(
         } else {
             " no earlier prompt matches"
         };
-        draw_scrolled(
-            &[Line::styled(
-                note,
-                Style::default().add_modifier(Modifier::DIM),
-            )],
-            0,
-            list_area,
-            buf,
-        );
+        draw_scrolled(&[Line::styled(note, palette().dim)], 0, list_area, buf);
         return;
     }
     let rows: Vec<Line<'_>> = matches
@@ -390,9 +381,12 @@ fn render_history_search(
 fn render_settings(state: &AppState, draft: &SettingsDraft, area: Rect, buf: &mut Buffer) {
     let fields = draft.fields();
     let width = 64.min(area.width);
-    let note_style = Style::default().add_modifier(Modifier::DIM);
+    let note_style = palette().dim;
     // What Enter will do, said before it is done.
-    let save_note = if draft.policy == state.retry_policy && draft.notify == state.notify {
+    let unchanged = draft.policy == state.retry_policy
+        && draft.notify == state.notify
+        && draft.theme == state.theme;
+    let save_note = if unchanged {
         "Unchanged.".to_owned()
     } else {
         match &state.config_path {
@@ -405,7 +399,7 @@ fn render_settings(state: &AppState, draft: &SettingsDraft, area: Rect, buf: &mu
     if let Some(problem) = &draft.problem {
         let line = RichLine::new(vec![Span::styled(
             problem.clone(),
-            Style::default().fg(Color::Yellow),
+            Style::default().fg(palette().warning),
         )])
         .with_uniform_prefix(vec![Span::raw(" ")]);
         notes.extend(wrap(&line, note_width));
@@ -452,9 +446,9 @@ fn render_conversations(picker: &ConversationPicker, area: Rect, buf: &mut Buffe
     );
     let now_ms = picker.listed.ms_at(now);
     let mut rows = vec![Line::from(vec![
-        Span::styled(" Filter: ", Style::default().add_modifier(Modifier::DIM)),
+        Span::styled(" Filter: ", palette().dim),
         Span::raw(picker.filter.to_string()),
-        Span::styled("▏", Style::default().fg(Color::Cyan)),
+        Span::styled("▏", Style::default().fg(palette().accent)),
     ])];
     if visible.is_empty() {
         rows.push(Line::styled(
@@ -463,7 +457,7 @@ fn render_conversations(picker: &ConversationPicker, area: Rect, buf: &mut Buffe
             } else {
                 " Nothing matches"
             },
-            Style::default().add_modifier(Modifier::DIM),
+            palette().dim,
         ));
     }
     // Keep the selection on screen: scroll by whole rows.

@@ -9,11 +9,12 @@ use std::time::Instant;
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
-use ratatui::style::{Color, Modifier, Style};
+use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Widget};
 
 use super::cells::{diff_counts, diff_rich_lines, permission_details};
+use super::theme::palette;
 use super::wrap::{wrap, wrap_into, RichLine, WrapMode};
 use crate::app::keymap::{
     pane_hint, PERMISSION_DIFF_DOWN_KEY, PERMISSION_DIFF_SCROLL_KEY, PERMISSION_NOTE_KEY,
@@ -106,14 +107,14 @@ fn option_rows(
     let kinds = prompt.kinds();
     let style = |selected: bool| match (selected, armed) {
         (true, true) => Style::default().add_modifier(Modifier::REVERSED),
-        (true, false) => Style::default().add_modifier(Modifier::REVERSED | Modifier::DIM),
+        (true, false) => palette().dim.add_modifier(Modifier::REVERSED),
         (false, true) => Style::default(),
-        (false, false) => Style::default().add_modifier(Modifier::DIM),
+        (false, false) => palette().dim,
     };
     let row = |marker: &'static str, keys: String, name: String, base: Style, name_style: Style| {
         let line = RichLine::new(vec![
             Span::styled(marker, base),
-            Span::styled(keys, base.fg(Color::Cyan).add_modifier(Modifier::BOLD)),
+            Span::styled(keys, base.fg(palette().accent).add_modifier(Modifier::BOLD)),
             Span::styled("  ", base),
             Span::styled(name, name_style),
         ])
@@ -136,7 +137,7 @@ fn option_rows(
             let name_style = match option.kind {
                 PermissionOptionKind::AllowOnce | PermissionOptionKind::AllowAlways => base,
                 PermissionOptionKind::RejectOnce | PermissionOptionKind::RejectAlways => {
-                    base.fg(Color::Red)
+                    base.fg(palette().error)
                 }
             };
             let marker = if selected { " › " } else { "   " };
@@ -157,7 +158,7 @@ fn option_rows(
             format!("  {FEEDBACK_KEY}"),
             "Reject, say what to do instead".to_owned(),
             base,
-            base.fg(Color::Red),
+            base.fg(palette().error),
         ));
     }
     rows
@@ -177,7 +178,7 @@ fn feedback_rows(note: &str, width: usize) -> Vec<Line<'static>> {
         chars[skip..].iter().collect()
     };
     let input = Line::from(vec![
-        Span::styled(" › ", Style::default().fg(Color::Cyan)),
+        Span::styled(" › ", Style::default().fg(palette().accent)),
         Span::raw(shown),
         Span::styled(" ", Style::default().add_modifier(Modifier::REVERSED)),
     ]);
@@ -257,7 +258,7 @@ fn fit(
             };
             head.push(Line::styled(
                 note,
-                Style::default().add_modifier(Modifier::DIM | Modifier::ITALIC),
+                palette().dim.add_modifier(Modifier::ITALIC),
             ));
         }
         room -= shown + usize::from(more > 0);
@@ -284,7 +285,7 @@ enum DiffShown {
 /// footer names them): the question's first row, the diff from row `skip` on, and a row that
 /// says where the view is and how to move it. PgUp at the top brings the options back.
 fn diff_view(rows: PromptRows, height: usize, skip: usize) -> Vec<Line<'static>> {
-    let note_style = Style::default().add_modifier(Modifier::DIM | Modifier::ITALIC);
+    let note_style = palette().dim.add_modifier(Modifier::ITALIC);
     let total = rows.diff.len();
     let mut view: Vec<Line<'static>> = rows.title.into_iter().take(1).collect();
     let room = height.saturating_sub(view.len() + 1).max(1);
@@ -404,20 +405,17 @@ pub(crate) fn render_permission_prompt(
     }
     .unwrap_or_default();
     let border = if armed || writing {
-        Style::default().fg(Color::Yellow)
+        Style::default().fg(palette().warning)
     } else {
         Style::default()
-            .fg(Color::Yellow)
+            .fg(palette().warning)
             .add_modifier(Modifier::DIM)
     };
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(border)
         .title(Span::styled(title, border.add_modifier(Modifier::BOLD)))
-        .title_bottom(Span::styled(
-            footer,
-            Style::default().add_modifier(Modifier::DIM),
-        ));
+        .title_bottom(Span::styled(footer, palette().dim));
     block.render(area, buf);
     if inner.height == 0 || inner.width == 0 {
         return;

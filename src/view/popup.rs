@@ -3,13 +3,15 @@
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
-use ratatui::style::{Color, Modifier, Style};
+use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Widget};
 
 use crate::app::completion::{Popup, PopupKind};
 use crate::app::keymap::{pane_hint, POPUP_KEYS};
 use crate::view::list::draw_selectable;
+
+use super::theme::palette;
 
 /// Rows of suggestions shown at most.
 const MAX_ROWS: u16 = 8;
@@ -28,18 +30,18 @@ pub(crate) fn render_popup(popup: &Popup, above: Rect, buf: &mut Buffer) {
     };
     let block = Block::default()
         .borders(Borders::ALL)
-        .border_style(Style::default().fg(Color::Cyan))
+        .border_style(Style::default().fg(palette().accent))
         .title(Span::styled(
             title,
             Style::default().add_modifier(Modifier::BOLD),
         ))
         .title_bottom(Span::styled(
             pane_hint(POPUP_KEYS, usize::from(above.width.saturating_sub(2))),
-            Style::default().add_modifier(Modifier::DIM),
+            palette().dim,
         ));
     let inner = block.inner(area);
     block.render(area, buf);
-    let dim = Style::default().add_modifier(Modifier::DIM);
+    let dim = palette().dim;
     if popup.items.is_empty() {
         buf.set_line(
             inner.x,
@@ -91,7 +93,7 @@ pub(crate) fn render_popup(popup: &Popup, above: Rect, buf: &mut Buffer) {
             if key_width > 0 {
                 spans.push(Span::styled(
                     format!(" {:<key_width$} ", item.key),
-                    base.fg(Color::Cyan),
+                    base.fg(palette().accent),
                 ));
             }
             if !item.detail.is_empty() {

@@ -12,6 +12,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
 use super::cells::format_elapsed;
+use super::theme::palette;
 use crate::app::activity::AgentPhase;
 use crate::app::keymap::{footer_hint, QUIT_KEY, STOP_KEY};
 use crate::app::permission::{esc_action, key_summary};
@@ -46,7 +47,8 @@ pub(crate) fn render_status(state: &AppState, area: Rect, buf: &mut Buffer, now:
     if area.height == 0 {
         return;
     }
-    let base = Style::default().bg(Color::DarkGray).fg(Color::White);
+    let status = palette().status;
+    let base = Style::default().bg(status.background).fg(status.text);
     buf.set_style(area, base);
 
     let mut segments = vec![Segment {
@@ -121,9 +123,9 @@ pub(crate) fn render_status(state: &AppState, area: Rect, buf: &mut Buffer, now:
     if let Some(context) = state.agent_status.context {
         let percent = context.percent();
         let colour = match percent {
-            90.. => Color::LightRed,
-            75.. => Color::Yellow,
-            _ => Color::White,
+            90.. => status.alarm,
+            75.. => status.caution,
+            _ => status.text,
         };
         segments.push(Segment {
             drop_order: 4,
@@ -145,7 +147,8 @@ pub(crate) fn render_status(state: &AppState, area: Rect, buf: &mut Buffer, now:
             right: true,
             spans: vec![Span::styled(
                 format!("{QUIT_KEY} again to quit "),
-                base.fg(Color::Yellow).add_modifier(Modifier::BOLD),
+                base.fg(palette().status.caution)
+                    .add_modifier(Modifier::BOLD),
             )],
         }
     } else {
@@ -217,7 +220,8 @@ fn activity_spans(state: &AppState, now: Instant, base: Style, narrow: bool) -> 
         }
         Activity::Stopping { stage } => vec![Span::styled(
             format!("■ stopping: {}", stop_status_text(stage)),
-            base.fg(Color::Yellow).add_modifier(Modifier::BOLD),
+            base.fg(palette().status.caution)
+                .add_modifier(Modifier::BOLD),
         )],
         Activity::WaitingForAnswer { waiting } => {
             let keys = state
@@ -241,14 +245,15 @@ fn activity_spans(state: &AppState, now: Instant, base: Style, narrow: bool) -> 
             };
             vec![Span::styled(
                 format!("? waiting for your answer{more}{keys}"),
-                base.fg(Color::Yellow).add_modifier(Modifier::BOLD),
+                base.fg(palette().status.caution)
+                    .add_modifier(Modifier::BOLD),
             )]
         }
         Activity::Retrying { remaining } => {
             let seconds = remaining.as_millis().div_ceil(1000);
             vec![Span::styled(
                 format!("↻ retrying in {seconds} s"),
-                base.fg(Color::LightMagenta),
+                base.fg(palette().status.retry),
             )]
         }
         Activity::Quitting { stage } => {
@@ -257,7 +262,7 @@ fn activity_spans(state: &AppState, now: Instant, base: Style, narrow: bool) -> 
                 .unwrap_or_default();
             vec![Span::styled(
                 format!("quitting: stopping the agent{stage}…"),
-                base.fg(Color::Yellow),
+                base.fg(palette().status.caution),
             )]
         }
     }
@@ -266,17 +271,16 @@ fn activity_spans(state: &AppState, now: Instant, base: Style, narrow: bool) -> 
 /// What the agent is doing, and for how long it has been doing it.
 fn phase_text(phase: &AgentPhase, elapsed: std::time::Duration) -> (String, Color) {
     let elapsed = format_elapsed(elapsed);
+    let status = palette().status;
     match phase {
-        AgentPhase::Working => (format!("● working {elapsed}"), Color::LightGreen),
-        AgentPhase::Thinking => (format!("● thinking {elapsed}"), Color::LightBlue),
-        AgentPhase::Writing => (format!("● writing {elapsed}"), Color::LightGreen),
-        AgentPhase::RunningTool { name } => {
-            (format!("⚙ running {name} {elapsed}"), Color::LightCyan)
-        }
-        AgentPhase::Compacting => (format!("● compacting {elapsed}"), Color::LightBlue),
+        AgentPhase::Working => (format!("● working {elapsed}"), status.working),
+        AgentPhase::Thinking => (format!("● thinking {elapsed}"), status.thinking),
+        AgentPhase::Writing => (format!("● writing {elapsed}"), status.working),
+        AgentPhase::RunningTool { name } => (format!("⚙ running {name} {elapsed}"), status.tool),
+        AgentPhase::Compacting => (format!("● compacting {elapsed}"), status.thinking),
         AgentPhase::AgentRetrying => (
             format!("↻ waiting for the agent's own retry {elapsed}"),
-            Color::LightMagenta,
+            status.retry,
         ),
     }
 }

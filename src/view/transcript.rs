@@ -11,10 +11,10 @@ use std::time::Instant;
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
-use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::Line;
 
 use super::cells::CellCache;
+use super::theme::palette;
 use crate::app::scroll::{TopRow, TranscriptLayout, TranscriptScroll};
 use crate::app::transcript::{CellId, Transcript};
 
@@ -264,10 +264,7 @@ impl TranscriptView {
         if !top.follows && scroll.has_unseen_output(transcript) {
             let indicator = Line::styled(
                 " ↓ new output below · End to follow ",
-                Style::default()
-                    .fg(Color::Black)
-                    .bg(Color::Yellow)
-                    .add_modifier(Modifier::BOLD),
+                palette().search_match,
             );
             let width = indicator.width() as u16;
             let x = area.x + area.width.saturating_sub(width) / 2;

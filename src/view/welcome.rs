@@ -4,7 +4,7 @@
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
-use ratatui::style::{Color, Modifier, Style};
+use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 
 use crate::app::keymap::{HELP_KEY, MENU_KEY, QUIT_KEY, SEND_KEY, STOP_KEY};
@@ -13,10 +13,12 @@ use crate::view::wrap::{wrap, RichLine};
 
 use crate::provider::INSTALL_COMMANDS as INSTALL;
 
+use super::theme::palette;
+
 fn welcome_lines(state: &AppState, roomy: bool) -> Vec<RichLine> {
     let bold = Style::default().add_modifier(Modifier::BOLD);
-    let dim = Style::default().add_modifier(Modifier::DIM);
-    let key = Style::default().fg(Color::Cyan);
+    let dim = palette().dim;
+    let key = Style::default().fg(palette().accent);
     let indent = || vec![Span::raw("  ")];
     let mut lines = Vec::new();
     // On a short screen the title and the blank lines give way to what the user needs.

@@ -327,7 +327,7 @@ fn resume_refuses_with_one_clear_line_what_it_cannot_continue() {
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("belongs to"), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    let (code, stderr) = agentty(state.path(), project.path(), &["--resume", "zzzzzz"]);
+    let (code, stderr) = agentty(state.path(), project.path(), &["--resume", "0b1e7c99"]);
     assert_eq!(code, Some(2), "{stderr}");
-    assert!(stderr.contains("no conversation \"zzzzzz\""), "{stderr}");
+    assert!(stderr.contains("no conversation \"0b1e7c99\""), "{stderr}");
 }

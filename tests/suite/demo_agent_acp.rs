@@ -1027,3 +1027,35 @@ fn two_models_and_two_modes_are_offered_and_switches_are_logged() {
         ]
     );
 }
+
+#[test]
+fn rewrite_asks_with_a_diff_of_two_far_apart_hunks_and_writes_it() {
+    let (state, cwd) = dirs();
+    let path = cwd.path().join("agentty-demo-lines.txt");
+    let old: String = (1..=40).map(|number| format!("line {number}\n")).collect();
+    std::fs::write(&path, &old).unwrap();
+    let mut acp = Acp::start(state.path(), cwd.path(), &[]);
+    let session = acp.open();
+    let id = acp.prompt(&session, "rewrite please");
+    let mut before = acp.until(|line| line["method"] == "session/request_permission");
+    let request = before.pop().unwrap();
+    let call = &request["params"]["toolCall"];
+    assert_eq!(call["kind"], "edit");
+    assert_eq!(call["title"], "Edit agentty-demo-lines.txt");
+    let diff = &call["content"][0];
+    assert_eq!(diff["type"], "diff");
+    assert_eq!(diff["oldText"], old.as_str());
+    let new_text = diff["newText"].as_str().unwrap().to_owned();
+    let changed: Vec<&str> = new_text
+        .lines()
+        .zip(old.lines())
+        .filter(|(new, old)| new != old)
+        .map(|(new, _)| new)
+        .collect();
+    assert_eq!(changed, ["line 5 (edited)", "line 30 (edited)"]);
+    assert!(new_text.ends_with("line 40\nRewritten by the demo ACP agent.\n"));
+    acp.send(&json!({"jsonrpc": "2.0", "id": request["id"], "result": {"outcome": {"outcome": "selected", "optionId": "allow"}}}));
+    let (_, response) = acp.answer(id);
+    assert_eq!(response["result"]["stopReason"], "end_turn");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), new_text);
+}

@@ -157,7 +157,7 @@ fn pi_http_500_is_headed_by_pis_error_message() {
     assert_eq!(failure.http_status, Some(500));
     assert_eq!(
         chat_headline(&failure),
-        "Failed: 500 fake internal server error · HTTP 500 · automatic retry is off \
+        "Failed: 500 fake internal server error · automatic retry is off \
          (Ctrl+X → Settings) · Ctrl+X → Retry or /retry to try again"
     );
 }
@@ -178,7 +178,7 @@ fn claude_401_is_headed_by_claudes_result_and_is_not_retried() {
     assert_eq!(
         chat_headline(&failure),
         "Failed: Invalid API key · Fix external API key · not retried automatically: \
-         not authenticated (HTTP 401) · Ctrl+X → Retry or /retry to try again \
+         not authenticated · Ctrl+X → Retry or /retry to try again \
          [diagnostics: HTTP 401 · exit code 1 · 1 invalid output line]"
     );
 }
@@ -188,4 +188,44 @@ fn gemini_500_is_headed_by_the_apis_own_message() {
     let failure = capture_terminal("gemini", "d_http500");
     assert_eq!(failure.message, "fake internal error");
     assert_eq!(failure.http_status, Some(500));
+}
+
+/// How often `status` stands as a number of its own in `line`.
+fn times_said(line: &str, status: u16) -> usize {
+    line.split(|ch: char| !ch.is_ascii_digit())
+        .filter(|number| *number == status.to_string())
+        .count()
+}
+
+#[test]
+fn the_failed_turn_line_says_the_http_status_once() {
+    for (cli, name, status) in [
+        ("claude", "err429", 429),
+        ("claude", "err500_default", 500),
+        ("codex", "d_http429", 429),
+        ("codex", "d_http500", 500),
+        ("gemini", "d_http429", 429),
+        ("gemini", "d_http500", 500),
+        ("pi", "e_http500", 500),
+    ] {
+        let failure = capture_terminal(cli, name);
+        assert_eq!(failure.http_status, Some(status), "{cli}/{name}");
+        let line = chat_headline(&failure);
+        assert_eq!(times_said(&line, status), 1, "{cli}/{name}: {line}");
+    }
+    // In the agent's words when it names the status, else as a fact.
+    assert_eq!(
+        chat_headline(&capture_terminal("claude", "err429")),
+        "Failed: API Error: Request rejected (429) · Number of request tokens has exceeded your \
+         rate limit (fake) · exit code 1 · automatic retry is off (Ctrl+X → Settings) · \
+         Ctrl+X → Retry or /retry to try again"
+    );
+    assert_eq!(
+        chat_headline(&capture_terminal("codex", "d_http429")),
+        "Failed: exceeded retry limit, last status: 429 Too Many Requests · automatic retry is \
+         off (Ctrl+X → Settings) · Ctrl+X → Retry or /retry to try again \
+         [diagnostics: exit code 1 · 2 stderr lines]"
+    );
+    assert!(chat_headline(&capture_terminal("gemini", "d_http500"))
+        .ends_with("[diagnostics: HTTP 500 · exit code 244 · 135 stderr lines]"));
 }

@@ -226,7 +226,9 @@ impl AppState {
                 Vec::new()
             }
             Action::Settings => self.open_overlay(Overlay::Settings(
-                SettingsDraft::new(self.retry_policy.clone()).with_notify(self.notify),
+                SettingsDraft::new(self.retry_policy.clone())
+                    .with_notify(self.notify)
+                    .with_theme(self.theme),
             )),
             Action::ShowLogPath => {
                 let path = crate::logging::current_log_file();

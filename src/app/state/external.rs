@@ -79,12 +79,16 @@ impl AppState {
     }
 
     /// A shell command finished: its output in the transcript (inert, bounded, folded like a
-    /// tool's), or with `!!` in the prompt.
+    /// tool's), or with `!!` in the prompt. Here the output enters the app: it is made inert
+    /// once, and its lines and the notice are built from the inert text.
     pub fn on_shell_done(&mut self, output: ShellOutput) {
-        let command = untrusted_owned(&output.request.command);
-        let text = untrusted_owned(&output.text);
-        let lines: Vec<&str> = text.lines().collect();
+        let command = InertText::new(&output.request.command);
+        let text = InertText::new(&output.text);
+        let lines: Vec<InertText> = text.inert_lines().collect();
         let more = if output.truncated { " (cut short)" } else { "" };
+        let mut message = InertText::from("$ ");
+        message.push(&command);
+        message.push_str(&format!(" · {}", output.ended));
         if output.request.to_prompt && output.success {
             let block = format!(
                 "Output of `{command}` ({}){more}:\n```\n{}\n```\n",
@@ -94,13 +98,8 @@ impl AppState {
             self.composer.paste(&block);
             self.popup = None;
             self.popup_dismissed_for = Some(self.composer.text());
-            self.notice(
-                NoticeLevel::Info,
-                format!(
-                    "$ {command} · {}: its output is in the prompt",
-                    output.ended
-                ),
-            );
+            message.push_str(": its output is in the prompt");
+            self.notice(NoticeLevel::Info, message);
             return;
         }
         let level = if output.success {
@@ -108,28 +107,25 @@ impl AppState {
         } else {
             NoticeLevel::Warning
         };
-        let mut shown: Vec<String> = lines
-            .iter()
-            .take(MAX_SHELL_LINES)
-            .map(|line| (*line).to_owned())
-            .collect();
-        if lines.len() > MAX_SHELL_LINES {
-            shown.push(format!("… {} more lines", lines.len() - MAX_SHELL_LINES));
+        let count = lines.len();
+        let mut shown: Vec<InertText> = lines.into_iter().take(MAX_SHELL_LINES).collect();
+        if count > MAX_SHELL_LINES {
+            shown.push(format!("… {} more lines", count - MAX_SHELL_LINES).into());
         }
-        let summary = match lines.len() {
+        let summary = match count {
             0 => "no output".to_owned(),
             1 => "1 line".to_owned(),
             count => format!("{count} lines{more}"),
         };
-        let mut cell = NoticeCell::new(level, format!("$ {command} · {}", output.ended));
+        let mut cell = NoticeCell::new(level, message);
         if !shown.is_empty() {
             cell.details_summary = summary.into();
             cell.details = vec![DetailSection {
                 title: "output".into(),
-                lines: shown.into_iter().map(InertText::from).collect(),
+                lines: shown,
             }];
             // Short output is shown at once; long output folds like a tool's.
-            cell.expanded = lines.len() <= 12;
+            cell.expanded = count <= 12;
         }
         self.transcript.push(CellBody::Notice(cell));
     }

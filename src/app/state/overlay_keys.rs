@@ -8,8 +8,9 @@ use crossterm::event::KeyEvent;
 use super::{AppEffect, AppState};
 use crate::app::menu::Overlay;
 use crate::app::pane::{OverlayPane, Step};
+use crate::app::settings::SettingsChoice;
 use crate::app::transcript::NoticeLevel;
-use crate::config::{NotifyMode, RetryPolicy};
+use crate::config::NotifyMode;
 use crate::orchestrator::Command;
 
 impl AppState {
@@ -60,7 +61,7 @@ impl AppState {
             Overlay::Settings(mut draft) => {
                 let step = draft.on_key(key, now, ());
                 match self.settle(step, draft, Overlay::Settings) {
-                    Some((policy, notify)) => self.save_settings(policy, notify),
+                    Some(choice) => self.save_settings(choice),
                     None => Vec::new(),
                 }
             }
@@ -111,12 +112,29 @@ impl AppState {
         }
     }
 
-    /// Enter in the settings: the retry policy applies now, and is saved where a config file is
-    /// known.
-    /// Applies and saves what the settings chose: the notification mode and the retry policy,
-    /// each only when it changed.
-    fn save_settings(&mut self, policy: RetryPolicy, notify: NotifyMode) -> Vec<AppEffect> {
+    /// Enter in the settings: applies what they chose now (the next frame draws in the new
+    /// colours), and saves it where a config file is known: the theme, the notification mode
+    /// and the retry policy, each only when it changed.
+    fn save_settings(&mut self, choice: SettingsChoice) -> Vec<AppEffect> {
+        let SettingsChoice {
+            policy,
+            notify,
+            theme,
+        } = choice;
         let mut effects = Vec::new();
+        if theme != self.theme {
+            self.theme = theme;
+            self.notice(
+                NoticeLevel::Info,
+                format!(
+                    "Colours: {}",
+                    crate::app::settings::SettingsField::theme_value(theme)
+                ),
+            );
+            if self.config_path.is_some() {
+                effects.push(AppEffect::SaveTheme(theme));
+            }
+        }
         if notify != self.notify {
             self.notify = notify;
             self.notice(

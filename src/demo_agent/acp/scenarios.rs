@@ -17,6 +17,7 @@
 //! | `permission-delayed` | text, then a pause of 2 s (script time: the user goes on typing), then the `permission` scenario's command asked with Claude's options (`allow_always` first). Allowed: runs it, text "Done.". Rejected: `tool_call_update` failed and the turn ends at once, with no text (as the Claude and Codex adapters end it) |
 //! | `permission-unannounced` | gemini-like: no `tool_call`, the call exists only in the request's `toolCall`; options `proceed_always`, `proceed_once`, `cancel`. Allowed: runs it, one `tool_call_update` completed (content `[]`). Rejected: no update, text |
 //! | `edit` | `tool_call` kind edit with `locations [{path}]` and content `[{type:"diff", path, oldText, newText}]` for `<cwd>/agentty-demo.md` (`oldText` null when it does not exist); Claude's options (`allow_always`, `allow`, `reject`). Allowed: appends a line to the file, `tool_call_update` completed |
+//! | `rewrite` | like `edit`, for `<cwd>/agentty-demo-lines.txt`, with a diff too long for a small screen: 40 numbered lines when the file does not exist, else its 5th and 30th lines changed and a line added at its end |
 //! | `sleep` | `tool_call` execute in_progress `sleep 100`, run as a real process group (pid in the `in_progress` update's `_meta.agenttyDemo.pid`); `session/cancel` kills the group, `tool_call_update` failed, `cancelled` |
 //! | `slow` | `tok0 ` … `tok99 `, one every 200 ms (20 s); honours cancel |
 //! | `ignore-cancel` | like `slow` but `session/cancel` is ignored; after a cancel it never answers the prompt (the client must fall back to signals, which work as usual) |
@@ -61,6 +62,10 @@ pub(crate) const SCENARIOS: &[(&str, &str)] = &[
     (
         "edit",
         "an edit with a diff asks permission; allowed, it writes the file",
+    ),
+    (
+        "rewrite",
+        "an edit with a long diff (two hunks 25 lines apart) asks permission",
     ),
     (
         "sleep",
@@ -129,6 +134,7 @@ pub(crate) enum Scenario {
     PermissionDelayed,
     PermissionUnannounced,
     Edit,
+    Rewrite,
     Sleep,
     Slow,
     IgnoreCancel,
@@ -162,6 +168,7 @@ impl Scenario {
             "permission-delayed" => Self::PermissionDelayed,
             "permission-unannounced" => Self::PermissionUnannounced,
             "edit" => Self::Edit,
+            "rewrite" => Self::Rewrite,
             "sleep" => Self::Sleep,
             "slow" => Self::Slow,
             "ignore-cancel" => Self::IgnoreCancel,
@@ -214,7 +221,10 @@ pub(crate) fn play(scenario: Scenario, turn: &mut Turn, prompt: &str) -> Result<
         Scenario::Permission => permission(turn)?,
         Scenario::PermissionDelayed => permission_delayed(turn)?,
         Scenario::PermissionUnannounced => permission_unannounced(turn)?,
-        Scenario::Edit => edit(turn)?,
+        Scenario::Edit => edit(turn, "agentty-demo.md", |old| {
+            format!("{}Edited by the demo ACP agent.\n", old.unwrap_or_default())
+        })?,
+        Scenario::Rewrite => edit(turn, "agentty-demo-lines.txt", rewritten)?,
         Scenario::Sleep => sleep(turn)?,
         Scenario::Slow | Scenario::LagAfterCancel => slow(turn)?,
         Scenario::IgnoreCancel => {
@@ -414,20 +424,37 @@ fn permission_unannounced(turn: &mut Turn) -> Result<(), Halt> {
     }
 }
 
-fn edit(turn: &mut Turn) -> Result<(), Halt> {
-    turn.say("I'll edit agentty-demo.md.")?;
+/// `rewrite`'s change: 40 numbered lines for a new file, else the 5th and 30th lines marked
+/// edited and a line added at the end (a diff whose hunks are far apart).
+fn rewritten(old: Option<&str>) -> String {
+    let Some(old) = old else {
+        return (1..=40).map(|number| format!("line {number}\n")).collect();
+    };
+    let mut text: String = old
+        .lines()
+        .enumerate()
+        .map(|(index, line)| match index + 1 {
+            5 | 30 => format!("{line} (edited)\n"),
+            _ => format!("{line}\n"),
+        })
+        .collect();
+    text.push_str("Rewritten by the demo ACP agent.\n");
+    text
+}
+
+/// Asks to change `name` in the session's cwd to `change(<its text, if it exists>)`, with the
+/// diff in the tool call and the permission request, as Claude's adapter asks for an edit.
+fn edit(turn: &mut Turn, name: &str, change: fn(Option<&str>) -> String) -> Result<(), Halt> {
+    turn.say(&format!("I'll edit {name}."))?;
     let id = turn.tool_call_id();
-    let path = turn.cwd.join("agentty-demo.md");
+    let path = turn.cwd.join(name);
     let path_text = path.display().to_string();
     let old_text = fs::read_to_string(&path).ok();
-    let new_text = format!(
-        "{}Edited by the demo ACP agent.\n",
-        old_text.as_deref().unwrap_or_default()
-    );
+    let new_text = change(old_text.as_deref());
     let diff = json!({"type": "diff", "path": path_text, "oldText": old_text, "newText": new_text});
     let tool_call = json!({
         "toolCallId": id,
-        "title": "Edit agentty-demo.md",
+        "title": format!("Edit {name}"),
         "kind": "edit",
         "status": "pending",
         "rawInput": {"file_path": path_text, "new_string": new_text},
@@ -440,11 +467,8 @@ fn edit(turn: &mut Turn) -> Result<(), Halt> {
     match turn.ask_permission(tool_call, wire::claude_options())? {
         Decision::Allowed => {
             let (status, said) = match fs::write(&path, &new_text) {
-                Ok(()) => ("completed", "Edited agentty-demo.md.".to_owned()),
-                Err(error) => (
-                    "failed",
-                    format!("Could not write agentty-demo.md: {error}"),
-                ),
+                Ok(()) => ("completed", format!("Edited {name}.")),
+                Err(error) => ("failed", format!("Could not write {name}: {error}")),
             };
             turn.update(json!({
                 "sessionUpdate": "tool_call_update",
