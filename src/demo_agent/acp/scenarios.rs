@@ -195,6 +195,19 @@ pub(crate) fn lag_answer(prompt: &str) -> String {
     format!("This answers \"{prompt}\".")
 }
 
+/// A prompt in a session the `lag-after-cancel` bug struck: streams the answer owed to the
+/// previous prompt (nothing right after the cancel) and owes this prompt's answer.
+pub(crate) fn play_lagging(
+    turn: &mut Turn,
+    owed: Option<String>,
+    prompt: &str,
+) -> Result<TurnEnd, Halt> {
+    if let Some(text) = owed {
+        turn.say(&text)?;
+    }
+    Ok(TurnEnd::Owing(lag_answer(prompt)))
+}
+
 /// Plays `scenario` for `prompt`.
 pub(crate) fn play(scenario: Scenario, turn: &mut Turn, prompt: &str) -> Result<TurnEnd, Halt> {
     match scenario {

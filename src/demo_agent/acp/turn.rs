@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::super::bash::{self, BashOutcome};
-use super::scenarios::{self, Scenario};
 use super::{is_response, wire, Agent, Input};
 
 /// Script time between two chunks.
@@ -111,13 +110,13 @@ impl<'a> Turn<'a> {
         agent: &'a mut Agent,
         session_id: &str,
         cwd: PathBuf,
-        scenario: Scenario,
+        ignore_cancel: bool,
     ) -> Self {
         Self {
             agent,
             session_id: session_id.to_owned(),
             cwd,
-            ignore_cancel: scenario == Scenario::IgnoreCancel,
+            ignore_cancel,
             cancel_seen: false,
             played: Played::default(),
         }
@@ -388,18 +387,5 @@ impl<'a> Turn<'a> {
             "status": "failed",
             "content": [wire::text_content(&format!("The user rejected this {what}."))],
         }))
-    }
-
-    /// A prompt in a session the `lag-after-cancel` bug struck: streams the answer owed to the
-    /// previous prompt (nothing right after the cancel) and owes this prompt's answer.
-    pub(crate) fn play_lagging(
-        &mut self,
-        owed: Option<String>,
-        prompt: &str,
-    ) -> Result<TurnEnd, Halt> {
-        if let Some(text) = owed {
-            self.say(&text)?;
-        }
-        Ok(TurnEnd::Owing(scenarios::lag_answer(prompt)))
     }
 }
