@@ -9,6 +9,7 @@ mod control;
 pub mod job_control;
 pub mod lines;
 pub mod orphans;
+mod proc_table;
 mod redact;
 pub mod stop;
 pub mod timings;
@@ -198,7 +199,7 @@ fn spawn_inner(
     command
         .args(&spec.args)
         .envs(spec.env.iter().map(|(key, value)| (key, value)))
-        .env(tree::TREE_MARKER_VAR, &marker)
+        .env(proc_table::TREE_MARKER_VAR, &marker)
         .stdin(match spec.stdin {
             StdinMode::Null => Stdio::null(),
             StdinMode::Pipe => Stdio::piped(),
