@@ -22,6 +22,7 @@
 //! - An agent that answers the turn after a cancel one turn late (the Claude adapter) is
 //!   started afresh after every stopped turn ([`AcpQuirks::restart_after_cancel`]).
 
+mod connection;
 mod mapper;
 mod session;
 mod settings;
