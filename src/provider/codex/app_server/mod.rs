@@ -23,6 +23,7 @@
 //!   its next request); its arrival in the thread is said as pi's steering is.
 //! - A warning Codex repeats every turn ("Model metadata … not found") is shown once.
 
+mod connection;
 mod mapper;
 mod session;
 mod status;
@@ -37,7 +38,8 @@ use tokio::sync::{mpsc, watch};
 pub use mapper::AppServerMapper;
 
 use self::mapper::{decision_value, COMMAND_APPROVAL, FILE_CHANGE_APPROVAL};
-use self::session::{settled, AppServerSession, REQUEST_TIMEOUT};
+use self::connection::{settled, REQUEST_TIMEOUT};
+use self::session::AppServerSession;
 use self::status::Shared;
 use crate::config::PermissionPolicy;
 use crate::process::StopControl;
