@@ -37,8 +37,8 @@ use tokio::sync::{mpsc, watch};
 
 pub use mapper::AppServerMapper;
 
-use self::mapper::{decision_value, COMMAND_APPROVAL, FILE_CHANGE_APPROVAL};
 use self::connection::{settled, REQUEST_TIMEOUT};
+use self::mapper::{decision_value, COMMAND_APPROVAL, FILE_CHANGE_APPROVAL};
 use self::session::AppServerSession;
 use self::status::Shared;
 use crate::config::PermissionPolicy;
