@@ -60,9 +60,7 @@ fn assert_started(cli: Cli, finished: &Finished) {
 // (a) Live text.
 
 async fn text_streams_and_completes(cli: Cli, test: &str) {
-    let Some(rig) = rig(cli, test, Plan::Text).await else {
-        return;
-    };
+    let rig = rig(cli, test, Plan::Text).await;
     let prompt = prompt("say hello");
     let finished = rig.run(None, &prompt).await;
     finished.expect_terminal("terminal.completed");
@@ -117,9 +115,7 @@ async fn codex_acp_text_streams_and_completes() {
 // (b) Thinking: streamed live (`assistant.thinking`) and released whole (`assistant.thought`).
 
 async fn thinking_streams_and_is_released(cli: Cli, test: &str) {
-    let Some(rig) = rig(cli, test, Plan::Thinking).await else {
-        return;
-    };
+    let rig = rig(cli, test, Plan::Thinking).await;
     let finished = rig.run(None, &prompt("think then say hello")).await;
     finished.expect_terminal("terminal.completed");
     // What the fake server reasons, and the words of it that must arrive whatever the agent
@@ -248,9 +244,7 @@ fn option_id<'m>(request: &'m Value, kind: &str) -> &'m str {
 
 async fn allowed_tool_runs(cli: Cli, test: &str) {
     let file = format!("allowed-{}.txt", std::process::id());
-    let Some(rig) = rig(cli, test, Plan::AskingTool(format!("touch {file}"))).await else {
-        return;
-    };
+    let rig = rig(cli, test, Plan::AskingTool(format!("touch {file}"))).await;
     let finished = rig.run(Some("allow"), &prompt("create the file")).await;
     finished.expect_terminal("terminal.completed");
     let (request, outcome) = permission_exchange(&finished, &file);
@@ -332,9 +326,7 @@ async fn codex_acp_allowed_tool_runs() {
 
 async fn denied_tool_is_refused_by_policy(cli: Cli, test: &str) {
     let file = format!("denied-{}.txt", std::process::id());
-    let Some(rig) = rig(cli, test, Plan::AskingTool(format!("touch {file}"))).await else {
-        return;
-    };
+    let rig = rig(cli, test, Plan::AskingTool(format!("touch {file}"))).await;
     let finished = rig.run(Some("deny"), &prompt("create the file")).await;
     let terminal = finished.terminal();
     let kind = type_of(terminal);
@@ -420,9 +412,7 @@ async fn sigint_mid_tool_cancels_and_leaves_no_process(cli: Cli, test: &str) {
     // `sleep 100.<digits>`: a hundred seconds, and a command line no other test has.
     let sleep = format!("sleep 100.{:06}", std::process::id() % 1_000_000);
     // Gemini and Claude ask before running it (allowed here); Codex runs it in its sandbox.
-    let Some(rig) = rig(cli, test, Plan::Tool(sleep.clone())).await else {
-        return;
-    };
+    let rig = rig(cli, test, Plan::Tool(sleep.clone())).await;
     let run = rig.spawn(Some("allow"), &prompt("sleep for the stop test"));
     let spawned_at = run.spawned_at;
     let sleepers = real_cli::wait_for_process(&sleep, RUN_LIMIT).await;
@@ -502,9 +492,7 @@ async fn codex_acp_sigint_mid_tool_cancels_and_leaves_no_process() {
 // `terminal.failed` naming the status, for agentty's orchestrator to classify (and retry).
 
 async fn http_500_is_one_request(cli: Cli, test: &str) {
-    let Some(rig) = rig(cli, test, Plan::Http500).await else {
-        return;
-    };
+    let rig = rig(cli, test, Plan::Http500).await;
     let finished = rig.run(None, &prompt("fail please")).await;
     let terminal = finished.expect_terminal("terminal.failed");
     let requests = rig.server.model_requests();
@@ -548,9 +536,7 @@ async fn claude_acp_a_cut_stream_fails_without_a_hidden_refetch() {
         text: "Partial words before the cut and the rest after it".into(),
         words: 3,
     };
-    let Some(rig) = rig(Cli::Claude, test, plan).await else {
-        return;
-    };
+    let rig = rig(Cli::Claude, test, plan).await;
     let finished = rig.run(None, &prompt("cut please")).await;
     let failed = finished.expect_terminal("terminal.failed");
     eprintln!("{test}: {failed}");
@@ -582,9 +568,7 @@ async fn claude_acp_a_cut_stream_fails_without_a_hidden_refetch() {
 async fn two_retried_turns_keep_the_conversation(cli: Cli, test: &str) {
     let prompts = real_cli::four_prompts(cli.name());
     let fail = std::sync::Arc::new(real_cli::fail_a_and_c_twice(&prompts));
-    let Some(rig) = rig(cli, test, Plan::Failing(fail)).await else {
-        return;
-    };
+    let rig = rig(cli, test, Plan::Failing(fail)).await;
     real_cli::two_retried_turns_keep_the_conversation(
         cli.name(),
         test,
@@ -639,9 +623,7 @@ async fn a_stop_then_retry_keep_the_conversation(cli: Cli, test: &str) {
             Plan::Text
         }
     }));
-    let Some(rig) = rig(cli, test, plan).await else {
-        return;
-    };
+    let rig = rig(cli, test, plan).await;
     real_cli::a_stop_then_retry_keep_the_conversation(
         cli.name(),
         test,

@@ -30,13 +30,9 @@ const RUN_MARKER_VAR: &str = "AGENTTY_CLAUDE_TEST_RUN";
 
 /// The real CLI against a fresh fake server, with telemetry and non-essential traffic off;
 /// every process of the run carries a marker that `ProcessProbe` finds.
-async fn rig(
-    test: &str,
-    scenario: Scenario,
-    args: &[&str],
-) -> Option<(Rig<FakeAnthropic>, ProcessProbe)> {
-    let (rig, probe, _) = rig_on(test, FakeAnthropic::start(scenario), args).await?;
-    Some((rig, probe))
+async fn rig(test: &str, scenario: Scenario, args: &[&str]) -> (Rig<FakeAnthropic>, ProcessProbe) {
+    let (rig, probe, _) = rig_on(test, FakeAnthropic::start(scenario), args).await;
+    (rig, probe)
 }
 
 /// [`rig`] on the server `server` starts, also returning the provider's settings.
@@ -44,8 +40,8 @@ async fn rig_on(
     test: &str,
     server: impl std::future::Future<Output = FakeAnthropic>,
     args: &[&str],
-) -> Option<(Rig<FakeAnthropic>, ProcessProbe, ProviderSettings)> {
-    let bin = real_cli(test, "AGENTTY_CLAUDE_BIN", DEFAULT_BIN)?;
+) -> (Rig<FakeAnthropic>, ProcessProbe, ProviderSettings) {
+    let bin = real_cli(test, "AGENTTY_CLAUDE_BIN", DEFAULT_BIN);
     let server = server.await;
     let home = tempfile::tempdir().expect("temp HOME");
     let work = tempfile::tempdir().expect("temp working directory");
@@ -65,7 +61,7 @@ async fn rig_on(
         home,
         work,
     };
-    Some((rig, probe, settings))
+    (rig, probe, settings)
 }
 
 fn delta_count(messages: &[AgentMessage]) -> usize {
@@ -102,15 +98,12 @@ fn assert_completed(messages: &[AgentMessage]) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_claude:: (README, Tests)"]
 async fn text_streams_as_partial_deltas_shown_once() {
-    let Some((rig, _)) = rig(
+    let (rig, _) = rig(
         "text_streams_as_partial_deltas_shown_once",
         Scenario::Text,
         &[],
     )
-    .await
-    else {
-        return;
-    };
+    .await;
     let messages = rig.run("Say hello", SessionRef::New).await;
     assert_started_session(&messages);
     assert_eq!(
@@ -125,15 +118,12 @@ async fn text_streams_as_partial_deltas_shown_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_claude:: (README, Tests)"]
 async fn later_turns_resume_the_session_and_a_bad_id_fails_clearly() {
-    let Some((rig, _)) = rig(
+    let (rig, _) = rig(
         "later_turns_resume_the_session_and_a_bad_id_fails_clearly",
         Scenario::Text,
         &[],
     )
-    .await
-    else {
-        return;
-    };
+    .await;
     let resumed = rig
         .run_then_resume("claude", "Remember the word banana", "What was the word?")
         .await;
@@ -160,15 +150,12 @@ async fn later_turns_resume_the_session_and_a_bad_id_fails_clearly() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_claude:: (README, Tests)"]
 async fn thinking_is_released_as_one_thought() {
-    let Some((rig, _)) = rig(
+    let (rig, _) = rig(
         "thinking_is_released_as_one_thought",
         Scenario::Thinking,
         &[],
     )
-    .await
-    else {
-        return;
-    };
+    .await;
     let messages = rig.run("Think then answer", SessionRef::New).await;
     assert_eq!(
         assistant_text(&messages),
@@ -193,15 +180,12 @@ async fn a_bash_tool_call_is_announced_and_completed() {
     let tool = Scenario::Tool {
         command: "echo hi".into(),
     };
-    let Some((rig, _)) = rig(
+    let (rig, _) = rig(
         "a_bash_tool_call_is_announced_and_completed",
         tool,
         &["--allowedTools", "Bash"],
     )
-    .await
-    else {
-        return;
-    };
+    .await;
     let messages = rig.run("Run echo hi", SessionRef::New).await;
     let call = messages.iter().find_map(|message| match message {
         AgentMessage::ToolCall { id, name, input } => {
@@ -233,15 +217,12 @@ async fn a_bash_tool_call_is_announced_and_completed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_claude:: (README, Tests)"]
 async fn an_http_500_fails_after_exactly_one_request() {
-    let Some((rig, _)) = rig(
+    let (rig, _) = rig(
         "an_http_500_fails_after_exactly_one_request",
         Scenario::Error { status: 500 },
         &[],
     )
-    .await
-    else {
-        return;
-    };
+    .await;
     let messages = rig.run("Say hello", SessionRef::New).await;
     assert_eq!(
         assistant_text(&messages),
@@ -268,7 +249,7 @@ async fn an_http_500_fails_after_exactly_one_request() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_claude:: (README, Tests)"]
 async fn a_cut_stream_fails_without_a_hidden_refetch() {
-    let Some((rig, _)) = rig(
+    let (rig, _) = rig(
         "a_cut_stream_fails_without_a_hidden_refetch",
         Scenario::Cut {
             text: "Partial words before the cut and the rest after it".into(),
@@ -276,10 +257,7 @@ async fn a_cut_stream_fails_without_a_hidden_refetch() {
         },
         &[],
     )
-    .await
-    else {
-        return;
-    };
+    .await;
     let messages = rig.run("Say hello", SessionRef::New).await;
     assert_eq!(assistant_text(&messages), "Partial words before ");
     let failure = expect_failed(&messages);
@@ -306,15 +284,12 @@ async fn a_stop_during_a_tool_ends_the_attempt_and_leaves_no_process() {
     let tool = Scenario::Tool {
         command: "sleep 100".into(),
     };
-    let Some((rig, processes)) = rig(
+    let (rig, processes) = rig(
         "a_stop_during_a_tool_ends_the_attempt_and_leaves_no_process",
         tool,
         &["--allowedTools", "Bash"],
     )
-    .await
-    else {
-        return;
-    };
+    .await;
     let stop = StopControl::new();
     let watcher = {
         let stop = stop.clone();
@@ -383,12 +358,12 @@ fn model_requests(server: &FakeAnthropic) -> Vec<UserTexts> {
 
 /// The real CLI against a server whose main requests fail (HTTP 500) the first two times their
 /// last user message holds `flaky`, and an orchestrator-ready provider for it.
-async fn flaky_rig(test: &str, flaky: &str) -> Option<(Rig<FakeAnthropic>, Arc<CliProvider>)> {
+async fn flaky_rig(test: &str, flaky: &str) -> (Rig<FakeAnthropic>, Arc<CliProvider>) {
     let fail = FailFirst::new(2, flaky);
     let server = FakeAnthropic::start_failing(Scenario::Text, move |text| fail.take(text));
-    let (rig, _, settings) = rig_on(test, server, &[]).await?;
+    let (rig, _, settings) = rig_on(test, server, &[]).await;
     let provider = Arc::new(CliProvider::new(ClaudeBackend::new(settings)));
-    Some((rig, provider))
+    (rig, provider)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -396,9 +371,7 @@ async fn flaky_rig(test: &str, flaky: &str) -> Option<(Rig<FakeAnthropic>, Arc<C
 async fn a_retried_turn_reaches_the_model_with_each_prompt_once() {
     let test = "a_retried_turn_reaches_the_model_with_each_prompt_once";
     let prompts = three_prompts("claude");
-    let Some((rig, provider)) = flaky_rig(test, &prompts[1]).await else {
-        return;
-    };
+    let (rig, provider) = flaky_rig(test, &prompts[1]).await;
     retried_middle_turn_is_sent_once("claude", test, provider, rig.work.path(), &prompts, || {
         model_requests(&rig.server)
     })
@@ -410,9 +383,7 @@ async fn a_retried_turn_reaches_the_model_with_each_prompt_once() {
 async fn a_retried_first_turn_reaches_the_model_with_its_prompt_once() {
     let test = "a_retried_first_turn_reaches_the_model_with_its_prompt_once";
     let prompts = three_prompts("claude");
-    let Some((rig, provider)) = flaky_rig(test, &prompts[0]).await else {
-        return;
-    };
+    let (rig, provider) = flaky_rig(test, &prompts[0]).await;
     retried_first_turn_is_sent_once("claude", test, provider, rig.work.path(), &prompts, || {
         model_requests(&rig.server)
     })
@@ -437,15 +408,15 @@ async fn stream_rig(
     test: &str,
     server: impl std::future::Future<Output = FakeAnthropic>,
     policy: PermissionPolicy,
-) -> Option<StreamRig> {
-    let (rig, probe, settings) = rig_on(test, server, &[]).await?;
+) -> StreamRig {
+    let (rig, probe, settings) = rig_on(test, server, &[]).await;
     let provider = stream_provider(&settings, policy);
-    Some(StreamRig {
+    StreamRig {
         rig,
         settings,
         provider,
         probe,
-    })
+    }
 }
 
 fn stream_provider(settings: &ProviderSettings, policy: PermissionPolicy) -> Arc<dyn Provider> {
@@ -512,11 +483,7 @@ fn touch() -> Scenario {
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_claude:: (README, Tests)"]
 async fn stream_a_permission_prompt_allowed_writes_the_file_and_rejected_does_not() {
     let test = "stream_a_permission_prompt_allowed_writes_the_file_and_rejected_does_not";
-    let Some(allowed) =
-        stream_rig(test, FakeAnthropic::start(touch()), PermissionPolicy::Ask).await
-    else {
-        return;
-    };
+    let allowed = stream_rig(test, FakeAnthropic::start(touch()), PermissionPolicy::Ask).await;
     let messages = allowed
         .run("Touch the marker", SessionRef::New, Some(("allow", None)))
         .await;
@@ -530,11 +497,7 @@ async fn stream_a_permission_prompt_allowed_writes_the_file_and_rejected_does_no
     assert!(allowed.rig.work.path().join("marker.txt").exists());
     expect_completed(&messages);
 
-    let Some(rejected) =
-        stream_rig(test, FakeAnthropic::start(touch()), PermissionPolicy::Ask).await
-    else {
-        return;
-    };
+    let rejected = stream_rig(test, FakeAnthropic::start(touch()), PermissionPolicy::Ask).await;
     let messages = rejected
         .run(
             "Touch the marker",
@@ -581,9 +544,7 @@ fn headless(work: &std::path::Path, env: &ProviderSettings, args: &[&str]) -> (S
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_claude:: (README, Tests)"]
 async fn stream_headless_permissions_allow_and_deny_are_honoured() {
     let test = "stream_headless_permissions_allow_and_deny_are_honoured";
-    let Some((rig, _, settings)) = rig_on(test, FakeAnthropic::start(touch()), &[]).await else {
-        return;
-    };
+    let (rig, _, settings) = rig_on(test, FakeAnthropic::start(touch()), &[]).await;
     let work = rig.work.path();
     let (out, status) = headless(work, &settings, &["--permissions", "allow", "Touch it"]);
     assert_eq!(status, 0, "{out}");
@@ -624,15 +585,12 @@ async fn stream_esc_interrupts_in_band_and_the_next_turn_runs_on_the_same_proces
             Scenario::Text
         }
     };
-    let Some(rig) = stream_rig(
+    let rig = stream_rig(
         test,
         FakeAnthropic::start_choosing(slow),
         PermissionPolicy::Ask,
     )
-    .await
-    else {
-        return;
-    };
+    .await;
     let stop = StopControl::new();
     let mut stream = rig.start("Stream slowly", SessionRef::New, stop.clone());
     let mut seen = Vec::new();
@@ -670,9 +628,7 @@ async fn stream_a_retried_turn_reaches_the_model_with_each_prompt_once() {
     let prompts = three_prompts("claude-stream");
     let fail = FailFirst::new(2, &prompts[1]);
     let server = FakeAnthropic::start_failing(Scenario::Text, move |text| fail.take(text));
-    let Some(rig) = stream_rig(test, server, PermissionPolicy::Ask).await else {
-        return;
-    };
+    let rig = stream_rig(test, server, PermissionPolicy::Ask).await;
     retried_middle_turn_is_sent_once(
         "claude (stream)",
         test,
@@ -688,15 +644,12 @@ async fn stream_a_retried_turn_reaches_the_model_with_each_prompt_once() {
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_claude:: (README, Tests)"]
 async fn stream_a_resumed_conversation_continues_its_session_in_a_new_process() {
     let test = "stream_a_resumed_conversation_continues_its_session_in_a_new_process";
-    let Some(rig) = stream_rig(
+    let rig = stream_rig(
         test,
         FakeAnthropic::start(Scenario::Text),
         PermissionPolicy::Ask,
     )
-    .await
-    else {
-        return;
-    };
+    .await;
     let first = rig
         .run("Remember the word banana", SessionRef::New, None)
         .await;
@@ -729,15 +682,12 @@ async fn stream_a_resumed_conversation_continues_its_session_in_a_new_process() 
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_claude:: (README, Tests)"]
 async fn stream_enter_to_request_for_three_turns_against_the_one_shot_mode() {
     let test = "stream_enter_to_request_for_three_turns_against_the_one_shot_mode";
-    let Some(rig) = stream_rig(
+    let rig = stream_rig(
         test,
         FakeAnthropic::start(Scenario::Text),
         PermissionPolicy::Ask,
     )
-    .await
-    else {
-        return;
-    };
+    .await;
     // As the chat does: the process starts when the conversation opens.
     rig.provider
         .warm_up(attempt_request("", SessionRef::New, rig.rig.work.path()));
@@ -799,9 +749,7 @@ async fn stream_a_retried_first_turn_reaches_the_model_with_its_prompt_once() {
     let prompts = three_prompts("claude-stream");
     let fail = FailFirst::new(2, &prompts[0]);
     let server = FakeAnthropic::start_failing(Scenario::Text, move |text| fail.take(text));
-    let Some(rig) = stream_rig(test, server, PermissionPolicy::Ask).await else {
-        return;
-    };
+    let rig = stream_rig(test, server, PermissionPolicy::Ask).await;
     retried_first_turn_is_sent_once(
         "claude (stream)",
         test,
@@ -820,10 +768,7 @@ async fn stream_a_stop_during_a_tool_kills_the_tool_and_keeps_the_process() {
     let sleep = Scenario::Tool {
         command: "sleep 100".into(),
     };
-    let Some(rig) = stream_rig(test, FakeAnthropic::start(sleep), PermissionPolicy::Allow).await
-    else {
-        return;
-    };
+    let rig = stream_rig(test, FakeAnthropic::start(sleep), PermissionPolicy::Allow).await;
     let stop = StopControl::new();
     let mut stream = rig.start("Run sleep", SessionRef::New, stop.clone());
     let watcher = {
@@ -899,15 +844,12 @@ async fn stream_after_a_rewind_the_next_request_no_longer_carries_the_rewound_pr
     use agentty::orchestrator::{spawn_orchestrator, Command, OrchestratorOptions};
 
     let test = "stream_after_a_rewind_the_next_request_no_longer_carries_the_rewound_prompts";
-    let Some(rig) = stream_rig(
+    let rig = stream_rig(
         test,
         FakeAnthropic::start(Scenario::Text),
         PermissionPolicy::Ask,
     )
-    .await
-    else {
-        return;
-    };
+    .await;
     let state = tempfile::tempdir().unwrap();
     let mut options = OrchestratorOptions::new(rig.provider.clone());
     options.cwd = Some(rig.rig.work.path().to_path_buf());

@@ -29,9 +29,9 @@ const DEFAULT_BIN: &str = "/tmp/codex-cli/node_modules/.bin/codex";
 
 /// A throwaway Codex home whose only model provider is the fake server, and a provider that
 /// runs the real CLI with it.
-fn rig(test: &str, scenario: CodexScenario, extra_args: &[&str]) -> Option<Rig<FakeServer>> {
-    let (rig, _) = rig_on(test, || fake_codex_server::start(scenario), extra_args)?;
-    Some(rig)
+fn rig(test: &str, scenario: CodexScenario, extra_args: &[&str]) -> Rig<FakeServer> {
+    let (rig, _) = rig_on(test, || fake_codex_server::start(scenario), extra_args);
+    rig
 }
 
 /// [`rig`] on the server `server` starts, also returning the provider's settings.
@@ -39,8 +39,8 @@ fn rig_on(
     test: &str,
     server: impl FnOnce() -> FakeServer,
     extra_args: &[&str],
-) -> Option<(Rig<FakeServer>, ProviderSettings)> {
-    let bin = real_cli(test, "AGENTTY_CODEX_BIN", DEFAULT_BIN)?;
+) -> (Rig<FakeServer>, ProviderSettings) {
+    let bin = real_cli(test, "AGENTTY_CODEX_BIN", DEFAULT_BIN);
     let server = server();
     let home = TempDir::new().expect("temp dir");
     let work = TempDir::new().expect("temp dir");
@@ -54,7 +54,7 @@ fn rig_on(
         home,
         work,
     };
-    Some((rig, settings))
+    (rig, settings)
 }
 
 /// The settings that run `bin` with the Codex home under `home`.
@@ -83,13 +83,11 @@ fn settings(bin: PathBuf, home: &Path, extra_args: &[&str]) -> ProviderSettings 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_codex:: (README, Tests)"]
 async fn codex_text_reply_completes_with_usage() {
-    let Some(rig) = rig(
+    let rig = rig(
         "codex_text_reply_completes_with_usage",
         CodexScenario::Text,
         &[],
-    ) else {
-        return;
-    };
+    );
     let messages = rig.run("say hello", SessionRef::New).await;
     assert!(
         matches!(&messages[0], AgentMessage::SessionStarted { provider, session_id: Some(_), .. } if provider == "codex"),
@@ -107,13 +105,11 @@ async fn codex_text_reply_completes_with_usage() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_codex:: (README, Tests)"]
 async fn codex_reasoning_summary_is_a_thought_before_the_text() {
-    let Some(rig) = rig(
+    let rig = rig(
         "codex_reasoning_summary_is_a_thought_before_the_text",
         CodexScenario::Reasoning,
         &[],
-    ) else {
-        return;
-    };
+    );
     let messages = rig.run("think then say hello", SessionRef::New).await;
     let thought = messages
         .iter()
@@ -135,13 +131,11 @@ async fn codex_reasoning_summary_is_a_thought_before_the_text() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_codex:: (README, Tests)"]
 async fn codex_shell_tool_call_runs_and_completes() {
-    let Some(rig) = rig(
+    let rig = rig(
         "codex_shell_tool_call_runs_and_completes",
         CodexScenario::Tool("echo hi".into()),
         &["--dangerously-bypass-approvals-and-sandbox"],
-    ) else {
-        return;
-    };
+    );
     let messages = rig.run("run echo hi", SessionRef::New).await;
     let (input, output) = completed_tool_call(&messages, "shell");
     assert!(input["command"].as_str().unwrap_or("").contains("echo hi"));
@@ -154,13 +148,11 @@ async fn codex_shell_tool_call_runs_and_completes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_codex:: (README, Tests)"]
 async fn codex_http_500_fails_after_one_request_with_the_status() {
-    let Some(rig) = rig(
+    let rig = rig(
         "codex_http_500_fails_after_one_request_with_the_status",
         CodexScenario::Http500,
         &[],
-    ) else {
-        return;
-    };
+    );
     let messages = rig.run("say hello", SessionRef::New).await;
     let failure = expect_failed(&messages);
     assert_eq!(failure.reason, "agent_error");
@@ -174,13 +166,11 @@ async fn codex_http_500_fails_after_one_request_with_the_status() {
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_codex:: (README, Tests)"]
 async fn codex_stop_during_a_sleep_tool_leaves_no_process() {
     let sleep_arg = format!("3{}.{}", std::process::id() % 10, std::process::id() % 97);
-    let Some(rig) = rig(
+    let rig = rig(
         "codex_stop_during_a_sleep_tool_leaves_no_process",
         CodexScenario::Tool(format!("sleep {sleep_arg}; echo done")),
         &["--dangerously-bypass-approvals-and-sandbox"],
-    ) else {
-        return;
-    };
+    );
     rig.assert_stop_mid_tool_leaves_no_process("codex", &format!("sleep {sleep_arg}"))
         .await;
 }
@@ -188,13 +178,11 @@ async fn codex_stop_during_a_sleep_tool_leaves_no_process() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_codex:: (README, Tests)"]
 async fn codex_later_turn_resumes_the_thread() {
-    let Some(rig) = rig(
+    let rig = rig(
         "codex_later_turn_resumes_the_thread",
         CodexScenario::Text,
         &[],
-    ) else {
-        return;
-    };
+    );
     let resumed = rig
         .run_then_resume("codex", "first prompt: remember 42", "second prompt")
         .await;
@@ -219,13 +207,13 @@ fn model_requests(server: &FakeServer) -> Vec<UserTexts> {
 
 /// The real CLI against a server whose model requests fail (HTTP 500) the first two times
 /// their last user message holds `flaky`, and an orchestrator-ready provider for it.
-fn flaky_rig(test: &str, flaky: &str) -> Option<(Rig<FakeServer>, Arc<CliProvider>)> {
+fn flaky_rig(test: &str, flaky: &str) -> (Rig<FakeServer>, Arc<CliProvider>) {
     let fail = FailFirst::new(2, flaky);
     let server =
         move || fake_codex_server::start_failing(CodexScenario::Text, move |text| fail.take(text));
-    let (rig, settings) = rig_on(test, server, &[])?;
+    let (rig, settings) = rig_on(test, server, &[]);
     let provider = Arc::new(CliProvider::new(CodexBackend::new(settings)));
-    Some((rig, provider))
+    (rig, provider)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -233,9 +221,7 @@ fn flaky_rig(test: &str, flaky: &str) -> Option<(Rig<FakeServer>, Arc<CliProvide
 async fn codex_retried_turn_reaches_the_model_with_each_prompt_once() {
     let test = "codex_retried_turn_reaches_the_model_with_each_prompt_once";
     let prompts = three_prompts("codex");
-    let Some((rig, provider)) = flaky_rig(test, &prompts[1]) else {
-        return;
-    };
+    let (rig, provider) = flaky_rig(test, &prompts[1]);
     retried_middle_turn_is_sent_once("codex", test, provider, rig.work.path(), &prompts, || {
         model_requests(&rig.server)
     })
@@ -297,9 +283,7 @@ print(json.dumps({"offset": offset, "size": os.path.getsize(rollout), "texts": t
 async fn codex_retried_first_turn_reaches_the_model_with_its_prompt_once() {
     let test = "codex_retried_first_turn_reaches_the_model_with_its_prompt_once";
     let prompts = three_prompts("codex");
-    let Some((rig, provider)) = flaky_rig(test, &prompts[0]) else {
-        return;
-    };
+    let (rig, provider) = flaky_rig(test, &prompts[0]);
     retried_first_turn_is_sent_once("codex", test, provider, rig.work.path(), &prompts, || {
         model_requests(&rig.server)
     })
@@ -310,13 +294,11 @@ async fn codex_retried_first_turn_reaches_the_model_with_its_prompt_once() {
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_codex:: (README, Tests)"]
 async fn codex_resumed_turn_after_a_relaunch_reports_its_own_usage() {
     let test = "codex_resumed_turn_after_a_relaunch_reports_its_own_usage";
-    let Some(mut rig) = rig(test, CodexScenario::Text, &[]) else {
-        return;
-    };
+    let mut rig = rig(test, CodexScenario::Text, &[]);
     let first = rig.run("first prompt", SessionRef::New).await;
     let thread = started_session_id(&first);
     // A new launch of agentty: a fresh backend that has seen no turn of this thread.
-    let bin = real_cli(test, "AGENTTY_CODEX_BIN", DEFAULT_BIN).expect("the CLI");
+    let bin = real_cli(test, "AGENTTY_CODEX_BIN", DEFAULT_BIN);
     rig.provider = CliProvider::new(CodexBackend::new(settings(bin, rig.home.path(), &[])));
     let resumed = rig.run("second prompt", SessionRef::Resume(thread)).await;
     // Codex reports 24 (the thread's total); the rollout file gives the earlier 12.
@@ -344,22 +326,22 @@ impl AppServerRig {
         test: &str,
         server: impl FnOnce() -> FakeServer,
         policy: PermissionPolicy,
-    ) -> Option<AppServerRig> {
+    ) -> AppServerRig {
         let marker = format!("agentty-test-{}-{}", std::process::id(), test.len());
         let name_override = format!("model_providers.fake.name=\"Fake {marker}\"");
-        let (rig, settings) = rig_on(test, server, &["-c", &name_override])?;
+        let (rig, settings) = rig_on(test, server, &["-c", &name_override]);
         let Rig {
             server, home, work, ..
         } = rig;
         let provider = app_server_provider(&settings, policy);
-        Some(AppServerRig {
+        AppServerRig {
             server,
             provider,
             settings,
             home,
             work,
             marker,
-        })
+        }
     }
 
     fn request(&self, prompt: &str, session: SessionRef) -> AttemptRequest {
@@ -419,13 +401,11 @@ async fn permission_request(stream: &mut agentty::provider::AgentStream) -> Box<
 async fn codex_app_server_permission_allowed_writes_the_file_and_declined_does_not() {
     let test = "codex_app_server_permission_allowed_writes_the_file_and_declined_does_not";
     let scenario = CodexScenario::EscalatedTool("touch approved.txt".into());
-    let Some(rig) = AppServerRig::start(
+    let rig = AppServerRig::start(
         test,
         || fake_codex_server::start(scenario),
         PermissionPolicy::Ask,
-    ) else {
-        return;
-    };
+    );
     let file = rig.work.path().join("approved.txt");
     for (answer, written) in [("decline", false), ("accept", true)] {
         let mut stream = rig.provider.execute(
@@ -454,13 +434,11 @@ async fn codex_app_server_permission_allowed_writes_the_file_and_declined_does_n
 async fn codex_app_server_headless_permissions_allow_and_deny_are_honoured() {
     let test = "codex_app_server_headless_permissions_allow_and_deny_are_honoured";
     let scenario = CodexScenario::EscalatedTool("touch headless.txt".into());
-    let Some(rig) = AppServerRig::start(
+    let rig = AppServerRig::start(
         test,
         || fake_codex_server::start(scenario),
         PermissionPolicy::Ask,
-    ) else {
-        return;
-    };
+    );
     let bin = rig.settings.command.clone().unwrap();
     let file = rig.work.path().join("headless.txt");
     for (permissions, written) in [("deny", false), ("allow", true)] {
@@ -503,13 +481,11 @@ async fn codex_app_server_stop_then_next_turn_on_the_same_process() {
         text: words,
         pause: std::time::Duration::from_millis(100),
     };
-    let Some(rig) = AppServerRig::start(
+    let rig = AppServerRig::start(
         test,
         || fake_codex_server::start(slow),
         PermissionPolicy::Ask,
-    ) else {
-        return;
-    };
+    );
     let stop = StopControl::new();
     let mut stream = rig
         .provider
@@ -553,9 +529,7 @@ async fn codex_app_server_retried_turn_reaches_the_model_with_each_prompt_once()
     let fail = FailFirst::new(2, &prompts[1]);
     let server =
         move || fake_codex_server::start_failing(CodexScenario::Text, move |text| fail.take(text));
-    let Some(rig) = AppServerRig::start(test, server, PermissionPolicy::Ask) else {
-        return;
-    };
+    let rig = AppServerRig::start(test, server, PermissionPolicy::Ask);
     retried_middle_turn_is_sent_once(
         "codex",
         test,
@@ -583,13 +557,11 @@ fn before_len(rig: &AppServerRig) -> usize {
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_codex:: (README, Tests)"]
 async fn codex_app_server_resumes_the_thread_in_a_new_process() {
     let test = "codex_app_server_resumes_the_thread_in_a_new_process";
-    let Some(mut rig) = AppServerRig::start(
+    let mut rig = AppServerRig::start(
         test,
         || fake_codex_server::start(CodexScenario::Text),
         PermissionPolicy::Ask,
-    ) else {
-        return;
-    };
+    );
     let first = rig.run("first prompt: remember 42", SessionRef::New).await;
     expect_completed(&first);
     let thread = started_session_id(&first);
@@ -619,13 +591,11 @@ async fn codex_app_server_resumes_the_thread_in_a_new_process() {
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_codex:: (README, Tests)"]
 async fn codex_app_server_enter_to_request_for_turns_one_to_three() {
     let test = "codex_app_server_enter_to_request_for_turns_one_to_three";
-    let Some(rig) = AppServerRig::start(
+    let rig = AppServerRig::start(
         test,
         || fake_codex_server::start(CodexScenario::Text),
         PermissionPolicy::Ask,
-    ) else {
-        return;
-    };
+    );
     let first = rig.request("turn 1", SessionRef::New);
     rig.provider.warm_up(first.clone());
     tokio::time::sleep(std::time::Duration::from_secs(3)).await;
@@ -671,13 +641,11 @@ async fn codex_app_server_stop_during_a_sleep_tool_leaves_no_tool_process() {
     let test = "codex_app_server_stop_during_a_sleep_tool_leaves_no_tool_process";
     let sleep_arg = format!("4{}.{}", std::process::id() % 10, std::process::id() % 97);
     let scenario = CodexScenario::Tool(format!("sleep {sleep_arg}; echo done"));
-    let Some(rig) = AppServerRig::start(
+    let rig = AppServerRig::start(
         test,
         || fake_codex_server::start(scenario),
         PermissionPolicy::Ask,
-    ) else {
-        return;
-    };
+    );
     let stop = StopControl::new();
     let mut stream = rig
         .provider

@@ -34,10 +34,10 @@ fn rig(
     scenario: GeminiScenario,
     extra_args: &[&str],
     max_attempts: Option<u32>,
-) -> Option<Rig<FakeServer>> {
+) -> Rig<FakeServer> {
     let server = || fake_gemini_server::start(scenario);
-    let (rig, _) = rig_on(test, server, extra_args, max_attempts)?;
-    Some(rig)
+    let (rig, _) = rig_on(test, server, extra_args, max_attempts);
+    rig
 }
 
 /// [`rig`] on the server `server` starts, also returning the provider's settings.
@@ -46,8 +46,8 @@ fn rig_on(
     server: impl FnOnce() -> FakeServer,
     extra_args: &[&str],
     max_attempts: Option<u32>,
-) -> Option<(Rig<FakeServer>, ProviderSettings)> {
-    let bin = real_cli(test, "AGENTTY_GEMINI_BIN", DEFAULT_BIN)?;
+) -> (Rig<FakeServer>, ProviderSettings) {
+    let bin = real_cli(test, "AGENTTY_GEMINI_BIN", DEFAULT_BIN);
     let server = server();
     let home = TempDir::new().expect("temp dir");
     let work = TempDir::new().expect("temp dir");
@@ -76,7 +76,7 @@ fn rig_on(
         home,
         work,
     };
-    Some((rig, settings))
+    (rig, settings)
 }
 
 /// The backend for `settings`, with agentty's private Gemini home (retries off) inside the
@@ -88,14 +88,12 @@ fn backend(settings: &ProviderSettings, home: &Path) -> GeminiBackend {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_gemini:: (README, Tests)"]
 async fn gemini_text_reply_completes_with_usage() {
-    let Some(rig) = rig(
+    let rig = rig(
         "gemini_text_reply_completes_with_usage",
         GeminiScenario::Text,
         &[],
         None,
-    ) else {
-        return;
-    };
+    );
     let messages = rig.run("say hello", SessionRef::New).await;
     assert!(
         matches!(&messages[0], AgentMessage::SessionStarted { provider, session_id: Some(_), .. } if provider == "gemini"),
@@ -110,14 +108,12 @@ async fn gemini_text_reply_completes_with_usage() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_gemini:: (README, Tests)"]
 async fn gemini_reasoning_run_shows_the_answer_and_no_thought() {
-    let Some(rig) = rig(
+    let rig = rig(
         "gemini_reasoning_run_shows_the_answer_and_no_thought",
         GeminiScenario::Reasoning,
         &[],
         None,
-    ) else {
-        return;
-    };
+    );
     let messages = rig.run("think then say hello", SessionRef::New).await;
     assert_eq!(
         assistant_text(&messages),
@@ -133,14 +129,12 @@ async fn gemini_reasoning_run_shows_the_answer_and_no_thought() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_gemini:: (README, Tests)"]
 async fn gemini_shell_tool_call_runs_and_completes() {
-    let Some(rig) = rig(
+    let rig = rig(
         "gemini_shell_tool_call_runs_and_completes",
         GeminiScenario::Tool("echo hi".into()),
         &["--yolo"],
         None,
-    ) else {
-        return;
-    };
+    );
     let messages = rig.run("run echo hi", SessionRef::New).await;
     let (input, output) = completed_tool_call(&messages, "run_shell_command");
     assert_eq!(input["command"], "echo hi");
@@ -162,14 +156,12 @@ async fn gemini_shell_tool_call_runs_and_completes() {
 async fn gemini_http_500_costs_one_request_per_attempt() {
     // The user's settings leave Gemini CLI's default of 10 tries (about 4 minutes); agentty's
     // private home bounds them to one, so each attempt is one request and fails at once.
-    let Some(rig) = rig(
+    let rig = rig(
         "gemini_http_500_costs_one_request_per_attempt",
         GeminiScenario::Http500,
         &[],
         None,
-    ) else {
-        return;
-    };
+    );
     for attempt in 1..=2 {
         let started = std::time::Instant::now();
         let messages = rig.run("say hello", SessionRef::New).await;
@@ -197,14 +189,12 @@ async fn gemini_http_500_costs_one_request_per_attempt() {
 async fn gemini_dropped_stream_is_not_resent_behind_agenttys_back() {
     // Even with the user's settings allowing three tries, the private home allows one: the
     // dropped stream is not resent (a resend could glue a different answer to the partial one).
-    let Some(rig) = rig(
+    let rig = rig(
         "gemini_dropped_stream_is_not_resent_behind_agenttys_back",
         GeminiScenario::Drop,
         &[],
         Some(3),
-    ) else {
-        return;
-    };
+    );
     let messages = rig.run("say hello", SessionRef::New).await;
     assert_eq!(rig.server.count(STREAM_PATH), 1);
     assert_eq!(
@@ -219,14 +209,12 @@ async fn gemini_dropped_stream_is_not_resent_behind_agenttys_back() {
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_gemini:: (README, Tests)"]
 async fn gemini_stop_during_a_sleep_tool_leaves_no_process() {
     let sleep_arg = format!("4{}.{}", std::process::id() % 10, std::process::id() % 89);
-    let Some(rig) = rig(
+    let rig = rig(
         "gemini_stop_during_a_sleep_tool_leaves_no_process",
         GeminiScenario::Tool(format!("sleep {sleep_arg}; echo done")),
         &["--yolo"],
         None,
-    ) else {
-        return;
-    };
+    );
     // The shell tool runs in its own process group, which Gemini CLI leaves behind.
     rig.assert_stop_mid_tool_leaves_no_process("gemini", &format!("sleep {sleep_arg}"))
         .await;
@@ -235,14 +223,12 @@ async fn gemini_stop_during_a_sleep_tool_leaves_no_process() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_gemini:: (README, Tests)"]
 async fn gemini_later_turn_resumes_the_session() {
-    let Some(rig) = rig(
+    let rig = rig(
         "gemini_later_turn_resumes_the_session",
         GeminiScenario::Text,
         &[],
         None,
-    ) else {
-        return;
-    };
+    );
     rig.run_then_resume("gemini", "first prompt: remember 42", "second prompt")
         .await;
     let resumed_body = rig
@@ -270,14 +256,14 @@ fn model_requests(server: &FakeServer) -> Vec<UserTexts> {
 /// their last user content holds `flaky`, and an orchestrator-ready provider for it. The CLI's
 /// own retries are bounded to one attempt (`general.maxAttempts`), so that each failure reaches
 /// the orchestrator at once.
-fn flaky_rig(test: &str, flaky: &str) -> Option<(Rig<FakeServer>, Arc<CliProvider>)> {
+fn flaky_rig(test: &str, flaky: &str) -> (Rig<FakeServer>, Arc<CliProvider>) {
     let fail = FailFirst::new(2, flaky);
     let server = move || {
         fake_gemini_server::start_failing(GeminiScenario::Text, move |text| fail.take(text))
     };
-    let (rig, settings) = rig_on(test, server, &[], Some(1))?;
+    let (rig, settings) = rig_on(test, server, &[], Some(1));
     let provider = Arc::new(CliProvider::new(backend(&settings, rig.home.path())));
-    Some((rig, provider))
+    (rig, provider)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -285,9 +271,7 @@ fn flaky_rig(test: &str, flaky: &str) -> Option<(Rig<FakeServer>, Arc<CliProvide
 async fn gemini_retried_turn_reaches_the_model_with_each_prompt_once() {
     let test = "gemini_retried_turn_reaches_the_model_with_each_prompt_once";
     let prompts = three_prompts("gemini");
-    let Some((rig, provider)) = flaky_rig(test, &prompts[1]) else {
-        return;
-    };
+    let (rig, provider) = flaky_rig(test, &prompts[1]);
     retried_middle_turn_is_sent_once("gemini", test, provider, rig.work.path(), &prompts, || {
         model_requests(&rig.server)
     })
@@ -299,9 +283,7 @@ async fn gemini_retried_turn_reaches_the_model_with_each_prompt_once() {
 async fn gemini_retried_first_turn_reaches_the_model_with_its_prompt_once() {
     let test = "gemini_retried_first_turn_reaches_the_model_with_its_prompt_once";
     let prompts = three_prompts("gemini");
-    let Some((rig, provider)) = flaky_rig(test, &prompts[0]) else {
-        return;
-    };
+    let (rig, provider) = flaky_rig(test, &prompts[0]);
     retried_first_turn_is_sent_once("gemini", test, provider, rig.work.path(), &prompts, || {
         model_requests(&rig.server)
     })
@@ -318,9 +300,7 @@ async fn gemini_acp_two_retried_turns_keep_the_conversation() {
     let prompts = real_cli::four_prompts("gemini-acp");
     let fail = real_cli::fail_a_and_c_twice(&prompts);
     let server = move || fake_gemini_server::start_failing(GeminiScenario::Text, fail);
-    let Some((rig, settings)) = rig_on(test, server, &[], Some(1)) else {
-        return;
-    };
+    let (rig, settings) = rig_on(test, server, &[], Some(1));
     let provider = agentty::provider::provider_on(
         Arc::new(backend(&settings, rig.home.path())),
         agentty::provider::Transport::Acp,

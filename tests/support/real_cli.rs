@@ -32,8 +32,8 @@ pub const RUN_LIMIT: Duration = Duration::from_secs(120);
 /// The CLI to test: the path in `override_var`, else `default_path` (where the npm install
 /// the test file names puts it), else the program of that name on PATH. The real-CLI tests are
 /// `#[ignore]`d (`cargo test --test suite -- --ignored real_pi::` runs pi's): once run, a missing CLI
-/// is a failure, never a skip. (`Option` for the callers' `let … else`; never `None`.)
-pub fn real_cli(test: &str, override_var: &str, default_path: &str) -> Option<PathBuf> {
+/// is a failure, never a skip.
+pub fn real_cli(test: &str, override_var: &str, default_path: &str) -> PathBuf {
     eprintln!("{test}: against the real CLI");
     let default_path = PathBuf::from(default_path);
     let on_path = || {
@@ -52,7 +52,7 @@ pub fn real_cli(test: &str, override_var: &str, default_path: &str) -> Option<Pa
         "{} is missing: install the CLI there from npm (or set {override_var})",
         path.display()
     );
-    Some(path)
+    path
 }
 
 /// `label` made unique to this test run, to find its processes by their command line.
