@@ -41,7 +41,7 @@ use std::time::{Duration, Instant};
 
 use acp_rig::{prompt, rig, Cli, Plan, Server, RUN_LIMIT};
 use headless_run::{concat, of_type, position, type_of, Finished};
-use real_cli::{pids_running, survivors};
+use real_cli::{pids_running, survivors, test_name};
 use serde_json::Value;
 
 fn assert_started(cli: Cli, finished: &Finished) {
@@ -96,19 +96,19 @@ async fn text_streams_and_completes(cli: Cli, test: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)"]
 async fn gemini_acp_text_streams_and_completes() {
-    text_streams_and_completes(Cli::Gemini, "gemini_acp_text_streams_and_completes").await;
+    text_streams_and_completes(Cli::Gemini, &test_name()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)"]
 async fn claude_acp_text_streams_and_completes() {
-    text_streams_and_completes(Cli::Claude, "claude_acp_text_streams_and_completes").await;
+    text_streams_and_completes(Cli::Claude, &test_name()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)"]
 async fn codex_acp_text_streams_and_completes() {
-    text_streams_and_completes(Cli::Codex, "codex_acp_text_streams_and_completes").await;
+    text_streams_and_completes(Cli::Codex, &test_name()).await;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -167,22 +167,19 @@ async fn thinking_streams_and_is_released(cli: Cli, test: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)"]
 async fn gemini_acp_thinking_streams_and_is_released() {
-    thinking_streams_and_is_released(Cli::Gemini, "gemini_acp_thinking_streams_and_is_released")
-        .await;
+    thinking_streams_and_is_released(Cli::Gemini, &test_name()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)"]
 async fn claude_acp_thinking_streams_and_is_released() {
-    thinking_streams_and_is_released(Cli::Claude, "claude_acp_thinking_streams_and_is_released")
-        .await;
+    thinking_streams_and_is_released(Cli::Claude, &test_name()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)"]
 async fn codex_acp_thinking_streams_and_is_released() {
-    thinking_streams_and_is_released(Cli::Codex, "codex_acp_thinking_streams_and_is_released")
-        .await;
+    thinking_streams_and_is_released(Cli::Codex, &test_name()).await;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -309,19 +306,19 @@ async fn allowed_tool_runs(cli: Cli, test: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)"]
 async fn gemini_acp_allowed_tool_runs() {
-    allowed_tool_runs(Cli::Gemini, "gemini_acp_allowed_tool_runs").await;
+    allowed_tool_runs(Cli::Gemini, &test_name()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)"]
 async fn claude_acp_allowed_tool_runs() {
-    allowed_tool_runs(Cli::Claude, "claude_acp_allowed_tool_runs").await;
+    allowed_tool_runs(Cli::Claude, &test_name()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)"]
 async fn codex_acp_allowed_tool_runs() {
-    allowed_tool_runs(Cli::Codex, "codex_acp_allowed_tool_runs").await;
+    allowed_tool_runs(Cli::Codex, &test_name()).await;
 }
 
 async fn denied_tool_is_refused_by_policy(cli: Cli, test: &str) {
@@ -387,22 +384,19 @@ async fn denied_tool_is_refused_by_policy(cli: Cli, test: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)"]
 async fn gemini_acp_denied_tool_is_refused_by_policy() {
-    denied_tool_is_refused_by_policy(Cli::Gemini, "gemini_acp_denied_tool_is_refused_by_policy")
-        .await;
+    denied_tool_is_refused_by_policy(Cli::Gemini, &test_name()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)"]
 async fn claude_acp_denied_tool_is_refused_by_policy() {
-    denied_tool_is_refused_by_policy(Cli::Claude, "claude_acp_denied_tool_is_refused_by_policy")
-        .await;
+    denied_tool_is_refused_by_policy(Cli::Claude, &test_name()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)"]
 async fn codex_acp_denied_tool_is_refused_by_policy() {
-    denied_tool_is_refused_by_policy(Cli::Codex, "codex_acp_denied_tool_is_refused_by_policy")
-        .await;
+    denied_tool_is_refused_by_policy(Cli::Codex, &test_name()).await;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -460,31 +454,19 @@ async fn sigint_mid_tool_cancels_and_leaves_no_process(cli: Cli, test: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)"]
 async fn gemini_acp_sigint_mid_tool_cancels_and_leaves_no_process() {
-    sigint_mid_tool_cancels_and_leaves_no_process(
-        Cli::Gemini,
-        "gemini_acp_sigint_mid_tool_cancels_and_leaves_no_process",
-    )
-    .await;
+    sigint_mid_tool_cancels_and_leaves_no_process(Cli::Gemini, &test_name()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)"]
 async fn claude_acp_sigint_mid_tool_cancels_and_leaves_no_process() {
-    sigint_mid_tool_cancels_and_leaves_no_process(
-        Cli::Claude,
-        "claude_acp_sigint_mid_tool_cancels_and_leaves_no_process",
-    )
-    .await;
+    sigint_mid_tool_cancels_and_leaves_no_process(Cli::Claude, &test_name()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)"]
 async fn codex_acp_sigint_mid_tool_cancels_and_leaves_no_process() {
-    sigint_mid_tool_cancels_and_leaves_no_process(
-        Cli::Codex,
-        "codex_acp_sigint_mid_tool_cancels_and_leaves_no_process",
-    )
-    .await;
+    sigint_mid_tool_cancels_and_leaves_no_process(Cli::Codex, &test_name()).await;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -510,19 +492,19 @@ async fn http_500_is_one_request(cli: Cli, test: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)"]
 async fn gemini_acp_http_500_is_one_request() {
-    http_500_is_one_request(Cli::Gemini, "gemini_acp_http_500_is_one_request").await;
+    http_500_is_one_request(Cli::Gemini, &test_name()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)"]
 async fn claude_acp_http_500_is_one_request() {
-    http_500_is_one_request(Cli::Claude, "claude_acp_http_500_is_one_request").await;
+    http_500_is_one_request(Cli::Claude, &test_name()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)"]
 async fn codex_acp_http_500_is_one_request() {
-    http_500_is_one_request(Cli::Codex, "codex_acp_http_500_is_one_request").await;
+    http_500_is_one_request(Cli::Codex, &test_name()).await;
 }
 
 /// A stream cut mid-answer is a failed attempt for agentty to classify and retry: Claude Code's
@@ -531,7 +513,7 @@ async fn codex_acp_http_500_is_one_request() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)"]
 async fn claude_acp_a_cut_stream_fails_without_a_hidden_refetch() {
-    let test = "claude_acp_a_cut_stream_fails_without_a_hidden_refetch";
+    let test = &test_name();
     let plan = Plan::Cut {
         text: "Partial words before the cut and the rest after it".into(),
         words: 3,
@@ -589,21 +571,13 @@ async fn two_retried_turns_keep_the_conversation(cli: Cli, test: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)"]
 async fn claude_acp_two_retried_turns_keep_the_conversation() {
-    two_retried_turns_keep_the_conversation(
-        Cli::Claude,
-        "claude_acp_two_retried_turns_keep_the_conversation",
-    )
-    .await;
+    two_retried_turns_keep_the_conversation(Cli::Claude, &test_name()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)"]
 async fn codex_acp_two_retried_turns_keep_the_conversation() {
-    two_retried_turns_keep_the_conversation(
-        Cli::Codex,
-        "codex_acp_two_retried_turns_keep_the_conversation",
-    )
-    .await;
+    two_retried_turns_keep_the_conversation(Cli::Codex, &test_name()).await;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -651,29 +625,17 @@ async fn a_stop_then_retry_keep_the_conversation(cli: Cli, test: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)"]
 async fn gemini_acp_a_stop_then_retry_keep_the_conversation() {
-    a_stop_then_retry_keep_the_conversation(
-        Cli::Gemini,
-        "gemini_acp_a_stop_then_retry_keep_the_conversation",
-    )
-    .await;
+    a_stop_then_retry_keep_the_conversation(Cli::Gemini, &test_name()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)"]
 async fn claude_acp_a_stop_then_retry_keep_the_conversation() {
-    a_stop_then_retry_keep_the_conversation(
-        Cli::Claude,
-        "claude_acp_a_stop_then_retry_keep_the_conversation",
-    )
-    .await;
+    a_stop_then_retry_keep_the_conversation(Cli::Claude, &test_name()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)"]
 async fn codex_acp_a_stop_then_retry_keep_the_conversation() {
-    a_stop_then_retry_keep_the_conversation(
-        Cli::Codex,
-        "codex_acp_a_stop_then_retry_keep_the_conversation",
-    )
-    .await;
+    a_stop_then_retry_keep_the_conversation(Cli::Codex, &test_name()).await;
 }

@@ -25,8 +25,8 @@ use fake_openai::FakeOpenAi;
 use real_cli::{
     assert_single_terminal_last, assistant_text, attempt_request, collect, command_line,
     expect_completed, expect_failed, is_alive, messages_until_tool_call, notices, real_cli,
-    retried_first_turn_is_sent_once, retried_middle_turn_is_sent_once, survivors, three_prompts,
-    FailFirst, RUN_LIMIT,
+    retried_first_turn_is_sent_once, retried_middle_turn_is_sent_once, survivors, test_name,
+    three_prompts, FailFirst, RUN_LIMIT,
 };
 
 const DEFAULT_BIN: &str = "/tmp/pi-cli/node_modules/.bin/pi";
@@ -205,7 +205,7 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_pi:: (README, Tests)"]
 async fn text_then_the_session_continues() {
-    let world = PiWorld::new("text_then_the_session_continues").await;
+    let world = PiWorld::new(&test_name()).await;
     let messages = world.run("plain", "Please answer.", SessionRef::New).await;
     assert!(
         matches!(&messages[0], AgentMessage::SessionStarted { provider, .. } if provider == "pi")
@@ -255,7 +255,7 @@ async fn text_then_the_session_continues() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_pi:: (README, Tests)"]
 async fn thinking_is_one_thought_after_the_text() {
-    let world = PiWorld::new("thinking_is_one_thought_after_the_text").await;
+    let world = PiWorld::new(&test_name()).await;
     let messages = world.run("think", "Please answer.", SessionRef::New).await;
     assert_eq!(assistant_text(&messages), fake_openai::THINK_ANSWER);
     let thoughts: Vec<usize> = messages
@@ -282,7 +282,7 @@ async fn thinking_is_one_thought_after_the_text() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_pi:: (README, Tests)"]
 async fn one_bash_tool_call() {
-    let world = PiWorld::new("one_bash_tool_call").await;
+    let world = PiWorld::new(&test_name()).await;
     let messages = world.run("tool", "Run echo hi", SessionRef::New).await;
     let call = messages
         .iter()
@@ -317,7 +317,7 @@ async fn one_bash_tool_call() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_pi:: (README, Tests)"]
 async fn http_500_fails_after_exactly_one_request() {
-    let world = PiWorld::new("http_500_fails_after_exactly_one_request").await;
+    let world = PiWorld::new(&test_name()).await;
     // The user has retries on; agentty's runs must not retry inside pi anyway.
     let user_settings = r#"{"retry":{"enabled":true,"maxRetries":3}}"#;
     std::fs::write(world.agent_dir().join("settings.json"), user_settings).unwrap();
@@ -341,7 +341,7 @@ async fn http_500_fails_after_exactly_one_request() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_pi:: (README, Tests)"]
 async fn stop_during_a_sleeping_tool_leaves_no_process() {
-    let world = PiWorld::new("stop_during_a_sleeping_tool_leaves_no_process").await;
+    let world = PiWorld::new(&test_name()).await;
     let pid_file = world.root.path().join("sleep.pid");
     let stop = StopControl::new();
     let prompt = format!("Sleep and write your pid to {}", pid_file.display());
@@ -400,7 +400,7 @@ async fn flaky_world(test: &str, flaky: &str) -> (PiWorld, Arc<dyn Provider>) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_pi:: (README, Tests)"]
 async fn pi_retried_turn_reaches_the_model_with_each_prompt_once() {
-    let test = "pi_retried_turn_reaches_the_model_with_each_prompt_once";
+    let test = &test_name();
     let prompts = three_prompts("pi");
     let (world, provider) = flaky_world(test, &prompts[1]).await;
     retried_middle_turn_is_sent_once("pi", test, provider, &world.work_dir(), &prompts, || {
@@ -412,7 +412,7 @@ async fn pi_retried_turn_reaches_the_model_with_each_prompt_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_pi:: (README, Tests)"]
 async fn pi_retried_first_turn_reaches_the_model_with_its_prompt_once() {
-    let test = "pi_retried_first_turn_reaches_the_model_with_its_prompt_once";
+    let test = &test_name();
     let prompts = three_prompts("pi");
     let (world, provider) = flaky_world(test, &prompts[0]).await;
     retried_first_turn_is_sent_once("pi", test, provider, &world.work_dir(), &prompts, || {
@@ -557,7 +557,7 @@ async fn rpc_a_steer_during_a_sleep_3_tool_arrives_in_the_next_request() {
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_pi:: (README, Tests)"]
 async fn rpc_a_follow_up_runs_after_the_turn() {
     let (_messages, requests) = interject_during_a_nap(
-        "rpc_a_follow_up_runs_after_the_turn",
+        &test_name(),
         Interjection::FollowUp,
         "Follow-up: and now?",
         "pi rpc, follow-up",
@@ -624,7 +624,7 @@ async fn rpc_abort_during_sleep_100_ends_the_turn_in_band_with_no_process_left()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_pi:: (README, Tests)"]
 async fn rpc_retried_turn_reaches_the_model_with_each_prompt_once() {
-    let test = "rpc_retried_turn_reaches_the_model_with_each_prompt_once";
+    let test = &test_name();
     let prompts = three_prompts("pi-rpc");
     let fail = FailFirst::new(2, &prompts[1]);
     let fake = FakeOpenAi::start_failing(move |text| fail.take(text)).await;
@@ -646,7 +646,7 @@ async fn rpc_retried_turn_reaches_the_model_with_each_prompt_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_pi:: (README, Tests)"]
 async fn rpc_two_retried_turns_keep_the_conversation() {
-    let test = "rpc_two_retried_turns_keep_the_conversation";
+    let test = &test_name();
     let prompts = real_cli::four_prompts("pi-rpc");
     let fail = real_cli::fail_a_and_c_twice(&prompts);
     let fake = FakeOpenAi::start_failing(fail).await;
@@ -668,7 +668,7 @@ async fn rpc_two_retried_turns_keep_the_conversation() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_pi:: (README, Tests)"]
 async fn a_stopped_first_turn_stays_in_the_conversation() {
-    let test = "a_stopped_first_turn_stays_in_the_conversation";
+    let test = &test_name();
     let world = PiWorld::new(test).await;
     let prompts = real_cli::first_stop_prompts("pi");
     real_cli::a_stopped_first_turn_stays_in_the_conversation(
@@ -694,7 +694,7 @@ async fn rpc_after_a_rewind_the_next_request_no_longer_carries_the_rewound_promp
         spawn_orchestrator, Command, OrchestratorEvent, OrchestratorOptions,
     };
 
-    let test = "rpc_after_a_rewind_the_next_request_no_longer_carries_the_rewound_prompts";
+    let test = &test_name();
     let world = PiWorld::new(test).await;
     let mut options =
         OrchestratorOptions::new(world.provider_on("session", Transport::Rpc, &world.pi));
@@ -837,7 +837,7 @@ async fn rpc_a_bash_edit_is_summed_up_and_undone() {
     };
     use agentty::stream::{ChangeStatus, FileChange};
 
-    let test = "rpc_a_bash_edit_is_summed_up_and_undone";
+    let test = &test_name();
     let world = PiWorld::new(test).await;
     let notes = world.work_dir().join("notes.txt");
     std::fs::write(&notes, "v1\n").unwrap();
