@@ -14,9 +14,9 @@ use crate::provider::ModelChoice;
 /// The picker as typed so far.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ModelPicker {
-    pub query: String,
+    pub(crate) query: String,
     /// Index into the matches of `query`.
-    pub selected: usize,
+    pub(crate) selected: usize,
 }
 
 /// What the picker asks of the chat.

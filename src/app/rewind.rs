@@ -18,48 +18,48 @@ use crate::orchestrator::TurnId;
 
 /// A prompt the conversation sent (text sanitised).
 #[derive(Debug, Clone, PartialEq)]
-pub struct PromptRecord {
-    pub turn: TurnId,
-    pub prompt: String,
-    pub sent: Instant,
+pub(crate) struct PromptRecord {
+    pub(crate) turn: TurnId,
+    pub(crate) prompt: String,
+    pub(crate) sent: Instant,
     /// Its cell in the transcript (marked when a rewind takes the turn back).
-    pub cell: crate::app::transcript::CellId,
+    pub(crate) cell: crate::app::transcript::CellId,
 }
 
 /// One row of the picker.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RewindEntry {
-    pub turn: TurnId,
-    pub prompt: String,
-    pub sent: Instant,
+pub(crate) struct RewindEntry {
+    pub(crate) turn: TurnId,
+    pub(crate) prompt: String,
+    pub(crate) sent: Instant,
     /// The files this turn changed (not undone since), sanitised.
-    pub files: Vec<String>,
+    pub(crate) files: Vec<String>,
     /// The prompts a rewind to here takes back (this one and every later one).
-    pub prompts_taken_back: usize,
+    pub(crate) prompts_taken_back: usize,
     /// The files a rewind of the files to here puts back (this turn's and every later one's).
-    pub files_put_back: Vec<String>,
+    pub(crate) files_put_back: Vec<String>,
 }
 
 /// The last rewind, while it can be undone (until the next prompt).
 #[derive(Debug, Clone, PartialEq)]
-pub struct LastRewind {
+pub(crate) struct LastRewind {
     /// It went back to before this turn.
-    pub turn: TurnId,
+    pub(crate) turn: TurnId,
     /// The agent's conversation went back.
-    pub conversation: bool,
+    pub(crate) conversation: bool,
     /// The files went back.
-    pub files: bool,
+    pub(crate) files: bool,
     /// The prompts it took back, oldest first (their cells are marked).
-    pub prompts: Vec<PromptRecord>,
+    pub(crate) prompts: Vec<PromptRecord>,
     /// The turns whose changes it put back (their summaries are marked undone).
-    pub changed_turns: Vec<TurnId>,
+    pub(crate) changed_turns: Vec<TurnId>,
     /// The files it put back or removed, sanitised.
-    pub files_back: Vec<String>,
+    pub(crate) files_back: Vec<String>,
 }
 
 /// What to take back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RewindChoice {
+pub(crate) enum RewindChoice {
     Both,
     ConversationOnly,
     FilesOnly,
@@ -69,7 +69,7 @@ pub enum RewindChoice {
 }
 
 impl RewindChoice {
-    pub const ALL: [RewindChoice; 4] = [
+    pub(crate) const ALL: [RewindChoice; 4] = [
         RewindChoice::Both,
         RewindChoice::ConversationOnly,
         RewindChoice::FilesOnly,
@@ -77,9 +77,9 @@ impl RewindChoice {
     ];
 
     /// The choices of the "undo the last rewind" row.
-    pub const UNDO: [RewindChoice; 2] = [RewindChoice::UndoRewind, RewindChoice::Cancel];
+    pub(crate) const UNDO: [RewindChoice; 2] = [RewindChoice::UndoRewind, RewindChoice::Cancel];
 
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             RewindChoice::Both => "Conversation and files",
             RewindChoice::ConversationOnly => "Conversation only (files stay)",
@@ -92,13 +92,13 @@ impl RewindChoice {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct RewindPicker {
-    pub entries: Vec<RewindEntry>,
+    pub(crate) entries: Vec<RewindEntry>,
     /// The last rewind, offered first while it can be undone.
-    pub undo: Option<LastRewind>,
+    pub(crate) undo: Option<LastRewind>,
     /// The row selected: the undo row first (if any), then `entries`.
-    pub selected: usize,
+    pub(crate) selected: usize,
     /// The choice being made for the selected row, once one was picked.
-    pub choosing: Option<usize>,
+    pub(crate) choosing: Option<usize>,
 }
 
 /// What the picker asks.
@@ -120,7 +120,7 @@ impl RewindPicker {
     pub(crate) const KEYS_HINT: &'static str = "↑↓ choose a prompt · Enter · Esc close";
     pub(crate) const KEYS_HINT_NARROW: &'static str = "↑↓ Enter Esc";
 
-    pub fn new(entries: Vec<RewindEntry>, undo: Option<LastRewind>) -> Self {
+    pub(crate) fn new(entries: Vec<RewindEntry>, undo: Option<LastRewind>) -> Self {
         Self {
             entries,
             undo,
@@ -138,17 +138,17 @@ impl RewindPicker {
     }
 
     /// The undo row is selected.
-    pub fn on_undo_row(&self) -> bool {
+    pub(crate) fn on_undo_row(&self) -> bool {
         self.undo.is_some() && self.selected == 0
     }
 
-    pub fn selected_entry(&self) -> Option<&RewindEntry> {
+    pub(crate) fn selected_entry(&self) -> Option<&RewindEntry> {
         self.entries
             .get(self.selected.checked_sub(self.undo_rows())?)
     }
 
     /// The choices for the selected row.
-    pub fn choices(&self) -> &'static [RewindChoice] {
+    pub(crate) fn choices(&self) -> &'static [RewindChoice] {
         if self.on_undo_row() {
             &RewindChoice::UNDO
         } else {
