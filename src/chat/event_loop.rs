@@ -218,7 +218,7 @@ fn session_of(summary: &ConversationSummary) -> SessionRef {
 }
 
 /// Runs the chat (see `chat::run`).
-pub fn run(cli: Cli) -> i32 {
+pub(crate) fn run(cli: Cli) -> i32 {
     let loaded = match startup::load_config(&cli.agent) {
         Ok(loaded) => loaded,
         Err(message) => return startup::usage_error(&message),
