@@ -114,7 +114,7 @@ pub(crate) const SCENARIOS: &[(&str, &str)] = &[
 ];
 
 /// The scenario that plays the Claude adapter's answer-one-turn-late bug.
-pub const LAG_AFTER_CANCEL: &str = "lag-after-cancel";
+pub(crate) const LAG_AFTER_CANCEL: &str = "lag-after-cancel";
 
 /// The error text of the `error` and `flaky` scenarios, as the real agents word a model failure.
 pub(crate) const API_ERROR: &str =

@@ -36,8 +36,8 @@ impl From<io::Error> for Halt {
 /// A failed prompt's JSON-RPC error.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct RpcFailure {
-    pub code: i64,
-    pub message: String,
+    pub(crate) code: i64,
+    pub(crate) message: String,
 }
 
 /// How a turn that ran to its end ended (`stopReason: end_turn`).
@@ -54,13 +54,13 @@ pub(crate) enum TurnEnd {
 #[derive(Debug, Default)]
 pub(crate) struct Played {
     /// The answer text (the `agent_message_chunk` texts).
-    pub answer: String,
+    pub(crate) answer: String,
     /// The thought text (the `agent_thought_chunk` texts).
-    pub thoughts: String,
+    pub(crate) thoughts: String,
     /// Each tool call as it stands last: `toolCallId`, `title`, `kind`, `status`.
-    pub tool_calls: Vec<Value>,
+    pub(crate) tool_calls: Vec<Value>,
     /// Text and thought chunks sent.
-    pub chunks: u64,
+    pub(crate) chunks: u64,
 }
 
 /// The user's answer to a permission request (a cancelled one is `Halt::Cancelled`).
@@ -82,10 +82,10 @@ enum Got {
 pub(crate) struct Turn<'a> {
     agent: &'a mut Agent,
     session_id: String,
-    pub cwd: PathBuf,
+    pub(crate) cwd: PathBuf,
     ignore_cancel: bool,
     /// A `session/cancel` arrived (and was ignored, or the turn is over).
-    pub cancel_seen: bool,
+    pub(crate) cancel_seen: bool,
     played: Played,
 }
 
