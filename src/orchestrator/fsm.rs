@@ -139,11 +139,11 @@ pub(crate) enum Effect {
 
 /// One user prompt and the session it was sent in.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Turn {
-    pub id: TurnId,
-    pub prompt: String,
+pub(crate) struct Turn {
+    pub(crate) id: TurnId,
+    pub(crate) prompt: String,
     /// The session every attempt of this turn uses.
-    pub session: SessionRef,
+    pub(crate) session: SessionRef,
     /// `NewSession` requests seen before this turn began.
     pub(crate) session_epoch: u64,
     /// The session id the current attempt reported; carried on only if the attempt completes
@@ -216,7 +216,7 @@ enum AttemptEnd {
 
 impl Machine {
     /// `session`: the session the first turn continues (`SessionRef::New` for a fresh one).
-    pub fn new(policy: RetryPolicy, session: SessionRef) -> Self {
+    pub(crate) fn new(policy: RetryPolicy, session: SessionRef) -> Self {
         Self {
             state: State::Idle,
             policy,
@@ -242,28 +242,28 @@ impl Machine {
     }
 
     #[cfg(test)]
-    pub fn state(&self) -> &State {
+    pub(crate) fn state(&self) -> &State {
         &self.state
     }
 
     /// The prompts waiting for the running turn (or, after a failure, for the user).
     #[cfg(test)]
-    pub fn queue(&self) -> &[String] {
+    pub(crate) fn queue(&self) -> &[String] {
         &self.queue
     }
 
     /// The session the next turn continues.
     #[cfg(test)]
-    pub fn session(&self) -> &SessionRef {
+    pub(crate) fn session(&self) -> &SessionRef {
         &self.session
     }
 
     #[cfg(test)]
-    pub fn policy(&self) -> &RetryPolicy {
+    pub(crate) fn policy(&self) -> &RetryPolicy {
         &self.policy
     }
 
-    pub fn handle(&mut self, input: Input) -> Vec<Effect> {
+    pub(crate) fn handle(&mut self, input: Input) -> Vec<Effect> {
         let mut out = Vec::new();
         if self.state == State::ShutDown {
             return out;
