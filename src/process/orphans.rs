@@ -27,16 +27,16 @@ use super::timings::REAP_LIMIT;
 
 /// What a launch ended.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct Reaped {
+pub(crate) struct Reaped {
     /// Processes ended.
-    pub processes: usize,
+    pub(crate) processes: usize,
     /// The agentty processes (pids) that had left them.
-    pub owners: Vec<u32>,
+    pub(crate) owners: Vec<u32>,
 }
 
 impl Reaped {
     /// What the user is told, when anything was ended.
-    pub fn notice(&self) -> Option<String> {
+    pub(crate) fn notice(&self) -> Option<String> {
         if self.processes == 0 {
             return None;
         }
@@ -59,7 +59,7 @@ impl Reaped {
 
 /// Ends what dead agentty processes left behind according to the records in `dir`, then
 /// records this agentty's own agents there from now on.
-pub fn reap_and_record_in(dir: &Path) -> Reaped {
+pub(crate) fn reap_and_record_in(dir: &Path) -> Reaped {
     let reaped = reap_orphans(dir, Instant::now() + REAP_LIMIT);
     let _ = RECORDS.set(dir.to_path_buf());
     reaped

@@ -20,10 +20,10 @@ use super::proc_table::{carries_marker, read_proc_table, ProcEntry};
 
 /// The identity of one agent's process tree.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TreeIdentity {
+pub(crate) struct TreeIdentity {
     /// The agent's PID, also its process group id.
-    pub root: i32,
-    pub marker: String,
+    pub(crate) root: i32,
+    pub(crate) marker: String,
 }
 
 fn members_in(tree: &TreeIdentity, entries: &[ProcEntry]) -> Vec<ProcEntry> {
