@@ -7,7 +7,7 @@
 //! a failed start is such a message (`start_failed`), never an error return. Retry policy lives
 //! in the orchestrator only.
 
-pub mod acp;
+pub(crate) mod acp;
 mod agent_status;
 pub mod checkpoint;
 pub mod claude;
@@ -15,16 +15,16 @@ pub mod codex;
 pub(crate) mod common;
 pub(crate) mod config_mirror;
 pub(crate) mod configured;
-pub mod contract;
-pub mod demo;
-pub mod errors;
+pub(crate) mod contract;
+pub(crate) mod demo;
+pub(crate) mod errors;
 pub mod gemini;
-pub mod http_status;
+pub(crate) mod http_status;
 pub(crate) mod live_process;
-pub mod mapper;
+pub(crate) mod mapper;
 pub mod pi;
-pub mod reconcile;
-pub mod registry;
+pub(crate) mod reconcile;
+pub(crate) mod registry;
 pub mod runner;
 pub(crate) mod session_header;
 pub(crate) mod tool_calls;
@@ -35,7 +35,7 @@ pub use agent_status::{
     configured_settings, settings_overridden, AgentQueue, AgentSetting, AgentStatus, ContextUse,
     ModeChoice, ModelChoice,
 };
-pub use checkpoint::SessionCheckpoint;
+pub(crate) use checkpoint::SessionCheckpoint;
 pub use contract::{
     AgentStream, AttemptRequest, Backend, Interjection, Provider, RawLineTap, SessionRef,
 };
