@@ -25,20 +25,20 @@ pub struct Cli {
     pub agent: AgentArgs,
     /// Continue the agent CLI's own most recent session.
     #[arg(long = "continue", conflicts_with_all = ["session", "resume"])]
-    pub continue_latest: bool,
+    pub(crate) continue_latest: bool,
     /// Continue the given agent session.
     #[arg(long, conflicts_with = "resume")]
-    pub session: Option<String>,
+    pub(crate) session: Option<String>,
     /// Reopen a conversation and continue its agent session: the last one of this directory,
     /// or the one whose id starts with ID. The word after --resume is an ID only when it looks
     /// like one (hex digits and hyphens, with a digit) and names a conversation; any other word
     /// starts the PROMPT, sent to the last conversation (`agentty --resume "fix the tests"`). An
     /// ID-like word that names none is refused; `--resume -- PROMPT` always reads a prompt.
     #[arg(long, value_name = "ID", num_args = 0..=1)]
-    pub resume: Option<Option<String>>,
+    pub(crate) resume: Option<Option<String>>,
     /// A first prompt, sent as the chat opens (`agentty "fix the tests"`).
     #[arg(value_name = "PROMPT")]
-    pub prompt: Vec<String>,
+    pub(crate) prompt: Vec<String>,
 }
 
 impl Cli {
@@ -97,22 +97,22 @@ pub struct AgentArgs {
     /// The agent to run, or a provider defined in the config (`[providers.NAME]`). Default: the
     /// configured one, else pi when it is on PATH, else demo.
     #[arg(long, global = true, value_parser = ProviderNameParser)]
-    pub provider: Option<String>,
+    pub(crate) provider: Option<String>,
     /// The executable to run for that provider instead of the one on PATH.
     #[arg(long, global = true)]
-    pub agent_bin: Option<PathBuf>,
+    pub(crate) agent_bin: Option<PathBuf>,
     /// The config file (default: agentty/config.toml in the platform's config dir).
     #[arg(long, global = true)]
-    pub config: Option<PathBuf>,
+    pub(crate) config: Option<PathBuf>,
     /// The demo agent's scenario (hello, thinking, tool, markdown, slow, ...).
     #[arg(long, global = true)]
-    pub scenario: Option<String>,
+    pub(crate) scenario: Option<String>,
     /// The model, for CLIs that take one.
     #[arg(long, global = true)]
-    pub model: Option<String>,
+    pub(crate) model: Option<String>,
     /// An extra argument for the agent CLI (repeatable).
     #[arg(long = "provider-arg", global = true, allow_hyphen_values = true)]
-    pub provider_args: Vec<String>,
+    pub(crate) provider_args: Vec<String>,
     /// How to talk to the agent CLI: `json` (one process per attempt), `rpc` (one long-lived
     /// process per conversation; pi), `app-server` (Codex's own long-lived JSON-RPC mode) or
     /// `acp` (the Agent Client Protocol, one long-lived process: gemini, and claude or codex
@@ -121,7 +121,7 @@ pub struct AgentArgs {
     /// app-server for codex (acp when its `acp_command` is configured), json otherwise; for
     /// `agentty run` app-server for codex, json otherwise.
     #[arg(long, global = true, value_enum)]
-    pub transport: Option<crate::config::Transport>,
+    pub(crate) transport: Option<crate::config::Transport>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -152,7 +152,7 @@ pub fn print_completions(shell: clap_complete::Shell) {
 
 /// How `agentty run` prints the turn.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum RunFormat {
+pub(crate) enum RunFormat {
     /// The shared stream, one JSON message a line (DESIGN.md's table).
     #[default]
     Json,
@@ -164,28 +164,28 @@ pub enum RunFormat {
 pub struct RunArgs {
     /// Attempts for this run (1: no retry); overrides the configured retry policy.
     #[arg(long)]
-    pub max_attempts: Option<u32>,
+    pub(crate) max_attempts: Option<u32>,
     /// Continue this agent session.
     #[arg(long)]
-    pub session: Option<String>,
+    pub(crate) session: Option<String>,
     /// Continue the agent CLI's most recent session.
     #[arg(long = "continue", conflicts_with = "session")]
-    pub continue_latest: bool,
+    pub(crate) continue_latest: bool,
     /// What to answer when the agent asks before acting (ACP): a headless run never waits for
     /// anyone. Default: deny, unless the provider's config says `permissions = "allow"`.
     #[arg(long, value_enum)]
-    pub permissions: Option<HeadlessPermissions>,
+    pub(crate) permissions: Option<HeadlessPermissions>,
     /// How the turn is printed on stdout.
     #[arg(long, value_enum, default_value_t = RunFormat::Json)]
-    pub format: RunFormat,
+    pub(crate) format: RunFormat,
     /// The prompt; `-` reads it from stdin.
     #[arg(required = true)]
-    pub prompt: Vec<String>,
+    pub(crate) prompt: Vec<String>,
 }
 
 /// `agentty run --permissions`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum HeadlessPermissions {
+pub(crate) enum HeadlessPermissions {
     /// Allow once, each time the agent asks.
     Allow,
     /// Reject, each time; every refusal is a notice.
@@ -212,7 +212,7 @@ impl HeadlessPermissions {
 #[derive(Debug, Args)]
 pub struct ReplayArgs {
     /// A file of raw agent stdout lines (or an agentty session log).
-    pub file: PathBuf,
+    pub(crate) file: PathBuf,
 }
 
 /// `--provider`: the built-in names are clap's possible values (listed in `--help`, suggested on

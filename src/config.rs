@@ -89,7 +89,7 @@ pub enum Transport {
 
 impl Transport {
     /// The `--transport` value.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Transport::Json => "json",
             Transport::Rpc => "rpc",
@@ -100,7 +100,7 @@ impl Transport {
     }
 
     /// What it means for the user, in a few words.
-    pub fn describe(self) -> &'static str {
+    pub(crate) fn describe(self) -> &'static str {
         match self {
             Transport::Json => "one process per turn (JSON mode)",
             Transport::Rpc => "one long-lived process (RPC mode)",
@@ -130,7 +130,7 @@ pub enum Backoff {
 }
 
 impl Backoff {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Backoff::Fixed => "fixed",
             Backoff::Exponential => "exponential",
@@ -165,7 +165,7 @@ impl RetryKey {
         RetryKey::MaxDelayMs,
     ];
 
-    pub const fn name(self) -> &'static str {
+    pub(crate) const fn name(self) -> &'static str {
         match self {
             RetryKey::Enabled => "enabled",
             RetryKey::MaxAttempts => "max_attempts",
@@ -224,8 +224,8 @@ impl RetryKey {
 /// One thing wrong with a retry policy: the key and what is wrong with its value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct PolicyProblem {
-    pub key: String,
-    pub problem: String,
+    pub(crate) key: String,
+    pub(crate) problem: String,
 }
 
 impl std::fmt::Display for PolicyProblem {
@@ -365,11 +365,11 @@ impl Default for RetryPolicy {
 /// they never fill a disk. 0 turns a limit off.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct SessionLogRetention {
+pub(crate) struct SessionLogRetention {
     /// Conversations last written longer ago than this many days are deleted.
-    pub max_age_days: u64,
+    pub(crate) max_age_days: u64,
     /// Beyond this many megabytes of logs in all, the oldest conversations are deleted.
-    pub max_total_mb: u64,
+    pub(crate) max_total_mb: u64,
 }
 
 impl Default for SessionLogRetention {
@@ -385,14 +385,14 @@ impl Default for SessionLogRetention {
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
     /// The provider used when `--provider` is not given.
-    pub default_provider: Option<String>,
+    pub(crate) default_provider: Option<String>,
     pub providers: BTreeMap<String, ProviderSettings>,
     pub provider_error_auto_retry: RetryPolicy,
     /// The colours: for a dark or a light terminal background, or as the terminal says.
     pub theme: Option<Theme>,
-    pub session_logs: SessionLogRetention,
+    pub(crate) session_logs: SessionLogRetention,
     /// `[snapshots]`: the working tree's snapshot before each turn (`/diff`, `/undo`).
-    pub snapshots: crate::snapshot::SnapshotLimits,
+    pub(crate) snapshots: crate::snapshot::SnapshotLimits,
     /// `notify`: how agentty calls the user back when a turn ends or a permission prompt
     /// waits while the terminal is not focused.
     pub notify: Option<NotifyMode>,
@@ -484,8 +484,8 @@ pub(crate) fn default_config_path() -> Option<PathBuf> {
 #[derive(Debug, Clone, Default)]
 pub struct LoadedConfig {
     pub config: Config,
-    pub path: Option<PathBuf>,
-    pub warnings: Vec<String>,
+    pub(crate) path: Option<PathBuf>,
+    pub(crate) warnings: Vec<String>,
 }
 
 /// The largest config file read: a config is a few hundred bytes, and a path such as
@@ -565,7 +565,7 @@ pub(crate) fn load_checked(explicit: Option<&Path>) -> Result<LoadedConfig, Stri
 /// The retry section is validated separately from the rest, so that a bad retry value falls back
 /// to the default policy while the providers, theme and default provider still apply (and the
 /// other way round).
-pub fn parse(text: &str, origin: &Path) -> (Config, Vec<String>) {
+pub(crate) fn parse(text: &str, origin: &Path) -> (Config, Vec<String>) {
     let file = origin.display();
     let mut table = match toml::from_str::<toml::Table>(text) {
         Ok(table) => table,

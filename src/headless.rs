@@ -28,7 +28,7 @@ use crate::orchestrator::exit_status::{
 };
 
 /// The exit status for a terminal message.
-pub fn exit_status(terminal: &AgentMessage) -> i32 {
+pub(crate) fn exit_status(terminal: &AgentMessage) -> i32 {
     match terminal {
         AgentMessage::Completed { .. } => EXIT_COMPLETED,
         AgentMessage::Cancelled { .. } => EXIT_CANCELLED,

@@ -9,8 +9,8 @@ use crate::provider::PROVIDER_NAMES;
 /// The provider name and its effective settings.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct ProviderChoice {
-    pub name: String,
-    pub settings: ProviderSettings,
+    pub(crate) name: String,
+    pub(crate) settings: ProviderSettings,
 }
 
 /// `--provider`, else the configured default, else `pi` when it is on PATH, else `demo` (so a

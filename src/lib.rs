@@ -11,24 +11,24 @@ pub mod config;
 pub mod demo_agent;
 pub(crate) mod files;
 pub mod headless;
-pub mod launch;
+pub(crate) mod launch;
 pub mod logging;
 pub mod orchestrator;
 pub mod process;
 pub mod provider;
-pub mod retention;
-pub mod sanitize;
+pub(crate) mod retention;
+pub(crate) mod sanitize;
 pub mod session_log;
-pub mod signals;
+pub(crate) mod signals;
 pub mod snapshot;
 pub(crate) mod startup;
 pub mod stream;
-pub mod tui;
+pub(crate) mod tui;
 pub mod view;
 
 /// The runtime for the chat and `agentty run`: two workers (the UI or output, and the agent's
 /// reading) are all it needs. `None`, after saying why on stderr, when it cannot start.
-pub fn async_runtime() -> Option<tokio::runtime::Runtime> {
+pub(crate) fn async_runtime() -> Option<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -25,7 +25,7 @@ pub(crate) fn since_launch() -> Duration {
 }
 
 /// The directory for logs and session logs.
-pub fn state_dir() -> PathBuf {
+pub(crate) fn state_dir() -> PathBuf {
     if let Ok(dir) = std::env::var("AGENTTY_STATE_DIR") {
         return PathBuf::from(dir);
     }

@@ -21,8 +21,8 @@ use crate::config::SessionLogRetention;
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct Pruned {
     /// The logs (`.jsonl`, or an orphan sidecar) whose conversations were deleted.
-    pub conversations: Vec<PathBuf>,
-    pub bytes_freed: u64,
+    pub(crate) conversations: Vec<PathBuf>,
+    pub(crate) bytes_freed: u64,
 }
 
 struct Conversation {

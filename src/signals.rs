@@ -23,7 +23,7 @@ pub(crate) enum ShutdownSignal {
 
 impl ShutdownSignal {
     /// The usual name, for logs and the notice in the chat.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Self::Interrupt => "SIGINT",
             Self::Terminate => "SIGTERM",
@@ -33,7 +33,7 @@ impl ShutdownSignal {
     }
 
     /// The signal's number (a process ended by it exits with 128 + this).
-    pub fn number(self) -> i32 {
+    pub(crate) fn number(self) -> i32 {
         match self {
             Self::Interrupt => libc::SIGINT,
             Self::Terminate => libc::SIGTERM,
@@ -105,7 +105,7 @@ struct Signals {
 
 impl SignalHandler {
     /// Installs the handlers (for `Standard`); must be called inside a tokio runtime.
-    pub fn new(kind: SignalHandlerKind) -> io::Result<Self> {
+    pub(crate) fn new(kind: SignalHandlerKind) -> io::Result<Self> {
         let signals = match kind {
             #[cfg(test)]
             SignalHandlerKind::Noop => None,
@@ -123,7 +123,7 @@ impl SignalHandler {
 
     /// The next signal received. Cancel-safe (it can be a `select!` branch); never completes
     /// for a `Noop` handler.
-    pub async fn recv(&mut self) -> SignalEvent {
+    pub(crate) async fn recv(&mut self) -> SignalEvent {
         let Some(signals) = &mut self.signals else {
             return std::future::pending().await;
         };

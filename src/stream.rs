@@ -141,7 +141,7 @@ pub enum PermissionOptionKind {
 }
 
 impl PermissionOptionKind {
-    pub fn allows(self) -> bool {
+    pub(crate) fn allows(self) -> bool {
         matches!(
             self,
             PermissionOptionKind::AllowOnce | PermissionOptionKind::AllowAlways
@@ -192,7 +192,7 @@ pub enum ChangeStatus {
 }
 
 impl ChangeStatus {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             ChangeStatus::Created => "created",
             ChangeStatus::Modified => "modified",
@@ -296,7 +296,7 @@ impl NoticeKind {
     }
 
     /// The kind the wire string `kind` names.
-    pub fn from_wire(kind: &str) -> Self {
+    pub(crate) fn from_wire(kind: &str) -> Self {
         Self::KNOWN
             .into_iter()
             .find(|known| known.wire() == kind)
@@ -349,7 +349,7 @@ pub enum FailureReason {
 
 impl FailureReason {
     /// The wire name.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             FailureReason::StartFailed => "start_failed",
             FailureReason::AgentError => "agent_error",
@@ -467,7 +467,7 @@ impl AgentMessage {
 /// A tool argument as text: a string as it is, an argument vector joined, or for a shell
 /// wrapper (`["/bin/bash", "-lc", "make"]`, as the Codex adapter gives commands) the command it
 /// runs. `None` for anything else.
-pub fn argument_text(value: &Value) -> Option<String> {
+pub(crate) fn argument_text(value: &Value) -> Option<String> {
     match value {
         Value::String(text) => Some(text.clone()),
         Value::Array(parts) => {

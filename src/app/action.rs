@@ -3,7 +3,7 @@
 //! `AppState::perform`.
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Action {
+pub(crate) enum Action {
     RetryLastTurn,
     Stop,
     NewSession,
@@ -48,7 +48,7 @@ impl Action {
         Action::Quit,
     ];
 
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Action::RetryLastTurn => "Retry last turn",
             Action::Stop => "Stop the running turn",
@@ -73,7 +73,7 @@ impl Action {
     }
 
     /// The `/` command that runs this action.
-    pub fn slash(self) -> &'static str {
+    pub(crate) fn slash(self) -> &'static str {
         match self {
             Action::RetryLastTurn => "/retry",
             Action::Stop => "/stop",

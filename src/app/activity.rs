@@ -11,7 +11,7 @@ use crate::stream::{AgentMessage, Usage};
 
 /// The agent's phase within an attempt.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum AgentPhase {
+pub(crate) enum AgentPhase {
     /// Started, nothing heard yet (or between a tool's end and the model's next words).
     Working,
     Thinking,
@@ -29,7 +29,7 @@ pub enum AgentPhase {
 
 /// The phase and since when it holds.
 #[derive(Debug, Clone)]
-pub struct PhaseTracker {
+pub(crate) struct PhaseTracker {
     phase: AgentPhase,
     since: Instant,
     /// Running tool calls, oldest first: (call id, tool name, started, with the time it waited
@@ -40,7 +40,7 @@ pub struct PhaseTracker {
 }
 
 impl PhaseTracker {
-    pub fn new(now: Instant) -> Self {
+    pub(crate) fn new(now: Instant) -> Self {
         Self {
             phase: AgentPhase::Working,
             since: now,
@@ -50,7 +50,7 @@ impl PhaseTracker {
     }
 
     /// The phase, and how long it has lasted.
-    pub fn current(&self, now: Instant) -> (&AgentPhase, Duration) {
+    pub(crate) fn current(&self, now: Instant) -> (&AgentPhase, Duration) {
         (&self.phase, now.saturating_duration_since(self.since))
     }
 
@@ -123,13 +123,13 @@ impl PhaseTracker {
 
 /// Token figures: the last turn's and the conversation's, and the model the CLI reported.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct UsageBook {
+pub(crate) struct UsageBook {
     /// The last completed turn's own figures; `None` after a failed turn.
-    pub turn: Option<Usage>,
+    pub(crate) turn: Option<Usage>,
     /// Every completed turn of the conversation added up (failed attempts report none).
-    pub conversation: Option<Usage>,
+    pub(crate) conversation: Option<Usage>,
     /// The model the CLI last said it used.
-    pub model: Option<String>,
+    pub(crate) model: Option<String>,
 }
 
 impl UsageBook {

@@ -12,7 +12,7 @@ use crate::orchestrator::TurnOutcome;
 
 /// The chat's state as the title names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ChatState {
+pub(crate) enum ChatState {
     /// A turn runs.
     Working,
     /// A permission prompt waits for the user's answer.
@@ -22,7 +22,7 @@ pub enum ChatState {
 }
 
 impl ChatState {
-    pub fn of(state: &AppState) -> ChatState {
+    pub(crate) fn of(state: &AppState) -> ChatState {
         if !state.is_turn_running() {
             ChatState::Idle
         } else if state.permission_prompt().is_some() {
@@ -32,7 +32,7 @@ impl ChatState {
         }
     }
 
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             ChatState::Working => "working",
             ChatState::WaitingForYou => "waiting for you",
@@ -42,7 +42,7 @@ impl ChatState {
 }
 
 /// The terminal title for `state`: `agentty · <agent> · <state>`.
-pub fn title(state: &AppState) -> String {
+pub(crate) fn title(state: &AppState) -> String {
     format!(
         "agentty · {} · {}",
         inert_line(&state.provider),
@@ -52,7 +52,7 @@ pub fn title(state: &AppState) -> String {
 
 /// What the chat loop writes to the terminal.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum AttentionEffect {
+pub(crate) enum AttentionEffect {
     /// Set the window title to this (inert) text.
     Title(String),
     /// Call the user back, by the given means, with this (inert) message.
@@ -61,7 +61,7 @@ pub enum AttentionEffect {
 
 /// What the terminal was last told, and whether it has the focus.
 #[derive(Debug, Clone)]
-pub struct Attention {
+pub(crate) struct Attention {
     /// Assumed until the terminal says otherwise: one that reports no focus changes never
     /// calls the user back (it could not tell when that is wanted).
     focused: bool,
@@ -81,20 +81,20 @@ impl Default for Attention {
 
 impl Attention {
     /// The terminal gained (`true`) or lost the focus.
-    pub fn on_focus(&mut self, focused: bool) {
+    pub(crate) fn on_focus(&mut self, focused: bool) {
         self.focused = focused;
     }
 
     /// The terminal's title was lost (the terminal was left and entered again): the next
     /// `observe` sets it anew.
-    pub fn forget_title(&mut self) {
+    pub(crate) fn forget_title(&mut self) {
         self.shown_title = None;
     }
 
     /// What to write now that the chat is in `state`: the title when it changed, and a call
     /// back (by `state.notify`) when a turn just ended or a permission prompt just started
     /// waiting while the terminal is not focused.
-    pub fn observe(&mut self, state: &AppState) -> Vec<AttentionEffect> {
+    pub(crate) fn observe(&mut self, state: &AppState) -> Vec<AttentionEffect> {
         let mut effects = Vec::new();
         let title = title(state);
         if self.shown_title.as_ref() != Some(&title) {

@@ -9,7 +9,7 @@ use super::action::Action;
 use super::list::ListSelection;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PopupKind {
+pub(crate) enum PopupKind {
     Slash,
     Mention,
 }
@@ -17,22 +17,22 @@ pub enum PopupKind {
 /// One suggestion: what it inserts, and how it is shown.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PopupItem {
-    pub completion: String,
+    pub(crate) completion: String,
     pub label: String,
-    pub key: String,
-    pub detail: String,
-    pub action: Option<Action>,
+    pub(crate) key: String,
+    pub(crate) detail: String,
+    pub(crate) action: Option<Action>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Popup {
-    pub kind: PopupKind,
+    pub(crate) kind: PopupKind,
     pub items: Vec<PopupItem>,
-    pub selection: ListSelection,
+    pub(crate) selection: ListSelection,
     /// Characters before the cursor that a completion replaces.
-    pub replaces: usize,
+    pub(crate) replaces: usize,
     /// Shown when there is no item (still listing files, nothing matches).
-    pub empty_note: &'static str,
+    pub(crate) empty_note: &'static str,
 }
 
 /// The `/` commands matching what was typed (a prefix of the command).

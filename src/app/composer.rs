@@ -56,7 +56,7 @@ impl Default for Composer {
 }
 
 impl Composer {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             textarea: fresh_textarea(),
             history: Vec::new(),
@@ -68,12 +68,12 @@ impl Composer {
         }
     }
 
-    pub fn lines(&self) -> &[String] {
+    pub(crate) fn lines(&self) -> &[String] {
         self.textarea.lines()
     }
 
     /// The cursor: (line, column in chars).
-    pub fn cursor(&self) -> (usize, usize) {
+    pub(crate) fn cursor(&self) -> (usize, usize) {
         self.textarea.cursor()
     }
 
@@ -124,7 +124,7 @@ impl Composer {
     }
 
     /// The text with every folded paste put back: what is sent.
-    pub fn expanded_text(&self) -> String {
+    pub(crate) fn expanded_text(&self) -> String {
         let mut text = self.text();
         for paste in &self.pastes {
             if let Some(at) = text.find(&paste.label) {
@@ -136,7 +136,7 @@ impl Composer {
 
     /// Empties the input and returns what it held (folded pastes expanded); a held prompt, if
     /// any, comes into the input next.
-    pub fn take(&mut self) -> String {
+    pub(crate) fn take(&mut self) -> String {
         let text = self.expanded_text();
         self.set_text("");
         if let Some(next) = self.held.pop_front() {
@@ -247,7 +247,7 @@ impl Composer {
     }
 
     /// An ordinary key for the text area.
-    pub fn input(&mut self, key: KeyEvent) {
+    pub(crate) fn input(&mut self, key: KeyEvent) {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         let alt = key.modifiers.contains(KeyModifiers::ALT);
         match key.code {
@@ -387,7 +387,7 @@ impl Composer {
     }
 
     /// Adds a sent prompt to the history (consecutive duplicates once).
-    pub fn remember(&mut self, prompt: &str) {
+    pub(crate) fn remember(&mut self, prompt: &str) {
         if prompt.trim().is_empty() || self.history.last().map(String::as_str) == Some(prompt) {
             return;
         }

@@ -16,11 +16,11 @@ pub struct ConversationPicker {
     /// it.
     pub filter: InertText,
     /// Index into [`ConversationPicker::visible`].
-    pub selected: usize,
+    pub(crate) selected: usize,
     /// The conversation the chat is in now (marked, and not reopened).
-    pub current: Option<String>,
+    pub(crate) current: Option<String>,
     /// When the list was read, against which the view tells each conversation's age.
-    pub listed: WallClock,
+    pub(crate) listed: WallClock,
 }
 
 /// A conversation as the picker lists it: what it shows of the log made inert once, as it is
@@ -46,13 +46,13 @@ impl From<ConversationSummary> for ListedConversation {
 /// The wall-clock time (ms since the epoch) at one instant: a later "now" (an `Instant`, as
 /// every reducer and frame gets) reads as wall time without reading the clock again.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct WallClock {
-    pub ms: u64,
-    pub at: Instant,
+pub(crate) struct WallClock {
+    pub(crate) ms: u64,
+    pub(crate) at: Instant,
 }
 
 impl WallClock {
-    pub fn ms_at(&self, now: Instant) -> u64 {
+    pub(crate) fn ms_at(&self, now: Instant) -> u64 {
         let since = now.saturating_duration_since(self.at).as_millis();
         self.ms
             .saturating_add(u64::try_from(since).unwrap_or(u64::MAX))
@@ -64,7 +64,7 @@ impl ConversationPicker {
     pub(crate) const KEYS_HINT: &'static str =
         "type to filter · ↑↓ choose · Enter open · Esc close";
 
-    pub fn new(
+    pub(crate) fn new(
         conversations: Vec<ConversationSummary>,
         current: Option<String>,
         listed: WallClock,

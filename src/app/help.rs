@@ -12,7 +12,7 @@ use super::pane::{OverlayPane, Step};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeyHelp {
     /// The first row shown.
-    pub scroll: usize,
+    pub(crate) scroll: usize,
     /// The largest useful `scroll` at the size last drawn (only the view knows how the help
     /// wraps; the chat passes it in after each frame, see `AppState::on_drawn`), so End and Up
     /// stay in step with what is shown.

@@ -34,7 +34,7 @@ const MAX_HISTORY_BYTES: u64 = 64 * 1024 * 1024;
 
 /// The newest `MAX_HISTORY` prompts of the file, oldest first; none if it does not exist (or
 /// is no regular file, or too large).
-pub fn load(path: &Path) -> Vec<String> {
+pub(crate) fn load(path: &Path) -> Vec<String> {
     let Ok(text) = crate::files::read_text_limited(path, MAX_HISTORY_BYTES) else {
         return Vec::new();
     };

@@ -11,9 +11,9 @@ use super::pane::{OverlayPane, Step};
 /// The search as typed so far.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct HistorySearch {
-    pub query: String,
+    pub(crate) query: String,
     /// Index into the matches of `query`.
-    pub selected: usize,
+    pub(crate) selected: usize,
 }
 
 /// The prompts of `history` (oldest first), newest first and each only once (where it was

@@ -14,22 +14,22 @@ pub struct InertText(String);
 
 impl InertText {
     /// `text` made inert.
-    pub fn new(text: &str) -> Self {
+    pub(crate) fn new(text: &str) -> Self {
         Self(untrusted(text).into_owned())
     }
 
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         &self.0
     }
 
     /// Appends `text`, made inert (sanitising works a character at a time, so pieces can be
     /// sanitised as they arrive).
-    pub fn push_str(&mut self, text: &str) {
+    pub(crate) fn push_str(&mut self, text: &str) {
         self.0.push_str(&untrusted(text));
     }
 
     /// Appends text already inert.
-    pub fn push(&mut self, more: &InertText) {
+    pub(crate) fn push(&mut self, more: &InertText) {
         self.0.push_str(&more.0);
     }
 
@@ -39,7 +39,7 @@ impl InertText {
     }
 
     /// Keeps the first `len` bytes (`len` on a character boundary).
-    pub fn truncate(&mut self, len: usize) {
+    pub(crate) fn truncate(&mut self, len: usize) {
         self.0.truncate(len);
     }
 

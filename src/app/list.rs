@@ -9,17 +9,17 @@ pub(crate) const PAGE: usize = 8;
 
 /// A selected row in a list of `count` rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct ListSelection {
-    pub selected: usize,
+pub(crate) struct ListSelection {
+    pub(crate) selected: usize,
 }
 
 impl ListSelection {
-    pub fn at(selected: usize) -> Self {
+    pub(crate) fn at(selected: usize) -> Self {
         Self { selected }
     }
 
     /// Moves for a navigation key; false if the key is not one (the caller handles it).
-    pub fn on_key(&mut self, key: KeyEvent, count: usize) -> bool {
+    pub(crate) fn on_key(&mut self, key: KeyEvent, count: usize) -> bool {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         if count == 0 {
             return false;

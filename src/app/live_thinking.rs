@@ -13,7 +13,7 @@ use crate::stream::AgentMessage;
 use crate::stream::NoticeKind;
 
 #[derive(Debug, Default)]
-pub struct LiveThinking {
+pub(crate) struct LiveThinking {
     /// Panes that streamed thinking and wait for their complete thought, oldest first.
     panes: VecDeque<CellId>,
     /// The newest pane takes the next delta (no other content came since its last delta).
@@ -68,7 +68,7 @@ impl LiveThinking {
 
     /// Completes the oldest waiting pane with the whole thought; false when no pane waits (the
     /// agent streamed no thinking for it), so the caller shows the thought as a new cell.
-    pub fn complete(&mut self, transcript: &mut Transcript, text: InertText) -> bool {
+    pub(crate) fn complete(&mut self, transcript: &mut Transcript, text: InertText) -> bool {
         // The thought is whole: thinking that follows belongs to a new block.
         let Some(pane) = self.panes.pop_front() else {
             return false;

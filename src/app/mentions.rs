@@ -22,7 +22,7 @@ pub const MAX_SUGGESTIONS: usize = 8;
 
 /// The files under the working directory, as relative paths with `/` separators.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub enum FileIndex {
+pub(crate) enum FileIndex {
     #[default]
     NotListed,
     Listing,
@@ -30,7 +30,7 @@ pub enum FileIndex {
 }
 
 impl FileIndex {
-    pub fn files(&self) -> &[String] {
+    pub(crate) fn files(&self) -> &[String] {
         match self {
             FileIndex::Listed(files) => files,
             FileIndex::NotListed | FileIndex::Listing => &[],

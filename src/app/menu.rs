@@ -33,7 +33,7 @@ pub enum Overlay {
 /// The action menu: every [`Action`], in `Action::ALL`'s order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ActionMenu {
-    pub selected: usize,
+    pub(crate) selected: usize,
 }
 
 impl ActionMenu {

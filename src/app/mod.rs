@@ -6,31 +6,31 @@
 //! sequences) that returns effects; `crate::chat` owns the terminal, performs those effects and
 //! draws the state with `crate::view`.
 
-pub mod action;
+pub(crate) mod action;
 pub(crate) mod activity;
-pub mod attention;
-pub mod completion;
-pub mod composer;
-pub(crate) mod conversation_picker;
+pub(crate) mod attention;
+pub(crate) mod completion;
+pub(crate) mod composer;
+pub mod conversation_picker;
 pub(crate) mod export;
 pub(crate) mod failure_text;
 pub mod help;
-pub mod history;
-pub mod history_search;
-pub mod inert;
+pub(crate) mod history;
+pub(crate) mod history_search;
+pub(crate) mod inert;
 pub(crate) mod keymap;
-pub mod list;
+pub(crate) mod list;
 pub(crate) mod live_thinking;
 pub mod mentions;
 pub mod menu;
 pub mod model_picker;
 pub(crate) mod pane;
 pub mod permission;
-pub mod provider_picker;
+pub(crate) mod provider_picker;
 pub mod resume;
-pub mod review;
-pub mod rewind;
-pub mod scroll;
+pub(crate) mod review;
+pub(crate) mod rewind;
+pub(crate) mod scroll;
 pub mod settings;
 pub mod state;
 pub mod transcript;

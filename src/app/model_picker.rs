@@ -17,7 +17,7 @@ use crate::provider::ModelChoice;
 pub struct ModelPicker {
     pub query: InertText,
     /// Index into the matches of `query`.
-    pub selected: usize,
+    pub(crate) selected: usize,
 }
 
 /// What the picker asks of the chat.

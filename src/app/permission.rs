@@ -51,24 +51,24 @@ pub const ARM_PAUSE: Duration = Duration::from_millis(600);
 /// A request waiting for the user's answer.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PermissionPrompt {
-    pub turn: TurnId,
+    pub(crate) turn: TurnId,
     /// The request's id as the agent sent it.
     pub id: String,
     /// The options as the agent sent them (ids unchanged, for the answer).
-    pub options: Vec<PermissionOption>,
+    pub(crate) options: Vec<PermissionOption>,
     /// The transcript cell that shows the request and, later, its outcome.
-    pub cell: CellId,
+    pub(crate) cell: CellId,
     /// The option Enter chooses (moved with ↑/↓); `None` when the agent offered nothing that
     /// may be chosen without a deliberate key (only "always" answers).
     pub selected: Option<usize>,
     /// When the prompt came to the front, when known.
-    pub shown_at: Option<Instant>,
+    pub(crate) shown_at: Option<Instant>,
     /// The line being written after [`FEEDBACK_KEY`]: what the agent should do instead, sent
     /// with the rejection.
     pub feedback: Option<String>,
     /// 0: the options; n > 0: the change being approved shown from its row n - 1 (PgDn/PgUp,
     /// when the prompt cannot show the whole change; the view clamps it to what there is).
-    pub diff_scroll: usize,
+    pub(crate) diff_scroll: usize,
 }
 
 impl PermissionPrompt {
@@ -289,7 +289,7 @@ pub(crate) fn mnemonic(kind: PermissionOptionKind) -> char {
 }
 
 /// The key that opens the line to reject and say what to do instead.
-pub const FEEDBACK_KEY: char = 'r';
+pub(crate) const FEEDBACK_KEY: char = 'r';
 
 /// The options that digits number: the once-only ones, in the agent's order (at most nine).
 fn numbered(kinds: &[PermissionOptionKind]) -> impl Iterator<Item = usize> + '_ {

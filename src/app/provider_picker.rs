@@ -11,7 +11,7 @@ use crate::provider::PROVIDER_NAMES;
 /// The picker and its selection (an index into `PROVIDER_NAMES`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProviderPicker {
-    pub selected: usize,
+    pub(crate) selected: usize,
 }
 
 impl ProviderPicker {

@@ -20,7 +20,7 @@ use crate::stream::FailureReason;
 /// A conversation to reopen: what its log says, and the events that rebuild its transcript.
 #[derive(Debug, Clone)]
 pub struct ResumedConversation {
-    pub summary: ConversationSummary,
+    pub(crate) summary: ConversationSummary,
     /// Each with the wall-clock time (ms) it was logged at, where the log has it.
     pub events: Vec<(OrchestratorEvent, Option<u64>)>,
 }
@@ -37,7 +37,7 @@ pub(crate) fn conversations_here(sessions: &Path, cwd: &Path) -> Vec<Conversatio
 
 /// The conversation `--resume [QUERY]` names: without a query the last one of `cwd`; with one,
 /// the conversation whose id (or log name) starts with it, which must belong to `cwd`.
-pub fn find(
+pub(crate) fn find(
     sessions: &Path,
     cwd: &Path,
     query: Option<&str>,
@@ -100,7 +100,7 @@ pub(crate) fn check_provider(
 
 /// How this launch may use a conversation it reopens: one writer per conversation.
 #[derive(Debug)]
-pub enum Access {
+pub(crate) enum Access {
     /// It appends to it, holding its lock (`None`: the lock could not be taken for another
     /// reason than another writer, such as a read-only state dir; that is logged, and writing
     /// the log will say the rest).
@@ -111,7 +111,9 @@ pub enum Access {
 }
 
 /// Takes the conversation's lock and reads it back; without the lock, read-only.
-pub fn reopen(summary: ConversationSummary) -> Result<(ResumedConversation, Access), String> {
+pub(crate) fn reopen(
+    summary: ConversationSummary,
+) -> Result<(ResumedConversation, Access), String> {
     let access = match ConversationLock::acquire(&summary.path) {
         Ok(lock) => Access::Append(Some(lock)),
         Err(LockError::Held { pid }) => Access::ReadOnly { pid },
@@ -130,7 +132,7 @@ pub fn reopen(summary: ConversationSummary) -> Result<(ResumedConversation, Acce
 }
 
 /// What the chat says when it shows a conversation another agentty writes.
-pub fn read_only_notice(summary: &ConversationSummary, pid: Option<u32>) -> String {
+pub(crate) fn read_only_notice(summary: &ConversationSummary, pid: Option<u32>) -> String {
     let holder = pid.map_or_else(String::new, |pid| format!(" (pid {pid})"));
     format!(
         "Conversation {} is open in another agentty{holder}: shown here read-only, and nothing \
@@ -334,7 +336,7 @@ fn resumed_notice(summary: &ConversationSummary) -> String {
 }
 
 /// The first characters of an id, enough to tell conversations apart in a message.
-pub use crate::session_log::short_conversation_id as short;
+pub(crate) use crate::session_log::short_conversation_id as short;
 
 #[cfg(test)]
 mod tests {

@@ -19,38 +19,38 @@ pub struct ChangedTurn {
     pub turn: TurnId,
     pub files: Vec<ChangedFile>,
     /// `/undo` put its files back.
-    pub undone: bool,
+    pub(crate) undone: bool,
     /// The transcript cell that shows it.
-    pub cell: crate::app::transcript::CellId,
+    pub(crate) cell: crate::app::transcript::CellId,
 }
 
 /// What `/diff` asks the event loop to read.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DiffRequest {
     /// The conversation's turns that changed files and were not undone, oldest first.
-    pub turns: Vec<TurnId>,
+    pub(crate) turns: Vec<TurnId>,
     /// The last of them.
-    pub last: TurnId,
+    pub(crate) last: TurnId,
 }
 
 /// What the event loop read for `/diff`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct LoadedDiff {
-    pub conversation: Vec<FileDiffView>,
-    pub last_turn: Vec<FileDiffView>,
-    pub turns: usize,
+pub(crate) struct LoadedDiff {
+    pub(crate) conversation: Vec<FileDiffView>,
+    pub(crate) last_turn: Vec<FileDiffView>,
+    pub(crate) turns: usize,
 }
 
 /// Which changes `/diff` shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DiffScope {
+pub(crate) enum DiffScope {
     Conversation,
     LastTurn,
 }
 
 /// One row of the diff overlay.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DiffRow {
+pub(crate) enum DiffRow {
     /// A file's header: its path, status and line counts.
     File {
         path: InertText,
@@ -69,18 +69,18 @@ pub enum DiffRow {
 /// The `/diff` overlay: the two diffs (sanitised) and how far it is scrolled.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DiffView {
-    pub scope: DiffScope,
+    pub(crate) scope: DiffScope,
     conversation: Vec<DiffRow>,
     last_turn: Vec<DiffRow>,
-    pub turns: usize,
-    pub scroll: usize,
+    pub(crate) turns: usize,
+    pub(crate) scroll: usize,
     /// The rows the last frame showed, which a page key moves (the view passes it in after
     /// each frame, see `AppState::on_drawn`).
     page: usize,
 }
 
 impl DiffView {
-    pub fn new(loaded: LoadedDiff) -> Self {
+    pub(crate) fn new(loaded: LoadedDiff) -> Self {
         Self {
             // With one turn the two are the same; the conversation's is the useful default.
             scope: DiffScope::Conversation,
@@ -110,7 +110,7 @@ impl DiffView {
         self.page = rows.max(1);
     }
 
-    pub fn rows(&self) -> &[DiffRow] {
+    pub(crate) fn rows(&self) -> &[DiffRow] {
         match self.scope {
             DiffScope::Conversation => &self.conversation,
             DiffScope::LastTurn => &self.last_turn,
@@ -118,7 +118,7 @@ impl DiffView {
     }
 
     /// How many files the shown diff has.
-    pub fn file_count(&self) -> usize {
+    pub(crate) fn file_count(&self) -> usize {
         self.rows()
             .iter()
             .filter(|row| matches!(row, DiffRow::File { .. }))
@@ -205,13 +205,13 @@ fn rows(files: &[FileDiffView]) -> Vec<DiffRow> {
 pub struct UndoConfirm {
     pub turn: TurnId,
     pub conflicts: Vec<InertText>,
-    pub asked_by: ConfirmFor,
+    pub(crate) asked_by: ConfirmFor,
 }
 
 /// What asked the overwrite question (and, for a rewind or its undo, whether the conversation
 /// goes too once the files may be written).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ConfirmFor {
+pub(crate) enum ConfirmFor {
     Undo,
     Rewind { conversation: bool },
     UndoRewind { conversation: bool },

@@ -38,7 +38,7 @@ pub struct RewindEntry {
     /// The files this turn changed (not undone since).
     pub files: Vec<InertText>,
     /// The prompts a rewind to here takes back (this one and every later one).
-    pub prompts_taken_back: usize,
+    pub(crate) prompts_taken_back: usize,
     /// The files a rewind of the files to here puts back (this turn's and every later one's).
     pub files_put_back: Vec<InertText>,
     /// Whether the agent's conversation can go back to before this prompt, and why not
@@ -48,15 +48,15 @@ pub struct RewindEntry {
 
 /// The last rewind, while it can be undone (until the next prompt).
 #[derive(Debug, Clone, PartialEq)]
-pub struct LastRewind {
+pub(crate) struct LastRewind {
     /// It went back to before this turn.
-    pub turn: TurnId,
+    pub(crate) turn: TurnId,
     /// The agent's conversation went back.
-    pub conversation: bool,
+    pub(crate) conversation: bool,
     /// The files went back.
-    pub files: bool,
+    pub(crate) files: bool,
     /// The prompts it took back, oldest first (their cells are marked).
-    pub prompts: Vec<PromptRecord>,
+    pub(crate) prompts: Vec<PromptRecord>,
     /// The turns whose changes it put back (their summaries are marked undone).
     pub changed_turns: Vec<TurnId>,
     /// The files it put back or removed.
@@ -65,7 +65,7 @@ pub struct LastRewind {
 
 /// What to take back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RewindChoice {
+pub(crate) enum RewindChoice {
     Both,
     ConversationOnly,
     FilesOnly,
@@ -75,7 +75,7 @@ pub enum RewindChoice {
 }
 
 impl RewindChoice {
-    pub const ALL: [RewindChoice; 4] = [
+    pub(crate) const ALL: [RewindChoice; 4] = [
         RewindChoice::Both,
         RewindChoice::ConversationOnly,
         RewindChoice::FilesOnly,
@@ -83,7 +83,7 @@ impl RewindChoice {
     ];
 
     /// The choices of the "undo the last rewind" row.
-    pub const UNDO: [RewindChoice; 2] = [RewindChoice::UndoRewind, RewindChoice::Cancel];
+    pub(crate) const UNDO: [RewindChoice; 2] = [RewindChoice::UndoRewind, RewindChoice::Cancel];
 
     /// The choices where the agent's conversation cannot go back.
     pub const FILES_ONLY: [RewindChoice; 2] = [RewindChoice::FilesOnly, RewindChoice::Cancel];
@@ -101,13 +101,13 @@ impl RewindChoice {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct RewindPicker {
-    pub entries: Vec<RewindEntry>,
+    pub(crate) entries: Vec<RewindEntry>,
     /// The last rewind, offered first while it can be undone.
-    pub undo: Option<LastRewind>,
+    pub(crate) undo: Option<LastRewind>,
     /// The row selected: the undo row first (if any), then `entries`.
-    pub selected: usize,
+    pub(crate) selected: usize,
     /// The choice being made for the selected row, once one was picked.
-    pub choosing: Option<usize>,
+    pub(crate) choosing: Option<usize>,
 }
 
 /// What the picker asks.
@@ -129,7 +129,7 @@ impl RewindPicker {
     pub(crate) const KEYS_HINT: &'static str = "↑↓ choose a prompt · Enter · Esc close";
     pub(crate) const KEYS_HINT_NARROW: &'static str = "↑↓ Enter Esc";
 
-    pub fn new(entries: Vec<RewindEntry>, undo: Option<LastRewind>) -> Self {
+    pub(crate) fn new(entries: Vec<RewindEntry>, undo: Option<LastRewind>) -> Self {
         Self {
             entries,
             undo,
@@ -147,17 +147,17 @@ impl RewindPicker {
     }
 
     /// The undo row is selected.
-    pub fn on_undo_row(&self) -> bool {
+    pub(crate) fn on_undo_row(&self) -> bool {
         self.undo.is_some() && self.selected == 0
     }
 
-    pub fn selected_entry(&self) -> Option<&RewindEntry> {
+    pub(crate) fn selected_entry(&self) -> Option<&RewindEntry> {
         self.entries
             .get(self.selected.checked_sub(self.undo_rows())?)
     }
 
     /// The choices for the selected row.
-    pub fn choices(&self) -> &'static [RewindChoice] {
+    pub(crate) fn choices(&self) -> &'static [RewindChoice] {
         if self.on_undo_row() {
             &RewindChoice::UNDO
         } else if self

@@ -19,7 +19,7 @@ pub enum ScrollAction {
 
 /// The top row of the transcript view.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TopRow {
+pub(crate) enum TopRow {
     /// Stick to the newest output.
     Follow,
     /// This many rows above the top of the following view (scrolled up since the last frame,
@@ -32,13 +32,13 @@ pub enum TopRow {
 
 /// What a frame laid out of the transcript (the view computes it, the state keeps it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TranscriptLayout {
+pub(crate) struct TranscriptLayout {
     /// The cell at the top of the view and its rows scrolled past; `None` when the view shows
     /// the newest output (followed, or scrolled back down to it).
-    pub anchor: Option<(CellId, usize)>,
-    pub width: u16,
+    pub(crate) anchor: Option<(CellId, usize)>,
+    pub(crate) width: u16,
     /// Rows the transcript area showed (a page is this less two).
-    pub height: u16,
+    pub(crate) height: u16,
 }
 
 /// The transcript's scroll position, owned by the app state.
@@ -64,7 +64,7 @@ impl Default for TranscriptScroll {
 }
 
 impl TranscriptScroll {
-    pub fn top(&self) -> TopRow {
+    pub(crate) fn top(&self) -> TopRow {
         self.top
     }
 
@@ -74,12 +74,12 @@ impl TranscriptScroll {
     }
 
     /// Whether new output arrived since the user scrolled up.
-    pub fn has_unseen_output(&self, transcript: &Transcript) -> bool {
+    pub(crate) fn has_unseen_output(&self, transcript: &Transcript) -> bool {
         !self.follows() && transcript.output_version() > self.seen_output
     }
 
     /// Moves the view; a move back down to the newest output follows it again.
-    pub fn scroll(&mut self, transcript: &Transcript, action: ScrollAction) {
+    pub(crate) fn scroll(&mut self, transcript: &Transcript, action: ScrollAction) {
         let Some(first) = transcript.cells().first() else {
             return;
         };
@@ -127,7 +127,7 @@ impl TranscriptScroll {
 
     /// A frame laid the transcript out: keep where it put the top (a position past the end
     /// follows again), and its size for the next page.
-    pub fn laid_out(&mut self, layout: TranscriptLayout) {
+    pub(crate) fn laid_out(&mut self, layout: TranscriptLayout) {
         self.width = layout.width;
         self.height = layout.height;
         self.top = match layout.anchor {

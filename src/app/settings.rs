@@ -15,16 +15,16 @@ use crate::config::{
 /// The retry policy being edited in the settings overlay.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SettingsDraft {
-    pub policy: RetryPolicy,
+    pub(crate) policy: RetryPolicy,
     /// How agentty calls the user back when the terminal is not focused.
     pub notify: NotifyMode,
     /// The colours, for the terminal's background.
     pub theme: Theme,
     pub field: SettingsField,
     /// A value being typed into the selected number field.
-    pub typing: Option<String>,
+    pub(crate) typing: Option<String>,
     /// Why the last typed value or the policy was refused (the config file's own rules).
-    pub problem: Option<String>,
+    pub(crate) problem: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,7 +57,7 @@ impl SettingsField {
         SettingsField::Notify,
     ];
 
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             SettingsField::Enabled => "Retry failed turns automatically",
             SettingsField::MaxAttempts => "Attempts per turn",
@@ -87,7 +87,7 @@ impl SettingsField {
         }
     }
 
-    pub fn value(self, policy: &RetryPolicy) -> String {
+    pub(crate) fn value(self, policy: &RetryPolicy) -> String {
         match self {
             SettingsField::Enabled => if policy.enabled { "on" } else { "off" }.to_owned(),
             SettingsField::MaxAttempts => policy.max_attempts.to_string(),
@@ -109,7 +109,7 @@ fn format_ms(ms: u64) -> String {
 
 impl SettingsDraft {
     /// The value the draft shows for `field`.
-    pub fn value_of(&self, field: SettingsField) -> String {
+    pub(crate) fn value_of(&self, field: SettingsField) -> String {
         match field {
             SettingsField::Notify => SettingsField::notify_value(self.notify).to_owned(),
             SettingsField::Theme => SettingsField::theme_value(self.theme).to_owned(),
@@ -118,7 +118,7 @@ impl SettingsDraft {
     }
 
     /// The draft, starting from the notification mode in use.
-    pub fn with_notify(mut self, notify: NotifyMode) -> Self {
+    pub(crate) fn with_notify(mut self, notify: NotifyMode) -> Self {
         self.notify = notify;
         self
     }
@@ -140,7 +140,7 @@ impl SettingsDraft {
         }
     }
 
-    pub fn new(policy: RetryPolicy) -> Self {
+    pub(crate) fn new(policy: RetryPolicy) -> Self {
         Self {
             policy,
             notify: NotifyMode::default(),
@@ -152,7 +152,7 @@ impl SettingsDraft {
     }
 
     /// The fields that apply to the policy as it is: a cap only matters when delays grow.
-    pub fn fields(&self) -> Vec<SettingsField> {
+    pub(crate) fn fields(&self) -> Vec<SettingsField> {
         SettingsField::ALL
             .into_iter()
             .filter(|field| {
@@ -188,7 +188,7 @@ impl SettingsDraft {
     }
 
     /// A character typed into the selected number field (digits, and `.` for seconds).
-    pub fn type_char(&mut self, ch: char) -> bool {
+    pub(crate) fn type_char(&mut self, ch: char) -> bool {
         let allowed =
             ch.is_ascii_digit() || (ch == '.' && self.field != SettingsField::MaxAttempts);
         if !self.takes_numbers() || !allowed {

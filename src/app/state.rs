@@ -120,11 +120,11 @@ pub enum AppEffect {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Drawn {
     /// The largest useful scroll offset of the open help.
-    pub help_scroll_limit: Option<usize>,
+    pub(crate) help_scroll_limit: Option<usize>,
     /// Where the transcript's top was laid out (`None` when the frame had no room for it).
-    pub transcript: Option<TranscriptLayout>,
+    pub(crate) transcript: Option<TranscriptLayout>,
     /// The rows the open `/diff` shows, a page of it.
-    pub diff_page: Option<usize>,
+    pub(crate) diff_page: Option<usize>,
 }
 
 /// What the chat starts with.
@@ -140,23 +140,23 @@ pub struct StartupInfo {
 
 /// The stop the user asked for, as far as the orchestrator reported it.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct StopState {
-    pub progress: StopProgress,
-    pub since: Instant,
+pub(crate) struct StopState {
+    pub(crate) progress: StopProgress,
+    pub(crate) since: Instant,
 }
 
 /// The running turn.
 #[derive(Debug, Clone)]
 pub struct TurnState {
-    pub id: TurnId,
-    pub started: Instant,
-    pub attempt: u32,
-    pub max_attempts: u32,
+    pub(crate) id: TurnId,
+    pub(crate) started: Instant,
+    pub(crate) attempt: u32,
+    pub(crate) max_attempts: u32,
     /// Set once the user asked to stop (before the first progress report arrives).
     pub stop_requested: bool,
-    pub stop: Option<StopState>,
+    pub(crate) stop: Option<StopState>,
     /// The waiting retry: its notice and when the next attempt starts.
-    pub retry: Option<(CellId, Instant)>,
+    pub(crate) retry: Option<(CellId, Instant)>,
     /// The assistant cell deltas go to; closed by anything else in the stream.
     open_assistant: Option<CellId>,
     /// Assistant cells of the current attempt (superseded together).
@@ -264,9 +264,9 @@ impl StopStatus {
 
 pub struct AppState {
     pub provider: String,
-    pub model: Option<String>,
+    pub(crate) model: Option<String>,
     /// The agent session, as the agent named it (made inert where it arrives).
-    pub session_id: Option<InertText>,
+    pub(crate) session_id: Option<InertText>,
     pub transcript: Transcript,
     /// Where the transcript view looks (laid out by each frame, see `on_drawn`).
     pub transcript_scroll: TranscriptScroll,
@@ -274,35 +274,35 @@ pub struct AppState {
     pub last_outcome: Option<TurnOutcome>,
     pub queued: Vec<InertText>,
     /// Token figures of the last turn and of the conversation, and the model the CLI reported.
-    pub usage_book: UsageBook,
+    pub(crate) usage_book: UsageBook,
     /// What the running attempt's agent is doing.
-    pub phase: Option<PhaseTracker>,
+    pub(crate) phase: Option<PhaseTracker>,
     pub composer: Composer,
     pub overlay: Option<Overlay>,
     pub retry_policy: RetryPolicy,
-    pub config_path: Option<PathBuf>,
+    pub(crate) config_path: Option<PathBuf>,
     /// A first Ctrl+C on an idle chat; the next one quits.
     pub quit_armed: bool,
     /// When it was armed, if known: it expires after `QUIT_CONFIRM_SECS` (see `on_clock`).
-    pub quit_armed_at: Option<Instant>,
+    pub(crate) quit_armed_at: Option<Instant>,
     /// The `/` or `@` popup above the input.
     pub popup: Option<Popup>,
     /// The input text for which the user closed the popup with Esc.
-    pub popup_dismissed_for: Option<String>,
+    pub(crate) popup_dismissed_for: Option<String>,
     /// Files `@` mentions can name.
-    pub files: FileIndex,
+    pub(crate) files: FileIndex,
     /// Why this provider runs (the first-start screen says it).
     pub provider_reason: Option<InertText>,
     pub quitting: bool,
     /// False once the orchestrator has shut down (or its channel closed).
-    pub orchestrator_alive: bool,
+    pub(crate) orchestrator_alive: bool,
     /// New thinking blocks / tool outputs start expanded (after "expand all").
-    pub expand_thinking: bool,
-    pub expand_tools: bool,
+    pub(crate) expand_thinking: bool,
+    pub(crate) expand_tools: bool,
     /// The user asked to retry the last turn: the next turn is that retry.
     retry_asked: bool,
     /// Thinking panes streaming, or waiting for their complete thought.
-    pub live_thinking: LiveThinking,
+    pub(crate) live_thinking: LiveThinking,
     /// The provider hands messages to a running turn: Enter steers, Alt+Enter follows up
     /// (pi's RPC transport). Without it, a prompt typed during a turn waits in the queue.
     pub agent_steers: bool,
@@ -317,13 +317,13 @@ pub struct AppState {
     pub permission_prompts: VecDeque<PermissionPrompt>,
     /// When the user last typed (a key or a paste that went to the composer), when known: a
     /// prompt arms only after a pause in typing.
-    pub typed_at: Option<Instant>,
+    pub(crate) typed_at: Option<Instant>,
     /// The change of the agent's settings the user asked for and the agent has not confirmed.
-    pub pending_setting: Option<AgentSetting>,
+    pub(crate) pending_setting: Option<AgentSetting>,
     /// The conversation's turns that changed files, oldest first (`/diff`, `/undo`).
-    pub changed_turns: Vec<super::review::ChangedTurn>,
+    pub(crate) changed_turns: Vec<super::review::ChangedTurn>,
     /// The prompts the conversation sent, oldest first (`/rewind`).
-    pub turn_prompts: Vec<super::rewind::PromptRecord>,
+    pub(crate) turn_prompts: Vec<super::rewind::PromptRecord>,
     /// The first Esc of an Esc Esc on an empty, idle composer (opens `/rewind`).
     pub(crate) esc_at: Option<Instant>,
     /// The prompt of the rewind asked for: back into the composer once it is done.
@@ -413,7 +413,7 @@ impl AppState {
 
     /// When the open prompt arms, if that is still to come after `now`: the screen must change
     /// then.
-    pub fn permission_arms_at(&self, now: Instant) -> Option<Instant> {
+    pub(crate) fn permission_arms_at(&self, now: Instant) -> Option<Instant> {
         self.permission_prompt()
             .and_then(|prompt| prompt.arms_at(self.typed_at))
             .filter(|arms_at| *arms_at > now)
@@ -575,7 +575,7 @@ impl AppState {
     /// Adds a notice below everything so far. A streaming answer stays open: its next deltas
     /// go on in the same block (above the notice), so a notice never cuts an answer in two.
     /// How agentty calls the user back when the terminal is not focused, from the config.
-    pub fn set_notify(&mut self, notify: crate::config::NotifyMode) {
+    pub(crate) fn set_notify(&mut self, notify: crate::config::NotifyMode) {
         self.notify = notify;
     }
 

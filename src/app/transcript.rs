@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-pub use super::inert::InertText;
+pub(crate) use super::inert::InertText;
 
 /// A cell's identity, stable for the life of the transcript.
 pub(crate) type CellId = u64;
@@ -19,7 +19,7 @@ pub(crate) type CellId = u64;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Cell {
     pub id: CellId,
-    pub revision: u64,
+    pub(crate) revision: u64,
     pub body: CellBody,
 }
 
@@ -42,7 +42,7 @@ pub struct ChangesCell {
     pub files: Vec<ChangedFile>,
     pub expanded: bool,
     /// `/undo` put these files back.
-    pub undone: bool,
+    pub(crate) undone: bool,
 }
 
 /// A file a turn changed (a `stream::FileChange`), as the app keeps it: its path inert.
@@ -69,25 +69,25 @@ impl From<crate::stream::FileChange> for ChangedFile {
 }
 
 /// Files a collapsed changes cell lists.
-pub const COLLAPSED_CHANGED_FILES: usize = 4;
+pub(crate) const COLLAPSED_CHANGED_FILES: usize = 4;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct UserCell {
-    pub text: InertText,
+    pub(crate) text: InertText,
     /// The prompt is sent again by a retry (the failed attempt was undone first, so the agent
     /// receives it once).
-    pub retry: bool,
+    pub(crate) retry: bool,
     /// A long prompt (a large paste) is shown folded until clicked.
-    pub expanded: bool,
+    pub(crate) expanded: bool,
     /// `/rewind` took this turn back: the agent no longer has it (shown dimmed, labelled).
-    pub rewound: bool,
+    pub(crate) rewound: bool,
 }
 
 /// Lines of a folded prompt that are shown.
 pub(crate) const FOLDED_PROMPT_LINES: usize = 3;
 
 impl UserCell {
-    pub fn new(text: InertText, retry: bool) -> Self {
+    pub(crate) fn new(text: InertText, retry: bool) -> Self {
         Self {
             text,
             retry,
@@ -108,22 +108,22 @@ impl UserCell {
 /// not make the app's memory, or the time to lay a cell out, grow with what it prints: past
 /// this, a cell only counts what it leaves out and says so. The conversation's log keeps it
 /// all.
-pub const MAX_CELL_TEXT: usize = 512 * 1024;
+pub(crate) const MAX_CELL_TEXT: usize = 512 * 1024;
 
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct AssistantCell {
     /// Markdown source, sanitised for display; only ever appended to, up to
     /// [`MAX_CELL_TEXT`].
-    pub text: InertText,
+    pub(crate) text: InertText,
     /// The source as the agent wrote it (tabs kept, for copying), where it differs from `text`;
     /// kept only then, so plain answers are not held twice.
-    pub source: Option<String>,
+    pub(crate) source: Option<String>,
     /// The agent replaced this text (its own retry, or an authoritative final answer).
-    pub superseded: bool,
+    pub(crate) superseded: bool,
     /// It was superseded because its attempt failed and agentty retried the turn.
-    pub retried: bool,
+    pub(crate) retried: bool,
     /// Bytes of the answer past [`MAX_CELL_TEXT`], not kept.
-    pub folded: usize,
+    pub(crate) folded: usize,
 }
 
 impl AssistantCell {
@@ -144,23 +144,23 @@ impl AssistantCell {
     }
 
     /// The text to copy.
-    pub fn source(&self) -> &str {
+    pub(crate) fn source(&self) -> &str {
         self.source.as_deref().unwrap_or(self.text.as_str())
     }
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ThoughtCell {
-    pub text: InertText,
-    pub words: usize,
-    pub expanded: bool,
+    pub(crate) text: InertText,
+    pub(crate) words: usize,
+    pub(crate) expanded: bool,
     /// Still streaming (`assistant.thinking`); the complete `assistant.thought` ends it.
-    pub live: bool,
+    pub(crate) live: bool,
 }
 
 impl ThoughtCell {
     /// A thought of `text`; past [`MAX_CELL_TEXT`] only its words are counted.
-    pub fn new(mut text: InertText, expanded: bool) -> Self {
+    pub(crate) fn new(mut text: InertText, expanded: bool) -> Self {
         let words = text.split_whitespace().count();
         if text.len() > MAX_CELL_TEXT {
             let mut end = MAX_CELL_TEXT;
@@ -180,13 +180,13 @@ impl ThoughtCell {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolCell {
-    pub call_id: InertText,
-    pub name: InertText,
+    pub(crate) call_id: InertText,
+    pub(crate) name: InertText,
     /// One line describing the arguments.
-    pub summary: InertText,
+    pub(crate) summary: InertText,
     pub status: ToolStatus,
     pub output: InertText,
-    pub expanded: bool,
+    pub(crate) expanded: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -212,7 +212,7 @@ pub enum ToolStatus {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NoticeLevel {
+pub(crate) enum NoticeLevel {
     Info,
     Warning,
     Error,
@@ -223,32 +223,32 @@ pub enum NoticeLevel {
 /// A titled block of diagnostic lines (stderr tail, invalid output lines, ...).
 #[derive(Debug, Clone, PartialEq)]
 pub struct DetailSection {
-    pub title: InertText,
+    pub(crate) title: InertText,
     pub lines: Vec<InertText>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct NoticeCell {
-    pub level: NoticeLevel,
+    pub(crate) level: NoticeLevel,
     pub message: InertText,
     /// A one-line summary of the details, shown while collapsed.
     pub details_summary: InertText,
     pub details: Vec<DetailSection>,
-    pub expanded: bool,
+    pub(crate) expanded: bool,
     /// A countdown shown live while the retry waits.
-    pub countdown: Option<RetryCountdown>,
+    pub(crate) countdown: Option<RetryCountdown>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct RetryCountdown {
-    pub deadline: Instant,
-    pub attempt: u32,
-    pub max_attempts: u32,
-    pub reason: InertText,
+pub(crate) struct RetryCountdown {
+    pub(crate) deadline: Instant,
+    pub(crate) attempt: u32,
+    pub(crate) max_attempts: u32,
+    pub(crate) reason: InertText,
 }
 
 impl NoticeCell {
-    pub fn new(level: NoticeLevel, message: impl Into<InertText>) -> Self {
+    pub(crate) fn new(level: NoticeLevel, message: impl Into<InertText>) -> Self {
         Self {
             level,
             message: message.into(),
@@ -265,26 +265,26 @@ impl NoticeCell {
 #[derive(Debug, Clone, PartialEq)]
 pub struct PermissionCell {
     /// The tool's kind as the agent names it (`execute`, `edit`, ...); may be empty.
-    pub kind: InertText,
-    pub title: InertText,
-    pub command: Option<InertText>,
-    pub paths: Vec<InertText>,
+    pub(crate) kind: InertText,
+    pub(crate) title: InertText,
+    pub(crate) command: Option<InertText>,
+    pub(crate) paths: Vec<InertText>,
     /// The edits, as diff lines (bounded; `diff_hidden` more were left out).
-    pub diff: Vec<DiffLine>,
-    pub diff_hidden: usize,
+    pub(crate) diff: Vec<DiffLine>,
+    pub(crate) diff_hidden: usize,
     /// The answers the agent offered, in its order (names as the agent wrote them).
-    pub options: Vec<ShownOption>,
+    pub(crate) options: Vec<ShownOption>,
     pub outcome: PermissionOutcome,
     /// What the user said to do instead, with a rejection.
     pub feedback: Option<InertText>,
-    pub expanded: bool,
+    pub(crate) expanded: bool,
 }
 
 /// One answer the agent offers, as shown.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ShownOption {
-    pub kind: crate::stream::PermissionOptionKind,
-    pub name: InertText,
+pub(crate) struct ShownOption {
+    pub(crate) kind: crate::stream::PermissionOptionKind,
+    pub(crate) name: InertText,
 }
 
 /// How a permission request ended, as far as the chat knows.
@@ -322,22 +322,22 @@ pub enum DiffLine {
 /// The agent's plan: its steps and how far each has got.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlanCell {
-    pub entries: Vec<PlanItem>,
+    pub(crate) entries: Vec<PlanItem>,
     /// A later plan replaced this one (shown collapsed, dimmed).
     pub superseded: bool,
     pub expanded: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct PlanItem {
-    pub content: InertText,
-    pub status: PlanStatus,
+pub(crate) struct PlanItem {
+    pub(crate) content: InertText,
+    pub(crate) status: PlanStatus,
     /// `high`, `medium`, `low` (as the agent wrote it).
-    pub priority: InertText,
+    pub(crate) priority: InertText,
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub enum PlanStatus {
+pub(crate) enum PlanStatus {
     Pending,
     InProgress,
     Completed,
@@ -427,16 +427,13 @@ impl Transcript {
         &self.cells
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.cells.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.cells.is_empty()
-    }
-
-    /// Bumped on every change.
-    pub fn version(&self) -> u64 {
+    /// Bumped on every change; only the tests read it.
+    #[cfg(test)]
+    pub(crate) fn version(&self) -> u64 {
         self.version
     }
 
@@ -445,15 +442,15 @@ impl Transcript {
         self.output_version
     }
 
-    pub fn position(&self, id: CellId) -> Option<usize> {
+    pub(crate) fn position(&self, id: CellId) -> Option<usize> {
         self.positions.get(&id).copied()
     }
 
-    pub fn get(&self, id: CellId) -> Option<&Cell> {
+    pub(crate) fn get(&self, id: CellId) -> Option<&Cell> {
         self.position(id).map(|index| &self.cells[index])
     }
 
-    pub fn push(&mut self, body: CellBody) -> CellId {
+    pub(crate) fn push(&mut self, body: CellBody) -> CellId {
         let id = self.allocate_id();
         self.positions.insert(id, self.cells.len());
         self.cells.push(Cell {
@@ -489,7 +486,11 @@ impl Transcript {
     }
 
     /// Changes one cell's content; returns `None` when it does not exist.
-    pub fn update<R>(&mut self, id: CellId, change: impl FnOnce(&mut CellBody) -> R) -> Option<R> {
+    pub(crate) fn update<R>(
+        &mut self,
+        id: CellId,
+        change: impl FnOnce(&mut CellBody) -> R,
+    ) -> Option<R> {
         let result = self.restyle(id, change)?;
         self.output_version += 1;
         Some(result)

@@ -16,10 +16,10 @@ use super::{Config, ProviderSettings};
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct DroppedKey {
     /// The dotted path of the key (`providers.pi.comand`).
-    pub path: String,
+    pub(crate) path: String,
     /// The 1-based line of the key in the file, when it can be found.
-    pub line: Option<usize>,
-    pub problem: String,
+    pub(crate) line: Option<usize>,
+    pub(crate) problem: String,
 }
 
 /// Removes from `table` every key that is unknown or whose value does not fit, so that what is

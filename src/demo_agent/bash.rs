@@ -12,9 +12,9 @@ use super::signals::{self, TerminationDeferred, ToolGroup};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct BashOutcome {
     /// Everything the command printed, stdout and stderr interleaved.
-    pub output: String,
+    pub(crate) output: String,
     /// The exit code; for a death by signal, 128 + the signal, as a shell reports it.
-    pub exit_code: i32,
+    pub(crate) exit_code: i32,
 }
 
 impl BashOutcome {

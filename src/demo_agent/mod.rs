@@ -35,7 +35,6 @@ use std::sync::mpsc::Sender;
 use serde_json::Value;
 
 pub use player::TIME_SCALE_VAR;
-pub use state::STATE_DIR_VAR;
 
 use player::{Output, Pace, Player, RunEnd};
 use scenario::{Placeholders, Scenario};
@@ -43,35 +42,35 @@ use state::{Session, SessionChoice};
 
 /// Which attempt of a turn this is (1 = first), as the demo provider sets it.
 /// The environment variable that tells the demo agent which attempt of a turn it is.
-pub const ATTEMPT_VAR: &str = "AGENTTY_DEMO_ATTEMPT";
+pub(crate) const ATTEMPT_VAR: &str = "AGENTTY_DEMO_ATTEMPT";
 
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct DemoAgentArgs {
     /// The scenario to play (see assets/scenarios); default: chosen by a keyword in the prompt.
     #[arg(long)]
-    pub scenario: Option<String>,
+    pub(crate) scenario: Option<String>,
     /// pi's output mode: `json` (one-shot) or `rpc` (long-lived, commands on stdin); or `acp`,
     /// a fake Agent Client Protocol agent (see `acp`); or `claude-stream`, Claude Code's
     /// stream-json mode with its control protocol (see `claude_stream`).
     #[arg(long, default_value = "json")]
-    pub mode: String,
+    pub(crate) mode: String,
     /// `--mode acp`: stay alive after stdin closes, like the Claude and Codex ACP adapters.
     #[arg(long)]
-    pub stay_on_eof: bool,
+    pub(crate) stay_on_eof: bool,
     /// `--mode acp`: whose ways to follow where the real agents differ: `default`, or `gemini`
     /// (Gemini CLI's session files, history replayed after the load's answer, failed prompts
     /// forgotten; see `acp`).
     #[arg(long, default_value = "default", value_parser = acp::Flavour::NAMES)]
-    pub flavour: String,
+    pub(crate) flavour: String,
     /// Continue this session id.
     #[arg(long)]
-    pub session: Option<String>,
+    pub(crate) session: Option<String>,
     /// Continue the most recent session.
     #[arg(long = "continue", short = 'c')]
-    pub continue_latest: bool,
+    pub(crate) continue_latest: bool,
     /// The prompt(s).
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-    pub prompt: Vec<String>,
+    pub(crate) prompt: Vec<String>,
 }
 
 /// Runs the demo agent; returns the process exit status.

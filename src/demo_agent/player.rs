@@ -127,12 +127,12 @@ pub(crate) enum RunEnd {
 
 /// Everything one prompt's playback needs.
 pub(crate) struct Player<'a> {
-    pub out: &'a mut Output,
-    pub pace: Pace,
-    pub scenario: &'a Scenario,
-    pub placeholders: Placeholders,
+    pub(crate) out: &'a mut Output,
+    pub(crate) pace: Pace,
+    pub(crate) scenario: &'a Scenario,
+    pub(crate) placeholders: Placeholders,
     /// When set, the only response is this error (the `flaky` scenario's failing attempt).
-    pub fail_with: Option<String>,
+    pub(crate) fail_with: Option<String>,
     tool_calls: u32,
     responses: u32,
 }

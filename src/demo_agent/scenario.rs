@@ -62,27 +62,27 @@ pub(crate) const DEFAULT_SCENARIO: &str = "hello";
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Scenario {
-    pub description: String,
+    pub(crate) description: String,
     #[serde(default = "default_token_delay_ms")]
-    pub token_delay_ms: u64,
+    pub(crate) token_delay_ms: u64,
     #[serde(default = "default_first_token_delay_ms")]
-    pub first_token_delay_ms: u64,
+    pub(crate) first_token_delay_ms: u64,
     #[serde(default = "default_words_per_token")]
-    pub words_per_token: usize,
+    pub(crate) words_per_token: usize,
     #[serde(default)]
-    pub legacy_snapshots: bool,
+    pub(crate) legacy_snapshots: bool,
     #[serde(default)]
-    pub ignore_termination: bool,
+    pub(crate) ignore_termination: bool,
     #[serde(default)]
-    pub spawn_grandchildren: bool,
+    pub(crate) spawn_grandchildren: bool,
     /// The error message of a failing first attempt.
     #[serde(default)]
-    pub fail_first_attempt: Option<String>,
+    pub(crate) fail_first_attempt: Option<String>,
     /// How many attempts fail with `fail_first_attempt` before one succeeds.
     #[serde(default = "one_u32")]
-    pub failing_attempts: u32,
+    pub(crate) failing_attempts: u32,
     #[serde(rename = "response")]
-    pub responses: Vec<Response>,
+    pub(crate) responses: Vec<Response>,
 }
 
 /// One LLM call: one assistant message.
@@ -91,12 +91,12 @@ pub(crate) struct Scenario {
 pub(crate) struct Response {
     /// Ends the message as a provider error with this `errorMessage`, and the run with it.
     #[serde(default)]
-    pub error: Option<String>,
+    pub(crate) error: Option<String>,
     /// Legacy pi: the message restarts with the previous assistant message's text.
     #[serde(default)]
-    pub replay_previous_text: bool,
+    pub(crate) replay_previous_text: bool,
     #[serde(default, rename = "step")]
-    pub steps: Vec<Step>,
+    pub(crate) steps: Vec<Step>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]

@@ -130,9 +130,9 @@ pub(crate) fn uuid_v7(ms: u64) -> String {
 /// The fields of pi's `session` header.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub(crate) struct SessionHeader {
-    pub id: String,
-    pub timestamp: String,
-    pub cwd: String,
+    pub(crate) id: String,
+    pub(crate) timestamp: String,
+    pub(crate) cwd: String,
 }
 
 impl SessionHeader {
@@ -156,12 +156,12 @@ pub(crate) enum SessionChoice {
 /// A session opened for this run.
 #[derive(Debug)]
 pub(crate) struct Session {
-    pub header: SessionHeader,
+    pub(crate) header: SessionHeader,
     /// The prompts earlier runs played in it, oldest first.
-    pub history: Vec<String>,
+    pub(crate) history: Vec<String>,
     file: PathBuf,
     /// The model the next prompt goes to, once the client chose one (recorded with it).
-    pub model: Option<String>,
+    pub(crate) model: Option<String>,
 }
 
 impl Session {
@@ -446,8 +446,8 @@ pub(crate) fn is_safe_file_stem(id: &str) -> bool {
 /// One try of a `flaky` scenario's prompt.
 pub(crate) struct FlakyTry {
     /// Which try of the prompt this is, counting the user's retries too.
-    pub number: u32,
-    pub fails: bool,
+    pub(crate) number: u32,
+    pub(crate) fails: bool,
 }
 
 /// Whether a `flaky` scenario (the first `failing` tries fail) fails this time, and which try

@@ -26,12 +26,12 @@ pub(crate) struct Cost {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Usage {
-    pub input: u64,
-    pub output: u64,
-    pub cache_read: u64,
-    pub cache_write: u64,
-    pub total_tokens: u64,
-    pub cost: Cost,
+    pub(crate) input: u64,
+    pub(crate) output: u64,
+    pub(crate) cache_read: u64,
+    pub(crate) cache_write: u64,
+    pub(crate) total_tokens: u64,
+    pub(crate) cost: Cost,
 }
 
 impl Usage {
@@ -100,17 +100,17 @@ pub(crate) enum StopReason {
 #[serde(rename_all = "camelCase")]
 pub(crate) struct AssistantMessage {
     role: &'static str,
-    pub content: Vec<ContentBlock>,
+    pub(crate) content: Vec<ContentBlock>,
     api: &'static str,
     provider: &'static str,
     model: &'static str,
-    pub usage: Usage,
-    pub stop_reason: StopReason,
-    pub timestamp: u64,
+    pub(crate) usage: Usage,
+    pub(crate) stop_reason: StopReason,
+    pub(crate) timestamp: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub response_id: Option<String>,
+    pub(crate) response_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub error_message: Option<String>,
+    pub(crate) error_message: Option<String>,
 }
 
 impl AssistantMessage {
@@ -163,11 +163,11 @@ impl UserMessage {
 #[serde(rename_all = "camelCase")]
 pub(crate) struct ToolResultMessage {
     role: &'static str,
-    pub tool_call_id: String,
-    pub tool_name: &'static str,
-    pub content: Vec<ContentBlock>,
-    pub is_error: bool,
-    pub timestamp: u64,
+    pub(crate) tool_call_id: String,
+    pub(crate) tool_name: &'static str,
+    pub(crate) content: Vec<ContentBlock>,
+    pub(crate) is_error: bool,
+    pub(crate) timestamp: u64,
 }
 
 impl ToolResultMessage {
@@ -209,9 +209,9 @@ pub(crate) enum MessageRef<'a> {
 /// A tool's (partial) result: `{content, details?}`.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct ToolResultBody<'a> {
-    pub content: &'a [ContentBlock],
+    pub(crate) content: &'a [ContentBlock],
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub details: Option<Value>,
+    pub(crate) details: Option<Value>,
 }
 
 /// `message_update.assistantMessageEvent`. `delta` is `None` only for legacy (snapshot-only) pi.

@@ -17,7 +17,7 @@ use crate::stream::{Failure, FailureReason};
 
 /// Whether a failed attempt is worth another try.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Retryability {
+pub(crate) enum Retryability {
     Retryable,
     NotRetryable,
     /// The agent lost the session it was asked to continue: go on in a fresh one, once.
@@ -26,9 +26,9 @@ pub enum Retryability {
 
 /// The verdict and a short human cause (shown in the retry countdown).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Classification {
-    pub retryability: Retryability,
-    pub cause: &'static str,
+pub(crate) struct Classification {
+    pub(crate) retryability: Retryability,
+    pub(crate) cause: &'static str,
 }
 
 #[cfg(test)]

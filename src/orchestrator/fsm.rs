@@ -154,7 +154,7 @@ pub struct Turn {
     /// The images every attempt of this turn sends.
     pub images: Vec<crate::attachment::ImageAttachment>,
     /// The session every attempt of this turn uses.
-    pub session: SessionRef,
+    pub(crate) session: SessionRef,
     /// `NewSession` requests seen before this turn began.
     pub(crate) session_epoch: u64,
     /// The session id the current attempt reported; carried on only if the attempt completes
@@ -230,7 +230,7 @@ enum AttemptEnd {
 
 impl Machine {
     /// `session`: the session the first turn continues (`SessionRef::New` for a fresh one).
-    pub fn new(policy: RetryPolicy, session: SessionRef) -> Self {
+    pub(crate) fn new(policy: RetryPolicy, session: SessionRef) -> Self {
         Self {
             state: State::Idle,
             policy,
@@ -256,28 +256,28 @@ impl Machine {
     }
 
     #[cfg(test)]
-    pub fn state(&self) -> &State {
+    pub(crate) fn state(&self) -> &State {
         &self.state
     }
 
     /// The prompts waiting for the running turn (or, after a failure, for the user).
     #[cfg(test)]
-    pub fn queue(&self) -> &[String] {
+    pub(crate) fn queue(&self) -> &[String] {
         &self.queue
     }
 
     /// The session the next turn continues.
     #[cfg(test)]
-    pub fn session(&self) -> &SessionRef {
+    pub(crate) fn session(&self) -> &SessionRef {
         &self.session
     }
 
     #[cfg(test)]
-    pub fn policy(&self) -> &RetryPolicy {
+    pub(crate) fn policy(&self) -> &RetryPolicy {
         &self.policy
     }
 
-    pub fn handle(&mut self, input: Input) -> Vec<Effect> {
+    pub(crate) fn handle(&mut self, input: Input) -> Vec<Effect> {
         let mut out = Vec::new();
         if self.state == State::ShutDown {
             return out;

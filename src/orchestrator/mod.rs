@@ -19,10 +19,10 @@
 //! - `SetRetryPolicy` with an invalid policy (see `RetryPolicy::validate`) is ignored; saving the
 //!   policy is the caller's job (`config::save_retry_policy`).
 
-pub mod classify;
-pub mod driver;
-pub mod fsm;
-pub mod headless;
+pub(crate) mod classify;
+pub(crate) mod driver;
+pub(crate) mod fsm;
+pub(crate) mod headless;
 pub mod verdict;
 
 use crate::config::RetryPolicy;
@@ -213,16 +213,16 @@ pub mod exit_status {
     /// The turn completed; the chat was left normally.
     pub const COMPLETED: i32 = 0;
     /// The turn failed, or agentty could not run (no runtime, no terminal).
-    pub const FAILED: i32 = 1;
+    pub(crate) const FAILED: i32 = 1;
     /// A usage error: a bad flag, config, provider or scenario, said in one line on stderr.
     pub const USAGE: i32 = 2;
     /// The turn was cancelled (Ctrl+C, SIGINT): 128 + SIGINT, as shells report it.
-    pub const CANCELLED: i32 = 130;
+    pub(crate) const CANCELLED: i32 = 130;
     /// `agentty run`'s reader closed stdout (`| head -2`): the agent was stopped and agentty
     /// exits as a program killed by SIGPIPE does (128 + 13), like `cat`, `grep` or `git log`
     /// in the same pipe, so that `set -o pipefail` scripts treat it like every other tool,
     /// and never as a completed (0) or cancelled (130) turn.
-    pub const OUTPUT_CLOSED: i32 = 128 + 13;
+    pub(crate) const OUTPUT_CLOSED: i32 = 128 + 13;
 
     /// Leaving because of `signal` (SIGTERM, SIGHUP, ...): 128 + its number, as shells report
     /// a process the signal ended.
@@ -354,11 +354,11 @@ pub enum OrchestratorEvent {
 /// What a rewind to before turn `turn` did (logged as it is: `--resume` replays it).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Rewind {
-    pub turn: TurnId,
+    pub(crate) turn: TurnId,
     /// The agent's conversation: `None` not asked; `Ok` rewound; `Err` why not.
     pub conversation: Option<Result<(), String>>,
     /// The files: `None` not asked.
-    pub files: Option<Result<crate::snapshot::UndoOutcome, String>>,
+    pub(crate) files: Option<Result<crate::snapshot::UndoOutcome, String>>,
     /// This undid the rewind to before `turn` (what it took back came back).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub undone: bool,
@@ -366,7 +366,7 @@ pub struct Rewind {
 
 impl Rewind {
     /// Files changed since the last turn stopped it: nothing was rewound, the user decides.
-    pub fn stopped_by_conflicts(&self) -> Option<&[String]> {
+    pub(crate) fn stopped_by_conflicts(&self) -> Option<&[String]> {
         match &self.files {
             Some(Ok(outcome))
                 if outcome.stopped_by_conflicts()

@@ -12,13 +12,13 @@ use crate::stream::Failure;
 /// What the orchestrator decided about a failed attempt, with the classification it used.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FailureVerdict {
-    pub classification: Classification,
-    pub next: NextStep,
+    pub(crate) classification: Classification,
+    pub(crate) next: NextStep,
 }
 
 /// What follows a failed attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NextStep {
+pub(crate) enum NextStep {
     /// Attempt `attempt` of `max_attempts` starts after `delay_ms`, unless the user stops it.
     RetryIn {
         attempt: u32,
@@ -69,7 +69,7 @@ impl FailureVerdict {
     }
 
     /// The verdict on a failure that ended an attempt the user was stopping.
-    pub fn stopped(failure: &Failure) -> Self {
+    pub(crate) fn stopped(failure: &Failure) -> Self {
         Self {
             classification: classify_failure(failure),
             next: NextStep::Stopped,

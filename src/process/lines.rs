@@ -34,9 +34,9 @@ pub struct Line {
 /// A line lent from the reader's buffer, valid until the next read; fields as in [`Line`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct LineRef<'a> {
-    pub text: Cow<'a, str>,
-    pub truncated: bool,
-    pub original_len: usize,
+    pub(crate) text: Cow<'a, str>,
+    pub(crate) truncated: bool,
+    pub(crate) original_len: usize,
 }
 
 impl Line {
@@ -50,7 +50,7 @@ impl Line {
 }
 
 impl LineRef<'_> {
-    pub fn into_owned(self) -> Line {
+    pub(crate) fn into_owned(self) -> Line {
         Line {
             text: self.text.into_owned(),
             truncated: self.truncated,
@@ -67,7 +67,7 @@ enum Found {
     Cut(Line),
 }
 
-pub struct LineReader<R> {
+pub(crate) struct LineReader<R> {
     reader: R,
     max_line: usize,
     buffer: Vec<u8>,
@@ -86,7 +86,7 @@ pub struct LineReader<R> {
 }
 
 impl<R: AsyncRead + Unpin> LineReader<R> {
-    pub fn new(reader: R, max_line: usize) -> Self {
+    pub(crate) fn new(reader: R, max_line: usize) -> Self {
         Self {
             reader,
             max_line: max_line.max(1),

@@ -6,12 +6,13 @@
 //! supervisor's drop guard kills the tree synchronously.
 
 mod control;
-pub mod job_control;
-pub mod lines;
-pub mod orphans;
+pub(crate) mod job_control;
+pub(crate) mod lines;
+pub(crate) mod orphans;
+mod proc_table;
 mod redact;
-pub mod stop;
-pub mod timings;
+pub(crate) mod stop;
+pub(crate) mod timings;
 pub mod tree;
 
 use std::ffi::OsString;
@@ -25,10 +26,10 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::stream::StopStage;
 pub use control::{StopControl, StopProgress};
-pub use lines::LineReader;
+pub(crate) use lines::LineReader;
 pub(crate) use lines::LineRef;
 pub use lines::{Line, DEFAULT_MAX_LINE};
-pub use tree::TreeIdentity;
+pub(crate) use tree::TreeIdentity;
 
 /// How much of the agent's stderr is kept for diagnostics.
 pub const STDERR_TAIL_BYTES: usize = 64 * 1024;
@@ -37,7 +38,7 @@ const STDERR_MAX_LINE: usize = 16 * 1024;
 
 /// What the agent's stdin is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum StdinMode {
+pub(crate) enum StdinMode {
     /// `/dev/null`: the one-shot JSON modes read stdin to EOF before they start.
     #[default]
     Null,
@@ -48,12 +49,12 @@ pub enum StdinMode {
 /// How to start an agent: an argument vector, never a shell command line.
 #[derive(Debug, Clone, Default)]
 pub struct SpawnSpec {
-    pub program: OsString,
-    pub args: Vec<OsString>,
+    pub(crate) program: OsString,
+    pub(crate) args: Vec<OsString>,
     /// Added to (or overriding) the inherited environment.
-    pub env: Vec<(OsString, OsString)>,
+    pub(crate) env: Vec<(OsString, OsString)>,
     pub cwd: Option<PathBuf>,
-    pub stdin: StdinMode,
+    pub(crate) stdin: StdinMode,
 }
 
 impl SpawnSpec {
@@ -85,7 +86,7 @@ impl SpawnSpec {
 
     /// The command line for logs and error messages (not for execution), with secrets
     /// replaced (`redact`), since logs are files users attach to bug reports.
-    pub fn display(&self) -> String {
+    pub(crate) fn display(&self) -> String {
         redact::command_line(
             &self.program.to_string_lossy(),
             self.args.iter().map(|arg| arg.to_string_lossy()),
@@ -106,7 +107,7 @@ pub struct ExitReport {
 
 /// The bounded tail of the agent's stderr.
 #[derive(Debug, Default)]
-pub struct StderrTail {
+pub(crate) struct StderrTail {
     bytes: Vec<u8>,
     dropped: usize,
 }
@@ -127,7 +128,7 @@ impl StderrTail {
         self.dropped = 0;
     }
 
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         let text = String::from_utf8_lossy(&self.bytes);
         if self.dropped > 0 {
             format!("[… {} earlier bytes not kept]\n{text}", self.dropped)
@@ -138,20 +139,20 @@ impl StderrTail {
 }
 
 /// A started agent.
-pub struct AgentProcess {
-    pub pid: u32,
-    pub stdout: LineReader<ChildStdout>,
+pub(crate) struct AgentProcess {
+    pub(crate) pid: u32,
+    pub(crate) stdout: LineReader<ChildStdout>,
     /// stderr lines (bounded), for mappers that read structured hints from stderr.
-    pub stderr_lines: mpsc::Receiver<String>,
-    pub stderr_tail: Arc<Mutex<StderrTail>>,
+    pub(crate) stderr_lines: mpsc::Receiver<String>,
+    pub(crate) stderr_tail: Arc<Mutex<StderrTail>>,
     /// Resolves once the agent has exited and its leftover tree has been killed.
-    pub exit: oneshot::Receiver<ExitReport>,
-    pub tree: TreeIdentity,
+    pub(crate) exit: oneshot::Receiver<ExitReport>,
+    pub(crate) tree: TreeIdentity,
 }
 
 /// Why an agent could not be started.
 #[derive(Debug, thiserror::Error)]
-pub enum SpawnError {
+pub(crate) enum SpawnError {
     #[error("cannot start `{program}`: {source}")]
     Io {
         program: String,
@@ -162,7 +163,7 @@ pub enum SpawnError {
 
 /// Starts the agent in its own process group, with the tree marker in its environment, and
 /// hands it to a supervisor task that performs `stop`'s requests.
-pub fn spawn(spec: &SpawnSpec, stop: StopControl) -> Result<AgentProcess, SpawnError> {
+pub(crate) fn spawn(spec: &SpawnSpec, stop: StopControl) -> Result<AgentProcess, SpawnError> {
     spawn_inner(spec, stop, StdinOwner::Supervisor).map(|(agent, _)| agent)
 }
 
@@ -198,7 +199,7 @@ fn spawn_inner(
     command
         .args(&spec.args)
         .envs(spec.env.iter().map(|(key, value)| (key, value)))
-        .env(tree::TREE_MARKER_VAR, &marker)
+        .env(proc_table::TREE_MARKER_VAR, &marker)
         .stdin(match spec.stdin {
             StdinMode::Null => Stdio::null(),
             StdinMode::Pipe => Stdio::piped(),

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
-use super::tree::{self, TreeIdentity};
+use super::proc_table::{carries_marker, read_proc_table};
 
 /// Where this agentty records its agents' markers (set once by the binary).
 static RECORDS: OnceLock<PathBuf> = OnceLock::new();
@@ -27,16 +27,16 @@ use super::timings::REAP_LIMIT;
 
 /// What a launch ended.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct Reaped {
+pub(crate) struct Reaped {
     /// Processes ended.
-    pub processes: usize,
+    pub(crate) processes: usize,
     /// The agentty processes (pids) that had left them.
-    pub owners: Vec<u32>,
+    pub(crate) owners: Vec<u32>,
 }
 
 impl Reaped {
     /// What the user is told, when anything was ended.
-    pub fn notice(&self) -> Option<String> {
+    pub(crate) fn notice(&self) -> Option<String> {
         if self.processes == 0 {
             return None;
         }
@@ -59,7 +59,7 @@ impl Reaped {
 
 /// Ends what dead agentty processes left behind according to the records in `dir`, then
 /// records this agentty's own agents there from now on.
-pub fn reap_and_record_in(dir: &Path) -> Reaped {
+pub(crate) fn reap_and_record_in(dir: &Path) -> Reaped {
     let reaped = reap_orphans(dir, Instant::now() + REAP_LIMIT);
     let _ = RECORDS.set(dir.to_path_buf());
     reaped
@@ -80,9 +80,10 @@ fn parse_record(text: &str) -> Option<Record> {
     })
 }
 
-/// Records a tree that just started (when this agentty records at all). A record that cannot
-/// be written is logged: the tree is still killed by every path that kills trees.
-pub(crate) fn record(tree: &TreeIdentity) {
+/// Records the tree with `marker` and root `root` that just started (when this agentty records
+/// at all). A record that cannot be written is logged: the tree is still killed by every path
+/// that kills trees.
+pub(crate) fn record(marker: &str, root: i32) {
     let Some(dir) = RECORDS.get() else {
         return;
     };
@@ -95,18 +96,18 @@ pub(crate) fn record(tree: &TreeIdentity) {
         let mut file = crate::files::no_follow()
             .write(true)
             .create_new(true)
-            .open(dir.join(&tree.marker))?;
-        writeln!(file, "{own} {started} {}", tree.root)
+            .open(dir.join(marker))?;
+        writeln!(file, "{own} {started} {root}")
     });
     if let Err(error) = written {
         tracing::warn!(%error, dir = %dir.display(), "cannot record an agent's tree marker");
     }
 }
 
-/// Drops the record of a tree that is gone.
-pub(crate) fn forget(tree: &TreeIdentity) {
+/// Drops the record of the tree with `marker`, which is gone.
+pub(crate) fn forget(marker: &str) {
     if let Some(dir) = RECORDS.get() {
-        let _ = std::fs::remove_file(dir.join(&tree.marker));
+        let _ = std::fs::remove_file(dir.join(marker));
     }
 }
 
@@ -175,11 +176,11 @@ fn kill_marked(marker: &str, deadline: Instant) -> usize {
     let mut killed: HashSet<i32> = HashSet::new();
     let mut empty_scans = 0;
     loop {
-        let table = tree::proc_table();
+        let table = read_proc_table();
         let mut found: HashSet<i32> = table
             .iter()
             .filter(|entry| entry.pid != own && !entry.zombie)
-            .filter(|entry| tree::carries_marker(entry.pid, marker))
+            .filter(|entry| carries_marker(entry.pid, marker))
             .map(|entry| entry.pid)
             .collect();
         loop {

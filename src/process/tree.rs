@@ -16,24 +16,14 @@ use nix::sys::signal::{kill, killpg, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag};
 use nix::unistd::Pid;
 
-/// The environment variable holding an agent's tree marker.
-pub(crate) const TREE_MARKER_VAR: &str = "AGENTTY_AGENT_TREE";
-
-/// One process as /proc shows it.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct ProcEntry {
-    pub(super) pid: i32,
-    pub(super) ppid: i32,
-    pgrp: i32,
-    pub(super) zombie: bool,
-}
+use super::proc_table::{carries_marker, read_proc_table, ProcEntry};
 
 /// The identity of one agent's process tree.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TreeIdentity {
+pub(crate) struct TreeIdentity {
     /// The agent's PID, also its process group id.
-    pub root: i32,
-    pub marker: String,
+    pub(crate) root: i32,
+    pub(crate) marker: String,
 }
 
 fn members_in(tree: &TreeIdentity, entries: &[ProcEntry]) -> Vec<ProcEntry> {
@@ -67,50 +57,6 @@ fn members_in(tree: &TreeIdentity, entries: &[ProcEntry]) -> Vec<ProcEntry> {
         .filter(|entry| in_tree.contains(&entry.pid))
         .copied()
         .collect()
-}
-
-/// Every process as /proc shows it now.
-pub(super) fn proc_table() -> Vec<ProcEntry> {
-    read_proc_table()
-}
-
-fn read_proc_table() -> Vec<ProcEntry> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.filter_map(|entry| {
-        let name = entry.ok()?.file_name();
-        let pid: i32 = name.to_str()?.parse().ok()?;
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        parse_stat(pid, &stat)
-    })
-    .collect()
-}
-
-/// Parses `/proc/PID/stat`; the command name may hold spaces and parentheses, so fields are
-/// counted from the last `)`.
-fn parse_stat(pid: i32, stat: &str) -> Option<ProcEntry> {
-    let after_name = &stat[stat.rfind(')')? + 1..];
-    let mut fields = after_name.split_whitespace();
-    let state = fields.next()?;
-    let ppid = fields.next()?.parse().ok()?;
-    let pgrp = fields.next()?.parse().ok()?;
-    Some(ProcEntry {
-        pid,
-        ppid,
-        pgrp,
-        zombie: state == "Z" || state == "X",
-    })
-}
-
-pub(super) fn carries_marker(pid: i32, marker: &str) -> bool {
-    let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
-        return false;
-    };
-    let needle = format!("{TREE_MARKER_VAR}={marker}");
-    environ
-        .split(|byte| *byte == 0)
-        .any(|entry| entry == needle.as_bytes())
 }
 
 /// Sends `signal` to the agent's process group (which reaches everything that did not leave it).
@@ -245,7 +191,7 @@ pub(crate) fn register(tree: &TreeIdentity) {
     if let Ok(mut trees) = LIVE_TREES.lock() {
         trees.push(tree.clone());
     }
-    super::orphans::record(tree);
+    super::orphans::record(&tree.marker, tree.root);
 }
 
 /// A tree that is gone.
@@ -253,7 +199,7 @@ pub(crate) fn unregister(tree: &TreeIdentity) {
     if let Ok(mut trees) = LIVE_TREES.lock() {
         trees.retain(|live| live != tree);
     }
-    super::orphans::forget(tree);
+    super::orphans::forget(&tree.marker);
 }
 
 /// Kills every live agent tree at once. For the last moments of agentty (panic hook, fatal
@@ -265,17 +211,4 @@ pub fn kill_all_trees_now() -> usize {
     };
     let deadline = Instant::now() + super::timings::TREE_KILL_DEADLINE;
     trees.iter().map(|tree| kill_tree(tree, deadline)).sum()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn stat_parsing_survives_odd_command_names() {
-        let entry = parse_stat(42, "42 (a) b (c)) S 7 42 42 0 -1").unwrap();
-        assert_eq!((entry.ppid, entry.pgrp, entry.zombie), (7, 42, false));
-        let zombie = parse_stat(43, "43 (x) Z 1 43 43").unwrap();
-        assert!(zombie.zombie);
-    }
 }

@@ -41,7 +41,7 @@ pub struct AgentStatus {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ContextUse {
     pub tokens: u64,
-    pub window: u64,
+    pub(crate) window: u64,
 }
 
 impl ContextUse {
@@ -109,12 +109,12 @@ pub enum AgentSetting {
 
 impl AgentSetting {
     /// Whether `other` sets the same thing (another value of it).
-    pub fn same_kind(&self, other: &AgentSetting) -> bool {
+    pub(crate) fn same_kind(&self, other: &AgentSetting) -> bool {
         std::mem::discriminant(self) == std::mem::discriminant(other)
     }
 
     /// The agent runs with this value now.
-    pub fn is_held_by(&self, status: &AgentStatus) -> bool {
+    pub(crate) fn is_held_by(&self, status: &AgentStatus) -> bool {
         let current = match self {
             AgentSetting::Model(_) => &status.model,
             AgentSetting::ThinkingLevel(_) => &status.thinking_level,
@@ -124,7 +124,7 @@ impl AgentSetting {
     }
 
     /// The agent lists this value among its choices (so asking for it can succeed).
-    pub fn is_offered_by(&self, status: &AgentStatus) -> bool {
+    pub(crate) fn is_offered_by(&self, status: &AgentStatus) -> bool {
         match self {
             AgentSetting::Model(id) => status.models.iter().any(|model| model.id == *id),
             AgentSetting::ThinkingLevel(level) => status.thinking_levels.contains(level),
@@ -133,7 +133,7 @@ impl AgentSetting {
     }
 
     /// Setting it means asking the agent: it lists the value and runs another.
-    pub fn needs_asking(&self, status: &AgentStatus) -> bool {
+    pub(crate) fn needs_asking(&self, status: &AgentStatus) -> bool {
         self.is_offered_by(status) && !self.is_held_by(status)
     }
 

@@ -96,7 +96,7 @@ impl SessionCheckpoint {
     }
 
     /// Reads the session file and its companions as they are now.
-    pub fn capture(session: PathBuf, companions: Vec<PathBuf>) -> io::Result<Self> {
+    pub(crate) fn capture(session: PathBuf, companions: Vec<PathBuf>) -> io::Result<Self> {
         let files: Vec<FileSnapshot> = std::iter::once(session)
             .chain(companions)
             .map(FileSnapshot::capture)
@@ -131,7 +131,7 @@ impl SessionCheckpoint {
     }
 
     /// The session file (or the session's name when the agent holds it).
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.name
     }
 

@@ -13,7 +13,7 @@ pub(crate) struct ConfiguredAcpBackend {
 
 impl ConfiguredAcpBackend {
     /// `None` when the config gives no command to run.
-    pub fn new(name: &str, settings: &ProviderSettings) -> Option<Self> {
+    pub(crate) fn new(name: &str, settings: &ProviderSettings) -> Option<Self> {
         settings.command.as_ref()?;
         Some(Self {
             name: name.to_owned(),

@@ -65,14 +65,14 @@ pub struct RawLineTap(Arc<RecordRawLine>);
 type RecordRawLine = dyn for<'a> Fn(&'a str) -> BoxFuture<'a, ()> + Send + Sync;
 
 impl RawLineTap {
-    pub fn new<F>(tap: F) -> Self
+    pub(crate) fn new<F>(tap: F) -> Self
     where
         F: for<'a> Fn(&'a str) -> BoxFuture<'a, ()> + Send + Sync + 'static,
     {
         Self(Arc::new(tap))
     }
 
-    pub async fn record(&self, line: &str) {
+    pub(crate) async fn record(&self, line: &str) {
         (self.0)(line).await;
     }
 }
@@ -290,7 +290,7 @@ impl ProviderKind {
     ];
 
     /// The `--provider` name.
-    pub const fn name(self) -> &'static str {
+    pub(crate) const fn name(self) -> &'static str {
         match self {
             ProviderKind::Pi => "pi",
             ProviderKind::Claude => "claude",

@@ -13,14 +13,14 @@ use crate::provider::checkpoint::agent_env;
 use crate::provider::pi::{mapper::PiMapper, session_args};
 use crate::provider::{AttemptRequest, Backend, Mapper, SessionRef};
 
-pub use crate::demo_agent::ATTEMPT_VAR as DEMO_ATTEMPT_VAR;
+pub(crate) use crate::demo_agent::ATTEMPT_VAR as DEMO_ATTEMPT_VAR;
 
 pub(crate) struct DemoBackend {
     settings: ProviderSettings,
 }
 
 impl DemoBackend {
-    pub fn new(settings: ProviderSettings) -> Self {
+    pub(crate) fn new(settings: ProviderSettings) -> Self {
         Self { settings }
     }
 }

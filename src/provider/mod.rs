@@ -7,7 +7,7 @@
 //! a failed start is such a message (`start_failed`), never an error return. Retry policy lives
 //! in the orchestrator only.
 
-pub mod acp;
+pub(crate) mod acp;
 mod agent_status;
 pub mod checkpoint;
 pub mod claude;
@@ -16,16 +16,16 @@ pub(crate) mod common;
 pub mod compaction;
 pub(crate) mod config_mirror;
 pub(crate) mod configured;
-pub mod contract;
-pub mod demo;
-pub mod errors;
+pub(crate) mod contract;
+pub(crate) mod demo;
+pub(crate) mod errors;
 pub mod gemini;
-pub mod http_status;
+pub(crate) mod http_status;
 pub(crate) mod live_process;
-pub mod mapper;
+pub(crate) mod mapper;
 pub mod pi;
-pub mod reconcile;
-pub mod registry;
+pub(crate) mod reconcile;
+pub(crate) mod registry;
 pub mod runner;
 pub(crate) mod session_header;
 pub(crate) mod tool_calls;

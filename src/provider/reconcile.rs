@@ -26,7 +26,7 @@ pub(crate) struct SnapshotReconciler {
 }
 
 impl SnapshotReconciler {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
@@ -52,16 +52,16 @@ impl SnapshotReconciler {
     }
 
     /// Takes `snapshot` as the new shown text (after a divergence was reported to the user).
-    pub fn replace(&mut self, snapshot: &str) {
+    pub(crate) fn replace(&mut self, snapshot: &str) {
         self.shown.clear();
         self.shown.push_str(snapshot);
     }
 
-    pub fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         self.shown.clear();
     }
 
-    pub fn shown(&self) -> &str {
+    pub(crate) fn shown(&self) -> &str {
         &self.shown
     }
 }

@@ -11,7 +11,7 @@ use super::{acp, claude, codex, configured, demo, gemini, pi};
 use crate::config::{ProviderSettings, Transport};
 
 impl ProviderKind {
-    pub fn backend(self, settings: &ProviderSettings) -> Arc<dyn Backend> {
+    pub(crate) fn backend(self, settings: &ProviderSettings) -> Arc<dyn Backend> {
         let settings = settings.clone();
         match self {
             ProviderKind::Pi => Arc::new(pi::PiBackend::new(settings)),

@@ -26,7 +26,7 @@ pub(crate) const LINGER_AFTER_DONE: Duration = Duration::from_secs(3);
 /// Bounds on the invalid lines kept for diagnostics.
 pub const MAX_INVALID_LINES: usize = 100;
 /// The most assistant text an attempt keeps for its failure's diagnostics.
-pub const MAX_FAILURE_TEXT: usize = 4 * 1024 * 1024;
+pub(crate) const MAX_FAILURE_TEXT: usize = 4 * 1024 * 1024;
 pub(crate) const MAX_INVALID_LINE_BYTES: usize = 2048;
 
 /// Starts one attempt on a background task and returns its stream.

@@ -13,7 +13,7 @@ use std::sync::OnceLock;
 
 /// Which part of a conversation's log could not be written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LogPart {
+pub(crate) enum LogPart {
     /// The log itself: what `--resume` reads.
     Conversation,
     /// The sidecar of the agent's raw lines: what `agentty replay` reads.
@@ -22,16 +22,16 @@ pub enum LogPart {
 
 /// The first failure to write one part of a conversation's log.
 #[derive(Debug, Clone, PartialEq)]
-pub struct WriteFailure {
-    pub part: LogPart,
-    pub conversation_id: String,
-    pub path: PathBuf,
-    pub error: String,
+pub(crate) struct WriteFailure {
+    pub(crate) part: LogPart,
+    pub(crate) conversation_id: String,
+    pub(crate) path: PathBuf,
+    pub(crate) error: String,
 }
 
 impl WriteFailure {
     /// What the user is told.
-    pub fn message(&self) -> String {
+    pub(crate) fn message(&self) -> String {
         let id = self
             .conversation_id
             .get(..8)
@@ -52,7 +52,7 @@ impl WriteFailure {
 }
 
 /// Where write failures are told.
-pub type FailureSink = Box<dyn Fn(WriteFailure) + Send + Sync>;
+pub(crate) type FailureSink = Box<dyn Fn(WriteFailure) + Send + Sync>;
 
 /// Tells each part's first failure to the sink (once one is set) and agentty's own log.
 #[derive(Default)]

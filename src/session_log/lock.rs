@@ -23,13 +23,13 @@ pub(crate) fn lock_path(log: &Path) -> PathBuf {
 
 /// The right to append to one conversation, until dropped.
 #[derive(Debug)]
-pub struct ConversationLock {
+pub(crate) struct ConversationLock {
     _file: Flock<File>,
 }
 
 /// Why a conversation could not be locked.
 #[derive(Debug, thiserror::Error)]
-pub enum LockError {
+pub(crate) enum LockError {
     /// Another agentty (or another part of this one) appends to it.
     #[error("{}", held_message(*pid))]
     Held { pid: Option<u32> },
@@ -46,7 +46,7 @@ fn held_message(pid: Option<u32>) -> String {
 
 impl ConversationLock {
     /// Takes the lock of the conversation whose log is `log`, without waiting.
-    pub fn acquire(log: &Path) -> Result<ConversationLock, LockError> {
+    pub(crate) fn acquire(log: &Path) -> Result<ConversationLock, LockError> {
         let path = lock_path(log);
         let file = crate::files::no_follow()
             .read(true)

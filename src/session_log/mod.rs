@@ -21,12 +21,12 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::orchestrator::{OrchestratorEvent, TurnId, TurnOutcome};
 use crate::provider::AgentSetting;
-pub mod failure;
-pub mod lock;
+pub(crate) mod failure;
+pub(crate) mod lock;
 pub mod raw;
 mod read;
 /// A conversation id's short form, as the chat names it (the whole id is in the log).
-pub fn short_conversation_id(id: &str) -> &str {
+pub(crate) fn short_conversation_id(id: &str) -> &str {
     id.get(..8).unwrap_or(id)
 }
 
@@ -158,7 +158,7 @@ pub enum LoggedOutcome {
 }
 
 impl LoggedOutcome {
-    pub fn outcome(&self) -> TurnOutcome {
+    pub(crate) fn outcome(&self) -> TurnOutcome {
         match self {
             LoggedOutcome::Outcome(outcome) => outcome.clone(),
             LoggedOutcome::Legacy(text) => match text.as_str() {
@@ -186,10 +186,10 @@ pub(crate) fn now_ms() -> u64 {
 
 /// What a new conversation's log starts with.
 #[derive(Debug, Clone, PartialEq)]
-pub struct NewConversation {
-    pub provider: String,
-    pub cwd: PathBuf,
-    pub origin: Origin,
+pub(crate) struct NewConversation {
+    pub(crate) provider: String,
+    pub(crate) cwd: PathBuf,
+    pub(crate) origin: Origin,
 }
 
 enum WriterCommand {
@@ -242,7 +242,7 @@ pub(crate) fn sessions_dir() -> PathBuf {
 
 impl SessionLogWriter {
     /// A new conversation's log in `dir`. Nothing is written until its first prompt is.
-    pub fn start(dir: &Path, conversation: NewConversation) -> std::io::Result<Self> {
+    pub(crate) fn start(dir: &Path, conversation: NewConversation) -> std::io::Result<Self> {
         let started_at_ms = now_ms();
         let id = uuid::Uuid::new_v4().hyphenated().to_string();
         let path = dir.join(format!("{started_at_ms:015}-{}.jsonl", &id[..8]));
@@ -267,7 +267,7 @@ impl SessionLogWriter {
     /// Goes on writing the log of a conversation that is being resumed (appending to it),
     /// holding its lock (`None`: the lock could not be taken for a reason other than another
     /// writer, which was logged).
-    pub fn resume(
+    pub(crate) fn resume(
         path: &Path,
         conversation_id: &str,
         lock: Option<ConversationLock>,
@@ -326,7 +326,7 @@ impl SessionLogWriter {
         &self.conversation_id
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
@@ -337,7 +337,7 @@ impl SessionLogWriter {
     }
 
     /// Asks for a flush (does not wait for it).
-    pub fn flush(&self) {
+    pub(crate) fn flush(&self) {
         if let Some(commands) = &self.commands {
             let _ = commands.send(WriterCommand::Flush);
         }

@@ -151,21 +151,21 @@ fn window_log_for(len: usize) -> u32 {
 
 /// One raw line as recorded.
 pub struct RawLine<'a> {
-    pub turn: TurnId,
-    pub attempt: u32,
-    pub line: &'a str,
+    pub(crate) turn: TurnId,
+    pub(crate) attempt: u32,
+    pub(crate) line: &'a str,
 }
 
 /// What reading a log's raw lines found of its sidecar.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RawLinesRead {
     /// Raw lines read (inline and from the sidecar).
-    pub lines: usize,
+    pub(crate) lines: usize,
     /// The sidecar does not exist (a log whose agent printed nothing has none either).
-    pub sidecar_missing: bool,
+    pub(crate) sidecar_missing: bool,
     /// Frames of the sidecar that could not be read whole: cut short (a crash while writing),
     /// a malformed record, or bytes that are no zstd frame.
-    pub damaged_frames: usize,
+    pub(crate) damaged_frames: usize,
 }
 
 /// Calls `each` with every raw line of the session log at `log`, oldest first: the inline

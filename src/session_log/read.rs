@@ -33,17 +33,17 @@ const ENTRY_START: &[u8] = br#"{"kind":""#;
 /// What `--resume` and the conversation picker know of a conversation, from its log.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConversationSummary {
-    pub path: PathBuf,
+    pub(crate) path: PathBuf,
     pub id: String,
     pub provider: String,
-    pub cwd: String,
-    pub origin: Origin,
-    pub started_at_ms: u64,
+    pub(crate) cwd: String,
+    pub(crate) origin: Origin,
+    pub(crate) started_at_ms: u64,
     /// When the log was last written.
-    pub last_active_ms: u64,
-    pub first_prompt: String,
+    pub(crate) last_active_ms: u64,
+    pub(crate) first_prompt: String,
     /// The prompts after the first (at most `MAX_SEARCHED_PROMPTS`), for `/resume`'s filter.
-    pub later_prompts: Vec<String>,
+    pub(crate) later_prompts: Vec<String>,
     pub turns: usize,
     /// The highest turn id in the log, in any line that names one (a resumed conversation
     /// numbers its turns on from it).
@@ -51,7 +51,7 @@ pub struct ConversationSummary {
     /// The agent session the next turn continues.
     pub session_id: Option<String>,
     /// The settings the user chose in the conversation (the last of each kind), to set again.
-    pub settings: Vec<AgentSetting>,
+    pub(crate) settings: Vec<AgentSetting>,
 }
 
 /// Prompts of a conversation kept for `/resume`'s filter (a long conversation stays cheap).
@@ -204,12 +204,12 @@ fn turn_of(entry: &LogEntry) -> Option<TurnId> {
 /// What a log's first line says of its conversation.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct LogHeader {
-    pub version: u32,
-    pub provider: String,
-    pub started_at_ms: u64,
-    pub cwd: String,
-    pub conversation_id: Option<String>,
-    pub origin: Origin,
+    pub(crate) version: u32,
+    pub(crate) provider: String,
+    pub(crate) started_at_ms: u64,
+    pub(crate) cwd: String,
+    pub(crate) conversation_id: Option<String>,
+    pub(crate) origin: Origin,
 }
 
 /// Reads the header from a log's first line. A damaged one (a flipped byte, invalid UTF-8)

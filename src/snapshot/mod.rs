@@ -29,13 +29,13 @@ mod worker;
 mod tests;
 
 pub(crate) use changes::{compose, diff_files, turn_changes};
-pub use restore::UndoOutcome;
+pub(crate) use restore::UndoOutcome;
 pub(crate) use store::{Manifest, Store};
 pub use worker::{SnapshotReply, SnapshotWorker};
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::stream::{ChangeStatus, FileChange};
+pub(crate) use crate::stream::{ChangeStatus, FileChange};
 use std::path::{Path, PathBuf};
 
 /// How much a snapshot keeps (`[snapshots]` in the config). 0 turns a limit off.
@@ -43,13 +43,13 @@ use std::path::{Path, PathBuf};
 #[serde(default, deny_unknown_fields)]
 pub struct SnapshotLimits {
     /// Snapshots are taken at all.
-    pub enabled: bool,
+    pub(crate) enabled: bool,
     /// A file larger than this many kilobytes is not kept (its change is seen, not undone).
-    pub max_file_kb: u64,
+    pub(crate) max_file_kb: u64,
     /// A snapshot keeps at most this many megabytes of files (counted before compression).
-    pub max_total_mb: u64,
+    pub(crate) max_total_mb: u64,
     /// A snapshot keeps at most this many files.
-    pub max_files: u64,
+    pub(crate) max_files: u64,
 }
 
 impl Default for SnapshotLimits {
@@ -87,7 +87,7 @@ fn limit(value: u64, unit: u64) -> u64 {
 
 /// One line of a file's unified diff, for the `/diff` view to colour.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DiffLineKind {
+pub(crate) enum DiffLineKind {
     /// `@@ -a,b +c,d @@`
     Hunk,
     Context,
@@ -99,12 +99,12 @@ pub enum DiffLineKind {
 
 /// A file's part of a `/diff`: its header facts and its lines.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FileDiffView {
-    pub path: String,
-    pub status: ChangeStatus,
-    pub added: u64,
-    pub removed: u64,
-    pub lines: Vec<(DiffLineKind, String)>,
+pub(crate) struct FileDiffView {
+    pub(crate) path: String,
+    pub(crate) status: ChangeStatus,
+    pub(crate) added: u64,
+    pub(crate) removed: u64,
+    pub(crate) lines: Vec<(DiffLineKind, String)>,
 }
 
 /// Where a conversation's snapshots live: `<state dir>/snapshots/<its log's stem>`, named after
@@ -182,7 +182,7 @@ pub fn describe_undo(outcome: &Result<UndoOutcome, String>) -> String {
 
 /// The diffs `/diff` shows, read from the store in `dir`: what the turns `turns` (oldest first)
 /// changed together, and what turn `last` changed alone.
-pub fn load_diffs(
+pub(crate) fn load_diffs(
     dir: &Path,
     turns: &[u64],
     last: u64,

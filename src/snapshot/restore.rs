@@ -24,21 +24,21 @@ pub struct UndoOutcome {
     /// Put back as before the turn (recreated or rewritten).
     pub restored: Vec<String>,
     /// Created by the turn, deleted again.
-    pub removed: Vec<String>,
+    pub(crate) removed: Vec<String>,
     /// Changed since the turn: left as they are (nothing was undone while there are any,
     /// unless overwriting was asked for).
-    pub conflicts: Vec<String>,
+    pub(crate) conflicts: Vec<String>,
     /// Could not be put back, with why.
-    pub failed: Vec<(String, String)>,
+    pub(crate) failed: Vec<(String, String)>,
 }
 
 impl UndoOutcome {
-    pub fn changed_anything(&self) -> bool {
+    pub(crate) fn changed_anything(&self) -> bool {
         !(self.restored.is_empty() && self.removed.is_empty())
     }
 
     /// Files changed since the turn stopped it: nothing was written, the user is asked.
-    pub fn stopped_by_conflicts(&self) -> bool {
+    pub(crate) fn stopped_by_conflicts(&self) -> bool {
         !self.conflicts.is_empty() && !self.changed_anything() && self.failed.is_empty()
     }
 }

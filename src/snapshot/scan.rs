@@ -20,25 +20,25 @@ const VCS_DIRS: [&str; 4] = [".git", ".hg", ".svn", ".jj"];
 /// without waiting for it): what was written after `since` is taken from `baseline` (the last
 /// snapshot before), as it was before the agent could touch it.
 pub(crate) struct Guard<'a> {
-    pub since: SystemTime,
-    pub baseline: &'a Manifest,
+    pub(crate) since: SystemTime,
+    pub(crate) baseline: &'a Manifest,
     /// When the baseline's walk ended, if it was taken between turns: when that is before
     /// `since`, what it read is how the tree was before the turn, however recent a file's
     /// times (the user may have saved it a moment before sending).
-    pub baseline_done: Option<SystemTime>,
+    pub(crate) baseline_done: Option<SystemTime>,
 }
 
 /// What a snapshot could not keep.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct ScanReport {
     /// Files over the per-file limit.
-    pub too_big: Vec<String>,
+    pub(crate) too_big: Vec<String>,
     /// Files left out because the snapshot was full (total size or file count).
-    pub over_total: usize,
+    pub(crate) over_total: usize,
     /// Files that could not be read (permissions, vanished); recorded without content.
-    pub unreadable: usize,
+    pub(crate) unreadable: usize,
     /// Bytes read and stored in this walk (files unchanged since `cache` cost none).
-    pub bytes_read: u64,
+    pub(crate) bytes_read: u64,
 }
 
 /// Walks `root` and stores what is new. `cache` (the previous snapshot) spares reading files

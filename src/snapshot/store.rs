@@ -30,17 +30,17 @@ pub(crate) enum EntryKind {
 /// One path of a snapshot.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Entry {
-    pub kind: EntryKind,
+    pub(crate) kind: EntryKind,
     /// Permission bits (`st_mode & 0o7777`).
-    pub mode: u32,
-    pub size: u64,
-    pub mtime_ns: i128,
-    pub ctime_ns: i128,
-    pub ino: u64,
+    pub(crate) mode: u32,
+    pub(crate) size: u64,
+    pub(crate) mtime_ns: i128,
+    pub(crate) ctime_ns: i128,
+    pub(crate) ino: u64,
     /// The content's blob; `None` when it was over the limits (or unreadable): only the
     /// metadata above says whether it changed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub blob: Option<String>,
+    pub(crate) blob: Option<String>,
 }
 
 impl Entry {
@@ -72,9 +72,9 @@ impl Entry {
 pub(crate) struct Manifest {
     /// When the walk started (ns since the epoch): a file written after it may have been read
     /// half-way, so its metadata is not trusted by the next snapshot.
-    pub taken_at_ns: i128,
+    pub(crate) taken_at_ns: i128,
     /// By relative, `/`-separated path.
-    pub entries: BTreeMap<String, Entry>,
+    pub(crate) entries: BTreeMap<String, Entry>,
 }
 
 /// A conversation's snapshot store.

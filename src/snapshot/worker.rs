@@ -110,15 +110,15 @@ impl SnapshotWorker {
         self.send(Job::End { turn });
     }
 
-    pub fn undo(&self, turn: Turn, overwrite: bool) {
+    pub(crate) fn undo(&self, turn: Turn, overwrite: bool) {
         self.send(Job::Undo { turn, overwrite });
     }
 
-    pub fn rewind(&self, turn: Turn, overwrite: bool) {
+    pub(crate) fn rewind(&self, turn: Turn, overwrite: bool) {
         self.send(Job::Rewind { turn, overwrite });
     }
 
-    pub fn undo_rewind(&self, turn: Turn, overwrite: bool) {
+    pub(crate) fn undo_rewind(&self, turn: Turn, overwrite: bool) {
         self.send(Job::UndoRewind { turn, overwrite });
     }
 

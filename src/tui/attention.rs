@@ -16,7 +16,7 @@ use crate::config::NotifyMode;
 
 /// A desktop notification escape sequence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DesktopNotification {
+pub(crate) enum DesktopNotification {
     /// `OSC 9 ; message BEL` (iTerm2, WezTerm, Ghostty).
     Osc9,
     /// `OSC 777 ; notify ; title ; message BEL` (rxvt-unicode, foot).
@@ -27,7 +27,7 @@ pub enum DesktopNotification {
 
 impl DesktopNotification {
     /// The sequence the terminal named by `term_program` / `term` shows, if any is known.
-    pub fn for_terminal(
+    pub(crate) fn for_terminal(
         term_program: Option<&str>,
         term: Option<&str>,
     ) -> Option<DesktopNotification> {
@@ -50,7 +50,7 @@ impl DesktopNotification {
     }
 
     /// The one for the terminal agentty runs in.
-    pub fn detect() -> Option<DesktopNotification> {
+    pub(crate) fn detect() -> Option<DesktopNotification> {
         let var = |name| std::env::var(name).ok();
         Self::for_terminal(var("TERM_PROGRAM").as_deref(), var("TERM").as_deref())
     }
@@ -72,7 +72,7 @@ impl Command for Notification<'_> {
 }
 
 /// Writes `effects` to `out` (the terminal), then flushes it.
-pub fn write_effects(
+pub(crate) fn write_effects(
     out: &mut impl Write,
     effects: &[AttentionEffect],
     desktop: Option<DesktopNotification>,

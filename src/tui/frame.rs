@@ -7,10 +7,10 @@
 use std::time::{Duration, Instant};
 
 /// About 60 frames per second.
-pub const MIN_FRAME_INTERVAL: Duration = Duration::from_millis(16);
+pub(crate) const MIN_FRAME_INTERVAL: Duration = Duration::from_millis(16);
 
 #[derive(Debug, Clone)]
-pub struct FrameScheduler {
+pub(crate) struct FrameScheduler {
     min_interval: Duration,
     last_frame: Option<Instant>,
     pending: Option<Instant>,
@@ -23,7 +23,7 @@ impl Default for FrameScheduler {
 }
 
 impl FrameScheduler {
-    pub fn new(min_interval: Duration) -> Self {
+    pub(crate) fn new(min_interval: Duration) -> Self {
         Self {
             min_interval,
             last_frame: None,
@@ -32,12 +32,12 @@ impl FrameScheduler {
     }
 
     /// A frame as soon as allowed.
-    pub fn request(&mut self, now: Instant) {
+    pub(crate) fn request(&mut self, now: Instant) {
         self.request_at(now);
     }
 
     /// A frame at `at` (or as soon after it as allowed); an earlier pending frame wins.
-    pub fn request_at(&mut self, at: Instant) {
+    pub(crate) fn request_at(&mut self, at: Instant) {
         let earliest = match self.last_frame {
             Some(last) => at.max(last + self.min_interval),
             None => at,
@@ -49,15 +49,17 @@ impl FrameScheduler {
     }
 
     /// When the next frame is due; `None`: nothing to draw, sleep.
-    pub fn deadline(&self) -> Option<Instant> {
+    pub(crate) fn deadline(&self) -> Option<Instant> {
         self.pending
     }
 
-    pub fn is_due(&self, now: Instant) -> bool {
+    /// Whether a frame is due at `now` (the tests' question; the loop sleeps until `deadline`).
+    #[cfg(test)]
+    pub(crate) fn is_due(&self, now: Instant) -> bool {
         self.pending.is_some_and(|at| at <= now)
     }
 
-    pub fn frame_drawn(&mut self, now: Instant) {
+    pub(crate) fn frame_drawn(&mut self, now: Instant) {
         self.last_frame = Some(now);
         self.pending = None;
     }

@@ -8,8 +8,8 @@
 //! does the terminal leave the alternate screen and raw mode and show the cursor again, so no
 //! stray report lands in the user's shell.
 
-pub mod attention;
-pub mod frame;
+pub(crate) mod attention;
+pub(crate) mod frame;
 
 use std::fmt;
 use std::io::{self, Stdout, Write};
@@ -29,9 +29,9 @@ use crossterm::{cursor, execute, Command};
 use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;
 
-pub use frame::FrameScheduler;
+pub(crate) use frame::FrameScheduler;
 
-pub type ChatTerminal = Terminal<CrosstermBackend<Stdout>>;
+pub(crate) type ChatTerminal = Terminal<CrosstermBackend<Stdout>>;
 
 /// Full-screen mode is on (restore has work to do).
 static ACTIVE: AtomicBool = AtomicBool::new(false);
@@ -51,14 +51,14 @@ impl Command for EnableClickAndWheelReports {
 }
 
 /// The terminal in full-screen mode; restores it when dropped.
-pub struct TerminalGuard {
+pub(crate) struct TerminalGuard {
     terminal: ChatTerminal,
 }
 
 impl TerminalGuard {
     /// Raw mode, alternate screen, mouse clicks and wheel, bracketed paste, and the kitty
     /// keyboard protocol where the terminal supports it (so Shift+Enter is distinguishable).
-    pub fn enter() -> io::Result<Self> {
+    pub(crate) fn enter() -> io::Result<Self> {
         let entered = (|| {
             enter_modes()?;
             let mut terminal = Terminal::new(CrosstermBackend::new(io::stdout()))?;
@@ -75,11 +75,11 @@ impl TerminalGuard {
         }
     }
 
-    pub fn terminal(&mut self) -> &mut ChatTerminal {
+    pub(crate) fn terminal(&mut self) -> &mut ChatTerminal {
         &mut self.terminal
     }
 
-    pub fn restore(&mut self) {
+    pub(crate) fn restore(&mut self) {
         restore_terminal();
     }
 }
@@ -118,7 +118,7 @@ fn enter_modes() -> io::Result<()> {
 }
 
 /// Full-screen mode again after `restore_terminal` (resuming from Ctrl+Z); the caller redraws.
-pub fn reenter_terminal() -> io::Result<()> {
+pub(crate) fn reenter_terminal() -> io::Result<()> {
     let entered = enter_modes();
     if entered.is_err() {
         restore_terminal();
@@ -128,7 +128,7 @@ pub fn reenter_terminal() -> io::Result<()> {
 
 /// Leaves full-screen mode; safe to call from anywhere, any number of times (only the first
 /// call after `enter` does anything). Errors are ignored: the terminal may already be gone.
-pub fn restore_terminal() {
+pub(crate) fn restore_terminal() {
     if !ACTIVE.swap(false, Ordering::SeqCst) {
         return;
     }
@@ -180,7 +180,7 @@ fn drain_pending_input(quiet: Duration, limit: Duration) {
 /// On a panic anywhere: restore the terminal, kill every agent tree, print the panic with the
 /// previous hook, and exit. A panic on a background thread must not leave the UI drawing into a
 /// restored terminal with agents still running.
-pub fn install_panic_hook() {
+pub(crate) fn install_panic_hook() {
     if PANIC_HOOK_INSTALLED.swap(true, Ordering::SeqCst) {
         return;
     }

@@ -39,11 +39,11 @@ pub(crate) struct CellLines<'a> {
 }
 
 impl<'a> CellLines<'a> {
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.parts.iter().map(|part| part.len()).sum()
     }
 
-    pub fn get(&self, mut index: usize) -> Option<&'a Line<'static>> {
+    pub(crate) fn get(&self, mut index: usize) -> Option<&'a Line<'static>> {
         for part in self.parts {
             if index < part.len() {
                 return Some(&part[index]);
@@ -69,7 +69,7 @@ pub(crate) struct CellCache {
 
 impl CellCache {
     /// The cell's rows at `width`, rendering only what changed since the last call.
-    pub fn lines(&mut self, cell: &Cell, width: u16, now: Instant) -> CellLines<'_> {
+    pub(crate) fn lines(&mut self, cell: &Cell, width: u16, now: Instant) -> CellLines<'_> {
         let fresh = self.rendered == Some((cell.revision, width)) && !cell.body.is_live();
         if !fresh {
             self.render(cell, width, now);

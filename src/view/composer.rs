@@ -32,7 +32,7 @@ struct VisualRow {
 pub(crate) struct WrappedInput {
     rows: Vec<VisualRow>,
     /// The cursor's row (index into `rows`) and column (terminal cells).
-    pub cursor: (usize, usize),
+    pub(crate) cursor: (usize, usize),
 }
 
 impl WrappedInput {

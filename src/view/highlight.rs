@@ -72,7 +72,7 @@ pub(crate) struct CodeHighlighter {
 
 impl CodeHighlighter {
     /// A highlighter for the fence's info string (`rust`, `py`, `sh`, ...); plain when unknown.
-    pub fn new(language: &str) -> Self {
+    pub(crate) fn new(language: &str) -> Self {
         let token = language.split_whitespace().next().unwrap_or("");
         if token.is_empty() {
             return Self { inner: None };

@@ -591,7 +591,7 @@ pub(crate) struct MarkdownStream {
 }
 
 impl MarkdownStream {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
@@ -601,7 +601,7 @@ impl MarkdownStream {
     }
 
     /// Takes in the text so far (which must extend the text given before).
-    pub fn update(&mut self, text: &str) {
+    pub(crate) fn update(&mut self, text: &str) {
         if text.len() < self.scanned || !text.is_char_boundary(self.scanned) {
             *self = Self::default();
         }

@@ -7,21 +7,21 @@
 //! [`drawn`]. Every string that reaches a span came from the state, which stores agent text
 //! sanitised (see [`crate::sanitize`]).
 
-pub mod cells;
-pub mod composer;
+pub(crate) mod cells;
+pub(crate) mod composer;
 pub(crate) mod diff;
 pub(crate) mod frame;
 pub(crate) mod highlight;
-pub mod list;
-pub mod markdown;
-pub mod overlay;
+pub(crate) mod list;
+pub(crate) mod markdown;
+pub(crate) mod overlay;
 pub(crate) mod permission;
 pub mod popup;
 pub mod status;
 pub(crate) mod theme;
 pub mod transcript;
 pub(crate) mod welcome;
-pub mod wrap;
+pub(crate) mod wrap;
 
 use std::time::Instant;
 
@@ -49,7 +49,7 @@ const MAX_QUEUED_ROWS: usize = 3;
 pub struct ChatView {
     pub transcript: TranscriptView,
     /// The first input row shown when the prompt is taller than its area.
-    pub composer_scroll: usize,
+    pub(crate) composer_scroll: usize,
     /// Where the last frame drew the composer's cursor (the terminal's cursor goes there).
     pub composer_cursor: Option<(u16, u16)>,
     /// The background the cached cells were drawn for: another one draws them again.
@@ -58,16 +58,16 @@ pub struct ChatView {
 
 /// The screen areas of one frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ChatLayout {
-    pub transcript: Rect,
+pub(crate) struct ChatLayout {
+    pub(crate) transcript: Rect,
     /// The open permission prompt (empty when none is open; then the composer is).
-    pub permission: Rect,
-    pub queued: Rect,
-    pub composer: Rect,
-    pub status: Rect,
+    pub(crate) permission: Rect,
+    pub(crate) queued: Rect,
+    pub(crate) composer: Rect,
+    pub(crate) status: Rect,
 }
 
-pub fn layout(state: &AppState, area: Rect) -> ChatLayout {
+pub(crate) fn layout(state: &AppState, area: Rect) -> ChatLayout {
     let status_height = area.height.min(1);
     if state.permission_prompt().is_some() {
         // The prompt goes above the composer, which stays in sight (typing goes on into it

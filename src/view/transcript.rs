@@ -63,7 +63,7 @@ impl TranscriptView {
 
     /// Where the last frame put the top of the transcript (`None` when it had no room), for
     /// `AppState::on_drawn`.
-    pub fn laid_out(&self) -> Option<TranscriptLayout> {
+    pub(crate) fn laid_out(&self) -> Option<TranscriptLayout> {
         self.laid_out
     }
 
@@ -213,7 +213,7 @@ impl TranscriptView {
     }
 
     /// Draws the visible part of the transcript into `area`, scrolled as `scroll` says.
-    pub fn render(
+    pub(crate) fn render(
         &mut self,
         transcript: &Transcript,
         scroll: &TranscriptScroll,

@@ -14,7 +14,7 @@ use unicode_width::UnicodeWidthStr;
 
 /// How a line that is too wide continues.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum WrapMode {
+pub(crate) enum WrapMode {
     /// At spaces; a word wider than the line is broken between characters.
     #[default]
     Words,
@@ -28,18 +28,18 @@ pub enum WrapMode {
 
 /// One logical line: a prefix for its first row, a prefix for wrapped rows, and its content.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct RichLine {
-    pub first_prefix: Vec<Span<'static>>,
-    pub rest_prefix: Vec<Span<'static>>,
-    pub content: Vec<Span<'static>>,
-    pub mode: WrapMode,
+pub(crate) struct RichLine {
+    pub(crate) first_prefix: Vec<Span<'static>>,
+    pub(crate) rest_prefix: Vec<Span<'static>>,
+    pub(crate) content: Vec<Span<'static>>,
+    pub(crate) mode: WrapMode,
     /// What to show instead when the line does not fit the width unwrapped (a table row turns
     /// into one line per cell, so that a narrow screen never breaks a row mid-cell).
-    pub narrow: Option<Vec<RichLine>>,
+    pub(crate) narrow: Option<Vec<RichLine>>,
 }
 
 impl RichLine {
-    pub fn new(content: Vec<Span<'static>>) -> Self {
+    pub(crate) fn new(content: Vec<Span<'static>>) -> Self {
         Self {
             content,
             ..Self::default()
@@ -66,13 +66,13 @@ impl RichLine {
         self.with_prefix(prefix, rest)
     }
 
-    pub fn mode(mut self, mode: WrapMode) -> Self {
+    pub(crate) fn mode(mut self, mode: WrapMode) -> Self {
         self.mode = mode;
         self
     }
 
     /// Plain text, one span.
-    pub fn text(text: impl Into<String>, style: Style) -> Self {
+    pub(crate) fn text(text: impl Into<String>, style: Style) -> Self {
         Self::new(vec![Span::styled(text.into(), style)])
     }
 
@@ -147,7 +147,7 @@ pub(crate) fn wrap_into(line: &RichLine, width: usize, out: &mut Vec<Line<'stati
 }
 
 /// Convenience: the wrapped rows of one line.
-pub fn wrap(line: &RichLine, width: usize) -> Vec<Line<'static>> {
+pub(crate) fn wrap(line: &RichLine, width: usize) -> Vec<Line<'static>> {
     let mut out = Vec::new();
     wrap_into(line, width, &mut out);
     out

@@ -16,9 +16,7 @@
 //! `#[cfg(test)]` (a `mod tests { … }`, a `#[cfg(test)] mod x;` file, a test-only `use`) is read
 //! too and its edges are marked test-only: they are exempt from DIRECTION only.
 //!
-//! [`KNOWN_VIOLATIONS`] lists what `src/` breaks today, each with its reason. The test fails on
-//! a violation that is not listed, and on a listed one that no longer exists, so the list can
-//! only shrink.
+//! There are no exceptions: every violation fails the test.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -58,26 +56,6 @@ const LAYERS: &[(&str, &[&str])] = &[
 const TERMINAL_FROM_LAYER: &str = "app";
 const TERMINAL_CRATES: &[&str] = &["ratatui", "crossterm", "tui_textarea"];
 
-/// What `src/` breaks today and why; remove an entry when its violation is gone.
-const KNOWN_VIOLATIONS: &[(&str, &str)] = &[
-    (
-        "cycle in src/demo_agent/acp/: scenarios, turn",
-        "a scenario drives a Turn, and a Turn looks the next scenario up by name",
-    ),
-    (
-        "cycle in src/process/: orphans, tree",
-        "a tree records and forgets itself in the orphan list, which names trees by TreeIdentity",
-    ),
-    (
-        "cycle in src/provider/acp/: session, settings",
-        "settings are sent over the session's Connection, which holds the shared settings",
-    ),
-    (
-        "cycle in src/provider/codex/app_server/: session, status",
-        "status requests go over the session's Connection, which holds the shared status",
-    ),
-];
-
 #[test]
 fn the_source_keeps_the_layers() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
@@ -87,20 +65,9 @@ fn the_source_keeps_the_layers() {
         "the source reader did not find src/app/state.rs"
     );
     let found = violations(&files);
-    let known: BTreeMap<&str, &str> = KNOWN_VIOLATIONS.iter().copied().collect();
-    let new: Vec<&String> = found
-        .iter()
-        .filter(|found| !known.contains_key(found.as_str()))
-        .collect();
-    let gone: Vec<&&str> = known
-        .keys()
-        .filter(|known| !found.contains(**known))
-        .collect();
     assert!(
-        new.is_empty() && gone.is_empty(),
-        "layering violations not in KNOWN_VIOLATIONS: {new:#?}\n\
-         KNOWN_VIOLATIONS that no longer exist (remove them): {gone:#?}\n\
-         all found: {found:#?}\n\nmodule graph:\n{}",
+        found.is_empty(),
+        "layering violations: {found:#?}\n\nmodule graph:\n{}",
         describe(&top_level_graph(&files, true))
     );
 }
@@ -132,7 +99,7 @@ enum Target {
 
 type Graph = BTreeMap<String, BTreeSet<String>>;
 
-/// Every violation, each as one line (the keys of [`KNOWN_VIOLATIONS`]).
+/// Every violation, each as one line.
 fn violations(files: &[SourceFile]) -> BTreeSet<String> {
     let mut found = BTreeSet::new();
     let rank = layer_ranks();

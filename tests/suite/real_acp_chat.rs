@@ -24,6 +24,7 @@
 use crate::support::acp_rig;
 use crate::support::real_cli;
 use crate::support::tmux;
+use real_cli::test_name;
 
 use std::collections::BTreeSet;
 use std::process::Command;
@@ -309,9 +310,7 @@ fn require_tmux() {
 
 async fn permission_then_second_turn(cli: Cli, test: &str) {
     let file = format!("chat-{}-{}.txt", cli.name(), std::process::id());
-    let Some(rig) = rig(cli, test, chat_plan(&file)).await else {
-        return;
-    };
+    let rig = rig(cli, test, chat_plan(&file)).await;
     require_tmux();
     let started_at = Instant::now();
     let chat = Chat::start(&rig);
@@ -438,19 +437,19 @@ async fn permission_then_second_turn(cli: Cli, test: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp_chat:: (README, Tests)"]
 async fn gemini_chat_permission_then_second_turn() {
-    permission_then_second_turn(Cli::Gemini, "gemini_chat_permission_then_second_turn").await;
+    permission_then_second_turn(Cli::Gemini, &test_name()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp_chat:: (README, Tests)"]
 async fn claude_chat_permission_then_second_turn() {
-    permission_then_second_turn(Cli::Claude, "claude_chat_permission_then_second_turn").await;
+    permission_then_second_turn(Cli::Claude, &test_name()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp_chat:: (README, Tests)"]
 async fn codex_chat_permission_then_second_turn() {
-    permission_then_second_turn(Cli::Codex, "codex_chat_permission_then_second_turn").await;
+    permission_then_second_turn(Cli::Codex, &test_name()).await;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -458,9 +457,7 @@ async fn codex_chat_permission_then_second_turn() {
 
 async fn stop_then_next_turn(cli: Cli, test: &str) {
     let file = format!("chat-stop-{}-{}.txt", cli.name(), std::process::id());
-    let Some(rig) = rig(cli, test, chat_plan(&file)).await else {
-        return;
-    };
+    let rig = rig(cli, test, chat_plan(&file)).await;
     require_tmux();
     let chat = Chat::start(&rig);
 
@@ -530,17 +527,17 @@ async fn stop_then_next_turn(cli: Cli, test: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp_chat:: (README, Tests)"]
 async fn gemini_chat_stop_then_next_turn() {
-    stop_then_next_turn(Cli::Gemini, "gemini_chat_stop_then_next_turn").await;
+    stop_then_next_turn(Cli::Gemini, &test_name()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp_chat:: (README, Tests)"]
 async fn claude_chat_stop_then_next_turn() {
-    stop_then_next_turn(Cli::Claude, "claude_chat_stop_then_next_turn").await;
+    stop_then_next_turn(Cli::Claude, &test_name()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp_chat:: (README, Tests)"]
 async fn codex_chat_stop_then_next_turn() {
-    stop_then_next_turn(Cli::Codex, "codex_chat_stop_then_next_turn").await;
+    stop_then_next_turn(Cli::Codex, &test_name()).await;
 }

@@ -20,8 +20,8 @@ use agentty::stream::{AgentMessage, FailureReason, NoticeKind};
 use fake_anthropic::{FakeAnthropic, Scenario};
 use real_cli::{
     assistant_text, cancelled, collect, expect_completed, expect_failed, is_alive, notices,
-    real_cli, retried_first_turn_is_sent_once, retried_middle_turn_is_sent_once,
-    started_session_id, three_prompts, FailFirst, ProcessProbe, Rig, UserTexts, RUN_LIMIT,
+    real_cli, started_session_id, test_name, three_prompts, FailFirst, ProcessProbe, Rig,
+    UserTexts, RUN_LIMIT,
 };
 
 const DEFAULT_BIN: &str = "/tmp/claude-cli/node_modules/.bin/claude";
@@ -30,13 +30,9 @@ const RUN_MARKER_VAR: &str = "AGENTTY_CLAUDE_TEST_RUN";
 
 /// The real CLI against a fresh fake server, with telemetry and non-essential traffic off;
 /// every process of the run carries a marker that `ProcessProbe` finds.
-async fn rig(
-    test: &str,
-    scenario: Scenario,
-    args: &[&str],
-) -> Option<(Rig<FakeAnthropic>, ProcessProbe)> {
-    let (rig, probe, _) = rig_on(test, FakeAnthropic::start(scenario), args).await?;
-    Some((rig, probe))
+async fn rig(test: &str, scenario: Scenario, args: &[&str]) -> (Rig<FakeAnthropic>, ProcessProbe) {
+    let (rig, probe, _) = rig_on(test, FakeAnthropic::start(scenario), args).await;
+    (rig, probe)
 }
 
 /// [`rig`] on the server `server` starts, also returning the provider's settings.
@@ -44,8 +40,8 @@ async fn rig_on(
     test: &str,
     server: impl std::future::Future<Output = FakeAnthropic>,
     args: &[&str],
-) -> Option<(Rig<FakeAnthropic>, ProcessProbe, ProviderSettings)> {
-    let bin = real_cli(test, "AGENTTY_CLAUDE_BIN", DEFAULT_BIN)?;
+) -> (Rig<FakeAnthropic>, ProcessProbe, ProviderSettings) {
+    let bin = real_cli(test, "AGENTTY_CLAUDE_BIN", DEFAULT_BIN);
     let server = server.await;
     let home = tempfile::tempdir().expect("temp HOME");
     let work = tempfile::tempdir().expect("temp working directory");
@@ -58,14 +54,14 @@ async fn rig_on(
         env,
         ..ProviderSettings::default()
     };
-    let provider = CliProvider::new(ClaudeBackend::new(settings.clone()));
+    let provider = Arc::new(CliProvider::new(ClaudeBackend::new(settings.clone())));
     let rig = Rig {
         server,
         provider,
         home,
         work,
     };
-    Some((rig, probe, settings))
+    (rig, probe, settings)
 }
 
 fn delta_count(messages: &[AgentMessage]) -> usize {
@@ -102,15 +98,7 @@ fn assert_completed(messages: &[AgentMessage]) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_claude:: (README, Tests)"]
 async fn text_streams_as_partial_deltas_shown_once() {
-    let Some((rig, _)) = rig(
-        "text_streams_as_partial_deltas_shown_once",
-        Scenario::Text,
-        &[],
-    )
-    .await
-    else {
-        return;
-    };
+    let (rig, _) = rig(&test_name(), Scenario::Text, &[]).await;
     let messages = rig.run("Say hello", SessionRef::New).await;
     assert_started_session(&messages);
     assert_eq!(
@@ -125,15 +113,7 @@ async fn text_streams_as_partial_deltas_shown_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_claude:: (README, Tests)"]
 async fn later_turns_resume_the_session_and_a_bad_id_fails_clearly() {
-    let Some((rig, _)) = rig(
-        "later_turns_resume_the_session_and_a_bad_id_fails_clearly",
-        Scenario::Text,
-        &[],
-    )
-    .await
-    else {
-        return;
-    };
+    let (rig, _) = rig(&test_name(), Scenario::Text, &[]).await;
     let resumed = rig
         .run_then_resume("claude", "Remember the word banana", "What was the word?")
         .await;
@@ -160,15 +140,7 @@ async fn later_turns_resume_the_session_and_a_bad_id_fails_clearly() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_claude:: (README, Tests)"]
 async fn thinking_is_released_as_one_thought() {
-    let Some((rig, _)) = rig(
-        "thinking_is_released_as_one_thought",
-        Scenario::Thinking,
-        &[],
-    )
-    .await
-    else {
-        return;
-    };
+    let (rig, _) = rig(&test_name(), Scenario::Thinking, &[]).await;
     let messages = rig.run("Think then answer", SessionRef::New).await;
     assert_eq!(
         assistant_text(&messages),
@@ -193,15 +165,7 @@ async fn a_bash_tool_call_is_announced_and_completed() {
     let tool = Scenario::Tool {
         command: "echo hi".into(),
     };
-    let Some((rig, _)) = rig(
-        "a_bash_tool_call_is_announced_and_completed",
-        tool,
-        &["--allowedTools", "Bash"],
-    )
-    .await
-    else {
-        return;
-    };
+    let (rig, _) = rig(&test_name(), tool, &["--allowedTools", "Bash"]).await;
     let messages = rig.run("Run echo hi", SessionRef::New).await;
     let call = messages.iter().find_map(|message| match message {
         AgentMessage::ToolCall { id, name, input } => {
@@ -233,15 +197,7 @@ async fn a_bash_tool_call_is_announced_and_completed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_claude:: (README, Tests)"]
 async fn an_http_500_fails_after_exactly_one_request() {
-    let Some((rig, _)) = rig(
-        "an_http_500_fails_after_exactly_one_request",
-        Scenario::Error { status: 500 },
-        &[],
-    )
-    .await
-    else {
-        return;
-    };
+    let (rig, _) = rig(&test_name(), Scenario::Error { status: 500 }, &[]).await;
     let messages = rig.run("Say hello", SessionRef::New).await;
     assert_eq!(
         assistant_text(&messages),
@@ -268,18 +224,15 @@ async fn an_http_500_fails_after_exactly_one_request() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_claude:: (README, Tests)"]
 async fn a_cut_stream_fails_without_a_hidden_refetch() {
-    let Some((rig, _)) = rig(
-        "a_cut_stream_fails_without_a_hidden_refetch",
+    let (rig, _) = rig(
+        &test_name(),
         Scenario::Cut {
             text: "Partial words before the cut and the rest after it".into(),
             words: 3,
         },
         &[],
     )
-    .await
-    else {
-        return;
-    };
+    .await;
     let messages = rig.run("Say hello", SessionRef::New).await;
     assert_eq!(assistant_text(&messages), "Partial words before ");
     let failure = expect_failed(&messages);
@@ -306,15 +259,7 @@ async fn a_stop_during_a_tool_ends_the_attempt_and_leaves_no_process() {
     let tool = Scenario::Tool {
         command: "sleep 100".into(),
     };
-    let Some((rig, processes)) = rig(
-        "a_stop_during_a_tool_ends_the_attempt_and_leaves_no_process",
-        tool,
-        &["--allowedTools", "Bash"],
-    )
-    .await
-    else {
-        return;
-    };
+    let (rig, processes) = rig(&test_name(), tool, &["--allowedTools", "Bash"]).await;
     let stop = StopControl::new();
     let watcher = {
         let stop = stop.clone();
@@ -382,41 +327,31 @@ fn model_requests(server: &FakeAnthropic) -> Vec<UserTexts> {
 }
 
 /// The real CLI against a server whose main requests fail (HTTP 500) the first two times their
-/// last user message holds `flaky`, and an orchestrator-ready provider for it.
-async fn flaky_rig(test: &str, flaky: &str) -> Option<(Rig<FakeAnthropic>, Arc<CliProvider>)> {
+/// last user message holds `flaky`.
+async fn flaky_rig(test: &str, flaky: &str) -> Rig<FakeAnthropic> {
     let fail = FailFirst::new(2, flaky);
     let server = FakeAnthropic::start_failing(Scenario::Text, move |text| fail.take(text));
-    let (rig, _, settings) = rig_on(test, server, &[]).await?;
-    let provider = Arc::new(CliProvider::new(ClaudeBackend::new(settings)));
-    Some((rig, provider))
+    rig_on(test, server, &[]).await.0
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_claude:: (README, Tests)"]
 async fn a_retried_turn_reaches_the_model_with_each_prompt_once() {
-    let test = "a_retried_turn_reaches_the_model_with_each_prompt_once";
+    let test = &test_name();
     let prompts = three_prompts("claude");
-    let Some((rig, provider)) = flaky_rig(test, &prompts[1]).await else {
-        return;
-    };
-    retried_middle_turn_is_sent_once("claude", test, provider, rig.work.path(), &prompts, || {
-        model_requests(&rig.server)
-    })
-    .await;
+    let rig = flaky_rig(test, &prompts[1]).await;
+    rig.retried_middle_turn_is_sent_once("claude", test, &prompts, model_requests)
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_claude:: (README, Tests)"]
 async fn a_retried_first_turn_reaches_the_model_with_its_prompt_once() {
-    let test = "a_retried_first_turn_reaches_the_model_with_its_prompt_once";
+    let test = &test_name();
     let prompts = three_prompts("claude");
-    let Some((rig, provider)) = flaky_rig(test, &prompts[0]).await else {
-        return;
-    };
-    retried_first_turn_is_sent_once("claude", test, provider, rig.work.path(), &prompts, || {
-        model_requests(&rig.server)
-    })
-    .await;
+    let rig = flaky_rig(test, &prompts[0]).await;
+    rig.retried_first_turn_is_sent_once("claude", test, &prompts, model_requests)
+        .await;
 }
 
 // ---- `--transport stream`: Claude Code's own long-lived mode with its control protocol ----
@@ -425,11 +360,11 @@ use agentty::config::PermissionPolicy;
 use agentty::provider::{provider_on, AgentStream, Provider, Transport};
 use real_cli::{attempt_request, next_message, occurrences};
 
-/// The real CLI behind the stream transport, against `server`, answering by `policy`.
+/// The real CLI behind the stream transport, against `server`, answering by `policy` (the
+/// rig's provider is the stream transport's).
 struct StreamRig {
     rig: Rig<FakeAnthropic>,
     settings: ProviderSettings,
-    provider: Arc<dyn Provider>,
     probe: ProcessProbe,
 }
 
@@ -437,15 +372,14 @@ async fn stream_rig(
     test: &str,
     server: impl std::future::Future<Output = FakeAnthropic>,
     policy: PermissionPolicy,
-) -> Option<StreamRig> {
-    let (rig, probe, settings) = rig_on(test, server, &[]).await?;
-    let provider = stream_provider(&settings, policy);
-    Some(StreamRig {
+) -> StreamRig {
+    let (mut rig, probe, settings) = rig_on(test, server, &[]).await;
+    rig.provider = stream_provider(&settings, policy);
+    StreamRig {
         rig,
         settings,
-        provider,
         probe,
-    })
+    }
 }
 
 fn stream_provider(settings: &ProviderSettings, policy: PermissionPolicy) -> Arc<dyn Provider> {
@@ -459,8 +393,7 @@ fn stream_provider(settings: &ProviderSettings, policy: PermissionPolicy) -> Arc
 
 impl StreamRig {
     fn start(&self, prompt: &str, session: SessionRef, stop: StopControl) -> AgentStream {
-        let request = attempt_request(prompt, session, self.rig.work.path());
-        self.provider.execute(request, stop)
+        self.rig.start(prompt, session, stop)
     }
 
     /// Runs one attempt to its end, answering permission requests with `answer`.
@@ -476,7 +409,7 @@ impl StreamRig {
             if let (AgentMessage::PermissionRequest(request), Some((option, note))) =
                 (&message, answer)
             {
-                assert!(self.provider.answer_permission(
+                assert!(self.rig.provider.answer_permission(
                     &request.id,
                     Some(option.to_owned()),
                     note.map(str::to_owned)
@@ -511,12 +444,8 @@ fn touch() -> Scenario {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_claude:: (README, Tests)"]
 async fn stream_a_permission_prompt_allowed_writes_the_file_and_rejected_does_not() {
-    let test = "stream_a_permission_prompt_allowed_writes_the_file_and_rejected_does_not";
-    let Some(allowed) =
-        stream_rig(test, FakeAnthropic::start(touch()), PermissionPolicy::Ask).await
-    else {
-        return;
-    };
+    let test = &test_name();
+    let allowed = stream_rig(test, FakeAnthropic::start(touch()), PermissionPolicy::Ask).await;
     let messages = allowed
         .run("Touch the marker", SessionRef::New, Some(("allow", None)))
         .await;
@@ -530,11 +459,7 @@ async fn stream_a_permission_prompt_allowed_writes_the_file_and_rejected_does_no
     assert!(allowed.rig.work.path().join("marker.txt").exists());
     expect_completed(&messages);
 
-    let Some(rejected) =
-        stream_rig(test, FakeAnthropic::start(touch()), PermissionPolicy::Ask).await
-    else {
-        return;
-    };
+    let rejected = stream_rig(test, FakeAnthropic::start(touch()), PermissionPolicy::Ask).await;
     let messages = rejected
         .run(
             "Touch the marker",
@@ -580,10 +505,8 @@ fn headless(work: &std::path::Path, env: &ProviderSettings, args: &[&str]) -> (S
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_claude:: (README, Tests)"]
 async fn stream_headless_permissions_allow_and_deny_are_honoured() {
-    let test = "stream_headless_permissions_allow_and_deny_are_honoured";
-    let Some((rig, _, settings)) = rig_on(test, FakeAnthropic::start(touch()), &[]).await else {
-        return;
-    };
+    let test = &test_name();
+    let (rig, _, settings) = rig_on(test, FakeAnthropic::start(touch()), &[]).await;
     let work = rig.work.path();
     let (out, status) = headless(work, &settings, &["--permissions", "allow", "Touch it"]);
     assert_eq!(status, 0, "{out}");
@@ -613,7 +536,7 @@ async fn stream_headless_permissions_allow_and_deny_are_honoured() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_claude:: (README, Tests)"]
 async fn stream_esc_interrupts_in_band_and_the_next_turn_runs_on_the_same_process() {
-    let test = "stream_esc_interrupts_in_band_and_the_next_turn_runs_on_the_same_process";
+    let test = &test_name();
     let slow = |text: &str| {
         if text.contains("slowly") {
             Scenario::Say {
@@ -624,15 +547,12 @@ async fn stream_esc_interrupts_in_band_and_the_next_turn_runs_on_the_same_proces
             Scenario::Text
         }
     };
-    let Some(rig) = stream_rig(
+    let rig = stream_rig(
         test,
         FakeAnthropic::start_choosing(slow),
         PermissionPolicy::Ask,
     )
-    .await
-    else {
-        return;
-    };
+    .await;
     let stop = StopControl::new();
     let mut stream = rig.start("Stream slowly", SessionRef::New, stop.clone());
     let mut seen = Vec::new();
@@ -666,55 +586,33 @@ async fn stream_esc_interrupts_in_band_and_the_next_turn_runs_on_the_same_proces
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_claude:: (README, Tests)"]
 async fn stream_a_retried_turn_reaches_the_model_with_each_prompt_once() {
-    let test = "stream_a_retried_turn_reaches_the_model_with_each_prompt_once";
+    let test = &test_name();
     let prompts = three_prompts("claude-stream");
     let fail = FailFirst::new(2, &prompts[1]);
     let server = FakeAnthropic::start_failing(Scenario::Text, move |text| fail.take(text));
-    let Some(rig) = stream_rig(test, server, PermissionPolicy::Ask).await else {
-        return;
-    };
-    retried_middle_turn_is_sent_once(
-        "claude (stream)",
-        test,
-        rig.provider.clone(),
-        rig.rig.work.path(),
-        &prompts,
-        || model_requests(&rig.rig.server),
-    )
-    .await;
+    let rig = stream_rig(test, server, PermissionPolicy::Ask).await;
+    rig.rig
+        .retried_middle_turn_is_sent_once("claude (stream)", test, &prompts, model_requests)
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_claude:: (README, Tests)"]
 async fn stream_a_resumed_conversation_continues_its_session_in_a_new_process() {
-    let test = "stream_a_resumed_conversation_continues_its_session_in_a_new_process";
-    let Some(rig) = stream_rig(
+    let test = &test_name();
+    let rig = stream_rig(
         test,
         FakeAnthropic::start(Scenario::Text),
         PermissionPolicy::Ask,
     )
-    .await
-    else {
-        return;
-    };
+    .await;
     let first = rig
         .run("Remember the word banana", SessionRef::New, None)
         .await;
     let id = started_session_id(&first);
     // agentty quits and comes back (`--resume`): a new provider, so a new process.
-    let StreamRig {
-        rig: inner,
-        settings,
-        provider,
-        probe,
-    } = rig;
-    drop(provider);
-    let rig = StreamRig {
-        provider: stream_provider(&settings, PermissionPolicy::Ask),
-        rig: inner,
-        settings,
-        probe,
-    };
+    let mut rig = rig;
+    rig.rig.provider = stream_provider(&rig.settings, PermissionPolicy::Ask);
     let resumed = rig
         .run("What was the word?", SessionRef::Resume(id.clone()), None)
         .await;
@@ -728,19 +626,17 @@ async fn stream_a_resumed_conversation_continues_its_session_in_a_new_process() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_claude:: (README, Tests)"]
 async fn stream_enter_to_request_for_three_turns_against_the_one_shot_mode() {
-    let test = "stream_enter_to_request_for_three_turns_against_the_one_shot_mode";
-    let Some(rig) = stream_rig(
+    let test = &test_name();
+    let rig = stream_rig(
         test,
         FakeAnthropic::start(Scenario::Text),
         PermissionPolicy::Ask,
     )
-    .await
-    else {
-        return;
-    };
+    .await;
     // As the chat does: the process starts when the conversation opens.
-    rig.provider
-        .warm_up(attempt_request("", SessionRef::New, rig.rig.work.path()));
+    rig.rig
+        .provider
+        .warm_up(rig.rig.request("", SessionRef::New));
     tokio::time::sleep(Duration::from_secs(3)).await;
     let mut stream_ms = Vec::new();
     let mut session = SessionRef::New;
@@ -795,35 +691,24 @@ fn any_session_id(messages: &[AgentMessage]) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_claude:: (README, Tests)"]
 async fn stream_a_retried_first_turn_reaches_the_model_with_its_prompt_once() {
-    let test = "stream_a_retried_first_turn_reaches_the_model_with_its_prompt_once";
+    let test = &test_name();
     let prompts = three_prompts("claude-stream");
     let fail = FailFirst::new(2, &prompts[0]);
     let server = FakeAnthropic::start_failing(Scenario::Text, move |text| fail.take(text));
-    let Some(rig) = stream_rig(test, server, PermissionPolicy::Ask).await else {
-        return;
-    };
-    retried_first_turn_is_sent_once(
-        "claude (stream)",
-        test,
-        rig.provider.clone(),
-        rig.rig.work.path(),
-        &prompts,
-        || model_requests(&rig.rig.server),
-    )
-    .await;
+    let rig = stream_rig(test, server, PermissionPolicy::Ask).await;
+    rig.rig
+        .retried_first_turn_is_sent_once("claude (stream)", test, &prompts, model_requests)
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_claude:: (README, Tests)"]
 async fn stream_a_stop_during_a_tool_kills_the_tool_and_keeps_the_process() {
-    let test = "stream_a_stop_during_a_tool_kills_the_tool_and_keeps_the_process";
+    let test = &test_name();
     let sleep = Scenario::Tool {
         command: "sleep 100".into(),
     };
-    let Some(rig) = stream_rig(test, FakeAnthropic::start(sleep), PermissionPolicy::Allow).await
-    else {
-        return;
-    };
+    let rig = stream_rig(test, FakeAnthropic::start(sleep), PermissionPolicy::Allow).await;
     let stop = StopControl::new();
     let mut stream = rig.start("Run sleep", SessionRef::New, stop.clone());
     let watcher = {
@@ -878,19 +763,16 @@ async fn stream_a_stop_during_a_tool_kills_the_tool_and_keeps_the_process() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_claude:: (README, Tests)"]
 async fn stream_after_a_rewind_the_next_request_no_longer_carries_the_rewound_prompts() {
-    let test = "stream_after_a_rewind_the_next_request_no_longer_carries_the_rewound_prompts";
-    let Some(rig) = stream_rig(
+    let test = &test_name();
+    let rig = stream_rig(
         test,
         FakeAnthropic::start(Scenario::Text),
         PermissionPolicy::Ask,
     )
-    .await
-    else {
-        return;
-    };
+    .await;
     real_cli::after_a_rewind_the_next_request_no_longer_carries_the_rewound_prompts(
         test,
-        rig.provider.clone(),
+        rig.rig.provider.clone(),
         rig.rig.work.path(),
         || model_requests(&rig.rig.server),
     )
@@ -901,15 +783,12 @@ async fn stream_after_a_rewind_the_next_request_no_longer_carries_the_rewound_pr
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_claude:: (README, Tests)"]
 async fn stream_an_attached_image_reaches_the_model_as_a_base64_image_block() {
     let test = "stream_an_attached_image_reaches_the_model_as_a_base64_image_block";
-    let Some(stream) = stream_rig(
+    let stream = stream_rig(
         test,
         FakeAnthropic::start(Scenario::Text),
         PermissionPolicy::Deny,
     )
-    .await
-    else {
-        return;
-    };
+    .await;
     let image = real_cli::one_pixel_png(stream.rig.work.path());
     let mut request = attempt_request(
         "What is in this image?",
@@ -918,7 +797,7 @@ async fn stream_an_attached_image_reaches_the_model_as_a_base64_image_block() {
     );
     request.images = vec![image.clone()];
     let messages = collect(
-        &mut stream.provider.execute(request, StopControl::new()),
+        &mut stream.rig.provider.execute(request, StopControl::new()),
         RUN_LIMIT,
     )
     .await;
@@ -946,15 +825,12 @@ async fn stream_an_attached_image_reaches_the_model_as_a_base64_image_block() {
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_claude:: (README, Tests)"]
 async fn stream_compact_summarises_and_the_next_prompt_carries_the_summary() {
     let test = "stream_compact_summarises_and_the_next_prompt_carries_the_summary";
-    let Some(rig) = stream_rig(
+    let rig = stream_rig(
         test,
         FakeAnthropic::start(Scenario::Text),
         PermissionPolicy::Ask,
     )
-    .await
-    else {
-        return;
-    };
+    .await;
     let first = rig.run("Remember banana", SessionRef::New, None).await;
     let id = started_session_id(&first);
     let session = || SessionRef::Resume(id.clone());
@@ -963,10 +839,11 @@ async fn stream_compact_summarises_and_the_next_prompt_carries_the_summary() {
         rig.run(prompt, session(), None).await;
     }
     let before = rig.rig.server.message_requests().len();
-    assert!(rig.provider.can_compact());
+    assert!(rig.rig.provider.can_compact());
     let request = attempt_request("", session(), rig.rig.work.path());
     let compacted = collect(
         &mut rig
+            .rig
             .provider
             .compact(request, Some("keep the fruit".into()), StopControl::new()),
         RUN_LIMIT,

@@ -12,15 +12,14 @@ use std::sync::Arc;
 use agentty::config::{PermissionPolicy, ProviderSettings};
 use agentty::provider::codex::CodexBackend;
 use agentty::provider::{
-    provider_on, AttemptRequest, Backend, CliProvider, Provider, SessionRef, StopControl, Transport,
+    provider_on, Backend, CliProvider, Provider, SessionRef, StopControl, Transport,
 };
 use agentty::stream::{AgentMessage, PermissionRequest, StopStage};
 use fake_codex_server::shared::FakeServer;
 use fake_codex_server::CodexScenario;
 use real_cli::{
     assistant_text, completed_tool_call, expect_completed, expect_failed, notices, real_cli,
-    retried_first_turn_is_sent_once, retried_middle_turn_is_sent_once, started_session_id,
-    three_prompts, FailFirst, Rig, UserTexts,
+    started_session_id, test_name, three_prompts, FailFirst, Rig, UserTexts,
 };
 use std::time::Instant;
 use tempfile::TempDir;
@@ -29,9 +28,9 @@ const DEFAULT_BIN: &str = "/tmp/codex-cli/node_modules/.bin/codex";
 
 /// A throwaway Codex home whose only model provider is the fake server, and a provider that
 /// runs the real CLI with it.
-fn rig(test: &str, scenario: CodexScenario, extra_args: &[&str]) -> Option<Rig<FakeServer>> {
-    let (rig, _) = rig_on(test, || fake_codex_server::start(scenario), extra_args)?;
-    Some(rig)
+fn rig(test: &str, scenario: CodexScenario, extra_args: &[&str]) -> Rig<FakeServer> {
+    let (rig, _) = rig_on(test, || fake_codex_server::start(scenario), extra_args);
+    rig
 }
 
 /// [`rig`] on the server `server` starts, also returning the provider's settings.
@@ -39,8 +38,8 @@ fn rig_on(
     test: &str,
     server: impl FnOnce() -> FakeServer,
     extra_args: &[&str],
-) -> Option<(Rig<FakeServer>, ProviderSettings)> {
-    let bin = real_cli(test, "AGENTTY_CODEX_BIN", DEFAULT_BIN)?;
+) -> (Rig<FakeServer>, ProviderSettings) {
+    let bin = real_cli(test, "AGENTTY_CODEX_BIN", DEFAULT_BIN);
     let server = server();
     let home = TempDir::new().expect("temp dir");
     let work = TempDir::new().expect("temp dir");
@@ -50,11 +49,11 @@ fn rig_on(
     let settings = settings(bin, home.path(), extra_args);
     let rig = Rig {
         server,
-        provider: CliProvider::new(CodexBackend::new(settings.clone())),
+        provider: Arc::new(CliProvider::new(CodexBackend::new(settings.clone()))),
         home,
         work,
     };
-    Some((rig, settings))
+    (rig, settings)
 }
 
 /// The settings that run `bin` with the Codex home under `home`.
@@ -83,13 +82,7 @@ fn settings(bin: PathBuf, home: &Path, extra_args: &[&str]) -> ProviderSettings 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_codex:: (README, Tests)"]
 async fn codex_text_reply_completes_with_usage() {
-    let Some(rig) = rig(
-        "codex_text_reply_completes_with_usage",
-        CodexScenario::Text,
-        &[],
-    ) else {
-        return;
-    };
+    let rig = rig(&test_name(), CodexScenario::Text, &[]);
     let messages = rig.run("say hello", SessionRef::New).await;
     assert!(
         matches!(&messages[0], AgentMessage::SessionStarted { provider, session_id: Some(_), .. } if provider == "codex"),
@@ -107,13 +100,7 @@ async fn codex_text_reply_completes_with_usage() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_codex:: (README, Tests)"]
 async fn codex_reasoning_summary_is_a_thought_before_the_text() {
-    let Some(rig) = rig(
-        "codex_reasoning_summary_is_a_thought_before_the_text",
-        CodexScenario::Reasoning,
-        &[],
-    ) else {
-        return;
-    };
+    let rig = rig(&test_name(), CodexScenario::Reasoning, &[]);
     let messages = rig.run("think then say hello", SessionRef::New).await;
     let thought = messages
         .iter()
@@ -135,13 +122,11 @@ async fn codex_reasoning_summary_is_a_thought_before_the_text() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_codex:: (README, Tests)"]
 async fn codex_shell_tool_call_runs_and_completes() {
-    let Some(rig) = rig(
-        "codex_shell_tool_call_runs_and_completes",
+    let rig = rig(
+        &test_name(),
         CodexScenario::Tool("echo hi".into()),
         &["--dangerously-bypass-approvals-and-sandbox"],
-    ) else {
-        return;
-    };
+    );
     let messages = rig.run("run echo hi", SessionRef::New).await;
     let (input, output) = completed_tool_call(&messages, "shell");
     assert!(input["command"].as_str().unwrap_or("").contains("echo hi"));
@@ -154,13 +139,7 @@ async fn codex_shell_tool_call_runs_and_completes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_codex:: (README, Tests)"]
 async fn codex_http_500_fails_after_one_request_with_the_status() {
-    let Some(rig) = rig(
-        "codex_http_500_fails_after_one_request_with_the_status",
-        CodexScenario::Http500,
-        &[],
-    ) else {
-        return;
-    };
+    let rig = rig(&test_name(), CodexScenario::Http500, &[]);
     let messages = rig.run("say hello", SessionRef::New).await;
     let failure = expect_failed(&messages);
     assert_eq!(failure.reason, "agent_error");
@@ -174,13 +153,11 @@ async fn codex_http_500_fails_after_one_request_with_the_status() {
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_codex:: (README, Tests)"]
 async fn codex_stop_during_a_sleep_tool_leaves_no_process() {
     let sleep_arg = format!("3{}.{}", std::process::id() % 10, std::process::id() % 97);
-    let Some(rig) = rig(
-        "codex_stop_during_a_sleep_tool_leaves_no_process",
+    let rig = rig(
+        &test_name(),
         CodexScenario::Tool(format!("sleep {sleep_arg}; echo done")),
         &["--dangerously-bypass-approvals-and-sandbox"],
-    ) else {
-        return;
-    };
+    );
     rig.assert_stop_mid_tool_leaves_no_process("codex", &format!("sleep {sleep_arg}"))
         .await;
 }
@@ -188,13 +165,7 @@ async fn codex_stop_during_a_sleep_tool_leaves_no_process() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_codex:: (README, Tests)"]
 async fn codex_later_turn_resumes_the_thread() {
-    let Some(rig) = rig(
-        "codex_later_turn_resumes_the_thread",
-        CodexScenario::Text,
-        &[],
-    ) else {
-        return;
-    };
+    let rig = rig(&test_name(), CodexScenario::Text, &[]);
     let resumed = rig
         .run_then_resume("codex", "first prompt: remember 42", "second prompt")
         .await;
@@ -218,28 +189,22 @@ fn model_requests(server: &FakeServer) -> Vec<UserTexts> {
 }
 
 /// The real CLI against a server whose model requests fail (HTTP 500) the first two times
-/// their last user message holds `flaky`, and an orchestrator-ready provider for it.
-fn flaky_rig(test: &str, flaky: &str) -> Option<(Rig<FakeServer>, Arc<CliProvider>)> {
+/// their last user message holds `flaky`.
+fn flaky_rig(test: &str, flaky: &str) -> Rig<FakeServer> {
     let fail = FailFirst::new(2, flaky);
     let server =
         move || fake_codex_server::start_failing(CodexScenario::Text, move |text| fail.take(text));
-    let (rig, settings) = rig_on(test, server, &[])?;
-    let provider = Arc::new(CliProvider::new(CodexBackend::new(settings)));
-    Some((rig, provider))
+    rig_on(test, server, &[]).0
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_codex:: (README, Tests)"]
 async fn codex_retried_turn_reaches_the_model_with_each_prompt_once() {
-    let test = "codex_retried_turn_reaches_the_model_with_each_prompt_once";
+    let test = &test_name();
     let prompts = three_prompts("codex");
-    let Some((rig, provider)) = flaky_rig(test, &prompts[1]) else {
-        return;
-    };
-    retried_middle_turn_is_sent_once("codex", test, provider, rig.work.path(), &prompts, || {
-        model_requests(&rig.server)
-    })
-    .await;
+    let rig = flaky_rig(test, &prompts[1]);
+    rig.retried_middle_turn_is_sent_once("codex", test, &prompts, model_requests)
+        .await;
     assert_thread_history_matches_the_rollout(rig.home.path(), &prompts);
 }
 
@@ -295,29 +260,27 @@ print(json.dumps({"offset": offset, "size": os.path.getsize(rollout), "texts": t
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_codex:: (README, Tests)"]
 async fn codex_retried_first_turn_reaches_the_model_with_its_prompt_once() {
-    let test = "codex_retried_first_turn_reaches_the_model_with_its_prompt_once";
+    let test = &test_name();
     let prompts = three_prompts("codex");
-    let Some((rig, provider)) = flaky_rig(test, &prompts[0]) else {
-        return;
-    };
-    retried_first_turn_is_sent_once("codex", test, provider, rig.work.path(), &prompts, || {
-        model_requests(&rig.server)
-    })
-    .await;
+    let rig = flaky_rig(test, &prompts[0]);
+    rig.retried_first_turn_is_sent_once("codex", test, &prompts, model_requests)
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_codex:: (README, Tests)"]
 async fn codex_resumed_turn_after_a_relaunch_reports_its_own_usage() {
-    let test = "codex_resumed_turn_after_a_relaunch_reports_its_own_usage";
-    let Some(mut rig) = rig(test, CodexScenario::Text, &[]) else {
-        return;
-    };
+    let test = &test_name();
+    let mut rig = rig(test, CodexScenario::Text, &[]);
     let first = rig.run("first prompt", SessionRef::New).await;
     let thread = started_session_id(&first);
     // A new launch of agentty: a fresh backend that has seen no turn of this thread.
-    let bin = real_cli(test, "AGENTTY_CODEX_BIN", DEFAULT_BIN).expect("the CLI");
-    rig.provider = CliProvider::new(CodexBackend::new(settings(bin, rig.home.path(), &[])));
+    let bin = real_cli(test, "AGENTTY_CODEX_BIN", DEFAULT_BIN);
+    rig.provider = Arc::new(CliProvider::new(CodexBackend::new(settings(
+        bin,
+        rig.home.path(),
+        &[],
+    ))));
     let resumed = rig.run("second prompt", SessionRef::Resume(thread)).await;
     // Codex reports 24 (the thread's total); the rollout file gives the earlier 12.
     let usage = expect_completed(&resumed).1.expect("usage");
@@ -327,16 +290,28 @@ async fn codex_resumed_turn_after_a_relaunch_reports_its_own_usage() {
 // ---------------------------------------------------------------------------------------------
 // `codex app-server`: the chat's and `agentty run`'s default transport for Codex.
 
-/// The real `codex app-server` against a fake server, behind agentty's app-server provider.
+/// The real `codex app-server` against a fake server: a [`Rig`] whose provider is agentty's
+/// app-server provider.
 struct AppServerRig {
-    server: FakeServer,
-    provider: Arc<dyn Provider>,
+    rig: Rig<FakeServer>,
     settings: ProviderSettings,
-    home: TempDir,
-    work: TempDir,
     /// In the app-server's command line (a config override naming the fake provider), so the
     /// test finds its processes.
     marker: String,
+}
+
+impl std::ops::Deref for AppServerRig {
+    type Target = Rig<FakeServer>;
+
+    fn deref(&self) -> &Rig<FakeServer> {
+        &self.rig
+    }
+}
+
+impl std::ops::DerefMut for AppServerRig {
+    fn deref_mut(&mut self) -> &mut Rig<FakeServer> {
+        &mut self.rig
+    }
 }
 
 impl AppServerRig {
@@ -344,39 +319,16 @@ impl AppServerRig {
         test: &str,
         server: impl FnOnce() -> FakeServer,
         policy: PermissionPolicy,
-    ) -> Option<AppServerRig> {
+    ) -> AppServerRig {
         let marker = format!("agentty-test-{}-{}", std::process::id(), test.len());
         let name_override = format!("model_providers.fake.name=\"Fake {marker}\"");
-        let (rig, settings) = rig_on(test, server, &["-c", &name_override])?;
-        let Rig {
-            server, home, work, ..
-        } = rig;
-        let provider = app_server_provider(&settings, policy);
-        Some(AppServerRig {
-            server,
-            provider,
+        let (mut rig, settings) = rig_on(test, server, &["-c", &name_override]);
+        rig.provider = app_server_provider(&settings, policy);
+        AppServerRig {
+            rig,
             settings,
-            home,
-            work,
             marker,
-        })
-    }
-
-    fn request(&self, prompt: &str, session: SessionRef) -> AttemptRequest {
-        AttemptRequest {
-            prompt: prompt.to_owned(),
-            session,
-            cwd: Some(self.work.path().to_path_buf()),
-            attempt: 1,
-            ..AttemptRequest::default()
         }
-    }
-
-    async fn run(&self, prompt: &str, session: SessionRef) -> Vec<AgentMessage> {
-        let mut stream = self
-            .provider
-            .execute(self.request(prompt, session), StopControl::new());
-        real_cli::collect(&mut stream, real_cli::RUN_LIMIT).await
     }
 
     /// The app-server processes running for this rig (the Node launcher and Codex itself).
@@ -417,15 +369,13 @@ async fn permission_request(stream: &mut agentty::provider::AgentStream) -> Box<
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_codex:: (README, Tests)"]
 async fn codex_app_server_permission_allowed_writes_the_file_and_declined_does_not() {
-    let test = "codex_app_server_permission_allowed_writes_the_file_and_declined_does_not";
+    let test = &test_name();
     let scenario = CodexScenario::EscalatedTool("touch approved.txt".into());
-    let Some(rig) = AppServerRig::start(
+    let rig = AppServerRig::start(
         test,
         || fake_codex_server::start(scenario),
         PermissionPolicy::Ask,
-    ) else {
-        return;
-    };
+    );
     let file = rig.work.path().join("approved.txt");
     for (answer, written) in [("decline", false), ("accept", true)] {
         let mut stream = rig.provider.execute(
@@ -452,15 +402,13 @@ async fn codex_app_server_permission_allowed_writes_the_file_and_declined_does_n
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_codex:: (README, Tests)"]
 async fn codex_app_server_headless_permissions_allow_and_deny_are_honoured() {
-    let test = "codex_app_server_headless_permissions_allow_and_deny_are_honoured";
+    let test = &test_name();
     let scenario = CodexScenario::EscalatedTool("touch headless.txt".into());
-    let Some(rig) = AppServerRig::start(
+    let rig = AppServerRig::start(
         test,
         || fake_codex_server::start(scenario),
         PermissionPolicy::Ask,
-    ) else {
-        return;
-    };
+    );
     let bin = rig.settings.command.clone().unwrap();
     let file = rig.work.path().join("headless.txt");
     for (permissions, written) in [("deny", false), ("allow", true)] {
@@ -494,7 +442,7 @@ async fn codex_app_server_headless_permissions_allow_and_deny_are_honoured() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_codex:: (README, Tests)"]
 async fn codex_app_server_stop_then_next_turn_on_the_same_process() {
-    let test = "codex_app_server_stop_then_next_turn_on_the_same_process";
+    let test = &test_name();
     let words = (0..60)
         .map(|i| format!("word{i}"))
         .collect::<Vec<_>>()
@@ -503,13 +451,11 @@ async fn codex_app_server_stop_then_next_turn_on_the_same_process() {
         text: words,
         pause: std::time::Duration::from_millis(100),
     };
-    let Some(rig) = AppServerRig::start(
+    let rig = AppServerRig::start(
         test,
         || fake_codex_server::start(slow),
         PermissionPolicy::Ask,
-    ) else {
-        return;
-    };
+    );
     let stop = StopControl::new();
     let mut stream = rig
         .provider
@@ -548,23 +494,14 @@ async fn codex_app_server_stop_then_next_turn_on_the_same_process() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_codex:: (README, Tests)"]
 async fn codex_app_server_retried_turn_reaches_the_model_with_each_prompt_once() {
-    let test = "codex_app_server_retried_turn_reaches_the_model_with_each_prompt_once";
+    let test = &test_name();
     let prompts = three_prompts("codex");
     let fail = FailFirst::new(2, &prompts[1]);
     let server =
         move || fake_codex_server::start_failing(CodexScenario::Text, move |text| fail.take(text));
-    let Some(rig) = AppServerRig::start(test, server, PermissionPolicy::Ask) else {
-        return;
-    };
-    retried_middle_turn_is_sent_once(
-        "codex",
-        test,
-        rig.provider.clone(),
-        rig.work.path(),
-        &prompts,
-        || model_requests(&rig.server),
-    )
-    .await;
+    let rig = AppServerRig::start(test, server, PermissionPolicy::Ask);
+    rig.retried_middle_turn_is_sent_once("codex", test, &prompts, model_requests)
+        .await;
     assert_eq!(
         rig.processes().len(),
         before_len(&rig),
@@ -582,14 +519,12 @@ fn before_len(rig: &AppServerRig) -> usize {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_codex:: (README, Tests)"]
 async fn codex_app_server_resumes_the_thread_in_a_new_process() {
-    let test = "codex_app_server_resumes_the_thread_in_a_new_process";
-    let Some(mut rig) = AppServerRig::start(
+    let test = &test_name();
+    let mut rig = AppServerRig::start(
         test,
         || fake_codex_server::start(CodexScenario::Text),
         PermissionPolicy::Ask,
-    ) else {
-        return;
-    };
+    );
     let first = rig.run("first prompt: remember 42", SessionRef::New).await;
     expect_completed(&first);
     let thread = started_session_id(&first);
@@ -618,14 +553,12 @@ async fn codex_app_server_resumes_the_thread_in_a_new_process() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_codex:: (README, Tests)"]
 async fn codex_app_server_enter_to_request_for_turns_one_to_three() {
-    let test = "codex_app_server_enter_to_request_for_turns_one_to_three";
-    let Some(rig) = AppServerRig::start(
+    let test = &test_name();
+    let rig = AppServerRig::start(
         test,
         || fake_codex_server::start(CodexScenario::Text),
         PermissionPolicy::Ask,
-    ) else {
-        return;
-    };
+    );
     let first = rig.request("turn 1", SessionRef::New);
     rig.provider.warm_up(first.clone());
     tokio::time::sleep(std::time::Duration::from_secs(3)).await;
@@ -668,16 +601,14 @@ async fn codex_app_server_enter_to_request_for_turns_one_to_three() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_codex:: (README, Tests)"]
 async fn codex_app_server_stop_during_a_sleep_tool_leaves_no_tool_process() {
-    let test = "codex_app_server_stop_during_a_sleep_tool_leaves_no_tool_process";
+    let test = &test_name();
     let sleep_arg = format!("4{}.{}", std::process::id() % 10, std::process::id() % 97);
     let scenario = CodexScenario::Tool(format!("sleep {sleep_arg}; echo done"));
-    let Some(rig) = AppServerRig::start(
+    let rig = AppServerRig::start(
         test,
         || fake_codex_server::start(scenario),
         PermissionPolicy::Ask,
-    ) else {
-        return;
-    };
+    );
     let stop = StopControl::new();
     let mut stream = rig
         .provider
@@ -719,13 +650,11 @@ async fn codex_app_server_stop_during_a_sleep_tool_leaves_no_tool_process() {
 async fn codex_app_server_after_a_rewind_the_next_request_no_longer_carries_the_rewound_prompts() {
     let test =
         "codex_app_server_after_a_rewind_the_next_request_no_longer_carries_the_rewound_prompts";
-    let Some(rig) = AppServerRig::start(
+    let rig = AppServerRig::start(
         test,
         || fake_codex_server::start(CodexScenario::Text),
         PermissionPolicy::Ask,
-    ) else {
-        return;
-    };
+    );
     real_cli::after_a_rewind_the_next_request_no_longer_carries_the_rewound_prompts(
         test,
         rig.provider.clone(),
@@ -744,13 +673,11 @@ async fn codex_app_server_after_a_rewind_the_next_request_no_longer_carries_the_
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_codex:: (README, Tests)"]
 async fn codex_app_server_an_attached_image_reaches_the_model_as_an_input_image() {
     let test = "codex_app_server_an_attached_image_reaches_the_model";
-    let Some(rig) = AppServerRig::start(
+    let rig = AppServerRig::start(
         test,
         || fake_codex_server::start(CodexScenario::Text),
         PermissionPolicy::Deny,
-    ) else {
-        return;
-    };
+    );
     let image = real_cli::one_pixel_png(rig.work.path());
     let mut request = rig.request("What is in this image?", SessionRef::New);
     request.images = vec![image.clone()];
@@ -783,13 +710,11 @@ async fn codex_app_server_an_attached_image_reaches_the_model_as_an_input_image(
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_codex:: (README, Tests)"]
 async fn codex_app_server_compact_summarises_and_the_next_prompt_carries_the_summary() {
     let test = "codex_app_server_compact_summarises";
-    let Some(rig) = AppServerRig::start(
+    let rig = AppServerRig::start(
         test,
         || fake_codex_server::start(CodexScenario::Text),
         PermissionPolicy::Ask,
-    ) else {
-        return;
-    };
+    );
     let first = rig.run("first prompt: remember 42", SessionRef::New).await;
     let thread = started_session_id(&first);
     let session = || SessionRef::Resume(thread.clone());

@@ -231,7 +231,7 @@ impl Plan {
     }
 }
 
-pub async fn rig(cli: Cli, test: &str, plan: Plan) -> Option<AcpRig> {
+pub async fn rig(cli: Cli, test: &str, plan: Plan) -> AcpRig {
     let home = TempDir::new().expect("temp home");
     let work = TempDir::new().expect("temp working directory");
     let home_path = home.path().to_string_lossy().into_owned();
@@ -240,7 +240,7 @@ pub async fn rig(cli: Cli, test: &str, plan: Plan) -> Option<AcpRig> {
     let mut env: BTreeMap<String, String> = BTreeMap::new();
     let server = match cli {
         Cli::Gemini => {
-            let bin = real_cli(test, "AGENTTY_GEMINI_BIN", GEMINI_BIN)?;
+            let bin = real_cli(test, "AGENTTY_GEMINI_BIN", GEMINI_BIN);
             let failing = matches!(plan, Plan::Http500);
             let server = match plan {
                 Plan::PerPrompt(choose) => {
@@ -272,7 +272,7 @@ pub async fn rig(cli: Cli, test: &str, plan: Plan) -> Option<AcpRig> {
             Server::Gemini(server)
         }
         Cli::Claude => {
-            let adapter = real_cli(test, "AGENTTY_CLAUDE_ACP_BIN", CLAUDE_ACP_BIN)?;
+            let adapter = real_cli(test, "AGENTTY_CLAUDE_ACP_BIN", CLAUDE_ACP_BIN);
             let server = match plan {
                 Plan::PerPrompt(choose) => {
                     FakeAnthropic::start_choosing(move |text| choose(text).claude()).await
@@ -291,7 +291,7 @@ pub async fn rig(cli: Cli, test: &str, plan: Plan) -> Option<AcpRig> {
             Server::Claude(server)
         }
         Cli::Codex => {
-            let adapter = real_cli(test, "AGENTTY_CODEX_ACP_BIN", CODEX_ACP_BIN)?;
+            let adapter = real_cli(test, "AGENTTY_CODEX_ACP_BIN", CODEX_ACP_BIN);
             path_prefix.push(bwrap_dir());
             let server = match plan {
                 Plan::PerPrompt(choose) => {
@@ -331,7 +331,7 @@ pub async fn rig(cli: Cli, test: &str, plan: Plan) -> Option<AcpRig> {
         "=== {test}: config {}:\n{config_text}",
         config_path.display()
     );
-    Some(AcpRig {
+    AcpRig {
         cli,
         test: test.to_owned(),
         server,
@@ -340,7 +340,7 @@ pub async fn rig(cli: Cli, test: &str, plan: Plan) -> Option<AcpRig> {
         config: config_path,
         probe: ProcessProbe::new(RUN_MARKER_VAR),
         path_prefix,
-    })
+    }
 }
 
 pub fn path_value(path: &Path) -> toml::Value {

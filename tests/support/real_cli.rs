@@ -17,9 +17,7 @@ use agentty::orchestrator::{
     spawn_orchestrator, Command, OrchestratorEvent, OrchestratorHandle, OrchestratorOptions,
     TurnOutcome,
 };
-use agentty::provider::{
-    AgentStream, AttemptRequest, CliProvider, Provider, SessionRef, StopControl,
-};
+use agentty::provider::{AgentStream, AttemptRequest, Provider, SessionRef, StopControl};
 use agentty::stream::{AgentMessage, Failure, NoticeKind, StopStage, Usage};
 use futures::StreamExt;
 use serde_json::Value;
@@ -32,8 +30,8 @@ pub const RUN_LIMIT: Duration = Duration::from_secs(120);
 /// The CLI to test: the path in `override_var`, else `default_path` (where the npm install
 /// the test file names puts it), else the program of that name on PATH. The real-CLI tests are
 /// `#[ignore]`d (`cargo test --test suite -- --ignored real_pi::` runs pi's): once run, a missing CLI
-/// is a failure, never a skip. (`Option` for the callers' `let … else`; never `None`.)
-pub fn real_cli(test: &str, override_var: &str, default_path: &str) -> Option<PathBuf> {
+/// is a failure, never a skip.
+pub fn real_cli(test: &str, override_var: &str, default_path: &str) -> PathBuf {
     eprintln!("{test}: against the real CLI");
     let default_path = PathBuf::from(default_path);
     let on_path = || {
@@ -52,7 +50,17 @@ pub fn real_cli(test: &str, override_var: &str, default_path: &str) -> Option<Pa
         "{} is missing: install the CLI there from npm (or set {override_var})",
         path.display()
     );
-    Some(path)
+    path
+}
+
+/// The running test's function name, without its module path: libtest runs each test on a
+/// thread named after it. Called on the test's own thread (not in a spawned task).
+pub fn test_name() -> String {
+    let thread = std::thread::current();
+    let full = thread
+        .name()
+        .expect("a test runs on a thread named after it");
+    full.rsplit("::").next().unwrap_or(full).to_owned()
 }
 
 /// `label` made unique to this test run, to find its processes by their command line.
@@ -68,15 +76,19 @@ pub fn unique(label: &str) -> String {
 /// (for the CLI's settings and sessions) and working directory.
 pub struct Rig<Server> {
     pub server: Server,
-    pub provider: CliProvider,
+    pub provider: Arc<dyn Provider>,
     pub home: TempDir,
     pub work: TempDir,
 }
 
 impl<Server> Rig<Server> {
+    /// Attempt 1 of a turn, run in the rig's working directory.
+    pub fn request(&self, prompt: &str, session: SessionRef) -> AttemptRequest {
+        attempt_request(prompt, session, self.work.path())
+    }
+
     pub fn start(&self, prompt: &str, session: SessionRef, stop: StopControl) -> AgentStream {
-        let request = attempt_request(prompt, session, self.work.path());
-        self.provider.execute(request, stop)
+        self.provider.execute(self.request(prompt, session), stop)
     }
 
     /// Runs one attempt to its end (see [`collect`]).
@@ -96,6 +108,47 @@ impl<Server> Rig<Server> {
         assert_resumed(&resumed, cli, &session_id);
         expect_completed(&resumed);
         resumed
+    }
+
+    /// [`retried_middle_turn_is_sent_once`] on the rig's provider, in its working directory;
+    /// `requests` reads the user messages of every model request from the rig's server.
+    pub async fn retried_middle_turn_is_sent_once(
+        &self,
+        cli: &str,
+        test: &str,
+        prompts: &[String; 3],
+        requests: impl Fn(&Server) -> Vec<UserTexts>,
+    ) {
+        let requests = || requests(&self.server);
+        retried_middle_turn_is_sent_once(
+            cli,
+            test,
+            self.provider.clone(),
+            self.work.path(),
+            prompts,
+            requests,
+        )
+        .await;
+    }
+
+    /// [`retried_first_turn_is_sent_once`] on the rig's provider, in its working directory.
+    pub async fn retried_first_turn_is_sent_once(
+        &self,
+        cli: &str,
+        test: &str,
+        prompts: &[String; 3],
+        requests: impl Fn(&Server) -> Vec<UserTexts>,
+    ) {
+        let requests = || requests(&self.server);
+        retried_first_turn_is_sent_once(
+            cli,
+            test,
+            self.provider.clone(),
+            self.work.path(),
+            prompts,
+            requests,
+        )
+        .await;
     }
 }
 

@@ -370,9 +370,10 @@ impl Agent {
         let lagging = session.lag.clone();
         let cwd = session.cwd.clone();
         let scenario = self.forced.unwrap_or_else(|| Scenario::for_prompt(&text));
-        let mut turn = Turn::new(self, &session_id, cwd, scenario);
+        let ignore_cancel = scenario == Scenario::IgnoreCancel;
+        let mut turn = Turn::new(self, &session_id, cwd, ignore_cancel);
         let played = match lagging {
-            Some(owed) => turn.play_lagging(owed, &text),
+            Some(owed) => scenarios::play_lagging(&mut turn, owed, &text),
             None => scenarios::play(scenario, &mut turn, &text),
         };
         let streamed = turn.finish();

@@ -119,7 +119,7 @@ pub(crate) const SCENARIOS: &[(&str, &str)] = &[
 ];
 
 /// The scenario that plays the Claude adapter's answer-one-turn-late bug.
-pub const LAG_AFTER_CANCEL: &str = "lag-after-cancel";
+pub(crate) const LAG_AFTER_CANCEL: &str = "lag-after-cancel";
 
 /// The error text of the `error` and `flaky` scenarios, as the real agents word a model failure.
 pub(crate) const API_ERROR: &str =
@@ -200,6 +200,19 @@ impl Scenario {
 /// The answer a lagging session owes for `prompt`.
 pub(crate) fn lag_answer(prompt: &str) -> String {
     format!("This answers \"{prompt}\".")
+}
+
+/// A prompt in a session the `lag-after-cancel` bug struck: streams the answer owed to the
+/// previous prompt (nothing right after the cancel) and owes this prompt's answer.
+pub(crate) fn play_lagging(
+    turn: &mut Turn,
+    owed: Option<String>,
+    prompt: &str,
+) -> Result<TurnEnd, Halt> {
+    if let Some(text) = owed {
+        turn.say(&text)?;
+    }
+    Ok(TurnEnd::Owing(lag_answer(prompt)))
 }
 
 /// Plays `scenario` for `prompt`.

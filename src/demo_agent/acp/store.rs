@@ -32,10 +32,10 @@ enum Record {
 pub(crate) struct AcpSession {
     record: Record,
     /// Where its tools run (`session/new`'s or `session/load`'s `cwd`).
-    pub cwd: PathBuf,
+    pub(crate) cwd: PathBuf,
     /// The `lag-after-cancel` bug once it struck: `Some(owed)`, the answer text the next prompt
     /// streams (`None`: nothing, it ends at once).
-    pub lag: Option<Option<String>>,
+    pub(crate) lag: Option<Option<String>>,
 }
 
 impl AcpSession {

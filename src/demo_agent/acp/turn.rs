@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::super::bash::{self, BashOutcome};
-use super::scenarios::{self, Scenario};
 use super::{is_response, wire, Agent, Input};
 
 /// Script time between two chunks.
@@ -37,8 +36,8 @@ impl From<io::Error> for Halt {
 /// A failed prompt's JSON-RPC error.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct RpcFailure {
-    pub code: i64,
-    pub message: String,
+    pub(crate) code: i64,
+    pub(crate) message: String,
 }
 
 /// How a turn that ran to its end ended (`stopReason: end_turn`).
@@ -55,13 +54,13 @@ pub(crate) enum TurnEnd {
 #[derive(Debug, Default)]
 pub(crate) struct Played {
     /// The answer text (the `agent_message_chunk` texts).
-    pub answer: String,
+    pub(crate) answer: String,
     /// The thought text (the `agent_thought_chunk` texts).
-    pub thoughts: String,
+    pub(crate) thoughts: String,
     /// Each tool call as it stands last: `toolCallId`, `title`, `kind`, `status`.
-    pub tool_calls: Vec<Value>,
+    pub(crate) tool_calls: Vec<Value>,
     /// Text and thought chunks sent.
-    pub chunks: u64,
+    pub(crate) chunks: u64,
 }
 
 /// The user's answer to a permission request (a cancelled one is `Halt::Cancelled`).
@@ -83,10 +82,10 @@ enum Got {
 pub(crate) struct Turn<'a> {
     agent: &'a mut Agent,
     session_id: String,
-    pub cwd: PathBuf,
+    pub(crate) cwd: PathBuf,
     ignore_cancel: bool,
     /// A `session/cancel` arrived (and was ignored, or the turn is over).
-    pub cancel_seen: bool,
+    pub(crate) cancel_seen: bool,
     played: Played,
 }
 
@@ -111,13 +110,13 @@ impl<'a> Turn<'a> {
         agent: &'a mut Agent,
         session_id: &str,
         cwd: PathBuf,
-        scenario: Scenario,
+        ignore_cancel: bool,
     ) -> Self {
         Self {
             agent,
             session_id: session_id.to_owned(),
             cwd,
-            ignore_cancel: scenario == Scenario::IgnoreCancel,
+            ignore_cancel,
             cancel_seen: false,
             played: Played::default(),
         }
@@ -388,18 +387,5 @@ impl<'a> Turn<'a> {
             "status": "failed",
             "content": [wire::text_content(&format!("The user rejected this {what}."))],
         }))
-    }
-
-    /// A prompt in a session the `lag-after-cancel` bug struck: streams the answer owed to the
-    /// previous prompt (nothing right after the cancel) and owes this prompt's answer.
-    pub(crate) fn play_lagging(
-        &mut self,
-        owed: Option<String>,
-        prompt: &str,
-    ) -> Result<TurnEnd, Halt> {
-        if let Some(text) = owed {
-            self.say(&text)?;
-        }
-        Ok(TurnEnd::Owing(scenarios::lag_answer(prompt)))
     }
 }

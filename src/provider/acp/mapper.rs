@@ -45,28 +45,28 @@ pub(crate) const REQUEST_PERMISSION: &str = "session/request_permission";
 #[derive(Debug, Deserialize)]
 pub(crate) struct RpcHead {
     #[serde(default)]
-    pub jsonrpc: Option<String>,
+    pub(crate) jsonrpc: Option<String>,
     #[serde(default)]
-    pub id: Option<Value>,
+    pub(crate) id: Option<Value>,
     #[serde(default)]
-    pub method: Option<String>,
+    pub(crate) method: Option<String>,
     /// Kept as text: parsed once, into the type its method names.
     #[serde(default)]
-    pub params: Option<Box<RawValue>>,
+    pub(crate) params: Option<Box<RawValue>>,
     #[serde(default)]
-    pub result: Option<Value>,
+    pub(crate) result: Option<Value>,
     #[serde(default)]
-    pub error: Option<RpcError>,
+    pub(crate) error: Option<RpcError>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
 pub(crate) struct RpcError {
     #[serde(default)]
-    pub code: Option<i64>,
+    pub(crate) code: Option<i64>,
     #[serde(default)]
-    pub message: String,
+    pub(crate) message: String,
     #[serde(default)]
-    pub data: Option<Value>,
+    pub(crate) data: Option<Value>,
 }
 
 impl RpcHead {
@@ -129,7 +129,7 @@ pub(crate) struct AcpMapper {
 }
 
 impl AcpMapper {
-    pub fn new(prompt_id: Option<String>) -> Self {
+    pub(crate) fn new(prompt_id: Option<String>) -> Self {
         Self {
             prompt_id,
             tools: ToolCalls::default(),

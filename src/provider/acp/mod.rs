@@ -22,6 +22,7 @@
 //! - An agent that answers the turn after a cancel one turn late (the Claude adapter) is
 //!   started afresh after every stopped turn ([`AcpQuirks::restart_after_cancel`]).
 
+mod connection;
 mod mapper;
 mod session;
 mod settings;
@@ -61,17 +62,17 @@ const METHOD_NOT_FOUND: i64 = -32601;
 pub struct AcpQuirks {
     /// After a `session/cancel` the agent answers the next prompt one turn late: start it
     /// again (loading the session) after every stopped turn.
-    pub restart_after_cancel: bool,
+    pub(crate) restart_after_cancel: bool,
     /// How the agent's error messages name an HTTP status it does not state as a number
     /// (the Codex adapter passes on Codex's wording of a 5xx).
-    pub http_status_of: Option<fn(&str) -> Option<u16>>,
+    pub(crate) http_status_of: Option<fn(&str) -> Option<u16>>,
     /// A prompt the agent answers with an error (its model request failed) is dropped from
     /// its session, in memory and on disk (Gemini CLI, measured): the process can serve the
     /// retry, and no restart is needed.
-    pub forgets_failed_prompt: bool,
+    pub(crate) forgets_failed_prompt: bool,
     /// `session/load` of the session the process holds re-reads it from its stored file: a
     /// rollback needs no new process (Gemini CLI, measured).
-    pub reloads_in_process: bool,
+    pub(crate) reloads_in_process: bool,
 }
 
 /// A permission answer from the user: the request id, the option chosen (`None`: cancelled)
@@ -96,7 +97,7 @@ pub(crate) struct AcpProvider {
 }
 
 impl AcpProvider {
-    pub fn new(backend: Arc<dyn Backend>, policy: PermissionPolicy) -> Self {
+    pub(crate) fn new(backend: Arc<dyn Backend>, policy: PermissionPolicy) -> Self {
         Self {
             backend,
             policy,

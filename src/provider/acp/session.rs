@@ -6,17 +6,17 @@
 //! attempt that reads the turn, in order; the exit report comes last. Commands are written by a
 //! task that owns stdin.
 
-use std::collections::HashMap;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
 use std::time::Duration;
 
 use agent_client_protocol_schema::v1 as acp;
 use serde_json::{json, Value};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 use tokio::time::Instant;
 
+use super::connection::{Connection, Waiters};
 use super::mapper::{id_key, AcpMapper, RpcError, RpcHead};
 use super::settings::AcpShared;
 use crate::process::Line;
@@ -35,8 +35,6 @@ const HISTORY_QUIET: Duration = Duration::from_millis(100);
 const HISTORY_LIMIT: Duration = Duration::from_secs(5);
 /// The ACP version agentty speaks.
 const PROTOCOL_VERSION: u64 = 1;
-
-type Waiters = Arc<Mutex<HashMap<String, oneshot::Sender<RpcHead>>>>;
 
 /// Responses to `initialize`, `session/new` and `session/load` (and settings) go to their
 /// waiters. The router also follows the agent's mode, which the agent may change at any time
@@ -93,65 +91,6 @@ impl ResponseRouter for JsonRpcRouter {
             }
             None => false,
         }
-    }
-}
-
-/// Writes JSON-RPC messages on the agent's stdin and correlates the responses (a clone writes
-/// to the same agent: settings change between turns).
-#[derive(Clone)]
-pub(super) struct Connection {
-    lines: mpsc::UnboundedSender<String>,
-    waiters: Waiters,
-    next_id: Arc<AtomicU64>,
-}
-
-impl Connection {
-    /// A new request id.
-    pub(super) fn next_id(&self) -> u64 {
-        self.next_id.fetch_add(1, Ordering::Relaxed)
-    }
-
-    /// Writes one message as one line.
-    fn write(&self, message: &Value) -> bool {
-        self.write_line(message.to_string())
-    }
-
-    fn write_line(&self, line: String) -> bool {
-        self.lines.send(line).is_ok()
-    }
-
-    pub(super) fn notify(&self, method: &str, params: Value) -> bool {
-        self.write(&json!({"jsonrpc": "2.0", "method": method, "params": params}))
-    }
-
-    /// A request whose response comes back through the turn's lines (the prompt).
-    pub(super) fn request_unrouted(&self, id: u64, method: &str, params: Value) -> bool {
-        self.write(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
-    }
-
-    /// A request whose response the receiver gets.
-    pub(super) fn request(&self, method: &str, params: Value) -> oneshot::Receiver<RpcHead> {
-        let id = self.next_id();
-        let (tx, rx) = oneshot::channel();
-        if let Ok(mut waiters) = self.waiters.lock() {
-            waiters.insert(id.to_string(), tx);
-        }
-        self.request_unrouted(id, method, params);
-        rx
-    }
-
-    /// Answers the agent's request `id`; returns the line written (for the mapper, which
-    /// reads the client's answers too).
-    pub(super) fn respond(&self, id: &Value, result: Value) -> String {
-        let line = json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string();
-        self.write_line(line.clone());
-        line
-    }
-
-    pub(super) fn respond_error(&self, id: &Value, code: i64, message: &str) {
-        self.write(
-            &json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}),
-        );
     }
 }
 

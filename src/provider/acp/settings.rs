@@ -16,7 +16,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tokio::sync::watch;
 
-use super::session::Connection;
+use super::connection::Connection;
 use crate::provider::{AgentSetting, AgentStatus, ModeChoice, ModelChoice};
 
 /// How long an agent may take to answer a settings request.

@@ -24,7 +24,7 @@ pub(crate) const REJECT: &str = "reject";
 /// A `can_use_tool` request waiting for its answer.
 #[derive(Debug, Clone)]
 pub(crate) struct ClaudePermission {
-    pub request: PermissionRequest,
+    pub(crate) request: PermissionRequest,
     /// The tool's input, sent back unchanged with an allow.
     input: Value,
     /// The CLI's suggested rules (`addRules`), for "always".

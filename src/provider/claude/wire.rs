@@ -17,27 +17,27 @@ use serde_json::Value;
 #[derive(Debug, Deserialize)]
 pub(crate) struct WireLine<'a> {
     #[serde(rename = "type", borrow)]
-    pub kind: Cow<'a, str>,
+    pub(crate) kind: Cow<'a, str>,
     #[serde(default)]
-    pub subtype: Option<String>,
+    pub(crate) subtype: Option<String>,
     #[serde(default)]
-    pub session_id: Option<String>,
+    pub(crate) session_id: Option<String>,
     /// `system/init`: the model Claude Code runs.
     #[serde(default)]
-    pub model: Option<String>,
+    pub(crate) model: Option<String>,
     /// Set on lines that belong to a sub-agent (the Task tool's own conversation).
     #[serde(default)]
-    pub parent_tool_use_id: Option<String>,
+    pub(crate) parent_tool_use_id: Option<String>,
 
     /// `stream_event`: the raw Anthropic SSE event.
     #[serde(default, borrow)]
-    pub event: Option<WireStreamEvent<'a>>,
+    pub(crate) event: Option<WireStreamEvent<'a>>,
     /// `assistant` and `user`: the message (one content block per `assistant` line).
     #[serde(default, borrow)]
-    pub message: Option<WireMessage<'a>>,
+    pub(crate) message: Option<WireMessage<'a>>,
     /// `user` lines with a tool result: the tool's own structured result.
     #[serde(default)]
-    pub tool_use_result: Option<Value>,
+    pub(crate) tool_use_result: Option<Value>,
 
     /// `system/compact_boundary`: the context's size before and after (`pre_tokens`,
     /// `post_tokens`).
@@ -46,113 +46,113 @@ pub(crate) struct WireLine<'a> {
 
     /// `system/api_retry`.
     #[serde(default)]
-    pub attempt: Option<u64>,
+    pub(crate) attempt: Option<u64>,
     #[serde(default)]
-    pub max_retries: Option<u64>,
+    pub(crate) max_retries: Option<u64>,
     #[serde(default)]
-    pub retry_delay_ms: Option<f64>,
+    pub(crate) retry_delay_ms: Option<f64>,
     #[serde(default)]
-    pub error_status: Option<u16>,
+    pub(crate) error_status: Option<u16>,
     #[serde(default)]
-    pub error: Option<String>,
+    pub(crate) error: Option<String>,
 
     /// `result`.
     #[serde(default)]
-    pub is_error: Option<bool>,
+    pub(crate) is_error: Option<bool>,
     #[serde(default)]
-    pub api_error_status: Option<u16>,
+    pub(crate) api_error_status: Option<u16>,
     #[serde(default)]
-    pub result: Option<String>,
+    pub(crate) result: Option<String>,
     #[serde(default)]
-    pub stop_reason: Option<String>,
+    pub(crate) stop_reason: Option<String>,
     #[serde(default)]
-    pub terminal_reason: Option<String>,
+    pub(crate) terminal_reason: Option<String>,
     #[serde(default)]
-    pub total_cost_usd: Option<f64>,
+    pub(crate) total_cost_usd: Option<f64>,
     #[serde(default)]
-    pub usage: Option<WireUsage>,
+    pub(crate) usage: Option<WireUsage>,
     #[serde(default)]
-    pub errors: Vec<String>,
+    pub(crate) errors: Vec<String>,
     /// `result`: the tool calls the CLI refused for lack of permission
     /// (`{tool_name, tool_use_id, tool_input}`).
     #[serde(default)]
-    pub permission_denials: Vec<Value>,
+    pub(crate) permission_denials: Vec<Value>,
 }
 
 /// Just the `type` of a line, for lines that did not read as [`WireLine`].
 #[derive(Debug, Deserialize)]
 pub(crate) struct WireKind<'a> {
     #[serde(rename = "type", borrow)]
-    pub kind: Cow<'a, str>,
+    pub(crate) kind: Cow<'a, str>,
 }
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct WireStreamEvent<'a> {
     #[serde(rename = "type", borrow)]
-    pub kind: Cow<'a, str>,
+    pub(crate) kind: Cow<'a, str>,
     #[serde(default, borrow)]
-    pub delta: Option<WireDelta<'a>>,
+    pub(crate) delta: Option<WireDelta<'a>>,
     #[serde(default, borrow)]
-    pub content_block: Option<WireBlock<'a>>,
+    pub(crate) content_block: Option<WireBlock<'a>>,
     /// `message_start`: the API message being streamed.
     #[serde(default)]
-    pub message: Option<WireMessageHead>,
+    pub(crate) message: Option<WireMessageHead>,
 }
 
 /// `content_block_delta.delta` (text, thinking, ...) or `message_delta.delta` (stop reason).
 #[derive(Debug, Deserialize)]
 pub(crate) struct WireDelta<'a> {
     #[serde(rename = "type", default)]
-    pub kind: Option<String>,
+    pub(crate) kind: Option<String>,
     #[serde(default, borrow)]
-    pub text: Cow<'a, str>,
+    pub(crate) text: Cow<'a, str>,
     #[serde(default, borrow)]
-    pub thinking: Cow<'a, str>,
+    pub(crate) thinking: Cow<'a, str>,
     #[serde(default)]
-    pub stop_reason: Option<String>,
+    pub(crate) stop_reason: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct WireMessageHead {
     #[serde(default)]
-    pub id: Option<String>,
+    pub(crate) id: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct WireMessage<'a> {
     #[serde(default)]
-    pub id: Option<String>,
+    pub(crate) id: Option<String>,
     #[serde(default)]
-    pub model: Option<String>,
+    pub(crate) model: Option<String>,
     #[serde(default)]
-    pub stop_reason: Option<String>,
+    pub(crate) stop_reason: Option<String>,
     #[serde(default, borrow)]
-    pub content: Option<WireContent<'a>>,
+    pub(crate) content: Option<WireContent<'a>>,
 }
 
 /// One content block: `text`, `thinking`, `tool_use` or `tool_result` (others are skipped).
 #[derive(Debug, Deserialize)]
 pub(crate) struct WireBlock<'a> {
     #[serde(rename = "type", borrow)]
-    pub kind: Cow<'a, str>,
+    pub(crate) kind: Cow<'a, str>,
     #[serde(default, borrow)]
-    pub text: Cow<'a, str>,
+    pub(crate) text: Cow<'a, str>,
     #[serde(default, borrow)]
-    pub thinking: Cow<'a, str>,
+    pub(crate) thinking: Cow<'a, str>,
     /// `tool_use`.
     #[serde(default)]
-    pub id: Option<String>,
+    pub(crate) id: Option<String>,
     #[serde(default)]
-    pub name: Option<String>,
+    pub(crate) name: Option<String>,
     #[serde(default)]
-    pub input: Option<Value>,
+    pub(crate) input: Option<Value>,
     /// `tool_result`.
     #[serde(default)]
-    pub tool_use_id: Option<String>,
+    pub(crate) tool_use_id: Option<String>,
     #[serde(default, borrow)]
-    pub content: Option<WireContent<'a>>,
+    pub(crate) content: Option<WireContent<'a>>,
     #[serde(default)]
-    pub is_error: Option<bool>,
+    pub(crate) is_error: Option<bool>,
 }
 
 /// Message or tool-result content: the API allows a plain string or a list of blocks.
@@ -239,13 +239,13 @@ impl WireContent<'_> {
 #[derive(Debug, Default, Clone, Copy, Deserialize)]
 pub(crate) struct WireUsage {
     #[serde(default)]
-    pub input_tokens: Option<u64>,
+    pub(crate) input_tokens: Option<u64>,
     #[serde(default)]
-    pub output_tokens: Option<u64>,
+    pub(crate) output_tokens: Option<u64>,
     #[serde(default)]
-    pub cache_read_input_tokens: Option<u64>,
+    pub(crate) cache_read_input_tokens: Option<u64>,
     #[serde(default)]
-    pub cache_creation_input_tokens: Option<u64>,
+    pub(crate) cache_creation_input_tokens: Option<u64>,
 }
 
 #[cfg(test)]

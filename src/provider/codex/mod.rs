@@ -15,7 +15,7 @@
 
 pub mod app_server;
 pub mod mapper;
-pub mod usage;
+pub(crate) mod usage;
 
 use std::path::PathBuf;
 

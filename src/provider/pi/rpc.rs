@@ -103,12 +103,12 @@ impl RpcProvider {
     }
 
     /// pi's queued steering and follow-up messages, as its `queue_update` events tell.
-    pub fn queue(&self) -> watch::Receiver<AgentQueue> {
+    pub(crate) fn queue(&self) -> watch::Receiver<AgentQueue> {
         self.queue.subscribe()
     }
 
     /// pi's model and thinking level, and the session's cost and tokens so far.
-    pub fn status(&self) -> watch::Receiver<AgentStatus> {
+    pub(crate) fn status(&self) -> watch::Receiver<AgentStatus> {
         self.status.subscribe()
     }
 

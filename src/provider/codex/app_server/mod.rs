@@ -24,6 +24,7 @@
 //! - A warning Codex repeats every turn ("Model metadata … not found") is shown once.
 
 mod compact;
+mod connection;
 mod history;
 mod mapper;
 mod session;
@@ -38,8 +39,9 @@ use tokio::sync::{mpsc, watch};
 
 pub use mapper::AppServerMapper;
 
+use self::connection::{settled, REQUEST_TIMEOUT};
 use self::mapper::{decision_value, COMMAND_APPROVAL, FILE_CHANGE_APPROVAL};
-use self::session::{settled, AppServerSession, REQUEST_TIMEOUT};
+use self::session::AppServerSession;
 use self::status::Shared;
 use crate::config::PermissionPolicy;
 use crate::process::StopControl;

@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use serde_json::{json, Value};
 use tokio::sync::watch;
 
+use super::connection::{settled, Connection, REQUEST_TIMEOUT};
 use super::history::ThreadHistory;
-use super::session::{settled, Connection, REQUEST_TIMEOUT};
 use crate::provider::AgentSetting;
 use crate::provider::{AgentQueue, AgentStatus, ContextUse, ModeChoice, ModelChoice};
 
