@@ -1077,10 +1077,10 @@ mod tests {
             Some(enabled()),
         );
         assert!(countdown);
-        assert_eq!(message, "Failed: 500 fake internal server error · HTTP 500");
+        assert_eq!(message, "Failed: 500 fake internal server error");
         // The chat's own copy of the policy plays no part: the machine's verdict is rendered.
         let (message, countdown) = notice_after_failure(enabled(), RetryPolicy::default(), None);
         assert!(countdown);
-        assert_eq!(message, "Failed: 500 fake internal server error · HTTP 500");
+        assert_eq!(message, "Failed: 500 fake internal server error");
     }
 }
