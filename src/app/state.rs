@@ -271,6 +271,10 @@ pub struct AppState {
     /// Where the transcript view looks (laid out by each frame, see `on_drawn`).
     pub transcript_scroll: TranscriptScroll,
     pub turn: Option<TurnState>,
+    /// A prompt was sent while no turn ran and the orchestrator has not said it started yet:
+    /// Esc in that window still stops it (`Some(true)`: Esc was pressed), for a loop that is
+    /// slow to read the orchestrator's events must not lose the user's stop.
+    pub(crate) prompt_in_flight: Option<bool>,
     pub last_outcome: Option<TurnOutcome>,
     pub queued: Vec<InertText>,
     /// Token figures of the last turn and of the conversation, and the model the CLI reported.
@@ -351,6 +355,7 @@ impl AppState {
             session_id: None,
             transcript: Transcript::default(),
             transcript_scroll: TranscriptScroll::default(),
+            prompt_in_flight: None,
             turn: None,
             last_outcome: None,
             queued: Vec::new(),

@@ -18,6 +18,9 @@ impl AppState {
     pub(super) fn request_stop(&mut self) -> Vec<AppEffect> {
         if let Some(turn) = self.turn.as_mut() {
             turn.stop_requested = true;
+        } else if let Some(stop) = self.prompt_in_flight.as_mut() {
+            // The orchestrator takes the stop after the prompt it has not started yet.
+            *stop = true;
         }
         vec![AppEffect::Command(Command::Stop)]
     }
@@ -110,6 +113,9 @@ impl AppState {
             Some(kind) => Command::Interject(kind, prompt),
             None => Command::Submit(prompt),
         };
+        if interjection.is_none() && !self.is_turn_running() {
+            self.prompt_in_flight = Some(false);
+        }
         vec![AppEffect::Command(command), AppEffect::SavePrompt(text)]
     }
 

@@ -31,6 +31,18 @@ impl AppState {
         event: OrchestratorEvent,
         now: Instant,
     ) -> Vec<AppEffect> {
+        if matches!(
+            event,
+            OrchestratorEvent::TurnEnded { .. }
+                | OrchestratorEvent::QueueChanged { .. }
+                | OrchestratorEvent::Notice { .. }
+                | OrchestratorEvent::CompactionStarted { .. }
+                | OrchestratorEvent::CompactionRefused { .. }
+        ) {
+            // The prompt sent will not start a turn of its own (queued, refused), or another
+            // turn did: the window for a stop before the start is over.
+            self.prompt_in_flight = None;
+        }
         match event {
             OrchestratorEvent::TurnStarted { turn, prompt } => {
                 let cell = self.transcript.push(CellBody::User(UserCell::new(
@@ -39,7 +51,10 @@ impl AppState {
                 )));
                 self.record_prompt(turn, &prompt, cell, now);
                 self.phase = Some(PhaseTracker::new(now));
-                self.turn = Some(TurnState::starting(turn, now));
+                self.turn = Some(TurnState {
+                    stop_requested: self.prompt_in_flight.take() == Some(true),
+                    ..TurnState::starting(turn, now)
+                });
             }
             // A turn with no prompt: the status bar says it compacts, its notice the result.
             OrchestratorEvent::CompactionStarted { turn, .. } => {
@@ -193,6 +208,7 @@ impl AppState {
 
     /// The orchestrator is gone (it shut down, or its channel closed).
     pub fn on_orchestrator_gone(&mut self) -> Vec<AppEffect> {
+        self.prompt_in_flight = None;
         let was_alive = self.orchestrator_alive;
         self.orchestrator_alive = false;
         if self.quitting {
@@ -1082,5 +1098,63 @@ mod tests {
         let (message, countdown) = notice_after_failure(enabled(), RetryPolicy::default(), None);
         assert!(countdown);
         assert_eq!(message, "Failed: 500 fake internal server error");
+    }
+}
+
+#[cfg(test)]
+mod stop_before_start_tests {
+    use std::time::{Duration, Instant};
+
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+    use crate::app::state::{AppEffect, AppState, StartupInfo};
+    use crate::orchestrator::{Command, OrchestratorEvent};
+
+    fn key(code: KeyCode) -> KeyEvent {
+        KeyEvent::new(code, KeyModifiers::NONE)
+    }
+
+    /// A loop that is slow to read the orchestrator's events must not lose the user's stop: Esc
+    /// after Enter and before the turn is said to have started still stops it (the
+    /// orchestrator takes the stop after the prompt), and is not the first Esc of Esc Esc.
+    #[test]
+    fn esc_between_the_prompt_sent_and_its_turn_started_stops_that_turn() {
+        let now = Instant::now();
+        let mut state = AppState::new(StartupInfo::default());
+        state.composer.set_text("spawn helpers");
+        let sent = state.on_key_at(key(KeyCode::Enter), now);
+        assert!(sent.contains(&AppEffect::Command(Command::Submit("spawn helpers".into()))));
+        assert_eq!(
+            state.on_key_at(key(KeyCode::Esc), now + Duration::from_millis(10)),
+            [AppEffect::Command(Command::Stop)]
+        );
+        let again = state.on_key_at(key(KeyCode::Esc), now + Duration::from_millis(20));
+        assert!(
+            state.overlay.is_none(),
+            "Esc Esc does not open /rewind: {again:?}"
+        );
+        state.on_orchestrator_event(
+            OrchestratorEvent::TurnStarted {
+                turn: 1,
+                prompt: "spawn helpers".into(),
+            },
+            now + Duration::from_millis(30),
+        );
+        assert!(
+            state.turn.as_ref().unwrap().stop_requested,
+            "the stop shows"
+        );
+
+        // A prompt the orchestrator queued instead starts no turn: idle Esc is idle again.
+        let mut state = AppState::new(StartupInfo::default());
+        state.composer.set_text("later");
+        state.on_key_at(key(KeyCode::Enter), now);
+        state.on_orchestrator_event(
+            OrchestratorEvent::QueueChanged {
+                queued: vec!["later".into()],
+            },
+            now,
+        );
+        assert!(state.on_key_at(key(KeyCode::Esc), now).is_empty());
     }
 }

@@ -100,7 +100,7 @@ impl AppState {
         let shift = key.modifiers.contains(KeyModifiers::SHIFT);
         match key.code {
             KeyCode::Esc => {
-                if self.is_turn_running() {
+                if self.is_turn_running() || self.prompt_in_flight.is_some() {
                     self.request_stop()
                 } else {
                     Vec::new()

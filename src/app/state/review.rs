@@ -212,6 +212,7 @@ impl AppState {
     ) -> Option<Vec<AppEffect>> {
         let plain_esc = key.code == KeyCode::Esc && key.modifiers.is_empty();
         let idle_and_empty = !self.is_turn_running()
+            && self.prompt_in_flight.is_none()
             && self.composer.is_empty()
             && self.permission_prompts.is_empty();
         let (Some(now), true, true) = (now, plain_esc, idle_and_empty) else {
