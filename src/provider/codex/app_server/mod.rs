@@ -342,17 +342,8 @@ impl AppServerAttempt {
         };
         let branched = match &point.after_turn {
             Some(turn) => session.fork(&point.thread, turn).await,
-            None => {
-                let fresh = AttemptRequest {
-                    session: SessionRef::New,
-                    ..AttemptRequest::default()
-                };
-                if session.open_new(&fresh).await {
-                    Ok(())
-                } else {
-                    Err("Codex did not open a new thread".to_owned())
-                }
-            }
+            None if open_fresh_thread(session).await => Ok(()),
+            None => Err("Codex did not open a new thread".to_owned()),
         };
         match branched {
             Ok(()) => {
@@ -360,30 +351,41 @@ impl AppServerAttempt {
             }
             Err(error) => {
                 tracing::warn!(%error, "Codex did not branch the thread for the rewind");
-                let fresh = AttemptRequest {
-                    session: SessionRef::New,
-                    ..AttemptRequest::default()
-                };
-                let opened = session.open_new(&fresh).await;
-                self.sink
-                    .send(AgentMessage::notice(
-                        NoticeKind::FreshSession.wire(),
-                        if opened {
-                            format!(
-                                "Codex could not go back to the turn you rewound to ({error}), \
-                                 so this prompt starts a fresh thread (Codex does not remember \
-                                 the earlier turns; the transcript stays here)."
-                            )
-                        } else {
-                            format!(
-                                "Codex could not go back to the turn you rewound to ({error}); \
-                                 the rewound turns may still reach the model."
-                            )
-                        },
-                    ))
-                    .await;
+                let what = format!("Codex could not go back to the turn you rewound to ({error})");
+                self.fall_back_to_a_fresh_thread(
+                    session,
+                    &what,
+                    "this prompt",
+                    "the rewound turns may still reach the model",
+                )
+                .await;
             }
         }
+    }
+
+    /// What Codex could not undo (`what`) is left behind on a fresh thread, said in a notice;
+    /// where even that fails, the notice says what may reach the model (`otherwise`).
+    async fn fall_back_to_a_fresh_thread(
+        &mut self,
+        session: &mut AppServerSession,
+        what: &str,
+        starting: &str,
+        otherwise: &str,
+    ) {
+        let message = if open_fresh_thread(session).await {
+            format!(
+                "{what}, so {starting} starts a fresh thread (Codex does not remember the \
+                 earlier turns; the transcript stays here)."
+            )
+        } else {
+            format!("{what}; {otherwise}.")
+        };
+        self.sink
+            .send(AgentMessage::notice(
+                NoticeKind::FreshSession.wire(),
+                message,
+            ))
+            .await;
     }
 
     /// The orchestrator rolled back the turn that did not complete: Codex forgets it
@@ -408,28 +410,14 @@ impl AppServerAttempt {
             }
             Err(error) => {
                 tracing::warn!(%error, "Codex did not revert the failed turn");
-                let fresh = AttemptRequest {
-                    session: SessionRef::New,
-                    ..AttemptRequest::default()
-                };
-                let opened = session.open_new(&fresh).await;
-                self.sink
-                    .send(AgentMessage::notice(
-                        NoticeKind::FreshSession.wire(),
-                        if opened {
-                            format!(
-                                "Codex could not undo the failed attempt ({error}), so this \
-                                 attempt starts a fresh thread (Codex does not remember the \
-                                 earlier turns; the transcript stays here)."
-                            )
-                        } else {
-                            format!(
-                                "Codex could not undo the failed attempt ({error}); the prompt \
-                                 may reach it twice."
-                            )
-                        },
-                    ))
-                    .await;
+                let what = format!("Codex could not undo the failed attempt ({error})");
+                self.fall_back_to_a_fresh_thread(
+                    session,
+                    &what,
+                    "this attempt",
+                    "the prompt may reach it twice",
+                )
+                .await;
             }
         }
     }
@@ -757,6 +745,15 @@ pub(crate) fn turn_input(request: &AttemptRequest) -> Value {
             .map(|image| json!({"type": "image", "url": image.data_url()})),
     );
     Value::Array(input)
+}
+
+/// A new thread in the running app-server, in the session's own directory.
+async fn open_fresh_thread(session: &mut AppServerSession) -> bool {
+    let fresh = AttemptRequest {
+        session: SessionRef::New,
+        ..AttemptRequest::default()
+    };
+    session.open_new(&fresh).await
 }
 
 #[cfg(test)]
