@@ -213,6 +213,8 @@ struct AskedPermission {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Activity {
     Idle,
+    /// A prompt is on its way and the orchestrator has not said its turn started.
+    Starting,
     /// A turn runs: what its agent is doing, and for how long it has been doing it.
     Working {
         phase: AgentPhase,
@@ -490,7 +492,13 @@ impl AppState {
             };
         }
         let Some(turn) = &self.turn else {
-            return Activity::Idle;
+            return match self.prompt_in_flight {
+                None => Activity::Idle,
+                Some(false) => Activity::Starting,
+                Some(true) => Activity::Stopping {
+                    stage: StopStatus::Requested,
+                },
+            };
         };
         if let Some(stop) = turn.stop {
             return Activity::Stopping {

@@ -206,6 +206,7 @@ fn stop_status_text(status: StopStatus) -> String {
 fn activity_spans(state: &AppState, now: Instant, base: Style, narrow: bool) -> Vec<Span<'static>> {
     match state.activity(now) {
         Activity::Idle => vec![Span::styled("idle", base)],
+        Activity::Starting => vec![Span::styled("starting", base)],
         Activity::Working { phase, elapsed } => {
             let (mut text, colour) = phase_text(&phase, elapsed);
             if let Some(turn) = &state.turn {

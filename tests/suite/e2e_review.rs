@@ -490,10 +490,16 @@ fn on_codex_s_app_server_a_rewind_to_a_finished_turn_forks_the_thread_also_after
     let pane = start("");
     for (number, prompt) in ["hello one", "hello two", "hello three"].iter().enumerate() {
         pane.prompt(prompt);
-        pane.wait_for(&format!("answer {}", number + 1), |_| {
+        // The answer on screen and the turn over, not only the request sent: a screen
+        // captured before the loop drew the prompt still says idle.
+        pane.wait_for(&format!("answer {} and idle", number + 1), |screen| {
             requests().len() == number + 1
+                && screen
+                    .matches("Hello from the demo Codex app-server")
+                    .count()
+                    == number + 1
+                && screen.contains("│ idle ")
         });
-        pane.wait_for_text("│ idle ");
     }
     let rewind_to = |pane: &tmux::Pane, row: usize, expected: &str| {
         pane.prompt("/rewind");

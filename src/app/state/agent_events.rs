@@ -1107,7 +1107,7 @@ mod stop_before_start_tests {
 
     use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-    use crate::app::state::{AppEffect, AppState, StartupInfo};
+    use crate::app::state::{Activity, AppEffect, AppState, StartupInfo, StopStatus};
     use crate::orchestrator::{Command, OrchestratorEvent};
 
     fn key(code: KeyCode) -> KeyEvent {
@@ -1125,8 +1125,19 @@ mod stop_before_start_tests {
         let sent = state.on_key_at(key(KeyCode::Enter), now);
         assert!(sent.contains(&AppEffect::Command(Command::Submit("spawn helpers".into()))));
         assert_eq!(
+            state.activity(now),
+            Activity::Starting,
+            "the status bar does not say idle while the prompt is on its way"
+        );
+        assert_eq!(
             state.on_key_at(key(KeyCode::Esc), now + Duration::from_millis(10)),
             [AppEffect::Command(Command::Stop)]
+        );
+        assert_eq!(
+            state.activity(now),
+            Activity::Stopping {
+                stage: StopStatus::Requested
+            }
         );
         let again = state.on_key_at(key(KeyCode::Esc), now + Duration::from_millis(20));
         assert!(
