@@ -4,7 +4,7 @@
 //! agentty reaches the model in ≤ 10 ms, as pi's TUI does).
 //!
 //! Enter goes through a tmux control-mode client (no process start in the measured path); the
-//! clock stops when the fake server has read the request. Each client runs `RUNS` fresh
+//! clock stops when the fake server has read the request. Each client runs `runs()` fresh
 //! conversations of three turns; the table shows the median and the range per turn.
 //!
 //! Not a criterion bench: it drives real binaries in a real terminal and prints a table.
@@ -32,7 +32,15 @@ use tmux::{Control, Tmux};
 const TMUX: Tmux = Tmux {
     socket: "agentty-bench-enter",
 };
-const RUNS: usize = 5;
+/// Conversations per client: 5, or `AGENTTY_BENCH_RUNS` (more runs narrow the median on a
+/// noisy machine).
+fn runs() -> usize {
+    std::env::var("AGENTTY_BENCH_RUNS")
+        .ok()
+        .and_then(|runs| runs.parse().ok())
+        .filter(|runs| *runs > 0)
+        .unwrap_or(5)
+}
 const TURNS: usize = 3;
 
 fn wait_for_screen(needle: &str, limit: Duration) -> bool {
@@ -313,7 +321,8 @@ fn main() {
     let mut results: Vec<(Client, Vec<Vec<Duration>>)> =
         clients.iter().map(|client| (*client, Vec::new())).collect();
     // Interleaved, so that a noisy moment on the shared machine hits every client alike.
-    for run in 0..RUNS {
+    let conversations = runs();
+    for run in 0..conversations {
         for (client, runs) in &mut results {
             let world = World::new(pi.clone(), &base_url);
             let times = conversation(&world, &model, *client);
@@ -332,7 +341,7 @@ fn main() {
     }
     println!();
     println!(
-        "Enter -> first request at the fake server (median [min-max] of {RUNS} conversations)"
+        "Enter -> first request at the fake server (median [min-max] of {conversations} conversations)"
     );
     println!("{:<26}{:>24}{:>24}{:>24}", "", "turn 1", "turn 2", "turn 3");
     for (client, runs) in &results {

@@ -122,6 +122,9 @@ struct Snapshots {
     open_turn: Option<TurnId>,
     /// The turn whose "after" snapshot was asked for and has not come back.
     awaiting_end: Option<TurnId>,
+    /// The turn whose "before" snapshot waits for the model's first answer, and when its
+    /// request went out ([`Driver::take_due_snapshot`]).
+    begin_due: Option<(TurnId, std::time::SystemTime)>,
     /// The baseline (taken when the conversation opens) is not done yet. A first prompt sent
     /// before it (`agentty run`, a prompt given on the command line) waits for it: without
     /// it, what the agent changes at once could not be told from how the tree was. Not past
@@ -223,6 +226,7 @@ impl Driver {
                 worker: SnapshotWorker::start(setup.root, setup.dir, setup.limits),
                 open_turn: None,
                 awaiting_end: None,
+                begin_due: None,
                 baseline_pending: options.baseline_before_first_turn,
                 baseline_deadline: Instant::now() + BASELINE_WAIT,
             });
@@ -353,7 +357,14 @@ impl Driver {
                         tracing::warn!(?problems, "ignoring an invalid retry policy");
                     }
                 }
-                Input::Agent { message, .. } if message.is_terminal() => self.live = None,
+                Input::Agent { message, .. } => {
+                    if message.is_terminal() {
+                        self.live = None;
+                    }
+                    if the_model_answered(message) {
+                        self.take_due_snapshot();
+                    }
+                }
                 Input::RetryDue { .. } => self.retry = None,
                 // Whether the agent can compact is the provider's to say, at this moment (an
                 // ACP agent announces its commands once its session is open).
@@ -588,13 +599,26 @@ impl Driver {
     fn snapshot_before(&mut self, turn: TurnId) {
         if let Some(snapshots) = self.snapshots.as_mut() {
             snapshots.open_turn = Some(turn);
-            snapshots.worker.begin(turn, std::time::SystemTime::now());
+            snapshots.begin_due = Some((turn, std::time::SystemTime::now()));
+        }
+    }
+
+    /// Starts the walk of the "before" snapshot asked for: once the model has answered (the
+    /// request is out, and the walk no longer competes with the agent for a core while it
+    /// sends it), or before anything else the snapshot thread is asked. Correct whenever it
+    /// runs: what the agent wrote since the request is taken from the previous snapshot.
+    fn take_due_snapshot(&mut self) {
+        if let Some(snapshots) = self.snapshots.as_mut() {
+            if let Some((turn, since)) = snapshots.begin_due.take() {
+                snapshots.worker.begin(turn, since);
+            }
         }
     }
 
     /// Asks for the snapshot after turn `turn` (the turn has ended: the UI need not wait for
     /// it; its `turn.changes` follows).
     fn snapshot_after(&mut self, turn: TurnId) {
+        self.take_due_snapshot();
         if let Some(snapshots) = self.snapshots.as_mut() {
             if snapshots.open_turn == Some(turn) {
                 snapshots.open_turn = None;
@@ -1015,10 +1039,11 @@ impl Driver {
             }
             if let Some(store) = self.checkpoint_store.clone() {
                 // Written on a thread of its own while the request goes out: a session file
-                // grows with the conversation, and Enter must not wait for its copy.
+                // grows with the conversation, and Enter must not wait for its copy, nor the
+                // agent for a core.
                 let session = request.session.clone();
                 let checkpoint = checkpoint.clone();
-                tokio::task::spawn_blocking(move || {
+                let saver = crate::process::background::spawn("agentty-checkpoint", move || {
                     let name = CheckpointStore::turn_name(turn);
                     if let Err(error) = store.save(&name, &session, checkpoint.as_ref()) {
                         tracing::warn!(turn, %error, "cannot keep the session checkpoint on disk");
@@ -1028,6 +1053,9 @@ impl Driver {
                         store.remove(&CheckpointStore::turn_name(old));
                     }
                 });
+                if let Err(error) = saver {
+                    tracing::warn!(turn, %error, "cannot start the checkpoint's writer");
+                }
             }
             self.checkpoint = Some((turn, checkpoint));
         }
@@ -1139,4 +1167,15 @@ async fn sleep_until_opt(deadline: Option<Instant>) {
         Some(deadline) => tokio::time::sleep_until(deadline).await,
         None => std::future::pending().await,
     }
+}
+
+/// The model's own output (or the attempt's end): the request has reached it.
+fn the_model_answered(message: &AgentMessage) -> bool {
+    matches!(
+        message,
+        AgentMessage::Assistant { .. }
+            | AgentMessage::Thinking { .. }
+            | AgentMessage::Thought { .. }
+            | AgentMessage::ToolCall { .. }
+    ) || message.is_terminal()
 }

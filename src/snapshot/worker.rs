@@ -79,15 +79,13 @@ impl SnapshotWorker {
             before: HashMap::new(),
             told_over_total: false,
         };
-        let spawned = std::thread::Builder::new()
-            .name("agentty-snapshots".into())
-            .spawn(move || {
-                while let Ok(job) = job_rx.recv() {
-                    if reply_tx.send(state.run(job)).is_err() {
-                        break;
-                    }
+        let spawned = crate::process::background::spawn("agentty-snapshots", move || {
+            while let Ok(job) = job_rx.recv() {
+                if reply_tx.send(state.run(job)).is_err() {
+                    break;
                 }
-            });
+            }
+        });
         if let Err(error) = spawned {
             tracing::warn!(%error, "cannot start the snapshot thread; no snapshots");
         }

@@ -217,3 +217,95 @@ fn a_file_over_the_limit_is_reported_as_too_big_to_keep() {
         "{notice}"
     );
 }
+
+/// The "before" snapshot is walked once the model has answered, not while the request goes out
+/// (issue 29): an agent that edits, deletes and creates files before its first word still has
+/// each change counted as the turn's, and `/undo` puts the tree back as it was at Enter.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn files_the_agent_changes_before_its_first_word_are_the_turn_s_and_undo_restores_them() {
+    use agentty::orchestrator::{
+        spawn_orchestrator, Command, OrchestratorEvent, OrchestratorOptions,
+    };
+    use agentty::stream::{ChangeStatus, FileChange};
+    use std::sync::Arc;
+
+    let work = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let root = work.path();
+    std::fs::write(root.join("notes.txt"), "first\n").unwrap();
+    std::fs::write(root.join("doomed.txt"), "bye\n").unwrap();
+    let script = crate::support::script_agent::write_script(
+        state.path(),
+        "agent",
+        &format!(
+            "cd '{}' && echo second >> notes.txt && rm doomed.txt && echo new > created.txt\n\
+             sleep 0.2\n\
+             echo '{{\"type\":\"assistant\",\"delta\":\"Edited.\"}}'\n\
+             echo '{}'",
+            root.display(),
+            crate::support::script_agent::COMPLETED
+        ),
+    );
+    let provider = Arc::new(crate::support::script_agent::provider_for(&script));
+    let mut options = OrchestratorOptions::new(provider);
+    options.cwd = Some(root.to_path_buf());
+    // As after a user's pause: the tree as it was at Enter is known.
+    options.baseline_before_first_turn = true;
+    options.snapshots = Some(agentty::snapshot::SnapshotSetup {
+        root: root.to_path_buf(),
+        dir: state.path().join("snapshots"),
+        limits: agentty::snapshot::SnapshotLimits::default(),
+    });
+    let mut chat = spawn_orchestrator(options);
+    chat.commands.send(Command::Submit("edit".into())).unwrap();
+    let files = loop {
+        if let OrchestratorEvent::TurnChanges { files, .. } = next_event(&mut chat).await {
+            break files;
+        }
+    };
+    let change = |path: &str, status, added, removed| FileChange {
+        path: path.into(),
+        status,
+        added,
+        removed,
+        too_big: false,
+    };
+    assert_eq!(
+        files,
+        [
+            change("created.txt", ChangeStatus::Created, 1, 0),
+            change("doomed.txt", ChangeStatus::Deleted, 0, 1),
+            change("notes.txt", ChangeStatus::Modified, 1, 0),
+        ]
+    );
+    chat.commands
+        .send(Command::UndoTurn {
+            turn: 1,
+            overwrite: false,
+        })
+        .unwrap();
+    loop {
+        if let OrchestratorEvent::Undone { outcome, .. } = next_event(&mut chat).await {
+            assert!(outcome.is_ok(), "{outcome:?}");
+            break;
+        }
+    }
+    assert_eq!(
+        std::fs::read_to_string(root.join("notes.txt")).unwrap(),
+        "first\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("doomed.txt")).unwrap(),
+        "bye\n"
+    );
+    assert!(!root.join("created.txt").exists());
+}
+
+async fn next_event(
+    chat: &mut agentty::orchestrator::OrchestratorHandle,
+) -> agentty::orchestrator::OrchestratorEvent {
+    tokio::time::timeout(std::time::Duration::from_secs(30), chat.events.recv())
+        .await
+        .expect("the orchestrator answers")
+        .expect("the orchestrator runs")
+}
