@@ -30,18 +30,6 @@ pub(crate) enum ModelRequest {
 }
 
 impl ModelPicker {
-    /// The hint of its keys when it has no model to list.
-    pub(crate) const EMPTY_KEYS_HINT: &'static str = "Esc close";
-
-    /// The hint of its keys (beside them, so they cannot drift apart); with the agent's
-    /// thinking level when it has levels to step through (Shift+Tab).
-    pub(crate) fn keys_hint(thinking: Option<&str>) -> String {
-        let thinking = thinking
-            .map(|level| format!(" · Shift+Tab thinking: {level}"))
-            .unwrap_or_default();
-        format!("type to filter · Enter choose{thinking} · Esc close")
-    }
-
     /// A picker with the current model (`current`, an id) selected.
     pub(crate) fn new(models: &[ModelChoice], current: Option<&str>) -> Self {
         let selected = current
