@@ -8,6 +8,7 @@ use std::time::Instant;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::*;
+use crate::app::agent_status::ShownModel;
 use crate::app::conversation_picker::{ConversationPicker, WallClock};
 use crate::app::help::KeyHelp;
 use crate::app::history_search::HistorySearch;
@@ -156,19 +157,14 @@ fn the_lists_answer_the_keys_their_footers_name() {
 
 #[test]
 fn the_model_picker_answers_the_keys_its_footers_name() {
-    let models = [
-        ModelChoice {
-            id: "m-1".into(),
-            name: "Small".into(),
+    let models = [("m-1", "Small"), ("m-2", "Large")].map(|(id, name)| {
+        ShownModel::from(ModelChoice {
+            id: id.into(),
+            name: name.into(),
             ..ModelChoice::default()
-        },
-        ModelChoice {
-            id: "m-2".into(),
-            name: "Large".into(),
-            ..ModelChoice::default()
-        },
-    ];
-    let picker = ModelPicker::new(&models, Some("m-1"));
+        })
+    });
+    let picker = ModelPicker::new(&models, Some(&models[0].id));
     assert_answers(&picker, MODEL_PICKER_KEYS, |picker, key| {
         picker.on_key(key, None, &models)
     });

@@ -152,10 +152,10 @@ fn render_model_picker(state: &AppState, picker: &ModelPicker, area: Rect, buf: 
         return;
     }
     let matches = picker.matches(&status.models);
-    let current = state.current_model_choice().map(|model| model.id.as_str());
+    let current = state.current_model_choice().map(|model| &model.id);
     let thinking = status
         .thinking_level
-        .as_deref()
+        .as_ref()
         .filter(|_| !status.thinking_levels.is_empty());
     let outer = centered(area, width, matches.len().max(1) as u16 + 3);
     let hint = pane_hint_now(MODEL_PICKER_KEYS, footer_room(outer), |key| {
@@ -185,7 +185,7 @@ fn render_model_picker(state: &AppState, picker: &ModelPicker, area: Rect, buf: 
         .iter()
         .enumerate()
         .map(|(index, model)| {
-            let mark = if Some(model.id.as_str()) == current {
+            let mark = if Some(&model.id) == current {
                 "●"
             } else {
                 " "
