@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::sanitize::untrusted_owned;
+use crate::app::inert::InertText;
 use crate::stream::NoticeKind;
 use crate::stream::{AgentMessage, Usage};
 
@@ -128,8 +128,8 @@ pub(crate) struct UsageBook {
     pub(crate) turn: Option<Usage>,
     /// Every completed turn of the conversation added up (failed attempts report none).
     pub(crate) conversation: Option<Usage>,
-    /// The model the CLI last said it used.
-    pub(crate) model: Option<String>,
+    /// The model the CLI last said it used (made inert as it arrives).
+    pub(crate) model: Option<InertText>,
 }
 
 impl UsageBook {
@@ -154,7 +154,7 @@ impl UsageBook {
     /// The model as the agent named it, made inert for the terminal (it is shown as is).
     fn saw_model(&mut self, model: Option<&str>) {
         if let Some(model) = model.filter(|model| !model.is_empty()) {
-            self.model = Some(untrusted_owned(model));
+            self.model = Some(InertText::new(model));
         }
     }
 }

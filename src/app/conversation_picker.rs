@@ -60,10 +60,6 @@ impl WallClock {
 }
 
 impl ConversationPicker {
-    /// The hint of its keys (beside them, so they cannot drift apart).
-    pub(crate) const KEYS_HINT: &'static str =
-        "type to filter · ↑↓ choose · Enter open · Esc close";
-
     pub(crate) fn new(
         conversations: Vec<ConversationSummary>,
         current: Option<String>,

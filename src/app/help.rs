@@ -29,9 +29,6 @@ impl Default for KeyHelp {
 }
 
 impl KeyHelp {
-    /// The hint of its keys (beside them, so they cannot drift apart).
-    pub(crate) const KEYS_HINT: &'static str = "↑↓ PgUp PgDn scroll · Esc close";
-
     /// The frame just drawn could scroll the help down to `limit`.
     pub(crate) fn laid_out(&mut self, limit: usize) {
         self.limit = limit;

@@ -1,6 +1,7 @@
 //! The chat's keys in one table: the chords `AppState::on_key` dispatches ([`BINDINGS`]), the
-//! key hints of the menu and the `/` popup, the help overlay ([`help`]), the footer and the
-//! first-start screen all come from here, so a key and its hints cannot drift apart.
+//! key hints of the menu and the `/` popup, every overlay's footer (a [`PaneKey`] table each,
+//! drawn by [`pane_hint`]), the help overlay ([`help`]), the footer and the first-start screen
+//! all come from here, so a key and its hints cannot drift apart.
 //!
 //! Editing keys are readline's (as in Codex and shells), so the action menu moved off Ctrl+K to
 //! Ctrl+X; F2 still opens it.
@@ -134,7 +135,7 @@ pub(crate) fn footer_hint() -> String {
     format!("{MENU_KEY} actions · {HELP_KEY} help")
 }
 
-/// One key of a pane's footer (the `/` and `@` popup, Ctrl+R's search, the permission prompt):
+/// One key of a pane's footer (the `/` and `@` popup, the overlays, the permission prompt):
 /// the key's name and what it does there; `what` may be empty for keys the footer only names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct PaneKey {
@@ -175,6 +176,94 @@ pub(crate) const PERMISSION_NOTE_KEYS: &[PaneKey] = &[
 pub(crate) const PERMISSION_NOTE_KEYS_SHORT: &[PaneKey] =
     &[pane_key(SEND_KEY, "rejects"), pane_key(STOP_KEY, "back")];
 
+/// F1's help keys (`help.rs` answers them).
+pub(crate) const HELP_KEYS: &[PaneKey] = &[
+    pane_key("↑↓ PgUp PgDn", "scroll"),
+    pane_key(STOP_KEY, "close"),
+];
+
+/// The action menu's keys (`menu.rs` answers them).
+pub(crate) const MENU_KEYS: &[PaneKey] = &[
+    pane_key("↑↓", "choose"),
+    pane_key(SEND_KEY, "run"),
+    pane_key(STOP_KEY, "close"),
+];
+
+/// `/provider`'s keys (`provider_picker.rs` answers them).
+pub(crate) const PROVIDER_PICKER_KEYS: &[PaneKey] =
+    &[pane_key(SEND_KEY, "switch"), pane_key(STOP_KEY, "close")];
+
+/// `/resume`'s keys (`conversation_picker.rs` answers them).
+pub(crate) const CONVERSATION_PICKER_KEYS: &[PaneKey] = &[
+    pane_key("type", "to filter"),
+    pane_key("↑↓", "choose"),
+    pane_key(SEND_KEY, "open"),
+    pane_key(STOP_KEY, "close"),
+];
+
+/// The key that steps the model's thinking level in `/model`.
+pub(crate) const THINKING_LEVEL_KEY: &str = "Shift+Tab";
+
+/// `/model`'s keys (`model_picker.rs` answers them); the thinking level's key is named, with
+/// the level, only where the model has levels to step through.
+pub(crate) const MODEL_PICKER_KEYS: &[PaneKey] = &[
+    pane_key("type", "to filter"),
+    pane_key(SEND_KEY, "choose"),
+    pane_key(THINKING_LEVEL_KEY, "thinking"),
+    pane_key(STOP_KEY, "close"),
+];
+
+/// `/model`'s keys where the agent lists no model (`model_picker.rs` answers them).
+pub(crate) const MODEL_PICKER_EMPTY_KEYS: &[PaneKey] = &[pane_key(STOP_KEY, "close")];
+
+/// `/settings`' keys on a field of choices (`settings.rs` answers them).
+pub(crate) const SETTINGS_KEYS: &[PaneKey] = &[
+    pane_key("↑↓", "field"),
+    pane_key("←→", "change"),
+    pane_key(SEND_KEY, "save"),
+    pane_key(STOP_KEY, "cancel"),
+];
+
+/// `/settings`' keys on a number field, which also takes typed digits (`settings.rs` answers
+/// them).
+pub(crate) const SETTINGS_NUMBER_KEYS: &[PaneKey] = &[
+    pane_key("↑↓", "field"),
+    pane_key("←→", "or type a value"),
+    pane_key(SEND_KEY, "save"),
+    pane_key(STOP_KEY, "cancel"),
+];
+
+/// The key that shows the other turns' changes in `/diff`.
+pub(crate) const DIFF_SCOPE_KEY: &str = "Tab";
+
+/// `/diff`'s keys (`review.rs` answers them); the scope's key says which changes it shows next.
+pub(crate) const DIFF_KEYS: &[PaneKey] = &[
+    pane_key("↑↓ PgUp/PgDn", "scroll"),
+    pane_key("n/p", "file"),
+    pane_key(DIFF_SCOPE_KEY, "other turns"),
+    pane_key(STOP_KEY, "close"),
+];
+
+/// The `/undo` question's keys (`review.rs`'s `UndoConfirm` answers them).
+pub(crate) const UNDO_CONFIRM_KEYS: &[PaneKey] = &[
+    pane_key("y", "overwrite"),
+    pane_key("n", "keep them and undo nothing (default)"),
+];
+
+/// `/rewind`'s keys while a prompt is picked (`rewind.rs` answers them).
+pub(crate) const REWIND_KEYS: &[PaneKey] = &[
+    pane_key("↑↓", "choose a prompt"),
+    pane_key(SEND_KEY, ""),
+    pane_key(STOP_KEY, "close"),
+];
+
+/// `/rewind`'s keys while what to take back is chosen (`rewind.rs` answers them).
+pub(crate) const REWIND_CHOICE_KEYS: &[PaneKey] = &[
+    pane_key("↑↓", "choose"),
+    pane_key(SEND_KEY, "confirm"),
+    pane_key(STOP_KEY, "back"),
+];
+
 impl PaneKey {
     /// "Enter use", or the bare name when nothing is said of it.
     pub(crate) fn hint(&self) -> String {
@@ -190,16 +279,31 @@ impl PaneKey {
 /// what it does, else the first keys by name only, one more at a time (the last, what closes
 /// the pane, always keeps its meaning); "" when not even that fits.
 pub(crate) fn pane_hint(keys: &[PaneKey], room: usize) -> String {
-    (0..keys.len().max(1))
+    pane_hint_now(keys, room, |key| Some(key.what.to_owned()))
+}
+
+/// [`pane_hint`] for a pane whose keys say something of the moment: `now(key)` is what `key`
+/// does now (its `what`, or more: "thinking: high", "last turn"), `None` to leave the key out
+/// (it has nothing to act on).
+pub(crate) fn pane_hint_now(
+    keys: &[PaneKey],
+    room: usize,
+    now: impl Fn(&PaneKey) -> Option<String>,
+) -> String {
+    let shown: Vec<(&str, String)> = keys
+        .iter()
+        .filter_map(|key| Some((key.keys, now(key)?)))
+        .collect();
+    (0..shown.len().max(1))
         .map(|bare| {
-            let parts: Vec<String> = keys
+            let parts: Vec<String> = shown
                 .iter()
                 .enumerate()
-                .map(|(index, key)| {
-                    if index < bare {
-                        key.keys.to_owned()
+                .map(|(index, (keys, what))| {
+                    if index < bare || what.is_empty() {
+                        (*keys).to_owned()
                     } else {
-                        key.hint()
+                        format!("{keys} {what}")
                     }
                 })
                 .collect();
@@ -466,4 +570,39 @@ mod tests {
             crate::app::permission::FEEDBACK_KEY.to_string()
         );
     }
+
+    #[test]
+    fn overlay_footers_narrow_from_their_own_tables() {
+        assert_eq!(
+            pane_hint(MENU_KEYS, 58),
+            " ↑↓ choose · Enter run · Esc close "
+        );
+        assert_eq!(pane_hint(REWIND_KEYS, 34), " ↑↓ · Enter · Esc close ");
+        // What a key does now replaces what the table says; a key with nothing to act on now
+        // is left out.
+        let diff = |room| {
+            pane_hint_now(DIFF_KEYS, room, |key| {
+                Some(if key.keys == DIFF_SCOPE_KEY {
+                    "last turn".to_owned()
+                } else {
+                    key.what.to_owned()
+                })
+            })
+        };
+        assert_eq!(
+            diff(80),
+            " ↑↓ PgUp/PgDn scroll · n/p file · Tab last turn · Esc close "
+        );
+        assert_eq!(diff(38), " ↑↓ PgUp/PgDn · n/p · Tab · Esc close ");
+        assert_eq!(
+            pane_hint_now(MODEL_PICKER_KEYS, 80, |key| {
+                (key.keys != THINKING_LEVEL_KEY).then(|| key.what.to_owned())
+            }),
+            " type to filter · Enter choose · Esc close "
+        );
+    }
 }
+
+#[cfg(test)]
+#[path = "keymap_overlay_tests.rs"]
+mod overlay_tests;

@@ -36,11 +36,6 @@ pub struct ActionMenu {
     pub(crate) selected: usize,
 }
 
-impl ActionMenu {
-    /// The hint of its keys (beside them, so they cannot drift apart).
-    pub(crate) const KEYS_HINT: &'static str = "↑↓ choose · Enter run · Esc close";
-}
-
 impl OverlayPane for ActionMenu {
     type Input<'a> = ();
     /// The action to run.

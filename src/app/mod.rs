@@ -8,6 +8,7 @@
 
 pub(crate) mod action;
 pub(crate) mod activity;
+pub mod agent_status;
 pub(crate) mod attention;
 pub(crate) mod completion;
 pub(crate) mod composer;

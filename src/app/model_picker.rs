@@ -7,10 +7,10 @@ use std::time::Instant;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
+use super::agent_status::{AgentValue, ShownModel};
 use super::list::ListSelection;
 use super::pane::{OverlayPane, Step};
 use super::transcript::InertText;
-use crate::provider::ModelChoice;
 
 /// The picker as typed so far.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -23,29 +23,17 @@ pub struct ModelPicker {
 /// What the picker asks of the chat.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum ModelRequest {
-    /// The model with this id was chosen.
+    /// The model with this id (the agent's, unchanged) was chosen.
     Choose(String),
     /// The next thinking level, please (the picker stays open).
     NextThinkingLevel,
 }
 
 impl ModelPicker {
-    /// The hint of its keys when it has no model to list.
-    pub(crate) const EMPTY_KEYS_HINT: &'static str = "Esc close";
-
-    /// The hint of its keys (beside them, so they cannot drift apart); with the agent's
-    /// thinking level when it has levels to step through (Shift+Tab).
-    pub(crate) fn keys_hint(thinking: Option<&str>) -> String {
-        let thinking = thinking
-            .map(|level| format!(" · Shift+Tab thinking: {level}"))
-            .unwrap_or_default();
-        format!("type to filter · Enter choose{thinking} · Esc close")
-    }
-
-    /// A picker with the current model (`current`, an id) selected.
-    pub(crate) fn new(models: &[ModelChoice], current: Option<&str>) -> Self {
+    /// A picker with the current model (`current`, its id) selected.
+    pub(crate) fn new(models: &[ShownModel], current: Option<&AgentValue>) -> Self {
         let selected = current
-            .and_then(|current| models.iter().position(|model| model.id == current))
+            .and_then(|current| models.iter().position(|model| model.id == *current))
             .unwrap_or(0);
         Self {
             query: InertText::default(),
@@ -54,7 +42,7 @@ impl ModelPicker {
     }
 
     /// The models matching the query, in the agent's order.
-    pub(crate) fn matches<'a>(&self, models: &'a [ModelChoice]) -> Vec<&'a ModelChoice> {
+    pub(crate) fn matches<'a>(&self, models: &'a [ShownModel]) -> Vec<&'a ShownModel> {
         let query = self.query.to_lowercase();
         models
             .iter()
@@ -62,7 +50,7 @@ impl ModelPicker {
                 query.is_empty()
                     || [
                         model.name.as_str(),
-                        model.id.as_str(),
+                        model.id.shown().as_str(),
                         model.provider.as_deref().unwrap_or_default(),
                     ]
                     .iter()
@@ -73,7 +61,7 @@ impl ModelPicker {
 }
 
 impl OverlayPane for ModelPicker {
-    type Input<'a> = &'a [ModelChoice];
+    type Input<'a> = &'a [ShownModel];
     type Request = ModelRequest;
 
     /// A key; `models` are the agent's.
@@ -88,9 +76,10 @@ impl OverlayPane for ModelPicker {
             KeyCode::Esc => return Step::Close,
             KeyCode::Enter => {
                 return match matches.get(self.selected) {
-                    Some(model) => Step::Done(ModelRequest::Choose(model.id.clone())),
+                    // The agent's own id, as it wrote it.
+                    Some(model) => Step::Done(ModelRequest::Choose(model.id.raw().to_owned())),
                     None => Step::Open,
-                }
+                };
             }
             KeyCode::BackTab => return Step::Ask(ModelRequest::NextThinkingLevel),
             KeyCode::Backspace => {
@@ -129,13 +118,13 @@ pub(crate) fn next_level(levels: &[String], current: Option<&str>) -> Option<Str
 mod tests {
     use super::*;
 
-    fn model(id: &str, name: &str) -> ModelChoice {
-        ModelChoice {
+    fn model(id: &str, name: &str) -> ShownModel {
+        ShownModel::from(crate::provider::ModelChoice {
             id: id.into(),
             name: name.into(),
             provider: Some("demo".into()),
             reasoning: false,
-        }
+        })
     }
 
     fn press(code: KeyCode) -> KeyEvent {
@@ -149,7 +138,7 @@ mod tests {
             model("m-2", "Large"),
             model("x-3", "Other"),
         ];
-        let mut picker = ModelPicker::new(&models, Some("m-2"));
+        let mut picker = ModelPicker::new(&models, Some(&models[1].id));
         assert_eq!(picker.selected, 1, "the current model is selected");
         for ch in "LAR".chars() {
             picker.on_key(press(KeyCode::Char(ch)), None, &models);

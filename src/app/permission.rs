@@ -369,17 +369,13 @@ pub(crate) fn permission_cell(request: &PermissionRequest, expanded: bool) -> Pe
     let (diff, diff_hidden) = diff_lines(&request.diffs, MAX_DIFF_LINES);
     PermissionCell {
         kind: InertText::new(&request.kind),
-        title: one_line(&request.title).into(),
+        title: one_line(&request.title),
         command: request
             .command
             .as_deref()
             .filter(|command| !command.trim().is_empty())
             .map(InertText::new),
-        paths: request
-            .paths
-            .iter()
-            .map(|path| one_line(path).into())
-            .collect(),
+        paths: request.paths.iter().map(|path| one_line(path)).collect(),
         diff,
         diff_hidden,
         options: request
@@ -387,7 +383,7 @@ pub(crate) fn permission_cell(request: &PermissionRequest, expanded: bool) -> Pe
             .iter()
             .map(|option| ShownOption {
                 kind: option.kind,
-                name: one_line(&option.name).into(),
+                name: one_line(&option.name),
             })
             .collect(),
         outcome: PermissionOutcome::Waiting,
@@ -497,10 +493,10 @@ pub(crate) fn chosen(option: &PermissionOption, by: PermissionResolver) -> Permi
 }
 
 /// Sanitised, on one line (line breaks become spaces).
-fn one_line(text: &str) -> String {
-    let clean = untrusted_owned(text);
+fn one_line(text: &str) -> InertText {
+    let clean = InertText::new(text);
     if clean.contains('\n') {
-        clean.split_whitespace().collect::<Vec<_>>().join(" ")
+        InertText::new(&clean.split_whitespace().collect::<Vec<_>>().join(" "))
     } else {
         clean
     }
@@ -519,7 +515,7 @@ pub(crate) fn diff_lines(diffs: &[FileDiff], limit: usize) -> (Vec<DiffLine>, us
         }
     };
     for diff in diffs {
-        emit(DiffLine::File(one_line(&diff.path).into()));
+        emit(DiffLine::File(one_line(&diff.path)));
         let new: Vec<&str> = diff.new_text.lines().collect();
         let Some(old_text) = &diff.old_text else {
             for line in new {

@@ -15,9 +15,6 @@ pub struct ProviderPicker {
 }
 
 impl ProviderPicker {
-    /// The hint of its keys (beside them, so they cannot drift apart).
-    pub(crate) const KEYS_HINT: &'static str = "Enter switch · Esc close";
-
     /// The picker with `current` selected.
     pub(crate) fn new(current: &str) -> Self {
         Self {

@@ -92,17 +92,12 @@ impl DiffView {
         }
     }
 
-    /// The keys' names alone, for a narrow screen.
-    pub(crate) const KEYS_HINT_NARROW: &'static str = "↑↓ n/p Tab Esc";
-
-    /// The hint of its keys (beside them, so they cannot drift apart): Tab names the other
-    /// scope.
-    pub(crate) fn keys_hint(&self) -> String {
-        let other = match self.scope {
+    /// What the scope's key (`keymap::DIFF_SCOPE_KEY`) shows next.
+    pub(crate) fn other_scope(&self) -> &'static str {
+        match self.scope {
             DiffScope::Conversation => "last turn",
             DiffScope::LastTurn => "all turns",
-        };
-        format!("↑↓ PgUp/PgDn scroll · n/p file · Tab {other} · Esc close")
+        }
     }
 
     /// The frame just drawn showed `rows` of the diff.

@@ -12,6 +12,7 @@ use std::time::Instant;
 
 use crossterm::event::{KeyCode, KeyEvent};
 
+use crate::app::keymap::{PaneKey, REWIND_CHOICE_KEYS, REWIND_KEYS};
 use crate::app::list::ListSelection;
 use crate::app::pane::{OverlayPane, Step};
 use crate::app::transcript::InertText;
@@ -125,10 +126,6 @@ pub(crate) enum RewindRequest {
 }
 
 impl RewindPicker {
-    /// The hints of its keys (beside them, so they cannot drift apart), wide and narrow.
-    pub(crate) const KEYS_HINT: &'static str = "↑↓ choose a prompt · Enter · Esc close";
-    pub(crate) const KEYS_HINT_NARROW: &'static str = "↑↓ Enter Esc";
-
     pub(crate) fn new(entries: Vec<RewindEntry>, undo: Option<LastRewind>) -> Self {
         Self {
             entries,
@@ -154,6 +151,15 @@ impl RewindPicker {
     pub(crate) fn selected_entry(&self) -> Option<&RewindEntry> {
         self.entries
             .get(self.selected.checked_sub(self.undo_rows())?)
+    }
+
+    /// The keys it answers now: a prompt being picked, or what to take back.
+    pub(crate) fn keys(&self) -> &'static [PaneKey] {
+        if self.choosing.is_some() {
+            REWIND_CHOICE_KEYS
+        } else {
+            REWIND_KEYS
+        }
     }
 
     /// The choices for the selected row.

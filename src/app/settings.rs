@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use crossterm::event::{KeyCode, KeyEvent};
 
+use super::keymap::{PaneKey, SETTINGS_KEYS, SETTINGS_NUMBER_KEYS};
 use super::list::ListSelection;
 use super::pane::{OverlayPane, Step};
 use crate::config::{
@@ -129,14 +130,12 @@ impl SettingsDraft {
         self
     }
 
-    /// The hint of its keys (beside them, so they cannot drift apart), for the field being
-    /// edited; `wide` names what each key does.
-    pub(crate) fn keys_hint(&self, wide: bool) -> &'static str {
-        match (self.takes_numbers(), wide) {
-            (true, true) => "↑↓ field · ←→ or type a value · Enter save · Esc",
-            (false, true) => "↑↓ field · ←→ change · Enter save · Esc cancel",
-            (true, false) => "↑↓ ←→ or type · Enter save · Esc",
-            (false, false) => "↑↓ ←→ · Enter save · Esc cancel",
+    /// The keys it answers on the field being edited.
+    pub(crate) fn keys(&self) -> &'static [PaneKey] {
+        if self.takes_numbers() {
+            SETTINGS_NUMBER_KEYS
+        } else {
+            SETTINGS_KEYS
         }
     }
 

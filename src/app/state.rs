@@ -34,9 +34,10 @@ use super::permission::PermissionPrompt;
 pub use super::scroll::ScrollAction;
 use super::scroll::{TranscriptLayout, TranscriptScroll};
 use super::transcript::{CellBody, CellId, InertText, NoticeCell, NoticeLevel, Transcript};
+use crate::app::agent_status::ShownAgentStatus;
 use crate::config::RetryPolicy;
 use crate::orchestrator::{Command, TurnId, TurnOutcome};
-use crate::provider::{AgentQueue, AgentStatus};
+use crate::provider::AgentQueue;
 use crate::provider::{AgentSetting, StopProgress};
 use crate::sanitize::for_clipboard;
 use crate::session_log::ConversationSummary;
@@ -317,7 +318,7 @@ pub struct AppState {
     /// The agent's own queue of steering / follow-up messages, as it reports it.
     pub agent_queue: ShownAgentQueue,
     /// The agent's model, thinking level, session cost and tokens, as it reports them.
-    pub agent_status: AgentStatus,
+    pub agent_status: ShownAgentStatus,
     /// Permission requests waiting for the user's answer, oldest first; the first is the open
     /// prompt, which takes the keys once armed (after an overlay the user opened).
     pub permission_prompts: VecDeque<PermissionPrompt>,
@@ -382,7 +383,7 @@ impl AppState {
             agent_steers: false,
             agent_transport: None,
             agent_queue: ShownAgentQueue::default(),
-            agent_status: AgentStatus::default(),
+            agent_status: ShownAgentStatus::default(),
             permission_prompts: VecDeque::new(),
             typed_at: None,
             pending_setting: None,

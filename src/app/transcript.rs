@@ -296,7 +296,7 @@ pub enum PermissionOutcome {
     /// then the option's id).
     Chosen {
         kind: Option<crate::stream::PermissionOptionKind>,
-        name: String,
+        name: InertText,
         by: crate::stream::PermissionResolver,
     },
     /// Answered `cancelled` (the turn was stopped, or the prompt dismissed with no reject

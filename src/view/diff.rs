@@ -7,16 +7,17 @@ use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 
-use super::frame::{age, centered, draw_rows, frame};
+use super::frame::{age, centered, draw_rows, footer, footer_room, frame};
 use super::highlight::CodeHighlighter;
 use super::theme::palette;
 use super::wrap::{wrap, RichLine, WrapMode};
+use crate::app::keymap::{pane_hint_now, DIFF_KEYS, DIFF_SCOPE_KEY, UNDO_CONFIRM_KEYS};
 use crate::app::review::{ConfirmFor, DiffRow, DiffScope, DiffView, UndoConfirm};
 use crate::app::rewind::{LastRewind, RewindPicker};
 use crate::snapshot::DiffLineKind;
 use crate::stream::ChangeStatus;
 
-/// Below this width the footer names only the keys.
+/// Below this width the title is short.
 const NARROW: u16 = 60;
 
 /// The diff's box on a screen of `area`.
@@ -51,12 +52,14 @@ pub(crate) fn render_diff(view: &DiffView, area: Rect, buf: &mut Buffer) {
         (DiffScope::Conversation, false) => format!("All {turns} · {files}"),
         (DiffScope::LastTurn, false) => format!("Last turn · {files}"),
     };
-    let footer = if outer.width >= NARROW {
-        view.keys_hint()
-    } else {
-        DiffView::KEYS_HINT_NARROW.to_owned()
-    };
-    let inner = frame(&title, &footer, outer, buf);
+    let hint = pane_hint_now(DIFF_KEYS, footer_room(outer), |key| {
+        Some(if key.keys == DIFF_SCOPE_KEY {
+            view.other_scope().to_owned()
+        } else {
+            key.what.to_owned()
+        })
+    });
+    let inner = frame(&title, hint.trim(), outer, buf);
     if inner.height == 0 || inner.width == 0 {
         return;
     }
@@ -197,17 +200,16 @@ pub(crate) fn render_confirm_undo(confirm: &UndoConfirm, area: Rect, buf: &mut B
         .to_owned(),
         Style::default(),
     );
-    add(
-        "y overwrite · n keep them and undo nothing (default)".to_owned(),
-        palette().dim,
-    );
+    let answers: Vec<String> = UNDO_CONFIRM_KEYS.iter().map(|key| key.hint()).collect();
+    add(answers.join(" · "), palette().dim);
     let outer = centered(area, width, rows.len() as u16 + 2);
     let title = match confirm.asked_by {
         ConfirmFor::Undo => "Undo the last turn",
         ConfirmFor::Rewind { .. } => "Rewind the files",
         ConfirmFor::UndoRewind { .. } => "Undo the rewind",
     };
-    let inner = frame(title, "y / n", outer, buf);
+    let keys: Vec<&str> = UNDO_CONFIRM_KEYS.iter().map(|key| key.keys).collect();
+    let inner = frame(title, &keys.join(" / "), outer, buf);
     draw_rows(&rows, inner, buf);
 }
 
@@ -271,12 +273,12 @@ pub(crate) fn render_rewind(
             rows.push(Line::styled(" No prompt to rewind to", dim));
         }
         let outer = centered(area, width, rows.len() as u16 + 2);
-        let footer = if width >= NARROW {
-            RewindPicker::KEYS_HINT
-        } else {
-            RewindPicker::KEYS_HINT_NARROW
-        };
-        let inner = frame("Rewind to before", footer, outer, buf);
+        let inner = frame(
+            "Rewind to before",
+            &footer(picker.keys(), outer),
+            outer,
+            buf,
+        );
         draw_rows(&rows, inner, buf);
         return;
     };
@@ -304,12 +306,7 @@ pub(crate) fn render_rewind(
         ));
     }
     let outer = centered(area, width, rows.len() as u16 + 2);
-    let footer = if width >= NARROW {
-        "↑↓ choose · Enter confirm · Esc back"
-    } else {
-        "↑↓ Enter Esc"
-    };
-    let inner = frame(title, footer, outer, buf);
+    let inner = frame(title, &footer(picker.keys(), outer), outer, buf);
     draw_rows(&rows, inner, buf);
 }
 

@@ -8,6 +8,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Widget};
 
 use super::theme::palette;
+use crate::app::keymap::{pane_hint, PaneKey};
 
 pub(crate) fn centered(area: Rect, width: u16, height: u16) -> Rect {
     let width = width.min(area.width);
@@ -33,6 +34,17 @@ pub(crate) fn frame(title: &str, footer: &str, area: Rect, buf: &mut Buffer) -> 
     let inner = block.inner(area);
     block.render(area, buf);
     inner
+}
+
+/// The footer of a box drawn at `outer`: its keys, as many as its bottom border holds.
+pub(crate) fn footer(keys: &[PaneKey], outer: Rect) -> String {
+    pane_hint(keys, footer_room(outer)).trim().to_owned()
+}
+
+/// The columns a footer has on the bottom border of a box drawn at `outer` (between its
+/// corners).
+pub(crate) fn footer_room(outer: Rect) -> usize {
+    usize::from(outer.width.saturating_sub(2))
 }
 
 pub(crate) fn draw_rows(rows: &[Line<'_>], inner: Rect, buf: &mut Buffer) {

@@ -268,7 +268,7 @@ fn render_composer(
     } else if state.composer.held_count() > 0 {
         // Prompts brought back one at a time: say that more follow.
         format!(
-            " Enter sends · {} more after this one · {QUIT_KEY} drops it ",
+            " {SEND_KEY} sends · {} more after this one · {QUIT_KEY} drops it ",
             state.composer.held_count()
         )
     } else if !state.orchestrator_alive {

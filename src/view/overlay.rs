@@ -18,7 +18,11 @@ use crate::app::action::Action;
 use crate::app::conversation_picker::ConversationPicker;
 use crate::app::help::KeyHelp;
 use crate::app::history_search::HistorySearch;
-use crate::app::keymap::{self, key_hint, pane_hint, HISTORY_SEARCH_KEYS};
+use crate::app::keymap::{
+    self, key_hint, pane_hint_now, CONVERSATION_PICKER_KEYS, HELP_KEYS, HISTORY_SEARCH_KEYS,
+    MENU_KEYS, MODEL_PICKER_EMPTY_KEYS, MODEL_PICKER_KEYS, PROVIDER_PICKER_KEYS, SEND_KEY,
+    THINKING_LEVEL_KEY,
+};
 use crate::app::menu::{ActionMenu, Overlay};
 use crate::app::model_picker::ModelPicker;
 use crate::app::provider_picker::ProviderPicker;
@@ -27,7 +31,7 @@ use crate::app::rewind::RewindPicker;
 use crate::app::settings::{SettingsDraft, SettingsField};
 use crate::app::state::AppState;
 use crate::provider::PROVIDER_NAMES;
-use crate::view::frame::{age, centered, draw_rows, frame, selectable};
+use crate::view::frame::{age, centered, draw_rows, footer, footer_room, frame, selectable};
 use crate::view::list::{draw_scrolled, draw_selectable};
 use crate::view::wrap::{wrap, RichLine, WrapMode};
 
@@ -143,19 +147,25 @@ fn render_model_picker(state: &AppState, picker: &ModelPicker, area: Rect, buf: 
             usize::from(width.saturating_sub(2)),
         );
         let outer = centered(area, width, rows.len() as u16 + 2);
-        let inner = frame("Model", ModelPicker::EMPTY_KEYS_HINT, outer, buf);
+        let inner = frame("Model", &footer(MODEL_PICKER_EMPTY_KEYS, outer), outer, buf);
         draw_rows(&rows, inner, buf);
         return;
     }
     let matches = picker.matches(&status.models);
-    let current = state.current_model_choice().map(|model| model.id.as_str());
+    let current = state.current_model_choice().map(|model| &model.id);
     let thinking = status
         .thinking_level
-        .as_deref()
+        .as_ref()
         .filter(|_| !status.thinking_levels.is_empty());
-    let footer = ModelPicker::keys_hint(thinking);
     let outer = centered(area, width, matches.len().max(1) as u16 + 3);
-    let inner = frame("Model", &footer, outer, buf);
+    let hint = pane_hint_now(MODEL_PICKER_KEYS, footer_room(outer), |key| {
+        if key.keys == THINKING_LEVEL_KEY {
+            thinking.map(|level| format!("{}: {level}", key.what))
+        } else {
+            Some(key.what.to_owned())
+        }
+    });
+    let inner = frame("Model", hint.trim(), outer, buf);
     if inner.height == 0 {
         return;
     }
@@ -175,7 +185,7 @@ fn render_model_picker(state: &AppState, picker: &ModelPicker, area: Rect, buf: 
         .iter()
         .enumerate()
         .map(|(index, model)| {
-            let mark = if Some(model.id.as_str()) == current {
+            let mark = if Some(&model.id) == current {
                 "●"
             } else {
                 " "
@@ -199,7 +209,7 @@ fn render_model_picker(state: &AppState, picker: &ModelPicker, area: Rect, buf: 
 
 fn render_menu(state: &AppState, selected: usize, area: Rect, buf: &mut Buffer) {
     let outer = centered(area, 60, Action::ALL.len() as u16 + 2);
-    let inner = frame("Actions", ActionMenu::KEYS_HINT, outer, buf);
+    let inner = frame("Actions", &footer(MENU_KEYS, outer), outer, buf);
     let rows: Vec<Line<'_>> = Action::ALL
         .iter()
         .enumerate()
@@ -272,7 +282,7 @@ pub(crate) fn help_scroll_limit(state: &AppState, area: Rect) -> usize {
 
 fn render_help(state: &AppState, scroll: usize, area: Rect, buf: &mut Buffer) {
     let (rows, outer) = help_box(state, area);
-    let inner = frame("Keys", KeyHelp::KEYS_HINT, outer, buf);
+    let inner = frame("Keys", &footer(HELP_KEYS, outer), outer, buf);
     draw_scrolled(&rows, scroll, inner, buf);
 }
 
@@ -305,7 +315,12 @@ fn help_box(state: &AppState, area: Rect) -> (Vec<Line<'static>>, Rect) {
 
 fn render_picker(state: &AppState, selected: usize, area: Rect, buf: &mut Buffer) {
     let outer = centered(area, 40, PROVIDER_NAMES.len() as u16 + 2);
-    let inner = frame("Switch provider", ProviderPicker::KEYS_HINT, outer, buf);
+    let inner = frame(
+        "Switch provider",
+        &footer(PROVIDER_PICKER_KEYS, outer),
+        outer,
+        buf,
+    );
     let rows: Vec<Line<'_>> = PROVIDER_NAMES
         .iter()
         .enumerate()
@@ -336,11 +351,12 @@ fn render_history_search(
     buf: &mut Buffer,
 ) {
     let outer = centered(area, 80, 14);
-    let footer = pane_hint(
-        HISTORY_SEARCH_KEYS,
-        usize::from(outer.width.saturating_sub(2)),
+    let inner = frame(
+        "Search earlier prompts",
+        &footer(HISTORY_SEARCH_KEYS, outer),
+        outer,
+        buf,
     );
-    let inner = frame("Search earlier prompts", footer.trim(), outer, buf);
     if inner.height == 0 {
         return;
     }
@@ -390,8 +406,8 @@ fn render_settings(state: &AppState, draft: &SettingsDraft, area: Rect, buf: &mu
         "Unchanged.".to_owned()
     } else {
         match &state.config_path {
-            Some(path) => format!("Not saved yet: Enter saves to {}", path.display()),
-            None => "Not saved yet: Enter applies it to this run (no config file)".to_owned(),
+            Some(path) => format!("Not saved yet: {SEND_KEY} saves to {}", path.display()),
+            None => format!("Not saved yet: {SEND_KEY} applies it to this run (no config file)"),
         }
     };
     let mut notes: Vec<Line<'static>> = Vec::new();
@@ -408,8 +424,7 @@ fn render_settings(state: &AppState, draft: &SettingsDraft, area: Rect, buf: &mu
         .with_uniform_prefix(vec![Span::raw(" ")]);
     notes.extend(wrap(&line, note_width));
     let outer = centered(area, width, (fields.len() + 1 + notes.len()) as u16 + 2);
-    let footer = draft.keys_hint(width >= 56);
-    let inner = frame("Settings", footer, outer, buf);
+    let inner = frame("Settings", &footer(draft.keys(), outer), outer, buf);
     let mut rows: Vec<Line<'_>> = fields
         .iter()
         .map(|field| {
@@ -440,7 +455,7 @@ fn render_conversations(picker: &ConversationPicker, area: Rect, buf: &mut Buffe
     let outer = centered(area, area.width.saturating_sub(4).clamp(20, 110), height);
     let inner = frame(
         "Resume a conversation",
-        ConversationPicker::KEYS_HINT,
+        &footer(CONVERSATION_PICKER_KEYS, outer),
         outer,
         buf,
     );

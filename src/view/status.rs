@@ -14,6 +14,8 @@ use ratatui::text::{Line, Span};
 use super::cells::format_elapsed;
 use super::theme::palette;
 use crate::app::activity::AgentPhase;
+use crate::app::agent_status::AgentValue;
+use crate::app::inert::InertText;
 use crate::app::keymap::{footer_hint, QUIT_KEY, STOP_KEY};
 use crate::app::permission::{esc_action, key_summary};
 use crate::app::state::{Activity, AppState, StopStatus};
@@ -64,8 +66,11 @@ pub(crate) fn render_status(state: &AppState, area: Rect, buf: &mut Buffer, now:
         .agent_status
         .model
         .as_ref()
+        .map(AgentValue::shown)
         .or(state.usage_book.model.as_ref())
-        .or(state.model.as_ref());
+        .map(InertText::as_str)
+        // The model the user configured.
+        .or(state.model.as_deref());
     let mut settings = String::new();
     if let Some(model) = model {
         settings.push_str(&format!(" · {model}"));
@@ -78,7 +83,7 @@ pub(crate) fn render_status(state: &AppState, area: Rect, buf: &mut Buffer, now:
         .agent_status
         .current_mode()
         .map(|mode| &mode.name)
-        .or(state.agent_status.mode.as_ref());
+        .or(state.agent_status.mode.as_ref().map(AgentValue::shown));
     if let Some(mode) = mode {
         settings.push_str(&format!(" · mode {mode}"));
     }

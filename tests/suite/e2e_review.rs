@@ -155,7 +155,7 @@ fn the_diff_fits_a_40x12_terminal() {
     pane.prompt("edit");
     pane.wait_for_text("4 files changed");
     pane.prompt("/diff");
-    let diff = pane.wait_for_text("↑↓ n/p Tab Esc");
+    let diff = pane.wait_for_text("n/p · Tab · Esc close");
     eprintln!("/diff at 40x12:\n{diff}");
     let rows: Vec<&str> = diff.lines().collect();
     assert!(rows[0].starts_with("┌ All 1 turn · 4 files "), "{diff}");

@@ -10,7 +10,7 @@ use agentty::app::state::AppEffect;
 use agentty::config::Transport;
 use agentty::orchestrator::{Command, OrchestratorEvent};
 use agentty::provider::AgentSetting;
-use agentty::provider::{AgentStatus, ModelChoice};
+use agentty::provider::{AgentStatus, ModeChoice, ModelChoice};
 
 use crate::support::chat;
 
@@ -196,5 +196,67 @@ fn model_names_reach_the_terminal_inert_and_ids_go_back_unchanged() {
     assert_eq!(
         chat.press(KeyCode::Enter),
         change(AgentSetting::Model("evil\x1b[2J".into()))
+    );
+}
+
+#[test]
+fn thinking_levels_and_mode_ids_go_back_as_the_agent_wrote_them_and_show_inert() {
+    let mut chat = pi_chat();
+    let evil = "evil\x1b[2J";
+    let (low, high) = ("low\x1b]0;pwned\x07", "high\x1b[5m");
+    let mut hostile = status("demo-1", None);
+    hostile.models.push(model(evil, "Evil", true));
+    hostile.model = Some(evil.into());
+    hostile.thinking_levels = vec![low.into(), high.into()];
+    hostile.thinking_level = Some(low.into());
+    chat.event(5, OrchestratorEvent::AgentStatusChanged(hostile.clone()));
+    // The current model is found by the agent's own id: marked in the picker, named on the bar.
+    chat.type_text("/model");
+    chat.press(KeyCode::Enter);
+    assert_no_control_character(&chat.terminal(100, 24, 5));
+    let screen = chat.screen(100, 24, 5);
+    assert!(screen.contains("● Evil"), "{screen}");
+    let status_bar = screen.lines().last().unwrap();
+    assert!(
+        status_bar.contains("pi · evil␛[2J · thinking low␛]0;pwned␇"),
+        "{status_bar}"
+    );
+    // Shift+Tab asks for the next level as the agent wrote it; its confirmation is said inert.
+    assert_eq!(
+        chat.key(KeyCode::BackTab, KeyModifiers::SHIFT),
+        change(AgentSetting::ThinkingLevel(high.into()))
+    );
+    hostile.thinking_level = Some(high.into());
+    chat.event(6, OrchestratorEvent::AgentStatusChanged(hostile.clone()));
+    assert_no_control_character(&chat.terminal(100, 24, 6));
+    assert!(chat.screen(100, 24, 6).contains("Thinking level: high␛[5m"));
+    chat.press(KeyCode::Esc);
+
+    // Modes: the current one is found by its raw id, the next one asked for by its raw id.
+    let (default, plan) = ("default\x1b[1m", "plan\x07");
+    hostile.modes = vec![
+        ModeChoice {
+            id: default.into(),
+            name: "Default".into(),
+        },
+        ModeChoice {
+            id: plan.into(),
+            name: "Plan\x1b[3m".into(),
+        },
+    ];
+    hostile.mode = Some(default.into());
+    chat.event(7, OrchestratorEvent::AgentStatusChanged(hostile.clone()));
+    assert_eq!(
+        chat.key(KeyCode::BackTab, KeyModifiers::SHIFT),
+        change(AgentSetting::Mode(plan.into()))
+    );
+    hostile.mode = Some(plan.into());
+    chat.event(8, OrchestratorEvent::AgentStatusChanged(hostile));
+    assert_no_control_character(&chat.terminal(100, 24, 8));
+    let screen = chat.screen(100, 24, 8);
+    assert!(screen.contains("Mode: Plan␛[3m"), "{screen}");
+    assert!(
+        screen.lines().last().unwrap().contains("mode Plan␛[3m"),
+        "{screen}"
     );
 }

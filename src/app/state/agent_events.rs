@@ -8,6 +8,7 @@ use serde_json::Value;
 use super::{plural, AppEffect, AppState, AskedPermission, ShownAgentQueue, StopState, TurnState};
 use crate::app::activity::PhaseTracker;
 use crate::app::failure_text::{failure_facts, failure_headline, next_step};
+use crate::app::keymap::{QUIT_KEY, SEND_KEY};
 use crate::app::permission::{
     permission_cell, resolved_outcome, unseen_request_cell, PermissionPrompt,
 };
@@ -905,9 +906,9 @@ impl AppState {
         self.composer
             .bring_back(queued.iter().map(ToString::to_string).collect());
         let how = if queued.len() > 1 {
-            "one at a time: Enter sends, Ctrl+C clears, and the next comes in"
+            format!("one at a time: {SEND_KEY} sends, {QUIT_KEY} clears, and the next comes in")
         } else {
-            "Enter sends, Ctrl+C clears"
+            format!("{SEND_KEY} sends, {QUIT_KEY} clears")
         };
         self.notice(
             NoticeLevel::Info,
@@ -964,9 +965,9 @@ fn summarize_tool_input(input: &Value) -> String {
     } else {
         first
     };
-    // Long summaries are cut when drawn; keep the stored one bounded too.
-    let bounded: String = first.chars().take(400).collect();
-    untrusted_owned(&bounded)
+    // Long summaries are cut when drawn; keep the stored one bounded too (made inert where it
+    // is stored).
+    first.chars().take(400).collect()
 }
 
 #[cfg(test)]

@@ -4,29 +4,25 @@
 //! Where the agent lists nothing, the picker says so instead of offering nothing.
 
 use super::{AppEffect, AppState};
+use crate::app::agent_status::{AgentValue, ShownAgentStatus, ShownModel};
 use crate::app::menu::Overlay;
 use crate::app::model_picker::{next_level, ModelPicker, ModelRequest};
 use crate::app::transcript::NoticeLevel;
 use crate::orchestrator::Command;
 use crate::provider::AgentSetting;
-use crate::provider::{AgentStatus, ModeChoice, ModelChoice};
-use crate::sanitize::untrusted_owned;
+use crate::provider::AgentStatus;
 
 impl AppState {
     /// `/model`: the picker, on the current model.
     pub(super) fn open_model_picker(&mut self) -> Vec<AppEffect> {
         let current = self.current_model_choice().map(|model| model.id.clone());
-        let picker = ModelPicker::new(&self.agent_status.models, current.as_deref());
+        let picker = ModelPicker::new(&self.agent_status.models, current.as_ref());
         self.open_overlay(Overlay::ModelPicker(picker))
     }
 
     /// The model the agent runs, among those it lists.
-    pub(crate) fn current_model_choice(&self) -> Option<&ModelChoice> {
-        let current = self.agent_status.model.as_deref()?;
-        self.agent_status
-            .models
-            .iter()
-            .find(|model| untrusted_owned(&model.id) == current)
+    pub(crate) fn current_model_choice(&self) -> Option<&ShownModel> {
+        self.agent_status.current_model()
     }
 
     /// What the model picker asks: a model (the picker closed), or the next thinking level (it
@@ -34,8 +30,10 @@ impl AppState {
     pub(super) fn on_model_request(&mut self, request: ModelRequest) -> Vec<AppEffect> {
         match request {
             ModelRequest::Choose(id) => {
-                let current = self.current_model_choice().map(|model| model.id.clone());
-                if current.as_deref() == Some(id.as_str()) {
+                if self
+                    .current_model_choice()
+                    .is_some_and(|model| model.id.raw() == id)
+                {
                     return Vec::new();
                 }
                 self.ask_setting(AgentSetting::Model(id))
@@ -51,8 +49,12 @@ impl AppState {
         if status.modes.is_empty() {
             return self.cycle_thinking_level();
         }
-        let ids: Vec<String> = status.modes.iter().map(|mode| mode.id.clone()).collect();
-        match next_level(&ids, status.mode.as_deref()) {
+        let ids: Vec<String> = status
+            .modes
+            .iter()
+            .map(|mode| mode.id.raw().to_owned())
+            .collect();
+        match next_level(&ids, status.mode.as_ref().map(AgentValue::raw)) {
             Some(mode) => self.ask_setting(AgentSetting::Mode(mode)),
             None => Vec::new(),
         }
@@ -61,7 +63,12 @@ impl AppState {
     /// The current model's next thinking level; where there is none, it says so.
     pub(super) fn cycle_thinking_level(&mut self) -> Vec<AppEffect> {
         let status = &self.agent_status;
-        let Some(level) = next_level(&status.thinking_levels, status.thinking_level.as_deref())
+        let levels: Vec<String> = status
+            .thinking_levels
+            .iter()
+            .map(|level| level.raw().to_owned())
+            .collect();
+        let Some(level) = next_level(&levels, status.thinking_level.as_ref().map(AgentValue::raw))
         else {
             let why = if status.models.is_empty() {
                 format!(
@@ -86,37 +93,7 @@ impl AppState {
     /// and the agent made, or a refusal, is said once.
     pub(super) fn on_agent_status(&mut self, status: AgentStatus) {
         let refused = status.refusals > self.agent_status.refusals;
-        self.agent_status = AgentStatus {
-            model: status.model.map(|model| untrusted_owned(&model)),
-            thinking_level: status.thinking_level.map(|level| untrusted_owned(&level)),
-            mode: status.mode.map(|mode| untrusted_owned(&mode)),
-            models: status
-                .models
-                .into_iter()
-                .map(|model| ModelChoice {
-                    // The id goes back to the agent unchanged; only the rest is shown.
-                    name: untrusted_owned(&model.name),
-                    provider: model.provider.map(|provider| untrusted_owned(&provider)),
-                    ..model
-                })
-                .collect(),
-            thinking_levels: status
-                .thinking_levels
-                .iter()
-                .map(|level| untrusted_owned(level))
-                .collect(),
-            // Ids go back to the agent unchanged: a mode is found by its id, shown by its name.
-            modes: status
-                .modes
-                .into_iter()
-                .map(|mode| ModeChoice {
-                    name: untrusted_owned(&mode.name),
-                    ..mode
-                })
-                .collect(),
-            refusal: status.refusal.map(|refusal| untrusted_owned(&refusal)),
-            ..status
-        };
+        self.agent_status = ShownAgentStatus::from(status);
         if refused {
             self.pending_setting = None;
             let refusal = self.agent_status.refusal.clone().unwrap_or_default();
@@ -129,18 +106,18 @@ impl AppState {
         let done = match &self.pending_setting {
             Some(AgentSetting::Model(id)) => self
                 .current_model_choice()
-                .filter(|model| model.id == *id)
+                .filter(|model| model.id.raw() == id)
                 .map(|model| format!("Model: {} — from the agent's next request on", model.name)),
             Some(AgentSetting::ThinkingLevel(level)) => self
                 .agent_status
                 .thinking_level
                 .as_ref()
-                .filter(|current| *current == level)
+                .filter(|current| current.raw() == level)
                 .map(|level| format!("Thinking level: {level}")),
             Some(AgentSetting::Mode(id)) => self
                 .agent_status
                 .current_mode()
-                .filter(|mode| mode.id == *id)
+                .filter(|mode| mode.id.raw() == id)
                 .map(|mode| format!("Mode: {}", mode.name)),
             None => None,
         };
