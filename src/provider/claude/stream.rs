@@ -776,12 +776,11 @@ impl StreamAttempt {
             if let (Some(id), Ok(mut unwritten)) =
                 (session.session_id.clone(), self.shared.unwritten.lock())
             {
-                // Looked for again while waiting: a new session's file may appear only with
-                // this turn's late write.
-                let (backend, request) = (self.backend.clone(), request.clone());
-                *unwritten = Some(UnwrittenTurn::at_turn_end(move || {
-                    backend.session_file(&id, &request)
-                }));
+                *unwritten = Some(UnwrittenTurn::of_session(
+                    self.backend.clone(),
+                    id,
+                    request.clone(),
+                ));
             }
         }
         if !keep {
