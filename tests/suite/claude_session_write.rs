@@ -7,10 +7,12 @@
 //! what each checkpoint read.
 
 use agentty::config::{PermissionPolicy, ProviderSettings};
-use agentty::orchestrator::{spawn_orchestrator, Command, OrchestratorOptions};
+use agentty::orchestrator::{spawn_orchestrator, OrchestratorOptions};
 use agentty::provider::{build_backend, provider_on, Transport};
 
-use crate::support::real_cli::{assert_turn, rewound, run_turn};
+use crate::support::real_cli::{
+    assert_turn, rewind_conversation, run_turn, undo_conversation_rewind,
+};
 use crate::support::script_agent::write_script;
 
 /// How long after its `result` the fake writes what it writes late: well after the next
@@ -57,6 +59,17 @@ struct Rewound {
     undone: String,
 }
 
+impl Rewound {
+    /// Each checkpoint held the answers written after the `result`: the rewind put back turn
+    /// one whole, its undo both turns.
+    fn assert_both_answers_kept(&self) {
+        let one = "{\"user\":\"one\"}\n{\"answer\":\"one\"}\n";
+        let two = "{\"user\":\"two\"}\n{\"answer\":\"two\"}\n";
+        assert_eq!(self.to_before_second, one);
+        assert_eq!(self.undone, format!("{one}{two}"));
+    }
+}
+
 /// Two turns ("one", "two") on the fake, each prompt sent as soon as the turn before ended;
 /// then a rewind of the conversation to before "two" and its undo.
 async fn two_turns_then_rewind(session_write: &str) -> Rewound {
@@ -86,29 +99,9 @@ async fn two_turns_then_rewind(session_write: &str) -> Rewound {
     let file = config.path().join(format!("projects/work/{id}.jsonl"));
     let read = || std::fs::read_to_string(&file).unwrap_or_default();
 
-    let done = rewound(
-        &mut chat,
-        Command::Rewind {
-            turn: 2,
-            conversation: true,
-            files: false,
-            overwrite: false,
-        },
-    )
-    .await;
-    assert_eq!(done.conversation, Some(Ok(())), "{done:?}");
+    rewind_conversation(&mut chat, 2).await;
     let to_before_second = read();
-    let undone = rewound(
-        &mut chat,
-        Command::UndoRewind {
-            turn: 2,
-            conversation: true,
-            files: false,
-            overwrite: false,
-        },
-    )
-    .await;
-    assert_eq!(undone.conversation, Some(Ok(())), "{undone:?}");
+    undo_conversation_rewind(&mut chat, 2).await;
     Rewound {
         to_before_second,
         undone: read(),
@@ -119,29 +112,17 @@ async fn two_turns_then_rewind(session_write: &str) -> Rewound {
 /// the rewind waited likewise for the answer to "two" before keeping the session it undoes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rewind_keeps_what_claude_wrote_to_its_session_after_the_result() {
-    let rewound = two_turns_then_rewind("split").await;
-    assert_eq!(
-        rewound.to_before_second,
-        "{\"user\":\"one\"}\n{\"answer\":\"one\"}\n"
-    );
-    assert_eq!(
-        rewound.undone,
-        "{\"user\":\"one\"}\n{\"answer\":\"one\"}\n{\"user\":\"two\"}\n{\"answer\":\"two\"}\n"
-    );
+    two_turns_then_rewind("split")
+        .await
+        .assert_both_answers_kept();
 }
 
 /// A new session's file that appears only after the first turn's `result` is waited for too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_file_that_appears_only_after_the_first_result_is_waited_for() {
-    let rewound = two_turns_then_rewind("late").await;
-    assert_eq!(
-        rewound.to_before_second,
-        "{\"user\":\"one\"}\n{\"answer\":\"one\"}\n"
-    );
-    assert_eq!(
-        rewound.undone,
-        "{\"user\":\"one\"}\n{\"answer\":\"one\"}\n{\"user\":\"two\"}\n{\"answer\":\"two\"}\n"
-    );
+    two_turns_then_rewind("late")
+        .await
+        .assert_both_answers_kept();
 }
 
 /// When nothing is written after the `result`, the wait gives up (after its limit) and the

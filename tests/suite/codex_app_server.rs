@@ -638,7 +638,7 @@ async fn the_conversations_mode_goes_with_the_first_turn_of_a_new_process() {
 /// next prompt continues it whole; and a second rewind reaches through the first one's fork.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rewind_to_a_finished_turn_forks_the_thread_and_an_undone_one_keeps_every_prompt() {
-    use agentty::orchestrator::{spawn_orchestrator, Command, OrchestratorOptions};
+    use agentty::orchestrator::{spawn_orchestrator, OrchestratorOptions};
 
     let rig = Rig::new();
     let mut options = OrchestratorOptions::new(rig.provider(PermissionPolicy::Ask));
@@ -647,37 +647,18 @@ async fn a_rewind_to_a_finished_turn_forks_the_thread_and_an_undone_one_keeps_ev
     for prompt in ["one", "two", "three"] {
         real_cli::assert_turn(&real_cli::run_turn(&mut chat, prompt).await, 1);
     }
-    let rewind = |turn| Command::Rewind {
-        turn,
-        conversation: true,
-        files: false,
-        overwrite: false,
-    };
-    let done = real_cli::rewound(&mut chat, rewind(2)).await;
-    assert_eq!(done.conversation, Some(Ok(())), "{done:?}");
+    real_cli::rewind_conversation(&mut chat, 2).await;
     real_cli::assert_turn(&real_cli::run_turn(&mut chat, "again").await, 1);
     assert_eq!(rig.users().last().unwrap(), &["one", "again"]);
 
     // Turn 4 ("again") began on the fork to be made: a rewind to before it and its undo.
-    let done = real_cli::rewound(&mut chat, rewind(4)).await;
-    assert_eq!(done.conversation, Some(Ok(())), "{done:?}");
-    let undone = real_cli::rewound(
-        &mut chat,
-        Command::UndoRewind {
-            turn: 4,
-            conversation: true,
-            files: false,
-            overwrite: false,
-        },
-    )
-    .await;
-    assert_eq!(undone.conversation, Some(Ok(())), "{undone:?}");
+    real_cli::rewind_conversation(&mut chat, 4).await;
+    real_cli::undo_conversation_rewind(&mut chat, 4).await;
     real_cli::assert_turn(&real_cli::run_turn(&mut chat, "four").await, 1);
     assert_eq!(rig.users().last().unwrap(), &["one", "again", "four"]);
 
     // Back to before turn 4 for real: the fork of the first rewind, through "one".
-    let done = real_cli::rewound(&mut chat, rewind(4)).await;
-    assert_eq!(done.conversation, Some(Ok(())), "{done:?}");
+    real_cli::rewind_conversation(&mut chat, 4).await;
     real_cli::assert_turn(&real_cli::run_turn(&mut chat, "five").await, 1);
     assert_eq!(rig.users().last().unwrap(), &["one", "five"]);
 

@@ -690,9 +690,7 @@ async fn a_stopped_first_turn_stays_in_the_conversation() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_pi:: (README, Tests)"]
 async fn rpc_after_a_rewind_the_next_request_no_longer_carries_the_rewound_prompts() {
-    use agentty::orchestrator::{
-        spawn_orchestrator, Command, OrchestratorEvent, OrchestratorOptions,
-    };
+    use agentty::orchestrator::{spawn_orchestrator, Command, OrchestratorOptions};
 
     let test = &test_name();
     let world = PiWorld::new(test).await;
@@ -714,24 +712,16 @@ async fn rpc_after_a_rewind_the_next_request_no_longer_carries_the_rewound_promp
     for prompt in &prompts[..3] {
         real_cli::assert_turn(&real_cli::run_turn(&mut chat, prompt).await, 1);
     }
-    chat.commands
-        .send(Command::Rewind {
+    let rewind = real_cli::rewound(
+        &mut chat,
+        Command::Rewind {
             turn: 2,
             conversation: true,
             files: true,
             overwrite: false,
-        })
-        .unwrap();
-    let rewind = loop {
-        let event = tokio::time::timeout(RUN_LIMIT, chat.events.recv())
-            .await
-            .expect("the rewind is answered")
-            .expect("the orchestrator runs");
-        if let OrchestratorEvent::Rewound(rewind) = event {
-            break rewind;
-        }
-    };
-    eprintln!("{}", rewind.describe());
+        },
+    )
+    .await;
     assert_eq!(rewind.conversation, Some(Ok(())), "{rewind:?}");
     real_cli::assert_turn(&real_cli::run_turn(&mut chat, prompts[3]).await, 1);
     let requests = world.fake.user_texts_per_request();

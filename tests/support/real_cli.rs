@@ -1076,6 +1076,36 @@ pub async fn rewound(
     }
 }
 
+/// Rewinds the conversation (not the files) to before `turn`; fails the test unless it was.
+pub async fn rewind_conversation(chat: &mut OrchestratorHandle, turn: u64) {
+    let done = rewound(
+        chat,
+        Command::Rewind {
+            turn,
+            conversation: true,
+            files: false,
+            overwrite: false,
+        },
+    )
+    .await;
+    assert_eq!(done.conversation, Some(Ok(())), "{done:?}");
+}
+
+/// Undoes the rewind of the conversation to before `turn`; fails the test unless it was.
+pub async fn undo_conversation_rewind(chat: &mut OrchestratorHandle, turn: u64) {
+    let undone = rewound(
+        chat,
+        Command::UndoRewind {
+            turn,
+            conversation: true,
+            files: false,
+            overwrite: false,
+        },
+    )
+    .await;
+    assert_eq!(undone.conversation, Some(Ok(())), "{undone:?}");
+}
+
 /// Three turns, a rewind of the conversation to before the second (a finished turn): the next
 /// request carries the first prompt and the new one only. Then a rewind to before that turn
 /// undone before the next prompt: the request after it carries that turn again. `requests` is
@@ -1086,27 +1116,18 @@ pub async fn after_a_rewind_the_next_request_no_longer_carries_the_rewound_promp
     cwd: &Path,
     requests: impl Fn() -> Vec<UserTexts>,
 ) {
-    use agentty::orchestrator::{spawn_orchestrator, Command, OrchestratorOptions};
-
     let mut options = OrchestratorOptions::new(provider);
     options.cwd = Some(cwd.to_path_buf());
     let mut chat = spawn_orchestrator(options);
     for prompt in ["Remember alpha.", "Remember beta.", "Remember gamma."] {
         assert_turn(&run_turn(&mut chat, prompt).await, 1);
     }
-    let rewind = |turn| Command::Rewind {
-        turn,
-        conversation: true,
-        files: false,
-        overwrite: false,
-    };
     let last_request = |after: &str| {
         let request = requests().last().cloned().unwrap();
         eprintln!("{test}: the request {after}: {request:#?}");
         request
     };
-    let done = rewound(&mut chat, rewind(2)).await;
-    assert_eq!(done.conversation, Some(Ok(())), "{done:?}");
+    rewind_conversation(&mut chat, 2).await;
     assert_turn(&run_turn(&mut chat, "What do you remember?").await, 1);
     let after_rewind = last_request("after the rewind");
     for (prompt, times) in [
@@ -1122,19 +1143,8 @@ pub async fn after_a_rewind_the_next_request_no_longer_carries_the_rewound_promp
         );
     }
 
-    let done = rewound(&mut chat, rewind(4)).await;
-    assert_eq!(done.conversation, Some(Ok(())), "{done:?}");
-    let undone = rewound(
-        &mut chat,
-        Command::UndoRewind {
-            turn: 4,
-            conversation: true,
-            files: false,
-            overwrite: false,
-        },
-    )
-    .await;
-    assert_eq!(undone.conversation, Some(Ok(())), "{undone:?}");
+    rewind_conversation(&mut chat, 4).await;
+    undo_conversation_rewind(&mut chat, 4).await;
     assert_turn(&run_turn(&mut chat, "And now?").await, 1);
     let after_undo = last_request("after the rewind was undone");
     for (prompt, times) in [
