@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_stream::{collect, read_until, session_id, text, PATIENCE};
+use agent_stream::{collect, read_until, session_id, text, until_permission_request, PATIENCE};
 use agentty::config::{PermissionPolicy, ProviderSettings};
 use agentty::demo_agent::codex_app_server::{requests_file, WRITTEN_FILE};
 use agentty::provider::{
@@ -102,6 +102,17 @@ fn completed(messages: &[AgentMessage]) -> bool {
     matches!(messages.last(), Some(AgentMessage::Completed { .. }))
 }
 
+/// The attempt ended `terminal.cancelled` by the in-band stop (`turn/interrupt`).
+fn stopped_in_band(messages: &[AgentMessage]) -> bool {
+    matches!(
+        messages.last(),
+        Some(AgentMessage::Cancelled {
+            stop_stage: StopStage::Cancel,
+            ..
+        })
+    )
+}
+
 fn notices<'m>(messages: &'m [AgentMessage], wanted: &str) -> Vec<&'m str> {
     messages
         .iter()
@@ -167,13 +178,7 @@ async fn a_permission_answered_allow_writes_the_file_and_decline_does_not() {
             rig.request("please write it", SessionRef::New),
             StopControl::new(),
         );
-        let seen = read_until(&mut stream, |message| {
-            matches!(message, AgentMessage::PermissionRequest(_))
-        })
-        .await;
-        let Some(AgentMessage::PermissionRequest(request)) = seen.last() else {
-            unreachable!()
-        };
+        let request = until_permission_request(&mut stream).await;
         assert_eq!(
             request.command.as_deref(),
             Some(format!("touch {WRITTEN_FILE}").as_str())
@@ -199,13 +204,7 @@ async fn a_refusal_that_stops_the_turn_ends_it_and_says_so() {
         rig.request("please write it", SessionRef::New),
         StopControl::new(),
     );
-    let seen = read_until(&mut stream, |message| {
-        matches!(message, AgentMessage::PermissionRequest(_))
-    })
-    .await;
-    let Some(AgentMessage::PermissionRequest(request)) = seen.last() else {
-        unreachable!()
-    };
+    let request = until_permission_request(&mut stream).await;
     assert!(provider.answer_permission(
         &request.id,
         Some("cancel".into()),
@@ -235,16 +234,7 @@ async fn a_stop_interrupts_in_band_and_the_process_takes_the_next_turn() {
     .await;
     stop.stop();
     let rest = collect(stream).await;
-    assert!(
-        matches!(
-            rest.last(),
-            Some(AgentMessage::Cancelled {
-                stop_stage: StopStage::Cancel,
-                ..
-            })
-        ),
-        "stage 0 ended it: {rest:?}"
-    );
+    assert!(stopped_in_band(&rest), "stage 0 ended it: {rest:?}");
     let thread = session_id(&seen);
     let next = rig
         .run(provider.as_ref(), "say hello", SessionRef::Resume(thread))
@@ -405,28 +395,35 @@ async fn the_models_come_from_model_list_and_a_choice_goes_with_the_next_turn() 
     );
 }
 
+impl Rig {
+    /// `agentty run` with `args` on the demo agent, in the rig's working directory.
+    fn headless(&self, args: &[&str]) -> std::process::Output {
+        std::process::Command::new(env!("CARGO_BIN_EXE_agentty"))
+            .arg("run")
+            .args(args)
+            .env("AGENTTY_DEMO_STATE_DIR", self.demo.state.path())
+            .env("AGENTTY_DEMO_TIME_SCALE", "0.1")
+            .env("XDG_STATE_HOME", self.demo.state.path().join("xdg"))
+            .current_dir(self.work.path())
+            .output()
+            .unwrap()
+    }
+}
+
 /// `agentty run` on the app-server transport honours `--permissions`.
 #[test]
 fn headless_permissions_allow_writes_and_deny_refuses() {
     for (permissions, written) in [("deny", false), ("allow", true)] {
         let rig = Rig::new();
-        let output = std::process::Command::new(env!("CARGO_BIN_EXE_agentty"))
-            .args([
-                "run",
-                "--provider",
-                "demo",
-                "--transport",
-                "app-server",
-                "--permissions",
-                permissions,
-                "please write it",
-            ])
-            .env("AGENTTY_DEMO_STATE_DIR", rig.demo.state.path())
-            .env("AGENTTY_DEMO_TIME_SCALE", "0.1")
-            .env("XDG_STATE_HOME", rig.demo.state.path().join("xdg"))
-            .current_dir(rig.work.path())
-            .output()
-            .unwrap();
+        let output = rig.headless(&[
+            "--provider",
+            "demo",
+            "--transport",
+            "app-server",
+            "--permissions",
+            permissions,
+            "please write it",
+        ]);
         let stdout = String::from_utf8_lossy(&output.stdout);
         assert!(
             output.status.success(),
@@ -483,23 +480,15 @@ async fn the_modes_are_codexs_approval_presets_and_full_access_runs_without_aski
 #[test]
 fn headless_permissions_on_a_transport_that_cannot_ask_say_so() {
     let rig = Rig::new();
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_agentty"))
-        .args([
-            "run",
-            "--provider",
-            "demo",
-            "--transport",
-            "json",
-            "--permissions",
-            "allow",
-            "hi",
-        ])
-        .env("AGENTTY_DEMO_STATE_DIR", rig.demo.state.path())
-        .env("AGENTTY_DEMO_TIME_SCALE", "0.1")
-        .env("XDG_STATE_HOME", rig.demo.state.path().join("xdg"))
-        .current_dir(rig.work.path())
-        .output()
-        .unwrap();
+    let output = rig.headless(&[
+        "--provider",
+        "demo",
+        "--transport",
+        "json",
+        "--permissions",
+        "allow",
+        "hi",
+    ]);
     assert!(output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
@@ -537,16 +526,7 @@ async fn a_stop_mid_command_kills_the_command_the_agent_left_running() {
     assert!(!ours.is_empty(), "the command runs under the agent");
     stop.stop();
     let rest = collect(stream).await;
-    assert!(
-        matches!(
-            rest.last(),
-            Some(AgentMessage::Cancelled {
-                stop_stage: StopStage::Cancel,
-                ..
-            })
-        ),
-        "{rest:?}"
-    );
+    assert!(stopped_in_band(&rest), "stage 0 ended it: {rest:?}");
     let left = real_cli::survivors(ours, Duration::from_secs(5)).await;
     assert!(left.is_empty(), "the command survived the stop: {left:?}");
     let next = rig
