@@ -758,19 +758,15 @@ async fn rpc_after_a_rewind_the_next_request_no_longer_carries_the_rewound_promp
     let requests = world.fake.user_texts_per_request();
     print_requests(test, &requests);
     assert_eq!(requests.len(), 4, "{requests:#?}");
-    let last = requests.last().unwrap();
-    for (prompt, times) in [
-        (prompts[0], 1),
-        (prompts[1], 0),
-        (prompts[2], 0),
-        (prompts[3], 1),
-    ] {
-        assert_eq!(
-            real_cli::occurrences(last, prompt),
-            times,
-            "{prompt}: {last:#?}"
-        );
-    }
+    real_cli::assert_carries(
+        requests.last().unwrap(),
+        &[
+            (prompts[0], 1),
+            (prompts[1], 0),
+            (prompts[2], 0),
+            (prompts[3], 1),
+        ],
+    );
 }
 
 /// A steer sent during a tool that the user then stops must not reach the model with the next
