@@ -505,13 +505,7 @@ async fn two_retried_turns_keep_the_conversation(cli: Cli, test: &str) {
         rig.provider(),
         rig.work.path(),
         &prompts,
-        || {
-            rig.server
-                .model_requests()
-                .into_iter()
-                .map(|request| request.user_texts)
-                .collect()
-        },
+        || rig.server.user_texts_per_request(),
     )
     .await;
 }
@@ -546,13 +540,7 @@ async fn a_stop_then_retry_keep_the_conversation(cli: Cli, test: &str) {
         rig.provider(),
         rig.work.path(),
         &prompts,
-        || {
-            rig.server
-                .model_requests()
-                .into_iter()
-                .map(|request| request.user_texts)
-                .collect()
-        },
+        || rig.server.user_texts_per_request(),
         || {
             rig.server
                 .model_requests()
@@ -581,13 +569,7 @@ async fn a_rewind_takes_the_later_prompts_away_from_the_model(cli: Cli, test: &s
         test,
         rig.provider(),
         rig.work.path(),
-        || {
-            rig.server
-                .model_requests()
-                .into_iter()
-                .map(|request| request.user_texts)
-                .collect()
-        },
+        || rig.server.user_texts_per_request(),
     )
     .await;
 }
