@@ -262,33 +262,36 @@ impl ChatLoop {
         });
     }
 
-    /// Writes the notification mode into the config file, off the loop; only a failure is told
-    /// (the change itself was).
+    /// Writes the notification mode into the config file, off the loop.
     fn save_notify(&mut self, mode: crate::config::NotifyMode) {
-        let Some(path) = self.state.config_path.clone() else {
-            return;
-        };
-        let events = self.app_events.clone();
-        tokio::task::spawn_blocking(move || {
-            if let Err(error) = persist_notify(&path, mode) {
-                let _ = events.send(AppEvent::LogNotSaved(format!(
-                    "The notification setting is in use for this run, but not saved: {error}"
-                )));
-            }
-        });
+        self.save_setting(
+            "The notification setting is in use for this run, but not saved",
+            move |path| persist_notify(path, mode),
+        );
     }
 
-    /// Writes the theme into the config file, off the loop; only a failure is told.
+    /// Writes the theme into the config file, off the loop.
     fn save_theme(&mut self, theme: crate::config::Theme) {
+        self.save_setting(
+            "The colours are in use for this run, but not saved",
+            move |path| persist_theme(path, theme),
+        );
+    }
+
+    /// Runs `persist` on the config file off the loop; only a failure is told (the change
+    /// itself was): `unsaved`, then why.
+    fn save_setting(
+        &self,
+        unsaved: &'static str,
+        persist: impl FnOnce(&Path) -> Result<(), String> + Send + 'static,
+    ) {
         let Some(path) = self.state.config_path.clone() else {
             return;
         };
         let events = self.app_events.clone();
         tokio::task::spawn_blocking(move || {
-            if let Err(error) = persist_theme(&path, theme) {
-                let _ = events.send(AppEvent::LogNotSaved(format!(
-                    "The colours are in use for this run, but not saved: {error}"
-                )));
+            if let Err(error) = persist(&path) {
+                let _ = events.send(AppEvent::LogNotSaved(format!("{unsaved}: {error}")));
             }
         });
     }
