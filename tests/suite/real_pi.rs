@@ -433,13 +433,11 @@ async fn stop_during_a_sleeping_tool_leaves_no_process() {
 // ---- retry never duplicates the prompt (what the model receives) ----
 
 /// A pi world whose fake server fails the first two requests whose last user message is
-/// `flaky`, and an orchestrator-ready provider on the `session` model.
-async fn flaky_world(test: &str, flaky: &str) -> (PiWorld, Arc<dyn Provider>) {
+/// `flaky`.
+async fn flaky_world(test: &str, flaky: &str) -> PiWorld {
     let fail = FailFirst::new(2, flaky);
     let fake = FakeOpenAi::start_failing(move |text| fail.take(text)).await;
-    let world = PiWorld::with_server(test, fake).await;
-    let provider = world.provider("session");
-    (world, provider)
+    PiWorld::with_server(test, fake).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -447,7 +445,8 @@ async fn flaky_world(test: &str, flaky: &str) -> (PiWorld, Arc<dyn Provider>) {
 async fn pi_retried_turn_reaches_the_model_with_each_prompt_once() {
     let test = &test_name();
     let prompts = three_prompts("pi");
-    let (world, provider) = flaky_world(test, &prompts[1]).await;
+    let world = flaky_world(test, &prompts[1]).await;
+    let provider = world.provider("session");
     retried_middle_turn_is_sent_once("pi", test, provider, &world.work_dir(), &prompts, || {
         world.fake.user_texts_per_request()
     })
@@ -459,7 +458,8 @@ async fn pi_retried_turn_reaches_the_model_with_each_prompt_once() {
 async fn pi_retried_first_turn_reaches_the_model_with_its_prompt_once() {
     let test = &test_name();
     let prompts = three_prompts("pi");
-    let (world, provider) = flaky_world(test, &prompts[0]).await;
+    let world = flaky_world(test, &prompts[0]).await;
+    let provider = world.provider("session");
     retried_first_turn_is_sent_once("pi", test, provider, &world.work_dir(), &prompts, || {
         world.fake.user_texts_per_request()
     })
@@ -657,9 +657,7 @@ async fn rpc_abort_during_sleep_100_ends_the_turn_in_band_with_no_process_left()
 async fn rpc_retried_turn_reaches_the_model_with_each_prompt_once() {
     let test = &test_name();
     let prompts = three_prompts("pi-rpc");
-    let fail = FailFirst::new(2, &prompts[1]);
-    let fake = FakeOpenAi::start_failing(move |text| fail.take(text)).await;
-    let world = PiWorld::with_server(test, fake).await;
+    let world = flaky_world(test, &prompts[1]).await;
     let provider = world.provider_on("session", Transport::Rpc, &world.pi);
     retried_middle_turn_is_sent_once(
         "pi rpc",
