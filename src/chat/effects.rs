@@ -165,23 +165,37 @@ impl ChatLoop {
 
     /// Reads the image the user named (a paste, Ctrl+V, an `@` mention), off the loop.
     fn attach_image(&mut self, request: crate::app::state::ImageRequest) {
-        let events = self.app_events.clone();
-        let max_bytes = self
-            .launch
-            .config
-            .image_max_bytes
-            .unwrap_or(crate::attachment::DEFAULT_MAX_BYTES);
-        tokio::task::spawn_blocking(move || {
-            let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-            let home = std::env::var_os("HOME").map(PathBuf::from);
-            let path = crate::attachment::resolve(&request.path, &cwd, home.as_deref());
-            let result = crate::attachment::load(&path, max_bytes);
-            let _ = events.send(AppEvent::ImageLoaded(result, request.fallback));
+        let path = request.path;
+        self.load_image(request.fallback, move |lookup| {
+            let resolved = crate::attachment::resolve(&path, &lookup.cwd, lookup.home.as_deref());
+            crate::attachment::load(&resolved, lookup.max_bytes)
         });
     }
 
     /// Ctrl+V with no path typed: the clipboard's image, off the loop.
     fn attach_clipboard_image(&mut self) {
+        self.load_image(String::new(), |lookup| {
+            let path_var = std::env::var_os("PATH").unwrap_or_default();
+            let save_dir = crate::logging::state_dir().join("images");
+            super::clipboard::clipboard_image(
+                &path_var,
+                &save_dir,
+                &lookup.cwd,
+                lookup.home.as_deref(),
+                lookup.max_bytes,
+            )
+        });
+    }
+
+    /// Runs `load` off the loop and hands its image back as an app event, with `fallback`,
+    /// what goes back into the composer if it fails.
+    fn load_image(
+        &self,
+        fallback: String,
+        load: impl FnOnce(&ImageLookup) -> Result<crate::attachment::ImageAttachment, String>
+            + Send
+            + 'static,
+    ) {
         let events = self.app_events.clone();
         let max_bytes = self
             .launch
@@ -189,18 +203,12 @@ impl ChatLoop {
             .image_max_bytes
             .unwrap_or(crate::attachment::DEFAULT_MAX_BYTES);
         tokio::task::spawn_blocking(move || {
-            let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-            let home = std::env::var_os("HOME").map(PathBuf::from);
-            let path_var = std::env::var_os("PATH").unwrap_or_default();
-            let save_dir = crate::logging::state_dir().join("images");
-            let result = super::clipboard::clipboard_image(
-                &path_var,
-                &save_dir,
-                &cwd,
-                home.as_deref(),
+            let lookup = ImageLookup {
+                cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+                home: std::env::var_os("HOME").map(PathBuf::from),
                 max_bytes,
-            );
-            let _ = events.send(AppEvent::ImageLoaded(result, String::new()));
+            };
+            let _ = events.send(AppEvent::ImageLoaded(load(&lookup), fallback));
         });
     }
 
@@ -254,33 +262,36 @@ impl ChatLoop {
         });
     }
 
-    /// Writes the notification mode into the config file, off the loop; only a failure is told
-    /// (the change itself was).
+    /// Writes the notification mode into the config file, off the loop.
     fn save_notify(&mut self, mode: crate::config::NotifyMode) {
-        let Some(path) = self.state.config_path.clone() else {
-            return;
-        };
-        let events = self.app_events.clone();
-        tokio::task::spawn_blocking(move || {
-            if let Err(error) = persist_notify(&path, mode) {
-                let _ = events.send(AppEvent::LogNotSaved(format!(
-                    "The notification setting is in use for this run, but not saved: {error}"
-                )));
-            }
-        });
+        self.save_setting(
+            "The notification setting is in use for this run, but not saved",
+            move |path| persist_notify(path, mode),
+        );
     }
 
-    /// Writes the theme into the config file, off the loop; only a failure is told.
+    /// Writes the theme into the config file, off the loop.
     fn save_theme(&mut self, theme: crate::config::Theme) {
+        self.save_setting(
+            "The colours are in use for this run, but not saved",
+            move |path| persist_theme(path, theme),
+        );
+    }
+
+    /// Runs `persist` on the config file off the loop; only a failure is told (the change
+    /// itself was): `unsaved`, then why.
+    fn save_setting(
+        &self,
+        unsaved: &'static str,
+        persist: impl FnOnce(&Path) -> Result<(), String> + Send + 'static,
+    ) {
         let Some(path) = self.state.config_path.clone() else {
             return;
         };
         let events = self.app_events.clone();
         tokio::task::spawn_blocking(move || {
-            if let Err(error) = persist_theme(&path, theme) {
-                let _ = events.send(AppEvent::LogNotSaved(format!(
-                    "The colours are in use for this run, but not saved: {error}"
-                )));
+            if let Err(error) = persist(&path) {
+                let _ = events.send(AppEvent::LogNotSaved(format!("{unsaved}: {error}")));
             }
         });
     }
@@ -373,6 +384,14 @@ fn persist_top_level(
 
 /// The commented example config, the start of a config file agentty creates.
 const CONFIG_TEMPLATE: &str = include_str!("../../assets/config.example.toml");
+
+/// What reading an image the user asked for needs: where a relative or `~/` path starts, and
+/// how large an image may be.
+struct ImageLookup {
+    cwd: PathBuf,
+    home: Option<PathBuf>,
+    max_bytes: u64,
+}
 
 #[cfg(test)]
 mod tests {

@@ -159,8 +159,14 @@ pub(crate) struct UnwrittenTurn {
 }
 
 impl UnwrittenTurn {
-    /// The turn ended now; `locate` finds the session file the agent writes it to.
-    pub(crate) fn at_turn_end(locate: impl Fn() -> Option<PathBuf> + Send + 'static) -> Self {
+    /// A turn of session `id` ended now; `backend` finds its file, looked for again while
+    /// waiting (a new session's file may appear only with the turn's late write).
+    pub(crate) fn of_session(
+        backend: std::sync::Arc<dyn crate::provider::Backend>,
+        id: String,
+        request: crate::provider::AttemptRequest,
+    ) -> Self {
+        let locate = move || backend.session_file(&id, &request);
         Self {
             size_at_end: Self::size(&locate),
             locate: Box::new(locate),

@@ -218,6 +218,9 @@ pub(crate) trait LiveSession: Send + Sized {
     }
 }
 
+/// The session an attempt claimed ([`LiveSlot::claim`]), locked until the attempt lets go.
+pub(crate) type ClaimedSession<S> = tokio::sync::OwnedMutexGuard<Option<S>>;
+
 /// Where a long-lived transport keeps its session between attempts (a handle: clones share
 /// it).
 pub(crate) struct LiveSlot<S> {
@@ -279,7 +282,7 @@ impl<S: LiveSession + 'static> LiveSlot<S> {
         stop: &StopControl,
         sink: &mut AttemptSink,
         start: F,
-    ) -> Option<tokio::sync::OwnedMutexGuard<Option<S>>>
+    ) -> Option<ClaimedSession<S>>
     where
         F: FnOnce() -> Fut,
         Fut: std::future::Future<Output = Result<S, AgentMessage>>,

@@ -19,7 +19,9 @@ use agentty::stream::{AgentMessage, NoticeKind, StopStage};
 use crate::support::agent_stream;
 use crate::support::demo_launcher;
 
-use agent_stream::{collect, read_until, session_id, text, turn_end, PATIENCE};
+use agent_stream::{
+    collect, read_until, session_id, text, turn_end, until_permission_request, PATIENCE,
+};
 use demo_launcher::DemoLauncher;
 
 /// The demo agent playing Claude Code behind the stream provider.
@@ -229,13 +231,7 @@ async fn esc_interrupts_in_band_and_the_next_turn_runs_on_the_same_process() {
 async fn a_message_typed_mid_turn_is_delivered_as_a_user_line() {
     let world = World::new("0", PermissionPolicy::Ask);
     let mut stream = world.execute("write it", SessionRef::New, &StopControl::new());
-    let seen = read_until(&mut stream, |message| {
-        matches!(message, AgentMessage::PermissionRequest(_))
-    })
-    .await;
-    let Some(AgentMessage::PermissionRequest(request)) = seen.last() else {
-        unreachable!()
-    };
+    let request = until_permission_request(&mut stream).await;
     assert!(world.provider.can_interject());
     assert!(world
         .provider

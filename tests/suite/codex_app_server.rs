@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_stream::{collect, read_until, session_id, text, PATIENCE};
+use agent_stream::{collect, read_until, session_id, text, until_permission_request, PATIENCE};
 use agentty::config::{PermissionPolicy, ProviderSettings};
 use agentty::demo_agent::codex_app_server::{requests_file, WRITTEN_FILE};
 use agentty::provider::{
@@ -102,6 +102,17 @@ fn completed(messages: &[AgentMessage]) -> bool {
     matches!(messages.last(), Some(AgentMessage::Completed { .. }))
 }
 
+/// The attempt ended `terminal.cancelled` by the in-band stop (`turn/interrupt`).
+fn stopped_in_band(messages: &[AgentMessage]) -> bool {
+    matches!(
+        messages.last(),
+        Some(AgentMessage::Cancelled {
+            stop_stage: StopStage::Cancel,
+            ..
+        })
+    )
+}
+
 fn notices<'m>(messages: &'m [AgentMessage], wanted: &str) -> Vec<&'m str> {
     messages
         .iter()
@@ -167,13 +178,7 @@ async fn a_permission_answered_allow_writes_the_file_and_decline_does_not() {
             rig.request("please write it", SessionRef::New),
             StopControl::new(),
         );
-        let seen = read_until(&mut stream, |message| {
-            matches!(message, AgentMessage::PermissionRequest(_))
-        })
-        .await;
-        let Some(AgentMessage::PermissionRequest(request)) = seen.last() else {
-            unreachable!()
-        };
+        let request = until_permission_request(&mut stream).await;
         assert_eq!(
             request.command.as_deref(),
             Some(format!("touch {WRITTEN_FILE}").as_str())
@@ -199,13 +204,7 @@ async fn a_refusal_that_stops_the_turn_ends_it_and_says_so() {
         rig.request("please write it", SessionRef::New),
         StopControl::new(),
     );
-    let seen = read_until(&mut stream, |message| {
-        matches!(message, AgentMessage::PermissionRequest(_))
-    })
-    .await;
-    let Some(AgentMessage::PermissionRequest(request)) = seen.last() else {
-        unreachable!()
-    };
+    let request = until_permission_request(&mut stream).await;
     assert!(provider.answer_permission(
         &request.id,
         Some("cancel".into()),
@@ -235,16 +234,7 @@ async fn a_stop_interrupts_in_band_and_the_process_takes_the_next_turn() {
     .await;
     stop.stop();
     let rest = collect(stream).await;
-    assert!(
-        matches!(
-            rest.last(),
-            Some(AgentMessage::Cancelled {
-                stop_stage: StopStage::Cancel,
-                ..
-            })
-        ),
-        "stage 0 ended it: {rest:?}"
-    );
+    assert!(stopped_in_band(&rest), "stage 0 ended it: {rest:?}");
     let thread = session_id(&seen);
     let next = rig
         .run(provider.as_ref(), "say hello", SessionRef::Resume(thread))
@@ -405,28 +395,35 @@ async fn the_models_come_from_model_list_and_a_choice_goes_with_the_next_turn() 
     );
 }
 
+impl Rig {
+    /// `agentty run` with `args` on the demo agent, in the rig's working directory.
+    fn headless(&self, args: &[&str]) -> std::process::Output {
+        std::process::Command::new(env!("CARGO_BIN_EXE_agentty"))
+            .arg("run")
+            .args(args)
+            .env("AGENTTY_DEMO_STATE_DIR", self.demo.state.path())
+            .env("AGENTTY_DEMO_TIME_SCALE", "0.1")
+            .env("XDG_STATE_HOME", self.demo.state.path().join("xdg"))
+            .current_dir(self.work.path())
+            .output()
+            .unwrap()
+    }
+}
+
 /// `agentty run` on the app-server transport honours `--permissions`.
 #[test]
 fn headless_permissions_allow_writes_and_deny_refuses() {
     for (permissions, written) in [("deny", false), ("allow", true)] {
         let rig = Rig::new();
-        let output = std::process::Command::new(env!("CARGO_BIN_EXE_agentty"))
-            .args([
-                "run",
-                "--provider",
-                "demo",
-                "--transport",
-                "app-server",
-                "--permissions",
-                permissions,
-                "please write it",
-            ])
-            .env("AGENTTY_DEMO_STATE_DIR", rig.demo.state.path())
-            .env("AGENTTY_DEMO_TIME_SCALE", "0.1")
-            .env("XDG_STATE_HOME", rig.demo.state.path().join("xdg"))
-            .current_dir(rig.work.path())
-            .output()
-            .unwrap();
+        let output = rig.headless(&[
+            "--provider",
+            "demo",
+            "--transport",
+            "app-server",
+            "--permissions",
+            permissions,
+            "please write it",
+        ]);
         let stdout = String::from_utf8_lossy(&output.stdout);
         assert!(
             output.status.success(),
@@ -483,23 +480,15 @@ async fn the_modes_are_codexs_approval_presets_and_full_access_runs_without_aski
 #[test]
 fn headless_permissions_on_a_transport_that_cannot_ask_say_so() {
     let rig = Rig::new();
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_agentty"))
-        .args([
-            "run",
-            "--provider",
-            "demo",
-            "--transport",
-            "json",
-            "--permissions",
-            "allow",
-            "hi",
-        ])
-        .env("AGENTTY_DEMO_STATE_DIR", rig.demo.state.path())
-        .env("AGENTTY_DEMO_TIME_SCALE", "0.1")
-        .env("XDG_STATE_HOME", rig.demo.state.path().join("xdg"))
-        .current_dir(rig.work.path())
-        .output()
-        .unwrap();
+    let output = rig.headless(&[
+        "--provider",
+        "demo",
+        "--transport",
+        "json",
+        "--permissions",
+        "allow",
+        "hi",
+    ]);
     assert!(output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
@@ -537,16 +526,7 @@ async fn a_stop_mid_command_kills_the_command_the_agent_left_running() {
     assert!(!ours.is_empty(), "the command runs under the agent");
     stop.stop();
     let rest = collect(stream).await;
-    assert!(
-        matches!(
-            rest.last(),
-            Some(AgentMessage::Cancelled {
-                stop_stage: StopStage::Cancel,
-                ..
-            })
-        ),
-        "{rest:?}"
-    );
+    assert!(stopped_in_band(&rest), "stage 0 ended it: {rest:?}");
     let left = real_cli::survivors(ours, Duration::from_secs(5)).await;
     assert!(left.is_empty(), "the command survived the stop: {left:?}");
     let next = rig
@@ -638,7 +618,7 @@ async fn the_conversations_mode_goes_with_the_first_turn_of_a_new_process() {
 /// next prompt continues it whole; and a second rewind reaches through the first one's fork.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rewind_to_a_finished_turn_forks_the_thread_and_an_undone_one_keeps_every_prompt() {
-    use agentty::orchestrator::{spawn_orchestrator, Command, OrchestratorOptions};
+    use agentty::orchestrator::{spawn_orchestrator, OrchestratorOptions};
 
     let rig = Rig::new();
     let mut options = OrchestratorOptions::new(rig.provider(PermissionPolicy::Ask));
@@ -647,37 +627,18 @@ async fn a_rewind_to_a_finished_turn_forks_the_thread_and_an_undone_one_keeps_ev
     for prompt in ["one", "two", "three"] {
         real_cli::assert_turn(&real_cli::run_turn(&mut chat, prompt).await, 1);
     }
-    let rewind = |turn| Command::Rewind {
-        turn,
-        conversation: true,
-        files: false,
-        overwrite: false,
-    };
-    let done = real_cli::rewound(&mut chat, rewind(2)).await;
-    assert_eq!(done.conversation, Some(Ok(())), "{done:?}");
+    real_cli::rewind_conversation(&mut chat, 2).await;
     real_cli::assert_turn(&real_cli::run_turn(&mut chat, "again").await, 1);
     assert_eq!(rig.users().last().unwrap(), &["one", "again"]);
 
     // Turn 4 ("again") began on the fork to be made: a rewind to before it and its undo.
-    let done = real_cli::rewound(&mut chat, rewind(4)).await;
-    assert_eq!(done.conversation, Some(Ok(())), "{done:?}");
-    let undone = real_cli::rewound(
-        &mut chat,
-        Command::UndoRewind {
-            turn: 4,
-            conversation: true,
-            files: false,
-            overwrite: false,
-        },
-    )
-    .await;
-    assert_eq!(undone.conversation, Some(Ok(())), "{undone:?}");
+    real_cli::rewind_conversation(&mut chat, 4).await;
+    real_cli::undo_conversation_rewind(&mut chat, 4).await;
     real_cli::assert_turn(&real_cli::run_turn(&mut chat, "four").await, 1);
     assert_eq!(rig.users().last().unwrap(), &["one", "again", "four"]);
 
     // Back to before turn 4 for real: the fork of the first rewind, through "one".
-    let done = real_cli::rewound(&mut chat, rewind(4)).await;
-    assert_eq!(done.conversation, Some(Ok(())), "{done:?}");
+    real_cli::rewind_conversation(&mut chat, 4).await;
     real_cli::assert_turn(&real_cli::run_turn(&mut chat, "five").await, 1);
     assert_eq!(rig.users().last().unwrap(), &["one", "five"]);
 

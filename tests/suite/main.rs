@@ -18,6 +18,7 @@ mod acp_gemini_like;
 mod acp_headless;
 mod acp_provider;
 mod claude_fixtures;
+mod claude_session_write;
 mod claude_stream;
 mod claude_stream_e2e;
 mod claude_stream_fixtures;

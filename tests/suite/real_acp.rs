@@ -44,6 +44,20 @@ use headless_run::{concat, of_type, position, type_of, Finished};
 use real_cli::{pids_running, survivors, test_name};
 use serde_json::Value;
 
+/// For each `<Cli> => <name>`, an opt-in test `<name>` that runs
+/// `$scenario(Cli::<Cli>, "<name>")`.
+macro_rules! per_cli {
+    ($scenario:ident: $($cli:ident => $name:ident),+ $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)"]
+            async fn $name() {
+                $scenario(Cli::$cli, stringify!($name)).await;
+            }
+        )+
+    };
+}
+
 fn assert_started(cli: Cli, finished: &Finished) {
     let first = finished.messages.first().cloned().unwrap_or_default();
     assert_eq!(type_of(&first), "session.started", "{finished}");
@@ -93,22 +107,11 @@ async fn text_streams_and_completes(cli: Cli, test: &str) {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)"]
-async fn gemini_acp_text_streams_and_completes() {
-    text_streams_and_completes(Cli::Gemini, &test_name()).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)"]
-async fn claude_acp_text_streams_and_completes() {
-    text_streams_and_completes(Cli::Claude, &test_name()).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)"]
-async fn codex_acp_text_streams_and_completes() {
-    text_streams_and_completes(Cli::Codex, &test_name()).await;
+per_cli! {
+    text_streams_and_completes:
+    Gemini => gemini_acp_text_streams_and_completes,
+    Claude => claude_acp_text_streams_and_completes,
+    Codex => codex_acp_text_streams_and_completes,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -164,22 +167,11 @@ async fn thinking_streams_and_is_released(cli: Cli, test: &str) {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)"]
-async fn gemini_acp_thinking_streams_and_is_released() {
-    thinking_streams_and_is_released(Cli::Gemini, &test_name()).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)"]
-async fn claude_acp_thinking_streams_and_is_released() {
-    thinking_streams_and_is_released(Cli::Claude, &test_name()).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)"]
-async fn codex_acp_thinking_streams_and_is_released() {
-    thinking_streams_and_is_released(Cli::Codex, &test_name()).await;
+per_cli! {
+    thinking_streams_and_is_released:
+    Gemini => gemini_acp_thinking_streams_and_is_released,
+    Claude => claude_acp_thinking_streams_and_is_released,
+    Codex => codex_acp_thinking_streams_and_is_released,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -303,22 +295,11 @@ async fn allowed_tool_runs(cli: Cli, test: &str) {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)"]
-async fn gemini_acp_allowed_tool_runs() {
-    allowed_tool_runs(Cli::Gemini, &test_name()).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)"]
-async fn claude_acp_allowed_tool_runs() {
-    allowed_tool_runs(Cli::Claude, &test_name()).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)"]
-async fn codex_acp_allowed_tool_runs() {
-    allowed_tool_runs(Cli::Codex, &test_name()).await;
+per_cli! {
+    allowed_tool_runs:
+    Gemini => gemini_acp_allowed_tool_runs,
+    Claude => claude_acp_allowed_tool_runs,
+    Codex => codex_acp_allowed_tool_runs,
 }
 
 async fn denied_tool_is_refused_by_policy(cli: Cli, test: &str) {
@@ -381,22 +362,11 @@ async fn denied_tool_is_refused_by_policy(cli: Cli, test: &str) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)"]
-async fn gemini_acp_denied_tool_is_refused_by_policy() {
-    denied_tool_is_refused_by_policy(Cli::Gemini, &test_name()).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)"]
-async fn claude_acp_denied_tool_is_refused_by_policy() {
-    denied_tool_is_refused_by_policy(Cli::Claude, &test_name()).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)"]
-async fn codex_acp_denied_tool_is_refused_by_policy() {
-    denied_tool_is_refused_by_policy(Cli::Codex, &test_name()).await;
+per_cli! {
+    denied_tool_is_refused_by_policy:
+    Gemini => gemini_acp_denied_tool_is_refused_by_policy,
+    Claude => claude_acp_denied_tool_is_refused_by_policy,
+    Codex => codex_acp_denied_tool_is_refused_by_policy,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -451,22 +421,11 @@ async fn sigint_mid_tool_cancels_and_leaves_no_process(cli: Cli, test: &str) {
     assert!(marked.is_empty(), "processes of the run left: {marked:#?}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)"]
-async fn gemini_acp_sigint_mid_tool_cancels_and_leaves_no_process() {
-    sigint_mid_tool_cancels_and_leaves_no_process(Cli::Gemini, &test_name()).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)"]
-async fn claude_acp_sigint_mid_tool_cancels_and_leaves_no_process() {
-    sigint_mid_tool_cancels_and_leaves_no_process(Cli::Claude, &test_name()).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)"]
-async fn codex_acp_sigint_mid_tool_cancels_and_leaves_no_process() {
-    sigint_mid_tool_cancels_and_leaves_no_process(Cli::Codex, &test_name()).await;
+per_cli! {
+    sigint_mid_tool_cancels_and_leaves_no_process:
+    Gemini => gemini_acp_sigint_mid_tool_cancels_and_leaves_no_process,
+    Claude => claude_acp_sigint_mid_tool_cancels_and_leaves_no_process,
+    Codex => codex_acp_sigint_mid_tool_cancels_and_leaves_no_process,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -489,22 +448,11 @@ async fn http_500_is_one_request(cli: Cli, test: &str) {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)"]
-async fn gemini_acp_http_500_is_one_request() {
-    http_500_is_one_request(Cli::Gemini, &test_name()).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)"]
-async fn claude_acp_http_500_is_one_request() {
-    http_500_is_one_request(Cli::Claude, &test_name()).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)"]
-async fn codex_acp_http_500_is_one_request() {
-    http_500_is_one_request(Cli::Codex, &test_name()).await;
+per_cli! {
+    http_500_is_one_request:
+    Gemini => gemini_acp_http_500_is_one_request,
+    Claude => claude_acp_http_500_is_one_request,
+    Codex => codex_acp_http_500_is_one_request,
 }
 
 /// A stream cut mid-answer is a failed attempt for agentty to classify and retry: Claude Code's
@@ -557,27 +505,15 @@ async fn two_retried_turns_keep_the_conversation(cli: Cli, test: &str) {
         rig.provider(),
         rig.work.path(),
         &prompts,
-        || {
-            rig.server
-                .model_requests()
-                .into_iter()
-                .map(|request| request.user_texts)
-                .collect()
-        },
+        || rig.server.user_texts_per_request(),
     )
     .await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)"]
-async fn claude_acp_two_retried_turns_keep_the_conversation() {
-    two_retried_turns_keep_the_conversation(Cli::Claude, &test_name()).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)"]
-async fn codex_acp_two_retried_turns_keep_the_conversation() {
-    two_retried_turns_keep_the_conversation(Cli::Codex, &test_name()).await;
+per_cli! {
+    two_retried_turns_keep_the_conversation:
+    Claude => claude_acp_two_retried_turns_keep_the_conversation,
+    Codex => codex_acp_two_retried_turns_keep_the_conversation,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -604,13 +540,7 @@ async fn a_stop_then_retry_keep_the_conversation(cli: Cli, test: &str) {
         rig.provider(),
         rig.work.path(),
         &prompts,
-        || {
-            rig.server
-                .model_requests()
-                .into_iter()
-                .map(|request| request.user_texts)
-                .collect()
-        },
+        || rig.server.user_texts_per_request(),
         || {
             rig.server
                 .model_requests()
@@ -622,22 +552,11 @@ async fn a_stop_then_retry_keep_the_conversation(cli: Cli, test: &str) {
     .await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)"]
-async fn gemini_acp_a_stop_then_retry_keep_the_conversation() {
-    a_stop_then_retry_keep_the_conversation(Cli::Gemini, &test_name()).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)"]
-async fn claude_acp_a_stop_then_retry_keep_the_conversation() {
-    a_stop_then_retry_keep_the_conversation(Cli::Claude, &test_name()).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)"]
-async fn codex_acp_a_stop_then_retry_keep_the_conversation() {
-    a_stop_then_retry_keep_the_conversation(Cli::Codex, &test_name()).await;
+per_cli! {
+    a_stop_then_retry_keep_the_conversation:
+    Gemini => gemini_acp_a_stop_then_retry_keep_the_conversation,
+    Claude => claude_acp_a_stop_then_retry_keep_the_conversation,
+    Codex => codex_acp_a_stop_then_retry_keep_the_conversation,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -650,43 +569,14 @@ async fn a_rewind_takes_the_later_prompts_away_from_the_model(cli: Cli, test: &s
         test,
         rig.provider(),
         rig.work.path(),
-        || {
-            rig.server
-                .model_requests()
-                .into_iter()
-                .map(|request| request.user_texts)
-                .collect()
-        },
+        || rig.server.user_texts_per_request(),
     )
     .await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)"]
-async fn gemini_acp_a_rewind_takes_the_later_prompts_away_from_the_model() {
-    a_rewind_takes_the_later_prompts_away_from_the_model(
-        Cli::Gemini,
-        "gemini_acp_a_rewind_takes_the_later_prompts_away_from_the_model",
-    )
-    .await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)"]
-async fn claude_acp_a_rewind_takes_the_later_prompts_away_from_the_model() {
-    a_rewind_takes_the_later_prompts_away_from_the_model(
-        Cli::Claude,
-        "claude_acp_a_rewind_takes_the_later_prompts_away_from_the_model",
-    )
-    .await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)"]
-async fn codex_acp_a_rewind_takes_the_later_prompts_away_from_the_model() {
-    a_rewind_takes_the_later_prompts_away_from_the_model(
-        Cli::Codex,
-        "codex_acp_a_rewind_takes_the_later_prompts_away_from_the_model",
-    )
-    .await;
+per_cli! {
+    a_rewind_takes_the_later_prompts_away_from_the_model:
+    Gemini => gemini_acp_a_rewind_takes_the_later_prompts_away_from_the_model,
+    Claude => claude_acp_a_rewind_takes_the_later_prompts_away_from_the_model,
+    Codex => codex_acp_a_rewind_takes_the_later_prompts_away_from_the_model,
 }

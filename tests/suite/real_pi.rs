@@ -18,7 +18,8 @@ use agentty::config::ProviderSettings;
 use agentty::provider::pi::rpc::RpcProvider;
 use agentty::provider::pi::PiBackend;
 use agentty::provider::{
-    AgentStream, CliProvider, Interjection, Provider, SessionRef, StopControl, Transport,
+    AgentQueue, AgentStream, CliProvider, Interjection, Provider, SessionRef, StopControl,
+    Transport,
 };
 use agentty::stream::{AgentMessage, FailureReason, NoticeKind, StopStage};
 use fake_openai::FakeOpenAi;
@@ -166,6 +167,50 @@ impl PiWorld {
         let mut stream = self.start(model, prompt, session, StopControl::new());
         collect(&mut stream, RUN_LIMIT).await
     }
+
+    /// pi over RPC through a launcher that appends its PID to the returned file on every
+    /// start.
+    fn counted_rpc_provider(&self, model: &str) -> (Arc<dyn Provider>, PathBuf) {
+        let starts = self.root.path().join("starts");
+        let launcher = self.counting_launcher(&starts);
+        (self.provider_on(model, Transport::Rpc, &launcher), starts)
+    }
+
+    /// Runs one attempt of `provider` in the working directory to its end.
+    async fn run_on(
+        &self,
+        provider: &dyn Provider,
+        prompt: &str,
+        session: SessionRef,
+    ) -> Vec<AgentMessage> {
+        let request = rpc_request(prompt, session, &self.work_dir());
+        collect(
+            &mut provider.execute(request, StopControl::new()),
+            RUN_LIMIT,
+        )
+        .await
+    }
+}
+
+/// Waits until pi holds a steer in its queue.
+async fn until_steer_queued(queue: &mut tokio::sync::watch::Receiver<AgentQueue>) {
+    tokio::time::timeout(
+        Duration::from_secs(10),
+        queue.wait_for(|queue| !queue.steering.is_empty()),
+    )
+    .await
+    .expect("pi queued the steer")
+    .unwrap();
+}
+
+/// Reads a stopped attempt to its end into `messages`; fails the test unless it ended
+/// `terminal.cancelled`.
+async fn read_stopped(stream: &mut AgentStream, messages: &mut Vec<AgentMessage>) {
+    messages.extend(collect(stream, RUN_LIMIT).await);
+    assert!(
+        matches!(messages.last(), Some(AgentMessage::Cancelled { .. })),
+        "{messages:#?}"
+    );
 }
 
 fn assert_completed(messages: &[AgentMessage]) {
@@ -388,13 +433,11 @@ async fn stop_during_a_sleeping_tool_leaves_no_process() {
 // ---- retry never duplicates the prompt (what the model receives) ----
 
 /// A pi world whose fake server fails the first two requests whose last user message is
-/// `flaky`, and an orchestrator-ready provider on the `session` model.
-async fn flaky_world(test: &str, flaky: &str) -> (PiWorld, Arc<dyn Provider>) {
+/// `flaky`.
+async fn flaky_world(test: &str, flaky: &str) -> PiWorld {
     let fail = FailFirst::new(2, flaky);
     let fake = FakeOpenAi::start_failing(move |text| fail.take(text)).await;
-    let world = PiWorld::with_server(test, fake).await;
-    let provider = world.provider("session");
-    (world, provider)
+    PiWorld::with_server(test, fake).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -402,7 +445,8 @@ async fn flaky_world(test: &str, flaky: &str) -> (PiWorld, Arc<dyn Provider>) {
 async fn pi_retried_turn_reaches_the_model_with_each_prompt_once() {
     let test = &test_name();
     let prompts = three_prompts("pi");
-    let (world, provider) = flaky_world(test, &prompts[1]).await;
+    let world = flaky_world(test, &prompts[1]).await;
+    let provider = world.provider("session");
     retried_middle_turn_is_sent_once("pi", test, provider, &world.work_dir(), &prompts, || {
         world.fake.user_texts_per_request()
     })
@@ -414,7 +458,8 @@ async fn pi_retried_turn_reaches_the_model_with_each_prompt_once() {
 async fn pi_retried_first_turn_reaches_the_model_with_its_prompt_once() {
     let test = &test_name();
     let prompts = three_prompts("pi");
-    let (world, provider) = flaky_world(test, &prompts[0]).await;
+    let world = flaky_world(test, &prompts[0]).await;
+    let provider = world.provider("session");
     retried_first_turn_is_sent_once("pi", test, provider, &world.work_dir(), &prompts, || {
         world.fake.user_texts_per_request()
     })
@@ -487,34 +532,22 @@ fn rpc_request(prompt: &str, session: SessionRef, cwd: &Path) -> agentty::provid
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_pi:: (README, Tests)"]
 async fn rpc_the_second_turn_reaches_the_model_without_a_new_pi_start() {
     let world = PiWorld::new("rpc_the_second_turn_needs_no_new_pi_start").await;
-    let starts_file = world.root.path().join("starts");
-    let launcher = world.counting_launcher(&starts_file);
-    let provider = world.provider_on("session", Transport::Rpc, &launcher);
-    let first = collect(
-        &mut provider.execute(
-            rpc_request("Remember alpha.", SessionRef::New, &world.work_dir()),
-            StopControl::new(),
-        ),
-        RUN_LIMIT,
-    )
-    .await;
+    let (provider, starts_file) = world.counted_rpc_provider("session");
+    let first = world
+        .run_on(provider.as_ref(), "Remember alpha.", SessionRef::New)
+        .await;
     assert_eq!(
         assistant_text(&first),
         "This request carried 1 user message(s)."
     );
     let id = session_id(&first);
-    let second = collect(
-        &mut provider.execute(
-            rpc_request(
-                "And beta.",
-                SessionRef::Resume(id.clone()),
-                &world.work_dir(),
-            ),
-            StopControl::new(),
-        ),
-        RUN_LIMIT,
-    )
-    .await;
+    let second = world
+        .run_on(
+            provider.as_ref(),
+            "And beta.",
+            SessionRef::Resume(id.clone()),
+        )
+        .await;
     assert_eq!(session_id(&second), id);
     assert_eq!(
         assistant_text(&second),
@@ -580,9 +613,7 @@ async fn rpc_a_follow_up_runs_after_the_turn() {
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_pi:: (README, Tests)"]
 async fn rpc_abort_during_sleep_100_ends_the_turn_in_band_with_no_process_left() {
     let world = PiWorld::new("rpc_abort_during_sleep_100").await;
-    let starts_file = world.root.path().join("starts");
-    let launcher = world.counting_launcher(&starts_file);
-    let provider = world.provider_on("sleep", Transport::Rpc, &launcher);
+    let (provider, starts_file) = world.counted_rpc_provider("sleep");
     let pid_file = world.root.path().join("sleep.pid");
     let stop = StopControl::new();
     let prompt = format!("Sleep and write your pid to {}", pid_file.display());
@@ -626,9 +657,7 @@ async fn rpc_abort_during_sleep_100_ends_the_turn_in_band_with_no_process_left()
 async fn rpc_retried_turn_reaches_the_model_with_each_prompt_once() {
     let test = &test_name();
     let prompts = three_prompts("pi-rpc");
-    let fail = FailFirst::new(2, &prompts[1]);
-    let fake = FakeOpenAi::start_failing(move |text| fail.take(text)).await;
-    let world = PiWorld::with_server(test, fake).await;
+    let world = flaky_world(test, &prompts[1]).await;
     let provider = world.provider_on("session", Transport::Rpc, &world.pi);
     retried_middle_turn_is_sent_once(
         "pi rpc",
@@ -690,9 +719,7 @@ async fn a_stopped_first_turn_stays_in_the_conversation() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_pi:: (README, Tests)"]
 async fn rpc_after_a_rewind_the_next_request_no_longer_carries_the_rewound_prompts() {
-    use agentty::orchestrator::{
-        spawn_orchestrator, Command, OrchestratorEvent, OrchestratorOptions,
-    };
+    use agentty::orchestrator::{spawn_orchestrator, Command, OrchestratorOptions};
 
     let test = &test_name();
     let world = PiWorld::new(test).await;
@@ -714,42 +741,30 @@ async fn rpc_after_a_rewind_the_next_request_no_longer_carries_the_rewound_promp
     for prompt in &prompts[..3] {
         real_cli::assert_turn(&real_cli::run_turn(&mut chat, prompt).await, 1);
     }
-    chat.commands
-        .send(Command::Rewind {
+    let rewind = real_cli::rewound(
+        &mut chat,
+        Command::Rewind {
             turn: 2,
             conversation: true,
             files: true,
             overwrite: false,
-        })
-        .unwrap();
-    let rewind = loop {
-        let event = tokio::time::timeout(RUN_LIMIT, chat.events.recv())
-            .await
-            .expect("the rewind is answered")
-            .expect("the orchestrator runs");
-        if let OrchestratorEvent::Rewound(rewind) = event {
-            break rewind;
-        }
-    };
-    eprintln!("{}", rewind.describe());
+        },
+    )
+    .await;
     assert_eq!(rewind.conversation, Some(Ok(())), "{rewind:?}");
     real_cli::assert_turn(&real_cli::run_turn(&mut chat, prompts[3]).await, 1);
     let requests = world.fake.user_texts_per_request();
     print_requests(test, &requests);
     assert_eq!(requests.len(), 4, "{requests:#?}");
-    let last = requests.last().unwrap();
-    for (prompt, times) in [
-        (prompts[0], 1),
-        (prompts[1], 0),
-        (prompts[2], 0),
-        (prompts[3], 1),
-    ] {
-        assert_eq!(
-            real_cli::occurrences(last, prompt),
-            times,
-            "{prompt}: {last:#?}"
-        );
-    }
+    real_cli::assert_carries(
+        requests.last().unwrap(),
+        &[
+            (prompts[0], 1),
+            (prompts[1], 0),
+            (prompts[2], 0),
+            (prompts[3], 1),
+        ],
+    );
 }
 
 /// A steer sent during a tool that the user then stops must not reach the model with the next
@@ -764,9 +779,7 @@ async fn rpc_after_a_rewind_the_next_request_no_longer_carries_the_rewound_promp
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_pi:: (README, Tests)"]
 async fn rpc_a_steer_left_queued_by_a_stop_does_not_reach_the_next_request() {
     let world = PiWorld::new("rpc_a_steer_left_queued_by_a_stop").await;
-    let starts_file = world.root.path().join("starts");
-    let launcher = world.counting_launcher(&starts_file);
-    let provider = world.provider_on("sleep", Transport::Rpc, &launcher);
+    let (provider, starts_file) = world.counted_rpc_provider("sleep");
     let mut queue = provider.agent_queue().expect("rpc has a queue");
     let pid_file = world.root.path().join("sleep.pid");
     let stop = StopControl::new();
@@ -778,19 +791,9 @@ async fn rpc_a_steer_left_queued_by_a_stop_does_not_reach_the_next_request() {
     let mut messages = messages_until_tool_call(&mut stream, RUN_LIMIT).await;
     sleeping_tool_pid(&pid_file).await;
     assert!(provider.interject(Interjection::Steer, "Steer: my steer."));
-    tokio::time::timeout(
-        Duration::from_secs(10),
-        queue.wait_for(|queue| !queue.steering.is_empty()),
-    )
-    .await
-    .expect("pi queued the steer")
-    .unwrap();
+    until_steer_queued(&mut queue).await;
     stop.stop();
-    messages.extend(collect(&mut stream, RUN_LIMIT).await);
-    assert!(
-        matches!(messages.last(), Some(AgentMessage::Cancelled { .. })),
-        "{messages:#?}"
-    );
+    read_stopped(&mut stream, &mut messages).await;
     let notices: Vec<&AgentMessage> = messages
         .iter()
         .filter(|message| matches!(message, AgentMessage::Notice { .. }))
@@ -805,18 +808,13 @@ async fn rpc_a_steer_left_queued_by_a_stop_does_not_reach_the_next_request() {
         "given back, never said delivered"
     );
     let id = session_id(&messages);
-    let next = collect(
-        &mut provider.execute(
-            rpc_request(
-                "And now?",
-                SessionRef::Resume(id.clone()),
-                &world.work_dir(),
-            ),
-            StopControl::new(),
-        ),
-        RUN_LIMIT,
-    )
-    .await;
+    let next = world
+        .run_on(
+            provider.as_ref(),
+            "And now?",
+            SessionRef::Resume(id.clone()),
+        )
+        .await;
     assert!(
         matches!(next.last(), Some(AgentMessage::Completed { .. })),
         "{next:#?}"
@@ -966,22 +964,13 @@ async fn rpc_a_steer_delivered_before_a_stop_stays_in_the_conversation() {
         .await,
     );
     stop.stop();
-    messages.extend(collect(&mut stream, RUN_LIMIT).await);
-    assert!(
-        matches!(messages.last(), Some(AgentMessage::Cancelled { .. })),
-        "{messages:#?}"
-    );
+    read_stopped(&mut stream, &mut messages).await;
     assert_eq!(notices(&messages, NoticeKind::SteerDelivered.wire()), 1);
     assert_eq!(notices(&messages, NoticeKind::NotDelivered.wire()), 0);
     let id = session_id(&messages);
-    let next = collect(
-        &mut provider.execute(
-            rpc_request("And now?", SessionRef::Resume(id), &world.work_dir()),
-            StopControl::new(),
-        ),
-        RUN_LIMIT,
-    )
-    .await;
+    let next = world
+        .run_on(provider.as_ref(), "And now?", SessionRef::Resume(id))
+        .await;
     expect_completed(&next);
     let requests = world.fake.user_texts_per_request();
     print_requests("pi rpc, steer delivered before a stop", &requests);
@@ -999,9 +988,7 @@ async fn rpc_a_steer_delivered_before_a_stop_stays_in_the_conversation() {
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_pi:: (README, Tests)"]
 async fn rpc_a_steer_queued_during_a_stopped_answer_does_not_reach_the_next_request() {
     let world = PiWorld::new("rpc_a_steer_queued_during_a_stopped_answer").await;
-    let starts_file = world.root.path().join("starts");
-    let launcher = world.counting_launcher(&starts_file);
-    let provider = world.provider_on("session", Transport::Rpc, &launcher);
+    let (provider, starts_file) = world.counted_rpc_provider("session");
     let mut queue = provider.agent_queue().expect("rpc has a queue");
     let stop = StopControl::new();
     let prompt = format!("Count, {}.", fake_openai::SLOW_PLEASE);
@@ -1014,33 +1001,18 @@ async fn rpc_a_steer_queued_during_a_stopped_answer_does_not_reach_the_next_requ
     })
     .await;
     assert!(provider.interject(Interjection::Steer, "Steer: my steer."));
-    tokio::time::timeout(
-        Duration::from_secs(10),
-        queue.wait_for(|queue| !queue.steering.is_empty()),
-    )
-    .await
-    .expect("pi queued the steer")
-    .unwrap();
+    until_steer_queued(&mut queue).await;
     stop.stop();
-    messages.extend(collect(&mut stream, RUN_LIMIT).await);
-    assert!(
-        matches!(messages.last(), Some(AgentMessage::Cancelled { .. })),
-        "{messages:#?}"
-    );
+    read_stopped(&mut stream, &mut messages).await;
     assert_eq!(notices(&messages, NoticeKind::NotDelivered.wire()), 1);
     let id = session_id(&messages);
-    let next = collect(
-        &mut provider.execute(
-            rpc_request(
-                "And now?",
-                SessionRef::Resume(id.clone()),
-                &world.work_dir(),
-            ),
-            StopControl::new(),
-        ),
-        RUN_LIMIT,
-    )
-    .await;
+    let next = world
+        .run_on(
+            provider.as_ref(),
+            "And now?",
+            SessionRef::Resume(id.clone()),
+        )
+        .await;
     expect_completed(&next);
     assert_eq!(session_id(&next), id, "the conversation goes on");
     let requests = world.fake.user_texts_per_request();
@@ -1110,14 +1082,9 @@ async fn rpc_compact_summarises_and_the_next_prompt_carries_the_summary() {
     )
     .unwrap();
     let provider = world.provider_on("session", Transport::Rpc, &world.pi);
-    let first = collect(
-        &mut provider.execute(
-            rpc_request("Remember alpha.", SessionRef::New, &world.work_dir()),
-            StopControl::new(),
-        ),
-        RUN_LIMIT,
-    )
-    .await;
+    let first = world
+        .run_on(provider.as_ref(), "Remember alpha.", SessionRef::New)
+        .await;
     let id = session_id(&first);
     let session = || SessionRef::Resume(id.clone());
     collect(

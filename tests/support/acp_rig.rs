@@ -106,6 +106,14 @@ impl Server {
         times.into_iter().filter(|at| *at >= since).min()
     }
 
+    /// The user messages of each model request, in order.
+    pub fn user_texts_per_request(&self) -> Vec<Vec<String>> {
+        self.model_requests()
+            .into_iter()
+            .map(|request| request.user_texts)
+            .collect()
+    }
+
     pub fn model_requests(&self) -> Vec<ModelRequest> {
         match self {
             Server::Gemini(server) => server

@@ -6,7 +6,7 @@ use futures::StreamExt;
 use tokio::time::timeout;
 
 use agentty::provider::AgentStream;
-use agentty::stream::AgentMessage;
+use agentty::stream::{AgentMessage, PermissionRequest};
 
 /// How long a test waits for the next message (a loaded 2-core machine is slow).
 pub const PATIENCE: Duration = Duration::from_secs(30);
@@ -35,6 +35,18 @@ pub async fn read_until(
         if found {
             return seen;
         }
+    }
+}
+
+/// Reads `stream` up to its first permission request; returns the request.
+pub async fn until_permission_request(stream: &mut AgentStream) -> PermissionRequest {
+    let mut seen = read_until(stream, |message| {
+        matches!(message, AgentMessage::PermissionRequest(_))
+    })
+    .await;
+    match seen.pop() {
+        Some(AgentMessage::PermissionRequest(request)) => *request,
+        _ => unreachable!("read_until stops at the request"),
     }
 }
 

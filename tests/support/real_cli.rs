@@ -593,6 +593,24 @@ pub fn occurrences(request: &[String], needle: &str) -> usize {
         .sum()
 }
 
+/// Fails the test unless the user messages of one request carry each prompt the number of
+/// times it is paired with.
+pub fn assert_carries(request: &[String], expected: &[(&str, usize)]) {
+    for (prompt, times) in expected {
+        assert_eq!(
+            occurrences(request, prompt),
+            *times,
+            "{prompt} should be in the request {times} time(s): {request:#?}"
+        );
+    }
+}
+
+/// Fails the test unless the user messages of one request carry each of `prompts` once.
+pub fn assert_each_once(request: &[String], prompts: &[String]) {
+    let once: Vec<(&str, usize)> = prompts.iter().map(|prompt| (prompt.as_str(), 1)).collect();
+    assert_carries(request, &once);
+}
+
 /// Prints what the model received, request by request (user-message texts, long ones cut).
 pub fn print_request_log(cli: &str, test: &str, turns: &[(&str, &[UserTexts])]) {
     eprintln!("=== {cli}: {test}: user messages per model request ===");
@@ -693,17 +711,9 @@ pub async fn retried_middle_turn_is_sent_once(
     assert_eq!(after_two - after_one, 3, "turn 2 is three: {log:#?}");
     assert_eq!(log.len() - after_two, 1, "turn 3 is one: {log:#?}");
     for request in &log[after_one..after_two] {
-        assert_eq!(occurrences(request, &prompts[0]), 1, "{request:#?}");
-        assert_eq!(occurrences(request, &prompts[1]), 1, "{request:#?}");
+        assert_each_once(request, &prompts[..2]);
     }
-    for prompt in prompts {
-        assert_eq!(
-            occurrences(&log[after_two], prompt),
-            1,
-            "{:#?}",
-            log[after_two]
-        );
-    }
+    assert_each_once(&log[after_two], prompts);
     // One agent session throughout: turns 2 and 3 continue turn 1's.
     let session = one[0].clone().expect("turn 1 reports its session");
     for id in two.iter().chain(&three) {
@@ -738,16 +748,9 @@ pub async fn retried_first_turn_is_sent_once(
     assert_eq!(after_one, 3, "turn 1 is three model requests: {log:#?}");
     assert_eq!(log.len() - after_one, 1, "turn 2 is one: {log:#?}");
     for request in &log[..after_one] {
-        assert_eq!(occurrences(request, &prompts[0]), 1, "{request:#?}");
+        assert_each_once(request, &prompts[..1]);
     }
-    for prompt in &prompts[..2] {
-        assert_eq!(
-            occurrences(&log[after_one], prompt),
-            1,
-            "{:#?}",
-            log[after_one]
-        );
-    }
+    assert_each_once(&log[after_one], &prompts[..2]);
     // Turn 2 continues the session of turn 1's successful (third) attempt.
     let successful = one[2]
         .clone()
@@ -985,13 +988,9 @@ pub async fn a_stop_then_retry_keep_the_conversation(
         millis(c_request, c_sent)
     );
     for request in &log[before_retry..before_c] {
-        assert_eq!(occurrences(request, &prompts[0]), 1, "{request:#?}");
-        assert_eq!(occurrences(request, &prompts[1]), 1, "{request:#?}");
+        assert_each_once(request, &prompts[..2]);
     }
-    let last = log.last().expect("turn C reached the model");
-    for prompt in prompts {
-        assert_eq!(occurrences(last, prompt), 1, "{last:#?}");
-    }
+    assert_each_once(log.last().expect("turn C reached the model"), prompts);
 }
 
 /// Prompts for [`a_stopped_first_turn_stays_in_the_conversation`]: the first is to stream
@@ -1049,13 +1048,9 @@ pub async fn a_stopped_first_turn_stays_in_the_conversation(
         ],
     );
     for request in &log[before_b..before_c] {
-        assert_eq!(occurrences(request, &prompts[0]), 1, "{request:#?}");
-        assert_eq!(occurrences(request, &prompts[1]), 1, "{request:#?}");
+        assert_each_once(request, &prompts[..2]);
     }
-    let last = log.last().expect("turn C reached the model");
-    for prompt in prompts {
-        assert_eq!(occurrences(last, prompt), 1, "{last:#?}");
-    }
+    assert_each_once(log.last().expect("turn C reached the model"), prompts);
 }
 
 /// Sends a rewind (or its undo) and waits for the orchestrator's answer.
@@ -1076,6 +1071,36 @@ pub async fn rewound(
     }
 }
 
+/// Rewinds the conversation (not the files) to before `turn`; fails the test unless it was.
+pub async fn rewind_conversation(chat: &mut OrchestratorHandle, turn: u64) {
+    let done = rewound(
+        chat,
+        Command::Rewind {
+            turn,
+            conversation: true,
+            files: false,
+            overwrite: false,
+        },
+    )
+    .await;
+    assert_eq!(done.conversation, Some(Ok(())), "{done:?}");
+}
+
+/// Undoes the rewind of the conversation to before `turn`; fails the test unless it was.
+pub async fn undo_conversation_rewind(chat: &mut OrchestratorHandle, turn: u64) {
+    let undone = rewound(
+        chat,
+        Command::UndoRewind {
+            turn,
+            conversation: true,
+            files: false,
+            overwrite: false,
+        },
+    )
+    .await;
+    assert_eq!(undone.conversation, Some(Ok(())), "{undone:?}");
+}
+
 /// Three turns, a rewind of the conversation to before the second (a finished turn): the next
 /// request carries the first prompt and the new one only. Then a rewind to before that turn
 /// undone before the next prompt: the request after it carries that turn again. `requests` is
@@ -1086,69 +1111,41 @@ pub async fn after_a_rewind_the_next_request_no_longer_carries_the_rewound_promp
     cwd: &Path,
     requests: impl Fn() -> Vec<UserTexts>,
 ) {
-    use agentty::orchestrator::{spawn_orchestrator, Command, OrchestratorOptions};
-
     let mut options = OrchestratorOptions::new(provider);
     options.cwd = Some(cwd.to_path_buf());
     let mut chat = spawn_orchestrator(options);
     for prompt in ["Remember alpha.", "Remember beta.", "Remember gamma."] {
         assert_turn(&run_turn(&mut chat, prompt).await, 1);
     }
-    let rewind = |turn| Command::Rewind {
-        turn,
-        conversation: true,
-        files: false,
-        overwrite: false,
-    };
     let last_request = |after: &str| {
         let request = requests().last().cloned().unwrap();
         eprintln!("{test}: the request {after}: {request:#?}");
         request
     };
-    let done = rewound(&mut chat, rewind(2)).await;
-    assert_eq!(done.conversation, Some(Ok(())), "{done:?}");
+    rewind_conversation(&mut chat, 2).await;
     assert_turn(&run_turn(&mut chat, "What do you remember?").await, 1);
-    let after_rewind = last_request("after the rewind");
-    for (prompt, times) in [
-        ("Remember alpha.", 1),
-        ("Remember beta.", 0),
-        ("Remember gamma.", 0),
-        ("What do you remember?", 1),
-    ] {
-        assert_eq!(
-            occurrences(&after_rewind, prompt),
-            times,
-            "{prompt}: {after_rewind:#?}"
-        );
-    }
+    assert_carries(
+        &last_request("after the rewind"),
+        &[
+            ("Remember alpha.", 1),
+            ("Remember beta.", 0),
+            ("Remember gamma.", 0),
+            ("What do you remember?", 1),
+        ],
+    );
 
-    let done = rewound(&mut chat, rewind(4)).await;
-    assert_eq!(done.conversation, Some(Ok(())), "{done:?}");
-    let undone = rewound(
-        &mut chat,
-        Command::UndoRewind {
-            turn: 4,
-            conversation: true,
-            files: false,
-            overwrite: false,
-        },
-    )
-    .await;
-    assert_eq!(undone.conversation, Some(Ok(())), "{undone:?}");
+    rewind_conversation(&mut chat, 4).await;
+    undo_conversation_rewind(&mut chat, 4).await;
     assert_turn(&run_turn(&mut chat, "And now?").await, 1);
-    let after_undo = last_request("after the rewind was undone");
-    for (prompt, times) in [
-        ("Remember alpha.", 1),
-        ("Remember beta.", 0),
-        ("What do you remember?", 1),
-        ("And now?", 1),
-    ] {
-        assert_eq!(
-            occurrences(&after_undo, prompt),
-            times,
-            "{prompt}: {after_undo:#?}"
-        );
-    }
+    assert_carries(
+        &last_request("after the rewind was undone"),
+        &[
+            ("Remember alpha.", 1),
+            ("Remember beta.", 0),
+            ("What do you remember?", 1),
+            ("And now?", 1),
+        ],
+    );
 }
 
 /// A real 1×1 PNG (a CLI may decode what it sends), written to `dir` and attached from there

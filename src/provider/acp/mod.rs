@@ -241,15 +241,12 @@ impl AcpAttempt {
         }
         let (mut terminal, keep) = self.play_turn(session, &request, answers_rx).await;
         if keep && self.backend.writes_session_after_turn() {
-            let (backend, id, request) = (
-                self.backend.clone(),
-                session.session_id.clone(),
-                request.clone(),
-            );
             if let Ok(mut unwritten) = self.unwritten.lock() {
-                *unwritten = Some(UnwrittenTurn::at_turn_end(move || {
-                    backend.session_file(&id, &request)
-                }));
+                *unwritten = Some(UnwrittenTurn::of_session(
+                    self.backend.clone(),
+                    session.session_id.clone(),
+                    request.clone(),
+                ));
             }
         }
         let failed = matches!(terminal, AgentMessage::Failed(_));

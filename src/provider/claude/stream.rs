@@ -773,12 +773,14 @@ impl StreamAttempt {
             runner::mark_lost_session(&mut terminal, self.backend.lost_session_phrases());
         }
         if keep {
-            let file = session
-                .session_id
-                .as_deref()
-                .and_then(|id| self.backend.session_file(id, &request));
-            if let (Some(file), Ok(mut unwritten)) = (file, self.shared.unwritten.lock()) {
-                *unwritten = Some(UnwrittenTurn::at_turn_end(move || Some(file.clone())));
+            if let (Some(id), Ok(mut unwritten)) =
+                (session.session_id.clone(), self.shared.unwritten.lock())
+            {
+                *unwritten = Some(UnwrittenTurn::of_session(
+                    self.backend.clone(),
+                    id,
+                    request.clone(),
+                ));
             }
         }
         if !keep {

@@ -27,7 +27,8 @@ use std::time::Duration;
 
 use crate::provider::common::session_message;
 use crate::provider::live_process::{
-    InBandStop, LiveItem, LiveProcess, LiveSession, LiveSlot, ResponseRouter, TurnEnd,
+    ClaimedSession, InBandStop, LiveItem, LiveProcess, LiveSession, LiveSlot, ResponseRouter,
+    TurnEnd,
 };
 use crate::provider::runner::{spawn_attempt, AttemptSink};
 use serde_json::{json, Value};
@@ -656,16 +657,7 @@ struct RpcAttempt {
 
 impl RpcAttempt {
     async fn run(mut self, request: AttemptRequest) {
-        let backend = self.backend.clone();
-        let status = self.status.clone();
-        let control = self.control.clone();
-        let Some(mut slot) = self
-            .live
-            .claim(&request, &self.stop, &mut self.sink, || {
-                RpcSession::start(backend.as_ref(), &request, &status, &control)
-            })
-            .await
-        else {
+        let Some(mut slot) = self.claim_session(&request).await else {
             return;
         };
         let Some(session) = slot.as_mut() else {
@@ -688,17 +680,40 @@ impl RpcAttempt {
         if let Ok(mut commands) = self.commands.lock() {
             *commands = None;
         }
+        self.keep_or_close(&mut slot, keep).await;
+        self.sink.send(terminal).await;
+    }
+
+    /// The live pi for `request`, locked for this attempt: kept, reloaded or started as
+    /// [`LiveSlot::claim`] decides. `None` when the attempt is over already.
+    async fn claim_session(
+        &mut self,
+        request: &AttemptRequest,
+    ) -> Option<ClaimedSession<RpcSession>> {
+        let backend = self.backend.clone();
+        let status = self.status.clone();
+        let control = self.control.clone();
+        self.live
+            .claim(request, &self.stop, &mut self.sink, || {
+                RpcSession::start(backend.as_ref(), request, &status, &control)
+            })
+            .await
+    }
+
+    /// After an attempt: a pi that serves the next one is asked for its context; one that
+    /// cannot is closed.
+    async fn keep_or_close(&self, slot: &mut ClaimedSession<RpcSession>, keep: bool) {
         if keep {
-            ask_context(&session.writer, &self.status);
-        }
-        if !keep {
+            if let Some(session) = slot.as_ref() {
+                ask_context(&session.writer, &self.status);
+            }
+        } else {
             // A new pi starts with an empty queue; what this one held is lost with it.
             self.queue.send_replace(AgentQueue::default());
             if let Some(session) = slot.take() {
                 session.close().await;
             }
         }
-        self.sink.send(terminal).await;
     }
 
     /// Sends the prompt and reads the turn; returns its terminal message and whether the

@@ -12,13 +12,13 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::{ask_context, RpcAttempt, RpcSession};
+use super::{RpcAttempt, RpcSession};
 use crate::process::ExitReport;
 use crate::provider::common::session_message;
 use crate::provider::compaction::compacted_notice;
-use crate::provider::live_process::{InBandStop, LiveItem, LiveSession, TurnEnd};
+use crate::provider::live_process::{InBandStop, LiveItem, TurnEnd};
 use crate::provider::runner::{AttemptMapping, EndedBy};
-use crate::provider::{AgentQueue, AttemptRequest};
+use crate::provider::AttemptRequest;
 use crate::stream::{AgentMessage, Failure, FailureReason};
 
 /// How a compaction ended before its terminal message is composed.
@@ -33,16 +33,7 @@ impl RpcAttempt {
     /// The compaction's attempt: claims the live process (starting or reloading pi as a
     /// prompt would), compacts, and ends with one terminal message.
     pub(super) async fn compact(mut self, request: AttemptRequest, instructions: Option<String>) {
-        let backend = self.backend.clone();
-        let status = self.status.clone();
-        let control = self.control.clone();
-        let Some(mut slot) = self
-            .live
-            .claim(&request, &self.stop, &mut self.sink, || {
-                RpcSession::start(backend.as_ref(), &request, &status, &control)
-            })
-            .await
-        else {
+        let Some(mut slot) = self.claim_session(&request).await else {
             return;
         };
         let Some(session) = slot.as_mut() else {
@@ -60,14 +51,7 @@ impl RpcAttempt {
         let (terminal, keep) = self
             .play_compaction(session, &request, instructions.as_deref())
             .await;
-        if keep {
-            ask_context(&session.writer, &self.status);
-        } else {
-            self.queue.send_replace(AgentQueue::default());
-            if let Some(session) = slot.take() {
-                session.close().await;
-            }
-        }
+        self.keep_or_close(&mut slot, keep).await;
         self.sink.send(terminal).await;
     }
 

@@ -10,9 +10,8 @@ use serde_json::{json, Value};
 
 use super::session::AppServerSession;
 use super::{AppServerAttempt, AppServerMapper, INTERRUPT_GRACE, METHOD_NOT_FOUND};
-use crate::provider::common::session_message;
 use crate::provider::compaction::compacted_notice;
-use crate::provider::live_process::{InBandStop, LiveItem, LiveSession, TurnEnd};
+use crate::provider::live_process::{InBandStop, LiveItem, TurnEnd};
 use crate::provider::runner::AttemptMapping;
 use crate::provider::AttemptRequest;
 use crate::stream::{AgentMessage, Failure, FailureReason, NoticeKind};
@@ -21,32 +20,13 @@ impl AppServerAttempt {
     /// The compaction's attempt: claims the live app-server (starting or resuming the thread
     /// as a prompt would), compacts, and ends with one terminal message.
     pub(super) async fn compact(mut self, request: AttemptRequest, instructions: Option<String>) {
-        let backend = self.backend.clone();
-        let shared = self.shared.clone();
-        let Some(mut slot) = self
-            .live
-            .claim(&request, &self.stop, &mut self.sink, || {
-                AppServerSession::start(backend.clone(), &request, shared.clone())
-            })
-            .await
-        else {
+        let Some(mut slot) = self.claim_thread(&request).await else {
             return;
         };
         let Some(session) = slot.as_mut() else {
             return;
         };
-        self.branch_if_due(session).await;
-        self.revert_if_due(session).await;
-        session.prompted = true;
-        let model = self.shared.status().borrow().model.clone();
-        self.sink
-            .send(session_message(
-                self.backend.name(),
-                true,
-                Some(session.thread_id.clone()),
-                model,
-            ))
-            .await;
+        self.announce(session, true).await;
         if instructions.is_some() {
             self.sink
                 .send(AgentMessage::notice(
@@ -57,12 +37,7 @@ impl AppServerAttempt {
         }
         let (terminal, keep) = self.play_compaction(session, &request).await;
         self.shared.set_turn(None);
-        if !keep {
-            self.shared.forget_connection();
-            if let Some(session) = slot.take() {
-                session.close().await;
-            }
-        }
+        self.close_unless_kept(&mut slot, keep).await;
         self.sink.send(terminal).await;
     }
 

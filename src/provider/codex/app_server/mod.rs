@@ -46,7 +46,9 @@ use self::status::Shared;
 use crate::config::PermissionPolicy;
 use crate::process::StopControl;
 use crate::provider::common::session_message;
-use crate::provider::live_process::{InBandStop, LiveItem, LiveSession, LiveSlot, TurnEnd};
+use crate::provider::live_process::{
+    ClaimedSession, InBandStop, LiveItem, LiveSession, LiveSlot, TurnEnd,
+};
 use crate::provider::runner::{spawn_attempt, AttemptMapping, AttemptSink};
 use crate::provider::{AgentQueue, AgentStatus};
 use crate::provider::{
@@ -266,36 +268,17 @@ struct OpenApproval {
 
 impl AppServerAttempt {
     async fn run(mut self, request: AttemptRequest) {
-        let backend = self.backend.clone();
-        let shared = self.shared.clone();
-        let Some(mut slot) = self
-            .live
-            .claim(&request, &self.stop, &mut self.sink, || {
-                AppServerSession::start(backend.clone(), &request, shared.clone())
-            })
-            .await
-        else {
+        let Some(mut slot) = self.claim_thread(&request).await else {
             return;
         };
         let Some(session) = slot.as_mut() else {
             return;
         };
-        self.branch_if_due(session).await;
-        self.revert_if_due(session).await;
         let resumed = session.prompted || session.resumed;
         if session.prompted {
             session.process.forget_stderr();
         }
-        session.prompted = true;
-        let model = self.shared.status().borrow().model.clone();
-        self.sink
-            .send(session_message(
-                self.backend.name(),
-                resumed,
-                Some(session.thread_id.clone()),
-                model,
-            ))
-            .await;
+        self.announce(session, resumed).await;
         let (answers_tx, answers_rx) = mpsc::unbounded_channel();
         if let Ok(mut answers) = self.answers.lock() {
             *answers = Some(answers_tx);
@@ -324,13 +307,54 @@ impl AppServerAttempt {
                 _ => None,
             };
         }
+        self.close_unless_kept(&mut slot, keep).await;
+        self.sink.send(terminal).await;
+    }
+
+    /// The live app-server for `request`, locked for this attempt (kept, reloaded or started
+    /// as [`LiveSlot::claim`] decides) and on the thread the attempt continues: forked or
+    /// reverted first where the orchestrator asked. `None` when the attempt is over already.
+    async fn claim_thread(
+        &mut self,
+        request: &AttemptRequest,
+    ) -> Option<ClaimedSession<AppServerSession>> {
+        let backend = self.backend.clone();
+        let shared = self.shared.clone();
+        let mut slot = self
+            .live
+            .claim(request, &self.stop, &mut self.sink, || {
+                AppServerSession::start(backend.clone(), request, shared.clone())
+            })
+            .await?;
+        if let Some(session) = slot.as_mut() {
+            self.branch_if_due(session).await;
+            self.revert_if_due(session).await;
+        }
+        Some(slot)
+    }
+
+    /// The attempt's `session.started` / `session.resumed`, with the thread and the model.
+    async fn announce(&mut self, session: &mut AppServerSession, resumed: bool) {
+        session.prompted = true;
+        let model = self.shared.status().borrow().model.clone();
+        self.sink
+            .send(session_message(
+                self.backend.name(),
+                resumed,
+                Some(session.thread_id.clone()),
+                model,
+            ))
+            .await;
+    }
+
+    /// After an attempt, an app-server that cannot serve the next one is closed.
+    async fn close_unless_kept(&self, slot: &mut ClaimedSession<AppServerSession>, keep: bool) {
         if !keep {
             self.shared.forget_connection();
             if let Some(session) = slot.take() {
                 session.close().await;
             }
         }
-        self.sink.send(terminal).await;
     }
 
     /// The orchestrator rewound the conversation: the thread is forked through the turn it
