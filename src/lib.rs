@@ -5,6 +5,7 @@
 
 pub mod app;
 pub mod attachment;
+pub(crate) mod background;
 pub mod chat;
 pub mod cli;
 pub mod config;

@@ -1043,7 +1043,7 @@ impl Driver {
                 // agent for a core.
                 let session = request.session.clone();
                 let checkpoint = checkpoint.clone();
-                let saver = crate::process::background::spawn("agentty-checkpoint", move || {
+                let saver = crate::background::spawn("agentty-checkpoint", move || {
                     let name = CheckpointStore::turn_name(turn);
                     if let Err(error) = store.save(&name, &session, checkpoint.as_ref()) {
                         tracing::warn!(turn, %error, "cannot keep the session checkpoint on disk");

@@ -5,7 +5,6 @@
 //! completion even if whoever asked has gone away; and if even the runtime goes away, the
 //! supervisor's drop guard kills the tree synchronously.
 
-pub(crate) mod background;
 mod control;
 pub(crate) mod job_control;
 pub(crate) mod lines;

@@ -79,7 +79,7 @@ impl SnapshotWorker {
             before: HashMap::new(),
             told_over_total: false,
         };
-        let spawned = crate::process::background::spawn("agentty-snapshots", move || {
+        let spawned = crate::background::spawn("agentty-snapshots", move || {
             while let Ok(job) = job_rx.recv() {
                 if reply_tx.send(state.run(job)).is_err() {
                     break;

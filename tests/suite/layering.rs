@@ -27,11 +27,18 @@ use std::path::{Path, PathBuf};
 /// the chat loop on top) and the shared modules the code puts beneath or beside them.
 const LAYERS: &[(&str, &[&str])] = &[
     // Leaves that use nothing of the crate: the shared message stream, making text inert,
-    // files, images attached to a prompt, and the demo agent (a program of its own, whose
-    // scenario names the demo backend reads).
+    // files, images attached to a prompt, threads for background work, and the demo agent (a
+    // program of its own, whose scenario names the demo backend reads).
     (
         "leaves",
-        &["stream", "sanitize", "files", "attachment", "demo_agent"],
+        &[
+            "stream",
+            "sanitize",
+            "files",
+            "attachment",
+            "background",
+            "demo_agent",
+        ],
     ),
     // What every layer may read: logging, the configuration, working-tree snapshots.
     ("base", &["logging", "snapshot", "config"]),
