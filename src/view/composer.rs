@@ -19,12 +19,14 @@ use super::theme::palette;
 /// The placeholder of an empty input.
 const PLACEHOLDER: &str = "Ask the agent anything · / commands · @ files";
 
-/// One screen row of the input: chars `start..end` of logical line `line`.
+/// One screen row of the input: chars `start..end` of logical line `line`, which are its
+/// bytes `bytes.0..bytes.1` (drawing slices the line instead of counting chars again).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct VisualRow {
     line: usize,
     start: usize,
     end: usize,
+    bytes: (usize, usize),
 }
 
 /// The input laid out for one width.
@@ -44,21 +46,46 @@ impl WrappedInput {
 /// One grapheme cluster of a line: where it starts (in chars), how many chars it has and how
 /// many columns it takes. Rows break only between graphemes, so a ZWJ emoji or a letter with a
 /// combining accent is never split, and the cursor is never drawn inside one.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Grapheme {
     start: usize,
+    /// Where it starts in the line's bytes.
+    byte: usize,
     chars: usize,
     width: usize,
     space: bool,
 }
 
 fn graphemes(line: &str) -> Vec<Grapheme> {
+    // Most prompts are ASCII, where every byte is a grapheme of its own (a line holds no
+    // `\r\n`): the segmentation, the costliest part of a frame with a long prompt, is skipped.
+    if line.is_ascii() {
+        ascii_graphemes(line)
+    } else {
+        segmented_graphemes(line)
+    }
+}
+
+fn ascii_graphemes(line: &str) -> Vec<Grapheme> {
+    (0..line.len())
+        .map(|index| Grapheme {
+            start: index,
+            byte: index,
+            chars: 1,
+            width: line[index..=index].width(),
+            space: line.as_bytes()[index] == b' ',
+        })
+        .collect()
+}
+
+fn segmented_graphemes(line: &str) -> Vec<Grapheme> {
     let mut start = 0;
-    line.graphemes(true)
-        .map(|grapheme| {
+    line.grapheme_indices(true)
+        .map(|(byte, grapheme)| {
             let chars = grapheme.chars().count();
             let unit = Grapheme {
                 start,
+                byte,
                 chars,
                 width: grapheme.width(),
                 space: grapheme == " ",
@@ -109,10 +136,12 @@ pub(crate) fn wrap_input(composer: &Composer, width: u16) -> WrappedInput {
         let units = graphemes(line);
         let line_chars = units.last().map_or(0, |unit| unit.start + unit.chars);
         let char_at = |unit: usize| units.get(unit).map_or(line_chars, |unit| unit.start);
+        let byte_at = |unit: usize| units.get(unit).map_or(line.len(), |unit| unit.byte);
         let segments = wrap_line(&units, width);
         let last = segments.len() - 1;
         for (number, &(first, after)) in segments.iter().enumerate() {
             let (start, end) = (char_at(first), char_at(after));
+            let bytes = (byte_at(first), byte_at(after));
             let on_cursor_line = index == cursor_line;
             let holds_cursor = on_cursor_line
                 && cursor_col >= start
@@ -130,12 +159,14 @@ pub(crate) fn wrap_input(composer: &Composer, width: u16) -> WrappedInput {
                         line: index,
                         start,
                         end,
+                        bytes,
                     });
                     cursor = (rows.len(), 0);
                     rows.push(VisualRow {
                         line: index,
                         start: end,
                         end,
+                        bytes: (bytes.1, bytes.1),
                     });
                     continue;
                 }
@@ -145,6 +176,7 @@ pub(crate) fn wrap_input(composer: &Composer, width: u16) -> WrappedInput {
                 line: index,
                 start,
                 end,
+                bytes,
             });
         }
     }
@@ -189,13 +221,9 @@ pub(crate) fn render_input(
     let lines = composer.lines();
     let mut placed = None;
     for (offset, row) in wrapped.rows.iter().skip(*scroll).take(height).enumerate() {
-        let text: String = lines[row.line]
-            .chars()
-            .skip(row.start)
-            .take(row.end - row.start)
-            .collect();
+        let text = &lines[row.line][row.bytes.0..row.bytes.1];
         let y = area.y + offset as u16;
-        buf.set_stringn(area.x, y, &text, usize::from(area.width), Style::default());
+        buf.set_stringn(area.x, y, text, usize::from(area.width), Style::default());
         if *scroll + offset == cursor_row {
             let x = area.x + (cursor_col as u16).min(area.width - 1);
             buf[(x, y)].set_style(cursor_style);
@@ -208,6 +236,15 @@ pub(crate) fn render_input(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        /// The ASCII shortcut lays a line out exactly as the segmentation does.
+        #[test]
+        fn ascii_lines_are_cut_into_the_same_graphemes(line in "[\\x00-\\x7f]{0,120}") {
+            let line = line.replace(['\r', '\n'], " ");
+            proptest::prop_assert_eq!(ascii_graphemes(&line), segmented_graphemes(&line));
+        }
+    }
 
     fn composer(text: &str) -> Composer {
         let mut composer = Composer::new();
