@@ -20,7 +20,7 @@ pub const DEFAULT_MAX_BYTES: u64 = 5 * 1024 * 1024;
 
 /// The image formats the agents' models take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ImageMime {
+pub(crate) enum ImageMime {
     Png,
     Jpeg,
     Gif,
@@ -29,7 +29,7 @@ pub enum ImageMime {
 
 impl ImageMime {
     /// The format of `bytes`, from its magic bytes; `None` for anything else.
-    pub fn sniff(bytes: &[u8]) -> Option<ImageMime> {
+    pub(crate) fn sniff(bytes: &[u8]) -> Option<ImageMime> {
         if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
             Some(ImageMime::Png)
         } else if bytes.starts_with(&[0xFF, 0xD8, 0xFF]) {
@@ -44,7 +44,7 @@ impl ImageMime {
     }
 
     /// The media type (`image/png`).
-    pub fn media_type(self) -> &'static str {
+    pub(crate) fn media_type(self) -> &'static str {
         match self {
             ImageMime::Png => "image/png",
             ImageMime::Jpeg => "image/jpeg",
@@ -54,7 +54,7 @@ impl ImageMime {
     }
 
     /// The short name (`png`).
-    pub fn short_name(self) -> &'static str {
+    pub(crate) fn short_name(self) -> &'static str {
         match self {
             ImageMime::Png => "png",
             ImageMime::Jpeg => "jpeg",
@@ -68,11 +68,11 @@ impl ImageMime {
 #[derive(Clone, PartialEq, Eq)]
 pub struct ImageAttachment {
     /// The file it was read from (absolute).
-    pub path: PathBuf,
-    pub mime: ImageMime,
+    pub(crate) path: PathBuf,
+    pub(crate) mime: ImageMime,
     pub bytes: Arc<[u8]>,
     /// xxh3-128 of the bytes, in hex: what the log keeps to tell the image again.
-    pub hash: String,
+    pub(crate) hash: String,
 }
 
 impl fmt::Debug for ImageAttachment {
@@ -93,12 +93,12 @@ pub struct ImageRecord {
     pub path: String,
     pub mime: String,
     pub size: u64,
-    pub hash: String,
+    pub(crate) hash: String,
 }
 
 impl ImageAttachment {
     /// An image from bytes already in hand (`path` is where they came from).
-    pub fn from_bytes(path: PathBuf, bytes: Vec<u8>) -> Result<ImageAttachment, String> {
+    pub(crate) fn from_bytes(path: PathBuf, bytes: Vec<u8>) -> Result<ImageAttachment, String> {
         let mime = ImageMime::sniff(&bytes)
             .ok_or_else(|| format!("{} is not a PNG, JPEG, GIF or WebP image", file_name(&path)))?;
         let hash = format!("{:032x}", xxhash_rust::xxh3::xxh3_128(&bytes));
@@ -110,7 +110,7 @@ impl ImageAttachment {
         })
     }
 
-    pub fn size(&self) -> u64 {
+    pub(crate) fn size(&self) -> u64 {
         self.bytes.len() as u64
     }
 
@@ -120,12 +120,12 @@ impl ImageAttachment {
     }
 
     /// A `data:` URL of the image (Codex's image input).
-    pub fn data_url(&self) -> String {
+    pub(crate) fn data_url(&self) -> String {
         format!("data:{};base64,{}", self.mime.media_type(), self.base64())
     }
 
     /// How the composer and the transcript show it: `[image: shot.png 120 KB]`.
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         format!(
             "[image: {} {}]",
             file_name(&self.path),
@@ -134,7 +134,7 @@ impl ImageAttachment {
     }
 
     /// What the session log keeps of it.
-    pub fn record(&self) -> ImageRecord {
+    pub(crate) fn record(&self) -> ImageRecord {
         ImageRecord {
             path: self.path.display().to_string(),
             mime: self.mime.media_type().to_owned(),
@@ -186,7 +186,7 @@ pub fn load(path: &Path, max_bytes: u64) -> Result<ImageAttachment, String> {
 /// The file a pasted text names, when the paste is one path (or `file://` URL) to what looks
 /// like an image by its name: a terminal's drag and drop, a copied path. Quotes and the
 /// backslashes a shell escapes spaces with are taken off. The file is not looked at here.
-pub fn pasted_image_path(text: &str) -> Option<String> {
+pub(crate) fn pasted_image_path(text: &str) -> Option<String> {
     let text = text.trim();
     if text.is_empty() || text.contains('\n') {
         return None;
@@ -206,7 +206,7 @@ pub fn pasted_image_path(text: &str) -> Option<String> {
 }
 
 /// Whether `path` ends in an image format's extension (the cue to look at the file's bytes).
-pub fn has_image_name(path: &str) -> bool {
+pub(crate) fn has_image_name(path: &str) -> bool {
     let Some((_, extension)) = path.rsplit_once('.') else {
         return false;
     };
@@ -216,7 +216,7 @@ pub fn has_image_name(path: &str) -> bool {
 }
 
 /// The file `typed` names: `~/` is the home folder, a relative path is under `cwd`.
-pub fn resolve(typed: &str, cwd: &Path, home: Option<&Path>) -> PathBuf {
+pub(crate) fn resolve(typed: &str, cwd: &Path, home: Option<&Path>) -> PathBuf {
     if let (Some(rest), Some(home)) = (typed.strip_prefix("~/"), home) {
         return home.join(rest);
     }
@@ -254,7 +254,7 @@ fn file_name(path: &Path) -> String {
 }
 
 /// `812 B`, `120 KB`, `4.2 MB`.
-pub fn human_size(bytes: u64) -> String {
+pub(crate) fn human_size(bytes: u64) -> String {
     const KB: u64 = 1024;
     const MB: u64 = 1024 * 1024;
     if bytes < KB {

@@ -387,17 +387,17 @@ pub struct Config {
     /// The provider used when `--provider` is not given.
     pub(crate) default_provider: Option<String>,
     pub providers: BTreeMap<String, ProviderSettings>,
-    pub provider_error_auto_retry: RetryPolicy,
+    pub(crate) provider_error_auto_retry: RetryPolicy,
     /// The colours: for a dark or a light terminal background, or as the terminal says.
-    pub theme: Option<Theme>,
+    pub(crate) theme: Option<Theme>,
     pub(crate) session_logs: SessionLogRetention,
     /// `[snapshots]`: the working tree's snapshot before each turn (`/diff`, `/undo`).
     pub(crate) snapshots: crate::snapshot::SnapshotLimits,
     /// `notify`: how agentty calls the user back when a turn ends or a permission prompt
     /// waits while the terminal is not focused.
-    pub notify: Option<NotifyMode>,
+    pub(crate) notify: Option<NotifyMode>,
     /// `image_max_bytes`: the largest image a prompt may carry (default 5 MiB).
-    pub image_max_bytes: Option<u64>,
+    pub(crate) image_max_bytes: Option<u64>,
 }
 
 /// `notify`: the call back when agentty needs the user and its terminal is not focused.
@@ -447,7 +447,7 @@ impl Theme {
     }
 
     /// The background to draw for, given what the terminal said about its own (`terminal`).
-    pub fn background(self, terminal: Option<Background>) -> Background {
+    pub(crate) fn background(self, terminal: Option<Background>) -> Background {
         match self {
             Theme::Auto => terminal.unwrap_or_default(),
             Theme::Dark => Background::Dark,
@@ -459,7 +459,7 @@ impl Theme {
 /// The background a terminal announces in `COLORFGBG` (`"15;0"`, `"0;default;15"`: the last
 /// field is the background's ANSI colour; rxvt, Konsole, iTerm2 and others set it). ANSI 7 and
 /// 9-15 are light; 0-6 and 8 dark; anything else says nothing.
-pub fn background_from_colorfgbg(value: &str) -> Option<Background> {
+pub(crate) fn background_from_colorfgbg(value: &str) -> Option<Background> {
     let colour: u8 = value.rsplit(';').next()?.trim().parse().ok()?;
     match colour {
         0..=6 | 8 => Some(Background::Dark),

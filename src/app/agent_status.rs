@@ -13,7 +13,7 @@ use crate::provider::{AgentStatus, ContextUse, ModeChoice, ModelChoice};
 /// agent's own text, sent back unchanged when the user chooses it, and that text made inert for
 /// the screen.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct AgentValue {
+pub(crate) struct AgentValue {
     raw: String,
     shown: InertText,
 }
@@ -47,7 +47,7 @@ impl fmt::Display for AgentValue {
 
 /// One model the agent offers, as the chat shows it.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct ShownModel {
+pub(crate) struct ShownModel {
     pub(crate) id: AgentValue,
     pub(crate) name: InertText,
     pub(crate) provider: Option<InertText>,
@@ -74,7 +74,7 @@ impl From<ModelChoice> for ShownModel {
 
 /// One mode the agent offers, as the chat shows it.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct ShownMode {
+pub(crate) struct ShownMode {
     pub(crate) id: AgentValue,
     pub(crate) name: InertText,
 }

@@ -11,10 +11,10 @@ use crate::session_log::ConversationSummary;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConversationPicker {
-    pub conversations: Vec<ListedConversation>,
+    pub(crate) conversations: Vec<ListedConversation>,
     /// Typed text: a conversation is shown when one of its prompts, its provider or id contains
     /// it.
-    pub filter: InertText,
+    pub(crate) filter: InertText,
     /// Index into [`ConversationPicker::visible`].
     pub(crate) selected: usize,
     /// The conversation the chat is in now (marked, and not reopened).
@@ -26,11 +26,11 @@ pub struct ConversationPicker {
 /// A conversation as the picker lists it: what it shows of the log made inert once, as it is
 /// listed.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ListedConversation {
-    pub summary: ConversationSummary,
+pub(crate) struct ListedConversation {
+    pub(crate) summary: ConversationSummary,
     /// The first line of its first prompt.
-    pub first_line: InertText,
-    pub provider: InertText,
+    pub(crate) first_line: InertText,
+    pub(crate) provider: InertText,
 }
 
 impl From<ConversationSummary> for ListedConversation {
@@ -74,7 +74,7 @@ impl ConversationPicker {
         }
     }
 
-    pub fn visible(&self) -> Vec<&ListedConversation> {
+    pub(crate) fn visible(&self) -> Vec<&ListedConversation> {
         let filter = self.filter.to_lowercase();
         self.conversations
             .iter()

@@ -34,7 +34,7 @@ impl InertText {
     }
 
     /// Takes its last character off.
-    pub fn pop(&mut self) -> Option<char> {
+    pub(crate) fn pop(&mut self) -> Option<char> {
         self.0.pop()
     }
 
@@ -43,13 +43,13 @@ impl InertText {
         self.0.truncate(len);
     }
 
-    pub fn into_string(self) -> String {
+    pub(crate) fn into_string(self) -> String {
         self.0
     }
 
     /// Its lines, each inert already (a part of inert text is inert: nothing is sanitised
     /// again).
-    pub fn inert_lines(&self) -> impl Iterator<Item = InertText> + '_ {
+    pub(crate) fn inert_lines(&self) -> impl Iterator<Item = InertText> + '_ {
         self.0.lines().map(|line| Self(line.to_owned()))
     }
 }

@@ -8,14 +8,14 @@
 
 pub(crate) mod action;
 pub(crate) mod activity;
-pub mod agent_status;
+pub(crate) mod agent_status;
 pub(crate) mod attention;
 pub(crate) mod completion;
 pub(crate) mod composer;
-pub mod conversation_picker;
+pub(crate) mod conversation_picker;
 pub(crate) mod export;
 pub(crate) mod failure_text;
-pub mod help;
+pub(crate) mod help;
 pub(crate) mod history;
 pub(crate) mod history_search;
 pub(crate) mod inert;
@@ -24,7 +24,7 @@ pub(crate) mod list;
 pub(crate) mod live_thinking;
 pub mod mentions;
 pub mod menu;
-pub mod model_picker;
+pub(crate) mod model_picker;
 pub(crate) mod pane;
 pub mod permission;
 pub(crate) mod provider_picker;

@@ -15,7 +15,7 @@ use super::transcript::InertText;
 /// The picker as typed so far.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ModelPicker {
-    pub query: InertText,
+    pub(crate) query: InertText,
     /// Index into the matches of `query`.
     pub(crate) selected: usize,
 }

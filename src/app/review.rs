@@ -15,9 +15,9 @@ use crate::stream::ChangeStatus;
 
 /// A turn that changed files, as `turn.changes` reported it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ChangedTurn {
-    pub turn: TurnId,
-    pub files: Vec<ChangedFile>,
+pub(crate) struct ChangedTurn {
+    pub(crate) turn: TurnId,
+    pub(crate) files: Vec<ChangedFile>,
     /// `/undo` put its files back.
     pub(crate) undone: bool,
     /// The transcript cell that shows it.
@@ -198,8 +198,8 @@ fn rows(files: &[FileDiffView]) -> Vec<DiffRow> {
 /// The `/undo` (or `/rewind`) question: these files changed since the turn; overwrite them?
 #[derive(Debug, Clone, PartialEq)]
 pub struct UndoConfirm {
-    pub turn: TurnId,
-    pub conflicts: Vec<InertText>,
+    pub(crate) turn: TurnId,
+    pub(crate) conflicts: Vec<InertText>,
     pub(crate) asked_by: ConfirmFor,
 }
 
@@ -238,7 +238,7 @@ impl OverlayPane for UndoConfirm {
 }
 
 /// One line summing up a turn's changes: "3 files changed · +4 −2".
-pub fn changes_summary(files: &[ChangedFile]) -> String {
+pub(crate) fn changes_summary(files: &[ChangedFile]) -> String {
     let added: u64 = files.iter().map(|file| file.added).sum();
     let removed: u64 = files.iter().map(|file| file.removed).sum();
     let count = if files.len() == 1 {

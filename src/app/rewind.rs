@@ -20,31 +20,31 @@ use crate::orchestrator::TurnId;
 
 /// A prompt the conversation sent (text sanitised).
 #[derive(Debug, Clone, PartialEq)]
-pub struct PromptRecord {
-    pub turn: TurnId,
-    pub prompt: InertText,
-    pub sent: Instant,
+pub(crate) struct PromptRecord {
+    pub(crate) turn: TurnId,
+    pub(crate) prompt: InertText,
+    pub(crate) sent: Instant,
     /// Its cell in the transcript (marked when a rewind takes the turn back).
-    pub cell: crate::app::transcript::CellId,
+    pub(crate) cell: crate::app::transcript::CellId,
     /// Whether the agent's conversation can go back to before it, and why not.
-    pub conversation_rewind: Result<(), InertText>,
+    pub(crate) conversation_rewind: Result<(), InertText>,
 }
 
 /// One row of the picker.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RewindEntry {
-    pub turn: TurnId,
-    pub prompt: InertText,
-    pub sent: Instant,
+pub(crate) struct RewindEntry {
+    pub(crate) turn: TurnId,
+    pub(crate) prompt: InertText,
+    pub(crate) sent: Instant,
     /// The files this turn changed (not undone since).
-    pub files: Vec<InertText>,
+    pub(crate) files: Vec<InertText>,
     /// The prompts a rewind to here takes back (this one and every later one).
     pub(crate) prompts_taken_back: usize,
     /// The files a rewind of the files to here puts back (this turn's and every later one's).
-    pub files_put_back: Vec<InertText>,
+    pub(crate) files_put_back: Vec<InertText>,
     /// Whether the agent's conversation can go back to before this prompt, and why not
     /// (then only the files are offered).
-    pub conversation_rewind: Result<(), InertText>,
+    pub(crate) conversation_rewind: Result<(), InertText>,
 }
 
 /// The last rewind, while it can be undone (until the next prompt).
@@ -59,9 +59,9 @@ pub(crate) struct LastRewind {
     /// The prompts it took back, oldest first (their cells are marked).
     pub(crate) prompts: Vec<PromptRecord>,
     /// The turns whose changes it put back (their summaries are marked undone).
-    pub changed_turns: Vec<TurnId>,
+    pub(crate) changed_turns: Vec<TurnId>,
     /// The files it put back or removed.
-    pub files_back: Vec<InertText>,
+    pub(crate) files_back: Vec<InertText>,
 }
 
 /// What to take back.
@@ -87,9 +87,10 @@ impl RewindChoice {
     pub(crate) const UNDO: [RewindChoice; 2] = [RewindChoice::UndoRewind, RewindChoice::Cancel];
 
     /// The choices where the agent's conversation cannot go back.
-    pub const FILES_ONLY: [RewindChoice; 2] = [RewindChoice::FilesOnly, RewindChoice::Cancel];
+    pub(crate) const FILES_ONLY: [RewindChoice; 2] =
+        [RewindChoice::FilesOnly, RewindChoice::Cancel];
 
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             RewindChoice::Both => "Conversation and files",
             RewindChoice::ConversationOnly => "Conversation only (files stay)",

@@ -18,9 +18,9 @@ use crate::config::{
 pub struct SettingsDraft {
     pub(crate) policy: RetryPolicy,
     /// How agentty calls the user back when the terminal is not focused.
-    pub notify: NotifyMode,
+    pub(crate) notify: NotifyMode,
     /// The colours, for the terminal's background.
-    pub theme: Theme,
+    pub(crate) theme: Theme,
     pub field: SettingsField,
     /// A value being typed into the selected number field.
     pub(crate) typing: Option<String>,
@@ -41,10 +41,10 @@ pub enum SettingsField {
 
 /// What Enter in the settings saves.
 #[derive(Debug, Clone, PartialEq)]
-pub struct SettingsChoice {
-    pub policy: RetryPolicy,
-    pub notify: NotifyMode,
-    pub theme: Theme,
+pub(crate) struct SettingsChoice {
+    pub(crate) policy: RetryPolicy,
+    pub(crate) notify: NotifyMode,
+    pub(crate) theme: Theme,
 }
 
 impl SettingsField {
@@ -125,7 +125,7 @@ impl SettingsDraft {
     }
 
     /// The draft, starting from the theme in use.
-    pub fn with_theme(mut self, theme: Theme) -> Self {
+    pub(crate) fn with_theme(mut self, theme: Theme) -> Self {
         self.theme = theme;
         self
     }

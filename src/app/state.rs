@@ -52,7 +52,7 @@ pub struct ShownAgentQueue {
     /// Steering messages waiting for the agent's next step.
     pub steering: Vec<InertText>,
     /// Follow-up messages waiting for the turn's end.
-    pub follow_up: Vec<InertText>,
+    pub(crate) follow_up: Vec<InertText>,
 }
 
 impl From<&AgentQueue> for ShownAgentQueue {
@@ -173,7 +173,7 @@ pub struct TurnState {
     /// The last failed attempt's notice, which the orchestrator's verdict completes.
     failure_notice: Option<CellId>,
     /// A compaction of the agent's conversation (`/compact`), not a prompt's turn.
-    pub compaction: bool,
+    pub(crate) compaction: bool,
 }
 
 impl TurnState {
@@ -278,7 +278,7 @@ pub struct AppState {
     /// Esc in that window still stops it (`Some(true)`: Esc was pressed), for a loop that is
     /// slow to read the orchestrator's events must not lose the user's stop.
     pub(crate) prompt_in_flight: Option<bool>,
-    pub last_outcome: Option<TurnOutcome>,
+    pub(crate) last_outcome: Option<TurnOutcome>,
     pub queued: Vec<InertText>,
     /// Token figures of the last turn and of the conversation, and the model the CLI reported.
     pub(crate) usage_book: UsageBook,

@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-pub(crate) use super::inert::InertText;
+pub use super::inert::InertText;
 
 /// A cell's identity, stable for the life of the transcript.
 pub(crate) type CellId = u64;
@@ -39,21 +39,21 @@ pub enum CellBody {
 /// A turn's changed files, collapsed to its first few like a tool's output.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChangesCell {
-    pub files: Vec<ChangedFile>,
-    pub expanded: bool,
+    pub(crate) files: Vec<ChangedFile>,
+    pub(crate) expanded: bool,
     /// `/undo` put these files back.
     pub(crate) undone: bool,
 }
 
 /// A file a turn changed (a `stream::FileChange`), as the app keeps it: its path inert.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ChangedFile {
-    pub path: InertText,
-    pub status: crate::stream::ChangeStatus,
-    pub added: u64,
-    pub removed: u64,
+pub(crate) struct ChangedFile {
+    pub(crate) path: InertText,
+    pub(crate) status: crate::stream::ChangeStatus,
+    pub(crate) added: u64,
+    pub(crate) removed: u64,
     /// Over the snapshot limits: seen, but it cannot be shown or undone.
-    pub too_big: bool,
+    pub(crate) too_big: bool,
 }
 
 impl From<crate::stream::FileChange> for ChangedFile {
@@ -310,7 +310,7 @@ pub enum PermissionOutcome {
 
 /// One row of a diff: a file's header, an unchanged line, a removed or an added one.
 #[derive(Debug, Clone, PartialEq)]
-pub enum DiffLine {
+pub(crate) enum DiffLine {
     File(InertText),
     Context(InertText),
     Removed(InertText),

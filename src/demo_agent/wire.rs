@@ -30,7 +30,7 @@ pub(crate) struct Usage {
     pub(crate) output: u64,
     pub(crate) cache_read: u64,
     pub(crate) cache_write: u64,
-    pub(crate) total_tokens: u64,
+    pub total_tokens: u64,
     pub(crate) cost: Cost,
 }
 

@@ -148,11 +148,11 @@ pub(crate) enum Effect {
 
 /// One user prompt and the session it was sent in.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Turn {
-    pub id: TurnId,
-    pub prompt: String,
+pub(crate) struct Turn {
+    pub(crate) id: TurnId,
+    pub(crate) prompt: String,
     /// The images every attempt of this turn sends.
-    pub images: Vec<crate::attachment::ImageAttachment>,
+    pub(crate) images: Vec<crate::attachment::ImageAttachment>,
     /// The session every attempt of this turn uses.
     pub(crate) session: SessionRef,
     /// `NewSession` requests seen before this turn began.

@@ -361,7 +361,7 @@ pub struct Rewind {
     pub(crate) files: Option<Result<crate::snapshot::UndoOutcome, String>>,
     /// This undid the rewind to before `turn` (what it took back came back).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub undone: bool,
+    pub(crate) undone: bool,
 }
 
 impl Rewind {

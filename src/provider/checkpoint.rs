@@ -45,8 +45,8 @@ pub struct SessionCheckpoint {
 /// to before any finished turn; the thread itself stays as it was, so the rewind can be undone.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BranchPoint {
-    pub thread: String,
-    pub after_turn: Option<String>,
+    pub(crate) thread: String,
+    pub(crate) after_turn: Option<String>,
 }
 
 /// One file's bytes (`None`: it did not exist).

@@ -11,7 +11,7 @@ type AgentStream = futures::stream::BoxStream<'static, AgentMessage>;
 
 /// The slash command that compacts agents which take it as a prompt (Claude Code), with the
 /// user's instructions for the summary.
-pub fn slash_command(instructions: Option<&str>) -> String {
+pub(crate) fn slash_command(instructions: Option<&str>) -> String {
     match instructions.map(str::trim).filter(|text| !text.is_empty()) {
         Some(text) => format!("/compact {text}"),
         None => "/compact".to_owned(),
@@ -36,7 +36,7 @@ pub fn compacted_notice(before: Option<u64>, after: Option<u64>) -> AgentMessage
 }
 
 /// Why `/compact` does nothing here, for the user: nothing was sent to the agent.
-pub fn unavailable_reason(provider: &str, transport: Transport) -> String {
+pub(crate) fn unavailable_reason(provider: &str, transport: Transport) -> String {
     format!(
         "/compact is not available with {provider} over {}: nothing was sent. Compaction works \
          with pi over rpc, claude over stream and codex over app-server.",

@@ -9,7 +9,7 @@
 
 pub(crate) mod acp;
 mod agent_status;
-pub mod checkpoint;
+pub(crate) mod checkpoint;
 pub mod claude;
 pub mod codex;
 pub(crate) mod common;
@@ -36,7 +36,7 @@ pub use agent_status::{
     configured_settings, settings_overridden, AgentQueue, AgentSetting, AgentStatus, ContextUse,
     ModeChoice, ModelChoice,
 };
-pub use checkpoint::{BranchPoint, SessionCheckpoint};
+pub(crate) use checkpoint::{BranchPoint, SessionCheckpoint};
 pub use contract::{
     AgentStream, AttemptRequest, Backend, Interjection, Provider, RawLineTap, SessionRef,
 };

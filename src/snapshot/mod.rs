@@ -29,7 +29,7 @@ mod worker;
 mod tests;
 
 pub(crate) use changes::{compose, diff_files, turn_changes};
-pub(crate) use restore::UndoOutcome;
+pub use restore::UndoOutcome;
 pub(crate) use store::{Manifest, Store};
 pub use worker::{SnapshotReply, SnapshotWorker};
 

@@ -16,10 +16,10 @@ pub(crate) mod list;
 pub(crate) mod markdown;
 pub(crate) mod overlay;
 pub(crate) mod permission;
-pub mod popup;
-pub mod status;
+pub(crate) mod popup;
+pub(crate) mod status;
 pub(crate) mod theme;
-pub mod transcript;
+pub(crate) mod transcript;
 pub(crate) mod welcome;
 pub(crate) mod wrap;
 
@@ -51,7 +51,7 @@ pub struct ChatView {
     /// The first input row shown when the prompt is taller than its area.
     pub(crate) composer_scroll: usize,
     /// Where the last frame drew the composer's cursor (the terminal's cursor goes there).
-    pub composer_cursor: Option<(u16, u16)>,
+    pub(crate) composer_cursor: Option<(u16, u16)>,
     /// The background the cached cells were drawn for: another one draws them again.
     background: crate::config::Background,
 }

@@ -21,47 +21,47 @@ use crate::config::Background;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Palette {
     /// Secondary text: hints, notes, labels, frames of quiet boxes.
-    pub dim: Style,
+    pub(crate) dim: Style,
     /// Keys in hints and help, frames of popups and overlays, tool names, headings.
-    pub accent: Color,
+    pub(crate) accent: Color,
     /// Links in answers.
-    pub link: Color,
+    pub(crate) link: Color,
     /// Done, allowed, the quote bar.
-    pub success: Color,
+    pub(crate) success: Color,
     /// Warnings, stops, list markers, the permission prompt's frame.
-    pub warning: Color,
+    pub(crate) warning: Color,
     /// Errors, rejections.
-    pub error: Color,
+    pub(crate) error: Color,
     /// Retries and other agentty-side bookkeeping.
-    pub retry: Color,
+    pub(crate) retry: Color,
     /// Rules, fences, table separators and a link's address: present, but quiet.
-    pub muted: Color,
+    pub(crate) muted: Color,
     /// Tool output and code with no known language.
-    pub output: Color,
+    pub(crate) output: Color,
     /// Lines a diff adds.
-    pub added: Color,
+    pub(crate) added: Color,
     /// Lines a diff removes.
-    pub removed: Color,
+    pub(crate) removed: Color,
     /// A match of the transcript search.
-    pub search_match: Style,
-    pub status: StatusPalette,
+    pub(crate) search_match: Style,
+    pub(crate) status: StatusPalette,
 }
 
 /// The status bar's colours: its own background, so its text has its own shades.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct StatusPalette {
-    pub background: Color,
-    pub text: Color,
+    pub(crate) background: Color,
+    pub(crate) text: Color,
     /// Something that wants attention soon (a retry countdown, a context window filling up).
-    pub caution: Color,
+    pub(crate) caution: Color,
     /// Something that wants attention now (a context window nearly full).
-    pub alarm: Color,
+    pub(crate) alarm: Color,
     /// The agent working or writing.
-    pub working: Color,
-    pub thinking: Color,
-    pub tool: Color,
+    pub(crate) working: Color,
+    pub(crate) thinking: Color,
+    pub(crate) tool: Color,
     /// The agent's own retry.
-    pub retry: Color,
+    pub(crate) retry: Color,
 }
 
 /// For a dark terminal background: the 16 ANSI colours, as agentty always drew.

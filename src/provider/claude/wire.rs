@@ -42,7 +42,7 @@ pub(crate) struct WireLine<'a> {
     /// `system/compact_boundary`: the context's size before and after (`pre_tokens`,
     /// `post_tokens`).
     #[serde(default)]
-    pub compact_metadata: Option<Value>,
+    pub(crate) compact_metadata: Option<Value>,
 
     /// `system/api_retry`.
     #[serde(default)]
