@@ -130,11 +130,12 @@ impl OverlayPane for ConversationPicker {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::session_log::Origin;
 
-    fn summary(id: &str, provider: &str, prompt: &str) -> ConversationSummary {
+    /// A conversation of one turn, for tests.
+    pub(in crate::app) fn summary(id: &str, provider: &str, prompt: &str) -> ConversationSummary {
         ConversationSummary {
             path: format!("/s/{id}.jsonl").into(),
             id: id.into(),

@@ -9,6 +9,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::*;
 use crate::app::agent_status::ShownModel;
+use crate::app::conversation_picker::tests::summary;
 use crate::app::conversation_picker::{ConversationPicker, WallClock};
 use crate::app::help::KeyHelp;
 use crate::app::history_search::HistorySearch;
@@ -22,7 +23,6 @@ use crate::app::settings::{SettingsDraft, SettingsField};
 use crate::app::transcript::InertText;
 use crate::config::RetryPolicy;
 use crate::provider::ModelChoice;
-use crate::session_log::{ConversationSummary, Origin};
 use crate::snapshot::{DiffLineKind, FileDiffView};
 use crate::stream::ChangeStatus;
 
@@ -80,24 +80,6 @@ fn answer<P: OverlayPane<Input<'static> = ()>>(pane: &mut P, key: KeyEvent) -> S
     pane.on_key(key, None, ())
 }
 
-fn summary(id: &str, prompt: &str) -> ConversationSummary {
-    ConversationSummary {
-        path: format!("/s/{id}.jsonl").into(),
-        id: id.into(),
-        provider: "pi".into(),
-        cwd: "/p".into(),
-        origin: Origin::Chat,
-        started_at_ms: 0,
-        last_active_ms: 0,
-        first_prompt: prompt.into(),
-        later_prompts: Vec::new(),
-        turns: 1,
-        last_turn: 1,
-        session_id: None,
-        settings: Vec::new(),
-    }
-}
-
 fn file(path: &str) -> FileDiffView {
     FileDiffView {
         path: path.into(),
@@ -136,8 +118,8 @@ fn the_lists_answer_the_keys_their_footers_name() {
 
     let conversations = ConversationPicker::new(
         vec![
-            summary("aaa", "Fix the parser"),
-            summary("bbb", "Write tests"),
+            summary("aaa", "pi", "Fix the parser"),
+            summary("bbb", "pi", "Write tests"),
         ],
         None,
         WallClock {
