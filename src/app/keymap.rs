@@ -389,7 +389,7 @@ const HELP: &[HelpRow] = &[
     ),
     key(
         &["!cmd", "!!cmd"],
-        "run a shell command here (30 s at most): output in the transcript / in the prompt, to send (a message starting with ! : type a space first)",
+        "run a shell command here (30 s at most): output in the transcript / in the prompt, to send; unlike pi's and Claude Code's !, no output reaches the agent unless you send it (a message starting with ! : type a space first)",
     ),
     key(
         &["/word Enter Enter"],

@@ -626,6 +626,34 @@ fn the_resume_picker_lists_conversations_and_reopens_the_chosen_one() {
     session.wait_for_text("Prompt 2 in");
 }
 
+/// The picker's filter reads every prompt of a conversation, not only its first: a word of the
+/// second prompt finds it, from the log as the picker reads it after a restart.
+#[test]
+fn the_resume_picker_finds_a_conversation_by_a_later_prompt() {
+    let Some(first) = one_remembered_turn() else {
+        return;
+    };
+    let second = first.restart(&["--resume"]).unwrap();
+    second.wait_for_text("remember the word pelican");
+    second.prompt("now the word otter");
+    second.wait_for("the second answer", |screen| {
+        screen.contains("Prompt 2 in session") && screen.contains("│ idle")
+    });
+    quit(&second);
+    let third = second.restart(&["--provider", "demo"]).unwrap();
+    third.wait_until_ready();
+    third.prompt("/resume");
+    third.wait_for_text("type to filter");
+    third.type_text("otter");
+    let picker = third.wait_for_text("2 turns");
+    assert!(
+        picker.contains("remember the word pelican"),
+        "the conversation is found by its second prompt:\n{picker}"
+    );
+    third.type_text("zz");
+    third.wait_for_text("Nothing matches");
+}
+
 /// Quits a chat whose turn is over and waits for agentty to exit.
 fn quit(session: &Session) {
     session.keys(&["C-c"]);
