@@ -521,6 +521,9 @@ fn on_codex_s_app_server_a_rewind_to_a_finished_turn_forks_the_thread_also_after
     pane.prompt("hello again");
     pane.wait_for("the request after the rewind", |_| requests().len() == 4);
     assert_eq!(requests()[3], ["hello one", "hello again"]);
+    // The turn shown (its prompt echoed), then over: a screen captured before the loop drew
+    // the prompt still says idle.
+    pane.wait_for_text("› hello again");
     pane.wait_for_text("│ idle ");
     pane.kill_server();
 

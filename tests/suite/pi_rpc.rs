@@ -497,8 +497,9 @@ async fn an_agent_killed_between_turns_is_started_again_on_the_same_session() {
     )
     .unwrap();
     assert!(wait_gone(agent).await);
-    // Between turns, as a user would be: agentty has seen the exit by the time of the prompt.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Between turns, as a user would be: agentty has seen the exit by the time of the prompt
+    // (a second: the reaped process's end reaches the session's reader later on a loaded CI).
+    tokio::time::sleep(Duration::from_secs(1)).await;
     let next = world.turn("hi again", SessionRef::Resume(id.clone())).await;
     assert_eq!(session_id(&next), id);
     assert!(
