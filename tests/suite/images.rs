@@ -1,7 +1,9 @@
 //! Images attached to a prompt (issue 28): the composer's chip from a pasted path, Ctrl+V and
 //! an `@` mention, Backspace taking it whole, the refusal before sending to an agent that
 //! takes no images (the prompt kept), and the image reaching the demo agent through pi's RPC
-//! mode and Codex's app-server as real processes, on the first attempt and on the retry.
+//! mode and Codex's app-server as real processes, on the first attempt and on the retry; over
+//! ACP, the image block a running agent that announces images receives in `session/prompt`, and
+//! no request and one notice for an agent that does not.
 
 use std::sync::Arc;
 
@@ -23,6 +25,7 @@ use agentty::stream::AgentMessage;
 use crate::support::agent_stream::{collect, text, PATIENCE};
 use crate::support::chat::{startup, Chat};
 use crate::support::demo_launcher::DemoLauncher;
+use crate::support::script_agent::write_script;
 
 /// A real PNG file of `len` bytes (its signature, then filler) in a temp dir.
 fn png_file(name: &str, len: usize) -> (tempfile::TempDir, std::path::PathBuf) {
@@ -406,4 +409,185 @@ async fn the_image_reaches_the_demo_agent_over_claude_s_stream_json() {
         messages.last(),
         Some(AgentMessage::Completed { .. })
     ));
+}
+
+/// An ACP agent that records every line it receives (`$FAKE_RECEIVED`) and announces
+/// `promptCapabilities.image` as `$FAKE_TAKES_IMAGES` (`true` or `false`) says: the demo ACP
+/// agent reads only a prompt's text, so it cannot show what the image block carried.
+const RECORDING_ACP_AGENT: &str = r#"
+while IFS= read -r line; do
+  printf '%s\n' "$line" >> "$FAKE_RECEIVED"
+  id=${line#*'"id":'}
+  id=${id%%[,\}]*}
+  case "$line" in
+  *'"method":"initialize"'*)
+    printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":1,"agentCapabilities":{"loadSession":false,"promptCapabilities":{"image":%s}}}}\n' "$id" "$FAKE_TAKES_IMAGES"
+    ;;
+  *'"method":"session/new"'*)
+    printf '{"jsonrpc":"2.0","id":%s,"result":{"sessionId":"fake-%s"}}\n' "$id" "$$"
+    ;;
+  *'"method":"session/prompt"'*)
+    printf '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"fake-%s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"noted"}}}}\n' "$$"
+    printf '{"jsonrpc":"2.0","id":%s,"result":{"stopReason":"end_turn"}}\n' "$id"
+    ;;
+  *'"method":'*)
+    [ "$id" = "$line" ] || printf '{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"not offered"}}\n' "$id"
+    ;;
+  esac
+done
+"#;
+
+/// The recording ACP agent, configured as an ACP provider of its own, behind the orchestrator.
+struct RecordingAcpAgent {
+    dir: tempfile::TempDir,
+    handle: agentty::orchestrator::OrchestratorHandle,
+    provider: Arc<dyn Provider>,
+}
+
+impl RecordingAcpAgent {
+    fn start(takes_images: bool) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let script = write_script(dir.path(), "recording-acp-agent", RECORDING_ACP_AGENT);
+        let settings = agentty::config::ProviderSettings {
+            command: Some(script),
+            protocol: Some(Transport::Acp),
+            permissions: Some(PermissionPolicy::Allow),
+            env: [
+                (
+                    "FAKE_RECEIVED".to_owned(),
+                    dir.path().join("received.jsonl").display().to_string(),
+                ),
+                ("FAKE_TAKES_IMAGES".to_owned(), takes_images.to_string()),
+            ]
+            .into_iter()
+            .collect(),
+            ..Default::default()
+        };
+        let provider = build_provider_with("recording", &settings, Transport::Acp).unwrap();
+        let mut options = OrchestratorOptions::new(provider.clone());
+        options.cwd = Some(dir.path().to_path_buf());
+        let handle = spawn_orchestrator(options);
+        Self {
+            dir,
+            handle,
+            provider,
+        }
+    }
+
+    /// Sends `command` and hands every event up to the end of its turn to `seen`.
+    async fn turn(&mut self, command: Command, mut seen: impl FnMut(Ev)) -> TurnOutcome {
+        self.handle.commands.send(command).unwrap();
+        loop {
+            let event = timeout(PATIENCE, self.handle.events.recv())
+                .await
+                .expect("in time")
+                .expect("running");
+            let ended = match &event {
+                Ev::TurnEnded { outcome, .. } => Some(outcome.clone()),
+                _ => None,
+            };
+            seen(event);
+            if let Some(outcome) = ended {
+                return outcome;
+            }
+        }
+    }
+
+    /// The `prompt` of each `session/prompt` the agent received, oldest first.
+    fn prompts_received(&self) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(self.dir.path().join("received.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+            .filter(|message| message["method"] == "session/prompt")
+            .map(|message| message["params"]["prompt"].clone())
+            .collect()
+    }
+}
+
+#[tokio::test]
+async fn an_acp_agent_that_announces_images_receives_the_image_block_in_session_prompt() {
+    use base64::Engine;
+    let (_dir, path) = png_file("shot.png", 200);
+    let mut agent = RecordingAcpAgent::start(true);
+    let outcome = agent
+        .turn(
+            Command::SubmitWithImages("what is this?".into(), vec![image(&path)]),
+            |_| {},
+        )
+        .await;
+    assert_eq!(outcome, TurnOutcome::Completed);
+    assert_eq!(
+        agent
+            .provider
+            .agent_status()
+            .unwrap()
+            .borrow()
+            .accepts_images,
+        Some(true)
+    );
+    let data = base64::engine::general_purpose::STANDARD.encode(std::fs::read(&path).unwrap());
+    assert_eq!(
+        agent.prompts_received(),
+        [serde_json::json!([
+            {"type": "text", "text": "what is this?"},
+            {"type": "image", "mimeType": "image/png", "data": data},
+        ])]
+    );
+    agent.handle.commands.send(Command::Shutdown).unwrap();
+}
+
+/// The counterpart: an agent whose `initialize` does not announce images. Its status reaches
+/// the chat as the running chat gets it, the prompt with an image is refused there with one
+/// notice and kept, and the agent receives no request for it (the next prompt reaches it right
+/// after the one before).
+#[tokio::test]
+async fn an_acp_agent_that_does_not_announce_images_gets_no_request_and_the_user_a_notice() {
+    let (_dir, path) = png_file("shot.png", 100);
+    let mut agent = RecordingAcpAgent::start(false);
+    let mut chat = Chat::with_startup(startup("recording", None, None));
+    chat.state.agent_transport = Some(Transport::Acp);
+    chat.state
+        .set_accepts_images(agent.provider.accepts_images());
+    chat.type_text("hello");
+    let command = chat
+        .press(KeyCode::Enter)
+        .into_iter()
+        .find_map(|effect| match effect {
+            AppEffect::Command(command) => Some(command),
+            _ => None,
+        })
+        .expect("a plain prompt goes");
+    let outcome = agent
+        .turn(command, |event| {
+            chat.state
+                .on_orchestrator_event(event, std::time::Instant::now());
+        })
+        .await;
+    assert_eq!(outcome, TurnOutcome::Completed);
+    assert_eq!(chat.state.agent_status.accepts_images, Some(false));
+
+    chat.type_text("what is it ");
+    chat.state.on_image_loaded(Ok(image(&path)), "");
+    assert_eq!(sent(&chat.press(KeyCode::Enter)), None, "not sent");
+    assert_eq!(chat.state.composer.attached_images().len(), 1, "kept");
+    let screen = chat.screen(200, 16, 0);
+    assert_eq!(
+        screen
+            .matches("its ACP agent does not announce promptCapabilities.image")
+            .count(),
+        1,
+        "{screen}"
+    );
+
+    let outcome = agent.turn(Command::Submit("bye".into()), |_| {}).await;
+    assert_eq!(outcome, TurnOutcome::Completed);
+    assert_eq!(
+        agent.prompts_received(),
+        [
+            serde_json::json!([{"type": "text", "text": "hello"}]),
+            serde_json::json!([{"type": "text", "text": "bye"}]),
+        ]
+    );
+    agent.handle.commands.send(Command::Shutdown).unwrap();
 }
