@@ -213,7 +213,7 @@ fn spawn_inner(
     }
     set_parent_death_signal(&mut command);
 
-    let mut child = command.spawn().map_err(|source| SpawnError::Io {
+    let mut child = spawn_when_not_busy(&mut command).map_err(|source| SpawnError::Io {
         program: spec.program.to_string_lossy().into_owned(),
         source,
     })?;
@@ -327,6 +327,34 @@ async fn drain_stderr(
     }
 }
 
+/// Starts `command`, trying again for a moment while its program is busy (`ETXTBSY`): a file
+/// someone holds open for writing cannot be executed, and that lasts an instant (an agent CLI
+/// that updates itself; a script just written, whose write handle a child forked meanwhile by
+/// another thread carries until its own exec). Waits at most [`BUSY_PROGRAM_WAITS`] in all, on
+/// the calling thread: a start is rare and this is rarer.
+fn spawn_when_not_busy(command: &mut Command) -> std::io::Result<tokio::process::Child> {
+    let mut waits = BUSY_PROGRAM_WAITS.iter();
+    loop {
+        match command.spawn() {
+            Err(error) if error.raw_os_error() == Some(libc::ETXTBSY) => match waits.next() {
+                Some(wait) => std::thread::sleep(*wait),
+                None => return Err(error),
+            },
+            started => return started,
+        }
+    }
+}
+
+/// The pauses between starts of a busy program (about 0.6 s in all).
+const BUSY_PROGRAM_WAITS: [std::time::Duration; 6] = [
+    std::time::Duration::from_millis(10),
+    std::time::Duration::from_millis(20),
+    std::time::Duration::from_millis(40),
+    std::time::Duration::from_millis(80),
+    std::time::Duration::from_millis(160),
+    std::time::Duration::from_millis(320),
+];
+
 /// Owns a long-lived agent's stdin: writes each line given, in order, with its newline. Ends
 /// (closing stdin) when every sender is gone or the agent stops reading.
 pub(crate) async fn write_lines(
@@ -360,6 +388,28 @@ pub(crate) fn is_executable(path: &std::path::Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::SpawnSpec;
+
+    /// A program held open for writing a moment longer (here by this process) is started once
+    /// it is let go, not failed at once with "Text file busy".
+    #[tokio::test]
+    async fn a_program_busy_for_a_moment_is_started_when_it_is_free() {
+        use std::io::Write;
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("agent");
+        let mut writing = std::fs::File::create(&script).unwrap();
+        writing.write_all(b"#!/bin/sh\necho started\n").unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let held = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(30));
+            drop(writing);
+        });
+        let mut agent = super::spawn(&SpawnSpec::new(&script), super::StopControl::new())
+            .expect("started once the program was free");
+        held.join().unwrap();
+        let line = agent.stdout.next_line().await.unwrap().expect("a line");
+        assert_eq!(line.text, "started");
+    }
 
     #[test]
     fn secret_flag_values_never_reach_the_display_form() {
