@@ -177,6 +177,26 @@ impl World {
         self.root.path().join(name)
     }
 
+    /// The last lines of agentty's log in this world (none for pi's own TUI).
+    fn log_tail(&self) -> String {
+        let logs = std::fs::read_dir(self.path("state/logs"))
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .map(|entry| entry.path())
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default();
+        logs.iter()
+            .filter_map(|log| std::fs::read_to_string(log).ok())
+            .flat_map(|text| {
+                let lines: Vec<String> = text.lines().map(str::to_owned).collect();
+                lines[lines.len().saturating_sub(15)..].to_vec()
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
     fn command(&self, client: Client) -> String {
         let env = format!(
             "HOME={home} PI_CODING_AGENT_DIR={home}/.pi/agent PI_OFFLINE=1 \
@@ -207,8 +227,10 @@ impl World {
     }
 }
 
-/// One fresh conversation of `TURNS` turns; returns Enter → request per turn.
-fn conversation(world: &World, model: &FakeModel, client: Client) -> Vec<Duration> {
+/// One fresh conversation of `TURNS` turns; returns Enter → request per turn, or what went
+/// wrong with the screen it left and the end of agentty's log (a client that hangs fails its
+/// run, not the whole bench).
+fn conversation(world: &World, model: &FakeModel, client: Client) -> Result<Vec<Duration>, String> {
     TMUX.kill_server();
     TMUX.run(&[
         "new-session",
@@ -221,12 +243,18 @@ fn conversation(world: &World, model: &FakeModel, client: Client) -> Vec<Duratio
         "40",
         &world.command(client),
     ]);
-    assert!(
-        wait_for_screen(client.ready_marker(), Duration::from_secs(30)),
-        "{} did not come up:\n{}",
-        client.label(),
-        TMUX.screen()
-    );
+    let times = turns(model, client)
+        .map_err(|failure| format!("{failure}\nthe end of agentty's log:\n{}", world.log_tail()));
+    TMUX.kill_server();
+    std::thread::sleep(Duration::from_millis(300));
+    times
+}
+
+fn turns(model: &FakeModel, client: Client) -> Result<Vec<Duration>, String> {
+    let failed = |what: String| Err(format!("{} {what}:\n{}", client.label(), TMUX.screen()));
+    if !wait_for_screen(client.ready_marker(), Duration::from_secs(30)) {
+        return failed("did not come up".into());
+    }
     // Let start-up work settle, as a user would take a moment to type.
     std::thread::sleep(Duration::from_millis(1500));
     // A tmux control-mode client, so that Enter is one write, not a tmux process start; its
@@ -239,23 +267,18 @@ fn conversation(world: &World, model: &FakeModel, client: Client) -> Vec<Duratio
         std::thread::sleep(Duration::from_millis(300));
         let entered = Instant::now();
         control.send("send-keys -t bench Enter");
-        let arrived = model
-            .wait_arrival(before, Duration::from_secs(30))
-            .unwrap_or_else(|| panic!("{} sent no request:\n{}", client.label(), TMUX.screen()));
+        let Some(arrived) = model.wait_arrival(before, Duration::from_secs(30)) else {
+            return failed(format!("sent no request for turn {turn}"));
+        };
         times.push(arrived.saturating_duration_since(entered));
-        assert!(
-            wait_for_screen(&format!("Reply {turn}."), Duration::from_secs(30)),
-            "{} did not show the answer to turn {turn}:\n{}",
-            client.label(),
-            TMUX.screen()
-        );
+        if !wait_for_screen(&format!("Reply {turn}."), Duration::from_secs(30)) {
+            return failed(format!("did not show the answer to turn {turn}"));
+        }
         // The turn's bookkeeping (session stats, file writes) finishes before the next Enter.
         std::thread::sleep(Duration::from_millis(700));
     }
     drop(control);
-    TMUX.kill_server();
-    std::thread::sleep(Duration::from_millis(300));
-    times
+    Ok(times)
 }
 
 fn ms(duration: Duration) -> f64 {
@@ -325,18 +348,22 @@ fn main() {
     for run in 0..conversations {
         for (client, runs) in &mut results {
             let world = World::new(pi.clone(), &base_url);
-            let times = conversation(&world, &model, *client);
-            eprintln!(
-                "run {}: {:<24} {}",
-                run + 1,
-                client.label(),
-                times
-                    .iter()
-                    .map(|time| format!("{:8.1} ms", ms(*time)))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            );
-            runs.push(times);
+            match conversation(&world, &model, *client) {
+                Ok(times) => {
+                    eprintln!(
+                        "run {}: {:<24} {}",
+                        run + 1,
+                        client.label(),
+                        times
+                            .iter()
+                            .map(|time| format!("{:8.1} ms", ms(*time)))
+                            .collect::<Vec<_>>()
+                            .join(" ")
+                    );
+                    runs.push(times);
+                }
+                Err(failure) => eprintln!("run {}: FAILED: {failure}", run + 1),
+            }
         }
     }
     println!();
@@ -346,6 +373,10 @@ fn main() {
     println!("{:<26}{:>24}{:>24}{:>24}", "", "turn 1", "turn 2", "turn 3");
     for (client, runs) in &results {
         let mut row = format!("{:<26}", client.label());
+        if runs.is_empty() {
+            println!("{row}no conversation completed");
+            continue;
+        }
         for turn in 0..TURNS {
             let mut values: Vec<f64> = runs.iter().map(|times| ms(times[turn])).collect();
             values.sort_by(f64::total_cmp);
@@ -357,6 +388,12 @@ fn main() {
                     values[0],
                     values[values.len() - 1]
                 )
+            ));
+        }
+        if runs.len() < conversations {
+            row.push_str(&format!(
+                "  ({} of {conversations} failed)",
+                conversations - runs.len()
             ));
         }
         println!("{row}");
