@@ -81,6 +81,26 @@ impl<Agent> World<Agent> {
     }
 }
 
+/// Compacts with the instructions "keep the names": the compaction says them when it starts,
+/// and it is no prompt's turn.
+async fn compact_keeping_the_names<A>(world: &mut World<A>) -> Vec<Ev> {
+    let events = world
+        .turn(Command::Compact(Some("keep the names".into())))
+        .await;
+    assert!(
+        events.iter().any(|event| matches!(event,
+            Ev::CompactionStarted { instructions: Some(text), .. } if text == "keep the names")),
+        "{events:?}"
+    );
+    assert!(
+        !events
+            .iter()
+            .any(|event| matches!(event, Ev::TurnStarted { .. })),
+        "a compaction is no prompt: {events:?}"
+    );
+    events
+}
+
 fn outcome(events: &[Ev]) -> &TurnOutcome {
     events
         .iter()
@@ -118,20 +138,7 @@ async fn pi_rpc_compaction_replaces_the_earlier_turns_with_a_summary() {
         let events = world.turn(Command::Submit(prompt.into())).await;
         assert_eq!(outcome(&events), &TurnOutcome::Completed);
     }
-    let events = world
-        .turn(Command::Compact(Some("keep the names".into())))
-        .await;
-    assert!(
-        events.iter().any(|event| matches!(event,
-            Ev::CompactionStarted { instructions: Some(text), .. } if text == "keep the names")),
-        "{events:?}"
-    );
-    assert!(
-        !events
-            .iter()
-            .any(|event| matches!(event, Ev::TurnStarted { .. })),
-        "a compaction is no prompt: {events:?}"
-    );
+    let events = compact_keeping_the_names(&mut world).await;
     assert_eq!(outcome(&events), &TurnOutcome::Completed);
     assert_eq!(
         compacted_notices(&events),
@@ -426,20 +433,7 @@ async fn claude_stream_compaction_sends_the_slash_command_and_reports_the_bounda
         let events = world.turn(Command::Submit(prompt.into())).await;
         assert_eq!(outcome(&events), &TurnOutcome::Completed, "{events:?}");
     }
-    let events = world
-        .turn(Command::Compact(Some("keep the names".into())))
-        .await;
-    assert!(
-        events.iter().any(|event| matches!(event,
-            Ev::CompactionStarted { instructions: Some(text), .. } if text == "keep the names")),
-        "{events:?}"
-    );
-    assert!(
-        !events
-            .iter()
-            .any(|event| matches!(event, Ev::TurnStarted { .. })),
-        "a compaction is no prompt: {events:?}"
-    );
+    let events = compact_keeping_the_names(&mut world).await;
     assert_eq!(outcome(&events), &TurnOutcome::Completed, "{events:?}");
     assert_eq!(
         compacted_notices(&events),

@@ -630,16 +630,9 @@ fn the_resume_picker_lists_conversations_and_reopens_the_chosen_one() {
 /// second prompt finds it, from the log as the picker reads it after a restart.
 #[test]
 fn the_resume_picker_finds_a_conversation_by_a_later_prompt() {
-    let Some(first) = one_remembered_turn() else {
+    let Some(second) = two_remembered_turns_quit() else {
         return;
     };
-    let second = first.restart(&["--resume"]).unwrap();
-    second.wait_for_text("remember the word pelican");
-    second.prompt("now the word otter");
-    second.wait_for("the second answer", |screen| {
-        screen.contains("Prompt 2 in session") && screen.contains("│ idle")
-    });
-    quit(&second);
     let third = second.restart(&["--provider", "demo"]).unwrap();
     third.wait_until_ready();
     third.prompt("/resume");
@@ -654,6 +647,20 @@ fn the_resume_picker_finds_a_conversation_by_a_later_prompt() {
     third.wait_for_text("Nothing matches");
 }
 
+/// A conversation of two turns ("remember the word pelican", then after `--resume` "now the
+/// word otter"), quit; `None` where tmux is skipped.
+fn two_remembered_turns_quit() -> Option<Session> {
+    let first = one_remembered_turn()?;
+    let second = first.restart(&["--resume"]).unwrap();
+    second.wait_for_text("remember the word pelican");
+    second.prompt("now the word otter");
+    second.wait_for("the second answer", |screen| {
+        screen.contains("Prompt 2 in session") && screen.contains("│ idle")
+    });
+    quit(&second);
+    Some(second)
+}
+
 /// Quits a chat whose turn is over and waits for agentty to exit.
 fn quit(session: &Session) {
     session.keys(&["C-c"]);
@@ -663,16 +670,9 @@ fn quit(session: &Session) {
 
 #[test]
 fn three_launches_of_one_conversation_come_back_whole() {
-    let Some(first) = one_remembered_turn() else {
+    let Some(second) = two_remembered_turns_quit() else {
         return;
     };
-    let second = first.restart(&["--resume"]).unwrap();
-    second.wait_for_text("remember the word pelican");
-    second.prompt("now the word otter");
-    second.wait_for("the second answer", |screen| {
-        screen.contains("Prompt 2 in session") && screen.contains("│ idle")
-    });
-    quit(&second);
     let third = second.restart(&["--resume"]).unwrap();
     let screen = third.wait_for_text("now the word otter");
     assert!(screen.contains("2 turns"), "{screen}");
