@@ -183,11 +183,12 @@ pub(crate) fn wrap_input(composer: &Composer, width: u16) -> WrappedInput {
     WrappedInput { rows, cursor }
 }
 
-/// Draws the input into `area`; `scroll` (the first row shown) is kept between frames so the
+/// Draws the input, laid out as `wrapped` for `area`'s width, into `area`; `scroll` (the first row shown) is kept between frames so the
 /// view moves only as far as the cursor needs. Returns where the cursor is drawn, for the
 /// terminal's own cursor (an input method places its window there).
 pub(crate) fn render_input(
     composer: &Composer,
+    wrapped: &WrappedInput,
     area: Rect,
     buf: &mut Buffer,
     scroll: &mut usize,
@@ -209,7 +210,6 @@ pub(crate) fn render_input(
         *scroll = 0;
         return Some((area.x, area.y));
     }
-    let wrapped = wrap_input(composer, area.width);
     let height = usize::from(area.height);
     let (cursor_row, cursor_col) = wrapped.cursor;
     if cursor_row < *scroll {
@@ -310,7 +310,13 @@ mod tests {
         let input = composer("one\ntwo\nthree\nfour\nfive");
         let mut buf = Buffer::empty(Rect::new(0, 0, 10, 2));
         let mut scroll = 0;
-        render_input(&input, Rect::new(0, 0, 10, 2), &mut buf, &mut scroll);
+        render_input(
+            &input,
+            &wrap_input(&input, 10),
+            Rect::new(0, 0, 10, 2),
+            &mut buf,
+            &mut scroll,
+        );
         assert_eq!(scroll, 3);
         let shown: String = (0..10).map(|x| buf[(x, 1)].symbol().to_owned()).collect();
         assert!(shown.starts_with("five"), "{shown:?}");
@@ -326,7 +332,13 @@ mod tests {
         );
         let mut buf = Buffer::empty(Rect::new(0, 0, 20, 1));
         let mut scroll = 0;
-        let placed = render_input(&input, Rect::new(0, 0, 20, 1), &mut buf, &mut scroll);
+        let placed = render_input(
+            &input,
+            &wrap_input(&input, 20),
+            Rect::new(0, 0, 20, 1),
+            &mut buf,
+            &mut scroll,
+        );
         assert_eq!(
             placed,
             Some((4, 0)),

@@ -56,8 +56,9 @@ pub struct ChatView {
     background: crate::config::Background,
 }
 
-/// The screen areas of one frame.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The screen areas of one frame, and the input laid out once for its width (the layout needs
+/// its row count, the composer draws its rows).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ChatLayout {
     pub(crate) transcript: Rect,
     /// The open permission prompt (empty when none is open; then the composer is).
@@ -65,9 +66,12 @@ pub(crate) struct ChatLayout {
     pub(crate) queued: Rect,
     pub(crate) composer: Rect,
     pub(crate) status: Rect,
+    pub(crate) input: composer::WrappedInput,
 }
 
 pub(crate) fn layout(state: &AppState, area: Rect) -> ChatLayout {
+    // The composer's box has a top border only: its input is as wide as the screen.
+    let input = composer::wrap_input(&state.composer, area.width);
     let status_height = area.height.min(1);
     if state.permission_prompt().is_some() {
         // The prompt goes above the composer, which stays in sight (typing goes on into it
@@ -75,8 +79,7 @@ pub(crate) fn layout(state: &AppState, area: Rect) -> ChatLayout {
         // which keeps a quarter of the screen for the context of the request (on a small
         // screen, the prompt comes first; on a tiny one, the composer goes).
         let room = area.height - status_height;
-        let composer_rows = (composer::wrap_input(&state.composer, area.width).row_count() as u16)
-            .clamp(1, MAX_COMPOSER_ROWS_UNDER_PROMPT);
+        let composer_rows = (input.row_count() as u16).clamp(1, MAX_COMPOSER_ROWS_UNDER_PROMPT);
         // The prompt's options come first; the composer keeps what is left, down to its last
         // input row (without the hint above it).
         let spare = room.saturating_sub(permission::minimum_height(state));
@@ -95,12 +98,12 @@ pub(crate) fn layout(state: &AppState, area: Rect) -> ChatLayout {
             queued: Rect::new(area.x, permission.bottom(), area.width, 0),
             composer,
             status: Rect::new(area.x, composer.bottom(), area.width, status_height),
+            input,
         };
     }
     // The input grows with its wrapped text, up to a third of the screen (at most 8 rows).
     let max_rows = MAX_COMPOSER_ROWS.min((area.height / 3).max(1));
-    let composer_rows =
-        (composer::wrap_input(&state.composer, area.width).row_count() as u16).clamp(1, max_rows);
+    let composer_rows = (input.row_count() as u16).clamp(1, max_rows);
     let composer_height = (composer_rows + 1).min(area.height.saturating_sub(status_height));
     let waiting = waiting_prompts(state).len();
     let queued_rows = if waiting == 0 {
@@ -125,6 +128,7 @@ pub(crate) fn layout(state: &AppState, area: Rect) -> ChatLayout {
         queued,
         composer,
         status,
+        input,
     }
 }
 
@@ -168,8 +172,7 @@ pub(crate) fn render_to_buffer(
         welcome::render_welcome(state, areas.transcript, buf);
     }
     render_queued(state, areas.queued, buf);
-    view.composer_cursor =
-        render_composer(state, areas.composer, buf, &mut view.composer_scroll, now);
+    view.composer_cursor = render_composer(state, &areas, buf, &mut view.composer_scroll, now);
     permission::render_permission_prompt(state, areas.permission, buf, now);
     status::render_status(state, areas.status, buf, now);
     let prompt_open = state.permission_prompt().is_some();
@@ -247,11 +250,12 @@ fn render_queued(state: &AppState, area: Rect, buf: &mut Buffer) {
 
 fn render_composer(
     state: &AppState,
-    area: Rect,
+    areas: &ChatLayout,
     buf: &mut Buffer,
     scroll: &mut usize,
     now: Instant,
 ) -> Option<(u16, u16)> {
+    let area = areas.composer;
     if area.height == 0 {
         return None;
     }
@@ -286,7 +290,7 @@ fn render_composer(
     };
     if area.height == 1 {
         // No room for the hint: the input row alone.
-        return composer::render_input(&state.composer, area, buf, scroll);
+        return composer::render_input(&state.composer, &areas.input, area, buf, scroll);
     }
     let block = Block::default()
         .borders(Borders::TOP)
@@ -294,5 +298,5 @@ fn render_composer(
         .title(Span::styled(hint, palette().dim));
     let inner = block.inner(area);
     block.render(area, buf);
-    composer::render_input(&state.composer, inner, buf, scroll)
+    composer::render_input(&state.composer, &areas.input, inner, buf, scroll)
 }
