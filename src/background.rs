@@ -1,8 +1,8 @@
 //! Threads for agentty's own background work (the working tree's snapshots, the session
 //! checkpoints), which runs while the agent sends its request: on a machine with few cores it
 //! must not take the core the agent needs, so these threads run at a lower priority (10 nice
-//! steps below agentty's; Linux gives each thread its own). Issue 29 measured Enter → request with snapshots on and
-//! off; `cargo bench --bench enter_to_request` with `AGENTTY_BENCH_TREE=checkout`.
+//! steps below agentty's; Linux gives each thread its own). Measured by `cargo bench --bench
+//! enter_to_request` with `AGENTTY_BENCH_TREE=checkout` (snapshots on and off).
 
 use std::io;
 use std::thread::JoinHandle;
