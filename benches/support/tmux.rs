@@ -35,10 +35,27 @@ impl Tmux {
         String::from_utf8_lossy(&output.stdout).into_owned()
     }
 
+    /// Ends the server and waits (up to 2 s) until no server answers on its socket: a
+    /// `new-session` sent to a server still exiting fails with "server exited unexpectedly",
+    /// and the bench's next client then never comes up. (The socket file itself may stay.)
     pub fn kill_server(&self) {
         let _ = Command::new("tmux")
             .args(["-L", self.socket, "kill-server"])
             .output();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        while std::time::Instant::now() < deadline {
+            let gone = Command::new("tmux")
+                .args(["-L", self.socket, "list-sessions"])
+                .output()
+                .is_ok_and(|output| {
+                    let said = String::from_utf8_lossy(&output.stderr);
+                    said.contains("no server running") || said.contains("error connecting")
+                });
+            if gone {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
     }
 
     pub fn screen(&self) -> String {
