@@ -11,6 +11,23 @@ use std::time::{Duration, Instant};
 /// Debug builds on a busy machine: generous, since a timeout only makes a failing test slower.
 pub const WAIT: Duration = Duration::from_secs(30);
 
+/// How far apart two captures of one finished frame are taken.
+const SETTLE: Duration = Duration::from_millis(60);
+
+/// How long a screen that satisfies a wait may keep changing before it is taken as it is.
+const UNSETTLED: Duration = Duration::from_secs(3);
+
+/// Whether two captures show the same frame, digits aside.
+fn same_but_digits(one: &str, other: &str) -> bool {
+    let masked = |screen: &str| -> String {
+        screen
+            .chars()
+            .map(|c| if c.is_ascii_digit() { '0' } else { c })
+            .collect()
+    };
+    masked(one) == masked(other)
+}
+
 static NEXT_SERVER: AtomicUsize = AtomicUsize::new(0);
 
 /// Whether to run: tmux must be installed, unless the skip was asked for explicitly.
@@ -77,8 +94,15 @@ impl Pane {
         String::from_utf8_lossy(&output.stdout).into_owned()
     }
 
-    pub fn screen(&self) -> String {
+    /// One capture of the pane, as it is at this instant: possibly a frame the terminal is still
+    /// drawing. Tests read [`Pane::screen`] or [`Pane::wait_for`] instead.
+    fn capture(&self) -> String {
         self.tmux(&["capture-pane", "-p", "-t", self.target])
+    }
+
+    /// The screen once the frame on it is finished (see [`Pane::wait_for`]).
+    pub fn screen(&self) -> String {
+        self.wait_for("a finished frame", |_| true)
     }
 
     /// A tmux format for the pane, e.g. `#{alternate_on}`.
@@ -104,17 +128,37 @@ impl Pane {
         self.keys(&["Enter"]);
     }
 
+    /// The first finished frame that satisfies `predicate`; fails the test with the screen after
+    /// [`WAIT`].
+    ///
+    /// A capture can catch the terminal halfway through drawing a frame (on a busy machine an
+    /// overlay's lower rows were seen missing), so a frame counts once a second capture, taken
+    /// [`SETTLE`] later, is the same but for its digits (the status bar's clocks tick while a
+    /// turn runs). A screen that keeps changing for [`UNSETTLED`] while it satisfies the predicate
+    /// (a fast stream) is taken as it is.
     pub fn wait_for(&self, what: &str, predicate: impl Fn(&str) -> bool) -> String {
         let started = Instant::now();
+        let mut holding_since: Option<Instant> = None;
+        let mut screen = self.capture();
         loop {
-            let screen = self.screen();
             if predicate(&screen) {
-                return screen;
+                std::thread::sleep(SETTLE);
+                let again = self.capture();
+                let held = *holding_since.get_or_insert_with(Instant::now);
+                if predicate(&again)
+                    && (same_but_digits(&screen, &again) || held.elapsed() > UNSETTLED)
+                {
+                    return again;
+                }
+                screen = again;
+                continue;
             }
+            holding_since = None;
             if started.elapsed() > WAIT {
                 panic!("timed out waiting for {what}; the screen:\n{screen}");
             }
             std::thread::sleep(Duration::from_millis(50));
+            screen = self.capture();
         }
     }
 
