@@ -218,3 +218,19 @@ fn a_closed_stdout_stops_the_agent_and_exits_141_not_130() {
     };
     assert_eq!(status.code(), Some(141));
 }
+
+/// agentty's own lines are written fallibly: with nobody left to read its stderr, a run still
+/// ends with the status it earned (a usage error's 2), never a panic's 101.
+#[test]
+fn a_closed_stderr_is_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let output = agentty(dir.path(), &["run", "--provider", "no-such-agent", "hi"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(writer)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+}
