@@ -12,10 +12,10 @@ use std::time::{Duration, Instant};
 pub const WAIT: Duration = Duration::from_secs(30);
 
 /// How far apart two captures of one finished frame are taken.
-const SETTLE: Duration = Duration::from_millis(60);
+const SETTLE: Duration = Duration::from_millis(25);
 
-/// How long a screen that satisfies a wait may keep changing before it is taken as it is.
-const UNSETTLED: Duration = Duration::from_secs(3);
+/// How many more captures a wait takes, at most, for a frame to settle.
+const SETTLE_TRIES: usize = 3;
 
 /// Whether two captures show the same frame, digits aside.
 fn same_but_digits(one: &str, other: &str) -> bool {
@@ -132,34 +132,41 @@ impl Pane {
     /// [`WAIT`].
     ///
     /// A capture can catch the terminal halfway through drawing a frame (on a busy machine an
-    /// overlay's lower rows were seen missing), so a frame counts once a second capture, taken
-    /// [`SETTLE`] later, is the same but for its digits (the status bar's clocks tick while a
-    /// turn runs). A screen that keeps changing for [`UNSETTLED`] while it satisfies the predicate
-    /// (a fast stream) is taken as it is.
+    /// overlay's lower rows were seen missing), so a capture that satisfies the predicate is
+    /// followed by others, [`SETTLE`] apart, until one is the same as the one before but for
+    /// its digits (the status bar's clocks tick while a turn runs): that frame was finished. A
+    /// screen that keeps changing (a stream) is taken after [`SETTLE_TRIES`] captures, and one
+    /// that no longer satisfies the predicate (a passing state) as it last did, so a wait costs
+    /// a passing state at most a tenth of a second.
     pub fn wait_for(&self, what: &str, predicate: impl Fn(&str) -> bool) -> String {
         let started = Instant::now();
-        let mut holding_since: Option<Instant> = None;
-        let mut screen = self.capture();
         loop {
+            let screen = self.capture();
             if predicate(&screen) {
-                std::thread::sleep(SETTLE);
-                let again = self.capture();
-                let held = *holding_since.get_or_insert_with(Instant::now);
-                if predicate(&again)
-                    && (same_but_digits(&screen, &again) || held.elapsed() > UNSETTLED)
-                {
-                    return again;
-                }
-                screen = again;
-                continue;
+                return self.finished_frame(screen, &predicate);
             }
-            holding_since = None;
             if started.elapsed() > WAIT {
                 panic!("timed out waiting for {what}; the screen:\n{screen}");
             }
             std::thread::sleep(Duration::from_millis(50));
-            screen = self.capture();
         }
+    }
+
+    /// The frame to return for `screen`, which satisfies `predicate` (see [`Pane::wait_for`]).
+    fn finished_frame(&self, mut screen: String, predicate: &impl Fn(&str) -> bool) -> String {
+        for _ in 0..SETTLE_TRIES {
+            std::thread::sleep(SETTLE);
+            let again = self.capture();
+            if !predicate(&again) {
+                return screen;
+            }
+            let finished = same_but_digits(&screen, &again);
+            screen = again;
+            if finished {
+                break;
+            }
+        }
+        screen
     }
 
     pub fn wait_for_text(&self, needle: &str) -> String {
