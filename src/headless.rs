@@ -71,7 +71,7 @@ pub fn run(agent: AgentArgs, args: RunArgs) -> i32 {
     };
     if let Some(permissions) = args
         .permissions
-        .filter(|_| !provider::asks_permission(transport))
+        .filter(|_| !provider.capabilities().asks_permission)
     {
         eprintln!(
             "agentty: --permissions {} has no effect over the {} transport: {} does not ask \

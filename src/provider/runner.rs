@@ -19,8 +19,7 @@ use super::{
 use crate::process::{self, ExitReport, Line, LineRef};
 use crate::stream::{AgentMessage, Failure, FailureReason, StopStage};
 
-/// After the agent exits, how long its stdout may stay open (a grandchild holding the pipe).
-const STDOUT_DRAIN_AFTER_EXIT: Duration = Duration::from_millis(1000);
+use crate::process::timings::STDOUT_DRAIN_AFTER_EXIT;
 /// How long an agent may keep running after it said it was done, or after it closed stdout.
 pub(crate) const LINGER_AFTER_DONE: Duration = Duration::from_secs(3);
 /// Bounds on the invalid lines kept for diagnostics.

@@ -14,12 +14,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentty::config::ProviderSettings;
-use agentty::provider::pi::rpc::RpcProvider;
+use agentty::config::{PermissionPolicy, ProviderSettings};
 use agentty::provider::pi::PiBackend;
 use agentty::provider::{
-    AgentQueue, AgentStream, CliProvider, Interjection, Provider, SessionRef, StopControl,
-    Transport,
+    provider_on, AgentQueue, AgentStream, CliProvider, Interjection, Provider, SessionRef,
+    StopControl, Transport,
 };
 use agentty::stream::{AgentMessage, FailureReason, NoticeKind, StopStage};
 use fake_openai::FakeOpenAi;
@@ -106,7 +105,9 @@ impl PiWorld {
         );
         match transport {
             Transport::Json => Arc::new(CliProvider::from_arc(backend)),
-            Transport::Rpc => Arc::new(RpcProvider::new(backend)),
+            Transport::Rpc => {
+                provider_on(backend, Transport::Rpc, PermissionPolicy::Ask).expect("pi speaks rpc")
+            }
             _ => unreachable!("pi speaks only its JSON and RPC modes"),
         }
     }

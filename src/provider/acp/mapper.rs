@@ -23,12 +23,12 @@
 use std::collections::HashMap;
 
 use agent_client_protocol_schema::v1 as acp;
-use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::provider::errors::api_error_words;
 use crate::provider::http_status::http_status_in;
+pub(crate) use crate::provider::json_rpc::{id_key, RpcHead};
 use crate::provider::tool_calls::{ToolCalls, ToolEnding};
 use crate::provider::{AgentOutcome, ExitFacts, LineVerdict, Mapper};
 use crate::stream::{
@@ -40,74 +40,6 @@ use crate::stream::{
 const STOP_CANCELLED: &str = "cancelled";
 /// The method by which the agent asks before acting.
 pub(crate) const REQUEST_PERMISSION: &str = "session/request_permission";
-
-/// One JSON-RPC message, as far as routing it needs.
-#[derive(Debug, Deserialize)]
-pub(crate) struct RpcHead {
-    #[serde(default)]
-    pub(crate) jsonrpc: Option<String>,
-    #[serde(default)]
-    pub(crate) id: Option<Value>,
-    #[serde(default)]
-    pub(crate) method: Option<String>,
-    /// Kept as text: parsed once, into the type its method names.
-    #[serde(default)]
-    pub(crate) params: Option<Box<RawValue>>,
-    #[serde(default)]
-    pub(crate) result: Option<Value>,
-    #[serde(default)]
-    pub(crate) error: Option<RpcError>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-pub(crate) struct RpcError {
-    #[serde(default)]
-    pub(crate) code: Option<i64>,
-    #[serde(default)]
-    pub(crate) message: String,
-    #[serde(default)]
-    pub(crate) data: Option<Value>,
-}
-
-impl RpcHead {
-    pub(crate) fn parse(line: &str) -> Option<RpcHead> {
-        serde_json::from_str::<RpcHead>(line)
-            .ok()
-            .filter(|head| head.jsonrpc.as_deref() == Some("2.0"))
-    }
-
-    /// A response (to one of the client's requests).
-    pub(crate) fn is_response(&self) -> bool {
-        self.method.is_none() && self.id.is_some()
-    }
-}
-
-/// A JSON-RPC id as a map key and a message id (`0`, `"abc"`).
-pub(crate) fn id_key(id: &Value) -> String {
-    match id {
-        Value::String(text) => text.clone(),
-        other => other.to_string(),
-    }
-}
-
-impl RpcError {
-    /// The HTTP status an agent gives as the error's code (Gemini CLI answers a failed prompt
-    /// with the API's status as the JSON-RPC code; the protocol's own codes are negative).
-    pub(crate) fn http_status(&self) -> Option<u16> {
-        self.code
-            .filter(|code| (400..=599).contains(code))
-            .and_then(|code| u16::try_from(code).ok())
-    }
-
-    /// The agent's message, with its data when that says more.
-    pub(crate) fn describe(&self) -> String {
-        match &self.data {
-            Some(Value::String(data)) if !data.is_empty() => format!("{} ({data})", self.message),
-            Some(data @ Value::Object(_)) => format!("{} ({data})", self.message),
-            _ => self.message.clone(),
-        }
-    }
-}
 
 pub(crate) struct AcpMapper {
     /// The `session/prompt` request's id, when known (a replay of a log does not know it:
@@ -123,6 +55,8 @@ pub(crate) struct AcpMapper {
     permissions: HashMap<String, (Option<String>, Vec<PermissionOption>)>,
     /// A permission was refused in this turn (some agents then end the turn `cancelled`).
     refused: bool,
+    /// How the agent's error messages name an HTTP status they do not state as a number.
+    http_status_of: Option<fn(&str) -> Option<u16>>,
     /// The turn streamed assistant text.
     wrote: bool,
     outcome: Option<AgentOutcome>,
@@ -138,9 +72,20 @@ impl AcpMapper {
             held_thoughts: Vec::new(),
             permissions: HashMap::new(),
             refused: false,
+            http_status_of: None,
             wrote: false,
             outcome: None,
         }
+    }
+
+    /// Reads an HTTP status out of the agent's error wording with `status_of` too (see
+    /// `Quirks::http_status_of`).
+    pub(crate) fn with_http_status_of(
+        mut self,
+        status_of: Option<fn(&str) -> Option<u16>>,
+    ) -> Self {
+        self.http_status_of = status_of;
+        self
     }
 
     /// The client answered permission request `id` with `option` (`None`: cancelled). A call
@@ -426,9 +371,16 @@ impl AcpMapper {
     fn prompt_answer(&mut self, head: RpcHead, out: &mut Vec<AgentMessage>) -> LineVerdict {
         if let Some(error) = head.error {
             let described = error.describe();
+            let worded = || {
+                self.http_status_of
+                    .and_then(|status_of| status_of(&described))
+            };
             self.outcome = Some(AgentOutcome::Failed {
                 reason: FailureReason::AgentError,
-                http_status: error.http_status().or_else(|| http_status_in(&described)),
+                http_status: error
+                    .http_status()
+                    .or_else(|| http_status_in(&described))
+                    .or_else(worded),
                 // Said plainly (a dropped connection) where the attempt's failure is composed.
                 message: api_error_words(&described),
             });

@@ -475,8 +475,11 @@ impl Mapper for ClaudeMapper {
     }
 
     fn finish(&mut self, exit: ExitFacts, out: &mut Vec<AgentMessage>) -> AgentOutcome {
-        self.tools
-            .fail_all_open("Claude Code", exit.stopped_by_us, out);
+        self.tools.fail_all_open(
+            crate::provider::ProviderKind::Claude.display_name(),
+            exit.stopped_by_us,
+            out,
+        );
         let partial_thought = mem::take(&mut self.partial_thought);
         if !partial_thought.is_empty() {
             self.thoughts.push(partial_thought);

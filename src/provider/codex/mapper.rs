@@ -188,7 +188,11 @@ impl Mapper for CodexMapper {
     }
 
     fn finish(&mut self, exit: ExitFacts, out: &mut Vec<AgentMessage>) -> AgentOutcome {
-        self.tools.fail_all_open("Codex", exit.stopped_by_us, out);
+        self.tools.fail_all_open(
+            crate::provider::ProviderKind::Codex.display_name(),
+            exit.stopped_by_us,
+            out,
+        );
         self.tools.release_thoughts(&mut self.held_thoughts, out);
         if let Some(outcome) = self.outcome.take() {
             return outcome;

@@ -147,8 +147,11 @@ impl Mapper for GeminiMapper {
 
     fn finish(&mut self, exit: ExitFacts, out: &mut Vec<AgentMessage>) -> AgentOutcome {
         self.text.end_response(out);
-        self.tools
-            .fail_all_open("Gemini CLI", exit.stopped_by_us, out);
+        self.tools.fail_all_open(
+            crate::provider::ProviderKind::Gemini.display_name(),
+            exit.stopped_by_us,
+            out,
+        );
         self.outcome(exit)
     }
 }

@@ -520,7 +520,11 @@ impl Mapper for PiMapper {
     }
 
     fn finish(&mut self, exit: ExitFacts, out: &mut Vec<AgentMessage>) -> AgentOutcome {
-        self.tools.fail_all_open("pi", exit.stopped_by_us, out);
+        self.tools.fail_all_open(
+            crate::provider::ProviderKind::Pi.display_name(),
+            exit.stopped_by_us,
+            out,
+        );
         // No later point will come to release thinking of a cut-off turn; show what there is.
         self.hold_thinking();
         self.tools.release_thoughts(&mut self.held_thoughts, out);

@@ -25,6 +25,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::{json, Value};
 
+use crate::provider::json_rpc::id_key;
 use crate::provider::mapper::{AgentOutcome, ExitFacts, LineVerdict, Mapper};
 use crate::provider::tool_calls::{ToolCalls, ToolEnding};
 use crate::stream::{
@@ -37,14 +38,6 @@ pub(crate) const COMMAND_APPROVAL: &str = "item/commandExecution/requestApproval
 pub(crate) const FILE_CHANGE_APPROVAL: &str = "item/fileChange/requestApproval";
 /// The most tool output kept per call (a command that floods must not grow memory).
 const MAX_TOOL_OUTPUT: usize = 64 * 1024;
-
-/// The id of a JSON-RPC message as a map key (numbers and strings alike).
-pub(crate) fn id_key(id: &Value) -> String {
-    match id {
-        Value::String(text) => text.clone(),
-        other => other.to_string(),
-    }
-}
 
 /// The Codex app-server mapper of one attempt.
 pub struct AppServerMapper {
@@ -244,7 +237,11 @@ impl AppServerMapper {
 
     fn turn_completed(&mut self, turn: &Value, out: &mut Vec<AgentMessage>) {
         let interrupted = turn["status"] == "interrupted";
-        self.tools.fail_all_open("Codex", interrupted, out);
+        self.tools.fail_all_open(
+            crate::provider::ProviderKind::Codex.display_name(),
+            interrupted,
+            out,
+        );
         self.tools.release_thoughts(&mut self.held_thoughts, out);
         self.ended = Some(match turn["status"].as_str().unwrap_or_default() {
             // The user's refusal ended the turn (not a stop): the turn is over, and says why.
@@ -383,7 +380,11 @@ impl Mapper for AppServerMapper {
     }
 
     fn finish(&mut self, exit: ExitFacts, out: &mut Vec<AgentMessage>) -> AgentOutcome {
-        self.tools.fail_all_open("Codex", exit.stopped_by_us, out);
+        self.tools.fail_all_open(
+            crate::provider::ProviderKind::Codex.display_name(),
+            exit.stopped_by_us,
+            out,
+        );
         self.tools.release_thoughts(&mut self.held_thoughts, out);
         self.ended.clone().unwrap_or(AgentOutcome::Unfinished)
     }
