@@ -22,6 +22,7 @@
 //! [`Quirks::reloads_in_process`]: crate::provider::Quirks
 //! [`Quirks::restart_after_cancel`]: crate::provider::Quirks
 
+mod content;
 mod mapper;
 mod session;
 mod settings;
@@ -42,7 +43,7 @@ use self::turn::AcpTurn;
 use crate::config::{ProviderSettings, Transport};
 use crate::provider::capabilities::{Images, Interjections, LiveTransport};
 use crate::provider::common::session_message;
-use crate::provider::live::{Live, Protocol, Settled, Unstarted, Work};
+use crate::provider::live::{Live, Protocol, Renewal, Settled, Unstarted, Work};
 use crate::provider::{
     AgentSetting, AgentStatus, AttemptRequest, Backend, Capabilities, Mapper, ProviderKind,
 };
@@ -116,12 +117,16 @@ impl Protocol for AcpProtocol {
         session.session_id == id
     }
 
-    async fn reload(&self, live: &mut Live<AcpSession>, request: &AttemptRequest) -> bool {
-        self.reload_session(live, request).await
-    }
-
-    async fn open_new(&self, live: &mut Live<AcpSession>, request: &AttemptRequest) -> bool {
-        self.open_new_session(live, request).await
+    async fn renew(
+        &self,
+        live: &mut Live<AcpSession>,
+        request: &AttemptRequest,
+        renewal: Renewal,
+    ) -> bool {
+        match renewal {
+            Renewal::Reload => self.reload_session(live, request).await,
+            Renewal::NewSession => self.open_new_session(live, request).await,
+        }
     }
 
     fn closing(&self, session: &mut AcpSession) {

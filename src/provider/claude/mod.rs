@@ -78,31 +78,43 @@ impl ClaudeBackend {
         Self { settings, acp }
     }
 
-    /// Claude Code's own long-lived mode (`--transport stream`): stream-json in and out, the
-    /// control protocol on stdio (`--permission-prompt-tool stdio`), each user line echoed when
-    /// the CLI takes it (`--replay-user-messages`, how steering is seen delivered).
-    fn stream_spec(&self, request: &AttemptRequest) -> SpawnSpec {
+    /// `claude` in `mode_args`' mode with the configured model, permission mode, session
+    /// flags and arguments, its own retries turned off by `retries_off`, then the configured
+    /// environment (which may override that), in the request's directory.
+    fn cli_spec(
+        &self,
+        mode_args: &[&str],
+        retries_off: fn(SpawnSpec) -> SpawnSpec,
+        request: &AttemptRequest,
+    ) -> SpawnSpec {
         let program = self
             .settings
             .command
             .clone()
             .unwrap_or_else(|| "claude".into());
-        let mut spec = SpawnSpec::new(program).args(STREAM_ARGS);
+        let mut spec = SpawnSpec::new(program).args(mode_args);
         if let Some(model) = &self.settings.model {
             spec = spec.args(["--model", model.as_str()]);
         }
         if let Some(mode) = &self.settings.mode {
             spec = spec.args(["--permission-mode", mode.as_str()]);
         }
-        spec = spec
-            .args(session_args(&request.session))
-            .args(self.settings.args.iter())
-            .env(MAX_RETRIES_VAR, "0");
+        spec = retries_off(
+            spec.args(session_args(&request.session))
+                .args(self.settings.args.iter()),
+        );
         for (key, value) in &self.settings.env {
             spec = spec.env(key, value);
         }
         spec.cwd = request.cwd.clone();
         spec
+    }
+
+    /// Claude Code's own long-lived mode (`--transport stream`): stream-json in and out, the
+    /// control protocol on stdio (`--permission-prompt-tool stdio`), each user line echoed when
+    /// the CLI takes it (`--replay-user-messages`, how steering is seen delivered).
+    fn stream_spec(&self, request: &AttemptRequest) -> SpawnSpec {
+        self.cli_spec(&STREAM_ARGS, |spec| spec.env(MAX_RETRIES_VAR, "0"), request)
     }
 
     /// Zed's ACP adapter (`claude-agent-acp`, or `acp_command`), which runs Claude Code
@@ -141,33 +153,16 @@ impl Backend for ClaudeBackend {
     }
 
     fn spawn_spec(&self, request: &AttemptRequest) -> SpawnSpec {
-        let program = self
-            .settings
-            .command
-            .clone()
-            .unwrap_or_else(|| "claude".into());
-        let mut spec = SpawnSpec::new(program).args([
+        let one_shot = [
             "-p",
             "--output-format",
             "stream-json",
             "--verbose",
             "--include-partial-messages",
-        ]);
-        if let Some(model) = &self.settings.model {
-            spec = spec.args(["--model", model.as_str()]);
-        }
-        if let Some(mode) = &self.settings.mode {
-            spec = spec.args(["--permission-mode", mode.as_str()]);
-        }
-        spec = spec
-            .args(session_args(&request.session))
-            .args(self.settings.args.iter());
-        spec = retries_off(spec);
-        for (key, value) in &self.settings.env {
-            spec = spec.env(key, value);
-        }
-        spec.cwd = request.cwd.clone();
-        spec.arg("--").arg(&request.prompt)
+        ];
+        self.cli_spec(&one_shot, retries_off, request)
+            .arg("--")
+            .arg(&request.prompt)
     }
 
     fn live_transports(&self) -> Vec<LiveTransport> {

@@ -58,9 +58,7 @@ impl CodexBackend {
     /// the `@openai/codex` package is put on PATH when there is none.
     fn acp_spec(&self, request: &AttemptRequest) -> Option<SpawnSpec> {
         let program = self.acp.1.clone()?;
-        let config_text = self
-            .codex_config_path()
-            .and_then(|path| std::fs::read_to_string(path).ok());
+        let config_text = self.config_text();
         let mut args: Vec<String> = Vec::new();
         if let Some(model) = &self.settings.model {
             args.extend(["-c".into(), format!("model={model:?}")]);
@@ -76,18 +74,25 @@ impl CodexBackend {
     /// `codex app-server`, with Codex's own retries off as for `exec` (agentty retries) and
     /// the bundled `bwrap` on PATH for its sandbox, as for the ACP adapter.
     fn app_server_spec(&self, request: &AttemptRequest) -> SpawnSpec {
-        let program = self
-            .settings
-            .command
-            .clone()
-            .unwrap_or_else(|| "codex".into());
-        let config_text = self
-            .codex_config_path()
-            .and_then(|path| std::fs::read_to_string(path).ok());
+        let (program, config_text) = (self.program(), self.config_text());
         self.with_codex_env(
             SpawnSpec::new(program).args(app_server_args(&self.settings, config_text.as_deref())),
             request,
         )
+    }
+
+    /// The `codex` executable: the configured one, else the one on PATH.
+    fn program(&self) -> PathBuf {
+        self.settings
+            .command
+            .clone()
+            .unwrap_or_else(|| "codex".into())
+    }
+
+    /// The Codex config file this run will read, if there is one.
+    fn config_text(&self) -> Option<String> {
+        self.codex_config_path()
+            .and_then(|path| std::fs::read_to_string(path).ok())
     }
 
     /// The directory of the `bwrap` the `@openai/codex` package ships
@@ -159,14 +164,7 @@ impl Backend for CodexBackend {
     }
 
     fn spawn_spec(&self, request: &AttemptRequest) -> SpawnSpec {
-        let program = self
-            .settings
-            .command
-            .clone()
-            .unwrap_or_else(|| "codex".into());
-        let config_text = self
-            .codex_config_path()
-            .and_then(|path| std::fs::read_to_string(path).ok());
+        let (program, config_text) = (self.program(), self.config_text());
         let mut spec = SpawnSpec::new(program).args(exec_args(
             &self.settings,
             request,

@@ -22,8 +22,8 @@ use tokio::sync::mpsc;
 
 use super::process::{LiveItem, NoReply};
 use super::protocol::{
-    Ending, Live, Protocol, Question, Reply, Settled, StartFailure, Step, Turn, TurnIo, Unstarted,
-    Work,
+    Ending, Live, Protocol, Question, Renewal, Reply, Settled, StartFailure, Step, Turn, TurnIo,
+    Unstarted, Work,
 };
 use super::questions::{Decision, Questions};
 use super::slot::{Claimed, LiveSlot};
@@ -36,8 +36,7 @@ use crate::provider::errors::stderr_headline;
 use crate::provider::runner::{mark_lost_session, AttemptMapping, AttemptSink};
 use crate::provider::{AttemptRequest, Interjection, SessionRef};
 use crate::stream::{
-    AgentMessage, Failure, FailureReason, NoticeKind, PermissionResolver, StopStage,
-    PERMISSION_CANCELLED,
+    AgentMessage, Failure, FailureReason, NoticeKind, PermissionResolver, PERMISSION_CANCELLED,
 };
 
 /// What the user hands the running turn, in the order given (a message typed before an answer
@@ -133,13 +132,7 @@ impl<P: Protocol> Attempt<P> {
     async fn claim(&mut self, request: &AttemptRequest) -> Option<Claimed<P::Session>> {
         let protocol = self.protocol.as_ref();
         let mut claimed = self.slot.lock().await;
-        if self.stop.is_stop_requested() {
-            self.sink
-                .send(AgentMessage::Cancelled {
-                    stop_stage: StopStage::Cancel,
-                    elapsed_ms: 0,
-                })
-                .await;
+        if self.sink.stopped_before_start(&self.stop).await {
             return None;
         }
         let stale = self.slot.take_stale();
@@ -150,13 +143,13 @@ impl<P: Protocol> Attempt<P> {
         if serves && stale {
             // The restored file is what the process must hold: re-read where it can.
             if let Some(live) = claimed.as_mut() {
-                reuse = protocol.reload(live, request).await;
+                reuse = protocol.renew(live, request, Renewal::Reload).await;
             }
         }
         if !reuse && !stale && request.session == SessionRef::New {
             // A fresh session needs no fresh process where the agent can open another.
             if let Some(live) = claimed.as_mut() {
-                reuse = protocol.open_new(live, request).await;
+                reuse = protocol.renew(live, request, Renewal::NewSession).await;
             }
         }
         if !reuse {

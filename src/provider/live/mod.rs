@@ -24,7 +24,7 @@ mod stop;
 
 pub(crate) use process::{LiveItem, LiveProcess, NoReply, ResponseRouter};
 pub(crate) use protocol::{
-    Compaction, Ending, Live, Protocol, Question, Reply, Settled, StartFailure, Step, Turn, TurnIo,
-    Unstarted, Work,
+    Compaction, Ending, Live, Protocol, Question, Renewal, Reply, Settled, StartFailure, Step,
+    Turn, TurnIo, Unstarted, Work,
 };
 pub(crate) use provider::LiveProvider;

@@ -81,6 +81,15 @@ impl From<StartFailure> for Unstarted {
     }
 }
 
+/// How a running process can serve an attempt it does not serve as it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Renewal {
+    /// Re-read the stored session, which the orchestrator restored from a checkpoint.
+    Reload,
+    /// Open a new session (a new conversation, or a retry in a fresh session).
+    NewSession,
+}
+
 /// What an attempt asks of the live process.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Work {
@@ -295,25 +304,15 @@ pub(crate) trait Protocol: Send + Sync + 'static {
         matches!(session, SessionRef::Resume(id) if self.holds(&live.session, id))
     }
 
-    /// The stored session was restored from a checkpoint: re-reads it in this process for
-    /// `request` instead of starting another; false when it cannot (the process is replaced).
-    fn reload(
+    /// Makes the running process serve `request` as `renewal` says instead of starting
+    /// another; false when it cannot (the process is then replaced).
+    fn renew(
         &self,
         live: &mut Live<Self::Session>,
         request: &AttemptRequest,
+        renewal: Renewal,
     ) -> impl Future<Output = bool> + Send {
-        let _ = (live, request);
-        async { false }
-    }
-
-    /// Opens a new session for `request` in this process instead of starting another; false
-    /// when it cannot.
-    fn open_new(
-        &self,
-        live: &mut Live<Self::Session>,
-        request: &AttemptRequest,
-    ) -> impl Future<Output = bool> + Send {
-        let _ = (live, request);
+        let _ = (live, request, renewal);
         async { false }
     }
 

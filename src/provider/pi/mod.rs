@@ -14,6 +14,7 @@ pub mod mapper;
 pub mod rpc;
 mod rpc_take_back;
 mod stopped_prompt;
+mod wire;
 
 use std::ffi::OsString;
 use std::path::PathBuf;

@@ -22,6 +22,7 @@
 //!   turn's request keeps the user's own messages and carries the summary instead of the
 //!   rest). Codex takes no instructions for the summary.
 
+mod approvals;
 mod history;
 mod mapper;
 mod rewind;
@@ -44,7 +45,7 @@ use self::turn::AppServerTurn;
 use crate::config::Transport;
 use crate::provider::capabilities::{Images, Interjections};
 use crate::provider::common::session_message;
-use crate::provider::live::{Compaction, Live, Protocol, Settled, Unstarted, Work};
+use crate::provider::live::{Compaction, Live, Protocol, Renewal, Settled, Unstarted, Work};
 use crate::provider::{
     AgentQueue, AgentSetting, AgentStatus, AttemptRequest, Backend, BranchPoint, Capabilities,
     Mapper, SessionCheckpoint, SessionRef,
@@ -128,8 +129,15 @@ impl Protocol for AppServerProtocol {
         matches!(session, SessionRef::Resume(id) if *id == live.session.thread_id)
     }
 
-    async fn open_new(&self, live: &mut Live<AppServerSession>, request: &AttemptRequest) -> bool {
-        self.open_new_thread(live, request).await
+    /// A new thread in the running app-server (a rollback is Codex's own revert, see
+    /// `restored`).
+    async fn renew(
+        &self,
+        live: &mut Live<AppServerSession>,
+        request: &AttemptRequest,
+        renewal: Renewal,
+    ) -> bool {
+        renewal == Renewal::NewSession && self.open_new_thread(live, request).await
     }
 
     fn closing(&self, session: &mut AppServerSession) {

@@ -8,7 +8,7 @@
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
 
-use super::mapper::{decision_value, COMMAND_APPROVAL, FILE_CHANGE_APPROVAL};
+use super::approvals::{decision_value, COMMAND_APPROVAL, FILE_CHANGE_APPROVAL};
 use super::session::AppServerSession;
 use super::status::Shared;
 use super::REQUEST_TIMEOUT;

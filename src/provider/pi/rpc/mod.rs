@@ -34,7 +34,7 @@ use self::turn::RpcTurn;
 use crate::config::Transport;
 use crate::provider::capabilities::{Images, Interjections, NOT_ASKED};
 use crate::provider::common::session_message;
-use crate::provider::live::{Compaction, Live, Protocol, Settled, Unstarted, Work};
+use crate::provider::live::{Compaction, Live, Protocol, Renewal, Settled, Unstarted, Work};
 use crate::provider::{
     AgentQueue, AgentSetting, AgentStatus, AttemptRequest, Backend, Capabilities, Mapper,
     SessionRef,
@@ -101,12 +101,16 @@ impl Protocol for RpcProtocol {
         session.session_id.as_deref() == Some(id) || session.session_file.as_deref() == Some(id)
     }
 
-    async fn reload(&self, live: &mut Live<RpcSession>, _request: &AttemptRequest) -> bool {
-        session::reload(live).await
-    }
-
-    async fn open_new(&self, live: &mut Live<RpcSession>, request: &AttemptRequest) -> bool {
-        session::open_new(live, request).await
+    async fn renew(
+        &self,
+        live: &mut Live<RpcSession>,
+        request: &AttemptRequest,
+        renewal: Renewal,
+    ) -> bool {
+        match renewal {
+            Renewal::Reload => session::reload(live).await,
+            Renewal::NewSession => session::open_new(live, request).await,
+        }
     }
 
     /// Every writer must go for stdin to close (pi exits at once then).
