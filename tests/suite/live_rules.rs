@@ -11,6 +11,8 @@
 //! - An answer the agent did not offer is ignored; the question stays open for a real one.
 //! - The time a stop reports runs to its terminal message: when the agent ignores the in-band
 //!   cancel, the signal stages and the close are in it.
+//! - A message typed while a turn stops comes back to the user (`not_delivered`), on every
+//!   transport that takes messages mid-turn.
 //!
 //! Nothing here is timed but the last rule's report, against the time the test waited.
 
@@ -23,10 +25,12 @@ use serde_json::Value;
 use agentty::config::PermissionPolicy;
 use agentty::demo_agent::knobs::{IGNORE_CANCEL_VAR, LEAVE_TOOLS_VAR, STDIN_LOG_VAR};
 use agentty::provider::{
-    build_provider_with, AgentStream, AttemptRequest, Provider, SessionRef, StopControl, Transport,
+    build_provider_with, AgentStream, AttemptRequest, Interjection, Provider, SessionRef,
+    StopControl, StopProgress, Transport,
 };
 use agentty::stream::{
-    AgentMessage, PermissionOptionKind, PermissionResolver, StopStage, PERMISSION_CANCELLED,
+    AgentMessage, NoticeKind, PermissionOptionKind, PermissionResolver, StopStage,
+    PERMISSION_CANCELLED,
 };
 
 use crate::support::agent_stream::{
@@ -358,4 +362,57 @@ async fn a_stops_time_runs_to_its_terminal_message(mode: Mode) {
         "{mode:?}: {next:#?}"
     );
     assert_eq!(world.demo.starts().len(), 2, "{mode:?}");
+}
+
+on_modes!(a_message_typed_while_the_turn_stops_comes_back_to_the_user:
+    rpc => Rpc, claude_stream => ClaudeStream, codex_app_server => CodexAppServer);
+
+/// A message typed while the turn stops never goes out, and comes back to the user
+/// (`not_delivered`), once.
+async fn a_message_typed_while_the_turn_stops_comes_back_to_the_user(mode: Mode) {
+    // An agent that ignores the in-band cancel: the turn is still stopping when the message
+    // comes (the signal stages end it 2 s later).
+    let world = World::paced(mode, &[IGNORE_CANCEL_VAR], "1");
+    let stop = StopControl::new();
+    let mut stream = world.execute("slow", SessionRef::New, &stop);
+    let mut seen = read_until(&mut stream, |message| {
+        matches!(message, AgentMessage::Assistant { .. })
+    })
+    .await;
+    let mut progress = stop.subscribe();
+    stop.stop();
+    // The in-band cancel is out (the stop's first stage runs).
+    tokio::time::timeout(
+        PATIENCE,
+        progress.wait_for(|now| *now != StopProgress::Running),
+    )
+    .await
+    .expect("in time")
+    .expect("the stop runs");
+    assert!(
+        world.provider.interject(Interjection::Steer, "too late"),
+        "{mode:?}: the running turn takes the message"
+    );
+    seen.extend(collect(stream).await);
+    let notices = |kind: NoticeKind| -> Vec<&str> {
+        seen.iter()
+            .filter_map(|message| match message {
+                AgentMessage::Notice {
+                    kind: said,
+                    message,
+                } if *said == kind.wire() => Some(message.as_str()),
+                _ => None,
+            })
+            .collect()
+    };
+    assert_eq!(
+        notices(NoticeKind::NotDelivered),
+        ["too late"],
+        "{mode:?}: {seen:#?}"
+    );
+    assert!(notices(NoticeKind::SteerDelivered).is_empty(), "{mode:?}");
+    assert!(
+        matches!(terminals(&seen)[..], [AgentMessage::Cancelled { .. }]),
+        "{mode:?}: {seen:#?}"
+    );
 }
