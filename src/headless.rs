@@ -303,7 +303,9 @@ pub fn replay(agent: AgentArgs, mut args: ReplayArgs) -> i32 {
     let choose_mapper = |first_line: &str| {
         // Codex's app-server writes JSON-RPC without the `"jsonrpc"` field.
         if agent.transport == Some(provider::Transport::AppServer)
-            || (agent.transport.is_none() && name == "codex" && is_bare_json_rpc(first_line))
+            || (agent.transport.is_none()
+                && provider::ProviderKind::from_name(&name) == Some(provider::ProviderKind::Codex)
+                && is_bare_json_rpc(first_line))
         {
             return AttemptMapping::new(Box::new(
                 provider::codex::app_server::AppServerMapper::new(""),
