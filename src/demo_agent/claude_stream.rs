@@ -521,16 +521,7 @@ impl Engine {
         let path = format!("{}/{file}", self.cwd);
         let content = "written by the demo agent\n";
         let input = json!({"file_path": path, "content": content});
-        self.event(message_id, json!({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": tool_id, "name": "Write", "input": {}}}))?;
-        self.assistant(
-            message_id,
-            json!({"type": "tool_use", "id": tool_id, "name": "Write", "input": input}),
-        )?;
-        self.event(
-            message_id,
-            json!({"type": "content_block_stop", "index": 1}),
-        )?;
-        self.message_end(message_id, "tool_use")?;
+        self.tool_use(message_id, &tool_id, "Write", &input)?;
         // As Claude Code: `acceptEdits` allows file edits without asking.
         let accepted =
             self.mode == "acceptEdits" || self.allowed_always.iter().any(|rule| rule == "Write");
@@ -573,6 +564,26 @@ impl Engine {
         Ok(Ok(said))
     }
 
+    /// The message asks for tool `name` with `input` (its second block) and ends there.
+    fn tool_use(
+        &mut self,
+        message_id: &str,
+        tool_id: &str,
+        name: &str,
+        input: &Value,
+    ) -> io::Result<()> {
+        self.event(message_id, json!({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": tool_id, "name": name, "input": {}}}))?;
+        self.assistant(
+            message_id,
+            json!({"type": "tool_use", "id": tool_id, "name": name, "input": input}),
+        )?;
+        self.event(
+            message_id,
+            json!({"type": "content_block_stop", "index": 1}),
+        )?;
+        self.message_end(message_id, "tool_use")
+    }
+
     /// A Bash `sleep 100` run as a real process in a process group of its own, as Claude Code
     /// runs its shell, until it ends or the turn is interrupted: then it is killed, unless the
     /// `leave tools` knob says otherwise. Returns what the closing text says.
@@ -581,16 +592,7 @@ impl Engine {
         let tool_id = format!("toolu_demo_{}", self.next_id);
         self.next_id += 1;
         let input = json!({"command": "sleep 100", "description": "Sleep for a while"});
-        self.event(message_id, json!({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": tool_id, "name": "Bash", "input": {}}}))?;
-        self.assistant(
-            message_id,
-            json!({"type": "tool_use", "id": tool_id, "name": "Bash", "input": input}),
-        )?;
-        self.event(
-            message_id,
-            json!({"type": "content_block_stop", "index": 1}),
-        )?;
-        self.message_end(message_id, "tool_use")?;
+        self.tool_use(message_id, &tool_id, "Bash", &input)?;
         let mut child = std::process::Command::new("sleep")
             .arg("100")
             .current_dir(&self.cwd)

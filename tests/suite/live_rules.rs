@@ -25,8 +25,8 @@ use serde_json::Value;
 use agentty::config::PermissionPolicy;
 use agentty::demo_agent::knobs::{IGNORE_CANCEL_VAR, LEAVE_TOOLS_VAR, STDIN_LOG_VAR};
 use agentty::provider::{
-    build_provider_with, AgentStream, AttemptRequest, Interjection, Provider, SessionRef,
-    StopControl, StopProgress, Transport,
+    build_provider_with, AgentStream, Interjection, Provider, SessionRef, StopControl,
+    StopProgress, Transport,
 };
 use agentty::stream::{
     AgentMessage, NoticeKind, PermissionOptionKind, PermissionResolver, StopStage,
@@ -142,14 +142,8 @@ impl World {
     }
 
     fn execute(&self, prompt: &str, session: SessionRef, stop: &StopControl) -> AgentStream {
-        let request = AttemptRequest {
-            prompt: prompt.to_owned(),
-            session,
-            cwd: Some(self.demo.state.path().to_path_buf()),
-            attempt: 1,
-            ..AttemptRequest::default()
-        };
-        self.provider.execute(request, stop.clone())
+        self.provider
+            .execute(self.demo.request(prompt, session), stop.clone())
     }
 
     async fn turn(&self, prompt: &str, session: SessionRef) -> Vec<AgentMessage> {

@@ -78,6 +78,21 @@ impl DemoLauncher {
             .collect()
     }
 
+    /// Attempt 1 of `prompt` in `session`, the agent working in its state dir.
+    pub fn request(
+        &self,
+        prompt: &str,
+        session: agentty::provider::SessionRef,
+    ) -> agentty::provider::AttemptRequest {
+        agentty::provider::AttemptRequest {
+            prompt: prompt.to_owned(),
+            session,
+            cwd: Some(self.state.path().to_path_buf()),
+            attempt: 1,
+            ..agentty::provider::AttemptRequest::default()
+        }
+    }
+
     /// The PIDs of every agent process started so far.
     pub fn starts(&self) -> Vec<i32> {
         std::fs::read_to_string(&self.starts)

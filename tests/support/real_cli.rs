@@ -519,50 +519,28 @@ impl Flaky {
 macro_rules! retry_sends_the_prompt_once {
     ($module:ident: $cli:literal, $start:path, $ignore:literal) => {
         mod $module {
-            use $crate::support::real_cli::{
-                retried_first_turn_is_sent_once, retried_middle_turn_is_sent_once, test_name,
-                three_prompts,
-            };
-
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            #[ignore = $ignore]
-            async fn a_retried_middle_turn_reaches_the_model_with_each_prompt_once() {
-                let test = &test_name();
-                let prompts = three_prompts(stringify!($module));
-                let flaky = $start(test, &prompts[1]).await;
-                let requests = || (flaky.requests)();
-                let provider = flaky.provider.clone();
-                retried_middle_turn_is_sent_once(
-                    $cli,
-                    test,
-                    provider,
-                    &flaky.work,
-                    &prompts,
-                    requests,
-                )
-                .await;
-                if let Some(then) = &flaky.then {
-                    then(&prompts);
-                }
-            }
-
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            #[ignore = $ignore]
-            async fn a_retried_first_turn_reaches_the_model_with_its_prompt_once() {
-                let test = &test_name();
-                let prompts = three_prompts(stringify!($module));
-                let flaky = $start(test, &prompts[0]).await;
-                let requests = || (flaky.requests)();
-                let provider = flaky.provider.clone();
-                retried_first_turn_is_sent_once(
-                    $cli,
-                    test,
-                    provider,
-                    &flaky.work,
-                    &prompts,
-                    requests,
-                )
-                .await;
+            $crate::retry_sends_the_prompt_once!(@test
+                a_retried_middle_turn_reaches_the_model_with_each_prompt_once,
+                retried_middle_turn_is_sent_once, 1, $cli, $start, $ignore);
+            $crate::retry_sends_the_prompt_once!(@test
+                a_retried_first_turn_reaches_the_model_with_its_prompt_once,
+                retried_first_turn_is_sent_once, 0, $cli, $start, $ignore);
+        }
+    };
+    // One test: prompt `$flaky` (of three) fails twice, then `$check` looks at what the model got.
+    (@test $name:ident, $check:ident, $flaky:literal, $cli:literal, $start:path, $ignore:literal) => {
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        #[ignore = $ignore]
+        async fn $name() {
+            use $crate::support::real_cli;
+            let test = &real_cli::test_name();
+            let prompts = real_cli::three_prompts(stringify!($name));
+            let flaky = $start(test, &prompts[$flaky]).await;
+            let requests = || (flaky.requests)();
+            let provider = flaky.provider.clone();
+            real_cli::$check($cli, test, provider, &flaky.work, &prompts, requests).await;
+            if let (Some(then), 1) = (&flaky.then, $flaky) {
+                then(&prompts);
             }
         }
     };

@@ -186,6 +186,15 @@ impl<P: Protocol> Attempt<P> {
         let mut out = Vec::new();
         let (mut turn, mapper) = protocol.begin(live, request, work, reused, &mut out).await;
         live.prompted = true;
+        // The session the protocol announced (a mapper may announce it later, from the turn).
+        let announced = out.iter().find_map(|message| match message {
+            AgentMessage::SessionStarted {
+                session_id: Some(id),
+                ..
+            }
+            | AgentMessage::SessionResumed { session_id: id, .. } => Some(id.clone()),
+            _ => None,
+        });
         self.sink.flush(&mut out).await;
         let mut mapping = AttemptMapping::new(mapper);
         let mut inputs = self.inbox.open();
@@ -306,7 +315,7 @@ impl<P: Protocol> Attempt<P> {
             }
         }
         let stderr = live.process.stderr_text();
-        let session_id = mapping.session_id().map(str::to_owned);
+        let session_id = mapping.session_id().map(str::to_owned).or(announced);
         let backend = protocol.backend();
         let mut terminal = match ending {
             Some(Ending::Refused(message)) => AgentMessage::Failed(Failure {
