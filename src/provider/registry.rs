@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use super::capabilities::LiveTransport;
-use super::contract::{AttemptRequest, Backend, Provider, ProviderKind, PROVIDER_NAMES};
+use super::contract::{Backend, Provider, ProviderKind, PROVIDER_NAMES};
 use super::live::LiveProvider;
 use super::runner::CliProvider;
 use super::{acp, claude, codex, configured, demo, gemini, pi};
@@ -202,10 +202,13 @@ pub(crate) const INSTALL_COMMANDS: [(&str, &str); 4] = {
 /// settings start (`command`, else the CLI's own name) is neither on PATH nor an executable
 /// file; `None` when it is there (or `name` is not one of the real CLIs).
 pub(crate) fn not_installed(name: &str, settings: &ProviderSettings) -> Option<String> {
-    let install = ProviderKind::from_name(name)?.install_command()?;
-    let program = build_backend(name, settings)?
-        .spawn_spec(&AttemptRequest::default())
-        .program;
+    let kind = ProviderKind::from_name(name)?;
+    let install = kind.install_command()?;
+    // Each real CLI installs a program named as its provider.
+    let program = settings
+        .command
+        .clone()
+        .unwrap_or_else(|| kind.name().into());
     let path = std::path::Path::new(&program);
     let found = if path.components().count() > 1 {
         crate::process::is_executable(path)
