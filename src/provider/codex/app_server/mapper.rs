@@ -25,7 +25,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::{json, Value};
 
-use super::approvals::{approval, COMMAND_APPROVAL, FILE_CHANGE_APPROVAL};
+use super::approvals::{approval, unwrap_shell, COMMAND_APPROVAL, FILE_CHANGE_APPROVAL};
 use crate::provider::mapper::{AgentOutcome, ExitFacts, LineVerdict, Mapper};
 use crate::provider::tool_calls::{ToolCalls, ToolEnding};
 use crate::stream::{AgentMessage, FailureReason, NoticeKind, Usage};
@@ -343,24 +343,6 @@ fn status_of_error(error: &Value) -> Option<u16> {
     }
 }
 
-/// `/bin/bash -lc 'touch a'` -> `touch a` (Codex wraps every command in a login shell).
-pub(super) fn unwrap_shell(command: &str) -> String {
-    for prefix in [
-        "/bin/bash -lc ",
-        "bash -lc ",
-        "/bin/sh -c ",
-        "/bin/zsh -lc ",
-    ] {
-        if let Some(rest) = command.strip_prefix(prefix) {
-            let rest = rest.trim();
-            if rest.len() >= 2 && rest.starts_with('\'') && rest.ends_with('\'') {
-                return rest[1..rest.len() - 1].replace("'\\''", "'");
-            }
-            return rest.to_owned();
-        }
-    }
-    command.to_owned()
-}
 
 fn user_text(item: &Value) -> String {
     item["content"]
