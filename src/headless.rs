@@ -72,7 +72,7 @@ pub fn run(agent: AgentArgs, args: RunArgs) -> i32 {
     };
     if let Some(permissions) = args
         .permissions
-        .filter(|_| !provider::asks_permission(transport))
+        .filter(|_| !provider.capabilities().asks_permission)
     {
         err_line(format!(
             "agentty: --permissions {} has no effect over the {} transport: {} does not ask \
@@ -310,7 +310,9 @@ pub fn replay(agent: AgentArgs, mut args: ReplayArgs) -> i32 {
     let choose_mapper = |first_line: &str| {
         // Codex's app-server writes JSON-RPC without the `"jsonrpc"` field.
         if agent.transport == Some(provider::Transport::AppServer)
-            || (agent.transport.is_none() && name == "codex" && is_bare_json_rpc(first_line))
+            || (agent.transport.is_none()
+                && provider::ProviderKind::from_name(&name) == Some(provider::ProviderKind::Codex)
+                && is_bare_json_rpc(first_line))
         {
             return AttemptMapping::new(Box::new(
                 provider::codex::app_server::AppServerMapper::new(""),

@@ -30,7 +30,6 @@ use super::scroll::ScrollAction;
 use super::transcript::{
     CellId, DiffLine, InertText, PermissionCell, PermissionOutcome, ShownOption,
 };
-use crate::config::Transport;
 use crate::orchestrator::TurnId;
 use crate::sanitize::untrusted_owned;
 use crate::stream::{
@@ -393,10 +392,11 @@ pub(crate) fn permission_cell(request: &PermissionRequest, expanded: bool) -> Pe
 }
 
 /// What `/permissions` says: the "always" answers given in this conversation, as agentty
-/// recorded them (the agent keeps its own record), and how to take one back over `transport`.
+/// recorded them (the agent keeps its own record), and how to take one back
+/// (`revoking_always`: the transport's words, from its capabilities).
 pub(crate) fn standing_answers_notice<'a>(
     cells: impl Iterator<Item = &'a PermissionCell>,
-    transport: Option<Transport>,
+    revoking_always: &str,
 ) -> String {
     let rows: Vec<String> = cells
         .filter_map(|cell| match &cell.outcome {
@@ -421,31 +421,9 @@ pub(crate) fn standing_answers_notice<'a>(
         "Answered always in this conversation (agentty's record of the answers; the agent keeps \
          its own):"
     };
-    let revoke = match transport {
-        Some(Transport::Acp) => {
-            "To take an \"always\" answer back: the agent holds it in its own session, and the \
-             Agent Client Protocol has no request to revoke it, so agentty cannot. Start a new \
-             conversation (/new): the new agent session asks again. An answer the agent saved \
-             beyond the session is in the agent's own settings; change it there."
-        }
-        Some(Transport::AppServer) => {
-            "To take an \"always\" answer back: Codex holds it for its session, and its \
-             app-server has no request to revoke it, so agentty cannot. Start a new conversation \
-             (/new): the new thread asks again."
-        }
-        Some(Transport::Stream) => {
-            "To take an \"always\" answer back: Claude Code holds it for this session only \
-             (agentty never writes it to your settings files). Start a new conversation (/new): \
-             the new session asks again."
-        }
-        Some(Transport::Json | Transport::Rpc) | None => {
-            "Over this transport the agent does not ask agentty for permission: its own settings \
-             decide what it may do."
-        }
-    };
     let mut lines = vec![head.to_owned()];
     lines.extend(rows);
-    lines.push(revoke.to_owned());
+    lines.push(revoking_always.to_owned());
     lines.join("\n")
 }
 

@@ -342,8 +342,9 @@ pub struct AppState {
     pub(crate) installed_agents: Option<Vec<String>>,
     /// The last rewind, while it can be undone (until the next prompt).
     pub(crate) last_rewind: Option<super::rewind::LastRewind>,
-    /// The provider's transport sends images (`set_accepts_images`).
-    pub(crate) accepts_images: bool,
+    /// What the provider's transport lets agentty do (as each agent starts): images, how an
+    /// "always" answer is taken back.
+    pub(crate) agent_capabilities: crate::provider::Capabilities,
     /// The colours chosen (`theme` in the config, `/settings`).
     pub theme: crate::config::Theme,
     /// The background the terminal announced (`COLORFGBG`), for `theme = "auto"`.
@@ -394,7 +395,7 @@ impl AppState {
             notify: crate::config::NotifyMode::default(),
             installed_agents: None,
             last_rewind: None,
-            accepts_images: false,
+            agent_capabilities: crate::provider::Capabilities::ONE_SHOT,
             theme: crate::config::Theme::default(),
             terminal_background: None,
         };

@@ -63,9 +63,7 @@ impl Launch {
             .chosen_transport()
             .unwrap_or_else(|| default_chat_transport(name, &settings));
         let provider = build_provider_with(name, &settings, transport)?;
-        let steers = provider.can_interject();
-        let accepts_images = provider.accepts_images();
-        let transport = provider.transport();
+        let capabilities = provider.capabilities();
         // The config's start, then what the user chose in the conversation being resumed.
         let chosen = match &conversation {
             ConversationLog::Resume(summary, _) => summary.settings.clone(),
@@ -125,9 +123,7 @@ impl Launch {
         });
         Ok(Started {
             handle,
-            steers,
-            accepts_images,
-            transport,
+            capabilities,
             model: settings.model,
             conversation,
             snapshot_dir,
@@ -138,12 +134,8 @@ impl Launch {
 /// A started orchestrator, with what the chat shows about it.
 pub(super) struct Started {
     pub(super) handle: OrchestratorHandle,
-    /// The provider can steer a running turn (Enter steers, Alt+Enter follows up).
-    pub(super) steers: bool,
-    /// The provider's transport sends images with a prompt.
-    pub(super) accepts_images: bool,
-    /// How the provider talks to its agent.
-    pub(super) transport: crate::config::Transport,
+    /// What the provider's transport lets agentty do (steering, images, ...).
+    pub(super) capabilities: crate::provider::Capabilities,
     pub(super) model: Option<String>,
     /// The conversation it writes to.
     pub(super) conversation: Option<Conversation>,

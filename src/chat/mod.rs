@@ -152,8 +152,7 @@ pub fn run(cli: Cli) -> i32 {
         if let Some(shown) = shown {
             shown.show(&mut state);
         }
-        state.on_agent_started(started.steers, started.transport, started.model);
-        state.set_accepts_images(started.accepts_images);
+        state.on_agent_started(started.capabilities, started.model);
         state.set_notify(launch.config.notify.unwrap_or_default());
         let terminal_background = std::env::var("COLORFGBG")
             .ok()

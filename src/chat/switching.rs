@@ -32,8 +32,7 @@ impl ChatLoop {
         self.snapshot_dir = started.snapshot_dir;
         self.orchestrator_open = true;
         self.state
-            .on_agent_started(started.steers, started.transport, started.model);
-        self.state.set_accepts_images(started.accepts_images);
+            .on_agent_started(started.capabilities, started.model);
     }
 
     /// A fresh chat for `provider`: a new transcript (with `notice`) and, started by the caller,

@@ -15,7 +15,8 @@
 //!   (`updatedPermissions` are remembered for the session: the next write is not asked);
 //!   denied, the tool result is the denial's message. In `acceptEdits` mode it is not asked.
 //! - `slow`: a word every 300 ms of script time (interruptible); `fail`: the first two tries of
-//!   the prompt fail with the CLI's HTTP 500 result (see `state::flaky_try`).
+//!   the prompt fail with the CLI's HTTP 500 result (see `state::flaky_try`); `sleep`: a Bash
+//!   tool runs a real `sleep 100` (killed at an `interrupt`, as Claude Code kills its tools).
 //! - `interrupt` mid-turn: `control_response`, the partial `assistant`, `[Request interrupted by
 //!   user]`, `result/error_during_execution`; the process stays.
 //! - stdin EOF exits 0 once the current turn is done.
@@ -288,6 +289,9 @@ impl Engine {
                 let answer = json!({"type": "control_response", "response": {
                     "subtype": "success", "request_id": line["request_id"]}});
                 self.line(&answer)?;
+                if super::knobs::ignores_cancel() {
+                    return Ok(None);
+                }
                 Ok(Some(Cut::Interrupted))
             }
             // An answer to a request that no longer waits.
@@ -446,18 +450,25 @@ impl Engine {
             if closing.starts_with("Not written") {
                 denials.push(json!({"tool_name": "Write", "tool_input": {"file_path": file}}));
             }
+        } else if has("sleep") {
+            match self.sleep_tool(&message_id)? {
+                Ok(said) => closing = said,
+                Err(Cut::Exit) => return Ok(Some(Cut::Exit)),
+                Err(Cut::Interrupted) => return self.interrupted("aborted_tools").map(|()| None),
+            }
         } else {
             self.message_end(&message_id, "end_turn")?;
         }
+        let used_a_tool = has("write") || has("sleep");
         // Messages that came during the turn join it at this boundary.
         let mut steered = Vec::new();
-        if has("write") {
+        if used_a_tool {
             while let Some(text) = self.queued.pop_front() {
                 self.replay(&text)?;
                 steered.push(text);
             }
         }
-        if has("write") {
+        if used_a_tool {
             let second = format!("msg_demo_{}", self.uuid().replace('-', ""));
             self.message_start(&second)?;
             if !steered.is_empty() {
@@ -510,16 +521,7 @@ impl Engine {
         let path = format!("{}/{file}", self.cwd);
         let content = "written by the demo agent\n";
         let input = json!({"file_path": path, "content": content});
-        self.event(message_id, json!({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": tool_id, "name": "Write", "input": {}}}))?;
-        self.assistant(
-            message_id,
-            json!({"type": "tool_use", "id": tool_id, "name": "Write", "input": input}),
-        )?;
-        self.event(
-            message_id,
-            json!({"type": "content_block_stop", "index": 1}),
-        )?;
-        self.message_end(message_id, "tool_use")?;
+        self.tool_use(message_id, &tool_id, "Write", &input)?;
         // As Claude Code: `acceptEdits` allows file edits without asking.
         let accepted =
             self.mode == "acceptEdits" || self.allowed_always.iter().any(|rule| rule == "Write");
@@ -557,6 +559,73 @@ impl Engine {
         };
         let result = self.stamp(json!({"type": "user", "message": {"role": "user", "content": [
             {"type": "tool_result", "tool_use_id": tool_id, "content": content_text, "is_error": is_error}]},
+            "parent_tool_use_id": null}));
+        self.line(&result)?;
+        Ok(Ok(said))
+    }
+
+    /// The message asks for tool `name` with `input` (its second block) and ends there.
+    fn tool_use(
+        &mut self,
+        message_id: &str,
+        tool_id: &str,
+        name: &str,
+        input: &Value,
+    ) -> io::Result<()> {
+        self.event(message_id, json!({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": tool_id, "name": name, "input": {}}}))?;
+        self.assistant(
+            message_id,
+            json!({"type": "tool_use", "id": tool_id, "name": name, "input": input}),
+        )?;
+        self.event(
+            message_id,
+            json!({"type": "content_block_stop", "index": 1}),
+        )?;
+        self.message_end(message_id, "tool_use")
+    }
+
+    /// A Bash `sleep 100` run as a real process in a process group of its own, as Claude Code
+    /// runs its shell, until it ends or the turn is interrupted: then it is killed, unless the
+    /// `leave tools` knob says otherwise. Returns what the closing text says.
+    fn sleep_tool(&mut self, message_id: &str) -> io::Result<Result<String, Cut>> {
+        use std::os::unix::process::CommandExt;
+        let tool_id = format!("toolu_demo_{}", self.next_id);
+        self.next_id += 1;
+        let input = json!({"command": "sleep 100", "description": "Sleep for a while"});
+        self.tool_use(message_id, &tool_id, "Bash", &input)?;
+        let mut child = std::process::Command::new("sleep")
+            .arg("100")
+            .current_dir(&self.cwd)
+            .process_group(0)
+            .spawn()?;
+        let (content, is_error, said) = loop {
+            if let Some(status) = child.try_wait()? {
+                break (
+                    format!("sleep ended: {status}"),
+                    false,
+                    "Done sleeping.".to_owned(),
+                );
+            }
+            match self.wait(50)? {
+                None => {}
+                Some(cut) => {
+                    if !super::knobs::leaves_tools() {
+                        // SAFETY: kill(2) on the tool's own process group.
+                        unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+                        let _ = child.wait();
+                    }
+                    let result = self.stamp(
+                        json!({"type": "user", "message": {"role": "user", "content": [
+                        {"type": "tool_result", "tool_use_id": tool_id, "is_error": true,
+                         "content": "Interrupted by user"}]}, "parent_tool_use_id": null}),
+                    );
+                    self.line(&result)?;
+                    return Ok(Err(cut));
+                }
+            }
+        };
+        let result = self.stamp(json!({"type": "user", "message": {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": tool_id, "content": content, "is_error": is_error}]},
             "parent_tool_use_id": null}));
         self.line(&result)?;
         Ok(Ok(said))

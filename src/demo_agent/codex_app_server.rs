@@ -62,6 +62,7 @@ pub(crate) fn run(forced: Option<&str>) -> i32 {
     std::thread::spawn(move || {
         for line in std::io::stdin().lock().lines() {
             let Ok(line) = line else { break };
+            super::knobs::log_stdin(&line);
             let message = serde_json::from_str::<Value>(&line).unwrap_or(Value::Null);
             if tx.send(message).is_err() {
                 break;
@@ -630,7 +631,9 @@ impl Server {
             );
             text.push_str(&word);
             match self.rx.recv_timeout(paced(100)) {
-                Ok(message) if message["method"] == "turn/interrupt" => {
+                Ok(message)
+                    if message["method"] == "turn/interrupt" && !super::knobs::ignores_cancel() =>
+                {
                     respond(&message["id"], json!({}));
                     return Ending::Interrupted;
                 }

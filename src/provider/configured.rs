@@ -4,7 +4,7 @@
 use crate::config::ProviderSettings;
 use crate::process::SpawnSpec;
 use crate::provider::acp::AcpMapper;
-use crate::provider::{AttemptRequest, Backend, Mapper};
+use crate::provider::{AttemptRequest, Backend, LiveTransport, Mapper, Transport};
 
 pub(crate) struct ConfiguredAcpBackend {
     name: String,
@@ -38,8 +38,12 @@ impl Backend for ConfiguredAcpBackend {
         spec
     }
 
-    fn acp_spawn_spec(&self, request: &AttemptRequest) -> Option<SpawnSpec> {
-        Some(self.spawn_spec(request))
+    fn live_transports(&self) -> Vec<LiveTransport> {
+        vec![LiveTransport::ready(Transport::Acp)]
+    }
+
+    fn live_spawn_spec(&self, transport: Transport, request: &AttemptRequest) -> Option<SpawnSpec> {
+        (transport == Transport::Acp).then(|| self.spawn_spec(request))
     }
 
     fn mapper(&self, _request: &AttemptRequest) -> Box<dyn Mapper> {

@@ -1,9 +1,10 @@
 //! The contract between the orchestrator and every backend: what one attempt is asked
 //! ([`AttemptRequest`]), what it gives back ([`AgentStream`]), the traits a backend
-//! ([`Backend`]) and a transport ([`Provider`]) implement, the messages for a running turn
-//! ([`Interjection`]) and the names of the agent CLIs ([`ProviderKind`]). The shared status
-//! types beside it are in `agent_status`. Every backend imports this; this imports no backend
-//! (the factory is `super::registry`).
+//! ([`Backend`]) and a transport ([`Provider`]) implement, and the agent CLIs agentty knows
+//! ([`ProviderKind`]: names, install commands). What a backend and a transport can do is data
+//! they declare (`capabilities`); the shared status types are in `agent_status`. Every backend
+//! imports this; this imports no backend and names no transport's protocol (the factory is
+//! `super::registry`).
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -12,8 +13,8 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 
-use super::acp::AcpQuirks;
 use super::agent_status::{AgentQueue, AgentSetting, AgentStatus};
+use super::capabilities::{Capabilities, Interjection, LiveTransport, Quirks};
 use super::checkpoint::{BranchPoint, SessionCheckpoint};
 use super::mapper::Mapper;
 use crate::config::Transport;
@@ -54,6 +55,19 @@ pub struct AttemptRequest {
     pub scenario: Option<String>,
     /// Receives every raw stdout line of the agent (for the session log).
     pub raw_line_tap: Option<RawLineTap>,
+}
+
+impl AttemptRequest {
+    /// The directory the agent works in, as a protocol names it: the request's, else
+    /// agentty's own.
+    pub(crate) fn working_dir(&self) -> String {
+        self.cwd
+            .clone()
+            .or_else(|| std::env::current_dir().ok())
+            .unwrap_or_else(|| PathBuf::from("/"))
+            .display()
+            .to_string()
+    }
 }
 
 /// A sink for the agent's raw stdout lines (the session log). The attempt awaits each record,
@@ -124,41 +138,22 @@ pub trait Backend: Send + Sync + 'static {
     fn lost_session_phrases(&self) -> &'static [&'static str] {
         &[]
     }
-    /// How to start the CLI as a long-lived process that takes commands on stdin (pi's
-    /// `--mode rpc`), for `request.session`; `None`: this backend has no such mode.
-    fn rpc_spawn_spec(&self, request: &AttemptRequest) -> Option<SpawnSpec> {
-        let _ = request;
+    /// The long-lived, two-way transports this backend speaks (declared once, when it is
+    /// built), each ready or saying why it cannot run; the one-shot JSON mode is
+    /// [`Backend::spawn_spec`]'s.
+    fn live_transports(&self) -> Vec<LiveTransport> {
+        Vec::new()
+    }
+    /// How to start the CLI speaking `transport` (one of [`Backend::live_transports`]) for
+    /// `request`; `None` for a transport it does not speak.
+    fn live_spawn_spec(&self, transport: Transport, request: &AttemptRequest) -> Option<SpawnSpec> {
+        let _ = (transport, request);
         None
     }
-    /// How to start the CLI in Claude Code's long-lived stream-json mode with the control
-    /// protocol on stdio; `None`: this backend has no such mode.
-    fn stream_spawn_spec(&self, request: &AttemptRequest) -> Option<SpawnSpec> {
-        let _ = request;
-        None
-    }
-    /// How to start the agent speaking the Agent Client Protocol (`gemini --acp`, an ACP
-    /// adapter); `None`: this backend has no ACP agent (or its adapter is not installed).
-    fn acp_spawn_spec(&self, request: &AttemptRequest) -> Option<SpawnSpec> {
-        let _ = request;
-        None
-    }
-    /// How to start Codex's `app-server` (JSON-RPC over stdio) for `request`; `None`: this
-    /// backend has no such mode.
-    fn app_server_spawn_spec(&self, request: &AttemptRequest) -> Option<SpawnSpec> {
-        let _ = request;
-        None
-    }
-    /// Why there is no ACP agent to run (see [`Backend::acp_spawn_spec`]), and the way out.
-    fn acp_unavailable(&self) -> String {
-        format!(
-            "the {} provider has no ACP transport (use --transport json)",
-            self.name()
-        )
-    }
-    /// How this backend's ACP agent departs from the protocol.
-    fn acp_quirks(&self, request: &AttemptRequest) -> AcpQuirks {
-        let _ = request;
-        AcpQuirks::default()
+    /// How this backend's agent departs from `transport`'s protocol.
+    fn quirks(&self, transport: Transport, request: &AttemptRequest) -> Quirks {
+        let _ = (transport, request);
+        Quirks::default()
     }
     /// The user stopped a turn after the agent had written `texts` (steering it took from its
     /// queue but never answered) into its session file `session_file`: take them out, so that
@@ -167,15 +162,6 @@ pub trait Backend: Send + Sync + 'static {
         let _ = (session_file, texts);
         Ok(0)
     }
-}
-
-/// A message for the agent while its turn runs (long-lived transports only).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Interjection {
-    /// Delivered after the current tool call (pi `steer`).
-    Steer,
-    /// Delivered after the turn (pi `follow_up`).
-    FollowUp,
 }
 
 /// One agent CLI, behind the single-attempt contract.
@@ -189,18 +175,22 @@ pub trait Provider: Send + Sync {
         let _ = request;
         None
     }
+    /// What this provider's transport lets agentty do (declared as data).
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::ONE_SHOT
+    }
     /// How this provider talks to its agent (for the status bar and help).
     fn transport(&self) -> Transport {
-        Transport::Json
+        self.capabilities().transport
     }
     /// Whether the transport sends images with a prompt (an ACP agent says so itself, in
     /// [`AgentStatus::accepts_images`], once it is initialised).
     fn accepts_images(&self) -> bool {
-        false
+        self.capabilities().images.taken()
     }
     /// Whether [`Provider::interject`] can reach a running turn (else prompts wait in the queue).
     fn can_interject(&self) -> bool {
-        false
+        self.capabilities().steers()
     }
     /// Hands `text` to the running turn; false when there is none or the transport cannot.
     fn interject(&self, kind: Interjection, text: &str) -> bool {
@@ -225,7 +215,7 @@ pub trait Provider: Send + Sync {
     /// Whether the protocol carries the user's note with a rejection (else the orchestrator
     /// sends it as the next prompt).
     fn takes_permission_feedback(&self) -> bool {
-        false
+        self.capabilities().permission_feedback
     }
     /// The orchestrator restored the agent's stored session from a checkpoint: whatever the
     /// provider holds of it in memory is out of date.
@@ -297,6 +287,28 @@ impl ProviderKind {
             ProviderKind::Codex => "codex",
             ProviderKind::Gemini => "gemini",
             ProviderKind::Demo => "demo",
+        }
+    }
+
+    /// The agent as the user knows it.
+    pub(crate) const fn display_name(self) -> &'static str {
+        match self {
+            ProviderKind::Pi => "pi",
+            ProviderKind::Claude => "Claude Code",
+            ProviderKind::Codex => "Codex",
+            ProviderKind::Gemini => "Gemini CLI",
+            ProviderKind::Demo => "the demo agent",
+        }
+    }
+
+    /// How the agent CLI is installed (`None`: the demo agent is agentty's own).
+    pub(crate) const fn install_command(self) -> Option<&'static str> {
+        match self {
+            ProviderKind::Pi => Some("npm install -g @mariozechner/pi-coding-agent"),
+            ProviderKind::Claude => Some("npm install -g @anthropic-ai/claude-code"),
+            ProviderKind::Codex => Some("npm install -g @openai/codex"),
+            ProviderKind::Gemini => Some("npm install -g @google/gemini-cli"),
+            ProviderKind::Demo => None,
         }
     }
 

@@ -8,10 +8,11 @@ use crate::config::ProviderSettings;
 use crate::demo_agent::acp::scenarios::LAG_AFTER_CANCEL;
 use crate::demo_agent::state as demo_state;
 use crate::process::SpawnSpec;
-use crate::provider::acp::AcpQuirks;
 use crate::provider::checkpoint::agent_env;
 use crate::provider::pi::{mapper::PiMapper, session_args};
-use crate::provider::{AttemptRequest, Backend, Mapper, SessionRef};
+use crate::provider::{
+    AttemptRequest, Backend, LiveTransport, Mapper, Quirks, SessionRef, Transport,
+};
 
 pub(crate) use crate::demo_agent::ATTEMPT_VAR as DEMO_ATTEMPT_VAR;
 
@@ -34,31 +35,37 @@ impl Backend for DemoBackend {
         self.spec_in_mode("json", request).arg(&request.prompt)
     }
 
-    fn rpc_spawn_spec(&self, request: &AttemptRequest) -> Option<SpawnSpec> {
-        Some(self.spec_in_mode("rpc", request))
+    /// The demo agent speaks every long-lived transport: pi's RPC mode, Claude Code's
+    /// stream-json mode with its control protocol, Codex's app-server (approvals, steering,
+    /// `thread/revert`) and ACP (a scripted ACP agent: permission prompts, plans, ...).
+    fn live_transports(&self) -> Vec<LiveTransport> {
+        [
+            Transport::Rpc,
+            Transport::Stream,
+            Transport::AppServer,
+            Transport::Acp,
+        ]
+        .map(LiveTransport::ready)
+        .to_vec()
     }
 
-    /// The demo agent playing Claude Code's stream-json mode with its control protocol.
-    fn stream_spawn_spec(&self, request: &AttemptRequest) -> Option<SpawnSpec> {
-        Some(self.spec_in_mode("claude-stream", request))
-    }
-
-    /// The demo agent's ACP mode: a scripted ACP agent (permission prompts, plans, ...).
-    fn acp_spawn_spec(&self, request: &AttemptRequest) -> Option<SpawnSpec> {
-        Some(self.spec_in_mode("acp", request))
-    }
-
-    /// The demo agent playing Codex's app-server (approvals, steering, `thread/revert`).
-    fn app_server_spawn_spec(&self, request: &AttemptRequest) -> Option<SpawnSpec> {
-        Some(self.spec_in_mode(crate::demo_agent::codex_app_server::MODE, request))
+    fn live_spawn_spec(&self, transport: Transport, request: &AttemptRequest) -> Option<SpawnSpec> {
+        let mode = match transport {
+            Transport::Json => return None,
+            Transport::Rpc => "rpc",
+            Transport::Stream => "claude-stream",
+            Transport::AppServer => crate::demo_agent::codex_app_server::MODE,
+            Transport::Acp => "acp",
+        };
+        Some(self.spec_in_mode(mode, request))
     }
 
     /// `lag-after-cancel` plays the Claude adapter's answer-one-turn-late bug: it gets the
     /// same treatment.
-    fn acp_quirks(&self, request: &AttemptRequest) -> AcpQuirks {
-        AcpQuirks {
+    fn quirks(&self, _transport: Transport, request: &AttemptRequest) -> Quirks {
+        Quirks {
             restart_after_cancel: request.scenario.as_deref() == Some(LAG_AFTER_CANCEL),
-            ..AcpQuirks::default()
+            ..Quirks::default()
         }
     }
 

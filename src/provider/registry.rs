@@ -5,13 +5,15 @@
 
 use std::sync::Arc;
 
-use super::contract::{AttemptRequest, Backend, Provider, ProviderKind, PROVIDER_NAMES};
+use super::capabilities::LiveTransport;
+use super::contract::{Backend, Provider, ProviderKind, PROVIDER_NAMES};
+use super::live::LiveProvider;
 use super::runner::CliProvider;
 use super::{acp, claude, codex, configured, demo, gemini, pi};
 use crate::config::{ProviderSettings, Transport};
 
 impl ProviderKind {
-    pub(crate) fn backend(self, settings: &ProviderSettings) -> Arc<dyn Backend> {
+    pub(crate) fn built_backend(self, settings: &ProviderSettings) -> Arc<dyn Backend> {
         let settings = settings.clone();
         match self {
             ProviderKind::Pi => Arc::new(pi::PiBackend::new(settings)),
@@ -27,7 +29,7 @@ impl ProviderKind {
 /// in the config.
 pub fn build_backend(name: &str, settings: &ProviderSettings) -> Option<Arc<dyn Backend>> {
     if let Some(kind) = ProviderKind::from_name(name) {
-        return Some(kind.backend(settings));
+        return Some(kind.built_backend(settings));
     }
     if settings.protocol == Some(Transport::Acp) {
         return configured::ConfiguredAcpBackend::new(name, settings)
@@ -71,60 +73,49 @@ pub fn build_provider_with(
 }
 
 /// The provider that runs `backend` over `transport` (`policy`: how a two-way transport
-/// answers permission requests); `Err` says why the backend cannot use that transport.
+/// answers permission requests); `Err` says why the backend cannot use that transport (it
+/// does not declare it, or it declares it not ready).
 pub fn provider_on(
     backend: Arc<dyn Backend>,
     transport: Transport,
     policy: crate::config::PermissionPolicy,
 ) -> Result<Arc<dyn Provider>, String> {
-    let name = backend.name().to_owned();
-    match transport {
-        Transport::Json => Ok(Arc::new(CliProvider::from_arc(backend))),
-        Transport::Rpc => {
-            let probe = AttemptRequest::default();
-            if backend.rpc_spawn_spec(&probe).is_none() {
-                return Err(format!(
-                    "the {name} provider has no RPC transport (use --transport json)"
-                ));
-            }
-            Ok(Arc::new(pi::rpc::RpcProvider::new(backend)))
-        }
-        Transport::Acp => {
-            let probe = AttemptRequest::default();
-            if backend.acp_spawn_spec(&probe).is_none() {
-                return Err(backend.acp_unavailable());
-            }
-            Ok(Arc::new(acp::AcpProvider::new(backend, policy)))
-        }
-        Transport::AppServer => {
-            if backend
-                .app_server_spawn_spec(&AttemptRequest::default())
-                .is_none()
-            {
-                return Err(format!(
-                    "the {name} provider has no app-server transport (it is Codex's; use \
-                     --transport json)"
-                ));
-            }
-            Ok(Arc::new(codex::app_server::AppServerProvider::new(
-                backend, policy,
-            )))
-        }
-        Transport::Stream => {
-            if backend
-                .stream_spawn_spec(&AttemptRequest::default())
-                .is_none()
-            {
-                return Err(format!(
-                    "the {name} provider has no stream transport (Claude Code's stream-json \
-                     mode; use --transport json)"
-                ));
-            }
-            Ok(Arc::new(claude::stream::StreamProvider::new(
-                backend, policy,
-            )))
+    if transport == Transport::Json {
+        return Ok(Arc::new(CliProvider::from_arc(backend)));
+    }
+    let declared = backend
+        .live_transports()
+        .into_iter()
+        .find(|declared| declared.transport == transport);
+    match declared.map(|declared| declared.ready) {
+        Some(Ok(())) => {}
+        Some(Err(why)) => return Err(why),
+        None => {
+            return Err(format!(
+                "the {} provider has no {} transport (--transport {}: {}); use --transport json",
+                backend.name(),
+                transport.name().to_uppercase(),
+                transport.name(),
+                transport.describe()
+            ))
         }
     }
+    Ok(match transport {
+        Transport::Json => Arc::new(CliProvider::from_arc(backend)),
+        Transport::Rpc => Arc::new(LiveProvider::new(
+            pi::rpc::RpcProtocol::new(backend),
+            policy,
+        )),
+        Transport::Acp => Arc::new(LiveProvider::new(acp::AcpProtocol::new(backend), policy)),
+        Transport::AppServer => Arc::new(LiveProvider::new(
+            codex::app_server::AppServerProtocol::new(backend),
+            policy,
+        )),
+        Transport::Stream => Arc::new(LiveProvider::new(
+            claude::stream::StreamProtocol::new(backend),
+            policy,
+        )),
+    })
 }
 
 /// The transport the chat uses for `name` unless told otherwise: the best the backend has.
@@ -144,7 +135,9 @@ pub(crate) fn default_chat_transport(name: &str, settings: &ProviderSettings) ->
         Some(ProviderKind::Claude) if settings.acp_command.is_none() => Transport::Stream,
         Some(ProviderKind::Claude | ProviderKind::Codex) => {
             let has_adapter = build_backend(name, settings).is_some_and(|backend| {
-                backend.acp_spawn_spec(&AttemptRequest::default()).is_some()
+                backend
+                    .live_transports()
+                    .contains(&LiveTransport::ready(Transport::Acp))
             });
             if has_adapter {
                 Transport::Acp
@@ -170,15 +163,6 @@ pub(crate) fn default_run_transport(name: &str, settings: &ProviderSettings) -> 
     }
 }
 
-/// Whether the agent asks agentty before acting over `transport` (so that a permission
-/// policy applies).
-pub(crate) fn asks_permission(transport: Transport) -> bool {
-    matches!(
-        transport,
-        Transport::Acp | Transport::AppServer | Transport::Stream
-    )
-}
-
 /// Why `--permissions` cannot be honoured on `transport` for `name` (a one-shot mode of a CLI
 /// that has permission prompts and cannot ask agentty), when the user gave it; `None`: fine.
 pub(crate) fn permissions_not_honoured(
@@ -197,22 +181,34 @@ pub(crate) fn permissions_not_honoured(
     })
 }
 
-/// How each real agent CLI is installed.
-pub(crate) const INSTALL_COMMANDS: [(&str, &str); 4] = [
-    ("pi", "npm install -g @mariozechner/pi-coding-agent"),
-    ("claude", "npm install -g @anthropic-ai/claude-code"),
-    ("codex", "npm install -g @openai/codex"),
-    ("gemini", "npm install -g @google/gemini-cli"),
-];
+/// How each real agent CLI is installed, by its `--provider` name (from
+/// [`ProviderKind::install_command`], for the chat's welcome and `/provider`).
+pub(crate) const INSTALL_COMMANDS: [(&str, &str); 4] = {
+    let mut commands = [("", ""); 4];
+    let mut index = 0;
+    let mut kinds = 0;
+    while kinds < ProviderKind::ALL.len() {
+        let kind = ProviderKind::ALL[kinds];
+        if let Some(install) = kind.install_command() {
+            commands[index] = (kind.name(), install);
+            index += 1;
+        }
+        kinds += 1;
+    }
+    commands
+};
 
 /// Why the built-in agent CLI `name` cannot run, and how to install it, when the program its
 /// settings start (`command`, else the CLI's own name) is neither on PATH nor an executable
 /// file; `None` when it is there (or `name` is not one of the real CLIs).
 pub(crate) fn not_installed(name: &str, settings: &ProviderSettings) -> Option<String> {
-    let (_, install) = INSTALL_COMMANDS.iter().find(|(cli, _)| *cli == name)?;
-    let program = build_backend(name, settings)?
-        .spawn_spec(&AttemptRequest::default())
-        .program;
+    let kind = ProviderKind::from_name(name)?;
+    let install = kind.install_command()?;
+    // Each real CLI installs a program named as its provider.
+    let program = settings
+        .command
+        .clone()
+        .unwrap_or_else(|| kind.name().into());
     let path = std::path::Path::new(&program);
     let found = if path.components().count() > 1 {
         crate::process::is_executable(path)
@@ -291,8 +287,7 @@ mod tests {
             "default_chat_transport(",
             "default_run_transport(",
             "permissions_not_honoured(",
-            "asks_permission(",
-            ".backend(",
+            ".built_backend(",
         ];
         let mut checked = 0;
         for entry in ignore::WalkBuilder::new(&root).build().flatten() {

@@ -19,8 +19,7 @@ use super::{
 use crate::process::{self, ExitReport, Line, LineRef};
 use crate::stream::{AgentMessage, Failure, FailureReason, StopStage};
 
-/// After the agent exits, how long its stdout may stay open (a grandchild holding the pipe).
-const STDOUT_DRAIN_AFTER_EXIT: Duration = Duration::from_millis(1000);
+use crate::process::timings::STDOUT_DRAIN_AFTER_EXIT;
 /// How long an agent may keep running after it said it was done, or after it closed stdout.
 pub(crate) const LINGER_AFTER_DONE: Duration = Duration::from_secs(3);
 /// Bounds on the invalid lines kept for diagnostics.
@@ -77,6 +76,20 @@ impl AttemptSink {
         }
     }
 
+    /// When the user stopped the attempt before it started (nothing to stop), sends its
+    /// terminal message and says so.
+    pub(crate) async fn stopped_before_start(&mut self, stop: &StopControl) -> bool {
+        if !stop.is_stop_requested() {
+            return false;
+        }
+        self.send(AgentMessage::Cancelled {
+            stop_stage: StopStage::Cancel,
+            elapsed_ms: 0,
+        })
+        .await;
+        true
+    }
+
     pub(crate) async fn send(&mut self, message: AgentMessage) {
         if self.receiver_gone {
             return;
@@ -100,14 +113,7 @@ impl Attempt {
             self.sink.send(start_failed(message)).await;
             return;
         }
-        if self.stop.is_stop_requested() {
-            // Stopped before it started: nothing to stop.
-            self.sink
-                .send(AgentMessage::Cancelled {
-                    stop_stage: StopStage::Cancel,
-                    elapsed_ms: 0,
-                })
-                .await;
+        if self.sink.stopped_before_start(&self.stop).await {
             return;
         }
         let mut agent = match process::spawn(&spec, self.stop.clone()) {

@@ -16,7 +16,7 @@ use agent_stream::{
     PATIENCE,
 };
 use agentty::config::{PermissionPolicy, ProviderSettings};
-use agentty::demo_agent::state::{requests_file, DemoRequest, STATE_DIR_VAR};
+use agentty::demo_agent::state::{requests_file, DemoRequest};
 use agentty::orchestrator::{
     spawn_orchestrator, Command, OrchestratorEvent as Ev, OrchestratorOptions, TurnOutcome,
 };
@@ -83,22 +83,7 @@ impl AcpWorld {
 
     /// The demo tools' `sleep 100` processes of this world still alive.
     fn sleepers(&self) -> Vec<i32> {
-        let marker = format!("{STATE_DIR_VAR}={}", self.demo.state.path().display());
-        std::fs::read_dir("/proc")
-            .unwrap()
-            .flatten()
-            .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
-            .filter(|pid| {
-                let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-                let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
-                let program = cmdline.split(|byte| *byte == 0).next().unwrap_or_default();
-                (program == b"sleep" || program.ends_with(b"/sleep"))
-                    && environ
-                        .split(|byte| *byte == 0)
-                        .any(|entry| entry == marker.as_bytes())
-                    && alive(*pid)
-            })
-            .collect()
+        self.demo.sleepers()
     }
 }
 

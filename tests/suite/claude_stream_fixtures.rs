@@ -10,8 +10,8 @@ use std::time::Duration;
 use agentty::config::PermissionPolicy;
 use agentty::process::SpawnSpec;
 use agentty::provider::{
-    provider_on, AgentSetting, AttemptRequest, Backend, Interjection, Mapper, Provider, SessionRef,
-    StopControl, Transport,
+    provider_on, AgentSetting, AttemptRequest, Backend, Interjection, LiveTransport, Mapper,
+    Provider, SessionRef, StopControl, Transport,
 };
 use agentty::stream::{AgentMessage, NoticeKind, PermissionRequest, StopStage};
 use futures::StreamExt;
@@ -36,7 +36,14 @@ impl Backend for Replay {
     fn spawn_spec(&self, _request: &AttemptRequest) -> SpawnSpec {
         SpawnSpec::new("false")
     }
-    fn stream_spawn_spec(&self, _request: &AttemptRequest) -> Option<SpawnSpec> {
+    fn live_transports(&self) -> Vec<LiveTransport> {
+        vec![LiveTransport::ready(Transport::Stream)]
+    }
+    fn live_spawn_spec(
+        &self,
+        _transport: Transport,
+        _request: &AttemptRequest,
+    ) -> Option<SpawnSpec> {
         Some(
             SpawnSpec::new("python3")
                 .arg(fixtures().join("replay.py"))

@@ -17,8 +17,8 @@ use agentty::orchestrator::{
     spawn_orchestrator, Command, OrchestratorEvent as Ev, OrchestratorOptions, TurnOutcome,
 };
 use agentty::provider::{
-    build_backend, build_provider_with, provider_on, AttemptRequest, Provider, SessionRef,
-    StopControl,
+    build_backend, build_provider_with, provider_on, AttemptRequest, Capabilities, Images,
+    Provider, SessionRef, StopControl,
 };
 use agentty::stream::AgentMessage;
 
@@ -44,8 +44,12 @@ fn image(path: &std::path::Path) -> ImageAttachment {
 /// A chat whose agent takes images (as pi RPC does).
 fn chat_taking_images() -> Chat {
     let mut chat = Chat::with_startup(startup("demo", None, None));
-    chat.state.agent_transport = Some(Transport::Rpc);
-    chat.state.set_accepts_images(true);
+    let rpc = Capabilities {
+        transport: Transport::Rpc,
+        images: Images::Taken,
+        ..Capabilities::ONE_SHOT
+    };
+    chat.state.on_agent_started(rpc, None);
     chat
 }
 
@@ -180,7 +184,8 @@ fn an_at_mention_of_an_image_file_attaches_it() {
 fn an_image_is_refused_before_sending_to_an_agent_that_takes_none_and_the_prompt_stays() {
     let (_dir, path) = png_file("shot.png", 100);
     let mut chat = Chat::with_startup(startup("pi", None, None));
-    chat.state.agent_transport = Some(Transport::Json);
+    chat.state
+        .on_agent_started(crate::support::chat::capabilities_of(Transport::Json), None);
     chat.type_text("what is it ");
     chat.state.on_image_loaded(Ok(image(&path)), "");
     let effects = chat.press(KeyCode::Enter);
@@ -197,7 +202,8 @@ fn an_image_is_refused_before_sending_to_an_agent_that_takes_none_and_the_prompt
     );
 
     // An ACP agent decides by what it announced.
-    chat.state.agent_transport = Some(Transport::Acp);
+    chat.state
+        .on_agent_started(crate::support::chat::capabilities_of(Transport::Acp), None);
     chat.state.agent_status.accepts_images = Some(false);
     assert_eq!(sent(&chat.press(KeyCode::Enter)), None);
     let screen = chat.screen(160, 14, 0);
@@ -546,9 +552,8 @@ async fn an_acp_agent_that_does_not_announce_images_gets_no_request_and_the_user
     let (_dir, path) = png_file("shot.png", 100);
     let mut agent = RecordingAcpAgent::start(false);
     let mut chat = Chat::with_startup(startup("recording", None, None));
-    chat.state.agent_transport = Some(Transport::Acp);
     chat.state
-        .set_accepts_images(agent.provider.accepts_images());
+        .on_agent_started(agent.provider.capabilities(), None);
     chat.type_text("hello");
     let command = chat
         .press(KeyCode::Enter)

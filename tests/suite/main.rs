@@ -59,6 +59,7 @@ mod hostile;
 mod images;
 mod job_control;
 mod layering;
+mod live_rules;
 mod orchestrator;
 mod pi_fixtures;
 mod pi_rpc;

@@ -516,6 +516,32 @@ per_cli! {
     Codex => codex_acp_two_retried_turns_keep_the_conversation,
 }
 
+/// `cli` over ACP against a server that fails `flaky` twice.
+async fn flaky_on(cli: Cli, test: &str, flaky: &str) -> real_cli::Flaky {
+    let fail = real_cli::FailFirst::new(2, flaky);
+    let rig = rig(
+        cli,
+        test,
+        Plan::Failing(std::sync::Arc::new(move |text: &str| fail.take(text))),
+    )
+    .await;
+    let (provider, work) = (rig.provider(), rig.work.path().to_path_buf());
+    real_cli::Flaky::new(provider, work, rig, |rig| {
+        rig.server.user_texts_per_request()
+    })
+}
+
+async fn flaky_claude(test: &str, flaky: &str) -> real_cli::Flaky {
+    flaky_on(Cli::Claude, test, flaky).await
+}
+
+async fn flaky_codex(test: &str, flaky: &str) -> real_cli::Flaky {
+    flaky_on(Cli::Codex, test, flaky).await
+}
+
+crate::retry_sends_the_prompt_once!(claude_acp_retry: "claude (acp)", super::flaky_claude, "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)");
+crate::retry_sends_the_prompt_once!(codex_acp_retry: "codex (acp)", super::flaky_codex, "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)");
+
 // ---------------------------------------------------------------------------------------------
 // (g) Esc, then /retry, then the next prompt, on the long-lived process: each prompt once, and
 // what the recovery costs before the model is asked again.

@@ -20,8 +20,8 @@ use agentty::stream::{AgentMessage, FailureReason, NoticeKind};
 use fake_anthropic::{FakeAnthropic, Scenario};
 use real_cli::{
     assistant_text, cancelled, collect, expect_completed, expect_failed, is_alive, notices,
-    real_cli, started_session_id, test_name, three_prompts, FailFirst, ProcessProbe, Rig,
-    UserTexts, RUN_LIMIT,
+    real_cli, started_session_id, test_name, FailFirst, Flaky, ProcessProbe, Rig, UserTexts,
+    RUN_LIMIT,
 };
 
 const DEFAULT_BIN: &str = "/tmp/claude-cli/node_modules/.bin/claude";
@@ -334,25 +334,12 @@ async fn flaky_rig(test: &str, flaky: &str) -> Rig<FakeAnthropic> {
     rig_on(test, server, &[]).await.0
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_claude:: (README, Tests)"]
-async fn a_retried_turn_reaches_the_model_with_each_prompt_once() {
-    let test = &test_name();
-    let prompts = three_prompts("claude");
-    let rig = flaky_rig(test, &prompts[1]).await;
-    rig.retried_middle_turn_is_sent_once("claude", test, &prompts, model_requests)
-        .await;
+/// The one-shot JSON mode against a server that fails `flaky` twice.
+async fn flaky_json(test: &str, flaky: &str) -> Flaky {
+    flaky_rig(test, flaky).await.flaky(model_requests)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_claude:: (README, Tests)"]
-async fn a_retried_first_turn_reaches_the_model_with_its_prompt_once() {
-    let test = &test_name();
-    let prompts = three_prompts("claude");
-    let rig = flaky_rig(test, &prompts[0]).await;
-    rig.retried_first_turn_is_sent_once("claude", test, &prompts, model_requests)
-        .await;
-}
+crate::retry_sends_the_prompt_once!(json_retry: "claude", super::flaky_json, "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_claude:: (README, Tests)");
 
 // ---- `--transport stream`: Claude Code's own long-lived mode with its control protocol ----
 
@@ -583,18 +570,15 @@ async fn stream_esc_interrupts_in_band_and_the_next_turn_runs_on_the_same_proces
     assert_eq!(occurrences(&last, "And now?"), 1, "{last:#?}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_claude:: (README, Tests)"]
-async fn stream_a_retried_turn_reaches_the_model_with_each_prompt_once() {
-    let test = &test_name();
-    let prompts = three_prompts("claude-stream");
-    let fail = FailFirst::new(2, &prompts[1]);
+/// The stream transport against a server that fails `flaky` twice.
+async fn flaky_stream(test: &str, flaky: &str) -> Flaky {
+    let fail = FailFirst::new(2, flaky);
     let server = FakeAnthropic::start_failing(Scenario::Text, move |text| fail.take(text));
     let rig = stream_rig(test, server, PermissionPolicy::Ask).await;
-    rig.rig
-        .retried_middle_turn_is_sent_once("claude (stream)", test, &prompts, model_requests)
-        .await;
+    rig.rig.flaky(model_requests)
 }
+
+crate::retry_sends_the_prompt_once!(stream_retry: "claude (stream)", super::flaky_stream, "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_claude:: (README, Tests)");
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_claude:: (README, Tests)"]
@@ -686,19 +670,6 @@ fn any_session_id(messages: &[AgentMessage]) -> String {
             _ => None,
         })
         .expect("a session id")
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_claude:: (README, Tests)"]
-async fn stream_a_retried_first_turn_reaches_the_model_with_its_prompt_once() {
-    let test = &test_name();
-    let prompts = three_prompts("claude-stream");
-    let fail = FailFirst::new(2, &prompts[0]);
-    let server = FakeAnthropic::start_failing(Scenario::Text, move |text| fail.take(text));
-    let rig = stream_rig(test, server, PermissionPolicy::Ask).await;
-    rig.rig
-        .retried_first_turn_is_sent_once("claude (stream)", test, &prompts, model_requests)
-        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -19,7 +19,7 @@ use fake_codex_server::shared::FakeServer;
 use fake_codex_server::CodexScenario;
 use real_cli::{
     assistant_text, completed_tool_call, expect_completed, expect_failed, notices, real_cli,
-    started_session_id, test_name, three_prompts, FailFirst, Rig, UserTexts,
+    started_session_id, test_name, FailFirst, Flaky, Rig, UserTexts,
 };
 use std::time::Instant;
 use tempfile::TempDir;
@@ -197,16 +197,16 @@ fn flaky_rig(test: &str, flaky: &str) -> Rig<FakeServer> {
     rig_on(test, server, &[]).0
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_codex:: (README, Tests)"]
-async fn codex_retried_turn_reaches_the_model_with_each_prompt_once() {
-    let test = &test_name();
-    let prompts = three_prompts("codex");
-    let rig = flaky_rig(test, &prompts[1]);
-    rig.retried_middle_turn_is_sent_once("codex", test, &prompts, model_requests)
-        .await;
-    assert_thread_history_matches_the_rollout(rig.home.path(), &prompts);
+/// The one-shot JSON mode against a server that fails `flaky` twice; after a retried turn,
+/// Codex's own stored thread holds each prompt once too.
+async fn flaky_json(test: &str, flaky: &str) -> Flaky {
+    let rig = flaky_rig(test, flaky);
+    let home = rig.home.path().to_path_buf();
+    rig.flaky(model_requests)
+        .then(move |prompts| assert_thread_history_matches_the_rollout(&home, prompts))
 }
+
+crate::retry_sends_the_prompt_once!(json_retry: "codex", super::flaky_json, "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_codex:: (README, Tests)");
 
 /// Codex's own thread-history projection (`thread_history_1.sqlite`, restored with the rollout)
 /// holds each prompt once and has projected exactly the rollout's bytes: Codex's stored thread
@@ -255,16 +255,6 @@ print(json.dumps({"offset": offset, "size": os.path.getsize(rollout), "texts": t
             "{prompt:?} in {texts:?}"
         );
     }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_codex:: (README, Tests)"]
-async fn codex_retried_first_turn_reaches_the_model_with_its_prompt_once() {
-    let test = &test_name();
-    let prompts = three_prompts("codex");
-    let rig = flaky_rig(test, &prompts[0]);
-    rig.retried_first_turn_is_sent_once("codex", test, &prompts, model_requests)
-        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -491,23 +481,24 @@ async fn codex_app_server_stop_then_next_turn_on_the_same_process() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_codex:: (README, Tests)"]
-async fn codex_app_server_retried_turn_reaches_the_model_with_each_prompt_once() {
-    let test = &test_name();
-    let prompts = three_prompts("codex");
-    let fail = FailFirst::new(2, &prompts[1]);
+/// The app-server against a server that fails `flaky` twice; the retries need no new
+/// process (`thread/revert` undoes a failed turn in the running one).
+async fn flaky_app_server(test: &str, flaky: &str) -> Flaky {
+    let fail = FailFirst::new(2, flaky);
     let server =
         move || fake_codex_server::start_failing(CodexScenario::Text, move |text| fail.take(text));
     let rig = AppServerRig::start(test, server, PermissionPolicy::Ask);
-    rig.retried_middle_turn_is_sent_once("codex", test, &prompts, model_requests)
-        .await;
-    assert_eq!(
-        rig.processes().len(),
-        before_len(&rig),
-        "no restart: thread/revert did it"
-    );
+    let marker = rig.marker.clone();
+    rig.rig.flaky(model_requests).then(move |_| {
+        let running = real_cli::pids_running(&marker);
+        assert!(
+            !running.is_empty() && running.len() <= 2,
+            "one app-server (its launcher and Codex) took every attempt: {running:?}"
+        );
+    })
 }
+
+crate::retry_sends_the_prompt_once!(app_server_retry: "codex (app-server)", super::flaky_app_server, "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_codex:: (README, Tests)");
 
 /// The app-server processes of a rig: the Node launcher and Codex (one conversation).
 fn before_len(rig: &AppServerRig) -> usize {

@@ -18,7 +18,7 @@ use fake_codex_server::shared::FakeServer;
 use fake_gemini_server::{GeminiScenario, STREAM_PATH};
 use real_cli::{
     assistant_text, completed_tool_call, expect_completed, expect_failed, notices, real_cli,
-    test_name, three_prompts, FailFirst, Rig, UserTexts,
+    test_name, FailFirst, Flaky, Rig, UserTexts,
 };
 use tempfile::TempDir;
 
@@ -237,25 +237,30 @@ fn flaky_rig(test: &str, flaky: &str) -> Rig<FakeServer> {
     rig_on(test, server, &[], Some(1)).0
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_gemini:: (README, Tests)"]
-async fn gemini_retried_turn_reaches_the_model_with_each_prompt_once() {
-    let test = &test_name();
-    let prompts = three_prompts("gemini");
-    let rig = flaky_rig(test, &prompts[1]);
-    rig.retried_middle_turn_is_sent_once("gemini", test, &prompts, model_requests)
-        .await;
+/// The one-shot JSON mode against a server that fails `flaky` twice.
+async fn flaky_json(test: &str, flaky: &str) -> Flaky {
+    flaky_rig(test, flaky).flaky(model_requests)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_gemini:: (README, Tests)"]
-async fn gemini_retried_first_turn_reaches_the_model_with_its_prompt_once() {
-    let test = &test_name();
-    let prompts = three_prompts("gemini");
-    let rig = flaky_rig(test, &prompts[0]);
-    rig.retried_first_turn_is_sent_once("gemini", test, &prompts, model_requests)
-        .await;
+crate::retry_sends_the_prompt_once!(json_retry: "gemini", super::flaky_json, "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_gemini:: (README, Tests)");
+
+/// Gemini over ACP (its transport in the chat) against a server that fails `flaky` twice.
+async fn flaky_acp(test: &str, flaky: &str) -> Flaky {
+    let fail = FailFirst::new(2, flaky);
+    let server = move || {
+        fake_gemini_server::start_failing(GeminiScenario::Text, move |text| fail.take(text))
+    };
+    let (mut rig, settings) = rig_on(test, server, &[], Some(1));
+    rig.provider = agentty::provider::provider_on(
+        Arc::new(backend(&settings, rig.home.path())),
+        agentty::provider::Transport::Acp,
+        agentty::config::PermissionPolicy::Deny,
+    )
+    .expect("gemini speaks ACP");
+    rig.flaky(model_requests)
 }
+
+crate::retry_sends_the_prompt_once!(acp_retry: "gemini (acp)", super::flaky_acp, "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_gemini:: (README, Tests)");
 
 /// Gemini over ACP (its default transport in the chat): A fails twice then succeeds, B, C fails
 /// twice then succeeds, D, on one long-lived agent, all within a minute or two. Gemini names a

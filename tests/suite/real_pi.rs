@@ -14,20 +14,18 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentty::config::ProviderSettings;
-use agentty::provider::pi::rpc::RpcProvider;
+use agentty::config::{PermissionPolicy, ProviderSettings};
 use agentty::provider::pi::PiBackend;
 use agentty::provider::{
-    AgentQueue, AgentStream, CliProvider, Interjection, Provider, SessionRef, StopControl,
-    Transport,
+    provider_on, AgentQueue, AgentStream, CliProvider, Interjection, Provider, SessionRef,
+    StopControl, Transport,
 };
 use agentty::stream::{AgentMessage, FailureReason, NoticeKind, StopStage};
 use fake_openai::FakeOpenAi;
 use real_cli::{
     assert_single_terminal_last, assistant_text, attempt_request, collect, command_line,
     expect_completed, expect_failed, is_alive, messages_until_tool_call, notices, real_cli,
-    retried_first_turn_is_sent_once, retried_middle_turn_is_sent_once, survivors, test_name,
-    three_prompts, FailFirst, RUN_LIMIT,
+    survivors, test_name, FailFirst, Flaky, RUN_LIMIT,
 };
 
 const DEFAULT_BIN: &str = "/tmp/pi-cli/node_modules/.bin/pi";
@@ -106,7 +104,9 @@ impl PiWorld {
         );
         match transport {
             Transport::Json => Arc::new(CliProvider::from_arc(backend)),
-            Transport::Rpc => Arc::new(RpcProvider::new(backend)),
+            Transport::Rpc => {
+                provider_on(backend, Transport::Rpc, PermissionPolicy::Ask).expect("pi speaks rpc")
+            }
             _ => unreachable!("pi speaks only its JSON and RPC modes"),
         }
     }
@@ -440,31 +440,30 @@ async fn flaky_world(test: &str, flaky: &str) -> PiWorld {
     PiWorld::with_server(test, fake).await
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_pi:: (README, Tests)"]
-async fn pi_retried_turn_reaches_the_model_with_each_prompt_once() {
-    let test = &test_name();
-    let prompts = three_prompts("pi");
-    let world = flaky_world(test, &prompts[1]).await;
-    let provider = world.provider("session");
-    retried_middle_turn_is_sent_once("pi", test, provider, &world.work_dir(), &prompts, || {
+/// pi on `transport` (`None`: the one `AGENTTY_PI_TRANSPORT` names, JSON by default) against a
+/// server that fails `flaky` twice.
+async fn flaky_pi(test: &str, flaky: &str, transport: Option<Transport>) -> Flaky {
+    let world = flaky_world(test, flaky).await;
+    let provider = match transport {
+        Some(transport) => world.provider_on("session", transport, &world.pi),
+        None => world.provider("session"),
+    };
+    let work = world.work_dir();
+    Flaky::new(provider, work, world, |world| {
         world.fake.user_texts_per_request()
     })
-    .await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_pi:: (README, Tests)"]
-async fn pi_retried_first_turn_reaches_the_model_with_its_prompt_once() {
-    let test = &test_name();
-    let prompts = three_prompts("pi");
-    let world = flaky_world(test, &prompts[0]).await;
-    let provider = world.provider("session");
-    retried_first_turn_is_sent_once("pi", test, provider, &world.work_dir(), &prompts, || {
-        world.fake.user_texts_per_request()
-    })
-    .await;
+async fn flaky_json(test: &str, flaky: &str) -> Flaky {
+    flaky_pi(test, flaky, None).await
 }
+
+async fn flaky_rpc(test: &str, flaky: &str) -> Flaky {
+    flaky_pi(test, flaky, Some(Transport::Rpc)).await
+}
+
+crate::retry_sends_the_prompt_once!(json_retry: "pi", super::flaky_json, "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_pi:: (README, Tests)");
+crate::retry_sends_the_prompt_once!(rpc_retry: "pi rpc", super::flaky_rpc, "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_pi:: (README, Tests)");
 
 // ---- the RPC transport: one pi per conversation, steering, in-band stop ----
 
@@ -650,24 +649,6 @@ async fn rpc_abort_during_sleep_100_ends_the_turn_in_band_with_no_process_left()
     drop(stream);
     drop(provider);
     assert!(survivors([pi], Duration::from_secs(5)).await.is_empty());
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_pi:: (README, Tests)"]
-async fn rpc_retried_turn_reaches_the_model_with_each_prompt_once() {
-    let test = &test_name();
-    let prompts = three_prompts("pi-rpc");
-    let world = flaky_world(test, &prompts[1]).await;
-    let provider = world.provider_on("session", Transport::Rpc, &world.pi);
-    retried_middle_turn_is_sent_once(
-        "pi rpc",
-        test,
-        provider,
-        &world.work_dir(),
-        &prompts,
-        || world.fake.user_texts_per_request(),
-    )
-    .await;
 }
 
 /// pi's RPC mode (its default transport in the chat): A fails twice then succeeds, B, C fails

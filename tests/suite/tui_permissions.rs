@@ -1028,7 +1028,10 @@ fn a_tool_waiting_for_the_answer_says_so_and_the_wait_is_not_running_time() {
 #[test]
 fn slash_permissions_lists_the_always_answers_and_how_to_take_them_back() {
     let mut chat = Chat::new();
-    chat.state.agent_transport = Some(agentty::config::Transport::Acp);
+    chat.state.on_agent_started(
+        crate::support::chat::capabilities_of(agentty::config::Transport::Acp),
+        None,
+    );
     chat.type_text("/permissions");
     chat.press(KeyCode::Enter);
     let screen = chat.draw(BIG);

@@ -37,6 +37,14 @@ pub fn startup(provider: &str, model: Option<&str>, config_path: Option<&str>) -
     }
 }
 
+/// What a provider over `transport` declares it can do (the demo backend speaks them all).
+pub fn capabilities_of(transport: agentty::config::Transport) -> agentty::provider::Capabilities {
+    let settings = agentty::config::ProviderSettings::default();
+    agentty::provider::build_provider_with("demo", &settings, transport)
+        .expect("the demo backend speaks every transport")
+        .capabilities()
+}
+
 impl Chat {
     pub fn with_startup(startup: StartupInfo) -> Self {
         Self {

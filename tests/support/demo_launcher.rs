@@ -57,6 +57,42 @@ impl DemoLauncher {
         }
     }
 
+    /// The `sleep` processes the demo's tools started (they carry its state dir in their
+    /// environment) that are still alive.
+    pub fn sleepers(&self) -> Vec<i32> {
+        let marker = format!("{STATE_DIR_VAR}={}", self.state.path().display());
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|pid| {
+                let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+                let program = cmdline.split(|byte| *byte == 0).next().unwrap_or_default();
+                (program == b"sleep" || program.ends_with(b"/sleep"))
+                    && environ
+                        .split(|byte| *byte == 0)
+                        .any(|entry| entry == marker.as_bytes())
+                    && super::agent_stream::alive(*pid)
+            })
+            .collect()
+    }
+
+    /// Attempt 1 of `prompt` in `session`, the agent working in its state dir.
+    pub fn request(
+        &self,
+        prompt: &str,
+        session: agentty::provider::SessionRef,
+    ) -> agentty::provider::AttemptRequest {
+        agentty::provider::AttemptRequest {
+            prompt: prompt.to_owned(),
+            session,
+            cwd: Some(self.state.path().to_path_buf()),
+            attempt: 1,
+            ..agentty::provider::AttemptRequest::default()
+        }
+    }
+
     /// The PIDs of every agent process started so far.
     pub fn starts(&self) -> Vec<i32> {
         std::fs::read_to_string(&self.starts)

@@ -2,7 +2,8 @@
 //! a provider for it in a throwaway home and working directory ([`Rig`]), running an attempt
 //! to its terminal message, finding the processes an attempt started, and whole conversations
 //! through the real orchestrator whose retried turns are checked against what the model
-//! received ([`retried_middle_turn_is_sent_once`], [`retried_first_turn_is_sent_once`]).
+//! received ([`retried_middle_turn_is_sent_once`], [`retried_first_turn_is_sent_once`], made
+//! into a pair of tests per transport by [`retry_sends_the_prompt_once!`]).
 //!
 //! An attempt read with [`collect`] has been checked to end, with exactly one terminal
 //! message, last.
@@ -110,45 +111,14 @@ impl<Server> Rig<Server> {
         resumed
     }
 
-    /// [`retried_middle_turn_is_sent_once`] on the rig's provider, in its working directory;
+    /// The rig as the generated retry tests run it ([`retry_sends_the_prompt_once!`]):
     /// `requests` reads the user messages of every model request from the rig's server.
-    pub async fn retried_middle_turn_is_sent_once(
-        &self,
-        cli: &str,
-        test: &str,
-        prompts: &[String; 3],
-        requests: impl Fn(&Server) -> Vec<UserTexts>,
-    ) {
-        let requests = || requests(&self.server);
-        retried_middle_turn_is_sent_once(
-            cli,
-            test,
-            self.provider.clone(),
-            self.work.path(),
-            prompts,
-            requests,
-        )
-        .await;
-    }
-
-    /// [`retried_first_turn_is_sent_once`] on the rig's provider, in its working directory.
-    pub async fn retried_first_turn_is_sent_once(
-        &self,
-        cli: &str,
-        test: &str,
-        prompts: &[String; 3],
-        requests: impl Fn(&Server) -> Vec<UserTexts>,
-    ) {
-        let requests = || requests(&self.server);
-        retried_first_turn_is_sent_once(
-            cli,
-            test,
-            self.provider.clone(),
-            self.work.path(),
-            prompts,
-            requests,
-        )
-        .await;
+    pub fn flaky(self, requests: fn(&Server) -> Vec<UserTexts>) -> Flaky
+    where
+        Server: Send + Sync + 'static,
+    {
+        let (provider, work) = (self.provider.clone(), self.work.path().to_path_buf());
+        Flaky::new(provider, work, self, move |rig| requests(&rig.server))
     }
 }
 
@@ -496,6 +466,85 @@ impl FailFirst {
 
 /// What the model received in one request: the text of each user message, in order.
 pub type UserTexts = Vec<String>;
+
+/// A check of what a test's three prompts left behind.
+pub type Check = Box<dyn Fn(&[String; 3]) + Send + Sync>;
+
+/// A real CLI on one transport, its fake model server failing a prompt twice (see
+/// [`FailFirst`]), as the generated retry tests run it ([`retry_sends_the_prompt_once!`]).
+pub struct Flaky {
+    pub provider: Arc<dyn Provider>,
+    /// The working directory of its turns.
+    pub work: PathBuf,
+    /// What the model received, request by request.
+    pub requests: Box<dyn Fn() -> Vec<UserTexts> + Send + Sync>,
+    /// What else a retried middle turn must leave true (the CLI's own stored history).
+    pub then: Option<Check>,
+    /// What lives as long as the test: the server, the throwaway homes.
+    pub _kept: Box<dyn std::any::Any + Send + Sync>,
+}
+
+impl Flaky {
+    /// `provider` working in `work`, with what must live as long as the test (`kept`) and how
+    /// to read the model's requests from it.
+    pub fn new<Kept: Send + Sync + 'static>(
+        provider: Arc<dyn Provider>,
+        work: PathBuf,
+        kept: Kept,
+        requests: impl Fn(&Kept) -> Vec<UserTexts> + Send + Sync + 'static,
+    ) -> Flaky {
+        let kept = Arc::new(kept);
+        let reader = kept.clone();
+        Flaky {
+            provider,
+            work,
+            requests: Box::new(move || requests(&reader)),
+            then: None,
+            _kept: Box::new(kept),
+        }
+    }
+
+    /// `check` runs after the retried middle turn.
+    pub fn then(mut self, check: impl Fn(&[String; 3]) + Send + Sync + 'static) -> Self {
+        self.then = Some(Box::new(check));
+        self
+    }
+}
+
+/// The opt-in tests that a retried turn reaches the model with each prompt once, on one
+/// transport of a real CLI, made from the generic [`retried_middle_turn_is_sent_once`] and
+/// [`retried_first_turn_is_sent_once`]: `mod $module` with two tests, `$start(test, flaky)`
+/// giving the CLI behind a server that fails the requests carrying `flaky` twice.
+#[macro_export]
+macro_rules! retry_sends_the_prompt_once {
+    ($module:ident: $cli:literal, $start:path, $ignore:literal) => {
+        mod $module {
+            $crate::retry_sends_the_prompt_once!(@test
+                a_retried_middle_turn_reaches_the_model_with_each_prompt_once,
+                retried_middle_turn_is_sent_once, 1, $cli, $start, $ignore);
+            $crate::retry_sends_the_prompt_once!(@test
+                a_retried_first_turn_reaches_the_model_with_its_prompt_once,
+                retried_first_turn_is_sent_once, 0, $cli, $start, $ignore);
+        }
+    };
+    // One test: prompt `$flaky` (of three) fails twice, then `$check` looks at what the model got.
+    (@test $name:ident, $check:ident, $flaky:literal, $cli:literal, $start:path, $ignore:literal) => {
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        #[ignore = $ignore]
+        async fn $name() {
+            use $crate::support::real_cli;
+            let test = &real_cli::test_name();
+            let prompts = real_cli::three_prompts(stringify!($name));
+            let flaky = $start(test, &prompts[$flaky]).await;
+            let requests = || (flaky.requests)();
+            let provider = flaky.provider.clone();
+            real_cli::$check($cli, test, provider, &flaky.work, &prompts, requests).await;
+            if let (Some(then), 1) = (&flaky.then, $flaky) {
+                then(&prompts);
+            }
+        }
+    };
+}
 
 /// The orchestrator on `provider` in `cwd`, retrying a failed attempt twice, 10 ms apart.
 pub fn retrying_orchestrator(provider: Arc<dyn Provider>, cwd: &Path) -> OrchestratorHandle {

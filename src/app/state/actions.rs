@@ -226,7 +226,7 @@ impl AppState {
                             CellBody::Permission(permission) => Some(permission),
                             _ => None,
                         }),
-                    self.agent_transport,
+                    self.agent_capabilities.revoking_always,
                 );
                 self.notice(NoticeLevel::Info, message);
                 Vec::new()
@@ -315,14 +315,14 @@ impl AppState {
     /// A new orchestrator runs the agent (at startup, or after `/provider`, `/new` or
     /// `/resume`): what the chat shows of it is that agent's, and nothing the previous one
     /// reported of itself carries over.
-    pub(crate) fn on_agent_started(
+    pub fn on_agent_started(
         &mut self,
-        steers: bool,
-        transport: crate::config::Transport,
+        capabilities: crate::provider::Capabilities,
         model: Option<String>,
     ) {
-        self.agent_steers = steers;
-        self.agent_transport = Some(transport);
+        self.agent_steers = capabilities.steers();
+        self.agent_transport = Some(capabilities.transport);
+        self.agent_capabilities = capabilities;
         self.model = model;
         self.agent_queue = Default::default();
         self.agent_status = Default::default();

@@ -85,29 +85,15 @@ impl AppState {
         self.popup_dismissed_for = Some(self.composer.text());
     }
 
-    /// Whether the running provider's transport sends images (set as each agent starts; an
-    /// ACP agent's own word, in its status, decides for it).
-    pub fn set_accepts_images(&mut self, accepts: bool) {
-        self.accepts_images = accepts;
-    }
-
     /// Why a prompt with images cannot go now (`interjecting`: it would join the running
     /// turn); `None` when it can.
     pub(super) fn images_refused(&self, interjecting: bool) -> Option<String> {
         let transport = self.agent_transport.map_or("", Transport::name);
-        let accepts = self
-            .agent_status
-            .accepts_images
-            .unwrap_or(self.accepts_images);
+        // The transport says; an agent that announces it (ACP) has the last word.
+        let images = self.agent_capabilities.images;
+        let accepts = self.agent_status.accepts_images.unwrap_or(images.taken());
         if !accepts {
-            let how = match self.agent_transport {
-                Some(Transport::Acp) => "its ACP agent does not announce promptCapabilities.image",
-                Some(Transport::Json) => {
-                    "the one-shot JSON mode takes text only (pi rpc, claude stream and codex \
-                     app-server take images)"
-                }
-                _ => "this transport takes text only",
-            };
+            let how = images.why_not();
             return Some(format!(
                 "Not sent: {} ({transport}) does not take images: {how}. The prompt is kept; \
                  Backspace over the image removes it.",

@@ -97,7 +97,7 @@ struct Running {
 
 impl Drop for Running {
     fn drop(&mut self) {
-        if !self.finished {
+        if !self.finished && !crate::demo_agent::knobs::leaves_tools() {
             // SAFETY: kill(2) on the tool's own process group (it leads its own session).
             unsafe { libc::kill(-(self.child.id() as i32), libc::SIGKILL) };
             let _ = self.child.wait();
@@ -116,7 +116,7 @@ impl<'a> Turn<'a> {
             agent,
             session_id: session_id.to_owned(),
             cwd,
-            ignore_cancel,
+            ignore_cancel: ignore_cancel || crate::demo_agent::knobs::ignores_cancel(),
             cancel_seen: false,
             played: Played::default(),
         }

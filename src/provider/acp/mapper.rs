@@ -23,91 +23,28 @@
 use std::collections::HashMap;
 
 use agent_client_protocol_schema::v1 as acp;
-use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
+use super::content::{
+    chunk_text, command_of, content_text, counted_nothing, is_cancelled_output, is_empty_input,
+    kind_name, no_input, output_of, plain_tool_output, plan_entry, turn_usage, CUT_STREAM,
+    GEMINI_MODE_UPDATE,
+};
 use crate::provider::errors::api_error_words;
 use crate::provider::http_status::http_status_in;
+pub(crate) use crate::provider::json_rpc::{id_key, RpcHead};
 use crate::provider::tool_calls::{ToolCalls, ToolEnding};
 use crate::provider::{AgentOutcome, ExitFacts, LineVerdict, Mapper};
 use crate::stream::{
     AgentMessage, FailureReason, FileDiff, PermissionOption, PermissionOptionKind,
-    PermissionRequest, PlanEntry, Usage,
+    PermissionRequest,
 };
 
 /// The stop reason of a prompt the agent ended because we cancelled it.
 const STOP_CANCELLED: &str = "cancelled";
 /// The method by which the agent asks before acting.
 pub(crate) const REQUEST_PERMISSION: &str = "session/request_permission";
-
-/// One JSON-RPC message, as far as routing it needs.
-#[derive(Debug, Deserialize)]
-pub(crate) struct RpcHead {
-    #[serde(default)]
-    pub(crate) jsonrpc: Option<String>,
-    #[serde(default)]
-    pub(crate) id: Option<Value>,
-    #[serde(default)]
-    pub(crate) method: Option<String>,
-    /// Kept as text: parsed once, into the type its method names.
-    #[serde(default)]
-    pub(crate) params: Option<Box<RawValue>>,
-    #[serde(default)]
-    pub(crate) result: Option<Value>,
-    #[serde(default)]
-    pub(crate) error: Option<RpcError>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-pub(crate) struct RpcError {
-    #[serde(default)]
-    pub(crate) code: Option<i64>,
-    #[serde(default)]
-    pub(crate) message: String,
-    #[serde(default)]
-    pub(crate) data: Option<Value>,
-}
-
-impl RpcHead {
-    pub(crate) fn parse(line: &str) -> Option<RpcHead> {
-        serde_json::from_str::<RpcHead>(line)
-            .ok()
-            .filter(|head| head.jsonrpc.as_deref() == Some("2.0"))
-    }
-
-    /// A response (to one of the client's requests).
-    pub(crate) fn is_response(&self) -> bool {
-        self.method.is_none() && self.id.is_some()
-    }
-}
-
-/// A JSON-RPC id as a map key and a message id (`0`, `"abc"`).
-pub(crate) fn id_key(id: &Value) -> String {
-    match id {
-        Value::String(text) => text.clone(),
-        other => other.to_string(),
-    }
-}
-
-impl RpcError {
-    /// The HTTP status an agent gives as the error's code (Gemini CLI answers a failed prompt
-    /// with the API's status as the JSON-RPC code; the protocol's own codes are negative).
-    pub(crate) fn http_status(&self) -> Option<u16> {
-        self.code
-            .filter(|code| (400..=599).contains(code))
-            .and_then(|code| u16::try_from(code).ok())
-    }
-
-    /// The agent's message, with its data when that says more.
-    pub(crate) fn describe(&self) -> String {
-        match &self.data {
-            Some(Value::String(data)) if !data.is_empty() => format!("{} ({data})", self.message),
-            Some(data @ Value::Object(_)) => format!("{} ({data})", self.message),
-            _ => self.message.clone(),
-        }
-    }
-}
 
 pub(crate) struct AcpMapper {
     /// The `session/prompt` request's id, when known (a replay of a log does not know it:
@@ -123,6 +60,8 @@ pub(crate) struct AcpMapper {
     permissions: HashMap<String, (Option<String>, Vec<PermissionOption>)>,
     /// A permission was refused in this turn (some agents then end the turn `cancelled`).
     refused: bool,
+    /// How the agent's error messages name an HTTP status they do not state as a number.
+    http_status_of: Option<fn(&str) -> Option<u16>>,
     /// The turn streamed assistant text.
     wrote: bool,
     outcome: Option<AgentOutcome>,
@@ -138,9 +77,20 @@ impl AcpMapper {
             held_thoughts: Vec::new(),
             permissions: HashMap::new(),
             refused: false,
+            http_status_of: None,
             wrote: false,
             outcome: None,
         }
+    }
+
+    /// Reads an HTTP status out of the agent's error wording with `status_of` too (see
+    /// `Quirks::http_status_of`).
+    pub(crate) fn with_http_status_of(
+        mut self,
+        status_of: Option<fn(&str) -> Option<u16>>,
+    ) -> Self {
+        self.http_status_of = status_of;
+        self
     }
 
     /// The client answered permission request `id` with `option` (`None`: cancelled). A call
@@ -426,9 +376,16 @@ impl AcpMapper {
     fn prompt_answer(&mut self, head: RpcHead, out: &mut Vec<AgentMessage>) -> LineVerdict {
         if let Some(error) = head.error {
             let described = error.describe();
+            let worded = || {
+                self.http_status_of
+                    .and_then(|status_of| status_of(&described))
+            };
             self.outcome = Some(AgentOutcome::Failed {
                 reason: FailureReason::AgentError,
-                http_status: error.http_status().or_else(|| http_status_in(&described)),
+                http_status: error
+                    .http_status()
+                    .or_else(|| http_status_in(&described))
+                    .or_else(worded),
                 // Said plainly (a dropped connection) where the attempt's failure is composed.
                 message: api_error_words(&described),
             });
@@ -525,193 +482,6 @@ impl Mapper for AcpMapper {
         self.tools.release_thoughts(&mut self.held_thoughts, out);
         self.outcome.clone().unwrap_or(AgentOutcome::Unfinished)
     }
-}
-
-fn chunk_text(content: &acp::ContentBlock) -> Option<&str> {
-    match content {
-        acp::ContentBlock::Text(text) => Some(&text.text),
-        _ => None,
-    }
-}
-
-/// The text an update's content shows: text blocks as they are, a diff as its file, a
-/// terminal by its id.
-fn content_text(content: &[acp::ToolCallContent]) -> String {
-    let mut text = String::new();
-    for item in content {
-        let piece = match item {
-            acp::ToolCallContent::Content(content) => match &content.content {
-                acp::ContentBlock::Text(block) => block.text.clone(),
-                acp::ContentBlock::ResourceLink(link) => link.uri.clone(),
-                _ => continue,
-            },
-            // A proposed edit until the call completes: name the file, not the outcome.
-            acp::ToolCallContent::Diff(diff) => format!("diff: {}", diff.path.display()),
-            acp::ToolCallContent::Terminal(terminal) => {
-                format!("terminal {}", terminal.terminal_id)
-            }
-            _ => continue,
-        };
-        if !text.is_empty() && !piece.is_empty() {
-            text.push('\n');
-        }
-        text.push_str(&piece);
-    }
-    text
-}
-
-fn kind_name(kind: &acp::ToolKind) -> String {
-    serde_json::to_value(kind)
-        .ok()
-        .and_then(|value| value.as_str().map(str::to_owned))
-        .unwrap_or_else(|| "other".to_owned())
-}
-
-fn is_empty_input(input: &Value) -> bool {
-    match input {
-        Value::Null => true,
-        Value::Object(map) => map.is_empty(),
-        Value::String(text) => text.is_empty(),
-        _ => false,
-    }
-}
-
-/// What a tool's `rawOutput` says it printed: the text itself, or the field the agents put it
-/// in (the Codex adapter's exec result: `formatted_output`, `aggregated_output`, `stdout`).
-fn output_of(raw: Value) -> String {
-    const OUTPUT_KEYS: [&str; 5] = [
-        "formatted_output",
-        "aggregated_output",
-        "output",
-        "stdout",
-        "content",
-    ];
-    match raw {
-        Value::String(text) => text,
-        Value::Null => String::new(),
-        Value::Object(map) => {
-            let text = OUTPUT_KEYS
-                .iter()
-                .find_map(|key| map.get(*key).and_then(Value::as_str));
-            match (text, map.get("exit_code").and_then(Value::as_i64)) {
-                (Some(text), _) => text.to_owned(),
-                (None, Some(code)) => format!("(exit code {code})"),
-                (None, None) => Value::Object(map).to_string(),
-            }
-        }
-        other => other.to_string(),
-    }
-}
-
-/// The input of a call whose agent gave none (its title names it already).
-fn no_input() -> Value {
-    Value::Object(serde_json::Map::new())
-}
-
-/// The shell command in a tool's input, where the agents put it.
-fn command_of(input: &Value) -> Option<String> {
-    input.get("command").and_then(crate::stream::argument_text)
-}
-
-fn plan_entry(entry: &acp::PlanEntry) -> PlanEntry {
-    let name = |value: Result<Value, _>| {
-        value
-            .ok()
-            .and_then(|value: Value| value.as_str().map(str::to_owned))
-            .unwrap_or_default()
-    };
-    PlanEntry {
-        content: entry.content.clone(),
-        status: name(serde_json::to_value(&entry.status)),
-        priority: name(serde_json::to_value(&entry.priority)),
-    }
-}
-
-/// The turn's own usage from the prompt's answer, where the agent gives it: `usage` (ACP's
-/// unstable field) or Gemini's `_meta.quota`.
-/// A tool's output as the user wants to read it: the Claude adapter wraps a command's output
-/// in a markdown fence and passes on Claude Code's `<system-reminder>` blocks, which are
-/// meant for the model.
-fn plain_tool_output(output: &str) -> String {
-    let mut kept = String::with_capacity(output.len());
-    let mut rest = output;
-    while let Some(open) = rest.find(SYSTEM_REMINDER_OPEN) {
-        kept.push_str(&rest[..open]);
-        match rest[open..].find(SYSTEM_REMINDER_CLOSE) {
-            Some(close) => rest = &rest[open + close + SYSTEM_REMINDER_CLOSE.len()..],
-            None => {
-                rest = "";
-            }
-        }
-    }
-    kept.push_str(rest);
-    let trimmed = kept.trim();
-    let unfenced = trimmed
-        .strip_prefix("```")
-        .and_then(|inner| inner.strip_suffix("```"))
-        .and_then(|inner| inner.split_once('\n'))
-        .map(|(_language, body)| body.trim_end_matches('\n'));
-    match unfenced {
-        Some(body) if !body.contains("```") => body.to_owned(),
-        _ if kept.len() != output.len() => trimmed.to_owned(),
-        _ => output.to_owned(),
-    }
-}
-
-const SYSTEM_REMINDER_OPEN: &str = "<system-reminder>";
-const SYSTEM_REMINDER_CLOSE: &str = "</system-reminder>";
-
-/// How Gemini CLI announces a change of its approval mode, in an `agent_message_chunk`.
-const GEMINI_MODE_UPDATE: &str = "[MODE_UPDATE] ";
-
-/// Gemini CLI's output of a shell command that was cancelled (`Command cancelled by user.`,
-/// `Command was cancelled by user before it could start.`).
-fn is_cancelled_output(output: &str) -> bool {
-    let start = output.trim_start();
-    start.starts_with("Command cancelled by user")
-        || start.starts_with("Command was cancelled by user")
-}
-
-/// What a turn the agent ended on a broken stream is called (the words make the classifier
-/// see a dropped connection, which is worth a retry).
-const CUT_STREAM: &str = "the stream ended without a finish, and the agent counted no tokens for the answer it had begun: the answer is incomplete";
-
-/// Gemini CLI ends a turn whose model stream broke off (no finish reason) as `end_turn`, its
-/// token count zero; a turn that reached the model counts its tokens.
-fn counted_nothing(result: &Value) -> bool {
-    let count = &result["_meta"]["quota"]["token_count"];
-    count.is_object()
-        && count["input_tokens"].as_u64() == Some(0)
-        && count["output_tokens"].as_u64() == Some(0)
-}
-
-fn turn_usage(result: &Value) -> Option<Usage> {
-    let number = |value: &Value| value.as_u64();
-    if let Some(usage) = result.get("usage").filter(|usage| usage.is_object()) {
-        return Some(Usage {
-            input_tokens: number(&usage["inputTokens"]),
-            output_tokens: number(&usage["outputTokens"]),
-            cache_read_tokens: number(&usage["cachedReadTokens"]),
-            cache_write_tokens: number(&usage["cachedWriteTokens"]),
-            total_tokens: number(&usage["totalTokens"]),
-            reasoning_tokens: number(&usage["thoughtTokens"]),
-            ..Usage::default()
-        });
-    }
-    let quota = result.get("_meta")?.get("quota")?;
-    let token_count = &quota["token_count"];
-    let model = quota["model_usage"]
-        .as_array()
-        .and_then(|models| models.first())
-        .and_then(|model| model["model"].as_str())
-        .map(str::to_owned);
-    Some(Usage {
-        input_tokens: number(&token_count["input_tokens"]),
-        output_tokens: number(&token_count["output_tokens"]),
-        total_tokens: number(&token_count["total_tokens"]),
-        model,
-        ..Usage::default()
-    })
 }
 
 #[cfg(test)]

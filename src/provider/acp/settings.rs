@@ -11,23 +11,20 @@
 //! its mode itself (`current_mode_update`, e.g. leaving plan mode): the status follows.
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use serde_json::{json, Value};
 use tokio::sync::watch;
 
-use super::connection::Connection;
+use crate::process::timings::SETTING_TIMEOUT;
+use crate::provider::json_rpc::{settled, JsonRpc};
 use crate::provider::{AgentSetting, AgentStatus, ModeChoice, ModelChoice};
-
-/// How long an agent may take to answer a settings request.
-const SETTING_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Shared by the provider and its live session: the status the chat shows, and the way to
 /// the session between turns.
 #[derive(Clone)]
 pub(crate) struct AcpShared {
     status: watch::Sender<AgentStatus>,
-    control: Arc<Mutex<Option<(Connection, String)>>>,
+    control: Arc<Mutex<Option<(JsonRpc, String)>>>,
 }
 
 impl AcpShared {
@@ -43,9 +40,21 @@ impl AcpShared {
     }
 
     /// The session `session_id` on `connection` is the one a setting now goes to.
-    pub(super) fn publish(&self, connection: Connection, session_id: String) {
+    pub(super) fn publish(&self, connection: JsonRpc, session_id: String) {
         if let Ok(mut control) = self.control.lock() {
             *control = Some((connection, session_id));
+        }
+    }
+
+    /// The process is going away: settings no longer reach it.
+    pub(super) fn forget(&self, connection: &JsonRpc) {
+        if let Ok(mut control) = self.control.lock() {
+            if control
+                .as_ref()
+                .is_some_and(|(published, _)| published.same_connection(connection))
+            {
+                *control = None;
+            }
         }
     }
 
@@ -147,7 +156,7 @@ impl AcpShared {
     /// prompt runs with them).
     pub(super) async fn apply(
         &self,
-        connection: &Connection,
+        connection: &JsonRpc,
         session_id: &str,
         settings: &[AgentSetting],
     ) {
@@ -163,7 +172,7 @@ impl AcpShared {
 
 /// Asks the agent for `setting` and puts its answer in `status`: the new value, or the refusal.
 async fn ask(
-    connection: &Connection,
+    connection: &JsonRpc,
     session_id: &str,
     setting: AgentSetting,
     status: &watch::Sender<AgentStatus>,
@@ -174,20 +183,10 @@ async fn ask(
         AgentSetting::ThinkingLevel(_) => return,
     };
     let answer = connection.request(method, json!({"sessionId": session_id, key: value}));
-    let outcome = match tokio::time::timeout(SETTING_TIMEOUT, answer).await {
-        Ok(Ok(head)) => match head.error {
-            None => Ok(()),
-            Some(error) => Err(error.describe()),
-        },
-        Ok(Err(_)) => Err("the agent ended before answering".to_owned()),
-        Err(_) => Err(format!(
-            "the agent did not answer within {} s",
-            SETTING_TIMEOUT.as_secs()
-        )),
-    };
+    let outcome = settled(answer, SETTING_TIMEOUT, "the agent").await;
     status.send_modify(|status| match outcome {
-        Ok(()) if what == "mode" => status.mode = Some(value),
-        Ok(()) => status.model = Some(value),
+        Ok(_) if what == "mode" => status.mode = Some(value),
+        Ok(_) => status.model = Some(value),
         Err(why) => status.refused(format!("{what} {value}: {why}")),
     });
 }

@@ -38,6 +38,9 @@ use crate::provider::tool_calls::{ToolCalls, ToolEnding};
 use crate::provider::{AgentOutcome, ExitFacts, LineVerdict, Mapper};
 use crate::stream::{AgentMessage, FailureReason, NoticeKind, Usage};
 
+/// The agent, as its tool failures name it.
+const AGENT: &str = crate::provider::ProviderKind::Claude.display_name();
+
 /// The `provider` named in `session.*` messages.
 const PROVIDER: &str = crate::provider::ProviderKind::Claude.name();
 /// The model name of the CLI's own error messages.
@@ -475,8 +478,7 @@ impl Mapper for ClaudeMapper {
     }
 
     fn finish(&mut self, exit: ExitFacts, out: &mut Vec<AgentMessage>) -> AgentOutcome {
-        self.tools
-            .fail_all_open("Claude Code", exit.stopped_by_us, out);
+        self.tools.fail_all_open(AGENT, exit.stopped_by_us, out);
         let partial_thought = mem::take(&mut self.partial_thought);
         if !partial_thought.is_empty() {
             self.thoughts.push(partial_thought);

@@ -25,9 +25,11 @@ use std::path::PathBuf;
 
 use crate::config::ProviderSettings;
 use crate::process::SpawnSpec;
-use crate::provider::acp::{acp_adapter, adapter_missing, AcpQuirks};
+use crate::provider::acp::adapter_transport;
 use crate::provider::checkpoint::{agent_env, agent_home, newest_file_named};
-use crate::provider::{AttemptRequest, Backend, Mapper, SessionRef};
+use crate::provider::{
+    AttemptRequest, Backend, LiveTransport, Mapper, ProviderKind, Quirks, SessionRef, Transport,
+};
 
 /// The CLI's own retry count; agentty sets it to 0.
 pub(crate) const MAX_RETRIES_VAR: &str = "CLAUDE_CODE_MAX_RETRIES";
@@ -61,11 +63,75 @@ pub(crate) const STREAM_ARGS: [&str; 10] = [
 
 pub struct ClaudeBackend {
     settings: ProviderSettings,
+    /// Its ACP transport (through Zed's adapter), and the adapter to run when it is there.
+    acp: (LiveTransport, Option<PathBuf>),
 }
 
 impl ClaudeBackend {
     pub fn new(settings: ProviderSettings) -> Self {
-        Self { settings }
+        let acp = adapter_transport(
+            &settings,
+            ProviderKind::Claude,
+            ACP_ADAPTER,
+            "@zed-industries/claude-agent-acp",
+        );
+        Self { settings, acp }
+    }
+
+    /// `claude` in `mode_args`' mode with the configured model, permission mode, session
+    /// flags and arguments, its own retries turned off by `retries_off`, then the configured
+    /// environment (which may override that), in the request's directory.
+    fn cli_spec(
+        &self,
+        mode_args: &[&str],
+        retries_off: fn(SpawnSpec) -> SpawnSpec,
+        request: &AttemptRequest,
+    ) -> SpawnSpec {
+        let program = self
+            .settings
+            .command
+            .clone()
+            .unwrap_or_else(|| "claude".into());
+        let mut spec = SpawnSpec::new(program).args(mode_args);
+        if let Some(model) = &self.settings.model {
+            spec = spec.args(["--model", model.as_str()]);
+        }
+        if let Some(mode) = &self.settings.mode {
+            spec = spec.args(["--permission-mode", mode.as_str()]);
+        }
+        spec = retries_off(
+            spec.args(session_args(&request.session))
+                .args(self.settings.args.iter()),
+        );
+        for (key, value) in &self.settings.env {
+            spec = spec.env(key, value);
+        }
+        spec.cwd = request.cwd.clone();
+        spec
+    }
+
+    /// Claude Code's own long-lived mode (`--transport stream`): stream-json in and out, the
+    /// control protocol on stdio (`--permission-prompt-tool stdio`), each user line echoed when
+    /// the CLI takes it (`--replay-user-messages`, how steering is seen delivered).
+    fn stream_spec(&self, request: &AttemptRequest) -> SpawnSpec {
+        self.cli_spec(&STREAM_ARGS, |spec| spec.env(MAX_RETRIES_VAR, "0"), request)
+    }
+
+    /// Zed's ACP adapter (`claude-agent-acp`, or `acp_command`), which runs Claude Code
+    /// through the Claude Agent SDK: the same environment (its own retries off), and as root
+    /// `IS_SANDBOX=1`, without which the SDK's Claude Code refuses to start.
+    fn acp_spec(&self, request: &AttemptRequest) -> Option<SpawnSpec> {
+        let program = self.acp.1.clone()?;
+        let mut spec = retries_off(SpawnSpec::new(program));
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        if unsafe { libc::geteuid() } == 0 {
+            spec = spec.env(SANDBOX_VAR, "1");
+        }
+        for (key, value) in &self.settings.env {
+            spec = spec.env(key, value);
+        }
+        spec.cwd = request.cwd.clone();
+        Some(spec)
     }
 }
 
@@ -83,101 +149,43 @@ pub(crate) fn session_args(session: &SessionRef) -> Vec<String> {
 
 impl Backend for ClaudeBackend {
     fn name(&self) -> &'static str {
-        crate::provider::ProviderKind::Claude.name()
+        ProviderKind::Claude.name()
     }
 
     fn spawn_spec(&self, request: &AttemptRequest) -> SpawnSpec {
-        let program = self
-            .settings
-            .command
-            .clone()
-            .unwrap_or_else(|| "claude".into());
-        let mut spec = SpawnSpec::new(program).args([
+        let one_shot = [
             "-p",
             "--output-format",
             "stream-json",
             "--verbose",
             "--include-partial-messages",
-        ]);
-        if let Some(model) = &self.settings.model {
-            spec = spec.args(["--model", model.as_str()]);
-        }
-        if let Some(mode) = &self.settings.mode {
-            spec = spec.args(["--permission-mode", mode.as_str()]);
-        }
-        spec = spec
-            .args(session_args(&request.session))
-            .args(self.settings.args.iter());
-        spec = retries_off(spec);
-        for (key, value) in &self.settings.env {
-            spec = spec.env(key, value);
-        }
-        spec.cwd = request.cwd.clone();
-        spec.arg("--").arg(&request.prompt)
+        ];
+        self.cli_spec(&one_shot, retries_off, request)
+            .arg("--")
+            .arg(&request.prompt)
     }
 
-    /// Claude Code's own long-lived mode (`--transport stream`): stream-json in and out, the
-    /// control protocol on stdio (`--permission-prompt-tool stdio`), each user line echoed when
-    /// the CLI takes it (`--replay-user-messages`, how steering is seen delivered).
-    fn stream_spawn_spec(&self, request: &AttemptRequest) -> Option<SpawnSpec> {
-        let program = self
-            .settings
-            .command
-            .clone()
-            .unwrap_or_else(|| "claude".into());
-        let mut spec = SpawnSpec::new(program).args(STREAM_ARGS);
-        if let Some(model) = &self.settings.model {
-            spec = spec.args(["--model", model.as_str()]);
-        }
-        if let Some(mode) = &self.settings.mode {
-            spec = spec.args(["--permission-mode", mode.as_str()]);
-        }
-        spec = spec
-            .args(session_args(&request.session))
-            .args(self.settings.args.iter())
-            .env(MAX_RETRIES_VAR, "0");
-        for (key, value) in &self.settings.env {
-            spec = spec.env(key, value);
-        }
-        spec.cwd = request.cwd.clone();
-        Some(spec)
+    fn live_transports(&self) -> Vec<LiveTransport> {
+        vec![LiveTransport::ready(Transport::Stream), self.acp.0.clone()]
     }
 
-    /// Zed's ACP adapter (`claude-agent-acp`, or `acp_command`), which runs Claude Code
-    /// through the Claude Agent SDK: the same environment (its own retries off), and as root
-    /// `IS_SANDBOX=1`, without which the SDK's Claude Code refuses to start.
-    fn acp_spawn_spec(&self, request: &AttemptRequest) -> Option<SpawnSpec> {
-        let program = acp_adapter(&self.settings, ACP_ADAPTER)?;
-        let mut spec = retries_off(SpawnSpec::new(program));
-        // SAFETY: geteuid has no preconditions and cannot fail.
-        if unsafe { libc::geteuid() } == 0 {
-            spec = spec.env(SANDBOX_VAR, "1");
+    fn live_spawn_spec(&self, transport: Transport, request: &AttemptRequest) -> Option<SpawnSpec> {
+        match transport {
+            Transport::Stream => Some(self.stream_spec(request)),
+            Transport::Acp => self.acp_spec(request),
+            Transport::Json | Transport::Rpc | Transport::AppServer => None,
         }
-        for (key, value) in &self.settings.env {
-            spec = spec.env(key, value);
-        }
-        spec.cwd = request.cwd.clone();
-        Some(spec)
     }
 
-    fn acp_unavailable(&self) -> String {
-        adapter_missing(
-            "Claude Code",
-            "claude",
-            ACP_ADAPTER,
-            "@zed-industries/claude-agent-acp",
-        )
-    }
-
-    /// After a `session/cancel` the adapter answers the next prompt at once with nothing and
-    /// gives its answer during the prompt after that (0.23.1).
-    fn acp_quirks(&self, _request: &AttemptRequest) -> AcpQuirks {
-        AcpQuirks {
+    /// After a `session/cancel` the ACP adapter answers the next prompt at once with nothing
+    /// and gives its answer during the prompt after that (0.23.1).
+    fn quirks(&self, transport: Transport, _request: &AttemptRequest) -> Quirks {
+        Quirks {
             // Not `forgets_failed_prompt`: measured, after a prompt failed with HTTP 500 the
             // adapter answers the next prompt of the same process at once with no text (one
             // turn late, as after a cancel), so a failure too needs a fresh process.
-            restart_after_cancel: true,
-            ..AcpQuirks::default()
+            restart_after_cancel: transport == Transport::Acp,
+            ..Quirks::default()
         }
     }
 
@@ -271,7 +279,7 @@ mod tests {
         for spec in [
             backend.spawn_spec(&request(SessionRef::New)),
             backend
-                .stream_spawn_spec(&request(SessionRef::New))
+                .live_spawn_spec(Transport::Stream, &request(SessionRef::New))
                 .unwrap(),
         ] {
             let args = argv(&spec);
@@ -290,7 +298,10 @@ mod tests {
             ..ProviderSettings::default()
         });
         let spec = backend
-            .stream_spawn_spec(&request(SessionRef::Resume("abc".into())))
+            .live_spawn_spec(
+                Transport::Stream,
+                &request(SessionRef::Resume("abc".into())),
+            )
             .expect("a stream mode");
         let args = argv(&spec);
         assert_eq!(args[..STREAM_ARGS.len()], STREAM_ARGS);

@@ -24,6 +24,9 @@ use crate::provider::tool_calls::{ToolCalls, ToolEnding};
 use crate::provider::{AgentOutcome, ExitFacts, LineVerdict, Mapper};
 use crate::stream::{AgentMessage, FailureReason, NoticeKind, Usage};
 
+/// The agent, as its tool failures name it.
+const AGENT: &str = crate::provider::ProviderKind::Codex.display_name();
+
 const PROVIDER: &str = crate::provider::ProviderKind::Codex.name();
 /// The stop reason of a turn Codex reports as `turn.completed` (it gives none of its own).
 const TURN_COMPLETED: &str = "completed";
@@ -188,7 +191,7 @@ impl Mapper for CodexMapper {
     }
 
     fn finish(&mut self, exit: ExitFacts, out: &mut Vec<AgentMessage>) -> AgentOutcome {
-        self.tools.fail_all_open("Codex", exit.stopped_by_us, out);
+        self.tools.fail_all_open(AGENT, exit.stopped_by_us, out);
         self.tools.release_thoughts(&mut self.held_thoughts, out);
         if let Some(outcome) = self.outcome.take() {
             return outcome;

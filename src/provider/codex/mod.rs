@@ -21,9 +21,11 @@ use std::path::PathBuf;
 
 use crate::config::ProviderSettings;
 use crate::process::SpawnSpec;
-use crate::provider::acp::{acp_adapter, adapter_missing, AcpQuirks};
+use crate::provider::acp::adapter_transport;
 use crate::provider::checkpoint::newest_file_named;
-use crate::provider::{AttemptRequest, Backend, Mapper, SessionRef};
+use crate::provider::{
+    AttemptRequest, Backend, LiveTransport, Mapper, ProviderKind, Quirks, SessionRef, Transport,
+};
 
 /// The Codex ACP adapter's executable (`@zed-industries/codex-acp`).
 pub(crate) const ACP_ADAPTER: &str = "codex-acp";
@@ -32,14 +34,65 @@ pub struct CodexBackend {
     settings: ProviderSettings,
     /// Each thread's running token total, across this backend's attempts.
     thread_totals: usage::ThreadTotals,
+    /// Its ACP transport (through Zed's adapter), and the adapter to run when it is there.
+    acp: (LiveTransport, Option<PathBuf>),
 }
 
 impl CodexBackend {
     pub fn new(settings: ProviderSettings) -> Self {
+        let acp = adapter_transport(
+            &settings,
+            ProviderKind::Codex,
+            ACP_ADAPTER,
+            "@zed-industries/codex-acp",
+        );
         Self {
             settings,
             thread_totals: usage::ThreadTotals::default(),
+            acp,
         }
+    }
+
+    /// Zed's ACP adapter (`codex-acp`, or `acp_command`) with Codex's own retries off as for
+    /// `exec`. Its sandbox needs `bwrap` on PATH, which the adapter does not ship: the one in
+    /// the `@openai/codex` package is put on PATH when there is none.
+    fn acp_spec(&self, request: &AttemptRequest) -> Option<SpawnSpec> {
+        let program = self.acp.1.clone()?;
+        let config_text = self.config_text();
+        let mut args: Vec<String> = Vec::new();
+        if let Some(model) = &self.settings.model {
+            args.extend(["-c".into(), format!("model={model:?}")]);
+        }
+        if let Some(provider) = custom_model_provider(&self.settings.args, config_text.as_deref()) {
+            for key in ["request_max_retries", "stream_max_retries"] {
+                args.extend(["-c".into(), format!("model_providers.{provider}.{key}=0")]);
+            }
+        }
+        Some(self.with_codex_env(SpawnSpec::new(program).args(args), request))
+    }
+
+    /// `codex app-server`, with Codex's own retries off as for `exec` (agentty retries) and
+    /// the bundled `bwrap` on PATH for its sandbox, as for the ACP adapter.
+    fn app_server_spec(&self, request: &AttemptRequest) -> SpawnSpec {
+        let (program, config_text) = (self.program(), self.config_text());
+        self.with_codex_env(
+            SpawnSpec::new(program).args(app_server_args(&self.settings, config_text.as_deref())),
+            request,
+        )
+    }
+
+    /// The `codex` executable: the configured one, else the one on PATH.
+    fn program(&self) -> PathBuf {
+        self.settings
+            .command
+            .clone()
+            .unwrap_or_else(|| "codex".into())
+    }
+
+    /// The Codex config file this run will read, if there is one.
+    fn config_text(&self) -> Option<String> {
+        self.codex_config_path()
+            .and_then(|path| std::fs::read_to_string(path).ok())
     }
 
     /// The directory of the `bwrap` the `@openai/codex` package ships
@@ -111,14 +164,7 @@ impl Backend for CodexBackend {
     }
 
     fn spawn_spec(&self, request: &AttemptRequest) -> SpawnSpec {
-        let program = self
-            .settings
-            .command
-            .clone()
-            .unwrap_or_else(|| "codex".into());
-        let config_text = self
-            .codex_config_path()
-            .and_then(|path| std::fs::read_to_string(path).ok());
+        let (program, config_text) = (self.program(), self.config_text());
         let mut spec = SpawnSpec::new(program).args(exec_args(
             &self.settings,
             request,
@@ -137,54 +183,28 @@ impl Backend for CodexBackend {
         spec
     }
 
-    /// Zed's ACP adapter (`codex-acp`, or `acp_command`) with Codex's own retries off as for
-    /// `exec`. Its sandbox needs `bwrap` on PATH, which the adapter does not ship: the one in
-    /// the `@openai/codex` package is put on PATH when there is none.
-    fn acp_spawn_spec(&self, request: &AttemptRequest) -> Option<SpawnSpec> {
-        let program = acp_adapter(&self.settings, ACP_ADAPTER)?;
-        let config_text = self
-            .codex_config_path()
-            .and_then(|path| std::fs::read_to_string(path).ok());
-        let mut args: Vec<String> = Vec::new();
-        if let Some(model) = &self.settings.model {
-            args.extend(["-c".into(), format!("model={model:?}")]);
-        }
-        if let Some(provider) = custom_model_provider(&self.settings.args, config_text.as_deref()) {
-            for key in ["request_max_retries", "stream_max_retries"] {
-                args.extend(["-c".into(), format!("model_providers.{provider}.{key}=0")]);
-            }
-        }
-        Some(self.with_codex_env(SpawnSpec::new(program).args(args), request))
+    fn live_transports(&self) -> Vec<LiveTransport> {
+        vec![
+            LiveTransport::ready(Transport::AppServer),
+            self.acp.0.clone(),
+        ]
     }
 
-    /// `codex app-server`, with Codex's own retries off as for `exec` (agentty retries) and
-    /// the bundled `bwrap` on PATH for its sandbox, as for the ACP adapter.
-    fn app_server_spawn_spec(&self, request: &AttemptRequest) -> Option<SpawnSpec> {
-        let program = self
-            .settings
-            .command
-            .clone()
-            .unwrap_or_else(|| "codex".into());
-        let config_text = self
-            .codex_config_path()
-            .and_then(|path| std::fs::read_to_string(path).ok());
-        Some(self.with_codex_env(
-            SpawnSpec::new(program).args(app_server_args(&self.settings, config_text.as_deref())),
-            request,
-        ))
-    }
-
-    fn acp_unavailable(&self) -> String {
-        adapter_missing("Codex", "codex", ACP_ADAPTER, "@zed-industries/codex-acp")
+    fn live_spawn_spec(&self, transport: Transport, request: &AttemptRequest) -> Option<SpawnSpec> {
+        match transport {
+            Transport::AppServer => Some(self.app_server_spec(request)),
+            Transport::Acp => self.acp_spec(request),
+            Transport::Json | Transport::Rpc | Transport::Stream => None,
+        }
     }
 
     /// codex-acp passes Codex's errors on as they are worded.
-    fn acp_quirks(&self, _request: &AttemptRequest) -> AcpQuirks {
-        AcpQuirks {
-            http_status_of: Some(mapper::http_status_of),
+    fn quirks(&self, transport: Transport, _request: &AttemptRequest) -> Quirks {
+        Quirks {
+            http_status_of: (transport == Transport::Acp).then_some(mapper::http_status_of as _),
             // Not `forgets_failed_prompt`: measured, the next prompt of the same codex-acp
             // process carries the failed one too; a failure needs the restored session file.
-            ..AcpQuirks::default()
+            ..Quirks::default()
         }
     }
 

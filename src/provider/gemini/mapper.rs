@@ -31,6 +31,9 @@ use crate::provider::tool_calls::{ToolCalls, ToolEnding};
 use crate::provider::{AgentOutcome, ExitFacts, LineVerdict, Mapper};
 use crate::stream::{AgentMessage, FailureReason, NoticeKind, Usage};
 
+/// The agent, as its tool failures name it.
+const AGENT: &str = crate::provider::ProviderKind::Gemini.display_name();
+
 const PROVIDER: &str = crate::provider::ProviderKind::Gemini.name();
 /// The stop reason of a run whose `result` says `success`.
 const RESULT_SUCCESS: &str = "success";
@@ -147,8 +150,7 @@ impl Mapper for GeminiMapper {
 
     fn finish(&mut self, exit: ExitFacts, out: &mut Vec<AgentMessage>) -> AgentOutcome {
         self.text.end_response(out);
-        self.tools
-            .fail_all_open("Gemini CLI", exit.stopped_by_us, out);
+        self.tools.fail_all_open(AGENT, exit.stopped_by_us, out);
         self.outcome(exit)
     }
 }

@@ -29,7 +29,9 @@ use crate::config::ProviderSettings;
 use crate::process::SpawnSpec;
 use crate::provider::checkpoint::agent_home;
 use crate::provider::config_mirror::MirrorRoot;
-use crate::provider::{AttemptRequest, Backend, Mapper, SessionRef};
+use crate::provider::{
+    AttemptRequest, Backend, LiveTransport, Mapper, Quirks, SessionRef, Transport,
+};
 
 /// Keeps Gemini CLI in one process, so that signals reach the process doing the work.
 pub(crate) const NO_RELAUNCH_VAR: &str = "GEMINI_CLI_NO_RELAUNCH";
@@ -96,8 +98,15 @@ impl Backend for GeminiBackend {
         self.spec_with_args(gemini_args(&self.settings, request), request)
     }
 
+    fn live_transports(&self) -> Vec<LiveTransport> {
+        vec![LiveTransport::ready(Transport::Acp)]
+    }
+
     /// `gemini --acp`: the same CLI and environment (its own retries off), speaking ACP.
-    fn acp_spawn_spec(&self, request: &AttemptRequest) -> Option<SpawnSpec> {
+    fn live_spawn_spec(&self, transport: Transport, request: &AttemptRequest) -> Option<SpawnSpec> {
+        if transport != Transport::Acp {
+            return None;
+        }
         let mut args: Vec<String> = vec!["--acp".into()];
         if let Some(model) = &self.settings.model {
             args.push("-m".into());
@@ -107,8 +116,8 @@ impl Backend for GeminiBackend {
         Some(self.spec_with_args(args, request))
     }
 
-    fn acp_quirks(&self, _request: &AttemptRequest) -> crate::provider::acp::AcpQuirks {
-        crate::provider::acp::AcpQuirks {
+    fn quirks(&self, _transport: Transport, _request: &AttemptRequest) -> Quirks {
+        Quirks {
             // Measured with gemini 0.61 --acp: after a prompt failed with HTTP 500, the next
             // prompt of the same process reaches the model without the failed one.
             forgets_failed_prompt: true,

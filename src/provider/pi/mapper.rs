@@ -25,11 +25,13 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::fmt;
 
-use serde::de::{self, Deserializer, IgnoredAny, SeqAccess, Visitor};
-use serde::Deserialize;
 use serde_json::Value;
+
+use super::wire::{
+    AssistantEvent, Envelope, Message, MessageLine, PiUsage, RetryEnd, RetryStart, SessionLine,
+    SnapshotLine, ToolEnd, ToolStart, ToolUpdate,
+};
 
 use crate::provider::common::session_message;
 use crate::provider::http_status::http_status_in;
@@ -38,6 +40,9 @@ use crate::provider::session_header::SessionHeader;
 use crate::provider::tool_calls::{ToolCalls, ToolEnding};
 use crate::provider::{AgentOutcome, ExitFacts, LineVerdict, Mapper};
 use crate::stream::{AgentMessage, FailureReason, NoticeKind, Usage};
+
+/// The agent, as its tool failures name it.
+const AGENT: &str = crate::provider::ProviderKind::Pi.display_name();
 
 /// pi's `stopReason` for a message that asked for tools (the turn goes on).
 const STOP_TOOL_USE: &str = "toolUse";
@@ -520,7 +525,7 @@ impl Mapper for PiMapper {
     }
 
     fn finish(&mut self, exit: ExitFacts, out: &mut Vec<AgentMessage>) -> AgentOutcome {
-        self.tools.fail_all_open("pi", exit.stopped_by_us, out);
+        self.tools.fail_all_open(AGENT, exit.stopped_by_us, out);
         // No later point will come to release thinking of a cut-off turn; show what there is.
         self.hold_thinking();
         self.tools.release_thoughts(&mut self.held_thoughts, out);
@@ -546,272 +551,6 @@ impl Mapper for PiMapper {
         }
         AgentOutcome::Unfinished
     }
-}
-
-// Wire types: only the fields the mapper reads; strings borrowed where the JSON allows.
-
-#[derive(Deserialize)]
-struct Envelope<'a> {
-    #[serde(rename = "type", borrow, default, deserialize_with = "borrowed")]
-    kind: Option<Cow<'a, str>>,
-    /// Read with the type, so that a `message_update` (most lines, and the longest: two
-    /// snapshots) is scanned once, not twice; its snapshots are skipped unread.
-    #[serde(rename = "assistantMessageEvent", borrow, default)]
-    assistant_event: Option<AssistantEvent<'a>>,
-}
-
-#[derive(Deserialize)]
-struct SessionLine<'a> {
-    #[serde(borrow, default, deserialize_with = "borrowed")]
-    id: Option<Cow<'a, str>>,
-}
-
-#[derive(Deserialize)]
-struct MessageLine<'a> {
-    #[serde(borrow, default)]
-    message: Option<Message<'a>>,
-}
-
-#[derive(Deserialize)]
-struct SnapshotLine<'a> {
-    #[serde(borrow, default)]
-    message: Option<Message<'a>>,
-}
-
-#[derive(Deserialize)]
-struct Message<'a> {
-    #[serde(borrow, default, deserialize_with = "borrowed")]
-    role: Option<Cow<'a, str>>,
-    #[serde(borrow, default, deserialize_with = "blocks_or_text")]
-    content: Vec<Block<'a>>,
-    #[serde(rename = "stopReason", borrow, default, deserialize_with = "borrowed")]
-    stop_reason: Option<Cow<'a, str>>,
-    #[serde(
-        rename = "errorMessage",
-        borrow,
-        default,
-        deserialize_with = "borrowed"
-    )]
-    error_message: Option<Cow<'a, str>>,
-    #[serde(default)]
-    usage: Option<PiUsage>,
-    #[serde(borrow, default, deserialize_with = "borrowed")]
-    model: Option<Cow<'a, str>>,
-}
-
-impl Message<'_> {
-    fn is_assistant(&self) -> bool {
-        self.role.as_deref() == Some("assistant")
-    }
-}
-
-#[derive(Deserialize)]
-struct Block<'a> {
-    #[serde(rename = "type", borrow, default)]
-    kind: Cow<'a, str>,
-    #[serde(borrow, default, deserialize_with = "borrowed")]
-    text: Option<Cow<'a, str>>,
-    #[serde(borrow, default, deserialize_with = "borrowed")]
-    thinking: Option<Cow<'a, str>>,
-}
-
-/// Numbers as f64 so that an unexpected float or negative count does not reject the line.
-#[derive(Deserialize)]
-struct PiUsage {
-    #[serde(default)]
-    input: Option<f64>,
-    #[serde(default)]
-    output: Option<f64>,
-    #[serde(rename = "cacheRead", default)]
-    cache_read: Option<f64>,
-    #[serde(rename = "cacheWrite", default)]
-    cache_write: Option<f64>,
-    #[serde(rename = "totalTokens", default)]
-    total_tokens: Option<f64>,
-    #[serde(default)]
-    cost: Option<PiCost>,
-}
-
-#[derive(Deserialize)]
-struct PiCost {
-    #[serde(default)]
-    total: Option<f64>,
-}
-
-#[derive(Deserialize)]
-struct AssistantEvent<'a> {
-    #[serde(rename = "type", borrow, default)]
-    kind: Cow<'a, str>,
-    #[serde(rename = "contentIndex", default)]
-    content_index: Option<usize>,
-    #[serde(borrow, default, deserialize_with = "borrowed")]
-    delta: Option<Cow<'a, str>>,
-    /// The full block text on `text_end` / `thinking_end`.
-    #[serde(borrow, default, deserialize_with = "string_only")]
-    content: Option<Cow<'a, str>>,
-}
-
-#[derive(Deserialize)]
-struct ToolStart<'a> {
-    #[serde(rename = "toolCallId", borrow)]
-    tool_call_id: Cow<'a, str>,
-    #[serde(rename = "toolName", borrow, default)]
-    tool_name: Cow<'a, str>,
-    #[serde(default)]
-    args: Option<Value>,
-}
-
-#[derive(Deserialize)]
-struct ToolUpdate<'a> {
-    #[serde(rename = "toolCallId", borrow)]
-    tool_call_id: Cow<'a, str>,
-    #[serde(rename = "partialResult", borrow, default)]
-    partial_result: Option<ToolResult<'a>>,
-}
-
-#[derive(Deserialize)]
-struct ToolEnd<'a> {
-    #[serde(rename = "toolCallId", borrow)]
-    tool_call_id: Cow<'a, str>,
-    #[serde(borrow, default)]
-    result: Option<ToolResult<'a>>,
-    #[serde(rename = "isError", default)]
-    is_error: bool,
-}
-
-#[derive(Deserialize)]
-struct ToolResult<'a> {
-    #[serde(borrow, default, deserialize_with = "blocks_or_text")]
-    content: Vec<Block<'a>>,
-}
-
-impl ToolResult<'_> {
-    /// The text parts of a tool result (pi accumulates them: each update is the output so far).
-    fn text(&self) -> String {
-        self.content
-            .iter()
-            .filter(|block| block.kind == "text")
-            .filter_map(|block| block.text.as_deref())
-            .collect()
-    }
-}
-
-#[derive(Deserialize)]
-struct RetryStart<'a> {
-    #[serde(default)]
-    attempt: Option<f64>,
-    #[serde(rename = "maxAttempts", default)]
-    max_attempts: Option<f64>,
-    #[serde(rename = "delayMs", default)]
-    delay_ms: Option<f64>,
-    #[serde(
-        rename = "errorMessage",
-        borrow,
-        default,
-        deserialize_with = "borrowed"
-    )]
-    error_message: Option<Cow<'a, str>>,
-}
-
-impl RetryStart<'_> {
-    fn describe(&self) -> String {
-        let mut text = String::from("pi is retrying on its own");
-        if let Some(error) = &self.error_message {
-            text.push_str(&format!(" after \"{error}\""));
-        }
-        match (self.attempt, self.max_attempts, self.delay_ms) {
-            (Some(attempt), Some(max), Some(delay)) => {
-                text.push_str(&format!(" (retry {attempt} of {max}, in {delay} ms)"));
-            }
-            (Some(attempt), Some(max), None) => {
-                text.push_str(&format!(" (retry {attempt} of {max})"));
-            }
-            _ => {}
-        }
-        text.push_str("; the reply starts afresh");
-        text
-    }
-}
-
-#[derive(Deserialize)]
-struct RetryEnd {
-    #[serde(default)]
-    success: bool,
-}
-
-/// A string field that borrows from the line when the JSON string has no escapes. serde's
-/// `borrow` reaches a `Cow` only when it is the field's whole type: inside an `Option` it copies,
-/// and a reply's final snapshot is the longest string pi prints.
-fn borrowed<'de, D>(deserializer: D) -> Result<Option<Cow<'de, str>>, D::Error>
-where
-    D: Deserializer<'de>,
-{
-    #[derive(Deserialize)]
-    struct Borrowed<'a>(#[serde(borrow)] Cow<'a, str>);
-    Ok(Option::<Borrowed<'de>>::deserialize(deserializer)?.map(|Borrowed(text)| text))
-}
-
-/// Message content is an array of blocks; accept a bare string too (a text block), and `null`.
-fn blocks_or_text<'de, D>(deserializer: D) -> Result<Vec<Block<'de>>, D::Error>
-where
-    D: Deserializer<'de>,
-{
-    struct BlocksOrText;
-
-    impl<'de> Visitor<'de> for BlocksOrText {
-        type Value = Vec<Block<'de>>;
-
-        fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
-            formatter.write_str("an array of content blocks or a string")
-        }
-
-        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-            let mut blocks = Vec::new();
-            while let Some(block) = seq.next_element()? {
-                blocks.push(block);
-            }
-            Ok(blocks)
-        }
-
-        fn visit_borrowed_str<E: de::Error>(self, text: &'de str) -> Result<Self::Value, E> {
-            Ok(vec![text_block(Cow::Borrowed(text))])
-        }
-
-        fn visit_str<E: de::Error>(self, text: &str) -> Result<Self::Value, E> {
-            Ok(vec![text_block(Cow::Owned(text.to_owned()))])
-        }
-
-        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-            Ok(Vec::new())
-        }
-    }
-
-    deserializer.deserialize_any(BlocksOrText)
-}
-
-fn text_block(text: Cow<'_, str>) -> Block<'_> {
-    Block {
-        kind: Cow::Borrowed("text"),
-        text: Some(text),
-        thinking: None,
-    }
-}
-
-/// A string, or nothing for any other JSON value (a field this mapper only reads as text).
-fn string_only<'de, D>(deserializer: D) -> Result<Option<Cow<'de, str>>, D::Error>
-where
-    D: Deserializer<'de>,
-{
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum StringOrOther<'a> {
-        Text(#[serde(borrow)] Cow<'a, str>),
-        Other(IgnoredAny),
-    }
-    Ok(match StringOrOther::deserialize(deserializer)? {
-        StringOrOther::Text(text) => Some(text),
-        StringOrOther::Other(_) => None,
-    })
 }
 
 #[cfg(test)]

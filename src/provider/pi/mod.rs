@@ -14,6 +14,7 @@ pub mod mapper;
 pub mod rpc;
 mod rpc_take_back;
 mod stopped_prompt;
+mod wire;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -22,7 +23,7 @@ use crate::config::ProviderSettings;
 use crate::process::SpawnSpec;
 use crate::provider::checkpoint::{agent_env, newest_file_named};
 use crate::provider::config_mirror::MirrorRoot;
-use crate::provider::{AttemptRequest, Backend, Mapper, SessionRef};
+use crate::provider::{AttemptRequest, Backend, LiveTransport, Mapper, SessionRef, Transport};
 
 pub(crate) use agent_dir::AGENT_DIR_VAR;
 
@@ -112,8 +113,12 @@ impl Backend for PiBackend {
             .arg(prompt_argument(&request.prompt))
     }
 
-    fn rpc_spawn_spec(&self, request: &AttemptRequest) -> Option<SpawnSpec> {
-        Some(self.spec_in_mode("rpc", request))
+    fn live_transports(&self) -> Vec<LiveTransport> {
+        vec![LiveTransport::ready(Transport::Rpc)]
+    }
+
+    fn live_spawn_spec(&self, transport: Transport, request: &AttemptRequest) -> Option<SpawnSpec> {
+        (transport == Transport::Rpc).then(|| self.spec_in_mode("rpc", request))
     }
 
     fn mapper(&self, request: &AttemptRequest) -> Box<dyn Mapper> {

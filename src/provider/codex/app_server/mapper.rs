@@ -25,26 +25,16 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::{json, Value};
 
+use super::approvals::{approval, unwrap_shell, COMMAND_APPROVAL, FILE_CHANGE_APPROVAL};
 use crate::provider::mapper::{AgentOutcome, ExitFacts, LineVerdict, Mapper};
 use crate::provider::tool_calls::{ToolCalls, ToolEnding};
-use crate::stream::{
-    AgentMessage, FailureReason, FileDiff, NoticeKind, PermissionOption, PermissionOptionKind,
-    PermissionRequest, Usage,
-};
+use crate::stream::{AgentMessage, FailureReason, NoticeKind, Usage};
 
-/// The agent's requests that ask the user before acting.
-pub(crate) const COMMAND_APPROVAL: &str = "item/commandExecution/requestApproval";
-pub(crate) const FILE_CHANGE_APPROVAL: &str = "item/fileChange/requestApproval";
+/// The agent, as its tool failures name it.
+const AGENT: &str = crate::provider::ProviderKind::Codex.display_name();
+
 /// The most tool output kept per call (a command that floods must not grow memory).
 const MAX_TOOL_OUTPUT: usize = 64 * 1024;
-
-/// The id of a JSON-RPC message as a map key (numbers and strings alike).
-pub(crate) fn id_key(id: &Value) -> String {
-    match id {
-        Value::String(text) => text.clone(),
-        other => other.to_string(),
-    }
-}
 
 /// The Codex app-server mapper of one attempt.
 pub struct AppServerMapper {
@@ -244,7 +234,7 @@ impl AppServerMapper {
 
     fn turn_completed(&mut self, turn: &Value, out: &mut Vec<AgentMessage>) {
         let interrupted = turn["status"] == "interrupted";
-        self.tools.fail_all_open("Codex", interrupted, out);
+        self.tools.fail_all_open(AGENT, interrupted, out);
         self.tools.release_thoughts(&mut self.held_thoughts, out);
         self.ended = Some(match turn["status"].as_str().unwrap_or_default() {
             // The user's refusal ended the turn (not a stop): the turn is over, and says why.
@@ -279,62 +269,6 @@ impl AppServerMapper {
             },
         });
     }
-
-    /// An approval request: the permission request it is, options from Codex's own decisions.
-    fn approval(&self, id: &Value, method: &str, params: &Value) -> PermissionRequest {
-        let item_id = params["itemId"].as_str().map(str::to_owned);
-        let item = item_id.as_ref().and_then(|id| self.items.get(id));
-        let reason = params["reason"].as_str();
-        if method == FILE_CHANGE_APPROVAL {
-            let changes = item
-                .and_then(|item| item["changes"].as_array().cloned())
-                .unwrap_or_default();
-            let paths: Vec<String> = changes
-                .iter()
-                .filter_map(|change| change["path"].as_str().map(str::to_owned))
-                .collect();
-            let diffs = changes.iter().filter_map(file_diff).collect();
-            let title = match (paths.as_slice(), reason) {
-                ([], Some(reason)) => format!("files — {reason}"),
-                ([], None) => "files".to_owned(),
-                (paths, Some(reason)) => format!("{} — {reason}", paths.join(", ")),
-                (paths, None) => paths.join(", "),
-            };
-            return PermissionRequest {
-                id: id_key(id),
-                tool_call_id: item_id,
-                title,
-                kind: "edit".to_owned(),
-                options: decisions(params, false),
-                command: None,
-                paths,
-                diffs,
-            };
-        }
-        let command = params["command"]
-            .as_str()
-            .or_else(|| item.and_then(|item| item["command"].as_str()))
-            .map(unwrap_shell);
-        let title = match (&command, reason) {
-            (Some(command), Some(reason)) => format!("{command} — {reason}"),
-            (Some(command), None) => command.clone(),
-            (None, Some(reason)) => format!("a command — {reason}"),
-            (None, None) => "a command".to_owned(),
-        };
-        PermissionRequest {
-            id: id_key(id),
-            tool_call_id: item_id,
-            title,
-            kind: "execute".to_owned(),
-            options: decisions(params, true),
-            command,
-            paths: params["cwd"]
-                .as_str()
-                .map(|cwd| vec![cwd.to_owned()])
-                .unwrap_or_default(),
-            diffs: Vec::new(),
-        }
-    }
 }
 
 impl Mapper for AppServerMapper {
@@ -356,9 +290,12 @@ impl Mapper for AppServerMapper {
                 if !self.ours(method, params) {
                     return LineVerdict::Ignored;
                 }
-                out.push(AgentMessage::PermissionRequest(Box::new(
-                    self.approval(id, method, params),
-                )));
+                out.push(AgentMessage::PermissionRequest(Box::new(approval(
+                    id,
+                    method,
+                    params,
+                    &self.items,
+                ))));
                 return LineVerdict::Event;
             }
             return LineVerdict::Ignored;
@@ -383,145 +320,10 @@ impl Mapper for AppServerMapper {
     }
 
     fn finish(&mut self, exit: ExitFacts, out: &mut Vec<AgentMessage>) -> AgentOutcome {
-        self.tools.fail_all_open("Codex", exit.stopped_by_us, out);
+        self.tools.fail_all_open(AGENT, exit.stopped_by_us, out);
         self.tools.release_thoughts(&mut self.held_thoughts, out);
         self.ended.clone().unwrap_or(AgentOutcome::Unfinished)
     }
-}
-
-/// The answers Codex offers for an approval (`availableDecisions`, else the protocol's set),
-/// as options whose id is the decision's name. "decline" (the turn goes on without it) is
-/// always offered before "cancel" (the turn ends), so a refusal by policy lets the turn go on.
-fn decisions(params: &Value, command: bool) -> Vec<PermissionOption> {
-    let offered: Vec<Value> = params["availableDecisions"]
-        .as_array()
-        .cloned()
-        .unwrap_or_else(|| {
-            ["accept", "acceptForSession", "decline", "cancel"]
-                .map(Value::from)
-                .to_vec()
-        });
-    let mut options: Vec<PermissionOption> = offered
-        .iter()
-        .filter_map(|decision| decision_option(decision, command))
-        .collect();
-    if !options.iter().any(|option| option.id == "decline") {
-        let at = options
-            .iter()
-            .position(|option| option.id == "cancel")
-            .unwrap_or(options.len());
-        options.insert(
-            at,
-            decision_option(&json!("decline"), command).expect("known"),
-        );
-    }
-    options
-}
-
-fn decision_option(decision: &Value, command: bool) -> Option<PermissionOption> {
-    let (id, kind, name) = match decision {
-        Value::String(name) => match name.as_str() {
-            "accept" => (
-                "accept",
-                PermissionOptionKind::AllowOnce,
-                "Yes, proceed".to_owned(),
-            ),
-            "acceptForSession" => (
-                "acceptForSession",
-                PermissionOptionKind::AllowAlways,
-                if command {
-                    "Yes, and don't ask again this session".to_owned()
-                } else {
-                    "Yes, and don't ask again for these files".to_owned()
-                },
-            ),
-            "decline" => (
-                "decline",
-                PermissionOptionKind::RejectOnce,
-                "No, and let Codex go on without it".to_owned(),
-            ),
-            "cancel" => (
-                "cancel",
-                PermissionOptionKind::RejectOnce,
-                "No, and stop the turn (tell Codex what to do differently)".to_owned(),
-            ),
-            _ => return None,
-        },
-        Value::Object(map) => {
-            let amendment = map.get("acceptWithExecpolicyAmendment")?;
-            let prefix = amendment["execpolicy_amendment"]
-                .as_array()
-                .map(|words| {
-                    words
-                        .iter()
-                        .filter_map(Value::as_str)
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                })
-                .unwrap_or_default();
-            (
-                "acceptWithExecpolicyAmendment",
-                PermissionOptionKind::AllowAlways,
-                format!("Yes, and don't ask again for commands that start with `{prefix}`"),
-            )
-        }
-        _ => return None,
-    };
-    Some(PermissionOption {
-        id: id.to_owned(),
-        kind,
-        name,
-    })
-}
-
-/// The decision to send back for option `option_id` of request `params` (`None`: not offered).
-pub(crate) fn decision_value(params: &Value, option_id: &str) -> Option<Value> {
-    if option_id == "acceptWithExecpolicyAmendment" {
-        return params["availableDecisions"]
-            .as_array()?
-            .iter()
-            .find(|decision| decision.get(option_id).is_some())
-            .cloned();
-    }
-    matches!(
-        option_id,
-        "accept" | "acceptForSession" | "decline" | "cancel"
-    )
-    .then(|| Value::from(option_id))
-}
-
-/// A `fileChange` change as the prompt shows it: an added file's text, a deleted file's, or
-/// the old and new lines of an update's hunks (Codex gives a unified diff).
-fn file_diff(change: &Value) -> Option<FileDiff> {
-    let path = change["path"].as_str()?.to_owned();
-    let diff = change["diff"].as_str()?;
-    let (old_text, new_text) = match change["kind"]["type"].as_str() {
-        Some("add") => (None, diff.to_owned()),
-        Some("delete") => (Some(diff.to_owned()), String::new()),
-        _ => {
-            let (mut old, mut new) = (String::new(), String::new());
-            for line in diff.split_inclusive('\n') {
-                if line.starts_with("---") || line.starts_with("+++") || line.starts_with("@@") {
-                    continue;
-                }
-                match line.split_at_checked(1) {
-                    Some(("-", rest)) => old.push_str(rest),
-                    Some(("+", rest)) => new.push_str(rest),
-                    Some((" ", rest)) => {
-                        old.push_str(rest);
-                        new.push_str(rest);
-                    }
-                    _ => {}
-                }
-            }
-            (Some(old), new)
-        }
-    };
-    Some(FileDiff {
-        path,
-        old_text,
-        new_text,
-    })
 }
 
 /// The HTTP status Codex's structured error names.
@@ -541,24 +343,6 @@ fn status_of_error(error: &Value) -> Option<u16> {
     }
 }
 
-/// `/bin/bash -lc 'touch a'` -> `touch a` (Codex wraps every command in a login shell).
-fn unwrap_shell(command: &str) -> String {
-    for prefix in [
-        "/bin/bash -lc ",
-        "bash -lc ",
-        "/bin/sh -c ",
-        "/bin/zsh -lc ",
-    ] {
-        if let Some(rest) = command.strip_prefix(prefix) {
-            let rest = rest.trim();
-            if rest.len() >= 2 && rest.starts_with('\'') && rest.ends_with('\'') {
-                return rest[1..rest.len() - 1].replace("'\\''", "'");
-            }
-            return rest.to_owned();
-        }
-    }
-    command.to_owned()
-}
 
 fn user_text(item: &Value) -> String {
     item["content"]
@@ -705,6 +489,7 @@ fn tool_ending(kind: &str, item: &Value, streamed: Option<String>) -> ToolEnding
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::provider::codex::app_server::approvals::decision_value;
 
     fn map(mapper: &mut AppServerMapper, lines: &[Value]) -> Vec<AgentMessage> {
         let mut out = Vec::new();

@@ -1,93 +1,68 @@
 //! One live `codex app-server` process with a thread open in it: JSON-RPC over its stdio, one
-//! object per line (Codex writes no `"jsonrpc"` field and does not need one).
-//!
-//! The router task reads stdout: a response somebody waits for (every request agentty makes:
-//! `initialize`, `thread/start`, `turn/start`, `turn/interrupt`, ...) goes to its waiter; every
-//! other line (notifications, the agent's own requests) goes in order to whoever reads the
-//! process: the attempt that plays a turn, or nobody between turns.
-
-use std::path::Path;
-use std::sync::atomic::AtomicU64;
-use std::sync::Arc;
-use std::time::Duration;
+//! object per line (Codex writes no `"jsonrpc"` field and does not need one). Threads are
+//! started, resumed, listed, forked and reverted here.
 
 use serde_json::{json, Value};
-use tokio::sync::oneshot;
-use tokio::time::Instant;
 
-use super::connection::{Connection, Response, Router, Waiters};
-use super::mapper::AppServerMapper;
-use super::status::Shared;
-use crate::provider::live_process::{LiveItem, LiveProcess, LiveSession};
-use crate::provider::runner::{self, AttemptMapping, EndedBy};
-use crate::provider::{AttemptRequest, Backend, SessionRef};
-use crate::stream::{AgentMessage, FailureReason};
+use super::AppServerProtocol;
+use crate::config::Transport;
+use crate::provider::json_rpc::{await_result, JsonRpc};
+use crate::provider::live::{Live, LiveProcess, StartFailure, Unstarted};
+use crate::provider::{AttemptRequest, SessionRef};
 
-/// How long a starting app-server may take to answer `initialize` and open the thread.
-const START_TIMEOUT: Duration = Duration::from_secs(60);
-use crate::process::timings::EXIT_AFTER_CLOSE;
 /// The approval policy every thread runs with: Codex asks before anything its sandbox does
 /// not allow, and agentty's permission prompt (or policy) answers.
 const APPROVAL_POLICY: &str = "on-request";
 
-/// One live app-server with a thread open.
-pub(super) struct AppServerSession {
-    pub(super) connection: Connection,
-    pub(super) process: LiveProcess,
+/// What the driver keeps of a live app-server.
+pub(crate) struct AppServerSession {
+    pub(super) connection: JsonRpc,
     pub(super) thread_id: String,
-    /// The session it was started for, and whether it has had a prompt yet.
-    started_for: SessionRef,
-    pub(super) prompted: bool,
     /// The thread was resumed (not created): its first turn continues a conversation.
     pub(super) resumed: bool,
     /// The request it was started for (a new thread opens in the same directory).
     request: AttemptRequest,
-    shared: Shared,
 }
 
-impl AppServerSession {
+impl AppServerProtocol {
     /// Starts the app-server, initialises it and opens (or resumes) `request.session`.
-    pub(super) async fn start(
-        backend: Arc<dyn Backend>,
+    pub(super) async fn start_server(
+        &self,
         request: &AttemptRequest,
-        shared: Shared,
-    ) -> Result<Self, AgentMessage> {
-        let Some(mut spec) = backend.app_server_spawn_spec(request) else {
-            return Err(runner::start_failed(format!(
+    ) -> Result<Live<AppServerSession>, Unstarted> {
+        let Some(mut spec) = self.backend.live_spawn_spec(Transport::AppServer, request) else {
+            return Err(StartFailure::Spawn(format!(
                 "the {} provider has no app-server transport",
-                backend.name()
-            )));
+                self.backend.name()
+            ))
+            .into());
         };
         if spec.cwd.is_none() {
             spec.cwd = request.cwd.clone();
         }
-        let waiters = Waiters::default();
-        let process = LiveProcess::start(&spec, Router(waiters.clone()), "codex app-server")
-            .map_err(runner::start_failed)?;
-        let connection = Connection {
-            lines: process.commands.clone(),
-            waiters,
-            next_id: Arc::new(AtomicU64::new(0)),
-        };
-        let mut session = Self {
-            connection,
-            process,
+        let (router, connect) = JsonRpc::router(false);
+        let process = LiveProcess::start(&spec, router, "codex app-server")
+            .map_err(|error| Unstarted::from(StartFailure::Spawn(error)))?;
+        let session = AppServerSession {
+            connection: connect(process.commands.clone()),
             thread_id: String::new(),
-            started_for: request.session.clone(),
-            prompted: false,
             resumed: false,
             request: request.clone(),
-            shared,
         };
-        match session.open(request).await {
-            Ok(()) => Ok(session),
-            Err(failure) => Err(session.start_failure(failure).await),
+        let mut live = Live::new(process, session, request.session.clone());
+        match self.open(&mut live, request).await {
+            Ok(()) => Ok(live),
+            Err(why) => Err(live.unstarted(why)),
         }
     }
 
     /// `initialize`, then `thread/start` or `thread/resume`.
-    async fn open(&mut self, request: &AttemptRequest) -> Result<(), OpenFailure> {
-        let initialize = self.connection.request(
+    async fn open(
+        &self,
+        live: &mut Live<AppServerSession>,
+        request: &AttemptRequest,
+    ) -> Result<(), StartFailure> {
+        let initialize = live.session.connection.request(
             "initialize",
             json!({
                 "clientInfo": {"name": "agentty", "title": "agentty", "version": env!("CARGO_PKG_VERSION")},
@@ -97,271 +72,172 @@ impl AppServerSession {
                 ]}
             }),
         );
-        self.await_result("initialize", initialize).await?;
-        self.connection.notify("initialized", json!({}));
-        self.shared.list_models(self.connection.clone());
+        await_result(&mut live.process, "initialize", initialize, "Codex").await?;
+        live.session.connection.notify("initialized", json!({}));
+        self.shared.list_models(&live.session.connection);
         match &request.session {
-            SessionRef::Resume(id) => self.resume_thread(id).await,
-            SessionRef::ContinueLatest => match self.latest_thread(request).await? {
-                Some(id) => self.resume_thread(&id).await,
-                None => self.new_thread(request).await,
+            SessionRef::Resume(id) => self.resume_thread(live, id).await,
+            SessionRef::ContinueLatest => match latest_thread(live, request).await? {
+                Some(id) => self.resume_thread(live, &id).await,
+                None => self.new_thread(live, request).await,
             },
-            SessionRef::New => self.new_thread(request).await,
+            SessionRef::New => self.new_thread(live, request).await,
         }
     }
 
-    async fn new_thread(&mut self, request: &AttemptRequest) -> Result<(), OpenFailure> {
-        let started = self.connection.request(
+    pub(super) async fn new_thread(
+        &self,
+        live: &mut Live<AppServerSession>,
+        request: &AttemptRequest,
+    ) -> Result<(), StartFailure> {
+        let started = live.session.connection.request(
             "thread/start",
-            json!({"cwd": session_cwd(request), "approvalPolicy": APPROVAL_POLICY}),
+            json!({"cwd": request.working_dir(), "approvalPolicy": APPROVAL_POLICY}),
         );
-        let started = self.await_result("thread/start", started).await?;
-        self.adopt_thread(&started)?;
-        self.shared.history.opened(&self.thread_id, Ok(None));
-        self.resumed = false;
+        let started = await_result(&mut live.process, "thread/start", started, "Codex").await?;
+        self.adopt_thread(live, &started)?;
+        self.shared
+            .history
+            .opened(&live.session.thread_id, Ok(None));
+        live.session.resumed = false;
         Ok(())
     }
 
-    async fn resume_thread(&mut self, id: &str) -> Result<(), OpenFailure> {
-        let resumed = self.connection.request(
+    async fn resume_thread(
+        &self,
+        live: &mut Live<AppServerSession>,
+        id: &str,
+    ) -> Result<(), StartFailure> {
+        let resumed = live.session.connection.request(
             "thread/resume",
             json!({"threadId": id, "approvalPolicy": APPROVAL_POLICY, "excludeTurns": true}),
         );
-        match self.await_result("thread/resume", resumed).await {
+        match await_result(&mut live.process, "thread/resume", resumed, "Codex").await {
             Ok(resumed) => {
-                self.adopt_thread(&resumed)?;
-                self.resumed = true;
-                let newest = self.newest_turn().await;
-                self.shared.history.opened(&self.thread_id, newest);
+                self.adopt_thread(live, &resumed)?;
+                live.session.resumed = true;
+                let newest = newest_turn(live).await;
+                self.shared.history.opened(&live.session.thread_id, newest);
                 Ok(())
             }
-            Err(OpenFailure::Refused(error)) => Err(OpenFailure::Lost(error)),
+            Err(StartFailure::Refused(error)) => Err(StartFailure::Lost(error)),
             Err(other) => Err(other),
         }
     }
 
-    /// The most recent thread of the working directory (`--continue`).
-    async fn latest_thread(
-        &mut self,
-        request: &AttemptRequest,
-    ) -> Result<Option<String>, OpenFailure> {
-        let listed = self.connection.request(
-            "thread/list",
-            json!({"limit": 1, "cwd": session_cwd(request)}),
-        );
-        let listed = self.await_result("thread/list", listed).await?;
-        Ok(listed["data"][0]["id"].as_str().map(str::to_owned))
-    }
-
-    /// Takes the thread a `thread/start` or `thread/resume` answer opened.
-    fn adopt_thread(&mut self, answer: &Value) -> Result<(), OpenFailure> {
+    /// Takes the thread a `thread/start`, `thread/resume` or `thread/fork` answer opened.
+    fn adopt_thread(
+        &self,
+        live: &mut Live<AppServerSession>,
+        answer: &Value,
+    ) -> Result<(), StartFailure> {
         let Some(id) = answer["thread"]["id"].as_str() else {
-            return Err(OpenFailure::Refused(format!(
+            return Err(StartFailure::Refused(format!(
                 "Codex opened a thread without an id: {answer}"
             )));
         };
-        self.thread_id = id.to_owned();
-        self.shared.saw_thread(&self.connection, id, answer);
+        live.session.thread_id = id.to_owned();
+        self.shared.saw_thread(answer);
         Ok(())
-    }
-
-    /// The newest turn of the open thread (`thread/turns/list`, newest first), where a rewind
-    /// to before the next turn branches.
-    async fn newest_turn(&mut self) -> Result<Option<String>, String> {
-        let listed = self.connection.request(
-            "thread/turns/list",
-            json!({"threadId": self.thread_id, "limit": 1, "sortDirection": "desc"}),
-        );
-        match self.await_result("thread/turns/list", listed).await {
-            Ok(listed) => Ok(listed["data"][0]["id"].as_str().map(str::to_owned)),
-            Err(OpenFailure::Exited) => Err("Codex ended".to_owned()),
-            Err(OpenFailure::Refused(error) | OpenFailure::Lost(error)) => Err(error),
-        }
     }
 
     /// `thread/fork` of `thread` through `last_turn`: a new thread with that history, open in
     /// this process; `thread` itself stays as it is.
-    pub(super) async fn fork(&mut self, thread: &str, last_turn: &str) -> Result<(), String> {
-        let forked = self.connection.request(
+    pub(super) async fn fork(
+        &self,
+        live: &mut Live<AppServerSession>,
+        thread: &str,
+        last_turn: &str,
+    ) -> Result<(), String> {
+        let forked = live.session.connection.request(
             "thread/fork",
             json!({"threadId": thread, "lastTurnId": last_turn,
                    "approvalPolicy": APPROVAL_POLICY, "excludeTurns": true}),
         );
-        let failed = |failure| match failure {
-            OpenFailure::Exited => "Codex ended".to_owned(),
-            OpenFailure::Refused(error) | OpenFailure::Lost(error) => error,
-        };
-        let forked = self
-            .await_result("thread/fork", forked)
+        let forked = await_result(&mut live.process, "thread/fork", forked, "Codex")
             .await
-            .map_err(failed)?;
-        self.adopt_thread(&forked).map_err(failed)?;
+            .map_err(said)?;
+        self.adopt_thread(live, &forked).map_err(said)?;
         self.shared
             .history
-            .opened(&self.thread_id, Ok(Some(last_turn.to_owned())));
-        self.resumed = true;
+            .opened(&live.session.thread_id, Ok(Some(last_turn.to_owned())));
+        live.session.resumed = true;
         Ok(())
     }
 
-    /// `thread/revert` to before `turn_id`: Codex forgets that turn and every later one, in
-    /// memory and in its stored thread.
-    pub(super) async fn revert(&mut self, turn_id: &str) -> Result<(), String> {
-        let reverted = self.connection.request(
-            "thread/revert",
-            json!({"threadId": self.thread_id, "beforeTurnId": turn_id}),
-        );
-        self.await_result("thread/revert", reverted)
-            .await
-            .map(|_| ())
-            .map_err(|failure| match failure {
-                OpenFailure::Exited => "Codex ended".to_owned(),
-                OpenFailure::Refused(error) | OpenFailure::Lost(error) => error,
-            })
-    }
-
-    /// Waits for the response to `method`, while dropping what else comes (the thread's
-    /// announcements).
-    async fn await_result(
-        &mut self,
-        method: &str,
-        mut response: oneshot::Receiver<Response>,
-    ) -> Result<Value, OpenFailure> {
-        let deadline = Instant::now() + START_TIMEOUT;
-        loop {
-            tokio::select! {
-                answer = &mut response => {
-                    return match answer {
-                        Ok(Ok(result)) => Ok(result),
-                        Ok(Err(error)) => Err(OpenFailure::Refused(format!("Codex refused {method}: {error}"))),
-                        Err(_) => Err(OpenFailure::Exited),
-                    };
-                }
-                item = self.process.items.recv() => match item {
-                    Some(LiveItem::Line(line)) => {
-                        tracing::debug!(line = %line.text, method, "app-server line while waiting");
-                    }
-                    Some(LiveItem::Exited(report)) => {
-                        self.process.exited = Some(report);
-                        return Err(OpenFailure::Exited);
-                    }
-                    None => return Err(OpenFailure::Exited),
-                },
-                _ = tokio::time::sleep_until(deadline) => {
-                    return Err(OpenFailure::Refused(format!(
-                        "Codex did not answer {method} within {} s",
-                        START_TIMEOUT.as_secs()
-                    )));
-                }
-            }
-        }
-    }
-
-    /// The terminal message of a start that failed; the process is ended.
-    async fn start_failure(mut self, failure: OpenFailure) -> AgentMessage {
-        if self.process.exited.is_none() {
-            self.process.process_stop.kill_now();
-        }
-        let report = self.process.wait_exit().await;
-        let stderr = self.process.stderr_text();
-        let mapping = AttemptMapping::new(Box::new(AppServerMapper::new("")));
-        let mut out = Vec::new();
-        let mut terminal = mapping.finish(&report, EndedBy::Exit, stderr, &mut out);
-        if let AgentMessage::Failed(failed) = &mut terminal {
-            match failure {
-                OpenFailure::Exited => {
-                    failed.reason = FailureReason::StartFailed;
-                    let said = failed
-                        .stderr
-                        .lines()
-                        .rev()
-                        .find(|line| !line.trim().is_empty())
-                        .map(str::trim)
-                        .unwrap_or("it exited before answering initialize");
-                    failed.message = format!("codex app-server did not start: {said}");
-                }
-                OpenFailure::Refused(message) => {
-                    failed.reason = FailureReason::StartFailed;
-                    failed.message = message;
-                }
-                OpenFailure::Lost(message) => {
-                    failed.reason = FailureReason::SessionLost;
-                    failed.message = message;
-                }
-            }
-        }
-        terminal
-    }
-}
-
-impl LiveSession for AppServerSession {
-    fn serves(&mut self, session: &SessionRef) -> bool {
-        if !self.process.is_running() {
-            return false;
-        }
-        // `--continue` names the thread this process resumed for as long as it runs.
-        if *session == self.started_for
-            && (!self.prompted || *session == SessionRef::ContinueLatest)
-        {
-            return true;
-        }
-        matches!(session, SessionRef::Resume(id) if *id == self.thread_id)
-    }
-
-    /// `thread/start` in the running app-server: a new conversation, or a retry of a first
-    /// turn, costs no cold start.
-    async fn open_new(&mut self, request: &AttemptRequest) -> bool {
-        if !self.process.is_running() {
+    /// A new thread in the running app-server, in the session's own directory: a new
+    /// conversation, or a retry of a first turn, costs no cold start.
+    pub(super) async fn open_new_thread(
+        &self,
+        live: &mut Live<AppServerSession>,
+        request: &AttemptRequest,
+    ) -> bool {
+        if !live.process.is_running() {
             return false;
         }
         let request = AttemptRequest {
-            cwd: request.cwd.clone().or_else(|| self.request.cwd.clone()),
+            cwd: request
+                .cwd
+                .clone()
+                .or_else(|| live.session.request.cwd.clone()),
             ..request.clone()
         };
-        match self.new_thread(&request).await {
+        match self.new_thread(live, &request).await {
             Ok(()) => {
-                tracing::info!(thread = %self.thread_id, "a new Codex thread in the running app-server");
-                self.started_for = request.session.clone();
-                self.prompted = false;
-                self.process.forget_stderr();
+                tracing::info!(thread = %live.session.thread_id, "a new Codex thread in the running app-server");
+                live.reopened(request.session.clone());
                 true
             }
             Err(_) => false,
         }
     }
+}
 
-    async fn close(self) {
-        let Self {
-            connection,
-            process,
-            shared,
-            ..
-        } = self;
-        shared.forget_connection();
-        if let Ok(mut waiters) = connection.waiters.lock() {
-            waiters.clear();
+/// `thread/revert` to before `turn_id`: Codex forgets that turn and every later one, in memory
+/// and in its stored thread.
+pub(super) async fn revert(live: &mut Live<AppServerSession>, turn_id: &str) -> Result<(), String> {
+    let reverted = live.session.connection.request(
+        "thread/revert",
+        json!({"threadId": live.session.thread_id, "beforeTurnId": turn_id}),
+    );
+    await_result(&mut live.process, "thread/revert", reverted, "Codex")
+        .await
+        .map(|_| ())
+        .map_err(said)
+}
+
+/// The most recent thread of the working directory (`--continue`).
+async fn latest_thread(
+    live: &mut Live<AppServerSession>,
+    request: &AttemptRequest,
+) -> Result<Option<String>, StartFailure> {
+    let listed = live.session.connection.request(
+        "thread/list",
+        json!({"limit": 1, "cwd": request.working_dir()}),
+    );
+    let listed = await_result(&mut live.process, "thread/list", listed, "Codex").await?;
+    Ok(listed["data"][0]["id"].as_str().map(str::to_owned))
+}
+
+/// The newest turn of the open thread (`thread/turns/list`, newest first), where a rewind to
+/// before the next turn branches.
+async fn newest_turn(live: &mut Live<AppServerSession>) -> Result<Option<String>, String> {
+    let listed = live.session.connection.request(
+        "thread/turns/list",
+        json!({"threadId": live.session.thread_id, "limit": 1, "sortDirection": "desc"}),
+    );
+    let listed = await_result(&mut live.process, "thread/turns/list", listed, "Codex")
+        .await
+        .map_err(said)?;
+    Ok(listed["data"][0]["id"].as_str().map(str::to_owned))
+}
+
+/// A failure in words (for what happens after the start).
+fn said(failure: StartFailure) -> String {
+    match failure {
+        StartFailure::NoAnswer(..) => "Codex ended".to_owned(),
+        StartFailure::Spawn(error) | StartFailure::Refused(error) | StartFailure::Lost(error) => {
+            error
         }
-        drop(connection);
-        process.close(EXIT_AFTER_CLOSE).await;
     }
-}
-
-/// Why opening the thread failed.
-enum OpenFailure {
-    /// The process ended first.
-    Exited,
-    /// Codex answered with an error (or not at all).
-    Refused(String),
-    /// Codex cannot continue the thread asked for.
-    Lost(String),
-}
-
-/// The working directory a thread is opened in: the request's, else agentty's own.
-fn session_cwd(request: &AttemptRequest) -> String {
-    request
-        .cwd
-        .clone()
-        .or_else(|| std::env::current_dir().ok())
-        .unwrap_or_else(|| Path::new("/").to_path_buf())
-        .display()
-        .to_string()
 }

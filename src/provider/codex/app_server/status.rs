@@ -1,7 +1,7 @@
-//! What the app-server provider keeps between turns and shares with the UI: the model,
+//! What the app-server protocol keeps between turns and shares with the UI: the model,
 //! reasoning effort and approval preset (Codex's `model/list`, the thread's settings, the
-//! user's choice, sent with the next `turn/start`), the messages given mid-turn waiting to reach the model, the warnings
-//! already shown, and the way to the live thread for steering.
+//! user's choice, sent with the next `turn/start`), the messages given mid-turn waiting to
+//! reach the model, and the warnings already shown.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -9,8 +9,9 @@ use std::sync::{Arc, Mutex};
 use serde_json::{json, Value};
 use tokio::sync::watch;
 
-use super::connection::{settled, Connection, REQUEST_TIMEOUT};
 use super::history::ThreadHistory;
+use super::REQUEST_TIMEOUT;
+use crate::provider::json_rpc::{settled, JsonRpc};
 use crate::provider::AgentSetting;
 use crate::provider::{AgentQueue, AgentStatus, ContextUse, ModeChoice, ModelChoice};
 
@@ -47,19 +48,10 @@ fn preset_of(approval: &Value, sandbox: &Value) -> Option<String> {
         .map(|preset| preset.0.to_owned())
 }
 
-/// The live thread and its running turn, for messages given mid-turn.
-#[derive(Default)]
-struct Live {
-    connection: Option<Connection>,
-    thread_id: String,
-    turn_id: Option<String>,
-}
-
 #[derive(Clone)]
 pub(super) struct Shared {
     status: watch::Sender<AgentStatus>,
     queue: watch::Sender<AgentQueue>,
-    live: Arc<Mutex<Live>>,
     overrides: Arc<Mutex<Overrides>>,
     /// Codex's `model/list` entries (for each model's reasoning efforts).
     models: Arc<Mutex<Vec<Value>>>,
@@ -74,7 +66,6 @@ impl Shared {
         Self {
             status: watch::Sender::new(AgentStatus::default()),
             queue: watch::Sender::new(AgentQueue::default()),
-            live: Arc::new(Mutex::new(Live::default())),
             overrides: Arc::new(Mutex::new(Overrides::default())),
             models: Arc::new(Mutex::new(Vec::new())),
             warned: Arc::new(Mutex::new(HashSet::new())),
@@ -127,11 +118,11 @@ impl Shared {
     }
 
     /// Asks Codex for its models (in the background: the first prompt does not wait).
-    pub(super) fn list_models(&self, connection: Connection) {
+    pub(super) fn list_models(&self, connection: &JsonRpc) {
         let shared = self.clone();
         let listed = connection.request("model/list", json!({}));
         tokio::spawn(async move {
-            match settled(listed, REQUEST_TIMEOUT).await {
+            match settled(listed, REQUEST_TIMEOUT, "Codex").await {
                 Ok(answer) => {
                     let models = answer["data"].as_array().cloned().unwrap_or_default();
                     if let Ok(mut kept) = shared.models.lock() {
@@ -147,14 +138,9 @@ impl Shared {
         });
     }
 
-    /// A thread is open on `connection`: Codex's model, effort, approval policy and sandbox
-    /// for it are in `answer` (of `thread/start` or `thread/resume`).
-    pub(super) fn saw_thread(&self, connection: &Connection, thread_id: &str, answer: &Value) {
-        if let Ok(mut live) = self.live.lock() {
-            live.connection = Some(connection.clone());
-            thread_id.clone_into(&mut live.thread_id);
-            live.turn_id = None;
-        }
+    /// A thread is open: Codex's model, effort, approval policy and sandbox for it are in
+    /// `answer` (of `thread/start` or `thread/resume`).
+    pub(super) fn saw_thread(&self, answer: &Value) {
         let overrides = self.overrides();
         let text = |key: &str| answer[key].as_str().map(str::to_owned);
         self.status.send_modify(|status| {
@@ -172,20 +158,6 @@ impl Shared {
                 .collect();
         });
         self.refresh_levels();
-    }
-
-    /// The process is going away: nothing is sent to it any more.
-    pub(super) fn forget_connection(&self) {
-        if let Ok(mut live) = self.live.lock() {
-            *live = Live::default();
-        }
-    }
-
-    /// The turn now running (or none), for steering.
-    pub(super) fn set_turn(&self, turn_id: Option<String>) {
-        if let Ok(mut live) = self.live.lock() {
-            live.turn_id = turn_id;
-        }
     }
 
     /// The current model's reasoning efforts, and its default effort when none is chosen.
@@ -267,31 +239,10 @@ impl Shared {
         }
     }
 
-    /// Hands `text` to the running turn (`turn/steer`); false when no turn runs.
-    pub(super) fn steer(&self, text: &str) -> bool {
-        let Ok(live) = self.live.lock() else {
-            return false;
-        };
-        let (Some(connection), Some(turn_id)) = (&live.connection, &live.turn_id) else {
-            return false;
-        };
-        let steered = connection.request(
-            "turn/steer",
-            json!({
-                "threadId": live.thread_id,
-                "expectedTurnId": turn_id,
-                "input": [{"type": "text", "text": text}],
-            }),
-        );
+    /// A message given mid-turn is on its way to the model.
+    pub(super) fn steering(&self, text: &str) {
         self.queue
             .send_modify(|queue| queue.steering.push(text.to_owned()));
-        tokio::spawn(async move {
-            // The turn ended meanwhile: the attempt says what did not reach the model.
-            if let Err(error) = settled(steered, REQUEST_TIMEOUT).await {
-                tracing::warn!(%error, "Codex did not take the message mid-turn");
-            }
-        });
-        true
     }
 
     /// A message given mid-turn reached the model.

@@ -1,0 +1,215 @@
+//! Claude Code's settings over stream-json: the models `initialize` lists, the permission modes
+//! Shift+Tab cycles, and the user's choices (`/model`, Shift+Tab), sent as `set_model` /
+//! `set_permission_mode` control requests and held for the conversation: every process
+//! started later is told them after `initialize`.
+
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Value};
+use tokio::sync::watch;
+
+use super::control::{settled, Control};
+use crate::process::timings::SETTING_TIMEOUT;
+use crate::provider::{AgentQueue, AgentSetting, AgentStatus, ModeChoice, ModelChoice};
+
+/// Claude Code's permission modes that Shift+Tab cycles through, in its own order.
+/// `bypassPermissions` is left out: it would grant every permission without asking.
+pub(crate) const PERMISSION_MODES: [(&str, &str); 3] = [
+    ("default", "default"),
+    ("acceptEdits", "accept edits"),
+    ("plan", "plan"),
+];
+
+/// Settings the user changed (`/model`, Shift+Tab), for processes started later.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Chosen {
+    pub(super) model: Option<String>,
+    pub(super) mode: Option<String>,
+}
+
+/// What the protocol shares with its live process and turns.
+#[derive(Clone)]
+pub(crate) struct Shared {
+    pub(super) status: watch::Sender<AgentStatus>,
+    /// The live process's control channel, between turns too (settings).
+    pub(super) control: Arc<Mutex<Option<Control>>>,
+    /// Messages typed during the turn that the CLI has not taken yet (shown as waiting).
+    pub(super) queue: watch::Sender<AgentQueue>,
+    /// The model and mode the user chose in this conversation.
+    pub(super) chosen: Arc<Mutex<Chosen>>,
+}
+
+impl Shared {
+    pub(super) fn new() -> Self {
+        Self {
+            status: watch::channel(AgentStatus::default()).0,
+            control: Arc::new(Mutex::new(None)),
+            queue: watch::channel(AgentQueue::default()).0,
+            chosen: Arc::new(Mutex::new(Chosen::default())),
+        }
+    }
+
+    pub(super) fn chosen(&self) -> Chosen {
+        self.chosen
+            .lock()
+            .map(|chosen| chosen.clone())
+            .unwrap_or_default()
+    }
+
+    /// The conversation's settings an attempt carries (the choices of a resumed conversation,
+    /// the config's start) for each kind the user has not chosen in this run.
+    pub(super) fn adopt(&self, settings: &[AgentSetting]) {
+        let Ok(mut chosen) = self.chosen.lock() else {
+            return;
+        };
+        for setting in settings {
+            match setting {
+                AgentSetting::Model(model) if chosen.model.is_none() => {
+                    chosen.model = Some(model.clone())
+                }
+                AgentSetting::Mode(mode) if chosen.mode.is_none() => {
+                    chosen.mode = Some(mode.clone())
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// The CLI changed its mode itself (plan mode's exit): that is the choice from now on.
+    pub(super) fn saw_mode(&self, mode: String) {
+        if let Ok(mut chosen) = self.chosen.lock() {
+            if chosen.mode.is_some() {
+                chosen.mode = Some(mode.clone());
+            }
+        }
+        self.status.send_if_modified(|status| {
+            let changed = status.mode.as_deref() != Some(mode.as_str());
+            status.mode = Some(mode);
+            changed
+        });
+    }
+
+    /// A process started: its models, and the model and mode it now runs.
+    pub(super) fn saw_start(
+        &self,
+        models: Vec<ModelChoice>,
+        model: Option<String>,
+        mode: Option<String>,
+    ) {
+        self.status.send_modify(|status| {
+            status.model = model.or_else(|| models.first().map(|model| model.id.clone()));
+            status.models = models;
+            status.thinking_levels = Vec::new();
+            status.modes = PERMISSION_MODES
+                .iter()
+                .map(|(id, name)| ModeChoice {
+                    id: (*id).to_owned(),
+                    name: (*name).to_owned(),
+                })
+                .collect();
+            status.mode = mode.or_else(|| Some(PERMISSION_MODES[0].0.to_owned()));
+        });
+    }
+
+    /// Asks the running CLI for `setting`; false when it has no such setting or no process
+    /// runs. The answer (the new value, or the refusal) arrives in the status.
+    pub(super) fn change(&self, setting: AgentSetting) -> bool {
+        let Some(control) = self.control.lock().ok().and_then(|c| c.clone()) else {
+            return false;
+        };
+        let (request, describe) = match &setting {
+            AgentSetting::Model(model) => (
+                json!({"subtype": "set_model", "model": model}),
+                format!("model {model}"),
+            ),
+            AgentSetting::Mode(mode) => (
+                json!({"subtype": "set_permission_mode", "mode": mode}),
+                format!("mode {mode}"),
+            ),
+            AgentSetting::ThinkingLevel(_) => return false,
+        };
+        let answer = control.request(request);
+        let shared = self.clone();
+        tokio::spawn(async move {
+            let answer = settled(answer, SETTING_TIMEOUT).await;
+            shared.status.send_modify(|status| match answer {
+                Ok(response) => {
+                    let mut chosen = shared
+                        .chosen
+                        .lock()
+                        .unwrap_or_else(|poisoned| poisoned.into_inner());
+                    match setting {
+                        AgentSetting::Model(model) => {
+                            chosen.model = Some(model.clone());
+                            status.model = Some(model);
+                        }
+                        AgentSetting::Mode(mode) => {
+                            let mode = response["mode"].as_str().map(str::to_owned).unwrap_or(mode);
+                            chosen.mode = Some(mode.clone());
+                            status.mode = Some(mode);
+                        }
+                        AgentSetting::ThinkingLevel(_) => {}
+                    }
+                }
+                Err(refusal) => status.refused(format!("{describe}: {refusal}")),
+            });
+        });
+        true
+    }
+}
+
+/// The value of `flag` in the spawn arguments (the user's `--model`, `--permission-mode`).
+pub(super) fn configured_flag(spec: &crate::process::SpawnSpec, flag: &str) -> Option<String> {
+    let args: Vec<String> = spec
+        .args
+        .iter()
+        .map(|arg| arg.to_string_lossy().into_owned())
+        .collect();
+    let at = args.iter().rposition(|arg| arg == flag)?;
+    args.get(at + 1).cloned()
+}
+
+/// One model of `initialize`'s answer: `{value, displayName, description, ...}`.
+pub(super) fn model_choice(model: &Value) -> Option<ModelChoice> {
+    let id = model["value"].as_str()?.to_owned();
+    Some(ModelChoice {
+        name: model["displayName"].as_str().unwrap_or(&id).to_owned(),
+        provider: None,
+        reasoning: false,
+        id,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn initialize_models_and_the_users_flags_are_read() {
+        let model = json!({"value": "sonnet", "displayName": "Sonnet", "description": "..."});
+        let choice = model_choice(&model).unwrap();
+        assert_eq!(
+            (choice.id.as_str(), choice.name.as_str()),
+            ("sonnet", "Sonnet")
+        );
+        assert!(model_choice(&json!({"displayName": "no value"})).is_none());
+        let spec = crate::process::SpawnSpec::new("claude").args([
+            "--model",
+            "opus",
+            "--session-id",
+            "abc",
+            "--permission-mode",
+            "plan",
+        ]);
+        assert_eq!(configured_flag(&spec, "--model").as_deref(), Some("opus"));
+        assert_eq!(
+            configured_flag(&spec, "--session-id").as_deref(),
+            Some("abc")
+        );
+        assert_eq!(
+            configured_flag(&spec, "--permission-mode").as_deref(),
+            Some("plan")
+        );
+        assert_eq!(configured_flag(&spec, "--effort"), None);
+    }
+}
