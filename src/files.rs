@@ -66,6 +66,79 @@ pub(crate) fn append_no_follow(path: &Path, create: bool) -> io::Result<File> {
     no_follow().append(true).create(create).open(path)
 }
 
+/// Makes `path` a folder (owner-only where it creates one), refusing a symbolic link or a
+/// non-folder in any component from `anchor` (included) down: a link planted in place of
+/// `snapshots`, `sessions` or `logs` must not send agentty's writes (copies of the user's files,
+/// logs) to wherever it points. Folders above `anchor` are the user's own layout (a home on
+/// another volume behind a link) and are not judged. A `path` outside `anchor` is refused.
+pub(crate) fn private_dir_under(anchor: &Path, path: &Path) -> io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    let below = path.strip_prefix(anchor).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{} is not inside {}", path.display(), anchor.display()),
+        )
+    })?;
+    if let Some(parent) = anchor
+        .parent()
+        .filter(|parent| !parent.as_os_str().is_empty())
+    {
+        std::fs::create_dir_all(parent)?;
+    }
+    let mut folder = anchor.to_path_buf();
+    let components = std::iter::once(None).chain(below.components().map(Some));
+    for component in components {
+        if let Some(component) = component {
+            if !matches!(component, std::path::Component::Normal(_)) {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("{} is not a plain path", path.display()),
+                ));
+            }
+            folder.push(component);
+        }
+        match std::fs::symlink_metadata(&folder) {
+            Ok(metadata) if metadata.is_dir() => {}
+            Ok(_) => return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "{} is a symbolic link or a file, not a folder: nothing is written through it",
+                    folder.display()
+                ),
+            )),
+            Err(error) if error.kind() == io::ErrorKind::NotFound => {
+                match std::fs::DirBuilder::new().mode(0o700).create(&folder) {
+                    Ok(()) => {}
+                    // Another agentty made it meanwhile: judged on the next turn of the loop.
+                    Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {
+                        if !std::fs::symlink_metadata(&folder)?.is_dir() {
+                            return Err(io::Error::new(
+                                io::ErrorKind::InvalidInput,
+                                format!("{} is not a folder", folder.display()),
+                            ));
+                        }
+                    }
+                    Err(error) => return Err(error),
+                }
+            }
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(())
+}
+
+/// Makes a folder of agentty's state dir (`sessions`, `logs`, ...) with [`private_dir_under`]
+/// the state dir: never through a link in any of its components. A folder outside the state
+/// dir (a test's) is made as any folder.
+pub(crate) fn private_state_dir(path: &Path) -> io::Result<()> {
+    let state = crate::logging::state_dir();
+    if path.starts_with(&state) {
+        private_dir_under(&state, path)
+    } else {
+        std::fs::create_dir_all(path)
+    }
+}
+
 /// What a non-regular file is, for messages.
 fn describe_kind(kind: std::fs::FileType) -> &'static str {
     if kind.is_dir() {

@@ -118,7 +118,7 @@ const LOG_QUEUE_LINES: usize = 4096;
 /// `AGENTTY_LOG` sets the filter (default `info`).
 pub fn init() -> Option<WorkerGuard> {
     let dir = log_dir();
-    std::fs::create_dir_all(&dir).ok()?;
+    crate::files::private_state_dir(&dir).ok()?;
     let appender = DailyLog::open(dir, days_since_epoch());
     // The default queue (128,000 lines) is allocated and touched up front: ~5 MiB and a few
     // milliseconds at every start. Lines beyond this bound are dropped, never waited for.

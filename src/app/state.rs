@@ -214,6 +214,9 @@ struct AskedPermission {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Activity {
     Idle,
+    /// No turn runs, but the working tree's snapshot is being taken (the baseline, or the one
+    /// that sums up the last turn).
+    Snapshotting(crate::orchestrator::SnapshotBusy),
     /// A prompt is on its way and the orchestrator has not said its turn started.
     Starting,
     /// A turn runs: what its agent is doing, and for how long it has been doing it.
@@ -342,6 +345,10 @@ pub struct AppState {
     pub(crate) installed_agents: Option<Vec<String>>,
     /// The last rewind, while it can be undone (until the next prompt).
     pub(crate) last_rewind: Option<super::rewind::LastRewind>,
+    /// What the working tree's snapshot is busy with (the status bar says so, never "idle").
+    pub(crate) snapshot_busy: Option<crate::orchestrator::SnapshotBusy>,
+    /// `/undo` was asked while the last turn's changes were being summed up: it runs then.
+    pub(crate) undo_after_snapshot: bool,
     /// The provider's transport sends images (`set_accepts_images`).
     pub(crate) accepts_images: bool,
     /// The colours chosen (`theme` in the config, `/settings`).
@@ -394,6 +401,8 @@ impl AppState {
             notify: crate::config::NotifyMode::default(),
             installed_agents: None,
             last_rewind: None,
+            snapshot_busy: None,
+            undo_after_snapshot: false,
             accepts_images: false,
             theme: crate::config::Theme::default(),
             terminal_background: None,
@@ -457,7 +466,9 @@ impl AppState {
             Action::Stop => self.is_turn_running(),
             Action::CopyLastAnswer => self.last_answer().is_some(),
             Action::Diff => !self.changed_turns.is_empty(),
-            Action::Undo => !self.is_turn_running() && self.undoable_turn().is_some(),
+            Action::Undo => {
+                !self.is_turn_running() && (self.undoable_turn().is_some() || self.summing_up())
+            }
             Action::Compact => !self.is_turn_running(),
             Action::Rewind => {
                 !self.is_turn_running()
@@ -494,7 +505,10 @@ impl AppState {
         }
         let Some(turn) = &self.turn else {
             return match self.prompt_in_flight {
-                None => Activity::Idle,
+                None => match self.snapshot_busy {
+                    Some(busy) => Activity::Snapshotting(busy),
+                    None => Activity::Idle,
+                },
                 Some(false) => Activity::Starting,
                 Some(true) => Activity::Stopping {
                     stage: StopStatus::Requested,

@@ -2,10 +2,35 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
-use super::restore::undo;
-use super::scan::{scan, Guard, ScanReport};
-use super::store::EntryKind;
+use super::changes::turn_changes;
+use super::manifest::{EntryKind, Manifest};
+use super::restore::undo as undo_journaled;
+use super::scan::{scan, Guard, ScanReport, Walk};
+use super::store::Store;
 use super::*;
+
+fn undo(
+    root: &Path,
+    store: &Store,
+    before: &Manifest,
+    after: &Manifest,
+    overwrite: bool,
+) -> UndoOutcome {
+    undo_journaled(root, store, before, after, overwrite, "test")
+}
+
+/// The paths of a manifest, as text.
+fn paths(manifest: &Manifest) -> Vec<String> {
+    manifest
+        .entries
+        .keys()
+        .map(|path| manifest::display_path(path))
+        .collect()
+}
+
+fn entry<'a>(manifest: &'a Manifest, path: &str) -> &'a manifest::Entry {
+    &manifest.entries[path.as_bytes()]
+}
 
 fn write(root: &Path, path: &str, text: &str) {
     let full = root.join(path);
@@ -24,7 +49,7 @@ struct Rig {
 impl Rig {
     fn new() -> Self {
         let state = tempfile::tempdir().unwrap();
-        let store = Store::new(state.path().join("s.snapshots"));
+        let store = Store::new(state.path(), state.path().join("trees/t"));
         Self {
             tree: tempfile::tempdir().unwrap(),
             state,
@@ -38,11 +63,36 @@ impl Rig {
     }
 
     fn scan(&self, cache: Option<&Manifest>) -> (Manifest, ScanReport) {
-        scan(self.root(), &self.store, &self.limits, cache, None)
+        self.scan_guarded(cache, None)
+    }
+
+    fn scan_guarded(
+        &self,
+        cache: Option<&Manifest>,
+        guard: Option<Guard<'_>>,
+    ) -> (Manifest, ScanReport) {
+        let exclude = scan::exclude_matcher(self.root(), &self.limits.exclude_patterns());
+        let walk = Walk {
+            root: self.root(),
+            store: &self.store,
+            limits: &self.limits,
+            exclude: &exclude,
+        };
+        scan(&walk, cache, guard)
     }
 
     fn changes(&self, before: &Manifest, after: &Manifest) -> Vec<FileChange> {
-        turn_changes(&self.store, before, after)
+        turn_changes(&self.store, &self.limits, before, after)
+    }
+
+    /// A worker on this tree, its records in `name` of the state dir.
+    fn worker(&self, name: &str) -> SnapshotWorker {
+        SnapshotWorker::start(SnapshotSetup {
+            root: self.root().to_path_buf(),
+            dir: self.state.path().join("snapshots").join(name),
+            state: self.state.path().to_path_buf(),
+            limits: self.limits.clone(),
+        })
     }
 }
 
@@ -52,7 +102,7 @@ fn change(path: &str, status: ChangeStatus, added: u64, removed: u64) -> FileCha
         status,
         added,
         removed,
-        too_big: false,
+        ..FileChange::default()
     }
 }
 
@@ -88,8 +138,8 @@ fn ignored_files_and_vcs_folders_are_not_kept_even_outside_git() {
     write(rig.root(), ".env", "hidden but the user's");
     write(rig.root(), "src/lib.rs", "pub fn f() {}\n");
     let (manifest, _) = rig.scan(None);
-    let paths: Vec<&str> = manifest.entries.keys().map(String::as_str).collect();
-    assert_eq!(paths, [".env", ".gitignore", "src/lib.rs"]);
+    let paths = paths(&manifest);
+    assert_eq!(paths, [".env", ".gitignore", "src", "src/lib.rs"]);
 }
 
 #[test]
@@ -173,7 +223,10 @@ fn undo_recreates_deleted_files_removes_created_ones_and_restores_permissions() 
         [
             change("created.txt", ChangeStatus::Created, 1, 0),
             change("keep/doomed.sh", ChangeStatus::Deleted, 0, 2),
-            change("mode.txt", ChangeStatus::Modified, 0, 0),
+            FileChange {
+                detail: Some(format!("mode {:o} → 600", original_mode)),
+                ..change("mode.txt", ChangeStatus::Modified, 0, 0)
+            },
         ]
     );
     let outcome = undo(rig.root(), &rig.store, &before, &after, false);
@@ -230,9 +283,9 @@ fn symbolic_links_are_kept_as_links_and_never_followed_out_of_the_tree() {
     std::os::unix::fs::symlink("secret.txt", rig.root().join("link.txt")).unwrap();
     write(rig.root(), "real/file.txt", "inside\n");
     let (before, report) = rig.scan(None);
-    let paths: Vec<&str> = before.entries.keys().map(String::as_str).collect();
-    assert_eq!(paths, ["link.txt", "out", "real/file.txt"]);
-    assert_eq!(before.entries["out"].kind, EntryKind::Symlink);
+    let paths = paths(&before);
+    assert_eq!(paths, ["link.txt", "out", "real", "real/file.txt"]);
+    assert_eq!(entry(&before, "out").kind, EntryKind::Symlink);
     // Only the link's target text was read, not the folder or file behind it.
     let target_len = outside.path().as_os_str().len() as u64;
     assert_eq!(
@@ -246,28 +299,31 @@ fn symbolic_links_are_kept_as_links_and_never_followed_out_of_the_tree() {
     std::os::unix::fs::symlink(outside.path(), rig.root().join("real")).unwrap();
     let (after, _) = rig.scan(Some(&before));
     let outcome = undo(rig.root(), &rig.store, &before, &after, false);
-    assert_eq!(outcome.removed, ["real"]);
-    assert_eq!(outcome.restored, ["real/file.txt"]);
+    // The link goes (replaced), the folder and its file come back.
+    assert_eq!(outcome.restored, ["real/", "real/file.txt"]);
+    assert!(
+        outcome.removed.is_empty() && outcome.failed.is_empty(),
+        "{outcome:?}"
+    );
     assert!(std::fs::symlink_metadata(rig.root().join("real"))
         .unwrap()
         .is_dir());
     assert!(!outside.path().join("file.txt").exists());
 
     // The agent deletes the folder, then (after the turn) a link out of the tree appears in
-    // its place: putting the file back must not write through it, even when told to overwrite.
+    // its place: asked to overwrite, the undo replaces the link itself with the folder, and
+    // never writes through it.
     let (before, _) = rig.scan(Some(&after));
     std::fs::remove_dir_all(rig.root().join("real")).unwrap();
     let (after, _) = rig.scan(Some(&before));
     std::os::unix::fs::symlink(outside.path(), rig.root().join("real")).unwrap();
+    let outcome = undo(rig.root(), &rig.store, &before, &after, false);
+    assert_eq!(outcome.conflicts, ["real/"], "asked first");
     let outcome = undo(rig.root(), &rig.store, &before, &after, true);
-    assert_eq!(
-        outcome
-            .failed
-            .iter()
-            .map(|(path, _)| path.as_str())
-            .collect::<Vec<_>>(),
-        ["real/file.txt"]
-    );
+    assert_eq!(outcome.restored, ["real/file.txt"], "{outcome:?}");
+    assert!(std::fs::symlink_metadata(rig.root().join("real"))
+        .unwrap()
+        .is_dir());
     assert!(!outside.path().join("file.txt").exists());
     assert_eq!(
         std::fs::read_to_string(outside.path().join("secret.txt")).unwrap(),
@@ -282,8 +338,8 @@ fn files_over_the_limits_are_seen_changing_but_not_kept() {
     write(rig.root(), "big.txt", &"x".repeat(4096));
     write(rig.root(), "small.txt", "s\n");
     let (before, report) = rig.scan(None);
-    assert_eq!(report.too_big, ["big.txt"]);
-    assert_eq!(before.entries["big.txt"].blob, None);
+    assert_eq!(report.not_kept, [(manifest::NotKept::TooBig, 1)]);
+    assert_eq!(entry(&before, "big.txt").blob(), None);
     write(rig.root(), "big.txt", &"y".repeat(5000));
     let (after, _) = rig.scan(Some(&before));
     let changes = rig.changes(&before, &after);
@@ -314,13 +370,7 @@ fn a_snapshot_taken_after_the_agent_started_uses_the_baseline_for_what_it_wrote(
         baseline: &baseline,
         baseline_done: None,
     };
-    let (before, _) = scan(
-        rig.root(),
-        &rig.store,
-        &rig.limits,
-        Some(&baseline),
-        Some(guard),
-    );
+    let (before, _) = rig.scan_guarded(Some(&baseline), Some(guard));
     assert_eq!(
         before,
         Manifest {
@@ -358,7 +408,7 @@ fn the_diff_has_hunks_with_context_and_says_what_it_cannot_show() {
     );
     std::fs::write(rig.root().join("b.bin"), [0u8, 9]).unwrap();
     let (after, _) = rig.scan(Some(&before));
-    let files = diff_files(&rig.store, &before, &after);
+    let files = diff_files(&rig.store, &rig.limits, &before, &after);
     assert_eq!(files[0].path, "a.txt");
     let text: Vec<String> = files[0]
         .lines
@@ -470,14 +520,14 @@ fn no_operation_touches_the_user_s_git_state() {
     write(root, "ignored/x", "ignored\n");
     let git_before = git_state(root);
 
-    let worker_dir = rig.state.path().join("w.snapshots");
-    let (before, _) = scan(root, &rig.store, &rig.limits, None, None);
+    let worker_dir = rig.state.path().join("snapshots/w");
+    let (before, _) = rig.scan(None);
     write(root, "tracked.txt", "the agent's\n");
     write(root, "new.txt", "new\n");
     std::fs::remove_file(root.join("staged.txt")).unwrap();
     let (after, _) = rig.scan(Some(&before));
     assert_eq!(rig.changes(&before, &after).len(), 3);
-    let _ = diff_files(&rig.store, &before, &after);
+    let _ = diff_files(&rig.store, &rig.limits, &before, &after);
     let outcome = undo(root, &rig.store, &before, &after, false);
     assert!(outcome.changed_anything() && outcome.failed.is_empty());
     // The worker as the orchestrator runs it, too.
@@ -486,9 +536,11 @@ fn no_operation_touches_the_user_s_git_state() {
         .build()
         .unwrap();
     runtime.block_on(async {
-        let mut worker =
-            SnapshotWorker::start(root.to_path_buf(), worker_dir.clone(), rig.limits.clone());
-        assert_eq!(worker.next().await, Some(SnapshotReply::Ready));
+        let mut worker = rig.worker("w");
+        assert_eq!(
+            worker.next().await,
+            Some(SnapshotReply::Ready { notice: None })
+        );
         // Past the clock slack since the undo above wrote the files.
         std::thread::sleep(Duration::from_millis(120));
         worker.begin(1, SystemTime::now());
@@ -520,7 +572,7 @@ fn no_operation_touches_the_user_s_git_state() {
     assert!(!root.join("new.txt").exists());
     assert_eq!(git_state(root), git_before);
     assert_eq!(git(root, &["status", "--porcelain"]), "A  staged.txt\n");
-    assert!(worker_dir.join("manifests/1-before.json.zst").exists());
+    assert!(worker_dir.join("turns/1.json").exists());
 }
 
 #[test]
@@ -545,15 +597,10 @@ fn a_file_the_baseline_read_after_the_agent_wrote_it_is_never_restored_to_the_ag
         baseline: &baseline,
         baseline_done: None,
     };
-    let (before, _) = scan(
-        rig.root(),
-        &rig.store,
-        &rig.limits,
-        Some(&baseline),
-        Some(guard),
-    );
+    let (before, _) = rig.scan_guarded(Some(&baseline), Some(guard));
     assert_eq!(
-        before.entries["old.txt"].blob, None,
+        entry(&before, "old.txt").blob(),
+        None,
         "unknown, not the agent's text"
     );
     write(rig.root(), "old.txt", "the agent's, later\n");
@@ -584,15 +631,9 @@ fn a_file_saved_just_before_the_prompt_is_kept_as_the_baseline_read_it() {
         baseline: &baseline,
         baseline_done: Some(baseline_done),
     };
-    let (before, _) = scan(
-        rig.root(),
-        &rig.store,
-        &rig.limits,
-        Some(&baseline),
-        Some(guard),
-    );
+    let (before, _) = rig.scan_guarded(Some(&baseline), Some(guard));
     assert!(
-        before.entries["notes.txt"].blob.is_some(),
+        entry(&before, "notes.txt").blob().is_some(),
         "the baseline was read before the request: its copy is how the file was"
     );
     let (after, _) = rig.scan(Some(&before));
@@ -621,12 +662,11 @@ fn a_rewind_skips_undone_turns_and_can_itself_be_undone() {
         .build()
         .unwrap();
     runtime.block_on(async {
-        let mut worker = SnapshotWorker::start(
-            root.clone(),
-            rig.state.path().join("w.snapshots"),
-            rig.limits.clone(),
+        let mut worker = rig.worker("w");
+        assert_eq!(
+            worker.next().await,
+            Some(SnapshotReply::Ready { notice: None })
         );
-        assert_eq!(worker.next().await, Some(SnapshotReply::Ready));
         let turns: [(u64, &[(&str, &str)]); 3] = [
             (1, &[("a.txt", "a1\n")]),
             (2, &[("b.txt", "b2\n")]),
