@@ -99,13 +99,15 @@ pub(crate) fn private_dir_under(anchor: &Path, path: &Path) -> io::Result<()> {
         }
         match std::fs::symlink_metadata(&folder) {
             Ok(metadata) if metadata.is_dir() => {}
-            Ok(_) => return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!(
+            Ok(_) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!(
                     "{} is a symbolic link or a file, not a folder: nothing is written through it",
                     folder.display()
                 ),
-            )),
+                ))
+            }
             Err(error) if error.kind() == io::ErrorKind::NotFound => {
                 match std::fs::DirBuilder::new().mode(0o700).create(&folder) {
                     Ok(()) => {}
@@ -224,5 +226,30 @@ mod tests {
         let error = append_no_follow(&link, true).unwrap_err();
         assert_eq!(error.raw_os_error(), Some(libc::ELOOP));
         assert_eq!(std::fs::read_to_string(&outside).unwrap(), "mine\n");
+    }
+
+    /// No folder of the state dir is made or written through a link, whichever component it
+    /// is (`snapshots`, `trees`, a store's own folder): the link's target stays empty.
+    #[test]
+    fn no_folder_of_the_state_dir_is_followed_through_a_link() {
+        let state = tempfile::tempdir().unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        let anchor = state.path();
+        std::os::unix::fs::symlink(elsewhere.path(), anchor.join("trees")).unwrap();
+        let error = private_dir_under(anchor, &anchor.join("trees/abc/blobs")).unwrap_err();
+        assert!(error.to_string().contains("symbolic link"), "{error}");
+        std::fs::create_dir_all(anchor.join("snapshots/conv")).unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), anchor.join("snapshots/conv/turns")).unwrap();
+        assert!(private_dir_under(anchor, &anchor.join("snapshots/conv/turns")).is_err());
+        assert!(private_dir_under(anchor, &anchor.join("../outside")).is_err());
+        assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0);
+        // Real folders are made, owner-only.
+        private_dir_under(anchor, &anchor.join("sessions/deep")).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(anchor.join("sessions/deep"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o700);
     }
 }

@@ -301,6 +301,8 @@ pub struct AppState {
     pub(crate) popup_dismissed_for: Option<String>,
     /// Files `@` mentions can name.
     pub(crate) files: FileIndex,
+    /// The `@` list was cut: how many paths there were (at least).
+    pub(crate) files_cut_from: Option<usize>,
     /// Why this provider runs (the first-start screen says it).
     pub provider_reason: Option<InertText>,
     pub quitting: bool,
@@ -380,6 +382,7 @@ impl AppState {
             popup: None,
             popup_dismissed_for: None,
             files: FileIndex::default(),
+            files_cut_from: None,
             provider_reason: None,
             quitting: false,
             orchestrator_alive: true,

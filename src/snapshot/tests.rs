@@ -750,3 +750,285 @@ fn a_rewind_skips_undone_turns_and_can_itself_be_undone() {
         assert_eq!(outcome.unwrap().removed, ["c.txt"]);
     });
 }
+
+/// A mode the user changed after the turn is a change of its own: `/undo` asks before it puts
+/// the file back (and so never loosens a `chmod 600`).
+#[test]
+fn a_mode_changed_since_the_turn_is_a_conflict() {
+    let rig = Rig::new();
+    write(rig.root(), "f.txt", "v1\n");
+    let (before, _) = rig.scan(None);
+    write(rig.root(), "f.txt", "v2 by the agent\n");
+    let (after, _) = rig.scan(Some(&before));
+    let file = rig.root().join("f.txt");
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let outcome = undo(rig.root(), &rig.store, &before, &after, false);
+    assert_eq!(outcome.conflicts, ["f.txt"]);
+    assert!(!outcome.changed_anything());
+    assert_eq!(read_text(rig.root(), "f.txt"), "v2 by the agent\n");
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+}
+
+/// Names are bytes: a file whose name is not UTF-8 is seen changing, named (with `\xNN`) and
+/// put back, in a folder whose name is not UTF-8 either.
+#[test]
+fn names_that_are_not_utf8_are_tracked_and_undone() {
+    use std::os::unix::ffi::OsStrExt;
+    let rig = Rig::new();
+    let odd = std::ffi::OsStr::from_bytes(b"name-\xff\xfe.txt");
+    let folder = std::ffi::OsStr::from_bytes(b"dir-\xff");
+    std::fs::write(rig.root().join(odd), "doomed\n").unwrap();
+    std::fs::create_dir(rig.root().join(folder)).unwrap();
+    std::fs::write(rig.root().join(folder).join("f.txt"), "one\n").unwrap();
+    let (before, _) = rig.scan(None);
+    std::fs::remove_file(rig.root().join(odd)).unwrap();
+    std::fs::write(rig.root().join(folder).join("f.txt"), "one\ntwo\n").unwrap();
+    let (after, _) = rig.scan(Some(&before));
+    let changes = rig.changes(&before, &after);
+    assert_eq!(
+        changes,
+        [
+            change("dir-\\xff/f.txt", ChangeStatus::Modified, 1, 0),
+            change("name-\\xff\\xfe.txt", ChangeStatus::Deleted, 0, 1),
+        ]
+    );
+    let outcome = undo(rig.root(), &rig.store, &before, &after, false);
+    assert_eq!(outcome.restored, ["dir-\\xff/f.txt", "name-\\xff\\xfe.txt"]);
+    assert_eq!(std::fs::read(rig.root().join(odd)).unwrap(), b"doomed\n");
+    assert_eq!(
+        std::fs::read(rig.root().join(folder).join("f.txt")).unwrap(),
+        b"one\n"
+    );
+}
+
+/// A file the agent replaced with a folder comes back as the file: what the turn made in the
+/// folder goes first, then the folder.
+#[test]
+fn a_file_replaced_by_a_folder_is_put_back() {
+    let rig = Rig::new();
+    write(rig.root(), "thing", "a file\n");
+    let (before, _) = rig.scan(None);
+    std::fs::remove_file(rig.root().join("thing")).unwrap();
+    write(rig.root(), "thing/inside.txt", "made by the agent\n");
+    let (after, _) = rig.scan(Some(&before));
+    let changes = rig.changes(&before, &after);
+    assert_eq!(
+        changes
+            .iter()
+            .map(|change| (change.path.as_str(), change.detail.as_deref()))
+            .collect::<Vec<_>>(),
+        [("thing", Some("file → folder")), ("thing/inside.txt", None)]
+    );
+    let outcome = undo(rig.root(), &rig.store, &before, &after, false);
+    assert!(outcome.failed.is_empty(), "{outcome:?}");
+    assert_eq!(read_text(rig.root(), "thing"), "a file\n");
+}
+
+/// Agents' own state inside the project (`DEFAULT_EXCLUDE`, `[snapshots] exclude`) is never
+/// snapshot, so never reported nor put back.
+#[test]
+fn excluded_paths_are_never_snapshot() {
+    let mut rig = Rig::new();
+    rig.limits.exclude = vec!["/scratch/".to_owned()];
+    write(rig.root(), ".claude/settings.local.json", "{}\n");
+    write(rig.root(), ".claude/commands/mine.md", "the user's\n");
+    write(rig.root(), "scratch/tmp.txt", "x\n");
+    write(rig.root(), "kept.txt", "k\n");
+    let (manifest, _) = rig.scan(None);
+    assert_eq!(
+        paths(&manifest),
+        [
+            ".claude",
+            ".claude/commands",
+            ".claude/commands/mine.md",
+            "kept.txt"
+        ]
+    );
+}
+
+/// Manifests are stored as deltas: a walk that finds nothing changed writes no manifest at
+/// all, and one that finds one file changed writes a few hundred bytes, whatever the tree.
+#[test]
+fn manifests_are_deltas_and_an_unchanged_tree_adds_nothing() {
+    let rig = Rig::new();
+    for index in 0..2000 {
+        write(
+            rig.root(),
+            &format!("d{}/f{index}.txt", index % 20),
+            &format!("{index}\n"),
+        );
+    }
+    let (first, _) = rig.scan(None);
+    let (id, depth) = rig.store.save_manifest(&first, None).unwrap();
+    let manifests = rig.store.dir().join("manifests");
+    let whole = walk_bytes(&manifests);
+    std::thread::sleep(Duration::from_millis(120));
+    let (same, _) = rig.scan(Some(&first));
+    let again = rig
+        .store
+        .save_manifest(&same, Some((&first, id, depth)))
+        .unwrap();
+    assert_eq!(again, (id, depth), "nothing changed: the same manifest");
+    write(rig.root(), "d0/f0.txt", "changed\n");
+    let (changed, _) = rig.scan(Some(&same));
+    let (delta, delta_depth) = rig
+        .store
+        .save_manifest(&changed, Some((&same, id, depth)))
+        .unwrap();
+    assert_eq!(delta_depth, 1);
+    let added = walk_bytes(&manifests) - whole;
+    assert!(
+        added < 400,
+        "a one-file delta is {added} bytes (whole: {whole})"
+    );
+    assert_eq!(rig.store.manifest(delta).unwrap().entries, changed.entries);
+}
+
+fn walk_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|entry| {
+                    let metadata = entry.metadata().unwrap();
+                    if metadata.is_dir() {
+                        walk_bytes(&entry.path())
+                    } else {
+                        metadata.len()
+                    }
+                })
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+/// A restore killed half-way leaves a journal: the next launch removes the temporary file it
+/// left beside its target, counts what was put back and what was not, and finishes it or rolls
+/// it back on request, never counting agentty's own writes as the user's.
+#[test]
+fn an_interrupted_restore_is_found_cleaned_and_finished_or_rolled_back() {
+    let rig = Rig::new();
+    for index in 0..10 {
+        write(rig.root(), &format!("f{index}.txt"), "before\n");
+    }
+    let (before, _) = rig.scan(None);
+    for index in 0..10 {
+        write(rig.root(), &format!("f{index}.txt"), "after\n");
+    }
+    let (after, _) = rig.scan(Some(&before));
+    let conversation = rig.state.path().join("snapshots/c");
+    let journal = journal::Journal::begin(
+        &rig.store,
+        RestoreKind::Undo,
+        1,
+        vec![1],
+        &conversation,
+        &before,
+        &after,
+    )
+    .unwrap();
+    // Killed after four files, with a temporary file beside the fifth.
+    for index in 0..4 {
+        write(rig.root(), &format!("f{index}.txt"), "before\n");
+    }
+    let temporary = rig
+        .root()
+        .join(format!(".f4.txt.agentty-restore.{}", journal.id));
+    std::fs::write(&temporary, "before\n").unwrap();
+    std::mem::forget(journal);
+    let found = journal::interrupted(&rig.store);
+    assert_eq!(found.len(), 1);
+    let seen = journal::examine(rig.root(), &rig.store, &found[0]).unwrap();
+    assert_eq!((seen.done, seen.pending, seen.changed_since), (4, 6, 0));
+    assert!(!temporary.exists(), "the temporary file is gone");
+    assert!(
+        seen.describe().contains("4 of 10 files put back"),
+        "{}",
+        seen.describe()
+    );
+
+    // Rolled back: the four go back as the turn left them.
+    let outcome = journal::resolve(rig.root(), &rig.store, &found[0], false).unwrap();
+    assert_eq!(outcome.restored.len(), 4, "{outcome:?}");
+    for index in 0..10 {
+        assert_eq!(read_text(rig.root(), &format!("f{index}.txt")), "after\n");
+    }
+    assert!(journal::interrupted(&rig.store).is_empty(), "resolved once");
+
+    // Again, finished this time.
+    let journal = journal::Journal::begin(
+        &rig.store,
+        RestoreKind::Undo,
+        1,
+        vec![1],
+        &conversation,
+        &before,
+        &after,
+    )
+    .unwrap();
+    write(rig.root(), "f0.txt", "before\n");
+    std::mem::forget(journal);
+    let found = journal::interrupted(&rig.store);
+    let outcome = journal::resolve(rig.root(), &rig.store, &found[0], true).unwrap();
+    assert_eq!(outcome.restored.len(), 9, "{outcome:?}");
+    for index in 0..10 {
+        assert_eq!(read_text(rig.root(), &format!("f{index}.txt")), "before\n");
+    }
+}
+
+/// Two agentty processes ran turns in one tree at the same time: the turn's summary may hold
+/// the other's files, so its `/undo` asks before touching anything.
+#[test]
+fn a_turn_that_overlapped_another_agentty_s_asks_before_undoing() {
+    let rig = Rig::new();
+    write(rig.root(), "mine.txt", "v1\n");
+    let store = Store::for_tree(rig.state.path(), rig.root());
+    // Another agentty (a live process: this test's parent) began a turn here a moment ago.
+    let other = std::os::unix::process::parent_id();
+    let since = SystemTime::now() - Duration::from_secs(1);
+    store
+        .write_atomically(
+            &store
+                .dir()
+                .join("activity")
+                .join(format!("{other}-{}", scan::ns(since))),
+            b"",
+        )
+        .unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let mut worker = rig.worker("w");
+        assert!(matches!(
+            worker.next().await,
+            Some(SnapshotReply::Ready { .. })
+        ));
+        std::thread::sleep(Duration::from_millis(120));
+        worker.begin(1, SystemTime::now());
+        worker.next().await;
+        write(rig.root(), "theirs.txt", "made by the other agentty\n");
+        worker.end(1);
+        let Some(SnapshotReply::Ended {
+            changes, notice, ..
+        }) = worker.next().await
+        else {
+            panic!("no end");
+        };
+        assert_eq!(changes.len(), 1);
+        assert!(notice.unwrap().contains("Another agentty"));
+        worker.undo(1, false);
+        let Some(SnapshotReply::Undone { outcome, .. }) = worker.next().await else {
+            panic!("no undo");
+        };
+        let outcome = outcome.unwrap();
+        assert_eq!(outcome.shared_with, [other]);
+        assert_eq!(outcome.conflicts, ["theirs.txt"]);
+        assert!(rig.root().join("theirs.txt").exists(), "asked, not deleted");
+        assert!(describe_undo(&Ok(outcome)).contains("another agentty"));
+    });
+}

@@ -430,11 +430,9 @@ impl WorkerState {
         overwrite: bool,
     ) -> Result<UndoOutcome, String> {
         let (target, left) = only_changed(target, left);
-        if !overwrite {
-            let conflicts = super::restore::conflicts(&self.root, &target, &left);
-            if !conflicts.is_empty() {
-                return Ok(undo(&self.root, &self.store, &target, &left, false, "none"));
-            }
+        if !overwrite && !super::restore::conflicts(&self.root, &target, &left).is_empty() {
+            // Nothing is written (nor journaled): the conflicts are asked about.
+            return Ok(undo(&self.root, &self.store, &target, &left, false, "none"));
         }
         let journal = Journal::begin(
             &self.store,
@@ -469,14 +467,11 @@ impl WorkerState {
                 shared_with: foreign,
                 ..UndoOutcome::default()
             };
-            outcome.conflicts =
-                undo(&self.root, &self.store, &before, &after, false, "none").conflicts;
-            if outcome.conflicts.is_empty() {
-                outcome.conflicts = super::changes::reported_paths(&before, &after)
-                    .iter()
-                    .map(|path| super::manifest::display_path(path))
-                    .collect();
-            }
+            // Nothing is written: every path the turn seems to have changed is asked about.
+            outcome.conflicts = super::changes::reported_paths(&before, &after)
+                .iter()
+                .map(|path| super::manifest::display_path(path))
+                .collect();
             return Ok(outcome);
         }
         let outcome = self.restore(
