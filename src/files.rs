@@ -137,7 +137,11 @@ pub(crate) fn private_state_dir(path: &Path) -> io::Result<()> {
     if path.starts_with(&state) {
         private_dir_under(&state, path)
     } else {
-        std::fs::create_dir_all(path)
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(path)
     }
 }
 

@@ -58,11 +58,12 @@ pub(crate) enum DiffRow {
         added: u64,
         removed: u64,
     },
-    /// A line of that file's diff; `path` names the file (for highlighting).
+    /// A line of that file's diff; `path` names the file (for highlighting), shared by all its
+    /// lines.
     Line {
         kind: DiffLineKind,
         text: InertText,
-        path: InertText,
+        path: std::sync::Arc<InertText>,
     },
 }
 
@@ -177,9 +178,9 @@ impl OverlayPane for DiffView {
 fn rows(files: &[FileDiffView]) -> Vec<DiffRow> {
     let mut rows = Vec::new();
     for file in files {
-        let path = InertText::new(&file.path);
+        let path = std::sync::Arc::new(InertText::new(&file.path));
         rows.push(DiffRow::File {
-            path: path.clone(),
+            path: InertText::clone(&path),
             status: file.status,
             added: file.added,
             removed: file.removed,

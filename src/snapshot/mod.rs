@@ -46,12 +46,10 @@ use std::path::{Path, PathBuf};
 /// `/undo` or `/rewind` (gitignore syntax, from the tree's root). The one list of them: add an
 /// agent's here. `[snapshots] exclude` in the config adds to it (`!pattern` takes one back).
 pub(crate) const DEFAULT_EXCLUDE: &[&str] = &[
-    // Claude Code rewrites its project-local settings when a permission is always allowed.
+    // Claude Code rewrites its project-local settings itself when a permission is always
+    // allowed. (pi, Codex and Gemini CLI keep their sessions under the home folder, not in the
+    // project: see the protocol notes.)
     "/.claude/settings.local.json",
-    // Gemini CLI's per-project scratch (checkpoints, shell history) when kept in the project.
-    "/.gemini/tmp/",
-    // pi's per-project sessions, when its session folder is put in the project.
-    "/.pi/sessions/",
 ];
 
 /// How much a snapshot keeps (`[snapshots]` in the config). 0 turns a limit off.

@@ -458,3 +458,85 @@ fn rewind_preview(
         dim,
     ));
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::app::rewind::RewindEntry;
+    use crate::app::transcript::InertText;
+
+    fn text(buf: &Buffer) -> String {
+        let area = buf.area;
+        (area.top()..area.bottom())
+            .map(|y| {
+                (area.left()..area.right())
+                    .map(|x| buf[(x, y)].symbol().to_owned())
+                    .collect::<String>()
+                    + "\n"
+            })
+            .collect()
+    }
+
+    fn many(count: usize) -> Vec<InertText> {
+        (0..count)
+            .map(|index| InertText::new(&format!("pkg/f{index:04}.txt")))
+            .collect()
+    }
+
+    /// Issue 37: a rewind of a turn that changed 3,000 files listed them all above its choices,
+    /// which went off screen. The list folds; the choices show at any size.
+    #[test]
+    fn the_rewind_and_undo_dialogs_keep_their_choices_on_screen_at_any_size() {
+        for (width, height) in [(160, 50), (80, 24), (40, 12)] {
+            let area = Rect::new(0, 0, width, height);
+            let mut picker = RewindPicker::new(
+                vec![RewindEntry {
+                    turn: 1,
+                    prompt: InertText::new("edit every file"),
+                    sent: std::time::Instant::now(),
+                    files: many(3000),
+                    prompts_taken_back: 1,
+                    files_put_back: many(3000),
+                    conversation_rewind: Ok(()),
+                }],
+                None,
+            );
+            picker.choosing = Some(3);
+            let mut buf = Buffer::empty(area);
+            render_rewind(&picker, area, &mut buf, std::time::Instant::now());
+            let screen = text(&buf);
+            assert!(screen.contains("Cancel"), "{width}x{height}:\n{screen}");
+            assert!(
+                screen.contains("Conversation and files"),
+                "{width}x{height}:\n{screen}"
+            );
+            if height >= 24 {
+                assert!(screen.contains("more"), "the list says it folds:\n{screen}");
+            }
+
+            let confirm = UndoConfirm {
+                turn: 1,
+                conflicts: many(3000),
+                asked_by: ConfirmFor::Undo,
+                shared_with: Vec::new(),
+            };
+            let mut buf = Buffer::empty(area);
+            render_confirm_undo(&confirm, area, &mut buf);
+            let screen = text(&buf);
+            let answers: Vec<String> = UNDO_CONFIRM_KEYS.iter().map(|key| key.hint()).collect();
+            let last = answers.last().unwrap();
+            assert!(
+                screen
+                    .replace('\n', "")
+                    .contains(&last[..last.len().min(10)]),
+                "{width}x{height}: the answers show:\n{screen}"
+            );
+            if height >= 24 {
+                assert!(
+                    screen.contains("… and 29"),
+                    "the list folds with a count:\n{screen}"
+                );
+            }
+        }
+    }
+}

@@ -298,8 +298,10 @@ impl AppState {
         cell: crate::app::transcript::CellId,
         now: Instant,
     ) {
-        // A new prompt goes on from here: the last rewind is no longer undone.
+        // A new prompt goes on from here: the last rewind is no longer undone, and an undo
+        // that waited for the last turn's summary is not made under the new turn.
         self.last_rewind = None;
+        self.undo_after_snapshot = false;
         self.turn_prompts.retain(|record| record.turn != turn);
         self.turn_prompts.push(PromptRecord {
             turn,
@@ -994,5 +996,89 @@ mod tests {
         let end = KeyEvent::new(KeyCode::End, KeyModifiers::CONTROL);
         state.on_key_at(end, start);
         assert!(state.transcript_scroll.follows());
+    }
+
+    /// Issue 37: the turn's summary is walked after the turn ended; meanwhile the status does
+    /// not say idle, `/undo` waits for it, and a summary (or notice) that arrives after the
+    /// next prompt was sent lands under its own turn.
+    #[test]
+    fn while_a_turn_s_changes_are_summed_up_nothing_says_idle_and_they_land_under_their_turn() {
+        let now = Instant::now();
+        let mut state = chat(1, now);
+        state.on_orchestrator_event(
+            OrchestratorEvent::SnapshotBusy(Some(SnapshotBusy::TurnEnd { turn: 1 })),
+            now,
+        );
+        assert!(matches!(
+            state.activity(now),
+            crate::app::state::Activity::Snapshotting(SnapshotBusy::TurnEnd { turn: 1 })
+        ));
+        assert!(state.perform(Action::Undo, None).is_empty(), "waits");
+        state.on_orchestrator_event(
+            OrchestratorEvent::TurnChanges {
+                turn: 1,
+                files: vec![changed("a.txt")],
+            },
+            now,
+        );
+        let effects = state.on_orchestrator_event(OrchestratorEvent::SnapshotBusy(None), now);
+        assert_eq!(
+            effects,
+            [AppEffect::Command(Command::UndoTurn {
+                turn: 1,
+                overwrite: false
+            })]
+        );
+        assert!(matches!(
+            state.activity(now),
+            crate::app::state::Activity::Idle
+        ));
+
+        // The summary and its notice arrive after the next prompt started.
+        let mut state = chat(1, now);
+        state.on_orchestrator_event(
+            OrchestratorEvent::TurnStarted {
+                turn: 2,
+                prompt: "next".into(),
+            },
+            now,
+        );
+        state.on_orchestrator_event(
+            OrchestratorEvent::TurnChanges {
+                turn: 1,
+                files: vec![changed("a.txt")],
+            },
+            now,
+        );
+        state.on_orchestrator_event(
+            OrchestratorEvent::Notice {
+                turn: 1,
+                kind: "snapshot".into(),
+                message: "1 file not kept".into(),
+            },
+            now,
+        );
+        let bodies: Vec<&CellBody> = state
+            .transcript
+            .cells()
+            .iter()
+            .map(|cell| &cell.body)
+            .collect();
+        let changes = bodies
+            .iter()
+            .position(|body| matches!(body, CellBody::Changes(_)))
+            .unwrap();
+        let notice = bodies
+            .iter()
+            .position(|body| matches!(body, CellBody::Notice(notice) if notice.message.contains("not kept")))
+            .unwrap();
+        let second_prompt = bodies
+            .iter()
+            .rposition(|body| matches!(body, CellBody::User(_)))
+            .unwrap();
+        assert!(
+            changes < second_prompt && notice < second_prompt,
+            "{bodies:#?}"
+        );
     }
 }
