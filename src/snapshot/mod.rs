@@ -22,6 +22,7 @@
 mod activity;
 mod changes;
 mod journal;
+mod listing;
 mod manifest;
 mod records;
 mod restore;

@@ -10,23 +10,17 @@
 
 use std::io::{self, Read};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::path::Path;
 use std::time::SystemTime;
 
-use super::manifest::{
-    bytes_path, os_bytes, Content, Entry, EntryKind, Manifest, NotKept, PathBytes,
-};
+use super::listing::{self, Found};
+use super::manifest::{bytes_path, os_bytes, Content, Entry, EntryKind, Manifest, NotKept, PathBytes};
 use super::store::{is_disk_full, Store};
 use super::SnapshotLimits;
 
 /// A file written this close to a snapshot's start may have been written again within the
 /// same timestamp tick (the kernel's file clock is coarse): its metadata is not trusted.
 pub(crate) const CLOCK_SLACK_NS: i64 = 50_000_000;
-
-/// Folders of version control systems (and a worktree's `.git` file): the tools' own, never
-/// the user's files, and never something a turn's undo should touch.
-const VCS_DIRS: [&[u8]; 4] = [b".git", b".hg", b".svn", b".jj"];
 
 /// How often a file that keeps changing while it is read is read again before it is given up.
 const READ_TRIES: usize = 3;
@@ -65,13 +59,6 @@ impl ScanReport {
             None => self.not_kept.push((why, 1)),
         }
     }
-
-    pub(crate) fn not_kept(&self, why: NotKept) -> u64 {
-        self.not_kept
-            .iter()
-            .find(|(kind, _)| *kind == why)
-            .map_or(0, |(_, count)| *count)
-    }
 }
 
 /// What is walked and how much is kept.
@@ -97,12 +84,6 @@ pub(crate) fn exclude_matcher(root: &Path, patterns: &[String]) -> ignore::gitig
     })
 }
 
-/// One path found by the walk, before its content is known.
-struct Found {
-    path: PathBytes,
-    entry: Entry,
-}
-
 /// Walks the tree and stores what is new. `cache` (the previous snapshot) spares reading files
 /// whose metadata has not changed; `guard` see [`Guard`].
 pub(crate) fn scan(
@@ -111,7 +92,12 @@ pub(crate) fn scan(
     guard: Option<Guard<'_>>,
 ) -> (Manifest, ScanReport) {
     let taken_at_ns = ns(SystemTime::now());
-    let mut found = list(walk);
+    // With a stat cache, only what changed is listed again (`None`: the ignore rules changed,
+    // or there is no cache: the whole tree is walked).
+    let mut found = cache
+        .filter(|cache| !cache.entries.is_empty())
+        .and_then(|cache| listing::relist(walk, cache))
+        .unwrap_or_else(|| listing::list_all(walk));
     found.sort_unstable_by(|a, b| a.path.cmp(&b.path));
     let since_ns = guard.as_ref().map(|guard| ns(guard.since) - CLOCK_SLACK_NS);
     let mut manifest = Manifest {
@@ -199,95 +185,6 @@ pub(crate) fn scan(
         }
     }
     (manifest, report)
-}
-
-/// Every path under the root that a snapshot covers, with its metadata.
-fn list(walk: &Walk<'_>) -> Vec<Found> {
-    // agentty's own state (logs, snapshots) when it lies inside the tree: never the agent's
-    // change, and a snapshot must not hold itself.
-    let state_dir = walk.store.anchor().to_path_buf();
-    let private: Vec<PathBuf> = [state_dir.canonicalize().ok(), Some(state_dir)]
-        .into_iter()
-        .flatten()
-        .collect();
-    let root = walk.root.to_path_buf();
-    let exclude = walk.exclude.clone();
-    let found = Mutex::new(Vec::new());
-    ignore::WalkBuilder::new(&root)
-        .hidden(false)
-        .parents(true)
-        .ignore(true)
-        .git_ignore(true)
-        .git_global(true)
-        .git_exclude(true)
-        // `.gitignore` counts outside a git repository too.
-        .require_git(false)
-        .follow_links(false)
-        .threads(2)
-        .filter_entry(move |entry| {
-            let name = os_bytes(Path::new(entry.file_name()));
-            if VCS_DIRS.contains(&name) || private.iter().any(|dir| entry.path() == dir) {
-                return false;
-            }
-            let is_dir = entry.file_type().is_some_and(|kind| kind.is_dir());
-            !exclude
-                .matched_path_or_any_parents(entry.path(), is_dir)
-                .is_ignore()
-        })
-        .build_parallel()
-        .run(|| {
-            let root = root.clone();
-            let found = &found;
-            let mut batch: Vec<Found> = Vec::new();
-            struct Flush<'a> {
-                batch: Vec<Found>,
-                found: &'a Mutex<Vec<Found>>,
-            }
-            impl Drop for Flush<'_> {
-                fn drop(&mut self) {
-                    if let Ok(mut found) = self.found.lock() {
-                        found.append(&mut self.batch);
-                    }
-                }
-            }
-            let mut flush = Flush {
-                batch: std::mem::take(&mut batch),
-                found,
-            };
-            Box::new(move |entry| {
-                let Ok(entry) = entry else {
-                    return ignore::WalkState::Continue;
-                };
-                let Some(kind) = entry.file_type() else {
-                    return ignore::WalkState::Continue;
-                };
-                let kind = if kind.is_file() {
-                    EntryKind::File
-                } else if kind.is_symlink() {
-                    EntryKind::Symlink
-                } else if kind.is_dir() {
-                    EntryKind::Dir
-                } else {
-                    // FIFOs, sockets and devices are no content.
-                    return ignore::WalkState::Continue;
-                };
-                let Ok(relative) = entry.path().strip_prefix(&root) else {
-                    return ignore::WalkState::Continue;
-                };
-                if relative.as_os_str().is_empty() {
-                    return ignore::WalkState::Continue;
-                }
-                let Ok(metadata) = std::fs::symlink_metadata(entry.path()) else {
-                    return ignore::WalkState::Continue;
-                };
-                flush.batch.push(Found {
-                    path: os_bytes(relative).to_vec(),
-                    entry: stat_entry(kind, &metadata),
-                });
-                ignore::WalkState::Continue
-            })
-        });
-    found.into_inner().unwrap_or_default()
 }
 
 /// Reads and stores the files that need it, on two threads; each with its content (or why not).
@@ -386,28 +283,16 @@ pub(crate) fn stat_entry(kind: EntryKind, metadata: &std::fs::Metadata) -> Entry
     Entry {
         kind,
         mode: metadata.mode() & 0o7777,
+        // A folder's size means nothing; its times say when a name in it came or went (the
+        // next walk lists again only the folders whose times changed).
         size: if kind == EntryKind::Dir {
             0
         } else {
             metadata.len()
         },
-        // A folder's times change with every file made in it: only its mode and being there
-        // are its state.
-        mtime_ns: if kind == EntryKind::Dir {
-            0
-        } else {
-            mtime_ns(metadata)
-        },
-        ctime_ns: if kind == EntryKind::Dir {
-            0
-        } else {
-            metadata.ctime() * 1_000_000_000 + metadata.ctime_nsec()
-        },
-        ino: if kind == EntryKind::Dir {
-            0
-        } else {
-            metadata.ino()
-        },
+        mtime_ns: mtime_ns(metadata),
+        ctime_ns: metadata.ctime() * 1_000_000_000 + metadata.ctime_nsec(),
+        ino: metadata.ino(),
         content: Content::NotKept(NotKept::Unreadable),
     }
 }
@@ -427,7 +312,7 @@ pub(crate) fn kind_of(metadata: &std::fs::Metadata) -> Option<EntryKind> {
     }
 }
 
-fn mtime_ns(metadata: &std::fs::Metadata) -> i64 {
+pub(crate) fn mtime_ns(metadata: &std::fs::Metadata) -> i64 {
     metadata.mtime() * 1_000_000_000 + metadata.mtime_nsec()
 }
 

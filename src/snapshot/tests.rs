@@ -1032,3 +1032,33 @@ fn a_turn_that_overlapped_another_agentty_s_asks_before_undoing() {
         assert!(describe_undo(&Ok(outcome)).contains("another agentty"));
     });
 }
+
+/// The walk from a stat cache sees what a whole walk sees: new files in known folders, new
+/// folders whole, deletions, and a new `.gitignore` (the rules changed: all walked again).
+#[test]
+fn the_walk_from_the_stat_cache_sees_what_a_whole_walk_sees() {
+    let rig = Rig::new();
+    write(rig.root(), "a/one.txt", "1\n");
+    write(rig.root(), "a/deep/two.txt", "2\n");
+    write(rig.root(), "b/three.txt", "3\n");
+    // Older than the clock slack: the first walk's metadata is trusted.
+    std::thread::sleep(Duration::from_millis(120));
+    let (first, _) = rig.scan(None);
+    std::thread::sleep(Duration::from_millis(120));
+    write(rig.root(), "a/deep/new.txt", "new\n");
+    write(rig.root(), "c/d/e/f.txt", "in a new folder\n");
+    std::fs::remove_file(rig.root().join("b/three.txt")).unwrap();
+    write(rig.root(), "a/one.txt", "1 changed\n");
+    let (cached, report) = rig.scan(Some(&first));
+    let (whole, _) = rig.scan(None);
+    assert_eq!(paths(&cached), paths(&whole));
+    assert_eq!(report.files_read, 3, "only the changed and new files are read");
+    std::thread::sleep(Duration::from_millis(120));
+    write(rig.root(), "a/.gitignore", "deep/\n");
+    let (after_rules, _) = rig.scan(Some(&cached));
+    assert!(
+        !paths(&after_rules).iter().any(|path| path.starts_with("a/deep")),
+        "{:?}",
+        paths(&after_rules)
+    );
+}
