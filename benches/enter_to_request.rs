@@ -21,10 +21,10 @@
 //! the moment the status bar says `idle` (the turn's "after" snapshot is done then): what a
 //! prompt sent right at idle waits for, if anything.
 
-#[path = "../tests/support/http.rs"]
-mod http;
 #[path = "support/big_tree.rs"]
 mod big_tree;
+#[path = "../tests/support/http.rs"]
+mod http;
 #[path = "support/tmux.rs"]
 mod tmux;
 
@@ -361,7 +361,11 @@ fn main() {
     let base_url = model.server.base_url();
     if big_tree() {
         let (tree, files, bytes) = big_tree::ensure();
-        eprintln!("tree: {} — {files} files, {:.0} MB", tree.display(), bytes as f64 / 1e6);
+        eprintln!(
+            "tree: {} — {files} files, {:.0} MB",
+            tree.display(),
+            bytes as f64 / 1e6
+        );
     }
     let clients: &[Client] = if checkout_tree() || big_tree() {
         &[Client::AgenttyRpc, Client::AgenttyRpcNoSnapshots]

@@ -218,6 +218,10 @@ fn main() {
         let _ = std::fs::remove_file(&index);
         git_cold.push(measure(true, || git_snapshot(&tree, &git_dir, &index)));
     }
+    eprintln!(
+        "cold baselines done ({:.0} s)",
+        started.elapsed().as_secs_f64()
+    );
     let store_bytes = folder_bytes(&bench.state.join("trees"));
     let git_bytes = folder_bytes(&git_dir.join("objects"));
 
@@ -233,6 +237,7 @@ fn main() {
             let changed = bench.turn(&mut worker, turn, || {});
             assert_eq!(changed, 0);
         });
+        eprintln!("turn {turn}: {:.0} ms", cost.wall * 1000.0);
         unchanged.push(cost);
     }
     let state_after = folder_bytes(&bench.state);

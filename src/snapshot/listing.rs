@@ -147,7 +147,8 @@ fn restat(walk: &Walk<'_>, entries: &[(&PathBytes, &Entry)], trusted_before: i64
         full.extend_from_slice(path);
         let metadata = std::fs::symlink_metadata(bytes_path(&full));
         let is_ignore_file = IGNORE_FILES.iter().any(|name| {
-            path.ends_with(name) && (path.len() == name.len() || path[path.len() - name.len() - 1] == b'/')
+            path.ends_with(name)
+                && (path.len() == name.len() || path[path.len() - name.len() - 1] == b'/')
         });
         let Ok(metadata) = metadata else {
             // Gone (its folder's times changed too, and say so).
@@ -216,7 +217,11 @@ pub(crate) fn relist(walk: &Walk<'_>, cache: &Manifest) -> Option<Vec<Found>> {
             if cache.entries.contains_key(&child.path) {
                 continue;
             }
-            let name = child.path.rsplit(|byte| *byte == b'/').next().unwrap_or_default();
+            let name = child
+                .path
+                .rsplit(|byte| *byte == b'/')
+                .next()
+                .unwrap_or_default();
             if IGNORE_FILES.contains(&name) {
                 // A new ignore file: the rules changed.
                 return None;
@@ -229,7 +234,11 @@ pub(crate) fn relist(walk: &Walk<'_>, cache: &Manifest) -> Option<Vec<Found>> {
     }
     for dir in &new_dirs {
         for child in list_under(walk, dir, None) {
-            let name = child.path.rsplit(|byte| *byte == b'/').next().unwrap_or_default();
+            let name = child
+                .path
+                .rsplit(|byte| *byte == b'/')
+                .next()
+                .unwrap_or_default();
             if IGNORE_FILES.contains(&name) {
                 return None;
             }

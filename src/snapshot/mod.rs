@@ -28,6 +28,7 @@ mod records;
 mod restore;
 mod scan;
 mod store;
+mod watch;
 mod worker;
 
 #[cfg(test)]

@@ -14,7 +14,9 @@ use std::path::Path;
 use std::time::SystemTime;
 
 use super::listing::{self, Found};
-use super::manifest::{bytes_path, os_bytes, Content, Entry, EntryKind, Manifest, NotKept, PathBytes};
+use super::manifest::{
+    bytes_path, os_bytes, Content, Entry, EntryKind, Manifest, NotKept, PathBytes,
+};
 use super::store::{is_disk_full, Store};
 use super::SnapshotLimits;
 

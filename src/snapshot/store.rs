@@ -185,22 +185,33 @@ impl Store {
         self.dir.join("latest")
     }
 
-    /// Records the newest walk of the tree: its manifest and when it started.
-    pub(crate) fn set_latest(&self, id: BlobId, depth: u32, taken_at_ns: i64) -> io::Result<()> {
+    /// Records the newest walk of the tree: its manifest, when it started, and the rules it
+    /// walked by (`rules`: a hash of the `[snapshots] exclude` patterns).
+    pub(crate) fn set_latest(
+        &self,
+        id: BlobId,
+        depth: u32,
+        taken_at_ns: i64,
+        rules: u64,
+    ) -> io::Result<()> {
         self.write_atomically(
             &self.latest_path(),
-            format!("{id:032x} {depth} {taken_at_ns}\n").as_bytes(),
+            format!("{id:032x} {depth} {taken_at_ns} {rules:016x}\n").as_bytes(),
         )
     }
 
-    /// The newest walk of the tree, if one was kept (by any conversation): its manifest, id and
-    /// depth.
-    pub(crate) fn latest(&self) -> Option<(Manifest, BlobId, u32)> {
+    /// The newest walk of the tree by the same `rules`, if one was kept (by any conversation):
+    /// its manifest, id and depth.
+    pub(crate) fn latest(&self, rules: u64) -> Option<(Manifest, BlobId, u32)> {
         let text = crate::files::read_text_limited(&self.latest_path(), 4096).ok()?;
         let mut words = text.split_whitespace();
         let id = u128::from_str_radix(words.next()?, 16).ok()?;
         let depth: u32 = words.next()?.parse().ok()?;
         let taken_at_ns: i64 = words.next()?.parse().ok()?;
+        if u64::from_str_radix(words.next()?, 16).ok()? != rules {
+            // Walked by other exclusions: what it lists is not what this walk would.
+            return None;
+        }
         let mut manifest = self.manifest(id).ok()?;
         manifest.taken_at_ns = taken_at_ns;
         Some((manifest, id, depth))

@@ -1052,13 +1052,76 @@ fn the_walk_from_the_stat_cache_sees_what_a_whole_walk_sees() {
     let (cached, report) = rig.scan(Some(&first));
     let (whole, _) = rig.scan(None);
     assert_eq!(paths(&cached), paths(&whole));
-    assert_eq!(report.files_read, 3, "only the changed and new files are read");
+    assert_eq!(
+        report.files_read, 3,
+        "only the changed and new files are read"
+    );
     std::thread::sleep(Duration::from_millis(120));
     write(rig.root(), "a/.gitignore", "deep/\n");
     let (after_rules, _) = rig.scan(Some(&cached));
     assert!(
-        !paths(&after_rules).iter().any(|path| path.starts_with("a/deep")),
+        !paths(&after_rules)
+            .iter()
+            .any(|path| path.starts_with("a/deep")),
         "{:?}",
         paths(&after_rules)
     );
+}
+
+/// One walk a turn: when nothing happened in the tree since the last turn's end, that walk is
+/// the next turn's "before"; an edit of the user's between turns (seen by the folder watch)
+/// makes the "before" walk run, so the edit is never taken for the turn's.
+#[test]
+fn an_edit_between_turns_is_the_user_s_not_the_next_turn_s() {
+    let rig = Rig::new();
+    write(rig.root(), "mine.txt", "v1\n");
+    write(rig.root(), "sub/agent.txt", "a1\n");
+    std::thread::sleep(Duration::from_millis(120));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        // A first conversation leaves the stat cache the second starts from (and watches).
+        let mut first = rig.worker("first");
+        assert!(matches!(
+            first.next().await,
+            Some(SnapshotReply::Ready { .. })
+        ));
+        drop(first);
+        let mut worker = rig.worker("w");
+        assert!(matches!(
+            worker.next().await,
+            Some(SnapshotReply::Ready { .. })
+        ));
+        for (turn, user_edit) in [(1, false), (2, true), (3, false)] {
+            if user_edit {
+                write(rig.root(), "mine.txt", "the user's, between turns\n");
+            }
+            std::thread::sleep(Duration::from_millis(120));
+            worker.begin(turn, SystemTime::now());
+            worker.next().await;
+            write(rig.root(), "sub/agent.txt", &format!("a{turn}\n"));
+            worker.end(turn);
+            let Some(SnapshotReply::Ended { changes, .. }) = worker.next().await else {
+                panic!("no end");
+            };
+            let paths: Vec<&str> = changes.iter().map(|change| change.path.as_str()).collect();
+            let expected: &[&str] = if turn == 1 { &[] } else { &["sub/agent.txt"] };
+            // Turn 1 wrote what was there ("a1"): no change.
+            assert_eq!(paths, expected, "turn {turn}");
+        }
+        worker.undo(3, false);
+        worker.next().await;
+        worker.undo(2, false);
+        let Some(SnapshotReply::Undone { outcome, .. }) = worker.next().await else {
+            panic!("no undo");
+        };
+        assert_eq!(outcome.unwrap().restored, ["sub/agent.txt"]);
+        assert_eq!(
+            read_text(rig.root(), "mine.txt"),
+            "the user's, between turns\n"
+        );
+        assert_eq!(read_text(rig.root(), "sub/agent.txt"), "a1\n");
+    });
 }

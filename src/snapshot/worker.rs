@@ -20,6 +20,7 @@ use super::records::{Records, TurnRecord};
 use super::restore::{undo, UndoOutcome};
 use super::scan::{exclude_matcher, scan, Guard, ScanReport, Walk};
 use super::store::Store;
+use super::watch::Watcher;
 use super::{activity, FileChange, SnapshotLimits, SnapshotSetup};
 
 type Turn = u64;
@@ -102,6 +103,7 @@ impl SnapshotWorker {
             before: HashMap::new(),
             told: BTreeSet::new(),
             interrupted: Vec::new(),
+            watcher: None,
         };
         let spawned = crate::background::spawn("agentty-snapshots", move || {
             while let Ok(job) = job_rx.recv() {
@@ -191,9 +193,35 @@ struct WorkerState {
     told: BTreeSet<u8>,
     interrupted: Vec<journal::JournalRecord>,
     next_since: Arc<Mutex<Option<SystemTime>>>,
+    /// The tree's folders, watched since the last walk between turns ([`Watcher`]).
+    watcher: Option<Watcher>,
 }
 
 impl WorkerState {
+    /// Watches the folders of `manifest` (and the root) from now on; `None` when they cannot be.
+    fn watch(&self, manifest: &Manifest) -> Option<Watcher> {
+        let mut watcher = Watcher::new()?;
+        watcher.watch(&self.root);
+        for (path, entry) in &manifest.entries {
+            if entry.kind == super::manifest::EntryKind::Dir {
+                watcher.watch(&self.root.join(super::manifest::bytes_path(path)));
+            }
+        }
+        Some(watcher)
+    }
+
+    /// Also watches the folders of `after` that `before` did not have.
+    fn watch_new(&self, watcher: &mut Option<Watcher>, before: &Manifest, after: &Manifest) {
+        let Some(watcher) = watcher.as_mut() else {
+            return;
+        };
+        for (path, entry) in &after.entries {
+            if entry.kind == super::manifest::EntryKind::Dir && !before.entries.contains_key(path) {
+                watcher.watch(&self.root.join(super::manifest::bytes_path(path)));
+            }
+        }
+    }
+
     fn walk(&self, cache: Option<&Manifest>, guard: Option<Guard<'_>>) -> (Manifest, ScanReport) {
         let walk = Walk {
             root: &self.root,
@@ -214,7 +242,11 @@ impl WorkerState {
         let saved = self.store.save_manifest(&manifest, base);
         let (id, depth) = match saved {
             Ok((id, depth)) => {
-                if let Err(error) = self.store.set_latest(id, depth, manifest.taken_at_ns) {
+                let rules = self.rules();
+                if let Err(error) = self
+                    .store
+                    .set_latest(id, depth, manifest.taken_at_ns, rules)
+                {
                     tracing::warn!(%error, "cannot record the latest snapshot");
                 }
                 (Some(id), depth)
@@ -234,6 +266,11 @@ impl WorkerState {
         (manifest, id)
     }
 
+    /// The exclusions a walk goes by, as a hash (a cache walked by others is not used).
+    fn rules(&self) -> u64 {
+        xxhash_rust::xxh3::xxh3_64(self.limits.exclude_patterns().join("\n").as_bytes())
+    }
+
     fn run(&mut self, job: Job) -> Vec<SnapshotReply> {
         match job {
             Job::Baseline => {
@@ -247,7 +284,7 @@ impl WorkerState {
                 if !found.is_empty() {
                     replies.push(SnapshotReply::Interrupted(found));
                 }
-                let cached = self.store.latest();
+                let cached = self.store.latest(self.rules());
                 if let Some((manifest, id, depth)) = cached {
                     self.latest = Some(Latest {
                         manifest: Arc::new(manifest),
@@ -257,7 +294,13 @@ impl WorkerState {
                     });
                 }
                 let cache = self.latest.as_ref().map(|latest| latest.manifest.clone());
+                // Watched from before the walk (a cold walk is not: the next turn walks again).
+                let mut watcher = cache.as_deref().and_then(|cache| self.watch(cache));
                 let (manifest, report) = self.walk(cache.as_deref(), None);
+                if let Some(cache) = cache.as_deref() {
+                    self.watch_new(&mut watcher, cache, &manifest);
+                }
+                self.watcher = watcher;
                 tracing::info!(
                     files = report.files,
                     read = report.files_read,
@@ -274,6 +317,19 @@ impl WorkerState {
                 replies
             }
             Job::Begin { turn, since } => {
+                // Nothing happened in the tree since the last walk between turns: that walk is
+                // this turn's "before", and no other is needed.
+                let quiet = self.watcher.take().is_some_and(|watcher| watcher.quiet());
+                if let Some(latest) = self
+                    .latest
+                    .as_ref()
+                    .filter(|latest| quiet && latest.done_between_turns.is_some())
+                {
+                    let kept = (latest.manifest.clone(), latest.id, since);
+                    activity::began(&self.store, since);
+                    self.before.insert(turn, kept);
+                    return vec![SnapshotReply::Began { turn, notice: None }];
+                }
                 let latest = self.latest.take();
                 let empty = Manifest::default();
                 let baseline = latest.as_ref().map(|latest| latest.manifest.clone());
@@ -341,6 +397,7 @@ impl WorkerState {
                 .filter(|next| *next > since)
         };
         let mut next = next_turn();
+        let mut watcher = self.watch(&before);
         let (after, report) = loop {
             let guard = next.map(|next| Guard {
                 since: next,
@@ -354,6 +411,9 @@ impl WorkerState {
             }
             next = now;
         };
+        self.watch_new(&mut watcher, &before, &after);
+        // A next turn already under way wrote meanwhile: its "before" is walked.
+        self.watcher = watcher.filter(|_| next.is_none());
         let changes = turn_changes(&self.store, &self.limits, &before, &after);
         let (_, after_id) = self.keep(after, true);
         let foreign = activity::ended(&self.store, since);
