@@ -244,3 +244,19 @@ pub(crate) fn resolve(
     let _ = std::fs::remove_file(journal_path(store, &record.id));
     Ok(outcome)
 }
+
+/// The manifests the journals in `store` name (kept until their restores are resolved).
+pub(crate) fn referenced(store: &Store) -> Vec<BlobId> {
+    let Ok(entries) = std::fs::read_dir(journal_dir(store)) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| {
+            let bytes = crate::files::read_limited(&entry.path(), 1024 * 1024).ok()?;
+            serde_json::from_slice::<JournalRecord>(&bytes).ok()
+        })
+        .flat_map(|record| [parse_id(&record.target), parse_id(&record.left)])
+        .filter_map(Result::ok)
+        .collect()
+}

@@ -21,6 +21,7 @@
 
 mod activity;
 mod changes;
+mod collect;
 mod journal;
 mod listing;
 mod manifest;

@@ -1125,3 +1125,48 @@ fn an_edit_between_turns_is_the_user_s_not_the_next_turn_s() {
         assert_eq!(read_text(rig.root(), "sub/agent.txt"), "a1\n");
     });
 }
+
+/// A conversation deleted by retention takes what only it needed with it: the tree's store is
+/// collected, and what the other conversation and the latest walk need stays.
+#[test]
+fn what_no_conversation_needs_is_collected_from_the_tree_s_store() {
+    let rig = Rig::new();
+    write(rig.root(), "shared.txt", "both\n");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let store = Store::for_tree(rig.state.path(), rig.root());
+    runtime.block_on(async {
+        for (name, text) in [
+            ("gone", "only the gone one's\n"),
+            ("kept", "the kept one's\n"),
+        ] {
+            let mut worker = rig.worker(name);
+            assert!(matches!(
+                worker.next().await,
+                Some(SnapshotReply::Ready { .. })
+            ));
+            worker.begin(1, SystemTime::now());
+            worker.next().await;
+            write(rig.root(), &format!("{name}.txt"), text);
+            worker.end(1);
+            worker.next().await;
+            std::fs::remove_file(rig.root().join(format!("{name}.txt"))).unwrap();
+        }
+    });
+    let blobs_before = walk_count(&store.dir().join("blobs"));
+    std::fs::remove_dir_all(rig.state.path().join("snapshots/gone")).unwrap();
+    let snapshots = rig.state.path().join("snapshots");
+    let deleted = collect::collect(&store, &snapshots, &[], Duration::ZERO);
+    assert!(deleted >= 1, "{deleted}");
+    let blobs_after = walk_count(&store.dir().join("blobs"));
+    assert_eq!(blobs_after, blobs_before - 1, "only the gone one's file");
+    // The kept conversation's turn still diffs.
+    let (conversation, _) = load_diffs(&snapshots.join("kept"), &[1], 1).unwrap();
+    assert_eq!(conversation[0].path, "kept.txt");
+    assert!(conversation[0]
+        .lines
+        .iter()
+        .any(|(_, text)| text == "the kept one's"));
+}

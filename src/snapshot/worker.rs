@@ -311,6 +311,22 @@ impl WorkerState {
                 if let Err(error) = self.records.link() {
                     tracing::warn!(%error, "cannot record the conversation's snapshot store");
                 }
+                if let Some(snapshots) = self.records.dir().parent() {
+                    let keep: Vec<BlobId> =
+                        self.latest.iter().filter_map(|latest| latest.id).collect();
+                    let deleted = super::collect::collect(
+                        &self.store,
+                        snapshots,
+                        &keep,
+                        super::collect::GRACE,
+                    );
+                    if deleted > 0 {
+                        tracing::info!(
+                            deleted,
+                            "snapshot files no conversation needs were deleted"
+                        );
+                    }
+                }
                 replies.push(SnapshotReply::Ready {
                     notice: self.limits_notice(&report, None),
                 });
