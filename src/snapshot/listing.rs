@@ -24,6 +24,10 @@ const IGNORE_FILES: [&[u8]; 2] = [b".gitignore", b".ignore"];
 pub(crate) struct Found {
     pub(crate) path: PathBytes,
     pub(crate) entry: Entry,
+    /// What the stat cache says of it, when the walk already knows: `Some(Some(content))` its
+    /// content is the cached one (unchanged, not written close to that walk), `Some(None)` it
+    /// must be read, `None` not looked up yet.
+    pub(crate) cached: Option<Option<super::manifest::Content>>,
 }
 
 /// The walker from `start` (a folder of the tree), with every rule of a snapshot.
@@ -75,6 +79,7 @@ fn found(root: &Path, entry: &ignore::DirEntry) -> Option<Found> {
     Some(Found {
         path: os_bytes(relative).to_vec(),
         entry: stat_entry(kind_of(&metadata)?, &metadata),
+        cached: None,
     })
 }
 
@@ -172,9 +177,13 @@ fn restat(walk: &Walk<'_>, entries: &[(&PathBytes, &Entry)], trusted_before: i64
                 out.changed_dirs.push((*path).clone());
             }
         }
+        let trusted = entry.same_stat(old)
+            && entry.mtime_ns < trusted_before
+            && entry.ctime_ns < trusted_before;
         out.found.push(Found {
             path: (*path).clone(),
             entry,
+            cached: Some(trusted.then_some(old.content)),
         });
     }
     out
@@ -229,7 +238,10 @@ pub(crate) fn relist(walk: &Walk<'_>, cache: &Manifest) -> Option<Vec<Found>> {
             if child.entry.kind == EntryKind::Dir {
                 new_dirs.push(child.path.clone());
             }
-            found.push(child);
+            found.push(Found {
+                cached: Some(None),
+                ..child
+            });
         }
     }
     for dir in &new_dirs {
@@ -243,7 +255,10 @@ pub(crate) fn relist(walk: &Walk<'_>, cache: &Manifest) -> Option<Vec<Found>> {
                 return None;
             }
             if !cache.entries.contains_key(&child.path) {
-                found.push(child);
+                found.push(Found {
+                    cached: Some(None),
+                    ..child
+                });
             }
         }
     }

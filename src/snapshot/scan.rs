@@ -102,17 +102,20 @@ pub(crate) fn scan(
         .unwrap_or_else(|| listing::list_all(walk));
     found.sort_unstable_by(|a, b| a.path.cmp(&b.path));
     let since_ns = guard.as_ref().map(|guard| ns(guard.since) - CLOCK_SLACK_NS);
-    let mut manifest = Manifest {
-        taken_at_ns,
-        ..Manifest::default()
-    };
     let mut report = ScanReport::default();
     let (mut kept_bytes, mut kept_files) = (0u64, 0u64);
     let mut to_read: Vec<(PathBytes, Entry)> = Vec::new();
-    for Found { path, mut entry } in found {
+    // In path order: the map is built from it at once.
+    let mut entries: Vec<(PathBytes, Entry)> = Vec::with_capacity(found.len());
+    for Found {
+        path,
+        mut entry,
+        cached,
+    } in found
+    {
         if entry.kind == EntryKind::Dir {
             entry.content = Content::Kept(NO_CONTENT);
-            manifest.entries.insert(path, entry);
+            entries.push((path, entry));
             continue;
         }
         report.files += 1;
@@ -130,17 +133,19 @@ pub(crate) fn scan(
                         // before is unknown, and said so (never "restored" to the agent's).
                         before.content = Content::NotKept(NotKept::ChangedBeforeRead);
                     }
-                    manifest.entries.insert(path, before);
+                    entries.push((path, before));
                 }
                 continue;
             }
         }
-        let cached = cache.and_then(|cache| {
-            let cached = cache.entries.get(&path)?;
-            let trusted = cached.same_stat(&entry)
-                && entry.mtime_ns < cache.taken_at_ns - CLOCK_SLACK_NS
-                && entry.ctime_ns < cache.taken_at_ns - CLOCK_SLACK_NS;
-            trusted.then_some(cached.content)
+        let cached = cached.unwrap_or_else(|| {
+            cache.and_then(|cache| {
+                let cached = cache.entries.get(&path)?;
+                let trusted = cached.same_stat(&entry)
+                    && entry.mtime_ns < cache.taken_at_ns - CLOCK_SLACK_NS
+                    && entry.ctime_ns < cache.taken_at_ns - CLOCK_SLACK_NS;
+                trusted.then_some(cached.content)
+            })
         });
         if walk.limits.max_files() <= kept_files {
             entry.content = Content::NotKept(NotKept::OverFileCount);
@@ -159,8 +164,12 @@ pub(crate) fn scan(
             kept_files += 1;
             kept_bytes += entry.size;
         }
-        manifest.entries.insert(path, entry);
+        entries.push((path, entry));
     }
+    let mut manifest = Manifest {
+        taken_at_ns,
+        entries: entries.into_iter().collect(),
+    };
     for (path, entry) in read_all(walk, to_read, &mut report) {
         manifest.entries.insert(path, entry);
     }
