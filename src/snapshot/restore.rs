@@ -137,6 +137,9 @@ pub(crate) fn undo(
                 .push((shown(path, Some(entry)), error.to_string())),
         }
     }
+    // Said in path order, whatever order they were done in.
+    outcome.removed.sort();
+    outcome.failed.sort();
     outcome
 }
 

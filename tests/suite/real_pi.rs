@@ -889,7 +889,7 @@ async fn rpc_a_bash_edit_is_summed_up_and_undone() {
             status: ChangeStatus::Modified,
             added: 1,
             removed: 1,
-            too_big: false,
+            ..FileChange::default()
         }],
     );
     let turn = match events.last() {

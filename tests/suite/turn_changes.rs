@@ -268,7 +268,7 @@ async fn files_the_agent_changes_before_its_first_word_are_the_turn_s_and_undo_r
         status,
         added,
         removed,
-        too_big: false,
+        ..FileChange::default()
     };
     assert_eq!(
         files,
