@@ -1081,4 +1081,45 @@ mod tests {
             "{bodies:#?}"
         );
     }
+
+    /// A restore a crash interrupted is asked about as the chat opens; the answer goes to the
+    /// orchestrator and what it did is said.
+    #[test]
+    fn an_interrupted_restore_is_offered_and_its_outcome_said() {
+        let now = Instant::now();
+        let mut state = AppState::new(StartupInfo::default());
+        let restore = crate::snapshot::InterruptedRestore {
+            id: "9-1".into(),
+            kind: crate::snapshot::RestoreKind::Undo,
+            turn: 1,
+            done: 281,
+            pending: 2719,
+            changed_since: 0,
+        };
+        state.on_orchestrator_event(OrchestratorEvent::RestoresInterrupted(vec![restore]), now);
+        assert!(matches!(state.overlay, Some(Overlay::InterruptedRestore(_))));
+        let effects = state.on_key(KeyEvent::new(KeyCode::Char('f'), KeyModifiers::NONE));
+        assert_eq!(
+            effects,
+            [AppEffect::Command(Command::ResolveRestore {
+                id: "9-1".into(),
+                finish: true
+            })]
+        );
+        state.on_orchestrator_event(
+            OrchestratorEvent::RestoreResolved {
+                id: "9-1".into(),
+                finish: true,
+                outcome: Ok(UndoOutcome {
+                    restored: vec!["f1.txt".into()],
+                    ..UndoOutcome::default()
+                }),
+            },
+            now,
+        );
+        let said = state.transcript.cells().iter().any(|cell| {
+            matches!(&cell.body, CellBody::Notice(notice) if notice.message.contains("Interrupted restore finished"))
+        });
+        assert!(said, "{:#?}", state.transcript.cells());
+    }
 }
