@@ -279,12 +279,12 @@ fn main() {
         &git_cold,
     );
     row(
-        "a turn that changes nothing (both walks)",
+        "a turn that changes nothing (its snapshots)",
         &unchanged,
         &git_unchanged,
     );
     row(
-        "a turn that edits 10 files (both walks)",
+        "a turn that edits 10 files (its snapshots)",
         &edited,
         &git_edited,
     );

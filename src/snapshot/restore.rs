@@ -58,7 +58,10 @@ pub(crate) fn conflicts(root: &Path, before: &Manifest, after: &Manifest) -> Vec
     before
         .changed_paths(after)
         .into_iter()
-        .filter(|path| !is_as(root, path, after.entries.get(*path)))
+        .filter(|path| {
+            !is_as(root, path, after.entries.get(*path))
+                && !is_as(root, path, before.entries.get(*path))
+        })
         .map(<[u8]>::to_vec)
         .collect()
 }
@@ -87,7 +90,13 @@ pub(crate) fn undo(
             text
         }
     };
-    let paths: Vec<&[u8]> = before.changed_paths(after);
+    // A path already as before (put back by an earlier restore that was cut short, or by
+    // hand) needs nothing, and is no conflict.
+    let paths: Vec<&[u8]> = before
+        .changed_paths(after)
+        .into_iter()
+        .filter(|path| !is_as(root, path, before.entries.get(*path)))
+        .collect();
     for path in &paths {
         if !is_as(root, path, after.entries.get(*path)) {
             outcome

@@ -1170,3 +1170,31 @@ fn what_no_conversation_needs_is_collected_from_the_tree_s_store() {
         .iter()
         .any(|(_, text)| text == "the kept one's"));
 }
+
+/// A path already as before the turn (an earlier undo cut short and finished at a later launch,
+/// or the user's own revert) is neither written again nor taken for a change of someone else's:
+/// a second undo says the files are as before (issue 37: agentty's own restores were listed as
+/// "changed since the turn").
+#[test]
+fn files_already_put_back_are_no_conflict() {
+    let rig = Rig::new();
+    for index in 0..5 {
+        write(rig.root(), &format!("f{index}.txt"), "before\n");
+    }
+    let (before, _) = rig.scan(None);
+    for index in 0..5 {
+        write(rig.root(), &format!("f{index}.txt"), "after\n");
+    }
+    let (after, _) = rig.scan(Some(&before));
+    write(rig.root(), "f0.txt", "before\n");
+    write(rig.root(), "f1.txt", "before\n");
+    let outcome = undo(rig.root(), &rig.store, &before, &after, false);
+    assert!(outcome.conflicts.is_empty(), "{outcome:?}");
+    assert_eq!(outcome.restored, ["f2.txt", "f3.txt", "f4.txt"]);
+    let again = undo(rig.root(), &rig.store, &before, &after, false);
+    assert_eq!(again, UndoOutcome::default());
+    assert_eq!(
+        describe_undo(&Ok(again)),
+        "Nothing to undo: the files are as before the turn."
+    );
+}

@@ -1097,7 +1097,10 @@ mod tests {
             changed_since: 0,
         };
         state.on_orchestrator_event(OrchestratorEvent::RestoresInterrupted(vec![restore]), now);
-        assert!(matches!(state.overlay, Some(Overlay::InterruptedRestore(_))));
+        assert!(matches!(
+            state.overlay,
+            Some(Overlay::InterruptedRestore(_))
+        ));
         let effects = state.on_key(KeyEvent::new(KeyCode::Char('f'), KeyModifiers::NONE));
         assert_eq!(
             effects,
