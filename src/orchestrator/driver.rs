@@ -659,7 +659,15 @@ impl Driver {
             });
             self.turn_checkpoints
                 .insert(turn, (request.session.clone(), checkpoint.clone()));
-            while self.turn_checkpoints.len() > REWINDABLE_TURNS {
+            // Each checkpoint holds a copy of the agent's session file, which grows with the
+            // conversation: with a store on disk, only the last few stay in memory too (a
+            // rewind further back reads its turn's from the disk).
+            let in_memory = if self.checkpoint_store.is_some() {
+                CHECKPOINTS_IN_MEMORY
+            } else {
+                REWINDABLE_TURNS
+            };
+            while self.turn_checkpoints.len() > in_memory {
                 self.turn_checkpoints.pop_first();
             }
             if let Some(store) = self.checkpoint_store.clone() {
@@ -783,7 +791,7 @@ mod rewind;
 #[path = "snapshots.rs"]
 mod snapshots;
 
-use rewind::{conversation_rewind, CHECKPOINTS_DIR, REWINDABLE_TURNS};
+use rewind::{conversation_rewind, CHECKPOINTS_DIR, CHECKPOINTS_IN_MEMORY, REWINDABLE_TURNS};
 use snapshots::{next_snapshot_reply, Deferred, Snapshots};
 
 /// The model's own output (or the attempt's end): the request has reached it.

@@ -35,6 +35,10 @@ pub(super) fn conversation_rewind(
 /// session file, which grows with the conversation).
 pub(super) const REWINDABLE_TURNS: usize = 50;
 
+/// Turns whose session checkpoints stay in memory as well when they are kept on disk (the
+/// chat's memory must not grow with the session file times fifty).
+pub(super) const CHECKPOINTS_IN_MEMORY: usize = 2;
+
 /// The folder of the conversation's snapshot store that keeps its turns' session checkpoints.
 pub(super) const CHECKPOINTS_DIR: &str = "checkpoints";
 

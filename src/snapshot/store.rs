@@ -38,6 +38,9 @@ pub(crate) struct Store {
     /// The folder from which no path component may be a link (the state dir).
     anchor: PathBuf,
     dir: PathBuf,
+    /// Folders this process has already made or checked (each is judged once, not once for
+    /// every blob written into it).
+    checked: std::sync::Arc<std::sync::Mutex<std::collections::HashSet<PathBuf>>>,
 }
 
 /// Temporary names are unique within the process too (the snapshot thread and the diff
@@ -50,6 +53,7 @@ impl Store {
         Self {
             anchor: anchor.into(),
             dir: dir.into(),
+            checked: Default::default(),
         }
     }
 
@@ -81,7 +85,7 @@ impl Store {
         if std::fs::symlink_metadata(&path).is_ok() {
             return Ok(blob);
         }
-        let compressed = zstd::bulk::compress(bytes, LEVEL)?;
+        let compressed = compress(bytes)?;
         self.write_atomically(&path, &compressed)?;
         Ok(blob)
     }
@@ -118,7 +122,7 @@ impl Store {
         let id = xxh3_128(&encoded);
         let path = self.manifest_path(id);
         if std::fs::symlink_metadata(&path).is_err() {
-            let compressed = zstd::bulk::compress(&encoded, LEVEL)?;
+            let compressed = compress(&encoded)?;
             self.write_atomically(&path, &compressed)?;
         }
         Ok(id)
@@ -219,7 +223,15 @@ impl Store {
 
     /// Makes `folder` (inside the store's anchor), never through a link.
     pub(crate) fn private_dir(&self, folder: &Path) -> io::Result<()> {
-        crate::files::private_dir_under(&self.anchor, folder)
+        let known = |checked: &std::collections::HashSet<PathBuf>| checked.contains(folder);
+        if self.checked.lock().is_ok_and(|checked| known(&checked)) {
+            return Ok(());
+        }
+        crate::files::private_dir_under(&self.anchor, folder)?;
+        if let Ok(mut checked) = self.checked.lock() {
+            checked.insert(folder.to_path_buf());
+        }
+        Ok(())
     }
 
     /// Writes `bytes` to `path` through a temporary file in the same folder, renamed into place.
@@ -230,6 +242,24 @@ impl Store {
         self.private_dir(parent)?;
         write_beside(path, bytes)
     }
+}
+
+thread_local! {
+    /// A compressor per thread, made once: making a zstd context costs more than compressing
+    /// a small source file with it.
+    static COMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Compressor<'static>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// `bytes` compressed at [`LEVEL`].
+fn compress(bytes: &[u8]) -> io::Result<Vec<u8>> {
+    COMPRESSOR.with(|cell| {
+        let mut cell = cell.borrow_mut();
+        if cell.is_none() {
+            *cell = Some(zstd::bulk::Compressor::new(LEVEL)?);
+        }
+        cell.as_mut().expect("made above").compress(bytes)
+    })
 }
 
 /// Writes `bytes` to `path` through a temporary file beside it (`parent` already checked).
