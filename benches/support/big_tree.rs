@@ -3,6 +3,8 @@
 //! source does), 12 KiB on average: about 600 MB. Deterministic (a xorshift seeded by the file's
 //! number), made once under the system's temporary folder and reused while its marker says it
 //! is complete; nothing is read from outside the repository.
+// Each bench that includes it uses part of it.
+#![allow(dead_code)]
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

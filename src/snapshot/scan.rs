@@ -215,7 +215,9 @@ fn read_all(
     if !second.is_empty() {
         chunks.push(second);
     }
-    let results: Vec<(Vec<(PathBytes, Entry)>, u64, u64)> = std::thread::scope(|scope| {
+    // Per thread: its paths with their content, the bytes and files it read.
+    type Read = (Vec<(PathBytes, Entry)>, u64, u64);
+    let results: Vec<Read> = std::thread::scope(|scope| {
         let handles: Vec<_> = chunks
             .into_iter()
             .map(|chunk| {
