@@ -129,22 +129,6 @@ pub(crate) fn private_dir_under(anchor: &Path, path: &Path) -> io::Result<()> {
     Ok(())
 }
 
-/// Makes a folder of agentty's state dir (`sessions`, `logs`, ...) with [`private_dir_under`]
-/// the state dir: never through a link in any of its components. A folder outside the state
-/// dir (a test's) is made as any folder.
-pub(crate) fn private_state_dir(path: &Path) -> io::Result<()> {
-    let state = crate::logging::state_dir();
-    if path.starts_with(&state) {
-        private_dir_under(&state, path)
-    } else {
-        use std::os::unix::fs::DirBuilderExt;
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(path)
-    }
-}
-
 /// What a non-regular file is, for messages.
 fn describe_kind(kind: std::fs::FileType) -> &'static str {
     if kind.is_dir() {

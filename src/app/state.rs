@@ -523,6 +523,12 @@ impl AppState {
                 stage: StopStatus::at(stop, now),
             };
         }
+        if self.snapshot_busy == Some(crate::orchestrator::SnapshotBusy::Baseline)
+            && !turn.stop_requested
+        {
+            // The prompt waits for the working tree's first snapshot: the agent has not got it.
+            return Activity::Snapshotting(crate::orchestrator::SnapshotBusy::Baseline);
+        }
         if turn.stop_requested {
             return Activity::Stopping {
                 stage: StopStatus::Requested,

@@ -116,7 +116,7 @@ fn save(bytes: Vec<u8>, save_dir: &Path, max_bytes: u64) -> Result<ImageAttachme
     };
     let hash = xxhash_rust::xxh3::xxh3_128(&bytes);
     let path = save_dir.join(format!("clipboard-{hash:032x}.{}", mime.short_name()));
-    crate::files::private_state_dir(save_dir)
+    crate::logging::private_state_dir(save_dir)
         .and_then(|()| {
             use std::io::Write;
             crate::files::no_follow()

@@ -105,45 +105,36 @@ impl Driver {
         }
     }
 
-    /// The files of a rewind are back (or why not): the conversation follows if it was asked.
-    pub(super) fn files_rewound(&mut self, turn: TurnId, outcome: Result<UndoOutcome, String>) {
-        let conversation = self
-            .pending_rewind
-            .take()
-            .is_some_and(|(pending, conversation)| pending == turn && conversation);
+    /// The files of a rewind (`undone`: of its undo) are back, or why not: the conversation
+    /// follows if it was asked, unless files changed since stopped the whole of it until the
+    /// user decides.
+    pub(super) fn files_rewound(
+        &mut self,
+        turn: TurnId,
+        outcome: Result<UndoOutcome, String>,
+        undone: bool,
+    ) {
+        let pending = if undone {
+            self.pending_undo_rewind.take()
+        } else {
+            self.pending_rewind.take()
+        };
+        let conversation =
+            pending.is_some_and(|(pending, conversation)| pending == turn && conversation);
         let mut rewind = Rewind {
             turn,
             conversation: None,
             files: Some(outcome),
-            undone: false,
+            undone,
         };
-        // Files changed since stop the whole rewind until the user decides.
         if conversation && rewind.stopped_by_conflicts().is_none() {
-            rewind.conversation = Some(self.rewind_conversation(turn));
+            rewind.conversation = Some(if undone {
+                self.undo_rewind_conversation(turn)
+            } else {
+                self.rewind_conversation(turn)
+            });
         }
         self.emit(OrchestratorEvent::Rewound(rewind));
-    }
-
-    /// The files of a rewind's undo are back: the conversation follows if it was asked.
-    pub(super) fn files_rewind_undone(
-        &mut self,
-        turn: TurnId,
-        outcome: Result<UndoOutcome, String>,
-    ) {
-        let conversation = self
-            .pending_undo_rewind
-            .take()
-            .is_some_and(|(pending, conversation)| pending == turn && conversation);
-        let mut undone = Rewind {
-            turn,
-            conversation: None,
-            files: Some(outcome),
-            undone: true,
-        };
-        if conversation && undone.stopped_by_conflicts().is_none() {
-            undone.conversation = Some(self.undo_rewind_conversation(turn));
-        }
-        self.emit(OrchestratorEvent::Rewound(undone));
     }
 
     /// Puts the agent's stored session back as it was before turn `turn`, so the model no

@@ -232,11 +232,11 @@ impl Driver {
                 false
             }
             SnapshotReply::Rewound { turn, outcome } => {
-                self.files_rewound(turn, outcome);
+                self.files_rewound(turn, outcome, false);
                 false
             }
             SnapshotReply::RewindUndone { turn, outcome } => {
-                self.files_rewind_undone(turn, outcome);
+                self.files_rewound(turn, outcome, true);
                 false
             }
             SnapshotReply::Resolved {

@@ -288,7 +288,7 @@ impl CheckpointStore {
         let compressed = zstd::bulk::compress(&plain, STORE_LEVEL)?;
         // Never through a link in any folder of the state dir (the checkpoint is a copy of
         // the agent's session).
-        crate::files::private_state_dir(&self.dir)?;
+        crate::logging::private_state_dir(&self.dir)?;
         let path = self.path(name);
         let temporary = self.dir.join(format!(".{name}.{}.tmp", std::process::id()));
         let written = (|| {

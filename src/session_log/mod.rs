@@ -632,7 +632,7 @@ impl LogFile {
     fn open(&mut self) -> std::io::Result<()> {
         // No folder on the way to the log may be a link (a new log or one resumed).
         if let Some(dir) = self.path.parent() {
-            crate::files::private_state_dir(dir)?;
+            crate::logging::private_state_dir(dir)?;
         }
         let lazy = self.lazy.take();
         let (file, header) = match lazy {

@@ -104,7 +104,7 @@ impl RawLineWriter {
                     // on its way.
                     None => {
                         if let Some(dir) = self.path.parent() {
-                            crate::files::private_state_dir(dir)?;
+                            crate::logging::private_state_dir(dir)?;
                         }
                         BufWriter::new(crate::files::append_no_follow(&self.path, true)?)
                     }

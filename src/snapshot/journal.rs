@@ -214,33 +214,25 @@ pub(crate) fn resolve(
         .into_iter()
         .map(<[u8]>::to_vec)
         .collect();
-    let outcome = if finish {
-        let pending: Vec<Vec<u8>> = changed
-            .into_iter()
-            .filter(|path| is_as(root, path, left.entries.get(path)))
-            .collect();
-        undo(
-            root,
-            store,
-            &restrict(&target, &pending),
-            &restrict(&left, &pending),
-            false,
-            &record.id,
-        )
+    // Finishing goes on from where the restore stopped (what is still as it left it);
+    // rolling back takes back what it did (what is already as it put back).
+    let (to, from) = if finish {
+        (&target, &left)
     } else {
-        let done: Vec<Vec<u8>> = changed
-            .into_iter()
-            .filter(|path| is_as(root, path, target.entries.get(path)))
-            .collect();
-        undo(
-            root,
-            store,
-            &restrict(&left, &done),
-            &restrict(&target, &done),
-            false,
-            &record.id,
-        )
+        (&left, &target)
     };
+    let remaining: Vec<Vec<u8>> = changed
+        .into_iter()
+        .filter(|path| is_as(root, path, from.entries.get(path)))
+        .collect();
+    let outcome = undo(
+        root,
+        store,
+        &restrict(to, &remaining),
+        &restrict(from, &remaining),
+        false,
+        &record.id,
+    );
     let _ = std::fs::remove_file(journal_path(store, &record.id));
     Ok(outcome)
 }

@@ -11,7 +11,75 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use super::manifest::{bytes_path, os_bytes, Entry, EntryKind, Manifest, PathBytes};
-use super::scan::{kind_of, stat_entry, Walk, CLOCK_SLACK_NS};
+use std::os::unix::fs::MetadataExt;
+
+use super::manifest::{Content, NotKept};
+use super::store::Store;
+use super::SnapshotLimits;
+
+/// A file written this close to a snapshot's start may have been written again within the
+/// same timestamp tick (the kernel's file clock is coarse): its metadata is not trusted.
+pub(crate) const CLOCK_SLACK_NS: i64 = 50_000_000;
+
+/// What is walked and how much is kept.
+pub(crate) struct Walk<'a> {
+    pub(crate) root: &'a Path,
+    pub(crate) store: &'a Store,
+    pub(crate) limits: &'a SnapshotLimits,
+    /// Paths never walked (`[snapshots] exclude`, gitignore syntax).
+    pub(crate) exclude: &'a ignore::gitignore::Gitignore,
+}
+
+/// The `[snapshots] exclude` patterns as a matcher (gitignore syntax, from the tree's root).
+pub(crate) fn exclude_matcher(root: &Path, patterns: &[String]) -> ignore::gitignore::Gitignore {
+    let mut builder = ignore::gitignore::GitignoreBuilder::new(root);
+    for pattern in patterns {
+        if let Err(error) = builder.add_line(None, pattern) {
+            tracing::warn!(%error, pattern, "a [snapshots] exclude pattern is not valid");
+        }
+    }
+    builder.build().unwrap_or_else(|error| {
+        tracing::warn!(%error, "the [snapshots] exclude patterns cannot be used");
+        ignore::gitignore::Gitignore::empty()
+    })
+}
+
+pub(crate) fn stat_entry(kind: EntryKind, metadata: &std::fs::Metadata) -> Entry {
+    Entry {
+        kind,
+        mode: metadata.mode() & 0o7777,
+        // A folder's size means nothing; its times say when a name in it came or went (the
+        // next walk lists again only the folders whose times changed).
+        size: if kind == EntryKind::Dir {
+            0
+        } else {
+            metadata.len()
+        },
+        mtime_ns: mtime_ns(metadata),
+        ctime_ns: metadata.ctime() * 1_000_000_000 + metadata.ctime_nsec(),
+        ino: metadata.ino(),
+        content: Content::NotKept(NotKept::Unreadable),
+    }
+}
+
+/// The kind of what is at `path` now (never following a link); `None` for what a snapshot does
+/// not keep (a FIFO, a device).
+pub(crate) fn kind_of(metadata: &std::fs::Metadata) -> Option<EntryKind> {
+    let kind = metadata.file_type();
+    if kind.is_file() {
+        Some(EntryKind::File)
+    } else if kind.is_symlink() {
+        Some(EntryKind::Symlink)
+    } else if kind.is_dir() {
+        Some(EntryKind::Dir)
+    } else {
+        None
+    }
+}
+
+pub(crate) fn mtime_ns(metadata: &std::fs::Metadata) -> i64 {
+    metadata.mtime() * 1_000_000_000 + metadata.mtime_nsec()
+}
 
 /// Folders of version control systems (and a worktree's `.git` file): the tools' own, never
 /// the user's files, and never something a turn's undo should touch.
@@ -19,6 +87,12 @@ const VCS_DIRS: [&[u8]; 4] = [b".git", b".hg", b".svn", b".jj"];
 
 /// Files whose change changes what is ignored.
 const IGNORE_FILES: [&[u8]; 2] = [b".gitignore", b".ignore"];
+
+/// Whether the last name of `path` is an ignore file's.
+fn is_ignore_file(path: &[u8]) -> bool {
+    let name = path.rsplit(|byte| *byte == b'/').next().unwrap_or_default();
+    IGNORE_FILES.contains(&name)
+}
 
 /// One path found, before its content is known.
 pub(crate) struct Found {
@@ -151,10 +225,7 @@ fn restat(walk: &Walk<'_>, entries: &[(&PathBytes, &Entry)], trusted_before: i64
         full.truncate(root_len);
         full.extend_from_slice(path);
         let metadata = std::fs::symlink_metadata(bytes_path(&full));
-        let is_ignore_file = IGNORE_FILES.iter().any(|name| {
-            path.ends_with(name)
-                && (path.len() == name.len() || path[path.len() - name.len() - 1] == b'/')
-        });
+        let is_ignore_file = is_ignore_file(path);
         let Ok(metadata) = metadata else {
             // Gone (its folder's times changed too, and say so).
             out.ignore_rules_changed |= is_ignore_file;
@@ -226,12 +297,7 @@ pub(crate) fn relist(walk: &Walk<'_>, cache: &Manifest) -> Option<Vec<Found>> {
             if cache.entries.contains_key(&child.path) {
                 continue;
             }
-            let name = child
-                .path
-                .rsplit(|byte| *byte == b'/')
-                .next()
-                .unwrap_or_default();
-            if IGNORE_FILES.contains(&name) {
+            if is_ignore_file(&child.path) {
                 // A new ignore file: the rules changed.
                 return None;
             }
@@ -246,12 +312,7 @@ pub(crate) fn relist(walk: &Walk<'_>, cache: &Manifest) -> Option<Vec<Found>> {
     }
     for dir in &new_dirs {
         for child in list_under(walk, dir, None) {
-            let name = child
-                .path
-                .rsplit(|byte| *byte == b'/')
-                .next()
-                .unwrap_or_default();
-            if IGNORE_FILES.contains(&name) {
+            if is_ignore_file(&child.path) {
                 return None;
             }
             if !cache.entries.contains_key(&child.path) {

@@ -9,20 +9,18 @@
 //! so a snapshot never keeps half of one write and the metadata of the next.
 
 use std::io::{self, Read};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::time::SystemTime;
 
 use super::listing::{self, Found};
+pub(crate) use super::listing::{
+    exclude_matcher, kind_of, mtime_ns, stat_entry, Walk, CLOCK_SLACK_NS,
+};
 use super::manifest::{
     bytes_path, os_bytes, Content, Entry, EntryKind, Manifest, NotKept, PathBytes,
 };
-use super::store::{is_disk_full, Store};
-use super::SnapshotLimits;
-
-/// A file written this close to a snapshot's start may have been written again within the
-/// same timestamp tick (the kernel's file clock is coarse): its metadata is not trusted.
-pub(crate) const CLOCK_SLACK_NS: i64 = 50_000_000;
+use super::store::is_disk_full;
 
 /// How often a file that keeps changing while it is read is read again before it is given up.
 const READ_TRIES: usize = 3;
@@ -61,29 +59,6 @@ impl ScanReport {
             None => self.not_kept.push((why, 1)),
         }
     }
-}
-
-/// What is walked and how much is kept.
-pub(crate) struct Walk<'a> {
-    pub(crate) root: &'a Path,
-    pub(crate) store: &'a Store,
-    pub(crate) limits: &'a SnapshotLimits,
-    /// Paths never walked (`[snapshots] exclude`, gitignore syntax).
-    pub(crate) exclude: &'a ignore::gitignore::Gitignore,
-}
-
-/// The `[snapshots] exclude` patterns as a matcher (gitignore syntax, from the tree's root).
-pub(crate) fn exclude_matcher(root: &Path, patterns: &[String]) -> ignore::gitignore::Gitignore {
-    let mut builder = ignore::gitignore::GitignoreBuilder::new(root);
-    for pattern in patterns {
-        if let Err(error) = builder.add_line(None, pattern) {
-            tracing::warn!(%error, pattern, "a [snapshots] exclude pattern is not valid");
-        }
-    }
-    builder.build().unwrap_or_else(|error| {
-        tracing::warn!(%error, "the [snapshots] exclude patterns cannot be used");
-        ignore::gitignore::Gitignore::empty()
-    })
 }
 
 /// Walks the tree and stores what is new. `cache` (the previous snapshot) spares reading files
@@ -290,43 +265,6 @@ fn read_one(walk: &Walk<'_>, path: &[u8], mut entry: Entry, bytes_read: &mut u64
     }
     entry.content = Content::NotKept(NotKept::Unreadable);
     entry
-}
-
-pub(crate) fn stat_entry(kind: EntryKind, metadata: &std::fs::Metadata) -> Entry {
-    Entry {
-        kind,
-        mode: metadata.mode() & 0o7777,
-        // A folder's size means nothing; its times say when a name in it came or went (the
-        // next walk lists again only the folders whose times changed).
-        size: if kind == EntryKind::Dir {
-            0
-        } else {
-            metadata.len()
-        },
-        mtime_ns: mtime_ns(metadata),
-        ctime_ns: metadata.ctime() * 1_000_000_000 + metadata.ctime_nsec(),
-        ino: metadata.ino(),
-        content: Content::NotKept(NotKept::Unreadable),
-    }
-}
-
-/// The kind of what is at `path` now (never following a link); `None` for what a snapshot does
-/// not keep (a FIFO, a device).
-pub(crate) fn kind_of(metadata: &std::fs::Metadata) -> Option<EntryKind> {
-    let kind = metadata.file_type();
-    if kind.is_file() {
-        Some(EntryKind::File)
-    } else if kind.is_symlink() {
-        Some(EntryKind::Symlink)
-    } else if kind.is_dir() {
-        Some(EntryKind::Dir)
-    } else {
-        None
-    }
-}
-
-pub(crate) fn mtime_ns(metadata: &std::fs::Metadata) -> i64 {
-    metadata.mtime() * 1_000_000_000 + metadata.mtime_nsec()
 }
 
 /// A file's bytes (never through a link, never blocking on a FIFO put in its place), or a
