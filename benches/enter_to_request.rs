@@ -15,7 +15,14 @@
 //! (the files git tracks) and the clients are agentty over RPC with its working-tree snapshots
 //! on (the default) and off (`[snapshots] enabled = false`): what a snapshot before each turn
 //! costs at Enter (issue 29).
+//!
+//! With `AGENTTY_BENCH_TREE=big` the working directory is the generated 50,000-file / 600 MB
+//! tree of `support/big_tree.rs` (issue 37), the same two clients, and each next prompt is sent
+//! the moment the status bar says `idle` (the turn's "after" snapshot is done then): what a
+//! prompt sent right at idle waits for, if anything.
 
+#[path = "support/big_tree.rs"]
+mod big_tree;
 #[path = "../tests/support/http.rs"]
 mod http;
 #[path = "support/tmux.rs"]
@@ -204,7 +211,11 @@ impl World {
             home = self.path("home").display(),
             state = self.path("state").display(),
         );
-        let work = self.path("work");
+        let work = if big_tree() {
+            big_tree::tree_dir()
+        } else {
+            self.path("work")
+        };
         let program = match client {
             Client::PiTui => format!("{} --provider fake --model session", self.pi.display()),
             Client::AgenttyRpc | Client::AgenttyJson | Client::AgenttyRpcNoSnapshots => format!(
@@ -264,7 +275,7 @@ fn turns(model: &FakeModel, client: Client) -> Result<Vec<Duration>, String> {
     for turn in 1..=TURNS {
         let before = model.arrivals();
         control.send(&format!("send-keys -t bench -l 'Question {turn}?'"));
-        std::thread::sleep(Duration::from_millis(300));
+        std::thread::sleep(Duration::from_millis(if big_tree() { 30 } else { 300 }));
         let entered = Instant::now();
         control.send("send-keys -t bench Enter");
         let Some(arrived) = model.wait_arrival(before, Duration::from_secs(30)) else {
@@ -273,6 +284,13 @@ fn turns(model: &FakeModel, client: Client) -> Result<Vec<Duration>, String> {
         times.push(arrived.saturating_duration_since(entered));
         if !wait_for_screen(&format!("Reply {turn}."), Duration::from_secs(30)) {
             return failed(format!("did not show the answer to turn {turn}"));
+        }
+        if big_tree() {
+            // Right at idle: the turn's "after" snapshot is done once the status says so.
+            if !wait_for_screen(" idle", Duration::from_secs(120)) {
+                return failed(format!("did not come back to idle after turn {turn}"));
+            }
+            continue;
         }
         // The turn's bookkeeping (session stats, file writes) finishes before the next Enter.
         std::thread::sleep(Duration::from_millis(700));
@@ -295,6 +313,11 @@ fn pi_bin() -> Option<PathBuf> {
 /// `AGENTTY_BENCH_TREE=checkout`: the working directory holds agentty's checkout.
 fn checkout_tree() -> bool {
     std::env::var("AGENTTY_BENCH_TREE").as_deref() == Ok("checkout")
+}
+
+/// `AGENTTY_BENCH_TREE=big`: the working directory is the generated big tree.
+fn big_tree() -> bool {
+    std::env::var("AGENTTY_BENCH_TREE").as_deref() == Ok("big")
 }
 
 /// Copies the files git tracks in agentty's checkout into `work`.
@@ -336,7 +359,15 @@ fn main() {
         .unwrap();
     let model = runtime.block_on(FakeModel::start());
     let base_url = model.server.base_url();
-    let clients: &[Client] = if checkout_tree() {
+    if big_tree() {
+        let (tree, files, bytes) = big_tree::ensure();
+        eprintln!(
+            "tree: {} — {files} files, {:.0} MB",
+            tree.display(),
+            bytes as f64 / 1e6
+        );
+    }
+    let clients: &[Client] = if checkout_tree() || big_tree() {
         &[Client::AgenttyRpc, Client::AgenttyRpcNoSnapshots]
     } else {
         &[Client::AgenttyRpc, Client::PiTui, Client::AgenttyJson]

@@ -175,6 +175,10 @@ pub struct RunArgs {
     /// anyone. Default: deny, unless the provider's config says `permissions = "allow"`.
     #[arg(long, value_enum)]
     pub(crate) permissions: Option<HeadlessPermissions>,
+    /// Take no snapshot of the working tree (no `turn.changes`; as `[snapshots] enabled =
+    /// false` in the config): nothing is walked, read or stored.
+    #[arg(long)]
+    pub(crate) no_snapshots: bool,
     /// How the turn is printed on stdout.
     #[arg(long, value_enum, default_value_t = RunFormat::Json)]
     pub(crate) format: RunFormat,

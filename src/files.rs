@@ -66,6 +66,69 @@ pub(crate) fn append_no_follow(path: &Path, create: bool) -> io::Result<File> {
     no_follow().append(true).create(create).open(path)
 }
 
+/// Makes `path` a folder (owner-only where it creates one), refusing a symbolic link or a
+/// non-folder in any component from `anchor` (included) down: a link planted in place of
+/// `snapshots`, `sessions` or `logs` must not send agentty's writes (copies of the user's files,
+/// logs) to wherever it points. Folders above `anchor` are the user's own layout (a home on
+/// another volume behind a link) and are not judged. A `path` outside `anchor` is refused.
+pub(crate) fn private_dir_under(anchor: &Path, path: &Path) -> io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    let below = path.strip_prefix(anchor).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{} is not inside {}", path.display(), anchor.display()),
+        )
+    })?;
+    if let Some(parent) = anchor
+        .parent()
+        .filter(|parent| !parent.as_os_str().is_empty())
+    {
+        std::fs::create_dir_all(parent)?;
+    }
+    let mut folder = anchor.to_path_buf();
+    let components = std::iter::once(None).chain(below.components().map(Some));
+    for component in components {
+        if let Some(component) = component {
+            if !matches!(component, std::path::Component::Normal(_)) {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("{} is not a plain path", path.display()),
+                ));
+            }
+            folder.push(component);
+        }
+        match std::fs::symlink_metadata(&folder) {
+            Ok(metadata) if metadata.is_dir() => {}
+            Ok(_) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!(
+                    "{} is a symbolic link or a file, not a folder: nothing is written through it",
+                    folder.display()
+                ),
+                ))
+            }
+            Err(error) if error.kind() == io::ErrorKind::NotFound => {
+                match std::fs::DirBuilder::new().mode(0o700).create(&folder) {
+                    Ok(()) => {}
+                    // Another agentty made it meanwhile: judged on the next turn of the loop.
+                    Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {
+                        if !std::fs::symlink_metadata(&folder)?.is_dir() {
+                            return Err(io::Error::new(
+                                io::ErrorKind::InvalidInput,
+                                format!("{} is not a folder", folder.display()),
+                            ));
+                        }
+                    }
+                    Err(error) => return Err(error),
+                }
+            }
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(())
+}
+
 /// What a non-regular file is, for messages.
 fn describe_kind(kind: std::fs::FileType) -> &'static str {
     if kind.is_dir() {
@@ -151,5 +214,30 @@ mod tests {
         let error = append_no_follow(&link, true).unwrap_err();
         assert_eq!(error.raw_os_error(), Some(libc::ELOOP));
         assert_eq!(std::fs::read_to_string(&outside).unwrap(), "mine\n");
+    }
+
+    /// No folder of the state dir is made or written through a link, whichever component it
+    /// is (`snapshots`, `trees`, a store's own folder): the link's target stays empty.
+    #[test]
+    fn no_folder_of_the_state_dir_is_followed_through_a_link() {
+        let state = tempfile::tempdir().unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        let anchor = state.path();
+        std::os::unix::fs::symlink(elsewhere.path(), anchor.join("trees")).unwrap();
+        let error = private_dir_under(anchor, &anchor.join("trees/abc/blobs")).unwrap_err();
+        assert!(error.to_string().contains("symbolic link"), "{error}");
+        std::fs::create_dir_all(anchor.join("snapshots/conv")).unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), anchor.join("snapshots/conv/turns")).unwrap();
+        assert!(private_dir_under(anchor, &anchor.join("snapshots/conv/turns")).is_err());
+        assert!(private_dir_under(anchor, &anchor.join("../outside")).is_err());
+        assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0);
+        // Real folders are made, owner-only.
+        private_dir_under(anchor, &anchor.join("sessions/deep")).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(anchor.join("sessions/deep"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o700);
     }
 }

@@ -124,10 +124,13 @@ pub fn run(agent: AgentArgs, args: RunArgs) -> i32 {
         }
         let snapshots = session_log
             .as_ref()
-            .map(|log| crate::snapshot::SnapshotSetup {
-                root: std::env::current_dir().unwrap_or_default(),
-                dir: crate::snapshot::dir_for_log(log.path()),
-                limits: loaded.config.snapshots.clone(),
+            .filter(|_| !args.no_snapshots)
+            .map(|log| {
+                crate::snapshot::SnapshotSetup::for_log(
+                    std::env::current_dir().unwrap_or_default(),
+                    log.path(),
+                    loaded.config.snapshots.clone(),
+                )
             });
         let options = OrchestratorOptions {
             policy,
@@ -136,8 +139,6 @@ pub fn run(agent: AgentArgs, args: RunArgs) -> i32 {
             session_log: session_log.map(|log| log as Arc<dyn crate::orchestrator::Recorder>),
             settings: provider::configured_settings(&settings),
             snapshots,
-            // The prompt goes as the conversation opens: the tree as it was comes first.
-            baseline_before_first_turn: true,
             ..OrchestratorOptions::new(provider)
         };
         let mut printer = Printer::new(args.format);

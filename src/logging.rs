@@ -38,6 +38,22 @@ pub(crate) fn state_dir() -> PathBuf {
         .unwrap_or_else(|| std::env::temp_dir().join("agentty"))
 }
 
+/// Makes a folder of agentty's state dir (`sessions`, `logs`, ...) with [`private_dir_under`]
+/// the state dir: never through a link in any of its components. A folder outside the state
+/// dir (a test's) is made as any folder.
+pub(crate) fn private_state_dir(path: &Path) -> std::io::Result<()> {
+    let state = state_dir();
+    if path.starts_with(&state) {
+        crate::files::private_dir_under(&state, path)
+    } else {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(path)
+    }
+}
+
 pub(crate) fn log_dir() -> PathBuf {
     state_dir().join("logs")
 }
@@ -118,7 +134,7 @@ const LOG_QUEUE_LINES: usize = 4096;
 /// `AGENTTY_LOG` sets the filter (default `info`).
 pub fn init() -> Option<WorkerGuard> {
     let dir = log_dir();
-    std::fs::create_dir_all(&dir).ok()?;
+    private_state_dir(&dir).ok()?;
     let appender = DailyLog::open(dir, days_since_epoch());
     // The default queue (128,000 lines) is allocated and touched up front: ~5 MiB and a few
     // milliseconds at every start. Lines beyond this bound are dropped, never waited for.

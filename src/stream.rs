@@ -181,10 +181,11 @@ pub struct PlanEntry {
 }
 
 /// How a file changed in a turn (`turn.changes`' `status`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ChangeStatus {
     Created,
+    #[default]
     Modified,
     Deleted,
     /// A file that is not text, created, changed or deleted: no line counts.
@@ -203,17 +204,23 @@ impl ChangeStatus {
 }
 
 /// One file a turn changed, with its line counts (0 for a binary file or one not kept).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileChange {
     /// Relative to the working directory, `/`-separated.
     pub path: String,
     pub status: ChangeStatus,
     pub added: u64,
     pub removed: u64,
-    /// Its content before or after was over the snapshot limits: the change is seen, but it
-    /// cannot be shown or undone.
+    /// Its content before or after was not kept (over the snapshot limits, unreadable, the
+    /// state disk full, ...): the change is seen, but it cannot be shown or undone.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub too_big: bool,
+    /// Why it was not kept, in words (with `too_big`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_kept: Option<String>,
+    /// What else changed: the permissions (`mode 644 → 755`) or the type (`file → folder`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
 }
 
 /// What a `notice` message is about. On the wire its `kind` stays an open string (`wire`); the
@@ -623,7 +630,7 @@ mod tests {
                         status: ChangeStatus::Modified,
                         added: 3,
                         removed: 1,
-                        too_big: false,
+                        ..FileChange::default()
                     },
                     FileChange {
                         path: "big.bin".into(),
@@ -631,12 +638,15 @@ mod tests {
                         added: 0,
                         removed: 0,
                         too_big: true,
+                        not_kept: Some("over the 1024 KB a file".into()),
+                        detail: None,
                     },
                 ],
             },
             json!({"type":"turn.changes","files":[
                 {"path":"src/a.rs","status":"modified","added":3,"removed":1},
-                {"path":"big.bin","status":"created","added":0,"removed":0,"too_big":true}]}),
+                {"path":"big.bin","status":"created","added":0,"removed":0,"too_big":true,
+                 "not_kept":"over the 1024 KB a file"}]}),
         );
     }
 

@@ -53,7 +53,7 @@ pub(crate) fn load(path: &Path) -> Vec<String> {
 /// Appends one prompt, compacting the file when it has grown to twice the bound.
 pub(crate) fn append(path: &Path, prompt: &str) -> io::Result<()> {
     if let Some(dir) = path.parent() {
-        fs::create_dir_all(dir)?;
+        crate::logging::private_state_dir(dir)?;
     }
     let line = serde_json::to_string(prompt).map_err(io::Error::other)?;
     // Never through a link planted in the state dir.

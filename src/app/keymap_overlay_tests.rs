@@ -195,6 +195,7 @@ fn review_and_rewind_answer_the_keys_their_footers_name() {
         turn: 1,
         conflicts: vec![InertText::new("a.rs")],
         asked_by: ConfirmFor::Undo,
+        shared_with: Vec::new(),
     };
     assert_answers(&confirm, UNDO_CONFIRM_KEYS, answer);
 

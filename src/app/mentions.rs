@@ -1,8 +1,10 @@
 //! `@` file mentions: the files a mention can name, ranked by a fuzzy match, and how a mention
 //! reaches the agent.
 //!
-//! The list is walked once per chat (in the background, on the first `@`) from the working
-//! directory with ripgrep's `ignore` walker, so `.gitignore`d files stay out, and is bounded.
+//! The list is walked on each new mention (in the background) from the working directory with
+//! ripgrep's `ignore` walker, so `.gitignore`d files stay out. It is complete up to
+//! [`MAX_FILES`] paths and sorted, shallowest first; past that the deepest paths are the ones
+//! left out, and the chat says so once.
 //! Hidden files that are not ignored are listed (`.github/workflows/ci.yml` is often what the
 //! user means), except the `.git` directory itself; folders are listed too, with a trailing
 //! `/`, so a mention can name one and Tab on one goes on into it. Ranking uses nucleo's matcher (Helix's) in its path mode. A completed mention is
@@ -15,8 +17,19 @@ use std::path::Path;
 use nucleo_matcher::pattern::{CaseMatching, Normalization, Pattern};
 use nucleo_matcher::{Config, Matcher};
 
-/// Files listed at most (a huge tree must not stall the popup or fill memory).
-pub(crate) const MAX_FILES: usize = 20_000;
+/// Paths listed at most (a huge tree must not stall the popup or fill memory): more than the
+/// snapshots keep, so any tree they cover is listed whole.
+pub(crate) const MAX_FILES: usize = 200_000;
+/// Paths walked at most before the list is sorted and cut.
+const WALK_LIMIT: usize = 1_000_000;
+
+/// The paths of a tree for `@`, and how many there were when they had to be cut.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct FileListing {
+    pub(crate) files: Vec<String>,
+    /// Paths found (at least) when more than [`MAX_FILES`] were.
+    pub(crate) cut_from: Option<usize>,
+}
 /// Suggestions shown at once.
 pub const MAX_SUGGESTIONS: usize = 8;
 
@@ -39,9 +52,9 @@ impl FileIndex {
 }
 
 /// Walks `root` for files and folders (respecting `.gitignore` and `.ignore`, even outside a
-/// git repository; hidden ones included, `.git` not), shallow paths first, at most `limit` of
-/// them. A folder is listed as `path/`.
-pub(crate) fn list_files(root: &Path, limit: usize) -> Vec<String> {
+/// git repository; hidden ones included, `.git` not), sorted shallowest first, at most `limit`
+/// of them (the deepest are left out). A folder is listed as `path/`.
+pub(crate) fn list_files(root: &Path, limit: usize) -> FileListing {
     let mut files: Vec<String> = ignore::WalkBuilder::new(root)
         .require_git(false)
         .hidden(false)
@@ -66,12 +79,18 @@ pub(crate) fn list_files(root: &Path, limit: usize) -> Vec<String> {
         // A name with control characters (an escape sequence in a file name) is not offered:
         // shown inert it would no longer name the file.
         .filter(|path| crate::sanitize::is_inert(path))
-        .take(limit)
+        .take(WALK_LIMIT)
         .collect();
     // Shallow first (a folder's own slash does not count).
     let depth = |path: &str| path.trim_end_matches('/').matches('/').count();
-    files.sort_by(|a, b| (depth(a), a.as_str()).cmp(&(depth(b), b.as_str())));
-    files
+    files.sort_unstable_by(|a, b| (depth(a), a.as_str()).cmp(&(depth(b), b.as_str())));
+    let found = files.len();
+    files.truncate(limit);
+    files.shrink_to_fit();
+    FileListing {
+        files,
+        cut_from: (found > limit).then_some(found),
+    }
 }
 
 /// The best matches of `query` among `files`, best first (ties keep the listing's order).
@@ -249,7 +268,7 @@ mod tests {
             std::fs::write(root.join(file), "").unwrap();
         }
         assert_eq!(
-            list_files(root, MAX_FILES),
+            list_files(root, MAX_FILES).files,
             [
                 ".gitignore",
                 ".secret",
@@ -260,7 +279,9 @@ mod tests {
                 "src/deep/x.rs"
             ]
         );
-        assert_eq!(list_files(root, 1).len(), 1);
+        let cut = list_files(root, 1);
+        assert_eq!(cut.files, [".gitignore"], "the shallowest stay");
+        assert_eq!(cut.cut_from, Some(7), "and the cut is said");
     }
 
     #[test]
@@ -274,7 +295,7 @@ mod tests {
         std::fs::write(root.join(".github/workflows/ci.yml"), "").unwrap();
         std::fs::write(root.join(".git/HEAD"), "").unwrap();
         std::fs::write(root.join(".cache/blob"), "").unwrap();
-        let listed = list_files(root, MAX_FILES);
+        let listed = list_files(root, MAX_FILES).files;
         assert!(
             listed.contains(&".github/workflows/ci.yml".to_owned()),
             "{listed:?}"

@@ -28,6 +28,8 @@ pub enum Overlay {
     ConfirmUndo(super::review::UndoConfirm),
     /// `/rewind`: an earlier prompt, then what to take back.
     Rewind(super::rewind::RewindPicker),
+    /// A restore a crash interrupted: finish it or roll it back?
+    InterruptedRestore(super::review::RestorePrompt),
 }
 
 /// The action menu: every [`Action`], in `Action::ALL`'s order.

@@ -58,11 +58,12 @@ pub(crate) enum DiffRow {
         added: u64,
         removed: u64,
     },
-    /// A line of that file's diff; `path` names the file (for highlighting).
+    /// A line of that file's diff; `path` names the file (for highlighting), shared by all its
+    /// lines.
     Line {
         kind: DiffLineKind,
         text: InertText,
-        path: InertText,
+        path: std::sync::Arc<InertText>,
     },
 }
 
@@ -177,9 +178,9 @@ impl OverlayPane for DiffView {
 fn rows(files: &[FileDiffView]) -> Vec<DiffRow> {
     let mut rows = Vec::new();
     for file in files {
-        let path = InertText::new(&file.path);
+        let path = std::sync::Arc::new(InertText::new(&file.path));
         rows.push(DiffRow::File {
-            path: path.clone(),
+            path: InertText::clone(&path),
             status: file.status,
             added: file.added,
             removed: file.removed,
@@ -201,6 +202,9 @@ pub struct UndoConfirm {
     pub(crate) turn: TurnId,
     pub(crate) conflicts: Vec<InertText>,
     pub(crate) asked_by: ConfirmFor,
+    /// Other agentty processes ran a turn in the tree meanwhile: the list is every file the
+    /// turn seems to have changed, which may be theirs.
+    pub(crate) shared_with: Vec<u32>,
 }
 
 /// What asked the overwrite question (and, for a rewind or its undo, whether the conversation
@@ -247,4 +251,38 @@ pub(crate) fn changes_summary(files: &[ChangedFile]) -> String {
         format!("{} files changed", files.len())
     };
     format!("{count} · +{added} −{removed}")
+}
+
+/// A restore (`/undo`, `/rewind`) a crash interrupted, found as the chat opened: finish it, roll
+/// it back, or leave it (asked again at the next launch).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RestorePrompt {
+    pub(crate) restore: crate::snapshot::InterruptedRestore,
+    /// Others found, asked about after this one.
+    pub(crate) more: Vec<crate::snapshot::InterruptedRestore>,
+}
+
+/// The answer to a [`RestorePrompt`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RestoreAnswer {
+    /// `f`: put the rest back.
+    Finish,
+    /// `r`: return what it put back as the turn left it.
+    RollBack,
+    /// Esc: decide at the next launch.
+    Later,
+}
+
+impl OverlayPane for RestorePrompt {
+    type Input<'a> = ();
+    type Request = RestoreAnswer;
+
+    fn on_key(&mut self, key: KeyEvent, _now: Option<Instant>, _input: ()) -> Step<RestoreAnswer> {
+        match key.code {
+            KeyCode::Char('f') | KeyCode::Char('F') => Step::Done(RestoreAnswer::Finish),
+            KeyCode::Char('r') | KeyCode::Char('R') => Step::Done(RestoreAnswer::RollBack),
+            KeyCode::Esc => Step::Done(RestoreAnswer::Later),
+            _ => Step::Open,
+        }
+    }
 }

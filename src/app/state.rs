@@ -214,6 +214,9 @@ struct AskedPermission {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Activity {
     Idle,
+    /// No turn runs, but the working tree's snapshot is being taken (the baseline, or the one
+    /// that sums up the last turn).
+    Snapshotting(crate::orchestrator::SnapshotBusy),
     /// A prompt is on its way and the orchestrator has not said its turn started.
     Starting,
     /// A turn runs: what its agent is doing, and for how long it has been doing it.
@@ -298,6 +301,8 @@ pub struct AppState {
     pub(crate) popup_dismissed_for: Option<String>,
     /// Files `@` mentions can name.
     pub(crate) files: FileIndex,
+    /// The `@` list was cut: how many paths there were (at least).
+    pub(crate) files_cut_from: Option<usize>,
     /// Why this provider runs (the first-start screen says it).
     pub provider_reason: Option<InertText>,
     pub quitting: bool,
@@ -345,6 +350,10 @@ pub struct AppState {
     /// What the provider's transport lets agentty do (as each agent starts): images, how an
     /// "always" answer is taken back.
     pub(crate) agent_capabilities: crate::provider::Capabilities,
+    /// What the working tree's snapshot is busy with (the status bar says so, never "idle").
+    pub(crate) snapshot_busy: Option<crate::orchestrator::SnapshotBusy>,
+    /// `/undo` was asked while the last turn's changes were being summed up: it runs then.
+    pub(crate) undo_after_snapshot: bool,
     /// The colours chosen (`theme` in the config, `/settings`).
     pub theme: crate::config::Theme,
     /// The background the terminal announced (`COLORFGBG`), for `theme = "auto"`.
@@ -374,6 +383,7 @@ impl AppState {
             popup: None,
             popup_dismissed_for: None,
             files: FileIndex::default(),
+            files_cut_from: None,
             provider_reason: None,
             quitting: false,
             orchestrator_alive: true,
@@ -396,6 +406,8 @@ impl AppState {
             installed_agents: None,
             last_rewind: None,
             agent_capabilities: crate::provider::Capabilities::ONE_SHOT,
+            snapshot_busy: None,
+            undo_after_snapshot: false,
             theme: crate::config::Theme::default(),
             terminal_background: None,
         };
@@ -458,7 +470,9 @@ impl AppState {
             Action::Stop => self.is_turn_running(),
             Action::CopyLastAnswer => self.last_answer().is_some(),
             Action::Diff => !self.changed_turns.is_empty(),
-            Action::Undo => !self.is_turn_running() && self.undoable_turn().is_some(),
+            Action::Undo => {
+                !self.is_turn_running() && (self.undoable_turn().is_some() || self.summing_up())
+            }
             Action::Compact => !self.is_turn_running(),
             Action::Rewind => {
                 !self.is_turn_running()
@@ -495,7 +509,10 @@ impl AppState {
         }
         let Some(turn) = &self.turn else {
             return match self.prompt_in_flight {
-                None => Activity::Idle,
+                None => match self.snapshot_busy {
+                    Some(busy) => Activity::Snapshotting(busy),
+                    None => Activity::Idle,
+                },
                 Some(false) => Activity::Starting,
                 Some(true) => Activity::Stopping {
                     stage: StopStatus::Requested,
@@ -506,6 +523,12 @@ impl AppState {
             return Activity::Stopping {
                 stage: StopStatus::at(stop, now),
             };
+        }
+        if self.snapshot_busy == Some(crate::orchestrator::SnapshotBusy::Baseline)
+            && !turn.stop_requested
+        {
+            // The prompt waits for the working tree's first snapshot: the agent has not got it.
+            return Activity::Snapshotting(crate::orchestrator::SnapshotBusy::Baseline);
         }
         if turn.stop_requested {
             return Activity::Stopping {

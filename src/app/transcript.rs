@@ -52,8 +52,13 @@ pub(crate) struct ChangedFile {
     pub(crate) status: crate::stream::ChangeStatus,
     pub(crate) added: u64,
     pub(crate) removed: u64,
-    /// Over the snapshot limits: seen, but it cannot be shown or undone.
+    /// Not kept (over the snapshot limits, unreadable, ...): seen, but it cannot be shown or
+    /// undone.
     pub(crate) too_big: bool,
+    /// Why it was not kept.
+    pub(crate) not_kept: Option<InertText>,
+    /// A change of mode or type (`mode 644 → 755`).
+    pub(crate) detail: Option<InertText>,
 }
 
 impl From<crate::stream::FileChange> for ChangedFile {
@@ -64,6 +69,8 @@ impl From<crate::stream::FileChange> for ChangedFile {
             added: file.added,
             removed: file.removed,
             too_big: file.too_big,
+            not_kept: file.not_kept.as_deref().map(InertText::new),
+            detail: file.detail.as_deref().map(InertText::new),
         }
     }
 }

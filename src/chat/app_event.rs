@@ -10,7 +10,7 @@ use crate::session_log::ConversationSummary;
 #[derive(Debug)]
 pub(super) enum AppEvent {
     ConfigSaved(Result<PathBuf, String>),
-    FilesListed(Vec<String>),
+    FilesListed(crate::app::mentions::FileListing),
     /// A part of a conversation's log cannot be written (told once per part).
     LogNotSaved(String),
     /// The diffs `/diff` asked for.

@@ -116,8 +116,16 @@ fn save(bytes: Vec<u8>, save_dir: &Path, max_bytes: u64) -> Result<ImageAttachme
     };
     let hash = xxhash_rust::xxh3::xxh3_128(&bytes);
     let path = save_dir.join(format!("clipboard-{hash:032x}.{}", mime.short_name()));
-    std::fs::create_dir_all(save_dir)
-        .and_then(|()| std::fs::write(&path, &bytes))
+    crate::logging::private_state_dir(save_dir)
+        .and_then(|()| {
+            use std::io::Write;
+            crate::files::no_follow()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .open(&path)?
+                .write_all(&bytes)
+        })
         .map_err(|error| {
             format!("No image attached: cannot keep the clipboard's image: {error}")
         })?;

@@ -102,13 +102,13 @@ impl Launch {
         let snapshot_dir = session_log
             .as_ref()
             .map(|log| crate::snapshot::dir_for_log(log.path()));
-        let snapshots = snapshot_dir
-            .clone()
-            .map(|dir| crate::snapshot::SnapshotSetup {
-                root: std::env::current_dir().unwrap_or_default(),
-                dir,
-                limits: self.config.snapshots.clone(),
-            });
+        let snapshots = session_log.as_ref().map(|log| {
+            crate::snapshot::SnapshotSetup::for_log(
+                std::env::current_dir().unwrap_or_default(),
+                log.path(),
+                self.config.snapshots.clone(),
+            )
+        });
         let handle = spawn_orchestrator(OrchestratorOptions {
             provider,
             policy,
@@ -119,7 +119,6 @@ impl Launch {
             first_turn,
             settings: conversation_settings,
             snapshots,
-            baseline_before_first_turn: false,
         });
         Ok(Started {
             handle,

@@ -87,9 +87,12 @@ impl ChatLoop {
             AppEvent::ImageLoaded(result, fallback) => {
                 self.state.on_image_loaded(result, &fallback)
             }
-            AppEvent::FilesListed(files) => {
+            AppEvent::FilesListed(listing) => {
+                if let Some(found) = listing.cut_from {
+                    self.state.on_file_list_cut(found);
+                }
                 // Refreshing the popup can only ask for another listing.
-                for effect in self.state.on_files_listed(files) {
+                for effect in self.state.on_files_listed(listing.files) {
                     if effect == AppEffect::ListFiles {
                         self.list_files();
                     }

@@ -17,6 +17,7 @@ use futures::StreamExt;
 use tokio::sync::mpsc;
 use tokio::time::sleep_until;
 
+use crate::app::menu::Overlay;
 use crate::app::state::{AppEffect, AppState};
 use crate::app::transcript::NoticeLevel;
 use crate::orchestrator::exit_status;
@@ -261,7 +262,16 @@ impl ChatLoop {
     /// Handles one terminal event; returns whether the screen may have changed.
     fn on_terminal_event(&mut self, event: Event, terminal: &mut ChatTerminal) -> bool {
         let effects = match event {
-            Event::Key(key) => self.state.on_key_at(key, Instant::now()),
+            Event::Key(key) => {
+                let diff_open = matches!(self.state.overlay, Some(Overlay::Diff(_)));
+                let effects = self.state.on_key_at(key, Instant::now());
+                if diff_open && !matches!(self.state.overlay, Some(Overlay::Diff(_))) {
+                    // A big diff's many small allocations stay with the process unless the
+                    // allocator is asked to give the freed pages back.
+                    crate::background::release_freed_memory();
+                }
+                effects
+            }
             Event::Paste(text) => self.state.on_paste_at(&text, Instant::now()),
             Event::Mouse(mouse) => match mouse.kind {
                 MouseEventKind::ScrollUp => self.state.on_mouse_wheel(true),

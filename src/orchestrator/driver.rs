@@ -20,14 +20,13 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
 use super::fsm::{Effect, Input, Machine};
-use super::{Command, OrchestratorEvent, Recorder, TurnId};
+use super::{Command, OrchestratorEvent, Recorder, SnapshotBusy, TurnId};
 use crate::config::RetryPolicy;
 use crate::provider::checkpoint::CheckpointStore;
 use crate::provider::{settings_overridden, AgentQueue, AgentSetting, AgentStatus};
 use crate::provider::{
     AgentStream, AttemptRequest, Provider, SessionCheckpoint, SessionRef, StopControl, StopProgress,
 };
-use crate::snapshot::{SnapshotReply, SnapshotWorker};
 use crate::stream::{AgentMessage, Failure, FailureReason, NoticeKind};
 
 /// What the orchestrator starts with.
@@ -49,10 +48,6 @@ pub struct OrchestratorOptions {
     pub settings: Vec<AgentSetting>,
     /// Where the working tree's snapshots go (`None`: none are taken, no `turn.changes`).
     pub snapshots: Option<crate::snapshot::SnapshotSetup>,
-    /// The first turn waits (at most [`BASELINE_WAIT`]) for the baseline snapshot: for a prompt
-    /// sent as the conversation opens (`agentty run`). The chat takes the baseline while the
-    /// user types and never holds a prompt (nor a stop) for it.
-    pub baseline_before_first_turn: bool,
 }
 
 impl OrchestratorOptions {
@@ -68,7 +63,6 @@ impl OrchestratorOptions {
             first_turn: 1,
             settings: Vec::new(),
             snapshots: None,
-            baseline_before_first_turn: false,
         }
     }
 }
@@ -108,34 +102,6 @@ struct PendingRetry {
     due: Instant,
 }
 
-/// What the driver set aside until the snapshot after a turn is taken: the next turn starts on
-/// a settled tree (its agent cannot write before the last turn's snapshot is done), and the
-/// stream does not end before that turn's `turn.changes`.
-struct Deferred {
-    effects: VecDeque<Effect>,
-}
-
-/// The snapshot thread and what the driver knows of it.
-struct Snapshots {
-    worker: SnapshotWorker,
-    /// The turn whose "before" snapshot was asked for and whose "after" is still to come.
-    open_turn: Option<TurnId>,
-    /// The turn whose "after" snapshot was asked for and has not come back.
-    awaiting_end: Option<TurnId>,
-    /// The turn whose "before" snapshot waits for the model's first answer, and when its
-    /// request went out ([`Driver::take_due_snapshot`]).
-    begin_due: Option<(TurnId, std::time::SystemTime)>,
-    /// The baseline (taken when the conversation opens) is not done yet. A first prompt sent
-    /// before it (`agentty run`, a prompt given on the command line) waits for it: without
-    /// it, what the agent changes at once could not be told from how the tree was. Not past
-    /// `baseline_deadline`: a huge tree must not hold the first prompt (nor a stop) long.
-    baseline_pending: bool,
-    baseline_deadline: Instant,
-}
-
-/// The longest a first prompt waits for the baseline snapshot.
-const BASELINE_WAIT: Duration = Duration::from_secs(2);
-
 struct Driver {
     options: OrchestratorOptions,
     machine: Machine,
@@ -163,7 +129,7 @@ struct Driver {
     /// The agent's count of refused changes, as last seen.
     refusals_seen: u64,
     snapshots: Option<Snapshots>,
-    /// Effects set aside until the snapshot thread answers; nothing else is taken meanwhile.
+    /// The first attempt and what follows it, set aside until the baseline is taken.
     deferred: Option<Deferred>,
     /// Each recent turn's session and the agent's stored session before it, for `/rewind`.
     turn_checkpoints: std::collections::BTreeMap<TurnId, (SessionRef, Option<SessionCheckpoint>)>,
@@ -181,35 +147,6 @@ struct Driver {
     agent_session: SessionRef,
 }
 
-/// Whether the agent's conversation can go back to before a turn, from what was kept of its
-/// session when the turn began: nothing to keep (a new session), its files, or the point where
-/// the agent that holds its session can branch it.
-fn conversation_rewind(
-    session: &SessionRef,
-    checkpoint: Option<&SessionCheckpoint>,
-) -> Result<(), String> {
-    match checkpoint {
-        _ if *session == SessionRef::New => Ok(()),
-        None => Err("the agent's session file was not found when that turn began".to_owned()),
-        Some(checkpoint)
-            if checkpoint.is_held_by_agent() && checkpoint.branch_point().is_none() =>
-        {
-            Err(format!(
-                "where {} stood when that turn began is not known",
-                checkpoint.path().display()
-            ))
-        }
-        Some(_) => Ok(()),
-    }
-}
-
-/// Turns whose session checkpoints are kept for `/rewind` (each holds a copy of the agent's
-/// session file, which grows with the conversation).
-const REWINDABLE_TURNS: usize = 50;
-
-/// The folder of the conversation's snapshot store that keeps its turns' session checkpoints.
-const CHECKPOINTS_DIR: &str = "checkpoints";
-
 impl Driver {
     fn new(options: OrchestratorOptions, events: mpsc::Sender<OrchestratorEvent>) -> Self {
         let machine = Machine::new(options.policy.clone(), options.session.clone())
@@ -222,14 +159,7 @@ impl Driver {
             .snapshots
             .clone()
             .filter(|setup| setup.limits.enabled)
-            .map(|setup| Snapshots {
-                worker: SnapshotWorker::start(setup.root, setup.dir, setup.limits),
-                open_turn: None,
-                awaiting_end: None,
-                begin_due: None,
-                baseline_pending: options.baseline_before_first_turn,
-                baseline_deadline: Instant::now() + BASELINE_WAIT,
-            });
+            .map(|setup| Snapshots::start(setup, options.first_turn));
         let checkpoint_store = options
             .snapshots
             .as_ref()
@@ -292,20 +222,19 @@ impl Driver {
         });
         let mut commands_open = true;
         let mut shutdown_requested = false;
+        if self.snapshots.is_some() {
+            self.emit(OrchestratorEvent::SnapshotBusy(Some(
+                SnapshotBusy::Baseline,
+            )));
+        }
         loop {
-            let waiting = self.deferred.is_some();
-            let input = if let Some(input) = self.feedback.pop_front().filter(|_| !waiting) {
+            let input = if let Some(input) = self.feedback.pop_front() {
                 input
-            } else if self.receiver_gone && !shutdown_requested && !waiting {
+            } else if self.receiver_gone && !shutdown_requested {
                 Input::Command(Command::Shutdown)
             } else {
                 // A sender of its own: the permit it gives must not borrow the driver.
                 let events = self.events.clone();
-                let baseline_deadline = self
-                    .snapshots
-                    .as_ref()
-                    .filter(|snapshots| snapshots.baseline_pending)
-                    .map(|snapshots| snapshots.baseline_deadline);
                 tokio::select! {
                     reply = next_snapshot_reply(&mut self.snapshots) => {
                         if self.on_snapshot_reply(reply) {
@@ -313,17 +242,7 @@ impl Driver {
                         }
                         continue;
                     }
-                    _ = sleep_until_opt(baseline_deadline), if waiting && baseline_deadline.is_some() => {
-                        tracing::warn!("the baseline snapshot is slow; the first prompt goes without it");
-                        if let Some(snapshots) = self.snapshots.as_mut() {
-                            snapshots.baseline_pending = false;
-                        }
-                        if self.resume_deferred() {
-                            break;
-                        }
-                        continue;
-                    }
-                    command = commands.recv(), if commands_open && !waiting => match command {
+                    command = commands.recv(), if commands_open => match command {
                         Some(command) => Input::Command(command),
                         None => {
                             commands_open = false;
@@ -337,8 +256,8 @@ impl Driver {
                         }
                         continue;
                     }
-                    input = next_attempt_input(&mut self.live), if self.backlog.is_empty() && !waiting => input,
-                    input = retry_due(self.retry), if !waiting => input,
+                    input = next_attempt_input(&mut self.live), if self.backlog.is_empty() => input,
+                    input = retry_due(self.retry) => input,
                     queue = watch_next(&mut self.agent_queue) => {
                         self.emit(OrchestratorEvent::AgentQueueChanged(queue));
                         continue;
@@ -366,6 +285,10 @@ impl Driver {
                     }
                 }
                 Input::RetryDue { .. } => self.retry = None,
+                Input::Command(Command::ResolveRestore { id, finish }) => {
+                    self.resolve_restore(id.clone(), *finish);
+                    continue;
+                }
                 // Whether the agent can compact is the provider's to say, at this moment (an
                 // ACP agent announces its commands once its session is open).
                 Input::Command(Command::Compact(_)) if !self.options.provider.can_compact() => {
@@ -391,27 +314,52 @@ impl Driver {
         }
     }
 
-    /// Carries out the effects in order; true once the machine has exited. Effects after one
-    /// that must wait for the snapshot thread are set aside ([`Deferred`]).
+    /// Carries out the effects in order; true once the machine has exited. The first attempt
+    /// and the effects after it are set aside until the baseline is taken ([`Deferred`]), and
+    /// so is the end of the stream until the last turn's changes are out; meanwhile new effects
+    /// queue behind them, but a stop of the attempt held back ends it at once.
     fn perform(&mut self, effects: impl Into<VecDeque<Effect>>) -> bool {
         let mut exit = false;
         let mut effects: VecDeque<Effect> = effects.into();
         while let Some(effect) = effects.pop_front() {
+            if let Some(deferred) = self.deferred.as_mut() {
+                if let Effect::StopAttempt { turn, attempt } = &effect {
+                    let (turn, attempt) = (*turn, *attempt);
+                    if self.cancel_held_attempt(turn, attempt) {
+                        // Nothing waits any more: what was set aside goes now, first.
+                        if let Some(held) = self.deferred.take() {
+                            for effect in held.effects.into_iter().rev() {
+                                effects.push_front(effect);
+                            }
+                        }
+                        continue;
+                    }
+                    if let Some(deferred) = self.deferred.as_mut() {
+                        deferred.effects.push_back(effect);
+                    }
+                    continue;
+                }
+                deferred.effects.push_back(effect);
+                continue;
+            }
             match effect {
-                effect @ Effect::StartAttempt { .. } if self.awaiting_baseline() => {
+                effect @ (Effect::StartAttempt { .. } | Effect::StartCompaction { .. })
+                    if self.awaiting_baseline() =>
+                {
                     effects.push_front(effect);
-                    self.deferred = Some(Deferred { effects });
+                    self.deferred = Some(Deferred {
+                        effects: std::mem::take(&mut effects),
+                    });
                     return exit;
                 }
-                effect @ (Effect::StartAttempt { .. }
-                | Effect::StartCompaction { .. }
-                | Effect::Emit(OrchestratorEvent::ShutDown))
+                effect @ Effect::Emit(OrchestratorEvent::ShutDown)
                     if self.awaiting_snapshot_after() =>
                 {
-                    // The next turn starts (or the stream ends) on a settled tree, after the
-                    // last turn's `turn.changes`.
+                    // The stream ends after the last turn's `turn.changes`.
                     effects.push_front(effect);
-                    self.deferred = Some(Deferred { effects });
+                    self.deferred = Some(Deferred {
+                        effects: std::mem::take(&mut effects),
+                    });
                     return exit;
                 }
                 Effect::Emit(OrchestratorEvent::TurnEnded { turn, outcome }) => {
@@ -450,64 +398,14 @@ impl Driver {
                     conversation,
                     files,
                     overwrite,
-                } => match (&self.snapshots, files) {
-                    (Some(snapshots), true) => {
-                        snapshots.worker.rewind(turn, overwrite);
-                        self.pending_rewind = Some((turn, conversation));
-                    }
-                    (None, true) => {
-                        let conversation = conversation.then(|| self.rewind_conversation(turn));
-                        self.emit(OrchestratorEvent::Rewound(super::Rewind {
-                            turn,
-                            conversation,
-                            files: Some(Err("no snapshots of the files are kept".to_owned())),
-                            undone: false,
-                        }));
-                    }
-                    (_, false) => {
-                        let conversation = conversation.then(|| self.rewind_conversation(turn));
-                        self.emit(OrchestratorEvent::Rewound(super::Rewind {
-                            turn,
-                            conversation,
-                            files: None,
-                            undone: false,
-                        }));
-                    }
-                },
+                } => self.rewind(turn, conversation, files, overwrite),
                 Effect::UndoRewind {
                     turn,
                     conversation,
                     files,
                     overwrite,
-                } => match (&self.snapshots, files) {
-                    (Some(snapshots), true) => {
-                        snapshots.worker.undo_rewind(turn, overwrite);
-                        self.pending_undo_rewind = Some((turn, conversation));
-                    }
-                    (snapshots, _) => {
-                        let no_snapshots = files && snapshots.is_none();
-                        let conversation =
-                            conversation.then(|| self.undo_rewind_conversation(turn));
-                        self.emit(OrchestratorEvent::Rewound(super::Rewind {
-                            turn,
-                            conversation,
-                            files: no_snapshots
-                                .then(|| Err("no snapshots of the files are kept".to_owned())),
-                            undone: true,
-                        }));
-                    }
-                },
-                Effect::UndoTurn { turn, overwrite } => match &self.snapshots {
-                    Some(snapshots) => snapshots.worker.undo(turn, overwrite),
-                    None => self.emit(OrchestratorEvent::Undone {
-                        turn,
-                        outcome: Err(
-                            "no snapshots are kept ([snapshots] enabled = false in the config, \
-                             or they could not be taken)"
-                                .to_owned(),
-                        ),
-                    }),
-                },
+                } => self.undo_rewind(turn, conversation, files, overwrite),
+                Effect::UndoTurn { turn, overwrite } => self.undo_turn(turn, overwrite),
                 Effect::StopAttempt { turn, attempt } => {
                     if let Some(live) = &self.live {
                         if live.turn == turn && live.attempt == attempt {
@@ -591,279 +489,6 @@ impl Driver {
             }
         }
         exit
-    }
-
-    /// Asks for the snapshot before turn `turn`'s first request, which goes out at once: the
-    /// snapshot is taken beside it (what the agent writes meanwhile is taken from the previous
-    /// snapshot), so Enter never waits for a walk of the tree.
-    fn snapshot_before(&mut self, turn: TurnId) {
-        if let Some(snapshots) = self.snapshots.as_mut() {
-            snapshots.open_turn = Some(turn);
-            snapshots.begin_due = Some((turn, std::time::SystemTime::now()));
-        }
-    }
-
-    /// Starts the walk of the "before" snapshot asked for: once the model has answered (the
-    /// request is out, and the walk no longer competes with the agent for a core while it
-    /// sends it), or before anything else the snapshot thread is asked. Correct whenever it
-    /// runs: what the agent wrote since the request is taken from the previous snapshot.
-    fn take_due_snapshot(&mut self) {
-        if let Some(snapshots) = self.snapshots.as_mut() {
-            if let Some((turn, since)) = snapshots.begin_due.take() {
-                snapshots.worker.begin(turn, since);
-            }
-        }
-    }
-
-    /// Asks for the snapshot after turn `turn` (the turn has ended: the UI need not wait for
-    /// it; its `turn.changes` follows).
-    fn snapshot_after(&mut self, turn: TurnId) {
-        self.take_due_snapshot();
-        if let Some(snapshots) = self.snapshots.as_mut() {
-            if snapshots.open_turn == Some(turn) {
-                snapshots.open_turn = None;
-                snapshots.awaiting_end = Some(turn);
-                snapshots.worker.end(turn);
-            }
-        }
-    }
-
-    /// The baseline snapshot is still being taken.
-    fn awaiting_baseline(&self) -> bool {
-        self.snapshots
-            .as_ref()
-            .is_some_and(|snapshots| snapshots.baseline_pending)
-    }
-
-    /// The snapshot after the last turn is asked for and not yet taken.
-    fn awaiting_snapshot_after(&self) -> bool {
-        self.snapshots
-            .as_ref()
-            .is_some_and(|snapshots| snapshots.awaiting_end.is_some())
-    }
-
-    /// Handles the snapshot thread's answer and goes on with what waited for it; true once
-    /// the machine has exited.
-    fn on_snapshot_reply(&mut self, reply: Option<SnapshotReply>) -> bool {
-        let Some(reply) = reply else {
-            tracing::warn!("the snapshot thread is gone; no more snapshots");
-            self.snapshots = None;
-            return self.resume_deferred();
-        };
-        let Some(snapshots) = self.snapshots.as_mut() else {
-            return false;
-        };
-        match reply {
-            SnapshotReply::Ready => {
-                snapshots.baseline_pending = false;
-                self.resume_deferred()
-            }
-            SnapshotReply::Began { turn, notice } => {
-                if let Some(message) = notice {
-                    self.emit_snapshot_notice(turn, message);
-                }
-                false
-            }
-            SnapshotReply::Ended {
-                turn,
-                changes,
-                notice,
-            } => {
-                if snapshots.awaiting_end == Some(turn) {
-                    snapshots.awaiting_end = None;
-                }
-                if !changes.is_empty() {
-                    self.emit(OrchestratorEvent::TurnChanges {
-                        turn,
-                        files: changes,
-                    });
-                }
-                if let Some(message) = notice {
-                    self.emit_snapshot_notice(turn, message);
-                }
-                self.resume_deferred()
-            }
-            SnapshotReply::Undone { turn, outcome } => {
-                self.emit(OrchestratorEvent::Undone { turn, outcome });
-                false
-            }
-            SnapshotReply::Rewound { turn, outcome } => {
-                let conversation = self
-                    .pending_rewind
-                    .take()
-                    .is_some_and(|(pending, conversation)| pending == turn && conversation);
-                let mut rewind = super::Rewind {
-                    turn,
-                    conversation: None,
-                    files: Some(outcome),
-                    undone: false,
-                };
-                // Files changed since stop the whole rewind until the user decides.
-                if conversation && rewind.stopped_by_conflicts().is_none() {
-                    rewind.conversation = Some(self.rewind_conversation(turn));
-                }
-                self.emit(OrchestratorEvent::Rewound(rewind));
-                false
-            }
-            SnapshotReply::RewindUndone { turn, outcome } => {
-                let conversation = self
-                    .pending_undo_rewind
-                    .take()
-                    .is_some_and(|(pending, conversation)| pending == turn && conversation);
-                let mut undone = super::Rewind {
-                    turn,
-                    conversation: None,
-                    files: Some(outcome),
-                    undone: true,
-                };
-                if conversation && undone.stopped_by_conflicts().is_none() {
-                    undone.conversation = Some(self.undo_rewind_conversation(turn));
-                }
-                self.emit(OrchestratorEvent::Rewound(undone));
-                false
-            }
-        }
-    }
-
-    /// Puts the agent's stored session back as it was before turn `turn`, so the model no
-    /// longer receives that turn or any later one.
-    fn rewind_conversation(&mut self, turn: TurnId) -> Result<(), String> {
-        if !self.turn_checkpoints.contains_key(&turn) {
-            // A turn of an earlier run (`--resume`): its checkpoint was kept on disk.
-            let name = CheckpointStore::turn_name(turn);
-            match self
-                .checkpoint_store
-                .as_ref()
-                .map(|store| store.load(&name))
-            {
-                Some(Ok(kept)) => {
-                    self.turn_checkpoints.insert(turn, kept);
-                }
-                Some(Err(error)) => {
-                    tracing::info!(turn, %error, "no stored checkpoint of that turn")
-                }
-                None => {}
-            }
-        }
-        let before_rewind = self.current_session_checkpoint();
-        let restored = match self.turn_checkpoints.get(&turn) {
-            None => Err(format!(
-                "agentty keeps the agent's session for the last {REWINDABLE_TURNS} turns only"
-            )),
-            Some((session, checkpoint)) => {
-                conversation_rewind(session, checkpoint.as_ref()).and_then(|()| match checkpoint {
-                    // The turn began the agent's session: before it there was none.
-                    _ if *session == SessionRef::New => {
-                        self.feedback.push_back(Input::Command(Command::NewSession));
-                        Ok(())
-                    }
-                    // The agent branches its own history there; its history as it is now stays
-                    // whole.
-                    Some(checkpoint) if checkpoint.is_held_by_agent() => {
-                        let point = checkpoint.branch_point();
-                        if self.options.provider.branch_session(point) {
-                            tracing::info!(turn, ?point, "agent session branched back");
-                            Ok(())
-                        } else {
-                            Err(format!(
-                                "{} is kept by the agent, which cannot branch it",
-                                checkpoint.path().display()
-                            ))
-                        }
-                    }
-                    Some(checkpoint) => match checkpoint.restore() {
-                        Ok(()) => {
-                            tracing::info!(turn, file = %checkpoint.path().display(), "agent session rewound");
-                            self.options.provider.session_restored();
-                            Ok(())
-                        }
-                        Err(error) => Err(format!("its session file cannot be written: {error}")),
-                    },
-                    None => Ok(()),
-                })
-            }
-        };
-        if restored.is_ok() {
-            self.turn_checkpoints.retain(|kept, _| *kept <= turn);
-            // A retry of an earlier turn's failure must not bring a later session back.
-            self.checkpoint = None;
-            if let Some(store) = &self.checkpoint_store {
-                let (session, checkpoint) = &before_rewind;
-                let name = CheckpointStore::rewind_name(turn);
-                if let Err(error) = store.save(&name, session, checkpoint.as_ref()) {
-                    tracing::warn!(turn, %error, "cannot keep the session from before the rewind");
-                }
-            }
-            self.rewound_sessions.insert(turn, before_rewind);
-        }
-        restored
-    }
-
-    /// The agent's stored session as it is now (what a rewind takes away).
-    fn current_session_checkpoint(&self) -> (SessionRef, Option<SessionCheckpoint>) {
-        let request = AttemptRequest {
-            prompt: String::new(),
-            session: self.agent_session.clone(),
-            cwd: self.options.cwd.clone(),
-            attempt: 1,
-            scenario: self.options.scenario.clone(),
-            settings: self.settings.clone(),
-            raw_line_tap: None,
-            ..AttemptRequest::default()
-        };
-        let checkpoint = self.options.provider.checkpoint(&request);
-        (self.agent_session.clone(), checkpoint)
-    }
-
-    /// Puts the agent's stored session back as it was before the rewind to before `turn`, and
-    /// the next turn continues it.
-    fn undo_rewind_conversation(&mut self, turn: TurnId) -> Result<(), String> {
-        let name = CheckpointStore::rewind_name(turn);
-        let kept = match self.rewound_sessions.remove(&turn) {
-            Some(kept) => Some(kept),
-            None => self
-                .checkpoint_store
-                .as_ref()
-                .and_then(|store| store.load(&name).ok()),
-        };
-        let Some((session, checkpoint)) = kept else {
-            return Err("the agent's session from before that rewind is not kept".to_owned());
-        };
-        match (&session, &checkpoint) {
-            // The agent keeps that session itself, untouched by the rewind (which started a
-            // new one or branched it): going back to it is enough, and a branch not yet made
-            // is not made.
-            (_, Some(checkpoint)) if checkpoint.is_held_by_agent() => {
-                self.options.provider.branch_session(None);
-            }
-            (_, Some(checkpoint)) => {
-                checkpoint
-                    .restore()
-                    .map_err(|error| format!("its session file cannot be written: {error}"))?;
-                tracing::info!(turn, file = %checkpoint.path().display(), "rewind undone in the agent session");
-                self.options.provider.session_restored();
-            }
-            (SessionRef::New, None) => {}
-            (_, None) => {
-                return Err(
-                    "the agent's session file was not found when the rewind was made".to_owned(),
-                )
-            }
-        }
-        self.feedback.push_back(Input::SessionRestored(session));
-        self.checkpoint = None;
-        if let Some(store) = &self.checkpoint_store {
-            store.remove(&name);
-        }
-        Ok(())
-    }
-
-    fn emit_snapshot_notice(&mut self, turn: TurnId, message: String) {
-        self.emit(OrchestratorEvent::Notice {
-            turn,
-            kind: NoticeKind::Snapshot.wire().to_owned(),
-            message,
-        });
     }
 
     /// Goes on with the effects set aside; true once the machine has exited.
@@ -1034,7 +659,15 @@ impl Driver {
             });
             self.turn_checkpoints
                 .insert(turn, (request.session.clone(), checkpoint.clone()));
-            while self.turn_checkpoints.len() > REWINDABLE_TURNS {
+            // Each checkpoint holds a copy of the agent's session file, which grows with the
+            // conversation: with a store on disk, only the last few stay in memory too (a
+            // rewind further back reads its turn's from the disk).
+            let in_memory = if self.checkpoint_store.is_some() {
+                CHECKPOINTS_IN_MEMORY
+            } else {
+                REWINDABLE_TURNS
+            };
+            while self.turn_checkpoints.len() > in_memory {
                 self.turn_checkpoints.pop_first();
             }
             if let Some(store) = self.checkpoint_store.clone() {
@@ -1117,14 +750,6 @@ async fn next_attempt_input(live: &mut Option<LiveAttempt>) -> Input {
     }
 }
 
-/// The snapshot thread's next answer; pending for ever without the thread.
-async fn next_snapshot_reply(snapshots: &mut Option<Snapshots>) -> Option<SnapshotReply> {
-    match snapshots.as_mut() {
-        Some(snapshots) => snapshots.worker.next().await,
-        None => std::future::pending().await,
-    }
-}
-
 /// The next value of a watched agent report; pending forever without one (or once closed).
 async fn watch_next<T: Clone>(receiver: &mut Option<watch::Receiver<T>>) -> T {
     if let Some(watched) = receiver.as_mut() {
@@ -1161,13 +786,13 @@ fn missing_terminal() -> AgentMessage {
 #[path = "driver_tests.rs"]
 mod tests;
 
-/// Sleeps until `deadline`, or for ever without one.
-async fn sleep_until_opt(deadline: Option<Instant>) {
-    match deadline {
-        Some(deadline) => tokio::time::sleep_until(deadline).await,
-        None => std::future::pending().await,
-    }
-}
+#[path = "rewind.rs"]
+mod rewind;
+#[path = "snapshots.rs"]
+mod snapshots;
+
+use rewind::{conversation_rewind, CHECKPOINTS_DIR, CHECKPOINTS_IN_MEMORY, REWINDABLE_TURNS};
+use snapshots::{next_snapshot_reply, Deferred, Snapshots};
 
 /// The model's own output (or the attempt's end): the request has reached it.
 fn the_model_answered(message: &AgentMessage) -> bool {

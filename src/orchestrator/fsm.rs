@@ -433,6 +433,8 @@ impl Machine {
             },
             Command::Compact(instructions) => self.compact(instructions, out),
             Command::Shutdown => self.shutdown(out),
+            // The driver finishes or rolls back an interrupted restore itself: no turn.
+            Command::ResolveRestore { .. } => {}
         }
     }
 

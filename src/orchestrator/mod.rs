@@ -105,6 +105,9 @@ pub enum Command {
         files: bool,
         overwrite: bool,
     },
+    /// Finish (`finish`) or roll back the restore a crash interrupted (`RestoresInterrupted`),
+    /// unless a turn runs.
+    ResolveRestore { id: String, finish: bool },
     /// Compact the agent's conversation (`/compact`, with what the summary should keep), as a
     /// turn of its own when no turn runs and the provider can; else `CompactionRefused`.
     Compact(Option<String>),
@@ -175,7 +178,30 @@ impl OrchestratorEvent {
                     message: rewind.describe(),
                 }),
             )),
+            OrchestratorEvent::RestoresInterrupted(found) => Some((
+                0,
+                0,
+                Cow::Owned(AgentMessage::Notice {
+                    kind: crate::stream::NoticeKind::Snapshot.wire().to_owned(),
+                    message: found
+                        .iter()
+                        .map(crate::snapshot::InterruptedRestore::describe)
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                }),
+            )),
+            OrchestratorEvent::RestoreResolved {
+                finish, outcome, ..
+            } => Some((
+                0,
+                0,
+                Cow::Owned(AgentMessage::Notice {
+                    kind: crate::stream::NoticeKind::Undo.wire().to_owned(),
+                    message: describe_resolved(*finish, outcome),
+                }),
+            )),
             OrchestratorEvent::TurnStarted { .. }
+            | OrchestratorEvent::SnapshotBusy(_)
             | OrchestratorEvent::ImagesAttached { .. }
             | OrchestratorEvent::AttemptStarted { .. }
             | OrchestratorEvent::TurnCheckpointed { .. }
@@ -347,8 +373,44 @@ pub enum OrchestratorEvent {
     CompactionRefused {
         message: String,
     },
+    /// What the snapshot thread is busy with that the UI must not call idle (`None`: nothing).
+    SnapshotBusy(Option<SnapshotBusy>),
+    /// Restores (`/undo`, `/rewind`) a crash interrupted in this tree: each to be finished or
+    /// rolled back (`Command::ResolveRestore`).
+    RestoresInterrupted(Vec<crate::snapshot::InterruptedRestore>),
+    /// What `ResolveRestore` did.
+    RestoreResolved {
+        id: String,
+        finish: bool,
+        outcome: Result<crate::snapshot::UndoOutcome, String>,
+    },
     /// The orchestrator has stopped (after `Shutdown`); nothing follows.
     ShutDown,
+}
+
+/// What a snapshot the UI waits on is of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SnapshotBusy {
+    /// The tree as the conversation opens (the first request waits for it).
+    Baseline,
+    /// The tree after turn `turn` (its summary follows).
+    TurnEnd { turn: TurnId },
+}
+
+/// What finishing (or rolling back) an interrupted restore did, in a sentence.
+pub fn describe_resolved(
+    finish: bool,
+    outcome: &Result<crate::snapshot::UndoOutcome, String>,
+) -> String {
+    let done = crate::snapshot::describe_undo(outcome);
+    if finish {
+        format!("Interrupted restore finished. {done}")
+    } else {
+        format!(
+            "Interrupted restore rolled back. {}",
+            done.replace("put back", "returned as the turn left")
+        )
+    }
 }
 
 /// What a rewind to before turn `turn` did (logged as it is: `--resume` replays it).

@@ -91,7 +91,7 @@ pub(crate) fn record(marker: &str, root: i32) {
     let Some(started) = start_time(own as i32) else {
         return;
     };
-    let written = std::fs::create_dir_all(dir).and_then(|()| {
+    let written = crate::logging::private_state_dir(dir).and_then(|()| {
         use std::io::Write;
         let mut file = crate::files::no_follow()
             .write(true)

@@ -286,13 +286,9 @@ impl CheckpointStore {
             plain.extend_from_slice(file.contents.as_deref().unwrap_or_default());
         }
         let compressed = zstd::bulk::compress(&plain, STORE_LEVEL)?;
-        {
-            use std::os::unix::fs::DirBuilderExt;
-            fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(&self.dir)?;
-        }
+        // Never through a link in any folder of the state dir (the checkpoint is a copy of
+        // the agent's session).
+        crate::logging::private_state_dir(&self.dir)?;
         let path = self.path(name);
         let temporary = self.dir.join(format!(".{name}.{}.tmp", std::process::id()));
         let written = (|| {

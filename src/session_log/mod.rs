@@ -354,6 +354,8 @@ impl SessionLogWriter {
             OrchestratorEvent::Message { .. }
             | OrchestratorEvent::RetryScheduled { .. }
             | OrchestratorEvent::Notice { .. }
+            | OrchestratorEvent::RestoresInterrupted(_)
+            | OrchestratorEvent::RestoreResolved { .. }
             | OrchestratorEvent::TurnChanges { .. } => {
                 if let Some((turn, attempt, message)) = event.as_stream_message() {
                     self.append(LogEntry::Message {
@@ -414,6 +416,7 @@ impl SessionLogWriter {
             | OrchestratorEvent::QueueChanged { .. }
             | OrchestratorEvent::AgentQueueChanged(_)
             | OrchestratorEvent::AgentStatusChanged(_)
+            | OrchestratorEvent::SnapshotBusy(_)
             | OrchestratorEvent::CompactionRefused { .. } => {}
         }
     }
@@ -627,12 +630,13 @@ impl LogFile {
     }
 
     fn open(&mut self) -> std::io::Result<()> {
+        // No folder on the way to the log may be a link (a new log or one resumed).
+        if let Some(dir) = self.path.parent() {
+            crate::logging::private_state_dir(dir)?;
+        }
         let lazy = self.lazy.take();
         let (file, header) = match lazy {
             Some(LazyLog::New { header }) => {
-                if let Some(dir) = self.path.parent() {
-                    std::fs::create_dir_all(dir)?;
-                }
                 self.lock = Some(ConversationLock::acquire(&self.path).map_err(|error| {
                     std::io::Error::other(format!("cannot lock the new conversation: {error}"))
                 })?);

@@ -100,8 +100,14 @@ impl RawLineWriter {
                 // window that reaches back over it.
                 let file = match previous {
                     Some(encoder) => encoder.finish()?,
-                    // Never through a link planted in place of the sidecar.
-                    None => BufWriter::new(crate::files::append_no_follow(&self.path, true)?),
+                    // Never through a link planted in place of the sidecar, nor of a folder
+                    // on its way.
+                    None => {
+                        if let Some(dir) = self.path.parent() {
+                            crate::logging::private_state_dir(dir)?;
+                        }
+                        BufWriter::new(crate::files::append_no_follow(&self.path, true)?)
+                    }
                 };
                 self.window_log = needed.max(self.window_log);
                 let mut encoder = zstd::stream::write::Encoder::new(file, LEVEL)?;

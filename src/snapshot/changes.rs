@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use similar::{ChangeTag, DiffOp, TextDiff};
 
-use super::store::{Entry, EntryKind, Manifest, Store};
-use super::{ChangeStatus, DiffLineKind, FileChange, FileDiffView};
+use super::manifest::{display_path, Entry, EntryKind, Manifest, PathBytes};
+use super::store::Store;
+use super::{ChangeStatus, DiffLineKind, FileChange, FileDiffView, SnapshotLimits};
 
 /// A diff gives up refining after this long (similar then falls back to a coarser diff), so a
 /// huge rewrite never holds anything up.
@@ -17,63 +18,110 @@ const CONTEXT: usize = 3;
 /// Bytes of a stored file read back for counting or showing.
 const READ_LIMIT: u64 = 64 * 1024 * 1024;
 
-/// The paths whose content, kind or mode differ, sorted.
-pub(crate) fn changed_paths(before: &Manifest, after: &Manifest) -> Vec<String> {
-    let mut paths: Vec<String> = before
-        .entries
-        .iter()
-        .filter(|(path, entry)| {
-            after
-                .entries
-                .get(*path)
-                .is_none_or(|now| !entry.same_content(now))
-        })
-        .map(|(path, _)| path.clone())
-        .collect();
-    paths.extend(
-        after
-            .entries
-            .keys()
-            .filter(|path| !before.entries.contains_key(*path))
-            .cloned(),
-    );
-    paths.sort();
-    paths
+/// The paths a summary names: every changed file or link, and a folder only when its own state
+/// changed (its mode, its type) or when it was made or removed with nothing changed inside it
+/// (its files say the rest).
+pub(crate) fn reported_paths(before: &Manifest, after: &Manifest) -> Vec<PathBytes> {
+    let changed = before.changed_paths(after);
+    let is_dir = |path: &[u8]| {
+        [before.entries.get(path), after.entries.get(path)]
+            .iter()
+            .flatten()
+            .all(|entry| entry.kind == EntryKind::Dir)
+    };
+    let mut reported = Vec::with_capacity(changed.len());
+    for (index, path) in changed.iter().enumerate() {
+        if !is_dir(path) {
+            reported.push(path.to_vec());
+            continue;
+        }
+        let both = before.entries.contains_key(*path) && after.entries.contains_key(*path);
+        let mut folder = path.to_vec();
+        folder.push(b'/');
+        let later = &changed[index + 1..];
+        let first_inside = later.partition_point(|next| *next < folder.as_slice());
+        let inside = later
+            .get(first_inside)
+            .is_some_and(|next| next.starts_with(&folder));
+        if both || !inside {
+            reported.push(path.to_vec());
+        }
+    }
+    reported
 }
 
-/// Each changed file with its status and line counts.
-pub(crate) fn turn_changes(store: &Store, before: &Manifest, after: &Manifest) -> Vec<FileChange> {
-    changed_paths(before, after)
+/// Each changed path with its status and line counts.
+pub(crate) fn turn_changes(
+    store: &Store,
+    limits: &SnapshotLimits,
+    before: &Manifest,
+    after: &Manifest,
+) -> Vec<FileChange> {
+    reported_paths(before, after)
         .into_iter()
         .map(|path| {
             let old = before.entries.get(&path);
             let new = after.entries.get(&path);
-            let view = file_view(store, &path, old, new, false);
+            let view = file_view(store, limits, old, new, false);
             FileChange {
-                path,
+                path: shown_path(&path, old, new),
                 status: view.status,
                 added: view.added,
                 removed: view.removed,
-                too_big: view.too_big,
+                too_big: view.not_kept.is_some(),
+                not_kept: view.not_kept,
+                detail: detail(old, new),
             }
         })
         .collect()
 }
 
+/// A path as the summary names it: a folder with a trailing `/`.
+fn shown_path(path: &[u8], old: Option<&Entry>, new: Option<&Entry>) -> String {
+    let text = display_path(path);
+    if [old, new]
+        .iter()
+        .flatten()
+        .all(|entry| entry.kind == EntryKind::Dir)
+    {
+        text + "/"
+    } else {
+        text
+    }
+}
+
+fn kind_name(kind: EntryKind) -> &'static str {
+    match kind {
+        EntryKind::File => "file",
+        EntryKind::Symlink => "symbolic link",
+        EntryKind::Dir => "folder",
+    }
+}
+
+/// A change of type or permissions, in words.
+fn detail(old: Option<&Entry>, new: Option<&Entry>) -> Option<String> {
+    let (old, new) = (old?, new?);
+    if old.kind != new.kind {
+        return Some(format!("{} → {}", kind_name(old.kind), kind_name(new.kind)));
+    }
+    (old.mode != new.mode && old.kind != EntryKind::Symlink)
+        .then(|| format!("mode {:o} → {:o}", old.mode, new.mode))
+}
+
 /// Per path, the first "before" and the last "after" over a run of turns (oldest first, each
 /// its two snapshots): what the turns changed together.
 pub(crate) fn compose(turns: &[(Manifest, Manifest)]) -> (Manifest, Manifest) {
-    let mut first_before: BTreeMap<String, Option<Entry>> = BTreeMap::new();
-    let mut last_after: BTreeMap<String, Option<Entry>> = BTreeMap::new();
+    let mut first_before: BTreeMap<PathBytes, Option<Entry>> = BTreeMap::new();
+    let mut last_after: BTreeMap<PathBytes, Option<Entry>> = BTreeMap::new();
     for (before, after) in turns {
-        for path in changed_paths(before, after) {
+        for path in before.changed_paths(after) {
             first_before
-                .entry(path.clone())
-                .or_insert_with(|| before.entries.get(&path).cloned());
-            last_after.insert(path.clone(), after.entries.get(&path).cloned());
+                .entry(path.to_vec())
+                .or_insert_with(|| before.entries.get(path).cloned());
+            last_after.insert(path.to_vec(), after.entries.get(path).cloned());
         }
     }
-    let collect = |map: BTreeMap<String, Option<Entry>>| Manifest {
+    let collect = |map: BTreeMap<PathBytes, Option<Entry>>| Manifest {
         taken_at_ns: 0,
         entries: map
             .into_iter()
@@ -83,24 +131,29 @@ pub(crate) fn compose(turns: &[(Manifest, Manifest)]) -> (Manifest, Manifest) {
     (collect(first_before), collect(last_after))
 }
 
-/// The unified diff of every changed file.
-pub(crate) fn diff_files(store: &Store, before: &Manifest, after: &Manifest) -> Vec<FileDiffView> {
-    changed_paths(before, after)
+/// The unified diff of every changed path.
+pub(crate) fn diff_files(
+    store: &Store,
+    limits: &SnapshotLimits,
+    before: &Manifest,
+    after: &Manifest,
+) -> Vec<FileDiffView> {
+    reported_paths(before, after)
         .into_iter()
         .map(|path| {
-            let view = file_view(
-                store,
-                &path,
-                before.entries.get(&path),
-                after.entries.get(&path),
-                true,
-            );
+            let old = before.entries.get(&path);
+            let new = after.entries.get(&path);
+            let view = file_view(store, limits, old, new, true);
+            let mut lines = view.lines;
+            if let Some(detail) = detail(old, new) {
+                lines.insert(0, (DiffLineKind::Note, detail));
+            }
             FileDiffView {
-                path,
+                path: shown_path(&path, old, new),
                 status: view.status,
                 added: view.added,
                 removed: view.removed,
-                lines: view.lines,
+                lines,
             }
         })
         .collect()
@@ -110,20 +163,30 @@ struct View {
     status: ChangeStatus,
     added: u64,
     removed: u64,
-    too_big: bool,
+    not_kept: Option<String>,
     lines: Vec<(DiffLineKind, String)>,
 }
 
-/// The content of one side: `Ok(None)` absent, `Err(())` there but not kept.
-fn content(store: &Store, entry: Option<&Entry>) -> Result<Option<(EntryKind, Vec<u8>)>, ()> {
-    let Some(entry) = entry else {
+/// The content of one side: `Ok(None)` absent (or a folder), `Err(why)` there but not kept.
+fn content(
+    store: &Store,
+    limits: &SnapshotLimits,
+    entry: Option<&Entry>,
+) -> Result<Option<(EntryKind, Vec<u8>)>, String> {
+    let Some(entry) = entry.filter(|entry| entry.kind != EntryKind::Dir) else {
         return Ok(None);
     };
-    let blob = entry.blob.as_deref().ok_or(())?;
+    if let Some(why) = entry.not_kept() {
+        return Err(why.reason(limits));
+    }
+    let blob = entry.blob().ok_or_else(String::new)?;
     store
         .blob(blob, READ_LIMIT)
         .map(|bytes| Some((entry.kind, bytes)))
-        .map_err(|error| tracing::warn!(%error, "cannot read a snapshot blob"))
+        .map_err(|error| {
+            tracing::warn!(%error, "cannot read a snapshot blob");
+            format!("its stored copy cannot be read ({error})")
+        })
 }
 
 fn is_text(bytes: &[u8]) -> bool {
@@ -132,7 +195,7 @@ fn is_text(bytes: &[u8]) -> bool {
 
 fn file_view(
     store: &Store,
-    _path: &str,
+    limits: &SnapshotLimits,
     old: Option<&Entry>,
     new: Option<&Entry>,
     with_lines: bool,
@@ -142,22 +205,22 @@ fn file_view(
         (_, None) => ChangeStatus::Deleted,
         _ => ChangeStatus::Modified,
     };
-    let (old_content, new_content) = match (content(store, old), content(store, new)) {
-        (Ok(old), Ok(new)) => (old, new),
-        _ => {
-            return View {
-                status: plain_status,
-                added: 0,
-                removed: 0,
-                too_big: true,
-                lines: vec![(
-                    DiffLineKind::Note,
-                    "too big to keep (see [snapshots] in the config): not shown, cannot be undone"
-                        .to_owned(),
-                )],
+    let (old_content, new_content) =
+        match (content(store, limits, old), content(store, limits, new)) {
+            (Ok(old), Ok(new)) => (old, new),
+            (Err(why), _) | (_, Err(why)) => {
+                return View {
+                    status: plain_status,
+                    added: 0,
+                    removed: 0,
+                    lines: vec![(
+                        DiffLineKind::Note,
+                        format!("not kept: {why}; not shown, cannot be undone"),
+                    )],
+                    not_kept: Some(why),
+                }
             }
-        }
-    };
+        };
     let link = [&old_content, &new_content]
         .iter()
         .any(|side| matches!(side, Some((EntryKind::Symlink, _))));
@@ -169,7 +232,7 @@ fn file_view(
             status: ChangeStatus::Binary,
             added: 0,
             removed: 0,
-            too_big: false,
+            not_kept: None,
             lines: vec![(
                 DiffLineKind::Note,
                 format!("binary file {}", plain_status.as_str()),
@@ -178,10 +241,8 @@ fn file_view(
     }
     let text = |side: &Option<(EntryKind, Vec<u8>)>| -> String {
         match side {
-            Some((EntryKind::Symlink, target)) => {
-                format!("→ {}\n", String::from_utf8_lossy(target))
-            }
-            Some((EntryKind::File, bytes)) => String::from_utf8_lossy(bytes).into_owned(),
+            Some((EntryKind::Symlink, target)) => format!("→ {}\n", display_path(target)),
+            Some((_, bytes)) => String::from_utf8_lossy(bytes).into_owned(),
             None => String::new(),
         }
     };
@@ -203,9 +264,6 @@ fn file_view(
     if with_lines {
         if link {
             lines.push((DiffLineKind::Note, "symbolic link".to_owned()));
-        }
-        if old_text == new_text {
-            lines.push((DiffLineKind::Note, "permissions changed".to_owned()));
         }
         for group in diff.grouped_ops(CONTEXT) {
             lines.push((DiffLineKind::Hunk, hunk_header(&group)));
@@ -231,7 +289,7 @@ fn file_view(
         status: plain_status,
         added,
         removed,
-        too_big: false,
+        not_kept: None,
         lines,
     }
 }

@@ -1,18 +1,23 @@
-//! Undo: putting back the files a turn changed, as they were before it.
+//! Undo: putting back the paths a turn changed, as they were before it.
 //!
-//! A file is put back only if it is still as the turn left it (same content, or still absent);
-//! one changed since (by the user, another tool) is a conflict, overwritten only when the
-//! caller says the user agreed. Nothing is written through a symbolic link or outside the tree.
+//! A path is put back only if it is still as the turn left it (same type, mode and content, or
+//! still absent); one changed since (by the user, another tool) is a conflict, overwritten only
+//! when the caller says the user agreed. Nothing is written through a symbolic link or outside
+//! the tree. A file is written to a temporary name beside it and renamed into place, the
+//! temporary named after the restore's journal (`journal`), so that after a crash the next
+//! launch finds and removes it.
 
+use std::collections::HashSet;
 use std::io::{self, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
 
 use xxhash_rust::xxh3::xxh3_128;
 
-use super::changes::changed_paths;
-use super::scan::{read_entry, stat_entry};
-use super::store::{Entry, EntryKind, Manifest, Store};
+use super::changes::reported_paths;
+use super::manifest::{bytes_path, display_path, Entry, EntryKind, Manifest, PathBytes};
+use super::scan::{kind_of, read_entry, stat_entry};
+use super::store::Store;
 
 /// Bytes of a current file read to compare it with the turn's result.
 const COMPARE_LIMIT: u64 = 256 * 1024 * 1024;
@@ -30,6 +35,10 @@ pub struct UndoOutcome {
     pub(crate) conflicts: Vec<String>,
     /// Could not be put back, with why.
     pub(crate) failed: Vec<(String, String)>,
+    /// Other agentty processes ran a turn in the tree at the same time: the `conflicts` are
+    /// every path the turn seems to have changed, asked about before any is touched.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) shared_with: Vec<u32>,
 }
 
 impl UndoOutcome {
@@ -43,37 +52,108 @@ impl UndoOutcome {
     }
 }
 
+/// The paths that differ between `before` and `after`, whose state now is neither (changed
+/// since by someone else).
+pub(crate) fn conflicts(root: &Path, before: &Manifest, after: &Manifest) -> Vec<PathBytes> {
+    before
+        .changed_paths(after)
+        .into_iter()
+        .filter(|path| {
+            !is_as(root, path, after.entries.get(*path))
+                && !is_as(root, path, before.entries.get(*path))
+        })
+        .map(<[u8]>::to_vec)
+        .collect()
+}
+
 /// Puts the paths that differ between `before` and `after` back as in `before`, under `root`.
 /// With conflicts and `overwrite` false, nothing is written and the conflicts are returned.
+/// `journal` names the temporary files (see the module's doc).
 pub(crate) fn undo(
     root: &Path,
     store: &Store,
     before: &Manifest,
     after: &Manifest,
     overwrite: bool,
+    journal: &str,
 ) -> UndoOutcome {
     let mut outcome = UndoOutcome::default();
-    let paths = changed_paths(before, after);
+    let reported: HashSet<PathBytes> = reported_paths(before, after).into_iter().collect();
+    let shown = |path: &[u8], entry: Option<&Entry>| {
+        let text = display_path(path);
+        let dir = entry
+            .or(after.entries.get(path))
+            .is_some_and(|entry| entry.kind == EntryKind::Dir);
+        if dir {
+            text + "/"
+        } else {
+            text
+        }
+    };
+    // A path already as before (put back by an earlier restore that was cut short, or by
+    // hand) needs nothing, and is no conflict.
+    let paths: Vec<&[u8]> = before
+        .changed_paths(after)
+        .into_iter()
+        .filter(|path| !is_as(root, path, before.entries.get(*path)))
+        .collect();
     for path in &paths {
-        if !is_as_left(root, path, after.entries.get(path)) {
-            outcome.conflicts.push(path.clone());
+        if !is_as(root, path, after.entries.get(*path)) {
+            outcome
+                .conflicts
+                .push(shown(path, before.entries.get(*path)));
         }
     }
     if !outcome.conflicts.is_empty() && !overwrite {
         return outcome;
     }
-    for path in paths {
-        match put_back(root, store, &path, before.entries.get(&path)) {
-            Ok(true) => outcome.restored.push(path),
-            Ok(false) => outcome.removed.push(path),
-            Err(error) => outcome.failed.push((path, error.to_string())),
+    let mut failed: HashSet<&[u8]> = HashSet::new();
+    // Deepest first: what the turn made inside a folder goes before the folder.
+    for path in paths.iter().rev() {
+        let target = before.entries.get(*path);
+        let result = match target {
+            None => remove(root, path).map(|()| true),
+            // A folder where a file goes back: it must go first (once empty).
+            Some(entry) if entry.kind != EntryKind::Dir => clear_folder(root, path).map(|()| false),
+            Some(_) => Ok(false),
+        };
+        match result {
+            Ok(true) if reported.contains(*path) => {
+                outcome.removed.push(shown(path, after.entries.get(*path)))
+            }
+            Ok(_) => {}
+            Err(error) => {
+                failed.insert(path);
+                outcome
+                    .failed
+                    .push((shown(path, target), error.to_string()));
+            }
         }
     }
+    // Shallowest first: a folder before what goes into it.
+    for path in &paths {
+        let Some(entry) = before.entries.get(*path) else {
+            continue;
+        };
+        if failed.contains(path) {
+            continue;
+        }
+        match put_back(root, store, path, entry, journal) {
+            Ok(()) if reported.contains(*path) => outcome.restored.push(shown(path, Some(entry))),
+            Ok(()) => {}
+            Err(error) => outcome
+                .failed
+                .push((shown(path, Some(entry)), error.to_string())),
+        }
+    }
+    // Said in path order, whatever order they were done in.
+    outcome.removed.sort();
+    outcome.failed.sort();
     outcome
 }
 
-/// Whether the file at `path` is still as the snapshot `entry` has it (`None`: absent).
-fn is_as_left(root: &Path, path: &str, entry: Option<&Entry>) -> bool {
+/// Whether the path is now as `entry` has it (`None`: absent): type, mode and content.
+pub(crate) fn is_as(root: &Path, path: &[u8], entry: Option<&Entry>) -> bool {
     let Some(full) = inside(root, path) else {
         return false;
     };
@@ -84,28 +164,26 @@ fn is_as_left(root: &Path, path: &str, entry: Option<&Entry>) -> bool {
     let Ok(metadata) = metadata else {
         return false;
     };
-    let kind = if metadata.is_file() {
-        EntryKind::File
-    } else if metadata.file_type().is_symlink() {
-        EntryKind::Symlink
-    } else {
+    let Some(kind) = kind_of(&metadata) else {
         return false;
     };
     let now = stat_entry(kind, &metadata);
-    match &entry.blob {
+    if now.kind != entry.kind || (now.mode != entry.mode && kind != EntryKind::Symlink) {
+        return false;
+    }
+    match entry.blob() {
+        _ if kind == EntryKind::Dir => true,
         // Not kept: the metadata is all there is to compare.
         None => now.same_stat(entry),
         Some(blob) => {
-            now.kind == entry.kind
-                && read_entry(&full, kind, COMPARE_LIMIT)
-                    .is_ok_and(|bytes| format!("{:032x}", xxh3_128(&bytes)) == *blob)
+            read_entry(&full, kind, COMPARE_LIMIT).is_ok_and(|bytes| xxh3_128(&bytes) == blob)
         }
     }
 }
 
 /// `root/path`, when `path` is a plain relative path (no `..`, not absolute).
-fn inside(root: &Path, path: &str) -> Option<PathBuf> {
-    let relative = Path::new(path);
+fn inside(root: &Path, path: &[u8]) -> Option<PathBuf> {
+    let relative = bytes_path(path);
     relative
         .components()
         .all(|part| matches!(part, Component::Normal(_)))
@@ -113,11 +191,11 @@ fn inside(root: &Path, path: &str) -> Option<PathBuf> {
 }
 
 /// Makes `path`'s folders (real folders, never through a link) and returns the full path.
-fn safe_parent(root: &Path, path: &str) -> io::Result<PathBuf> {
+fn safe_parent(root: &Path, path: &[u8]) -> io::Result<PathBuf> {
     let full = inside(root, path)
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "not a path inside the tree"))?;
     let mut folder = root.to_path_buf();
-    let parts: Vec<Component> = Path::new(path).components().collect();
+    let parts: Vec<Component> = bytes_path(path).components().collect();
     for part in &parts[..parts.len().saturating_sub(1)] {
         folder.push(part);
         match std::fs::symlink_metadata(&folder) {
@@ -127,7 +205,9 @@ fn safe_parent(root: &Path, path: &str) -> io::Result<PathBuf> {
                     io::ErrorKind::InvalidInput,
                     format!(
                         "{} is not a folder (a symbolic link or a file); not written through it",
-                        folder.strip_prefix(root).unwrap_or(&folder).display()
+                        display_path(super::manifest::os_bytes(
+                            folder.strip_prefix(root).unwrap_or(&folder)
+                        ))
                     ),
                 ))
             }
@@ -140,45 +220,122 @@ fn safe_parent(root: &Path, path: &str) -> io::Result<PathBuf> {
     Ok(full)
 }
 
-/// Puts `path` back as `entry` has it (`None`: removes it). True when something was written.
-fn put_back(root: &Path, store: &Store, path: &str, entry: Option<&Entry>) -> io::Result<bool> {
-    let full = safe_parent(root, path)?;
-    let Some(entry) = entry else {
-        match std::fs::symlink_metadata(&full) {
-            Ok(metadata) if metadata.is_dir() => {
+/// Whether every folder on the way to `path` is a real folder (`Ok(false)`: one is missing);
+/// a link or a file on the way is an error: nothing is done through it.
+fn real_parents(root: &Path, path: &[u8]) -> io::Result<bool> {
+    let mut folder = root.to_path_buf();
+    let parts: Vec<Component> = bytes_path(path).components().collect();
+    for part in &parts[..parts.len().saturating_sub(1)] {
+        folder.push(part);
+        match std::fs::symlink_metadata(&folder) {
+            Ok(metadata) if metadata.is_dir() => {}
+            Ok(_) => {
                 return Err(io::Error::new(
                     io::ErrorKind::InvalidInput,
-                    "a folder is there now; left as it is",
+                    "a folder on its way is a symbolic link or a file; not done through it",
                 ))
             }
-            Ok(_) => std::fs::remove_file(&full)?,
-            Err(error) if error.kind() == io::ErrorKind::NotFound => {}
+            Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(false),
             Err(error) => return Err(error),
         }
-        return Ok(false);
+    }
+    Ok(true)
+}
+
+/// Removes what is at `path` (a folder only when empty).
+fn remove(root: &Path, path: &[u8]) -> io::Result<()> {
+    let full = inside(root, path)
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "not a path inside the tree"))?;
+    if !real_parents(root, path)? {
+        return Ok(());
+    }
+    match std::fs::symlink_metadata(&full) {
+        Ok(metadata) if metadata.is_dir() => std::fs::remove_dir(&full).map_err(|error| {
+            if error.raw_os_error() == Some(libc::ENOTEMPTY) {
+                io::Error::new(
+                    io::ErrorKind::DirectoryNotEmpty,
+                    "the folder holds files the turn did not make; left as it is",
+                )
+            } else {
+                error
+            }
+        }),
+        Ok(_) => std::fs::remove_file(&full),
+        Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(error) => Err(error),
+    }
+}
+
+/// Removes an (empty) folder at `path`, if one is there.
+fn clear_folder(root: &Path, path: &[u8]) -> io::Result<()> {
+    let Some(full) = inside(root, path) else {
+        return Ok(());
     };
-    let blob = entry.blob.as_deref().ok_or_else(|| {
-        io::Error::new(
-            io::ErrorKind::InvalidData,
-            "it was too big to keep before the turn",
-        )
-    })?;
-    let bytes = store.blob(blob, u64::MAX)?;
-    let folder = full.parent().unwrap_or(root);
-    let temporary = folder.join(format!(
-        ".{}.agentty-undo.{}",
+    // A link on the way is put back as a folder first (shallowest first): nothing is here.
+    if !real_parents(root, path).unwrap_or(false) {
+        return Ok(());
+    }
+    match std::fs::symlink_metadata(&full) {
+        Ok(metadata) if metadata.is_dir() => remove(root, path),
+        _ => Ok(()),
+    }
+}
+
+/// The temporary name a restore writes `full` through (beside it, so the rename is atomic).
+pub(crate) fn temporary_beside(full: &Path, journal: &str) -> PathBuf {
+    use std::os::unix::ffi::OsStrExt;
+    let mut name = b".".to_vec();
+    name.extend_from_slice(
         full.file_name()
-            .and_then(|name| name.to_str())
-            .unwrap_or("file"),
-        std::process::id()
-    ));
+            .map_or(b"file".as_slice(), |name| name.as_bytes()),
+    );
+    name.extend_from_slice(format!(".agentty-restore.{journal}").as_bytes());
+    full.with_file_name(std::ffi::OsStr::from_bytes(&name))
+}
+
+/// Puts `path` back as `entry` has it.
+fn put_back(
+    root: &Path,
+    store: &Store,
+    path: &[u8],
+    entry: &Entry,
+    journal: &str,
+) -> io::Result<()> {
+    let full = safe_parent(root, path)?;
+    if entry.kind == EntryKind::Dir {
+        match std::fs::symlink_metadata(&full) {
+            Ok(metadata) if metadata.is_dir() => {}
+            Ok(_) => {
+                std::fs::remove_file(&full)?;
+                std::fs::DirBuilder::new().mode(entry.mode).create(&full)?;
+            }
+            Err(error) if error.kind() == io::ErrorKind::NotFound => {
+                std::fs::DirBuilder::new().mode(entry.mode).create(&full)?;
+            }
+            Err(error) => return Err(error),
+        }
+        return std::fs::set_permissions(&full, std::fs::Permissions::from_mode(entry.mode));
+    }
+    let Some(blob) = entry.blob() else {
+        let why = entry
+            .not_kept()
+            .map_or("it was not kept".to_owned(), |why| {
+                format!(
+                    "not kept before the turn: {}",
+                    why.reason(&super::SnapshotLimits::default())
+                )
+            });
+        return Err(io::Error::new(io::ErrorKind::InvalidData, why));
+    };
+    let bytes = store.blob(blob, u64::MAX)?;
+    let temporary = temporary_beside(&full, journal);
+    let _ = std::fs::remove_file(&temporary);
     let written = (|| {
         match entry.kind {
             EntryKind::Symlink => {
-                use std::os::unix::ffi::OsStrExt;
-                std::os::unix::fs::symlink(std::ffi::OsStr::from_bytes(&bytes), &temporary)?;
+                std::os::unix::fs::symlink(bytes_path(&bytes), &temporary)?;
             }
-            EntryKind::File => {
+            EntryKind::File | EntryKind::Dir => {
                 let mut file = std::fs::OpenOptions::new()
                     .write(true)
                     .create_new(true)
@@ -201,5 +358,5 @@ fn put_back(root: &Path, store: &Store, path: &str, entry: Option<&Entry>) -> io
     if written.is_err() {
         let _ = std::fs::remove_file(&temporary);
     }
-    written.map(|()| true)
+    written
 }

@@ -1,178 +1,157 @@
-//! Walking the tree into a [`Manifest`]: which files there are, and their bytes in the store.
+//! Walking the tree into a [`Manifest`]: which paths there are, and their bytes in the store.
+//!
+//! As git's index does, the previous manifest is a stat cache: a path whose size, times, inode
+//! and mode are unchanged since it was read is neither read nor hashed again (unless it was
+//! written so close to that read that the clock could not tell the two apart). The walk itself
+//! runs on two threads, and so does the reading of what changed.
+//!
+//! A file that changes while it is read (its metadata differs before and after) is read again,
+//! so a snapshot never keeps half of one write and the metadata of the next.
 
 use std::io::{self, Read};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::time::SystemTime;
 
-use super::store::{Entry, EntryKind, Manifest, Store};
-use super::SnapshotLimits;
+use super::listing::{self, Found};
+pub(crate) use super::listing::{
+    exclude_matcher, kind_of, mtime_ns, stat_entry, Walk, CLOCK_SLACK_NS,
+};
+use super::manifest::{
+    bytes_path, os_bytes, Content, Entry, EntryKind, Manifest, NotKept, PathBytes,
+};
+use super::store::is_disk_full;
 
-/// A file written this close to a snapshot's start may have been written again within the
-/// same timestamp tick (the kernel's file clock is coarse): its metadata is not trusted.
-const CLOCK_SLACK_NS: i128 = 50_000_000;
+/// How often a file that keeps changing while it is read is read again before it is given up.
+const READ_TRIES: usize = 3;
 
-/// Folders of version control systems (and a worktree's `.git` file): the tools' own, never
-/// the user's files, and never something a turn's undo should touch.
-const VCS_DIRS: [&str; 4] = [".git", ".hg", ".svn", ".jj"];
+/// The blob of a folder (it has no content of its own).
+pub(crate) const NO_CONTENT: u128 = 0;
 
-/// For a snapshot taken while an agent may already be working (a turn's request was sent
-/// without waiting for it): what was written after `since` is taken from `baseline` (the last
+/// For a snapshot taken while an agent may already be working (its request was sent without
+/// waiting for the walk): what was written after `since` is taken from `baseline` (the last
 /// snapshot before), as it was before the agent could touch it.
 pub(crate) struct Guard<'a> {
     pub(crate) since: SystemTime,
     pub(crate) baseline: &'a Manifest,
-    /// When the baseline's walk ended, if it was taken between turns: when that is before
-    /// `since`, what it read is how the tree was before the turn, however recent a file's
-    /// times (the user may have saved it a moment before sending).
+    /// When the baseline's walk ended: when that is before `since`, what it read is how the
+    /// tree was before the turn, however recent a file's times.
     pub(crate) baseline_done: Option<SystemTime>,
 }
 
-/// What a snapshot could not keep.
+/// What a walk could not keep, and what it cost.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct ScanReport {
-    /// Files over the per-file limit.
-    pub(crate) too_big: Vec<String>,
-    /// Files left out because the snapshot was full (total size or file count).
-    pub(crate) over_total: usize,
-    /// Files that could not be read (permissions, vanished); recorded without content.
-    pub(crate) unreadable: usize,
-    /// Bytes read and stored in this walk (files unchanged since `cache` cost none).
+    /// Files (and links) in the tree, kept or not.
+    pub(crate) files: u64,
+    /// Files not kept, by why.
+    pub(crate) not_kept: Vec<(NotKept, u64)>,
+    /// Bytes read and stored in this walk (files unchanged since the cache cost none).
     pub(crate) bytes_read: u64,
+    /// Files read (not taken from the cache).
+    pub(crate) files_read: u64,
 }
 
-/// Walks `root` and stores what is new. `cache` (the previous snapshot) spares reading files
+impl ScanReport {
+    fn count(&mut self, why: NotKept) {
+        match self.not_kept.iter_mut().find(|(kind, _)| *kind == why) {
+            Some((_, count)) => *count += 1,
+            None => self.not_kept.push((why, 1)),
+        }
+    }
+}
+
+/// Walks the tree and stores what is new. `cache` (the previous snapshot) spares reading files
 /// whose metadata has not changed; `guard` see [`Guard`].
 pub(crate) fn scan(
-    root: &Path,
-    store: &Store,
-    limits: &SnapshotLimits,
+    walk: &Walk<'_>,
     cache: Option<&Manifest>,
     guard: Option<Guard<'_>>,
 ) -> (Manifest, ScanReport) {
     let taken_at_ns = ns(SystemTime::now());
+    // With a stat cache, only what changed is listed again (`None`: the ignore rules changed,
+    // or there is no cache: the whole tree is walked).
+    let mut found = cache
+        .filter(|cache| !cache.entries.is_empty())
+        .and_then(|cache| listing::relist(walk, cache))
+        .unwrap_or_else(|| listing::list_all(walk));
+    found.sort_unstable_by(|a, b| a.path.cmp(&b.path));
     let since_ns = guard.as_ref().map(|guard| ns(guard.since) - CLOCK_SLACK_NS);
-    let mut manifest = Manifest {
-        taken_at_ns,
-        ..Manifest::default()
-    };
     let mut report = ScanReport::default();
-    let mut kept_bytes: u64 = 0;
-    let mut kept_files: u64 = 0;
-    // agentty's own state (logs, these snapshots) when it lies inside the tree: never the
-    // agent's change, and a snapshot must not hold itself.
-    let state_dir = crate::logging::state_dir();
-    let private: Vec<std::path::PathBuf> = [state_dir.canonicalize().ok(), Some(state_dir)]
-        .into_iter()
-        .flatten()
-        .collect();
-    let walker = ignore::WalkBuilder::new(root)
-        .hidden(false)
-        .parents(true)
-        .ignore(true)
-        .git_ignore(true)
-        .git_global(true)
-        .git_exclude(true)
-        // `.gitignore` counts outside a git repository too.
-        .require_git(false)
-        .follow_links(false)
-        .sort_by_file_name(|a, b| a.cmp(b))
-        .filter_entry(move |entry| {
-            let vcs = entry
-                .file_name()
-                .to_str()
-                .is_some_and(|name| VCS_DIRS.contains(&name));
-            !vcs && !private.iter().any(|dir| entry.path() == dir)
-        })
-        .build();
-    for entry in walker {
-        let Ok(entry) = entry else {
-            report.unreadable += 1;
+    let (mut kept_bytes, mut kept_files) = (0u64, 0u64);
+    let mut to_read: Vec<(PathBytes, Entry)> = Vec::new();
+    // In path order: the map is built from it at once.
+    let mut entries: Vec<(PathBytes, Entry)> = Vec::with_capacity(found.len());
+    for Found {
+        path,
+        mut entry,
+        cached,
+    } in found
+    {
+        if entry.kind == EntryKind::Dir {
+            entry.content = Content::Kept(NO_CONTENT);
+            entries.push((path, entry));
             continue;
-        };
-        let Some(kind) = entry.file_type() else {
-            continue;
-        };
-        let kind = if kind.is_file() {
-            EntryKind::File
-        } else if kind.is_symlink() {
-            EntryKind::Symlink
-        } else {
-            // Folders are implied by their files; FIFOs, sockets and devices are no content.
-            continue;
-        };
-        let Some(relative) = relative_path(root, entry.path()) else {
-            continue;
-        };
-        let Ok(metadata) = std::fs::symlink_metadata(entry.path()) else {
-            report.unreadable += 1;
-            continue;
-        };
-        let mut stat = stat_entry(kind, &metadata);
+        }
+        report.files += 1;
         if let (Some(guard), Some(since)) = (&guard, since_ns) {
-            if stat.mtime_ns >= since || stat.ctime_ns >= since {
+            if entry.mtime_ns >= since || entry.ctime_ns >= since {
                 // Written since the turn began: as it was before, or not there before.
-                if let Some(before) = guard.baseline.entries.get(&relative) {
+                if let Some(before) = guard.baseline.entries.get(&path) {
                     let read_before_the_turn =
                         guard.baseline_done.is_some_and(|done| done <= guard.since);
                     let read_too_late = !read_before_the_turn
                         && (before.mtime_ns >= since || before.ctime_ns >= since);
                     let mut before = before.clone();
-                    if read_too_late {
-                        // The baseline itself read it after the agent wrote it (a first turn
-                        // sent before the baseline was done): how it was before is unknown.
-                        // Kept by its metadata only, so it is never "restored" to the agent's
-                        // version.
-                        before.blob = None;
+                    if read_too_late && before.kind != EntryKind::Dir {
+                        // The baseline itself read it after the agent wrote it: how it was
+                        // before is unknown, and said so (never "restored" to the agent's).
+                        before.content = Content::NotKept(NotKept::ChangedBeforeRead);
                     }
-                    manifest.entries.insert(relative, before);
+                    entries.push((path, before));
                 }
                 continue;
             }
         }
-        let cached = cache
-            .and_then(|cache| cache.entries.get(&relative).map(|entry| (cache, entry)))
-            .filter(|(cache, entry)| {
-                entry.blob.is_some()
-                    && entry.same_stat(&stat)
-                    && stat.mtime_ns < cache.taken_at_ns - CLOCK_SLACK_NS
-                    && stat.ctime_ns < cache.taken_at_ns - CLOCK_SLACK_NS
-            });
-        let fits = |size: u64, kept_bytes: u64, kept_files: u64| {
-            kept_files < limits.max_files()
-                && kept_bytes.saturating_add(size) <= limits.max_total_bytes()
-        };
-        if let Some((_, cached)) = cached {
-            if fits(stat.size, kept_bytes, kept_files) {
-                kept_bytes += stat.size;
-                kept_files += 1;
-                stat.blob = cached.blob.clone();
-            } else {
-                report.over_total += 1;
-            }
-        } else if stat.size > limits.max_file_bytes() {
-            report.too_big.push(relative.clone());
-        } else if !fits(stat.size, kept_bytes, kept_files) {
-            report.over_total += 1;
+        let cached = cached.unwrap_or_else(|| {
+            cache.and_then(|cache| {
+                let cached = cache.entries.get(&path)?;
+                let trusted = cached.same_stat(&entry)
+                    && entry.mtime_ns < cache.taken_at_ns - CLOCK_SLACK_NS
+                    && entry.ctime_ns < cache.taken_at_ns - CLOCK_SLACK_NS;
+                trusted.then_some(cached.content)
+            })
+        });
+        if walk.limits.max_files() <= kept_files {
+            entry.content = Content::NotKept(NotKept::OverFileCount);
+        } else if entry.size > walk.limits.max_file_bytes() && entry.kind == EntryKind::File {
+            entry.content = Content::NotKept(NotKept::TooBig);
+        } else if kept_bytes.saturating_add(entry.size) > walk.limits.max_total_bytes() {
+            entry.content = Content::NotKept(NotKept::OverTotal);
         } else {
-            match read_entry(entry.path(), kind, limits.max_file_bytes()) {
-                Ok(bytes) => match store.put_blob(&bytes) {
-                    Ok(blob) => {
-                        kept_bytes += bytes.len() as u64;
-                        kept_files += 1;
-                        report.bytes_read += bytes.len() as u64;
-                        stat.size = bytes.len() as u64;
-                        stat.blob = Some(blob);
-                    }
-                    Err(error) => {
-                        tracing::warn!(%error, "cannot store a snapshot blob");
-                        report.unreadable += 1;
-                    }
-                },
-                Err(_) => report.unreadable += 1,
+            match cached {
+                Some(Content::Kept(blob)) => entry.content = Content::Kept(blob),
+                // Not kept last time (unreadable, a full disk): tried again.
+                Some(Content::NotKept(_)) | None => {
+                    to_read.push((path.clone(), entry.clone()));
+                }
             }
+            kept_files += 1;
+            kept_bytes += entry.size;
         }
-        manifest.entries.insert(relative, stat);
+        entries.push((path, entry));
+    }
+    let mut manifest = Manifest {
+        taken_at_ns,
+        entries: entries.into_iter().collect(),
+    };
+    for (path, entry) in read_all(walk, to_read, &mut report) {
+        manifest.entries.insert(path, entry);
+    }
+    for entry in manifest.entries.values() {
+        if let Some(why) = entry.not_kept() {
+            report.count(why);
+        }
     }
     if let (Some(guard), Some(since)) = (&guard, since_ns) {
         // Gone now, but its folder changed since the turn began: deleted by the agent, so it
@@ -181,10 +160,10 @@ pub(crate) fn scan(
             if manifest.entries.contains_key(path) {
                 continue;
             }
-            let folder = root.join(path);
-            let folder = folder.parent().unwrap_or(root);
+            let full = walk.root.join(bytes_path(path));
+            let folder = full.parent().unwrap_or(walk.root);
             let folder_changed = std::fs::symlink_metadata(folder)
-                .map(|metadata| folder_mtime(&metadata) >= since)
+                .map(|metadata| mtime_ns(&metadata) >= since)
                 .unwrap_or(true);
             if folder_changed {
                 manifest.entries.insert(path.clone(), before.clone());
@@ -194,68 +173,131 @@ pub(crate) fn scan(
     (manifest, report)
 }
 
-fn folder_mtime(metadata: &std::fs::Metadata) -> i128 {
-    i128::from(metadata.mtime()) * 1_000_000_000 + i128::from(metadata.mtime_nsec())
+/// Reads and stores the files that need it, on two threads; each with its content (or why not).
+fn read_all(
+    walk: &Walk<'_>,
+    to_read: Vec<(PathBytes, Entry)>,
+    report: &mut ScanReport,
+) -> Vec<(PathBytes, Entry)> {
+    if to_read.is_empty() {
+        return Vec::new();
+    }
+    let half = to_read.len().div_ceil(2);
+    let mut chunks: Vec<Vec<(PathBytes, Entry)>> = Vec::new();
+    let mut rest = to_read;
+    let second = rest.split_off(half.min(rest.len()));
+    chunks.push(rest);
+    if !second.is_empty() {
+        chunks.push(second);
+    }
+    // Per thread: its paths with their content, the bytes and files it read.
+    type Read = (Vec<(PathBytes, Entry)>, u64, u64);
+    let results: Vec<Read> = std::thread::scope(|scope| {
+        let handles: Vec<_> = chunks
+            .into_iter()
+            .map(|chunk| {
+                scope.spawn(move || {
+                    let (mut bytes, mut files) = (0u64, 0u64);
+                    let done: Vec<(PathBytes, Entry)> = chunk
+                        .into_iter()
+                        .map(|(path, entry)| {
+                            let entry = read_one(walk, &path, entry, &mut bytes);
+                            files += 1;
+                            (path, entry)
+                        })
+                        .collect();
+                    (done, bytes, files)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .filter_map(|handle| handle.join().ok())
+            .collect()
+    });
+    let mut out = Vec::new();
+    for (done, bytes, files) in results {
+        report.bytes_read += bytes;
+        report.files_read += files;
+        out.extend(done);
+    }
+    out
 }
 
-/// `path` relative to `root`, `/`-separated; `None` for the root itself or a name that is not
-/// UTF-8 (it cannot be written in a manifest or a message).
-pub(crate) fn relative_path(root: &Path, path: &Path) -> Option<String> {
-    let relative = path.strip_prefix(root).ok()?;
-    if relative.as_os_str().is_empty() {
-        return None;
+/// Reads one path into the store: its entry with the content kept, or why not. A file whose
+/// metadata changed while it was read is read again (its entry takes the new metadata).
+fn read_one(walk: &Walk<'_>, path: &[u8], mut entry: Entry, bytes_read: &mut u64) -> Entry {
+    let full = walk.root.join(bytes_path(path));
+    for _ in 0..READ_TRIES {
+        let bytes = match read_entry(&full, entry.kind, walk.limits.max_file_bytes()) {
+            Ok(bytes) => bytes,
+            Err(error) if error.kind() == io::ErrorKind::FileTooLarge => {
+                entry.content = Content::NotKept(NotKept::TooBig);
+                return entry;
+            }
+            Err(_) => {
+                entry.content = Content::NotKept(NotKept::Unreadable);
+                return entry;
+            }
+        };
+        let after = match std::fs::symlink_metadata(&full) {
+            Ok(metadata) => stat_entry(entry.kind, &metadata),
+            Err(_) => {
+                entry.content = Content::NotKept(NotKept::Unreadable);
+                return entry;
+            }
+        };
+        if !after.same_stat(&entry) {
+            // Written while it was read: what was read may be half of it. Again, as it is now.
+            entry = after;
+            continue;
+        }
+        *bytes_read += bytes.len() as u64;
+        entry.content = match walk.store.put_blob(&bytes) {
+            Ok(blob) => Content::Kept(blob),
+            Err(error) if is_disk_full(&error) => Content::NotKept(NotKept::StoreFull),
+            Err(error) => {
+                tracing::warn!(%error, "cannot store a snapshot blob");
+                Content::NotKept(NotKept::StoreFailed)
+            }
+        };
+        return entry;
     }
-    let parts: Option<Vec<&str>> = relative
-        .components()
-        .map(|part| part.as_os_str().to_str())
-        .collect();
-    Some(parts?.join("/"))
-}
-
-pub(crate) fn stat_entry(kind: EntryKind, metadata: &std::fs::Metadata) -> Entry {
-    Entry {
-        kind,
-        mode: metadata.mode() & 0o7777,
-        size: metadata.len(),
-        mtime_ns: i128::from(metadata.mtime()) * 1_000_000_000 + i128::from(metadata.mtime_nsec()),
-        ctime_ns: i128::from(metadata.ctime()) * 1_000_000_000 + i128::from(metadata.ctime_nsec()),
-        ino: metadata.ino(),
-        blob: None,
-    }
+    entry.content = Content::NotKept(NotKept::Unreadable);
+    entry
 }
 
 /// A file's bytes (never through a link, never blocking on a FIFO put in its place), or a
-/// link's target.
+/// link's target. Past `limit`: `FileTooLarge`.
 pub(crate) fn read_entry(path: &Path, kind: EntryKind, limit: u64) -> io::Result<Vec<u8>> {
     match kind {
-        EntryKind::Symlink => {
-            use std::os::unix::ffi::OsStrExt;
-            Ok(std::fs::read_link(path)?.as_os_str().as_bytes().to_vec())
-        }
+        EntryKind::Dir => Ok(Vec::new()),
+        EntryKind::Symlink => Ok(os_bytes(&std::fs::read_link(path)?).to_vec()),
         EntryKind::File => {
             let file = std::fs::OpenOptions::new()
                 .read(true)
                 .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
                 .open(path)?;
-            if !file.metadata()?.is_file() {
+            let metadata = file.metadata()?;
+            if !metadata.is_file() {
                 return Err(io::Error::new(
                     io::ErrorKind::InvalidInput,
                     "not a regular file",
                 ));
             }
-            let mut bytes = Vec::new();
+            let mut bytes = Vec::with_capacity(metadata.len().min(limit) as usize);
             file.take(limit.saturating_add(1)).read_to_end(&mut bytes)?;
             if bytes.len() as u64 > limit {
-                return Err(io::Error::new(io::ErrorKind::InvalidData, "too big"));
+                return Err(io::Error::new(io::ErrorKind::FileTooLarge, "too big"));
             }
             Ok(bytes)
         }
     }
 }
 
-fn ns(time: SystemTime) -> i128 {
+pub(crate) fn ns(time: SystemTime) -> i64 {
     match time.duration_since(SystemTime::UNIX_EPOCH) {
-        Ok(since) => since.as_nanos() as i128,
-        Err(before) => -(before.duration().as_nanos() as i128),
+        Ok(since) => since.as_nanos() as i64,
+        Err(before) => -(before.duration().as_nanos() as i64),
     }
 }

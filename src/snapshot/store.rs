@@ -1,126 +1,98 @@
-//! The on-disk store of one conversation: `blobs/<2 hex>/<30 hex>` (a file's bytes, zstd,
-//! named by their XXH3-128) and `manifests/<name>.json.zst` (one snapshot: every kept path with
-//! its metadata and blob). Blobs and manifests are written to a temporary name and renamed, so a
-//! crash leaves either the whole file or none; nothing is written through a symbolic link.
+//! The on-disk store of one working tree, shared by every conversation (and every agentty) that
+//! works in it: `blobs/<2 hex>/<30 hex>` (a file's bytes, zstd, named by their XXH3-128),
+//! `manifests/<32 hex>` (a snapshot, whole or as a delta from an earlier one, named by the hash
+//! of its bytes) and `latest` (the newest walk: the stat cache the next one starts from, so a
+//! second `agentty run` in the same tree reads only what changed).
+//!
+//! Every file is written to a temporary name beside it and renamed, so a crash leaves the whole
+//! file or none, and never through a symbolic link (in any folder of the path, from the state dir
+//! down: `files::private_dir_under`).
 //!
 //! XXH3-128 rather than a cryptographic hash: the store only dedupes what agentty itself read
 //! from the tree, and whoever could craft a collision (the agent) can write the tree directly.
 
-use std::collections::BTreeMap;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
-use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::xxh3_128;
+
+use super::manifest::{BlobId, Manifest, Stored};
 
 /// zstd level: fast, and source text still shrinks about fourfold.
 const LEVEL: i32 = 3;
 /// A manifest larger than this (decompressed) is refused: a damaged or planted file must not
 /// make agentty allocate without end.
-const MAX_MANIFEST_BYTES: u64 = 256 * 1024 * 1024;
+const MAX_MANIFEST_BYTES: u64 = 1024 * 1024 * 1024;
+/// A delta chain longer than this is not followed (a whole manifest is written long before).
+const MAX_DEPTH: u32 = 256;
+/// Deltas at most this deep are written; the next manifest is whole.
+const DELTA_DEPTH: u32 = 64;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub(crate) enum EntryKind {
-    File,
-    /// A symbolic link: its blob is the target's text; never followed.
-    Symlink,
-}
+/// The folder of the tree stores, in the state dir.
+pub(crate) const TREES_DIR: &str = "trees";
 
-/// One path of a snapshot.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct Entry {
-    pub(crate) kind: EntryKind,
-    /// Permission bits (`st_mode & 0o7777`).
-    pub(crate) mode: u32,
-    pub(crate) size: u64,
-    pub(crate) mtime_ns: i128,
-    pub(crate) ctime_ns: i128,
-    pub(crate) ino: u64,
-    /// The content's blob; `None` when it was over the limits (or unreadable): only the
-    /// metadata above says whether it changed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) blob: Option<String>,
-}
-
-impl Entry {
-    /// Whether `other` has the same content (and kind and mode), as far as can be told.
-    pub(crate) fn same_content(&self, other: &Entry) -> bool {
-        if self.kind != other.kind || self.mode != other.mode {
-            return false;
-        }
-        match (&self.blob, &other.blob) {
-            (Some(mine), Some(theirs)) => mine == theirs,
-            // Not kept on one side: the metadata decides.
-            _ => self.same_stat(other),
-        }
-    }
-
-    /// The metadata a file keeps while nobody writes it.
-    pub(crate) fn same_stat(&self, other: &Entry) -> bool {
-        self.kind == other.kind
-            && self.mode == other.mode
-            && self.size == other.size
-            && self.mtime_ns == other.mtime_ns
-            && self.ctime_ns == other.ctime_ns
-            && self.ino == other.ino
-    }
-}
-
-/// One snapshot of the tree.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct Manifest {
-    /// When the walk started (ns since the epoch): a file written after it may have been read
-    /// half-way, so its metadata is not trusted by the next snapshot.
-    pub(crate) taken_at_ns: i128,
-    /// By relative, `/`-separated path.
-    pub(crate) entries: BTreeMap<String, Entry>,
-}
-
-/// A conversation's snapshot store.
+/// A working tree's store.
 #[derive(Debug, Clone)]
 pub(crate) struct Store {
+    /// The folder from which no path component may be a link (the state dir).
+    anchor: PathBuf,
     dir: PathBuf,
+    /// Folders this process has already made or checked (each is judged once, not once for
+    /// every blob written into it).
+    checked: std::sync::Arc<std::sync::Mutex<std::collections::HashSet<PathBuf>>>,
 }
 
+/// Temporary names are unique within the process too (the snapshot thread and the diff
+/// reader may write at once).
+static TEMPORARY: AtomicU64 = AtomicU64::new(0);
+
 impl Store {
-    /// The store in `dir` (created on the first write).
-    pub(crate) fn new(dir: impl Into<PathBuf>) -> Self {
-        Self { dir: dir.into() }
+    /// The store in `dir`, inside `anchor` (created on the first write).
+    pub(crate) fn new(anchor: impl Into<PathBuf>, dir: impl Into<PathBuf>) -> Self {
+        Self {
+            anchor: anchor.into(),
+            dir: dir.into(),
+            checked: Default::default(),
+        }
     }
 
-    #[cfg(test)]
+    /// The store of the tree at `root`, in the state dir `state`: one per tree, whatever the
+    /// conversation.
+    pub(crate) fn for_tree(state: &Path, root: &Path) -> Self {
+        let canonical = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+        let key = xxh3_128(super::manifest::os_bytes(&canonical));
+        Self::new(state, state.join(TREES_DIR).join(format!("{key:032x}")))
+    }
+
     pub(crate) fn dir(&self) -> &Path {
         &self.dir
     }
 
-    fn blob_path(&self, name: &str) -> Option<PathBuf> {
-        // Names come from manifests on disk: only our own shape is accepted, so a damaged
-        // manifest cannot name a path outside the store.
-        if name.len() != 32 || !name.bytes().all(|byte| byte.is_ascii_hexdigit()) {
-            return None;
-        }
-        Some(self.dir.join("blobs").join(&name[..2]).join(&name[2..]))
+    pub(crate) fn anchor(&self) -> &Path {
+        &self.anchor
+    }
+
+    fn blob_path(&self, blob: BlobId) -> PathBuf {
+        let name = format!("{blob:032x}");
+        self.dir.join("blobs").join(&name[..2]).join(&name[2..])
     }
 
     /// Stores `bytes` (once: an existing blob is not written again) and returns its name.
-    pub(crate) fn put_blob(&self, bytes: &[u8]) -> io::Result<String> {
-        let name = format!("{:032x}", xxh3_128(bytes));
-        let path = self.blob_path(&name).expect("our own blob names are valid");
+    pub(crate) fn put_blob(&self, bytes: &[u8]) -> io::Result<BlobId> {
+        let blob = xxh3_128(bytes);
+        let path = self.blob_path(blob);
         if std::fs::symlink_metadata(&path).is_ok() {
-            return Ok(name);
+            return Ok(blob);
         }
-        let compressed = zstd::bulk::compress(bytes, LEVEL)?;
-        write_atomically(&path, &compressed)?;
-        Ok(name)
+        let compressed = compress(bytes)?;
+        self.write_atomically(&path, &compressed)?;
+        Ok(blob)
     }
 
-    /// The bytes of blob `name`, at most `limit` of them.
-    pub(crate) fn blob(&self, name: &str, limit: u64) -> io::Result<Vec<u8>> {
-        let path = self
-            .blob_path(name)
-            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "not a blob name"))?;
-        let file = crate::files::open_regular(&path)?;
+    /// The bytes of `blob`, at most `limit` of them.
+    pub(crate) fn blob(&self, blob: BlobId, limit: u64) -> io::Result<Vec<u8>> {
+        let file = crate::files::open_regular(&self.blob_path(blob))?;
         let mut bytes = Vec::new();
         zstd::stream::read::Decoder::new(file)?
             .take(limit.saturating_add(1))
@@ -131,7 +103,7 @@ impl Store {
                 "the stored file is larger than the limit",
             ));
         }
-        if format!("{:032x}", xxh3_128(&bytes)) != name {
+        if xxh3_128(&bytes) != blob {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
                 "the stored file is damaged",
@@ -140,113 +112,173 @@ impl Store {
         Ok(bytes)
     }
 
-    fn manifest_path(&self, name: &str) -> PathBuf {
-        self.dir.join("manifests").join(format!("{name}.json.zst"))
+    fn manifest_path(&self, id: BlobId) -> PathBuf {
+        self.dir.join("manifests").join(format!("{id:032x}"))
     }
 
-    /// The marker of a turn whose changes were taken back (`/undo`, `/rewind`): a later rewind
-    /// does not count them again.
-    fn taken_back_path(&self, turn: u64) -> PathBuf {
-        self.dir
-            .join("manifests")
-            .join(format!("{turn}-taken-back"))
+    /// Writes a stored manifest and returns its id.
+    pub(crate) fn put_manifest(&self, stored: &Stored) -> io::Result<BlobId> {
+        let encoded = stored.encode();
+        let id = xxh3_128(&encoded);
+        let path = self.manifest_path(id);
+        if std::fs::symlink_metadata(&path).is_err() {
+            let compressed = compress(&encoded)?;
+            self.write_atomically(&path, &compressed)?;
+        }
+        Ok(id)
     }
 
-    /// Marks turns' changes as taken back (`true`) or brought back (`false`).
-    pub(crate) fn mark_taken_back(&self, turns: &[u64], taken_back: bool) -> io::Result<()> {
-        for turn in turns {
-            let path = self.taken_back_path(*turn);
-            if taken_back {
-                write_atomically(&path, b"")?;
-            } else {
-                match std::fs::remove_file(&path) {
-                    Err(error) if error.kind() != io::ErrorKind::NotFound => return Err(error),
-                    _ => {}
-                }
+    /// One manifest file as stored.
+    pub(crate) fn stored_manifest(&self, id: BlobId) -> io::Result<Stored> {
+        let file = crate::files::open_regular(&self.manifest_path(id))?;
+        let mut encoded = Vec::new();
+        zstd::stream::read::Decoder::new(file)?
+            .take(MAX_MANIFEST_BYTES)
+            .read_to_end(&mut encoded)?;
+        if xxh3_128(&encoded) != id {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "a snapshot's manifest is damaged",
+            ));
+        }
+        Stored::decode(&encoded)
+    }
+
+    /// The manifest `id`, whole (its deltas applied to the whole one they start from).
+    pub(crate) fn manifest(&self, id: BlobId) -> io::Result<Manifest> {
+        let mut chain = vec![self.stored_manifest(id)?];
+        while let Some(base) = chain.last().and_then(|stored| stored.base) {
+            if chain.len() as u32 > MAX_DEPTH {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "a snapshot's chain of deltas is too long",
+                ));
             }
+            chain.push(self.stored_manifest(base)?);
+        }
+        let mut manifest = Manifest::default();
+        while let Some(stored) = chain.pop() {
+            manifest = stored.apply(manifest);
+        }
+        Ok(manifest)
+    }
+
+    /// Saves `manifest`: as what changed since `base` (a manifest of this store, with its id and
+    /// depth) when that is small, else whole. A manifest with the same entries as `base` is
+    /// `base` itself: nothing is written. Returns its id and depth.
+    pub(crate) fn save_manifest(
+        &self,
+        manifest: &Manifest,
+        base: Option<(&Manifest, BlobId, u32)>,
+    ) -> io::Result<(BlobId, u32)> {
+        if let Some((base, id, depth)) = base {
+            if base.entries == manifest.entries {
+                return Ok((id, depth));
+            }
+            let delta = Stored::delta(manifest, base, id, depth);
+            let small = delta.changes.len() <= (manifest.entries.len() / 4).max(256);
+            if depth < DELTA_DEPTH && small {
+                let depth = delta.depth;
+                return Ok((self.put_manifest(&delta)?, depth));
+            }
+        }
+        Ok((self.put_manifest(&Stored::whole(manifest))?, 0))
+    }
+
+    fn latest_path(&self) -> PathBuf {
+        self.dir.join("latest")
+    }
+
+    /// Records the newest walk of the tree: its manifest, when it started, and the rules it
+    /// walked by (`rules`: a hash of the `[snapshots] exclude` patterns).
+    pub(crate) fn set_latest(
+        &self,
+        id: BlobId,
+        depth: u32,
+        taken_at_ns: i64,
+        rules: u64,
+    ) -> io::Result<()> {
+        self.write_atomically(
+            &self.latest_path(),
+            format!("{id:032x} {depth} {taken_at_ns} {rules:016x}\n").as_bytes(),
+        )
+    }
+
+    /// The newest walk of the tree by the same `rules`, if one was kept (by any conversation):
+    /// its manifest, id and depth.
+    pub(crate) fn latest(&self, rules: u64) -> Option<(Manifest, BlobId, u32)> {
+        let text = crate::files::read_text_limited(&self.latest_path(), 4096).ok()?;
+        let mut words = text.split_whitespace();
+        let id = u128::from_str_radix(words.next()?, 16).ok()?;
+        let depth: u32 = words.next()?.parse().ok()?;
+        let taken_at_ns: i64 = words.next()?.parse().ok()?;
+        if u64::from_str_radix(words.next()?, 16).ok()? != rules {
+            // Walked by other exclusions: what it lists is not what this walk would.
+            return None;
+        }
+        let mut manifest = self.manifest(id).ok()?;
+        manifest.taken_at_ns = taken_at_ns;
+        Some((manifest, id, depth))
+    }
+
+    /// Makes `folder` (inside the store's anchor), never through a link.
+    pub(crate) fn private_dir(&self, folder: &Path) -> io::Result<()> {
+        let known = |checked: &std::collections::HashSet<PathBuf>| checked.contains(folder);
+        if self.checked.lock().is_ok_and(|checked| known(&checked)) {
+            return Ok(());
+        }
+        crate::files::private_dir_under(&self.anchor, folder)?;
+        if let Ok(mut checked) = self.checked.lock() {
+            checked.insert(folder.to_path_buf());
         }
         Ok(())
     }
 
-    fn rewind_record_path(&self, turn: u64) -> PathBuf {
-        self.dir
-            .join("manifests")
-            .join(format!("rewind-{turn}.json"))
-    }
-
-    /// Keeps which turns a rewind to before `turn` took back, so it can be undone.
-    pub(crate) fn save_rewind(&self, turn: u64, turns: &[u64]) -> io::Result<()> {
-        let json = serde_json::to_vec(turns).map_err(io::Error::other)?;
-        write_atomically(&self.rewind_record_path(turn), &json)
-    }
-
-    /// The turns the rewind to before `turn` took back.
-    pub(crate) fn rewind_record(&self, turn: u64) -> io::Result<Vec<u64>> {
-        let json = crate::files::read_limited(&self.rewind_record_path(turn), 1024 * 1024)?;
-        serde_json::from_slice(&json)
-            .map_err(|error| io::Error::new(io::ErrorKind::InvalidData, error))
-    }
-
-    pub(crate) fn forget_rewind(&self, turn: u64) {
-        let _ = std::fs::remove_file(self.rewind_record_path(turn));
-    }
-
-    /// The turns from `first` on with both snapshots kept and their changes not taken back,
-    /// in order.
-    pub(crate) fn turns_from(&self, first: u64) -> Vec<u64> {
-        let Ok(entries) = std::fs::read_dir(self.dir.join("manifests")) else {
-            return Vec::new();
-        };
-        let names: Vec<String> = entries
-            .flatten()
-            .filter_map(|entry| entry.file_name().to_str().map(str::to_owned))
-            .collect();
-        let mut turns: Vec<u64> = names
-            .iter()
-            .filter_map(|name| name.strip_suffix("-after.json.zst")?.parse().ok())
-            .filter(|turn| *turn >= first)
-            .filter(|turn| names.contains(&format!("{turn}-before.json.zst")))
-            .filter(|turn| !names.contains(&format!("{turn}-taken-back")))
-            .collect();
-        turns.sort_unstable();
-        turns
-    }
-
-    pub(crate) fn save_manifest(&self, name: &str, manifest: &Manifest) -> io::Result<()> {
-        let json = serde_json::to_vec(manifest).map_err(io::Error::other)?;
-        let compressed = zstd::bulk::compress(&json, LEVEL)?;
-        write_atomically(&self.manifest_path(name), &compressed)
-    }
-
-    pub(crate) fn manifest(&self, name: &str) -> io::Result<Manifest> {
-        let file = crate::files::open_regular(&self.manifest_path(name))?;
-        let mut json = Vec::new();
-        zstd::stream::read::Decoder::new(file)?
-            .take(MAX_MANIFEST_BYTES)
-            .read_to_end(&mut json)?;
-        serde_json::from_slice(&json)
-            .map_err(|error| io::Error::new(io::ErrorKind::InvalidData, error))
+    /// Writes `bytes` to `path` through a temporary file in the same folder, renamed into place.
+    pub(crate) fn write_atomically(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
+        let parent = path
+            .parent()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no parent folder"))?;
+        self.private_dir(parent)?;
+        write_beside(path, bytes)
     }
 }
 
-/// Writes `bytes` to `path` through a temporary file in the same folder, renamed into place.
-fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
+thread_local! {
+    /// A compressor per thread, made once: making a zstd context costs more than compressing
+    /// a small source file with it.
+    static COMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Compressor<'static>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// `bytes` compressed at [`LEVEL`].
+fn compress(bytes: &[u8]) -> io::Result<Vec<u8>> {
+    COMPRESSOR.with(|cell| {
+        let mut cell = cell.borrow_mut();
+        if cell.is_none() {
+            *cell = Some(zstd::bulk::Compressor::new(LEVEL)?);
+        }
+        cell.as_mut().expect("made above").compress(bytes)
+    })
+}
+
+/// Writes `bytes` to `path` through a temporary file beside it (`parent` already checked).
+pub(crate) fn write_beside(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let parent = path
         .parent()
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no parent folder"))?;
-    create_private_dir(parent)?;
     let temporary = parent.join(format!(
-        ".{}.{}.tmp",
+        ".{}.{}-{}.tmp",
         path.file_name()
             .and_then(|name| name.to_str())
-            .unwrap_or("blob"),
-        std::process::id()
+            .unwrap_or("file"),
+        std::process::id(),
+        TEMPORARY.fetch_add(1, Ordering::Relaxed)
     ));
     let written = (|| {
         let mut file = crate::files::no_follow()
             .write(true)
-            .create(true)
-            .truncate(true)
+            .create_new(true)
             .open(&temporary)?;
         file.write_all(bytes)?;
         std::fs::rename(&temporary, path)
@@ -257,11 +289,10 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
     written
 }
 
-/// Creates `dir` and its parents, owner-only.
-fn create_private_dir(dir: &Path) -> io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
+/// Whether an error is a full disk (or quota).
+pub(crate) fn is_disk_full(error: &io::Error) -> bool {
+    matches!(
+        error.raw_os_error(),
+        Some(libc::ENOSPC) | Some(libc::EDQUOT)
+    )
 }

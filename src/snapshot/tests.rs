@@ -2,10 +2,35 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
-use super::restore::undo;
-use super::scan::{scan, Guard, ScanReport};
-use super::store::EntryKind;
+use super::changes::turn_changes;
+use super::manifest::{EntryKind, Manifest};
+use super::restore::undo as undo_journaled;
+use super::scan::{scan, Guard, ScanReport, Walk};
+use super::store::Store;
 use super::*;
+
+fn undo(
+    root: &Path,
+    store: &Store,
+    before: &Manifest,
+    after: &Manifest,
+    overwrite: bool,
+) -> UndoOutcome {
+    undo_journaled(root, store, before, after, overwrite, "test")
+}
+
+/// The paths of a manifest, as text.
+fn paths(manifest: &Manifest) -> Vec<String> {
+    manifest
+        .entries
+        .keys()
+        .map(|path| manifest::display_path(path))
+        .collect()
+}
+
+fn entry<'a>(manifest: &'a Manifest, path: &str) -> &'a manifest::Entry {
+    &manifest.entries[path.as_bytes()]
+}
 
 fn write(root: &Path, path: &str, text: &str) {
     let full = root.join(path);
@@ -24,7 +49,7 @@ struct Rig {
 impl Rig {
     fn new() -> Self {
         let state = tempfile::tempdir().unwrap();
-        let store = Store::new(state.path().join("s.snapshots"));
+        let store = Store::new(state.path(), state.path().join("trees/t"));
         Self {
             tree: tempfile::tempdir().unwrap(),
             state,
@@ -38,11 +63,36 @@ impl Rig {
     }
 
     fn scan(&self, cache: Option<&Manifest>) -> (Manifest, ScanReport) {
-        scan(self.root(), &self.store, &self.limits, cache, None)
+        self.scan_guarded(cache, None)
+    }
+
+    fn scan_guarded(
+        &self,
+        cache: Option<&Manifest>,
+        guard: Option<Guard<'_>>,
+    ) -> (Manifest, ScanReport) {
+        let exclude = scan::exclude_matcher(self.root(), &self.limits.exclude_patterns());
+        let walk = Walk {
+            root: self.root(),
+            store: &self.store,
+            limits: &self.limits,
+            exclude: &exclude,
+        };
+        scan(&walk, cache, guard)
     }
 
     fn changes(&self, before: &Manifest, after: &Manifest) -> Vec<FileChange> {
-        turn_changes(&self.store, before, after)
+        turn_changes(&self.store, &self.limits, before, after)
+    }
+
+    /// A worker on this tree, its records in `name` of the state dir.
+    fn worker(&self, name: &str) -> SnapshotWorker {
+        SnapshotWorker::start(SnapshotSetup {
+            root: self.root().to_path_buf(),
+            dir: self.state.path().join("snapshots").join(name),
+            state: self.state.path().to_path_buf(),
+            limits: self.limits.clone(),
+        })
     }
 }
 
@@ -52,7 +102,7 @@ fn change(path: &str, status: ChangeStatus, added: u64, removed: u64) -> FileCha
         status,
         added,
         removed,
-        too_big: false,
+        ..FileChange::default()
     }
 }
 
@@ -88,8 +138,8 @@ fn ignored_files_and_vcs_folders_are_not_kept_even_outside_git() {
     write(rig.root(), ".env", "hidden but the user's");
     write(rig.root(), "src/lib.rs", "pub fn f() {}\n");
     let (manifest, _) = rig.scan(None);
-    let paths: Vec<&str> = manifest.entries.keys().map(String::as_str).collect();
-    assert_eq!(paths, [".env", ".gitignore", "src/lib.rs"]);
+    let paths = paths(&manifest);
+    assert_eq!(paths, [".env", ".gitignore", "src", "src/lib.rs"]);
 }
 
 #[test]
@@ -173,7 +223,10 @@ fn undo_recreates_deleted_files_removes_created_ones_and_restores_permissions() 
         [
             change("created.txt", ChangeStatus::Created, 1, 0),
             change("keep/doomed.sh", ChangeStatus::Deleted, 0, 2),
-            change("mode.txt", ChangeStatus::Modified, 0, 0),
+            FileChange {
+                detail: Some(format!("mode {:o} → 600", original_mode)),
+                ..change("mode.txt", ChangeStatus::Modified, 0, 0)
+            },
         ]
     );
     let outcome = undo(rig.root(), &rig.store, &before, &after, false);
@@ -230,9 +283,9 @@ fn symbolic_links_are_kept_as_links_and_never_followed_out_of_the_tree() {
     std::os::unix::fs::symlink("secret.txt", rig.root().join("link.txt")).unwrap();
     write(rig.root(), "real/file.txt", "inside\n");
     let (before, report) = rig.scan(None);
-    let paths: Vec<&str> = before.entries.keys().map(String::as_str).collect();
-    assert_eq!(paths, ["link.txt", "out", "real/file.txt"]);
-    assert_eq!(before.entries["out"].kind, EntryKind::Symlink);
+    let paths = paths(&before);
+    assert_eq!(paths, ["link.txt", "out", "real", "real/file.txt"]);
+    assert_eq!(entry(&before, "out").kind, EntryKind::Symlink);
     // Only the link's target text was read, not the folder or file behind it.
     let target_len = outside.path().as_os_str().len() as u64;
     assert_eq!(
@@ -246,28 +299,31 @@ fn symbolic_links_are_kept_as_links_and_never_followed_out_of_the_tree() {
     std::os::unix::fs::symlink(outside.path(), rig.root().join("real")).unwrap();
     let (after, _) = rig.scan(Some(&before));
     let outcome = undo(rig.root(), &rig.store, &before, &after, false);
-    assert_eq!(outcome.removed, ["real"]);
-    assert_eq!(outcome.restored, ["real/file.txt"]);
+    // The link goes (replaced), the folder and its file come back.
+    assert_eq!(outcome.restored, ["real/", "real/file.txt"]);
+    assert!(
+        outcome.removed.is_empty() && outcome.failed.is_empty(),
+        "{outcome:?}"
+    );
     assert!(std::fs::symlink_metadata(rig.root().join("real"))
         .unwrap()
         .is_dir());
     assert!(!outside.path().join("file.txt").exists());
 
     // The agent deletes the folder, then (after the turn) a link out of the tree appears in
-    // its place: putting the file back must not write through it, even when told to overwrite.
+    // its place: asked to overwrite, the undo replaces the link itself with the folder, and
+    // never writes through it.
     let (before, _) = rig.scan(Some(&after));
     std::fs::remove_dir_all(rig.root().join("real")).unwrap();
     let (after, _) = rig.scan(Some(&before));
     std::os::unix::fs::symlink(outside.path(), rig.root().join("real")).unwrap();
+    let outcome = undo(rig.root(), &rig.store, &before, &after, false);
+    assert_eq!(outcome.conflicts, ["real/"], "asked first");
     let outcome = undo(rig.root(), &rig.store, &before, &after, true);
-    assert_eq!(
-        outcome
-            .failed
-            .iter()
-            .map(|(path, _)| path.as_str())
-            .collect::<Vec<_>>(),
-        ["real/file.txt"]
-    );
+    assert_eq!(outcome.restored, ["real/file.txt"], "{outcome:?}");
+    assert!(std::fs::symlink_metadata(rig.root().join("real"))
+        .unwrap()
+        .is_dir());
     assert!(!outside.path().join("file.txt").exists());
     assert_eq!(
         std::fs::read_to_string(outside.path().join("secret.txt")).unwrap(),
@@ -282,8 +338,8 @@ fn files_over_the_limits_are_seen_changing_but_not_kept() {
     write(rig.root(), "big.txt", &"x".repeat(4096));
     write(rig.root(), "small.txt", "s\n");
     let (before, report) = rig.scan(None);
-    assert_eq!(report.too_big, ["big.txt"]);
-    assert_eq!(before.entries["big.txt"].blob, None);
+    assert_eq!(report.not_kept, [(manifest::NotKept::TooBig, 1)]);
+    assert_eq!(entry(&before, "big.txt").blob(), None);
     write(rig.root(), "big.txt", &"y".repeat(5000));
     let (after, _) = rig.scan(Some(&before));
     let changes = rig.changes(&before, &after);
@@ -314,13 +370,7 @@ fn a_snapshot_taken_after_the_agent_started_uses_the_baseline_for_what_it_wrote(
         baseline: &baseline,
         baseline_done: None,
     };
-    let (before, _) = scan(
-        rig.root(),
-        &rig.store,
-        &rig.limits,
-        Some(&baseline),
-        Some(guard),
-    );
+    let (before, _) = rig.scan_guarded(Some(&baseline), Some(guard));
     assert_eq!(
         before,
         Manifest {
@@ -358,7 +408,7 @@ fn the_diff_has_hunks_with_context_and_says_what_it_cannot_show() {
     );
     std::fs::write(rig.root().join("b.bin"), [0u8, 9]).unwrap();
     let (after, _) = rig.scan(Some(&before));
-    let files = diff_files(&rig.store, &before, &after);
+    let files = diff_files(&rig.store, &rig.limits, &before, &after);
     assert_eq!(files[0].path, "a.txt");
     let text: Vec<String> = files[0]
         .lines
@@ -470,14 +520,14 @@ fn no_operation_touches_the_user_s_git_state() {
     write(root, "ignored/x", "ignored\n");
     let git_before = git_state(root);
 
-    let worker_dir = rig.state.path().join("w.snapshots");
-    let (before, _) = scan(root, &rig.store, &rig.limits, None, None);
+    let worker_dir = rig.state.path().join("snapshots/w");
+    let (before, _) = rig.scan(None);
     write(root, "tracked.txt", "the agent's\n");
     write(root, "new.txt", "new\n");
     std::fs::remove_file(root.join("staged.txt")).unwrap();
     let (after, _) = rig.scan(Some(&before));
     assert_eq!(rig.changes(&before, &after).len(), 3);
-    let _ = diff_files(&rig.store, &before, &after);
+    let _ = diff_files(&rig.store, &rig.limits, &before, &after);
     let outcome = undo(root, &rig.store, &before, &after, false);
     assert!(outcome.changed_anything() && outcome.failed.is_empty());
     // The worker as the orchestrator runs it, too.
@@ -486,9 +536,11 @@ fn no_operation_touches_the_user_s_git_state() {
         .build()
         .unwrap();
     runtime.block_on(async {
-        let mut worker =
-            SnapshotWorker::start(root.to_path_buf(), worker_dir.clone(), rig.limits.clone());
-        assert_eq!(worker.next().await, Some(SnapshotReply::Ready));
+        let mut worker = rig.worker("w");
+        assert_eq!(
+            worker.next().await,
+            Some(SnapshotReply::Ready { notice: None })
+        );
         // Past the clock slack since the undo above wrote the files.
         std::thread::sleep(Duration::from_millis(120));
         worker.begin(1, SystemTime::now());
@@ -520,7 +572,7 @@ fn no_operation_touches_the_user_s_git_state() {
     assert!(!root.join("new.txt").exists());
     assert_eq!(git_state(root), git_before);
     assert_eq!(git(root, &["status", "--porcelain"]), "A  staged.txt\n");
-    assert!(worker_dir.join("manifests/1-before.json.zst").exists());
+    assert!(worker_dir.join("turns/1.json").exists());
 }
 
 #[test]
@@ -545,15 +597,10 @@ fn a_file_the_baseline_read_after_the_agent_wrote_it_is_never_restored_to_the_ag
         baseline: &baseline,
         baseline_done: None,
     };
-    let (before, _) = scan(
-        rig.root(),
-        &rig.store,
-        &rig.limits,
-        Some(&baseline),
-        Some(guard),
-    );
+    let (before, _) = rig.scan_guarded(Some(&baseline), Some(guard));
     assert_eq!(
-        before.entries["old.txt"].blob, None,
+        entry(&before, "old.txt").blob(),
+        None,
         "unknown, not the agent's text"
     );
     write(rig.root(), "old.txt", "the agent's, later\n");
@@ -584,15 +631,9 @@ fn a_file_saved_just_before_the_prompt_is_kept_as_the_baseline_read_it() {
         baseline: &baseline,
         baseline_done: Some(baseline_done),
     };
-    let (before, _) = scan(
-        rig.root(),
-        &rig.store,
-        &rig.limits,
-        Some(&baseline),
-        Some(guard),
-    );
+    let (before, _) = rig.scan_guarded(Some(&baseline), Some(guard));
     assert!(
-        before.entries["notes.txt"].blob.is_some(),
+        entry(&before, "notes.txt").blob().is_some(),
         "the baseline was read before the request: its copy is how the file was"
     );
     let (after, _) = rig.scan(Some(&before));
@@ -621,12 +662,11 @@ fn a_rewind_skips_undone_turns_and_can_itself_be_undone() {
         .build()
         .unwrap();
     runtime.block_on(async {
-        let mut worker = SnapshotWorker::start(
-            root.clone(),
-            rig.state.path().join("w.snapshots"),
-            rig.limits.clone(),
+        let mut worker = rig.worker("w");
+        assert_eq!(
+            worker.next().await,
+            Some(SnapshotReply::Ready { notice: None })
         );
-        assert_eq!(worker.next().await, Some(SnapshotReply::Ready));
         let turns: [(u64, &[(&str, &str)]); 3] = [
             (1, &[("a.txt", "a1\n")]),
             (2, &[("b.txt", "b2\n")]),
@@ -709,4 +749,452 @@ fn a_rewind_skips_undone_turns_and_can_itself_be_undone() {
         assert_eq!(read_text(&root, "a.txt"), "a1\n");
         assert_eq!(outcome.unwrap().removed, ["c.txt"]);
     });
+}
+
+/// A mode the user changed after the turn is a change of its own: `/undo` asks before it puts
+/// the file back (and so never loosens a `chmod 600`).
+#[test]
+fn a_mode_changed_since_the_turn_is_a_conflict() {
+    let rig = Rig::new();
+    write(rig.root(), "f.txt", "v1\n");
+    let (before, _) = rig.scan(None);
+    write(rig.root(), "f.txt", "v2 by the agent\n");
+    let (after, _) = rig.scan(Some(&before));
+    let file = rig.root().join("f.txt");
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let outcome = undo(rig.root(), &rig.store, &before, &after, false);
+    assert_eq!(outcome.conflicts, ["f.txt"]);
+    assert!(!outcome.changed_anything());
+    assert_eq!(read_text(rig.root(), "f.txt"), "v2 by the agent\n");
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+}
+
+/// Names are bytes: a file whose name is not UTF-8 is seen changing, named (with `\xNN`) and
+/// put back, in a folder whose name is not UTF-8 either.
+#[test]
+fn names_that_are_not_utf8_are_tracked_and_undone() {
+    use std::os::unix::ffi::OsStrExt;
+    let rig = Rig::new();
+    let odd = std::ffi::OsStr::from_bytes(b"name-\xff\xfe.txt");
+    let folder = std::ffi::OsStr::from_bytes(b"dir-\xff");
+    std::fs::write(rig.root().join(odd), "doomed\n").unwrap();
+    std::fs::create_dir(rig.root().join(folder)).unwrap();
+    std::fs::write(rig.root().join(folder).join("f.txt"), "one\n").unwrap();
+    let (before, _) = rig.scan(None);
+    std::fs::remove_file(rig.root().join(odd)).unwrap();
+    std::fs::write(rig.root().join(folder).join("f.txt"), "one\ntwo\n").unwrap();
+    let (after, _) = rig.scan(Some(&before));
+    let changes = rig.changes(&before, &after);
+    assert_eq!(
+        changes,
+        [
+            change("dir-\\xff/f.txt", ChangeStatus::Modified, 1, 0),
+            change("name-\\xff\\xfe.txt", ChangeStatus::Deleted, 0, 1),
+        ]
+    );
+    let outcome = undo(rig.root(), &rig.store, &before, &after, false);
+    assert_eq!(outcome.restored, ["dir-\\xff/f.txt", "name-\\xff\\xfe.txt"]);
+    assert_eq!(std::fs::read(rig.root().join(odd)).unwrap(), b"doomed\n");
+    assert_eq!(
+        std::fs::read(rig.root().join(folder).join("f.txt")).unwrap(),
+        b"one\n"
+    );
+}
+
+/// A file the agent replaced with a folder comes back as the file: what the turn made in the
+/// folder goes first, then the folder.
+#[test]
+fn a_file_replaced_by_a_folder_is_put_back() {
+    let rig = Rig::new();
+    write(rig.root(), "thing", "a file\n");
+    let (before, _) = rig.scan(None);
+    std::fs::remove_file(rig.root().join("thing")).unwrap();
+    write(rig.root(), "thing/inside.txt", "made by the agent\n");
+    let (after, _) = rig.scan(Some(&before));
+    let changes = rig.changes(&before, &after);
+    assert_eq!(
+        changes
+            .iter()
+            .map(|change| (change.path.as_str(), change.detail.as_deref()))
+            .collect::<Vec<_>>(),
+        [("thing", Some("file → folder")), ("thing/inside.txt", None)]
+    );
+    let outcome = undo(rig.root(), &rig.store, &before, &after, false);
+    assert!(outcome.failed.is_empty(), "{outcome:?}");
+    assert_eq!(read_text(rig.root(), "thing"), "a file\n");
+}
+
+/// Agents' own state inside the project (`DEFAULT_EXCLUDE`, `[snapshots] exclude`) is never
+/// snapshot, so never reported nor put back.
+#[test]
+fn excluded_paths_are_never_snapshot() {
+    let mut rig = Rig::new();
+    rig.limits.exclude = vec!["/scratch/".to_owned()];
+    write(rig.root(), ".claude/settings.local.json", "{}\n");
+    write(rig.root(), ".claude/commands/mine.md", "the user's\n");
+    write(rig.root(), "scratch/tmp.txt", "x\n");
+    write(rig.root(), "kept.txt", "k\n");
+    let (manifest, _) = rig.scan(None);
+    assert_eq!(
+        paths(&manifest),
+        [
+            ".claude",
+            ".claude/commands",
+            ".claude/commands/mine.md",
+            "kept.txt"
+        ]
+    );
+}
+
+/// Manifests are stored as deltas: a walk that finds nothing changed writes no manifest at
+/// all, and one that finds one file changed writes a few hundred bytes, whatever the tree.
+#[test]
+fn manifests_are_deltas_and_an_unchanged_tree_adds_nothing() {
+    let rig = Rig::new();
+    for index in 0..2000 {
+        write(
+            rig.root(),
+            &format!("d{}/f{index}.txt", index % 20),
+            &format!("{index}\n"),
+        );
+    }
+    let (first, _) = rig.scan(None);
+    let (id, depth) = rig.store.save_manifest(&first, None).unwrap();
+    let manifests = rig.store.dir().join("manifests");
+    let whole = walk_bytes(&manifests);
+    std::thread::sleep(Duration::from_millis(120));
+    let (same, _) = rig.scan(Some(&first));
+    let again = rig
+        .store
+        .save_manifest(&same, Some((&first, id, depth)))
+        .unwrap();
+    assert_eq!(again, (id, depth), "nothing changed: the same manifest");
+    write(rig.root(), "d0/f0.txt", "changed\n");
+    let (changed, _) = rig.scan(Some(&same));
+    let (delta, delta_depth) = rig
+        .store
+        .save_manifest(&changed, Some((&same, id, depth)))
+        .unwrap();
+    assert_eq!(delta_depth, 1);
+    let added = walk_bytes(&manifests) - whole;
+    assert!(
+        added < 400,
+        "a one-file delta is {added} bytes (whole: {whole})"
+    );
+    assert_eq!(rig.store.manifest(delta).unwrap().entries, changed.entries);
+}
+
+fn walk_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|entry| {
+                    let metadata = entry.metadata().unwrap();
+                    if metadata.is_dir() {
+                        walk_bytes(&entry.path())
+                    } else {
+                        metadata.len()
+                    }
+                })
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+/// A restore killed half-way leaves a journal: the next launch removes the temporary file it
+/// left beside its target, counts what was put back and what was not, and finishes it or rolls
+/// it back on request, never counting agentty's own writes as the user's.
+#[test]
+fn an_interrupted_restore_is_found_cleaned_and_finished_or_rolled_back() {
+    let rig = Rig::new();
+    for index in 0..10 {
+        write(rig.root(), &format!("f{index}.txt"), "before\n");
+    }
+    let (before, _) = rig.scan(None);
+    for index in 0..10 {
+        write(rig.root(), &format!("f{index}.txt"), "after\n");
+    }
+    let (after, _) = rig.scan(Some(&before));
+    let conversation = rig.state.path().join("snapshots/c");
+    let journal = journal::Journal::begin(
+        &rig.store,
+        RestoreKind::Undo,
+        1,
+        vec![1],
+        &conversation,
+        &before,
+        &after,
+    )
+    .unwrap();
+    // Killed after four files, with a temporary file beside the fifth.
+    for index in 0..4 {
+        write(rig.root(), &format!("f{index}.txt"), "before\n");
+    }
+    let temporary = rig
+        .root()
+        .join(format!(".f4.txt.agentty-restore.{}", journal.id));
+    std::fs::write(&temporary, "before\n").unwrap();
+    std::mem::forget(journal);
+    let found = journal::interrupted(&rig.store);
+    assert_eq!(found.len(), 1);
+    let seen = journal::examine(rig.root(), &rig.store, &found[0]).unwrap();
+    assert_eq!((seen.done, seen.pending, seen.changed_since), (4, 6, 0));
+    assert!(!temporary.exists(), "the temporary file is gone");
+    assert!(
+        seen.describe().contains("4 of 10 files put back"),
+        "{}",
+        seen.describe()
+    );
+
+    // Rolled back: the four go back as the turn left them.
+    let outcome = journal::resolve(rig.root(), &rig.store, &found[0], false).unwrap();
+    assert_eq!(outcome.restored.len(), 4, "{outcome:?}");
+    for index in 0..10 {
+        assert_eq!(read_text(rig.root(), &format!("f{index}.txt")), "after\n");
+    }
+    assert!(journal::interrupted(&rig.store).is_empty(), "resolved once");
+
+    // Again, finished this time.
+    let journal = journal::Journal::begin(
+        &rig.store,
+        RestoreKind::Undo,
+        1,
+        vec![1],
+        &conversation,
+        &before,
+        &after,
+    )
+    .unwrap();
+    write(rig.root(), "f0.txt", "before\n");
+    std::mem::forget(journal);
+    let found = journal::interrupted(&rig.store);
+    let outcome = journal::resolve(rig.root(), &rig.store, &found[0], true).unwrap();
+    assert_eq!(outcome.restored.len(), 9, "{outcome:?}");
+    for index in 0..10 {
+        assert_eq!(read_text(rig.root(), &format!("f{index}.txt")), "before\n");
+    }
+}
+
+/// Two agentty processes ran turns in one tree at the same time: the turn's summary may hold
+/// the other's files, so its `/undo` asks before touching anything.
+#[test]
+fn a_turn_that_overlapped_another_agentty_s_asks_before_undoing() {
+    let rig = Rig::new();
+    write(rig.root(), "mine.txt", "v1\n");
+    let store = Store::for_tree(rig.state.path(), rig.root());
+    // Another agentty (a live process: this test's parent) began a turn here a moment ago.
+    let other = std::os::unix::process::parent_id();
+    let since = SystemTime::now() - Duration::from_secs(1);
+    store
+        .write_atomically(
+            &store
+                .dir()
+                .join("activity")
+                .join(format!("{other}-{}", scan::ns(since))),
+            b"",
+        )
+        .unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let mut worker = rig.worker("w");
+        assert!(matches!(
+            worker.next().await,
+            Some(SnapshotReply::Ready { .. })
+        ));
+        std::thread::sleep(Duration::from_millis(120));
+        worker.begin(1, SystemTime::now());
+        worker.next().await;
+        write(rig.root(), "theirs.txt", "made by the other agentty\n");
+        worker.end(1);
+        let Some(SnapshotReply::Ended {
+            changes, notice, ..
+        }) = worker.next().await
+        else {
+            panic!("no end");
+        };
+        assert_eq!(changes.len(), 1);
+        assert!(notice.unwrap().contains("Another agentty"));
+        worker.undo(1, false);
+        let Some(SnapshotReply::Undone { outcome, .. }) = worker.next().await else {
+            panic!("no undo");
+        };
+        let outcome = outcome.unwrap();
+        assert_eq!(outcome.shared_with, [other]);
+        assert_eq!(outcome.conflicts, ["theirs.txt"]);
+        assert!(rig.root().join("theirs.txt").exists(), "asked, not deleted");
+        assert!(describe_undo(&Ok(outcome)).contains("another agentty"));
+    });
+}
+
+/// The walk from a stat cache sees what a whole walk sees: new files in known folders, new
+/// folders whole, deletions, and a new `.gitignore` (the rules changed: all walked again).
+#[test]
+fn the_walk_from_the_stat_cache_sees_what_a_whole_walk_sees() {
+    let rig = Rig::new();
+    write(rig.root(), "a/one.txt", "1\n");
+    write(rig.root(), "a/deep/two.txt", "2\n");
+    write(rig.root(), "b/three.txt", "3\n");
+    // Older than the clock slack: the first walk's metadata is trusted.
+    std::thread::sleep(Duration::from_millis(120));
+    let (first, _) = rig.scan(None);
+    std::thread::sleep(Duration::from_millis(120));
+    write(rig.root(), "a/deep/new.txt", "new\n");
+    write(rig.root(), "c/d/e/f.txt", "in a new folder\n");
+    std::fs::remove_file(rig.root().join("b/three.txt")).unwrap();
+    write(rig.root(), "a/one.txt", "1 changed\n");
+    let (cached, report) = rig.scan(Some(&first));
+    let (whole, _) = rig.scan(None);
+    assert_eq!(paths(&cached), paths(&whole));
+    assert_eq!(
+        report.files_read, 3,
+        "only the changed and new files are read"
+    );
+    std::thread::sleep(Duration::from_millis(120));
+    write(rig.root(), "a/.gitignore", "deep/\n");
+    let (after_rules, _) = rig.scan(Some(&cached));
+    assert!(
+        !paths(&after_rules)
+            .iter()
+            .any(|path| path.starts_with("a/deep")),
+        "{:?}",
+        paths(&after_rules)
+    );
+}
+
+/// One walk a turn: when nothing happened in the tree since the last turn's end, that walk is
+/// the next turn's "before"; an edit of the user's between turns (seen by the folder watch)
+/// makes the "before" walk run, so the edit is never taken for the turn's.
+#[test]
+fn an_edit_between_turns_is_the_user_s_not_the_next_turn_s() {
+    let rig = Rig::new();
+    write(rig.root(), "mine.txt", "v1\n");
+    write(rig.root(), "sub/agent.txt", "a1\n");
+    std::thread::sleep(Duration::from_millis(120));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        // A first conversation leaves the stat cache the second starts from (and watches).
+        let mut first = rig.worker("first");
+        assert!(matches!(
+            first.next().await,
+            Some(SnapshotReply::Ready { .. })
+        ));
+        drop(first);
+        let mut worker = rig.worker("w");
+        assert!(matches!(
+            worker.next().await,
+            Some(SnapshotReply::Ready { .. })
+        ));
+        for (turn, user_edit) in [(1, false), (2, true), (3, false)] {
+            if user_edit {
+                write(rig.root(), "mine.txt", "the user's, between turns\n");
+            }
+            std::thread::sleep(Duration::from_millis(120));
+            worker.begin(turn, SystemTime::now());
+            worker.next().await;
+            write(rig.root(), "sub/agent.txt", &format!("a{turn}\n"));
+            worker.end(turn);
+            let Some(SnapshotReply::Ended { changes, .. }) = worker.next().await else {
+                panic!("no end");
+            };
+            let paths: Vec<&str> = changes.iter().map(|change| change.path.as_str()).collect();
+            let expected: &[&str] = if turn == 1 { &[] } else { &["sub/agent.txt"] };
+            // Turn 1 wrote what was there ("a1"): no change.
+            assert_eq!(paths, expected, "turn {turn}");
+        }
+        worker.undo(3, false);
+        worker.next().await;
+        worker.undo(2, false);
+        let Some(SnapshotReply::Undone { outcome, .. }) = worker.next().await else {
+            panic!("no undo");
+        };
+        assert_eq!(outcome.unwrap().restored, ["sub/agent.txt"]);
+        assert_eq!(
+            read_text(rig.root(), "mine.txt"),
+            "the user's, between turns\n"
+        );
+        assert_eq!(read_text(rig.root(), "sub/agent.txt"), "a1\n");
+    });
+}
+
+/// A conversation deleted by retention takes what only it needed with it: the tree's store is
+/// collected, and what the other conversation and the latest walk need stays.
+#[test]
+fn what_no_conversation_needs_is_collected_from_the_tree_s_store() {
+    let rig = Rig::new();
+    write(rig.root(), "shared.txt", "both\n");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let store = Store::for_tree(rig.state.path(), rig.root());
+    runtime.block_on(async {
+        for (name, text) in [
+            ("gone", "only the gone one's\n"),
+            ("kept", "the kept one's\n"),
+        ] {
+            let mut worker = rig.worker(name);
+            assert!(matches!(
+                worker.next().await,
+                Some(SnapshotReply::Ready { .. })
+            ));
+            worker.begin(1, SystemTime::now());
+            worker.next().await;
+            write(rig.root(), &format!("{name}.txt"), text);
+            worker.end(1);
+            worker.next().await;
+            std::fs::remove_file(rig.root().join(format!("{name}.txt"))).unwrap();
+        }
+    });
+    let blobs_before = walk_count(&store.dir().join("blobs"));
+    std::fs::remove_dir_all(rig.state.path().join("snapshots/gone")).unwrap();
+    let snapshots = rig.state.path().join("snapshots");
+    let deleted = collect::collect(&store, &snapshots, &[], Duration::ZERO);
+    assert!(deleted >= 1, "{deleted}");
+    let blobs_after = walk_count(&store.dir().join("blobs"));
+    assert_eq!(blobs_after, blobs_before - 1, "only the gone one's file");
+    // The kept conversation's turn still diffs.
+    let (conversation, _) = load_diffs(&snapshots.join("kept"), &[1], 1).unwrap();
+    assert_eq!(conversation[0].path, "kept.txt");
+    assert!(conversation[0]
+        .lines
+        .iter()
+        .any(|(_, text)| text == "the kept one's"));
+}
+
+/// A path already as before the turn (an earlier undo cut short and finished at a later launch,
+/// or the user's own revert) is neither written again nor taken for a change of someone else's:
+/// a second undo says the files are as before (issue 37: agentty's own restores were listed as
+/// "changed since the turn").
+#[test]
+fn files_already_put_back_are_no_conflict() {
+    let rig = Rig::new();
+    for index in 0..5 {
+        write(rig.root(), &format!("f{index}.txt"), "before\n");
+    }
+    let (before, _) = rig.scan(None);
+    for index in 0..5 {
+        write(rig.root(), &format!("f{index}.txt"), "after\n");
+    }
+    let (after, _) = rig.scan(Some(&before));
+    write(rig.root(), "f0.txt", "before\n");
+    write(rig.root(), "f1.txt", "before\n");
+    let outcome = undo(rig.root(), &rig.store, &before, &after, false);
+    assert!(outcome.conflicts.is_empty(), "{outcome:?}");
+    assert_eq!(outcome.restored, ["f2.txt", "f3.txt", "f4.txt"]);
+    let again = undo(rig.root(), &rig.store, &before, &after, false);
+    assert_eq!(again, UndoOutcome::default());
+    assert_eq!(
+        describe_undo(&Ok(again)),
+        "Nothing to undo: the files are as before the turn."
+    );
 }

@@ -485,10 +485,11 @@ fn changes_lines(changes: &ChangesCell) -> Vec<RichLine> {
                 "binary".to_owned(),
             ),
         };
-        let what = if file.too_big {
-            format!("{} · too big to keep", file.status.as_str())
-        } else {
-            what
+        let what = match (&file.detail, file.too_big, &file.not_kept) {
+            (_, true, Some(why)) => format!("{} · not kept: {why}", file.status.as_str()),
+            (_, true, None) => format!("{} · too big to keep", file.status.as_str()),
+            (Some(detail), false, _) => format!("{what} · {detail}"),
+            (None, false, _) => what,
         };
         let mut spans = bar.clone();
         spans.push(Span::styled(mark, style));

@@ -169,15 +169,16 @@ fn highlight(path: &str, text: &str) -> Vec<Span<'static>> {
 pub(crate) fn render_confirm_undo(confirm: &UndoConfirm, area: Rect, buf: &mut Buffer) {
     let width = 64.min(area.width);
     let text_width = usize::from(width.saturating_sub(2)).max(1);
-    let mut rows: Vec<Line<'static>> = Vec::new();
-    let mut add = |text: String, style: Style| {
-        rows.extend(wrap(
+    let lines = |text: String, style: Style| -> Vec<Line<'static>> {
+        wrap(
             &RichLine::text(text, style).with_uniform_prefix(vec![Span::raw(" ")]),
             text_width,
-        ));
+        )
     };
-    add(
+    let shared = !confirm.shared_with.is_empty();
+    let head = lines(
         match confirm.asked_by {
+            _ if shared => "Another agentty ran a turn in this folder at the same time; these may be its changes:",
             ConfirmFor::Undo => "Changed since the turn (by you or another program):",
             ConfirmFor::Rewind { .. } => "Changed since the last turn (by you or another program):",
             ConfirmFor::UndoRewind { .. } => {
@@ -187,11 +188,9 @@ pub(crate) fn render_confirm_undo(confirm: &UndoConfirm, area: Rect, buf: &mut B
         .to_owned(),
         Style::default(),
     );
-    for path in &confirm.conflicts {
-        add(format!("• {path}"), Style::default().fg(palette().warning));
-    }
-    add(
+    let mut tail = lines(
         match confirm.asked_by {
+            _ if shared => "Undo anyway, these files included?",
             ConfirmFor::UndoRewind { .. } => {
                 "Undo the rewind anyway and overwrite them with their state before it?"
             }
@@ -201,7 +200,20 @@ pub(crate) fn render_confirm_undo(confirm: &UndoConfirm, area: Rect, buf: &mut B
         Style::default(),
     );
     let answers: Vec<String> = UNDO_CONFIRM_KEYS.iter().map(|key| key.hint()).collect();
-    add(answers.join(" · "), palette().dim);
+    tail.extend(lines(answers.join(" · "), palette().dim));
+    // The question and its answers always show; the list takes the room left, folded with a
+    // count when it does not fit.
+    let room = usize::from(area.height.saturating_sub(2));
+    let list_room = room.saturating_sub(head.len() + tail.len()).max(1);
+    let paths: Vec<String> = confirm
+        .conflicts
+        .iter()
+        .map(|path| format!("• {path}"))
+        .collect();
+    let mut rows = head;
+    rows.extend(folded(&paths, list_room, text_width, palette().warning));
+    rows.extend(tail);
+    let rows = keep_last(rows, room);
     let outer = centered(area, width, rows.len() as u16 + 2);
     let title = match confirm.asked_by {
         ConfirmFor::Undo => "Undo the last turn",
@@ -210,6 +222,67 @@ pub(crate) fn render_confirm_undo(confirm: &UndoConfirm, area: Rect, buf: &mut B
     };
     let keys: Vec<&str> = UNDO_CONFIRM_KEYS.iter().map(|key| key.keys).collect();
     let inner = frame(title, &keys.join(" / "), outer, buf);
+    draw_rows(&rows, inner, buf);
+}
+
+/// `items`, one row each (cut at the edge), in at most `room` rows: past that, as many as fit
+/// and a last row saying how many more there are.
+fn folded(
+    items: &[String],
+    room: usize,
+    width: usize,
+    colour: ratatui::style::Color,
+) -> Vec<Line<'static>> {
+    let style = Style::default().fg(colour);
+    let row =
+        |text: String, style: Style| fit(RichLine::text(format!(" {text}"), style), width + 1);
+    if items.len() <= room {
+        return items.iter().map(|item| row(item.clone(), style)).collect();
+    }
+    let shown = room.saturating_sub(1);
+    let mut rows: Vec<Line<'static>> = items[..shown]
+        .iter()
+        .map(|item| row(item.clone(), style))
+        .collect();
+    rows.push(row(
+        format!("… and {} more", items.len() - shown),
+        palette().dim,
+    ));
+    rows
+}
+
+/// The last `room` rows of `rows` when they do not all fit (the choices are at the end).
+fn keep_last(mut rows: Vec<Line<'static>>, room: usize) -> Vec<Line<'static>> {
+    if rows.len() > room.max(1) {
+        rows.drain(..rows.len() - room.max(1));
+    }
+    rows
+}
+
+/// A restore a crash interrupted: how far it got, and what to do with it.
+pub(crate) fn render_restore_prompt(
+    prompt: &crate::app::review::RestorePrompt,
+    area: Rect,
+    buf: &mut Buffer,
+) {
+    let width = 64.min(area.width);
+    let text_width = usize::from(width.saturating_sub(2)).max(1);
+    let mut rows: Vec<Line<'static>> = Vec::new();
+    let mut add = |text: String, style: Style| {
+        rows.extend(wrap(
+            &RichLine::text(text, style).with_uniform_prefix(vec![Span::raw(" ")]),
+            text_width,
+        ));
+    };
+    add(prompt.restore.describe(), Style::default());
+    add(
+        "f finish it (put back the rest) · r roll it back (as the turn left them) · Esc decide later"
+            .to_owned(),
+        palette().dim,
+    );
+    let rows = keep_last(rows, usize::from(area.height.saturating_sub(2)));
+    let outer = centered(area, width, rows.len() as u16 + 2);
+    let inner = frame("Interrupted restore", "f / r / Esc", outer, buf);
     draw_rows(&rows, inner, buf);
 }
 
@@ -294,6 +367,14 @@ pub(crate) fn render_rewind(
         }
         _ => return,
     };
+    // The choices always show: the preview above them gives up its last rows first.
+    let room = usize::from(area.height.saturating_sub(2));
+    let choices = picker.choices().len();
+    let preview_room = room.saturating_sub(choices).max(1);
+    if rows.len() > preview_room {
+        rows.truncate(preview_room.saturating_sub(1));
+        rows.push(Line::styled(" …", dim));
+    }
     for (index, option) in picker.choices().iter().enumerate() {
         let style = if index == choice {
             selected_style
@@ -305,6 +386,7 @@ pub(crate) fn render_rewind(
             text_width + 1,
         ));
     }
+    let rows = keep_last(rows, room);
     let outer = centered(area, width, rows.len() as u16 + 2);
     let inner = frame(title, &footer(picker.keys(), outer), outer, buf);
     draw_rows(&rows, inner, buf);
@@ -329,7 +411,7 @@ fn undo_rewind_preview(
         } else {
             format!(
                 "Files brought back as the rewind found them: {}.",
-                last.files_back.join(", ")
+                crate::snapshot::fold_list(last.files_back.iter().map(|file| file.as_ref()))
             )
         },
         dim,
@@ -368,8 +450,93 @@ fn rewind_preview(
         if entry.files_put_back.is_empty() {
             "Files: no change of these turns to put back.".to_owned()
         } else {
-            format!("Files put back: {}.", entry.files_put_back.join(", "))
+            format!(
+                "Files put back: {}.",
+                crate::snapshot::fold_list(entry.files_put_back.iter().map(|file| file.as_ref()))
+            )
         },
         dim,
     ));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::app::rewind::RewindEntry;
+    use crate::app::transcript::InertText;
+
+    fn text(buf: &Buffer) -> String {
+        let area = buf.area;
+        (area.top()..area.bottom())
+            .map(|y| {
+                (area.left()..area.right())
+                    .map(|x| buf[(x, y)].symbol().to_owned())
+                    .collect::<String>()
+                    + "\n"
+            })
+            .collect()
+    }
+
+    fn many(count: usize) -> Vec<InertText> {
+        (0..count)
+            .map(|index| InertText::new(&format!("pkg/f{index:04}.txt")))
+            .collect()
+    }
+
+    /// Issue 37: a rewind of a turn that changed 3,000 files listed them all above its choices,
+    /// which went off screen. The list folds; the choices show at any size.
+    #[test]
+    fn the_rewind_and_undo_dialogs_keep_their_choices_on_screen_at_any_size() {
+        for (width, height) in [(160, 50), (80, 24), (40, 12)] {
+            let area = Rect::new(0, 0, width, height);
+            let mut picker = RewindPicker::new(
+                vec![RewindEntry {
+                    turn: 1,
+                    prompt: InertText::new("edit every file"),
+                    sent: std::time::Instant::now(),
+                    files: many(3000),
+                    prompts_taken_back: 1,
+                    files_put_back: many(3000),
+                    conversation_rewind: Ok(()),
+                }],
+                None,
+            );
+            picker.choosing = Some(3);
+            let mut buf = Buffer::empty(area);
+            render_rewind(&picker, area, &mut buf, std::time::Instant::now());
+            let screen = text(&buf);
+            assert!(screen.contains("Cancel"), "{width}x{height}:\n{screen}");
+            assert!(
+                screen.contains("Conversation and files"),
+                "{width}x{height}:\n{screen}"
+            );
+            if height >= 24 {
+                assert!(screen.contains("more"), "the list says it folds:\n{screen}");
+            }
+
+            let confirm = UndoConfirm {
+                turn: 1,
+                conflicts: many(3000),
+                asked_by: ConfirmFor::Undo,
+                shared_with: Vec::new(),
+            };
+            let mut buf = Buffer::empty(area);
+            render_confirm_undo(&confirm, area, &mut buf);
+            let screen = text(&buf);
+            let answers: Vec<String> = UNDO_CONFIRM_KEYS.iter().map(|key| key.hint()).collect();
+            let last = answers.last().unwrap();
+            assert!(
+                screen
+                    .replace('\n', "")
+                    .contains(&last[..last.len().min(10)]),
+                "{width}x{height}: the answers show:\n{screen}"
+            );
+            if height >= 24 {
+                assert!(
+                    screen.contains("… and 29"),
+                    "the list folds with a count:\n{screen}"
+                );
+            }
+        }
+    }
 }

@@ -63,6 +63,7 @@ pub(crate) fn render_overlay(
         Overlay::Diff(view) => view,
         Overlay::ConfirmUndo(confirm) => confirm,
         Overlay::Rewind(picker) => picker,
+        Overlay::InterruptedRestore(prompt) => prompt,
     };
     pane.draw(state, area, buf, now);
 }
@@ -118,6 +119,12 @@ impl DrawOverlay for DiffView {
 impl DrawOverlay for UndoConfirm {
     fn draw(&self, _state: &AppState, area: Rect, buf: &mut Buffer, _now: Instant) {
         super::diff::render_confirm_undo(self, area, buf);
+    }
+}
+
+impl DrawOverlay for crate::app::review::RestorePrompt {
+    fn draw(&self, _state: &AppState, area: Rect, buf: &mut Buffer, _now: Instant) {
+        super::diff::render_restore_prompt(self, area, buf);
     }
 }
 

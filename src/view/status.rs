@@ -211,6 +211,13 @@ fn stop_status_text(status: StopStatus) -> String {
 fn activity_spans(state: &AppState, now: Instant, base: Style, narrow: bool) -> Vec<Span<'static>> {
     match state.activity(now) {
         Activity::Idle => vec![Span::styled("idle", base)],
+        Activity::Snapshotting(busy) => vec![Span::styled(
+            match busy {
+                crate::orchestrator::SnapshotBusy::Baseline => "reading the files",
+                crate::orchestrator::SnapshotBusy::TurnEnd { .. } => "summing up the changes",
+            },
+            base,
+        )],
         Activity::Starting => vec![Span::styled("starting", base)],
         Activity::Working { phase, elapsed } => {
             let (mut text, colour) = phase_text(&phase, elapsed);

@@ -354,3 +354,24 @@ fn a_long_prompt_is_folded_in_the_transcript_and_a_click_expands_it() {
     chat.start_turn(0, "short");
     assert!(!chat.screen(100, 30, 0).contains("click to expand"));
 }
+
+/// A file's whole path typed after `@` offers that file (issue 37: it said "no matching file").
+#[test]
+fn a_mention_typed_as_the_file_s_full_path_offers_that_file() {
+    let mut chat = chat();
+    chat.type_text("see @");
+    chat.state.on_files_listed(vec![
+        "pkg00/".into(),
+        "pkg00/mod00/".into(),
+        "pkg00/mod00/f00.rs".into(),
+        "pkg00/mod00/f01.rs".into(),
+    ]);
+    chat.type_text("pkg00/mod00/f00.rs");
+    let popup = chat.state.popup.as_ref().expect("the popup is open");
+    assert_eq!(
+        popup.items.first().map(|item| item.label.as_str()),
+        Some("pkg00/mod00/f00.rs")
+    );
+    chat.press(KeyCode::Tab);
+    assert_eq!(chat.state.composer.text(), "see @pkg00/mod00/f00.rs");
+}

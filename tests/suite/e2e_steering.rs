@@ -31,6 +31,8 @@ impl Pane {
             state,
         };
         pane.wait_for("Ask the agent anything");
+        // The working tree's first snapshot is done (the first prompt would wait for it).
+        pane.wait_for(" idle");
         Some(pane)
     }
 

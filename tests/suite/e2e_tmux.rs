@@ -399,6 +399,8 @@ fn second_esc_kills_an_agent_that_ignores_sigint() {
         return;
     };
     session.wait_until_ready();
+    // The working tree's first snapshot is done (a prompt would wait for it).
+    session.wait_for_text(" idle");
     session.prompt("try to stop me");
     session.wait_for_text("● w"); // working, or writing once text streams
     session.keys(&["Escape"]);

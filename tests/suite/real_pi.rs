@@ -709,7 +709,8 @@ async fn rpc_after_a_rewind_the_next_request_no_longer_carries_the_rewound_promp
     options.cwd = Some(world.work_dir());
     options.snapshots = Some(agentty::snapshot::SnapshotSetup {
         root: world.work_dir(),
-        dir: world.state_dir().join("rewind.snapshots"),
+        dir: world.state_dir().join("snapshots/rewind"),
+        state: world.state_dir(),
         limits: agentty::snapshot::SnapshotLimits::default(),
     });
     let mut chat = spawn_orchestrator(options);
@@ -835,12 +836,10 @@ async fn rpc_a_bash_edit_is_summed_up_and_undone() {
     options.cwd = Some(world.work_dir());
     options.snapshots = Some(agentty::snapshot::SnapshotSetup {
         root: world.work_dir(),
-        dir: world.state_dir().join("edit.snapshots"),
+        dir: world.state_dir().join("snapshots/edit"),
+        state: world.state_dir(),
         limits: agentty::snapshot::SnapshotLimits::default(),
     });
-    // The prompt goes out as the conversation opens (as `agentty run` sends it): the first turn
-    // waits for the baseline, or pi's edit could come before the tree was first read.
-    options.baseline_before_first_turn = true;
     let mut chat = spawn_orchestrator(options);
     let events = real_cli::run_turn(&mut chat, "Write v2 into notes.txt").await;
     real_cli::assert_turn(&events, 1);
@@ -871,7 +870,7 @@ async fn rpc_a_bash_edit_is_summed_up_and_undone() {
             status: ChangeStatus::Modified,
             added: 1,
             removed: 1,
-            too_big: false,
+            ..FileChange::default()
         }],
     );
     let turn = match events.last() {

@@ -126,9 +126,10 @@ fn agentty_run_reports_what_the_turn_changed_and_leaves_git_alone() {
         .path()
         .join("snapshots")
         .join(log.trim_end_matches(".jsonl"));
+    assert!(snapshots.join("turns/1.json").is_file(), "{snapshots:?}");
     assert!(
-        snapshots.join("manifests/1-before.json.zst").is_file(),
-        "{snapshots:?}"
+        state.path().join("trees").is_dir(),
+        "the files are in the tree's store, in the state dir"
     );
     assert_eq!(git_state(root), before, "the repository is as it was");
     assert_eq!(
@@ -249,11 +250,10 @@ async fn files_the_agent_changes_before_its_first_word_are_the_turn_s_and_undo_r
     let provider = Arc::new(crate::support::script_agent::provider_for(&script));
     let mut options = OrchestratorOptions::new(provider);
     options.cwd = Some(root.to_path_buf());
-    // As after a user's pause: the tree as it was at Enter is known.
-    options.baseline_before_first_turn = true;
     options.snapshots = Some(agentty::snapshot::SnapshotSetup {
         root: root.to_path_buf(),
-        dir: state.path().join("snapshots"),
+        dir: state.path().join("snapshots/c"),
+        state: state.path().to_path_buf(),
         limits: agentty::snapshot::SnapshotLimits::default(),
     });
     let mut chat = spawn_orchestrator(options);
@@ -268,7 +268,7 @@ async fn files_the_agent_changes_before_its_first_word_are_the_turn_s_and_undo_r
         status,
         added,
         removed,
-        too_big: false,
+        ..FileChange::default()
     };
     assert_eq!(
         files,
@@ -308,4 +308,167 @@ async fn next_event(
         .await
         .expect("the orchestrator answers")
         .expect("the orchestrator runs")
+}
+
+#[test]
+fn no_snapshots_on_the_command_line_takes_none() {
+    let work = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    std::fs::write(work.path().join("notes.txt"), "first\n").unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_agentty"))
+        .current_dir(work.path())
+        .env("AGENTTY_STATE_DIR", state.path())
+        .env("AGENTTY_DEMO_STATE_DIR", state.path().join("demo"))
+        .env("AGENTTY_DEMO_TIME_SCALE", "0.1")
+        .args(["run", "--no-snapshots", "--provider", "demo", "edit please"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert!(!stdout.contains("turn.changes"), "{stdout}");
+    assert!(
+        work.path().join("created.txt").exists(),
+        "the agent did edit"
+    );
+    assert!(
+        !state.path().join("trees").exists(),
+        "nothing walked or stored"
+    );
+}
+
+/// The tree's store is shared by every conversation in the tree: a second `agentty run` reads
+/// only the files changed since the first (its stat cache is the first run's last walk).
+#[test]
+fn a_second_run_in_the_same_tree_reads_only_what_changed() {
+    let work = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    for index in 0..200 {
+        std::fs::write(
+            work.path().join(format!("f{index}.txt")),
+            format!("{index}\n"),
+        )
+        .unwrap();
+    }
+    run(work.path(), state.path(), None, "hello");
+    // Past the clock slack of the first run's last walk.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    std::fs::write(work.path().join("f7.txt"), "changed between the runs\n").unwrap();
+    run(work.path(), state.path(), None, "hello again");
+    let logs = std::fs::read_dir(state.path().join("logs"))
+        .unwrap()
+        .map(|entry| std::fs::read_to_string(entry.unwrap().path()).unwrap())
+        .collect::<String>();
+    let baselines: Vec<&str> = logs
+        .lines()
+        .filter(|line| line.contains("snapshot baseline taken"))
+        .collect();
+    assert_eq!(baselines.len(), 2, "{logs}");
+    assert!(baselines[0].contains("read=200"), "{}", baselines[0]);
+    assert!(baselines[1].contains("read=1 "), "{}", baselines[1]);
+    let stores = std::fs::read_dir(state.path().join("trees"))
+        .unwrap()
+        .count();
+    assert_eq!(stores, 1, "one store for the tree");
+}
+
+/// Issue 37's launch race: the prompt goes as the conversation opens and the agent appends a
+/// line to 3,000 files at once. The first request waits for the baseline, so every edit is the
+/// turn's, reported and undone (before: 250 of 3,000 reported, 2,750 kept the agent's line).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_edit_of_an_agent_that_writes_at_once_is_reported_and_undone() {
+    use agentty::orchestrator::{
+        spawn_orchestrator, Command, OrchestratorEvent, OrchestratorOptions,
+    };
+    use std::sync::Arc;
+
+    const FILES: usize = 3000;
+    let work = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let root = work.path();
+    for index in 0..FILES {
+        std::fs::write(
+            root.join(format!("f{index}.txt")),
+            format!("line {index}\n"),
+        )
+        .unwrap();
+    }
+    let script = crate::support::script_agent::write_script(
+        state.path(),
+        "agent",
+        &format!(
+            "cd '{}' && for f in f*.txt; do echo 'the agent was here' >> \"$f\"; done\n\
+             echo '{{\"type\":\"assistant\",\"delta\":\"Done.\"}}'\n\
+             echo '{}'",
+            root.display(),
+            crate::support::script_agent::COMPLETED
+        ),
+    );
+    let provider = Arc::new(crate::support::script_agent::provider_for(&script));
+    let mut options = OrchestratorOptions::new(provider);
+    options.cwd = Some(root.to_path_buf());
+    options.snapshots = Some(agentty::snapshot::SnapshotSetup {
+        root: root.to_path_buf(),
+        dir: state.path().join("snapshots/race"),
+        state: state.path().to_path_buf(),
+        limits: agentty::snapshot::SnapshotLimits::default(),
+    });
+    let mut chat = spawn_orchestrator(options);
+    chat.commands
+        .send(Command::Submit("edit everything".into()))
+        .unwrap();
+    let files = loop {
+        if let OrchestratorEvent::TurnChanges { files, .. } = next_event(&mut chat).await {
+            break files;
+        }
+    };
+    assert_eq!(files.len(), FILES, "every edit is the turn's");
+    assert!(files.iter().all(|file| file.added == 1 && !file.too_big));
+    chat.commands
+        .send(Command::UndoTurn {
+            turn: 1,
+            overwrite: false,
+        })
+        .unwrap();
+    loop {
+        if let OrchestratorEvent::Undone { outcome, .. } = next_event(&mut chat).await {
+            let outcome = outcome.unwrap();
+            assert_eq!(outcome.restored.len(), FILES);
+            break;
+        }
+    }
+    for index in 0..FILES {
+        assert_eq!(
+            std::fs::read_to_string(root.join(format!("f{index}.txt"))).unwrap(),
+            format!("line {index}\n")
+        );
+    }
+}
+
+/// No folder of the state dir is written through a link (issue 37: `snapshots`, `logs` or
+/// `sessions` replaced by a link sent copies of the user's files, `.env` included, and the logs
+/// to the link's target). The run still completes and says what could not be kept.
+#[test]
+fn nothing_is_written_through_a_link_in_the_state_dir() {
+    for planted in ["trees", "snapshots", "sessions", "logs"] {
+        let work = tempfile::tempdir().unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::fs::write(work.path().join(".env"), "SECRET=1\n").unwrap();
+        std::fs::write(work.path().join("notes.txt"), "first\n").unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), state.path().join(planted)).unwrap();
+        let output = Command::new(env!("CARGO_BIN_EXE_agentty"))
+            .current_dir(work.path())
+            .env("AGENTTY_STATE_DIR", state.path())
+            .env("AGENTTY_DEMO_STATE_DIR", state.path().join("demo"))
+            .env("AGENTTY_DEMO_TIME_SCALE", "0.1")
+            .args(["run", "--provider", "demo", "edit please"])
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{planted}: {output:?}");
+        let written: Vec<_> = std::fs::read_dir(elsewhere.path()).unwrap().collect();
+        assert!(
+            written.is_empty(),
+            "{planted}: written through the link: {written:?}"
+        );
+    }
 }

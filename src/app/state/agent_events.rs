@@ -193,8 +193,17 @@ impl AppState {
             } => {
                 if self.turn.as_ref().is_some_and(|running| running.id == turn) {
                     self.on_agent_message(AgentMessage::Notice { kind, message }, now);
+                } else {
+                    // After its turn (a snapshot's limits, the launch's): shown all the same,
+                    // under that turn.
+                    self.on_late_notice(turn, &message);
                 }
             }
+            OrchestratorEvent::SnapshotBusy(busy) => return self.on_snapshot_busy(busy),
+            OrchestratorEvent::RestoresInterrupted(found) => self.on_restores_interrupted(found),
+            OrchestratorEvent::RestoreResolved {
+                finish, outcome, ..
+            } => self.on_restore_resolved(finish, outcome),
             OrchestratorEvent::TurnChanges { turn, files } => self.on_turn_changes(turn, files),
             OrchestratorEvent::Undone { turn, outcome } => self.on_undone(turn, outcome),
             OrchestratorEvent::Rewound(rewind) => self.on_rewound(rewind),

@@ -93,6 +93,13 @@ impl AppState {
                     None => Vec::new(),
                 }
             }
+            Overlay::InterruptedRestore(mut prompt) => {
+                let step = prompt.on_key(key, now, ());
+                match self.settle(step, prompt.clone(), Overlay::InterruptedRestore) {
+                    Some(answer) => self.on_restore_answer(prompt, answer),
+                    None => Vec::new(),
+                }
+            }
         }
     }
 

@@ -47,8 +47,9 @@ impl AppState {
             }
             let items = mentions::rank(query, self.files.files(), mentions::MAX_SUGGESTIONS + 1)
                 .into_iter()
-                // The folder just completed is not offered again: what is in it is.
-                .filter(|path| path != query)
+                // The folder just completed is not offered again: what is in it is (a file
+                // typed whole still is: Tab or Enter takes it).
+                .filter(|path| !(mentions::is_folder(path) && path == query))
                 .take(mentions::MAX_SUGGESTIONS)
                 .map(|path| PopupItem {
                     completion: mentions::mention_text(&path),
@@ -66,7 +67,10 @@ impl AppState {
                 empty_note: if self.files == FileIndex::Listing {
                     "listing files…"
                 } else {
-                    "no matching file"
+                    match self.files_cut_from {
+                        Some(_) => "no matching file among the paths listed (the list is cut)",
+                        None => "no matching file",
+                    }
                 },
             });
         }
@@ -77,6 +81,22 @@ impl AppState {
             }
         }
         effects
+    }
+
+    /// The file list was cut: `found` paths (at least) where it keeps
+    /// [`mentions::MAX_FILES`]. Said once.
+    pub(crate) fn on_file_list_cut(&mut self, found: usize) {
+        if self.files_cut_from.is_none() {
+            self.notice(
+                crate::app::transcript::NoticeLevel::Info,
+                format!(
+                    "This folder has more than {} files and folders (at least {found}): `@` lists the {} shallowest.",
+                    mentions::MAX_FILES,
+                    mentions::MAX_FILES
+                ),
+            );
+        }
+        self.files_cut_from = Some(found);
     }
 
     /// The file list arrived (see `AppEffect::ListFiles`).

@@ -6,11 +6,14 @@ use super::{AppEffect, AppState};
 use crate::app::action::Action;
 use crate::app::menu::Overlay;
 use crate::app::review::{
-    ChangedTurn, ConfirmFor, DiffRequest, DiffView, LoadedDiff, UndoAnswer, UndoConfirm,
+    ChangedTurn, ConfirmFor, DiffRequest, DiffView, LoadedDiff, RestoreAnswer, RestorePrompt,
+    UndoAnswer, UndoConfirm,
 };
 use crate::app::rewind::{LastRewind, PromptRecord, RewindEntry, RewindPicker, RewindRequest};
 use crate::app::transcript::{CellBody, ChangedFile, ChangesCell, InertText, NoticeLevel};
+use crate::app::transcript::{CellId, NoticeCell};
 use crate::orchestrator::Rewind;
+use crate::orchestrator::SnapshotBusy;
 use crate::orchestrator::{Command, TurnId};
 use crate::snapshot::{describe_undo, UndoOutcome};
 use crate::stream::FileChange;
@@ -26,12 +29,19 @@ impl AppState {
             return;
         }
         let files: Vec<ChangedFile> = files.into_iter().map(ChangedFile::from).collect();
-        self.close_assistant();
-        let cell = self.transcript.push(CellBody::Changes(ChangesCell {
+        let body = CellBody::Changes(ChangesCell {
             files: files.clone(),
             expanded: self.expand_tools,
             undone: false,
-        }));
+        });
+        // Under its own turn, also when the next prompt was sent before it came.
+        let cell = match self.cell_after_turn(turn) {
+            Some(next) => self.transcript.insert_before(next, body),
+            None => {
+                self.close_assistant();
+                self.transcript.push(body)
+            }
+        };
         self.changed_turns.retain(|changed| changed.turn != turn);
         self.changed_turns.push(ChangedTurn {
             turn,
@@ -39,6 +49,107 @@ impl AppState {
             undone: false,
             cell,
         });
+    }
+
+    /// The prompt cell of the first turn after `turn`, if one was sent already.
+    fn cell_after_turn(&self, turn: TurnId) -> Option<CellId> {
+        self.turn_prompts
+            .iter()
+            .find(|record| record.turn > turn)
+            .map(|record| record.cell)
+    }
+
+    /// A notice about a turn that is over (or about the launch): under that turn.
+    pub(crate) fn on_late_notice(&mut self, turn: TurnId, message: &str) {
+        let body = CellBody::Notice(NoticeCell::new(
+            NoticeLevel::Warning,
+            InertText::new(message),
+        ));
+        match self.cell_after_turn(turn) {
+            Some(next) => {
+                self.transcript.insert_before(next, body);
+            }
+            None => {
+                self.transcript.push(body);
+            }
+        }
+    }
+
+    /// The last turn's changes are being summed up (the status says so).
+    pub(crate) fn summing_up(&self) -> bool {
+        matches!(self.snapshot_busy, Some(SnapshotBusy::TurnEnd { .. }))
+    }
+
+    pub(crate) fn on_snapshot_busy(&mut self, busy: Option<SnapshotBusy>) -> Vec<AppEffect> {
+        self.snapshot_busy = busy;
+        if self.undo_after_snapshot && !self.summing_up() {
+            self.undo_after_snapshot = false;
+            if self.undoable_turn().is_some() {
+                return self.request_undo();
+            }
+            self.notice(
+                NoticeLevel::Info,
+                "The last turn changed no file: nothing to undo.",
+            );
+        }
+        Vec::new()
+    }
+
+    /// Restores a crash interrupted: the first is asked about now, the others after it.
+    pub(crate) fn on_restores_interrupted(
+        &mut self,
+        mut found: Vec<crate::snapshot::InterruptedRestore>,
+    ) {
+        if found.is_empty() {
+            return;
+        }
+        let restore = found.remove(0);
+        self.overlay = Some(Overlay::InterruptedRestore(RestorePrompt {
+            restore,
+            more: found,
+        }));
+    }
+
+    pub(super) fn on_restore_answer(
+        &mut self,
+        prompt: RestorePrompt,
+        answer: RestoreAnswer,
+    ) -> Vec<AppEffect> {
+        let effects = match answer {
+            RestoreAnswer::Finish | RestoreAnswer::RollBack => {
+                vec![AppEffect::Command(Command::ResolveRestore {
+                    id: prompt.restore.id.clone(),
+                    finish: answer == RestoreAnswer::Finish,
+                })]
+            }
+            RestoreAnswer::Later => {
+                self.notice(
+                    NoticeLevel::Info,
+                    format!(
+                        "{} Left as it is: asked again when agentty next opens here.",
+                        prompt.restore.describe()
+                    ),
+                );
+                Vec::new()
+            }
+        };
+        self.on_restores_interrupted(prompt.more);
+        effects
+    }
+
+    pub(crate) fn on_restore_resolved(
+        &mut self,
+        finish: bool,
+        outcome: Result<UndoOutcome, String>,
+    ) {
+        let level = match &outcome {
+            Ok(done) if done.failed.is_empty() => NoticeLevel::Info,
+            _ => NoticeLevel::Warning,
+        };
+        self.notice(
+            level,
+            crate::orchestrator::describe_resolved(finish, &outcome),
+        );
     }
 
     /// The latest turn whose changes were not undone.
@@ -77,6 +188,15 @@ impl AppState {
     }
 
     pub(super) fn request_undo(&mut self) -> Vec<AppEffect> {
+        if self.summing_up() {
+            // The last turn's changes are not in yet: the undo waits for them.
+            self.undo_after_snapshot = true;
+            self.notice(
+                NoticeLevel::Info,
+                "Summing up the last turn's changes first; /undo follows.",
+            );
+            return Vec::new();
+        }
         match self.undoable_turn() {
             Some(changed) => vec![AppEffect::Command(Command::UndoTurn {
                 turn: changed.turn,
@@ -144,6 +264,7 @@ impl AppState {
                         .map(|path| InertText::new(path))
                         .collect(),
                     asked_by: ConfirmFor::Undo,
+                    shared_with: done.shared_with.clone(),
                 }));
                 return;
             }
@@ -177,8 +298,10 @@ impl AppState {
         cell: crate::app::transcript::CellId,
         now: Instant,
     ) {
-        // A new prompt goes on from here: the last rewind is no longer undone.
+        // A new prompt goes on from here: the last rewind is no longer undone, and an undo
+        // that waited for the last turn's summary is not made under the new turn.
         self.last_rewind = None;
+        self.undo_after_snapshot = false;
         self.turn_prompts.retain(|record| record.turn != turn);
         self.turn_prompts.push(PromptRecord {
             turn,
@@ -326,6 +449,7 @@ impl AppState {
                 turn: rewind.turn,
                 conflicts: conflicts.iter().map(|path| InertText::new(path)).collect(),
                 asked_by,
+                shared_with: Vec::new(),
             }));
             return;
         }
@@ -477,6 +601,7 @@ mod tests {
             added: 1,
             removed: 0,
             too_big: false,
+            ..FileChange::default()
         }
     }
 
@@ -871,5 +996,133 @@ mod tests {
         let end = KeyEvent::new(KeyCode::End, KeyModifiers::CONTROL);
         state.on_key_at(end, start);
         assert!(state.transcript_scroll.follows());
+    }
+
+    /// Issue 37: the turn's summary is walked after the turn ended; meanwhile the status does
+    /// not say idle, `/undo` waits for it, and a summary (or notice) that arrives after the
+    /// next prompt was sent lands under its own turn.
+    #[test]
+    fn while_a_turn_s_changes_are_summed_up_nothing_says_idle_and_they_land_under_their_turn() {
+        let now = Instant::now();
+        let mut state = chat(1, now);
+        state.on_orchestrator_event(
+            OrchestratorEvent::SnapshotBusy(Some(SnapshotBusy::TurnEnd { turn: 1 })),
+            now,
+        );
+        assert!(matches!(
+            state.activity(now),
+            crate::app::state::Activity::Snapshotting(SnapshotBusy::TurnEnd { turn: 1 })
+        ));
+        assert!(state.perform(Action::Undo, None).is_empty(), "waits");
+        state.on_orchestrator_event(
+            OrchestratorEvent::TurnChanges {
+                turn: 1,
+                files: vec![changed("a.txt")],
+            },
+            now,
+        );
+        let effects = state.on_orchestrator_event(OrchestratorEvent::SnapshotBusy(None), now);
+        assert_eq!(
+            effects,
+            [AppEffect::Command(Command::UndoTurn {
+                turn: 1,
+                overwrite: false
+            })]
+        );
+        assert!(matches!(
+            state.activity(now),
+            crate::app::state::Activity::Idle
+        ));
+
+        // The summary and its notice arrive after the next prompt started.
+        let mut state = chat(1, now);
+        state.on_orchestrator_event(
+            OrchestratorEvent::TurnStarted {
+                turn: 2,
+                prompt: "next".into(),
+            },
+            now,
+        );
+        state.on_orchestrator_event(
+            OrchestratorEvent::TurnChanges {
+                turn: 1,
+                files: vec![changed("a.txt")],
+            },
+            now,
+        );
+        state.on_orchestrator_event(
+            OrchestratorEvent::Notice {
+                turn: 1,
+                kind: "snapshot".into(),
+                message: "1 file not kept".into(),
+            },
+            now,
+        );
+        let bodies: Vec<&CellBody> = state
+            .transcript
+            .cells()
+            .iter()
+            .map(|cell| &cell.body)
+            .collect();
+        let changes = bodies
+            .iter()
+            .position(|body| matches!(body, CellBody::Changes(_)))
+            .unwrap();
+        let notice = bodies
+            .iter()
+            .position(|body| matches!(body, CellBody::Notice(notice) if notice.message.contains("not kept")))
+            .unwrap();
+        let second_prompt = bodies
+            .iter()
+            .rposition(|body| matches!(body, CellBody::User(_)))
+            .unwrap();
+        assert!(
+            changes < second_prompt && notice < second_prompt,
+            "{bodies:#?}"
+        );
+    }
+
+    /// A restore a crash interrupted is asked about as the chat opens; the answer goes to the
+    /// orchestrator and what it did is said.
+    #[test]
+    fn an_interrupted_restore_is_offered_and_its_outcome_said() {
+        let now = Instant::now();
+        let mut state = AppState::new(StartupInfo::default());
+        let restore = crate::snapshot::InterruptedRestore {
+            id: "9-1".into(),
+            kind: crate::snapshot::RestoreKind::Undo,
+            turn: 1,
+            done: 281,
+            pending: 2719,
+            changed_since: 0,
+        };
+        state.on_orchestrator_event(OrchestratorEvent::RestoresInterrupted(vec![restore]), now);
+        assert!(matches!(
+            state.overlay,
+            Some(Overlay::InterruptedRestore(_))
+        ));
+        let effects = state.on_key(KeyEvent::new(KeyCode::Char('f'), KeyModifiers::NONE));
+        assert_eq!(
+            effects,
+            [AppEffect::Command(Command::ResolveRestore {
+                id: "9-1".into(),
+                finish: true
+            })]
+        );
+        state.on_orchestrator_event(
+            OrchestratorEvent::RestoreResolved {
+                id: "9-1".into(),
+                finish: true,
+                outcome: Ok(UndoOutcome {
+                    restored: vec!["f1.txt".into()],
+                    ..UndoOutcome::default()
+                }),
+            },
+            now,
+        );
+        let said = state.transcript.cells().iter().any(|cell| {
+            matches!(&cell.body, CellBody::Notice(notice) if notice.message.contains("Interrupted restore finished"))
+        });
+        assert!(said, "{:#?}", state.transcript.cells());
     }
 }
