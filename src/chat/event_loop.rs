@@ -188,10 +188,6 @@ impl ChatLoop {
             } else if self.state.needs_clock() && self.frames.deadline().is_none() {
                 self.frames.request_at(now + CLOCK_PERIOD);
             }
-            // A prompt shows when it arms: drawn at that moment, not up to a clock period late.
-            if let Some(arms_at) = self.state.permission_arms_at(now) {
-                self.frames.request_at(arms_at);
-            }
         }
         self.exit_status
     }
@@ -262,7 +258,7 @@ impl ChatLoop {
     fn on_terminal_event(&mut self, event: Event, terminal: &mut ChatTerminal) -> bool {
         let effects = match event {
             Event::Key(key) => self.state.on_key_at(key, Instant::now()),
-            Event::Paste(text) => self.state.on_paste_at(&text, Instant::now()),
+            Event::Paste(text) => self.state.on_paste(&text),
             Event::Mouse(mouse) => match mouse.kind {
                 MouseEventKind::ScrollUp => self.state.on_mouse_wheel(true),
                 MouseEventKind::ScrollDown => self.state.on_mouse_wheel(false),

@@ -525,13 +525,12 @@ impl AppState {
             .iter()
             .position(|prompt| prompt.id == request.id)
         {
-            self.close_permission_prompt(index, PermissionOutcome::Unanswered, Some(now));
+            self.close_permission_prompt(index, PermissionOutcome::Unanswered);
         }
         let cell = self.transcript.push(CellBody::Permission(permission_cell(
             &request,
             self.expand_tools,
         )));
-        let shown_at = self.permission_prompts.is_empty().then_some(now);
         if let Some(running) = self.turn.as_mut() {
             running.permissions.insert(
                 request.id.clone(),
@@ -557,7 +556,6 @@ impl AppState {
             request.id,
             request.options,
             cell,
-            shown_at,
         ));
     }
 
@@ -622,7 +620,6 @@ impl AppState {
                     .position(|prompt| prompt.id == id)
                 {
                     self.permission_prompts.remove(index);
-                    self.front_prompt_shown(index, Some(now));
                 }
             }
             None => {
@@ -639,7 +636,6 @@ impl AppState {
         &mut self,
         index: usize,
         outcome: PermissionOutcome,
-        now: Option<Instant>,
     ) -> Option<PermissionPrompt> {
         let prompt = self.permission_prompts.remove(index)?;
         self.transcript.update(prompt.cell, |body| {
@@ -647,23 +643,13 @@ impl AppState {
                 permission.outcome = outcome;
             }
         });
-        self.front_prompt_shown(index, now);
         Some(prompt)
-    }
-
-    /// After the prompt at `index` left the queue: a new first prompt starts being shown now.
-    fn front_prompt_shown(&mut self, index: usize, now: Option<Instant>) {
-        if index == 0 {
-            if let Some(front) = self.permission_prompts.front_mut() {
-                front.shown_at = now;
-            }
-        }
     }
 
     /// The attempt ended: nothing can answer its requests any more.
     fn close_permission_prompts(&mut self, outcome: PermissionOutcome) {
         while !self.permission_prompts.is_empty() {
-            self.close_permission_prompt(0, outcome.clone(), None);
+            self.close_permission_prompt(0, outcome.clone());
         }
     }
 
