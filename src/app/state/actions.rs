@@ -229,7 +229,13 @@ impl AppState {
                     self.agent_transport,
                 );
                 self.notice(NoticeLevel::Info, message);
-                Vec::new()
+                // Where the agent has modes, they are chosen here: the most permissive ones
+                // only here, after an explicit yes.
+                if self.agent_status.modes.is_empty() {
+                    Vec::new()
+                } else {
+                    self.open_mode_picker()
+                }
             }
             Action::Settings => self.open_overlay(Overlay::Settings(
                 SettingsDraft::new(self.retry_policy.clone())
