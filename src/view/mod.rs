@@ -133,6 +133,15 @@ pub(crate) fn layout(state: &AppState, area: Rect) -> ChatLayout {
     }
 }
 
+/// `long` when it fits `width` columns, else `short`.
+fn fitting(long: String, short: String, width: u16) -> String {
+    if long.chars().count() <= usize::from(width) {
+        long
+    } else {
+        short
+    }
+}
+
 /// The rows the prompts waiting to be sent want: one each (at most [`MAX_QUEUED_ROWS`]) and one
 /// that counts the rest.
 fn queued_rows(state: &AppState) -> u16 {
@@ -277,16 +286,18 @@ fn render_composer(
     let hint = if writing_note {
         " keys go to the note above ".to_owned()
     } else if state.permission_focused() {
-        format!(
+        let long = format!(
             " the prompt above has the keys · {} ",
             PERMISSION_UNFOCUS_KEY.hint()
-        )
+        );
+        fitting(long, format!(" {} ", PERMISSION_UNFOCUS_KEY.hint()), area.width)
     } else if prompt_open {
         let send = if state.can_steer() { "steers" } else { "queues" };
-        format!(
+        let long = format!(
             " typing goes here · {SEND_KEY} {send} · {} the prompt ",
             PERMISSION_FOCUS_KEY.keys
-        )
+        );
+        fitting(long, " typing goes here ".to_owned(), area.width)
     } else if state.composer.held_count() > 0 {
         // Prompts brought back one at a time: say that more follow.
         format!(

@@ -39,6 +39,8 @@ use crate::view::wrap::{wrap, RichLine, WrapMode};
 
 use super::theme::palette;
 
+/// The help's width at most.
+const HELP_WIDTH: u16 = 110;
 /// The widest keys column of the help.
 const HELP_KEYS_MAX_WIDTH: usize = 26;
 /// The help puts descriptions beside their keys from this width on.
@@ -376,7 +378,7 @@ fn render_help(state: &AppState, scroll: usize, area: Rect, buf: &mut Buffer) {
 
 /// The help's rows and its box on a screen of `area`.
 fn help_box(state: &AppState, area: Rect) -> (Vec<Line<'static>>, Rect) {
-    let width = 80.min(area.width);
+    let width = HELP_WIDTH.min(area.width);
     // What the status bar may shorten: the agent and its whole session id.
     let mut agent = vec![
         Span::styled(" Agent ", palette().dim),

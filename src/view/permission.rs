@@ -10,7 +10,7 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Clear, Widget};
+use ratatui::widgets::{Block, BorderType, Borders, Clear, Widget};
 
 use super::cells::{diff_counts, diff_rich_lines, permission_details};
 use super::theme::palette;
@@ -428,15 +428,16 @@ pub(crate) fn render_permission_prompt(state: &AppState, area: Rect, buf: &mut B
         None => footers.into_iter().find(fits),
     }
     .unwrap_or_default();
-    let border = if focused || writing {
-        Style::default().fg(palette().warning)
-    } else {
-        Style::default()
-            .fg(palette().warning)
-            .add_modifier(Modifier::DIM)
-    };
+    // The prompt that has the keys is drawn with a heavy frame (not by colour alone).
+    let has_keys = focused || writing;
+    let border = Style::default().fg(palette().warning);
     let block = Block::default()
         .borders(Borders::ALL)
+        .border_type(if has_keys {
+            BorderType::Thick
+        } else {
+            BorderType::Plain
+        })
         .border_style(border)
         .title(Span::styled(title, border.add_modifier(Modifier::BOLD)))
         .title_bottom(Span::styled(footer, palette().dim));

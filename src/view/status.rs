@@ -202,8 +202,9 @@ pub(crate) fn render_status(state: &AppState, area: Rect, buf: &mut Buffer, now:
         .map(|(index, spans)| {
             let mut form = vec![Span::styled(" │ ", base)];
             form.extend(spans);
-            // The long form goes before the model's words, the shorter ones last.
-            (if index == 0 { 25 } else { 1 }, form)
+            // The long form goes before the model's words, the middle ones before the
+            // provider's name and the model's length, the shortest never.
+            (if index == 0 { 25 } else { 13 }, form)
         })
         .collect::<Vec<_>>();
     let mut activity = activity;

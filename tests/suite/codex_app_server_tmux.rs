@@ -74,7 +74,9 @@ fn the_prompt_shows_codexs_choices_and_y_writes_the_file() {
         return;
     };
     pane.pane.prompt("please write the file");
-    let asked = pane.pane.wait_for_text("press a key to answer");
+    pane.pane.wait_for_text("Tab to answer");
+    pane.pane.keys(&["Tab"]);
+    let asked = pane.pane.wait_for_text("answer with a key");
     eprintln!("the prompt at 160x50:\n{asked}");
     assert!(asked.contains(&format!("touch {WRITTEN_FILE}")), "{asked}");
     for option in [
@@ -99,7 +101,9 @@ fn a_rejection_with_a_note_reaches_the_agent_as_the_next_prompt_at_a_small_size(
         return;
     };
     pane.pane.prompt("please write the file");
-    let asked = pane.pane.wait_for_text("press a key to answer");
+    pane.pane.wait_for_text("Tab to answer");
+    pane.pane.keys(&["Tab"]);
+    let asked = pane.pane.wait_for_text("answer with a key");
     eprintln!("the prompt at 60x18:\n{asked}");
     pane.pane.keys(&["r"]);
     pane.pane.type_text("use echo instead");

@@ -352,9 +352,10 @@ async fn permission_then_second_turn(cli: Cli, test: &str) {
         !rig.work.path().join(&file).exists(),
         "nothing ran before the answer"
     );
-    // The prompt takes keys once the user has paused (it says so).
-    chat.wait_for("the prompt to arm", |screen| {
-        screen.contains("press a key to answer")
+    // The prompt takes keys once Tab gives it them (it says so).
+    chat.pane.keys(&["Tab"]);
+    chat.wait_for("the prompt to have the keys", |screen| {
+        screen.contains("answer with a key")
     });
     chat.pane.keys(&["y"]);
     assert!(
