@@ -37,7 +37,7 @@ impl Pane {
             &["--provider", "demo", "--transport", "acp"],
             (width, height),
         )?;
-        chat.wait_until_ready();
+        chat.wait_for_text("Ask the agent anything");
         Some(Pane { chat, state, work })
     }
 
@@ -225,7 +225,7 @@ fn allow_always_takes_its_capital_then_enter_and_slash_permissions_lists_it() {
     // `/permissions` lists the agent's modes over the transcript; Esc leaves the list of the
     // answers given always in sight.
     pane.chat.prompt("/permissions");
-    pane.chat.wait_for_text("Permission mode");
+    pane.chat.wait_for_text("┌ Permission mode");
     pane.chat.keys(&["Escape"]);
     let listed = pane
         .chat
