@@ -178,7 +178,9 @@ mod tests {
         assert!(crate::sanitize::is_inert(mode.id.shown()));
         assert_eq!(mode.id.to_string(), mode.id.shown().as_str());
         assert_eq!(mode.name, "Plan␇");
-        assert!(crate::sanitize::is_inert(mode.most_permissive.as_ref().unwrap()));
+        assert!(crate::sanitize::is_inert(
+            mode.most_permissive.as_ref().unwrap()
+        ));
         assert!(crate::sanitize::is_inert(status.refusal.as_ref().unwrap()));
     }
 }

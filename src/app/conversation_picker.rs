@@ -150,6 +150,9 @@ pub(super) mod tests {
             last_turn: 1,
             session_id: None,
             settings: Vec::new(),
+            transport: None,
+            completed_turns: 1,
+            rewound_to_start: false,
         }
     }
 

@@ -141,7 +141,10 @@ fn chat_keys() -> Vec<HelpRow> {
             Text("Alt+B / Alt+F"),
             "back one word / to the end of the word",
         ),
-        row(Text("Ctrl+K / Ctrl+U"), "delete to the end / start of the line"),
+        row(
+            Text("Ctrl+K / Ctrl+U"),
+            "delete to the end / start of the line",
+        ),
         row(
             Text("Ctrl+W / Alt+D"),
             "delete the word before / after the cursor",
@@ -158,7 +161,10 @@ fn chat_keys() -> Vec<HelpRow> {
         ),
         row(Text("PgUp / PgDn"), "scroll the transcript a page"),
         row(Text("Mouse wheel"), "scroll the transcript"),
-        row(Text("Home / End"), "top / bottom (when the prompt is empty)"),
+        row(
+            Text("Home / End"),
+            "top / bottom (when the prompt is empty)",
+        ),
         row(Text("Ctrl+Home / Ctrl+End"), "top / bottom (always)"),
         row(
             Text("Shift+drag"),
@@ -373,7 +379,11 @@ mod tests {
         assert_eq!(listed, offered);
         // Every key the keymap binds, chords and contextual keys alike (Esc Esc among them).
         for binding in BINDINGS {
-            assert!(whole.contains(binding.keys), "{} is not in F1", binding.keys);
+            assert!(
+                whole.contains(binding.keys),
+                "{} is not in F1",
+                binding.keys
+            );
         }
         for action in Action::ALL {
             let keys = key_hint(action);
@@ -388,7 +398,11 @@ mod tests {
         // Every pane's keys, as its footer names them.
         for (pane, keys) in PANES {
             for key in *keys {
-                assert!(whole.contains(&key.hint()), "{pane}: {} missing", key.hint());
+                assert!(
+                    whole.contains(&key.hint()),
+                    "{pane}: {} missing",
+                    key.hint()
+                );
             }
         }
         // The permission prompt's focus key and every option letter.

@@ -9,12 +9,12 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::*;
 use crate::app::agent_status::{ShownMode, ShownModel};
-use crate::app::mode_picker::ModePicker;
 use crate::app::conversation_picker::tests::summary;
 use crate::app::conversation_picker::{ConversationPicker, WallClock};
 use crate::app::help::KeyHelp;
 use crate::app::history_search::HistorySearch;
 use crate::app::menu::ActionMenu;
+use crate::app::mode_picker::ModePicker;
 use crate::app::model_picker::ModelPicker;
 use crate::app::pane::{OverlayPane, Step};
 use crate::app::provider_picker::ProviderPicker;

@@ -110,7 +110,10 @@ mod tests {
         let modes = modes();
         let mut picker = ModePicker::new(&modes, Some(&AgentValue::new("default".into())));
         assert_eq!(press(&mut picker, KeyCode::Down), Step::Open);
-        assert_eq!(press(&mut picker, KeyCode::Enter), Step::Done("autoEdit".into()));
+        assert_eq!(
+            press(&mut picker, KeyCode::Enter),
+            Step::Done("autoEdit".into())
+        );
         let mut picker = ModePicker::new(&modes, None);
         press(&mut picker, KeyCode::End);
         assert_eq!(press(&mut picker, KeyCode::Enter), Step::Open);
@@ -120,6 +123,9 @@ mod tests {
         assert!(!picker.confirming);
         press(&mut picker, KeyCode::Enter);
         assert_eq!(press(&mut picker, KeyCode::Char('x')), Step::Open);
-        assert_eq!(press(&mut picker, KeyCode::Char('y')), Step::Done("yolo".into()));
+        assert_eq!(
+            press(&mut picker, KeyCode::Char('y')),
+            Step::Done("yolo".into())
+        );
     }
 }

@@ -18,14 +18,18 @@ use crate::app::pane::{OverlayPane, Step};
 use crate::app::transcript::InertText;
 use crate::orchestrator::TurnId;
 
-/// A prompt the conversation sent (text sanitised).
+/// A prompt the conversation sent (text sanitised): one record however many times it was
+/// retried (a retry is a turn of its own, which takes the record over).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct PromptRecord {
+    /// The turn that sent it last (its latest retry).
     pub(crate) turn: TurnId,
     pub(crate) prompt: InertText,
+    /// When it was first sent.
     pub(crate) sent: Instant,
-    /// Its cell in the transcript (marked when a rewind takes the turn back).
-    pub(crate) cell: crate::app::transcript::CellId,
+    /// Its cells in the transcript, one per turn that sent it (marked when a rewind takes the
+    /// prompt back).
+    pub(crate) cells: Vec<crate::app::transcript::CellId>,
     /// Whether the agent's conversation can go back to before it, and why not.
     pub(crate) conversation_rewind: Result<(), InertText>,
 }
@@ -69,6 +73,8 @@ pub(crate) struct LastRewind {
 pub(crate) enum RewindChoice {
     Both,
     ConversationOnly,
+    /// The conversation, where the turns taken back changed no file.
+    Conversation,
     FilesOnly,
     /// Bring back what the last rewind took (its own row).
     UndoRewind,
@@ -90,10 +96,18 @@ impl RewindChoice {
     pub(crate) const FILES_ONLY: [RewindChoice; 2] =
         [RewindChoice::FilesOnly, RewindChoice::Cancel];
 
+    /// The choices where the turns taken back changed no file.
+    pub(crate) const CONVERSATION: [RewindChoice; 2] =
+        [RewindChoice::Conversation, RewindChoice::Cancel];
+
+    /// Nothing can go back (no conversation checkpoint, no file change).
+    pub(crate) const NOTHING: [RewindChoice; 1] = [RewindChoice::Cancel];
+
     pub(crate) fn label(self) -> &'static str {
         match self {
             RewindChoice::Both => "Conversation and files",
             RewindChoice::ConversationOnly => "Conversation only (files stay)",
+            RewindChoice::Conversation => "Rewind the conversation",
             RewindChoice::FilesOnly => "Files only (the agent remembers)",
             RewindChoice::UndoRewind => "Undo the rewind",
             RewindChoice::Cancel => "Cancel",
@@ -163,17 +177,23 @@ impl RewindPicker {
         }
     }
 
-    /// The choices for the selected row.
+    /// The choices for the selected row: only what can go back (the files only where some
+    /// changed, the conversation only where its checkpoint was kept).
     pub(crate) fn choices(&self) -> &'static [RewindChoice] {
         if self.on_undo_row() {
-            &RewindChoice::UNDO
-        } else if self
-            .selected_entry()
-            .is_some_and(|entry| entry.conversation_rewind.is_err())
-        {
-            &RewindChoice::FILES_ONLY
-        } else {
-            &RewindChoice::ALL
+            return &RewindChoice::UNDO;
+        }
+        let Some(entry) = self.selected_entry() else {
+            return &RewindChoice::NOTHING;
+        };
+        match (
+            entry.conversation_rewind.is_ok(),
+            entry.files_put_back.is_empty(),
+        ) {
+            (true, false) => &RewindChoice::ALL,
+            (true, true) => &RewindChoice::CONVERSATION,
+            (false, false) => &RewindChoice::FILES_ONLY,
+            (false, true) => &RewindChoice::NOTHING,
         }
     }
 }
@@ -220,7 +240,9 @@ impl OverlayPane for RewindPicker {
                     };
                     let (conversation, files) = match picked {
                         RewindChoice::Both => (true, true),
-                        RewindChoice::ConversationOnly => (true, false),
+                        RewindChoice::ConversationOnly | RewindChoice::Conversation => {
+                            (true, false)
+                        }
                         RewindChoice::FilesOnly => (false, true),
                         RewindChoice::UndoRewind | RewindChoice::Cancel => return Step::Close,
                     };
@@ -240,5 +262,168 @@ impl OverlayPane for RewindPicker {
                 }
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::app::menu::Overlay;
+    use crate::app::state::{AppState, StartupInfo};
+    use crate::app::transcript::{CellBody, NoticeLevel};
+    use crate::orchestrator::{OrchestratorEvent, Rewind, TurnOutcome};
+    use crate::stream::FailureReason;
+    use crossterm::event::KeyModifiers;
+
+    fn turn(state: &mut AppState, turn: TurnId, prompt: &str, outcome: TurnOutcome) {
+        let now = Instant::now();
+        let started = OrchestratorEvent::TurnStarted {
+            turn,
+            prompt: prompt.into(),
+        };
+        state.on_orchestrator_event(started, now);
+        state.on_orchestrator_event(OrchestratorEvent::TurnEnded { turn, outcome }, now);
+    }
+
+    fn failed() -> TurnOutcome {
+        TurnOutcome::Failed {
+            reason: FailureReason::AgentError,
+            message: "HTTP 429".into(),
+        }
+    }
+
+    fn last_notice(state: &AppState) -> String {
+        state
+            .transcript
+            .cells()
+            .iter()
+            .rev()
+            .find_map(|cell| match &cell.body {
+                CellBody::Notice(notice) if notice.level == NoticeLevel::Info => {
+                    Some(notice.message.to_string())
+                }
+                _ => None,
+            })
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn a_retried_prompt_is_one_entry_and_the_rewind_notice_numbers_prompts() {
+        let mut state = AppState::new(StartupInfo::default());
+        turn(&mut state, 1, "first", TurnOutcome::Completed);
+        // "second" failed twice and was retried (`/retry`: a turn each time), then completed.
+        turn(&mut state, 2, "second", failed());
+        turn(&mut state, 3, "second", TurnOutcome::Cancelled);
+        turn(&mut state, 4, "second", TurnOutcome::Completed);
+        turn(&mut state, 5, "third", TurnOutcome::Completed);
+        // The same text sent again after a completed turn is a prompt of its own.
+        turn(&mut state, 6, "third", TurnOutcome::Completed);
+        let prompts: Vec<(TurnId, String)> = state
+            .turn_prompts
+            .iter()
+            .map(|record| (record.turn, record.prompt.to_string()))
+            .collect();
+        assert_eq!(
+            prompts,
+            [
+                (1, "first".to_owned()),
+                (4, "second".to_owned()),
+                (5, "third".to_owned()),
+                (6, "third".to_owned())
+            ]
+        );
+        assert_eq!(state.turn_prompts[1].cells.len(), 3, "every attempt's cell");
+        state.perform(crate::app::action::Action::Rewind, None);
+        let Some(Overlay::Rewind(picker)) = &state.overlay else {
+            panic!("the picker is open");
+        };
+        assert_eq!(picker.entries.len(), 4);
+        state.overlay = None;
+        // Rewinding to before turn 5 is rewinding to before the third prompt sent.
+        state.on_rewound(Rewind {
+            turn: 5,
+            conversation: Some(Ok(())),
+            files: None,
+            undone: false,
+        });
+        let notice = last_notice(&state);
+        assert!(
+            notice.starts_with("Rewound to before prompt 3;"),
+            "{notice}"
+        );
+        state.on_rewound(Rewind {
+            turn: 5,
+            conversation: Some(Ok(())),
+            files: None,
+            undone: true,
+        });
+        let notice = last_notice(&state);
+        assert!(
+            notice.starts_with("Undid the rewind to before prompt 3;"),
+            "{notice}"
+        );
+        // Rewinding to before turn 4 (the second prompt's last retry) marks every attempt.
+        state.on_rewound(Rewind {
+            turn: 4,
+            conversation: Some(Ok(())),
+            files: None,
+            undone: false,
+        });
+        assert!(last_notice(&state).starts_with("Rewound to before prompt 2;"));
+        let rewound = state
+            .transcript
+            .cells()
+            .iter()
+            .filter(|cell| matches!(&cell.body, CellBody::User(user) if user.rewound))
+            .count();
+        assert_eq!(
+            rewound, 5,
+            "the second prompt's three cells and the third's two"
+        );
+    }
+
+    fn entry(files: &[&str], conversation: bool) -> RewindEntry {
+        RewindEntry {
+            turn: 1,
+            prompt: InertText::new("a prompt"),
+            sent: Instant::now(),
+            files: files.iter().map(|file| InertText::new(file)).collect(),
+            prompts_taken_back: 1,
+            files_put_back: files.iter().map(|file| InertText::new(file)).collect(),
+            conversation_rewind: if conversation {
+                Ok(())
+            } else {
+                Err(InertText::new("no checkpoint"))
+            },
+        }
+    }
+
+    #[test]
+    fn only_what_can_go_back_is_offered() {
+        let enter = KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE);
+        for (entry, offered) in [
+            (entry(&["a.rs"], true), &RewindChoice::ALL[..]),
+            (entry(&[], true), &RewindChoice::CONVERSATION[..]),
+            (entry(&["a.rs"], false), &RewindChoice::FILES_ONLY[..]),
+            (entry(&[], false), &RewindChoice::NOTHING[..]),
+        ] {
+            let mut picker = RewindPicker::new(vec![entry], None);
+            assert_eq!(picker.on_key(enter, None, ()), Step::Open);
+            assert_eq!(picker.choices(), offered);
+            // Cancel is selected first.
+            assert_eq!(picker.choosing, Some(offered.len() - 1));
+        }
+        let mut picker = RewindPicker::new(vec![entry(&[], true)], None);
+        picker.on_key(enter, None, ());
+        picker.choosing = Some(0);
+        assert_eq!(
+            picker.on_key(enter, None, ()),
+            Step::Done(RewindRequest::Rewind {
+                turn: 1,
+                prompt: "a prompt".into(),
+                conversation: true,
+                files: false,
+            })
+        );
     }
 }

@@ -414,7 +414,8 @@ impl AppState {
 
     /// Whether the open prompt has the keys (the user gave it the focus).
     pub(crate) fn permission_focused(&self) -> bool {
-        self.permission_prompt().is_some_and(|prompt| prompt.focused)
+        self.permission_prompt()
+            .is_some_and(|prompt| prompt.focused)
     }
 
     pub(crate) fn can_retry(&self) -> bool {

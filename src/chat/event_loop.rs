@@ -363,11 +363,11 @@ impl ChatLoop {
         }
     }
 
-    /// The conversation to print the way back to as the chat ends: this one, once it has
-    /// turns and its log exists (a new conversation's log appears with its first prompt).
+    /// The conversation to print the way back to as the chat ends: this one, whenever its log
+    /// exists (a new conversation's log appears with its first prompt), also when every prompt
+    /// was rewound (the rewind can be undone after `--resume`).
     pub(super) fn conversation_to_come_back_to(&self) -> Option<String> {
         let conversation = self.conversation.as_ref()?;
-        (!self.state.turn_prompts.is_empty() && conversation.log.exists())
-            .then(|| conversation.id.clone())
+        conversation.log.exists().then(|| conversation.id.clone())
     }
 }

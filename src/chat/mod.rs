@@ -146,6 +146,9 @@ pub fn run(cli: Cli) -> i32 {
         }
         state.on_agent_started(started.steers, started.transport, started.model);
         state.set_accepts_images(started.accepts_images);
+        for change in &started.overridden {
+            state.show_notice(crate::app::transcript::NoticeLevel::Info, change);
+        }
         state.set_notify(launch.config.notify.unwrap_or_default());
         let terminal_background = std::env::var("COLORFGBG")
             .ok()

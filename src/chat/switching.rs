@@ -34,6 +34,9 @@ impl ChatLoop {
         self.state
             .on_agent_started(started.steers, started.transport, started.model);
         self.state.set_accepts_images(started.accepts_images);
+        for change in &started.overridden {
+            self.state.show_notice(NoticeLevel::Info, change);
+        }
     }
 
     /// A fresh chat for `provider`: a new transcript (with `notice`) and, started by the caller,

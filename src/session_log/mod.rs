@@ -35,7 +35,7 @@ mod read_fuzz;
 pub(crate) mod torn;
 
 #[cfg(test)]
-pub(crate) use read::last_session_id;
+pub(crate) use read::{last_session_id, tests_summary};
 pub use read::{
     latest_session_log, list_conversations, read_session_log, read_summary, ConversationSummary,
 };
@@ -74,6 +74,15 @@ pub enum LogEntry {
         conversation_id: Option<String>,
         #[serde(default)]
         origin: Origin,
+        /// How agentty talked to the agent: `--resume` goes on over it unless the command line
+        /// names another.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        transport: Option<crate::config::Transport>,
+        /// The settings the conversation started with (its provider's config and the command
+        /// line: model, mode); `--resume` sets them again, with those chosen later (`Setting`)
+        /// over them.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        settings: Vec<AgentSetting>,
     },
     Turn {
         turn: TurnId,
@@ -190,6 +199,15 @@ pub(crate) struct NewConversation {
     pub(crate) provider: String,
     pub(crate) cwd: PathBuf,
     pub(crate) origin: Origin,
+    pub(crate) start: ConversationStart,
+}
+
+/// How a conversation started talking to its agent, which `--resume` restores.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct ConversationStart {
+    pub(crate) transport: Option<crate::config::Transport>,
+    /// The model and mode it started with (config and command line).
+    pub(crate) settings: Vec<AgentSetting>,
 }
 
 enum WriterCommand {
@@ -253,6 +271,8 @@ impl SessionLogWriter {
             cwd: conversation.cwd.display().to_string(),
             conversation_id: Some(id.clone()),
             origin: conversation.origin,
+            transport: conversation.start.transport,
+            settings: conversation.start.settings,
         };
         Self::spawn(
             path,
@@ -806,6 +826,7 @@ mod tests {
                 provider: "demo".into(),
                 cwd: PathBuf::from("/work/project"),
                 origin: Origin::Chat,
+                start: ConversationStart::default(),
             },
         )
         .unwrap()
@@ -1212,6 +1233,59 @@ mod tests {
         });
         drop(writer);
         assert_eq!(read_summary(&path).unwrap().session_id, None);
+    }
+
+    #[test]
+    fn the_header_keeps_how_the_conversation_started_and_the_summary_what_became_of_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let writer = SessionLogWriter::start(
+            dir.path(),
+            NewConversation {
+                provider: "demo".into(),
+                cwd: PathBuf::from("/work/project"),
+                origin: Origin::Chat,
+                start: ConversationStart {
+                    transport: Some(crate::config::Transport::Acp),
+                    settings: vec![AgentSetting::Model("demo-acp-2".into())],
+                },
+            },
+        )
+        .unwrap();
+        let path = writer.path().to_path_buf();
+        for turn in 1..=2 {
+            writer.record_event(&OrchestratorEvent::TurnStarted {
+                turn,
+                prompt: format!("prompt {turn}"),
+            });
+            writer.record_event(&OrchestratorEvent::TurnEnded {
+                turn,
+                outcome: TurnOutcome::Completed,
+            });
+        }
+        writer.record_event(&OrchestratorEvent::SettingChosen(AgentSetting::Mode(
+            "accept-edits".into(),
+        )));
+        // Rewound to before the first prompt: the way back stays, the agent session does not.
+        writer.record_event(&OrchestratorEvent::Rewound(crate::orchestrator::Rewind {
+            turn: 1,
+            conversation: Some(Ok(())),
+            files: None,
+            undone: false,
+        }));
+        writer.record_event(&OrchestratorEvent::SessionChanged { session_id: None });
+        drop(writer);
+        let summary = read_summary(&path).unwrap();
+        assert_eq!(summary.transport, Some(crate::config::Transport::Acp));
+        assert_eq!(
+            summary.settings,
+            [
+                AgentSetting::Model("demo-acp-2".into()),
+                AgentSetting::Mode("accept-edits".into())
+            ]
+        );
+        assert_eq!((summary.turns, summary.completed_turns), (2, 2));
+        assert!(summary.rewound_to_start);
+        assert_eq!(summary.session_id, None);
     }
 
     #[test]

@@ -161,8 +161,7 @@ pub fn render(frame: &mut Frame<'_>, state: &AppState, view: &mut ChatView, now:
     // The terminal's own cursor sits on the composer's, so an input method's window opens
     // there; hidden while an overlay or a permission note has the keys.
     let prompt_has_keys = state.permission_focused();
-    if let (Some(position), None, false) = (view.composer_cursor, &state.overlay, prompt_has_keys)
-    {
+    if let (Some(position), None, false) = (view.composer_cursor, &state.overlay, prompt_has_keys) {
         frame.set_cursor_position(position);
     }
 }
@@ -290,9 +289,17 @@ fn render_composer(
             " the prompt above has the keys · {} ",
             PERMISSION_UNFOCUS_KEY.hint()
         );
-        fitting(long, format!(" {} ", PERMISSION_UNFOCUS_KEY.hint()), area.width)
+        fitting(
+            long,
+            format!(" {} ", PERMISSION_UNFOCUS_KEY.hint()),
+            area.width,
+        )
     } else if prompt_open {
-        let send = if state.can_steer() { "steers" } else { "queues" };
+        let send = if state.can_steer() {
+            "steers"
+        } else {
+            "queues"
+        };
         let long = format!(
             " typing goes here · {SEND_KEY} {send} · {} the prompt ",
             PERMISSION_FOCUS_KEY.keys

@@ -19,10 +19,9 @@ use crate::app::conversation_picker::ConversationPicker;
 use crate::app::help::{help_sections, KeyHelp};
 use crate::app::history_search::HistorySearch;
 use crate::app::keymap::{
-    key_hint, pane_hint_now, CONVERSATION_PICKER_KEYS, HELP_KEYS, HISTORY_SEARCH_KEYS,
-    MENU_KEYS, MODEL_PICKER_EMPTY_KEYS, MODEL_PICKER_KEYS, MODE_CONFIRM_KEYS, MODE_PICKER_KEYS,
-    PROVIDER_PICKER_KEYS, SEND_KEY,
-    THINKING_LEVEL_KEY,
+    key_hint, pane_hint_now, CONVERSATION_PICKER_KEYS, HELP_KEYS, HISTORY_SEARCH_KEYS, MENU_KEYS,
+    MODEL_PICKER_EMPTY_KEYS, MODEL_PICKER_KEYS, MODE_CONFIRM_KEYS, MODE_PICKER_KEYS,
+    PROVIDER_PICKER_KEYS, SEND_KEY, THINKING_LEVEL_KEY,
 };
 use crate::app::menu::{ActionMenu, Overlay};
 use crate::app::mode_picker::ModePicker;
@@ -248,7 +247,12 @@ fn render_mode_picker(state: &AppState, picker: &ModePicker, area: Rect, buf: &m
     }
     let current = status.mode.as_ref();
     let outer = centered(area, width, status.modes.len().max(1) as u16 + 2);
-    let inner = frame("Permission mode", &footer(MODE_PICKER_KEYS, outer), outer, buf);
+    let inner = frame(
+        "Permission mode",
+        &footer(MODE_PICKER_KEYS, outer),
+        outer,
+        buf,
+    );
     let rows: Vec<Line<'_>> = status
         .modes
         .iter()
@@ -638,6 +642,9 @@ mod tests {
             last_turn: 2,
             session_id: None,
             settings: Vec::new(),
+            transport: None,
+            completed_turns: 1,
+            rewound_to_start: false,
             later_prompts: Vec::new(),
         };
         // Listed 3 minutes after the conversation's last write.

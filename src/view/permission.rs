@@ -314,11 +314,7 @@ fn title(waiting: usize, focused: bool, writing: bool, room: usize) -> String {
     let states: [&str; 3] = if writing {
         ["reject with a note", "reject with a note", "note"]
     } else if focused {
-        [
-            "answer with a key below",
-            "answer with a key",
-            "answer",
-        ]
+        ["answer with a key below", "answer with a key", "answer"]
     } else {
         [
             "Tab to answer — typing stays in the composer",

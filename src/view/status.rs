@@ -107,9 +107,10 @@ fn settings_segment(state: &AppState, base: Style) -> Option<Segment> {
     let level = model.and(state.agent_status.thinking_level.as_ref());
     // The mode by its name; an id the agent did not list (yet) as it is.
     let current = state.agent_status.current_mode();
-    let mode = current
-        .map(|mode| &mode.name)
-        .or(state.agent_status.mode.as_ref().map(AgentValue::shown));
+    let mode =
+        current
+            .map(|mode| &mode.name)
+            .or(state.agent_status.mode.as_ref().map(AgentValue::shown));
     if model.is_none() && mode.is_none() {
         return None;
     }
@@ -305,10 +306,9 @@ fn activity_forms(state: &AppState, now: Instant, base: Style) -> Vec<Vec<Span<'
                 None => one(text, style),
             }
         }
-        Activity::Stopping { stage } => one(
-            format!("■ stopping: {}", stop_status_text(stage)),
-            caution,
-        ),
+        Activity::Stopping { stage } => {
+            one(format!("■ stopping: {}", stop_status_text(stage)), caution)
+        }
         Activity::WaitingForAnswer { waiting } => {
             let more = if waiting > 1 {
                 format!(" (1 of {waiting})")

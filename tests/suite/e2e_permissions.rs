@@ -134,10 +134,12 @@ fn typing_with_pauses_leaves_the_prompt_unanswered_and_enter_queues_the_draft() 
     pane.chat.type_text("Also fix the bug. ");
     std::thread::sleep(Duration::from_millis(1200));
     pane.chat.type_text("Now run the tests");
-    let screen = pane.chat.wait_for("the prompt and the whole draft", |screen| {
-        screen.contains("Permission needed")
-            && screen.contains("Also fix the bug. Now run the tests")
-    });
+    let screen = pane
+        .chat
+        .wait_for("the prompt and the whole draft", |screen| {
+            screen.contains("Permission needed")
+                && screen.contains("Also fix the bug. Now run the tests")
+        });
     // Well past any pause: still unanswered, everything typed in the composer.
     std::thread::sleep(Duration::from_millis(1500));
     let screen_later = pane.chat.screen();
@@ -209,8 +211,7 @@ fn allow_always_takes_its_capital_then_enter_and_slash_permissions_lists_it() {
     let Some(pane) = Pane::start(120, 30) else {
         return;
     };
-    pane.chat
-        .prompt("please ask permission to create the file");
+    pane.chat.prompt("please ask permission to create the file");
     pane.focus_prompt();
     // `A` only highlights "always": the footer asks for Enter, and nothing is answered.
     pane.chat.keys(&["A"]);

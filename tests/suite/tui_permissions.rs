@@ -565,7 +565,13 @@ fn without_the_focus_every_key_kind_does_what_it_does_without_a_prompt() {
     let fresh = || Chat::waiting(execute("0", "touch x", four_options()));
     // Letters and digits that would answer it are typed.
     let mut chat = fresh();
-    for (ms, ch) in [(100, 'y'), (900, 'A'), (2000, '1'), (2500, 'n'), (9000, 'N')] {
+    for (ms, ch) in [
+        (100, 'y'),
+        (900, 'A'),
+        (2000, '1'),
+        (2500, 'n'),
+        (9000, 'N'),
+    ] {
         assert!(key_at(&mut chat, ms, KeyCode::Char(ch)).is_empty());
     }
     assert_eq!(chat.state.composer.text(), "yA1nN");

@@ -64,12 +64,10 @@ impl AppState {
         }
         let mut effects = match command {
             Some(command) => self.run_key_command(command, now),
-            None => {
-                match self.esc_esc_rewind(key, now) {
-                    Some(effects) => effects,
-                    None => self.on_chat_key(key),
-                }
-            }
+            None => match self.esc_esc_rewind(key, now) {
+                Some(effects) => effects,
+                None => self.on_chat_key(key),
+            },
         };
         if self.overlay.is_none() {
             effects.extend(self.refresh_popup());

@@ -33,9 +33,7 @@ impl AppState {
             Step::Done(ask) | Step::Ask(ask) => ask,
         };
         match ask {
-            PermissionAsk::Answer { index, note } => {
-                Some(self.answer_permission_with(index, note))
-            }
+            PermissionAsk::Answer { index, note } => Some(self.answer_permission_with(index, note)),
             PermissionAsk::Scroll(action) => Some(self.scrolled(action)),
             PermissionAsk::Pass => None,
         }

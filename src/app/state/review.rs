@@ -11,7 +11,7 @@ use crate::app::review::{
 use crate::app::rewind::{LastRewind, PromptRecord, RewindEntry, RewindPicker, RewindRequest};
 use crate::app::transcript::{CellBody, ChangedFile, ChangesCell, InertText, NoticeLevel};
 use crate::orchestrator::Rewind;
-use crate::orchestrator::{Command, TurnId};
+use crate::orchestrator::{Command, TurnId, TurnOutcome};
 use crate::snapshot::{describe_undo, UndoOutcome};
 use crate::stream::FileChange;
 use std::time::{Duration, Instant};
@@ -170,6 +170,9 @@ impl AppState {
 }
 
 impl AppState {
+    /// Turn `turn` sent `prompt`. A retry of the last turn (`/retry` after it failed or was
+    /// stopped: a new turn with the same prompt) takes that prompt's record over, so the picker
+    /// lists each prompt once and numbers prompts, not attempts.
     pub(super) fn record_prompt(
         &mut self,
         turn: TurnId,
@@ -180,13 +183,39 @@ impl AppState {
         // A new prompt goes on from here: the last rewind is no longer undone.
         self.last_rewind = None;
         self.turn_prompts.retain(|record| record.turn != turn);
+        let prompt = InertText::new(prompt);
+        let retried = matches!(
+            self.last_outcome,
+            Some(TurnOutcome::Failed { .. } | TurnOutcome::Cancelled)
+        );
+        if let Some(last) = self
+            .turn_prompts
+            .last_mut()
+            .filter(|last| retried && last.prompt == prompt)
+        {
+            last.turn = turn;
+            last.cells.push(cell);
+            last.conversation_rewind = Ok(());
+            return;
+        }
         self.turn_prompts.push(PromptRecord {
             turn,
-            prompt: InertText::new(prompt),
+            prompt,
             sent: now,
-            cell,
+            cells: vec![cell],
             conversation_rewind: Ok(()),
         });
+    }
+
+    /// "prompt 3": where the prompt of `turn` stands among the conversation's prompts (those
+    /// the agent still has), counted from 1.
+    pub(super) fn prompt_number(&self, turn: TurnId) -> String {
+        let before = self
+            .turn_prompts
+            .iter()
+            .filter(|record| record.turn < turn)
+            .count();
+        format!("prompt {}", before + 1)
     }
 
     /// The orchestrator kept (or could not keep) the agent's session as it was before `turn`.
@@ -306,6 +335,19 @@ impl AppState {
     /// undone. Files changed since the last turn ask first. Until the next prompt, the rewind
     /// can be undone.
     pub(crate) fn on_rewound(&mut self, rewind: Rewind) {
+        // Numbered before the rewind changes the prompts (an undone rewind's prompts are back
+        // only after it).
+        let point = match (&self.last_rewind, rewind.undone) {
+            (Some(last), true) => {
+                let kept = self
+                    .turn_prompts
+                    .iter()
+                    .filter(|record| record.turn < last.turn)
+                    .count();
+                format!("prompt {}", kept + 1)
+            }
+            _ => self.prompt_number(rewind.turn),
+        };
         if let Some(conflicts) = rewind.stopped_by_conflicts() {
             let asked_by = if rewind.undone {
                 ConfirmFor::UndoRewind {
@@ -342,7 +384,7 @@ impl AppState {
         } else {
             NoticeLevel::Info
         };
-        self.notice(level, rewind.describe());
+        self.notice(level, rewind.describe_at(&point));
     }
 
     fn rewound(&mut self, rewind: &Rewind) {
@@ -364,8 +406,8 @@ impl AppState {
                 .into_iter()
                 .partition(|record| record.turn < rewind.turn);
             self.turn_prompts = kept;
-            for record in &taken_back {
-                self.mark_rewound(record.cell, true);
+            for cell in taken_back.iter().flat_map(|record| &record.cells) {
+                self.mark_rewound(*cell, true);
             }
             last.conversation = true;
             last.prompts = taken_back;
@@ -418,8 +460,8 @@ impl AppState {
                     self.composer.set_text("");
                 }
             }
-            for record in &last.prompts {
-                self.mark_rewound(record.cell, false);
+            for cell in last.prompts.iter().flat_map(|record| &record.cells) {
+                self.mark_rewound(*cell, false);
             }
             self.turn_prompts.extend(last.prompts.iter().cloned());
             self.turn_prompts.sort_by_key(|record| record.turn);

@@ -199,11 +199,13 @@ async fn ask(
 /// it allows is the agent's own description where it gives one.
 fn most_permissive(id: &str, description: Option<&str>) -> Option<String> {
     const IDS: [&str; 3] = ["yolo", "bypassPermissions", "full-access"];
-    IDS.iter().any(|known| known.eq_ignore_ascii_case(id)).then(|| {
-        let allows = "the agent runs every tool, command and edit without asking";
-        match description.map(str::trim).filter(|said| !said.is_empty()) {
-            Some(said) => format!("{allows} (the agent says: {said})"),
-            None => allows.to_owned(),
-        }
-    })
+    IDS.iter()
+        .any(|known| known.eq_ignore_ascii_case(id))
+        .then(|| {
+            let allows = "the agent runs every tool, command and edit without asking";
+            match description.map(str::trim).filter(|said| !said.is_empty()) {
+                Some(said) => format!("{allows} (the agent says: {said})"),
+                None => allows.to_owned(),
+            }
+        })
 }
