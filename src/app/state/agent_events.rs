@@ -1067,22 +1067,19 @@ mod tests {
         // Retry was on when the turn started and turned off during it: the machine does not
         // retry, and the notice says retry is off (the attempt count of the turn said 3).
         let (message, countdown) =
-            notice_after_failure(enabled(), enabled(), Some(RetryPolicy::default()));
+            notice_after_failure(enabled(), enabled(), Some(RetryPolicy::off()));
         assert!(!countdown);
         assert!(
             message.ends_with("automatic retry is off (Ctrl+X → Settings) · Ctrl+X → Retry or /retry to try again"),
             "{message}"
         );
         // Turned on during the turn: the machine retries, and the notice promises nothing else.
-        let (message, countdown) = notice_after_failure(
-            RetryPolicy::default(),
-            RetryPolicy::default(),
-            Some(enabled()),
-        );
+        let (message, countdown) =
+            notice_after_failure(RetryPolicy::off(), RetryPolicy::off(), Some(enabled()));
         assert!(countdown);
         assert_eq!(message, "Failed: 500 fake internal server error");
         // The chat's own copy of the policy plays no part: the machine's verdict is rendered.
-        let (message, countdown) = notice_after_failure(enabled(), RetryPolicy::default(), None);
+        let (message, countdown) = notice_after_failure(enabled(), RetryPolicy::off(), None);
         assert!(countdown);
         assert_eq!(message, "Failed: 500 fake internal server error");
     }
