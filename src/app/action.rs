@@ -67,7 +67,7 @@ impl Action {
             Action::StandingPermissions => "Permission mode, and answers given always",
             Action::Export => "Export the conversation (Markdown)",
             Action::ShowLogPath => "Show log file path",
-            Action::Help => "Help: all keys",
+            Action::Help => "Help: every command and key",
             Action::Quit => "Quit",
         }
     }

@@ -117,6 +117,17 @@ pub enum AppEffect {
     Exit,
 }
 
+/// Where `/copy` put the answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Copied {
+    /// The system clipboard, through this tool (it said it worked).
+    ByTool(&'static str),
+    /// The terminal's clipboard (OSC 52), which never confirms; why no tool did it.
+    ToTerminal { why: String },
+    /// Nowhere: why.
+    Failed(String),
+}
+
 /// What the frame just drawn laid out that keys depend on: only the view knows how text wraps,
 /// so the chat hands this in after each draw (`AppState::on_drawn`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -7,7 +7,7 @@ use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 
-use super::frame::{age, centered, draw_rows, footer, footer_room, frame};
+use super::frame::{age, centered, draw_rows, footer, footer_room, frame, mark_selected};
 use super::highlight::CodeHighlighter;
 use super::theme::palette;
 use super::wrap::{wrap, RichLine, WrapMode};
@@ -262,11 +262,13 @@ pub(crate) fn render_rewind(
             .skip(first)
             .take(room)
         {
-            let style = if index == picker.selected {
+            let selected = index == picker.selected;
+            let style = if selected {
                 selected_style
             } else {
                 Style::default()
             };
+            let text = mark_selected(text, selected);
             rows.push(fit(RichLine::text(text, style), text_width + 1));
         }
         if rows.is_empty() {
@@ -300,10 +302,8 @@ pub(crate) fn render_rewind(
         } else {
             Style::default()
         };
-        rows.push(fit(
-            RichLine::text(format!(" {}", option.label()), style),
-            text_width + 1,
-        ));
+        let label = mark_selected(format!(" {}", option.label()), index == choice);
+        rows.push(fit(RichLine::text(label, style), text_width + 1));
     }
     let outer = centered(area, width, rows.len() as u16 + 2);
     let inner = frame(title, &footer(picker.keys(), outer), outer, buf);

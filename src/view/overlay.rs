@@ -376,7 +376,7 @@ pub(crate) fn help_scroll_limit(state: &AppState, area: Rect) -> usize {
 
 fn render_help(state: &AppState, scroll: usize, area: Rect, buf: &mut Buffer) {
     let (rows, outer) = help_box(state, area);
-    let inner = frame("Keys", &footer(HELP_KEYS, outer), outer, buf);
+    let inner = frame("Help", &footer(HELP_KEYS, outer), outer, buf);
     draw_scrolled(&rows, scroll, inner, buf);
 }
 

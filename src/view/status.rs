@@ -262,7 +262,14 @@ pub(crate) fn render_status(state: &AppState, area: Rect, buf: &mut Buffer, now:
             .flat_map(|mut segment| segment.forms.swap_remove(segment.shown).1)
             .collect()
     };
-    let left = Line::from(spans(left));
+    let mut left = spans(left);
+    // Without the provider's name, the model does not follow a separator.
+    if let Some(first) = left.first_mut() {
+        if let Some(rest) = first.content.strip_prefix(" · ") {
+            first.content = format!(" {rest}").into();
+        }
+    }
+    let left = Line::from(left);
     let right = Line::from(spans(right));
     let right_width = right.width() as u16;
     buf.set_line(area.x, area.y, &left, area.width);
@@ -556,5 +563,45 @@ mod tests {
         let line = status_line(&state, 60);
         assert!(!line.contains("ctx"), "{line}");
         assert!(line.contains(&footer_hint()), "{line}");
+    }
+
+    #[test]
+    fn at_narrow_widths_the_model_and_mode_stay_and_shorten_last() {
+        use crate::provider::{AgentStatus, ModeChoice};
+        let mut state = busy_state();
+        state.provider = "demo".into();
+        state.agent_status = crate::app::agent_status::ShownAgentStatus::from(AgentStatus {
+            model: Some("demo-acp-2".into()),
+            mode: Some("accept-edits".into()),
+            modes: vec![ModeChoice {
+                id: "accept-edits".into(),
+                name: "Accept edits".into(),
+                most_permissive: None,
+            }],
+            ..AgentStatus::default()
+        });
+        for width in [60, 50, 40] {
+            let line = status_line(&state, width);
+            assert!(line.contains("demo-acp-2"), "{width}: {line}");
+            assert!(line.contains("Accept edits"), "{width}: {line}");
+            assert!(line.contains("idle"), "{width}: {line}");
+        }
+        // The words around them go first, then the provider's name.
+        let line = status_line(&state, 60);
+        assert!(
+            line.contains(" demo · demo-acp-2 · mode Accept edits │ idle"),
+            "{line}"
+        );
+        let line = status_line(&state, 45);
+        assert!(
+            line.contains(" demo · demo-acp-2 · Accept edits │ idle"),
+            "{line}"
+        );
+        let narrow = status_line(&state, 34);
+        assert!(
+            narrow.contains("demo-acp-2 · Accept edits │ idle"),
+            "{narrow}"
+        );
+        assert!(!narrow.starts_with(" ·"), "{narrow}");
     }
 }

@@ -411,22 +411,7 @@ impl AppState {
                     by: PermissionResolver::User,
                 });
                 self.close_assistant();
-                let stage = match stop_stage {
-                    StopStage::Cancel => "by the agent's own cancel",
-                    StopStage::Interrupt => "at the interrupt",
-                    StopStage::Grace => "during the grace period",
-                    StopStage::Kill => "by the kill",
-                };
-                // An in-band cancel often ends the turn in milliseconds: say so, not "0.0 s".
-                let after = if elapsed_ms < 1000 {
-                    format!("{elapsed_ms} ms")
-                } else {
-                    format!("{:.1} s", elapsed_ms as f64 / 1000.0)
-                };
-                self.notice(
-                    NoticeLevel::Stopped,
-                    format!("Stopped {stage} after {after} · what was shown stays"),
-                );
+                self.notice(NoticeLevel::Stopped, stopped_text(stop_stage, elapsed_ms));
                 if let Some(turn) = self.turn.as_mut() {
                     turn.end_shown = true;
                 }
@@ -954,6 +939,24 @@ fn summarize_tool_input(input: &Value) -> String {
     // Long summaries are cut when drawn; keep the stored one bounded too (made inert where it
     // is stored).
     first.chars().take(400).collect()
+}
+
+/// How a stop ended the turn, in the user's words: what the agent did at which stage, and how
+/// long after the stop began (an in-band cancel or an interrupt often ends a turn in
+/// milliseconds: said as such, not "0.0 s").
+fn stopped_text(stage: StopStage, elapsed_ms: u64) -> String {
+    let after = if elapsed_ms < 1000 {
+        format!("{elapsed_ms} ms")
+    } else {
+        format!("{:.1} s", elapsed_ms as f64 / 1000.0)
+    };
+    let how = match stage {
+        StopStage::Cancel => format!("the agent cancelled the turn when asked ({after})"),
+        StopStage::Interrupt => format!("the agent ended on the interrupt (Ctrl+C) in {after}"),
+        StopStage::Grace => format!("the agent exited {after} after the interrupt"),
+        StopStage::Kill => format!("the agent was killed after {after} (it ignored the interrupt)"),
+    };
+    format!("Stopped: {how} · what was shown stays")
 }
 
 #[cfg(test)]
