@@ -56,6 +56,8 @@ pub(crate) struct RewindEntry {
 pub(crate) struct LastRewind {
     /// It went back to before this turn.
     pub(crate) turn: TurnId,
+    /// Where that turn's prompt stood among the prompts, counted from 1 ("prompt 2").
+    pub(crate) prompt_number: usize,
     /// The agent's conversation went back.
     pub(crate) conversation: bool,
     /// The files went back.

@@ -619,8 +619,7 @@ impl LogFile {
             return Ok(());
         }
         if self.file.is_none() {
-            // A compaction is the first thing a resumed launch may do: it opens the log too.
-            if !matches!(entry, LogEntry::Turn { .. } | LogEntry::Compaction { .. }) {
+            if !self.opened_by(entry) {
                 self.before_first_turn.push(entry.clone());
                 return Ok(());
             }
@@ -632,6 +631,20 @@ impl LogFile {
             None => Ok(()),
         };
         self.give_up_on(written)
+    }
+
+    /// Whether `entry` is what opens the log: a prompt's turn or a compaction (a new
+    /// conversation's log appears with its first prompt); in a resumed conversation also what
+    /// the user did to it before any prompt (an undo, a rewind, a setting chosen), which must
+    /// hold when it is resumed again.
+    fn opened_by(&self, entry: &LogEntry) -> bool {
+        match entry {
+            LogEntry::Turn { .. } | LogEntry::Compaction { .. } => true,
+            LogEntry::Undone { .. } | LogEntry::Rewound { .. } | LogEntry::Setting { .. } => {
+                matches!(self.lazy, Some(LazyLog::Existing))
+            }
+            _ => false,
+        }
     }
 
     /// Gives the log up after `result` failed (its buffer is dropped unwritten: a later flush
@@ -1286,6 +1299,48 @@ mod tests {
         assert_eq!((summary.turns, summary.completed_turns), (2, 2));
         assert!(summary.rewound_to_start);
         assert_eq!(summary.session_id, None);
+    }
+
+    #[test]
+    fn a_rewind_or_a_setting_in_a_resumed_launch_is_logged_without_a_prompt() {
+        let dir = tempfile::tempdir().unwrap();
+        let writer = new_chat(dir.path());
+        let path = writer.path().to_path_buf();
+        writer.record_event(&OrchestratorEvent::TurnStarted {
+            turn: 1,
+            prompt: "hi".into(),
+        });
+        let id = writer.conversation_id().to_owned();
+        drop(writer);
+        let resumed = SessionLogWriter::resume(&path, &id, None).unwrap();
+        resumed.record_event(&OrchestratorEvent::Rewound(crate::orchestrator::Rewind {
+            turn: 1,
+            conversation: Some(Ok(())),
+            files: None,
+            undone: false,
+        }));
+        resumed.record_event(&OrchestratorEvent::SettingChosen(AgentSetting::Mode(
+            "plan".into(),
+        )));
+        drop(resumed);
+        let entries = read_session_log(&path).unwrap();
+        assert!(entries
+            .iter()
+            .any(|entry| matches!(entry, LogEntry::Rewound { .. })));
+        assert!(read_summary(&path).unwrap().rewound_to_start);
+        assert_eq!(
+            read_summary(&path).unwrap().settings,
+            [AgentSetting::Mode("plan".into())]
+        );
+        // A new conversation's log still appears only with its first prompt.
+        let dir = tempfile::tempdir().unwrap();
+        let writer = new_chat(dir.path());
+        writer.record_event(&OrchestratorEvent::SettingChosen(AgentSetting::Mode(
+            "plan".into(),
+        )));
+        let path = writer.path().to_path_buf();
+        drop(writer);
+        assert!(!path.exists());
     }
 
     #[test]

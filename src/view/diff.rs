@@ -235,10 +235,12 @@ pub(crate) fn render_rewind(
         let mut rows: Vec<Line<'static>> = Vec::new();
         let room = usize::from(area.height.saturating_sub(2)).max(1);
         let first = picker.selected.saturating_sub(room.saturating_sub(1));
-        let undo_row = picker
-            .undo
-            .as_ref()
-            .map(|last| format!(" ↷ Undo the last rewind (to before turn {})", last.turn));
+        let undo_row = picker.undo.as_ref().map(|last| {
+            format!(
+                " ↷ Undo the last rewind (to before prompt {})",
+                last.prompt_number
+            )
+        });
         let prompt_rows = picker.entries.iter().map(|entry| {
             let when = age(now.saturating_duration_since(entry.sent).as_millis() as u64);
             let files = match entry.files.len() {

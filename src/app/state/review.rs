@@ -207,15 +207,14 @@ impl AppState {
         });
     }
 
-    /// "prompt 3": where the prompt of `turn` stands among the conversation's prompts (those
-    /// the agent still has), counted from 1.
-    pub(super) fn prompt_number(&self, turn: TurnId) -> String {
-        let before = self
-            .turn_prompts
+    /// Where the prompt of `turn` stands among the conversation's prompts (those the agent
+    /// still has), counted from 1.
+    pub(super) fn prompt_number(&self, turn: TurnId) -> usize {
+        self.turn_prompts
             .iter()
             .filter(|record| record.turn < turn)
-            .count();
-        format!("prompt {}", before + 1)
+            .count()
+            + 1
     }
 
     /// The orchestrator kept (or could not keep) the agent's session as it was before `turn`.
@@ -337,17 +336,11 @@ impl AppState {
     pub(crate) fn on_rewound(&mut self, rewind: Rewind) {
         // Numbered before the rewind changes the prompts (an undone rewind's prompts are back
         // only after it).
-        let point = match (&self.last_rewind, rewind.undone) {
-            (Some(last), true) => {
-                let kept = self
-                    .turn_prompts
-                    .iter()
-                    .filter(|record| record.turn < last.turn)
-                    .count();
-                format!("prompt {}", kept + 1)
-            }
+        let number = match (&self.last_rewind, rewind.undone) {
+            (Some(last), true) => last.prompt_number,
             _ => self.prompt_number(rewind.turn),
         };
+        let point = format!("prompt {number}");
         if let Some(conflicts) = rewind.stopped_by_conflicts() {
             let asked_by = if rewind.undone {
                 ConfirmFor::UndoRewind {
@@ -395,6 +388,7 @@ impl AppState {
             .map(|(_, prompt)| prompt);
         let mut last = LastRewind {
             turn: rewind.turn,
+            prompt_number: self.prompt_number(rewind.turn),
             conversation: false,
             files: false,
             prompts: Vec::new(),
