@@ -681,7 +681,7 @@ mod tests {
         assert!(
             notices
                 .iter()
-                .any(|text| text.contains("during the grace period after 1.2 s")),
+                .any(|text| text.contains("the agent exited 1.2 s after the interrupt")),
             "{notices:?}"
         );
         assert!(
