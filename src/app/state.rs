@@ -16,6 +16,8 @@ mod overlay_keys;
 mod permission_keys;
 mod popup_keys;
 mod review;
+#[cfg(test)]
+mod rewind_tests;
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;

@@ -54,7 +54,7 @@ pub struct DemoAgentArgs {
     /// mode, commands on stdin); `acp` (an Agent Client Protocol agent); `codex-app-server`
     /// (Codex's app-server); `claude-stream` (Claude Code's stream-json mode with its control
     /// protocol).
-    #[arg(long, default_value = "json", value_parser = MODES)]
+    #[arg(long, default_value = "json")]
     pub(crate) mode: String,
     /// `--mode acp`: stay alive after stdin closes, like the Claude and Codex ACP adapters.
     #[arg(long)]
@@ -210,9 +210,6 @@ fn run_rpc(args: DemoAgentArgs, forced: Option<Scenario>) -> i32 {
         }
     }
 }
-
-/// The `--mode` values.
-const MODES: [&str; 5] = ["json", "rpc", "acp", "codex-app-server", "claude-stream"];
 
 /// What `agentty demo-agent --help` says after the options: every mode's scenarios, from the
 /// scenario tables themselves (an installed binary has no `assets/`).

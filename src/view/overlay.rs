@@ -624,7 +624,7 @@ mod tests {
 
     use super::render_conversations;
     use crate::app::conversation_picker::{ConversationPicker, WallClock};
-    use crate::session_log::{ConversationSummary, Origin};
+    use crate::session_log::ConversationSummary;
 
     #[test]
     fn the_conversation_picker_tells_ages_from_the_now_it_is_given() {
@@ -632,20 +632,11 @@ mod tests {
         let summary = ConversationSummary {
             path: "/s/aaa.jsonl".into(),
             id: "aaa".into(),
-            provider: "pi".into(),
-            cwd: "/p".into(),
-            origin: Origin::Chat,
-            started_at_ms: 0,
             last_active_ms: 1_000_000,
             first_prompt: "Fix the parser".into(),
             turns: 2,
             last_turn: 2,
-            session_id: None,
-            settings: Vec::new(),
-            transport: None,
-            completed_turns: 1,
-            rewound_to_start: false,
-            later_prompts: Vec::new(),
+            ..crate::session_log::tests_summary("pi")
         };
         // Listed 3 minutes after the conversation's last write.
         let picker = ConversationPicker::new(

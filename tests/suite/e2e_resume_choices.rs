@@ -12,6 +12,9 @@ use agentty::demo_agent::state::DemoRequest;
 
 use crate::support::chat_pane::{ChatPane, StateDir};
 
+/// A new conversation on the demo agent over ACP.
+const ACP: &[&str] = &["--provider", "demo", "--transport", "acp"];
+
 /// The chat on the demo agent in `work`, with the demo's state in the state dir.
 fn launch(state: &StateDir, work: &std::path::Path, args: &[&str]) -> Option<ChatPane> {
     let prefix = format!(
@@ -51,13 +54,8 @@ fn leave(chat: &ChatPane) -> String {
 
 #[test]
 fn a_plain_resume_of_an_acp_conversation_keeps_its_transport_model_and_mode() {
-    let state = StateDir::new();
-    let work = tempfile::tempdir().unwrap();
-    let Some(chat) = launch(
-        &state,
-        work.path(),
-        &["--provider", "demo", "--transport", "acp"],
-    ) else {
+    let (state, work) = (StateDir::new(), tempfile::tempdir().unwrap());
+    let Some(chat) = launch(&state, work.path(), ACP) else {
         return;
     };
     chat.prompt("/model");
@@ -119,13 +117,8 @@ fn a_plain_resume_of_an_acp_conversation_keeps_its_transport_model_and_mode() {
 
 #[test]
 fn after_a_resume_the_rewind_picker_lists_each_prompt_once_with_its_real_age() {
-    let state = StateDir::new();
-    let work = tempfile::tempdir().unwrap();
-    let Some(chat) = launch(
-        &state,
-        work.path(),
-        &["--provider", "demo", "--transport", "acp"],
-    ) else {
+    let (state, work) = (StateDir::new(), tempfile::tempdir().unwrap());
+    let Some(chat) = launch(&state, work.path(), ACP) else {
         return;
     };
     chat.prompt("first question");
