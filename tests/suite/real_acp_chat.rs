@@ -31,7 +31,8 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use acp_rig::{rig, shorten, AcpRig, Cli, Plan};
+use crate::support::fake_gemini_server;
+use acp_rig::{rig, shorten, AcpRig, Cli, Plan, Server};
 use real_cli::is_alive;
 use tmux::shell_quote;
 
@@ -102,6 +103,12 @@ impl<'r> Chat<'r> {
 
     /// The chat over `transport` (`acp`, or Codex's `app-server`).
     fn start_on(rig: &'r AcpRig, transport: &str) -> Chat<'r> {
+        let args = format!("--provider {} --transport {transport}", rig.cli.name());
+        Self::start_with(rig, &args)
+    }
+
+    /// The chat with these arguments (shell text) besides `--config`.
+    fn start_with(rig: &'r AcpRig, args: &str) -> Chat<'r> {
         let socket = tmux::socket_name(&format!("agentty-acp-chat-{}", rig.cli.name()));
         let env: Vec<String> = rig
             .agentty_env()
@@ -109,11 +116,10 @@ impl<'r> Chat<'r> {
             .map(|(key, value)| shell_quote(&format!("{key}={}", value.to_string_lossy())))
             .collect();
         let command = format!(
-            "cd {work} && exec env {env} {bin} --provider {cli} --transport {transport} --config {config}",
+            "cd {work} && exec env {env} {bin} {args} --config {config}",
             work = shell_quote(&rig.work.path().to_string_lossy()),
             env = env.join(" "),
             bin = shell_quote(env!("CARGO_BIN_EXE_agentty")),
-            cli = rig.cli.name(),
             config = shell_quote(&rig.config.to_string_lossy()),
         );
         eprintln!("=== {}: tmux runs: {command}", rig.test);
@@ -569,6 +575,66 @@ async fn codex_acp_shift_tab_never_reaches_full_access() {
 
 /// The real Codex CLI.
 const CODEX_BIN: &str = "/tmp/codex-cli/node_modules/.bin/codex";
+
+/// A Gemini conversation over ACP with a model and a mode chosen, then a plain `--resume` (no
+/// `--provider`, no `--transport`): it goes on over ACP with that model and mode, and the next
+/// request reaches the fake server for that model.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp_chat:: (README, Tests)"]
+async fn gemini_a_plain_resume_keeps_the_transport_model_and_mode() {
+    require_tmux();
+    let test = &test_name();
+    let rig = rig(Cli::Gemini, test, chat_plan("unused.txt")).await;
+    let chat = Chat::start_on(&rig, "acp");
+    chat.wait_for("the agent's mode", |screen| !mode_in(screen).is_empty());
+    chat.send("/model");
+    let picker = chat.wait_for("the models", |screen| screen.contains("┌ Model"));
+    chat.print_screen("/model", &picker);
+    // The second model the agent lists.
+    chat.pane.keys(&["Down", "Enter"]);
+    let chosen = chat.wait_for("the model switched", |screen| screen.contains("Model: "));
+    let model = chosen
+        .lines()
+        .find_map(|line| line.split("Model: ").nth(1))
+        .map(|rest| rest.split(" — ").next().unwrap_or(rest).trim().to_owned())
+        .unwrap();
+    chat.pane.keys(&["BTab"]);
+    chat.wait_for("Auto Edit", |screen| mode_in(screen) == "Auto Edit");
+    let first = token();
+    chat.send(&format!("first {first}"));
+    chat.wait_idle_with(&answer_for(&first));
+    chat.quit_leaves_no_process();
+    drop(chat);
+
+    let chat = Chat::start_with(&rig, "--resume");
+    let resumed = chat.wait_for("the model and mode", |screen| {
+        mode_in(screen) == "Auto Edit" && status_line(screen).contains("· acp")
+    });
+    chat.print_screen("a plain --resume", &resumed);
+    let bar = status_line(&resumed);
+    eprintln!("=== {test}: chose the model {model:?}; the bar after --resume: {bar}");
+    let before = rig.server.model_requests().len();
+    let second = token();
+    chat.send(&format!("second {second}"));
+    chat.wait_idle_with(&answer_for(&second));
+    let Server::Gemini(server) = &rig.server else {
+        unreachable!()
+    };
+    let paths: Vec<String> = server
+        .requests()
+        .iter()
+        .filter(|request| request.path.contains(fake_gemini_server::STREAM_PATH))
+        .map(|request| request.path.clone())
+        .collect();
+    eprintln!("=== {test}: model request paths: {paths:#?}");
+    assert!(rig.server.model_requests().len() > before);
+    let last = paths.last().unwrap();
+    assert!(
+        paths[..before].iter().any(|path| path == last),
+        "the resumed request goes to the model chosen before: {paths:#?}"
+    );
+    chat.quit_leaves_no_process();
+}
 
 // ---------------------------------------------------------------------------------------------
 // (3) Esc during a slow answer, then the next turn gets its own answer; (4) the quit.
