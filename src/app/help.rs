@@ -184,7 +184,7 @@ fn permission_keys() -> Vec<HelpRow> {
             keys: focus.to_owned(),
             what: format!(
                 "give the prompt the keys: until then every key, whatever the pauses, goes to \
-                 the prompt below ({SEND_KEY} sends it); {focus} again gives them back"
+                 the composer below ({SEND_KEY} sends what was typed); {focus} again gives them back"
             ),
         },
         HelpRow {
