@@ -1,6 +1,6 @@
 //! End to end headless, side by side with the naive consumer (issue 18).
 //!
-//! The workload is `../shared/bench/gen_pi_stream.py 1000 131072`: 1,000 pi `message_update`
+//! The workload is `benches/data/gen_pi_stream.py 1000 131072`: 1,000 pi `message_update`
 //! lines whose answer text grows to 128 KiB, each carrying both cumulative snapshots (~132 MB,
 //! longest line ~257 KiB). Both programs read it through one `cat` of the same file:
 //! - naive: `cat big.jsonl | python3 naive_consumer.py /dev/stdin > /dev/null`;
@@ -19,8 +19,9 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
-fn shared_bench() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/bench")
+/// The workload's generator and the naive consumer (`benches/data/README.md`).
+fn bench_data() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/data")
 }
 
 /// Runs agentty on `script` and returns the wall time and agentty's peak RSS in bytes.
@@ -87,7 +88,7 @@ fn generate(dir: &Path, name: &str, updates: usize, size: usize) -> (PathBuf, Pa
     use std::os::unix::fs::PermissionsExt;
     let stream = dir.join(format!("{name}.jsonl"));
     let output = Command::new("python3")
-        .arg(shared_bench().join("gen_pi_stream.py"))
+        .arg(bench_data().join("gen_pi_stream.py"))
         .args([updates.to_string(), size.to_string()])
         .output()
         .expect("python3 runs");
@@ -140,10 +141,6 @@ fn log_bytes(state: &Path) -> u64 {
 }
 
 fn headless(c: &mut Criterion) {
-    if !shared_bench().join("naive_consumer.py").exists() {
-        eprintln!("headless: ../shared/bench is missing; nothing measured");
-        return;
-    }
     // `cargo test --all-targets` runs bench binaries once without `--bench`: a small stream
     // then, and one round of each measure.
     let measuring = std::env::args().any(|arg| arg == "--bench");
@@ -162,7 +159,7 @@ fn headless(c: &mut Criterion) {
     let naive = format!(
         "cat '{}' | python3 '{}' /dev/stdin",
         big.display(),
-        shared_bench().join("naive_consumer.py").display()
+        bench_data().join("naive_consumer.py").display()
     );
     let floor = format!("cat '{}' | wc -l", big.display());
     let state_path = |index: usize| dir.path().join(format!("state-{index}"));

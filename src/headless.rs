@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use crate::cli::{self, AgentArgs, ReplayArgs, RunArgs, RunFormat};
 use crate::config;
+use crate::console::err_line;
 use crate::orchestrator::{headless::run_headless_turn, OrchestratorOptions, TurnOutcome};
 use crate::process::{ExitReport, Line};
 use crate::provider::runner::{AttemptMapping, EndedBy};
@@ -46,7 +47,7 @@ pub fn run(agent: AgentArgs, args: RunArgs) -> i32 {
         Err(message) => return usage_error(&message),
     };
     for warning in &loaded.warnings {
-        eprintln!("agentty: {warning}");
+        err_line(format!("agentty: {warning}"));
     }
     let choice = match startup::choose_provider(&agent, &loaded.config) {
         Ok(choice) => choice,
@@ -73,7 +74,7 @@ pub fn run(agent: AgentArgs, args: RunArgs) -> i32 {
         .permissions
         .filter(|_| !provider::asks_permission(transport))
     {
-        eprintln!(
+        err_line(format!(
             "agentty: --permissions {} has no effect over the {} transport: {} does not ask \
              agentty before acting there (its own settings decide); a two-way transport \
              (app-server for codex, acp) honours it",
@@ -83,7 +84,7 @@ pub fn run(agent: AgentArgs, args: RunArgs) -> i32 {
             },
             transport.name(),
             choice.name
-        );
+        ));
     }
     let mut policy = loaded.config.provider_error_auto_retry.clone();
     if let Some(max_attempts) = args.max_attempts {
@@ -91,7 +92,7 @@ pub fn run(agent: AgentArgs, args: RunArgs) -> i32 {
         policy.enabled = max_attempts > 1;
         if let Err(problems) = policy.validate() {
             for problem in problems {
-                eprintln!("agentty: --max-attempts: {problem}");
+                err_line(format!("agentty: --max-attempts: {problem}"));
             }
             return EXIT_USAGE;
         }
@@ -115,7 +116,7 @@ pub fn run(agent: AgentArgs, args: RunArgs) -> i32 {
             },
         },
         &loaded.config,
-        Box::new(|failure| eprintln!("agentty: {}", failure.message())),
+        Box::new(|failure| err_line(format!("agentty: {}", failure.message()))),
     );
     runtime.block_on(async move {
         let stop = StopControl::new();
@@ -157,7 +158,10 @@ pub fn run(agent: AgentArgs, args: RunArgs) -> i32 {
             return EXIT_OUTPUT_CLOSED;
         }
         if let TurnOutcome::Failed { reason, message } = &outcome {
-            eprintln!("agentty: {}", failed_line(reason.as_str(), message));
+            err_line(format!(
+                "agentty: {}",
+                failed_line(reason.as_str(), message)
+            ));
         }
         outcome.exit_status()
     })
@@ -216,13 +220,13 @@ impl Printer {
                 }
                 AgentMessage::RetryScheduled { .. } | AgentMessage::Failed(_) => {
                     if let Some(line) = text_mode_status(message) {
-                        eprintln!("agentty: {line}");
+                        err_line(format!("agentty: {line}"));
                     }
                     self.answer.clear();
                 }
                 AgentMessage::Notice { .. } => {
                     if let Some(line) = text_mode_status(message) {
-                        eprintln!("agentty: {line}");
+                        err_line(format!("agentty: {line}"));
                     }
                 }
                 _ => {}
@@ -288,7 +292,10 @@ pub fn replay(agent: AgentArgs, mut args: ReplayArgs) -> i32 {
     let logged_provider = match session_log_provider(&args.file) {
         Ok(provider) => provider,
         Err(error) => {
-            eprintln!("agentty: cannot open {}: {error}", args.file.display());
+            err_line(format!(
+                "agentty: cannot open {}: {error}",
+                args.file.display()
+            ));
             return EXIT_USAGE;
         }
     };
@@ -298,7 +305,7 @@ pub fn replay(agent: AgentArgs, mut args: ReplayArgs) -> i32 {
         .or_else(|| logged_provider.clone())
         .unwrap_or_else(|| "pi".to_owned());
     let Some(backend) = provider::build_backend(&name, &config::ProviderSettings::default()) else {
-        eprintln!("agentty: unknown provider `{name}`");
+        err_line(format!("agentty: unknown provider `{name}`"));
         return EXIT_USAGE;
     };
     // The mapper is chosen at the first line: an ACP log (the agent's JSON-RPC) is read by
@@ -362,7 +369,7 @@ pub fn replay(agent: AgentArgs, mut args: ReplayArgs) -> i32 {
     if let Some(problem) = problem {
         // The log does not hold how the attempt ended: no ending is made up for it.
         let _ = stdout.flush();
-        eprintln!("agentty: {problem}");
+        err_line(format!("agentty: {problem}"));
         return EXIT_FAILED;
     }
     let _ = writeln!(stdout, "{}", terminal.to_json_line());
@@ -434,11 +441,11 @@ fn for_each_line(path: &Path, mut each: impl FnMut(&str)) -> std::io::Result<()>
         }
     }
     if skipped > 0 {
-        eprintln!(
+        err_line(format!(
             "agentty: {skipped} lines of {} were longer than {} MiB and skipped",
             path.display(),
             crate::session_log::MAX_LOG_LINE / (1024 * 1024)
-        );
+        ));
     }
     Ok(())
 }

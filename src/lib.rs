@@ -9,6 +9,7 @@ pub(crate) mod background;
 pub mod chat;
 pub mod cli;
 pub mod config;
+pub mod console;
 pub mod demo_agent;
 pub(crate) mod files;
 pub mod headless;
@@ -34,6 +35,8 @@ pub(crate) fn async_runtime() -> Option<tokio::runtime::Runtime> {
         .worker_threads(2)
         .enable_all()
         .build()
-        .map_err(|error| eprintln!("agentty: cannot start the async runtime: {error}"))
+        .map_err(|error| {
+            console::err_line(format!("agentty: cannot start the async runtime: {error}"))
+        })
         .ok()
 }

@@ -3,6 +3,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use agentty::cli::{Cli, CliCommand};
+use agentty::console::err_line;
 use agentty::orchestrator::exit_status;
 
 fn main() -> ExitCode {
@@ -57,10 +58,10 @@ fn guard_agent_trees() {
         agentty::process::tree::kill_all_trees_now();
         tracing::error!(%info, "panic");
         previous(info);
-        eprintln!(
+        err_line(format!(
             "agentty: this is a bug; the agent was stopped. The log is at {}",
             agentty::logging::current_log_file().display()
-        );
+        ));
     }));
 }
 

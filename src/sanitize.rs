@@ -68,6 +68,44 @@ fn needs_replacing(ch: char) -> bool {
     }
 }
 
+/// `value` as one line of JSON in which no character that acts on a terminal stands raw.
+/// serde_json escapes the C0 controls already; DEL, the C1 controls (U+009B is a CSI to many
+/// terminals) and the bidirectional controls are escaped here too (`\u009b`, `\u202e`), so the
+/// line is the same JSON to any reader, and inert wherever it is shown: `agentty run`'s stdout,
+/// a session log on a terminal or in a log viewer.
+pub(crate) fn inert_json<T: serde::Serialize + ?Sized>(value: &T) -> serde_json::Result<String> {
+    let mut line = Vec::with_capacity(128);
+    let mut serializer = serde_json::Serializer::with_formatter(&mut line, InertJson);
+    value.serialize(&mut serializer)?;
+    // serde_json writes UTF-8, and the escapes added here are ASCII.
+    Ok(String::from_utf8(line).unwrap_or_default())
+}
+
+/// serde_json's compact form, with the escapes of [`inert_json`].
+struct InertJson;
+
+impl serde_json::ser::Formatter for InertJson {
+    fn write_string_fragment<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+        fragment: &str,
+    ) -> std::io::Result<()> {
+        // Plain ASCII, by far the most text, goes out as it is.
+        if fragment.bytes().all(|byte| byte < 0x7f) {
+            return writer.write_all(fragment.as_bytes());
+        }
+        let mut start = 0;
+        for (index, ch) in fragment.char_indices() {
+            if needs_replacing(ch) {
+                writer.write_all(&fragment.as_bytes()[start..index])?;
+                write!(writer, "\\u{:04x}", ch as u32)?;
+                start = index + ch.len_utf8();
+            }
+        }
+        writer.write_all(&fragment.as_bytes()[start..])
+    }
+}
+
 /// Whether `text` is safe to hand to the terminal as it is (used to guard the render path).
 pub(crate) fn is_inert(text: &str) -> bool {
     !text.chars().any(|ch| ch != '\n' && needs_replacing(ch))
@@ -76,6 +114,26 @@ pub(crate) fn is_inert(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn json_lines_carry_no_raw_control_and_read_back_the_same() {
+        let text = "a\u{1b}[2Jb\u{9b}31mc\u{202e}d\u{2066}e\u{7f}f\u{200f}g é ✓\n";
+        let value = serde_json::json!({"type": "assistant", "delta": text, text: [text]});
+        let line = inert_json(&value).unwrap();
+        assert!(
+            line.chars()
+                .all(|ch| (' '..='~').contains(&ch) || !needs_replacing(ch) && ch != '\n'),
+            "{line:?}"
+        );
+        for escaped in [
+            "\\u001b", "\\u009b", "\\u202e", "\\u2066", "\\u007f", "\\u200f",
+        ] {
+            assert!(line.contains(escaped), "{escaped} in {line}");
+        }
+        assert!(line.contains("é ✓"), "other text stays as it is: {line}");
+        let back: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(back, value);
+    }
 
     #[test]
     fn escape_sequences_become_visible() {

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use crate::cli::AgentArgs;
 use crate::config::{self, Config, LoadedConfig};
+use crate::console::err_line;
 use crate::launch::{resolve_provider, ProviderChoice};
 use crate::orchestrator::exit_status;
 use crate::session_log::failure::FailureSink;
@@ -46,7 +47,7 @@ pub(crate) fn choose_provider(
 
 /// Says a usage error in one line on stderr; the status to exit with.
 pub(crate) fn usage_error(message: &str) -> i32 {
-    eprintln!("agentty: {message}");
+    err_line(format!("agentty: {message}"));
     exit_status::USAGE
 }
 

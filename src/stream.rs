@@ -436,10 +436,11 @@ impl AgentMessage {
         )
     }
 
-    /// The message as one JSON line (without the newline).
+    /// The message as one JSON line (without the newline), with no raw character that could act
+    /// on a terminal (`sanitize::inert_json`): what `agentty run` prints and the logs keep.
     pub fn to_json_line(&self) -> String {
         // Serialising our own enum of strings and JSON values cannot fail.
-        serde_json::to_string(self).unwrap_or_else(|error| {
+        crate::sanitize::inert_json(self).unwrap_or_else(|error| {
             format!(r#"{{"type":"notice","kind":"warning","message":"unserialisable message: {error}"}}"#)
         })
     }

@@ -25,4 +25,6 @@ pub(super) enum AppEvent {
     ShellDone(crate::app::state::ShellOutput),
     /// The image the user named was read (or why not), and the text to put back if not.
     ImageLoaded(Result<crate::attachment::ImageAttachment, String>, String),
+    /// The terminal hung up (`tui::watch_for_hangup`): no key will ever come again.
+    TerminalHungUp,
 }

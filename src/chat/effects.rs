@@ -83,6 +83,7 @@ impl ChatLoop {
             AppEvent::ConversationReopened(reopened) => self.continue_reopened(*reopened),
             AppEvent::Exported(result) => self.state.on_exported(result),
             AppEvent::ShellDone(output) => self.state.on_shell_done(output),
+            AppEvent::TerminalHungUp => self.on_terminal_lost("the terminal hung up"),
             AppEvent::ImageLoaded(result, fallback) => {
                 self.state.on_image_loaded(result, &fallback)
             }

@@ -303,7 +303,14 @@ impl ChatLoop {
     /// or `SHUTDOWN_LIMIT` does; asked again by the user or a signal, it does not wait for the
     /// agent any longer. `chat::run` restores the terminal and prints the way back after it.
     pub(super) fn leave(&mut self, exit: Exit) {
-        tracing::info!(reason = exit.reason(), "leaving");
+        if self.state.quitting {
+            tracing::info!(
+                reason = exit.reason(),
+                "asked to leave again on the way out"
+            );
+        } else {
+            tracing::info!(reason = exit.reason(), "leaving");
+        }
         // What the way out says about the terminal holds even while already leaving.
         match &exit {
             Exit::Signal(ShutdownSignal::Hangup) => self.terminal_lost = true,

@@ -28,6 +28,7 @@ use crate::app::transcript::InertText;
 use crate::app::{history, resume};
 use crate::cli::Cli;
 use crate::config::Config;
+use crate::console::{err_line, out_line};
 use crate::orchestrator::exit_status;
 use crate::provider::SessionRef;
 use crate::session_log::sessions_dir;
@@ -112,11 +113,18 @@ pub fn run(cli: Cli) -> i32 {
         let mut guard = match TerminalGuard::enter() {
             Ok(guard) => guard,
             Err(error) => {
-                eprintln!("agentty: cannot set up the terminal: {error}");
+                err_line(format!("agentty: cannot set up the terminal: {error}"));
                 return (exit_status::FAILED, None);
             }
         };
         tui::install_panic_hook();
+        let hung_up = app_events.clone();
+        let watched = tui::watch_for_hangup(move || {
+            let _ = hung_up.send(app_event::AppEvent::TerminalHungUp);
+        });
+        if let Err(error) = watched {
+            tracing::warn!(%error, "cannot watch the terminal for a hang-up");
+        }
         let (shown, conversation) = match reopened {
             Some((shown, conversation, _)) => (Some(shown), conversation),
             None => (None, ConversationLog::New),
@@ -171,7 +179,7 @@ pub fn run(cli: Cli) -> i32 {
     }
     runtime.shutdown_timeout(Duration::from_secs(1));
     if let Some(id) = left {
-        println!("{}", come_back_hint(&id));
+        out_line(come_back_hint(&id));
     }
     status
 }

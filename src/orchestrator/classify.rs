@@ -396,7 +396,7 @@ mod tests {
         }
     }
 
-    /// Error texts named in the READMEs of ../shared/protocols (not all have a capture).
+    /// Error texts named in the protocol notes the captures came with (not all have a capture).
     #[test]
     fn message_text_table() {
         let table = [
@@ -464,16 +464,11 @@ mod tests {
 
     // ---- The real error texts, read from the recorded captures ----
 
-    /// `shared/` sits beside the crate (CI: `<x>/main` and `<x>/shared`); a git worktree one
-    /// level deeper finds it one level further up.
+    /// The real CLIs' captures, kept in the repository (`tests/fixtures/captures/<cli>`).
     fn captures(cli: &str) -> PathBuf {
-        let crate_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-        let shared = ["../shared", "../../shared"]
-            .iter()
-            .map(|relative| crate_dir.join(relative))
-            .find(|candidate| candidate.join("protocols").is_dir())
-            .unwrap_or_else(|| crate_dir.join("../shared"));
-        shared.join("protocols").join(cli).join("captures")
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/captures")
+            .join(cli)
     }
 
     fn read(cli: &str, file: &str) -> String {

@@ -55,6 +55,9 @@ pub struct SpawnSpec {
     pub(crate) env: Vec<(OsString, OsString)>,
     pub cwd: Option<PathBuf>,
     pub(crate) stdin: StdinMode,
+    /// Text in the arguments that logs must not show (the user's prompt): the display form
+    /// gives its length and a short hash instead.
+    pub(crate) unlogged: Option<String>,
 }
 
 impl SpawnSpec {
@@ -84,13 +87,26 @@ impl SpawnSpec {
         self
     }
 
-    /// The command line for logs and error messages (not for execution), with secrets
-    /// replaced (`redact`), since logs are files users attach to bug reports.
+    /// Keeps `text` (the user's prompt, wherever it stands in the arguments) out of the display
+    /// form.
+    pub(crate) fn unlogged(mut self, text: &str) -> Self {
+        self.unlogged = (!text.is_empty()).then(|| text.to_owned());
+        self
+    }
+
+    /// The command line for logs and error messages (not for execution), with secrets and the
+    /// prompt replaced (`redact`), since logs are files users attach to bug reports.
     pub(crate) fn display(&self) -> String {
-        redact::command_line(
-            &self.program.to_string_lossy(),
-            self.args.iter().map(|arg| arg.to_string_lossy()),
-        )
+        let args = self.args.iter().map(|arg| {
+            let arg = arg.to_string_lossy();
+            match &self.unlogged {
+                Some(text) if arg.contains(text.as_str()) => std::borrow::Cow::Owned(
+                    arg.replace(text.as_str(), &redact::prompt_summary(text)),
+                ),
+                _ => arg,
+            }
+        });
+        redact::command_line(&self.program.to_string_lossy(), args)
     }
 }
 
@@ -425,5 +441,23 @@ mod tests {
             spec.display(),
             "pi --api-key [redacted] --auth-token=[redacted] --model gpt prompt with key words"
         );
+    }
+
+    #[test]
+    fn the_prompt_is_shown_by_its_length_and_hash_only() {
+        let prompt = "fix the login bug, my password is hunter2";
+        let spec = SpawnSpec::new("gemini")
+            .args(["--model", "m", &format!("--prompt={prompt}")])
+            .unlogged(prompt);
+        let shown = spec.display();
+        assert!(!shown.contains("hunter2"), "{shown}");
+        assert_eq!(
+            shown,
+            format!(
+                "gemini --model m --prompt={}",
+                super::redact::prompt_summary(prompt)
+            )
+        );
+        assert!(shown.contains("[prompt: 41 chars #"), "{shown}");
     }
 }

@@ -5,8 +5,14 @@
 //! `--token=X`), a `key=value` setting whose key says so (`-c api_key=X`,
 //! `--config=auth.token=X`), a header whose name says so (`--header "X-Api-Key: X"`), the
 //! credential after `Bearer` or `Basic` (`Authorization: Bearer X`), and the password (or the
-//! token standing alone) in a URL's user part (`https://user:X@host/`). Redacting a harmless
-//! value now and then costs nothing; missing a key costs the user.
+//! token standing alone) in a URL's user part (`https://user:X@host/`), a `NAME=value` inside
+//! a longer argument whose name says so (`sh -c "OPENAI_API_KEY=X codex"`), and anything that
+//! looks like a credential by itself, whatever flag it follows (`-k sk-ant-api03-…`): the
+//! prefixes keys and tokens carry, or a long run of letters and digits that is not a UUID.
+//! Redacting a harmless value now and then costs nothing; missing a key costs the user.
+//!
+//! The user's prompt is not a secret of that kind, but it is the user's own text: a command line
+//! that carries it shows [`prompt_summary`] instead.
 
 use std::borrow::Cow;
 
@@ -28,6 +34,17 @@ pub(crate) fn is_secret_name(name: &str) -> bool {
     ]
     .iter()
     .any(|word| name.contains(word))
+}
+
+/// What stands in for the user's prompt in a logged command line: its length and a short
+/// hash, enough to tell two prompts apart in a bug report without showing either.
+pub(crate) fn prompt_summary(prompt: &str) -> String {
+    let hash = xxhash_rust::xxh3::xxh3_64(prompt.as_bytes());
+    format!(
+        "[prompt: {} chars #{:08x}]",
+        prompt.chars().count(),
+        hash >> 32
+    )
 }
 
 /// The command line `program args...` for logs, with secrets replaced.
@@ -60,7 +77,9 @@ pub(crate) fn redact_arg(arg: &str) -> Cow<'_, str> {
                 Cow::Owned(value) => Cow::Owned(format!("{flag}={value}")),
             };
         }
-        if is_setting_key(flag) && is_secret_name(flag) {
+        // A whole `NAME=value` argument; several of them in one (`A=x B=y cmd`) are taken one
+        // by one below.
+        if is_setting_key(flag) && is_secret_name(flag) && !value.contains(char::is_whitespace) {
             return Cow::Owned(format!("{flag}={REDACTED}"));
         }
     }
@@ -96,13 +115,137 @@ fn is_header_name(name: &str) -> bool {
             .all(|ch| ch.is_ascii_alphanumeric() || ch == '-')
 }
 
-/// `Bearer X` / `Basic X` and URL user parts, wherever they are in `text`.
+/// `Bearer X` / `Basic X`, URL user parts, secret `NAME=value` settings and credential-like
+/// words, wherever they are in `text`.
 fn redact_credentials(text: &str) -> Cow<'_, str> {
-    let schemes = redact_auth_schemes(text);
-    match redact_url_users(&schemes) {
-        Cow::Borrowed(_) => schemes,
-        Cow::Owned(text) => Cow::Owned(text),
+    let mut text = Cow::Borrowed(text);
+    for pass in [
+        redact_auth_schemes,
+        redact_url_users,
+        redact_secret_assignments,
+        redact_credential_words,
+    ] {
+        if let Cow::Owned(changed) = pass(&text) {
+            text = Cow::Owned(changed);
+        }
     }
+    text
+}
+
+/// `NAME=value` anywhere in `text` (`env OPENAI_API_KEY=X codex`) where NAME says the value is
+/// a secret: the value goes, up to the next white space or quote.
+fn redact_secret_assignments(text: &str) -> Cow<'_, str> {
+    let mut out = String::new();
+    let mut copied = 0;
+    for (equals, _) in text.match_indices('=') {
+        if equals < copied {
+            continue;
+        }
+        let name_start = text[..equals]
+            .rfind(|ch: char| !(ch.is_ascii_alphanumeric() || matches!(ch, '_' | '.' | '-')))
+            .map_or(0, |at| at + 1);
+        let name = &text[name_start..equals];
+        if name.starts_with('-') || !is_setting_key(name) || !is_secret_name(name) {
+            continue;
+        }
+        // A quoted value goes to its closing quote, a bare one to the next space or quote.
+        let quote = text[equals + 1..]
+            .chars()
+            .next()
+            .filter(|ch| matches!(ch, '"' | '\''));
+        let value_start = equals + 1 + quote.map_or(0, char::len_utf8);
+        let value_end = text[value_start..]
+            .find(|ch: char| match quote {
+                Some(quote) => ch == quote,
+                None => ch.is_whitespace() || matches!(ch, '"' | '\''),
+            })
+            .map_or(text.len(), |end| value_start + end);
+        if value_end == value_start || text[value_start..value_end] == *REDACTED {
+            continue;
+        }
+        out.push_str(&text[copied..value_start]);
+        out.push_str(REDACTED);
+        copied = value_end;
+    }
+    if copied == 0 {
+        return Cow::Borrowed(text);
+    }
+    out.push_str(&text[copied..]);
+    Cow::Owned(out)
+}
+
+/// Every run of letters, digits, `_` and `-` in `text` that looks like a credential by itself.
+fn redact_credential_words(text: &str) -> Cow<'_, str> {
+    let is_word_char = |ch: char| ch.is_ascii_alphanumeric() || matches!(ch, '_' | '-');
+    let mut out = String::new();
+    let mut copied = 0;
+    let mut rest = 0;
+    while let Some(start) = text[rest..].find(is_word_char).map(|at| rest + at) {
+        let end = text[start..]
+            .find(|ch: char| !is_word_char(ch))
+            .map_or(text.len(), |at| start + at);
+        if looks_like_a_credential(&text[start..end]) {
+            out.push_str(&text[copied..start]);
+            out.push_str(REDACTED);
+            copied = end;
+        }
+        rest = end;
+    }
+    if copied == 0 {
+        return Cow::Borrowed(text);
+    }
+    out.push_str(&text[copied..]);
+    Cow::Owned(out)
+}
+
+/// The prefixes API keys and tokens carry (Anthropic and OpenAI `sk-`, GitHub, GitLab, Slack,
+/// Google `AIza`, AWS access keys, Hugging Face, npm, PyPI, a JWT's encoded header).
+const CREDENTIAL_PREFIXES: &[&str] = &[
+    "sk-",
+    "sk_",
+    "rk_",
+    "pk_",
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "github_pat_",
+    "glpat-",
+    "xoxb-",
+    "xoxp-",
+    "xoxa-",
+    "xapp-",
+    "AIza",
+    "AKIA",
+    "ASIA",
+    "hf_",
+    "npm_",
+    "pypi-",
+    "eyJ",
+];
+
+/// A word that is a credential whatever names it: a known prefix followed by at least 12 more
+/// characters, or 32 characters or more with letters and digits that are not a UUID (session
+/// ids are UUIDs, and worth keeping in a log).
+fn looks_like_a_credential(word: &str) -> bool {
+    let prefixed = CREDENTIAL_PREFIXES
+        .iter()
+        .any(|prefix| word.starts_with(prefix) && word.len() >= prefix.len() + 12);
+    let long_mixed = word.len() >= 32
+        && word.chars().any(|ch| ch.is_ascii_digit())
+        && word.chars().any(|ch| ch.is_ascii_alphabetic())
+        && !is_uuid(word);
+    prefixed || long_mixed
+}
+
+/// `8-4-4-4-12` hex digits.
+fn is_uuid(word: &str) -> bool {
+    let groups: Vec<&str> = word.split('-').collect();
+    groups.len() == 5
+        && groups.iter().zip([8, 4, 4, 4, 12]).all(|(group, len)| {
+            group.len() == len && group.chars().all(|ch| ch.is_ascii_hexdigit())
+        })
 }
 
 /// The word after `Bearer` or `Basic` (any case).
@@ -258,6 +401,48 @@ mod tests {
             redact_arg("see https://example.com/a@b"),
             "see https://example.com/a@b"
         );
+    }
+
+    #[test]
+    fn a_key_after_any_flag_or_none_is_redacted() {
+        assert_eq!(
+            line(&[
+                "-k",
+                "sk-ant-api03-AbCdEf0123456789xyz",
+                "--model",
+                "claude-opus-4-8"
+            ]),
+            "agent -k [redacted] --model claude-opus-4-8"
+        );
+        assert_eq!(
+            line(&["-H", "X-Goog: AIzaSyA1234567890abcdefghijklmno"]),
+            "agent -H X-Goog: [redacted]"
+        );
+        assert_eq!(
+            line(&["--opt", "q1w2e3r4t5y6u7i8o9p0a1s2d3f4g5h6j7k8"]),
+            "agent --opt [redacted]"
+        );
+        assert_eq!(
+            line(&["--session", "01a228f9-98fb-76ae-b8f6-b0c38dd67462"]),
+            "agent --session 01a228f9-98fb-76ae-b8f6-b0c38dd67462",
+            "a session id is no secret"
+        );
+    }
+
+    #[test]
+    fn secret_assignments_inside_an_argument_are_redacted() {
+        assert_eq!(
+            line(&["-c", "OPENAI_API_KEY=abc123 GH_TOKEN='t0k' MODEL=o3 codex"]),
+            "agent -c OPENAI_API_KEY=[redacted] GH_TOKEN='[redacted]' MODEL=o3 codex"
+        );
+    }
+
+    #[test]
+    fn a_prompt_summary_tells_prompts_apart_without_showing_them() {
+        let one = prompt_summary("first prompt");
+        assert!(one.starts_with("[prompt: 12 chars #"), "{one}");
+        assert_ne!(one, prompt_summary("second prompt"));
+        assert_eq!(one, prompt_summary("first prompt"));
     }
 
     #[test]

@@ -95,7 +95,7 @@ struct Attempt {
 
 impl Attempt {
     async fn run(&mut self, backend: &dyn Backend, request: &AttemptRequest) {
-        let spec = backend.spawn_spec(request);
+        let spec = backend.spawn_spec(request).unlogged(&request.prompt);
         if let Some(message) = start_problem(&spec) {
             self.sink.send(start_failed(message)).await;
             return;

@@ -712,7 +712,8 @@ impl LogFile {
 }
 
 fn write_entry(file: &mut BufWriter<File>, entry: &LogEntry) -> std::io::Result<()> {
-    serde_json::to_writer(&mut *file, entry).map_err(std::io::Error::from)?;
+    let line = crate::sanitize::inert_json(entry).map_err(std::io::Error::from)?;
+    file.write_all(line.as_bytes())?;
     file.write_all(b"\n")
 }
 

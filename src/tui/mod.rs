@@ -10,6 +10,7 @@
 
 pub(crate) mod attention;
 pub(crate) mod frame;
+mod hangup;
 
 use std::fmt;
 use std::io::{self, Stdout, Write};
@@ -30,6 +31,7 @@ use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;
 
 pub(crate) use frame::FrameScheduler;
+pub(crate) use hangup::watch_for_hangup;
 
 pub(crate) type ChatTerminal = Terminal<CrosstermBackend<Stdout>>;
 

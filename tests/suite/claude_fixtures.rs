@@ -1,4 +1,4 @@
-//! Every recorded Claude Code capture (shared/protocols/claude/captures) replayed through the
+//! Every recorded Claude Code capture (tests/fixtures/captures/claude) replayed through the
 //! Claude mapper, with `finish` fed the exit facts from the capture's `.meta.txt`.
 //!
 //! Each capture's whole shared stream and outcome is pinned by an insta snapshot, and checked

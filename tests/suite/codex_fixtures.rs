@@ -1,5 +1,5 @@
 //! Every `codex exec --json` capture of the real Codex CLI 0.171.0
-//! (`../shared/protocols/codex/captures`) replayed through the Codex mapper as the runner does
+//! (`tests/fixtures/captures/codex`) replayed through the Codex mapper as the runner does
 //! (stdout and stderr in arrival order, then `finish` with the recorded exit): the whole shared
 //! stream and the outcome are snapshotted, and the stream's rules are checked on each.
 //! (The `appserver_*` captures are a different protocol, which this backend does not speak.)

@@ -262,3 +262,19 @@ fn demo_agent_help_lists_every_mode_and_scenario_and_no_chat_option() {
     assert!(output.status.success(), "{output:?}");
     assert!(String::from_utf8_lossy(&output.stdout).contains(r#""provider":"demo""#));
 }
+
+/// agentty's own lines are written fallibly: with nobody left to read its stderr, a run still
+/// ends with the status it earned (a usage error's 2), never a panic's 101.
+#[test]
+fn a_closed_stderr_is_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let output = agentty(dir.path(), &["run", "--provider", "no-such-agent", "hi"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(writer)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+}

@@ -77,13 +77,9 @@ impl Session {
         self.wait_for_text("Esc stops the turn");
     }
 
-    /// Ctrl+C until agentty has left (a draft is cleared first, then two presses quit).
+    /// Ctrl+C until agentty has left: a draft is cleared first, then two presses quit (a
+    /// press every 300 ms, so that two in a row count as "twice" however the first was taken).
     fn quit(&self) {
-        self.keys(&["C-c"]);
-        std::thread::sleep(Duration::from_millis(200));
-        self.keys(&["C-c"]);
-        self.wait_for_text("again to quit");
-        self.keys(&["C-c"]);
         // (After Ctrl+Z and `fg` the shell has already printed the stopped job's status.)
         let started = Instant::now();
         while self.pane_flag("#{alternate_on}") != "0" {
@@ -92,7 +88,8 @@ impl Session {
                 "agentty did not quit:\n{}",
                 self.screen()
             );
-            std::thread::sleep(Duration::from_millis(50));
+            self.keys(&["C-c"]);
+            std::thread::sleep(Duration::from_millis(300));
         }
         let started = Instant::now();
         while !self.agent_pids().is_empty() {

@@ -6,11 +6,12 @@
 use crate::support::chat_pane;
 use crate::support::tmux;
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use agentty::session_log::read_summary;
 use chat_pane::{ChatPane, StateDir};
-use tmux::{processes_with_env, WAIT};
+use tmux::{processes_with_env, shell_quote, socket_name, WAIT};
 
 const SIZE: (u16, u16) = (100, 30);
 
@@ -153,4 +154,134 @@ fn a_lost_terminal_during_a_turn_leaves_through_the_one_exit() {
     // What can be seen without a terminal: the turn stopped and logged, nothing left, the way
     // out said once (checked in `leave_during_a_turn`).
     let _ = leave_during_a_turn(Way::TerminalLost);
+}
+
+/// agentty in a pane of its own, under a shell that runs `trap_hup` first and writes agentty's
+/// exit status to `status` after it; returns the pane and agentty's pid.
+fn launch_under_shell(state: &StateDir, trap_hup: &str, status: &Path) -> (tmux::Pane, i32) {
+    let command = format!(
+        "sh -c {}",
+        shell_quote(&format!(
+            "{trap_hup} env AGENTTY_STATE_DIR={state} {bin} --config {state}/config.toml \
+             --provider demo; echo $? > {status}",
+            state = state.path().display(),
+            bin = env!("CARGO_BIN_EXE_agentty"),
+            status = status.display(),
+        ))
+    );
+    let pane = tmux::Pane::spawn(socket_name("agentty-hangup"), SIZE.0, SIZE.1, &command);
+    pane.wait_for_text("/ commands · @ files");
+    (pane, agentty_pid(state))
+}
+
+/// CPU time (user + system) of `pid` so far, in clock ticks; `None` once it is gone.
+fn cpu_ticks(pid: i32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
+}
+
+/// The lines of agentty's own log.
+fn log_lines(state: &StateDir) -> Vec<String> {
+    std::fs::read_dir(state.path().join("logs"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|file| std::fs::read_to_string(file.path()).ok())
+        .flat_map(|text| text.lines().map(str::to_owned).collect::<Vec<_>>())
+        .collect()
+}
+
+/// Waits for `status` to be written; its content.
+fn exit_status_in(status: &Path) -> String {
+    let started = Instant::now();
+    loop {
+        if let Ok(text) = std::fs::read_to_string(status) {
+            if text.ends_with('\n') {
+                return text.trim().to_owned();
+            }
+        }
+        assert!(
+            started.elapsed() < WAIT,
+            "agentty's status was never written"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A terminal that goes away under a shell that ignores SIGHUP (as `nohup` or a wrapper
+/// script does) sends agentty no signal at all; its input hangs up. agentty notices the
+/// hang-up itself and leaves through the one exit with status 1, at once, without spinning on
+/// the dead terminal meanwhile.
+#[test]
+fn a_closed_terminal_ends_agentty_even_when_sighup_is_ignored() {
+    if !tmux::tmux_available() {
+        return;
+    }
+    let state = StateDir::new();
+    let status = state.path().join("status");
+    let (pane, agentty) = launch_under_shell(&state, "trap '' HUP;", &status);
+    let ticks_before = cpu_ticks(agentty).expect("agentty runs");
+    let mut ticks_last = ticks_before;
+    let closed = Instant::now();
+    pane.kill_server();
+    while let Some(ticks) = cpu_ticks(agentty) {
+        ticks_last = ticks;
+        assert!(
+            closed.elapsed() < WAIT,
+            "agentty outlived its terminal by {:?}",
+            closed.elapsed()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    eprintln!(
+        "agentty ended {:?} after its terminal, using {} clock ticks of CPU meanwhile",
+        closed.elapsed(),
+        ticks_last - ticks_before
+    );
+    // A spinning reader burns a full core (100 ticks a second) until it is stopped.
+    assert!(
+        ticks_last - ticks_before < 50,
+        "agentty spun on the dead terminal: {} ticks",
+        ticks_last - ticks_before
+    );
+    assert_eq!(exit_status_in(&status), "1");
+    let log = log_lines(&state);
+    assert!(
+        log.iter()
+            .any(|line| line.contains("the terminal is gone") && line.contains("hung up")),
+        "{log:#?}"
+    );
+}
+
+/// SIGHUP as the terminal goes away: agentty stops, writes its log and exits 129, and the way
+/// back it prints to a terminal that is gone is no panic.
+#[test]
+fn a_hangup_with_the_terminal_gone_exits_129_without_a_panic() {
+    if !tmux::tmux_available() {
+        return;
+    }
+    let state = StateDir::new();
+    let status = state.path().join("status");
+    // The shell catches SIGHUP (so it lives on to write the status); agentty gets it by default.
+    let (pane, agentty) = launch_under_shell(&state, "trap : HUP;", &status);
+    pane.prompt("hello");
+    pane.wait_for_text("Ask the agent anything");
+    pane.wait_for("the turn's end", |screen| screen.contains("idle"));
+    // SAFETY: signalling the agentty this test started.
+    unsafe {
+        libc::kill(agentty, libc::SIGHUP);
+    }
+    pane.kill_server();
+    assert_eq!(exit_status_in(&status), "129");
+    let log = log_lines(&state);
+    assert!(
+        log.iter()
+            .any(|line| line.contains("leaving reason=\"SIGHUP\"")),
+        "{log:#?}"
+    );
+    assert!(!log.iter().any(|line| line.contains("panic")), "{log:#?}");
+    let logs = state.logs();
+    assert_eq!(logs.len(), 1, "the conversation's log: {logs:?}");
+    assert!(std::fs::read_to_string(&logs[0]).unwrap().contains("hello"));
 }

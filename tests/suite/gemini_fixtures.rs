@@ -1,5 +1,5 @@
 //! Every stream-json capture of the real Gemini CLI 0.61.0
-//! (`../shared/protocols/gemini/captures`) replayed through the Gemini mapper as the runner
+//! (`tests/fixtures/captures/gemini`) replayed through the Gemini mapper as the runner
 //! does (stdout and stderr in arrival order, then `finish` with the recorded exit): the whole
 //! shared stream and the outcome are snapshotted, and the stream's rules are checked on each.
 //! (The `acp_*` captures are a different protocol, which this backend does not speak;

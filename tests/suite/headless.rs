@@ -116,3 +116,54 @@ fn sighup_to_agentty_mid_turn_stops_the_agent_tree() {
 fn sigquit_to_agentty_mid_turn_stops_the_agent_tree() {
     signal_mid_turn_leaves_nothing_behind(nix::sys::signal::Signal::SIGQUIT);
 }
+
+/// Whatever the agent writes, `agentty run`'s JSON lines hold no raw control character: C1
+/// controls (U+009B is a CSI to many terminals) and bidirectional overrides are escaped like
+/// ESC is, and the text reads back the same.
+#[test]
+fn json_lines_escape_c1_and_bidi_controls() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "red\u{9b}31m \u{202e}desrever\u{202c} \u{1b}[2J done";
+    let stream = [
+        serde_json::json!({"type":"session","version":3,"id":"s","timestamp":"t","cwd":"/"}),
+        serde_json::json!({"type":"agent_start"}),
+        serde_json::json!({"type":"message_end","message":{"role":"assistant",
+            "content":[{"type":"text","text":text}],"stopReason":"stop"}}),
+        serde_json::json!({"type":"agent_end","messages":[]}),
+    ]
+    .map(|line| line.to_string())
+    .join("\n");
+    let capture = dir.path().join("stream.jsonl");
+    std::fs::write(&capture, format!("{stream}\n")).unwrap();
+    let agent = crate::support::script_agent::write_script(
+        dir.path(),
+        "agent",
+        &format!("cat '{}'", capture.display()),
+    );
+    let output = agentty()
+        .args(["run", "--provider", "pi", "--agent-bin"])
+        .arg(&agent)
+        .arg("go")
+        .env("AGENTTY_STATE_DIR", dir.path().join("state"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let raw: Vec<char> = stdout
+        .chars()
+        .filter(|ch| {
+            (ch.is_control() && *ch != '\n')
+                || ('\u{202a}'..='\u{202e}').contains(ch)
+                || ('\u{2066}'..='\u{2069}').contains(ch)
+        })
+        .collect();
+    assert!(raw.is_empty(), "raw controls {raw:?} in:\n{stdout}");
+    for escaped in ["\\u009b", "\\u202e", "\\u001b"] {
+        assert!(stdout.contains(escaped), "{escaped} in:\n{stdout}");
+    }
+    let answer: String = parse_stream(stdout.as_bytes())
+        .iter()
+        .filter_map(|message| message.assistant_delta().map(str::to_owned))
+        .collect();
+    assert_eq!(answer, text);
+}

@@ -37,6 +37,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "files",
             "attachment",
             "background",
+            "console",
             "demo_agent",
         ],
     ),

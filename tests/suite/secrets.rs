@@ -48,7 +48,13 @@ fn keys_from_env_config_and_flags_are_never_written_anywhere() {
             "--provider-arg=api_key=sk-c-SECRET-222",
             "--provider-arg=--config=model_providers.x.api_key=sk-cfg-SECRET-333",
             "--provider-arg=--base-url=https://user:sk-url-SECRET-444@example.com/v1",
-            "hi",
+            // A key after a short flag that names nothing, and `NAME=value` inside a longer
+            // argument.
+            "--provider-arg=-k",
+            "--provider-arg=sk-ant-api03-SECRET-555-AbCdEf0123456789",
+            "--provider-arg=-e",
+            "--provider-arg=GH_TOKEN=gh-SECRET-666 MODEL=o3 run",
+            PROMPT,
         ])
         .env("OPENAI_API_KEY", "sk-env-SECRET-123")
         .env("AGENTTY_STATE_DIR", &state)
@@ -88,5 +94,20 @@ fn keys_from_env_config_and_flags_are_never_written_anywhere() {
             !text.contains("SECRET"),
             "a secret reached {origin}:\n{text}"
         );
+        // The prompt is the conversation's, kept in its session log; agentty's own log (a
+        // file users attach to bug reports) names it by length and hash only.
+        if origin.contains("/logs/") {
+            assert!(
+                !text.contains(PROMPT),
+                "the prompt reached {origin}:\n{text}"
+            );
+            assert!(
+                text.contains(&format!("[prompt: {} chars #", PROMPT.len())),
+                "{origin}:\n{text}"
+            );
+        }
     }
 }
+
+/// The prompt of [`keys_from_env_config_and_flags_are_never_written_anywhere`].
+const PROMPT: &str = "tell me about the otter-prompt-777";

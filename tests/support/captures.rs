@@ -1,4 +1,4 @@
-//! The real CLI captures in `shared/protocols/<cli>/captures`, for fixture and fuzz tests.
+//! The real CLI captures in `tests/fixtures/captures/<cli>`, for fixture and fuzz tests.
 //!
 //! A capture is `<name>.stdout.jsonl`, usually `<name>.stderr.txt`, and `<name>.meta.txt`, the
 //! harness's notes on the run. [`RecordedRun`] reads all three into what the runner would
@@ -11,17 +11,11 @@ use std::path::{Path, PathBuf};
 use agentty::provider::ExitFacts;
 use serde_json::Value;
 
-/// `shared/` sits beside the crate in CI (`<x>/main`, `<x>/shared`); from a git worktree it is
-/// further up, so the nearest ancestor that has it wins.
+/// The captures of one CLI, kept in the repository (`tests/fixtures/captures/<cli>`).
 pub fn captures_dir(cli: &str) -> PathBuf {
-    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let relative = format!("shared/protocols/{cli}/captures");
-    crate_dir
-        .ancestors()
-        .skip(1)
-        .map(|dir| dir.join(&relative))
-        .find(|dir| dir.is_dir())
-        .unwrap_or_else(|| crate_dir.join("..").join(relative))
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/captures")
+        .join(cli)
 }
 
 /// Names of the captures that have a stdout stream, sorted.

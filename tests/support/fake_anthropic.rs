@@ -1,6 +1,6 @@
 //! A fake Anthropic Messages API on 127.0.0.1, for running the real Claude Code CLI in tests.
 //!
-//! It answers what Claude Code 2.1.197 asks for (see shared/protocols/claude/fake_anthropic.py,
+//! It answers what Claude Code 2.1.197 asks for (as the fake server of the Claude protocol notes does,
 //! which recorded the captures): the `HEAD /` preconnect, `POST /v1/messages?beta=true` as a
 //! chunked SSE stream (`message_start`, `content_block_*` for text / thinking + signature /
 //! tool_use + `input_json_delta`, `message_delta`, `message_stop`) or as plain JSON when the

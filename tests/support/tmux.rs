@@ -11,6 +11,23 @@ use std::time::{Duration, Instant};
 /// Debug builds on a busy machine: generous, since a timeout only makes a failing test slower.
 pub const WAIT: Duration = Duration::from_secs(30);
 
+/// How far apart two captures of one finished frame are taken.
+const SETTLE: Duration = Duration::from_millis(25);
+
+/// How many more captures a wait takes, at most, for a frame to settle.
+const SETTLE_TRIES: usize = 3;
+
+/// Whether two captures show the same frame, digits aside.
+fn same_but_digits(one: &str, other: &str) -> bool {
+    let masked = |screen: &str| -> String {
+        screen
+            .chars()
+            .map(|c| if c.is_ascii_digit() { '0' } else { c })
+            .collect()
+    };
+    masked(one) == masked(other)
+}
+
 static NEXT_SERVER: AtomicUsize = AtomicUsize::new(0);
 
 /// Whether to run: tmux must be installed, unless the skip was asked for explicitly.
@@ -77,8 +94,15 @@ impl Pane {
         String::from_utf8_lossy(&output.stdout).into_owned()
     }
 
-    pub fn screen(&self) -> String {
+    /// One capture of the pane, as it is at this instant: possibly a frame the terminal is still
+    /// drawing. Tests read [`Pane::screen`] or [`Pane::wait_for`] instead.
+    fn capture(&self) -> String {
         self.tmux(&["capture-pane", "-p", "-t", self.target])
+    }
+
+    /// The screen once the frame on it is finished (see [`Pane::wait_for`]).
+    pub fn screen(&self) -> String {
+        self.wait_for("a finished frame", |_| true)
     }
 
     /// A tmux format for the pane, e.g. `#{alternate_on}`.
@@ -104,18 +128,45 @@ impl Pane {
         self.keys(&["Enter"]);
     }
 
+    /// The first finished frame that satisfies `predicate`; fails the test with the screen after
+    /// [`WAIT`].
+    ///
+    /// A capture can catch the terminal halfway through drawing a frame (on a busy machine an
+    /// overlay's lower rows were seen missing), so a capture that satisfies the predicate is
+    /// followed by others, [`SETTLE`] apart, until one is the same as the one before but for
+    /// its digits (the status bar's clocks tick while a turn runs): that frame was finished. A
+    /// screen that keeps changing (a stream) is taken after [`SETTLE_TRIES`] captures, and one
+    /// that no longer satisfies the predicate (a passing state) as it last did, so a wait costs
+    /// a passing state at most a tenth of a second.
     pub fn wait_for(&self, what: &str, predicate: impl Fn(&str) -> bool) -> String {
         let started = Instant::now();
         loop {
-            let screen = self.screen();
+            let screen = self.capture();
             if predicate(&screen) {
-                return screen;
+                return self.finished_frame(screen, &predicate);
             }
             if started.elapsed() > WAIT {
                 panic!("timed out waiting for {what}; the screen:\n{screen}");
             }
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+
+    /// The frame to return for `screen`, which satisfies `predicate` (see [`Pane::wait_for`]).
+    fn finished_frame(&self, mut screen: String, predicate: &impl Fn(&str) -> bool) -> String {
+        for _ in 0..SETTLE_TRIES {
+            std::thread::sleep(SETTLE);
+            let again = self.capture();
+            if !predicate(&again) {
+                return screen;
+            }
+            let finished = same_but_digits(&screen, &again);
+            screen = again;
+            if finished {
+                break;
+            }
+        }
+        screen
     }
 
     pub fn wait_for_text(&self, needle: &str) -> String {

@@ -1,6 +1,6 @@
 //! The ACP mapper on the real `gemini --acp` lines (`tests/fixtures/acp/gemini_*.jsonl`: what
-//! Gemini CLI 0.61.0 wrote on stdout in ../shared/protocols/gemini/captures/acp_*) and on
-//! lines shaped as the Claude and Codex adapters send them (../shared/protocols/acp).
+//! Gemini CLI 0.61.0 wrote on stdout in `tests/fixtures/captures/gemini/acp_*.acp.jsonl`) and on
+//! lines shaped as the Claude and Codex adapters send them (the ACP protocol notes).
 
 use serde_json::json;
 
