@@ -91,27 +91,29 @@ pub(crate) fn resume_word(word: &str, names_a_conversation: bool) -> ResumeWord 
     }
 }
 
-/// Which agent to run and how; shared by the chat and `run`.
+/// Which agent to run and how; the chat's, `run`'s and `replay`'s (not `demo-agent`'s, which is
+/// the agent itself). Given before `run` or `replay` (`agentty --provider demo run hi`), they
+/// still count ([`AgentArgs::or`]).
 #[derive(Debug, Clone, Default, Args)]
 pub struct AgentArgs {
     /// The agent to run, or a provider defined in the config (`[providers.NAME]`). Default: the
     /// configured one, else pi when it is on PATH, else demo.
-    #[arg(long, global = true, value_parser = ProviderNameParser)]
+    #[arg(long, value_parser = ProviderNameParser)]
     pub(crate) provider: Option<String>,
     /// The executable to run for that provider instead of the one on PATH.
-    #[arg(long, global = true)]
+    #[arg(long)]
     pub(crate) agent_bin: Option<PathBuf>,
     /// The config file (default: agentty/config.toml in the platform's config dir).
-    #[arg(long, global = true)]
+    #[arg(long)]
     pub(crate) config: Option<PathBuf>,
     /// The demo agent's scenario (hello, thinking, tool, markdown, slow, ...).
-    #[arg(long, global = true)]
+    #[arg(long)]
     pub(crate) scenario: Option<String>,
     /// The model, for CLIs that take one.
-    #[arg(long, global = true)]
+    #[arg(long)]
     pub(crate) model: Option<String>,
     /// An extra argument for the agent CLI (repeatable).
-    #[arg(long = "provider-arg", global = true, allow_hyphen_values = true)]
+    #[arg(long = "provider-arg", allow_hyphen_values = true)]
     pub(crate) provider_args: Vec<String>,
     /// How to talk to the agent CLI: `json` (one process per attempt), `rpc` (one long-lived
     /// process per conversation; pi), `app-server` (Codex's own long-lived JSON-RPC mode) or
@@ -120,15 +122,35 @@ pub struct AgentArgs {
     /// chat rpc for pi, acp for gemini (and for claude when its adapter is installed),
     /// app-server for codex (acp when its `acp_command` is configured), json otherwise; for
     /// `agentty run` app-server for codex, json otherwise.
-    #[arg(long, global = true, value_enum)]
+    #[arg(long, value_enum)]
     pub(crate) transport: Option<crate::config::Transport>,
+}
+
+impl AgentArgs {
+    /// These arguments, each one not given taken from `earlier` (those given before the
+    /// subcommand).
+    pub fn or(self, earlier: AgentArgs) -> AgentArgs {
+        let mut provider_args = earlier.provider_args;
+        provider_args.extend(self.provider_args);
+        AgentArgs {
+            provider: self.provider.or(earlier.provider),
+            agent_bin: self.agent_bin.or(earlier.agent_bin),
+            config: self.config.or(earlier.config),
+            scenario: self.scenario.or(earlier.scenario),
+            model: self.model.or(earlier.model),
+            provider_args,
+            transport: self.transport.or(earlier.transport),
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
 pub enum CliCommand {
     /// Headless: print the shared stream as JSON lines on stdout.
     Run(RunArgs),
-    /// The built-in scripted agent (speaks pi's JSON and RPC modes, ACP and Claude Code's stream-json: --mode json|rpc|acp|claude-stream).
+    /// The built-in scripted agent: pi's JSON and RPC modes, ACP, Codex's app-server and Claude
+    /// Code's stream-json (--mode json|rpc|acp|codex-app-server|claude-stream).
+    #[command(after_help = crate::demo_agent::scenarios_help())]
     DemoAgent(DemoAgentArgs),
     /// Map a saved raw agent log again, printing the shared stream.
     Replay(ReplayArgs),
@@ -162,6 +184,8 @@ pub(crate) enum RunFormat {
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
+    #[command(flatten)]
+    pub agent: AgentArgs,
     /// Attempts for this run (1: no retry); overrides the configured retry policy.
     #[arg(long)]
     pub(crate) max_attempts: Option<u32>,
@@ -215,6 +239,8 @@ impl HeadlessPermissions {
 
 #[derive(Debug, Args)]
 pub struct ReplayArgs {
+    #[command(flatten)]
+    pub agent: AgentArgs,
     /// A file of raw agent stdout lines (or an agentty session log).
     pub(crate) file: PathBuf,
 }

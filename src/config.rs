@@ -349,10 +349,23 @@ fn unsigned(value: &toml::Value) -> Result<u64, String> {
     }
 }
 
+/// On by default: a transient failure (a rate limit, a 5xx, a dropped connection) is retried a
+/// few times, as the CLIs would on their own (agentty turns their own retries off).
+#[cfg(test)]
+impl RetryPolicy {
+    /// The default policy with automatic retry turned off (for tests).
+    pub(crate) fn off() -> Self {
+        Self {
+            enabled: false,
+            ..Self::default()
+        }
+    }
+}
+
 impl Default for RetryPolicy {
     fn default() -> Self {
         Self {
-            enabled: false,
+            enabled: true,
             max_attempts: 3,
             retry_delay_ms: 2000,
             backoff: Backoff::Exponential,
@@ -820,7 +833,7 @@ mod tests {
         assert!(warnings.is_empty(), "{warnings:?}");
         assert_eq!(
             config.provider_error_auto_retry,
-            policy(false, 3, 2000, Backoff::Exponential, 30_000)
+            policy(true, 3, 2000, Backoff::Exponential, 30_000)
         );
         assert_eq!(config.theme, Some(Theme::Dark));
     }

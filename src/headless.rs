@@ -110,6 +110,10 @@ pub fn run(agent: AgentArgs, args: RunArgs) -> i32 {
         startup::LogTarget::New {
             provider: choice.name.clone(),
             origin: Origin::Headless,
+            start: crate::session_log::ConversationStart {
+                transport: Some(transport),
+                settings: provider::configured_settings(&settings),
+            },
         },
         &loaded.config,
         Box::new(|failure| err_line(format!("agentty: {}", failure.message()))),

@@ -24,7 +24,10 @@ fn main() -> ExitCode {
     };
     let status = match cli.command {
         Some(CliCommand::DemoAgent(args)) => agentty::demo_agent::run(args),
-        Some(CliCommand::Replay(args)) => agentty::headless::replay(cli.agent, args),
+        Some(CliCommand::Replay(mut args)) => {
+            let agent = std::mem::take(&mut args.agent).or(cli.agent);
+            agentty::headless::replay(agent, args)
+        }
         Some(CliCommand::Completions(args)) => {
             agentty::cli::print_completions(args.shell);
             exit_status::COMPLETED
@@ -32,7 +35,9 @@ fn main() -> ExitCode {
         Some(CliCommand::Run(args)) => {
             let _log_guard = agentty::logging::init();
             guard_agent_trees();
-            agentty::headless::run(cli.agent, args)
+            let mut args = args;
+            let agent = std::mem::take(&mut args.agent).or(cli.agent);
+            agentty::headless::run(agent, args)
         }
         None => {
             let _log_guard = agentty::logging::init();

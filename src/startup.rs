@@ -15,7 +15,9 @@ use crate::launch::{resolve_provider, ProviderChoice};
 use crate::orchestrator::exit_status;
 use crate::session_log::failure::FailureSink;
 use crate::session_log::lock::ConversationLock;
-use crate::session_log::{sessions_dir, NewConversation, Origin, SessionLogWriter};
+use crate::session_log::{
+    sessions_dir, ConversationStart, NewConversation, Origin, SessionLogWriter,
+};
 
 /// Loads the config `--config` names (else the default one). Its warnings, and the notice of
 /// agents a previous agentty left running (reaped now), are in `warnings`: the chat shows them,
@@ -51,8 +53,13 @@ pub(crate) fn usage_error(message: &str) -> i32 {
 
 /// The session log a conversation writes.
 pub(crate) enum LogTarget {
-    /// A new conversation of `provider`, started by the chat or `agentty run` (`origin`).
-    New { provider: String, origin: Origin },
+    /// A new conversation of `provider`, started by the chat or `agentty run` (`origin`),
+    /// talking to its agent as `start` says.
+    New {
+        provider: String,
+        origin: Origin,
+        start: ConversationStart,
+    },
     /// A conversation being resumed: its log is appended to, under its lock when it could be
     /// taken.
     Resume {
@@ -71,12 +78,17 @@ pub(crate) fn open_session_log(
     failures: FailureSink,
 ) -> Option<Arc<SessionLogWriter>> {
     let writer = match target {
-        LogTarget::New { provider, origin } => SessionLogWriter::start(
+        LogTarget::New {
+            provider,
+            origin,
+            start,
+        } => SessionLogWriter::start(
             &sessions_dir(),
             NewConversation {
                 provider,
                 cwd: std::env::current_dir().unwrap_or_default(),
                 origin,
+                start,
             },
         ),
         LogTarget::Resume { path, id, lock } => SessionLogWriter::resume(&path, &id, lock),

@@ -64,10 +64,10 @@ impl Action {
             Action::Rewind => "Rewind to an earlier prompt",
             Action::Compact => "Compact the agent's conversation",
             Action::Settings => "Settings (retry policy)",
-            Action::StandingPermissions => "Permissions given always",
+            Action::StandingPermissions => "Permission mode, and answers given always",
             Action::Export => "Export the conversation (Markdown)",
             Action::ShowLogPath => "Show log file path",
-            Action::Help => "Help: all keys",
+            Action::Help => "Help: every command and key",
             Action::Quit => "Quit",
         }
     }
@@ -94,6 +94,19 @@ impl Action {
             Action::ShowLogPath => "/log",
             Action::Help => "/help",
             Action::Quit => "/quit",
+        }
+    }
+}
+
+impl Action {
+    /// How the `/` command is written, with its argument where it takes one.
+    pub(crate) fn usage(self) -> &'static str {
+        match self {
+            Action::SwitchProvider => "/provider [NAME]",
+            Action::Compact => "/compact [instructions]",
+            Action::Export => "/export [FILE]",
+            Action::Quit => "/quit (or /exit)",
+            other => other.slash(),
         }
     }
 }

@@ -77,14 +77,22 @@ impl From<ModelChoice> for ShownModel {
 pub(crate) struct ShownMode {
     pub(crate) id: AgentValue,
     pub(crate) name: InertText,
+    /// What it lets the agent do unasked, for the most permissive modes (off the Shift+Tab
+    /// cycle; `/permissions` asks before switching to one).
+    pub(crate) most_permissive: Option<InertText>,
 }
 
 impl From<ModeChoice> for ShownMode {
     fn from(mode: ModeChoice) -> Self {
-        let ModeChoice { id, name } = mode;
+        let ModeChoice {
+            id,
+            name,
+            most_permissive,
+        } = mode;
         Self {
             id: AgentValue::new(id),
             name: InertText::from(name),
+            most_permissive: most_permissive.map(InertText::from),
         }
     }
 }
@@ -160,6 +168,7 @@ mod tests {
             modes: vec![ModeChoice {
                 id: hostile.into(),
                 name: "Plan\u{7}".into(),
+                most_permissive: Some("all\u{1b}[2J".into()),
             }],
             refusal: Some("no\u{1b}]0;x".into()),
             ..AgentStatus::default()
@@ -169,6 +178,9 @@ mod tests {
         assert!(crate::sanitize::is_inert(mode.id.shown()));
         assert_eq!(mode.id.to_string(), mode.id.shown().as_str());
         assert_eq!(mode.name, "Plan␇");
+        assert!(crate::sanitize::is_inert(
+            mode.most_permissive.as_ref().unwrap()
+        ));
         assert!(crate::sanitize::is_inert(status.refusal.as_ref().unwrap()));
     }
 }

@@ -47,7 +47,13 @@ pub struct Composer {
     held: std::collections::VecDeque<String>,
     /// An unknown `/command` the user was warned about: Enter on the same text sends it.
     warned_command: Option<String>,
+    /// Prompts sent with folded pastes (newest last, a few kept): the text as it was shown and
+    /// its folds, so Up brings such a prompt back folded as it was typed.
+    sent_folded: Vec<(String, String, Vec<FoldedPaste>)>,
 }
+
+/// Prompts whose folds [`Composer::sent_folded`] keeps.
+const MAX_SENT_FOLDED: usize = 20;
 
 impl Default for Composer {
     fn default() -> Self {
@@ -65,6 +71,7 @@ impl Composer {
             images: Vec::new(),
             held: std::collections::VecDeque::new(),
             warned_command: None,
+            sent_folded: Vec::new(),
         }
     }
 
@@ -138,6 +145,14 @@ impl Composer {
     /// any, comes into the input next.
     pub(crate) fn take(&mut self) -> String {
         let text = self.expanded_text();
+        if !self.pastes.is_empty() {
+            self.sent_folded.retain(|(sent, ..)| *sent != text);
+            self.sent_folded
+                .push((text.clone(), self.text(), self.pastes.clone()));
+            if self.sent_folded.len() > MAX_SENT_FOLDED {
+                self.sent_folded.remove(0);
+            }
+        }
         self.set_text("");
         if let Some(next) = self.held.pop_front() {
             self.set_text(&next);
@@ -435,10 +450,26 @@ impl Composer {
         }
     }
 
+    /// Shows history entry `index` as it was typed: its pastes folded again (as they were,
+    /// for a prompt sent in this run; a large prompt of an earlier run folded whole).
     fn show_recalled(&mut self, index: usize) {
         let text = self.history[index].clone();
-        self.set_text(&text);
-        self.recalled = Some((index, text));
+        let folded = self
+            .sent_folded
+            .iter()
+            .find(|(sent, ..)| *sent == text)
+            .map(|(_, shown, pastes)| (shown.clone(), pastes.clone()));
+        match folded {
+            Some((shown, pastes)) => {
+                self.set_text(&shown);
+                self.pastes = pastes;
+            }
+            None => {
+                self.set_text("");
+                self.paste(&text);
+            }
+        }
+        self.recalled = Some((index, self.text()));
     }
 }
 
@@ -450,6 +481,33 @@ fn fresh_textarea() -> TextArea<'static> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_prompt_sent_with_a_folded_paste_comes_back_folded() {
+        let mut composer = Composer::new();
+        let pasted: String = (1..=200).map(|n| format!("line {n}\n")).collect();
+        composer.insert_str("look: ");
+        composer.paste(&pasted);
+        composer.insert_str(" thanks");
+        let sent = composer.take();
+        assert_eq!(sent, format!("look: {pasted} thanks"));
+        composer.remember(&sent);
+        assert!(composer.recall_older());
+        assert_eq!(composer.text(), "look: [Pasted 200 lines] thanks");
+        // Sent again, it goes whole.
+        assert_eq!(composer.take(), sent);
+        // A large prompt of an earlier run (from the history file) comes back folded whole.
+        let mut composer = Composer::new();
+        composer.load_history(vec![pasted.clone(), "short".into()]);
+        assert!(composer.recall_older());
+        assert_eq!(composer.text(), "short");
+        assert!(composer.recall_older());
+        assert_eq!(composer.text(), "[Pasted 200 lines]");
+        assert!(composer.recall_newer());
+        assert_eq!(composer.text(), "short");
+        assert!(composer.recall_older());
+        assert_eq!(composer.take(), pasted);
+    }
 
     #[test]
     fn history_recall_from_empty_input_only() {

@@ -132,24 +132,14 @@ impl OverlayPane for ConversationPicker {
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
-    use crate::session_log::Origin;
 
     /// A conversation of one turn, for tests.
     pub(in crate::app) fn summary(id: &str, provider: &str, prompt: &str) -> ConversationSummary {
         ConversationSummary {
             path: format!("/s/{id}.jsonl").into(),
             id: id.into(),
-            provider: provider.into(),
-            cwd: "/p".into(),
-            origin: Origin::Chat,
-            started_at_ms: 0,
-            last_active_ms: 0,
             first_prompt: prompt.into(),
-            later_prompts: Vec::new(),
-            turns: 1,
-            last_turn: 1,
-            session_id: None,
-            settings: Vec::new(),
+            ..crate::session_log::tests_summary(provider)
         }
     }
 

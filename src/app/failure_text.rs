@@ -60,6 +60,17 @@ pub(crate) fn next_step(verdict: &FailureVerdict) -> Option<String> {
             "automatic retry is off ({MENU_KEY} → Settings) · {}",
             retry_keys()
         )),
+        NextStep::AgentRetries => Some(format!(
+            "not retried by agentty: this agent retries by itself, and agentty does not retry \
+             on top of it · {}",
+            retry_keys()
+        )),
+        NextStep::WaitTooLong { wait_ms } => Some(format!(
+            "not retried automatically: the API asks to wait {}, longer than agentty waits by \
+             itself · {}",
+            wait_in_words(wait_ms),
+            retry_keys()
+        )),
         NextStep::GaveUp { attempts } => Some(format!(
             "gave up after {attempts} attempts · {}",
             retry_keys()
@@ -68,6 +79,16 @@ pub(crate) fn next_step(verdict: &FailureVerdict) -> Option<String> {
             "not retried: the turn was being stopped · {}",
             retry_keys()
         )),
+    }
+}
+
+/// "45 s", "5 min".
+fn wait_in_words(ms: u64) -> String {
+    let seconds = ms.div_ceil(1000);
+    if seconds < 120 {
+        format!("{seconds} s")
+    } else {
+        format!("{} min", seconds.div_ceil(60))
     }
 }
 
@@ -126,9 +147,15 @@ pub(crate) mod tests {
         assert!(step(&enabled(), 3)
             .unwrap()
             .starts_with("gave up after 3 attempts · Ctrl+X"));
-        assert!(step(&RetryPolicy::default(), 1)
+        let off = RetryPolicy {
+            enabled: false,
+            ..RetryPolicy::default()
+        };
+        assert!(step(&off, 1).unwrap().starts_with("automatic retry is off"));
+        let verdict = FailureVerdict::judge(&enabled(), 1, &server_error, false);
+        assert!(next_step(&verdict.for_agent_retrying_itself())
             .unwrap()
-            .starts_with("automatic retry is off"));
+            .starts_with("not retried by agentty: this agent retries by itself"));
         assert!(next_step(&FailureVerdict::stopped(&server_error))
             .unwrap()
             .starts_with("not retried: the turn was being stopped · Ctrl+X"));

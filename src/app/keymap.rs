@@ -1,12 +1,13 @@
 //! The chat's keys in one table: the chords `AppState::on_key` dispatches ([`BINDINGS`]), the
 //! key hints of the menu and the `/` popup, every overlay's footer (a [`PaneKey`] table each,
-//! drawn by [`pane_hint`]), the help overlay ([`help`]), the footer and the first-start screen
-//! all come from here, so a key and its hints cannot drift apart.
+//! drawn by [`pane_hint`], all of them listed in [`PANES`]), the help overlay (`help.rs` builds
+//! F1 from these tables), the footer and the first-start screen all come from here, so a key
+//! and its hints cannot drift apart.
 //!
 //! Editing keys are readline's (as in Codex and shells), so the action menu moved off Ctrl+K to
 //! Ctrl+X; F2 still opens it.
 
-use std::borrow::Cow;
+use std::time::Duration;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
@@ -18,6 +19,8 @@ pub(crate) const MENU_KEY: &str = "Ctrl+X";
 pub(crate) const HELP_KEY: &str = "F1";
 /// The key that stops the running turn.
 pub(crate) const STOP_KEY: &str = "Esc";
+/// The keys that open `/rewind` on an empty composer while no turn runs.
+pub(crate) const REWIND_KEY: &str = "Esc Esc";
 /// The key that expands or collapses all tool output.
 pub(crate) const TOOLS_KEY: &str = "Ctrl+O";
 /// The key that clears the prompt, stops the turn, or (twice) quits.
@@ -27,8 +30,11 @@ pub(crate) const QUIT_KEY: &str = "Ctrl+C";
 pub(crate) const SEND_KEY: &str = "Enter";
 pub(crate) const NEWLINE_KEY: &str = "Alt+Enter";
 pub(crate) const UNQUEUE_KEY: &str = "Alt+Up";
-/// How long "Ctrl+C again to quit" stays armed.
-pub(crate) const QUIT_CONFIRM_SECS: u64 = 2;
+/// How long "Ctrl+C again to quit" stays armed after a Ctrl+C on an idle chat.
+pub(crate) const QUIT_CONFIRM: Duration = Duration::from_secs(2);
+/// Two Ctrl+C this close together quit, whatever the first one did (cleared the prompt, stopped
+/// the turn): the habit of Claude Code's users.
+pub(crate) const DOUBLE_PRESS: Duration = Duration::from_secs(1);
 
 /// What a chat-level key does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,8 +64,9 @@ pub(crate) struct Binding {
     pub(crate) keys: &'static str,
     pub(crate) command: KeyCommand,
     /// The chord that runs `command` wherever the composer has the keys; `None` for keys whose
-    /// meaning depends on the moment (Esc stops only a running turn; Ctrl+C quits only when
-    /// pressed twice on an idle chat), which are listed here for their hints.
+    /// meaning depends on the moment (Esc stops only a running turn; Esc Esc rewinds only on an
+    /// empty, idle composer; Ctrl+C quits only when pressed twice, Ctrl+D only on an empty
+    /// prompt), which are listed here for their hints.
     chord: Option<(KeyModifiers, KeyCode)>,
 }
 
@@ -114,7 +121,9 @@ pub(crate) const BINDINGS: &[Binding] = &[
         KeyCommand::Run(Action::ToggleToolOutput),
     ),
     contextual(STOP_KEY, KeyCommand::Run(Action::Stop)),
+    contextual(REWIND_KEY, KeyCommand::Run(Action::Rewind)),
     contextual("Ctrl+C ×2", KeyCommand::Run(Action::Quit)),
+    contextual("Ctrl+D", KeyCommand::Run(Action::Quit)),
 ];
 
 /// The command a key's chord is bound to (the chord's modifiers must be held; others may be).
@@ -165,6 +174,9 @@ pub(crate) const HISTORY_SEARCH_KEYS: &[PaneKey] = &[
 /// (`state/permission_keys.rs` answers them): the highlighted option, the line of feedback
 /// with a rejection, and the change being approved when it does not fit.
 pub(crate) const PERMISSION_SELECT_KEY: PaneKey = pane_key("↑↓ Enter", "");
+/// The key that gives the prompt the keys (`permission::FOCUS_KEY`), and gives them back.
+pub(crate) const PERMISSION_FOCUS_KEY: PaneKey = pane_key("Tab", "to answer");
+pub(crate) const PERMISSION_UNFOCUS_KEY: PaneKey = pane_key("Tab", "back to typing");
 pub(crate) const PERMISSION_NOTE_KEY: PaneKey = pane_key("r", "note");
 pub(crate) const PERMISSION_DIFF_DOWN_KEY: PaneKey = pane_key("PgDn", "diff");
 pub(crate) const PERMISSION_DIFF_SCROLL_KEY: PaneKey = pane_key("PgUp/PgDn", "");
@@ -211,6 +223,19 @@ pub(crate) const MODEL_PICKER_KEYS: &[PaneKey] = &[
     pane_key(SEND_KEY, "choose"),
     pane_key(THINKING_LEVEL_KEY, "thinking"),
     pane_key(STOP_KEY, "close"),
+];
+
+/// `/permissions`' keys over the agent's modes (`mode_picker.rs` answers them).
+pub(crate) const MODE_PICKER_KEYS: &[PaneKey] = &[
+    pane_key("↑↓", "choose"),
+    pane_key(SEND_KEY, "switch"),
+    pane_key(STOP_KEY, "close"),
+];
+
+/// The question before a most permissive mode (`mode_picker.rs` answers it).
+pub(crate) const MODE_CONFIRM_KEYS: &[PaneKey] = &[
+    pane_key("y", "switch"),
+    pane_key("n", "keep the current mode (default)"),
 ];
 
 /// `/model`'s keys where the agent lists no model (`model_picker.rs` answers them).
@@ -264,6 +289,27 @@ pub(crate) const REWIND_CHOICE_KEYS: &[PaneKey] = &[
     pane_key(STOP_KEY, "back"),
 ];
 
+/// Every pane's keys, by the pane they belong to (F1 lists them all; `help.rs` pins that none
+/// is left out).
+pub(crate) const PANES: &[(&str, &[PaneKey])] = &[
+    ("/ and @ popup", POPUP_KEYS),
+    ("Ctrl+R search", HISTORY_SEARCH_KEYS),
+    ("Ctrl+X menu", MENU_KEYS),
+    ("F1 help", HELP_KEYS),
+    ("/provider", PROVIDER_PICKER_KEYS),
+    ("/resume", CONVERSATION_PICKER_KEYS),
+    ("/model", MODEL_PICKER_KEYS),
+    ("/permissions", MODE_PICKER_KEYS),
+    ("/permissions question", MODE_CONFIRM_KEYS),
+    ("/settings", SETTINGS_KEYS),
+    ("/settings number", SETTINGS_NUMBER_KEYS),
+    ("/diff", DIFF_KEYS),
+    ("/undo question", UNDO_CONFIRM_KEYS),
+    ("/rewind", REWIND_KEYS),
+    ("/rewind choice", REWIND_CHOICE_KEYS),
+    ("permission note", PERMISSION_NOTE_KEYS),
+];
+
 impl PaneKey {
     /// "Enter use", or the bare name when nothing is said of it.
     pub(crate) fn hint(&self) -> String {
@@ -313,181 +359,13 @@ pub(crate) fn pane_hint_now(
         .unwrap_or_default()
 }
 
-fn keys_of(command: KeyCommand) -> impl Iterator<Item = &'static str> {
+/// Every key bound to `command`, the one its hints name first.
+pub(crate) fn keys_of(command: KeyCommand) -> impl Iterator<Item = &'static str> {
     BINDINGS
         .iter()
         .filter(move |binding| binding.command == command)
         .map(|binding| binding.keys)
 }
-
-/// The keys of one row of the help.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum HelpKeys {
-    /// Every key bound to the command, as " / "-separated names.
-    Bound(KeyCommand),
-    /// Keys the composer, the transcript or the terminal handle (described, not dispatched),
-    /// shown " / "-separated.
-    Text(&'static [&'static str]),
-}
-
-/// One row of the help: the keys and what they do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct HelpRow {
-    keys: HelpKeys,
-    what: &'static str,
-}
-
-const fn key(keys: &'static [&'static str], what: &'static str) -> HelpRow {
-    HelpRow {
-        keys: HelpKeys::Text(keys),
-        what,
-    }
-}
-
-const fn bound(command: KeyCommand, what: &'static str) -> HelpRow {
-    HelpRow {
-        keys: HelpKeys::Bound(command),
-        what,
-    }
-}
-
-/// The help, in order: each row's keys and what they do.
-pub(crate) fn help() -> impl Iterator<Item = (Cow<'static, str>, &'static str)> {
-    HELP.iter().map(|row| {
-        let keys = match row.keys {
-            HelpKeys::Text([keys]) => Cow::Borrowed(*keys),
-            HelpKeys::Text(keys) => Cow::Owned(keys.join(" / ")),
-            HelpKeys::Bound(command) => {
-                Cow::Owned(keys_of(command).collect::<Vec<_>>().join(" / "))
-            }
-        };
-        (keys, row.what)
-    })
-}
-
-/// Rows in the help.
-pub(crate) fn help_len() -> usize {
-    HELP.len()
-}
-
-/// Every key, in the order the help shows them.
-const HELP: &[HelpRow] = &[
-    key(&[SEND_KEY], "send the prompt (queue it while a turn runs)"),
-    key(&[NEWLINE_KEY, "Shift+Enter", "Ctrl+J"], "new line in the prompt"),
-    key(
-        &["Tab"],
-        "complete the / command or @ file shown above the prompt",
-    ),
-    key(
-        &["@"],
-        "mention a file or folder (fuzzy search here, hidden files too); @file:10-20 adds lines (Tab adds no space, unlike some tools, so :10-20 can follow)",
-    ),
-    key(&["Up", "Down"], "earlier prompts (on an empty prompt)"),
-    bound(
-        KeyCommand::EditPrompt,
-        "edit the prompt in $VISUAL / $EDITOR",
-    ),
-    key(
-        &["!cmd", "!!cmd"],
-        "run a shell command here (30 s at most): output in the transcript / in the prompt, to send; unlike pi's and Claude Code's !, no output reaches the agent unless you send it (a message starting with ! : type a space first)",
-    ),
-    key(
-        &["/word Enter Enter"],
-        "not a command: the first Enter warns, the second sends it as a message",
-    ),
-    bound(
-        KeyCommand::SearchHistory,
-        "search earlier prompts (also from earlier launches)",
-    ),
-    bound(
-        KeyCommand::Run(Action::Stop),
-        "stop the turn, queued prompts back to the editor; again: kill",
-    ),
-    key(&[UNQUEUE_KEY], "pull the last queued prompt back into the editor"),
-    key(
-        &["Shift+Tab"],
-        "the agent's next mode where it has modes, else its next thinking level; /model picks the model",
-    ),
-    key(
-        &["1-9", "y A n N"],
-        "permission prompt (armed after a pause in typing): a once-only option by number, or allow once / allow always / reject / reject always",
-    ),
-    key(
-        &["↑↓ Enter"],
-        "permission prompt: the highlighted option (at first the agent's allow-once)",
-    ),
-    key(
-        &["r (permission)"],
-        "reject and say what to do instead: a line to write, Enter sends, Esc goes back",
-    ),
-    key(
-        &["PgUp/PgDn (permission)"],
-        "scroll the change being approved when it does not fit (never an answer)",
-    ),
-    key(
-        &["Esc (permission)"],
-        "reject the request (the turn goes on; Esc again stops it)",
-    ),
-    bound(
-        KeyCommand::Interrupt,
-        "clear the prompt (Up brings it back) / stop the turn / quit",
-    ),
-    bound(KeyCommand::OpenMenu, "actions menu"),
-    bound(KeyCommand::Run(Action::Help), "this help"),
-    bound(
-        KeyCommand::Suspend,
-        "suspend agentty and the agent (fg resumes)",
-    ),
-    key(&["Ctrl+A", "Ctrl+E"], "start / end of the line"),
-    key(&["Ctrl+B", "Ctrl+F"], "back / forward one character"),
-    key(&["Alt+B", "Alt+F"], "back one word / to the end of the word"),
-    key(
-        &["Ctrl+D"],
-        "delete the character under the cursor; on an empty prompt, quit",
-    ),
-    key(&["Ctrl+K", "Ctrl+U"], "delete to the end / start of the line"),
-    key(
-        &["Ctrl+W", "Alt+D"],
-        "delete the word before / after the cursor",
-    ),
-    key(&["Ctrl+Y"], "paste what was deleted last"),
-    key(&["Ctrl+_"], "undo the last edit"),
-    key(&["Ctrl+V"], "attach the typed image path, else the clipboard's"),
-    bound(
-        KeyCommand::Run(Action::ToggleThinking),
-        "expand/collapse all thinking",
-    ),
-    bound(
-        KeyCommand::Run(Action::ToggleToolOutput),
-        "expand/collapse all tool output and diagnostics",
-    ),
-    key(
-        &["Click"],
-        "expand/collapse one thinking block, tool or notice",
-    ),
-    key(&["PgUp", "PgDn"], "scroll the transcript a page"),
-    key(&["Mouse wheel"], "scroll the transcript"),
-    key(&["Home", "End"], "top / bottom (when the prompt is empty)"),
-    key(&["Ctrl+Home", "Ctrl+End"], "top / bottom (always)"),
-    key(&["/retry /stop /new"], "retry last turn · stop · new session"),
-    key(
-        &["/provider [NAME]"],
-        "switch provider (pi claude codex gemini demo)",
-    ),
-    key(
-        &["/thinking /tools"],
-        "expand/collapse all thinking / tool output",
-    ),
-    key(
-        &["/copy /settings /log"],
-        "copy last answer · retry policy · log path",
-    ),
-    key(&["/help /quit"], "this help · quit"),
-    key(
-        &["Shift+drag"],
-        "select text with the mouse (terminal selection)",
-    ),
-];
 
 #[cfg(test)]
 mod tests {
@@ -506,7 +384,7 @@ mod tests {
                 None => assert!(
                     matches!(
                         binding.command,
-                        KeyCommand::Run(Action::Stop | Action::Quit)
+                        KeyCommand::Run(Action::Stop | Action::Rewind | Action::Quit)
                     ),
                     "{}",
                     binding.keys
@@ -525,25 +403,17 @@ mod tests {
     }
 
     #[test]
-    fn hints_and_help_name_the_bound_keys() {
+    fn hints_name_the_bound_keys() {
         assert_eq!(key_hint(Action::ToggleThinking), "Ctrl+T");
         assert_eq!(key_hint(Action::Stop), STOP_KEY);
+        assert_eq!(key_hint(Action::Rewind), REWIND_KEY);
         assert_eq!(key_hint(Action::Settings), "");
-        let help: Vec<(Cow<'static, str>, &str)> = help().collect();
-        assert_eq!(help.len(), help_len());
-        assert!(help
-            .iter()
-            .any(|(keys, what)| keys == "Ctrl+X / F2" && *what == "actions menu"));
         assert_eq!(footer_hint(), "Ctrl+X actions · F1 help");
         assert_eq!(key_hint(Action::Quit), "Ctrl+C ×2");
-        // The permission row names the letters the prompt answers to, in the kinds' order.
-        use crate::stream::PermissionOptionKind::*;
-        let letters: Vec<String> = [AllowOnce, AllowAlways, RejectOnce, RejectAlways]
-            .map(|kind| crate::app::permission::mnemonic(kind).to_string())
-            .to_vec();
-        assert!(help
-            .iter()
-            .any(|(keys, _)| *keys == format!("1-9 / {}", letters.join(" "))));
+        assert_eq!(
+            keys_of(KeyCommand::OpenMenu).collect::<Vec<_>>(),
+            [MENU_KEY, "F2"]
+        );
         assert_eq!(
             command_for(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL)),
             Some(KeyCommand::Interrupt)

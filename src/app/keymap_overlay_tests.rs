@@ -8,12 +8,13 @@ use std::time::Instant;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::*;
-use crate::app::agent_status::ShownModel;
+use crate::app::agent_status::{ShownMode, ShownModel};
 use crate::app::conversation_picker::tests::summary;
 use crate::app::conversation_picker::{ConversationPicker, WallClock};
 use crate::app::help::KeyHelp;
 use crate::app::history_search::HistorySearch;
 use crate::app::menu::ActionMenu;
+use crate::app::mode_picker::ModePicker;
 use crate::app::model_picker::ModelPicker;
 use crate::app::pane::{OverlayPane, Step};
 use crate::app::provider_picker::ProviderPicker;
@@ -22,7 +23,7 @@ use crate::app::rewind::{RewindEntry, RewindPicker};
 use crate::app::settings::{SettingsDraft, SettingsField};
 use crate::app::transcript::InertText;
 use crate::config::RetryPolicy;
-use crate::provider::ModelChoice;
+use crate::provider::{ModeChoice, ModelChoice};
 use crate::snapshot::{DiffLineKind, FileDiffView};
 use crate::stream::ChangeStatus;
 
@@ -153,6 +154,27 @@ fn the_model_picker_answers_the_keys_its_footers_name() {
     assert_answers(&picker, MODEL_PICKER_EMPTY_KEYS, |picker, key| {
         picker.on_key(key, None, &[])
     });
+}
+
+#[test]
+fn the_mode_picker_and_its_question_answer_the_keys_their_footers_name() {
+    let modes = [("default", None), ("yolo", Some("everything"))].map(|(id, permissive)| {
+        ShownMode::from(ModeChoice {
+            id: id.into(),
+            name: id.into(),
+            most_permissive: permissive.map(str::to_owned),
+        })
+    });
+    let press = |picker: &mut ModePicker, key| picker.on_key(key, None, &modes);
+    let picker = ModePicker::new(&modes, Some(&modes[0].id));
+    assert_answers(&picker, MODE_PICKER_KEYS, press);
+    let mut asking = ModePicker::new(&modes, Some(&modes[1].id));
+    press(
+        &mut asking,
+        KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE),
+    );
+    assert!(asking.confirming);
+    assert_answers(&asking, MODE_CONFIRM_KEYS, press);
 }
 
 #[test]

@@ -22,6 +22,8 @@ pub enum Overlay {
     HistorySearch(super::history_search::HistorySearch),
     /// `/model`: the agent's models.
     ModelPicker(super::model_picker::ModelPicker),
+    /// `/permissions`: the agent's modes, and the question before a most permissive one.
+    ModePicker(super::mode_picker::ModePicker),
     /// `/diff`: what the agent changed, scrollable.
     Diff(super::review::DiffView),
     /// `/undo` found files changed since the turn: overwrite them?

@@ -24,6 +24,7 @@ pub(crate) mod list;
 pub(crate) mod live_thinking;
 pub mod mentions;
 pub mod menu;
+pub(crate) mod mode_picker;
 pub(crate) mod model_picker;
 pub(crate) mod pane;
 pub mod permission;

@@ -1,23 +1,25 @@
 //! Permission requests: the prompt that asks the user (an overlay pane, [`OverlayPane`]: it
-//! owns its keys, `view::permission` draws it), the one-key answers, and the request turned
-//! into what the transcript keeps.
+//! owns its keys, `view::permission` draws it), the answers, and the request turned into what
+//! the transcript keeps.
 //!
 //! Invariants: a prompt keeps the request's id and option ids exactly as the agent sent them (the
 //! answer must carry them back unchanged), while everything shown (title, command, paths, diff,
 //! option names) is sanitised into the cell when the request arrives.
 //!
-//! A prompt never takes a key meant for something else. It arms only after the user has paused
-//! for [`ARM_PAUSE`] (no key since it came to the front, nor since the last key typed): until
-//! then every key goes where the user was typing, so a run of typing that began before the
-//! prompt appeared ends whole in the composer. Armed, a key the prompt has no use for is typing
-//! too (it goes to the composer and the prompt waits for the next pause).
+//! A prompt never takes a key meant for something else: it takes keys only from an input scope
+//! bound to it, its focus, which only [`FOCUS_KEY`] gives (a key prose never produces: the
+//! composer has no use for it while a prompt is open). Until then every key, whatever the pauses
+//! between them, goes to the composer, and Enter sends (or queues) the draft. Focus belongs to
+//! one prompt: the next request of a queue starts without it, so a key pressed twice never
+//! answers two requests. A focused prompt gives the keys back to the composer on
+//! [`FOCUS_KEY`] again, or on a key it has no use for (which is then typed).
 //!
-//! Keys of an armed prompt: `1`-`9` number the agent's once-only options in its order; `y` / `n`
-//! the first allow-once / reject-once option; an "always" answer only by its own capital letter
-//! (`A` allow always, `N` reject always) or by moving the selection to it: Enter on a fresh
-//! prompt chooses the agent's allow-once option whatever its place in the list. `r` opens a line
-//! to reject and say what to do instead. Esc rejects (reject once, else reject always, else
-//! cancelled).
+//! Keys of a focused prompt: `1`-`9` number the agent's once-only options in its order; `y` /
+//! `n` the first allow-once / reject-once option; Enter the highlighted option, which starts on
+//! the agent's allow-once option whatever its place in the list. An "always" answer is never one
+//! keystroke: its capital letter (`A` allow always, `N` reject always) or ↑/↓ only highlight it,
+//! and Enter then confirms it. `r` opens a line to reject and say what to do instead. Esc
+//! rejects (reject once, else reject always, else cancelled).
 
 use std::time::{Duration, Instant};
 
@@ -43,9 +45,8 @@ const MAX_DIFF_LINES: usize = 400;
 const CONTEXT_LINES: usize = 2;
 /// How long the diff of an edit may take (a huge edit is then shown less finely aligned).
 const DIFF_DEADLINE: Duration = Duration::from_millis(50);
-/// The pause (no key) after which an open prompt takes keys: long enough to end a run of
-/// typing (keys come well under this apart), short enough not to be waited for.
-pub const ARM_PAUSE: Duration = Duration::from_millis(600);
+/// The key that gives an open prompt the keys, and gives them back to the composer.
+pub const FOCUS_KEY: KeyCode = KeyCode::Tab;
 
 /// A request waiting for the user's answer.
 #[derive(Debug, Clone, PartialEq)]
@@ -60,8 +61,8 @@ pub struct PermissionPrompt {
     /// The option Enter chooses (moved with ↑/↓); `None` when the agent offered nothing that
     /// may be chosen without a deliberate key (only "always" answers).
     pub selected: Option<usize>,
-    /// When the prompt came to the front, when known.
-    pub(crate) shown_at: Option<Instant>,
+    /// Whether the prompt has the keys (given only by [`FOCUS_KEY`]; a new prompt has not).
+    pub focused: bool,
     /// The line being written after [`FEEDBACK_KEY`]: what the agent should do instead, sent
     /// with the rejection.
     pub feedback: Option<String>,
@@ -77,7 +78,6 @@ impl PermissionPrompt {
         id: String,
         options: Vec<PermissionOption>,
         cell: CellId,
-        shown_at: Option<Instant>,
     ) -> Self {
         let kinds: Vec<PermissionOptionKind> = options.iter().map(|option| option.kind).collect();
         Self {
@@ -86,7 +86,7 @@ impl PermissionPrompt {
             selected: default_selection(&kinds),
             options,
             cell,
-            shown_at,
+            focused: false,
             feedback: None,
             diff_scroll: 0,
         }
@@ -96,28 +96,17 @@ impl PermissionPrompt {
         self.options.iter().map(|option| option.kind).collect()
     }
 
-    /// When the prompt arms: [`ARM_PAUSE`] after it came to the front and after the last key
-    /// typed (`typed_at`), whichever is later. `None` when the time it was shown is not known.
-    pub(crate) fn arms_at(&self, typed_at: Option<Instant>) -> Option<Instant> {
-        let shown = self.shown_at?;
-        let quiet_since = typed_at.map_or(shown, |typed| typed.max(shown));
-        Some(quiet_since + ARM_PAUSE)
-    }
-
-    /// Whether keys answer the prompt at `now` (always, when a time is not known).
-    pub(crate) fn is_armed(&self, now: Option<Instant>, typed_at: Option<Instant>) -> bool {
-        match (now, self.arms_at(typed_at)) {
-            (Some(now), Some(arms_at)) => now >= arms_at,
-            _ => true,
-        }
+    /// Whether the highlighted option is an "always" answer (Enter confirms it).
+    pub(crate) fn always_selected(&self) -> bool {
+        self.selected
+            .and_then(|index| self.options.get(index))
+            .is_some_and(|option| is_always(option.kind))
     }
 }
 
 /// What the prompt reads from the chat to answer a key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct PermissionInput {
-    /// Whether it takes keys now (see [`PermissionPrompt::arms_at`]).
-    pub(crate) armed: bool,
     /// Rows of the change being approved (0: the request carries none).
     pub(crate) diff_rows: usize,
 }
@@ -132,8 +121,8 @@ pub(crate) enum PermissionAsk {
     },
     /// Scroll the transcript (PgUp/PgDn over a prompt with no change to show).
     Scroll(ScrollAction),
-    /// Not the prompt's key: the chat handles it as typing (before the prompt arms, or a key
-    /// it has no use for).
+    /// Not the prompt's key: the chat handles it as typing (the prompt has no focus, or no use
+    /// for the key, and gave the focus back).
     Pass,
 }
 
@@ -141,10 +130,13 @@ impl OverlayPane for PermissionPrompt {
     type Input<'a> = PermissionInput;
     type Request = PermissionAsk;
 
-    /// A number or a letter chooses one of the agent's options, ↑/↓ and Enter the highlighted
-    /// one, Esc rejects, `r` opens the line of feedback (which then takes every key until Enter
-    /// sends or Esc goes back); PgUp/PgDn scroll the change, armed or not (they are neither
-    /// typing nor an answer). Anything else, and every key before it arms, is `Pass`.
+    /// Without the focus, only [`FOCUS_KEY`] (which gives it) and PgUp/PgDn over a change
+    /// (neither typing nor an answer) are the prompt's; every other key is `Pass`. With it, a
+    /// number or a letter chooses one of the agent's once-only options, `A`/`N` and ↑/↓
+    /// highlight an option and Enter chooses the highlighted one, Esc rejects, `r` opens the
+    /// line of feedback (which then takes every key until Enter sends or Esc goes back), and
+    /// [`FOCUS_KEY`] or a key the prompt has no use for gives the focus back (`Pass`: the key
+    /// is typed).
     fn on_key(
         &mut self,
         key: KeyEvent,
@@ -157,23 +149,31 @@ impl OverlayPane for PermissionPrompt {
         if let Some(step) = self.scroll_diff(key, input.diff_rows) {
             return step;
         }
-        if !input.armed {
+        let plain = !key
+            .modifiers
+            .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT);
+        if !self.focused {
+            if key.code == FOCUS_KEY && plain && !key.modifiers.contains(KeyModifiers::SHIFT) {
+                self.focused = true;
+                return Step::Open;
+            }
             return Step::Ask(PermissionAsk::Pass);
         }
         let count = self.options.len();
         let kinds = self.kinds();
-        let plain = !key
-            .modifiers
-            .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT);
         let answer = |index| Step::Done(PermissionAsk::Answer { index, note: None });
         match key.code {
             KeyCode::Esc => answer(reject_choice(&kinds)),
+            code if code == FOCUS_KEY && plain => {
+                self.focused = false;
+                Step::Open
+            }
             KeyCode::Up | KeyCode::BackTab if count > 0 => {
                 let from = self.selected.unwrap_or(0);
                 self.selected = Some((from + count - 1) % count);
                 Step::Open
             }
-            KeyCode::Down | KeyCode::Tab if count > 0 => {
+            KeyCode::Down if count > 0 => {
                 self.selected = Some(self.selected.map_or(0, |from| (from + 1) % count));
                 Step::Open
             }
@@ -193,15 +193,27 @@ impl OverlayPane for PermissionPrompt {
                 Step::Open
             }
             KeyCode::Char(ch) if plain => match choice_for_char(&kinds, ch) {
+                // An "always" answer is highlighted, never chosen by one key.
+                Some(index) if is_always(kinds[index]) => {
+                    self.selected = Some(index);
+                    Step::Open
+                }
                 Some(index) => answer(Some(index)),
-                None => Step::Ask(PermissionAsk::Pass),
+                None => self.give_back_focus(),
             },
-            _ => Step::Ask(PermissionAsk::Pass),
+            _ => self.give_back_focus(),
         }
     }
 }
 
 impl PermissionPrompt {
+    /// A key the focused prompt has no use for: the composer has the keys again, and this one
+    /// is typed there.
+    fn give_back_focus(&mut self) -> Step<PermissionAsk> {
+        self.focused = false;
+        Step::Ask(PermissionAsk::Pass)
+    }
+
     /// PgUp/PgDn over a request that carries a diff: PgDn shows the change in place of the
     /// options and scrolls it a row at a time (on a small screen only a few rows show, and none
     /// may be skipped); PgUp scrolls back, and at the top brings the options back.
@@ -588,27 +600,6 @@ mod tests {
     }
 
     #[test]
-    fn a_prompt_arms_after_a_pause_since_it_appeared_and_since_the_last_key() {
-        let t0 = Instant::now();
-        let ms = |ms: u64| t0 + Duration::from_millis(ms);
-        let prompt = PermissionPrompt::new(1, "0".into(), Vec::new(), 0, Some(ms(1000)));
-        // No typing: armed ARM_PAUSE after it appeared.
-        assert!(!prompt.is_armed(Some(ms(1599)), None));
-        assert!(prompt.is_armed(Some(ms(1600)), None));
-        // Typing long before it appeared does not hold it back.
-        assert!(prompt.is_armed(Some(ms(1600)), Some(ms(100))));
-        // A key just before or after it appeared restarts the pause.
-        assert_eq!(prompt.arms_at(Some(ms(900))), Some(ms(1600)));
-        assert_eq!(prompt.arms_at(Some(ms(1300))), Some(ms(1900)));
-        assert!(!prompt.is_armed(Some(ms(1899)), Some(ms(1300))));
-        assert!(prompt.is_armed(Some(ms(1900)), Some(ms(1300))));
-        // Without a clock (tests of the keys alone) it is armed.
-        assert!(prompt.is_armed(None, Some(ms(1300))));
-        let unknown = PermissionPrompt::new(1, "0".into(), Vec::new(), 0, None);
-        assert!(unknown.is_armed(Some(ms(0)), Some(ms(0))));
-    }
-
-    #[test]
     fn a_diff_shows_changes_with_context_and_gaps() {
         let old = "a\nb\nc\nd\ne\nf\ng\nh\n";
         let new = "a\nb\nc\nd\nE\nf\ng\nh\nI\n";
@@ -688,66 +679,108 @@ mod tests {
         assert_eq!(hidden, 2);
     }
 
-    #[test]
-    fn the_prompt_as_a_pane_passes_keys_until_armed_and_answers_one_deliberate_key() {
-        let option = |id: &str, kind| PermissionOption {
-            id: id.into(),
-            kind,
-            name: id.into(),
-        };
-        let mut prompt = PermissionPrompt::new(
-            1,
-            "req".into(),
-            vec![
-                option("ok", AllowOnce),
-                option("always", AllowAlways),
-                option("no", RejectOnce),
-            ],
-            0,
-            None,
-        );
-        let key = |code| KeyEvent::new(code, KeyModifiers::NONE);
-        let idle = PermissionInput {
-            armed: false,
-            diff_rows: 0,
-        };
-        let armed = PermissionInput {
-            armed: true,
-            ..idle
-        };
-        // Before it arms every key is typing, Enter and `y` included.
-        for code in [KeyCode::Enter, KeyCode::Char('y'), KeyCode::Esc] {
-            assert_eq!(
-                prompt.on_key(key(code), None, idle),
-                Step::Ask(PermissionAsk::Pass)
-            );
-        }
-        // Armed: a letter it has no use for is still typing; `A` is the "always" answer's own key.
-        assert_eq!(
-            prompt.on_key(key(KeyCode::Char('q')), None, armed),
-            Step::Ask(PermissionAsk::Pass)
-        );
-        assert_eq!(
-            prompt.on_key(key(KeyCode::Char('A')), None, armed),
-            Step::Done(PermissionAsk::Answer {
-                index: Some(1),
-                note: None
+    fn prompt_of(kinds: &[PermissionOptionKind]) -> PermissionPrompt {
+        let options = kinds
+            .iter()
+            .enumerate()
+            .map(|(index, kind)| PermissionOption {
+                id: format!("option-{index}"),
+                kind: *kind,
+                name: format!("{kind:?}"),
             })
-        );
-        // `r` opens the note, which takes every key; Enter rejects with it.
-        assert_eq!(
-            prompt.on_key(key(KeyCode::Char(FEEDBACK_KEY)), None, armed),
-            Step::Open
-        );
+            .collect();
+        PermissionPrompt::new(1, "req".into(), options, 0)
+    }
+
+    fn press(prompt: &mut PermissionPrompt, code: KeyCode) -> Step<PermissionAsk> {
+        let modifiers = match code {
+            KeyCode::Char(ch) if ch.is_uppercase() => KeyModifiers::SHIFT,
+            _ => KeyModifiers::NONE,
+        };
+        prompt.on_key(
+            KeyEvent::new(code, modifiers),
+            None,
+            PermissionInput { diff_rows: 0 },
+        )
+    }
+
+    fn chose(index: usize) -> Step<PermissionAsk> {
+        Step::Done(PermissionAsk::Answer {
+            index: Some(index),
+            note: None,
+        })
+    }
+
+    const PASS: Step<PermissionAsk> = Step::Ask(PermissionAsk::Pass);
+
+    #[test]
+    fn without_the_focus_every_key_is_typing_whatever_the_pauses() {
+        let mut prompt = prompt_of(&[AllowOnce, AllowAlways, RejectOnce, RejectAlways]);
+        // Every key prose can produce, the answer letters and Enter included, is the composer's.
+        for ch in "Also fix the bug. Now run the tests yes 1 2 ANr".chars() {
+            assert_eq!(press(&mut prompt, KeyCode::Char(ch)), PASS, "{ch:?}");
+        }
+        for code in [
+            KeyCode::Enter,
+            KeyCode::Esc,
+            KeyCode::Backspace,
+            KeyCode::Up,
+            KeyCode::Down,
+            KeyCode::BackTab,
+        ] {
+            assert_eq!(press(&mut prompt, code), PASS, "{code:?}");
+        }
+        assert!(!prompt.focused);
+        // Only the focus key gives it the keys.
+        assert_eq!(press(&mut prompt, FOCUS_KEY), Step::Open);
+        assert!(prompt.focused);
+        assert_eq!(press(&mut prompt, KeyCode::Char('y')), chose(0));
+    }
+
+    #[test]
+    fn an_always_answer_takes_two_keys_and_enter_confirms_it() {
+        let mut prompt = prompt_of(&[AllowOnce, AllowAlways, RejectOnce, RejectAlways]);
+        press(&mut prompt, FOCUS_KEY);
+        // `A` highlights "allow always"; only Enter then chooses it.
+        assert_eq!(press(&mut prompt, KeyCode::Char('A')), Step::Open);
+        assert_eq!(prompt.selected, Some(1));
+        assert!(prompt.always_selected());
+        assert_eq!(press(&mut prompt, KeyCode::Enter), chose(1));
+        // `N` likewise, and a once-only answer takes one key.
+        let mut prompt = prompt_of(&[AllowOnce, AllowAlways, RejectOnce, RejectAlways]);
+        press(&mut prompt, FOCUS_KEY);
+        assert_eq!(press(&mut prompt, KeyCode::Char('N')), Step::Open);
+        assert_eq!(prompt.selected, Some(3));
+        assert_eq!(press(&mut prompt, KeyCode::Char('2')), chose(2));
+    }
+
+    #[test]
+    fn the_focus_goes_back_on_its_key_or_on_a_key_the_prompt_has_no_use_for() {
+        let mut prompt = prompt_of(&[AllowOnce, RejectOnce]);
+        press(&mut prompt, FOCUS_KEY);
+        assert_eq!(press(&mut prompt, FOCUS_KEY), Step::Open);
+        assert!(!prompt.focused);
+        press(&mut prompt, FOCUS_KEY);
+        // `q` is typed, and the prompt waits for its focus key again.
+        assert_eq!(press(&mut prompt, KeyCode::Char('q')), PASS);
+        assert!(!prompt.focused);
+        assert_eq!(press(&mut prompt, KeyCode::Char('y')), PASS);
+        // Esc with the focus rejects.
+        press(&mut prompt, FOCUS_KEY);
+        assert_eq!(press(&mut prompt, KeyCode::Esc), chose(1));
+    }
+
+    #[test]
+    fn r_opens_a_note_that_takes_every_key_until_enter_rejects_with_it() {
+        let mut prompt = prompt_of(&[AllowOnce, AllowAlways, RejectOnce]);
+        press(&mut prompt, FOCUS_KEY);
+        assert_eq!(press(&mut prompt, KeyCode::Char(FEEDBACK_KEY)), Step::Open);
         for ch in "use git".chars() {
-            assert_eq!(
-                prompt.on_key(key(KeyCode::Char(ch)), None, armed),
-                Step::Open
-            );
+            assert_eq!(press(&mut prompt, KeyCode::Char(ch)), Step::Open);
         }
         assert!(prompt.paste(" mv\n"));
         assert_eq!(
-            prompt.on_key(key(KeyCode::Enter), None, idle),
+            press(&mut prompt, KeyCode::Enter),
             Step::Done(PermissionAsk::Answer {
                 index: Some(2),
                 note: Some("use git mv".into())

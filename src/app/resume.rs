@@ -276,14 +276,28 @@ fn interrupted(turn: crate::orchestrator::TurnId, why: &str) -> OrchestratorEven
     }
 }
 
-/// Rebuilds the transcript in `state`. Logged times become instants at the same distances from
-/// one another, so tool durations and stop times read as they did.
+/// Rebuilds the transcript in `state`. Logged times become instants as far in the past as they
+/// are (so `/rewind` says how long ago each prompt was sent) and at the same distances from one
+/// another (so tool durations and stop times read as they did).
 pub(crate) fn replay_into(state: &mut AppState, events: Vec<(OrchestratorEvent, Option<u64>)>) {
+    replay_at(state, events, Instant::now(), crate::session_log::now_ms());
+}
+
+/// [`replay_into`] with the clocks read: `now` is the wall-clock time `now_ms`.
+fn replay_at(
+    state: &mut AppState,
+    events: Vec<(OrchestratorEvent, Option<u64>)>,
+    now: Instant,
+    now_ms: u64,
+) {
     // The editor stays the user's: a message a logged turn gave back (`not_delivered`) was
     // given back then, not now.
     let editor = std::mem::take(&mut state.composer);
-    let base = Instant::now();
     let first_at = events.iter().find_map(|(_, at_ms)| *at_ms);
+    // The first logged event, as long ago as it was (a clock set back since counts as now).
+    let base = first_at
+        .and_then(|first| now.checked_sub(Duration::from_millis(now_ms.saturating_sub(first))))
+        .unwrap_or(now);
     let mut last = base;
     for (event, at_ms) in events {
         let now = match (first_at, at_ms) {
@@ -322,9 +336,15 @@ pub(crate) fn show_read_only(state: &mut AppState, resumed: ResumedConversation,
 
 /// What the chat says when it reopens a conversation.
 fn resumed_notice(summary: &ConversationSummary) -> String {
-    let session = match &summary.session_id {
-        Some(id) => format!("continues agent session {id}"),
-        None => "starts a fresh agent session (none was completed before)".to_owned(),
+    let session = match (&summary.session_id, summary.rewound_to_start) {
+        (Some(id), _) => format!("continues agent session {id}"),
+        (None, true) => "starts a fresh agent session (the conversation was rewound to before \
+                         its first prompt; /rewind can still undo that)"
+            .to_owned(),
+        (None, false) if summary.completed_turns == 0 => {
+            "starts a fresh agent session (no turn completed before)".to_owned()
+        }
+        (None, false) => "starts a fresh agent session (no agent session was kept)".to_owned(),
     };
     format!(
         "Resumed conversation {} ({}, {} {}); the next prompt {session}",
@@ -344,6 +364,44 @@ mod tests {
     use crate::session_log::{NewConversation, SessionLogWriter};
     use crate::stream::AgentMessage;
 
+    #[test]
+    fn replayed_prompts_are_as_old_as_the_log_says() {
+        let now = Instant::now();
+        let now_ms = 10_000_000;
+        let five_minutes = 5 * 60 * 1000;
+        let events = vec![
+            (
+                OrchestratorEvent::TurnStarted {
+                    turn: 1,
+                    prompt: "old".into(),
+                },
+                Some(now_ms - five_minutes),
+            ),
+            (
+                OrchestratorEvent::TurnEnded {
+                    turn: 1,
+                    outcome: TurnOutcome::Completed,
+                },
+                Some(now_ms - five_minutes + 2_000),
+            ),
+            (
+                OrchestratorEvent::TurnStarted {
+                    turn: 2,
+                    prompt: "recent".into(),
+                },
+                Some(now_ms - 30_000),
+            ),
+        ];
+        let mut state = AppState::new(Default::default());
+        replay_at(&mut state, events, now, now_ms);
+        let ages: Vec<u64> = state
+            .turn_prompts
+            .iter()
+            .map(|record| now.saturating_duration_since(record.sent).as_secs())
+            .collect();
+        assert_eq!(ages, [300, 30]);
+    }
+
     fn conversation(
         sessions: &Path,
         cwd: &str,
@@ -357,6 +415,7 @@ mod tests {
                 provider: provider.into(),
                 cwd: cwd.into(),
                 origin,
+                start: Default::default(),
             },
         )
         .unwrap();
@@ -622,7 +681,7 @@ mod tests {
         assert!(
             notices
                 .iter()
-                .any(|text| text.contains("during the grace period after 1.2 s")),
+                .any(|text| text.contains("the agent exited 1.2 s after the interrupt")),
             "{notices:?}"
         );
         assert!(
@@ -744,6 +803,7 @@ mod tests {
                 provider: "demo".into(),
                 cwd: "/p".into(),
                 origin: Origin::Chat,
+                start: Default::default(),
             },
         )
         .unwrap();

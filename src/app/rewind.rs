@@ -18,14 +18,18 @@ use crate::app::pane::{OverlayPane, Step};
 use crate::app::transcript::InertText;
 use crate::orchestrator::TurnId;
 
-/// A prompt the conversation sent (text sanitised).
+/// A prompt the conversation sent (text sanitised): one record however many times it was
+/// retried (a retry is a turn of its own, which takes the record over).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct PromptRecord {
+    /// The turn that sent it last (its latest retry).
     pub(crate) turn: TurnId,
     pub(crate) prompt: InertText,
+    /// When it was first sent.
     pub(crate) sent: Instant,
-    /// Its cell in the transcript (marked when a rewind takes the turn back).
-    pub(crate) cell: crate::app::transcript::CellId,
+    /// Its cells in the transcript, one per turn that sent it (marked when a rewind takes the
+    /// prompt back).
+    pub(crate) cells: Vec<crate::app::transcript::CellId>,
     /// Whether the agent's conversation can go back to before it, and why not.
     pub(crate) conversation_rewind: Result<(), InertText>,
 }
@@ -52,6 +56,8 @@ pub(crate) struct RewindEntry {
 pub(crate) struct LastRewind {
     /// It went back to before this turn.
     pub(crate) turn: TurnId,
+    /// Where that turn's prompt stood among the prompts, counted from 1 ("prompt 2").
+    pub(crate) prompt_number: usize,
     /// The agent's conversation went back.
     pub(crate) conversation: bool,
     /// The files went back.
@@ -69,6 +75,8 @@ pub(crate) struct LastRewind {
 pub(crate) enum RewindChoice {
     Both,
     ConversationOnly,
+    /// The conversation, where the turns taken back changed no file.
+    Conversation,
     FilesOnly,
     /// Bring back what the last rewind took (its own row).
     UndoRewind,
@@ -90,10 +98,18 @@ impl RewindChoice {
     pub(crate) const FILES_ONLY: [RewindChoice; 2] =
         [RewindChoice::FilesOnly, RewindChoice::Cancel];
 
+    /// The choices where the turns taken back changed no file.
+    pub(crate) const CONVERSATION: [RewindChoice; 2] =
+        [RewindChoice::Conversation, RewindChoice::Cancel];
+
+    /// Nothing can go back (no conversation checkpoint, no file change).
+    pub(crate) const NOTHING: [RewindChoice; 1] = [RewindChoice::Cancel];
+
     pub(crate) fn label(self) -> &'static str {
         match self {
             RewindChoice::Both => "Conversation and files",
             RewindChoice::ConversationOnly => "Conversation only (files stay)",
+            RewindChoice::Conversation => "Rewind the conversation",
             RewindChoice::FilesOnly => "Files only (the agent remembers)",
             RewindChoice::UndoRewind => "Undo the rewind",
             RewindChoice::Cancel => "Cancel",
@@ -163,17 +179,23 @@ impl RewindPicker {
         }
     }
 
-    /// The choices for the selected row.
+    /// The choices for the selected row: only what can go back (the files only where some
+    /// changed, the conversation only where its checkpoint was kept).
     pub(crate) fn choices(&self) -> &'static [RewindChoice] {
         if self.on_undo_row() {
-            &RewindChoice::UNDO
-        } else if self
-            .selected_entry()
-            .is_some_and(|entry| entry.conversation_rewind.is_err())
-        {
-            &RewindChoice::FILES_ONLY
-        } else {
-            &RewindChoice::ALL
+            return &RewindChoice::UNDO;
+        }
+        let Some(entry) = self.selected_entry() else {
+            return &RewindChoice::NOTHING;
+        };
+        match (
+            entry.conversation_rewind.is_ok(),
+            entry.files_put_back.is_empty(),
+        ) {
+            (true, false) => &RewindChoice::ALL,
+            (true, true) => &RewindChoice::CONVERSATION,
+            (false, false) => &RewindChoice::FILES_ONLY,
+            (false, true) => &RewindChoice::NOTHING,
         }
     }
 }
@@ -220,7 +242,9 @@ impl OverlayPane for RewindPicker {
                     };
                     let (conversation, files) = match picked {
                         RewindChoice::Both => (true, true),
-                        RewindChoice::ConversationOnly => (true, false),
+                        RewindChoice::ConversationOnly | RewindChoice::Conversation => {
+                            (true, false)
+                        }
                         RewindChoice::FilesOnly => (false, true),
                         RewindChoice::UndoRewind | RewindChoice::Cancel => return Step::Close,
                     };
@@ -240,5 +264,56 @@ impl OverlayPane for RewindPicker {
                 }
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crossterm::event::KeyModifiers;
+
+    fn entry(files: &[&str], conversation: bool) -> RewindEntry {
+        RewindEntry {
+            turn: 1,
+            prompt: InertText::new("a prompt"),
+            sent: Instant::now(),
+            files: files.iter().map(|file| InertText::new(file)).collect(),
+            prompts_taken_back: 1,
+            files_put_back: files.iter().map(|file| InertText::new(file)).collect(),
+            conversation_rewind: if conversation {
+                Ok(())
+            } else {
+                Err(InertText::new("no checkpoint"))
+            },
+        }
+    }
+
+    #[test]
+    fn only_what_can_go_back_is_offered() {
+        let enter = KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE);
+        for (entry, offered) in [
+            (entry(&["a.rs"], true), &RewindChoice::ALL[..]),
+            (entry(&[], true), &RewindChoice::CONVERSATION[..]),
+            (entry(&["a.rs"], false), &RewindChoice::FILES_ONLY[..]),
+            (entry(&[], false), &RewindChoice::NOTHING[..]),
+        ] {
+            let mut picker = RewindPicker::new(vec![entry], None);
+            assert_eq!(picker.on_key(enter, None, ()), Step::Open);
+            assert_eq!(picker.choices(), offered);
+            // Cancel is selected first.
+            assert_eq!(picker.choosing, Some(offered.len() - 1));
+        }
+        let mut picker = RewindPicker::new(vec![entry(&[], true)], None);
+        picker.on_key(enter, None, ());
+        picker.choosing = Some(0);
+        assert_eq!(
+            picker.on_key(enter, None, ()),
+            Step::Done(RewindRequest::Rewind {
+                turn: 1,
+                prompt: "a prompt".into(),
+                conversation: true,
+                files: false,
+            })
+        );
     }
 }

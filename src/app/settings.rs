@@ -395,7 +395,10 @@ mod tests {
 
     #[test]
     fn settings_steps_stay_in_bounds() {
-        let mut draft = SettingsDraft::new(RetryPolicy::default());
+        let mut draft = SettingsDraft::new(RetryPolicy {
+            enabled: false,
+            ..RetryPolicy::default()
+        });
         draft.field = SettingsField::MaxAttempts;
         for _ in 0..20 {
             draft.adjust(true);

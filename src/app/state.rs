@@ -16,6 +16,8 @@ mod overlay_keys;
 mod permission_keys;
 mod popup_keys;
 mod review;
+#[cfg(test)]
+mod rewind_tests;
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
@@ -26,7 +28,8 @@ use super::activity::{AgentPhase, PhaseTracker, UsageBook};
 use super::completion::Popup;
 use super::composer::Composer;
 use super::conversation_picker::{ConversationPicker, WallClock};
-use super::keymap::QUIT_CONFIRM_SECS;
+#[cfg(doc)]
+use super::keymap::{DOUBLE_PRESS, QUIT_CONFIRM};
 use super::live_thinking::LiveThinking;
 use super::mentions::{self, FileIndex};
 use super::menu::Overlay;
@@ -114,6 +117,17 @@ pub enum AppEffect {
     Leave,
     /// Leave the event loop now (the orchestrator has shut down, or never ran).
     Exit,
+}
+
+/// Where `/copy` put the answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Copied {
+    /// The system clipboard, through this tool (it said it worked).
+    ByTool(&'static str),
+    /// The terminal's clipboard (OSC 52), which never confirms; why no tool did it.
+    ToTerminal { why: String },
+    /// Nowhere: why.
+    Failed(String),
 }
 
 /// What the frame just drawn laid out that keys depend on: only the view knows how text wraps,
@@ -291,10 +305,11 @@ pub struct AppState {
     pub overlay: Option<Overlay>,
     pub retry_policy: RetryPolicy,
     pub(crate) config_path: Option<PathBuf>,
-    /// A first Ctrl+C on an idle chat; the next one quits.
+    /// A Ctrl+C was just pressed: the next one quits (whatever the chat is doing).
     pub quit_armed: bool,
-    /// When it was armed, if known: it expires after `QUIT_CONFIRM_SECS` (see `on_clock`).
-    pub(crate) quit_armed_at: Option<Instant>,
+    /// Until when, if known: [`QUIT_CONFIRM`] after a Ctrl+C on an idle chat,
+    /// [`DOUBLE_PRESS`] after one that cleared the prompt or stopped the turn (see `on_clock`).
+    pub(crate) quit_armed_until: Option<Instant>,
     /// The `/` or `@` popup above the input.
     pub popup: Option<Popup>,
     /// The input text for which the user closed the popup with Esc.
@@ -325,11 +340,9 @@ pub struct AppState {
     /// The agent's model, thinking level, session cost and tokens, as it reports them.
     pub agent_status: ShownAgentStatus,
     /// Permission requests waiting for the user's answer, oldest first; the first is the open
-    /// prompt, which takes the keys once armed (after an overlay the user opened).
+    /// prompt, which takes the keys once the user gives it the focus (after an overlay the
+    /// user opened).
     pub permission_prompts: VecDeque<PermissionPrompt>,
-    /// When the user last typed (a key or a paste that went to the composer), when known: a
-    /// prompt arms only after a pause in typing.
-    pub(crate) typed_at: Option<Instant>,
     /// The change of the agent's settings the user asked for and the agent has not confirmed.
     pub(crate) pending_setting: Option<AgentSetting>,
     /// The conversation's turns that changed files, oldest first (`/diff`, `/undo`).
@@ -379,7 +392,7 @@ impl AppState {
             retry_policy: startup.retry_policy,
             config_path: startup.config_path,
             quit_armed: false,
-            quit_armed_at: None,
+            quit_armed_until: None,
             popup: None,
             popup_dismissed_for: None,
             files: FileIndex::default(),
@@ -396,7 +409,6 @@ impl AppState {
             agent_queue: ShownAgentQueue::default(),
             agent_status: ShownAgentStatus::default(),
             permission_prompts: VecDeque::new(),
-            typed_at: None,
             pending_setting: None,
             changed_turns: Vec::new(),
             turn_prompts: Vec::new(),
@@ -426,18 +438,10 @@ impl AppState {
         self.permission_prompts.front()
     }
 
-    /// Whether the open prompt takes keys at `now` (see [`PermissionPrompt::is_armed`]).
-    pub(crate) fn permission_armed(&self, now: Option<Instant>) -> bool {
+    /// Whether the open prompt has the keys (the user gave it the focus).
+    pub(crate) fn permission_focused(&self) -> bool {
         self.permission_prompt()
-            .is_some_and(|prompt| prompt.is_armed(now, self.typed_at))
-    }
-
-    /// When the open prompt arms, if that is still to come after `now`: the screen must change
-    /// then.
-    pub(crate) fn permission_arms_at(&self, now: Instant) -> Option<Instant> {
-        self.permission_prompt()
-            .and_then(|prompt| prompt.arms_at(self.typed_at))
-            .filter(|arms_at| *arms_at > now)
+            .is_some_and(|prompt| prompt.focused)
     }
 
     pub(crate) fn can_retry(&self) -> bool {
@@ -562,16 +566,14 @@ impl AppState {
     /// Whether something time-based is on screen (elapsed time, countdown, stop stage), so the
     /// event loop must redraw on a timer; otherwise it sleeps until an event arrives.
     pub fn needs_clock(&self) -> bool {
-        self.turn.is_some() || self.quitting || self.quit_armed_at.is_some()
+        self.turn.is_some() || self.quitting || self.quit_armed_until.is_some()
     }
 
     /// Time-based changes: the quit confirmation expires.
     pub fn on_clock(&mut self, now: Instant) {
-        if let Some(armed) = self.quit_armed_at {
-            if now.saturating_duration_since(armed) >= Duration::from_secs(QUIT_CONFIRM_SECS) {
-                self.quit_armed = false;
-                self.quit_armed_at = None;
-            }
+        if self.quit_armed_until.is_some_and(|until| now >= until) {
+            self.quit_armed = false;
+            self.quit_armed_until = None;
         }
     }
 

@@ -240,6 +240,9 @@ pub struct NoticeCell {
     pub message: InertText,
     /// A one-line summary of the details, shown while collapsed.
     pub details_summary: InertText,
+    /// What the details are, heading the summary ("diagnostics" of a failure, a shell
+    /// command's "output").
+    pub(crate) details_label: &'static str,
     pub details: Vec<DetailSection>,
     pub(crate) expanded: bool,
     /// A countdown shown live while the retry waits.
@@ -260,6 +263,7 @@ impl NoticeCell {
             level,
             message: message.into(),
             details_summary: InertText::default(),
+            details_label: "diagnostics",
             details: Vec::new(),
             expanded: false,
             countdown: None,
@@ -518,17 +522,19 @@ impl Transcript {
     }
 
     /// Changes how every cell `change` picks (returns true for) is shown.
-    pub(crate) fn update_all(&mut self, mut change: impl FnMut(&mut CellBody) -> bool) {
-        let mut changed = false;
+    /// Applies `change` to every cell; how many it changed (it says so by returning true).
+    pub(crate) fn update_all(&mut self, mut change: impl FnMut(&mut CellBody) -> bool) -> usize {
+        let mut changed = 0;
         for cell in &mut self.cells {
             if change(&mut cell.body) {
                 cell.revision += 1;
-                changed = true;
+                changed += 1;
             }
         }
-        if changed {
+        if changed > 0 {
             self.version += 1;
         }
+        changed
     }
 
     fn allocate_id(&mut self) -> CellId {

@@ -1,8 +1,9 @@
-//! Ctrl+V with no image path before the cursor: the image on the system clipboard (a
-//! screenshot copied), or the image file whose path the clipboard holds (a file copied in a
-//! file manager). Read with the platform's own tool: `wl-paste` (Wayland), `xclip` (X11),
-//! `pbpaste` (macOS: text only). An image copied as bytes is kept in agentty's state dir
-//! (named by its hash) so that the log's path names a real file.
+//! The system clipboard through the platform's own tools. Ctrl+V with no image path before the
+//! cursor: the image on the clipboard (a screenshot copied), or the image file whose path the
+//! clipboard holds (a file copied in a file manager), read with `wl-paste` (Wayland), `xclip`
+//! (X11) or `pbpaste` (macOS: text only); an image copied as bytes is kept in agentty's state
+//! dir (named by its hash) so that the log's path names a real file. `/copy` writes with
+//! `wl-copy`, `xclip` or `pbcopy` ([`copy_text`]).
 
 use std::ffi::OsStr;
 use std::io::Read;
@@ -47,6 +48,64 @@ const TOOLS: [Tool; 3] = [
         text: &[],
     },
 ];
+
+/// The tools that write the clipboard: program and arguments, text on stdin.
+const COPY_TOOLS: [(&str, &[&str]); 3] = [
+    ("wl-copy", &[]),
+    ("xclip", &["-selection", "clipboard"]),
+    ("pbcopy", &[]),
+];
+
+/// Puts `text` on the system clipboard with the first copy tool found on `path_var`; the
+/// tool's name, or why it could not (no tool, or the tool failed).
+pub(super) fn copy_text(path_var: &OsStr, text: &str) -> Result<&'static str, String> {
+    let mut failures = Vec::new();
+    for (name, args) in COPY_TOOLS {
+        let Some(program) = find_program(path_var, name) else {
+            continue;
+        };
+        match write_to(&program, args, text) {
+            Ok(()) => return Ok(name),
+            Err(why) => failures.push(why),
+        }
+    }
+    Err(if failures.is_empty() {
+        "no clipboard tool was found (wl-copy, xclip or pbcopy)".to_owned()
+    } else {
+        failures.join("; ")
+    })
+}
+
+/// Runs `program` with `text` on its stdin; it is killed after [`TOOL_LIMIT`].
+fn write_to(program: &Path, args: &[&str], text: &str) -> Result<(), String> {
+    use std::io::Write;
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|error| format!("{}: {error}", program.display()))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        // A tool that does not read its input fails below by its status.
+        let _ = stdin.write_all(text.as_bytes());
+    }
+    let started = Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) if status.success() => return Ok(()),
+            Ok(Some(status)) => return Err(format!("{} failed ({status})", program.display())),
+            Ok(None) if started.elapsed() < TOOL_LIMIT => {
+                std::thread::sleep(Duration::from_millis(10))
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("{} did not finish", program.display()));
+            }
+        }
+    }
+}
 
 /// Where the clipboard's image is, as a Ctrl+V attachment: the image itself (saved under
 /// `save_dir`), or the image file its text names (relative to `cwd`, `~/` under `home`).

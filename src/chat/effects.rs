@@ -10,7 +10,7 @@ use std::time::Instant;
 use base64::Engine;
 
 use crate::app::conversation_picker::WallClock;
-use crate::app::state::AppEffect;
+use crate::app::state::{AppEffect, Copied};
 use crate::app::transcript::NoticeLevel;
 use crate::app::{export, history, mentions, resume};
 use crate::config::{self, RetryPolicy};
@@ -242,13 +242,24 @@ impl ChatLoop {
     }
 
     /// OSC 52, written by agentty itself (agent text can never produce it: it is sanitised).
+    /// The system clipboard through its tool when one is installed (which says it worked);
+    /// else the terminal's (OSC 52), which may ignore it and never says: the notice tells which.
     fn copy_to_clipboard(&mut self, text: &str, terminal: &mut ChatTerminal) {
-        let encoded = base64::engine::general_purpose::STANDARD.encode(text);
-        let backend = terminal.backend_mut();
-        let written = write!(backend, "\x1b]52;c;{encoded}\x07").and_then(|_| backend.flush());
-        if let Err(error) = written {
-            tracing::warn!(%error, "writing the clipboard sequence failed");
-        }
+        let path_var = std::env::var_os("PATH").unwrap_or_default();
+        let copied = match super::clipboard::copy_text(&path_var, text) {
+            Ok(tool) => Copied::ByTool(tool),
+            Err(why) => {
+                let encoded = base64::engine::general_purpose::STANDARD.encode(text);
+                let backend = terminal.backend_mut();
+                let written =
+                    write!(backend, "\x1b]52;c;{encoded}\x07").and_then(|_| backend.flush());
+                match written {
+                    Ok(()) => Copied::ToTerminal { why },
+                    Err(error) => Copied::Failed(format!("{why}; the terminal: {error}")),
+                }
+            }
+        };
+        self.state.on_copied(text.chars().count(), copied);
     }
 
     fn save_retry_policy(&mut self, policy: RetryPolicy) {

@@ -189,10 +189,6 @@ impl ChatLoop {
             } else if self.state.needs_clock() && self.frames.deadline().is_none() {
                 self.frames.request_at(now + CLOCK_PERIOD);
             }
-            // A prompt shows when it arms: drawn at that moment, not up to a clock period late.
-            if let Some(arms_at) = self.state.permission_arms_at(now) {
-                self.frames.request_at(arms_at);
-            }
         }
         self.exit_status
     }
@@ -272,7 +268,7 @@ impl ChatLoop {
                 }
                 effects
             }
-            Event::Paste(text) => self.state.on_paste_at(&text, Instant::now()),
+            Event::Paste(text) => self.state.on_paste(&text),
             Event::Mouse(mouse) => match mouse.kind {
                 MouseEventKind::ScrollUp => self.state.on_mouse_wheel(true),
                 MouseEventKind::ScrollDown => self.state.on_mouse_wheel(false),
@@ -384,11 +380,11 @@ impl ChatLoop {
         }
     }
 
-    /// The conversation to print the way back to as the chat ends: this one, once it has
-    /// turns and its log exists (a new conversation's log appears with its first prompt).
+    /// The conversation to print the way back to as the chat ends: this one, whenever its log
+    /// exists (a new conversation's log appears with its first prompt), also when every prompt
+    /// was rewound (the rewind can be undone after `--resume`).
     pub(super) fn conversation_to_come_back_to(&self) -> Option<String> {
         let conversation = self.conversation.as_ref()?;
-        (!self.state.turn_prompts.is_empty() && conversation.log.exists())
-            .then(|| conversation.id.clone())
+        conversation.log.exists().then(|| conversation.id.clone())
     }
 }

@@ -153,6 +153,9 @@ pub fn run(cli: Cli) -> i32 {
             shown.show(&mut state);
         }
         state.on_agent_started(started.capabilities, started.model);
+        for change in &started.overridden {
+            state.show_notice(crate::app::transcript::NoticeLevel::Info, change);
+        }
         state.set_notify(launch.config.notify.unwrap_or_default());
         let terminal_background = std::env::var("COLORFGBG")
             .ok()

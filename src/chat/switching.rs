@@ -33,6 +33,9 @@ impl ChatLoop {
         self.orchestrator_open = true;
         self.state
             .on_agent_started(started.capabilities, started.model);
+        for change in &started.overridden {
+            self.state.show_notice(NoticeLevel::Info, change);
+        }
     }
 
     /// A fresh chat for `provider`: a new transcript (with `notice`) and, started by the caller,

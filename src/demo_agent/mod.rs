@@ -47,12 +47,14 @@ pub(crate) const ATTEMPT_VAR: &str = "AGENTTY_DEMO_ATTEMPT";
 
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct DemoAgentArgs {
-    /// The scenario to play (see assets/scenarios); default: chosen by a keyword in the prompt.
+    /// The scenario to play (each mode's are listed below); default: chosen by a word of the
+    /// prompt.
     #[arg(long)]
     pub(crate) scenario: Option<String>,
-    /// pi's output mode: `json` (one-shot) or `rpc` (long-lived, commands on stdin); or `acp`,
-    /// a fake Agent Client Protocol agent (see `acp`); or `claude-stream`, Claude Code's
-    /// stream-json mode with its control protocol (see `claude_stream`).
+    /// The protocol it speaks: `json` (pi's one-shot JSON mode) or `rpc` (pi's long-lived RPC
+    /// mode, commands on stdin); `acp` (an Agent Client Protocol agent); `codex-app-server`
+    /// (Codex's app-server); `claude-stream` (Claude Code's stream-json mode with its control
+    /// protocol).
     #[arg(long, default_value = "json")]
     pub(crate) mode: String,
     /// `--mode acp`: stay alive after stdin closes, like the Claude and Codex ACP adapters.
@@ -208,6 +210,38 @@ fn run_rpc(args: DemoAgentArgs, forced: Option<Scenario>) -> i32 {
             1
         }
     }
+}
+
+/// What `agentty demo-agent --help` says after the options: every mode's scenarios, from the
+/// scenario tables themselves (an installed binary has no `assets/`).
+pub fn scenarios_help() -> String {
+    let mut help = String::from("Scenarios (--scenario NAME):\n");
+    help.push_str("  --mode json | rpc (pi's modes):\n");
+    for name in scenario::names() {
+        let description = match scenario::load(name) {
+            Some(Ok(scenario)) => scenario.description,
+            _ => String::new(),
+        };
+        help.push_str(&format!("    {name:<24} {description}\n"));
+    }
+    help.push_str("  --mode acp:\n");
+    for (name, description) in acp::scenarios::SCENARIOS {
+        help.push_str(&format!("    {name:<24} {description}\n"));
+    }
+    help.push_str(&format!(
+        "  --mode {}: {}\n",
+        codex_app_server::MODE,
+        codex_app_server::SCENARIOS.join(", ")
+    ));
+    help.push_str(
+        "  --mode claude-stream: no scenarios; the prompt's words choose (`write` asks to write \
+         a file, `slow` streams slowly, `fail` fails twice with HTTP 500)\n",
+    );
+    help.push_str(
+        "\nRun it in the chat with `agentty --provider demo --transport json|rpc|acp|app-server|\
+         stream`.",
+    );
+    help
 }
 
 /// The names of the `--mode acp` scenarios, in listing order.

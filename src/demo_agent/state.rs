@@ -66,6 +66,29 @@ pub(crate) fn record_setting(session_id: &str, method: &str, value: &str) {
     }
 }
 
+/// The model and mode last set for session `session_id` ([`settings_file`]), if any.
+pub(crate) fn recorded_settings(session_id: &str) -> (Option<String>, Option<String>) {
+    let Ok(log) = fs::read_to_string(settings_file(&state_dir())) else {
+        return (None, None);
+    };
+    let mut found = (None, None);
+    for line in log.lines() {
+        let Ok(setting) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        if setting["session_id"] != session_id {
+            continue;
+        }
+        let value = setting["value"].as_str().map(str::to_owned);
+        match setting["method"].as_str() {
+            Some("session/set_model") => found.0 = value,
+            Some("session/set_mode") => found.1 = value,
+            _ => {}
+        }
+    }
+    found
+}
+
 /// One line of `requests.jsonl`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, Deserialize)]
 pub struct DemoRequest {

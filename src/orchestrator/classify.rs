@@ -24,11 +24,14 @@ pub(crate) enum Retryability {
     FreshSession,
 }
 
-/// The verdict and a short human cause (shown in the retry countdown).
+/// The verdict, a short human cause (shown in the retry countdown), and how long the failure
+/// says to wait before another try, where it says (an HTTP `Retry-After` the agent passed on,
+/// "try again in 2s", Google's `retryDelay`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Classification {
     pub(crate) retryability: Retryability,
     pub(crate) cause: &'static str,
+    pub(crate) retry_after_ms: Option<u64>,
 }
 
 #[cfg(test)]
@@ -37,10 +40,21 @@ pub(crate) fn classify(failure: &Failure) -> Retryability {
 }
 
 pub(crate) fn classify_failure(failure: &Failure) -> Classification {
+    let retry_after_ms =
+        retry_after_ms(&failure.message).or_else(|| retry_after_ms(stderr_tail(&failure.stderr)));
+    Classification {
+        retry_after_ms,
+        ..classify_facts(failure)
+    }
+}
+
+/// The classification of `failure`'s facts, most precise first (see the module's doc).
+fn classify_facts(failure: &Failure) -> Classification {
     use Retryability::{NotRetryable, Retryable};
     let verdict = |retryability, cause| Classification {
         retryability,
         cause,
+        retry_after_ms: None,
     };
     match failure.reason {
         FailureReason::StartFailed => {
@@ -150,12 +164,14 @@ fn classify_text(text: &str, source: StatusSource) -> Option<Classification> {
             .map(|(_, cause)| Classification {
                 retryability,
                 cause,
+                retry_after_ms: None,
             })
     };
     let dropped_connection = || {
         is_dropped_connection(&lower).then_some(Classification {
             retryability: Retryability::Retryable,
             cause: "connection dropped",
+            retry_after_ms: None,
         })
     };
     find(&NOT_RETRYABLE_WORDS, Retryability::NotRetryable)
@@ -186,7 +202,55 @@ fn status_classification(status: u16) -> Option<Classification> {
     Some(Classification {
         retryability,
         cause,
+        retry_after_ms: None,
     })
+}
+
+/// Where a text says how long to wait before trying again, and how it says it.
+const RETRY_AFTER_MARKERS: [&str; 7] = [
+    "retry-after:",
+    "retry-after\":",
+    "retry_after\":",
+    "retrydelay\":",
+    "retry after",
+    "try again in",
+    "retry in",
+];
+
+/// How long `text` says to wait before trying again, in milliseconds: the first duration
+/// after one of [`RETRY_AFTER_MARKERS`] (`Retry-After: 2`, `please try again in 1.5s`,
+/// `"retryDelay": "23s"`, `retry after 500ms`). A bare number is seconds, as in the header.
+pub(crate) fn retry_after_ms(text: &str) -> Option<u64> {
+    let lower = text.to_lowercase();
+    RETRY_AFTER_MARKERS.iter().find_map(|marker| {
+        lower
+            .match_indices(marker)
+            .find_map(|(at, _)| duration_ms(&lower[at + marker.len()..]))
+    })
+}
+
+/// The duration `text` starts with (after blanks and quotes): a number and a unit (`ms`, `s`,
+/// `sec`, `seconds`, `m`, `min`, `minutes`, `h`), seconds when it has none.
+fn duration_ms(text: &str) -> Option<u64> {
+    let text = text.trim_start_matches([' ', '"', '\'', ':', '=']);
+    let number_end = text
+        .find(|ch: char| !(ch.is_ascii_digit() || ch == '.'))
+        .unwrap_or(text.len());
+    let number: f64 = text[..number_end].parse().ok()?;
+    let unit: String = text[number_end..]
+        .trim_start()
+        .chars()
+        .take_while(char::is_ascii_alphabetic)
+        .collect();
+    let scale = match unit.as_str() {
+        "ms" | "millisecond" | "milliseconds" => 1.0,
+        "" | "s" | "sec" | "secs" | "second" | "seconds" => 1_000.0,
+        "m" | "min" | "mins" | "minute" | "minutes" => 60_000.0,
+        "h" | "hour" | "hours" => 3_600_000.0,
+        _ => return None,
+    };
+    let ms = (number * scale).ceil();
+    (ms.is_finite() && ms >= 0.0 && ms < u64::MAX as f64).then_some(ms as u64)
 }
 
 /// One plain line for a failure: its `cause`, then what the first line of `message` adds. A
@@ -255,6 +319,30 @@ fn stderr_tail(stderr: &str) -> &str {
 mod tests {
     use super::Retryability::{NotRetryable, Retryable};
     use super::*;
+
+    #[test]
+    fn the_wait_a_failure_asks_for_is_read_in_its_usual_forms() {
+        for (text, ms) in [
+            ("HTTP 429 Too Many Requests; Retry-After: 7", Some(7_000)),
+            ("retry-after:2", Some(2_000)),
+            (r#"{"error":{"retry_after": 1.5}}"#, Some(1_500)),
+            ("Rate limit reached. Please try again in 20s.", Some(20_000)),
+            ("please try again in 850ms", Some(850)),
+            ("Please retry in 23.5 seconds", Some(23_500)),
+            (r#""retryDelay": "41s""#, Some(41_000)),
+            ("Retry after 2 minutes", Some(120_000)),
+            ("Please wait and try again later", None),
+            ("429 Too Many Requests", None),
+        ] {
+            assert_eq!(retry_after_ms(text), ms, "{text}");
+        }
+        let failure = Failure {
+            message: "rate limited".into(),
+            stderr: "... retry-after: 3\n".into(),
+            ..Failure::default()
+        };
+        assert_eq!(classify_failure(&failure).retry_after_ms, Some(3_000));
+    }
     use serde_json::Value;
     use std::path::PathBuf;
 

@@ -151,7 +151,11 @@ impl Driver {
     fn new(options: OrchestratorOptions, events: mpsc::Sender<OrchestratorEvent>) -> Self {
         let machine = Machine::new(options.policy.clone(), options.session.clone())
             .numbering_turns_from(options.first_turn)
-            .with_interjections(options.provider.can_interject());
+            .with_interjections(options.provider.can_interject())
+            .with_agent_retrying_itself(super::verdict::agent_retries_itself(
+                options.provider.name(),
+                options.provider.transport(),
+            ));
         let agent_queue = options.provider.agent_queue();
         let agent_status = options.provider.agent_status();
         let settings = options.settings.clone();

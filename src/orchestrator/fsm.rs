@@ -219,6 +219,8 @@ pub(crate) struct Machine {
     next_turn: TurnId,
     /// The provider can hand messages to a running turn (steer, follow-up).
     interjections: bool,
+    /// The agent retries by itself: a retryable failure is left to it.
+    agent_retries_itself: bool,
 }
 
 /// What a message of the current attempt means for the turn.
@@ -239,7 +241,15 @@ impl Machine {
             queue: Vec::new(),
             next_turn: 1,
             interjections: false,
+            agent_retries_itself: false,
         }
+    }
+
+    /// The agent retries by itself (`verdict::agent_retries_itself`): agentty does not retry
+    /// on top of it.
+    pub(crate) fn with_agent_retrying_itself(mut self, retries: bool) -> Self {
+        self.agent_retries_itself = retries;
+        self
     }
 
     /// The provider can steer a running turn: `Interject` goes to the agent instead of the
@@ -878,6 +888,11 @@ impl Machine {
             &failure,
             turn.session != SessionRef::New,
         );
+        let verdict = if self.agent_retries_itself {
+            verdict.for_agent_retrying_itself()
+        } else {
+            verdict
+        };
         out.push(Effect::Emit(OrchestratorEvent::FailureJudged {
             turn: turn.id,
             attempt,
@@ -913,6 +928,8 @@ impl Machine {
             }
             NextStep::NotRetryable
             | NextStep::RetryOff
+            | NextStep::AgentRetries
+            | NextStep::WaitTooLong { .. }
             | NextStep::GaveUp { .. }
             | NextStep::Stopped => {
                 self.roll_back(&turn, out);

@@ -243,6 +243,7 @@ fn a_retryable_failure_schedules_the_next_attempt() {
                     classification: crate::orchestrator::classify::Classification {
                         retryability: crate::orchestrator::classify::Retryability::Retryable,
                         cause: "rate limited (HTTP 429)",
+                        retry_after_ms: None,
                     },
                     next: NextStep::RetryIn {
                         attempt: 2,
@@ -398,7 +399,7 @@ fn a_non_retryable_failure_ends_the_turn_even_with_retry_on() {
 
 #[test]
 fn with_retry_off_a_turn_has_one_attempt() {
-    let mut machine = Machine::new(RetryPolicy::default(), SessionRef::New);
+    let mut machine = Machine::new(RetryPolicy::off(), SessionRef::New);
     let effects = submit(&mut machine, "hi");
     assert!(effects.contains(&Effect::Emit(Ev::AttemptStarted {
         turn: 1,
@@ -693,7 +694,7 @@ fn queued_prompts_can_be_edited_and_removed() {
 
 #[test]
 fn retry_last_turn_resends_a_failed_turn_in_its_session() {
-    let mut machine = Machine::new(RetryPolicy::default(), SessionRef::Resume("s-1".into()));
+    let mut machine = Machine::new(RetryPolicy::off(), SessionRef::Resume("s-1".into()));
     submit(&mut machine, "hi");
     agent(&mut machine, 1, 1, rate_limited());
     let effects = command(&mut machine, Command::RetryLastTurn);
@@ -891,10 +892,7 @@ fn a_new_policy_applies_to_the_next_decision() {
 #[test]
 fn turning_retry_off_during_the_countdown_ends_the_turn_as_failed() {
     let mut machine = waiting_for_attempt_2();
-    let effects = command(
-        &mut machine,
-        Command::SetRetryPolicy(RetryPolicy::default()),
-    );
+    let effects = command(&mut machine, Command::SetRetryPolicy(RetryPolicy::off()));
     assert_eq!(
         effects,
         [

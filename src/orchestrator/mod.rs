@@ -440,12 +440,18 @@ impl Rewind {
         }
     }
 
-    /// What it did, in a sentence for the transcript and the log.
+    /// What it did, in a sentence for the log (which numbers turns).
     pub fn describe(&self) -> String {
+        self.describe_at(&format!("turn {}", self.turn))
+    }
+
+    /// What it did, in a sentence, the point it went back to called `point` ("prompt 3": the
+    /// chat numbers the prompts the user sent, not the turns, which count every retry).
+    pub fn describe_at(&self, point: &str) -> String {
         let mut parts = vec![if self.undone {
-            format!("Undid the rewind to before turn {}", self.turn)
+            format!("Undid the rewind to before {point}")
         } else {
-            format!("Rewound to before turn {}", self.turn)
+            format!("Rewound to before {point}")
         }];
         match (&self.conversation, self.undone) {
             (Some(Ok(())), false) => parts.push(

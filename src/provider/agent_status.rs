@@ -92,6 +92,10 @@ pub struct ModeChoice {
     pub id: String,
     /// What to call it (the id when the agent gives no name).
     pub name: String,
+    /// `Some(what it lets the agent do unasked)` for the most permissive modes (YOLO, full
+    /// access, bypass permissions): the chat keeps them off the Shift+Tab cycle and asks,
+    /// naming this, before it switches to one. `None` for every other mode.
+    pub most_permissive: Option<String>,
 }
 
 /// A setting of the agent that the user changes mid-conversation (`/model`, Shift+Tab). The
@@ -204,6 +208,7 @@ mod tests {
             modes: vec![ModeChoice {
                 id: "plan".into(),
                 name: "Plan".into(),
+                ..ModeChoice::default()
             }],
             ..AgentStatus::default()
         };

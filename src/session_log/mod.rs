@@ -35,7 +35,7 @@ mod read_fuzz;
 pub(crate) mod torn;
 
 #[cfg(test)]
-pub(crate) use read::last_session_id;
+pub(crate) use read::{last_session_id, tests_summary};
 pub use read::{
     latest_session_log, list_conversations, read_session_log, read_summary, ConversationSummary,
 };
@@ -74,6 +74,15 @@ pub enum LogEntry {
         conversation_id: Option<String>,
         #[serde(default)]
         origin: Origin,
+        /// How agentty talked to the agent: `--resume` goes on over it unless the command line
+        /// names another.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        transport: Option<crate::config::Transport>,
+        /// The settings the conversation started with (its provider's config and the command
+        /// line: model, mode); `--resume` sets them again, with those chosen later (`Setting`)
+        /// over them.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        settings: Vec<AgentSetting>,
     },
     Turn {
         turn: TurnId,
@@ -190,6 +199,15 @@ pub(crate) struct NewConversation {
     pub(crate) provider: String,
     pub(crate) cwd: PathBuf,
     pub(crate) origin: Origin,
+    pub(crate) start: ConversationStart,
+}
+
+/// How a conversation started talking to its agent, which `--resume` restores.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct ConversationStart {
+    pub(crate) transport: Option<crate::config::Transport>,
+    /// The model and mode it started with (config and command line).
+    pub(crate) settings: Vec<AgentSetting>,
 }
 
 enum WriterCommand {
@@ -253,6 +271,8 @@ impl SessionLogWriter {
             cwd: conversation.cwd.display().to_string(),
             conversation_id: Some(id.clone()),
             origin: conversation.origin,
+            transport: conversation.start.transport,
+            settings: conversation.start.settings,
         };
         Self::spawn(
             path,
@@ -602,8 +622,7 @@ impl LogFile {
             return Ok(());
         }
         if self.file.is_none() {
-            // A compaction is the first thing a resumed launch may do: it opens the log too.
-            if !matches!(entry, LogEntry::Turn { .. } | LogEntry::Compaction { .. }) {
+            if !self.opened_by(entry) {
                 self.before_first_turn.push(entry.clone());
                 return Ok(());
             }
@@ -615,6 +634,20 @@ impl LogFile {
             None => Ok(()),
         };
         self.give_up_on(written)
+    }
+
+    /// Whether `entry` is what opens the log: a prompt's turn or a compaction (a new
+    /// conversation's log appears with its first prompt); in a resumed conversation also what
+    /// the user did to it before any prompt (an undo, a rewind, a setting chosen), which must
+    /// hold when it is resumed again.
+    fn opened_by(&self, entry: &LogEntry) -> bool {
+        match entry {
+            LogEntry::Turn { .. } | LogEntry::Compaction { .. } => true,
+            LogEntry::Undone { .. } | LogEntry::Rewound { .. } | LogEntry::Setting { .. } => {
+                matches!(self.lazy, Some(LazyLog::Existing))
+            }
+            _ => false,
+        }
     }
 
     /// Gives the log up after `result` failed (its buffer is dropped unwritten: a later flush
@@ -811,6 +844,7 @@ mod tests {
                 provider: "demo".into(),
                 cwd: PathBuf::from("/work/project"),
                 origin: Origin::Chat,
+                start: ConversationStart::default(),
             },
         )
         .unwrap()
@@ -1217,6 +1251,101 @@ mod tests {
         });
         drop(writer);
         assert_eq!(read_summary(&path).unwrap().session_id, None);
+    }
+
+    #[test]
+    fn the_header_keeps_how_the_conversation_started_and_the_summary_what_became_of_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let writer = SessionLogWriter::start(
+            dir.path(),
+            NewConversation {
+                provider: "demo".into(),
+                cwd: PathBuf::from("/work/project"),
+                origin: Origin::Chat,
+                start: ConversationStart {
+                    transport: Some(crate::config::Transport::Acp),
+                    settings: vec![AgentSetting::Model("demo-acp-2".into())],
+                },
+            },
+        )
+        .unwrap();
+        let path = writer.path().to_path_buf();
+        for turn in 1..=2 {
+            writer.record_event(&OrchestratorEvent::TurnStarted {
+                turn,
+                prompt: format!("prompt {turn}"),
+            });
+            writer.record_event(&OrchestratorEvent::TurnEnded {
+                turn,
+                outcome: TurnOutcome::Completed,
+            });
+        }
+        writer.record_event(&OrchestratorEvent::SettingChosen(AgentSetting::Mode(
+            "accept-edits".into(),
+        )));
+        // Rewound to before the first prompt: the way back stays, the agent session does not.
+        writer.record_event(&OrchestratorEvent::Rewound(crate::orchestrator::Rewind {
+            turn: 1,
+            conversation: Some(Ok(())),
+            files: None,
+            undone: false,
+        }));
+        writer.record_event(&OrchestratorEvent::SessionChanged { session_id: None });
+        drop(writer);
+        let summary = read_summary(&path).unwrap();
+        assert_eq!(summary.transport, Some(crate::config::Transport::Acp));
+        assert_eq!(
+            summary.settings,
+            [
+                AgentSetting::Model("demo-acp-2".into()),
+                AgentSetting::Mode("accept-edits".into())
+            ]
+        );
+        assert_eq!((summary.turns, summary.completed_turns), (2, 2));
+        assert!(summary.rewound_to_start);
+        assert_eq!(summary.session_id, None);
+    }
+
+    #[test]
+    fn a_rewind_or_a_setting_in_a_resumed_launch_is_logged_without_a_prompt() {
+        let dir = tempfile::tempdir().unwrap();
+        let writer = new_chat(dir.path());
+        let path = writer.path().to_path_buf();
+        writer.record_event(&OrchestratorEvent::TurnStarted {
+            turn: 1,
+            prompt: "hi".into(),
+        });
+        let id = writer.conversation_id().to_owned();
+        drop(writer);
+        let resumed = SessionLogWriter::resume(&path, &id, None).unwrap();
+        resumed.record_event(&OrchestratorEvent::Rewound(crate::orchestrator::Rewind {
+            turn: 1,
+            conversation: Some(Ok(())),
+            files: None,
+            undone: false,
+        }));
+        resumed.record_event(&OrchestratorEvent::SettingChosen(AgentSetting::Mode(
+            "plan".into(),
+        )));
+        drop(resumed);
+        let entries = read_session_log(&path).unwrap();
+        assert!(entries
+            .iter()
+            .any(|entry| matches!(entry, LogEntry::Rewound { .. })));
+        assert!(read_summary(&path).unwrap().rewound_to_start);
+        assert_eq!(
+            read_summary(&path).unwrap().settings,
+            [AgentSetting::Mode("plan".into())]
+        );
+        // A new conversation's log still appears only with its first prompt.
+        let dir = tempfile::tempdir().unwrap();
+        let writer = new_chat(dir.path());
+        writer.record_event(&OrchestratorEvent::SettingChosen(AgentSetting::Mode(
+            "plan".into(),
+        )));
+        let path = writer.path().to_path_buf();
+        drop(writer);
+        assert!(!path.exists());
     }
 
     #[test]

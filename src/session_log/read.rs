@@ -50,8 +50,39 @@ pub struct ConversationSummary {
     pub last_turn: TurnId,
     /// The agent session the next turn continues.
     pub session_id: Option<String>,
-    /// The settings the user chose in the conversation (the last of each kind), to set again.
+    /// The settings the conversation started with, and over them those the user chose in it
+    /// (the last of each kind), to set again.
     pub(crate) settings: Vec<AgentSetting>,
+    /// How agentty talked to the agent (logs written before it was kept: unknown).
+    pub(crate) transport: Option<crate::config::Transport>,
+    /// Turns that completed.
+    pub(crate) completed_turns: usize,
+    /// The last rewind took the agent's conversation back to before its first prompt (and no
+    /// prompt was sent since).
+    pub(crate) rewound_to_start: bool,
+}
+
+/// A conversation of `provider` with one completed turn, for tests.
+#[cfg(test)]
+pub(crate) fn tests_summary(provider: &str) -> ConversationSummary {
+    ConversationSummary {
+        path: PathBuf::from("/s/c.jsonl"),
+        id: "c0ffee00-0000".into(),
+        provider: provider.into(),
+        cwd: "/p".into(),
+        origin: Origin::Chat,
+        started_at_ms: 0,
+        last_active_ms: 0,
+        first_prompt: "hello".into(),
+        later_prompts: Vec::new(),
+        turns: 1,
+        last_turn: 1,
+        session_id: None,
+        settings: Vec::new(),
+        transport: None,
+        completed_turns: 1,
+        rewound_to_start: false,
+    }
 }
 
 /// Prompts of a conversation kept for `/resume`'s filter (a long conversation stays cheap).
@@ -210,6 +241,8 @@ pub(crate) struct LogHeader {
     pub(crate) cwd: String,
     pub(crate) conversation_id: Option<String>,
     pub(crate) origin: Origin,
+    pub(crate) transport: Option<crate::config::Transport>,
+    pub(crate) settings: Vec<AgentSetting>,
 }
 
 /// Reads the header from a log's first line. A damaged one (a flipped byte, invalid UTF-8)
@@ -248,6 +281,10 @@ pub(crate) fn parse_header(line: &[u8], path: &Path) -> Option<LogHeader> {
     let origin = field("origin")
         .and_then(|value| serde_json::from_value(value).ok())
         .unwrap_or_default();
+    let transport = field("transport").and_then(|value| serde_json::from_value(value).ok());
+    let settings = field("settings")
+        .and_then(|value| serde_json::from_value(value).ok())
+        .unwrap_or_default();
     tracing::warn!(log = %path.display(), "session log header damaged; read field by field");
     Some(LogHeader {
         version,
@@ -256,6 +293,8 @@ pub(crate) fn parse_header(line: &[u8], path: &Path) -> Option<LogHeader> {
         cwd,
         conversation_id,
         origin,
+        transport,
+        settings,
     })
 }
 
@@ -276,6 +315,8 @@ fn as_header(entry: LogEntry) -> Option<LogHeader> {
             cwd,
             conversation_id,
             origin,
+            transport,
+            settings,
         } => Some(LogHeader {
             version,
             provider,
@@ -283,6 +324,8 @@ fn as_header(entry: LogEntry) -> Option<LogHeader> {
             cwd,
             conversation_id,
             origin,
+            transport,
+            settings,
         }),
         _ => None,
     }
@@ -368,8 +411,12 @@ pub(crate) fn summarise<R: BufRead>(
         turns: 0,
         last_turn: 0,
         session_id: None,
-        settings: Vec::new(),
+        settings: header.settings,
+        transport: header.transport,
+        completed_turns: 0,
+        rewound_to_start: false,
     };
+    let mut first_turn = None;
     let mut tracker = SessionTracker::new(header.version);
     let mut see_line = |line: &[u8]| {
         if is_raw_line(line) {
@@ -380,13 +427,27 @@ pub(crate) fn summarise<R: BufRead>(
             summary.last_turn = summary.last_turn.max(turn_named_in(line).unwrap_or(0));
             return;
         };
-        if let LogEntry::Turn { prompt, .. } = &entry {
-            if summary.turns == 0 {
-                summary.first_prompt = prompt.clone();
-            } else if summary.later_prompts.len() < MAX_SEARCHED_PROMPTS {
-                summary.later_prompts.push(prompt.clone());
+        match &entry {
+            LogEntry::Turn { prompt, turn, .. } => {
+                if summary.turns == 0 {
+                    summary.first_prompt = prompt.clone();
+                } else if summary.later_prompts.len() < MAX_SEARCHED_PROMPTS {
+                    summary.later_prompts.push(prompt.clone());
+                }
+                summary.turns += 1;
+                first_turn.get_or_insert(*turn);
+                summary.rewound_to_start = false;
             }
-            summary.turns += 1;
+            LogEntry::TurnEnded { outcome, .. }
+                if outcome.outcome() == crate::orchestrator::TurnOutcome::Completed =>
+            {
+                summary.completed_turns += 1;
+            }
+            LogEntry::Rewound { rewind, .. } if matches!(rewind.conversation, Some(Ok(()))) => {
+                summary.rewound_to_start =
+                    !rewind.undone && first_turn.is_some_and(|first| rewind.turn <= first);
+            }
+            _ => {}
         }
         summary.last_turn = summary.last_turn.max(turn_of(&entry).unwrap_or(0));
         if let LogEntry::Setting { setting, .. } = &entry {
@@ -456,6 +517,8 @@ pub(crate) fn read_entries<R: BufRead>(mut lines: LogLines<R>) -> std::io::Resul
             cwd: header.cwd,
             conversation_id: header.conversation_id,
             origin: header.origin,
+            transport: header.transport,
+            settings: header.settings,
         })
         .into_iter()
         .collect();

@@ -116,6 +116,8 @@ fn header() -> LogEntry {
         cwd: "/p".into(),
         conversation_id: Some("abcdef12-0000".into()),
         origin: super::Origin::Chat,
+        transport: Some(crate::config::Transport::Acp),
+        settings: vec![crate::provider::AgentSetting::Model("m".into())],
     }
 }
 

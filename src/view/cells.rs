@@ -183,6 +183,34 @@ fn wrap_with_margin(
     wrap_into(&line, width, out);
 }
 
+/// The characters a folded prompt shows at most (a long single line).
+const FOLDED_PROMPT_CHARS: usize = 240;
+
+/// What a folded prompt shows: its first [`FOLDED_PROMPT_LINES`] lines, at most
+/// [`FOLDED_PROMPT_CHARS`] characters of them, and what it leaves out ("12 more lines", or
+/// "860 more characters" when the lines are all shown but cut).
+fn folded_prompt(text: &str) -> (String, String) {
+    let total_lines = text.split('\n').count();
+    let head: String = text
+        .split('\n')
+        .take(FOLDED_PROMPT_LINES)
+        .collect::<Vec<_>>()
+        .join("\n");
+    let shown: String = head.chars().take(FOLDED_PROMPT_CHARS).collect();
+    let hidden = if total_lines > FOLDED_PROMPT_LINES {
+        format!("{} more lines", total_lines - FOLDED_PROMPT_LINES)
+    } else {
+        let more = text.chars().count() - shown.chars().count();
+        format!("{more} more characters")
+    };
+    let shown = if shown.chars().count() < head.chars().count() {
+        format!("{shown}…")
+    } else {
+        shown
+    };
+    (shown, hidden)
+}
+
 /// A prompt; a retried one is marked `↻` (sent again, once: the failed attempt was undone).
 /// A prompt; one that `/rewind` took back is dimmed and says so (its turn stays on screen,
 /// but the agent no longer has it).
@@ -198,13 +226,16 @@ fn user_lines(user: &UserCell) -> Vec<RichLine> {
             Style::default().add_modifier(Modifier::BOLD),
         )
     };
-    // A long prompt (a large paste) folds to its first lines, like a tool's output.
+    // A long prompt (a large paste) folds to its first lines, like a tool's output; one long
+    // line folds to its first characters.
     let folded = user.folds() && !user.expanded;
-    let total = text.split('\n').count();
-    let shown = if folded { FOLDED_PROMPT_LINES } else { total };
-    let mut lines: Vec<RichLine> = text
+    let (shown_text, hidden) = if folded {
+        folded_prompt(text)
+    } else {
+        (text.to_string(), String::new())
+    };
+    let mut lines: Vec<RichLine> = shown_text
         .split('\n')
-        .take(shown)
         .enumerate()
         .map(|(index, line)| {
             let first = if index == 0 {
@@ -217,11 +248,7 @@ fn user_lines(user: &UserCell) -> Vec<RichLine> {
         .collect();
     if user.folds() {
         let note = if folded {
-            format!(
-                "{}{} more lines · click to expand",
-                toggle_marker(false),
-                total.saturating_sub(shown)
-            )
+            format!("{}{hidden} · click to expand", toggle_marker(false))
         } else {
             format!("{}click to fold", toggle_marker(true))
         };
@@ -545,9 +572,9 @@ fn notice_lines(notice: &NoticeCell, now: Instant) -> Vec<RichLine> {
         return lines;
     }
     let summary = if notice.details_summary.is_empty() {
-        "diagnostics".to_owned()
+        notice.details_label.to_owned()
     } else {
-        format!("diagnostics: {}", notice.details_summary)
+        format!("{}: {}", notice.details_label, notice.details_summary)
     };
     let hint = if notice.expanded {
         String::new()
@@ -869,5 +896,21 @@ mod tests {
         assert!(UnicodeWidthStr::width(tail.as_str()) <= 20);
         // One long word: cut inside it, since nothing else fits.
         assert_eq!(latest_words("abcdefghijklmnop", 6), "…lmnop");
+    }
+
+    #[test]
+    fn a_folded_prompt_says_what_it_leaves_out_lines_or_characters() {
+        let long_line = "word ".repeat(220);
+        let (shown, hidden) = folded_prompt(&long_line);
+        assert_eq!(shown.chars().count(), FOLDED_PROMPT_CHARS + 1);
+        assert!(shown.ends_with('…'));
+        assert_eq!(
+            hidden,
+            format!("{} more characters", 1100 - FOLDED_PROMPT_CHARS)
+        );
+        let pasted: String = (1..=200).map(|n| format!("line {n}\n")).collect();
+        let (shown, hidden) = folded_prompt(pasted.trim_end());
+        assert_eq!(shown, "line 1\nline 2\nline 3");
+        assert_eq!(hidden, "197 more lines");
     }
 }

@@ -7,7 +7,7 @@ use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 
-use super::frame::{age, centered, draw_rows, footer, footer_room, frame};
+use super::frame::{age, centered, draw_rows, footer, footer_room, frame, mark_selected};
 use super::highlight::CodeHighlighter;
 use super::theme::palette;
 use super::wrap::{wrap, RichLine, WrapMode};
@@ -308,10 +308,12 @@ pub(crate) fn render_rewind(
         let mut rows: Vec<Line<'static>> = Vec::new();
         let room = usize::from(area.height.saturating_sub(2)).max(1);
         let first = picker.selected.saturating_sub(room.saturating_sub(1));
-        let undo_row = picker
-            .undo
-            .as_ref()
-            .map(|last| format!(" ↷ Undo the last rewind (to before turn {})", last.turn));
+        let undo_row = picker.undo.as_ref().map(|last| {
+            format!(
+                " ↷ Undo the last rewind (to before prompt {})",
+                last.prompt_number
+            )
+        });
         let prompt_rows = picker.entries.iter().map(|entry| {
             let when = age(now.saturating_duration_since(entry.sent).as_millis() as u64);
             let files = match entry.files.len() {
@@ -335,11 +337,13 @@ pub(crate) fn render_rewind(
             .skip(first)
             .take(room)
         {
-            let style = if index == picker.selected {
+            let selected = index == picker.selected;
+            let style = if selected {
                 selected_style
             } else {
                 Style::default()
             };
+            let text = mark_selected(text, selected);
             rows.push(fit(RichLine::text(text, style), text_width + 1));
         }
         if rows.is_empty() {
@@ -381,10 +385,8 @@ pub(crate) fn render_rewind(
         } else {
             Style::default()
         };
-        rows.push(fit(
-            RichLine::text(format!(" {}", option.label()), style),
-            text_width + 1,
-        ));
+        let label = mark_selected(format!(" {}", option.label()), index == choice);
+        rows.push(fit(RichLine::text(label, style), text_width + 1));
     }
     let rows = keep_last(rows, room);
     let outer = centered(area, width, rows.len() as u16 + 2);

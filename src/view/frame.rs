@@ -53,6 +53,8 @@ pub(crate) fn draw_rows(rows: &[Line<'_>], inner: Rect, buf: &mut Buffer) {
     }
 }
 
+/// A row of a list: the selected one is reversed and marked `›` in its first column, so the
+/// selection shows without colours or attributes too (`NO_COLOR`, a text capture).
 pub(crate) fn selectable(text: String, selected: bool, enabled: bool, width: u16) -> Line<'static> {
     let mut style = Style::default();
     if !enabled {
@@ -61,8 +63,17 @@ pub(crate) fn selectable(text: String, selected: bool, enabled: bool, width: u16
     if selected {
         style = style.add_modifier(Modifier::REVERSED);
     }
+    let text = mark_selected(text, selected);
     let padded = format!("{text:<width$}", width = usize::from(width));
     Line::styled(padded, style)
+}
+
+/// `text` with its leading blank turned into the selection mark `›` when `selected`.
+pub(crate) fn mark_selected(text: String, selected: bool) -> String {
+    match text.strip_prefix(' ') {
+        Some(rest) if selected => format!("›{rest}"),
+        _ => text,
+    }
 }
 
 /// "12 s ago", "5 min ago", "3 h ago", "2 days ago".

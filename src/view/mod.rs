@@ -31,7 +31,10 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Widget};
 use ratatui::Frame;
 
-use crate::app::keymap::{NEWLINE_KEY, QUIT_KEY, SEND_KEY, STOP_KEY, UNQUEUE_KEY};
+use crate::app::keymap::{
+    NEWLINE_KEY, PERMISSION_FOCUS_KEY, PERMISSION_UNFOCUS_KEY, QUIT_KEY, SEND_KEY, STOP_KEY,
+    UNQUEUE_KEY,
+};
 use crate::app::menu::Overlay;
 use crate::app::state::{AppState, Drawn};
 use theme::palette;
@@ -75,7 +78,7 @@ pub(crate) fn layout(state: &AppState, area: Rect) -> ChatLayout {
     let status_height = area.height.min(1);
     if state.permission_prompt().is_some() {
         // The prompt goes above the composer, which stays in sight (typing goes on into it
-        // until the prompt arms) with a few rows, and takes what it needs of the transcript,
+        // until the prompt is given the keys) with a few rows, and takes what it needs of the transcript,
         // which keeps a quarter of the screen for the context of the request (on a small
         // screen, the prompt comes first; on a tiny one, the composer goes).
         let room = area.height - status_height;
@@ -84,18 +87,22 @@ pub(crate) fn layout(state: &AppState, area: Rect) -> ChatLayout {
         // input row (without the hint above it).
         let spare = room.saturating_sub(permission::minimum_height(state));
         let composer_height = (composer_rows + 1).min(spare);
-        let room = room - composer_height;
+        // What waits to be sent stays in sight under the prompt (a prompt typed while the
+        // request is open is queued, and says so).
+        let queued_height = queued_rows(state).min(spare - composer_height);
+        let room = room - composer_height - queued_height;
         let share = if area.height < 20 { 8 } else { 4 };
         let keep = (area.height / share).min(room);
         let wanted = permission::desired_height(state, area.width);
         let height = wanted.min(room - keep).max(room.min(3));
         let transcript = Rect::new(area.x, area.y, area.width, room - height);
         let permission = Rect::new(area.x, transcript.bottom(), area.width, height);
-        let composer = Rect::new(area.x, permission.bottom(), area.width, composer_height);
+        let queued = Rect::new(area.x, permission.bottom(), area.width, queued_height);
+        let composer = Rect::new(area.x, queued.bottom(), area.width, composer_height);
         return ChatLayout {
             transcript,
             permission,
-            queued: Rect::new(area.x, permission.bottom(), area.width, 0),
+            queued,
             composer,
             status: Rect::new(area.x, composer.bottom(), area.width, status_height),
             input,
@@ -105,13 +112,7 @@ pub(crate) fn layout(state: &AppState, area: Rect) -> ChatLayout {
     let max_rows = MAX_COMPOSER_ROWS.min((area.height / 3).max(1));
     let composer_rows = (input.row_count() as u16).clamp(1, max_rows);
     let composer_height = (composer_rows + 1).min(area.height.saturating_sub(status_height));
-    let waiting = waiting_prompts(state).len();
-    let queued_rows = if waiting == 0 {
-        0
-    } else {
-        waiting.min(MAX_QUEUED_ROWS) + usize::from(waiting > MAX_QUEUED_ROWS)
-    } as u16;
-    let queued_height = queued_rows.min(
+    let queued_height = queued_rows(state).min(
         area.height
             .saturating_sub(status_height + composer_height + 1),
     );
@@ -132,16 +133,35 @@ pub(crate) fn layout(state: &AppState, area: Rect) -> ChatLayout {
     }
 }
 
+/// `long` when it fits `width` columns, else `short`.
+fn fitting(long: String, short: String, width: u16) -> String {
+    if long.chars().count() <= usize::from(width) {
+        long
+    } else {
+        short
+    }
+}
+
+/// The rows the prompts waiting to be sent want: one each (at most [`MAX_QUEUED_ROWS`]) and one
+/// that counts the rest.
+fn queued_rows(state: &AppState) -> u16 {
+    let waiting = waiting_prompts(state).len();
+    let rows = if waiting == 0 {
+        0
+    } else {
+        waiting.min(MAX_QUEUED_ROWS) + usize::from(waiting > MAX_QUEUED_ROWS)
+    };
+    rows as u16
+}
+
 /// Draws one frame.
 pub fn render(frame: &mut Frame<'_>, state: &AppState, view: &mut ChatView, now: Instant) {
     let area = frame.area();
     render_to_buffer(state, view, area, frame.buffer_mut(), now);
     // The terminal's own cursor sits on the composer's, so an input method's window opens
     // there; hidden while an overlay or a permission note has the keys.
-    let note_open = state
-        .permission_prompt()
-        .is_some_and(|prompt| prompt.feedback.is_some());
-    if let (Some(position), None, false) = (view.composer_cursor, &state.overlay, note_open) {
+    let prompt_has_keys = state.permission_focused();
+    if let (Some(position), None, false) = (view.composer_cursor, &state.overlay, prompt_has_keys) {
         frame.set_cursor_position(position);
     }
 }
@@ -172,8 +192,8 @@ pub(crate) fn render_to_buffer(
         welcome::render_welcome(state, areas.transcript, buf);
     }
     render_queued(state, areas.queued, buf);
-    view.composer_cursor = render_composer(state, &areas, buf, &mut view.composer_scroll, now);
-    permission::render_permission_prompt(state, areas.permission, buf, now);
+    view.composer_cursor = render_composer(state, &areas, buf, &mut view.composer_scroll);
+    permission::render_permission_prompt(state, areas.permission, buf);
     status::render_status(state, areas.status, buf, now);
     let prompt_open = state.permission_prompt().is_some();
     if let (Some(popup), None, false) = (&state.popup, &state.overlay, prompt_open) {
@@ -253,7 +273,6 @@ fn render_composer(
     areas: &ChatLayout,
     buf: &mut Buffer,
     scroll: &mut usize,
-    now: Instant,
 ) -> Option<(u16, u16)> {
     let area = areas.composer;
     if area.height == 0 {
@@ -265,10 +284,27 @@ fn render_composer(
         .is_some_and(|prompt| prompt.feedback.is_some());
     let hint = if writing_note {
         " keys go to the note above ".to_owned()
-    } else if prompt_open && state.permission_armed(Some(now)) {
-        " keys not for the prompt type here ".to_owned()
+    } else if state.permission_focused() {
+        let long = format!(
+            " the prompt above has the keys · {} ",
+            PERMISSION_UNFOCUS_KEY.hint()
+        );
+        fitting(
+            long,
+            format!(" {} ", PERMISSION_UNFOCUS_KEY.hint()),
+            area.width,
+        )
     } else if prompt_open {
-        " typing goes here until you pause ".to_owned()
+        let send = if state.can_steer() {
+            "steers"
+        } else {
+            "queues"
+        };
+        let long = format!(
+            " typing goes here · {SEND_KEY} {send} · {} the prompt ",
+            PERMISSION_FOCUS_KEY.keys
+        );
+        fitting(long, " typing goes here ".to_owned(), area.width)
     } else if state.composer.held_count() > 0 {
         // Prompts brought back one at a time: say that more follow.
         format!(

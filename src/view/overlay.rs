@@ -16,14 +16,15 @@ use std::time::Instant;
 
 use crate::app::action::Action;
 use crate::app::conversation_picker::ConversationPicker;
-use crate::app::help::KeyHelp;
+use crate::app::help::{help_sections, KeyHelp};
 use crate::app::history_search::HistorySearch;
 use crate::app::keymap::{
-    self, key_hint, pane_hint_now, CONVERSATION_PICKER_KEYS, HELP_KEYS, HISTORY_SEARCH_KEYS,
-    MENU_KEYS, MODEL_PICKER_EMPTY_KEYS, MODEL_PICKER_KEYS, PROVIDER_PICKER_KEYS, SEND_KEY,
-    THINKING_LEVEL_KEY,
+    key_hint, pane_hint_now, CONVERSATION_PICKER_KEYS, HELP_KEYS, HISTORY_SEARCH_KEYS, MENU_KEYS,
+    MODEL_PICKER_EMPTY_KEYS, MODEL_PICKER_KEYS, MODE_CONFIRM_KEYS, MODE_PICKER_KEYS,
+    PROVIDER_PICKER_KEYS, SEND_KEY, THINKING_LEVEL_KEY,
 };
 use crate::app::menu::{ActionMenu, Overlay};
+use crate::app::mode_picker::ModePicker;
 use crate::app::model_picker::ModelPicker;
 use crate::app::provider_picker::ProviderPicker;
 use crate::app::review::{DiffView, UndoConfirm};
@@ -37,8 +38,12 @@ use crate::view::wrap::{wrap, RichLine, WrapMode};
 
 use super::theme::palette;
 
-/// Width of the keys column of the help when descriptions fit beside it.
-const HELP_KEYS_WIDTH: usize = 24;
+/// The help's width at most.
+const HELP_WIDTH: u16 = 110;
+/// The widest keys column of the help.
+const HELP_KEYS_MAX_WIDTH: usize = 26;
+/// The help puts descriptions beside their keys from this width on.
+const HELP_SIDE_BY_SIDE_WIDTH: usize = 50;
 
 /// One overlay's drawing over the chat's `area`, from its own state and the chat's.
 pub(crate) trait DrawOverlay {
@@ -60,6 +65,7 @@ pub(crate) fn render_overlay(
         Overlay::Settings(draft) => draft,
         Overlay::Conversations(picker) => picker,
         Overlay::ModelPicker(picker) => picker,
+        Overlay::ModePicker(picker) => picker,
         Overlay::Diff(view) => view,
         Overlay::ConfirmUndo(confirm) => confirm,
         Overlay::Rewind(picker) => picker,
@@ -107,6 +113,12 @@ impl DrawOverlay for ConversationPicker {
 impl DrawOverlay for ModelPicker {
     fn draw(&self, state: &AppState, area: Rect, buf: &mut Buffer, _now: Instant) {
         render_model_picker(state, self, area, buf);
+    }
+}
+
+impl DrawOverlay for ModePicker {
+    fn draw(&self, state: &AppState, area: Rect, buf: &mut Buffer, _now: Instant) {
+        render_mode_picker(state, self, area, buf);
     }
 }
 
@@ -214,6 +226,66 @@ fn render_model_picker(state: &AppState, picker: &ModelPicker, area: Rect, buf: 
     draw_selectable(&rows, picker.selected, list, buf);
 }
 
+/// `/permissions`' modes, the current one marked, the most permissive ones said to be; or the
+/// question before switching to one of those, naming what it allows.
+fn render_mode_picker(state: &AppState, picker: &ModePicker, area: Rect, buf: &mut Buffer) {
+    let status = &state.agent_status;
+    let width = 70.min(area.width);
+    let selected = status.modes.get(picker.selected);
+    if let (true, Some(mode)) = (picker.confirming, selected) {
+        let allows = mode
+            .most_permissive
+            .as_ref()
+            .map_or_else(String::new, ToString::to_string);
+        let text = format!(
+            "{}: {allows}. The status bar marks it while it is on; Shift+Tab (or /permissions) \
+             goes back to a mode that asks.",
+            mode.name
+        );
+        let rows = wrap(
+            &RichLine::text(text, Style::default()).with_uniform_prefix(vec![Span::raw(" ")]),
+            usize::from(width.saturating_sub(2)),
+        );
+        let outer = centered(area, width, rows.len() as u16 + 2);
+        let title = format!("Switch to {}?", mode.name);
+        let inner = frame(&title, &footer(MODE_CONFIRM_KEYS, outer), outer, buf);
+        draw_rows(&rows, inner, buf);
+        return;
+    }
+    let current = status.mode.as_ref();
+    let outer = centered(area, width, status.modes.len().max(1) as u16 + 2);
+    let inner = frame(
+        "Permission mode",
+        &footer(MODE_PICKER_KEYS, outer),
+        outer,
+        buf,
+    );
+    let rows: Vec<Line<'_>> = status
+        .modes
+        .iter()
+        .enumerate()
+        .map(|(index, mode)| {
+            let mark = if Some(&mode.id) == current {
+                "●"
+            } else {
+                " "
+            };
+            let permissive = if mode.most_permissive.is_some() {
+                "  ⚠ most permissive: asks first"
+            } else {
+                ""
+            };
+            selectable(
+                format!(" {mark} {}{permissive}", mode.name),
+                index == picker.selected,
+                true,
+                inner.width,
+            )
+        })
+        .collect();
+    draw_selectable(&rows, picker.selected, inner, buf);
+}
+
 fn render_menu(state: &AppState, selected: usize, area: Rect, buf: &mut Buffer) {
     let outer = centered(area, 60, Action::ALL.len() as u16 + 2);
     let inner = frame("Actions", &footer(MENU_KEYS, outer), outer, buf);
@@ -252,27 +324,49 @@ fn render_menu(state: &AppState, selected: usize, area: Rect, buf: &mut Buffer) 
     draw_selectable(&rows, selected, inner, buf);
 }
 
-/// The help rows for a width: keys and description side by side, or (narrow) the description
-/// wrapped under its keys.
+/// The help rows for a width, section by section: keys and description side by side, the keys
+/// column as wide as its widest keys (a third of the width at most; keys wider than that stand
+/// on a row of their own, the description under them), or (narrow) every description under its
+/// keys. No text runs into its neighbour at any width.
 pub(crate) fn help_rows(width: u16) -> Vec<Line<'static>> {
     let key_style = Style::default()
         .fg(palette().accent)
         .add_modifier(Modifier::BOLD);
+    let title_style = Style::default().add_modifier(Modifier::BOLD | Modifier::UNDERLINED);
     let width = usize::from(width);
-    let side_by_side = width >= HELP_KEYS_WIDTH + 30;
     let mut rows = Vec::new();
-    for (keys, what) in keymap::help() {
-        if side_by_side {
-            let keys = format!(" {keys:<HELP_KEYS_WIDTH$}");
-            let line = RichLine::new(vec![Span::raw(what.to_owned())]).with_prefix(
-                vec![Span::styled(keys, key_style)],
-                vec![Span::raw(" ".repeat(HELP_KEYS_WIDTH + 1))],
-            );
-            rows.extend(wrap(&line, width));
-        } else {
-            rows.push(Line::styled(format!(" {keys}"), key_style));
-            let line = RichLine::new(vec![Span::raw(what.to_owned())])
-                .with_uniform_prefix(vec![Span::raw("   ")]);
+    for (index, section) in help_sections().into_iter().enumerate() {
+        if index > 0 {
+            rows.push(Line::raw(""));
+        }
+        let title = RichLine::new(vec![Span::styled(section.title, title_style)])
+            .with_uniform_prefix(vec![Span::raw(" ")]);
+        rows.extend(wrap(&title, width));
+        let widest = section
+            .rows
+            .iter()
+            .map(|row| row.keys.chars().count())
+            .max()
+            .unwrap_or(0);
+        let column = widest.min(width / 3).min(HELP_KEYS_MAX_WIDTH);
+        let side_by_side = width >= HELP_SIDE_BY_SIDE_WIDTH;
+        for row in section.rows {
+            let keys_width = row.keys.chars().count();
+            if side_by_side && keys_width <= column {
+                let keys = format!(" {:<column$}  ", row.keys);
+                let line = RichLine::new(vec![Span::raw(row.what)]).with_prefix(
+                    vec![Span::styled(keys, key_style)],
+                    vec![Span::raw(" ".repeat(column + 3))],
+                );
+                rows.extend(wrap(&line, width));
+                continue;
+            }
+            let keys = RichLine::new(vec![Span::styled(row.keys, key_style)])
+                .with_uniform_prefix(vec![Span::raw(" ")]);
+            rows.extend(wrap(&keys, width));
+            let indent = if side_by_side { column + 3 } else { 3 };
+            let line = RichLine::new(vec![Span::raw(row.what)])
+                .with_uniform_prefix(vec![Span::raw(" ".repeat(indent))]);
             rows.extend(wrap(&line, width));
         }
     }
@@ -289,13 +383,13 @@ pub(crate) fn help_scroll_limit(state: &AppState, area: Rect) -> usize {
 
 fn render_help(state: &AppState, scroll: usize, area: Rect, buf: &mut Buffer) {
     let (rows, outer) = help_box(state, area);
-    let inner = frame("Keys", &footer(HELP_KEYS, outer), outer, buf);
+    let inner = frame("Help", &footer(HELP_KEYS, outer), outer, buf);
     draw_scrolled(&rows, scroll, inner, buf);
 }
 
 /// The help's rows and its box on a screen of `area`.
 fn help_box(state: &AppState, area: Rect) -> (Vec<Line<'static>>, Rect) {
-    let width = 80.min(area.width);
+    let width = HELP_WIDTH.min(area.width);
     // What the status bar may shorten: the agent and its whole session id.
     let mut agent = vec![
         Span::styled(" Agent ", palette().dim),
@@ -537,7 +631,7 @@ mod tests {
 
     use super::render_conversations;
     use crate::app::conversation_picker::{ConversationPicker, WallClock};
-    use crate::session_log::{ConversationSummary, Origin};
+    use crate::session_log::ConversationSummary;
 
     #[test]
     fn the_conversation_picker_tells_ages_from_the_now_it_is_given() {
@@ -545,17 +639,11 @@ mod tests {
         let summary = ConversationSummary {
             path: "/s/aaa.jsonl".into(),
             id: "aaa".into(),
-            provider: "pi".into(),
-            cwd: "/p".into(),
-            origin: Origin::Chat,
-            started_at_ms: 0,
             last_active_ms: 1_000_000,
             first_prompt: "Fix the parser".into(),
             turns: 2,
             last_turn: 2,
-            session_id: None,
-            settings: Vec::new(),
-            later_prompts: Vec::new(),
+            ..crate::session_log::tests_summary("pi")
         };
         // Listed 3 minutes after the conversation's last write.
         let picker = ConversationPicker::new(

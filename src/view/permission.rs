@@ -1,24 +1,24 @@
 //! The permission prompt, between the transcript and the composer: what the agent wants to do,
 //! the edit as a bounded diff, and the agent's options with their keys. Its title says whether
-//! it takes keys yet: until the user pauses, typing goes on into the composer below it.
+//! it has the keys: until the user gives it the focus (Tab), typing goes on into the composer
+//! below it, and the prompt is drawn dimmed.
 //!
 //! It fits any screen: the options and the first row of the question always come first, then
 //! the command and paths, then as much of the diff as there is room for, the rest summarised.
-
-use std::time::Instant;
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Clear, Widget};
+use ratatui::widgets::{Block, BorderType, Borders, Clear, Widget};
 
 use super::cells::{diff_counts, diff_rich_lines, permission_details};
 use super::theme::palette;
 use super::wrap::{wrap, wrap_into, RichLine, WrapMode};
 use crate::app::keymap::{
-    pane_hint, PERMISSION_DIFF_DOWN_KEY, PERMISSION_DIFF_SCROLL_KEY, PERMISSION_NOTE_KEY,
-    PERMISSION_NOTE_KEYS, PERMISSION_NOTE_KEYS_SHORT, PERMISSION_SELECT_KEY, STOP_KEY,
+    pane_hint, PERMISSION_DIFF_DOWN_KEY, PERMISSION_DIFF_SCROLL_KEY, PERMISSION_FOCUS_KEY,
+    PERMISSION_NOTE_KEY, PERMISSION_NOTE_KEYS, PERMISSION_NOTE_KEYS_SHORT, PERMISSION_SELECT_KEY,
+    PERMISSION_UNFOCUS_KEY, SEND_KEY, STOP_KEY,
 };
 use crate::app::permission::{
     esc_action, key_summary, option_keys, reject_choice, PermissionPrompt, FEEDBACK_KEY,
@@ -54,7 +54,7 @@ fn prompt_rows(
     prompt: &PermissionPrompt,
     cell: &PermissionCell,
     width: usize,
-    armed: bool,
+    focused: bool,
 ) -> PromptRows {
     let mut title = wrap(
         &RichLine::text(
@@ -85,7 +85,7 @@ fn prompt_rows(
     let diff_more = cell.diff_hidden;
     let options = match &prompt.feedback {
         Some(note) => feedback_rows(note, width),
-        None => option_rows(prompt, cell, width, armed),
+        None => option_rows(prompt, cell, width, focused),
     };
     PromptRows {
         title,
@@ -96,16 +96,16 @@ fn prompt_rows(
     }
 }
 
-/// The agent's options with their keys, the selected one highlighted (all dim until armed),
-/// and the row of the key that rejects with a note.
+/// The agent's options with their keys, the selected one marked (`›`) and highlighted (all
+/// dim until the prompt has the focus), and the row of the key that rejects with a note.
 fn option_rows(
     prompt: &PermissionPrompt,
     cell: &PermissionCell,
     width: usize,
-    armed: bool,
+    focused: bool,
 ) -> Vec<Line<'static>> {
     let kinds = prompt.kinds();
-    let style = |selected: bool| match (selected, armed) {
+    let style = |selected: bool| match (selected, focused) {
         (true, true) => Style::default().add_modifier(Modifier::REVERSED),
         (true, false) => palette().dim.add_modifier(Modifier::REVERSED),
         (false, true) => Style::default(),
@@ -304,8 +304,8 @@ fn diff_view(rows: PromptRows, height: usize, skip: usize) -> Vec<Line<'static>>
     view
 }
 
-/// The prompt's title at a width: what it asks, and whether it takes keys yet.
-fn title(waiting: usize, armed: bool, writing: bool, room: usize) -> String {
+/// The prompt's title at a width: what it asks, and whether it has the keys.
+fn title(waiting: usize, focused: bool, writing: bool, room: usize) -> String {
     let count = if waiting > 1 {
         format!(" (1 of {waiting})")
     } else {
@@ -313,13 +313,13 @@ fn title(waiting: usize, armed: bool, writing: bool, room: usize) -> String {
     };
     let states: [&str; 3] = if writing {
         ["reject with a note", "reject with a note", "note"]
-    } else if armed {
-        ["press a key to answer", "answer now", "answer"]
+    } else if focused {
+        ["answer with a key below", "answer with a key", "answer"]
     } else {
         [
-            "keep typing — the prompt arms when you pause",
-            "arms when you pause",
-            "arms on a pause",
+            "Tab to answer — typing stays in the composer",
+            "Tab to answer",
+            "Tab",
         ]
     };
     states
@@ -338,12 +338,7 @@ fn title(waiting: usize, armed: bool, writing: bool, room: usize) -> String {
         .unwrap_or_default()
 }
 
-pub(crate) fn render_permission_prompt(
-    state: &AppState,
-    area: Rect,
-    buf: &mut Buffer,
-    now: Instant,
-) {
+pub(crate) fn render_permission_prompt(state: &AppState, area: Rect, buf: &mut Buffer) {
     if area.height == 0 || area.width == 0 {
         return;
     }
@@ -351,11 +346,11 @@ pub(crate) fn render_permission_prompt(
         return;
     };
     Clear.render(area, buf);
-    let armed = state.permission_armed(Some(now));
+    let focused = prompt.focused;
     let kinds = prompt.kinds();
     let room = usize::from(area.width.saturating_sub(4));
     let writing = prompt.feedback.is_some();
-    let title = title(state.permission_prompts.len(), armed, writing, room);
+    let title = title(state.permission_prompts.len(), focused, writing, room);
     let keys = key_summary(&kinds);
     let esc = format!("{STOP_KEY} {}", esc_action(&kinds));
     let with_note = if reject_choice(&kinds).is_some() {
@@ -363,6 +358,10 @@ pub(crate) fn render_permission_prompt(
     } else {
         String::new()
     };
+    let always = prompt
+        .selected
+        .and_then(|index| cell.options.get(index))
+        .filter(|_| prompt.always_selected());
     let footers = if writing {
         [
             pane_hint(PERMISSION_NOTE_KEYS, usize::MAX),
@@ -370,11 +369,32 @@ pub(crate) fn render_permission_prompt(
             String::new(),
             String::new(),
         ]
+    } else if !focused {
+        let focus = PERMISSION_FOCUS_KEY.keys;
+        [
+            format!(" {focus}, then {keys} or {} ", PERMISSION_SELECT_KEY.hint()),
+            format!(" {focus}, then {keys} "),
+            format!(" {} ", PERMISSION_FOCUS_KEY.hint()),
+            format!(" {focus} "),
+        ]
+    } else if let Some(option) = always {
+        // An "always" answer is highlighted: Enter confirms it, and nothing else does.
+        [
+            format!(
+                " {SEND_KEY} confirms: {} (always) · {esc} · {} ",
+                option.name,
+                PERMISSION_UNFOCUS_KEY.hint()
+            ),
+            format!(" {SEND_KEY} confirms: {} · {esc} ", option.name),
+            format!(" {SEND_KEY} confirms · {esc} "),
+            format!(" {SEND_KEY} confirms "),
+        ]
     } else {
         [
             format!(
-                " {keys} · {}{with_note} · {esc} ",
-                PERMISSION_SELECT_KEY.hint()
+                " {keys} · {}{with_note} · {esc} · {} ",
+                PERMISSION_SELECT_KEY.hint(),
+                PERMISSION_UNFOCUS_KEY.hint()
             ),
             format!(" {keys}{with_note} · {esc} "),
             format!(" {keys} · {esc} "),
@@ -383,7 +403,7 @@ pub(crate) fn render_permission_prompt(
     };
     // The rows first: whether the change is cut decides whether the footer names PgDn.
     let inner = Block::default().borders(Borders::ALL).inner(area);
-    let rows = prompt_rows(prompt, cell, usize::from(inner.width), armed);
+    let rows = prompt_rows(prompt, cell, usize::from(inner.width), focused);
     let (_, added, removed) = diff_counts(&cell.diff);
     let note = format!("+{added} -{removed} in all");
     let (lines, shown) = fit(rows, usize::from(inner.height), &note, prompt.diff_scroll);
@@ -404,15 +424,16 @@ pub(crate) fn render_permission_prompt(
         None => footers.into_iter().find(fits),
     }
     .unwrap_or_default();
-    let border = if armed || writing {
-        Style::default().fg(palette().warning)
-    } else {
-        Style::default()
-            .fg(palette().warning)
-            .add_modifier(Modifier::DIM)
-    };
+    // The prompt that has the keys is drawn with a heavy frame (not by colour alone).
+    let has_keys = focused || writing;
+    let border = Style::default().fg(palette().warning);
     let block = Block::default()
         .borders(Borders::ALL)
+        .border_type(if has_keys {
+            BorderType::Thick
+        } else {
+            BorderType::Plain
+        })
         .border_style(border)
         .title(Span::styled(title, border.add_modifier(Modifier::BOLD)))
         .title_bottom(Span::styled(footer, palette().dim));

@@ -9,15 +9,25 @@ use ratatui::widgets::{Block, Borders, Clear, Widget};
 
 use crate::app::completion::{Popup, PopupKind};
 use crate::app::keymap::{pane_hint, POPUP_KEYS};
+use crate::view::frame::mark_selected;
 use crate::view::list::draw_selectable;
 
 use super::theme::palette;
 
-/// Rows of suggestions shown at most.
-const MAX_ROWS: u16 = 8;
+/// Rows of the transcript the popup leaves in sight above it on a screen that has them.
+const TRANSCRIPT_KEPT: u16 = 2;
 
+/// Draws the popup over the bottom of `above`: every suggestion where there is room (on a tall
+/// screen the transcript keeps a couple of rows), else as many as fit, the selection kept in
+/// view.
 pub(crate) fn render_popup(popup: &Popup, above: Rect, buf: &mut Buffer) {
-    let rows = (popup.items.len() as u16).clamp(1, MAX_ROWS);
+    let kept = if above.height >= 16 {
+        TRANSCRIPT_KEPT
+    } else {
+        0
+    };
+    let room = above.height.saturating_sub(2 + kept).max(1);
+    let rows = (popup.items.len() as u16).clamp(1, room);
     let height = (rows + 2).min(above.height);
     if height < 3 || above.width < 10 {
         return;
@@ -87,7 +97,7 @@ pub(crate) fn render_popup(popup: &Popup, above: Rect, buf: &mut Buffer) {
                 Style::default()
             };
             let mut spans = vec![Span::styled(
-                format!(" {:<label_width$} ", item.label),
+                mark_selected(format!(" {:<label_width$} ", item.label), selected),
                 base.add_modifier(Modifier::BOLD),
             )];
             if key_width > 0 {

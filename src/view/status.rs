@@ -16,7 +16,7 @@ use super::theme::palette;
 use crate::app::activity::AgentPhase;
 use crate::app::agent_status::AgentValue;
 use crate::app::inert::InertText;
-use crate::app::keymap::{footer_hint, QUIT_KEY, STOP_KEY};
+use crate::app::keymap::{footer_hint, PERMISSION_FOCUS_KEY, QUIT_KEY, STOP_KEY};
 use crate::app::permission::{esc_action, key_summary};
 use crate::app::state::{Activity, AppState, StopStatus};
 use crate::config::Transport;
@@ -29,38 +29,71 @@ const SHORT_SESSION: usize = 16;
 const SESSION_HEAD: usize = 8;
 const SESSION_TAIL: usize = 4;
 
-/// A part of the status bar; when space is short, the highest `drop_order` goes first: the
-/// transport, the session, the usage, the context share, then the key hints (the way to every
-/// other action, kept down to about 80 columns), then the model and its settings (what the
-/// user chose must stay in sight), and last the provider and what is happening.
+/// A part of the status bar in its forms, longest first. When space is short the bar gives up
+/// one step at a time, always the step with the highest order left: the transport, the
+/// session, the usage, the context share, the key hints (the way to every other action, kept
+/// down to about 80 columns), then the long form of what is happening, the words around the
+/// model and mode, the provider's name, and last the model's length; the model, the mode and
+/// what is happening stay in sight at any width (what the user chose must stay in sight).
 struct Segment {
-    drop_order: u8,
     right: bool,
-    spans: Vec<Span<'static>>,
+    /// Each form, and the order at which the bar gives it up for the next (or, for the last,
+    /// drops the segment; 0: never).
+    forms: Vec<(u8, Vec<Span<'static>>)>,
+    /// The form shown.
+    shown: usize,
 }
 
 impl Segment {
+    /// A segment of one form, dropped at `order` (0: never).
+    fn one(order: u8, right: bool, spans: Vec<Span<'static>>) -> Self {
+        Self::forms(right, vec![(order, spans)])
+    }
+
+    fn forms(right: bool, forms: Vec<(u8, Vec<Span<'static>>)>) -> Self {
+        Self {
+            right,
+            forms,
+            shown: 0,
+        }
+    }
+
     fn width(&self) -> usize {
-        self.spans.iter().map(Span::width).sum()
+        self.forms[self.shown].1.iter().map(Span::width).sum()
+    }
+
+    /// The order at which its form is given up next (0: never).
+    fn next_step(&self) -> u8 {
+        self.forms[self.shown].0
     }
 }
 
-pub(crate) fn render_status(state: &AppState, area: Rect, buf: &mut Buffer, now: Instant) {
-    if area.height == 0 {
-        return;
+/// Gives up one step (the highest order left) until `segments` fit `width` with a space between
+/// the sides; a segment whose last form is given up goes.
+fn fit(mut segments: Vec<Segment>, width: usize) -> Vec<Segment> {
+    while segments.iter().map(Segment::width).sum::<usize>() + 1 > width {
+        let Some((index, _)) = segments
+            .iter()
+            .enumerate()
+            .filter(|(_, segment)| segment.next_step() > 0)
+            .max_by_key(|(_, segment)| segment.next_step())
+        else {
+            break;
+        };
+        let segment = &mut segments[index];
+        if segment.shown + 1 < segment.forms.len() {
+            segment.shown += 1;
+        } else {
+            segments.remove(index);
+        }
     }
-    let status = palette().status;
-    let base = Style::default().bg(status.background).fg(status.text);
-    buf.set_style(area, base);
+    segments
+}
 
-    let mut segments = vec![Segment {
-        drop_order: 1,
-        right: false,
-        spans: vec![Span::styled(
-            format!(" {}", state.provider),
-            base.add_modifier(Modifier::BOLD),
-        )],
-    }];
+/// The model (at most `MODEL_SHORT` characters in its shortest form), its thinking level and
+/// the mode, in three forms: with their words, bare, and with the model shortened. A most
+/// permissive mode is marked (⚠, and the alarm colour) in every form.
+fn settings_segment(state: &AppState, base: Style) -> Option<Segment> {
     // The agent's own report (pi's `get_state`) first: it knows the model it really runs.
     let model = state
         .agent_status
@@ -71,59 +104,115 @@ pub(crate) fn render_status(state: &AppState, area: Rect, buf: &mut Buffer, now:
         .map(InertText::as_str)
         // The model the user configured.
         .or(state.model.as_deref());
-    let mut settings = String::new();
-    if let Some(model) = model {
-        settings.push_str(&format!(" · {model}"));
-        if let Some(level) = &state.agent_status.thinking_level {
-            settings.push_str(&format!(" · thinking {level}"));
-        }
-    }
+    let level = model.and(state.agent_status.thinking_level.as_ref());
     // The mode by its name; an id the agent did not list (yet) as it is.
-    let mode = state
-        .agent_status
-        .current_mode()
-        .map(|mode| &mode.name)
-        .or(state.agent_status.mode.as_ref().map(AgentValue::shown));
-    if let Some(mode) = mode {
-        settings.push_str(&format!(" · mode {mode}"));
+    let current = state.agent_status.current_mode();
+    let mode =
+        current
+            .map(|mode| &mode.name)
+            .or(state.agent_status.mode.as_ref().map(AgentValue::shown));
+    if model.is_none() && mode.is_none() {
+        return None;
     }
-    if !settings.is_empty() {
-        segments.push(Segment {
-            drop_order: 2,
-            right: false,
-            spans: vec![Span::styled(settings, base)],
-        });
+    let permissive = current.is_some_and(|mode| mode.most_permissive.is_some());
+    let mode_style = if permissive {
+        base.fg(palette().status.alarm).add_modifier(Modifier::BOLD)
+    } else {
+        base
+    };
+    let form = |model: Option<String>, level_word: &str, mode_word: &str| {
+        let mut text = String::new();
+        if let Some(model) = &model {
+            text.push_str(&format!(" · {model}"));
+            if let Some(level) = level {
+                text.push_str(&format!(" · {level_word}{level}"));
+            }
+        }
+        let mut spans = vec![Span::styled(text, base)];
+        if let Some(mode) = mode {
+            let mark = if permissive { "⚠ " } else { "" };
+            spans.push(Span::styled(" · ", base));
+            spans.push(Span::styled(format!("{mode_word}{mark}{mode}"), mode_style));
+        }
+        spans
+    };
+    let short_model = model.map(|model| {
+        if model.chars().count() > MODEL_SHORT {
+            let head: String = model.chars().take(MODEL_SHORT - 1).collect();
+            format!("{head}…")
+        } else {
+            model.to_owned()
+        }
+    });
+    Some(Segment::forms(
+        false,
+        vec![
+            (22, form(model.map(str::to_owned), "thinking ", "mode ")),
+            (12, form(model.map(str::to_owned), "", "")),
+            (0, form(short_model, "", "")),
+        ],
+    ))
+}
+
+/// The model's name at the narrowest.
+const MODEL_SHORT: usize = 14;
+
+pub(crate) fn render_status(state: &AppState, area: Rect, buf: &mut Buffer, now: Instant) {
+    if area.height == 0 {
+        return;
     }
+    let status = palette().status;
+    let base = Style::default().bg(status.background).fg(status.text);
+    buf.set_style(area, base);
+
+    let mut segments = vec![Segment::one(
+        11,
+        false,
+        vec![Span::styled(
+            format!(" {}", state.provider),
+            base.add_modifier(Modifier::BOLD),
+        )],
+    )];
+    segments.extend(settings_segment(state, base));
     // One stable form, head and tail, whatever else the bar holds (the whole id is in the
     // `/resume` list and the session log).
     if let Some(session) = &state.session_id {
-        segments.push(Segment {
-            drop_order: 6,
-            right: false,
-            spans: vec![Span::styled(
+        segments.push(Segment::one(
+            60,
+            false,
+            vec![Span::styled(
                 format!(" · session {}", short_session_id(session)),
                 base,
             )],
-        });
+        ));
     }
     // How agentty talks to the agent, when it is not the one-shot JSON mode.
     if let Some(transport) = state
         .agent_transport
         .filter(|transport| *transport != Transport::Json)
     {
-        segments.push(Segment {
-            drop_order: 7,
-            right: false,
-            spans: vec![Span::styled(format!(" · {}", transport.name()), base)],
-        });
+        segments.push(Segment::one(
+            70,
+            false,
+            vec![Span::styled(format!(" · {}", transport.name()), base)],
+        ));
     }
-    let mut activity = vec![Span::styled(" │ ", base)];
-    activity.extend(activity_spans(state, now, base, area.width < 80));
-    segments.push(Segment {
-        drop_order: 0,
-        right: false,
-        spans: activity,
-    });
+    let activity = activity_forms(state, now, base)
+        .into_iter()
+        .enumerate()
+        .map(|(index, spans)| {
+            let mut form = vec![Span::styled(" │ ", base)];
+            form.extend(spans);
+            // The long form goes before the model's words, the middle ones before the
+            // provider's name and the model's length, the shortest never.
+            (if index == 0 { 25 } else { 13 }, form)
+        })
+        .collect::<Vec<_>>();
+    let mut activity = activity;
+    if let Some(last) = activity.last_mut() {
+        last.0 = 0;
+    }
+    segments.push(Segment::forms(false, activity));
     // How full the model's context window is, where the agent reports it.
     if let Some(context) = state.agent_status.context {
         let percent = context.percent();
@@ -132,64 +221,56 @@ pub(crate) fn render_status(state: &AppState, area: Rect, buf: &mut Buffer, now:
             75.. => status.caution,
             _ => status.text,
         };
-        segments.push(Segment {
-            drop_order: 4,
-            right: true,
-            spans: vec![Span::styled(format!("│ ctx {percent}% "), base.fg(colour))],
-        });
+        segments.push(Segment::one(
+            40,
+            true,
+            vec![Span::styled(format!("│ ctx {percent}% "), base.fg(colour))],
+        ));
     }
     let usage = usage_segment(state);
     if !usage.is_empty() {
-        segments.push(Segment {
-            drop_order: 5,
-            right: true,
-            spans: vec![Span::styled(format!("│ {usage} "), base)],
-        });
+        segments.push(Segment::one(
+            50,
+            true,
+            vec![Span::styled(format!("│ {usage} "), base)],
+        ));
     }
     segments.push(if state.quit_armed {
-        Segment {
-            drop_order: 0,
-            right: true,
-            spans: vec![Span::styled(
+        Segment::one(
+            0,
+            true,
+            vec![Span::styled(
                 format!("{QUIT_KEY} again to quit "),
                 base.fg(palette().status.caution)
                     .add_modifier(Modifier::BOLD),
             )],
-        }
+        )
     } else {
-        Segment {
-            drop_order: 3,
-            right: true,
-            spans: vec![Span::styled(format!("│ {} ", footer_hint()), base)],
-        }
+        Segment::one(
+            30,
+            true,
+            vec![Span::styled(format!("│ {} ", footer_hint()), base)],
+        )
     });
 
-    // Drop the least important parts until everything fits with a space between the sides.
-    let width = usize::from(area.width);
-    while segments.iter().map(Segment::width).sum::<usize>() + 1 > width {
-        let Some((index, _)) = segments
-            .iter()
-            .enumerate()
-            .filter(|(_, segment)| segment.drop_order > 0)
-            .max_by_key(|(_, segment)| segment.drop_order)
-        else {
-            break;
-        };
-        segments.remove(index);
-    }
+    let segments = fit(segments, usize::from(area.width));
     let (right, left): (Vec<Segment>, Vec<Segment>) =
         segments.into_iter().partition(|segment| segment.right);
-    let left = Line::from(
-        left.into_iter()
-            .flat_map(|segment| segment.spans)
-            .collect::<Vec<_>>(),
-    );
-    let right = Line::from(
-        right
+    let spans = |segments: Vec<Segment>| -> Vec<Span<'static>> {
+        segments
             .into_iter()
-            .flat_map(|segment| segment.spans)
-            .collect::<Vec<_>>(),
-    );
+            .flat_map(|mut segment| segment.forms.swap_remove(segment.shown).1)
+            .collect()
+    };
+    let mut left = spans(left);
+    // Without the provider's name, the model does not follow a separator.
+    if let Some(first) = left.first_mut() {
+        if let Some(rest) = first.content.strip_prefix(" · ") {
+            first.content = format!(" {rest}").into();
+        }
+    }
+    let left = Line::from(left);
+    let right = Line::from(spans(right));
     let right_width = right.width() as u16;
     buf.set_line(area.x, area.y, &left, area.width);
     if right_width > 0 && right_width + (left.width() as u16) < area.width {
@@ -207,76 +288,92 @@ fn stop_status_text(status: StopStatus) -> String {
     }
 }
 
-/// `narrow`: the screen has no room for the long forms (the keys are on the prompt itself).
-fn activity_spans(state: &AppState, now: Instant, base: Style, narrow: bool) -> Vec<Span<'static>> {
+/// What is happening, in its forms, longest first (the shortest stays at any width).
+fn activity_forms(state: &AppState, now: Instant, base: Style) -> Vec<Vec<Span<'static>>> {
+    let one = |text: String, style: Style| vec![vec![Span::styled(text, style)]];
+    let caution = base
+        .fg(palette().status.caution)
+        .add_modifier(Modifier::BOLD);
     match state.activity(now) {
-        Activity::Idle => vec![Span::styled("idle", base)],
-        Activity::Snapshotting(busy) => vec![Span::styled(
+        Activity::Idle => one("idle".to_owned(), base),
+        Activity::Snapshotting(busy) => one(
             match busy {
                 crate::orchestrator::SnapshotBusy::Baseline => "reading the files",
                 crate::orchestrator::SnapshotBusy::TurnEnd { .. } => "summing up the changes",
-            },
-            base,
-        )],
-        Activity::Starting => vec![Span::styled("starting", base)],
-        Activity::Working { phase, elapsed } => {
-            let (mut text, colour) = phase_text(&phase, elapsed);
-            if let Some(turn) = &state.turn {
-                if turn.max_attempts > 1 {
-                    text.push_str(&format!(
-                        " (attempt {} of {})",
-                        turn.attempt, turn.max_attempts
-                    ));
-                }
             }
-            vec![Span::styled(text, base.fg(colour))]
+            .to_owned(),
+            base,
+        ),
+        Activity::Starting => one("starting".to_owned(), base),
+        Activity::Working { phase, elapsed } => {
+            let (text, colour) = phase_text(&phase, elapsed);
+            let attempt = state
+                .turn
+                .as_ref()
+                .filter(|turn| turn.max_attempts > 1)
+                .map(|turn| format!(" (attempt {} of {})", turn.attempt, turn.max_attempts));
+            let style = base.fg(colour);
+            match attempt {
+                Some(attempt) => vec![
+                    vec![Span::styled(format!("{text}{attempt}"), style)],
+                    vec![Span::styled(text, style)],
+                ],
+                None => one(text, style),
+            }
         }
-        Activity::Stopping { stage } => vec![Span::styled(
-            format!("■ stopping: {}", stop_status_text(stage)),
-            base.fg(palette().status.caution)
-                .add_modifier(Modifier::BOLD),
-        )],
+        Activity::Stopping { stage } => {
+            one(format!("■ stopping: {}", stop_status_text(stage)), caution)
+        }
         Activity::WaitingForAnswer { waiting } => {
-            let keys = state
-                .permission_prompt()
-                .map(|prompt| key_summary(&prompt.kinds()))
-                .unwrap_or_default();
             let more = if waiting > 1 {
                 format!(" (1 of {waiting})")
             } else {
                 String::new()
             };
-            let esc = state
-                .permission_prompt()
-                .map_or("rejects", |prompt| esc_action(&prompt.kinds()));
-            let keys = if narrow {
-                String::new()
-            } else if keys.is_empty() {
-                format!(" — {STOP_KEY} {esc}")
-            } else {
-                format!(" — {keys}, {STOP_KEY} {esc}")
+            let how = match state.permission_prompt() {
+                Some(prompt) if prompt.focused => {
+                    let keys = key_summary(&prompt.kinds());
+                    let esc = esc_action(&prompt.kinds());
+                    if keys.is_empty() {
+                        format!(" — {STOP_KEY} {esc}")
+                    } else {
+                        format!(" — {keys}, {STOP_KEY} {esc}")
+                    }
+                }
+                Some(_) => format!(" — {} to answer", PERMISSION_FOCUS_KEY.keys),
+                None => String::new(),
             };
-            vec![Span::styled(
-                format!("? waiting for your answer{more}{keys}"),
-                base.fg(palette().status.caution)
-                    .add_modifier(Modifier::BOLD),
-            )]
+            vec![
+                vec![Span::styled(
+                    format!("? waiting for your answer{more}{how}"),
+                    caution,
+                )],
+                vec![Span::styled(
+                    format!("? waiting for your answer{more}"),
+                    caution,
+                )],
+                vec![Span::styled(format!("? answer{more}"), caution)],
+            ]
         }
         Activity::Retrying { remaining } => {
             let seconds = remaining.as_millis().div_ceil(1000);
-            vec![Span::styled(
-                format!("↻ retrying in {seconds} s"),
-                base.fg(palette().status.retry),
-            )]
+            let style = base.fg(palette().status.retry);
+            vec![
+                vec![Span::styled(
+                    format!("↻ retrying in {seconds} s · {STOP_KEY} cancels"),
+                    style,
+                )],
+                vec![Span::styled(format!("↻ retry in {seconds} s"), style)],
+            ]
         }
         Activity::Quitting { stage } => {
             let stage = stage
                 .map(|stage| format!(" ({})", stop_status_text(stage)))
                 .unwrap_or_default();
-            vec![Span::styled(
+            one(
                 format!("quitting: stopping the agent{stage}…"),
                 base.fg(palette().status.caution),
-            )]
+            )
         }
     }
 }
@@ -474,5 +571,45 @@ mod tests {
         let line = status_line(&state, 60);
         assert!(!line.contains("ctx"), "{line}");
         assert!(line.contains(&footer_hint()), "{line}");
+    }
+
+    #[test]
+    fn at_narrow_widths_the_model_and_mode_stay_and_shorten_last() {
+        use crate::provider::{AgentStatus, ModeChoice};
+        let mut state = busy_state();
+        state.provider = "demo".into();
+        state.agent_status = crate::app::agent_status::ShownAgentStatus::from(AgentStatus {
+            model: Some("demo-acp-2".into()),
+            mode: Some("accept-edits".into()),
+            modes: vec![ModeChoice {
+                id: "accept-edits".into(),
+                name: "Accept edits".into(),
+                most_permissive: None,
+            }],
+            ..AgentStatus::default()
+        });
+        for width in [60, 50, 40] {
+            let line = status_line(&state, width);
+            assert!(line.contains("demo-acp-2"), "{width}: {line}");
+            assert!(line.contains("Accept edits"), "{width}: {line}");
+            assert!(line.contains("idle"), "{width}: {line}");
+        }
+        // The words around them go first, then the provider's name.
+        let line = status_line(&state, 60);
+        assert!(
+            line.contains(" demo · demo-acp-2 · mode Accept edits │ idle"),
+            "{line}"
+        );
+        let line = status_line(&state, 45);
+        assert!(
+            line.contains(" demo · demo-acp-2 · Accept edits │ idle"),
+            "{line}"
+        );
+        let narrow = status_line(&state, 34);
+        assert!(
+            narrow.contains("demo-acp-2 · Accept edits │ idle"),
+            "{narrow}"
+        );
+        assert!(!narrow.starts_with(" ·"), "{narrow}");
     }
 }

@@ -72,18 +72,27 @@ fn welcome_lines(state: &AppState, roomy: bool) -> Vec<RichLine> {
         spans.push(Span::raw(format!(" {what}")));
     }
     lines.push(RichLine::new(spans).with_prefix(Vec::new(), indent()));
-    // Only the agent CLIs that are not installed (all of them when that was not checked).
+    // Only the agent CLIs that are not installed (all of them when that was not checked), and
+    // never the one running (it runs: from PATH, or from `--agent-bin`).
     let to_install: Vec<_> = INSTALL
         .iter()
-        .filter(|(name, _)| state.agent_installed(name) != Some(true))
+        .filter(|(name, _)| *name != state.provider && state.agent_installed(name) != Some(true))
         .collect();
     if to_install.is_empty() {
         return lines;
     }
     gap(&mut lines);
+    let (heading, then) = if state.provider == "demo" {
+        (
+            "Real agents: ",
+            "install one, then /provider NAME (or restart)",
+        )
+    } else {
+        ("Other agents: ", "install one, then /provider NAME")
+    };
     lines.push(RichLine::new(vec![
-        Span::styled("Real agents: ", bold),
-        Span::raw("install one, then /provider NAME (or restart)"),
+        Span::styled(heading, bold),
+        Span::raw(then),
     ]));
     for &(name, command) in to_install {
         lines.push(

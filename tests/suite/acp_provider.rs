@@ -582,7 +582,15 @@ async fn the_agents_modes_are_listed_and_a_choice_reaches_it_as_set_mode() {
     {
         let now = status.borrow_and_update();
         let ids: Vec<&str> = now.modes.iter().map(|mode| mode.id.as_str()).collect();
-        assert_eq!(ids, ["default", "accept-edits"], "{now:?}");
+        assert_eq!(ids, ["default", "accept-edits", "yolo"], "{now:?}");
+        // Only yolo is declared the most permissive (off the Shift+Tab cycle).
+        let permissive: Vec<&str> = now
+            .modes
+            .iter()
+            .filter(|mode| mode.most_permissive.is_some())
+            .map(|mode| mode.id.as_str())
+            .collect();
+        assert_eq!(permissive, ["yolo"], "{now:?}");
         assert_eq!(
             now.current_mode().map(|mode| mode.name.as_str()),
             Some("Default")

@@ -38,9 +38,11 @@ impl Pane {
         Some(pane)
     }
 
-    /// The prompt is armed once typing has paused.
-    fn wait_armed(&self) -> String {
-        self.pane.wait_for_text("press a key to answer")
+    /// The prompt opened, and Tab gave it the keys.
+    fn focus_prompt(&self) -> String {
+        self.pane.wait_for_text("Tab to answer");
+        self.pane.keys(&["Tab"]);
+        self.pane.wait_for_text("answer with a key")
     }
 }
 
@@ -52,12 +54,12 @@ impl Drop for Pane {
 }
 
 #[test]
-fn a_write_is_asked_allowed_with_one_key_and_on_disk() {
+fn a_write_is_asked_allowed_with_tab_and_one_key_and_on_disk() {
     let Some(pane) = Pane::start("allow", 160, 50) else {
         return;
     };
     pane.pane.prompt("please write it");
-    let asked = pane.wait_armed();
+    let asked = pane.focus_prompt();
     eprintln!("the prompt at 160x50:\n{asked}");
     assert!(asked.contains("Allow edit: Write "), "{asked}");
     assert!(
@@ -88,7 +90,7 @@ fn a_rejection_with_a_note_reaches_the_agent() {
         return;
     };
     pane.pane.prompt("write other.txt please");
-    pane.wait_armed();
+    pane.focus_prompt();
     pane.pane.keys(&["r"]);
     pane.pane.wait_for_text("What should the agent do instead?");
     pane.pane.type_text("put it in notes.md");
@@ -130,7 +132,7 @@ fn the_prompt_fits_a_small_terminal() {
         return;
     };
     pane.pane.prompt("please write it");
-    let asked = pane.wait_armed();
+    let asked = pane.focus_prompt();
     eprintln!("the prompt at 60x18:\n{asked}");
     assert!(asked.contains("Allow once"), "{asked}");
     pane.pane.keys(&["y"]);

@@ -74,7 +74,9 @@ fn the_prompt_shows_codexs_choices_and_y_writes_the_file() {
         return;
     };
     pane.pane.prompt("please write the file");
-    let asked = pane.pane.wait_for_text("press a key to answer");
+    pane.pane.wait_for_text("Tab to answer");
+    pane.pane.keys(&["Tab"]);
+    let asked = pane.pane.wait_for_text("answer with a key");
     eprintln!("the prompt at 160x50:\n{asked}");
     assert!(asked.contains(&format!("touch {WRITTEN_FILE}")), "{asked}");
     for option in [
@@ -99,7 +101,9 @@ fn a_rejection_with_a_note_reaches_the_agent_as_the_next_prompt_at_a_small_size(
         return;
     };
     pane.pane.prompt("please write the file");
-    let asked = pane.pane.wait_for_text("press a key to answer");
+    pane.pane.wait_for_text("Tab to answer");
+    pane.pane.keys(&["Tab"]);
+    let asked = pane.pane.wait_for_text("answer with a key");
     eprintln!("the prompt at 60x18:\n{asked}");
     pane.pane.keys(&["r"]);
     pane.pane.type_text("use echo instead");
@@ -117,7 +121,7 @@ fn a_rejection_with_a_note_reaches_the_agent_as_the_next_prompt_at_a_small_size(
 }
 
 #[test]
-fn shift_tab_cycles_codexs_approval_presets_in_the_status_bar() {
+fn shift_tab_cycles_codexs_approval_presets_but_full_access_takes_an_explicit_yes() {
     let Some(pane) = Pane::start("modes", 160, 50) else {
         return;
     };
@@ -138,8 +142,25 @@ fn shift_tab_cycles_codexs_approval_presets_in_the_status_bar() {
     pane.pane.keys(&["BTab"]);
     let screen = pane.pane.wait_for_text("Mode: auto");
     eprintln!("after Shift+Tab:\n{screen}");
+    // Full access is never a step of the cycle: after auto comes read only.
     pane.pane.keys(&["BTab"]);
-    pane.pane.wait_for_text("Mode: full access");
+    let screen = pane.pane.wait_for_text("Mode: read only");
+    assert!(!screen.contains("Mode: full access"), "{screen}");
+    // It takes /permissions and an explicit yes that names what it allows.
+    pane.pane.prompt("/permissions");
+    let picker = pane.pane.wait_for_text("┌ Permission mode");
+    eprintln!("/permissions:\n{picker}");
+    assert!(
+        picker.contains("full access  ⚠ most permissive: asks first"),
+        "{picker}"
+    );
+    pane.pane.keys(&["End", "Enter"]);
+    let asked = pane.pane.wait_for_text("Switch to full access?");
+    eprintln!("the question:\n{asked}");
+    assert!(asked.contains("Codex runs every command"), "{asked}");
+    pane.pane.keys(&["y"]);
+    let switched = pane.pane.wait_for_text("Mode: full access —");
+    assert!(switched.contains("mode ⚠ full access"), "{switched}");
     // Full access: the agent runs the command without asking.
     pane.pane.prompt("please write the file");
     pane.pane

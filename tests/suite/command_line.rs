@@ -219,6 +219,50 @@ fn a_closed_stdout_stops_the_agent_and_exits_141_not_130() {
     assert_eq!(status.code(), Some(141));
 }
 
+/// `demo-agent --help` says everything an installed binary offers: every mode (Codex's
+/// app-server among them) and every mode's scenarios, from the binary itself (no `assets/`
+/// path), and none of the chat's options, which the demo agent does not take.
+#[test]
+fn demo_agent_help_lists_every_mode_and_scenario_and_no_chat_option() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = agentty(dir.path(), &["demo-agent", "--help"])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let help = String::from_utf8_lossy(&output.stdout);
+    for said in [
+        "codex-app-server",
+        "claude-stream",
+        "--mode acp:",
+        "permission-delayed",
+        "cut-stream",
+        "--mode codex-app-server: hello, think, tool, write, slow, sleep, flaky",
+        "rate-limit",
+        "flaky-twice",
+    ] {
+        assert!(help.contains(said), "{said:?} missing:\n{help}");
+    }
+    for not_said in [
+        "assets/scenarios",
+        "--provider <",
+        "--transport <",
+        "--agent-bin",
+        "--model",
+        "--config",
+    ] {
+        assert!(!help.contains(not_said), "{not_said:?} listed:\n{help}");
+    }
+    // The agent options given before `run` still count.
+    let output = agentty(
+        dir.path(),
+        &["--provider", "demo", "run", "--max-attempts", "1", "hi"],
+    )
+    .output()
+    .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    assert!(String::from_utf8_lossy(&output.stdout).contains(r#""provider":"demo""#));
+}
+
 /// agentty's own lines are written fallibly: with nobody left to read its stderr, a run still
 /// ends with the status it earned (a usage error's 2), never a panic's 101.
 #[test]

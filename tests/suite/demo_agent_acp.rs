@@ -953,7 +953,7 @@ fn the_gemini_flavour_is_for_the_acp_mode_only() {
 }
 
 #[test]
-fn two_models_and_two_modes_are_offered_and_switches_are_logged() {
+fn two_models_and_three_modes_are_offered_switches_are_logged_and_a_session_keeps_them() {
     let (state, cwd) = dirs();
     let mut acp = Acp::start(state.path(), cwd.path(), &[]);
     let id = acp.request(
@@ -981,7 +981,7 @@ fn two_models_and_two_modes_are_offered_and_switches_are_logged() {
         .iter()
         .map(|mode| mode["id"].as_str().unwrap())
         .collect();
-    assert_eq!(modes, ["default", "accept-edits"]);
+    assert_eq!(modes, ["default", "accept-edits", "yolo"]);
 
     let id = acp.request(
         "session/set_model",
@@ -1026,6 +1026,31 @@ fn two_models_and_two_modes_are_offered_and_switches_are_logged() {
             json!({"session_id": session, "method": "session/set_mode", "value": "accept-edits"}),
         ]
     );
+    drop(acp);
+
+    // Another process loads the session with its model and mode, as real agents keep them; a
+    // prompt's result and the request log name the model it went to.
+    let mut acp = Acp::start(state.path(), cwd.path(), &[]);
+    let id = acp.request(
+        "initialize",
+        json!({"protocolVersion": 1, "clientCapabilities": {}}),
+    );
+    acp.answer(id);
+    let id = acp.request(
+        "session/load",
+        json!({"sessionId": session, "cwd": cwd_text, "mcpServers": []}),
+    );
+    let (_, loaded) = acp.answer(id);
+    assert_eq!(loaded["result"]["models"]["currentModelId"], "demo-acp-2");
+    assert_eq!(loaded["result"]["modes"]["currentModeId"], "accept-edits");
+    let id = acp.prompt(&session, "which model?");
+    let (_, answered) = acp.answer(id);
+    assert_eq!(
+        answered["result"]["_meta"]["quota"]["model_usage"][0]["model"], "demo-acp-2",
+        "{answered}"
+    );
+    let logged = requests(state.path());
+    assert_eq!(logged.last().unwrap()["model"], "demo-acp-2");
 }
 
 #[test]

@@ -117,7 +117,17 @@ fn every_scenario_ends_with_exactly_one_terminal_message() {
         ("rate-limit", 1),
         ("auth-error", 1),
     ] {
-        let output = agentty(&["run", "--provider", "demo", "--scenario", scenario, "hi"]);
+        // One attempt each (a failure is retried by default): its stream ends once.
+        let output = agentty(&[
+            "run",
+            "--provider",
+            "demo",
+            "--max-attempts",
+            "1",
+            "--scenario",
+            scenario,
+            "hi",
+        ]);
         assert_eq!(output.status.code(), Some(exit), "{scenario}");
         let messages = stream(&output);
         assert_eq!(

@@ -41,7 +41,9 @@ fn an_edits_diff_scrolls_into_view_with_pgdn_and_back_with_pgup_at_40x12() {
     let _stop = Stop(&pane);
     pane.wait_for_text("Ask the agent anything");
     pane.prompt("rewrite please");
-    let asked = pane.wait_for_text("press a key to answer");
+    pane.wait_for_text("Tab to answer");
+    pane.keys(&["Tab"]);
+    let asked = pane.wait_for_text("answer with a key");
     eprintln!("the prompt at 40x12:\n{asked}");
     assert!(shows_options(&asked), "{asked}");
     assert!(

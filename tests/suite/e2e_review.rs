@@ -247,7 +247,7 @@ fn rewind_takes_back_the_conversation_and_the_files_to_an_earlier_prompt() {
     pane.prompt("/rewind");
     pane.wait_for_text("Rewind to before");
     pane.keys(&["Down", "Enter", "Up", "Up", "Up", "Enter"]);
-    let rewound = pane.wait_for_text("Rewound to before turn 2");
+    let rewound = pane.wait_for_text("Rewound to before prompt 2");
     eprintln!("after the rewind:\n{rewound}");
     assert!(
         rewound.contains("files: put back doomed.txt, notes.txt; removed created.txt, data.bin"),
@@ -318,11 +318,12 @@ fn undo_and_rewind_survive_a_resume_and_the_agent_continues_from_the_rewound_poi
     pane.wait_for_text("Undone: put back");
     assert_eq!(read(root, "doomed.txt").unwrap(), "bye\n");
 
-    // Rewind the conversation to before "hello three" (the newest row).
+    // Rewind the conversation to before "hello three" (the newest row; it changed no file, so
+    // the conversation is all there is to take back).
     pane.prompt("/rewind");
     pane.wait_for_text("Rewind to before");
-    pane.keys(&["Enter", "Up", "Up", "Enter"]);
-    let rewound = pane.wait_for_text("Rewound to before turn 3");
+    pane.keys(&["Enter", "Up", "Enter"]);
+    let rewound = pane.wait_for_text("Rewound to before prompt 3");
     eprintln!("rewound in the first run:\n{rewound}");
     assert!(
         rewound.contains("↶ rewound: the agent no longer has this turn"),
@@ -335,7 +336,7 @@ fn undo_and_rewind_survive_a_resume_and_the_agent_continues_from_the_rewound_poi
     pane.kill_server();
 
     let pane = launch(&session.state, &session.work, 100, 30, "--resume");
-    let resumed = pane.wait_for_text("Rewound to before turn 3");
+    let resumed = pane.wait_for_text("Rewound to before prompt 3");
     eprintln!("resumed:\n{resumed}");
     assert!(
         resumed.contains("↶ rewound: the agent no longer has this turn"),
@@ -369,8 +370,9 @@ fn undo_and_rewind_survive_a_resume_and_the_agent_continues_from_the_rewound_poi
     assert!(rows[0].contains("after resume"), "{picker}");
     assert!(rows[1].contains("please edit the files"), "{picker}");
     assert!(rows[2].contains("hello one"), "{picker}");
-    pane.keys(&["Down", "Enter", "Up", "Up", "Enter"]);
-    let again = pane.wait_for_text("Rewound to before turn 2");
+    // Its files were undone: the conversation is all there is to take back.
+    pane.keys(&["Down", "Enter", "Up", "Enter"]);
+    let again = pane.wait_for_text("Rewound to before prompt 2");
     eprintln!("rewound after the resume:\n{again}");
     assert!(
         again.contains("the agent's conversation is as it was then"),
@@ -408,7 +410,7 @@ fn a_rewind_can_be_undone_after_a_resume_and_the_agent_has_every_prompt_again() 
     pane.prompt("/rewind");
     pane.wait_for_text("Rewind to before");
     pane.keys(&["Enter", "Up", "Up", "Up", "Enter"]);
-    pane.wait_for_text("Rewound to before turn 2");
+    pane.wait_for_text("Rewound to before prompt 2");
     assert_eq!(
         read(root, "notes.txt").unwrap(),
         "first line\nsecond line\n"
@@ -420,12 +422,12 @@ fn a_rewind_can_be_undone_after_a_resume_and_the_agent_has_every_prompt_again() 
     pane.kill_server();
 
     let pane = launch(&session.state, &session.work, 100, 30, "--resume");
-    pane.wait_for_text("Rewound to before turn 2");
+    pane.wait_for_text("Rewound to before prompt 2");
     pane.prompt("/rewind");
     let picker = pane.wait_for_text("Rewind to before");
     eprintln!("the picker with the undo:\n{picker}");
     assert!(
-        picker.contains("↷ Undo the last rewind (to before turn 2)"),
+        picker.contains("↷ Undo the last rewind (to before prompt 2)"),
         "{picker}"
     );
     pane.keys(&["Enter"]);
@@ -436,7 +438,7 @@ fn a_rewind_can_be_undone_after_a_resume_and_the_agent_has_every_prompt_again() 
         "{preview}"
     );
     pane.keys(&["Up", "Enter"]);
-    let undone = pane.wait_for_text("Undid the rewind to before turn 2");
+    let undone = pane.wait_for_text("Undid the rewind to before prompt 2");
     eprintln!("after the undo:\n{undone}");
     assert!(
         !undone.contains("↶ rewound"),
@@ -512,12 +514,12 @@ fn on_codex_s_app_server_a_rewind_to_a_finished_turn_forks_the_thread_also_after
         keys.push("Enter");
         pane.keys(&keys);
         pane.wait_for_text("Rewind: take back what?");
-        // Up from Cancel: "Conversation only (files stay)".
-        pane.keys(&["Up", "Up", "Enter"]);
+        // Up from Cancel: "Rewind the conversation" (these turns changed no file).
+        pane.keys(&["Up", "Enter"]);
         pane.wait_for_text(expected);
         pane.keys(&["C-u"]);
     };
-    rewind_to(&pane, 1, "Rewound to before turn 2");
+    rewind_to(&pane, 1, "Rewound to before prompt 2");
     pane.prompt("hello again");
     pane.wait_for("the request after the rewind", |_| requests().len() == 4);
     assert_eq!(requests()[3], ["hello one", "hello again"]);
@@ -529,7 +531,8 @@ fn on_codex_s_app_server_a_rewind_to_a_finished_turn_forks_the_thread_also_after
 
     // After --resume: back to before turn 4 ("hello again"), in a new app-server.
     let pane = start("--resume");
-    rewind_to(&pane, 0, "Rewound to before turn 4");
+    // "hello again" is the second prompt the agent has.
+    rewind_to(&pane, 0, "Rewound to before prompt 2");
     pane.prompt("hello five");
     pane.wait_for("the request after the resumed rewind", |_| {
         requests().len() == 5

@@ -43,7 +43,11 @@ fn the_provider_picker_marks_what_is_not_installed() {
     let line_of = |name: &str| {
         screen
             .lines()
-            .find(|line| line.contains(&format!(" {name}")) && line.contains('│'))
+            .find(|line| {
+                // The selected row is marked `›` in place of its first blank.
+                (line.contains(&format!(" {name}")) || line.contains(&format!("›{name}")))
+                    && line.contains('│')
+            })
             .unwrap_or_else(|| panic!("no {name} in\n{screen}"))
             .to_owned()
     };
@@ -52,4 +56,20 @@ fn the_provider_picker_marks_what_is_not_installed() {
     assert!(line_of("pi").contains("(current)"), "{screen}");
     assert!(!line_of("codex").contains("not installed"), "{screen}");
     assert!(!line_of("demo").contains("not installed"), "{screen}");
+}
+
+/// `--provider gemini --agent-bin PATH`: gemini runs (from PATH or not), so the welcome never
+/// offers to install it, and says the others are other agents, not "real agents: install one".
+#[test]
+fn the_agent_running_is_never_offered_for_install() {
+    let mut chat = Chat::with_startup(startup("gemini", None, None));
+    chat.state.on_agents_checked(Vec::new());
+    let screen = chat.screen(SIZE.0, SIZE.1, 0);
+    assert!(!screen.contains("@google/gemini-cli"), "{screen}");
+    assert!(!screen.contains("Real agents"), "{screen}");
+    assert!(
+        screen.contains("Other agents: install one, then /provider NAME"),
+        "{screen}"
+    );
+    assert!(screen.contains("@anthropic-ai/claude-code"), "{screen}");
 }

@@ -95,7 +95,16 @@ fn chat_headline(failure: &Failure) -> String {
         OrchestratorEvent::FailureJudged {
             turn: 1,
             attempt: 1,
-            verdict: FailureVerdict::judge(&RetryPolicy::default(), 1, failure, false),
+            // Automatic retry off: the line then says what the user can do.
+            verdict: FailureVerdict::judge(
+                &RetryPolicy {
+                    enabled: false,
+                    ..RetryPolicy::default()
+                },
+                1,
+                failure,
+                false,
+            ),
         },
     ] {
         state.on_orchestrator_event(event, now);

@@ -46,6 +46,7 @@ mod e2e_images;
 mod e2e_model;
 mod e2e_permission_diff;
 mod e2e_permissions;
+mod e2e_resume_choices;
 mod e2e_review;
 mod e2e_steering;
 mod e2e_tmux;

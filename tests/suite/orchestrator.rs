@@ -189,6 +189,14 @@ fn agent_error(message: &str, http_status: Option<u16>) -> AgentMessage {
     })
 }
 
+/// Automatic retry off (it is on by default).
+fn retry_off() -> RetryPolicy {
+    RetryPolicy {
+        enabled: false,
+        ..RetryPolicy::default()
+    }
+}
+
 fn retry_on(max_attempts: u32, retry_delay_ms: u64) -> RetryPolicy {
     RetryPolicy {
         enabled: true,
@@ -460,7 +468,7 @@ async fn retry_last_turn_resends_the_prompt_in_the_same_session_with_retry_off()
     std::fs::write(agent.work.path().join("session-s-7"), "earlier\n").unwrap();
     let mut handle = spawn_orchestrator(OrchestratorOptions {
         session: SessionRef::Resume("s-7".into()),
-        ..agent.options(RetryPolicy::default())
+        ..agent.options(retry_off())
     });
     handle
         .commands
@@ -468,7 +476,7 @@ async fn retry_last_turn_resends_the_prompt_in_the_same_session_with_retry_off()
         .unwrap();
     let events = events_until(&mut handle, turn_ended).await;
     assert!(matches!(outcome_of(&events), TurnOutcome::Failed { .. }));
-    assert_eq!(agent.spawns(), ["1"], "retry is off by default");
+    assert_eq!(agent.spawns(), ["1"], "retry is off");
 
     handle.commands.send(Command::RetryLastTurn).unwrap();
     let events = events_until(&mut handle, turn_ended).await;
@@ -499,7 +507,7 @@ async fn without_a_session_file_to_roll_back_the_retry_starts_a_fresh_session_an
     ));
     let mut handle = spawn_orchestrator(OrchestratorOptions {
         session: SessionRef::Resume("s-7".into()),
-        ..agent.options(RetryPolicy::default())
+        ..agent.options(retry_off())
     });
     handle
         .commands

@@ -39,7 +39,7 @@ use crate::support::real_cli;
 
 use std::time::{Duration, Instant};
 
-use acp_rig::{prompt, rig, Cli, Plan, Server, RUN_LIMIT};
+use acp_rig::{prompt, rig, AcpRig, Cli, Plan, Server, RUN_LIMIT};
 use headless_run::{concat, of_type, position, type_of, Finished};
 use real_cli::{pids_running, survivors, test_name};
 use serde_json::Value;
@@ -434,6 +434,7 @@ per_cli! {
 
 async fn http_500_is_one_request(cli: Cli, test: &str) {
     let rig = rig(cli, test, Plan::Http500).await;
+    automatic_retry_off(&rig);
     let finished = rig.run(None, &prompt("fail please")).await;
     let terminal = finished.expect_terminal("terminal.failed");
     let requests = rig.server.model_requests();
@@ -446,6 +447,14 @@ async fn http_500_is_one_request(cli: Cli, test: &str) {
         terminal["http_status"], 500,
         "the failure names the status\n{finished}"
     );
+}
+
+/// agentty's own retry off in the rig's config (it is on by default), so that one run is one
+/// attempt and what the server saw is the agent's doing alone.
+fn automatic_retry_off(rig: &AcpRig) {
+    let mut config = std::fs::read_to_string(&rig.config).unwrap();
+    config.push_str("\n[provider_error_auto_retry]\nenabled = false\n");
+    std::fs::write(&rig.config, config).unwrap();
 }
 
 per_cli! {
@@ -467,6 +476,7 @@ async fn claude_acp_a_cut_stream_fails_without_a_hidden_refetch() {
         words: 3,
     };
     let rig = rig(Cli::Claude, test, plan).await;
+    automatic_retry_off(&rig);
     let finished = rig.run(None, &prompt("cut please")).await;
     let failed = finished.expect_terminal("terminal.failed");
     eprintln!("{test}: {failed}");

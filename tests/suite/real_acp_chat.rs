@@ -31,7 +31,8 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use acp_rig::{rig, shorten, AcpRig, Cli, Plan};
+use crate::support::fake_gemini_server;
+use acp_rig::{rig, shorten, AcpRig, Cli, Plan, Server};
 use real_cli::is_alive;
 use tmux::shell_quote;
 
@@ -97,6 +98,17 @@ struct Chat<'r> {
 
 impl<'r> Chat<'r> {
     fn start(rig: &'r AcpRig) -> Chat<'r> {
+        Self::start_on(rig, "acp")
+    }
+
+    /// The chat over `transport` (`acp`, or Codex's `app-server`).
+    fn start_on(rig: &'r AcpRig, transport: &str) -> Chat<'r> {
+        let args = format!("--provider {} --transport {transport}", rig.cli.name());
+        Self::start_with(rig, &args)
+    }
+
+    /// The chat with these arguments (shell text) besides `--config`.
+    fn start_with(rig: &'r AcpRig, args: &str) -> Chat<'r> {
         let socket = tmux::socket_name(&format!("agentty-acp-chat-{}", rig.cli.name()));
         let env: Vec<String> = rig
             .agentty_env()
@@ -104,11 +116,10 @@ impl<'r> Chat<'r> {
             .map(|(key, value)| shell_quote(&format!("{key}={}", value.to_string_lossy())))
             .collect();
         let command = format!(
-            "cd {work} && exec env {env} {bin} --provider {cli} --transport acp --config {config}",
+            "cd {work} && exec env {env} {bin} {args} --config {config}",
             work = shell_quote(&rig.work.path().to_string_lossy()),
             env = env.join(" "),
             bin = shell_quote(env!("CARGO_BIN_EXE_agentty")),
-            cli = rig.cli.name(),
             config = shell_quote(&rig.config.to_string_lossy()),
         );
         eprintln!("=== {}: tmux runs: {command}", rig.test);
@@ -352,9 +363,10 @@ async fn permission_then_second_turn(cli: Cli, test: &str) {
         !rig.work.path().join(&file).exists(),
         "nothing ran before the answer"
     );
-    // The prompt takes keys once the user has paused (it says so).
-    chat.wait_for("the prompt to arm", |screen| {
-        screen.contains("press a key to answer")
+    // The prompt takes keys once Tab gives it them (it says so).
+    chat.pane.keys(&["Tab"]);
+    chat.wait_for("the prompt to have the keys", |screen| {
+        screen.contains("answer with a key")
     });
     chat.pane.keys(&["y"]);
     assert!(
@@ -450,6 +462,178 @@ async fn claude_chat_permission_then_second_turn() {
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp_chat:: (README, Tests)"]
 async fn codex_chat_permission_then_second_turn() {
     permission_then_second_turn(Cli::Codex, &test_name()).await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shift+Tab steps through the agent's modes but never to the most permissive one (Gemini's
+// YOLO, Codex's full access), which `/permissions` offers with its question.
+
+/// The mode the status bar names (after "mode ").
+fn mode_in(screen: &str) -> String {
+    let bar = status_line(screen);
+    bar.split("mode ")
+        .nth(1)
+        .map(|rest| rest.split(" · ").next().unwrap_or(rest))
+        .map(|rest| rest.split(" │").next().unwrap_or(rest).trim().to_owned())
+        .unwrap_or_default()
+}
+
+async fn shift_tab_never_reaches_the_most_permissive_mode(
+    cli: Cli,
+    transport: &str,
+    test: &str,
+    permissive: &str,
+) {
+    require_tmux();
+    let rig = rig(cli, test, Plan::Text).await;
+    if transport == "app-server" {
+        // Codex's own app-server: the real CLI, with the rig's CODEX_HOME and fake server.
+        let bin = real_cli::real_cli(test, "AGENTTY_CODEX_BIN", CODEX_BIN);
+        let mut config: toml::Table =
+            toml::from_str(&std::fs::read_to_string(&rig.config).unwrap()).unwrap();
+        config["providers"]["codex"]
+            .as_table_mut()
+            .unwrap()
+            .insert("command".into(), acp_rig::path_value(&bin));
+        std::fs::write(&rig.config, toml::to_string(&config).unwrap()).unwrap();
+    }
+    let chat = Chat::start_on(&rig, transport);
+    let first = chat.wait_for("the agent's mode", |screen| !mode_in(screen).is_empty());
+    chat.print_screen(&format!("{transport} start"), &first);
+    let mut seen = vec![mode_in(&first)];
+    for step in 1..=4 {
+        chat.pane.keys(&["BTab"]);
+        let before = seen.last().unwrap().clone();
+        let screen = chat.wait_for("the next mode", |screen| {
+            let now = mode_in(screen);
+            !now.is_empty() && now != before
+        });
+        let mode = mode_in(&screen);
+        chat.print_screen(
+            &format!("{transport} after Shift+Tab {step}: {mode}"),
+            &screen,
+        );
+        seen.push(mode);
+    }
+    eprintln!("=== {test}: Shift+Tab went through {seen:?}");
+    assert!(
+        seen.iter()
+            .all(|mode| !mode.to_lowercase().contains(permissive)),
+        "{permissive} is never a step: {seen:?}"
+    );
+    assert!(
+        seen[1..].contains(&seen[0]),
+        "the cycle comes back to where it began: {seen:?}"
+    );
+    // `/permissions` lists it, marked, and asks before switching to it.
+    chat.send("/permissions");
+    let picker = chat.wait_for("the mode picker", |screen| {
+        screen.contains("┌ Permission mode")
+    });
+    chat.print_screen("/permissions", &picker);
+    assert!(
+        picker
+            .lines()
+            .any(|line| line.to_lowercase().contains(permissive)
+                && line.contains("⚠ most permissive: asks first")),
+        "{picker}"
+    );
+    chat.pane.keys(&["Escape"]);
+    chat.quit_leaves_no_process();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp_chat:: (README, Tests)"]
+async fn gemini_shift_tab_never_reaches_yolo() {
+    shift_tab_never_reaches_the_most_permissive_mode(Cli::Gemini, "acp", &test_name(), "yolo")
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp_chat:: (README, Tests)"]
+async fn codex_app_server_shift_tab_never_reaches_full_access() {
+    shift_tab_never_reaches_the_most_permissive_mode(
+        Cli::Codex,
+        "app-server",
+        &test_name(),
+        "full access",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp_chat:: (README, Tests)"]
+async fn codex_acp_shift_tab_never_reaches_full_access() {
+    shift_tab_never_reaches_the_most_permissive_mode(
+        Cli::Codex,
+        "acp",
+        &test_name(),
+        "full access",
+    )
+    .await;
+}
+
+/// The real Codex CLI.
+const CODEX_BIN: &str = "/tmp/codex-cli/node_modules/.bin/codex";
+
+/// A Gemini conversation over ACP with a model and a mode chosen, then a plain `--resume` (no
+/// `--provider`, no `--transport`): it goes on over ACP with that model and mode, and the next
+/// request reaches the fake server for that model.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp_chat:: (README, Tests)"]
+async fn gemini_a_plain_resume_keeps_the_transport_model_and_mode() {
+    require_tmux();
+    let test = &test_name();
+    let rig = rig(Cli::Gemini, test, chat_plan("unused.txt")).await;
+    let chat = Chat::start_on(&rig, "acp");
+    chat.wait_for("the agent's mode", |screen| !mode_in(screen).is_empty());
+    chat.send("/model");
+    let picker = chat.wait_for("the models", |screen| screen.contains("┌ Model"));
+    chat.print_screen("/model", &picker);
+    // The second model the agent lists.
+    chat.pane.keys(&["Down", "Enter"]);
+    let chosen = chat.wait_for("the model switched", |screen| screen.contains("Model: "));
+    let model = chosen
+        .lines()
+        .find_map(|line| line.split("Model: ").nth(1))
+        .map(|rest| rest.split(" — ").next().unwrap_or(rest).trim().to_owned())
+        .unwrap();
+    chat.pane.keys(&["BTab"]);
+    chat.wait_for("Auto Edit", |screen| mode_in(screen) == "Auto Edit");
+    let first = token();
+    chat.send(&format!("first {first}"));
+    chat.wait_idle_with(&answer_for(&first));
+    chat.quit_leaves_no_process();
+    drop(chat);
+
+    let chat = Chat::start_with(&rig, "--resume");
+    let resumed = chat.wait_for("the model and mode", |screen| {
+        mode_in(screen) == "Auto Edit" && status_line(screen).contains("· acp")
+    });
+    chat.print_screen("a plain --resume", &resumed);
+    let bar = status_line(&resumed);
+    eprintln!("=== {test}: chose the model {model:?}; the bar after --resume: {bar}");
+    let before = rig.server.model_requests().len();
+    let second = token();
+    chat.send(&format!("second {second}"));
+    chat.wait_idle_with(&answer_for(&second));
+    let Server::Gemini(server) = &rig.server else {
+        unreachable!()
+    };
+    let paths: Vec<String> = server
+        .requests()
+        .iter()
+        .filter(|request| request.path.contains(fake_gemini_server::STREAM_PATH))
+        .map(|request| request.path.clone())
+        .collect();
+    eprintln!("=== {test}: model request paths: {paths:#?}");
+    assert!(rig.server.model_requests().len() > before);
+    let last = paths.last().unwrap();
+    assert!(
+        paths[..before].iter().any(|path| path == last),
+        "the resumed request goes to the model chosen before: {paths:#?}"
+    );
+    chat.quit_leaves_no_process();
 }
 
 // ---------------------------------------------------------------------------------------------

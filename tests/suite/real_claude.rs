@@ -861,3 +861,53 @@ async fn stream_compact_summarises_and_the_next_prompt_carries_the_summary() {
     );
     assert!(users.last().unwrap().ends_with("What was the word?"));
 }
+
+/// On the default retry settings (no config), a rate limit (HTTP 429, once) on Claude Code's
+/// chat transport is retried after the countdown, and the model receives the prompt once in
+/// the request that answers it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_claude:: (README, Tests)"]
+async fn stream_a_rate_limit_on_the_default_settings_is_retried_and_sent_once() {
+    use agentty::config::RetryPolicy;
+    use agentty::orchestrator::{spawn_orchestrator, OrchestratorEvent, OrchestratorOptions};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let test = &test_name();
+    let limited = Arc::new(AtomicBool::new(false));
+    let server = FakeAnthropic::start_choosing(move |text| {
+        if text.contains("limited") && !limited.swap(true, Ordering::SeqCst) {
+            Scenario::Error { status: 429 }
+        } else {
+            Scenario::Text
+        }
+    });
+    let rig = stream_rig(test, server, PermissionPolicy::Ask).await;
+    let mut options = OrchestratorOptions::new(rig.rig.provider.clone());
+    assert_eq!(options.policy, RetryPolicy::default(), "the defaults");
+    assert!(options.policy.enabled);
+    options.cwd = Some(rig.rig.work.path().to_path_buf());
+    let mut handle = spawn_orchestrator(options);
+    let prompt = "limited: say hello";
+    let events = real_cli::run_turn(&mut handle, prompt).await;
+    let scheduled: Vec<(u32, u64, String)> = events
+        .iter()
+        .filter_map(|event| match event {
+            OrchestratorEvent::RetryScheduled {
+                attempt,
+                delay_ms,
+                reason,
+                ..
+            } => Some((*attempt, *delay_ms, reason.clone())),
+            _ => None,
+        })
+        .collect();
+    eprintln!("{test}: retries scheduled: {scheduled:?}");
+    assert_eq!(scheduled.len(), 1, "{events:#?}");
+    assert_eq!(scheduled[0].0, 2);
+    assert_eq!(scheduled[0].1, RetryPolicy::default().retry_delay_ms);
+    assert!(scheduled[0].2.contains("429"), "{scheduled:?}");
+    real_cli::assert_turn(&events, 2);
+    let requests = model_requests(&rig.rig.server);
+    eprintln!("{test}: the model received: {requests:?}");
+    assert_eq!(requests.len(), 2, "the 429, then the answered request");
+    assert_eq!(occurrences(requests.last().unwrap(), prompt), 1);
+}

@@ -238,10 +238,12 @@ fn thinking_levels_and_mode_ids_go_back_as_the_agent_wrote_them_and_show_inert()
         ModeChoice {
             id: default.into(),
             name: "Default".into(),
+            most_permissive: None,
         },
         ModeChoice {
             id: plan.into(),
             name: "Plan\x1b[3m".into(),
+            most_permissive: None,
         },
     ];
     hostile.mode = Some(default.into());

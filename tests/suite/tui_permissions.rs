@@ -1,14 +1,14 @@
-//! Permission requests and plans in the chat: the prompt that opens above the composer and arms
-//! only after a pause in typing (every key before that is typing, with injected time), the one
-//! key per option (numbers for once-only options, y / A / n / N by kind), the allow-once default,
+//! Permission requests and plans in the chat: the prompt that opens above the composer and takes
+//! keys only once Tab gives it the focus (every key before that, whatever the pauses between
+//! them, is typing, with injected time), the one key per once-only option (numbers, y / n), the
+//! "always" answers that take a confirming Enter (A / N highlight them), the allow-once default,
 //! Esc that rejects instead of stopping, the answer sent to the orchestrator, the queue of
-//! requests, the prompt closing on a resolution or the turn's end, the cell that records the
-//! outcome, the status bar, and the plan checklist. Drawn at 160x50 and 40x12 (and smaller,
-//! which must not panic).
+//! requests (each takes its own Tab), the prompt closing on a resolution or the turn's end, the
+//! cell that records the outcome, the status bar, and the plan checklist. Drawn at 160x50 and
+//! 40x12 (and smaller, which must not panic).
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-use agentty::app::permission::ARM_PAUSE;
 use agentty::app::state::AppEffect;
 use agentty::app::transcript::{CellBody, PermissionCell, PermissionOutcome, PlanCell};
 use agentty::orchestrator::{Command, TurnOutcome};
@@ -89,12 +89,14 @@ fn edit_request() -> PermissionRequest {
 /// This module's helpers on the suite's test chat (a trait: each module adds its own).
 trait PermissionsChat {
     fn new() -> Self;
-    /// A turn whose agent asks `request`.
+    /// A turn whose agent asks `request`, the prompt given the keys (Tab).
     fn asked(request: PermissionRequest) -> Self;
+    /// A turn whose agent asks `request`, the prompt still without the keys.
+    fn waiting(request: PermissionRequest) -> Self;
     fn char_key(&mut self, ch: char) -> Vec<AppEffect>;
     fn permission_cells(&self) -> Vec<PermissionCell>;
     fn plan_cells(&self) -> Vec<PlanCell>;
-    /// The screen a second after the start: the prompt (asked at 20 ms) is armed.
+    /// The screen a second after the start.
     fn draw(&mut self, size: (u16, u16)) -> String;
 }
 
@@ -103,8 +105,14 @@ impl PermissionsChat for Chat {
         Self::with_startup(startup("gemini", Some("gemini-2.5-pro"), None))
     }
 
-    /// A turn whose agent asks `request`.
     fn asked(request: PermissionRequest) -> Self {
+        let mut chat = Self::waiting(request);
+        assert!(chat.press(KeyCode::Tab).is_empty());
+        assert!(chat.state.permission_prompt().unwrap().focused);
+        chat
+    }
+
+    fn waiting(request: PermissionRequest) -> Self {
         let mut chat = Self::new();
         chat.start_turn(0, "make a file x");
         chat.message(
@@ -152,7 +160,6 @@ impl PermissionsChat for Chat {
             .collect()
     }
 
-    /// The screen a second after the start: the prompt (asked at 20 ms) is armed.
     fn draw(&mut self, (width, height): (u16, u16)) -> String {
         self.screen(width, height, 1000)
     }
@@ -176,17 +183,27 @@ fn chosen(kind: PermissionOptionKind, name: &str) -> PermissionOutcome {
 
 #[test]
 fn each_option_has_one_key_a_number_for_once_and_a_letter_by_kind() {
+    // A once-only answer is one key; an "always" answer is its capital, then Enter.
     let cases = [
-        ('1', "proceed_once"),
-        ('2', "cancel"),
-        ('y', "proceed_once"),
-        ('A', "proceed_always"),
-        ('n', "cancel"),
-        ('N', "never"),
+        ("1", "proceed_once"),
+        ("2", "cancel"),
+        ("y", "proceed_once"),
+        ("A\n", "proceed_always"),
+        ("n", "cancel"),
+        ("N\n", "never"),
     ];
-    for (key, expected) in cases {
+    for (keys, expected) in cases {
         let mut chat = Chat::asked(execute("0", "touch x", four_options()));
-        assert_eq!(chat.char_key(key), answer("0", Some(expected)), "key {key}");
+        let key = keys.chars().next().unwrap();
+        let effects = chat.char_key(key);
+        let effects = if keys.ends_with('\n') {
+            assert!(effects.is_empty(), "{key} alone answers nothing");
+            assert!(chat.state.permission_prompt().is_some());
+            chat.press(KeyCode::Enter)
+        } else {
+            effects
+        };
+        assert_eq!(effects, answer("0", Some(expected)), "keys {keys:?}");
         assert!(chat.state.permission_prompt().is_none(), "key {key}");
         let outcome = chat.permission_cells()[0].outcome.clone();
         assert!(
@@ -200,14 +217,15 @@ fn each_option_has_one_key_a_number_for_once_and_a_letter_by_kind() {
             "{outcome:?}"
         );
     }
-    // Keys that name nothing the agent offered (a lower-case `a` among them: "always" takes
-    // its capital) answer nothing: they are typing, and go to the composer.
+    // A key that names nothing the agent offered gives the keys back to the composer and is
+    // typed there; so is every key after it, answer letters included.
     let mut chat = Chat::asked(execute("0", "touch x", four_options()));
-    for key in ['3', '0', 'x', 'a'] {
+    for key in ['3', 'y', 'x', 'A', 'n'] {
         assert!(chat.char_key(key).is_empty(), "key {key}");
     }
     assert!(chat.state.permission_prompt().is_some());
-    assert_eq!(chat.state.composer.text(), "30xa");
+    assert!(!chat.state.permission_prompt().unwrap().focused);
+    assert_eq!(chat.state.composer.text(), "3yxAn");
 }
 
 #[test]
@@ -327,6 +345,10 @@ fn requests_queue_and_are_answered_in_order() {
     );
     assert_eq!(chat.char_key('y'), answer("a", Some("proceed_once")));
     assert_eq!(chat.state.permission_prompt().unwrap().id, "b");
+    // The next request takes its own Tab: a key pressed twice never answers two requests.
+    assert!(chat.char_key('n').is_empty());
+    assert_eq!(chat.state.composer.text(), "n");
+    assert!(chat.press(KeyCode::Tab).is_empty());
     assert_eq!(chat.char_key('n'), answer("b", Some("cancel")));
     assert!(chat.state.permission_prompt().is_none());
     let outcomes: Vec<PermissionOutcome> = chat
@@ -451,7 +473,7 @@ fn the_prompt_closes_when_the_attempt_or_turn_ends() {
     assert_eq!(chat.state.composer.text(), "y");
 }
 
-/// A key at `ms` after the chat's start (the clock the arming rules read).
+/// A key at `ms` after the chat's start.
 fn key_at(chat: &mut Chat, ms: u64, code: KeyCode) -> Vec<AppEffect> {
     let modifiers = match code {
         KeyCode::Char(ch) if ch.is_uppercase() => KeyModifiers::SHIFT,
@@ -473,79 +495,90 @@ fn type_at(chat: &mut Chat, start: u64, gap: u64, text: &str) -> (Vec<AppEffect>
     (effects, ms)
 }
 
-/// A turn running, the user typing from `typing_from`, the request arriving at `asked_at`.
-fn typing_while_asked(options: Vec<PermissionOption>, text: &str, asked_at: u64) -> (Chat, u64) {
-    let mut chat = Chat::new();
-    chat.start_turn(0, "make a file x");
-    let split = text.len() / 2;
-    let (before, after) = text.split_at(split);
-    let (effects, last) = type_at(&mut chat, asked_at - 100 * before.len() as u64, 100, before);
-    assert!(effects.is_empty());
-    assert!(last < asked_at);
-    chat.message(
-        asked_at,
-        AgentMessage::PermissionRequest(Box::new(execute("0", "touch x", options))),
-    );
-    let (effects, last) = type_at(&mut chat, asked_at + 50, 100, after);
-    assert!(
-        effects.is_empty(),
-        "no key of the run answered: {effects:?}"
-    );
-    (chat, last)
-}
-
 #[test]
-fn a_run_of_typing_that_began_before_the_prompt_goes_on_into_the_composer() {
-    // The issue's sentence: every letter of it (y, a, n among them) lands in the composer.
-    let sentence = "I am typing a follow up message, say hi and go on";
-    let (mut chat, last) = typing_while_asked(four_options(), sentence, 3000);
-    assert_eq!(chat.state.composer.text(), sentence);
-    assert!(chat.state.permission_prompt().is_some());
+fn typing_with_pauses_never_answers_the_prompt_and_every_character_reaches_the_composer() {
+    // The issue's sequence: a prompt opens as the user starts typing; a 1.2 s pause, then a
+    // sentence that starts with `N` (reject always, before) and holds `n`, `y`-less words.
+    let mut chat = Chat::new();
+    chat.start_turn(0, "permission test");
+    chat.message(
+        20,
+        AgentMessage::PermissionRequest(Box::new(execute("0", "touch x", four_options()))),
+    );
+    let (effects, last) = type_at(&mut chat, 40, 60, "Also fix the bug. ");
+    assert!(effects.is_empty(), "{effects:?}");
+    let (effects, last) = type_at(&mut chat, last + 1200, 60, "Now run the tests");
+    assert!(effects.is_empty(), "{effects:?}");
+    assert_eq!(
+        chat.state.composer.text(),
+        "Also fix the bug. Now run the tests"
+    );
+    // Minutes of quiet change nothing, and neither does any answer key typed after them.
+    let (effects, last) = type_at(&mut chat, last + 120_000, 10, " yes 1 A N n r");
+    assert!(effects.is_empty(), "{effects:?}");
     assert_eq!(
         chat.permission_cells()[0].outcome,
         PermissionOutcome::Waiting
     );
-    let screen = chat.screen(BIG.0, BIG.1, last + 10);
+    let screen = chat.screen(BIG.0, BIG.1, last + 5000);
     assert!(
-        screen.contains("keep typing — the prompt arms when you pause"),
+        screen.contains("Tab to answer — typing stays in the composer"),
         "{screen}"
     );
-    assert!(
-        screen.contains(sentence),
-        "the sentence shows in the composer:\n{screen}"
-    );
-    // Just short of the pause the prompt still takes nothing.
-    let almost = last + ARM_PAUSE_MS - 1;
-    assert!(key_at(&mut chat, almost, KeyCode::Char('y')).is_empty());
-    assert_eq!(chat.state.composer.text(), format!("{sentence}y"));
-    // After a pause it is armed and says so; a deliberate key answers it.
-    let paused = almost + ARM_PAUSE_MS;
-    let screen = chat.screen(BIG.0, BIG.1, paused);
-    assert!(screen.contains("press a key to answer"), "{screen}");
+    assert!(screen.contains("Also fix the bug. Now run the tests yes 1 A N n r"));
+    // Enter sends the draft (queued behind the running turn) and answers nothing; the queued
+    // prompt shows under the prompt.
     assert_eq!(
-        key_at(&mut chat, paused, KeyCode::Char('y')),
+        key_at(&mut chat, last + 5100, KeyCode::Enter),
+        [
+            AppEffect::Command(Command::Submit(
+                "Also fix the bug. Now run the tests yes 1 A N n r".into()
+            )),
+            AppEffect::SavePrompt("Also fix the bug. Now run the tests yes 1 A N n r".into()),
+        ]
+    );
+    chat.state
+        .queued
+        .push("Also fix the bug. Now run the tests yes 1 A N n r".into());
+    let screen = chat.screen(BIG.0, BIG.1, last + 5200);
+    assert!(
+        screen.contains("↳ queued 1: Also fix the bug. Now run the tests"),
+        "{screen}"
+    );
+    assert!(screen.contains("Permission needed"), "{screen}");
+    assert_eq!(
+        chat.permission_cells()[0].outcome,
+        PermissionOutcome::Waiting
+    );
+    // Only the deliberate Tab gives the prompt the keys; then `y` answers.
+    assert!(key_at(&mut chat, last + 5300, KeyCode::Tab).is_empty());
+    let screen = chat.screen(BIG.0, BIG.1, last + 5300);
+    assert!(screen.contains("answer with a key below"), "{screen}");
+    assert_eq!(
+        key_at(&mut chat, last + 5400, KeyCode::Char('y')),
         answer("0", Some("proceed_once"))
     );
-    assert_eq!(chat.state.composer.text(), format!("{sentence}y"));
 }
 
-/// The pause after which a prompt arms, in the milliseconds of [`Chat::at`].
-const ARM_PAUSE_MS: u64 = ARM_PAUSE.as_millis() as u64;
-
 #[test]
-fn before_it_arms_every_key_kind_does_what_it_does_without_a_prompt() {
-    // The prompt appears at 20 ms with no typing before it: it arms at 620 ms.
-    let fresh = || Chat::asked(execute("0", "touch x", four_options()));
+fn without_the_focus_every_key_kind_does_what_it_does_without_a_prompt() {
+    let fresh = || Chat::waiting(execute("0", "touch x", four_options()));
     // Letters and digits that would answer it are typed.
     let mut chat = fresh();
-    for (ms, ch) in [(100, 'y'), (150, 'A'), (200, '1'), (250, 'n'), (300, 'N')] {
+    for (ms, ch) in [
+        (100, 'y'),
+        (900, 'A'),
+        (2000, '1'),
+        (2500, 'n'),
+        (9000, 'N'),
+    ] {
         assert!(key_at(&mut chat, ms, KeyCode::Char(ch)).is_empty());
     }
     assert_eq!(chat.state.composer.text(), "yA1nN");
     assert!(chat.state.permission_prompt().is_some());
     // Enter sends what was typed (queued behind the running turn), it does not answer.
     assert_eq!(
-        key_at(&mut chat, 350, KeyCode::Enter),
+        key_at(&mut chat, 9500, KeyCode::Enter),
         vec![
             AppEffect::Command(Command::Submit("yA1nN".into())),
             AppEffect::SavePrompt("yA1nN".into()),
@@ -553,96 +586,82 @@ fn before_it_arms_every_key_kind_does_what_it_does_without_a_prompt() {
     );
     assert!(chat.state.permission_prompt().is_some());
     // Arrows are the composer's: Up recalls the prompt just sent, the selection stays.
-    assert!(key_at(&mut chat, 400, KeyCode::Up).is_empty());
+    assert!(key_at(&mut chat, 9600, KeyCode::Up).is_empty());
     assert_eq!(chat.state.composer.text(), "yA1nN");
     assert_eq!(chat.state.permission_prompt().unwrap().selected, Some(0));
     // A paste is typing too.
-    chat.state.on_paste_at(" pasted", chat.at(450));
+    chat.state.on_paste(" pasted");
     assert_eq!(chat.state.composer.text(), "yA1nN pasted");
-    // Each key restarted the pause: still not armed 600 ms after the prompt appeared.
-    assert!(key_at(&mut chat, 1000, KeyCode::Char('y')).is_empty());
-    assert_eq!(chat.state.composer.text(), "yA1nN pastedy");
     // Esc stops the turn, as it does while typing; the stop cancels the request.
     let mut chat = fresh();
     assert_eq!(
         key_at(&mut chat, 100, KeyCode::Esc),
         [AppEffect::Command(Command::Stop)]
     );
-    // Enter on an empty composer sends nothing and answers nothing.
+    // Enter on an empty composer sends nothing and answers nothing, however long the quiet.
     let mut chat = fresh();
     assert!(key_at(&mut chat, 100, KeyCode::Enter).is_empty());
+    assert!(key_at(&mut chat, 60_000, KeyCode::Enter).is_empty());
     assert!(chat.state.permission_prompt().is_some());
-    // ... and it counts as a key: the prompt arms 600 ms after it, not after the request.
-    assert!(key_at(&mut chat, 650, KeyCode::Enter).is_empty());
     assert_eq!(
-        key_at(&mut chat, 1250, KeyCode::Enter),
-        answer("0", Some("proceed_once"))
+        chat.permission_cells()[0].outcome,
+        PermissionOutcome::Waiting
     );
 }
 
 #[test]
-fn armed_the_prompt_takes_its_keys_and_leaves_the_rest_to_the_composer() {
-    let armed_at = 20 + ARM_PAUSE_MS;
+fn with_the_focus_the_prompt_takes_its_keys_and_gives_the_rest_back() {
     // Esc rejects (the turn goes on).
     let mut chat = Chat::asked(execute("0", "touch x", four_options()));
     assert_eq!(
-        key_at(&mut chat, armed_at, KeyCode::Esc),
+        key_at(&mut chat, 100, KeyCode::Esc),
         answer("0", Some("cancel"))
     );
     // Arrows move the selection, Enter chooses it.
     let mut chat = Chat::asked(execute("0", "touch x", four_options()));
-    assert!(key_at(&mut chat, armed_at, KeyCode::Down).is_empty());
+    assert!(key_at(&mut chat, 100, KeyCode::Down).is_empty());
     assert_eq!(chat.state.permission_prompt().unwrap().selected, Some(1));
-    assert!(key_at(&mut chat, armed_at + 10, KeyCode::Down).is_empty());
+    assert!(key_at(&mut chat, 110, KeyCode::Down).is_empty());
     assert_eq!(
-        key_at(&mut chat, armed_at + 20, KeyCode::Enter),
+        key_at(&mut chat, 120, KeyCode::Enter),
         answer("0", Some("cancel"))
     );
-    // A key it has no use for is typing: it goes to the composer, and the prompt waits for
-    // the next pause (an answer letter right after it is typed too).
+    // A key it has no use for is typing: it goes to the composer with the keys, and an answer
+    // letter right after it is typed too.
     let mut chat = Chat::asked(execute("0", "touch x", four_options()));
-    assert!(key_at(&mut chat, armed_at, KeyCode::Char('h')).is_empty());
-    assert!(key_at(&mut chat, armed_at + 100, KeyCode::Char('y')).is_empty());
+    assert!(key_at(&mut chat, 100, KeyCode::Char('h')).is_empty());
+    assert!(key_at(&mut chat, 5000, KeyCode::Char('y')).is_empty());
     assert_eq!(chat.state.composer.text(), "hy");
+    // Tab gives the keys back, and again to the prompt.
+    let mut chat = Chat::asked(execute("0", "touch x", four_options()));
+    assert!(key_at(&mut chat, 100, KeyCode::Tab).is_empty());
+    assert!(key_at(&mut chat, 200, KeyCode::Char('y')).is_empty());
+    assert!(key_at(&mut chat, 300, KeyCode::Tab).is_empty());
     assert_eq!(
-        key_at(&mut chat, armed_at + 100 + ARM_PAUSE_MS, KeyCode::Char('n')),
+        key_at(&mut chat, 400, KeyCode::Char('n')),
         answer("0", Some("cancel"))
     );
-    // A paste never answers, armed or not.
+    assert_eq!(chat.state.composer.text(), "y");
+    // A paste never answers, focused or not.
     let mut chat = Chat::asked(execute("0", "touch x", four_options()));
-    chat.state.on_paste_at("y", chat.at(armed_at));
+    chat.state.on_paste("y");
     assert_eq!(chat.state.composer.text(), "y");
     assert!(chat.state.permission_prompt().is_some());
-}
-
-#[test]
-fn the_next_prompt_of_a_queue_arms_after_its_own_pause() {
-    let mut chat = Chat::asked(execute("a", "touch a", four_options()));
-    chat.message(
-        30,
-        AgentMessage::PermissionRequest(Box::new(execute("b", "touch b", four_options()))),
-    );
-    assert_eq!(
-        key_at(&mut chat, 700, KeyCode::Char('y')),
-        answer("a", Some("proceed_once"))
-    );
-    // "b" came to the front at 700 ms: a second `y` 50 ms later is typed, not an answer.
-    assert!(key_at(&mut chat, 750, KeyCode::Char('y')).is_empty());
-    assert_eq!(chat.state.permission_prompt().unwrap().id, "b");
-    assert_eq!(chat.state.composer.text(), "y");
-    assert_eq!(
-        key_at(&mut chat, 750 + ARM_PAUSE_MS, KeyCode::Char('n')),
-        answer("b", Some("cancel"))
-    );
 }
 
 #[test]
 fn help_and_the_menu_still_open_over_a_prompt() {
     let mut chat = Chat::asked(execute("0", "touch x", four_options()));
     chat.press(KeyCode::F(1));
-    let help = chat.draw(BIG);
-    assert!(help.contains("1-9 / y A n N"), "{help}");
-    assert!(help.contains("Esc (permission)"), "{help}");
+    // The help's permission keys, scrolled into view.
+    let mut help = String::new();
+    for _ in 0..12 {
+        help.push_str(&chat.draw(BIG));
+        chat.press(KeyCode::PageDown);
+    }
+    assert!(help.contains("1-9 / y / n"), "{help}");
+    assert!(help.contains("A / N"), "{help}");
+    assert!(help.contains("Permission prompt"), "{help}");
     // Esc closes the help; the prompt is still there and takes the next Esc.
     assert!(chat.press(KeyCode::Esc).is_empty());
     assert!(chat.state.permission_prompt().is_some());
@@ -651,7 +670,14 @@ fn help_and_the_menu_still_open_over_a_prompt() {
 
 #[test]
 fn the_status_bar_says_the_turn_waits_for_the_user() {
-    let mut chat = Chat::asked(execute("0", "touch x", four_options()));
+    let mut chat = Chat::waiting(execute("0", "touch x", four_options()));
+    let screen = chat.draw(BIG);
+    let status = screen.lines().nth(usize::from(BIG.1) - 1).unwrap();
+    assert!(
+        status.contains("? waiting for your answer — Tab to answer"),
+        "{status}"
+    );
+    chat.press(KeyCode::Tab);
     let screen = chat.draw(BIG);
     let status = screen.lines().nth(usize::from(BIG.1) - 1).unwrap();
     assert!(
@@ -703,6 +729,7 @@ fn answered_requests_and_the_plan_stay_in_the_transcript() {
         },
     );
     chat.char_key('A');
+    chat.press(KeyCode::Enter);
     chat.message(
         30,
         AgentMessage::PermissionResolved {
@@ -903,8 +930,8 @@ fn esc_leaves_the_note_and_an_empty_note_is_a_plain_rejection() {
     chat.type_text("  ");
     assert_eq!(chat.press(KeyCode::Enter), answer("0", Some("cancel")));
 
-    // Before the prompt arms, `r` is typing like any key.
-    let mut chat = Chat::asked(execute("0", "touch x", four_options()));
+    // Before the prompt has the keys, `r` is typing like any key.
+    let mut chat = Chat::waiting(execute("0", "touch x", four_options()));
     assert!(key_at(&mut chat, 100, KeyCode::Char('r')).is_empty());
     assert_eq!(chat.state.composer.text(), "r");
     assert_eq!(chat.state.permission_prompt().unwrap().feedback, None);
@@ -1044,7 +1071,12 @@ fn slash_permissions_lists_the_always_answers_and_how_to_take_them_back() {
         20,
         AgentMessage::PermissionRequest(Box::new(execute("0", "touch x", four_options()))),
     );
-    assert_eq!(chat.char_key('A'), answer("0", Some("proceed_always")));
+    chat.press(KeyCode::Tab);
+    assert!(chat.char_key('A').is_empty());
+    assert_eq!(
+        chat.press(KeyCode::Enter),
+        answer("0", Some("proceed_always"))
+    );
     chat.message(
         30,
         AgentMessage::PermissionRequest(Box::new(execute("1", "rm -rf /", four_options()))),
@@ -1062,6 +1094,7 @@ fn slash_permissions_lists_the_always_answers_and_how_to_take_them_back() {
         50,
         AgentMessage::PermissionRequest(Box::new(execute("2", "ls", four_options()))),
     );
+    chat.press(KeyCode::Tab);
     assert_eq!(chat.char_key('y'), answer("2", Some("proceed_once")));
     chat.complete(60, None);
     chat.type_text("/permissions");

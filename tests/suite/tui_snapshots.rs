@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use crossterm::event::{KeyCode, KeyModifiers};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use serde_json::json;
 
 use agentty::app::state::{AppEffect, ScrollAction, StartupInfo};
@@ -244,9 +244,13 @@ fn stopping_interrupting_status() {
 }
 
 /// Attempt 1 of turn 1 fails with `failure`, judged as the orchestrator judges it with
-/// automatic retry off (the default).
+/// automatic retry off.
 fn fail_attempt(chat: &mut Chat, ms: u64, failure: Failure) {
-    let verdict = FailureVerdict::judge(&RetryPolicy::default(), 1, &failure, false);
+    let off = RetryPolicy {
+        enabled: false,
+        ..RetryPolicy::default()
+    };
+    let verdict = FailureVerdict::judge(&off, 1, &failure, false);
     chat.message(ms, AgentMessage::Failed(failure));
     chat.event(
         ms,
@@ -366,13 +370,13 @@ fn settings_overlay_edits_and_saves_the_retry_policy() {
     let mut chat = Chat::new();
     chat.type_text("/settings");
     chat.press(KeyCode::Enter);
-    chat.press(KeyCode::Right); // enabled: off -> on
+    chat.press(KeyCode::Right); // enabled: on (the default) -> off
     chat.press(KeyCode::Down);
     chat.press(KeyCode::Right); // 3 -> 4 attempts
     insta::assert_snapshot!(chat.screen(70, 14, 0));
     let effects = chat.press(KeyCode::Enter);
     let expected = RetryPolicy {
-        enabled: true,
+        enabled: false,
         max_attempts: 4,
         ..RetryPolicy::default()
     };
@@ -634,13 +638,25 @@ fn keys_drive_the_orchestrator() {
     assert_eq!(chat.state.composer.text(), "one\ntwo\nthree");
     chat.press(KeyCode::Down);
     assert_eq!(chat.state.composer.text(), "");
-    // Ctrl+C while a turn runs stops it; idle, twice quits.
+    // Ctrl+C while a turn runs stops it; a second one more than a second later only arms the
+    // quit (the turn is over), and the next one quits.
+    let ctrl_c_at = |chat: &mut Chat, ms: u64| {
+        let now = chat.at(ms);
+        chat.state.on_key_at(
+            KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL),
+            now,
+        )
+    };
     chat.start_turn(0, "x");
-    assert_eq!(chat.ctrl('c'), vec![AppEffect::Command(Command::Stop)]);
-    chat.end(10, TurnOutcome::Cancelled);
-    assert!(chat.ctrl('c').is_empty());
-    assert!(chat.screen(60, 8, 10).contains("Ctrl+C again to quit"));
-    assert_eq!(chat.ctrl('c'), vec![AppEffect::Leave]);
+    assert_eq!(
+        ctrl_c_at(&mut chat, 100),
+        vec![AppEffect::Command(Command::Stop)]
+    );
+    chat.end(200, TurnOutcome::Cancelled);
+    chat.state.on_clock(chat.at(1_200));
+    assert!(ctrl_c_at(&mut chat, 1_300).is_empty());
+    assert!(chat.screen(60, 8, 1_300).contains("Ctrl+C again to quit"));
+    assert_eq!(ctrl_c_at(&mut chat, 1_500), vec![AppEffect::Leave]);
     // The chat's way out (the same for a signal or a lost terminal) asks for the shutdown.
     assert_eq!(
         chat.state.begin_quit(),
@@ -955,4 +971,89 @@ fn a_hostile_session_id_reaches_the_status_bar_visible_and_inert() {
     assert!(screen.contains("session s\u{241b}[2J"), "{screen}");
     assert!(!screen.contains('\u{202e}'), "{screen}");
     assert_no_control_character(&terminal);
+}
+
+/// Ctrl+C twice within a second quits whatever the first did: it stopped a turn, cleared a
+/// draft, or closed an overlay; a single Ctrl+C keeps its meaning.
+#[test]
+fn ctrl_c_twice_within_a_second_quits_from_any_state() {
+    let ctrl_c_at = |chat: &mut Chat, ms: u64| {
+        let now = chat.at(ms);
+        chat.state.on_key_at(
+            KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL),
+            now,
+        )
+    };
+    // A running turn: the first stops it, the second quits.
+    let mut chat = Chat::new();
+    chat.start_turn(0, "x");
+    assert_eq!(
+        ctrl_c_at(&mut chat, 100),
+        [AppEffect::Command(Command::Stop)]
+    );
+    assert!(chat.screen(80, 8, 300).contains("Ctrl+C again to quit"));
+    assert_eq!(ctrl_c_at(&mut chat, 900), [AppEffect::Leave]);
+    // A draft: the first clears it (Up brings it back), the second quits.
+    let mut chat = Chat::new();
+    chat.type_text("half a thought");
+    assert!(ctrl_c_at(&mut chat, 100).is_empty());
+    assert!(chat.state.composer.is_empty());
+    assert_eq!(ctrl_c_at(&mut chat, 1_050), [AppEffect::Leave]);
+    // An overlay open: the first closes it, the second quits.
+    let mut chat = Chat::new();
+    chat.press(KeyCode::F(1));
+    assert!(chat.state.overlay.is_some());
+    assert!(ctrl_c_at(&mut chat, 100).is_empty());
+    assert!(chat.state.overlay.is_none());
+    assert_eq!(ctrl_c_at(&mut chat, 200), [AppEffect::Leave]);
+    // More than a second apart, after a draft was cleared: the second is a single Ctrl+C
+    // again (on an idle chat it arms the quit).
+    let mut chat = Chat::new();
+    chat.type_text("draft");
+    assert!(ctrl_c_at(&mut chat, 100).is_empty());
+    chat.state.on_clock(chat.at(1_200));
+    assert!(!chat.state.quit_armed);
+    assert!(ctrl_c_at(&mut chat, 1_300).is_empty());
+    assert!(chat.state.quit_armed);
+    // Another key between the two: not twice.
+    let mut chat = Chat::new();
+    chat.start_turn(0, "x");
+    ctrl_c_at(&mut chat, 100);
+    chat.type_text("a");
+    assert!(ctrl_c_at(&mut chat, 300).is_empty(), "clears the `a`");
+}
+
+/// A selection never shows by colour or attributes alone: the selected row of a list is marked
+/// `›` in the text itself (what `NO_COLOR` and a plain text capture still show).
+#[test]
+fn the_selected_row_of_every_list_is_marked_in_its_text() {
+    let mut chat = Chat::new();
+    chat.press(KeyCode::F(2));
+    let menu = chat.screen(80, 30, 0);
+    assert!(menu.contains("│›Retry last turn"), "{menu}");
+    chat.press(KeyCode::Down);
+    assert!(chat.screen(80, 30, 0).contains("│›Stop the running turn"));
+    chat.press(KeyCode::Esc);
+    chat.type_text("/re");
+    let popup = chat.screen(80, 30, 0);
+    assert!(popup.contains("│›/retry"), "{popup}");
+}
+
+/// `/thinking` and `/tools` with nothing to fold say so, and what the next ones will do.
+#[test]
+fn folding_all_with_nothing_to_fold_says_so() {
+    let mut chat = Chat::new();
+    chat.type_text("/thinking");
+    chat.press(KeyCode::Enter);
+    chat.type_text("/tools");
+    chat.press(KeyCode::Enter);
+    let screen = chat.screen(100, 20, 0);
+    assert!(
+        screen.contains("No thinking blocks to expand now; new ones start expanded."),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("No tool outputs to expand now; new ones start expanded."),
+        "{screen}"
+    );
 }

@@ -1,6 +1,6 @@
 //! Menu actions and `/` commands (both run `perform`), sending a prompt, stopping and leaving.
 
-use super::{plural, AppEffect, AppState};
+use super::{plural, AppEffect, AppState, Copied};
 use crate::app::action::{parse_slash, Action};
 use crate::app::activity::UsageBook;
 use crate::app::help::KeyHelp;
@@ -165,19 +165,22 @@ impl AppState {
             Action::ToggleThinking => {
                 self.expand_thinking = !self.expand_thinking;
                 let expand = self.expand_thinking;
-                self.transcript.update_all(|body| match body {
+                let changed = self.transcript.update_all(|body| match body {
                     CellBody::Thought(thought) if thought.expanded != expand => {
                         thought.expanded = expand;
                         true
                     }
                     _ => false,
                 });
+                if changed == 0 {
+                    self.say_nothing_to_fold("thinking blocks", expand);
+                }
                 Vec::new()
             }
             Action::ToggleToolOutput => {
                 self.expand_tools = !self.expand_tools;
                 let expand = self.expand_tools;
-                self.transcript.update_all(|body| match body {
+                let changed = self.transcript.update_all(|body| match body {
                     CellBody::Tool(tool) if tool.expanded != expand => {
                         tool.expanded = expand;
                         true
@@ -200,22 +203,16 @@ impl AppState {
                     }
                     _ => false,
                 });
+                if changed == 0 {
+                    self.say_nothing_to_fold("tool outputs", expand);
+                }
                 Vec::new()
             }
             Action::Diff => self.request_diff(),
             Action::Undo => self.request_undo(),
             Action::Rewind => self.open_rewind(),
-            Action::CopyLastAnswer => {
-                let answer = self.last_answer().unwrap_or_default();
-                self.notice(
-                    NoticeLevel::Info,
-                    format!(
-                        "Copied the last answer ({}) to the clipboard",
-                        plural(answer.chars().count(), "character")
-                    ),
-                );
-                vec![AppEffect::Copy(answer)]
-            }
+            // Said once the chat has tried (`on_copied`): how it went is known only then.
+            Action::CopyLastAnswer => vec![AppEffect::Copy(self.last_answer().unwrap_or_default())],
             Action::ChooseModel => self.open_model_picker(),
             Action::StandingPermissions => {
                 let message = standing_answers_notice(
@@ -229,7 +226,13 @@ impl AppState {
                     self.agent_capabilities.revoking_always,
                 );
                 self.notice(NoticeLevel::Info, message);
-                Vec::new()
+                // Where the agent has modes, they are chosen here: the most permissive ones
+                // only here, after an explicit yes.
+                if self.agent_status.modes.is_empty() {
+                    Vec::new()
+                } else {
+                    self.open_mode_picker()
+                }
             }
             Action::Settings => self.open_overlay(Overlay::Settings(
                 SettingsDraft::new(self.retry_policy.clone())
@@ -253,6 +256,19 @@ impl AppState {
             Action::Help => self.open_overlay(Overlay::Help(KeyHelp::default())),
             Action::Quit => vec![AppEffect::Leave],
         }
+    }
+
+    /// `/thinking` or `/tools` changed nothing on screen: says so, and what comes next.
+    fn say_nothing_to_fold(&mut self, what: &str, expand: bool) {
+        let (state, verb) = if expand {
+            ("expanded", "expand")
+        } else {
+            ("collapsed", "collapse")
+        };
+        self.notice(
+            NoticeLevel::Info,
+            format!("No {what} to {verb} now; new ones start {state}."),
+        );
     }
 
     pub(super) fn switch_provider(&mut self, name: &str) -> Vec<AppEffect> {
@@ -298,6 +314,28 @@ impl AppState {
     /// Which real agent CLIs are installed (checked by the chat as it starts).
     pub fn on_agents_checked(&mut self, installed: Vec<String>) {
         self.installed_agents = Some(installed);
+    }
+
+    /// `/copy` put `chars` characters somewhere, or could not: said as it is (a terminal's
+    /// clipboard never confirms).
+    pub(crate) fn on_copied(&mut self, chars: usize, copied: Copied) {
+        let what = format!("the last answer ({})", plural(chars, "character"));
+        let (level, message) = match copied {
+            Copied::ByTool(tool) => (
+                NoticeLevel::Info,
+                format!("Copied {what} to the clipboard ({tool})"),
+            ),
+            Copied::ToTerminal { why } => (
+                NoticeLevel::Info,
+                format!(
+                    "Sent {what} to the terminal's clipboard (OSC 52); the terminal does not say \
+                     whether it took it (some ignore it, tmux needs set-clipboard on). No \
+                     clipboard tool: {why}"
+                ),
+            ),
+            Copied::Failed(why) => (NoticeLevel::Warning, format!("Not copied: {why}")),
+        };
+        self.notice(level, message);
     }
 
     /// `/export` wrote the conversation (the path), or could not (why).

@@ -420,22 +420,7 @@ impl AppState {
                     by: PermissionResolver::User,
                 });
                 self.close_assistant();
-                let stage = match stop_stage {
-                    StopStage::Cancel => "by the agent's own cancel",
-                    StopStage::Interrupt => "at the interrupt",
-                    StopStage::Grace => "during the grace period",
-                    StopStage::Kill => "by the kill",
-                };
-                // An in-band cancel often ends the turn in milliseconds: say so, not "0.0 s".
-                let after = if elapsed_ms < 1000 {
-                    format!("{elapsed_ms} ms")
-                } else {
-                    format!("{:.1} s", elapsed_ms as f64 / 1000.0)
-                };
-                self.notice(
-                    NoticeLevel::Stopped,
-                    format!("Stopped {stage} after {after} · what was shown stays"),
-                );
+                self.notice(NoticeLevel::Stopped, stopped_text(stop_stage, elapsed_ms));
                 if let Some(turn) = self.turn.as_mut() {
                     turn.end_shown = true;
                 }
@@ -534,13 +519,12 @@ impl AppState {
             .iter()
             .position(|prompt| prompt.id == request.id)
         {
-            self.close_permission_prompt(index, PermissionOutcome::Unanswered, Some(now));
+            self.close_permission_prompt(index, PermissionOutcome::Unanswered);
         }
         let cell = self.transcript.push(CellBody::Permission(permission_cell(
             &request,
             self.expand_tools,
         )));
-        let shown_at = self.permission_prompts.is_empty().then_some(now);
         if let Some(running) = self.turn.as_mut() {
             running.permissions.insert(
                 request.id.clone(),
@@ -566,7 +550,6 @@ impl AppState {
             request.id,
             request.options,
             cell,
-            shown_at,
         ));
     }
 
@@ -631,7 +614,6 @@ impl AppState {
                     .position(|prompt| prompt.id == id)
                 {
                     self.permission_prompts.remove(index);
-                    self.front_prompt_shown(index, Some(now));
                 }
             }
             None => {
@@ -648,7 +630,6 @@ impl AppState {
         &mut self,
         index: usize,
         outcome: PermissionOutcome,
-        now: Option<Instant>,
     ) -> Option<PermissionPrompt> {
         let prompt = self.permission_prompts.remove(index)?;
         self.transcript.update(prompt.cell, |body| {
@@ -656,23 +637,13 @@ impl AppState {
                 permission.outcome = outcome;
             }
         });
-        self.front_prompt_shown(index, now);
         Some(prompt)
-    }
-
-    /// After the prompt at `index` left the queue: a new first prompt starts being shown now.
-    fn front_prompt_shown(&mut self, index: usize, now: Option<Instant>) {
-        if index == 0 {
-            if let Some(front) = self.permission_prompts.front_mut() {
-                front.shown_at = now;
-            }
-        }
     }
 
     /// The attempt ended: nothing can answer its requests any more.
     fn close_permission_prompts(&mut self, outcome: PermissionOutcome) {
         while !self.permission_prompts.is_empty() {
-            self.close_permission_prompt(0, outcome.clone(), None);
+            self.close_permission_prompt(0, outcome.clone());
         }
     }
 
@@ -979,6 +950,24 @@ fn summarize_tool_input(input: &Value) -> String {
     first.chars().take(400).collect()
 }
 
+/// How a stop ended the turn, in the user's words: what the agent did at which stage, and how
+/// long after the stop began (an in-band cancel or an interrupt often ends a turn in
+/// milliseconds: said as such, not "0.0 s").
+fn stopped_text(stage: StopStage, elapsed_ms: u64) -> String {
+    let after = if elapsed_ms < 1000 {
+        format!("{elapsed_ms} ms")
+    } else {
+        format!("{:.1} s", elapsed_ms as f64 / 1000.0)
+    };
+    let how = match stage {
+        StopStage::Cancel => format!("the agent cancelled the turn when asked ({after})"),
+        StopStage::Interrupt => format!("the agent ended on the interrupt (Ctrl+C) in {after}"),
+        StopStage::Grace => format!("the agent exited {after} after the interrupt"),
+        StopStage::Kill => format!("the agent was killed after {after} (it ignored the interrupt)"),
+    };
+    format!("Stopped: {how} · what was shown stays")
+}
+
 #[cfg(test)]
 mod tests {
     use super::summarize_tool_input;
@@ -1090,22 +1079,19 @@ mod tests {
         // Retry was on when the turn started and turned off during it: the machine does not
         // retry, and the notice says retry is off (the attempt count of the turn said 3).
         let (message, countdown) =
-            notice_after_failure(enabled(), enabled(), Some(RetryPolicy::default()));
+            notice_after_failure(enabled(), enabled(), Some(RetryPolicy::off()));
         assert!(!countdown);
         assert!(
             message.ends_with("automatic retry is off (Ctrl+X → Settings) · Ctrl+X → Retry or /retry to try again"),
             "{message}"
         );
         // Turned on during the turn: the machine retries, and the notice promises nothing else.
-        let (message, countdown) = notice_after_failure(
-            RetryPolicy::default(),
-            RetryPolicy::default(),
-            Some(enabled()),
-        );
+        let (message, countdown) =
+            notice_after_failure(RetryPolicy::off(), RetryPolicy::off(), Some(enabled()));
         assert!(countdown);
         assert_eq!(message, "Failed: 500 fake internal server error");
         // The chat's own copy of the policy plays no part: the machine's verdict is rendered.
-        let (message, countdown) = notice_after_failure(enabled(), RetryPolicy::default(), None);
+        let (message, countdown) = notice_after_failure(enabled(), RetryPolicy::off(), None);
         assert!(countdown);
         assert_eq!(message, "Failed: 500 fake internal server error");
     }

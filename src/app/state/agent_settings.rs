@@ -6,6 +6,7 @@
 use super::{AppEffect, AppState};
 use crate::app::agent_status::{AgentValue, ShownAgentStatus, ShownModel};
 use crate::app::menu::Overlay;
+use crate::app::mode_picker::ModePicker;
 use crate::app::model_picker::{next_level, ModelPicker, ModelRequest};
 use crate::app::transcript::NoticeLevel;
 use crate::orchestrator::Command;
@@ -42,8 +43,9 @@ impl AppState {
         }
     }
 
-    /// Shift+Tab: the agent's next mode (Claude Code's habit) where it has modes; else the
-    /// current model's next thinking level (pi's habit).
+    /// Shift+Tab: the agent's next mode (Claude Code's habit) where it has modes, never a most
+    /// permissive one (those take `/permissions` and an explicit yes); else the current model's
+    /// next thinking level (pi's habit).
     pub(super) fn cycle_mode_or_thinking_level(&mut self) -> Vec<AppEffect> {
         let status = &self.agent_status;
         if status.modes.is_empty() {
@@ -52,12 +54,32 @@ impl AppState {
         let ids: Vec<String> = status
             .modes
             .iter()
+            .filter(|mode| mode.most_permissive.is_none())
             .map(|mode| mode.id.raw().to_owned())
             .collect();
         match next_level(&ids, status.mode.as_ref().map(AgentValue::raw)) {
             Some(mode) => self.ask_setting(AgentSetting::Mode(mode)),
             None => Vec::new(),
         }
+    }
+
+    /// `/permissions`' picker of the agent's modes, where it has modes.
+    pub(super) fn open_mode_picker(&mut self) -> Vec<AppEffect> {
+        let picker = ModePicker::new(&self.agent_status.modes, self.agent_status.mode.as_ref());
+        self.open_overlay(Overlay::ModePicker(picker))
+    }
+
+    /// A mode chosen in `/permissions` (a most permissive one only after the user said yes).
+    pub(super) fn choose_mode(&mut self, mode: String) -> Vec<AppEffect> {
+        if self
+            .agent_status
+            .mode
+            .as_ref()
+            .is_some_and(|current| current.raw() == mode)
+        {
+            return Vec::new();
+        }
+        self.ask_setting(AgentSetting::Mode(mode))
     }
 
     /// The current model's next thinking level; where there is none, it says so.
@@ -118,7 +140,10 @@ impl AppState {
                 .agent_status
                 .current_mode()
                 .filter(|mode| mode.id.raw() == id)
-                .map(|mode| format!("Mode: {}", mode.name)),
+                .map(|mode| match &mode.most_permissive {
+                    Some(allows) => format!("Mode: {} — {allows}", mode.name),
+                    None => format!("Mode: {}", mode.name),
+                }),
             None => None,
         };
         if let Some(done) = done {

@@ -120,6 +120,7 @@ impl AppState {
         let mut cell = NoticeCell::new(level, message);
         if !shown.is_empty() {
             cell.details_summary = summary.into();
+            cell.details_label = "output";
             cell.details = vec![DetailSection {
                 title: "output".into(),
                 lines: shown,

@@ -8,7 +8,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use super::{AppEffect, AppState, ScrollAction};
 use crate::app::action::Action;
 use crate::app::history_search::HistorySearch;
-use crate::app::keymap::{command_for, KeyCommand};
+use crate::app::keymap::{command_for, KeyCommand, DOUBLE_PRESS, QUIT_CONFIRM};
 use crate::app::menu::{ActionMenu, Overlay};
 use crate::app::transcript::{CellBody, CellId};
 use crate::orchestrator::Command;
@@ -36,7 +36,7 @@ impl AppState {
         let command = command_for(key);
         if command != Some(KeyCommand::Interrupt) {
             self.quit_armed = false;
-            self.quit_armed_at = None;
+            self.quit_armed_until = None;
         }
         if let Some(command) = command.filter(|command| command.acts_over_overlays()) {
             return self.run_key_command(command, now);
@@ -44,9 +44,10 @@ impl AppState {
         if self.overlay.is_some() {
             return self.on_overlay_key(key, now);
         }
-        // An open permission prompt comes after the chat's chords (help, menu, ...). Armed, it
-        // takes the keys it answers to (Esc rejects rather than stopping the turn); any other
-        // key, and every key before it arms, is typing and goes to the composer.
+        // An open permission prompt comes after the chat's chords (help, menu, ...). It takes
+        // only its focus key until the user gives it the focus; focused, it takes the keys it
+        // answers to (Esc rejects rather than stopping the turn). Every other key is typing
+        // and goes to the composer, whatever the pauses.
         if !self.permission_prompts.is_empty() {
             if let Some(command) = command {
                 return self.run_key_command(command, now);
@@ -54,24 +55,19 @@ impl AppState {
             if let Some(effects) = self.on_permission_key(key, now) {
                 return effects;
             }
-            self.note_typing(now);
-            // No completion popup over a prompt: it would take Enter and Tab unseen.
+            // No completion popup over a prompt: Tab is the prompt's focus key.
             self.popup = None;
             return self.on_chat_key(key);
         }
         if let Some(effects) = self.on_popup_key(key) {
-            self.note_typing(now);
             return effects;
         }
         let mut effects = match command {
             Some(command) => self.run_key_command(command, now),
-            None => {
-                self.note_typing(now);
-                match self.esc_esc_rewind(key, now) {
-                    Some(effects) => effects,
-                    None => self.on_chat_key(key),
-                }
-            }
+            None => match self.esc_esc_rewind(key, now) {
+                Some(effects) => effects,
+                None => self.on_chat_key(key),
+            },
         };
         if self.overlay.is_none() {
             effects.extend(self.refresh_popup());
@@ -151,14 +147,9 @@ impl AppState {
         }
     }
 
-    /// A paste, with no clock.
+    /// A paste: typing (never an answer to a permission prompt).
     pub fn on_paste(&mut self, text: &str) -> Vec<AppEffect> {
-        self.paste(text, None)
-    }
-
-    /// A paste at `now` (the event loop's entry point): like a key, it is typing.
-    pub fn on_paste_at(&mut self, text: &str, now: Instant) -> Vec<AppEffect> {
-        self.paste(text, Some(now))
+        self.paste(text)
     }
 
     /// A recalled prompt is not being typed: an `@path` at its end opens no popup (which would
@@ -168,19 +159,11 @@ impl AppState {
         self.popup_dismissed_for = Some(self.composer.text());
     }
 
-    /// The user typed at `now`: an open prompt waits for the next pause before it arms.
-    fn note_typing(&mut self, now: Option<Instant>) {
-        if now.is_some() {
-            self.typed_at = now;
-        }
-    }
-
-    fn paste(&mut self, text: &str, now: Option<Instant>) -> Vec<AppEffect> {
+    fn paste(&mut self, text: &str) -> Vec<AppEffect> {
         if self.overlay.is_some() || self.paste_feedback(text) {
             return Vec::new();
         }
         // Never an answer: pasted text goes to the composer, whatever the prompt's state.
-        self.note_typing(now);
         // One path to an image file: an attachment (the text comes back if it is none).
         if let Some(effects) = self.pasted_image(&untrusted_owned(text)) {
             return effects;
@@ -231,33 +214,30 @@ impl AppState {
         true
     }
 
+    /// Ctrl+C: a second one soon after the first quits, whatever the chat is doing (within
+    /// [`DOUBLE_PRESS`], or [`QUIT_CONFIRM`] on an idle chat where the first did nothing else;
+    /// with no clock, until another key). The first clears the prompt (Up brings it back), else
+    /// stops the running turn, else only arms the quit.
     fn on_ctrl_c(&mut self, now: Option<Instant>) -> Vec<AppEffect> {
         self.overlay = None;
         self.popup = None;
-        if self.quitting {
-            // Already leaving and asked again: the way out stops waiting for the agent (and
-            // kills it).
+        if self.quitting || self.quit_armed {
+            // Asked again while leaving: the way out stops waiting for the agent (and kills
+            // it).
             return vec![AppEffect::Leave];
         }
-        if !self.composer.is_empty() {
-            // The draft goes, but Up brings it back.
-            self.quit_armed = false;
-            self.quit_armed_at = None;
+        let (effects, window) = if !self.composer.is_empty() {
             let draft = self.composer.take();
             self.composer.remember(&draft);
-            return Vec::new();
-        }
-        if self.is_turn_running() {
-            self.quit_armed = false;
-            self.quit_armed_at = None;
-            return self.request_stop();
-        }
-        if self.quit_armed {
-            return vec![AppEffect::Leave];
-        }
+            (Vec::new(), DOUBLE_PRESS)
+        } else if self.is_turn_running() {
+            (self.request_stop(), DOUBLE_PRESS)
+        } else {
+            (Vec::new(), QUIT_CONFIRM)
+        };
         self.quit_armed = true;
-        self.quit_armed_at = now;
-        Vec::new()
+        self.quit_armed_until = now.map(|now| now + window);
+        effects
     }
 
     /// Alt+Up: the last queued prompt back into the editor (any draft comes back after it).

@@ -72,6 +72,13 @@ impl AppState {
                     None => Vec::new(),
                 }
             }
+            Overlay::ModePicker(mut picker) => {
+                let step = picker.on_key(key, now, &self.agent_status.modes);
+                match self.settle(step, picker, Overlay::ModePicker) {
+                    Some(mode) => self.choose_mode(mode),
+                    None => Vec::new(),
+                }
+            }
             Overlay::Diff(mut view) => {
                 let step = view.on_key(key, now, ());
                 match self.settle(step, view, Overlay::Diff) {

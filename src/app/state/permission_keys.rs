@@ -1,8 +1,8 @@
 //! Keys while a permission prompt is open: the prompt answers them itself
 //! (`PermissionPrompt`'s [`OverlayPane::on_key`]); here the chat carries out what it asks. The
 //! answer goes to the orchestrator (`Command::AnswerPermission`) and the request's cell records
-//! it at once. A key the prompt does not take (any key before it arms) is left to the composer:
-//! it is typing.
+//! it at once. A key the prompt does not take (any key while it has no focus) is left to the
+//! composer: it is typing.
 
 use std::time::Instant;
 
@@ -18,14 +18,13 @@ use crate::stream::PermissionResolver;
 impl AppState {
     /// The open prompt's answer to `key` (the prompt answers it itself,
     /// [`OverlayPane::on_key`]; here the chat carries out what it asks); `None` when the
-    /// prompt does not take it (not armed yet, or a key it has no use for).
+    /// prompt does not take it (it has no focus, or no use for the key).
     pub(super) fn on_permission_key(
         &mut self,
         key: KeyEvent,
         now: Option<Instant>,
     ) -> Option<Vec<AppEffect>> {
         let input = PermissionInput {
-            armed: self.permission_armed(now),
             diff_rows: self.permission_diff_rows(),
         };
         let prompt = self.permission_prompts.front_mut()?;
@@ -34,9 +33,7 @@ impl AppState {
             Step::Done(ask) | Step::Ask(ask) => ask,
         };
         match ask {
-            PermissionAsk::Answer { index, note } => {
-                Some(self.answer_permission_with(index, note, now))
-            }
+            PermissionAsk::Answer { index, note } => Some(self.answer_permission_with(index, note)),
             PermissionAsk::Scroll(action) => Some(self.scrolled(action)),
             PermissionAsk::Pass => None,
         }
@@ -65,7 +62,6 @@ impl AppState {
         &mut self,
         index: Option<usize>,
         message: Option<String>,
-        now: Option<Instant>,
     ) -> Vec<AppEffect> {
         let Some(prompt) = self.permission_prompts.front() else {
             return Vec::new();
@@ -77,7 +73,7 @@ impl AppState {
                 by: PermissionResolver::User,
             },
         };
-        let Some(prompt) = self.close_permission_prompt(0, outcome, now) else {
+        let Some(prompt) = self.close_permission_prompt(0, outcome) else {
             return Vec::new();
         };
         if let Some(note) = &message {

@@ -14,7 +14,7 @@ use crate::app::transcript::{CellBody, ChangedFile, ChangesCell, InertText, Noti
 use crate::app::transcript::{CellId, NoticeCell};
 use crate::orchestrator::Rewind;
 use crate::orchestrator::SnapshotBusy;
-use crate::orchestrator::{Command, TurnId};
+use crate::orchestrator::{Command, TurnId, TurnOutcome};
 use crate::snapshot::{describe_undo, UndoOutcome};
 use crate::stream::FileChange;
 use std::time::{Duration, Instant};
@@ -56,7 +56,7 @@ impl AppState {
         self.turn_prompts
             .iter()
             .find(|record| record.turn > turn)
-            .map(|record| record.cell)
+            .and_then(|record| record.cells.first().copied())
     }
 
     /// A notice about a turn that is over (or about the launch): under that turn.
@@ -291,6 +291,9 @@ impl AppState {
 }
 
 impl AppState {
+    /// Turn `turn` sent `prompt`. A retry of the last turn (`/retry` after it failed or was
+    /// stopped: a new turn with the same prompt) takes that prompt's record over, so the picker
+    /// lists each prompt once and numbers prompts, not attempts.
     pub(super) fn record_prompt(
         &mut self,
         turn: TurnId,
@@ -303,13 +306,38 @@ impl AppState {
         self.last_rewind = None;
         self.undo_after_snapshot = false;
         self.turn_prompts.retain(|record| record.turn != turn);
+        let prompt = InertText::new(prompt);
+        let retried = matches!(
+            self.last_outcome,
+            Some(TurnOutcome::Failed { .. } | TurnOutcome::Cancelled)
+        );
+        if let Some(last) = self
+            .turn_prompts
+            .last_mut()
+            .filter(|last| retried && last.prompt == prompt)
+        {
+            last.turn = turn;
+            last.cells.push(cell);
+            last.conversation_rewind = Ok(());
+            return;
+        }
         self.turn_prompts.push(PromptRecord {
             turn,
-            prompt: InertText::new(prompt),
+            prompt,
             sent: now,
-            cell,
+            cells: vec![cell],
             conversation_rewind: Ok(()),
         });
+    }
+
+    /// Where the prompt of `turn` stands among the conversation's prompts (those the agent
+    /// still has), counted from 1.
+    pub(super) fn prompt_number(&self, turn: TurnId) -> usize {
+        self.turn_prompts
+            .iter()
+            .filter(|record| record.turn < turn)
+            .count()
+            + 1
     }
 
     /// The orchestrator kept (or could not keep) the agent's session as it was before `turn`.
@@ -429,6 +457,13 @@ impl AppState {
     /// undone. Files changed since the last turn ask first. Until the next prompt, the rewind
     /// can be undone.
     pub(crate) fn on_rewound(&mut self, rewind: Rewind) {
+        // Numbered before the rewind changes the prompts (an undone rewind's prompts are back
+        // only after it).
+        let number = match (&self.last_rewind, rewind.undone) {
+            (Some(last), true) => last.prompt_number,
+            _ => self.prompt_number(rewind.turn),
+        };
+        let point = format!("prompt {number}");
         if let Some(conflicts) = rewind.stopped_by_conflicts() {
             let asked_by = if rewind.undone {
                 ConfirmFor::UndoRewind {
@@ -466,7 +501,7 @@ impl AppState {
         } else {
             NoticeLevel::Info
         };
-        self.notice(level, rewind.describe());
+        self.notice(level, rewind.describe_at(&point));
     }
 
     fn rewound(&mut self, rewind: &Rewind) {
@@ -477,6 +512,7 @@ impl AppState {
             .map(|(_, prompt)| prompt);
         let mut last = LastRewind {
             turn: rewind.turn,
+            prompt_number: self.prompt_number(rewind.turn),
             conversation: false,
             files: false,
             prompts: Vec::new(),
@@ -488,8 +524,8 @@ impl AppState {
                 .into_iter()
                 .partition(|record| record.turn < rewind.turn);
             self.turn_prompts = kept;
-            for record in &taken_back {
-                self.mark_rewound(record.cell, true);
+            for cell in taken_back.iter().flat_map(|record| &record.cells) {
+                self.mark_rewound(*cell, true);
             }
             last.conversation = true;
             last.prompts = taken_back;
@@ -542,8 +578,8 @@ impl AppState {
                     self.composer.set_text("");
                 }
             }
-            for record in &last.prompts {
-                self.mark_rewound(record.cell, false);
+            for cell in last.prompts.iter().flat_map(|record| &record.cells) {
+                self.mark_rewound(*cell, false);
             }
             self.turn_prompts.extend(last.prompts.iter().cloned());
             self.turn_prompts.sort_by_key(|record| record.turn);

@@ -11,11 +11,15 @@
 //! that is not JSON: `-32700 Parse error` with `id: null`.
 //! An unknown session id: `-32002 "Session not found: <id>"`, `data: {sessionId}`.
 //!
-//! - Two models and two modes (`wire::MODELS`, `wire::MODES`): `session/new` and `session/load`
-//!   return them with the current one (`models`, `modes`); `session/set_model` /
-//!   `session/set_mode` switch the session (an unknown id: `-32602 Invalid params`), a mode
-//!   switch is announced with a `current_mode_update`, and each switch is logged on stderr and
-//!   to `settings.jsonl` in the state dir (`{"session_id","method","value"}`).
+//! - Two models and three modes (`wire::MODELS`, `wire::MODES`; in `yolo` no permission is asked):
+//!   `session/new` and `session/load` return them with the current one (`models`, `modes`);
+//!   `session/set_model` / `session/set_mode` switch the session (an unknown id: `-32602
+//!   Invalid params`), a mode switch is announced with a `current_mode_update`, and each switch
+//!   is logged on stderr and to `settings.jsonl` in the state dir
+//!   (`{"session_id","method","value"}`). A session keeps its model and mode across
+//!   `session/load`, in another process too (read back from `settings.jsonl`), as real agents
+//!   keep them in their session; a prompt's result names the session's model, and the request
+//!   log records it.
 //! - The agent's own requests (`session/request_permission`) have integer ids from 0, as Gemini's.
 //! - One prompt runs at a time: a `session/prompt` arriving while one runs is served after it;
 //!   other requests are answered at once, also mid-turn.
@@ -300,17 +304,45 @@ impl Agent {
         Ok(())
     }
 
-    /// The result of a prompt that ran to its end, in the flavour's shape.
-    fn prompt_result(&self, input_tokens: u64, output_tokens: u64) -> Value {
+    /// The result of a prompt of `session_id` that ran to its end, in the flavour's shape.
+    fn prompt_result(&mut self, session_id: &str, input_tokens: u64, output_tokens: u64) -> Value {
         match self.flavour {
-            Flavour::Default => wire::prompt_result("end_turn", input_tokens, output_tokens),
+            Flavour::Default => {
+                let model = wire::MODELS[self.choice(session_id).0].0;
+                wire::prompt_result("end_turn", model, input_tokens, output_tokens)
+            }
             Flavour::Gemini => wire::gemini_prompt_result("end_turn", input_tokens, output_tokens),
         }
     }
 
+    /// The session's model and mode (indexes into `wire::MODELS` and `wire::MODES`): as last
+    /// set, in this process or, for a session loaded from its file, in an earlier one.
+    fn choice(&mut self, session_id: &str) -> (usize, usize) {
+        *self
+            .choices
+            .entry(session_id.to_owned())
+            .or_insert_with(|| {
+                let (model, mode) = super::state::recorded_settings(session_id);
+                let index = |wanted: Option<String>, known: Vec<&str>| {
+                    wanted
+                        .and_then(|wanted| known.iter().position(|id| *id == wanted))
+                        .unwrap_or(0)
+                };
+                (
+                    index(model, wire::MODELS.iter().map(|(id, _)| *id).collect()),
+                    index(mode, wire::MODES.iter().map(|(id, _, _)| *id).collect()),
+                )
+            })
+    }
+
+    /// Whether session `session_id` runs every tool without asking.
+    pub(crate) fn asks_nothing(&mut self, session_id: &str) -> bool {
+        self.flavour == Flavour::Default && wire::MODES[self.choice(session_id).1].0 == wire::YOLO
+    }
+
     /// The session's `models` and `modes` as `session/new` returns them.
     fn choices_of(&mut self, session_id: &str) -> Value {
-        let (model, mode) = *self.choices.entry(session_id.to_owned()).or_default();
+        let (model, mode) = self.choice(session_id);
         json!({
             "models": wire::models_state(wire::MODELS[model].0),
             "modes": wire::modes_state(wire::MODES[mode].0),
@@ -337,6 +369,7 @@ impl Agent {
                 Some(json!({"message": format!("unknown {field} {wanted:?}")})),
             ));
         };
+        self.choice(&session_id);
         let choice = self.choices.entry(session_id.clone()).or_default();
         if method == "session/set_model" {
             choice.0 = index;
@@ -358,15 +391,19 @@ impl Agent {
         let params = &message["params"];
         let session_id = params["sessionId"].as_str().unwrap_or_default().to_owned();
         let text = wire::prompt_text(&params["prompt"]);
-        let Some(session) = self.sessions.get_mut(&session_id) else {
+        if !self.sessions.contains_key(&session_id) {
             let answer = match self.flavour {
                 Flavour::Default => wire::session_not_found(id, &session_id),
                 Flavour::Gemini => wire::gemini_session_not_found(id, &session_id),
             };
             self.send(&answer)?;
             return Ok(None);
+        }
+        let model = wire::MODELS[self.choice(&session_id).0].0;
+        let Some(session) = self.sessions.get_mut(&session_id) else {
+            return Ok(None);
         };
-        let messages = session.record_prompt(&text);
+        let messages = session.record_prompt(&text, model);
         let lagging = session.lag.clone();
         let cwd = session.cwd.clone();
         let scenario = self.forced.unwrap_or_else(|| Scenario::for_prompt(&text));
@@ -382,7 +419,7 @@ impl Agent {
             Ok(TurnEnd::Cut) => (0, 0),
             _ => (wire::input_tokens(&messages), streamed.chunks),
         };
-        let result = self.prompt_result(input_tokens, output_tokens);
+        let result = self.prompt_result(&session_id, input_tokens, output_tokens);
         let flavour = self.flavour;
         let session = self.sessions.get_mut(&session_id);
         let reply = match played {

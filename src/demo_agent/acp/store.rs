@@ -91,10 +91,11 @@ impl AcpSession {
         }
     }
 
-    /// Stores the prompt and logs its request; returns the request's messages.
-    pub(crate) fn record_prompt(&mut self, prompt: &str) -> Vec<String> {
+    /// Stores the prompt and logs its request to `model`; returns the request's messages.
+    pub(crate) fn record_prompt(&mut self, prompt: &str, model: &str) -> Vec<String> {
         match &mut self.record {
             Record::Demo(record) => {
+                record.model = Some(model.to_owned());
                 record.record_prompt(prompt);
                 record.history.clone()
             }

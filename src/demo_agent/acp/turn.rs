@@ -262,12 +262,17 @@ impl<'a> Turn<'a> {
         Ok(Got::Nothing)
     }
 
-    /// `session/request_permission` for `tool_call` with `options`; waits for the answer.
+    /// `session/request_permission` for `tool_call` with `options`; waits for the answer. In
+    /// the `yolo` mode nothing is asked: the tool is allowed.
     pub(crate) fn ask_permission(
         &mut self,
         tool_call: Value,
         options: Value,
     ) -> Result<Decision, Halt> {
+        if self.agent.asks_nothing(&self.session_id) {
+            eprintln!("demo agent (acp): yolo mode, allowed without asking");
+            return Ok(Decision::Allowed);
+        }
         let id = self.agent.next_request_id;
         self.agent.next_request_id += 1;
         let request = wire::request(

@@ -11,11 +11,15 @@ pub(crate) const MODELS: [(&str, &str); 2] =
     [(MODEL, "Demo ACP One"), ("demo-acp-2", "Demo ACP Two")];
 
 /// The session modes the agent offers: (`id`, name, description); the first is where a session
-/// starts.
-pub(crate) const MODES: [(&str, &str, &str); 2] = [
+/// starts. `yolo` runs every tool without asking, as Gemini CLI's mode of that id does.
+pub(crate) const MODES: [(&str, &str, &str); 3] = [
     ("default", "Default", "Ask before every tool call"),
     ("accept-edits", "Accept edits", "Edit files without asking"),
+    (YOLO, "YOLO", "Run every tool without asking"),
 ];
+
+/// The mode in which no permission is asked.
+pub(crate) const YOLO: &str = "yolo";
 
 /// `session/new`'s (and `session/load`'s) `models`: the list and the current one.
 pub(crate) fn models_state(current: &str) -> Value {
@@ -85,7 +89,13 @@ pub(crate) fn session_not_found(id: &Value, session_id: &str) -> Value {
 
 /// The result of a prompt that ran to its end: the stop reason, the unstable ACP `usage`
 /// object and gemini's `_meta.quota`, with the same counts.
-pub(crate) fn prompt_result(stop_reason: &str, input_tokens: u64, output_tokens: u64) -> Value {
+/// The result of a prompt that ran to its end on `model`, with its usage.
+pub(crate) fn prompt_result(
+    stop_reason: &str,
+    model: &str,
+    input_tokens: u64,
+    output_tokens: u64,
+) -> Value {
     let counts = json!({"input_tokens": input_tokens, "output_tokens": output_tokens});
     json!({
         "stopReason": stop_reason,
@@ -96,7 +106,7 @@ pub(crate) fn prompt_result(stop_reason: &str, input_tokens: u64, output_tokens:
         },
         "_meta": {"quota": {
             "token_count": counts,
-            "model_usage": [{"model": MODEL, "token_count": counts}],
+            "model_usage": [{"model": model, "token_count": counts}],
         }},
     })
 }
@@ -108,7 +118,7 @@ pub(crate) fn gemini_prompt_result(
     input_tokens: u64,
     output_tokens: u64,
 ) -> Value {
-    let mut result = prompt_result(stop_reason, input_tokens, output_tokens);
+    let mut result = prompt_result(stop_reason, MODEL, input_tokens, output_tokens);
     if let Some(result) = result.as_object_mut() {
         result.remove("usage");
     }
@@ -247,12 +257,12 @@ mod tests {
 
     #[test]
     fn usage_and_quota_carry_the_same_counts() {
-        let result = prompt_result("end_turn", 1_200, 7);
+        let result = prompt_result("end_turn", "demo-acp-2", 1_200, 7);
         assert_eq!(result["usage"]["totalTokens"], 1_207);
         assert_eq!(result["_meta"]["quota"]["token_count"]["output_tokens"], 7);
         assert_eq!(
             result["_meta"]["quota"]["model_usage"][0]["model"],
-            Value::from(MODEL)
+            Value::from("demo-acp-2")
         );
     }
 }

@@ -88,6 +88,7 @@ impl AcpShared {
                 let id = mode["id"].as_str()?.to_owned();
                 Some(ModeChoice {
                     name: mode["name"].as_str().unwrap_or(&id).to_owned(),
+                    most_permissive: most_permissive(&id, mode["description"].as_str()),
                     id,
                 })
             })
@@ -189,4 +190,21 @@ async fn ask(
         Ok(_) => status.model = Some(value),
         Err(why) => status.refused(format!("{what} {value}: {why}")),
     });
+}
+
+/// What an ACP mode lets the agent do unasked when it is one of the most permissive modes. ACP
+/// has no field for that, so the modes are known by the ids the agents give them: Gemini CLI's
+/// `yolo`, the Claude adapter's `bypassPermissions`, the Codex adapter's `full-access`. What
+/// it allows is the agent's own description where it gives one.
+fn most_permissive(id: &str, description: Option<&str>) -> Option<String> {
+    const IDS: [&str; 3] = ["yolo", "bypassPermissions", "full-access"];
+    IDS.iter()
+        .any(|known| known.eq_ignore_ascii_case(id))
+        .then(|| {
+            let allows = "the agent runs every tool, command and edit without asking";
+            match description.map(str::trim).filter(|said| !said.is_empty()) {
+                Some(said) => format!("{allows} (the agent says: {said})"),
+                None => allows.to_owned(),
+            }
+        })
 }

@@ -105,6 +105,8 @@ impl Shared {
                 .map(|(id, name)| ModeChoice {
                     id: (*id).to_owned(),
                     name: (*name).to_owned(),
+                    // bypassPermissions is not offered at all.
+                    most_permissive: None,
                 })
                 .collect();
             status.mode = mode.or_else(|| Some(PERMISSION_MODES[0].0.to_owned()));

@@ -32,6 +32,10 @@ const PRESETS: [(&str, &str, &str, &str); 3] = [
     ("full-access", "full access", "never", "dangerFullAccess"),
 ];
 
+/// What full access lets Codex do (its own TUI's warning says as much).
+const FULL_ACCESS_ALLOWS: &str = "Codex runs every command and edits any file without asking, \
+     outside the sandbox, with network access";
+
 /// The `approvalPolicy` and `sandboxPolicy` of preset `id` for `turn/start`.
 pub(super) fn preset_policies(id: &str) -> Option<(Value, Value)> {
     PRESETS
@@ -151,9 +155,11 @@ impl Shared {
                 .or_else(|| preset_of(&answer["approvalPolicy"], &answer["sandbox"]));
             status.modes = PRESETS
                 .iter()
-                .map(|(id, name, ..)| ModeChoice {
+                .map(|(id, name, approval, sandbox)| ModeChoice {
                     id: (*id).to_owned(),
                     name: (*name).to_owned(),
+                    most_permissive: (*approval == "never" && *sandbox == "dangerFullAccess")
+                        .then(|| FULL_ACCESS_ALLOWS.to_owned()),
                 })
                 .collect();
         });
