@@ -168,9 +168,12 @@ async fn a_bash_tool_call_is_announced_and_completed() {
     let (rig, _) = rig(&test_name(), tool, &["--allowedTools", "Bash"]).await;
     let messages = rig.run("Run echo hi", SessionRef::New).await;
     let call = messages.iter().find_map(|message| match message {
-        AgentMessage::ToolCall { id, name, input } => {
-            Some((id.clone(), name.clone(), input.clone()))
-        }
+        AgentMessage::ToolCall {
+            id,
+            name,
+            input,
+            parent_id: None,
+        } => Some((id.clone(), name.clone(), input.clone())),
         _ => None,
     });
     let (id, name, input) = call.expect("a tool.call");

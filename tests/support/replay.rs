@@ -166,7 +166,8 @@ pub fn stream_violations(messages: &[AgentMessage]) -> Vec<String> {
 /// structure:
 /// - a session header comes at most once, and first;
 /// - every `tool.call` id is new, and is ended by exactly one `tool.completed`/`tool.failed`;
-///   no update or ending names an id that is not open;
+///   no update or ending names an id that is not open; a sub-agent's call (`parent_id`) nests
+///   under a call that is open;
 /// - no thought falls between a tool call and its end;
 /// - no terminal message (the runner adds it).
 pub fn structure_violations(messages: &[AgentMessage]) -> Vec<String> {
@@ -180,7 +181,10 @@ pub fn structure_violations(messages: &[AgentMessage]) -> Vec<String> {
             {
                 violations.push(format!("session header at position {index}"));
             }
-            AgentMessage::ToolCall { id, .. } => {
+            AgentMessage::ToolCall { id, parent_id, .. } => {
+                if let Some(parent) = parent_id.as_deref().filter(|parent| !open.contains(parent)) {
+                    violations.push(format!("tool call {id} nests under {parent}, not open"));
+                }
                 if open.contains(&id.as_str()) || ended.contains(&id.as_str()) {
                     violations.push(format!("tool call {id} announced twice"));
                 } else {
