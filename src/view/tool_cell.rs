@@ -103,8 +103,10 @@ fn children_lines(tool: &ToolCell, now: Instant, lines: &mut Vec<RichLine>) {
             .mode(WrapMode::Truncate),
         );
     }
+    // The tree closes on the last call unless the call's own output follows it.
+    let output_follows = !tool.output.trim_end_matches('\n').is_empty();
     for (index, child) in tool.children[count - shown..].iter().enumerate() {
-        let last = index + 1 == shown;
+        let last = index + 1 == shown && !output_follows;
         let (branch, rest) = if last {
             ("  └ ", "    ")
         } else {
