@@ -79,9 +79,15 @@ impl Work {
 
 enum Call {
     TaskCreate(&'static str, &'static str),
-    TaskUpdate { id: String, status: String },
+    TaskUpdate {
+        id: String,
+        status: String,
+    },
     TodoWrite([&'static str; 2]),
-    Bash { command: String, output: String },
+    Bash {
+        command: String,
+        output: String,
+    },
     /// A sub-agent running these commands (command, output).
     Agent(Vec<(&'static str, &'static str)>),
 }
@@ -163,7 +169,10 @@ impl Engine {
                 self.event(&message_id, json!({"type": "content_block_start", "index": index + 1,
                     "content_block": {"type": "tool_use", "id": id, "name": call.name(), "input": {}}}))?;
                 self.assistant(&message_id, block)?;
-                self.event(&message_id, json!({"type": "content_block_stop", "index": index + 1}))?;
+                self.event(
+                    &message_id,
+                    json!({"type": "content_block_stop", "index": index + 1}),
+                )?;
             }
             self.message_end(&message_id, "tool_use")?;
             for (call, id) in calls.iter().zip(&ids) {
@@ -173,9 +182,11 @@ impl Engine {
                     }
                 }
                 let (content, tool_use_result) = call.result(&format!("a{id}"));
-                let result = self.stamp(json!({"type": "user", "message": {"role": "user", "content": [
+                let result = self.stamp(
+                    json!({"type": "user", "message": {"role": "user", "content": [
                     {"type": "tool_result", "tool_use_id": id, "content": content}]},
-                    "parent_tool_use_id": null, "tool_use_result": tool_use_result}));
+                    "parent_tool_use_id": null, "tool_use_result": tool_use_result}),
+                );
                 self.line(&result)?;
             }
             if let Some(cut) = self.wait(STEP_MS)? {
@@ -215,9 +226,11 @@ impl Engine {
             if let Some(cut) = self.wait(STEP_MS)? {
                 return Ok(Some(cut));
             }
-            let result = self.stamp(json!({"type": "user", "message": {"role": "user", "content": [
+            let result = self.stamp(
+                json!({"type": "user", "message": {"role": "user", "content": [
                 {"type": "tool_result", "tool_use_id": id, "content": output, "is_error": false}]},
-                "parent_tool_use_id": parent}));
+                "parent_tool_use_id": parent}),
+            );
             self.line(&result)?;
         }
         let notification = self.stamp(json!({"type": "system", "subtype": "task_notification",

@@ -645,7 +645,11 @@ impl Server {
         self.item(at, "item/started", command("inProgress", "", Value::Null));
         let _ = std::fs::write(&notes, "v1\n");
         std::thread::sleep(paced(700));
-        self.item(at, "item/completed", command("completed", "", Value::from(0)));
+        self.item(
+            at,
+            "item/completed",
+            command("completed", "", Value::from(0)),
+        );
         let patch_id = format!("call_{}", now_ms());
         let patch = |status: &str| {
             json!({"type": "fileChange", "id": patch_id, "status": status, "changes": [{
