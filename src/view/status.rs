@@ -470,4 +470,39 @@ mod tests {
         assert!(!line.contains("ctx"), "{line}");
         assert!(line.contains(&footer_hint()), "{line}");
     }
+
+    #[test]
+    fn the_model_the_agent_reported_outranks_its_settings_alias_until_a_switch() {
+        use crate::orchestrator::OrchestratorEvent;
+        use crate::provider::AgentStatus;
+        let now = Instant::now();
+        let mut state = busy_state();
+        let alias = |model: &str| {
+            OrchestratorEvent::AgentStatusChanged(AgentStatus {
+                model: Some(model.into()),
+                ..AgentStatus::default()
+            })
+        };
+        state.on_orchestrator_event(alias("default"), now);
+        assert!(status_line(&state, 160).contains(" pi · default "));
+        // Claude's `init` names the model the alias runs.
+        state
+            .usage_book
+            .observe(&crate::stream::AgentMessage::SessionStarted {
+                provider: "claude".into(),
+                session_id: None,
+                model: Some("claude-opus-4-8[1m]".into()),
+            });
+        let line = status_line(&state, 160);
+        assert!(line.contains(" pi · claude-opus-4-8[1m] "), "{line}");
+        // An unchanged status keeps it; a switch shows the new choice until the agent reports.
+        state.on_orchestrator_event(alias("default"), now);
+        assert!(status_line(&state, 160).contains("claude-opus-4-8[1m]"));
+        state.on_orchestrator_event(alias("sonnet"), now);
+        let line = status_line(&state, 160);
+        assert!(
+            line.contains(" pi · sonnet ") && !line.contains("opus"),
+            "{line}"
+        );
+    }
 }

@@ -1174,3 +1174,104 @@ mod stop_before_start_tests {
         assert!(state.on_key_at(key(KeyCode::Esc), now).is_empty());
     }
 }
+
+#[cfg(test)]
+mod sub_agent_tests {
+    use std::time::Instant;
+
+    use serde_json::json;
+
+    use crate::app::state::{AppState, StartupInfo};
+    use crate::app::transcript::{CellBody, ToolCell, ToolStatus};
+    use crate::orchestrator::{OrchestratorEvent, TurnOutcome};
+    use crate::stream::AgentMessage;
+
+    fn send(state: &mut AppState, message: AgentMessage) {
+        state.on_orchestrator_event(
+            OrchestratorEvent::Message {
+                turn: 1,
+                attempt: 1,
+                message,
+            },
+            Instant::now(),
+        );
+    }
+
+    fn call(id: &str, name: &str, parent: Option<&str>) -> AgentMessage {
+        AgentMessage::ToolCall {
+            id: id.into(),
+            name: name.into(),
+            input: json!({"command": format!("run {id}")}),
+            parent_id: parent.map(str::to_owned),
+        }
+    }
+
+    fn tools(state: &AppState) -> Vec<ToolCell> {
+        state
+            .transcript
+            .cells()
+            .iter()
+            .filter_map(|cell| match &cell.body {
+                CellBody::Tool(tool) => Some(tool.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_sub_agents_calls_nest_under_its_call_and_end_with_the_attempt() {
+        let mut state = AppState::new(StartupInfo::default());
+        state.on_orchestrator_event(
+            OrchestratorEvent::TurnStarted {
+                turn: 1,
+                prompt: "go".into(),
+            },
+            Instant::now(),
+        );
+        send(&mut state, call("agent", "Agent", None));
+        send(&mut state, call("one", "Bash", Some("agent")));
+        send(&mut state, call("deeper", "Bash", Some("one")));
+        send(
+            &mut state,
+            AgentMessage::ToolCompleted {
+                id: "deeper".into(),
+                output: "done deep".into(),
+            },
+        );
+        send(&mut state, call("two", "Bash", Some("agent")));
+        // A parent never shown: the call is a row of its own.
+        send(&mut state, call("stray", "Bash", Some("unknown")));
+        let shown = tools(&state);
+        assert_eq!(shown.len(), 2, "the agent's call and the stray one");
+        let agent = &shown[0];
+        assert_eq!(agent.children.len(), 2);
+        assert_eq!(agent.children[0].summary, "run one");
+        assert_eq!(agent.children[0].children[0].output, "done deep");
+        assert!(matches!(
+            agent.children[0].children[0].status,
+            ToolStatus::Done { .. }
+        ));
+        assert_eq!(shown[1].summary, "run stray");
+
+        state.on_orchestrator_event(
+            OrchestratorEvent::TurnEnded {
+                turn: 1,
+                outcome: TurnOutcome::Completed,
+            },
+            Instant::now(),
+        );
+        let agent = &tools(&state)[0];
+        assert!(matches!(agent.status, ToolStatus::Interrupted { .. }));
+        assert!(matches!(
+            agent.children[1].status,
+            ToolStatus::Interrupted { .. }
+        ));
+        assert!(
+            matches!(
+                agent.children[0].children[0].status,
+                ToolStatus::Done { .. }
+            ),
+            "what ended stays ended"
+        );
+    }
+}

@@ -590,6 +590,33 @@ mod tests {
     }
 
     #[test]
+    fn a_command_reads_as_written_in_its_row_and_its_permission_title() {
+        // Codex 0.171 quotes the command for its login shell with double quotes
+        // (tests/fixtures/codex_app_server/plan_command_patch.jsonl).
+        let shown = r#"/bin/bash -lc "printf 'v1\\n' > notes.txt""#;
+        let mut mapper = AppServerMapper::new("write");
+        let out = map(
+            &mut mapper,
+            &[
+                json!({"method":"item/started","params":{"item":{"type":"commandExecution","id":"c","command":shown,"cwd":"/w","status":"inProgress"}}}),
+                json!({"method":COMMAND_APPROVAL,"id":3,"params":{"itemId":"c","command":shown,"cwd":"/w","availableDecisions":["accept","cancel"]}}),
+            ],
+        );
+        let AgentMessage::ToolCall { input, .. } = &out[0] else {
+            panic!("{out:?}")
+        };
+        assert_eq!(input["command"], r"printf 'v1\n' > notes.txt");
+        let AgentMessage::PermissionRequest(request) = &out[1] else {
+            panic!("{out:?}")
+        };
+        assert_eq!(request.title, r"printf 'v1\n' > notes.txt");
+        assert_eq!(
+            request.command.as_deref(),
+            Some(r"printf 'v1\n' > notes.txt")
+        );
+    }
+
+    #[test]
     fn a_failed_turn_names_codexs_http_status() {
         let mut mapper = AppServerMapper::new("x");
         map(
