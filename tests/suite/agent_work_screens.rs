@@ -12,6 +12,33 @@ use chat_pane::{ChatPane, StateDir};
 const LARGE: (u16, u16) = (160, 50);
 const SMALL: (u16, u16) = (40, 12);
 
+/// A chat on the demo agent with its state and working directory (kept while it runs).
+struct Run {
+    chat: ChatPane,
+    cwd: tempfile::TempDir,
+    _state: StateDir,
+}
+
+/// The chat on the demo agent speaking `transport` at `size`, `prompt` sent.
+fn start(transport: &str, size: (u16, u16), prompt: &str) -> Option<Run> {
+    let state = StateDir::new();
+    let cwd = tempfile::tempdir().unwrap();
+    let chat = launch(&state, cwd.path(), transport, size)?;
+    chat.prompt(prompt);
+    Some(Run {
+        chat,
+        cwd,
+        _state: state,
+    })
+}
+
+/// The screen once the turn is over and `text` is on it.
+fn after_turn(chat: &ChatPane, text: &str) -> String {
+    chat.wait_for("the turn's end", |screen| {
+        screen.contains(text) && screen.contains("│ idle")
+    })
+}
+
 /// The chat on the demo agent speaking `transport`, at `size`, ready for a prompt.
 fn launch(
     state: &StateDir,
@@ -45,12 +72,10 @@ fn rows_from<'s>(screen: &'s str, from: &str) -> Vec<&'s str> {
 
 #[test]
 fn claudes_task_list_is_pinned_while_it_works_and_kept_after() {
-    let state = StateDir::new();
-    let cwd = tempfile::tempdir().unwrap();
-    let Some(chat) = launch(&state, cwd.path(), "stream", LARGE) else {
+    let Some(run) = start("stream", LARGE, "please do the tasks") else {
         return;
     };
-    chat.prompt("please do the tasks");
+    let chat = &run.chat;
     let pinned = chat.wait_for_text("≡ Plan · 1 of 2 done ─ Ctrl+P folds");
     eprintln!("Claude's task list while the turn runs, 160x50:\n{pinned}");
     let plan = rows_from(&pinned, "≡ Plan · 1 of 2 done");
@@ -60,9 +85,7 @@ fn claudes_task_list_is_pinned_while_it_works_and_kept_after() {
         plan[3].contains("Esc stops the turn"),
         "right above the input: {pinned}"
     );
-    let done = chat.wait_for("the turn's end", |screen| {
-        screen.contains("Both tasks are done.") && screen.contains("│ idle")
-    });
+    let done = after_turn(chat, "Both tasks are done.");
     eprintln!("after the turn, 160x50:\n{done}");
     let plan = rows_from(&done, "≡ Plan · 2 of 2 done");
     assert!(plan[1].contains("✔ Read the notes") && plan[2].contains("✔ Write the summary"));
@@ -84,12 +107,10 @@ fn claudes_task_list_is_pinned_while_it_works_and_kept_after() {
 
 #[test]
 fn claudes_todo_list_fits_a_small_screen_and_folds() {
-    let state = StateDir::new();
-    let cwd = tempfile::tempdir().unwrap();
-    let Some(chat) = launch(&state, cwd.path(), "stream", SMALL) else {
+    let Some(run) = start("stream", SMALL, "the todos please") else {
         return;
     };
-    chat.prompt("the todos please");
+    let chat = &run.chat;
     let pinned = chat.wait_for_text("◐ Read the notes");
     eprintln!("TodoWrite's plan while the turn runs, 40x12:\n{pinned}");
     assert!(pinned.contains("── ≡ Plan · 0 of 2 done"), "{pinned}");
@@ -100,9 +121,7 @@ fn claudes_todo_list_fits_a_small_screen_and_folds() {
         !folded.contains("□ Write the summary"),
         "folded to its header: {folded}"
     );
-    let done = chat.wait_for("the turn's end", |screen| {
-        screen.contains("≡ Plan · 2 of 2 done") && screen.contains("│ idle")
-    });
+    let done = after_turn(chat, "≡ Plan · 2 of 2 done");
     eprintln!("after the turn, 40x12:\n{done}");
     assert!(!done.contains("todos\":"), "{done}");
     chat.quit();
@@ -110,18 +129,14 @@ fn claudes_todo_list_fits_a_small_screen_and_folds() {
 
 #[test]
 fn a_claude_sub_agents_calls_nest_under_its_call() {
-    let state = StateDir::new();
-    let cwd = tempfile::tempdir().unwrap();
-    let Some(chat) = launch(&state, cwd.path(), "stream", LARGE) else {
+    let Some(run) = start("stream", LARGE, "ask a helper") else {
         return;
     };
-    chat.prompt("ask a helper");
+    let chat = &run.chat;
     let running = chat.wait_for_text("├ ✓ Bash · done");
     eprintln!("the sub-agent at work, 160x50:\n{running}");
     assert!(running.contains("⋯ Agent · running"), "{running}");
-    let done = chat.wait_for("the turn's end", |screen| {
-        screen.contains("The helper ran both commands.") && screen.contains("│ idle")
-    });
+    let done = after_turn(chat, "The helper ran both commands.");
     eprintln!("after the turn, 160x50:\n{done}");
     let agent = rows_from(&done, "✓ Agent · done");
     assert!(agent[0].contains("Run two commands"), "{done}");
@@ -143,12 +158,10 @@ fn a_claude_sub_agents_calls_nest_under_its_call() {
 #[test]
 fn codexs_plan_command_and_patch_read_as_written() {
     for size in [LARGE, SMALL] {
-        let state = StateDir::new();
-        let cwd = tempfile::tempdir().unwrap();
-        let Some(chat) = launch(&state, cwd.path(), "app-server", size) else {
+        let Some(run) = start("app-server", size, "make a plan") else {
             return;
         };
-        chat.prompt("make a plan");
+        let chat = &run.chat;
         let pinned = chat.wait_for_text("◐ Write the notes");
         eprintln!("Codex's plan while the turn runs, {size:?}:\n{pinned}");
         let done = chat.wait_for("the turn's end", |screen| {
@@ -166,7 +179,7 @@ fn codexs_plan_command_and_patch_read_as_written() {
             assert!(!done.contains(raw), "{raw} on screen: {done}");
         }
         assert_eq!(
-            std::fs::read_to_string(cwd.path().join("notes.txt")).unwrap(),
+            std::fs::read_to_string(run.cwd.path().join("notes.txt")).unwrap(),
             "v2\nv3\n"
         );
         chat.quit();
@@ -175,18 +188,14 @@ fn codexs_plan_command_and_patch_read_as_written() {
 
 #[test]
 fn an_acp_agents_plan_is_pinned_and_its_context_use_shown() {
-    let state = StateDir::new();
-    let cwd = tempfile::tempdir().unwrap();
-    let Some(chat) = launch(&state, cwd.path(), "acp", LARGE) else {
+    let Some(run) = start("acp", LARGE, "make a plan please") else {
         return;
     };
-    chat.prompt("make a plan please");
+    let chat = &run.chat;
     let pinned = chat.wait_for_text("── ≡ Plan · 0 of 3 done ─ Ctrl+P folds");
     eprintln!("an ACP agent's plan while the turn runs, 160x50:\n{pinned}");
     assert!(pinned.contains("◐ Read the request (high)"), "{pinned}");
-    let done = chat.wait_for("the turn's end", |screen| {
-        screen.contains("All three steps are done.") && screen.contains("│ idle")
-    });
+    let done = after_turn(chat, "All three steps are done.");
     eprintln!("after the turn, 160x50:\n{done}");
     assert!(done.contains("≡ Plan · 3 of 3 done"), "{done}");
     // The agent's `usage_update`: 53,000 of 200,000 tokens.

@@ -19,7 +19,7 @@ use agentty::provider::claude::mapper::ClaudeMapper;
 use agentty::provider::{AgentOutcome, LineVerdict};
 use agentty::stream::{AgentMessage, NoticeKind};
 use captures::{capture_names, RecordedRun};
-use replay::{capture_tests, replay, Replay};
+use replay::{capture_tests, plans, replay, Replay};
 use serde_json::{json, Value};
 use Expect::{Aborted, Completed, Failed, Unfinished};
 
@@ -448,22 +448,6 @@ fn sessions_are_started_resumed_or_clearly_missing() {
         AgentOutcome::Failed { message, .. }
             if message == "No conversation found with session ID: 99999999-2222-4333-8444-555555555555"
     ));
-}
-
-/// Every `plan` of `messages`, each as its `(content, status)` pairs.
-fn plans(messages: &[AgentMessage]) -> Vec<Vec<(String, String)>> {
-    messages
-        .iter()
-        .filter_map(|message| match message {
-            AgentMessage::Plan { entries } => Some(
-                entries
-                    .iter()
-                    .map(|entry| (entry.content.clone(), entry.status.clone()))
-                    .collect(),
-            ),
-            _ => None,
-        })
-        .collect()
 }
 
 fn pairs(entries: &[(&str, &str)]) -> Vec<(String, String)> {

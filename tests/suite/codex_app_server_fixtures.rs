@@ -343,18 +343,7 @@ fn the_plan_a_command_and_a_patch_read_in_the_users_words() {
         matches!(terminal, AgentMessage::Completed { .. }),
         "{terminal:?}"
     );
-    let plans: Vec<Vec<(String, String)>> = out
-        .iter()
-        .filter_map(|message| match message {
-            AgentMessage::Plan { entries } => Some(
-                entries
-                    .iter()
-                    .map(|entry| (entry.content.clone(), entry.status.clone()))
-                    .collect(),
-            ),
-            _ => None,
-        })
-        .collect();
+    let plans = replay::plans(&out);
     let plan = |first: &str, second: &str| {
         vec![
             ("Write the notes".to_owned(), first.to_owned()),

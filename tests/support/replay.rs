@@ -140,6 +140,22 @@ impl Replay {
 /// Repeated text shorter than this is not counted as shown twice ("no, no" is fine).
 const MIN_REPEAT_BYTES: usize = 8;
 
+/// Every `plan` of `messages`, each as its `(content, status)` pairs.
+pub fn plans(messages: &[AgentMessage]) -> Vec<Vec<(String, String)>> {
+    messages
+        .iter()
+        .filter_map(|message| match message {
+            AgentMessage::Plan { entries } => Some(
+                entries
+                    .iter()
+                    .map(|entry| (entry.content.clone(), entry.status.clone()))
+                    .collect(),
+            ),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Ways `messages` (one attempt, terminal message excluded) breaks the shared stream's
 /// rules; empty when it keeps them all: the [`structure_violations`], and the assistant text
 /// since the last `agent_retry` notice never shows a passage twice in a row (what re-sent,
