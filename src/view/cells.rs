@@ -7,7 +7,7 @@
 //! unfinished tail, and the committed part is wrapped once per width. Live cells (a running
 //! tool, a retry countdown) depend on "now" and are rendered every frame; they are small.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -314,16 +314,6 @@ fn latest_words(line: &str, room: usize) -> String {
         _ => tail,
     };
     format!("…{tail}")
-}
-
-pub(crate) fn format_elapsed(elapsed: Duration) -> String {
-    let seconds = elapsed.as_secs_f64();
-    if seconds < 60.0 {
-        format!("{seconds:.1} s")
-    } else {
-        let whole = elapsed.as_secs();
-        format!("{}m {:02}s", whole / 60, whole % 60)
-    }
 }
 
 /// A turn's changed files: a header with the totals, then one row per file (the first few

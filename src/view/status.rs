@@ -12,8 +12,8 @@ use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
-use super::cells::format_elapsed;
 use super::theme::palette;
+use super::tool_cell::format_elapsed;
 use crate::app::activity::AgentPhase;
 use crate::app::agent_status::AgentValue;
 use crate::app::inert::InertText;

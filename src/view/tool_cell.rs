@@ -2,12 +2,11 @@
 //! runs nested under it (each with its own state), then its output — collapsed to a few lines
 //! until expanded, a patch's diff coloured as one.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use ratatui::style::{Modifier, Style};
 use ratatui::text::Span;
 
-use super::cells::{dim, format_elapsed};
 use super::theme::palette;
 use super::wrap::{RichLine, WrapMode};
 use crate::app::keymap::TOOLS_KEY;
@@ -17,6 +16,21 @@ use crate::app::transcript::{ToolCell, ToolStatus};
 const COLLAPSED_TOOL_LINES: usize = 5;
 /// A sub-agent's calls listed while its call is collapsed (the latest ones).
 const COLLAPSED_CHILDREN: usize = 4;
+
+fn dim() -> Style {
+    palette().dim
+}
+
+/// `4.2 s`, `1m 05s`.
+pub(crate) fn format_elapsed(elapsed: Duration) -> String {
+    let seconds = elapsed.as_secs_f64();
+    if seconds < 60.0 {
+        format!("{seconds:.1} s")
+    } else {
+        let whole = elapsed.as_secs();
+        format!("{}m {:02}s", whole / 60, whole % 60)
+    }
+}
 
 pub(crate) fn tool_lines(tool: &ToolCell, now: Instant) -> Vec<RichLine> {
     let header = header_spans(tool, now);

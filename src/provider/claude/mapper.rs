@@ -30,11 +30,10 @@
 //! - `result` is the only outcome: `is_error` fails the attempt even with `subtype: success`;
 //!   an `aborted_*` terminal reason is an abort only if we asked the agent to stop.
 
+use std::collections::{HashMap, HashSet};
 use std::mem;
 
 use serde_json::Value;
-
-use std::collections::{HashMap, HashSet};
 
 use super::sub_agent;
 use super::tasks::{self, PlanCall, TaskList};
