@@ -160,7 +160,13 @@ impl ClaudeMapper {
                 }
                 if let Some(session) = &line.session_id {
                     if self.tasks_session.as_ref() != Some(session) {
-                        self.tasks = tasks::load(session);
+                        // A new session has no tasks yet; a continued one has those its
+                        // earlier turns made.
+                        self.tasks = if self.resumed {
+                            tasks::load(session)
+                        } else {
+                            TaskList::default()
+                        };
                         self.tasks_session = Some(session.clone());
                     }
                 }
@@ -990,5 +996,53 @@ mod tests {
                 output: "out\nerr".into()
             }
         );
+    }
+
+    #[test]
+    fn a_task_made_in_one_turn_is_updated_in_the_next() {
+        let init =
+            r#"{"type":"system","subtype":"init","session_id":"two-turn-tasks","model":"m"}"#;
+        let create = r#"{"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","id":"t1","name":"TaskCreate","input":{"subject":"Ship it"}}]}}"#;
+        let created = r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":"Task #1 created successfully: Ship it"}]},"tool_use_result":{"task":{"id":"1","subject":"Ship it"}}}"#;
+        let update = r#"{"type":"assistant","message":{"id":"m2","content":[{"type":"tool_use","id":"t2","name":"TaskUpdate","input":{"taskId":"1","status":"completed"}}]}}"#;
+        let updated = r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t2","content":"Updated task #1 status"}]}}"#;
+        let failed = r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t3","is_error":true,"content":"Task not found"}]}}"#;
+        let update_missing = r#"{"type":"assistant","message":{"id":"m3","content":[{"type":"tool_use","id":"t3","name":"TaskUpdate","input":{"taskId":"9","status":"completed"}}]}}"#;
+        let (first, _) = map_all(&mut ClaudeMapper::new(false), &[init, create, created]);
+        assert_eq!(
+            first,
+            [
+                AgentMessage::SessionStarted {
+                    provider: "claude".into(),
+                    session_id: Some("two-turn-tasks".into()),
+                    model: Some("m".into())
+                },
+                AgentMessage::Plan {
+                    entries: vec![crate::stream::PlanEntry {
+                        content: "Ship it".into(),
+                        status: "pending".into(),
+                        priority: "medium".into()
+                    }]
+                }
+            ]
+        );
+        let (second, _) = map_all(
+            &mut ClaudeMapper::new(true),
+            &[init, update, updated, update_missing, failed],
+        );
+        let AgentMessage::Plan { entries } = &second[1] else {
+            panic!("{second:?}")
+        };
+        assert_eq!(
+            (entries[0].content.as_str(), entries[0].status.as_str()),
+            ("Ship it", "completed")
+        );
+        // A refused change is said, and leaves the plan as it was.
+        assert!(
+            matches!(&second[2], AgentMessage::Notice { message, .. }
+                if message == "Claude Code could not update its task list: Task not found"),
+            "{second:?}"
+        );
+        assert_eq!(second.len(), 3);
     }
 }

@@ -9,7 +9,8 @@
 //!
 //! The list lives as long as Claude's session while a mapper lives for one turn, so lists are
 //! kept by session id ([`load`], [`store`]): a task made in one turn is updated in the next
-//! (over the stream transport and the one-shot `--resume` alike).
+//! (over the stream transport and the one-shot `--resume` alike). A turn that starts a session
+//! starts with no tasks and reads nothing kept (a recording replayed twice reads the same).
 
 use std::sync::Mutex;
 
