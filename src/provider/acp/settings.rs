@@ -231,7 +231,11 @@ mod usage_tests {
         let shared = AcpShared::new();
         let status = shared.status();
         shared.follow_usage(r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"usage_update"}}}}"#);
-        assert_eq!(status.borrow().context, None, "words that name it are not it");
+        assert_eq!(
+            status.borrow().context,
+            None,
+            "words that name it are not it"
+        );
         shared.follow_usage(r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"usage_update","used":53000,"size":200000,"cost":{"amount":0.04,"currency":"USD"}}}}"#);
         assert_eq!(status.borrow().context.map(ContextUse::percent), Some(27));
         // A window of no size says nothing; the last fill stays.

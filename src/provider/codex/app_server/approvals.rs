@@ -208,4 +208,3 @@ fn file_diff(change: &Value) -> Option<FileDiff> {
         new_text,
     })
 }
-
