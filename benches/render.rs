@@ -105,6 +105,7 @@ impl Chat {
             id: id.clone(),
             name: "bash".into(),
             input: json!({"command": "rg -n parse_quoted src/"}),
+            parent_id: None,
         });
         self.message(AgentMessage::ToolCompleted { id, output });
         self.delta(&format!(

@@ -41,6 +41,9 @@ pub enum AgentMessage {
         id: String,
         name: String,
         input: Value,
+        /// The tool call of the sub-agent that made this one (its pane nests under that call).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        parent_id: Option<String>,
     },
     /// Partial tool output so far (cumulative, not a delta).
     #[serde(rename = "tool.update")]
@@ -539,6 +542,7 @@ mod tests {
                 id: "c1".into(),
                 name: "bash".into(),
                 input: json!({"command":"ls"}),
+                parent_id: None,
             },
             json!({"type":"tool.call","id":"c1","name":"bash","input":{"command":"ls"}}),
         );

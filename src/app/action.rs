@@ -12,6 +12,7 @@ pub(crate) enum Action {
     ChooseModel,
     ToggleThinking,
     ToggleToolOutput,
+    TogglePlan,
     CopyLastAnswer,
     Diff,
     Undo,
@@ -26,7 +27,7 @@ pub(crate) enum Action {
 }
 
 impl Action {
-    pub(crate) const ALL: [Action; 19] = [
+    pub(crate) const ALL: [Action; 20] = [
         Action::RetryLastTurn,
         Action::Stop,
         Action::NewSession,
@@ -35,6 +36,7 @@ impl Action {
         Action::ChooseModel,
         Action::ToggleThinking,
         Action::ToggleToolOutput,
+        Action::TogglePlan,
         Action::CopyLastAnswer,
         Action::Diff,
         Action::Undo,
@@ -58,6 +60,7 @@ impl Action {
             Action::ChooseModel => "Choose the model",
             Action::ToggleThinking => "Expand/collapse all thinking",
             Action::ToggleToolOutput => "Expand/collapse all tool output",
+            Action::TogglePlan => "Show/fold the plan's steps",
             Action::CopyLastAnswer => "Copy last answer",
             Action::Diff => "Review the agent's changes (diff)",
             Action::Undo => "Undo the last turn's file changes",
@@ -83,6 +86,7 @@ impl Action {
             Action::ChooseModel => "/model",
             Action::ToggleThinking => "/thinking",
             Action::ToggleToolOutput => "/tools",
+            Action::TogglePlan => "/plan",
             Action::CopyLastAnswer => "/copy",
             Action::Diff => "/diff",
             Action::Undo => "/undo",

@@ -201,11 +201,13 @@ mod tests {
                 id: "a".into(),
                 name: "bash".into(),
                 input: json!({}),
+                parent_id: None,
             },
             AgentMessage::ToolCall {
                 id: "b".into(),
                 name: "read".into(),
                 input: json!({}),
+                parent_id: None,
             },
             AgentMessage::ToolCompleted {
                 id: "b".into(),

@@ -135,6 +135,10 @@ fn chat_keys() -> Vec<HelpRow> {
             Bound(KeyCommand::Run(Action::ToggleToolOutput)),
             "expand/collapse all tool output and command output",
         ),
+        row(
+            Bound(KeyCommand::Run(Action::TogglePlan)),
+            "show / fold the steps of the plan pinned above the input",
+        ),
         row(Text("Ctrl+A / Ctrl+E"), "start / end of the line"),
         row(Text("Ctrl+B / Ctrl+F"), "back / forward one character"),
         row(

@@ -23,6 +23,8 @@ pub(crate) const STOP_KEY: &str = "Esc";
 pub(crate) const REWIND_KEY: &str = "Esc Esc";
 /// The key that expands or collapses all tool output.
 pub(crate) const TOOLS_KEY: &str = "Ctrl+O";
+/// The key that shows or folds the steps of the plan pinned above the input.
+pub(crate) const PLAN_KEY: &str = "Ctrl+P";
 /// The key that clears the prompt, stops the turn, or (twice) quits.
 pub(crate) const QUIT_KEY: &str = "Ctrl+C";
 /// The composer's keys its hints name: send (or queue, or steer) the prompt, a new line (or a
@@ -119,6 +121,12 @@ pub(crate) const BINDINGS: &[Binding] = &[
         CTRL,
         KeyCode::Char('o'),
         KeyCommand::Run(Action::ToggleToolOutput),
+    ),
+    bind(
+        PLAN_KEY,
+        CTRL,
+        KeyCode::Char('p'),
+        KeyCommand::Run(Action::TogglePlan),
     ),
     contextual(STOP_KEY, KeyCommand::Run(Action::Stop)),
     contextual(REWIND_KEY, KeyCommand::Run(Action::Rewind)),

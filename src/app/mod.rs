@@ -35,4 +35,5 @@ pub(crate) mod rewind;
 pub(crate) mod scroll;
 pub mod settings;
 pub mod state;
+pub(crate) mod tool_summary;
 pub mod transcript;

@@ -36,7 +36,9 @@ use super::menu::Overlay;
 use super::permission::PermissionPrompt;
 pub use super::scroll::ScrollAction;
 use super::scroll::{TranscriptLayout, TranscriptScroll};
-use super::transcript::{CellBody, CellId, InertText, NoticeCell, NoticeLevel, Transcript};
+use super::transcript::{
+    CellBody, CellId, InertText, NoticeCell, NoticeLevel, PlanCell, Transcript,
+};
 use crate::app::agent_status::ShownAgentStatus;
 use crate::config::RetryPolicy;
 use crate::orchestrator::{Command, TurnId, TurnOutcome};
@@ -160,6 +162,14 @@ pub(crate) struct StopState {
     pub(crate) since: Instant,
 }
 
+/// Where a tool call is shown: its cell, and inside it the path to the call through the
+/// sub-agent calls it nests under (empty for the agent's own call).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ToolSlot {
+    pub(crate) cell: CellId,
+    pub(crate) path: Vec<usize>,
+}
+
 /// The running turn.
 #[derive(Debug, Clone)]
 pub struct TurnState {
@@ -176,7 +186,11 @@ pub struct TurnState {
     open_assistant: Option<CellId>,
     /// Assistant cells of the current attempt (superseded together).
     attempt_assistant_cells: Vec<CellId>,
-    tools: HashMap<String, CellId>,
+    /// Where each tool call of the attempt is shown.
+    tools: HashMap<String, ToolSlot>,
+    /// The agent's plan while the turn runs (pinned above the input); the transcript gets it
+    /// when the turn ends.
+    pub(crate) plan: Option<PlanCell>,
     /// The turn's permission requests by id (to read a later `permission.resolved`).
     permissions: HashMap<String, AskedPermission>,
     /// The last request rejected, as asked ("Allow execute: touch x"), while the agent has done
@@ -204,6 +218,7 @@ impl TurnState {
             open_assistant: None,
             attempt_assistant_cells: Vec::new(),
             tools: HashMap::new(),
+            plan: None,
             permissions: HashMap::new(),
             last_rejection: None,
             end_shown: false,
@@ -326,6 +341,8 @@ pub struct AppState {
     /// New thinking blocks / tool outputs start expanded (after "expand all").
     pub(crate) expand_thinking: bool,
     pub(crate) expand_tools: bool,
+    /// The plan pinned above the input shows only its header (the user folded it).
+    pub(crate) plan_folded: bool,
     /// The user asked to retry the last turn: the next turn is that retry.
     retry_asked: bool,
     /// Thinking panes streaming, or waiting for their complete thought.
@@ -402,6 +419,7 @@ impl AppState {
             orchestrator_alive: true,
             expand_thinking: false,
             expand_tools: false,
+            plan_folded: false,
             retry_asked: false,
             live_thinking: LiveThinking::default(),
             agent_steers: false,
@@ -431,6 +449,11 @@ impl AppState {
 
     pub(crate) fn is_turn_running(&self) -> bool {
         self.turn.is_some()
+    }
+
+    /// The agent's plan while its turn runs: pinned above the input.
+    pub fn live_plan(&self) -> Option<&PlanCell> {
+        self.turn.as_ref().and_then(|turn| turn.plan.as_ref())
     }
 
     /// The open permission prompt: the first waiting request.
@@ -492,6 +515,7 @@ impl AppState {
             Action::SwitchProvider
             | Action::ToggleThinking
             | Action::ToggleToolOutput
+            | Action::TogglePlan
             | Action::Settings
             | Action::StandingPermissions
             | Action::ChooseModel

@@ -194,6 +194,20 @@ pub struct ToolCell {
     pub status: ToolStatus,
     pub output: InertText,
     pub(crate) expanded: bool,
+    /// The call changes files: its output is a diff.
+    pub(crate) patch: bool,
+    /// The calls of the sub-agent this call runs, in the order they started (shown nested).
+    pub children: Vec<ToolCell>,
+}
+
+impl ToolCell {
+    /// Whether the call, or a call of its sub-agent, still runs or waits.
+    pub(crate) fn is_live(&self) -> bool {
+        matches!(
+            self.status,
+            ToolStatus::Running { .. } | ToolStatus::WaitingForYou { .. }
+        ) || self.children.iter().any(ToolCell::is_live)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -339,12 +353,45 @@ pub struct PlanCell {
     pub expanded: bool,
 }
 
+impl PlanCell {
+    /// The plan made of the agent's `entries`, current and shown whole.
+    pub(crate) fn of(entries: &[crate::stream::PlanEntry]) -> Self {
+        Self {
+            entries: entries.iter().map(PlanItem::of).collect(),
+            superseded: false,
+            expanded: true,
+        }
+    }
+
+    /// The step in progress, if one is.
+    pub(crate) fn current(&self) -> Option<&PlanItem> {
+        self.entries
+            .iter()
+            .find(|entry| entry.status == PlanStatus::InProgress)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct PlanItem {
     pub(crate) content: InertText,
     pub(crate) status: PlanStatus,
     /// `high`, `medium`, `low` (as the agent wrote it).
     pub(crate) priority: InertText,
+}
+
+impl PlanItem {
+    fn of(entry: &crate::stream::PlanEntry) -> Self {
+        Self {
+            content: InertText::new(&entry.content),
+            status: match entry.status.as_str() {
+                "pending" => PlanStatus::Pending,
+                "in_progress" => PlanStatus::InProgress,
+                "completed" => PlanStatus::Completed,
+                other => PlanStatus::Other(InertText::new(other)),
+            },
+            priority: InertText::new(&entry.priority),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -394,10 +441,7 @@ impl CellBody {
     /// Whether the cell shows something that changes with time (elapsed, countdown).
     pub(crate) fn is_live(&self) -> bool {
         match self {
-            CellBody::Tool(tool) => matches!(
-                tool.status,
-                ToolStatus::Running { .. } | ToolStatus::WaitingForYou { .. }
-            ),
+            CellBody::Tool(tool) => tool.is_live(),
             CellBody::Notice(notice) => notice.countdown.is_some(),
             CellBody::User(_)
             | CellBody::Assistant(_)
@@ -412,7 +456,7 @@ impl CellBody {
     pub(crate) fn is_expandable(&self) -> bool {
         match self {
             CellBody::Thought(_) => true,
-            CellBody::Tool(tool) => !tool.output.is_empty(),
+            CellBody::Tool(tool) => !tool.output.is_empty() || !tool.children.is_empty(),
             CellBody::Notice(notice) => !notice.details.is_empty(),
             CellBody::Permission(permission) => permission.has_details(),
             // The current plan is always shown whole; an earlier one collapses.

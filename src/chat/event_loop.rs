@@ -272,6 +272,14 @@ impl ChatLoop {
             Event::Mouse(mouse) => match mouse.kind {
                 MouseEventKind::ScrollUp => self.state.on_mouse_wheel(true),
                 MouseEventKind::ScrollDown => self.state.on_mouse_wheel(false),
+                MouseEventKind::Down(MouseButton::Left)
+                    if self
+                        .view
+                        .plan_area
+                        .contains((mouse.column, mouse.row).into()) =>
+                {
+                    self.state.toggle_plan()
+                }
                 MouseEventKind::Down(MouseButton::Left) => {
                     match self.view.transcript.cell_at(mouse.column, mouse.row) {
                         Some(cell) if self.state.toggle_cell(cell) => Vec::new(),

@@ -14,6 +14,10 @@
 //!   working directory (`write NAME.txt` names the file); allowed, the file is written
 //!   (`updatedPermissions` are remembered for the session: the next write is not asked);
 //!   denied, the tool result is the denial's message. In `acceptEdits` mode it is not asked.
+//! - `tasks`, `todos`, `helper`: the agent's work as Claude Code prints it — a task list, a todo
+//!   list, a sub-agent with two nested calls (`claude_work`).
+//! - `system/init` names the model the alias runs (`default`: `demo-claude-1[1m]`), as Claude
+//!   Code's does (`claude-opus-4-8[1m]` where `initialize` lists `default`).
 //! - `slow`: a word every 300 ms of script time (interruptible); `fail`: the first two tries of
 //!   the prompt fail with the CLI's HTTP 500 result (see `state::flaky_try`); `sleep`: a Bash
 //!   tool runs a real `sleep 100` (killed at an `interrupt`, as Claude Code kills its tools).
@@ -30,12 +34,18 @@ use serde_json::{json, Value};
 
 use super::player::{Output, Pace};
 use super::state::{self, flaky_try, Session, SessionChoice};
+use work::Work;
+
+#[path = "claude_work.rs"]
+mod work;
 
 /// The models `initialize` lists: (value, display name).
 const MODELS: [(&str, &str); 2] = [
     ("default", "Default (demo-claude-1)"),
     ("demo-claude-2", "Demo Claude Two"),
 ];
+/// The model `system/init` says the alias `default` runs.
+const DEFAULT_RESOLVED: &str = "demo-claude-1[1m]";
 /// The file a `write` prompt writes, unless it names one.
 const DEFAULT_FILE: &str = "demo-claude.txt";
 /// How many tries of a `fail` prompt fail.
@@ -176,6 +186,15 @@ impl Engine {
 
     fn line(&mut self, value: &Value) -> io::Result<()> {
         self.out.line(&value.to_string())
+    }
+
+    /// The model the chosen one runs, as Claude Code reports it (an alias resolved).
+    fn reported_model(&self) -> String {
+        if self.model == MODELS[0].0 {
+            DEFAULT_RESOLVED.to_owned()
+        } else {
+            self.model.clone()
+        }
     }
 
     fn uuid(&mut self) -> String {
@@ -322,7 +341,7 @@ impl Engine {
         let line = self.stamp(json!({
             "type": "assistant",
             "message": {"id": message_id, "type": "message", "role": "assistant",
-                        "model": self.model, "content": [block], "stop_reason": null,
+                        "model": self.reported_model(), "content": [block], "stop_reason": null,
                         "usage": {"input_tokens": 1234, "output_tokens": 1}},
             "parent_tool_use_id": null
         }));
@@ -364,7 +383,7 @@ impl Engine {
             self.stamp(json!({"type": "system", "subtype": "status", "status": "requesting"}));
         self.line(&status)?;
         self.event(message_id, json!({"type": "message_start", "message": {
-            "id": message_id, "type": "message", "role": "assistant", "model": self.model,
+            "id": message_id, "type": "message", "role": "assistant", "model": self.reported_model(),
             "content": [], "stop_reason": null, "usage": {"input_tokens": 1234, "output_tokens": 1}}}))
     }
 
@@ -392,7 +411,7 @@ impl Engine {
         let init = self.stamp(json!({
             "type": "system", "subtype": "init", "cwd": self.cwd,
             "tools": ["Bash", "Edit", "Read", "Write"], "mcp_servers": [],
-            "model": self.model, "permissionMode": self.mode,
+            "model": self.reported_model(), "permissionMode": self.mode,
             "apiKeySource": "none", "claude_code_version": "2.1.197 (agentty demo)"
         }));
         self.line(&init)?;
@@ -455,6 +474,12 @@ impl Engine {
                 Ok(said) => closing = said,
                 Err(Cut::Exit) => return Ok(Some(Cut::Exit)),
                 Err(Cut::Interrupted) => return self.interrupted("aborted_tools").map(|()| None),
+            }
+        } else if let Some(work) = Work::asked(has) {
+            match self.play_work(&message_id, work)? {
+                Some(Cut::Interrupted) => return self.interrupted("aborted_tools").map(|()| None),
+                Some(Cut::Exit) => return Ok(Some(Cut::Exit)),
+                None => {}
             }
         } else {
             self.message_end(&message_id, "end_turn")?;

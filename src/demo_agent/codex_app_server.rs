@@ -19,7 +19,10 @@
 //! without asking), `write` (a command that asks first: `touch agentty-demo.txt`), `slow` (a
 //! word every 100 ms, for stops and steering), `sleep` (a command that runs a real `sleep 30`
 //! and, as Codex does, leaves it running when the turn is interrupted), `flaky` (the first two
-//! tries of a prompt fail as Codex reports an HTTP 500).
+//! tries of a prompt fail as Codex reports an HTTP 500), `plan` (Codex's `update_plan` as
+//! `turn/plan/updated`, a command shown double-quoted as Codex shows `printf 'v1\n' >
+//! notes.txt`, and a `fileChange` that updates `notes.txt` with its diff, as
+//! tests/fixtures/codex_app_server/plan_command_patch.jsonl recorded them; 700 ms a step).
 
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
@@ -33,8 +36,9 @@ use super::state::{self, flaky_try, now_ms, uuid_v7};
 /// The `--mode` value.
 pub(crate) const MODE: &str = "codex-app-server";
 /// The scenarios, in listing order.
-pub(crate) const SCENARIOS: [&str; 7] =
-    ["hello", "think", "tool", "write", "slow", "sleep", "flaky"];
+pub(crate) const SCENARIOS: [&str; 8] = [
+    "hello", "think", "tool", "write", "slow", "sleep", "flaky", "plan",
+];
 /// The model every thread runs (unknown to Codex's catalog, as in the captures: hence the
 /// warning).
 const MODEL: &str = "demo-model";
@@ -388,6 +392,10 @@ impl Server {
             },
             "slow" => self.slow(&at, &mut thread),
             "sleep" => self.sleep(&at, &thread),
+            "plan" => {
+                self.plan_work(&at, &thread);
+                self.say(&at, "The notes say v2 and v3.")
+            }
             "flaky" if flaky_try(1, &prompt, 2).fails => Ending::Failed(
                 "We\u{2019}re currently experiencing high demand, which may cause temporary errors.",
             ),
@@ -611,6 +619,48 @@ impl Server {
             item("completed", &output, Value::from(0)),
         );
         Some(true)
+    }
+
+    /// The `plan` scenario's work: the plan, a command, a patch, the plan done.
+    fn plan_work(&mut self, at: &Value, thread: &Thread) {
+        let plan = |first: &str, second: &str| {
+            let mut params = at.clone();
+            params["explanation"] = Value::Null;
+            params["plan"] = json!([
+                {"step": "Write the notes", "status": first},
+                {"step": "Update the notes", "status": second},
+            ]);
+            notify("turn/plan/updated", params);
+        };
+        plan("inProgress", "pending");
+        std::thread::sleep(paced(700));
+        let notes = Path::new(&thread.cwd).join("notes.txt");
+        let command_id = format!("call_{}", now_ms());
+        let command = |status: &str, output: &str, exit: Value| {
+            json!({"type": "commandExecution", "id": command_id,
+                   "command": "/bin/bash -lc \"printf 'v1\\\\n' > notes.txt\"", "cwd": thread.cwd,
+                   "status": status, "aggregatedOutput": output, "exitCode": exit,
+                   "commandActions": [{"type": "unknown", "command": "printf 'v1\\n' > notes.txt"}]})
+        };
+        self.item(at, "item/started", command("inProgress", "", Value::Null));
+        let _ = std::fs::write(&notes, "v1\n");
+        std::thread::sleep(paced(700));
+        self.item(
+            at,
+            "item/completed",
+            command("completed", "", Value::from(0)),
+        );
+        let patch_id = format!("call_{}", now_ms());
+        let patch = |status: &str| {
+            json!({"type": "fileChange", "id": patch_id, "status": status, "changes": [{
+                "path": notes.display().to_string(), "kind": {"type": "update", "move_path": null},
+                "diff": "@@ -1 +1,2 @@\n-v1\n+v2\n+v3\n"}]})
+        };
+        self.item(at, "item/started", patch("inProgress"));
+        let _ = std::fs::write(&notes, "v2\nv3\n");
+        std::thread::sleep(paced(700));
+        self.item(at, "item/completed", patch("completed"));
+        plan("completed", "completed");
     }
 
     /// A word every 100 ms; stops on `turn/interrupt`, takes `turn/steer` into the turn.

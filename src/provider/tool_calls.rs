@@ -49,6 +49,19 @@ impl ToolCalls {
         input: Value,
         out: &mut Vec<AgentMessage>,
     ) {
+        self.start_under(None, id, name, input, out);
+    }
+
+    /// Announces a call a sub-agent made, under the call `parent` that runs it (`None`: the
+    /// agent's own), unless it was announced before.
+    pub(crate) fn start_under(
+        &mut self,
+        parent: Option<&str>,
+        id: &str,
+        name: &str,
+        input: Value,
+        out: &mut Vec<AgentMessage>,
+    ) {
         if self.is_open(id) || self.has_ended(id) {
             tracing::debug!(id, "repeated start of a tool call; dropped");
             return;
@@ -61,6 +74,7 @@ impl ToolCalls {
             id: id.to_owned(),
             name: name.to_owned(),
             input,
+            parent_id: parent.map(str::to_owned),
         });
     }
 
@@ -128,7 +142,7 @@ impl ToolCalls {
         }
     }
 
-    fn is_open(&self, id: &str) -> bool {
+    pub(crate) fn is_open(&self, id: &str) -> bool {
         self.open.iter().any(|call| call.id == id)
     }
 

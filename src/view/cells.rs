@@ -7,7 +7,7 @@
 //! unfinished tail, and the committed part is wrapped once per width. Live cells (a running
 //! tool, a retry countdown) depend on "now" and are rendered every frame; they are small.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -15,21 +15,20 @@ use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 use super::markdown::MarkdownStream;
 use super::theme::palette;
+use super::tool_cell::tool_lines;
 use super::wrap::{wrap_into, RichLine, WrapMode};
 use crate::app::keymap::{STOP_KEY, TOOLS_KEY};
 use crate::app::transcript::{
     AssistantCell, Cell, CellBody, DiffLine, NoticeCell, NoticeLevel, PermissionCell,
-    PermissionOutcome, PlanCell, PlanStatus, ThoughtCell, ToolCell, ToolStatus,
+    PermissionOutcome, PlanCell, PlanItem, PlanStatus, ThoughtCell,
 };
 use crate::app::transcript::{ChangesCell, COLLAPSED_CHANGED_FILES};
 use crate::app::transcript::{UserCell, FOLDED_PROMPT_LINES};
 use crate::stream::{ChangeStatus, PermissionOptionKind, PermissionResolver};
 
-/// Tool output lines shown while collapsed (head and tail around an elision).
-const COLLAPSED_TOOL_LINES: usize = 5;
-const MARGIN: &str = "  ";
+pub(crate) const MARGIN: &str = "  ";
 
-fn dim() -> Style {
+pub(crate) fn dim() -> Style {
     palette().dim
 }
 
@@ -266,7 +265,7 @@ fn user_lines(user: &UserCell) -> Vec<RichLine> {
     lines
 }
 
-fn toggle_marker(expanded: bool) -> &'static str {
+pub(crate) fn toggle_marker(expanded: bool) -> &'static str {
     if expanded {
         "▾ "
     } else {
@@ -342,125 +341,6 @@ fn latest_words(line: &str, room: usize) -> String {
         _ => tail,
     };
     format!("…{tail}")
-}
-
-pub(crate) fn format_elapsed(elapsed: Duration) -> String {
-    let seconds = elapsed.as_secs_f64();
-    if seconds < 60.0 {
-        format!("{seconds:.1} s")
-    } else {
-        let whole = elapsed.as_secs();
-        format!("{}m {:02}s", whole / 60, whole % 60)
-    }
-}
-
-fn tool_lines(tool: &ToolCell, now: Instant) -> Vec<RichLine> {
-    let (icon, icon_style, status) = match tool.status {
-        ToolStatus::Running { since } => (
-            "⋯ ",
-            Style::default().fg(palette().warning),
-            format!(
-                "running {}",
-                format_elapsed(now.saturating_duration_since(since))
-            ),
-        ),
-        ToolStatus::WaitingForYou { .. } => (
-            "? ",
-            Style::default()
-                .fg(palette().warning)
-                .add_modifier(Modifier::BOLD),
-            "waiting for you".to_owned(),
-        ),
-        ToolStatus::Done { elapsed } => (
-            "✓ ",
-            Style::default().fg(palette().success),
-            format!("done {}", format_elapsed(elapsed)),
-        ),
-        ToolStatus::Failed { elapsed } => (
-            "✗ ",
-            Style::default().fg(palette().error),
-            format!("failed {}", format_elapsed(elapsed)),
-        ),
-        ToolStatus::Interrupted { elapsed } => (
-            "■ ",
-            Style::default().fg(palette().warning),
-            format!("no result {}", format_elapsed(elapsed)),
-        ),
-    };
-    let mut header = vec![
-        Span::styled(icon, icon_style),
-        Span::styled(
-            tool.name.clone(),
-            Style::default().add_modifier(Modifier::BOLD),
-        ),
-        Span::styled(format!(" · {status}"), icon_style),
-    ];
-    if !tool.summary.is_empty() {
-        header.push(Span::styled(format!(" · {}", tool.summary), dim()));
-    }
-    // Expanded, the whole command is shown, wrapped under the header.
-    let header = if tool.expanded {
-        RichLine::new(header)
-            .with_prefix(Vec::new(), vec![Span::raw("  ")])
-            .mode(WrapMode::Words)
-    } else {
-        RichLine::new(header).mode(WrapMode::Truncate)
-    };
-    let mut lines = vec![header];
-    let output = tool.output.trim_end_matches('\n');
-    if output.is_empty() {
-        return lines;
-    }
-    let bar = vec![Span::styled("  │ ", dim())];
-    let output_style = if matches!(tool.status, ToolStatus::Failed { .. }) {
-        Style::default().fg(palette().error)
-    } else {
-        Style::default().fg(palette().output)
-    };
-    let all: Vec<&str> = output.split('\n').collect();
-    if tool.expanded || all.len() <= COLLAPSED_TOOL_LINES {
-        let mode = if tool.expanded {
-            WrapMode::Chars
-        } else {
-            WrapMode::Truncate
-        };
-        for line in all {
-            lines.push(
-                RichLine::text(line, output_style)
-                    .with_uniform_prefix(bar.clone())
-                    .mode(mode),
-            );
-        }
-        return lines;
-    }
-    let head = 2;
-    let tail = 2;
-    for line in &all[..head] {
-        lines.push(
-            RichLine::text(*line, output_style)
-                .with_uniform_prefix(bar.clone())
-                .mode(WrapMode::Truncate),
-        );
-    }
-    lines.push(
-        RichLine::text(
-            format!(
-                "… {} more lines ({TOOLS_KEY} or click to expand)",
-                all.len() - head - tail
-            ),
-            dim().add_modifier(Modifier::ITALIC),
-        )
-        .with_uniform_prefix(bar.clone())
-        .mode(WrapMode::Truncate),
-    );
-    for line in &all[all.len() - tail..] {
-        lines.push(
-            RichLine::text(*line, output_style)
-                .with_uniform_prefix(bar.clone())
-                .mode(WrapMode::Truncate),
-        );
-    }
-    lines
 }
 
 /// A turn's changed files: a header with the totals, then one row per file (the first few
@@ -851,36 +731,41 @@ fn plan_lines(plan: &PlanCell) -> Vec<RichLine> {
         return lines;
     }
     for entry in &plan.entries {
-        let (mark, mark_style, text_style) = match &entry.status {
-            PlanStatus::Completed => (
-                "✔ ".to_owned(),
-                Style::default().fg(palette().success),
-                dim().add_modifier(Modifier::CROSSED_OUT),
-            ),
-            PlanStatus::InProgress => (
-                "◐ ".to_owned(),
-                Style::default().fg(palette().accent),
-                Style::default()
-                    .fg(palette().accent)
-                    .add_modifier(Modifier::BOLD),
-            ),
-            PlanStatus::Pending => ("□ ".to_owned(), dim(), Style::default()),
-            PlanStatus::Other(status) => (format!("{status}: "), dim(), Style::default()),
-        };
-        let mut content = vec![Span::styled(entry.content.clone(), text_style)];
-        if entry.priority == "high" && entry.status != PlanStatus::Completed {
-            content.push(Span::styled(" (high)", dim()));
-        }
-        let mut line = RichLine::new(content).with_prefix(
-            vec![Span::raw(MARGIN), Span::styled(mark, mark_style)],
-            vec![Span::raw("    ")],
-        );
+        let mut line = plan_entry_line(entry);
         if plan.superseded {
             line.patch_style(dim());
         }
         lines.push(line);
     }
     lines
+}
+
+/// One step of a plan: done ticked and dimmed, in progress highlighted, a high priority said.
+pub(crate) fn plan_entry_line(entry: &PlanItem) -> RichLine {
+    let (mark, mark_style, text_style) = match &entry.status {
+        PlanStatus::Completed => (
+            "✔ ".to_owned(),
+            Style::default().fg(palette().success),
+            dim().add_modifier(Modifier::CROSSED_OUT),
+        ),
+        PlanStatus::InProgress => (
+            "◐ ".to_owned(),
+            Style::default().fg(palette().accent),
+            Style::default()
+                .fg(palette().accent)
+                .add_modifier(Modifier::BOLD),
+        ),
+        PlanStatus::Pending => ("□ ".to_owned(), dim(), Style::default()),
+        PlanStatus::Other(status) => (format!("{status}: "), dim(), Style::default()),
+    };
+    let mut content = vec![Span::styled(entry.content.clone(), text_style)];
+    if entry.priority == "high" && entry.status != PlanStatus::Completed {
+        content.push(Span::styled(" (high)", dim()));
+    }
+    RichLine::new(content).with_prefix(
+        vec![Span::raw(MARGIN), Span::styled(mark, mark_style)],
+        vec![Span::raw("    ")],
+    )
 }
 
 #[cfg(test)]

@@ -16,9 +16,11 @@ pub(crate) mod list;
 pub(crate) mod markdown;
 pub(crate) mod overlay;
 pub(crate) mod permission;
+pub(crate) mod plan;
 pub(crate) mod popup;
 pub(crate) mod status;
 pub(crate) mod theme;
+pub(crate) mod tool_cell;
 pub(crate) mod transcript;
 pub(crate) mod welcome;
 pub(crate) mod wrap;
@@ -57,6 +59,8 @@ pub struct ChatView {
     pub(crate) composer_cursor: Option<(u16, u16)>,
     /// The background the cached cells were drawn for: another one draws them again.
     background: crate::config::Background,
+    /// Where the last frame pinned the plan (empty when it did not): a click there folds it.
+    pub plan_area: Rect,
 }
 
 /// The screen areas of one frame, and the input laid out once for its width (the layout needs
@@ -66,6 +70,9 @@ pub(crate) struct ChatLayout {
     pub(crate) transcript: Rect,
     /// The open permission prompt (empty when none is open; then the composer is).
     pub(crate) permission: Rect,
+    /// The agent's plan, pinned while its turn runs (empty when there is none, or a
+    /// permission prompt is open).
+    pub(crate) plan: Rect,
     pub(crate) queued: Rect,
     pub(crate) composer: Rect,
     pub(crate) status: Rect,
@@ -102,6 +109,7 @@ pub(crate) fn layout(state: &AppState, area: Rect) -> ChatLayout {
         return ChatLayout {
             transcript,
             permission,
+            plan: Rect::new(area.x, transcript.bottom(), area.width, 0),
             queued,
             composer,
             status: Rect::new(area.x, composer.bottom(), area.width, status_height),
@@ -116,16 +124,23 @@ pub(crate) fn layout(state: &AppState, area: Rect) -> ChatLayout {
         area.height
             .saturating_sub(status_height + composer_height + 1),
     );
+    // The plan takes what it needs, leaving the conversation a few rows.
+    let plan_height = plan::desired_height(state, area.height).min(
+        area.height
+            .saturating_sub(status_height + composer_height + queued_height + 2),
+    );
     let transcript_height = area
         .height
-        .saturating_sub(status_height + composer_height + queued_height);
+        .saturating_sub(status_height + composer_height + queued_height + plan_height);
     let transcript = Rect::new(area.x, area.y, area.width, transcript_height);
-    let queued = Rect::new(area.x, transcript.bottom(), area.width, queued_height);
+    let plan = Rect::new(area.x, transcript.bottom(), area.width, plan_height);
+    let queued = Rect::new(area.x, plan.bottom(), area.width, queued_height);
     let composer = Rect::new(area.x, queued.bottom(), area.width, composer_height);
     let status = Rect::new(area.x, composer.bottom(), area.width, status_height);
     ChatLayout {
         transcript,
         permission: Rect::new(area.x, transcript.bottom(), area.width, 0),
+        plan,
         queued,
         composer,
         status,
@@ -191,6 +206,8 @@ pub(crate) fn render_to_buffer(
     if state.transcript.cells().is_empty() {
         welcome::render_welcome(state, areas.transcript, buf);
     }
+    plan::render_pinned_plan(state, areas.plan, buf);
+    view.plan_area = areas.plan;
     render_queued(state, areas.queued, buf);
     view.composer_cursor = render_composer(state, &areas, buf, &mut view.composer_scroll);
     permission::render_permission_prompt(state, areas.permission, buf);

@@ -1,7 +1,8 @@
 //! The status bar: provider and model, session, what is happening, tokens and cost.
 //!
 //! It says what is true: the phase the agent is in (thinking, writing, running a tool, waiting
-//! for its own retry), the model the CLI reported (the configured one until it does), the last
+//! for its own retry), the model the CLI reported (its settings' alias, or the configured one,
+//! until it does), the last
 //! turn's own tokens (none after a failed turn) and the conversation's total.
 
 use std::time::Instant;
@@ -11,8 +12,8 @@ use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
-use super::cells::format_elapsed;
 use super::theme::palette;
+use super::tool_cell::format_elapsed;
 use crate::app::activity::AgentPhase;
 use crate::app::agent_status::AgentValue;
 use crate::app::inert::InertText;
@@ -94,13 +95,14 @@ fn fit(mut segments: Vec<Segment>, width: usize) -> Vec<Segment> {
 /// the mode, in three forms: with their words, bare, and with the model shortened. A most
 /// permissive mode is marked (⚠, and the alarm colour) in every form.
 fn settings_segment(state: &AppState, base: Style) -> Option<Segment> {
-    // The agent's own report (pi's `get_state`) first: it knows the model it really runs.
+    // The model the agent reported running (Claude's `init`: `claude-opus-4-8[1m]`, where its
+    // settings name the alias `default`), else the one its settings name (pi's `get_state`,
+    // Codex's thread, ACP's current model), else the one the user configured.
     let model = state
-        .agent_status
+        .usage_book
         .model
         .as_ref()
-        .map(AgentValue::shown)
-        .or(state.usage_book.model.as_ref())
+        .or(state.agent_status.model.as_ref().map(AgentValue::shown))
         .map(InertText::as_str)
         // The model the user configured.
         .or(state.model.as_deref());

@@ -19,7 +19,7 @@ use agentty::provider::claude::mapper::ClaudeMapper;
 use agentty::provider::{AgentOutcome, LineVerdict};
 use agentty::stream::{AgentMessage, NoticeKind};
 use captures::{capture_names, RecordedRun};
-use replay::{capture_tests, replay, Replay};
+use replay::{capture_tests, plans, replay, Replay};
 use serde_json::{json, Value};
 use Expect::{Aborted, Completed, Failed, Unfinished};
 
@@ -201,10 +201,14 @@ capture_tests! {
     stdin_json_bad => Unfinished,
     stdin_json_replay => Completed,
     stdin_text_pipe => Completed,
+    // Recorded with tests/fixtures/agent_work: the task list, a sub-agent, TodoWrite.
+    subagent => Completed,
+    tasks => Completed,
     text => Completed,
     text_json => Completed,
     text_partial => Completed,
     thinking_partial => Completed,
+    todos => Completed,
     tool => Completed,
     tool_bypass => Completed,
     tool_bypass_root => Unfinished,
@@ -365,8 +369,12 @@ fn tool_calls_carry_the_parsed_input_and_end_with_the_result() {
         })
         .collect();
     match tools.as_slice() {
-        [AgentMessage::ToolCall { id, name, input }, AgentMessage::ToolCompleted { id: done, output }] =>
-        {
+        [AgentMessage::ToolCall {
+            id,
+            name,
+            input,
+            parent_id: None,
+        }, AgentMessage::ToolCompleted { id: done, output }] => {
             assert_eq!(name, "Bash");
             assert_eq!(input["command"], "echo hi");
             assert_eq!(id, done);
@@ -440,4 +448,139 @@ fn sessions_are_started_resumed_or_clearly_missing() {
         AgentOutcome::Failed { message, .. }
             if message == "No conversation found with session ID: 99999999-2222-4333-8444-555555555555"
     ));
+}
+
+fn pairs(entries: &[(&str, &str)]) -> Vec<(String, String)> {
+    entries
+        .iter()
+        .map(|(content, status)| (content.to_string(), status.to_string()))
+        .collect()
+}
+
+/// The names of the tool calls the user sees, with the call each nests under.
+fn tool_calls(messages: &[AgentMessage]) -> Vec<(String, Option<String>)> {
+    messages
+        .iter()
+        .filter_map(|message| match message {
+            AgentMessage::ToolCall {
+                name, parent_id, ..
+            } => Some((name.clone(), parent_id.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn claudes_task_tools_are_its_plan_and_not_tool_rows() {
+    let replay = replay_capture("tasks");
+    let calls = tool_calls(&replay.messages);
+    assert_eq!(
+        calls,
+        [("Bash".to_owned(), None)],
+        "TaskCreate/TaskUpdate fold into the plan"
+    );
+    let plans = plans(&replay.messages);
+    assert_eq!(plans[0], pairs(&[("Read the notes", "pending")]));
+    assert!(plans.contains(&pairs(&[
+        ("Read the notes", "in_progress"),
+        ("Write the summary", "pending")
+    ])));
+    assert_eq!(
+        plans.last().unwrap(),
+        &pairs(&[
+            ("Read the notes", "completed"),
+            ("Write the summary", "completed")
+        ])
+    );
+    assert_eq!(plans.len(), 6, "two tasks made, four updates: {plans:?}");
+    let lines: Vec<String> = replay
+        .messages
+        .iter()
+        .map(AgentMessage::to_json_line)
+        .collect();
+    assert!(
+        !lines.iter().any(|line| line.contains("taskId")),
+        "no raw task JSON reaches the stream: {lines:#?}"
+    );
+}
+
+#[test]
+fn claudes_todo_write_is_its_plan() {
+    let replay = replay_capture("todos");
+    assert_eq!(tool_calls(&replay.messages), [("Bash".to_owned(), None)]);
+    assert_eq!(
+        plans(&replay.messages),
+        [
+            pairs(&[
+                ("Read the notes", "in_progress"),
+                ("Write the summary", "pending")
+            ]),
+            pairs(&[
+                ("Read the notes", "completed"),
+                ("Write the summary", "in_progress")
+            ]),
+            pairs(&[
+                ("Read the notes", "completed"),
+                ("Write the summary", "completed")
+            ]),
+        ]
+    );
+}
+
+#[test]
+fn a_sub_agents_calls_nest_under_the_call_that_runs_it() {
+    let replay = replay_capture("subagent");
+    let messages = &replay.messages;
+    let agent = messages
+        .iter()
+        .find_map(|message| match message {
+            AgentMessage::ToolCall { id, name, .. } if name == "Agent" => Some(id.clone()),
+            _ => None,
+        })
+        .expect("the Agent call");
+    assert_eq!(
+        tool_calls(messages),
+        [
+            ("Agent".to_owned(), None),
+            ("Bash".to_owned(), Some(agent.clone())),
+            ("Bash".to_owned(), Some(agent.clone())),
+        ]
+    );
+    let completed: Vec<&str> = messages
+        .iter()
+        .filter_map(|message| match message {
+            AgentMessage::ToolCompleted { output, .. } => Some(output.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(completed, ["one", "two", "Done: one and two."]);
+    let progress: Vec<&str> = messages
+        .iter()
+        .filter_map(|message| match message {
+            AgentMessage::ToolUpdate { id, output } if *id == agent => Some(output.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        progress,
+        [
+            "started: Run two commands",
+            "Running Print one · 1 tool use · 1.2k tokens",
+            "Running Print two · 2 tool uses · 1.2k tokens",
+            "completed · Run two commands · 2 tool uses · 1.2k tokens",
+        ]
+    );
+    let shown: String = messages.iter().map(AgentMessage::to_json_line).collect();
+    assert!(
+        !shown.contains("agentId") && !shown.contains("<usage>"),
+        "{shown}"
+    );
+    assert_eq!(
+        replay
+            .messages
+            .iter()
+            .filter_map(AgentMessage::assistant_delta)
+            .collect::<String>(),
+        "I'll hand this to a helper.The helper ran both commands."
+    );
 }

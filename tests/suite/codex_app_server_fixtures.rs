@@ -281,8 +281,13 @@ fn a_file_change_asks_with_its_diff_and_a_declined_one_is_not_applied() {
     assert!(request.paths[0].ends_with("hello.txt"), "{request:?}");
     assert_eq!(request.diffs[0].old_text, None);
     assert_eq!(request.diffs[0].new_text, "hello from a patch\n");
-    assert!(added.iter().any(|message| matches!(message,
-        AgentMessage::ToolCompleted { output, .. } if output.starts_with("add "))));
+    // The output shows the change itself: the new file's lines.
+    assert!(
+        added.iter().any(|message| matches!(message,
+        AgentMessage::ToolCompleted { output, .. }
+            if output.starts_with("added ") && output.ends_with("hello.txt\n+hello from a patch"))),
+        "{added:#?}"
+    );
     assert!(matches!(terminal, AgentMessage::Completed { .. }));
     let (updated, _) = replay_nth_turn("file_change", 1);
     let request = updated
@@ -328,5 +333,59 @@ fn a_raw_app_server_log_replays_through_the_app_server_mapper() {
     assert!(
         stdout.contains(r#""type":"terminal.completed""#),
         "{stdout}"
+    );
+}
+
+#[test]
+fn the_plan_a_command_and_a_patch_read_in_the_users_words() {
+    let (out, terminal) = replay_turn("plan_command_patch");
+    assert!(
+        matches!(terminal, AgentMessage::Completed { .. }),
+        "{terminal:?}"
+    );
+    let plans = replay::plans(&out);
+    let plan = |first: &str, second: &str| {
+        vec![
+            ("Write the notes".to_owned(), first.to_owned()),
+            ("Update the notes".to_owned(), second.to_owned()),
+        ]
+    };
+    assert_eq!(
+        plans,
+        [
+            plan("in_progress", "pending"),
+            plan("completed", "completed")
+        ]
+    );
+    let calls: Vec<(&str, &Value)> = out
+        .iter()
+        .filter_map(|message| match message {
+            AgentMessage::ToolCall { name, input, .. } => Some((name.as_str(), input)),
+            _ => None,
+        })
+        .collect();
+    // Codex shows the command double-quoted for its login shell; the user reads the command.
+    assert_eq!(calls[0].0, "shell");
+    assert_eq!(calls[0].1["command"], r"printf 'v1\n' > notes.txt");
+    assert_eq!(calls[1].0, "apply_patch");
+    let change = &calls[1].1["changes"][0];
+    assert!(
+        change["path"].as_str().unwrap().ends_with("/notes.txt"),
+        "{change}"
+    );
+    assert_eq!(change["kind"], "update");
+    assert_eq!(change["diff"], "@@ -1 +1,2 @@\n-v1\n+v2\n+v3\n");
+    let patched = out
+        .iter()
+        .find_map(|message| match message {
+            AgentMessage::ToolCompleted { output, .. } if output.contains("notes.txt") => {
+                Some(output.as_str())
+            }
+            _ => None,
+        })
+        .expect("the patch's output");
+    assert!(
+        patched.ends_with("notes.txt\n@@ -1 +1,2 @@\n-v1\n+v2\n+v3"),
+        "{patched}"
     );
 }

@@ -203,6 +203,7 @@ fn stream_violations_name_each_broken_rule() {
         id: id.into(),
         name: "shell".into(),
         input: Value::Null,
+        parent_id: None,
     };
     let done = |id: &str| AgentMessage::ToolCompleted {
         id: id.into(),

@@ -476,6 +476,7 @@ fn an_expanded_tool_call_shows_its_whole_command_at_60_columns() {
                 id: "call_1".into(),
                 name: "bash".into(),
                 input: serde_json::json!({ "command": command }),
+                parent_id: None,
             },
         },
     );

@@ -413,6 +413,7 @@ fn a_sound_attempt_passes_the_checks() {
         id: "t1".into(),
         name: "bash".into(),
         input: serde_json::json!({"command": "printf '\\033[2J'"}),
+        parent_id: None,
     };
     let done = AgentMessage::ToolCompleted {
         id: "t1".into(),

@@ -168,9 +168,12 @@ async fn a_bash_tool_call_is_announced_and_completed() {
     let (rig, _) = rig(&test_name(), tool, &["--allowedTools", "Bash"]).await;
     let messages = rig.run("Run echo hi", SessionRef::New).await;
     let call = messages.iter().find_map(|message| match message {
-        AgentMessage::ToolCall { id, name, input } => {
-            Some((id.clone(), name.clone(), input.clone()))
-        }
+        AgentMessage::ToolCall {
+            id,
+            name,
+            input,
+            parent_id: None,
+        } => Some((id.clone(), name.clone(), input.clone())),
         _ => None,
     });
     let (id, name, input) = call.expect("a tool.call");
@@ -910,4 +913,97 @@ async fn stream_a_rate_limit_on_the_default_settings_is_retried_and_sent_once() 
     eprintln!("{test}: the model received: {requests:?}");
     assert_eq!(requests.len(), 2, "the 429, then the answered request");
     assert_eq!(occurrences(requests.last().unwrap(), prompt), 1);
+}
+
+/// The shared stream `agentty run` printed, one message a line.
+fn messages_of(out: &str) -> Vec<AgentMessage> {
+    out.lines()
+        .filter_map(|line| AgentMessage::from_json_line(line).ok())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_claude:: (README, Tests)"]
+async fn stream_the_task_list_is_the_plan_and_a_sub_agents_calls_nest() {
+    use serde_json::json;
+    let test = &test_name();
+    let call = |name: &str, input: serde_json::Value| (name.to_owned(), input);
+    let script = Scenario::Script {
+        main: vec![
+            vec![call(
+                "TaskCreate",
+                json!({"subject": "Read the notes", "description": "read"}),
+            )],
+            vec![call(
+                "TaskUpdate",
+                json!({"taskId": "1", "status": "in_progress"}),
+            )],
+            vec![call(
+                "Agent",
+                json!({"description": "Run two commands",
+                "subagent_type": "general-purpose",
+                "prompt": format!("{}: run echo one, then echo two", fake_anthropic::SUB_AGENT)}),
+            )],
+            vec![call(
+                "TaskUpdate",
+                json!({"taskId": "1", "status": "completed"}),
+            )],
+        ],
+        sub_agent: vec![
+            vec![call(
+                "Bash",
+                json!({"command": "echo one", "description": "one"}),
+            )],
+            vec![call(
+                "Bash",
+                json!({"command": "echo two", "description": "two"}),
+            )],
+        ],
+    };
+    let (rig, _, settings) = rig_on(test, FakeAnthropic::start(script), &[]).await;
+    let (out, status) = headless(
+        rig.work.path(),
+        &settings,
+        &["--permissions", "allow", "Work"],
+    );
+    assert_eq!(status, 0, "{out}");
+    let messages = messages_of(&out);
+    let plans = crate::support::replay::plans(&messages);
+    let entry = |status: &str| vec![("Read the notes".to_owned(), status.to_owned())];
+    assert_eq!(
+        plans,
+        [entry("pending"), entry("in_progress"), entry("completed")],
+        "{out}"
+    );
+    let calls: Vec<(&str, Option<&str>)> = messages
+        .iter()
+        .filter_map(|message| match message {
+            AgentMessage::ToolCall {
+                name, parent_id, ..
+            } => Some((name.as_str(), parent_id.as_deref())),
+            _ => None,
+        })
+        .collect();
+    let agent = messages
+        .iter()
+        .find_map(|message| match message {
+            AgentMessage::ToolCall { id, name, .. } if name == "Agent" => Some(id.as_str()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("the Agent call: {out}"));
+    assert_eq!(
+        calls,
+        [
+            ("Agent", None),
+            ("Bash", Some(agent)),
+            ("Bash", Some(agent))
+        ],
+        "{out}"
+    );
+    assert!(!out.contains("agentId") && !out.contains("taskId"), "{out}");
+    // The model that ran, as Claude Code's `init` names it, heads the session.
+    assert!(
+        matches!(&messages[0], AgentMessage::SessionStarted { model: Some(model), .. } if model.starts_with("claude-")),
+        "{out}"
+    );
 }

@@ -337,6 +337,7 @@ async fn one_bash_tool_call() {
                     id: "call_echo_1".into(),
                     name: "bash".into(),
                     input: serde_json::json!({"command": "echo hi"}),
+                    parent_id: None,
                 }
         })
         .unwrap_or_else(|| panic!("tool.call: {messages:#?}"));

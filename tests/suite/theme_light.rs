@@ -56,6 +56,7 @@ fn busy_transcript(chat: &mut Chat) {
             id: "call_1".into(),
             name: "bash".into(),
             input: json!({"command": "ls src"}),
+            parent_id: None,
         },
     );
     chat.message(
@@ -104,6 +105,7 @@ fn asking(chat: &mut Chat) {
             id: "call-7".into(),
             name: "edit".into(),
             input: json!({"path": "src/lib.rs"}),
+            parent_id: None,
         },
     );
     chat.message(

@@ -97,6 +97,7 @@ fn status_while_a_tool_runs() {
             id: "t1".into(),
             name: "bash".into(),
             input: json!({"command": "du -a | sort -n"}),
+            parent_id: None,
         },
     );
     insta::assert_snapshot!(chat.status_bar(90, 4_600));

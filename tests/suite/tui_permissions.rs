@@ -121,6 +121,7 @@ impl PermissionsChat for Chat {
                 id: request.tool_call_id.clone().unwrap_or_default(),
                 name: "shell".into(),
                 input: serde_json::json!({"command": request.command.clone().unwrap_or_default()}),
+                parent_id: None,
             },
         );
         chat.message(20, AgentMessage::PermissionRequest(Box::new(request)));
@@ -789,12 +790,17 @@ fn answered_requests_and_the_plan_stay_in_the_transcript() {
 }
 
 #[test]
-fn a_plan_replaces_itself_in_place_or_leaves_an_earlier_plan_behind() {
+fn the_plan_is_pinned_while_its_turn_runs_and_kept_in_the_transcript_after() {
     let plan = |done: usize| AgentMessage::Plan {
         entries: (0..3)
             .map(|index| PlanEntry {
                 content: format!("step {index}"),
-                status: if index < done { "completed" } else { "pending" }.into(),
+                status: match index.cmp(&done) {
+                    std::cmp::Ordering::Less => "completed",
+                    std::cmp::Ordering::Equal => "in_progress",
+                    std::cmp::Ordering::Greater => "pending",
+                }
+                .into(),
                 priority: "medium".into(),
             })
             .collect(),
@@ -803,22 +809,59 @@ fn a_plan_replaces_itself_in_place_or_leaves_an_earlier_plan_behind() {
     chat.start_turn(0, "plan it");
     chat.message(10, plan(0));
     chat.message(20, plan(1));
+    assert!(
+        chat.plan_cells().is_empty(),
+        "while the turn runs the plan is pinned above the input, not in the transcript"
+    );
+    assert_eq!(chat.state.live_plan().map(PlanCell::done), Some((1, 3)));
+    chat.delta(30, "Working on step 1.");
+    let screen = chat.draw((60, 16));
+    let rows: Vec<&str> = screen.lines().collect();
+    let header = rows
+        .iter()
+        .position(|row| row.contains("≡ Plan · 1 of 3 done") && row.contains("Ctrl+P folds"))
+        .unwrap_or_else(|| panic!("the pinned plan's header: {screen}"));
+    assert!(rows[header + 1].contains("✔ step 0"), "{screen}");
+    assert!(rows[header + 2].contains("◐ step 1"), "{screen}");
+    assert!(rows[header + 3].contains("□ step 2"), "{screen}");
+    assert!(
+        rows[header + 4].contains("Enter queues"),
+        "right above the input: {screen}"
+    );
+    // Folded, one row says where the plan is.
+    chat.ctrl('p');
+    let screen = chat.draw((60, 16));
+    assert!(
+        screen.contains("≡ Plan · 1 of 3 done · ◐ step 1 ─ Ctrl+P shows the steps"),
+        "{screen}"
+    );
+    assert!(!screen.contains("□ step 2"), "{screen}");
+    chat.ctrl('p');
+
+    chat.complete(40, None);
+    assert!(chat.state.live_plan().is_none());
     let plans = chat.plan_cells();
-    assert_eq!(plans.len(), 1, "consecutive plans replace one another");
+    assert_eq!(plans.len(), 1, "the turn's last plan, once");
     assert_eq!(plans[0].done(), (1, 3));
-    chat.delta(30, "Working on step 2.");
-    chat.message(40, plan(2));
+
+    // The next turn's plan goes below, and the earlier one folds.
+    chat.start_turn(50, "go on");
+    chat.message(60, plan(3));
+    chat.complete(70, None);
     let plans = chat.plan_cells();
     assert_eq!(plans.len(), 2);
     assert!(plans[0].superseded && !plans[0].expanded);
-    assert!(!plans[1].superseded);
-    assert_eq!(plans[1].done(), (2, 3));
+    assert_eq!(plans[1].done(), (3, 3));
     let screen = chat.draw((60, 16));
     assert!(
         screen.contains("Earlier plan · 1 of 3 done · replaced below"),
         "{screen}"
     );
-    assert!(screen.contains("≡ Plan · 2 of 3 done"), "{screen}");
+    assert!(screen.contains("≡ Plan · 3 of 3 done"), "{screen}");
+    assert!(
+        !screen.contains("Ctrl+P folds"),
+        "no plan is pinned between turns: {screen}"
+    );
 }
 
 #[test]

@@ -134,6 +134,7 @@ fn tool_call(chat: &mut Chat) {
             id: "call_1".into(),
             name: "bash".into(),
             input: json!({"command": "ls -la src", "timeout": 30}),
+            parent_id: None,
         },
     );
 }
@@ -431,6 +432,7 @@ fn escape_sequences_neutralised() {
             id: "t".into(),
             name: "bash\x1b[31m".into(),
             input: json!({"command": format!("echo {HOSTILE}")}),
+            parent_id: None,
         },
     );
     chat.message(
@@ -817,6 +819,7 @@ fn copy_takes_every_answer_block_of_the_last_turn() {
             id: "t1".into(),
             name: "bash".into(),
             input: serde_json::json!({"command": "ls"}),
+            parent_id: None,
         },
     );
     chat.message(
@@ -845,6 +848,7 @@ fn a_failed_tool_keeps_the_output_it_had_shown() {
             id: "t1".into(),
             name: "bash".into(),
             input: serde_json::json!({"command": "make"}),
+            parent_id: None,
         },
     );
     chat.message(

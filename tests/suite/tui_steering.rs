@@ -53,6 +53,7 @@ impl SteeringChat for Chat {
                     id: "call_1".into(),
                     name: "bash".into(),
                     input: serde_json::json!({"command": "sleep 3"}),
+                    parent_id: None,
                 },
             },
         );

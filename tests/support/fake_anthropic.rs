@@ -33,7 +33,18 @@ pub enum Scenario {
     /// Streamed: `text`'s first `words` words, then the connection drops (no `message_stop`).
     /// Not streamed (a client's fallback): the whole text.
     Cut { text: String, words: usize },
+    /// The tool calls (`name`, `input`) of each model request of the agent's loop, in order
+    /// (the request's place is how many assistant messages its conversation holds), then
+    /// "All done."; a sub-agent's requests (their first user message holds [`SUB_AGENT`])
+    /// follow `sub_agent` the same way.
+    Script {
+        main: Vec<Vec<(String, Value)>>,
+        sub_agent: Vec<Vec<(String, Value)>>,
+    },
 }
+
+/// The word a sub-agent's prompt carries for [`Scenario::Script`].
+pub const SUB_AGENT: &str = "SUBAGENT";
 
 /// One request as the server saw it.
 #[derive(Debug, Clone)]
@@ -352,6 +363,39 @@ impl Server {
                 cut_after: Some(*words),
                 ..Reply::text(text.split_inclusive(' ').map(str::to_owned).collect())
             },
+            Scenario::Script { main, sub_agent } => {
+                let messages = body["messages"].as_array().map_or(&[][..], Vec::as_slice);
+                let first_user = messages
+                    .iter()
+                    .find(|message| message["role"] == "user")
+                    .map(|message| message["content"].to_string())
+                    .unwrap_or_default();
+                let steps = if first_user.contains(SUB_AGENT) {
+                    sub_agent
+                } else {
+                    main
+                };
+                let step = messages
+                    .iter()
+                    .filter(|message| message["role"] == "assistant")
+                    .count();
+                match steps.get(step) {
+                    Some(calls) => Reply {
+                        blocks: calls
+                            .iter()
+                            .map(|(name, input)| Block::ToolUse {
+                                id: format!("toolu_fake_{}", uuid::Uuid::new_v4().simple()),
+                                name: name.clone(),
+                                input: input.clone(),
+                            })
+                            .collect(),
+                        stop_reason: "tool_use",
+                        pause: DELTA_PAUSE,
+                        cut_after: None,
+                    },
+                    None => Reply::text(word_chunks("All done.")),
+                }
+            }
         };
         reply.send(writer, &model, stream).await
     }

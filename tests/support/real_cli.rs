@@ -240,7 +240,9 @@ pub fn completed_tool_call(messages: &[AgentMessage], tool: &str) -> (Value, Str
     let (call_id, input) = messages
         .iter()
         .find_map(|message| match message {
-            AgentMessage::ToolCall { id, name, input } if name == tool => Some((id, input)),
+            AgentMessage::ToolCall {
+                id, name, input, ..
+            } if name == tool => Some((id, input)),
             _ => None,
         })
         .unwrap_or_else(|| panic!("no {tool} tool call: {messages:#?}"));

@@ -140,6 +140,22 @@ impl Replay {
 /// Repeated text shorter than this is not counted as shown twice ("no, no" is fine).
 const MIN_REPEAT_BYTES: usize = 8;
 
+/// Every `plan` of `messages`, each as its `(content, status)` pairs.
+pub fn plans(messages: &[AgentMessage]) -> Vec<Vec<(String, String)>> {
+    messages
+        .iter()
+        .filter_map(|message| match message {
+            AgentMessage::Plan { entries } => Some(
+                entries
+                    .iter()
+                    .map(|entry| (entry.content.clone(), entry.status.clone()))
+                    .collect(),
+            ),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Ways `messages` (one attempt, terminal message excluded) breaks the shared stream's
 /// rules; empty when it keeps them all: the [`structure_violations`], and the assistant text
 /// since the last `agent_retry` notice never shows a passage twice in a row (what re-sent,
@@ -166,7 +182,8 @@ pub fn stream_violations(messages: &[AgentMessage]) -> Vec<String> {
 /// structure:
 /// - a session header comes at most once, and first;
 /// - every `tool.call` id is new, and is ended by exactly one `tool.completed`/`tool.failed`;
-///   no update or ending names an id that is not open;
+///   no update or ending names an id that is not open; a sub-agent's call (`parent_id`) nests
+///   under a call that is open;
 /// - no thought falls between a tool call and its end;
 /// - no terminal message (the runner adds it).
 pub fn structure_violations(messages: &[AgentMessage]) -> Vec<String> {
@@ -180,7 +197,10 @@ pub fn structure_violations(messages: &[AgentMessage]) -> Vec<String> {
             {
                 violations.push(format!("session header at position {index}"));
             }
-            AgentMessage::ToolCall { id, .. } => {
+            AgentMessage::ToolCall { id, parent_id, .. } => {
+                if let Some(parent) = parent_id.as_deref().filter(|parent| !open.contains(parent)) {
+                    violations.push(format!("tool call {id} nests under {parent}, not open"));
+                }
                 if open.contains(&id.as_str()) || ended.contains(&id.as_str()) {
                     violations.push(format!("tool call {id} announced twice"));
                 } else {

@@ -177,6 +177,7 @@ impl AppState {
                 }
                 Vec::new()
             }
+            Action::TogglePlan => self.toggle_plan(),
             Action::ToggleToolOutput => {
                 self.expand_tools = !self.expand_tools;
                 let expand = self.expand_tools;

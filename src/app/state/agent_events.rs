@@ -5,17 +5,19 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::{plural, AppEffect, AppState, AskedPermission, ShownAgentQueue, StopState, TurnState};
+use super::{
+    plural, AppEffect, AppState, AskedPermission, ShownAgentQueue, StopState, ToolSlot, TurnState,
+};
 use crate::app::activity::PhaseTracker;
 use crate::app::failure_text::{failure_facts, failure_headline, next_step};
 use crate::app::keymap::{QUIT_KEY, SEND_KEY};
 use crate::app::permission::{
     permission_cell, resolved_outcome, unseen_request_cell, PermissionPrompt,
 };
+use crate::app::tool_summary::describe;
 use crate::app::transcript::{
     AssistantCell, CellBody, CellId, DetailSection, InertText, NoticeCell, NoticeLevel,
-    PermissionOutcome, PlanCell, PlanItem, PlanStatus, RetryCountdown, ThoughtCell, ToolCell,
-    ToolStatus, UserCell,
+    PermissionOutcome, PlanCell, RetryCountdown, ThoughtCell, ToolCell, ToolStatus, UserCell,
 };
 use crate::orchestrator::{Command, OrchestratorEvent, TurnId, TurnOutcome};
 use crate::provider::StopProgress;
@@ -333,26 +335,12 @@ impl AppState {
                     }
                 }
             }
-            AgentMessage::ToolCall { id, name, input } => {
-                self.close_assistant();
-                let name = InertText::new(&name);
-                let mut summary = InertText::from(summarize_tool_input(&input));
-                if summary == name {
-                    // The agent named the call by its command (ACP titles): say it once.
-                    summary = InertText::default();
-                }
-                let cell = self.transcript.push(CellBody::Tool(ToolCell {
-                    call_id: InertText::new(&id),
-                    name,
-                    summary,
-                    status: ToolStatus::Running { since: now },
-                    output: InertText::default(),
-                    expanded: self.expand_tools,
-                }));
-                if let Some(turn) = self.turn.as_mut() {
-                    turn.tools.insert(id, cell);
-                }
-            }
+            AgentMessage::ToolCall {
+                id,
+                name,
+                input,
+                parent_id,
+            } => self.on_tool_call(id, &name, &input, parent_id.as_deref(), now),
             AgentMessage::ToolUpdate { id, output } => {
                 self.update_tool(&id, |tool| tool.output = InertText::new(&output));
             }
@@ -647,52 +635,36 @@ impl AppState {
         }
     }
 
-    /// The latest plan: it replaces the current plan cell when that is still the last cell,
-    /// else it goes below and the earlier plan is marked as replaced (and collapses).
+    /// The latest plan replaces the turn's plan, pinned above the input while the turn runs.
     fn on_plan(&mut self, entries: &[PlanEntry]) {
-        self.close_assistant();
-        let entries: Vec<PlanItem> = entries
-            .iter()
-            .map(|entry| PlanItem {
-                content: InertText::new(&entry.content),
-                status: match entry.status.as_str() {
-                    "pending" => PlanStatus::Pending,
-                    "in_progress" => PlanStatus::InProgress,
-                    "completed" => PlanStatus::Completed,
-                    other => PlanStatus::Other(InertText::new(other)),
-                },
-                priority: InertText::new(&entry.priority),
-            })
-            .collect();
-        let cells = self.transcript.cells();
-        let current = cells
-            .iter()
-            .rposition(|cell| matches!(&cell.body, CellBody::Plan(plan) if !plan.superseded))
-            .map(|index| (index + 1 == cells.len(), cells[index].id));
-        match current {
-            Some((true, id)) => {
-                self.transcript.update(id, |body| {
-                    if let CellBody::Plan(plan) = body {
-                        plan.entries = entries;
-                    }
-                });
-            }
-            earlier => {
-                if let Some((_, id)) = earlier {
-                    self.transcript.update(id, |body| {
-                        if let CellBody::Plan(plan) = body {
-                            plan.superseded = true;
-                            plan.expanded = false;
-                        }
-                    });
-                }
-                self.transcript.push(CellBody::Plan(PlanCell {
-                    entries,
-                    superseded: false,
-                    expanded: true,
-                }));
-            }
+        if let Some(turn) = self.turn.as_mut() {
+            turn.plan = Some(PlanCell::of(entries));
         }
+    }
+
+    /// The turn ends: its plan goes into the transcript, below the turn's work, and an
+    /// earlier plan is marked as replaced (and collapses).
+    fn commit_plan(&mut self) {
+        let Some(plan) = self.turn.as_mut().and_then(|turn| turn.plan.take()) else {
+            return;
+        };
+        self.close_assistant();
+        let earlier = self
+            .transcript
+            .cells()
+            .iter()
+            .rev()
+            .find(|cell| matches!(&cell.body, CellBody::Plan(plan) if !plan.superseded))
+            .map(|cell| cell.id);
+        if let Some(id) = earlier {
+            self.transcript.update(id, |body| {
+                if let CellBody::Plan(plan) = body {
+                    plan.superseded = true;
+                    plan.expanded = false;
+                }
+            });
+        }
+        self.transcript.push(CellBody::Plan(plan));
     }
 
     fn append_assistant(&mut self, delta: &str) {
@@ -735,16 +707,75 @@ impl AppState {
         }
     }
 
+    /// A call starts: a row of its own, or, made by a sub-agent, a row nested under the call
+    /// that runs the sub-agent (its own row when that call is not shown).
+    fn on_tool_call(
+        &mut self,
+        id: String,
+        name: &str,
+        input: &Value,
+        parent: Option<&str>,
+        now: Instant,
+    ) {
+        let title = describe(name, input);
+        let name = InertText::new(&title.name);
+        let mut summary = InertText::new(&title.summary);
+        if summary == name {
+            // The agent named the call by its command (ACP titles): say it once.
+            summary = InertText::default();
+        }
+        let call = ToolCell {
+            call_id: InertText::new(&id),
+            name,
+            summary,
+            status: ToolStatus::Running { since: now },
+            output: InertText::default(),
+            expanded: self.expand_tools,
+            patch: title.patch,
+            children: Vec::new(),
+        };
+        let parent_slot = parent.and_then(|parent| {
+            self.turn
+                .as_ref()
+                .and_then(|turn| turn.tools.get(parent).cloned())
+        });
+        let slot = match parent_slot {
+            Some(parent) => {
+                let mut path = parent.path.clone();
+                self.transcript.update(parent.cell, |body| {
+                    if let Some(node) = tool_at(body, &parent.path) {
+                        path.push(node.children.len());
+                        node.children.push(call);
+                    }
+                });
+                ToolSlot {
+                    cell: parent.cell,
+                    path,
+                }
+            }
+            None => {
+                self.close_assistant();
+                ToolSlot {
+                    cell: self.transcript.push(CellBody::Tool(call)),
+                    path: Vec::new(),
+                }
+            }
+        };
+        if let Some(turn) = self.turn.as_mut() {
+            turn.tools.insert(id, slot);
+        }
+    }
+
     fn update_tool(&mut self, call_id: &str, change: impl FnOnce(&mut ToolCell)) {
-        let Some(cell) = self
+        let Some(slot) = self
             .turn
             .as_ref()
-            .and_then(|turn| turn.tools.get(call_id).copied())
+            .and_then(|turn| turn.tools.get(call_id).cloned())
         else {
             return;
         };
-        self.transcript.update(cell, |body| {
-            if let CellBody::Tool(tool) = body {
+        self.transcript.update(slot.cell, |body| {
+            if let Some(tool) = tool_at(body, &slot.path) {
                 change(tool);
             }
         });
@@ -754,7 +785,13 @@ impl AppState {
         let Some(turn) = self.turn.as_ref() else {
             return;
         };
-        let cells: Vec<CellId> = turn.tools.values().copied().collect();
+        let mut cells: Vec<CellId> = turn
+            .tools
+            .values()
+            .filter(|slot| slot.path.is_empty())
+            .map(|slot| slot.cell)
+            .collect();
+        cells.sort_unstable();
         for cell in cells {
             let running = self
                 .transcript
@@ -763,9 +800,7 @@ impl AppState {
             if running {
                 self.transcript.update(cell, |body| {
                     if let CellBody::Tool(tool) = body {
-                        tool.status = ToolStatus::Interrupted {
-                            elapsed: running_for(tool.status, now),
-                        };
+                        interrupt_live(tool, now);
                     }
                 });
             }
@@ -829,6 +864,7 @@ impl AppState {
 
     fn on_turn_ended(&mut self, outcome: TurnOutcome, now: Instant) {
         self.finish_running_tools(now);
+        self.commit_plan();
         self.close_permission_prompts(if outcome == TurnOutcome::Cancelled {
             PermissionOutcome::Cancelled {
                 by: PermissionResolver::User,
@@ -904,6 +940,30 @@ impl AppState {
     }
 }
 
+/// The call at `path` (child indices) inside a tool cell's body.
+fn tool_at<'a>(body: &'a mut CellBody, path: &[usize]) -> Option<&'a mut ToolCell> {
+    let CellBody::Tool(tool) = body else {
+        return None;
+    };
+    path.iter()
+        .try_fold(tool, |node, index| node.children.get_mut(*index))
+}
+
+/// The attempt ended: a call (or a call of its sub-agent) still running has no result.
+fn interrupt_live(tool: &mut ToolCell, now: Instant) {
+    if matches!(
+        tool.status,
+        ToolStatus::Running { .. } | ToolStatus::WaitingForYou { .. }
+    ) {
+        tool.status = ToolStatus::Interrupted {
+            elapsed: running_for(tool.status, now),
+        };
+    }
+    for child in &mut tool.children {
+        interrupt_live(child, now);
+    }
+}
+
 fn running_for(status: ToolStatus, now: Instant) -> Duration {
     match status {
         ToolStatus::Running { since } => now.saturating_duration_since(since),
@@ -912,42 +972,6 @@ fn running_for(status: ToolStatus, now: Instant) -> Duration {
         | ToolStatus::Failed { elapsed }
         | ToolStatus::Interrupted { elapsed } => elapsed,
     }
-}
-
-/// One line describing a tool call's arguments: the command, path or query when there is one.
-fn summarize_tool_input(input: &Value) -> String {
-    const KEYS: [&str; 10] = [
-        "command",
-        "cmd",
-        "file_path",
-        "path",
-        "pattern",
-        "query",
-        "url",
-        "description",
-        "prompt",
-        "content",
-    ];
-    let summary = match input {
-        Value::Object(map) if map.is_empty() => String::new(),
-        Value::Object(map) => KEYS
-            .iter()
-            .find_map(|key| map.get(*key).and_then(crate::stream::argument_text))
-            .unwrap_or_else(|| input.to_string()),
-        Value::String(text) => text.clone(),
-        Value::Null => String::new(),
-        other => other.to_string(),
-    };
-    let mut lines = summary.lines();
-    let first = lines.next().unwrap_or("").trim().to_owned();
-    let first = if lines.next().is_some() {
-        format!("{first} …")
-    } else {
-        first
-    };
-    // Long summaries are cut when drawn; keep the stored one bounded too (made inert where it
-    // is stored).
-    first.chars().take(400).collect()
 }
 
 /// How a stop ended the turn, in the user's words: what the agent did at which stage, and how
@@ -970,28 +994,8 @@ fn stopped_text(stage: StopStage, elapsed_ms: u64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::summarize_tool_input;
     use crate::app::failure_text::tests::{enabled, failure};
     use crate::config::RetryPolicy;
-    use serde_json::json;
-
-    #[test]
-    fn a_tool_input_is_summarised_by_what_it_runs() {
-        assert_eq!(summarize_tool_input(&json!({"command": "make"})), "make");
-        // The Codex adapter's argument vector: the command the shell wrapper runs.
-        assert_eq!(
-            summarize_tool_input(
-                &json!({"call_id": "c", "command": ["/bin/bash", "-lc", "touch x"]})
-            ),
-            "touch x"
-        );
-        assert_eq!(
-            summarize_tool_input(&json!({"command": ["ls", "-la"]})),
-            "ls -la"
-        );
-        assert_eq!(summarize_tool_input(&json!({})), "");
-        assert_eq!(summarize_tool_input(&json!({"other": 1})), r#"{"other":1}"#);
-    }
 
     #[test]
     fn a_session_id_is_made_inert_where_it_arrives() {
@@ -1163,5 +1167,106 @@ mod stop_before_start_tests {
             now,
         );
         assert!(state.on_key_at(key(KeyCode::Esc), now).is_empty());
+    }
+}
+
+#[cfg(test)]
+mod sub_agent_tests {
+    use std::time::Instant;
+
+    use serde_json::json;
+
+    use crate::app::state::{AppState, StartupInfo};
+    use crate::app::transcript::{CellBody, ToolCell, ToolStatus};
+    use crate::orchestrator::{OrchestratorEvent, TurnOutcome};
+    use crate::stream::AgentMessage;
+
+    fn send(state: &mut AppState, message: AgentMessage) {
+        state.on_orchestrator_event(
+            OrchestratorEvent::Message {
+                turn: 1,
+                attempt: 1,
+                message,
+            },
+            Instant::now(),
+        );
+    }
+
+    fn call(id: &str, name: &str, parent: Option<&str>) -> AgentMessage {
+        AgentMessage::ToolCall {
+            id: id.into(),
+            name: name.into(),
+            input: json!({"command": format!("run {id}")}),
+            parent_id: parent.map(str::to_owned),
+        }
+    }
+
+    fn tools(state: &AppState) -> Vec<ToolCell> {
+        state
+            .transcript
+            .cells()
+            .iter()
+            .filter_map(|cell| match &cell.body {
+                CellBody::Tool(tool) => Some(tool.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_sub_agents_calls_nest_under_its_call_and_end_with_the_attempt() {
+        let mut state = AppState::new(StartupInfo::default());
+        state.on_orchestrator_event(
+            OrchestratorEvent::TurnStarted {
+                turn: 1,
+                prompt: "go".into(),
+            },
+            Instant::now(),
+        );
+        send(&mut state, call("agent", "Agent", None));
+        send(&mut state, call("one", "Bash", Some("agent")));
+        send(&mut state, call("deeper", "Bash", Some("one")));
+        send(
+            &mut state,
+            AgentMessage::ToolCompleted {
+                id: "deeper".into(),
+                output: "done deep".into(),
+            },
+        );
+        send(&mut state, call("two", "Bash", Some("agent")));
+        // A parent never shown: the call is a row of its own.
+        send(&mut state, call("stray", "Bash", Some("unknown")));
+        let shown = tools(&state);
+        assert_eq!(shown.len(), 2, "the agent's call and the stray one");
+        let agent = &shown[0];
+        assert_eq!(agent.children.len(), 2);
+        assert_eq!(agent.children[0].summary, "run one");
+        assert_eq!(agent.children[0].children[0].output, "done deep");
+        assert!(matches!(
+            agent.children[0].children[0].status,
+            ToolStatus::Done { .. }
+        ));
+        assert_eq!(shown[1].summary, "run stray");
+
+        state.on_orchestrator_event(
+            OrchestratorEvent::TurnEnded {
+                turn: 1,
+                outcome: TurnOutcome::Completed,
+            },
+            Instant::now(),
+        );
+        let agent = &tools(&state)[0];
+        assert!(matches!(agent.status, ToolStatus::Interrupted { .. }));
+        assert!(matches!(
+            agent.children[1].status,
+            ToolStatus::Interrupted { .. }
+        ));
+        assert!(
+            matches!(
+                agent.children[0].children[0].status,
+                ToolStatus::Done { .. }
+            ),
+            "what ended stays ended"
+        );
     }
 }

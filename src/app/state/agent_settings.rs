@@ -115,6 +115,16 @@ impl AppState {
     /// and the agent made, or a refusal, is said once.
     pub(super) fn on_agent_status(&mut self, status: AgentStatus) {
         let refused = status.refusals > self.agent_status.refusals;
+        let switched = self
+            .agent_status
+            .model
+            .as_ref()
+            .is_some_and(|before| status.model.as_deref() != Some(before.raw()));
+        if switched {
+            // The model the agent reported was the one before: until it reports again, the
+            // chosen one is what is known.
+            self.usage_book.model = None;
+        }
         self.agent_status = ShownAgentStatus::from(status);
         if refused {
             self.pending_setting = None;

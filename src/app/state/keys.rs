@@ -192,6 +192,13 @@ impl AppState {
         Vec::new()
     }
 
+    /// Shows or folds the steps of the plan pinned above the input (its key, or a click on it);
+    /// the choice holds for the next turns' plans.
+    pub fn toggle_plan(&mut self) -> Vec<AppEffect> {
+        self.plan_folded = !self.plan_folded;
+        Vec::new()
+    }
+
     /// Toggles a cell's collapsed/expanded form (a click on it).
     pub fn toggle_cell(&mut self, id: CellId) -> bool {
         let expandable = self

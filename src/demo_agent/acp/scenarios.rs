@@ -12,7 +12,7 @@
 //! |---|---|
 //! | `hello` | text deltas, `end_turn` |
 //! | `thinking` | `agent_thought_chunk` deltas, then text |
-//! | `plan` | a `plan` (3 entries: content/priority/status), text, the plan all completed, text |
+//! | `plan` | a `plan` (3 entries: content/priority/status), text, a pause of 1.5 s, the plan all completed, a `usage_update` (53,000 of 200,000 tokens), text |
 //! | `permission` | text; `tool_call` execute/pending `touch agentty-demo.txt` (`rawInput.command`); `session/request_permission` with `allow_once` "Allow", `allow_always` "Always allow", `reject_once` "Reject", `reject_always` "Never". Allowed: runs it in the session cwd, `tool_call_update` in_progress (`_meta.agenttyDemo.pid`), then completed with the output as content, text "Done.". Rejected: `tool_call_update` failed, text saying it did not run. Cancelled: `stopReason: cancelled` |
 //! | `permission-delayed` | text, then a pause of 2 s (script time: the user goes on typing), then the `permission` scenario's command asked with Claude's options (`allow_always` first). Allowed: runs it, text "Done.". Rejected: `tool_call_update` failed and the turn ends at once, with no text (as the Claude and Codex adapters end it) |
 //! | `permission-unannounced` | gemini-like: no `tool_call`, the call exists only in the request's `toolCall`; options `proceed_always`, `proceed_once`, `cancel`. Allowed: runs it, one `tool_call_update` completed (content `[]`). Rejected: no update, text |
@@ -337,10 +337,14 @@ fn plan(turn: &mut Turn) -> Result<(), Halt> {
         "entries": entries(["in_progress", "pending", "pending"]),
     }))?;
     turn.say("Working through the plan.")?;
+    // Long enough to see the plan pinned above the input while the turn runs.
+    turn.wait(1_500)?;
     turn.update(json!({
         "sessionUpdate": "plan",
         "entries": entries(["completed", "completed", "completed"]),
     }))?;
+    // How full the context is, as an agent that reports it says so (ACP `usage_update`).
+    turn.update(json!({"sessionUpdate": "usage_update", "used": 53_000, "size": 200_000}))?;
     turn.say(" All three steps are done.")?;
     Ok(())
 }

@@ -56,8 +56,12 @@ impl AcpProtocol {
         }
         let (router, connect) = JsonRpc::router(true);
         let shared = self.shared.clone();
-        // The agent may change its mode at any time (`current_mode_update`, between turns too).
-        let router = router.watching(move |line| follow_mode(&shared, line));
+        // The agent may change its mode at any time (`current_mode_update`, between turns too),
+        // and say how full its context is (`usage_update`).
+        let router = router.watching(move |line| {
+            follow_mode(&shared, line);
+            shared.follow_usage(&line.text);
+        });
         let process = LiveProcess::start(&spec, router, "ACP agent")
             .map_err(|error| Unstarted::from(StartFailure::Spawn(error)))?;
         let session = AcpSession {

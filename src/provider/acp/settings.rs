@@ -8,7 +8,9 @@
 //! `session/set_model {sessionId, modelId}` or `session/set_mode {sessionId, modeId}` on the
 //! running agent (responses are routed to their waiter whether or not a turn runs), and shown
 //! once the agent accepts it; a refusal is shown in the agent's words. The agent may change
-//! its mode itself (`current_mode_update`, e.g. leaving plan mode): the status follows.
+//! its mode itself (`current_mode_update`, e.g. leaving plan mode): the status follows. How
+//! full the context is, where the agent says (`usage_update {used, size}`, at any time), is the
+//! status bar's context share.
 
 use std::sync::{Arc, Mutex};
 
@@ -17,7 +19,7 @@ use tokio::sync::watch;
 
 use crate::process::timings::SETTING_TIMEOUT;
 use crate::provider::json_rpc::{settled, JsonRpc};
-use crate::provider::{AgentSetting, AgentStatus, ModeChoice, ModelChoice};
+use crate::provider::{AgentSetting, AgentStatus, ContextUse, ModeChoice, ModelChoice};
 
 /// Shared by the provider and its live session: the status the chat shows, and the way to
 /// the session between turns.
@@ -56,6 +58,23 @@ impl AcpShared {
                 *control = None;
             }
         }
+    }
+
+    /// Follows the agent's `usage_update`s in `line` (any line it prints; the others are let
+    /// go at a glance): the context's fill for the status bar. (`used` is the window's fill,
+    /// not the turn's own tokens: those stay the turn's `terminal.completed` usage.)
+    pub(super) fn follow_usage(&self, line: &str) {
+        if memchr::memmem::find(line.as_bytes(), b"\"usage_update\"").is_none() {
+            return;
+        }
+        let Some(context) = context_of(line) else {
+            return;
+        };
+        self.status.send_if_modified(|status| {
+            let changed = status.context != Some(context);
+            status.context = Some(context);
+            changed
+        });
     }
 
     /// Whether the agent takes images (`agentCapabilities.promptCapabilities.image` of its
@@ -171,6 +190,18 @@ impl AcpShared {
     }
 }
 
+/// The context use a `usage_update` line says (`None`: not one, or a window of no size).
+fn context_of(line: &str) -> Option<ContextUse> {
+    use agent_client_protocol_schema::v1 as acp;
+    let message: Value = serde_json::from_str(line).ok()?;
+    let notification: acp::SessionNotification =
+        serde_json::from_value(message.get("params")?.clone()).ok()?;
+    match notification.update {
+        acp::SessionUpdate::UsageUpdate(usage) => ContextUse::new(usage.used, usage.size),
+        _ => None,
+    }
+}
+
 /// Asks the agent for `setting` and puts its answer in `status`: the new value, or the refusal.
 async fn ask(
     connection: &JsonRpc,
@@ -207,4 +238,26 @@ fn most_permissive(id: &str, description: Option<&str>) -> Option<String> {
                 None => allows.to_owned(),
             }
         })
+}
+
+#[cfg(test)]
+mod usage_tests {
+    use super::*;
+
+    #[test]
+    fn a_usage_update_is_the_contexts_fill() {
+        let shared = AcpShared::new();
+        let status = shared.status();
+        shared.follow_usage(r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"usage_update"}}}}"#);
+        assert_eq!(
+            status.borrow().context,
+            None,
+            "words that name it are not it"
+        );
+        shared.follow_usage(r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"usage_update","used":53000,"size":200000,"cost":{"amount":0.04,"currency":"USD"}}}}"#);
+        assert_eq!(status.borrow().context.map(ContextUse::percent), Some(27));
+        // A window of no size says nothing; the last fill stays.
+        shared.follow_usage(r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"usage_update","used":1,"size":0}}}"#);
+        assert_eq!(status.borrow().context.map(ContextUse::percent), Some(27));
+    }
 }

@@ -21,14 +21,22 @@
 //! - The model `system/init` names is reported in the session header and with the turn's usage.
 //! - A tool call is announced once, from the complete `assistant` line (its input parsed), and
 //!   ended once by its `tool_result`; calls still open when the process ends are failed.
-//! - Lines of a sub-agent (`parent_tool_use_id` set) are not part of the main reply: skipped.
+//! - A sub-agent's lines (`parent_tool_use_id` set) are not part of the reply: its tool calls
+//!   are announced under the call that started it (`parent_id`), its text and progress
+//!   (`system/task_*`) are that call's live output, and its result loses Claude's notes to the
+//!   model (`sub_agent`).
+//! - Claude's task list (`TodoWrite`, `TaskCreate`, `TaskUpdate`) is the plan, not tool rows:
+//!   each call that succeeds is a `plan` message (`tasks`).
 //! - `result` is the only outcome: `is_error` fails the attempt even with `subtype: success`;
 //!   an `aborted_*` terminal reason is an abort only if we asked the agent to stop.
 
+use std::collections::{HashMap, HashSet};
 use std::mem;
 
 use serde_json::Value;
 
+use super::sub_agent;
+use super::tasks::{self, PlanCall, TaskList};
 use super::wire::{WireBlock, WireContent, WireKind, WireLine, WireUsage};
 use crate::provider::common::session_message;
 use crate::provider::http_status::http_status_in;
@@ -72,6 +80,13 @@ pub struct ClaudeMapper {
     /// Complete thinking blocks of the turn, waiting for the message that ends it.
     thoughts: Vec<String>,
     tools: ToolCalls,
+    /// The session's task list (the plan), and the session it is kept for.
+    tasks: TaskList,
+    tasks_session: Option<String>,
+    /// Task-list calls waiting for their result.
+    plan_calls: HashMap<String, PlanCall>,
+    /// Open calls that run a sub-agent.
+    sub_agents: HashSet<String>,
     /// The error text of the CLI's `<synthetic>` message, if one was printed.
     synthetic_error: Option<String>,
     result: Option<TurnResult>,
@@ -123,14 +138,16 @@ impl ClaudeMapper {
     }
 
     fn map_wire(&mut self, line: WireLine<'_>, out: &mut Vec<AgentMessage>) -> LineVerdict {
-        let from_sub_agent = line.parent_tool_use_id.is_some();
-        match line.kind.as_ref() {
-            "system" => self.map_system(line, out),
-            "result" => self.map_result(line, out),
-            "stream_event" | "assistant" | "user" if from_sub_agent => LineVerdict::Ignored,
-            "stream_event" => self.map_stream_event(line, out),
-            "assistant" => self.map_assistant(line, out),
-            "user" => self.map_user(line, out),
+        let parent = line.parent_tool_use_id.clone();
+        match (line.kind.as_ref(), parent) {
+            ("system", _) => self.map_system(line, out),
+            ("result", _) => self.map_result(line, out),
+            // The sub-agent's complete lines say all it did; its stream adds nothing.
+            ("stream_event", Some(_)) => LineVerdict::Ignored,
+            ("assistant" | "user", Some(parent)) => self.map_sub_agent(&parent, line, out),
+            ("stream_event", None) => self.map_stream_event(line, out),
+            ("assistant", None) => self.map_assistant(line, out),
+            ("user", None) => self.map_user(line, out),
             _ => LineVerdict::Ignored,
         }
     }
@@ -140,6 +157,18 @@ impl ClaudeMapper {
             Some("init") => {
                 if let Some(model) = &line.model {
                     self.model = Some(model.clone());
+                }
+                if let Some(session) = &line.session_id {
+                    if self.tasks_session.as_ref() != Some(session) {
+                        // A new session has no tasks yet; a continued one has those its
+                        // earlier turns made.
+                        self.tasks = if self.resumed {
+                            tasks::load(session)
+                        } else {
+                            TaskList::default()
+                        };
+                        self.tasks_session = Some(session.clone());
+                    }
                 }
                 // With stream-json input every turn repeats `init` for the same session.
                 let header = session_message(
@@ -167,6 +196,19 @@ impl ClaudeMapper {
                     metadata["post_tokens"].as_u64(),
                 ));
                 LineVerdict::Event
+            }
+            // A sub-agent's progress: the live output of the call that runs it.
+            Some("task_started" | "task_progress" | "task_notification") => {
+                let Some(call) = line.tool_use_id.clone() else {
+                    return LineVerdict::Ignored;
+                };
+                match sub_agent::progress_text(&line) {
+                    Some(progress) if self.sub_agents.contains(&call) => {
+                        self.tools.update(&call, progress, out);
+                        LineVerdict::Event
+                    }
+                    _ => LineVerdict::Ignored,
+                }
             }
             // `status`, `thinking_tokens`, hooks, ...: nothing the user reads.
             _ => LineVerdict::Ignored,
@@ -281,12 +323,17 @@ impl ClaudeMapper {
             }
             "tool_use" => {
                 self.abandon_pending_text_of_other(message_id, out);
-                self.tools.start(
-                    block.id.as_deref().unwrap_or_default(),
-                    block.name.as_deref().unwrap_or_default(),
-                    block.input.unwrap_or(Value::Null),
-                    out,
-                );
+                let id = block.id.as_deref().unwrap_or_default();
+                let name = block.name.as_deref().unwrap_or_default();
+                let input = block.input.unwrap_or(Value::Null);
+                if let Some(call) = PlanCall::of(name, &input) {
+                    self.plan_calls.insert(id.to_owned(), call);
+                    return;
+                }
+                if sub_agent::starts_sub_agent(name) {
+                    self.sub_agents.insert(id.to_owned());
+                }
+                self.tools.start(id, name, input, out);
             }
             _ => {}
         }
@@ -371,7 +418,15 @@ impl ClaudeMapper {
         let Some(id) = block.tool_use_id.as_deref() else {
             return;
         };
-        let output = tool_output(block.content.as_ref(), tool_use_result);
+        if let Some(call) = self.plan_calls.remove(id) {
+            self.end_plan_call(call, block, tool_use_result, out);
+            return;
+        }
+        let output = if self.sub_agents.remove(id) {
+            sub_agent::result_text(block.content.as_ref())
+        } else {
+            tool_output(block.content.as_ref(), tool_use_result)
+        };
         let ending = if block.is_error == Some(true) {
             ToolEnding::Failed {
                 error: user_facing_tool_error(output),
@@ -380,6 +435,69 @@ impl ClaudeMapper {
             ToolEnding::Completed { output }
         };
         self.tools.end(id, ending, out);
+    }
+
+    /// A task-list call ended: the plan it leaves, or why the list did not change.
+    fn end_plan_call(
+        &mut self,
+        call: PlanCall,
+        block: &WireBlock<'_>,
+        tool_use_result: Option<&Value>,
+        out: &mut Vec<AgentMessage>,
+    ) {
+        let text = block
+            .content
+            .as_ref()
+            .map(WireContent::text)
+            .unwrap_or_default();
+        if block.is_error == Some(true) {
+            out.push(AgentMessage::notice(
+                NoticeKind::Warning.wire(),
+                format!(
+                    "Claude Code could not update its task list: {}",
+                    user_facing_tool_error(text.into_owned())
+                ),
+            ));
+            return;
+        }
+        let entries = self.tasks.apply(call, tool_use_result, &text);
+        if let Some(session) = &self.tasks_session {
+            tasks::store(session, &self.tasks);
+        }
+        out.push(AgentMessage::Plan { entries });
+    }
+
+    /// A line of the sub-agent that call `parent` runs: its tool calls nest under that call,
+    /// its words are the call's live output; its prompt (a `user` text) is not shown.
+    fn map_sub_agent(
+        &mut self,
+        parent: &str,
+        line: WireLine<'_>,
+        out: &mut Vec<AgentMessage>,
+    ) -> LineVerdict {
+        let Some(content) = line.message.and_then(|message| message.content) else {
+            return LineVerdict::Invalid;
+        };
+        let user = line.kind == "user";
+        // A call whose start was lost shows the sub-agent's calls as the agent's own.
+        let under = self.tools.is_open(parent).then_some(parent);
+        for block in content.blocks() {
+            match block.kind.as_ref() {
+                "tool_use" if !user => self.tools.start_under(
+                    under,
+                    block.id.as_deref().unwrap_or_default(),
+                    block.name.as_deref().unwrap_or_default(),
+                    block.input.clone().unwrap_or(Value::Null),
+                    out,
+                ),
+                "tool_result" => self.end_tool_call(block, line.tool_use_result.as_ref(), out),
+                "text" if !user && !block.text.trim().is_empty() => {
+                    self.tools.update(parent, block.text.trim().to_owned(), out);
+                }
+                _ => {}
+            }
+        }
+        LineVerdict::Event
     }
 
     fn map_result(&mut self, line: WireLine<'_>, out: &mut Vec<AgentMessage>) -> LineVerdict {
@@ -794,12 +912,21 @@ mod tests {
     }
 
     #[test]
-    fn sub_agent_lines_are_not_part_of_the_reply() {
+    fn sub_agent_text_is_the_live_output_of_its_call_not_the_reply() {
         let mut mapper = ClaudeMapper::new(false);
+        let agent = r#"{"type":"assistant","message":{"id":"m0","content":[{"type":"tool_use","id":"toolu_task","name":"Agent","input":{"description":"d","prompt":"p"}}]}}"#;
         let sub_agent = r#"{"type":"assistant","parent_tool_use_id":"toolu_task","message":{"id":"m","content":[{"type":"text","text":"inner"}]}}"#;
-        let (out, verdicts) = map_all(&mut mapper, &[sub_agent]);
-        assert!(out.is_empty());
-        assert_eq!(verdicts, [LineVerdict::Ignored]);
+        let stray = r#"{"type":"assistant","parent_tool_use_id":"toolu_gone","message":{"id":"m","content":[{"type":"text","text":"lost"}]}}"#;
+        let (out, _) = map_all(&mut mapper, &[agent, sub_agent, stray]);
+        assert!(crate::stream::assistant_text(&out).is_empty(), "{out:?}");
+        assert_eq!(
+            out[1],
+            AgentMessage::ToolUpdate {
+                id: "toolu_task".into(),
+                output: "inner".into()
+            }
+        );
+        assert_eq!(out.len(), 2, "nothing for a call that is not open: {out:?}");
     }
 
     #[test]
@@ -842,7 +969,8 @@ mod tests {
                 AgentMessage::ToolCall {
                     id: "t".into(),
                     name: "Bash".into(),
-                    input: serde_json::json!({})
+                    input: serde_json::json!({}),
+                    parent_id: None
                 },
                 AgentMessage::ToolFailed {
                     id: "t".into(),
@@ -868,5 +996,53 @@ mod tests {
                 output: "out\nerr".into()
             }
         );
+    }
+
+    #[test]
+    fn a_task_made_in_one_turn_is_updated_in_the_next() {
+        let init =
+            r#"{"type":"system","subtype":"init","session_id":"two-turn-tasks","model":"m"}"#;
+        let create = r#"{"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","id":"t1","name":"TaskCreate","input":{"subject":"Ship it"}}]}}"#;
+        let created = r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":"Task #1 created successfully: Ship it"}]},"tool_use_result":{"task":{"id":"1","subject":"Ship it"}}}"#;
+        let update = r#"{"type":"assistant","message":{"id":"m2","content":[{"type":"tool_use","id":"t2","name":"TaskUpdate","input":{"taskId":"1","status":"completed"}}]}}"#;
+        let updated = r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t2","content":"Updated task #1 status"}]}}"#;
+        let failed = r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t3","is_error":true,"content":"Task not found"}]}}"#;
+        let update_missing = r#"{"type":"assistant","message":{"id":"m3","content":[{"type":"tool_use","id":"t3","name":"TaskUpdate","input":{"taskId":"9","status":"completed"}}]}}"#;
+        let (first, _) = map_all(&mut ClaudeMapper::new(false), &[init, create, created]);
+        assert_eq!(
+            first,
+            [
+                AgentMessage::SessionStarted {
+                    provider: "claude".into(),
+                    session_id: Some("two-turn-tasks".into()),
+                    model: Some("m".into())
+                },
+                AgentMessage::Plan {
+                    entries: vec![crate::stream::PlanEntry {
+                        content: "Ship it".into(),
+                        status: "pending".into(),
+                        priority: "medium".into()
+                    }]
+                }
+            ]
+        );
+        let (second, _) = map_all(
+            &mut ClaudeMapper::new(true),
+            &[init, update, updated, update_missing, failed],
+        );
+        let AgentMessage::Plan { entries } = &second[1] else {
+            panic!("{second:?}")
+        };
+        assert_eq!(
+            (entries[0].content.as_str(), entries[0].status.as_str()),
+            ("Ship it", "completed")
+        );
+        // A refused change is said, and leaves the plan as it was.
+        assert!(
+            matches!(&second[2], AgentMessage::Notice { message, .. }
+                if message == "Claude Code could not update its task list: Task not found"),
+            "{second:?}"
+        );
+        assert_eq!(second.len(), 3);
     }
 }

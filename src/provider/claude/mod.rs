@@ -19,6 +19,8 @@
 pub mod mapper;
 mod permission;
 pub(crate) mod stream;
+mod sub_agent;
+mod tasks;
 mod wire;
 
 use std::path::PathBuf;

@@ -39,6 +39,18 @@ pub(crate) struct WireLine<'a> {
     #[serde(default)]
     pub(crate) tool_use_result: Option<Value>,
 
+    /// `system/task_*` (a sub-agent's progress): the call that started it, what it does now,
+    /// and how it ended (`usage` then counts its `total_tokens` and `tool_uses`).
+    #[serde(default)]
+    pub(crate) tool_use_id: Option<String>,
+    #[serde(default)]
+    pub(crate) description: Option<String>,
+    #[serde(default)]
+    pub(crate) summary: Option<String>,
+    /// `task_notification`'s `completed`, `failed`, ... (`system/status` has its own).
+    #[serde(default)]
+    pub(crate) status: Option<Value>,
+
     /// `system/compact_boundary`: the context's size before and after (`pre_tokens`,
     /// `post_tokens`).
     #[serde(default)]
@@ -246,6 +258,11 @@ pub(crate) struct WireUsage {
     pub(crate) cache_read_input_tokens: Option<u64>,
     #[serde(default)]
     pub(crate) cache_creation_input_tokens: Option<u64>,
+    /// A sub-agent's progress (`system/task_*`).
+    #[serde(default)]
+    pub(crate) total_tokens: Option<u64>,
+    #[serde(default)]
+    pub(crate) tool_uses: Option<u64>,
 }
 
 #[cfg(test)]

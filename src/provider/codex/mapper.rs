@@ -3,9 +3,11 @@
 //! Codex prints whole items, never deltas: an `agent_message` item carries the complete text
 //! of one message and becomes one `assistant` delta; a `reasoning` item carries the complete
 //! reasoning summary and becomes one `assistant.thought` at once (there is nothing left to
-//! buffer), unless a tool call is open: then it waits for the call to end. Tool-like items (`command_execution`, `file_change`, `mcp_tool_call`, `web_search`,
-//! `todo_list`) become a tool call and its one ending, even when Codex prints only the
-//! completed item.
+//! buffer), unless a tool call is open: then it waits for the call to end. Tool-like items
+//! (`command_execution`, `file_change`, `mcp_tool_call`, `web_search`) become a tool call and
+//! its one ending, even when Codex prints only the completed item; a command is shown as the
+//! command its login-shell wrapper runs. A `todo_list` item (Codex's plan) is the plan: each of
+//! its events a `plan` message.
 //!
 //! Two kinds of `error` are not failures: an `error` *item* is a warning (every run against a
 //! model Codex has no metadata for prints one), and a top-level `error` starting with
@@ -16,13 +18,14 @@
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use super::items::{mcp_result_text, mcp_tool_name, patch_text, unwrap_shell};
 use super::usage::ThreadTotals;
 use crate::provider::common::{failure_message, session_message, text_or_empty, Text};
 use crate::provider::http_status::http_status_in;
 use crate::provider::session_header::SessionHeader;
 use crate::provider::tool_calls::{ToolCalls, ToolEnding};
 use crate::provider::{AgentOutcome, ExitFacts, LineVerdict, Mapper};
-use crate::stream::{AgentMessage, FailureReason, NoticeKind, Usage};
+use crate::stream::{AgentMessage, FailureReason, NoticeKind, PlanEntry, Usage};
 
 /// The agent, as its tool failures name it.
 const AGENT: &str = crate::provider::ProviderKind::Codex.display_name();
@@ -309,6 +312,12 @@ impl CodexMapper {
                 LineVerdict::Event
             }
             ("agent_message" | "reasoning" | "error", _) => LineVerdict::Event,
+            ("todo_list", _) => {
+                out.push(AgentMessage::Plan {
+                    entries: todo_plan(item),
+                });
+                LineVerdict::Event
+            }
             (kind, phase) => {
                 let Some(call) = tool_call(kind, item) else {
                     return LineVerdict::Ignored;
@@ -376,25 +385,20 @@ fn tool_call(kind: &str, item: &Item) -> Option<(String, Value)> {
     let call = match kind {
         "command_execution" => (
             "shell".to_owned(),
-            json!({ "command": text_or_empty(&item.command) }),
+            json!({ "command": unwrap_shell(text_or_empty(&item.command)) }),
         ),
         "file_change" => (
             "apply_patch".to_owned(),
             json!({ "changes": changes_json(item) }),
         ),
         "mcp_tool_call" => (
-            format!(
-                "{}.{}",
-                text_or_empty(&item.server),
-                text_or_empty(&item.tool)
-            ),
+            mcp_tool_name(text_or_empty(&item.server), text_or_empty(&item.tool)),
             item.arguments.clone().unwrap_or_else(|| json!({})),
         ),
         "web_search" => (
             "web_search".to_owned(),
             json!({ "query": text_or_empty(&item.query) }),
         ),
-        "todo_list" => ("todo_list".to_owned(), json!({ "items": todo_json(item) })),
         _ => return None,
     };
     Some(call)
@@ -407,7 +411,6 @@ fn tool_progress(kind: &str, item: &Item) -> Option<String> {
             .aggregated_output
             .as_ref()
             .map(|o| o.as_str().to_owned()),
-        "todo_list" => Some(todo_checklist(item)),
         _ => None,
     }
 }
@@ -436,12 +439,7 @@ fn tool_result(kind: &str, item: &Item) -> Result<String, String> {
             }
         }
         "file_change" => {
-            let summary = item
-                .changes
-                .iter()
-                .map(|change| format!("{} {}", text_or_empty(&change.kind), change.path.as_str()))
-                .collect::<Vec<_>>()
-                .join("\n");
+            let summary = patch_text(changes_json(item).as_array().map_or(&[], Vec::as_slice));
             if status == "failed" {
                 Err(format!("the patch was not applied\n{summary}"))
             } else {
@@ -458,7 +456,6 @@ fn tool_result(kind: &str, item: &Item) -> Result<String, String> {
                 .unwrap_or_default()),
         },
         "web_search" => Ok(text_or_empty(&item.query).to_owned()),
-        "todo_list" => Ok(todo_checklist(item)),
         _ => Ok(String::new()),
     }
 }
@@ -470,38 +467,21 @@ fn changes_json(item: &Item) -> Value {
         .collect()
 }
 
-fn todo_json(item: &Item) -> Value {
+/// A `todo_list` item's entries as the plan (Codex says only which are done).
+fn todo_plan(item: &Item) -> Vec<PlanEntry> {
     item.items
         .iter()
-        .map(|entry| json!({ "text": entry.text.as_str(), "completed": entry.completed }))
-        .collect()
-}
-
-fn todo_checklist(item: &Item) -> String {
-    item.items
-        .iter()
-        .map(|entry| {
-            let mark = if entry.completed { "x" } else { " " };
-            format!("[{mark}] {}", entry.text.as_str())
+        .map(|entry| PlanEntry {
+            content: entry.text.as_str().to_owned(),
+            status: if entry.completed {
+                "completed"
+            } else {
+                "pending"
+            }
+            .to_owned(),
+            priority: "medium".to_owned(),
         })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// An MCP result's text blocks joined, or the result as JSON when it has no text.
-fn mcp_result_text(result: &Value) -> String {
-    let texts: Vec<&str> = result
-        .get("content")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|block| block.get("text").and_then(Value::as_str))
-        .collect();
-    if texts.is_empty() {
-        result.to_string()
-    } else {
-        texts.join("\n")
-    }
+        .collect()
 }
 
 #[cfg(test)]
@@ -595,16 +575,17 @@ mod tests {
             out,
             [
                 r#"{"type":"tool.call","id":"item_3","name":"apply_patch","input":{"changes":[{"path":"src/a.rs","kind":"update"},{"path":"b.txt","kind":"add"}]}}"#,
-                r#"{"type":"tool.completed","id":"item_3","output":"update src/a.rs\nadd b.txt"}"#,
-                r#"{"type":"tool.call","id":"item_4","name":"docs.search","input":{"q":"x"}}"#,
+                r#"{"type":"tool.completed","id":"item_3","output":"updated src/a.rs\nadded b.txt"}"#,
+                r#"{"type":"tool.call","id":"item_4","name":"mcp__docs__search","input":{"q":"x"}}"#,
                 r#"{"type":"tool.completed","id":"item_4","output":"found"}"#,
-                r#"{"type":"tool.call","id":"item_5","name":"docs.fetch","input":{}}"#,
+                r#"{"type":"tool.call","id":"item_5","name":"mcp__docs__fetch","input":{}}"#,
                 r#"{"type":"tool.failed","id":"item_5","error":"server gone"}"#,
                 r#"{"type":"tool.call","id":"item_6","name":"web_search","input":{"query":"rust serde borrow"}}"#,
                 r#"{"type":"tool.completed","id":"item_6","output":"rust serde borrow"}"#,
-                r#"{"type":"tool.call","id":"item_7","name":"todo_list","input":{"items":[{"text":"read","completed":false},{"text":"write","completed":false}]}}"#,
-                r#"{"type":"tool.update","id":"item_7","output":"[x] read\n[ ] write"}"#,
-                r#"{"type":"tool.completed","id":"item_7","output":"[x] read\n[x] write"}"#,
+                // Codex's plan is the plan, each of its events.
+                r#"{"type":"plan","entries":[{"content":"read","status":"pending","priority":"medium"},{"content":"write","status":"pending","priority":"medium"}]}"#,
+                r#"{"type":"plan","entries":[{"content":"read","status":"completed","priority":"medium"},{"content":"write","status":"pending","priority":"medium"}]}"#,
+                r#"{"type":"plan","entries":[{"content":"read","status":"completed","priority":"medium"},{"content":"write","status":"completed","priority":"medium"}]}"#,
             ]
         );
     }

@@ -14,6 +14,7 @@
 //! configured extra arguments); with a built-in provider Codex keeps its own retries.
 
 pub mod app_server;
+mod items;
 pub mod mapper;
 pub(crate) mod usage;
 

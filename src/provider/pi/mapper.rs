@@ -895,12 +895,14 @@ mod tests {
                 AgentMessage::ToolCall {
                     id: "a".into(),
                     name: "bash".into(),
-                    input: json!({"command": "echo alpha"})
+                    input: json!({"command": "echo alpha"}),
+                    parent_id: None
                 },
                 AgentMessage::ToolCall {
                     id: "b".into(),
                     name: "read".into(),
-                    input: json!({"path": "x"})
+                    input: json!({"path": "x"}),
+                    parent_id: None
                 },
                 AgentMessage::ToolUpdate {
                     id: "b".into(),
@@ -987,7 +989,8 @@ mod tests {
                 AgentMessage::ToolCall {
                     id: "t".into(),
                     name: "bash".into(),
-                    input: json!({})
+                    input: json!({}),
+                    parent_id: None
                 },
                 AgentMessage::Thinking {
                     delta: "Done.".into()

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 
 use serde_json::{json, Value};
 
+use crate::provider::codex::items::unwrap_shell;
 use crate::provider::json_rpc::id_key;
 use crate::stream::{FileDiff, PermissionOption, PermissionOptionKind, PermissionRequest};
 
@@ -206,23 +207,4 @@ fn file_diff(change: &Value) -> Option<FileDiff> {
         old_text,
         new_text,
     })
-}
-
-/// `/bin/bash -lc 'touch a'` -> `touch a` (Codex wraps every command in a login shell).
-pub(super) fn unwrap_shell(command: &str) -> String {
-    for prefix in [
-        "/bin/bash -lc ",
-        "bash -lc ",
-        "/bin/sh -c ",
-        "/bin/zsh -lc ",
-    ] {
-        if let Some(rest) = command.strip_prefix(prefix) {
-            let rest = rest.trim();
-            if rest.len() >= 2 && rest.starts_with('\'') && rest.ends_with('\'') {
-                return rest[1..rest.len() - 1].replace("'\\''", "'");
-            }
-            return rest.to_owned();
-        }
-    }
-    command.to_owned()
 }

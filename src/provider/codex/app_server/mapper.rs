@@ -15,6 +15,7 @@
 //!   their sum;
 //! - `turn/completed` ends the turn: `completed`, `failed` (with Codex's error) or
 //!   `interrupted`;
+//! - `turn/plan/updated` (Codex's `update_plan`) is the plan;
 //! - `warning` and `configWarning` are notices; an `error` that Codex will retry is an
 //!   `agent_retry` notice.
 //!
@@ -25,7 +26,10 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::{json, Value};
 
-use super::approvals::{approval, unwrap_shell, COMMAND_APPROVAL, FILE_CHANGE_APPROVAL};
+use super::approvals::{approval, COMMAND_APPROVAL, FILE_CHANGE_APPROVAL};
+use crate::provider::codex::items::{
+    change_json, mcp_result_text, mcp_tool_name, patch_text, plan_entries, unwrap_shell,
+};
 use crate::provider::mapper::{AgentOutcome, ExitFacts, LineVerdict, Mapper};
 use crate::provider::tool_calls::{ToolCalls, ToolEnding};
 use crate::stream::{AgentMessage, FailureReason, NoticeKind, Usage};
@@ -167,6 +171,9 @@ impl AppServerMapper {
                     out.push(AgentMessage::notice(NoticeKind::AgentRetry.wire(), message));
                 }
             }
+            "turn/plan/updated" => out.push(AgentMessage::Plan {
+                entries: plan_entries(params["plan"].as_array().map_or(&[], Vec::as_slice)),
+            }),
             "turn/completed" => self.turn_completed(&params["turn"], out),
             _ => return false,
         }
@@ -343,7 +350,6 @@ fn status_of_error(error: &Value) -> Option<u16> {
     }
 }
 
-
 fn user_text(item: &Value) -> String {
     item["content"]
         .as_array()
@@ -390,24 +396,26 @@ fn tool_call(kind: &str, item: &Value) -> Option<(String, Value)> {
         ),
         "fileChange" => (
             "apply_patch".to_owned(),
-            json!({
-                "changes": item["changes"].as_array().map(|changes| changes.iter().map(|change| json!({
-                    "path": change["path"],
-                    "kind": change["kind"]["type"],
-                })).collect::<Vec<_>>()).unwrap_or_default()
-            }),
+            json!({ "changes": changes(item) }),
         ),
         "mcpToolCall" => (
-            format!(
-                "{}.{}",
+            mcp_tool_name(
                 item["server"].as_str().unwrap_or_default(),
-                item["tool"].as_str().unwrap_or_default()
+                item["tool"].as_str().unwrap_or_default(),
             ),
             item["arguments"].clone(),
         ),
         "webSearch" => ("web_search".to_owned(), json!({ "query": item["query"] })),
         _ => return None,
     })
+}
+
+/// A `fileChange` item's changes, as its tool input shows them.
+fn changes(item: &Value) -> Vec<Value> {
+    item["changes"]
+        .as_array()
+        .map(|changes| changes.iter().map(change_json).collect())
+        .unwrap_or_default()
 }
 
 /// How a completed tool item ended.
@@ -443,22 +451,7 @@ fn tool_ending(kind: &str, item: &Value, streamed: Option<String>) -> ToolEnding
             }
         }
         "fileChange" => {
-            let summary = item["changes"]
-                .as_array()
-                .map(|changes| {
-                    changes
-                        .iter()
-                        .map(|change| {
-                            format!(
-                                "{} {}",
-                                change["kind"]["type"].as_str().unwrap_or("change"),
-                                change["path"].as_str().unwrap_or_default()
-                            )
-                        })
-                        .collect::<Vec<_>>()
-                        .join("\n")
-                })
-                .unwrap_or_default();
+            let summary = patch_text(&changes(item));
             match status {
                 "declined" => ToolEnding::Failed {
                     error: format!("the change was declined\n{summary}"),
@@ -477,7 +470,7 @@ fn tool_ending(kind: &str, item: &Value, streamed: Option<String>) -> ToolEnding
                 error: "the tool call failed".to_owned(),
             },
             None => ToolEnding::Completed {
-                output: item["result"].to_string(),
+                output: mcp_result_text(&item["result"]),
             },
         },
         _ => ToolEnding::Completed {
@@ -594,6 +587,33 @@ mod tests {
         );
         assert_eq!(decision_value(&params, "decline"), Some(json!("decline")));
         assert_eq!(decision_value(&params, "rm -rf"), None);
+    }
+
+    #[test]
+    fn a_command_reads_as_written_in_its_row_and_its_permission_title() {
+        // Codex 0.171 quotes the command for its login shell with double quotes
+        // (tests/fixtures/codex_app_server/plan_command_patch.jsonl).
+        let shown = r#"/bin/bash -lc "printf 'v1\\n' > notes.txt""#;
+        let mut mapper = AppServerMapper::new("write");
+        let out = map(
+            &mut mapper,
+            &[
+                json!({"method":"item/started","params":{"item":{"type":"commandExecution","id":"c","command":shown,"cwd":"/w","status":"inProgress"}}}),
+                json!({"method":COMMAND_APPROVAL,"id":3,"params":{"itemId":"c","command":shown,"cwd":"/w","availableDecisions":["accept","cancel"]}}),
+            ],
+        );
+        let AgentMessage::ToolCall { input, .. } = &out[0] else {
+            panic!("{out:?}")
+        };
+        assert_eq!(input["command"], r"printf 'v1\n' > notes.txt");
+        let AgentMessage::PermissionRequest(request) = &out[1] else {
+            panic!("{out:?}")
+        };
+        assert_eq!(request.title, r"printf 'v1\n' > notes.txt");
+        assert_eq!(
+            request.command.as_deref(),
+            Some(r"printf 'v1\n' > notes.txt")
+        );
     }
 
     #[test]
