@@ -7,10 +7,9 @@
 use crate::support::tmux;
 
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-use tmux::{processes_with_env, socket_name, tmux_available, Pane, WAIT};
+use tmux::{processes_with_env, tmux_available, Pane, WAIT};
 
 const READY: &str = "/ commands · @ files";
 
@@ -27,29 +26,18 @@ impl Session {
         if !tmux_available() {
             return None;
         }
+        let work_dir = tempfile::tempdir().unwrap();
+        let pane = Pane::start(
+            "agentty-e2e17",
+            Some(work_dir.path()),
+            (100, 30),
+            &["env", "PS1=$ ", "bash", "--norc", "--noprofile", "-i"],
+        );
         let session = Session {
-            pane: Pane {
-                socket: socket_name("agentty-e2e17"),
-                target: "e2e",
-            },
+            pane,
             state_dir: tempfile::tempdir().unwrap(),
-            work_dir: tempfile::tempdir().unwrap(),
+            work_dir,
         };
-        let status = Command::new("tmux")
-            .args([
-                "-L",
-                &session.pane.socket,
-                "-f",
-                "/dev/null",
-                "new-session",
-                "-d",
-            ])
-            .args(["-x", "100", "-y", "30", "-s", "e2e"])
-            .args(["-c", session.work_dir.path().to_str().unwrap()])
-            .args(["env", "PS1=$ ", "bash", "--norc", "--noprofile", "-i"])
-            .status()
-            .expect("run tmux");
-        assert!(status.success(), "tmux new-session failed");
         Some(session)
     }
 

@@ -51,7 +51,7 @@ fn leave_during_a_turn(way: Way) -> Option<(StateDir, ChatPane, String)> {
             }
         }
         Way::TerminalLost => {
-            chat.tmux(&["kill-pane", "-t", "chat"]);
+            chat.tmux(&["kill-pane", "-t", chat.target]);
         }
     }
     // Nothing agentty started outlives it, and agentty itself ends.

@@ -11,10 +11,11 @@ use crate::support::captures;
 use crate::support::tmux;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-use tmux::{processes_with_env, shell_quote, socket_name, tmux_available, Pane, WAIT};
+use tmux::{
+    processes_with_env, reporting_exit, shell_quote, socket_name, tmux_available, Pane, WAIT,
+};
 
 const WIDTH: u16 = 100;
 const HEIGHT: u16 = 30;
@@ -85,7 +86,6 @@ impl Session {
         if !tmux_available() {
             return None;
         }
-        let socket = socket_name("agentty-test");
         // An empty config of its own, so that the user's config is not read (`--config` must
         // name a file that exists).
         let config = state_dir.path().join("config.toml");
@@ -100,28 +100,14 @@ impl Session {
             command_line.push(' ');
             command_line.push_str(&shell_quote(arg));
         }
-        // After agentty: its status and the terminal modes it left behind, then stay open.
-        let script = format!(
-            "{command_line}; echo \"agentty exited $?\"; \
-             echo \"TTY: $(stty -a | tr ' ;' '\\n\\n' | grep -E '^-?(icanon|echo|isig)$' | tr '\\n' ' ')\"; \
-             sleep 600"
+        let pane = Pane::start(
+            "agentty-test",
+            cwd,
+            (WIDTH, HEIGHT),
+            &reporting_exit(&command_line),
         );
-        let mut tmux = Command::new("tmux");
-        if let Some(cwd) = cwd {
-            tmux.current_dir(cwd);
-        }
-        let status = tmux
-            .args(["-L", &socket, "-f", "/dev/null", "new-session", "-d"])
-            .args(["-x", &WIDTH.to_string(), "-y", &HEIGHT.to_string()])
-            .args(["-s", "e2e", "sh", "-c", &script])
-            .status()
-            .expect("run tmux");
-        assert!(status.success(), "tmux new-session failed");
         Some(Session {
-            pane: Pane {
-                socket,
-                target: "e2e",
-            },
+            pane,
             state_dir,
             cwd: cwd.map(Path::to_path_buf),
         })
@@ -160,40 +146,6 @@ impl Session {
             }
             std::thread::sleep(Duration::from_millis(100));
         }
-    }
-
-    fn assert_terminal_restored(&self, exit_status: &str) {
-        let screen = self.wait_for_text("TTY: ");
-        assert!(
-            screen.contains(&format!("agentty exited {exit_status}")),
-            "{screen}"
-        );
-        let modes: Vec<&str> = screen
-            .lines()
-            .find_map(|line| line.strip_prefix("TTY: "))
-            .unwrap_or_default()
-            .split_whitespace()
-            .collect();
-        for mode in ["icanon", "echo", "isig"] {
-            assert!(
-                modes.contains(&mode),
-                "raw mode left on ({modes:?}):\n{screen}"
-            );
-        }
-        assert_eq!(
-            self.pane_flag("#{alternate_on}"),
-            "0",
-            "still on the alternate screen"
-        );
-        assert_eq!(
-            self.pane_flag("#{mouse_any_flag}"),
-            "0",
-            "mouse reporting left on"
-        );
-        assert_eq!(self.pane_flag("#{cursor_flag}"), "1", "cursor left hidden");
-        // Nothing of the chat is left on the normal screen, and no stray mouse report either.
-        assert!(!screen.contains("/ commands · @ files"), "{screen}");
-        assert!(!screen.contains("[<"), "a mouse report leaked:\n{screen}");
     }
 }
 
@@ -242,7 +194,7 @@ fn quit_restores_the_terminal() {
     session.keys(&["C-c"]);
     session.wait_for_text("Ctrl+C again to quit");
     session.keys(&["C-c"]);
-    session.assert_terminal_restored("0");
+    session.assert_exited_restored("0");
 }
 
 #[test]
@@ -256,7 +208,7 @@ fn sigterm_restores_the_terminal() {
     unsafe {
         libc::kill(pid, libc::SIGTERM);
     }
-    session.assert_terminal_restored("143");
+    session.assert_exited_restored("143");
 }
 
 #[test]
@@ -344,7 +296,7 @@ fn signal_during_a_turn_stops_the_agent_and_restores_the_terminal(signal: i32, s
     unsafe {
         libc::kill(pid, signal);
     }
-    session.assert_terminal_restored(status);
+    session.assert_exited_restored(status);
     session.wait_for_no_agents();
 }
 
@@ -382,7 +334,7 @@ fn closing_the_terminal_ends_agentty() {
 
 fn close_the_terminal_and_expect_nothing_left(session: &Session) {
     // Killing the pane closes its terminal: agentty gets SIGHUP.
-    session.tmux(&["kill-pane", "-t", "e2e"]);
+    session.tmux(&["kill-pane", "-t", session.target]);
     let started = Instant::now();
     while !session.processes().is_empty() {
         if started.elapsed() > WAIT {
@@ -567,7 +519,7 @@ fn hostile_escape_sequences_neither_retitle_nor_clear_the_terminal() {
     session.keys(&["C-c"]);
     session.wait_for_text("Ctrl+C again to quit");
     session.keys(&["C-c"]);
-    session.assert_terminal_restored("0");
+    session.assert_exited_restored("0");
 }
 
 /// Runs one turn and quits, so that the state dir holds a finished session log.
@@ -779,7 +731,7 @@ fn a_panic_restores_the_terminal_stops_the_agents_and_says_where_the_log_is() {
     let answer_so_far = session.screen();
     assert!(answer_so_far.contains("spawn helpers"));
     session.prompt("crash now");
-    session.assert_terminal_restored("101");
+    session.assert_exited_restored("101");
     let screen = session.screen();
     assert!(screen.contains("test panic on prompt"), "{screen}");
     assert!(
@@ -889,11 +841,11 @@ fn the_title_follows_the_turn_and_an_unfocused_terminal_is_called_back() {
         "pipe-pane",
         "-o",
         "-t",
-        "e2e",
+        session.target,
         &format!("cat >> {}", shell_quote(raw.to_str().unwrap())),
     ]);
     // The terminal reports that it lost the focus (CSI O).
-    session.tmux(&["send-keys", "-t", "e2e", "-H", "1b", "5b", "4f"]);
+    session.tmux(&["send-keys", "-t", session.target, "-H", "1b", "5b", "4f"]);
     session.prompt("be slow please");
     wait_for_title(&session, "agentty · demo · working");
     let screen = session.wait_for_text("Enter sends");
@@ -910,7 +862,7 @@ fn the_title_follows_the_turn_and_an_unfocused_terminal_is_called_back() {
         std::thread::sleep(Duration::from_millis(50));
     }
     // Focused again (CSI I): the next turn ends without a call back.
-    session.tmux(&["send-keys", "-t", "e2e", "-H", "1b", "5b", "49"]);
+    session.tmux(&["send-keys", "-t", session.target, "-H", "1b", "5b", "49"]);
     session.prompt("hi");
     session.wait_for_text("Prompt 2 in session");
     wait_for_title(&session, "agentty · demo · idle");
@@ -922,7 +874,7 @@ fn the_title_follows_the_turn_and_an_unfocused_terminal_is_called_back() {
     );
     session.keys(&["C-c"]);
     session.keys(&["C-c"]);
-    session.assert_terminal_restored("0");
+    session.assert_exited_restored("0");
     let title = session.pane_flag("#{pane_title}");
     assert!(!title.contains("agentty"), "the title was left: {title:?}");
 }

@@ -5,9 +5,8 @@
 //! after it ends, so a test can see that the terminal was restored.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-use super::tmux::{processes_with_env, shell_quote, socket_name, tmux_available, Pane};
+use super::tmux::{processes_with_env, reporting_exit, shell_quote, tmux_available, Pane};
 
 /// A state dir (with an empty config of its own) whose processes die with it.
 pub struct StateDir {
@@ -91,26 +90,13 @@ impl ChatPane {
             command_line.push(' ');
             command_line.push_str(&shell_quote(arg));
         }
-        let script = format!(
-            "{command_line}; echo \"agentty exited $?\"; \
-             echo \"TTY: $(stty -a | tr ' ;' '\\n\\n' | grep -E '^-?(icanon|echo|isig)$' | tr '\\n' ' ')\"; \
-             sleep 600"
+        let pane = Pane::start(
+            "agentty-crash",
+            Some(cwd),
+            (width, height),
+            &reporting_exit(&command_line),
         );
-        let socket = socket_name("agentty-crash");
-        let status = Command::new("tmux")
-            .current_dir(cwd)
-            .args(["-L", &socket, "-f", "/dev/null", "new-session", "-d"])
-            .args(["-x", &width.to_string(), "-y", &height.to_string()])
-            .args(["-s", "chat", "sh", "-c", &script])
-            .status()
-            .expect("run tmux");
-        assert!(status.success(), "tmux new-session failed");
-        Some(ChatPane {
-            pane: Pane {
-                socket,
-                target: "chat",
-            },
-        })
+        Some(ChatPane { pane })
     }
 
     pub fn wait_until_ready(&self) {
@@ -122,32 +108,6 @@ impl ChatPane {
         self.pane.keys(&["C-c"]);
         self.pane.keys(&["C-c"]);
         self.pane.wait_for_text("agentty exited");
-    }
-
-    /// After agentty exited: its status was `status` and the terminal is back to normal.
-    pub fn assert_exited_restored(&self, status: &str) {
-        let screen = self.pane.wait_for_text("TTY: ");
-        assert!(
-            screen.contains(&format!("agentty exited {status}")),
-            "{screen}"
-        );
-        let modes: Vec<&str> = screen
-            .lines()
-            .find_map(|line| line.strip_prefix("TTY: "))
-            .unwrap_or_default()
-            .split_whitespace()
-            .collect();
-        for mode in ["icanon", "echo", "isig"] {
-            assert!(
-                modes.contains(&mode),
-                "raw mode left on ({modes:?}):\n{screen}"
-            );
-        }
-        assert_eq!(
-            self.pane.pane_flag("#{alternate_on}"),
-            "0",
-            "still on the alternate screen"
-        );
     }
 }
 

@@ -58,6 +58,20 @@ pub fn socket_name(prefix: &str) -> String {
     )
 }
 
+/// `sh -c` arguments running `command_line`, then printing what a test reads once it ended (see
+/// [`Pane::assert_exited_restored`]): its exit status and the terminal's modes; the pane stays.
+pub fn reporting_exit(command_line: &str) -> [String; 3] {
+    [
+        "sh".to_owned(),
+        "-c".to_owned(),
+        format!(
+            "{command_line}; echo \"agentty exited $?\"; \
+             echo \"TTY: $(stty -a | tr ' ;' '\\n\\n' | grep -E '^-?(icanon|echo|isig)$' | tr '\\n' ' ')\"; \
+             sleep 600"
+        ),
+    ]
+}
+
 pub fn shell_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
 }
@@ -72,10 +86,43 @@ impl Pane {
     /// A detached tmux session of its own (server `socket`) running `command` through the
     /// shell, `width` x `height`.
     pub fn spawn(socket: String, width: u16, height: u16, command: &str) -> Pane {
-        let started = Command::new("tmux")
-            .args(["-L", &socket, "new-session", "-d", "-s", "t"])
+        Pane::open(socket, None, (width, height), &[command])
+    }
+
+    /// A detached tmux session on a server of its own (named after `prefix`), without the
+    /// user's tmux config, running `argv` in `cwd` (the test's own when `None`) at `size`.
+    pub fn start<S: AsRef<std::ffi::OsStr>>(
+        prefix: &str,
+        cwd: Option<&Path>,
+        size: (u16, u16),
+        argv: &[S],
+    ) -> Pane {
+        Pane::open(socket_name(prefix), cwd, size, argv)
+    }
+
+    fn open<S: AsRef<std::ffi::OsStr>>(
+        socket: String,
+        cwd: Option<&Path>,
+        (width, height): (u16, u16),
+        argv: &[S],
+    ) -> Pane {
+        let mut tmux = Command::new("tmux");
+        if let Some(cwd) = cwd {
+            tmux.current_dir(cwd);
+        }
+        let started = tmux
+            .args([
+                "-L",
+                &socket,
+                "-f",
+                "/dev/null",
+                "new-session",
+                "-d",
+                "-s",
+                "t",
+            ])
             .args(["-x", &width.to_string(), "-y", &height.to_string()])
-            .arg(command)
+            .args(argv)
             .status()
             .expect("tmux is installed (or set AGENTTY_SKIP_TMUX_TESTS=1)");
         assert!(started.success(), "tmux new-session failed");
@@ -171,6 +218,42 @@ impl Pane {
 
     pub fn wait_for_text(&self, needle: &str) -> String {
         self.wait_for(&format!("{needle:?}"), |screen| screen.contains(needle))
+    }
+
+    /// After a command started with [`reporting_exit`] ended: it exited with `status` and left
+    /// the terminal as it found it (cooked mode, main screen, no mouse reporting, the cursor
+    /// shown, nothing of the chat on the screen, no stray mouse report).
+    pub fn assert_exited_restored(&self, status: &str) {
+        let screen = self.wait_for_text("TTY: ");
+        assert!(
+            screen.contains(&format!("agentty exited {status}")),
+            "{screen}"
+        );
+        let modes: Vec<&str> = screen
+            .lines()
+            .find_map(|line| line.strip_prefix("TTY: "))
+            .unwrap_or_default()
+            .split_whitespace()
+            .collect();
+        for mode in ["icanon", "echo", "isig"] {
+            assert!(
+                modes.contains(&mode),
+                "raw mode left on ({modes:?}):\n{screen}"
+            );
+        }
+        assert_eq!(
+            self.pane_flag("#{alternate_on}"),
+            "0",
+            "still on the alternate screen"
+        );
+        assert_eq!(
+            self.pane_flag("#{mouse_any_flag}"),
+            "0",
+            "mouse reporting left on"
+        );
+        assert_eq!(self.pane_flag("#{cursor_flag}"), "1", "cursor left hidden");
+        assert!(!screen.contains("/ commands · @ files"), "{screen}");
+        assert!(!screen.contains("[<"), "a mouse report leaked:\n{screen}");
     }
 
     /// Ends the tmux server (and with it the pane).
