@@ -790,15 +790,11 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     {
         std::fs::create_dir_all(parent)?;
     }
-    let file_name = path
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "config.toml".into());
-    let temporary = path.with_file_name(format!(".{file_name}.agentty-save"));
-    std::fs::write(&temporary, bytes)?;
-    std::fs::rename(&temporary, path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&temporary);
-    })
+    // The user's own permissions stay (a config may hold keys); a new one is theirs only.
+    let mode = std::fs::metadata(path)
+        .map(|metadata| std::os::unix::fs::PermissionsExt::mode(&metadata.permissions()) & 0o7777)
+        .unwrap_or(0o600);
+    crate::files::write_atomically(path, bytes, mode, crate::files::Durability::Synced)
 }
 
 #[cfg(test)]

@@ -61,6 +61,64 @@ pub(crate) fn no_follow() -> OpenOptions {
     options
 }
 
+/// How a file written by [`write_atomically`] reaches the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Durability {
+    /// Flushed (fsync) before it takes the old file's place: after a crash the file is the old
+    /// one or the new one, whole. For what is written now and then and must not be lost: the
+    /// config, a restore's journal, checkpoints, the prompt history.
+    Synced,
+    /// Left to the kernel's write-back, as git leaves its objects: for the snapshot store's
+    /// many copies, where a flush each would cost more than the copy.
+    WriteBack,
+}
+
+/// Numbers the temporary files of this process, so two writes of one file never share one.
+static TEMPORARY: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Writes `bytes` to `path` with permissions `mode`: into a temporary file of its own beside it
+/// (never through a link planted there), renamed into place, so a reader sees the old file or
+/// the new one, never half of one. The rename replaces a link at `path` itself, never what it
+/// points to. On any failure the temporary file is removed and `path` is left as it was.
+pub(crate) fn write_atomically(
+    path: &Path,
+    bytes: &[u8],
+    mode: u32,
+    durability: Durability,
+) -> io::Result<()> {
+    use std::io::Write;
+    let parent = path
+        .parent()
+        .filter(|parent| !parent.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "file".to_owned());
+    let temporary = parent.join(format!(
+        ".{name}.{}-{}.tmp",
+        std::process::id(),
+        TEMPORARY.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ));
+    let written = (|| {
+        let mut file = no_follow()
+            .mode(mode)
+            .write(true)
+            .create_new(true)
+            .open(&temporary)?;
+        file.write_all(bytes)?;
+        if durability == Durability::Synced {
+            file.sync_all()?;
+        }
+        drop(file);
+        std::fs::rename(&temporary, path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temporary);
+    }
+    written
+}
+
 /// Opens `path` to append to it, creating it if `create`; never through a link.
 pub(crate) fn append_no_follow(path: &Path, create: bool) -> io::Result<File> {
     no_follow().append(true).create(create).open(path)
@@ -166,6 +224,38 @@ fn describe_size(bytes: u64) -> String {
 mod tests {
     use super::*;
     use std::time::{Duration, Instant};
+
+    #[test]
+    fn an_atomic_write_replaces_whole_files_and_links_and_leaves_nothing_when_it_fails() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("settings.toml");
+        std::fs::write(&path, "old").unwrap();
+        write_atomically(&path, b"new", 0o640, Durability::Synced).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "new");
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o640);
+        // A link in the file's place is replaced, and what it points to is left alone.
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::write(&elsewhere, "theirs").unwrap();
+        let linked = dir.path().join("linked");
+        std::os::unix::fs::symlink(&elsewhere, &linked).unwrap();
+        write_atomically(&linked, b"ours", 0o600, Durability::WriteBack).unwrap();
+        assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), "theirs");
+        assert!(!std::fs::symlink_metadata(&linked).unwrap().is_symlink());
+        assert_eq!(std::fs::read_to_string(&linked).unwrap(), "ours");
+        // A folder (not empty) in the way: the rename fails, the temporary file goes.
+        let folder = dir.path().join("folder");
+        std::fs::create_dir(&folder).unwrap();
+        std::fs::write(folder.join("inside"), "x").unwrap();
+        assert!(write_atomically(&folder, b"lost", 0o600, Durability::Synced).is_err());
+        let mut left: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["elsewhere", "folder", "linked", "settings.toml"]);
+    }
 
     #[test]
     fn odd_files_are_refused_at_once_with_what_they_are() {

@@ -6,7 +6,6 @@
 //! file is rewritten to its newest `MAX_HISTORY` entries once it holds twice as many, so it
 //! stays bounded. A damaged line is skipped, never fatal: history is a convenience.
 
-use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
@@ -70,14 +69,12 @@ pub(crate) fn append(path: &Path, prompt: &str) -> io::Result<()> {
             text.push_str(&serde_json::to_string(&prompt).map_err(io::Error::other)?);
             text.push('\n');
         }
-        let temporary = path.with_extension("jsonl.tmp");
-        crate::files::no_follow()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&temporary)?
-            .write_all(text.as_bytes())?;
-        fs::rename(&temporary, path)?;
+        crate::files::write_atomically(
+            path,
+            text.as_bytes(),
+            0o600,
+            crate::files::Durability::Synced,
+        )?;
     }
     Ok(())
 }
@@ -85,6 +82,7 @@ pub(crate) fn append(path: &Path, prompt: &str) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     #[test]
     fn a_fifo_in_place_of_the_history_is_not_waited_on_and_a_link_not_written_through() {

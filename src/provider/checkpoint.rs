@@ -290,21 +290,7 @@ impl CheckpointStore {
         // the agent's session).
         crate::logging::private_state_dir(&self.dir)?;
         let path = self.path(name);
-        let temporary = self.dir.join(format!(".{name}.{}.tmp", std::process::id()));
-        let written = (|| {
-            use std::io::Write;
-            let mut file = crate::files::no_follow()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .open(&temporary)?;
-            file.write_all(&compressed)?;
-            fs::rename(&temporary, &path)
-        })();
-        if written.is_err() {
-            let _ = fs::remove_file(&temporary);
-        }
-        written
+        crate::files::write_atomically(&path, &compressed, 0o600, crate::files::Durability::Synced)
     }
 
     /// The session and checkpoint kept as `name`.

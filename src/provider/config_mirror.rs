@@ -10,7 +10,7 @@
 use std::collections::HashSet;
 use std::ffi::{OsStr, OsString};
 use std::fs;
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
@@ -162,20 +162,13 @@ fn merge(base: &mut Value, overlay: Value) {
     }
 }
 
+use crate::files::Durability;
+
 fn write_if_changed(path: &Path, contents: &str) -> io::Result<()> {
     if fs::read_to_string(path).is_ok_and(|current| current == contents) {
         return Ok(());
     }
-    let temp = path.with_extension(format!("tmp-{}", std::process::id()));
-    // Not through a link planted at the temporary name; the rename then replaces whatever
-    // is at `path` (a link included) instead of writing through it.
-    crate::files::no_follow()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&temp)?
-        .write_all(contents.as_bytes())?;
-    fs::rename(&temp, path)
+    crate::files::write_atomically(path, contents.as_bytes(), 0o600, Durability::Synced)
 }
 
 fn is_inside(path: &Path, dir: &Path) -> bool {

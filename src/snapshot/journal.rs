@@ -121,7 +121,7 @@ impl Journal {
         };
         let path = journal_path(store, &id);
         let json = serde_json::to_vec(&record).map_err(io::Error::other)?;
-        store.write_atomically(&path, &json)?;
+        store.write_durably(&path, &json)?;
         Ok(Self { path, id })
     }
 

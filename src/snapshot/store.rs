@@ -11,9 +11,10 @@
 //! XXH3-128 rather than a cryptographic hash: the store only dedupes what agentty itself read
 //! from the tree, and whoever could craft a collision (the agent) can write the tree directly.
 
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
+
+use crate::files::Durability;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use xxhash_rust::xxh3::xxh3_128;
 
@@ -42,10 +43,6 @@ pub(crate) struct Store {
     /// every blob written into it).
     checked: std::sync::Arc<std::sync::Mutex<std::collections::HashSet<PathBuf>>>,
 }
-
-/// Temporary names are unique within the process too (the snapshot thread and the diff
-/// reader may write at once).
-static TEMPORARY: AtomicU64 = AtomicU64::new(0);
 
 impl Store {
     /// The store in `dir`, inside `anchor` (created on the first write).
@@ -234,13 +231,24 @@ impl Store {
         Ok(())
     }
 
-    /// Writes `bytes` to `path` through a temporary file in the same folder, renamed into place.
+    /// Writes `bytes` to `path` (see [`crate::files::write_atomically`]), its folder made or
+    /// checked first; copies and manifests are left to the kernel's write-back.
     pub(crate) fn write_atomically(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
+        self.write(path, bytes, Durability::WriteBack)
+    }
+
+    /// Like [`Store::write_atomically`], flushed before it takes the old file's place: what a
+    /// crash must not lose (a restore's journal).
+    pub(crate) fn write_durably(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
+        self.write(path, bytes, Durability::Synced)
+    }
+
+    fn write(&self, path: &Path, bytes: &[u8], durability: Durability) -> io::Result<()> {
         let parent = path
             .parent()
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no parent folder"))?;
         self.private_dir(parent)?;
-        write_beside(path, bytes)
+        crate::files::write_atomically(path, bytes, 0o600, durability)
     }
 }
 
@@ -260,33 +268,6 @@ fn compress(bytes: &[u8]) -> io::Result<Vec<u8>> {
         }
         cell.as_mut().expect("made above").compress(bytes)
     })
-}
-
-/// Writes `bytes` to `path` through a temporary file beside it (`parent` already checked).
-pub(crate) fn write_beside(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let parent = path
-        .parent()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no parent folder"))?;
-    let temporary = parent.join(format!(
-        ".{}.{}-{}.tmp",
-        path.file_name()
-            .and_then(|name| name.to_str())
-            .unwrap_or("file"),
-        std::process::id(),
-        TEMPORARY.fetch_add(1, Ordering::Relaxed)
-    ));
-    let written = (|| {
-        let mut file = crate::files::no_follow()
-            .write(true)
-            .create_new(true)
-            .open(&temporary)?;
-        file.write_all(bytes)?;
-        std::fs::rename(&temporary, path)
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&temporary);
-    }
-    written
 }
 
 /// Whether an error is a full disk (or quota).
