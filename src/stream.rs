@@ -66,7 +66,7 @@ pub enum AgentMessage {
         elapsed_ms: u64,
     },
     #[serde(rename = "notice")]
-    Notice { kind: String, message: String },
+    Notice { kind: NoticeKind, message: String },
     /// Orchestrator level: written between attempts, never by a provider.
     #[serde(rename = "retry.scheduled")]
     RetryScheduled {
@@ -229,7 +229,8 @@ pub struct FileChange {
 /// What a `notice` message is about. On the wire its `kind` stays an open string (`wire`); the
 /// kinds agentty writes or treats specially are named here, once, and any other is kept as it
 /// arrived (`Other`, unsanitised).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "String", from = "String")]
 pub enum NoticeKind {
     /// The agent CLI retried on its own: assistant text after it starts afresh.
     AgentRetry,
@@ -311,6 +312,40 @@ impl NoticeKind {
             .into_iter()
             .find(|known| known.wire() == kind)
             .unwrap_or_else(|| NoticeKind::Other(kind.to_owned()))
+    }
+}
+
+impl From<String> for NoticeKind {
+    fn from(kind: String) -> Self {
+        NoticeKind::from_wire(&kind)
+    }
+}
+
+impl From<&str> for NoticeKind {
+    fn from(kind: &str) -> Self {
+        NoticeKind::from_wire(kind)
+    }
+}
+
+/// A kind equals its wire string (tests and recorded lines name kinds by it).
+impl PartialEq<str> for NoticeKind {
+    fn eq(&self, wire: &str) -> bool {
+        self.wire() == wire
+    }
+}
+
+impl PartialEq<&str> for NoticeKind {
+    fn eq(&self, wire: &&str) -> bool {
+        self.wire() == *wire
+    }
+}
+
+impl From<NoticeKind> for String {
+    fn from(kind: NoticeKind) -> Self {
+        match kind {
+            NoticeKind::Other(kind) => kind,
+            known => known.wire().to_owned(),
+        }
     }
 }
 
@@ -467,9 +502,9 @@ impl AgentMessage {
         }
     }
 
-    pub fn notice(kind: &str, message: impl Into<String>) -> AgentMessage {
+    pub fn notice(kind: impl Into<NoticeKind>, message: impl Into<String>) -> AgentMessage {
         AgentMessage::Notice {
-            kind: kind.to_owned(),
+            kind: kind.into(),
             message: message.into(),
         }
     }
@@ -681,5 +716,29 @@ mod tests {
             NoticeKind::from_wire("permission_denied").wire(),
             "permission_denied"
         );
+    }
+
+    #[test]
+    fn a_notice_line_keeps_its_kind_as_the_wire_string_known_or_not() {
+        for (line, kind) in [
+            (
+                r#"{"type":"notice","kind":"agent_retry","message":"m"}"#,
+                NoticeKind::AgentRetry,
+            ),
+            (
+                r#"{"type":"notice","kind":"quota_low","message":"m"}"#,
+                NoticeKind::Other("quota_low".to_owned()),
+            ),
+        ] {
+            let message = AgentMessage::from_json_line(line).unwrap();
+            assert_eq!(
+                message,
+                AgentMessage::Notice {
+                    kind,
+                    message: "m".to_owned()
+                }
+            );
+            assert_eq!(message.to_json_line(), line);
+        }
     }
 }

@@ -86,9 +86,7 @@ impl PhaseTracker {
                 self.answered(id, now);
                 return;
             }
-            AgentMessage::Notice { kind, .. }
-                if NoticeKind::from_wire(kind) == NoticeKind::AgentRetry =>
-            {
+            AgentMessage::Notice { kind, .. } if *kind == NoticeKind::AgentRetry => {
                 AgentPhase::AgentRetrying
             }
             _ => return,
@@ -217,10 +215,7 @@ mod tests {
                 id: "a".into(),
                 error: String::new(),
             },
-            AgentMessage::notice(
-                crate::stream::NoticeKind::AgentRetry.wire(),
-                "pi is retrying",
-            ),
+            AgentMessage::notice(crate::stream::NoticeKind::AgentRetry, "pi is retrying"),
         ];
         for (index, message) in messages.iter().enumerate() {
             tracker.observe(message, at(start, 100 * index as u64));

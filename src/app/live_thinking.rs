@@ -36,9 +36,7 @@ impl LiveThinking {
     pub(crate) fn observe(&mut self, transcript: &mut Transcript, message: &AgentMessage) {
         match message {
             AgentMessage::Assistant { .. } | AgentMessage::ToolCall { .. } => self.open = false,
-            AgentMessage::Notice { kind, .. }
-                if NoticeKind::from_wire(kind) == NoticeKind::AgentRetry =>
-            {
+            AgentMessage::Notice { kind, .. } if *kind == NoticeKind::AgentRetry => {
                 self.settle(transcript);
             }
             _ => {}

@@ -774,7 +774,7 @@ mod tests {
                     turn: 1,
                     attempt: 1,
                     message: AgentMessage::notice(
-                        crate::stream::NoticeKind::NotDelivered.wire(),
+                        crate::stream::NoticeKind::NotDelivered,
                         "my steer",
                     ),
                 },

@@ -474,7 +474,7 @@ impl Driver {
                         // user is told so.
                         self.emit(OrchestratorEvent::Notice {
                             turn,
-                            kind: NoticeKind::PermissionFeedback.wire().to_owned(),
+                            kind: NoticeKind::PermissionFeedback,
                             message: message.clone(),
                         });
                         self.feedback
@@ -593,7 +593,7 @@ impl Driver {
         self.fresh_session_next = false;
         self.emit(OrchestratorEvent::Notice {
             turn,
-            kind: NoticeKind::FreshSession.wire().to_owned(),
+            kind: NoticeKind::FreshSession,
             message: "The failed attempt could not be undone in the agent's own session, so \
                       this attempt starts a fresh agent session (the agent does not remember \
                       the earlier turns; the transcript stays here)."

@@ -598,7 +598,7 @@ async fn a_note_the_protocol_cannot_carry_goes_as_the_next_prompt_and_says_so() 
     assert!(
         first.contains(&Ev::Notice {
             turn: 1,
-            kind: NoticeKind::PermissionFeedback.wire().into(),
+            kind: NoticeKind::PermissionFeedback,
             message: "use mkdir instead".into(),
         }),
         "{first:#?}"

@@ -536,7 +536,7 @@ impl Machine {
         } else if !matches!(self.state, State::ShutDown) {
             out.push(Effect::Emit(OrchestratorEvent::Notice {
                 turn: self.next_turn.saturating_sub(1),
-                kind: "warning".to_owned(),
+                kind: NoticeKind::Warning,
                 message: "The prompt with images was not sent: another prompt went first. \
                           Attach the images again once the agent is done."
                     .to_owned(),
@@ -838,7 +838,7 @@ impl Machine {
         let detail = failure.message.lines().next().unwrap_or("").trim();
         out.push(Effect::Emit(OrchestratorEvent::Notice {
             turn: turn.id,
-            kind: NoticeKind::FreshSession.wire().to_owned(),
+            kind: NoticeKind::FreshSession,
             message: format!(
                 "The agent could not find {lost} ({detail}); continuing in a fresh agent session. \
                  The transcript stays here, but the agent does not remember the earlier turns."

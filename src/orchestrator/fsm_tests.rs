@@ -1075,7 +1075,7 @@ mod properties {
             3 => cancelled(),
             4 => rate_limited(),
             5 => unauthorised(),
-            _ => AgentMessage::notice("warning", "w"),
+            _ => AgentMessage::notice(NoticeKind::Warning, "w"),
         }
     }
 
@@ -1313,7 +1313,7 @@ fn a_lost_session_goes_on_at_once_in_a_fresh_one_with_a_notice() {
         })
         .collect();
     assert_eq!(notices.len(), 1);
-    assert_eq!(notices[0].0, NoticeKind::FreshSession.wire());
+    assert_eq!(notices[0].0, NoticeKind::FreshSession);
     assert!(notices[0].1.contains("s-1"), "{}", notices[0].1);
     assert!(events(&effects).contains(&Ev::SessionChanged { session_id: None }));
     // The fresh session's id is carried once the attempt completes.

@@ -166,7 +166,7 @@ impl OrchestratorEvent {
                 *turn,
                 0,
                 Cow::Owned(AgentMessage::Notice {
-                    kind: crate::stream::NoticeKind::Undo.wire().to_owned(),
+                    kind: crate::stream::NoticeKind::Undo,
                     message: crate::snapshot::describe_undo(outcome),
                 }),
             )),
@@ -174,7 +174,7 @@ impl OrchestratorEvent {
                 rewind.turn,
                 0,
                 Cow::Owned(AgentMessage::Notice {
-                    kind: crate::stream::NoticeKind::Rewind.wire().to_owned(),
+                    kind: crate::stream::NoticeKind::Rewind,
                     message: rewind.describe(),
                 }),
             )),
@@ -182,7 +182,7 @@ impl OrchestratorEvent {
                 0,
                 0,
                 Cow::Owned(AgentMessage::Notice {
-                    kind: crate::stream::NoticeKind::Snapshot.wire().to_owned(),
+                    kind: crate::stream::NoticeKind::Snapshot,
                     message: found
                         .iter()
                         .map(crate::snapshot::InterruptedRestore::describe)
@@ -196,7 +196,7 @@ impl OrchestratorEvent {
                 0,
                 0,
                 Cow::Owned(AgentMessage::Notice {
-                    kind: crate::stream::NoticeKind::Undo.wire().to_owned(),
+                    kind: crate::stream::NoticeKind::Undo,
                     message: describe_resolved(*finish, outcome),
                 }),
             )),
@@ -346,7 +346,7 @@ pub enum OrchestratorEvent {
     /// Something the orchestrator did that the user should know (`kind` as in `notice`).
     Notice {
         turn: TurnId,
-        kind: String,
+        kind: crate::stream::NoticeKind,
         message: String,
     },
     /// What the turn changed in the working tree (only after a turn that changed files),

@@ -172,7 +172,7 @@ impl Driver {
     pub(super) fn emit_snapshot_notice(&mut self, turn: TurnId, message: String) {
         self.emit(OrchestratorEvent::Notice {
             turn,
-            kind: NoticeKind::Snapshot.wire().to_owned(),
+            kind: NoticeKind::Snapshot,
             message,
         });
     }

@@ -32,7 +32,7 @@ pub fn compacted_notice(before: Option<u64>, after: Option<u64>) -> AgentMessage
         ),
         _ => "Conversation compacted".to_owned(),
     };
-    AgentMessage::notice(NoticeKind::Compacted.wire(), message)
+    AgentMessage::notice(NoticeKind::Compacted, message)
 }
 
 /// Why `/compact` does nothing here, for the user: nothing was sent to the agent.
@@ -70,7 +70,7 @@ pub(crate) fn by_slash_command(stream: AgentStream, agent: &'static str) -> Agen
                 said.push_str(&delta);
                 None
             }
-            AgentMessage::Notice { ref kind, .. } if kind == NoticeKind::Compacted.wire() => {
+            AgentMessage::Notice { ref kind, .. } if *kind == NoticeKind::Compacted => {
                 compacted = true;
                 Some(message)
             }

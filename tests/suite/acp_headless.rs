@@ -109,7 +109,7 @@ fn headless_denies_by_default_and_says_how_to_allow() {
     );
     assert!(messages.iter().any(|message| matches!(
         message,
-        AgentMessage::Notice { kind, message } if kind == NoticeKind::PermissionRefused.wire()
+        AgentMessage::Notice { kind, message } if *kind == NoticeKind::PermissionRefused
             && message.contains("--permissions allow")
     )));
     assert!(!scratch.path().join("agentty-demo.txt").exists());

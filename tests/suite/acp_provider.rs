@@ -237,9 +237,7 @@ async fn a_deny_policy_refuses_without_asking_and_says_how_to_allow() {
     let notice = messages
         .iter()
         .find_map(|message| match message {
-            AgentMessage::Notice { kind, message }
-                if kind == NoticeKind::PermissionRefused.wire() =>
-            {
+            AgentMessage::Notice { kind, message } if *kind == NoticeKind::PermissionRefused => {
                 Some(message.clone())
             }
             _ => None,

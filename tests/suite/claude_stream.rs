@@ -171,7 +171,7 @@ async fn policies_answer_without_asking_and_a_refusal_says_how_to_allow() {
     let messages = deny.turn("write it", SessionRef::New).await;
     assert!(!deny.demo.state.path().join("demo-claude.txt").exists());
     let notice = messages.iter().find_map(|message| match message {
-        AgentMessage::Notice { kind, message } if kind == NoticeKind::PermissionRefused.wire() => {
+        AgentMessage::Notice { kind, message } if *kind == NoticeKind::PermissionRefused => {
             Some(message.clone())
         }
         _ => None,
@@ -241,7 +241,7 @@ async fn a_message_typed_mid_turn_is_delivered_as_a_user_line() {
         .answer_permission(&request.id, Some("allow".into()), None));
     let rest = collect(stream).await;
     assert!(rest.contains(&AgentMessage::notice(
-        NoticeKind::SteerDelivered.wire(),
+        NoticeKind::SteerDelivered,
         "also mention bananas"
     )));
     assert!(

@@ -346,7 +346,7 @@ async fn a_message_typed_during_the_turn_is_a_user_line_taken_at_the_tool_bounda
         )
         .await;
     assert!(messages.contains(&AgentMessage::notice(
-        NoticeKind::SteerDelivered.wire(),
+        NoticeKind::SteerDelivered,
         "Steer: also say banana"
     )));
     assert!(completed(&messages), "{messages:?}");

@@ -255,7 +255,7 @@ async fn a_lost_agent_session_goes_on_in_a_fresh_one_with_a_notice() {
     let notice = events
         .iter()
         .find_map(|event| match event {
-            Ev::Notice { kind, message, .. } if kind == NoticeKind::FreshSession.wire() => {
+            Ev::Notice { kind, message, .. } if *kind == NoticeKind::FreshSession => {
                 Some(message.clone())
             }
             _ => None,

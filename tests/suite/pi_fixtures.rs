@@ -361,7 +361,7 @@ fn older_pi_replay_after_a_tool_turn_is_not_shown_twice() {
         assert!(
             !from_older.messages.iter().any(|message| matches!(
                 message,
-                AgentMessage::Notice { kind, .. } if kind == NoticeKind::Superseded.wire()
+                AgentMessage::Notice { kind, .. } if *kind == NoticeKind::Superseded
             )),
             "{name}: a replay is not a contradiction"
         );

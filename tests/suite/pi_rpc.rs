@@ -123,8 +123,8 @@ async fn steer_and_follow_up_reach_the_running_turn() {
     let delivered: Vec<(&str, &str)> = rest
         .iter()
         .filter_map(|message| match message {
-            AgentMessage::Notice { kind, message } if kind.ends_with("_delivered") => {
-                Some((kind.as_str(), message.as_str()))
+            AgentMessage::Notice { kind, message } if kind.wire().ends_with("_delivered") => {
+                Some((kind.wire(), message.as_str()))
             }
             _ => None,
         })
@@ -381,7 +381,7 @@ async fn through_the_orchestrator_a_steer_reaches_the_running_turn() {
     ));
     assert!(seen.iter().any(|event| matches!(event,
         Ev::Message { message: AgentMessage::Notice { kind, message }, .. }
-            if kind == NoticeKind::SteerDelivered.wire() && message == "go left")));
+            if *kind == NoticeKind::SteerDelivered && message == "go left")));
     assert!(seen.iter().any(|event| matches!(event,
         Ev::AgentQueueChanged(queue) if queue.steering == ["go left"])));
     assert!(
@@ -614,7 +614,7 @@ async fn a_steer_still_queued_when_the_turn_is_stopped_is_not_delivered_into_the
     );
     let warned = rest.iter().any(|message| {
         matches!(message, AgentMessage::Notice { kind, message }
-            if kind == NoticeKind::NotDelivered.wire() && message == "my steer")
+            if *kind == NoticeKind::NotDelivered && message == "my steer")
     });
     assert!(
         warned,

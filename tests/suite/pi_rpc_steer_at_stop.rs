@@ -247,7 +247,7 @@ async fn a_steer_delivered_before_the_stop_stays_in_the_conversation() {
     let id = session_id(&seen);
     assert!(world.provider.interject(Interjection::Steer, "go left"));
     let steered = read_until(&mut stream, |message| {
-        matches!(message, AgentMessage::Notice { kind, .. } if kind == NoticeKind::SteerDelivered.wire())
+        matches!(message, AgentMessage::Notice { kind, .. } if *kind == NoticeKind::SteerDelivered)
     })
     .await;
     assert_eq!(notices(&steered, &NoticeKind::SteerDelivered), ["go left"]);
@@ -288,10 +288,7 @@ fn a_message_not_delivered_comes_back_into_the_editor() {
     chat.start_turn(0, "run the sleep-tool");
     chat.message(
         10,
-        AgentMessage::notice(
-            NoticeKind::NotDelivered.wire(),
-            "my steer\u{1b}]0;owned\u{7}",
-        ),
+        AgentMessage::notice(NoticeKind::NotDelivered, "my steer\u{1b}]0;owned\u{7}"),
     );
     chat.message(
         20,

@@ -785,7 +785,7 @@ async fn rpc_a_steer_left_queued_by_a_stop_does_not_reach_the_next_request() {
     assert_eq!(
         notices,
         [&AgentMessage::notice(
-            NoticeKind::NotDelivered.wire(),
+            NoticeKind::NotDelivered,
             "Steer: my steer."
         )],
         "given back, never said delivered"

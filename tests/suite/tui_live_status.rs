@@ -109,8 +109,7 @@ fn status_while_the_agent_retries_on_its_own() {
     chat.start_turn(0, "Hello");
     chat.message(
         1_000,
-        AgentMessage::notice(
-            NoticeKind::AgentRetry.wire(),
+        AgentMessage::notice(NoticeKind::AgentRetry,
             "pi is retrying on its own after \"500 fake internal server error\" (retry 1 of 3, in 2000 ms); the reply starts afresh",
         ),
     );

@@ -615,7 +615,7 @@ pub fn assert_turn(events: &[OrchestratorEvent], attempts: usize) -> Vec<Option<
     let fresh: Vec<&OrchestratorEvent> = events
         .iter()
         .filter(|event| {
-            matches!(event, OrchestratorEvent::Notice { kind, .. } if kind == NoticeKind::FreshSession.wire())
+            matches!(event, OrchestratorEvent::Notice { kind, .. } if *kind == NoticeKind::FreshSession)
         })
         .collect();
     assert!(fresh.is_empty(), "no fresh-session fallback: {fresh:#?}");

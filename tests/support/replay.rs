@@ -166,9 +166,7 @@ pub fn stream_violations(messages: &[AgentMessage]) -> Vec<String> {
     for message in messages {
         match message {
             AgentMessage::Assistant { delta } => text.push_str(delta),
-            AgentMessage::Notice { kind, .. } if kind == NoticeKind::AgentRetry.wire() => {
-                text.clear()
-            }
+            AgentMessage::Notice { kind, .. } if *kind == NoticeKind::AgentRetry => text.clear(),
             _ => {}
         }
     }

@@ -414,7 +414,7 @@ impl AppState {
                 }
             }
             AgentMessage::Notice { kind, message } => {
-                match NoticeKind::from_wire(&kind) {
+                match kind {
                     NoticeKind::AgentRetry => {
                         self.supersede_attempt_text();
                         self.notice(

@@ -1089,7 +1089,7 @@ mod tests {
         state.on_orchestrator_event(
             OrchestratorEvent::Notice {
                 turn: 1,
-                kind: "snapshot".into(),
+                kind: crate::stream::NoticeKind::Snapshot,
                 message: "1 file not kept".into(),
             },
             now,

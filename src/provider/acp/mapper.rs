@@ -143,7 +143,7 @@ impl AcpMapper {
                 {
                     // Gemini CLI says its approval mode changed as answer text; it is not.
                     out.push(AgentMessage::Notice {
-                        kind: crate::stream::NoticeKind::ModeChanged.wire().to_owned(),
+                        kind: crate::stream::NoticeKind::ModeChanged,
                         message: format!("The agent is now in {} mode", mode.trim()),
                     });
                     return LineVerdict::Event;

@@ -445,7 +445,7 @@ fn geminis_mode_marker_is_no_answer_and_its_cancelled_command_did_not_finish() {
     );
     assert_eq!(text_of(&out), "");
     assert!(matches!(&out[..], [AgentMessage::Notice { kind, message }]
-        if kind == crate::stream::NoticeKind::ModeChanged.wire() && message.contains("autoEdit")));
+        if *kind == crate::stream::NoticeKind::ModeChanged && message.contains("autoEdit")));
     out.clear();
     mapper.map_line(
         &update(

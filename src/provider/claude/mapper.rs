@@ -182,7 +182,7 @@ impl ClaudeMapper {
             }
             Some("api_retry") => {
                 out.push(AgentMessage::notice(
-                    NoticeKind::AgentRetry.wire(),
+                    NoticeKind::AgentRetry,
                     retry_notice(&line),
                 ));
                 LineVerdict::Event
@@ -351,7 +351,7 @@ impl ClaudeMapper {
             // Shorter than what was streamed, or different: the complete block wins.
             SnapshotDelta::Unchanged | SnapshotDelta::Diverged { .. } => {
                 out.push(AgentMessage::notice(
-                    NoticeKind::Superseded.wire(),
+                    NoticeKind::Superseded,
                     "Claude Code's final reply differs from the text streamed so far \
                      (the stream was cut or lines were lost); the final reply follows",
                 ));
@@ -371,7 +371,7 @@ impl ClaudeMapper {
         };
         if !pending.shown.shown().is_empty() {
             out.push(AgentMessage::notice(
-                NoticeKind::Superseded.wire(),
+                NoticeKind::Superseded,
                 "Claude Code gave up the reply it was streaming (the stream was cut); \
                  that text is not part of the answer",
             ));
@@ -452,7 +452,7 @@ impl ClaudeMapper {
             .unwrap_or_default();
         if block.is_error == Some(true) {
             out.push(AgentMessage::notice(
-                NoticeKind::Warning.wire(),
+                NoticeKind::Warning,
                 format!(
                     "Claude Code could not update its task list: {}",
                     user_facing_tool_error(text.into_owned())
@@ -504,7 +504,7 @@ impl ClaudeMapper {
         self.tools.release_thoughts(&mut self.thoughts, out);
         if !self.two_way && !line.permission_denials.is_empty() {
             out.push(AgentMessage::notice(
-                NoticeKind::PermissionRefused.wire(),
+                NoticeKind::PermissionRefused,
                 denials_notice(&line.permission_denials),
             ));
         }
@@ -872,7 +872,7 @@ mod tests {
             ],
         );
         assert!(
-            matches!(&out[1], AgentMessage::Notice { kind, .. } if kind == NoticeKind::Superseded.wire())
+            matches!(&out[1], AgentMessage::Notice { kind, .. } if *kind == NoticeKind::Superseded)
         );
         assert_eq!(
             out[2],
@@ -901,7 +901,7 @@ mod tests {
         );
         assert_eq!(out.len(), 3);
         assert!(
-            matches!(&out[1], AgentMessage::Notice { kind, .. } if kind == NoticeKind::Superseded.wire())
+            matches!(&out[1], AgentMessage::Notice { kind, .. } if *kind == NoticeKind::Superseded)
         );
         assert_eq!(
             out[2],

@@ -256,7 +256,7 @@ impl CodexMapper {
                 let message = text_or_empty(&event.message);
                 if message.starts_with(RECONNECTING_PREFIX) {
                     out.push(AgentMessage::notice(
-                        NoticeKind::AgentRetry.wire(),
+                        NoticeKind::AgentRetry,
                         format!("Codex: {message}"),
                     ));
                 } else {
@@ -306,7 +306,7 @@ impl CodexMapper {
             }
             ("error", ItemPhase::Completed) => {
                 out.push(AgentMessage::notice(
-                    NoticeKind::Warning.wire(),
+                    NoticeKind::Warning,
                     format!("Codex: {}", text_or_empty(&item.message)),
                 ));
                 LineVerdict::Event

@@ -137,7 +137,7 @@ impl Mapper for GeminiMapper {
     fn map_stderr_line(&mut self, line: &str, out: &mut Vec<AgentMessage>) {
         if let Some(retry) = retry_announcement(line) {
             out.push(AgentMessage::notice(
-                NoticeKind::AgentRetry.wire(),
+                NoticeKind::AgentRetry,
                 format!("Gemini CLI: {retry}"),
             ));
         }
@@ -216,7 +216,7 @@ impl GeminiMapper {
                 let message = text_or_empty(&event.message);
                 if event.severity.as_ref().map(Text::as_str) == Some("warning") {
                     out.push(AgentMessage::notice(
-                        NoticeKind::Warning.wire(),
+                        NoticeKind::Warning,
                         format!("Gemini CLI: {message}"),
                     ));
                 } else {

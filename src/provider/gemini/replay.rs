@@ -103,7 +103,7 @@ impl ReplayGuard {
                     pass.text.push_str(delta);
                     self.retries += 1;
                     out.push(AgentMessage::notice(
-                        NoticeKind::AgentRetry.wire(),
+                        NoticeKind::AgentRetry,
                         format!(
                             "Gemini CLI lost the response stream and retried (retry {}); \
                              the new answer differs and replaces the partial one",
@@ -186,7 +186,7 @@ impl ReplayGuard {
     fn confirm_replay(&mut self, out: &mut Vec<AgentMessage>) {
         self.retries += 1;
         out.push(AgentMessage::notice(
-            NoticeKind::Warning.wire(),
+            NoticeKind::Warning,
             format!(
                 "Gemini CLI lost the response stream and retried (retry {}); \
                  the text it sent again is shown once",
@@ -218,7 +218,7 @@ mod tests {
         for message in out {
             match message {
                 AgentMessage::Assistant { delta } => text.push_str(&delta),
-                AgentMessage::Notice { kind, .. } => notices.push(kind),
+                AgentMessage::Notice { kind, .. } => notices.push(kind.into()),
                 other => panic!("unexpected {other:?}"),
             }
         }

@@ -230,7 +230,7 @@ impl<P: Protocol> Attempt<P> {
                         UserInput::Interject(kind, text) => {
                             let sent = !stop.is_sent() && turn.interject(live, kind, &text);
                             if !sent {
-                                out.push(AgentMessage::notice(NoticeKind::NotDelivered.wire(), text));
+                                out.push(AgentMessage::notice(NoticeKind::NotDelivered, text));
                             }
                         }
                         UserInput::Answer { id, option, note } => {
@@ -297,10 +297,7 @@ impl<P: Protocol> Attempt<P> {
             .chain(late)
             .collect();
         for text in &undelivered {
-            out.push(AgentMessage::notice(
-                NoticeKind::NotDelivered.wire(),
-                text.clone(),
-            ));
+            out.push(AgentMessage::notice(NoticeKind::NotDelivered, text.clone()));
         }
         let stopped = stop.is_sent();
         let answered = matches!(end, TurnEnd::Answered);

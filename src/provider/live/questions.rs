@@ -74,7 +74,7 @@ impl<T> Questions<T> {
         if self.policy == PermissionPolicy::Deny {
             let name = &self.provider;
             out.push(AgentMessage::notice(
-                NoticeKind::PermissionRefused.wire(),
+                NoticeKind::PermissionRefused,
                 format!(
                     "Refused without asking: {} ({}). The {name} provider's permission policy \
                      is deny; allow it with `--permissions allow`, or `permissions = \"ask\"` or \
@@ -182,7 +182,7 @@ mod tests {
             (Some("no".to_owned()), PermissionResolver::Policy)
         );
         assert!(matches!(&out[..], [AgentMessage::Notice { kind, message }]
-            if kind == "permission_refused" && message.contains("[providers.demo]")));
+            if *kind == NoticeKind::PermissionRefused && message.contains("[providers.demo]")));
         // Whatever the policy, a question asked while the turn stops is cancelled.
         assert_eq!(
             answered_with(allow.asked(question("q"), true, &mut out)),

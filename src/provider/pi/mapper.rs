@@ -242,7 +242,7 @@ impl PiMapper {
             "auto_retry_start" => {
                 let event: RetryStart = serde_json::from_str(line)?;
                 out.push(AgentMessage::notice(
-                    NoticeKind::AgentRetry.wire(),
+                    NoticeKind::AgentRetry,
                     event.describe(),
                 ));
                 // The failed try is being retried: it is neither the outcome nor a base for text.
@@ -470,7 +470,7 @@ impl PiMapper {
 
 fn supersede(block: &mut TextBlock, authoritative: &str, out: &mut Vec<AgentMessage>) {
     out.push(AgentMessage::notice(
-        NoticeKind::Superseded.wire(),
+        NoticeKind::Superseded,
         "pi's final text for this reply differs from what was streamed; the final text follows",
     ));
     block.shown.replace(authoritative);
@@ -684,8 +684,7 @@ mod tests {
         assert_eq!(
             out[1..],
             [
-                AgentMessage::notice(
-                    NoticeKind::Superseded.wire(),
+                AgentMessage::notice(NoticeKind::Superseded,
                     "pi's final text for this reply differs from what was streamed; the final text follows"
                 ),
                 AgentMessage::Assistant {
@@ -707,7 +706,7 @@ mod tests {
                 ],
             );
             assert!(
-                matches!(&out[2], AgentMessage::Notice { kind, .. } if kind == NoticeKind::Superseded.wire()),
+                matches!(&out[2], AgentMessage::Notice { kind, .. } if *kind == NoticeKind::Superseded),
                 "{contradicting}: {out:?}"
             );
             assert_eq!(out[3].assistant_delta(), Some(contradicting));
@@ -723,7 +722,7 @@ mod tests {
             ],
         );
         assert!(
-            matches!(&out[1], AgentMessage::Notice { kind, .. } if kind == NoticeKind::Superseded.wire())
+            matches!(&out[1], AgentMessage::Notice { kind, .. } if *kind == NoticeKind::Superseded)
         );
         assert_eq!(
             out[2],
@@ -1035,8 +1034,7 @@ mod tests {
         );
         assert_eq!(
             out[0],
-            AgentMessage::notice(
-                NoticeKind::AgentRetry.wire(),
+            AgentMessage::notice(NoticeKind::AgentRetry,
                 "pi is retrying on its own after \"429 rate limited\" (retry 1 of 3, in 2000 ms); the reply starts afresh"
             )
         );
@@ -1168,7 +1166,7 @@ mod tests {
             ]
         );
         assert!(
-            matches!(&out[2], AgentMessage::Notice { kind, .. } if kind == NoticeKind::Superseded.wire())
+            matches!(&out[2], AgentMessage::Notice { kind, .. } if *kind == NoticeKind::Superseded)
         );
         assert_eq!(
             out[3..],

@@ -55,10 +55,8 @@ impl Turn for StreamTurn {
                 if let Some(at) = self.untaken.iter().position(|sent| *sent == text) {
                     self.untaken.remove(at);
                     self.publish_queue();
-                    io.out.push(AgentMessage::notice(
-                        NoticeKind::SteerDelivered.wire(),
-                        text,
-                    ));
+                    io.out
+                        .push(AgentMessage::notice(NoticeKind::SteerDelivered, text));
                 }
             }
             Side::Init { session_id, mode } => {

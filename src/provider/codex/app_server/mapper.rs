@@ -163,12 +163,12 @@ impl AppServerMapper {
                     .as_str()
                     .or_else(|| params["summary"].as_str())
                     .unwrap_or("Codex warned without saying why");
-                out.push(AgentMessage::notice(NoticeKind::Warning.wire(), message));
+                out.push(AgentMessage::notice(NoticeKind::Warning, message));
             }
             "error" => {
                 let message = params["error"]["message"].as_str().unwrap_or("error");
                 if params["willRetry"] == true {
-                    out.push(AgentMessage::notice(NoticeKind::AgentRetry.wire(), message));
+                    out.push(AgentMessage::notice(NoticeKind::AgentRetry, message));
                 }
             }
             "turn/plan/updated" => out.push(AgentMessage::Plan {
@@ -193,10 +193,7 @@ impl AppServerMapper {
                     self.prompt = text;
                 } else if !text.is_empty() && text != self.prompt {
                     // A message given mid-turn (`turn/steer`) reached the model.
-                    out.push(AgentMessage::notice(
-                        NoticeKind::SteerDelivered.wire(),
-                        text,
-                    ));
+                    out.push(AgentMessage::notice(NoticeKind::SteerDelivered, text));
                 }
             }
             kind => {
@@ -247,7 +244,7 @@ impl AppServerMapper {
             // The user's refusal ended the turn (not a stop): the turn is over, and says why.
             "interrupted" if self.refused_and_stopped => {
                 out.push(AgentMessage::notice(
-                    NoticeKind::Warning.wire(),
+                    NoticeKind::Warning,
                     "Codex stopped the turn: you refused what it asked to do.",
                 ));
                 AgentOutcome::Completed {

@@ -174,7 +174,7 @@ impl Protocol for AppServerProtocol {
             Work::Compact(instructions) => {
                 if instructions.is_some() {
                     out.push(AgentMessage::notice(
-                        NoticeKind::Warning.wire(),
+                        NoticeKind::Warning,
                         "Codex takes no instructions for its summary: compacting without them.",
                     ));
                 }

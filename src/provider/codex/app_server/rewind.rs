@@ -112,10 +112,7 @@ impl AppServerProtocol {
         } else {
             format!("{what}; {otherwise}.")
         };
-        out.push(AgentMessage::notice(
-            NoticeKind::FreshSession.wire(),
-            message,
-        ));
+        out.push(AgentMessage::notice(NoticeKind::FreshSession, message));
     }
 
     /// A new thread in the running app-server, in the session's own directory.

@@ -221,10 +221,10 @@ impl AppServerTurn {
     /// takes delivered steering off the queue.
     fn keep_new_warnings(&self, out: &mut Vec<AgentMessage>) {
         out.retain(|message| match message {
-            AgentMessage::Notice { kind, message } if kind == NoticeKind::Warning.wire() => {
+            AgentMessage::Notice { kind, message } if *kind == NoticeKind::Warning => {
                 self.shared.first_warning(message)
             }
-            AgentMessage::Notice { kind, message } if kind == NoticeKind::SteerDelivered.wire() => {
+            AgentMessage::Notice { kind, message } if *kind == NoticeKind::SteerDelivered => {
                 self.shared.delivered(message);
                 true
             }

@@ -58,7 +58,7 @@ impl Turn for RpcTurn {
             // The model answers after pi took steering at the stop: the model saw it, so it
             // was delivered after all.
             for (kind, text) in std::mem::take(&mut self.taken_at_stop) {
-                io.out.push(AgentMessage::notice(kind.wire(), text));
+                io.out.push(AgentMessage::notice(kind.clone(), text));
             }
         }
         io.map(line);
@@ -150,7 +150,7 @@ impl Turn for RpcTurn {
             {
                 Ok(count) => tracing::info!(count, "took unanswered steering out of pi's session"),
                 Err(error) => out.push(AgentMessage::notice(
-                    NoticeKind::Warning.wire(),
+                    NoticeKind::Warning,
                     format!(
                         "Could not take your unanswered message out of pi's session ({error}): \
                          the agent may still see it"
@@ -186,7 +186,7 @@ impl RpcTurn {
                     let command = value["command"].as_str().unwrap_or("command");
                     let error = value["error"].as_str().unwrap_or("no reason given");
                     io.out.push(AgentMessage::notice(
-                        NoticeKind::Warning.wire(),
+                        NoticeKind::Warning,
                         format!("pi refused `{command}`: {error}"),
                     ));
                 }
@@ -227,7 +227,7 @@ impl RpcTurn {
                 if io.stopping {
                     self.taken_at_stop.push((kind.clone(), text));
                 } else {
-                    io.out.push(AgentMessage::notice(kind.wire(), text));
+                    io.out.push(AgentMessage::notice(kind.clone(), text));
                 }
             }
         }
