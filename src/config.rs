@@ -642,7 +642,7 @@ fn line_of(text: &str, offset: usize) -> usize {
         + 1
 }
 
-/// Why the retry policy could not be saved.
+/// Why a setting could not be saved.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum SaveError {
     #[error("cannot save an invalid retry policy: {}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
@@ -661,17 +661,43 @@ pub(crate) enum SaveError {
     },
 }
 
-/// Writes `policy` into the `[provider_error_auto_retry]` section of the config file at `path`,
-/// creating the file (and its folder) if needed.
+/// A setting the user changed in the chat, written into the config file so the next launch
+/// starts with it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Setting {
+    RetryPolicy(RetryPolicy),
+    Notify(NotifyMode),
+    Theme(Theme),
+}
+
+impl Setting {
+    /// What the setting is, in the user's words.
+    pub(crate) fn what(&self) -> &'static str {
+        match self {
+            Setting::RetryPolicy(_) => "Retry policy",
+            Setting::Notify(_) => "Notification setting",
+            Setting::Theme(_) => "Colours",
+        }
+    }
+}
+
+/// The commented example config: a config file agentty creates starts as it, so that the user
+/// who opens it finds every key explained.
+const CONFIG_TEMPLATE: &str = include_str!("../assets/config.example.toml");
+
+/// Writes `setting` into the config file at `path`, which starts as the commented example when
+/// it does not exist yet; the one way every setting is saved.
 ///
-/// Only the five policy keys change: comments, formatting and every other key stay as they were
-/// (unknown keys inside the retry section are dropped, since they would make the section invalid
-/// on the next load). The file is replaced atomically (write a sibling, then rename).
-pub(crate) fn save_retry_policy(path: &Path, policy: &RetryPolicy) -> Result<(), SaveError> {
-    policy.validate().map_err(SaveError::InvalidPolicy)?;
+/// Only the setting's own keys change: comments, formatting and every other key stay as they
+/// were (unknown keys inside the retry section are dropped, since they would make the section
+/// invalid on the next load). The file is replaced atomically.
+pub(crate) fn save_setting(path: &Path, setting: &Setting) -> Result<(), SaveError> {
+    if let Setting::RetryPolicy(policy) = setting {
+        policy.validate().map_err(SaveError::InvalidPolicy)?;
+    }
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => CONFIG_TEMPLATE.to_owned(),
         Err(source) => {
             return Err(SaveError::Read {
                 path: path.to_path_buf(),
@@ -685,14 +711,27 @@ pub(crate) fn save_retry_policy(path: &Path, policy: &RetryPolicy) -> Result<(),
             path: path.to_path_buf(),
             message: error.message().trim().to_owned(),
         })?;
-    let section = document
-        .entry(RETRY_SECTION)
-        .or_insert_with(toml_edit::table);
-    if section.as_table_like().is_none() {
-        *section = toml_edit::table();
-    }
-    if let Some(table) = section.as_table_like_mut() {
-        write_policy(table, policy);
+    match setting {
+        Setting::RetryPolicy(policy) => {
+            let section = document
+                .entry(RETRY_SECTION)
+                .or_insert_with(toml_edit::table);
+            if section.as_table_like().is_none() {
+                *section = toml_edit::table();
+            }
+            if let Some(table) = section.as_table_like_mut() {
+                write_policy(table, policy);
+            }
+        }
+        Setting::Notify(mode) => {
+            let name = match mode {
+                NotifyMode::Off => "off",
+                NotifyMode::Bell => "bell",
+                NotifyMode::Osc => "osc",
+            };
+            write_top_level(&mut document, "notify", name);
+        }
+        Setting::Theme(theme) => write_top_level(&mut document, "theme", theme.name()),
     }
     write_atomically(path, document.to_string().as_bytes()).map_err(|source| SaveError::Write {
         path: path.to_path_buf(),
@@ -700,41 +739,8 @@ pub(crate) fn save_retry_policy(path: &Path, policy: &RetryPolicy) -> Result<(),
     })
 }
 
-/// Writes `notify = "<mode>"` into the config file at `path` (created if needed); comments,
-/// formatting and every other key stay as they were.
-pub(crate) fn save_notify(path: &Path, mode: NotifyMode) -> Result<(), SaveError> {
-    let name = match mode {
-        NotifyMode::Off => "off",
-        NotifyMode::Bell => "bell",
-        NotifyMode::Osc => "osc",
-    };
-    save_top_level(path, "notify", name)
-}
-
-/// Writes `theme = "<theme>"` into the config file at `path`, as [`save_notify`] does.
-pub(crate) fn save_theme(path: &Path, theme: Theme) -> Result<(), SaveError> {
-    save_top_level(path, "theme", theme.name())
-}
-
-/// Writes `key = "<value>"` at the top of the config file at `path` (created if needed),
-/// keeping the comments, formatting and every other key.
-fn save_top_level(path: &Path, key: &str, name: &str) -> Result<(), SaveError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(source) => {
-            return Err(SaveError::Read {
-                path: path.to_path_buf(),
-                source,
-            })
-        }
-    };
-    let mut document = text
-        .parse::<DocumentMut>()
-        .map_err(|error| SaveError::NotToml {
-            path: path.to_path_buf(),
-            message: error.message().trim().to_owned(),
-        })?;
+/// Sets `key = "<value>"` at the top of `document`, keeping its comment and spacing.
+fn write_top_level(document: &mut DocumentMut, key: &str, name: &str) {
     let mut value = toml_edit::Value::from(name);
     match document.get_mut(key).and_then(Item::as_value_mut) {
         Some(existing) => {
@@ -745,10 +751,6 @@ fn save_top_level(path: &Path, key: &str, name: &str) -> Result<(), SaveError> {
             document.insert(key, Item::Value(value));
         }
     }
-    write_atomically(path, document.to_string().as_bytes()).map_err(|source| SaveError::Write {
-        path: path.to_path_buf(),
-        source,
-    })
 }
 
 fn write_policy(table: &mut dyn TableLike, policy: &RetryPolicy) {
@@ -821,6 +823,24 @@ mod tests {
             backoff,
             max_delay_ms: cap,
         }
+    }
+
+    #[test]
+    fn a_new_config_file_starts_as_the_commented_template() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("agentty/config.toml");
+        let policy = RetryPolicy {
+            enabled: true,
+            max_attempts: 7,
+            ..RetryPolicy::default()
+        };
+        save_setting(&path, &Setting::RetryPolicy(policy.clone())).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.starts_with("# agentty configuration"), "{text}");
+        assert!(text.contains("# How each agent CLI is started."), "{text}");
+        let loaded = load(Some(&path));
+        assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+        assert_eq!(loaded.config.provider_error_auto_retry, policy);
     }
 
     #[test]
@@ -1097,7 +1117,7 @@ model = "opus"
         std::fs::write(&path, COMMENTED).unwrap();
         let wanted = policy(true, 5, 250, Backoff::Fixed, 4000);
 
-        save_retry_policy(&path, &wanted).unwrap();
+        save_setting(&path, &Setting::RetryPolicy(wanted.clone())).unwrap();
 
         let saved = std::fs::read_to_string(&path).unwrap();
         let expected = r#"# agentty settings (mine)
@@ -1130,7 +1150,7 @@ model = "opus"
         );
 
         // Saving the same policy again changes nothing.
-        save_retry_policy(&path, &wanted).unwrap();
+        save_setting(&path, &Setting::RetryPolicy(wanted.clone())).unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), expected);
     }
 
@@ -1140,7 +1160,7 @@ model = "opus"
         let path = folder.path().join("config.toml");
         std::fs::write(&path, "# my theme\ntheme = \"dark\"\n").unwrap();
         let wanted = policy(true, 4, 10, Backoff::Exponential, 80);
-        save_retry_policy(&path, &wanted).unwrap();
+        save_setting(&path, &Setting::RetryPolicy(wanted.clone())).unwrap();
         let saved = std::fs::read_to_string(&path).unwrap();
         assert!(
             saved.starts_with("# my theme\ntheme = \"dark\"\n"),
@@ -1157,7 +1177,7 @@ model = "opus"
         let folder = tempfile::tempdir().unwrap();
         let path = folder.path().join("agentty").join("config.toml");
         let wanted = policy(true, 2, 0, Backoff::Fixed, 0);
-        save_retry_policy(&path, &wanted).unwrap();
+        save_setting(&path, &Setting::RetryPolicy(wanted.clone())).unwrap();
         assert_eq!(load(Some(&path)).config.provider_error_auto_retry, wanted);
         let leftovers: Vec<_> = std::fs::read_dir(path.parent().unwrap())
             .unwrap()
@@ -1172,7 +1192,7 @@ model = "opus"
         let path = folder.path().join("config.toml");
         std::fs::write(&path, "provider_error_auto_retry = { enabled = false }\n").unwrap();
         let wanted = policy(true, 3, 2000, Backoff::Exponential, 30_000);
-        save_retry_policy(&path, &wanted).unwrap();
+        save_setting(&path, &Setting::RetryPolicy(wanted.clone())).unwrap();
         let saved = std::fs::read_to_string(&path).unwrap();
         assert!(
             saved.starts_with("provider_error_auto_retry = {"),
@@ -1187,12 +1207,12 @@ model = "opus"
         let path = folder.path().join("config.toml");
         let invalid = policy(true, 0, 10, Backoff::Fixed, 10);
         assert!(matches!(
-            save_retry_policy(&path, &invalid),
+            save_setting(&path, &Setting::RetryPolicy(invalid.clone())),
             Err(SaveError::InvalidPolicy(_))
         ));
         assert!(!path.exists());
         std::fs::write(&path, "theme = [unclosed\n").unwrap();
-        let error = save_retry_policy(&path, &RetryPolicy::default()).unwrap_err();
+        let error = save_setting(&path, &Setting::RetryPolicy(RetryPolicy::default())).unwrap_err();
         assert!(matches!(error, SaveError::NotToml { .. }), "{error}");
         assert_eq!(
             std::fs::read_to_string(&path).unwrap(),
@@ -1208,7 +1228,7 @@ model = "opus"
         std::fs::write(&target, "theme = \"dark\"\n").unwrap();
         std::os::unix::fs::symlink(&target, &link).unwrap();
         let wanted = policy(true, 2, 5, Backoff::Fixed, 5);
-        save_retry_policy(&link, &wanted).unwrap();
+        save_setting(&link, &Setting::RetryPolicy(wanted.clone())).unwrap();
         assert!(std::fs::symlink_metadata(&link)
             .unwrap()
             .file_type()
@@ -1233,8 +1253,8 @@ model = "opus"
             "# mine\ntheme = \"dark\"\n\n[provider_error_auto_retry]\nenabled = true\n",
         )
         .unwrap();
-        save_notify(&path, NotifyMode::Off).unwrap();
-        save_notify(&path, NotifyMode::Bell).unwrap();
+        save_setting(&path, &Setting::Notify(NotifyMode::Off)).unwrap();
+        save_setting(&path, &Setting::Notify(NotifyMode::Bell)).unwrap();
         let saved = std::fs::read_to_string(&path).unwrap();
         assert!(saved.starts_with("# mine\ntheme = \"dark\"\n"), "{saved}");
         assert_eq!(saved.matches("notify").count(), 1, "{saved}");
@@ -1271,14 +1291,14 @@ model = "opus"
             "# mine\ntheme = \"dark\"  # for my terminal\nnotify = \"bell\"\n",
         )
         .unwrap();
-        save_theme(&path, Theme::Light).unwrap();
+        save_setting(&path, &Setting::Theme(Theme::Light)).unwrap();
         let saved = std::fs::read_to_string(&path).unwrap();
         assert_eq!(
             saved,
             "# mine\ntheme = \"light\"  # for my terminal\nnotify = \"bell\"\n"
         );
         let fresh = dir.path().join("new.toml");
-        save_theme(&fresh, Theme::Auto).unwrap();
+        save_setting(&fresh, &Setting::Theme(Theme::Auto)).unwrap();
         assert_eq!(load(Some(&fresh)).config.theme, Some(Theme::Auto));
     }
 

@@ -717,18 +717,20 @@ impl AppState {
     }
 
     /// Shows the outcome of saving the config (from the event loop's background save).
-    pub(crate) fn on_config_saved(&mut self, result: Result<PathBuf, String>) {
+    /// `what` (a setting the user changed, in use already) was saved to the config file, or
+    /// not: every setting says so the same way.
+    pub(crate) fn on_config_saved(&mut self, what: &str, result: Result<PathBuf, String>) {
         match result {
             Ok(path) => {
                 self.notice(
                     NoticeLevel::Info,
-                    format!("Retry policy saved to {} (in use now)", path.display()),
+                    format!("{what} saved to {} (in use now)", path.display()),
                 );
             }
             Err(error) => {
                 self.notice(
                     NoticeLevel::Warning,
-                    format!("Retry policy in use for this run, but not saved: {error}"),
+                    format!("{what} in use for this run, but not saved: {error}"),
                 );
             }
         }

@@ -9,7 +9,7 @@ use crate::session_log::ConversationSummary;
 /// Results of background work, sent back to the loop.
 #[derive(Debug)]
 pub(super) enum AppEvent {
-    ConfigSaved(Result<PathBuf, String>),
+    ConfigSaved(&'static str, Result<PathBuf, String>),
     FilesListed(crate::app::mentions::FileListing),
     /// A part of a conversation's log cannot be written (told once per part).
     LogNotSaved(String),

@@ -4,7 +4,7 @@
 //! [`AppEvent`], which is handed to the reducers here too.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use base64::Engine;
@@ -13,7 +13,7 @@ use crate::app::conversation_picker::WallClock;
 use crate::app::state::{AppEffect, Copied};
 use crate::app::transcript::NoticeLevel;
 use crate::app::{export, history, mentions, resume};
-use crate::config::{self, RetryPolicy};
+use crate::config;
 use crate::orchestrator::Command;
 use crate::session_log::sessions_dir;
 use crate::signals::JobControlEvent;
@@ -32,9 +32,11 @@ impl ChatLoop {
                     self.send(command, terminal);
                 }
                 AppEffect::Copy(text) => self.copy_to_clipboard(&text, terminal),
-                AppEffect::SaveRetryPolicy(policy) => self.save_retry_policy(policy),
-                AppEffect::SaveNotify(mode) => self.save_notify(mode),
-                AppEffect::SaveTheme(theme) => self.save_theme(theme),
+                AppEffect::SaveRetryPolicy(policy) => {
+                    self.save_setting(config::Setting::RetryPolicy(policy))
+                }
+                AppEffect::SaveNotify(mode) => self.save_setting(config::Setting::Notify(mode)),
+                AppEffect::SaveTheme(theme) => self.save_setting(config::Setting::Theme(theme)),
                 AppEffect::SwitchProvider(name) => self.switch_provider(&name),
                 AppEffect::ListConversations => self.list_conversations(),
                 AppEffect::ResumeConversation(summary) => self.resume_conversation(summary),
@@ -64,7 +66,7 @@ impl ChatLoop {
 
     pub(super) fn on_app_event(&mut self, event: AppEvent) {
         match event {
-            AppEvent::ConfigSaved(result) => self.state.on_config_saved(result),
+            AppEvent::ConfigSaved(what, result) => self.state.on_config_saved(what, result),
             AppEvent::LogNotSaved(message) => {
                 self.state.show_notice(NoticeLevel::Warning, &message)
             }
@@ -262,52 +264,21 @@ impl ChatLoop {
         self.state.on_copied(text.chars().count(), copied);
     }
 
-    fn save_retry_policy(&mut self, policy: RetryPolicy) {
+    /// Writes a setting the user changed into the config file, off the loop; the chat says
+    /// where it was saved, or why it was not (it is in use either way).
+    fn save_setting(&mut self, setting: config::Setting) {
+        let what = setting.what();
         let Some(path) = self.state.config_path.clone() else {
-            self.state.show_notice(
-                NoticeLevel::Warning,
-                "No config file location is known: the retry policy applies to this run only",
-            );
+            self.state
+                .on_config_saved(what, Err("no config file location is known".to_owned()));
             return;
         };
         let events = self.app_events.clone();
         tokio::task::spawn_blocking(move || {
-            let result = persist_retry_policy(&path, &policy).map(|()| path);
-            let _ = events.send(AppEvent::ConfigSaved(result));
-        });
-    }
-
-    /// Writes the notification mode into the config file, off the loop.
-    fn save_notify(&mut self, mode: crate::config::NotifyMode) {
-        self.save_setting(
-            "The notification setting is in use for this run, but not saved",
-            move |path| persist_notify(path, mode),
-        );
-    }
-
-    /// Writes the theme into the config file, off the loop.
-    fn save_theme(&mut self, theme: crate::config::Theme) {
-        self.save_setting(
-            "The colours are in use for this run, but not saved",
-            move |path| persist_theme(path, theme),
-        );
-    }
-
-    /// Runs `persist` on the config file off the loop; only a failure is told (the change
-    /// itself was): `unsaved`, then why.
-    fn save_setting(
-        &self,
-        unsaved: &'static str,
-        persist: impl FnOnce(&Path) -> Result<(), String> + Send + 'static,
-    ) {
-        let Some(path) = self.state.config_path.clone() else {
-            return;
-        };
-        let events = self.app_events.clone();
-        tokio::task::spawn_blocking(move || {
-            if let Err(error) = persist(&path) {
-                let _ = events.send(AppEvent::LogNotSaved(format!("{unsaved}: {error}")));
-            }
+            let result = config::save_setting(&path, &setting)
+                .map(|()| path)
+                .map_err(|error| error.to_string());
+            let _ = events.send(AppEvent::ConfigSaved(what, result));
         });
     }
 
@@ -351,82 +322,10 @@ pub(super) fn save_prompt(prompt: String) {
     });
 }
 
-/// Writes the retry policy into the config file (keeping the user's comments and other keys).
-///
-/// A config file that does not exist yet starts as the commented example, so that the user who
-/// opens it finds every key explained.
-fn persist_retry_policy(path: &Path, policy: &RetryPolicy) -> Result<(), String> {
-    if !path.exists() {
-        let created = path
-            .parent()
-            .map_or(Ok(()), std::fs::create_dir_all)
-            .and_then(|()| std::fs::write(path, CONFIG_TEMPLATE));
-        if let Err(error) = created {
-            return Err(format!("cannot create {}: {error}", path.display()));
-        }
-    }
-    config::save_retry_policy(path, policy).map_err(|error| error.to_string())
-}
-
-/// Writes `notify` into the config file (keeping the user's comments and other keys), which
-/// starts as the commented example when it does not exist yet.
-fn persist_notify(path: &Path, mode: crate::config::NotifyMode) -> Result<(), String> {
-    persist_top_level(path, |path| config::save_notify(path, mode))
-}
-
-/// Writes `theme` into the config file, as [`persist_notify`] does.
-fn persist_theme(path: &Path, theme: crate::config::Theme) -> Result<(), String> {
-    persist_top_level(path, |path| config::save_theme(path, theme))
-}
-
-/// Writes one top-level key with `save` into the config file, which starts as the commented
-/// example when it does not exist yet.
-fn persist_top_level(
-    path: &Path,
-    save: impl FnOnce(&Path) -> Result<(), config::SaveError>,
-) -> Result<(), String> {
-    if !path.exists() {
-        let created = path
-            .parent()
-            .map_or(Ok(()), std::fs::create_dir_all)
-            .and_then(|()| std::fs::write(path, CONFIG_TEMPLATE));
-        if let Err(error) = created {
-            return Err(format!("cannot create {}: {error}", path.display()));
-        }
-    }
-    save(path).map_err(|error| error.to_string())
-}
-
-/// The commented example config, the start of a config file agentty creates.
-const CONFIG_TEMPLATE: &str = include_str!("../../assets/config.example.toml");
-
 /// What reading an image the user asked for needs: where a relative or `~/` path starts, and
 /// how large an image may be.
 struct ImageLookup {
     cwd: PathBuf,
     home: Option<PathBuf>,
     max_bytes: u64,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_new_config_file_starts_as_the_commented_template() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("agentty/config.toml");
-        let policy = RetryPolicy {
-            enabled: true,
-            max_attempts: 7,
-            ..RetryPolicy::default()
-        };
-        persist_retry_policy(&path, &policy).unwrap();
-        let text = std::fs::read_to_string(&path).unwrap();
-        assert!(text.starts_with("# agentty configuration"), "{text}");
-        assert!(text.contains("# How each agent CLI is started."), "{text}");
-        let loaded = config::load(Some(&path));
-        assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
-        assert_eq!(loaded.config.provider_error_auto_retry, policy);
-    }
 }

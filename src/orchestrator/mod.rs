@@ -17,7 +17,7 @@
 //! - `RetryLastTurn` after a failed or cancelled turn starts a new turn with the same prompt in
 //!   the same session; during a retry countdown it retries at once.
 //! - `SetRetryPolicy` with an invalid policy (see `RetryPolicy::validate`) is ignored; saving the
-//!   policy is the caller's job (`config::save_retry_policy`).
+//!   policy is the caller's job (`config::save_setting`).
 
 pub(crate) mod classify;
 pub(crate) mod driver;
