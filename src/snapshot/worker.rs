@@ -497,7 +497,7 @@ impl WorkerState {
 
     /// Runs a restore from `left` to `target` under a journal.
     fn restore(
-        &self,
+        &mut self,
         kind: RestoreKind,
         turn: Turn,
         turns: Vec<Turn>,
@@ -520,6 +520,7 @@ impl WorkerState {
             &left,
         )
         .map_err(|error| format!("the restore's journal cannot be written ({error})"))?;
+        let started = SystemTime::now();
         let outcome = undo(
             &self.root,
             &self.store,
@@ -529,10 +530,65 @@ impl WorkerState {
             &journal.id,
         );
         journal.done();
+        if outcome.changed_anything() || !outcome.failed.is_empty() {
+            self.walk_after_restore(started, Some((&target, &left)));
+        }
         Ok(outcome)
     }
 
-    fn undo(&self, turn: Turn, overwrite: bool) -> Result<UndoOutcome, String> {
+    /// The tree as a restore begun at `started` left it becomes the latest walk: the next
+    /// turn's stat cache, and what its "before" takes a file from when the agent wrote it before
+    /// the walk read it (without this, that was the tree before the restore: a turn after an
+    /// `/undo` whose agent wrote at once had its edits taken for "before", and missed). What
+    /// the restore meant to write (`target` where it differs from `left`) is the walk's guard
+    /// baseline, should the next request go out meanwhile.
+    fn walk_after_restore(
+        &mut self,
+        started: SystemTime,
+        restored: Option<(&Manifest, &Manifest)>,
+    ) {
+        let Some(latest) = self.latest.as_ref() else {
+            return;
+        };
+        let mut expected = latest.manifest.as_ref().clone();
+        if let Some((target, left)) = restored {
+            for path in left.entries.keys() {
+                if !target.entries.contains_key(path) {
+                    expected.entries.remove(path);
+                }
+            }
+            for (path, entry) in &target.entries {
+                expected.entries.insert(path.clone(), entry.clone());
+            }
+        }
+        let next_turn = || {
+            self.next_since
+                .lock()
+                .ok()
+                .and_then(|next| *next)
+                .filter(|next| *next > started)
+        };
+        let mut watcher = self.watch(&expected);
+        let mut next = next_turn();
+        let (manifest, _) = loop {
+            let guard = next.map(|next| Guard {
+                since: next,
+                baseline: &expected,
+                baseline_done: None,
+            });
+            let walked = self.walk(Some(&expected), guard);
+            let now = next_turn();
+            if now == next {
+                break walked;
+            }
+            next = now;
+        };
+        self.watch_new(&mut watcher, &expected, &manifest);
+        self.watcher = watcher.filter(|_| next.is_none());
+        self.keep(manifest, next.is_none());
+    }
+
+    fn undo(&mut self, turn: Turn, overwrite: bool) -> Result<UndoOutcome, String> {
         let (before, after, foreign) = self
             .turn_pair(turn)
             .map_err(|error| format!("the snapshots of that turn cannot be read: {error}"))?;
@@ -580,7 +636,7 @@ impl WorkerState {
 
     /// Undoes turn `turn` and every later one together: each file as before the first turn
     /// that changed it, if it is as the last one that changed it left it.
-    fn rewind(&self, turn: Turn, overwrite: bool) -> Result<UndoOutcome, String> {
+    fn rewind(&mut self, turn: Turn, overwrite: bool) -> Result<UndoOutcome, String> {
         // Turns already undone are left out (their files are as before them).
         let turns = self.records.turns_from(turn);
         if self.records.turn(turn).is_err() && turns.is_empty() {
@@ -609,7 +665,7 @@ impl WorkerState {
 
     /// Undoes the rewind to before `turn`: each file it put back as the last of its turns
     /// left it, if it is still as the rewind left it.
-    fn undo_rewind(&self, turn: Turn, overwrite: bool) -> Result<UndoOutcome, String> {
+    fn undo_rewind(&mut self, turn: Turn, overwrite: bool) -> Result<UndoOutcome, String> {
         let turns = self
             .records
             .rewind_record(turn)
@@ -636,8 +692,12 @@ impl WorkerState {
             return Err("that interrupted restore is no longer pending".to_owned());
         };
         let record = self.interrupted.remove(index);
+        let started = SystemTime::now();
         let outcome = journal::resolve(&self.root, &self.store, &record, finish)
             .map_err(|error| format!("its journal cannot be read: {error}"))?;
+        if outcome.changed_anything() {
+            self.walk_after_restore(started, None);
+        }
         if finish {
             // What the restore was for now holds: its conversation's records say so.
             if let Ok(records) = Records::open(&record.conversation, self.store.anchor()) {

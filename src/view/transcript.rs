@@ -21,6 +21,12 @@ use crate::app::transcript::{CellId, Transcript};
 /// Blank rows after each cell.
 const CELL_GAP: usize = 1;
 
+/// Cells above and below the view that keep their rendered rows (a page or two of scrolling
+/// costs no re-rendering). The others give theirs up: each cell's cache holds its text twice
+/// more (parsed and wrapped), about 10 KiB a turn of a long conversation (issue 37); a cell
+/// scrolled back into view is rendered again.
+const CACHED_AROUND_VIEW: usize = 16;
+
 /// One drawn cell: its id and the screen rows it covers (relative to the transcript area).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct PlacedCell {
@@ -212,6 +218,22 @@ impl TranscriptView {
             .map(|placed| placed.id)
     }
 
+    /// Drops the rendered rows of the cells more than [`CACHED_AROUND_VIEW`] away from the
+    /// `shown` cells from `top_index` on.
+    fn forget_far_caches(&mut self, transcript: &Transcript, top_index: usize, shown: usize) {
+        let cells = transcript.cells();
+        let from = top_index
+            .saturating_sub(CACHED_AROUND_VIEW)
+            .min(cells.len());
+        let to = (top_index + shown + CACHED_AROUND_VIEW).min(cells.len());
+        if self.caches.len() <= to - from {
+            return;
+        }
+        let near: std::collections::HashSet<CellId> =
+            cells[from..to].iter().map(|cell| cell.id).collect();
+        self.caches.retain(|id, _| near.contains(id));
+    }
+
     /// Draws the visible part of the transcript into `area`, scrolled as `scroll` says.
     pub(crate) fn render(
         &mut self,
@@ -261,6 +283,7 @@ impl TranscriptView {
             });
             skip = 0;
         }
+        self.forget_far_caches(transcript, top_index, self.placed.len());
         if !top.follows && scroll.has_unseen_output(transcript) {
             let indicator = Line::styled(
                 " ↓ new output below · End to follow ",
@@ -280,4 +303,62 @@ impl TranscriptView {
 
 fn draw_line(buf: &mut Buffer, area: Rect, row: usize, line: &Line<'_>) {
     buf.set_line(area.x, area.y + row as u16, line, area.width);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::app::transcript::{CellBody, InertText};
+
+    /// A long conversation keeps rendered rows only for the cells near the view (issue 37: every
+    /// cell kept its parsed and wrapped text, about 10 KiB a turn), and a cell scrolled back
+    /// into view is drawn again as it was.
+    #[test]
+    fn only_the_cells_near_the_view_keep_their_rendered_rows() {
+        let mut transcript = Transcript::default();
+        for turn in 0..300 {
+            transcript.push(CellBody::User(crate::app::transcript::UserCell::new(
+                InertText::new(&format!("question {turn}")),
+                false,
+            )));
+        }
+        let area = Rect::new(0, 0, 60, 20);
+        let mut view = TranscriptView::default();
+        let mut buf = Buffer::empty(area);
+        let now = Instant::now();
+        view.render(
+            &transcript,
+            &TranscriptScroll::default(),
+            area,
+            &mut buf,
+            now,
+        );
+        let bound = view.placed.len() + 2 * CACHED_AROUND_VIEW;
+        assert!(view.caches.len() <= bound, "{} cached", view.caches.len());
+        let first = buf_text(&buf);
+        assert!(first.contains("question 299"), "{first}");
+        // Drawn again from a fresh cache: the same rows.
+        view.caches.clear();
+        let mut again = Buffer::empty(area);
+        view.render(
+            &transcript,
+            &TranscriptScroll::default(),
+            area,
+            &mut again,
+            now,
+        );
+        assert_eq!(buf_text(&again), first);
+    }
+
+    fn buf_text(buf: &Buffer) -> String {
+        let area = buf.area;
+        (area.top()..area.bottom())
+            .map(|y| {
+                (area.left()..area.right())
+                    .map(|x| buf[(x, y)].symbol().to_owned())
+                    .collect::<String>()
+                    + "\n"
+            })
+            .collect()
+    }
 }

@@ -39,6 +39,7 @@ mod demo_agent;
 mod demo_agent_acp;
 mod demo_agent_rpc;
 mod demo_provider;
+mod e2e_big_turn;
 mod e2e_composer;
 mod e2e_composer_keys;
 mod e2e_entry;

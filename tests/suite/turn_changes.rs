@@ -304,7 +304,9 @@ async fn files_the_agent_changes_before_its_first_word_are_the_turn_s_and_undo_r
 async fn next_event(
     chat: &mut agentty::orchestrator::OrchestratorHandle,
 ) -> agentty::orchestrator::OrchestratorEvent {
-    tokio::time::timeout(std::time::Duration::from_secs(30), chat.events.recv())
+    // A hang guard, not a timing: a 3,000-file undo in the debug build on a loaded machine
+    // has taken over 30 s.
+    tokio::time::timeout(std::time::Duration::from_secs(120), chat.events.recv())
         .await
         .expect("the orchestrator answers")
         .expect("the orchestrator runs")
@@ -471,4 +473,250 @@ fn nothing_is_written_through_a_link_in_the_state_dir() {
             "{planted}: written through the link: {written:?}"
         );
     }
+}
+
+/// The snapshot notices of a run: `notice` messages of kind `snapshot`.
+fn snapshot_notices(messages: &[Value]) -> Vec<String> {
+    messages
+        .iter()
+        .filter(|message| message["type"] == "notice" && message["kind"] == "snapshot")
+        .map(|message| message["message"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+/// Past `[snapshots] max_files` the launch says the snapshot is incomplete, naming the limit
+/// and its setting (issue 37: nothing was said at launch, and the files past the cap were
+/// labelled "too big to keep", a 4-byte file included).
+#[test]
+fn the_launch_names_the_file_count_limit_it_hit() {
+    let work = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let config = state.path().join("config.toml");
+    std::fs::write(&config, "[snapshots]\nmax_files = 2\n").unwrap();
+    for name in ["a.txt", "b.txt", "notes.txt"] {
+        std::fs::write(work.path().join(name), "tiny\n").unwrap();
+    }
+    let messages = run(work.path(), state.path(), Some(&config), "edit please");
+    let notices = snapshot_notices(&messages);
+    let launch = notices
+        .iter()
+        .find(|notice| notice.contains("is incomplete"))
+        .unwrap_or_else(|| panic!("a notice at launch: {messages:#?}"));
+    assert!(
+        launch.contains(
+            "1 file not kept (past the 2 files a snapshot keeps ([snapshots] max_files))"
+        ),
+        "{launch}"
+    );
+    // notes.txt sorts past the cap: the agent's edit of it is seen, and said not kept for
+    // that reason, not as too big.
+    let changes = messages
+        .iter()
+        .find(|message| message["type"] == "turn.changes")
+        .expect("turn.changes");
+    let notes = changes["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|file| file["path"] == "notes.txt")
+        .unwrap();
+    assert!(
+        notes["not_kept"]
+            .as_str()
+            .is_some_and(|why| why.contains("max_files")),
+        "{changes}"
+    );
+    assert!(
+        notices
+            .iter()
+            .all(|notice| !notice.contains("too big") && !notice.contains("max_file_kb")),
+        "{notices:?}"
+    );
+}
+
+/// Bytes that do not compress (a file zstd cannot shrink), from a fixed seed.
+fn incompressible(len: usize) -> Vec<u8> {
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    (0..len)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 24) as u8
+        })
+        .collect()
+}
+
+/// A full disk under the state dir is named as such (issue 37: it was said "too big to keep").
+/// A real full file system: a 256 KiB tmpfs mounted over the state dir in a user namespace of
+/// its own (`unshare`), and a 600 KB file that does not compress in the tree.
+#[test]
+fn a_full_state_disk_is_named_as_such() {
+    let work = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let demo = tempfile::tempdir().unwrap();
+    std::fs::write(work.path().join("notes.txt"), "first\n").unwrap();
+    std::fs::write(work.path().join("random.bin"), incompressible(600 * 1024)).unwrap();
+    let script = format!(
+        "mount -t tmpfs -o size=256k tmpfs {state} && exec {bin} run --provider demo 'edit please'",
+        state = state.path().display(),
+        bin = env!("CARGO_BIN_EXE_agentty"),
+    );
+    let output = Command::new("unshare")
+        .args(["--user", "--map-root-user", "--mount", "sh", "-c", &script])
+        .current_dir(work.path())
+        .env("AGENTTY_STATE_DIR", state.path())
+        .env("AGENTTY_DEMO_STATE_DIR", demo.path())
+        .env("AGENTTY_DEMO_TIME_SCALE", "0.1")
+        .output()
+        .expect("unshare (util-linux) is installed");
+    assert!(
+        output.status.success(),
+        "a user namespace with a tmpfs is needed for this test: {output:?}"
+    );
+    let messages: Vec<Value> = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let notices = snapshot_notices(&messages);
+    let launch = notices
+        .iter()
+        .find(|notice| notice.contains("is incomplete"))
+        .unwrap_or_else(|| panic!("a notice at launch: {messages:#?}"));
+    assert!(
+        launch.contains("1 file not kept (the disk of agentty's state dir is full)"),
+        "{launch}"
+    );
+    assert!(!launch.contains("too big"), "{launch}");
+    // The run itself goes on: the agent's turn and what it changed are reported.
+    assert_eq!(messages.last().unwrap()["type"], "terminal.completed");
+    assert!(
+        messages
+            .iter()
+            .any(|message| message["type"] == "turn.changes"),
+        "{messages:#?}"
+    );
+}
+
+/// Two agentty instances in one tree (issue 37: B's new file appeared in A's turn summary, and
+/// A's `/undo` deleted it without asking). A is an orchestrator in this process whose agent
+/// waits; meanwhile B, a real `agentty run` in the same tree and state dir, edits, creates and
+/// deletes files. A's turn says another agentty worked at the same time, and its undo asks
+/// before touching anything: B's files are left as B made them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_agentty_s_files_are_not_undone_without_asking() {
+    use agentty::orchestrator::{
+        spawn_orchestrator, Command as ChatCommand, OrchestratorEvent, OrchestratorOptions,
+    };
+    use std::sync::Arc;
+
+    let work = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let root = work.path();
+    std::fs::write(root.join("notes.txt"), "first\n").unwrap();
+    std::fs::write(root.join("doomed.txt"), "bye\n").unwrap();
+    let flag = state.path().join("go");
+    let script = crate::support::script_agent::write_script(
+        state.path(),
+        "agent",
+        &format!(
+            "cd '{}' && echo mine > mine.txt\n\
+             while [ ! -e '{}' ]; do sleep 0.05; done\n\
+             echo '{{\"type\":\"assistant\",\"delta\":\"Done.\"}}'\n\
+             echo '{}'",
+            root.display(),
+            flag.display(),
+            crate::support::script_agent::COMPLETED
+        ),
+    );
+    let provider = Arc::new(crate::support::script_agent::provider_for(&script));
+    let mut options = OrchestratorOptions::new(provider);
+    options.cwd = Some(root.to_path_buf());
+    options.snapshots = Some(agentty::snapshot::SnapshotSetup {
+        root: root.to_path_buf(),
+        dir: state.path().join("snapshots/a"),
+        state: state.path().to_path_buf(),
+        limits: agentty::snapshot::SnapshotLimits::default(),
+    });
+    let mut chat = spawn_orchestrator(options);
+    chat.commands
+        .send(ChatCommand::Submit("mine".into()))
+        .unwrap();
+    // A's turn is under way.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !root.join("mine.txt").exists() {
+        assert!(std::time::Instant::now() < deadline, "A's agent started");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    // B: another agentty, start to end, meanwhile.
+    let other = Command::new(env!("CARGO_BIN_EXE_agentty"))
+        .current_dir(root)
+        .env("AGENTTY_STATE_DIR", state.path())
+        .env("AGENTTY_DEMO_STATE_DIR", state.path().join("demo"))
+        .env("AGENTTY_DEMO_TIME_SCALE", "0.1")
+        .args(["run", "--provider", "demo", "edit please"])
+        .spawn()
+        .unwrap();
+    let other_pid = other.id();
+    let output = tokio::task::spawn_blocking(move || other.wait_with_output().unwrap())
+        .await
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    assert!(root.join("created.txt").exists(), "B edited");
+    std::fs::write(&flag, "").unwrap();
+
+    let files = loop {
+        if let OrchestratorEvent::TurnChanges { files, .. } = next_event(&mut chat).await {
+            break files;
+        }
+    };
+    assert!(
+        files.iter().any(|file| file.path == "mine.txt"),
+        "{files:?}"
+    );
+    let notice = loop {
+        if let OrchestratorEvent::Notice { message, .. } = next_event(&mut chat).await {
+            break message;
+        }
+    };
+    assert!(
+        notice.contains(&format!("Another agentty (pid {other_pid})")),
+        "{notice}"
+    );
+    chat.commands
+        .send(ChatCommand::UndoTurn {
+            turn: 1,
+            overwrite: false,
+        })
+        .unwrap();
+    let outcome = loop {
+        if let OrchestratorEvent::Undone { outcome, .. } = next_event(&mut chat).await {
+            break outcome.unwrap();
+        }
+    };
+    let said = agentty::snapshot::describe_undo(&Ok(outcome.clone()));
+    assert!(
+        said.starts_with("Nothing undone: another agentty"),
+        "{said}"
+    );
+    let outcome = serde_json::to_value(&outcome).unwrap();
+    assert_eq!(outcome["shared_with"], json!([other_pid]), "{outcome}");
+    assert!(
+        outcome["conflicts"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("created.txt")),
+        "{outcome}"
+    );
+    assert_eq!(outcome["removed"], json!([]), "{outcome}");
+    assert_eq!(outcome["restored"], json!([]), "{outcome}");
+    // Asked, nothing written: B's files stay as B made them, A's too.
+    assert!(root.join("created.txt").exists());
+    assert!(!root.join("doomed.txt").exists());
+    assert!(root.join("mine.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(root.join("notes.txt")).unwrap(),
+        "first\nedited by turn 1\n"
+    );
 }

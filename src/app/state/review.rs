@@ -243,7 +243,10 @@ impl AppState {
                     NoticeLevel::Info,
                     format!(
                         "Nothing undone: {} kept as changed since {since}.",
-                        confirm.conflicts.join(", ")
+                        // A turn may have changed thousands: the first few, and a count.
+                        crate::snapshot::fold_list(
+                            confirm.conflicts.iter().map(|path| path.as_ref())
+                        )
                     ),
                 );
                 Vec::new()
