@@ -208,6 +208,7 @@ fn review_and_rewind_answer_the_keys_their_footers_name() {
         conversation: vec![file("a.rs"), file("b.rs"), file("c.rs")],
         last_turn: vec![file("c.rs")],
         turns: 2,
+        last: 2,
     });
     // On b.rs's lines: a file above and below, rows to scroll either way.
     diff.scroll = 6;

@@ -39,6 +39,18 @@ pub(crate) struct LoadedDiff {
     pub(crate) conversation: Vec<FileDiffView>,
     pub(crate) last_turn: Vec<FileDiffView>,
     pub(crate) turns: usize,
+    /// The turn `last_turn` is of.
+    pub(crate) last: TurnId,
+}
+
+/// The turn the "last turn" scope shows, where it is not the conversation's last prompt (that
+/// one changed no file, or is still running): the scope names it instead.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct EarlierTurn {
+    /// Its prompt's number among the prompts ("prompt 2").
+    pub(crate) number: usize,
+    /// "prompt 2 “fix the bug”".
+    pub(crate) named: String,
 }
 
 /// Which changes `/diff` shows.
@@ -74,6 +86,8 @@ pub struct DiffView {
     conversation: Vec<DiffRow>,
     last_turn: Vec<DiffRow>,
     pub(crate) turns: usize,
+    /// The "last turn" scope shows an earlier prompt's turn (`None`: the last prompt's).
+    pub(crate) earlier: Option<EarlierTurn>,
     pub(crate) scroll: usize,
     /// The rows the last frame showed, which a page key moves (the view passes it in after
     /// each frame, see `AppState::on_drawn`).
@@ -88,16 +102,18 @@ impl DiffView {
             conversation: rows(&loaded.conversation),
             last_turn: rows(&loaded.last_turn),
             turns: loaded.turns,
+            earlier: None,
             scroll: 0,
             page: PAGE,
         }
     }
 
     /// What the scope's key (`keymap::DIFF_SCOPE_KEY`) shows next.
-    pub(crate) fn other_scope(&self) -> &'static str {
-        match self.scope {
-            DiffScope::Conversation => "last turn",
-            DiffScope::LastTurn => "all turns",
+    pub(crate) fn other_scope(&self) -> String {
+        match (self.scope, &self.earlier) {
+            (DiffScope::Conversation, None) => "last turn".to_owned(),
+            (DiffScope::Conversation, Some(earlier)) => format!("prompt {}", earlier.number),
+            (DiffScope::LastTurn, _) => "all turns".to_owned(),
         }
     }
 

@@ -66,8 +66,10 @@ pub(crate) struct LastRewind {
     pub(crate) prompts: Vec<PromptRecord>,
     /// The turns whose changes it put back (their summaries are marked undone).
     pub(crate) changed_turns: Vec<TurnId>,
-    /// The files it put back or removed.
+    /// The files it rewrote or removed: undoing it brings them back as it found them.
     pub(crate) files_back: Vec<InertText>,
+    /// The files it recreated (the turns had deleted them): undoing it deletes them again.
+    pub(crate) files_deleted_again: Vec<InertText>,
 }
 
 /// What to take back.

@@ -323,4 +323,31 @@ mod tests {
         .unwrap_err();
         assert!(why.contains("no clipboard tool was found"), "{why}");
     }
+
+    /// `/copy`: the first tool found gets the text and is named; one that fails is said, and
+    /// so is a `PATH` without any (then nothing claims the copy worked).
+    #[test]
+    fn copying_text_names_the_tool_that_took_it_or_says_why_none_did() {
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        let kept = dir.path().join("kept.txt");
+        tool(&bin, "xclip", &format!("cat > '{}'", kept.display()));
+        assert_eq!(copy_text(bin.as_os_str(), "the answer\n"), Ok("xclip"));
+        assert_eq!(std::fs::read_to_string(&kept).unwrap(), "the answer\n");
+        // A tool that fails: the next one takes it; the last one failing is said.
+        tool(&bin, "wl-copy", "exit 3");
+        assert_eq!(copy_text(bin.as_os_str(), "again"), Ok("xclip"));
+        assert_eq!(std::fs::read_to_string(&kept).unwrap(), "again");
+        std::fs::remove_file(bin.join("xclip")).unwrap();
+        let why = copy_text(bin.as_os_str(), "x").unwrap_err();
+        assert!(why.contains("wl-copy failed"), "{why}");
+        let empty = dir.path().join("empty");
+        std::fs::create_dir(&empty).unwrap();
+        let why = copy_text(empty.as_os_str(), "x").unwrap_err();
+        assert_eq!(
+            why,
+            "no clipboard tool was found (wl-copy, xclip or pbcopy)"
+        );
+    }
 }

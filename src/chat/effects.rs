@@ -114,6 +114,7 @@ impl ChatLoop {
                         conversation,
                         last_turn,
                         turns: request.turns.len(),
+                        last: request.last,
                     },
                 ),
                 None => Err(

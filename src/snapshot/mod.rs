@@ -203,6 +203,15 @@ fn state_of(dir: &Path) -> PathBuf {
 
 /// What an undo did, in a sentence for the transcript and the log.
 pub fn describe_undo(outcome: &Result<UndoOutcome, String>) -> String {
+    describe_undo_of(outcome, None)
+}
+
+/// What an undo did, naming what was undone where the caller knows it ("Undone (prompt 2
+/// “fix it”): put back a.rs.").
+pub(crate) fn describe_undo_of(
+    outcome: &Result<UndoOutcome, String>,
+    what: Option<&str>,
+) -> String {
     let outcome = match outcome {
         Ok(outcome) => outcome,
         Err(why) => return format!("Nothing undone: {why}."),
@@ -244,7 +253,10 @@ pub fn describe_undo(outcome: &Result<UndoOutcome, String>) -> String {
     if parts.is_empty() {
         return "Nothing to undo: the files are as before the turn.".to_owned();
     }
-    format!("Undone: {}.", parts.join("; "))
+    match what {
+        Some(what) => format!("Undone ({what}): {}.", parts.join("; ")),
+        None => format!("Undone: {}.", parts.join("; ")),
+    }
 }
 
 /// Names in a sentence: the first few, then how many more (a turn may change thousands).

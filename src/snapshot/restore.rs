@@ -28,6 +28,10 @@ const COMPARE_LIMIT: u64 = 256 * 1024 * 1024;
 pub struct UndoOutcome {
     /// Put back as before the turn (recreated or rewritten).
     pub restored: Vec<String>,
+    /// Of `restored`, those the turn had deleted (recreated): undoing a rewind deletes them
+    /// again, where it brings the others back as the rewind found them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) recreated: Vec<String>,
     /// Created by the turn, deleted again.
     pub(crate) removed: Vec<String>,
     /// Changed since the turn: left as they are (nothing was undone while there are any,
@@ -139,7 +143,12 @@ pub(crate) fn undo(
             continue;
         }
         match put_back(root, store, path, entry, journal) {
-            Ok(()) if reported.contains(*path) => outcome.restored.push(shown(path, Some(entry))),
+            Ok(()) if reported.contains(*path) => {
+                if !after.entries.contains_key(*path) {
+                    outcome.recreated.push(shown(path, Some(entry)));
+                }
+                outcome.restored.push(shown(path, Some(entry)))
+            }
             Ok(()) => {}
             Err(error) => outcome
                 .failed

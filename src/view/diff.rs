@@ -48,13 +48,20 @@ pub(crate) fn render_diff(view: &DiffView, area: Rect, buf: &mut Buffer) {
         (DiffScope::Conversation, true) => {
             format!("Changes · this conversation ({turns}) · {files}")
         }
-        (DiffScope::LastTurn, true) => format!("Changes · the last turn · {files}"),
         (DiffScope::Conversation, false) => format!("All {turns} · {files}"),
-        (DiffScope::LastTurn, false) => format!("Last turn · {files}"),
+        (DiffScope::LastTurn, wide) => match (&view.earlier, wide) {
+            (None, true) => format!("Changes · the last turn · {files}"),
+            (None, false) => format!("Last turn · {files}"),
+            (Some(earlier), true) => format!(
+                "Changes · {} (the last that changed files) · {files}",
+                earlier.named
+            ),
+            (Some(earlier), false) => format!("Prompt {} · {files}", earlier.number),
+        },
     };
     let hint = pane_hint_now(DIFF_KEYS, footer_room(outer), |key| {
         Some(if key.keys == DIFF_SCOPE_KEY {
-            view.other_scope().to_owned()
+            view.other_scope()
         } else {
             key.what.to_owned()
         })
@@ -407,14 +414,27 @@ fn undo_rewind_preview(
         count => format!("Conversation: the agent has the {count} prompts taken back again."),
     };
     rows.extend(line(prompts, dim));
+    let list = |files: &[crate::app::transcript::InertText]| {
+        crate::snapshot::fold_list(files.iter().map(AsRef::as_ref))
+    };
+    let mut files = Vec::new();
+    if last.files && !last.files_back.is_empty() {
+        files.push(format!(
+            "brought back as the rewind found them: {}",
+            list(&last.files_back)
+        ));
+    }
+    if last.files && !last.files_deleted_again.is_empty() {
+        files.push(format!(
+            "deleted again (the turns deleted them): {}",
+            list(&last.files_deleted_again)
+        ));
+    }
     rows.extend(line(
-        if !last.files || last.files_back.is_empty() {
+        if files.is_empty() {
             "Files: nothing to bring back.".to_owned()
         } else {
-            format!(
-                "Files brought back as the rewind found them: {}.",
-                crate::snapshot::fold_list(last.files_back.iter().map(|file| file.as_ref()))
-            )
+            format!("Files {}.", files.join("; "))
         },
         dim,
     ));

@@ -390,9 +390,17 @@ fn render_help(state: &AppState, scroll: usize, area: Rect, buf: &mut Buffer) {
 /// The help's rows and its box on a screen of `area`.
 fn help_box(state: &AppState, area: Rect) -> (Vec<Line<'static>>, Rect) {
     let width = HELP_WIDTH.min(area.width);
-    // What the status bar may shorten: the agent and its whole session id.
+    // The text leaves the box's borders and the scroll mark's column (↑ ↓ on the first and
+    // last rows shown) free: no word is ever drawn over.
+    let text_width = width.saturating_sub(3);
+    // What the status bar may shorten: the agent and its whole session id (wrapped, never
+    // cut, on a narrow screen).
+    let whole = |spans: Vec<Span<'static>>| {
+        let line = RichLine::new(spans).with_prefix(vec![Span::raw(" ")], vec![Span::raw("   ")]);
+        wrap(&line, usize::from(text_width))
+    };
     let mut agent = vec![
-        Span::styled(" Agent ", palette().dim),
+        Span::styled("Agent ", palette().dim),
         Span::raw(state.provider.clone()),
     ];
     if let Some(transport) = state.agent_transport {
@@ -401,15 +409,15 @@ fn help_box(state: &AppState, area: Rect) -> (Vec<Line<'static>>, Rect) {
             palette().dim,
         ));
     }
-    let mut rows = vec![Line::from(agent)];
+    let mut rows = whole(agent);
     if let Some(id) = &state.session_id {
-        rows.push(Line::from(vec![
-            Span::styled(" Session ", palette().dim),
+        rows.extend(whole(vec![
+            Span::styled("Session ", palette().dim),
             Span::raw(id.to_string()),
         ]));
     }
     rows.push(Line::raw(""));
-    rows.extend(help_rows(width.saturating_sub(2)));
+    rows.extend(help_rows(text_width));
     let outer = centered(area, width, rows.len() as u16 + 2);
     (rows, outer)
 }

@@ -353,6 +353,22 @@ fn a_long_prompt_is_folded_in_the_transcript_and_a_click_expands_it() {
     let mut chat = self::chat();
     chat.start_turn(0, "short");
     assert!(!chat.screen(100, 30, 0).contains("click to expand"));
+    // One line of 1,100 characters (seven wrapped rows) folds by characters: its first ones,
+    // then what it leaves out, never "0 more lines".
+    let mut chat = self::chat();
+    let words: Vec<String> = (0..220).map(|n| format!("w{n:03}")).collect();
+    let long = format!("{}.", words.join(" "));
+    assert_eq!(long.chars().count(), 1_100);
+    chat.start_turn(0, &long);
+    let screen = chat.screen(160, 40, 0);
+    eprintln!("a long one-line prompt:\n{screen}");
+    assert!(screen.contains("w000 w001"), "{screen}");
+    assert!(!screen.contains("w219"), "{screen}");
+    assert!(
+        screen.contains("▸ 860 more characters · click to expand"),
+        "{screen}"
+    );
+    assert!(!screen.contains("0 more lines"), "{screen}");
 }
 
 /// A file's whole path typed after `@` offers that file (issue 37: it said "no matching file").

@@ -36,7 +36,13 @@ fn a_large_paste_is_folded_in_the_composer_and_the_agent_gets_all_of_it() {
     chat.keys(&["Enter"]);
     // The answer's last line (the bar says idle before the turn starts, too).
     chat.wait_for_text("Prompt 1 in session");
-    chat.wait_for_text("│ idle");
+    let idle = chat.wait_for_text("│ idle");
+    assert!(!idle.contains("[Pasted 200 lines]"), "sent:\n{idle}");
+    // Up brings the prompt back as it was typed: the paste folded, not 200 rows.
+    chat.keys(&["Up"]);
+    let recalled = chat.wait_for_text("count these: [Pasted 200 lines]");
+    eprintln!("Up after sending it:\n{recalled}");
+    chat.keys(&["C-u"]);
     chat.quit();
     // The conversation's log has the prompt as the agent got it: every row.
     let logs = state.logs();
@@ -88,6 +94,9 @@ fn a_bang_command_runs_in_the_working_dir_and_shows_its_output() {
     let screen = chat.wait_for_text("exit 0");
     eprintln!("!ls:\n{screen}");
     assert!(screen.contains("marker-file.txt"), "{screen}");
+    // A command's output is headed as such, not as a failure's "diagnostics".
+    assert!(screen.contains("output"), "{screen}");
+    assert!(!screen.contains("diagnostics"), "{screen}");
     assert!(screen.contains("$ ls;"), "{screen}");
     // Nothing went to the agent: no turn ran.
     assert!(!screen.contains("› !ls"), "{screen}");

@@ -84,6 +84,21 @@ fn a_plain_resume_of_an_acp_conversation_keeps_its_transport_model_and_mode() {
         "{resumed}"
     );
     assert!(resumed.contains("· acp"), "over ACP again:\n{resumed}");
+    // At 50 columns the bar keeps the model and the mode (less useful words go first).
+    chat.tmux(&["resize-window", "-t", chat.target, "-x", "50"]);
+    let narrow = chat.wait_for("the bar at 50 columns", |screen| {
+        screen
+            .lines()
+            .rev()
+            .find(|line| !line.trim().is_empty())
+            .is_some_and(|bar| {
+                bar.chars().count() <= 50
+                    && bar.contains("demo-acp-2")
+                    && bar.contains("Accept edits")
+            })
+    });
+    eprintln!("the resumed chat at 50 columns:\n{narrow}");
+    chat.tmux(&["resize-window", "-t", chat.target, "-x", "160"]);
     chat.prompt("and again");
     chat.wait_for("the second answer", |screen| {
         screen.matches("Hello from the demo ACP agent").count() == 2

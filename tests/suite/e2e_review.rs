@@ -58,6 +58,21 @@ fn read(root: &Path, name: &str) -> Option<String> {
     std::fs::read_to_string(root.join(name)).ok()
 }
 
+/// The text inside a box on `screen` (between its side borders), its wrapped rows joined by
+/// spaces: a sentence the box wrapped reads whole.
+fn box_text(screen: &str) -> String {
+    screen
+        .lines()
+        .filter_map(|row| {
+            let start = row.find('│')? + '│'.len_utf8();
+            let end = row.rfind('│')?;
+            (end > start).then(|| row[start..end].trim())
+        })
+        .filter(|row| !row.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 #[test]
 fn the_turn_s_changes_are_summed_up_shown_as_a_diff_and_undone() {
     let Some(session) = start(100, 30) else {
@@ -105,9 +120,9 @@ fn the_turn_s_changes_are_summed_up_shown_as_a_diff_and_undone() {
     pane.keys(&["Escape"]);
     pane.wait_for("the diff closed", |screen| !screen.contains("Changes ·"));
 
-    // /undo: the last turn's line goes.
+    // /undo: the last turn's line goes, and the notice names the prompt it undid.
     pane.prompt("/undo");
-    let undone = pane.wait_for_text("Undone: put back notes.txt.");
+    let undone = pane.wait_for_text("Undone (prompt 2 “edit once more”): put back notes.txt.");
     assert!(
         undone.contains("1 file changed · +1 −0 · undone"),
         "{undone}"
@@ -131,9 +146,14 @@ fn the_turn_s_changes_are_summed_up_shown_as_a_diff_and_undone() {
     pane.prompt("/undo");
     pane.wait_for_text("Changed since the turn");
     pane.keys(&["y"]);
-    let done = pane.wait_for_text("removed created.txt, data.bin (created by the turn)");
+    let done = pane
+        .wait_for_text("Undone (prompt 1 “please edit the files”): put back doomed.txt, notes.txt");
     eprintln!("after the second undo:\n{done}");
-    assert!(done.contains("put back doomed.txt, notes.txt"), "{done}");
+    let words = done.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        words.contains("removed created.txt, data.bin (created by the turn)"),
+        "{done}"
+    );
     assert_eq!(
         read(root, "notes.txt").unwrap(),
         "first line\nsecond line\n"
@@ -222,7 +242,26 @@ fn rewind_takes_back_the_conversation_and_the_files_to_an_earlier_prompt() {
         "{picker}"
     );
     assert!(rows[2].contains("hello one"), "{picker}");
+    pane.keys(&["Escape"]);
+    pane.wait_for("the picker closed", |screen| {
+        !screen.contains("Rewind to before")
+    });
 
+    // The last prompt changed no file: /diff's other scope names the turn it shows.
+    pane.prompt("/diff");
+    let all = pane.wait_for_text("Changes · this conversation (1 turn) · 4 files");
+    assert!(all.contains("Tab prompt 2"), "{all}");
+    pane.keys(&["Tab"]);
+    let earlier = pane.wait_for_text(
+        "Changes · prompt 2 “please edit the files” (the last that changed files) · 4 files",
+    );
+    eprintln!("/diff's Tab on an earlier turn:\n{earlier}");
+    assert!(!earlier.contains("the last turn"), "{earlier}");
+    pane.keys(&["Escape"]);
+    pane.wait_for("the diff closed", |screen| !screen.contains("Changes ·"));
+
+    pane.prompt("/rewind");
+    pane.wait_for_text("Rewind to before");
     // The edit: a preview, and Cancel is where the selection starts.
     pane.keys(&["Down", "Enter"]);
     let choices = pane.wait_for_text("Rewind: take back what?");
@@ -302,7 +341,7 @@ fn a_resumed_conversation_shows_its_changes_and_diffs_them() {
 /// checkpoint of the agent's session was kept on disk beside the snapshots.
 #[test]
 fn undo_and_rewind_survive_a_resume_and_the_agent_continues_from_the_rewound_point() {
-    let Some(session) = start(100, 30) else {
+    let Some(session) = start(100, 36) else {
         return;
     };
     let root = session.work.path();
@@ -315,7 +354,8 @@ fn undo_and_rewind_survive_a_resume_and_the_agent_continues_from_the_rewound_poi
     pane.wait_for_text("Prompt 3 in session");
     pane.wait_for_text("│ idle ");
     pane.prompt("/undo");
-    pane.wait_for_text("Undone: put back");
+    // The last turn changed no file: the undo names the prompt whose changes it undid.
+    pane.wait_for_text("Undone (prompt 2 “please edit the files”): put back");
     assert_eq!(read(root, "doomed.txt").unwrap(), "bye\n");
 
     // Rewind the conversation to before "hello three" (the newest row; it changed no file, so
@@ -335,7 +375,7 @@ fn undo_and_rewind_survive_a_resume_and_the_agent_continues_from_the_rewound_poi
     pane.keys(&["C-c"]);
     pane.kill_server();
 
-    let pane = launch(&session.state, &session.work, 100, 30, "--resume");
+    let pane = launch(&session.state, &session.work, 100, 36, "--resume");
     let resumed = pane.wait_for_text("Rewound to before prompt 3");
     eprintln!("resumed:\n{resumed}");
     assert!(
@@ -435,6 +475,14 @@ fn a_rewind_can_be_undone_after_a_resume_and_the_agent_has_every_prompt_again() 
     eprintln!("the undo's preview:\n{preview}");
     assert!(
         preview.contains("the agent has the prompt taken back again"),
+        "{preview}"
+    );
+    // What the undo brings back, and doomed.txt, which the rewind recreated, deleted again.
+    assert!(
+        box_text(&preview).contains(
+            "Files brought back as the rewind found them: created.txt, data.bin, notes.txt; \
+             deleted again (the turns deleted them): doomed.txt."
+        ),
         "{preview}"
     );
     pane.keys(&["Up", "Enter"]);

@@ -257,6 +257,10 @@ fn esc_stops_a_slow_stream_and_leaves_no_agent() {
     assert!(!session.agent_processes().is_empty(), "the agent runs");
     session.keys(&["Escape"]);
     let screen = session.wait_for_text("■ Stopped");
+    // What the agent did, in words ("ended on the interrupt … in 12 ms"), not "Stopped at
+    // the interrupt after 1 ms".
+    assert!(screen.contains("■ Stopped: the agent "), "{screen}");
+    assert!(!screen.contains("Stopped at the"), "{screen}");
     // What was shown stays.
     assert!(screen.contains("streams slowly on purpose"), "{screen}");
     session.wait_for_text("│ idle");
@@ -265,6 +269,22 @@ fn esc_stops_a_slow_stream_and_leaves_no_agent() {
         !screen.contains("Thank you for waiting"),
         "the stream was cut short"
     );
+}
+
+/// Ctrl+C twice within a second while a turn streams: the first stops the turn, the second
+/// quits (as Claude Code's users press it), and no agent is left.
+#[test]
+fn ctrl_c_twice_during_a_turn_quits() {
+    let Some(session) = Session::start(&["--provider", "demo", "--scenario", "slow"]) else {
+        return;
+    };
+    session.wait_until_ready();
+    session.prompt("stream slowly");
+    session.wait_for_text("streams slowly on purpose");
+    session.keys(&["C-c", "C-c"]);
+    let left = session.wait_for_text("agentty exited 0");
+    eprintln!("Ctrl+C twice during a turn:\n{left}");
+    session.wait_for_no_agents();
 }
 
 #[test]
@@ -703,8 +723,54 @@ fn a_notice_while_an_answer_streams_leaves_the_answer_and_its_copy_whole() {
     if !said.contains("clipboard (OSC 52)") {
         return;
     }
+    // No tool confirmed it: the notice says the terminal may not have taken it, and why.
+    let words = said.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        words.contains("since no clipboard tool was found (wl-copy, xclip or pbcopy)"),
+        "{said}"
+    );
+    assert!(!said.contains("Copied"), "{said}");
     let copied = session.tmux(&["show-buffer"]);
     // The demo's markdown answer, whole: its first and its last line.
+    assert!(copied.starts_with("# A tour of markdown"), "{copied}");
+    assert!(copied.trim_end().ends_with("still arriving."), "{copied}");
+}
+
+/// `/copy` with a clipboard tool on `PATH` (a fake `wl-copy` that keeps what it reads): the
+/// tool gets the last answer whole, and the notice names the tool, which confirmed it.
+#[test]
+fn copy_through_a_clipboard_tool_names_it_and_the_tool_gets_the_answer() {
+    use std::os::unix::fs::PermissionsExt;
+    let tools = tempfile::tempdir().unwrap();
+    let kept = tools.path().join("clipboard.txt");
+    let tool = tools.path().join("wl-copy");
+    std::fs::write(
+        &tool,
+        format!("#!/bin/sh\ncat > {}\n", shell_quote(kept.to_str().unwrap())),
+    )
+    .unwrap();
+    std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        tools.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let Some(session) = Session::start_with_env(
+        &[("PATH", &path)],
+        &["--provider", "demo", "--scenario", "markdown"],
+    ) else {
+        return;
+    };
+    session.wait_until_ready();
+    session.prompt("show me markdown");
+    session.wait_for("the answer to finish", |screen| {
+        screen.contains("still arriving.") && screen.contains("│ idle")
+    });
+    session.prompt("/copy");
+    let said = session.wait_for_text("to the clipboard (wl-copy)");
+    eprintln!("/copy with a tool:\n{said}");
+    assert!(said.contains("Copied the last answer ("), "{said}");
+    let copied = std::fs::read_to_string(&kept).unwrap();
     assert!(copied.starts_with("# A tour of markdown"), "{copied}");
     assert!(copied.trim_end().ends_with("still arriving."), "{copied}");
 }

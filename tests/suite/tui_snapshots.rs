@@ -928,6 +928,19 @@ fn help_shows_the_whole_session_id_the_status_bar_may_shorten() {
         screen.contains("Session 5f0c2a9e-7d1b-4c1e-9a57-1f2e3d4c5b6a"),
         "{screen}"
     );
+    // At 40 columns the agent's line and the id wrap, nothing cut at the border: the rows'
+    // text, read without the wrapping's blanks, holds the whole id.
+    let narrow = chat.screen(40, 12, 20);
+    eprintln!("F1 at 40x12:\n{narrow}");
+    assert!(narrow.contains("│ Agent demo "), "{narrow}");
+    let text: String = narrow
+        .chars()
+        .filter(|c| !c.is_whitespace() && !matches!(c, '│' | '"' | '↑' | '↓'))
+        .collect();
+    assert!(
+        text.contains("Session5f0c2a9e-7d1b-4c1e-9a57-1f2e3d4c5b6a"),
+        "{narrow}"
+    );
 }
 
 #[test]

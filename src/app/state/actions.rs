@@ -329,9 +329,8 @@ impl AppState {
             Copied::ToTerminal { why } => (
                 NoticeLevel::Info,
                 format!(
-                    "Sent {what} to the terminal's clipboard (OSC 52); the terminal does not say \
-                     whether it took it (some ignore it, tmux needs set-clipboard on). No \
-                     clipboard tool: {why}"
+                    "Sent {what} to the terminal's clipboard (OSC 52), since {why}; the terminal \
+                     does not say whether it took it (some ignore it, tmux needs set-clipboard on)"
                 ),
             ),
             Copied::Failed(why) => (NoticeLevel::Warning, format!("Not copied: {why}")),

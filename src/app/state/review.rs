@@ -6,8 +6,8 @@ use super::{AppEffect, AppState};
 use crate::app::action::Action;
 use crate::app::menu::Overlay;
 use crate::app::review::{
-    ChangedTurn, ConfirmFor, DiffRequest, DiffView, LoadedDiff, RestoreAnswer, RestorePrompt,
-    UndoAnswer, UndoConfirm,
+    ChangedTurn, ConfirmFor, DiffRequest, DiffView, EarlierTurn, LoadedDiff, RestoreAnswer,
+    RestorePrompt, UndoAnswer, UndoConfirm,
 };
 use crate::app::rewind::{LastRewind, PromptRecord, RewindEntry, RewindPicker, RewindRequest};
 use crate::app::transcript::{CellBody, ChangedFile, ChangesCell, InertText, NoticeLevel};
@@ -15,7 +15,7 @@ use crate::app::transcript::{CellId, NoticeCell};
 use crate::orchestrator::Rewind;
 use crate::orchestrator::SnapshotBusy;
 use crate::orchestrator::{Command, TurnId, TurnOutcome};
-use crate::snapshot::{describe_undo, UndoOutcome};
+use crate::snapshot::{describe_undo_of, UndoOutcome};
 use crate::stream::FileChange;
 use std::time::{Duration, Instant};
 
@@ -180,7 +180,18 @@ impl AppState {
     /// Opens `/diff` on what the event loop read.
     pub(crate) fn show_diff(&mut self, loaded: Result<LoadedDiff, String>) {
         match loaded {
-            Ok(loaded) => self.overlay = Some(Overlay::Diff(DiffView::new(loaded))),
+            Ok(loaded) => {
+                let last = loaded.last;
+                let mut view = DiffView::new(loaded);
+                // The last prompt changed no file (or runs still): the scope names its turn.
+                if self.turn_prompts.last().map(|record| record.turn) != Some(last) {
+                    view.earlier = self.named_prompt(last).map(|named| EarlierTurn {
+                        number: self.prompt_number(last),
+                        named,
+                    });
+                }
+                self.overlay = Some(Overlay::Diff(view));
+            }
             Err(why) => {
                 self.notice(NoticeLevel::Warning, format!("Cannot show the diff: {why}"));
             }
@@ -289,7 +300,26 @@ impl AppState {
             Ok(done) if done.failed.is_empty() => NoticeLevel::Info,
             _ => NoticeLevel::Warning,
         };
-        self.notice(level, describe_undo(&outcome));
+        let what = self.named_prompt(turn);
+        self.notice(level, describe_undo_of(&outcome, what.as_deref()));
+    }
+
+    /// The prompt of `turn` as the user knows it: "prompt 2 “fix the bug”" (its number among
+    /// the prompts the agent has, its first line shortened); `None` when no prompt of the
+    /// conversation sent it (taken back by a rewind).
+    pub(super) fn named_prompt(&self, turn: TurnId) -> Option<String> {
+        const SHOWN: usize = 40;
+        let record = self
+            .turn_prompts
+            .iter()
+            .find(|record| record.turn == turn)?;
+        let first = record.prompt.lines().next().unwrap_or("");
+        let shown: String = first.chars().take(SHOWN).collect();
+        let cut = if shown.len() < first.len() { "…" } else { "" };
+        Some(format!(
+            "prompt {} “{shown}{cut}”",
+            self.prompt_number(turn)
+        ))
     }
 }
 
@@ -521,6 +551,7 @@ impl AppState {
             prompts: Vec::new(),
             changed_turns: Vec::new(),
             files_back: Vec::new(),
+            files_deleted_again: Vec::new(),
         };
         if matches!(rewind.conversation, Some(Ok(()))) {
             let (kept, taken_back): (Vec<_>, Vec<_>) = std::mem::take(&mut self.turn_prompts)
@@ -542,13 +573,18 @@ impl AppState {
         }
         if let Some(Ok(done)) = &rewind.files {
             last.files = true;
-            last.files_back = done
+            let (mut deleted_again, mut back): (Vec<&String>, Vec<&String>) = done
                 .restored
                 .iter()
-                .chain(&done.removed)
-                .map(|path| InertText::new(path))
-                .collect();
-            last.files_back.sort();
+                .partition(|path| done.recreated.contains(path));
+            back.extend(&done.removed);
+            back.sort();
+            deleted_again.sort();
+            let inert = |paths: Vec<&String>| -> Vec<InertText> {
+                paths.into_iter().map(|path| InertText::new(path)).collect()
+            };
+            last.files_back = inert(back);
+            last.files_deleted_again = inert(deleted_again);
             if done.failed.is_empty() {
                 let turns: Vec<TurnId> = self
                     .changed_turns
@@ -973,6 +1009,7 @@ mod tests {
             conversation: vec![file.clone()],
             last_turn: vec![file],
             turns: 1,
+            last: 1,
         }));
         let page_down = KeyEvent::new(KeyCode::PageDown, KeyModifiers::NONE);
         let scroll = |state: &AppState| match &state.overlay {
