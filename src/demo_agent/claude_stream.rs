@@ -7,7 +7,9 @@
 //!   `control_request`s: `initialize` (answered with two models), `interrupt`, `set_model` (each
 //!   later prompt's line in `requests.jsonl` names the model), `set_permission_mode` (answered
 //!   `{mode}` plus a `system/status` with `permissionMode`). Settings are logged in
-//!   `settings.jsonl` as `set_model` / `set_permission_mode`.
+//!   `settings.jsonl` as `set_model` / `set_permission_mode`. The first model lists effort
+//!   levels (`supportedEffortLevels`); `apply_flag_settings {effortLevel}` is logged as
+//!   `effortLevel` and named by each later prompt's line in `requests.jsonl` (`effort`).
 //! - Each turn: `system/init`, the replayed user line (`isReplay`), `stream_event` partials, one
 //!   `assistant` line per block, `result`. A user line is echoed (`isReplay`) when it is taken.
 //! - A prompt with the word `write` asks `can_use_tool` for a `Write` of `demo-claude.txt` in the
@@ -39,10 +41,14 @@ use work::Work;
 #[path = "claude_work.rs"]
 mod work;
 
-/// The models `initialize` lists: (value, display name).
-const MODELS: [(&str, &str); 2] = [
-    ("default", "Default (demo-claude-1)"),
-    ("demo-claude-2", "Demo Claude Two"),
+/// The models `initialize` lists: (value, display name, the effort levels it takes).
+const MODELS: [(&str, &str, &[&str]); 2] = [
+    (
+        "default",
+        "Default (demo-claude-1)",
+        &["low", "medium", "high", "xhigh", "max"],
+    ),
+    ("demo-claude-2", "Demo Claude Two", &[]),
 ];
 /// The model `system/init` says the alias `default` runs.
 const DEFAULT_RESOLVED: &str = "demo-claude-1[1m]";
@@ -228,7 +234,14 @@ impl Engine {
             "initialize" => {
                 let models: Vec<Value> = MODELS
                     .iter()
-                    .map(|(value, name)| json!({"value": value, "displayName": name, "description": "a demo model"}))
+                    .map(|(value, name, efforts)| {
+                        let mut model = json!({"value": value, "displayName": name, "description": "a demo model"});
+                        if !efforts.is_empty() {
+                            model["supportsEffort"] = json!(true);
+                            model["supportedEffortLevels"] = json!(efforts);
+                        }
+                        model
+                    })
                     .collect();
                 let answer = success(Some(json!({
                     "commands": [], "agents": [], "output_style": "default",
@@ -249,6 +262,15 @@ impl Engine {
                     "parent_tool_use_id": null, "isReplay": true
                 }));
                 self.line(&echo)?;
+                self.line(&success(None))
+            }
+            "apply_flag_settings" => {
+                // As Claude Code: the effort goes with every later model request
+                // (`output_config.effort`; here each later prompt's line in `requests.jsonl`).
+                if let Some(effort) = request["settings"]["effortLevel"].as_str() {
+                    state::record_setting(&self.session.header.id, "effortLevel", effort);
+                    self.session.effort = Some(effort.to_owned());
+                }
                 self.line(&success(None))
             }
             "set_permission_mode" => {
