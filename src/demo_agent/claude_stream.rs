@@ -13,8 +13,10 @@
 //! - Each turn: `system/init`, the replayed user line (`isReplay`), `stream_event` partials, one
 //!   `assistant` line per block, `result`. A user line is echoed (`isReplay`) when it is taken.
 //! - A prompt with the word `write` asks `can_use_tool` for a `Write` of `demo-claude.txt` in the
-//!   working directory (`write NAME.txt` names the file); allowed, the file is written
-//!   (`updatedPermissions` are remembered for the session: the next write is not asked);
+//!   working directory (`write NAME.txt` names the file), suggesting a rule and the session
+//!   mode `acceptEdits`; allowed, the file is written (an `addRules` update is remembered for
+//!   the session, a `setMode` one switches the mode and says so in a `system/status` line: the
+//!   next write is not asked);
 //!   denied, the tool result is the denial's message. In `acceptEdits` mode it is not asked.
 //! - `tasks`, `todos`, `helper`: the agent's work as Claude Code prints it — a task list, a todo
 //!   list, a sub-agent with two nested calls (`claude_work`).
@@ -706,11 +708,25 @@ impl Engine {
                 {
                     let answer = &line["response"]["response"];
                     if answer["behavior"] == "allow" {
-                        let always = answer["updatedPermissions"]
+                        for update in answer["updatedPermissions"]
                             .as_array()
-                            .is_some_and(|updates| !updates.is_empty());
-                        if always {
-                            self.allowed_always.push("Write".to_owned());
+                            .into_iter()
+                            .flatten()
+                        {
+                            match update["type"].as_str() {
+                                Some("addRules") => self.allowed_always.push("Write".to_owned()),
+                                // As Claude Code: the session's mode changes, and it says so.
+                                Some("setMode") => {
+                                    let mode = update["mode"].as_str().unwrap_or_default();
+                                    self.mode = mode.to_owned();
+                                    let status = self.stamp(json!({
+                                        "type": "system", "subtype": "status", "status": null,
+                                        "permissionMode": mode
+                                    }));
+                                    self.line(&status)?;
+                                }
+                                _ => {}
+                            }
                         }
                         return Ok(Ok(None));
                     }

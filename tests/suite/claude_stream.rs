@@ -198,6 +198,53 @@ async fn always_is_not_asked_again_in_the_session() {
     assert!(world.demo.state.path().join("b.txt").exists());
 }
 
+/// "Allow all edits this session" (Claude's `setMode acceptEdits` suggestion): the agent's mode
+/// is accept edits from then on, and the next write is not asked.
+#[tokio::test]
+async fn all_edits_this_session_switches_the_mode_and_the_next_write_is_not_asked() {
+    let world = World::new("0", PermissionPolicy::Ask);
+    let stream = world.execute("write a.txt", SessionRef::New, &StopControl::new());
+    let first = answering(
+        world.provider.as_ref(),
+        stream,
+        "allow_in_mode:acceptEdits",
+        None,
+    )
+    .await;
+    let asked = first.iter().find_map(|message| match message {
+        AgentMessage::PermissionRequest(request) => Some(request.clone()),
+        _ => None,
+    });
+    let names: Vec<String> = asked
+        .expect("asked")
+        .options
+        .iter()
+        .map(|option| option.name.clone())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "Allow once",
+            "Always allow in this session (Write)",
+            "Allow all edits this session",
+            "Reject"
+        ]
+    );
+    assert!(world.demo.state.path().join("a.txt").exists());
+    let status = world.provider.agent_status().unwrap();
+    assert_eq!(status.borrow().mode.as_deref(), Some("acceptEdits"));
+    let second = world
+        .turn("write b.txt", SessionRef::Resume(session_id(&first)))
+        .await;
+    assert!(
+        !second
+            .iter()
+            .any(|message| matches!(message, AgentMessage::PermissionRequest(_))),
+        "{second:?}"
+    );
+    assert!(world.demo.state.path().join("b.txt").exists());
+}
+
 #[tokio::test]
 async fn esc_interrupts_in_band_and_the_next_turn_runs_on_the_same_process() {
     let world = World::new("1", PermissionPolicy::Ask);

@@ -90,8 +90,13 @@ impl AppState {
             .iter()
             .map(|level| level.raw().to_owned())
             .collect();
-        let Some(level) = next_level(&levels, status.thinking_level.as_ref().map(AgentValue::raw))
-        else {
+        // A level asked for and not yet confirmed is the one the next press steps from (a
+        // second Shift+Tab before the agent answers the first goes on, not back).
+        let current = match &self.pending_setting {
+            Some(AgentSetting::ThinkingLevel(level)) => Some(level.as_str()),
+            _ => status.thinking_level.as_ref().map(AgentValue::raw),
+        };
+        let Some(level) = next_level(&levels, current) else {
             let why = if status.models.is_empty() {
                 format!(
                     "The {} agent reports no modes or thinking levels here: nothing to cycle.",
