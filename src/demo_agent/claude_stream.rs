@@ -4,7 +4,8 @@
 //!
 //! - Lines on stdin: `{"type":"user",...}` starts a turn (or, during one, is queued: taken at
 //!   the next tool boundary, else run as a turn of its own after the `result`), and
-//!   `control_request`s: `initialize` (answered with two models), `interrupt`, `set_model` (each
+//!   `control_request`s: `initialize` (answered with two models and two slash commands,
+//!   `simplify [<target>]` and `init`), `interrupt`, `set_model` (each
 //!   later prompt's line in `requests.jsonl` names the model), `set_permission_mode` (answered
 //!   `{mode}` plus a `system/status` with `permissionMode`). Settings are logged in
 //!   `settings.jsonl` as `set_model` / `set_permission_mode`. The first model lists effort
@@ -246,7 +247,10 @@ impl Engine {
                     })
                     .collect();
                 let answer = success(Some(json!({
-                    "commands": [], "agents": [], "output_style": "default",
+                    "commands": [
+                        {"name": "simplify", "description": "Review the changed code and simplify it", "argumentHint": "[<target>]"},
+                        {"name": "init", "description": "Initialize a CLAUDE.md file", "argumentHint": ""}
+                    ], "agents": [], "output_style": "default",
                     "available_output_styles": ["default"], "models": models,
                     "account": {"apiKeySource": "none"}, "pid": std::process::id()
                 })));

@@ -17,6 +17,7 @@ mod support;
 mod acp_gemini_like;
 mod acp_headless;
 mod acp_provider;
+mod agent_commands;
 mod agent_work_screens;
 mod claude_fixtures;
 mod claude_session_write;

@@ -5,6 +5,7 @@
 
 use super::{AppEffect, AppState};
 use crate::app::agent_status::{AgentValue, ShownAgentStatus, ShownModel};
+use crate::app::completion::PopupKind;
 use crate::app::menu::Overlay;
 use crate::app::mode_picker::ModePicker;
 use crate::app::model_picker::{next_level, ModelPicker, ModelRequest};
@@ -130,7 +131,19 @@ impl AppState {
             // chosen one is what is known.
             self.usage_book.model = None;
         }
+        let commands_changed = self.agent_status.commands.len() != status.commands.len()
+            || self
+                .agent_status
+                .commands
+                .iter()
+                .zip(&status.commands)
+                .any(|(shown, new)| shown.name != new.name);
         self.agent_status = ShownAgentStatus::from(status);
+        // The agent's commands arrived (or changed) while the `/` popup is open: it shows them.
+        if commands_changed && matches!(&self.popup, Some(popup) if popup.kind == PopupKind::Slash)
+        {
+            self.refresh_popup();
+        }
         if refused {
             self.pending_setting = None;
             let refusal = self.agent_status.refusal.clone().unwrap_or_default();

@@ -22,6 +22,7 @@
 //! [`Quirks::reloads_in_process`]: crate::provider::Quirks
 //! [`Quirks::restart_after_cancel`]: crate::provider::Quirks
 
+mod commands;
 mod content;
 mod mapper;
 mod session;

@@ -4,7 +4,7 @@
 use serde_json::json;
 
 use super::control::Control;
-use super::settings::{configured_flag, effort_request, model_choice};
+use super::settings::{commands_of, configured_flag, effort_request, model_choice};
 use super::StreamProtocol;
 use crate::config::Transport;
 use crate::process::timings::{SETTING_TIMEOUT, START_TIMEOUT};
@@ -110,7 +110,8 @@ impl StreamProtocol {
                 .ok()
                 .map(|_| wanted),
         };
-        self.shared.saw_start(models, model, mode, effort);
+        let commands = commands_of(&response["response"]);
+        self.shared.saw_start(models, model, mode, effort, commands);
         if let Ok(mut published) = self.shared.control.lock() {
             *published = Some(control);
         }

@@ -17,7 +17,9 @@ use tokio::sync::watch;
 
 use super::control::{settled, Control};
 use crate::process::timings::SETTING_TIMEOUT;
-use crate::provider::{AgentQueue, AgentSetting, AgentStatus, ModeChoice, ModelChoice};
+use crate::provider::{
+    AgentCommand, AgentQueue, AgentSetting, AgentStatus, ModeChoice, ModelChoice,
+};
 
 /// Claude Code's permission modes that Shift+Tab cycles through, in its own order.
 /// `bypassPermissions` is left out: it would grant every permission without asking.
@@ -112,6 +114,7 @@ impl Shared {
         model: Option<String>,
         mode: Option<String>,
         effort: Option<String>,
+        commands: Vec<AgentCommand>,
     ) {
         if let Ok(mut efforts) = self.efforts.lock() {
             *efforts = models
@@ -127,6 +130,7 @@ impl Shared {
         self.status.send_modify(|status| {
             status.model = model.or_else(|| models.first().map(|model| model.id.clone()));
             status.models = models;
+            status.commands = commands;
             status.modes = PERMISSION_MODES
                 .iter()
                 .map(|(id, name)| ModeChoice {
@@ -222,6 +226,24 @@ pub(super) fn configured_flag(spec: &crate::process::SpawnSpec, flag: &str) -> O
     args.get(at + 1).cloned()
 }
 
+/// The slash commands of `initialize`'s answer (`commands: [{name, description,
+/// argumentHint}]`: Claude Code's skills and its own commands; sent as a user message
+/// `/name args`, which Claude Code 2.1.197 expands as its TUI does).
+pub(super) fn commands_of(initialized: &Value) -> Vec<AgentCommand> {
+    initialized["commands"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|command| {
+            AgentCommand::new(
+                command["name"].as_str()?,
+                command["description"].as_str().unwrap_or_default(),
+                command["argumentHint"].as_str(),
+            )
+        })
+        .collect()
+}
+
 /// The control request that sets the effort (`output_config.effort` of the next model request).
 pub(super) fn effort_request(level: &str) -> Value {
     json!({"subtype": "apply_flag_settings", "settings": {"effortLevel": level}})
@@ -284,5 +306,22 @@ mod tests {
             Some("plan")
         );
         assert_eq!(configured_flag(&spec, "--effort"), None);
+    }
+
+    #[test]
+    fn initializes_commands_are_the_agents_commands() {
+        // As Claude Code 2.1.197 lists them.
+        let answer = json!({"commands": [
+            {"name": "simplify", "description": "Review the changed code", "argumentHint": "[<target>]"},
+            {"name": "init", "description": "Initialize a CLAUDE.md", "argumentHint": ""},
+            {"name": "bad name", "description": "not typeable"}
+        ]});
+        let commands = commands_of(&answer);
+        let names: Vec<(&str, Option<&str>)> = commands
+            .iter()
+            .map(|command| (command.name.as_str(), command.hint.as_deref()))
+            .collect();
+        assert_eq!(names, [("simplify", Some("[<target>]")), ("init", None)]);
+        assert!(commands_of(&json!({})).is_empty());
     }
 }
