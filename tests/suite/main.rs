@@ -70,6 +70,7 @@ mod pi_rpc_steer_at_stop;
 mod process;
 mod real_acp;
 mod real_acp_chat;
+mod real_acp_commands;
 mod real_claude;
 mod real_codex;
 mod real_gemini;
