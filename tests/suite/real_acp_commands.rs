@@ -67,11 +67,24 @@ async fn qwens_commands_are_offered_after_agenttys_and_compress_runs_from_the_po
     pane.keys(&["Enter"]);
     let done = pane.wait_for_text("Context compressed");
     eprintln!("=== SCREEN qwen /compress ===\n{done}");
-    let summary_asked = server.completion_requests()[before..].iter().any(|request| {
-        request
-            .json()
-            .is_some_and(|body| body["messages"][0]["content"].to_string().contains("summar"))
-    });
+    let summary_asked = server.completion_requests()[before..]
+        .iter()
+        .any(|request| {
+            request.json().is_some_and(|body| {
+                body["messages"][0]["content"]
+                    .to_string()
+                    .contains("summar")
+            })
+        });
     assert!(summary_asked, "Qwen asked the model for a summary");
+    // agentty's own /compact uses Qwen's announced command.
+    let before = server.completion_requests().len();
+    pane.prompt("/compact");
+    let compacted = pane.wait_for_text("Conversation compacted (/compress)");
+    eprintln!("=== SCREEN qwen /compact ===\n{compacted}");
+    assert!(
+        server.completion_requests().len() > before,
+        "Qwen compressed again"
+    );
     chat.quit();
 }

@@ -7,7 +7,23 @@
 use serde_json::Value;
 
 use super::settings::AcpShared;
+use crate::provider::live::Compaction;
 use crate::provider::AgentCommand;
+
+/// The names of an agent's own compaction command, in the order one is chosen (Qwen Code and
+/// Gemini CLI call it `compress`).
+const COMPACTION_COMMANDS: [&str; 2] = ["compact", "compress"];
+
+/// `/compact` on an ACP agent: its own compaction command where it announced one.
+pub(super) fn compaction(shared: &AcpShared) -> Compaction {
+    let status = shared.status.borrow();
+    COMPACTION_COMMANDS
+        .iter()
+        .find(|name| status.commands.iter().any(|command| command.name == **name))
+        .map_or(Compaction::Unavailable, |name| {
+            Compaction::AgentCommand((*name).to_owned())
+        })
+}
 
 /// Follows `line` (any line the agent prints; the others are let go at a glance): an
 /// `available_commands_update` becomes the status's commands.
@@ -84,5 +100,10 @@ mod tests {
             r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"available_commands_update","availableCommands":[]}}}"#,
         );
         assert!(shared.status().borrow().commands.is_empty());
+        assert!(matches!(compaction(&shared), Compaction::Unavailable));
+        follow(&shared, line);
+        assert!(
+            matches!(compaction(&shared), Compaction::AgentCommand(name) if name == "compress")
+        );
     }
 }

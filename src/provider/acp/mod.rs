@@ -189,6 +189,11 @@ impl Protocol for AcpProtocol {
         !self.failed_clean.swap(false, Ordering::SeqCst)
     }
 
+    /// The agent's own compaction command, where it announced one (Qwen Code's `compress`).
+    fn compaction(&self) -> crate::provider::live::Compaction {
+        commands::compaction(&self.shared)
+    }
+
     fn change_setting(&self, setting: AgentSetting) -> bool {
         self.shared.change(setting)
     }
