@@ -7,7 +7,7 @@
 use std::fmt;
 
 use super::inert::InertText;
-use crate::provider::{AgentStatus, ContextUse, ModeChoice, ModelChoice};
+use crate::provider::{AgentCommand, AgentStatus, ContextUse, ModeChoice, ModelChoice};
 
 /// A value the agent names and takes back (a model's or mode's id, a thinking level): the
 /// agent's own text, sent back unchanged when the user chooses it, and that text made inert for
@@ -97,6 +97,32 @@ impl From<ModeChoice> for ShownMode {
     }
 }
 
+/// One of the agent's own slash commands, as the chat offers it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct ShownCommand {
+    /// Its name without the slash: typed and sent back as the agent wrote it (only letters,
+    /// digits and `-_:.`, so it is inert as it is).
+    pub(crate) name: String,
+    pub(crate) description: InertText,
+    /// What it takes after its name; `None`: nothing.
+    pub(crate) hint: Option<InertText>,
+}
+
+impl From<AgentCommand> for ShownCommand {
+    fn from(command: AgentCommand) -> Self {
+        let AgentCommand {
+            name,
+            description,
+            hint,
+        } = command;
+        Self {
+            name: InertText::new(&name).as_str().to_owned(),
+            description: InertText::from(description),
+            hint: hint.map(InertText::from),
+        }
+    }
+}
+
 /// The agent's model, mode and thinking level, the choices it offers and its last refusal, as
 /// the chat shows them (see `provider::AgentStatus` for each field).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -111,6 +137,7 @@ pub struct ShownAgentStatus {
     pub(crate) refusal: Option<InertText>,
     pub(crate) context: Option<ContextUse>,
     pub accepts_images: Option<bool>,
+    pub(crate) commands: Vec<ShownCommand>,
 }
 
 impl From<AgentStatus> for ShownAgentStatus {
@@ -126,6 +153,7 @@ impl From<AgentStatus> for ShownAgentStatus {
             refusal,
             context,
             accepts_images,
+            commands,
         } = status;
         Self {
             model: model.map(AgentValue::new),
@@ -138,6 +166,7 @@ impl From<AgentStatus> for ShownAgentStatus {
             refusal: refusal.map(InertText::from),
             context,
             accepts_images,
+            commands: commands.into_iter().map(ShownCommand::from).collect(),
         }
     }
 }

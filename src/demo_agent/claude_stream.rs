@@ -4,15 +4,20 @@
 //!
 //! - Lines on stdin: `{"type":"user",...}` starts a turn (or, during one, is queued: taken at
 //!   the next tool boundary, else run as a turn of its own after the `result`), and
-//!   `control_request`s: `initialize` (answered with two models), `interrupt`, `set_model` (each
+//!   `control_request`s: `initialize` (answered with two models and two slash commands,
+//!   `simplify [<target>]` and `init`), `interrupt`, `set_model` (each
 //!   later prompt's line in `requests.jsonl` names the model), `set_permission_mode` (answered
 //!   `{mode}` plus a `system/status` with `permissionMode`). Settings are logged in
-//!   `settings.jsonl` as `set_model` / `set_permission_mode`.
+//!   `settings.jsonl` as `set_model` / `set_permission_mode`. The first model lists effort
+//!   levels (`supportedEffortLevels`); `apply_flag_settings {effortLevel}` is logged as
+//!   `effortLevel` and named by each later prompt's line in `requests.jsonl` (`effort`).
 //! - Each turn: `system/init`, the replayed user line (`isReplay`), `stream_event` partials, one
 //!   `assistant` line per block, `result`. A user line is echoed (`isReplay`) when it is taken.
 //! - A prompt with the word `write` asks `can_use_tool` for a `Write` of `demo-claude.txt` in the
-//!   working directory (`write NAME.txt` names the file); allowed, the file is written
-//!   (`updatedPermissions` are remembered for the session: the next write is not asked);
+//!   working directory (`write NAME.txt` names the file), suggesting a rule and the session
+//!   mode `acceptEdits`; allowed, the file is written (an `addRules` update is remembered for
+//!   the session, a `setMode` one switches the mode and says so in a `system/status` line: the
+//!   next write is not asked);
 //!   denied, the tool result is the denial's message. In `acceptEdits` mode it is not asked.
 //! - `tasks`, `todos`, `helper`: the agent's work as Claude Code prints it — a task list, a todo
 //!   list, a sub-agent with two nested calls (`claude_work`).
@@ -39,10 +44,14 @@ use work::Work;
 #[path = "claude_work.rs"]
 mod work;
 
-/// The models `initialize` lists: (value, display name).
-const MODELS: [(&str, &str); 2] = [
-    ("default", "Default (demo-claude-1)"),
-    ("demo-claude-2", "Demo Claude Two"),
+/// The models `initialize` lists: (value, display name, the effort levels it takes).
+const MODELS: [(&str, &str, &[&str]); 2] = [
+    (
+        "default",
+        "Default (demo-claude-1)",
+        &["low", "medium", "high", "xhigh", "max"],
+    ),
+    ("demo-claude-2", "Demo Claude Two", &[]),
 ];
 /// The model `system/init` says the alias `default` runs.
 const DEFAULT_RESOLVED: &str = "demo-claude-1[1m]";
@@ -228,10 +237,20 @@ impl Engine {
             "initialize" => {
                 let models: Vec<Value> = MODELS
                     .iter()
-                    .map(|(value, name)| json!({"value": value, "displayName": name, "description": "a demo model"}))
+                    .map(|(value, name, efforts)| {
+                        let mut model = json!({"value": value, "displayName": name, "description": "a demo model"});
+                        if !efforts.is_empty() {
+                            model["supportsEffort"] = json!(true);
+                            model["supportedEffortLevels"] = json!(efforts);
+                        }
+                        model
+                    })
                     .collect();
                 let answer = success(Some(json!({
-                    "commands": [], "agents": [], "output_style": "default",
+                    "commands": [
+                        {"name": "simplify", "description": "Review the changed code and simplify it", "argumentHint": "[<target>]"},
+                        {"name": "init", "description": "Initialize a CLAUDE.md file", "argumentHint": ""}
+                    ], "agents": [], "output_style": "default",
                     "available_output_styles": ["default"], "models": models,
                     "account": {"apiKeySource": "none"}, "pid": std::process::id()
                 })));
@@ -249,6 +268,15 @@ impl Engine {
                     "parent_tool_use_id": null, "isReplay": true
                 }));
                 self.line(&echo)?;
+                self.line(&success(None))
+            }
+            "apply_flag_settings" => {
+                // As Claude Code: the effort goes with every later model request
+                // (`output_config.effort`; here each later prompt's line in `requests.jsonl`).
+                if let Some(effort) = request["settings"]["effortLevel"].as_str() {
+                    state::record_setting(&self.session.header.id, "effortLevel", effort);
+                    self.session.effort = Some(effort.to_owned());
+                }
                 self.line(&success(None))
             }
             "set_permission_mode" => {
@@ -684,11 +712,25 @@ impl Engine {
                 {
                     let answer = &line["response"]["response"];
                     if answer["behavior"] == "allow" {
-                        let always = answer["updatedPermissions"]
+                        for update in answer["updatedPermissions"]
                             .as_array()
-                            .is_some_and(|updates| !updates.is_empty());
-                        if always {
-                            self.allowed_always.push("Write".to_owned());
+                            .into_iter()
+                            .flatten()
+                        {
+                            match update["type"].as_str() {
+                                Some("addRules") => self.allowed_always.push("Write".to_owned()),
+                                // As Claude Code: the session's mode changes, and it says so.
+                                Some("setMode") => {
+                                    let mode = update["mode"].as_str().unwrap_or_default();
+                                    self.mode = mode.to_owned();
+                                    let status = self.stamp(json!({
+                                        "type": "system", "subtype": "status", "status": null,
+                                        "permissionMode": mode
+                                    }));
+                                    self.line(&status)?;
+                                }
+                                _ => {}
+                            }
                         }
                         return Ok(Ok(None));
                     }

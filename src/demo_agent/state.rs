@@ -99,6 +99,10 @@ pub struct DemoRequest {
     /// `set_model`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// The effort the request asked for, when the agent was told one (`--mode claude-stream`'s
+    /// `apply_flag_settings {effortLevel}`, which Claude Code sends as `output_config.effort`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effort: Option<String>,
 }
 
 /// Milliseconds since the Unix epoch (pi's message `timestamp`).
@@ -185,6 +189,8 @@ pub(crate) struct Session {
     file: PathBuf,
     /// The model the next prompt goes to, once the client chose one (recorded with it).
     pub(crate) model: Option<String>,
+    /// The effort the next prompt asks for, once the client chose one (recorded with it).
+    pub(crate) effort: Option<String>,
 }
 
 impl Session {
@@ -213,6 +219,7 @@ impl Session {
             history: Vec::new(),
             file,
             model: None,
+            effort: None,
         };
         let _ = fs::create_dir_all(&dir);
         let _ = fs::write(&session.file, format!("{}\n", session.header_line()));
@@ -245,6 +252,7 @@ impl Session {
             session_id: self.header.id.clone(),
             messages,
             model: self.model.clone(),
+            effort: self.effort.clone(),
         });
         self.history.push(prompt.to_owned());
         let Ok(mut file) = fs::OpenOptions::new().append(true).open(&self.file) else {
@@ -288,6 +296,7 @@ impl Session {
             session_id: self.header.id.clone(),
             messages,
             model: self.model.clone(),
+            effort: self.effort.clone(),
         });
         let summary = format!(
             "{SUMMARY_PREFIX} {} earlier prompts: {}",
@@ -404,6 +413,7 @@ impl Session {
                 history,
                 file,
                 model: None,
+                effort: None,
             },
             entries,
         ))
@@ -451,6 +461,7 @@ fn latest_session(dir: &Path, wanted: impl Fn(&SessionHeader) -> bool) -> Option
                 .collect(),
             file,
             model: None,
+            effort: None,
         };
         best = Some((modified, session));
     }

@@ -34,6 +34,41 @@ pub struct AgentStatus {
     /// Whether the agent takes images in a prompt, where it says (ACP's
     /// `promptCapabilities.image`); `None`: the transport decides.
     pub accepts_images: Option<bool>,
+    /// The agent's own slash commands, as it announced them (Claude's `initialize`, ACP's
+    /// `available_commands_update`), in its order; empty: it announced none.
+    pub commands: Vec<AgentCommand>,
+}
+
+/// One of the agent's own slash commands: sent as a prompt that starts with `/name`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AgentCommand {
+    /// The name without its slash; only names that are one word of letters, digits and
+    /// `-_:.` are kept (a name is typed and sent back as it is).
+    pub name: String,
+    pub description: String,
+    /// What the command takes after its name (`<description>`), where the agent says; `None`:
+    /// it takes nothing.
+    pub hint: Option<String>,
+}
+
+impl AgentCommand {
+    /// A command of the agent, if its name can be typed and sent back as it is.
+    pub fn new(name: &str, description: &str, hint: Option<&str>) -> Option<AgentCommand> {
+        let name = name.strip_prefix('/').unwrap_or(name);
+        let typeable = !name.is_empty()
+            && name.len() <= 64
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | ':' | '.'));
+        typeable.then(|| AgentCommand {
+            name: name.to_owned(),
+            description: description.trim().to_owned(),
+            hint: hint
+                .map(str::trim)
+                .filter(|hint| !hint.is_empty())
+                .map(str::to_owned),
+        })
+    }
 }
 
 /// The tokens in the model's context window and its size, as the agent reports them (pi's
@@ -195,6 +230,26 @@ mod tests {
                 AgentSetting::ThinkingLevel("high".into()),
             ]
         );
+    }
+
+    #[test]
+    fn a_command_is_kept_only_when_its_name_can_be_typed_back() {
+        let command = AgentCommand::new("/code-review", " Review the diff ", Some(" [low|high] "));
+        assert_eq!(
+            command,
+            Some(AgentCommand {
+                name: "code-review".into(),
+                description: "Review the diff".into(),
+                hint: Some("[low|high]".into()),
+            })
+        );
+        assert_eq!(
+            AgentCommand::new("compress", "", Some("")).unwrap().hint,
+            None
+        );
+        for bad in ["", "/", "two words", "esc\u{1b}[31m", "a/b", "名前"] {
+            assert_eq!(AgentCommand::new(bad, "x", None), None, "{bad:?}");
+        }
     }
 
     #[test]

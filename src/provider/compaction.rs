@@ -1,6 +1,7 @@
 //! `/compact`: what every transport shares when it compacts the agent's conversation (pi RPC's
-//! `compact`, Claude's `/compact` slash command, Codex's `thread/compact/start`): the notice that says the result, the slash command sent as a prompt,
-//! and the answer of a transport that cannot.
+//! `compact`, Claude's `/compact` slash command, Codex's `thread/compact/start`, an ACP agent's
+//! own announced command such as Qwen Code's `/compress`): the notice that says the result, the
+//! slash command sent as a prompt, and the answer of a transport that cannot.
 
 use crate::config::Transport;
 use crate::stream::{AgentMessage, Failure, FailureReason, NoticeKind};
@@ -16,6 +17,44 @@ pub(crate) fn slash_command(instructions: Option<&str>) -> String {
         Some(text) => format!("/compact {text}"),
         None => "/compact".to_owned(),
     }
+}
+
+/// The agent's own compaction command `name` (one it announced), with the user's instructions.
+pub(crate) fn agent_command(name: &str, instructions: Option<&str>) -> String {
+    match instructions.map(str::trim).filter(|text| !text.is_empty()) {
+        Some(text) => format!("/{name} {text}"),
+        None => format!("/{name}"),
+    }
+}
+
+/// The stream of a compaction asked as the agent's own command (`stream` is the prompt's
+/// attempt): the agent's words are its result, said in the `compacted` notice once the command
+/// completed (`Conversation compacted (/compress): Context compressed (1234 -> ~1056).`); a
+/// failure stays the failure.
+pub(crate) fn by_agent_command(stream: AgentStream, name: String) -> AgentStream {
+    use futures::StreamExt;
+    let mut said = String::new();
+    Box::pin(stream.flat_map(move |message| {
+        let passed = match message {
+            AgentMessage::Assistant { delta } => {
+                said.push_str(&delta);
+                Vec::new()
+            }
+            completed @ AgentMessage::Completed { .. } => {
+                let words = said.trim();
+                let message = match words {
+                    "" => format!("Conversation compacted (/{name})"),
+                    words => format!("Conversation compacted (/{name}): {words}"),
+                };
+                vec![
+                    AgentMessage::notice(NoticeKind::Compacted.wire(), message),
+                    completed,
+                ]
+            }
+            other => vec![other],
+        };
+        futures::stream::iter(passed)
+    }))
 }
 
 /// The `compacted` notice: the context's size before and after, where the agent says.
@@ -39,7 +78,8 @@ pub fn compacted_notice(before: Option<u64>, after: Option<u64>) -> AgentMessage
 pub(crate) fn unavailable_reason(provider: &str, transport: Transport) -> String {
     format!(
         "/compact is not available with {provider} over {}: nothing was sent. Compaction works \
-         with pi over rpc, claude over stream and codex over app-server.",
+         with pi over rpc, claude over stream, codex over app-server, and ACP agents that \
+         announce their own compaction command (/compact or /compress).",
         transport.name()
     )
 }
@@ -146,6 +186,39 @@ mod tests {
             ),
             other => panic!("one failure, not {other:?}"),
         }
+    }
+
+    #[tokio::test]
+    async fn an_agents_own_command_compacted_in_its_own_words() {
+        let out: Vec<AgentMessage> = by_agent_command(
+            Box::pin(futures::stream::iter(vec![
+                AgentMessage::Assistant {
+                    delta: "Compressing context...".to_owned(),
+                },
+                AgentMessage::Assistant {
+                    delta: "Context compressed (1234 -> ~1056).".to_owned(),
+                },
+                completed(),
+            ])),
+            "compress".to_owned(),
+        )
+        .collect()
+        .await;
+        assert_eq!(
+            out,
+            [
+                AgentMessage::notice(
+                    NoticeKind::Compacted.wire(),
+                    "Conversation compacted (/compress): Compressing context...Context compressed (1234 -> ~1056)."
+                ),
+                completed()
+            ]
+        );
+        assert_eq!(
+            agent_command("compress", Some(" keep the API ")),
+            "/compress keep the API"
+        );
+        assert_eq!(agent_command("compress", None), "/compress");
     }
 
     #[test]

@@ -39,8 +39,8 @@ pub(crate) mod tool_calls;
 pub use crate::config::Transport;
 pub use crate::process::{StopControl, StopProgress};
 pub use agent_status::{
-    configured_settings, settings_overridden, AgentQueue, AgentSetting, AgentStatus, ContextUse,
-    ModeChoice, ModelChoice,
+    configured_settings, settings_overridden, AgentCommand, AgentQueue, AgentSetting, AgentStatus,
+    ContextUse, ModeChoice, ModelChoice,
 };
 pub use capabilities::{Capabilities, Images, Interjection, Interjections, LiveTransport, Quirks};
 pub(crate) use checkpoint::{BranchPoint, SessionCheckpoint};

@@ -198,6 +198,53 @@ async fn always_is_not_asked_again_in_the_session() {
     assert!(world.demo.state.path().join("b.txt").exists());
 }
 
+/// "Allow all edits this session" (Claude's `setMode acceptEdits` suggestion): the agent's mode
+/// is accept edits from then on, and the next write is not asked.
+#[tokio::test]
+async fn all_edits_this_session_switches_the_mode_and_the_next_write_is_not_asked() {
+    let world = World::new("0", PermissionPolicy::Ask);
+    let stream = world.execute("write a.txt", SessionRef::New, &StopControl::new());
+    let first = answering(
+        world.provider.as_ref(),
+        stream,
+        "allow_in_mode:acceptEdits",
+        None,
+    )
+    .await;
+    let asked = first.iter().find_map(|message| match message {
+        AgentMessage::PermissionRequest(request) => Some(request.clone()),
+        _ => None,
+    });
+    let names: Vec<String> = asked
+        .expect("asked")
+        .options
+        .iter()
+        .map(|option| option.name.clone())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "Allow once",
+            "Always allow in this session (Write)",
+            "Allow all edits this session",
+            "Reject"
+        ]
+    );
+    assert!(world.demo.state.path().join("a.txt").exists());
+    let status = world.provider.agent_status().unwrap();
+    assert_eq!(status.borrow().mode.as_deref(), Some("acceptEdits"));
+    let second = world
+        .turn("write b.txt", SessionRef::Resume(session_id(&first)))
+        .await;
+    assert!(
+        !second
+            .iter()
+            .any(|message| matches!(message, AgentMessage::PermissionRequest(_))),
+        "{second:?}"
+    );
+    assert!(world.demo.state.path().join("b.txt").exists());
+}
+
 #[tokio::test]
 async fn esc_interrupts_in_band_and_the_next_turn_runs_on_the_same_process() {
     let world = World::new("1", PermissionPolicy::Ask);
@@ -452,5 +499,79 @@ async fn the_conversations_settings_set_a_resumed_process() {
     assert_eq!(
         relaunched.agent_status().unwrap().borrow().mode.as_deref(),
         Some("plan")
+    );
+}
+
+/// Claude's effort: the levels the current model lists are offered, a chosen one goes with the
+/// next request (`apply_flag_settings {effortLevel}`), a model with none offers none, and a
+/// resumed conversation's effort sets the new process.
+#[tokio::test]
+async fn the_effort_the_model_takes_is_offered_and_goes_with_the_next_request() {
+    let world = World::new("0", PermissionPolicy::Ask);
+    let one = world.turn("hi", SessionRef::New).await;
+    let id = session_id(&one);
+    let mut status = world.provider.agent_status().unwrap();
+    assert_eq!(
+        status.borrow().thinking_levels,
+        ["low", "medium", "high", "xhigh", "max"]
+    );
+    assert_eq!(status.borrow().thinking_level, None, "none until chosen");
+    assert_eq!(world.requests().last().unwrap().effort, None);
+    assert!(world
+        .provider
+        .change_setting(AgentSetting::ThinkingLevel("xhigh".into())));
+    timeout(
+        PATIENCE,
+        status.wait_for(|status| status.thinking_level.as_deref() == Some("xhigh")),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    world.turn("again", SessionRef::Resume(id.clone())).await;
+    assert_eq!(
+        world.requests().last().unwrap().effort.as_deref(),
+        Some("xhigh")
+    );
+    // A model that takes no effort: nothing offered, nothing shown.
+    assert!(world
+        .provider
+        .change_setting(AgentSetting::Model("demo-claude-2".into())));
+    timeout(
+        PATIENCE,
+        status.wait_for(|status| status.model.as_deref() == Some("demo-claude-2")),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert!(status.borrow().thinking_levels.is_empty());
+    assert_eq!(status.borrow().thinking_level, None);
+
+    // A new launch resuming the conversation with its logged effort.
+    let request = AttemptRequest {
+        prompt: "resumed".into(),
+        session: SessionRef::Resume(id),
+        cwd: Some(world.demo.state.path().to_path_buf()),
+        attempt: 1,
+        settings: vec![AgentSetting::ThinkingLevel("low".into())],
+        ..AttemptRequest::default()
+    };
+    let relaunched = World::provider(&world.demo, "0", PermissionPolicy::Ask);
+    let two = collect(relaunched.execute(request, StopControl::new())).await;
+    assert!(
+        matches!(two.last(), Some(AgentMessage::Completed { .. })),
+        "{two:?}"
+    );
+    assert_eq!(
+        world.requests().last().unwrap().effort.as_deref(),
+        Some("low")
+    );
+    assert_eq!(
+        relaunched
+            .agent_status()
+            .unwrap()
+            .borrow()
+            .thinking_level
+            .as_deref(),
+        Some("low")
     );
 }

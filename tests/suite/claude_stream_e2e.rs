@@ -139,3 +139,49 @@ fn the_prompt_fits_a_small_terminal() {
     pane.pane.wait_for_text("Wrote demo-claude.txt.");
     assert!(pane.work.path().join("demo-claude.txt").exists());
 }
+
+/// Claude's session-wide suggestion for a write is offered as such, with the care of any
+/// "always" answer: ↓ only highlights it, Enter confirms; the mode then shows in the status bar
+/// and the next write is not asked.
+#[test]
+fn all_edits_this_session_is_highlighted_then_confirmed_and_the_mode_shows() {
+    let Some(pane) = Pane::start("edits", 160, 50) else {
+        return;
+    };
+    pane.pane.prompt("write a.txt please");
+    let asked = pane.focus_prompt();
+    assert!(asked.contains("Allow all edits this session"), "{asked}");
+    // Allow once is highlighted first; the rule, then the session's mode, below it.
+    pane.pane.keys(&["Down", "Down"]);
+    let highlighted = pane
+        .pane
+        .wait_for_text("confirms: Allow all edits this session");
+    eprintln!("the session-wide option highlighted at 160x50:\n{highlighted}");
+    assert!(!pane.work.path().join("a.txt").exists(), "not yet chosen");
+    pane.pane.keys(&["Enter"]);
+    let done = pane.pane.wait_for_text("mode accept edits");
+    assert!(pane.work.path().join("a.txt").exists(), "{done}");
+    pane.pane.prompt("write b.txt please");
+    let second = pane.pane.wait_for_text("Wrote b.txt.");
+    assert!(!second.contains("Tab to answer"), "{second}");
+    assert!(pane.work.path().join("b.txt").exists());
+}
+
+/// Claude's effort: Shift+Tab in `/model` steps the levels the model lists, and the status
+/// bar shows the one chosen.
+#[test]
+fn the_effort_steps_in_the_model_picker_and_shows_in_the_status_bar() {
+    let Some(pane) = Pane::start("effort", 60, 20) else {
+        return;
+    };
+    pane.pane.prompt("hi");
+    pane.pane.wait_for_text("heard: 'hi'");
+    pane.pane.prompt("/model");
+    pane.pane.wait_for_text("Demo Claude Two");
+    pane.pane.keys(&["BTab", "BTab"]);
+    let picker = pane.pane.wait_for_text("thinking: medium");
+    eprintln!("the model picker at 60x20:\n{picker}");
+    pane.pane.keys(&["Escape"]);
+    let status = pane.pane.wait_for_text("Thinking level: medium");
+    assert!(status.contains("· medium ·"), "{status}");
+}

@@ -181,7 +181,15 @@ async fn a_permission_answered_allow_sends_the_sdks_allow_with_the_input() {
     assert_eq!(request.kind, "execute");
     assert_eq!(request.command.as_deref(), Some("touch marker.txt"));
     let options: Vec<&str> = request.options.iter().map(|o| o.id.as_str()).collect();
-    assert_eq!(options, ["allow", "allow_always", "reject"]);
+    assert_eq!(
+        options,
+        [
+            "allow",
+            "allow_always",
+            "allow_in_mode:acceptEdits",
+            "reject"
+        ]
+    );
     assert!(messages.iter().any(|message| matches!(
         message,
         AgentMessage::PermissionResolved { outcome, .. } if outcome == "allow"
@@ -263,6 +271,62 @@ async fn always_adds_the_rule_for_the_session_and_the_next_turn_reuses_the_proce
         Some(AgentMessage::SessionResumed { .. })
     ));
     assert!(completed(&second), "{second:?}");
+    assert_same_as_recorded(&rig.log(4).await, 4);
+}
+
+/// Claude Code's session-wide suggestion for a Write (`setMode acceptEdits`), chosen: the
+/// answer carries it as recorded, Claude Code switches its mode (the status says so) and the
+/// next prompt's write is not asked.
+#[tokio::test]
+async fn allow_all_edits_this_session_switches_claudes_mode_and_the_next_write_is_not_asked() {
+    let rig = rig("permission_accept_edits", PermissionPolicy::Ask);
+    let first = rig
+        .turn(
+            "Write the notes",
+            SessionRef::New,
+            |message, provider, _| {
+                if let Some(request) = permission_of(message) {
+                    assert!(provider.answer_permission(
+                        &request.id,
+                        Some("allow_in_mode:acceptEdits".into()),
+                        None
+                    ));
+                }
+            },
+        )
+        .await;
+    let request = first.iter().find_map(permission_of).expect("asked");
+    let options: Vec<(&str, &str)> = request
+        .options
+        .iter()
+        .map(|option| (option.id.as_str(), option.name.as_str()))
+        .collect();
+    assert_eq!(
+        options,
+        [
+            ("allow", "Allow once"),
+            ("allow_in_mode:acceptEdits", "Allow all edits this session"),
+            ("reject", "Reject"),
+        ]
+    );
+    assert!(completed(&first), "{first:?}");
+    let status = rig.provider.agent_status().expect("a status");
+    assert_eq!(status.borrow().mode.as_deref(), Some("acceptEdits"));
+    let session_id = first.iter().find_map(|message| match message {
+        AgentMessage::SessionStarted { session_id, .. } => session_id.clone(),
+        _ => None,
+    });
+    let second = rig
+        .turn(
+            "Write more notes",
+            SessionRef::Resume(session_id.expect("an id")),
+            |message, _, _| {
+                assert!(permission_of(message).is_none(), "asked again: {message:?}");
+            },
+        )
+        .await;
+    assert!(completed(&second), "{second:?}");
+    // initialize, the prompt, the answer with the mode, the next prompt: as recorded.
     assert_same_as_recorded(&rig.log(4).await, 4);
 }
 

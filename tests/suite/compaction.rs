@@ -481,3 +481,20 @@ async fn a_claude_compaction_without_a_boundary_is_one_failure_with_what_claude_
         ["only prompt", "/compact nothing"]
     );
 }
+
+/// An ACP agent that announced its own compaction command (the demo agent's `compress`, as
+/// Qwen Code's): `/compact` sends it as the prompt `/compress …`, and its words are the result.
+#[tokio::test]
+async fn acp_compaction_uses_the_agents_own_compress_command() {
+    let mut world = World::new(Transport::Acp, "0");
+    let events = world.turn(Command::Submit("first prompt".into())).await;
+    assert_eq!(outcome(&events), &TurnOutcome::Completed, "{events:?}");
+    let events = compact_keeping_the_names(&mut world).await;
+    assert_eq!(outcome(&events), &TurnOutcome::Completed, "{events:?}");
+    assert_eq!(
+        compacted_notices(&events),
+        ["Conversation compacted (/compress): Compressing context...Context compressed (1234 -> ~1056)."]
+    );
+    let last = world.requests().last().unwrap().messages.clone();
+    assert_eq!(last, ["first prompt", "/compress keep the names"]);
+}

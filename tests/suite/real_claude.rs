@@ -1007,3 +1007,121 @@ async fn stream_the_task_list_is_the_plan_and_a_sub_agents_calls_nest() {
         "{out}"
     );
 }
+
+// ---- Claude's effort over the stream transport ----
+
+/// The effort Claude Code 2.1.197 lists for its models is offered; a chosen one reaches the
+/// next model request as `output_config.effort` (through `apply_flag_settings`), and a resumed
+/// conversation's effort reaches the new process's request too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_claude:: (README, Tests)"]
+async fn stream_a_chosen_effort_reaches_the_model_request() {
+    use agentty::provider::AgentSetting;
+    use serde_json::{json, Value};
+    let test = &test_name();
+    let mut rig = stream_rig(
+        test,
+        FakeAnthropic::start(Scenario::Text),
+        PermissionPolicy::Ask,
+    )
+    .await;
+    let first = rig.run("one", SessionRef::New, None).await;
+    let id = started_session_id(&first);
+    let mut status = rig.rig.provider.agent_status().expect("a status");
+    assert_eq!(
+        status.borrow().thinking_levels,
+        ["low", "medium", "high", "xhigh", "max"],
+        "the levels the CLI lists for its default model"
+    );
+    assert!(rig
+        .rig
+        .provider
+        .change_setting(AgentSetting::ThinkingLevel("low".into())));
+    tokio::time::timeout(
+        RUN_LIMIT,
+        status.wait_for(|status| status.thinking_level.as_deref() == Some("low")),
+    )
+    .await
+    .expect("in time")
+    .expect("the status");
+    rig.run("two", SessionRef::Resume(id.clone()), None).await;
+    let efforts = |server: &FakeAnthropic| -> Vec<Value> {
+        server
+            .message_requests()
+            .iter()
+            .filter(|request| request.main)
+            .map(|request| request.body["output_config"]["effort"].clone())
+            .collect()
+    };
+    let seen = efforts(&rig.rig.server);
+    assert_eq!(seen.last(), Some(&json!("low")), "{seen:?}");
+    assert_ne!(seen.first(), Some(&json!("low")), "{seen:?}");
+
+    // agentty comes back (`--resume`) with the effort the conversation logged.
+    rig.rig.provider = stream_provider(&rig.settings, PermissionPolicy::Ask);
+    let mut request = rig.rig.request("three", SessionRef::Resume(id));
+    request.settings = vec![AgentSetting::ThinkingLevel("max".into())];
+    let mut stream = rig.rig.provider.execute(request, StopControl::new());
+    let resumed = collect(&mut stream, RUN_LIMIT).await;
+    expect_completed(&resumed);
+    let seen = efforts(&rig.rig.server);
+    assert_eq!(seen.last(), Some(&json!("max")), "{seen:?}");
+}
+
+/// Claude Code's session-wide suggestion for a Write (`setMode acceptEdits`) is offered as
+/// "Allow all edits this session"; chosen, the CLI switches to accept edits (the status says
+/// so) and its next write is not asked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_claude:: (README, Tests)"]
+async fn stream_all_edits_this_session_switches_claudes_mode_and_the_next_write_is_not_asked() {
+    use serde_json::json;
+    let test = &test_name();
+    let work = tempfile::tempdir().expect("a work dir");
+    let write = |name: &str| {
+        let path = work.path().join(name).display().to_string();
+        vec![(
+            "Write".to_owned(),
+            json!({"file_path": path, "content": "hello\n"}),
+        )]
+    };
+    let server = FakeAnthropic::start(Scenario::Script {
+        main: vec![write("a.txt"), write("b.txt")],
+        sub_agent: Vec::new(),
+    });
+    let mut rig = stream_rig(test, server, PermissionPolicy::Ask).await;
+    // The rig's own working directory is where the script writes.
+    rig.rig.work = work;
+    let messages = rig
+        .run(
+            "Write two files",
+            SessionRef::New,
+            Some(("allow_in_mode:acceptEdits", None)),
+        )
+        .await;
+    let asked: Vec<_> = messages
+        .iter()
+        .filter_map(|message| match message {
+            AgentMessage::PermissionRequest(request) => Some(request.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        asked.len(),
+        1,
+        "the second write is not asked: {messages:#?}"
+    );
+    let names: Vec<&str> = asked[0]
+        .options
+        .iter()
+        .map(|option| option.name.as_str())
+        .collect();
+    assert_eq!(
+        names,
+        ["Allow once", "Allow all edits this session", "Reject"]
+    );
+    expect_completed(&messages);
+    assert!(rig.rig.work.path().join("a.txt").exists());
+    assert!(rig.rig.work.path().join("b.txt").exists());
+    let status = rig.rig.provider.agent_status().expect("a status");
+    assert_eq!(status.borrow().mode.as_deref(), Some("acceptEdits"));
+}

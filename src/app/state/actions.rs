@@ -3,6 +3,7 @@
 use super::{plural, AppEffect, AppState, Copied};
 use crate::app::action::{parse_slash, Action};
 use crate::app::activity::UsageBook;
+use crate::app::completion::agent_command_of;
 use crate::app::help::KeyHelp;
 use crate::app::mentions;
 use crate::app::menu::Overlay;
@@ -64,6 +65,8 @@ impl AppState {
                     self.composer.take();
                     return self.perform(action, argument);
                 }
+                // The agent's own command: a prompt for the agent.
+                None if agent_command_of(&text, &self.agent_status.commands).is_some() => {}
                 // Enter again on the same text: the user means it as a message.
                 None if self.composer.confirm_unknown_command(&text) => {}
                 None => {

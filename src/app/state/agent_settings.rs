@@ -5,6 +5,7 @@
 
 use super::{AppEffect, AppState};
 use crate::app::agent_status::{AgentValue, ShownAgentStatus, ShownModel};
+use crate::app::completion::PopupKind;
 use crate::app::menu::Overlay;
 use crate::app::mode_picker::ModePicker;
 use crate::app::model_picker::{next_level, ModelPicker, ModelRequest};
@@ -90,8 +91,13 @@ impl AppState {
             .iter()
             .map(|level| level.raw().to_owned())
             .collect();
-        let Some(level) = next_level(&levels, status.thinking_level.as_ref().map(AgentValue::raw))
-        else {
+        // A level asked for and not yet confirmed is the one the next press steps from (a
+        // second Shift+Tab before the agent answers the first goes on, not back).
+        let current = match &self.pending_setting {
+            Some(AgentSetting::ThinkingLevel(level)) => Some(level.as_str()),
+            _ => status.thinking_level.as_ref().map(AgentValue::raw),
+        };
+        let Some(level) = next_level(&levels, current) else {
             let why = if status.models.is_empty() {
                 format!(
                     "The {} agent reports no modes or thinking levels here: nothing to cycle.",
@@ -125,7 +131,19 @@ impl AppState {
             // chosen one is what is known.
             self.usage_book.model = None;
         }
+        let commands_changed = self.agent_status.commands.len() != status.commands.len()
+            || self
+                .agent_status
+                .commands
+                .iter()
+                .zip(&status.commands)
+                .any(|(shown, new)| shown.name != new.name);
         self.agent_status = ShownAgentStatus::from(status);
+        // The agent's commands arrived (or changed) while the `/` popup is open: it shows them.
+        if commands_changed && matches!(&self.popup, Some(popup) if popup.kind == PopupKind::Slash)
+        {
+            self.refresh_popup();
+        }
         if refused {
             self.pending_setting = None;
             let refusal = self.agent_status.refusal.clone().unwrap_or_default();

@@ -4,7 +4,7 @@
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::{AppEffect, AppState};
-use crate::app::completion::{slash_items, Popup, PopupItem, PopupKind};
+use crate::app::completion::{agent_slash_items, slash_items, Popup, PopupItem, PopupKind};
 use crate::app::list::ListSelection;
 use crate::app::mentions::{self, FileIndex};
 
@@ -22,7 +22,12 @@ impl AppState {
         let before = self.composer.before_cursor();
         let mut effects = Vec::new();
         if text.starts_with('/') && !text.contains(char::is_whitespace) {
-            let items = slash_items(&text);
+            let mut items = slash_items(&text);
+            items.extend(agent_slash_items(
+                &text,
+                &self.agent_status.commands,
+                &self.provider,
+            ));
             self.popup = Some(Popup {
                 kind: PopupKind::Slash,
                 replaces: before.chars().count(),
@@ -57,6 +62,7 @@ impl AppState {
                     key: String::new(),
                     detail: String::new(),
                     action: None,
+                    agent: false,
                 })
                 .collect();
             self.popup = Some(Popup {
@@ -155,6 +161,12 @@ impl AppState {
             (PopupKind::Slash, Some(action)) if run => {
                 self.composer.set_text("");
                 self.perform(action, None)
+            }
+            // The agent's command that takes nothing more: Enter sends it to the agent.
+            (PopupKind::Slash, None) if run && item.agent && !item.completion.ends_with(' ') => {
+                self.composer
+                    .replace_before_cursor(popup.replaces, &item.completion);
+                self.submit()
             }
             // An image file is attached rather than mentioned.
             (PopupKind::Mention, _) if crate::attachment::has_image_name(&item.label) => {

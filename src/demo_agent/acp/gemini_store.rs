@@ -190,6 +190,7 @@ impl GeminiSession {
             session_id: self.id.clone(),
             messages: request.clone(),
             model: None,
+            effort: None,
         });
         let now = state::now_ms();
         let message = Message::user(now, prompt);

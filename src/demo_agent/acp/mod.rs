@@ -20,6 +20,8 @@
 //!   `session/load`, in another process too (read back from `settings.jsonl`), as real agents
 //!   keep them in their session; a prompt's result names the session's model, and the request
 //!   log records it.
+//! - After `session/new`'s answer, an `available_commands_update` lists three commands of the
+//!   agent's own (`wire::COMMANDS`: `compress`, `review <focus>`, `init`), as Qwen Code does.
 //! - The agent's own requests (`session/request_permission`) have integer ids from 0, as Gemini's.
 //! - One prompt runs at a time: a `session/prompt` arriving while one runs is served after it;
 //!   other requests are answered at once, also mid-turn.
@@ -256,7 +258,12 @@ impl Agent {
                     Flavour::Default => self.choices_of(&session_id),
                 };
                 result["sessionId"] = json!(session_id);
-                wire::result(id, result)
+                self.send(&wire::result(id, result))?;
+                // As Qwen Code: its commands follow the answer.
+                if self.flavour == Flavour::Default {
+                    self.send(&wire::update(&session_id, wire::available_commands()))?;
+                }
+                return Ok(());
             }
             "session/load" => return self.load(id, params),
             "session/set_model" | "session/set_mode" => return self.set_choice(id, method, params),

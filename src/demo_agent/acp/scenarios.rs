@@ -32,6 +32,7 @@
 //! | `auth-error` | the same with HTTP 401 (`API key not valid (fake).`, `UNAUTHENTICATED`) |
 //! | `flaky-twice` | fails like `http-error` the first two times a prompt text is sent, then answers "Answered on try 3: …" |
 //! | `cut-stream` | a few words of text, then the model's stream breaks off: `end_turn` with zero token counts, as Gemini reports it |
+//! | `compress` | the agent's own `/compress` (announced in `available_commands_update`): "Compressing context..." then "Context compressed (1234 -> ~1056).", as Qwen Code says it |
 //! | `lag-after-cancel` | like `slow`; after a `session/cancel`, the session answers one prompt late from then on (the Claude ACP adapter's bug): the next prompt ends `end_turn` at once with no text, the prompt after it streams "This answers \"<previous prompt>\"." |
 
 use std::fs;
@@ -116,6 +117,10 @@ pub(crate) const SCENARIOS: &[(&str, &str)] = &[
         "switch-mode",
         "switches itself to accept-edits mode mid-turn (current_mode_update), as an agent leaving plan mode does",
     ),
+    (
+        "compress",
+        "its own /compress command: says it compressed the context, as Qwen Code does",
+    ),
 ];
 
 /// The scenario that plays the Claude adapter's answer-one-turn-late bug.
@@ -151,6 +156,7 @@ pub(crate) enum Scenario {
     CutStream,
     LagAfterCancel,
     SwitchMode,
+    Compress,
 }
 
 /// The scenario names, in listing order.
@@ -185,6 +191,7 @@ impl Scenario {
             "cut-stream" => Self::CutStream,
             LAG_AFTER_CANCEL => Self::LagAfterCancel,
             "switch-mode" => Self::SwitchMode,
+            "compress" => Self::Compress,
             _ => return None,
         })
     }
@@ -225,6 +232,10 @@ pub(crate) fn play(scenario: Scenario, turn: &mut Turn, prompt: &str) -> Result<
             turn.say("After thinking: hello!")?;
         }
         Scenario::Plan => plan(turn)?,
+        Scenario::Compress => {
+            turn.say("Compressing context...")?;
+            turn.say("Context compressed (1234 -> ~1056).")?;
+        }
         Scenario::SwitchMode => {
             turn.say("The plan is done; from here on I edit without asking.")?;
             turn.update(

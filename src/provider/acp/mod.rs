@@ -22,6 +22,7 @@
 //! [`Quirks::reloads_in_process`]: crate::provider::Quirks
 //! [`Quirks::restart_after_cancel`]: crate::provider::Quirks
 
+mod commands;
 mod content;
 mod mapper;
 mod session;
@@ -186,6 +187,11 @@ impl Protocol for AcpProtocol {
 
     fn restored(&self) -> bool {
         !self.failed_clean.swap(false, Ordering::SeqCst)
+    }
+
+    /// The agent's own compaction command, where it announced one (Qwen Code's `compress`).
+    fn compaction(&self) -> crate::provider::live::Compaction {
+        commands::compaction(&self.shared)
     }
 
     fn change_setting(&self, setting: AgentSetting) -> bool {

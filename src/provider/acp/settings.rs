@@ -25,7 +25,7 @@ use crate::provider::{AgentSetting, AgentStatus, ContextUse, ModeChoice, ModelCh
 /// the session between turns.
 #[derive(Clone)]
 pub(crate) struct AcpShared {
-    status: watch::Sender<AgentStatus>,
+    pub(super) status: watch::Sender<AgentStatus>,
     control: Arc<Mutex<Option<(JsonRpc, String)>>>,
 }
 

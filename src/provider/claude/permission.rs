@@ -8,8 +8,13 @@
 //! (the model reads the message as the tool's result).
 //!
 //! Options offered: allow once, allow always (only when the CLI suggests rules; they are added
-//! for this session only, never written to the user's settings files), reject (with the user's
-//! note as the message).
+//! for this session only, never written to the user's settings files), each session-wide mode
+//! the CLI suggests (`{"type":"setMode","mode":"acceptEdits","destination":"session"}`, which
+//! Claude Code 2.1.197 suggests for a Write or an Edit and for a command that creates a file:
+//! "Allow all edits this session"; answered with that suggestion in `updatedPermissions`, the
+//! CLI switches its mode and says so in a `system/status` line), reject (with the user's note
+//! as the message). A mode that would grant every permission (`bypassPermissions`) is never
+//! offered this way.
 
 use serde_json::{json, Value};
 
@@ -20,6 +25,10 @@ use crate::stream::{
 pub(crate) const ALLOW_ONCE: &str = "allow";
 pub(crate) const ALLOW_ALWAYS: &str = "allow_always";
 pub(crate) const REJECT: &str = "reject";
+/// The option of a session-wide mode the CLI suggests: this prefix and the mode's id.
+const ALLOW_IN_MODE: &str = "allow_in_mode:";
+/// A mode never taken from a suggestion: it would allow everything unasked.
+const BYPASS_MODE: &str = "bypassPermissions";
 
 /// A `can_use_tool` request waiting for its answer.
 #[derive(Debug, Clone)]
@@ -29,14 +38,42 @@ pub(crate) struct ClaudePermission {
     input: Value,
     /// The CLI's suggested rules (`addRules`), for "always".
     rules: Vec<Value>,
+    /// The CLI's suggested session-wide modes (`setMode`), each an option of its own.
+    modes: Vec<Value>,
 }
 
 impl ClaudePermission {
     /// The answer that allows the tool call (and, `always`, the suggested rules for the session).
     pub(crate) fn allow(&self, always: bool) -> Value {
+        let updates = if always {
+            self.rules.clone()
+        } else {
+            Vec::new()
+        };
+        self.allow_with(updates)
+    }
+
+    /// The answer to the option `id` the user chose among the allowing ones; `None` for an
+    /// option this request did not offer.
+    pub(crate) fn allow_option(&self, id: &str) -> Option<Value> {
+        match id {
+            ALLOW_ONCE => Some(self.allow(false)),
+            ALLOW_ALWAYS if !self.rules.is_empty() => Some(self.allow(true)),
+            _ => {
+                let mode = id.strip_prefix(ALLOW_IN_MODE)?;
+                let suggestion = self
+                    .modes
+                    .iter()
+                    .find(|suggestion| suggestion["mode"] == mode)?;
+                Some(self.allow_with(vec![suggestion.clone()]))
+            }
+        }
+    }
+
+    fn allow_with(&self, updates: Vec<Value>) -> Value {
         let mut answer = json!({"behavior": "allow", "updatedInput": self.input});
-        if always && !self.rules.is_empty() {
-            answer["updatedPermissions"] = Value::Array(self.rules.clone());
+        if !updates.is_empty() {
+            answer["updatedPermissions"] = Value::Array(updates);
         }
         answer
     }
@@ -73,6 +110,19 @@ pub(crate) fn request_of(request_id: &str, request: &Value) -> Option<ClaudePerm
             suggestion
         })
         .collect();
+    let modes: Vec<Value> = request["permission_suggestions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|suggestion| {
+            suggestion["type"] == "setMode"
+                && suggestion["destination"] == "session"
+                && suggestion["mode"]
+                    .as_str()
+                    .is_some_and(|mode| !mode.is_empty() && mode != BYPASS_MODE)
+        })
+        .cloned()
+        .collect();
     let command = input["command"].as_str().map(str::to_owned);
     let path = ["file_path", "notebook_path", "path"]
         .iter()
@@ -100,6 +150,14 @@ pub(crate) fn request_of(request_id: &str, request: &Value) -> Option<ClaudePerm
             name: format!("Always allow in this session ({})", rule_names(&rules)),
         });
     }
+    for suggestion in &modes {
+        let mode = suggestion["mode"].as_str().unwrap_or_default();
+        options.push(PermissionOption {
+            id: format!("{ALLOW_IN_MODE}{mode}"),
+            kind: PermissionOptionKind::AllowAlways,
+            name: mode_option_name(mode),
+        });
+    }
     options.push(PermissionOption {
         id: REJECT.into(),
         kind: PermissionOptionKind::RejectOnce,
@@ -118,7 +176,16 @@ pub(crate) fn request_of(request_id: &str, request: &Value) -> Option<ClaudePerm
         },
         input,
         rules,
+        modes,
     })
+}
+
+/// What choosing a suggested session-wide mode means, in the words of Claude Code's own prompt.
+fn mode_option_name(mode: &str) -> String {
+    match mode {
+        "acceptEdits" => "Allow all edits this session".to_owned(),
+        other => format!("Allow, and switch to {other} mode for this session"),
+    }
 }
 
 /// The shared tool kind of a Claude Code tool.
@@ -203,10 +270,71 @@ mod tests {
         assert_eq!(request.command.as_deref(), Some("touch marker.txt"));
         assert_eq!(request.tool_call_id.as_deref(), Some("toolu_1"));
         let ids: Vec<&str> = request.options.iter().map(|o| o.id.as_str()).collect();
-        assert_eq!(ids, [ALLOW_ONCE, ALLOW_ALWAYS, REJECT]);
+        assert_eq!(
+            ids,
+            [
+                ALLOW_ONCE,
+                ALLOW_ALWAYS,
+                "allow_in_mode:acceptEdits",
+                REJECT
+            ]
+        );
         assert_eq!(
             request.options[1].name,
             "Always allow in this session (Bash(touch marker.txt))"
+        );
+        assert_eq!(request.options[2].name, "Allow all edits this session");
+        assert_eq!(request.options[2].kind, PermissionOptionKind::AllowAlways);
+    }
+
+    #[test]
+    fn a_write_offers_all_edits_this_session_and_its_answer_carries_the_mode() {
+        // As Claude Code 2.1.197 asks for a Write (tests/fixtures/claude_stream/
+        // permission_accept_edits.jsonl): the mode change is its only suggestion.
+        let request = json!({
+            "subtype": "can_use_tool", "tool_name": "Write",
+            "input": {"file_path": "/w/notes.txt", "content": "hello\n"},
+            "permission_suggestions": [
+                {"type": "setMode", "mode": "acceptEdits", "destination": "session"},
+                {"type": "setMode", "mode": "bypassPermissions", "destination": "session"},
+                {"type": "setMode", "mode": "plan", "destination": "localSettings"}
+            ],
+            "tool_use_id": "toolu_2"
+        });
+        let permission = request_of("r", &request).unwrap();
+        let options: Vec<(&str, &str)> = permission
+            .request
+            .options
+            .iter()
+            .map(|option| (option.id.as_str(), option.name.as_str()))
+            .collect();
+        assert_eq!(
+            options,
+            [
+                (ALLOW_ONCE, "Allow once"),
+                ("allow_in_mode:acceptEdits", "Allow all edits this session"),
+                (REJECT, "Reject"),
+            ],
+            "never bypassPermissions, never beyond the session"
+        );
+        assert_eq!(
+            permission.allow_option("allow_in_mode:acceptEdits"),
+            Some(json!({"behavior": "allow",
+                "updatedInput": {"file_path": "/w/notes.txt", "content": "hello\n"},
+                "updatedPermissions": [{"type": "setMode", "mode": "acceptEdits", "destination": "session"}]}))
+        );
+        assert_eq!(
+            permission.allow_option("allow_in_mode:bypassPermissions"),
+            None
+        );
+        assert_eq!(
+            permission.allow_option(ALLOW_ALWAYS),
+            None,
+            "no rules suggested"
+        );
+        assert_eq!(
+            permission.allow_option(ALLOW_ONCE),
+            Some(permission.allow(false))
         );
     }
 

@@ -254,6 +254,9 @@ pub(crate) enum Compaction {
     /// A prompt the agent reads as the command (Claude Code's `/compact`): the agent's name
     /// for what it says when it did not compact.
     SlashCommand(&'static str),
+    /// The agent's own compaction command among those it announced (Qwen Code's `compress`),
+    /// by its name: sent as the prompt `/name`, the agent's words its result.
+    AgentCommand(String),
     /// None.
     Unavailable,
 }

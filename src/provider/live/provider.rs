@@ -148,6 +148,11 @@ impl<P: Protocol> Provider for LiveProvider<P> {
                 let stream = self.execute(AttemptRequest { prompt, ..request }, stop);
                 compaction::by_slash_command(stream, agent)
             }
+            Compaction::AgentCommand(name) => {
+                let prompt = compaction::agent_command(&name, instructions.as_deref());
+                let stream = self.execute(AttemptRequest { prompt, ..request }, stop);
+                compaction::by_agent_command(stream, name)
+            }
             Compaction::Unavailable => {
                 compaction::unavailable_stream(self.name(), self.capabilities().transport)
             }

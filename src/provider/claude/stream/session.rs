@@ -4,7 +4,7 @@
 use serde_json::json;
 
 use super::control::Control;
-use super::settings::{configured_flag, model_choice};
+use super::settings::{commands_of, configured_flag, effort_request, model_choice};
 use super::StreamProtocol;
 use crate::config::Transport;
 use crate::process::timings::{SETTING_TIMEOUT, START_TIMEOUT};
@@ -55,7 +55,7 @@ impl StreamProtocol {
                 return Err(live.unstarted(StartFailure::NoAnswer(no_reply, "`initialize`".into())))
             }
         };
-        let models: Vec<ModelChoice> = response["response"]["models"]
+        let models: Vec<(ModelChoice, Vec<String>)> = response["response"]["models"]
             .as_array()
             .into_iter()
             .flatten()
@@ -92,7 +92,26 @@ impl StreamProtocol {
         }
         let mode = settled.pop().flatten();
         let model = settled.pop().flatten();
-        self.shared.saw_start(models, model, mode);
+        // The effort after the model: it holds across `set_model`.
+        let configured = configured_flag(&spec, "--effort");
+        let effort = match chosen
+            .effort
+            .filter(|wanted| Some(wanted) != configured.as_ref())
+        {
+            None => configured,
+            Some(wanted) => live
+                .process
+                .await_reply(
+                    control.request(effort_request(&wanted)),
+                    SETTING_TIMEOUT,
+                    "apply_flag_settings",
+                )
+                .await
+                .ok()
+                .map(|_| wanted),
+        };
+        let commands = commands_of(&response["response"]);
+        self.shared.saw_start(models, model, mode, effort, commands);
         if let Ok(mut published) = self.shared.control.lock() {
             *published = Some(control);
         }

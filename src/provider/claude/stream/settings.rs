@@ -1,7 +1,14 @@
-//! Claude Code's settings over stream-json: the models `initialize` lists, the permission modes
-//! Shift+Tab cycles, and the user's choices (`/model`, Shift+Tab), sent as `set_model` /
-//! `set_permission_mode` control requests and held for the conversation: every process
-//! started later is told them after `initialize`.
+//! Claude Code's settings over stream-json: the models `initialize` lists (each with the effort
+//! levels it takes), the permission modes Shift+Tab cycles, and the user's choices (`/model`,
+//! its Shift+Tab for the effort, Shift+Tab for the mode), sent as `set_model` /
+//! `apply_flag_settings {effortLevel}` / `set_permission_mode` control requests and held for the
+//! conversation: every process started later is told them after `initialize`.
+//!
+//! The effort: Claude Code 2.1.197 takes `apply_flag_settings {settings: {effortLevel}}` at any
+//! time between turns (or `--effort` at start), and its next model request carries it as
+//! `output_config.effort`; it holds across `set_model`, and is never written to the user's
+//! settings files. The CLI does not report the effort it runs, so none is shown until the user
+//! chooses one.
 
 use std::sync::{Arc, Mutex};
 
@@ -10,7 +17,9 @@ use tokio::sync::watch;
 
 use super::control::{settled, Control};
 use crate::process::timings::SETTING_TIMEOUT;
-use crate::provider::{AgentQueue, AgentSetting, AgentStatus, ModeChoice, ModelChoice};
+use crate::provider::{
+    AgentCommand, AgentQueue, AgentSetting, AgentStatus, ModeChoice, ModelChoice,
+};
 
 /// Claude Code's permission modes that Shift+Tab cycles through, in its own order.
 /// `bypassPermissions` is left out: it would grant every permission without asking.
@@ -25,6 +34,8 @@ pub(crate) const PERMISSION_MODES: [(&str, &str); 3] = [
 pub(super) struct Chosen {
     pub(super) model: Option<String>,
     pub(super) mode: Option<String>,
+    /// The effort level (`effortLevel`).
+    pub(super) effort: Option<String>,
 }
 
 /// What the protocol shares with its live process and turns.
@@ -37,6 +48,8 @@ pub(crate) struct Shared {
     pub(super) queue: watch::Sender<AgentQueue>,
     /// The model and mode the user chose in this conversation.
     pub(super) chosen: Arc<Mutex<Chosen>>,
+    /// The effort levels each model of `initialize` takes, by the model's id.
+    pub(super) efforts: Arc<Mutex<Vec<(String, Vec<String>)>>>,
 }
 
 impl Shared {
@@ -46,6 +59,7 @@ impl Shared {
             control: Arc::new(Mutex::new(None)),
             queue: watch::channel(AgentQueue::default()).0,
             chosen: Arc::new(Mutex::new(Chosen::default())),
+            efforts: Arc::new(Mutex::new(Vec::new())),
         }
     }
 
@@ -70,6 +84,9 @@ impl Shared {
                 AgentSetting::Mode(mode) if chosen.mode.is_none() => {
                     chosen.mode = Some(mode.clone())
                 }
+                AgentSetting::ThinkingLevel(level) if chosen.effort.is_none() => {
+                    chosen.effort = Some(level.clone())
+                }
                 _ => {}
             }
         }
@@ -89,17 +106,31 @@ impl Shared {
         });
     }
 
-    /// A process started: its models, and the model and mode it now runs.
+    /// A process started: its models (and the efforts each takes), and the model, mode and
+    /// effort it now runs.
     pub(super) fn saw_start(
         &self,
-        models: Vec<ModelChoice>,
+        models: Vec<(ModelChoice, Vec<String>)>,
         model: Option<String>,
         mode: Option<String>,
+        effort: Option<String>,
+        commands: Vec<AgentCommand>,
     ) {
+        if let Ok(mut efforts) = self.efforts.lock() {
+            *efforts = models
+                .iter()
+                .map(|(model, levels)| (model.id.clone(), levels.clone()))
+                .collect();
+        }
+        if let (Some(effort), Ok(mut chosen)) = (effort, self.chosen.lock()) {
+            // What the process runs (the command line's `--effort`, or the choice it took).
+            chosen.effort = Some(effort);
+        }
+        let models: Vec<ModelChoice> = models.into_iter().map(|(model, _)| model).collect();
         self.status.send_modify(|status| {
             status.model = model.or_else(|| models.first().map(|model| model.id.clone()));
             status.models = models;
-            status.thinking_levels = Vec::new();
+            status.commands = commands;
             status.modes = PERMISSION_MODES
                 .iter()
                 .map(|(id, name)| ModeChoice {
@@ -110,6 +141,23 @@ impl Shared {
                 })
                 .collect();
             status.mode = mode.or_else(|| Some(PERMISSION_MODES[0].0.to_owned()));
+        });
+        self.refresh_levels();
+    }
+
+    /// The current model's effort levels; the chosen effort is shown only where it takes one.
+    fn refresh_levels(&self) {
+        let Ok(efforts) = self.efforts.lock() else {
+            return;
+        };
+        let effort = self.chosen().effort;
+        self.status.send_modify(|status| {
+            status.thinking_levels = efforts
+                .iter()
+                .find(|(id, _)| status.model.as_deref() == Some(id.as_str()))
+                .map(|(_, levels)| levels.clone())
+                .unwrap_or_default();
+            status.thinking_level = effort.filter(|_| !status.thinking_levels.is_empty());
         });
     }
 
@@ -128,7 +176,9 @@ impl Shared {
                 json!({"subtype": "set_permission_mode", "mode": mode}),
                 format!("mode {mode}"),
             ),
-            AgentSetting::ThinkingLevel(_) => return false,
+            AgentSetting::ThinkingLevel(level) => {
+                (effort_request(level), format!("effort {level}"))
+            }
         };
         let answer = control.request(request);
         let shared = self.clone();
@@ -150,11 +200,16 @@ impl Shared {
                             chosen.mode = Some(mode.clone());
                             status.mode = Some(mode);
                         }
-                        AgentSetting::ThinkingLevel(_) => {}
+                        AgentSetting::ThinkingLevel(level) => {
+                            chosen.effort = Some(level.clone());
+                            status.thinking_level = Some(level);
+                        }
                     }
                 }
                 Err(refusal) => status.refused(format!("{describe}: {refusal}")),
             });
+            // Another model takes other efforts (or none).
+            shared.refresh_levels();
         });
         true
     }
@@ -171,15 +226,46 @@ pub(super) fn configured_flag(spec: &crate::process::SpawnSpec, flag: &str) -> O
     args.get(at + 1).cloned()
 }
 
-/// One model of `initialize`'s answer: `{value, displayName, description, ...}`.
-pub(super) fn model_choice(model: &Value) -> Option<ModelChoice> {
+/// The slash commands of `initialize`'s answer (`commands: [{name, description,
+/// argumentHint}]`: Claude Code's skills and its own commands; sent as a user message
+/// `/name args`, which Claude Code 2.1.197 expands as its TUI does).
+pub(super) fn commands_of(initialized: &Value) -> Vec<AgentCommand> {
+    initialized["commands"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|command| {
+            AgentCommand::new(
+                command["name"].as_str()?,
+                command["description"].as_str().unwrap_or_default(),
+                command["argumentHint"].as_str(),
+            )
+        })
+        .collect()
+}
+
+/// The control request that sets the effort (`output_config.effort` of the next model request).
+pub(super) fn effort_request(level: &str) -> Value {
+    json!({"subtype": "apply_flag_settings", "settings": {"effortLevel": level}})
+}
+
+/// One model of `initialize`'s answer (`{value, displayName, description, supportsEffort,
+/// supportedEffortLevels, ...}`), and the effort levels it takes.
+pub(super) fn model_choice(model: &Value) -> Option<(ModelChoice, Vec<String>)> {
     let id = model["value"].as_str()?.to_owned();
-    Some(ModelChoice {
+    let levels: Vec<String> = model["supportedEffortLevels"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|level| level.as_str().map(str::to_owned))
+        .collect();
+    let choice = ModelChoice {
         name: model["displayName"].as_str().unwrap_or(&id).to_owned(),
         provider: None,
-        reasoning: false,
+        reasoning: !levels.is_empty(),
         id,
-    })
+    };
+    Some((choice, levels))
 }
 
 #[cfg(test)]
@@ -188,12 +274,19 @@ mod tests {
 
     #[test]
     fn initialize_models_and_the_users_flags_are_read() {
-        let model = json!({"value": "sonnet", "displayName": "Sonnet", "description": "..."});
-        let choice = model_choice(&model).unwrap();
+        // As Claude Code 2.1.197 lists them.
+        let model = json!({"value": "sonnet", "resolvedModel": "claude-sonnet-5",
+            "displayName": "Sonnet", "description": "...", "supportsEffort": true,
+            "supportedEffortLevels": ["low", "medium", "high", "xhigh", "max"]});
+        let (choice, levels) = model_choice(&model).unwrap();
         assert_eq!(
-            (choice.id.as_str(), choice.name.as_str()),
-            ("sonnet", "Sonnet")
+            (choice.id.as_str(), choice.name.as_str(), choice.reasoning),
+            ("sonnet", "Sonnet", true)
         );
+        assert_eq!(levels, ["low", "medium", "high", "xhigh", "max"]);
+        let haiku = json!({"value": "haiku", "displayName": "Haiku"});
+        let (choice, levels) = model_choice(&haiku).unwrap();
+        assert!(!choice.reasoning && levels.is_empty());
         assert!(model_choice(&json!({"displayName": "no value"})).is_none());
         let spec = crate::process::SpawnSpec::new("claude").args([
             "--model",
@@ -213,5 +306,22 @@ mod tests {
             Some("plan")
         );
         assert_eq!(configured_flag(&spec, "--effort"), None);
+    }
+
+    #[test]
+    fn initializes_commands_are_the_agents_commands() {
+        // As Claude Code 2.1.197 lists them.
+        let answer = json!({"commands": [
+            {"name": "simplify", "description": "Review the changed code", "argumentHint": "[<target>]"},
+            {"name": "init", "description": "Initialize a CLAUDE.md", "argumentHint": ""},
+            {"name": "bad name", "description": "not typeable"}
+        ]});
+        let commands = commands_of(&answer);
+        let names: Vec<(&str, Option<&str>)> = commands
+            .iter()
+            .map(|command| (command.name.as_str(), command.hint.as_deref()))
+            .collect();
+        assert_eq!(names, [("simplify", Some("[<target>]")), ("init", None)]);
+        assert!(commands_of(&json!({})).is_empty());
     }
 }

@@ -19,7 +19,7 @@ use super::control::Control;
 use super::session::StreamSession;
 use super::settings::Shared;
 use crate::process::Line;
-use crate::provider::claude::permission::{request_of, ClaudePermission, ALLOW_ALWAYS, ALLOW_ONCE};
+use crate::provider::claude::permission::{request_of, ClaudePermission};
 use crate::provider::live::{Ending, Live, Question, Reply, Step, Turn, TurnIo};
 use crate::provider::{AgentQueue, ContextUse, Interjection};
 use crate::stream::{AgentMessage, NoticeKind};
@@ -124,8 +124,9 @@ impl Turn for StreamTurn {
         true
     }
 
-    /// "Always" adds the CLI's own suggested rules for this session only; a rejection carries
-    /// the user's note as deny's `message` (the model reads it as the tool's result).
+    /// "Always" adds the CLI's own suggested rules (or its suggested session-wide mode) for this
+    /// session only; a rejection carries the user's note as deny's `message` (the model reads
+    /// it as the tool's result).
     fn answer(
         &mut self,
         _live: &mut Live<StreamSession>,
@@ -133,9 +134,9 @@ impl Turn for StreamTurn {
         reply: Reply<'_>,
     ) -> String {
         let answer = match reply.option {
-            Some(ALLOW_ONCE) => permission.allow(false),
-            Some(ALLOW_ALWAYS) => permission.allow(true),
-            Some(_) => permission.deny(reply.note, reply.by),
+            Some(option) => permission
+                .allow_option(option)
+                .unwrap_or_else(|| permission.deny(reply.note, reply.by)),
             None => permission.deny(Some("The user stopped the turn."), reply.by),
         };
         self.control.respond(&permission.request.id, answer)
