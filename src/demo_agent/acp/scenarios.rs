@@ -32,6 +32,10 @@
 //! | `auth-error` | the same with HTTP 401 (`API key not valid (fake).`, `UNAUTHENTICATED`) |
 //! | `flaky-twice` | fails like `http-error` the first two times a prompt text is sent, then answers "Answered on try 3: …" |
 //! | `cut-stream` | a few words of text, then the model's stream breaks off: `end_turn` with zero token counts, as Gemini reports it |
+//! | `refined-tool` | opencode-like: `tool_call` titled `bash` with only `rawInput {cwd}`, then `tool_call_update` in_progress with the real title `echo refined`, kind execute, `rawInput {command, cwd}`, then completed (output `refined`); then a `tool_call` titled `write` with empty input, refined by an update with `locations [{path}]` and `rawInput {filePath, content}` of `<cwd>/agentty-demo-write.txt` (written), completed; text "Done." |
+//! | `refusal` | some text, then the prompt answered with `stopReason: refusal` |
+//! | `max-tokens` | some text, then `stopReason: max_tokens` |
+//! | `max-turn-requests` | some text, then `stopReason: max_turn_requests` |
 //! | `lag-after-cancel` | like `slow`; after a `session/cancel`, the session answers one prompt late from then on (the Claude ACP adapter's bug): the next prompt ends `end_turn` at once with no text, the prompt after it streams "This answers \"<previous prompt>\"." |
 
 use std::fs;
@@ -113,6 +117,16 @@ pub(crate) const SCENARIOS: &[(&str, &str)] = &[
         "after a cancel, each answer comes one prompt late",
     ),
     (
+        "refined-tool",
+        "tool calls announced bare, then given their title and input by tool_call_update",
+    ),
+    ("refusal", "some text, then stopReason refusal"),
+    ("max-tokens", "some text, then stopReason max_tokens"),
+    (
+        "max-turn-requests",
+        "some text, then stopReason max_turn_requests",
+    ),
+    (
         "switch-mode",
         "switches itself to accept-edits mode mid-turn (current_mode_update), as an agent leaving plan mode does",
     ),
@@ -151,6 +165,10 @@ pub(crate) enum Scenario {
     CutStream,
     LagAfterCancel,
     SwitchMode,
+    RefinedTool,
+    Refusal,
+    MaxTokens,
+    MaxTurnRequests,
 }
 
 /// The scenario names, in listing order.
@@ -185,6 +203,10 @@ impl Scenario {
             "cut-stream" => Self::CutStream,
             LAG_AFTER_CANCEL => Self::LagAfterCancel,
             "switch-mode" => Self::SwitchMode,
+            "refined-tool" => Self::RefinedTool,
+            "refusal" => Self::Refusal,
+            "max-tokens" => Self::MaxTokens,
+            "max-turn-requests" => Self::MaxTurnRequests,
             _ => return None,
         })
     }
@@ -295,6 +317,19 @@ pub(crate) fn play(scenario: Scenario, turn: &mut Turn, prompt: &str) -> Result<
         Scenario::CutStream => {
             turn.say("The answer starts, and then the")?;
             return Ok(TurnEnd::Cut);
+        }
+        Scenario::RefinedTool => refined_tool(turn)?,
+        Scenario::Refusal => {
+            turn.say("I can't help with")?;
+            return Ok(TurnEnd::StopReason("refusal"));
+        }
+        Scenario::MaxTokens => {
+            turn.say("Here is the first part of a long answer, and then")?;
+            return Ok(TurnEnd::StopReason("max_tokens"));
+        }
+        Scenario::MaxTurnRequests => {
+            turn.say("I looked at many files and")?;
+            return Ok(TurnEnd::StopReason("max_turn_requests"));
         }
     }
     Ok(TurnEnd::Done)
@@ -501,6 +536,49 @@ fn edit(turn: &mut Turn, name: &str, change: fn(Option<&str>) -> String) -> Resu
             turn.say("I did not edit the file: permission was refused.")
         }
     }
+}
+
+/// The file the `refined-tool` scenario writes.
+pub(crate) const REFINED_WRITE: &str = "agentty-demo-write.txt";
+
+/// opencode's way with tool calls: announced with nothing but where they run, given their
+/// title and input by an update.
+fn refined_tool(turn: &mut Turn) -> Result<(), Halt> {
+    const COMMAND: &str = "echo refined";
+    let cwd = turn.cwd.display().to_string();
+    let id = turn.tool_call_id();
+    turn.update(json!({
+        "sessionUpdate": "tool_call", "toolCallId": id, "title": "bash", "kind": "execute",
+        "status": "pending", "rawInput": {"cwd": cwd}, "content": [], "locations": [],
+    }))?;
+    turn.update(json!({
+        "sessionUpdate": "tool_call_update", "toolCallId": id, "status": "in_progress",
+        "title": COMMAND, "kind": "execute", "rawInput": {"command": COMMAND, "cwd": cwd},
+    }))?;
+    let outcome = turn.run_command(&id, COMMAND, false)?;
+    turn.update(json!({
+        "sessionUpdate": "tool_call_update", "toolCallId": id, "status": "completed",
+        "content": [{"type": "content", "content": {"type": "text", "text": outcome.output}}],
+    }))?;
+    let path = turn.cwd.join(REFINED_WRITE);
+    let content = "written by the demo ACP agent\n";
+    let id = turn.tool_call_id();
+    turn.update(json!({
+        "sessionUpdate": "tool_call", "toolCallId": id, "title": "write", "kind": "edit",
+        "status": "pending", "rawInput": {}, "content": [], "locations": [],
+    }))?;
+    turn.update(json!({
+        "sessionUpdate": "tool_call_update", "toolCallId": id, "status": "in_progress",
+        "locations": [{"path": path}],
+        "rawInput": {"filePath": path, "content": content},
+    }))?;
+    let written = fs::write(&path, content);
+    turn.update(json!({
+        "sessionUpdate": "tool_call_update", "toolCallId": id,
+        "status": if written.is_ok() { "completed" } else { "failed" },
+        "content": [{"type": "content", "content": {"type": "text", "text": "Wrote file successfully."}}],
+    }))?;
+    turn.say("Done.")
 }
 
 fn sleep(turn: &mut Turn) -> Result<(), Halt> {

@@ -61,6 +61,7 @@ impl AcpProtocol {
         let router = router.watching(move |line| {
             follow_mode(&shared, line);
             shared.follow_usage(&line.text);
+            shared.follow_config(&line.text);
         });
         let process = LiveProcess::start(&spec, router, "ACP agent")
             .map_err(|error| Unstarted::from(StartFailure::Spawn(error)))?;
