@@ -151,13 +151,6 @@ impl Rig {
         build_provider_with(self.name(), &self.settings(model), Transport::Acp).unwrap()
     }
 
-    fn chat(&self, provider: Arc<dyn Provider>, session: SessionRef) -> OrchestratorHandle {
-        let mut options = OrchestratorOptions::new(provider);
-        options.cwd = Some(self.work.path().to_path_buf());
-        options.session = session;
-        spawn_orchestrator(options)
-    }
-
     fn requests(&self) -> Vec<UserTexts> {
         self.server.user_texts_per_request()
     }
@@ -221,59 +214,79 @@ fn show(agent: &str, label: &str, requests: &[UserTexts], from: usize) -> usize 
 
 // ---- 1. A failure never costs the conversation, through /retry, quit and --resume ----
 
-async fn a_failure_a_retry_and_a_resume_keep_the_conversation(agent: Agent) {
-    let prompts = [
-        "Remember alpha.",
-        "Remember beta.",
-        "Remember gamma.",
-        "Remember delta.",
-        "Remember epsilon.",
-    ];
-    // Gamma's first request fails with HTTP 400, which no agent retries by itself.
-    let fail = real_cli::FailFirst::new(1, prompts[2]);
-    let server = FakeOpenAi::start_failing_with(400, move |text| fail.take(text)).await;
-    let rig = Rig::new(agent, server).await;
-    let name = rig.name();
-    let provider = rig.provider(None);
-    let mut chat = rig.chat(provider.clone(), SessionRef::New);
+/// The prompts of [`a_failure_a_retry_and_a_resume_keep_the_conversation`]; the third is the
+/// one the fake server fails.
+pub const FIVE_PROMPTS: [&str; 5] = [
+    "Remember alpha.",
+    "Remember beta.",
+    "Remember gamma.",
+    "Remember delta.",
+    "Remember epsilon.",
+];
+
+/// Two turns, a failed turn and its `/retry`, a new turn, quit, `--resume`, a new turn, on
+/// the agents `provider` makes (one per launch of the chat, with agentty's retry `retries`
+/// times at most): what the model saw at each step is printed, and each later request must
+/// carry every earlier prompt (the failed one at least once).
+pub async fn a_failure_a_retry_and_a_resume_keep_the_conversation(
+    name: &str,
+    provider: impl Fn() -> Arc<dyn Provider>,
+    cwd: &std::path::Path,
+    retries: u32,
+    requests: impl Fn() -> Vec<UserTexts>,
+) {
+    let prompts = FIVE_PROMPTS;
+    let chat_on = |provider: Arc<dyn Provider>, session: SessionRef| {
+        let mut options = OrchestratorOptions::new(provider);
+        options.cwd = Some(cwd.to_path_buf());
+        options.session = session;
+        options.policy.enabled = retries > 1;
+        options.policy.max_attempts = retries.max(1);
+        options.policy.retry_delay_ms = 10;
+        spawn_orchestrator(options)
+    };
+    let launched = provider();
+    let mut chat = chat_on(launched.clone(), SessionRef::New);
     let mut shown = 0;
     let mut session = None;
     for prompt in &prompts[..2] {
         let events = turn(&mut chat, Command::Submit((*prompt).into())).await;
         assert_eq!(outcome(&events), TurnOutcome::Completed, "{events:#?}");
         session = session_of(&events).or(session);
-        shown = show(name, prompt, &rig.requests(), shown);
+        shown = show(name, prompt, &requests(), shown);
     }
     let failed = turn(&mut chat, Command::Submit(prompts[2].into())).await;
+    shown = show(name, "gamma (fails)", &requests(), shown);
     assert!(matches!(outcome(&failed), TurnOutcome::Failed { .. }), "{failed:#?}");
-    shown = show(name, "gamma (fails)", &rig.requests(), shown);
+    let notices: Vec<&Ev> = failed
+        .iter()
+        .filter(|event| matches!(event, Ev::Notice { .. }))
+        .collect();
+    eprintln!("{name}: notices of the failed turn: {notices:#?}");
     let retried = turn(&mut chat, Command::RetryLastTurn).await;
+    shown = show(name, "gamma (/retry)", &requests(), shown);
     assert_eq!(outcome(&retried), TurnOutcome::Completed, "{retried:#?}");
-    shown = show(name, "gamma (/retry)", &rig.requests(), shown);
     let events = turn(&mut chat, Command::Submit(prompts[3].into())).await;
+    shown = show(name, "delta", &requests(), shown);
     assert_eq!(outcome(&events), TurnOutcome::Completed, "{events:#?}");
     session = session_of(&events).or(session);
-    shown = show(name, "delta", &rig.requests(), shown);
-    let requests = rig.requests();
-    let delta = requests.last().unwrap();
-    assert_carries(
-        delta,
-        &[(prompts[0], 1), (prompts[1], 1), (prompts[3], 1)],
-    );
+    let all = requests();
+    let delta = all.last().unwrap();
+    assert_carries(delta, &[(prompts[0], 1), (prompts[1], 1), (prompts[3], 1)]);
     assert!(
         delta.iter().any(|text| text.contains(prompts[2])),
         "gamma stays in the conversation: {delta:#?}"
     );
-    quit(chat, provider).await;
+    quit(chat, launched).await;
 
     let session = session.expect("the agent's session id");
-    let provider = rig.provider(None);
-    let mut chat = rig.chat(provider.clone(), SessionRef::Resume(session));
+    let launched = provider();
+    let mut chat = chat_on(launched.clone(), SessionRef::Resume(session));
     let events = turn(&mut chat, Command::Submit(prompts[4].into())).await;
+    show(name, "epsilon (after --resume)", &requests(), shown);
     assert_eq!(outcome(&events), TurnOutcome::Completed, "{events:#?}");
-    show(name, "epsilon (after --resume)", &rig.requests(), shown);
-    let requests = rig.requests();
-    let epsilon = requests.last().unwrap();
+    let all = requests();
+    let epsilon = all.last().unwrap();
     assert_carries(
         epsilon,
         &[
@@ -284,19 +297,35 @@ async fn a_failure_a_retry_and_a_resume_keep_the_conversation(agent: Agent) {
         ],
     );
     assert!(epsilon.iter().any(|text| text.contains(prompts[2])));
-    quit(chat, provider).await;
+    quit(chat, launched).await;
+}
+
+/// Qwen Code or opencode through the sequence above; gamma's first request fails with HTTP
+/// 400, which neither retries by itself.
+async fn any_agent_keeps_the_conversation(agent: Agent) {
+    let fail = real_cli::FailFirst::new(1, FIVE_PROMPTS[2]);
+    let server = FakeOpenAi::start_failing_with(400, move |text| fail.take(text)).await;
+    let rig = Rig::new(agent, server).await;
+    a_failure_a_retry_and_a_resume_keep_the_conversation(
+        rig.name(),
+        || rig.provider(None),
+        rig.work.path(),
+        1,
+        || rig.requests(),
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp_any::"]
 async fn qwen_a_failure_a_retry_and_a_resume_keep_the_conversation() {
-    a_failure_a_retry_and_a_resume_keep_the_conversation(Agent::Qwen).await;
+    any_agent_keeps_the_conversation(Agent::Qwen).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp_any::"]
 async fn opencode_a_failure_a_retry_and_a_resume_keep_the_conversation() {
-    a_failure_a_retry_and_a_resume_keep_the_conversation(Agent::Opencode).await;
+    any_agent_keeps_the_conversation(Agent::Opencode).await;
 }
 
 // ---- 2. configOptions: opencode's models and modes, chosen and by name ----

@@ -621,7 +621,7 @@ mod tests {
         for name in names() {
             assert!(Scenario::from_name(name).is_some(), "{name}");
         }
-        assert_eq!(names().count(), 24);
+        assert_eq!(names().count(), 28);
     }
 
     #[test]

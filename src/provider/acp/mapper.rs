@@ -569,8 +569,10 @@ fn with_location(input: Value, locations: &[acp::ToolCallLocation]) -> Value {
         return input;
     };
     match input {
+        // A command's location is where it runs, not what it is about.
         Value::Object(mut fields) => {
-            if !PATH_KEYS.iter().any(|key| fields.contains_key(*key)) {
+            let about_a_file = !fields.contains_key("command") && !fields.contains_key("cwd");
+            if about_a_file && !PATH_KEYS.iter().any(|key| fields.contains_key(*key)) {
                 fields.insert(
                     "path".to_owned(),
                     Value::String(location.path.display().to_string()),
