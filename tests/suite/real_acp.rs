@@ -639,6 +639,7 @@ async fn gemini_acp_a_failure_a_retry_and_a_resume_keep_the_conversation() {
         rig.work.path(),
         3,
         || rig.server.user_texts_per_request(),
+        || {},
     )
     .await;
 }

@@ -234,6 +234,7 @@ pub async fn a_failure_a_retry_and_a_resume_keep_the_conversation(
     cwd: &std::path::Path,
     retries: u32,
     requests: impl Fn() -> Vec<UserTexts>,
+    after_failure: impl Fn(),
 ) {
     let prompts = FIVE_PROMPTS;
     let chat_on = |provider: Arc<dyn Provider>, session: SessionRef| {
@@ -263,6 +264,7 @@ pub async fn a_failure_a_retry_and_a_resume_keep_the_conversation(
         .filter(|event| matches!(event, Ev::Notice { .. }))
         .collect();
     eprintln!("{name}: notices of the failed turn: {notices:#?}");
+    after_failure();
     let retried = turn(&mut chat, Command::RetryLastTurn).await;
     shown = show(name, "gamma (/retry)", &requests(), shown);
     assert_eq!(outcome(&retried), TurnOutcome::Completed, "{retried:#?}");
@@ -300,11 +302,18 @@ pub async fn a_failure_a_retry_and_a_resume_keep_the_conversation(
     quit(chat, launched).await;
 }
 
-/// Qwen Code or opencode through the sequence above; gamma's first request fails with HTTP
-/// 400, which neither retries by itself.
+/// Qwen Code or opencode through the sequence above: gamma's requests fail with HTTP 400 until
+/// the turn has failed (opencode retries even a 400 by itself), then get through.
 async fn any_agent_keeps_the_conversation(agent: Agent) {
-    let fail = real_cli::FailFirst::new(1, FIVE_PROMPTS[2]);
-    let server = FakeOpenAi::start_failing_with(400, move |text| fail.take(text)).await;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let failing = Arc::new(AtomicBool::new(true));
+    let server = {
+        let failing = failing.clone();
+        FakeOpenAi::start_failing_with(400, move |text| {
+            failing.load(Ordering::SeqCst) && text.contains(FIVE_PROMPTS[2])
+        })
+        .await
+    };
     let rig = Rig::new(agent, server).await;
     a_failure_a_retry_and_a_resume_keep_the_conversation(
         rig.name(),
@@ -312,6 +321,7 @@ async fn any_agent_keeps_the_conversation(agent: Agent) {
         rig.work.path(),
         1,
         || rig.requests(),
+        || failing.store(false, Ordering::SeqCst),
     )
     .await;
 }
