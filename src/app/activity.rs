@@ -65,8 +65,10 @@ impl PhaseTracker {
     /// How long the agent has said nothing, once that is [`SILENT_AFTER`] or more while it
     /// should be answering (a running tool, or a question to the user, may take its time).
     pub(crate) fn silent(&self, now: Instant) -> Option<Duration> {
-        let answering = !matches!(self.phase, AgentPhase::RunningTool { .. } | AgentPhase::Compacting)
-            && self.waits.is_empty();
+        let answering = !matches!(
+            self.phase,
+            AgentPhase::RunningTool { .. } | AgentPhase::Compacting
+        ) && self.waits.is_empty();
         let silent = now.saturating_duration_since(self.heard);
         (answering && silent >= SILENT_AFTER).then_some(silent)
     }

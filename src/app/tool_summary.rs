@@ -67,9 +67,15 @@ fn object_summary(fields: &Map<String, Value>) -> (String, bool) {
     if let Some(changes) = fields.get("changes").and_then(Value::as_array) {
         return (changes_summary(changes), true);
     }
-    let path = ["file_path", "filePath", "absolute_path", "path", "notebook_path"]
-        .iter()
-        .find_map(|key| fields.get(*key).and_then(Value::as_str));
+    let path = [
+        "file_path",
+        "filePath",
+        "absolute_path",
+        "path",
+        "notebook_path",
+    ]
+    .iter()
+    .find_map(|key| fields.get(*key).and_then(Value::as_str));
     if let Some(path) = path {
         if let Some((added, removed)) = edit_counts(fields) {
             return (

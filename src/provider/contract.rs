@@ -126,6 +126,11 @@ pub trait Backend: Send + Sync + 'static {
     fn prepare_session_load(&self, session_id: &str, request: &AttemptRequest) {
         let _ = (session_id, request);
     }
+    /// The running agent has loaded the stored session `session_id`: tidy what the load left
+    /// that a later launch of the CLI would misread. Nothing to do for most CLIs.
+    fn session_loaded(&self, session_id: &str, request: &AttemptRequest) {
+        let _ = (session_id, request);
+    }
     /// The user stopped an attempt that ran in the stored session `session_id`: make sure the
     /// session keeps the stopped prompt, as the CLI keeps it when stopped in a later turn, so
     /// that the next turn's request carries it (pi writes nothing before the model's first

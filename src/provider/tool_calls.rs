@@ -81,7 +81,13 @@ impl ToolCalls {
     /// An open call as the agent describes it now (a better title, its real input): a
     /// `tool.call` with the id already announced, which replaces its name and input wherever
     /// it is shown.
-    pub(crate) fn restate(&mut self, id: &str, name: &str, input: Value, out: &mut Vec<AgentMessage>) {
+    pub(crate) fn restate(
+        &mut self,
+        id: &str,
+        name: &str,
+        input: Value,
+        out: &mut Vec<AgentMessage>,
+    ) {
         if !self.is_open(id) {
             return;
         }

@@ -1228,8 +1228,16 @@ fn undo_and_rewind_never_put_back_an_agents_own_state() {
                 Some(SnapshotReply::Began { .. })
             ));
             write(&root, "notes.txt", &format!("n{number}\n"));
-            write(&root, ".claude/settings.local.json", &format!("{{\"turn\":{number}}}\n"));
-            write(&root, ".agent-store/session.db", &format!("turn {number}\n"));
+            write(
+                &root,
+                ".claude/settings.local.json",
+                &format!("{{\"turn\":{number}}}\n"),
+            );
+            write(
+                &root,
+                ".agent-store/session.db",
+                &format!("turn {number}\n"),
+            );
             worker.end(number);
             let Some(SnapshotReply::Ended { .. }) = worker.next().await else {
                 panic!("no end");
@@ -1242,7 +1250,10 @@ fn undo_and_rewind_never_put_back_an_agents_own_state() {
         assert_eq!(outcome.unwrap().restored, ["notes.txt"]);
         assert_eq!(read_text(&root, "notes.txt"), "n1\n");
         assert_eq!(read_text(&root, ".agent-store/session.db"), "turn 2\n");
-        assert_eq!(read_text(&root, ".claude/settings.local.json"), "{\"turn\":2}\n");
+        assert_eq!(
+            read_text(&root, ".claude/settings.local.json"),
+            "{\"turn\":2}\n"
+        );
 
         worker.rewind(1, false);
         let Some(SnapshotReply::Rewound { outcome, .. }) = worker.next().await else {
@@ -1251,6 +1262,9 @@ fn undo_and_rewind_never_put_back_an_agents_own_state() {
         assert_eq!(outcome.unwrap().restored, ["notes.txt"]);
         assert_eq!(read_text(&root, "notes.txt"), "n0\n");
         assert_eq!(read_text(&root, ".agent-store/session.db"), "turn 2\n");
-        assert_eq!(read_text(&root, ".claude/settings.local.json"), "{\"turn\":2}\n");
+        assert_eq!(
+            read_text(&root, ".claude/settings.local.json"),
+            "{\"turn\":2}\n"
+        );
     });
 }

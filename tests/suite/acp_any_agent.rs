@@ -136,9 +136,10 @@ async fn a_failed_turn_its_retry_and_the_next_turn_keep_the_conversation_and_the
         "never a fresh session: {notices:#?}"
     );
     assert!(
-        notices.iter().any(|(kind, text)| kind
-            == NoticeKind::Warning.wire()
-            && text.contains("may see this prompt twice")),
+        notices
+            .iter()
+            .any(|(kind, text)| kind == NoticeKind::Warning.wire()
+                && text.contains("may see this prompt twice")),
         "the user is told the failed prompt stays with the agent: {notices:#?}"
     );
     let retried = run_turn(&mut chat, Command::RetryLastTurn).await;
@@ -150,7 +151,10 @@ async fn a_failed_turn_its_retry_and_the_next_turn_keep_the_conversation_and_the
 
     let requests = agent.requests();
     assert_eq!(requests.len(), 5, "{requests:#?}");
-    assert_eq!(requests[2], said(&["hello one", "hello two", "flaky three"]));
+    assert_eq!(
+        requests[2],
+        said(&["hello one", "hello two", "flaky three"])
+    );
     assert_eq!(
         requests[3],
         said(&["hello one", "hello two", "flaky three", "flaky three"]),
@@ -192,7 +196,12 @@ async fn an_agent_that_dies_mid_turn_is_started_again_on_its_session_not_a_new_o
     let requests = agent.requests();
     assert_eq!(
         requests.last().unwrap(),
-        &said(&["hello one", "hello two", "exit-mid-turn three", "hello four"]),
+        &said(&[
+            "hello one",
+            "hello two",
+            "exit-mid-turn three",
+            "hello four"
+        ]),
         "session/load, never session/new: {requests:#?}"
     );
     assert_eq!(agent.starts(), 2);
@@ -214,7 +223,10 @@ async fn a_stop_before_the_agent_answers_initialize_ends_the_turn_at_once_and_ki
     // The agent is started (by the warm-up, or the attempt) and says nothing.
     let deadline = std::time::Instant::now() + PATIENCE;
     while agent.starts() == 0 {
-        assert!(std::time::Instant::now() < deadline, "the agent never started");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the agent never started"
+        );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
     let pid = agent.demo.starts()[0];
@@ -287,7 +299,10 @@ fn headless_run_on_a_hung_agent_ends_on(signal: nix::sys::signal::Signal) {
         .unwrap();
     let deadline = std::time::Instant::now() + PATIENCE;
     while demo.starts().is_empty() {
-        assert!(std::time::Instant::now() < deadline, "the agent never started");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the agent never started"
+        );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     let agent = demo.starts()[0];
@@ -503,8 +518,15 @@ async fn refusal_max_tokens_and_max_turn_requests_are_failures_that_say_why() {
         let [AgentMessage::Failed(failure)] = agent_stream::terminals(&messages)[..] else {
             panic!("{scenario}: not a failure: {messages:?}");
         };
-        assert!(failure.message.contains(words), "{scenario}: {}", failure.message);
-        assert!(!failure.text.is_empty(), "{scenario}: the text so far is kept");
+        assert!(
+            failure.message.contains(words),
+            "{scenario}: {}",
+            failure.message
+        );
+        assert!(
+            !failure.text.is_empty(),
+            "{scenario}: the text so far is kept"
+        );
     }
 }
 

@@ -643,3 +643,21 @@ async fn gemini_acp_a_failure_a_retry_and_a_resume_keep_the_conversation() {
     )
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)"]
+async fn gemini_acp_a_rewind_a_prompt_a_quit_and_a_resume_keep_the_conversation() {
+    let rig = rig(
+        Cli::Gemini,
+        "gemini_acp_a_rewind_a_prompt_a_quit_and_a_resume_keep_the_conversation",
+        Plan::Text,
+    )
+    .await;
+    crate::real_acp_any::a_rewind_a_prompt_a_quit_and_a_resume_keep_the_conversation(
+        "gemini",
+        || rig.provider(),
+        rig.work.path(),
+        || rig.server.user_texts_per_request(),
+    )
+    .await;
+}

@@ -25,8 +25,7 @@ use agentty::orchestrator::{
     TurnOutcome,
 };
 use agentty::provider::{
-    build_provider_with, AgentSetting, AttemptRequest, Provider, SessionRef, StopControl,
-    Transport,
+    build_provider_with, AgentSetting, AttemptRequest, Provider, SessionRef, StopControl, Transport,
 };
 use agentty::stream::AgentMessage;
 use fake_openai::FakeOpenAi;
@@ -72,10 +71,11 @@ impl Rig {
             Agent::Opencode => {
                 let config = home.join(".config/opencode");
                 std::fs::create_dir_all(&config).unwrap();
-                let models: serde_json::Map<String, serde_json::Value> = ["plain", "think", "tool", "session"]
-                    .iter()
-                    .map(|id| ((*id).to_owned(), serde_json::json!({"name": id})))
-                    .collect();
+                let models: serde_json::Map<String, serde_json::Value> =
+                    ["plain", "think", "tool", "session"]
+                        .iter()
+                        .map(|id| ((*id).to_owned(), serde_json::json!({"name": id})))
+                        .collect();
                 let opencode = serde_json::json!({
                     "autoupdate": false,
                     "share": "disabled",
@@ -258,7 +258,10 @@ pub async fn a_failure_a_retry_and_a_resume_keep_the_conversation(
     }
     let failed = turn(&mut chat, Command::Submit(prompts[2].into())).await;
     shown = show(name, "gamma (fails)", &requests(), shown);
-    assert!(matches!(outcome(&failed), TurnOutcome::Failed { .. }), "{failed:#?}");
+    assert!(
+        matches!(outcome(&failed), TurnOutcome::Failed { .. }),
+        "{failed:#?}"
+    );
     let notices: Vec<&Ev> = failed
         .iter()
         .filter(|event| matches!(event, Ev::Notice { .. }))
@@ -349,7 +352,13 @@ fn request_models(server: &FakeOpenAi) -> Vec<String> {
         .collect()
 }
 
-async fn one_turn(rig: &Rig, provider: &Arc<dyn Provider>, prompt: &str, session: SessionRef, settings: Vec<AgentSetting>) -> Vec<AgentMessage> {
+async fn one_turn(
+    rig: &Rig,
+    provider: &Arc<dyn Provider>,
+    prompt: &str,
+    session: SessionRef,
+    settings: Vec<AgentSetting>,
+) -> Vec<AgentMessage> {
     let request = AttemptRequest {
         prompt: prompt.into(),
         session,
@@ -371,28 +380,67 @@ async fn opencode_models_and_modes_from_config_options_reach_the_agent() {
     let settings = vec![AgentSetting::Model("think".into())];
     let first = one_turn(&rig, &provider, "hello", SessionRef::New, settings).await;
     let id = agent_stream::session_id(&first);
-    assert_eq!(request_models(&rig.server).last().map(String::as_str), Some("think"));
+    assert_eq!(
+        request_models(&rig.server).last().map(String::as_str),
+        Some("think")
+    );
     let status = provider.agent_status().unwrap().borrow().clone();
-    eprintln!("opencode: models {:?}", status.models.iter().map(|m| (&m.id, &m.name)).collect::<Vec<_>>());
-    eprintln!("opencode: modes {:?}, current {:?}", status.modes.iter().map(|m| &m.id).collect::<Vec<_>>(), status.mode);
-    assert!(status.models.iter().any(|model| model.id == "fake/plain"), "{status:#?}");
-    assert!(status.modes.iter().any(|mode| mode.id == "plan"), "{status:#?}");
+    eprintln!(
+        "opencode: models {:?}",
+        status
+            .models
+            .iter()
+            .map(|m| (&m.id, &m.name))
+            .collect::<Vec<_>>()
+    );
+    eprintln!(
+        "opencode: modes {:?}, current {:?}",
+        status.modes.iter().map(|m| &m.id).collect::<Vec<_>>(),
+        status.mode
+    );
+    assert!(
+        status.models.iter().any(|model| model.id == "fake/plain"),
+        "{status:#?}"
+    );
+    assert!(
+        status.modes.iter().any(|mode| mode.id == "plan"),
+        "{status:#?}"
+    );
     assert_eq!(status.model.as_deref(), Some("fake/think"));
 
     assert!(provider.change_setting(AgentSetting::Model("fake/plain".into())));
     assert!(provider.change_setting(AgentSetting::Mode("plan".into())));
     let mut watch = provider.agent_status().unwrap();
-    timeout(TURN_LIMIT, watch.wait_for(|s| {
-        s.model.as_deref() == Some("fake/plain") && s.mode.as_deref() == Some("plan")
-    }))
+    timeout(
+        TURN_LIMIT,
+        watch.wait_for(|s| {
+            s.model.as_deref() == Some("fake/plain") && s.mode.as_deref() == Some("plan")
+        }),
+    )
     .await
     .expect("the changes in time")
     .unwrap();
-    one_turn(&rig, &provider, "hello again", SessionRef::Resume(id), Vec::new()).await;
-    let last = rig.server.completion_requests().last().unwrap().json().unwrap();
+    one_turn(
+        &rig,
+        &provider,
+        "hello again",
+        SessionRef::Resume(id),
+        Vec::new(),
+    )
+    .await;
+    let last = rig
+        .server
+        .completion_requests()
+        .last()
+        .unwrap()
+        .json()
+        .unwrap();
     assert_eq!(last["model"], "plain");
     let system = last["messages"].to_string().to_lowercase();
-    assert!(system.contains("plan"), "plan mode reached the request: {system:.400}");
+    assert!(
+        system.contains("plan"),
+        "plan mode reached the request: {system:.400}"
+    );
 }
 
 // ---- 3. An opencode shell pane with its command ----
@@ -414,4 +462,56 @@ async fn opencode_shell_call_is_shown_with_its_command() {
     eprintln!("opencode: tool calls as shown: {calls:#?}");
     let last = calls.last().expect("a tool call");
     assert_eq!(last.1["command"], "echo hi", "{calls:#?}");
+}
+
+/// Two turns, `/rewind` of the conversation to before the second, a new prompt, quit,
+/// `--resume`, a prompt: the last request carries the first prompt, the one after the rewind
+/// and its own, never the rewound one (Gemini CLI lost the whole conversation here).
+pub async fn a_rewind_a_prompt_a_quit_and_a_resume_keep_the_conversation(
+    name: &str,
+    provider: impl Fn() -> Arc<dyn Provider>,
+    cwd: &std::path::Path,
+    requests: impl Fn() -> Vec<UserTexts>,
+) {
+    let chat_on = |provider: Arc<dyn Provider>, session: SessionRef| {
+        let mut options = OrchestratorOptions::new(provider);
+        options.cwd = Some(cwd.to_path_buf());
+        options.session = session;
+        spawn_orchestrator(options)
+    };
+    let launched = provider();
+    let mut chat = chat_on(launched.clone(), SessionRef::New);
+    let mut session = None;
+    let mut shown = 0;
+    for prompt in ["Remember alpha.", "Remember beta."] {
+        let events = turn(&mut chat, Command::Submit(prompt.into())).await;
+        assert_eq!(outcome(&events), TurnOutcome::Completed, "{events:#?}");
+        session = session_of(&events).or(session);
+        shown = show(name, prompt, &requests(), shown);
+    }
+    real_cli::rewind_conversation(&mut chat, 2).await;
+    let events = turn(&mut chat, Command::Submit("Remember gamma.".into())).await;
+    assert_eq!(outcome(&events), TurnOutcome::Completed, "{events:#?}");
+    session = session_of(&events).or(session);
+    shown = show(name, "gamma (after /rewind)", &requests(), shown);
+    quit(chat, launched).await;
+    let launched = provider();
+    let mut chat = chat_on(
+        launched.clone(),
+        SessionRef::Resume(session.expect("a session")),
+    );
+    let events = turn(&mut chat, Command::Submit("What do you remember?".into())).await;
+    show(name, "after --resume", &requests(), shown);
+    assert_eq!(outcome(&events), TurnOutcome::Completed, "{events:#?}");
+    let all = requests();
+    assert_carries(
+        all.last().unwrap(),
+        &[
+            ("Remember alpha.", 1),
+            ("Remember beta.", 0),
+            ("Remember gamma.", 1),
+            ("What do you remember?", 1),
+        ],
+    );
+    quit(chat, launched).await;
 }

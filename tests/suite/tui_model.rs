@@ -81,7 +81,10 @@ fn slash_model_lists_the_agents_models_and_enter_switches_once_the_agent_confirm
     chat.type_text("two");
     let screen = chat.screen(100, 24, 0);
     let picker = screen.lines().rev().skip(1).collect::<Vec<_>>().join("\n");
-    assert!(!picker.contains("Demo One"), "the status bar aside: {screen}");
+    assert!(
+        !picker.contains("Demo One"),
+        "the status bar aside: {screen}"
+    );
     assert_eq!(
         chat.press(KeyCode::Enter),
         change(AgentSetting::Model("demo-2".into()))

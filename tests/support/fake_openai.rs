@@ -62,7 +62,11 @@ impl FakeOpenAi {
             let body = request.json().unwrap_or(Value::Null);
             let messages = body["messages"].as_array().cloned().unwrap_or_default();
             if request.method == "POST" && fail(&last_user_text(&messages)) {
-                let kind = if status >= 500 { "server_error" } else { "invalid_request_error" };
+                let kind = if status >= 500 {
+                    "server_error"
+                } else {
+                    "invalid_request_error"
+                };
                 return HttpResponse::json(
                     status,
                     &json!({"error": {"message": ERROR_500, "type": kind, "code": null}}),

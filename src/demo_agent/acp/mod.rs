@@ -442,14 +442,8 @@ impl Agent {
             return self.send(&wire::session_not_found(id, &session_id));
         }
         let value = params["value"].as_str().unwrap_or_default().to_owned();
-        let invalid = |why: String| {
-            wire::error(
-                id,
-                -32602,
-                "Invalid params",
-                Some(json!({"message": why})),
-            )
-        };
+        let invalid =
+            |why: String| wire::error(id, -32602, "Invalid params", Some(json!({"message": why})));
         match params["configId"].as_str().unwrap_or_default() {
             "model" => {
                 let method = json!({"sessionId": session_id, "modelId": value});
@@ -464,7 +458,9 @@ impl Agent {
                 super::state::record_setting(&session_id, wire::SET_THOUGHT_LEVEL, &value);
             }
             other => {
-                return self.send(&invalid(format!("unknown config option {other:?} = {value:?}")))
+                return self.send(&invalid(format!(
+                    "unknown config option {other:?} = {value:?}"
+                )))
             }
         }
         let options = self.choices_of(&session_id);
@@ -472,9 +468,18 @@ impl Agent {
     }
 
     /// A model or mode set as `method` does it, answered with the config options.
-    fn set_choice_then_options(&mut self, id: &Value, method: &str, params: &Value) -> io::Result<()> {
+    fn set_choice_then_options(
+        &mut self,
+        id: &Value,
+        method: &str,
+        params: &Value,
+    ) -> io::Result<()> {
         let session_id = params["sessionId"].as_str().unwrap_or_default().to_owned();
-        let field = if method == "session/set_model" { "modelId" } else { "modeId" };
+        let field = if method == "session/set_model" {
+            "modelId"
+        } else {
+            "modeId"
+        };
         let wanted = params[field].as_str().unwrap_or_default();
         let known: Vec<&str> = if method == "session/set_model" {
             wire::MODELS.iter().map(|(id, _)| *id).collect()

@@ -230,11 +230,19 @@ impl AcpMapper {
     /// A `tool_call_update` of a call already shown that brings a new title, input or
     /// locations: what it says now replaces what was shown (opencode first announces `bash`
     /// with only `{cwd}`, then gives the title and the command).
-    fn refine(&mut self, id: &str, fields: &acp::ToolCallUpdateFields, out: &mut Vec<AgentMessage>) {
+    fn refine(
+        &mut self,
+        id: &str,
+        fields: &acp::ToolCallUpdateFields,
+        out: &mut Vec<AgentMessage>,
+    ) {
         let Some((title, input)) = self.shown_calls.get(id) else {
             return;
         };
-        let new_title = fields.title.clone().filter(|title| !title.trim().is_empty());
+        let new_title = fields
+            .title
+            .clone()
+            .filter(|title| !title.trim().is_empty());
         let new_input = fields
             .raw_input
             .clone()
@@ -564,7 +572,13 @@ fn unfinished_stop(stop_reason: &str) -> Option<&'static str> {
 /// `input` naming the file the call is about where the agent gives it only as a location (a
 /// write or edit pane names its path, not the file's content).
 fn with_location(input: Value, locations: &[acp::ToolCallLocation]) -> Value {
-    const PATH_KEYS: [&str; 5] = ["path", "file_path", "filePath", "notebook_path", "absolute_path"];
+    const PATH_KEYS: [&str; 5] = [
+        "path",
+        "file_path",
+        "filePath",
+        "notebook_path",
+        "absolute_path",
+    ];
     let Some(location) = locations.first() else {
         return input;
     };

@@ -544,26 +544,36 @@ fn a_dropped_connection_is_said_plainly_once() {
 fn an_update_with_the_real_title_and_input_restates_the_call() {
     let mut mapper = AcpMapper::new(None);
     let lines = [
-        update(json!({"sessionUpdate": "tool_call", "toolCallId": "c1", "title": "bash",
-                      "kind": "execute", "status": "pending", "rawInput": {"cwd": "/w"}})),
-        update(json!({"sessionUpdate": "tool_call_update", "toolCallId": "c1",
+        update(
+            json!({"sessionUpdate": "tool_call", "toolCallId": "c1", "title": "bash",
+                      "kind": "execute", "status": "pending", "rawInput": {"cwd": "/w"}}),
+        ),
+        update(
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": "c1",
                       "status": "in_progress", "title": "ls -la", "kind": "execute",
-                      "rawInput": {"command": "ls -la", "cwd": "/w"}})),
-        update(json!({"sessionUpdate": "tool_call_update", "toolCallId": "c1",
-                      "status": "in_progress", "rawInput": {"command": "ls -la", "cwd": "/w"}})),
-        update(json!({"sessionUpdate": "tool_call", "toolCallId": "c2", "title": "write",
-                      "kind": "edit", "status": "pending", "rawInput": {"content": "x"}})),
-        update(json!({"sessionUpdate": "tool_call_update", "toolCallId": "c2",
-                      "locations": [{"path": "/w/notes.txt"}]})),
+                      "rawInput": {"command": "ls -la", "cwd": "/w"}}),
+        ),
+        update(
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": "c1",
+                      "status": "in_progress", "rawInput": {"command": "ls -la", "cwd": "/w"}}),
+        ),
+        update(
+            json!({"sessionUpdate": "tool_call", "toolCallId": "c2", "title": "write",
+                      "kind": "edit", "status": "pending", "rawInput": {"content": "x"}}),
+        ),
+        update(
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": "c2",
+                      "locations": [{"path": "/w/notes.txt"}]}),
+        ),
     ]
     .join("\n");
     let (out, _) = map_all(&mut mapper, &lines);
     let calls: Vec<(&str, &str, &Value)> = out
         .iter()
         .filter_map(|message| match message {
-            AgentMessage::ToolCall { id, name, input, .. } => {
-                Some((id.as_str(), name.as_str(), input))
-            }
+            AgentMessage::ToolCall {
+                id, name, input, ..
+            } => Some((id.as_str(), name.as_str(), input)),
             _ => None,
         })
         .collect();
@@ -573,7 +583,11 @@ fn an_update_with_the_real_title_and_input_restates_the_call() {
             ("c1", "bash", &json!({"cwd": "/w"})),
             ("c1", "ls -la", &json!({"command": "ls -la", "cwd": "/w"})),
             ("c2", "write", &json!({"content": "x"})),
-            ("c2", "write", &json!({"content": "x", "path": "/w/notes.txt"})),
+            (
+                "c2",
+                "write",
+                &json!({"content": "x", "path": "/w/notes.txt"})
+            ),
         ],
         "restated once per change, never for an update that changes nothing"
     );

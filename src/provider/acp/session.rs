@@ -153,6 +153,7 @@ impl AcpProtocol {
                 live.session.session_id = id.to_owned();
                 live.session.loaded = true;
                 skip_replayed_history(&mut live.process).await;
+                self.backend.session_loaded(id, request);
                 Ok(())
             }
             Err(StartFailure::Refused(error)) => Err(StartFailure::Lost(error)),

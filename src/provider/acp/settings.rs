@@ -221,7 +221,10 @@ impl AcpShared {
     }
 
     fn config_ids(&self) -> ConfigIds {
-        self.config.lock().map(|ids| ids.clone()).unwrap_or_default()
+        self.config
+            .lock()
+            .map(|ids| ids.clone())
+            .unwrap_or_default()
     }
 
     /// Asks the agent for `setting` (by its config option where it has one) and puts its answer
@@ -402,13 +405,21 @@ fn saw_config_options(
 /// A select option's values as (value, name, description), grouped ones flattened; `None` for
 /// an option of another type.
 fn select_values(option: &Value) -> Option<Vec<(String, String, Option<String>)>> {
-    if option.get("type").and_then(Value::as_str).unwrap_or("select") != "select" {
+    if option
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("select")
+        != "select"
+    {
         return None;
     }
     let mut values = Vec::new();
     for entry in option["options"].as_array()? {
         let nested = entry["options"].as_array();
-        for value in nested.map(|group| group.iter().collect()).unwrap_or(vec![entry]) {
+        for value in nested
+            .map(|group| group.iter().collect())
+            .unwrap_or(vec![entry])
+        {
             let Some(id) = value["value"].as_str() else {
                 continue;
             };

@@ -418,7 +418,10 @@ pub(crate) async fn start<P: Protocol>(
             Err(unstarted) => return Err(unstarted_terminal(protocol, request, unstarted).await),
         },
     };
-    tracing::info!(agent = protocol.agent(), "stopped while starting; killing it");
+    tracing::info!(
+        agent = protocol.agent(),
+        "stopped while starting; killing it"
+    );
     starting.kill_all().await;
     Err(AgentMessage::Cancelled {
         stop_stage: StopStage::Kill,

@@ -59,10 +59,7 @@ impl<S: Send + 'static> LiveSlot<S> {
     /// stop while waiting stops a warm-up start (an agent that never answers must not hold the
     /// user). `Err` is the failure of the warm-up start this attempt waited for: the attempt's
     /// own, rather than the same start waited for again.
-    pub(crate) async fn lock(
-        &self,
-        stop: &StopControl,
-    ) -> (Claimed<S>, Option<AgentMessage>) {
+    pub(crate) async fn lock(&self, stop: &StopControl) -> (Claimed<S>, Option<AgentMessage>) {
         if let Ok(claimed) = self.live.clone().try_lock_owned() {
             self.take_warm_failure();
             return (claimed, None);
