@@ -27,11 +27,18 @@ pub(crate) enum AgentPhase {
     Compacting,
 }
 
+/// How long the agent may say nothing while it should be answering (not running a tool, not
+/// waiting for the user) before the status bar says for how long it has been silent: an agent
+/// that retries its model requests by itself says nothing meanwhile (Qwen Code: 95 s).
+pub(crate) const SILENT_AFTER: Duration = Duration::from_secs(15);
+
 /// The phase and since when it holds.
 #[derive(Debug, Clone)]
 pub(crate) struct PhaseTracker {
     phase: AgentPhase,
     since: Instant,
+    /// When the agent last said anything.
+    heard: Instant,
     /// Running tool calls, oldest first: (call id, tool name, started, with the time it waited
     /// for the user's permission added: the wait is not running time).
     tools: Vec<(String, String, Instant)>,
@@ -44,6 +51,7 @@ impl PhaseTracker {
         Self {
             phase: AgentPhase::Working,
             since: now,
+            heard: now,
             tools: Vec::new(),
             waits: Vec::new(),
         }
@@ -54,11 +62,31 @@ impl PhaseTracker {
         (&self.phase, now.saturating_duration_since(self.since))
     }
 
+    /// How long the agent has said nothing, once that is [`SILENT_AFTER`] or more while it
+    /// should be answering (a running tool, or a question to the user, may take its time).
+    pub(crate) fn silent(&self, now: Instant) -> Option<Duration> {
+        let answering = !matches!(
+            self.phase,
+            AgentPhase::RunningTool { .. } | AgentPhase::Compacting
+        ) && self.waits.is_empty();
+        let silent = now.saturating_duration_since(self.heard);
+        (answering && silent >= SILENT_AFTER).then_some(silent)
+    }
+
     pub(crate) fn observe(&mut self, message: &AgentMessage, now: Instant) {
+        self.heard = now;
         let next = match message {
             AgentMessage::Thinking { .. } => AgentPhase::Thinking,
             AgentMessage::Assistant { delta } if !delta.is_empty() => AgentPhase::Writing,
             AgentMessage::ToolCall { id, name, .. } => {
+                // A call described anew keeps its place and its start.
+                let known = self.tools.iter_mut().find(|(call, _, _)| call == id);
+                if let Some((_, known_name, started)) = known {
+                    *known_name = name.clone();
+                    self.phase = AgentPhase::RunningTool { name: name.clone() };
+                    self.since = *started;
+                    return;
+                }
                 self.tools.push((id.clone(), name.clone(), now));
                 self.phase = AgentPhase::RunningTool { name: name.clone() };
                 self.since = now;

@@ -252,6 +252,8 @@ pub(crate) enum Activity {
     Working {
         phase: AgentPhase,
         elapsed: Duration,
+        /// The agent has said nothing for this long while it should be answering.
+        silent: Option<Duration>,
     },
     Stopping {
         stage: StopStatus,
@@ -584,7 +586,15 @@ impl AppState {
                 now.saturating_duration_since(turn.started),
             ),
         };
-        Activity::Working { phase, elapsed }
+        let silent = match &self.phase {
+            Some(tracker) if !turn.compaction => tracker.silent(now),
+            _ => None,
+        };
+        Activity::Working {
+            phase,
+            elapsed,
+            silent,
+        }
     }
 
     /// Whether something time-based is on screen (elapsed time, countdown, stop stage), so the

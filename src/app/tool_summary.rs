@@ -19,10 +19,12 @@ pub(crate) struct ToolTitle {
 /// The most characters a summary keeps (it is cut again when drawn).
 const MAX_SUMMARY: usize = 400;
 /// The keys whose value says what a call is about, in the order they are looked for.
-const SUBJECT_KEYS: [&str; 14] = [
+const SUBJECT_KEYS: [&str; 16] = [
     "command",
     "cmd",
     "file_path",
+    "filePath",
+    "absolute_path",
     "notebook_path",
     "path",
     "pattern",
@@ -65,9 +67,15 @@ fn object_summary(fields: &Map<String, Value>) -> (String, bool) {
     if let Some(changes) = fields.get("changes").and_then(Value::as_array) {
         return (changes_summary(changes), true);
     }
-    let path = ["file_path", "path", "notebook_path"]
-        .iter()
-        .find_map(|key| fields.get(*key).and_then(Value::as_str));
+    let path = [
+        "file_path",
+        "filePath",
+        "absolute_path",
+        "path",
+        "notebook_path",
+    ]
+    .iter()
+    .find_map(|key| fields.get(*key).and_then(Value::as_str));
     if let Some(path) = path {
         if let Some((added, removed)) = edit_counts(fields) {
             return (

@@ -60,6 +60,10 @@ pub struct DemoAgentArgs {
     /// `--mode acp`: stay alive after stdin closes, like the Claude and Codex ACP adapters.
     #[arg(long)]
     pub(crate) stay_on_eof: bool,
+    /// `--mode acp`: a hung agent: never answers anything, `initialize` included, and ignores
+    /// stdin's end, SIGINT and SIGTERM (only a kill ends it).
+    #[arg(long)]
+    pub(crate) silent_start: bool,
     /// `--mode acp`: whose ways to follow where the real agents differ: `default`, or `gemini`
     /// (Gemini CLI's session files, history replayed after the load's answer, failed prompts
     /// forgotten; see `acp`).
@@ -79,6 +83,9 @@ pub struct DemoAgentArgs {
 /// Runs the demo agent; returns the process exit status.
 pub fn run(args: DemoAgentArgs) -> i32 {
     let flavour = acp::Flavour::from_name(&args.flavour).unwrap_or(acp::Flavour::Default);
+    if args.mode == "acp" && args.silent_start {
+        return acp::hang();
+    }
     if args.mode == "acp" {
         return acp::run(args.scenario.as_deref(), args.stay_on_eof, flavour);
     }

@@ -66,6 +66,16 @@ pub(crate) fn record_setting(session_id: &str, method: &str, value: &str) {
     }
 }
 
+/// The value last logged for session `session_id` under `method` ([`settings_file`]).
+pub(crate) fn recorded_setting(session_id: &str, method: &str) -> Option<String> {
+    let log = fs::read_to_string(settings_file(&state_dir())).ok()?;
+    log.lines()
+        .rev()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|setting| setting["session_id"] == session_id && setting["method"] == method)
+        .find_map(|setting| setting["value"].as_str().map(str::to_owned))
+}
+
 /// The model and mode last set for session `session_id` ([`settings_file`]), if any.
 pub(crate) fn recorded_settings(session_id: &str) -> (Option<String>, Option<String>) {
     let Ok(log) = fs::read_to_string(settings_file(&state_dir())) else {

@@ -78,6 +78,12 @@ pub struct OrchestratorHandle {
 /// waits on its pipe instead of agentty's memory growing; commands (a stop) are still taken.
 const EVENTS_IN_FLIGHT: usize = 256;
 
+/// What the user reads when a failed or stopped attempt cannot be taken out of the agent's
+/// own session (no checkpoint of it, or the restore failed).
+pub(crate) const FAILED_ATTEMPT_KEPT: &str =
+    "The failed attempt could not be taken out of the agent's own session: the conversation \
+     goes on in it, and the agent may see this prompt twice.";
+
 /// Starts the orchestrator on a tokio task (call it from within a tokio runtime).
 pub fn spawn_orchestrator(options: OrchestratorOptions) -> OrchestratorHandle {
     let (commands, command_rx) = mpsc::unbounded_channel();
@@ -113,8 +119,6 @@ struct Driver {
     retry: Option<PendingRetry>,
     /// The agent's stored session as it was when the last turn's first attempt started.
     checkpoint: Option<(TurnId, Option<SessionCheckpoint>)>,
-    /// A rollback failed: the next attempt starts in a fresh agent session.
-    fresh_session_next: bool,
     /// Inputs the driver itself feeds back to the machine, handled before any other.
     feedback: VecDeque<Input>,
     /// The event receiver was dropped: nobody watches, so shut down.
@@ -177,7 +181,6 @@ impl Driver {
             live: None,
             retry: None,
             checkpoint: None,
-            fresh_session_next: false,
             feedback: VecDeque::new(),
             receiver_gone: false,
             agent_queue,
@@ -558,9 +561,9 @@ impl Driver {
         }
     }
 
-    /// Restores the agent's stored session from the turn's checkpoint; when that is impossible
-    /// the next attempt runs in a fresh agent session (never in the one holding the failed
-    /// attempt, which would show the model the prompt twice).
+    /// Restores the agent's stored session from the turn's checkpoint. When that is impossible
+    /// the conversation goes on in the agent's session as it is, and the user is told in one
+    /// line: a prompt the model sees twice is far less harm than a conversation wiped.
     fn roll_back(&mut self, turn: TurnId) {
         let restored = match &self.checkpoint {
             Some((checkpoint_turn, Some(checkpoint))) if *checkpoint_turn == turn => {
@@ -577,30 +580,17 @@ impl Driver {
                 }
             }
             _ => {
-                tracing::warn!(turn, "no checkpoint of the agent session to roll back to");
+                tracing::info!(turn, "no checkpoint of the agent session to roll back to");
                 false
             }
         };
-        self.fresh_session_next = !restored;
-    }
-
-    /// The session the attempt really starts in, after a failed rollback.
-    fn session_for_attempt(&mut self, turn: TurnId, session: SessionRef) -> SessionRef {
-        if !self.fresh_session_next || session == SessionRef::New {
-            self.fresh_session_next = false;
-            return session;
+        if !restored {
+            self.emit(OrchestratorEvent::Notice {
+                turn,
+                kind: NoticeKind::Warning,
+                message: FAILED_ATTEMPT_KEPT.to_owned(),
+            });
         }
-        self.fresh_session_next = false;
-        self.emit(OrchestratorEvent::Notice {
-            turn,
-            kind: NoticeKind::FreshSession,
-            message: "The failed attempt could not be undone in the agent's own session, so \
-                      this attempt starts a fresh agent session (the agent does not remember \
-                      the earlier turns; the transcript stays here)."
-                .to_owned(),
-        });
-        self.feedback.push_back(Input::SessionReset { turn });
-        SessionRef::New
     }
 
     fn start_attempt(
@@ -624,7 +614,6 @@ impl Driver {
         session: SessionRef,
         compaction: Option<Option<String>>,
     ) {
-        let session = self.session_for_attempt(turn, session);
         if let Some(previous) = self.live.take() {
             // The machine never starts an attempt while one is live; if it did, the old one
             // must not run on unobserved.

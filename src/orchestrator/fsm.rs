@@ -21,7 +21,8 @@
 //!   `Rollback` (the driver restores the agent's stored session from the checkpoint it took
 //!   when the turn's first attempt started), and so does a `RetryLastTurn` of a stopped turn,
 //!   so the prompt reaches the agent's conversation once. When a rollback is impossible the
-//!   driver starts the next attempt in a fresh session and reports `SessionReset`.
+//!   conversation goes on in the agent's session as it is, and the driver says so: a prompt
+//!   the model sees twice is far less harm than a conversation wiped.
 //! - A failure that says the agent lost its session (`session_lost`) is not repeated: the turn
 //!   goes on at once in a fresh agent session, with a notice, whatever the retry policy.
 //! - The machine has no clock: `ScheduleRetry` asks the driver for a timer that comes back as
@@ -54,11 +55,6 @@ pub(crate) enum Input {
     RetryDue {
         turn: TurnId,
         attempt: u32,
-    },
-    /// The driver could not roll the agent's session back, so it started this turn's attempt
-    /// in a fresh agent session instead.
-    SessionReset {
-        turn: TurnId,
     },
     /// The undo of a rewind put the agent's session back: the next turn continues it.
     SessionRestored(SessionRef),
@@ -305,7 +301,6 @@ impl Machine {
                 progress,
             } => self.stop_progress(turn, attempt, progress, &mut out),
             Input::RetryDue { turn, attempt } => self.retry_due(turn, attempt, &mut out),
-            Input::SessionReset { turn } => self.session_reset(turn, &mut out),
             Input::SessionRestored(session) => {
                 if self.session != session {
                     let session_id = match &session {
@@ -857,23 +852,6 @@ impl Machine {
                 session_id: None,
             }));
         }
-    }
-
-    fn session_reset(&mut self, turn_id: TurnId, out: &mut Vec<Effect>) {
-        let mut state = std::mem::replace(&mut self.state, State::Idle);
-        if let State::Running { turn, .. }
-        | State::Stopping { turn, .. }
-        | State::WaitingToRetry { turn, .. }
-        | State::Failed { turn }
-        | State::Cancelled { turn } = &mut state
-        {
-            if turn.id == turn_id {
-                turn.session = SessionRef::New;
-                let turn = turn.clone();
-                self.forget_session_of(&turn, out);
-            }
-        }
-        self.state = state;
     }
 
     fn after_failure(&mut self, turn: Turn, attempt: u32, failure: Failure, out: &mut Vec<Effect>) {

@@ -1338,22 +1338,6 @@ fn a_second_lost_session_in_the_same_turn_is_an_ordinary_failure() {
 }
 
 #[test]
-fn a_session_reset_by_the_driver_makes_the_next_turns_start_fresh() {
-    let mut machine = Machine::new(enabled_policy(3), SessionRef::Resume("s-1".into()));
-    submit(&mut machine, "hi");
-    agent(&mut machine, 1, 1, rate_limited());
-    machine.handle(Input::RetryDue {
-        turn: 1,
-        attempt: 2,
-    });
-    let effects = machine.handle(Input::SessionReset { turn: 1 });
-    assert_eq!(events(&effects), [Ev::SessionChanged { session_id: None }]);
-    agent(&mut machine, 1, 2, completed());
-    let effects = submit(&mut machine, "two");
-    assert_eq!(actions(&effects), [start(2, 1, "two", SessionRef::New)]);
-}
-
-#[test]
 fn a_setting_change_reaches_the_agent_whatever_runs_until_shutdown() {
     use crate::provider::AgentSetting;
     let mut machine = Machine::new(RetryPolicy::default(), SessionRef::New);

@@ -104,8 +104,8 @@ pub trait Backend: Send + Sync + 'static {
     fn spawn_spec(&self, request: &AttemptRequest) -> SpawnSpec;
     fn mapper(&self, request: &AttemptRequest) -> Box<dyn Mapper>;
     /// Where the CLI keeps the stored session `session_id` for this request, if this backend
-    /// knows (see [`super::checkpoint`]). `None` means a failed attempt cannot be undone, so a retry
-    /// runs in a fresh agent session.
+    /// knows (see [`super::checkpoint`]). `None` means a failed attempt cannot be undone: the
+    /// conversation goes on in the session as it is, and the user is told.
     fn session_file(&self, session_id: &str, request: &AttemptRequest) -> Option<PathBuf> {
         let _ = (session_id, request);
         None
@@ -124,6 +124,11 @@ pub trait Backend: Send + Sync + 'static {
     /// transport's restart after a stop, a failure or a resume): put its files the way that
     /// process loads them whole. Nothing to do for most CLIs.
     fn prepare_session_load(&self, session_id: &str, request: &AttemptRequest) {
+        let _ = (session_id, request);
+    }
+    /// The running agent has loaded the stored session `session_id`: tidy what the load left
+    /// that a later launch of the CLI would misread. Nothing to do for most CLIs.
+    fn session_loaded(&self, session_id: &str, request: &AttemptRequest) {
         let _ = (session_id, request);
     }
     /// The user stopped an attempt that ran in the stored session `session_id`: make sure the

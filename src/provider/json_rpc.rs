@@ -83,6 +83,7 @@ impl RpcError {
         self.code
             .filter(|code| (400..=599).contains(code))
             .and_then(|code| u16::try_from(code).ok())
+            .or_else(|| self.data.as_ref().and_then(|data| status_in_data(data, 0)))
     }
 
     /// The agent's message, with its data when that says more.
@@ -93,6 +94,39 @@ impl RpcError {
             _ => self.message.clone(),
         }
     }
+}
+
+/// The HTTP status an error's `data` states under a key that names one (`statusCode`,
+/// `status`, `httpStatus`, ...: opencode and Qwen Code pass on their API client's error
+/// there), looked for two levels down (`data.error.statusCode`).
+fn status_in_data(data: &Value, depth: usize) -> Option<u16> {
+    const KEYS: [&str; 6] = [
+        "statusCode",
+        "status_code",
+        "httpStatus",
+        "http_status",
+        "status",
+        "code",
+    ];
+    let fields = data.as_object()?;
+    let stated = KEYS.iter().find_map(|key| {
+        let value = fields.get(*key)?;
+        let number = value
+            .as_u64()
+            .or_else(|| value.as_str().and_then(|text| text.trim().parse().ok()))?;
+        u16::try_from(number)
+            .ok()
+            .filter(|status| (400..=599).contains(status))
+    });
+    stated.or_else(|| {
+        (depth < 2)
+            .then(|| {
+                fields
+                    .values()
+                    .find_map(|nested| status_in_data(nested, depth + 1))
+            })
+            .flatten()
+    })
 }
 
 /// A response: its result, or the error.
@@ -325,6 +359,21 @@ pub(crate) async fn await_result(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_http_status_in_the_errors_data_is_read() {
+        let error = |data: Value| RpcError {
+            code: Some(-32603),
+            message: "Internal error".into(),
+            data: Some(data),
+        };
+        let nested = error(json!({"error": {"statusCode": 500, "message": "fake"}}));
+        assert_eq!(nested.http_status(), Some(500));
+        assert_eq!(error(json!({"status": "429"})).http_status(), Some(429));
+        let none = error(json!({"service": "session", "errorName": "APIError"}));
+        assert_eq!(none.http_status(), None);
+        assert_eq!(error(json!({"code": 7})).http_status(), None);
+    }
 
     fn line(text: &str) -> Line {
         Line {

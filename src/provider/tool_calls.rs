@@ -78,6 +78,27 @@ impl ToolCalls {
         });
     }
 
+    /// An open call as the agent describes it now (a better title, its real input): a
+    /// `tool.call` with the id already announced, which replaces its name and input wherever
+    /// it is shown.
+    pub(crate) fn restate(
+        &mut self,
+        id: &str,
+        name: &str,
+        input: Value,
+        out: &mut Vec<AgentMessage>,
+    ) {
+        if !self.is_open(id) {
+            return;
+        }
+        out.push(AgentMessage::ToolCall {
+            id: id.to_owned(),
+            name: name.to_owned(),
+            input,
+            parent_id: None,
+        });
+    }
+
     /// Partial output of an open call; the output so far, so one equal to the last is dropped.
     pub(crate) fn update(&mut self, id: &str, output: String, out: &mut Vec<AgentMessage>) {
         let Some(position) = self.open_position(id, "update") else {

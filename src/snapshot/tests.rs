@@ -1242,3 +1242,73 @@ fn after_an_undo_the_same_edit_again_is_the_next_turn_s() {
         }
     });
 }
+
+/// What an agent keeps of its own inside the project (`DEFAULT_EXCLUDE`, `[snapshots]
+/// exclude`) is never put back by `/undo` or `/rewind`, whatever the turn did to it: rolling it
+/// back would change the agent's state behind its back.
+#[test]
+fn undo_and_rewind_never_put_back_an_agents_own_state() {
+    let mut rig = Rig::new();
+    rig.limits.exclude = vec!["/.agent-store/".to_owned()];
+    let root = rig.root().to_path_buf();
+    write(&root, "notes.txt", "n0\n");
+    write(&root, ".claude/settings.local.json", "{\"before\":true}\n");
+    write(&root, ".agent-store/session.db", "before\n");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let mut worker = rig.worker("w");
+        assert_eq!(
+            worker.next().await,
+            Some(SnapshotReply::Ready { notice: None })
+        );
+        for number in [1, 2] {
+            std::thread::sleep(Duration::from_millis(120));
+            worker.begin(number, SystemTime::now());
+            assert!(matches!(
+                worker.next().await,
+                Some(SnapshotReply::Began { .. })
+            ));
+            write(&root, "notes.txt", &format!("n{number}\n"));
+            write(
+                &root,
+                ".claude/settings.local.json",
+                &format!("{{\"turn\":{number}}}\n"),
+            );
+            write(
+                &root,
+                ".agent-store/session.db",
+                &format!("turn {number}\n"),
+            );
+            worker.end(number);
+            let Some(SnapshotReply::Ended { .. }) = worker.next().await else {
+                panic!("no end");
+            };
+        }
+        worker.undo(2, false);
+        let Some(SnapshotReply::Undone { outcome, .. }) = worker.next().await else {
+            panic!("no undo");
+        };
+        assert_eq!(outcome.unwrap().restored, ["notes.txt"]);
+        assert_eq!(read_text(&root, "notes.txt"), "n1\n");
+        assert_eq!(read_text(&root, ".agent-store/session.db"), "turn 2\n");
+        assert_eq!(
+            read_text(&root, ".claude/settings.local.json"),
+            "{\"turn\":2}\n"
+        );
+
+        worker.rewind(1, false);
+        let Some(SnapshotReply::Rewound { outcome, .. }) = worker.next().await else {
+            panic!("no rewind");
+        };
+        assert_eq!(outcome.unwrap().restored, ["notes.txt"]);
+        assert_eq!(read_text(&root, "notes.txt"), "n0\n");
+        assert_eq!(read_text(&root, ".agent-store/session.db"), "turn 2\n");
+        assert_eq!(
+            read_text(&root, ".claude/settings.local.json"),
+            "{\"turn\":2}\n"
+        );
+    });
+}

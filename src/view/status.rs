@@ -98,12 +98,14 @@ fn settings_segment(state: &AppState, base: Style) -> Option<Segment> {
     // The model the agent reported running (Claude's `init`: `claude-opus-4-8[1m]`, where its
     // settings name the alias `default`), else the one its settings name (pi's `get_state`,
     // Codex's thread, ACP's current model), else the one the user configured.
+    // A model the agent lists goes by the name it gives it (Qwen Code's id
+    // `$runtime|openai|plain(openai)` is "plain").
     let model = state
         .usage_book
         .model
         .as_ref()
         .or(state.agent_status.model.as_ref().map(AgentValue::shown))
-        .map(InertText::as_str)
+        .map(|shown| model_name(state, shown))
         // The model the user configured.
         .or(state.model.as_deref());
     let level = model.and(state.agent_status.thinking_level.as_ref());
@@ -307,8 +309,16 @@ fn activity_forms(state: &AppState, now: Instant, base: Style) -> Vec<Vec<Span<'
             base,
         ),
         Activity::Starting => one("starting".to_owned(), base),
-        Activity::Working { phase, elapsed } => {
-            let (text, colour) = phase_text(&phase, elapsed);
+        Activity::Working {
+            phase,
+            elapsed,
+            silent,
+        } => {
+            let (mut text, colour) = phase_text(&phase, elapsed);
+            if let Some(silent) = silent {
+                // An agent that retries by itself says nothing meanwhile: say so.
+                text.push_str(&format!(" · agent silent {} s", silent.as_secs()));
+            }
             let attempt = state
                 .turn
                 .as_ref()
@@ -378,6 +388,16 @@ fn activity_forms(state: &AppState, now: Instant, base: Style) -> Vec<Vec<Span<'
             )
         }
     }
+}
+
+/// The name the agent gives model `shown` where it lists it, else `shown` itself.
+fn model_name<'a>(state: &'a AppState, shown: &'a InertText) -> &'a str {
+    state
+        .agent_status
+        .models
+        .iter()
+        .find(|model| model.id.shown() == shown)
+        .map_or(shown.as_str(), |model| model.name.as_str())
 }
 
 /// What the agent is doing, and for how long it has been doing it.

@@ -84,7 +84,7 @@ fn slash_model_switches_pi_to_its_second_model_for_the_next_request() {
     };
     let pane = &session.pane;
     // The agent starts ahead of the first prompt, so its models are known at once.
-    pane.wait_for_text("demo · demo-1 · thinking off");
+    pane.wait_for_text("demo · Demo One · thinking off");
     pane.prompt("/model");
     let picker = pane.wait_for_text("Demo Two (thinks)");
     eprintln!("the picker:\n{picker}");
@@ -92,11 +92,11 @@ fn slash_model_switches_pi_to_its_second_model_for_the_next_request() {
     pane.keys(&["Down", "Enter"]);
     let switched = pane.wait_for_text("Model: Demo Two (thinks)");
     assert!(
-        switched.contains("demo · demo-2 · thinking off"),
+        switched.contains("demo · Demo Two (thinks) · thinking off"),
         "{switched}"
     );
     pane.keys(&["BTab"]);
-    let stepped = pane.wait_for_text("demo · demo-2 · thinking minimal");
+    let stepped = pane.wait_for_text("demo · Demo Two (thinks) · thinking minimal");
     eprintln!("after /model and Shift+Tab:\n{stepped}");
     pane.prompt("hello there");
     pane.wait_for_text("Prompt 1 in session");
@@ -118,7 +118,7 @@ fn shift_tab_steps_an_acp_agents_modes_and_the_agent_receives_set_mode() {
         return;
     };
     let pane = &session.pane;
-    pane.wait_for_text("demo-acp-1 · mode Default");
+    pane.wait_for_text("Demo ACP One · mode Default");
     pane.keys(&["BTab"]);
     let switched = pane.wait_for_text("Mode: Accept edits");
     eprintln!("after Shift+Tab at 60x18:\n{switched}");

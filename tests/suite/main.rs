@@ -14,6 +14,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod acp_any_agent;
 mod acp_gemini_like;
 mod acp_headless;
 mod acp_provider;
@@ -70,6 +71,7 @@ mod pi_rpc;
 mod pi_rpc_steer_at_stop;
 mod process;
 mod real_acp;
+mod real_acp_any;
 mod real_acp_chat;
 mod real_acp_commands;
 mod real_claude;

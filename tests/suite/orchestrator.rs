@@ -498,7 +498,7 @@ async fn retry_last_turn_resends_the_prompt_in_the_same_session_with_retry_off()
 }
 
 #[tokio::test]
-async fn without_a_session_file_to_roll_back_the_retry_starts_a_fresh_session_and_says_so() {
+async fn without_a_session_file_to_roll_back_the_retry_continues_the_session_and_says_so() {
     let agent = Agent::new(&format!(
         "echo \"$1 in $SESSION\" >> \"$WORK/prompts\"\n\
          if [ \"$n\" -lt 2 ]; then {}; else {}; fi",
@@ -513,22 +513,26 @@ async fn without_a_session_file_to_roll_back_the_retry_starts_a_fresh_session_an
         .commands
         .send(Command::Submit("the prompt".into()))
         .unwrap();
-    events_until(&mut handle, turn_ended).await;
+    let failed = events_until(&mut handle, turn_ended).await;
     handle.commands.send(Command::RetryLastTurn).unwrap();
     let events = events_until(&mut handle, turn_ended).await;
     assert_eq!(outcome_of(&events), TurnOutcome::Completed);
-    assert_eq!(
-        count(&events, |event| matches!(
-            event,
-            Ev::Notice { kind, .. } if kind == agentty::stream::NoticeKind::FreshSession.wire()
-        )),
-        1
-    );
+    let kept = |event: &Ev| {
+        matches!(event, Ev::Notice { kind, message, .. }
+            if kind == agentty::stream::NoticeKind::Warning.wire()
+                && message.contains("may see this prompt twice"))
+    };
+    assert_eq!(count(&failed, kept), 1, "{failed:#?}");
+    let fresh = |event: &Ev| {
+        matches!(event, Ev::Notice { kind, .. }
+            if kind == agentty::stream::NoticeKind::FreshSession.wire())
+    };
+    assert_eq!(count(&failed, fresh) + count(&events, fresh), 0);
+    // The conversation goes on in the agent's session: never a fresh one.
     assert_eq!(
         agent.lines("prompts"),
-        ["the prompt in s-7", "the prompt in new"]
+        ["the prompt in s-7", "the prompt in s-7"]
     );
-    shut_down(handle).await;
 }
 
 // ---- sessions and the queue ----

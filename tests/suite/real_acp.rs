@@ -616,3 +616,48 @@ per_cli! {
     Claude => claude_acp_a_rewind_takes_the_later_prompts_away_from_the_model,
     Codex => codex_acp_a_rewind_takes_the_later_prompts_away_from_the_model,
 }
+
+// ---------------------------------------------------------------------------------------------
+// (i) Two turns, a turn that fails every attempt and its /retry, a new turn, quit, --resume, a
+// new turn: the conversation is whole in every request (the sequence of `real_acp_any`).
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)"]
+async fn gemini_acp_a_failure_a_retry_and_a_resume_keep_the_conversation() {
+    use crate::real_acp_any::{a_failure_a_retry_and_a_resume_keep_the_conversation, FIVE_PROMPTS};
+    // Gamma fails all three attempts of its turn; its /retry gets through.
+    let fail = real_cli::FailFirst::new(3, FIVE_PROMPTS[2]);
+    let rig = rig(
+        Cli::Gemini,
+        "gemini_acp_a_failure_a_retry_and_a_resume_keep_the_conversation",
+        Plan::Failing(std::sync::Arc::new(move |text: &str| fail.take(text))),
+    )
+    .await;
+    a_failure_a_retry_and_a_resume_keep_the_conversation(
+        "gemini",
+        || rig.provider(),
+        rig.work.path(),
+        3,
+        || rig.server.user_texts_per_request(),
+        || {},
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)"]
+async fn gemini_acp_a_rewind_a_prompt_a_quit_and_a_resume_keep_the_conversation() {
+    let rig = rig(
+        Cli::Gemini,
+        "gemini_acp_a_rewind_a_prompt_a_quit_and_a_resume_keep_the_conversation",
+        Plan::Text,
+    )
+    .await;
+    crate::real_acp_any::a_rewind_a_prompt_a_quit_and_a_resume_keep_the_conversation(
+        "gemini",
+        || rig.provider(),
+        rig.work.path(),
+        || rig.server.user_texts_per_request(),
+    )
+    .await;
+}

@@ -75,11 +75,16 @@ fn slash_model_lists_the_agents_models_and_enter_switches_once_the_agent_confirm
         "{screen}"
     );
     let status_bar = screen.lines().last().unwrap();
-    assert!(status_bar.contains("pi · demo-1"), "{status_bar}");
+    // The model by the name the agent gives it, not its id.
+    assert!(status_bar.contains("pi · Demo One"), "{status_bar}");
     // Typing narrows the list; Enter asks the agent for the model by its id.
     chat.type_text("two");
     let screen = chat.screen(100, 24, 0);
-    assert!(!screen.contains("Demo One"), "{screen}");
+    let picker = screen.lines().rev().skip(1).collect::<Vec<_>>().join("\n");
+    assert!(
+        !picker.contains("Demo One"),
+        "the status bar aside: {screen}"
+    );
     assert_eq!(
         chat.press(KeyCode::Enter),
         change(AgentSetting::Model("demo-2".into()))
@@ -98,7 +103,7 @@ fn slash_model_lists_the_agents_models_and_enter_switches_once_the_agent_confirm
     );
     let status_bar = screen.lines().last().unwrap();
     assert!(
-        status_bar.contains("pi · demo-2 · thinking off"),
+        status_bar.contains("pi · Demo Two (thinks) · thinking off"),
         "{status_bar}"
     );
     // Choosing the current model again asks nothing.
@@ -156,7 +161,7 @@ fn a_refusal_is_shown_as_the_agent_worded_it() {
         screen.contains("The agent did not change it: model demo-2: Model not found: demo/demo-2"),
         "{screen}"
     );
-    assert!(screen.lines().last().unwrap().contains("pi · demo-1"));
+    assert!(screen.lines().last().unwrap().contains("pi · Demo One"));
 }
 
 #[test]
@@ -218,7 +223,7 @@ fn thinking_levels_and_mode_ids_go_back_as_the_agent_wrote_them_and_show_inert()
     assert!(screen.contains("● Evil"), "{screen}");
     let status_bar = screen.lines().last().unwrap();
     assert!(
-        status_bar.contains("pi · evil␛[2J · thinking low␛]0;pwned␇"),
+        status_bar.contains("pi · Evil · thinking low␛]0;pwned␇"),
         "{status_bar}"
     );
     // Shift+Tab asks for the next level as the agent wrote it; its confirmation is said inert.

@@ -49,13 +49,27 @@ impl FakeOpenAi {
     /// Like `start`, but a completion request for which `fail` (given the last user message's
     /// text) says so is answered with HTTP 500.
     pub async fn start_failing(fail: impl Fn(&str) -> bool + Send + Sync + 'static) -> FakeOpenAi {
+        Self::start_failing_with(500, fail).await
+    }
+
+    /// Like `start_failing`, with HTTP `status` (a 4xx other than 429 is one no agent retries
+    /// by itself).
+    pub async fn start_failing_with(
+        status: u16,
+        fail: impl Fn(&str) -> bool + Send + Sync + 'static,
+    ) -> FakeOpenAi {
         let server = FakeHttpServer::start(move |request: &HttpRequest| {
             let body = request.json().unwrap_or(Value::Null);
             let messages = body["messages"].as_array().cloned().unwrap_or_default();
             if request.method == "POST" && fail(&last_user_text(&messages)) {
+                let kind = if status >= 500 {
+                    "server_error"
+                } else {
+                    "invalid_request_error"
+                };
                 return HttpResponse::json(
-                    500,
-                    &json!({"error": {"message": ERROR_500, "type": "server_error", "code": null}}),
+                    status,
+                    &json!({"error": {"message": ERROR_500, "type": kind, "code": null}}),
                 );
             }
             respond(request)

@@ -724,6 +724,20 @@ impl AppState {
             // The agent named the call by its command (ACP titles): say it once.
             summary = InertText::default();
         }
+        let known = self
+            .turn
+            .as_ref()
+            .is_some_and(|turn| turn.tools.contains_key(&id));
+        if known {
+            // The agent describes the call anew (an ACP `tool_call_update` with its real title
+            // and input): what it says now replaces what was shown.
+            self.update_tool(&id, |tool| {
+                tool.name = name;
+                tool.summary = summary;
+                tool.patch = title.patch;
+            });
+            return;
+        }
         let call = ToolCell {
             call_id: InertText::new(&id),
             name,

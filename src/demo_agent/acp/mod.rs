@@ -29,6 +29,8 @@
 //!   `--stay-on-eof` keeps the agent alive after EOF, as the Claude and Codex adapters do.
 //! - SIGINT kills at once; SIGTERM/SIGHUP kill the tools' process groups and exit 143/129
 //!   (the same handlers as the pi modes, `signals`).
+//! - `--silent-start` plays an agent hung before `initialize`: it answers nothing and ignores
+//!   stdin's end, SIGINT, SIGTERM and SIGHUP (only a kill ends it).
 //! - Sessions are stored in `$AGENTTY_DEMO_STATE_DIR/sessions/<id>.jsonl` (see `store`); every
 //!   prompt is logged to `requests.jsonl` with what the model would see.
 //!
@@ -47,6 +49,14 @@
 //! - A prompt's result carries `_meta.quota` only (no `usage`); a prompt in an unknown session
 //!   is `-32602 "Session not found: <id>"` with no `data`; `initialize` offers Gemini's
 //!   authentication methods (`authenticate` accepts any).
+//!
+//! `--flavour config-options` gives the settings in their newer form, as opencode 1.18 and Qwen
+//! Code 0.24 do: `session/new` and `session/load` answer with `configOptions` only (select
+//! options `model`, `mode` and `thought_level`, categories the same, the values of
+//! `wire::MODELS`, `wire::MODES`, `wire::THOUGHT_LEVELS`), set by `session/set_config_option
+//! {sessionId, configId, value}`, whose answer is the options as they are now (each change
+//! logged to `settings.jsonl` as `session/set_model`, `session/set_mode` or
+//! `session/set_thought_level`).
 //!
 //! The `demo` provider runs the default flavour; the Gemini flavour is meant to be run through
 //! agentty's Gemini backend (a script as its command that runs `agentty demo-agent --mode acp
@@ -78,16 +88,20 @@ pub(crate) enum Flavour {
     Default,
     /// `gemini --acp` 0.61's ways (see the module doc).
     Gemini,
+    /// The settings in their newer form, as opencode 1.18 and Qwen Code 0.24 give them (see the
+    /// module doc); the rest as the default flavour.
+    ConfigOptions,
 }
 
 impl Flavour {
     /// The flavours' names, for `--flavour`.
-    pub(crate) const NAMES: [&'static str; 2] = ["default", "gemini"];
+    pub(crate) const NAMES: [&'static str; 3] = ["default", "gemini", "config-options"];
 
     pub(crate) fn from_name(name: &str) -> Option<Self> {
         match name {
             "default" => Some(Self::Default),
             "gemini" => Some(Self::Gemini),
+            "config-options" => Some(Self::ConfigOptions),
             _ => None,
         }
     }
@@ -161,6 +175,20 @@ pub(crate) fn run(scenario: Option<&str>, stay_on_eof: bool, flavour: Flavour) -
         choices: HashMap::new(),
     };
     agent.serve()
+}
+
+/// `--silent-start`: an agent that hangs before answering `initialize`, deaf to stdin's end,
+/// SIGINT and SIGTERM, until it is killed.
+pub(crate) fn hang() -> i32 {
+    use nix::sys::signal::{signal, SigHandler, Signal};
+    for deaf in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
+        // SAFETY: ignoring a signal installs no handler code.
+        let _ = unsafe { signal(deaf, SigHandler::SigIgn) };
+    }
+    eprintln!("demo agent (acp): --silent-start: answering nothing, ever");
+    loop {
+        std::thread::sleep(std::time::Duration::from_secs(3600));
+    }
 }
 
 /// A JSON-RPC response (to one of our requests) has an id and no method.
@@ -255,7 +283,7 @@ impl Agent {
                 self.sessions.insert(session_id.clone(), session);
                 let mut result = match self.flavour {
                     Flavour::Gemini => json!({"modes": wire::gemini_modes()}),
-                    Flavour::Default => self.choices_of(&session_id),
+                    Flavour::Default | Flavour::ConfigOptions => self.choices_of(&session_id),
                 };
                 result["sessionId"] = json!(session_id);
                 self.send(&wire::result(id, result))?;
@@ -267,6 +295,9 @@ impl Agent {
             }
             "session/load" => return self.load(id, params),
             "session/set_model" | "session/set_mode" => return self.set_choice(id, method, params),
+            "session/set_config_option" if self.flavour == Flavour::ConfigOptions => {
+                return self.set_config_option(id, params)
+            }
             _ => wire::error(
                 id,
                 -32601,
@@ -284,7 +315,9 @@ impl Agent {
         let loaded = AcpSession::load(self.flavour, &session_id, &session_cwd(params));
         let Some((session, history)) = loaded else {
             return match self.flavour {
-                Flavour::Default => self.send(&wire::session_not_found(id, &session_id)),
+                Flavour::Default | Flavour::ConfigOptions => {
+                    self.send(&wire::session_not_found(id, &session_id))
+                }
                 Flavour::Gemini => {
                     eprintln!(
                         "Error handling request session/load {session_id}: Internal error: {}",
@@ -304,7 +337,7 @@ impl Agent {
         for update in history {
             self.send(&wire::update(&session_id, update))?;
         }
-        if self.flavour == Flavour::Default {
+        if self.flavour != Flavour::Gemini {
             let choices = self.choices_of(&session_id);
             self.send(&wire::result(id, choices))?;
         }
@@ -314,7 +347,7 @@ impl Agent {
     /// The result of a prompt of `session_id` that ran to its end, in the flavour's shape.
     fn prompt_result(&mut self, session_id: &str, input_tokens: u64, output_tokens: u64) -> Value {
         match self.flavour {
-            Flavour::Default => {
+            Flavour::Default | Flavour::ConfigOptions => {
                 let model = wire::MODELS[self.choice(session_id).0].0;
                 wire::prompt_result("end_turn", model, input_tokens, output_tokens)
             }
@@ -344,12 +377,21 @@ impl Agent {
 
     /// Whether session `session_id` runs every tool without asking.
     pub(crate) fn asks_nothing(&mut self, session_id: &str) -> bool {
-        self.flavour == Flavour::Default && wire::MODES[self.choice(session_id).1].0 == wire::YOLO
+        self.flavour != Flavour::Gemini && wire::MODES[self.choice(session_id).1].0 == wire::YOLO
     }
 
-    /// The session's `models` and `modes` as `session/new` returns them.
+    /// The session's `models` and `modes` as `session/new` returns them (the config-options
+    /// flavour: its `configOptions`).
     fn choices_of(&mut self, session_id: &str) -> Value {
         let (model, mode) = self.choice(session_id);
+        if self.flavour == Flavour::ConfigOptions {
+            let level = self.thought_level(session_id);
+            return json!({"configOptions": wire::config_options(
+                wire::MODELS[model].0,
+                wire::MODES[mode].0,
+                &level,
+            )});
+        }
         json!({
             "models": wire::models_state(wire::MODELS[model].0),
             "modes": wire::modes_state(wire::MODES[mode].0),
@@ -392,6 +434,91 @@ impl Agent {
         self.send(&wire::result(id, json!({})))
     }
 
+    /// The session's thinking level (the config-options flavour), as last set.
+    fn thought_level(&self, session_id: &str) -> String {
+        super::state::recorded_setting(session_id, wire::SET_THOUGHT_LEVEL)
+            .unwrap_or_else(|| wire::THOUGHT_LEVELS[0].to_owned())
+    }
+
+    /// `session/set_config_option {sessionId, configId, value}` (the config-options flavour):
+    /// the model, mode or thinking level set as `session/set_model`/`set_mode` set them, logged
+    /// the same way; the answer is the options as they are now.
+    fn set_config_option(&mut self, id: &Value, params: &Value) -> io::Result<()> {
+        let session_id = params["sessionId"].as_str().unwrap_or_default().to_owned();
+        if !self.sessions.contains_key(&session_id) {
+            return self.send(&wire::session_not_found(id, &session_id));
+        }
+        let value = params["value"].as_str().unwrap_or_default().to_owned();
+        let invalid =
+            |why: String| wire::error(id, -32602, "Invalid params", Some(json!({"message": why})));
+        match params["configId"].as_str().unwrap_or_default() {
+            "model" => {
+                let method = json!({"sessionId": session_id, "modelId": value});
+                return self.set_choice_then_options(id, "session/set_model", &method);
+            }
+            "mode" => {
+                let method = json!({"sessionId": session_id, "modeId": value});
+                return self.set_choice_then_options(id, "session/set_mode", &method);
+            }
+            "thought_level" if wire::THOUGHT_LEVELS.contains(&value.as_str()) => {
+                eprintln!("demo agent (acp): thought level {value} (session {session_id})");
+                super::state::record_setting(&session_id, wire::SET_THOUGHT_LEVEL, &value);
+            }
+            other => {
+                return self.send(&invalid(format!(
+                    "unknown config option {other:?} = {value:?}"
+                )))
+            }
+        }
+        let options = self.choices_of(&session_id);
+        self.send(&wire::result(id, options))
+    }
+
+    /// A model or mode set as `method` does it, answered with the config options.
+    fn set_choice_then_options(
+        &mut self,
+        id: &Value,
+        method: &str,
+        params: &Value,
+    ) -> io::Result<()> {
+        let session_id = params["sessionId"].as_str().unwrap_or_default().to_owned();
+        let field = if method == "session/set_model" {
+            "modelId"
+        } else {
+            "modeId"
+        };
+        let wanted = params[field].as_str().unwrap_or_default();
+        let known: Vec<&str> = if method == "session/set_model" {
+            wire::MODELS.iter().map(|(id, _)| *id).collect()
+        } else {
+            wire::MODES.iter().map(|(id, _, _)| *id).collect()
+        };
+        if !known.contains(&wanted) {
+            return self.send(&wire::error(
+                id,
+                -32602,
+                "Invalid params",
+                Some(json!({"message": format!("unknown value {wanted:?}")})),
+            ));
+        }
+        let index = known.iter().position(|known| *known == wanted).unwrap_or(0);
+        self.choice(&session_id);
+        let choice = self.choices.entry(session_id.clone()).or_default();
+        if method == "session/set_model" {
+            choice.0 = index;
+        } else {
+            choice.1 = index;
+        }
+        eprintln!("demo agent (acp): {method} {wanted} (session {session_id}, by config option)");
+        super::state::record_setting(&session_id, method, wanted);
+        if method == "session/set_mode" {
+            let update = json!({"sessionUpdate": "current_mode_update", "currentModeId": wanted});
+            self.send(&wire::update(&session_id, update))?;
+        }
+        let options = self.choices_of(&session_id);
+        self.send(&wire::result(id, options))
+    }
+
     /// Plays one `session/prompt`; `Some(code)` when the agent must exit.
     fn prompt(&mut self, message: &Value) -> io::Result<Option<i32>> {
         let id = &message["id"];
@@ -400,7 +527,9 @@ impl Agent {
         let text = wire::prompt_text(&params["prompt"]);
         if !self.sessions.contains_key(&session_id) {
             let answer = match self.flavour {
-                Flavour::Default => wire::session_not_found(id, &session_id),
+                Flavour::Default | Flavour::ConfigOptions => {
+                    wire::session_not_found(id, &session_id)
+                }
                 Flavour::Gemini => wire::gemini_session_not_found(id, &session_id),
             };
             self.send(&answer)?;
@@ -426,7 +555,10 @@ impl Agent {
             Ok(TurnEnd::Cut) => (0, 0),
             _ => (wire::input_tokens(&messages), streamed.chunks),
         };
-        let result = self.prompt_result(&session_id, input_tokens, output_tokens);
+        let mut result = self.prompt_result(&session_id, input_tokens, output_tokens);
+        if let Ok(TurnEnd::StopReason(reason)) = &played {
+            result["stopReason"] = json!(reason);
+        }
         let flavour = self.flavour;
         let session = self.sessions.get_mut(&session_id);
         let reply = match played {

@@ -33,6 +33,10 @@
 //! | `flaky-twice` | fails like `http-error` the first two times a prompt text is sent, then answers "Answered on try 3: …" |
 //! | `cut-stream` | a few words of text, then the model's stream breaks off: `end_turn` with zero token counts, as Gemini reports it |
 //! | `compress` | the agent's own `/compress` (announced in `available_commands_update`): "Compressing context..." then "Context compressed (1234 -> ~1056).", as Qwen Code says it |
+//! | `refined-tool` | opencode-like: `tool_call` titled `bash` with only `rawInput {cwd}`, then `tool_call_update` in_progress with the real title `echo refined`, kind execute, `rawInput {command, cwd}`, then completed (output `refined`); then a `tool_call` titled `write` with empty input, refined by an update with `locations [{path}]` and `rawInput {filePath, content}` of `<cwd>/agentty-demo-write.txt` (written), completed; text "Done." |
+//! | `refusal` | some text, then the prompt answered with `stopReason: refusal` |
+//! | `max-tokens` | some text, then `stopReason: max_tokens` |
+//! | `max-turn-requests` | some text, then `stopReason: max_turn_requests` |
 //! | `lag-after-cancel` | like `slow`; after a `session/cancel`, the session answers one prompt late from then on (the Claude ACP adapter's bug): the next prompt ends `end_turn` at once with no text, the prompt after it streams "This answers \"<previous prompt>\"." |
 
 use std::fs;
@@ -114,6 +118,16 @@ pub(crate) const SCENARIOS: &[(&str, &str)] = &[
         "after a cancel, each answer comes one prompt late",
     ),
     (
+        "refined-tool",
+        "tool calls announced bare, then given their title and input by tool_call_update",
+    ),
+    ("refusal", "some text, then stopReason refusal"),
+    ("max-tokens", "some text, then stopReason max_tokens"),
+    (
+        "max-turn-requests",
+        "some text, then stopReason max_turn_requests",
+    ),
+    (
         "switch-mode",
         "switches itself to accept-edits mode mid-turn (current_mode_update), as an agent leaving plan mode does",
     ),
@@ -157,6 +171,10 @@ pub(crate) enum Scenario {
     LagAfterCancel,
     SwitchMode,
     Compress,
+    RefinedTool,
+    Refusal,
+    MaxTokens,
+    MaxTurnRequests,
 }
 
 /// The scenario names, in listing order.
@@ -192,6 +210,10 @@ impl Scenario {
             LAG_AFTER_CANCEL => Self::LagAfterCancel,
             "switch-mode" => Self::SwitchMode,
             "compress" => Self::Compress,
+            "refined-tool" => Self::RefinedTool,
+            "refusal" => Self::Refusal,
+            "max-tokens" => Self::MaxTokens,
+            "max-turn-requests" => Self::MaxTurnRequests,
             _ => return None,
         })
     }
@@ -306,6 +328,19 @@ pub(crate) fn play(scenario: Scenario, turn: &mut Turn, prompt: &str) -> Result<
         Scenario::CutStream => {
             turn.say("The answer starts, and then the")?;
             return Ok(TurnEnd::Cut);
+        }
+        Scenario::RefinedTool => refined_tool(turn)?,
+        Scenario::Refusal => {
+            turn.say("I can't help with")?;
+            return Ok(TurnEnd::StopReason("refusal"));
+        }
+        Scenario::MaxTokens => {
+            turn.say("Here is the first part of a long answer, and then")?;
+            return Ok(TurnEnd::StopReason("max_tokens"));
+        }
+        Scenario::MaxTurnRequests => {
+            turn.say("I looked at many files and")?;
+            return Ok(TurnEnd::StopReason("max_turn_requests"));
         }
     }
     Ok(TurnEnd::Done)
@@ -514,6 +549,49 @@ fn edit(turn: &mut Turn, name: &str, change: fn(Option<&str>) -> String) -> Resu
     }
 }
 
+/// The file the `refined-tool` scenario writes.
+pub(crate) const REFINED_WRITE: &str = "agentty-demo-write.txt";
+
+/// opencode's way with tool calls: announced with nothing but where they run, given their
+/// title and input by an update.
+fn refined_tool(turn: &mut Turn) -> Result<(), Halt> {
+    const COMMAND: &str = "echo refined";
+    let cwd = turn.cwd.display().to_string();
+    let id = turn.tool_call_id();
+    turn.update(json!({
+        "sessionUpdate": "tool_call", "toolCallId": id, "title": "bash", "kind": "execute",
+        "status": "pending", "rawInput": {"cwd": cwd}, "content": [], "locations": [],
+    }))?;
+    turn.update(json!({
+        "sessionUpdate": "tool_call_update", "toolCallId": id, "status": "in_progress",
+        "title": COMMAND, "kind": "execute", "rawInput": {"command": COMMAND, "cwd": cwd},
+    }))?;
+    let outcome = turn.run_command(&id, COMMAND, false)?;
+    turn.update(json!({
+        "sessionUpdate": "tool_call_update", "toolCallId": id, "status": "completed",
+        "content": [{"type": "content", "content": {"type": "text", "text": outcome.output}}],
+    }))?;
+    let path = turn.cwd.join(REFINED_WRITE);
+    let content = "written by the demo ACP agent\n";
+    let id = turn.tool_call_id();
+    turn.update(json!({
+        "sessionUpdate": "tool_call", "toolCallId": id, "title": "write", "kind": "edit",
+        "status": "pending", "rawInput": {}, "content": [], "locations": [],
+    }))?;
+    turn.update(json!({
+        "sessionUpdate": "tool_call_update", "toolCallId": id, "status": "in_progress",
+        "locations": [{"path": path}],
+        "rawInput": {"filePath": path, "content": content},
+    }))?;
+    let written = fs::write(&path, content);
+    turn.update(json!({
+        "sessionUpdate": "tool_call_update", "toolCallId": id,
+        "status": if written.is_ok() { "completed" } else { "failed" },
+        "content": [{"type": "content", "content": {"type": "text", "text": "Wrote file successfully."}}],
+    }))?;
+    turn.say("Done.")
+}
+
 fn sleep(turn: &mut Turn) -> Result<(), Halt> {
     const SLEEP: &str = "sleep 100";
     turn.say("Sleeping for a while.")?;
@@ -554,7 +632,7 @@ mod tests {
         for name in names() {
             assert!(Scenario::from_name(name).is_some(), "{name}");
         }
-        assert_eq!(names().count(), 24);
+        assert_eq!(names().count(), 28);
     }
 
     #[test]

@@ -41,7 +41,7 @@ pub(crate) struct AcpSession {
 impl AcpSession {
     pub(crate) fn create(flavour: Flavour, cwd: &Path) -> Self {
         let record = match flavour {
-            Flavour::Default => {
+            Flavour::Default | Flavour::ConfigOptions => {
                 match Session::open(&SessionChoice::New, &cwd.display().to_string()) {
                     Ok(record) => Record::Demo(record),
                     Err(message) => unreachable!("a new session always opens: {message}"),
@@ -56,7 +56,7 @@ impl AcpSession {
     /// `None` when there is no such session.
     pub(crate) fn load(flavour: Flavour, id: &str, cwd: &Path) -> Option<(Self, Vec<Value>)> {
         let (record, history) = match flavour {
-            Flavour::Default => {
+            Flavour::Default | Flavour::ConfigOptions => {
                 let (record, entries) = Session::load(id)?;
                 let history = entries
                     .into_iter()

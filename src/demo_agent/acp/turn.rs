@@ -48,6 +48,8 @@ pub(crate) enum TurnEnd {
     /// The model's stream broke off mid-answer with no finish reason: Gemini still ends the
     /// turn `end_turn`, its token counts zero.
     Cut,
+    /// The turn ends with this stop reason (`refusal`, `max_tokens`, `max_turn_requests`).
+    StopReason(&'static str),
 }
 
 /// What a turn streamed, for the session to store.

@@ -39,6 +39,36 @@ pub(crate) fn modes_state(current: &str) -> Value {
     json!({"currentModeId": current, "availableModes": available})
 }
 
+/// The thinking levels of the config-options flavour; the first is where a session starts.
+pub(crate) const THOUGHT_LEVELS: [&str; 3] = ["low", "medium", "high"];
+/// How a thinking level is logged in `settings.jsonl` (as if a method of its own).
+pub(crate) const SET_THOUGHT_LEVEL: &str = "session/set_thought_level";
+
+/// `configOptions` (the config-options flavour): the model, mode and thinking level as select
+/// options, with the current values.
+pub(crate) fn config_options(model: &str, mode: &str, level: &str) -> Value {
+    let models: Vec<Value> = MODELS
+        .iter()
+        .map(|(id, name)| json!({"value": id, "name": name}))
+        .collect();
+    let modes: Vec<Value> = MODES
+        .iter()
+        .map(|(id, name, description)| json!({"value": id, "name": name, "description": description}))
+        .collect();
+    let levels: Vec<Value> = THOUGHT_LEVELS
+        .iter()
+        .map(|level| json!({"value": level, "name": level}))
+        .collect();
+    json!([
+        {"id": "model", "name": "Model", "category": "model", "type": "select",
+         "currentValue": model, "options": models},
+        {"id": "mode", "name": "Mode", "category": "mode", "type": "select",
+         "currentValue": mode, "options": modes},
+        {"id": "thought_level", "name": "Thinking", "category": "thought_level", "type": "select",
+         "currentValue": level, "options": levels},
+    ])
+}
+
 /// The tokens a prompt costs before its own text (a system prompt and tool definitions).
 const BASE_INPUT_TOKENS: u64 = 1_100;
 

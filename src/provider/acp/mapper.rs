@@ -16,7 +16,11 @@
 //!   the answer it wrote to [`AcpMapper::answered`].
 //! - The response to `session/prompt` ends the turn: its `stopReason` (`cancelled`: the agent
 //!   confirmed our stop, or after a refused permission ended the turn itself, as the Codex
-//!   adapter does), or its JSON-RPC error (a failure with the agent's message). Other
+//!   adapter does; `refusal`, `max_tokens`, `max_turn_requests`: a failure that says the
+//!   answer is not complete, and why), or its JSON-RPC error (a failure with the agent's
+//!   message).
+//! - A `tool_call_update` that brings a call's title, input or locations restates the call
+//!   (`tool.call` again with its id): what the agent says now replaces what was shown. Other
 //!   responses (to ids nobody used), requests and updates of kinds not known here are ignored
 //!   and logged; a line that is not JSON-RPC is invalid.
 
@@ -53,6 +57,8 @@ pub(crate) struct AcpMapper {
     tools: ToolCalls,
     /// Calls the agent announced with nothing to show yet: id -> title.
     quiet_calls: HashMap<String, String>,
+    /// What each announced call was last shown as: id -> (title, input).
+    shown_calls: HashMap<String, (String, Value)>,
     /// The thought block being streamed, and the complete ones waiting for the turn's end.
     thought: String,
     held_thoughts: Vec<String>,
@@ -73,6 +79,7 @@ impl AcpMapper {
             prompt_id,
             tools: ToolCalls::default(),
             quiet_calls: HashMap::new(),
+            shown_calls: HashMap::new(),
             thought: String::new(),
             held_thoughts: Vec::new(),
             permissions: HashMap::new(),
@@ -203,9 +210,54 @@ impl AcpMapper {
             self.quiet_calls.insert(id, call.title);
             return;
         }
-        let input = input.unwrap_or_else(no_input);
-        self.tools.start(&id, &call.title, input, out);
+        let input = with_location(input.unwrap_or_else(no_input), &call.locations);
+        self.announce(&id, &call.title, input, out);
         self.tool_progress(&id, Some(call.status), &call.content, call.raw_output, out);
+    }
+
+    /// Announces call `id` (once) and remembers how it was shown.
+    fn announce(&mut self, id: &str, title: &str, input: Value, out: &mut Vec<AgentMessage>) {
+        if self.tools.is_open(id) {
+            return;
+        }
+        self.tools.start(id, title, input.clone(), out);
+        if self.tools.is_open(id) {
+            self.shown_calls
+                .insert(id.to_owned(), (title.to_owned(), input));
+        }
+    }
+
+    /// A `tool_call_update` of a call already shown that brings a new title, input or
+    /// locations: what it says now replaces what was shown (opencode first announces `bash`
+    /// with only `{cwd}`, then gives the title and the command).
+    fn refine(
+        &mut self,
+        id: &str,
+        fields: &acp::ToolCallUpdateFields,
+        out: &mut Vec<AgentMessage>,
+    ) {
+        let Some((title, input)) = self.shown_calls.get(id) else {
+            return;
+        };
+        let new_title = fields
+            .title
+            .clone()
+            .filter(|title| !title.trim().is_empty());
+        let new_input = fields
+            .raw_input
+            .clone()
+            .filter(|input| !is_empty_input(input));
+        let locations = fields.locations.as_deref().unwrap_or_default();
+        if new_title.is_none() && new_input.is_none() && locations.is_empty() {
+            return;
+        }
+        let title = new_title.unwrap_or_else(|| title.clone());
+        let input = with_location(new_input.unwrap_or_else(|| input.clone()), locations);
+        if self.shown_calls.get(id) == Some(&(title.clone(), input.clone())) {
+            return;
+        }
+        self.tools.restate(id, &title, input.clone(), out);
+        self.shown_calls.insert(id.to_owned(), (title, input));
     }
 
     fn tool_update(&mut self, update: acp::ToolCallUpdate, out: &mut Vec<AgentMessage>) {
@@ -233,9 +285,12 @@ impl AcpMapper {
                 return;
             }
             let title = fields.title.clone().unwrap_or_else(|| quiet_title.clone());
-            let input = input.unwrap_or_else(no_input);
+            let locations = fields.locations.as_deref().unwrap_or_default();
+            let input = with_location(input.unwrap_or_else(no_input), locations);
             self.quiet_calls.remove(&id);
-            self.tools.start(&id, &title, input, out);
+            self.announce(&id, &title, input, out);
+        } else {
+            self.refine(&id, &fields, out);
         }
         self.tool_progress(
             &id,
@@ -315,12 +370,15 @@ impl AcpMapper {
         // The call the permission is for is shown from here on (announced now if the agent
         // never did, or said nothing yet).
         self.quiet_calls.remove(&tool_call_id);
-        self.tools.start(
-            &tool_call_id,
-            &title,
+        let shown = with_location(
             input.clone().unwrap_or_else(no_input),
-            out,
+            fields.locations.as_deref().unwrap_or_default(),
         );
+        if self.tools.is_open(&tool_call_id) {
+            self.refine(&tool_call_id, &fields, out);
+        } else {
+            self.announce(&tool_call_id, &title, shown, out);
+        }
         let content = fields.content.as_deref().unwrap_or_default();
         let diffs = content
             .iter()
@@ -402,6 +460,13 @@ impl AcpMapper {
             let usage = turn_usage(&result);
             self.outcome = Some(if stop_reason == STOP_CANCELLED && !self.refused {
                 AgentOutcome::Aborted
+            } else if let Some(message) = unfinished_stop(&stop_reason) {
+                // Not a finished answer, whatever text came: said as what it is.
+                AgentOutcome::Failed {
+                    reason: FailureReason::AgentError,
+                    message: message.to_owned(),
+                    http_status: None,
+                }
             } else if self.wrote && counted_nothing(&result) {
                 AgentOutcome::Failed {
                     reason: FailureReason::NoCompletion,
@@ -481,6 +546,55 @@ impl Mapper for AcpMapper {
             .fail_all_open("the agent", exit.stopped_by_us, out);
         self.tools.release_thoughts(&mut self.held_thoughts, out);
         self.outcome.clone().unwrap_or(AgentOutcome::Unfinished)
+    }
+}
+
+/// What a stop reason that ends the turn without a finished answer means (ACP's `refusal`,
+/// `max_tokens`, `max_turn_requests`); `None` for the others.
+fn unfinished_stop(stop_reason: &str) -> Option<&'static str> {
+    match stop_reason {
+        "refusal" => Some(
+            "The agent refused to answer this prompt (stop reason: refusal); the answer is not \
+             complete. Rephrase the prompt, or ask something else.",
+        ),
+        "max_tokens" => Some(
+            "The answer was cut off: the model reached its output token limit (stop reason: \
+             max_tokens). Ask it to continue, or to answer in smaller parts.",
+        ),
+        "max_turn_requests" => Some(
+            "The agent stopped before finishing: it reached its most model requests for one \
+             turn (stop reason: max_turn_requests). Ask it to continue.",
+        ),
+        _ => None,
+    }
+}
+
+/// `input` naming the file the call is about where the agent gives it only as a location (a
+/// write or edit pane names its path, not the file's content).
+fn with_location(input: Value, locations: &[acp::ToolCallLocation]) -> Value {
+    const PATH_KEYS: [&str; 5] = [
+        "path",
+        "file_path",
+        "filePath",
+        "notebook_path",
+        "absolute_path",
+    ];
+    let Some(location) = locations.first() else {
+        return input;
+    };
+    match input {
+        // A command's location is where it runs, not what it is about.
+        Value::Object(mut fields) => {
+            let about_a_file = !fields.contains_key("command") && !fields.contains_key("cwd");
+            if about_a_file && !PATH_KEYS.iter().any(|key| fields.contains_key(*key)) {
+                fields.insert(
+                    "path".to_owned(),
+                    Value::String(location.path.display().to_string()),
+                );
+            }
+            Value::Object(fields)
+        }
+        other => other,
     }
 }
 

@@ -537,3 +537,75 @@ fn a_dropped_connection_is_said_plainly_once() {
         "the connection to the model dropped mid-reply (Internal error: API Error: terminated)"
     );
 }
+
+/// opencode announces a shell call as `bash` with only where it runs, then gives its title
+/// and command in an update; a write names its file only in the update's input and locations.
+#[test]
+fn an_update_with_the_real_title_and_input_restates_the_call() {
+    let mut mapper = AcpMapper::new(None);
+    let lines = [
+        update(
+            json!({"sessionUpdate": "tool_call", "toolCallId": "c1", "title": "bash",
+                      "kind": "execute", "status": "pending", "rawInput": {"cwd": "/w"}}),
+        ),
+        update(
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": "c1",
+                      "status": "in_progress", "title": "ls -la", "kind": "execute",
+                      "rawInput": {"command": "ls -la", "cwd": "/w"}}),
+        ),
+        update(
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": "c1",
+                      "status": "in_progress", "rawInput": {"command": "ls -la", "cwd": "/w"}}),
+        ),
+        update(
+            json!({"sessionUpdate": "tool_call", "toolCallId": "c2", "title": "write",
+                      "kind": "edit", "status": "pending", "rawInput": {"content": "x"}}),
+        ),
+        update(
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": "c2",
+                      "locations": [{"path": "/w/notes.txt"}]}),
+        ),
+    ]
+    .join("\n");
+    let (out, _) = map_all(&mut mapper, &lines);
+    let calls: Vec<(&str, &str, &Value)> = out
+        .iter()
+        .filter_map(|message| match message {
+            AgentMessage::ToolCall {
+                id, name, input, ..
+            } => Some((id.as_str(), name.as_str(), input)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            ("c1", "bash", &json!({"cwd": "/w"})),
+            ("c1", "ls -la", &json!({"command": "ls -la", "cwd": "/w"})),
+            ("c2", "write", &json!({"content": "x"})),
+            (
+                "c2",
+                "write",
+                &json!({"content": "x", "path": "/w/notes.txt"})
+            ),
+        ],
+        "restated once per change, never for an update that changes nothing"
+    );
+}
+
+#[test]
+fn refusal_and_the_limits_are_failures_that_say_why() {
+    for (reason, words) in [
+        ("refusal", "refused"),
+        ("max_tokens", "output token limit"),
+        ("max_turn_requests", "model requests for one turn"),
+    ] {
+        let mut mapper = AcpMapper::new(None);
+        let answer = json!({"jsonrpc": "2.0", "id": 3, "result": {"stopReason": reason}});
+        let (mut out, _) = map_all(&mut mapper, &answer.to_string());
+        let AgentOutcome::Failed { message, .. } = finish(&mut mapper, &mut out) else {
+            panic!("{reason}: not a failure");
+        };
+        assert!(message.contains(words), "{reason}: {message}");
+    }
+}

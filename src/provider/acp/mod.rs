@@ -15,6 +15,9 @@
 //!   restored; unless the agent is known to forget a failed prompt
 //!   ([`Quirks::forgets_failed_prompt`]), or to re-read a restored file in the same process
 //!   ([`Quirks::reloads_in_process`]).
+//! - A failure never costs the conversation: where agentty cannot restore the agent's stored
+//!   session (an agent from the config), the process and its session are kept after a failure,
+//!   and an agent that died is started again with `session/load`, never `session/new`.
 //! - An agent that answers the turn after a cancel one turn late (the Claude adapter) is
 //!   started afresh after every stopped turn ([`Quirks::restart_after_cancel`]).
 //!
@@ -164,13 +167,17 @@ impl Protocol for AcpProtocol {
         (turn, Box::new(mapper))
     }
 
-    /// A failed attempt stays in the agent's memory (never continue on it), unless the agent
-    /// answered the prompt with its error and is known to forget such a prompt; an agent that
-    /// answers late after a cancel is started afresh after a stop.
+    /// A failed attempt stays in the agent's memory: where agentty can put the agent's stored
+    /// session back (a checkpoint of its file), the process is ended and the next attempt loads
+    /// the restored file; unless the agent answered the prompt with its error and is known to
+    /// forget such a prompt. Where nothing can be put back (an agent agentty does not know the
+    /// session files of), the process and its session are kept: loading the session again
+    /// would give the same conversation at the cost of a cold start. An agent that answers
+    /// late after a cancel is started afresh after a stop.
     async fn settle(
         &self,
         _turn: AcpTurn,
-        _live: &mut Live<AcpSession>,
+        live: &mut Live<AcpSession>,
         settled: Settled<'_>,
     ) -> bool {
         let quirks = self.backend.quirks(Transport::Acp, settled.request);
@@ -178,8 +185,12 @@ impl Protocol for AcpProtocol {
             AgentMessage::Failed(failure) if failure.reason == FailureReason::AgentError);
         let forgotten =
             settled.answered_unstopped && answered_with_error && quirks.forgets_failed_prompt;
-        let keep =
-            (forgotten || !settled.failed()) && !(settled.stopped && quirks.restart_after_cancel);
+        let unrestorable = self
+            .backend
+            .session_file(&live.session.session_id, settled.request)
+            .is_none();
+        let keep = (forgotten || unrestorable || !settled.failed())
+            && !(settled.stopped && quirks.restart_after_cancel);
         self.failed_clean
             .store(settled.failed() && keep, Ordering::SeqCst);
         keep

@@ -62,6 +62,7 @@ impl AcpProtocol {
             follow_mode(&shared, line);
             shared.follow_usage(&line.text);
             super::commands::follow(&shared, &line.text);
+            shared.follow_config(&line.text);
         });
         let process = LiveProcess::start(&spec, router, "ACP agent")
             .map_err(|error| Unstarted::from(StartFailure::Spawn(error)))?;
@@ -153,6 +154,7 @@ impl AcpProtocol {
                 live.session.session_id = id.to_owned();
                 live.session.loaded = true;
                 skip_replayed_history(&mut live.process).await;
+                self.backend.session_loaded(id, request);
                 Ok(())
             }
             Err(StartFailure::Refused(error)) => Err(StartFailure::Lost(error)),

@@ -11,6 +11,15 @@
 //! its mode itself (`current_mode_update`, e.g. leaving plan mode): the status follows. How
 //! full the context is, where the agent says (`usage_update {used, size}`, at any time), is the
 //! status bar's context share.
+//!
+//! The newer form of the same (opencode, Qwen Code): `configOptions`, a list of select options
+//! each with a `category` (`model`, `mode`, `thought_level`) and its values, in the answers of
+//! `session/new`/`session/load`, of `session/set_config_option {sessionId, configId, value}`,
+//! and in `config_option_update`s. A kind the agent offers as a config option is listed and set
+//! that way (the thinking level only exists in this form); the others as above.
+//!
+//! A model the config names (`model =`, `--model`) is matched by id, else by name; when the
+//! agent lists models and none matches, the user is told (a refusal), never silently ignored.
 
 use std::sync::{Arc, Mutex};
 
@@ -27,6 +36,26 @@ use crate::provider::{AgentSetting, AgentStatus, ContextUse, ModeChoice, ModelCh
 pub(crate) struct AcpShared {
     pub(super) status: watch::Sender<AgentStatus>,
     control: Arc<Mutex<Option<(JsonRpc, String)>>>,
+    /// The agent's config options that set the model, mode and thinking level (their ids).
+    config: Arc<Mutex<ConfigIds>>,
+}
+
+/// Which of the agent's config options (`configOptions`) sets each kind of setting.
+#[derive(Debug, Clone, Default)]
+struct ConfigIds {
+    model: Option<String>,
+    mode: Option<String>,
+    thought_level: Option<String>,
+}
+
+impl ConfigIds {
+    fn of(&self, setting: &AgentSetting) -> Option<&String> {
+        match setting {
+            AgentSetting::Model(_) => self.model.as_ref(),
+            AgentSetting::Mode(_) => self.mode.as_ref(),
+            AgentSetting::ThinkingLevel(_) => self.thought_level.as_ref(),
+        }
+    }
 }
 
 impl AcpShared {
@@ -34,6 +63,7 @@ impl AcpShared {
         Self {
             status: watch::Sender::new(AgentStatus::default()),
             control: Arc::new(Mutex::new(None)),
+            config: Arc::new(Mutex::new(ConfigIds::default())),
         }
     }
 
@@ -89,10 +119,28 @@ impl AcpShared {
             .send_modify(|status| status.accepts_images = Some(image));
     }
 
-    /// The `models` and `modes` of a `session/new` or `session/load` answer, when it has them.
+    /// The `models`, `modes` and `configOptions` of a `session/new` or `session/load` answer,
+    /// when it has them (a kind in both: the config option's).
     pub(super) fn saw_choices(&self, answer: &Value) {
         self.saw_models(answer);
         self.saw_modes(answer);
+        if let Some(options) = answer.get("configOptions") {
+            saw_config_options(&self.status, &self.config, options);
+        }
+    }
+
+    /// Follows the agent's `config_option_update`s in `line`: its options as they are now.
+    pub(super) fn follow_config(&self, line: &str) {
+        if memchr::memmem::find(line.as_bytes(), b"\"config_option_update\"").is_none() {
+            return;
+        }
+        let Ok(message) = serde_json::from_str::<Value>(line) else {
+            return;
+        };
+        let update = &message["params"]["update"];
+        if update["sessionUpdate"] == "config_option_update" {
+            saw_config_options(&self.status, &self.config, &update["configOptions"]);
+        }
     }
 
     fn saw_modes(&self, answer: &Value) {
@@ -159,16 +207,99 @@ impl AcpShared {
     /// Sends `setting` to the session; false when no session runs or ACP has no such setting
     /// (thinking levels are a pi setting).
     pub(crate) fn change(&self, setting: AgentSetting) -> bool {
-        if matches!(setting, AgentSetting::ThinkingLevel(_)) {
+        let config = self.config_ids();
+        if matches!(setting, AgentSetting::ThinkingLevel(_)) && config.thought_level.is_none() {
             return false;
         }
         let Some((connection, session_id)) = self.control.lock().ok().and_then(|c| c.clone())
         else {
             return false;
         };
-        let status = self.status.clone();
-        tokio::spawn(async move { ask(&connection, &session_id, setting, &status).await });
+        let shared = self.clone();
+        tokio::spawn(async move { shared.ask(&connection, &session_id, setting).await });
         true
+    }
+
+    fn config_ids(&self) -> ConfigIds {
+        self.config
+            .lock()
+            .map(|ids| ids.clone())
+            .unwrap_or_default()
+    }
+
+    /// Asks the agent for `setting` (by its config option where it has one) and puts its answer
+    /// in the status: the new value, or the refusal.
+    async fn ask(&self, connection: &JsonRpc, session_id: &str, setting: AgentSetting) {
+        let config = self.config_ids();
+        let Some(config_id) = config.of(&setting) else {
+            return ask(connection, session_id, setting, &self.status).await;
+        };
+        let (what, value) = match &setting {
+            AgentSetting::Model(value) => ("model", value.clone()),
+            AgentSetting::Mode(value) => ("mode", value.clone()),
+            AgentSetting::ThinkingLevel(value) => ("thinking level", value.clone()),
+        };
+        let answer = connection.request(
+            "session/set_config_option",
+            json!({"sessionId": session_id, "configId": config_id, "value": value}),
+        );
+        match settled(answer, SETTING_TIMEOUT, "the agent").await {
+            Ok(answer) => {
+                if let Some(options) = answer.get("configOptions") {
+                    saw_config_options(&self.status, &self.config, options);
+                }
+                // The value asked for is the one it runs, whether or not the answer says so.
+                self.status.send_modify(|status| match setting {
+                    AgentSetting::Model(value) => status.model = Some(value),
+                    AgentSetting::Mode(value) => status.mode = Some(value),
+                    AgentSetting::ThinkingLevel(value) => status.thinking_level = Some(value),
+                });
+            }
+            Err(why) => self
+                .status
+                .send_modify(|status| status.refused(format!("{what} {value}: {why}"))),
+        }
+    }
+
+    /// `setting` as the agent knows it: a model named by its name (`think`) is asked for by the
+    /// agent's id for it (`think(openai)`). `Err` says why none of the agent's models matches.
+    fn resolved(&self, setting: &AgentSetting) -> Result<AgentSetting, String> {
+        let AgentSetting::Model(wanted) = setting else {
+            return Ok(setting.clone());
+        };
+        let status = self.status.borrow();
+        if status.models.is_empty() || status.models.iter().any(|model| model.id == *wanted) {
+            return Ok(setting.clone());
+        }
+        let by_name = status
+            .models
+            .iter()
+            .find(|model| model.name.eq_ignore_ascii_case(wanted))
+            .or_else(|| {
+                // `provider/model`: the part after the agent's own prefix.
+                status.models.iter().find(|model| {
+                    model.id.rsplit('/').next() == Some(wanted.as_str())
+                        || model.id.split('(').next() == Some(wanted.as_str())
+                })
+            });
+        match by_name {
+            Some(model) => Ok(AgentSetting::Model(model.id.clone())),
+            None => {
+                let offered: Vec<&str> = status
+                    .models
+                    .iter()
+                    .take(12)
+                    .map(|model| model.name.as_str())
+                    .collect();
+                Err(format!(
+                    "model {wanted}: the agent offers no model of that id or name (it offers: {}{}); \
+                     it runs {}",
+                    offered.join(", "),
+                    if status.models.len() > offered.len() { ", ..." } else { "" },
+                    status.model.as_deref().unwrap_or("its default")
+                ))
+            }
+        }
     }
 
     /// Sets the session just opened to the conversation's `settings` where the agent lists
@@ -181,13 +312,125 @@ impl AcpShared {
         settings: &[AgentSetting],
     ) {
         for setting in settings {
+            let setting = match self.resolved(setting) {
+                Ok(setting) => setting,
+                Err(why) => {
+                    tracing::warn!(%why, "a configured setting the agent does not offer");
+                    self.status.send_modify(|status| status.refused(why));
+                    continue;
+                }
+            };
             // Read before each: a model's answer changes what the next setting finds.
             let needed = setting.needs_asking(&self.status.borrow());
             if needed {
-                ask(connection, session_id, setting.clone(), &self.status).await;
+                self.ask(connection, session_id, setting).await;
             }
         }
     }
+}
+
+/// Reads the agent's `configOptions` into `status`: the select options of category `model`,
+/// `mode` and `thought_level` (else known by those ids) become its models, modes and thinking
+/// levels with their current values, and `config` remembers which option sets each.
+fn saw_config_options(
+    status: &watch::Sender<AgentStatus>,
+    config: &Mutex<ConfigIds>,
+    options: &Value,
+) {
+    let Some(options) = options.as_array() else {
+        return;
+    };
+    let mut ids = ConfigIds::default();
+    let mut models: Option<(Vec<ModelChoice>, Option<String>)> = None;
+    let mut modes: Option<(Vec<ModeChoice>, Option<String>)> = None;
+    let mut levels: Option<(Vec<String>, Option<String>)> = None;
+    for option in options {
+        let (Some(id), Some(values)) = (option["id"].as_str(), select_values(option)) else {
+            continue;
+        };
+        let current = option["currentValue"].as_str().map(str::to_owned);
+        let category = option["category"].as_str().unwrap_or(id);
+        match category {
+            "model" => {
+                ids.model = Some(id.to_owned());
+                let choices = values
+                    .into_iter()
+                    .map(|(value, name, _)| ModelChoice {
+                        id: value,
+                        name,
+                        ..ModelChoice::default()
+                    })
+                    .collect();
+                models = Some((choices, current));
+            }
+            "mode" => {
+                ids.mode = Some(id.to_owned());
+                let choices = values
+                    .into_iter()
+                    .map(|(value, name, description)| ModeChoice {
+                        most_permissive: most_permissive(&value, description.as_deref()),
+                        id: value,
+                        name,
+                    })
+                    .collect();
+                modes = Some((choices, current));
+            }
+            "thought_level" | "reasoning_effort" | "effort" => {
+                ids.thought_level = Some(id.to_owned());
+                let choices = values.into_iter().map(|(value, _, _)| value).collect();
+                levels = Some((choices, current));
+            }
+            _ => {}
+        }
+    }
+    if let Ok(mut config) = config.lock() {
+        *config = ids;
+    }
+    status.send_modify(|status| {
+        if let Some((choices, current)) = models {
+            status.models = choices;
+            status.model = current.or(status.model.take());
+        }
+        if let Some((choices, current)) = modes {
+            status.modes = choices;
+            status.mode = current.or(status.mode.take());
+        }
+        if let Some((choices, current)) = levels {
+            status.thinking_levels = choices;
+            status.thinking_level = current.or(status.thinking_level.take());
+        }
+    });
+}
+
+/// A select option's values as (value, name, description), grouped ones flattened; `None` for
+/// an option of another type.
+fn select_values(option: &Value) -> Option<Vec<(String, String, Option<String>)>> {
+    if option
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("select")
+        != "select"
+    {
+        return None;
+    }
+    let mut values = Vec::new();
+    for entry in option["options"].as_array()? {
+        let nested = entry["options"].as_array();
+        for value in nested
+            .map(|group| group.iter().collect())
+            .unwrap_or(vec![entry])
+        {
+            let Some(id) = value["value"].as_str() else {
+                continue;
+            };
+            values.push((
+                id.to_owned(),
+                value["name"].as_str().unwrap_or(id).to_owned(),
+                value["description"].as_str().map(str::to_owned),
+            ));
+        }
+    }
+    Some(values)
 }
 
 /// The context use a `usage_update` line says (`None`: not one, or a window of no size).

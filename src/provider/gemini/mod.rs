@@ -157,6 +157,18 @@ impl Backend for GeminiBackend {
             tracing::warn!(%error, session_id, "cannot ready the Gemini session file for a reload");
         }
     }
+
+    /// Loading a session leaves a stub named for it (see [`session_files`]); Gemini CLI's
+    /// session cleanup at its next launch deletes a stub and every file of its session with
+    /// it, so the stub goes now.
+    fn session_loaded(&self, session_id: &str, _request: &AttemptRequest) {
+        let Some(root) = self.chats_root() else {
+            return;
+        };
+        if let Err(error) = session_files::remove_stubs(&root, session_id) {
+            tracing::warn!(%error, session_id, "cannot remove the Gemini session's stubs");
+        }
+    }
 }
 
 impl GeminiBackend {

@@ -55,13 +55,35 @@ pub(crate) fn session_file(chats_root: &Path, session_id: &str) -> Option<PathBu
             candidates.push((modified, file.path()));
         }
     }
-    candidates.sort_by_key(|(modified, _)| std::cmp::Reverse(*modified));
+    // Two files written in the same tick of the clock (a rewind and its undo, back to back):
+    // the one whose conversation was updated last.
+    let mut candidates: Vec<(std::time::SystemTime, String, PathBuf)> = candidates
+        .into_iter()
+        .map(|(modified, path)| (modified, last_updated(&path), path))
+        .collect();
+    candidates.sort_by(|a, b| (b.0, &b.1).cmp(&(a.0, &a.1)));
+    let candidates: Vec<(std::time::SystemTime, PathBuf)> = candidates
+        .into_iter()
+        .map(|(modified, _, path)| (modified, path))
+        .collect();
     let newest = candidates.first().map(|(_, path)| path.clone());
     candidates
         .into_iter()
         .map(|(_, path)| path)
         .find(|path| holds_a_message(path))
         .or(newest)
+}
+
+/// The last `lastUpdated` the file records (an ISO time: its text sorts as the time does);
+/// empty when it has none.
+fn last_updated(path: &Path) -> String {
+    const KEY: &str = "\"lastUpdated\":\"";
+    let text = fs::read_to_string(path).unwrap_or_default();
+    text.rmatch_indices(KEY)
+        .next()
+        .and_then(|(at, _)| text[at + KEY.len()..].split('"').next())
+        .unwrap_or_default()
+        .to_owned()
 }
 
 /// A message record is a line of its own (`{"id":…,"type":"user",…}`); headers and `$set`
@@ -82,6 +104,9 @@ pub(crate) fn prepare_load(chats_root: &Path, session_id: &str) -> std::io::Resu
     let Some(current) = session_file(chats_root, session_id) else {
         return Ok(());
     };
+    if holds_a_message(&current) {
+        remove_stubs(chats_root, session_id)?;
+    }
     let Some(short) = session_id.get(..8) else {
         return Ok(());
     };
@@ -100,6 +125,37 @@ pub(crate) fn prepare_load(chats_root: &Path, session_id: &str) -> std::io::Resu
         }
     }
     make_loadable(&current).map(drop)
+}
+
+/// Removes the stubs of session `session_id` under `chats_root`: files named for it that hold
+/// no message (the header a loading process writes before it reads the session). Gemini CLI
+/// 0.61's session cleanup, at every launch, deletes a file with nothing to resume *and every
+/// file named for the same session*: a stub left behind would take the session with it.
+pub(crate) fn remove_stubs(chats_root: &Path, session_id: &str) -> std::io::Result<()> {
+    let Some(short) = session_id.get(..8) else {
+        return Ok(());
+    };
+    let suffix = format!("-{short}{SUFFIX}");
+    let Ok(projects) = fs::read_dir(chats_root) else {
+        return Ok(());
+    };
+    for project in projects.flatten() {
+        let Ok(files) = fs::read_dir(project.path().join("chats")) else {
+            continue;
+        };
+        for file in files.flatten() {
+            let path = file.path();
+            let named = file
+                .file_name()
+                .to_str()
+                .is_some_and(|name| name.starts_with(PREFIX) && name.ends_with(&suffix));
+            if named && !holds_a_message(&path) {
+                tracing::info!(stub = %path.display(), "removing a stub of the Gemini session");
+                fs::remove_file(&path)?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Renames `file` when its name carries the current UTC minute (or a later one) to the name
@@ -225,5 +281,40 @@ mod tests {
         .unwrap();
         assert_eq!(session_file(root.path(), id), Some(content));
         assert_eq!(session_file(root.path(), "short"), None);
+    }
+}
+
+#[cfg(test)]
+mod stub_tests {
+    use super::*;
+
+    /// A stub left behind makes Gemini's cleanup delete the whole session at its next launch.
+    #[test]
+    fn the_stubs_of_a_session_go_and_its_file_and_other_sessions_stay() {
+        let root = tempfile::tempdir().unwrap();
+        let chats = root.path().join("project/chats");
+        fs::create_dir_all(&chats).unwrap();
+        let id = "4b08a8de-de84-4a97-9d56-468b3493a45d";
+        let session = chats.join("session-2026-12-01T21-05-4b08a8de.jsonl");
+        fs::write(
+            &session,
+            "{\"sessionId\":\"x\"}\n{\"id\":\"1\",\"type\":\"user\"}\n",
+        )
+        .unwrap();
+        let stub = chats.join("session-2026-12-01T21-06-4b08a8de.jsonl");
+        fs::write(
+            &stub,
+            "{\"sessionId\":\"x\"}\n{\"$set\":{\"messages\":[]}}\n",
+        )
+        .unwrap();
+        let other = chats.join("session-2026-12-01T21-06-ffffffff.jsonl");
+        fs::write(&other, "{\"sessionId\":\"y\"}\n").unwrap();
+        remove_stubs(root.path(), id).unwrap();
+        assert!(session.exists());
+        assert!(!stub.exists());
+        assert!(
+            other.exists(),
+            "another session's file is not ours to touch"
+        );
     }
 }

@@ -14,13 +14,17 @@
 //! - The time a stop took runs to the terminal message, closing included ([`InBandStop`]).
 //! - A start that fails is one `terminal.failed` (`start_failed`, or `session_lost`) saying
 //!   what the agent said.
+//! - A stop ends a start at any stage, an agent that never answers `initialize` too: what the
+//!   start spawned is killed, and the attempt ends stopped. An attempt that waited for the
+//!   warm-up start takes its failure as its own (one start is never waited for twice).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 
-use super::process::{LiveItem, NoReply};
+use super::process::{LiveItem, NoReply, Starting};
 use super::protocol::{
     Ending, Live, Protocol, Question, Renewal, Reply, Settled, StartFailure, Step, Turn, TurnIo,
     Unstarted, Work,
@@ -36,7 +40,8 @@ use crate::provider::errors::stderr_headline;
 use crate::provider::runner::{mark_lost_session, AttemptMapping, AttemptSink};
 use crate::provider::{AttemptRequest, Interjection, SessionRef};
 use crate::stream::{
-    AgentMessage, Failure, FailureReason, NoticeKind, PermissionResolver, PERMISSION_CANCELLED,
+    AgentMessage, Failure, FailureReason, NoticeKind, PermissionResolver, StopStage,
+    PERMISSION_CANCELLED,
 };
 
 /// What the user hands the running turn, in the order given (a message typed before an answer
@@ -131,7 +136,11 @@ impl<P: Protocol> Attempt<P> {
     /// start failed.
     async fn claim(&mut self, request: &AttemptRequest) -> Option<Claimed<P::Session>> {
         let protocol = self.protocol.as_ref();
-        let mut claimed = self.slot.lock().await;
+        let (mut claimed, warm_failure) = self.slot.lock(&self.stop).await;
+        if let Some(terminal) = warm_failure {
+            self.sink.send(terminal).await;
+            return None;
+        }
         if self.sink.stopped_before_start(&self.stop).await {
             return None;
         }
@@ -156,7 +165,7 @@ impl<P: Protocol> Attempt<P> {
             if let Some(old) = claimed.take() {
                 close(protocol, old).await;
             }
-            match start(protocol, request).await {
+            match start(protocol, request, &self.stop).await {
                 Ok(live) => *claimed = Some(live),
                 Err(terminal) => {
                     self.sink.send(terminal).await;
@@ -389,20 +398,45 @@ fn answer<T: Turn>(
     mapping.map_client_line(&line, out);
 }
 
-/// Starts `protocol`'s agent for `request`; `Err` is the attempt's terminal message.
+/// Starts `protocol`'s agent for `request`; `Err` is the attempt's terminal message. A stop
+/// ends the start at any stage, before the agent answers anything too: what it spawned is
+/// killed, and the attempt ends stopped.
 pub(crate) async fn start<P: Protocol>(
     protocol: &P,
     request: &AttemptRequest,
+    stop: &StopControl,
 ) -> Result<Live<P::Session>, AgentMessage> {
-    let unstarted = match protocol.start(request).await {
-        Ok(live) => return Ok(live),
-        Err(unstarted) => unstarted,
+    let starting = Starting::default();
+    let stopped_at = tokio::select! {
+        biased;
+        _ = stop.stop_token().cancelled() => Instant::now(),
+        started = starting.run(protocol.start(request)) => match started {
+            Ok(live) => return Ok(live),
+            Err(unstarted) => return Err(unstarted_terminal(protocol, request, unstarted).await),
+        },
     };
+    tracing::info!(
+        agent = protocol.agent(),
+        "stopped while starting; killing it"
+    );
+    starting.kill_all().await;
+    Err(AgentMessage::Cancelled {
+        stop_stage: StopStage::Kill,
+        elapsed_ms: stopped_at.elapsed().as_millis() as u64,
+    })
+}
+
+/// The terminal message of a start that failed.
+async fn unstarted_terminal<P: Protocol>(
+    protocol: &P,
+    request: &AttemptRequest,
+    unstarted: Unstarted,
+) -> AgentMessage {
     let mut terminal = did_not_start(protocol, unstarted).await;
     if request.session != SessionRef::New {
         mark_lost_session(&mut terminal, protocol.backend().lost_session_phrases());
     }
-    Err(terminal)
+    terminal
 }
 
 /// The terminal message of a start that failed: the process ended (killed if it still runs),

@@ -18,6 +18,47 @@ use crate::provider::runner;
 
 /// How many routed lines may wait for the attempt before the router waits too.
 const ITEM_BUFFER: usize = 512;
+/// The longest a stopped start waits for the agent it killed to be gone.
+const KILLED_START_EXIT: Duration = Duration::from_secs(2);
+
+tokio::task_local! {
+    /// The processes started by the start that runs in this task (see [`Starting`]).
+    static STARTING: Starting;
+}
+
+/// The processes a start spawns, so that a stop can end them while the start waits on an
+/// agent that never answers (the start's own future, dropped, cannot say which they are).
+#[derive(Clone, Default)]
+pub(crate) struct Starting(Arc<Mutex<Vec<StopControl>>>);
+
+impl Starting {
+    /// Runs `start`, every process it starts recorded here.
+    pub(crate) async fn run<F: std::future::Future>(&self, start: F) -> F::Output {
+        STARTING.scope(self.clone(), start).await
+    }
+
+    /// Kills every process the start spawned, at once (it never became the user's agent: there
+    /// is no turn to cancel), and waits a moment for them to be gone.
+    pub(crate) async fn kill_all(&self) {
+        let stops: Vec<StopControl> = self
+            .0
+            .lock()
+            .map(|mut stops| std::mem::take(&mut *stops))
+            .unwrap_or_default();
+        for stop in stops {
+            let mut progress = stop.subscribe();
+            stop.kill_now();
+            let gone = progress.wait_for(|progress| *progress == process::StopProgress::Stopped);
+            let _ = tokio::time::timeout(KILLED_START_EXIT, gone).await;
+        }
+    }
+
+    fn record(&self, stop: &StopControl) {
+        if let Ok(mut stops) = self.0.lock() {
+            stops.push(stop.clone());
+        }
+    }
+}
 
 /// Hands a response line to the request that waits for it.
 pub(crate) trait ResponseRouter: Send + Sync + 'static {
@@ -68,6 +109,7 @@ impl LiveProcess {
         let process_stop = StopControl::new();
         let (agent, stdin) = process::spawn_with_stdin(spec, process_stop.clone())
             .map_err(|error| error.to_string())?;
+        let _ = STARTING.try_with(|starting| starting.record(&process_stop));
         tracing::info!(pid = agent.pid, command = %spec.display(), "{what} started");
         let (commands, lines) = mpsc::unbounded_channel();
         tokio::spawn(process::write_lines(stdin, lines));

@@ -118,7 +118,7 @@ impl<P: Protocol> Provider for LiveProvider<P> {
         self.protocol.prepare(&request);
         let protocol = self.protocol.clone();
         self.slot.warm_up(
-            async move { driver::start(protocol.as_ref(), &request).await },
+            move |stop| async move { driver::start(protocol.as_ref(), &request, &stop).await },
             self.protocol.agent(),
         );
     }

@@ -2,9 +2,10 @@
 //! provider, locked by the attempt that plays a turn on it.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use super::protocol::Live;
+use crate::process::StopControl;
 use crate::stream::AgentMessage;
 
 /// The live process an attempt claimed, locked until the attempt lets go.
@@ -16,6 +17,11 @@ pub(crate) struct LiveSlot<S> {
     /// Set after a rollback of the stored session: the live process must not be reused as it
     /// is.
     stale: Arc<AtomicBool>,
+    /// The stop of the warm-up start in progress, if one is.
+    warming: Arc<Mutex<Option<StopControl>>>,
+    /// How the last warm-up failed, for the attempt that waited for it (the same start is not
+    /// waited for twice).
+    warm_failure: Arc<Mutex<Option<AgentMessage>>>,
 }
 
 impl<S> Clone for LiveSlot<S> {
@@ -23,6 +29,8 @@ impl<S> Clone for LiveSlot<S> {
         Self {
             live: self.live.clone(),
             stale: self.stale.clone(),
+            warming: self.warming.clone(),
+            warm_failure: self.warm_failure.clone(),
         }
     }
 }
@@ -32,6 +40,8 @@ impl<S: Send + 'static> LiveSlot<S> {
         Self {
             live: Arc::new(tokio::sync::Mutex::new(None)),
             stale: Arc::new(AtomicBool::new(false)),
+            warming: Arc::new(Mutex::new(None)),
+            warm_failure: Arc::new(Mutex::new(None)),
         }
     }
 
@@ -45,27 +55,63 @@ impl<S: Send + 'static> LiveSlot<S> {
         self.stale.swap(false, Ordering::SeqCst)
     }
 
-    /// Waits for the slot and locks it for one attempt.
-    pub(crate) async fn lock(&self) -> Claimed<S> {
-        self.live.clone().lock_owned().await
+    /// Locks the slot for one attempt, waiting for the attempt or warm-up that holds it; a
+    /// stop while waiting stops a warm-up start (an agent that never answers must not hold the
+    /// user). `Err` is the failure of the warm-up start this attempt waited for: the attempt's
+    /// own, rather than the same start waited for again.
+    pub(crate) async fn lock(&self, stop: &StopControl) -> (Claimed<S>, Option<AgentMessage>) {
+        if let Ok(claimed) = self.live.clone().try_lock_owned() {
+            self.take_warm_failure();
+            return (claimed, None);
+        }
+        let claimed = tokio::select! {
+            claimed = self.live.clone().lock_owned() => claimed,
+            _ = stop.stop_token().cancelled() => {
+                if let Some(warming) = self.warming.lock().ok().and_then(|warming| warming.clone()) {
+                    warming.stop();
+                }
+                self.live.clone().lock_owned().await
+            }
+        };
+        let failure = self.take_warm_failure();
+        (claimed, failure)
     }
 
-    /// Starts the process ahead of the first prompt, unless one is there; a failure is only
-    /// logged (the first prompt starts it again and reports the failure in its stream).
-    pub(crate) fn warm_up<F>(&self, start: F, what: &'static str)
+    fn take_warm_failure(&self) -> Option<AgentMessage> {
+        self.warm_failure
+            .lock()
+            .ok()
+            .and_then(|mut failure| failure.take())
+    }
+
+    /// Starts the process ahead of the first prompt, unless one is there; a failure is logged
+    /// and kept for the attempt that waits for it. `start` is given the warm-up's stop.
+    pub(crate) fn warm_up<F, Fut>(&self, start: F, what: &'static str)
     where
-        F: std::future::Future<Output = Result<Live<S>, AgentMessage>> + Send + 'static,
+        F: FnOnce(StopControl) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = Result<Live<S>, AgentMessage>> + Send + 'static,
     {
-        let live = self.live.clone();
+        let slot = self.clone();
         tokio::spawn(async move {
-            let mut slot = live.lock().await;
-            if slot.is_some() {
+            let mut live = slot.live.clone().lock_owned().await;
+            if live.is_some() {
                 return;
             }
-            match start.await {
-                Ok(session) => *slot = Some(session),
+            let stop = StopControl::new();
+            if let Ok(mut warming) = slot.warming.lock() {
+                *warming = Some(stop.clone());
+            }
+            let started = start(stop).await;
+            if let Ok(mut warming) = slot.warming.lock() {
+                *warming = None;
+            }
+            match started {
+                Ok(session) => *live = Some(session),
                 Err(terminal) => {
-                    tracing::warn!(?terminal, "{what} did not start ahead of the first prompt")
+                    tracing::warn!(?terminal, "{what} did not start ahead of the first prompt");
+                    if let Ok(mut failure) = slot.warm_failure.lock() {
+                        *failure = Some(terminal);
+                    }
                 }
             }
         });
