@@ -632,7 +632,7 @@ mod tests {
         for name in names() {
             assert!(Scenario::from_name(name).is_some(), "{name}");
         }
-        assert_eq!(names().count(), 28);
+        assert_eq!(names().count(), 29);
     }
 
     #[test]
