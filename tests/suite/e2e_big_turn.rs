@@ -127,7 +127,7 @@ fn a_turn_of_3000_files(width: u16, height: u16) {
 
     // /undo puts back every one of the 3,000 files; the one past the cap is said not kept.
     pane.prompt("/undo");
-    let undone = pane.wait_for_text("Undone: put back");
+    let undone = pane.wait_for_text("Undone (prompt 1 “touch every file”): put back");
     eprintln!("{width}x{height}, after /undo:\n{undone}");
     for index in 0..FILES {
         assert_eq!(

@@ -49,8 +49,11 @@ pub(crate) struct Shared {
     /// The model and mode the user chose in this conversation.
     pub(super) chosen: Arc<Mutex<Chosen>>,
     /// The effort levels each model of `initialize` takes, by the model's id.
-    pub(super) efforts: Arc<Mutex<Vec<(String, Vec<String>)>>>,
+    pub(super) efforts: Arc<Mutex<Vec<ModelEfforts>>>,
 }
+
+/// A model's id and the effort levels it takes.
+pub(super) type ModelEfforts = (String, Vec<String>);
 
 impl Shared {
     pub(super) fn new() -> Self {
