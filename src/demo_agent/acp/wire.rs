@@ -230,6 +230,29 @@ pub(crate) fn claude_options() -> Value {
     ])
 }
 
+/// The agent's own slash commands the demo announces: (name, description, input hint).
+pub(crate) const COMMANDS: [(&str, &str, Option<&str>); 3] = [
+    (
+        "compress",
+        "Compresses the context by replacing it with a summary.",
+        None,
+    ),
+    ("review", "Review the changes so far", Some("<focus>")),
+    ("init", "Write an AGENTS.md for this project", None),
+];
+
+/// The `available_commands_update` of [`COMMANDS`].
+pub(crate) fn available_commands() -> Value {
+    let commands: Vec<Value> = COMMANDS
+        .iter()
+        .map(|(name, description, hint)| {
+            json!({"name": name, "description": description,
+                   "input": hint.map(|hint| json!({"hint": hint}))})
+        })
+        .collect();
+    json!({"sessionUpdate": "available_commands_update", "availableCommands": commands})
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -265,27 +288,4 @@ mod tests {
             Value::from("demo-acp-2")
         );
     }
-}
-
-/// The agent's own slash commands the demo announces: (name, description, input hint).
-pub(crate) const COMMANDS: [(&str, &str, Option<&str>); 3] = [
-    (
-        "compress",
-        "Compresses the context by replacing it with a summary.",
-        None,
-    ),
-    ("review", "Review the changes so far", Some("<focus>")),
-    ("init", "Write an AGENTS.md for this project", None),
-];
-
-/// The `available_commands_update` of [`COMMANDS`].
-pub(crate) fn available_commands() -> Value {
-    let commands: Vec<Value> = COMMANDS
-        .iter()
-        .map(|(name, description, hint)| {
-            json!({"name": name, "description": description,
-                   "input": hint.map(|hint| json!({"hint": hint}))})
-        })
-        .collect();
-    json!({"sessionUpdate": "available_commands_update", "availableCommands": commands})
 }

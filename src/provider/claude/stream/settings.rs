@@ -38,6 +38,9 @@ pub(super) struct Chosen {
     pub(super) effort: Option<String>,
 }
 
+/// A model's id and the effort levels it takes.
+pub(super) type ModelEfforts = (String, Vec<String>);
+
 /// What the protocol shares with its live process and turns.
 #[derive(Clone)]
 pub(crate) struct Shared {
@@ -49,7 +52,7 @@ pub(crate) struct Shared {
     /// The model and mode the user chose in this conversation.
     pub(super) chosen: Arc<Mutex<Chosen>>,
     /// The effort levels each model of `initialize` takes, by the model's id.
-    pub(super) efforts: Arc<Mutex<Vec<(String, Vec<String>)>>>,
+    pub(super) efforts: Arc<Mutex<Vec<ModelEfforts>>>,
 }
 
 impl Shared {
