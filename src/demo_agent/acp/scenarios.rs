@@ -554,7 +554,7 @@ mod tests {
         for name in names() {
             assert!(Scenario::from_name(name).is_some(), "{name}");
         }
-        assert_eq!(names().count(), 24);
+        assert_eq!(names().count(), 25);
     }
 
     #[test]
