@@ -38,6 +38,9 @@ pub(super) struct Chosen {
     pub(super) effort: Option<String>,
 }
 
+/// A model's id and the effort levels it takes.
+pub(super) type ModelEfforts = (String, Vec<String>);
+
 /// What the protocol shares with its live process and turns.
 #[derive(Clone)]
 pub(crate) struct Shared {
