@@ -55,9 +55,6 @@ pub(crate) struct Shared {
     pub(super) efforts: Arc<Mutex<Vec<ModelEfforts>>>,
 }
 
-/// A model's id and the effort levels it takes.
-pub(super) type ModelEfforts = (String, Vec<String>);
-
 impl Shared {
     pub(super) fn new() -> Self {
         Self {
