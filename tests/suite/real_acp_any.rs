@@ -223,7 +223,7 @@ fn show(agent: &str, label: &str, requests: &[UserTexts], from: usize) -> usize 
                     .sum::<usize>();
                 match times {
                     0 => None,
-                    1 => Some(word.to_owned()),
+                    1 => Some((*word).to_owned()),
                     n => Some(format!("{word}×{n}")),
                 }
             })
