@@ -85,7 +85,18 @@ fn classify_facts(failure: &Failure) -> Classification {
     verdict(NotRetryable, "unrecognised failure")
 }
 
-const NOT_RETRYABLE_WORDS: [(&str, &str); 21] = [
+const NOT_RETRYABLE_WORDS: [(&str, &str); 24] = [
+    // An ACP stop reason that is not a finished answer (the ACP mapper's words): the same
+    // prompt would end the same way.
+    ("stop reason: refusal", "the model refused"),
+    (
+        "stop reason: max_tokens",
+        "the output token limit was reached",
+    ),
+    (
+        "stop reason: max_turn_requests",
+        "the agent's request limit was reached",
+    ),
     ("unauthorized", "not authorised"),
     ("unauthenticated", "not authenticated"),
     ("authentication", "authentication failed"),
@@ -319,6 +330,19 @@ fn stderr_tail(stderr: &str) -> &str {
 mod tests {
     use super::Retryability::{NotRetryable, Retryable};
     use super::*;
+
+    #[test]
+    fn an_unfinished_acp_stop_is_not_retried_and_says_why() {
+        for (reason, cause) in [
+            ("refusal", "the model refused"),
+            ("max_tokens", "the output token limit was reached"),
+            ("max_turn_requests", "the agent's request limit was reached"),
+        ] {
+            let failure = agent_error(&format!("It stopped (stop reason: {reason}). Try again."));
+            let found = classify_failure(&failure);
+            assert_eq!((found.retryability, found.cause), (NotRetryable, cause));
+        }
+    }
 
     #[test]
     fn the_wait_a_failure_asks_for_is_read_in_its_usual_forms() {

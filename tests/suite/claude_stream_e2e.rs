@@ -108,7 +108,10 @@ fn shift_tab_cycles_the_permission_mode_and_model_switches_the_model() {
         return;
     };
     let first = pane.pane.wait_for_text("mode default");
-    assert!(first.contains("· default · mode default"), "{first}");
+    assert!(
+        first.contains("· Default (demo-claude-1) · mode default"),
+        "{first}"
+    );
     pane.pane.keys(&["BTab"]);
     let accept = pane.pane.wait_for_text("mode accept edits");
     assert!(accept.contains("Mode: accept edits"), "{accept}");
@@ -122,7 +125,7 @@ fn shift_tab_cycles_the_permission_mode_and_model_switches_the_model() {
     let picker = pane.pane.wait_for_text("Demo Claude Two");
     assert!(picker.contains("● Default (demo-claude-1)"), "{picker}");
     pane.pane.keys(&["Down", "Enter"]);
-    let switched = pane.pane.wait_for_text("· demo-claude-2 · mode plan");
+    let switched = pane.pane.wait_for_text("· Demo Claude Two · mode plan");
     assert!(switched.contains("Model: Demo Claude Two"), "{switched}");
 }
 

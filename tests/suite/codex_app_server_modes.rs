@@ -65,7 +65,7 @@ fn shift_tab_cycles_codexs_approval_presets_and_the_status_bar_shows_the_mode() 
     let screen = chat.screen(140, 24, 0);
     let bar = screen.lines().last().unwrap();
     assert!(
-        bar.contains("codex · gpt-6.2-sol · thinking low · mode read only"),
+        bar.contains("codex · GPT-6.2-Sol · thinking low · mode read only"),
         "{bar}"
     );
     assert!(bar.contains("app-server"), "{bar}");
@@ -146,7 +146,7 @@ fn full_access_takes_slash_permissions_and_an_explicit_yes_naming_what_it_allows
     let bar = chat.screen(40, 12, 10).lines().last().unwrap().to_owned();
     eprintln!("the bar at 40 columns: {bar}");
     assert!(bar.contains("⚠ full access"), "{bar}");
-    assert!(bar.contains("gpt-6.2-sol"), "{bar}");
+    assert!(bar.contains("GPT-6.2"), "{bar}");
 }
 
 #[test]

@@ -136,7 +136,7 @@ fn shift_tab_cycles_codexs_approval_presets_but_full_access_takes_an_explicit_ye
         .unwrap()
         .to_owned();
     assert!(
-        bar.contains("demo-model · thinking medium · mode read only"),
+        bar.contains("Demo Model · thinking medium · mode read only"),
         "{bar}"
     );
     pane.pane.keys(&["BTab"]);

@@ -228,6 +228,8 @@ fn stream_violations_name_each_broken_rule() {
         thought,
         done("b"),
         call("a"),
+        done("a"),
+        call("a"),
         AgentMessage::Completed {
             stop_reason: "x".into(),
             usage: None,
@@ -239,9 +241,8 @@ fn stream_violations_name_each_broken_rule() {
             "session header at position 1",
             "thought at position 3, inside tool call a",
             "end of tool call b, which is not open",
-            "tool call a announced twice",
+            "tool call a announced after its end",
             "terminal message from the mapper: Completed { stop_reason: \"x\", usage: None }",
-            "tool call a never ended",
             "text shown twice in a row: \"Partial answer\"",
         ]
     );

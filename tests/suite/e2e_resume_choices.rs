@@ -75,12 +75,12 @@ fn a_plain_resume_of_an_acp_conversation_keeps_its_transport_model_and_mode() {
         return;
     };
     let resumed = chat.wait_for("the model and mode", |screen| {
-        screen.contains("demo-acp-2") && screen.contains("mode Accept edits")
+        screen.contains("Demo ACP Two") && screen.contains("mode Accept edits")
     });
     eprintln!("a plain --resume:\n{resumed}");
     let bar = resumed.lines().rev().find(|line| !line.trim().is_empty());
     assert!(
-        bar.is_some_and(|bar| bar.contains("demo · demo-acp-2 · mode Accept edits")),
+        bar.is_some_and(|bar| bar.contains("demo · Demo ACP Two · mode Accept edits")),
         "{resumed}"
     );
     assert!(resumed.contains("· acp"), "over ACP again:\n{resumed}");

@@ -103,7 +103,7 @@ fn esc_stops_in_band_and_the_same_agent_answers_the_next_prompt() {
     let Some(pane) = Pane::start("esc", "0.1") else {
         return;
     };
-    pane.wait_for("demo · demo-1");
+    pane.wait_for("demo · Demo One");
     let agents = pane.agents();
     assert_eq!(agents.len(), 1, "the agent starts with the conversation");
     pane.type_text("be slow please");
@@ -127,7 +127,7 @@ fn a_steer_still_queued_at_esc_is_not_delivered_into_the_next_turn() {
     let Some(pane) = Pane::start("esc-steer", "1") else {
         return;
     };
-    pane.wait_for("demo · demo-1");
+    pane.wait_for("demo · Demo One");
     pane.type_text("be slow please");
     pane.key("Enter");
     pane.wait_for("Enter steers");
@@ -162,7 +162,7 @@ fn the_status_bar_shows_the_share_of_the_context_window() {
     let Some(pane) = Pane::start("context", "0") else {
         return;
     };
-    pane.wait_for("demo · demo-1");
+    pane.wait_for("demo · Demo One");
     assert!(!pane.pane.screen().contains("ctx "));
     pane.type_text("hi");
     pane.key("Enter");

@@ -661,3 +661,58 @@ async fn gemini_acp_a_rewind_a_prompt_a_quit_and_a_resume_keep_the_conversation(
     )
     .await;
 }
+
+/// One `agentty run` per turn, each continuing with `--session ID --max-attempts 3` (the
+/// issue's script): A fails twice then succeeds, B continues, C fails twice, D continues. D's
+/// request carries A and B (and C at most once) besides D.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real CLI and a fake model server: cargo test --test suite -- --ignored real_acp:: (README, Tests)"]
+async fn gemini_acp_headless_turns_with_failures_keep_the_conversation() {
+    let prompts = real_cli::four_prompts("gemini-acp-run");
+    let fail = std::sync::Arc::new(real_cli::fail_a_and_c_twice(&prompts));
+    let rig = rig(
+        Cli::Gemini,
+        "gemini_acp_headless_turns_with_failures_keep_the_conversation",
+        Plan::Failing(fail),
+    )
+    .await;
+    let mut session: Option<String> = None;
+    for prompt in &prompts {
+        let mut command = rig.command(None, prompt);
+        command.args(["--max-attempts", "3"]);
+        if let Some(id) = &session {
+            command.args(["--session", id]);
+        }
+        let finished = headless_run::HeadlessRun::spawn(command)
+            .finish(RUN_LIMIT)
+            .await;
+        let terminals: Vec<&Value> = finished
+            .messages
+            .iter()
+            .filter(|message| type_of(message).starts_with("terminal."))
+            .collect();
+        eprintln!("{prompt}: {terminals:?}");
+        // The session of the attempt that ended the turn (a failed first turn's retry runs in
+        // a session of its own).
+        let started = finished
+            .messages
+            .iter()
+            .rev()
+            .find(|message| {
+                let kind = type_of(message);
+                kind == "session.started" || kind == "session.resumed"
+            })
+            .and_then(|message| message["session_id"].as_str().map(str::to_owned));
+        session = started.or(session);
+        eprintln!(
+            "after {prompt}: {:#?}",
+            rig.server.user_texts_per_request().last()
+        );
+    }
+    let requests = rig.server.user_texts_per_request();
+    let last = requests.last().unwrap();
+    real_cli::assert_carries(
+        last,
+        &[(&prompts[0], 1), (&prompts[1], 1), (&prompts[3], 1)],
+    );
+}

@@ -200,14 +200,39 @@ async fn quit(mut chat: OrchestratorHandle, provider: Arc<dyn Provider>) {
     tokio::time::sleep(Duration::from_millis(500)).await;
 }
 
-/// Prints the requests since `from` under `label`; returns where the next label starts.
+/// Prints the requests since `from` under `label`: how many user messages each has, and which
+/// of the test's prompts they carry (an agent may merge prompts into one message); returns
+/// where the next label starts.
 fn show(agent: &str, label: &str, requests: &[UserTexts], from: usize) -> usize {
+    const KNOWN: [(&str, &str); 7] = [
+        ("Remember alpha.", "A"),
+        ("Remember beta.", "B"),
+        ("Remember gamma.", "C"),
+        ("Remember delta.", "D"),
+        ("Remember epsilon.", "E"),
+        ("What do you remember?", "what"),
+        ("And now?", "now"),
+    ];
     for (number, request) in requests.iter().enumerate().skip(from) {
-        let texts: Vec<String> = request
+        let carried: Vec<String> = KNOWN
             .iter()
-            .map(|text| text.chars().take(60).collect())
+            .filter_map(|(prompt, word)| {
+                let times = request
+                    .iter()
+                    .map(|text| text.matches(prompt).count())
+                    .sum::<usize>();
+                match times {
+                    0 => None,
+                    1 => Some((*word).to_owned()),
+                    n => Some(format!("{word}×{n}")),
+                }
+            })
             .collect();
-        eprintln!("{agent} #{} {label}: {texts:?}", number + 1);
+        eprintln!(
+            "{agent} #{} {label}: {} user message(s), prompts {carried:?}",
+            number + 1,
+            request.len()
+        );
     }
     requests.len()
 }

@@ -199,9 +199,11 @@ pub fn structure_violations(messages: &[AgentMessage]) -> Vec<String> {
                 if let Some(parent) = parent_id.as_deref().filter(|parent| !open.contains(parent)) {
                     violations.push(format!("tool call {id} nests under {parent}, not open"));
                 }
-                if open.contains(&id.as_str()) || ended.contains(&id.as_str()) {
-                    violations.push(format!("tool call {id} announced twice"));
-                } else {
+                // A call announced again while it is open restates it (its real title and
+                // input, from a later update): only an ended call may not come back.
+                if ended.contains(&id.as_str()) {
+                    violations.push(format!("tool call {id} announced after its end"));
+                } else if !open.contains(&id.as_str()) {
                     open.push(id);
                 }
             }
