@@ -13,11 +13,13 @@ mod external;
 mod images;
 mod keys;
 mod overlay_keys;
+mod permission_events;
 mod permission_keys;
 mod popup_keys;
 mod review;
 #[cfg(test)]
 mod rewind_tests;
+mod tool_events;
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;

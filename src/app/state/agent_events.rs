@@ -1,32 +1,23 @@
 //! Orchestrator events into the transcript: turns, attempts, the agent's shared-stream messages
-//! (text, thinking, tool calls, notices, how the attempt ended) and the turn's end.
+//! (text, thinking, notices, the plan, how the attempt ended) and the turn's end. Permission
+//! requests and tool calls have files of their own (`permission_events`, `tool_events`).
 
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
-
-use super::{
-    plural, AppEffect, AppState, AskedPermission, ShownAgentQueue, StopState, ToolSlot, TurnState,
-};
+use super::tool_events::running_for;
+use super::{plural, AppEffect, AppState, ShownAgentQueue, StopState, TurnState};
 use crate::app::activity::PhaseTracker;
 use crate::app::failure_text::{failure_facts, failure_headline, next_step};
 use crate::app::keymap::{QUIT_KEY, SEND_KEY};
-use crate::app::permission::{
-    permission_cell, resolved_outcome, unseen_request_cell, PermissionPrompt,
-};
-use crate::app::tool_summary::describe;
 use crate::app::transcript::{
-    AssistantCell, CellBody, CellId, DetailSection, InertText, NoticeCell, NoticeLevel,
-    PermissionOutcome, PlanCell, RetryCountdown, ThoughtCell, ToolCell, ToolStatus, UserCell,
+    AssistantCell, CellBody, DetailSection, InertText, NoticeCell, NoticeLevel, PermissionOutcome,
+    PlanCell, RetryCountdown, ThoughtCell, ToolStatus, UserCell,
 };
 use crate::orchestrator::{Command, OrchestratorEvent, TurnId, TurnOutcome};
 use crate::provider::StopProgress;
 use crate::sanitize::untrusted_owned;
 use crate::stream::NoticeKind;
-use crate::stream::{
-    AgentMessage, Failure, PermissionOptionKind, PermissionRequest, PermissionResolver, PlanEntry,
-    StopStage,
-};
+use crate::stream::{AgentMessage, Failure, PermissionResolver, PlanEntry, StopStage};
 
 impl AppState {
     pub fn on_orchestrator_event(
@@ -494,147 +485,6 @@ impl AppState {
         }
     }
 
-    /// A request opens a prompt (behind any already open) and a cell that will show its
-    /// outcome.
-    fn on_permission_request(&mut self, request: PermissionRequest, now: Instant) {
-        let Some(turn) = self.turn.as_ref().map(|turn| turn.id) else {
-            return;
-        };
-        self.close_assistant();
-        // The same id again: the agent gave up on the earlier one.
-        if let Some(index) = self
-            .permission_prompts
-            .iter()
-            .position(|prompt| prompt.id == request.id)
-        {
-            self.close_permission_prompt(index, PermissionOutcome::Unanswered);
-        }
-        let cell = self.transcript.push(CellBody::Permission(permission_cell(
-            &request,
-            self.expand_tools,
-        )));
-        if let Some(running) = self.turn.as_mut() {
-            running.permissions.insert(
-                request.id.clone(),
-                AskedPermission {
-                    cell,
-                    options: request.options.clone(),
-                    tool_call_id: request.tool_call_id.clone(),
-                },
-            );
-        }
-        // The call waits for the user from now on; that is not running time.
-        if let Some(call) = &request.tool_call_id {
-            self.update_tool(call, |tool| {
-                if let ToolStatus::Running { since } = tool.status {
-                    tool.status = ToolStatus::WaitingForYou {
-                        ran: now.saturating_duration_since(since),
-                    };
-                }
-            });
-        }
-        self.permission_prompts.push_back(PermissionPrompt::new(
-            turn,
-            request.id,
-            request.options,
-            cell,
-        ));
-    }
-
-    /// How a request was answered (by the user through the provider, by the configured policy,
-    /// or cancelled by a stop): its cell says so and its prompt closes. A request the chat never
-    /// saw is recorded as a cell of its own.
-    fn on_permission_resolved(
-        &mut self,
-        id: &str,
-        outcome: &str,
-        by: PermissionResolver,
-        message: Option<&str>,
-        now: Instant,
-    ) {
-        let known = self
-            .turn
-            .as_ref()
-            .and_then(|turn| turn.permissions.get(id))
-            .cloned();
-        match known {
-            Some(AskedPermission {
-                cell,
-                options,
-                tool_call_id,
-            }) => {
-                if let Some(call) = &tool_call_id {
-                    // Answered: the call is the agent's again, its clock goes on.
-                    self.update_tool(call, |tool| {
-                        if let ToolStatus::WaitingForYou { ran } = tool.status {
-                            tool.status = ToolStatus::Running {
-                                since: now.checked_sub(ran).unwrap_or(now),
-                            };
-                        }
-                    });
-                }
-                let outcome = resolved_outcome(&options, outcome, by);
-                let rejected = matches!(
-                    outcome,
-                    PermissionOutcome::Chosen {
-                        kind: Some(
-                            PermissionOptionKind::RejectOnce | PermissionOptionKind::RejectAlways
-                        ),
-                        ..
-                    }
-                );
-                let mut question = None;
-                self.transcript.update(cell, |body| {
-                    if let CellBody::Permission(permission) = body {
-                        permission.outcome = outcome;
-                        if let Some(note) = message {
-                            permission.feedback = Some(InertText::new(note));
-                        }
-                        question = Some(permission.question());
-                    }
-                });
-                if let Some(turn) = self.turn.as_mut().filter(|_| rejected) {
-                    turn.last_rejection = question;
-                }
-                if let Some(index) = self
-                    .permission_prompts
-                    .iter()
-                    .position(|prompt| prompt.id == id)
-                {
-                    self.permission_prompts.remove(index);
-                }
-            }
-            None => {
-                self.close_assistant();
-                let outcome = resolved_outcome(&[], outcome, by);
-                self.transcript
-                    .push(CellBody::Permission(unseen_request_cell(outcome)));
-            }
-        }
-    }
-
-    /// Closes the prompt at `index` of the queue, its cell showing `outcome`.
-    pub(super) fn close_permission_prompt(
-        &mut self,
-        index: usize,
-        outcome: PermissionOutcome,
-    ) -> Option<PermissionPrompt> {
-        let prompt = self.permission_prompts.remove(index)?;
-        self.transcript.update(prompt.cell, |body| {
-            if let CellBody::Permission(permission) = body {
-                permission.outcome = outcome;
-            }
-        });
-        Some(prompt)
-    }
-
-    /// The attempt ended: nothing can answer its requests any more.
-    fn close_permission_prompts(&mut self, outcome: PermissionOutcome) {
-        while !self.permission_prompts.is_empty() {
-            self.close_permission_prompt(0, outcome.clone());
-        }
-    }
-
     /// The latest plan replaces the turn's plan, pinned above the input while the turn runs.
     fn on_plan(&mut self, entries: &[PlanEntry]) {
         if let Some(turn) = self.turn.as_mut() {
@@ -704,120 +554,6 @@ impl AppState {
                     answer.superseded = true;
                 }
             });
-        }
-    }
-
-    /// A call starts: a row of its own, or, made by a sub-agent, a row nested under the call
-    /// that runs the sub-agent (its own row when that call is not shown).
-    fn on_tool_call(
-        &mut self,
-        id: String,
-        name: &str,
-        input: &Value,
-        parent: Option<&str>,
-        now: Instant,
-    ) {
-        let title = describe(name, input);
-        let name = InertText::new(&title.name);
-        let mut summary = InertText::new(&title.summary);
-        if summary == name {
-            // The agent named the call by its command (ACP titles): say it once.
-            summary = InertText::default();
-        }
-        let known = self
-            .turn
-            .as_ref()
-            .is_some_and(|turn| turn.tools.contains_key(&id));
-        if known {
-            // The agent describes the call anew (an ACP `tool_call_update` with its real title
-            // and input): what it says now replaces what was shown.
-            self.update_tool(&id, |tool| {
-                tool.name = name;
-                tool.summary = summary;
-                tool.patch = title.patch;
-            });
-            return;
-        }
-        let call = ToolCell {
-            call_id: InertText::new(&id),
-            name,
-            summary,
-            status: ToolStatus::Running { since: now },
-            output: InertText::default(),
-            expanded: self.expand_tools,
-            patch: title.patch,
-            children: Vec::new(),
-        };
-        let parent_slot = parent.and_then(|parent| {
-            self.turn
-                .as_ref()
-                .and_then(|turn| turn.tools.get(parent).cloned())
-        });
-        let slot = match parent_slot {
-            Some(parent) => {
-                let mut path = parent.path.clone();
-                self.transcript.update(parent.cell, |body| {
-                    if let Some(node) = tool_at(body, &parent.path) {
-                        path.push(node.children.len());
-                        node.children.push(call);
-                    }
-                });
-                ToolSlot {
-                    cell: parent.cell,
-                    path,
-                }
-            }
-            None => {
-                self.close_assistant();
-                ToolSlot {
-                    cell: self.transcript.push(CellBody::Tool(call)),
-                    path: Vec::new(),
-                }
-            }
-        };
-        if let Some(turn) = self.turn.as_mut() {
-            turn.tools.insert(id, slot);
-        }
-    }
-
-    fn update_tool(&mut self, call_id: &str, change: impl FnOnce(&mut ToolCell)) {
-        let Some(slot) = self
-            .turn
-            .as_ref()
-            .and_then(|turn| turn.tools.get(call_id).cloned())
-        else {
-            return;
-        };
-        self.transcript.update(slot.cell, |body| {
-            if let Some(tool) = tool_at(body, &slot.path) {
-                change(tool);
-            }
-        });
-    }
-
-    fn finish_running_tools(&mut self, now: Instant) {
-        let Some(turn) = self.turn.as_ref() else {
-            return;
-        };
-        let mut cells: Vec<CellId> = turn
-            .tools
-            .values()
-            .filter(|slot| slot.path.is_empty())
-            .map(|slot| slot.cell)
-            .collect();
-        cells.sort_unstable();
-        for cell in cells {
-            let running = self
-                .transcript
-                .get(cell)
-                .is_some_and(|cell| cell.body.is_live());
-            if running {
-                self.transcript.update(cell, |body| {
-                    if let CellBody::Tool(tool) = body {
-                        interrupt_live(tool, now);
-                    }
-                });
-            }
         }
     }
 
@@ -951,40 +687,6 @@ impl AppState {
             .iter()
             .map(|_| AppEffect::Command(Command::RemoveQueued(0)))
             .collect()
-    }
-}
-
-/// The call at `path` (child indices) inside a tool cell's body.
-fn tool_at<'a>(body: &'a mut CellBody, path: &[usize]) -> Option<&'a mut ToolCell> {
-    let CellBody::Tool(tool) = body else {
-        return None;
-    };
-    path.iter()
-        .try_fold(tool, |node, index| node.children.get_mut(*index))
-}
-
-/// The attempt ended: a call (or a call of its sub-agent) still running has no result.
-fn interrupt_live(tool: &mut ToolCell, now: Instant) {
-    if matches!(
-        tool.status,
-        ToolStatus::Running { .. } | ToolStatus::WaitingForYou { .. }
-    ) {
-        tool.status = ToolStatus::Interrupted {
-            elapsed: running_for(tool.status, now),
-        };
-    }
-    for child in &mut tool.children {
-        interrupt_live(child, now);
-    }
-}
-
-fn running_for(status: ToolStatus, now: Instant) -> Duration {
-    match status {
-        ToolStatus::Running { since } => now.saturating_duration_since(since),
-        ToolStatus::WaitingForYou { ran } => ran,
-        ToolStatus::Done { elapsed }
-        | ToolStatus::Failed { elapsed }
-        | ToolStatus::Interrupted { elapsed } => elapsed,
     }
 }
 
