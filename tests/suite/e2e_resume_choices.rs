@@ -93,7 +93,7 @@ fn a_plain_resume_of_an_acp_conversation_keeps_its_transport_model_and_mode() {
             .find(|line| !line.trim().is_empty())
             .is_some_and(|bar| {
                 bar.chars().count() <= 50
-                    && bar.contains("demo-acp-2")
+                    && bar.contains("Demo ACP Two")
                     && bar.contains("Accept edits")
             })
     });
