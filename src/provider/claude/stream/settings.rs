@@ -53,6 +53,39 @@ pub(crate) struct Shared {
     pub(super) chosen: Arc<Mutex<Chosen>>,
     /// The effort levels each model of `initialize` takes, by the model's id.
     pub(super) efforts: Arc<Mutex<Vec<ModelEfforts>>>,
+    /// The order of the setting requests, so that answers taken out of order never undo a
+    /// later change (the CLI applies them in the order they were sent).
+    order: Arc<Mutex<RequestOrder>>,
+}
+
+/// Numbers setting requests as they are sent, and remembers, for each kind of setting, the
+/// latest whose answer was taken.
+#[derive(Default)]
+struct RequestOrder {
+    sent: u64,
+    /// The latest answer taken for the model, the mode and the effort.
+    taken: [u64; 3],
+}
+
+impl RequestOrder {
+    fn kind(setting: &AgentSetting) -> usize {
+        match setting {
+            AgentSetting::Model(_) => 0,
+            AgentSetting::Mode(_) => 1,
+            AgentSetting::ThinkingLevel(_) => 2,
+        }
+    }
+
+    /// Whether the answer to request `number` is newer than what was taken for its kind (then
+    /// it is taken).
+    fn take(&mut self, setting: &AgentSetting, number: u64) -> bool {
+        let taken = &mut self.taken[Self::kind(setting)];
+        let newer = number > *taken;
+        if newer {
+            *taken = number;
+        }
+        newer
+    }
 }
 
 impl Shared {
@@ -63,6 +96,7 @@ impl Shared {
             queue: watch::channel(AgentQueue::default()).0,
             chosen: Arc::new(Mutex::new(Chosen::default())),
             efforts: Arc::new(Mutex::new(Vec::new())),
+            order: Arc::new(Mutex::new(RequestOrder::default())),
         }
     }
 
@@ -184,10 +218,25 @@ impl Shared {
             }
         };
         let answer = control.request(request);
+        let number = self
+            .order
+            .lock()
+            .map(|mut order| {
+                order.sent += 1;
+                order.sent
+            })
+            .unwrap_or(0);
         let shared = self.clone();
         tokio::spawn(async move {
             let answer = settled(answer, SETTING_TIMEOUT).await;
+            let newest = shared
+                .order
+                .lock()
+                .map(|mut order| order.take(&setting, number))
+                .unwrap_or(true);
             shared.status.send_modify(|status| match answer {
+                // An earlier request's answer taken after a later one's: the later one stands.
+                Ok(_) if !newest => {}
                 Ok(response) => {
                     let mut chosen = shared
                         .chosen
@@ -273,6 +322,25 @@ pub(super) fn model_choice(model: &Value) -> Option<(ModelChoice, Vec<String>)> 
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_earlier_requests_late_answer_never_undoes_a_later_change() {
+        let mut order = RequestOrder::default();
+        let low = AgentSetting::ThinkingLevel("low".to_owned());
+        let medium = AgentSetting::ThinkingLevel("medium".to_owned());
+        let mode = AgentSetting::Mode("plan".to_owned());
+        // Sent: low (1), medium (2), a mode (3); answers taken: medium, then low, then the mode.
+        assert!(order.take(&medium, 2));
+        assert!(
+            !order.take(&low, 1),
+            "the earlier effort's answer comes too late"
+        );
+        assert!(
+            order.take(&mode, 3),
+            "another kind of setting is its own order"
+        );
+        assert!(order.take(&low, 4), "a later request is taken");
+    }
+
     use super::*;
 
     #[test]
