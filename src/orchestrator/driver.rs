@@ -405,13 +405,13 @@ impl Driver {
                     conversation,
                     files,
                     overwrite,
-                } => self.rewind(turn, conversation, files, overwrite),
+                } => self.rewind(turn, conversation, files, overwrite, false),
                 Effect::UndoRewind {
                     turn,
                     conversation,
                     files,
                     overwrite,
-                } => self.undo_rewind(turn, conversation, files, overwrite),
+                } => self.rewind(turn, conversation, files, overwrite, true),
                 Effect::UndoTurn { turn, overwrite } => self.undo_turn(turn, overwrite),
                 Effect::StopAttempt { turn, attempt } => {
                     if let Some(live) = &self.live {

@@ -43,63 +43,41 @@ pub(super) const CHECKPOINTS_IN_MEMORY: usize = 2;
 pub(super) const CHECKPOINTS_DIR: &str = "checkpoints";
 
 impl Driver {
-    /// `/rewind`'s effect: the files through the snapshot thread (the conversation follows
-    /// once they are back), or the conversation alone.
+    /// `/rewind`'s effect (`undone`: the undo of the last rewind): the files through the
+    /// snapshot thread (the conversation follows once they are back), or the conversation alone.
     pub(super) fn rewind(
         &mut self,
         turn: TurnId,
         conversation: bool,
         files: bool,
         overwrite: bool,
+        undone: bool,
     ) {
         match (&self.snapshots, files) {
             (Some(snapshots), true) => {
-                snapshots.worker.rewind(turn, overwrite);
-                self.pending_rewind = Some((turn, conversation));
-            }
-            (None, true) => {
-                let conversation = conversation.then(|| self.rewind_conversation(turn));
-                self.emit(OrchestratorEvent::Rewound(Rewind {
-                    turn,
-                    conversation,
-                    files: Some(Err("no snapshots of the files are kept".to_owned())),
-                    undone: false,
-                }));
-            }
-            (_, false) => {
-                let conversation = conversation.then(|| self.rewind_conversation(turn));
-                self.emit(OrchestratorEvent::Rewound(Rewind {
-                    turn,
-                    conversation,
-                    files: None,
-                    undone: false,
-                }));
-            }
-        }
-    }
-
-    /// The undo of the last rewind, as [`Driver::rewind`].
-    pub(super) fn undo_rewind(
-        &mut self,
-        turn: TurnId,
-        conversation: bool,
-        files: bool,
-        overwrite: bool,
-    ) {
-        match (&self.snapshots, files) {
-            (Some(snapshots), true) => {
-                snapshots.worker.undo_rewind(turn, overwrite);
-                self.pending_undo_rewind = Some((turn, conversation));
+                if undone {
+                    snapshots.worker.undo_rewind(turn, overwrite);
+                    self.pending_undo_rewind = Some((turn, conversation));
+                } else {
+                    snapshots.worker.rewind(turn, overwrite);
+                    self.pending_rewind = Some((turn, conversation));
+                }
             }
             (snapshots, _) => {
                 let no_snapshots = files && snapshots.is_none();
-                let conversation = conversation.then(|| self.undo_rewind_conversation(turn));
+                let conversation = conversation.then(|| {
+                    if undone {
+                        self.undo_rewind_conversation(turn)
+                    } else {
+                        self.rewind_conversation(turn)
+                    }
+                });
                 self.emit(OrchestratorEvent::Rewound(Rewind {
                     turn,
                     conversation,
                     files: no_snapshots
                         .then(|| Err("no snapshots of the files are kept".to_owned())),
-                    undone: true,
+                    undone,
                 }));
             }
         }

@@ -486,18 +486,7 @@ mod tests {
     use super::*;
     use crate::app::rewind::RewindEntry;
     use crate::app::transcript::InertText;
-
-    fn text(buf: &Buffer) -> String {
-        let area = buf.area;
-        (area.top()..area.bottom())
-            .map(|y| {
-                (area.left()..area.right())
-                    .map(|x| buf[(x, y)].symbol().to_owned())
-                    .collect::<String>()
-                    + "\n"
-            })
-            .collect()
-    }
+    use crate::view::buffer_text as text;
 
     fn many(count: usize) -> Vec<InertText> {
         (0..count)

@@ -353,3 +353,17 @@ fn render_composer(
     block.render(area, buf);
     composer::render_input(&state.composer, &areas.input, inner, buf, scroll)
 }
+
+/// A buffer's cells as text, a line per row (the view's unit tests compare screens with it).
+#[cfg(test)]
+pub(crate) fn buffer_text(buf: &Buffer) -> String {
+    let area = buf.area;
+    (area.top()..area.bottom())
+        .map(|y| {
+            (area.left()..area.right())
+                .map(|x| buf[(x, y)].symbol().to_owned())
+                .collect::<String>()
+                + "\n"
+        })
+        .collect()
+}

@@ -309,6 +309,7 @@ fn draw_line(buf: &mut Buffer, area: Rect, row: usize, line: &Line<'_>) {
 mod tests {
     use super::*;
     use crate::app::transcript::{CellBody, InertText};
+    use crate::view::buffer_text as buf_text;
 
     /// A long conversation keeps rendered rows only for the cells near the view (issue 37: every
     /// cell kept its parsed and wrapped text, about 10 KiB a turn), and a cell scrolled back
@@ -348,17 +349,5 @@ mod tests {
             now,
         );
         assert_eq!(buf_text(&again), first);
-    }
-
-    fn buf_text(buf: &Buffer) -> String {
-        let area = buf.area;
-        (area.top()..area.bottom())
-            .map(|y| {
-                (area.left()..area.right())
-                    .map(|x| buf[(x, y)].symbol().to_owned())
-                    .collect::<String>()
-                    + "\n"
-            })
-            .collect()
     }
 }

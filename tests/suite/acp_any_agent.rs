@@ -5,6 +5,7 @@
 
 use crate::support::agent_stream;
 use crate::support::demo_launcher;
+use crate::support::orchestrator_turn::{outcome, run_turn};
 
 use std::sync::Arc;
 
@@ -69,31 +70,8 @@ impl AnyAgent {
     }
 }
 
-async fn run_turn(chat: &mut OrchestratorHandle, command: Command) -> Vec<Ev> {
-    chat.commands.send(command).unwrap();
-    let mut seen = Vec::new();
-    loop {
-        let event = timeout(PATIENCE, chat.events.recv())
-            .await
-            .expect("an event in time")
-            .expect("the orchestrator runs");
-        let done = matches!(event, Ev::TurnEnded { .. });
-        seen.push(event);
-        if done {
-            return seen;
-        }
-    }
-}
-
 fn submit(prompt: &str) -> Command {
     Command::Submit(prompt.to_owned())
-}
-
-fn outcome(events: &[Ev]) -> TurnOutcome {
-    match events.last() {
-        Some(Ev::TurnEnded { outcome, .. }) => outcome.clone(),
-        other => panic!("no turn end: {other:?}"),
-    }
 }
 
 /// The notices of `events` as (kind, text).
@@ -119,11 +97,11 @@ async fn a_failed_turn_its_retry_and_the_next_turn_keep_the_conversation_and_the
     let mut chat = agent.chat();
     for prompt in ["hello one", "hello two"] {
         assert_eq!(
-            outcome(&run_turn(&mut chat, submit(prompt)).await),
+            outcome(&run_turn(&mut chat, submit(prompt), PATIENCE).await),
             TurnOutcome::Completed
         );
     }
-    let failed = run_turn(&mut chat, submit("flaky three")).await;
+    let failed = run_turn(&mut chat, submit("flaky three"), PATIENCE).await;
     assert!(
         matches!(outcome(&failed), TurnOutcome::Failed { .. }),
         "{failed:#?}"
@@ -142,10 +120,10 @@ async fn a_failed_turn_its_retry_and_the_next_turn_keep_the_conversation_and_the
                 && text.contains("may see this prompt twice")),
         "the user is told the failed prompt stays with the agent: {notices:#?}"
     );
-    let retried = run_turn(&mut chat, Command::RetryLastTurn).await;
+    let retried = run_turn(&mut chat, Command::RetryLastTurn, PATIENCE).await;
     assert_eq!(outcome(&retried), TurnOutcome::Completed, "{retried:#?}");
     assert_eq!(
-        outcome(&run_turn(&mut chat, submit("hello four")).await),
+        outcome(&run_turn(&mut chat, submit("hello four"), PATIENCE).await),
         TurnOutcome::Completed
     );
 
@@ -178,14 +156,14 @@ async fn an_agent_that_dies_mid_turn_is_started_again_on_its_session_not_a_new_o
     let agent = AnyAgent::new(&[]);
     let mut chat = agent.chat();
     for prompt in ["hello one", "hello two"] {
-        run_turn(&mut chat, submit(prompt)).await;
+        run_turn(&mut chat, submit(prompt), PATIENCE).await;
     }
-    let failed = run_turn(&mut chat, submit("exit-mid-turn three")).await;
+    let failed = run_turn(&mut chat, submit("exit-mid-turn three"), PATIENCE).await;
     assert!(
         matches!(outcome(&failed), TurnOutcome::Failed { .. }),
         "{failed:#?}"
     );
-    let next = run_turn(&mut chat, submit("hello four")).await;
+    let next = run_turn(&mut chat, submit("hello four"), PATIENCE).await;
     assert_eq!(outcome(&next), TurnOutcome::Completed, "{next:#?}");
     assert!(
         notices(&next)
@@ -231,7 +209,7 @@ async fn a_stop_before_the_agent_answers_initialize_ends_the_turn_at_once_and_ki
     }
     let pid = agent.demo.starts()[0];
     let stopped = std::time::Instant::now();
-    let events = run_turn(&mut chat, Command::Stop).await;
+    let events = run_turn(&mut chat, Command::Stop, PATIENCE).await;
     let took = stopped.elapsed();
     eprintln!("Esc to idle with an agent silent at initialize: {took:?}");
     assert_eq!(outcome(&events), TurnOutcome::Cancelled, "{events:#?}");
@@ -264,7 +242,7 @@ async fn a_warm_up_start_that_fails_is_the_waiting_turns_failure_not_a_second_st
     let provider = build_provider_with(AGENT, &settings, Transport::Acp).unwrap();
     let agent = AnyAgent { demo, provider };
     let mut chat = agent.chat();
-    let events = run_turn(&mut chat, submit("hello")).await;
+    let events = run_turn(&mut chat, submit("hello"), PATIENCE).await;
     assert!(
         matches!(outcome(&events), TurnOutcome::Failed { .. }),
         "{events:#?}"

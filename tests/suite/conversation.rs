@@ -2,11 +2,11 @@
 //! real CLI and logs every request it "sends to its model" (`requests.jsonl`), so these tests
 //! read what the model would have received after failed attempts, retries and lost sessions.
 
+use crate::support::orchestrator_turn::{outcome, run_turn};
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-
-use tokio::time::timeout;
 
 use agentty::config::{Backoff, ProviderSettings, RetryPolicy};
 use agentty::demo_agent::state::{requests_file, DemoRequest, STATE_DIR_VAR};
@@ -115,30 +115,6 @@ fn retry_off() -> RetryPolicy {
     }
 }
 
-/// Sends `command` and collects the events up to the end of the turn.
-async fn run_turn(handle: &mut OrchestratorHandle, command: Command) -> Vec<Ev> {
-    handle.commands.send(command).unwrap();
-    let mut seen = Vec::new();
-    loop {
-        let event = timeout(PATIENCE, handle.events.recv())
-            .await
-            .expect("an event in time")
-            .expect("the orchestrator runs");
-        let done = matches!(event, Ev::TurnEnded { .. });
-        seen.push(event);
-        if done {
-            return seen;
-        }
-    }
-}
-
-fn outcome(events: &[Ev]) -> TurnOutcome {
-    match events.last() {
-        Some(Ev::TurnEnded { outcome, .. }) => outcome.clone(),
-        other => panic!("no turn end: {other:?}"),
-    }
-}
-
 fn attempts(events: &[Ev]) -> usize {
     events
         .iter()
@@ -159,10 +135,10 @@ async fn a_first_turn_that_fails_twice_sends_its_prompt_once_per_request_and_onc
     let world = DemoWorld::new();
     let mut chat = world.orchestrator(retry_on(3), SessionRef::New);
     let question = "flaky-twice: what is the answer?";
-    let first = run_turn(&mut chat, submit(question)).await;
+    let first = run_turn(&mut chat, submit(question), PATIENCE).await;
     assert_eq!(outcome(&first), TurnOutcome::Completed);
     assert_eq!(attempts(&first), 3);
-    let second = run_turn(&mut chat, submit("hello again")).await;
+    let second = run_turn(&mut chat, submit("hello again"), PATIENCE).await;
     assert_eq!(outcome(&second), TurnOutcome::Completed);
 
     let requests = world.requests();
@@ -182,14 +158,14 @@ async fn failed_attempts_in_a_continued_session_are_rolled_back() {
     let world = DemoWorld::new();
     let mut chat = world.orchestrator(retry_on(3), SessionRef::New);
     assert_eq!(
-        outcome(&run_turn(&mut chat, submit("hello one")).await),
+        outcome(&run_turn(&mut chat, submit("hello one"), PATIENCE).await),
         TurnOutcome::Completed
     );
     let two = "flaky-twice two";
-    let retried = run_turn(&mut chat, submit(two)).await;
+    let retried = run_turn(&mut chat, submit(two), PATIENCE).await;
     assert_eq!(outcome(&retried), TurnOutcome::Completed);
     assert_eq!(attempts(&retried), 3);
-    run_turn(&mut chat, submit("hello three")).await;
+    run_turn(&mut chat, submit("hello three"), PATIENCE).await;
 
     let requests = world.requests();
     assert_eq!(requests.len(), 5, "{requests:#?}");
@@ -214,12 +190,12 @@ async fn failed_attempts_in_a_continued_session_are_rolled_back() {
 async fn a_manual_retry_after_a_failed_turn_sends_the_prompt_once() {
     let world = DemoWorld::new();
     let mut chat = world.orchestrator(retry_off(), SessionRef::New);
-    run_turn(&mut chat, submit("hello one")).await;
-    let failed = run_turn(&mut chat, submit("flaky two")).await;
+    run_turn(&mut chat, submit("hello one"), PATIENCE).await;
+    let failed = run_turn(&mut chat, submit("flaky two"), PATIENCE).await;
     assert!(matches!(outcome(&failed), TurnOutcome::Failed { .. }));
-    let retried = run_turn(&mut chat, Command::RetryLastTurn).await;
+    let retried = run_turn(&mut chat, Command::RetryLastTurn, PATIENCE).await;
     assert_eq!(outcome(&retried), TurnOutcome::Completed);
-    run_turn(&mut chat, submit("hello three")).await;
+    run_turn(&mut chat, submit("hello three"), PATIENCE).await;
 
     let requests = world.requests();
     assert_eq!(requests.len(), 4, "{requests:#?}");
@@ -235,9 +211,9 @@ async fn a_manual_retry_after_a_failed_turn_sends_the_prompt_once() {
 async fn a_new_prompt_after_a_failed_turn_continues_without_the_failed_prompt() {
     let world = DemoWorld::new();
     let mut chat = world.orchestrator(retry_off(), SessionRef::New);
-    run_turn(&mut chat, submit("hello one")).await;
-    run_turn(&mut chat, submit("flaky two")).await;
-    run_turn(&mut chat, submit("hello three")).await;
+    run_turn(&mut chat, submit("hello one"), PATIENCE).await;
+    run_turn(&mut chat, submit("flaky two"), PATIENCE).await;
+    run_turn(&mut chat, submit("hello three"), PATIENCE).await;
     let requests = world.requests();
     assert_eq!(
         requests.last().unwrap().messages,
@@ -250,7 +226,7 @@ async fn a_lost_agent_session_goes_on_in_a_fresh_one_with_a_notice() {
     let world = DemoWorld::new();
     let gone = "01a228fb-f8fa-72c2-b06b-c6550b2b460c";
     let mut chat = world.orchestrator(retry_off(), SessionRef::Resume(gone.to_owned()));
-    let events = run_turn(&mut chat, submit("hello after the loss")).await;
+    let events = run_turn(&mut chat, submit("hello after the loss"), PATIENCE).await;
     assert_eq!(outcome(&events), TurnOutcome::Completed);
     let notice = events
         .iter()
@@ -264,7 +240,7 @@ async fn a_lost_agent_session_goes_on_in_a_fresh_one_with_a_notice() {
     assert!(notice.contains(gone), "{notice}");
     assert!(notice.contains("fresh agent session"), "{notice}");
     // The next turn continues the fresh session, and does not fail again.
-    let next = run_turn(&mut chat, submit("hello once more")).await;
+    let next = run_turn(&mut chat, submit("hello once more"), PATIENCE).await;
     assert_eq!(outcome(&next), TurnOutcome::Completed);
     assert_eq!(attempts(&next), 1);
     let requests = world.requests();

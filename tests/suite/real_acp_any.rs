@@ -10,6 +10,7 @@
 
 use crate::support::agent_stream;
 use crate::support::fake_openai;
+use crate::support::orchestrator_turn::{outcome, run_turn};
 use crate::support::real_cli;
 
 use std::collections::BTreeMap;
@@ -156,29 +157,6 @@ impl Rig {
     }
 }
 
-async fn turn(chat: &mut OrchestratorHandle, command: Command) -> Vec<Ev> {
-    chat.commands.send(command).unwrap();
-    let mut seen = Vec::new();
-    loop {
-        let event = timeout(TURN_LIMIT, chat.events.recv())
-            .await
-            .expect("the turn ends in time")
-            .expect("the orchestrator runs");
-        let done = matches!(event, Ev::TurnEnded { .. });
-        seen.push(event);
-        if done {
-            return seen;
-        }
-    }
-}
-
-fn outcome(events: &[Ev]) -> TurnOutcome {
-    match events.last() {
-        Some(Ev::TurnEnded { outcome, .. }) => outcome.clone(),
-        other => panic!("no turn end: {other:?}"),
-    }
-}
-
 fn session_of(events: &[Ev]) -> Option<String> {
     events.iter().rev().find_map(|event| match event {
         Ev::SessionChanged {
@@ -276,12 +254,12 @@ pub async fn a_failure_a_retry_and_a_resume_keep_the_conversation(
     let mut shown = 0;
     let mut session = None;
     for prompt in &prompts[..2] {
-        let events = turn(&mut chat, Command::Submit((*prompt).into())).await;
+        let events = run_turn(&mut chat, Command::Submit((*prompt).into()), TURN_LIMIT).await;
         assert_eq!(outcome(&events), TurnOutcome::Completed, "{events:#?}");
         session = session_of(&events).or(session);
         shown = show(name, prompt, &requests(), shown);
     }
-    let failed = turn(&mut chat, Command::Submit(prompts[2].into())).await;
+    let failed = run_turn(&mut chat, Command::Submit(prompts[2].into()), TURN_LIMIT).await;
     shown = show(name, "gamma (fails)", &requests(), shown);
     assert!(
         matches!(outcome(&failed), TurnOutcome::Failed { .. }),
@@ -293,10 +271,10 @@ pub async fn a_failure_a_retry_and_a_resume_keep_the_conversation(
         .collect();
     eprintln!("{name}: notices of the failed turn: {notices:#?}");
     after_failure();
-    let retried = turn(&mut chat, Command::RetryLastTurn).await;
+    let retried = run_turn(&mut chat, Command::RetryLastTurn, TURN_LIMIT).await;
     shown = show(name, "gamma (/retry)", &requests(), shown);
     assert_eq!(outcome(&retried), TurnOutcome::Completed, "{retried:#?}");
-    let events = turn(&mut chat, Command::Submit(prompts[3].into())).await;
+    let events = run_turn(&mut chat, Command::Submit(prompts[3].into()), TURN_LIMIT).await;
     shown = show(name, "delta", &requests(), shown);
     assert_eq!(outcome(&events), TurnOutcome::Completed, "{events:#?}");
     session = session_of(&events).or(session);
@@ -312,7 +290,7 @@ pub async fn a_failure_a_retry_and_a_resume_keep_the_conversation(
     let session = session.expect("the agent's session id");
     let launched = provider();
     let mut chat = chat_on(launched.clone(), SessionRef::Resume(session));
-    let events = turn(&mut chat, Command::Submit(prompts[4].into())).await;
+    let events = run_turn(&mut chat, Command::Submit(prompts[4].into()), TURN_LIMIT).await;
     show(name, "epsilon (after --resume)", &requests(), shown);
     assert_eq!(outcome(&events), TurnOutcome::Completed, "{events:#?}");
     let all = requests();
@@ -509,13 +487,18 @@ pub async fn a_rewind_a_prompt_a_quit_and_a_resume_keep_the_conversation(
     let mut session = None;
     let mut shown = 0;
     for prompt in ["Remember alpha.", "Remember beta."] {
-        let events = turn(&mut chat, Command::Submit(prompt.into())).await;
+        let events = run_turn(&mut chat, Command::Submit(prompt.into()), TURN_LIMIT).await;
         assert_eq!(outcome(&events), TurnOutcome::Completed, "{events:#?}");
         session = session_of(&events).or(session);
         shown = show(name, prompt, &requests(), shown);
     }
     real_cli::rewind_conversation(&mut chat, 2).await;
-    let events = turn(&mut chat, Command::Submit("Remember gamma.".into())).await;
+    let events = run_turn(
+        &mut chat,
+        Command::Submit("Remember gamma.".into()),
+        TURN_LIMIT,
+    )
+    .await;
     assert_eq!(outcome(&events), TurnOutcome::Completed, "{events:#?}");
     session = session_of(&events).or(session);
     shown = show(name, "gamma (after /rewind)", &requests(), shown);
@@ -525,7 +508,12 @@ pub async fn a_rewind_a_prompt_a_quit_and_a_resume_keep_the_conversation(
         launched.clone(),
         SessionRef::Resume(session.expect("a session")),
     );
-    let events = turn(&mut chat, Command::Submit("What do you remember?".into())).await;
+    let events = run_turn(
+        &mut chat,
+        Command::Submit("What do you remember?".into()),
+        TURN_LIMIT,
+    )
+    .await;
     show(name, "after --resume", &requests(), shown);
     assert_eq!(outcome(&events), TurnOutcome::Completed, "{events:#?}");
     let all = requests();

@@ -13,6 +13,7 @@ pub mod fake_gemini_server;
 pub mod fake_openai;
 pub mod headless_run;
 pub mod http;
+pub mod orchestrator_turn;
 pub mod real_cli;
 pub mod replay;
 pub mod script_agent;
