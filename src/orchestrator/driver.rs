@@ -13,21 +13,32 @@
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
-use futures::StreamExt;
 use tokio::sync::{mpsc, watch};
-use tokio::time::Instant;
 
 use super::fsm::{Effect, Input, Machine};
 use super::{Command, OrchestratorEvent, Recorder, SnapshotBusy, TurnId};
 use crate::config::RetryPolicy;
 use crate::provider::checkpoint::CheckpointStore;
-use crate::provider::{settings_overridden, AgentQueue, AgentSetting, AgentStatus};
-use crate::provider::{
-    AgentStream, AttemptRequest, Provider, SessionCheckpoint, SessionRef, StopControl, StopProgress,
-};
-use crate::stream::{AgentMessage, Failure, FailureReason, NoticeKind};
+use crate::provider::{AgentQueue, AgentSetting, AgentStatus};
+use crate::provider::{AttemptRequest, Provider, SessionCheckpoint, SessionRef};
+
+#[path = "agent_settings.rs"]
+mod agent_settings;
+#[path = "attempt.rs"]
+mod attempt;
+#[path = "outbox.rs"]
+mod outbox;
+#[path = "rewind.rs"]
+mod rewind;
+#[path = "snapshots.rs"]
+mod snapshots;
+#[path = "turn_checkpoints.rs"]
+mod turn_checkpoints;
+
+use attempt::{next_attempt_input, retry_due, the_model_answered, LiveAttempt, PendingRetry};
+use rewind::CHECKPOINTS_DIR;
+use snapshots::{next_snapshot_reply, Deferred, Snapshots};
 
 /// What the orchestrator starts with.
 pub struct OrchestratorOptions {
@@ -90,22 +101,6 @@ pub fn spawn_orchestrator(options: OrchestratorOptions) -> OrchestratorHandle {
     let (event_tx, events) = mpsc::channel(EVENTS_IN_FLIGHT);
     tokio::spawn(Driver::new(options, event_tx).run(command_rx));
     OrchestratorHandle { commands, events }
-}
-
-struct LiveAttempt {
-    turn: TurnId,
-    attempt: u32,
-    stream: AgentStream,
-    stop: StopControl,
-    progress: watch::Receiver<StopProgress>,
-    progress_open: bool,
-}
-
-#[derive(Debug, Clone, Copy)]
-struct PendingRetry {
-    turn: TurnId,
-    attempt: u32,
-    due: Instant,
 }
 
 struct Driver {
@@ -196,24 +191,6 @@ impl Driver {
             rewound_sessions: std::collections::BTreeMap::new(),
             pending_undo_rewind: None,
             agent_session,
-        }
-    }
-
-    /// A setting the user asked for that the agent now holds is the conversation's: logged,
-    /// and carried by every later attempt (a restarted agent is set to it again).
-    fn follow_settings(&mut self, status: &AgentStatus) {
-        if status.refusals > self.refusals_seen {
-            self.refusals_seen = status.refusals;
-            self.settings_asked.clear();
-        }
-        let (taken, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut self.settings_asked)
-            .into_iter()
-            .partition(|setting| setting.is_held_by(status));
-        self.settings_asked = waiting;
-        for setting in taken {
-            self.settings =
-                settings_overridden(std::mem::take(&mut self.settings), [setting.clone()]);
-            self.emit(OrchestratorEvent::SettingChosen(setting));
         }
     }
 
@@ -384,7 +361,7 @@ impl Driver {
                     if attempt == 1 {
                         self.snapshot_before(turn);
                     }
-                    self.start_attempt(turn, attempt, prompt, images, session)
+                    self.start_agent(turn, attempt, prompt, images, session, None)
                 }
                 // No snapshot: a compaction changes no file.
                 Effect::StartCompaction {
@@ -413,26 +390,12 @@ impl Driver {
                     overwrite,
                 } => self.rewind(turn, conversation, files, overwrite, true),
                 Effect::UndoTurn { turn, overwrite } => self.undo_turn(turn, overwrite),
-                Effect::StopAttempt { turn, attempt } => {
-                    if let Some(live) = &self.live {
-                        if live.turn == turn && live.attempt == attempt {
-                            tracing::info!(turn, attempt, "stopping the agent");
-                            live.stop.stop();
-                        }
-                    }
-                }
+                Effect::StopAttempt { turn, attempt } => self.stop_attempt(turn, attempt),
                 Effect::ScheduleRetry {
                     turn,
                     attempt,
                     delay_ms,
-                } => {
-                    tracing::info!(turn, attempt, delay_ms, "retry scheduled");
-                    self.retry = Some(PendingRetry {
-                        turn,
-                        attempt,
-                        due: Instant::now() + Duration::from_millis(delay_ms),
-                    });
-                }
+                } => self.schedule_retry(turn, attempt, delay_ms),
                 Effect::CancelRetry { turn, attempt } => {
                     tracing::info!(turn, attempt, "retry cancelled");
                     self.retry = None;
@@ -443,55 +406,15 @@ impl Driver {
                     attempt,
                     kind,
                     text,
-                } => {
-                    let live = self
-                        .live
-                        .as_ref()
-                        .is_some_and(|live| live.turn == turn && live.attempt == attempt);
-                    if !(live && self.options.provider.interject(kind, &text)) {
-                        // Not delivered: it waits in the queue like any prompt.
-                        tracing::info!(turn, ?kind, "interjection not delivered; queued");
-                        self.feedback
-                            .push_back(Input::Command(Command::Submit(text)));
-                    }
-                }
+                } => self.interject(turn, attempt, kind, text),
                 Effect::AnswerPermission {
                     turn,
                     attempt,
                     id,
                     option,
                     message,
-                } => {
-                    let live = self
-                        .live
-                        .as_ref()
-                        .is_some_and(|live| live.turn == turn && live.attempt == attempt);
-                    let provider = &self.options.provider;
-                    if !(live && provider.answer_permission(&id, option, message.clone())) {
-                        tracing::warn!(turn, id, "permission answer not delivered");
-                    } else if let Some(message) = message
-                        .filter(|message| !message.trim().is_empty())
-                        .filter(|_| !provider.takes_permission_feedback())
-                    {
-                        // The answer could not carry it: it goes as the next prompt, and the
-                        // user is told so.
-                        self.emit(OrchestratorEvent::Notice {
-                            turn,
-                            kind: NoticeKind::PermissionFeedback,
-                            message: message.clone(),
-                        });
-                        self.feedback
-                            .push_back(Input::Command(Command::Submit(message)));
-                    }
-                }
-                Effect::ChangeSetting(setting) => {
-                    self.settings_asked.retain(|kept| !kept.same_kind(&setting));
-                    if self.options.provider.change_setting(setting.clone()) {
-                        self.settings_asked.push(setting);
-                    } else {
-                        tracing::warn!(?setting, "the agent cannot change this setting now");
-                    }
-                }
+                } => self.answer_permission(turn, attempt, id, option, message),
+                Effect::ChangeSetting(setting) => self.change_setting(setting),
                 Effect::Exit => exit = true,
             }
         }
@@ -504,242 +427,6 @@ impl Driver {
             return false;
         };
         self.perform(deferred.effects)
-    }
-
-    fn emit(&mut self, event: OrchestratorEvent) {
-        if let OrchestratorEvent::TurnEnded { turn, outcome } = &event {
-            tracing::info!(turn, ?outcome, "turn ended");
-        }
-        if let OrchestratorEvent::SessionChanged { session_id } = &event {
-            self.agent_session = session_id
-                .clone()
-                .map_or(SessionRef::New, SessionRef::Resume);
-        }
-        if let Some(log) = &self.options.session_log {
-            log.record_event(&event);
-        }
-        if self.receiver_gone {
-            return;
-        }
-        if !self.backlog.is_empty() {
-            self.backlog.push_back(event);
-            return;
-        }
-        match self.events.try_send(event) {
-            Ok(()) => {}
-            Err(mpsc::error::TrySendError::Full(event)) => self.backlog.push_back(event),
-            Err(mpsc::error::TrySendError::Closed(_)) => self.receiver_left(),
-        }
-    }
-
-    /// Sends the waiting events, the first with `permit`, the rest while there is room.
-    fn send_backlog(&mut self, permit: mpsc::Permit<'_, OrchestratorEvent>) {
-        let Some(first) = self.backlog.pop_front() else {
-            return;
-        };
-        permit.send(first);
-        while let Some(event) = self.backlog.pop_front() {
-            match self.events.try_send(event) {
-                Ok(()) => {}
-                Err(mpsc::error::TrySendError::Full(event)) => {
-                    self.backlog.push_front(event);
-                    return;
-                }
-                Err(mpsc::error::TrySendError::Closed(_)) => {
-                    self.receiver_left();
-                    return;
-                }
-            }
-        }
-    }
-
-    fn receiver_left(&mut self) {
-        if !self.receiver_gone {
-            tracing::info!("orchestrator events are no longer read; shutting down");
-            self.receiver_gone = true;
-            self.backlog.clear();
-        }
-    }
-
-    /// Restores the agent's stored session from the turn's checkpoint. When that is impossible
-    /// the conversation goes on in the agent's session as it is, and the user is told in one
-    /// line: a prompt the model sees twice is far less harm than a conversation wiped.
-    fn roll_back(&mut self, turn: TurnId) {
-        let restored = match &self.checkpoint {
-            Some((checkpoint_turn, Some(checkpoint))) if *checkpoint_turn == turn => {
-                match checkpoint.restore() {
-                    Ok(()) => {
-                        tracing::info!(turn, file = %checkpoint.path().display(), "agent session rolled back");
-                        self.options.provider.session_restored();
-                        true
-                    }
-                    Err(error) => {
-                        tracing::warn!(turn, %error, file = %checkpoint.path().display(), "cannot roll the agent session back");
-                        false
-                    }
-                }
-            }
-            _ => {
-                tracing::info!(turn, "no checkpoint of the agent session to roll back to");
-                false
-            }
-        };
-        if !restored {
-            self.emit(OrchestratorEvent::Notice {
-                turn,
-                kind: NoticeKind::Warning,
-                message: FAILED_ATTEMPT_KEPT.to_owned(),
-            });
-        }
-    }
-
-    fn start_attempt(
-        &mut self,
-        turn: TurnId,
-        attempt: u32,
-        prompt: String,
-        images: Vec<crate::attachment::ImageAttachment>,
-        session: SessionRef,
-    ) {
-        self.start_agent(turn, attempt, prompt, images, session, None);
-    }
-
-    /// Starts one attempt: the prompt's, or with `compaction` (its instructions) a compaction.
-    fn start_agent(
-        &mut self,
-        turn: TurnId,
-        attempt: u32,
-        prompt: String,
-        images: Vec<crate::attachment::ImageAttachment>,
-        session: SessionRef,
-        compaction: Option<Option<String>>,
-    ) {
-        if let Some(previous) = self.live.take() {
-            // The machine never starts an attempt while one is live; if it did, the old one
-            // must not run on unobserved.
-            tracing::error!(
-                turn = previous.turn,
-                attempt = previous.attempt,
-                "an attempt was still live when the next started; killing it"
-            );
-            previous.stop.kill_now();
-        }
-        tracing::info!(turn, attempt, ?session, "starting attempt");
-        let stop = StopControl::new();
-        let request = AttemptRequest {
-            prompt,
-            images,
-            session,
-            cwd: self.options.cwd.clone(),
-            attempt,
-            scenario: self.options.scenario.clone(),
-            settings: self.settings.clone(),
-            raw_line_tap: self
-                .options
-                .session_log
-                .as_ref()
-                .and_then(|log| log.raw_line_tap(turn, attempt)),
-        };
-        if attempt == 1 {
-            // The first attempt of a turn: remember the agent's session as it is before it.
-            let checkpoint = self.options.provider.checkpoint(&request);
-            if request.session != SessionRef::New && checkpoint.is_none() {
-                tracing::info!(turn, "the agent's session file was not found: no rollback");
-            }
-            self.emit(OrchestratorEvent::TurnCheckpointed {
-                turn,
-                conversation_rewind: conversation_rewind(&request.session, checkpoint.as_ref()),
-            });
-            self.turn_checkpoints
-                .insert(turn, (request.session.clone(), checkpoint.clone()));
-            // Each checkpoint holds a copy of the agent's session file, which grows with the
-            // conversation: with a store on disk, only the last few stay in memory too (a
-            // rewind further back reads its turn's from the disk).
-            let in_memory = if self.checkpoint_store.is_some() {
-                CHECKPOINTS_IN_MEMORY
-            } else {
-                REWINDABLE_TURNS
-            };
-            while self.turn_checkpoints.len() > in_memory {
-                self.turn_checkpoints.pop_first();
-            }
-            if let Some(store) = self.checkpoint_store.clone() {
-                // Written on a thread of its own while the request goes out: a session file
-                // grows with the conversation, and Enter must not wait for its copy, nor the
-                // agent for a core.
-                let session = request.session.clone();
-                let checkpoint = checkpoint.clone();
-                let saver = crate::background::spawn("agentty-checkpoint", move || {
-                    let name = CheckpointStore::turn_name(turn);
-                    if let Err(error) = store.save(&name, &session, checkpoint.as_ref()) {
-                        tracing::warn!(turn, %error, "cannot keep the session checkpoint on disk");
-                    }
-                    // Turns are numbered one after another, also across `--resume`.
-                    if let Some(old) = turn.checked_sub(REWINDABLE_TURNS as TurnId) {
-                        store.remove(&CheckpointStore::turn_name(old));
-                    }
-                });
-                if let Err(error) = saver {
-                    tracing::warn!(turn, %error, "cannot start the checkpoint's writer");
-                }
-            }
-            self.checkpoint = Some((turn, checkpoint));
-        }
-        let stream = match compaction {
-            Some(instructions) => {
-                self.options
-                    .provider
-                    .compact(request, instructions, stop.clone())
-            }
-            None => self.options.provider.execute(request, stop.clone()),
-        };
-        let progress = stop.subscribe();
-        self.live = Some(LiveAttempt {
-            turn,
-            attempt,
-            stream,
-            stop,
-            progress,
-            progress_open: true,
-        });
-    }
-}
-
-/// The next message or stop progress of the live attempt; pending forever without one.
-async fn next_attempt_input(live: &mut Option<LiveAttempt>) -> Input {
-    let Some(live) = live.as_mut() else {
-        return std::future::pending().await;
-    };
-    let LiveAttempt {
-        turn,
-        attempt,
-        stream,
-        progress,
-        progress_open,
-        ..
-    } = live;
-    loop {
-        tokio::select! {
-            // Progress first, so "stopped" is shown before the turn ends.
-            biased;
-            changed = progress.changed(), if *progress_open => match changed {
-                Ok(()) => {
-                    return Input::StopProgress {
-                        turn: *turn,
-                        attempt: *attempt,
-                        progress: *progress.borrow_and_update(),
-                    }
-                }
-                Err(_) => *progress_open = false,
-            },
-            message = stream.next() => {
-                return Input::Agent {
-                    turn: *turn,
-                    attempt: *attempt,
-                    message: message.unwrap_or_else(missing_terminal),
-                }
-            }
-        }
     }
 }
 
@@ -754,46 +441,6 @@ async fn watch_next<T: Clone>(receiver: &mut Option<watch::Receiver<T>>) -> T {
     std::future::pending().await
 }
 
-async fn retry_due(retry: Option<PendingRetry>) -> Input {
-    match retry {
-        Some(retry) => {
-            tokio::time::sleep_until(retry.due).await;
-            Input::RetryDue {
-                turn: retry.turn,
-                attempt: retry.attempt,
-            }
-        }
-        None => std::future::pending().await,
-    }
-}
-
-fn missing_terminal() -> AgentMessage {
-    AgentMessage::Failed(Failure {
-        reason: FailureReason::NoCompletion,
-        message: "the provider ended the attempt without a terminal message".into(),
-        ..Failure::default()
-    })
-}
-
 #[cfg(test)]
 #[path = "driver_tests.rs"]
 mod tests;
-
-#[path = "rewind.rs"]
-mod rewind;
-#[path = "snapshots.rs"]
-mod snapshots;
-
-use rewind::{conversation_rewind, CHECKPOINTS_DIR, CHECKPOINTS_IN_MEMORY, REWINDABLE_TURNS};
-use snapshots::{next_snapshot_reply, Deferred, Snapshots};
-
-/// The model's own output (or the attempt's end): the request has reached it.
-fn the_model_answered(message: &AgentMessage) -> bool {
-    matches!(
-        message,
-        AgentMessage::Assistant { .. }
-            | AgentMessage::Thinking { .. }
-            | AgentMessage::Thought { .. }
-            | AgentMessage::ToolCall { .. }
-    ) || message.is_terminal()
-}

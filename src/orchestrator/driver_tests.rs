@@ -3,13 +3,16 @@
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
+use std::time::Duration;
 
 use futures::StreamExt;
+use tokio::time::Instant;
 
 use super::*;
 use crate::config::Backoff;
 use crate::orchestrator::{run_headless_turn, TurnOutcome};
-use crate::stream::StopStage;
+use crate::provider::{AgentStream, StopControl, StopProgress};
+use crate::stream::{AgentMessage, Failure, FailureReason, NoticeKind, StopStage};
 use OrchestratorEvent as Ev;
 
 /// What one scripted attempt does.
