@@ -377,18 +377,7 @@ impl Driver {
                     session,
                     Some(instructions),
                 ),
-                Effect::Rewind {
-                    turn,
-                    conversation,
-                    files,
-                    overwrite,
-                } => self.rewind(turn, conversation, files, overwrite, false),
-                Effect::UndoRewind {
-                    turn,
-                    conversation,
-                    files,
-                    overwrite,
-                } => self.rewind(turn, conversation, files, overwrite, true),
+                Effect::Rewind(asked) => self.rewind(asked),
                 Effect::UndoTurn { turn, overwrite } => self.undo_turn(turn, overwrite),
                 Effect::StopAttempt { turn, attempt } => self.stop_attempt(turn, attempt),
                 Effect::ScheduleRetry {

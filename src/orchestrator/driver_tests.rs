@@ -581,10 +581,9 @@ fn reject_with_note() -> Command {
     }
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_note_the_protocol_cannot_carry_goes_as_the_next_prompt_and_says_so() {
-    let provider = ScriptedProvider::new(asks_then_completes());
-    let mut handle = spawn_orchestrator(options(&provider, policy(1, 10)));
+/// Turn 1 ("go") started on `provider`, its permission question answered "reject" with a note.
+async fn rejected_with_a_note(provider: &Arc<ScriptedProvider>) -> OrchestratorHandle {
+    let mut handle = spawn_orchestrator(options(provider, policy(1, 10)));
     handle.commands.send(Command::Submit("go".into())).unwrap();
     events_until(&mut handle, |event| {
         matches!(
@@ -597,6 +596,13 @@ async fn a_note_the_protocol_cannot_carry_goes_as_the_next_prompt_and_says_so() 
     })
     .await;
     handle.commands.send(reject_with_note()).unwrap();
+    handle
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_note_the_protocol_cannot_carry_goes_as_the_next_prompt_and_says_so() {
+    let provider = ScriptedProvider::new(asks_then_completes());
+    let mut handle = rejected_with_a_note(&provider).await;
     let first = only_events(&events_until(&mut handle, turn_ended).await);
     assert!(
         first.contains(&Ev::Notice {
@@ -633,19 +639,7 @@ async fn a_note_the_protocol_cannot_carry_goes_as_the_next_prompt_and_says_so() 
 #[tokio::test(start_paused = true)]
 async fn a_note_the_protocol_carries_goes_with_the_answer_only() {
     let provider = ScriptedProvider::carrying_feedback(asks_then_completes());
-    let mut handle = spawn_orchestrator(options(&provider, policy(1, 10)));
-    handle.commands.send(Command::Submit("go".into())).unwrap();
-    events_until(&mut handle, |event| {
-        matches!(
-            event,
-            Ev::Message {
-                message: AgentMessage::PermissionRequest(_),
-                ..
-            }
-        )
-    })
-    .await;
-    handle.commands.send(reject_with_note()).unwrap();
+    let mut handle = rejected_with_a_note(&provider).await;
     let events = only_events(&events_until(&mut handle, turn_ended).await);
     assert!(
         !events

@@ -124,22 +124,21 @@ pub(crate) enum Effect {
         turn: TurnId,
         overwrite: bool,
     },
-    /// Go back to before this turn (only asked for while no turn runs).
-    Rewind {
-        turn: TurnId,
-        conversation: bool,
-        files: bool,
-        overwrite: bool,
-    },
-    /// Undo the rewind to before this turn (only asked for while no turn runs).
-    UndoRewind {
-        turn: TurnId,
-        conversation: bool,
-        files: bool,
-        overwrite: bool,
-    },
+    /// Go back to before a turn, or undo that rewind (only asked for while no turn runs).
+    Rewind(RewindAsked),
     /// The machine has shut down; nothing follows.
     Exit,
+}
+
+/// A `/rewind` (or, `undone`, its undo) asked for: what goes back to before `turn`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RewindAsked {
+    pub turn: TurnId,
+    pub conversation: bool,
+    pub files: bool,
+    /// Files changed since the last turn are overwritten instead of stopping the rewind.
+    pub overwrite: bool,
+    pub undone: bool,
 }
 
 /// One user prompt and the session it was sent in.
@@ -371,57 +370,31 @@ impl Machine {
                 conversation,
                 files,
                 overwrite,
-            } => match &self.state {
-                State::Idle | State::Failed { .. } | State::Cancelled { .. } => {
-                    out.push(Effect::Rewind {
-                        turn,
-                        conversation,
-                        files,
-                        overwrite,
-                    });
-                }
-                State::ShutDown => {}
-                State::Running { turn: running, .. }
-                | State::Stopping { turn: running, .. }
-                | State::WaitingToRetry { turn: running, .. } => {
-                    out.push(Effect::Emit(OrchestratorEvent::Rewound(super::Rewind {
-                        turn: running.id,
-                        conversation: conversation
-                            .then(|| Err("a turn is running; rewind once it has ended".to_owned())),
-                        files: files
-                            .then(|| Err("a turn is running; rewind once it has ended".to_owned())),
-                        undone: false,
-                    })));
-                }
-            },
+            } => self.rewind(
+                RewindAsked {
+                    turn,
+                    conversation,
+                    files,
+                    overwrite,
+                    undone: false,
+                },
+                out,
+            ),
             Command::UndoRewind {
                 turn,
                 conversation,
                 files,
                 overwrite,
-            } => match &self.state {
-                State::Idle | State::Failed { .. } | State::Cancelled { .. } => {
-                    out.push(Effect::UndoRewind {
-                        turn,
-                        conversation,
-                        files,
-                        overwrite,
-                    });
-                }
-                State::ShutDown => {}
-                State::Running { .. } | State::Stopping { .. } | State::WaitingToRetry { .. } => {
-                    out.push(Effect::Emit(OrchestratorEvent::Rewound(super::Rewind {
-                        turn,
-                        conversation: conversation.then(|| {
-                            Err("a turn is running; undo the rewind once it has ended".to_owned())
-                        }),
-                        files: files.then(|| {
-                            Err("a turn is running; undo the rewind once it has ended".to_owned())
-                        }),
-                        undone: true,
-                    })));
-                }
-            },
+            } => self.rewind(
+                RewindAsked {
+                    turn,
+                    conversation,
+                    files,
+                    overwrite,
+                    undone: true,
+                },
+                out,
+            ),
             Command::UndoTurn { turn, overwrite } => match &self.state {
                 State::Idle | State::Failed { .. } | State::Cancelled { .. } => {
                     out.push(Effect::UndoTurn { turn, overwrite });
@@ -536,6 +509,31 @@ impl Machine {
                           Attach the images again once the agent is done."
                     .to_owned(),
             }));
+        }
+    }
+
+    /// A rewind to before `turn` (or, `undone`, its undo) goes ahead only while no turn runs;
+    /// otherwise each part asked for is refused in one line.
+    fn rewind(&mut self, asked: RewindAsked, out: &mut Vec<Effect>) {
+        match &self.state {
+            State::Idle | State::Failed { .. } | State::Cancelled { .. } => {
+                out.push(Effect::Rewind(asked));
+            }
+            State::ShutDown => {}
+            State::Running { .. } | State::Stopping { .. } | State::WaitingToRetry { .. } => {
+                let what = if asked.undone {
+                    "undo the rewind"
+                } else {
+                    "rewind"
+                };
+                let refused = format!("a turn is running; {what} once it has ended");
+                out.push(Effect::Emit(OrchestratorEvent::Rewound(super::Rewind {
+                    turn: asked.turn,
+                    conversation: asked.conversation.then(|| Err(refused.clone())),
+                    files: asked.files.then(|| Err(refused.clone())),
+                    undone: asked.undone,
+                })));
+            }
         }
     }
 

@@ -125,6 +125,35 @@ fn queue_event(queued: &[&str]) -> OrchestratorEvent {
 }
 
 /// Turn 1 failed retryably and waits for attempt 2.
+fn retry_due(machine: &mut Machine, turn: TurnId, attempt: u32) -> Vec<Effect> {
+    machine.handle(Input::RetryDue { turn, attempt })
+}
+
+/// The countdown to attempt 2 of turn 1 cancelled, and the turn ended with `outcome`.
+fn retry_cancelled(outcome: TurnOutcome) -> [Effect; 3] {
+    [
+        Effect::CancelRetry {
+            turn: 1,
+            attempt: 2,
+        },
+        Effect::Emit(Ev::RetryCancelled { turn: 1 }),
+        Effect::Emit(ended(1, outcome)),
+    ]
+}
+
+/// Turn 1's rate-limited attempt judged `next` and the turn ended failed, nothing retried.
+fn assert_failed_for_good(effects: &[Effect], next: NextStep) {
+    assert!(matches!(
+        &events(effects)[1],
+        Ev::FailureJudged { verdict, .. } if verdict.next == next
+    ));
+    assert_eq!(
+        events(effects)[2],
+        ended(1, failed_outcome("429 Too Many Requests"))
+    );
+    assert!(actions(effects).is_empty());
+}
+
 fn waiting_for_attempt_2() -> Machine {
     let mut machine = machine();
     submit(&mut machine, "hi");
@@ -283,10 +312,7 @@ fn the_failed_attempt_is_finished_once_it_failed() {
     assert!(agent(&mut machine, 1, 1, text("after the failure")).is_empty());
     assert!(agent(&mut machine, 1, 1, completed()).is_empty());
     assert!(matches!(machine.state(), State::WaitingToRetry { .. }));
-    machine.handle(Input::RetryDue {
-        turn: 1,
-        attempt: 2,
-    });
+    retry_due(&mut machine, 1, 2);
     assert!(agent(&mut machine, 1, 1, completed()).is_empty());
     assert!(matches!(machine.state(), State::Running { attempt: 2, .. }));
 }
@@ -296,10 +322,7 @@ fn retry_due_starts_a_fresh_attempt_with_the_same_prompt_and_session() {
     let mut machine = Machine::new(enabled_policy(3), SessionRef::Resume("s-0".into()));
     submit(&mut machine, "hi");
     agent(&mut machine, 1, 1, rate_limited());
-    let effects = machine.handle(Input::RetryDue {
-        turn: 1,
-        attempt: 2,
-    });
+    let effects = retry_due(&mut machine, 1, 2);
     assert_eq!(
         effects,
         [
@@ -318,29 +341,11 @@ fn retry_due_starts_a_fresh_attempt_with_the_same_prompt_and_session() {
 #[test]
 fn a_stale_retry_timer_is_ignored() {
     let mut machine = waiting_for_attempt_2();
-    assert!(machine
-        .handle(Input::RetryDue {
-            turn: 1,
-            attempt: 3
-        })
-        .is_empty());
-    assert!(machine
-        .handle(Input::RetryDue {
-            turn: 2,
-            attempt: 2
-        })
-        .is_empty());
-    machine.handle(Input::RetryDue {
-        turn: 1,
-        attempt: 2,
-    });
+    assert!(retry_due(&mut machine, 1, 3).is_empty());
+    assert!(retry_due(&mut machine, 2, 2).is_empty());
+    retry_due(&mut machine, 1, 2);
     // The same timer again does not start a second attempt.
-    assert!(machine
-        .handle(Input::RetryDue {
-            turn: 1,
-            attempt: 2
-        })
-        .is_empty());
+    assert!(retry_due(&mut machine, 1, 2).is_empty());
 }
 
 #[test]
@@ -407,15 +412,7 @@ fn with_retry_off_a_turn_has_one_attempt() {
         max_attempts: 1
     })));
     let effects = agent(&mut machine, 1, 1, rate_limited());
-    assert!(matches!(
-        &events(&effects)[1],
-        Ev::FailureJudged { verdict, .. } if verdict.next == NextStep::RetryOff
-    ));
-    assert_eq!(
-        events(&effects)[2],
-        ended(1, failed_outcome("429 Too Many Requests"))
-    );
-    assert!(actions(&effects).is_empty());
+    assert_failed_for_good(&effects, NextStep::RetryOff);
 }
 
 // ---- stop ----
@@ -485,15 +482,7 @@ fn a_failure_racing_a_user_stop_is_not_retried() {
     submit(&mut machine, "hi");
     command(&mut machine, Command::Stop);
     let effects = agent(&mut machine, 1, 1, rate_limited());
-    assert!(matches!(
-        &events(&effects)[1],
-        Ev::FailureJudged { verdict, .. } if verdict.next == NextStep::Stopped
-    ));
-    assert_eq!(
-        events(&effects)[2],
-        ended(1, failed_outcome("429 Too Many Requests"))
-    );
-    assert!(actions(&effects).is_empty());
+    assert_failed_for_good(&effects, NextStep::Stopped);
 }
 
 #[test]
@@ -510,25 +499,10 @@ fn a_completion_racing_a_user_stop_counts_as_completed() {
 fn stop_during_the_countdown_cancels_the_retry() {
     let mut machine = waiting_for_attempt_2();
     let effects = command(&mut machine, Command::Stop);
-    assert_eq!(
-        effects,
-        [
-            Effect::CancelRetry {
-                turn: 1,
-                attempt: 2
-            },
-            Effect::Emit(Ev::RetryCancelled { turn: 1 }),
-            Effect::Emit(ended(1, TurnOutcome::Cancelled)),
-        ]
-    );
+    assert_eq!(effects, retry_cancelled(TurnOutcome::Cancelled));
     assert!(matches!(machine.state(), State::Cancelled { .. }));
     // The timer firing anyway starts nothing.
-    assert!(machine
-        .handle(Input::RetryDue {
-            turn: 1,
-            attempt: 2
-        })
-        .is_empty());
+    assert!(retry_due(&mut machine, 1, 2).is_empty());
 }
 
 #[test]
@@ -583,10 +557,7 @@ fn prompts_are_queued_during_a_countdown_and_a_stop() {
         submit(&mut machine, "b"),
         [Effect::Emit(queue_event(&["b"]))]
     );
-    machine.handle(Input::RetryDue {
-        turn: 1,
-        attempt: 2,
-    });
+    retry_due(&mut machine, 1, 2);
     command(&mut machine, Command::Stop);
     assert_eq!(
         submit(&mut machine, "c"),
@@ -846,10 +817,7 @@ fn automatic_retries_use_the_session_the_turn_started_in() {
     submit(&mut machine, "hi");
     agent(&mut machine, 1, 1, session_started("half-made"));
     agent(&mut machine, 1, 1, rate_limited());
-    let effects = machine.handle(Input::RetryDue {
-        turn: 1,
-        attempt: 2,
-    });
+    let effects = retry_due(&mut machine, 1, 2);
     assert_eq!(actions(&effects), [start(1, 2, "hi", SessionRef::New)]);
 }
 
@@ -895,14 +863,7 @@ fn turning_retry_off_during_the_countdown_ends_the_turn_as_failed() {
     let effects = command(&mut machine, Command::SetRetryPolicy(RetryPolicy::off()));
     assert_eq!(
         effects,
-        [
-            Effect::CancelRetry {
-                turn: 1,
-                attempt: 2
-            },
-            Effect::Emit(Ev::RetryCancelled { turn: 1 }),
-            Effect::Emit(ended(1, failed_outcome("429 Too Many Requests"))),
-        ]
+        retry_cancelled(failed_outcome("429 Too Many Requests"))
     );
     assert!(matches!(machine.state(), State::Failed { .. }));
 }
@@ -1127,7 +1088,7 @@ mod properties {
                     | Effect::AnswerPermission { turn, attempt, .. } => {
                         prop_assert_eq!(self.live, Some((*turn, *attempt)));
                     }
-                    Effect::UndoTurn { .. } | Effect::Rewind { .. } | Effect::UndoRewind { .. } => {
+                    Effect::UndoTurn { .. } | Effect::Rewind(_) => {
                         prop_assert!(self.live.is_none(), "undo while an attempt runs");
                         prop_assert!(self.pending_retry.is_none(), "undo with a retry pending");
                     }
@@ -1273,10 +1234,7 @@ fn a_failure_in_a_continued_session_is_rolled_back_before_anything_else() {
             }
         ]
     );
-    let effects = machine.handle(Input::RetryDue {
-        turn: 1,
-        attempt: 2,
-    });
+    let effects = retry_due(&mut machine, 1, 2);
     assert_eq!(actions(&effects), [start(1, 2, "hi", resumed.clone())]);
     // The last failure is rolled back too, and the session is still the one to continue.
     let effects = agent(&mut machine, 1, 2, unauthorised());
@@ -1445,10 +1403,7 @@ fn a_prompt_with_images_sends_them_on_every_attempt_and_on_its_retry() {
         "{refused:?}"
     );
     agent(&mut machine, 1, 1, rate_limited());
-    let retried = machine.handle(Input::RetryDue {
-        turn: 1,
-        attempt: 2,
-    });
+    let retried = retry_due(&mut machine, 1, 2);
     assert_eq!(started_images(&retried), Some((1, 2, vec![image.clone()])));
     agent(&mut machine, 1, 2, rate_limited());
     assert!(matches!(machine.state(), State::Failed { .. }));

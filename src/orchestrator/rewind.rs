@@ -4,6 +4,7 @@
 //! be put back (files changed since stop it until the user decides).
 
 use super::{Driver, Input};
+use crate::orchestrator::fsm::RewindAsked;
 use crate::orchestrator::{Command, OrchestratorEvent, Rewind, TurnId};
 use crate::provider::checkpoint::CheckpointStore;
 use crate::provider::{AttemptRequest, SessionCheckpoint, SessionRef};
@@ -45,14 +46,14 @@ pub(super) const CHECKPOINTS_DIR: &str = "checkpoints";
 impl Driver {
     /// `/rewind`'s effect (`undone`: the undo of the last rewind): the files through the
     /// snapshot thread (the conversation follows once they are back), or the conversation alone.
-    pub(super) fn rewind(
-        &mut self,
-        turn: TurnId,
-        conversation: bool,
-        files: bool,
-        overwrite: bool,
-        undone: bool,
-    ) {
+    pub(super) fn rewind(&mut self, asked: RewindAsked) {
+        let RewindAsked {
+            turn,
+            conversation,
+            files,
+            overwrite,
+            undone,
+        } = asked;
         match (&self.snapshots, files) {
             (Some(snapshots), true) => {
                 if undone {
