@@ -65,3 +65,14 @@ pub trait Mapper: Send {
     /// The process ended and stdout is drained: flush what is buffered and say how it ended.
     fn finish(&mut self, exit: ExitFacts, out: &mut Vec<AgentMessage>) -> AgentOutcome;
 }
+
+/// Asserts `out[at]` says the streamed text was superseded and `out[at + 1]` gives the text
+/// that replaces it: what every mapper sends when a final text contradicts the deltas.
+#[cfg(test)]
+pub(crate) fn assert_superseded_by(out: &[AgentMessage], at: usize, text: &str) {
+    assert!(
+        matches!(&out[at], AgentMessage::Notice { kind, .. } if *kind == crate::stream::NoticeKind::Superseded),
+        "{out:?}"
+    );
+    assert_eq!(out[at + 1].assistant_delta(), Some(text), "{out:?}");
+}

@@ -871,15 +871,7 @@ mod tests {
                 &complete_text("msg_1", "Hello"),
             ],
         );
-        assert!(
-            matches!(&out[1], AgentMessage::Notice { kind, .. } if *kind == NoticeKind::Superseded)
-        );
-        assert_eq!(
-            out[2],
-            AgentMessage::Assistant {
-                delta: "Hello".into()
-            }
-        );
+        crate::provider::mapper::assert_superseded_by(&out, 1, "Hello");
         assert_eq!(out.len(), 3);
     }
 
@@ -900,15 +892,7 @@ mod tests {
             ],
         );
         assert_eq!(out.len(), 3);
-        assert!(
-            matches!(&out[1], AgentMessage::Notice { kind, .. } if *kind == NoticeKind::Superseded)
-        );
-        assert_eq!(
-            out[2],
-            AgentMessage::Assistant {
-                delta: "whole".into()
-            }
-        );
+        crate::provider::mapper::assert_superseded_by(&out, 1, "whole");
     }
 
     #[test]

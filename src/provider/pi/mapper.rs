@@ -721,15 +721,7 @@ mod tests {
                 end(json!([{"type": "text", "text": "Hello"}]), "stop"),
             ],
         );
-        assert!(
-            matches!(&out[1], AgentMessage::Notice { kind, .. } if *kind == NoticeKind::Superseded)
-        );
-        assert_eq!(
-            out[2],
-            AgentMessage::Assistant {
-                delta: "Hello".into()
-            }
-        );
+        crate::provider::mapper::assert_superseded_by(&out, 1, "Hello");
     }
 
     #[test]
@@ -1165,14 +1157,6 @@ mod tests {
                 AgentMessage::Assistant { delta: "lo".into() }
             ]
         );
-        assert!(
-            matches!(&out[2], AgentMessage::Notice { kind, .. } if *kind == NoticeKind::Superseded)
-        );
-        assert_eq!(
-            out[3..],
-            [AgentMessage::Assistant {
-                delta: "Help me".into()
-            }]
-        );
+        crate::provider::mapper::assert_superseded_by(&out, 2, "Help me");
     }
 }

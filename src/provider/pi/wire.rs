@@ -37,19 +37,15 @@ pub(super) struct SnapshotLine<'a> {
 }
 
 #[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub(super) struct Message<'a> {
     #[serde(borrow, default, deserialize_with = "borrowed")]
     pub(super) role: Option<Cow<'a, str>>,
     #[serde(borrow, default, deserialize_with = "blocks_or_text")]
     pub(super) content: Vec<Block<'a>>,
-    #[serde(rename = "stopReason", borrow, default, deserialize_with = "borrowed")]
+    #[serde(borrow, default, deserialize_with = "borrowed")]
     pub(super) stop_reason: Option<Cow<'a, str>>,
-    #[serde(
-        rename = "errorMessage",
-        borrow,
-        default,
-        deserialize_with = "borrowed"
-    )]
+    #[serde(borrow, default, deserialize_with = "borrowed")]
     pub(super) error_message: Option<Cow<'a, str>>,
     #[serde(default)]
     pub(super) usage: Option<PiUsage>,
@@ -155,19 +151,15 @@ impl ToolResult<'_> {
 }
 
 #[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub(super) struct RetryStart<'a> {
     #[serde(default)]
     pub(super) attempt: Option<f64>,
-    #[serde(rename = "maxAttempts", default)]
+    #[serde(default)]
     pub(super) max_attempts: Option<f64>,
-    #[serde(rename = "delayMs", default)]
+    #[serde(default)]
     pub(super) delay_ms: Option<f64>,
-    #[serde(
-        rename = "errorMessage",
-        borrow,
-        default,
-        deserialize_with = "borrowed"
-    )]
+    #[serde(borrow, default, deserialize_with = "borrowed")]
     pub(super) error_message: Option<Cow<'a, str>>,
 }
 
