@@ -239,7 +239,7 @@ pub fn load(summary: ConversationSummary) -> Result<ResumedConversation, String>
             LogEntry::Undone { .. }
             | LogEntry::Rewound { .. }
             | LogEntry::TurnEnded { .. }
-            | LogEntry::Header { .. }
+            | LogEntry::Header(_)
             | LogEntry::Raw { .. }
             | LogEntry::Session { .. }
             // Set again on the agent once it runs (`ConversationSummary::settings`).

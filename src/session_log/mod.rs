@@ -59,31 +59,35 @@ pub enum Origin {
     Headless,
 }
 
+/// What a log's first line says of its conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LogHeader {
+    pub version: u32,
+    pub provider: String,
+    pub started_at_ms: u64,
+    pub cwd: String,
+    /// The conversation's id (version 1 logs have none: their file stem serves).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation_id: Option<String>,
+    #[serde(default)]
+    pub origin: Origin,
+    /// How agentty talked to the agent: `--resume` goes on over it unless the command line
+    /// names another.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transport: Option<crate::config::Transport>,
+    /// The settings the conversation started with (its provider's config and the command
+    /// line: model, mode); `--resume` sets them again, with those chosen later (`Setting`)
+    /// over them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub settings: Vec<AgentSetting>,
+}
+
 /// One line of a session log.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum LogEntry {
     /// The first line.
-    Header {
-        version: u32,
-        provider: String,
-        started_at_ms: u64,
-        cwd: String,
-        /// The conversation's id (version 1 logs have none: their file stem serves).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        conversation_id: Option<String>,
-        #[serde(default)]
-        origin: Origin,
-        /// How agentty talked to the agent: `--resume` goes on over it unless the command line
-        /// names another.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        transport: Option<crate::config::Transport>,
-        /// The settings the conversation started with (its provider's config and the command
-        /// line: model, mode); `--resume` sets them again, with those chosen later (`Setting`)
-        /// over them.
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        settings: Vec<AgentSetting>,
-    },
+    Header(LogHeader),
     Turn {
         turn: TurnId,
         prompt: String,
@@ -264,7 +268,7 @@ impl SessionLogWriter {
         let started_at_ms = now_ms();
         let id = uuid::Uuid::new_v4().hyphenated().to_string();
         let path = dir.join(format!("{started_at_ms:015}-{}.jsonl", &id[..8]));
-        let header = LogEntry::Header {
+        let header = LogEntry::Header(LogHeader {
             version: LOG_VERSION,
             provider: conversation.provider,
             started_at_ms,
@@ -273,7 +277,7 @@ impl SessionLogWriter {
             origin: conversation.origin,
             transport: conversation.start.transport,
             settings: conversation.start.settings,
-        };
+        });
         Self::spawn(
             path,
             id,
@@ -875,6 +879,27 @@ mod tests {
         });
     }
 
+    /// A new chat whose first turn (`prompt`) has started: the writer and its log's path.
+    fn turn_started(dir: &Path, prompt: &str) -> (SessionLogWriter, PathBuf) {
+        let writer = new_chat(dir);
+        let path = writer.path().to_path_buf();
+        writer.record_event(&OrchestratorEvent::TurnStarted {
+            turn: 1,
+            prompt: prompt.into(),
+        });
+        (writer, path)
+    }
+
+    /// A chat of one finished turn ("hi", agent session `s-1`), its writer gone: the log's
+    /// path and the conversation's id.
+    fn one_turn_logged(dir: &Path) -> (PathBuf, String) {
+        let writer = new_chat(dir);
+        let path = writer.path().to_path_buf();
+        let id = writer.conversation_id().to_owned();
+        turn(&writer, 1, "hi", "s-1");
+        (path, id)
+    }
+
     #[test]
     fn nothing_is_written_until_the_first_prompt() {
         let dir = tempfile::tempdir().unwrap();
@@ -890,16 +915,12 @@ mod tests {
     #[test]
     fn events_and_raw_lines_round_trip_and_a_resumed_conversation_appends() {
         let dir = tempfile::tempdir().unwrap();
-        let writer = new_chat(dir.path());
-        let path = writer.path().to_path_buf();
-        let id = writer.conversation_id().to_owned();
-        turn(&writer, 1, "hi", "s-1");
-        drop(writer);
+        let (path, id) = one_turn_logged(dir.path());
 
         let entries = read_session_log(&path).unwrap();
         assert!(matches!(
             &entries[0],
-            LogEntry::Header { provider, version: 2, conversation_id: Some(logged), origin: Origin::Chat, .. }
+            LogEntry::Header(LogHeader { provider, version: 2, conversation_id: Some(logged), origin: Origin::Chat, .. })
                 if provider == "demo" && *logged == id
         ));
         assert!(
@@ -983,11 +1004,7 @@ mod tests {
     #[test]
     fn a_header_damaged_beyond_reading_is_replaced_by_its_backup() {
         let dir = tempfile::tempdir().unwrap();
-        let writer = new_chat(dir.path());
-        let path = writer.path().to_path_buf();
-        let id = writer.conversation_id().to_owned();
-        turn(&writer, 1, "hi", "s-1");
-        drop(writer);
+        let (path, id) = one_turn_logged(dir.path());
         // One byte of the first line's keys damaged: the provider cannot be read from it.
         let mut bytes = std::fs::read(&path).unwrap();
         let at = bytes
@@ -1013,7 +1030,7 @@ mod tests {
         assert_eq!(
             entries
                 .iter()
-                .filter(|entry| matches!(entry, LogEntry::Header { .. }))
+                .filter(|entry| matches!(entry, LogEntry::Header(_)))
                 .count(),
             1,
             "the backup stands in for the header, once"
@@ -1052,11 +1069,7 @@ mod tests {
     #[test]
     fn links_in_place_of_a_log_or_its_sidecar_are_never_written_through() {
         let dir = tempfile::tempdir().unwrap();
-        let writer = new_chat(dir.path());
-        let path = writer.path().to_path_buf();
-        let id = writer.conversation_id().to_owned();
-        turn(&writer, 1, "hi", "s-1");
-        drop(writer);
+        let (path, id) = one_turn_logged(dir.path());
         // The log and its sidecar become links to files elsewhere (copies, so the log reads
         // as the conversation it was).
         let elsewhere = tempfile::tempdir().unwrap();
@@ -1172,12 +1185,7 @@ mod tests {
     #[test]
     fn a_lone_delta_is_written_without_waiting_for_the_turn_to_end() {
         let dir = tempfile::tempdir().unwrap();
-        let writer = new_chat(dir.path());
-        let path = writer.path().to_path_buf();
-        writer.record_event(&OrchestratorEvent::TurnStarted {
-            turn: 1,
-            prompt: "slow".into(),
-        });
+        let (writer, path) = turn_started(dir.path(), "slow");
         writer.record_event(&OrchestratorEvent::Message {
             turn: 1,
             attempt: 1,
@@ -1234,12 +1242,7 @@ mod tests {
     #[test]
     fn a_failed_attempts_session_is_not_the_one_to_continue() {
         let dir = tempfile::tempdir().unwrap();
-        let writer = new_chat(dir.path());
-        let path = writer.path().to_path_buf();
-        writer.record_event(&OrchestratorEvent::TurnStarted {
-            turn: 1,
-            prompt: "hi".into(),
-        });
+        let (writer, path) = turn_started(dir.path(), "hi");
         writer.record_event(&OrchestratorEvent::Message {
             turn: 1,
             attempt: 1,
@@ -1309,12 +1312,7 @@ mod tests {
     #[test]
     fn a_rewind_or_a_setting_in_a_resumed_launch_is_logged_without_a_prompt() {
         let dir = tempfile::tempdir().unwrap();
-        let writer = new_chat(dir.path());
-        let path = writer.path().to_path_buf();
-        writer.record_event(&OrchestratorEvent::TurnStarted {
-            turn: 1,
-            prompt: "hi".into(),
-        });
+        let (writer, path) = turn_started(dir.path(), "hi");
         let id = writer.conversation_id().to_owned();
         drop(writer);
         let resumed = SessionLogWriter::resume(&path, &id, None).unwrap();

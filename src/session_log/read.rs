@@ -15,7 +15,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
 use super::raw::INLINE_RAW_PREFIX;
-use super::{LogEntry, Origin};
+use super::{LogEntry, LogHeader, Origin};
 use crate::orchestrator::TurnId;
 use crate::provider::{settings_overridden, AgentSetting};
 use crate::stream::AgentMessage;
@@ -217,7 +217,7 @@ fn turn_named_in(line: &[u8]) -> Option<TurnId> {
         .max()
 }
 
-fn turn_of(entry: &LogEntry) -> Option<TurnId> {
+pub(super) fn turn_of(entry: &LogEntry) -> Option<TurnId> {
     match entry {
         LogEntry::Turn { turn, .. }
         | LogEntry::Images { turn, .. }
@@ -228,21 +228,8 @@ fn turn_of(entry: &LogEntry) -> Option<TurnId> {
         | LogEntry::TurnCheckpointed { turn, .. }
         | LogEntry::Compaction { turn, .. } => Some(*turn),
         LogEntry::Rewound { rewind, .. } => Some(rewind.turn),
-        LogEntry::Header { .. } | LogEntry::Session { .. } | LogEntry::Setting { .. } => None,
+        LogEntry::Header(_) | LogEntry::Session { .. } | LogEntry::Setting { .. } => None,
     }
-}
-
-/// What a log's first line says of its conversation.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct LogHeader {
-    pub(crate) version: u32,
-    pub(crate) provider: String,
-    pub(crate) started_at_ms: u64,
-    pub(crate) cwd: String,
-    pub(crate) conversation_id: Option<String>,
-    pub(crate) origin: Origin,
-    pub(crate) transport: Option<crate::config::Transport>,
-    pub(crate) settings: Vec<AgentSetting>,
 }
 
 /// Reads the header from a log's first line. A damaged one (a flipped byte, invalid UTF-8)
@@ -308,25 +295,7 @@ struct HeaderRead {
 
 fn as_header(entry: LogEntry) -> Option<LogHeader> {
     match entry {
-        LogEntry::Header {
-            version,
-            provider,
-            started_at_ms,
-            cwd,
-            conversation_id,
-            origin,
-            transport,
-            settings,
-        } => Some(LogHeader {
-            version,
-            provider,
-            started_at_ms,
-            cwd,
-            conversation_id,
-            origin,
-            transport,
-            settings,
-        }),
+        LogEntry::Header(header) => Some(header),
         _ => None,
     }
 }
@@ -509,26 +478,14 @@ pub fn read_session_log(path: &Path) -> std::io::Result<Vec<LogEntry>> {
 
 pub(crate) fn read_entries<R: BufRead>(mut lines: LogLines<R>) -> std::io::Result<Vec<LogEntry>> {
     let HeaderRead { header, held_line } = read_header(&mut lines, Path::new(""))?;
-    let mut entries: Vec<LogEntry> = header
-        .map(|header| LogEntry::Header {
-            version: header.version,
-            provider: header.provider,
-            started_at_ms: header.started_at_ms,
-            cwd: header.cwd,
-            conversation_id: header.conversation_id,
-            origin: header.origin,
-            transport: header.transport,
-            settings: header.settings,
-        })
-        .into_iter()
-        .collect();
+    let mut entries: Vec<LogEntry> = header.map(LogEntry::Header).into_iter().collect();
     let mut read_line = |line: &[u8]| {
         if is_raw_line(line) {
             return;
         }
         match parse_entry(line) {
             // The header's backup, or a stray copy: the header was read above.
-            Some(LogEntry::Raw { .. } | LogEntry::Header { .. }) | None => {}
+            Some(LogEntry::Raw { .. } | LogEntry::Header(_)) | None => {}
             Some(entry) => entries.push(entry),
         }
     };
@@ -586,7 +543,7 @@ impl SessionTracker {
 #[cfg(test)]
 pub(crate) fn last_session_id(entries: &[LogEntry]) -> Option<String> {
     let version = match entries.first() {
-        Some(LogEntry::Header { version, .. }) => *version,
+        Some(LogEntry::Header(header)) => header.version,
         _ => 1,
     };
     let mut tracker = SessionTracker::new(version);

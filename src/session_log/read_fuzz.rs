@@ -109,7 +109,7 @@ fn conversation() -> impl Strategy<Value = Vec<LogEntry>> {
 }
 
 fn header() -> LogEntry {
-    LogEntry::Header {
+    LogEntry::Header(super::LogHeader {
         version: 2,
         provider: "demo".into(),
         started_at_ms: 7,
@@ -118,7 +118,7 @@ fn header() -> LogEntry {
         origin: super::Origin::Chat,
         transport: Some(crate::config::Transport::Acp),
         settings: vec![crate::provider::AgentSetting::Model("m".into())],
-    }
+    })
 }
 
 fn at(fraction: f64, len: usize) -> usize {
@@ -166,21 +166,6 @@ fn build(entries: &[LogEntry], damages: &[Damage]) -> (Vec<u8>, Vec<LogEntry>) {
     (log, whole)
 }
 
-fn turn_of(entry: &LogEntry) -> u64 {
-    match entry {
-        LogEntry::Turn { turn, .. }
-        | LogEntry::Images { turn, .. }
-        | LogEntry::Message { turn, .. }
-        | LogEntry::Raw { turn, .. }
-        | LogEntry::TurnEnded { turn, .. }
-        | LogEntry::Undone { turn, .. }
-        | LogEntry::TurnCheckpointed { turn, .. }
-        | LogEntry::Compaction { turn, .. } => *turn,
-        LogEntry::Rewound { rewind, .. } => rewind.turn,
-        LogEntry::Header { .. } | LogEntry::Session { .. } | LogEntry::Setting { .. } => 0,
-    }
-}
-
 fn is_subsequence(wanted: &[LogEntry], read: &[LogEntry]) -> bool {
     let mut read = read.iter();
     wanted
@@ -205,7 +190,7 @@ fn check(
         && (header_text.starts_with(r#"{"kind":"#) || header_text.contains(r#""header""#));
     // A damage that leaves valid JSON saying something else cannot be told from a header.
     let changed_but_whole = serde_json::from_slice::<LogEntry>(&header_line)
-        .is_ok_and(|read| matches!(read, LogEntry::Header { .. }) && read != header());
+        .is_ok_and(|read| matches!(read, LogEntry::Header(_)) && read != header());
     let header_found = header_kept || (with_backup && !changed_but_whole);
     let backup_line = if with_backup {
         [serde_json::to_vec(&header()).unwrap().as_slice(), b"\n"].concat()
@@ -224,7 +209,7 @@ fn check(
     let read = read_entries(lines_of(&log, MAX)).unwrap();
     let body_read: Vec<LogEntry> = read
         .iter()
-        .filter(|entry| !matches!(entry, LogEntry::Header { .. }))
+        .filter(|entry| !matches!(entry, LogEntry::Header(_)))
         .cloned()
         .collect();
     prop_assert!(
@@ -243,7 +228,11 @@ fn check(
     }
     if let Some(summary) = summary {
         prop_assert_eq!(summary.turns, turns_read);
-        let highest = body_read.iter().map(turn_of).max().unwrap_or(0);
+        let highest = body_read
+            .iter()
+            .filter_map(super::read::turn_of)
+            .max()
+            .unwrap_or(0);
         prop_assert!(
             summary.last_turn >= highest,
             "turn {highest} read, but the next turn would be {}",
