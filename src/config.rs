@@ -1120,25 +1120,14 @@ model = "opus"
         save_setting(&path, &Setting::RetryPolicy(wanted.clone())).unwrap();
 
         let saved = std::fs::read_to_string(&path).unwrap();
-        let expected = r#"# agentty settings (mine)
-default_provider = "pi"  # the one I use
-
-[providers.pi]
-command = "/opt/pi/bin/pi"   # pinned
-args = ["--thinking", "high"]
-
-# Retry when the API is flaky.
-[provider_error_auto_retry]
-enabled = true    # off while I test
-max_attempts = 5
-# how long to wait first
-retry_delay_ms = 250
-backoff = "fixed"
-max_delay_ms = 4000
-
-[providers.claude]
-model = "opus"
-"#;
+        // The policy's section edited in place; every other line, comment and spacing kept.
+        let expected = COMMENTED
+            .replace("enabled = false", "enabled = true")
+            .replace("max_attempts = 3", "max_attempts = 5")
+            .replace(
+                "retry_delay_ms = 2000\nmystery = 1\n",
+                "retry_delay_ms = 250\nbackoff = \"fixed\"\nmax_delay_ms = 4000\n",
+            );
         assert_eq!(saved, expected);
         let loaded = load(Some(&path));
         assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
