@@ -40,11 +40,18 @@ use super::tasks::{self, PlanCall, TaskList};
 use super::wire::{WireBlock, WireContent, WireKind, WireLine, WireUsage};
 use crate::provider::common::session_message;
 use crate::provider::http_status::http_status_in;
-use crate::provider::reconcile::{SnapshotDelta, SnapshotReconciler};
+use crate::provider::reconcile::SnapshotReconciler;
 use crate::provider::session_header::SessionHeader;
-use crate::provider::tool_calls::{ToolCalls, ToolEnding};
+use crate::provider::tool_calls::ToolCalls;
 use crate::provider::{AgentOutcome, ExitFacts, LineVerdict, Mapper};
 use crate::stream::{AgentMessage, FailureReason, NoticeKind, Usage};
+
+#[path = "pending_text.rs"]
+mod pending_text;
+#[path = "tool_results.rs"]
+mod tool_results;
+
+use pending_text::PendingText;
 
 /// The agent, as its tool failures name it.
 const AGENT: &str = crate::provider::ProviderKind::Claude.display_name();
@@ -90,12 +97,6 @@ pub struct ClaudeMapper {
     /// The error text of the CLI's `<synthetic>` message, if one was printed.
     synthetic_error: Option<String>,
     result: Option<TurnResult>,
-}
-
-#[derive(Debug, Default)]
-struct PendingText {
-    message_id: Option<String>,
-    shown: SnapshotReconciler,
 }
 
 /// What the turn's `result` line said.
@@ -339,167 +340,6 @@ impl ClaudeMapper {
         }
     }
 
-    /// A complete text block: show what the streamed deltas have not shown yet.
-    fn confirm_text(&mut self, text: &str, out: &mut Vec<AgentMessage>) {
-        let mut pending = self.pending_text.take().unwrap_or_default();
-        let streamed_len = pending.shown.shown().len();
-        match pending.shown.observe(text) {
-            SnapshotDelta::Append(missing) => out.push(AgentMessage::Assistant {
-                delta: missing.to_owned(),
-            }),
-            SnapshotDelta::Unchanged if streamed_len == text.len() => {}
-            // Shorter than what was streamed, or different: the complete block wins.
-            SnapshotDelta::Unchanged | SnapshotDelta::Diverged { .. } => {
-                out.push(AgentMessage::notice(
-                    NoticeKind::Superseded,
-                    "Claude Code's final reply differs from the text streamed so far \
-                     (the stream was cut or lines were lost); the final reply follows",
-                ));
-                if !text.is_empty() {
-                    out.push(AgentMessage::Assistant {
-                        delta: text.to_owned(),
-                    });
-                }
-            }
-        }
-    }
-
-    /// The pending text belongs to a message that was given up: nothing will confirm it.
-    fn abandon_pending_text(&mut self, out: &mut Vec<AgentMessage>) {
-        let Some(pending) = self.pending_text.take() else {
-            return;
-        };
-        if !pending.shown.shown().is_empty() {
-            out.push(AgentMessage::notice(
-                NoticeKind::Superseded,
-                "Claude Code gave up the reply it was streaming (the stream was cut); \
-                 that text is not part of the answer",
-            ));
-        }
-    }
-
-    fn abandon_pending_text_of_other(
-        &mut self,
-        message_id: Option<&str>,
-        out: &mut Vec<AgentMessage>,
-    ) {
-        let other = self
-            .pending_text
-            .as_ref()
-            .is_some_and(|pending| pending.message_id.as_deref() != message_id);
-        if other {
-            self.abandon_pending_text(out);
-        }
-    }
-
-    fn map_user(&mut self, line: WireLine<'_>, out: &mut Vec<AgentMessage>) -> LineVerdict {
-        let Some(message) = line.message else {
-            return LineVerdict::Invalid;
-        };
-        // Text content is the prompt echoed back or the "[Request interrupted by user]"
-        // marker: neither is assistant output.
-        let Some(content) = message.content else {
-            return LineVerdict::Event;
-        };
-        for block in content.blocks() {
-            if block.kind == "tool_result" {
-                self.end_tool_call(block, line.tool_use_result.as_ref(), out);
-            }
-        }
-        LineVerdict::Event
-    }
-
-    fn end_tool_call(
-        &mut self,
-        block: &WireBlock<'_>,
-        tool_use_result: Option<&Value>,
-        out: &mut Vec<AgentMessage>,
-    ) {
-        let Some(id) = block.tool_use_id.as_deref() else {
-            return;
-        };
-        if let Some(call) = self.plan_calls.remove(id) {
-            self.end_plan_call(call, block, tool_use_result, out);
-            return;
-        }
-        let output = if self.sub_agents.remove(id) {
-            sub_agent::result_text(block.content.as_ref())
-        } else {
-            tool_output(block.content.as_ref(), tool_use_result)
-        };
-        let ending = if block.is_error == Some(true) {
-            ToolEnding::Failed {
-                error: user_facing_tool_error(output),
-            }
-        } else {
-            ToolEnding::Completed { output }
-        };
-        self.tools.end(id, ending, out);
-    }
-
-    /// A task-list call ended: the plan it leaves, or why the list did not change.
-    fn end_plan_call(
-        &mut self,
-        call: PlanCall,
-        block: &WireBlock<'_>,
-        tool_use_result: Option<&Value>,
-        out: &mut Vec<AgentMessage>,
-    ) {
-        let text = block
-            .content
-            .as_ref()
-            .map(WireContent::text)
-            .unwrap_or_default();
-        if block.is_error == Some(true) {
-            out.push(AgentMessage::notice(
-                NoticeKind::Warning,
-                format!(
-                    "Claude Code could not update its task list: {}",
-                    user_facing_tool_error(text.into_owned())
-                ),
-            ));
-            return;
-        }
-        let entries = self.tasks.apply(call, tool_use_result, &text);
-        if let Some(session) = &self.tasks_session {
-            tasks::store(session, &self.tasks);
-        }
-        out.push(AgentMessage::Plan { entries });
-    }
-
-    /// A line of the sub-agent that call `parent` runs: its tool calls nest under that call,
-    /// its words are the call's live output; its prompt (a `user` text) is not shown.
-    fn map_sub_agent(
-        &mut self,
-        parent: &str,
-        line: WireLine<'_>,
-        out: &mut Vec<AgentMessage>,
-    ) -> LineVerdict {
-        let Some(content) = line.message.and_then(|message| message.content) else {
-            return LineVerdict::Invalid;
-        };
-        let user = line.kind == "user";
-        // A call whose start was lost shows the sub-agent's calls as the agent's own.
-        let under = self.tools.is_open(parent).then_some(parent);
-        for block in content.blocks() {
-            match block.kind.as_ref() {
-                "tool_use" if !user => self.tools.start_under(
-                    under,
-                    block.id.as_deref().unwrap_or_default(),
-                    block.name.as_deref().unwrap_or_default(),
-                    block.input.clone().unwrap_or(Value::Null),
-                    out,
-                ),
-                "tool_result" => self.end_tool_call(block, line.tool_use_result.as_ref(), out),
-                "text" if !user && !block.text.trim().is_empty() => {
-                    self.tools.update(parent, block.text.trim().to_owned(), out);
-                }
-                _ => {}
-            }
-        }
-        LineVerdict::Event
-    }
-
     fn map_result(&mut self, line: WireLine<'_>, out: &mut Vec<AgentMessage>) -> LineVerdict {
         self.tools.release_thoughts(&mut self.thoughts, out);
         if !self.two_way && !line.permission_denials.is_empty() {
@@ -676,24 +516,6 @@ fn retry_notice(line: &WireLine<'_>) -> String {
     format!("Claude Code is retrying the model request after {cause}{details}")
 }
 
-/// A tool's output: the result text, else the tool's structured result (Bash: stdout/stderr).
-fn tool_output(content: Option<&WireContent<'_>>, tool_use_result: Option<&Value>) -> String {
-    let text = content.map(WireContent::text).unwrap_or_default();
-    if !text.is_empty() {
-        return text.into_owned();
-    }
-    match tool_use_result {
-        Some(Value::String(text)) => text.clone(),
-        Some(Value::Object(fields)) => ["stdout", "stderr"]
-            .iter()
-            .filter_map(|key| fields.get(*key).and_then(Value::as_str))
-            .filter(|text| !text.is_empty())
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
-}
-
 fn usage(usage: Option<&WireUsage>, cost_usd: Option<f64>) -> Option<Usage> {
     if usage.is_none() && cost_usd.is_none() {
         return None;
@@ -721,19 +543,6 @@ fn usage(usage: Option<&WireUsage>, cost_usd: Option<f64>) -> Option<Usage> {
         cost_usd,
         ..Usage::default()
     })
-}
-
-/// Claude Code's note to the model when the user interrupted a tool ("The user doesn't want to
-/// proceed with this tool use… STOP what you are doing…") is not for the user: it says that the
-/// user stopped the tool, and that is what the user is shown.
-const TOOL_REJECTED_BY_USER: &str = "The user doesn't want to proceed with this tool use";
-
-fn user_facing_tool_error(error: String) -> String {
-    if error.starts_with(TOOL_REJECTED_BY_USER) {
-        "stopped by the user".to_owned()
-    } else {
-        error
-    }
 }
 
 #[cfg(test)]
