@@ -671,6 +671,15 @@ pub(crate) enum Setting {
 }
 
 impl Setting {
+    /// Its key (or section) in the config file.
+    fn key(&self) -> &'static str {
+        match self {
+            Setting::RetryPolicy(_) => RETRY_SECTION,
+            Setting::Notify(_) => "notify",
+            Setting::Theme(_) => "theme",
+        }
+    }
+
     /// What the setting is, in the user's words.
     pub(crate) fn what(&self) -> &'static str {
         match self {
@@ -705,6 +714,10 @@ pub(crate) fn save_setting(path: &Path, setting: &Setting) -> Result<(), SaveErr
             })
         }
     };
+    let text = match setting {
+        Setting::Notify(_) | Setting::Theme(_) => uncomment_example(text, setting.key()),
+        Setting::RetryPolicy(_) => text,
+    };
     let mut document = text
         .parse::<DocumentMut>()
         .map_err(|error| SaveError::NotToml {
@@ -729,14 +742,58 @@ pub(crate) fn save_setting(path: &Path, setting: &Setting) -> Result<(), SaveErr
                 NotifyMode::Bell => "bell",
                 NotifyMode::Osc => "osc",
             };
-            write_top_level(&mut document, "notify", name);
+            write_top_level(&mut document, setting.key(), name);
         }
-        Setting::Theme(theme) => write_top_level(&mut document, "theme", theme.name()),
+        Setting::Theme(theme) => write_top_level(&mut document, setting.key(), theme.name()),
     }
     write_atomically(path, document.to_string().as_bytes()).map_err(|source| SaveError::Write {
         path: path.to_path_buf(),
         source,
     })
+}
+
+/// The config text with its commented example of the top-level `key` (`# theme = "auto"`, as
+/// the template has it) made a live line, when the key is not set yet: the value written next
+/// then stands under its own documentation, not above the file's header.
+fn uncomment_example(text: String, key: &str) -> String {
+    let before_tables = text
+        .lines()
+        .take_while(|line| !line.trim_start().starts_with('['));
+    let mut set = false;
+    let mut example = None;
+    for line in before_tables {
+        let live = line.trim_start();
+        if live
+            .split('=')
+            .next()
+            .is_some_and(|name| name.trim() == key)
+        {
+            set = true;
+        }
+        let commented = live.strip_prefix('#').map(str::trim_start);
+        if example.is_none()
+            && commented.is_some_and(|rest| {
+                rest.split('=')
+                    .next()
+                    .is_some_and(|name| name.trim() == key)
+            })
+        {
+            example = Some(line);
+        }
+    }
+    match example {
+        Some(line) if !set => {
+            let live = line.trim_start().trim_start_matches('#').trim_start();
+            let uncommented = text.replacen(line, live, 1);
+            // An example that is not TOML once live is left as the comment it was.
+            if uncommented.parse::<DocumentMut>().is_ok() {
+                uncommented
+            } else {
+                text
+            }
+        }
+        _ => text,
+    }
 }
 
 /// Sets `key = "<value>"` at the top of `document`, keeping its comment and spacing.
@@ -841,6 +898,39 @@ mod tests {
         let loaded = load(Some(&path));
         assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
         assert_eq!(loaded.config.provider_error_auto_retry, policy);
+    }
+
+    #[test]
+    fn a_theme_saved_into_a_new_file_stands_under_its_own_documentation() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("agentty/config.toml");
+        save_setting(&path, &Setting::Theme(Theme::Light)).unwrap();
+        save_setting(&path, &Setting::Notify(NotifyMode::Bell)).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.starts_with("# agentty configuration"), "{text}");
+        let theme = text.find("\ntheme = \"light\"").expect("theme saved");
+        let notify = text.find("\nnotify = \"bell\"").expect("notify saved");
+        assert!(
+            text[..theme].ends_with("# default_provider = \"pi\"\n"),
+            "{text}"
+        );
+        assert!(text[..notify].contains("desktop notification"), "{text}");
+        assert!(!text.contains("# theme ="), "one theme line: {text}");
+        let loaded = load(Some(&path));
+        assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+        assert_eq!(loaded.config.theme, Some(Theme::Light));
+        assert_eq!(loaded.config.notify, Some(NotifyMode::Bell));
+    }
+
+    #[test]
+    fn a_commented_line_that_is_not_toml_once_live_stays_a_comment() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        std::fs::write(&path, "# theme = my own words, not toml\n").unwrap();
+        save_setting(&path, &Setting::Theme(Theme::Dark)).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains("# theme = my own words, not toml"), "{text}");
+        assert_eq!(load(Some(&path)).config.theme, Some(Theme::Dark));
     }
 
     #[test]
