@@ -23,6 +23,11 @@ mod claude_stream;
 pub mod codex_app_server;
 mod images;
 pub mod knobs;
+mod live;
+mod message_stream;
+mod output;
+mod pace;
+mod partial_json;
 mod player;
 mod rpc;
 mod scenario;
@@ -30,14 +35,13 @@ mod signals;
 pub mod state;
 mod wire;
 
-use std::io::{BufRead, IsTerminal, Read};
-use std::sync::mpsc::Sender;
+use std::io::{IsTerminal, Read};
 
-use serde_json::Value;
+pub use pace::TIME_SCALE_VAR;
 
-pub use player::TIME_SCALE_VAR;
-
-use player::{Output, Pace, Player, RunEnd};
+use output::Output;
+use pace::Pace;
+use player::{Player, RunEnd};
 use scenario::{Placeholders, Scenario};
 use state::{Session, SessionChoice};
 
@@ -320,29 +324,4 @@ fn spawn_grandchildren() -> (String, String) {
             .map_or_else(|_| "?".to_owned(), |child| child.id().to_string())
     };
     (sleeper(true), sleeper(false))
-}
-
-/// For the two-way modes (`rpc`, `acp`): reads stdin on a thread of its own and hands each
-/// non-blank line to `tx` as `input(the line parsed as JSON)`, then `eof` once stdin closes. The
-/// thread keeps SIGTERM/SIGHUP blocked, so the handler runs on the main thread, which defers it
-/// while a line is being written.
-fn spawn_stdin_reader<I: Send + 'static>(
-    tx: Sender<I>,
-    input: fn(serde_json::Result<Value>) -> I,
-    eof: I,
-) {
-    let _deferred = signals::TerminationDeferred::new();
-    std::thread::spawn(move || {
-        for line in std::io::stdin().lock().lines() {
-            let Ok(line) = line else { break };
-            if line.trim().is_empty() {
-                continue;
-            }
-            knobs::log_stdin(&line);
-            if tx.send(input(serde_json::from_str(&line))).is_err() {
-                return;
-            }
-        }
-        let _ = tx.send(eof);
-    });
 }

@@ -75,7 +75,8 @@ use std::sync::mpsc::{self, Receiver, Sender};
 
 use serde_json::{json, Value};
 
-use super::player::{Output, Pace};
+use super::output::Output;
+use super::pace::Pace;
 use super::signals;
 pub(crate) use scenarios::{names as scenario_names, Scenario};
 use store::AcpSession;
@@ -152,7 +153,7 @@ pub(crate) fn run(scenario: Option<&str>, stay_on_eof: bool, flavour: Flavour) -
     };
     signals::install_pi_handlers();
     let (inputs_tx, inputs) = mpsc::channel();
-    super::spawn_stdin_reader(
+    super::live::spawn_stdin_reader(
         inputs_tx.clone(),
         |parsed| match parsed {
             Ok(value) => Input::Message(value),
