@@ -236,7 +236,7 @@ pub fn scenarios_help() -> String {
         help.push_str(&format!("    {name:<24} {description}\n"));
     }
     help.push_str("  --mode acp:\n");
-    for (name, description) in acp::scenarios::SCENARIOS {
+    for (name, description, _) in acp::scenarios::SCENARIOS {
         help.push_str(&format!("    {name:<24} {description}\n"));
     }
     help.push_str(&format!(

@@ -66,6 +66,7 @@ mod gemini_store;
 pub(crate) mod scenarios;
 mod settings;
 mod store;
+mod tool_scenarios;
 mod turn;
 mod wire;
 
@@ -146,7 +147,7 @@ pub(crate) fn run(scenario: Option<&str>, stay_on_eof: bool, flavour: Flavour) -
         Some(Ok(scenario)) => Some(scenario),
         Some(Err(name)) => {
             eprintln!("Error: Unknown ACP scenario \"{name}\". Known scenarios:");
-            for (name, description) in scenarios::SCENARIOS {
+            for (name, description, _) in scenarios::SCENARIOS {
                 eprintln!("  {name:<24} {description}");
             }
             return 1;
