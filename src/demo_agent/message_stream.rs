@@ -70,9 +70,7 @@ impl MessageStream {
     ) -> io::Result<AssistantMessage> {
         self.message.stop_reason = StopReason::Error;
         self.message.error_message = Some(error.to_owned());
-        let message = MessageRef::Assistant(&self.message);
-        out.event(&Event::MessageStart { message })?;
-        out.event(&Event::MessageEnd { message })?;
+        out.whole_message(MessageRef::Assistant(&self.message))?;
         Ok(self.message)
     }
 

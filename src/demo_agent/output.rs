@@ -27,13 +27,14 @@ impl Output {
     /// The user's message, announced as pi does (`message_start`, `message_end`).
     pub(crate) fn user_message(&mut self, text: &str) -> io::Result<UserMessage> {
         let user = UserMessage::new(text, now_ms());
-        self.event(&Event::MessageStart {
-            message: MessageRef::User(&user),
-        })?;
-        self.event(&Event::MessageEnd {
-            message: MessageRef::User(&user),
-        })?;
+        self.whole_message(MessageRef::User(&user))?;
         Ok(user)
+    }
+
+    /// A message that is complete when it is shown: `message_start`, then `message_end`.
+    pub(crate) fn whole_message(&mut self, message: MessageRef) -> io::Result<()> {
+        self.event(&Event::MessageStart { message })?;
+        self.event(&Event::MessageEnd { message })
     }
 
     /// Writes one line in one piece (see [`write_line`]).

@@ -108,12 +108,7 @@ impl<'a> Player<'a> {
                 self.run_tools(&assistant)?
             };
             for result in &tool_results {
-                self.out.event(&Event::MessageStart {
-                    message: MessageRef::ToolResult(result),
-                })?;
-                self.out.event(&Event::MessageEnd {
-                    message: MessageRef::ToolResult(result),
-                })?;
+                self.out.whole_message(MessageRef::ToolResult(result))?;
             }
             self.out.event(&Event::TurnEnd {
                 message: &assistant,

@@ -2,7 +2,6 @@
 //! resumes them): stored, listed (`thread/list`, `thread/turns/list`), reverted and forked, and
 //! the model requests a thread's turns make, logged to [`requests_file`](super::requests_file).
 
-use std::io::Write;
 use std::path::PathBuf;
 
 use serde_json::{json, Value};
@@ -142,17 +141,10 @@ impl Server {
 pub(super) fn log_request(thread: &Thread, settings: &Value) {
     let dir = state::state_dir();
     let _ = std::fs::create_dir_all(&dir);
-    if let Ok(mut log) = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(requests_file(&dir))
-    {
-        let _ = writeln!(
-            log,
-            "{}",
-            json!({"thread": thread.id, "users": thread.users(), "model": settings["model"], "effort": settings["effort"], "approvalPolicy": settings["approvalPolicy"], "sandbox": settings["sandbox"], "pid": std::process::id()})
-        );
-    }
+    let request = json!({"thread": thread.id, "users": thread.users(), "model": settings["model"],
+        "effort": settings["effort"], "approvalPolicy": settings["approvalPolicy"],
+        "sandbox": settings["sandbox"], "pid": std::process::id()});
+    state::append_line(&requests_file(&dir), &request.to_string());
 }
 
 /// The most recently changed thread of `cwd`, as `thread/list` lists it.

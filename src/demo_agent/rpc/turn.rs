@@ -214,12 +214,7 @@ impl Engine {
             if let Some(ContentBlock::Text { text }) = result.content.first() {
                 placeholders.set("last_tool_output", text.trim_end().to_owned());
             }
-            self.out.event(&Event::MessageStart {
-                message: MessageRef::ToolResult(&result),
-            })?;
-            self.out.event(&Event::MessageEnd {
-                message: MessageRef::ToolResult(&result),
-            })?;
+            self.out.whole_message(MessageRef::ToolResult(&result))?;
             results.push(result);
             if let Some(interrupt) = interrupt {
                 if let Interrupt::Exit = interrupt {
@@ -239,12 +234,7 @@ impl Engine {
                 let mut empty = AssistantMessage::started(now_ms());
                 empty.stop_reason = StopReason::Aborted;
                 empty.error_message = Some("Request was aborted.".into());
-                self.out.event(&Event::MessageStart {
-                    message: MessageRef::Assistant(&empty),
-                })?;
-                self.out.event(&Event::MessageEnd {
-                    message: MessageRef::Assistant(&empty),
-                })?;
+                self.out.whole_message(MessageRef::Assistant(&empty))?;
                 self.out.event(&Event::TurnEnd {
                     message: &empty,
                     tool_results: &[],
