@@ -1,7 +1,7 @@
 //! What the long-lived modes (pi's `rpc`, `claude-stream`, `codex-app-server`, `acp`) share:
-//! stdin read on a thread of its own, tools whose output arrives among the inputs, and a turn
-//! that waits (script time, or for the answer to a question it asked) while it keeps serving
-//! whatever else arrives.
+//! stdin read on a thread of its own, tools whose output arrives among the inputs, and
+//! [`Serving`]: a turn that waits (script time, or for the answer to a question it asked) while
+//! it keeps serving whatever else arrives.
 
 use std::io::{self, BufRead};
 use std::path::Path;

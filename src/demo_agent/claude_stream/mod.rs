@@ -20,7 +20,7 @@
 //!   next write is not asked);
 //!   denied, the tool result is the denial's message. In `acceptEdits` mode it is not asked.
 //! - `tasks`, `todos`, `helper`: the agent's work as Claude Code prints it — a task list, a todo
-//!   list, a sub-agent with two nested calls (`claude_work`).
+//!   list, a sub-agent with two nested calls (`work`).
 //! - `system/init` names the model the alias runs (`default`: `demo-claude-1[1m]`), as Claude
 //!   Code's does (`claude-opus-4-8[1m]` where `initialize` lists `default`).
 //! - `slow`: a word every 300 ms of script time (interruptible); `fail`: the first two tries of
@@ -29,6 +29,11 @@
 //! - `interrupt` mid-turn: `control_response`, the partial `assistant`, `[Request interrupted by
 //!   user]`, `result/error_during_execution`; the process stays.
 //! - stdin EOF exits 0 once the current turn is done.
+
+mod control;
+mod messages;
+mod tools;
+mod work;
 
 use std::collections::VecDeque;
 use std::io;
@@ -41,11 +46,6 @@ use super::output::Output;
 use super::pace::Pace;
 use super::state::{self, flaky_try, Session, SessionChoice};
 use work::Work;
-
-mod control;
-mod messages;
-mod tools;
-mod work;
 
 /// The models `initialize` lists: (value, display name, the effort levels it takes).
 const MODELS: [(&str, &str, &[&str]); 2] = [
