@@ -45,9 +45,17 @@ use player::{Player, RunEnd};
 use scenario::{Placeholders, Scenario};
 use state::{Session, SessionChoice};
 
-/// Which attempt of a turn this is (1 = first), as the demo provider sets it.
 /// The environment variable that tells the demo agent which attempt of a turn it is.
 pub(crate) const ATTEMPT_VAR: &str = "AGENTTY_DEMO_ATTEMPT";
+
+/// Which attempt of a turn this is (1 = first), as the demo provider sets it.
+fn attempt() -> u32 {
+    std::env::var(ATTEMPT_VAR)
+        .ok()
+        .and_then(|value| value.trim().parse::<u32>().ok())
+        .unwrap_or(1)
+        .max(1)
+}
 
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct DemoAgentArgs {
@@ -141,11 +149,7 @@ pub fn run(args: DemoAgentArgs) -> i32 {
     if out.line(&session.header_line()).is_err() {
         return 1;
     }
-    let attempt = std::env::var(ATTEMPT_VAR)
-        .ok()
-        .and_then(|value| value.trim().parse::<u32>().ok())
-        .unwrap_or(1)
-        .max(1);
+    let attempt = attempt();
     let pace = Pace::from_env();
     for prompt in &prompts {
         let scenario = match &forced {

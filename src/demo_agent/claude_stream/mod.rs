@@ -236,14 +236,8 @@ impl Engine {
             .map(str::to_lowercase)
             .collect();
         let has = |word: &str| words.iter().any(|w| w == word);
-        if has("fail") {
-            let attempt = std::env::var(super::ATTEMPT_VAR)
-                .ok()
-                .and_then(|value| value.trim().parse().ok())
-                .unwrap_or(1);
-            if flaky_try(attempt, &prompt, FAILING_TRIES).fails {
-                return self.api_error().map(|()| None);
-            }
+        if has("fail") && flaky_try(super::attempt(), &prompt, FAILING_TRIES).fails {
+            return self.api_error().map(|()| None);
         }
         let message_id = format!("msg_demo_{}", self.uuid().replace('-', ""));
         self.message_start(&message_id)?;

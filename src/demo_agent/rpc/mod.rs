@@ -71,7 +71,7 @@ struct Engine {
     responses: u32,
     tool_calls: u32,
     streaming: bool,
-    /// The model in use: an index into [`MODELS`].
+    /// The model in use: an index into `commands::MODELS`.
     model: usize,
     thinking_level: String,
     /// What the running prompt's images are, said before its answer.
