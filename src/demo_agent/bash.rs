@@ -109,6 +109,16 @@ pub(crate) fn spawn_streamed(
     Ok((child, group))
 }
 
+/// Ends a tool that a stop cut short: kills its process group and reaps it, unless the
+/// leave-tools knob says to leave it running (as Codex's app-server leaves it).
+pub(crate) fn stop_cut_short(child: &mut Child) {
+    if !super::knobs::leaves_tools() {
+        // SAFETY: kill(2) on the tool's own process group (it leads its own session).
+        unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+        let _ = child.wait();
+    }
+}
+
 /// Runs `command`, calling `on_output` with the accumulated output after each read.
 pub(crate) fn run(
     command: &str,

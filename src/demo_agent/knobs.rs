@@ -8,8 +8,6 @@
 //! - `AGENTTY_DEMO_IGNORE_CANCEL=1`: the in-band cancel of a `slow` answer is ignored (signals
 //!   still work), so that a stop has to go on to the signal stages.
 
-use std::io::Write;
-
 pub const STDIN_LOG_VAR: &str = "AGENTTY_DEMO_STDIN_LOG";
 pub const LEAVE_TOOLS_VAR: &str = "AGENTTY_DEMO_LEAVE_TOOLS";
 pub const IGNORE_CANCEL_VAR: &str = "AGENTTY_DEMO_IGNORE_CANCEL";
@@ -33,11 +31,5 @@ pub(crate) fn log_stdin(line: &str) {
     let Some(path) = std::env::var_os(STDIN_LOG_VAR) else {
         return;
     };
-    if let Ok(mut file) = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-    {
-        let _ = writeln!(file, "{line}");
-    }
+    super::state::append_line(std::path::Path::new(&path), line);
 }

@@ -23,6 +23,11 @@ mod claude_stream;
 pub mod codex_app_server;
 mod images;
 pub mod knobs;
+mod live;
+mod message_stream;
+mod output;
+mod pace;
+mod partial_json;
 mod player;
 mod rpc;
 mod scenario;
@@ -30,20 +35,27 @@ mod signals;
 pub mod state;
 mod wire;
 
-use std::io::{BufRead, IsTerminal, Read};
-use std::sync::mpsc::Sender;
+use std::io::{IsTerminal, Read};
 
-use serde_json::Value;
+pub use pace::TIME_SCALE_VAR;
 
-pub use player::TIME_SCALE_VAR;
-
-use player::{Output, Pace, Player, RunEnd};
+use output::Output;
+use pace::Pace;
+use player::{Player, RunEnd};
 use scenario::{Placeholders, Scenario};
 use state::{Session, SessionChoice};
 
-/// Which attempt of a turn this is (1 = first), as the demo provider sets it.
 /// The environment variable that tells the demo agent which attempt of a turn it is.
 pub(crate) const ATTEMPT_VAR: &str = "AGENTTY_DEMO_ATTEMPT";
+
+/// Which attempt of a turn this is (1 = first), as the demo provider sets it.
+fn attempt() -> u32 {
+    std::env::var(ATTEMPT_VAR)
+        .ok()
+        .and_then(|value| value.trim().parse::<u32>().ok())
+        .unwrap_or(1)
+        .max(1)
+}
 
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct DemoAgentArgs {
@@ -137,11 +149,7 @@ pub fn run(args: DemoAgentArgs) -> i32 {
     if out.line(&session.header_line()).is_err() {
         return 1;
     }
-    let attempt = std::env::var(ATTEMPT_VAR)
-        .ok()
-        .and_then(|value| value.trim().parse::<u32>().ok())
-        .unwrap_or(1)
-        .max(1);
+    let attempt = attempt();
     let pace = Pace::from_env();
     for prompt in &prompts {
         let scenario = match &forced {
@@ -232,7 +240,7 @@ pub fn scenarios_help() -> String {
         help.push_str(&format!("    {name:<24} {description}\n"));
     }
     help.push_str("  --mode acp:\n");
-    for (name, description) in acp::scenarios::SCENARIOS {
+    for (name, description, _) in acp::scenarios::SCENARIOS {
         help.push_str(&format!("    {name:<24} {description}\n"));
     }
     help.push_str(&format!(
@@ -320,29 +328,4 @@ fn spawn_grandchildren() -> (String, String) {
             .map_or_else(|_| "?".to_owned(), |child| child.id().to_string())
     };
     (sleeper(true), sleeper(false))
-}
-
-/// For the two-way modes (`rpc`, `acp`): reads stdin on a thread of its own and hands each
-/// non-blank line to `tx` as `input(the line parsed as JSON)`, then `eof` once stdin closes. The
-/// thread keeps SIGTERM/SIGHUP blocked, so the handler runs on the main thread, which defers it
-/// while a line is being written.
-fn spawn_stdin_reader<I: Send + 'static>(
-    tx: Sender<I>,
-    input: fn(serde_json::Result<Value>) -> I,
-    eof: I,
-) {
-    let _deferred = signals::TerminationDeferred::new();
-    std::thread::spawn(move || {
-        for line in std::io::stdin().lock().lines() {
-            let Ok(line) = line else { break };
-            if line.trim().is_empty() {
-                continue;
-            }
-            knobs::log_stdin(&line);
-            if tx.send(input(serde_json::from_str(&line))).is_err() {
-                return;
-            }
-        }
-        let _ = tx.send(eof);
-    });
 }

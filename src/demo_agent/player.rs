@@ -17,104 +17,22 @@
 //!   far kept, usage zero. An error before any output shows `message_start` already failed.
 
 use std::io::{self, Write};
-use std::time::Duration;
 
 use serde_json::Value;
 
 use super::bash;
+use super::message_stream::{BlockKind, MessageStream};
+use super::output::Output;
+use super::pace::Pace;
 use super::scenario::{tokens, Placeholders, Response, Scenario, Step};
-use super::signals::TerminationDeferred;
 use super::state::now_ms;
 use super::wire::{
-    AssistantMessage, AssistantMessageEvent, ContentBlock, Event, Message, MessageRef, StopReason,
-    ToolResultBody, ToolResultMessage, Usage, UserMessage,
+    AssistantMessage, ContentBlock, Event, Message, MessageRef, StopReason, ToolResultBody,
+    ToolResultMessage,
 };
-
-/// Scales every scripted delay (tests run long scenarios quickly); 1.0 = real time.
-pub const TIME_SCALE_VAR: &str = "AGENTTY_DEMO_TIME_SCALE";
-
-/// How many characters of the tool-call argument JSON one `toolcall_delta` carries.
-const ARGUMENT_FRAGMENT_CHARS: usize = 8;
 
 /// The tokens a prompt costs before its own text (a system prompt and tool definitions).
 const BASE_INPUT_TOKENS: u64 = 1_100;
-
-/// Where events go: stdout, one flushed line each.
-pub(crate) struct Output {
-    stdout: io::Stdout,
-}
-
-impl Output {
-    pub(crate) fn stdout() -> Self {
-        Self {
-            stdout: io::stdout(),
-        }
-    }
-
-    pub(crate) fn event(&mut self, event: &Event) -> io::Result<()> {
-        let line = serde_json::to_string(event).map_err(io::Error::other)?;
-        self.line(&line)
-    }
-
-    /// The user's message, announced as pi does (`message_start`, `message_end`).
-    pub(crate) fn user_message(&mut self, text: &str) -> io::Result<UserMessage> {
-        let user = UserMessage::new(text, now_ms());
-        self.event(&Event::MessageStart {
-            message: MessageRef::User(&user),
-        })?;
-        self.event(&Event::MessageEnd {
-            message: MessageRef::User(&user),
-        })?;
-        Ok(user)
-    }
-
-    /// Writes one line in one piece; a SIGTERM arriving meanwhile waits until it is out.
-    pub(crate) fn line(&mut self, line: &str) -> io::Result<()> {
-        let mut bytes = Vec::with_capacity(line.len() + 1);
-        bytes.extend_from_slice(line.as_bytes());
-        bytes.push(b'\n');
-        let _deferred = TerminationDeferred::new();
-        let mut stdout = self.stdout.lock();
-        stdout.write_all(&bytes)?;
-        stdout.flush()
-    }
-}
-
-/// The clock of the script.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Pace {
-    scale: f64,
-}
-
-impl Pace {
-    pub(crate) fn from_env() -> Self {
-        let scale = std::env::var(TIME_SCALE_VAR)
-            .ok()
-            .and_then(|value| value.trim().parse::<f64>().ok())
-            .filter(|scale| scale.is_finite() && *scale >= 0.0)
-            .unwrap_or(1.0);
-        Self {
-            scale: scale.min(100.0),
-        }
-    }
-
-    /// No delays at all.
-    pub(crate) fn instant() -> Self {
-        Self { scale: 0.0 }
-    }
-
-    /// `ms` of script time in real time.
-    pub(crate) fn scaled(self, ms: u64) -> Duration {
-        Duration::from_micros((ms as f64 * self.scale * 1000.0) as u64)
-    }
-
-    pub(crate) fn sleep_ms(self, ms: u64) {
-        let scaled = ms as f64 * self.scale;
-        if scaled >= 1.0 {
-            std::thread::sleep(Duration::from_micros((scaled * 1000.0) as u64));
-        }
-    }
-}
 
 /// How playing a prompt ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -190,12 +108,7 @@ impl<'a> Player<'a> {
                 self.run_tools(&assistant)?
             };
             for result in &tool_results {
-                self.out.event(&Event::MessageStart {
-                    message: MessageRef::ToolResult(result),
-                })?;
-                self.out.event(&Event::MessageEnd {
-                    message: MessageRef::ToolResult(result),
-                })?;
+                self.out.whole_message(MessageRef::ToolResult(result))?;
             }
             self.out.event(&Event::TurnEnd {
                 message: &assistant,
@@ -229,26 +142,15 @@ impl<'a> Player<'a> {
         let scenario = self.scenario;
         self.pace.sleep_ms(scenario.first_token_delay_ms);
         self.responses += 1;
-        let mut stream = MessageStream {
-            message: AssistantMessage::started(now_ms()),
-            response_id: format!("chatcmpl-demo-{}", self.responses),
-            legacy: scenario.legacy_snapshots,
-            tool_calls_in_message: 0,
-            output_tokens: 0,
-        };
+        let mut stream = MessageStream::open(self.responses, scenario.legacy_snapshots);
         if response.steps.is_empty() && !response.replay_previous_text {
             if let Some(error) = &response.error {
-                // A request that fails outright: pi only shows the finished, failed message.
-                stream.message.stop_reason = StopReason::Error;
-                stream.message.error_message = Some(error.clone());
-                let message = MessageRef::Assistant(&stream.message);
-                self.out.event(&Event::MessageStart { message })?;
-                self.out.event(&Event::MessageEnd { message })?;
-                return Ok(Played::Message(Box::new(stream.message)));
+                let message = stream.fail_outright(self.out, error)?;
+                return Ok(Played::Message(Box::new(message)));
             }
         }
         self.out.event(&Event::MessageStart {
-            message: MessageRef::Assistant(&stream.message),
+            message: MessageRef::Assistant(stream.message()),
         })?;
         if response.replay_previous_text && !previous_text.is_empty() {
             for token in tokens(previous_text, scenario.words_per_token) {
@@ -377,402 +279,10 @@ enum Played {
     Crashed(i32),
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum BlockKind {
-    Text,
-    Thinking,
-}
-
-/// One assistant message being streamed.
-pub(crate) struct MessageStream {
-    message: AssistantMessage,
-    response_id: String,
-    legacy: bool,
-    tool_calls_in_message: u32,
-    output_tokens: u64,
-}
-
-impl MessageStream {
-    /// A message opened now (`message_start` not yet printed), answering as response `number`.
-    pub(crate) fn open(number: u32) -> Self {
-        Self {
-            message: AssistantMessage::started(now_ms()),
-            response_id: format!("chatcmpl-demo-{number}"),
-            legacy: false,
-            tool_calls_in_message: 0,
-            output_tokens: 0,
-        }
-    }
-
-    pub(crate) fn message(&self) -> &AssistantMessage {
-        &self.message
-    }
-
-    /// Ends the stream as pi's `abort` does: the `*_end` events of its text and thinking blocks
-    /// with `stopReason:"aborted"`, then `message_end`, the content kept (`j_rpc_abort`).
-    pub(crate) fn abort(mut self, out: &mut Output) -> io::Result<AssistantMessage> {
-        self.message.stop_reason = StopReason::Aborted;
-        self.message.error_message = Some("Request was aborted".to_owned());
-        self.end_blocks(out, false)
-    }
-
-    /// Appends a chunk to the message's text (or thinking) block, opening it if needed.
-    pub(crate) fn append(
-        &mut self,
-        out: &mut Output,
-        kind: BlockKind,
-        chunk: &str,
-    ) -> io::Result<()> {
-        self.on_chunk();
-        let existing = self.message.content.iter().position(|block| {
-            matches!(
-                (kind, block),
-                (BlockKind::Text, ContentBlock::Text { .. })
-                    | (BlockKind::Thinking, ContentBlock::Thinking { .. })
-            )
-        });
-        let content_index = match existing {
-            Some(index) => {
-                match &mut self.message.content[index] {
-                    ContentBlock::Text { text } => text.push_str(chunk),
-                    ContentBlock::Thinking { thinking, .. } => thinking.push_str(chunk),
-                    ContentBlock::ToolCall { .. } => {}
-                }
-                index
-            }
-            None => {
-                self.message.content.push(match kind {
-                    BlockKind::Text => ContentBlock::text(chunk),
-                    BlockKind::Thinking => ContentBlock::thinking(chunk),
-                });
-                let content_index = self.message.content.len() - 1;
-                let partial = &self.message;
-                let event = match kind {
-                    BlockKind::Text => AssistantMessageEvent::TextStart {
-                        content_index,
-                        partial,
-                    },
-                    BlockKind::Thinking => AssistantMessageEvent::ThinkingStart {
-                        content_index,
-                        partial,
-                    },
-                };
-                emit_update(out, event, partial)?;
-                content_index
-            }
-        };
-        let delta = (!self.legacy).then_some(chunk);
-        let partial = &self.message;
-        let event = match kind {
-            BlockKind::Text => AssistantMessageEvent::TextDelta {
-                content_index,
-                delta,
-                partial,
-            },
-            BlockKind::Thinking => AssistantMessageEvent::ThinkingDelta {
-                content_index,
-                delta,
-                partial,
-            },
-        };
-        emit_update(out, event, partial)
-    }
-
-    /// Streams a bash tool call: its start, then its argument JSON in fragments (the first one
-    /// empty, as pi's first `toolcall_delta` is).
-    pub(crate) fn tool_call(
-        &mut self,
-        out: &mut Output,
-        pace: Pace,
-        scenario: &Scenario,
-        id: String,
-        command: &str,
-    ) -> io::Result<()> {
-        self.on_chunk();
-        let arguments_json = serde_json::json!({ "command": command }).to_string();
-        self.message.content.push(ContentBlock::ToolCall {
-            id,
-            name: "bash",
-            arguments: Value::Object(Default::default()),
-            partial_args: Some(String::new()),
-            stream_index: Some(self.tool_calls_in_message),
-        });
-        self.tool_calls_in_message += 1;
-        let content_index = self.message.content.len() - 1;
-        let partial = &self.message;
-        emit_update(
-            out,
-            AssistantMessageEvent::ToolcallStart {
-                content_index,
-                partial,
-            },
-            partial,
-        )?;
-        let fragments =
-            std::iter::once("").chain(char_chunks(&arguments_json, ARGUMENT_FRAGMENT_CHARS));
-        for fragment in fragments {
-            pace.sleep_ms(scenario.token_delay_ms);
-            self.output_tokens += 1;
-            if let ContentBlock::ToolCall {
-                arguments,
-                partial_args: Some(so_far),
-                ..
-            } = &mut self.message.content[content_index]
-            {
-                so_far.push_str(fragment);
-                *arguments = parse_partial_object(so_far);
-            }
-            let partial = &self.message;
-            emit_update(
-                out,
-                AssistantMessageEvent::ToolcallDelta {
-                    content_index,
-                    delta: (!self.legacy).then_some(fragment),
-                    partial,
-                },
-                partial,
-            )?;
-        }
-        Ok(())
-    }
-
-    /// The first chunk of a response carries its id; every chunk is one output token.
-    fn on_chunk(&mut self) {
-        if self.message.response_id.is_none() {
-            self.message.response_id = Some(self.response_id.clone());
-        }
-        self.output_tokens += 1;
-    }
-
-    /// Ends the stream normally: final usage and stop reason, the `*_end` events, `message_end`.
-    pub(crate) fn finish(
-        mut self,
-        out: &mut Output,
-        input_tokens: u64,
-    ) -> io::Result<AssistantMessage> {
-        self.message.usage = Usage::new(input_tokens, self.output_tokens);
-        let mut calls_tools = false;
-        for block in &mut self.message.content {
-            if let ContentBlock::ToolCall {
-                arguments,
-                partial_args,
-                stream_index,
-                ..
-            } = block
-            {
-                calls_tools = true;
-                if let Some(json) = partial_args.take() {
-                    *arguments = serde_json::from_str(&json).unwrap_or_else(|_| arguments.clone());
-                }
-                *stream_index = None;
-            }
-        }
-        self.message.stop_reason = if calls_tools {
-            StopReason::ToolUse
-        } else {
-            StopReason::Stop
-        };
-        self.end_blocks(out, true)
-    }
-
-    /// The `*_end` event of every block (of tool calls only with `tool_calls`), then
-    /// `message_end`.
-    fn end_blocks(self, out: &mut Output, tool_calls: bool) -> io::Result<AssistantMessage> {
-        let partial = &self.message;
-        for (content_index, block) in partial.content.iter().enumerate() {
-            let event = match block {
-                ContentBlock::Text { text } => AssistantMessageEvent::TextEnd {
-                    content_index,
-                    content: text,
-                    partial,
-                },
-                ContentBlock::Thinking { thinking, .. } => AssistantMessageEvent::ThinkingEnd {
-                    content_index,
-                    content: thinking,
-                    partial,
-                },
-                ContentBlock::ToolCall { .. } if tool_calls => AssistantMessageEvent::ToolcallEnd {
-                    content_index,
-                    tool_call: block,
-                    partial,
-                },
-                ContentBlock::ToolCall { .. } => continue,
-            };
-            emit_update(out, event, partial)?;
-        }
-        out.event(&Event::MessageEnd {
-            message: MessageRef::Assistant(&self.message),
-        })?;
-        Ok(self.message)
-    }
-
-    /// Ends the stream with a provider error: straight to `message_end`, content kept.
-    pub(crate) fn fail(mut self, out: &mut Output, error: &str) -> io::Result<AssistantMessage> {
-        self.message.stop_reason = StopReason::Error;
-        self.message.error_message = Some(error.to_owned());
-        out.event(&Event::MessageEnd {
-            message: MessageRef::Assistant(&self.message),
-        })?;
-        Ok(self.message)
-    }
-}
-
-fn emit_update(
-    out: &mut Output,
-    assistant_message_event: AssistantMessageEvent,
-    message: &AssistantMessage,
-) -> io::Result<()> {
-    out.event(&Event::MessageUpdate {
-        assistant_message_event,
-        message,
-    })
-}
-
 fn block_len(block: &ContentBlock) -> usize {
     match block {
         ContentBlock::Text { text } => text.len(),
         ContentBlock::Thinking { thinking, .. } => thinking.len(),
         ContentBlock::ToolCall { .. } => 0,
-    }
-}
-
-/// `text` in pieces of at most `size` characters.
-fn char_chunks(text: &str, size: usize) -> impl Iterator<Item = &str> {
-    let mut rest = text;
-    std::iter::from_fn(move || {
-        if rest.is_empty() {
-            return None;
-        }
-        let end = rest
-            .char_indices()
-            .nth(size)
-            .map_or(rest.len(), |(index, _)| index);
-        let (chunk, tail) = rest.split_at(end);
-        rest = tail;
-        Some(chunk)
-    })
-}
-
-/// What pi's partial-JSON parser makes of a prefix of a flat JSON object: the complete members,
-/// plus a string value cut short; a member whose key is incomplete is left out.
-fn parse_partial_object(prefix: &str) -> Value {
-    let mut members = serde_json::Map::new();
-    let Some(mut rest) = prefix.trim_start().strip_prefix('{') else {
-        return Value::Object(members);
-    };
-    loop {
-        rest = rest.trim_start_matches(|c: char| c.is_whitespace() || c == ',');
-        let Some((key, after_key)) = complete_string(rest) else {
-            break;
-        };
-        let Some(value_text) = after_key.trim_start().strip_prefix(':') else {
-            break;
-        };
-        let value_text = value_text.trim_start();
-        if value_text.starts_with('"') {
-            match complete_string(value_text) {
-                Some((value, after)) => {
-                    members.insert(key, Value::String(value));
-                    rest = after;
-                }
-                None => {
-                    if let Some(value) = truncated_string(value_text) {
-                        members.insert(key, Value::String(value));
-                    }
-                    break;
-                }
-            }
-        } else {
-            let end = value_text.find([',', '}']).unwrap_or(value_text.len());
-            if let Ok(value) = serde_json::from_str::<Value>(value_text[..end].trim()) {
-                members.insert(key, value);
-            }
-            rest = &value_text[end..];
-            if rest.is_empty() {
-                break;
-            }
-        }
-        if rest.trim_start().starts_with('}') {
-            break;
-        }
-    }
-    Value::Object(members)
-}
-
-/// A complete JSON string at the start of `text` (which starts with `"`), and what follows it.
-fn complete_string(text: &str) -> Option<(String, &str)> {
-    if !text.starts_with('"') {
-        return None;
-    }
-    let mut escaped = false;
-    for (index, c) in text.char_indices().skip(1) {
-        match (escaped, c) {
-            (true, _) => escaped = false,
-            (false, '\\') => escaped = true,
-            (false, '"') => {
-                let value = serde_json::from_str(&text[..=index]).ok()?;
-                return Some((value, &text[index + 1..]));
-            }
-            _ => {}
-        }
-    }
-    None
-}
-
-/// The value of a JSON string that was cut off, minus any escape sequence cut in half.
-fn truncated_string(text: &str) -> Option<String> {
-    let mut body = &text[1..];
-    let trailing_backslashes = body.len() - body.trim_end_matches('\\').len();
-    if trailing_backslashes % 2 == 1 {
-        body = &body[..body.len() - 1];
-    }
-    if let Some(start) = body.rfind("\\u") {
-        let backslashes_before = body[..start].len() - body[..start].trim_end_matches('\\').len();
-        let is_escape = backslashes_before.is_multiple_of(2);
-        if is_escape && body.len() - start < 6 {
-            body = &body[..start];
-        }
-    }
-    serde_json::from_str(&format!("\"{body}\"")).ok()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn partial_arguments_parse_like_pi_in_the_c_tool_capture() {
-        // The argument fragments and snapshots of captures/c_tool.stdout.jsonl.
-        let steps = [
-            ("", json!({})),
-            ("{\"comma", json!({})),
-            ("{\"command\": \"e", json!({"command": "e"})),
-            ("{\"command\": \"echo hi\"", json!({"command": "echo hi"})),
-            ("{\"command\": \"echo hi\"}", json!({"command": "echo hi"})),
-        ];
-        for (prefix, expected) in steps {
-            assert_eq!(parse_partial_object(prefix), expected, "{prefix:?}");
-        }
-    }
-
-    #[test]
-    fn partial_arguments_survive_cut_escapes_and_other_values() {
-        assert_eq!(parse_partial_object(r#"{"a":"x\"#), json!({"a": "x"}));
-        assert_eq!(parse_partial_object(r#"{"a":"x\u00"#), json!({"a": "x"}));
-        assert_eq!(parse_partial_object(r#"{"a":"x\\"#), json!({"a": "x\\"}));
-        assert_eq!(
-            parse_partial_object(r#"{"a":"q\"b","n":12"#),
-            json!({"a": "q\"b", "n": 12})
-        );
-        assert_eq!(parse_partial_object(r#"{"a":"#), json!({}));
-        assert_eq!(parse_partial_object("not json"), json!({}));
-    }
-
-    #[test]
-    fn char_chunks_split_on_char_boundaries() {
-        let chunks: Vec<_> = char_chunks("héllo wörld", 4).collect();
-        assert_eq!(chunks, vec!["héll", "o wö", "rld"]);
-        assert_eq!(chunks.concat(), "héllo wörld");
     }
 }

@@ -57,11 +57,12 @@ pub fn settings_file(state_dir: &Path) -> PathBuf {
 /// Appends a setting change to [`settings_file`] (best effort, as all the demo's state).
 pub(crate) fn record_setting(session_id: &str, method: &str, value: &str) {
     let line = serde_json::json!({"session_id": session_id, "method": method, "value": value});
-    if let Ok(mut log) = fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(settings_file(&state_dir()))
-    {
+    append_line(&settings_file(&state_dir()), &line.to_string());
+}
+
+/// Appends `line` to the log `file`, creating it (best effort, as all the demo's state).
+pub(crate) fn append_line(file: &Path, line: &str) {
+    if let Ok(mut log) = fs::OpenOptions::new().create(true).append(true).open(file) {
         let _ = writeln!(log, "{line}");
     }
 }
@@ -367,17 +368,8 @@ pub(crate) fn take_back_unanswered(file: &Path, texts: &[String]) -> std::io::Re
 pub(crate) fn log_request(request: &DemoRequest) {
     let dir = state_dir();
     let _ = fs::create_dir_all(&dir);
-    if let Ok(mut requests) = fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(requests_file(&dir))
-    {
-        let _ = writeln!(
-            requests,
-            "{}",
-            serde_json::to_string(request).unwrap_or_default()
-        );
-    }
+    let line = serde_json::to_string(request).unwrap_or_default();
+    append_line(&requests_file(&dir), &line);
 }
 
 /// One line of a session file after its header.

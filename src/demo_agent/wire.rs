@@ -214,59 +214,61 @@ pub(crate) struct ToolResultBody<'a> {
     pub(crate) details: Option<Value>,
 }
 
-/// `message_update.assistantMessageEvent`. `delta` is `None` only for legacy (snapshot-only) pi.
+/// `message_update.assistantMessageEvent`: `{type, contentIndex, delta | content | toolCall,
+/// partial}`, where `type` is `text_`, `thinking_` or `toolcall_` with `start`, `delta` or `end`.
+/// A `*_delta` without `delta` is legacy (snapshot-only) pi's.
 #[derive(Debug, Serialize)]
-#[serde(
-    tag = "type",
-    rename_all = "snake_case",
-    rename_all_fields = "camelCase"
-)]
-pub(crate) enum AssistantMessageEvent<'a> {
-    TextStart {
+#[serde(rename_all = "camelCase")]
+pub(crate) struct AssistantMessageEvent<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    content_index: usize,
+    /// `*_delta`: the chunk added.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    delta: Option<&'a str>,
+    /// `text_end`, `thinking_end`: the block's whole text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    content: Option<&'a str>,
+    /// `toolcall_end`: the finished call.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_call: Option<&'a ContentBlock>,
+    partial: &'a AssistantMessage,
+}
+
+impl<'a> AssistantMessageEvent<'a> {
+    /// An event of type `kind` about block `content_index` of `partial`, with nothing more.
+    pub(crate) fn new(
+        kind: &'static str,
         content_index: usize,
         partial: &'a AssistantMessage,
-    },
-    TextDelta {
-        content_index: usize,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        delta: Option<&'a str>,
-        partial: &'a AssistantMessage,
-    },
-    TextEnd {
-        content_index: usize,
-        content: &'a str,
-        partial: &'a AssistantMessage,
-    },
-    ThinkingStart {
-        content_index: usize,
-        partial: &'a AssistantMessage,
-    },
-    ThinkingDelta {
-        content_index: usize,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        delta: Option<&'a str>,
-        partial: &'a AssistantMessage,
-    },
-    ThinkingEnd {
-        content_index: usize,
-        content: &'a str,
-        partial: &'a AssistantMessage,
-    },
-    ToolcallStart {
-        content_index: usize,
-        partial: &'a AssistantMessage,
-    },
-    ToolcallDelta {
-        content_index: usize,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        delta: Option<&'a str>,
-        partial: &'a AssistantMessage,
-    },
-    ToolcallEnd {
-        content_index: usize,
-        tool_call: &'a ContentBlock,
-        partial: &'a AssistantMessage,
-    },
+    ) -> Self {
+        Self {
+            kind,
+            content_index,
+            delta: None,
+            content: None,
+            tool_call: None,
+            partial,
+        }
+    }
+
+    pub(crate) fn delta(self, delta: Option<&'a str>) -> Self {
+        Self { delta, ..self }
+    }
+
+    pub(crate) fn content(self, content: &'a str) -> Self {
+        Self {
+            content: Some(content),
+            ..self
+        }
+    }
+
+    pub(crate) fn tool_call(self, tool_call: &'a ContentBlock) -> Self {
+        Self {
+            tool_call: Some(tool_call),
+            ..self
+        }
+    }
 }
 
 /// One stdout line of `pi --mode json`.

@@ -64,7 +64,9 @@
 
 mod gemini_store;
 pub(crate) mod scenarios;
+mod settings;
 mod store;
+mod tool_scenarios;
 mod turn;
 mod wire;
 
@@ -75,7 +77,8 @@ use std::sync::mpsc::{self, Receiver, Sender};
 
 use serde_json::{json, Value};
 
-use super::player::{Output, Pace};
+use super::output::Output;
+use super::pace::Pace;
 use super::signals;
 pub(crate) use scenarios::{names as scenario_names, Scenario};
 use store::AcpSession;
@@ -144,7 +147,7 @@ pub(crate) fn run(scenario: Option<&str>, stay_on_eof: bool, flavour: Flavour) -
         Some(Ok(scenario)) => Some(scenario),
         Some(Err(name)) => {
             eprintln!("Error: Unknown ACP scenario \"{name}\". Known scenarios:");
-            for (name, description) in scenarios::SCENARIOS {
+            for (name, description, _) in scenarios::SCENARIOS {
                 eprintln!("  {name:<24} {description}");
             }
             return 1;
@@ -152,7 +155,7 @@ pub(crate) fn run(scenario: Option<&str>, stay_on_eof: bool, flavour: Flavour) -
     };
     signals::install_pi_handlers();
     let (inputs_tx, inputs) = mpsc::channel();
-    super::spawn_stdin_reader(
+    super::live::spawn_stdin_reader(
         inputs_tx.clone(),
         |parsed| match parsed {
             Ok(value) => Input::Message(value),
@@ -353,170 +356,6 @@ impl Agent {
             }
             Flavour::Gemini => wire::gemini_prompt_result("end_turn", input_tokens, output_tokens),
         }
-    }
-
-    /// The session's model and mode (indexes into `wire::MODELS` and `wire::MODES`): as last
-    /// set, in this process or, for a session loaded from its file, in an earlier one.
-    fn choice(&mut self, session_id: &str) -> (usize, usize) {
-        *self
-            .choices
-            .entry(session_id.to_owned())
-            .or_insert_with(|| {
-                let (model, mode) = super::state::recorded_settings(session_id);
-                let index = |wanted: Option<String>, known: Vec<&str>| {
-                    wanted
-                        .and_then(|wanted| known.iter().position(|id| *id == wanted))
-                        .unwrap_or(0)
-                };
-                (
-                    index(model, wire::MODELS.iter().map(|(id, _)| *id).collect()),
-                    index(mode, wire::MODES.iter().map(|(id, _, _)| *id).collect()),
-                )
-            })
-    }
-
-    /// Whether session `session_id` runs every tool without asking.
-    pub(crate) fn asks_nothing(&mut self, session_id: &str) -> bool {
-        self.flavour != Flavour::Gemini && wire::MODES[self.choice(session_id).1].0 == wire::YOLO
-    }
-
-    /// The session's `models` and `modes` as `session/new` returns them (the config-options
-    /// flavour: its `configOptions`).
-    fn choices_of(&mut self, session_id: &str) -> Value {
-        let (model, mode) = self.choice(session_id);
-        if self.flavour == Flavour::ConfigOptions {
-            let level = self.thought_level(session_id);
-            return json!({"configOptions": wire::config_options(
-                wire::MODELS[model].0,
-                wire::MODES[mode].0,
-                &level,
-            )});
-        }
-        json!({
-            "models": wire::models_state(wire::MODELS[model].0),
-            "modes": wire::modes_state(wire::MODES[mode].0),
-        })
-    }
-
-    /// `session/set_model` / `session/set_mode`: switches the session, says so, logs it.
-    fn set_choice(&mut self, id: &Value, method: &str, params: &Value) -> io::Result<()> {
-        let session_id = params["sessionId"].as_str().unwrap_or_default().to_owned();
-        if !self.sessions.contains_key(&session_id) {
-            return self.send(&wire::session_not_found(id, &session_id));
-        }
-        let (field, known): (&str, Vec<&str>) = if method == "session/set_model" {
-            ("modelId", wire::MODELS.iter().map(|(id, _)| *id).collect())
-        } else {
-            ("modeId", wire::MODES.iter().map(|(id, _, _)| *id).collect())
-        };
-        let wanted = params[field].as_str().unwrap_or_default();
-        let Some(index) = known.iter().position(|known| *known == wanted) else {
-            return self.send(&wire::error(
-                id,
-                -32602,
-                "Invalid params",
-                Some(json!({"message": format!("unknown {field} {wanted:?}")})),
-            ));
-        };
-        self.choice(&session_id);
-        let choice = self.choices.entry(session_id.clone()).or_default();
-        if method == "session/set_model" {
-            choice.0 = index;
-        } else {
-            choice.1 = index;
-        }
-        eprintln!("demo agent (acp): {method} {wanted} (session {session_id})");
-        super::state::record_setting(&session_id, method, wanted);
-        if method == "session/set_mode" {
-            let update = json!({"sessionUpdate": "current_mode_update", "currentModeId": wanted});
-            self.send(&wire::update(&session_id, update))?;
-        }
-        self.send(&wire::result(id, json!({})))
-    }
-
-    /// The session's thinking level (the config-options flavour), as last set.
-    fn thought_level(&self, session_id: &str) -> String {
-        super::state::recorded_setting(session_id, wire::SET_THOUGHT_LEVEL)
-            .unwrap_or_else(|| wire::THOUGHT_LEVELS[0].to_owned())
-    }
-
-    /// `session/set_config_option {sessionId, configId, value}` (the config-options flavour):
-    /// the model, mode or thinking level set as `session/set_model`/`set_mode` set them, logged
-    /// the same way; the answer is the options as they are now.
-    fn set_config_option(&mut self, id: &Value, params: &Value) -> io::Result<()> {
-        let session_id = params["sessionId"].as_str().unwrap_or_default().to_owned();
-        if !self.sessions.contains_key(&session_id) {
-            return self.send(&wire::session_not_found(id, &session_id));
-        }
-        let value = params["value"].as_str().unwrap_or_default().to_owned();
-        let invalid =
-            |why: String| wire::error(id, -32602, "Invalid params", Some(json!({"message": why})));
-        match params["configId"].as_str().unwrap_or_default() {
-            "model" => {
-                let method = json!({"sessionId": session_id, "modelId": value});
-                return self.set_choice_then_options(id, "session/set_model", &method);
-            }
-            "mode" => {
-                let method = json!({"sessionId": session_id, "modeId": value});
-                return self.set_choice_then_options(id, "session/set_mode", &method);
-            }
-            "thought_level" if wire::THOUGHT_LEVELS.contains(&value.as_str()) => {
-                eprintln!("demo agent (acp): thought level {value} (session {session_id})");
-                super::state::record_setting(&session_id, wire::SET_THOUGHT_LEVEL, &value);
-            }
-            other => {
-                return self.send(&invalid(format!(
-                    "unknown config option {other:?} = {value:?}"
-                )))
-            }
-        }
-        let options = self.choices_of(&session_id);
-        self.send(&wire::result(id, options))
-    }
-
-    /// A model or mode set as `method` does it, answered with the config options.
-    fn set_choice_then_options(
-        &mut self,
-        id: &Value,
-        method: &str,
-        params: &Value,
-    ) -> io::Result<()> {
-        let session_id = params["sessionId"].as_str().unwrap_or_default().to_owned();
-        let field = if method == "session/set_model" {
-            "modelId"
-        } else {
-            "modeId"
-        };
-        let wanted = params[field].as_str().unwrap_or_default();
-        let known: Vec<&str> = if method == "session/set_model" {
-            wire::MODELS.iter().map(|(id, _)| *id).collect()
-        } else {
-            wire::MODES.iter().map(|(id, _, _)| *id).collect()
-        };
-        if !known.contains(&wanted) {
-            return self.send(&wire::error(
-                id,
-                -32602,
-                "Invalid params",
-                Some(json!({"message": format!("unknown value {wanted:?}")})),
-            ));
-        }
-        let index = known.iter().position(|known| *known == wanted).unwrap_or(0);
-        self.choice(&session_id);
-        let choice = self.choices.entry(session_id.clone()).or_default();
-        if method == "session/set_model" {
-            choice.0 = index;
-        } else {
-            choice.1 = index;
-        }
-        eprintln!("demo agent (acp): {method} {wanted} (session {session_id}, by config option)");
-        super::state::record_setting(&session_id, method, wanted);
-        if method == "session/set_mode" {
-            let update = json!({"sessionUpdate": "current_mode_update", "currentModeId": wanted});
-            self.send(&wire::update(&session_id, update))?;
-        }
-        let options = self.choices_of(&session_id);
-        self.send(&wire::result(id, options))
     }
 
     /// Plays one `session/prompt`; `Some(code)` when the agent must exit.

@@ -39,102 +39,45 @@
 //! | `max-turn-requests` | some text, then `stopReason: max_turn_requests` |
 //! | `lag-after-cancel` | like `slow`; after a `session/cancel`, the session answers one prompt late from then on (the Claude ACP adapter's bug): the next prompt ends `end_turn` at once with no text, the prompt after it streams "This answers \"<previous prompt>\"." |
 
-use std::fs;
-
 use serde_json::json;
 
 use super::super::{scenario, state};
-use super::turn::{Decision, Halt, RpcFailure, Turn, TurnEnd};
-use super::wire;
+use super::tool_scenarios::{
+    edit, permission, permission_delayed, permission_unannounced, refined_tool, rewritten, sleep,
+};
+use super::turn::{Halt, RpcFailure, Turn, TurnEnd};
 
-/// The scenarios, in listing order, with a line each.
-pub(crate) const SCENARIOS: &[(&str, &str)] = &[
-    ("hello", "a few text deltas, end_turn"),
-    ("thinking", "thought deltas, then text"),
-    ("plan", "a plan update, text, the plan completed, text"),
-    (
-        "permission",
-        "an announced command asks permission (4 options); allowed, it runs",
-    ),
-    (
-        "permission-delayed",
-        "asks after a 2 s pause, allow-always first; a rejection ends the turn",
-    ),
-    (
-        "permission-unannounced",
-        "gemini-like: a permission request with no tool_call before it",
-    ),
-    (
-        "edit",
-        "an edit with a diff asks permission; allowed, it writes the file",
-    ),
-    (
-        "rewrite",
-        "an edit with a long diff (two hunks 25 lines apart) asks permission",
-    ),
-    (
-        "sleep",
-        "runs `sleep 100` as a real process; session/cancel kills it",
-    ),
-    ("slow", "a text delta every 200 ms for 20 s"),
-    (
-        "ignore-cancel",
-        "slow text that ignores session/cancel and then never answers",
-    ),
-    (
-        "malformed",
-        "a non-JSON line and a non-JSON-RPC line mid-turn",
-    ),
-    ("unknown-update", "a session/update of an unknown kind"),
-    ("stray-response", "a JSON-RPC response to id 999 mid-turn"),
-    ("exit-mid-turn", "some text, then exit 3 without answering"),
-    ("error", "the prompt fails with a JSON-RPC error (API 500)"),
-    (
-        "flaky",
-        "fails like error once per prompt text, then succeeds",
-    ),
-    (
-        "http-error",
-        "the prompt fails as Gemini reports an HTTP 500 (code 500, the API's JSON)",
-    ),
-    (
-        "rate-limit",
-        "the prompt fails with code 429, the API's JSON",
-    ),
-    (
-        "auth-error",
-        "the prompt fails with code 401, the API's JSON",
-    ),
-    (
-        "flaky-twice",
-        "fails like http-error twice per prompt text, then succeeds",
-    ),
-    (
-        "cut-stream",
-        "some text, then end_turn with zero token counts (a dropped stream)",
-    ),
-    (
-        LAG_AFTER_CANCEL,
-        "after a cancel, each answer comes one prompt late",
-    ),
-    (
-        "refined-tool",
-        "tool calls announced bare, then given their title and input by tool_call_update",
-    ),
-    ("refusal", "some text, then stopReason refusal"),
-    ("max-tokens", "some text, then stopReason max_tokens"),
-    (
-        "max-turn-requests",
-        "some text, then stopReason max_turn_requests",
-    ),
-    (
-        "switch-mode",
-        "switches itself to accept-edits mode mid-turn (current_mode_update), as an agent leaving plan mode does",
-    ),
-    (
-        "compress",
-        "its own /compress command: says it compressed the context, as Qwen Code does",
-    ),
+/// The scenarios, in listing order: name, a line saying what it does, the scenario.
+pub(crate) const SCENARIOS: &[(&str, &str, Scenario)] = &[
+    ("hello", "a few text deltas, end_turn", Scenario::Hello),
+    ("thinking", "thought deltas, then text", Scenario::Thinking),
+    ("plan", "a plan update, text, the plan completed, text", Scenario::Plan),
+    ("permission", "an announced command asks permission (4 options); allowed, it runs", Scenario::Permission),
+    ("permission-delayed", "asks after a 2 s pause, allow-always first; a rejection ends the turn", Scenario::PermissionDelayed),
+    ("permission-unannounced", "gemini-like: a permission request with no tool_call before it", Scenario::PermissionUnannounced),
+    ("edit", "an edit with a diff asks permission; allowed, it writes the file", Scenario::Edit),
+    ("rewrite", "an edit with a long diff (two hunks 25 lines apart) asks permission", Scenario::Rewrite),
+    ("sleep", "runs `sleep 100` as a real process; session/cancel kills it", Scenario::Sleep),
+    ("slow", "a text delta every 200 ms for 20 s", Scenario::Slow),
+    ("ignore-cancel", "slow text that ignores session/cancel and then never answers", Scenario::IgnoreCancel),
+    ("malformed", "a non-JSON line and a non-JSON-RPC line mid-turn", Scenario::Malformed),
+    ("unknown-update", "a session/update of an unknown kind", Scenario::UnknownUpdate),
+    ("stray-response", "a JSON-RPC response to id 999 mid-turn", Scenario::StrayResponse),
+    ("exit-mid-turn", "some text, then exit 3 without answering", Scenario::ExitMidTurn),
+    ("error", "the prompt fails with a JSON-RPC error (API 500)", Scenario::Error),
+    ("flaky", "fails like error once per prompt text, then succeeds", Scenario::Flaky),
+    ("http-error", "the prompt fails as Gemini reports an HTTP 500 (code 500, the API's JSON)", Scenario::HttpError),
+    ("rate-limit", "the prompt fails with code 429, the API's JSON", Scenario::RateLimit),
+    ("auth-error", "the prompt fails with code 401, the API's JSON", Scenario::AuthError),
+    ("flaky-twice", "fails like http-error twice per prompt text, then succeeds", Scenario::FlakyTwice),
+    ("cut-stream", "some text, then end_turn with zero token counts (a dropped stream)", Scenario::CutStream),
+    (LAG_AFTER_CANCEL, "after a cancel, each answer comes one prompt late", Scenario::LagAfterCancel),
+    ("refined-tool", "tool calls announced bare, then given their title and input by tool_call_update", Scenario::RefinedTool),
+    ("refusal", "some text, then stopReason refusal", Scenario::Refusal),
+    ("max-tokens", "some text, then stopReason max_tokens", Scenario::MaxTokens),
+    ("max-turn-requests", "some text, then stopReason max_turn_requests", Scenario::MaxTurnRequests),
+    ("switch-mode", "switches itself to accept-edits mode mid-turn (current_mode_update), as an agent leaving plan mode does", Scenario::SwitchMode),
+    ("compress", "its own /compress command: says it compressed the context, as Qwen Code does", Scenario::Compress),
 ];
 
 /// The scenario that plays the Claude adapter's answer-one-turn-late bug.
@@ -179,43 +122,15 @@ pub(crate) enum Scenario {
 
 /// The scenario names, in listing order.
 pub(crate) fn names() -> impl Iterator<Item = &'static str> {
-    SCENARIOS.iter().map(|(name, _)| *name)
+    SCENARIOS.iter().map(|(name, _, _)| *name)
 }
 
 impl Scenario {
     pub(crate) fn from_name(name: &str) -> Option<Self> {
-        Some(match name {
-            "hello" => Self::Hello,
-            "thinking" => Self::Thinking,
-            "plan" => Self::Plan,
-            "permission" => Self::Permission,
-            "permission-delayed" => Self::PermissionDelayed,
-            "permission-unannounced" => Self::PermissionUnannounced,
-            "edit" => Self::Edit,
-            "rewrite" => Self::Rewrite,
-            "sleep" => Self::Sleep,
-            "slow" => Self::Slow,
-            "ignore-cancel" => Self::IgnoreCancel,
-            "malformed" => Self::Malformed,
-            "unknown-update" => Self::UnknownUpdate,
-            "stray-response" => Self::StrayResponse,
-            "exit-mid-turn" => Self::ExitMidTurn,
-            "error" => Self::Error,
-            "flaky" => Self::Flaky,
-            "http-error" => Self::HttpError,
-            "rate-limit" => Self::RateLimit,
-            "auth-error" => Self::AuthError,
-            "flaky-twice" => Self::FlakyTwice,
-            "cut-stream" => Self::CutStream,
-            LAG_AFTER_CANCEL => Self::LagAfterCancel,
-            "switch-mode" => Self::SwitchMode,
-            "compress" => Self::Compress,
-            "refined-tool" => Self::RefinedTool,
-            "refusal" => Self::Refusal,
-            "max-tokens" => Self::MaxTokens,
-            "max-turn-requests" => Self::MaxTurnRequests,
-            _ => return None,
-        })
+        SCENARIOS
+            .iter()
+            .find(|(known, _, _)| *known == name)
+            .map(|(_, _, scenario)| *scenario)
     }
 
     /// The first scenario named as a word in `prompt`, else `hello`.
@@ -395,227 +310,6 @@ fn plan(turn: &mut Turn) -> Result<(), Halt> {
     Ok(())
 }
 
-const TOUCH: &str = "touch agentty-demo.txt";
-
-/// How long `permission-delayed` waits before it asks (script time).
-const ASK_DELAY_MS: u64 = 2_000;
-
-fn permission(turn: &mut Turn) -> Result<(), Halt> {
-    turn.say("I'll create agentty-demo.txt.")?;
-    let (id, tool_call) = announce_touch(turn)?;
-    match turn.ask_permission(tool_call, wire::four_options())? {
-        Decision::Allowed => run_touch(turn, &id),
-        Decision::Rejected => {
-            turn.refuse_tool_call(&id, "command")?;
-            turn.say("I did not run the command: permission was refused.")
-        }
-    }
-}
-
-fn permission_delayed(turn: &mut Turn) -> Result<(), Halt> {
-    turn.say("Let me look around before I create agentty-demo.txt.")?;
-    turn.wait(ASK_DELAY_MS)?;
-    let (id, tool_call) = announce_touch(turn)?;
-    match turn.ask_permission(tool_call, wire::claude_options())? {
-        Decision::Allowed => run_touch(turn, &id),
-        // The turn ends here, with nothing more said.
-        Decision::Rejected => Ok(turn.refuse_tool_call(&id, "command")?),
-    }
-}
-
-/// Announces the `touch` call (`tool_call` pending); its id and the call for the request.
-fn announce_touch(turn: &mut Turn) -> Result<(String, serde_json::Value), Halt> {
-    let id = turn.tool_call_id();
-    let tool_call = json!({
-        "toolCallId": id,
-        "title": TOUCH,
-        "kind": "execute",
-        "status": "pending",
-        "rawInput": {"command": TOUCH},
-        "content": [],
-        "locations": [],
-    });
-    let mut announced = tool_call.clone();
-    announced["sessionUpdate"] = json!("tool_call");
-    turn.update(announced)?;
-    Ok((id, tool_call))
-}
-
-/// Runs the allowed `touch` call and reports it.
-fn run_touch(turn: &mut Turn, id: &str) -> Result<(), Halt> {
-    let outcome = turn.run_command(id, TOUCH, true)?;
-    turn.update(json!({
-        "sessionUpdate": "tool_call_update",
-        "toolCallId": id,
-        "status": outcome.tool_status(),
-        "content": [wire::text_content(&outcome.result_text())],
-        "rawOutput": {"output": outcome.output, "exitCode": outcome.exit_code},
-    }))?;
-    turn.say("Done.")
-}
-
-fn permission_unannounced(turn: &mut Turn) -> Result<(), Halt> {
-    turn.say("I'll create agentty-demo.txt.")?;
-    let id = turn.tool_call_id();
-    let note = format!(
-        "[current working directory {}] (create the demo file)",
-        turn.cwd.display()
-    );
-    let tool_call = json!({
-        "toolCallId": id,
-        "status": "pending",
-        "title": TOUCH,
-        "content": [wire::text_content(&note)],
-        "locations": [],
-        "kind": "execute",
-    });
-    match turn.ask_permission(tool_call, wire::gemini_options())? {
-        Decision::Allowed => {
-            let outcome = turn.run_command(&id, TOUCH, false)?;
-            turn.update(json!({
-                "sessionUpdate": "tool_call_update",
-                "toolCallId": id,
-                "status": outcome.tool_status(),
-                "title": TOUCH,
-                "content": [],
-                "locations": [],
-                "kind": "execute",
-            }))?;
-            turn.say("Done.")
-        }
-        Decision::Rejected => turn.say("I did not run the command: it was canceled by the user."),
-    }
-}
-
-/// `rewrite`'s change: 40 numbered lines for a new file, else the 5th and 30th lines marked
-/// edited and a line added at the end (a diff whose hunks are far apart).
-fn rewritten(old: Option<&str>) -> String {
-    let Some(old) = old else {
-        return (1..=40).map(|number| format!("line {number}\n")).collect();
-    };
-    let mut text: String = old
-        .lines()
-        .enumerate()
-        .map(|(index, line)| match index + 1 {
-            5 | 30 => format!("{line} (edited)\n"),
-            _ => format!("{line}\n"),
-        })
-        .collect();
-    text.push_str("Rewritten by the demo ACP agent.\n");
-    text
-}
-
-/// Asks to change `name` in the session's cwd to `change(<its text, if it exists>)`, with the
-/// diff in the tool call and the permission request, as Claude's adapter asks for an edit.
-fn edit(turn: &mut Turn, name: &str, change: fn(Option<&str>) -> String) -> Result<(), Halt> {
-    turn.say(&format!("I'll edit {name}."))?;
-    let id = turn.tool_call_id();
-    let path = turn.cwd.join(name);
-    let path_text = path.display().to_string();
-    let old_text = fs::read_to_string(&path).ok();
-    let new_text = change(old_text.as_deref());
-    let diff = json!({"type": "diff", "path": path_text, "oldText": old_text, "newText": new_text});
-    let tool_call = json!({
-        "toolCallId": id,
-        "title": format!("Edit {name}"),
-        "kind": "edit",
-        "status": "pending",
-        "rawInput": {"file_path": path_text, "new_string": new_text},
-        "content": [diff],
-        "locations": [{"path": path_text}],
-    });
-    let mut announced = tool_call.clone();
-    announced["sessionUpdate"] = json!("tool_call");
-    turn.update(announced)?;
-    match turn.ask_permission(tool_call, wire::claude_options())? {
-        Decision::Allowed => {
-            let (status, said) = match fs::write(&path, &new_text) {
-                Ok(()) => ("completed", format!("Edited {name}.")),
-                Err(error) => ("failed", format!("Could not write {name}: {error}")),
-            };
-            turn.update(json!({
-                "sessionUpdate": "tool_call_update",
-                "toolCallId": id,
-                "status": status,
-                "content": [diff],
-                "locations": [{"path": path_text}],
-            }))?;
-            turn.say(&said)
-        }
-        Decision::Rejected => {
-            turn.refuse_tool_call(&id, "edit")?;
-            turn.say("I did not edit the file: permission was refused.")
-        }
-    }
-}
-
-/// The file the `refined-tool` scenario writes.
-pub(crate) const REFINED_WRITE: &str = "agentty-demo-write.txt";
-
-/// opencode's way with tool calls: announced with nothing but where they run, given their
-/// title and input by an update.
-fn refined_tool(turn: &mut Turn) -> Result<(), Halt> {
-    const COMMAND: &str = "echo refined";
-    let cwd = turn.cwd.display().to_string();
-    let id = turn.tool_call_id();
-    turn.update(json!({
-        "sessionUpdate": "tool_call", "toolCallId": id, "title": "bash", "kind": "execute",
-        "status": "pending", "rawInput": {"cwd": cwd}, "content": [], "locations": [],
-    }))?;
-    turn.update(json!({
-        "sessionUpdate": "tool_call_update", "toolCallId": id, "status": "in_progress",
-        "title": COMMAND, "kind": "execute", "rawInput": {"command": COMMAND, "cwd": cwd},
-    }))?;
-    let outcome = turn.run_command(&id, COMMAND, false)?;
-    turn.update(json!({
-        "sessionUpdate": "tool_call_update", "toolCallId": id, "status": "completed",
-        "content": [{"type": "content", "content": {"type": "text", "text": outcome.output}}],
-    }))?;
-    let path = turn.cwd.join(REFINED_WRITE);
-    let content = "written by the demo ACP agent\n";
-    let id = turn.tool_call_id();
-    turn.update(json!({
-        "sessionUpdate": "tool_call", "toolCallId": id, "title": "write", "kind": "edit",
-        "status": "pending", "rawInput": {}, "content": [], "locations": [],
-    }))?;
-    turn.update(json!({
-        "sessionUpdate": "tool_call_update", "toolCallId": id, "status": "in_progress",
-        "locations": [{"path": path}],
-        "rawInput": {"filePath": path, "content": content},
-    }))?;
-    let written = fs::write(&path, content);
-    turn.update(json!({
-        "sessionUpdate": "tool_call_update", "toolCallId": id,
-        "status": if written.is_ok() { "completed" } else { "failed" },
-        "content": [{"type": "content", "content": {"type": "text", "text": "Wrote file successfully."}}],
-    }))?;
-    turn.say("Done.")
-}
-
-fn sleep(turn: &mut Turn) -> Result<(), Halt> {
-    const SLEEP: &str = "sleep 100";
-    turn.say("Sleeping for a while.")?;
-    let id = turn.tool_call_id();
-    turn.update(json!({
-        "sessionUpdate": "tool_call",
-        "toolCallId": id,
-        "title": SLEEP,
-        "kind": "execute",
-        "status": "in_progress",
-        "rawInput": {"command": SLEEP},
-        "content": [],
-        "locations": [],
-    }))?;
-    let outcome = turn.run_command(&id, SLEEP, true)?;
-    turn.update(json!({
-        "sessionUpdate": "tool_call_update",
-        "toolCallId": id,
-        "status": outcome.tool_status(),
-        "content": [wire::text_content(&outcome.result_text())],
-    }))?;
-    turn.say("Done sleeping.")
-}
-
 fn slow(turn: &mut Turn) -> Result<(), Halt> {
     for index in 0..100 {
         turn.say_after(200, &format!("tok{index} "))?;
@@ -628,31 +322,34 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_listed_name_is_a_scenario() {
-        for name in names() {
-            assert!(Scenario::from_name(name).is_some(), "{name}");
+    fn every_scenario_is_listed_once_under_one_name() {
+        for (index, (name, _, scenario)) in SCENARIOS.iter().enumerate() {
+            assert_eq!(Scenario::from_name(name), Some(*scenario), "{name}");
+            let earlier = &SCENARIOS[..index];
+            assert!(
+                earlier
+                    .iter()
+                    .all(|(other, _, same)| other != name && same != scenario),
+                "{name} is listed twice"
+            );
         }
         assert_eq!(names().count(), 29);
     }
 
     #[test]
     fn the_prompt_picks_the_scenario_by_whole_word() {
-        assert_eq!(
-            Scenario::for_prompt("please ask permission"),
-            Scenario::Permission
-        );
-        assert_eq!(
-            Scenario::for_prompt("permission-delayed please"),
-            Scenario::PermissionDelayed
-        );
-        assert_eq!(
-            Scenario::for_prompt("permission-unannounced please"),
-            Scenario::PermissionUnannounced
-        );
-        assert_eq!(
-            Scenario::for_prompt("what is a sleepy cat"),
-            Scenario::Hello
-        );
-        assert_eq!(Scenario::for_prompt("be slow, then sleep"), Scenario::Slow);
+        let cases = [
+            ("please ask permission", Scenario::Permission),
+            ("permission-delayed please", Scenario::PermissionDelayed),
+            (
+                "permission-unannounced please",
+                Scenario::PermissionUnannounced,
+            ),
+            ("what is a sleepy cat", Scenario::Hello),
+            ("be slow, then sleep", Scenario::Slow),
+        ];
+        for (prompt, scenario) in cases {
+            assert_eq!(Scenario::for_prompt(prompt), scenario, "{prompt}");
+        }
     }
 }

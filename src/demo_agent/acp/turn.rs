@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::super::bash::{self, BashOutcome};
+use super::super::live;
 use super::{is_response, wire, Agent, Input};
 
 /// Script time between two chunks.
@@ -99,10 +100,8 @@ struct Running {
 
 impl Drop for Running {
     fn drop(&mut self) {
-        if !self.finished && !crate::demo_agent::knobs::leaves_tools() {
-            // SAFETY: kill(2) on the tool's own process group (it leads its own session).
-            unsafe { libc::kill(-(self.child.id() as i32), libc::SIGKILL) };
-            let _ = self.child.wait();
+        if !self.finished {
+            bash::stop_cut_short(&mut self.child);
         }
     }
 }
@@ -328,12 +327,9 @@ impl<'a> Turn<'a> {
         progress: bool,
     ) -> Result<BashOutcome, Halt> {
         let tx = self.agent.inputs_tx.clone();
-        let spawned = bash::spawn_streamed(command, Some(&self.cwd), move |output| {
-            let input = match output {
-                Some(bytes) => Input::ToolOutput(bytes),
-                None => Input::ToolOutputClosed,
-            };
-            tx.send(input).is_ok()
+        let spawned = live::spawn_tool(command, Some(&self.cwd), tx, |piece| match piece {
+            Some(bytes) => Input::ToolOutput(bytes),
+            None => Input::ToolOutputClosed,
         });
         let (child, _group) = match spawned {
             Ok(spawned) => spawned,

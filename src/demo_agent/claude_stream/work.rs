@@ -9,6 +9,7 @@ use std::io;
 
 use serde_json::{json, Value};
 
+use super::super::live::Serving;
 use super::{Cut, Engine};
 
 /// Script time each model request of the work takes.
