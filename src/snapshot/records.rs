@@ -21,13 +21,23 @@ pub(crate) struct TurnRecord {
     /// changed may be counted here, so `/undo` asks before touching anything.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) foreign: Vec<u32>,
+    /// When the turn began and ended (ns), to find those other turns again later: one that was
+    /// still running when this one ended may have said what it changed by the time of the undo.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) window: Option<(i64, i64)>,
 }
 
 impl TurnRecord {
-    pub(crate) fn new(before: BlobId, after: BlobId, foreign: Vec<u32>) -> Self {
+    pub(crate) fn new(
+        before: BlobId,
+        after: BlobId,
+        foreign: Vec<u32>,
+        window: (i64, i64),
+    ) -> Self {
         Self {
             before: format!("{before:032x}"),
             after: format!("{after:032x}"),
+            window: (!foreign.is_empty()).then_some(window),
             foreign,
         }
     }

@@ -1033,6 +1033,111 @@ fn a_turn_that_overlapped_another_agentty_s_asks_before_undoing() {
     });
 }
 
+/// Another agentty's turn (this test's parent's pid stands in for it) that created
+/// `theirs.txt` during this process's turn 1: its activity record in the tree's store, begun
+/// at `since`, ended with the ids of its two manifests when `ended` (else still running).
+fn other_agentty_turn(rig: &Rig, since: SystemTime, ended: bool) {
+    let store = Store::for_tree(rig.state.path(), rig.root());
+    let exclude = scan::exclude_matcher(rig.root(), &rig.limits.exclude_patterns());
+    let walk = Walk {
+        root: rig.root(),
+        store: &store,
+        limits: &rig.limits,
+        exclude: &exclude,
+    };
+    let (now, _) = scan(&walk, None, None);
+    let mut before = now.clone();
+    before.entries.remove(b"theirs.txt".as_slice());
+    let mut after = Manifest::default();
+    after.entries.insert(
+        b"theirs.txt".to_vec(),
+        now.entries[b"theirs.txt".as_slice()].clone(),
+    );
+    before
+        .entries
+        .retain(|path, _| path.as_slice() == b"theirs.txt");
+    let (before, _) = store.save_manifest(&before, None).unwrap();
+    let (after, _) = store.save_manifest(&after, None).unwrap();
+    let text = if ended {
+        format!("{} {before:032x} {after:032x}", scan::ns(SystemTime::now()))
+    } else {
+        String::new()
+    };
+    let other = std::os::unix::process::parent_id();
+    store
+        .write_atomically(
+            &store
+                .dir()
+                .join("activity")
+                .join(format!("{other}-{}", scan::ns(since))),
+            text.as_bytes(),
+        )
+        .unwrap();
+}
+
+/// Issue 37, item 11: a file another agentty's turn wrote during this turn is not this turn's
+/// change, when that turn has ended by the end of this one (its summary leaves it out) or by
+/// the time of the undo (the undo leaves it alone without asking).
+#[test]
+fn a_file_another_agentty_s_turn_wrote_is_not_this_turn_s_change() {
+    for ended_before_ours in [true, false] {
+        let rig = Rig::new();
+        write(rig.root(), "mine.txt", "v1\n");
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let mut worker = rig.worker("w");
+            assert!(matches!(
+                worker.next().await,
+                Some(SnapshotReply::Ready { .. })
+            ));
+            std::thread::sleep(Duration::from_millis(120));
+            worker.begin(1, SystemTime::now());
+            worker.next().await;
+            let since = SystemTime::now();
+            write(rig.root(), "mine.txt", "v2\n");
+            write(rig.root(), "theirs.txt", "made by the other agentty\n");
+            other_agentty_turn(&rig, since, ended_before_ours);
+            worker.end(1);
+            let Some(SnapshotReply::Ended {
+                changes, notice, ..
+            }) = worker.next().await
+            else {
+                panic!("no end");
+            };
+            let changed: Vec<&str> = changes.iter().map(|change| change.path.as_str()).collect();
+            let notice = notice.unwrap_or_default();
+            if ended_before_ours {
+                assert_eq!(changed, ["mine.txt"], "{notice}");
+                assert!(
+                    notice.contains("1 file changed meanwhile by another agentty's turn"),
+                    "{notice}"
+                );
+            } else {
+                // Still running then: what it did is not known yet, so it is counted and said.
+                assert_eq!(changed, ["mine.txt", "theirs.txt"]);
+                assert!(notice.contains("Another agentty"), "{notice}");
+                other_agentty_turn(&rig, since, true);
+            }
+            worker.undo(1, false);
+            let Some(SnapshotReply::Undone { outcome, .. }) = worker.next().await else {
+                panic!("no undo");
+            };
+            let outcome = outcome.unwrap();
+            assert_eq!(outcome.restored, ["mine.txt"], "{outcome:?}");
+            assert!(outcome.removed.is_empty(), "{outcome:?}");
+            assert!(outcome.shared_with.is_empty(), "{outcome:?}");
+            assert_eq!(read_text(rig.root(), "mine.txt"), "v1\n");
+            assert_eq!(
+                read_text(rig.root(), "theirs.txt"),
+                "made by the other agentty\n"
+            );
+        });
+    }
+}
+
 /// The walk from a stat cache sees what a whole walk sees: new files in known folders, new
 /// folders whole, deletions, and a new `.gitignore` (the rules changed: all walked again).
 #[test]

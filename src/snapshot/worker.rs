@@ -430,11 +430,29 @@ impl WorkerState {
         self.watch_new(&mut watcher, &before, &after);
         // A next turn already under way wrote meanwhile: its "before" is walked.
         self.watcher = watcher.filter(|_| next.is_none());
+        let (after, after_id) = self.keep(after, true);
+        let window = (super::scan::ns(since), super::scan::ns(SystemTime::now()));
+        // What other agentty turns in this tree did meanwhile is theirs, not this turn's.
+        let foreign = activity::overlapping(&self.store, window.0, window.1);
+        let mut before_id = before_id;
+        let mut apart = activity::Apart::default();
+        let before = if foreign.is_empty() {
+            before
+        } else {
+            let mut mine = before.as_ref().clone();
+            apart = activity::set_apart(&self.store, &mut mine, &after, &foreign);
+            if !apart.theirs.is_empty() {
+                let depth = self.latest.as_ref().map_or(0, |latest| latest.depth);
+                let base = after_id.map(|id| (after.as_ref(), id, depth));
+                before_id = self.store.save_manifest(&mine, base).ok().map(|(id, _)| id);
+            }
+            Arc::new(mine)
+        };
         let changes = turn_changes(&self.store, &self.limits, &before, &after);
-        let (_, after_id) = self.keep(after, true);
-        let foreign = activity::ended(&self.store, since);
+        activity::ended(&self.store, since, before_id.zip(after_id));
+        let foreign = apart.unresolved;
         if let (Some(before_id), Some(after_id)) = (before_id, after_id) {
-            let record = TurnRecord::new(before_id, after_id, foreign.clone());
+            let record = TurnRecord::new(before_id, after_id, foreign.clone(), window);
             if let Err(error) = self.records.save_turn(turn, &record) {
                 tracing::warn!(%error, "cannot keep the turn's snapshots");
             }
@@ -477,6 +495,22 @@ impl WorkerState {
                     .join(", ")
             ));
         }
+        if !apart.theirs.is_empty() {
+            let (files, pids): (usize, Vec<String>) =
+                apart
+                    .theirs
+                    .iter()
+                    .fold((0, Vec::new()), |(files, mut pids), (pid, count)| {
+                        pids.push(pid.to_string());
+                        (files + count, pids)
+                    });
+            notices.push(format!(
+                "{files} file{} changed meanwhile by another agentty's turn in this folder (pid {}) {} not counted as this turn's.",
+                if files == 1 { "" } else { "s" },
+                pids.join(", "),
+                if files == 1 { "is" } else { "are" },
+            ));
+        }
         SnapshotReply::Ended {
             turn,
             changes,
@@ -484,15 +518,42 @@ impl WorkerState {
         }
     }
 
-    /// The two manifests of turn `turn`, and the other agentty processes that worked meanwhile.
+    /// The two manifests of turn `turn`, and the other agentty processes whose part in its
+    /// change could not be told apart from its own ([`activity`]).
     fn turn_pair(&self, turn: Turn) -> std::io::Result<(Manifest, Manifest, Vec<u32>)> {
         let record = self.records.turn(turn)?;
         let (before, after) = record.ids()?;
-        Ok((
-            self.store.manifest(before)?,
-            self.store.manifest(after)?,
-            record.foreign,
-        ))
+        let (mut before, after) = (self.store.manifest(before)?, self.store.manifest(after)?);
+        let foreign = self.still_shared(&record, &mut before, &after);
+        Ok((before, after, foreign))
+    }
+
+    /// The other agentty processes of `record` whose part still cannot be told apart: a turn
+    /// that was running when this one ended may have said what it changed since (its part is
+    /// then taken out of `before`); one whose record is gone cannot be told apart.
+    fn still_shared(
+        &self,
+        record: &TurnRecord,
+        before: &mut Manifest,
+        after: &Manifest,
+    ) -> Vec<u32> {
+        let Some((start, until)) = record.window.filter(|_| !record.foreign.is_empty()) else {
+            return record.foreign.clone();
+        };
+        let turns: Vec<activity::ForeignTurn> = activity::overlapping(&self.store, start, until)
+            .into_iter()
+            .filter(|turn| record.foreign.contains(&turn.pid))
+            .collect();
+        let mut left = activity::set_apart(&self.store, before, after, &turns).unresolved;
+        left.extend(
+            record
+                .foreign
+                .iter()
+                .filter(|pid| !turns.iter().any(|turn| turn.pid == **pid)),
+        );
+        left.sort_unstable();
+        left.dedup();
+        left
     }
 
     /// Runs a restore from `left` to `target` under a journal.
