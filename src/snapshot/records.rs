@@ -59,6 +59,8 @@ pub(crate) struct Records {
 }
 
 const TREE_FILE: &str = "tree";
+/// The limits the conversation's snapshots were taken under (to name them, in `/diff`).
+const LIMITS_FILE: &str = "limits.json";
 
 impl Records {
     pub(crate) fn new(dir: impl Into<PathBuf>, store: Store) -> Self {
@@ -81,6 +83,14 @@ impl Records {
         Ok(Self::new(dir, Store::new(anchor, tree)))
     }
 
+    /// The limits the conversation's snapshots were taken under (the defaults where not said).
+    pub(crate) fn limits(&self) -> super::SnapshotLimits {
+        crate::files::read_limited(&self.dir.join(LIMITS_FILE), 64 * 1024)
+            .ok()
+            .and_then(|json| serde_json::from_slice(&json).ok())
+            .unwrap_or_default()
+    }
+
     pub(crate) fn store(&self) -> &Store {
         &self.store
     }
@@ -89,13 +99,16 @@ impl Records {
         &self.dir
     }
 
-    /// Notes which store the conversation uses, and that the store has a user in it.
-    pub(crate) fn link(&self) -> io::Result<()> {
+    /// Notes which store the conversation uses, under which limits, and that the store has a
+    /// user in it.
+    pub(crate) fn link(&self, limits: &super::SnapshotLimits) -> io::Result<()> {
         use std::os::unix::ffi::OsStrExt;
         let tree = self.store.dir().as_os_str().as_bytes();
         let mut line = tree.to_vec();
         line.push(b'\n');
         self.write(&self.dir.join(TREE_FILE), &line)?;
+        let limits = serde_json::to_vec(limits).map_err(io::Error::other)?;
+        self.write(&self.dir.join(LIMITS_FILE), &limits)?;
         let stem = self.dir.file_name().unwrap_or_default();
         self.write(&self.store.dir().join("users").join(stem), b"")
     }

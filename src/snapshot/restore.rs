@@ -18,6 +18,7 @@ use super::changes::reported_paths;
 use super::manifest::{bytes_path, display_path, Entry, EntryKind, Manifest, PathBytes};
 use super::scan::{kind_of, read_entry, stat_entry};
 use super::store::Store;
+use super::SnapshotLimits;
 
 /// Bytes of a current file read to compare it with the turn's result.
 const COMPARE_LIMIT: u64 = 256 * 1024 * 1024;
@@ -72,10 +73,12 @@ pub(crate) fn conflicts(root: &Path, before: &Manifest, after: &Manifest) -> Vec
 
 /// Puts the paths that differ between `before` and `after` back as in `before`, under `root`.
 /// With conflicts and `overwrite` false, nothing is written and the conflicts are returned.
-/// `journal` names the temporary files (see the module's doc).
+/// `journal` names the temporary files (see the module's doc); `limits`, those in force, are
+/// named where a file was not kept because of one.
 pub(crate) fn undo(
     root: &Path,
     store: &Store,
+    limits: &SnapshotLimits,
     before: &Manifest,
     after: &Manifest,
     overwrite: bool,
@@ -142,7 +145,7 @@ pub(crate) fn undo(
         if failed.contains(path) {
             continue;
         }
-        match put_back(root, store, path, entry, journal) {
+        match put_back(root, store, limits, path, entry, journal) {
             Ok(()) if reported.contains(*path) => {
                 if !after.entries.contains_key(*path) {
                     outcome.recreated.push(shown(path, Some(entry)));
@@ -306,6 +309,7 @@ pub(crate) fn temporary_beside(full: &Path, journal: &str) -> PathBuf {
 fn put_back(
     root: &Path,
     store: &Store,
+    limits: &SnapshotLimits,
     path: &[u8],
     entry: &Entry,
     journal: &str,
@@ -329,10 +333,7 @@ fn put_back(
         let why = entry
             .not_kept()
             .map_or("it was not kept".to_owned(), |why| {
-                format!(
-                    "not kept before the turn: {}",
-                    why.reason(&super::SnapshotLimits::default())
-                )
+                format!("not kept before the turn: {}", why.reason(limits))
             });
         return Err(io::Error::new(io::ErrorKind::InvalidData, why));
     };

@@ -16,7 +16,15 @@ fn undo(
     after: &Manifest,
     overwrite: bool,
 ) -> UndoOutcome {
-    undo_journaled(root, store, before, after, overwrite, "test")
+    undo_journaled(
+        root,
+        store,
+        &SnapshotLimits::default(),
+        before,
+        after,
+        overwrite,
+        "test",
+    )
 }
 
 /// The paths of a manifest, as text.
@@ -951,7 +959,7 @@ fn an_interrupted_restore_is_found_cleaned_and_finished_or_rolled_back() {
     );
 
     // Rolled back: the four go back as the turn left them.
-    let outcome = journal::resolve(rig.root(), &rig.store, &found[0], false).unwrap();
+    let outcome = journal::resolve(rig.root(), &rig.store, &rig.limits, &found[0], false).unwrap();
     assert_eq!(outcome.restored.len(), 4, "{outcome:?}");
     for index in 0..10 {
         assert_eq!(read_text(rig.root(), &format!("f{index}.txt")), "after\n");
@@ -972,7 +980,7 @@ fn an_interrupted_restore_is_found_cleaned_and_finished_or_rolled_back() {
     write(rig.root(), "f0.txt", "before\n");
     std::mem::forget(journal);
     let found = journal::interrupted(&rig.store);
-    let outcome = journal::resolve(rig.root(), &rig.store, &found[0], true).unwrap();
+    let outcome = journal::resolve(rig.root(), &rig.store, &rig.limits, &found[0], true).unwrap();
     assert_eq!(outcome.restored.len(), 9, "{outcome:?}");
     for index in 0..10 {
         assert_eq!(read_text(rig.root(), &format!("f{index}.txt")), "before\n");
@@ -1416,4 +1424,53 @@ fn undo_and_rewind_never_put_back_an_agents_own_state() {
             "{\"turn\":2}\n"
         );
     });
+}
+
+/// A file past `[snapshots] max_files` cannot be undone, and the undo and `/diff` name the cap
+/// the conversation's snapshots were taken under (they said "past the 100000 files", the
+/// default, under a cap of 3,000).
+#[test]
+fn a_file_past_the_cap_names_the_cap_in_force() {
+    let mut rig = Rig::new();
+    rig.limits.max_files = 2;
+    for name in ["a.txt", "b.txt", "c.txt"] {
+        write(rig.root(), name, "v1\n");
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let mut worker = rig.worker("w");
+        assert!(matches!(
+            worker.next().await,
+            Some(SnapshotReply::Ready { .. })
+        ));
+        std::thread::sleep(Duration::from_millis(120));
+        worker.begin(1, SystemTime::now());
+        worker.next().await;
+        write(rig.root(), "c.txt", "v2\n");
+        worker.end(1);
+        worker.next().await;
+        worker.undo(1, false);
+        let Some(SnapshotReply::Undone { outcome, .. }) = worker.next().await else {
+            panic!("no undo");
+        };
+        let said = describe_undo(&outcome);
+        assert!(
+            said.contains("c.txt (not kept before the turn: past the 2 files a snapshot keeps"),
+            "{said}"
+        );
+    });
+    let (_, last) = load_diffs(&rig.state.path().join("snapshots/w"), &[1], 1).unwrap();
+    let notes: Vec<&str> = last[0]
+        .lines
+        .iter()
+        .filter(|(kind, _)| *kind == DiffLineKind::Note)
+        .map(|(_, text)| text.as_str())
+        .collect();
+    assert!(
+        notes.iter().any(|note| note.contains("past the 2 files")),
+        "{notes:?}"
+    );
 }

@@ -308,7 +308,7 @@ impl WorkerState {
                     "snapshot baseline taken"
                 );
                 self.keep(manifest, true);
-                if let Err(error) = self.records.link() {
+                if let Err(error) = self.records.link(&self.limits) {
                     tracing::warn!(%error, "cannot record the conversation's snapshot store");
                 }
                 if let Some(snapshots) = self.records.dir().parent() {
@@ -569,7 +569,15 @@ impl WorkerState {
         let (target, left) = only_changed(target, left);
         if !overwrite && !super::restore::conflicts(&self.root, &target, &left).is_empty() {
             // Nothing is written (nor journaled): the conflicts are asked about.
-            return Ok(undo(&self.root, &self.store, &target, &left, false, "none"));
+            return Ok(undo(
+                &self.root,
+                &self.store,
+                &self.limits,
+                &target,
+                &left,
+                false,
+                "none",
+            ));
         }
         let journal = Journal::begin(
             &self.store,
@@ -585,6 +593,7 @@ impl WorkerState {
         let outcome = undo(
             &self.root,
             &self.store,
+            &self.limits,
             &target,
             &left,
             overwrite,
@@ -754,7 +763,7 @@ impl WorkerState {
         };
         let record = self.interrupted.remove(index);
         let started = SystemTime::now();
-        let outcome = journal::resolve(&self.root, &self.store, &record, finish)
+        let outcome = journal::resolve(&self.root, &self.store, &self.limits, &record, finish)
             .map_err(|error| format!("its journal cannot be read: {error}"))?;
         if outcome.changed_anything() {
             self.walk_after_restore(started, None);
