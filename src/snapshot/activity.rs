@@ -134,7 +134,8 @@ pub(crate) fn set_apart(
         .collect();
     // Per path the foreign turns changed that this turn changed too: as before the first of
     // them, as the last left it, and who.
-    let mut theirs: BTreeMap<PathBytes, (Option<Entry>, Option<Entry>, Vec<u32>)> = BTreeMap::new();
+    type Theirs = (Option<Entry>, Option<Entry>, Vec<u32>);
+    let mut theirs: BTreeMap<PathBytes, Theirs> = BTreeMap::new();
     for turn in foreign {
         let read = |(first, last): (BlobId, BlobId)| -> std::io::Result<(Manifest, Manifest)> {
             Ok((store.manifest(first)?, store.manifest(last)?))
