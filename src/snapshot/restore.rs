@@ -206,49 +206,25 @@ fn inside(root: &Path, path: &[u8]) -> Option<PathBuf> {
 fn safe_parent(root: &Path, path: &[u8]) -> io::Result<PathBuf> {
     let full = inside(root, path)
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "not a path inside the tree"))?;
-    let mut folder = root.to_path_buf();
-    let parts: Vec<Component> = bytes_path(path).components().collect();
-    for part in &parts[..parts.len().saturating_sub(1)] {
-        folder.push(part);
-        match std::fs::symlink_metadata(&folder) {
-            Ok(metadata) if metadata.is_dir() => {}
-            Ok(_) => {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    format!(
-                        "{} is not a folder (a symbolic link or a file); not written through it",
-                        display_path(super::manifest::os_bytes(
-                            folder.strip_prefix(root).unwrap_or(&folder)
-                        ))
-                    ),
-                ))
-            }
-            Err(error) if error.kind() == io::ErrorKind::NotFound => {
-                std::fs::create_dir(&folder)?;
-            }
-            Err(error) => return Err(error),
-        }
-    }
+    real_parents(root, path, true)?;
     Ok(full)
 }
 
-/// Whether every folder on the way to `path` is a real folder (`Ok(false)`: one is missing);
-/// a link or a file on the way is an error: nothing is done through it.
-fn real_parents(root: &Path, path: &[u8]) -> io::Result<bool> {
+/// Whether every folder on the way to `path` is a real folder (`Ok(false)`: one is missing,
+/// unless `make` makes it); a link or a file on the way is an error: nothing is done through
+/// it ([`crate::files::real_folder`]).
+fn real_parents(root: &Path, path: &[u8], make: bool) -> io::Result<bool> {
     let mut folder = root.to_path_buf();
     let parts: Vec<Component> = bytes_path(path).components().collect();
     for part in &parts[..parts.len().saturating_sub(1)] {
         folder.push(part);
-        match std::fs::symlink_metadata(&folder) {
-            Ok(metadata) if metadata.is_dir() => {}
-            Ok(_) => {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    "a folder on its way is a symbolic link or a file; not done through it",
-                ))
-            }
-            Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(false),
-            Err(error) => return Err(error),
+        let shown = || {
+            display_path(super::manifest::os_bytes(
+                folder.strip_prefix(root).unwrap_or(&folder),
+            ))
+        };
+        if !crate::files::real_folder(&folder, make.then_some(0o777), &shown)? {
+            return Ok(false);
         }
     }
     Ok(true)
@@ -258,7 +234,7 @@ fn real_parents(root: &Path, path: &[u8]) -> io::Result<bool> {
 fn remove(root: &Path, path: &[u8]) -> io::Result<()> {
     let full = inside(root, path)
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "not a path inside the tree"))?;
-    if !real_parents(root, path)? {
+    if !real_parents(root, path, false)? {
         return Ok(());
     }
     match std::fs::symlink_metadata(&full) {
@@ -284,7 +260,7 @@ fn clear_folder(root: &Path, path: &[u8]) -> io::Result<()> {
         return Ok(());
     };
     // A link on the way is put back as a folder first (shallowest first): nothing is here.
-    if !real_parents(root, path).unwrap_or(false) {
+    if !real_parents(root, path, false).unwrap_or(false) {
         return Ok(());
     }
     match std::fs::symlink_metadata(&full) {
