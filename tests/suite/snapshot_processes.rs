@@ -63,6 +63,20 @@ fn unwrapped(screen: &str) -> String {
     screen.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// The text inside the boxes on `screen` (between each row's first and last side border), its
+/// wrapped rows joined by spaces: a sentence a dialog wrapped reads whole.
+fn box_text(screen: &str) -> String {
+    let rows: Vec<&str> = screen
+        .lines()
+        .filter_map(|row| {
+            let start = row.find('│')? + '│'.len_utf8();
+            let end = row.rfind('│')?;
+            (end > start).then(|| row[start..end].trim())
+        })
+        .collect();
+    unwrapped(&rows.join(" "))
+}
+
 /// Issue 37, item 11, with two real agentty processes in one tree and one state dir: A, the
 /// chat, whose agent writes `mine.txt` and then waits; meanwhile B, `agentty run` over the
 /// demo agent's `edit` scenario, edits, creates and deletes files, start to end. A's change
@@ -228,7 +242,7 @@ fn an_undo_killed_half_way_is_cleaned_and_offered_to_finish_at_the_next_launch()
         return;
     };
     let asked = chat.wait_for_text("was interrupted");
-    let said = unwrapped(&asked);
+    let said = box_text(&asked);
     eprintln!("the next launch:\n{asked}");
     assert!(
         said.contains(&format!(
