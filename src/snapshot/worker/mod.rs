@@ -5,6 +5,9 @@
 //!
 //! One walk a turn: the walk at a turn's end is the next turn's stat cache, and is kept in the
 //! tree's store, so the next conversation (or `agentty run`) in the same tree starts from it.
+//!
+//! Here: the thread, its jobs and the walks they share; the turn's snapshots are in `turns`,
+//! putting files back in `restores`.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::mpsc as std_mpsc;
