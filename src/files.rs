@@ -130,7 +130,6 @@ pub(crate) fn append_no_follow(path: &Path, create: bool) -> io::Result<File> {
 /// logs) to wherever it points. Folders above `anchor` are the user's own layout (a home on
 /// another volume behind a link) and are not judged. A `path` outside `anchor` is refused.
 pub(crate) fn private_dir_under(anchor: &Path, path: &Path) -> io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
     let below = path.strip_prefix(anchor).map_err(|_| {
         io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -155,36 +154,53 @@ pub(crate) fn private_dir_under(anchor: &Path, path: &Path) -> io::Result<()> {
             }
             folder.push(component);
         }
-        match std::fs::symlink_metadata(&folder) {
-            Ok(metadata) if metadata.is_dir() => {}
-            Ok(_) => {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    format!(
-                    "{} is a symbolic link or a file, not a folder: nothing is written through it",
-                    folder.display()
-                ),
-                ))
-            }
-            Err(error) if error.kind() == io::ErrorKind::NotFound => {
-                match std::fs::DirBuilder::new().mode(0o700).create(&folder) {
-                    Ok(()) => {}
-                    // Another agentty made it meanwhile: judged on the next turn of the loop.
-                    Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {
-                        if !std::fs::symlink_metadata(&folder)?.is_dir() {
-                            return Err(io::Error::new(
-                                io::ErrorKind::InvalidInput,
-                                format!("{} is not a folder", folder.display()),
-                            ));
-                        }
-                    }
-                    Err(error) => return Err(error),
-                }
-            }
-            Err(error) => return Err(error),
-        }
+        real_folder(&folder, Some(0o700), &|| folder.display().to_string())?;
     }
     Ok(())
+}
+
+/// Whether `folder` is a real folder, judged without following a link: `Ok(true)`. Missing, it
+/// is made with `create`'s mode where one is given (one another process made meanwhile will
+/// do), else `Ok(false)`. A symbolic link or a file is refused, named by `shown`: nothing is
+/// done through it (it could point anywhere). The one place that judges a folder on the way
+/// for agentty's own writes (`private_dir_under`) and for an undo's (`snapshot::restore`).
+pub(crate) fn real_folder(
+    folder: &Path,
+    create: Option<u32>,
+    shown: &dyn Fn() -> String,
+) -> io::Result<bool> {
+    use std::os::unix::fs::DirBuilderExt;
+    let refused = || {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "{} is a symbolic link or a file, not a folder: nothing is written through it",
+                shown()
+            ),
+        )
+    };
+    match std::fs::symlink_metadata(folder) {
+        Ok(metadata) if metadata.is_dir() => Ok(true),
+        Ok(_) => Err(refused()),
+        Err(error) if error.kind() == io::ErrorKind::NotFound => {
+            let Some(mode) = create else {
+                return Ok(false);
+            };
+            match std::fs::DirBuilder::new().mode(mode).create(folder) {
+                Ok(()) => Ok(true),
+                // Another process made it meanwhile: judged as it is.
+                Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {
+                    if std::fs::symlink_metadata(folder)?.is_dir() {
+                        Ok(true)
+                    } else {
+                        Err(refused())
+                    }
+                }
+                Err(error) => Err(error),
+            }
+        }
+        Err(error) => Err(error),
+    }
 }
 
 /// What a non-regular file is, for messages.

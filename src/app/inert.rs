@@ -43,6 +43,11 @@ impl InertText {
         self.0.truncate(len);
     }
 
+    /// Gives back the room kept for appending (once nothing more will be appended).
+    pub(crate) fn shrink_to_fit(&mut self) {
+        self.0.shrink_to_fit();
+    }
+
     pub(crate) fn into_string(self) -> String {
         self.0
     }

@@ -155,10 +155,9 @@ mod tests {
     fn transcript(cells: usize) -> Transcript {
         let mut transcript = Transcript::default();
         for n in 0..cells {
-            transcript.push(CellBody::Notice(NoticeCell::new(
-                NoticeLevel::Info,
-                format!("notice {n}"),
-            )));
+            transcript.push(CellBody::Notice(
+                NoticeCell::new(NoticeLevel::Info, format!("notice {n}")).into(),
+            ));
         }
         transcript
     }
@@ -180,7 +179,9 @@ mod tests {
         scroll.scroll(&transcript, ScrollAction::Lines(-3));
         assert_eq!(scroll.top(), TopRow::AboveFollow(3));
         assert!(!scroll.has_unseen_output(&transcript));
-        transcript.push(CellBody::Notice(NoticeCell::new(NoticeLevel::Info, "more")));
+        transcript.push(CellBody::Notice(
+            NoticeCell::new(NoticeLevel::Info, "more").into(),
+        ));
         assert!(scroll.has_unseen_output(&transcript));
         scroll.scroll(&transcript, ScrollAction::Bottom);
         assert!(scroll.follows() && !scroll.has_unseen_output(&transcript));

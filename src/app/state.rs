@@ -672,7 +672,7 @@ impl AppState {
 
     fn notice(&mut self, level: NoticeLevel, message: impl Into<InertText>) -> CellId {
         self.transcript
-            .push(CellBody::Notice(NoticeCell::new(level, message)))
+            .push(CellBody::Notice(NoticeCell::new(level, message).into()))
     }
 
     fn close_assistant(&mut self) {

@@ -8,7 +8,6 @@
 //! revision and uses the version for its "new output" indicator). Cell ids never change, while
 //! positions may shift when a thinking block is placed before its answer.
 
-use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 pub use super::inert::InertText;
@@ -23,14 +22,17 @@ pub struct Cell {
     pub body: CellBody,
 }
 
+/// The large kinds are boxed, so that a cell costs the size of the small ones (a prompt, an
+/// answer: every turn has them) and a long conversation does not pay for the largest kind in
+/// every cell (issue 37: 232 bytes a cell, 88 now).
 #[derive(Debug, Clone, PartialEq)]
 pub enum CellBody {
     User(UserCell),
     Assistant(AssistantCell),
     Thought(ThoughtCell),
-    Tool(ToolCell),
-    Notice(NoticeCell),
-    Permission(PermissionCell),
+    Tool(Box<ToolCell>),
+    Notice(Box<NoticeCell>),
+    Permission(Box<PermissionCell>),
     Plan(PlanCell),
     /// What a turn changed in the working tree (`turn.changes`).
     Changes(ChangesCell),
@@ -438,6 +440,25 @@ impl PermissionCell {
 }
 
 impl CellBody {
+    /// Gives back the room its streamed texts keep for appending (see [`Transcript::push`]).
+    fn shrink_to_fit(&mut self) {
+        match self {
+            CellBody::Assistant(answer) => {
+                answer.text.shrink_to_fit();
+                if let Some(source) = answer.source.as_mut() {
+                    source.shrink_to_fit();
+                }
+            }
+            CellBody::Thought(thought) => thought.text.shrink_to_fit(),
+            CellBody::Tool(tool) => tool.output.shrink_to_fit(),
+            CellBody::User(_)
+            | CellBody::Notice(_)
+            | CellBody::Permission(_)
+            | CellBody::Plan(_)
+            | CellBody::Changes(_) => {}
+        }
+    }
+
     /// Whether the cell shows something that changes with time (elapsed, countdown).
     pub(crate) fn is_live(&self) -> bool {
         match self {
@@ -471,7 +492,8 @@ impl CellBody {
 #[derive(Debug, Default)]
 pub struct Transcript {
     cells: Vec<Cell>,
-    positions: HashMap<CellId, usize>,
+    /// Each cell's index in `cells`, by id (ids are given out from 0, one per cell).
+    positions: Vec<usize>,
     next_id: CellId,
     version: u64,
     output_version: u64,
@@ -498,7 +520,9 @@ impl Transcript {
     }
 
     pub(crate) fn position(&self, id: CellId) -> Option<usize> {
-        self.positions.get(&id).copied()
+        usize::try_from(id)
+            .ok()
+            .and_then(|id| self.positions.get(id).copied())
     }
 
     pub(crate) fn get(&self, id: CellId) -> Option<&Cell> {
@@ -506,8 +530,14 @@ impl Transcript {
     }
 
     pub(crate) fn push(&mut self, body: CellBody) -> CellId {
+        // The cell before is most likely done growing: its text gives back the room a string
+        // keeps for appending (up to half of it, for an answer streamed in deltas). Were more
+        // appended to it, it would only grow again.
+        if let Some(last) = self.cells.last_mut() {
+            last.body.shrink_to_fit();
+        }
         let id = self.allocate_id();
-        self.positions.insert(id, self.cells.len());
+        self.positions.push(self.cells.len());
         self.cells.push(Cell {
             id,
             revision: 0,
@@ -532,8 +562,14 @@ impl Transcript {
                 body,
             },
         );
-        for (position, cell) in self.cells.iter().enumerate().skip(index) {
-            self.positions.insert(cell.id, position);
+        self.positions.push(index);
+        for (position, cell) in self.cells.iter().enumerate().skip(index + 1) {
+            if let Some(slot) = usize::try_from(cell.id)
+                .ok()
+                .and_then(|id| self.positions.get_mut(id))
+            {
+                *slot = position;
+            }
         }
         self.version += 1;
         self.output_version += 1;

@@ -198,6 +198,7 @@ pub(crate) fn examine(
 pub(crate) fn resolve(
     root: &Path,
     store: &Store,
+    limits: &super::SnapshotLimits,
     record: &JournalRecord,
     finish: bool,
 ) -> io::Result<UndoOutcome> {
@@ -228,6 +229,7 @@ pub(crate) fn resolve(
     let outcome = undo(
         root,
         store,
+        limits,
         &restrict(to, &remaining),
         &restrict(from, &remaining),
         false,

@@ -288,7 +288,7 @@ pub(crate) fn load_diffs(
         };
         read().map_err(|error| format!("the snapshots of turn {turn} cannot be read: {error}"))
     };
-    let limits = SnapshotLimits::default();
+    let limits = records.limits();
     let pairs = turns
         .iter()
         .map(|turn| pair(*turn))

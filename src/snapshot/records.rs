@@ -21,13 +21,23 @@ pub(crate) struct TurnRecord {
     /// changed may be counted here, so `/undo` asks before touching anything.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) foreign: Vec<u32>,
+    /// When the turn began and ended (ns), to find those other turns again later: one that was
+    /// still running when this one ended may have said what it changed by the time of the undo.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) window: Option<(i64, i64)>,
 }
 
 impl TurnRecord {
-    pub(crate) fn new(before: BlobId, after: BlobId, foreign: Vec<u32>) -> Self {
+    pub(crate) fn new(
+        before: BlobId,
+        after: BlobId,
+        foreign: Vec<u32>,
+        window: (i64, i64),
+    ) -> Self {
         Self {
             before: format!("{before:032x}"),
             after: format!("{after:032x}"),
+            window: (!foreign.is_empty()).then_some(window),
             foreign,
         }
     }
@@ -49,6 +59,8 @@ pub(crate) struct Records {
 }
 
 const TREE_FILE: &str = "tree";
+/// The limits the conversation's snapshots were taken under (to name them, in `/diff`).
+const LIMITS_FILE: &str = "limits.json";
 
 impl Records {
     pub(crate) fn new(dir: impl Into<PathBuf>, store: Store) -> Self {
@@ -71,6 +83,14 @@ impl Records {
         Ok(Self::new(dir, Store::new(anchor, tree)))
     }
 
+    /// The limits the conversation's snapshots were taken under (the defaults where not said).
+    pub(crate) fn limits(&self) -> super::SnapshotLimits {
+        crate::files::read_limited(&self.dir.join(LIMITS_FILE), 64 * 1024)
+            .ok()
+            .and_then(|json| serde_json::from_slice(&json).ok())
+            .unwrap_or_default()
+    }
+
     pub(crate) fn store(&self) -> &Store {
         &self.store
     }
@@ -79,13 +99,16 @@ impl Records {
         &self.dir
     }
 
-    /// Notes which store the conversation uses, and that the store has a user in it.
-    pub(crate) fn link(&self) -> io::Result<()> {
+    /// Notes which store the conversation uses, under which limits, and that the store has a
+    /// user in it.
+    pub(crate) fn link(&self, limits: &super::SnapshotLimits) -> io::Result<()> {
         use std::os::unix::ffi::OsStrExt;
         let tree = self.store.dir().as_os_str().as_bytes();
         let mut line = tree.to_vec();
         line.push(b'\n');
         self.write(&self.dir.join(TREE_FILE), &line)?;
+        let limits = serde_json::to_vec(limits).map_err(io::Error::other)?;
+        self.write(&self.dir.join(LIMITS_FILE), &limits)?;
         let stem = self.dir.file_name().unwrap_or_default();
         self.write(&self.store.dir().join("users").join(stem), b"")
     }

@@ -18,6 +18,7 @@ use super::changes::reported_paths;
 use super::manifest::{bytes_path, display_path, Entry, EntryKind, Manifest, PathBytes};
 use super::scan::{kind_of, read_entry, stat_entry};
 use super::store::Store;
+use super::SnapshotLimits;
 
 /// Bytes of a current file read to compare it with the turn's result.
 const COMPARE_LIMIT: u64 = 256 * 1024 * 1024;
@@ -72,10 +73,12 @@ pub(crate) fn conflicts(root: &Path, before: &Manifest, after: &Manifest) -> Vec
 
 /// Puts the paths that differ between `before` and `after` back as in `before`, under `root`.
 /// With conflicts and `overwrite` false, nothing is written and the conflicts are returned.
-/// `journal` names the temporary files (see the module's doc).
+/// `journal` names the temporary files (see the module's doc); `limits`, those in force, are
+/// named where a file was not kept because of one.
 pub(crate) fn undo(
     root: &Path,
     store: &Store,
+    limits: &SnapshotLimits,
     before: &Manifest,
     after: &Manifest,
     overwrite: bool,
@@ -142,7 +145,7 @@ pub(crate) fn undo(
         if failed.contains(path) {
             continue;
         }
-        match put_back(root, store, path, entry, journal) {
+        match put_back(root, store, limits, path, entry, journal) {
             Ok(()) if reported.contains(*path) => {
                 if !after.entries.contains_key(*path) {
                     outcome.recreated.push(shown(path, Some(entry)));
@@ -203,49 +206,25 @@ fn inside(root: &Path, path: &[u8]) -> Option<PathBuf> {
 fn safe_parent(root: &Path, path: &[u8]) -> io::Result<PathBuf> {
     let full = inside(root, path)
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "not a path inside the tree"))?;
-    let mut folder = root.to_path_buf();
-    let parts: Vec<Component> = bytes_path(path).components().collect();
-    for part in &parts[..parts.len().saturating_sub(1)] {
-        folder.push(part);
-        match std::fs::symlink_metadata(&folder) {
-            Ok(metadata) if metadata.is_dir() => {}
-            Ok(_) => {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    format!(
-                        "{} is not a folder (a symbolic link or a file); not written through it",
-                        display_path(super::manifest::os_bytes(
-                            folder.strip_prefix(root).unwrap_or(&folder)
-                        ))
-                    ),
-                ))
-            }
-            Err(error) if error.kind() == io::ErrorKind::NotFound => {
-                std::fs::create_dir(&folder)?;
-            }
-            Err(error) => return Err(error),
-        }
-    }
+    real_parents(root, path, true)?;
     Ok(full)
 }
 
-/// Whether every folder on the way to `path` is a real folder (`Ok(false)`: one is missing);
-/// a link or a file on the way is an error: nothing is done through it.
-fn real_parents(root: &Path, path: &[u8]) -> io::Result<bool> {
+/// Whether every folder on the way to `path` is a real folder (`Ok(false)`: one is missing,
+/// unless `make` makes it); a link or a file on the way is an error: nothing is done through
+/// it ([`crate::files::real_folder`]).
+fn real_parents(root: &Path, path: &[u8], make: bool) -> io::Result<bool> {
     let mut folder = root.to_path_buf();
     let parts: Vec<Component> = bytes_path(path).components().collect();
     for part in &parts[..parts.len().saturating_sub(1)] {
         folder.push(part);
-        match std::fs::symlink_metadata(&folder) {
-            Ok(metadata) if metadata.is_dir() => {}
-            Ok(_) => {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    "a folder on its way is a symbolic link or a file; not done through it",
-                ))
-            }
-            Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(false),
-            Err(error) => return Err(error),
+        let shown = || {
+            display_path(super::manifest::os_bytes(
+                folder.strip_prefix(root).unwrap_or(&folder),
+            ))
+        };
+        if !crate::files::real_folder(&folder, make.then_some(0o777), &shown)? {
+            return Ok(false);
         }
     }
     Ok(true)
@@ -255,7 +234,7 @@ fn real_parents(root: &Path, path: &[u8]) -> io::Result<bool> {
 fn remove(root: &Path, path: &[u8]) -> io::Result<()> {
     let full = inside(root, path)
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "not a path inside the tree"))?;
-    if !real_parents(root, path)? {
+    if !real_parents(root, path, false)? {
         return Ok(());
     }
     match std::fs::symlink_metadata(&full) {
@@ -281,7 +260,7 @@ fn clear_folder(root: &Path, path: &[u8]) -> io::Result<()> {
         return Ok(());
     };
     // A link on the way is put back as a folder first (shallowest first): nothing is here.
-    if !real_parents(root, path).unwrap_or(false) {
+    if !real_parents(root, path, false).unwrap_or(false) {
         return Ok(());
     }
     match std::fs::symlink_metadata(&full) {
@@ -306,6 +285,7 @@ pub(crate) fn temporary_beside(full: &Path, journal: &str) -> PathBuf {
 fn put_back(
     root: &Path,
     store: &Store,
+    limits: &SnapshotLimits,
     path: &[u8],
     entry: &Entry,
     journal: &str,
@@ -329,10 +309,7 @@ fn put_back(
         let why = entry
             .not_kept()
             .map_or("it was not kept".to_owned(), |why| {
-                format!(
-                    "not kept before the turn: {}",
-                    why.reason(&super::SnapshotLimits::default())
-                )
+                format!("not kept before the turn: {}", why.reason(limits))
             });
         return Err(io::Error::new(io::ErrorKind::InvalidData, why));
     };

@@ -16,7 +16,15 @@ fn undo(
     after: &Manifest,
     overwrite: bool,
 ) -> UndoOutcome {
-    undo_journaled(root, store, before, after, overwrite, "test")
+    undo_journaled(
+        root,
+        store,
+        &SnapshotLimits::default(),
+        before,
+        after,
+        overwrite,
+        "test",
+    )
 }
 
 /// The paths of a manifest, as text.
@@ -93,6 +101,88 @@ impl Rig {
             state: self.state.path().to_path_buf(),
             limits: self.limits.clone(),
         })
+    }
+}
+
+/// A worker on a rig's tree, driven one job at a time: each call waits for the job's reply.
+struct Driven {
+    runtime: tokio::runtime::Runtime,
+    worker: SnapshotWorker,
+}
+
+impl Rig {
+    /// A worker whose baseline is taken, its records in `name`; with the launch's notice.
+    fn driven(&self, name: &str) -> (Driven, Option<String>) {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let mut driven = Driven {
+            runtime,
+            worker: self.worker(name),
+        };
+        let SnapshotReply::Ready { notice } = driven.next() else {
+            panic!("no baseline");
+        };
+        (driven, notice)
+    }
+}
+
+impl Driven {
+    fn next(&mut self) -> SnapshotReply {
+        let worker = &mut self.worker;
+        self.runtime
+            .block_on(worker.next())
+            .expect("the worker answers")
+    }
+
+    /// Turn `turn`: the tree before it (once past the clock slack of earlier writes), `edit`,
+    /// the tree after it: what it changed, and the turn's notice.
+    fn turn(&mut self, turn: u64, edit: impl FnOnce()) -> (Vec<FileChange>, Option<String>) {
+        std::thread::sleep(Duration::from_millis(120));
+        self.worker.begin(turn, SystemTime::now());
+        let SnapshotReply::Began { turn: began, .. } = self.next() else {
+            panic!("turn {turn} not begun");
+        };
+        assert_eq!(began, turn);
+        edit();
+        self.worker.end(turn);
+        let SnapshotReply::Ended {
+            changes, notice, ..
+        } = self.next()
+        else {
+            panic!("turn {turn} not ended");
+        };
+        (changes, notice)
+    }
+
+    fn undo(&mut self, turn: u64, overwrite: bool) -> Result<UndoOutcome, String> {
+        self.worker.undo(turn, overwrite);
+        let SnapshotReply::Undone { outcome, .. } = self.next() else {
+            panic!("no undo");
+        };
+        outcome
+    }
+
+    fn rewind(&mut self, turn: u64, overwrite: bool) -> Result<UndoOutcome, String> {
+        self.worker.rewind(turn, overwrite);
+        let SnapshotReply::Rewound {
+            turn: rewound,
+            outcome,
+        } = self.next()
+        else {
+            panic!("no rewind");
+        };
+        assert_eq!(rewound, turn);
+        outcome
+    }
+
+    fn undo_rewind(&mut self, turn: u64, overwrite: bool) -> Result<UndoOutcome, String> {
+        self.worker.undo_rewind(turn, overwrite);
+        let SnapshotReply::RewindUndone { outcome, .. } = self.next() else {
+            panic!("no undo of the rewind");
+        };
+        outcome
     }
 }
 
@@ -531,38 +621,14 @@ fn no_operation_touches_the_user_s_git_state() {
     let outcome = undo(root, &rig.store, &before, &after, false);
     assert!(outcome.changed_anything() && outcome.failed.is_empty());
     // The worker as the orchestrator runs it, too.
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        let mut worker = rig.worker("w");
-        assert_eq!(
-            worker.next().await,
-            Some(SnapshotReply::Ready { notice: None })
-        );
-        // Past the clock slack since the undo above wrote the files.
-        std::thread::sleep(Duration::from_millis(120));
-        worker.begin(1, SystemTime::now());
-        assert!(matches!(
-            worker.next().await,
-            Some(SnapshotReply::Began { turn: 1, .. })
-        ));
-        write(root, "tracked.txt", "again\n");
-        worker.end(1);
-        let Some(SnapshotReply::Ended { changes, .. }) = worker.next().await else {
-            panic!("no end");
-        };
-        assert_eq!(
-            changes,
-            [change("tracked.txt", ChangeStatus::Modified, 1, 1)]
-        );
-        worker.undo(1, false);
-        let Some(SnapshotReply::Undone { outcome, .. }) = worker.next().await else {
-            panic!("no undo");
-        };
-        assert_eq!(outcome.unwrap().restored, ["tracked.txt"]);
-    });
+    let (mut worker, notice) = rig.driven("w");
+    assert_eq!(notice, None);
+    let (changes, _) = worker.turn(1, || write(root, "tracked.txt", "again\n"));
+    assert_eq!(
+        changes,
+        [change("tracked.txt", ChangeStatus::Modified, 1, 1)]
+    );
+    assert_eq!(worker.undo(1, false).unwrap().restored, ["tracked.txt"]);
 
     // The tree is as the user left it, and so is git's every file.
     assert_eq!(
@@ -657,51 +723,26 @@ fn a_rewind_skips_undone_turns_and_can_itself_be_undone() {
     let root = rig.root().to_path_buf();
     write(&root, "a.txt", "a0\n");
     write(&root, "b.txt", "b0\n");
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        let mut worker = rig.worker("w");
-        assert_eq!(
-            worker.next().await,
-            Some(SnapshotReply::Ready { notice: None })
-        );
+    let (mut worker, notice) = rig.driven("w");
+    assert_eq!(notice, None);
+    {
         let turns: [(u64, &[(&str, &str)]); 3] = [
             (1, &[("a.txt", "a1\n")]),
             (2, &[("b.txt", "b2\n")]),
             (3, &[("a.txt", "a3\n"), ("c.txt", "c3\n")]),
         ];
         for (number, edit) in turns {
-            // Past the clock slack since the last write.
-            std::thread::sleep(Duration::from_millis(120));
-            worker.begin(number, SystemTime::now());
-            assert!(matches!(
-                worker.next().await,
-                Some(SnapshotReply::Began { .. })
-            ));
-            for (path, text) in edit {
-                write(&root, path, text);
-            }
-            worker.end(number);
-            assert!(matches!(
-                worker.next().await,
-                Some(SnapshotReply::Ended { .. })
-            ));
+            worker.turn(number, || {
+                for (path, text) in edit {
+                    write(&root, path, text);
+                }
+            });
         }
         // Turn 2 undone: b.txt is as before it.
-        worker.undo(2, false);
-        let Some(SnapshotReply::Undone { outcome, .. }) = worker.next().await else {
-            panic!("no undo");
-        };
-        assert_eq!(outcome.unwrap().restored, ["b.txt"]);
+        assert_eq!(worker.undo(2, false).unwrap().restored, ["b.txt"]);
 
         // A rewind to before turn 2 counts turn 3 only: no conflict on b.txt.
-        worker.rewind(2, false);
-        let Some(SnapshotReply::Rewound { turn: 2, outcome }) = worker.next().await else {
-            panic!("no rewind");
-        };
-        let outcome = outcome.unwrap();
+        let outcome = worker.rewind(2, false).unwrap();
         assert_eq!(
             (outcome.restored, outcome.removed),
             (vec!["a.txt".to_owned()], vec!["c.txt".to_owned()])
@@ -712,43 +753,25 @@ fn a_rewind_skips_undone_turns_and_can_itself_be_undone() {
 
         // Undoing the rewind brings turn 3's files back, not turn 2's (undone before).
         write(&root, "a.txt", "the user's\n");
-        worker.undo_rewind(2, false);
-        let Some(SnapshotReply::RewindUndone { outcome, .. }) = worker.next().await else {
-            panic!("no undo of the rewind");
-        };
-        let outcome = outcome.unwrap();
+        let outcome = worker.undo_rewind(2, false).unwrap();
         assert_eq!(
             outcome.conflicts,
             ["a.txt"],
             "changed since the rewind: asked first"
         );
         assert!(!root.join("c.txt").exists(), "nothing written while asking");
-        worker.undo_rewind(2, true);
-        let Some(SnapshotReply::RewindUndone { outcome, .. }) = worker.next().await else {
-            panic!("no undo of the rewind");
-        };
-        let outcome = outcome.unwrap();
+        let outcome = worker.undo_rewind(2, true).unwrap();
         assert_eq!(outcome.restored, ["a.txt", "c.txt"]);
         assert_eq!(read_text(&root, "a.txt"), "a3\n");
         assert_eq!(read_text(&root, "c.txt"), "c3\n");
         assert_eq!(read_text(&root, "b.txt"), "b0\n");
         // Done once: the record is gone.
-        worker.undo_rewind(2, false);
-        assert!(matches!(
-            worker.next().await,
-            Some(SnapshotReply::RewindUndone {
-                outcome: Err(_),
-                ..
-            })
-        ));
+        assert!(worker.undo_rewind(2, false).is_err());
         // Turn 3 counts again for a later rewind.
-        worker.rewind(3, false);
-        let Some(SnapshotReply::Rewound { outcome, .. }) = worker.next().await else {
-            panic!("no rewind");
-        };
+        let outcome = worker.rewind(3, false).unwrap();
         assert_eq!(read_text(&root, "a.txt"), "a1\n");
-        assert_eq!(outcome.unwrap().removed, ["c.txt"]);
-    });
+        assert_eq!(outcome.removed, ["c.txt"]);
+    }
 }
 
 /// A mode the user changed after the turn is a change of its own: `/undo` asks before it puts
@@ -951,7 +974,7 @@ fn an_interrupted_restore_is_found_cleaned_and_finished_or_rolled_back() {
     );
 
     // Rolled back: the four go back as the turn left them.
-    let outcome = journal::resolve(rig.root(), &rig.store, &found[0], false).unwrap();
+    let outcome = journal::resolve(rig.root(), &rig.store, &rig.limits, &found[0], false).unwrap();
     assert_eq!(outcome.restored.len(), 4, "{outcome:?}");
     for index in 0..10 {
         assert_eq!(read_text(rig.root(), &format!("f{index}.txt")), "after\n");
@@ -972,7 +995,7 @@ fn an_interrupted_restore_is_found_cleaned_and_finished_or_rolled_back() {
     write(rig.root(), "f0.txt", "before\n");
     std::mem::forget(journal);
     let found = journal::interrupted(&rig.store);
-    let outcome = journal::resolve(rig.root(), &rig.store, &found[0], true).unwrap();
+    let outcome = journal::resolve(rig.root(), &rig.store, &rig.limits, &found[0], true).unwrap();
     assert_eq!(outcome.restored.len(), 9, "{outcome:?}");
     for index in 0..10 {
         assert_eq!(read_text(rig.root(), &format!("f{index}.txt")), "before\n");
@@ -998,39 +1021,103 @@ fn a_turn_that_overlapped_another_agentty_s_asks_before_undoing() {
             b"",
         )
         .unwrap();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        let mut worker = rig.worker("w");
-        assert!(matches!(
-            worker.next().await,
-            Some(SnapshotReply::Ready { .. })
-        ));
-        std::thread::sleep(Duration::from_millis(120));
-        worker.begin(1, SystemTime::now());
-        worker.next().await;
-        write(rig.root(), "theirs.txt", "made by the other agentty\n");
-        worker.end(1);
-        let Some(SnapshotReply::Ended {
-            changes, notice, ..
-        }) = worker.next().await
-        else {
-            panic!("no end");
-        };
-        assert_eq!(changes.len(), 1);
-        assert!(notice.unwrap().contains("Another agentty"));
-        worker.undo(1, false);
-        let Some(SnapshotReply::Undone { outcome, .. }) = worker.next().await else {
-            panic!("no undo");
-        };
-        let outcome = outcome.unwrap();
-        assert_eq!(outcome.shared_with, [other]);
-        assert_eq!(outcome.conflicts, ["theirs.txt"]);
-        assert!(rig.root().join("theirs.txt").exists(), "asked, not deleted");
-        assert!(describe_undo(&Ok(outcome)).contains("another agentty"));
+    let (mut worker, _) = rig.driven("w");
+    let (changes, notice) = worker.turn(1, || {
+        write(rig.root(), "theirs.txt", "made by the other agentty\n")
     });
+    assert_eq!(changes.len(), 1);
+    assert!(notice.unwrap().contains("Another agentty"));
+    let outcome = worker.undo(1, false).unwrap();
+    assert_eq!(outcome.shared_with, [other]);
+    assert_eq!(outcome.conflicts, ["theirs.txt"]);
+    assert!(rig.root().join("theirs.txt").exists(), "asked, not deleted");
+    assert!(describe_undo(&Ok(outcome)).contains("another agentty"));
+}
+
+/// Another agentty's turn (this test's parent's pid stands in for it) that created
+/// `theirs.txt` during this process's turn 1: its activity record in the tree's store, begun
+/// at `since`, ended with the ids of its two manifests when `ended` (else still running).
+fn other_agentty_turn(rig: &Rig, since: SystemTime, ended: bool) {
+    let store = Store::for_tree(rig.state.path(), rig.root());
+    let exclude = scan::exclude_matcher(rig.root(), &rig.limits.exclude_patterns());
+    let walk = Walk {
+        root: rig.root(),
+        store: &store,
+        limits: &rig.limits,
+        exclude: &exclude,
+    };
+    let (now, _) = scan(&walk, None, None);
+    let mut before = now.clone();
+    before.entries.remove(b"theirs.txt".as_slice());
+    let mut after = Manifest::default();
+    after.entries.insert(
+        b"theirs.txt".to_vec(),
+        now.entries[b"theirs.txt".as_slice()].clone(),
+    );
+    before
+        .entries
+        .retain(|path, _| path.as_slice() == b"theirs.txt");
+    let (before, _) = store.save_manifest(&before, None).unwrap();
+    let (after, _) = store.save_manifest(&after, None).unwrap();
+    let text = if ended {
+        format!("{} {before:032x} {after:032x}", scan::ns(SystemTime::now()))
+    } else {
+        String::new()
+    };
+    let other = std::os::unix::process::parent_id();
+    store
+        .write_atomically(
+            &store
+                .dir()
+                .join("activity")
+                .join(format!("{other}-{}", scan::ns(since))),
+            text.as_bytes(),
+        )
+        .unwrap();
+}
+
+/// Issue 37, item 11: a file another agentty's turn wrote during this turn is not this turn's
+/// change, when that turn has ended by the end of this one (its summary leaves it out) or by
+/// the time of the undo (the undo leaves it alone without asking).
+#[test]
+fn a_file_another_agentty_s_turn_wrote_is_not_this_turn_s_change() {
+    for ended_before_ours in [true, false] {
+        let rig = Rig::new();
+        write(rig.root(), "mine.txt", "v1\n");
+        let (mut worker, _) = rig.driven("w");
+        let since = std::cell::Cell::new(SystemTime::now());
+        let (changes, notice) = worker.turn(1, || {
+            since.set(SystemTime::now());
+            write(rig.root(), "mine.txt", "v2\n");
+            write(rig.root(), "theirs.txt", "made by the other agentty\n");
+            other_agentty_turn(&rig, since.get(), ended_before_ours);
+        });
+        {
+            let changed: Vec<&str> = changes.iter().map(|change| change.path.as_str()).collect();
+            let notice = notice.unwrap_or_default();
+            if ended_before_ours {
+                assert_eq!(changed, ["mine.txt"], "{notice}");
+                assert!(
+                    notice.contains("1 file changed meanwhile by another agentty's turn"),
+                    "{notice}"
+                );
+            } else {
+                // Still running then: what it did is not known yet, so it is counted and said.
+                assert_eq!(changed, ["mine.txt", "theirs.txt"]);
+                assert!(notice.contains("Another agentty"), "{notice}");
+                other_agentty_turn(&rig, since.get(), true);
+            }
+            let outcome = worker.undo(1, false).unwrap();
+            assert_eq!(outcome.restored, ["mine.txt"], "{outcome:?}");
+            assert!(outcome.removed.is_empty(), "{outcome:?}");
+            assert!(outcome.shared_with.is_empty(), "{outcome:?}");
+            assert_eq!(read_text(rig.root(), "mine.txt"), "v1\n");
+            assert_eq!(
+                read_text(rig.root(), "theirs.txt"),
+                "made by the other agentty\n"
+            );
+        }
+    }
 }
 
 /// The walk from a stat cache sees what a whole walk sees: new files in known folders, new
@@ -1077,53 +1164,30 @@ fn an_edit_between_turns_is_the_user_s_not_the_next_turn_s() {
     write(rig.root(), "mine.txt", "v1\n");
     write(rig.root(), "sub/agent.txt", "a1\n");
     std::thread::sleep(Duration::from_millis(120));
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        // A first conversation leaves the stat cache the second starts from (and watches).
-        let mut first = rig.worker("first");
-        assert!(matches!(
-            first.next().await,
-            Some(SnapshotReply::Ready { .. })
-        ));
-        drop(first);
-        let mut worker = rig.worker("w");
-        assert!(matches!(
-            worker.next().await,
-            Some(SnapshotReply::Ready { .. })
-        ));
+    // A first conversation leaves the stat cache the second starts from (and watches).
+    drop(rig.driven("first"));
+    let (mut worker, _) = rig.driven("w");
+    {
         for (turn, user_edit) in [(1, false), (2, true), (3, false)] {
             if user_edit {
                 write(rig.root(), "mine.txt", "the user's, between turns\n");
             }
-            std::thread::sleep(Duration::from_millis(120));
-            worker.begin(turn, SystemTime::now());
-            worker.next().await;
-            write(rig.root(), "sub/agent.txt", &format!("a{turn}\n"));
-            worker.end(turn);
-            let Some(SnapshotReply::Ended { changes, .. }) = worker.next().await else {
-                panic!("no end");
-            };
+            let (changes, _) = worker.turn(turn, || {
+                write(rig.root(), "sub/agent.txt", &format!("a{turn}\n"))
+            });
             let paths: Vec<&str> = changes.iter().map(|change| change.path.as_str()).collect();
             let expected: &[&str] = if turn == 1 { &[] } else { &["sub/agent.txt"] };
             // Turn 1 wrote what was there ("a1"): no change.
             assert_eq!(paths, expected, "turn {turn}");
         }
-        worker.undo(3, false);
-        worker.next().await;
-        worker.undo(2, false);
-        let Some(SnapshotReply::Undone { outcome, .. }) = worker.next().await else {
-            panic!("no undo");
-        };
-        assert_eq!(outcome.unwrap().restored, ["sub/agent.txt"]);
+        worker.undo(3, false).unwrap();
+        assert_eq!(worker.undo(2, false).unwrap().restored, ["sub/agent.txt"]);
         assert_eq!(
             read_text(rig.root(), "mine.txt"),
             "the user's, between turns\n"
         );
         assert_eq!(read_text(rig.root(), "sub/agent.txt"), "a1\n");
-    });
+    }
 }
 
 /// A conversation deleted by retention takes what only it needed with it: the tree's store is
@@ -1132,29 +1196,15 @@ fn an_edit_between_turns_is_the_user_s_not_the_next_turn_s() {
 fn what_no_conversation_needs_is_collected_from_the_tree_s_store() {
     let rig = Rig::new();
     write(rig.root(), "shared.txt", "both\n");
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
     let store = Store::for_tree(rig.state.path(), rig.root());
-    runtime.block_on(async {
-        for (name, text) in [
-            ("gone", "only the gone one's\n"),
-            ("kept", "the kept one's\n"),
-        ] {
-            let mut worker = rig.worker(name);
-            assert!(matches!(
-                worker.next().await,
-                Some(SnapshotReply::Ready { .. })
-            ));
-            worker.begin(1, SystemTime::now());
-            worker.next().await;
-            write(rig.root(), &format!("{name}.txt"), text);
-            worker.end(1);
-            worker.next().await;
-            std::fs::remove_file(rig.root().join(format!("{name}.txt"))).unwrap();
-        }
-    });
+    for (name, text) in [
+        ("gone", "only the gone one's\n"),
+        ("kept", "the kept one's\n"),
+    ] {
+        let (mut worker, _) = rig.driven(name);
+        worker.turn(1, || write(rig.root(), &format!("{name}.txt"), text));
+        std::fs::remove_file(rig.root().join(format!("{name}.txt"))).unwrap();
+    }
     let blobs_before = walk_count(&store.dir().join("blobs"));
     std::fs::remove_dir_all(rig.state.path().join("snapshots/gone")).unwrap();
     let snapshots = rig.state.path().join("snapshots");
@@ -1209,38 +1259,25 @@ fn after_an_undo_the_same_edit_again_is_the_next_turn_s() {
     write(rig.root(), "f.txt", "line\n");
     write(rig.root(), "sub/g.txt", "other\n");
     std::thread::sleep(Duration::from_millis(120));
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        let mut worker = rig.worker("w");
-        assert!(matches!(
-            worker.next().await,
-            Some(SnapshotReply::Ready { .. })
-        ));
-        for turn in 1..=2 {
-            std::thread::sleep(Duration::from_millis(120));
-            // The request goes out and the agent writes before the "before" walk runs.
-            let since = SystemTime::now();
-            worker.turn_started(since);
-            write(rig.root(), "f.txt", "line\nthe agent was here\n");
-            worker.begin(turn, since);
-            worker.next().await;
-            worker.end(turn);
-            let Some(SnapshotReply::Ended { changes, .. }) = worker.next().await else {
-                panic!("no end");
-            };
-            let paths: Vec<&str> = changes.iter().map(|change| change.path.as_str()).collect();
-            assert_eq!(paths, ["f.txt"], "turn {turn}");
-            worker.undo(turn, false);
-            let Some(SnapshotReply::Undone { outcome, .. }) = worker.next().await else {
-                panic!("no undo");
-            };
-            assert_eq!(outcome.unwrap().restored, ["f.txt"], "turn {turn}");
-            assert_eq!(read_text(rig.root(), "f.txt"), "line\n", "turn {turn}");
-        }
-    });
+    let (mut driven, _) = rig.driven("w");
+    for turn in 1..=2 {
+        std::thread::sleep(Duration::from_millis(120));
+        // The request goes out and the agent writes before the "before" walk runs.
+        let since = SystemTime::now();
+        driven.worker.turn_started(since);
+        write(rig.root(), "f.txt", "line\nthe agent was here\n");
+        driven.worker.begin(turn, since);
+        driven.next();
+        driven.worker.end(turn);
+        let SnapshotReply::Ended { changes, .. } = driven.next() else {
+            panic!("no end");
+        };
+        let paths: Vec<&str> = changes.iter().map(|change| change.path.as_str()).collect();
+        assert_eq!(paths, ["f.txt"], "turn {turn}");
+        let outcome = driven.undo(turn, false).unwrap();
+        assert_eq!(outcome.restored, ["f.txt"], "turn {turn}");
+        assert_eq!(read_text(rig.root(), "f.txt"), "line\n", "turn {turn}");
+    }
 }
 
 /// What an agent keeps of its own inside the project (`DEFAULT_EXCLUDE`, `[snapshots]
@@ -1254,44 +1291,25 @@ fn undo_and_rewind_never_put_back_an_agents_own_state() {
     write(&root, "notes.txt", "n0\n");
     write(&root, ".claude/settings.local.json", "{\"before\":true}\n");
     write(&root, ".agent-store/session.db", "before\n");
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        let mut worker = rig.worker("w");
-        assert_eq!(
-            worker.next().await,
-            Some(SnapshotReply::Ready { notice: None })
-        );
+    let (mut worker, notice) = rig.driven("w");
+    assert_eq!(notice, None);
+    {
         for number in [1, 2] {
-            std::thread::sleep(Duration::from_millis(120));
-            worker.begin(number, SystemTime::now());
-            assert!(matches!(
-                worker.next().await,
-                Some(SnapshotReply::Began { .. })
-            ));
-            write(&root, "notes.txt", &format!("n{number}\n"));
-            write(
-                &root,
-                ".claude/settings.local.json",
-                &format!("{{\"turn\":{number}}}\n"),
-            );
-            write(
-                &root,
-                ".agent-store/session.db",
-                &format!("turn {number}\n"),
-            );
-            worker.end(number);
-            let Some(SnapshotReply::Ended { .. }) = worker.next().await else {
-                panic!("no end");
-            };
+            worker.turn(number, || {
+                write(&root, "notes.txt", &format!("n{number}\n"));
+                write(
+                    &root,
+                    ".claude/settings.local.json",
+                    &format!("{{\"turn\":{number}}}\n"),
+                );
+                write(
+                    &root,
+                    ".agent-store/session.db",
+                    &format!("turn {number}\n"),
+                );
+            });
         }
-        worker.undo(2, false);
-        let Some(SnapshotReply::Undone { outcome, .. }) = worker.next().await else {
-            panic!("no undo");
-        };
-        assert_eq!(outcome.unwrap().restored, ["notes.txt"]);
+        assert_eq!(worker.undo(2, false).unwrap().restored, ["notes.txt"]);
         assert_eq!(read_text(&root, "notes.txt"), "n1\n");
         assert_eq!(read_text(&root, ".agent-store/session.db"), "turn 2\n");
         assert_eq!(
@@ -1299,16 +1317,42 @@ fn undo_and_rewind_never_put_back_an_agents_own_state() {
             "{\"turn\":2}\n"
         );
 
-        worker.rewind(1, false);
-        let Some(SnapshotReply::Rewound { outcome, .. }) = worker.next().await else {
-            panic!("no rewind");
-        };
-        assert_eq!(outcome.unwrap().restored, ["notes.txt"]);
+        assert_eq!(worker.rewind(1, false).unwrap().restored, ["notes.txt"]);
         assert_eq!(read_text(&root, "notes.txt"), "n0\n");
         assert_eq!(read_text(&root, ".agent-store/session.db"), "turn 2\n");
         assert_eq!(
             read_text(&root, ".claude/settings.local.json"),
             "{\"turn\":2}\n"
         );
-    });
+    }
+}
+
+/// A file past `[snapshots] max_files` cannot be undone, and the undo and `/diff` name the cap
+/// the conversation's snapshots were taken under (they said "past the 100000 files", the
+/// default, under a cap of 3,000).
+#[test]
+fn a_file_past_the_cap_names_the_cap_in_force() {
+    let mut rig = Rig::new();
+    rig.limits.max_files = 2;
+    for name in ["a.txt", "b.txt", "c.txt"] {
+        write(rig.root(), name, "v1\n");
+    }
+    let (mut worker, _) = rig.driven("w");
+    worker.turn(1, || write(rig.root(), "c.txt", "v2\n"));
+    let said = describe_undo(&worker.undo(1, false));
+    assert!(
+        said.contains("c.txt (not kept before the turn: past the 2 files a snapshot keeps"),
+        "{said}"
+    );
+    let (_, last) = load_diffs(&rig.state.path().join("snapshots/w"), &[1], 1).unwrap();
+    let notes: Vec<&str> = last[0]
+        .lines
+        .iter()
+        .filter(|(kind, _)| *kind == DiffLineKind::Note)
+        .map(|(_, text)| text.as_str())
+        .collect();
+    assert!(
+        notes.iter().any(|note| note.contains("past the 2 files")),
+        "{notes:?}"
+    );
 }

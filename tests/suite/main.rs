@@ -81,6 +81,7 @@ mod real_pi;
 mod resume_word;
 mod secrets;
 mod session_log_replay;
+mod snapshot_processes;
 mod theme_light;
 mod tui_live_status;
 mod tui_model;

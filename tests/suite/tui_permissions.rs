@@ -143,7 +143,7 @@ impl PermissionsChat for Chat {
             .cells()
             .iter()
             .filter_map(|cell| match &cell.body {
-                CellBody::Permission(permission) => Some(permission.clone()),
+                CellBody::Permission(permission) => Some((**permission).clone()),
                 _ => None,
             })
             .collect()

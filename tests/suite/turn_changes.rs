@@ -601,11 +601,11 @@ fn a_full_state_disk_is_named_as_such() {
 
 /// Two agentty instances in one tree (issue 37: B's new file appeared in A's turn summary, and
 /// A's `/undo` deleted it without asking). A is an orchestrator in this process whose agent
-/// waits; meanwhile B, a real `agentty run` in the same tree and state dir, edits, creates and
-/// deletes files. A's turn says another agentty worked at the same time, and its undo asks
-/// before touching anything: B's files are left as B made them.
+/// writes `mine.txt` and waits; meanwhile B, a real `agentty run` in the same tree and state
+/// dir, edits, creates and deletes files. B's changes are told apart by B's own record of its
+/// turn: A's summary has only `mine.txt`, and A's undo removes it and leaves B's files.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_second_agentty_s_files_are_not_undone_without_asking() {
+async fn a_second_agentty_s_files_are_not_this_turn_s_and_undo_leaves_them() {
     use agentty::orchestrator::{
         spawn_orchestrator, Command as ChatCommand, OrchestratorEvent, OrchestratorOptions,
     };
@@ -671,17 +671,17 @@ async fn a_second_agentty_s_files_are_not_undone_without_asking() {
             break files;
         }
     };
-    assert!(
-        files.iter().any(|file| file.path == "mine.txt"),
-        "{files:?}"
-    );
+    let paths: Vec<&str> = files.iter().map(|file| file.path.as_str()).collect();
+    assert_eq!(paths, ["mine.txt"]);
     let notice = loop {
         if let OrchestratorEvent::Notice { message, .. } = next_event(&mut chat).await {
             break message;
         }
     };
     assert!(
-        notice.contains(&format!("Another agentty (pid {other_pid})")),
+        notice.contains(&format!(
+            "4 files changed meanwhile by another agentty's turn in this folder (pid {other_pid})"
+        )),
         "{notice}"
     );
     chat.commands
@@ -695,26 +695,15 @@ async fn a_second_agentty_s_files_are_not_undone_without_asking() {
             break outcome.unwrap();
         }
     };
-    let said = agentty::snapshot::describe_undo(&Ok(outcome.clone()));
-    assert!(
-        said.starts_with("Nothing undone: another agentty"),
-        "{said}"
-    );
     let outcome = serde_json::to_value(&outcome).unwrap();
-    assert_eq!(outcome["shared_with"], json!([other_pid]), "{outcome}");
-    assert!(
-        outcome["conflicts"]
-            .as_array()
-            .unwrap()
-            .contains(&json!("created.txt")),
-        "{outcome}"
-    );
-    assert_eq!(outcome["removed"], json!([]), "{outcome}");
+    assert_eq!(outcome["removed"], json!(["mine.txt"]), "{outcome}");
     assert_eq!(outcome["restored"], json!([]), "{outcome}");
-    // Asked, nothing written: B's files stay as B made them, A's too.
+    assert_eq!(outcome["conflicts"], json!([]), "{outcome}");
+    // B's files stay as B made them; A's is gone.
     assert!(root.join("created.txt").exists());
+    assert!(root.join("data.bin").exists());
     assert!(!root.join("doomed.txt").exists());
-    assert!(root.join("mine.txt").exists());
+    assert!(!root.join("mine.txt").exists());
     assert_eq!(
         std::fs::read_to_string(root.join("notes.txt")).unwrap(),
         "first\nedited by turn 1\n"

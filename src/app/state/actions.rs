@@ -224,7 +224,7 @@ impl AppState {
                         .cells()
                         .iter()
                         .filter_map(|cell| match &cell.body {
-                            CellBody::Permission(permission) => Some(permission),
+                            CellBody::Permission(permission) => Some(&**permission),
                             _ => None,
                         }),
                     self.agent_capabilities.revoking_always,

@@ -133,7 +133,7 @@ impl AppState {
                         reason: InertText::new(&reason),
                     });
                     self.close_assistant();
-                    let id = self.transcript.push(CellBody::Notice(notice));
+                    let id = self.transcript.push(CellBody::Notice(notice.into()));
                     if let Some(running) = self.turn.as_mut() {
                         running.retry = Some((id, deadline));
                     }
@@ -605,7 +605,7 @@ impl AppState {
             notice.details = sections;
         }
         self.close_assistant();
-        let id = self.transcript.push(CellBody::Notice(notice));
+        let id = self.transcript.push(CellBody::Notice(notice.into()));
         if let Some(turn) = self.turn.as_mut() {
             turn.end_shown = true;
             turn.failure_notice = Some(id);
@@ -923,7 +923,7 @@ mod sub_agent_tests {
             .cells()
             .iter()
             .filter_map(|cell| match &cell.body {
-                CellBody::Tool(tool) => Some(tool.clone()),
+                CellBody::Tool(tool) => Some((**tool).clone()),
                 _ => None,
             })
             .collect()

@@ -128,6 +128,6 @@ impl AppState {
             // Short output is shown at once; long output folds like a tool's.
             cell.expanded = count <= 12;
         }
-        self.transcript.push(CellBody::Notice(cell));
+        self.transcript.push(CellBody::Notice(cell.into()));
     }
 }

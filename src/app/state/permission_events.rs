@@ -26,10 +26,9 @@ impl AppState {
         {
             self.close_permission_prompt(index, PermissionOutcome::Unanswered);
         }
-        let cell = self.transcript.push(CellBody::Permission(permission_cell(
-            &request,
-            self.expand_tools,
-        )));
+        let cell = self.transcript.push(CellBody::Permission(
+            permission_cell(&request, self.expand_tools).into(),
+        ));
         if let Some(running) = self.turn.as_mut() {
             running.permissions.insert(
                 request.id.clone(),
@@ -125,7 +124,7 @@ impl AppState {
                 self.close_assistant();
                 let outcome = resolved_outcome(&[], outcome, by);
                 self.transcript
-                    .push(CellBody::Permission(unseen_request_cell(outcome)));
+                    .push(CellBody::Permission(unseen_request_cell(outcome).into()));
             }
         }
     }

@@ -61,10 +61,8 @@ impl AppState {
 
     /// A notice about a turn that is over (or about the launch): under that turn.
     pub(crate) fn on_late_notice(&mut self, turn: TurnId, message: &str) {
-        let body = CellBody::Notice(NoticeCell::new(
-            NoticeLevel::Warning,
-            InertText::new(message),
-        ));
+        let body =
+            CellBody::Notice(NoticeCell::new(NoticeLevel::Warning, InertText::new(message)).into());
         match self.cell_after_turn(turn) {
             Some(next) => {
                 self.transcript.insert_before(next, body);

@@ -74,7 +74,7 @@ impl AppState {
             None => {
                 self.close_assistant();
                 ToolSlot {
-                    cell: self.transcript.push(CellBody::Tool(call)),
+                    cell: self.transcript.push(CellBody::Tool(call.into())),
                     path: Vec::new(),
                 }
             }
@@ -132,7 +132,7 @@ pub(super) fn tool_at<'a>(body: &'a mut CellBody, path: &[usize]) -> Option<&'a 
         return None;
     };
     path.iter()
-        .try_fold(tool, |node, index| node.children.get_mut(*index))
+        .try_fold(&mut **tool, |node, index| node.children.get_mut(*index))
 }
 
 /// The attempt ended: a call (or a call of its sub-agent) still running has no result.
