@@ -9,17 +9,23 @@
 mod actions;
 mod agent_events;
 mod agent_settings;
+mod answer_events;
+mod attempt_events;
 mod external;
 mod images;
 mod keys;
+mod notice_events;
 mod overlay_keys;
 mod permission_events;
 mod permission_keys;
+mod plan_events;
 mod popup_keys;
+mod queue_take_back;
 mod review;
 #[cfg(test)]
 mod rewind_tests;
 mod tool_events;
+mod turn_end;
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
