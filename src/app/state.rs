@@ -20,12 +20,16 @@ mod permission_events;
 mod permission_keys;
 mod plan_events;
 mod popup_keys;
+mod prompts;
 mod queue_take_back;
+mod restore_events;
 mod review;
+mod rewind;
 #[cfg(test)]
 mod rewind_tests;
 mod tool_events;
 mod turn_end;
+mod undo_confirm;
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
