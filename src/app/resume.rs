@@ -606,15 +606,10 @@ mod tests {
         let mut state = AppState::new(StartupInfo::default());
         replay_into(&mut state, resumed.events);
         assert!(state.turn.is_none(), "no turn looks as if it still ran");
-        let prompts: Vec<&str> = state
-            .transcript
-            .cells()
-            .iter()
-            .filter_map(|cell| match &cell.body {
-                CellBody::User(user) => Some(user.text.as_str()),
-                _ => None,
-            })
-            .collect();
+        let prompts = state.transcript.pick_all(|body| match body {
+            CellBody::User(user) => Some(user.text.as_str()),
+            _ => None,
+        });
         assert_eq!(prompts, ["one", "two", "three", "four", "six"]);
     }
 
@@ -650,12 +645,7 @@ mod tests {
         let summary = crate::session_log::read_summary(&path).unwrap();
         let mut state = AppState::new(StartupInfo::default());
         replay_into(&mut state, load(summary).unwrap().events);
-        let bodies: Vec<&CellBody> = state
-            .transcript
-            .cells()
-            .iter()
-            .map(|cell| &cell.body)
-            .collect();
+        let bodies: Vec<&CellBody> = state.transcript.bodies().collect();
         let tool = bodies
             .iter()
             .find_map(|body| match body {
@@ -724,15 +714,10 @@ mod tests {
             state.permission_prompts.is_empty(),
             "no prompt opens on a resume"
         );
-        let outcomes: Vec<PermissionOutcome> = state
-            .transcript
-            .cells()
-            .iter()
-            .filter_map(|cell| match &cell.body {
-                CellBody::Permission(permission) => Some(permission.outcome.clone()),
-                _ => None,
-            })
-            .collect();
+        let outcomes = state.transcript.pick_all(|body| match body {
+            CellBody::Permission(permission) => Some(permission.outcome.clone()),
+            _ => None,
+        });
         assert_eq!(
             outcomes,
             [
@@ -875,15 +860,10 @@ mod tests {
         let resumed = load(summary).unwrap();
         let mut state = AppState::new(StartupInfo::default());
         replay_into(&mut state, resumed.events);
-        let texts: Vec<String> = state
-            .transcript
-            .cells()
-            .iter()
-            .filter_map(|cell| match &cell.body {
-                CellBody::Notice(notice) => Some(notice.message.to_string()),
-                _ => None,
-            })
-            .collect();
+        let texts = state.transcript.pick_all(|body| match body {
+            CellBody::Notice(notice) => Some(notice.message.to_string()),
+            _ => None,
+        });
         assert!(
             texts
                 .iter()

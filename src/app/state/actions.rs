@@ -220,13 +220,10 @@ impl AppState {
             Action::ChooseModel => self.open_model_picker(),
             Action::StandingPermissions => {
                 let message = standing_answers_notice(
-                    self.transcript
-                        .cells()
-                        .iter()
-                        .filter_map(|cell| match &cell.body {
-                            CellBody::Permission(permission) => Some(permission),
-                            _ => None,
-                        }),
+                    self.transcript.bodies().filter_map(|body| match body {
+                        CellBody::Permission(permission) => Some(permission),
+                        _ => None,
+                    }),
                     self.agent_capabilities.revoking_always,
                 );
                 self.notice(NoticeLevel::Info, message);

@@ -442,12 +442,7 @@ pub(super) mod tests {
             },
             now,
         );
-        let bodies: Vec<&CellBody> = state
-            .transcript
-            .cells()
-            .iter()
-            .map(|cell| &cell.body)
-            .collect();
+        let bodies: Vec<&CellBody> = state.transcript.bodies().collect();
         let changes = bodies
             .iter()
             .position(|body| matches!(body, CellBody::Changes(_)))

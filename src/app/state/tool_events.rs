@@ -225,15 +225,10 @@ mod sub_agent_tests {
     }
 
     fn tools(state: &AppState) -> Vec<ToolCell> {
-        state
-            .transcript
-            .cells()
-            .iter()
-            .filter_map(|cell| match &cell.body {
-                CellBody::Tool(tool) => Some(tool.clone()),
-                _ => None,
-            })
-            .collect()
+        state.transcript.pick_all(|body| match body {
+            CellBody::Tool(tool) => Some(tool.clone()),
+            _ => None,
+        })
     }
 
     #[test]

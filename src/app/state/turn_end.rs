@@ -231,15 +231,10 @@ mod tests {
             )
         });
         feed(effects, &mut chat);
-        let notices: Vec<_> = chat
-            .transcript
-            .cells()
-            .iter()
-            .filter_map(|cell| match &cell.body {
-                CellBody::Notice(notice) => Some(notice.clone()),
-                _ => None,
-            })
-            .collect();
+        let notices = chat.transcript.pick_all(|body| match body {
+            CellBody::Notice(notice) => Some(notice.clone()),
+            _ => None,
+        });
         let countdown = notices.iter().any(|notice| notice.countdown.is_some());
         assert_eq!(
             countdown, retry_scheduled,
