@@ -159,31 +159,15 @@ pub fn load(summary: ConversationSummary) -> Result<ResumedConversation, String>
                 turn,
                 prompt,
                 at_ms,
-            } => {
-                if let Some(unended) = open_turn.replace(turn) {
-                    events.push((
-                        interrupted(unended, "the log does not say how this turn ended"),
-                        last_at,
-                    ));
-                }
-                Some((OrchestratorEvent::TurnStarted { turn, prompt }, at_ms))
-            }
+            } => Some((OrchestratorEvent::TurnStarted { turn, prompt }, at_ms)),
             LogEntry::Compaction {
                 turn,
                 instructions,
                 at_ms,
-            } => {
-                if let Some(unended) = open_turn.replace(turn) {
-                    events.push((
-                        interrupted(unended, "the log does not say how this turn ended"),
-                        last_at,
-                    ));
-                }
-                Some((
-                    OrchestratorEvent::CompactionStarted { turn, instructions },
-                    at_ms,
-                ))
-            }
+            } => Some((
+                OrchestratorEvent::CompactionStarted { turn, instructions },
+                at_ms,
+            )),
             LogEntry::Message {
                 turn,
                 attempt,
@@ -245,6 +229,20 @@ pub fn load(summary: ConversationSummary) -> Result<ResumedConversation, String>
             // Set again on the agent once it runs (`ConversationSummary::settings`).
             | LogEntry::Setting { .. } => None,
         };
+        if let Some((
+            OrchestratorEvent::TurnStarted { turn, .. }
+            | OrchestratorEvent::CompactionStarted { turn, .. },
+            _,
+        )) = &event
+        {
+            // A turn starts while another is open: that one never ended.
+            if let Some(unended) = open_turn.replace(*turn) {
+                events.push((
+                    interrupted(unended, "the log does not say how this turn ended"),
+                    last_at,
+                ));
+            }
+        }
         if let Some((event, at_ms)) = event {
             last_at = at_ms.or(last_at);
             events.push((event, at_ms));
