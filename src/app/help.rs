@@ -40,6 +40,11 @@ enum Keys {
     Text(&'static str),
 }
 
+/// The keys bound to running `action`.
+fn run(action: Action) -> Keys {
+    Keys::Bound(KeyCommand::Run(action))
+}
+
 fn row(keys: Keys, what: &str) -> HelpRow {
     let keys = match keys {
         Keys::Bound(command) => keys_of(command).collect::<Vec<_>>().join(" / "),
@@ -95,11 +100,11 @@ fn chat_keys() -> Vec<HelpRow> {
             "not a command: the first Enter warns, the second sends it as a message",
         ),
         row(
-            Bound(KeyCommand::Run(Action::Stop)),
+            run(Action::Stop),
             "stop the turn, queued prompts back to the editor; again: kill",
         ),
         row(
-            Bound(KeyCommand::Run(Action::Rewind)),
+            run(Action::Rewind),
             "on an empty prompt with no turn running: /rewind",
         ),
         row(
@@ -117,26 +122,23 @@ fn chat_keys() -> Vec<HelpRow> {
              quits, whatever the first did",
         ),
         row(
-            Bound(KeyCommand::Run(Action::Quit)),
+            run(Action::Quit),
             "quit (Ctrl+D on an empty prompt; on text it deletes the character under the \
              cursor)",
         ),
         row(Bound(KeyCommand::OpenMenu), "actions menu"),
-        row(Bound(KeyCommand::Run(Action::Help)), "this help"),
+        row(run(Action::Help), "this help"),
         row(
             Bound(KeyCommand::Suspend),
             "suspend agentty and the agent (fg resumes)",
         ),
+        row(run(Action::ToggleThinking), "expand/collapse all thinking"),
         row(
-            Bound(KeyCommand::Run(Action::ToggleThinking)),
-            "expand/collapse all thinking",
-        ),
-        row(
-            Bound(KeyCommand::Run(Action::ToggleToolOutput)),
+            run(Action::ToggleToolOutput),
             "expand/collapse all tool output and command output",
         ),
         row(
-            Bound(KeyCommand::Run(Action::TogglePlan)),
+            run(Action::TogglePlan),
             "show / fold the steps of the plan pinned above the input",
         ),
         row(Text("Ctrl+A / Ctrl+E"), "start / end of the line"),
