@@ -7,16 +7,22 @@
 //! [`drawn`]. Every string that reaches a span came from the state, which stores agent text
 //! sanitised (see [`crate::sanitize`]).
 
+pub(crate) mod cell_style;
 pub(crate) mod cells;
+pub(crate) mod changes_cell;
 pub(crate) mod composer;
 pub(crate) mod diff;
+pub(crate) mod edit_diff;
 pub(crate) mod frame;
 pub(crate) mod highlight;
 pub(crate) mod list;
 pub(crate) mod markdown;
+pub(crate) mod notice_cell;
 pub(crate) mod overlay;
 pub(crate) mod permission;
+pub(crate) mod permission_cell;
 pub(crate) mod plan;
+pub(crate) mod plan_cell;
 pub(crate) mod popup;
 pub(crate) mod status;
 pub(crate) mod theme;
