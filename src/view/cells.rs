@@ -16,7 +16,7 @@ use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 use super::cell_style::{dim, toggle_marker, MARGIN};
 use super::changes_cell::changes_lines;
-use super::markdown::MarkdownStream;
+use super::markdown_stream::MarkdownStream;
 use super::notice_cell::notice_lines;
 use super::permission_cell::permission_lines;
 use super::plan_cell::plan_lines;
