@@ -14,6 +14,7 @@ pub(crate) mod composer;
 pub(crate) mod diff;
 pub(crate) mod edit_diff;
 pub(crate) mod frame;
+pub(crate) mod help_overlay;
 pub(crate) mod highlight;
 pub(crate) mod list;
 pub(crate) mod markdown;
@@ -24,9 +25,11 @@ pub(crate) mod notice_cell;
 pub(crate) mod overlay;
 pub(crate) mod permission;
 pub(crate) mod permission_cell;
+pub(crate) mod picker_overlays;
 pub(crate) mod plan;
 pub(crate) mod plan_cell;
 pub(crate) mod popup;
+pub(crate) mod settings_overlay;
 pub(crate) mod status;
 pub(crate) mod theme;
 pub(crate) mod tool_cell;
@@ -235,7 +238,7 @@ pub(crate) fn render_to_buffer(
 pub fn drawn(state: &AppState, view: &ChatView, area: Rect) -> Drawn {
     Drawn {
         help_scroll_limit: match &state.overlay {
-            Some(Overlay::Help(_)) => Some(overlay::help_scroll_limit(state, area)),
+            Some(Overlay::Help(_)) => Some(help_overlay::help_scroll_limit(state, area)),
             _ => None,
         },
         transcript: view.transcript.laid_out(),
