@@ -7,7 +7,7 @@ use crate::app::completion::agent_command_of;
 use crate::app::help::KeyHelp;
 use crate::app::mentions;
 use crate::app::menu::Overlay;
-use crate::app::permission::standing_answers_notice;
+use crate::app::permission_record::standing_answers_notice;
 use crate::app::provider_picker::ProviderPicker;
 use crate::app::settings::SettingsDraft;
 use crate::app::transcript::{CellBody, NoticeLevel};
