@@ -7,6 +7,7 @@
 //! state can be built from a hand-made event sequence in tests and rendered deterministically.
 
 mod actions;
+mod activity_status;
 mod agent_events;
 mod agent_settings;
 mod answer_events;
@@ -33,10 +34,10 @@ mod undo_confirm;
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use super::action::Action;
-use super::activity::{AgentPhase, PhaseTracker, UsageBook};
+use super::activity::{PhaseTracker, UsageBook};
 use super::completion::Popup;
 use super::composer::Composer;
 use super::conversation_picker::{ConversationPicker, WallClock};
@@ -60,6 +61,7 @@ use crate::sanitize::for_clipboard;
 use crate::session_log::ConversationSummary;
 use crate::stream::PermissionOption;
 
+pub(crate) use activity_status::{Activity, StopStatus};
 pub use external::{ShellOutput, ShellRequest};
 pub use images::ImageRequest;
 
@@ -249,66 +251,6 @@ struct AskedPermission {
     options: Vec<PermissionOption>,
     /// The tool call it is for, which waits for the answer.
     tool_call_id: Option<String>,
-}
-
-/// What the chat is doing, for the status bar.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Activity {
-    Idle,
-    /// No turn runs, but the working tree's snapshot is being taken (the baseline, or the one
-    /// that sums up the last turn).
-    Snapshotting(crate::orchestrator::SnapshotBusy),
-    /// A prompt is on its way and the orchestrator has not said its turn started.
-    Starting,
-    /// A turn runs: what its agent is doing, and for how long it has been doing it.
-    Working {
-        phase: AgentPhase,
-        elapsed: Duration,
-        /// The agent has said nothing for this long while it should be answering.
-        silent: Option<Duration>,
-    },
-    Stopping {
-        stage: StopStatus,
-    },
-    Retrying {
-        remaining: Duration,
-    },
-    /// The agent waits for the user's answer to a permission request (`waiting` of them).
-    WaitingForAnswer {
-        waiting: usize,
-    },
-    /// Leaving; the stop stage while the agent is still being stopped.
-    Quitting {
-        stage: Option<StopStatus>,
-    },
-}
-
-/// How far the stop the user asked for has got.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) enum StopStatus {
-    /// Asked for; the orchestrator has not reported a stage yet.
-    Requested,
-    Interrupting,
-    /// The grace period after the interrupt, this long so far.
-    Waiting {
-        elapsed: Duration,
-    },
-    Killing,
-    Stopped,
-}
-
-impl StopStatus {
-    fn at(stop: StopState, now: Instant) -> Self {
-        match stop.progress {
-            StopProgress::Running => Self::Requested,
-            StopProgress::Interrupting => Self::Interrupting,
-            StopProgress::Waiting => Self::Waiting {
-                elapsed: now.saturating_duration_since(stop.since),
-            },
-            StopProgress::Killing => Self::Killing,
-            StopProgress::Stopped => Self::Stopped,
-        }
-    }
 }
 
 pub struct AppState {
@@ -536,76 +478,6 @@ impl AppState {
             | Action::ShowLogPath
             | Action::Help
             | Action::Quit => true,
-        }
-    }
-
-    pub(crate) fn activity(&self, now: Instant) -> Activity {
-        if self.quitting {
-            return Activity::Quitting {
-                stage: self
-                    .turn
-                    .as_ref()
-                    .and_then(|turn| turn.stop)
-                    .map(|stop| StopStatus::at(stop, now)),
-            };
-        }
-        let Some(turn) = &self.turn else {
-            return match self.prompt_in_flight {
-                None => match self.snapshot_busy {
-                    Some(busy) => Activity::Snapshotting(busy),
-                    None => Activity::Idle,
-                },
-                Some(false) => Activity::Starting,
-                Some(true) => Activity::Stopping {
-                    stage: StopStatus::Requested,
-                },
-            };
-        };
-        if let Some(stop) = turn.stop {
-            return Activity::Stopping {
-                stage: StopStatus::at(stop, now),
-            };
-        }
-        if self.snapshot_busy == Some(crate::orchestrator::SnapshotBusy::Baseline)
-            && !turn.stop_requested
-        {
-            // The prompt waits for the working tree's first snapshot: the agent has not got it.
-            return Activity::Snapshotting(crate::orchestrator::SnapshotBusy::Baseline);
-        }
-        if turn.stop_requested {
-            return Activity::Stopping {
-                stage: StopStatus::Requested,
-            };
-        }
-        if !self.permission_prompts.is_empty() {
-            return Activity::WaitingForAnswer {
-                waiting: self.permission_prompts.len(),
-            };
-        }
-        if let Some((_, deadline)) = turn.retry {
-            return Activity::Retrying {
-                remaining: deadline.saturating_duration_since(now),
-            };
-        }
-        let (phase, elapsed) = match &self.phase {
-            Some(tracker) if turn.compaction => (AgentPhase::Compacting, tracker.current(now).1),
-            Some(tracker) => {
-                let (phase, elapsed) = tracker.current(now);
-                (phase.clone(), elapsed)
-            }
-            None => (
-                AgentPhase::Working,
-                now.saturating_duration_since(turn.started),
-            ),
-        };
-        let silent = match &self.phase {
-            Some(tracker) if !turn.compaction => tracker.silent(now),
-            _ => None,
-        };
-        Activity::Working {
-            phase,
-            elapsed,
-            silent,
         }
     }
 
