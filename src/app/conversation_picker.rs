@@ -2,9 +2,9 @@
 
 use std::time::Instant;
 
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use crossterm::event::{KeyCode, KeyEvent};
 
-use super::list::ListSelection;
+use super::list::filter_key;
 use super::pane::{OverlayPane, Step};
 use super::transcript::InertText;
 use crate::session_log::ConversationSummary;
@@ -95,13 +95,7 @@ impl OverlayPane for ConversationPicker {
     type Input<'a> = ();
     type Request = Box<ConversationSummary>;
 
-    fn on_key(
-        &mut self,
-        key: KeyEvent,
-        _now: Option<Instant>,
-        _input: Self::Input<'_>,
-    ) -> Step<Self::Request> {
-        let control = key.modifiers.contains(KeyModifiers::CONTROL);
+    fn on_key(&mut self, key: KeyEvent, _now: Option<Instant>, _input: ()) -> Step<Self::Request> {
         let count = self.visible().len();
         match key.code {
             KeyCode::Esc => return Step::Close,
@@ -111,19 +105,7 @@ impl OverlayPane for ConversationPicker {
                     None => Step::Open,
                 }
             }
-            KeyCode::Backspace => {
-                self.filter.pop();
-                self.selected = 0;
-            }
-            KeyCode::Char(typed) if !control => {
-                self.filter.push_str(typed.encode_utf8(&mut [0; 4]));
-                self.selected = 0;
-            }
-            _ => {
-                let mut list = ListSelection::at(self.selected);
-                list.on_key(key, count);
-                self.selected = list.selected;
-            }
+            _ => filter_key(&mut self.filter, &mut self.selected, key, count),
         }
         Step::Open
     }
@@ -132,6 +114,7 @@ impl OverlayPane for ConversationPicker {
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
+    use crossterm::event::KeyModifiers;
 
     /// A conversation of one turn, for tests.
     pub(in crate::app) fn summary(id: &str, provider: &str, prompt: &str) -> ConversationSummary {
@@ -143,8 +126,32 @@ pub(super) mod tests {
         }
     }
 
+    /// The picker over `conversations`, listed at 0 ms (now).
+    pub(in crate::app) fn picker(conversations: Vec<ConversationSummary>) -> ConversationPicker {
+        let listed = WallClock {
+            ms: 0,
+            at: Instant::now(),
+        };
+        ConversationPicker::new(conversations, None, listed)
+    }
+
     fn key(code: KeyCode) -> KeyEvent {
         KeyEvent::new(code, KeyModifiers::NONE)
+    }
+
+    fn type_in(picker: &mut ConversationPicker, text: &str) {
+        for typed in text.chars() {
+            picker.on_key(key(KeyCode::Char(typed)), None, ());
+        }
+    }
+
+    /// The ids of the conversations the picker shows.
+    fn shown(picker: &ConversationPicker) -> Vec<String> {
+        let visible = picker.visible();
+        visible
+            .iter()
+            .map(|listed| listed.summary.id.clone())
+            .collect()
     }
 
     #[test]
@@ -165,28 +172,14 @@ pub(super) mod tests {
 
     #[test]
     fn typing_filters_arrows_move_and_enter_chooses() {
-        let mut picker = ConversationPicker::new(
-            vec![
-                summary("aaa", "pi", "Fix the parser"),
-                summary("bbb", "claude", "Write tests"),
-                summary("ccc", "pi", "Parser docs"),
-            ],
-            None,
-            WallClock {
-                ms: 0,
-                at: Instant::now(),
-            },
-        );
+        let mut picker = picker(vec![
+            summary("aaa", "pi", "Fix the parser"),
+            summary("bbb", "claude", "Write tests"),
+            summary("ccc", "pi", "Parser docs"),
+        ]);
         assert_eq!(picker.visible().len(), 3);
-        for typed in "parser".chars() {
-            picker.on_key(key(KeyCode::Char(typed)), None, ());
-        }
-        let ids: Vec<_> = picker
-            .visible()
-            .iter()
-            .map(|s| s.summary.id.clone())
-            .collect();
-        assert_eq!(ids, ["aaa", "ccc"]);
+        type_in(&mut picker, "parser");
+        assert_eq!(shown(&picker), ["aaa", "ccc"]);
         picker.on_key(key(KeyCode::Down), None, ());
         assert_eq!(
             picker.on_key(key(KeyCode::Enter), None, ()),
@@ -197,8 +190,7 @@ pub(super) mod tests {
         for _ in 0..6 {
             picker.on_key(key(KeyCode::Backspace), None, ());
         }
-        picker.on_key(key(KeyCode::Char('c')), None, ());
-        picker.on_key(key(KeyCode::Char('l')), None, ());
+        type_in(&mut picker, "cl");
         assert_eq!(picker.visible().len(), 1, "matches the provider");
         assert_eq!(picker.on_key(key(KeyCode::Esc), None, ()), Step::Close);
     }
@@ -207,23 +199,8 @@ pub(super) mod tests {
     fn the_filter_finds_a_conversation_by_any_of_its_prompts() {
         let mut later = summary("ddd", "pi", "Fix the parser");
         later.later_prompts = vec!["now the lexer".into(), "and the tokenizer".into()];
-        let listed = WallClock {
-            ms: 5_000,
-            at: Instant::now(),
-        };
-        let mut picker = ConversationPicker::new(
-            vec![summary("aaa", "pi", "Write tests"), later],
-            None,
-            listed,
-        );
-        for typed in "tokenizer".chars() {
-            picker.on_key(key(KeyCode::Char(typed)), None, ());
-        }
-        let ids: Vec<_> = picker
-            .visible()
-            .iter()
-            .map(|s| s.summary.id.clone())
-            .collect();
-        assert_eq!(ids, ["ddd"]);
+        let mut picker = picker(vec![summary("aaa", "pi", "Write tests"), later]);
+        type_in(&mut picker, "tokenizer");
+        assert_eq!(shown(&picker), ["ddd"]);
     }
 }

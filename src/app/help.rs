@@ -35,15 +35,25 @@ pub(crate) struct HelpRow {
 }
 
 /// Keys in a row: a command's bound keys, or keys described here.
+#[derive(Clone, Copy)]
 enum Keys {
     Bound(KeyCommand),
     Text(&'static str),
+    /// The composer's new-line keys.
+    Newline,
+}
+use Keys::{Bound, Newline, Text};
+
+/// The keys bound to running `action`.
+const fn run(action: Action) -> Keys {
+    Bound(KeyCommand::Run(action))
 }
 
 fn row(keys: Keys, what: &str) -> HelpRow {
     let keys = match keys {
-        Keys::Bound(command) => keys_of(command).collect::<Vec<_>>().join(" / "),
-        Keys::Text(keys) => keys.to_owned(),
+        Bound(command) => keys_of(command).collect::<Vec<_>>().join(" / "),
+        Text(keys) => keys.to_owned(),
+        Newline => format!("{NEWLINE_KEY} / Shift+Enter / Ctrl+J"),
     };
     HelpRow {
         keys,
@@ -53,129 +63,66 @@ fn row(keys: Keys, what: &str) -> HelpRow {
 
 /// The chat's keys, in the order the help shows them.
 fn chat_keys() -> Vec<HelpRow> {
-    use Keys::{Bound, Text};
-    let newline = format!("{NEWLINE_KEY} / Shift+Enter / Ctrl+J");
-    vec![
-        row(
-            Text(SEND_KEY),
-            "send the prompt (queue it while a turn runs; with pi or Claude Code, steer it)",
-        ),
-        HelpRow {
-            keys: newline,
-            what: "new line in the prompt (with pi, while a turn runs, Alt+Enter queues a \
-                   follow-up)"
-                .to_owned(),
-        },
-        row(
-            Text("Tab"),
-            "complete the / command or @ file shown above the prompt",
-        ),
-        row(
-            Text("@"),
-            "mention a file or folder (fuzzy search here, hidden files too); @file:10-20 adds \
-             lines (Tab adds no space, so :10-20 can follow)",
-        ),
-        row(Text("Up / Down"), "earlier prompts (on an empty prompt)"),
-        row(
-            Bound(KeyCommand::SearchHistory),
-            "search earlier prompts (also from earlier launches)",
-        ),
-        row(
-            Bound(KeyCommand::EditPrompt),
-            "edit the prompt in $VISUAL / $EDITOR",
-        ),
-        row(
-            Text("!cmd / !!cmd"),
-            "run a shell command here (30 s at most): output in the transcript / in the \
-             prompt, to send; no output reaches the agent unless you send it (a message \
-             starting with ! : type a space first)",
-        ),
-        row(
-            Text("/word Enter Enter"),
-            "not a command: the first Enter warns, the second sends it as a message",
-        ),
-        row(
-            Bound(KeyCommand::Run(Action::Stop)),
-            "stop the turn, queued prompts back to the editor; again: kill",
-        ),
-        row(
-            Bound(KeyCommand::Run(Action::Rewind)),
-            "on an empty prompt with no turn running: /rewind",
-        ),
-        row(
-            Text(UNQUEUE_KEY),
-            "pull the last queued prompt back into the editor",
-        ),
-        row(
-            Text(THINKING_LEVEL_KEY),
-            "the agent's next mode where it has modes (never a most permissive one: \
-             /permissions asks first), else its next thinking level",
-        ),
-        row(
-            Bound(KeyCommand::Interrupt),
-            "clear the prompt (Up brings it back), else stop the turn; twice within a second \
-             quits, whatever the first did",
-        ),
-        row(
-            Bound(KeyCommand::Run(Action::Quit)),
-            "quit (Ctrl+D on an empty prompt; on text it deletes the character under the \
-             cursor)",
-        ),
-        row(Bound(KeyCommand::OpenMenu), "actions menu"),
-        row(Bound(KeyCommand::Run(Action::Help)), "this help"),
-        row(
-            Bound(KeyCommand::Suspend),
-            "suspend agentty and the agent (fg resumes)",
-        ),
-        row(
-            Bound(KeyCommand::Run(Action::ToggleThinking)),
-            "expand/collapse all thinking",
-        ),
-        row(
-            Bound(KeyCommand::Run(Action::ToggleToolOutput)),
-            "expand/collapse all tool output and command output",
-        ),
-        row(
-            Bound(KeyCommand::Run(Action::TogglePlan)),
-            "show / fold the steps of the plan pinned above the input",
-        ),
-        row(Text("Ctrl+A / Ctrl+E"), "start / end of the line"),
-        row(Text("Ctrl+B / Ctrl+F"), "back / forward one character"),
-        row(
-            Text("Alt+B / Alt+F"),
-            "back one word / to the end of the word",
-        ),
-        row(
-            Text("Ctrl+K / Ctrl+U"),
-            "delete to the end / start of the line",
-        ),
-        row(
-            Text("Ctrl+W / Alt+D"),
-            "delete the word before / after the cursor",
-        ),
-        row(Text("Ctrl+Y"), "paste what was deleted last"),
-        row(Text("Ctrl+_"), "undo the last edit"),
-        row(
-            Text("Ctrl+V"),
-            "attach the typed image path, else the clipboard's image",
-        ),
-        row(
-            Text("Click"),
-            "expand/collapse one thinking block, tool, notice or pasted text",
-        ),
-        row(Text("PgUp / PgDn"), "scroll the transcript a page"),
-        row(Text("Mouse wheel"), "scroll the transcript"),
-        row(
-            Text("Home / End"),
-            "top / bottom (when the prompt is empty)",
-        ),
-        row(Text("Ctrl+Home / Ctrl+End"), "top / bottom (always)"),
-        row(
-            Text("Shift+drag"),
-            "select text with the mouse (the terminal's selection)",
-        ),
-    ]
+    CHAT_KEYS
+        .iter()
+        .map(|(keys, what)| row(*keys, what))
+        .collect()
 }
+
+/// The chat's keys and what they do: the composer's and the transcript's own keys, which no
+/// table dispatches, are described here; the others name the command the keymap binds. A row a
+/// line (long ones go on below), so the table reads as one.
+#[rustfmt::skip]
+const CHAT_KEYS: &[(Keys, &str)] = &[
+    (Text(SEND_KEY),
+        "send the prompt (queue it while a turn runs; with pi or Claude Code, steer it)"),
+    (Newline,
+        "new line in the prompt (with pi, while a turn runs, Alt+Enter queues a follow-up)"),
+    (Text("Tab"), "complete the / command or @ file shown above the prompt"),
+    (Text("@"),
+        "mention a file or folder (fuzzy search here, hidden files too); @file:10-20 adds \
+         lines (Tab adds no space, so :10-20 can follow)"),
+    (Text("Up / Down"), "earlier prompts (on an empty prompt)"),
+    (Bound(KeyCommand::SearchHistory), "search earlier prompts (also from earlier launches)"),
+    (Bound(KeyCommand::EditPrompt), "edit the prompt in $VISUAL / $EDITOR"),
+    (Text("!cmd / !!cmd"),
+        "run a shell command here (30 s at most): output in the transcript / in the prompt, \
+         to send; no output reaches the agent unless you send it (a message starting with ! : \
+         type a space first)"),
+    (Text("/word Enter Enter"),
+        "not a command: the first Enter warns, the second sends it as a message"),
+    (run(Action::Stop), "stop the turn, queued prompts back to the editor; again: kill"),
+    (run(Action::Rewind), "on an empty prompt with no turn running: /rewind"),
+    (Text(UNQUEUE_KEY), "pull the last queued prompt back into the editor"),
+    (Text(THINKING_LEVEL_KEY),
+        "the agent's next mode where it has modes (never a most permissive one: /permissions \
+         asks first), else its next thinking level"),
+    (Bound(KeyCommand::Interrupt),
+        "clear the prompt (Up brings it back), else stop the turn; twice within a second \
+         quits, whatever the first did"),
+    (run(Action::Quit),
+        "quit (Ctrl+D on an empty prompt; on text it deletes the character under the cursor)"),
+    (Bound(KeyCommand::OpenMenu), "actions menu"),
+    (run(Action::Help), "this help"),
+    (Bound(KeyCommand::Suspend), "suspend agentty and the agent (fg resumes)"),
+    (run(Action::ToggleThinking), "expand/collapse all thinking"),
+    (run(Action::ToggleToolOutput), "expand/collapse all tool output and command output"),
+    (run(Action::TogglePlan), "show / fold the steps of the plan pinned above the input"),
+    (Text("Ctrl+A / Ctrl+E"), "start / end of the line"),
+    (Text("Ctrl+B / Ctrl+F"), "back / forward one character"),
+    (Text("Alt+B / Alt+F"), "back one word / to the end of the word"),
+    (Text("Ctrl+K / Ctrl+U"), "delete to the end / start of the line"),
+    (Text("Ctrl+W / Alt+D"), "delete the word before / after the cursor"),
+    (Text("Ctrl+Y"), "paste what was deleted last"),
+    (Text("Ctrl+_"), "undo the last edit"),
+    (Text("Ctrl+V"), "attach the typed image path, else the clipboard's image"),
+    (Text("Click"), "expand/collapse one thinking block, tool, notice or pasted text"),
+    (Text("PgUp / PgDn"), "scroll the transcript a page"),
+    (Text("Mouse wheel"), "scroll the transcript"),
+    (Text("Home / End"), "top / bottom (when the prompt is empty)"),
+    (Text("Ctrl+Home / Ctrl+End"), "top / bottom (always)"),
+    (Text("Shift+drag"), "select text with the mouse (the terminal's selection)"),
+];
 
 /// The permission prompt's keys: its focus key, its options' numbers and letters, the
 /// highlighted option, the note, Esc and the change's scrolling.

@@ -2,16 +2,17 @@
 
 use std::time::Instant;
 
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use crossterm::event::{KeyCode, KeyEvent};
 
+use super::inert::InertText;
 use super::keymap::{command_for, KeyCommand};
-use super::list::ListSelection;
+use super::list::filter_key;
 use super::pane::{OverlayPane, Step};
 
 /// The search as typed so far.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct HistorySearch {
-    pub(crate) query: String,
+    pub(crate) query: InertText,
     /// Index into the matches of `query`.
     pub(crate) selected: usize,
 }
@@ -51,23 +52,7 @@ impl OverlayPane for HistorySearch {
             _ if command_for(key) == Some(KeyCommand::SearchHistory) => {
                 self.selected = (self.selected + 1).min(matches.len().saturating_sub(1));
             }
-            KeyCode::Backspace => {
-                self.query.pop();
-                self.selected = 0;
-            }
-            KeyCode::Char(ch)
-                if !key
-                    .modifiers
-                    .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT) =>
-            {
-                self.query.push(ch);
-                self.selected = 0;
-            }
-            _ => {
-                let mut list = ListSelection::at(self.selected);
-                list.on_key(key, matches.len());
-                self.selected = list.selected;
-            }
+            _ => filter_key(&mut self.query, &mut self.selected, key, matches.len()),
         }
         Step::Open
     }
@@ -76,6 +61,7 @@ impl OverlayPane for HistorySearch {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crossterm::event::KeyModifiers;
 
     fn press(code: KeyCode, modifiers: KeyModifiers) -> KeyEvent {
         KeyEvent::new(code, modifiers)

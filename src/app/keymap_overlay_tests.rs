@@ -9,8 +9,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::*;
 use crate::app::agent_status::{ShownMode, ShownModel};
-use crate::app::conversation_picker::tests::summary;
-use crate::app::conversation_picker::{ConversationPicker, WallClock};
+use crate::app::conversation_picker::tests::{picker, summary};
 use crate::app::help::KeyHelp;
 use crate::app::history_search::HistorySearch;
 use crate::app::menu::ActionMenu;
@@ -117,17 +116,10 @@ fn the_lists_answer_the_keys_their_footers_name() {
     assert_answers(&ActionMenu::default(), MENU_KEYS, answer);
     assert_answers(&ProviderPicker::new("pi"), PROVIDER_PICKER_KEYS, answer);
 
-    let conversations = ConversationPicker::new(
-        vec![
-            summary("aaa", "pi", "Fix the parser"),
-            summary("bbb", "pi", "Write tests"),
-        ],
-        None,
-        WallClock {
-            ms: 0,
-            at: Instant::now(),
-        },
-    );
+    let conversations = picker(vec![
+        summary("aaa", "pi", "Fix the parser"),
+        summary("bbb", "pi", "Write tests"),
+    ]);
     assert_answers(&conversations, CONVERSATION_PICKER_KEYS, answer);
 
     let prompts = ["first".to_owned(), "second".to_owned()];

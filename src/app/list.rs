@@ -4,6 +4,8 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
+use super::inert::InertText;
+
 /// Rows a page key moves.
 pub(crate) const PAGE: usize = 8;
 
@@ -38,6 +40,30 @@ impl ListSelection {
             _ => return false,
         };
         true
+    }
+}
+
+/// A key on a list filtered by what is typed: Backspace and plain characters edit `query` (and
+/// select the first match again), any other key moves `selected` among the `count` matches.
+pub(crate) fn filter_key(query: &mut InertText, selected: &mut usize, key: KeyEvent, count: usize) {
+    match key.code {
+        KeyCode::Backspace => {
+            query.pop();
+            *selected = 0;
+        }
+        KeyCode::Char(ch)
+            if !key
+                .modifiers
+                .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT) =>
+        {
+            query.push_str(ch.encode_utf8(&mut [0; 4]));
+            *selected = 0;
+        }
+        _ => {
+            let mut list = ListSelection::at(*selected);
+            list.on_key(key, count);
+            *selected = list.selected;
+        }
     }
 }
 

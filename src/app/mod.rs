@@ -28,6 +28,7 @@ pub(crate) mod mode_picker;
 pub(crate) mod model_picker;
 pub(crate) mod pane;
 pub mod permission;
+pub(crate) mod permission_record;
 pub(crate) mod provider_picker;
 pub mod resume;
 pub(crate) mod review;

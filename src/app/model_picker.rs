@@ -5,10 +5,10 @@
 
 use std::time::Instant;
 
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use crossterm::event::{KeyCode, KeyEvent};
 
 use super::agent_status::{AgentValue, ShownModel};
-use super::list::ListSelection;
+use super::list::filter_key;
 use super::pane::{OverlayPane, Step};
 use super::transcript::InertText;
 
@@ -82,23 +82,7 @@ impl OverlayPane for ModelPicker {
                 };
             }
             KeyCode::BackTab => return Step::Ask(ModelRequest::NextThinkingLevel),
-            KeyCode::Backspace => {
-                self.query.pop();
-                self.selected = 0;
-            }
-            KeyCode::Char(ch)
-                if !key
-                    .modifiers
-                    .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT) =>
-            {
-                self.query.push_str(ch.encode_utf8(&mut [0; 4]));
-                self.selected = 0;
-            }
-            _ => {
-                let mut list = ListSelection::at(self.selected);
-                list.on_key(key, matches.len());
-                self.selected = list.selected;
-            }
+            _ => filter_key(&mut self.query, &mut self.selected, key, matches.len()),
         }
         Step::Open
     }
@@ -117,6 +101,7 @@ pub(crate) fn next_level(levels: &[String], current: Option<&str>) -> Option<Str
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crossterm::event::KeyModifiers;
 
     fn model(id: &str, name: &str) -> ShownModel {
         ShownModel::from(crate::provider::ModelChoice {

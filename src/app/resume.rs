@@ -159,31 +159,15 @@ pub fn load(summary: ConversationSummary) -> Result<ResumedConversation, String>
                 turn,
                 prompt,
                 at_ms,
-            } => {
-                if let Some(unended) = open_turn.replace(turn) {
-                    events.push((
-                        interrupted(unended, "the log does not say how this turn ended"),
-                        last_at,
-                    ));
-                }
-                Some((OrchestratorEvent::TurnStarted { turn, prompt }, at_ms))
-            }
+            } => Some((OrchestratorEvent::TurnStarted { turn, prompt }, at_ms)),
             LogEntry::Compaction {
                 turn,
                 instructions,
                 at_ms,
-            } => {
-                if let Some(unended) = open_turn.replace(turn) {
-                    events.push((
-                        interrupted(unended, "the log does not say how this turn ended"),
-                        last_at,
-                    ));
-                }
-                Some((
-                    OrchestratorEvent::CompactionStarted { turn, instructions },
-                    at_ms,
-                ))
-            }
+            } => Some((
+                OrchestratorEvent::CompactionStarted { turn, instructions },
+                at_ms,
+            )),
             LogEntry::Message {
                 turn,
                 attempt,
@@ -245,6 +229,20 @@ pub fn load(summary: ConversationSummary) -> Result<ResumedConversation, String>
             // Set again on the agent once it runs (`ConversationSummary::settings`).
             | LogEntry::Setting { .. } => None,
         };
+        if let Some((
+            OrchestratorEvent::TurnStarted { turn, .. }
+            | OrchestratorEvent::CompactionStarted { turn, .. },
+            _,
+        )) = &event
+        {
+            // A turn starts while another is open: that one never ended.
+            if let Some(unended) = open_turn.replace(*turn) {
+                events.push((
+                    interrupted(unended, "the log does not say how this turn ended"),
+                    last_at,
+                ));
+            }
+        }
         if let Some((event, at_ms)) = event {
             last_at = at_ms.or(last_at);
             events.push((event, at_ms));
@@ -402,6 +400,8 @@ mod tests {
         assert_eq!(ages, [300, 30]);
     }
 
+    /// A conversation in `cwd` on `provider` whose one turn sent `prompt` and was answered;
+    /// its id.
     fn conversation(
         sessions: &Path,
         cwd: &str,
@@ -409,7 +409,7 @@ mod tests {
         origin: Origin,
         prompt: &str,
     ) -> String {
-        let writer = SessionLogWriter::start(
+        let id = logged(
             sessions,
             NewConversation {
                 provider: provider.into(),
@@ -417,28 +417,54 @@ mod tests {
                 origin,
                 start: Default::default(),
             },
-        )
-        .unwrap();
-        writer.record_event(&OrchestratorEvent::TurnStarted {
-            turn: 1,
-            prompt: prompt.into(),
-        });
-        writer.record_event(&OrchestratorEvent::Message {
-            turn: 1,
-            attempt: 1,
-            message: AgentMessage::Assistant {
-                delta: "answer".into(),
-            },
-        });
-        writer.record_event(&OrchestratorEvent::TurnEnded {
-            turn: 1,
-            outcome: TurnOutcome::Completed,
-        });
-        let id = writer.conversation_id().to_owned();
-        drop(writer);
+            &[
+                OrchestratorEvent::TurnStarted {
+                    turn: 1,
+                    prompt: prompt.into(),
+                },
+                OrchestratorEvent::Message {
+                    turn: 1,
+                    attempt: 1,
+                    message: AgentMessage::Assistant {
+                        delta: "answer".into(),
+                    },
+                },
+                OrchestratorEvent::TurnEnded {
+                    turn: 1,
+                    outcome: TurnOutcome::Completed,
+                },
+            ],
+        );
         // File times are what "newest" means: keep them apart.
         std::thread::sleep(Duration::from_millis(15));
         id
+    }
+
+    /// A new conversation's log holding `events`; its id.
+    fn logged(sessions: &Path, new: NewConversation, events: &[OrchestratorEvent]) -> String {
+        let writer = SessionLogWriter::start(sessions, new).unwrap();
+        let id = writer.conversation_id().to_owned();
+        record_and_close(writer, events);
+        id
+    }
+
+    /// A later launch in `/p` appends `events` to conversation `id`: its summary after that.
+    fn appended(sessions: &Path, id: &str, events: &[OrchestratorEvent]) -> ConversationSummary {
+        let summary = find(sessions, Path::new("/p"), Some(id)).unwrap();
+        let writer = SessionLogWriter::resume(&summary.path, id, None).unwrap();
+        record_and_close(writer, events);
+        find(sessions, Path::new("/p"), Some(id)).unwrap()
+    }
+
+    /// Why `find` finds nothing to resume in `cwd`.
+    fn refusal(sessions: &Path, cwd: &str, id: Option<&str>) -> String {
+        find(sessions, Path::new(cwd), id).unwrap_err()
+    }
+
+    fn record_and_close(writer: SessionLogWriter, events: &[OrchestratorEvent]) {
+        for event in events {
+            writer.record_event(event);
+        }
     }
 
     #[test]
@@ -462,40 +488,38 @@ mod tests {
         let found = find(sessions.path(), Path::new("/p/here"), None).unwrap();
         assert_eq!(found.id, here);
         assert_eq!(found.first_prompt, "mine");
-        assert!(find(sessions.path(), Path::new("/p/none"), None)
-            .unwrap_err()
-            .contains("no earlier conversation in /p/none"));
+        let error = refusal(sessions.path(), "/p/none", None);
+        assert!(
+            error.contains("no earlier conversation in /p/none"),
+            "{error}"
+        );
     }
 
     #[test]
     fn an_id_from_another_directory_or_provider_is_refused_with_the_way_out() {
         let sessions = tempfile::tempdir().unwrap();
         let id = conversation(sessions.path(), "/p/a", "claude", Origin::Chat, "hi");
-        let error = find(sessions.path(), Path::new("/p/b"), Some(&id[..8])).unwrap_err();
+        let error = refusal(sessions.path(), "/p/b", Some(&id[..8]));
         assert!(error.contains("belongs to /p/a"), "{error}");
         let found = find(sessions.path(), Path::new("/p/a"), Some(&id[..8])).unwrap();
         let error = check_provider(&found, Some("pi")).unwrap_err();
         assert!(error.contains("ran on claude, not pi"), "{error}");
         assert!(check_provider(&found, Some("claude")).is_ok());
         assert!(check_provider(&found, None).is_ok());
-        assert!(find(sessions.path(), Path::new("/p/a"), Some("nosuch"))
-            .unwrap_err()
-            .contains("no conversation"));
+        let error = refusal(sessions.path(), "/p/a", Some("nosuch"));
+        assert!(error.contains("no conversation"), "{error}");
     }
 
     #[test]
     fn a_log_becomes_the_events_that_built_its_transcript_and_an_open_turn_is_closed() {
         let sessions = tempfile::tempdir().unwrap();
         let id = conversation(sessions.path(), "/p", "demo", Origin::Chat, "hi");
-        let summary = find(sessions.path(), Path::new("/p"), Some(&id)).unwrap();
         // A second launch crashed mid-turn.
-        let writer = SessionLogWriter::resume(&summary.path, &id, None).unwrap();
-        writer.record_event(&OrchestratorEvent::TurnStarted {
+        let crashed = OrchestratorEvent::TurnStarted {
             turn: 2,
             prompt: "crash".into(),
-        });
-        drop(writer);
-        let summary = find(sessions.path(), Path::new("/p"), Some(&id)).unwrap();
+        };
+        let summary = appended(sessions.path(), &id, &[crashed]);
         let resumed = load(summary).unwrap();
         let events: Vec<_> = resumed.events.iter().map(|(event, _)| event).collect();
         assert_eq!(events.len(), 5, "{events:?}");
@@ -606,15 +630,10 @@ mod tests {
         let mut state = AppState::new(StartupInfo::default());
         replay_into(&mut state, resumed.events);
         assert!(state.turn.is_none(), "no turn looks as if it still ran");
-        let prompts: Vec<&str> = state
-            .transcript
-            .cells()
-            .iter()
-            .filter_map(|cell| match &cell.body {
-                CellBody::User(user) => Some(user.text.as_str()),
-                _ => None,
-            })
-            .collect();
+        let prompts = state.transcript.pick_all(|body| match body {
+            CellBody::User(user) => Some(user.text.as_str()),
+            _ => None,
+        });
         assert_eq!(prompts, ["one", "two", "three", "four", "six"]);
     }
 
@@ -650,12 +669,7 @@ mod tests {
         let summary = crate::session_log::read_summary(&path).unwrap();
         let mut state = AppState::new(StartupInfo::default());
         replay_into(&mut state, load(summary).unwrap().events);
-        let bodies: Vec<&CellBody> = state
-            .transcript
-            .cells()
-            .iter()
-            .map(|cell| &cell.body)
-            .collect();
+        let bodies: Vec<&CellBody> = state.transcript.bodies().collect();
         let tool = bodies
             .iter()
             .find_map(|body| match body {
@@ -724,15 +738,10 @@ mod tests {
             state.permission_prompts.is_empty(),
             "no prompt opens on a resume"
         );
-        let outcomes: Vec<PermissionOutcome> = state
-            .transcript
-            .cells()
-            .iter()
-            .filter_map(|cell| match &cell.body {
-                CellBody::Permission(permission) => Some(permission.outcome.clone()),
-                _ => None,
-            })
-            .collect();
+        let outcomes = state.transcript.pick_all(|body| match body {
+            CellBody::Permission(permission) => Some(permission.outcome.clone()),
+            _ => None,
+        });
         assert_eq!(
             outcomes,
             [
@@ -797,7 +806,9 @@ mod tests {
     #[test]
     fn a_prompt_s_images_are_logged_without_their_bytes_and_come_back_on_resume() {
         let sessions = tempfile::tempdir().unwrap();
-        let writer = SessionLogWriter::start(
+        let image = crate::attachment::sample_png();
+        let prompt = "what is [image: shot.png 11 B] ?";
+        let id = logged(
             sessions.path(),
             NewConversation {
                 provider: "demo".into(),
@@ -805,24 +816,21 @@ mod tests {
                 origin: Origin::Chat,
                 start: Default::default(),
             },
-        )
-        .unwrap();
-        let image = crate::attachment::sample_png();
-        let prompt = "what is [image: shot.png 11 B] ?";
-        writer.record_event(&OrchestratorEvent::TurnStarted {
-            turn: 1,
-            prompt: prompt.into(),
-        });
-        writer.record_event(&OrchestratorEvent::ImagesAttached {
-            turn: 1,
-            images: vec![image.record()],
-        });
-        writer.record_event(&OrchestratorEvent::TurnEnded {
-            turn: 1,
-            outcome: TurnOutcome::Completed,
-        });
-        let id = writer.conversation_id().to_owned();
-        drop(writer);
+            &[
+                OrchestratorEvent::TurnStarted {
+                    turn: 1,
+                    prompt: prompt.into(),
+                },
+                OrchestratorEvent::ImagesAttached {
+                    turn: 1,
+                    images: vec![image.record()],
+                },
+                OrchestratorEvent::TurnEnded {
+                    turn: 1,
+                    outcome: TurnOutcome::Completed,
+                },
+            ],
+        );
         let summary = find(sessions.path(), Path::new("/p"), Some(&id)).unwrap();
         let text = std::fs::read_to_string(&summary.path).unwrap();
         assert!(text.contains(&image.hash), "{text}");
@@ -849,41 +857,38 @@ mod tests {
         use crate::app::transcript::CellBody;
         let sessions = tempfile::tempdir().unwrap();
         let id = conversation(sessions.path(), "/p", "pi", Origin::Chat, "hi");
-        let summary = find(sessions.path(), Path::new("/p"), Some(&id)).unwrap();
-        let writer = SessionLogWriter::resume(&summary.path, &id, None).unwrap();
-        writer.record_event(&OrchestratorEvent::CompactionStarted {
-            turn: 2,
-            instructions: Some("keep it".into()),
-        });
-        writer.record_event(&OrchestratorEvent::Message {
-            turn: 2,
-            attempt: 1,
-            message: crate::provider::compaction::compacted_notice(Some(5_000), Some(700)),
-        });
-        writer.record_event(&OrchestratorEvent::TurnEnded {
-            turn: 2,
-            outcome: TurnOutcome::Completed,
-        });
-        writer.record_event(&OrchestratorEvent::SessionChanged {
-            session_id: Some("compacted-session".into()),
-        });
-        drop(writer);
-        let summary = find(sessions.path(), Path::new("/p"), Some(&id)).unwrap();
+        let summary = appended(
+            sessions.path(),
+            &id,
+            &[
+                OrchestratorEvent::CompactionStarted {
+                    turn: 2,
+                    instructions: Some("keep it".into()),
+                },
+                OrchestratorEvent::Message {
+                    turn: 2,
+                    attempt: 1,
+                    message: crate::provider::compaction::compacted_notice(Some(5_000), Some(700)),
+                },
+                OrchestratorEvent::TurnEnded {
+                    turn: 2,
+                    outcome: TurnOutcome::Completed,
+                },
+                OrchestratorEvent::SessionChanged {
+                    session_id: Some("compacted-session".into()),
+                },
+            ],
+        );
         assert_eq!(summary.session_id.as_deref(), Some("compacted-session"));
         assert_eq!(summary.last_turn, 2, "the next turn is numbered after it");
         assert_eq!(summary.later_prompts, Vec::<String>::new(), "no prompt");
         let resumed = load(summary).unwrap();
         let mut state = AppState::new(StartupInfo::default());
         replay_into(&mut state, resumed.events);
-        let texts: Vec<String> = state
-            .transcript
-            .cells()
-            .iter()
-            .filter_map(|cell| match &cell.body {
-                CellBody::Notice(notice) => Some(notice.message.to_string()),
-                _ => None,
-            })
-            .collect();
+        let texts = state.transcript.pick_all(|body| match body {
+            CellBody::Notice(notice) => Some(notice.message.to_string()),
+            _ => None,
+        });
         assert!(
             texts
                 .iter()

@@ -206,12 +206,7 @@ impl OverlayPane for RewindPicker {
     type Input<'a> = ();
     type Request = RewindRequest;
 
-    fn on_key(
-        &mut self,
-        key: KeyEvent,
-        _now: Option<Instant>,
-        _input: Self::Input<'_>,
-    ) -> Step<Self::Request> {
+    fn on_key(&mut self, key: KeyEvent, _now: Option<Instant>, _input: ()) -> Step<Self::Request> {
         match self.choosing {
             None => match key.code {
                 KeyCode::Esc => Step::Close,

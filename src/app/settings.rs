@@ -308,12 +308,7 @@ impl OverlayPane for SettingsDraft {
     type Request = SettingsChoice;
 
     /// A key while the settings are open.
-    fn on_key(
-        &mut self,
-        key: KeyEvent,
-        _now: Option<Instant>,
-        _input: Self::Input<'_>,
-    ) -> Step<Self::Request> {
+    fn on_key(&mut self, key: KeyEvent, _now: Option<Instant>, _input: ()) -> Step<Self::Request> {
         match key.code {
             KeyCode::Esc if self.typing.is_some() => {
                 self.typing = None;

@@ -7,26 +7,38 @@
 //! state can be built from a hand-made event sequence in tests and rendered deterministically.
 
 mod actions;
+mod activity_status;
 mod agent_events;
 mod agent_settings;
+mod answer_events;
+mod attempt_events;
+mod effects;
 mod external;
 mod images;
 mod keys;
+mod notice_events;
 mod overlay_keys;
 mod permission_events;
 mod permission_keys;
+mod plan_events;
 mod popup_keys;
+mod prompts;
+mod queue_take_back;
+mod restore_events;
 mod review;
+mod rewind;
 #[cfg(test)]
 mod rewind_tests;
 mod tool_events;
+mod turn_end;
+mod undo_confirm;
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use super::action::Action;
-use super::activity::{AgentPhase, PhaseTracker, UsageBook};
+use super::activity::{PhaseTracker, UsageBook};
 use super::completion::Popup;
 use super::composer::Composer;
 use super::conversation_picker::{ConversationPicker, WallClock};
@@ -43,13 +55,15 @@ use super::transcript::{
 };
 use crate::app::agent_status::ShownAgentStatus;
 use crate::config::RetryPolicy;
-use crate::orchestrator::{Command, TurnId, TurnOutcome};
+use crate::orchestrator::{TurnId, TurnOutcome};
 use crate::provider::AgentQueue;
 use crate::provider::{AgentSetting, StopProgress};
 use crate::sanitize::for_clipboard;
 use crate::session_log::ConversationSummary;
 use crate::stream::PermissionOption;
 
+pub(crate) use activity_status::{Activity, StopStatus};
+pub use effects::AppEffect;
 pub use external::{ShellOutput, ShellRequest};
 pub use images::ImageRequest;
 
@@ -70,57 +84,6 @@ impl From<&AgentQueue> for ShownAgentQueue {
             follow_up: shown(&queue.follow_up),
         }
     }
-}
-
-/// What the event loop must do after a state change.
-#[derive(Debug, Clone, PartialEq)]
-pub enum AppEffect {
-    Command(Command),
-    /// Put this text on the clipboard (OSC 52).
-    Copy(String),
-    /// Write the retry policy to the config file.
-    SaveRetryPolicy(RetryPolicy),
-    /// Write how agentty calls the user back (`notify`) to the config file.
-    SaveNotify(crate::config::NotifyMode),
-    /// Write the colours chosen (`theme`) to the config file.
-    SaveTheme(crate::config::Theme),
-    /// Replace the orchestrator with one for this provider.
-    SwitchProvider(String),
-    /// List this directory's conversations for the `/resume` picker.
-    ListConversations,
-    /// Reopen this conversation: its transcript, provider and agent session.
-    ResumeConversation(ConversationSummary),
-    /// Start a new conversation (a new log, a new agent session, an empty transcript).
-    NewConversation,
-    /// List the files under the working directory for `@` mentions (`on_files_listed`).
-    ListFiles,
-    /// Read the diffs `/diff` shows (`show_diff`).
-    LoadDiff(super::review::DiffRequest),
-    /// Append this prompt to the history file of the working directory.
-    SavePrompt(String),
-    /// Suspend agentty and its agents (Ctrl+Z); the terminal is restored until `fg`.
-    Suspend,
-    /// `/export [FILE]`: write the conversation, as Markdown, to FILE (else the default name
-    /// in the working directory), never over an existing file (`on_exported`).
-    Export {
-        markdown: String,
-        file: Option<String>,
-    },
-    /// Edit this prompt in the user's editor (Ctrl+G); the result goes to `on_prompt_edited`.
-    EditPrompt(String),
-    /// Run a shell command (`!command`); the result goes to `on_shell_done`.
-    RunShell(ShellRequest),
-    /// Read the image the user named; the result goes to `on_image_loaded`.
-    AttachImage(ImageRequest),
-    /// Read the image on the system clipboard (or the image file whose path it holds); the
-    /// result goes to `on_image_loaded`.
-    AttachClipboardImage,
-    /// The user asks to leave (Ctrl+C twice, Ctrl+D, `/quit`; asked again while leaving: do
-    /// not wait for the agent any longer). The chat leaves through its one way out, as for a
-    /// signal or a lost terminal, which calls [`AppState::begin_quit`].
-    Leave,
-    /// Leave the event loop now (the orchestrator has shut down, or never ran).
-    Exit,
 }
 
 /// Where `/copy` put the answer.
@@ -239,66 +202,6 @@ struct AskedPermission {
     options: Vec<PermissionOption>,
     /// The tool call it is for, which waits for the answer.
     tool_call_id: Option<String>,
-}
-
-/// What the chat is doing, for the status bar.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Activity {
-    Idle,
-    /// No turn runs, but the working tree's snapshot is being taken (the baseline, or the one
-    /// that sums up the last turn).
-    Snapshotting(crate::orchestrator::SnapshotBusy),
-    /// A prompt is on its way and the orchestrator has not said its turn started.
-    Starting,
-    /// A turn runs: what its agent is doing, and for how long it has been doing it.
-    Working {
-        phase: AgentPhase,
-        elapsed: Duration,
-        /// The agent has said nothing for this long while it should be answering.
-        silent: Option<Duration>,
-    },
-    Stopping {
-        stage: StopStatus,
-    },
-    Retrying {
-        remaining: Duration,
-    },
-    /// The agent waits for the user's answer to a permission request (`waiting` of them).
-    WaitingForAnswer {
-        waiting: usize,
-    },
-    /// Leaving; the stop stage while the agent is still being stopped.
-    Quitting {
-        stage: Option<StopStatus>,
-    },
-}
-
-/// How far the stop the user asked for has got.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) enum StopStatus {
-    /// Asked for; the orchestrator has not reported a stage yet.
-    Requested,
-    Interrupting,
-    /// The grace period after the interrupt, this long so far.
-    Waiting {
-        elapsed: Duration,
-    },
-    Killing,
-    Stopped,
-}
-
-impl StopStatus {
-    fn at(stop: StopState, now: Instant) -> Self {
-        match stop.progress {
-            StopProgress::Running => Self::Requested,
-            StopProgress::Interrupting => Self::Interrupting,
-            StopProgress::Waiting => Self::Waiting {
-                elapsed: now.saturating_duration_since(stop.since),
-            },
-            StopProgress::Killing => Self::Killing,
-            StopProgress::Stopped => Self::Stopped,
-        }
-    }
 }
 
 pub struct AppState {
@@ -526,76 +429,6 @@ impl AppState {
             | Action::ShowLogPath
             | Action::Help
             | Action::Quit => true,
-        }
-    }
-
-    pub(crate) fn activity(&self, now: Instant) -> Activity {
-        if self.quitting {
-            return Activity::Quitting {
-                stage: self
-                    .turn
-                    .as_ref()
-                    .and_then(|turn| turn.stop)
-                    .map(|stop| StopStatus::at(stop, now)),
-            };
-        }
-        let Some(turn) = &self.turn else {
-            return match self.prompt_in_flight {
-                None => match self.snapshot_busy {
-                    Some(busy) => Activity::Snapshotting(busy),
-                    None => Activity::Idle,
-                },
-                Some(false) => Activity::Starting,
-                Some(true) => Activity::Stopping {
-                    stage: StopStatus::Requested,
-                },
-            };
-        };
-        if let Some(stop) = turn.stop {
-            return Activity::Stopping {
-                stage: StopStatus::at(stop, now),
-            };
-        }
-        if self.snapshot_busy == Some(crate::orchestrator::SnapshotBusy::Baseline)
-            && !turn.stop_requested
-        {
-            // The prompt waits for the working tree's first snapshot: the agent has not got it.
-            return Activity::Snapshotting(crate::orchestrator::SnapshotBusy::Baseline);
-        }
-        if turn.stop_requested {
-            return Activity::Stopping {
-                stage: StopStatus::Requested,
-            };
-        }
-        if !self.permission_prompts.is_empty() {
-            return Activity::WaitingForAnswer {
-                waiting: self.permission_prompts.len(),
-            };
-        }
-        if let Some((_, deadline)) = turn.retry {
-            return Activity::Retrying {
-                remaining: deadline.saturating_duration_since(now),
-            };
-        }
-        let (phase, elapsed) = match &self.phase {
-            Some(tracker) if turn.compaction => (AgentPhase::Compacting, tracker.current(now).1),
-            Some(tracker) => {
-                let (phase, elapsed) = tracker.current(now);
-                (phase.clone(), elapsed)
-            }
-            None => (
-                AgentPhase::Working,
-                now.saturating_duration_since(turn.started),
-            ),
-        };
-        let silent = match &self.phase {
-            Some(tracker) if !turn.compaction => tracker.silent(now),
-            _ => None,
-        };
-        Activity::Working {
-            phase,
-            elapsed,
-            silent,
         }
     }
 

@@ -508,6 +508,17 @@ impl Transcript {
         self.cells.len()
     }
 
+    /// The cells' bodies, first to last.
+    pub(crate) fn bodies(&self) -> impl DoubleEndedIterator<Item = &CellBody> {
+        self.cells.iter().map(|cell| &cell.body)
+    }
+
+    /// What `pick` finds in each cell, first to last: a test's view of one kind of cell.
+    #[cfg(test)]
+    pub(crate) fn pick_all<'a, T>(&'a self, pick: impl FnMut(&'a CellBody) -> Option<T>) -> Vec<T> {
+        self.bodies().filter_map(pick).collect()
+    }
+
     /// Bumped on every change; only the tests read it.
     #[cfg(test)]
     pub(crate) fn version(&self) -> u64 {

@@ -1,25 +1,17 @@
-//! Markdown to [`RichLine`]s, whole and streaming.
-//!
-//! [`render_markdown`] renders a complete text with pulldown-cmark. [`MarkdownStream`] renders a
-//! text that grows: it commits the stable prefix (blocks that later text cannot change) once, and
-//! re-renders only the unfinished tail. A block is stable once a blank line is followed by a line
-//! that starts in column 0 (nothing after can join the block before it), or once a top-level code
-//! fence opens; inside a fence every complete line is highlighted once, with syntect's state kept
-//! between lines. Commit points depend only on the text, never on how it was split into deltas,
-//! so the same text always renders the same. Input must already be sanitised.
+//! A complete markdown text to [`RichLine`]s with pulldown-cmark: blocks (headings, paragraphs,
+//! quotes, lists, rules) and inline styles, links and images; code blocks and tables are laid
+//! out by `markdown_code` and `markdown_table`, growing text by `markdown_stream`. Input must
+//! already be sanitised.
 
-use pulldown_cmark::{Alignment, CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
+use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::Span;
 use unicode_width::UnicodeWidthStr;
 
-use super::highlight::{plain_code_style, CodeHighlighter};
+use super::markdown_code::code_block_lines;
+use super::markdown_table::{table_rows, TableState};
 use super::theme::palette;
-use super::wrap::{spans_width, RichLine, WrapMode};
-
-fn fence_style() -> Style {
-    Style::default().fg(palette().muted)
-}
+use super::wrap::{RichLine, WrapMode};
 
 fn inline_code_style() -> Style {
     Style::default().fg(palette().accent)
@@ -27,10 +19,6 @@ fn inline_code_style() -> Style {
 
 fn quote_bar() -> Span<'static> {
     Span::styled("│ ", Style::default().fg(palette().success))
-}
-
-fn fence_line(text: String) -> RichLine {
-    RichLine::text(text, fence_style()).mode(WrapMode::Chars)
 }
 
 /// Renders a complete markdown text.
@@ -49,13 +37,6 @@ enum Container {
     Quote,
     List { next_number: Option<u64> },
     Item { marker: String, marker_shown: bool },
-}
-
-#[derive(Default)]
-struct TableState {
-    alignments: Vec<Alignment>,
-    rows: Vec<Vec<Vec<Span<'static>>>>,
-    header_rows: usize,
 }
 
 struct CodeState {
@@ -424,24 +405,8 @@ impl Renderer {
         let Some(code) = self.code.take() else {
             return;
         };
-        if code.fenced {
-            let opening = fence_line(format!("```{}", code.language));
-            self.push_prefixed(opening);
-        }
-        let mut highlighter = CodeHighlighter::new(&code.language);
-        let body = code.text.strip_suffix('\n').unwrap_or(&code.text);
-        if !code.text.is_empty() {
-            for line in body.split('\n') {
-                let spans = if code.fenced {
-                    highlighter.highlight_line(line)
-                } else {
-                    vec![Span::styled(line.to_owned(), plain_code_style())]
-                };
-                self.push_line(spans, WrapMode::Chars);
-            }
-        }
-        if code.fenced {
-            self.push_prefixed(fence_line("```".to_owned()));
+        for line in code_block_lines(&code.language, &code.text, code.fenced) {
+            self.push_prefixed(line);
         }
         self.needs_blank = true;
     }
@@ -454,62 +419,11 @@ impl Renderer {
         let Some(table) = self.table.take() else {
             return;
         };
-        let columns = table.rows.iter().map(Vec::len).max().unwrap_or(0);
-        let mut widths = vec![0usize; columns];
-        for row in &table.rows {
-            for (column, cell) in row.iter().enumerate() {
-                widths[column] = widths[column].max(spans_width(cell));
-            }
-        }
-        let separator = Style::default().fg(palette().muted);
-        let headers: Vec<Vec<Span<'static>>> = if table.header_rows > 0 {
-            table.rows[0].clone()
-        } else {
-            Vec::new()
-        };
         let (_, container_prefix) = self.prefixes(false);
-        for (index, row) in table.rows.into_iter().enumerate() {
-            let header = index < table.header_rows;
-            // Too narrow for the grid: each row becomes one line per cell, "header: value".
-            let narrow = if header {
-                Vec::new()
-            } else {
-                record_lines(&headers, &row, &container_prefix)
-            };
-            let mut content = Vec::new();
-            for (column, width) in widths.iter().enumerate() {
-                if column > 0 {
-                    content.push(Span::styled(" │ ", separator));
-                }
-                let cell = row.get(column).cloned().unwrap_or_default();
-                let padding = width.saturating_sub(spans_width(&cell));
-                let (left, right) = match table.alignments.get(column) {
-                    Some(Alignment::Right) => (padding, 0),
-                    Some(Alignment::Center) => (padding / 2, padding - padding / 2),
-                    _ => (0, padding),
-                };
-                content.push(Span::raw(" ".repeat(left)));
-                for mut span in cell {
-                    if header {
-                        span.style = span.style.add_modifier(Modifier::BOLD);
-                    }
-                    content.push(span);
-                }
-                content.push(Span::raw(" ".repeat(right)));
-            }
+        for (content, narrow) in table_rows(table, &container_prefix) {
             self.push_line(content, WrapMode::Chars);
             if let Some(line) = self.out.last_mut() {
                 line.narrow = Some(narrow);
-            }
-            if header && index + 1 == table.header_rows {
-                let rule: Vec<String> = widths.iter().map(|width| "─".repeat(*width)).collect();
-                self.push_line(
-                    vec![Span::styled(rule.join("─┼─"), separator)],
-                    WrapMode::Chars,
-                );
-                if let Some(line) = self.out.last_mut() {
-                    line.narrow = Some(Vec::new());
-                }
             }
         }
         self.needs_blank = true;
@@ -527,37 +441,6 @@ impl Renderer {
     }
 }
 
-/// A table row as a record, for screens too narrow for the grid: the first cell marked `▪`, every
-/// cell on its own wrapped line after its column's header.
-fn record_lines(
-    headers: &[Vec<Span<'static>>],
-    row: &[Vec<Span<'static>>],
-    container_prefix: &[Span<'static>],
-) -> Vec<RichLine> {
-    let marker = Style::default().fg(palette().muted);
-    row.iter()
-        .enumerate()
-        .map(|(column, cell)| {
-            let mut content = Vec::new();
-            if let Some(header) = headers.get(column).filter(|header| !header.is_empty()) {
-                for span in header {
-                    content.push(Span::styled(
-                        span.content.clone(),
-                        span.style.add_modifier(Modifier::BOLD),
-                    ));
-                }
-                content.push(Span::raw(": "));
-            }
-            content.extend(cell.iter().cloned());
-            let mut first = container_prefix.to_vec();
-            first.push(Span::styled(if column == 0 { "▪ " } else { "  " }, marker));
-            let mut rest = container_prefix.to_vec();
-            rest.push(Span::raw("    "));
-            RichLine::new(content).with_prefix(first, rest)
-        })
-        .collect()
-}
-
 fn heading_look(level: HeadingLevel) -> (&'static str, Style) {
     let bold = Style::default().add_modifier(Modifier::BOLD);
     match level {
@@ -570,166 +453,12 @@ fn heading_look(level: HeadingLevel) -> (&'static str, Style) {
     }
 }
 
-/// An open top-level code fence.
-struct OpenFence {
-    marker: char,
-    length: usize,
-    highlighter: CodeHighlighter,
-}
-
-/// Incremental rendering of a growing markdown text (see the module docs).
-#[derive(Default)]
-pub(crate) struct MarkdownStream {
-    /// Bytes of the text already split into complete lines.
-    scanned: usize,
-    /// Start of the markdown not yet committed.
-    pending_start: usize,
-    /// Where the last blank line of the pending markdown starts, while it may end a block.
-    blank_at: Option<usize>,
-    fence: Option<OpenFence>,
-    committed: Vec<RichLine>,
-}
-
-impl MarkdownStream {
-    pub(crate) fn new() -> Self {
-        Self::default()
-    }
-
-    /// Lines that later text can no longer change.
-    pub(crate) fn committed(&self) -> &[RichLine] {
-        &self.committed
-    }
-
-    /// Takes in the text so far (which must extend the text given before).
-    pub(crate) fn update(&mut self, text: &str) {
-        if text.len() < self.scanned || !text.is_char_boundary(self.scanned) {
-            *self = Self::default();
-        }
-        let complete_end = match text[self.scanned..].rfind('\n') {
-            Some(offset) => self.scanned + offset + 1,
-            None => return,
-        };
-        let mut position = self.scanned;
-        while position < complete_end {
-            let line_end = position
-                + text[position..complete_end]
-                    .find('\n')
-                    .unwrap_or(complete_end - position);
-            self.scan_line(text, position, line_end);
-            position = line_end + 1;
-        }
-        self.scanned = complete_end;
-    }
-
-    fn scan_line(&mut self, text: &str, start: usize, end: usize) {
-        let line = &text[start..end];
-        if let Some(fence) = self.fence.as_mut() {
-            if closes_fence(line, fence.marker, fence.length) {
-                self.committed.push(fence_line("```".to_owned()));
-                self.fence = None;
-                self.pending_start = end + 1;
-                self.blank_at = None;
-            } else {
-                let spans = fence.highlighter.highlight_line(line);
-                self.committed
-                    .push(RichLine::new(spans).mode(WrapMode::Chars));
-            }
-            return;
-        }
-        if let Some((marker, length, info)) = opens_fence(line) {
-            self.commit_pending(text, start);
-            self.separate();
-            self.committed.push(fence_line(format!("```{info}")));
-            self.fence = Some(OpenFence {
-                marker,
-                length,
-                highlighter: CodeHighlighter::new(info),
-            });
-            self.pending_start = end + 1;
-            self.blank_at = None;
-            return;
-        }
-        if line.trim().is_empty() {
-            self.blank_at.get_or_insert(start);
-            return;
-        }
-        if let Some(blank) = self.blank_at.take() {
-            if !line.starts_with([' ', '\t']) {
-                self.commit_pending(text, blank);
-                self.pending_start = start;
-            }
-        }
-    }
-
-    /// A blank line between the committed output and what comes next.
-    fn separate(&mut self) {
-        if !self.committed.is_empty() {
-            self.committed.push(RichLine::blank());
-        }
-    }
-
-    fn commit_pending(&mut self, text: &str, end: usize) {
-        let chunk = &text[self.pending_start.min(end)..end];
-        if chunk.trim().is_empty() {
-            return;
-        }
-        self.separate();
-        self.committed.extend(render_markdown(chunk));
-    }
-
-    /// The lines of the text after the committed part (`text` as last given to `update`).
-    pub(crate) fn render_tail(&self, text: &str) -> Vec<RichLine> {
-        if self.fence.is_some() {
-            // An unfinished code line is shown plain until its newline arrives.
-            let partial = text.get(self.scanned..).unwrap_or("");
-            if partial.is_empty() {
-                return Vec::new();
-            }
-            return vec![RichLine::text(partial, plain_code_style()).mode(WrapMode::Chars)];
-        }
-        let pending = text.get(self.pending_start..).unwrap_or("");
-        if pending.trim().is_empty() {
-            return Vec::new();
-        }
-        let mut lines = Vec::new();
-        if !self.committed.is_empty() {
-            lines.push(RichLine::blank());
-        }
-        lines.extend(render_markdown(pending));
-        lines
-    }
-}
-
-/// `(marker, length, info)` when `line` opens a code fence in column 0.
-fn opens_fence(line: &str) -> Option<(char, usize, &str)> {
-    let marker = line.chars().next().filter(|ch| *ch == '`' || *ch == '~')?;
-    let length = line.chars().take_while(|ch| *ch == marker).count();
-    if length < 3 {
-        return None;
-    }
-    let info = line[length..].trim();
-    // A backtick fence's info string may not contain backticks (CommonMark).
-    if marker == '`' && info.contains('`') {
-        return None;
-    }
-    Some((marker, length, info))
-}
-
-fn closes_fence(line: &str, marker: char, length: usize) -> bool {
-    let trimmed = line.trim_start_matches(' ');
-    if line.len() - trimmed.len() > 3 {
-        return false;
-    }
-    let run = trimmed.chars().take_while(|ch| *ch == marker).count();
-    run >= length && trimmed[run..].trim().is_empty()
-}
-
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::view::wrap::wrap;
 
-    fn plain(lines: &[RichLine], width: usize) -> Vec<String> {
+    pub(in crate::view) fn plain(lines: &[RichLine], width: usize) -> Vec<String> {
         lines
             .iter()
             .flat_map(|line| wrap(line, width))
@@ -744,7 +473,7 @@ mod tests {
             .collect()
     }
 
-    const SAMPLE: &str = "# Title\n\nSome *emphasis* and **bold** and `code`.\n\n- one\n- two\n  - nested\n\n1. first\n2. second\n\n> quoted\n> text\n\n```rust\nfn main() {}\n```\n\n| a | bb |\n|---|---:|\n| 1 | 2 |\n\n---\n\nA [link](https://example.com).\n";
+    pub(in crate::view) const SAMPLE: &str = "# Title\n\nSome *emphasis* and **bold** and `code`.\n\n- one\n- two\n  - nested\n\n1. first\n2. second\n\n> quoted\n> text\n\n```rust\nfn main() {}\n```\n\n| a | bb |\n|---|---:|\n| 1 | 2 |\n\n---\n\nA [link](https://example.com).\n";
 
     #[test]
     fn renders_the_common_blocks() {
@@ -787,59 +516,6 @@ mod tests {
             plain(&lines, 16),
             vec!["• a long item", "  that wraps", "  around"]
         );
-    }
-
-    #[test]
-    fn streaming_in_any_split_renders_like_the_whole() {
-        let whole = {
-            let mut stream = MarkdownStream::new();
-            stream.update(SAMPLE);
-            let mut lines = stream.committed().to_vec();
-            lines.extend(stream.render_tail(SAMPLE));
-            plain(&lines, 40)
-        };
-        for step in [1, 3, 7, 13] {
-            let mut stream = MarkdownStream::new();
-            let mut end = 0;
-            while end < SAMPLE.len() {
-                end = (end + step).min(SAMPLE.len());
-                while !SAMPLE.is_char_boundary(end) {
-                    end += 1;
-                }
-                stream.update(&SAMPLE[..end]);
-                // The tail is rendered at every step, as the UI does.
-                let _ = stream.render_tail(&SAMPLE[..end]);
-            }
-            let mut lines = stream.committed().to_vec();
-            lines.extend(stream.render_tail(SAMPLE));
-            assert_eq!(plain(&lines, 40), whole, "step {step}");
-        }
-        // And the whole streamed document reads like the one-shot render.
-        assert_eq!(whole, plain(&render_markdown(SAMPLE), 40));
-    }
-
-    #[test]
-    fn stream_commits_stable_blocks_and_code_lines() {
-        let mut stream = MarkdownStream::new();
-        let text = "para one\n\npara two\n\n```py\nx = 1\n";
-        stream.update(text);
-        assert_eq!(
-            plain(stream.committed(), 40),
-            vec!["para one", "", "para two", "", "```py", "x = 1"]
-        );
-        assert!(stream.render_tail(text).is_empty());
-        // A continuation line indented under the blank does not end the block.
-        let mut stream = MarkdownStream::new();
-        stream.update("- item\n\n  more of item\n");
-        assert!(stream.committed().is_empty());
-    }
-
-    #[test]
-    fn unfinished_code_line_is_shown_plain() {
-        let mut stream = MarkdownStream::new();
-        let text = "```rust\nlet x";
-        stream.update(text);
-        assert_eq!(plain(&stream.render_tail(text), 40), vec!["let x"]);
     }
 
     #[test]

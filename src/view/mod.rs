@@ -7,17 +7,29 @@
 //! [`drawn`]. Every string that reaches a span came from the state, which stores agent text
 //! sanitised (see [`crate::sanitize`]).
 
+pub(crate) mod cell_style;
 pub(crate) mod cells;
+pub(crate) mod changes_cell;
 pub(crate) mod composer;
 pub(crate) mod diff;
+pub(crate) mod edit_diff;
 pub(crate) mod frame;
+pub(crate) mod help_overlay;
 pub(crate) mod highlight;
 pub(crate) mod list;
 pub(crate) mod markdown;
+pub(crate) mod markdown_code;
+pub(crate) mod markdown_stream;
+pub(crate) mod markdown_table;
+pub(crate) mod notice_cell;
 pub(crate) mod overlay;
 pub(crate) mod permission;
+pub(crate) mod permission_cell;
+pub(crate) mod picker_overlays;
 pub(crate) mod plan;
+pub(crate) mod plan_cell;
 pub(crate) mod popup;
+pub(crate) mod settings_overlay;
 pub(crate) mod status;
 pub(crate) mod theme;
 pub(crate) mod tool_cell;
@@ -226,7 +238,7 @@ pub(crate) fn render_to_buffer(
 pub fn drawn(state: &AppState, view: &ChatView, area: Rect) -> Drawn {
     Drawn {
         help_scroll_limit: match &state.overlay {
-            Some(Overlay::Help(_)) => Some(overlay::help_scroll_limit(state, area)),
+            Some(Overlay::Help(_)) => Some(help_overlay::help_scroll_limit(state, area)),
             _ => None,
         },
         transcript: view.transcript.laid_out(),

@@ -12,7 +12,8 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Borders, Clear, Widget};
 
-use super::cells::{diff_counts, diff_rich_lines, permission_details};
+use super::edit_diff::{diff_counts, diff_rich_lines};
+use super::permission_cell::permission_details;
 use super::theme::palette;
 use super::wrap::{wrap, wrap_into, RichLine, WrapMode};
 use crate::app::keymap::{

@@ -8,7 +8,8 @@ use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 
-use super::cells::{dim, plan_entry_line};
+use super::cell_style::dim;
+use super::plan_cell::plan_entry_line;
 use super::theme::palette;
 use super::wrap::{wrap_into, WrapMode};
 use crate::app::keymap::PLAN_KEY;

@@ -7,7 +7,7 @@ use crate::app::completion::agent_command_of;
 use crate::app::help::KeyHelp;
 use crate::app::mentions;
 use crate::app::menu::Overlay;
-use crate::app::permission::standing_answers_notice;
+use crate::app::permission_record::standing_answers_notice;
 use crate::app::provider_picker::ProviderPicker;
 use crate::app::settings::SettingsDraft;
 use crate::app::transcript::{CellBody, NoticeLevel};
@@ -220,13 +220,10 @@ impl AppState {
             Action::ChooseModel => self.open_model_picker(),
             Action::StandingPermissions => {
                 let message = standing_answers_notice(
-                    self.transcript
-                        .cells()
-                        .iter()
-                        .filter_map(|cell| match &cell.body {
-                            CellBody::Permission(permission) => Some(&**permission),
-                            _ => None,
-                        }),
+                    self.transcript.bodies().filter_map(|body| match body {
+                        CellBody::Permission(permission) => Some(&**permission),
+                        _ => None,
+                    }),
                     self.agent_capabilities.revoking_always,
                 );
                 self.notice(NoticeLevel::Info, message);

@@ -4,9 +4,8 @@
 use std::time::Instant;
 
 use super::{AppState, AskedPermission};
-use crate::app::permission::{
-    permission_cell, resolved_outcome, unseen_request_cell, PermissionPrompt,
-};
+use crate::app::permission::PermissionPrompt;
+use crate::app::permission_record::{permission_cell, resolved_outcome, unseen_request_cell};
 use crate::app::transcript::{CellBody, InertText, PermissionOutcome, ToolStatus};
 use crate::stream::{PermissionOptionKind, PermissionRequest, PermissionResolver};
 

@@ -10,7 +10,8 @@ use crossterm::event::KeyEvent;
 
 use super::{AppEffect, AppState};
 use crate::app::pane::{OverlayPane, Step};
-use crate::app::permission::{chosen, PermissionAsk, PermissionInput};
+use crate::app::permission::{PermissionAsk, PermissionInput};
+use crate::app::permission_record::chosen;
 use crate::app::transcript::{CellBody, InertText, PermissionOutcome};
 use crate::orchestrator::Command;
 use crate::stream::PermissionResolver;

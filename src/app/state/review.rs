@@ -1,26 +1,15 @@
-//! The agent's changes to the tree: the turn's summary cell, `/diff`, `/undo`.
-
-use crossterm::event::{KeyCode, KeyEvent};
+//! The agent's changes to the tree: the turn's summary cell (and notices that come after its
+//! turn), `/diff`, `/undo` and what an undo did.
 
 use super::{AppEffect, AppState};
-use crate::app::action::Action;
 use crate::app::menu::Overlay;
-use crate::app::review::{
-    ChangedTurn, ConfirmFor, DiffRequest, DiffView, EarlierTurn, LoadedDiff, RestoreAnswer,
-    RestorePrompt, UndoAnswer, UndoConfirm,
+use crate::app::review::{ChangedTurn, ConfirmFor, DiffRequest, DiffView, EarlierTurn, LoadedDiff};
+use crate::app::transcript::{
+    CellBody, ChangedFile, ChangesCell, InertText, NoticeCell, NoticeLevel,
 };
-use crate::app::rewind::{LastRewind, PromptRecord, RewindEntry, RewindPicker, RewindRequest};
-use crate::app::transcript::{CellBody, ChangedFile, ChangesCell, InertText, NoticeLevel};
-use crate::app::transcript::{CellId, NoticeCell};
-use crate::orchestrator::Rewind;
-use crate::orchestrator::SnapshotBusy;
-use crate::orchestrator::{Command, TurnId, TurnOutcome};
+use crate::orchestrator::{Command, SnapshotBusy, TurnId};
 use crate::snapshot::{describe_undo_of, UndoOutcome};
 use crate::stream::FileChange;
-use std::time::{Duration, Instant};
-
-/// The second Esc of an Esc Esc comes within this.
-const ESC_ESC: Duration = Duration::from_millis(800);
 
 impl AppState {
     /// A turn changed files: a summary cell, and the turn is remembered for `/diff` and `/undo`.
@@ -49,14 +38,6 @@ impl AppState {
             undone: false,
             cell,
         });
-    }
-
-    /// The prompt cell of the first turn after `turn`, if one was sent already.
-    fn cell_after_turn(&self, turn: TurnId) -> Option<CellId> {
-        self.turn_prompts
-            .iter()
-            .find(|record| record.turn > turn)
-            .and_then(|record| record.cells.first().copied())
     }
 
     /// A notice about a turn that is over (or about the launch): under that turn.
@@ -91,63 +72,6 @@ impl AppState {
             );
         }
         Vec::new()
-    }
-
-    /// Restores a crash interrupted: the first is asked about now, the others after it.
-    pub(crate) fn on_restores_interrupted(
-        &mut self,
-        mut found: Vec<crate::snapshot::InterruptedRestore>,
-    ) {
-        if found.is_empty() {
-            return;
-        }
-        let restore = found.remove(0);
-        self.overlay = Some(Overlay::InterruptedRestore(RestorePrompt {
-            restore,
-            more: found,
-        }));
-    }
-
-    pub(super) fn on_restore_answer(
-        &mut self,
-        prompt: RestorePrompt,
-        answer: RestoreAnswer,
-    ) -> Vec<AppEffect> {
-        let effects = match answer {
-            RestoreAnswer::Finish | RestoreAnswer::RollBack => {
-                vec![AppEffect::Command(Command::ResolveRestore {
-                    id: prompt.restore.id.clone(),
-                    finish: answer == RestoreAnswer::Finish,
-                })]
-            }
-            RestoreAnswer::Later => {
-                self.notice(
-                    NoticeLevel::Info,
-                    format!(
-                        "{} Left as it is: asked again when agentty next opens here.",
-                        prompt.restore.describe()
-                    ),
-                );
-                Vec::new()
-            }
-        };
-        self.on_restores_interrupted(prompt.more);
-        effects
-    }
-
-    pub(crate) fn on_restore_resolved(
-        &mut self,
-        finish: bool,
-        outcome: Result<UndoOutcome, String>,
-    ) {
-        let level = match &outcome {
-            Ok(done) if done.failed.is_empty() => NoticeLevel::Info,
-            _ => NoticeLevel::Warning,
-        };
-        self.notice(
-            level,
-            crate::orchestrator::describe_resolved(finish, &outcome),
-        );
     }
 
     /// The latest turn whose changes were not undone.
@@ -215,69 +139,17 @@ impl AppState {
         }
     }
 
-    /// The answer to the `/undo` (or `/rewind`) question: overwrite the files changed since the
-    /// turn, or keep them.
-    pub(super) fn on_undo_answer(
-        &mut self,
-        confirm: UndoConfirm,
-        answer: UndoAnswer,
-    ) -> Vec<AppEffect> {
-        match answer {
-            UndoAnswer::Overwrite => match confirm.asked_by {
-                ConfirmFor::Undo => vec![AppEffect::Command(Command::UndoTurn {
-                    turn: confirm.turn,
-                    overwrite: true,
-                })],
-                ConfirmFor::Rewind { conversation } => vec![AppEffect::Command(Command::Rewind {
-                    turn: confirm.turn,
-                    conversation,
-                    files: true,
-                    overwrite: true,
-                })],
-                ConfirmFor::UndoRewind { conversation } => {
-                    vec![AppEffect::Command(Command::UndoRewind {
-                        turn: confirm.turn,
-                        conversation,
-                        files: true,
-                        overwrite: true,
-                    })]
-                }
-            },
-            UndoAnswer::Keep => {
-                let since = match confirm.asked_by {
-                    ConfirmFor::UndoRewind { .. } => "the rewind",
-                    ConfirmFor::Undo | ConfirmFor::Rewind { .. } => "the turn",
-                };
-                self.notice(
-                    NoticeLevel::Info,
-                    format!(
-                        "Nothing undone: {} kept as changed since {since}.",
-                        // A turn may have changed thousands: the first few, and a count.
-                        crate::snapshot::fold_list(
-                            confirm.conflicts.iter().map(|path| path.as_ref())
-                        )
-                    ),
-                );
-                Vec::new()
-            }
-        }
-    }
-
     /// What an undo did: a notice, the turn marked undone; files changed since the turn open
     /// the question whether to overwrite them.
     pub(crate) fn on_undone(&mut self, turn: TurnId, outcome: Result<UndoOutcome, String>) {
         if let Ok(done) = &outcome {
             if done.stopped_by_conflicts() {
-                self.overlay = Some(Overlay::ConfirmUndo(UndoConfirm {
+                self.ask_before_overwriting(
                     turn,
-                    conflicts: done
-                        .conflicts
-                        .iter()
-                        .map(|path| InertText::new(path))
-                        .collect(),
-                    asked_by: ConfirmFor::Undo,
-                    shared_with: done.shared_with.clone(),
-                }));
+                    &done.conflicts,
+                    ConfirmFor::Undo,
+                    done.shared_with.clone(),
+                );
                 return;
             }
             if let Some(changed) = self
@@ -302,339 +174,7 @@ impl AppState {
         self.notice(level, describe_undo_of(&outcome, what.as_deref()));
     }
 
-    /// The prompt of `turn` as the user knows it: "prompt 2 “fix the bug”" (its number among
-    /// the prompts the agent has, its first line shortened); `None` when no prompt of the
-    /// conversation sent it (taken back by a rewind).
-    pub(super) fn named_prompt(&self, turn: TurnId) -> Option<String> {
-        const SHOWN: usize = 40;
-        let record = self
-            .turn_prompts
-            .iter()
-            .find(|record| record.turn == turn)?;
-        let first = record.prompt.lines().next().unwrap_or("");
-        let shown: String = first.chars().take(SHOWN).collect();
-        let cut = if shown.len() < first.len() { "…" } else { "" };
-        Some(format!(
-            "prompt {} “{shown}{cut}”",
-            self.prompt_number(turn)
-        ))
-    }
-}
-
-impl AppState {
-    /// Turn `turn` sent `prompt`. A retry of the last turn (`/retry` after it failed or was
-    /// stopped: a new turn with the same prompt) takes that prompt's record over, so the picker
-    /// lists each prompt once and numbers prompts, not attempts.
-    pub(super) fn record_prompt(
-        &mut self,
-        turn: TurnId,
-        prompt: &str,
-        cell: crate::app::transcript::CellId,
-        now: Instant,
-    ) {
-        // A new prompt goes on from here: the last rewind is no longer undone, and an undo
-        // that waited for the last turn's summary is not made under the new turn.
-        self.last_rewind = None;
-        self.undo_after_snapshot = false;
-        self.turn_prompts.retain(|record| record.turn != turn);
-        let prompt = InertText::new(prompt);
-        let retried = matches!(
-            self.last_outcome,
-            Some(TurnOutcome::Failed { .. } | TurnOutcome::Cancelled)
-        );
-        if let Some(last) = self
-            .turn_prompts
-            .last_mut()
-            .filter(|last| retried && last.prompt == prompt)
-        {
-            last.turn = turn;
-            last.cells.push(cell);
-            last.conversation_rewind = Ok(());
-            return;
-        }
-        self.turn_prompts.push(PromptRecord {
-            turn,
-            prompt,
-            sent: now,
-            cells: vec![cell],
-            conversation_rewind: Ok(()),
-        });
-    }
-
-    /// Where the prompt of `turn` stands among the conversation's prompts (those the agent
-    /// still has), counted from 1.
-    pub(super) fn prompt_number(&self, turn: TurnId) -> usize {
-        self.turn_prompts
-            .iter()
-            .filter(|record| record.turn < turn)
-            .count()
-            + 1
-    }
-
-    /// The orchestrator kept (or could not keep) the agent's session as it was before `turn`.
-    pub(super) fn on_turn_checkpointed(
-        &mut self,
-        turn: TurnId,
-        conversation_rewind: Result<(), String>,
-    ) {
-        if let Some(record) = self
-            .turn_prompts
-            .iter_mut()
-            .find(|record| record.turn == turn)
-        {
-            record.conversation_rewind = conversation_rewind.map_err(|why| InertText::new(&why));
-        }
-    }
-
-    /// Esc twice on an empty composer while no turn runs opens `/rewind` (Claude Code's habit).
-    pub(super) fn esc_esc_rewind(
-        &mut self,
-        key: KeyEvent,
-        now: Option<Instant>,
-    ) -> Option<Vec<AppEffect>> {
-        let plain_esc = key.code == KeyCode::Esc && key.modifiers.is_empty();
-        let idle_and_empty = !self.is_turn_running()
-            && self.prompt_in_flight.is_none()
-            && self.composer.is_empty()
-            && self.permission_prompts.is_empty();
-        let (Some(now), true, true) = (now, plain_esc, idle_and_empty) else {
-            self.esc_at = None;
-            return None;
-        };
-        match self.esc_at.take() {
-            Some(first) if now.saturating_duration_since(first) <= ESC_ESC => {
-                Some(self.perform(Action::Rewind, None))
-            }
-            _ => {
-                self.esc_at = Some(now);
-                None
-            }
-        }
-    }
-
-    pub(super) fn open_rewind(&mut self) -> Vec<AppEffect> {
-        let live_changes: Vec<&ChangedTurn> = self
-            .changed_turns
-            .iter()
-            .filter(|changed| !changed.undone)
-            .collect();
-        let count = self.turn_prompts.len();
-        let entries = self
-            .turn_prompts
-            .iter()
-            .enumerate()
-            .rev()
-            .map(|(index, record)| {
-                let files_of = |turn: TurnId| -> Vec<InertText> {
-                    live_changes
-                        .iter()
-                        .filter(|changed| changed.turn == turn)
-                        .flat_map(|changed| changed.files.iter().map(|file| file.path.clone()))
-                        .collect()
-                };
-                let mut files_put_back: Vec<InertText> = live_changes
-                    .iter()
-                    .filter(|changed| changed.turn >= record.turn)
-                    .flat_map(|changed| changed.files.iter().map(|file| file.path.clone()))
-                    .collect();
-                files_put_back.sort();
-                files_put_back.dedup();
-                RewindEntry {
-                    turn: record.turn,
-                    prompt: record.prompt.clone(),
-                    sent: record.sent,
-                    files: files_of(record.turn),
-                    prompts_taken_back: count - index,
-                    files_put_back,
-                    conversation_rewind: record.conversation_rewind.clone(),
-                }
-            })
-            .collect();
-        self.overlay = Some(Overlay::Rewind(RewindPicker::new(
-            entries,
-            self.last_rewind.clone(),
-        )));
-        Vec::new()
-    }
-
-    /// The rewind picker's choice: take back to before that turn, or undo the last rewind.
-    pub(super) fn on_rewind_request(&mut self, request: RewindRequest) -> Vec<AppEffect> {
-        match request {
-            RewindRequest::UndoRewind(last) => vec![AppEffect::Command(Command::UndoRewind {
-                turn: last.turn,
-                conversation: last.conversation,
-                files: last.files,
-                overwrite: false,
-            })],
-            RewindRequest::Rewind {
-                turn,
-                prompt,
-                conversation,
-                files,
-            } => {
-                self.rewinding_prompt = conversation.then_some((turn, prompt));
-                vec![AppEffect::Command(Command::Rewind {
-                    turn,
-                    conversation,
-                    files,
-                    overwrite: false,
-                })]
-            }
-        }
-    }
-
-    /// What a rewind did: a notice; the prompts taken back leave the picker (their cells are
-    /// marked) and the first goes back into the composer; files put back mark their turns
-    /// undone. Files changed since the last turn ask first. Until the next prompt, the rewind
-    /// can be undone.
-    pub(crate) fn on_rewound(&mut self, rewind: Rewind) {
-        // Numbered before the rewind changes the prompts (an undone rewind's prompts are back
-        // only after it).
-        let number = match (&self.last_rewind, rewind.undone) {
-            (Some(last), true) => last.prompt_number,
-            _ => self.prompt_number(rewind.turn),
-        };
-        let point = format!("prompt {number}");
-        if let Some(conflicts) = rewind.stopped_by_conflicts() {
-            let asked_by = if rewind.undone {
-                ConfirmFor::UndoRewind {
-                    conversation: self
-                        .last_rewind
-                        .as_ref()
-                        .is_some_and(|last| last.turn == rewind.turn && last.conversation),
-                }
-            } else {
-                ConfirmFor::Rewind {
-                    conversation: self
-                        .rewinding_prompt
-                        .as_ref()
-                        .is_some_and(|(turn, _)| *turn == rewind.turn),
-                }
-            };
-            self.overlay = Some(Overlay::ConfirmUndo(UndoConfirm {
-                turn: rewind.turn,
-                conflicts: conflicts.iter().map(|path| InertText::new(path)).collect(),
-                asked_by,
-                shared_with: Vec::new(),
-            }));
-            return;
-        }
-        if rewind.undone {
-            self.rewind_undone(&rewind);
-        } else {
-            self.rewound(&rewind);
-        }
-        let failed = matches!(rewind.conversation, Some(Err(_)))
-            || matches!(&rewind.files, Some(Err(_)))
-            || matches!(&rewind.files, Some(Ok(done)) if !done.failed.is_empty());
-        let level = if failed {
-            NoticeLevel::Warning
-        } else {
-            NoticeLevel::Info
-        };
-        self.notice(level, rewind.describe_at(&point));
-    }
-
-    fn rewound(&mut self, rewind: &Rewind) {
-        let prompt = self
-            .rewinding_prompt
-            .take()
-            .filter(|(turn, _)| *turn == rewind.turn)
-            .map(|(_, prompt)| prompt);
-        let mut last = LastRewind {
-            turn: rewind.turn,
-            prompt_number: self.prompt_number(rewind.turn),
-            conversation: false,
-            files: false,
-            prompts: Vec::new(),
-            changed_turns: Vec::new(),
-            files_back: Vec::new(),
-            files_deleted_again: Vec::new(),
-        };
-        if matches!(rewind.conversation, Some(Ok(()))) {
-            let (kept, taken_back): (Vec<_>, Vec<_>) = std::mem::take(&mut self.turn_prompts)
-                .into_iter()
-                .partition(|record| record.turn < rewind.turn);
-            self.turn_prompts = kept;
-            for cell in taken_back.iter().flat_map(|record| &record.cells) {
-                self.mark_rewound(*cell, true);
-            }
-            last.conversation = true;
-            last.prompts = taken_back;
-            if let Some(prompt) = prompt {
-                if self.composer.is_empty() {
-                    self.composer.set_text(&prompt);
-                } else {
-                    self.composer.remember(&prompt);
-                }
-            }
-        }
-        if let Some(Ok(done)) = &rewind.files {
-            last.files = true;
-            let (mut deleted_again, mut back): (Vec<&String>, Vec<&String>) = done
-                .restored
-                .iter()
-                .partition(|path| done.recreated.contains(path));
-            back.extend(&done.removed);
-            back.sort();
-            deleted_again.sort();
-            let inert = |paths: Vec<&String>| -> Vec<InertText> {
-                paths.into_iter().map(|path| InertText::new(path)).collect()
-            };
-            last.files_back = inert(back);
-            last.files_deleted_again = inert(deleted_again);
-            if done.failed.is_empty() {
-                let turns: Vec<TurnId> = self
-                    .changed_turns
-                    .iter()
-                    .filter(|changed| changed.turn >= rewind.turn && !changed.undone)
-                    .map(|changed| changed.turn)
-                    .collect();
-                self.mark_changes_undone(&turns, true);
-                last.changed_turns = turns;
-            }
-        }
-        if last.conversation || last.files {
-            self.last_rewind = Some(last);
-        }
-    }
-
-    /// The last rewind was undone: what it took back is back.
-    fn rewind_undone(&mut self, undone: &Rewind) {
-        let Some(last) = self
-            .last_rewind
-            .take()
-            .filter(|last| last.turn == undone.turn)
-        else {
-            return;
-        };
-        if matches!(undone.conversation, Some(Ok(()))) {
-            // The prompt the rewind put into the composer goes, unless edited since.
-            if let Some(first) = last.prompts.first() {
-                if first.prompt == self.composer.text() {
-                    self.composer.set_text("");
-                }
-            }
-            for cell in last.prompts.iter().flat_map(|record| &record.cells) {
-                self.mark_rewound(*cell, false);
-            }
-            self.turn_prompts.extend(last.prompts.iter().cloned());
-            self.turn_prompts.sort_by_key(|record| record.turn);
-        }
-        if matches!(&undone.files, Some(Ok(done)) if done.failed.is_empty()) {
-            self.mark_changes_undone(&last.changed_turns, false);
-        }
-    }
-
-    fn mark_rewound(&mut self, cell: crate::app::transcript::CellId, rewound: bool) {
-        self.transcript.update(cell, |body| {
-            if let CellBody::User(user) = body {
-                user.rewound = rewound;
-            }
-        });
-    }
-
-    fn mark_changes_undone(&mut self, turns: &[TurnId], undone: bool) {
+    pub(super) fn mark_changes_undone(&mut self, turns: &[TurnId], undone: bool) {
         let cells: Vec<_> = self
             .changed_turns
             .iter_mut()
@@ -655,17 +195,17 @@ impl AppState {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
+    use std::time::Instant;
+
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
     use super::*;
+    use crate::app::action::Action;
     use crate::app::state::StartupInfo;
     use crate::orchestrator::{OrchestratorEvent, TurnOutcome};
     use crate::snapshot::UndoOutcome;
     use crate::stream::{ChangeStatus, FileChange};
-    use crossterm::event::KeyModifiers;
-
-    fn esc() -> KeyEvent {
-        KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE)
-    }
 
     fn changed(path: &str) -> FileChange {
         FileChange {
@@ -679,7 +219,7 @@ mod tests {
     }
 
     /// A chat after `turns` turns, turn 2 having changed `b.txt`.
-    fn chat(turns: u64, now: Instant) -> AppState {
+    pub(in crate::app::state) fn chat(turns: u64, now: Instant) -> AppState {
         let mut state = AppState::new(StartupInfo::default());
         for turn in 1..=turns {
             state.on_orchestrator_event(
@@ -707,110 +247,6 @@ mod tests {
             );
         }
         state
-    }
-
-    #[test]
-    fn esc_esc_opens_the_rewind_picker_only_within_the_window_and_only_when_idle_and_empty() {
-        let start = Instant::now();
-        let mut state = chat(3, start);
-        state.on_key_at(esc(), start);
-        state.on_key_at(esc(), start + Duration::from_millis(900));
-        assert!(state.overlay.is_none(), "too slow: two single Escs");
-        state.on_key_at(esc(), start + Duration::from_millis(1200));
-        let picker = match &state.overlay {
-            Some(Overlay::Rewind(picker)) => picker.clone(),
-            other => panic!("{other:?}"),
-        };
-        let turns: Vec<TurnId> = picker.entries.iter().map(|entry| entry.turn).collect();
-        assert_eq!(turns, [3, 2, 1], "newest first");
-        assert_eq!(picker.entries[1].files, ["b.txt"]);
-        assert_eq!(picker.entries[2].prompts_taken_back, 3);
-        assert_eq!(picker.entries[2].files_put_back, ["b.txt"]);
-        assert!(picker.entries[0].files_put_back.is_empty());
-
-        // With a draft in the composer, Esc Esc is not a rewind.
-        let mut state = chat(1, start);
-        state.composer.set_text("draft");
-        state.on_key_at(esc(), start);
-        state.on_key_at(esc(), start + Duration::from_millis(100));
-        assert!(state.overlay.is_none());
-    }
-
-    #[test]
-    fn the_choice_starts_on_cancel_and_a_confirmed_rewind_is_one_command() {
-        let now = Instant::now();
-        let mut state = chat(2, now);
-        state.perform(Action::Rewind, None);
-        let enter = KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE);
-        let up = KeyEvent::new(KeyCode::Up, KeyModifiers::NONE);
-        assert!(state.on_key_at(enter, now).is_empty());
-        // Enter again: Cancel, nothing sent.
-        assert!(state.on_key_at(enter, now).is_empty());
-        assert!(state.overlay.is_none());
-        state.perform(Action::Rewind, None);
-        state.on_key_at(enter, now);
-        state.on_key_at(up, now);
-        state.on_key_at(up, now);
-        assert_eq!(
-            state.on_key_at(enter, now),
-            [AppEffect::Command(Command::Rewind {
-                turn: 2,
-                conversation: true,
-                files: false,
-                overwrite: false,
-            })]
-        );
-        state.on_orchestrator_event(
-            OrchestratorEvent::Rewound(Rewind {
-                turn: 2,
-                conversation: Some(Ok(())),
-                files: None,
-                undone: false,
-            }),
-            now,
-        );
-        assert_eq!(state.composer.text(), "prompt 2");
-        assert_eq!(state.turn_prompts.len(), 1);
-    }
-
-    #[test]
-    fn a_turn_whose_conversation_cannot_go_back_offers_its_files_only_and_says_why() {
-        let now = Instant::now();
-        let mut state = chat(2, now);
-        state.on_orchestrator_event(
-            OrchestratorEvent::TurnCheckpointed {
-                turn: 2,
-                conversation_rewind: Err("no session \u{1b}[31mfile".into()),
-            },
-            now,
-        );
-        state.perform(Action::Rewind, None);
-        let Some(Overlay::Rewind(picker)) = &state.overlay else {
-            panic!("{:?}", state.overlay);
-        };
-        let why = picker.entries[0].conversation_rewind.clone().unwrap_err();
-        assert_eq!(why.as_str(), "no session ␛[31mfile");
-        assert_eq!(picker.entries[1].conversation_rewind, Ok(()));
-        let enter = KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE);
-        let up = KeyEvent::new(KeyCode::Up, KeyModifiers::NONE);
-        state.on_key_at(enter, now);
-        let Some(Overlay::Rewind(picker)) = &state.overlay else {
-            panic!("{:?}", state.overlay);
-        };
-        assert_eq!(
-            picker.choices(),
-            crate::app::rewind::RewindChoice::FILES_ONLY
-        );
-        state.on_key_at(up, now);
-        assert_eq!(
-            state.on_key_at(enter, now),
-            [AppEffect::Command(Command::Rewind {
-                turn: 2,
-                conversation: false,
-                files: true,
-                overwrite: false,
-            })]
-        );
     }
 
     #[test]
@@ -858,134 +294,6 @@ mod tests {
         assert!(!state.is_action_enabled(Action::Undo));
         // /diff has nothing left to show either.
         assert!(state.perform(Action::Diff, None).is_empty());
-    }
-
-    fn user_cell_rewound(state: &AppState, prompt: &str) -> bool {
-        state
-            .transcript
-            .cells()
-            .iter()
-            .find_map(|cell| match &cell.body {
-                CellBody::User(user) if user.text == prompt => Some(user.rewound),
-                _ => None,
-            })
-            .unwrap()
-    }
-
-    #[test]
-    fn a_rewind_marks_the_turns_it_took_back_and_can_be_undone_until_the_next_prompt() {
-        let now = Instant::now();
-        let mut state = chat(3, now);
-        state.rewinding_prompt = Some((2, "prompt 2".into()));
-        state.on_orchestrator_event(
-            OrchestratorEvent::Rewound(Rewind {
-                turn: 2,
-                conversation: Some(Ok(())),
-                files: Some(Ok(UndoOutcome {
-                    restored: vec!["b.txt".into()],
-                    ..UndoOutcome::default()
-                })),
-                undone: false,
-            }),
-            now,
-        );
-        // Marked, not deleted; the turn's changes are marked undone.
-        assert!(!user_cell_rewound(&state, "prompt 1"));
-        assert!(user_cell_rewound(&state, "prompt 2"));
-        assert!(user_cell_rewound(&state, "prompt 3"));
-        assert!(state.undoable_turn().is_none());
-        assert_eq!(state.composer.text(), "prompt 2");
-
-        // The picker offers the undo first, and its choices start on Cancel.
-        state.perform(Action::Rewind, None);
-        let Some(Overlay::Rewind(picker)) = &state.overlay else {
-            panic!("no picker");
-        };
-        assert!(picker.on_undo_row());
-        assert_eq!(picker.entries.len(), 1, "prompt 1 only");
-        let enter = KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE);
-        let up = KeyEvent::new(KeyCode::Up, KeyModifiers::NONE);
-        state.on_key_at(enter, now);
-        state.on_key_at(up, now);
-        assert_eq!(
-            state.on_key_at(enter, now),
-            [AppEffect::Command(Command::UndoRewind {
-                turn: 2,
-                conversation: true,
-                files: true,
-                overwrite: false,
-            })]
-        );
-        // Files changed since the rewind: asked first.
-        state.on_orchestrator_event(
-            OrchestratorEvent::Rewound(Rewind {
-                turn: 2,
-                conversation: None,
-                files: Some(Ok(UndoOutcome {
-                    conflicts: vec!["b.txt".into()],
-                    ..UndoOutcome::default()
-                })),
-                undone: true,
-            }),
-            now,
-        );
-        let yes = KeyEvent::new(KeyCode::Char('y'), KeyModifiers::NONE);
-        assert_eq!(
-            state.on_key_at(yes, now),
-            [AppEffect::Command(Command::UndoRewind {
-                turn: 2,
-                conversation: true,
-                files: true,
-                overwrite: true,
-            })]
-        );
-        state.on_orchestrator_event(
-            OrchestratorEvent::Rewound(Rewind {
-                turn: 2,
-                conversation: Some(Ok(())),
-                files: Some(Ok(UndoOutcome {
-                    restored: vec!["b.txt".into()],
-                    ..UndoOutcome::default()
-                })),
-                undone: true,
-            }),
-            now,
-        );
-        assert!(!user_cell_rewound(&state, "prompt 2"));
-        assert!(!user_cell_rewound(&state, "prompt 3"));
-        assert_eq!(state.undoable_turn().map(|changed| changed.turn), Some(2));
-        let turns: Vec<TurnId> = state
-            .turn_prompts
-            .iter()
-            .map(|record| record.turn)
-            .collect();
-        assert_eq!(turns, [1, 2, 3]);
-        assert!(
-            state.composer.is_empty(),
-            "the prompt the rewind put back is gone"
-        );
-        assert!(state.last_rewind.is_none());
-
-        // Rewound again, then a new prompt: the rewind can no longer be undone.
-        state.on_orchestrator_event(
-            OrchestratorEvent::Rewound(Rewind {
-                turn: 3,
-                conversation: Some(Ok(())),
-                files: None,
-                undone: false,
-            }),
-            now,
-        );
-        assert!(state.last_rewind.is_some());
-        state.on_orchestrator_event(
-            OrchestratorEvent::TurnStarted {
-                turn: 4,
-                prompt: "prompt 4".into(),
-            },
-            now,
-        );
-        assert!(state.last_rewind.is_none());
-        assert!(user_cell_rewound(&state, "prompt 3"), "still marked");
     }
 
     #[test]
@@ -1132,12 +440,7 @@ mod tests {
             },
             now,
         );
-        let bodies: Vec<&CellBody> = state
-            .transcript
-            .cells()
-            .iter()
-            .map(|cell| &cell.body)
-            .collect();
+        let bodies: Vec<&CellBody> = state.transcript.bodies().collect();
         let changes = bodies
             .iter()
             .position(|body| matches!(body, CellBody::Changes(_)))
@@ -1154,49 +457,5 @@ mod tests {
             changes < second_prompt && notice < second_prompt,
             "{bodies:#?}"
         );
-    }
-
-    /// A restore a crash interrupted is asked about as the chat opens; the answer goes to the
-    /// orchestrator and what it did is said.
-    #[test]
-    fn an_interrupted_restore_is_offered_and_its_outcome_said() {
-        let now = Instant::now();
-        let mut state = AppState::new(StartupInfo::default());
-        let restore = crate::snapshot::InterruptedRestore {
-            id: "9-1".into(),
-            kind: crate::snapshot::RestoreKind::Undo,
-            turn: 1,
-            done: 281,
-            pending: 2719,
-            changed_since: 0,
-        };
-        state.on_orchestrator_event(OrchestratorEvent::RestoresInterrupted(vec![restore]), now);
-        assert!(matches!(
-            state.overlay,
-            Some(Overlay::InterruptedRestore(_))
-        ));
-        let effects = state.on_key(KeyEvent::new(KeyCode::Char('f'), KeyModifiers::NONE));
-        assert_eq!(
-            effects,
-            [AppEffect::Command(Command::ResolveRestore {
-                id: "9-1".into(),
-                finish: true
-            })]
-        );
-        state.on_orchestrator_event(
-            OrchestratorEvent::RestoreResolved {
-                id: "9-1".into(),
-                finish: true,
-                outcome: Ok(UndoOutcome {
-                    restored: vec!["f1.txt".into()],
-                    ..UndoOutcome::default()
-                }),
-            },
-            now,
-        );
-        let said = state.transcript.cells().iter().any(|cell| {
-            matches!(&cell.body, CellBody::Notice(notice) if notice.message.contains("Interrupted restore finished"))
-        });
-        assert!(said, "{:#?}", state.transcript.cells());
     }
 }

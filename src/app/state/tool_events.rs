@@ -84,6 +84,39 @@ impl AppState {
         }
     }
 
+    /// The call's output so far, as the agent streams it.
+    pub(super) fn on_tool_update(&mut self, id: &str, output: &str) {
+        self.update_tool(id, |tool| tool.output = InertText::new(output));
+    }
+
+    pub(super) fn on_tool_completed(&mut self, id: &str, output: &str, now: Instant) {
+        self.update_tool(id, |tool| {
+            // The final output is authoritative, unless it is empty and some streamed.
+            if !output.is_empty() || tool.output.is_empty() {
+                tool.output = InertText::new(output);
+            }
+            tool.status = ToolStatus::Done {
+                elapsed: running_for(tool.status, now),
+            };
+        });
+    }
+
+    pub(super) fn on_tool_failed(&mut self, id: &str, error: &str, now: Instant) {
+        self.update_tool(id, |tool| {
+            // What the tool had shown stays; the failure is added to it.
+            let error = InertText::new(error);
+            if tool.output.is_empty() || tool.output.ends_with(error.as_str()) {
+                tool.output = error;
+            } else if !error.is_empty() {
+                tool.output.push_str("\n");
+                tool.output.push(&error);
+            }
+            tool.status = ToolStatus::Failed {
+                elapsed: running_for(tool.status, now),
+            };
+        });
+    }
+
     pub(super) fn update_tool(&mut self, call_id: &str, change: impl FnOnce(&mut ToolCell)) {
         let Some(slot) = self
             .turn
@@ -157,5 +190,101 @@ pub(super) fn running_for(status: ToolStatus, now: Instant) -> Duration {
         ToolStatus::Done { elapsed }
         | ToolStatus::Failed { elapsed }
         | ToolStatus::Interrupted { elapsed } => elapsed,
+    }
+}
+
+#[cfg(test)]
+mod sub_agent_tests {
+    use std::time::Instant;
+
+    use serde_json::json;
+
+    use crate::app::state::{AppState, StartupInfo};
+    use crate::app::transcript::{CellBody, ToolCell, ToolStatus};
+    use crate::orchestrator::{OrchestratorEvent, TurnOutcome};
+    use crate::stream::AgentMessage;
+
+    fn send(state: &mut AppState, message: AgentMessage) {
+        state.on_orchestrator_event(
+            OrchestratorEvent::Message {
+                turn: 1,
+                attempt: 1,
+                message,
+            },
+            Instant::now(),
+        );
+    }
+
+    fn call(id: &str, name: &str, parent: Option<&str>) -> AgentMessage {
+        AgentMessage::ToolCall {
+            id: id.into(),
+            name: name.into(),
+            input: json!({"command": format!("run {id}")}),
+            parent_id: parent.map(str::to_owned),
+        }
+    }
+
+    fn tools(state: &AppState) -> Vec<ToolCell> {
+        state.transcript.pick_all(|body| match body {
+            CellBody::Tool(tool) => Some((**tool).clone()),
+            _ => None,
+        })
+    }
+
+    #[test]
+    fn a_sub_agents_calls_nest_under_its_call_and_end_with_the_attempt() {
+        let mut state = AppState::new(StartupInfo::default());
+        state.on_orchestrator_event(
+            OrchestratorEvent::TurnStarted {
+                turn: 1,
+                prompt: "go".into(),
+            },
+            Instant::now(),
+        );
+        send(&mut state, call("agent", "Agent", None));
+        send(&mut state, call("one", "Bash", Some("agent")));
+        send(&mut state, call("deeper", "Bash", Some("one")));
+        send(
+            &mut state,
+            AgentMessage::ToolCompleted {
+                id: "deeper".into(),
+                output: "done deep".into(),
+            },
+        );
+        send(&mut state, call("two", "Bash", Some("agent")));
+        // A parent never shown: the call is a row of its own.
+        send(&mut state, call("stray", "Bash", Some("unknown")));
+        let shown = tools(&state);
+        assert_eq!(shown.len(), 2, "the agent's call and the stray one");
+        let agent = &shown[0];
+        assert_eq!(agent.children.len(), 2);
+        assert_eq!(agent.children[0].summary, "run one");
+        assert_eq!(agent.children[0].children[0].output, "done deep");
+        assert!(matches!(
+            agent.children[0].children[0].status,
+            ToolStatus::Done { .. }
+        ));
+        assert_eq!(shown[1].summary, "run stray");
+
+        state.on_orchestrator_event(
+            OrchestratorEvent::TurnEnded {
+                turn: 1,
+                outcome: TurnOutcome::Completed,
+            },
+            Instant::now(),
+        );
+        let agent = &tools(&state)[0];
+        assert!(matches!(agent.status, ToolStatus::Interrupted { .. }));
+        assert!(matches!(
+            agent.children[1].status,
+            ToolStatus::Interrupted { .. }
+        ));
+        assert!(
+            matches!(
+                agent.children[0].children[0].status,
+                ToolStatus::Done { .. }
+            ),
+            "what ended stays ended"
+        );
     }
 }
