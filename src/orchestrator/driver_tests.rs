@@ -10,7 +10,7 @@ use tokio::time::Instant;
 
 use super::*;
 use crate::config::Backoff;
-use crate::orchestrator::{run_headless_turn, TurnOutcome};
+use crate::orchestrator::{run_headless_turn, RewindAsked, TurnOutcome};
 use crate::provider::{AgentStream, StopControl, StopProgress};
 use crate::stream::{AgentMessage, Failure, FailureReason, NoticeKind, StopStage};
 use OrchestratorEvent as Ev;
@@ -750,12 +750,13 @@ async fn each_turn_says_whether_its_conversation_can_go_back_and_the_rewind_agre
 
     handle
         .commands
-        .send(Command::Rewind {
+        .send(Command::Rewind(RewindAsked {
             turn: 2,
             conversation: true,
             files: false,
             overwrite: false,
-        })
+            undone: false,
+        }))
         .unwrap();
     let rewound = events_until(&mut handle, |event| matches!(event, Ev::Rewound(_))).await;
     let Some(Ev::Rewound(rewind)) = only_events(&rewound).pop() else {

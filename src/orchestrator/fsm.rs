@@ -29,7 +29,7 @@
 //!   `RetryDue`, which counts only if it names the retry still pending.
 
 use super::verdict::{FailureVerdict, NextStep};
-use super::{Command, OrchestratorEvent, TurnId, TurnOutcome};
+use super::{Command, OrchestratorEvent, RewindAsked, TurnId, TurnOutcome};
 use crate::config::RetryPolicy;
 use crate::provider::{AgentSetting, Interjection, SessionRef, StopProgress};
 use crate::stream::{AgentMessage, Failure, NoticeKind};
@@ -128,17 +128,6 @@ pub(crate) enum Effect {
     Rewind(RewindAsked),
     /// The machine has shut down; nothing follows.
     Exit,
-}
-
-/// A `/rewind` (or, `undone`, its undo) asked for: what goes back to before `turn`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct RewindAsked {
-    pub turn: TurnId,
-    pub conversation: bool,
-    pub files: bool,
-    /// Files changed since the last turn are overwritten instead of stopping the rewind.
-    pub overwrite: bool,
-    pub undone: bool,
 }
 
 /// One user prompt and the session it was sent in.
@@ -365,36 +354,7 @@ impl Machine {
                     out.push(Effect::ChangeSetting(setting));
                 }
             }
-            Command::Rewind {
-                turn,
-                conversation,
-                files,
-                overwrite,
-            } => self.rewind(
-                RewindAsked {
-                    turn,
-                    conversation,
-                    files,
-                    overwrite,
-                    undone: false,
-                },
-                out,
-            ),
-            Command::UndoRewind {
-                turn,
-                conversation,
-                files,
-                overwrite,
-            } => self.rewind(
-                RewindAsked {
-                    turn,
-                    conversation,
-                    files,
-                    overwrite,
-                    undone: true,
-                },
-                out,
-            ),
+            Command::Rewind(asked) => self.rewind(asked, out),
             Command::UndoTurn { turn, overwrite } => match &self.state {
                 State::Idle | State::Failed { .. } | State::Cancelled { .. } => {
                     out.push(Effect::UndoTurn { turn, overwrite });

@@ -45,6 +45,20 @@ pub trait Recorder: Send + Sync {
     fn raw_line_tap(&self, turn: TurnId, attempt: u32) -> Option<crate::provider::RawLineTap>;
 }
 
+/// A `/rewind` asked for: back to before turn `turn`, the agent's conversation (its stored
+/// session as it was then, so later prompts no longer reach the model), the files (as they
+/// were before it), or both. With `undone`, the undo of that rewind: what it took back comes
+/// back. A file changed since (the last turn, or the rewind) is left alone and reported unless
+/// `overwrite`, and then nothing is rewound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RewindAsked {
+    pub turn: TurnId,
+    pub conversation: bool,
+    pub files: bool,
+    pub overwrite: bool,
+    pub undone: bool,
+}
+
 /// What the UI (or the headless runner) asks the orchestrator to do.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Command {
@@ -85,26 +99,9 @@ pub enum Command {
     /// Put back the files turn `turn` changed, as they were before it (only while no turn
     /// runs). A file changed since the turn is left alone and reported, unless `overwrite`.
     UndoTurn { turn: TurnId, overwrite: bool },
-    /// Go back to before turn `turn` (only while no turn runs): the agent's conversation (its
-    /// stored session as it was then, so later prompts no longer reach the model), the files
-    /// (as they were before it; a file changed since the last turn is left alone and reported
-    /// unless `overwrite`, and then nothing is rewound), or both.
-    Rewind {
-        turn: TurnId,
-        conversation: bool,
-        files: bool,
-        overwrite: bool,
-    },
-    /// Undo the rewind to before turn `turn` (only while no turn runs): what it took back
-    /// comes back, the agent's conversation as it was before the rewind and the files it put
-    /// back as they were (a file changed since the rewind is left alone and reported unless
-    /// `overwrite`, and then nothing is brought back).
-    UndoRewind {
-        turn: TurnId,
-        conversation: bool,
-        files: bool,
-        overwrite: bool,
-    },
+    /// Go back to before a turn, or undo that rewind (only while no turn runs); see
+    /// [`RewindAsked`].
+    Rewind(RewindAsked),
     /// Finish (`finish`) or roll back the restore a crash interrupted (`RestoresInterrupted`),
     /// unless a turn runs.
     ResolveRestore { id: String, finish: bool },

@@ -4,7 +4,7 @@
 //! be put back (files changed since stop it until the user decides).
 
 use super::{Driver, Input};
-use crate::orchestrator::fsm::RewindAsked;
+use crate::orchestrator::RewindAsked;
 use crate::orchestrator::{Command, OrchestratorEvent, Rewind, TurnId};
 use crate::provider::checkpoint::CheckpointStore;
 use crate::provider::{AttemptRequest, SessionCheckpoint, SessionRef};

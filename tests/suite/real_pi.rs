@@ -726,12 +726,13 @@ async fn rpc_after_a_rewind_the_next_request_no_longer_carries_the_rewound_promp
     }
     let rewind = real_cli::rewound(
         &mut chat,
-        Command::Rewind {
+        Command::Rewind(agentty::orchestrator::RewindAsked {
             turn: 2,
             conversation: true,
             files: true,
             overwrite: false,
-        },
+            undone: false,
+        }),
     )
     .await;
     assert_eq!(rewind.conversation, Some(Ok(())), "{rewind:?}");

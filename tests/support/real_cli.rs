@@ -16,7 +16,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use agentty::config::{Backoff, RetryPolicy};
 use agentty::orchestrator::{
     spawn_orchestrator, Command, OrchestratorEvent, OrchestratorHandle, OrchestratorOptions,
-    TurnOutcome,
+    RewindAsked, TurnOutcome,
 };
 use agentty::provider::{AgentStream, AttemptRequest, Provider, SessionRef, StopControl};
 use agentty::stream::{AgentMessage, Failure, NoticeKind, StopStage, Usage};
@@ -1126,12 +1126,13 @@ pub async fn rewound(
 pub async fn rewind_conversation(chat: &mut OrchestratorHandle, turn: u64) {
     let done = rewound(
         chat,
-        Command::Rewind {
+        Command::Rewind(RewindAsked {
             turn,
             conversation: true,
             files: false,
             overwrite: false,
-        },
+            undone: false,
+        }),
     )
     .await;
     assert_eq!(done.conversation, Some(Ok(())), "{done:?}");
@@ -1141,12 +1142,13 @@ pub async fn rewind_conversation(chat: &mut OrchestratorHandle, turn: u64) {
 pub async fn undo_conversation_rewind(chat: &mut OrchestratorHandle, turn: u64) {
     let undone = rewound(
         chat,
-        Command::UndoRewind {
+        Command::Rewind(RewindAsked {
             turn,
             conversation: true,
             files: false,
             overwrite: false,
-        },
+            undone: true,
+        }),
     )
     .await;
     assert_eq!(undone.conversation, Some(Ok(())), "{undone:?}");

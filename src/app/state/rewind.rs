@@ -12,7 +12,7 @@ use crate::app::menu::Overlay;
 use crate::app::review::{ChangedTurn, ConfirmFor};
 use crate::app::rewind::{LastRewind, RewindEntry, RewindPicker, RewindRequest};
 use crate::app::transcript::{CellBody, CellId, InertText, NoticeLevel};
-use crate::orchestrator::{Command, Rewind, TurnId};
+use crate::orchestrator::{Command, Rewind, RewindAsked, TurnId};
 
 /// The second Esc of an Esc Esc comes within this.
 const ESC_ESC: Duration = Duration::from_millis(800);
@@ -92,12 +92,15 @@ impl AppState {
     /// The rewind picker's choice: take back to before that turn, or undo the last rewind.
     pub(super) fn on_rewind_request(&mut self, request: RewindRequest) -> Vec<AppEffect> {
         match request {
-            RewindRequest::UndoRewind(last) => vec![AppEffect::Command(Command::UndoRewind {
-                turn: last.turn,
-                conversation: last.conversation,
-                files: last.files,
-                overwrite: false,
-            })],
+            RewindRequest::UndoRewind(last) => {
+                vec![AppEffect::Command(Command::Rewind(RewindAsked {
+                    turn: last.turn,
+                    conversation: last.conversation,
+                    files: last.files,
+                    overwrite: false,
+                    undone: true,
+                }))]
+            }
             RewindRequest::Rewind {
                 turn,
                 prompt,
@@ -105,12 +108,13 @@ impl AppState {
                 files,
             } => {
                 self.rewinding_prompt = conversation.then_some((turn, prompt));
-                vec![AppEffect::Command(Command::Rewind {
+                vec![AppEffect::Command(Command::Rewind(RewindAsked {
                     turn,
                     conversation,
                     files,
                     overwrite: false,
-                })]
+                    undone: false,
+                }))]
             }
         }
     }

@@ -10,7 +10,7 @@ use crate::app::menu::Overlay;
 use crate::app::state::review::tests::chat;
 use crate::app::state::{AppEffect, AppState, StartupInfo};
 use crate::app::transcript::{CellBody, NoticeLevel};
-use crate::orchestrator::{Command, OrchestratorEvent, Rewind, TurnId, TurnOutcome};
+use crate::orchestrator::{Command, OrchestratorEvent, Rewind, RewindAsked, TurnId, TurnOutcome};
 use crate::snapshot::UndoOutcome;
 use crate::stream::FailureReason;
 
@@ -43,6 +43,17 @@ fn last_notice(state: &AppState) -> String {
             _ => None,
         })
         .unwrap_or_default()
+}
+
+/// The command a rewind (or, `undone`, its undo) sends when nothing has changed since.
+fn rewind_sent(turn: TurnId, conversation: bool, files: bool, undone: bool) -> [AppEffect; 1] {
+    [AppEffect::Command(Command::Rewind(RewindAsked {
+        turn,
+        conversation,
+        files,
+        overwrite: false,
+        undone,
+    }))]
 }
 
 #[test]
@@ -171,12 +182,7 @@ fn the_choice_starts_on_cancel_and_a_confirmed_rewind_is_one_command() {
     state.on_key_at(up, now);
     assert_eq!(
         state.on_key_at(enter, now),
-        [AppEffect::Command(Command::Rewind {
-            turn: 2,
-            conversation: true,
-            files: false,
-            overwrite: false,
-        })]
+        rewind_sent(2, true, false, false)
     );
     state.on_orchestrator_event(
         OrchestratorEvent::Rewound(rewound(2, true, None, false)),
@@ -216,12 +222,7 @@ fn a_turn_whose_conversation_cannot_go_back_offers_its_files_only_and_says_why()
     state.on_key_at(up, now);
     assert_eq!(
         state.on_key_at(enter, now),
-        [AppEffect::Command(Command::Rewind {
-            turn: 2,
-            conversation: false,
-            files: true,
-            overwrite: false,
-        })]
+        rewind_sent(2, false, true, false)
     );
 }
 
@@ -264,12 +265,7 @@ fn a_rewind_marks_the_turns_it_took_back_and_can_be_undone_until_the_next_prompt
     state.on_key_at(up, now);
     assert_eq!(
         state.on_key_at(enter, now),
-        [AppEffect::Command(Command::UndoRewind {
-            turn: 2,
-            conversation: true,
-            files: true,
-            overwrite: false,
-        })]
+        rewind_sent(2, true, true, true)
     );
     // Files changed since the rewind: asked first.
     state.on_orchestrator_event(
@@ -287,12 +283,13 @@ fn a_rewind_marks_the_turns_it_took_back_and_can_be_undone_until_the_next_prompt
     let yes = key(KeyCode::Char('y'));
     assert_eq!(
         state.on_key_at(yes, now),
-        [AppEffect::Command(Command::UndoRewind {
+        [AppEffect::Command(Command::Rewind(RewindAsked {
             turn: 2,
             conversation: true,
             files: true,
             overwrite: true,
-        })]
+            undone: true,
+        }))]
     );
     state.on_orchestrator_event(
         OrchestratorEvent::Rewound(rewound(2, true, Some(restored("b.txt")), true)),

@@ -5,7 +5,7 @@ use super::{AppEffect, AppState};
 use crate::app::menu::Overlay;
 use crate::app::review::{ConfirmFor, UndoAnswer, UndoConfirm};
 use crate::app::transcript::{InertText, NoticeLevel};
-use crate::orchestrator::{Command, TurnId};
+use crate::orchestrator::{Command, RewindAsked, TurnId};
 
 impl AppState {
     /// Files changed since `turn` (or the rewind) stopped what `asked_by` asked for: the user
@@ -38,19 +38,23 @@ impl AppState {
                     turn: confirm.turn,
                     overwrite: true,
                 })],
-                ConfirmFor::Rewind { conversation } => vec![AppEffect::Command(Command::Rewind {
-                    turn: confirm.turn,
-                    conversation,
-                    files: true,
-                    overwrite: true,
-                })],
-                ConfirmFor::UndoRewind { conversation } => {
-                    vec![AppEffect::Command(Command::UndoRewind {
+                ConfirmFor::Rewind { conversation } => {
+                    vec![AppEffect::Command(Command::Rewind(RewindAsked {
                         turn: confirm.turn,
                         conversation,
                         files: true,
                         overwrite: true,
-                    })]
+                        undone: false,
+                    }))]
+                }
+                ConfirmFor::UndoRewind { conversation } => {
+                    vec![AppEffect::Command(Command::Rewind(RewindAsked {
+                        turn: confirm.turn,
+                        conversation,
+                        files: true,
+                        overwrite: true,
+                        undone: true,
+                    }))]
                 }
             },
             UndoAnswer::Keep => {
