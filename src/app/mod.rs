@@ -29,6 +29,7 @@ pub(crate) mod model_picker;
 pub(crate) mod pane;
 pub mod permission;
 pub(crate) mod permission_record;
+pub(crate) mod plan_cell;
 pub(crate) mod provider_picker;
 pub mod resume;
 pub(crate) mod review;
