@@ -60,7 +60,6 @@ fn run() -> (u64, u64, usize) {
     let state = tempfile::tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
     std::fs::write(state.path().join("config.toml"), "").unwrap();
-    TMUX.kill_server();
     let command = format!(
         "AGENTTY_STATE_DIR={state} AGENTTY_DEMO_STATE_DIR={state}/demo AGENTTY_DEMO_TIME_SCALE=0.01 \
          exec {wrap} {bin} --config {state}/config.toml --provider demo --transport rpc",
@@ -68,24 +67,7 @@ fn run() -> (u64, u64, usize) {
         bin = env!("CARGO_BIN_EXE_agentty"),
         wrap = std::env::var("AGENTTY_BENCH_WRAP").unwrap_or_default(),
     );
-    TMUX.run(&[
-        "new-session",
-        "-d",
-        "-s",
-        "bench",
-        "-x",
-        "160",
-        "-y",
-        "50",
-        "-c",
-        work.path().to_str().unwrap(),
-        &command,
-    ]);
-    let pid: i32 = TMUX
-        .run(&["display-message", "-p", "-t", "bench", "#{pane_pid}"])
-        .trim()
-        .parse()
-        .unwrap();
+    let (_, pid) = TMUX.start_pane((160, 50), work.path().to_str(), &command);
     assert!(
         TMUX.wait_for_screen(
             "/ commands",

@@ -242,18 +242,7 @@ impl World {
 /// wrong with the screen it left and the end of agentty's log (a client that hangs fails its
 /// run, not the whole bench).
 fn conversation(world: &World, model: &FakeModel, client: Client) -> Result<Vec<Duration>, String> {
-    TMUX.kill_server();
-    TMUX.run(&[
-        "new-session",
-        "-d",
-        "-s",
-        "bench",
-        "-x",
-        "120",
-        "-y",
-        "40",
-        &world.command(client),
-    ]);
+    TMUX.start_pane((120, 40), None, &world.command(client));
     let times = turns(model, client)
         .map_err(|failure| format!("{failure}\nthe end of agentty's log:\n{}", world.log_tail()));
     TMUX.kill_server();

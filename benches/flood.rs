@@ -241,7 +241,6 @@ fn ms(duration: Duration) -> f64 {
 
 /// The chat in tmux against the flooding agent.
 fn flood_in_tmux(state: &Path, agent: &Path) {
-    TMUX.kill_server();
     std::fs::create_dir_all(state).unwrap();
     let config = state.join("config.toml");
     std::fs::write(&config, "").unwrap();
@@ -252,22 +251,7 @@ fn flood_in_tmux(state: &Path, agent: &Path) {
         config.display(),
         agent.display()
     );
-    TMUX.run(&[
-        "new-session",
-        "-d",
-        "-s",
-        "bench",
-        "-x",
-        "160",
-        "-y",
-        "50",
-        &command,
-    ]);
-    let pid: i32 = TMUX
-        .run(&["display-message", "-p", "-t", "bench", "#{pane_pid}"])
-        .trim()
-        .parse()
-        .unwrap();
+    let (_, pid) = TMUX.start_pane((160, 50), None, &command);
     TMUX.wait_for_screen("idle", Duration::from_secs(20), Duration::from_millis(5))
         .expect("the chat came up");
     TMUX.run(&["send-keys", "-t", "bench", "-l", "flood me"]);

@@ -82,19 +82,40 @@ impl Tmux {
     /// A fresh server whose 160x50 pane runs `agentty --provider demo ARGS` on the state dir
     /// `state` (in the directory `cwd`, if given): when the pane was spawned, and its pid.
     pub fn start_agentty(&self, state: &Path, args: &str, cwd: Option<&str>) -> (Instant, i32) {
-        self.kill_server();
         let command = format!(
             "AGENTTY_STATE_DIR={} AGENTTY_DEMO_STATE_DIR={} exec {} --provider demo {args}",
             state.display(),
             state.join("demo").display(),
             env!("CARGO_BIN_EXE_agentty")
         );
+        self.start_pane((160, 50), cwd, &command)
+    }
+
+    /// A fresh server whose one pane (`width` x `height`, in `cwd` if given) runs the shell
+    /// command `command`: when the pane was spawned, and its pid.
+    pub fn start_pane(
+        &self,
+        (width, height): (u16, u16),
+        cwd: Option<&str>,
+        command: &str,
+    ) -> (Instant, i32) {
+        self.kill_server();
+        let (width, height) = (width.to_string(), height.to_string());
         let spawned = Instant::now();
-        let mut new_session = vec!["new-session", "-d", "-s", "bench", "-x", "160", "-y", "50"];
+        let mut new_session = vec![
+            "new-session",
+            "-d",
+            "-s",
+            "bench",
+            "-x",
+            &width,
+            "-y",
+            &height,
+        ];
         if let Some(cwd) = cwd {
             new_session.extend(["-c", cwd]);
         }
-        new_session.push(&command);
+        new_session.push(command);
         self.run(&new_session);
         let pid = self
             .run(&["display-message", "-p", "-t", "bench", "#{pane_pid}"])
