@@ -227,7 +227,7 @@ fn spawn_inner(
     if let Some(cwd) = &spec.cwd {
         command.current_dir(cwd);
     }
-    set_parent_death_signal(&mut command);
+    set_child_signals(&mut command);
 
     let mut child = spawn_when_not_busy(&mut command).map_err(|source| SpawnError::Io {
         program: spec.program.to_string_lossy().into_owned(),
@@ -288,9 +288,11 @@ fn widen_pipe(stdout: &ChildStdout) {
 }
 
 /// On Linux the agent gets SIGKILL if agentty dies without cleaning up (e.g. SIGKILL). It also
-/// gets SIGXFSZ's default action back: agentty ignores it for itself (see `main`), and an
-/// ignored signal stays ignored across `exec`.
-fn set_parent_death_signal(command: &mut Command) {
+/// gets the default action back for SIGXFSZ, which agentty ignores for itself (see `main`), and
+/// for SIGINT, which agentty may have been started with ignored (`agentty run … &` in a script:
+/// a shell without job control starts background commands so): an ignored signal stays ignored
+/// across `exec`, and the stop's interrupt stage would then never reach the agent.
+fn set_child_signals(command: &mut Command) {
     #[cfg(target_os = "linux")]
     {
         let parent = std::process::id() as libc::pid_t;
@@ -299,6 +301,7 @@ fn set_parent_death_signal(command: &mut Command) {
         unsafe {
             command.pre_exec(move || {
                 libc::signal(libc::SIGXFSZ, libc::SIG_DFL);
+                libc::signal(libc::SIGINT, libc::SIG_DFL);
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
                 // The parent may have died before prctl took effect.
                 if libc::getppid() != parent {

@@ -96,6 +96,50 @@ fn signal_mid_turn_leaves_nothing_behind(signal: nix::sys::signal::Signal) {
     assert_all_gone(&pids, &format!("agentty's {signal}"));
 }
 
+/// `agentty run … &` in a script starts agentty with SIGINT ignored (a shell without job
+/// control does that to background commands), and an ignored signal stays ignored across
+/// `exec`: the agent must still get SIGINT's default, or every stop waits out the grace and
+/// kills.
+#[test]
+fn an_agentty_started_with_sigint_ignored_still_interrupts_its_agent() {
+    use std::os::unix::process::CommandExt;
+    let agent = pid_script(|pids| format!("echo $$ > '{pids}'\nexec sleep 300"));
+    let mut command = agentty();
+    command
+        .args(["run", "--provider", "demo", "--agent-bin"])
+        .arg(&agent.script)
+        .arg("hello")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    // SAFETY: signal(2) is async-signal-safe, as required between fork and exec.
+    unsafe {
+        command.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let child = command.spawn().unwrap();
+    let pids = read_pids_blocking(&agent.pid_file);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let output = child.wait_with_output().unwrap();
+    let messages = parse_stream(&output.stdout);
+    assert!(
+        matches!(
+            messages.last(),
+            Some(AgentMessage::Cancelled {
+                stop_stage: StopStage::Interrupt,
+                ..
+            })
+        ),
+        "{messages:?}"
+    );
+    assert_all_gone(&pids, "the stop");
+}
+
 #[test]
 fn sigterm_to_agentty_mid_turn_stops_the_agent_tree() {
     signal_mid_turn_leaves_nothing_behind(nix::sys::signal::Signal::SIGTERM);

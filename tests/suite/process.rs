@@ -165,6 +165,35 @@ async fn an_agent_that_honours_sigint_stops_in_the_interrupt_stage() {
     assert_all_gone(&pids, "the stop");
 }
 
+/// A process started with SIGINT ignored (a script's `cmd &` without job control, or a CI
+/// runner launched so) still interrupts its agents: an ignored signal stays ignored across
+/// `exec`, so the process layer gives the agent SIGINT's default back. Runs the test above in
+/// such a process (this test binary, that one test alone, so no handler of another test is
+/// installed meanwhile).
+#[test]
+fn the_interrupt_stage_works_in_a_process_started_with_sigint_ignored() {
+    use std::os::unix::process::CommandExt;
+    let mut command = std::process::Command::new(std::env::current_exe().unwrap());
+    command.args([
+        "--exact",
+        "process::an_agent_that_honours_sigint_stops_in_the_interrupt_stage",
+    ]);
+    // SAFETY: signal(2) is async-signal-safe, as required between fork and exec.
+    unsafe {
+        command.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let output = command.output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.contains("1 passed"),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
 #[tokio::test]
 async fn an_agent_that_ignores_sigint_and_sigterm_is_killed_after_the_grace() {
     let agent = pid_script(|pids| {
