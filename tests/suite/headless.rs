@@ -64,19 +64,37 @@ fn a_missing_agent_binary_prints_start_failed_and_exits_1() {
 /// in its group, sends `signal` to agentty, and checks the stream, the exit status and that
 /// no process is left.
 fn signal_mid_turn_leaves_nothing_behind(signal: nix::sys::signal::Signal) {
+    signal_mid_turn_leaves_nothing_behind_when(signal, false);
+}
+
+/// As above; with `sigint_ignored`, agentty starts with SIGINT ignored.
+fn signal_mid_turn_leaves_nothing_behind_when(
+    signal: nix::sys::signal::Signal,
+    sigint_ignored: bool,
+) {
+    use std::os::unix::process::CommandExt;
     let agent = pid_script(|pids| {
         format!(
             "setsid sleep 300 &\ntool=$!\nsleep 300 &\necho \"$$ $tool $!\" > '{pids}'\nwhile :; do sleep 0.05; done"
         )
     });
-    let child = agentty()
+    let mut command = agentty();
+    command
         .args(["run", "--provider", "demo", "--agent-bin"])
         .arg(&agent.script)
         .arg("hello")
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+        .stderr(Stdio::null());
+    if sigint_ignored {
+        // SAFETY: signal(2) is async-signal-safe, as required between fork and exec.
+        unsafe {
+            command.pre_exec(|| {
+                libc::signal(libc::SIGINT, libc::SIG_IGN);
+                Ok(())
+            });
+        }
+    }
+    let child = command.spawn().unwrap();
     let pids = read_pids_blocking(&agent.pid_file);
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), signal).unwrap();
     let output = child.wait_with_output().unwrap();
@@ -98,46 +116,10 @@ fn signal_mid_turn_leaves_nothing_behind(signal: nix::sys::signal::Signal) {
 
 /// `agentty run … &` in a script starts agentty with SIGINT ignored (a shell without job
 /// control does that to background commands), and an ignored signal stays ignored across
-/// `exec`: the agent must still get SIGINT's default, or every stop waits out the grace and
-/// kills.
+/// `exec`: the agent still stops at the interrupt, not after the grace.
 #[test]
 fn an_agentty_started_with_sigint_ignored_still_interrupts_its_agent() {
-    use std::os::unix::process::CommandExt;
-    let agent = pid_script(|pids| format!("echo $$ > '{pids}'\nexec sleep 300"));
-    let mut command = agentty();
-    command
-        .args(["run", "--provider", "demo", "--agent-bin"])
-        .arg(&agent.script)
-        .arg("hello")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
-    // SAFETY: signal(2) is async-signal-safe, as required between fork and exec.
-    unsafe {
-        command.pre_exec(|| {
-            libc::signal(libc::SIGINT, libc::SIG_IGN);
-            Ok(())
-        });
-    }
-    let child = command.spawn().unwrap();
-    let pids = read_pids_blocking(&agent.pid_file);
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .unwrap();
-    let output = child.wait_with_output().unwrap();
-    let messages = parse_stream(&output.stdout);
-    assert!(
-        matches!(
-            messages.last(),
-            Some(AgentMessage::Cancelled {
-                stop_stage: StopStage::Interrupt,
-                ..
-            })
-        ),
-        "{messages:?}"
-    );
-    assert_all_gone(&pids, "the stop");
+    signal_mid_turn_leaves_nothing_behind_when(nix::sys::signal::Signal::SIGTERM, true);
 }
 
 #[test]
