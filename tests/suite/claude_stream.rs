@@ -11,8 +11,8 @@ use agentty::config::PermissionPolicy;
 use agentty::demo_agent::state::{requests_file, settings_file, DemoRequest};
 use agentty::orchestrator::{spawn_orchestrator, Command, OrchestratorOptions, TurnOutcome};
 use agentty::provider::{
-    build_backend, provider_on, AgentSetting, AgentStream, AttemptRequest, Interjection, Provider,
-    SessionRef, StopControl, Transport,
+    build_backend, provider_on, AgentSetting, AgentStatus, AgentStream, AttemptRequest,
+    Interjection, Provider, SessionRef, StopControl, Transport,
 };
 use agentty::stream::{AgentMessage, NoticeKind, StopStage};
 
@@ -59,6 +59,45 @@ impl World {
 
     async fn turn(&self, prompt: &str, session: SessionRef) -> Vec<AgentMessage> {
         collect(self.execute(prompt, session, &StopControl::new())).await
+    }
+
+    /// A new launch's provider (a new process) resuming `session_id` with `settings`, and its
+    /// first turn, which must complete.
+    async fn relaunched_turn(
+        &self,
+        prompt: &str,
+        session_id: String,
+        settings: Vec<AgentSetting>,
+    ) -> Arc<dyn Provider> {
+        let request = AttemptRequest {
+            prompt: prompt.into(),
+            session: SessionRef::Resume(session_id),
+            cwd: Some(self.demo.state.path().to_path_buf()),
+            attempt: 1,
+            settings,
+            ..AttemptRequest::default()
+        };
+        let relaunched = Self::provider(&self.demo, "0", PermissionPolicy::Ask);
+        let messages = collect(relaunched.execute(request, StopControl::new())).await;
+        assert!(
+            matches!(messages.last(), Some(AgentMessage::Completed { .. })),
+            "{messages:?}"
+        );
+        relaunched
+    }
+
+    /// Asks the agent for `setting` and waits until its status shows it `held`.
+    async fn choose(
+        &self,
+        status: &mut tokio::sync::watch::Receiver<AgentStatus>,
+        setting: AgentSetting,
+        held: impl FnMut(&AgentStatus) -> bool,
+    ) {
+        assert!(self.provider.change_setting(setting));
+        timeout(PATIENCE, status.wait_for(held))
+            .await
+            .unwrap()
+            .unwrap();
     }
 
     fn requests(&self) -> Vec<DemoRequest> {
@@ -372,26 +411,18 @@ async fn model_and_mode_change_through_control_requests() {
     let mut status = world.provider.agent_status().unwrap();
     assert_eq!(status.borrow().model.as_deref(), Some("default"));
     assert_eq!(status.borrow().mode.as_deref(), Some("default"));
-    assert!(world
-        .provider
-        .change_setting(AgentSetting::Model("demo-claude-2".into())));
-    timeout(
-        PATIENCE,
-        status.wait_for(|status| status.model.as_deref() == Some("demo-claude-2")),
-    )
-    .await
-    .unwrap()
-    .unwrap();
-    assert!(world
-        .provider
-        .change_setting(AgentSetting::Mode("plan".into())));
-    timeout(
-        PATIENCE,
-        status.wait_for(|status| status.mode.as_deref() == Some("plan")),
-    )
-    .await
-    .unwrap()
-    .unwrap();
+    world
+        .choose(
+            &mut status,
+            AgentSetting::Model("demo-claude-2".into()),
+            |status| status.model.as_deref() == Some("demo-claude-2"),
+        )
+        .await;
+    world
+        .choose(&mut status, AgentSetting::Mode("plan".into()), |status| {
+            status.mode.as_deref() == Some("plan")
+        })
+        .await;
     world.turn("again", SessionRef::Resume(id)).await;
     assert_eq!(
         world.requests().last().unwrap().model.as_deref(),
@@ -469,24 +500,14 @@ async fn a_chosen_model_and_mode_hold_when_the_process_is_started_again() {
 async fn the_conversations_settings_set_a_resumed_process() {
     let world = World::new("0", PermissionPolicy::Ask);
     let one = world.turn("hi", SessionRef::New).await;
-    let request = AttemptRequest {
-        prompt: "again".into(),
-        session: SessionRef::Resume(session_id(&one)),
-        cwd: Some(world.demo.state.path().to_path_buf()),
-        attempt: 1,
-        settings: vec![
-            AgentSetting::Model("demo-claude-2".into()),
-            AgentSetting::Mode("plan".into()),
-        ],
-        ..AttemptRequest::default()
-    };
-    // A provider of a new launch: a new process for the resumed session.
-    let relaunched = World::provider(&world.demo, "0", PermissionPolicy::Ask);
-    let two = collect(relaunched.execute(request, StopControl::new())).await;
-    assert!(
-        matches!(two.last(), Some(AgentMessage::Completed { .. })),
-        "{two:?}"
-    );
+    // A new launch: a new process for the resumed session.
+    let settings = vec![
+        AgentSetting::Model("demo-claude-2".into()),
+        AgentSetting::Mode("plan".into()),
+    ];
+    let relaunched = world
+        .relaunched_turn("again", session_id(&one), settings)
+        .await;
     assert_eq!(
         world.requests().last().unwrap().model.as_deref(),
         Some("demo-claude-2")
@@ -517,50 +538,37 @@ async fn the_effort_the_model_takes_is_offered_and_goes_with_the_next_request() 
     );
     assert_eq!(status.borrow().thinking_level, None, "none until chosen");
     assert_eq!(world.requests().last().unwrap().effort, None);
-    assert!(world
-        .provider
-        .change_setting(AgentSetting::ThinkingLevel("xhigh".into())));
-    timeout(
-        PATIENCE,
-        status.wait_for(|status| status.thinking_level.as_deref() == Some("xhigh")),
-    )
-    .await
-    .unwrap()
-    .unwrap();
+    world
+        .choose(
+            &mut status,
+            AgentSetting::ThinkingLevel("xhigh".into()),
+            |status| status.thinking_level.as_deref() == Some("xhigh"),
+        )
+        .await;
     world.turn("again", SessionRef::Resume(id.clone())).await;
     assert_eq!(
         world.requests().last().unwrap().effort.as_deref(),
         Some("xhigh")
     );
     // A model that takes no effort: nothing offered, nothing shown.
-    assert!(world
-        .provider
-        .change_setting(AgentSetting::Model("demo-claude-2".into())));
-    timeout(
-        PATIENCE,
-        status.wait_for(|status| status.model.as_deref() == Some("demo-claude-2")),
-    )
-    .await
-    .unwrap()
-    .unwrap();
+    world
+        .choose(
+            &mut status,
+            AgentSetting::Model("demo-claude-2".into()),
+            |status| status.model.as_deref() == Some("demo-claude-2"),
+        )
+        .await;
     assert!(status.borrow().thinking_levels.is_empty());
     assert_eq!(status.borrow().thinking_level, None);
 
     // A new launch resuming the conversation with its logged effort.
-    let request = AttemptRequest {
-        prompt: "resumed".into(),
-        session: SessionRef::Resume(id),
-        cwd: Some(world.demo.state.path().to_path_buf()),
-        attempt: 1,
-        settings: vec![AgentSetting::ThinkingLevel("low".into())],
-        ..AttemptRequest::default()
-    };
-    let relaunched = World::provider(&world.demo, "0", PermissionPolicy::Ask);
-    let two = collect(relaunched.execute(request, StopControl::new())).await;
-    assert!(
-        matches!(two.last(), Some(AgentMessage::Completed { .. })),
-        "{two:?}"
-    );
+    let relaunched = world
+        .relaunched_turn(
+            "resumed",
+            id,
+            vec![AgentSetting::ThinkingLevel("low".into())],
+        )
+        .await;
     assert_eq!(
         world.requests().last().unwrap().effort.as_deref(),
         Some("low")
