@@ -224,39 +224,16 @@ fn a_file_over_the_limit_is_reported_as_too_big_to_keep() {
 /// each change counted as the turn's, and `/undo` puts the tree back as it was at Enter.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn files_the_agent_changes_before_its_first_word_are_the_turn_s_and_undo_restores_them() {
-    use agentty::orchestrator::{
-        spawn_orchestrator, Command, OrchestratorEvent, OrchestratorOptions,
-    };
+    use agentty::orchestrator::{Command, OrchestratorEvent};
     use agentty::stream::{ChangeStatus, FileChange};
-    use std::sync::Arc;
 
     let work = tempfile::tempdir().unwrap();
     let state = tempfile::tempdir().unwrap();
     let root = work.path();
     std::fs::write(root.join("notes.txt"), "first\n").unwrap();
     std::fs::write(root.join("doomed.txt"), "bye\n").unwrap();
-    let script = crate::support::script_agent::write_script(
-        state.path(),
-        "agent",
-        &format!(
-            "cd '{}' && echo second >> notes.txt && rm doomed.txt && echo new > created.txt\n\
-             sleep 0.2\n\
-             echo '{{\"type\":\"assistant\",\"delta\":\"Edited.\"}}'\n\
-             echo '{}'",
-            root.display(),
-            crate::support::script_agent::COMPLETED
-        ),
-    );
-    let provider = Arc::new(crate::support::script_agent::provider_for(&script));
-    let mut options = OrchestratorOptions::new(provider);
-    options.cwd = Some(root.to_path_buf());
-    options.snapshots = Some(agentty::snapshot::SnapshotSetup {
-        root: root.to_path_buf(),
-        dir: state.path().join("snapshots/c"),
-        state: state.path().to_path_buf(),
-        limits: agentty::snapshot::SnapshotLimits::default(),
-    });
-    let mut chat = spawn_orchestrator(options);
+    let work = "echo second >> notes.txt && rm doomed.txt && echo new > created.txt\nsleep 0.2";
+    let mut chat = on_script_agent(state.path(), root, work, "Edited.", "snapshots/c");
     chat.commands.send(Command::Submit("edit".into())).unwrap();
     let files = loop {
         if let OrchestratorEvent::TurnChanges { files, .. } = next_event(&mut chat).await {
@@ -299,6 +276,38 @@ async fn files_the_agent_changes_before_its_first_word_are_the_turn_s_and_undo_r
         "bye\n"
     );
     assert!(!root.join("created.txt").exists());
+}
+
+/// The orchestrator in `root`, snapshots in `state`'s `store`, on a script agent that does
+/// `work` (shell) there, then says `answer` and completes.
+fn on_script_agent(
+    state: &Path,
+    root: &Path,
+    work: &str,
+    answer: &str,
+    store: &str,
+) -> agentty::orchestrator::OrchestratorHandle {
+    use crate::support::script_agent::{provider_for, write_script, COMPLETED};
+    use agentty::orchestrator::{spawn_orchestrator, OrchestratorOptions};
+    let script = write_script(
+        state,
+        "agent",
+        &format!(
+            "cd '{}' && {work}\n\
+             echo '{{\"type\":\"assistant\",\"delta\":\"{answer}\"}}'\n\
+             echo '{COMPLETED}'",
+            root.display()
+        ),
+    );
+    let mut options = OrchestratorOptions::new(std::sync::Arc::new(provider_for(&script)));
+    options.cwd = Some(root.to_path_buf());
+    options.snapshots = Some(agentty::snapshot::SnapshotSetup {
+        root: root.to_path_buf(),
+        dir: state.join(store),
+        state: state.to_path_buf(),
+        limits: agentty::snapshot::SnapshotLimits::default(),
+    });
+    spawn_orchestrator(options)
 }
 
 async fn next_event(
@@ -378,10 +387,7 @@ fn a_second_run_in_the_same_tree_reads_only_what_changed() {
 /// turn's, reported and undone (before: 250 of 3,000 reported, 2,750 kept the agent's line).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_edit_of_an_agent_that_writes_at_once_is_reported_and_undone() {
-    use agentty::orchestrator::{
-        spawn_orchestrator, Command, OrchestratorEvent, OrchestratorOptions,
-    };
-    use std::sync::Arc;
+    use agentty::orchestrator::{Command, OrchestratorEvent};
 
     const FILES: usize = 3000;
     let work = tempfile::tempdir().unwrap();
@@ -394,27 +400,8 @@ async fn every_edit_of_an_agent_that_writes_at_once_is_reported_and_undone() {
         )
         .unwrap();
     }
-    let script = crate::support::script_agent::write_script(
-        state.path(),
-        "agent",
-        &format!(
-            "cd '{}' && for f in f*.txt; do echo 'the agent was here' >> \"$f\"; done\n\
-             echo '{{\"type\":\"assistant\",\"delta\":\"Done.\"}}'\n\
-             echo '{}'",
-            root.display(),
-            crate::support::script_agent::COMPLETED
-        ),
-    );
-    let provider = Arc::new(crate::support::script_agent::provider_for(&script));
-    let mut options = OrchestratorOptions::new(provider);
-    options.cwd = Some(root.to_path_buf());
-    options.snapshots = Some(agentty::snapshot::SnapshotSetup {
-        root: root.to_path_buf(),
-        dir: state.path().join("snapshots/race"),
-        state: state.path().to_path_buf(),
-        limits: agentty::snapshot::SnapshotLimits::default(),
-    });
-    let mut chat = spawn_orchestrator(options);
+    let work = "for f in f*.txt; do echo 'the agent was here' >> \"$f\"; done";
+    let mut chat = on_script_agent(state.path(), root, work, "Done.", "snapshots/race");
     chat.commands
         .send(Command::Submit("edit everything".into()))
         .unwrap();
@@ -606,10 +593,7 @@ fn a_full_state_disk_is_named_as_such() {
 /// turn: A's summary has only `mine.txt`, and A's undo removes it and leaves B's files.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_agentty_s_files_are_not_this_turn_s_and_undo_leaves_them() {
-    use agentty::orchestrator::{
-        spawn_orchestrator, Command as ChatCommand, OrchestratorEvent, OrchestratorOptions,
-    };
-    use std::sync::Arc;
+    use agentty::orchestrator::{Command as ChatCommand, OrchestratorEvent};
 
     let work = tempfile::tempdir().unwrap();
     let state = tempfile::tempdir().unwrap();
@@ -617,29 +601,11 @@ async fn a_second_agentty_s_files_are_not_this_turn_s_and_undo_leaves_them() {
     std::fs::write(root.join("notes.txt"), "first\n").unwrap();
     std::fs::write(root.join("doomed.txt"), "bye\n").unwrap();
     let flag = state.path().join("go");
-    let script = crate::support::script_agent::write_script(
-        state.path(),
-        "agent",
-        &format!(
-            "cd '{}' && echo mine > mine.txt\n\
-             while [ ! -e '{}' ]; do sleep 0.05; done\n\
-             echo '{{\"type\":\"assistant\",\"delta\":\"Done.\"}}'\n\
-             echo '{}'",
-            root.display(),
-            flag.display(),
-            crate::support::script_agent::COMPLETED
-        ),
+    let work = format!(
+        "echo mine > mine.txt\nwhile [ ! -e '{}' ]; do sleep 0.05; done",
+        flag.display()
     );
-    let provider = Arc::new(crate::support::script_agent::provider_for(&script));
-    let mut options = OrchestratorOptions::new(provider);
-    options.cwd = Some(root.to_path_buf());
-    options.snapshots = Some(agentty::snapshot::SnapshotSetup {
-        root: root.to_path_buf(),
-        dir: state.path().join("snapshots/a"),
-        state: state.path().to_path_buf(),
-        limits: agentty::snapshot::SnapshotLimits::default(),
-    });
-    let mut chat = spawn_orchestrator(options);
+    let mut chat = on_script_agent(state.path(), root, &work, "Done.", "snapshots/a");
     chat.commands
         .send(ChatCommand::Submit("mine".into()))
         .unwrap();
